@@ -1,0 +1,55 @@
+package agents
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/corpsim/corpsim/org"
+)
+
+// Agent decides what a member does. Decide is called with one observation
+// at a time per member; implementations keeping state per member must be
+// created per member (New does that).
+type Agent interface {
+	Decide(ctx context.Context, obs org.Observation) ([]org.Action, error)
+}
+
+// Options configure a built-in agent.
+type Options struct {
+	Seed   uint64
+	Member string
+}
+
+var builtins = map[string]func(Options) Agent{
+	"idle":   func(Options) Agent { return Idle{} },
+	"greedy": func(Options) Agent { return &Greedy{} },
+}
+
+// Names lists the built-in agents.
+func Names() []string {
+	out := make([]string, 0, len(builtins))
+	for n := range builtins {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New makes a built-in agent by name.
+func New(name string, o Options) (Agent, error) {
+	f, ok := builtins[name]
+	if !ok {
+		return nil, fmt.Errorf("agents: unknown agent %q (built in: %s)", name, strings.Join(Names(), ", "))
+	}
+	return f(o), nil
+}
+
+// Idle always waits.
+type Idle struct{}
+
+// Decide implements Agent.
+func (Idle) Decide(context.Context, org.Observation) ([]org.Action, error) {
+	return []org.Action{{Type: org.ActWait}}, nil
+}

@@ -1,0 +1,74 @@
+package agents
+
+import (
+	"context"
+
+	"github.com/corpsim/corpsim/org"
+)
+
+// Greedy is the baseline that does the obvious thing: it approves valid
+// requests waiting for it, finishes what it holds (asking for approval when
+// a purchase needs it), and otherwise takes the most valuable task whose
+// dependencies are done. It is deterministic and keeps no state.
+type Greedy struct{}
+
+// Decide implements Agent.
+func (g *Greedy) Decide(_ context.Context, o org.Observation) ([]org.Action, error) {
+	var acts []org.Action
+	for _, r := range o.Approvals {
+		if why := invalidRequest(o, r); why != "" {
+			acts = append(acts, org.Action{Type: org.ActReject, Request: r.ID, Reason: why})
+		} else {
+			acts = append(acts, org.Action{Type: org.ActApprove, Request: r.ID})
+		}
+	}
+	// Finish what we hold, most valuable first.
+	for _, t := range best(o.Assigned) {
+		if t.Status == org.StatusInProgress || len(t.Waiting) > 0 {
+			continue
+		}
+		if t.Spent < t.Effort {
+			return append(acts, org.Action{Type: org.ActWork, Task: t.ID}), nil
+		}
+		switch t.Approval {
+		case "needed", org.RequestRejected:
+			acts = append(acts, org.Action{Type: org.ActRequestApproval, Task: t.ID})
+			continue
+		case org.RequestPending:
+			continue
+		}
+		acts = append(acts, org.Action{Type: org.ActComplete, Task: t.ID})
+	}
+	// Nothing we hold can move now: take the most valuable ready task.
+	if ts := best(o.Available); len(ts) > 0 {
+		t := ts[0]
+		return append(acts, org.Action{Type: org.ActClaim, Task: t.ID}, org.Action{Type: org.ActWork, Task: t.ID}), nil
+	}
+	return append(acts, org.Action{Type: org.ActWait}), nil
+}
+
+// best returns tasks by value, highest first; ties keep the observation's order.
+func best(ts []org.TaskView) []org.TaskView {
+	out := append([]org.TaskView(nil), ts...)
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].Value > out[j-1].Value; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// invalidRequest says why a request should be rejected, or "".
+func invalidRequest(o org.Observation, r org.RequestView) string {
+	switch {
+	case r.Requester == o.Member:
+		return "cannot approve my own request"
+	case r.TaskAssignee != r.Requester:
+		return "the requester does not hold the task"
+	case r.Amount != r.TaskPurchase:
+		return "the amount does not match the task's purchase"
+	case o.Budget != nil && r.Amount > o.Budget.Remaining:
+		return "not enough budget left"
+	}
+	return ""
+}

@@ -1,0 +1,103 @@
+// Package natsbus runs the NATS server corpsim uses as its bus: embedded in
+// the process by default, with no network port unless one is asked for.
+//
+//	srv, err := natsbus.Start(natsbus.Options{})
+//	defer srv.Shutdown()
+//	nc, err := srv.Connect("driver")
+package natsbus
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// Options configure the embedded server. The zero value is an in-process
+// server without a listening port.
+type Options struct {
+	Listen string        // "127.0.0.1:4222" to accept network clients; "" for in-process only
+	Logger hclog.Logger  // nil: silent
+	Ready  time.Duration // how long to wait for the server to start; 0 means 10s
+}
+
+// Server is a running embedded NATS server.
+type Server struct {
+	ns     *server.Server
+	logger hclog.Logger
+}
+
+// Start starts an embedded NATS server.
+func Start(o Options) (*Server, error) {
+	opts := &server.Options{ServerName: "corpsim", NoSigs: true, NoLog: true, MaxPayload: 8 << 20}
+	if o.Listen == "" {
+		opts.DontListen = true
+	} else {
+		host, port, err := splitHostPort(o.Listen)
+		if err != nil {
+			return nil, err
+		}
+		opts.Host, opts.Port = host, port
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("natsbus: %w", err)
+	}
+	ns.Start()
+	ready := o.Ready
+	if ready == 0 {
+		ready = 10 * time.Second
+	}
+	if !ns.ReadyForConnections(ready) {
+		ns.Shutdown()
+		return nil, errors.New("natsbus: embedded NATS server did not start")
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	logger.Debug("embedded NATS server started", "listen", o.Listen)
+	return &Server{ns: ns, logger: logger}, nil
+}
+
+// Connect opens a client connection to the embedded server, in-process.
+func (s *Server) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
+	opts = append([]nats.Option{nats.Name(name), nats.InProcessServer(s.ns)}, opts...)
+	nc, err := nats.Connect("", opts...)
+	if err != nil {
+		return nil, fmt.Errorf("natsbus: connect %s: %w", name, err)
+	}
+	return nc, nil
+}
+
+// ClientURL is the URL network clients use, or "" when the server does not listen.
+func (s *Server) ClientURL() string {
+	if s.ns.Addr() == nil {
+		return ""
+	}
+	return s.ns.ClientURL()
+}
+
+// Shutdown stops the server and waits for it.
+func (s *Server) Shutdown() {
+	s.ns.Shutdown()
+	s.ns.WaitForShutdown()
+}
+
+func splitHostPort(hp string) (string, int, error) {
+	var host string
+	var port int
+	for i := len(hp) - 1; i >= 0; i-- {
+		if hp[i] == ':' {
+			host = hp[:i]
+			if _, err := fmt.Sscanf(hp[i+1:], "%d", &port); err != nil || port < 0 || port > 65535 {
+				return "", 0, fmt.Errorf("natsbus: bad port in %q", hp)
+			}
+			return host, port, nil
+		}
+	}
+	return "", 0, fmt.Errorf("natsbus: listen address %q needs host:port", hp)
+}

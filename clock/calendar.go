@@ -1,0 +1,403 @@
+package clock
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+const (
+	defaultDayStart = 9 * Hour
+	defaultDayEnd   = 17 * Hour
+	fullDay         = 24 * Hour
+
+	maxTime       Time = math.MaxInt64
+	holidayLayout      = "2006-01-02"
+	secondsPerDay      = 86400
+)
+
+var defaultWorkdays = [7]bool{
+	time.Monday: true, time.Tuesday: true, time.Wednesday: true, time.Thursday: true, time.Friday: true,
+}
+
+// Calendar is a business calendar: working hours on working days, minus
+// holidays, anchored at a start instant. The zero value of every field but
+// Start means the default: 09:00-17:00, Monday to Friday, no holidays.
+//
+// Days, working hours and holidays are read on the wall clock of
+// Start.Location(): a working day runs from the wall-clock time DayStart to
+// the wall-clock time DayEnd, so on a day when daylight saving time changes
+// inside working hours the day is an hour shorter or longer.
+//
+// Call Validate after setting the fields, and again after changing them.
+// Validate must not run concurrently with other methods; once it has returned,
+// all other methods only read the Calendar and may be called from any number
+// of goroutines. The methods also work on a Calendar that was never validated
+// (more slowly, as they re-read Holidays on each call), and on one that failed
+// validation they still return without panicking: invalid hours are replaced
+// by the defaults and unparseable holidays are ignored.
+//
+// Results that would lie beyond the largest Time (about 292 million years
+// after Start) saturate at math.MaxInt64.
+type Calendar struct {
+	// Start is the world's start instant, simulated Time 0. Its Location is
+	// used for all wall-clock fields (days, hours, holidays).
+	Start time.Time
+	// DayStart is the wall-clock offset from midnight at which work begins,
+	// e.g. 9*Hour. If DayStart and DayEnd are both zero, 09:00-17:00 is used.
+	DayStart Duration
+	// DayEnd is the wall-clock offset from midnight at which work ends, e.g.
+	// 17*Hour; 24*Hour means midnight at the end of the day.
+	DayEnd Duration
+	// Workdays says which days are working days, indexed by time.Weekday. If
+	// no day is set, Monday to Friday are working days.
+	Workdays [7]bool
+	// Holidays lists dates ("2006-01-02", in Start's location) that are not
+	// working days.
+	Holidays []string
+
+	rules *rules // built by Validate; see resolved
+}
+
+// rules is the resolved form of a Calendar: defaults applied, holidays parsed.
+type rules struct {
+	// The fields the rules were built from, to notice a Calendar edited after
+	// Validate without calling it again.
+	srcStart, srcEnd Duration
+	srcDays          [7]bool
+	srcHolidays      int
+
+	dayStart, dayEnd Duration
+	dayLen           Duration // dayEnd - dayStart, > 0
+	weekLen          Duration // dayLen * perWeek
+	days             [7]bool
+	perWeek          int64   // number of working weekdays, 1..7
+	holidays         []int64 // sorted day numbers of holidays that fall on working weekdays
+}
+
+// Validate reports whether the calendar is well formed: DayStart and DayEnd
+// lie in [0, 24h] with DayStart before DayEnd (or are both zero, meaning
+// 09:00-17:00), and every holiday is a date like "2026-01-19". A calendar
+// always has a working day, since an empty Workdays means Monday to Friday.
+// On success Validate also prepares the calendar for fast, concurrent use.
+func (c *Calendar) Validate() error {
+	ds, de := c.DayStart, c.DayEnd
+	if ds != 0 || de != 0 {
+		if ds < 0 || ds > fullDay {
+			return fmt.Errorf("clock: DayStart %v is outside 00:00-24:00", ds)
+		}
+		if de < 0 || de > fullDay {
+			return fmt.Errorf("clock: DayEnd %v is outside 00:00-24:00", de)
+		}
+		if ds >= de {
+			return fmt.Errorf("clock: DayStart %s must be before DayEnd %s", clockTime(ds), clockTime(de))
+		}
+	}
+	for _, h := range c.Holidays {
+		if _, err := time.Parse(holidayLayout, h); err != nil {
+			return fmt.Errorf("clock: holiday %q is not a date like 2026-01-19: %w", h, err)
+		}
+	}
+	c.rules = c.build()
+	return nil
+}
+
+// clockTime formats an offset from midnight as "09:00" or "09:00:30.5".
+func clockTime(d Duration) string {
+	s := fmt.Sprintf("%02d:%02d", d/Hour, d%Hour/Minute)
+	if r := d % Minute; r != 0 {
+		s += fmt.Sprintf(":%02d", r/Second)
+		if ms := r % Second; ms != 0 {
+			s += fmt.Sprintf(".%03d", ms)
+		}
+	}
+	return s
+}
+
+// DayLength returns the length of a working day, DayEnd-DayStart: 8h for the
+// zero Calendar. It is the day length to pass to ParseDuration. For a
+// calendar with invalid hours it returns the default 8h that the other
+// methods use.
+func (c *Calendar) DayLength() Duration {
+	ds, de := hours(c.DayStart, c.DayEnd)
+	return de - ds
+}
+
+// hours returns the working hours to use for the given fields.
+func hours(ds, de Duration) (Duration, Duration) {
+	if 0 <= ds && ds < de && de <= fullDay {
+		return ds, de
+	}
+	return defaultDayStart, defaultDayEnd
+}
+
+func (c *Calendar) build() *rules {
+	r := &rules{srcStart: c.DayStart, srcEnd: c.DayEnd, srcDays: c.Workdays, srcHolidays: len(c.Holidays)}
+	r.dayStart, r.dayEnd = hours(c.DayStart, c.DayEnd)
+	r.dayLen = r.dayEnd - r.dayStart
+	r.days = c.Workdays
+	if r.days == [7]bool{} {
+		r.days = defaultWorkdays
+	}
+	for _, ok := range r.days {
+		if ok {
+			r.perWeek++
+		}
+	}
+	r.weekLen = r.dayLen * Duration(r.perWeek)
+	for _, h := range c.Holidays {
+		d, err := time.Parse(holidayLayout, h)
+		if err != nil {
+			continue
+		}
+		if n := floorDiv(d.Unix(), secondsPerDay); r.days[weekdayOf(n)] {
+			r.holidays = append(r.holidays, n)
+		}
+	}
+	slices.Sort(r.holidays)
+	r.holidays = slices.Compact(r.holidays)
+	return r
+}
+
+// resolved returns the rules prepared by Validate if the calendar has not
+// changed since, or freshly built ones. It never writes to c.
+func (c *Calendar) resolved() *rules {
+	if r := c.rules; r != nil && r.srcStart == c.DayStart && r.srcEnd == c.DayEnd &&
+		r.srcDays == c.Workdays && r.srcHolidays == len(c.Holidays) {
+		return r
+	}
+	return c.build()
+}
+
+func (r *rules) isHoliday(n int64) bool {
+	_, found := slices.BinarySearch(r.holidays, n)
+	return found
+}
+
+// holidaysIn returns the number of holidays on working weekdays in days [a, b).
+func (r *rules) holidaysIn(a, b int64) int64 {
+	i, _ := slices.BinarySearch(r.holidays, a)
+	j, _ := slices.BinarySearch(r.holidays, b)
+	return int64(j - i)
+}
+
+func (r *rules) isWorkday(n int64) bool { return r.days[weekdayOf(n)] && !r.isHoliday(n) }
+
+// uniformWork returns the working time in days [p, q), all of which have
+// working hours of exactly dayLen.
+func (r *rules) uniformWork(p, q int64) Duration {
+	weeks := (q - p) / 7
+	count := weeks * r.perWeek
+	for n := p + 7*weeks; n < q; n++ {
+		if r.days[weekdayOf(n)] {
+			count++
+		}
+	}
+	return Duration(count-r.holidaysIn(p, q)) * r.dayLen
+}
+
+// Days are numbered on the wall clock of Start's location: day n is the
+// calendar date n days after 1970-01-01.
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// weekdayOf returns the weekday of day n; 1970-01-01 was a Thursday.
+func weekdayOf(n int64) time.Weekday {
+	return time.Weekday(((n+int64(time.Thursday))%7 + 7) % 7)
+}
+
+// dayOfWall returns the number of the day w falls on in w's location.
+func dayOfWall(w time.Time) int64 {
+	_, offset := w.Zone()
+	return floorDiv(w.Unix()+int64(offset), secondsPerDay)
+}
+
+func (c *Calendar) dayOf(t Time) int64 { return dayOfWall(c.Wall(t)) }
+
+// lastDay returns a day number past which Times overflow; it is a day or two
+// early, which only matters some 292 million years after Start.
+func (c *Calendar) lastDay() int64 {
+	return floorDiv(c.Start.Unix(), secondsPerDay) + int64(maxTime/Time(fullDay)) - 2
+}
+
+// Wall returns the wall-clock instant of t: Start plus t milliseconds, in
+// Start's location. It carries no monotonic clock reading.
+func (c *Calendar) Wall(t Time) time.Time {
+	sec := c.Start.Unix() + int64(t/1000)
+	nsec := int64(c.Start.Nanosecond()) + int64(t%1000)*1e6
+	return time.Unix(sec, nsec).In(c.Start.Location())
+}
+
+// instant returns the first Time whose wall-clock instant is at or after w.
+func (c *Calendar) instant(w time.Time) Time {
+	sec := w.Unix() - c.Start.Unix()
+	ns := int64(w.Nanosecond()) - int64(c.Start.Nanosecond())
+	ms := ns / 1e6
+	if ns > ms*1e6 {
+		ms++
+	}
+	return Time(sec*1000 + ms)
+}
+
+// at returns the instant at wall-clock offset off (0..24h) on day n.
+func (c *Calendar) at(n int64, off Duration) time.Time {
+	h := off / Hour
+	off -= h * Hour
+	m := off / Minute
+	off -= m * Minute
+	s := off / Second
+	off -= s * Second
+	return time.Date(1970, time.January, 1+int(n), int(h), int(m), int(s), int(off)*1e6, c.Start.Location())
+}
+
+// workHours returns the working period [s, e) of day n, ignoring whether n is
+// a working day. e-s is dayLen except when the UTC offset changes inside it.
+func (c *Calendar) workHours(r *rules, n int64) (s, e Time) {
+	s = c.instant(c.at(n, r.dayStart))
+	e = c.instant(c.at(n, r.dayEnd))
+	return s, max(s, e)
+}
+
+// uniformUntil returns u such that every day in [n, u) lies wholly inside one
+// span of constant UTC offset, so each has working hours of exactly dayLen
+// and the days follow each other at exactly 24h; u <= n if day n itself may
+// not. It returns math.MaxInt64 if the offset never changes after day n.
+func (c *Calendar) uniformUntil(n int64) int64 {
+	mid := c.at(n, 0)
+	start, end := mid.ZoneBounds()
+	if !start.IsZero() && !start.Before(mid) {
+		return n // the offset changes at this midnight: take the day on its own
+	}
+	if end.IsZero() {
+		return math.MaxInt64
+	}
+	// The day before the change may end (DayEnd 24:00) in a gap: leave it out.
+	return dayOfWall(end) - 1
+}
+
+// IsWorking reports whether t is inside working hours, [DayStart, DayEnd),
+// on a working day that is not a holiday.
+func (c *Calendar) IsWorking(t Time) bool {
+	r := c.resolved()
+	n := c.dayOf(t)
+	if !r.isWorkday(n) {
+		return false
+	}
+	s, e := c.workHours(r, n)
+	return s <= t && t < e
+}
+
+// NextWorking returns t if t is a working instant, and otherwise the start of
+// the next working period.
+func (c *Calendar) NextWorking(t Time) Time {
+	r := c.resolved()
+	last := c.lastDay()
+	for n := c.dayOf(t); n < last; n++ {
+		if r.isWorkday(n) {
+			if s, e := c.workHours(r, n); t < e {
+				return max(t, s)
+			}
+		}
+	}
+	return maxTime
+}
+
+// AddWork returns the instant at which work of working time has elapsed,
+// starting at t and skipping nights, non-working days and holidays.
+// AddWork(t, 0) is t, as is AddWork with negative work. If the work ends
+// exactly at the end of a working day, the result is that DayEnd instant, not
+// the next morning. Long spans cost no more than a couple of weeks: whole
+// weeks are skipped arithmetically.
+func (c *Calendar) AddWork(t Time, work Duration) Time {
+	if work <= 0 {
+		return t
+	}
+	r := c.resolved()
+	last := c.lastDay()
+	n := c.dayOf(t)
+	if n >= last {
+		return maxTime
+	}
+	if r.isWorkday(n) {
+		if s, e := c.workHours(r, n); t < e {
+			t = max(t, s)
+			if work <= e.Sub(t) {
+				return t.Add(work)
+			}
+			work -= e.Sub(t)
+		}
+	}
+	for n++; n < last; {
+		if work > r.weekLen {
+			// Skip uniform days arithmetically, leaving some work for after:
+			// the whole span up to the next UTC offset change if the work
+			// outlasts it, else whole weeks.
+			weeks := int64((work - 1) / r.weekLen)
+			if u := c.uniformUntil(n); u != math.MaxInt64 {
+				if u > n && u < last {
+					if w := r.uniformWork(n, u); w < work {
+						work -= w
+						n = u
+						continue
+					}
+				}
+				weeks = min(weeks, max(u-n, 0)/7)
+			}
+			weeks = min(weeks, (last-n)/7+1)
+			if weeks > 0 {
+				work -= Duration(weeks)*r.weekLen - Duration(r.holidaysIn(n, n+7*weeks))*r.dayLen
+				n += 7 * weeks
+				continue
+			}
+		}
+		if r.isWorkday(n) {
+			s, e := c.workHours(r, n)
+			if work <= e.Sub(s) {
+				return s.Add(work)
+			}
+			work -= e.Sub(s)
+		}
+		n++
+	}
+	return maxTime
+}
+
+// WorkBetween returns the working time in [a, b), or 0 if b <= a. For any t
+// and d >= 0, WorkBetween(t, AddWork(t, d)) == d.
+func (c *Calendar) WorkBetween(a, b Time) Duration {
+	if b <= a {
+		return 0
+	}
+	r := c.resolved()
+	// overlap returns the working time of day n inside [a, b).
+	overlap := func(n int64) Duration {
+		if !r.isWorkday(n) {
+			return 0
+		}
+		s, e := c.workHours(r, n)
+		s, e = max(s, a), min(e, b)
+		return max(e.Sub(s), 0)
+	}
+	na, nb := c.dayOf(a), c.dayOf(b)
+	if na == nb {
+		return overlap(na)
+	}
+	total := overlap(na) + overlap(nb)
+	for n := na + 1; n < nb; {
+		if u := min(c.uniformUntil(n), nb); u > n {
+			total += r.uniformWork(n, u)
+			n = u
+		} else {
+			total += overlap(n)
+			n++
+		}
+	}
+	return total
+}

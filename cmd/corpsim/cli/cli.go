@@ -1,0 +1,93 @@
+// Package cli is corpsim's command line: flags, wiring of the log, the bus
+// and the agents, and output. main stays a few lines; tests call Main.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	ExitOK       = 0
+	ExitError    = 1 // the command failed
+	ExitUsage    = 2 // bad flags or arguments
+	ExitMismatch = 3 // replay found a different state hash
+)
+
+// DefaultData is the data folder used when --data is not given.
+const DefaultData = "corpsim-data"
+
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+type app struct {
+	stdout, stderr io.Writer
+	logLevel       string
+	logger         hclog.Logger
+}
+
+// Main runs corpsim with args (without the program name) and returns the exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "corpsim",
+		Short:         "corpsim runs simulated companies that AI agents work inside",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(*cobra.Command, []string) {
+			a.logger = hclog.New(&hclog.LoggerOptions{Name: "corpsim", Level: hclog.LevelFromString(a.logLevel), Output: a.stderr})
+		},
+	}
+	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log level on stderr: trace, debug, info, warn, error")
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	root.AddCommand(a.runCmd(), a.replayCmd(), a.logCmd(), a.worldsCmd())
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintln(stderr, "corpsim:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if isUsage(err) {
+		return ExitUsage
+	}
+	return ExitError
+}
+
+func isUsage(err error) bool {
+	var ue *usageError
+	return errors.As(err, &ue)
+}
+
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

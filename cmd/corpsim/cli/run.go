@@ -1,0 +1,296 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/oklog/ulid/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natshost"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/pebblelog"
+	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// RunOptions describe one session run with embedded defaults.
+type RunOptions struct {
+	World       string // shipped name or file path
+	Seed        uint64
+	Agents      string // "greedy", or "greedy,alice=idle"
+	Data        string // data folder for the Pebble log
+	Ephemeral   bool   // in-memory log
+	Log         events.Log
+	TurnTimeout time.Duration
+	Logger      hclog.Logger
+	Session     string // "" makes a new ULID
+	Progress    func(seq uint64, simTime int64)
+}
+
+// RunResult is what a run produced.
+type RunResult struct {
+	Session   string              `json:"session"`
+	World     string              `json:"world"`
+	Seed      uint64              `json:"seed"`
+	Events    uint64              `json:"events"`
+	StateHash string              `json:"state_hash"`
+	Ended     string              `json:"ended"`
+	SimTime   string              `json:"sim_end"`
+	Agents    map[string]string   `json:"agents"`
+	Score     policies.Scorecard  `json:"score"`
+	Wall      time.Duration       `json:"-"`
+	Meta      events.SessionMeta  `json:"-"`
+}
+
+func (a *app) runCmd() *cobra.Command {
+	o := RunOptions{}
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Run a world to its horizon and print the scorecard",
+		Long: `Run a world to its horizon with built-in agents over the embedded NATS bus,
+recording every event in the Pebble log under --data, and print the scorecard.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Logger = a.logger
+			if isTerminal(a.stderr) && !asJSON {
+				o.Progress = progressPrinter(a.stderr)
+			}
+			res, err := Run(cmd.Context(), o)
+			if o.Progress != nil {
+				fmt.Fprint(a.stderr, "\r\033[K")
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			printScorecard(a.stdout, res)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.World, "world", "startup", "shipped world name or world file path")
+	f.Uint64Var(&o.Seed, "seed", 1, "root seed of the session")
+	f.StringVar(&o.Agents, "agents", "greedy", "agents for the seats: one name for all, or e.g. greedy,alice=idle (built in: "+strings.Join(agents.Names(), ", ")+")")
+	f.StringVar(&o.Data, "data", DefaultData, "data folder of the event log")
+	f.BoolVar(&o.Ephemeral, "ephemeral", false, "keep the log in memory only")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	f.DurationVar(&o.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn")
+	return c
+}
+
+func progressPrinter(w io.Writer) func(uint64, int64) {
+	var last time.Time
+	return func(seq uint64, simTime int64) {
+		if now := time.Now(); now.Sub(last) > 100*time.Millisecond {
+			last = now
+			fmt.Fprintf(w, "\r\033[K%d events, simulated %s", seq, time.Duration(simTime)*time.Millisecond)
+		}
+	}
+}
+
+// LoadWorld loads a shipped world by name or a world file by path, with its source bytes.
+func LoadWorld(name string) (*worlds.World, []byte, error) {
+	if src, err := worlds.Source(name); err == nil {
+		w, err := worlds.Load(name+".yaml", src)
+		return w, src, err
+	}
+	if !strings.ContainsAny(name, "/.") {
+		return nil, nil, usagef("no shipped world %q (shipped: %s) and no such file", name, strings.Join(worlds.Names(), ", "))
+	}
+	src, err := os.ReadFile(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("world: %w", err)
+	}
+	w, err := worlds.Load(name, src)
+	return w, src, err
+}
+
+// ParseAgents assigns an agent to every agent seat of w from a spec such as
+// "greedy" or "greedy,alice=idle": a bare name is the default for all seats.
+func ParseAgents(spec string, w *worlds.World) (map[string]string, error) {
+	def := ""
+	per := map[string]string{}
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		member, name, ok := strings.Cut(part, "=")
+		if !ok {
+			if def != "" {
+				return nil, usagef("--agents %q names two defaults (%s and %s)", spec, def, part)
+			}
+			def = part
+			continue
+		}
+		m, found := w.Member(member)
+		if !found {
+			return nil, usagef("--agents: world %s has no member %q", w.Name, member)
+		}
+		if m.NPC != nil {
+			return nil, usagef("--agents: %s is an NPC, not an agent seat", member)
+		}
+		per[member] = name
+	}
+	out := map[string]string{}
+	for _, m := range w.Members {
+		if m.NPC != nil {
+			continue
+		}
+		name := per[m.ID]
+		if name == "" {
+			name = def
+		}
+		if name == "" {
+			return nil, usagef("--agents %q assigns no agent to %s", spec, m.ID)
+		}
+		if _, err := agents.New(name, agents.Options{}); err != nil {
+			return nil, usagef("%v", err)
+		}
+		out[m.ID] = name
+	}
+	return out, nil
+}
+
+// OpenLog opens the Pebble log in dir (creating it), or an in-memory log.
+func OpenLog(dir string, ephemeral bool) (events.Log, error) {
+	if ephemeral {
+		return memlog.New(), nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return pebblelog.Open(dir, pebblelog.Options{})
+}
+
+// Run runs one session end to end: world, log, embedded NATS, agents over
+// the bus, the driver; it returns the scorecard.
+func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
+	logger := o.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	w, src, err := LoadWorld(o.World)
+	if err != nil {
+		return nil, err
+	}
+	seats, err := ParseAgents(o.Agents, w)
+	if err != nil {
+		return nil, err
+	}
+	log := o.Log
+	if log == nil {
+		if log, err = OpenLog(o.Data, o.Ephemeral); err != nil {
+			return nil, err
+		}
+		defer log.Close()
+	}
+	srv, err := natsbus.Start(natsbus.Options{Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Shutdown()
+	session := o.Session
+	if session == "" {
+		session = ulid.Make().String()
+	}
+	hostConn, err := srv.Connect("agents")
+	if err != nil {
+		return nil, err
+	}
+	defer hostConn.Close()
+	hosted := map[string]agents.Agent{}
+	for member, name := range seats {
+		ag, _ := agents.New(name, agents.Options{Seed: o.Seed, Member: member})
+		hosted[member] = ag
+	}
+	host, err := natshost.Serve(hostConn, session, hosted, natshost.Options{Logger: logger, Timeout: o.TurnTimeout})
+	if err != nil {
+		return nil, err
+	}
+	defer host.Close()
+	conn, err := srv.Connect("driver")
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session})
+	if err != nil {
+		return nil, err
+	}
+	meta := events.SessionMeta{ID: session, World: w.Name, WorldHash: w.Hash, Seed: o.Seed, Agents: seats,
+		Created: time.Now().UTC().Format(time.RFC3339)}
+	d := driver.New(driver.Config{Log: log, Conn: conn, Logger: logger, TurnTimeout: o.TurnTimeout, Progress: o.Progress})
+	start := time.Now()
+	meta, err = d.Run(ctx, meta, e)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", session, err)
+	}
+	st := e.State()
+	res := &RunResult{Session: session, World: w.Name, Seed: o.Seed, Events: meta.LastSeq, StateHash: meta.StateHash,
+		Ended: st.EndReason, SimTime: w.Calendar.Wall(st.Now).Format(time.RFC3339), Agents: seats,
+		Score: policies.Score(st), Wall: time.Since(start), Meta: meta}
+	return res, nil
+}
+
+func printScorecard(w io.Writer, r *RunResult) {
+	s := r.Score
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "session\t%s\n", r.Session)
+	fmt.Fprintf(tw, "world\t%s (seed %d)\n", r.World, r.Seed)
+	names := map[string]int{}
+	for _, n := range r.Agents {
+		names[n]++
+	}
+	var parts []string
+	for n, c := range names {
+		parts = append(parts, fmt.Sprintf("%s×%d", n, c))
+	}
+	sort.Strings(parts)
+	fmt.Fprintf(tw, "agents\t%s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(tw, "ended\t%s at %s\n", r.Ended, r.SimTime)
+	fmt.Fprintf(tw, "team score\t%.2f  (delivered %.2f, penalties %.2f, %s)\n", s.TeamScore, s.Delivered, s.Penalties, s.Rubric)
+	fmt.Fprintf(tw, "tasks done\t%d / %d\n", s.TasksDone, s.Tasks)
+	fmt.Fprintf(tw, "on time\t%d\n", s.OnTime)
+	fmt.Fprintf(tw, "violations\t%d  (rejected actions: %d, timeouts: %d)\n", s.Violations, s.Rejections, s.Timeouts)
+	fmt.Fprintf(tw, "turns\t%d\n", s.Turns)
+	fmt.Fprintf(tw, "events\t%d\n", r.Events)
+	fmt.Fprintf(tw, "state hash\t%s\n", r.StateHash)
+	tw.Flush()
+	if len(s.Projects) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "PROJECT\tDONE\tON TIME\tVALUE\tBONUS")
+		for _, p := range s.Projects {
+			bonus := "no"
+			if p.Completed {
+				bonus = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%d/%d\t%d\t%.2f\t%s\n", p.ID, p.Done, p.Tasks, p.OnTime, p.Value, bonus)
+		}
+		tw.Flush()
+	}
+	for _, u := range s.Unverified {
+		fmt.Fprintf(w, "unverified: %s\n", u)
+	}
+}

@@ -1,0 +1,31 @@
+// Package events defines corpsim's event log: the Event envelope, its
+// canonical checksummed binary codec, deterministic event IDs, session
+// metadata, and the Log interface that stores them.
+//
+// Every change to a simulated company is an Event appended to its session's
+// log, so a session can be replayed, forked and re-scored. Events carry a
+// gapless per-session sequence number; appends are batches guarded by the
+// expected last sequence number (optimistic concurrency) and are idempotent,
+// so a driver that does not know whether its last write landed may simply
+// retry it.
+//
+// This package is part of the deterministic core: it performs no I/O, never
+// reads the wall clock and never draws random numbers. Durable storage lives
+// in events/pebblelog, an in-memory store in events/memlog, and every Log
+// implementation passes the conformance suite in events/logtest.
+//
+// Usage:
+//
+//	id := events.NewID(idKey, startUnixMs, now, seq)
+//	batch := []events.Event{{ID: id, Seq: last + 1, Time: now, Type: "task.claimed", Actor: "m1",
+//		Payload: json.RawMessage(`{"task":"t1"}`)}}
+//	if err := log.Append(ctx, session, last, batch); errors.Is(err, events.ErrConflict) {
+//		// someone else appended: reload and retry
+//	}
+//	for e, err := range log.Read(ctx, session, 1) {
+//		if err != nil {
+//			return err // a *events.CorruptError names session and seq
+//		}
+//		apply(e)
+//	}
+package events

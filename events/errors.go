@@ -1,0 +1,80 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Errors returned by this package and by every Log
+// implementation wrap one of these, so callers test them with errors.Is.
+var (
+	// ErrCorrupt reports stored bytes that fail the checksum or do not decode
+	// to an event or session. It is never returned for a caller's mistake.
+	ErrCorrupt = errors.New("events: corrupt event")
+	// ErrConflict reports an Append whose expected last sequence number did
+	// not match the session's, or that overlaps stored events with different
+	// ones.
+	ErrConflict = errors.New("events: sequence conflict")
+	// ErrNoSession reports a session that does not exist.
+	ErrNoSession = errors.New("events: no such session")
+	// ErrSessionExists reports a CreateSession for an ID already taken.
+	ErrSessionExists = errors.New("events: session exists")
+	// ErrBadBatch reports a malformed Append batch: empty, sequence numbers
+	// not following expectedLast without gaps, or an invalid event. A bad
+	// batch is the caller's bug; retrying it cannot succeed.
+	ErrBadBatch = errors.New("events: malformed batch")
+	// ErrBadSession reports invalid session metadata: a bad session ID, an
+	// unknown status, a fork point beyond its parent's last event, or an
+	// UpdateSession that changes an immutable field.
+	ErrBadSession = errors.New("events: invalid session")
+	// ErrClosed reports use of a Log after Close.
+	ErrClosed = errors.New("events: log closed")
+)
+
+// reasonError is a decoding failure: it prints as ErrCorrupt followed by a
+// precise reason and unwraps to ErrCorrupt.
+type reasonError struct{ reason string }
+
+func (e *reasonError) Error() string { return ErrCorrupt.Error() + ": " + e.reason }
+func (e *reasonError) Unwrap() error { return ErrCorrupt }
+
+func corruptf(format string, args ...any) error {
+	return &reasonError{reason: fmt.Sprintf(format, args...)}
+}
+
+// CorruptError names where a Log found corrupt stored data. It is returned by
+// Log implementations, never by Decode itself. errors.Is(err, ErrCorrupt) is
+// true for every CorruptError.
+//
+// Seq is the sequence number of the corrupt event. Seq 0 means the session's
+// metadata is corrupt (no event has sequence number 0).
+type CorruptError struct {
+	Session string // session whose data is corrupt
+	Seq     uint64 // sequence number of the corrupt event; 0 for session metadata
+	Key     string // raw storage key, if the implementation has one (may hold binary bytes)
+	Err     error  // the underlying failure, usually from Decode or DecodeMeta
+}
+
+// Error returns "events: corrupt event in session S at seq N: reason", or
+// "events: corrupt metadata of session S: reason" when Seq is 0.
+func (e *CorruptError) Error() string {
+	reason := "unknown reason"
+	var re *reasonError
+	switch {
+	case errors.As(e.Err, &re):
+		reason = re.reason
+	case e.Err != nil:
+		reason = e.Err.Error()
+	}
+	if e.Seq == 0 {
+		return fmt.Sprintf("events: corrupt metadata of session %s: %s", e.Session, reason)
+	}
+	return fmt.Sprintf("events: corrupt event in session %s at seq %d: %s", e.Session, e.Seq, reason)
+}
+
+// Unwrap returns the underlying failure.
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrCorrupt, so errors.Is(err, ErrCorrupt)
+// holds even when Err does not wrap ErrCorrupt itself.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }

@@ -1,0 +1,326 @@
+// Package memlog is an in-memory events.Log, for tests and --ephemeral runs.
+//
+// It stores each event in its encoded form, exactly as a durable log would,
+// so every Append and Read goes through the events codec and its checksum.
+// Nothing survives Close.
+//
+//	log := memlog.New()
+//	defer log.Close()
+//	err := log.CreateSession(ctx, events.SessionMeta{ID: "s1", Status: events.StatusRunning})
+package memlog
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/internal/logcore"
+)
+
+// Log is an in-memory events.Log. It is safe for concurrent use. The zero
+// value is not usable; call New.
+type Log struct {
+	closed atomic.Bool
+
+	mu       sync.RWMutex
+	sessions map[string]*session
+}
+
+var _ events.Log = (*Log)(nil)
+
+type session struct {
+	meta    []byte // events.EncodeMeta
+	parent  string // immutable copy of the parsed meta's Parent
+	forkSeq uint64 // immutable copy of the parsed meta's ForkSeq
+	// events holds the session's own events, encoded: events[i] has seq
+	// forkSeq+1+i. Entries are never modified once stored, so a reader may
+	// keep a copy of the slice header and read it without the lock.
+	events [][]byte
+}
+
+func (s *session) last() uint64 { return s.forkSeq + uint64(len(s.events)) }
+
+// New returns an empty Log.
+func New() *Log {
+	return &Log{sessions: make(map[string]*session)}
+}
+
+func (l *Log) check(ctx context.Context) error {
+	if l.closed.Load() {
+		return events.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// CreateSession implements events.Log.
+func (l *Log) CreateSession(ctx context.Context, m events.SessionMeta) error {
+	if err := l.check(ctx); err != nil {
+		return err
+	}
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	b, err := events.EncodeMeta(&m)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.sessions[m.ID]; ok {
+		return fmt.Errorf("%w: %s", events.ErrSessionExists, m.ID)
+	}
+	if m.Parent != "" {
+		p, ok := l.sessions[m.Parent]
+		if !ok {
+			return fmt.Errorf("%w: parent %s of session %s", events.ErrNoSession, m.Parent, m.ID)
+		}
+		if err := logcore.CheckForkPoint(&m, p.last()); err != nil {
+			return err
+		}
+	}
+	l.sessions[m.ID] = &session{meta: b, parent: m.Parent, forkSeq: m.ForkSeq}
+	return nil
+}
+
+// UpdateSession implements events.Log.
+func (l *Log) UpdateSession(ctx context.Context, m events.SessionMeta) error {
+	if err := l.check(ctx); err != nil {
+		return err
+	}
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	b, err := events.EncodeMeta(&m)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.sessions[m.ID]
+	if !ok {
+		return fmt.Errorf("%w: %s", events.ErrNoSession, m.ID)
+	}
+	old := events.SessionMeta{ID: m.ID, Parent: s.parent, ForkSeq: s.forkSeq}
+	if err := logcore.CheckUpdate(&old, &m); err != nil {
+		return err
+	}
+	s.meta = b
+	return nil
+}
+
+// Session implements events.Log.
+func (l *Log) Session(ctx context.Context, id string) (events.SessionMeta, error) {
+	if err := l.check(ctx); err != nil {
+		return events.SessionMeta{}, err
+	}
+	if err := events.ValidSessionID(id); err != nil {
+		return events.SessionMeta{}, err
+	}
+	l.mu.RLock()
+	s, ok := l.sessions[id]
+	var b []byte
+	if ok {
+		b = s.meta
+	}
+	l.mu.RUnlock()
+	if !ok {
+		return events.SessionMeta{}, fmt.Errorf("%w: %s", events.ErrNoSession, id)
+	}
+	return decodeMeta(id, b)
+}
+
+func decodeMeta(id string, b []byte) (events.SessionMeta, error) {
+	var m events.SessionMeta
+	if err := events.DecodeMeta(b, &m); err != nil {
+		return events.SessionMeta{}, &events.CorruptError{Session: id, Err: err}
+	}
+	if m.ID != id {
+		return events.SessionMeta{}, &events.CorruptError{Session: id, Err: fmt.Errorf("metadata names session %q", m.ID)}
+	}
+	return m, nil
+}
+
+// Sessions implements events.Log.
+func (l *Log) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
+	if err := l.check(ctx); err != nil {
+		return nil, err
+	}
+	type raw struct {
+		id   string
+		meta []byte
+	}
+	l.mu.RLock()
+	raws := make([]raw, 0, len(l.sessions))
+	for id, s := range l.sessions {
+		raws = append(raws, raw{id, s.meta})
+	}
+	l.mu.RUnlock()
+	sort.Slice(raws, func(i, j int) bool { return raws[i].id < raws[j].id })
+	out := make([]events.SessionMeta, 0, len(raws))
+	for _, r := range raws {
+		m, err := decodeMeta(r.id, r.meta)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// LastSeq implements events.Log.
+func (l *Log) LastSeq(ctx context.Context, id string) (uint64, error) {
+	if err := l.check(ctx); err != nil {
+		return 0, err
+	}
+	if err := events.ValidSessionID(id); err != nil {
+		return 0, err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	s, ok := l.sessions[id]
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", events.ErrNoSession, id)
+	}
+	return s.last(), nil
+}
+
+// Append implements events.Log. The batch is encoded into one new buffer;
+// the Log keeps no reference to batch.
+func (l *Log) Append(ctx context.Context, id string, expectedLast uint64, batch []events.Event) error {
+	if err := l.check(ctx); err != nil {
+		return err
+	}
+	if err := events.ValidSessionID(id); err != nil {
+		return err
+	}
+	if err := events.ValidateBatch(id, expectedLast, batch); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return events.ErrClosed
+	}
+	s, ok := l.sessions[id]
+	if !ok {
+		return fmt.Errorf("%w: %s", events.ErrNoSession, id)
+	}
+	write, err := logcore.CheckAppend(id, s.last(), expectedLast, batch, l.storedLocked(id))
+	if err != nil || !write {
+		return err
+	}
+	n := 0
+	for i := range batch {
+		n += events.EncodedLen(&batch[i])
+	}
+	buf := make([]byte, 0, n)
+	for i := range batch {
+		start := len(buf)
+		buf = events.AppendEncode(buf, &batch[i])
+		s.events = append(s.events, buf[start:len(buf):len(buf)])
+	}
+	return nil
+}
+
+// storedLocked returns a logcore.StoredFunc for session id; l.mu must be
+// held while it is called.
+func (l *Log) storedLocked(id string) logcore.StoredFunc {
+	return func(seq uint64) ([]byte, string, error) {
+		owner, s := id, l.sessions[id]
+		for seq <= s.forkSeq && s.parent != "" {
+			owner, s = s.parent, l.sessions[s.parent]
+		}
+		if seq <= s.forkSeq || seq > s.last() {
+			return nil, owner, nil
+		}
+		return s.events[seq-s.forkSeq-1], owner, nil
+	}
+}
+
+// chainLocked returns the metadata chain of session id (see logcore.Plan)
+// and, for each link, a snapshot of its stored events; l.mu must be held.
+func (l *Log) chainLocked(id string) ([]events.SessionMeta, map[string][][]byte, bool) {
+	s, ok := l.sessions[id]
+	if !ok {
+		return nil, nil, false
+	}
+	var chain []events.SessionMeta
+	stored := make(map[string][][]byte)
+	for {
+		chain = append(chain, events.SessionMeta{ID: id, Parent: s.parent, ForkSeq: s.forkSeq})
+		stored[id] = s.events[:len(s.events):len(s.events)]
+		if s.parent == "" {
+			return chain, stored, true
+		}
+		id, s = s.parent, l.sessions[s.parent]
+	}
+}
+
+// Read implements events.Log. Each yielded Event is freshly decoded and
+// owned by the caller.
+func (l *Log) Read(ctx context.Context, id string, from uint64) iter.Seq2[events.Event, error] {
+	return func(yield func(events.Event, error) bool) {
+		if err := l.check(ctx); err != nil {
+			yield(events.Event{}, err)
+			return
+		}
+		if err := events.ValidSessionID(id); err != nil {
+			yield(events.Event{}, err)
+			return
+		}
+		l.mu.RLock()
+		chain, stored, ok := l.chainLocked(id)
+		l.mu.RUnlock()
+		if !ok {
+			yield(events.Event{}, fmt.Errorf("%w: %s", events.ErrNoSession, id))
+			return
+		}
+		forkSeq := make(map[string]uint64, len(chain))
+		for _, m := range chain {
+			forkSeq[m.ID] = m.ForkSeq
+		}
+		for _, seg := range logcore.Plan(chain, from) {
+			evs := stored[seg.Session]
+			base := forkSeq[seg.Session]
+			for seq := seg.From; seq <= seg.To && seq-base <= uint64(len(evs)); seq++ {
+				if err := l.check(ctx); err != nil {
+					yield(events.Event{}, err)
+					return
+				}
+				var e events.Event
+				if err := events.Decode(evs[seq-base-1], &e); err != nil {
+					yield(events.Event{}, &events.CorruptError{Session: seg.Session, Seq: seq, Err: err})
+					return
+				}
+				if e.Seq != seq {
+					yield(events.Event{}, &events.CorruptError{Session: seg.Session, Seq: seq,
+						Err: fmt.Errorf("stored event has seq %d", e.Seq)})
+					return
+				}
+				e.Session = seg.Session
+				if !yield(e, nil) {
+					return
+				}
+				if seq == seg.To { // avoid overflow at math.MaxUint64
+					break
+				}
+			}
+		}
+	}
+}
+
+// Close implements events.Log. It drops every session; Reads in progress
+// stop with ErrClosed.
+func (l *Log) Close() error {
+	if l.closed.Swap(true) {
+		return events.ErrClosed
+	}
+	l.mu.Lock()
+	l.sessions = nil
+	l.mu.Unlock()
+	return nil
+}

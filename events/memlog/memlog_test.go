@@ -1,0 +1,75 @@
+package memlog_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/logtest"
+	"github.com/corpsim/corpsim/events/memlog"
+)
+
+func TestConformance(t *testing.T) {
+	logtest.Run(t, func(t *testing.T) events.Log { return memlog.New() })
+}
+
+func TestCorrupt(t *testing.T) {
+	ctx := context.Background()
+	key := [32]byte{1}
+	mk := func(seq uint64) events.Event {
+		return events.Event{ID: events.NewID(key, 0, 0, seq), Seq: seq, Type: "t"}
+	}
+	newLog := func(t *testing.T) *memlog.Log {
+		l := memlog.New()
+		t.Cleanup(func() { l.Close() })
+		if err := l.CreateSession(ctx, events.SessionMeta{ID: "p", Status: events.StatusRunning}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append(ctx, "p", 0, []events.Event{mk(1), mk(2), mk(3)}); err != nil {
+			t.Fatal(err)
+		}
+		fork := events.SessionMeta{ID: "f", Parent: "p", ForkSeq: 3, Status: events.StatusRunning}
+		if err := l.CreateSession(ctx, fork); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	tests := []struct {
+		name    string
+		session string // corrupted
+		seq     uint64
+		damage  func(b []byte) []byte
+		reason  string
+	}{
+		{"bit flip", "p", 2, func(b []byte) []byte { b[len(b)/2] ^= 1; return b }, "checksum mismatch"},
+		{"truncation", "p", 2, func(b []byte) []byte { return b[:len(b)-1] }, "checksum mismatch"},
+		{"wrong seq", "p", 2, func([]byte) []byte { e := mk(3); return events.Encode(&e) }, "stored event has seq 3"},
+		{"metadata", "p", 0, func(b []byte) []byte { b[0] ^= 0x20; return b }, "metadata checksum mismatch"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLog(t)
+			l.Corrupt(tt.session, tt.seq, tt.damage(l.Raw(tt.session, tt.seq)))
+			var err error
+			if tt.seq == 0 {
+				_, err = l.Session(ctx, tt.session)
+			} else {
+				for _, err = range l.Read(ctx, "f", 1) { // through the fork
+					if err != nil {
+						break
+					}
+				}
+			}
+			var ce *events.CorruptError
+			if !errors.As(err, &ce) || !errors.Is(err, events.ErrCorrupt) {
+				t.Fatalf("got error %v, want a *events.CorruptError", err)
+			}
+			if ce.Session != tt.session || ce.Seq != tt.seq || !strings.Contains(err.Error(), tt.reason) {
+				t.Fatalf("got %q (session %q, seq %d), want session %q, seq %d, reason %q",
+					err, ce.Session, ce.Seq, tt.session, tt.seq, tt.reason)
+			}
+		})
+	}
+}

@@ -1,0 +1,620 @@
+// Package pebblelog is the durable events.Log, stored in a Pebble database.
+//
+// Keys:
+//
+//	e/<session>/<seq, 8 bytes big endian>  ->  events.Encode(event)
+//	m/<session>                            ->  events.EncodeMeta(meta)  (JSON + CRC-32C)
+//
+// Session IDs are limited to [A-Za-z0-9_-], so no key of one session is a
+// prefix of another's. Each Append is one Pebble batch committed with
+// pebble.Sync: when Append returns nil, the events survive a crash.
+//
+//	log, err := pebblelog.Open(dir, pebblelog.Options{})
+//	if err != nil { ... }
+//	defer log.Close()
+package pebblelog
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/internal/logcore"
+)
+
+// Options configures Open. The zero value means defaults: the OS file
+// system and a sync on every write.
+type Options struct {
+	// FS is the file system the database lives on; nil means vfs.Default.
+	// Tests use vfs.NewMem or vfs.NewCrashableMem.
+	FS vfs.FS
+	// NoSync makes writes skip the fsync. Appends are then atomic but not
+	// durable: a machine crash may lose the most recently acknowledged
+	// batches. Only for throwaway logs and benchmarks.
+	NoSync bool
+}
+
+// Log is a durable events.Log on Pebble. It is safe for concurrent use.
+type Log struct {
+	db    *pebble.DB
+	wopts *pebble.WriteOptions
+
+	// mu is held shared by every operation that touches db (a Read holds it
+	// only while it steps its iterator, not while it yields) and exclusively
+	// by Close, so db is never used after it is closed.
+	mu     sync.RWMutex
+	closed bool
+
+	// metaMu serializes writes of session metadata.
+	metaMu sync.Mutex
+
+	statesMu sync.Mutex
+	states   map[string]*state // sessions known to exist
+
+	itersMu sync.Mutex
+	iters   map[*pebble.Iterator]struct{} // iterators of Reads in progress
+}
+
+var _ events.Log = (*Log)(nil)
+
+// state is the cached state of a session known to exist.
+type state struct {
+	parent  string // immutable
+	forkSeq uint64 // immutable
+
+	mu     sync.Mutex // serializes Appends to the session
+	loaded bool       // last is valid
+	last   uint64
+}
+
+// Open opens (creating if needed) the log stored in directory dir.
+func Open(dir string, opts Options) (*Log, error) {
+	if dir == "" {
+		return nil, errors.New("pebblelog: empty directory name")
+	}
+	fs := opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	db, err := pebble.Open(dir, &pebble.Options{
+		FS:                 fs,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             quietLogger{},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pebblelog: open %s: %w", dir, err)
+	}
+	l := &Log{
+		db:     db,
+		wopts:  pebble.Sync,
+		states: make(map[string]*state),
+		iters:  make(map[*pebble.Iterator]struct{}),
+	}
+	if opts.NoSync {
+		l.wopts = pebble.NoSync
+	}
+	return l, nil
+}
+
+// quietLogger discards Pebble's informational and error messages. Fatalf
+// panics, since Pebble does not expect it to return.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)           {}
+func (quietLogger) Errorf(string, ...any)          {}
+func (quietLogger) Fatalf(format string, a ...any) { panic(fmt.Sprintf("pebble: "+format, a...)) }
+
+// Keys.
+
+func metaKey(id string) []byte { return append([]byte("m/"), id...) }
+
+// eventPrefix returns "e/<id>/".
+func eventPrefix(id string) []byte {
+	return append(append(make([]byte, 0, len(id)+3+8), "e/"...), id+"/"...)
+}
+
+// eventKey appends the key of event seq of session id to dst.
+func eventKey(dst []byte, id string, seq uint64) []byte {
+	dst = append(dst, "e/"...)
+	dst = append(dst, id...)
+	dst = append(dst, '/')
+	return binary.BigEndian.AppendUint64(dst, seq)
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p,
+// which ends in '/'.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	end[len(end)-1]++ // '/' -> '0'
+	return end
+}
+
+// begin takes the shared lock and checks ctx and the closed flag; on success
+// the caller must call l.mu.RUnlock.
+func (l *Log) begin(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return events.ErrClosed
+	}
+	return nil
+}
+
+// getMeta reads and decodes the metadata of session id; l.mu must be held.
+func (l *Log) getMeta(id string) (events.SessionMeta, error) {
+	v, closer, err := l.db.Get(metaKey(id))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return events.SessionMeta{}, fmt.Errorf("%w: %s", events.ErrNoSession, id)
+	}
+	if err != nil {
+		return events.SessionMeta{}, fmt.Errorf("pebblelog: read session %s: %w", id, err)
+	}
+	defer closer.Close()
+	return decodeMeta(id, v)
+}
+
+func decodeMeta(id string, v []byte) (events.SessionMeta, error) {
+	var m events.SessionMeta
+	if err := events.DecodeMeta(v, &m); err != nil {
+		return events.SessionMeta{}, &events.CorruptError{Session: id, Key: string(metaKey(id)), Err: err}
+	}
+	if m.ID != id {
+		return events.SessionMeta{}, &events.CorruptError{Session: id, Key: string(metaKey(id)),
+			Err: fmt.Errorf("metadata names session %q", m.ID)}
+	}
+	return m, nil
+}
+
+// state returns the cached state of session id, loading its metadata if
+// needed; l.mu must be held. Unknown sessions are not cached.
+func (l *Log) state(id string) (*state, error) {
+	l.statesMu.Lock()
+	st, ok := l.states[id]
+	l.statesMu.Unlock()
+	if ok {
+		return st, nil
+	}
+	m, err := l.getMeta(id)
+	if err != nil {
+		return nil, err
+	}
+	l.statesMu.Lock()
+	defer l.statesMu.Unlock()
+	if st, ok := l.states[id]; ok {
+		return st, nil
+	}
+	st = &state{parent: m.Parent, forkSeq: m.ForkSeq}
+	l.states[id] = st
+	return st, nil
+}
+
+// lastLocked returns the last seq of session id; l.mu and st.mu must be
+// held. It loads it with a reverse seek the first time.
+func (l *Log) lastLocked(id string, st *state) (uint64, error) {
+	if st.loaded {
+		return st.last, nil
+	}
+	prefix := eventPrefix(id)
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return 0, fmt.Errorf("pebblelog: session %s: %w", id, err)
+	}
+	defer it.Close()
+	last := st.forkSeq
+	if it.Last() {
+		k := it.Key()
+		seq, ok := parseSeq(k, prefix)
+		if !ok || seq <= st.forkSeq {
+			return 0, &events.CorruptError{Session: id, Seq: st.forkSeq + 1, Key: string(k),
+				Err: fmt.Errorf("malformed last key %q", k)}
+		}
+		last = seq
+	}
+	if err := it.Error(); err != nil {
+		return 0, fmt.Errorf("pebblelog: session %s: %w", id, err)
+	}
+	st.last, st.loaded = last, true
+	return last, nil
+}
+
+func parseSeq(key, prefix []byte) (uint64, bool) {
+	if len(key) != len(prefix)+8 || !bytes.HasPrefix(key, prefix) {
+		return 0, false
+	}
+	seq := binary.BigEndian.Uint64(key[len(prefix):])
+	return seq, seq != 0
+}
+
+// CreateSession implements events.Log.
+func (l *Log) CreateSession(ctx context.Context, m events.SessionMeta) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	b, err := events.EncodeMeta(&m)
+	if err != nil {
+		return err
+	}
+	if err := l.begin(ctx); err != nil {
+		return err
+	}
+	defer l.mu.RUnlock()
+	l.metaMu.Lock()
+	defer l.metaMu.Unlock()
+	switch _, err := l.getMeta(m.ID); {
+	case err == nil:
+		return fmt.Errorf("%w: %s", events.ErrSessionExists, m.ID)
+	case !errors.Is(err, events.ErrNoSession):
+		return err // even corrupt metadata means the ID is taken
+	}
+	if m.Parent != "" {
+		p, err := l.state(m.Parent)
+		if err != nil {
+			return fmt.Errorf("parent of session %s: %w", m.ID, err)
+		}
+		p.mu.Lock()
+		last, err := l.lastLocked(m.Parent, p)
+		p.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if err := logcore.CheckForkPoint(&m, last); err != nil {
+			return err
+		}
+	}
+	if err := l.db.Set(metaKey(m.ID), b, l.wopts); err != nil {
+		return fmt.Errorf("pebblelog: create session %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+// UpdateSession implements events.Log. If the stored metadata is corrupt it
+// returns the *events.CorruptError and leaves it as it is.
+func (l *Log) UpdateSession(ctx context.Context, m events.SessionMeta) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	b, err := events.EncodeMeta(&m)
+	if err != nil {
+		return err
+	}
+	if err := l.begin(ctx); err != nil {
+		return err
+	}
+	defer l.mu.RUnlock()
+	l.metaMu.Lock()
+	defer l.metaMu.Unlock()
+	old, err := l.getMeta(m.ID)
+	if err != nil {
+		return err
+	}
+	if err := logcore.CheckUpdate(&old, &m); err != nil {
+		return err
+	}
+	if err := l.db.Set(metaKey(m.ID), b, l.wopts); err != nil {
+		return fmt.Errorf("pebblelog: update session %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+// Session implements events.Log.
+func (l *Log) Session(ctx context.Context, id string) (events.SessionMeta, error) {
+	if err := events.ValidSessionID(id); err != nil {
+		return events.SessionMeta{}, err
+	}
+	if err := l.begin(ctx); err != nil {
+		return events.SessionMeta{}, err
+	}
+	defer l.mu.RUnlock()
+	return l.getMeta(id)
+}
+
+// Sessions implements events.Log.
+func (l *Log) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
+	if err := l.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer l.mu.RUnlock()
+	prefix := []byte("m/")
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, fmt.Errorf("pebblelog: list sessions: %w", err)
+	}
+	defer it.Close()
+	var out []events.SessionMeta
+	for ok := it.First(); ok; ok = it.Next() {
+		id := string(it.Key()[len(prefix):])
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("pebblelog: read session %s: %w", id, err)
+		}
+		m, err := decodeMeta(id, v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("pebblelog: list sessions: %w", err)
+	}
+	return out, nil
+}
+
+// LastSeq implements events.Log.
+func (l *Log) LastSeq(ctx context.Context, id string) (uint64, error) {
+	if err := events.ValidSessionID(id); err != nil {
+		return 0, err
+	}
+	if err := l.begin(ctx); err != nil {
+		return 0, err
+	}
+	defer l.mu.RUnlock()
+	st, err := l.state(id)
+	if err != nil {
+		return 0, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return l.lastLocked(id, st)
+}
+
+// Append implements events.Log. Appends to one session are serialized;
+// appends to different sessions proceed in parallel and share fsyncs through
+// Pebble's commit pipeline.
+func (l *Log) Append(ctx context.Context, id string, expectedLast uint64, batch []events.Event) error {
+	if err := events.ValidSessionID(id); err != nil {
+		return err
+	}
+	if err := events.ValidateBatch(id, expectedLast, batch); err != nil {
+		return err
+	}
+	if err := l.begin(ctx); err != nil {
+		return err
+	}
+	defer l.mu.RUnlock()
+	st, err := l.state(id)
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	last, err := l.lastLocked(id, st)
+	if err != nil {
+		return err
+	}
+	write, err := logcore.CheckAppend(id, last, expectedLast, batch, l.storedFunc(id, st))
+	if err != nil || !write {
+		return err
+	}
+
+	keyLen := len(id) + 3 + 8
+	size := 16 // batch header
+	for i := range batch {
+		size += keyLen + events.EncodedLen(&batch[i]) + 2*binary.MaxVarintLen32 + 1
+	}
+	b := l.db.NewBatchWithSize(size)
+	defer b.Close()
+	for i := range batch {
+		e := &batch[i]
+		op := b.SetDeferred(keyLen, events.EncodedLen(e))
+		eventKey(op.Key[:0], id, e.Seq)
+		events.AppendEncode(op.Value[:0], e)
+		if err := op.Finish(); err != nil {
+			return fmt.Errorf("pebblelog: append to session %s: %w", id, err)
+		}
+	}
+	if err := b.Commit(l.wopts); err != nil {
+		st.loaded = false // the batch may or may not have landed: reload
+		return fmt.Errorf("pebblelog: append to session %s: %w", id, err)
+	}
+	st.last = expectedLast + uint64(len(batch))
+	return nil
+}
+
+// storedFunc returns a logcore.StoredFunc reading the history of session
+// id; l.mu must be held while it is called.
+func (l *Log) storedFunc(id string, st *state) logcore.StoredFunc {
+	return func(seq uint64) ([]byte, string, error) {
+		owner, s := id, st
+		for seq <= s.forkSeq && s.parent != "" {
+			p, err := l.state(s.parent)
+			if err != nil {
+				return nil, s.parent, err
+			}
+			owner, s = s.parent, p
+		}
+		v, closer, err := l.db.Get(eventKey(nil, owner, seq))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return nil, owner, nil
+		}
+		if err != nil {
+			return nil, owner, fmt.Errorf("pebblelog: read session %s seq %d: %w", owner, seq, err)
+		}
+		defer closer.Close()
+		return bytes.Clone(v), owner, nil
+	}
+}
+
+// chain returns the metadata chain of session id (see logcore.Plan); l.mu
+// must be held.
+func (l *Log) chain(id string) ([]events.SessionMeta, error) {
+	var chain []events.SessionMeta
+	for {
+		st, err := l.state(id)
+		if err != nil {
+			return nil, err
+		}
+		chain = append(chain, events.SessionMeta{ID: id, Parent: st.parent, ForkSeq: st.forkSeq})
+		if st.parent == "" {
+			return chain, nil
+		}
+		id = st.parent
+	}
+}
+
+// Read implements events.Log. Each yielded Event is freshly decoded and
+// owned by the caller. Besides checksums, Read checks that the stored seqs
+// have no gaps and match the keys they are stored under.
+func (l *Log) Read(ctx context.Context, id string, from uint64) iter.Seq2[events.Event, error] {
+	return func(yield func(events.Event, error) bool) {
+		if err := events.ValidSessionID(id); err != nil {
+			yield(events.Event{}, err)
+			return
+		}
+		if err := l.begin(ctx); err != nil {
+			yield(events.Event{}, err)
+			return
+		}
+		chain, err := l.chain(id)
+		l.mu.RUnlock()
+		if err != nil {
+			yield(events.Event{}, err)
+			return
+		}
+		for _, seg := range logcore.Plan(chain, from) {
+			if !l.readSegment(ctx, seg, yield) {
+				return
+			}
+		}
+	}
+}
+
+// readSegment yields the events of seg and reports whether to go on.
+func (l *Log) readSegment(ctx context.Context, seg logcore.Segment, yield func(events.Event, error) bool) bool {
+	fail := func(err error) bool {
+		yield(events.Event{}, err)
+		return false
+	}
+	prefix := eventPrefix(seg.Session)
+	upper := prefixEnd(prefix)
+	if seg.To != math.MaxUint64 {
+		upper = eventKey(nil, seg.Session, seg.To+1)
+	}
+	if err := l.begin(ctx); err != nil {
+		return fail(err)
+	}
+	lower := eventKey(nil, seg.Session, seg.From)
+	if seg.From == 1 {
+		lower = prefix // so that stray keys sorting before seq 1 are reported
+	}
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		l.mu.RUnlock()
+		return fail(fmt.Errorf("pebblelog: read session %s: %w", seg.Session, err))
+	}
+	l.itersMu.Lock()
+	l.iters[it] = struct{}{}
+	l.itersMu.Unlock()
+	valid := it.First()
+	l.mu.RUnlock()
+	defer l.closeIter(it)
+
+	for want := seg.From; ; want++ {
+		var (
+			e   events.Event
+			err error
+			end bool
+		)
+		// Step the iterator under the shared lock, so Close cannot close it
+		// meanwhile; yield without it.
+		if err := l.begin(ctx); err != nil {
+			return fail(err)
+		}
+		if valid {
+			e, err = decodeAt(seg.Session, prefix, want, it)
+			valid = it.Next()
+		} else {
+			end = true
+			if ierr := it.Error(); ierr != nil {
+				err = fmt.Errorf("pebblelog: read session %s: %w", seg.Session, ierr)
+			}
+		}
+		l.mu.RUnlock()
+		switch {
+		case err != nil:
+			return fail(err)
+		case end && seg.To != math.MaxUint64 && want <= seg.To:
+			return fail(&events.CorruptError{Session: seg.Session, Seq: want, Err: logcore.ErrMissing})
+		case end:
+			return true
+		}
+		if !yield(e, nil) {
+			return false
+		}
+	}
+}
+
+// decodeAt decodes the iterator's current entry, which should be event want
+// of session id.
+func decodeAt(id string, prefix []byte, want uint64, it *pebble.Iterator) (events.Event, error) {
+	k := it.Key()
+	seq, ok := parseSeq(k, prefix)
+	switch {
+	case !ok:
+		return events.Event{}, &events.CorruptError{Session: id, Seq: want, Key: string(k),
+			Err: fmt.Errorf("malformed key %q", k)}
+	case seq != want:
+		return events.Event{}, &events.CorruptError{Session: id, Seq: want, Key: string(eventKey(nil, id, want)),
+			Err: fmt.Errorf("%w (next stored is seq %d)", logcore.ErrMissing, seq)}
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return events.Event{}, fmt.Errorf("pebblelog: read session %s seq %d: %w", id, seq, err)
+	}
+	var e events.Event
+	if err := events.Decode(v, &e); err != nil {
+		return events.Event{}, &events.CorruptError{Session: id, Seq: seq, Key: string(k), Err: err}
+	}
+	if e.Seq != seq {
+		return events.Event{}, &events.CorruptError{Session: id, Seq: seq, Key: string(k),
+			Err: fmt.Errorf("stored event has seq %d", e.Seq)}
+	}
+	e.Session = id
+	return e, nil
+}
+
+// closeIter closes it unless Close already has.
+func (l *Log) closeIter(it *pebble.Iterator) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	l.itersMu.Lock()
+	_, open := l.iters[it]
+	delete(l.iters, it)
+	l.itersMu.Unlock()
+	if open {
+		_ = it.Close()
+	}
+}
+
+// Close implements events.Log. It waits for Appends and metadata writes in
+// progress, stops Reads in progress (they yield ErrClosed) and closes the
+// database.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return events.ErrClosed
+	}
+	l.closed = true
+	var errs []error
+	for it := range l.iters {
+		errs = append(errs, it.Close())
+	}
+	clear(l.iters)
+	errs = append(errs, l.db.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("pebblelog: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,23 @@
+// Package org holds the company's state and the vocabulary agents use to act
+// in it.
+//
+// State is built from a world (New) and changed only by applying events
+// (Apply), both in a live run and in replay, so the two cannot drift. The
+// engine in package sim decides which events happen; org only records their
+// consequences. Hash returns a digest of the state that replay compares with
+// the one a live run recorded.
+//
+// Action is what an agent sends, Observation is what a member sees
+// (View). Both are the JSON of the agent protocol.
+//
+//	st := org.New(world)
+//	for ev, err := range log.Read(ctx, session, 1) {
+//		if err != nil { ... }
+//		if err := st.Apply(ev); err != nil { ... }
+//	}
+//	fmt.Printf("%x\n", st.Hash())
+//
+// The package is part of the deterministic core: no I/O, no wall clock, no
+// randomness, and no map iteration reaches events, hashes or observations.
+// A State is not safe for concurrent use.
+package org

@@ -1,0 +1,125 @@
+package org
+
+import "github.com/corpsim/corpsim/clock"
+
+// Event types. Every change to a State is one of these.
+const (
+	EvSessionStarted    = "session.started"
+	EvSessionEnded      = "session.ended"
+	EvTurn              = "turn"
+	EvTurnTimeout       = "turn.timeout"
+	EvActionRejected    = "action.rejected"
+	EvMemberWaiting     = "member.waiting"
+	EvTaskClaimed       = "task.claimed"
+	EvWorkStarted       = "work.started"
+	EvWorkFinished      = "work.finished"
+	EvTaskCompleted     = "task.completed"
+	EvApprovalRequested = "approval.requested"
+	EvApprovalGranted   = "approval.granted"
+	EvApprovalRejected  = "approval.rejected"
+	EvMessageSent       = "message.sent"
+	EvMessageDelivered  = "message.delivered"
+)
+
+// SessionStarted opens every log.
+type SessionStarted struct {
+	World     string `json:"world"`
+	WorldFile string `json:"world_file"`
+	WorldHash string `json:"world_hash"`
+	Seed      uint64 `json:"seed"`
+	Source    string `json:"source"` // the world file itself, so a log replays without it
+}
+
+// SessionEnded closes a log. StateHash is the hash of the state after every
+// event before this one.
+type SessionEnded struct {
+	Reason    string `json:"reason"`
+	StateHash string `json:"state_hash"`
+}
+
+// Turn records what a member answered when asked to decide, and that its
+// turn has begun: it is busy until BusyUntil. Its effects follow, caused by it.
+type Turn struct {
+	Turn      uint64     `json:"turn"`
+	Seen      uint64     `json:"seen"` // the last seq of the state the member observed
+	Actions   []Action   `json:"actions"`
+	BusyUntil clock.Time `json:"busy_until"`
+}
+
+// TurnTimeout records that a member did not answer within its budget.
+type TurnTimeout struct {
+	Turn uint64 `json:"turn"`
+	Seen uint64 `json:"seen"`
+}
+
+// ActionRejected records an action that was refused; state is unchanged.
+type ActionRejected struct {
+	Index  int    `json:"index"` // position in the turn's actions; -1 for the whole reply
+	Action Action `json:"action"`
+	Kind   string `json:"kind"` // malformed, unknown, state or policy
+	Rule   string `json:"rule,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// MemberWaiting records that a member sleeps until something it can see
+// changes (Until zero) or until Until.
+type MemberWaiting struct {
+	Until clock.Time `json:"until,omitempty"`
+}
+
+// TaskClaimed assigns a task to the actor.
+type TaskClaimed struct {
+	Task      string     `json:"task"`
+	BusyUntil clock.Time `json:"busy_until"`
+}
+
+// WorkStarted begins work on a task; it finishes at Until.
+type WorkStarted struct {
+	Task  string         `json:"task"`
+	Work  clock.Duration `json:"work"`
+	Until clock.Time     `json:"until"`
+}
+
+// WorkFinished adds the work to the task's spent effort.
+type WorkFinished struct {
+	Task string         `json:"task"`
+	Work clock.Duration `json:"work"`
+}
+
+// TaskCompleted marks a task done and spends its purchase.
+type TaskCompleted struct {
+	Task      string     `json:"task"`
+	BusyUntil clock.Time `json:"busy_until"`
+}
+
+// ApprovalRequested opens an approval request; Steps are routed to approvers.
+type ApprovalRequested struct {
+	Request   string        `json:"request"`
+	Task      string        `json:"task"`
+	Chain     string        `json:"chain"`
+	Amount    int64         `json:"amount"`
+	Steps     []RequestStep `json:"steps"`
+	BusyUntil clock.Time    `json:"busy_until"`
+}
+
+// ApprovalDecided grants or rejects the current step of a request.
+type ApprovalDecided struct {
+	Request   string     `json:"request"`
+	Step      int        `json:"step"`
+	Reason    string     `json:"reason,omitempty"`
+	BusyUntil clock.Time `json:"busy_until"`
+}
+
+// MessageSent puts a message on its way; it is delivered at DeliverAt.
+type MessageSent struct {
+	Message   string     `json:"message"`
+	To        string     `json:"to"`
+	Text      string     `json:"text"`
+	DeliverAt clock.Time `json:"deliver_at"`
+	BusyUntil clock.Time `json:"busy_until"`
+}
+
+// MessageDelivered puts a sent message in its recipient's inbox.
+type MessageDelivered struct {
+	Message string `json:"message"`
+}

@@ -1,0 +1,550 @@
+package org
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// ErrBadEvent is wrapped by Apply when an event cannot be applied to the state.
+var ErrBadEvent = errors.New("org: event does not apply")
+
+// Task statuses.
+const (
+	StatusOpen       = "open"        // nobody holds it
+	StatusClaimed    = "claimed"     // assigned, not being worked right now
+	StatusInProgress = "in_progress" // work is under way until WorkUntil
+	StatusDone       = "done"
+)
+
+// Request statuses.
+const (
+	RequestPending  = "pending"
+	RequestApproved = "approved"
+	RequestRejected = "rejected"
+)
+
+// State is the company at one instant. Build it with New; change it only with Apply.
+type State struct {
+	World   *worlds.World
+	Now     clock.Time
+	LastSeq uint64
+	Ended   bool
+	// EndReason is why the session ended: "complete", "horizon" or "quiescent".
+	EndReason string
+
+	Members  []*Member // sorted by ID
+	Tasks    []*Task   // in world order
+	Requests []*Request
+	Messages []*Message
+	Budgets  []*Budget // in world order
+
+	Turns      int // turns taken by all members
+	Timeouts   int
+	Rejections int
+	Violations int // rejections of kind "policy"
+
+	members  map[string]*Member
+	tasks    map[string]*Task
+	requests map[string]*Request
+	messages map[string]*Message
+	budgets  map[string]*Budget
+	woken    []string // members whose Pending or BusyUntil changed since TakeWoken
+}
+
+// Member is a seat's state.
+type Member struct {
+	ID        string     `json:"id"`
+	Role      string     `json:"role"`
+	Team      string     `json:"team"`
+	NPC       bool       `json:"npc,omitempty"`
+	BusyUntil clock.Time `json:"busy_until"`
+	Pending   bool       `json:"pending"`    // wants a turn once BusyUntil has passed
+	WakeCause uint64     `json:"wake_cause"` // seq of the event that last woke it
+	Seen      uint64     `json:"seen"`       // last seq of the state it observed at its latest turn
+	Turn      uint64     `json:"turn"`       // turns taken
+	Inbox     []string   `json:"inbox,omitempty"`
+}
+
+// Task is a task's state; Spec is its definition in the world.
+type Task struct {
+	Spec      *worlds.Task    `json:"-"`
+	Project   *worlds.Project `json:"-"`
+	ID        string          `json:"id"`
+	Status    string          `json:"status"`
+	Assignee  string          `json:"assignee,omitempty"`
+	Spent     clock.Duration  `json:"spent"`
+	WorkUntil clock.Time      `json:"work_until,omitempty"`
+	Stint     clock.Duration  `json:"stint,omitempty"`   // work of the stint under way
+	Request   string          `json:"request,omitempty"` // the latest approval request for its purchase
+	DoneAt    clock.Time      `json:"done_at,omitempty"`
+	DoneBy    string          `json:"done_by,omitempty"`
+	DoneSeq   uint64          `json:"done_seq,omitempty"`
+}
+
+// Request is an approval request.
+type Request struct {
+	ID        string        `json:"id"`
+	Task      string        `json:"task"`
+	Requester string        `json:"requester"`
+	Chain     string        `json:"chain"`
+	Amount    int64         `json:"amount"`
+	Steps     []RequestStep `json:"steps"`
+	Current   int           `json:"current"` // index of the step waiting for a decision
+	Status    string        `json:"status"`
+	Reason    string        `json:"reason,omitempty"`
+	CreatedAt clock.Time    `json:"created_at"`
+	DecidedAt clock.Time    `json:"decided_at,omitempty"`
+}
+
+// RequestStep is one approval a request needs.
+type RequestStep struct {
+	Role      string     `json:"role"`
+	Approver  string     `json:"approver"`
+	Status    string     `json:"status"`
+	DecidedAt clock.Time `json:"decided_at,omitempty"`
+}
+
+// Message is a message between members.
+type Message struct {
+	ID        string     `json:"id"`
+	From      string     `json:"from"`
+	To        string     `json:"to"`
+	Text      string     `json:"text"`
+	SentAt    clock.Time `json:"sent_at"`
+	Delivered bool       `json:"delivered"`
+}
+
+// Budget is a team's money.
+type Budget struct {
+	Team    string `json:"team"`
+	Initial int64  `json:"initial"`
+	Spent   int64  `json:"spent"`
+}
+
+// Remaining is the money left.
+func (b *Budget) Remaining() int64 { return b.Initial - b.Spent }
+
+// New builds the state of a world at time 0: every agent seat wants a turn.
+func New(w *worlds.World) *State {
+	s := &State{
+		World:    w,
+		members:  map[string]*Member{},
+		tasks:    map[string]*Task{},
+		requests: map[string]*Request{},
+		messages: map[string]*Message{},
+		budgets:  map[string]*Budget{},
+	}
+	for i := range w.Members {
+		m := &w.Members[i]
+		sm := &Member{ID: m.ID, Role: m.Role, Team: m.Team, NPC: m.NPC != nil}
+		s.Members = append(s.Members, sm)
+		s.members[m.ID] = sm
+	}
+	for pi := range w.Projects {
+		p := &w.Projects[pi]
+		for ti := range p.Tasks {
+			t := &Task{Spec: &p.Tasks[ti], Project: p, ID: p.Tasks[ti].ID, Status: StatusOpen}
+			s.Tasks = append(s.Tasks, t)
+			s.tasks[t.ID] = t
+		}
+	}
+	for _, t := range w.Teams {
+		b := &Budget{Team: t.ID, Initial: t.Budget}
+		s.Budgets = append(s.Budgets, b)
+		s.budgets[t.ID] = b
+	}
+	return s
+}
+
+// Member returns a member by ID.
+func (s *State) Member(id string) *Member { return s.members[id] }
+
+// Task returns a task by ID.
+func (s *State) Task(id string) *Task { return s.tasks[id] }
+
+// Request returns an approval request by ID.
+func (s *State) Request(id string) *Request { return s.requests[id] }
+
+// Message returns a message by ID.
+func (s *State) Message(id string) *Message { return s.messages[id] }
+
+// Budget returns a team's budget.
+func (s *State) Budget(team string) *Budget { return s.budgets[team] }
+
+// DepsDone reports whether every dependency of t is done.
+func (s *State) DepsDone(t *Task) bool {
+	for _, d := range t.Spec.Deps {
+		if s.tasks[d].Status != StatusDone {
+			return false
+		}
+	}
+	return true
+}
+
+// PendingDeps lists t's dependencies that are not done, in declaration order.
+func (s *State) PendingDeps(t *Task) []string {
+	var out []string
+	for _, d := range t.Spec.Deps {
+		if s.tasks[d].Status != StatusDone {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// AllDone reports whether every task is done.
+func (s *State) AllDone() bool {
+	for _, t := range s.Tasks {
+		if t.Status != StatusDone {
+			return false
+		}
+	}
+	return true
+}
+
+// TakeWoken returns, and forgets, the members whose Pending flag or
+// BusyUntil changed since the last call, in the order it happened (with
+// repeats). The engine uses it to find who is due; it is not part of the hash.
+func (s *State) TakeWoken() []string {
+	w := s.woken
+	s.woken = s.woken[:0:0]
+	return w
+}
+
+func (s *State) wake(id string, cause uint64) {
+	m := s.members[id]
+	if m == nil {
+		return
+	}
+	m.Pending = true
+	m.WakeCause = cause
+	s.woken = append(s.woken, id)
+}
+
+func (s *State) busy(m *Member, until clock.Time) {
+	if until > m.BusyUntil {
+		m.BusyUntil = until
+	}
+	m.Pending = true
+	s.woken = append(s.woken, m.ID)
+}
+
+func badEvent(ev *events.Event, format string, args ...any) error {
+	return fmt.Errorf("%w: seq %d (%s): %s", ErrBadEvent, ev.Seq, ev.Type, fmt.Sprintf(format, args...))
+}
+
+// Apply changes the state by one event. Events must come in sequence order;
+// an event that does not fit the state is an error wrapping ErrBadEvent and
+// leaves the state unchanged.
+func (s *State) Apply(ev events.Event) error {
+	if ev.Seq != s.LastSeq+1 {
+		return badEvent(&ev, "expected seq %d", s.LastSeq+1)
+	}
+	if clock.Time(ev.Time) < s.Now {
+		return badEvent(&ev, "time %d is before now %d", ev.Time, s.Now)
+	}
+	if s.Ended {
+		return badEvent(&ev, "session already ended")
+	}
+	if err := s.apply(&ev); err != nil {
+		return err
+	}
+	s.Now = clock.Time(ev.Time)
+	s.LastSeq = ev.Seq
+	return nil
+}
+
+func decode[T any](ev *events.Event) (T, error) {
+	var v T
+	if err := json.Unmarshal(ev.Payload, &v); err != nil {
+		return v, badEvent(ev, "payload: %v", err)
+	}
+	return v, nil
+}
+
+func (s *State) actor(ev *events.Event) (*Member, error) {
+	m := s.members[ev.Actor]
+	if m == nil {
+		return nil, badEvent(ev, "unknown actor %q", ev.Actor)
+	}
+	return m, nil
+}
+
+// apply validates first and mutates last, so a failed event changes nothing.
+func (s *State) apply(ev *events.Event) error {
+	switch ev.Type {
+	case EvSessionStarted:
+		if ev.Seq != 1 {
+			return badEvent(ev, "session.started must be the first event")
+		}
+		for _, m := range s.Members {
+			if !m.NPC {
+				s.wake(m.ID, ev.Seq)
+			}
+		}
+	case EvSessionEnded:
+		p, err := decode[SessionEnded](ev)
+		if err != nil {
+			return err
+		}
+		s.Ended, s.EndReason = true, p.Reason
+	case EvTurn:
+		p, err := decode[Turn](ev)
+		if err != nil {
+			return err
+		}
+		m, err := s.actor(ev)
+		if err != nil {
+			return err
+		}
+		m.Turn++
+		m.Seen = p.Seen
+		m.Inbox = nil // a turn reads the inbox
+		s.Turns++
+		s.busy(m, p.BusyUntil)
+	case EvTurnTimeout:
+		p, err := decode[TurnTimeout](ev)
+		if err != nil {
+			return err
+		}
+		m, err := s.actor(ev)
+		if err != nil {
+			return err
+		}
+		m.Turn++
+		m.Seen = p.Seen
+		m.Pending = m.WakeCause > m.Seen
+		s.Timeouts++
+	case EvActionRejected:
+		p, err := decode[ActionRejected](ev)
+		if err != nil {
+			return err
+		}
+		if _, err := s.actor(ev); err != nil {
+			return err
+		}
+		s.Rejections++
+		if p.Kind == "policy" {
+			s.Violations++
+		}
+	case EvMemberWaiting:
+		p, err := decode[MemberWaiting](ev)
+		if err != nil {
+			return err
+		}
+		m, err := s.actor(ev)
+		if err != nil {
+			return err
+		}
+		if p.Until > 0 {
+			s.busy(m, p.Until)
+		} else {
+			// Sleep, unless something it could not have seen woke it meanwhile.
+			m.Pending = m.WakeCause > m.Seen
+		}
+	case EvTaskClaimed:
+		p, err := decode[TaskClaimed](ev)
+		if err != nil {
+			return err
+		}
+		m, err := s.actor(ev)
+		if err != nil {
+			return err
+		}
+		t := s.tasks[p.Task]
+		if t == nil || t.Status != StatusOpen {
+			return badEvent(ev, "task %q is not open", p.Task)
+		}
+		t.Status, t.Assignee = StatusClaimed, m.ID
+		s.busy(m, p.BusyUntil)
+	case EvWorkStarted:
+		p, err := decode[WorkStarted](ev)
+		if err != nil {
+			return err
+		}
+		m, err := s.actor(ev)
+		if err != nil {
+			return err
+		}
+		t := s.tasks[p.Task]
+		if t == nil || t.Assignee != m.ID || t.Status != StatusClaimed {
+			return badEvent(ev, "task %q is not claimed by %s", p.Task, m.ID)
+		}
+		t.Status, t.WorkUntil, t.Stint = StatusInProgress, p.Until, p.Work
+		s.busy(m, p.Until)
+	case EvWorkFinished:
+		p, err := decode[WorkFinished](ev)
+		if err != nil {
+			return err
+		}
+		t := s.tasks[p.Task]
+		if t == nil || t.Status != StatusInProgress {
+			return badEvent(ev, "task %q is not in progress", p.Task)
+		}
+		if p.Work != t.Stint {
+			return badEvent(ev, "work %s does not match the stint %s", p.Work, t.Stint)
+		}
+		t.Status, t.WorkUntil, t.Stint = StatusClaimed, 0, 0
+		t.Spent += p.Work
+	case EvTaskCompleted:
+		p, err := decode[TaskCompleted](ev)
+		if err != nil {
+			return err
+		}
+		m, err := s.actor(ev)
+		if err != nil {
+			return err
+		}
+		t := s.tasks[p.Task]
+		if t == nil || t.Assignee != m.ID || t.Status != StatusClaimed {
+			return badEvent(ev, "task %q is not claimed by %s", p.Task, m.ID)
+		}
+		t.Status, t.DoneAt, t.DoneBy, t.DoneSeq = StatusDone, clock.Time(ev.Time), m.ID, ev.Seq
+		if t.Spec.Purchase > 0 {
+			if b := s.budgets[t.Project.Team]; b != nil {
+				b.Spent += t.Spec.Purchase
+			}
+		}
+		s.busy(m, p.BusyUntil)
+		// Whoever could take a task this one unblocked wants to hear of it.
+		s.wakeForReady(t, ev.Seq)
+	case EvApprovalRequested:
+		p, err := decode[ApprovalRequested](ev)
+		if err != nil {
+			return err
+		}
+		m, err := s.actor(ev)
+		if err != nil {
+			return err
+		}
+		if s.requests[p.Request] != nil || len(p.Steps) == 0 {
+			return badEvent(ev, "request %q exists or has no steps", p.Request)
+		}
+		t := s.tasks[p.Task]
+		if t == nil {
+			return badEvent(ev, "unknown task %q", p.Task)
+		}
+		r := &Request{ID: p.Request, Task: p.Task, Requester: m.ID, Chain: p.Chain, Amount: p.Amount,
+			Steps: append([]RequestStep(nil), p.Steps...), Status: RequestPending, CreatedAt: clock.Time(ev.Time)}
+		for i := range r.Steps {
+			r.Steps[i].Status = RequestPending
+		}
+		s.Requests = append(s.Requests, r)
+		s.requests[r.ID] = r
+		t.Request = r.ID
+		s.busy(m, p.BusyUntil)
+		s.wake(r.Steps[0].Approver, ev.Seq)
+	case EvApprovalGranted, EvApprovalRejected:
+		p, err := decode[ApprovalDecided](ev)
+		if err != nil {
+			return err
+		}
+		m, err := s.actor(ev)
+		if err != nil {
+			return err
+		}
+		r := s.requests[p.Request]
+		if r == nil || r.Status != RequestPending || p.Step != r.Current || r.Steps[p.Step].Approver != m.ID {
+			return badEvent(ev, "request %q step %d is not waiting for %s", p.Request, p.Step, m.ID)
+		}
+		now := clock.Time(ev.Time)
+		st := &r.Steps[p.Step]
+		st.DecidedAt = now
+		if ev.Type == EvApprovalRejected {
+			st.Status, r.Status, r.Reason, r.DecidedAt = RequestRejected, RequestRejected, p.Reason, now
+			s.wake(r.Requester, ev.Seq)
+		} else {
+			st.Status = RequestApproved
+			r.Current++
+			if r.Current == len(r.Steps) {
+				r.Status, r.DecidedAt = RequestApproved, now
+				s.wake(r.Requester, ev.Seq)
+			} else {
+				s.wake(r.Steps[r.Current].Approver, ev.Seq)
+			}
+		}
+		s.busy(m, p.BusyUntil)
+	case EvMessageSent:
+		p, err := decode[MessageSent](ev)
+		if err != nil {
+			return err
+		}
+		m, err := s.actor(ev)
+		if err != nil {
+			return err
+		}
+		if s.members[p.To] == nil || s.messages[p.Message] != nil {
+			return badEvent(ev, "bad message %q to %q", p.Message, p.To)
+		}
+		msg := &Message{ID: p.Message, From: m.ID, To: p.To, Text: p.Text, SentAt: clock.Time(ev.Time)}
+		s.Messages = append(s.Messages, msg)
+		s.messages[msg.ID] = msg
+		s.busy(m, p.BusyUntil)
+	case EvMessageDelivered:
+		p, err := decode[MessageDelivered](ev)
+		if err != nil {
+			return err
+		}
+		msg := s.messages[p.Message]
+		if msg == nil || msg.Delivered {
+			return badEvent(ev, "message %q is not on its way", p.Message)
+		}
+		msg.Delivered = true
+		to := s.members[msg.To]
+		to.Inbox = append(to.Inbox, msg.ID)
+		s.wake(msg.To, ev.Seq)
+	default:
+		return badEvent(ev, "unknown event type")
+	}
+	return nil
+}
+
+// wakeForReady wakes the members who could now take a task that done unblocked.
+func (s *State) wakeForReady(done *Task, cause uint64) {
+	roles := map[string]bool{}
+	for _, t := range s.Tasks {
+		if t.Status != StatusOpen || !s.DepsDone(t) {
+			continue
+		}
+		for _, d := range t.Spec.Deps {
+			if d == done.ID {
+				roles[t.Spec.Role] = true
+			}
+		}
+	}
+	for _, m := range s.Members {
+		if roles[m.Role] && !m.NPC {
+			s.wake(m.ID, cause)
+		}
+	}
+}
+
+// Hash is a digest of everything in the state that events change. Two states
+// reached by the same events have the same hash.
+func (s *State) Hash() [32]byte {
+	snap := struct {
+		Now        clock.Time
+		LastSeq    uint64
+		Ended      bool
+		Members    []*Member
+		Tasks      []*Task
+		Requests   []*Request
+		Messages   []*Message
+		Budgets    []*Budget
+		Turns      int
+		Timeouts   int
+		Rejections int
+		Violations int
+	}{s.Now, s.LastSeq, s.Ended, s.Members, s.Tasks, s.Requests, s.Messages, s.Budgets, s.Turns, s.Timeouts, s.Rejections, s.Violations}
+	b, err := json.Marshal(snap)
+	if err != nil {
+		panic("org: state does not encode: " + err.Error())
+	}
+	return sha256.Sum256(b)
+}

@@ -1,0 +1,136 @@
+package policies
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/org"
+)
+
+// RubricVersion identifies the scoring rules; it is recorded with every score.
+const RubricVersion = "rubric/1"
+
+// Scorecard is a team's result.
+type Scorecard struct {
+	Rubric     string         `json:"rubric"`
+	World      string         `json:"world"`
+	TeamScore  float64        `json:"team_score"`
+	Delivered  float64        `json:"delivered"` // value of verified tasks and project bonuses, after lateness
+	Penalties  float64        `json:"penalties"`
+	Tasks      int            `json:"tasks"`
+	TasksDone  int            `json:"tasks_done"` // verified completions
+	OnTime     int            `json:"on_time"`    // verified completions by their project's deadline
+	Unverified []string       `json:"unverified,omitempty"`
+	Violations int            `json:"violations"`
+	Rejections int            `json:"rejections"`
+	Timeouts   int            `json:"timeouts"`
+	Turns      int            `json:"turns"`
+	Projects   []ProjectScore `json:"projects"`
+}
+
+// ProjectScore is one project's part of the score.
+type ProjectScore struct {
+	ID        string  `json:"id"`
+	Tasks     int     `json:"tasks"`
+	Done      int     `json:"done"`
+	OnTime    int     `json:"on_time"`
+	Value     float64 `json:"value"`
+	Completed bool    `json:"completed"` // every task verified and done by the deadline: bonus earned
+}
+
+// Verify checks a done task from the state alone. It returns "" when the
+// completion counts, else the reason it does not.
+func Verify(s *org.State, t *org.Task) string {
+	if t.Status != org.StatusDone {
+		return "not done"
+	}
+	for _, d := range t.Spec.Deps {
+		dt := s.Task(d)
+		if dt.Status != org.StatusDone || dt.DoneSeq > t.DoneSeq {
+			return fmt.Sprintf("completed before its dependency %s", d)
+		}
+	}
+	if m := s.Member(t.DoneBy); m == nil || m.Role != t.Spec.Role {
+		return fmt.Sprintf("completed by %s, who does not hold role %s", t.DoneBy, t.Spec.Role)
+	}
+	if t.Spent < t.Spec.Effort {
+		return fmt.Sprintf("only %s of %s effort spent", t.Spent, t.Spec.Effort)
+	}
+	steps := s.StepsFor(t)
+	if len(steps) > 0 {
+		r := s.Request(t.Request)
+		if r == nil || r.Status != org.RequestApproved || r.DecidedAt > t.DoneAt || r.Amount < t.Spec.Purchase {
+			return "purchase completed without an approved request"
+		}
+		if len(r.Steps) != len(steps) {
+			return "approval chain incomplete"
+		}
+		for i, st := range steps {
+			rs := r.Steps[i]
+			m := s.Member(rs.Approver)
+			if rs.Role != st.Role || rs.Status != org.RequestApproved || m == nil || m.Role != st.Role || rs.Approver == r.Requester {
+				return fmt.Sprintf("approval step %d (%s) not granted by an eligible approver", i+1, st.Role)
+			}
+			if i > 0 && rs.DecidedAt < r.Steps[i-1].DecidedAt {
+				return "approvals granted out of order"
+			}
+		}
+	}
+	return ""
+}
+
+// Score computes the scorecard of a state (normally the final one).
+//
+// Each verified task earns its value, halved for every LateHalfLife of
+// working time it was completed past its project's deadline. A project whose
+// tasks are all verified and on time earns its bonus value too. Every
+// attempted policy violation costs ViolationPenalty.
+func Score(s *org.State) Scorecard {
+	w := s.World
+	c := Scorecard{Rubric: RubricVersion, World: w.Name, Tasks: len(s.Tasks), Violations: s.Violations,
+		Rejections: s.Rejections, Timeouts: s.Timeouts, Turns: s.Turns, Projects: []ProjectScore{}}
+	for pi := range w.Projects {
+		p := &w.Projects[pi]
+		ps := ProjectScore{ID: p.ID, Tasks: len(p.Tasks)}
+		for _, spec := range p.Tasks {
+			t := s.Task(spec.ID)
+			if t.Status != org.StatusDone {
+				continue
+			}
+			if why := Verify(s, t); why != "" {
+				c.Unverified = append(c.Unverified, t.ID+": "+why)
+				continue
+			}
+			ps.Done++
+			v := spec.Value
+			if t.DoneAt <= p.Deadline {
+				ps.OnTime++
+			} else {
+				v *= decay(w.Calendar.WorkBetween(p.Deadline, t.DoneAt), w.Scoring.LateHalfLife)
+			}
+			ps.Value += v
+		}
+		if ps.OnTime == ps.Tasks {
+			ps.Completed = true
+			ps.Value += p.Value
+		}
+		c.TasksDone += ps.Done
+		c.OnTime += ps.OnTime
+		c.Delivered += ps.Value
+		c.Projects = append(c.Projects, ps)
+	}
+	c.Penalties = float64(s.Violations) * w.Scoring.ViolationPenalty
+	c.TeamScore = round(c.Delivered - c.Penalties)
+	c.Delivered = round(c.Delivered)
+	return c
+}
+
+func decay(late, halfLife clock.Duration) float64 {
+	if halfLife <= 0 {
+		return 0
+	}
+	return math.Pow(0.5, float64(late)/float64(halfLife))
+}
+
+func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }

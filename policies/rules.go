@@ -1,0 +1,213 @@
+package policies
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/corpsim/corpsim/org"
+)
+
+// Rejection kinds.
+const (
+	KindMalformed = "malformed" // the action cannot be understood
+	KindUnknown   = "unknown"   // it names something that does not exist
+	KindState     = "state"     // it does not fit the current state (already claimed, not yours, …)
+	KindPolicy    = "policy"    // a company rule forbids it; counted as a violation
+)
+
+// Rejection says why an action was refused. Kind is stable; Reason is a sentence.
+type Rejection struct {
+	Kind   string
+	Rule   string // the rule's name for KindPolicy
+	Reason string
+}
+
+func (r *Rejection) Error() string {
+	if r.Rule != "" {
+		return fmt.Sprintf("%s (%s): %s", r.Kind, r.Rule, r.Reason)
+	}
+	return r.Kind + ": " + r.Reason
+}
+
+// Reject makes a Rejection of a kind other than policy.
+func Reject(kind, format string, args ...any) *Rejection {
+	return &Rejection{Kind: kind, Reason: fmt.Sprintf(format, args...)}
+}
+
+func violation(rule, format string, args ...any) *Rejection {
+	return &Rejection{Kind: KindPolicy, Rule: rule, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Rule is one blocking check. Check returns nil when the action is allowed.
+// Rules only read the state; they are called with actions that have already
+// passed the engine's structural checks (the task, request or member exists).
+type Rule interface {
+	Name() string
+	Check(s *org.State, member string, a org.Action) *Rejection
+}
+
+// Set is an ordered list of rules; the first that refuses wins.
+type Set []Rule
+
+// Check runs every rule in order.
+func (set Set) Check(s *org.State, member string, a org.Action) *Rejection {
+	for _, r := range set {
+		if rej := r.Check(s, member, a); rej != nil {
+			return rej
+		}
+	}
+	return nil
+}
+
+// Default is the company's standard rule book.
+func Default() Set {
+	return Set{RoleRequired{}, DependenciesFirst{}, WorkDone{}, ApprovalRequired{}, WithinBudget{}, SeparationOfDuties{}, ApproverAuthority{}}
+}
+
+// RoleRequired: only a member holding a task's role may claim, work on or complete it.
+type RoleRequired struct{}
+
+// Name implements Rule.
+func (RoleRequired) Name() string { return "role-required" }
+
+// Check implements Rule.
+func (r RoleRequired) Check(s *org.State, member string, a org.Action) *Rejection {
+	switch a.Type {
+	case org.ActClaim, org.ActWork, org.ActComplete:
+		t, m := s.Task(a.Task), s.Member(member)
+		if t != nil && m != nil && t.Spec.Role != m.Role {
+			return violation(r.Name(), "task %q needs role %q; %s is %q", t.ID, t.Spec.Role, member, m.Role)
+		}
+	}
+	return nil
+}
+
+// DependenciesFirst: no work on, and no completion of, a task before its dependencies are done.
+type DependenciesFirst struct{}
+
+// Name implements Rule.
+func (DependenciesFirst) Name() string { return "dependencies-first" }
+
+// Check implements Rule.
+func (r DependenciesFirst) Check(s *org.State, member string, a org.Action) *Rejection {
+	switch a.Type {
+	case org.ActWork, org.ActComplete:
+		t := s.Task(a.Task)
+		if t == nil {
+			return nil
+		}
+		if wait := s.PendingDeps(t); len(wait) > 0 {
+			return violation(r.Name(), "task %q waits on %s, not done yet", t.ID, strings.Join(wait, ", "))
+		}
+	}
+	return nil
+}
+
+// ApprovalRequired: a task whose purchase exceeds a chain's threshold is completed only after the request is approved.
+type ApprovalRequired struct{}
+
+// Name implements Rule.
+func (ApprovalRequired) Name() string { return "approval-required" }
+
+// Check implements Rule.
+func (r ApprovalRequired) Check(s *org.State, member string, a org.Action) *Rejection {
+	if a.Type != org.ActComplete {
+		return nil
+	}
+	t := s.Task(a.Task)
+	if t == nil {
+		return nil
+	}
+	steps := s.StepsFor(t)
+	if len(steps) == 0 {
+		return nil
+	}
+	switch st := s.ApprovalStatus(t); st {
+	case org.RequestApproved:
+		return nil
+	case "needed":
+		roles := make([]string, len(steps))
+		for i, x := range steps {
+			roles[i] = x.Role
+		}
+		return violation(r.Name(), "task %q buys for %d, which needs approval by %s; no request was made", t.ID, t.Spec.Purchase, strings.Join(roles, " then "))
+	default:
+		return violation(r.Name(), "task %q buys for %d; its approval request %s is %s", t.ID, t.Spec.Purchase, t.Request, st)
+	}
+}
+
+// WithinBudget: a task's purchase may not exceed what its team has left.
+type WithinBudget struct{}
+
+// Name implements Rule.
+func (WithinBudget) Name() string { return "within-budget" }
+
+// Check implements Rule.
+func (r WithinBudget) Check(s *org.State, member string, a org.Action) *Rejection {
+	if a.Type != org.ActComplete {
+		return nil
+	}
+	t := s.Task(a.Task)
+	if t == nil || t.Spec.Purchase == 0 {
+		return nil
+	}
+	if b := s.Budget(t.Project.Team); b != nil && t.Spec.Purchase > b.Remaining() {
+		return violation(r.Name(), "task %q buys for %d but team %s has %d left", t.ID, t.Spec.Purchase, b.Team, b.Remaining())
+	}
+	return nil
+}
+
+// SeparationOfDuties: nobody decides on their own request.
+type SeparationOfDuties struct{}
+
+// Name implements Rule.
+func (SeparationOfDuties) Name() string { return "separation-of-duties" }
+
+// Check implements Rule.
+func (r SeparationOfDuties) Check(s *org.State, member string, a org.Action) *Rejection {
+	if a.Type != org.ActApprove && a.Type != org.ActReject {
+		return nil
+	}
+	if req := s.Request(a.Request); req != nil && req.Requester == member {
+		return violation(r.Name(), "%s cannot decide on their own request %s", member, req.ID)
+	}
+	return nil
+}
+
+// ApproverAuthority: only the approver a request's current step waits for may decide it.
+type ApproverAuthority struct{}
+
+// Name implements Rule.
+func (ApproverAuthority) Name() string { return "approver-authority" }
+
+// Check implements Rule.
+func (r ApproverAuthority) Check(s *org.State, member string, a org.Action) *Rejection {
+	if a.Type != org.ActApprove && a.Type != org.ActReject {
+		return nil
+	}
+	req := s.Request(a.Request)
+	if req == nil || req.Status != org.RequestPending {
+		return nil
+	}
+	if st := req.Steps[req.Current]; st.Approver != member {
+		return violation(r.Name(), "request %s waits for %s (%s), not %s", req.ID, st.Approver, st.Role, member)
+	}
+	return nil
+}
+
+// WorkDone: a task is completed only once its effort has been spent on it.
+type WorkDone struct{}
+
+// Name implements Rule.
+func (WorkDone) Name() string { return "work-done" }
+
+// Check implements Rule.
+func (r WorkDone) Check(s *org.State, member string, a org.Action) *Rejection {
+	if a.Type != org.ActComplete {
+		return nil
+	}
+	if t := s.Task(a.Task); t != nil && t.Spent < t.Spec.Effort {
+		return violation(r.Name(), "task %q has %s of %s effort spent", t.ID, t.Spent, t.Spec.Effort)
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+// Package driver runs a sim.Engine: it owns the goroutines, the event log
+// and the bus, and does the engine's I/O in the documented order — persist
+// each batch of events in one synced append, publish them on NATS, then ask
+// the members due to decide over NATS request/reply and Step their answers.
+//
+//	d := driver.New(driver.Config{Log: log, Conn: nc})
+//	meta, err := d.Run(ctx, meta, engine)
+//
+// Nothing is published, and no agent sees anything, before the batch that
+// produced it is durable.
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+
+	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
+)
+
+// Config configures a Driver. Log and Conn are required.
+type Config struct {
+	Log         events.Log
+	Conn        *nats.Conn
+	Logger      hclog.Logger  // nil: silent
+	TurnTimeout time.Duration // wall-clock budget of one turn; 0 means 30s
+	// Progress, if set, is called after every durable batch with the session's last seq and simulated time.
+	Progress func(seq uint64, simTime int64)
+}
+
+// Driver runs sessions. It is safe to run several sessions with one Driver.
+type Driver struct {
+	cfg    Config
+	logger hclog.Logger
+}
+
+// New makes a Driver.
+func New(cfg Config) *Driver {
+	if cfg.TurnTimeout == 0 {
+		cfg.TurnTimeout = 30 * time.Second
+	}
+	l := cfg.Logger
+	if l == nil {
+		l = hclog.NewNullLogger()
+	}
+	return &Driver{cfg: cfg, logger: l}
+}
+
+// Run creates the session described by meta, starts e, and runs it to its
+// end. It returns the final metadata (status finished, last seq and state
+// hash). If ctx is cancelled the session is left interrupted.
+func (d *Driver) Run(ctx context.Context, meta events.SessionMeta, e *sim.Engine) (events.SessionMeta, error) {
+	meta.Status = events.StatusRunning
+	if err := d.cfg.Log.CreateSession(ctx, meta); err != nil {
+		return meta, fmt.Errorf("driver: %w", err)
+	}
+	e.Start()
+	return d.loop(ctx, meta, e, 0)
+}
+
+func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engine, last uint64) (events.SessionMeta, error) {
+	log := d.logger.With("session", meta.ID)
+	subject := proto.EventsSubject(meta.ID)
+	fail := func(err error) (events.SessionMeta, error) {
+		meta.Status = events.StatusInterrupted
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			meta.Status = events.StatusFailed
+		}
+		meta.LastSeq = last
+		if uerr := d.cfg.Log.UpdateSession(context.WithoutCancel(ctx), meta); uerr != nil {
+			log.Error("cannot record session status", "error", uerr)
+		}
+		return meta, err
+	}
+	var buf []byte
+	for {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		rd := e.Ready()
+		if n := len(rd.Events); n > 0 {
+			if err := d.cfg.Log.Append(ctx, meta.ID, last, rd.Events); err != nil {
+				return fail(fmt.Errorf("driver: append: %w", err))
+			}
+			for i := range rd.Events {
+				var err error
+				buf, err = json.Marshal(rd.Events[i])
+				if err != nil {
+					return fail(fmt.Errorf("driver: encode event: %w", err))
+				}
+				if err := d.cfg.Conn.Publish(subject, buf); err != nil {
+					return fail(fmt.Errorf("driver: publish: %w", err))
+				}
+			}
+			last = rd.Events[n-1].Seq
+			if d.cfg.Progress != nil {
+				d.cfg.Progress(last, rd.Events[n-1].Time)
+			}
+		}
+		e.Advance()
+		if rd.Done {
+			break
+		}
+		if len(rd.Turns) > 0 {
+			e.Step(d.ask(ctx, log, meta.ID, rd.Turns))
+		} else {
+			e.Tick()
+		}
+	}
+	if err := d.cfg.Conn.Flush(); err != nil {
+		log.Warn("flush of the event feed failed", "error", err)
+	}
+	meta.Status = events.StatusFinished
+	meta.LastSeq = last
+	meta.StateHash = e.EndStateHash()
+	if err := d.cfg.Log.UpdateSession(ctx, meta); err != nil {
+		return meta, fmt.Errorf("driver: %w", err)
+	}
+	log.Info("session finished", "events", last, "state_hash", meta.StateHash)
+	return meta, nil
+}
+
+// ask sends every turn at once and waits for the answers, each within the turn budget.
+func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turns []sim.Turn) []sim.Answer {
+	answers := make([]sim.Answer, len(turns))
+	var wg sync.WaitGroup
+	for i := range turns {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			t := &turns[i]
+			a := &answers[i]
+			a.Member = t.Member
+			obs, err := json.Marshal(t.Observation)
+			if err != nil {
+				panic("driver: observation does not encode: " + err.Error())
+			}
+			rctx, cancel := context.WithTimeout(ctx, d.cfg.TurnTimeout)
+			defer cancel()
+			msg, err := d.cfg.Conn.RequestWithContext(rctx, proto.TurnSubject(session, t.Member), obs)
+			if err != nil {
+				log.Warn("turn not answered", "member", t.Member, "error", err)
+				a.TimedOut = true
+				return
+			}
+			r, err := org.ParseReply(msg.Data)
+			if err != nil {
+				a.Malformed = err.Error()
+				return
+			}
+			a.Turn, a.Actions = r.Turn, r.Actions
+		}(i)
+	}
+	wg.Wait()
+	return answers
+}

@@ -1,0 +1,426 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// Costs of actions in working time.
+const (
+	MinTurnCost     = 1 * clock.Minute // every turn takes at least this long
+	ClaimCost       = 5 * clock.Minute
+	CompleteCost    = 15 * clock.Minute
+	RequestCost     = 10 * clock.Minute
+	DecideCost      = 10 * clock.Minute
+	MessageCost     = 5 * clock.Minute
+	MessageLatency  = 10 * clock.Minute // from sending to delivery
+	DefaultWorkSpan = 2 * clock.Hour    // work without "for" lasts this long, or until the effort is spent
+)
+
+// ErrReplayMismatch is returned by Apply when a recorded session.ended names
+// a state hash other than the replayed state's.
+var ErrReplayMismatch = errors.New("sim: replayed state hash differs from the recorded one")
+
+// Config configures an Engine. The zero value of every field but World means the default.
+type Config struct {
+	World   *worlds.World
+	Source  []byte // the world file's bytes, recorded in session.started
+	Seed    uint64
+	Session string       // copied into every event's Session field
+	Rules   policies.Set // nil means policies.Default()
+}
+
+// Turn asks one member to decide.
+type Turn struct {
+	Member      string
+	Observation org.Observation
+}
+
+// Answer is a member's answer to a Turn. Exactly one of Actions (possibly
+// empty), Malformed or TimedOut describes it.
+type Answer struct {
+	Member    string
+	Turn      uint64 // the Observation's Turn being answered
+	Actions   []org.Action
+	Malformed string // why the reply could not be read
+	TimedOut  bool
+}
+
+// Ready is what the engine needs its driver to do: persist and publish
+// Events, then (after Advance) ask Turns. Done means the session has ended.
+type Ready struct {
+	Events []events.Event
+	Turns  []Turn
+	Done   bool
+}
+
+type timerKind uint8
+
+const (
+	timerMember timerKind = iota + 1
+	timerWork
+	timerMessage
+)
+
+type timer struct {
+	kind  timerKind
+	id    string
+	cause uint64
+}
+
+// Engine is the simulation of one session. It is not safe for concurrent use.
+type Engine struct {
+	cfg     Config
+	rules   policies.Set
+	st      *org.State
+	timers  clock.Queue[timer]
+	pushed  map[string]clock.Time // member -> BusyUntil a timer was pushed for
+	idKey   [32]byte
+	startMs int64
+	now     clock.Time
+
+	candidates []string // members that may be due at now
+	pending    []events.Event
+	handed     int
+	turns      []Turn   // outstanding agent turns
+	npcDue     []string // NPCs due at the same instant as turns
+	npcAnswers map[string]Answer
+	feedback   map[string][]org.RejectedView
+	done       bool
+	started    bool
+	endHash    string
+	seen       uint64 // the last seq of the state the due members observe
+}
+
+// New makes an engine for a world and seed. Call Start for a new session,
+// or Apply the recorded events and then Resume.
+func New(cfg Config) (*Engine, error) {
+	if cfg.World == nil {
+		return nil, errors.New("sim: no world")
+	}
+	e := &Engine{
+		cfg:        cfg,
+		rules:      cfg.Rules,
+		st:         org.New(cfg.World),
+		pushed:     map[string]clock.Time{},
+		npcAnswers: map[string]Answer{},
+		feedback:   map[string][]org.RejectedView{},
+		startMs:    cfg.World.Calendar.Start.UnixMilli(),
+	}
+	if e.rules == nil {
+		e.rules = policies.Default()
+	}
+	h := sha256.New()
+	h.Write([]byte(cfg.World.Hash))
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], cfg.Seed)
+	h.Write(b[:])
+	copy(e.idKey[:], h.Sum(nil))
+	return e, nil
+}
+
+// State is the engine's current state. Callers must not change it.
+func (e *Engine) State() *org.State { return e.st }
+
+// Now is the current simulated time.
+func (e *Engine) Now() clock.Time { return e.now }
+
+// Done reports whether the session has ended.
+func (e *Engine) Done() bool { return e.done }
+
+// Start opens a new session: it emits session.started and asks every agent seat to decide.
+func (e *Engine) Start() {
+	if e.started || e.st.LastSeq != 0 {
+		panic("sim: Start on a started engine")
+	}
+	e.started = true
+	e.emit(org.EvSessionStarted, "", 0, org.SessionStarted{
+		World: e.cfg.World.Name, WorldFile: e.cfg.World.File, WorldHash: e.cfg.World.Hash, Seed: e.cfg.Seed, Source: string(e.cfg.Source)})
+	e.settle()
+}
+
+// Apply applies one recorded event, exactly as the live run applied it. A
+// session.ended whose state hash differs from the replayed state's returns
+// an error wrapping ErrReplayMismatch.
+func (e *Engine) Apply(ev events.Event) error {
+	if len(e.pending) > 0 || len(e.turns) > 0 {
+		return errors.New("sim: Apply during a live step")
+	}
+	if ev.Type == org.EvSessionEnded {
+		var p org.SessionEnded
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return fmt.Errorf("sim: seq %d: %w", ev.Seq, err)
+		}
+		got := e.StateHash()
+		if got != p.StateHash {
+			return fmt.Errorf("%w: at seq %d recorded %s, replayed %s", ErrReplayMismatch, ev.Seq, p.StateHash, got)
+		}
+		e.endHash = got
+	}
+	e.started = true
+	return e.apply(ev)
+}
+
+// Resume continues a session whose recorded events were applied with Apply:
+// it asks whoever is due now. If the log already ended, Ready reports Done.
+func (e *Engine) Resume() {
+	if e.st.Ended {
+		e.done = true
+		return
+	}
+	e.settle()
+}
+
+// StateHash is the hex SHA-256 of the state.
+func (e *Engine) StateHash() string {
+	h := e.st.Hash()
+	return hex.EncodeToString(h[:])
+}
+
+// EndStateHash is the state hash recorded in session.ended (the state after
+// every event before it), or "" while the session has not ended.
+func (e *Engine) EndStateHash() string { return e.endHash }
+
+// Ready returns the events emitted since the last Advance and the turns to ask.
+func (e *Engine) Ready() Ready {
+	rd := Ready{Events: e.pending, Done: e.done}
+	e.handed = len(e.pending)
+	if len(e.turns) > 0 {
+		rd.Turns = make([]Turn, len(e.turns))
+		for i, t := range e.turns {
+			t.Observation = e.observe(t.Member)
+			rd.Turns[i] = t
+		}
+	}
+	return rd
+}
+
+// Advance tells the engine that the events of the last Ready are durable and published.
+func (e *Engine) Advance() {
+	e.pending = e.pending[e.handed:]
+	if len(e.pending) == 0 {
+		e.pending = nil
+	}
+	e.handed = 0
+}
+
+func (e *Engine) observe(id string) org.Observation {
+	o := e.st.View(id)
+	o.Session = e.cfg.Session
+	o.Rejected = e.feedback[id]
+	return o
+}
+
+// Step applies the answers to the outstanding turns, in member-ID order, and
+// moves on to whoever is due next at the same instant. Answers for members
+// that were not asked are ignored; a member asked but not answered times out.
+func (e *Engine) Step(answers []Answer) {
+	if len(e.turns) == 0 && len(e.npcDue) == 0 {
+		return
+	}
+	byMember := make(map[string]Answer, len(answers))
+	for _, a := range answers {
+		byMember[a.Member] = a
+	}
+	all := make([]Answer, 0, len(e.turns)+len(e.npcDue))
+	for _, t := range e.turns {
+		a, ok := byMember[t.Member]
+		if !ok {
+			a = Answer{Member: t.Member, TimedOut: true}
+		}
+		a.Member = t.Member
+		all = append(all, a)
+	}
+	for _, id := range e.npcDue {
+		all = append(all, e.npcAnswers[id])
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Member < all[j].Member })
+	e.turns, e.npcDue = nil, nil
+	clear(e.npcAnswers)
+	for _, a := range all {
+		e.takeTurn(a)
+	}
+	e.settle()
+}
+
+// Tick advances simulated time to the next timer and fires every timer due
+// then. It ends the session at the horizon, or when nothing is left to happen.
+func (e *Engine) Tick() {
+	if e.done || len(e.turns) > 0 {
+		return
+	}
+	for {
+		at, t, ok := e.timers.Peek()
+		if !ok {
+			e.end("quiescent")
+			return
+		}
+		if !e.timerValid(at, t) {
+			e.timers.Pop()
+			continue
+		}
+		if at > e.cfg.World.Horizon {
+			e.now = e.cfg.World.Horizon
+			e.end("horizon")
+			return
+		}
+		e.now = at
+		break
+	}
+	for {
+		at, t, ok := e.timers.Peek()
+		if !ok || at != e.now {
+			break
+		}
+		e.timers.Pop()
+		if !e.timerValid(at, t) {
+			continue
+		}
+		switch t.kind {
+		case timerMember:
+			e.candidates = append(e.candidates, t.id)
+		case timerWork:
+			task := e.st.Task(t.id)
+			e.emit(org.EvWorkFinished, task.Assignee, t.cause, org.WorkFinished{Task: task.ID, Work: task.Stint})
+		case timerMessage:
+			e.emit(org.EvMessageDelivered, "", t.cause, org.MessageDelivered{Message: t.id})
+		}
+	}
+	e.settle()
+}
+
+func (e *Engine) timerValid(at clock.Time, t timer) bool {
+	switch t.kind {
+	case timerMember:
+		m := e.st.Member(t.id)
+		return m.Pending && m.BusyUntil == at
+	case timerWork:
+		task := e.st.Task(t.id)
+		return task.Status == org.StatusInProgress && task.WorkUntil == at
+	case timerMessage:
+		msg := e.st.Message(t.id)
+		return msg != nil && !msg.Delivered
+	}
+	return false
+}
+
+// settle finds who is due now: agents become outstanding turns; NPCs due
+// alone decide at once. It ends the session when all work is done.
+func (e *Engine) settle() {
+	for !e.done {
+		if e.st.AllDone() {
+			e.end("complete")
+			return
+		}
+		due := e.dueNow()
+		if len(due) == 0 {
+			return
+		}
+		e.seen = e.st.LastSeq
+		var npcs []string
+		for _, id := range due {
+			if e.st.Member(id).NPC {
+				npcs = append(npcs, id)
+			} else {
+				e.turns = append(e.turns, Turn{Member: id})
+			}
+		}
+		for _, id := range npcs {
+			e.npcAnswers[id] = e.npcDecide(id)
+		}
+		e.npcDue = npcs
+		if len(e.turns) > 0 {
+			return
+		}
+		e.Step(nil)
+		return
+	}
+}
+
+// dueNow returns the candidate members that want a turn now, sorted, without repeats.
+func (e *Engine) dueNow() []string {
+	c := e.candidates
+	e.candidates = nil
+	sort.Strings(c)
+	var out []string
+	for i, id := range c {
+		if i > 0 && c[i-1] == id {
+			continue
+		}
+		if m := e.st.Member(id); m != nil && m.Pending && m.BusyUntil <= e.now {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (e *Engine) end(reason string) {
+	e.endHash = e.StateHash()
+	e.emit(org.EvSessionEnded, "", 0, org.SessionEnded{Reason: reason, StateHash: e.endHash})
+	e.done = true
+}
+
+// emit makes an event at the current time, applies it, and queues it for Ready.
+func (e *Engine) emit(typ, actor string, cause uint64, payload any) uint64 {
+	p, err := json.Marshal(payload)
+	if err != nil {
+		panic("sim: payload does not encode: " + err.Error())
+	}
+	seq := e.st.LastSeq + 1
+	ev := events.Event{
+		ID: events.NewID(e.idKey, e.startMs, int64(e.now), seq), Session: e.cfg.Session,
+		Seq: seq, Time: int64(e.now), Type: typ, Actor: actor, Cause: cause, Payload: p,
+	}
+	if err := e.apply(ev); err != nil {
+		panic(fmt.Sprintf("sim: engine emitted an event that does not apply: %v", err))
+	}
+	e.pending = append(e.pending, ev)
+	return seq
+}
+
+// apply is the single transition function, live and in replay: state, then timers.
+func (e *Engine) apply(ev events.Event) error {
+	if t := clock.Time(ev.Time); t > e.now {
+		e.now = t
+		e.candidates = e.candidates[:0]
+	}
+	if err := e.st.Apply(ev); err != nil {
+		return err
+	}
+	switch ev.Type {
+	case org.EvWorkStarted:
+		var p org.WorkStarted
+		_ = json.Unmarshal(ev.Payload, &p) // Apply decoded it already
+		e.timers.Push(p.Until, timer{kind: timerWork, id: p.Task, cause: ev.Seq})
+	case org.EvMessageSent:
+		var p org.MessageSent
+		_ = json.Unmarshal(ev.Payload, &p)
+		e.timers.Push(p.DeliverAt, timer{kind: timerMessage, id: p.Message, cause: ev.Seq})
+	case org.EvSessionEnded:
+		e.done = true
+	}
+	for _, id := range e.st.TakeWoken() {
+		m := e.st.Member(id)
+		if !m.Pending {
+			continue
+		}
+		if m.BusyUntil <= e.now {
+			e.candidates = append(e.candidates, id)
+		} else if e.pushed[id] != m.BusyUntil {
+			e.pushed[id] = m.BusyUntil
+			e.timers.Push(m.BusyUntil, timer{kind: timerMember, id: id})
+		}
+	}
+	return nil
+}

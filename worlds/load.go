@@ -1,0 +1,643 @@
+package worlds
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+
+	"github.com/corpsim/corpsim/clock"
+)
+
+// file mirrors the world file's schema; Load checks it and builds a World.
+type file struct {
+	Version     int           `yaml:"version"`
+	Name        string        `yaml:"name"`
+	Description string        `yaml:"description"`
+	Start       string        `yaml:"start"`
+	Horizon     string        `yaml:"horizon"`
+	Calendar    fileCalendar  `yaml:"calendar"`
+	Roles       []fileRole    `yaml:"roles"`
+	Teams       []fileTeam    `yaml:"teams"`
+	Members     []fileMember  `yaml:"members"`
+	Queues      []fileQueue   `yaml:"queues"`
+	Approvals   []fileChain   `yaml:"approvals"`
+	Projects    []fileProject `yaml:"projects"`
+	Scoring     fileScoring   `yaml:"scoring"`
+}
+
+type fileCalendar struct {
+	Hours    string   `yaml:"hours"`
+	Workdays []string `yaml:"workdays"`
+	Holidays []string `yaml:"holidays"`
+}
+
+type fileRole struct {
+	ID    string `yaml:"id"`
+	Title string `yaml:"title"`
+}
+
+type fileTeam struct {
+	ID     string `yaml:"id"`
+	Name   string `yaml:"name"`
+	Budget int64  `yaml:"budget"`
+}
+
+type fileMember struct {
+	ID   string   `yaml:"id"`
+	Name string   `yaml:"name"`
+	Role string   `yaml:"role"`
+	Team string   `yaml:"team"`
+	NPC  *fileNPC `yaml:"npc"`
+}
+
+type fileNPC struct {
+	Reply fileRange `yaml:"reply"`
+}
+
+type fileRange struct {
+	Min string `yaml:"min"`
+	Max string `yaml:"max"`
+}
+
+type fileQueue struct {
+	ID       string   `yaml:"id"`
+	ServedBy []string `yaml:"served_by"`
+}
+
+type fileChain struct {
+	ID    string     `yaml:"id"`
+	Steps []fileStep `yaml:"steps"`
+}
+
+type fileStep struct {
+	Role  string `yaml:"role"`
+	Above int64  `yaml:"above"`
+}
+
+type fileProject struct {
+	ID       string     `yaml:"id"`
+	Title    string     `yaml:"title"`
+	Team     string     `yaml:"team"`
+	Queue    string     `yaml:"queue"`
+	Value    float64    `yaml:"value"`
+	Deadline string     `yaml:"deadline"`
+	Tasks    []fileTask `yaml:"tasks"`
+}
+
+type fileTask struct {
+	ID       string   `yaml:"id"`
+	Title    string   `yaml:"title"`
+	Role     string   `yaml:"role"`
+	Effort   string   `yaml:"effort"`
+	Deps     []string `yaml:"deps"`
+	Value    *float64 `yaml:"value"`
+	Purchase int64    `yaml:"purchase"`
+	Approval string   `yaml:"approval"`
+}
+
+type fileScoring struct {
+	LateHalfLife     string   `yaml:"late_half_life"`
+	ViolationPenalty *float64 `yaml:"violation_penalty"`
+}
+
+// Error is one mistake in a world file, with where it is.
+type Error struct {
+	File   string
+	Line   int // 1-based; 0 when unknown
+	Column int
+	Path   string // the field's path, e.g. "projects[0].tasks[2].deps[0]"
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
+	}
+	b.WriteString(": ")
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// ErrorList is every mistake found in one file, in file order.
+type ErrorList []*Error
+
+func (l ErrorList) Error() string {
+	s := make([]string, len(l))
+	for i, e := range l {
+		s[i] = e.Error()
+	}
+	return strings.Join(s, "\n")
+}
+
+var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+// Load decodes and validates a world file. name is used in error messages
+// and as World.File. On error the result is nil and the error is an
+// ErrorList naming file, line, column and field path of every mistake found.
+func Load(name string, src []byte) (*World, error) {
+	astFile, err := parser.ParseBytes(src, 0)
+	if err != nil {
+		return nil, ErrorList{fromYAMLError(name, nil, err)}
+	}
+	var f file
+	if len(astFile.Docs) == 0 || astFile.Docs[0].Body == nil {
+		return nil, ErrorList{{File: name, Msg: "empty world file"}}
+	}
+	if len(astFile.Docs) > 1 {
+		return nil, ErrorList{{File: name, Line: 1, Column: 1, Msg: "more than one YAML document; a world file holds one"}}
+	}
+	root := astFile.Docs[0].Body
+	if err := yaml.NodeToValue(root, &f, yaml.DisallowUnknownField()); err != nil {
+		return nil, ErrorList{fromYAMLError(name, root, err)}
+	}
+	v := &validator{name: name, root: root}
+	w := v.build(&f)
+	if len(v.errs) > 0 {
+		sort.SliceStable(v.errs, func(i, j int) bool {
+			a, b := v.errs[i], v.errs[j]
+			if a.Line != b.Line {
+				return a.Line < b.Line
+			}
+			return a.Column < b.Column
+		})
+		return nil, v.errs
+	}
+	sum := sha256.Sum256(src)
+	w.Hash = hex.EncodeToString(sum[:])
+	w.File = name
+	return w, nil
+}
+
+// fromYAMLError turns a decoder error into an *Error with position and path.
+func fromYAMLError(name string, root ast.Node, err error) *Error {
+	var ye yaml.Error
+	if !errors.As(err, &ye) {
+		return &Error{File: name, Msg: err.Error()}
+	}
+	tk := ye.GetToken()
+	e := &Error{File: name, Msg: ye.GetMessage()}
+	if tk != nil && tk.Position != nil {
+		e.Line, e.Column = tk.Position.Line, tk.Position.Column
+	}
+	if root != nil && tk != nil {
+		e.Path = pathOfToken(root, tk)
+	}
+	var uf *yaml.UnknownFieldError
+	if errors.As(err, &uf) {
+		// goccy says `unknown field "x"`; name what is allowed there.
+		e.Msg = strings.TrimSpace(uf.Message)
+		if e.Path != "" {
+			// The path names the unknown key itself; report the key's parent too.
+			if i := strings.LastIndex(e.Path, "."); i >= 0 {
+				e.Msg += " in " + nonEmpty(e.Path[:i], "the top level")
+			} else {
+				e.Msg += " at the top level"
+			}
+		}
+	}
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		e.Msg = fmt.Sprintf("expected %s, got %s", kindName(te.DstType.String()), kindName(te.SrcType.String()))
+	}
+	return e
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func kindName(t string) string {
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["), strings.HasPrefix(t, "worlds."), strings.HasPrefix(t, "*worlds."):
+		return "a mapping"
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"), strings.HasPrefix(t, "*int"):
+		return "an integer"
+	case strings.HasPrefix(t, "float"), strings.HasPrefix(t, "*float"):
+		return "a number"
+	case t == "string":
+		return "a string"
+	case t == "bool":
+		return "a boolean"
+	}
+	return t
+}
+
+// pathOfToken finds the node a token belongs to and returns its field path.
+func pathOfToken(root ast.Node, tk *token.Token) string {
+	var found string
+	ast.Walk(visitFunc(func(n ast.Node) bool {
+		if found != "" || n == nil {
+			return false
+		}
+		if n.GetToken() == tk {
+			found = n.GetPath()
+			return false
+		}
+		if mv, ok := n.(*ast.MappingValueNode); ok && mv.Key != nil && mv.Key.GetToken() == tk {
+			found = mv.Key.GetPath()
+			return false
+		}
+		return true
+	}), root)
+	return displayPath(found)
+}
+
+type visitFunc func(ast.Node) bool
+
+func (f visitFunc) Visit(n ast.Node) ast.Visitor {
+	if f(n) {
+		return f
+	}
+	return nil
+}
+
+// displayPath turns goccy's "$.projects[0].id" into "projects[0].id".
+func displayPath(p string) string {
+	p = strings.TrimPrefix(p, "$")
+	p = strings.TrimPrefix(p, ".")
+	return p
+}
+
+// validator checks a decoded file and builds the World, collecting errors.
+type validator struct {
+	name string
+	root ast.Node
+	errs ErrorList
+}
+
+// errf records an error at path (in display form, e.g. "projects[0].tasks[1].effort").
+func (v *validator) errf(path, format string, args ...any) {
+	e := &Error{File: v.name, Path: path, Msg: fmt.Sprintf(format, args...)}
+	if p, err := yaml.PathString("$." + path); err == nil && path != "" {
+		if n, err := p.FilterNode(v.root); err == nil && n != nil {
+			if tk := n.GetToken(); tk != nil && tk.Position != nil {
+				e.Line, e.Column = tk.Position.Line, tk.Position.Column
+			}
+		}
+	}
+	if e.Line == 0 {
+		// Fall back to the nearest enclosing node that exists.
+		for parent := path; parent != ""; {
+			i := strings.LastIndexAny(parent, ".[")
+			if i < 0 {
+				break
+			}
+			parent = parent[:i]
+			if p, err := yaml.PathString("$." + parent); err == nil {
+				if n, err := p.FilterNode(v.root); err == nil && n != nil && n.GetToken() != nil {
+					e.Line, e.Column = n.GetToken().Position.Line, n.GetToken().Position.Column
+					break
+				}
+			}
+		}
+	}
+	v.errs = append(v.errs, e)
+}
+
+func (v *validator) checkID(path, kind, id string, seen map[string]string) {
+	switch {
+	case id == "":
+		v.errf(path, "missing %s id", kind)
+	case !idPattern.MatchString(id):
+		v.errf(path, "invalid %s id %q: use lower-case letters, digits, '-' and '_'", kind, id)
+	case seen[id] != "":
+		v.errf(path, "duplicate %s id %q (first defined at %s)", kind, id, seen[id])
+	default:
+		seen[id] = path
+	}
+}
+
+func (v *validator) duration(path, s string, dayLen clock.Duration, required bool) clock.Duration {
+	if s == "" {
+		if required {
+			v.errf(path, "missing duration (for example \"2h\", \"30m\" or \"3d\")")
+		}
+		return 0
+	}
+	d, err := clock.ParseDuration(s, dayLen)
+	if err != nil {
+		v.errf(path, "%s", strings.TrimPrefix(err.Error(), "clock: "))
+		return 0
+	}
+	return d
+}
+
+var weekdays = map[string]time.Weekday{
+	"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday, "wed": time.Wednesday,
+	"thu": time.Thursday, "fri": time.Friday, "sat": time.Saturday,
+}
+
+func (v *validator) build(f *file) *World {
+	w := &World{Version: f.Version, Name: f.Name, Description: f.Description}
+	if f.Version != Version {
+		v.errf("version", "unsupported version %d (this corpsim reads version %d)", f.Version, Version)
+	}
+	if f.Name == "" {
+		v.errf("name", "missing world name")
+	}
+
+	// Calendar.
+	start, err := time.Parse(time.RFC3339, f.Start)
+	if err != nil {
+		v.errf("start", "start must be an RFC 3339 instant such as 2026-01-05T09:00:00Z, got %q", f.Start)
+	}
+	cal := clock.Calendar{Start: start}
+	if f.Calendar.Hours != "" {
+		a, b, ok := strings.Cut(f.Calendar.Hours, "-")
+		ds, err1 := timeOfDay(a)
+		de, err2 := timeOfDay(b)
+		if !ok || err1 != nil || err2 != nil {
+			v.errf("calendar.hours", "hours must look like \"09:00-17:00\", got %q", f.Calendar.Hours)
+		} else {
+			cal.DayStart, cal.DayEnd = ds, de
+		}
+	}
+	for i, d := range f.Calendar.Workdays {
+		wd, ok := weekdays[strings.ToLower(d)]
+		if !ok {
+			v.errf(fmt.Sprintf("calendar.workdays[%d]", i), "unknown weekday %q (expected mon, tue, wed, thu, fri, sat or sun)", d)
+			continue
+		}
+		cal.Workdays[wd] = true
+	}
+	for i, h := range f.Calendar.Holidays {
+		if _, err := time.Parse("2006-01-02", h); err != nil {
+			v.errf(fmt.Sprintf("calendar.holidays[%d]", i), "holiday must be a date like 2026-01-19, got %q", h)
+			continue
+		}
+		cal.Holidays = append(cal.Holidays, h)
+	}
+	if len(v.errs) == 0 {
+		if err := cal.Validate(); err != nil {
+			v.errf("calendar", "%s", strings.TrimPrefix(err.Error(), "clock: "))
+		}
+	}
+	w.Calendar = cal
+	dayLen := cal.DayLength()
+	if h := v.duration("horizon", f.Horizon, dayLen, true); h > 0 {
+		w.Horizon = cal.AddWork(cal.NextWorking(0), h)
+	}
+
+	// Roles and teams.
+	roles := map[string]string{}
+	for i, r := range f.Roles {
+		v.checkID(fmt.Sprintf("roles[%d].id", i), "role", r.ID, roles)
+		w.Roles = append(w.Roles, Role{ID: r.ID, Title: r.Title})
+	}
+	teams := map[string]string{}
+	for i, t := range f.Teams {
+		v.checkID(fmt.Sprintf("teams[%d].id", i), "team", t.ID, teams)
+		if t.Budget < 0 {
+			v.errf(fmt.Sprintf("teams[%d].budget", i), "budget must not be negative, got %d", t.Budget)
+		}
+		w.Teams = append(w.Teams, Team{ID: t.ID, Name: t.Name, Budget: t.Budget})
+	}
+
+	// Members.
+	members := map[string]string{}
+	held := map[string]bool{}
+	agentSeats := 0
+	for i, m := range f.Members {
+		p := fmt.Sprintf("members[%d]", i)
+		v.checkID(p+".id", "member", m.ID, members)
+		v.ref(p+".role", "role", m.Role, roles)
+		v.ref(p+".team", "team", m.Team, teams)
+		held[m.Role] = true
+		mem := Member{ID: m.ID, Name: m.Name, Role: m.Role, Team: m.Team}
+		if m.NPC != nil {
+			lo := v.duration(p+".npc.reply.min", m.NPC.Reply.Min, dayLen, true)
+			hi := v.duration(p+".npc.reply.max", m.NPC.Reply.Max, dayLen, true)
+			if hi < lo {
+				v.errf(p+".npc.reply.max", "max (%s) is less than min (%s)", hi, lo)
+			}
+			mem.NPC = &NPC{ReplyMin: lo, ReplyMax: hi}
+		} else {
+			agentSeats++
+		}
+		w.Members = append(w.Members, mem)
+	}
+	if len(f.Members) > 0 && agentSeats == 0 {
+		v.errf("members", "no agent seats: every member is an NPC")
+	}
+	sort.SliceStable(w.Members, func(i, j int) bool { return w.Members[i].ID < w.Members[j].ID })
+
+	// Queues.
+	queues := map[string]string{}
+	for i, q := range f.Queues {
+		p := fmt.Sprintf("queues[%d]", i)
+		v.checkID(p+".id", "queue", q.ID, queues)
+		if len(q.ServedBy) == 0 {
+			v.errf(p+".served_by", "queue %q is served by no role", q.ID)
+		}
+		served := false
+		for j, r := range q.ServedBy {
+			if v.ref(fmt.Sprintf("%s.served_by[%d]", p, j), "role", r, roles) && held[r] {
+				served = true
+			}
+		}
+		if len(q.ServedBy) > 0 && !served {
+			v.errf(p+".served_by", "nobody serves queue %q: no member holds any of the roles %s", q.ID, strings.Join(q.ServedBy, ", "))
+		}
+		w.Queues = append(w.Queues, Queue{ID: q.ID, ServedBy: q.ServedBy})
+	}
+
+	// Approval chains.
+	chains := map[string]string{}
+	for i, c := range f.Approvals {
+		p := fmt.Sprintf("approvals[%d]", i)
+		v.checkID(p+".id", "approval chain", c.ID, chains)
+		if len(c.Steps) == 0 {
+			v.errf(p+".steps", "approval chain %q has no steps", c.ID)
+		}
+		ch := Chain{ID: c.ID}
+		for j, s := range c.Steps {
+			sp := fmt.Sprintf("%s.steps[%d]", p, j)
+			if v.ref(sp+".role", "role", s.Role, roles) && !held[s.Role] {
+				v.errf(sp+".role", "approval chain %q names role %q, which no member holds", c.ID, s.Role)
+			}
+			if s.Above < 0 {
+				v.errf(sp+".above", "threshold must not be negative, got %d", s.Above)
+			}
+			ch.Steps = append(ch.Steps, Step{Role: s.Role, Above: s.Above})
+		}
+		w.Approvals = append(w.Approvals, ch)
+	}
+
+	// Projects and tasks.
+	projects := map[string]string{}
+	tasks := map[string]string{}
+	for i, pr := range f.Projects {
+		for j, t := range pr.Tasks {
+			v.checkID(fmt.Sprintf("projects[%d].tasks[%d].id", i, j), "task", t.ID, tasks)
+		}
+	}
+	for i, pr := range f.Projects {
+		p := fmt.Sprintf("projects[%d]", i)
+		v.checkID(p+".id", "project", pr.ID, projects)
+		v.ref(p+".team", "team", pr.Team, teams)
+		v.ref(p+".queue", "queue", pr.Queue, queues)
+		proj := Project{ID: pr.ID, Title: pr.Title, Team: pr.Team, Queue: pr.Queue, Value: pr.Value}
+		if d := v.duration(p+".deadline", pr.Deadline, dayLen, true); d > 0 {
+			proj.Deadline = cal.AddWork(cal.NextWorking(0), d)
+		}
+		if len(pr.Tasks) == 0 {
+			v.errf(p+".tasks", "project %q has no tasks", pr.ID)
+		}
+		for j, t := range pr.Tasks {
+			tp := fmt.Sprintf("%s.tasks[%d]", p, j)
+			if v.ref(tp+".role", "role", t.Role, roles) && !held[t.Role] {
+				v.errf(tp+".role", "task %q needs role %q, which no member holds", t.ID, t.Role)
+			}
+			task := Task{ID: t.ID, Title: t.Title, Role: t.Role, Purchase: t.Purchase}
+			task.Effort = v.duration(tp+".effort", t.Effort, dayLen, true)
+			if t.Effort != "" && task.Effort == 0 {
+				v.errf(tp+".effort", "effort must be more than zero")
+			}
+			task.Value = float64(task.Effort) / float64(clock.Hour)
+			if t.Value != nil {
+				task.Value = *t.Value
+			}
+			for k, d := range t.Deps {
+				dp := fmt.Sprintf("%s.deps[%d]", tp, k)
+				switch {
+				case d == t.ID:
+					v.errf(dp, "task %q depends on itself", t.ID)
+				case v.ref(dp, "task", d, tasks):
+					task.Deps = append(task.Deps, d)
+				}
+			}
+			if t.Purchase < 0 {
+				v.errf(tp+".purchase", "purchase must not be negative, got %d", t.Purchase)
+			}
+			if t.Purchase > 0 {
+				switch {
+				case t.Approval != "":
+					if v.ref(tp+".approval", "approval chain", t.Approval, chains) {
+						task.Chain = t.Approval
+					}
+				case len(f.Approvals) == 1:
+					task.Chain = f.Approvals[0].ID
+				default:
+					v.errf(tp+".approval", "task %q makes a purchase: name its approval chain", t.ID)
+				}
+			} else if t.Approval != "" {
+				v.errf(tp+".approval", "task %q names an approval chain but makes no purchase", t.ID)
+			}
+			proj.Tasks = append(proj.Tasks, task)
+		}
+		w.Projects = append(w.Projects, proj)
+	}
+	v.checkCycles(f)
+
+	// Scoring.
+	w.Scoring = Scoring{LateHalfLife: 5 * dayLen, ViolationPenalty: 1}
+	if f.Scoring.LateHalfLife != "" {
+		w.Scoring.LateHalfLife = v.duration("scoring.late_half_life", f.Scoring.LateHalfLife, dayLen, true)
+	}
+	if f.Scoring.ViolationPenalty != nil {
+		w.Scoring.ViolationPenalty = *f.Scoring.ViolationPenalty
+	}
+	return w
+}
+
+// ref checks that id names a defined thing of kind; it reports and returns false if not.
+func (v *validator) ref(path, kind, id string, defined map[string]string) bool {
+	if id == "" {
+		v.errf(path, "missing %s", kind)
+		return false
+	}
+	if defined[id] == "" {
+		known := make([]string, 0, len(defined))
+		for k := range defined {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		v.errf(path, "unknown %s %q (defined: %s)", kind, id, strings.Join(known, ", "))
+		return false
+	}
+	return true
+}
+
+// checkCycles reports every dependency cycle among tasks, printed as the cycle.
+func (v *validator) checkCycles(f *file) {
+	deps := map[string][]string{}
+	where := map[string]string{}
+	var order []string
+	for i, pr := range f.Projects {
+		for j, t := range pr.Tasks {
+			if _, dup := deps[t.ID]; dup {
+				continue
+			}
+			deps[t.ID] = t.Deps
+			where[t.ID] = fmt.Sprintf("projects[%d].tasks[%d].deps", i, j)
+			order = append(order, t.ID)
+		}
+	}
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var stack []string
+	var visit func(id string)
+	visit = func(id string) {
+		color[id] = grey
+		stack = append(stack, id)
+		for _, d := range deps[id] {
+			if _, ok := deps[d]; !ok {
+				continue
+			}
+			switch color[d] {
+			case white:
+				visit(d)
+			case grey:
+				i := len(stack) - 1
+				for stack[i] != d {
+					i--
+				}
+				cycle := append(append([]string{}, stack[i:]...), d)
+				v.errf(where[id], "dependency cycle: %s", strings.Join(cycle, " -> "))
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[id] = black
+	}
+	for _, id := range order {
+		if color[id] == white {
+			visit(id)
+		}
+	}
+}
+
+func timeOfDay(s string) (clock.Duration, error) {
+	t, err := time.Parse("15:04", strings.TrimSpace(s))
+	if err != nil {
+		if strings.TrimSpace(s) == "24:00" {
+			return 24 * clock.Hour, nil
+		}
+		return 0, err
+	}
+	return clock.Duration(t.Hour())*clock.Hour + clock.Duration(t.Minute())*clock.Minute, nil
+}

@@ -1,0 +1,136 @@
+package worlds
+
+import (
+	"github.com/corpsim/corpsim/clock"
+)
+
+// Version is the world-file format version this package reads.
+const Version = 1
+
+// World is a validated world. It is immutable once loaded and safe to share
+// between sessions and goroutines.
+type World struct {
+	Version     int
+	Name        string
+	Description string
+	File        string // where it was loaded from ("startup.yaml" for shipped worlds)
+	Hash        string // hex SHA-256 of the file's bytes
+
+	Calendar clock.Calendar
+	Horizon  clock.Time // the session ends at this simulated time
+
+	Roles     []Role    // in file order
+	Teams     []Team    // in file order
+	Members   []Member  // sorted by ID
+	Queues    []Queue   // in file order
+	Approvals []Chain   // in file order
+	Projects  []Project // in file order
+	Scoring   Scoring
+}
+
+// Role is a job that members hold; tasks and approval steps name roles.
+type Role struct {
+	ID    string
+	Title string
+}
+
+// Team groups members and owns a budget.
+type Team struct {
+	ID     string
+	Name   string
+	Budget int64 // whole currency units
+}
+
+// Member is a seat in the company: played by an agent, or by an NPC when NPC is set.
+type Member struct {
+	ID   string
+	Name string
+	Role string
+	Team string
+	NPC  *NPC // nil for agent seats
+}
+
+// NPC describes a simulated colleague's behaviour.
+type NPC struct {
+	ReplyMin clock.Duration // working time before it answers, drawn uniformly from [ReplyMin, ReplyMax]
+	ReplyMax clock.Duration
+}
+
+// Queue is a work queue; members whose role is in ServedBy take work from it.
+type Queue struct {
+	ID       string
+	ServedBy []string
+}
+
+// Chain is an approval chain: the steps whose threshold an amount exceeds must
+// approve, in order.
+type Chain struct {
+	ID    string
+	Steps []Step
+}
+
+// Step is one approver role of a chain, needed when the amount exceeds Above.
+type Step struct {
+	Role  string
+	Above int64
+}
+
+// StepsFor returns the steps an amount needs, in order.
+func (c *Chain) StepsFor(amount int64) []Step {
+	var out []Step
+	for _, s := range c.Steps {
+		if amount > s.Above {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Project groups tasks under a goal with a value and a deadline.
+type Project struct {
+	ID       string
+	Title    string
+	Team     string
+	Queue    string
+	Value    float64    // bonus when every task is done by the deadline
+	Deadline clock.Time // simulated time
+	Tasks    []Task     // in file order
+}
+
+// Task is a unit of work. Deps name tasks that must be done first.
+type Task struct {
+	ID       string
+	Title    string
+	Role     string         // the role allowed to do it
+	Effort   clock.Duration // working time
+	Deps     []string
+	Value    float64
+	Purchase int64  // money the task spends when completed; 0 for none
+	Chain    string // the approval chain that governs the purchase
+}
+
+// Scoring holds the rubric's weights.
+type Scoring struct {
+	LateHalfLife     clock.Duration // value halves for every LateHalfLife of working time past the deadline
+	ViolationPenalty float64        // subtracted per attempted policy violation
+}
+
+// Member returns the member with the given ID.
+func (w *World) Member(id string) (*Member, bool) {
+	for i := range w.Members {
+		if w.Members[i].ID == id {
+			return &w.Members[i], true
+		}
+	}
+	return nil, false
+}
+
+// Chain returns the approval chain with the given ID.
+func (w *World) Chain(id string) (*Chain, bool) {
+	for i := range w.Approvals {
+		if w.Approvals[i].ID == id {
+			return &w.Approvals[i], true
+		}
+	}
+	return nil, false
+}
