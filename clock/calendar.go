@@ -26,9 +26,12 @@ var defaultWorkdays = [7]bool{
 // Start means the default: 09:00-17:00, Monday to Friday, no holidays.
 //
 // Days, working hours and holidays are read on the wall clock of
-// Start.Location(): a working day runs from the wall-clock time DayStart to
-// the wall-clock time DayEnd, so on a day when daylight saving time changes
-// inside working hours the day is an hour shorter or longer.
+// Start.Location(): a working day runs from the moment the wall clock first
+// reaches DayStart on that date to the moment it first reaches DayEnd. So on
+// a day when clocks change inside working hours the day is shorter or longer;
+// a time skipped when clocks are set forward is reached at the moment of the
+// change, and a time shown twice when they are set back is reached the first
+// time.
 //
 // Call Validate after setting the fields, and again after changing them.
 // Validate must not run concurrently with other methods; once it has returned,
@@ -103,7 +106,7 @@ func (c *Calendar) Validate() error {
 	return nil
 }
 
-// clockTime formats an offset from midnight as "09:00" or "09:00:30.5".
+// clockTime formats an offset from midnight as "09:00" or "09:00:30.500".
 func clockTime(d Duration) string {
 	s := fmt.Sprintf("%02d:%02d", d/Hour, d%Hour/Minute)
 	if r := d % Minute; r != 0 {
@@ -198,7 +201,13 @@ func (r *rules) uniformWork(p, q int64) Duration {
 }
 
 // Days are numbered on the wall clock of Start's location: day n is the
-// calendar date n days after 1970-01-01.
+// calendar date n days after 1970-01-01. A wall-clock time of day n is
+// reached at one instant (see reach), so day n's working period is
+// P(n) = [reach(n, DayStart), reach(n, DayEnd)). Because reach is monotone,
+// the periods are disjoint and in day order, and P(n) lies within
+// [reach(n, 0), reach(n+1, 0)). An instant t whose wall clock shows day n
+// is at or after reach(n, 0), so no period of a day before n reaches t: every
+// method starts its search at the day t shows.
 
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -246,52 +255,89 @@ func (c *Calendar) instant(w time.Time) Time {
 	return Time(sec*1000 + ms)
 }
 
-// at returns the instant at wall-clock offset off (0..24h) on day n.
-func (c *Calendar) at(n int64, off Duration) time.Time {
+// reach returns the first instant at which the wall clock of Start's location
+// reaches offset off (0..24h) of day n: the instant it shows that time, the
+// earlier of two if the clock is set back over it, and the moment of the
+// change if the clock is set forward over it. (time.Date alone leaves the
+// last two cases unspecified, and is not monotone across a gap.)
+func (c *Calendar) reach(n int64, off Duration) time.Time {
+	want := n*secondsPerDay + int64(off/Second) // local seconds since 1970
 	h := off / Hour
 	off -= h * Hour
 	m := off / Minute
 	off -= m * Minute
 	s := off / Second
 	off -= s * Second
-	return time.Date(1970, time.January, 1+int(n), int(h), int(m), int(s), int(off)*1e6, c.Start.Location())
+	w := time.Date(1970, time.January, 1+int(n), int(h), int(m), int(s), int(off)*1e6, c.Start.Location())
+	_, offset := w.Zone()
+	start, end := w.ZoneBounds()
+	switch got := w.Unix() + int64(offset); {
+	case got < want: // skipped; w is before the gap, which ends its zone
+		return end
+	case got > want: // skipped; w is after the gap, which starts its zone
+		return start
+	}
+	if start.IsZero() || w.Sub(start) > 48*time.Hour {
+		return w // no recent change could have shown this time before
+	}
+	_, prev := start.Add(-time.Nanosecond).Zone()
+	if earlier := w.Add(-time.Duration(prev-offset) * time.Second); prev > offset && earlier.Before(start) {
+		return earlier // shown once before the clock was set back
+	}
+	return w
 }
 
 // workHours returns the working period [s, e) of day n, ignoring whether n is
 // a working day. e-s is dayLen except when the UTC offset changes inside it.
 func (c *Calendar) workHours(r *rules, n int64) (s, e Time) {
-	s = c.instant(c.at(n, r.dayStart))
-	e = c.instant(c.at(n, r.dayEnd))
+	s = c.instant(c.reach(n, r.dayStart))
+	e = c.instant(c.reach(n, r.dayEnd))
 	return s, max(s, e)
 }
 
-// uniformUntil returns u such that every day in [n, u) lies wholly inside one
-// span of constant UTC offset, so each has working hours of exactly dayLen
-// and the days follow each other at exactly 24h; u <= n if day n itself may
-// not. It returns math.MaxInt64 if the offset never changes after day n.
-func (c *Calendar) uniformUntil(n int64) int64 {
-	mid := c.at(n, 0)
-	start, end := mid.ZoneBounds()
-	if !start.IsZero() && !start.Before(mid) {
-		return n // the offset changes at this midnight: take the day on its own
+// uniform returns the instant day n begins, mid = reach(n, 0), and u such
+// that the days in [n, u) lie wholly inside one span of constant UTC offset:
+// day j begins at mid + (j-n)*24h and its working period is exactly
+// [DayStart, DayEnd) after that. u <= n if day n itself may not be uniform;
+// u is math.MaxInt64 if the offset never changes after day n.
+func (c *Calendar) uniform(n int64) (u int64, mid Time) {
+	w := c.reach(n, 0)
+	start, end := w.ZoneBounds()
+	switch {
+	case !start.IsZero() && !start.Before(w):
+		u = n // the offset changes at this midnight: take the day on its own
+	case end.IsZero():
+		u = math.MaxInt64
+	default:
+		// Leave out the day before the change too: with clocks set forward
+		// from 23:30 to 00:30 it ends (DayEnd 24:00) half an hour early.
+		u = dayOfWall(end) - 1
 	}
-	if end.IsZero() {
-		return math.MaxInt64
-	}
-	// The day before the change may end (DayEnd 24:00) in a gap: leave it out.
-	return dayOfWall(end) - 1
+	return u, c.instant(w)
 }
 
 // IsWorking reports whether t is inside working hours, [DayStart, DayEnd),
 // on a working day that is not a holiday.
 func (c *Calendar) IsWorking(t Time) bool {
 	r := c.resolved()
-	n := c.dayOf(t)
-	if !r.isWorkday(n) {
-		return false
+	last := c.lastDay()
+	for n := c.dayOf(t); n < last; n++ {
+		if r.isWorkday(n) {
+			s, e := c.workHours(r, n)
+			if t < s {
+				return false // later periods start later still
+			}
+			if t < e {
+				return true
+			}
+		}
+		if c.instant(c.reach(n+1, 0)) > t {
+			return false
+		}
+		// Only if clocks were set back across midnight does t, dated day
+		// n, come after day n+1 began.
 	}
-	s, e := c.workHours(r, n)
-	return s <= t && t < e
+	return false
 }
 
 // NextWorking returns t if t is a working instant, and otherwise the start of
@@ -313,56 +359,43 @@ func (c *Calendar) NextWorking(t Time) Time {
 // starting at t and skipping nights, non-working days and holidays.
 // AddWork(t, 0) is t, as is AddWork with negative work. If the work ends
 // exactly at the end of a working day, the result is that DayEnd instant, not
-// the next morning. Long spans cost no more than a couple of weeks: whole
-// weeks are skipped arithmetically.
+// the next morning. Long spans cost about as much as a couple of weeks: whole
+// weeks, and whole spans between daylight saving changes, are skipped
+// arithmetically.
 func (c *Calendar) AddWork(t Time, work Duration) Time {
 	if work <= 0 {
 		return t
 	}
 	r := c.resolved()
 	last := c.lastDay()
-	n := c.dayOf(t)
-	if n >= last {
-		return maxTime
-	}
-	if r.isWorkday(n) {
-		if s, e := c.workHours(r, n); t < e {
-			t = max(t, s)
-			if work <= e.Sub(t) {
-				return t.Add(work)
-			}
-			work -= e.Sub(t)
-		}
-	}
-	for n++; n < last; {
+	for n := c.dayOf(t); n < last; {
 		if work > r.weekLen {
-			// Skip uniform days arithmetically, leaving some work for after:
-			// the whole span up to the next UTC offset change if the work
-			// outlasts it, else whole weeks.
-			weeks := int64((work - 1) / r.weekLen)
-			if u := c.uniformUntil(n); u != math.MaxInt64 {
-				if u > n && u < last {
-					if w := r.uniformWork(n, u); w < work {
-						work -= w
-						n = u
-						continue
-					}
+			// Skip uniform days that start after t, leaving some work for
+			// after: the whole span up to the next UTC offset change if the
+			// work outlasts it, else whole weeks.
+			if u, mid := c.uniform(n); u > n && mid >= t {
+				u = min(u, last)
+				if w := r.uniformWork(n, u); w < work {
+					work -= w
+					n = u
+					continue
 				}
-				weeks = min(weeks, max(u-n, 0)/7)
-			}
-			weeks = min(weeks, (last-n)/7+1)
-			if weeks > 0 {
-				work -= Duration(weeks)*r.weekLen - Duration(r.holidaysIn(n, n+7*weeks))*r.dayLen
-				n += 7 * weeks
-				continue
+				if weeks := min(int64((work-1)/r.weekLen), (u-n)/7); weeks > 0 {
+					work -= Duration(weeks)*r.weekLen - Duration(r.holidaysIn(n, n+7*weeks))*r.dayLen
+					n += 7 * weeks
+					continue
+				}
 			}
 		}
 		if r.isWorkday(n) {
-			s, e := c.workHours(r, n)
-			if work <= e.Sub(s) {
-				return s.Add(work)
+			if s, e := c.workHours(r, n); t < e {
+				from := max(t, s)
+				if work <= e.Sub(from) {
+					return from.Add(work)
+				}
+				work -= e.Sub(from)
+				t = e
 			}
-			work -= e.Sub(s)
 		}
 		n++
 	}
@@ -376,28 +409,27 @@ func (c *Calendar) WorkBetween(a, b Time) Duration {
 		return 0
 	}
 	r := c.resolved()
-	// overlap returns the working time of day n inside [a, b).
-	overlap := func(n int64) Duration {
-		if !r.isWorkday(n) {
-			return 0
+	last := c.lastDay()
+	var total Duration
+	for n := c.dayOf(a); n < last; {
+		u, mid := c.uniform(n)
+		if mid >= b {
+			break // this day and all later ones begin at or after b
 		}
-		s, e := c.workHours(r, n)
-		s, e = max(s, a), min(e, b)
-		return max(e.Sub(s), 0)
-	}
-	na, nb := c.dayOf(a), c.dayOf(b)
-	if na == nb {
-		return overlap(na)
-	}
-	total := overlap(na) + overlap(nb)
-	for n := na + 1; n < nb; {
-		if u := min(c.uniformUntil(n), nb); u > n {
-			total += r.uniformWork(n, u)
-			n = u
-		} else {
-			total += overlap(n)
-			n++
+		if u > n && mid >= a {
+			// Whole uniform days that end by b.
+			if full := min(int64(b.Sub(mid)/fullDay), u-n); full > 0 {
+				total += r.uniformWork(n, n+full)
+				n += full
+				continue
+			}
 		}
+		if r.isWorkday(n) {
+			s, e := c.workHours(r, n)
+			s, e = max(s, a), min(e, b)
+			total += max(e.Sub(s), 0)
+		}
+		n++
 	}
 	return total
 }

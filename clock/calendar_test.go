@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -351,17 +352,62 @@ func TestCalendarConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-// refCalendar is a slow model of Calendar that walks day by day with
-// time.Date, sharing no code with the package.
+// refCalendar is a slow model of Calendar that walks day by day, sharing no
+// code with the package. It finds when the wall clock reaches a time from the
+// list of the location's UTC offset changes, which it finds by sampling.
 type refCalendar struct {
 	start    time.Time
 	ds, de   time.Duration
 	days     [7]bool
 	holidays map[string]bool
+	offsets  []offsetSpan
+}
+
+// offsetSpan is a span of constant UTC offset, from start (Unix seconds) to
+// the next span's start.
+type offsetSpan struct{ start, offset int64 }
+
+var (
+	offsetsMu    sync.Mutex
+	offsetsCache = map[*time.Location][]offsetSpan{}
+)
+
+// offsetSpans returns loc's offset changes between 1999 and 2070, found by
+// sampling every hour and bisecting each change to the second.
+func offsetSpans(loc *time.Location) []offsetSpan {
+	offsetsMu.Lock()
+	defer offsetsMu.Unlock()
+	if spans, ok := offsetsCache[loc]; ok {
+		return spans
+	}
+	offsetAt := func(sec int64) int64 {
+		_, off := time.Unix(sec, 0).In(loc).Zone()
+		return int64(off)
+	}
+	from, to := time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC).Unix(), time.Date(2070, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	spans := []offsetSpan{{math.MinInt64, offsetAt(from)}}
+	for sec := from + 3600; sec <= to; sec += 3600 {
+		prev := spans[len(spans)-1].offset
+		if offsetAt(sec) == prev {
+			continue
+		}
+		lo, hi := sec-3600, sec
+		for hi-lo > 1 {
+			if mid := (lo + hi) / 2; offsetAt(mid) == prev {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		spans = append(spans, offsetSpan{hi, offsetAt(hi)})
+	}
+	offsetsCache[loc] = spans
+	return spans
 }
 
 func newRefCalendar(c *Calendar) *refCalendar {
-	r := &refCalendar{start: c.Start, ds: 9 * time.Hour, de: 17 * time.Hour, days: c.Workdays, holidays: map[string]bool{}}
+	r := &refCalendar{start: c.Start, ds: 9 * time.Hour, de: 17 * time.Hour, days: c.Workdays,
+		holidays: map[string]bool{}, offsets: offsetSpans(c.Start.Location())}
 	if c.DayStart != 0 || c.DayEnd != 0 {
 		r.ds, r.de = time.Duration(c.DayStart)*time.Millisecond, time.Duration(c.DayEnd)*time.Millisecond
 	}
@@ -374,25 +420,40 @@ func newRefCalendar(c *Calendar) *refCalendar {
 	return r
 }
 
-// time returns the first Time at or after w.
-func (r *refCalendar) time(w time.Time) Time {
-	d := w.Sub(r.start)
-	ms := d / time.Millisecond
-	if d%time.Millisecond > 0 {
+// reach returns the first instant, in Unix nanoseconds, at which the wall
+// clock shows local (nanoseconds since 1970-01-01 00:00 local) or later.
+func (r *refCalendar) reach(local int64) int64 {
+	spans := r.offsets
+	i := max(sort.Search(len(spans), func(i int) bool { return spans[i].start > local/1e9-2*86400 })-1, 0)
+	for ; ; i++ {
+		x := local - spans[i].offset*1e9 // the instant showing local in this span
+		if spans[i].start != math.MinInt64 {
+			x = max(x, spans[i].start*1e9)
+		}
+		if i+1 == len(spans) || x < spans[i+1].start*1e9 {
+			return x
+		}
+	}
+}
+
+// time returns the first Time at or after the Unix nanosecond instant x.
+func (r *refCalendar) time(x int64) Time {
+	d := x - r.start.UnixNano()
+	ms := d / 1e6
+	if d > ms*1e6 {
 		ms++
 	}
 	return Time(ms)
 }
 
 // day returns the working period of the date y-m-d and whether it is a
-// working day, along with the Time of the date's midnight.
+// working day, along with the Time the date begins.
 func (r *refCalendar) day(y int, m time.Month, d int) (s, e, midnight Time, working bool) {
-	loc := r.start.Location()
-	noon := time.Date(y, m, d, 12, 0, 0, 0, loc)
-	working = r.days[noon.Weekday()] && !r.holidays[noon.Format("2006-01-02")]
-	s = r.time(time.Date(y, m, d, 0, 0, 0, int(r.ds), loc))
-	e = r.time(time.Date(y, m, d, 0, 0, 0, int(r.de), loc))
-	return s, max(s, e), r.time(time.Date(y, m, d, 0, 0, 0, 0, loc)), working
+	date := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	working = r.days[date.Weekday()] && !r.holidays[date.Format("2006-01-02")]
+	local := date.UnixNano()
+	s, e = r.time(r.reach(local+int64(r.ds))), r.time(r.reach(local+int64(r.de)))
+	return s, e, r.time(r.reach(local)), working
 }
 
 func (r *refCalendar) date(t Time) (int, time.Month, int) {
@@ -404,7 +465,7 @@ func (r *refCalendar) addWork(t Time, work Duration) Time {
 		return t
 	}
 	y, m, d := r.date(t)
-	for i := -1; ; i++ {
+	for i := 0; ; i++ {
 		s, e, _, working := r.day(y, m, d+i)
 		if !working || t >= e {
 			continue
@@ -421,7 +482,7 @@ func (r *refCalendar) addWork(t Time, work Duration) Time {
 func (r *refCalendar) workBetween(a, b Time) Duration {
 	var total Duration
 	y, m, d := r.date(a)
-	for i := -1; ; i++ {
+	for i := 0; ; i++ {
 		s, e, midnight, working := r.day(y, m, d+i)
 		if midnight >= b {
 			return total
@@ -434,7 +495,7 @@ func (r *refCalendar) workBetween(a, b Time) Duration {
 
 func (r *refCalendar) nextWorking(t Time) Time {
 	y, m, d := r.date(t)
-	for i := -1; ; i++ {
+	for i := 0; ; i++ {
 		if s, e, _, working := r.day(y, m, d+i); working && t < e {
 			return max(t, s)
 		}
@@ -450,13 +511,27 @@ var testZones = []string{
 	"Asia/Tehran",
 }
 
+var (
+	testLocationsOnce sync.Once
+	testLocationsList []*time.Location
+)
+
+// testLocations returns UTC, two fixed zones and the testZones, loaded once so
+// that offsetSpans' cache works.
+func testLocations(tb testing.TB) []*time.Location {
+	testLocationsOnce.Do(func() {
+		testLocationsList = []*time.Location{time.UTC, time.FixedZone("IST", 5*3600+1800), time.FixedZone("M", -3*3600)}
+		for _, name := range testZones {
+			testLocationsList = append(testLocationsList, mustLocation(tb, name))
+		}
+	})
+	return testLocationsList
+}
+
 // randomCalendar returns a calendar with random hours, workdays, holidays and
 // location, starting between 2020 and 2027.
 func randomCalendar(tb testing.TB, rng *rand.Rand) Calendar {
-	locs := []*time.Location{time.UTC, time.FixedZone("IST", 5*3600+1800), time.FixedZone("M", -3*3600)}
-	for _, name := range testZones {
-		locs = append(locs, mustLocation(tb, name))
-	}
+	locs := testLocations(tb)
 	loc := locs[rng.IntN(len(locs))]
 	start := time.Date(2020+rng.IntN(8), time.Month(1+rng.IntN(12)), 1+rng.IntN(28),
 		rng.IntN(24), rng.IntN(60), rng.IntN(60), 0, loc)

@@ -5,8 +5,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,7 +23,7 @@ import (
 
 // file mirrors the world file's schema; Load checks it and builds a World.
 type file struct {
-	Version     int           `yaml:"version"`
+	Version     *int          `yaml:"version"`
 	Name        string        `yaml:"name"`
 	Description string        `yaml:"description"`
 	Start       string        `yaml:"start"`
@@ -151,19 +154,36 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 // and as World.File. On error the result is nil and the error is an
 // ErrorList naming file, line, column and field path of every mistake found.
 func Load(name string, src []byte) (*World, error) {
-	astFile, err := parser.ParseBytes(src, 0)
-	if err != nil {
+	// Duplicate keys are allowed by the parser and reported below, with the
+	// field's path and both positions.
+	var astFile *ast.File
+	if err := guard(func() (err error) {
+		astFile, err = parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
+		return err
+	}); err != nil {
 		return nil, ErrorList{fromYAMLError(name, nil, err)}
 	}
-	var f file
 	if len(astFile.Docs) == 0 || astFile.Docs[0].Body == nil {
 		return nil, ErrorList{{File: name, Msg: "empty world file"}}
 	}
 	if len(astFile.Docs) > 1 {
-		return nil, ErrorList{{File: name, Line: 1, Column: 1, Msg: "more than one YAML document; a world file holds one"}}
+		e := &Error{File: name, Line: 1, Column: 1, Msg: "more than one YAML document; a world file holds one"}
+		if d := astFile.Docs[1]; d.Start != nil && d.Start.Position != nil {
+			e.Line, e.Column = d.Start.Position.Line, d.Start.Position.Column
+		}
+		return nil, ErrorList{e}
 	}
 	root := astFile.Docs[0].Body
-	if err := yaml.NodeToValue(root, &f, yaml.DisallowUnknownField()); err != nil {
+	if _, null := root.(*ast.NullNode); null {
+		return nil, ErrorList{{File: name, Msg: "empty world file"}}
+	}
+	if errs := duplicateKeys(name, root); len(errs) > 0 {
+		return nil, errs
+	}
+	var f file
+	if err := guard(func() error {
+		return yaml.NodeToValue(root, &f, yaml.DisallowUnknownField())
+	}); err != nil {
 		return nil, ErrorList{fromYAMLError(name, root, err)}
 	}
 	v := &validator{name: name, root: root}
@@ -184,8 +204,76 @@ func Load(name string, src []byte) (*World, error) {
 	return w, nil
 }
 
-// fromYAMLError turns a decoder error into an *Error with position and path.
+// yamlPanic is returned by guard when the YAML library panics.
+type yamlPanic struct{ value any }
+
+func (p yamlPanic) Error() string { return fmt.Sprintf("the YAML library panicked: %v", p.value) }
+
+// guard runs a call into the YAML library, turning a panic into an error.
+// The library is a stranger's code fed a stranger's bytes: a panic inside it
+// means the file cannot be read, not that the process should stop. Only the
+// library's calls are guarded, so a panic in this package's own checks still
+// shows up in tests and fuzzing.
+func guard(call func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = yamlPanic{r}
+		}
+	}()
+	return call()
+}
+
+// duplicateKeys reports every key defined twice in one mapping.
+func duplicateKeys(name string, root ast.Node) ErrorList {
+	var errs ErrorList
+	ast.Walk(visitFunc(func(n ast.Node) bool {
+		m, ok := n.(*ast.MappingNode)
+		if !ok {
+			return true
+		}
+		first := map[string]*token.Token{}
+		for _, mv := range m.Values {
+			if mv == nil || mv.Key == nil || mv.Key.GetToken() == nil {
+				continue
+			}
+			k, tk := keyText(mv.Key), mv.Key.GetToken()
+			if prev, dup := first[k]; dup {
+				e := &Error{File: name, Path: displayPath(mv.Key.GetPath()), Msg: fmt.Sprintf("duplicate key %q", k)}
+				if tk.Position != nil {
+					e.Line, e.Column = tk.Position.Line, tk.Position.Column
+				}
+				if prev.Position != nil {
+					e.Msg += fmt.Sprintf(" (first at line %d)", prev.Position.Line)
+				}
+				errs = append(errs, e)
+				continue
+			}
+			first[k] = tk
+		}
+		return true
+	}), root)
+	return errs
+}
+
+// keyText is the text of a mapping key as the decoder matches it.
+func keyText(k ast.MapKeyNode) string {
+	if s, ok := k.(ast.ScalarNode); ok {
+		if v := s.GetValue(); v != nil {
+			return fmt.Sprint(v)
+		}
+	}
+	if tk := k.GetToken(); tk != nil {
+		return tk.Value
+	}
+	return k.String()
+}
+
+// fromYAMLError turns a parser or decoder error into an *Error with position and path.
 func fromYAMLError(name string, root ast.Node, err error) *Error {
+	var yp yamlPanic
+	if errors.As(err, &yp) {
+		return &Error{File: name, Msg: "cannot read the file: " + yp.Error()}
+	}
 	var ye yaml.Error
 	if !errors.As(err, &ye) {
 		return &Error{File: name, Msg: err.Error()}
@@ -195,34 +283,89 @@ func fromYAMLError(name string, root ast.Node, err error) *Error {
 	if tk != nil && tk.Position != nil {
 		e.Line, e.Column = tk.Position.Line, tk.Position.Column
 	}
-	if root != nil && tk != nil {
+	if root == nil {
+		// The parser failed: there is no tree to name a path in.
+		e.Msg = "YAML syntax error: " + e.Msg
+		return e
+	}
+	if tk != nil {
 		e.Path = pathOfToken(root, tk)
 	}
-	var uf *yaml.UnknownFieldError
-	if errors.As(err, &uf) {
+	var (
+		uf *yaml.UnknownFieldError
+		te *yaml.TypeError
+		ut *yaml.UnexpectedNodeTypeError
+		oe *yaml.OverflowError
+	)
+	switch {
+	case errors.As(err, &uf):
 		// goccy says `unknown field "x"`; name what is allowed there.
 		e.Msg = strings.TrimSpace(uf.Message)
-		if e.Path != "" {
-			// The path names the unknown key itself; report the key's parent too.
-			if i := strings.LastIndex(e.Path, "."); i >= 0 {
-				e.Msg += " in " + nonEmpty(e.Path[:i], "the top level")
-			} else {
-				e.Msg += " at the top level"
-			}
+		if known := fieldsAt(e.Path); len(known) > 0 {
+			e.Msg += " (expected one of " + strings.Join(known, ", ") + ")"
 		}
-	}
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
+		return e // positioned at the unknown key itself
+	case errors.As(err, &te):
 		e.Msg = fmt.Sprintf("expected %s, got %s", kindName(te.DstType.String()), kindName(te.SrcType.String()))
+	case errors.As(err, &ut):
+		e.Msg = fmt.Sprintf("expected %s, got %s", nodeKind(ut.Expected), nodeKind(ut.Actual))
+		if e.Path == "" {
+			e.Msg = "a world file is a mapping of fields such as version, name and roles; " + strings.TrimPrefix(e.Msg, "expected a mapping, ")
+		}
+	case errors.As(err, &oe):
+		e.Msg = fmt.Sprintf("number %s is out of range for %s", oe.SrcNum, kindName(oe.DstType.String()))
+	}
+	if e.Path != "" {
+		// A list or mapping written in block style is named by its key, not
+		// by its first entry on a later line.
+		if l, c, ok := locate(root, e.Path); ok {
+			e.Line, e.Column = l, c
+		}
 	}
 	return e
 }
 
-func nonEmpty(s, def string) string {
-	if s == "" {
-		return def
+// fieldsAt lists the fields allowed in the mapping that holds the field at
+// path (a display path such as "projects[0].tasks[1].owner"), in schema order.
+func fieldsAt(path string) []string {
+	t := reflect.TypeFor[file]()
+	segs := splitPath(path)
+	if len(segs) == 0 {
+		return nil
 	}
-	return s
+	for _, s := range segs[:len(segs)-1] {
+		if s.field == "" {
+			continue // an index: the element type is reached below
+		}
+		f, ok := fieldByTag(t, s.field)
+		if !ok {
+			return nil
+		}
+		t = f.Type
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := range t.NumField() {
+		out = append(out, strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0])
+	}
+	return out
+}
+
+func fieldByTag(t reflect.Type, tag string) (reflect.StructField, bool) {
+	if t.Kind() != reflect.Struct {
+		return reflect.StructField{}, false
+	}
+	for i := range t.NumField() {
+		if strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0] == tag {
+			return t.Field(i), true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 func kindName(t string) string {
@@ -241,6 +384,28 @@ func kindName(t string) string {
 		return "a boolean"
 	}
 	return t
+}
+
+func nodeKind(t ast.NodeType) string {
+	switch t {
+	case ast.MappingType, ast.MappingValueType:
+		return "a mapping"
+	case ast.SequenceType:
+		return "a list"
+	case ast.StringType, ast.LiteralType:
+		return "a string"
+	case ast.IntegerType:
+		return "an integer"
+	case ast.FloatType, ast.InfinityType, ast.NanType:
+		return "a number"
+	case ast.BoolType:
+		return "a boolean"
+	case ast.NullType:
+		return "null"
+	case ast.AliasType:
+		return "an alias"
+	}
+	return strings.ToLower(t.String())
 }
 
 // pathOfToken finds the node a token belongs to and returns its field path.
@@ -279,6 +444,123 @@ func displayPath(p string) string {
 	return p
 }
 
+// pathSeg is one step of a display path: a field name, or an index when field is "".
+type pathSeg struct {
+	field string
+	index int
+}
+
+// splitPath splits "projects[0].tasks[2].deps" into its steps. A path it
+// cannot read yields the steps read so far.
+func splitPath(path string) []pathSeg {
+	var segs []pathSeg
+	for _, part := range strings.Split(path, ".") {
+		name, rest, _ := strings.Cut(part, "[")
+		if name != "" {
+			segs = append(segs, pathSeg{field: name})
+		}
+		for rest != "" {
+			num, after, ok := strings.Cut(rest, "]")
+			i, err := strconv.Atoi(num)
+			if !ok || err != nil {
+				return segs
+			}
+			segs = append(segs, pathSeg{index: i})
+			rest = strings.TrimPrefix(after, "[")
+		}
+	}
+	return segs
+}
+
+// locate returns the position of the deepest node that exists along path
+// (so a missing field is reported at the mapping that lacks it). A scalar or
+// a flow-style collection is located at its first character; a block-style
+// list or mapping at the key that names it, since its first entry is on a
+// later line.
+func locate(root ast.Node, path string) (line, col int, ok bool) {
+	n, key := root, (*token.Token)(nil)
+	for _, s := range splitPath(path) {
+		next, nextKey := child(n, s)
+		if next == nil {
+			break
+		}
+		n, key = next, nextKey
+	}
+	tk := startToken(n)
+	switch c := unwrap(n).(type) {
+	case *ast.MappingNode:
+		if !c.IsFlowStyle && key != nil {
+			tk = key
+		}
+	case *ast.SequenceNode:
+		if !c.IsFlowStyle && key != nil {
+			tk = key
+		}
+	}
+	if tk == nil || tk.Position == nil {
+		return 0, 0, false
+	}
+	return tk.Position.Line, tk.Position.Column, true
+}
+
+// unwrap looks through anchors and tags at the value they carry.
+func unwrap(n ast.Node) ast.Node {
+	for {
+		switch c := n.(type) {
+		case *ast.AnchorNode:
+			n = c.Value
+		case *ast.TagNode:
+			n = c.Value
+		default:
+			return n
+		}
+	}
+}
+
+// child returns the node at one step below n, and the token of the key that
+// names it (nil for a list entry).
+func child(n ast.Node, s pathSeg) (ast.Node, *token.Token) {
+	switch c := unwrap(n).(type) {
+	case *ast.MappingNode:
+		if s.field == "" {
+			return nil, nil
+		}
+		for _, mv := range c.Values {
+			if mv != nil && mv.Key != nil && mv.Value != nil && keyText(mv.Key) == s.field {
+				return mv.Value, mv.Key.GetToken()
+			}
+		}
+	case *ast.MappingValueNode:
+		if s.field != "" && c.Key != nil && c.Value != nil && keyText(c.Key) == s.field {
+			return c.Value, c.Key.GetToken()
+		}
+	case *ast.SequenceNode:
+		if s.field == "" && s.index >= 0 && s.index < len(c.Values) && c.Values[s.index] != nil {
+			return c.Values[s.index], nil
+		}
+	}
+	return nil, nil
+}
+
+// startToken is the token at which a node starts in the file: for a block
+// mapping, its first key rather than the first ':'.
+func startToken(n ast.Node) *token.Token {
+	if n == nil {
+		return nil
+	}
+	switch c := n.(type) {
+	case *ast.MappingNode:
+		if !c.IsFlowStyle && len(c.Values) > 0 && c.Values[0] != nil && c.Values[0].Key != nil {
+			return c.Values[0].Key.GetToken()
+		}
+	case *ast.MappingValueNode:
+		if c.Key != nil {
+			return c.Key.GetToken()
+		}
+	}
+	return n.GetToken()
+}
+
 // validator checks a decoded file and builds the World, collecting errors.
 type validator struct {
 	name string
@@ -286,32 +568,11 @@ type validator struct {
 	errs ErrorList
 }
 
-// errf records an error at path (in display form, e.g. "projects[0].tasks[1].effort").
+// errf records an error at path (in display form, e.g. "projects[0].tasks[1].effort"),
+// located at the node there or, when the field is missing, at the mapping that lacks it.
 func (v *validator) errf(path, format string, args ...any) {
 	e := &Error{File: v.name, Path: path, Msg: fmt.Sprintf(format, args...)}
-	if p, err := yaml.PathString("$." + path); err == nil && path != "" {
-		if n, err := p.FilterNode(v.root); err == nil && n != nil {
-			if tk := n.GetToken(); tk != nil && tk.Position != nil {
-				e.Line, e.Column = tk.Position.Line, tk.Position.Column
-			}
-		}
-	}
-	if e.Line == 0 {
-		// Fall back to the nearest enclosing node that exists.
-		for parent := path; parent != ""; {
-			i := strings.LastIndexAny(parent, ".[")
-			if i < 0 {
-				break
-			}
-			parent = parent[:i]
-			if p, err := yaml.PathString("$." + parent); err == nil {
-				if n, err := p.FilterNode(v.root); err == nil && n != nil && n.GetToken() != nil {
-					e.Line, e.Column = n.GetToken().Position.Line, n.GetToken().Position.Column
-					break
-				}
-			}
-		}
-	}
+	e.Line, e.Column, _ = locate(v.root, path)
 	v.errs = append(v.errs, e)
 }
 
@@ -328,19 +589,23 @@ func (v *validator) checkID(path, kind, id string, seen map[string]string) {
 	}
 }
 
-func (v *validator) duration(path, s string, dayLen clock.Duration, required bool) clock.Duration {
+// duration parses a required duration; positive says it must be more than zero.
+// It reports and returns ok false when the duration is missing or wrong.
+func (v *validator) duration(path, s string, dayLen clock.Duration, positive bool) (d clock.Duration, ok bool) {
 	if s == "" {
-		if required {
-			v.errf(path, "missing duration (for example \"2h\", \"30m\" or \"3d\")")
-		}
-		return 0
+		v.errf(path, "missing duration (for example \"2h\", \"30m\" or \"3d\")")
+		return 0, false
 	}
 	d, err := clock.ParseDuration(s, dayLen)
 	if err != nil {
 		v.errf(path, "%s", strings.TrimPrefix(err.Error(), "clock: "))
-		return 0
+		return 0, false
 	}
-	return d
+	if positive && d == 0 {
+		v.errf(path, "must be more than zero, got %q", s)
+		return 0, false
+	}
+	return d, true
 }
 
 var weekdays = map[string]time.Weekday{
@@ -349,9 +614,12 @@ var weekdays = map[string]time.Weekday{
 }
 
 func (v *validator) build(f *file) *World {
-	w := &World{Version: f.Version, Name: f.Name, Description: f.Description}
-	if f.Version != Version {
-		v.errf("version", "unsupported version %d (this corpsim reads version %d)", f.Version, Version)
+	w := &World{Version: Version, Name: f.Name, Description: f.Description}
+	switch {
+	case f.Version == nil:
+		v.errf("version", "missing version (this corpsim reads version %d)", Version)
+	case *f.Version != Version:
+		v.errf("version", "unsupported version %d (this corpsim reads version %d)", *f.Version, Version)
 	}
 	if f.Name == "" {
 		v.errf("name", "missing world name")
@@ -359,17 +627,25 @@ func (v *validator) build(f *file) *World {
 
 	// Calendar.
 	start, err := time.Parse(time.RFC3339, f.Start)
-	if err != nil {
-		v.errf("start", "start must be an RFC 3339 instant such as 2026-01-05T09:00:00Z, got %q", f.Start)
+	switch {
+	case f.Start == "":
+		v.errf("start", "missing start instant (RFC 3339, such as 2026-01-05T09:00:00Z)")
+	case err != nil:
+		v.errf("start", "expected an RFC 3339 instant such as 2026-01-05T09:00:00Z, got %q", f.Start)
 	}
 	cal := clock.Calendar{Start: start}
 	if f.Calendar.Hours != "" {
 		a, b, ok := strings.Cut(f.Calendar.Hours, "-")
 		ds, err1 := timeOfDay(a)
 		de, err2 := timeOfDay(b)
-		if !ok || err1 != nil || err2 != nil {
-			v.errf("calendar.hours", "hours must look like \"09:00-17:00\", got %q", f.Calendar.Hours)
-		} else {
+		switch {
+		case !ok || err1 != nil || err2 != nil:
+			v.errf("calendar.hours", "expected working hours like \"09:00-17:00\", got %q", f.Calendar.Hours)
+		case ds >= de:
+			// Checked here, not left to Calendar.Validate: "00:00-00:00"
+			// would otherwise read as the default 09:00-17:00.
+			v.errf("calendar.hours", "the working day must start before it ends, got %q", f.Calendar.Hours)
+		default:
 			cal.DayStart, cal.DayEnd = ds, de
 		}
 	}
@@ -383,7 +659,7 @@ func (v *validator) build(f *file) *World {
 	}
 	for i, h := range f.Calendar.Holidays {
 		if _, err := time.Parse("2006-01-02", h); err != nil {
-			v.errf(fmt.Sprintf("calendar.holidays[%d]", i), "holiday must be a date like 2026-01-19, got %q", h)
+			v.errf(fmt.Sprintf("calendar.holidays[%d]", i), "expected a date like 2026-01-19, got %q", h)
 			continue
 		}
 		cal.Holidays = append(cal.Holidays, h)
@@ -395,7 +671,7 @@ func (v *validator) build(f *file) *World {
 	}
 	w.Calendar = cal
 	dayLen := cal.DayLength()
-	if h := v.duration("horizon", f.Horizon, dayLen, true); h > 0 {
+	if h, ok := v.duration("horizon", f.Horizon, dayLen, true); ok {
 		w.Horizon = cal.AddWork(cal.NextWorking(0), h)
 	}
 
@@ -416,7 +692,8 @@ func (v *validator) build(f *file) *World {
 
 	// Members.
 	members := map[string]string{}
-	held := map[string]bool{}
+	held := map[string]bool{}      // roles some member holds: approvers may be NPCs
+	agentHeld := map[string]bool{} // roles some agent seat holds: NPCs take no work
 	agentSeats := 0
 	for i, m := range f.Members {
 		p := fmt.Sprintf("members[%d]", i)
@@ -426,14 +703,15 @@ func (v *validator) build(f *file) *World {
 		held[m.Role] = true
 		mem := Member{ID: m.ID, Name: m.Name, Role: m.Role, Team: m.Team}
 		if m.NPC != nil {
-			lo := v.duration(p+".npc.reply.min", m.NPC.Reply.Min, dayLen, true)
-			hi := v.duration(p+".npc.reply.max", m.NPC.Reply.Max, dayLen, true)
-			if hi < lo {
+			lo, okLo := v.duration(p+".npc.reply.min", m.NPC.Reply.Min, dayLen, false)
+			hi, okHi := v.duration(p+".npc.reply.max", m.NPC.Reply.Max, dayLen, false)
+			if okLo && okHi && hi < lo {
 				v.errf(p+".npc.reply.max", "max (%s) is less than min (%s)", hi, lo)
 			}
 			mem.NPC = &NPC{ReplyMin: lo, ReplyMax: hi}
 		} else {
 			agentSeats++
+			agentHeld[m.Role] = true
 		}
 		w.Members = append(w.Members, mem)
 	}
@@ -452,12 +730,12 @@ func (v *validator) build(f *file) *World {
 		}
 		served := false
 		for j, r := range q.ServedBy {
-			if v.ref(fmt.Sprintf("%s.served_by[%d]", p, j), "role", r, roles) && held[r] {
+			if v.ref(fmt.Sprintf("%s.served_by[%d]", p, j), "role", r, roles) && agentHeld[r] {
 				served = true
 			}
 		}
 		if len(q.ServedBy) > 0 && !served {
-			v.errf(p+".served_by", "nobody serves queue %q: no member holds any of the roles %s", q.ID, strings.Join(q.ServedBy, ", "))
+			v.errf(p+".served_by", "nobody serves queue %q: no agent seat holds any of the roles %s", q.ID, strings.Join(q.ServedBy, ", "))
 		}
 		w.Queues = append(w.Queues, Queue{ID: q.ID, ServedBy: q.ServedBy})
 	}
@@ -492,13 +770,19 @@ func (v *validator) build(f *file) *World {
 			v.checkID(fmt.Sprintf("projects[%d].tasks[%d].id", i, j), "task", t.ID, tasks)
 		}
 	}
+	servedBy := map[string][]string{}
+	for _, q := range f.Queues {
+		if _, dup := servedBy[q.ID]; !dup {
+			servedBy[q.ID] = q.ServedBy
+		}
+	}
 	for i, pr := range f.Projects {
 		p := fmt.Sprintf("projects[%d]", i)
 		v.checkID(p+".id", "project", pr.ID, projects)
 		v.ref(p+".team", "team", pr.Team, teams)
-		v.ref(p+".queue", "queue", pr.Queue, queues)
+		queueOK := v.ref(p+".queue", "queue", pr.Queue, queues)
 		proj := Project{ID: pr.ID, Title: pr.Title, Team: pr.Team, Queue: pr.Queue, Value: pr.Value}
-		if d := v.duration(p+".deadline", pr.Deadline, dayLen, true); d > 0 {
+		if d, ok := v.duration(p+".deadline", pr.Deadline, dayLen, true); ok {
 			proj.Deadline = cal.AddWork(cal.NextWorking(0), d)
 		}
 		if len(pr.Tasks) == 0 {
@@ -506,14 +790,17 @@ func (v *validator) build(f *file) *World {
 		}
 		for j, t := range pr.Tasks {
 			tp := fmt.Sprintf("%s.tasks[%d]", p, j)
-			if v.ref(tp+".role", "role", t.Role, roles) && !held[t.Role] {
-				v.errf(tp+".role", "task %q needs role %q, which no member holds", t.ID, t.Role)
+			if v.ref(tp+".role", "role", t.Role, roles) {
+				switch {
+				case !agentHeld[t.Role]:
+					v.errf(tp+".role", "task %q needs role %q, which no agent seat holds", t.ID, t.Role)
+				case queueOK && !slices.Contains(servedBy[pr.Queue], t.Role):
+					// Only a role serving the project's queue may claim its tasks.
+					v.errf(tp+".role", "task %q needs role %q, which does not serve queue %q", t.ID, t.Role, pr.Queue)
+				}
 			}
 			task := Task{ID: t.ID, Title: t.Title, Role: t.Role, Purchase: t.Purchase}
-			task.Effort = v.duration(tp+".effort", t.Effort, dayLen, true)
-			if t.Effort != "" && task.Effort == 0 {
-				v.errf(tp+".effort", "effort must be more than zero")
-			}
+			task.Effort, _ = v.duration(tp+".effort", t.Effort, dayLen, true)
 			task.Value = float64(task.Effort) / float64(clock.Hour)
 			if t.Value != nil {
 				task.Value = *t.Value
@@ -553,7 +840,7 @@ func (v *validator) build(f *file) *World {
 	// Scoring.
 	w.Scoring = Scoring{LateHalfLife: 5 * dayLen, ViolationPenalty: 1}
 	if f.Scoring.LateHalfLife != "" {
-		w.Scoring.LateHalfLife = v.duration("scoring.late_half_life", f.Scoring.LateHalfLife, dayLen, true)
+		w.Scoring.LateHalfLife, _ = v.duration("scoring.late_half_life", f.Scoring.LateHalfLife, dayLen, true)
 	}
 	if f.Scoring.ViolationPenalty != nil {
 		w.Scoring.ViolationPenalty = *f.Scoring.ViolationPenalty
@@ -590,7 +877,7 @@ func (v *validator) checkCycles(f *file) {
 				continue
 			}
 			deps[t.ID] = t.Deps
-			where[t.ID] = fmt.Sprintf("projects[%d].tasks[%d].deps", i, j)
+			where[t.ID] = fmt.Sprintf("projects[%d].tasks[%d]", i, j)
 			order = append(order, t.ID)
 		}
 	}
@@ -605,9 +892,9 @@ func (v *validator) checkCycles(f *file) {
 	visit = func(id string) {
 		color[id] = grey
 		stack = append(stack, id)
-		for _, d := range deps[id] {
-			if _, ok := deps[d]; !ok {
-				continue
+		for k, d := range deps[id] {
+			if _, ok := deps[d]; !ok || d == id {
+				continue // unknown and self dependencies are reported where deps are checked
 			}
 			switch color[d] {
 			case white:
@@ -618,7 +905,7 @@ func (v *validator) checkCycles(f *file) {
 					i--
 				}
 				cycle := append(append([]string{}, stack[i:]...), d)
-				v.errf(where[id], "dependency cycle: %s", strings.Join(cycle, " -> "))
+				v.errf(fmt.Sprintf("%s.deps[%d]", where[id], k), "dependency cycle: %s", strings.Join(cycle, " -> "))
 			}
 		}
 		stack = stack[:len(stack)-1]

@@ -313,14 +313,11 @@ func (l *Log) Read(ctx context.Context, id string, from uint64) iter.Seq2[events
 	}
 }
 
-// Close implements events.Log. It drops every session; Reads in progress
-// stop with ErrClosed.
+// Close implements events.Log. Later calls fail with ErrClosed and Reads in
+// progress stop with it; the data is freed with the Log.
 func (l *Log) Close() error {
 	if l.closed.Swap(true) {
 		return events.ErrClosed
 	}
-	l.mu.Lock()
-	l.sessions = nil
-	l.mu.Unlock()
 	return nil
 }

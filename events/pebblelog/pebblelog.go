@@ -113,6 +113,19 @@ func (quietLogger) Infof(string, ...any)           {}
 func (quietLogger) Errorf(string, ...any)          {}
 func (quietLogger) Fatalf(format string, a ...any) { panic(fmt.Sprintf("pebble: "+format, a...)) }
 
+// storageErr wraps an error from Pebble reading event seq of session id (seq
+// 0: its metadata). Pebble's own corruption errors (failed block checksums)
+// become a *events.CorruptError, like corruption found by the codec.
+func storageErr(id string, seq uint64, err error) error {
+	if pebble.IsCorruptionError(err) {
+		return &events.CorruptError{Session: id, Seq: seq, Err: err}
+	}
+	if seq == 0 {
+		return fmt.Errorf("pebblelog: session %s: %w", id, err)
+	}
+	return fmt.Errorf("pebblelog: session %s seq %d: %w", id, seq, err)
+}
+
 // Keys.
 
 func metaKey(id string) []byte { return append([]byte("m/"), id...) }
@@ -159,7 +172,7 @@ func (l *Log) getMeta(id string) (events.SessionMeta, error) {
 		return events.SessionMeta{}, fmt.Errorf("%w: %s", events.ErrNoSession, id)
 	}
 	if err != nil {
-		return events.SessionMeta{}, fmt.Errorf("pebblelog: read session %s: %w", id, err)
+		return events.SessionMeta{}, storageErr(id, 0, err)
 	}
 	defer closer.Close()
 	return decodeMeta(id, v)
@@ -223,7 +236,7 @@ func (l *Log) lastLocked(id string, st *state) (uint64, error) {
 		last = seq
 	}
 	if err := it.Error(); err != nil {
-		return 0, fmt.Errorf("pebblelog: session %s: %w", id, err)
+		return 0, storageErr(id, st.forkSeq+1, err)
 	}
 	st.last, st.loaded = last, true
 	return last, nil
@@ -337,7 +350,7 @@ func (l *Log) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
 		id := string(it.Key()[len(prefix):])
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return nil, fmt.Errorf("pebblelog: read session %s: %w", id, err)
+			return nil, storageErr(id, 0, err)
 		}
 		m, err := decodeMeta(id, v)
 		if err != nil {
@@ -409,7 +422,9 @@ func (l *Log) Append(ctx context.Context, id string, expectedLast uint64, batch 
 		e := &batch[i]
 		op := b.SetDeferred(keyLen, events.EncodedLen(e))
 		eventKey(op.Key[:0], id, e.Seq)
-		events.AppendEncode(op.Value[:0], e)
+		if v := events.AppendEncode(op.Value[:0], e); len(v) != len(op.Value) {
+			panic(fmt.Sprintf("pebblelog: EncodedLen %d != encoded length %d", len(op.Value), len(v)))
+		}
 		if err := op.Finish(); err != nil {
 			return fmt.Errorf("pebblelog: append to session %s: %w", id, err)
 		}
@@ -439,7 +454,7 @@ func (l *Log) storedFunc(id string, st *state) logcore.StoredFunc {
 			return nil, owner, nil
 		}
 		if err != nil {
-			return nil, owner, fmt.Errorf("pebblelog: read session %s seq %d: %w", owner, seq, err)
+			return nil, owner, storageErr(owner, seq, err)
 		}
 		defer closer.Close()
 		return bytes.Clone(v), owner, nil
@@ -537,7 +552,7 @@ func (l *Log) readSegment(ctx context.Context, seg logcore.Segment, yield func(e
 		} else {
 			end = true
 			if ierr := it.Error(); ierr != nil {
-				err = fmt.Errorf("pebblelog: read session %s: %w", seg.Session, ierr)
+				err = storageErr(seg.Session, want, ierr)
 			}
 		}
 		l.mu.RUnlock()
@@ -570,7 +585,7 @@ func decodeAt(id string, prefix []byte, want uint64, it *pebble.Iterator) (event
 	}
 	v, err := it.ValueAndErr()
 	if err != nil {
-		return events.Event{}, fmt.Errorf("pebblelog: read session %s seq %d: %w", id, seq, err)
+		return events.Event{}, storageErr(id, seq, err)
 	}
 	var e events.Event
 	if err := events.Decode(v, &e); err != nil {

@@ -39,21 +39,23 @@ type RunOptions struct {
 	Logger      hclog.Logger
 	Session     string // "" makes a new ULID
 	Progress    func(seq uint64, simTime int64)
+	Bus         *natsbus.Server         // nil starts an embedded server for this run
+	Seats       map[string]agents.Agent // agents that replace the named ones for these members
 }
 
 // RunResult is what a run produced.
 type RunResult struct {
-	Session   string              `json:"session"`
-	World     string              `json:"world"`
-	Seed      uint64              `json:"seed"`
-	Events    uint64              `json:"events"`
-	StateHash string              `json:"state_hash"`
-	Ended     string              `json:"ended"`
-	SimTime   string              `json:"sim_end"`
-	Agents    map[string]string   `json:"agents"`
-	Score     policies.Scorecard  `json:"score"`
-	Wall      time.Duration       `json:"-"`
-	Meta      events.SessionMeta  `json:"-"`
+	Session   string             `json:"session"`
+	World     string             `json:"world"`
+	Seed      uint64             `json:"seed"`
+	Events    uint64             `json:"events"`
+	StateHash string             `json:"state_hash"`
+	Ended     string             `json:"ended"`
+	SimTime   string             `json:"sim_end"`
+	Agents    map[string]string  `json:"agents"`
+	Score     policies.Scorecard `json:"score"`
+	Wall      time.Duration      `json:"-"`
+	Meta      events.SessionMeta `json:"-"`
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -204,11 +206,13 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		}
 		defer log.Close()
 	}
-	srv, err := natsbus.Start(natsbus.Options{Logger: logger})
-	if err != nil {
-		return nil, err
+	srv := o.Bus
+	if srv == nil {
+		if srv, err = natsbus.Start(natsbus.Options{Logger: logger}); err != nil {
+			return nil, err
+		}
+		defer srv.Shutdown()
 	}
-	defer srv.Shutdown()
 	session := o.Session
 	if session == "" {
 		session = ulid.Make().String()
@@ -222,6 +226,12 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	for member, name := range seats {
 		ag, _ := agents.New(name, agents.Options{Seed: o.Seed, Member: member})
 		hosted[member] = ag
+	}
+	for member, ag := range o.Seats {
+		if _, ok := seats[member]; !ok {
+			return nil, usagef("no agent seat %q in world %s", member, w.Name)
+		}
+		hosted[member], seats[member] = ag, "custom"
 	}
 	host, err := natshost.Serve(hostConn, session, hosted, natshost.Options{Logger: logger, Timeout: o.TurnTimeout})
 	if err != nil {

@@ -1,0 +1,85 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+)
+
+func runCLI(tb testing.TB, args ...string) (stdout, stderr string, code int) {
+	tb.Helper()
+	var out, errb bytes.Buffer
+	code = cli.Main(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// TestCLIRunThenReplay is the README's first command: run the startup world
+// on the Pebble log in a data folder, get a non-zero team score, then replay
+// the session and see its state hash match.
+func TestCLIRunThenReplay(t *testing.T) {
+	data := t.TempDir()
+	out, errs, code := runCLI(t, "run", "--seed", "7", "--data", data)
+	if code != cli.ExitOK {
+		t.Fatalf("run exited %d: %s", code, errs)
+	}
+	m := regexp.MustCompile(`(?m)^session\s+(\S+)$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no session in the scorecard:\n%s", out)
+	}
+	score := regexp.MustCompile(`(?m)^team score\s+([0-9.]+)`).FindStringSubmatch(out)
+	if score == nil || score[1] == "0.00" {
+		t.Fatalf("want a non-zero team score in:\n%s", out)
+	}
+	out, errs, code = runCLI(t, "replay", m[1], "--data", data)
+	if code != cli.ExitOK || !strings.Contains(out, "state hash matches") {
+		t.Fatalf("replay exited %d:\n%s%s", code, out, errs)
+	}
+
+	out, _, code = runCLI(t, "run", "--seed", "7", "--data", data, "--json")
+	var res cli.RunResult
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("run --json exited %d with:\n%s", code, out)
+	}
+	if res.Score.TeamScore <= 0 || res.Events == 0 || res.StateHash == "" || res.Session == m[1] {
+		t.Fatalf("run --json gave %+v", res)
+	}
+	out, _, code = runCLI(t, "replay", res.Session, "--data", data, "--json")
+	var rep cli.ReplayResult
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &rep) != nil || !rep.Match || rep.Replayed != res.StateHash || rep.Events != res.Events {
+		t.Fatalf("replay --json exited %d with %s", code, out)
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown world", []string{"run", "--world", "nowhere", "--ephemeral"}, cli.ExitUsage, `no shipped world "nowhere"`},
+		{"unknown agent", []string{"run", "--agents", "genius", "--ephemeral"}, cli.ExitUsage, `unknown agent "genius"`},
+		{"agent for an NPC", []string{"run", "--agents", "greedy,frank=idle", "--ephemeral"}, cli.ExitUsage, "frank is an NPC"},
+		{"unknown session", []string{"replay", "NOSUCH", "--data", "DATA"}, cli.ExitError, "no session NOSUCH"},
+		{"missing world file", []string{"worlds", "validate", "/nonexistent/w.yaml"}, cli.ExitError, "no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string(nil), tc.args...)
+			for i, a := range args {
+				if a == "DATA" {
+					args[i] = t.TempDir()
+				}
+			}
+			_, errs, code := runCLI(t, args...)
+			if code != tc.code || !strings.Contains(errs, tc.want) {
+				t.Fatalf("got exit %d and %q, want exit %d and a message containing %q", code, errs, tc.code, tc.want)
+			}
+		})
+	}
+}
