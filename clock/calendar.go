@@ -261,6 +261,14 @@ func (c *Calendar) instant(w time.Time) Time {
 // change if the clock is set forward over it. (time.Date alone leaves the
 // last two cases unspecified, and is not monotone across a gap.)
 func (c *Calendar) reach(n int64, off Duration) time.Time {
+	w, _, _ := c.reachSpan(n, off)
+	return w
+}
+
+// reachSpan is reach that also returns, when the clock shows exactly the
+// time asked for at w (known), the end of the span of constant UTC offset
+// holding w (zero if the span has no end).
+func (c *Calendar) reachSpan(n int64, off Duration) (w, end time.Time, known bool) {
 	want := n*secondsPerDay + int64(off/Second) // local seconds since 1970
 	h := off / Hour
 	off -= h * Hour
@@ -268,29 +276,33 @@ func (c *Calendar) reach(n int64, off Duration) time.Time {
 	off -= m * Minute
 	s := off / Second
 	off -= s * Second
-	w := time.Date(1970, time.January, 1+int(n), int(h), int(m), int(s), int(off)*1e6, c.Start.Location())
+	w = time.Date(1970, time.January, 1+int(n), int(h), int(m), int(s), int(off)*1e6, c.Start.Location())
 	_, offset := w.Zone()
 	start, end := w.ZoneBounds()
 	switch got := w.Unix() + int64(offset); {
 	case got < want: // skipped; w is before the gap, which ends its zone
-		return end
+		return end, time.Time{}, false
 	case got > want: // skipped; w is after the gap, which starts its zone
-		return start
+		return start, time.Time{}, false
 	}
 	if start.IsZero() || w.Sub(start) > 48*time.Hour {
-		return w // no recent change could have shown this time before
+		return w, end, true // no recent change could have shown this time before
 	}
 	_, prev := start.Add(-time.Nanosecond).Zone()
 	if earlier := w.Add(-time.Duration(prev-offset) * time.Second); prev > offset && earlier.Before(start) {
-		return earlier // shown once before the clock was set back
+		return earlier, start, true // shown once before the clock was set back
 	}
-	return w
+	return w, end, true
 }
 
 // workHours returns the working period [s, e) of day n, ignoring whether n is
 // a working day. e-s is dayLen except when the UTC offset changes inside it.
 func (c *Calendar) workHours(r *rules, n int64) (s, e Time) {
-	s = c.instant(c.reach(n, r.dayStart))
+	start, end, known := c.reachSpan(n, r.dayStart)
+	s = c.instant(start)
+	if known && (end.IsZero() || start.Add(time.Duration(r.dayLen)*time.Millisecond).Before(end)) {
+		return s, s.Add(r.dayLen) // the clock runs evenly from DayStart to DayEnd
+	}
 	e = c.instant(c.reach(n, r.dayEnd))
 	return s, max(s, e)
 }
@@ -359,9 +371,10 @@ func (c *Calendar) NextWorking(t Time) Time {
 // starting at t and skipping nights, non-working days and holidays.
 // AddWork(t, 0) is t, as is AddWork with negative work. If the work ends
 // exactly at the end of a working day, the result is that DayEnd instant, not
-// the next morning. Long spans cost about as much as a couple of weeks: whole
-// weeks, and whole spans between daylight saving changes, are skipped
-// arithmetically.
+// the next morning. Long spans are cheap: whole weeks, and whole spans
+// between UTC offset changes, are skipped arithmetically, so the cost grows
+// with the number of daylight saving changes crossed (two a year where they
+// apply), not with the number of days.
 func (c *Calendar) AddWork(t Time, work Duration) Time {
 	if work <= 0 {
 		return t

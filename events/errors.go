@@ -9,7 +9,8 @@ import (
 // implementation wrap one of these, so callers test them with errors.Is.
 var (
 	// ErrCorrupt reports stored bytes that fail the checksum or do not decode
-	// to an event or session. It is never returned for a caller's mistake.
+	// to an event, session or checkpoint. It is never returned for a
+	// caller's mistake.
 	ErrCorrupt = errors.New("events: corrupt event")
 	// ErrConflict reports an Append whose expected last sequence number did
 	// not match the session's, or that overlaps stored events with different
@@ -29,6 +30,13 @@ var (
 	ErrBadSession = errors.New("events: invalid session")
 	// ErrClosed reports use of a Log after Close.
 	ErrClosed = errors.New("events: log closed")
+	// ErrNoCheckpoint reports that a session's history holds no checkpoint
+	// at or before the requested seq.
+	ErrNoCheckpoint = errors.New("events: no checkpoint")
+	// ErrBadCheckpoint reports a malformed PutCheckpoint: seq 0, a seq
+	// beyond the session's last event, or an invalid state hash (see
+	// Checkpoint.Validate). Like a bad batch, it is the caller's bug.
+	ErrBadCheckpoint = errors.New("events: malformed checkpoint")
 )
 
 // reasonError is a decoding failure: it prints as ErrCorrupt followed by a
@@ -46,17 +54,33 @@ func corruptf(format string, args ...any) error {
 // Log implementations, never by Decode itself. errors.Is(err, ErrCorrupt) is
 // true for every CorruptError.
 //
-// Seq is the sequence number of the corrupt event. Seq 0 means the session's
-// metadata is corrupt (no event has sequence number 0).
+// Kind says what is corrupt. For the zero Kind, CorruptEvent, Seq is the
+// sequence number of the corrupt event, and Seq 0 means the session's
+// metadata is corrupt (no event has sequence number 0). For
+// CorruptCheckpoint, Seq is the seq of the corrupt checkpoint, or 0 if its
+// key is too damaged to tell.
 type CorruptError struct {
-	Session string // session whose data is corrupt
-	Seq     uint64 // sequence number of the corrupt event; 0 for session metadata
-	Key     string // raw storage key, if the implementation has one (may hold binary bytes)
-	Err     error  // the underlying failure, usually from Decode or DecodeMeta
+	Session string      // session whose data is corrupt
+	Seq     uint64      // sequence number of the corrupt event or checkpoint; see Kind
+	Kind    CorruptKind // what is corrupt: an event (or metadata) or a checkpoint
+	Key     string      // raw storage key, if the implementation has one (may hold binary bytes)
+	Err     error       // the underlying failure, usually from a Decode function
 }
 
-// Error returns "events: corrupt event in session S at seq N: reason", or
-// "events: corrupt metadata of session S: reason" when Seq is 0.
+// CorruptKind says which kind of stored data a CorruptError is about.
+type CorruptKind string
+
+const (
+	// CorruptEvent, the zero value, is an event, or the session's metadata
+	// when CorruptError.Seq is 0.
+	CorruptEvent CorruptKind = ""
+	// CorruptCheckpoint is a checkpoint (see Checkpoint).
+	CorruptCheckpoint CorruptKind = "checkpoint"
+)
+
+// Error returns "events: corrupt event in session S at seq N: reason",
+// "events: corrupt metadata of session S: reason" when Seq is 0, or, for a
+// checkpoint, "events: corrupt checkpoint of session S at seq N: reason".
 func (e *CorruptError) Error() string {
 	reason := "unknown reason"
 	var re *reasonError
@@ -65,6 +89,12 @@ func (e *CorruptError) Error() string {
 		reason = re.reason
 	case e.Err != nil:
 		reason = e.Err.Error()
+	}
+	if e.Kind == CorruptCheckpoint {
+		if e.Seq == 0 {
+			return fmt.Sprintf("events: corrupt checkpoint of session %s: %s", e.Session, reason)
+		}
+		return fmt.Sprintf("events: corrupt checkpoint of session %s at seq %d: %s", e.Session, e.Seq, reason)
 	}
 	if e.Seq == 0 {
 		return fmt.Sprintf("events: corrupt metadata of session %s: %s", e.Session, reason)

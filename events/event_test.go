@@ -272,6 +272,8 @@ func TestCorruptError(t *testing.T) {
 		var e events.Event
 		decodeErr = events.Decode([]byte{9}, &e)
 	}
+	var cp events.Checkpoint
+	checkpointErr := events.DecodeCheckpoint([]byte{9}, &cp)
 	tests := []struct {
 		name string
 		err  *events.CorruptError
@@ -283,6 +285,10 @@ func TestCorruptError(t *testing.T) {
 			"events: corrupt metadata of session s1: bad json"},
 		{"no reason", &events.CorruptError{Session: "s1", Seq: 1},
 			"events: corrupt event in session s1 at seq 1: unknown reason"},
+		{"checkpoint", &events.CorruptError{Session: "s1", Seq: 7, Kind: events.CorruptCheckpoint, Err: checkpointErr},
+			"events: corrupt checkpoint of session s1 at seq 7: truncated checkpoint: 1 bytes, need at least 7"},
+		{"checkpoint of unknown seq", &events.CorruptError{Session: "s1", Kind: events.CorruptCheckpoint, Err: errors.New("malformed key")},
+			"events: corrupt checkpoint of session s1: malformed key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

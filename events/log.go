@@ -12,6 +12,17 @@ import (
 // Every method returns an error wrapping ErrClosed after Close, and
 // ctx.Err() if ctx is done when it starts. Session IDs that fail
 // ValidSessionID give an error wrapping ErrBadSession.
+//
+// Interrupted sessions: the Log does not detect crashes and never changes a
+// session's metadata by itself. A session whose writer died simply ends at
+// its last durable event: every acknowledged Append and PutCheckpoint is
+// there, an unacknowledged one may or may not be, and its Status still
+// says whatever the writer last stored (usually StatusRunning). Deciding
+// that a session is interrupted, and recording StatusInterrupted with
+// UpdateSession, is the caller's job (the driver's); so is resuming it:
+// restore the state from LatestCheckpoint(LastSeq) (or from the world if
+// there is none, ErrNoCheckpoint) and Read the events after the
+// checkpoint's Seq.
 type Log interface {
 	// CreateSession stores a new session. It returns an error wrapping
 	// ErrSessionExists if m.ID is taken and ErrBadSession if m is invalid
@@ -46,6 +57,35 @@ type Log interface {
 	// the sequence: Read never yields a corrupt event. Events appended while
 	// Read runs may or may not be yielded.
 	Read(ctx context.Context, session string, from uint64) iter.Seq2[Event, error]
+
+	// PutCheckpoint stores cp, a snapshot of the session's state after
+	// event cp.Seq, atomically and durably (one synced write, like Append),
+	// replacing any checkpoint the session already stores at cp.Seq. cp
+	// must be valid (see Checkpoint.Validate) and cp.Seq at most the
+	// session's last seq, or PutCheckpoint returns an error wrapping
+	// ErrBadCheckpoint. A fork may store checkpoints at seqs of its parent's
+	// prefix (<= ForkSeq): they are the fork's own, and its parent does not
+	// see them. The Log keeps no reference to cp.Data.
+	PutCheckpoint(ctx context.Context, session string, cp Checkpoint) error
+	// LatestCheckpoint returns the checkpoint with the greatest Seq <=
+	// atOrBefore in the session's history: the session's own checkpoints
+	// and, for seqs <= ForkSeq, its parent's, recursively up the fork chain;
+	// at equal Seq the session's own wins. It returns an error wrapping
+	// ErrNoCheckpoint if there is none. Its cost does not depend on how
+	// many events or checkpoints are stored: at most one lookup per level
+	// of the fork chain. The returned Data is the caller's.
+	//
+	// A corrupt stored checkpoint is a *CorruptError of Kind
+	// CorruptCheckpoint naming the session that stores it and its Seq.
+	// LatestCheckpoint does not skip it; a caller that wants to fall back to
+	// an older one asks again with atOrBefore = Seq-1.
+	LatestCheckpoint(ctx context.Context, session string, atOrBefore uint64) (Checkpoint, error)
+	// Checkpoints returns the Seq and StateHash of each of the session's own
+	// checkpoints (not its parent's), by increasing Seq, with Data nil: what
+	// replay verification compares. Every stored checksum is verified; a
+	// corrupt checkpoint is reported as by LatestCheckpoint.
+	Checkpoints(ctx context.Context, session string) ([]Checkpoint, error)
+
 	// Close releases the Log's resources. Reads in progress stop with
 	// ErrClosed.
 	Close() error

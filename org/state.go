@@ -54,7 +54,9 @@ type State struct {
 	requests map[string]*Request
 	messages map[string]*Message
 	budgets  map[string]*Budget
-	woken    []string // members whose Pending or BusyUntil changed since TakeWoken
+	// dependents lists, for each task, the tasks that depend on it (static).
+	dependents map[string][]*Task
+	woken      []string // members whose Pending or BusyUntil changed since TakeWoken
 }
 
 // Member is a seat's state.
@@ -69,6 +71,9 @@ type Member struct {
 	Seen      uint64     `json:"seen"`       // last seq of the state it observed at its latest turn
 	Turn      uint64     `json:"turn"`       // turns taken
 	Inbox     []string   `json:"inbox,omitempty"`
+	// Rejected are the member's actions refused since its latest turn began;
+	// its next observation shows them.
+	Rejected []RejectedView `json:"rejected,omitempty"`
 }
 
 // Task is a task's state; Spec is its definition in the world.
@@ -133,12 +138,13 @@ func (b *Budget) Remaining() int64 { return b.Initial - b.Spent }
 // New builds the state of a world at time 0: every agent seat wants a turn.
 func New(w *worlds.World) *State {
 	s := &State{
-		World:    w,
-		members:  map[string]*Member{},
-		tasks:    map[string]*Task{},
-		requests: map[string]*Request{},
-		messages: map[string]*Message{},
-		budgets:  map[string]*Budget{},
+		World:      w,
+		members:    map[string]*Member{},
+		tasks:      map[string]*Task{},
+		requests:   map[string]*Request{},
+		messages:   map[string]*Message{},
+		budgets:    map[string]*Budget{},
+		dependents: map[string][]*Task{},
 	}
 	for i := range w.Members {
 		m := &w.Members[i]
@@ -152,6 +158,11 @@ func New(w *worlds.World) *State {
 			t := &Task{Spec: &p.Tasks[ti], Project: p, ID: p.Tasks[ti].ID, Status: StatusOpen}
 			s.Tasks = append(s.Tasks, t)
 			s.tasks[t.ID] = t
+		}
+	}
+	for _, t := range s.Tasks {
+		for _, d := range t.Spec.Deps {
+			s.dependents[d] = append(s.dependents[d], t)
 		}
 	}
 	for _, t := range w.Teams {
@@ -208,9 +219,11 @@ func (s *State) AllDone() bool {
 	return true
 }
 
-// TakeWoken returns, and forgets, the members whose Pending flag or
-// BusyUntil changed since the last call, in the order it happened (with
-// repeats). The engine uses it to find who is due; it is not part of the hash.
+// TakeWoken returns, and forgets, the members that were woken or made busy
+// since the last call (Pending set, BusyUntil moved), in the order it
+// happened, with repeats. Clearing Pending is not reported: a member that
+// stops wanting a turn needs no timer. The engine uses it to find who is
+// due; it is not part of the hash.
 func (s *State) TakeWoken() []string {
 	w := s.woken
 	s.woken = s.woken[:0:0]
@@ -251,6 +264,9 @@ func (s *State) Apply(ev events.Event) error {
 	}
 	if s.Ended {
 		return badEvent(&ev, "session already ended")
+	}
+	if ev.Seq == 1 && ev.Type != EvSessionStarted {
+		return badEvent(&ev, "the first event must be session.started")
 	}
 	if err := s.apply(&ev); err != nil {
 		return err
@@ -306,6 +322,7 @@ func (s *State) apply(ev *events.Event) error {
 		m.Turn++
 		m.Seen = p.Seen
 		m.Inbox = nil // a turn reads the inbox
+		m.Rejected = nil
 		s.Turns++
 		s.busy(m, p.BusyUntil)
 	case EvTurnTimeout:
@@ -326,9 +343,11 @@ func (s *State) apply(ev *events.Event) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.actor(ev); err != nil {
+		m, err := s.actor(ev)
+		if err != nil {
 			return err
 		}
+		m.Rejected = append(m.Rejected, RejectedView{Action: p.Action, Kind: p.Kind, Rule: p.Rule, Reason: p.Reason})
 		s.Rejections++
 		if p.Kind == "policy" {
 			s.Violations++
@@ -508,15 +527,13 @@ func (s *State) apply(ev *events.Event) error {
 // wakeForReady wakes the members who could now take a task that done unblocked.
 func (s *State) wakeForReady(done *Task, cause uint64) {
 	roles := map[string]bool{}
-	for _, t := range s.Tasks {
-		if t.Status != StatusOpen || !s.DepsDone(t) {
-			continue
+	for _, t := range s.dependents[done.ID] {
+		if t.Status == StatusOpen && s.DepsDone(t) {
+			roles[t.Spec.Role] = true
 		}
-		for _, d := range t.Spec.Deps {
-			if d == done.ID {
-				roles[t.Spec.Role] = true
-			}
-		}
+	}
+	if len(roles) == 0 {
+		return
 	}
 	for _, m := range s.Members {
 		if roles[m.Role] && !m.NPC {
@@ -525,26 +542,91 @@ func (s *State) wakeForReady(done *Task, cause uint64) {
 	}
 }
 
-// Hash is a digest of everything in the state that events change. Two states
-// reached by the same events have the same hash.
-func (s *State) Hash() [32]byte {
-	snap := struct {
-		Now        clock.Time
-		LastSeq    uint64
-		Ended      bool
-		Members    []*Member
-		Tasks      []*Task
-		Requests   []*Request
-		Messages   []*Message
-		Budgets    []*Budget
-		Turns      int
-		Timeouts   int
-		Rejections int
-		Violations int
-	}{s.Now, s.LastSeq, s.Ended, s.Members, s.Tasks, s.Requests, s.Messages, s.Budgets, s.Turns, s.Timeouts, s.Rejections, s.Violations}
-	b, err := json.Marshal(snap)
+// snapshot is everything in a State that events change, in a stable order.
+type snapshot struct {
+	Now        clock.Time `json:"now"`
+	LastSeq    uint64     `json:"last_seq"`
+	Ended      bool       `json:"ended"`
+	EndReason  string     `json:"end_reason,omitempty"`
+	Members    []*Member  `json:"members"`
+	Tasks      []*Task    `json:"tasks"`
+	Requests   []*Request `json:"requests"`
+	Messages   []*Message `json:"messages"`
+	Budgets    []*Budget  `json:"budgets"`
+	Turns      int        `json:"turns"`
+	Timeouts   int        `json:"timeouts"`
+	Rejections int        `json:"rejections"`
+	Violations int        `json:"violations"`
+}
+
+func (s *State) snap() snapshot {
+	return snapshot{s.Now, s.LastSeq, s.Ended, s.EndReason, s.Members, s.Tasks, s.Requests, s.Messages, s.Budgets,
+		s.Turns, s.Timeouts, s.Rejections, s.Violations}
+}
+
+// Snapshot encodes the state (without its world) for a checkpoint.
+func (s *State) Snapshot() []byte {
+	b, err := json.Marshal(s.snap())
 	if err != nil {
 		panic("org: state does not encode: " + err.Error())
 	}
-	return sha256.Sum256(b)
+	return b
+}
+
+// Hash is a digest of everything in the state that events change: the
+// SHA-256 of its Snapshot. Two states reached by the same events have the
+// same hash.
+func (s *State) Hash() [32]byte {
+	return sha256.Sum256(s.Snapshot())
+}
+
+// Restore rebuilds a state of world w from a Snapshot. It checks that the
+// snapshot fits the world (same members and tasks).
+func Restore(w *worlds.World, data []byte) (*State, error) {
+	var sn snapshot
+	if err := json.Unmarshal(data, &sn); err != nil {
+		return nil, fmt.Errorf("org: snapshot: %w", err)
+	}
+	s := New(w)
+	if len(sn.Members) != len(s.Members) || len(sn.Tasks) != len(s.Tasks) || len(sn.Budgets) != len(s.Budgets) {
+		return nil, errors.New("org: snapshot does not fit the world")
+	}
+	for i, m := range sn.Members {
+		if m == nil || m.ID != s.Members[i].ID {
+			return nil, fmt.Errorf("org: snapshot member %d does not fit the world", i)
+		}
+		s.Members[i] = m
+		s.members[m.ID] = m
+	}
+	for i, t := range sn.Tasks {
+		if t == nil || t.ID != s.Tasks[i].ID {
+			return nil, fmt.Errorf("org: snapshot task %d does not fit the world", i)
+		}
+		t.Spec, t.Project = s.Tasks[i].Spec, s.Tasks[i].Project
+		s.Tasks[i] = t
+		s.tasks[t.ID] = t
+	}
+	for i, b := range sn.Budgets {
+		if b == nil || b.Team != s.Budgets[i].Team {
+			return nil, fmt.Errorf("org: snapshot budget %d does not fit the world", i)
+		}
+		s.Budgets[i] = b
+		s.budgets[b.Team] = b
+	}
+	for _, r := range sn.Requests {
+		if r == nil || s.tasks[r.Task] == nil || len(r.Steps) == 0 {
+			return nil, errors.New("org: snapshot has a bad request")
+		}
+		s.requests[r.ID] = r
+	}
+	for _, m := range sn.Messages {
+		if m == nil || s.members[m.To] == nil {
+			return nil, errors.New("org: snapshot has a bad message")
+		}
+		s.messages[m.ID] = m
+	}
+	s.Requests, s.Messages = sn.Requests, sn.Messages
+	s.Now, s.LastSeq, s.Ended, s.EndReason = sn.Now, sn.LastSeq, sn.Ended, sn.EndReason
+	s.Turns, s.Timeouts, s.Rejections, s.Violations = sn.Turns, sn.Timeouts, sn.Rejections, sn.Violations
+	return s, nil
 }

@@ -25,7 +25,7 @@ type Observation struct {
 	Inbox     []MessageView  `json:"inbox"`     // messages delivered since your last turn
 	Budget    *BudgetView    `json:"budget,omitempty"`
 	Projects  []ProjectView  `json:"projects"`
-	Rejected  []RejectedView `json:"rejected,omitempty"` // filled in by the engine: your rejected actions of the last turn
+	Rejected  []RejectedView `json:"rejected,omitempty"` // your actions refused since your last turn began
 }
 
 // TaskView is a task as a member sees it.
@@ -144,13 +144,7 @@ func (s *State) taskView(t *Task) TaskView {
 		Deps: t.Spec.Deps, Waiting: s.PendingDeps(t), Deadline: t.Project.Deadline,
 		Purchase: t.Spec.Purchase, Approval: s.ApprovalStatus(t), Request: t.Request, WorkUntil: t.WorkUntil,
 	}
-	for _, o := range s.Tasks {
-		for _, d := range o.Spec.Deps {
-			if d == t.ID {
-				v.Dependents++
-			}
-		}
-	}
+	v.Dependents = len(s.dependents[t.ID])
 	return v
 }
 
@@ -176,6 +170,7 @@ func (s *State) View(id string) Observation {
 		return o
 	}
 	o.Role, o.Team, o.Turn = m.Role, m.Team, m.Turn+1
+	o.Rejected = m.Rejected
 	for _, t := range s.Tasks {
 		switch {
 		case t.Assignee == id && t.Status != StatusDone:

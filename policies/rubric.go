@@ -40,8 +40,28 @@ type ProjectScore struct {
 }
 
 // Verify checks a done task from the state alone. It returns "" when the
-// completion counts, else the reason it does not.
+// completion counts, else the reason it does not. A dependency must itself
+// verify: work built on a skipped or unverified step does not count.
 func Verify(s *org.State, t *org.Task) string {
+	return verifier{s: s, memo: map[string]string{}}.verify(t)
+}
+
+type verifier struct {
+	s    *org.State
+	memo map[string]string
+}
+
+func (v verifier) verify(t *org.Task) string {
+	if why, ok := v.memo[t.ID]; ok {
+		return why
+	}
+	why := v.check(t)
+	v.memo[t.ID] = why
+	return why
+}
+
+func (v verifier) check(t *org.Task) string {
+	s := v.s
 	if t.Status != org.StatusDone {
 		return "not done"
 	}
@@ -49,6 +69,9 @@ func Verify(s *org.State, t *org.Task) string {
 		dt := s.Task(d)
 		if dt.Status != org.StatusDone || dt.DoneSeq > t.DoneSeq {
 			return fmt.Sprintf("completed before its dependency %s", d)
+		}
+		if why := v.verify(dt); why != "" {
+			return fmt.Sprintf("its dependency %s does not count (%s)", d, why)
 		}
 	}
 	if m := s.Member(t.DoneBy); m == nil || m.Role != t.Spec.Role {
@@ -60,11 +83,15 @@ func Verify(s *org.State, t *org.Task) string {
 	steps := s.StepsFor(t)
 	if len(steps) > 0 {
 		r := s.Request(t.Request)
-		if r == nil || r.Status != org.RequestApproved || r.DecidedAt > t.DoneAt || r.Amount < t.Spec.Purchase {
+		switch {
+		case r == nil || r.Status != org.RequestApproved || r.DecidedAt > t.DoneAt:
 			return "purchase completed without an approved request"
-		}
-		if len(r.Steps) != len(steps) {
-			return "approval chain incomplete"
+		case r.Task != t.ID || r.Chain != t.Spec.Chain || r.Amount < t.Spec.Purchase:
+			return fmt.Sprintf("request %s does not cover this purchase", r.ID)
+		case r.Requester != t.DoneBy:
+			return fmt.Sprintf("request %s was made by %s, not by %s who completed the task", r.ID, r.Requester, t.DoneBy)
+		case len(r.Steps) != len(steps):
+			return fmt.Sprintf("request %s has %d approval steps; the chain needs %d", r.ID, len(r.Steps), len(steps))
 		}
 		for i, st := range steps {
 			rs := r.Steps[i]
@@ -90,6 +117,7 @@ func Score(s *org.State) Scorecard {
 	w := s.World
 	c := Scorecard{Rubric: RubricVersion, World: w.Name, Tasks: len(s.Tasks), Violations: s.Violations,
 		Rejections: s.Rejections, Timeouts: s.Timeouts, Turns: s.Turns, Projects: []ProjectScore{}}
+	v := verifier{s: s, memo: map[string]string{}}
 	for pi := range w.Projects {
 		p := &w.Projects[pi]
 		ps := ProjectScore{ID: p.ID, Tasks: len(p.Tasks)}
@@ -98,7 +126,7 @@ func Score(s *org.State) Scorecard {
 			if t.Status != org.StatusDone {
 				continue
 			}
-			if why := Verify(s, t); why != "" {
+			if why := v.verify(t); why != "" {
 				c.Unverified = append(c.Unverified, t.ID+": "+why)
 				continue
 			}

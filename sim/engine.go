@@ -96,7 +96,6 @@ type Engine struct {
 	turns      []Turn   // outstanding agent turns
 	npcDue     []string // NPCs due at the same instant as turns
 	npcAnswers map[string]Answer
-	feedback   map[string][]org.RejectedView
 	done       bool
 	started    bool
 	endHash    string
@@ -115,7 +114,6 @@ func New(cfg Config) (*Engine, error) {
 		st:         org.New(cfg.World),
 		pushed:     map[string]clock.Time{},
 		npcAnswers: map[string]Answer{},
-		feedback:   map[string][]org.RejectedView{},
 		startMs:    cfg.World.Calendar.Start.UnixMilli(),
 	}
 	if e.rules == nil {
@@ -218,7 +216,6 @@ func (e *Engine) Advance() {
 func (e *Engine) observe(id string) org.Observation {
 	o := e.st.View(id)
 	o.Session = e.cfg.Session
-	o.Rejected = e.feedback[id]
 	return o
 }
 

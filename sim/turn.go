@@ -16,7 +16,6 @@ const MaxMessageBytes = 4000
 // takeTurn records a member's answer and applies its actions in order.
 func (e *Engine) takeTurn(a Answer) {
 	m := e.st.Member(a.Member)
-	delete(e.feedback, a.Member)
 	if a.TimedOut {
 		e.emit(org.EvTurnTimeout, m.ID, m.WakeCause, org.TurnTimeout{Turn: m.Turn + 1, Seen: e.seen})
 		return
@@ -58,7 +57,6 @@ func (e *Engine) takeTurn(a Answer) {
 
 func (e *Engine) reject(member string, cause uint64, i int, a org.Action, r *policies.Rejection) {
 	e.emit(org.EvActionRejected, member, cause, org.ActionRejected{Index: i, Action: a, Kind: r.Kind, Rule: r.Rule, Reason: r.Reason})
-	e.feedback[member] = append(e.feedback[member], org.RejectedView{Action: a, Kind: r.Kind, Rule: r.Rule, Reason: r.Reason})
 }
 
 // check is the structural check: the action is well formed and names things

@@ -180,9 +180,14 @@ func Load(name string, src []byte) (*World, error) {
 	if errs := duplicateKeys(name, root); len(errs) > 0 {
 		return nil, errs
 	}
+	if e := checkAliases(name, root); e != nil {
+		return nil, ErrorList{e}
+	}
 	var f file
 	if err := guard(func() error {
-		return yaml.NodeToValue(root, &f, yaml.DisallowUnknownField())
+		// Duplicate keys were reported above; allowing them here lets an
+		// explicit key override one merged in with "<<", as YAML says.
+		return yaml.NodeToValue(root, &f, yaml.DisallowUnknownField(), yaml.AllowDuplicateMapKey())
 	}); err != nil {
 		return nil, ErrorList{fromYAMLError(name, root, err)}
 	}
@@ -253,6 +258,87 @@ func duplicateKeys(name string, root ast.Node) ErrorList {
 		return true
 	}), root)
 	return errs
+}
+
+// maxAliasNodes bounds how many nodes YAML aliases may add to a world file
+// once expanded. Aliases nest (a list of aliases to lists of aliases…), so a
+// few kilobytes could otherwise expand to billions of tasks and take the
+// loader down: the "billion laughs" attack. Sharing small parts of a world
+// stays well under the bound.
+const maxAliasNodes = 10_000
+
+// checkAliases reports a file whose aliases expand beyond maxAliasNodes.
+func checkAliases(name string, root ast.Node) *Error {
+	anchors := map[string]int{} // anchor name → expanded size of its value
+	added := 0
+	var over *token.Token
+	// size returns the expanded node count of n, saturating above the bound.
+	var size func(n ast.Node) int
+	size = func(n ast.Node) int {
+		if n == nil || over != nil {
+			return 0
+		}
+		const limit = maxAliasNodes + 1
+		sum := func(parts ...int) int {
+			t := 1
+			for _, p := range parts {
+				t = min(t+p, limit)
+			}
+			return t
+		}
+		switch c := n.(type) {
+		case *ast.DocumentNode:
+			return size(c.Body)
+		case *ast.MappingNode:
+			parts := make([]int, len(c.Values))
+			for i, mv := range c.Values {
+				parts[i] = size(mv)
+			}
+			return sum(parts...)
+		case *ast.MappingValueNode:
+			var k int
+			if c.Key != nil {
+				k = size(c.Key)
+			}
+			return sum(k, size(c.Value))
+		case *ast.MappingKeyNode:
+			return sum(size(c.Value))
+		case *ast.SequenceNode:
+			parts := make([]int, len(c.Values))
+			for i, v := range c.Values {
+				parts[i] = size(v)
+			}
+			return sum(parts...)
+		case *ast.TagNode:
+			return sum(size(c.Value))
+		case *ast.AnchorNode:
+			v := size(c.Value)
+			if c.Name != nil && c.Name.GetToken() != nil {
+				anchors[c.Name.GetToken().Value] = v
+			}
+			return sum(v)
+		case *ast.AliasNode:
+			var v int
+			if c.Value != nil && c.Value.GetToken() != nil {
+				v = anchors[c.Value.GetToken().Value]
+			}
+			added = min(added+v, limit)
+			if added > maxAliasNodes {
+				over = c.GetToken()
+			}
+			return sum(v)
+		}
+		return 1
+	}
+	size(root)
+	if over == nil {
+		return nil
+	}
+	e := &Error{File: name, Msg: fmt.Sprintf("aliases expand the file by more than %d nodes; use them to share small parts only", maxAliasNodes)}
+	if over.Position != nil {
+		e.Line, e.Column = over.Position.Line, over.Position.Column
+	}
+	return e
 }
 
 // keyText is the text of a mapping key as the decoder matches it.
@@ -626,7 +712,7 @@ func (v *validator) build(f *file) *World {
 	}
 
 	// Calendar.
-	start, err := time.Parse(time.RFC3339, f.Start)
+	start, err := time.ParseInLocation(time.RFC3339, f.Start, time.UTC) // never time.Local: the same file must mean the same calendar everywhere
 	switch {
 	case f.Start == "":
 		v.errf("start", "missing start instant (RFC 3339, such as 2026-01-05T09:00:00Z)")

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +16,12 @@ import (
 // break one mistake at a time. Line numbers in the expected errors count
 // from its first line:
 //
-//	 1 version          10 lead role        23 queues        30 projects
-//	 3 start            14 product team     24 backlog       37 spec
-//	 5 calendar         16 alice            25 approvals     38 api
-//	 6 hours            17 bob              28 lead step     39 servers
-//	 7 workdays         18 frank (NPC)      29 finance step
-//	 8 holidays         22 frank's reply
+//	1 version          10 lead role        23 queues        30 projects
+//	3 start            14 product team     24 backlog       37 spec
+//	5 calendar         16 alice            25 approvals     38 api
+//	6 hours            17 bob              28 lead step     39 servers
+//	7 workdays         18 frank (NPC)      29 finance step
+//	8 holidays         22 frank's reply
 const tinyWorld = `version: 1
 name: tiny
 start: 2026-01-05T09:00:00Z
@@ -143,6 +144,11 @@ func TestLoadErrors(t *testing.T) {
 			name:  "duplicate key",
 			edits: []string{"name: tiny\n", "name: tiny\nname: other\n"},
 			want:  `w.yaml:3:1: name: duplicate key "name" (first at line 2)`,
+		},
+		{
+			name:  "duplicate key inside a merged mapping",
+			edits: []string{"    team: product\n    queue: backlog\n", "    <<: {team: product, queue: backlog, team: sales}\n"},
+			want:  `w.yaml:32:41: projects[0].<<.team: duplicate key "team" (first at line 32)`,
 		},
 		{
 			name: "YAML syntax error",
@@ -536,6 +542,67 @@ func TestNamesAndShipped(t *testing.T) {
 	}
 	if _, err := Shipped("no-such-world"); err == nil || !strings.Contains(err.Error(), "startup") {
 		t.Errorf("Shipped(no-such-world): got %v, want an error listing the shipped worlds", err)
+	}
+}
+
+// TestLoadMergeKeys checks that YAML merge keys work, and that an explicit
+// key overrides a merged one instead of counting as a duplicate.
+func TestLoadMergeKeys(t *testing.T) {
+	src := tinyWorld + `  - id: ops
+    <<: {team: product, queue: backlog, deadline: 1d}
+    tasks:
+      - &chore {id: chore-1, role: engineer, effort: 1h}
+      - <<: *chore
+        id: chore-2
+        effort: 2h
+`
+	w := mustLoad(t, "w.yaml", []byte(src))
+	p := w.Projects[1]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"merged team", p.Team, "product"},
+		{"merged queue", p.Queue, "backlog"},
+		{"overridden id", p.Tasks[1].ID, "chore-2"},
+		{"overridden effort", p.Tasks[1].Effort, 2 * clock.Hour},
+		{"merged role", p.Tasks[1].Role, "engineer"},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			if c.got != c.want {
+				t.Errorf("got %v, want %v", c.got, c.want)
+			}
+		})
+	}
+}
+
+// aliasBomb returns tinyWorld with k projects of k tasks with k deps each,
+// written with aliases in about 30*k bytes.
+func aliasBomb(k int) []byte {
+	var b strings.Builder
+	b.WriteString(strings.SplitN(tinyWorld, "projects:\n", 2)[0])
+	b.WriteString("projects:\n  - &p\n    id: p\n    team: product\n    queue: backlog\n    deadline: 1d\n    tasks:\n")
+	b.WriteString("      - &t {id: t, role: lead, effort: 1h, deps: [")
+	for i := range k {
+		fmt.Fprintf(&b, "x%d, ", i)
+	}
+	b.WriteString("]}\n")
+	b.WriteString(strings.Repeat("      - *t\n", k-1))
+	b.WriteString(strings.Repeat("  - *p\n", k-1))
+	return []byte(b.String())
+}
+
+// TestLoadAliasBomb: nested aliases must not expand a small file into
+// millions of nodes (and errors). Without the bound, k=80 took seconds and
+// reported half a million errors; the time grows as k³.
+func TestLoadAliasBomb(t *testing.T) {
+	src := aliasBomb(80)
+	_, err := Load("w.yaml", src)
+	// The task aliases add about 7,500 nodes; the first project alias crosses the bound.
+	want := "w.yaml:117:5: aliases expand the file by more than 10000 nodes; use them to share small parts only"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Load of a %d-byte alias bomb:\ngot  %v\nwant %s", len(src), err, want)
 	}
 }
 

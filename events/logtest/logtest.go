@@ -48,6 +48,12 @@ func Run(t *testing.T, open func(t *testing.T) events.Log) {
 		{"LargePayload", testLargePayload},
 		{"Fork", testFork},
 		{"ForkValidation", testForkValidation},
+		{"Checkpoints", testCheckpoints},
+		{"CheckpointReplace", testCheckpointReplace},
+		{"CheckpointValidation", testCheckpointValidation},
+		{"CheckpointFork", testCheckpointFork},
+		{"CheckpointsAreCopies", testCheckpointsAreCopies},
+		{"ConcurrentCheckpoints", testConcurrentCheckpoints},
 		{"CanceledContext", testCanceledContext},
 		{"Closed", testClosed},
 	}
@@ -547,6 +553,11 @@ func testNoSession(t *testing.T, l events.Log) {
 	if n != 1 {
 		t.Fatalf("Read of an unknown session: got %d results, want 1 error", n)
 	}
+	wantErrIs(t, "PutCheckpoint", l.PutCheckpoint(ctx, "nope", mkCheckpoint(1, "a")), events.ErrNoSession)
+	_, err = l.LatestCheckpoint(ctx, "nope", 1)
+	wantErrIs(t, "LatestCheckpoint", err, events.ErrNoSession)
+	_, err = l.Checkpoints(ctx, "nope")
+	wantErrIs(t, "Checkpoints", err, events.ErrNoSession)
 	// A prefix of an existing session's ID is not that session.
 	_, err = l.LastSeq(ctx, "oth")
 	wantErrIs(t, "LastSeq(prefix)", err, events.ErrNoSession)
@@ -810,7 +821,15 @@ func testCanceledContext(t *testing.T, l events.Log) {
 	for _, err := range l.Read(ctx, "s", 1) {
 		wantErrIs(t, "Read", err, context.Canceled)
 	}
+	wantErrIs(t, "PutCheckpoint", l.PutCheckpoint(ctx, "s", mkCheckpoint(2, "a")), context.Canceled)
+	_, err = l.LatestCheckpoint(ctx, "s", 3)
+	wantErrIs(t, "LatestCheckpoint", err, context.Canceled)
+	_, err = l.Checkpoints(ctx, "s")
+	wantErrIs(t, "Checkpoints", err, context.Canceled)
 	wantLastSeq(t, l, "s", 3)
+	if got := mustCheckpoints(t, l, "s"); len(got) != 0 {
+		t.Fatalf("Checkpoints after a canceled PutCheckpoint: got %d, want 0", len(got))
+	}
 
 	// Canceling during a Read stops it.
 	ctx, cancel = context.WithCancel(context.Background())
@@ -869,5 +888,10 @@ func testClosed(t *testing.T, l events.Log) {
 	for _, err := range l.Read(ctx, "s", 1) {
 		wantErrIs(t, "Read", err, events.ErrClosed)
 	}
+	wantErrIs(t, "PutCheckpoint", l.PutCheckpoint(ctx, "s", mkCheckpoint(5, "a")), events.ErrClosed)
+	_, err = l.LatestCheckpoint(ctx, "s", 5)
+	wantErrIs(t, "LatestCheckpoint", err, events.ErrClosed)
+	_, err = l.Checkpoints(ctx, "s")
+	wantErrIs(t, "Checkpoints", err, events.ErrClosed)
 	wantErrIs(t, "second Close", l.Close(), events.ErrClosed)
 }

@@ -10,9 +10,11 @@
 package memlog
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -40,6 +42,14 @@ type session struct {
 	// forkSeq+1+i. Entries are never modified once stored, so a reader may
 	// keep a copy of the slice header and read it without the lock.
 	events [][]byte
+	// checkpoints holds the session's own checkpoints, sorted by seq. A
+	// replaced checkpoint gets a new slice; stored bytes are never modified.
+	checkpoints []storedCheckpoint
+}
+
+type storedCheckpoint struct {
+	seq uint64
+	b   []byte // events.EncodeCheckpoint
 }
 
 func (s *session) last() uint64 { return s.forkSeq + uint64(len(s.events)) }
@@ -311,6 +321,130 @@ func (l *Log) Read(ctx context.Context, id string, from uint64) iter.Seq2[events
 			}
 		}
 	}
+}
+
+// PutCheckpoint implements events.Log. cp is encoded into a new buffer; the
+// Log keeps no reference to cp.Data.
+func (l *Log) PutCheckpoint(ctx context.Context, id string, cp events.Checkpoint) error {
+	if err := l.check(ctx); err != nil {
+		return err
+	}
+	if err := events.ValidSessionID(id); err != nil {
+		return err
+	}
+	if err := cp.Validate(); err != nil {
+		return fmt.Errorf("session %s: %w", id, err)
+	}
+	b := events.EncodeCheckpoint(&cp)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return events.ErrClosed
+	}
+	s, ok := l.sessions[id]
+	if !ok {
+		return fmt.Errorf("%w: %s", events.ErrNoSession, id)
+	}
+	if err := logcore.CheckCheckpoint(id, &cp, s.last()); err != nil {
+		return err
+	}
+	i, found := slices.BinarySearchFunc(s.checkpoints, cp.Seq, func(c storedCheckpoint, seq uint64) int {
+		return cmp.Compare(c.seq, seq)
+	})
+	if found {
+		s.checkpoints[i].b = b
+	} else {
+		s.checkpoints = slices.Insert(s.checkpoints, i, storedCheckpoint{cp.Seq, b})
+	}
+	return nil
+}
+
+// LatestCheckpoint implements events.Log. It finds the checkpoint by binary
+// search, so its cost grows only with the log of the number stored.
+func (l *Log) LatestCheckpoint(ctx context.Context, id string, atOrBefore uint64) (events.Checkpoint, error) {
+	if err := l.check(ctx); err != nil {
+		return events.Checkpoint{}, err
+	}
+	if err := events.ValidSessionID(id); err != nil {
+		return events.Checkpoint{}, err
+	}
+	l.mu.RLock()
+	chain, ok := l.metaChainLocked(id)
+	var (
+		f   logcore.Found
+		err error
+	)
+	if ok {
+		f, ok, err = logcore.FindCheckpoint(chain, atOrBefore, l.seekLocked)
+	}
+	l.mu.RUnlock()
+	switch {
+	case chain == nil:
+		return events.Checkpoint{}, fmt.Errorf("%w: %s", events.ErrNoSession, id)
+	case err != nil:
+		return events.Checkpoint{}, err
+	case !ok:
+		return events.Checkpoint{}, logcore.NoCheckpoint(id, atOrBefore)
+	}
+	// Stored bytes are never modified, so they are decoded without the lock.
+	return logcore.DecodeCheckpoint(f.Session, f.Seq, "", f.Stored, true)
+}
+
+// seekLocked is the logcore.SeekFunc of the Log; l.mu must be held.
+func (l *Log) seekLocked(id string, atOrBefore uint64) (uint64, []byte, bool, error) {
+	cps := l.sessions[id].checkpoints
+	// The first checkpoint after atOrBefore; the one before it is the answer.
+	i := sort.Search(len(cps), func(i int) bool { return cps[i].seq > atOrBefore })
+	if i == 0 {
+		return 0, nil, false, nil
+	}
+	return cps[i-1].seq, cps[i-1].b, true, nil
+}
+
+// metaChainLocked returns the metadata chain of session id (see
+// logcore.Plan), or nil, false if it does not exist; l.mu must be held.
+func (l *Log) metaChainLocked(id string) ([]events.SessionMeta, bool) {
+	s, ok := l.sessions[id]
+	if !ok {
+		return nil, false
+	}
+	var chain []events.SessionMeta
+	for {
+		chain = append(chain, events.SessionMeta{ID: id, Parent: s.parent, ForkSeq: s.forkSeq})
+		if s.parent == "" {
+			return chain, true
+		}
+		id, s = s.parent, l.sessions[s.parent]
+	}
+}
+
+// Checkpoints implements events.Log.
+func (l *Log) Checkpoints(ctx context.Context, id string) ([]events.Checkpoint, error) {
+	if err := l.check(ctx); err != nil {
+		return nil, err
+	}
+	if err := events.ValidSessionID(id); err != nil {
+		return nil, err
+	}
+	l.mu.RLock()
+	s, ok := l.sessions[id]
+	var cps []storedCheckpoint
+	if ok {
+		cps = slices.Clone(s.checkpoints)
+	}
+	l.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", events.ErrNoSession, id)
+	}
+	var out []events.Checkpoint
+	for _, c := range cps {
+		cp, err := logcore.DecodeCheckpoint(id, c.seq, "", c.b, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cp)
+	}
+	return out, nil
 }
 
 // Close implements events.Log. Later calls fail with ErrClosed and Reads in

@@ -73,3 +73,60 @@ func TestCorrupt(t *testing.T) {
 		})
 	}
 }
+
+func TestCorruptCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	key := [32]byte{1}
+	var evs []events.Event
+	for seq := uint64(1); seq <= 4; seq++ {
+		evs = append(evs, events.Event{ID: events.NewID(key, 0, 0, seq), Seq: seq, Type: "t"})
+	}
+	other := events.EncodeCheckpoint(&events.Checkpoint{Seq: 3, StateHash: "cd"})
+	tests := []struct {
+		name   string
+		damage func(b []byte) []byte
+		reason string
+	}{
+		{"bit flip", func(b []byte) []byte { b[len(b)/2] ^= 1; return b }, "checkpoint checksum mismatch"},
+		{"truncation", func(b []byte) []byte { return b[:len(b)-1] }, "checkpoint checksum mismatch"},
+		{"other seq", func([]byte) []byte { return other }, "stored checkpoint has seq 3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := memlog.New()
+			defer l.Close()
+			if err := l.CreateSession(ctx, events.SessionMeta{ID: "p", Status: events.StatusRunning}); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Append(ctx, "p", 0, evs); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.PutCheckpoint(ctx, "p", events.Checkpoint{Seq: 2, StateHash: "ab", Data: []byte("state")}); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.CreateSession(ctx, events.SessionMeta{ID: "f", Parent: "p", ForkSeq: 4, Status: events.StatusRunning}); err != nil {
+				t.Fatal(err)
+			}
+			l.CorruptCheckpoint("p", 2, tt.damage(l.RawCheckpoint("p", 2)))
+			_, err := l.LatestCheckpoint(ctx, "f", 4) // through the fork
+			wantCorruptCheckpoint(t, "LatestCheckpoint", err, "p", 2, tt.reason)
+			_, err = l.Checkpoints(ctx, "p")
+			wantCorruptCheckpoint(t, "Checkpoints", err, "p", 2, tt.reason)
+			if _, err := l.LatestCheckpoint(ctx, "p", 1); !errors.Is(err, events.ErrNoCheckpoint) {
+				t.Fatalf("LatestCheckpoint before the corrupt one: got %v, want ErrNoCheckpoint", err)
+			}
+		})
+	}
+}
+
+func wantCorruptCheckpoint(tb testing.TB, what string, err error, session string, seq uint64, reason string) {
+	tb.Helper()
+	var ce *events.CorruptError
+	if !errors.As(err, &ce) || !errors.Is(err, events.ErrCorrupt) {
+		tb.Fatalf("%s: got error %v, want a *events.CorruptError", what, err)
+	}
+	if ce.Kind != events.CorruptCheckpoint || ce.Session != session || ce.Seq != seq || !strings.Contains(err.Error(), reason) {
+		tb.Fatalf("%s: got %q (kind %q, session %q, seq %d), want a checkpoint of session %q at seq %d, reason %q",
+			what, err, ce.Kind, ce.Session, ce.Seq, session, seq, reason)
+	}
+}

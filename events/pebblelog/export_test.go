@@ -19,3 +19,6 @@ func (l *Log) ForgetCache() {
 	defer l.statesMu.Unlock()
 	clear(l.states)
 }
+
+// CheckpointKey returns the key of session id's checkpoint at seq.
+func CheckpointKey(id string, seq uint64) []byte { return checkpointKey(nil, id, seq) }

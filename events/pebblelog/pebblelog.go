@@ -2,12 +2,17 @@
 //
 // Keys:
 //
-//	e/<session>/<seq, 8 bytes big endian>  ->  events.Encode(event)
-//	m/<session>                            ->  events.EncodeMeta(meta)  (JSON + CRC-32C)
+//	c/<session>/<seq, 8 bytes big endian>  ->  events.EncodeCheckpoint(cp)  (CRC-32C)
+//	e/<session>/<seq, 8 bytes big endian>  ->  events.Encode(event)         (CRC-32C)
+//	m/<session>                            ->  events.EncodeMeta(meta)      (JSON + CRC-32C)
 //
-// Session IDs are limited to [A-Za-z0-9_-], so no key of one session is a
-// prefix of another's. Each Append is one Pebble batch committed with
-// pebble.Sync: when Append returns nil, the events survive a crash.
+// Each kind of key has its own one-letter prefix, so the key spaces iterated
+// (c/<session>/ … c/<session>0, e/<session>/ … e/<session>0, m/ … m0) never
+// overlap. Session IDs are limited to [A-Za-z0-9_-], so no key of one
+// session is a prefix of another's. Each Append and PutCheckpoint is one
+// Pebble batch committed with pebble.Sync: when it returns nil, the data
+// survives a crash. LatestCheckpoint is one reverse seek per level of the
+// fork chain, whatever the number of checkpoints.
 //
 //	log, err := pebblelog.Open(dir, pebblelog.Options{})
 //	if err != nil { ... }
@@ -126,6 +131,15 @@ func storageErr(id string, seq uint64, err error) error {
 	return fmt.Errorf("pebblelog: session %s seq %d: %w", id, seq, err)
 }
 
+// checkpointErr wraps an error from Pebble reading checkpoint seq of session
+// id, as storageErr does for events.
+func checkpointErr(id string, seq uint64, err error) error {
+	if pebble.IsCorruptionError(err) {
+		return logcore.CorruptCheckpoint(id, seq, "", err)
+	}
+	return fmt.Errorf("pebblelog: session %s checkpoint %d: %w", id, seq, err)
+}
+
 // Keys.
 
 func metaKey(id string) []byte { return append([]byte("m/"), id...) }
@@ -138,6 +152,19 @@ func eventPrefix(id string) []byte {
 // eventKey appends the key of event seq of session id to dst.
 func eventKey(dst []byte, id string, seq uint64) []byte {
 	dst = append(dst, "e/"...)
+	dst = append(dst, id...)
+	dst = append(dst, '/')
+	return binary.BigEndian.AppendUint64(dst, seq)
+}
+
+// checkpointPrefix returns "c/<id>/".
+func checkpointPrefix(id string) []byte {
+	return append(append(make([]byte, 0, len(id)+3+8), "c/"...), id+"/"...)
+}
+
+// checkpointKey appends the key of session id's checkpoint at seq to dst.
+func checkpointKey(dst []byte, id string, seq uint64) []byte {
+	dst = append(dst, "c/"...)
 	dst = append(dst, id...)
 	dst = append(dst, '/')
 	return binary.BigEndian.AppendUint64(dst, seq)
@@ -610,6 +637,146 @@ func (l *Log) closeIter(it *pebble.Iterator) {
 	if open {
 		_ = it.Close()
 	}
+}
+
+// PutCheckpoint implements events.Log. The checkpoint is one Pebble batch,
+// committed with pebble.Sync unless Options.NoSync.
+func (l *Log) PutCheckpoint(ctx context.Context, id string, cp events.Checkpoint) error {
+	if err := events.ValidSessionID(id); err != nil {
+		return err
+	}
+	if err := cp.Validate(); err != nil {
+		return fmt.Errorf("session %s: %w", id, err)
+	}
+	if err := l.begin(ctx); err != nil {
+		return err
+	}
+	defer l.mu.RUnlock()
+	st, err := l.state(id)
+	if err != nil {
+		return err
+	}
+	// The last seq only grows, so the check stays true after the unlock:
+	// the write need not hold up the session's Appends.
+	st.mu.Lock()
+	last, err := l.lastLocked(id, st)
+	st.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := logcore.CheckCheckpoint(id, &cp, last); err != nil {
+		return err
+	}
+	keyLen, valLen := len(id)+3+8, events.EncodedCheckpointLen(&cp)
+	b := l.db.NewBatchWithSize(16 + keyLen + valLen + 2*binary.MaxVarintLen32 + 1)
+	defer b.Close()
+	op := b.SetDeferred(keyLen, valLen)
+	checkpointKey(op.Key[:0], id, cp.Seq)
+	if v := events.AppendEncodeCheckpoint(op.Value[:0], &cp); len(v) != valLen {
+		panic(fmt.Sprintf("pebblelog: EncodedCheckpointLen %d != encoded length %d", valLen, len(v)))
+	}
+	if err := op.Finish(); err != nil {
+		return fmt.Errorf("pebblelog: checkpoint of session %s at seq %d: %w", id, cp.Seq, err)
+	}
+	if err := b.Commit(l.wopts); err != nil {
+		return fmt.Errorf("pebblelog: checkpoint of session %s at seq %d: %w", id, cp.Seq, err)
+	}
+	return nil
+}
+
+// LatestCheckpoint implements events.Log.
+func (l *Log) LatestCheckpoint(ctx context.Context, id string, atOrBefore uint64) (events.Checkpoint, error) {
+	if err := events.ValidSessionID(id); err != nil {
+		return events.Checkpoint{}, err
+	}
+	if err := l.begin(ctx); err != nil {
+		return events.Checkpoint{}, err
+	}
+	defer l.mu.RUnlock()
+	chain, err := l.chain(id)
+	if err != nil {
+		return events.Checkpoint{}, err
+	}
+	f, ok, err := logcore.FindCheckpoint(chain, atOrBefore, l.seekCheckpoint)
+	if err != nil {
+		return events.Checkpoint{}, err
+	}
+	if !ok {
+		return events.Checkpoint{}, logcore.NoCheckpoint(id, atOrBefore)
+	}
+	return logcore.DecodeCheckpoint(f.Session, f.Seq, string(checkpointKey(nil, f.Session, f.Seq)), f.Stored, true)
+}
+
+// seekCheckpoint is the Log's logcore.SeekFunc: one reverse seek (Last
+// within bounds ending after atOrBefore); l.mu must be held.
+func (l *Log) seekCheckpoint(id string, atOrBefore uint64) (uint64, []byte, bool, error) {
+	prefix := checkpointPrefix(id)
+	upper := prefixEnd(prefix)
+	if atOrBefore != math.MaxUint64 {
+		upper = checkpointKey(nil, id, atOrBefore+1)
+	}
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: upper})
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("pebblelog: session %s: %w", id, err)
+	}
+	defer it.Close()
+	if !it.Last() {
+		if err := it.Error(); err != nil {
+			return 0, nil, false, checkpointErr(id, atOrBefore, err)
+		}
+		return 0, nil, false, nil
+	}
+	k := it.Key()
+	seq, ok := parseSeq(k, prefix)
+	if !ok {
+		return 0, nil, false, logcore.CorruptCheckpoint(id, 0, string(k), fmt.Errorf("malformed key %q", k))
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return 0, nil, false, checkpointErr(id, seq, err)
+	}
+	return seq, bytes.Clone(v), true, nil
+}
+
+// Checkpoints implements events.Log.
+func (l *Log) Checkpoints(ctx context.Context, id string) ([]events.Checkpoint, error) {
+	if err := events.ValidSessionID(id); err != nil {
+		return nil, err
+	}
+	if err := l.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer l.mu.RUnlock()
+	if _, err := l.state(id); err != nil {
+		return nil, err
+	}
+	prefix := checkpointPrefix(id)
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, fmt.Errorf("pebblelog: session %s: %w", id, err)
+	}
+	defer it.Close()
+	var out []events.Checkpoint
+	for valid := it.First(); valid; valid = it.Next() {
+		k := it.Key()
+		seq, ok := parseSeq(k, prefix)
+		if !ok {
+			return nil, logcore.CorruptCheckpoint(id, 0, string(k), fmt.Errorf("malformed key %q", k))
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, checkpointErr(id, seq, err)
+		}
+		cp, err := logcore.DecodeCheckpoint(id, seq, string(k), v, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cp)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("pebblelog: checkpoints of session %s: %w", id, err)
+	}
+	return out, nil
 }
 
 // Close implements events.Log. It waits for Appends and metadata writes in

@@ -35,7 +35,13 @@ type Config struct {
 	TurnTimeout time.Duration // wall-clock budget of one turn; 0 means 30s
 	// Progress, if set, is called after every durable batch with the session's last seq and simulated time.
 	Progress func(seq uint64, simTime int64)
+	// CheckpointEvery takes a checkpoint whenever the log passes a multiple
+	// of this many events; 0 means DefaultCheckpointEvery, negative means never.
+	CheckpointEvery int
 }
+
+// DefaultCheckpointEvery is the checkpoint interval when none is configured.
+const DefaultCheckpointEvery = 1000
 
 // Driver runs sessions. It is safe to run several sessions with one Driver.
 type Driver struct {
@@ -47,6 +53,9 @@ type Driver struct {
 func New(cfg Config) *Driver {
 	if cfg.TurnTimeout == 0 {
 		cfg.TurnTimeout = 30 * time.Second
+	}
+	if cfg.CheckpointEvery == 0 {
+		cfg.CheckpointEvery = DefaultCheckpointEvery
 	}
 	l := cfg.Logger
 	if l == nil {
@@ -67,6 +76,17 @@ func (d *Driver) Run(ctx context.Context, meta events.SessionMeta, e *sim.Engine
 	return d.loop(ctx, meta, e, 0)
 }
 
+// Continue runs an existing session from where e stands — e was rebuilt from
+// the session's log with Load, for a resume or a fork — to its end.
+func (d *Driver) Continue(ctx context.Context, meta events.SessionMeta, e *sim.Engine) (events.SessionMeta, error) {
+	meta.Status = events.StatusRunning
+	if err := d.cfg.Log.UpdateSession(ctx, meta); err != nil {
+		return meta, fmt.Errorf("driver: %w", err)
+	}
+	e.Resume()
+	return d.loop(ctx, meta, e, e.State().LastSeq)
+}
+
 func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engine, last uint64) (events.SessionMeta, error) {
 	log := d.logger.With("session", meta.ID)
 	subject := proto.EventsSubject(meta.ID)
@@ -81,6 +101,11 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		}
 		return meta, err
 	}
+	hist, err := d.serveHistory(meta.ID)
+	if err != nil {
+		return fail(err)
+	}
+	defer hist.Unsubscribe()
 	var buf []byte
 	for {
 		if err := ctx.Err(); err != nil {
@@ -101,7 +126,14 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 					return fail(fmt.Errorf("driver: publish: %w", err))
 				}
 			}
+			prev := last
 			last = rd.Events[n-1].Seq
+			if every := uint64(d.cfg.CheckpointEvery); d.cfg.CheckpointEvery > 0 && last/every > prev/every {
+				cp := events.Checkpoint{Seq: last, StateHash: e.StateHash(), Data: e.Snapshot()}
+				if err := d.cfg.Log.PutCheckpoint(ctx, meta.ID, cp); err != nil {
+					return fail(fmt.Errorf("driver: checkpoint: %w", err))
+				}
+			}
 			if d.cfg.Progress != nil {
 				d.cfg.Progress(last, rd.Events[n-1].Time)
 			}

@@ -30,7 +30,7 @@ func (a *app) replayCmd() *cobra.Command {
 		Short: "Re-apply a session's stored events and check the final state hash",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			log, err := OpenLog(data, false)
+			log, err := OpenLog(data, false, a.logger)
 			if err != nil {
 				return err
 			}

@@ -40,7 +40,10 @@ type RunOptions struct {
 	Session     string // "" makes a new ULID
 	Progress    func(seq uint64, simTime int64)
 	Bus         *natsbus.Server         // nil starts an embedded server for this run
+	Listen      string                  // with no Bus: let network clients reach the embedded server here
 	Seats       map[string]agents.Agent // agents that replace the named ones for these members
+	// CheckpointEvery is the checkpoint interval in events (0: the driver's default; negative: none).
+	CheckpointEvery int
 }
 
 // RunResult is what a run produced.
@@ -53,6 +56,8 @@ type RunResult struct {
 	Ended     string             `json:"ended"`
 	SimTime   string             `json:"sim_end"`
 	Agents    map[string]string  `json:"agents"`
+	Parent    string             `json:"parent,omitempty"`
+	ForkSeq   uint64             `json:"fork_seq,omitempty"`
 	Score     policies.Scorecard `json:"score"`
 	Wall      time.Duration      `json:"-"`
 	Meta      events.SessionMeta `json:"-"`
@@ -68,24 +73,12 @@ func (a *app) runCmd() *cobra.Command {
 recording every event in the Pebble log under --data, and print the scorecard.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Logger = a.logger
-			if isTerminal(a.stderr) && !asJSON {
-				o.Progress = progressPrinter(a.stderr)
-			}
+			a.prepare(&o, asJSON)
 			res, err := Run(cmd.Context(), o)
-			if o.Progress != nil {
-				fmt.Fprint(a.stderr, "\r\033[K")
-			}
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
-			}
-			printScorecard(a.stdout, res)
-			return nil
+			return a.report(res, asJSON)
 		},
 	}
 	f := c.Flags()
@@ -95,8 +88,38 @@ recording every event in the Pebble log under --data, and print the scorecard.`,
 	f.StringVar(&o.Data, "data", DefaultData, "data folder of the event log")
 	f.BoolVar(&o.Ephemeral, "ephemeral", false, "keep the log in memory only")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
-	f.DurationVar(&o.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn")
+	playFlags(c, &o)
 	return c
+}
+
+// playFlags are the flags of every command that plays a session.
+func playFlags(c *cobra.Command, o *RunOptions) {
+	f := c.Flags()
+	f.DurationVar(&o.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn")
+	f.StringVar(&o.Listen, "listen", "", "let network clients reach the embedded NATS server at this address (e.g. 127.0.0.1:4222); written to DATA/bus.url")
+	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000; negative: never)")
+}
+
+// report prints a run's result.
+func (a *app) report(res *RunResult, asJSON bool) error {
+	if isTerminal(a.stderr) && !asJSON {
+		fmt.Fprint(a.stderr, "\r\033[K") // clear the progress line
+	}
+	if asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	printScorecard(a.stdout, res)
+	return nil
+}
+
+// prepare sets the logger and, on a terminal, progress output.
+func (a *app) prepare(o *RunOptions, asJSON bool) {
+	o.Logger = a.logger
+	if isTerminal(a.stderr) && !asJSON {
+		o.Progress = progressPrinter(a.stderr)
+	}
 }
 
 func progressPrinter(w io.Writer) func(uint64, int64) {
@@ -104,7 +127,7 @@ func progressPrinter(w io.Writer) func(uint64, int64) {
 	return func(seq uint64, simTime int64) {
 		if now := time.Now(); now.Sub(last) > 100*time.Millisecond {
 			last = now
-			fmt.Fprintf(w, "\r\033[K%d events, simulated %s", seq, time.Duration(simTime)*time.Millisecond)
+			fmt.Fprintf(w, "\r\033[K%d events, simulated %s ", seq, time.Duration(simTime)*time.Millisecond)
 		}
 	}
 }
@@ -174,23 +197,54 @@ func ParseAgents(spec string, w *worlds.World) (map[string]string, error) {
 }
 
 // OpenLog opens the Pebble log in dir (creating it), or an in-memory log.
-func OpenLog(dir string, ephemeral bool) (events.Log, error) {
+// A session found "running" in a store this process could open is not
+// running anywhere (Pebble locks the folder), so it was interrupted: OpenLog
+// records it as such.
+func OpenLog(dir string, ephemeral bool, logger hclog.Logger) (events.Log, error) {
 	if ephemeral {
 		return memlog.New(), nil
+	}
+	if logger == nil {
+		logger = hclog.NewNullLogger()
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return pebblelog.Open(dir, pebblelog.Options{})
+	l, err := pebblelog.Open(dir, pebblelog.Options{})
+	if err != nil {
+		if isLocked(err) {
+			if url := readBusURL(dir); url != "" {
+				return nil, fmt.Errorf("data folder %s is in use by a running corpsim (its bus: %s); use --nats %s to follow it", dir, url, url)
+			}
+			return nil, fmt.Errorf("data folder %s is in use by another corpsim process", dir)
+		}
+		return nil, err
+	}
+	ctx := context.Background()
+	metas, err := l.Sessions(ctx)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	for _, m := range metas {
+		if m.Status == events.StatusRunning {
+			if last, err := l.LastSeq(ctx, m.ID); err == nil {
+				m.LastSeq = last
+			}
+			m.Status = events.StatusInterrupted
+			if err := l.UpdateSession(ctx, m); err != nil {
+				l.Close()
+				return nil, err
+			}
+			logger.Warn("session was interrupted", "session", m.ID, "last_seq", m.LastSeq)
+		}
+	}
+	return l, nil
 }
 
-// Run runs one session end to end: world, log, embedded NATS, agents over
-// the bus, the driver; it returns the scorecard.
+// Run runs one new session end to end: world, log, embedded NATS, agents
+// over the bus, the driver; it returns the scorecard.
 func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
-	logger := o.Logger
-	if logger == nil {
-		logger = hclog.NewNullLogger()
-	}
 	w, src, err := LoadWorld(o.World)
 	if err != nil {
 		return nil, err
@@ -201,21 +255,45 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	}
 	log := o.Log
 	if log == nil {
-		if log, err = OpenLog(o.Data, o.Ephemeral); err != nil {
+		if log, err = OpenLog(o.Data, o.Ephemeral, o.Logger); err != nil {
 			return nil, err
 		}
 		defer log.Close()
 	}
-	srv := o.Bus
-	if srv == nil {
-		if srv, err = natsbus.Start(natsbus.Options{Logger: logger}); err != nil {
-			return nil, err
-		}
-		defer srv.Shutdown()
-	}
 	session := o.Session
 	if session == "" {
 		session = ulid.Make().String()
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session})
+	if err != nil {
+		return nil, err
+	}
+	meta := events.SessionMeta{ID: session, World: w.Name, WorldHash: w.Hash, Seed: o.Seed, Agents: seats,
+		Created: time.Now().UTC().Format(time.RFC3339)}
+	return play(ctx, o, log, meta, e, true)
+}
+
+// play runs a session's engine with built-in agents over the bus: a new
+// session from its start (fresh), or an existing one from where e stands.
+func play(ctx context.Context, o RunOptions, log events.Log, meta events.SessionMeta, e *sim.Engine, fresh bool) (*RunResult, error) {
+	logger := o.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	w := e.State().World
+	srv := o.Bus
+	if srv == nil {
+		var err error
+		if srv, err = natsbus.Start(natsbus.Options{Logger: logger, Listen: o.Listen}); err != nil {
+			return nil, err
+		}
+		defer srv.Shutdown()
+		if o.Listen != "" && o.Data != "" && !o.Ephemeral {
+			if err := writeBusURL(o.Data, srv.ClientURL()); err != nil {
+				return nil, err
+			}
+			defer removeBusURL(o.Data)
+		}
 	}
 	hostConn, err := srv.Connect("agents")
 	if err != nil {
@@ -223,17 +301,21 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	}
 	defer hostConn.Close()
 	hosted := map[string]agents.Agent{}
-	for member, name := range seats {
-		ag, _ := agents.New(name, agents.Options{Seed: o.Seed, Member: member})
-		hosted[member] = ag
+	for member, name := range meta.Agents {
+		if _, ok := w.Member(member); !ok {
+			return nil, fmt.Errorf("session %s assigns an agent to %q, which world %s does not have", meta.ID, member, w.Name)
+		}
+		if ag, err := agents.New(name, agents.Options{Seed: meta.Seed, Member: member}); err == nil {
+			hosted[member] = ag
+		}
 	}
 	for member, ag := range o.Seats {
-		if _, ok := seats[member]; !ok {
+		if _, ok := meta.Agents[member]; !ok {
 			return nil, usagef("no agent seat %q in world %s", member, w.Name)
 		}
-		hosted[member], seats[member] = ag, "custom"
+		hosted[member], meta.Agents[member] = ag, "custom"
 	}
-	host, err := natshost.Serve(hostConn, session, hosted, natshost.Options{Logger: logger, Timeout: o.TurnTimeout})
+	host, err := natshost.Serve(hostConn, meta.ID, hosted, natshost.Options{Logger: logger, Timeout: o.TurnTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -244,23 +326,22 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	}
 	defer conn.Close()
 
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session})
-	if err != nil {
-		return nil, err
-	}
-	meta := events.SessionMeta{ID: session, World: w.Name, WorldHash: w.Hash, Seed: o.Seed, Agents: seats,
-		Created: time.Now().UTC().Format(time.RFC3339)}
-	d := driver.New(driver.Config{Log: log, Conn: conn, Logger: logger, TurnTimeout: o.TurnTimeout, Progress: o.Progress})
+	d := driver.New(driver.Config{Log: log, Conn: conn, Logger: logger, TurnTimeout: o.TurnTimeout,
+		Progress: o.Progress, CheckpointEvery: o.CheckpointEvery})
 	start := time.Now()
-	meta, err = d.Run(ctx, meta, e)
+	if fresh {
+		meta, err = d.Run(ctx, meta, e)
+	} else {
+		meta, err = d.Continue(ctx, meta, e)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", session, err)
+		return nil, fmt.Errorf("session %s: %w", meta.ID, err)
 	}
 	st := e.State()
-	res := &RunResult{Session: session, World: w.Name, Seed: o.Seed, Events: meta.LastSeq, StateHash: meta.StateHash,
-		Ended: st.EndReason, SimTime: w.Calendar.Wall(st.Now).Format(time.RFC3339), Agents: seats,
-		Score: policies.Score(st), Wall: time.Since(start), Meta: meta}
-	return res, nil
+	return &RunResult{Session: meta.ID, World: w.Name, Seed: meta.Seed, Events: meta.LastSeq, StateHash: meta.StateHash,
+		Ended: st.EndReason, SimTime: w.Calendar.Wall(st.Now).Format(time.RFC3339), Agents: meta.Agents,
+		Parent: meta.Parent, ForkSeq: meta.ForkSeq,
+		Score: policies.Score(st), Wall: time.Since(start), Meta: meta}, nil
 }
 
 func printScorecard(w io.Writer, r *RunResult) {

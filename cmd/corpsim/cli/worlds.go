@@ -61,5 +61,34 @@ func (a *app) worldsCmd() *cobra.Command {
 			return err
 		},
 	})
+	var g worlds.GenOptions
+	var out string
+	gen := &cobra.Command{
+		Use:   "gen",
+		Short: "Generate a world file of a given size (deterministic in its flags)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			src := worlds.Generate(g)
+			if _, err := worlds.Load("generated", src); err != nil {
+				return fmt.Errorf("generated world does not load (a bug): %w", err)
+			}
+			if out == "" || out == "-" {
+				_, err := a.stdout.Write(src)
+				return err
+			}
+			return os.WriteFile(out, src, 0o644)
+		},
+	}
+	f := gen.Flags()
+	f.StringVar(&g.Name, "name", "generated", "world name")
+	f.Uint64Var(&g.Seed, "seed", 1, "generator seed")
+	f.IntVar(&g.Teams, "teams", 1, "teams")
+	f.IntVar(&g.Members, "members", 6, "agent seats in all")
+	f.IntVar(&g.Projects, "projects", 1, "projects")
+	f.IntVar(&g.Tasks, "tasks", 12, "tasks per project")
+	f.IntVar(&g.Chains, "chains", 3, "parallel dependency chains per project")
+	f.StringVar(&g.Horizon, "horizon", "", "horizon in working time (default: from the size)")
+	f.StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
+	c.AddCommand(gen)
 	return c
 }

@@ -1,0 +1,33 @@
+package cli
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+const busURLFile = "bus.url"
+
+// writeBusURL records where a running corpsim's NATS server listens, so that
+// other processes (which cannot open the locked store) can follow it.
+func writeBusURL(dir, url string) error {
+	return os.WriteFile(filepath.Join(dir, busURLFile), []byte(url+"\n"), 0o644)
+}
+
+func removeBusURL(dir string) { _ = os.Remove(filepath.Join(dir, busURLFile)) }
+
+func readBusURL(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, busURLFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// isLocked reports whether opening the store failed because another process holds it.
+func isLocked(err error) bool {
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) ||
+		strings.Contains(err.Error(), "resource temporarily unavailable") || strings.Contains(err.Error(), "lock")
+}

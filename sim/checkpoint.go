@@ -1,0 +1,89 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/org"
+)
+
+// engineSnapshot is everything an Engine needs to continue from where a
+// checkpoint was taken: the state and the derived bookkeeping that replay
+// would otherwise rebuild event by event.
+type engineSnapshot struct {
+	Version    int                   `json:"v"`
+	State      json.RawMessage       `json:"state"`
+	Timers     []timerSnapshot       `json:"timers"`
+	Pushed     map[string]clock.Time `json:"pushed"`
+	Now        clock.Time            `json:"now"`
+	Candidates []string              `json:"candidates,omitempty"`
+	Seen       uint64                `json:"seen"`
+	EndHash    string                `json:"end_hash,omitempty"`
+	Done       bool                  `json:"done,omitempty"`
+}
+
+type timerSnapshot struct {
+	At    clock.Time `json:"at"`
+	Kind  timerKind  `json:"kind"`
+	ID    string     `json:"id"`
+	Cause uint64     `json:"cause,omitempty"`
+}
+
+// Snapshot encodes the engine's state after the last event it emitted or
+// applied, for a checkpoint. Take it between Ready and Step: members asked
+// to decide but not yet answered are recorded as due, so a restored engine
+// asks them again.
+func (e *Engine) Snapshot() []byte {
+	sn := engineSnapshot{Version: 1, State: e.st.Snapshot(), Pushed: e.pushed, Now: e.now, Seen: e.seen, EndHash: e.endHash, Done: e.done}
+	for _, it := range e.timers.Items() {
+		sn.Timers = append(sn.Timers, timerSnapshot{At: it.At, Kind: it.Value.kind, ID: it.Value.id, Cause: it.Value.cause})
+	}
+	due := append([]string(nil), e.candidates...)
+	for _, t := range e.turns {
+		due = append(due, t.Member)
+	}
+	due = append(due, e.npcDue...)
+	sort.Strings(due)
+	sn.Candidates = due
+	b, err := json.Marshal(sn)
+	if err != nil {
+		panic("sim: snapshot does not encode: " + err.Error())
+	}
+	return b
+}
+
+// Restore makes an engine from a Snapshot taken with the same world (cfg
+// gives the world, seed and session). stateHash, if not empty, must equal
+// the restored state's hash. Call Resume on the result to continue.
+func Restore(cfg Config, data []byte, stateHash string) (*Engine, error) {
+	e, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var sn engineSnapshot
+	if err := json.Unmarshal(data, &sn); err != nil {
+		return nil, fmt.Errorf("sim: checkpoint: %w", err)
+	}
+	if sn.Version != 1 {
+		return nil, fmt.Errorf("sim: checkpoint version %d not supported", sn.Version)
+	}
+	st, err := org.Restore(cfg.World, sn.State)
+	if err != nil {
+		return nil, fmt.Errorf("sim: checkpoint: %w", err)
+	}
+	e.st = st
+	if stateHash != "" && e.StateHash() != stateHash {
+		return nil, fmt.Errorf("%w: checkpoint at seq %d records %s, its state hashes to %s", ErrReplayMismatch, st.LastSeq, stateHash, e.StateHash())
+	}
+	for _, t := range sn.Timers {
+		e.timers.Push(t.At, timer{kind: t.Kind, id: t.ID, cause: t.Cause})
+	}
+	if sn.Pushed != nil {
+		e.pushed = sn.Pushed
+	}
+	e.now, e.candidates, e.seen, e.endHash, e.done = sn.Now, sn.Candidates, sn.Seen, sn.EndHash, sn.Done
+	e.started = true
+	return e, nil
+}

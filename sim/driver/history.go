@@ -1,0 +1,46 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/corpsim/corpsim/agents/proto"
+)
+
+// serveHistory answers history requests for a running session from its log,
+// so a follower in another process (which cannot open the locked store) can
+// catch up before it tails the live feed.
+func (d *Driver) serveHistory(session string) (*nats.Subscription, error) {
+	return d.cfg.Conn.Subscribe(proto.HistorySubject(session), func(msg *nats.Msg) {
+		var req proto.HistoryRequest
+		_ = json.Unmarshal(msg.Data, &req)
+		limit := req.Limit
+		if limit <= 0 || limit > proto.MaxHistoryPage {
+			limit = proto.MaxHistoryPage
+		}
+		resp := proto.HistoryResponse{}
+		ctx := context.Background()
+		if last, err := d.cfg.Log.LastSeq(ctx, session); err != nil {
+			resp.Error = err.Error()
+		} else {
+			resp.Last = last
+			for ev, err := range d.cfg.Log.Read(ctx, session, max(req.From, 1)) {
+				if err != nil {
+					resp.Error = err.Error()
+					break
+				}
+				if len(resp.Events) == limit {
+					break
+				}
+				resp.Events = append(resp.Events, ev)
+			}
+		}
+		b, err := json.Marshal(resp)
+		if err != nil {
+			b, _ = json.Marshal(proto.HistoryResponse{Error: err.Error()})
+		}
+		_ = msg.Respond(b)
+	})
+}

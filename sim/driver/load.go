@@ -1,0 +1,105 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// Origin is what session.started recorded: the world and the seed.
+type Origin struct {
+	World  *worlds.World
+	Source []byte
+	Seed   uint64
+}
+
+// ReadOrigin reads a session's first event (its root ancestor's, for a fork)
+// and loads the world it recorded.
+func ReadOrigin(ctx context.Context, log events.Log, session string) (Origin, error) {
+	for ev, err := range log.Read(ctx, session, 1) {
+		if err != nil {
+			return Origin{}, err
+		}
+		if ev.Type != org.EvSessionStarted || ev.Seq != 1 {
+			return Origin{}, fmt.Errorf("%w (session %s begins with seq %d, %s)", sim.ErrNotASession, session, ev.Seq, ev.Type)
+		}
+		var p org.SessionStarted
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return Origin{}, &events.CorruptError{Session: session, Seq: 1, Err: err}
+		}
+		w, err := worlds.Load(p.WorldFile, []byte(p.Source))
+		if err != nil {
+			return Origin{}, fmt.Errorf("session %s: the recorded world does not load: %w", session, err)
+		}
+		if w.Hash != p.WorldHash {
+			return Origin{}, fmt.Errorf("session %s: recorded world hash %s does not match its source (%s)", session, p.WorldHash, w.Hash)
+		}
+		return Origin{World: w, Source: []byte(p.Source), Seed: p.Seed}, nil
+	}
+	return Origin{}, fmt.Errorf("%w (session %s is empty)", sim.ErrNotASession, session)
+}
+
+// Load rebuilds the engine of a session as it was after event at (0 means
+// its last event): from the nearest checkpoint at or before at, verified
+// against its state hash, then event by event. seed is the seed for what
+// follows (0 keeps the recorded one). It returns the engine and the number
+// of events replayed after the checkpoint.
+func Load(ctx context.Context, log events.Log, session string, at, seed uint64) (*sim.Engine, int, error) {
+	last, err := log.LastSeq(ctx, session)
+	if err != nil {
+		return nil, 0, err
+	}
+	if at == 0 || at > last {
+		if at > last {
+			return nil, 0, fmt.Errorf("session %s has %d events; there is no event %d", session, last, at)
+		}
+		at = last
+	}
+	origin, err := ReadOrigin(ctx, log, session)
+	if err != nil {
+		return nil, 0, err
+	}
+	if seed == 0 {
+		seed = origin.Seed
+	}
+	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: seed, Session: session}
+	var e *sim.Engine
+	from := uint64(1)
+	cp, err := log.LatestCheckpoint(ctx, session, at)
+	switch {
+	case err == nil:
+		if e, err = sim.Restore(cfg, cp.Data, cp.StateHash); err != nil {
+			return nil, 0, fmt.Errorf("session %s: checkpoint at seq %d: %w", session, cp.Seq, err)
+		}
+		from = cp.Seq + 1
+	case errors.Is(err, events.ErrNoCheckpoint):
+		if e, err = sim.New(cfg); err != nil {
+			return nil, 0, err
+		}
+	default:
+		return nil, 0, err
+	}
+	n := 0
+	for ev, err := range log.Read(ctx, session, from) {
+		if err != nil {
+			return nil, n, err
+		}
+		if ev.Seq > at {
+			break
+		}
+		if err := e.Apply(ev); err != nil {
+			return nil, n, fmt.Errorf("session %s: replay at seq %d: %w", session, ev.Seq, err)
+		}
+		n++
+	}
+	if got := e.State().LastSeq; got != at {
+		return nil, n, fmt.Errorf("session %s: replay stopped at seq %d, want %d", session, got, at)
+	}
+	return e, n, nil
+}
