@@ -1,7 +1,10 @@
 package agents
 
 import (
+	"cmp"
 	"context"
+	"hash/fnv"
+	"slices"
 
 	"github.com/corpsim/corpsim/org"
 )
@@ -37,14 +40,41 @@ func (g *Greedy) Decide(_ context.Context, o org.Observation) ([]org.Action, err
 		case org.RequestPending:
 			continue
 		}
+		if o.Budget != nil && t.Purchase > o.Budget.Remaining {
+			continue // the rules would refuse it; leave it until the budget allows
+		}
 		acts = append(acts, org.Action{Type: org.ActComplete, Task: t.ID})
 	}
-	// Nothing we hold can move now: take the most valuable ready task.
+	// Nothing we hold can move now: take the most valuable ready task,
+	// preferring among equals one picked by a hash of our ID, so that
+	// colleagues do not all reach for the same one.
 	if ts := best(o.Available); len(ts) > 0 {
+		ts = spread(o.Member, ts)
 		t := ts[0]
 		return append(acts, org.Action{Type: org.ActClaim, Task: t.ID}, org.Action{Type: org.ActWork, Task: t.ID}), nil
 	}
 	return append(acts, org.Action{Type: org.ActWait}), nil
+}
+
+// spread reorders the tasks tied for the highest value by a hash of (member, task).
+func spread(member string, ts []org.TaskView) []org.TaskView {
+	n := 1
+	for n < len(ts) && ts[n].Value == ts[0].Value {
+		n++
+	}
+	top := ts[:n]
+	slices.SortStableFunc(top, func(a, b org.TaskView) int {
+		return cmp.Compare(tieHash(member, a.ID), tieHash(member, b.ID))
+	})
+	return ts
+}
+
+func tieHash(member, task string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(member))
+	h.Write([]byte{0})
+	h.Write([]byte(task))
+	return h.Sum64()
 }
 
 // best returns tasks by value, highest first; ties keep the observation's order.

@@ -7,7 +7,10 @@
 // gapless per-session sequence number; appends are batches guarded by the
 // expected last sequence number (optimistic concurrency) and are idempotent,
 // so a driver that does not know whether its last write landed may simply
-// retry it.
+// retry it. Checkpoints (opaque snapshots of a session's state with its
+// state hash, stored checksummed beside the events) let resume, reset and
+// fork start from the nearest snapshot instead of event 1, and let replay
+// verify itself.
 //
 // This package is part of the deterministic core: it performs no I/O, never
 // reads the wall clock and never draws random numbers. Durable storage lives

@@ -82,8 +82,9 @@ type Log interface {
 	LatestCheckpoint(ctx context.Context, session string, atOrBefore uint64) (Checkpoint, error)
 	// Checkpoints returns the Seq and StateHash of each of the session's own
 	// checkpoints (not its parent's), by increasing Seq, with Data nil: what
-	// replay verification compares. Every stored checksum is verified; a
-	// corrupt checkpoint is reported as by LatestCheckpoint.
+	// replay verification compares. Every stored checksum is verified, so
+	// it reads every checkpoint's data; a corrupt checkpoint is reported as
+	// by LatestCheckpoint, and the list is not returned.
 	Checkpoints(ctx context.Context, session string) ([]Checkpoint, error)
 
 	// Close releases the Log's resources. Reads in progress stop with

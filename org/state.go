@@ -56,7 +56,8 @@ type State struct {
 	budgets  map[string]*Budget
 	// dependents lists, for each task, the tasks that depend on it (static).
 	dependents map[string][]*Task
-	woken      []string // members whose Pending or BusyUntil changed since TakeWoken
+	serves     map[string]bool // role + "/" + queue
+	woken      []string        // members whose Pending or BusyUntil changed since TakeWoken
 }
 
 // Member is a seat's state.
@@ -90,6 +91,8 @@ type Task struct {
 	DoneAt    clock.Time      `json:"done_at,omitempty"`
 	DoneBy    string          `json:"done_by,omitempty"`
 	DoneSeq   uint64          `json:"done_seq,omitempty"`
+
+	deps []*Task // Spec.Deps resolved
 }
 
 // Request is an approval request.
@@ -160,9 +163,11 @@ func New(w *worlds.World) *State {
 			s.tasks[t.ID] = t
 		}
 	}
-	for _, t := range s.Tasks {
-		for _, d := range t.Spec.Deps {
-			s.dependents[d] = append(s.dependents[d], t)
+	s.link()
+	s.serves = map[string]bool{}
+	for _, q := range w.Queues {
+		for _, r := range q.ServedBy {
+			s.serves[r+"/"+q.ID] = true
 		}
 	}
 	for _, t := range w.Teams {
@@ -171,6 +176,19 @@ func New(w *worlds.World) *State {
 		s.budgets[t.ID] = b
 	}
 	return s
+}
+
+// link resolves the tasks' dependencies to pointers, both ways.
+func (s *State) link() {
+	clear(s.dependents)
+	for _, t := range s.Tasks {
+		t.deps = t.deps[:0]
+		for _, d := range t.Spec.Deps {
+			dt := s.tasks[d]
+			t.deps = append(t.deps, dt)
+			s.dependents[d] = append(s.dependents[d], t)
+		}
+	}
 }
 
 // Member returns a member by ID.
@@ -190,8 +208,8 @@ func (s *State) Budget(team string) *Budget { return s.budgets[team] }
 
 // DepsDone reports whether every dependency of t is done.
 func (s *State) DepsDone(t *Task) bool {
-	for _, d := range t.Spec.Deps {
-		if s.tasks[d].Status != StatusDone {
+	for _, d := range t.deps {
+		if d.Status != StatusDone {
 			return false
 		}
 	}
@@ -201,9 +219,9 @@ func (s *State) DepsDone(t *Task) bool {
 // PendingDeps lists t's dependencies that are not done, in declaration order.
 func (s *State) PendingDeps(t *Task) []string {
 	var out []string
-	for _, d := range t.Spec.Deps {
-		if s.tasks[d].Status != StatusDone {
-			out = append(out, d)
+	for _, d := range t.deps {
+		if d.Status != StatusDone {
+			out = append(out, d.ID)
 		}
 	}
 	return out
@@ -625,6 +643,7 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 		}
 		s.messages[m.ID] = m
 	}
+	s.link()
 	s.Requests, s.Messages = sn.Requests, sn.Messages
 	s.Now, s.LastSeq, s.Ended, s.EndReason = sn.Now, sn.LastSeq, sn.Ended, sn.EndReason
 	s.Turns, s.Timeouts, s.Rejections, s.Violations = sn.Turns, sn.Timeouts, sn.Rejections, sn.Violations

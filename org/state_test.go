@@ -410,7 +410,8 @@ func TestViewAvailableAndUpcoming(t *testing.T) {
 		ev(t, 5, 8*hour, org.EvTaskCompleted, "alice", org.TaskCompleted{Task: "spec"}),
 		ev(t, 6, 8*hour, org.EvTaskClaimed, "carol", org.TaskClaimed{Task: "db-schema"}),
 	}
-	engineerLater := []string{"backend", "frontend", "ci", "load-test-kit", "integration"}
+	// Upcoming is nearest first (fewest dependencies pending), then most valuable, then world order.
+	engineerLater := []string{"ci", "load-test-kit", "backend", "frontend", "integration"}
 	tests := []struct {
 		name          string
 		events        []events.Event
@@ -419,12 +420,12 @@ func TestViewAvailableAndUpcoming(t *testing.T) {
 		wantAvailable []string
 		wantUpcoming  []string
 	}{
-		{"lead at start", atStart, "alice", []string{}, []string{"spec"}, []string{"security-review", "beta", "launch"}},
-		{"engineer at start", atStart, "bob", []string{}, []string{}, append([]string{"api", "db-schema", "build-servers"}, engineerLater...)},
+		{"lead at start", atStart, "alice", []string{}, []string{"spec"}, []string{"launch", "security-review", "beta"}},
+		{"engineer at start", atStart, "bob", []string{}, []string{}, []string{"api", "db-schema", "ci", "build-servers", "load-test-kit", "backend", "frontend", "integration"}},
 		{"designer at start", atStart, "dave", []string{}, []string{}, []string{"design-ux", "docs"}},
 		{"finance serves no queue", atStart, "frank", []string{}, []string{}, []string{}},
 		{"unknown member", atStart, "mallory", []string{}, []string{}, []string{}},
-		{"lead after spec", specDone, "alice", []string{}, []string{}, []string{"security-review", "beta", "launch"}},
+		{"lead after spec", specDone, "alice", []string{}, []string{}, []string{"launch", "security-review", "beta"}},
 		{"engineer after spec", specDone, "bob", []string{}, []string{"api", "build-servers"}, engineerLater},
 		{"claimer after spec", specDone, "carol", []string{"db-schema"}, []string{"api", "build-servers"}, engineerLater},
 		{"designer after spec", specDone, "dave", []string{}, []string{"design-ux"}, []string{"docs"}},

@@ -1,6 +1,8 @@
 package org
 
 import (
+	"sort"
+
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -17,15 +19,18 @@ type Observation struct {
 	Wall    string     `json:"wall"` // the same instant on the world's calendar (RFC 3339)
 	Horizon clock.Time `json:"horizon"`
 
-	Assigned  []TaskView     `json:"assigned"`  // tasks you hold that are not done
-	Available []TaskView     `json:"available"` // open tasks you may take whose dependencies are done
-	Upcoming  []TaskView     `json:"upcoming"`  // open tasks you may take, still waiting on dependencies
-	Approvals []RequestView  `json:"approvals"` // requests waiting for your decision
-	Requests  []RequestView  `json:"requests"`  // your own requests
-	Inbox     []MessageView  `json:"inbox"`     // messages delivered since your last turn
-	Budget    *BudgetView    `json:"budget,omitempty"`
-	Projects  []ProjectView  `json:"projects"`
-	Rejected  []RejectedView `json:"rejected,omitempty"` // your actions refused since your last turn began
+	Assigned  []TaskView `json:"assigned"`  // tasks you hold that are not done
+	Available []TaskView `json:"available"` // open tasks you may take whose dependencies are done, most valuable first
+	Upcoming  []TaskView `json:"upcoming"`  // open tasks you may take, still waiting on dependencies, nearest first
+	// AvailableMore and UpcomingMore count the tasks left out of lists cut at MaxListed.
+	AvailableMore int            `json:"available_more,omitempty"`
+	UpcomingMore  int            `json:"upcoming_more,omitempty"`
+	Approvals     []RequestView  `json:"approvals"` // requests waiting for your decision
+	Requests      []RequestView  `json:"requests"`  // your own requests
+	Inbox         []MessageView  `json:"inbox"`     // messages delivered since your last turn
+	Budget        *BudgetView    `json:"budget,omitempty"`
+	Projects      []ProjectView  `json:"projects"`
+	Rejected      []RejectedView `json:"rejected,omitempty"` // your actions refused since your last turn began
 }
 
 // TaskView is a task as a member sees it.
@@ -98,6 +103,19 @@ type RejectedView struct {
 	Reason string `json:"reason"`
 }
 
+// MaxListed bounds the Available and Upcoming lists of an observation.
+const MaxListed = 50
+
+func (s *State) pendingCount(t *Task) int {
+	n := 0
+	for _, d := range t.deps {
+		if d.Status != StatusDone {
+			n++
+		}
+	}
+	return n
+}
+
 // ApprovalStatus says where a task's purchase approval stands: "" when none
 // is needed, else "needed", "pending", "approved" or "rejected".
 func (s *State) ApprovalStatus(t *Task) string {
@@ -125,16 +143,7 @@ func (s *State) StepsFor(t *Task) []worlds.Step {
 
 // Serves reports whether role serves queue.
 func (s *State) Serves(role, queue string) bool {
-	for _, q := range s.World.Queues {
-		if q.ID == queue {
-			for _, r := range q.ServedBy {
-				if r == role {
-					return true
-				}
-			}
-		}
-	}
-	return false
+	return s.serves[role+"/"+queue]
 }
 
 func (s *State) taskView(t *Task) TaskView {
@@ -171,17 +180,49 @@ func (s *State) View(id string) Observation {
 	}
 	o.Role, o.Team, o.Turn = m.Role, m.Team, m.Turn+1
 	o.Rejected = m.Rejected
+	done := make(map[string]int, len(s.World.Projects))
+	type ranked struct {
+		t       *Task
+		pending int
+	}
+	var avail []*Task
+	var upcoming []ranked
 	for _, t := range s.Tasks {
 		switch {
-		case t.Assignee == id && t.Status != StatusDone:
+		case t.Status == StatusDone:
+			done[t.Project.ID]++
+		case t.Assignee == id:
 			o.Assigned = append(o.Assigned, s.taskView(t))
 		case t.Status == StatusOpen && t.Spec.Role == m.Role && s.Serves(m.Role, t.Project.Queue):
 			if s.DepsDone(t) {
-				o.Available = append(o.Available, s.taskView(t))
+				avail = append(avail, t)
 			} else {
-				o.Upcoming = append(o.Upcoming, s.taskView(t))
+				upcoming = append(upcoming, ranked{t, s.pendingCount(t)})
 			}
 		}
+	}
+	// Long lists are cut to MaxListed, most valuable (and, upcoming, nearest) first; *More say how many were left out.
+	sort.SliceStable(avail, func(i, j int) bool { return avail[i].Spec.Value > avail[j].Spec.Value })
+	sort.SliceStable(upcoming, func(i, j int) bool {
+		a, b := upcoming[i], upcoming[j]
+		if a.pending != b.pending {
+			return a.pending < b.pending
+		}
+		return a.t.Spec.Value > b.t.Spec.Value
+	})
+	for i, t := range avail {
+		if i == MaxListed {
+			o.AvailableMore = len(avail) - i
+			break
+		}
+		o.Available = append(o.Available, s.taskView(t))
+	}
+	for i, r := range upcoming {
+		if i == MaxListed {
+			o.UpcomingMore = len(upcoming) - i
+			break
+		}
+		o.Upcoming = append(o.Upcoming, s.taskView(r.t))
 	}
 	for _, r := range s.Requests {
 		if r.Status == RequestPending && r.Steps[r.Current].Approver == id {
@@ -200,13 +241,7 @@ func (s *State) View(id string) Observation {
 	}
 	for i := range s.World.Projects {
 		p := &s.World.Projects[i]
-		pv := ProjectView{ID: p.ID, Title: p.Title, Deadline: p.Deadline, Tasks: len(p.Tasks)}
-		for _, t := range p.Tasks {
-			if s.tasks[t.ID].Status == StatusDone {
-				pv.Done++
-			}
-		}
-		o.Projects = append(o.Projects, pv)
+		o.Projects = append(o.Projects, ProjectView{ID: p.ID, Title: p.Title, Deadline: p.Deadline, Tasks: len(p.Tasks), Done: done[p.ID]})
 	}
 	return o
 }

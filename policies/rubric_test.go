@@ -126,12 +126,16 @@ func TestScorePurchases(t *testing.T) {
 		}, "build-servers", noApproval},
 		{"approved for less than the purchase", func(s *script) *script {
 			return servers(s).request("bob", "r1", "build-servers", 2000, "lead:alice").grant("alice", "r1", 0).complete("bob", "build-servers")
-		}, "build-servers", noApproval},
+		}, "build-servers", "request r1 does not cover this purchase"},
 		{"approved by someone without the role", func(s *script) *script {
 			return servers(s).request("bob", "r1", "build-servers", 3000, "lead:carol").grant("carol", "r1", 0).complete("bob", "build-servers")
 		}, "build-servers", "approval step 1 (lead) not granted by an eligible approver"},
 		{"approved by the requester", func(s *script) *script {
 			return servers(s).request("alice", "r1", "build-servers", 3000, "lead:alice").grant("alice", "r1", 0).complete("bob", "build-servers")
+		}, "build-servers", "request r1 was made by alice, not by bob who completed the task"},
+		{"approved by its own requester", func(s *script) *script {
+			return s.do("alice", "spec").claim("bob", "build-servers").work("bob", "build-servers", 2*clock.Hour).
+				request("bob", "r1", "build-servers", 3000, "lead:bob").grant("bob", "r1", 0).complete("bob", "build-servers")
 		}, "build-servers", "approval step 1 (lead) not granted by an eligible approver"},
 	}
 	for _, tt := range tests {
@@ -169,7 +173,7 @@ func TestVerifyApprovalSteps(t *testing.T) {
 		}, ""},
 		{"only the first step asked for", func(s *script) *script {
 			return kitReady(s).request("bob", "r2", "load-test-kit", 8000, "lead:alice").grant("alice", "r2", 0).complete("bob", "load-test-kit")
-		}, "approval chain incomplete"},
+		}, "request r2 has 1 approval steps; the chain needs 2"},
 		{"steps in the wrong roles", func(s *script) *script {
 			return kitReady(s).request("bob", "r2", "load-test-kit", 8000, "finance:frank", "lead:alice").
 				grant("frank", "r2", 0).grant("alice", "r2", 1).complete("bob", "load-test-kit")

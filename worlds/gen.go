@@ -56,34 +56,14 @@ func Generate(o GenOptions) []byte {
 	p("start: 2026-01-05T09:00:00Z\nhorizon: %s\n", horizon)
 	p("calendar:\n  hours: \"09:00-17:00\"\n  workdays: [mon, tue, wed, thu, fri]\n")
 	p("roles:\n  - {id: lead}\n  - {id: engineer}\n  - {id: designer}\n  - {id: finance}\n")
-	p("teams:\n")
-	for t := 1; t <= o.Teams; t++ {
-		p("  - {id: team%d, budget: %d}\n", t, 20000*o.Projects/o.Teams+50000)
-	}
-	p("members:\n")
-	for i := 0; i < o.Members; i++ {
-		team := i%o.Teams + 1
-		k := i / o.Teams
-		role := "engineer"
-		switch k {
-		case 0:
-			role = "lead"
-		case 1:
-			role = "designer"
-		}
-		p("  - {id: m%05d, role: %s, team: team%d}\n", i+1, role, team)
-	}
-	p("  - {id: finance, role: finance, team: team1, npc: {reply: {min: 1h, max: 6h}}}\n")
-	p("queues:\n")
-	for t := 1; t <= o.Teams; t++ {
-		p("  - {id: q%d, served_by: [lead, engineer, designer]}\n", t)
-	}
-	p("approvals:\n  - id: purchases\n    steps:\n      - {role: lead, above: 500}\n      - {role: finance, above: 5000}\n")
-	p("projects:\n")
+	// Projects are written first so that each team's budget can cover its purchases.
+	var projects strings.Builder
+	spend := make([]int, o.Teams+1)
+	pp := func(format string, args ...any) { fmt.Fprintf(&projects, format, args...) }
 	efforts := []string{"2h", "4h", "1d", "1d", "2d"}
 	for pi := 1; pi <= o.Projects; pi++ {
 		team := (pi-1)%o.Teams + 1
-		p("  - id: p%d\n    team: team%d\n    queue: q%d\n    value: %d\n    deadline: %dd\n    tasks:\n", pi, team, team, 10*o.Chains, deadlineDays)
+		pp("  - id: p%d\n    team: team%d\n    queue: q%d\n    value: %d\n    deadline: %dd\n    tasks:\n", pi, team, team, 10*o.Chains, deadlineDays)
 		for ti := 0; ti < o.Tasks; ti++ {
 			chain := ti % o.Chains
 			id := fmt.Sprintf("p%d-t%d", pi, ti+1)
@@ -103,15 +83,41 @@ func Generate(o GenOptions) []byte {
 			case r.IntN(6) == 0:
 				role = "designer"
 			}
-			p("      - {id: %s, role: %s, effort: %s", id, role, efforts[r.IntN(len(efforts))])
+			pp("      - {id: %s, role: %s, effort: %s", id, role, efforts[r.IntN(len(efforts))])
 			if len(deps) > 0 {
-				p(", deps: [%s]", strings.Join(deps, ", "))
+				pp(", deps: [%s]", strings.Join(deps, ", "))
 			}
 			if r.IntN(20) == 0 {
-				p(", purchase: %d", []int{300, 2000, 8000}[r.IntN(3)])
+				amount := []int{300, 2000, 8000}[r.IntN(3)]
+				spend[team] += amount
+				pp(", purchase: %d", amount)
 			}
-			p("}\n")
+			pp("}\n")
 		}
 	}
+	p("teams:\n")
+	for t := 1; t <= o.Teams; t++ {
+		p("  - {id: team%d, budget: %d}\n", t, spend[t]*5/4+10000)
+	}
+	p("members:\n")
+	for i := 0; i < o.Members; i++ {
+		team := i%o.Teams + 1
+		k := i / o.Teams
+		role := "engineer"
+		switch {
+		case k == 0:
+			role = "lead"
+		case k%5 == 1:
+			role = "designer"
+		}
+		p("  - {id: m%05d, role: %s, team: team%d}\n", i+1, role, team)
+	}
+	p("  - {id: finance, role: finance, team: team1, npc: {reply: {min: 1h, max: 6h}}}\n")
+	p("queues:\n")
+	for t := 1; t <= o.Teams; t++ {
+		p("  - {id: q%d, served_by: [lead, engineer, designer]}\n", t)
+	}
+	p("approvals:\n  - id: purchases\n    steps:\n      - {role: lead, above: 500}\n      - {role: finance, above: 5000}\n")
+	p("projects:\n%s", projects.String())
 	return []byte(b.String())
 }

@@ -37,7 +37,7 @@ import (
 )
 
 // Options configures Open. The zero value means defaults: the OS file
-// system and a sync on every write.
+// system, a sync on every write and a block cache of DefaultCacheSize.
 type Options struct {
 	// FS is the file system the database lives on; nil means vfs.Default.
 	// Tests use vfs.NewMem or vfs.NewCrashableMem.
@@ -46,7 +46,15 @@ type Options struct {
 	// durable: a machine crash may lose the most recently acknowledged
 	// batches. Only for throwaway logs and benchmarks.
 	NoSync bool
+	// CacheSize is the size in bytes of Pebble's block cache; 0 means
+	// DefaultCacheSize. Pebble charges its memtables (up to two of 4 MiB
+	// each while one flushes) to the same budget, so Pebble's own default
+	// of 8 MiB can leave no room for blocks at all.
+	CacheSize int64
 }
+
+// DefaultCacheSize is the block cache size used when Options.CacheSize is 0.
+const DefaultCacheSize = 64 << 20
 
 // Log is a durable events.Log on Pebble. It is safe for concurrent use.
 type Log struct {
@@ -90,10 +98,18 @@ func Open(dir string, opts Options) (*Log, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
+	cacheSize := opts.CacheSize
+	if cacheSize < 0 {
+		return nil, fmt.Errorf("pebblelog: negative cache size %d", cacheSize)
+	}
+	if cacheSize == 0 {
+		cacheSize = DefaultCacheSize
+	}
 	db, err := pebble.Open(dir, &pebble.Options{
 		FS:                 fs,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             quietLogger{},
+		CacheSize:          cacheSize,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pebblelog: open %s: %w", dir, err)

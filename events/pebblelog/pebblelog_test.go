@@ -355,4 +355,7 @@ func TestOpenErrors(t *testing.T) {
 	if _, err := pebblelog.Open("", pebblelog.Options{}); err == nil {
 		t.Fatal("Open(\"\"): got nil error, want one")
 	}
+	if _, err := pebblelog.Open("db", pebblelog.Options{FS: vfs.NewMem(), CacheSize: -1}); err == nil {
+		t.Fatal("Open with a negative cache size: got nil error, want one")
+	}
 }
