@@ -30,8 +30,10 @@ type Action struct {
 	To      string `json:"to,omitempty"`
 	Text    string `json:"text,omitempty"`
 	Reason  string `json:"reason,omitempty"`
-	For     string `json:"for,omitempty"`   // a duration such as "2h" for work and wait
-	Until   int64  `json:"until,omitempty"` // for wait: sleep until this simulated time
+	For     string `json:"for,omitempty"`      // a duration such as "2h" for work and wait
+	Until   int64  `json:"until,omitempty"`    // for wait: sleep until this simulated time
+	ReplyTo string `json:"reply_to,omitempty"` // for message: the message it answers
+	Topic   string `json:"topic,omitempty"`    // for message: information given (only colleagues who hold it)
 }
 
 // Reply is what an agent answers to a turn.

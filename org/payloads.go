@@ -1,6 +1,9 @@
 package org
 
-import "github.com/corpsim/corpsim/clock"
+import (
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/worlds"
+)
 
 // Event types. Every change to a State is one of these.
 const (
@@ -19,15 +22,98 @@ const (
 	EvApprovalRejected  = "approval.rejected"
 	EvMessageSent       = "message.sent"
 	EvMessageDelivered  = "message.delivered"
+	EvTaskCreated       = "task.created"
+	EvProjectStarted    = "project.started"
+	EvTaskReprioritized = "task.reprioritized"
+	EvTaskChanged       = "task.changed"
+	EvMemberLeft        = "member.left"
+	EvMemberReturned    = "member.returned"
+	EvQueueDown         = "queue.down"
+	EvQueueUp           = "queue.up"
+	EvApprovalEscalated = "approval.escalated"
 )
 
 // SessionStarted opens every log.
 type SessionStarted struct {
-	World     string `json:"world"`
-	WorldFile string `json:"world_file"`
-	WorldHash string `json:"world_hash"`
-	Seed      uint64 `json:"seed"`
-	Source    string `json:"source"` // the world file itself, so a log replays without it
+	World     string        `json:"world"`
+	WorldFile string        `json:"world_file"`
+	WorldHash string        `json:"world_hash"`
+	Seed      uint64        `json:"seed"`
+	Load      float64       `json:"load"`
+	Source    string        `json:"source"`             // the world file itself, so a log replays without it
+	Arrivals  []ArrivalNext `json:"arrivals,omitempty"` // when each arrival process brings its first ticket
+}
+
+// ArrivalNext says when an arrival process brings its next ticket (0: never).
+type ArrivalNext struct {
+	Arrival string     `json:"arrival"`
+	At      clock.Time `json:"at"`
+}
+
+// TaskCreated brings a ticket. Interruption is the index of the urgent
+// interruption that brought it, or -1.
+type TaskCreated struct {
+	Task         worlds.Task `json:"task"`
+	Queue        string      `json:"queue"`
+	Team         string      `json:"team"`
+	Deadline     clock.Time  `json:"deadline,omitempty"`
+	Arrival      string      `json:"arrival,omitempty"`
+	NextAt       clock.Time  `json:"next_at,omitempty"` // the arrival's next ticket; 0 when it is done
+	Interruption int         `json:"interruption"`
+}
+
+// ProjectStarted makes a project's tasks visible.
+type ProjectStarted struct {
+	Project string `json:"project"`
+}
+
+// InterruptionFired is embedded in events that an interruption of the world caused.
+type InterruptionFired struct {
+	Interruption int    `json:"interruption"` // index in the world's interruptions
+	Note         string `json:"note,omitempty"`
+}
+
+// TaskReprioritized changes a task's value or priority.
+type TaskReprioritized struct {
+	InterruptionFired
+	Task     string   `json:"task"`
+	Value    *float64 `json:"value,omitempty"`
+	Priority *int     `json:"priority,omitempty"`
+}
+
+// TaskChanged adds effort to a task whose requirements changed.
+type TaskChanged struct {
+	InterruptionFired
+	Task   string         `json:"task"`
+	Effort clock.Duration `json:"effort"`
+}
+
+// MemberLeft starts a member's leave.
+type MemberLeft struct {
+	InterruptionFired
+	Until    clock.Time `json:"until"`
+	Delegate string     `json:"delegate,omitempty"`
+}
+
+// QueueDown starts an outage of a queue.
+type QueueDown struct {
+	InterruptionFired
+	Queue string     `json:"queue"`
+	Until clock.Time `json:"until"`
+}
+
+// QueueUp ends an outage.
+type QueueUp struct {
+	Queue string `json:"queue"`
+}
+
+// ApprovalEscalated moves a request's current step to another approver.
+type ApprovalEscalated struct {
+	Request string `json:"request"`
+	Step    int    `json:"step"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Reason  string `json:"reason"` // "timeout" or "leave"
 }
 
 // SessionEnded closes a log. StateHash is the hash of the state after every
@@ -115,6 +201,8 @@ type MessageSent struct {
 	Message   string     `json:"message"`
 	To        string     `json:"to"`
 	Text      string     `json:"text"`
+	Topic     string     `json:"topic,omitempty"`    // information the message gives (NPCs' answers)
+	ReplyTo   string     `json:"reply_to,omitempty"` // the message it answers
 	DeliverAt clock.Time `json:"deliver_at"`
 	BusyUntil clock.Time `json:"busy_until"`
 }

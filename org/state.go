@@ -39,10 +39,14 @@ type State struct {
 	EndReason string
 
 	Members  []*Member // sorted by ID
-	Tasks    []*Task   // in world order
+	Tasks    []*Task   // the world's in file order, then tickets as they arrive
 	Requests []*Request
 	Messages []*Message
 	Budgets  []*Budget // in world order
+	Queues   []*Queue  // in world order
+	Arrivals []*ArrivalState
+	// Fired records which of the world's interruptions have happened.
+	Fired []bool
 
 	Turns      int // turns taken by all members
 	Timeouts   int
@@ -54,6 +58,7 @@ type State struct {
 	requests map[string]*Request
 	messages map[string]*Message
 	budgets  map[string]*Budget
+	queues   map[string]*Queue
 	// dependents lists, for each task, the tasks that depend on it (static).
 	dependents map[string][]*Task
 	serves     map[string]bool // role + "/" + queue
@@ -72,27 +77,69 @@ type Member struct {
 	Seen      uint64     `json:"seen"`       // last seq of the state it observed at its latest turn
 	Turn      uint64     `json:"turn"`       // turns taken
 	Inbox     []string   `json:"inbox,omitempty"`
+	// OnLeave until LeaveUntil: no turns; approvals go to Delegate.
+	OnLeave    bool       `json:"on_leave,omitempty"`
+	LeaveUntil clock.Time `json:"leave_until,omitempty"`
+	Delegate   string     `json:"delegate,omitempty"`
+	Knows      []string   `json:"knows,omitempty"`   // topics learnt from colleagues
+	Holding    int        `json:"holding,omitempty"` // tasks assigned and not done
 	// Rejected are the member's actions refused since its latest turn began;
 	// its next observation shows them.
 	Rejected []RejectedView `json:"rejected,omitempty"`
 }
 
-// Task is a task's state; Spec is its definition in the world.
+// Task kinds.
+const (
+	KindTask   = "task"   // part of a project in the world file
+	KindTicket = "ticket" // brought by an arrival or an urgent interruption
+)
+
+// Task is a task's or a ticket's state. Spec is its definition: in the world
+// for a project task, in Def for a ticket. Effort, Value and Priority start
+// as the definition's and change with interruptions.
 type Task struct {
-	Spec      *worlds.Task    `json:"-"`
-	Project   *worlds.Project `json:"-"`
-	ID        string          `json:"id"`
-	Status    string          `json:"status"`
-	Assignee  string          `json:"assignee,omitempty"`
-	Spent     clock.Duration  `json:"spent"`
-	WorkUntil clock.Time      `json:"work_until,omitempty"`
-	Stint     clock.Duration  `json:"stint,omitempty"`   // work of the stint under way
-	Request   string          `json:"request,omitempty"` // the latest approval request for its purchase
-	DoneAt    clock.Time      `json:"done_at,omitempty"`
-	DoneBy    string          `json:"done_by,omitempty"`
-	DoneSeq   uint64          `json:"done_seq,omitempty"`
+	Spec     *worlds.Task   `json:"-"`
+	Def      *worlds.Task   `json:"def,omitempty"` // a ticket's definition (kept in snapshots)
+	ID       string         `json:"id"`
+	Kind     string         `json:"kind"`
+	Project  string         `json:"project,omitempty"`
+	Queue    string         `json:"queue"`
+	Team     string         `json:"team"`
+	Created  clock.Time     `json:"created"`
+	Deadline clock.Time     `json:"deadline"`         // project deadline or SLA due; 0 for none
+	Hidden   bool           `json:"hidden,omitempty"` // its project has not started
+	Effort   clock.Duration `json:"effort"`
+	Value    float64        `json:"value"`
+	Priority int            `json:"priority,omitempty"`
+	Arrival  string         `json:"arrival,omitempty"`
+
+	Status    string         `json:"status"`
+	Assignee  string         `json:"assignee,omitempty"`
+	Spent     clock.Duration `json:"spent"`
+	WorkUntil clock.Time     `json:"work_until,omitempty"`
+	Stint     clock.Duration `json:"stint,omitempty"`   // work of the stint under way
+	Request   string         `json:"request,omitempty"` // the latest approval request for its purchase
+	DoneAt    clock.Time     `json:"done_at,omitempty"`
+	DoneBy    string         `json:"done_by,omitempty"`
+	DoneSeq   uint64         `json:"done_seq,omitempty"`
 
 	deps []*Task // Spec.Deps resolved
+}
+
+// Queue is a work queue's state.
+type Queue struct {
+	ID        string     `json:"id"`
+	DownUntil clock.Time `json:"down_until,omitempty"` // an outage blocks it until then
+}
+
+// Down reports whether an outage blocks the queue at time now.
+func (q *Queue) Down(now clock.Time) bool { return q.DownUntil > now }
+
+// ArrivalState counts the tickets an arrival process has brought.
+type ArrivalState struct {
+	ID     string     `json:"id"`
+	N      int        `json:"n"`
+	NextAt clock.Time `json:"next_at"` // 0 when it brings no more
 }
 
 // Request is an approval request.
@@ -116,6 +163,8 @@ type RequestStep struct {
 	Approver  string     `json:"approver"`
 	Status    string     `json:"status"`
 	DecidedAt clock.Time `json:"decided_at,omitempty"`
+	Since     clock.Time `json:"since,omitempty"`     // when the current approver got it
+	Escalated int        `json:"escalated,omitempty"` // times it moved to another approver
 }
 
 // Message is a message between members.
@@ -124,6 +173,9 @@ type Message struct {
 	From      string     `json:"from"`
 	To        string     `json:"to"`
 	Text      string     `json:"text"`
+	Topic     string     `json:"topic,omitempty"`
+	ReplyTo   string     `json:"reply_to,omitempty"`
+	Answered  bool       `json:"answered,omitempty"`
 	SentAt    clock.Time `json:"sent_at"`
 	Delivered bool       `json:"delivered"`
 }
@@ -147,6 +199,7 @@ func New(w *worlds.World) *State {
 		requests:   map[string]*Request{},
 		messages:   map[string]*Message{},
 		budgets:    map[string]*Budget{},
+		queues:     map[string]*Queue{},
 		dependents: map[string][]*Task{},
 	}
 	for i := range w.Members {
@@ -158,11 +211,23 @@ func New(w *worlds.World) *State {
 	for pi := range w.Projects {
 		p := &w.Projects[pi]
 		for ti := range p.Tasks {
-			t := &Task{Spec: &p.Tasks[ti], Project: p, ID: p.Tasks[ti].ID, Status: StatusOpen}
+			spec := &p.Tasks[ti]
+			t := &Task{Spec: spec, ID: spec.ID, Kind: KindTask, Project: p.ID, Queue: p.Queue, Team: p.Team,
+				Created: p.Start, Deadline: p.Deadline, Hidden: p.Start > 0, Effort: spec.Effort, Value: spec.Value,
+				Priority: spec.Priority, Status: StatusOpen}
 			s.Tasks = append(s.Tasks, t)
 			s.tasks[t.ID] = t
 		}
 	}
+	for _, q := range w.Queues {
+		sq := &Queue{ID: q.ID}
+		s.Queues = append(s.Queues, sq)
+		s.queues[q.ID] = sq
+	}
+	for _, a := range w.Arrivals {
+		s.Arrivals = append(s.Arrivals, &ArrivalState{ID: a.ID})
+	}
+	s.Fired = make([]bool, len(w.Interruptions))
 	s.link()
 	s.serves = map[string]bool{}
 	for _, q := range w.Queues {
@@ -206,6 +271,29 @@ func (s *State) Message(id string) *Message { return s.messages[id] }
 // Budget returns a team's budget.
 func (s *State) Budget(team string) *Budget { return s.budgets[team] }
 
+// Queue returns a queue's state.
+func (s *State) Queue(id string) *Queue { return s.queues[id] }
+
+// Arrival returns an arrival process's state.
+func (s *State) Arrival(id string) *ArrivalState {
+	for _, a := range s.Arrivals {
+		if a.ID == id {
+			return a
+		}
+	}
+	return nil
+}
+
+// Knows reports whether member m has learnt topic.
+func (m *Member) KnowsTopic(topic string) bool {
+	for _, k := range m.Knows {
+		if k == topic {
+			return true
+		}
+	}
+	return false
+}
+
 // DepsDone reports whether every dependency of t is done.
 func (s *State) DepsDone(t *Task) bool {
 	for _, d := range t.deps {
@@ -227,8 +315,19 @@ func (s *State) PendingDeps(t *Task) []string {
 	return out
 }
 
-// AllDone reports whether every task is done.
+// AllDone reports whether every task is done and no arrival process will
+// bring more work.
 func (s *State) AllDone() bool {
+	for _, a := range s.Arrivals {
+		if a.NextAt != 0 {
+			return false
+		}
+	}
+	for _, f := range s.Fired {
+		if !f {
+			return false
+		}
+	}
 	for _, t := range s.Tasks {
 		if t.Status != StatusDone {
 			return false
@@ -317,6 +416,17 @@ func (s *State) apply(ev *events.Event) error {
 		if ev.Seq != 1 {
 			return badEvent(ev, "session.started must be the first event")
 		}
+		p, err := decode[SessionStarted](ev)
+		if err != nil {
+			return err
+		}
+		for _, an := range p.Arrivals {
+			a := s.Arrival(an.Arrival)
+			if a == nil {
+				return badEvent(ev, "unknown arrival %q", an.Arrival)
+			}
+			a.NextAt = an.At
+		}
 		for _, m := range s.Members {
 			if !m.NPC {
 				s.wake(m.ID, ev.Seq)
@@ -398,7 +508,11 @@ func (s *State) apply(ev *events.Event) error {
 		if t == nil || t.Status != StatusOpen {
 			return badEvent(ev, "task %q is not open", p.Task)
 		}
+		if t.Hidden {
+			return badEvent(ev, "task %q has not appeared yet", p.Task)
+		}
 		t.Status, t.Assignee = StatusClaimed, m.ID
+		m.Holding++
 		s.busy(m, p.BusyUntil)
 	case EvWorkStarted:
 		p, err := decode[WorkStarted](ev)
@@ -429,6 +543,13 @@ func (s *State) apply(ev *events.Event) error {
 		}
 		t.Status, t.WorkUntil, t.Stint = StatusClaimed, 0, 0
 		t.Spent += p.Work
+		if w := s.members[t.Assignee]; w != nil {
+			if r, ok := s.World.Role(w.Role); ok && r.Rate > 0 {
+				if b := s.budgets[w.Team]; b != nil {
+					b.Spent += r.Rate * int64(p.Work) / int64(clock.Hour)
+				}
+			}
+		}
 	case EvTaskCompleted:
 		p, err := decode[TaskCompleted](ev)
 		if err != nil {
@@ -443,8 +564,9 @@ func (s *State) apply(ev *events.Event) error {
 			return badEvent(ev, "task %q is not claimed by %s", p.Task, m.ID)
 		}
 		t.Status, t.DoneAt, t.DoneBy, t.DoneSeq = StatusDone, clock.Time(ev.Time), m.ID, ev.Seq
+		m.Holding--
 		if t.Spec.Purchase > 0 {
-			if b := s.budgets[t.Project.Team]; b != nil {
+			if b := s.budgets[t.Team]; b != nil {
 				b.Spent += t.Spec.Purchase
 			}
 		}
@@ -471,7 +593,9 @@ func (s *State) apply(ev *events.Event) error {
 			Steps: append([]RequestStep(nil), p.Steps...), Status: RequestPending, CreatedAt: clock.Time(ev.Time)}
 		for i := range r.Steps {
 			r.Steps[i].Status = RequestPending
+			r.Steps[i].Since, r.Steps[i].Escalated = 0, 0
 		}
+		r.Steps[0].Since = clock.Time(ev.Time)
 		s.Requests = append(s.Requests, r)
 		s.requests[r.ID] = r
 		t.Request = r.ID
@@ -503,6 +627,7 @@ func (s *State) apply(ev *events.Event) error {
 				r.Status, r.DecidedAt = RequestApproved, now
 				s.wake(r.Requester, ev.Seq)
 			} else {
+				r.Steps[r.Current].Since = now
 				s.wake(r.Steps[r.Current].Approver, ev.Seq)
 			}
 		}
@@ -519,7 +644,12 @@ func (s *State) apply(ev *events.Event) error {
 		if s.members[p.To] == nil || s.messages[p.Message] != nil {
 			return badEvent(ev, "bad message %q to %q", p.Message, p.To)
 		}
-		msg := &Message{ID: p.Message, From: m.ID, To: p.To, Text: p.Text, SentAt: clock.Time(ev.Time)}
+		msg := &Message{ID: p.Message, From: m.ID, To: p.To, Text: p.Text, Topic: p.Topic, ReplyTo: p.ReplyTo, SentAt: clock.Time(ev.Time)}
+		if p.ReplyTo != "" {
+			if orig := s.messages[p.ReplyTo]; orig != nil && orig.To == m.ID {
+				orig.Answered = true
+			}
+		}
 		s.Messages = append(s.Messages, msg)
 		s.messages[msg.ID] = msg
 		s.busy(m, p.BusyUntil)
@@ -535,10 +665,209 @@ func (s *State) apply(ev *events.Event) error {
 		msg.Delivered = true
 		to := s.members[msg.To]
 		to.Inbox = append(to.Inbox, msg.ID)
+		if msg.Topic != "" && !to.KnowsTopic(msg.Topic) {
+			to.Knows = append(to.Knows, msg.Topic)
+		}
 		s.wake(msg.To, ev.Seq)
+	case EvTaskCreated:
+		return s.applyTaskCreated(ev)
+	case EvProjectStarted:
+		p, err := decode[ProjectStarted](ev)
+		if err != nil {
+			return err
+		}
+		found := false
+		for _, t := range s.Tasks {
+			if t.Project == p.Project && t.Hidden {
+				t.Hidden, found = false, true
+			}
+		}
+		if !found {
+			return badEvent(ev, "project %q has no hidden tasks", p.Project)
+		}
+		for _, t := range s.Tasks {
+			if t.Project == p.Project && s.DepsDone(t) {
+				s.wakeServers(t, ev.Seq, false)
+			}
+		}
+	case EvTaskReprioritized:
+		p, err := decode[TaskReprioritized](ev)
+		if err != nil {
+			return err
+		}
+		t := s.tasks[p.Task]
+		if t == nil || !s.fire(p.Interruption) {
+			return badEvent(ev, "task %q or interruption %d does not apply", p.Task, p.Interruption)
+		}
+		if p.Value != nil {
+			t.Value = *p.Value
+		}
+		if p.Priority != nil {
+			t.Priority = *p.Priority
+		}
+		s.wakeAbout(t, ev.Seq)
+	case EvTaskChanged:
+		p, err := decode[TaskChanged](ev)
+		if err != nil {
+			return err
+		}
+		t := s.tasks[p.Task]
+		if t == nil || p.Effort < 0 || !s.fire(p.Interruption) {
+			return badEvent(ev, "task %q or interruption %d does not apply", p.Task, p.Interruption)
+		}
+		t.Effort += p.Effort
+		s.wakeAbout(t, ev.Seq)
+	case EvMemberLeft:
+		p, err := decode[MemberLeft](ev)
+		if err != nil {
+			return err
+		}
+		m, err := s.actor(ev)
+		if err != nil {
+			return err
+		}
+		if p.Delegate != "" && s.members[p.Delegate] == nil || !s.fire(p.Interruption) {
+			return badEvent(ev, "delegate %q or interruption %d does not apply", p.Delegate, p.Interruption)
+		}
+		m.OnLeave, m.LeaveUntil, m.Delegate = true, p.Until, p.Delegate
+		s.busy(m, p.Until)
+	case EvMemberReturned:
+		m, err := s.actor(ev)
+		if err != nil {
+			return err
+		}
+		if !m.OnLeave {
+			return badEvent(ev, "%s is not on leave", m.ID)
+		}
+		m.OnLeave, m.LeaveUntil, m.Delegate = false, 0, ""
+		s.wake(m.ID, ev.Seq)
+	case EvQueueDown:
+		p, err := decode[QueueDown](ev)
+		if err != nil {
+			return err
+		}
+		q := s.queues[p.Queue]
+		if q == nil || !s.fire(p.Interruption) {
+			return badEvent(ev, "queue %q or interruption %d does not apply", p.Queue, p.Interruption)
+		}
+		q.DownUntil = p.Until
+	case EvQueueUp:
+		p, err := decode[QueueUp](ev)
+		if err != nil {
+			return err
+		}
+		q := s.queues[p.Queue]
+		if q == nil || q.DownUntil == 0 {
+			return badEvent(ev, "queue %q is not down", p.Queue)
+		}
+		q.DownUntil = 0
+		for _, m := range s.Members {
+			if !m.OnLeave && (s.Serves(m.Role, q.ID) || s.npcServes(m.ID, q.ID)) {
+				s.wake(m.ID, ev.Seq)
+			}
+		}
+	case EvApprovalEscalated:
+		p, err := decode[ApprovalEscalated](ev)
+		if err != nil {
+			return err
+		}
+		r := s.requests[p.Request]
+		if r == nil || r.Status != RequestPending || p.Step != r.Current || r.Steps[p.Step].Approver != p.From || s.members[p.To] == nil {
+			return badEvent(ev, "request %q step %d is not waiting for %s", p.Request, p.Step, p.From)
+		}
+		r.Steps[p.Step].Approver = p.To
+		r.Steps[p.Step].Escalated++
+		r.Steps[p.Step].Since = clock.Time(ev.Time)
+		s.wake(p.To, ev.Seq)
 	default:
 		return badEvent(ev, "unknown event type")
 	}
+	return nil
+}
+
+// fire marks interruption i as happened; it reports false if it already had.
+func (s *State) fire(i int) bool {
+	if i < 0 || i >= len(s.Fired) || s.Fired[i] {
+		return false
+	}
+	s.Fired[i] = true
+	return true
+}
+
+func (s *State) npcServes(member, queue string) bool {
+	w, ok := s.World.Member(member)
+	return ok && w.NPC != nil && contains(w.NPC.Serves, queue)
+}
+
+func contains(list []string, x string) bool {
+	for _, y := range list {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// wakeAbout wakes whoever a change to t concerns: its assignee, or those who could take it.
+func (s *State) wakeAbout(t *Task, cause uint64) {
+	if t.Assignee != "" {
+		s.wake(t.Assignee, cause)
+		return
+	}
+	if t.Status == StatusOpen && !t.Hidden && s.DepsDone(t) {
+		s.wakeServers(t, cause, false)
+	}
+}
+
+// wakeServers wakes who could take the open task t: every agent seat that
+// may do it and holds nothing, and — so that simulated servers do not race —
+// only the first idle NPC serving its queue.
+func (s *State) wakeServers(t *Task, cause uint64, oneNPC bool) {
+	npcWoken := false
+	for _, m := range s.Members {
+		if m.OnLeave || m.Holding > 0 {
+			continue
+		}
+		if m.NPC {
+			if s.npcServes(m.ID, t.Queue) && !npcWoken && !m.Pending {
+				s.wake(m.ID, cause)
+				npcWoken = oneNPC
+			}
+			continue
+		}
+		if m.Role == t.Spec.Role && s.Serves(m.Role, t.Queue) {
+			s.wake(m.ID, cause)
+		}
+	}
+}
+
+func (s *State) applyTaskCreated(ev *events.Event) error {
+	p, err := decode[TaskCreated](ev)
+	if err != nil {
+		return err
+	}
+	def := p.Task
+	if def.ID == "" || s.tasks[def.ID] != nil || s.queues[p.Queue] == nil || len(def.Deps) > 0 {
+		return badEvent(ev, "ticket %q exists, has dependencies or names no queue", def.ID)
+	}
+	var a *ArrivalState
+	if p.Arrival != "" {
+		if a = s.Arrival(p.Arrival); a == nil {
+			return badEvent(ev, "unknown arrival %q", p.Arrival)
+		}
+	} else if !s.fire(p.Interruption) {
+		return badEvent(ev, "interruption %d does not apply", p.Interruption)
+	}
+	if a != nil {
+		a.N++
+		a.NextAt = p.NextAt
+	}
+	t := &Task{Def: &def, Spec: &def, ID: def.ID, Kind: KindTicket, Queue: p.Queue, Team: p.Team,
+		Created: clock.Time(ev.Time), Deadline: p.Deadline, Effort: def.Effort, Value: def.Value,
+		Priority: def.Priority, Arrival: p.Arrival, Status: StatusOpen}
+	s.Tasks = append(s.Tasks, t)
+	s.tasks[t.ID] = t
+	s.wakeServers(t, ev.Seq, true)
 	return nil
 }
 
@@ -554,7 +883,7 @@ func (s *State) wakeForReady(done *Task, cause uint64) {
 		return
 	}
 	for _, m := range s.Members {
-		if roles[m.Role] && !m.NPC {
+		if roles[m.Role] && !m.NPC && !m.OnLeave {
 			s.wake(m.ID, cause)
 		}
 	}
@@ -562,24 +891,27 @@ func (s *State) wakeForReady(done *Task, cause uint64) {
 
 // snapshot is everything in a State that events change, in a stable order.
 type snapshot struct {
-	Now        clock.Time `json:"now"`
-	LastSeq    uint64     `json:"last_seq"`
-	Ended      bool       `json:"ended"`
-	EndReason  string     `json:"end_reason,omitempty"`
-	Members    []*Member  `json:"members"`
-	Tasks      []*Task    `json:"tasks"`
-	Requests   []*Request `json:"requests"`
-	Messages   []*Message `json:"messages"`
-	Budgets    []*Budget  `json:"budgets"`
-	Turns      int        `json:"turns"`
-	Timeouts   int        `json:"timeouts"`
-	Rejections int        `json:"rejections"`
-	Violations int        `json:"violations"`
+	Now        clock.Time      `json:"now"`
+	LastSeq    uint64          `json:"last_seq"`
+	Ended      bool            `json:"ended"`
+	EndReason  string          `json:"end_reason,omitempty"`
+	Members    []*Member       `json:"members"`
+	Tasks      []*Task         `json:"tasks"`
+	Requests   []*Request      `json:"requests"`
+	Messages   []*Message      `json:"messages"`
+	Budgets    []*Budget       `json:"budgets"`
+	Queues     []*Queue        `json:"queues"`
+	Arrivals   []*ArrivalState `json:"arrivals"`
+	Fired      []bool          `json:"fired"`
+	Turns      int             `json:"turns"`
+	Timeouts   int             `json:"timeouts"`
+	Rejections int             `json:"rejections"`
+	Violations int             `json:"violations"`
 }
 
 func (s *State) snap() snapshot {
 	return snapshot{s.Now, s.LastSeq, s.Ended, s.EndReason, s.Members, s.Tasks, s.Requests, s.Messages, s.Budgets,
-		s.Turns, s.Timeouts, s.Rejections, s.Violations}
+		s.Queues, s.Arrivals, s.Fired, s.Turns, s.Timeouts, s.Rejections, s.Violations}
 }
 
 // Snapshot encodes the state (without its world) for a checkpoint.
@@ -606,9 +938,11 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 		return nil, fmt.Errorf("org: snapshot: %w", err)
 	}
 	s := New(w)
-	if len(sn.Members) != len(s.Members) || len(sn.Tasks) != len(s.Tasks) || len(sn.Budgets) != len(s.Budgets) {
+	if len(sn.Members) != len(s.Members) || len(sn.Tasks) < len(s.Tasks) || len(sn.Budgets) != len(s.Budgets) ||
+		len(sn.Queues) != len(s.Queues) || len(sn.Arrivals) != len(s.Arrivals) || len(sn.Fired) != len(s.Fired) {
 		return nil, errors.New("org: snapshot does not fit the world")
 	}
+	static := len(s.Tasks)
 	for i, m := range sn.Members {
 		if m == nil || m.ID != s.Members[i].ID {
 			return nil, fmt.Errorf("org: snapshot member %d does not fit the world", i)
@@ -617,13 +951,38 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 		s.members[m.ID] = m
 	}
 	for i, t := range sn.Tasks {
-		if t == nil || t.ID != s.Tasks[i].ID {
-			return nil, fmt.Errorf("org: snapshot task %d does not fit the world", i)
+		switch {
+		case t == nil:
+			return nil, fmt.Errorf("org: snapshot task %d is empty", i)
+		case i < static:
+			if t.ID != s.Tasks[i].ID || t.Def != nil {
+				return nil, fmt.Errorf("org: snapshot task %d does not fit the world", i)
+			}
+			t.Spec = s.Tasks[i].Spec
+			s.Tasks[i] = t
+		default:
+			if t.Def == nil || t.Def.ID != t.ID || s.tasks[t.ID] != nil {
+				return nil, fmt.Errorf("org: snapshot ticket %d is malformed", i)
+			}
+			t.Spec = t.Def
+			s.Tasks = append(s.Tasks, t)
 		}
-		t.Spec, t.Project = s.Tasks[i].Spec, s.Tasks[i].Project
-		s.Tasks[i] = t
 		s.tasks[t.ID] = t
 	}
+	for i, q := range sn.Queues {
+		if q == nil || q.ID != s.Queues[i].ID {
+			return nil, fmt.Errorf("org: snapshot queue %d does not fit the world", i)
+		}
+		s.Queues[i] = q
+		s.queues[q.ID] = q
+	}
+	for i, a := range sn.Arrivals {
+		if a == nil || a.ID != s.Arrivals[i].ID {
+			return nil, fmt.Errorf("org: snapshot arrival %d does not fit the world", i)
+		}
+		s.Arrivals[i] = a
+	}
+	s.Fired = sn.Fired
 	for i, b := range sn.Budgets {
 		if b == nil || b.Team != s.Budgets[i].Team {
 			return nil, fmt.Errorf("org: snapshot budget %d does not fit the world", i)

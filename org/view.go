@@ -29,6 +29,8 @@ type Observation struct {
 	Requests      []RequestView  `json:"requests"`  // your own requests
 	Inbox         []MessageView  `json:"inbox"`     // messages delivered since your last turn
 	Budget        *BudgetView    `json:"budget,omitempty"`
+	Queues        []*QueueView   `json:"queues"` // the queues you serve
+	OnLeave       bool           `json:"on_leave,omitempty"`
 	Projects      []ProjectView  `json:"projects"`
 	Rejected      []RejectedView `json:"rejected,omitempty"` // your actions refused since your last turn began
 }
@@ -36,9 +38,15 @@ type Observation struct {
 // TaskView is a task as a member sees it.
 type TaskView struct {
 	ID         string         `json:"id"`
+	Kind       string         `json:"kind"` // task or ticket
 	Title      string         `json:"title"`
-	Project    string         `json:"project"`
+	Project    string         `json:"project,omitempty"`
+	Queue      string         `json:"queue"`
 	Role       string         `json:"role"`
+	Skill      string         `json:"skill,omitempty"`
+	Priority   int            `json:"priority,omitempty"`
+	Created    clock.Time     `json:"created"`
+	NeedsInfo  *InfoView      `json:"needs_info,omitempty"`
 	Status     string         `json:"status"`
 	Assignee   string         `json:"assignee,omitempty"`
 	Effort     clock.Duration `json:"effort"`
@@ -52,6 +60,23 @@ type TaskView struct {
 	Request    string         `json:"request,omitempty"`
 	WorkUntil  clock.Time     `json:"work_until,omitempty"`
 	Dependents int            `json:"dependents"` // tasks that list this one as a dependency
+}
+
+// InfoView is information a task needs from a colleague before completion.
+type InfoView struct {
+	From  string `json:"from"`
+	Topic string `json:"topic"`
+	Known bool   `json:"known"` // the assignee has it
+}
+
+// QueueView is a queue as one of its servers sees it.
+type QueueView struct {
+	ID         string     `json:"id"`
+	Order      string     `json:"order"`
+	Open       int        `json:"open"`
+	InProgress int        `json:"in_progress"`
+	WIP        int        `json:"wip,omitempty"`
+	DownUntil  clock.Time `json:"down_until,omitempty"`
 }
 
 // RequestView is an approval request as a member sees it.
@@ -75,6 +100,7 @@ type MessageView struct {
 	ID     string     `json:"id"`
 	From   string     `json:"from"`
 	Text   string     `json:"text"`
+	Topic  string     `json:"topic,omitempty"`
 	SentAt clock.Time `json:"sent_at"`
 }
 
@@ -148,13 +174,85 @@ func (s *State) Serves(role, queue string) bool {
 
 func (s *State) taskView(t *Task) TaskView {
 	v := TaskView{
-		ID: t.ID, Title: t.Spec.Title, Project: t.Project.ID, Role: t.Spec.Role, Status: t.Status,
-		Assignee: t.Assignee, Effort: t.Spec.Effort, Spent: t.Spent, Value: t.Spec.Value,
-		Deps: t.Spec.Deps, Waiting: s.PendingDeps(t), Deadline: t.Project.Deadline,
+		ID: t.ID, Kind: t.Kind, Title: t.Spec.Title, Project: t.Project, Queue: t.Queue, Role: t.Spec.Role, Skill: t.Spec.Skill,
+		Status: t.Status, Assignee: t.Assignee, Effort: t.Effort, Spent: t.Spent, Value: t.Value, Priority: t.Priority,
+		Deps: t.Spec.Deps, Waiting: s.PendingDeps(t), Created: t.Created, Deadline: t.Deadline,
 		Purchase: t.Spec.Purchase, Approval: s.ApprovalStatus(t), Request: t.Request, WorkUntil: t.WorkUntil,
+	}
+	if in := t.Spec.Info; in != nil {
+		v.NeedsInfo = &InfoView{From: in.From, Topic: in.Topic}
+		if m := s.members[t.Assignee]; m != nil {
+			v.NeedsInfo.Known = m.KnowsTopic(in.Topic)
+		}
 	}
 	v.Dependents = len(s.dependents[t.ID])
 	return v
+}
+
+// QueueAhead returns the open ticket of t's queue that must be claimed
+// before t by a member of role, by the queue's order (fifo: oldest first;
+// priority: highest priority, then oldest), or nil if t may be claimed now.
+// Project tasks are planned work and are not ordered.
+func (s *State) QueueAhead(t *Task, role string) *Task {
+	if t.Kind != KindTicket {
+		return nil
+	}
+	q, ok := s.World.Queue(t.Queue)
+	if !ok {
+		return nil
+	}
+	for _, o := range s.Tasks {
+		if o == t || o.Kind != KindTicket || o.Queue != t.Queue || o.Status != StatusOpen || o.Spec.Role != role {
+			continue
+		}
+		if q.Order == "priority" && o.Priority != t.Priority {
+			if o.Priority > t.Priority {
+				return o
+			}
+			continue
+		}
+		if o.Created < t.Created || o.Created == t.Created && s.before(o, t) {
+			return o
+		}
+	}
+	return nil
+}
+
+// QueueHead returns the open ticket of queue that a member of role must
+// take next by the queue's order, or nil.
+func (s *State) QueueHead(queue, role string) *Task {
+	for _, t := range s.Tasks {
+		if t.Kind == KindTicket && t.Queue == queue && t.Status == StatusOpen && t.Spec.Role == role {
+			if s.QueueAhead(t, role) == nil {
+				return t
+			}
+		}
+	}
+	return nil
+}
+
+// before reports whether a arrived before b (same instant: creation order).
+func (s *State) before(a, b *Task) bool {
+	for _, t := range s.Tasks {
+		if t == a {
+			return true
+		}
+		if t == b {
+			return false
+		}
+	}
+	return false
+}
+
+// InProgress counts a queue's items that are claimed and not done.
+func (s *State) InProgress(queue string) int {
+	n := 0
+	for _, t := range s.Tasks {
+		if t.Queue == queue && t.Assignee != "" && t.Status != StatusDone {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *State) requestView(r *Request) RequestView {
@@ -178,7 +276,8 @@ func (s *State) View(id string) Observation {
 	if m == nil {
 		return o
 	}
-	o.Role, o.Team, o.Turn = m.Role, m.Team, m.Turn+1
+	o.Role, o.Team, o.Turn, o.OnLeave = m.Role, m.Team, m.Turn+1, m.OnLeave
+	o.Queues = []*QueueView{}
 	o.Rejected = m.Rejected
 	done := make(map[string]int, len(s.World.Projects))
 	type ranked struct {
@@ -187,28 +286,51 @@ func (s *State) View(id string) Observation {
 	}
 	var avail []*Task
 	var upcoming []ranked
+	queues := map[string]*QueueView{}
+	for _, q := range s.World.Queues {
+		if s.Serves(m.Role, q.ID) || s.npcServes(id, q.ID) {
+			qv := &QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.queues[q.ID].DownUntil}
+			queues[q.ID] = qv
+			o.Queues = append(o.Queues, qv)
+		}
+	}
+	heads := map[string]bool{} // queue -> its head ticket for this role is listed
 	for _, t := range s.Tasks {
+		if qv := queues[t.Queue]; qv != nil && t.Status != StatusDone && !t.Hidden {
+			if t.Assignee == "" {
+				qv.Open++
+			} else {
+				qv.InProgress++
+			}
+		}
 		switch {
+		case t.Hidden:
 		case t.Status == StatusDone:
-			done[t.Project.ID]++
+			done[t.Project]++
 		case t.Assignee == id:
 			o.Assigned = append(o.Assigned, s.taskView(t))
-		case t.Status == StatusOpen && t.Spec.Role == m.Role && s.Serves(m.Role, t.Project.Queue):
-			if s.DepsDone(t) {
-				avail = append(avail, t)
-			} else {
+		case t.Status == StatusOpen && t.Spec.Role == m.Role && s.Serves(m.Role, t.Queue):
+			if !s.DepsDone(t) {
 				upcoming = append(upcoming, ranked{t, s.pendingCount(t)})
+			} else if t.Kind == KindTicket {
+				// Only the tickets the queue's order lets this member take now.
+				if !heads[t.Queue] && s.QueueAhead(t, m.Role) == nil {
+					heads[t.Queue] = true
+					avail = append(avail, t)
+				}
+			} else {
+				avail = append(avail, t)
 			}
 		}
 	}
 	// Long lists are cut to MaxListed, most valuable (and, upcoming, nearest) first; *More say how many were left out.
-	sort.SliceStable(avail, func(i, j int) bool { return avail[i].Spec.Value > avail[j].Spec.Value })
+	sort.SliceStable(avail, func(i, j int) bool { return avail[i].Value > avail[j].Value })
 	sort.SliceStable(upcoming, func(i, j int) bool {
 		a, b := upcoming[i], upcoming[j]
 		if a.pending != b.pending {
 			return a.pending < b.pending
 		}
-		return a.t.Spec.Value > b.t.Spec.Value
+		return a.t.Value > b.t.Value
 	})
 	for i, t := range avail {
 		if i == MaxListed {
@@ -234,7 +356,7 @@ func (s *State) View(id string) Observation {
 	}
 	for _, mid := range m.Inbox {
 		msg := s.messages[mid]
-		o.Inbox = append(o.Inbox, MessageView{ID: msg.ID, From: msg.From, Text: msg.Text, SentAt: msg.SentAt})
+		o.Inbox = append(o.Inbox, MessageView{ID: msg.ID, From: msg.From, Text: msg.Text, Topic: msg.Topic, SentAt: msg.SentAt})
 	}
 	if b := s.budgets[m.Team]; b != nil {
 		o.Budget = &BudgetView{Team: b.Team, Initial: b.Initial, Spent: b.Spent, Remaining: b.Remaining()}

@@ -77,8 +77,18 @@ func (v verifier) check(t *org.Task) string {
 	if m := s.Member(t.DoneBy); m == nil || m.Role != t.Spec.Role {
 		return fmt.Sprintf("completed by %s, who does not hold role %s", t.DoneBy, t.Spec.Role)
 	}
-	if t.Spent < t.Spec.Effort {
-		return fmt.Sprintf("only %s of %s effort spent", t.Spent, t.Spec.Effort)
+	if t.Spent < t.Effort {
+		return fmt.Sprintf("only %s of %s effort spent", t.Spent, t.Effort)
+	}
+	if in := t.Spec.Info; in != nil {
+		if m := s.Member(t.DoneBy); m == nil || !m.KnowsTopic(in.Topic) {
+			return fmt.Sprintf("completed without %q from %s", in.Topic, in.From)
+		}
+	}
+	if sk := t.Spec.Skill; sk != "" {
+		if m, ok := s.World.Member(t.DoneBy); !ok || !m.HasSkill(sk) {
+			return fmt.Sprintf("completed by %s, who lacks skill %s", t.DoneBy, sk)
+		}
 	}
 	steps := s.StepsFor(t)
 	if len(steps) > 0 {

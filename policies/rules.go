@@ -61,7 +61,8 @@ func (set Set) Check(s *org.State, member string, a org.Action) *Rejection {
 
 // Default is the company's standard rule book.
 func Default() Set {
-	return Set{RoleRequired{}, DependenciesFirst{}, WorkDone{}, ApprovalRequired{}, WithinBudget{}, SeparationOfDuties{}, ApproverAuthority{}}
+	return Set{RoleRequired{}, SkillRequired{}, QueueOrder{}, WIPLimit{}, DependenciesFirst{}, WorkDone{}, InfoRequired{},
+		ApprovalRequired{}, WithinBudget{}, SeparationOfDuties{}, ApproverAuthority{}}
 }
 
 // RoleRequired: only a member holding a task's role may claim, work on or complete it.
@@ -151,7 +152,7 @@ func (r WithinBudget) Check(s *org.State, member string, a org.Action) *Rejectio
 	if t == nil || t.Spec.Purchase == 0 {
 		return nil
 	}
-	if b := s.Budget(t.Project.Team); b != nil && t.Spec.Purchase > b.Remaining() {
+	if b := s.Budget(t.Team); b != nil && t.Spec.Purchase > b.Remaining() {
 		return violation(r.Name(), "task %q buys for %d but team %s has %d left", t.ID, t.Spec.Purchase, b.Team, b.Remaining())
 	}
 	return nil
@@ -206,8 +207,95 @@ func (r WorkDone) Check(s *org.State, member string, a org.Action) *Rejection {
 	if a.Type != org.ActComplete {
 		return nil
 	}
-	if t := s.Task(a.Task); t != nil && t.Spent < t.Spec.Effort {
-		return violation(r.Name(), "task %q has %s of %s effort spent", t.ID, t.Spent, t.Spec.Effort)
+	if t := s.Task(a.Task); t != nil && t.Spent < t.Effort {
+		return violation(r.Name(), "task %q has %s of %s effort spent", t.ID, t.Spent, t.Effort)
+	}
+	return nil
+}
+
+// SkillRequired: a task that needs a skill is claimed, worked on and completed only by a member who has it.
+type SkillRequired struct{}
+
+// Name implements Rule.
+func (SkillRequired) Name() string { return "skill-required" }
+
+// Check implements Rule.
+func (r SkillRequired) Check(s *org.State, member string, a org.Action) *Rejection {
+	switch a.Type {
+	case org.ActClaim, org.ActWork, org.ActComplete:
+		t := s.Task(a.Task)
+		if t == nil || t.Spec.Skill == "" {
+			return nil
+		}
+		if m, ok := s.World.Member(member); ok && !m.HasSkill(t.Spec.Skill) {
+			return violation(r.Name(), "task %q needs skill %q, which %s does not have", t.ID, t.Spec.Skill, member)
+		}
+	}
+	return nil
+}
+
+// QueueOrder: tickets are taken in their queue's order — oldest first in a
+// FIFO queue, highest priority then oldest in a priority queue.
+type QueueOrder struct{}
+
+// Name implements Rule.
+func (QueueOrder) Name() string { return "queue-order" }
+
+// Check implements Rule.
+func (r QueueOrder) Check(s *org.State, member string, a org.Action) *Rejection {
+	if a.Type != org.ActClaim {
+		return nil
+	}
+	t, m := s.Task(a.Task), s.Member(member)
+	if t == nil || m == nil {
+		return nil
+	}
+	if ahead := s.QueueAhead(t, m.Role); ahead != nil {
+		return violation(r.Name(), "ticket %q must wait: %q is ahead of it in queue %s", t.ID, ahead.ID, t.Queue)
+	}
+	return nil
+}
+
+// WIPLimit: a queue with a WIP limit has at most that many items claimed and not done.
+type WIPLimit struct{}
+
+// Name implements Rule.
+func (WIPLimit) Name() string { return "wip-limit" }
+
+// Check implements Rule.
+func (r WIPLimit) Check(s *org.State, member string, a org.Action) *Rejection {
+	if a.Type != org.ActClaim {
+		return nil
+	}
+	t := s.Task(a.Task)
+	if t == nil {
+		return nil
+	}
+	if q, ok := s.World.Queue(t.Queue); ok && q.WIP > 0 {
+		if n := s.InProgress(q.ID); n >= q.WIP {
+			return violation(r.Name(), "queue %s already has %d items in progress (limit %d)", q.ID, n, q.WIP)
+		}
+	}
+	return nil
+}
+
+// InfoRequired: a task that needs information from a colleague is completed only once its assignee has it.
+type InfoRequired struct{}
+
+// Name implements Rule.
+func (InfoRequired) Name() string { return "info-required" }
+
+// Check implements Rule.
+func (r InfoRequired) Check(s *org.State, member string, a org.Action) *Rejection {
+	if a.Type != org.ActComplete {
+		return nil
+	}
+	t, m := s.Task(a.Task), s.Member(member)
+	if t == nil || m == nil || t.Spec.Info == nil {
+		return nil
+	}
+	if !m.KnowsTopic(t.Spec.Info.Topic) {
+		return violation(r.Name(), "task %q needs %q from %s; ask them", t.ID, t.Spec.Info.Topic, t.Spec.Info.From)
 	}
 	return nil
 }

@@ -39,6 +39,8 @@ type Config struct {
 	Seed    uint64
 	Session string       // copied into every event's Session field
 	Rules   policies.Set // nil means policies.Default()
+	// Load scales arrival rates and counts: 2 brings twice the tickets. 0 means 1.
+	Load float64
 }
 
 // Turn asks one member to decide.
@@ -71,12 +73,20 @@ const (
 	timerMember timerKind = iota + 1
 	timerWork
 	timerMessage
+	timerArrival   // id: arrival ID
+	timerInterrupt // id: index of the world's interruption
+	timerProject   // id: project ID
+	timerReturn    // id: member back from leave
+	timerQueueUp   // id: queue whose outage ends
+	timerEscalate  // id: request; step and approver say which assignment it watches
 )
 
 type timer struct {
 	kind  timerKind
 	id    string
 	cause uint64
+	step  int    // timerEscalate
+	who   string // timerEscalate: the approver it watches
 }
 
 // Engine is the simulation of one session. It is not safe for concurrent use.
@@ -143,8 +153,14 @@ func (e *Engine) Start() {
 		panic("sim: Start on a started engine")
 	}
 	e.started = true
+	var first []org.ArrivalNext
+	for i := range e.cfg.World.Arrivals {
+		a := &e.cfg.World.Arrivals[i]
+		first = append(first, org.ArrivalNext{Arrival: a.ID, At: e.arrivalAt(a, 0, a.Start)})
+	}
 	e.emit(org.EvSessionStarted, "", 0, org.SessionStarted{
-		World: e.cfg.World.Name, WorldFile: e.cfg.World.File, WorldHash: e.cfg.World.Hash, Seed: e.cfg.Seed, Source: string(e.cfg.Source)})
+		World: e.cfg.World.Name, WorldFile: e.cfg.World.File, WorldHash: e.cfg.World.Hash, Seed: e.cfg.Seed,
+		Load: e.load(), Source: string(e.cfg.Source), Arrivals: first})
 	e.settle()
 }
 
@@ -292,6 +308,8 @@ func (e *Engine) Tick() {
 			e.emit(org.EvWorkFinished, task.Assignee, t.cause, org.WorkFinished{Task: task.ID, Work: task.Stint})
 		case timerMessage:
 			e.emit(org.EvMessageDelivered, "", t.cause, org.MessageDelivered{Message: t.id})
+		default:
+			e.fireTimer(t)
 		}
 	}
 	e.settle()
@@ -309,7 +327,7 @@ func (e *Engine) timerValid(at clock.Time, t timer) bool {
 		msg := e.st.Message(t.id)
 		return msg != nil && !msg.Delivered
 	}
-	return false
+	return e.worldTimerValid(at, t)
 }
 
 // settle finds who is due now: agents become outstanding turns; NPCs due
@@ -404,6 +422,8 @@ func (e *Engine) apply(ev events.Event) error {
 		var p org.MessageSent
 		_ = json.Unmarshal(ev.Payload, &p)
 		e.timers.Push(p.DeliverAt, timer{kind: timerMessage, id: p.Message, cause: ev.Seq})
+	default:
+		e.scheduleFor(ev)
 	case org.EvSessionEnded:
 		e.done = true
 	}

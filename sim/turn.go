@@ -8,6 +8,7 @@ import (
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // MaxMessageBytes bounds a message's text.
@@ -21,7 +22,7 @@ func (e *Engine) takeTurn(a Answer) {
 		return
 	}
 	cal := &e.cfg.World.Calendar
-	cursor := cal.AddWork(e.now, MinTurnCost)
+	cursor := cal.AddWork(e.now, e.cost(m, MinTurnCost))
 	actions := a.Actions
 	if actions == nil {
 		actions = []org.Action{}
@@ -103,8 +104,14 @@ func (e *Engine) check(m *org.Member, a org.Action) *policies.Rejection {
 			}
 			return state("task %q is already %s by %s", t.ID, t.Status, t.Assignee)
 		}
-		if !e.st.Serves(m.Role, t.Project.Queue) && t.Spec.Role == m.Role {
-			return state("queue %q is not served by role %q", t.Project.Queue, m.Role)
+		if t.Hidden {
+			return policies.Reject(policies.KindUnknown, "no task %q", a.Task)
+		}
+		if !e.st.Serves(m.Role, t.Queue) && t.Spec.Role == m.Role {
+			return state("queue %q is not served by role %q", t.Queue, m.Role)
+		}
+		if q := e.st.Queue(t.Queue); q.Down(e.now) {
+			return state("queue %s is down until %d", q.ID, q.DownUntil)
 		}
 	case org.ActWork:
 		t, rej := task()
@@ -120,8 +127,11 @@ func (e *Engine) check(m *org.Member, a org.Action) *policies.Rejection {
 				return bad("work for %q: not a positive duration", a.For)
 			}
 		}
-		if t.Spent >= t.Spec.Effort {
-			return state("task %q has no effort left (%s of %s spent); complete it", t.ID, t.Spent, t.Spec.Effort)
+		if t.Spent >= t.Effort {
+			return state("task %q has no effort left (%s of %s spent); complete it", t.ID, t.Spent, t.Effort)
+		}
+		if q := e.st.Queue(t.Queue); q.Down(e.now) {
+			return state("queue %s is down until %d", q.ID, q.DownUntil)
 		}
 	case org.ActComplete:
 		t, rej := task()
@@ -177,6 +187,14 @@ func (e *Engine) check(m *org.Member, a org.Action) *policies.Rejection {
 			return bad("message needs text")
 		case len(a.Text) > MaxMessageBytes:
 			return bad("message is %d bytes; the limit is %d", len(a.Text), MaxMessageBytes)
+		case a.ReplyTo != "" && (e.st.Message(a.ReplyTo) == nil || e.st.Message(a.ReplyTo).To != m.ID || !e.st.Message(a.ReplyTo).Delivered):
+			return policies.Reject(policies.KindUnknown, "no message %q to %s to reply to", a.ReplyTo, m.ID)
+		case a.Topic != "":
+			// Only a colleague who holds information can give it.
+			if w, ok := e.cfg.World.Member(m.ID); !ok || w.NPC == nil || w.NPC.Knows[a.Topic] == "" {
+				return &policies.Rejection{Kind: policies.KindPolicy, Rule: "info-source",
+					Reason: fmt.Sprintf("%s does not hold %q and cannot pass it on as given information", m.ID, a.Topic)}
+			}
 		}
 	case org.ActWait:
 		if a.For != "" {
@@ -202,20 +220,20 @@ func (e *Engine) perform(m *org.Member, a org.Action, cause uint64, cursor clock
 	cal := &e.cfg.World.Calendar
 	switch a.Type {
 	case org.ActClaim:
-		cursor = cal.AddWork(cursor, ClaimCost)
+		cursor = cal.AddWork(cursor, e.cost(m, ClaimCost))
 		e.emit(org.EvTaskClaimed, m.ID, cause, org.TaskClaimed{Task: a.Task, BusyUntil: cursor})
 	case org.ActWork:
 		t := e.st.Task(a.Task)
-		d := min(DefaultWorkSpan, t.Spec.Effort-t.Spent)
+		d := min(DefaultWorkSpan, t.Effort-t.Spent)
 		if a.For != "" {
 			d, _ = clock.ParseDuration(a.For, cal.DayLength())
-			d = min(d, t.Spec.Effort-t.Spent)
+			d = min(d, t.Effort-t.Spent)
 		}
 		until := cal.AddWork(cursor, d)
 		e.emit(org.EvWorkStarted, m.ID, cause, org.WorkStarted{Task: a.Task, Work: d, Until: until})
 		return until, true
 	case org.ActComplete:
-		cursor = cal.AddWork(cursor, CompleteCost)
+		cursor = cal.AddWork(cursor, e.cost(m, CompleteCost))
 		e.emit(org.EvTaskCompleted, m.ID, cause, org.TaskCompleted{Task: a.Task, BusyUntil: cursor})
 	case org.ActRequestApproval:
 		t := e.st.Task(a.Task)
@@ -223,23 +241,23 @@ func (e *Engine) perform(m *org.Member, a org.Action, cause uint64, cursor clock
 		for _, s := range e.st.StepsFor(t) {
 			steps = append(steps, org.RequestStep{Role: s.Role, Approver: e.approverFor(s.Role, m.ID)})
 		}
-		cursor = cal.AddWork(cursor, RequestCost)
+		cursor = cal.AddWork(cursor, e.cost(m, RequestCost))
 		id := fmt.Sprintf("r%d", len(e.st.Requests)+1)
 		e.emit(org.EvApprovalRequested, m.ID, cause, org.ApprovalRequested{Request: id, Task: t.ID, Chain: t.Spec.Chain,
 			Amount: t.Spec.Purchase, Steps: steps, BusyUntil: cursor})
 	case org.ActApprove, org.ActReject:
 		r := e.st.Request(a.Request)
-		cursor = cal.AddWork(cursor, DecideCost)
+		cursor = cal.AddWork(cursor, e.cost(m, DecideCost))
 		typ := org.EvApprovalGranted
 		if a.Type == org.ActReject {
 			typ = org.EvApprovalRejected
 		}
 		e.emit(typ, m.ID, cause, org.ApprovalDecided{Request: r.ID, Step: r.Current, Reason: a.Reason, BusyUntil: cursor})
 	case org.ActMessage:
-		cursor = cal.AddWork(cursor, MessageCost)
+		cursor = cal.AddWork(cursor, e.cost(m, MessageCost))
 		id := fmt.Sprintf("m%d", len(e.st.Messages)+1)
-		e.emit(org.EvMessageSent, m.ID, cause, org.MessageSent{Message: id, To: a.To, Text: a.Text,
-			DeliverAt: cal.AddWork(cursor, MessageLatency), BusyUntil: cursor})
+		e.emit(org.EvMessageSent, m.ID, cause, org.MessageSent{Message: id, To: a.To, Text: a.Text, Topic: a.Topic,
+			ReplyTo: a.ReplyTo, DeliverAt: cal.AddWork(cursor, MessageLatency), BusyUntil: cursor})
 	case org.ActWait:
 		var until clock.Time
 		switch {
@@ -259,35 +277,63 @@ func (e *Engine) perform(m *org.Member, a org.Action, cause uint64, cursor clock
 // other member holding the role, by ID.
 func (e *Engine) approverFor(role, requester string) string {
 	for _, m := range e.st.Members {
-		if m.Role == role && m.ID != requester {
+		if m.Role == role && m.ID != requester && !m.OnLeave {
 			return m.ID
+		}
+	}
+	// Everyone holding the role is away: whoever stands in for them.
+	for _, m := range e.st.Members {
+		if m.Role == role && m.ID != requester && m.Delegate != "" && m.Delegate != requester {
+			return m.Delegate
 		}
 	}
 	return ""
 }
 
-// npcDecide is an NPC colleague's turn: it decides each request waiting for
-// it once its reply latency (drawn per request and step) has passed, and
-// otherwise waits until the next one is due.
+// cost is what an action costs a member: NPCs are simulated colleagues
+// whose bookkeeping takes no simulated time.
+func (e *Engine) cost(m *org.Member, d clock.Duration) clock.Duration {
+	if m.NPC {
+		return 0
+	}
+	return d
+}
+
+// npcDecide is an NPC colleague's turn. In order: it decides each approval
+// waiting for it and answers each message once its reply latency (drawn per
+// request step or message) has passed; if it serves queues, it finishes the
+// ticket it holds and takes the next one in queue order; then it waits until
+// the next reply is due, or until something changes. While absent it waits
+// until it is back.
 func (e *Engine) npcDecide(id string) Answer {
 	spec, _ := e.cfg.World.Member(id)
+	npc := spec.NPC
+	m := e.st.Member(id)
 	cal := &e.cfg.World.Calendar
+	answer := func(acts []org.Action) Answer { return Answer{Member: id, Turn: m.Turn + 1, Actions: acts} }
+	for _, w := range npc.Absent {
+		if e.now >= w.From && e.now < w.To {
+			return answer([]org.Action{{Type: org.ActWait, Until: int64(w.To)}})
+		}
+	}
 	var acts []org.Action
 	var next clock.Time
+	due := func(since clock.Time, key string) bool {
+		lat := uniform(e.cfg.Seed, key, int64(npc.ReplyMin), int64(npc.ReplyMax))
+		at := cal.AddWork(since, clock.Duration(lat))
+		if at <= e.now {
+			return true
+		}
+		if next == 0 || at < next {
+			next = at
+		}
+		return false
+	}
 	for _, r := range e.st.Requests {
 		if r.Status != org.RequestPending || r.Steps[r.Current].Approver != id {
 			continue
 		}
-		arrived := r.CreatedAt
-		if r.Current > 0 {
-			arrived = r.Steps[r.Current-1].DecidedAt
-		}
-		lat := uniform(e.cfg.Seed, fmt.Sprintf("npc/%s/%s/%d", id, r.ID, r.Current), int64(spec.NPC.ReplyMin), int64(spec.NPC.ReplyMax))
-		at := cal.AddWork(arrived, clock.Duration(lat))
-		if at > e.now {
-			if next == 0 || at < next {
-				next = at
-			}
+		if !due(r.Steps[r.Current].Since, fmt.Sprintf("npc/%s/%s/%d", id, r.ID, r.Current)) {
 			continue
 		}
 		if why := e.npcObjection(r); why != "" {
@@ -296,13 +342,75 @@ func (e *Engine) npcDecide(id string) Answer {
 			acts = append(acts, org.Action{Type: org.ActApprove, Request: r.ID})
 		}
 	}
-	sort.SliceStable(acts, func(i, j int) bool { return acts[i].Request < acts[j].Request })
+	for _, msg := range e.st.Messages {
+		if msg.To != id || !msg.Delivered || msg.Answered || e.st.Member(msg.From).NPC {
+			continue
+		}
+		if !due(msg.SentAt, "npc/"+id+"/msg/"+msg.ID) {
+			continue
+		}
+		reply := org.Action{Type: org.ActMessage, To: msg.From, ReplyTo: msg.ID,
+			Text: "Sorry, I can't help with that. I can tell you about: " + strings.Join(sortedKeys(npc.Knows), ", ")}
+		if len(npc.Knows) == 0 {
+			reply.Text = "Sorry, I can't help with that."
+		}
+		text := strings.ToLower(msg.Text)
+		for _, topic := range sortedKeys(npc.Knows) {
+			if strings.Contains(text, strings.ToLower(topic)) {
+				reply.Text, reply.Topic = npc.Knows[topic], topic
+				break
+			}
+		}
+		acts = append(acts, reply)
+	}
+	if len(npc.Serves) > 0 {
+		acts = append(acts, e.npcWork(m, npc)...)
+	}
+	if len(acts) > 0 && acts[len(acts)-1].Type == org.ActWork {
+		return answer(acts)
+	}
 	if next != 0 {
 		acts = append(acts, org.Action{Type: org.ActWait, Until: int64(next)})
 	} else {
 		acts = append(acts, org.Action{Type: org.ActWait})
 	}
-	return Answer{Member: id, Turn: e.st.Member(id).Turn + 1, Actions: acts}
+	return answer(acts)
+}
+
+// npcWork is what a serving NPC does about its work: finish what it holds,
+// then take the next ticket its queues' order gives it and start on it.
+func (e *Engine) npcWork(m *org.Member, npc *worlds.NPC) []org.Action {
+	var acts []org.Action
+	for _, t := range e.st.Tasks {
+		if t.Assignee != m.ID || t.Status == org.StatusDone {
+			continue
+		}
+		if t.Status == org.StatusInProgress {
+			return nil
+		}
+		if t.Spent < t.Effort {
+			return []org.Action{{Type: org.ActWork, Task: t.ID}}
+		}
+		acts = append(acts, org.Action{Type: org.ActComplete, Task: t.ID})
+	}
+	for _, q := range npc.Serves {
+		if e.st.Queue(q).Down(e.now) {
+			continue
+		}
+		if t := e.st.QueueHead(q, m.Role); t != nil {
+			return append(acts, org.Action{Type: org.ActClaim, Task: t.ID}, org.Action{Type: org.ActWork, Task: t.ID})
+		}
+	}
+	return acts
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // npcObjection is why an NPC approver refuses a request, or "".
@@ -314,7 +422,7 @@ func (e *Engine) npcObjection(r *org.Request) string {
 	if r.Amount != t.Spec.Purchase {
 		return fmt.Sprintf("amount %d does not match the task's purchase of %d", r.Amount, t.Spec.Purchase)
 	}
-	if b := e.st.Budget(t.Project.Team); b != nil && r.Amount > b.Remaining() {
+	if b := e.st.Budget(t.Team); b != nil && r.Amount > b.Remaining() {
 		return fmt.Sprintf("team %s has %d left, less than %d", b.Team, b.Remaining(), r.Amount)
 	}
 	return ""

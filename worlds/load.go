@@ -23,19 +23,21 @@ import (
 
 // file mirrors the world file's schema; Load checks it and builds a World.
 type file struct {
-	Version     *int          `yaml:"version"`
-	Name        string        `yaml:"name"`
-	Description string        `yaml:"description"`
-	Start       string        `yaml:"start"`
-	Horizon     string        `yaml:"horizon"`
-	Calendar    fileCalendar  `yaml:"calendar"`
-	Roles       []fileRole    `yaml:"roles"`
-	Teams       []fileTeam    `yaml:"teams"`
-	Members     []fileMember  `yaml:"members"`
-	Queues      []fileQueue   `yaml:"queues"`
-	Approvals   []fileChain   `yaml:"approvals"`
-	Projects    []fileProject `yaml:"projects"`
-	Scoring     fileScoring   `yaml:"scoring"`
+	Version     *int               `yaml:"version"`
+	Name        string             `yaml:"name"`
+	Description string             `yaml:"description"`
+	Start       string             `yaml:"start"`
+	Horizon     string             `yaml:"horizon"`
+	Calendar    fileCalendar       `yaml:"calendar"`
+	Roles       []fileRole         `yaml:"roles"`
+	Teams       []fileTeam         `yaml:"teams"`
+	Members     []fileMember       `yaml:"members"`
+	Queues      []fileQueue        `yaml:"queues"`
+	Approvals   []fileChain        `yaml:"approvals"`
+	Projects    []fileProject      `yaml:"projects"`
+	Arrivals    []fileArrival      `yaml:"arrivals"`
+	Interrupts  []fileInterruption `yaml:"interruptions"`
+	Scoring     fileScoring        `yaml:"scoring"`
 }
 
 type fileCalendar struct {
@@ -47,6 +49,7 @@ type fileCalendar struct {
 type fileRole struct {
 	ID    string `yaml:"id"`
 	Title string `yaml:"title"`
+	Rate  int64  `yaml:"rate"` // cost of one working hour, charged to the team's budget
 }
 
 type fileTeam struct {
@@ -56,15 +59,25 @@ type fileTeam struct {
 }
 
 type fileMember struct {
-	ID   string   `yaml:"id"`
-	Name string   `yaml:"name"`
-	Role string   `yaml:"role"`
-	Team string   `yaml:"team"`
-	NPC  *fileNPC `yaml:"npc"`
+	ID      string   `yaml:"id"`
+	Name    string   `yaml:"name"`
+	Role    string   `yaml:"role"`
+	Team    string   `yaml:"team"`
+	Manager string   `yaml:"manager"`
+	Skills  []string `yaml:"skills"`
+	NPC     *fileNPC `yaml:"npc"`
 }
 
 type fileNPC struct {
-	Reply fileRange `yaml:"reply"`
+	Reply  fileRange         `yaml:"reply"`
+	Serves []string          `yaml:"serves"` // queues it works as a server
+	Knows  map[string]string `yaml:"knows"`  // topic -> what it answers when asked
+	Absent []fileWindow      `yaml:"absent"`
+}
+
+type fileWindow struct {
+	From string `yaml:"from"`
+	For  string `yaml:"for"`
 }
 
 type fileRange struct {
@@ -75,6 +88,8 @@ type fileRange struct {
 type fileQueue struct {
 	ID       string   `yaml:"id"`
 	ServedBy []string `yaml:"served_by"`
+	Order    string   `yaml:"order"` // fifo (default) or priority
+	WIP      int      `yaml:"wip"`   // most items claimed and not done at once; 0 for no limit
 }
 
 type fileChain struct {
@@ -83,8 +98,9 @@ type fileChain struct {
 }
 
 type fileStep struct {
-	Role  string `yaml:"role"`
-	Above int64  `yaml:"above"`
+	Role          string `yaml:"role"`
+	Above         int64  `yaml:"above"`
+	EscalateAfter string `yaml:"escalate_after"`
 }
 
 type fileProject struct {
@@ -94,18 +110,27 @@ type fileProject struct {
 	Queue    string     `yaml:"queue"`
 	Value    float64    `yaml:"value"`
 	Deadline string     `yaml:"deadline"`
+	Start    string     `yaml:"start"` // its tasks appear this far into the session (working time)
 	Tasks    []fileTask `yaml:"tasks"`
 }
 
 type fileTask struct {
-	ID       string   `yaml:"id"`
-	Title    string   `yaml:"title"`
-	Role     string   `yaml:"role"`
-	Effort   string   `yaml:"effort"`
-	Deps     []string `yaml:"deps"`
-	Value    *float64 `yaml:"value"`
-	Purchase int64    `yaml:"purchase"`
-	Approval string   `yaml:"approval"`
+	ID       string    `yaml:"id"`
+	Title    string    `yaml:"title"`
+	Role     string    `yaml:"role"`
+	Effort   string    `yaml:"effort"`
+	Deps     []string  `yaml:"deps"`
+	Value    *float64  `yaml:"value"`
+	Purchase int64     `yaml:"purchase"`
+	Approval string    `yaml:"approval"`
+	Skill    string    `yaml:"skill"`
+	Priority int       `yaml:"priority"`
+	Info     *fileInfo `yaml:"info"`
+}
+
+type fileInfo struct {
+	From  string `yaml:"from"`
+	Topic string `yaml:"topic"`
 }
 
 type fileScoring struct {
@@ -765,7 +790,10 @@ func (v *validator) build(f *file) *World {
 	roles := map[string]string{}
 	for i, r := range f.Roles {
 		v.checkID(fmt.Sprintf("roles[%d].id", i), "role", r.ID, roles)
-		w.Roles = append(w.Roles, Role{ID: r.ID, Title: r.Title})
+		if r.Rate < 0 {
+			v.errf(fmt.Sprintf("roles[%d].rate", i), "rate must not be negative, got %d", r.Rate)
+		}
+		w.Roles = append(w.Roles, Role{ID: r.ID, Title: r.Title, Rate: r.Rate})
 	}
 	teams := map[string]string{}
 	for i, t := range f.Teams {
@@ -781,20 +809,38 @@ func (v *validator) build(f *file) *World {
 	held := map[string]bool{}      // roles some member holds: approvers may be NPCs
 	agentHeld := map[string]bool{} // roles some agent seat holds: NPCs take no work
 	agentSeats := 0
+	npcServes := map[string]bool{} // queues some NPC serves
+	npcKnows := map[string]map[string]string{}
+	for _, m := range f.Members {
+		if m.NPC != nil {
+			for _, q := range m.NPC.Serves {
+				npcServes[q] = true
+			}
+			npcKnows[m.ID] = m.NPC.Knows
+		}
+	}
 	for i, m := range f.Members {
 		p := fmt.Sprintf("members[%d]", i)
 		v.checkID(p+".id", "member", m.ID, members)
 		v.ref(p+".role", "role", m.Role, roles)
 		v.ref(p+".team", "team", m.Team, teams)
 		held[m.Role] = true
-		mem := Member{ID: m.ID, Name: m.Name, Role: m.Role, Team: m.Team}
+		mem := Member{ID: m.ID, Name: m.Name, Role: m.Role, Team: m.Team, Manager: m.Manager, Skills: m.Skills}
 		if m.NPC != nil {
 			lo, okLo := v.duration(p+".npc.reply.min", m.NPC.Reply.Min, dayLen, false)
 			hi, okHi := v.duration(p+".npc.reply.max", m.NPC.Reply.Max, dayLen, false)
 			if okLo && okHi && hi < lo {
 				v.errf(p+".npc.reply.max", "max (%s) is less than min (%s)", hi, lo)
 			}
-			mem.NPC = &NPC{ReplyMin: lo, ReplyMax: hi}
+			mem.NPC = &NPC{ReplyMin: lo, ReplyMax: hi, Serves: m.NPC.Serves, Knows: m.NPC.Knows}
+			for j, a := range m.NPC.Absent {
+				ap := fmt.Sprintf("%s.npc.absent[%d]", p, j)
+				from, ok1 := v.offset(ap+".from", a.From, &cal, true)
+				d, ok2 := v.duration(ap+".for", a.For, dayLen, true)
+				if ok1 && ok2 {
+					mem.NPC.Absent = append(mem.NPC.Absent, Window{From: from, To: cal.AddWork(from, d)})
+				}
+			}
 		} else {
 			agentSeats++
 			agentHeld[m.Role] = true
@@ -805,6 +851,15 @@ func (v *validator) build(f *file) *World {
 		v.errf("members", "no agent seats: every member is an NPC")
 	}
 	sort.SliceStable(w.Members, func(i, j int) bool { return w.Members[i].ID < w.Members[j].ID })
+	for i, m := range f.Members {
+		if m.Manager == "" {
+			continue
+		}
+		if v.ref(fmt.Sprintf("members[%d].manager", i), "member", m.Manager, members) && m.Manager == m.ID {
+			v.errf(fmt.Sprintf("members[%d].manager", i), "%s cannot manage themselves", m.ID)
+		}
+	}
+	v.checkManagerCycles(f)
 
 	// Queues.
 	queues := map[string]string{}
@@ -814,7 +869,7 @@ func (v *validator) build(f *file) *World {
 		if len(q.ServedBy) == 0 {
 			v.errf(p+".served_by", "queue %q is served by no role", q.ID)
 		}
-		served := false
+		served := npcServes[q.ID]
 		for j, r := range q.ServedBy {
 			if v.ref(fmt.Sprintf("%s.served_by[%d]", p, j), "role", r, roles) && agentHeld[r] {
 				served = true
@@ -823,7 +878,18 @@ func (v *validator) build(f *file) *World {
 		if len(q.ServedBy) > 0 && !served {
 			v.errf(p+".served_by", "nobody serves queue %q: no agent seat holds any of the roles %s", q.ID, strings.Join(q.ServedBy, ", "))
 		}
-		w.Queues = append(w.Queues, Queue{ID: q.ID, ServedBy: q.ServedBy})
+		order := q.Order
+		switch order {
+		case "":
+			order = "fifo"
+		case "fifo", "priority":
+		default:
+			v.errf(p+".order", "unknown order %q (expected fifo or priority)", q.Order)
+		}
+		if q.WIP < 0 {
+			v.errf(p+".wip", "wip must not be negative, got %d", q.WIP)
+		}
+		w.Queues = append(w.Queues, Queue{ID: q.ID, ServedBy: q.ServedBy, Order: order, WIP: q.WIP})
 	}
 
 	// Approval chains.
@@ -843,7 +909,11 @@ func (v *validator) build(f *file) *World {
 			if s.Above < 0 {
 				v.errf(sp+".above", "threshold must not be negative, got %d", s.Above)
 			}
-			ch.Steps = append(ch.Steps, Step{Role: s.Role, Above: s.Above})
+			st := Step{Role: s.Role, Above: s.Above}
+			if s.EscalateAfter != "" {
+				st.EscalateAfter, _ = v.duration(sp+".escalate_after", s.EscalateAfter, dayLen, true)
+			}
+			ch.Steps = append(ch.Steps, st)
 		}
 		w.Approvals = append(w.Approvals, ch)
 	}
@@ -871,6 +941,10 @@ func (v *validator) build(f *file) *World {
 		if d, ok := v.duration(p+".deadline", pr.Deadline, dayLen, true); ok {
 			proj.Deadline = cal.AddWork(cal.NextWorking(0), d)
 		}
+		proj.Start, _ = v.offset(p+".start", pr.Start, &cal, false)
+		if proj.Start > 0 && proj.Deadline > 0 && proj.Start >= proj.Deadline {
+			v.errf(p+".start", "project %q starts at or after its deadline", pr.ID)
+		}
 		if len(pr.Tasks) == 0 {
 			v.errf(p+".tasks", "project %q has no tasks", pr.ID)
 		}
@@ -878,14 +952,14 @@ func (v *validator) build(f *file) *World {
 			tp := fmt.Sprintf("%s.tasks[%d]", p, j)
 			if v.ref(tp+".role", "role", t.Role, roles) {
 				switch {
-				case !agentHeld[t.Role]:
+				case !agentHeld[t.Role] && !npcServes[pr.Queue]:
 					v.errf(tp+".role", "task %q needs role %q, which no agent seat holds", t.ID, t.Role)
 				case queueOK && !slices.Contains(servedBy[pr.Queue], t.Role):
 					// Only a role serving the project's queue may claim its tasks.
 					v.errf(tp+".role", "task %q needs role %q, which does not serve queue %q", t.ID, t.Role, pr.Queue)
 				}
 			}
-			task := Task{ID: t.ID, Title: t.Title, Role: t.Role, Purchase: t.Purchase}
+			task := Task{ID: t.ID, Title: t.Title, Role: t.Role, Purchase: t.Purchase, Skill: t.Skill, Priority: t.Priority}
 			task.Effort, _ = v.duration(tp+".effort", t.Effort, dayLen, true)
 			task.Value = float64(task.Effort) / float64(clock.Hour)
 			if t.Value != nil {
@@ -922,6 +996,23 @@ func (v *validator) build(f *file) *World {
 		w.Projects = append(w.Projects, proj)
 	}
 	v.checkCycles(f)
+	r := &refs{roles: roles, teams: teams, members: members, queues: queues, chains: chains, tasks: tasks,
+		agentHeld: agentHeld, npcServes: npcServes, servedBy: servedBy, npcKnows: npcKnows}
+	for i, pr := range f.Projects {
+		for j, t := range pr.Tasks {
+			w.Projects[i].Tasks[j].Info = v.info(fmt.Sprintf("projects[%d].tasks[%d].info", i, j), t.Info, r)
+		}
+	}
+	for i, m := range f.Members {
+		if m.NPC == nil {
+			continue
+		}
+		for j, q := range m.NPC.Serves {
+			v.ref(fmt.Sprintf("members[%d].npc.serves[%d]", i, j), "queue", q, queues)
+		}
+	}
+	v.arrivals(f, w, r)
+	v.interruptions(f, w, r)
 
 	// Scoring.
 	w.Scoring = Scoring{LateHalfLife: 5 * dayLen, ViolationPenalty: 1}
@@ -950,6 +1041,37 @@ func (v *validator) ref(path, kind, id string, defined map[string]string) bool {
 		return false
 	}
 	return true
+}
+
+// checkManagerCycles reports reporting lines that loop.
+func (v *validator) checkManagerCycles(f *file) {
+	manager := map[string]string{}
+	index := map[string]int{}
+	for i, m := range f.Members {
+		manager[m.ID] = m.Manager
+		index[m.ID] = i
+	}
+	reported := map[string]bool{}
+	for _, m := range f.Members {
+		seen := map[string]bool{}
+		var path []string
+		for id := m.ID; id != "" && !seen[id]; id = manager[id] {
+			seen[id] = true
+			path = append(path, id)
+			if next := manager[id]; next != "" && next == m.ID {
+				cycle := append(path, m.ID)
+				key := strings.Join(cycle, ">")
+				if !reported[m.ID] {
+					for _, c := range cycle {
+						reported[c] = true
+					}
+					v.errf(fmt.Sprintf("members[%d].manager", index[m.ID]), "reporting lines loop: %s", strings.Join(cycle, " -> "))
+				}
+				_ = key
+				break
+			}
+		}
+	}
 }
 
 // checkCycles reports every dependency cycle among tasks, printed as the cycle.

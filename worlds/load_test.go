@@ -107,17 +107,17 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:  "unknown top-level field",
 			edits: []string{"name: tiny\n", "name: tiny\ncolour: blue\n"},
-			want:  `w.yaml:3:1: colour: unknown field "colour" (expected one of version, name, description, start, horizon, calendar, roles, teams, members, queues, approvals, projects, scoring)`,
+			want:  `w.yaml:3:1: colour: unknown field "colour" (expected one of version, name, description, start, horizon, calendar, roles, teams, members, queues, approvals, projects, arrivals, interruptions, scoring)`,
 		},
 		{
 			name:  "unknown field in a task",
 			edits: []string{"effort: 3d, deps: [spec]}", "effort: 3d, deps: [spec], owner: bob}"},
-			want:  `w.yaml:38:61: projects[0].tasks[1].owner: unknown field "owner" (expected one of id, title, role, effort, deps, value, purchase, approval)`,
+			want:  `w.yaml:38:61: projects[0].tasks[1].owner: unknown field "owner" (expected one of id, title, role, effort, deps, value, purchase, approval, skill, priority, info)`,
 		},
 		{
 			name:  "unknown field in a block-style task",
 			edits: []string{"      - {id: spec, role: lead, effort: 1d}\n", "      - id: spec\n        role: lead\n        efort: 1d\n"},
-			want:  `w.yaml:39:9: projects[0].tasks[0].efort: unknown field "efort" (expected one of id, title, role, effort, deps, value, purchase, approval)`,
+			want:  `w.yaml:39:9: projects[0].tasks[0].efort: unknown field "efort" (expected one of id, title, role, effort, deps, value, purchase, approval, skill, priority, info)`,
 		},
 		{
 			name:  "string where an integer is expected",

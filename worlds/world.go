@@ -25,13 +25,17 @@ type World struct {
 	Queues    []Queue   // in file order
 	Approvals []Chain   // in file order
 	Projects  []Project // in file order
-	Scoring   Scoring
+	Arrivals  []Arrival // in file order
+	// Interruptions in file order.
+	Interruptions []Interruption
+	Scoring       Scoring
 }
 
 // Role is a job that members hold; tasks and approval steps name roles.
 type Role struct {
 	ID    string
 	Title string
+	Rate  int64 // cost of one working hour of work, charged to the worker's team
 }
 
 // Team groups members and owns a budget.
@@ -43,23 +47,48 @@ type Team struct {
 
 // Member is a seat in the company: played by an agent, or by an NPC when NPC is set.
 type Member struct {
-	ID   string
-	Name string
-	Role string
-	Team string
-	NPC  *NPC // nil for agent seats
+	ID      string
+	Name    string
+	Role    string
+	Team    string
+	Manager string   // reporting line; "" for none
+	Skills  []string // skills beyond the role
+	NPC     *NPC     // nil for agent seats
 }
 
 // NPC describes a simulated colleague's behaviour.
 type NPC struct {
 	ReplyMin clock.Duration // working time before it answers, drawn uniformly from [ReplyMin, ReplyMax]
 	ReplyMax clock.Duration
+	Serves   []string          // queues it works as a server: it takes their items in order and does them
+	Knows    map[string]string // topic -> the answer it gives when a message asks about the topic
+	Absent   []Window          // when it does not answer
+}
+
+// Window is a span of simulated time.
+type Window struct {
+	From, To clock.Time
+}
+
+// HasSkill reports whether the member may do work needing skill ("" always).
+func (m *Member) HasSkill(skill string) bool {
+	if skill == "" {
+		return true
+	}
+	for _, s := range m.Skills {
+		if s == skill {
+			return true
+		}
+	}
+	return false
 }
 
 // Queue is a work queue; members whose role is in ServedBy take work from it.
 type Queue struct {
 	ID       string
 	ServedBy []string
+	Order    string // "fifo" or "priority"
+	WIP      int    // most items claimed and not done at once; 0 for no limit
 }
 
 // Chain is an approval chain: the steps whose threshold an amount exceeds must
@@ -71,8 +100,9 @@ type Chain struct {
 
 // Step is one approver role of a chain, needed when the amount exceeds Above.
 type Step struct {
-	Role  string
-	Above int64
+	Role          string
+	Above         int64
+	EscalateAfter clock.Duration // working time before an undecided step goes to the approver's manager; 0 never
 }
 
 // StepsFor returns the steps an amount needs, in order.
@@ -94,6 +124,7 @@ type Project struct {
 	Queue    string
 	Value    float64    // bonus when every task is done by the deadline
 	Deadline clock.Time // simulated time
+	Start    clock.Time // its tasks appear then
 	Tasks    []Task     // in file order
 }
 
@@ -107,6 +138,9 @@ type Task struct {
 	Value    float64
 	Purchase int64  // money the task spends when completed; 0 for none
 	Chain    string // the approval chain that governs the purchase
+	Skill    string // a skill the worker needs besides the role; "" for none
+	Priority int    // higher is more urgent
+	Info     *Info  // information that must be asked for before completion
 }
 
 // Scoring holds the rubric's weights.
@@ -120,6 +154,26 @@ func (w *World) Member(id string) (*Member, bool) {
 	for i := range w.Members {
 		if w.Members[i].ID == id {
 			return &w.Members[i], true
+		}
+	}
+	return nil, false
+}
+
+// Queue returns the queue with the given ID.
+func (w *World) Queue(id string) (*Queue, bool) {
+	for i := range w.Queues {
+		if w.Queues[i].ID == id {
+			return &w.Queues[i], true
+		}
+	}
+	return nil, false
+}
+
+// Role returns the role with the given ID.
+func (w *World) Role(id string) (*Role, bool) {
+	for i := range w.Roles {
+		if w.Roles[i].ID == id {
+			return &w.Roles[i], true
 		}
 	}
 	return nil, false

@@ -83,8 +83,11 @@ func (d *Driver) Continue(ctx context.Context, meta events.SessionMeta, e *sim.E
 	if err := d.cfg.Log.UpdateSession(ctx, meta); err != nil {
 		return meta, fmt.Errorf("driver: %w", err)
 	}
+	// The last durable seq, read before Resume: Resume may already emit
+	// events (an NPC due alone decides at once) that are not yet stored.
+	last := e.State().LastSeq
 	e.Resume()
-	return d.loop(ctx, meta, e, e.State().LastSeq)
+	return d.loop(ctx, meta, e, last)
 }
 
 func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engine, last uint64) (events.SessionMeta, error) {

@@ -47,7 +47,8 @@ func ReadOrigin(ctx context.Context, log events.Log, session string) (Origin, er
 
 // Load rebuilds the engine of a session as it was after event at (0 means
 // its last event): from the nearest checkpoint at or before at, verified
-// against its state hash, then event by event. seed is the seed for what
+// against its state hash, then event by event. Corrupt checkpoints are
+// skipped; corrupt events are errors. seed is the seed for what
 // follows (0 keeps the recorded one). It returns the engine and the number
 // of events replayed after the checkpoint.
 func Load(ctx context.Context, log events.Log, session string, at, seed uint64) (*sim.Engine, int, error) {
@@ -72,6 +73,15 @@ func Load(ctx context.Context, log events.Log, session string, at, seed uint64) 
 	var e *sim.Engine
 	from := uint64(1)
 	cp, err := log.LatestCheckpoint(ctx, session, at)
+	// A checkpoint only saves replay time: skip corrupt ones (Verify reports
+	// them) and start from an older one, or from the first event.
+	for ce := (*events.CorruptError)(nil); errors.As(err, &ce) && ce.Kind == events.CorruptCheckpoint; {
+		if ce.Seq <= 1 {
+			err = events.ErrNoCheckpoint
+			break
+		}
+		cp, err = log.LatestCheckpoint(ctx, session, ce.Seq-1)
+	}
 	switch {
 	case err == nil:
 		if e, err = sim.Restore(cfg, cp.Data, cp.StateHash); err != nil {

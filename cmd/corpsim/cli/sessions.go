@@ -154,8 +154,16 @@ func (a *app) forkCmd(reset bool) *cobra.Command {
 			if reset {
 				at = 1
 			}
-			if at == 0 {
-				return usagef("fork needs --at SEQ (1 to %d)", parent.LastSeq)
+			// The metadata's LastSeq is only updated when a run stops; the log knows.
+			last, err := log.LastSeq(ctx, parent.ID)
+			if err != nil {
+				return err
+			}
+			if at == 0 || at > last {
+				if at > last {
+					return usagef("--at %d is beyond the end of session %s, which has %d events", at, parent.ID, last)
+				}
+				return usagef("fork needs --at SEQ (1 to %d)", last)
 			}
 			seed := parent.Seed
 			if cmd.Flags().Changed("seed") {

@@ -1,0 +1,344 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// This file drives what the world does by itself: tickets arriving,
+// projects starting, interruptions, leave ending, outages ending and
+// approvals escalating. Every timer is pushed while applying the event that
+// makes it due, so replay rebuilds the same timers.
+
+func (e *Engine) load() float64 {
+	if e.cfg.Load <= 0 {
+		return 1
+	}
+	return e.cfg.Load
+}
+
+// unit returns a uniform number in [0, 1) drawn for (seed, key).
+func (e *Engine) unit(key string) float64 {
+	return float64(draw(e.cfg.Seed, key)>>11) / (1 << 53)
+}
+
+// expo returns an exponential number with mean 1 drawn for (seed, key).
+func (e *Engine) expo(key string) float64 {
+	return -math.Log(1 - e.unit(key))
+}
+
+// arrivalAt is when arrival a brings ticket number n (0-based), counting
+// from prev, the time of ticket n-1 (or the process's start): 0 when it
+// brings no more. Gaps are working time and shrink with the load.
+func (e *Engine) arrivalAt(a *worlds.Arrival, n int, prev clock.Time) clock.Time {
+	load := e.load()
+	if a.Count > 0 && float64(n) >= math.Round(float64(a.Count)*load) {
+		return 0
+	}
+	cal := &e.cfg.World.Calendar
+	var at clock.Time
+	switch a.Process {
+	case "scheduled":
+		if len(a.At) > 0 {
+			// A load of 2 brings each scheduled ticket twice; 0.5 every other one.
+			idx := int(float64(n) / load)
+			if idx >= len(a.At) {
+				return 0
+			}
+			at = a.At[idx]
+		} else if n == 0 {
+			at = cal.NextWorking(prev)
+		} else {
+			at = cal.AddWork(prev, clock.Duration(float64(a.Every)/load))
+		}
+	case "poisson":
+		gap := e.expo(fmt.Sprintf("arrival/%s/%d", a.ID, n)) * float64(a.Every) / load
+		at = cal.AddWork(cal.NextWorking(prev), clock.Duration(gap))
+	case "bursty":
+		burst := max(1, int(math.Round(float64(a.Burst)*load)))
+		if n%burst != 0 {
+			at = prev // the rest of a burst arrives together
+		} else if n == 0 {
+			at = cal.NextWorking(prev)
+		} else {
+			at = cal.AddWork(prev, a.Every)
+		}
+	}
+	until := a.Until
+	if until == 0 {
+		until = e.cfg.World.Horizon
+	}
+	if at > until {
+		return 0
+	}
+	return max(at, e.now)
+}
+
+// ticket makes the definition of a ticket from a template.
+func (e *Engine) ticket(t *worlds.Template, id, key string) worlds.Task {
+	def := worlds.Task{ID: id, Title: t.Title, Role: t.Role, Skill: t.Skill, Value: t.Value, Chain: t.Chain, Info: t.Info}
+	def.Effort = clock.Duration(t.Effort.Sample(e.unit(key+"/effort/u"), e.expo(key+"/effort/e")))
+	if t.Purchase.Kind != "" {
+		def.Purchase = t.Purchase.Sample(e.unit(key+"/purchase/u"), e.expo(key+"/purchase/e"))
+	}
+	if len(t.Priority) > 0 {
+		total := 0
+		for _, w := range t.Priority {
+			total += w.Weight
+		}
+		if total > 0 {
+			x := int(e.unit(key+"/priority") * float64(total))
+			for _, w := range t.Priority {
+				if x < w.Weight {
+					def.Priority = w.Priority
+					break
+				}
+				x -= w.Weight
+			}
+		}
+	}
+	return def
+}
+
+func (e *Engine) ticketTeam(t *worlds.Template, queue string) string {
+	if t.Team != "" {
+		return t.Team
+	}
+	// The team of the first agent seat serving the queue, else the first team.
+	for _, m := range e.cfg.World.Members {
+		if q, ok := e.cfg.World.Queue(queue); ok && contains(q.ServedBy, m.Role) {
+			return m.Team
+		}
+	}
+	if len(e.cfg.World.Teams) > 0 {
+		return e.cfg.World.Teams[0].ID
+	}
+	return ""
+}
+
+func contains(list []string, x string) bool {
+	for _, y := range list {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Engine) sla(t *worlds.Template) clock.Time {
+	if t.SLA == 0 {
+		return 0
+	}
+	return e.cfg.World.Calendar.AddWork(e.now, t.SLA)
+}
+
+// fireTimer does what a world timer says, if it is still valid.
+func (e *Engine) fireTimer(t timer) {
+	w := e.cfg.World
+	switch t.kind {
+	case timerArrival:
+		a, _ := arrivalByID(w, t.id)
+		st := e.st.Arrival(t.id)
+		n := st.N
+		at := e.now
+		// A burst brings all of its tickets at once; every other process one.
+		for {
+			id := fmt.Sprintf("%s-%d", a.ID, n+1)
+			next := e.arrivalAt(a, n+1, at)
+			def := e.ticket(&a.Ticket, id, fmt.Sprintf("ticket/%s/%d", a.ID, n))
+			e.emit(org.EvTaskCreated, "", t.cause, org.TaskCreated{Task: def, Queue: a.Queue, Team: e.ticketTeam(&a.Ticket, a.Queue),
+				Deadline: e.sla(&a.Ticket), Arrival: a.ID, NextAt: next, Interruption: -1})
+			n++
+			if next != e.now {
+				break
+			}
+		}
+	case timerInterrupt:
+		var i int
+		fmt.Sscanf(t.id, "%d", &i)
+		e.interrupt(i, &w.Interruptions[i])
+	case timerProject:
+		e.emit(org.EvProjectStarted, "", 0, org.ProjectStarted{Project: t.id})
+	case timerReturn:
+		e.emit(org.EvMemberReturned, t.id, t.cause, struct{}{})
+	case timerQueueUp:
+		e.emit(org.EvQueueUp, "", t.cause, org.QueueUp{Queue: t.id})
+	case timerEscalate:
+		r := e.st.Request(t.id)
+		to := e.escalationTarget(t.who, r.Requester)
+		if to != "" {
+			e.emit(org.EvApprovalEscalated, "", t.cause, org.ApprovalEscalated{Request: r.ID, Step: t.step, From: t.who, To: to, Reason: "timeout"})
+		}
+	}
+}
+
+func arrivalByID(w *worlds.World, id string) (*worlds.Arrival, bool) {
+	for i := range w.Arrivals {
+		if w.Arrivals[i].ID == id {
+			return &w.Arrivals[i], true
+		}
+	}
+	return nil, false
+}
+
+// interrupt makes interruption i happen.
+func (e *Engine) interrupt(i int, in *worlds.Interruption) {
+	cal := &e.cfg.World.Calendar
+	fired := org.InterruptionFired{Interruption: i, Note: in.Note}
+	switch in.Kind {
+	case worlds.Reprioritize:
+		e.emit(org.EvTaskReprioritized, "", 0, org.TaskReprioritized{InterruptionFired: fired, Task: in.Task, Value: in.Value, Priority: in.Priority})
+	case worlds.Change:
+		e.emit(org.EvTaskChanged, "", 0, org.TaskChanged{InterruptionFired: fired, Task: in.Task, Effort: in.Effort})
+	case worlds.Outage:
+		e.emit(org.EvQueueDown, "", 0, org.QueueDown{InterruptionFired: fired, Queue: in.Queue, Until: cal.AddWork(e.now, in.For)})
+	case worlds.Urgent:
+		id := fmt.Sprintf("urgent-%d", i+1)
+		def := e.ticket(in.Ticket, id, fmt.Sprintf("urgent/%d", i))
+		if in.Priority != nil {
+			def.Priority = *in.Priority
+		}
+		e.emit(org.EvTaskCreated, "", 0, org.TaskCreated{Task: def, Queue: in.Queue, Team: e.ticketTeam(in.Ticket, in.Queue),
+			Deadline: e.sla(in.Ticket), Interruption: i})
+	case worlds.Leave:
+		seq := e.emit(org.EvMemberLeft, in.Member, 0, org.MemberLeft{InterruptionFired: fired, Until: cal.AddWork(e.now, in.For), Delegate: in.Delegate})
+		// Whatever waits for the member's approval goes to who stands in.
+		for _, r := range e.st.Requests {
+			if r.Status != org.RequestPending || r.Steps[r.Current].Approver != in.Member {
+				continue
+			}
+			if to := e.escalationTarget(in.Member, r.Requester); to != "" {
+				e.emit(org.EvApprovalEscalated, "", seq, org.ApprovalEscalated{Request: r.ID, Step: r.Current, From: in.Member, To: to, Reason: "leave"})
+			}
+		}
+	}
+}
+
+// escalationTarget is who takes over an approval from member: its delegate
+// while on leave, else its manager, else another holder of its role — never
+// the requester, never someone on leave.
+func (e *Engine) escalationTarget(member, requester string) string {
+	w := e.cfg.World
+	m := e.st.Member(member)
+	wm, _ := w.Member(member)
+	ok := func(id string) bool {
+		o := e.st.Member(id)
+		return o != nil && id != requester && id != member && !o.OnLeave
+	}
+	if m.OnLeave && ok(m.Delegate) {
+		return m.Delegate
+	}
+	if wm.Manager != "" && ok(wm.Manager) {
+		return wm.Manager
+	}
+	for _, o := range e.st.Members {
+		if o.Role == m.Role && ok(o.ID) {
+			return o.ID
+		}
+	}
+	return ""
+}
+
+// worldTimerValid reports whether a world timer still has something to do.
+func (e *Engine) worldTimerValid(at clock.Time, t timer) bool {
+	switch t.kind {
+	case timerArrival:
+		a := e.st.Arrival(t.id)
+		return a != nil && a.NextAt == at
+	case timerInterrupt:
+		var i int
+		fmt.Sscanf(t.id, "%d", &i)
+		return i < len(e.st.Fired) && !e.st.Fired[i]
+	case timerProject:
+		for _, task := range e.st.Tasks {
+			if task.Project == t.id && task.Hidden {
+				return true
+			}
+		}
+		return false
+	case timerReturn:
+		m := e.st.Member(t.id)
+		return m.OnLeave && m.LeaveUntil == at
+	case timerQueueUp:
+		q := e.st.Queue(t.id)
+		return q.DownUntil == at
+	case timerEscalate:
+		r := e.st.Request(t.id)
+		return r != nil && r.Status == org.RequestPending && r.Current == t.step && r.Steps[t.step].Approver == t.who
+	}
+	return false
+}
+
+// scheduleFor pushes the timers an applied event makes due.
+func (e *Engine) scheduleFor(ev events.Event) {
+	w := e.cfg.World
+	payload, seq := ev.Payload, ev.Seq
+	switch ev.Type {
+	case org.EvSessionStarted:
+		var p org.SessionStarted
+		_ = json.Unmarshal(payload, &p)
+		for _, a := range p.Arrivals {
+			if a.At != 0 {
+				e.timers.Push(a.At, timer{kind: timerArrival, id: a.Arrival, cause: seq})
+			}
+		}
+		for i, in := range w.Interruptions {
+			e.timers.Push(in.At, timer{kind: timerInterrupt, id: fmt.Sprint(i)})
+		}
+		for _, p := range w.Projects {
+			if p.Start > 0 {
+				e.timers.Push(p.Start, timer{kind: timerProject, id: p.ID})
+			}
+		}
+	case org.EvTaskCreated:
+		var p org.TaskCreated
+		_ = json.Unmarshal(payload, &p)
+		if p.Arrival != "" && p.NextAt != 0 {
+			e.timers.Push(p.NextAt, timer{kind: timerArrival, id: p.Arrival, cause: seq})
+		}
+	case org.EvMemberLeft:
+		var p org.MemberLeft
+		_ = json.Unmarshal(payload, &p)
+		e.timers.Push(p.Until, timer{kind: timerReturn, id: ev.Actor, cause: seq})
+	case org.EvQueueDown:
+		var p org.QueueDown
+		_ = json.Unmarshal(payload, &p)
+		e.timers.Push(p.Until, timer{kind: timerQueueUp, id: p.Queue, cause: seq})
+	case org.EvApprovalRequested, org.EvApprovalGranted, org.EvApprovalEscalated:
+		var p struct {
+			Request string `json:"request"`
+		}
+		_ = json.Unmarshal(payload, &p)
+		e.scheduleEscalation(p.Request, seq)
+	}
+}
+
+// scheduleEscalation watches the current step of a request, if its chain escalates.
+func (e *Engine) scheduleEscalation(id string, seq uint64) {
+	r := e.st.Request(id)
+	if r == nil || r.Status != org.RequestPending {
+		return
+	}
+	c, ok := e.cfg.World.Chain(r.Chain)
+	if !ok {
+		return
+	}
+	step := r.Steps[r.Current]
+	var after clock.Duration
+	for _, s := range c.Steps {
+		if s.Role == step.Role {
+			after = s.EscalateAfter
+		}
+	}
+	if after == 0 {
+		return
+	}
+	at := e.cfg.World.Calendar.AddWork(e.now, after)
+	e.timers.Push(at, timer{kind: timerEscalate, id: id, cause: seq, step: r.Current, who: step.Approver})
+}

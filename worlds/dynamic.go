@@ -1,0 +1,435 @@
+package worlds
+
+import (
+	"fmt"
+
+	"strings"
+
+	"github.com/corpsim/corpsim/clock"
+)
+
+// fileArrival is a process that brings new tickets into a queue.
+type fileArrival struct {
+	ID      string       `yaml:"id"`
+	Queue   string       `yaml:"queue"`
+	Process string       `yaml:"process"` // poisson, scheduled or bursty
+	Every   string       `yaml:"every"`   // poisson: mean gap; scheduled: the gap; bursty: gap between bursts
+	Burst   int          `yaml:"burst"`   // bursty: tickets per burst
+	At      []string     `yaml:"at"`      // scheduled: instants (working time from the start) instead of every
+	Start   string       `yaml:"start"`
+	Until   string       `yaml:"until"`
+	Count   int          `yaml:"count"` // stop after this many (before load scaling)
+	Ticket  fileTemplate `yaml:"ticket"`
+}
+
+// fileTemplate describes the tickets an arrival process brings.
+type fileTemplate struct {
+	Title    string         `yaml:"title"`
+	Role     string         `yaml:"role"`
+	Skill    string         `yaml:"skill"`
+	Team     string         `yaml:"team"`
+	Effort   fileDist       `yaml:"effort"`
+	Value    *float64       `yaml:"value"`
+	SLA      string         `yaml:"sla"`
+	Priority map[int]int    `yaml:"priority"` // priority -> weight
+	Purchase fileAmountDist `yaml:"purchase"`
+	Approval string         `yaml:"approval"`
+	Info     *fileInfo      `yaml:"info"`
+}
+
+// fileDist is a duration distribution: "2h" (fixed), {mean: 2h} (exponential) or {min: 1h, max: 3h} (uniform).
+type fileDist struct {
+	Fixed string
+	Mean  string `yaml:"mean"`
+	Min   string `yaml:"min"`
+	Max   string `yaml:"max"`
+	set   bool
+}
+
+// UnmarshalYAML accepts a scalar or a mapping.
+func (d *fileDist) UnmarshalYAML(unmarshal func(any) error) error {
+	var s string
+	if err := unmarshal(&s); err == nil {
+		*d = fileDist{Fixed: s, set: true}
+		return nil
+	}
+	var m struct {
+		Mean string `yaml:"mean"`
+		Min  string `yaml:"min"`
+		Max  string `yaml:"max"`
+	}
+	if err := unmarshal(&m); err != nil {
+		return fmt.Errorf("expected a duration like \"2h\" or a distribution like {mean: 2h} or {min: 1h, max: 3h}")
+	}
+	*d = fileDist{Mean: m.Mean, Min: m.Min, Max: m.Max, set: true}
+	return nil
+}
+
+// fileAmountDist is a money distribution: 3000 (fixed), {mean: 2000} or {min: 100, max: 9000}.
+type fileAmountDist struct {
+	Fixed int64
+	Mean  int64
+	Min   int64
+	Max   int64
+	set   bool
+}
+
+// UnmarshalYAML accepts an integer or a mapping.
+func (d *fileAmountDist) UnmarshalYAML(unmarshal func(any) error) error {
+	var n int64
+	if err := unmarshal(&n); err == nil {
+		*d = fileAmountDist{Fixed: n, set: true}
+		return nil
+	}
+	var m struct {
+		Mean int64 `yaml:"mean"`
+		Min  int64 `yaml:"min"`
+		Max  int64 `yaml:"max"`
+	}
+	if err := unmarshal(&m); err != nil {
+		return fmt.Errorf("expected an amount like 3000 or a distribution like {mean: 2000} or {min: 100, max: 9000}")
+	}
+	*d = fileAmountDist{Mean: m.Mean, Min: m.Min, Max: m.Max, set: true}
+	return nil
+}
+
+// fileInterruption is something that happens to the company at a set time.
+type fileInterruption struct {
+	At       string        `yaml:"at"`
+	Kind     string        `yaml:"kind"` // reprioritize, leave, outage, change, urgent
+	Task     string        `yaml:"task"`
+	Member   string        `yaml:"member"`
+	Delegate string        `yaml:"delegate"`
+	Queue    string        `yaml:"queue"`
+	For      string        `yaml:"for"`
+	Value    *float64      `yaml:"value"`
+	Priority *int          `yaml:"priority"`
+	Effort   string        `yaml:"effort"` // change: extra effort
+	Note     string        `yaml:"note"`
+	Ticket   *fileTemplate `yaml:"ticket"`
+}
+
+// Dist is a distribution of durations or amounts. Kind is "fixed", "exp" or "uniform".
+type Dist struct {
+	Kind        string
+	Fixed, Mean int64
+	Min, Max    int64
+}
+
+// Sample draws from the distribution with u01 a uniform number in [0, 1)
+// and e1 an exponential number with mean 1, both supplied by the caller's
+// seeded stream.
+func (d Dist) Sample(u01, e1 float64) int64 {
+	switch d.Kind {
+	case "exp":
+		return max(1, int64(e1*float64(d.Mean)+0.5))
+	case "uniform":
+		return d.Min + int64(u01*float64(d.Max-d.Min+1))
+	}
+	return d.Fixed
+}
+
+// Template describes the tickets an arrival or an urgent interruption brings.
+type Template struct {
+	Title    string
+	Role     string
+	Skill    string
+	Team     string
+	Effort   Dist // milliseconds of working time
+	Value    float64
+	SLA      clock.Duration // 0: none
+	Priority []Weighted
+	Purchase Dist // amount; Kind "" for none
+	Chain    string
+	Info     *Info
+}
+
+// Weighted is a priority and its weight.
+type Weighted struct {
+	Priority int
+	Weight   int
+}
+
+// Info is information a task needs that only one member holds and gives when asked.
+type Info struct {
+	From  string
+	Topic string
+}
+
+// Arrival is a process that brings tickets into a queue. Gaps are in working time.
+type Arrival struct {
+	ID      string
+	Queue   string
+	Process string // poisson, scheduled, bursty
+	Every   clock.Duration
+	Burst   int
+	At      []clock.Time
+	Start   clock.Time
+	Until   clock.Time // 0: the horizon
+	Count   int        // 0: no limit
+	Ticket  Template
+}
+
+// Interruption is something that happens at a set time.
+type Interruption struct {
+	At       clock.Time
+	Kind     string
+	Task     string
+	Member   string
+	Delegate string
+	Queue    string
+	For      clock.Duration
+	Value    *float64
+	Priority *int
+	Effort   clock.Duration
+	Note     string
+	Ticket   *Template
+}
+
+// Interruption kinds.
+const (
+	Reprioritize = "reprioritize"
+	Leave        = "leave"
+	Outage       = "outage"
+	Change       = "change"
+	Urgent       = "urgent"
+)
+
+// offset parses a working-time offset from the start into a simulated time.
+func (v *validator) offset(path, s string, cal *clock.Calendar, required bool) (clock.Time, bool) {
+	if s == "" && !required {
+		return 0, true
+	}
+	d, ok := v.duration(path, s, cal.DayLength(), false)
+	if !ok {
+		return 0, false
+	}
+	return cal.AddWork(cal.NextWorking(0), d), true
+}
+
+type refs struct {
+	roles, teams, members, queues, chains, tasks map[string]string
+	agentHeld, npcServes                         map[string]bool
+	servedBy                                     map[string][]string
+	npcKnows                                     map[string]map[string]string
+}
+
+func (v *validator) dist(path string, d fileDist, cal *clock.Calendar, required bool) Dist {
+	dayLen := cal.DayLength()
+	switch {
+	case !d.set:
+		if required {
+			v.errf(path, "missing effort (for example \"2h\", {mean: 2h} or {min: 1h, max: 3h})")
+		}
+		return Dist{}
+	case d.Fixed != "":
+		x, _ := v.duration(path, d.Fixed, dayLen, true)
+		return Dist{Kind: "fixed", Fixed: int64(x)}
+	case d.Mean != "" && d.Min == "" && d.Max == "":
+		x, _ := v.duration(path+".mean", d.Mean, dayLen, true)
+		return Dist{Kind: "exp", Mean: int64(x)}
+	case d.Mean == "" && d.Min != "" && d.Max != "":
+		lo, ok1 := v.duration(path+".min", d.Min, dayLen, true)
+		hi, ok2 := v.duration(path+".max", d.Max, dayLen, true)
+		if ok1 && ok2 && hi < lo {
+			v.errf(path+".max", "max (%s) is less than min (%s)", hi, lo)
+		}
+		return Dist{Kind: "uniform", Min: int64(lo), Max: int64(hi)}
+	}
+	v.errf(path, "give either mean (exponential) or both min and max (uniform)")
+	return Dist{}
+}
+
+func (v *validator) amount(path string, d fileAmountDist) Dist {
+	switch {
+	case !d.set:
+		return Dist{}
+	case d.Fixed != 0:
+		if d.Fixed < 0 {
+			v.errf(path, "purchase must not be negative, got %d", d.Fixed)
+		}
+		return Dist{Kind: "fixed", Fixed: d.Fixed}
+	case d.Mean > 0 && d.Min == 0 && d.Max == 0:
+		return Dist{Kind: "exp", Mean: d.Mean}
+	case d.Mean == 0 && d.Max > 0 && d.Min >= 0 && d.Min <= d.Max:
+		return Dist{Kind: "uniform", Min: d.Min, Max: d.Max}
+	}
+	v.errf(path, "expected a positive amount, {mean: N} or {min: A, max: B} with 0 <= A <= B")
+	return Dist{}
+}
+
+func (v *validator) template(path string, t *fileTemplate, queue string, r *refs, cal *clock.Calendar, defaultChain string) Template {
+	out := Template{Title: t.Title, Role: t.Role, Skill: t.Skill, Team: t.Team}
+	if out.Title == "" {
+		out.Title = "ticket"
+	}
+	if v.ref(path+".role", "role", t.Role, r.roles) && queue != "" && r.queues[queue] != "" {
+		if !contains(r.servedBy[queue], t.Role) {
+			v.errf(path+".role", "tickets need role %q, which does not serve queue %q", t.Role, queue)
+		} else if !r.agentHeld[t.Role] && !r.npcServes[queue] {
+			v.errf(path+".role", "tickets need role %q, which no agent seat holds and no NPC serves", t.Role)
+		}
+	}
+	if t.Team != "" {
+		v.ref(path+".team", "team", t.Team, r.teams)
+	}
+	out.Effort = v.dist(path+".effort", t.Effort, cal, true)
+	out.Value = float64(out.Effort.Fixed+out.Effort.Mean+(out.Effort.Min+out.Effort.Max)/2) / float64(clock.Hour)
+	if t.Value != nil {
+		out.Value = *t.Value
+	}
+	if t.SLA != "" {
+		out.SLA, _ = v.duration(path+".sla", t.SLA, cal.DayLength(), true)
+	}
+	for p, w := range t.Priority {
+		if w < 0 {
+			v.errf(path+".priority", "weights must not be negative, got %d for priority %d", w, p)
+		}
+		out.Priority = append(out.Priority, Weighted{Priority: p, Weight: w})
+	}
+	sortWeighted(out.Priority)
+	out.Purchase = v.amount(path+".purchase", t.Purchase)
+	if out.Purchase.Kind != "" {
+		switch {
+		case t.Approval != "":
+			if v.ref(path+".approval", "approval chain", t.Approval, r.chains) {
+				out.Chain = t.Approval
+			}
+		case defaultChain != "":
+			out.Chain = defaultChain
+		default:
+			v.errf(path+".approval", "tickets make a purchase: name their approval chain")
+		}
+	}
+	out.Info = v.info(path+".info", t.Info, r)
+	return out
+}
+
+func (v *validator) info(path string, in *fileInfo, r *refs) *Info {
+	if in == nil {
+		return nil
+	}
+	if !v.ref(path+".from", "member", in.From, r.members) {
+		return nil
+	}
+	if in.Topic == "" {
+		v.errf(path+".topic", "missing topic")
+		return nil
+	}
+	if k, ok := r.npcKnows[in.From]; !ok || k[in.Topic] == "" {
+		v.errf(path+".topic", "%s does not know topic %q (an NPC's npc.knows lists what it can tell)", in.From, in.Topic)
+		return nil
+	}
+	return &Info{From: in.From, Topic: in.Topic}
+}
+
+func (v *validator) arrivals(f *file, w *World, r *refs) {
+	cal := &w.Calendar
+	seen := map[string]string{}
+	for i, a := range f.Arrivals {
+		p := fmt.Sprintf("arrivals[%d]", i)
+		v.checkID(p+".id", "arrival", a.ID, seen)
+		out := Arrival{ID: a.ID, Queue: a.Queue, Process: a.Process, Burst: a.Burst, Count: a.Count}
+		v.ref(p+".queue", "queue", a.Queue, r.queues)
+		switch a.Process {
+		case "poisson", "bursty":
+			if a.Process == "bursty" && a.Burst < 1 {
+				v.errf(p+".burst", "a bursty process needs burst: the number of tickets per burst")
+			}
+			out.Every, _ = v.duration(p+".every", a.Every, cal.DayLength(), true)
+		case "scheduled":
+			switch {
+			case len(a.At) > 0 && a.Every != "":
+				v.errf(p+".every", "give either at or every for a scheduled process, not both")
+			case len(a.At) > 0:
+				for j, at := range a.At {
+					t, _ := v.offset(fmt.Sprintf("%s.at[%d]", p, j), at, cal, true)
+					out.At = append(out.At, t)
+				}
+			default:
+				out.Every, _ = v.duration(p+".every", a.Every, cal.DayLength(), true)
+			}
+		case "":
+			v.errf(p+".process", "missing process (poisson, scheduled or bursty)")
+		default:
+			v.errf(p+".process", "unknown process %q (expected poisson, scheduled or bursty)", a.Process)
+		}
+		out.Start, _ = v.offset(p+".start", a.Start, cal, false)
+		out.Until, _ = v.offset(p+".until", a.Until, cal, false)
+		if a.Count < 0 {
+			v.errf(p+".count", "count must not be negative, got %d", a.Count)
+		}
+		defaultChain := ""
+		if len(w.Approvals) == 1 {
+			defaultChain = w.Approvals[0].ID
+		}
+		out.Ticket = v.template(p+".ticket", &a.Ticket, a.Queue, r, cal, defaultChain)
+		w.Arrivals = append(w.Arrivals, out)
+	}
+}
+
+func (v *validator) interruptions(f *file, w *World, r *refs) {
+	cal := &w.Calendar
+	for i, in := range f.Interrupts {
+		p := fmt.Sprintf("interruptions[%d]", i)
+		out := Interruption{Kind: in.Kind, Task: in.Task, Member: in.Member, Delegate: in.Delegate, Queue: in.Queue,
+			Value: in.Value, Priority: in.Priority, Note: in.Note}
+		out.At, _ = v.offset(p+".at", in.At, cal, true)
+		needFor := func() {
+			out.For, _ = v.duration(p+".for", in.For, cal.DayLength(), true)
+		}
+		switch in.Kind {
+		case Reprioritize:
+			v.ref(p+".task", "task", in.Task, r.tasks)
+			if in.Value == nil && in.Priority == nil {
+				v.errf(p, "reprioritize needs a new value or priority")
+			}
+		case Leave:
+			v.ref(p+".member", "member", in.Member, r.members)
+			if in.Delegate != "" && v.ref(p+".delegate", "member", in.Delegate, r.members) && in.Delegate == in.Member {
+				v.errf(p+".delegate", "%s cannot delegate to themselves", in.Member)
+			}
+			needFor()
+		case Outage:
+			v.ref(p+".queue", "queue", in.Queue, r.queues)
+			needFor()
+		case Change:
+			v.ref(p+".task", "task", in.Task, r.tasks)
+			out.Effort, _ = v.duration(p+".effort", strings.TrimPrefix(in.Effort, "+"), cal.DayLength(), true)
+		case Urgent:
+			v.ref(p+".queue", "queue", in.Queue, r.queues)
+			if in.Ticket == nil {
+				v.errf(p+".ticket", "an urgent interruption brings a ticket: describe it")
+			} else {
+				defaultChain := ""
+				if len(w.Approvals) == 1 {
+					defaultChain = w.Approvals[0].ID
+				}
+				t := v.template(p+".ticket", in.Ticket, in.Queue, r, cal, defaultChain)
+				out.Ticket = &t
+			}
+		case "":
+			v.errf(p+".kind", "missing kind (reprioritize, leave, outage, change or urgent)")
+		default:
+			v.errf(p+".kind", "unknown kind %q (expected reprioritize, leave, outage, change or urgent)", in.Kind)
+		}
+		w.Interruptions = append(w.Interruptions, out)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortWeighted(ws []Weighted) {
+	for i := 1; i < len(ws); i++ {
+		for j := i; j > 0 && ws[j].Priority < ws[j-1].Priority; j-- {
+			ws[j], ws[j-1] = ws[j-1], ws[j]
+		}
+	}
+}
