@@ -3,8 +3,10 @@ package agents
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"hash/fnv"
 	"slices"
+	"strings"
 
 	"github.com/corpsim/corpsim/org"
 )
@@ -33,6 +35,13 @@ func (g *Greedy) Decide(_ context.Context, o org.Observation) ([]org.Action, err
 		if t.Spent < t.Effort {
 			return append(acts, org.Action{Type: org.ActWork, Task: t.ID}), nil
 		}
+		if in := t.NeedsInfo; in != nil && !in.Known {
+			if !asked(o, in.From, in.Topic) {
+				acts = append(acts, org.Action{Type: org.ActMessage, To: in.From,
+					Text: fmt.Sprintf("Hi %s, could you tell me about %s? I need it for %s.", in.From, in.Topic, t.ID)})
+			}
+			continue
+		}
 		switch t.Approval {
 		case "needed", org.RequestRejected:
 			acts = append(acts, org.Action{Type: org.ActRequestApproval, Task: t.ID})
@@ -54,6 +63,16 @@ func (g *Greedy) Decide(_ context.Context, o org.Observation) ([]org.Action, err
 		return append(acts, org.Action{Type: org.ActClaim, Task: t.ID}, org.Action{Type: org.ActWork, Task: t.ID}), nil
 	}
 	return append(acts, org.Action{Type: org.ActWait}), nil
+}
+
+// asked reports whether a question about topic to member is still unanswered.
+func asked(o org.Observation, member, topic string) bool {
+	for _, m := range o.Awaiting {
+		if m.From == member && strings.Contains(m.Text, topic) {
+			return true
+		}
+	}
+	return false
 }
 
 // spread reorders the tasks tied for the highest value by a hash of (member, task).

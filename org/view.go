@@ -25,9 +25,10 @@ type Observation struct {
 	// AvailableMore and UpcomingMore count the tasks left out of lists cut at MaxListed.
 	AvailableMore int            `json:"available_more,omitempty"`
 	UpcomingMore  int            `json:"upcoming_more,omitempty"`
-	Approvals     []RequestView  `json:"approvals"` // requests waiting for your decision
-	Requests      []RequestView  `json:"requests"`  // your own requests
-	Inbox         []MessageView  `json:"inbox"`     // messages delivered since your last turn
+	Approvals     []RequestView  `json:"approvals"`          // requests waiting for your decision
+	Requests      []RequestView  `json:"requests"`           // your own requests
+	Inbox         []MessageView  `json:"inbox"`              // messages delivered since your last turn
+	Awaiting      []MessageView  `json:"awaiting,omitempty"` // messages you sent that have no reply yet (From is the recipient)
 	Budget        *BudgetView    `json:"budget,omitempty"`
 	Queues        []*QueueView   `json:"queues"` // the queues you serve
 	OnLeave       bool           `json:"on_leave,omitempty"`
@@ -189,11 +190,24 @@ func (s *State) taskView(t *Task) TaskView {
 	return v
 }
 
-// QueueAhead returns the open ticket of t's queue that must be claimed
-// before t by a member of role, by the queue's order (fifo: oldest first;
-// priority: highest priority, then oldest), or nil if t may be claimed now.
-// Project tasks are planned work and are not ordered.
-func (s *State) QueueAhead(t *Task, role string) *Task {
+// CanTake reports whether member may take task t by role and skill.
+func (s *State) CanTake(member string, t *Task) bool {
+	m := s.members[member]
+	if m == nil || t.Spec.Role != m.Role {
+		return false
+	}
+	if t.Spec.Skill == "" {
+		return true
+	}
+	w, ok := s.World.Member(member)
+	return ok && w.HasSkill(t.Spec.Skill)
+}
+
+// QueueAhead returns the open ticket of t's queue that member must take
+// before t by the queue's order (fifo: oldest first; priority: highest
+// priority, then oldest), among the tickets member may take, or nil if t
+// may be taken now. Project tasks are planned work and are not ordered.
+func (s *State) QueueAhead(t *Task, member string) *Task {
 	if t.Kind != KindTicket {
 		return nil
 	}
@@ -202,7 +216,7 @@ func (s *State) QueueAhead(t *Task, role string) *Task {
 		return nil
 	}
 	for _, o := range s.Tasks {
-		if o == t || o.Kind != KindTicket || o.Queue != t.Queue || o.Status != StatusOpen || o.Spec.Role != role {
+		if o == t || o.Kind != KindTicket || o.Queue != t.Queue || o.Status != StatusOpen || !s.CanTake(member, o) {
 			continue
 		}
 		if q.Order == "priority" && o.Priority != t.Priority {
@@ -218,12 +232,12 @@ func (s *State) QueueAhead(t *Task, role string) *Task {
 	return nil
 }
 
-// QueueHead returns the open ticket of queue that a member of role must
-// take next by the queue's order, or nil.
-func (s *State) QueueHead(queue, role string) *Task {
+// QueueHead returns the open ticket of queue that member must take next by
+// the queue's order, or nil.
+func (s *State) QueueHead(queue, member string) *Task {
 	for _, t := range s.Tasks {
-		if t.Kind == KindTicket && t.Queue == queue && t.Status == StatusOpen && t.Spec.Role == role {
-			if s.QueueAhead(t, role) == nil {
+		if t.Kind == KindTicket && t.Queue == queue && t.Status == StatusOpen && s.CanTake(member, t) {
+			if s.QueueAhead(t, member) == nil {
 				return t
 			}
 		}
@@ -309,12 +323,14 @@ func (s *State) View(id string) Observation {
 			done[t.Project]++
 		case t.Assignee == id:
 			o.Assigned = append(o.Assigned, s.taskView(t))
-		case t.Status == StatusOpen && t.Spec.Role == m.Role && s.Serves(m.Role, t.Queue):
+		case t.Status == StatusOpen && s.CanTake(id, t) && s.Serves(m.Role, t.Queue):
 			if !s.DepsDone(t) {
 				upcoming = append(upcoming, ranked{t, s.pendingCount(t)})
+			} else if s.queues[t.Queue].Down(s.Now) {
+				// An outage blocks it: it is counted in Queues, not offered.
 			} else if t.Kind == KindTicket {
 				// Only the tickets the queue's order lets this member take now.
-				if !heads[t.Queue] && s.QueueAhead(t, m.Role) == nil {
+				if !heads[t.Queue] && s.QueueAhead(t, id) == nil {
 					heads[t.Queue] = true
 					avail = append(avail, t)
 				}
@@ -352,6 +368,11 @@ func (s *State) View(id string) Observation {
 		}
 		if r.Requester == id {
 			o.Requests = append(o.Requests, s.requestView(r))
+		}
+	}
+	for _, msg := range s.Messages {
+		if msg.From == id && !msg.Answered {
+			o.Awaiting = append(o.Awaiting, MessageView{ID: msg.ID, From: msg.To, Text: msg.Text, SentAt: msg.SentAt})
 		}
 	}
 	for _, mid := range m.Inbox {

@@ -13,20 +13,25 @@ const RubricVersion = "rubric/1"
 
 // Scorecard is a team's result.
 type Scorecard struct {
-	Rubric     string         `json:"rubric"`
-	World      string         `json:"world"`
-	TeamScore  float64        `json:"team_score"`
-	Delivered  float64        `json:"delivered"` // value of verified tasks and project bonuses, after lateness
-	Penalties  float64        `json:"penalties"`
-	Tasks      int            `json:"tasks"`
-	TasksDone  int            `json:"tasks_done"` // verified completions
-	OnTime     int            `json:"on_time"`    // verified completions by their project's deadline
-	Unverified []string       `json:"unverified,omitempty"`
-	Violations int            `json:"violations"`
-	Rejections int            `json:"rejections"`
-	Timeouts   int            `json:"timeouts"`
-	Turns      int            `json:"turns"`
-	Projects   []ProjectScore `json:"projects"`
+	Rubric          string         `json:"rubric"`
+	World           string         `json:"world"`
+	TeamScore       float64        `json:"team_score"`
+	Delivered       float64        `json:"delivered"` // value of verified tasks and project bonuses, after lateness
+	Penalties       float64        `json:"penalties"`
+	Tasks           int            `json:"tasks"`
+	TasksDone       int            `json:"tasks_done"`       // verified completions
+	OnTime          int            `json:"on_time"`          // verified completions by their project's deadline
+	Tickets         int            `json:"tickets"`          // tickets that arrived
+	TicketsResolved int            `json:"tickets_resolved"` // verified resolutions
+	TicketsInSLA    int            `json:"tickets_in_sla"`
+	SLABreaches     int            `json:"sla_breaches"` // resolved late, or open past the SLA at the end
+	Completion      float64        `json:"completion"`   // (tasks done + tickets resolved) / (tasks + tickets)
+	Unverified      []string       `json:"unverified,omitempty"`
+	Violations      int            `json:"violations"`
+	Rejections      int            `json:"rejections"`
+	Timeouts        int            `json:"timeouts"`
+	Turns           int            `json:"turns"`
+	Projects        []ProjectScore `json:"projects"`
 }
 
 // ProjectScore is one project's part of the score.
@@ -125,7 +130,11 @@ func (v verifier) check(t *org.Task) string {
 // attempted policy violation costs ViolationPenalty.
 func Score(s *org.State) Scorecard {
 	w := s.World
-	c := Scorecard{Rubric: RubricVersion, World: w.Name, Tasks: len(s.Tasks), Violations: s.Violations,
+	static := 0
+	for _, p := range w.Projects {
+		static += len(p.Tasks)
+	}
+	c := Scorecard{Rubric: RubricVersion, World: w.Name, Tasks: static, Violations: s.Violations,
 		Rejections: s.Rejections, Timeouts: s.Timeouts, Turns: s.Turns, Projects: []ProjectScore{}}
 	v := verifier{s: s, memo: map[string]string{}}
 	for pi := range w.Projects {
@@ -158,7 +167,35 @@ func Score(s *org.State) Scorecard {
 		c.Delivered += ps.Value
 		c.Projects = append(c.Projects, ps)
 	}
-	c.Penalties = float64(s.Violations) * w.Scoring.ViolationPenalty
+	for _, t := range s.Tasks {
+		if t.Kind != org.KindTicket {
+			continue
+		}
+		c.Tickets++
+		late := t.Deadline > 0 && (t.Status == org.StatusDone && t.DoneAt > t.Deadline || t.Status != org.StatusDone && s.Now > t.Deadline)
+		if late {
+			c.SLABreaches++
+		}
+		if t.Status != org.StatusDone {
+			continue
+		}
+		if why := v.verify(t); why != "" {
+			c.Unverified = append(c.Unverified, t.ID+": "+why)
+			continue
+		}
+		c.TicketsResolved++
+		val := t.Value
+		if late {
+			val *= decay(w.Calendar.WorkBetween(t.Deadline, t.DoneAt), w.Scoring.LateHalfLife)
+		} else {
+			c.TicketsInSLA++
+		}
+		c.Delivered += val
+	}
+	if n := c.Tasks + c.Tickets; n > 0 {
+		c.Completion = round(float64(c.TasksDone+c.TicketsResolved) / float64(n))
+	}
+	c.Penalties = float64(s.Violations)*w.Scoring.ViolationPenalty + float64(c.SLABreaches)*w.Scoring.SLAPenalty
 	c.TeamScore = round(c.Delivered - c.Penalties)
 	c.Delivered = round(c.Delivered)
 	return c

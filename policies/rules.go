@@ -250,7 +250,7 @@ func (r QueueOrder) Check(s *org.State, member string, a org.Action) *Rejection 
 	if t == nil || m == nil {
 		return nil
 	}
-	if ahead := s.QueueAhead(t, m.Role); ahead != nil {
+	if ahead := s.QueueAhead(t, member); ahead != nil {
 		return violation(r.Name(), "ticket %q must wait: %q is ahead of it in queue %s", t.ID, ahead.ID, t.Queue)
 	}
 	return nil

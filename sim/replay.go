@@ -42,7 +42,7 @@ func Rebuild(evs iter.Seq2[events.Event, error], session string, base Config) (*
 				return nil, fmt.Errorf("sim: recorded world hash %s does not match its source (%s)", p.WorldHash, w.Hash)
 			}
 			cfg := base
-			cfg.World, cfg.Source, cfg.Seed, cfg.Session = w, []byte(p.Source), p.Seed, session
+			cfg.World, cfg.Source, cfg.Seed, cfg.Session, cfg.Load = w, []byte(p.Source), p.Seed, session, p.Load
 			if e, err = New(cfg); err != nil {
 				return nil, err
 			}

@@ -397,7 +397,7 @@ func (e *Engine) npcWork(m *org.Member, npc *worlds.NPC) []org.Action {
 		if e.st.Queue(q).Down(e.now) {
 			continue
 		}
-		if t := e.st.QueueHead(q, m.Role); t != nil {
+		if t := e.st.QueueHead(q, m.ID); t != nil {
 			return append(acts, org.Action{Type: org.ActClaim, Task: t.ID}, org.Action{Type: org.ActWork, Task: t.ID})
 		}
 	}

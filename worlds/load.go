@@ -136,6 +136,7 @@ type fileInfo struct {
 type fileScoring struct {
 	LateHalfLife     string   `yaml:"late_half_life"`
 	ViolationPenalty *float64 `yaml:"violation_penalty"`
+	SLAPenalty       *float64 `yaml:"sla_penalty"`
 }
 
 // Error is one mistake in a world file, with where it is.
@@ -1015,7 +1016,10 @@ func (v *validator) build(f *file) *World {
 	v.interruptions(f, w, r)
 
 	// Scoring.
-	w.Scoring = Scoring{LateHalfLife: 5 * dayLen, ViolationPenalty: 1}
+	w.Scoring = Scoring{LateHalfLife: 5 * dayLen, ViolationPenalty: 1, SLAPenalty: 1}
+	if f.Scoring.SLAPenalty != nil {
+		w.Scoring.SLAPenalty = *f.Scoring.SLAPenalty
+	}
 	if f.Scoring.LateHalfLife != "" {
 		w.Scoring.LateHalfLife, _ = v.duration("scoring.late_half_life", f.Scoring.LateHalfLife, dayLen, true)
 	}

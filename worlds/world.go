@@ -147,6 +147,7 @@ type Task struct {
 type Scoring struct {
 	LateHalfLife     clock.Duration // value halves for every LateHalfLife of working time past the deadline
 	ViolationPenalty float64        // subtracted per attempted policy violation
+	SLAPenalty       float64        // subtracted per ticket resolved late or still open past its SLA
 }
 
 // Member returns the member with the given ID.

@@ -17,6 +17,7 @@ type Origin struct {
 	World  *worlds.World
 	Source []byte
 	Seed   uint64
+	Load   float64
 }
 
 // ReadOrigin reads a session's first event (its root ancestor's, for a fork)
@@ -40,7 +41,7 @@ func ReadOrigin(ctx context.Context, log events.Log, session string) (Origin, er
 		if w.Hash != p.WorldHash {
 			return Origin{}, fmt.Errorf("session %s: recorded world hash %s does not match its source (%s)", session, p.WorldHash, w.Hash)
 		}
-		return Origin{World: w, Source: []byte(p.Source), Seed: p.Seed}, nil
+		return Origin{World: w, Source: []byte(p.Source), Seed: p.Seed, Load: p.Load}, nil
 	}
 	return Origin{}, fmt.Errorf("%w (session %s is empty)", sim.ErrNotASession, session)
 }
@@ -69,7 +70,7 @@ func Load(ctx context.Context, log events.Log, session string, at, seed uint64) 
 	if seed == 0 {
 		seed = origin.Seed
 	}
-	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: seed, Session: session}
+	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: seed, Session: session, Load: origin.Load}
 	var e *sim.Engine
 	from := uint64(1)
 	cp, err := log.LatestCheckpoint(ctx, session, at)

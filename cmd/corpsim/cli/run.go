@@ -31,9 +31,10 @@ import (
 type RunOptions struct {
 	World       string // shipped name or file path
 	Seed        uint64
-	Agents      string // "greedy", or "greedy,alice=idle"
-	Data        string // data folder for the Pebble log
-	Ephemeral   bool   // in-memory log
+	Load        float64 // scales arrival rates; 0 means 1
+	Agents      string  // "greedy", or "greedy,alice=idle"
+	Data        string  // data folder for the Pebble log
+	Ephemeral   bool    // in-memory log
 	Log         events.Log
 	TurnTimeout time.Duration
 	Logger      hclog.Logger
@@ -84,6 +85,7 @@ recording every event in the Pebble log under --data, and print the scorecard.`,
 	f := c.Flags()
 	f.StringVar(&o.World, "world", "startup", "shipped world name or world file path")
 	f.Uint64Var(&o.Seed, "seed", 1, "root seed of the session")
+	f.Float64Var(&o.Load, "load", 1, "scale the world's arrival rates and counts (0.25, 0.5, 1, 2, …)")
 	f.StringVar(&o.Agents, "agents", "greedy", "agents for the seats: one name for all, or e.g. greedy,alice=idle (built in: "+strings.Join(agents.Names(), ", ")+")")
 	f.StringVar(&o.Data, "data", DefaultData, "data folder of the event log")
 	f.BoolVar(&o.Ephemeral, "ephemeral", false, "keep the log in memory only")
@@ -264,7 +266,10 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if session == "" {
 		session = ulid.Make().String()
 	}
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session})
+	if o.Load < 0 {
+		return nil, usagef("--load must be positive, got %g", o.Load)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session, Load: o.Load})
 	if err != nil {
 		return nil, err
 	}
@@ -361,8 +366,14 @@ func printScorecard(w io.Writer, r *RunResult) {
 	fmt.Fprintf(tw, "agents\t%s\n", strings.Join(parts, ", "))
 	fmt.Fprintf(tw, "ended\t%s at %s\n", r.Ended, r.SimTime)
 	fmt.Fprintf(tw, "team score\t%.2f  (delivered %.2f, penalties %.2f, %s)\n", s.TeamScore, s.Delivered, s.Penalties, s.Rubric)
-	fmt.Fprintf(tw, "tasks done\t%d / %d\n", s.TasksDone, s.Tasks)
+	if s.Tasks > 0 {
+		fmt.Fprintf(tw, "tasks done\t%d / %d\n", s.TasksDone, s.Tasks)
+	}
 	fmt.Fprintf(tw, "on time\t%d\n", s.OnTime)
+	if s.Tickets > 0 {
+		fmt.Fprintf(tw, "tickets\t%d resolved of %d arrived, %d within SLA, %d SLA breaches\n", s.TicketsResolved, s.Tickets, s.TicketsInSLA, s.SLABreaches)
+	}
+	fmt.Fprintf(tw, "completion\t%.1f%%\n", 100*s.Completion)
 	fmt.Fprintf(tw, "violations\t%d  (rejected actions: %d, timeouts: %d)\n", s.Violations, s.Rejections, s.Timeouts)
 	fmt.Fprintf(tw, "turns\t%d\n", s.Turns)
 	fmt.Fprintf(tw, "events\t%d\n", r.Events)
