@@ -44,7 +44,9 @@ func (g *Greedy) Decide(_ context.Context, o org.Observation) ([]org.Action, err
 		}
 		switch t.Approval {
 		case "needed", org.RequestRejected:
-			acts = append(acts, org.Action{Type: org.ActRequestApproval, Task: t.ID})
+			if o.Budget == nil || t.Purchase <= o.Budget.Remaining {
+				acts = append(acts, org.Action{Type: org.ActRequestApproval, Task: t.ID})
+			}
 			continue
 		case org.RequestPending:
 			continue

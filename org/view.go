@@ -309,6 +309,12 @@ func (s *State) View(id string) Observation {
 		}
 	}
 	heads := map[string]bool{} // queue -> its head ticket for this role is listed
+	full := map[string]bool{}  // queues at their WIP limit
+	for _, q := range s.World.Queues {
+		if q.WIP > 0 && queues[q.ID] != nil && s.InProgress(q.ID) >= q.WIP {
+			full[q.ID] = true
+		}
+	}
 	for _, t := range s.Tasks {
 		if qv := queues[t.Queue]; qv != nil && t.Status != StatusDone && !t.Hidden {
 			if t.Assignee == "" {
@@ -326,8 +332,8 @@ func (s *State) View(id string) Observation {
 		case t.Status == StatusOpen && s.CanTake(id, t) && s.Serves(m.Role, t.Queue):
 			if !s.DepsDone(t) {
 				upcoming = append(upcoming, ranked{t, s.pendingCount(t)})
-			} else if s.queues[t.Queue].Down(s.Now) {
-				// An outage blocks it: it is counted in Queues, not offered.
+			} else if s.queues[t.Queue].Down(s.Now) || full[t.Queue] {
+				// An outage or the WIP limit blocks it: it is counted in Queues, not offered.
 			} else if t.Kind == KindTicket {
 				// Only the tickets the queue's order lets this member take now.
 				if !heads[t.Queue] && s.QueueAhead(t, id) == nil {

@@ -88,6 +88,8 @@ func (a *app) worldsCmd() *cobra.Command {
 	f.IntVar(&g.Tasks, "tasks", 12, "tasks per project")
 	f.IntVar(&g.Chains, "chains", 3, "parallel dependency chains per project")
 	f.StringVar(&g.Horizon, "horizon", "", "horizon in working time (default: from the size)")
+	f.IntVar(&g.Stagger, "stagger", 0, "start project i after i×N working days")
+	f.IntVar(&g.Tickets, "tickets", 0, "add support tickets to every team's queue, one every N working hours")
 	f.StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
 	c.AddCommand(gen)
 	return c
