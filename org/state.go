@@ -62,7 +62,12 @@ type State struct {
 	// dependents lists, for each task, the tasks that depend on it (static).
 	dependents map[string][]*Task
 	serves     map[string]bool // role + "/" + queue
-	woken      []string        // members whose Pending or BusyUntil changed since TakeWoken
+	// Derived indexes, rebuilt by index() after Restore; not hashed.
+	open      int                // tasks not done
+	held      map[string][]*Task // member -> tasks assigned and not done
+	queueOpen map[string][]*Task // queue -> its tickets in arrival order (done ones are dropped lazily)
+	claimed   map[string]int     // queue -> items claimed and not done
+	woken     []string           // members whose Pending or BusyUntil changed since TakeWoken
 }
 
 // Member is a seat's state.
@@ -229,6 +234,7 @@ func New(w *worlds.World) *State {
 	}
 	s.Fired = make([]bool, len(w.Interruptions))
 	s.link()
+	s.index()
 	s.serves = map[string]bool{}
 	for _, q := range w.Queues {
 		for _, r := range q.ServedBy {
@@ -242,6 +248,35 @@ func New(w *worlds.World) *State {
 	}
 	return s
 }
+
+// index rebuilds the derived indexes from the tasks.
+func (s *State) index() {
+	s.open = 0
+	s.held = map[string][]*Task{}
+	s.queueOpen = map[string][]*Task{}
+	s.claimed = map[string]int{}
+	for _, t := range s.Tasks {
+		s.track(t)
+	}
+}
+
+// track adds a task to the derived indexes.
+func (s *State) track(t *Task) {
+	if t.Status == StatusDone {
+		return
+	}
+	s.open++
+	if t.Assignee != "" {
+		s.held[t.Assignee] = append(s.held[t.Assignee], t)
+		s.claimed[t.Queue]++
+	}
+	if t.Kind == KindTicket && t.Status == StatusOpen {
+		s.queueOpen[t.Queue] = append(s.queueOpen[t.Queue], t)
+	}
+}
+
+// Held returns the tasks member holds (assigned, not done), in the order it took them.
+func (s *State) Held(member string) []*Task { return s.held[member] }
 
 // link resolves the tasks' dependencies to pointers, both ways.
 func (s *State) link() {
@@ -328,12 +363,16 @@ func (s *State) AllDone() bool {
 			return false
 		}
 	}
-	for _, t := range s.Tasks {
-		if t.Status != StatusDone {
-			return false
+	return s.open == 0
+}
+
+func removeTask(ts []*Task, t *Task) []*Task {
+	for i, x := range ts {
+		if x == t {
+			return append(ts[:i], ts[i+1:]...)
 		}
 	}
-	return true
+	return ts
 }
 
 // TakeWoken returns, and forgets, the members that were woken or made busy
@@ -513,6 +552,8 @@ func (s *State) apply(ev *events.Event) error {
 		}
 		t.Status, t.Assignee = StatusClaimed, m.ID
 		m.Holding++
+		s.held[m.ID] = append(s.held[m.ID], t)
+		s.claimed[t.Queue]++
 		s.busy(m, p.BusyUntil)
 	case EvWorkStarted:
 		p, err := decode[WorkStarted](ev)
@@ -565,6 +606,9 @@ func (s *State) apply(ev *events.Event) error {
 		}
 		t.Status, t.DoneAt, t.DoneBy, t.DoneSeq = StatusDone, clock.Time(ev.Time), m.ID, ev.Seq
 		m.Holding--
+		s.open--
+		s.claimed[t.Queue]--
+		s.held[m.ID] = removeTask(s.held[m.ID], t)
 		if t.Spec.Purchase > 0 {
 			if b := s.budgets[t.Team]; b != nil {
 				b.Spent += t.Spec.Purchase
@@ -867,6 +911,7 @@ func (s *State) applyTaskCreated(ev *events.Event) error {
 		Priority: def.Priority, Arrival: p.Arrival, Status: StatusOpen}
 	s.Tasks = append(s.Tasks, t)
 	s.tasks[t.ID] = t
+	s.track(t)
 	s.wakeServers(t, ev.Seq, true)
 	return nil
 }
@@ -1003,6 +1048,7 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 		s.messages[m.ID] = m
 	}
 	s.link()
+	s.index()
 	s.Requests, s.Messages = sn.Requests, sn.Messages
 	s.Now, s.LastSeq, s.Ended, s.EndReason = sn.Now, sn.LastSeq, sn.Ended, sn.EndReason
 	s.Turns, s.Timeouts, s.Rejections, s.Violations = sn.Turns, sn.Timeouts, sn.Rejections, sn.Violations

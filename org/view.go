@@ -215,59 +215,81 @@ func (s *State) QueueAhead(t *Task, member string) *Task {
 	if !ok {
 		return nil
 	}
-	for _, o := range s.Tasks {
-		if o == t || o.Kind != KindTicket || o.Queue != t.Queue || o.Status != StatusOpen || !s.CanTake(member, o) {
-			continue
-		}
-		if q.Order == "priority" && o.Priority != t.Priority {
-			if o.Priority > t.Priority {
-				return o
+	for _, o := range s.openTickets(t.Queue) {
+		if o == t {
+			if q.Order != "priority" {
+				return nil
 			}
 			continue
 		}
-		if o.Created < t.Created || o.Created == t.Created && s.before(o, t) {
+		if o.Status != StatusOpen || !s.CanTake(member, o) {
+			continue
+		}
+		if q.Order != "priority" {
+			return o // an older one comes first
+		}
+		if o.Priority > t.Priority || o.Priority == t.Priority && s.arrivedBefore(o, t) {
 			return o
 		}
 	}
 	return nil
 }
 
-// QueueHead returns the open ticket of queue that member must take next by
-// the queue's order, or nil.
-func (s *State) QueueHead(queue, member string) *Task {
-	for _, t := range s.Tasks {
-		if t.Kind == KindTicket && t.Queue == queue && t.Status == StatusOpen && s.CanTake(member, t) {
-			if s.QueueAhead(t, member) == nil {
-				return t
-			}
-		}
+// openTickets returns a queue's open tickets in arrival order, dropping
+// those that are no longer open from the front.
+func (s *State) openTickets(queue string) []*Task {
+	list := s.queueOpen[queue]
+	i := 0
+	for i < len(list) && list[i].Status != StatusOpen {
+		i++
 	}
-	return nil
+	if i > 0 {
+		list = list[i:]
+		s.queueOpen[queue] = list
+	}
+	return list
 }
 
-// before reports whether a arrived before b (same instant: creation order).
-func (s *State) before(a, b *Task) bool {
-	for _, t := range s.Tasks {
-		if t == a {
+// arrivedBefore reports whether ticket a arrived before b.
+func (s *State) arrivedBefore(a, b *Task) bool {
+	if a.Created != b.Created {
+		return a.Created < b.Created
+	}
+	for _, o := range s.queueOpen[a.Queue] {
+		if o == a {
 			return true
 		}
-		if t == b {
+		if o == b {
 			return false
 		}
 	}
 	return false
 }
 
-// InProgress counts a queue's items that are claimed and not done.
-func (s *State) InProgress(queue string) int {
-	n := 0
-	for _, t := range s.Tasks {
-		if t.Queue == queue && t.Assignee != "" && t.Status != StatusDone {
-			n++
+// QueueHead returns the open ticket of queue that member must take next by
+// the queue's order, or nil.
+func (s *State) QueueHead(queue, member string) *Task {
+	q, ok := s.World.Queue(queue)
+	if !ok {
+		return nil
+	}
+	var best *Task
+	for _, t := range s.openTickets(queue) {
+		if t.Status != StatusOpen || !s.CanTake(member, t) {
+			continue
+		}
+		if q.Order != "priority" {
+			return t
+		}
+		if best == nil || t.Priority > best.Priority {
+			best = t
 		}
 	}
-	return n
+	return best
 }
+
+// InProgress counts a queue's items that are claimed and not done.
+func (s *State) InProgress(queue string) int { return s.claimed[queue] }
 
 func (s *State) requestView(r *Request) RequestView {
 	v := RequestView{ID: r.ID, Task: r.Task, Requester: r.Requester, Amount: r.Amount, Step: r.Current,

@@ -111,7 +111,10 @@ func (v verifier) check(t *org.Task) string {
 		for i, st := range steps {
 			rs := r.Steps[i]
 			m := s.Member(rs.Approver)
-			if rs.Role != st.Role || rs.Status != org.RequestApproved || m == nil || m.Role != st.Role || rs.Approver == r.Requester {
+			// An escalated step is decided by whoever it was escalated to
+			// (a manager or a delegate), who need not hold the role.
+			eligible := m != nil && (m.Role == st.Role || rs.Escalated > 0)
+			if rs.Role != st.Role || rs.Status != org.RequestApproved || !eligible || rs.Approver == r.Requester {
 				return fmt.Sprintf("approval step %d (%s) not granted by an eligible approver", i+1, st.Role)
 			}
 			if i > 0 && rs.DecidedAt < r.Steps[i-1].DecidedAt {

@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/corpsim/corpsim/sim"
@@ -22,4 +23,26 @@ func BenchmarkEngineGreedy(b *testing.B) {
 		evs += len(drive(b, e, greedy, false, 0))
 	}
 	b.ReportMetric(float64(evs)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkSupportDeskBench runs the support-desk-bench world, cut to 10,000
+// tickets, in process: the engine and its NPC servers, no log, no bus.
+func BenchmarkSupportDeskBench(b *testing.B) {
+	src, err := worlds.Source("support-desk-bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	src = bytes.Replace(src, []byte("count: 200000"), []byte("count: 10000"), 1)
+	w, err := worlds.Load("bench.yaml", src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var evs int
+	for i := 0; i < b.N; i++ {
+		e, _ := sim.New(sim.Config{World: w, Source: src, Seed: 42, Session: "s"})
+		e.Start()
+		evs += len(drive(b, e, greedy, false, 0))
+	}
+	b.ReportMetric(float64(evs)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(10000*b.N)/b.Elapsed().Seconds(), "tickets/s")
 }

@@ -381,10 +381,7 @@ func (e *Engine) npcDecide(id string) Answer {
 // then take the next ticket its queues' order gives it and start on it.
 func (e *Engine) npcWork(m *org.Member, npc *worlds.NPC) []org.Action {
 	var acts []org.Action
-	for _, t := range e.st.Tasks {
-		if t.Assignee != m.ID || t.Status == org.StatusDone {
-			continue
-		}
+	for _, t := range e.st.Held(m.ID) {
 		if t.Status == org.StatusInProgress {
 			return nil
 		}

@@ -1,0 +1,88 @@
+package tests
+
+import (
+	"testing"
+
+	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// TestShippedWorldsRewardWork runs every shipped world to its horizon with
+// the greedy team and with an idle one: greedy must score higher and finish
+// something, on two seeds. (support-desk-bench is a benchmark with no agent
+// work and is run by the benchmarks instead.)
+func TestShippedWorldsRewardWork(t *testing.T) {
+	for _, name := range worlds.Names() {
+		if name == "support-desk-bench" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			seeds := []uint64{1, 2}
+			if name == "portfolio" {
+				seeds = seeds[:1] // the large world takes a while; one seed shows it
+			}
+			for _, seed := range seeds {
+				greedy := mustRun(t, cli.RunOptions{World: name, Seed: seed, Agents: "greedy", Log: memlog.New(), CheckpointEvery: -1})
+				idle := mustRun(t, cli.RunOptions{World: name, Seed: seed, Agents: "idle", Log: memlog.New(), CheckpointEvery: -1})
+				g, i := greedy.Score, idle.Score
+				t.Logf("seed %d: greedy %.2f (completion %.1f%%), idle %.2f", seed, g.TeamScore, 100*g.Completion, i.TeamScore)
+				if g.TeamScore <= i.TeamScore {
+					t.Errorf("seed %d: greedy scored %.2f, idle %.2f; want greedy higher", seed, g.TeamScore, i.TeamScore)
+				}
+				if g.TasksDone+g.TicketsResolved == 0 {
+					t.Errorf("seed %d: greedy finished nothing", seed)
+				}
+				if i.TasksDone+i.TicketsResolved != 0 {
+					t.Errorf("seed %d: an idle team finished %d tasks and %d tickets", seed, i.TasksDone, i.TicketsResolved)
+				}
+			}
+		})
+	}
+}
+
+// TestSupportDeskCompletionFallsWithLoad runs support-desk at rising loads
+// with the greedy team: the share of work completed must fall as load rises
+// (averaged over seeds), which is the curve the load factor exists to study.
+func TestSupportDeskCompletionFallsWithLoad(t *testing.T) {
+	loads := []float64{0.25, 1, 2}
+	seeds := []uint64{1, 2, 3}
+	var means []float64
+	for _, load := range loads {
+		sum := 0.0
+		arrived := 0
+		for _, seed := range seeds {
+			res := mustRun(t, cli.RunOptions{World: "support-desk", Seed: seed, Load: load, Agents: "greedy", Log: memlog.New(), CheckpointEvery: -1})
+			sum += res.Score.Completion
+			arrived += res.Score.Tickets
+		}
+		mean := sum / float64(len(seeds))
+		means = append(means, mean)
+		t.Logf("load %.2f: %d tickets arrived over %d seeds, completion %.1f%%", load, arrived, len(seeds), 100*mean)
+	}
+	for i := 1; i < len(means); i++ {
+		if means[i] >= means[i-1] {
+			t.Fatalf("completion at load %g is %.3f, not below %.3f at load %g", loads[i], means[i], means[i-1], loads[i-1])
+		}
+	}
+	if spread := means[0] - means[len(means)-1]; spread < 0.2 {
+		t.Fatalf("completion only falls by %.3f from load %g to %g; the load factor barely matters", spread, loads[0], loads[len(loads)-1])
+	}
+}
+
+// TestLoadScalesArrivals checks the load factor itself: twice the load
+// brings about twice the tickets.
+func TestLoadScalesArrivals(t *testing.T) {
+	count := map[float64]int{}
+	for _, load := range []float64{0.5, 1, 2} {
+		res := mustRun(t, cli.RunOptions{World: "support-desk", Seed: 9, Load: load, Agents: "idle", Log: memlog.New(), CheckpointEvery: -1})
+		count[load] = res.Score.Tickets
+	}
+	for _, pair := range [][2]float64{{0.5, 1}, {1, 2}} {
+		lo, hi := count[pair[0]], count[pair[1]]
+		if ratio := float64(hi) / float64(lo); ratio < 1.6 || ratio > 2.4 {
+			t.Errorf("load %g brought %d tickets, load %g %d: ratio %.2f, want about 2", pair[0], lo, pair[1], hi, ratio)
+		}
+	}
+}
