@@ -3,6 +3,9 @@ package worlds
 import (
 	"fmt"
 
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+
 	"strings"
 
 	"github.com/corpsim/corpsim/clock"
@@ -47,22 +50,29 @@ type fileDist struct {
 }
 
 // UnmarshalYAML accepts a scalar or a mapping.
-func (d *fileDist) UnmarshalYAML(unmarshal func(any) error) error {
-	var s string
-	if err := unmarshal(&s); err == nil {
+func (d *fileDist) UnmarshalYAML(n ast.Node) error {
+	const want = `expected a duration like "2h" or a distribution like {mean: 2h} or {min: 1h, max: 3h}`
+	switch unwrap(n).(type) {
+	case *ast.StringNode, *ast.IntegerNode, *ast.FloatNode:
+		var s string
+		if err := yaml.NodeToValue(n, &s); err != nil {
+			return &yaml.SyntaxError{Message: want, Token: n.GetToken()}
+		}
 		*d = fileDist{Fixed: s, set: true}
 		return nil
+	case *ast.MappingNode, *ast.MappingValueNode:
+		var m struct {
+			Mean string `yaml:"mean"`
+			Min  string `yaml:"min"`
+			Max  string `yaml:"max"`
+		}
+		if err := yaml.NodeToValue(n, &m, yaml.DisallowUnknownField()); err != nil {
+			return err
+		}
+		*d = fileDist{Mean: m.Mean, Min: m.Min, Max: m.Max, set: true}
+		return nil
 	}
-	var m struct {
-		Mean string `yaml:"mean"`
-		Min  string `yaml:"min"`
-		Max  string `yaml:"max"`
-	}
-	if err := unmarshal(&m); err != nil {
-		return fmt.Errorf("expected a duration like \"2h\" or a distribution like {mean: 2h} or {min: 1h, max: 3h}")
-	}
-	*d = fileDist{Mean: m.Mean, Min: m.Min, Max: m.Max, set: true}
-	return nil
+	return &yaml.SyntaxError{Message: want, Token: n.GetToken()}
 }
 
 // fileAmountDist is a money distribution: 3000 (fixed), {mean: 2000} or {min: 100, max: 9000}.
@@ -75,22 +85,29 @@ type fileAmountDist struct {
 }
 
 // UnmarshalYAML accepts an integer or a mapping.
-func (d *fileAmountDist) UnmarshalYAML(unmarshal func(any) error) error {
-	var n int64
-	if err := unmarshal(&n); err == nil {
-		*d = fileAmountDist{Fixed: n, set: true}
+func (d *fileAmountDist) UnmarshalYAML(n ast.Node) error {
+	const want = "expected an amount like 3000 or a distribution like {mean: 2000} or {min: 100, max: 9000}"
+	switch unwrap(n).(type) {
+	case *ast.IntegerNode:
+		var v int64
+		if err := yaml.NodeToValue(n, &v); err != nil {
+			return &yaml.SyntaxError{Message: want, Token: n.GetToken()}
+		}
+		*d = fileAmountDist{Fixed: v, set: true}
+		return nil
+	case *ast.MappingNode, *ast.MappingValueNode:
+		var m struct {
+			Mean int64 `yaml:"mean"`
+			Min  int64 `yaml:"min"`
+			Max  int64 `yaml:"max"`
+		}
+		if err := yaml.NodeToValue(n, &m, yaml.DisallowUnknownField()); err != nil {
+			return err
+		}
+		*d = fileAmountDist{Mean: m.Mean, Min: m.Min, Max: m.Max, set: true}
 		return nil
 	}
-	var m struct {
-		Mean int64 `yaml:"mean"`
-		Min  int64 `yaml:"min"`
-		Max  int64 `yaml:"max"`
-	}
-	if err := unmarshal(&m); err != nil {
-		return fmt.Errorf("expected an amount like 3000 or a distribution like {mean: 2000} or {min: 100, max: 9000}")
-	}
-	*d = fileAmountDist{Mean: m.Mean, Min: m.Min, Max: m.Max, set: true}
-	return nil
+	return &yaml.SyntaxError{Message: want, Token: n.GetToken()}
 }
 
 // fileInterruption is something that happens to the company at a set time.
