@@ -31,7 +31,23 @@ const (
 	EvQueueDown         = "queue.down"
 	EvQueueUp           = "queue.up"
 	EvApprovalEscalated = "approval.escalated"
+	EvSLABreached       = "sla.breached"
+	EvReward            = "reward"
 )
+
+// SLABreached records that a ticket was still open when its deadline passed.
+type SLABreached struct {
+	Task string `json:"task"`
+}
+
+// Reward is a dense reward: the change of the team's score (and of each
+// member's credit) caused by the events since the previous reward. Over a
+// session the Team deltas add up to the terminal team score.
+type Reward struct {
+	Team    float64            `json:"team"`
+	Members map[string]float64 `json:"members,omitempty"`
+	Rubric  string             `json:"rubric"`
+}
 
 // SessionStarted opens every log.
 type SessionStarted struct {

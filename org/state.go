@@ -48,7 +48,8 @@ type State struct {
 	// Fired records which of the world's interruptions have happened.
 	Fired []bool
 
-	Turns      int // turns taken by all members
+	Reward     float64 // the sum of the reward events so far
+	Turns      int     // turns taken by all members
 	Timeouts   int
 	Rejections int
 	Violations int // rejections of kind "policy"
@@ -88,6 +89,7 @@ type Member struct {
 	Delegate   string     `json:"delegate,omitempty"`
 	Knows      []string   `json:"knows,omitempty"`   // topics learnt from colleagues
 	Holding    int        `json:"holding,omitempty"` // tasks assigned and not done
+	Violations int        `json:"violations,omitempty"`
 	// Rejected are the member's actions refused since its latest turn began;
 	// its next observation shows them.
 	Rejected []RejectedView `json:"rejected,omitempty"`
@@ -111,8 +113,9 @@ type Task struct {
 	Queue    string         `json:"queue"`
 	Team     string         `json:"team"`
 	Created  clock.Time     `json:"created"`
-	Deadline clock.Time     `json:"deadline"`         // project deadline or SLA due; 0 for none
-	Hidden   bool           `json:"hidden,omitempty"` // its project has not started
+	Deadline clock.Time     `json:"deadline"`           // project deadline or SLA due; 0 for none
+	Hidden   bool           `json:"hidden,omitempty"`   // its project has not started
+	Breached bool           `json:"breached,omitempty"` // still open when its deadline passed (tickets)
 	Effort   clock.Duration `json:"effort"`
 	Value    float64        `json:"value"`
 	Priority int            `json:"priority,omitempty"`
@@ -518,6 +521,7 @@ func (s *State) apply(ev *events.Event) error {
 		s.Rejections++
 		if p.Kind == "policy" {
 			s.Violations++
+			m.Violations++
 		}
 	case EvMemberWaiting:
 		p, err := decode[MemberWaiting](ev)
@@ -715,6 +719,22 @@ func (s *State) apply(ev *events.Event) error {
 		s.wake(msg.To, ev.Seq)
 	case EvTaskCreated:
 		return s.applyTaskCreated(ev)
+	case EvSLABreached:
+		p, err := decode[SLABreached](ev)
+		if err != nil {
+			return err
+		}
+		t := s.tasks[p.Task]
+		if t == nil || t.Breached || t.Deadline == 0 || clock.Time(ev.Time) <= t.Deadline || t.Status == StatusDone {
+			return badEvent(ev, "task %q cannot breach its deadline now", p.Task)
+		}
+		t.Breached = true
+	case EvReward:
+		p, err := decode[Reward](ev)
+		if err != nil {
+			return err
+		}
+		s.Reward += p.Team
 	case EvProjectStarted:
 		p, err := decode[ProjectStarted](ev)
 		if err != nil {
@@ -948,6 +968,7 @@ type snapshot struct {
 	Queues     []*Queue        `json:"queues"`
 	Arrivals   []*ArrivalState `json:"arrivals"`
 	Fired      []bool          `json:"fired"`
+	Reward     float64         `json:"reward"`
 	Turns      int             `json:"turns"`
 	Timeouts   int             `json:"timeouts"`
 	Rejections int             `json:"rejections"`
@@ -956,7 +977,7 @@ type snapshot struct {
 
 func (s *State) snap() snapshot {
 	return snapshot{s.Now, s.LastSeq, s.Ended, s.EndReason, s.Members, s.Tasks, s.Requests, s.Messages, s.Budgets,
-		s.Queues, s.Arrivals, s.Fired, s.Turns, s.Timeouts, s.Rejections, s.Violations}
+		s.Queues, s.Arrivals, s.Fired, s.Reward, s.Turns, s.Timeouts, s.Rejections, s.Violations}
 }
 
 // Snapshot encodes the state (without its world) for a checkpoint.
@@ -1051,6 +1072,6 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 	s.index()
 	s.Requests, s.Messages = sn.Requests, sn.Messages
 	s.Now, s.LastSeq, s.Ended, s.EndReason = sn.Now, sn.LastSeq, sn.Ended, sn.EndReason
-	s.Turns, s.Timeouts, s.Rejections, s.Violations = sn.Turns, sn.Timeouts, sn.Rejections, sn.Violations
+	s.Turns, s.Timeouts, s.Rejections, s.Violations, s.Reward = sn.Turns, sn.Timeouts, sn.Rejections, sn.Violations, sn.Reward
 	return s, nil
 }

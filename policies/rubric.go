@@ -6,6 +6,7 @@ import (
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // RubricVersion identifies the scoring rules; it is recorded with every score.
@@ -13,25 +14,30 @@ const RubricVersion = "rubric/1"
 
 // Scorecard is a team's result.
 type Scorecard struct {
-	Rubric          string         `json:"rubric"`
-	World           string         `json:"world"`
-	TeamScore       float64        `json:"team_score"`
-	Delivered       float64        `json:"delivered"` // value of verified tasks and project bonuses, after lateness
-	Penalties       float64        `json:"penalties"`
-	Tasks           int            `json:"tasks"`
-	TasksDone       int            `json:"tasks_done"`       // verified completions
-	OnTime          int            `json:"on_time"`          // verified completions by their project's deadline
-	Tickets         int            `json:"tickets"`          // tickets that arrived
-	TicketsResolved int            `json:"tickets_resolved"` // verified resolutions
-	TicketsInSLA    int            `json:"tickets_in_sla"`
-	SLABreaches     int            `json:"sla_breaches"` // resolved late, or open past the SLA at the end
-	Completion      float64        `json:"completion"`   // (tasks done + tickets resolved) / (tasks + tickets)
-	Unverified      []string       `json:"unverified,omitempty"`
-	Violations      int            `json:"violations"`
-	Rejections      int            `json:"rejections"`
-	Timeouts        int            `json:"timeouts"`
-	Turns           int            `json:"turns"`
-	Projects        []ProjectScore `json:"projects"`
+	Rubric          string  `json:"rubric"`
+	World           string  `json:"world"`
+	TeamScore       float64 `json:"team_score"`
+	Delivered       float64 `json:"delivered"` // value of verified tasks and project bonuses, after lateness
+	Penalties       float64 `json:"penalties"`
+	Tasks           int     `json:"tasks"`
+	TasksDone       int     `json:"tasks_done"`       // verified completions
+	OnTime          int     `json:"on_time"`          // verified completions by their project's deadline
+	Tickets         int     `json:"tickets"`          // tickets that arrived
+	TicketsResolved int     `json:"tickets_resolved"` // verified resolutions
+	TicketsInSLA    int     `json:"tickets_in_sla"`
+	SLABreaches     int     `json:"sla_breaches"` // resolved late, or open past the SLA at the end
+	Completion      float64 `json:"completion"`   // (tasks done + tickets resolved) / (tasks + tickets)
+	BudgetOverrun   int64   `json:"budget_overrun"`
+	// Reward is the sum of the session's reward events; it reconciles with
+	// TeamScore when both come from the rubric that ran the session.
+	Reward     float64        `json:"reward"`
+	Members    []MemberCredit `json:"members"`
+	Unverified []string       `json:"unverified,omitempty"`
+	Violations int            `json:"violations"`
+	Rejections int            `json:"rejections"`
+	Timeouts   int            `json:"timeouts"`
+	Turns      int            `json:"turns"`
+	Projects   []ProjectScore `json:"projects"`
 }
 
 // ProjectScore is one project's part of the score.
@@ -125,12 +131,56 @@ func (v verifier) check(t *org.Task) string {
 	return ""
 }
 
+// Earned is what a done task earns if it verifies: its value, halved for
+// every LateHalfLife of working time it was completed past its deadline.
+func Earned(s *org.State, t *org.Task) (value float64, onTime bool) {
+	if t.Deadline == 0 || t.DoneAt <= t.Deadline {
+		return t.Value, true
+	}
+	return t.Value * decay(s.World.Calendar.WorkBetween(t.Deadline, t.DoneAt), s.World.Scoring.LateHalfLife), false
+}
+
+// ProjectBonus returns a project's bonus if every one of its tasks is done,
+// verified and on time in s, else 0.
+func ProjectBonus(s *org.State, p *worlds.Project) float64 {
+	v := verifier{s: s, memo: map[string]string{}}
+	for _, spec := range p.Tasks {
+		t := s.Task(spec.ID)
+		if t.Status != org.StatusDone || v.verify(t) != "" {
+			return 0
+		}
+		if _, onTime := Earned(s, t); !onTime {
+			return 0
+		}
+	}
+	return p.Value
+}
+
+// Overrun is how far a team's spending exceeds its budget (0 if it does not).
+func Overrun(b *org.Budget) int64 { return max(0, b.Spent-b.Initial) }
+
+// MemberCredit is one member's part of the outcome.
+type MemberCredit struct {
+	Member     string  `json:"member"`
+	Delivered  float64 `json:"delivered"`  // value of the verified work it completed, with its share of project bonuses
+	Share      float64 `json:"share"`      // Delivered / the team's delivered value
+	Critical   float64 `json:"critical"`   // share of its projects' critical-path effort it completed
+	Violations int     `json:"violations"` // attempted policy violations
+	// BlockedOthers is working time other members waited on this one:
+	// approval steps it held, and dependencies it finished last.
+	BlockedOthers    clock.Duration `json:"blocked_others"`
+	MessagesSent     int            `json:"messages_sent"`
+	MessagesAnswered int            `json:"messages_answered"` // messages to it that it replied to
+}
+
 // Score computes the scorecard of a state (normally the final one).
 //
-// Each verified task earns its value, halved for every LateHalfLife of
-// working time it was completed past its project's deadline. A project whose
-// tasks are all verified and on time earns its bonus value too. Every
-// attempted policy violation costs ViolationPenalty.
+// Each verified task or ticket earns its value, halved for every
+// LateHalfLife of working time it was completed past its deadline (a
+// project's deadline, or a ticket's SLA). A project whose tasks are all
+// verified and on time earns its bonus value too. Every attempted policy
+// violation costs ViolationPenalty, every SLA breach SLAPenalty, and every
+// unit of spending beyond a team's budget BudgetPenalty.
 func Score(s *org.State) Scorecard {
 	w := s.World
 	static := 0
@@ -140,9 +190,14 @@ func Score(s *org.State) Scorecard {
 	c := Scorecard{Rubric: RubricVersion, World: w.Name, Tasks: static, Violations: s.Violations,
 		Rejections: s.Rejections, Timeouts: s.Timeouts, Turns: s.Turns, Projects: []ProjectScore{}}
 	v := verifier{s: s, memo: map[string]string{}}
+	credit := map[string]*MemberCredit{}
+	for _, m := range s.Members {
+		credit[m.ID] = &MemberCredit{Member: m.ID, Violations: m.Violations}
+	}
 	for pi := range w.Projects {
 		p := &w.Projects[pi]
 		ps := ProjectScore{ID: p.ID, Tasks: len(p.Tasks)}
+		byMember := map[string]float64{}
 		for _, spec := range p.Tasks {
 			t := s.Task(spec.ID)
 			if t.Status != org.StatusDone {
@@ -153,30 +208,38 @@ func Score(s *org.State) Scorecard {
 				continue
 			}
 			ps.Done++
-			v := spec.Value
-			if t.DoneAt <= p.Deadline {
+			val, onTime := Earned(s, t)
+			if onTime {
 				ps.OnTime++
-			} else {
-				v *= decay(w.Calendar.WorkBetween(p.Deadline, t.DoneAt), w.Scoring.LateHalfLife)
 			}
-			ps.Value += v
+			ps.Value += val
+			byMember[t.DoneBy] += val
 		}
 		if ps.OnTime == ps.Tasks {
 			ps.Completed = true
 			ps.Value += p.Value
+			// The bonus goes to who earned the project's value, in proportion.
+			if sum := ps.Value - p.Value; sum > 0 {
+				for id, x := range byMember {
+					byMember[id] += p.Value * x / sum
+				}
+			}
+		}
+		for id, x := range byMember {
+			credit[id].Delivered += x
 		}
 		c.TasksDone += ps.Done
 		c.OnTime += ps.OnTime
 		c.Delivered += ps.Value
 		c.Projects = append(c.Projects, ps)
+		criticalPath(s, p, credit)
 	}
 	for _, t := range s.Tasks {
 		if t.Kind != org.KindTicket {
 			continue
 		}
 		c.Tickets++
-		late := t.Deadline > 0 && (t.Status == org.StatusDone && t.DoneAt > t.Deadline || t.Status != org.StatusDone && s.Now > t.Deadline)
-		if late {
+		if t.Breached {
 			c.SLABreaches++
 		}
 		if t.Status != org.StatusDone {
@@ -187,21 +250,124 @@ func Score(s *org.State) Scorecard {
 			continue
 		}
 		c.TicketsResolved++
-		val := t.Value
-		if late {
-			val *= decay(w.Calendar.WorkBetween(t.Deadline, t.DoneAt), w.Scoring.LateHalfLife)
-		} else {
+		val, onTime := Earned(s, t)
+		if onTime {
 			c.TicketsInSLA++
 		}
 		c.Delivered += val
+		credit[t.DoneBy].Delivered += val
 	}
 	if n := c.Tasks + c.Tickets; n > 0 {
 		c.Completion = round(float64(c.TasksDone+c.TicketsResolved) / float64(n))
 	}
-	c.Penalties = float64(s.Violations)*w.Scoring.ViolationPenalty + float64(c.SLABreaches)*w.Scoring.SLAPenalty
+	var over int64
+	for _, b := range s.Budgets {
+		over += Overrun(b)
+	}
+	c.BudgetOverrun = over
+	c.Penalties = float64(s.Violations)*w.Scoring.ViolationPenalty + float64(c.SLABreaches)*w.Scoring.SLAPenalty +
+		float64(over)*w.Scoring.BudgetPenalty
+	blocked(s, credit)
+	for _, m := range s.Messages {
+		credit[m.From].MessagesSent++
+		if m.Answered {
+			credit[m.To].MessagesAnswered++
+		}
+	}
+	for _, m := range s.Members {
+		mc := credit[m.ID]
+		if c.Delivered > 0 {
+			mc.Share = round(mc.Delivered / c.Delivered)
+		}
+		mc.Delivered = round(mc.Delivered)
+		mc.Critical = round(mc.Critical)
+		c.Members = append(c.Members, *mc)
+	}
 	c.TeamScore = round(c.Delivered - c.Penalties)
 	c.Delivered = round(c.Delivered)
+	c.Penalties = round(c.Penalties)
+	c.Reward = round(s.Reward)
 	return c
+}
+
+// criticalPath credits each member with its share of the project's
+// critical path: the chain of dependencies with the most effort.
+func criticalPath(s *org.State, p *worlds.Project, credit map[string]*MemberCredit) {
+	longest := map[string]clock.Duration{}
+	next := map[string]string{} // the dependency on the longest path below a task
+	var walk func(id string) clock.Duration
+	walk = func(id string) clock.Duration {
+		if d, ok := longest[id]; ok {
+			return d
+		}
+		t := s.Task(id)
+		best, via := clock.Duration(0), ""
+		for _, d := range t.Spec.Deps {
+			if l := walk(d); l > best {
+				best, via = l, d
+			}
+		}
+		longest[id], next[id] = best+t.Effort, via
+		return best + t.Effort
+	}
+	top, total := "", clock.Duration(0)
+	for _, spec := range p.Tasks {
+		if l := walk(spec.ID); l > total {
+			top, total = spec.ID, l
+		}
+	}
+	if total == 0 {
+		return
+	}
+	for id := top; id != ""; id = next[id] {
+		t := s.Task(id)
+		if t.Status == org.StatusDone && credit[t.DoneBy] != nil {
+			credit[t.DoneBy].Critical += float64(t.Effort) / float64(total) / float64(len(s.World.Projects))
+		}
+	}
+}
+
+// blocked credits members with the working time others waited on them:
+// each approval step for as long as it sat with its approver, and, for
+// each task whose dependencies are done, the time it waited on the one
+// finished last after the others were done.
+func blocked(s *org.State, credit map[string]*MemberCredit) {
+	cal := &s.World.Calendar
+	for _, r := range s.Requests {
+		for i, st := range r.Steps {
+			end := st.DecidedAt
+			if st.Status == org.RequestPending {
+				if r.Status != org.RequestPending || r.Current != i {
+					continue // never reached
+				}
+				end = s.Now
+			}
+			if mc := credit[st.Approver]; mc != nil && end > st.Since {
+				mc.BlockedOthers += cal.WorkBetween(st.Since, end)
+			}
+		}
+	}
+	for _, t := range s.Tasks {
+		if len(t.Spec.Deps) == 0 || !s.DepsDone(t) {
+			continue
+		}
+		var last *org.Task
+		from := t.Created
+		for _, d := range t.Spec.Deps {
+			dt := s.Task(d)
+			if last == nil || dt.DoneAt > last.DoneAt {
+				if last != nil && last.DoneAt > from {
+					from = last.DoneAt
+				}
+				last = dt
+			} else if dt.DoneAt > from {
+				from = dt.DoneAt
+			}
+		}
+		if mc := credit[last.DoneBy]; mc != nil && last.DoneAt > from {
+			mc.BlockedOthers += cal.WorkBetween(from, last.DoneAt)
+		}
+	}
 }
 
 func decay(late, halfLife clock.Duration) float64 {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/corpsim/corpsim/clock"
@@ -79,6 +80,7 @@ const (
 	timerReturn    // id: member back from leave
 	timerQueueUp   // id: queue whose outage ends
 	timerEscalate  // id: request; step and approver say which assignment it watches
+	timerSLA       // id: ticket whose SLA passes
 )
 
 type timer struct {
@@ -109,7 +111,8 @@ type Engine struct {
 	done       bool
 	started    bool
 	endHash    string
-	seen       uint64 // the last seq of the state the due members observe
+	seen       uint64          // the last seq of the state the due members observe
+	reward     policies.Credit // score changes since the last reward event
 }
 
 // New makes an engine for a world and seed. Call Start for a new session,
@@ -264,6 +267,7 @@ func (e *Engine) Step(answers []Answer) {
 	for _, a := range all {
 		e.takeTurn(a)
 	}
+	e.payReward()
 	e.settle()
 }
 
@@ -312,6 +316,7 @@ func (e *Engine) Tick() {
 			e.fireTimer(t)
 		}
 	}
+	e.payReward()
 	e.settle()
 }
 
@@ -380,7 +385,17 @@ func (e *Engine) dueNow() []string {
 	return out
 }
 
+// payReward emits the score change since the last reward, if any.
+func (e *Engine) payReward() {
+	if e.reward.Zero() {
+		return
+	}
+	r := org.Reward{Team: e.reward.Team, Members: e.reward.Members, Rubric: policies.RubricVersion}
+	e.emit(org.EvReward, "", e.st.LastSeq, r)
+}
+
 func (e *Engine) end(reason string) {
+	e.payReward()
 	e.endHash = e.StateHash()
 	e.emit(org.EvSessionEnded, "", 0, org.SessionEnded{Reason: reason, StateHash: e.endHash})
 	e.done = true
@@ -410,8 +425,23 @@ func (e *Engine) apply(ev events.Event) error {
 		e.now = t
 		e.candidates = e.candidates[:0]
 	}
+	if ev.Type == org.EvReward {
+		// A recorded reward must be what the rubric makes of the events before it.
+		var p org.Reward
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return fmt.Errorf("sim: reward at seq %d: %w", ev.Seq, err)
+		}
+		if math.Abs(p.Team-e.reward.Team) > 1e-6 {
+			return fmt.Errorf("%w: reward at seq %d records %g, the rubric gives %g", ErrReplayMismatch, ev.Seq, p.Team, e.reward.Team)
+		}
+	}
 	if err := e.st.Apply(ev); err != nil {
 		return err
+	}
+	if ev.Type == org.EvReward {
+		e.reward = policies.Credit{}
+	} else {
+		e.reward.Add(policies.Delta(e.st, ev))
 	}
 	switch ev.Type {
 	case org.EvWorkStarted:

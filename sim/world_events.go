@@ -169,6 +169,8 @@ func (e *Engine) fireTimer(t timer) {
 		e.emit(org.EvMemberReturned, t.id, t.cause, struct{}{})
 	case timerQueueUp:
 		e.emit(org.EvQueueUp, "", t.cause, org.QueueUp{Queue: t.id})
+	case timerSLA:
+		e.emit(org.EvSLABreached, "", t.cause, org.SLABreached{Task: t.id})
 	case timerEscalate:
 		r := e.st.Request(t.id)
 		to := e.escalationTarget(t.who, r.Requester)
@@ -271,6 +273,9 @@ func (e *Engine) worldTimerValid(at clock.Time, t timer) bool {
 	case timerEscalate:
 		r := e.st.Request(t.id)
 		return r != nil && r.Status == org.RequestPending && r.Current == t.step && r.Steps[t.step].Approver == t.who
+	case timerSLA:
+		task := e.st.Task(t.id)
+		return task != nil && task.Status != org.StatusDone && !task.Breached
 	}
 	return false
 }
@@ -301,6 +306,10 @@ func (e *Engine) scheduleFor(ev events.Event) {
 		_ = json.Unmarshal(payload, &p)
 		if p.Arrival != "" && p.NextAt != 0 {
 			e.timers.Push(p.NextAt, timer{kind: timerArrival, id: p.Arrival, cause: seq})
+		}
+		if p.Deadline > 0 {
+			// A ticket open a moment after its deadline has breached its SLA.
+			e.timers.Push(p.Deadline+1, timer{kind: timerSLA, id: p.Task.ID, cause: seq})
 		}
 	case org.EvMemberLeft:
 		var p org.MemberLeft

@@ -137,6 +137,7 @@ type fileScoring struct {
 	LateHalfLife     string   `yaml:"late_half_life"`
 	ViolationPenalty *float64 `yaml:"violation_penalty"`
 	SLAPenalty       *float64 `yaml:"sla_penalty"`
+	BudgetPenalty    *float64 `yaml:"budget_penalty"`
 }
 
 // Error is one mistake in a world file, with where it is.
@@ -1016,7 +1017,10 @@ func (v *validator) build(f *file) *World {
 	v.interruptions(f, w, r)
 
 	// Scoring.
-	w.Scoring = Scoring{LateHalfLife: 5 * dayLen, ViolationPenalty: 1, SLAPenalty: 1}
+	w.Scoring = Scoring{LateHalfLife: 5 * dayLen, ViolationPenalty: 1, SLAPenalty: 1, BudgetPenalty: 0.01}
+	if f.Scoring.BudgetPenalty != nil {
+		w.Scoring.BudgetPenalty = *f.Scoring.BudgetPenalty
+	}
 	if f.Scoring.SLAPenalty != nil {
 		w.Scoring.SLAPenalty = *f.Scoring.SLAPenalty
 	}

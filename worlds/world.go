@@ -147,7 +147,8 @@ type Task struct {
 type Scoring struct {
 	LateHalfLife     clock.Duration // value halves for every LateHalfLife of working time past the deadline
 	ViolationPenalty float64        // subtracted per attempted policy violation
-	SLAPenalty       float64        // subtracted per ticket resolved late or still open past its SLA
+	SLAPenalty       float64        // subtracted per ticket still open when its SLA passed
+	BudgetPenalty    float64        // subtracted per unit of money spent beyond a team's budget
 }
 
 // Member returns the member with the given ID.

@@ -1,0 +1,121 @@
+package policies
+
+import (
+	"encoding/json"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+)
+
+// Credit is a change of score: the team's, and each member's delivered value.
+type Credit struct {
+	Team    float64
+	Members map[string]float64
+}
+
+// Add adds c2 to c.
+func (c *Credit) Add(c2 Credit) {
+	c.Team += c2.Team
+	for id, x := range c2.Members {
+		if c.Members == nil {
+			c.Members = map[string]float64{}
+		}
+		c.Members[id] += x
+	}
+}
+
+// Zero reports whether c changes nothing.
+func (c *Credit) Zero() bool { return c.Team == 0 && len(c.Members) == 0 }
+
+// Delta is the change of the scorecard that one event caused; s is the
+// state just after the event was applied. Summed over a session's events,
+// the Team deltas equal Score's TeamScore and the member deltas each
+// member's Delivered: Score and Delta are the same rubric, once computed
+// at the end and once as it happens (the dense reward).
+func Delta(s *org.State, ev events.Event) Credit {
+	var c Credit
+	w := s.World
+	switch ev.Type {
+	case org.EvTaskCompleted:
+		var p org.TaskCompleted
+		if json.Unmarshal(ev.Payload, &p) != nil {
+			return c
+		}
+		t := s.Task(p.Task)
+		if t == nil {
+			return c
+		}
+		if t.Spec.Purchase > 0 {
+			if b := s.Budget(t.Team); b != nil {
+				c.Team -= overrunCost(s, b, t.Spec.Purchase)
+			}
+		}
+		if Verify(s, t) != "" {
+			return c
+		}
+		val, _ := Earned(s, t)
+		c.Team += val
+		c.Members = map[string]float64{t.DoneBy: val}
+		if t.Project == "" {
+			return c
+		}
+		for i := range w.Projects {
+			p := &w.Projects[i]
+			if p.ID != t.Project {
+				continue
+			}
+			bonus := ProjectBonus(s, p)
+			if bonus == 0 {
+				return c
+			}
+			// The project just completed: its bonus, split like Score splits it.
+			by := map[string]float64{}
+			sum := 0.0
+			for _, spec := range p.Tasks {
+				pt := s.Task(spec.ID)
+				v, _ := Earned(s, pt)
+				by[pt.DoneBy] += v
+				sum += v
+			}
+			c.Team += bonus
+			for id, x := range by {
+				if sum > 0 {
+					c.Members[id] += bonus * x / sum
+				}
+			}
+		}
+	case org.EvWorkFinished:
+		var p org.WorkFinished
+		if json.Unmarshal(ev.Payload, &p) != nil {
+			return c
+		}
+		t := s.Task(p.Task)
+		if t == nil {
+			return c
+		}
+		if m := s.Member(t.Assignee); m != nil {
+			if r, ok := w.Role(m.Role); ok && r.Rate > 0 {
+				if b := s.Budget(m.Team); b != nil {
+					c.Team -= overrunCost(s, b, r.Rate*int64(p.Work)/int64(clock.Hour))
+				}
+			}
+		}
+	case org.EvActionRejected:
+		var p org.ActionRejected
+		if json.Unmarshal(ev.Payload, &p) == nil && p.Kind == KindPolicy {
+			c.Team -= w.Scoring.ViolationPenalty
+		}
+	case org.EvSLABreached:
+		c.Team -= w.Scoring.SLAPenalty
+	}
+	return c
+}
+
+// overrunCost is the penalty for the part of a spend that went beyond budget
+// b, whose Spent already includes it.
+func overrunCost(s *org.State, b *org.Budget, spend int64) float64 {
+	before := max(0, b.Spent-spend-b.Initial)
+	after := Overrun(b)
+	return float64(after-before) * s.World.Scoring.BudgetPenalty
+}
