@@ -23,8 +23,9 @@ type Options struct {
 }
 
 var builtins = map[string]func(Options) Agent{
-	"idle":   func(Options) Agent { return Idle{} },
-	"greedy": func(Options) Agent { return &Greedy{} },
+	"idle":    func(Options) Agent { return Idle{} },
+	"greedy":  func(Options) Agent { return &Greedy{} },
+	"cheater": func(Options) Agent { return &Cheater{} },
 }
 
 // Names lists the built-in agents.

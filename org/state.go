@@ -173,6 +173,7 @@ type RequestStep struct {
 	DecidedAt clock.Time `json:"decided_at,omitempty"`
 	Since     clock.Time `json:"since,omitempty"`     // when the current approver got it
 	Escalated int        `json:"escalated,omitempty"` // times it moved to another approver
+	Delegated bool       `json:"delegated,omitempty"` // routed to a stand-in for role holders on leave
 }
 
 // Message is a message between members.
@@ -641,7 +642,7 @@ func (s *State) apply(ev *events.Event) error {
 			Steps: append([]RequestStep(nil), p.Steps...), Status: RequestPending, CreatedAt: clock.Time(ev.Time)}
 		for i := range r.Steps {
 			r.Steps[i].Status = RequestPending
-			r.Steps[i].Since, r.Steps[i].Escalated = 0, 0
+			r.Steps[i].Since, r.Steps[i].Escalated = 0, 0 // Delegated comes from the payload
 		}
 		r.Steps[0].Since = clock.Time(ev.Time)
 		s.Requests = append(s.Requests, r)

@@ -119,7 +119,7 @@ func (v verifier) check(t *org.Task) string {
 			m := s.Member(rs.Approver)
 			// An escalated step is decided by whoever it was escalated to
 			// (a manager or a delegate), who need not hold the role.
-			eligible := m != nil && (m.Role == st.Role || rs.Escalated > 0)
+			eligible := m != nil && (m.Role == st.Role || rs.Escalated > 0 || rs.Delegated)
 			if rs.Role != st.Role || rs.Status != org.RequestApproved || !eligible || rs.Approver == r.Requester {
 				return fmt.Sprintf("approval step %d (%s) not granted by an eligible approver", i+1, st.Role)
 			}

@@ -239,7 +239,8 @@ func (e *Engine) perform(m *org.Member, a org.Action, cause uint64, cursor clock
 		t := e.st.Task(a.Task)
 		var steps []org.RequestStep
 		for _, s := range e.st.StepsFor(t) {
-			steps = append(steps, org.RequestStep{Role: s.Role, Approver: e.approverFor(s.Role, m.ID)})
+			who := e.approverFor(s.Role, m.ID)
+			steps = append(steps, org.RequestStep{Role: s.Role, Approver: who, Delegated: e.st.Member(who).Role != s.Role})
 		}
 		cursor = cal.AddWork(cursor, e.cost(m, RequestCost))
 		id := fmt.Sprintf("r%d", len(e.st.Requests)+1)
