@@ -22,12 +22,16 @@ type Options struct {
 	Listen string        // "127.0.0.1:4222" to accept network clients; "" for in-process only
 	Logger hclog.Logger  // nil: silent
 	Ready  time.Duration // how long to wait for the server to start; 0 means 10s
+	// Auth, if set, decides who may connect and what each may do; nil lets
+	// anyone connect with full rights (in-process use, tests).
+	Auth *Auth
 }
 
 // Server is a running embedded NATS server.
 type Server struct {
 	ns     *server.Server
 	logger hclog.Logger
+	auth   *Auth
 }
 
 // Start starts an embedded NATS server.
@@ -41,6 +45,9 @@ func Start(o Options) (*Server, error) {
 			return nil, err
 		}
 		opts.Host, opts.Port = host, port
+	}
+	if o.Auth != nil {
+		opts.CustomClientAuthentication = o.Auth
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -60,12 +67,15 @@ func Start(o Options) (*Server, error) {
 		logger = hclog.NewNullLogger()
 	}
 	logger.Debug("embedded NATS server started", "listen", o.Listen)
-	return &Server{ns: ns, logger: logger}, nil
+	return &Server{ns: ns, logger: logger, auth: o.Auth}, nil
 }
 
 // Connect opens a client connection to the embedded server, in-process.
 func (s *Server) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
 	opts = append([]nats.Option{nats.Name(name), nats.InProcessServer(s.ns)}, opts...)
+	if s.auth != nil {
+		opts = append(opts, nats.Token(s.auth.Internal()))
+	}
 	nc, err := nats.Connect("", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("natsbus: connect %s: %w", name, err)
@@ -79,6 +89,11 @@ func (s *Server) ClientURL() string {
 		return ""
 	}
 	return s.ns.ClientURL()
+}
+
+// Interest reports whether anyone subscribes to subject.
+func (s *Server) Interest(subject string) bool {
+	return s.ns.GlobalAccount().SubscriptionInterest(subject)
 }
 
 // Shutdown stops the server and waits for it.

@@ -30,6 +30,74 @@ func EventsSubject(session string) string { return prefix + session + ".events" 
 // ControlSubject carries a session's control messages.
 func ControlSubject(session string) string { return prefix + session + ".control" }
 
+// SessionsPrefix starts the subjects that manage sessions on a server.
+const SessionsPrefix = "corpsim." + Version + ".sessions."
+
+// Session-management subjects (request/reply, operator only).
+const (
+	CreateSubject = SessionsPrefix + "create" // CreateRequest -> CreateReply
+	ListSubject   = SessionsPrefix + "list"   // {} -> []events.SessionMeta
+)
+
+// ControlOp names a session control operation.
+type ControlOp string
+
+// Control operations.
+const (
+	OpStart  ControlOp = "start"  // begin asking members (when created with wait)
+	OpPause  ControlOp = "pause"  // stop after the current batch; resume with start
+	OpStop   ControlOp = "stop"   // end the session now (status interrupted)
+	OpStatus ControlOp = "status" // report where it stands
+)
+
+// CreateRequest asks a server for a session.
+type CreateRequest struct {
+	World  string  `json:"world"`            // a shipped world's name
+	Source string  `json:"source,omitempty"` // or a world file's text (YAML or JSON)
+	Seed   uint64  `json:"seed"`
+	Load   float64 `json:"load,omitempty"`
+	// Agents assigns seats as for corpsim run, with "remote" for seats that
+	// remote agents play, e.g. "greedy,bob=remote" or "remote".
+	Agents string `json:"agents"`
+	// Wait, when true, holds the session until a start control message;
+	// otherwise it starts once every remote seat is subscribed (or JoinTimeout passes).
+	Wait        bool   `json:"wait,omitempty"`
+	JoinTimeout string `json:"join_timeout,omitempty"` // e.g. "30s"
+	TurnTimeout string `json:"turn_timeout,omitempty"` // per turn, e.g. "10s"
+	Parent      string `json:"parent,omitempty"`       // fork this session…
+	ForkSeq     uint64 `json:"fork_seq,omitempty"`     // …at this event (1: a reset)
+}
+
+// CreateReply tells a client its session and the credentials of its seats.
+type CreateReply struct {
+	Session string          `json:"session"`
+	Seats   map[string]Seat `json:"seats,omitempty"` // member -> credentials, for remote seats
+	Error   string          `json:"error,omitempty"`
+}
+
+// Seat is a remote seat's credentials: connect with Token, answer turns on Subject.
+type Seat struct {
+	Session string `json:"session"`
+	Member  string `json:"member"`
+	Token   string `json:"token"`
+	Subject string `json:"subject"`
+}
+
+// ControlRequest is sent to a session's control subject.
+type ControlRequest struct {
+	Op ControlOp `json:"op"`
+}
+
+// ControlReply reports a session's state after a control operation.
+type ControlReply struct {
+	Session string  `json:"session"`
+	Status  string  `json:"status"`
+	Events  uint64  `json:"events"`
+	Time    int64   `json:"time"`
+	Score   float64 `json:"score"`
+	Error   string  `json:"error,omitempty"`
+}
+
 // HistorySubject answers requests for a running session's stored events.
 func HistorySubject(session string) string { return prefix + session + ".history" }
 

@@ -35,6 +35,9 @@ type Config struct {
 	TurnTimeout time.Duration // wall-clock budget of one turn; 0 means 30s
 	// Progress, if set, is called after every durable batch with the session's last seq and simulated time.
 	Progress func(seq uint64, simTime int64)
+	// Gate, if set, is called before each step; it may block (a paused
+	// session) and its error ends the run as if ctx were cancelled.
+	Gate func(ctx context.Context) error
 	// CheckpointEvery takes a checkpoint whenever the log passes a multiple
 	// of this many events; 0 means DefaultCheckpointEvery, negative means never.
 	CheckpointEvery int
@@ -113,6 +116,11 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 	for {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
+		}
+		if d.cfg.Gate != nil {
+			if err := d.cfg.Gate(ctx); err != nil {
+				return fail(err)
+			}
 		}
 		rd := e.Ready()
 		if n := len(rd.Events); n > 0 {

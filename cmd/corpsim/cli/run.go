@@ -154,48 +154,11 @@ func LoadWorld(name string) (*worlds.World, []byte, error) {
 // ParseAgents assigns an agent to every agent seat of w from a spec such as
 // "greedy" or "greedy,alice=idle": a bare name is the default for all seats.
 func ParseAgents(spec string, w *worlds.World) (map[string]string, error) {
-	def := ""
-	per := map[string]string{}
-	for _, part := range strings.Split(spec, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		member, name, ok := strings.Cut(part, "=")
-		if !ok {
-			if def != "" {
-				return nil, usagef("--agents %q names two defaults (%s and %s)", spec, def, part)
-			}
-			def = part
-			continue
-		}
-		m, found := w.Member(member)
-		if !found {
-			return nil, usagef("--agents: world %s has no member %q", w.Name, member)
-		}
-		if m.NPC != nil {
-			return nil, usagef("--agents: %s is an NPC, not an agent seat", member)
-		}
-		per[member] = name
+	seats, err := agents.Assign(spec, w, false)
+	if err != nil {
+		return nil, usagef("--%v", err)
 	}
-	out := map[string]string{}
-	for _, m := range w.Members {
-		if m.NPC != nil {
-			continue
-		}
-		name := per[m.ID]
-		if name == "" {
-			name = def
-		}
-		if name == "" {
-			return nil, usagef("--agents %q assigns no agent to %s", spec, m.ID)
-		}
-		if _, err := agents.New(name, agents.Options{}); err != nil {
-			return nil, usagef("%v", err)
-		}
-		out[m.ID] = name
-	}
-	return out, nil
+	return seats, nil
 }
 
 // OpenLog opens the Pebble log in dir (creating it), or an in-memory log.
@@ -216,9 +179,9 @@ func OpenLog(dir string, ephemeral bool, logger hclog.Logger) (events.Log, error
 	if err != nil {
 		if isLocked(err) {
 			if url := readBusURL(dir); url != "" {
-				return nil, fmt.Errorf("data folder %s is in use by a running corpsim (its bus: %s); use --nats %s to follow it", dir, url, url)
+				return nil, &inUseError{fmt.Sprintf("data folder %s is in use by a running corpsim (its bus: %s); use --nats %s to follow it", dir, url, url)}
 			}
-			return nil, fmt.Errorf("data folder %s is in use by another corpsim process", dir)
+			return nil, &inUseError{fmt.Sprintf("data folder %s is in use by another corpsim process", dir)}
 		}
 		return nil, err
 	}

@@ -1,0 +1,64 @@
+package agents
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// Remote names a seat played by an agent outside the process, over the bus.
+const Remote = "remote"
+
+// Assign gives every agent seat of w an agent from spec: one name for every
+// seat ("greedy"), or a default and per-member choices
+// ("planner,alice=idle,bob=remote"). Names are built-in agents, or Remote
+// when allowRemote. The result maps member IDs to names.
+func Assign(spec string, w *worlds.World, allowRemote bool) (map[string]string, error) {
+	def := ""
+	per := map[string]string{}
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		member, name, ok := strings.Cut(part, "=")
+		if !ok {
+			if def != "" {
+				return nil, fmt.Errorf("agents %q names two defaults (%s and %s)", spec, def, part)
+			}
+			def = part
+			continue
+		}
+		m, found := w.Member(member)
+		if !found {
+			return nil, fmt.Errorf("agents: world %s has no member %q", w.Name, member)
+		}
+		if m.NPC != nil {
+			return nil, fmt.Errorf("agents: %s is an NPC, not an agent seat", member)
+		}
+		per[member] = name
+	}
+	out := map[string]string{}
+	for _, m := range w.Members {
+		if m.NPC != nil {
+			continue
+		}
+		name := per[m.ID]
+		if name == "" {
+			name = def
+		}
+		if name == "" {
+			return nil, fmt.Errorf("agents %q assigns no agent to %s", spec, m.ID)
+		}
+		if name == Remote {
+			if !allowRemote {
+				return nil, fmt.Errorf("agents: %s is remote, which needs corpsim serve", m.ID)
+			}
+		} else if _, err := New(name, Options{}); err != nil {
+			return nil, err
+		}
+		out[m.ID] = name
+	}
+	return out, nil
+}
