@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/sim/service"
+)
+
+// ServeOptions configure corpsim serve.
+type ServeOptions struct {
+	Listen          string
+	Data            string
+	Ephemeral       bool
+	OperatorToken   string // "" reads or makes DATA/operator.token
+	TurnTimeout     time.Duration
+	JoinTimeout     time.Duration
+	MaxSessions     int
+	CheckpointEvery int
+}
+
+func (a *app) serveCmd() *cobra.Command {
+	o := ServeOptions{}
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run an environment server: clients create sessions over NATS and remote agents play seats",
+		Long: `Run an environment server on an embedded NATS server listening on --listen.
+Operators (with the operator token, kept in DATA/operator.token) create and control
+sessions on corpsim.v1.sessions.create and corpsim.v1.s.<session>.control; each
+remote seat gets its own credentials, which may only answer that seat's turns.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tokenFile := ""
+			if o.OperatorToken == "" {
+				if err := os.MkdirAll(o.Data, 0o755); err != nil {
+					return err
+				}
+				tokenFile = filepath.Join(o.Data, "operator.token")
+				if b, err := os.ReadFile(tokenFile); err == nil {
+					o.OperatorToken = strings.TrimSpace(string(b))
+				} else {
+					o.OperatorToken = natsbus.NewToken()
+					if err := os.WriteFile(tokenFile, []byte(o.OperatorToken+"\n"), 0o600); err != nil {
+						return err
+					}
+				}
+			}
+			log, err := OpenLog(o.Data, o.Ephemeral, a.logger)
+			if err != nil {
+				return err
+			}
+			defer log.Close()
+			auth := natsbus.NewAuth(o.OperatorToken)
+			bus, err := natsbus.Start(natsbus.Options{Listen: o.Listen, Auth: auth, Logger: a.logger})
+			if err != nil {
+				return err
+			}
+			defer bus.Shutdown()
+			if !o.Ephemeral {
+				if err := writeBusURL(o.Data, bus.ClientURL()); err != nil {
+					return err
+				}
+				defer removeBusURL(o.Data)
+			}
+			svc, err := service.New(service.Config{Log: log, Bus: bus, Auth: auth, Logger: a.logger, TurnTimeout: o.TurnTimeout,
+				JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, CheckpointEvery: o.CheckpointEvery})
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			where := "given with --operator-token"
+			if tokenFile != "" {
+				where = "in " + tokenFile
+			}
+			fmt.Fprintf(a.stdout, "corpsim serving on %s (operator token %s); stop with Ctrl-C\n", bus.ClientURL(), where)
+			a.logger.Info("serving", "nats", bus.ClientURL())
+			<-cmd.Context().Done()
+			a.logger.Info("shutting down: running sessions are left interrupted and can be resumed")
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Listen, "listen", "127.0.0.1:4222", "address of the embedded NATS server")
+	f.StringVar(&o.Data, "data", DefaultData, "data folder of the event log")
+	f.BoolVar(&o.Ephemeral, "ephemeral", false, "keep the log in memory only")
+	f.StringVar(&o.OperatorToken, "operator-token", "", "operator token (default: read or create DATA/operator.token)")
+	f.DurationVar(&o.TurnTimeout, "turn-timeout", 30*time.Second, "default wall-clock budget of one agent turn")
+	f.DurationVar(&o.JoinTimeout, "join-timeout", 60*time.Second, "how long a new session waits for its remote seats")
+	f.IntVar(&o.MaxSessions, "max-sessions", 1000, "sessions running at once")
+	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000; negative: never)")
+	return c
+}
