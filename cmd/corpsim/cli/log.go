@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -55,7 +56,7 @@ must have been started with --listen (its address is in DATA/bus.url), or give -
 			if !follow {
 				return usagef("--nats is for --follow")
 			}
-			return a.follow(ctx, natsURL, args[0], max(from, 1), p)
+			return a.follow(ctx, natsURL, data, args[0], max(from, 1), p)
 		},
 	}
 	f := c.Flags()
@@ -91,11 +92,17 @@ func (p *printer) print(ev events.Event) error {
 
 // follow prints a running session's events: the stored history over a
 // request/reply, then the live feed, without gaps or repeats, until
-// session.ended.
-func (a *app) follow(ctx context.Context, url, session string, from uint64, p *printer) error {
-	nc, err := nats.Connect(url, nats.Name("corpsim log --follow"))
+// session.ended. Events the feed dropped while this process was busy are
+// fetched from the history again. Once the running corpsim is gone (its
+// session ended before this caught up, or it died), the rest comes from its
+// data folder.
+func (a *app) follow(ctx context.Context, url, data, session string, from uint64, p *printer) error {
+	p.last = from - 1
+	closed := make(chan struct{})
+	nc, err := nats.Connect(url, nats.Name("corpsim log --follow"), nats.NoReconnect(),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", url, err)
+		return a.followStored(ctx, data, session, p, fmt.Errorf("connect to %s: %w", url, err))
 	}
 	defer nc.Close()
 	live := make(chan *nats.Msg, 4096)
@@ -104,52 +111,102 @@ func (a *app) follow(ctx context.Context, url, session string, from uint64, p *p
 		return err
 	}
 	defer sub.Unsubscribe()
-	p.last = from - 1
-	ended := false
-	for {
-		req, _ := json.Marshal(proto.HistoryRequest{From: p.last + 1})
-		msg, err := nc.Request(proto.HistorySubject(session), req, 10*time.Second)
-		if err != nil {
-			return fmt.Errorf("session %s is not running at %s: %w", session, url, err)
+	ended, err := a.history(nc, session, p)
+	for err == nil && !ended {
+		if len(live) == 0 {
+			p.w.Flush()
 		}
-		var resp proto.HistoryResponse
-		if err := json.Unmarshal(msg.Data, &resp); err != nil {
-			return err
-		}
-		if resp.Error != "" {
-			return fmt.Errorf("history of %s: %s", session, resp.Error)
-		}
-		for _, ev := range resp.Events {
-			if err := p.print(ev); err != nil {
-				return err
-			}
-			ended = ended || ev.Type == org.EvSessionEnded
-		}
-		if len(resp.Events) == 0 || p.last >= resp.Last {
-			break
-		}
-	}
-	p.w.Flush()
-	for !ended {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-closed:
+			err = nats.ErrConnectionClosed
 		case msg := <-live:
 			var ev events.Event
 			if err := json.Unmarshal(msg.Data, &ev); err != nil {
 				return fmt.Errorf("event feed: %w", err)
 			}
-			if ev.Seq > p.last+1 {
-				return fmt.Errorf("event feed skipped from seq %d to %d", p.last, ev.Seq)
+			if ev.Seq > p.last+1 { // the feed dropped events: fill the gap
+				if ended, err = a.history(nc, session, p); err != nil || ended {
+					break
+				}
+				if ev.Seq > p.last+1 {
+					return fmt.Errorf("session %s: event %d was published, but the history ends at %d", session, ev.Seq, p.last)
+				}
 			}
 			if err := p.print(ev); err != nil {
 				return err
 			}
 			ended = ev.Type == org.EvSessionEnded
-			if len(live) == 0 {
-				p.w.Flush()
-			}
 		}
 	}
-	return nil
+	if err == nil {
+		return nil
+	}
+	return a.followStored(ctx, data, session, p, fmt.Errorf("session %s is not running at %s: %w", session, url, err))
+}
+
+// history prints the stored events after p.last that the running corpsim
+// serves, page by page, until it has printed what was stored when asked.
+func (a *app) history(nc *nats.Conn, session string, p *printer) (ended bool, err error) {
+	for {
+		req, _ := json.Marshal(proto.HistoryRequest{From: p.last + 1})
+		msg, err := nc.Request(proto.HistorySubject(session), req, 10*time.Second)
+		if err != nil {
+			return ended, err
+		}
+		var resp proto.HistoryResponse
+		if err := json.Unmarshal(msg.Data, &resp); err != nil {
+			return ended, err
+		}
+		if resp.Error != "" {
+			return ended, fmt.Errorf("history of %s: %s", session, resp.Error)
+		}
+		for _, ev := range resp.Events {
+			if err := p.print(ev); err != nil {
+				return ended, err
+			}
+			ended = ended || ev.Type == org.EvSessionEnded
+		}
+		if ended || len(resp.Events) == 0 || p.last >= resp.Last {
+			return ended, nil
+		}
+	}
+}
+
+// followStored prints the rest of a followed session from the data folder,
+// once the corpsim that ran it is gone (cause says how that showed); it
+// waits a few seconds for that process to let go of the folder.
+func (a *app) followStored(ctx context.Context, data, session string, p *printer, cause error) error {
+	p.w.Flush()
+	var log events.Log
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		l, _, err := a.openSession(ctx, data, session)
+		if err == nil {
+			log = l
+			break
+		}
+		var inUse *inUseError
+		if !errors.As(err, &inUse) || time.Now().After(deadline) {
+			return fmt.Errorf("%w; reading the data folder instead: %w", cause, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	defer log.Close()
+	for ev, err := range log.Read(ctx, session, p.last+1) {
+		if err != nil {
+			return err
+		}
+		if err := p.print(ev); err != nil {
+			return err
+		}
+		if ev.Type == org.EvSessionEnded {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w, and its stored log stops at seq %d without session.ended (resume continues it)", cause, p.last)
 }

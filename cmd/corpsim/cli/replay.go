@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim"
 )
 
@@ -30,20 +29,13 @@ func (a *app) replayCmd() *cobra.Command {
 		Short: "Re-apply a session's stored events and check the final state hash",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			log, err := OpenLog(data, false, a.logger)
+			ctx := cmd.Context()
+			id := args[0]
+			log, meta, err := a.openSession(ctx, data, id)
 			if err != nil {
 				return err
 			}
 			defer log.Close()
-			ctx := cmd.Context()
-			id := args[0]
-			meta, err := log.Session(ctx, id)
-			if err != nil {
-				if errors.Is(err, events.ErrNoSession) {
-					return fmt.Errorf("no session %s in %s", id, data)
-				}
-				return err
-			}
 			res := ReplayResult{Session: id, Recorded: meta.StateHash}
 			e, err := sim.Rebuild(log.Read(ctx, id, 1), id, sim.Config{})
 			if e != nil {

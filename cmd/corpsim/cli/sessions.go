@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -17,7 +19,20 @@ import (
 	"github.com/corpsim/corpsim/sim/driver"
 )
 
+// openExisting opens the log in data for a command that reads sessions:
+// unlike OpenLog it does not create a missing folder.
+func (a *app) openExisting(data string) (events.Log, error) {
+	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no data folder %s", data)
+	}
+	return OpenLog(data, false, a.logger)
+}
+
+// openSession opens the log in data and reads session id's metadata.
 func (a *app) openSession(ctx context.Context, data, id string) (events.Log, events.SessionMeta, error) {
+	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
+		return nil, events.SessionMeta{}, fmt.Errorf("no session %s in %s (no such folder)", id, data)
+	}
 	log, err := OpenLog(data, false, a.logger)
 	if err != nil {
 		return nil, events.SessionMeta{}, err
@@ -41,7 +56,7 @@ func (a *app) sessionsCmd() *cobra.Command {
 		Short: "List the sessions in the data folder",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := OpenLog(data, false, a.logger)
+			log, err := a.openExisting(data)
 			if err != nil {
 				return err
 			}

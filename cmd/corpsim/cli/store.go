@@ -31,3 +31,8 @@ func isLocked(err error) bool {
 	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) ||
 		strings.Contains(err.Error(), "resource temporarily unavailable") || strings.Contains(err.Error(), "lock")
 }
+
+// inUseError reports a data folder that another process holds open.
+type inUseError struct{ msg string }
+
+func (e *inUseError) Error() string { return e.msg }

@@ -91,6 +91,6 @@ func (a *app) worldsCmd() *cobra.Command {
 	f.IntVar(&g.Stagger, "stagger", 0, "start project i after i×N working days")
 	f.IntVar(&g.Tickets, "tickets", 0, "add support tickets to every team's queue, one every N working hours")
 	f.StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
-	c.AddCommand(gen)
+	c.AddCommand(gen, a.worldsSchemaCmd())
 	return c
 }
