@@ -69,6 +69,7 @@ type State struct {
 	queueOpen map[string][]*Task // queue -> its tickets in arrival order (done ones are dropped lazily)
 	claimed   map[string]int     // queue -> items claimed and not done
 	woken     []string           // members whose Pending or BusyUntil changed since TakeWoken
+	typed     any                // the payload of the event being applied, when the engine has it (ApplyWith)
 }
 
 // Member is a seat's state.
@@ -436,12 +437,27 @@ func (s *State) Apply(ev events.Event) error {
 	return nil
 }
 
-func decode[T any](ev *events.Event) (T, error) {
+// decode returns an event's payload: the value the engine made it from when
+// it applies its own event (ApplyWith), else the JSON decoded. The engine
+// encodes that same value into the event, so both paths see equal payloads.
+func decode[T any](s *State, ev *events.Event) (T, error) {
+	if v, ok := s.typed.(T); ok {
+		return v, nil
+	}
 	var v T
 	if err := json.Unmarshal(ev.Payload, &v); err != nil {
 		return v, badEvent(ev, "payload: %v", err)
 	}
 	return v, nil
+}
+
+// ApplyWith is Apply for an event whose payload was just encoded from
+// payload: it skips decoding the JSON again. The result is the same as Apply's.
+func (s *State) ApplyWith(ev events.Event, payload any) error {
+	s.typed = payload
+	err := s.Apply(ev)
+	s.typed = nil
+	return err
 }
 
 func (s *State) actor(ev *events.Event) (*Member, error) {
@@ -459,7 +475,7 @@ func (s *State) apply(ev *events.Event) error {
 		if ev.Seq != 1 {
 			return badEvent(ev, "session.started must be the first event")
 		}
-		p, err := decode[SessionStarted](ev)
+		p, err := decode[SessionStarted](s, ev)
 		if err != nil {
 			return err
 		}
@@ -476,13 +492,13 @@ func (s *State) apply(ev *events.Event) error {
 			}
 		}
 	case EvSessionEnded:
-		p, err := decode[SessionEnded](ev)
+		p, err := decode[SessionEnded](s, ev)
 		if err != nil {
 			return err
 		}
 		s.Ended, s.EndReason = true, p.Reason
 	case EvTurn:
-		p, err := decode[Turn](ev)
+		p, err := decode[Turn](s, ev)
 		if err != nil {
 			return err
 		}
@@ -497,7 +513,7 @@ func (s *State) apply(ev *events.Event) error {
 		s.Turns++
 		s.busy(m, p.BusyUntil)
 	case EvTurnTimeout:
-		p, err := decode[TurnTimeout](ev)
+		p, err := decode[TurnTimeout](s, ev)
 		if err != nil {
 			return err
 		}
@@ -510,7 +526,7 @@ func (s *State) apply(ev *events.Event) error {
 		m.Pending = m.WakeCause > m.Seen
 		s.Timeouts++
 	case EvActionRejected:
-		p, err := decode[ActionRejected](ev)
+		p, err := decode[ActionRejected](s, ev)
 		if err != nil {
 			return err
 		}
@@ -525,7 +541,7 @@ func (s *State) apply(ev *events.Event) error {
 			m.Violations++
 		}
 	case EvMemberWaiting:
-		p, err := decode[MemberWaiting](ev)
+		p, err := decode[MemberWaiting](s, ev)
 		if err != nil {
 			return err
 		}
@@ -540,7 +556,7 @@ func (s *State) apply(ev *events.Event) error {
 			m.Pending = m.WakeCause > m.Seen
 		}
 	case EvTaskClaimed:
-		p, err := decode[TaskClaimed](ev)
+		p, err := decode[TaskClaimed](s, ev)
 		if err != nil {
 			return err
 		}
@@ -561,7 +577,7 @@ func (s *State) apply(ev *events.Event) error {
 		s.claimed[t.Queue]++
 		s.busy(m, p.BusyUntil)
 	case EvWorkStarted:
-		p, err := decode[WorkStarted](ev)
+		p, err := decode[WorkStarted](s, ev)
 		if err != nil {
 			return err
 		}
@@ -576,7 +592,7 @@ func (s *State) apply(ev *events.Event) error {
 		t.Status, t.WorkUntil, t.Stint = StatusInProgress, p.Until, p.Work
 		s.busy(m, p.Until)
 	case EvWorkFinished:
-		p, err := decode[WorkFinished](ev)
+		p, err := decode[WorkFinished](s, ev)
 		if err != nil {
 			return err
 		}
@@ -597,7 +613,7 @@ func (s *State) apply(ev *events.Event) error {
 			}
 		}
 	case EvTaskCompleted:
-		p, err := decode[TaskCompleted](ev)
+		p, err := decode[TaskCompleted](s, ev)
 		if err != nil {
 			return err
 		}
@@ -623,7 +639,7 @@ func (s *State) apply(ev *events.Event) error {
 		// Whoever could take a task this one unblocked wants to hear of it.
 		s.wakeForReady(t, ev.Seq)
 	case EvApprovalRequested:
-		p, err := decode[ApprovalRequested](ev)
+		p, err := decode[ApprovalRequested](s, ev)
 		if err != nil {
 			return err
 		}
@@ -651,7 +667,7 @@ func (s *State) apply(ev *events.Event) error {
 		s.busy(m, p.BusyUntil)
 		s.wake(r.Steps[0].Approver, ev.Seq)
 	case EvApprovalGranted, EvApprovalRejected:
-		p, err := decode[ApprovalDecided](ev)
+		p, err := decode[ApprovalDecided](s, ev)
 		if err != nil {
 			return err
 		}
@@ -682,7 +698,7 @@ func (s *State) apply(ev *events.Event) error {
 		}
 		s.busy(m, p.BusyUntil)
 	case EvMessageSent:
-		p, err := decode[MessageSent](ev)
+		p, err := decode[MessageSent](s, ev)
 		if err != nil {
 			return err
 		}
@@ -703,7 +719,7 @@ func (s *State) apply(ev *events.Event) error {
 		s.messages[msg.ID] = msg
 		s.busy(m, p.BusyUntil)
 	case EvMessageDelivered:
-		p, err := decode[MessageDelivered](ev)
+		p, err := decode[MessageDelivered](s, ev)
 		if err != nil {
 			return err
 		}
@@ -721,7 +737,7 @@ func (s *State) apply(ev *events.Event) error {
 	case EvTaskCreated:
 		return s.applyTaskCreated(ev)
 	case EvSLABreached:
-		p, err := decode[SLABreached](ev)
+		p, err := decode[SLABreached](s, ev)
 		if err != nil {
 			return err
 		}
@@ -731,13 +747,13 @@ func (s *State) apply(ev *events.Event) error {
 		}
 		t.Breached = true
 	case EvReward:
-		p, err := decode[Reward](ev)
+		p, err := decode[Reward](s, ev)
 		if err != nil {
 			return err
 		}
 		s.Reward += p.Team
 	case EvProjectStarted:
-		p, err := decode[ProjectStarted](ev)
+		p, err := decode[ProjectStarted](s, ev)
 		if err != nil {
 			return err
 		}
@@ -756,7 +772,7 @@ func (s *State) apply(ev *events.Event) error {
 			}
 		}
 	case EvTaskReprioritized:
-		p, err := decode[TaskReprioritized](ev)
+		p, err := decode[TaskReprioritized](s, ev)
 		if err != nil {
 			return err
 		}
@@ -772,7 +788,7 @@ func (s *State) apply(ev *events.Event) error {
 		}
 		s.wakeAbout(t, ev.Seq)
 	case EvTaskChanged:
-		p, err := decode[TaskChanged](ev)
+		p, err := decode[TaskChanged](s, ev)
 		if err != nil {
 			return err
 		}
@@ -783,7 +799,7 @@ func (s *State) apply(ev *events.Event) error {
 		t.Effort += p.Effort
 		s.wakeAbout(t, ev.Seq)
 	case EvMemberLeft:
-		p, err := decode[MemberLeft](ev)
+		p, err := decode[MemberLeft](s, ev)
 		if err != nil {
 			return err
 		}
@@ -807,7 +823,7 @@ func (s *State) apply(ev *events.Event) error {
 		m.OnLeave, m.LeaveUntil, m.Delegate = false, 0, ""
 		s.wake(m.ID, ev.Seq)
 	case EvQueueDown:
-		p, err := decode[QueueDown](ev)
+		p, err := decode[QueueDown](s, ev)
 		if err != nil {
 			return err
 		}
@@ -817,7 +833,7 @@ func (s *State) apply(ev *events.Event) error {
 		}
 		q.DownUntil = p.Until
 	case EvQueueUp:
-		p, err := decode[QueueUp](ev)
+		p, err := decode[QueueUp](s, ev)
 		if err != nil {
 			return err
 		}
@@ -832,7 +848,7 @@ func (s *State) apply(ev *events.Event) error {
 			}
 		}
 	case EvApprovalEscalated:
-		p, err := decode[ApprovalEscalated](ev)
+		p, err := decode[ApprovalEscalated](s, ev)
 		if err != nil {
 			return err
 		}
@@ -907,7 +923,7 @@ func (s *State) wakeServers(t *Task, cause uint64, oneNPC bool) {
 }
 
 func (s *State) applyTaskCreated(ev *events.Event) error {
-	p, err := decode[TaskCreated](ev)
+	p, err := decode[TaskCreated](s, ev)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 )
 
@@ -308,5 +309,60 @@ func TestScoreBuiltOnUnverifiedWork(t *testing.T) {
 	}
 	if c.TasksDone != 1 || c.Delivered != 8 {
 		t.Errorf("TasksDone %d Delivered %v, want 1 and 8 (spec only)", c.TasksDone, c.Delivered)
+	}
+}
+
+// deltaSum replays a script's events one by one and adds up policies.Delta:
+// the dense reward of the same events.
+func deltaSum(s *script) float64 {
+	s.tb.Helper()
+	st := org.New(s.w)
+	sum := 0.0
+	for _, e := range s.evs {
+		if err := st.Apply(e); err != nil {
+			s.tb.Fatalf("Apply(seq %d %s): %v", e.Seq, e.Type, err)
+		}
+		d := policies.Delta(st, e)
+		sum += d.Team
+	}
+	return sum
+}
+
+// TestScoreBudgetOverrun: spending beyond a team's budget — a purchase, or
+// work at a role's hourly rate — costs budget_penalty per unit over, and the
+// dense rewards of the same events add up to the same score.
+func TestScoreBudgetOverrun(t *testing.T) {
+	tests := []struct {
+		name        string
+		edits       []string
+		script      func(*script) *script
+		wantOverrun int64
+		wantPenalty float64
+	}{
+		{"within budget", nil, func(s *script) *script { return s.do("alice", "spec") }, 0, 0},
+		{"a purchase beyond the budget", []string{"budget: 20000", "budget: 2000"}, func(s *script) *script {
+			return s.do("alice", "spec").claim("bob", "build-servers").work("bob", "build-servers", 2*clock.Hour).
+				request("bob", "r1", "build-servers", 3000, "lead:alice").grant("alice", "r1", 0).complete("bob", "build-servers")
+		}, 1000, 10},
+		{"work at an hourly rate", []string{"budget: 20000", "budget: 100", "{id: engineer, title: Software engineer}", "{id: engineer, title: Software engineer, rate: 40}"},
+			func(s *script) *script {
+				return s.do("alice", "spec").claim("bob", "api").work("bob", "api", 4*clock.Hour)
+			}, 60, 0.6},
+		{"penalty weight from the world", []string{"budget: 20000", "budget: 2000", "violation_penalty: 1 ", "violation_penalty: 1\n  budget_penalty: 0.5 "}, func(s *script) *script {
+			return s.do("alice", "spec").claim("bob", "build-servers").work("bob", "build-servers", 2*clock.Hour).
+				request("bob", "r1", "build-servers", 3000, "lead:alice").grant("alice", "r1", 0).complete("bob", "build-servers")
+		}, 1000, 500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.script(newScript(t, mustWorld(t, tt.edits...)))
+			c := policies.Score(s.state())
+			if c.BudgetOverrun != tt.wantOverrun || c.Penalties != tt.wantPenalty {
+				t.Errorf("BudgetOverrun %d Penalties %v, want %d and %v", c.BudgetOverrun, c.Penalties, tt.wantOverrun, tt.wantPenalty)
+			}
+			if got := deltaSum(s); math.Abs(got-c.TeamScore) > 1e-9 {
+				t.Errorf("dense rewards add up to %v, the team score is %v", got, c.TeamScore)
+			}
+		})
 	}
 }

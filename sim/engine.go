@@ -412,7 +412,7 @@ func (e *Engine) emit(typ, actor string, cause uint64, payload any) uint64 {
 		ID: events.NewID(e.idKey, e.startMs, int64(e.now), seq), Session: e.cfg.Session,
 		Seq: seq, Time: int64(e.now), Type: typ, Actor: actor, Cause: cause, Payload: p,
 	}
-	if err := e.apply(ev); err != nil {
+	if err := e.applyWith(ev, payload); err != nil {
 		panic(fmt.Sprintf("sim: engine emitted an event that does not apply: %v", err))
 	}
 	e.pending = append(e.pending, ev)
@@ -420,7 +420,11 @@ func (e *Engine) emit(typ, actor string, cause uint64, payload any) uint64 {
 }
 
 // apply is the single transition function, live and in replay: state, then timers.
-func (e *Engine) apply(ev events.Event) error {
+func (e *Engine) apply(ev events.Event) error { return e.applyWith(ev, nil) }
+
+// applyWith is apply with the payload value the engine encoded the event
+// from (nil in replay), to skip decoding it again.
+func (e *Engine) applyWith(ev events.Event, payload any) error {
 	if t := clock.Time(ev.Time); t > e.now {
 		e.now = t
 		e.candidates = e.candidates[:0]
@@ -435,7 +439,7 @@ func (e *Engine) apply(ev events.Event) error {
 			return fmt.Errorf("%w: reward at seq %d records %g, the rubric gives %g", ErrReplayMismatch, ev.Seq, p.Team, e.reward.Team)
 		}
 	}
-	if err := e.st.Apply(ev); err != nil {
+	if err := e.st.ApplyWith(ev, payload); err != nil {
 		return err
 	}
 	if ev.Type == org.EvReward {
