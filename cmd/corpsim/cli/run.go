@@ -305,11 +305,25 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", meta.ID, err)
 	}
+	res := resultOf(meta, e)
+	res.Wall = time.Since(start)
+	return res, nil
+}
+
+// resultOf is the result of a session whose engine stands at its end (or
+// wherever it stopped): the metadata, the end and the scorecard.
+func resultOf(meta events.SessionMeta, e *sim.Engine) *RunResult {
 	st := e.State()
-	return &RunResult{Session: meta.ID, World: w.Name, Seed: meta.Seed, Events: meta.LastSeq, StateHash: meta.StateHash,
+	w := st.World
+	res := &RunResult{Session: meta.ID, World: w.Name, Seed: meta.Seed, Events: st.LastSeq, StateHash: e.StateHash(),
 		Ended: st.EndReason, SimTime: w.Calendar.Wall(st.Now).Format(time.RFC3339), Agents: meta.Agents,
-		Parent: meta.Parent, ForkSeq: meta.ForkSeq,
-		Score: policies.Score(st), Wall: time.Since(start), Meta: meta}, nil
+		Parent: meta.Parent, ForkSeq: meta.ForkSeq, Score: policies.Score(st), Meta: meta}
+	if st.Ended {
+		res.StateHash = e.EndStateHash()
+	} else {
+		res.Ended = string(meta.Status)
+	}
+	return res
 }
 
 func printScorecard(w io.Writer, r *RunResult) {

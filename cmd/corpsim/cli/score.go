@@ -41,16 +41,7 @@ The reward recorded during the run is shown next to it.`,
 			if err != nil {
 				return err
 			}
-			st := e.State()
-			w := st.World
-			res := &RunResult{Session: meta.ID, World: w.Name, Seed: meta.Seed, Events: st.LastSeq, StateHash: e.StateHash(),
-				Ended: st.EndReason, SimTime: w.Calendar.Wall(st.Now).Format(time.RFC3339), Agents: meta.Agents,
-				Parent: meta.Parent, ForkSeq: meta.ForkSeq, Score: policies.Score(st), Meta: meta}
-			if st.Ended {
-				res.StateHash = e.EndStateHash()
-			} else {
-				res.Ended = string(meta.Status)
-			}
+			res := resultOf(meta, e)
 			if asJSON {
 				return a.report(res, true)
 			}
