@@ -109,9 +109,16 @@ func TestCrashAndResume(t *testing.T) {
 		go func() { exited <- cmd.Wait() }()
 
 		w := &busWatcher{seen: map[uint64][]byte{}}
-		nc := connectWithRetry(t, "nats://"+addr, exited)
+		nc := connectWithRetry(t, "nats://"+addr, data, exited)
 		if nc == nil { // the process ended before its bus was reachable
 			t.Fatalf("run %d: corpsim exited before its bus came up: %s", i, stderr.String())
+		}
+		if i == 0 {
+			// The listening bus admits only the holder of the operator token.
+			if c, err := nats.Connect("nats://"+addr, nats.Timeout(time.Second)); err == nil {
+				c.Close()
+				t.Fatal("a connection without the operator token was admitted")
+			}
 		}
 		if _, err := nc.Subscribe("corpsim.v1.s.*.events", w.handle); err != nil {
 			t.Fatal(err)
@@ -195,10 +202,13 @@ func TestCrashAndResume(t *testing.T) {
 	t.Logf("%d kills; %s", done, strings.TrimSpace(out))
 }
 
-func connectWithRetry(t *testing.T, url string, exited chan error) *nats.Conn {
+// connectWithRetry connects to a corpsim's listening bus with the operator
+// token it keeps in its data folder (written before it listens).
+func connectWithRetry(t *testing.T, url, data string, exited chan error) *nats.Conn {
 	t.Helper()
 	for start := time.Now(); time.Since(start) < 20*time.Second; {
-		nc, err := nats.Connect(url, nats.Timeout(200*time.Millisecond))
+		tok, _ := os.ReadFile(filepath.Join(data, "operator.token"))
+		nc, err := nats.Connect(url, nats.Timeout(200*time.Millisecond), nats.Token(strings.TrimSpace(string(tok))))
 		if err == nil {
 			return nc
 		}

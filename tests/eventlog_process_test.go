@@ -86,7 +86,7 @@ func corpsimIn(tb testing.TB, dir string, args ...string) (stdout, stderr string
 
 // watchBus connects to a corpsim's NATS server at addr and records every
 // event it publishes.
-func watchBus(t *testing.T, addr string, p *corpsimProc) *busWatcher {
+func watchBus(t *testing.T, addr, data string, p *corpsimProc) *busWatcher {
 	t.Helper()
 	w := &busWatcher{seen: map[uint64][]byte{}}
 	exited := make(chan error, 1)
@@ -94,7 +94,7 @@ func watchBus(t *testing.T, addr string, p *corpsimProc) *busWatcher {
 		<-p.done
 		exited <- nil
 	}()
-	nc := connectWithRetry(t, "nats://"+addr, exited)
+	nc := connectWithRetry(t, "nats://"+addr, data, exited)
 	if nc == nil {
 		t.Fatalf("corpsim exited before its bus came up: %s", p.stderr.String())
 	}
@@ -164,7 +164,7 @@ func TestLogFollowsARunningSession(t *testing.T) {
 	world := longWorld(t, dir)
 	addr := freeAddr(t)
 	p := startCorpsim(t, dir, "run", "--world", world, "--seed", "3", "--data", data, "--listen", addr, "--json")
-	w := watchBus(t, addr, p)
+	w := watchBus(t, addr, data, p)
 	waitForSeq(t, w, p, 1500) // more than one history page (proto.MaxHistoryPage) behind
 	session, seen := w.state()
 	url, err := os.ReadFile(filepath.Join(data, "bus.url"))
@@ -261,7 +261,7 @@ func TestResumeInterruptedWithOtherAgents(t *testing.T) {
 	world := longWorld(t, dir)
 	addr := freeAddr(t)
 	p := startCorpsim(t, dir, "run", "--world", world, "--seed", "3", "--data", data, "--listen", addr)
-	w := watchBus(t, addr, p)
+	w := watchBus(t, addr, data, p)
 	waitForSeq(t, w, p, 300)
 	session, _ := w.state()
 	// A follower sees the process die: it prints what is stored and says so.

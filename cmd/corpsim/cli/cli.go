@@ -38,6 +38,7 @@ type app struct {
 	stdout, stderr io.Writer
 	logLevel       string
 	logger         hclog.Logger
+	token          string // operator token given on the command line
 }
 
 // Main runs corpsim with args (without the program name) and returns the exit code.

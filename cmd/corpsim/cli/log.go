@@ -64,6 +64,7 @@ must have been started with --listen (its address is in DATA/bus.url), or give -
 	f.Uint64Var(&from, "from", 1, "first sequence number to print")
 	f.StringVar(&typ, "type", "", "print only events of this type")
 	f.BoolVar(&follow, "follow", false, "tail a running session through NATS until it ends")
+	f.StringVar(&a.token, "token", "", "operator token of the running corpsim (default: DATA/operator.token)")
 	f.StringVar(&natsURL, "nats", "", "NATS URL of the running corpsim (default: DATA/bus.url)")
 	return c
 }
@@ -99,8 +100,14 @@ func (p *printer) print(ev events.Event) error {
 func (a *app) follow(ctx context.Context, url, data, session string, from uint64, p *printer) error {
 	p.last = from - 1
 	closed := make(chan struct{})
-	nc, err := nats.Connect(url, nats.Name("corpsim log --follow"), nats.NoReconnect(),
-		nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	opts := []nats.Option{nats.Name("corpsim log --follow"), nats.NoReconnect(),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) })}
+	if tok := a.token; tok != "" {
+		opts = append(opts, nats.Token(tok))
+	} else if tok := readOperatorToken(data); tok != "" {
+		opts = append(opts, nats.Token(tok))
+	}
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return a.followStored(ctx, data, session, p, fmt.Errorf("connect to %s: %w", url, err))
 	}

@@ -251,8 +251,18 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 	w := e.State().World
 	srv := o.Bus
 	if srv == nil {
+		var auth *natsbus.Auth
+		if o.Listen != "" {
+			// A listening bus is reachable by anyone on the host: only the
+			// holder of the operator token (DATA/operator.token) may use it.
+			token, err := operatorToken(o.Data, o.Ephemeral)
+			if err != nil {
+				return nil, err
+			}
+			auth = natsbus.NewAuth(token)
+		}
 		var err error
-		if srv, err = natsbus.Start(natsbus.Options{Logger: logger, Listen: o.Listen}); err != nil {
+		if srv, err = natsbus.Start(natsbus.Options{Logger: logger, Listen: o.Listen, Auth: auth}); err != nil {
 			return nil, err
 		}
 		defer srv.Shutdown()

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"github.com/corpsim/corpsim/agents/natsbus"
+
 	"errors"
 	"os"
 	"path/filepath"
@@ -36,3 +38,34 @@ func isLocked(err error) bool {
 type inUseError struct{ msg string }
 
 func (e *inUseError) Error() string { return e.msg }
+
+const operatorTokenFile = "operator.token"
+
+// operatorToken reads DATA/operator.token, making it if it does not exist
+// (an ephemeral run gets a fresh token that is not written).
+func operatorToken(dir string, ephemeral bool) (string, error) {
+	if ephemeral || dir == "" {
+		return natsbus.NewToken(), nil
+	}
+	path := filepath.Join(dir, operatorTokenFile)
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tok := natsbus.NewToken()
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// readOperatorToken returns DATA/operator.token, or "".
+func readOperatorToken(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, operatorTokenFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
