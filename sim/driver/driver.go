@@ -128,11 +128,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 				return fail(fmt.Errorf("driver: append: %w", err))
 			}
 			for i := range rd.Events {
-				var err error
-				buf, err = json.Marshal(rd.Events[i])
-				if err != nil {
-					return fail(fmt.Errorf("driver: encode event: %w", err))
-				}
+				buf = events.AppendJSON(buf[:0], &rd.Events[i])
 				if err := d.cfg.Conn.Publish(subject, buf); err != nil {
 					return fail(fmt.Errorf("driver: publish: %w", err))
 				}
