@@ -7,6 +7,7 @@ import (
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/policies"
 )
 
 // engineSnapshot is everything an Engine needs to continue from where a
@@ -22,6 +23,7 @@ type engineSnapshot struct {
 	Seen       uint64                `json:"seen"`
 	EndHash    string                `json:"end_hash,omitempty"`
 	Done       bool                  `json:"done,omitempty"`
+	Reward     policies.Credit       `json:"reward"` // score changes not yet paid as a reward event
 }
 
 type timerSnapshot struct {
@@ -36,7 +38,7 @@ type timerSnapshot struct {
 // to decide but not yet answered are recorded as due, so a restored engine
 // asks them again.
 func (e *Engine) Snapshot() []byte {
-	sn := engineSnapshot{Version: 1, State: e.st.Snapshot(), Pushed: e.pushed, Now: e.now, Seen: e.seen, EndHash: e.endHash, Done: e.done}
+	sn := engineSnapshot{Version: 1, State: e.st.Snapshot(), Pushed: e.pushed, Now: e.now, Seen: e.seen, EndHash: e.endHash, Done: e.done, Reward: e.reward}
 	for _, it := range e.timers.Items() {
 		sn.Timers = append(sn.Timers, timerSnapshot{At: it.At, Kind: it.Value.kind, ID: it.Value.id, Cause: it.Value.cause})
 	}
@@ -83,7 +85,7 @@ func Restore(cfg Config, data []byte, stateHash string) (*Engine, error) {
 	if sn.Pushed != nil {
 		e.pushed = sn.Pushed
 	}
-	e.now, e.candidates, e.seen, e.endHash, e.done = sn.Now, sn.Candidates, sn.Seen, sn.EndHash, sn.Done
+	e.now, e.candidates, e.seen, e.endHash, e.done, e.reward = sn.Now, sn.Candidates, sn.Seen, sn.EndHash, sn.Done, sn.Reward
 	e.started = true
 	return e, nil
 }
