@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/corpsim/corpsim/agents/httpgw"
 	"github.com/corpsim/corpsim/agents/natsbus"
 	"github.com/corpsim/corpsim/sim/service"
 )
@@ -16,6 +21,7 @@ import (
 // ServeOptions configure corpsim serve.
 type ServeOptions struct {
 	Listen          string
+	HTTP            string // address of the HTTP/JSON gateway; "" for none
 	Data            string
 	Ephemeral       bool
 	OperatorToken   string // "" reads or makes DATA/operator.token
@@ -33,7 +39,9 @@ func (a *app) serveCmd() *cobra.Command {
 		Long: `Run an environment server on an embedded NATS server listening on --listen.
 Operators (with the operator token, kept in DATA/operator.token) create and control
 sessions on corpsim.v1.sessions.create and corpsim.v1.s.<session>.control; each
-remote seat gets its own credentials, which may only answer that seat's turns.`,
+remote seat gets its own credentials, which may only answer that seat's turns.
+With --http ADDR, an HTTP/JSON gateway serves the same protocol under /v1 (bearer
+tokens: the operator token, or a seat's token), including a Gym-style step.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tokenFile := ""
@@ -74,6 +82,13 @@ remote seat gets its own credentials, which may only answer that seat's turns.`,
 				return err
 			}
 			defer svc.Close()
+			if o.HTTP != "" {
+				stop, err := serveHTTP(o, bus.ClientURL(), a)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			where := "given with --operator-token"
 			if tokenFile != "" {
 				where = "in " + tokenFile
@@ -87,6 +102,7 @@ remote seat gets its own credentials, which may only answer that seat's turns.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:4222", "address of the embedded NATS server")
+	f.StringVar(&o.HTTP, "http", "", "also serve the HTTP/JSON gateway on this address, e.g. 127.0.0.1:8080")
 	f.StringVar(&o.Data, "data", DefaultData, "data folder of the event log")
 	f.BoolVar(&o.Ephemeral, "ephemeral", false, "keep the log in memory only")
 	f.StringVar(&o.OperatorToken, "operator-token", "", "operator token (default: read or create DATA/operator.token)")
@@ -95,4 +111,43 @@ remote seat gets its own credentials, which may only answer that seat's turns.`,
 	f.IntVar(&o.MaxSessions, "max-sessions", 1000, "sessions running at once")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000; negative: never)")
 	return c
+}
+
+// serveHTTP starts the HTTP/JSON gateway on o.HTTP, bridging to the NATS
+// server at natsURL. The returned stop ends its long polls, shuts the HTTP
+// server down and closes the gateway.
+func serveHTTP(o ServeOptions, natsURL string, a *app) (stop func(), err error) {
+	if natsURL == "" {
+		return nil, usagef("--http needs the NATS server to listen (--listen ADDR)")
+	}
+	gw, err := httpgw.New(httpgw.Config{NATSURL: natsURL, OperatorToken: o.OperatorToken,
+		Logger: a.logger.Named("http"), TurnWait: o.TurnTimeout})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", o.HTTP)
+	if err != nil {
+		gw.Close()
+		return nil, fmt.Errorf("--http: %w", err)
+	}
+	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.logger.Error("HTTP gateway stopped", "error", err)
+		}
+	}()
+	fmt.Fprintf(a.stdout, "corpsim HTTP gateway on http://%s/v1\n", ln.Addr())
+	a.logger.Info("serving HTTP", "addr", ln.Addr().String())
+	return func() {
+		gw.Close() // ends long polls and steps first, so that Shutdown need not wait for them
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			a.logger.Warn("HTTP gateway did not shut down cleanly", "error", err)
+			_ = srv.Close()
+		}
+		<-done
+	}, nil
 }

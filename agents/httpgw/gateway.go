@@ -1,0 +1,383 @@
+package httpgw
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+
+	"github.com/corpsim/corpsim/agents/proto"
+)
+
+// Config configures a Gateway. NATSURL and OperatorToken are required; the
+// zero value of every other field means its default.
+type Config struct {
+	NATSURL       string       // the corpsim server's NATS URL, e.g. nats://127.0.0.1:4222
+	OperatorToken string       // the server's operator token; operator endpoints require it as the bearer token
+	Logger        hclog.Logger // nil: silent
+	// TurnWait is how long the gateway holds a turn for an HTTP answer: set
+	// it to the server's turn timeout (a session's own turn_timeout
+	// overrides it). A turn older than that is dropped: the engine has
+	// recorded a timeout for it. 0 means 30s, corpsim serve's default.
+	TurnWait time.Duration
+	// Retain is how long an ended session's record (its seat tokens, events
+	// and rewards) is kept. 0 means 10 minutes.
+	Retain time.Duration
+	// Gather is how long step waits for more turns once one has arrived
+	// and some remote seats have none: the engine asks every member due
+	// at an instant at once, so their requests arrive within a few
+	// milliseconds. A turn arriving later is not lost: the next step
+	// returns it. 0 means 10ms.
+	Gather time.Duration
+}
+
+// Validate reports what is wrong with c.
+func (c Config) Validate() error {
+	switch {
+	case c.NATSURL == "":
+		return errors.New("httpgw: NATSURL is required")
+	case c.OperatorToken == "":
+		return errors.New("httpgw: OperatorToken is required")
+	case c.TurnWait < 0 || c.Retain < 0 || c.Gather < 0:
+		return errors.New("httpgw: TurnWait, Retain and Gather may not be negative")
+	}
+	return nil
+}
+
+// Timeouts of the gateway's own NATS requests.
+const (
+	createTimeout  = 2 * time.Minute // a fork of a long log loads it first
+	controlTimeout = 40 * time.Second
+	statusTimeout  = 5 * time.Second
+	historyTimeout = 15 * time.Second
+)
+
+// Gateway serves the HTTP API. Create it with New, serve Handler, and Close
+// it when done. Safe for concurrent use.
+type Gateway struct {
+	cfg Config
+	log hclog.Logger
+	op  *nats.Conn
+	mux *http.ServeMux
+	// ctx is cancelled by Close: it ends every long poll and NATS request
+	// of the requests being served.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	inflight sync.WaitGroup // HTTP requests being served
+
+	mu        sync.Mutex
+	closed    bool
+	sessions  map[string]*session
+	tokens    map[string]*seat // seat token -> seat
+	lastSweep time.Time
+}
+
+// New connects to the server's NATS with the operator token.
+func New(cfg Config) (*Gateway, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.TurnWait == 0 {
+		cfg.TurnWait = 30 * time.Second
+	}
+	if cfg.Retain == 0 {
+		cfg.Retain = 10 * time.Minute
+	}
+	if cfg.Gather == 0 {
+		cfg.Gather = 10 * time.Millisecond
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	g := &Gateway{cfg: cfg, log: logger, sessions: map[string]*session{}, tokens: map[string]*seat{}}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	nc, err := nats.Connect(cfg.NATSURL, nats.Name("corpsim httpgw"), nats.Token(cfg.OperatorToken),
+		nats.MaxReconnects(-1), nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subj := ""
+			if sub != nil {
+				subj = sub.Subject
+			}
+			logger.Warn("NATS error on the operator connection", "subject", subj, "error", err)
+		}))
+	if err != nil {
+		g.cancel()
+		return nil, fmt.Errorf("httpgw: connect to %s: %w", cfg.NATSURL, err)
+	}
+	g.op = nc
+	g.routes()
+	return g, nil
+}
+
+func (g *Gateway) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /v1/health", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	})
+	m.HandleFunc("POST /v1/sessions", g.operator(g.handleCreate))
+	m.HandleFunc("POST /v1/sessions/{id}/fork", g.operator(g.handleFork))
+	m.HandleFunc("POST /v1/sessions/{id}/reset", g.operator(g.handleReset))
+	m.HandleFunc("POST /v1/sessions/{id}/control", g.operator(g.handleControl))
+	m.HandleFunc("POST /v1/sessions/{id}/step", g.operator(g.handleStep))
+	m.HandleFunc("GET /v1/sessions/{id}/events", g.operator(g.handleEvents))
+	m.HandleFunc("GET /v1/sessions/{id}/score", g.operator(g.handleScore))
+	m.HandleFunc("GET /v1/sessions/{id}/seats/{member}/observation", g.seatOnly(g.handleObserve))
+	m.HandleFunc("POST /v1/sessions/{id}/seats/{member}/act", g.seatOnly(g.handleAct))
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no endpoint %s %s (see GET /v1/health and the package documentation)", r.Method, r.URL.Path)
+	})
+	g.mux = m
+}
+
+// Handler is the gateway's HTTP handler.
+func (g *Gateway) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		closed := g.closed
+		if !closed {
+			g.inflight.Add(1)
+		}
+		g.mu.Unlock()
+		if closed {
+			writeError(w, http.StatusServiceUnavailable, "the gateway is closed")
+			return
+		}
+		defer g.inflight.Done()
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(g.ctx, cancel)
+		defer stop()
+		g.sweep()
+		g.mux.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// Close ends every long poll, waits for in-flight requests, and closes
+// every NATS connection. Sessions on the server go on (their remote seats'
+// turns time out); stop them first with a stop control if that matters.
+func (g *Gateway) Close() {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return
+	}
+	g.closed = true
+	g.cancel()
+	g.mu.Unlock()
+	g.inflight.Wait()
+	g.mu.Lock()
+	all := make([]*session, 0, len(g.sessions))
+	for _, s := range g.sessions {
+		all = append(all, s)
+	}
+	g.sessions, g.tokens = map[string]*session{}, map[string]*seat{}
+	g.mu.Unlock()
+	for _, s := range all {
+		s.finish(statusClosed)
+	}
+	g.op.Close()
+}
+
+// sweep forgets sessions that ended more than Retain ago, at most once a second.
+func (g *Gateway) sweep() {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now.Sub(g.lastSweep) < time.Second {
+		return
+	}
+	g.lastSweep = now
+	for id, s := range g.sessions {
+		s.mu.Lock()
+		old := s.ended && now.Sub(s.endedAt) > g.cfg.Retain
+		s.mu.Unlock()
+		if !old {
+			continue
+		}
+		delete(g.sessions, id)
+		for _, st := range s.seats {
+			delete(g.tokens, st.token)
+		}
+		s.log.Debug("forgot an ended session")
+	}
+}
+
+// forget removes a session at once (a failed create).
+func (g *Gateway) forget(s *session) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.sessions[s.id] == s {
+		delete(g.sessions, s.id)
+	}
+	for _, st := range s.seats {
+		if g.tokens[st.token] == st {
+			delete(g.tokens, st.token)
+		}
+	}
+}
+
+func (g *Gateway) session(id string) *session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sessions[id]
+}
+
+// bearer returns the request's bearer token, or "".
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+func (g *Gateway) isOperator(tok string) bool {
+	return subtle.ConstantTimeCompare([]byte(tok), []byte(g.cfg.OperatorToken)) == 1
+}
+
+func (g *Gateway) seatFor(tok string) *seat {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.tokens[tok]
+}
+
+func unauthorized(w http.ResponseWriter, tok string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="corpsim"`)
+	if tok == "" {
+		writeError(w, http.StatusUnauthorized, "missing bearer token (Authorization: Bearer TOKEN)")
+		return
+	}
+	writeError(w, http.StatusUnauthorized, "unknown or expired token")
+}
+
+// operator admits only the operator token.
+func (g *Gateway) operator(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tok := bearer(r)
+		switch {
+		case tok != "" && g.isOperator(tok):
+			h(w, r)
+		case tok != "" && g.seatFor(tok) != nil:
+			writeError(w, http.StatusForbidden, "a seat's token cannot use operator endpoints")
+		default:
+			unauthorized(w, tok)
+		}
+	}
+}
+
+type seatHandler func(w http.ResponseWriter, r *http.Request, s *session, st *seat)
+
+// seatOnly admits only the token of the seat named by the path.
+func (g *Gateway) seatOnly(h seatHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tok := bearer(r)
+		if tok != "" && g.isOperator(tok) {
+			writeError(w, http.StatusForbidden, "the operator token does not reach a seat: use the seat's token, or step")
+			return
+		}
+		st := g.seatFor(tok)
+		if tok == "" || st == nil {
+			unauthorized(w, tok)
+			return
+		}
+		if st.session.id != r.PathValue("id") || st.member != r.PathValue("member") {
+			writeError(w, http.StatusForbidden, "this token belongs to another seat")
+			return
+		}
+		h(w, r, st.session, st)
+	}
+}
+
+// request sends a JSON request on subject and decodes the JSON reply.
+func (g *Gateway) request(ctx context.Context, subject string, req, reply any, timeout time.Duration) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	msg, err := g.op.RequestWithContext(ctx, subject, b)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(msg.Data, reply); err != nil {
+		return fmt.Errorf("httpgw: bad reply on %s: %w", subject, err)
+	}
+	return nil
+}
+
+// control sends a control operation to a session.
+func (g *Gateway) control(ctx context.Context, id string, op proto.ControlOp) (proto.ControlReply, error) {
+	var reply proto.ControlReply
+	timeout := controlTimeout
+	if op == proto.OpStatus {
+		timeout = statusTimeout
+	}
+	err := g.request(ctx, proto.ControlSubject(id), proto.ControlRequest{Op: op}, &reply, timeout)
+	return reply, err
+}
+
+// history asks a running session for its stored events from seq from on.
+func (g *Gateway) history(ctx context.Context, id string, from uint64, limit int) (proto.HistoryResponse, error) {
+	var resp proto.HistoryResponse
+	if err := g.request(ctx, proto.HistorySubject(id), proto.HistoryRequest{From: from, Limit: limit}, &resp, historyTimeout); err != nil {
+		return resp, err
+	}
+	if resp.Error != "" {
+		return resp, errors.New(resp.Error)
+	}
+	return resp, nil
+}
+
+// errorReply is the body of every error response.
+type errorReply struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code, b = http.StatusInternalServerError, []byte(`{"error":"response does not encode"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, errorReply{Error: fmt.Sprintf(format, args...)})
+}
+
+// natsStatus maps an error of a NATS request to an HTTP status.
+func natsStatus(err error) int {
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return http.StatusNotFound
+	case errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout
+	case errors.Is(err, context.Canceled):
+		return 499 // the client went away
+	}
+	return http.StatusBadGateway
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,929 @@
+package httpgw_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/client"
+	"github.com/corpsim/corpsim/agents/httpgw"
+	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim/service"
+)
+
+// stack is a corpsim server (embedded NATS with per-seat auth, the session
+// service on an in-memory log) with the gateway in front of it.
+type stack struct {
+	base     string // the gateway's URL
+	natsURL  string
+	operator string
+	log      events.Log
+	svc      *service.Service
+	gw       *httpgw.Gateway
+}
+
+func testLogger(tb testing.TB) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: tb.Name(), Level: hclog.Warn, Output: tbWriter{tb}})
+}
+
+type tbWriter struct{ tb testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.tb.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+func startStack(tb testing.TB, cfg httpgw.Config) *stack {
+	tb.Helper()
+	op := natsbus.NewToken()
+	auth := natsbus.NewAuth(op)
+	bus, err := natsbus.Start(natsbus.Options{Listen: freeAddr(tb), Auth: auth})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	l := memlog.New()
+	svc, err := service.New(service.Config{Log: l, Bus: bus, Auth: auth, Logger: testLogger(tb), CheckpointEvery: -1, TurnTimeout: 20 * time.Second})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.NATSURL, cfg.OperatorToken, cfg.Logger = bus.ClientURL(), op, testLogger(tb)
+	if cfg.TurnWait == 0 {
+		cfg.TurnWait = 20 * time.Second
+	}
+	gw, err := httpgw.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := httptest.NewServer(gw.Handler())
+	tb.Cleanup(func() {
+		gw.Close()
+		srv.Close()
+		svc.Close()
+		bus.Shutdown()
+	})
+	return &stack{base: srv.URL, natsURL: bus.ClientURL(), operator: op, log: l, svc: svc, gw: gw}
+}
+
+// call makes an HTTP request; body is sent as is when it is []byte, else as JSON.
+func (s *stack) call(tb testing.TB, method, path, token string, body any) (int, []byte) {
+	tb.Helper()
+	code, b, err := s.try(context.Background(), method, path, token, body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return code, b
+}
+
+func (s *stack) try(ctx context.Context, method, path, token string, body any) (int, []byte, error) {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			return 0, nil, err
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
+}
+
+func mustJSON[T any](tb testing.TB, code, want int, b []byte) T {
+	tb.Helper()
+	if code != want {
+		tb.Fatalf("got HTTP %d, want %d: %s", code, want, b)
+	}
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		tb.Fatalf("response %s: %v", b, err)
+	}
+	return v
+}
+
+func (s *stack) create(tb testing.TB, req proto.CreateRequest) proto.CreateReply {
+	tb.Helper()
+	code, b := s.call(tb, "POST", "/v1/sessions", s.operator, req)
+	return mustJSON[proto.CreateReply](tb, code, http.StatusCreated, b)
+}
+
+func seatPath(session, member, what string) string {
+	return "/v1/sessions/" + session + "/seats/" + member + "/" + what
+}
+
+// observe long-polls a seat once: an observation, done, or (nil, false) on 204.
+func (s *stack) observe(ctx context.Context, seat proto.Seat, wait string) (*org.Observation, bool, error) {
+	code, b, err := s.try(ctx, "GET", seatPath(seat.Session, seat.Member, "observation")+"?wait="+wait, seat.Token, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	switch code {
+	case http.StatusNoContent:
+		return nil, false, nil
+	case http.StatusOK:
+	default:
+		return nil, false, fmt.Errorf("observe %s: HTTP %d: %s", seat.Member, code, b)
+	}
+	var probe struct {
+		Done bool `json:"done"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, false, err
+	}
+	if probe.Done {
+		return nil, true, nil
+	}
+	var obs org.Observation
+	if err := json.Unmarshal(b, &obs); err != nil {
+		return nil, false, err
+	}
+	return &obs, false, nil
+}
+
+// nextTurn long-polls until a turn is waiting for seat (or the session ends: nil).
+func (s *stack) nextTurn(tb testing.TB, seat proto.Seat) *org.Observation {
+	tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		obs, done, err := s.observe(context.Background(), seat, "5s")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if done || obs != nil {
+			return obs
+		}
+	}
+	tb.Fatalf("no turn for %s within 30s", seat.Member)
+	return nil
+}
+
+func (s *stack) act(tb testing.TB, seat proto.Seat, body any) (int, httpgw.ActReply) {
+	tb.Helper()
+	code, b := s.call(tb, "POST", seatPath(seat.Session, seat.Member, "act"), seat.Token, body)
+	var r httpgw.ActReply
+	if err := json.Unmarshal(b, &r); err != nil {
+		tb.Fatalf("act: HTTP %d: %s", code, b)
+	}
+	return code, r
+}
+
+// play answers seat's turns over HTTP with agent until the session ends.
+func (s *stack) play(ctx context.Context, seat proto.Seat, agent agents.Agent) error {
+	for {
+		obs, done, err := s.observe(ctx, seat, "5s")
+		if err != nil || done {
+			return err
+		}
+		if obs == nil {
+			continue
+		}
+		acts, err := agent.Decide(ctx, *obs)
+		if err != nil {
+			return err
+		}
+		code, b, err := s.try(ctx, "POST", seatPath(seat.Session, seat.Member, "act"), seat.Token, org.Reply{Turn: obs.Turn, Actions: acts})
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("act %s turn %d: HTTP %d: %s", seat.Member, obs.Turn, code, b)
+		}
+	}
+}
+
+// playAll plays every seat of reply with greedy over HTTP, concurrently.
+func (s *stack) playAll(tb testing.TB, reply proto.CreateReply) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	errs := make(chan error, len(reply.Seats))
+	for _, seat := range reply.Seats {
+		go func() { errs <- s.play(ctx, seat, &agents.Greedy{}) }()
+	}
+	for range reply.Seats {
+		if err := <-errs; err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+func (s *stack) wait(tb testing.TB, session string) events.SessionMeta {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	meta, err := s.svc.Wait(ctx, session)
+	if err != nil {
+		tb.Fatalf("session %s: %v", session, err)
+	}
+	if meta.Status != events.StatusFinished {
+		tb.Fatalf("session %s ended %s, want finished", session, meta.Status)
+	}
+	return meta
+}
+
+// reference runs the same world and seed with built-in greedy agents only.
+func (s *stack) reference(tb testing.TB, req proto.CreateRequest) (events.SessionMeta, float64) {
+	tb.Helper()
+	req.Agents, req.Wait = "greedy", false
+	reply, err := s.svc.Create(context.Background(), req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	meta := s.wait(tb, reply.Session)
+	return meta, s.svc.Status(reply.Session).Score
+}
+
+func (s *stack) countEvents(tb testing.TB, session, typ, actor string) int {
+	tb.Helper()
+	n := 0
+	for ev, err := range s.log.Read(context.Background(), session, 1) {
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if ev.Type == typ && (actor == "" || ev.Actor == actor) {
+			n++
+		}
+	}
+	return n
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6 }
+
+// TestObserveActPlaysASession: two remote seats played over HTTP (long-poll
+// observe, act) by greedy reproduce the in-process greedy run exactly.
+func TestObserveActPlaysASession(t *testing.T) {
+	s := startStack(t, httpgw.Config{})
+	req := proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote,carol=remote"}
+	reply := s.create(t, req)
+	if len(reply.Seats) != 2 || reply.Seats["bob"].Token == "" {
+		t.Fatalf("got seats %v, want bob and carol with tokens", reply.Seats)
+	}
+	s.playAll(t, reply)
+	meta := s.wait(t, reply.Session)
+	ref, refScore := s.reference(t, req)
+	if meta.StateHash != ref.StateHash {
+		t.Fatalf("HTTP-played session ends in %s, in-process greedy in %s", meta.StateHash, ref.StateHash)
+	}
+	if n := s.countEvents(t, reply.Session, org.EvTurnTimeout, ""); n != 0 {
+		t.Fatalf("%d turns timed out", n)
+	}
+
+	// After the end: the seats learn it, and the gateway still answers for the session from its record.
+	for _, seat := range reply.Seats {
+		obs, done, err := s.observe(context.Background(), seat, "1s")
+		if err != nil || !done || obs != nil {
+			t.Fatalf("observe after the end: got %v, %v, %v; want done", obs, done, err)
+		}
+	}
+	code, b := s.call(t, "GET", "/v1/sessions/"+reply.Session+"/score", s.operator, nil)
+	sc := mustJSON[httpgw.ScoreReply](t, code, http.StatusOK, b)
+	if sc.Status != "finished" || !near(sc.Score, refScore) || !sc.Complete || sc.Events != meta.LastSeq {
+		t.Fatalf("score after the end: got %+v, want finished, %.6f, complete, %d events", sc, refScore, meta.LastSeq)
+	}
+	all := s.allEvents(t, reply.Session)
+	if uint64(len(all)) != meta.LastSeq {
+		t.Fatalf("events endpoint gives %d events, the log has %d", len(all), meta.LastSeq)
+	}
+	for i, ev := range all {
+		if ev.Seq != uint64(i+1) {
+			t.Fatalf("event %d has seq %d", i+1, ev.Seq)
+		}
+	}
+}
+
+// allEvents pages through the events endpoint.
+func (s *stack) allEvents(tb testing.TB, session string) []events.Event {
+	tb.Helper()
+	var out []events.Event
+	from := uint64(1)
+	for {
+		code, b := s.call(tb, "GET", fmt.Sprintf("/v1/sessions/%s/events?from=%d&limit=100", session, from), s.operator, nil)
+		page := mustJSON[httpgw.EventsReply](tb, code, http.StatusOK, b)
+		out = append(out, page.Events...)
+		if page.Next == 0 {
+			return out
+		}
+		from = page.Next
+	}
+}
+
+// stepper drives a session through the step endpoint with greedy.
+func (s *stack) stepAll(tb testing.TB, session string, agent agents.Agent) (ret float64, last httpgw.StepReply, steps int) {
+	tb.Helper()
+	body := httpgw.StepRequest{}
+	for steps = 1; steps < 10000; steps++ {
+		code, b := s.call(tb, "POST", "/v1/sessions/"+session+"/step?wait=30s", s.operator, body)
+		r := mustJSON[httpgw.StepReply](tb, code, http.StatusOK, b)
+		ret += r.Rewards
+		sum := 0.0
+		for _, ev := range r.RewardEvents {
+			var p org.Reward
+			if err := json.Unmarshal(ev.Payload, &p); err != nil {
+				tb.Fatal(err)
+			}
+			sum += p.Team
+		}
+		if !near(sum, r.Rewards) {
+			tb.Fatalf("step %d: rewards %.6f, its reward events add up to %.6f", steps, r.Rewards, sum)
+		}
+		if len(r.Warnings) > 0 {
+			tb.Fatalf("step %d: warnings %v", steps, r.Warnings)
+		}
+		if r.Done {
+			return ret, r, steps
+		}
+		body = httpgw.StepRequest{Actions: map[string][]org.Action{}}
+		for m, raw := range r.Observations {
+			var obs org.Observation
+			if err := json.Unmarshal(raw, &obs); err != nil {
+				tb.Fatal(err)
+			}
+			acts, _ := agent.Decide(context.Background(), obs)
+			body.Actions[m] = acts
+		}
+	}
+	tb.Fatalf("session %s did not end within %d steps", session, steps)
+	return
+}
+
+// TestStepRewardsSumToTheScore: the step API drives every seat; its rewards
+// add up to the final team score; a reset replays the same episode.
+func TestStepRewardsSumToTheScore(t *testing.T) {
+	s := startStack(t, httpgw.Config{})
+	req := proto.CreateRequest{World: "startup", Seed: 7, Agents: "remote"}
+	reply := s.create(t, req)
+	if len(reply.Seats) != 5 {
+		t.Fatalf("got %d remote seats, want 5", len(reply.Seats))
+	}
+	ret, last, steps := s.stepAll(t, reply.Session, &agents.Greedy{})
+	meta := s.wait(t, reply.Session)
+	score := s.svc.Status(reply.Session).Score
+	if !near(ret, score) {
+		t.Fatalf("rewards of %d steps add up to %.6f; the final team score is %.6f", steps, ret, score)
+	}
+	if last.Score == nil || !near(*last.Score, score) || last.Status != "finished" {
+		t.Fatalf("last step: score %v status %q, want %.6f finished", last.Score, last.Status, score)
+	}
+	ref, _ := s.reference(t, req)
+	if meta.StateHash != ref.StateHash {
+		t.Fatalf("stepped session ends in %s, in-process greedy in %s", meta.StateHash, ref.StateHash)
+	}
+	if score <= 0 {
+		t.Fatalf("score %.2f: greedy should deliver something", score)
+	}
+	t.Logf("%d steps, return %.2f = score %.2f", steps, ret, score)
+
+	// A reset (fork at event 1) is a fresh episode: same agents, new seat tokens, same return.
+	code, b := s.call(t, "POST", "/v1/sessions/"+reply.Session+"/reset", s.operator, nil)
+	reset := mustJSON[proto.CreateReply](t, code, http.StatusCreated, b)
+	if len(reset.Seats) != 5 || reset.Seats["bob"].Token == reply.Seats["bob"].Token {
+		t.Fatalf("reset seats %v: want 5 new ones", reset.Seats)
+	}
+	ret2, last2, _ := s.stepAll(t, reset.Session, &agents.Greedy{})
+	meta2 := s.wait(t, reset.Session)
+	if !near(ret2, ret) || meta2.StateHash != meta.StateHash || meta2.Parent != reply.Session || meta2.ForkSeq != 1 {
+		t.Fatalf("reset: return %.6f hash %s parent %s@%d; want %.6f %s %s@1", ret2, meta2.StateHash, meta2.Parent, meta2.ForkSeq, ret, meta.StateHash, reply.Session)
+	}
+	if last2.Score == nil || !near(*last2.Score, ret) {
+		t.Fatalf("reset's final score %v, want %.6f", last2.Score, ret)
+	}
+
+	// A fork in the middle: the steps' rewards are what was earned after the fork point.
+	mid := meta.LastSeq / 2
+	code, b = s.call(t, "POST", "/v1/sessions/"+reply.Session+"/fork", s.operator, map[string]any{"at": mid})
+	fork := mustJSON[proto.CreateReply](t, code, http.StatusCreated, b)
+	ret3, last3, _ := s.stepAll(t, fork.Session, &agents.Greedy{})
+	s.wait(t, fork.Session)
+	final := s.svc.Status(fork.Session).Score
+	atFork := 0.0
+	for ev, err := range s.log.Read(context.Background(), reply.Session, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Seq > mid {
+			break
+		}
+		if ev.Type == org.EvReward {
+			var p org.Reward
+			_ = json.Unmarshal(ev.Payload, &p)
+			atFork += p.Team
+		}
+	}
+	if last3.Score == nil || !near(*last3.Score, final) || !near(ret3, final-atFork) {
+		t.Fatalf("fork at %d: score %v, return %.6f; want %.6f and %.6f (%.6f earned before the fork)", mid, last3.Score, ret3, final, final-atFork, atFork)
+	}
+}
+
+// TestManySessionsAtOnce: sessions stepped and sessions played seat by seat,
+// all at the same time, each reproducing its in-process run.
+func TestManySessionsAtOnce(t *testing.T) {
+	s := startStack(t, httpgw.Config{})
+	type run struct {
+		session string
+		seed    uint64
+	}
+	var mu sync.Mutex
+	var runs []run
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 12 {
+		seed := uint64(i + 1)
+		stepped := i%2 == 0
+		agentsSpec := "remote"
+		if !stepped {
+			agentsSpec = "greedy,alice=remote,bob=remote,dave=remote"
+		}
+		reply := s.create(t, proto.CreateRequest{World: "startup", Seed: seed, Agents: agentsSpec})
+		mu.Lock()
+		runs = append(runs, run{reply.Session, seed})
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if stepped {
+				errs <- s.stepNoFatal(reply.Session)
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			var swg sync.WaitGroup
+			for _, seat := range reply.Seats {
+				swg.Add(1)
+				go func() {
+					defer swg.Done()
+					if err := s.play(ctx, seat, &agents.Greedy{}); err != nil {
+						errs <- err
+					}
+				}()
+			}
+			swg.Wait()
+			errs <- nil
+		}()
+	}
+	go func() { wg.Wait(); close(errs) }()
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range runs {
+		meta := s.wait(t, r.session)
+		ref, _ := s.reference(t, proto.CreateRequest{World: "startup", Seed: r.seed})
+		if meta.StateHash != ref.StateHash {
+			t.Fatalf("seed %d: session ends in %s, in-process greedy in %s", r.seed, meta.StateHash, ref.StateHash)
+		}
+	}
+}
+
+// stepNoFatal steps a session to its end with greedy, for use off the test goroutine.
+func (s *stack) stepNoFatal(session string) error {
+	ctx := context.Background()
+	body := httpgw.StepRequest{}
+	for range 10000 {
+		code, b, err := s.try(ctx, "POST", "/v1/sessions/"+session+"/step?wait=30s", s.operator, body)
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("step %s: HTTP %d: %s", session, code, b)
+		}
+		var r httpgw.StepReply
+		if err := json.Unmarshal(b, &r); err != nil {
+			return err
+		}
+		if r.Done {
+			return nil
+		}
+		body.Actions = map[string][]org.Action{}
+		for m, raw := range r.Observations {
+			var obs org.Observation
+			if err := json.Unmarshal(raw, &obs); err != nil {
+				return err
+			}
+			body.Actions[m], _ = (&agents.Greedy{}).Decide(ctx, obs)
+		}
+	}
+	return fmt.Errorf("session %s did not end", session)
+}
+
+// TestTokensReachOnlyTheirSeat tries, with real HTTP requests, everything a
+// token must not allow; nothing reaches the engine, and the session then
+// plays out exactly as the in-process run.
+func TestTokensReachOnlyTheirSeat(t *testing.T) {
+	s := startStack(t, httpgw.Config{})
+	req := proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote,carol=remote"}
+	a := s.create(t, req)
+	other := s.create(t, proto.CreateRequest{World: "startup", Seed: 8, Agents: "remote", Wait: true})
+	bob, carol := a.Seats["bob"], a.Seats["carol"]
+	obs := s.nextTurn(t, bob)
+	if obs == nil {
+		t.Fatal("the session ended before bob's first turn")
+	}
+	good := org.Reply{Turn: obs.Turn, Actions: []org.Action{{Type: org.ActClaim, Task: "api"}}}
+	id := a.Session
+	bobObs, bobAct := seatPath(id, "bob", "observation")+"?wait=0", seatPath(id, "bob", "act")
+	cases := []struct {
+		name, method, path, token string
+		body                      any
+		want                      int
+	}{
+		{"observe without a token", "GET", bobObs, "", nil, 401},
+		{"observe with a wrong token", "GET", bobObs, "not-a-token", nil, 401},
+		{"observe with another seat's token", "GET", bobObs, carol.Token, nil, 403},
+		{"observe with another session's seat token", "GET", bobObs, other.Seats["bob"].Token, nil, 403},
+		{"observe with the operator token", "GET", bobObs, s.operator, nil, 403},
+		{"act without a token", "POST", bobAct, "", good, 401},
+		{"act with a wrong token", "POST", bobAct, "not-a-token", good, 401},
+		{"act with another seat's token", "POST", bobAct, carol.Token, good, 403},
+		{"act with another session's seat token", "POST", bobAct, other.Seats["bob"].Token, good, 403},
+		{"act with the operator token", "POST", bobAct, s.operator, good, 403},
+		{"act with a lower-case scheme and a wrong token", "POST", bobAct, "Bob " + bob.Token, good, 401},
+		{"create with a seat token", "POST", "/v1/sessions", bob.Token, proto.CreateRequest{World: "startup", Agents: "greedy"}, 403},
+		{"create without a token", "POST", "/v1/sessions", "", proto.CreateRequest{World: "startup", Agents: "greedy"}, 401},
+		{"control with a seat token", "POST", "/v1/sessions/" + id + "/control", bob.Token, proto.ControlRequest{Op: proto.OpStop}, 403},
+		{"control with a wrong token", "POST", "/v1/sessions/" + id + "/control", "x", proto.ControlRequest{Op: proto.OpStop}, 401},
+		{"step with a seat token", "POST", "/v1/sessions/" + id + "/step?wait=0", bob.Token, httpgw.StepRequest{Actions: map[string][]org.Action{"bob": good.Actions}}, 403},
+		{"step without a token", "POST", "/v1/sessions/" + id + "/step?wait=0", "", nil, 401},
+		{"fork with a seat token", "POST", "/v1/sessions/" + id + "/fork", bob.Token, map[string]any{"at": 2}, 403},
+		{"reset with a seat token", "POST", "/v1/sessions/" + id + "/reset", bob.Token, nil, 403},
+		{"events with a seat token", "GET", "/v1/sessions/" + id + "/events", bob.Token, nil, 403},
+		{"score with a seat token", "GET", "/v1/sessions/" + id + "/score", carol.Token, nil, 403},
+		{"stale reply (an earlier turn)", "POST", bobAct, bob.Token, org.Reply{Turn: obs.Turn - 1, Actions: good.Actions}, 409},
+		{"reply to a later turn", "POST", bobAct, bob.Token, org.Reply{Turn: obs.Turn + 1, Actions: good.Actions}, 409},
+		{"reply without the turn", "POST", bobAct, bob.Token, map[string]any{"actions": good.Actions}, 409},
+	}
+	before, _ := s.log.LastSeq(context.Background(), id)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tok := c.token
+			code, b, err := s.tryRaw(c.method, c.path, tok, c.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code != c.want {
+				t.Fatalf("got HTTP %d, want %d: %s", code, c.want, b)
+			}
+			if !bytes.Contains(b, []byte(`"error"`)) {
+				t.Fatalf("response %s has no error", b)
+			}
+		})
+	}
+	// Nothing reached the engine: bob's turn still waits, the log did not move.
+	again := s.nextTurn(t, bob)
+	if again == nil || again.Turn != obs.Turn {
+		t.Fatalf("after the attempts bob's waiting turn is %v, want %d", again, obs.Turn)
+	}
+	if after, _ := s.log.LastSeq(context.Background(), id); after != before {
+		t.Fatalf("the log moved from %d to %d during the attempts", before, after)
+	}
+	// Answer the turn as greedy would, then replay the same answer: 409, unchanged.
+	acts, _ := (&agents.Greedy{}).Decide(context.Background(), *obs)
+	answer := org.Reply{Turn: obs.Turn, Actions: acts}
+	if code, r := s.act(t, bob, answer); code != http.StatusOK || !r.Forwarded {
+		t.Fatalf("act: HTTP %d %+v", code, r)
+	}
+	if code, r := s.act(t, bob, answer); code != http.StatusConflict || r.Forwarded {
+		t.Fatalf("replayed act: got HTTP %d %+v, want 409, not forwarded", code, r)
+	}
+	s.playAll(t, a)
+	meta := s.wait(t, id)
+	ref, _ := s.reference(t, req)
+	if meta.StateHash != ref.StateHash {
+		t.Fatalf("the attempts changed the world: state %s, want %s", meta.StateHash, ref.StateHash)
+	}
+	if n, want := s.countEvents(t, id, org.EvActionRejected, ""), s.countEvents(t, ref.ID, org.EvActionRejected, ""); n != want {
+		t.Fatalf("%d rejections recorded, the in-process run has %d", n, want)
+	}
+}
+
+// tryRaw is try with the Authorization header given whole when token has a space.
+func (s *stack) tryRaw(method, path, token string, body any) (int, []byte, error) {
+	if !strings.Contains(token, " ") {
+		return s.try(context.Background(), method, path, token, body)
+	}
+	j, _ := json.Marshal(body)
+	req, err := http.NewRequest(method, s.base+path, bytes.NewReader(j))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// TestBadRepliesAreRecorded: malformed, oversized, too long and unknown
+// replies get clear HTTP errors, are recorded as rejections in the log and
+// in the seat's next observation, and the session goes on to its end.
+func TestBadRepliesAreRecorded(t *testing.T) {
+	s := startStack(t, httpgw.Config{})
+	reply := s.create(t, proto.CreateRequest{World: "startup", Seed: 3, Agents: "greedy,bob=remote"})
+	bob := reply.Seats["bob"]
+	type bad struct {
+		name     string
+		body     func(turn uint64) []byte
+		code     int
+		rejected string // in the next observation's rejected reason
+	}
+	waits := make([]org.Action, org.MaxActions+1)
+	for i := range waits {
+		waits[i] = org.Action{Type: org.ActWait}
+	}
+	cases := []bad{
+		{"malformed JSON", func(n uint64) []byte { return []byte(fmt.Sprintf(`{"turn": %d, "actions": [`, n)) }, 400, "malformed reply"},
+		{"unknown field", func(n uint64) []byte { return []byte(fmt.Sprintf(`{"turn": %d, "actions": [], "bonus": 100}`, n)) }, 400, "unknown field"},
+		{"oversized", func(n uint64) []byte {
+			return []byte(fmt.Sprintf(`{"turn": %d, "actions": [{"type": "message", "to": "alice", "text": "%s"}]}`, n, strings.Repeat("x", org.MaxReplyBytes)))
+		}, 413, "the limit is"},
+		{"too many actions", func(n uint64) []byte {
+			b, _ := json.Marshal(org.Reply{Turn: n, Actions: waits})
+			return b
+		}, 400, "actions; the limit is"},
+		{"unknown action type", func(n uint64) []byte {
+			return []byte(fmt.Sprintf(`{"turn": %d, "actions": [{"type": "teleport"}]}`, n))
+		}, 200, "unknown action type"},
+	}
+	obs := s.nextTurn(t, bob)
+	for _, c := range cases {
+		if obs == nil {
+			t.Fatalf("%s: the session ended early", c.name)
+		}
+		code, b := s.call(t, "POST", seatPath(reply.Session, "bob", "act"), bob.Token, c.body(obs.Turn))
+		var r httpgw.ActReply
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("%s: %s", c.name, b)
+		}
+		if code != c.code || !r.Forwarded || r.Turn != obs.Turn {
+			t.Fatalf("%s: got HTTP %d %+v, want %d, forwarded, turn %d", c.name, code, r, c.code, obs.Turn)
+		}
+		if c.code != 200 && r.Error == "" || c.code == 200 && len(r.Warnings) != 1 {
+			t.Fatalf("%s: no clear error or warning in %+v", c.name, r)
+		}
+		next := s.nextTurn(t, bob)
+		if next == nil {
+			t.Fatalf("%s: the session ended instead of going on", c.name)
+		}
+		found := false
+		for _, rej := range next.Rejected {
+			found = found || strings.Contains(rej.Reason, c.rejected) && rej.Kind == "malformed"
+		}
+		if !found {
+			t.Fatalf("%s: next observation's rejected is %+v, want a malformed one saying %q", c.name, next.Rejected, c.rejected)
+		}
+		obs = next
+	}
+	// Unchanged by a reply that did not go through: none is waiting now, only a 409.
+	if code, r := s.act(t, bob, org.Reply{Turn: obs.Turn - 1}); code != http.StatusConflict || r.Forwarded {
+		t.Fatalf("stale act: got HTTP %d %+v", code, r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	acts, _ := (&agents.Greedy{}).Decide(ctx, *obs)
+	if code, r := s.act(t, bob, org.Reply{Turn: obs.Turn, Actions: acts}); code != 200 {
+		t.Fatalf("act: HTTP %d %+v", code, r)
+	}
+	if err := s.play(ctx, bob, &agents.Greedy{}); err != nil {
+		t.Fatal(err)
+	}
+	s.wait(t, reply.Session)
+	n := 0
+	for _, ev := range s.allEvents(t, reply.Session) {
+		if ev.Type == org.EvActionRejected && ev.Actor == "bob" && bytes.Contains(ev.Payload, []byte(`"malformed"`)) {
+			n++
+		}
+	}
+	if n < len(cases) {
+		t.Fatalf("%d malformed rejections of bob in the log, want at least %d", n, len(cases))
+	}
+}
+
+// TestControlOverHTTP: a session created to wait is started, paused,
+// reported and stopped over HTTP; its seat then learns it is done.
+func TestControlOverHTTP(t *testing.T) {
+	s := startStack(t, httpgw.Config{})
+	reply := s.create(t, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote", Wait: true})
+	bob := reply.Seats["bob"]
+	if obs, done, err := s.observe(context.Background(), bob, "200ms"); err != nil || done || obs != nil {
+		t.Fatalf("before start: got %v %v %v, want nothing (204)", obs, done, err)
+	}
+	ctl := func(op string, want int) proto.ControlReply {
+		t.Helper()
+		code, b := s.call(t, "POST", "/v1/sessions/"+reply.Session+"/control", s.operator, map[string]string{"op": op})
+		if want != http.StatusOK {
+			if code != want {
+				t.Fatalf("control %s: got HTTP %d, want %d: %s", op, code, want, b)
+			}
+			return proto.ControlReply{}
+		}
+		return mustJSON[proto.ControlReply](t, code, want, b)
+	}
+	ctl("explode", http.StatusBadRequest)
+	ctl("start", http.StatusOK)
+	if obs := s.nextTurn(t, bob); obs == nil {
+		t.Fatal("no turn after start")
+	}
+	if st := ctl("pause", http.StatusOK); st.Status != "paused" {
+		t.Fatalf("after pause: status %q", st.Status)
+	}
+	if st := ctl("status", http.StatusOK); st.Status != "paused" || st.Events == 0 {
+		t.Fatalf("status: %+v", st)
+	}
+	ctl("stop", http.StatusOK)
+	obs, done, err := s.observe(context.Background(), bob, "5s")
+	if err != nil || !done || obs != nil {
+		t.Fatalf("after stop: got %v %v %v, want done", obs, done, err)
+	}
+	if code, r := s.act(t, bob, org.Reply{Turn: 1}); code != http.StatusConflict || !strings.Contains(r.Error, "ended") {
+		t.Fatalf("act after stop: HTTP %d %+v, want 409 saying the session ended", code, r)
+	}
+	code, b := s.call(t, "GET", "/v1/sessions/"+reply.Session+"/score", s.operator, nil)
+	if sc := mustJSON[httpgw.ScoreReply](t, code, 200, b); sc.Status != "interrupted" {
+		t.Fatalf("score after stop: %+v", sc)
+	}
+	if st := ctl("status", http.StatusOK); st.Status != "interrupted" {
+		t.Fatalf("status after stop: %+v", st)
+	}
+	// Unknown sessions.
+	code, b = s.call(t, "GET", "/v1/sessions/01NOSUCHSESSION0000000000/score", s.operator, nil)
+	if code != http.StatusNotFound {
+		t.Fatalf("score of an unknown session: HTTP %d %s", code, b)
+	}
+	code, b = s.call(t, "POST", "/v1/sessions/01NOSUCHSESSION0000000000/step", s.operator, nil)
+	if code != http.StatusNotFound {
+		t.Fatalf("step of an unknown session: HTTP %d %s", code, b)
+	}
+	code, b = s.call(t, "POST", "/v1/sessions", s.operator, proto.CreateRequest{World: "nowhere", Agents: "greedy"})
+	if code != http.StatusBadRequest || !bytes.Contains(b, []byte("nowhere")) {
+		t.Fatalf("create of an unknown world: HTTP %d %s", code, b)
+	}
+}
+
+// TestTokensExpire: once an ended session is forgotten (Config.Retain), its seat tokens are unknown.
+func TestTokensExpire(t *testing.T) {
+	s := startStack(t, httpgw.Config{Retain: time.Millisecond})
+	reply := s.create(t, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
+	s.playAll(t, reply)
+	s.wait(t, reply.Session)
+	bob := reply.Seats["bob"]
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, b, err := s.try(context.Background(), "GET", seatPath(reply.Session, "bob", "observation")+"?wait=0", bob.Token, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code == http.StatusUnauthorized {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bob's token still works after the session ended and was forgotten: HTTP %d %s", code, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestCloseEndsEverything: Close returns long polls and steps at once and
+// leaves none of the gateway's goroutines or connections behind.
+func TestCloseEndsEverything(t *testing.T) {
+	s := startStack(t, httpgw.Config{})
+	natsGoroutines := func() int {
+		buf := make([]byte, 1<<22)
+		buf = buf[:runtime.Stack(buf, true)]
+		n := 0
+		for _, g := range bytes.Split(buf, []byte("\n\n")) {
+			if bytes.Contains(g, []byte("nats-io/nats.go")) || bytes.Contains(g, []byte("agents/httpgw.")) {
+				n++
+			}
+		}
+		return n
+	}
+	// The stack's own gateway makes its first request (its NATS connection starts a reply subscription) before counting.
+	s.call(t, "GET", "/v1/sessions/01NOSUCHSESSION0000000000/score", s.operator, nil)
+	base := natsGoroutines()
+	gw, err := httpgw.New(httpgw.Config{NATSURL: s.natsURL, OperatorToken: s.operator, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw.Handler())
+	s2 := &stack{base: srv.URL, operator: s.operator}
+	reply := s2.create(t, proto.CreateRequest{World: "startup", Seed: 7, Agents: "remote", Wait: true})
+	results := make(chan int, 2)
+	go func() {
+		code, _, _ := s2.try(context.Background(), "GET", seatPath(reply.Session, "bob", "observation")+"?wait=60s", reply.Seats["bob"].Token, nil)
+		results <- code
+	}()
+	go func() {
+		code, _, _ := s2.try(context.Background(), "POST", "/v1/sessions/"+reply.Session+"/step?wait=60s", s.operator, nil)
+		results <- code
+	}()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	gw.Close()
+	for range 2 {
+		select {
+		case <-results:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a long poll outlived Close")
+		}
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("Close took %s", d)
+	}
+	if code, _, _ := s2.try(context.Background(), "GET", "/v1/health", "", nil); code != http.StatusServiceUnavailable {
+		t.Fatalf("after Close: HTTP %d, want 503", code)
+	}
+	srv.Close()
+	// The session itself runs on in the server (its subscriptions count as NATS goroutines): stop it.
+	code, b := s.call(t, "POST", "/v1/sessions/"+reply.Session+"/control", s.operator, proto.ControlRequest{Op: proto.OpStop})
+	if code != http.StatusOK {
+		t.Fatalf("stop: HTTP %d %s", code, b)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for natsGoroutines() > base {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d NATS or gateway goroutines left after Close, %d before New", natsGoroutines(), base)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestStoppedElsewhere: a session stopped by another operator over NATS ends
+// the seats' long polls and the step (the gateway notices nobody answers
+// its control subject any more).
+func TestStoppedElsewhere(t *testing.T) {
+	s := startStack(t, httpgw.Config{})
+	reply := s.create(t, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote,carol=remote"})
+	if s.nextTurn(t, reply.Seats["bob"]) == nil {
+		t.Fatal("no turn for bob")
+	}
+	code, b := s.call(t, "POST", "/v1/sessions/"+reply.Session+"/step?wait=0", s.operator, nil)
+	if r := mustJSON[httpgw.StepReply](t, code, http.StatusOK, b); r.Done || len(r.Observations) == 0 {
+		t.Fatalf("first step: %+v", r)
+	}
+	op, err := client.Dial(s.natsURL, s.operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	if _, err := op.Control(context.Background(), reply.Session, proto.OpStop); err != nil && !strings.Contains(err.Error(), "canceled") {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	code, b = s.call(t, "POST", "/v1/sessions/"+reply.Session+"/step?wait=20s", s.operator, nil)
+	r := mustJSON[httpgw.StepReply](t, code, http.StatusOK, b)
+	if !r.Done || r.Status != "stopped" || r.Score == nil {
+		t.Fatalf("step after a stop elsewhere: %+v, want done, stopped, with a score", r)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the step took %s to notice", d)
+	}
+	if obs, done, err := s.observe(context.Background(), reply.Seats["carol"], "20s"); err != nil || !done || obs != nil {
+		t.Fatalf("observe after a stop elsewhere: %v %v %v", obs, done, err)
+	}
+}

@@ -1,0 +1,465 @@
+package httpgw
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+
+	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+)
+
+// Session statuses the gateway reports once a session has ended.
+const (
+	statusFinished = "finished" // session.ended is in the log
+	statusStopped  = "stopped"  // the server stopped running it without session.ended: interrupted or failed
+	// A stop control through the gateway records the server's status instead (interrupted).
+	statusClosed = "closed" // the gateway closed; the session may go on on the server
+)
+
+// maxPrefixFetch bounds the events the gateway reads over NATS to learn a
+// fork's prefix when it does not hold the parent's record.
+const maxPrefixFetch = 20000
+
+// session is the gateway's record of a session it created: its remote seats
+// and the events of its feed. mu guards everything below it, including each
+// seat's held turn. Lock order: Gateway.mu before session.mu.
+type session struct {
+	g        *Gateway
+	id       string
+	parent   string
+	forkSeq  uint64
+	agents   string // the agents spec it was created with: its forks' default
+	turnWait time.Duration
+	log      hclog.Logger
+	stepMu   sync.Mutex // one step at a time
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every change
+	seats   map[string]*seat
+	feed    *nats.Subscription
+	ended   bool
+	status  string
+	endedAt time.Time
+	// last is the last seq recorded from the feed (a fork's ForkSeq before
+	// its first); own holds the feed's events, gaps says one was lost.
+	last uint64
+	own  []events.Event
+	gaps bool
+	// A fork's events up to ForkSeq come from its parent, not from its feed.
+	prefixKnown  bool
+	prefix       []events.Event // nil when only prefixReward is known
+	prefixReward float64
+	reward       float64        // the team deltas of the feed's reward events
+	rewards      []events.Event // the feed's reward events
+	stepCursor   int            // rewards[:stepCursor] were reported by step
+	shown        map[string]uint64
+}
+
+// seat is a remote seat the gateway plays: its own NATS connection,
+// subscribed to its turn subject. held is guarded by session.mu.
+type seat struct {
+	session *session
+	member  string
+	token   string
+	log     hclog.Logger
+	nc      *nats.Conn
+	held    *heldTurn
+}
+
+// heldTurn is a turn request waiting for an HTTP answer.
+type heldTurn struct {
+	turn uint64
+	obs  json.RawMessage
+	msg  *nats.Msg
+	at   time.Time
+}
+
+func newSession(g *Gateway, reply proto.CreateReply, req proto.CreateRequest, turnWait time.Duration) *session {
+	s := &session{g: g, id: reply.Session, parent: req.Parent, agents: req.Agents, turnWait: turnWait,
+		log: g.log.With("session", reply.Session), changed: make(chan struct{}), seats: map[string]*seat{},
+		shown: map[string]uint64{}, prefixKnown: req.Parent == ""}
+	if req.Parent != "" {
+		s.forkSeq = max(req.ForkSeq, 1)
+		s.last = s.forkSeq
+	}
+	for _, m := range sortedKeys(reply.Seats) {
+		tok := reply.Seats[m].Token
+		if tok == "" {
+			// A server without per-seat auth issues no tokens: the gateway
+			// makes its own, so that HTTP seats stay apart all the same.
+			tok = newToken()
+		}
+		s.seats[m] = &seat{session: s, member: m, token: tok, log: s.log.With("member", m)}
+	}
+	return s
+}
+
+// credentials returns the create reply the HTTP client gets: the server's,
+// with the gateway's tokens for seats the server gave none.
+func (s *session) credentials(reply proto.CreateReply) proto.CreateReply {
+	out := reply
+	out.Seats = make(map[string]proto.Seat, len(reply.Seats))
+	for m, cred := range reply.Seats {
+		cred.Token = s.seats[m].token
+		out.Seats[m] = cred
+	}
+	return out
+}
+
+func newToken() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("httpgw: no randomness: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// broadcastLocked wakes everyone waiting for a change. s.mu is held.
+func (s *session) broadcastLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// follow subscribes to the session's event feed. It must run before the
+// session starts, so that no event is missed.
+func (s *session) follow() error {
+	sub, err := s.g.op.Subscribe(proto.EventsSubject(s.id), s.onEvent)
+	if err != nil {
+		return fmt.Errorf("httpgw: follow %s: %w", s.id, err)
+	}
+	// The feed is the gateway's record of the session: never drop it for being slow.
+	_ = sub.SetPendingLimits(-1, -1)
+	s.mu.Lock()
+	s.feed = sub
+	s.mu.Unlock()
+	return s.g.op.Flush()
+}
+
+// join connects every remote seat with its own credentials, a few at a time.
+func (s *session) join(ctx context.Context, creds map[string]proto.Seat) error {
+	sem := make(chan struct{}, 16)
+	errs := make(chan error, len(s.seats))
+	var wg sync.WaitGroup
+	for _, m := range sortedKeys(s.seats) {
+		st := s.seats[m]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs <- ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			if err := st.connect(s.g.cfg.NATSURL, creds[st.member]); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs // nil when the channel is empty
+}
+
+func (st *seat) connect(url string, cred proto.Seat) error {
+	opts := []nats.Option{nats.Name("corpsim httpgw seat " + st.member),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			st.log.Warn("NATS error on the seat's connection", "error", err)
+		})}
+	if cred.Token != "" {
+		opts = append(opts, nats.Token(cred.Token))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return fmt.Errorf("httpgw: seat %s: %w", st.member, err)
+	}
+	if _, err := nc.Subscribe(cred.Subject, st.onTurn); err != nil {
+		nc.Close()
+		return fmt.Errorf("httpgw: seat %s: %w", st.member, err)
+	}
+	if err := nc.Flush(); err != nil {
+		nc.Close()
+		return fmt.Errorf("httpgw: seat %s: %w", st.member, err)
+	}
+	s := st.session
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		nc.Close()
+		return errors.New("httpgw: the session ended while its seats joined")
+	}
+	st.nc = nc
+	return nil
+}
+
+// onTurn holds a turn request until an HTTP client answers it. A new
+// request replaces one still held: the engine asks a member again only
+// after the previous ask is over (answered or timed out).
+func (st *seat) onTurn(msg *nats.Msg) {
+	var head struct {
+		Turn uint64 `json:"turn"`
+	}
+	if err := json.Unmarshal(msg.Data, &head); err != nil {
+		st.log.Error("turn request is not an observation", "error", err)
+		return
+	}
+	s := st.session
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
+	}
+	if st.held != nil {
+		st.log.Debug("turn superseded: the engine timed it out", "turn", st.held.turn, "next", head.Turn)
+	}
+	st.held = &heldTurn{turn: head.Turn, obs: msg.Data, msg: msg, at: time.Now()}
+	st.log.Trace("turn held", "turn", head.Turn)
+	s.broadcastLocked()
+}
+
+// heldLocked returns the seat's held turn, dropping it once the engine has
+// given up on it. s.mu is held.
+func (st *seat) heldLocked(now time.Time) *heldTurn {
+	h := st.held
+	if h != nil && now.Sub(h.at) > st.session.turnWait {
+		st.log.Info("turn dropped: nobody answered it within the turn budget", "turn", h.turn)
+		st.held = nil
+		return nil
+	}
+	return h
+}
+
+// onEvent records an event of the session's feed.
+func (s *session) onEvent(msg *nats.Msg) {
+	var ev events.Event
+	if err := json.Unmarshal(msg.Data, &ev); err != nil {
+		s.log.Error("undecodable event on the feed", "error", err)
+		return
+	}
+	s.mu.Lock()
+	if ev.Seq <= s.last {
+		s.mu.Unlock()
+		return
+	}
+	from := s.last + 1
+	s.mu.Unlock()
+	batch := []events.Event{ev}
+	if ev.Seq > from {
+		// The feed lost events: ask the running session for them.
+		missing, err := s.fetch(from, ev.Seq-1)
+		if err != nil {
+			s.log.Warn("events lost from the feed and not recovered", "from", from, "to", ev.Seq-1, "error", err)
+		}
+		batch = append(missing, ev)
+	}
+	s.mu.Lock()
+	for _, e := range batch {
+		if e.Seq <= s.last {
+			continue
+		}
+		if e.Seq != s.last+1 {
+			s.gaps = true
+		}
+		s.recordLocked(e)
+	}
+	ended := ev.Type == org.EvSessionEnded
+	s.broadcastLocked()
+	s.mu.Unlock()
+	if ended {
+		s.finish(statusFinished)
+	}
+}
+
+func (s *session) recordLocked(ev events.Event) {
+	s.own = append(s.own, ev)
+	s.last = ev.Seq
+	if ev.Type != org.EvReward {
+		return
+	}
+	var r org.Reward
+	if err := json.Unmarshal(ev.Payload, &r); err != nil {
+		s.log.Error("undecodable reward", "seq", ev.Seq, "error", err)
+		return
+	}
+	s.reward += r.Team
+	s.rewards = append(s.rewards, ev)
+}
+
+// fetch reads events from..to (inclusive) over the session's history subject.
+func (s *session) fetch(from, to uint64) ([]events.Event, error) {
+	var out []events.Event
+	for from <= to {
+		resp, err := s.g.history(s.g.ctx, s.id, from, int(min(to-from+1, proto.MaxHistoryPage)))
+		if err != nil {
+			return out, err
+		}
+		if len(resp.Events) == 0 {
+			return out, fmt.Errorf("history has no events from %d (last %d)", from, resp.Last)
+		}
+		for _, e := range resp.Events {
+			if e.Seq > to {
+				break
+			}
+			out = append(out, e)
+			from = e.Seq + 1
+		}
+	}
+	return out, nil
+}
+
+// finish marks the session ended, drops its held turns and closes its
+// seats' connections and its feed. It is idempotent.
+func (s *session) finish(status string) {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	s.ended, s.status, s.endedAt = true, status, time.Now()
+	var conns []*nats.Conn
+	for _, st := range s.seats {
+		st.held = nil
+		if st.nc != nil {
+			conns = append(conns, st.nc)
+		}
+	}
+	feed := s.feed
+	s.broadcastLocked()
+	s.mu.Unlock()
+	if feed != nil {
+		_ = feed.Unsubscribe()
+	}
+	for _, nc := range conns {
+		nc.Close()
+	}
+	s.log.Debug("session over for the gateway", "status", status)
+}
+
+// learnPrefix learns a fork's events up to its fork point: from the
+// parent's record when the gateway holds it, else over the fork's own
+// history subject while it runs (retrying briefly while it starts).
+func (s *session) learnPrefix(ctx context.Context) {
+	s.mu.Lock()
+	known := s.prefixKnown
+	s.mu.Unlock()
+	if known {
+		return
+	}
+	if p := s.g.session(s.parent); p != nil {
+		if evs, reward, ok := p.upTo(s.forkSeq); ok {
+			s.setPrefix(evs, reward)
+			return
+		}
+	}
+	if s.forkSeq > maxPrefixFetch {
+		s.log.Info("fork prefix too long to fetch; score and events will not include it", "fork_seq", s.forkSeq)
+		return
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		evs, err := s.fetch(1, s.forkSeq)
+		if err == nil {
+			reward := 0.0
+			for _, e := range evs {
+				reward += teamReward(e)
+			}
+			s.setPrefix(evs, reward)
+			return
+		}
+		if !errors.Is(err, nats.ErrNoResponders) || time.Now().After(deadline) {
+			s.log.Info("fork prefix unknown; score and events will not include it", "error", err)
+			return
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (s *session) setPrefix(evs []events.Event, reward float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.prefix, s.prefixReward, s.prefixKnown = evs, reward, true
+}
+
+// upTo returns the session's events with seq <= seq and their rewards'
+// team sum, if the record holds all of them.
+func (s *session) upTo(seq uint64) ([]events.Event, float64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.prefixKnown || s.gaps || s.last < seq || (s.prefix == nil && s.forkSeq > 0) {
+		return nil, 0, false
+	}
+	var out []events.Event
+	reward := 0.0
+	for _, list := range [][]events.Event{s.prefix, s.own} {
+		for _, e := range list {
+			if e.Seq > seq {
+				break
+			}
+			out = append(out, e)
+			reward += teamReward(e)
+		}
+	}
+	return out, reward, uint64(len(out)) == seq
+}
+
+func teamReward(e events.Event) float64 {
+	if e.Type != org.EvReward {
+		return 0
+	}
+	var r org.Reward
+	if json.Unmarshal(e.Payload, &r) != nil {
+		return 0
+	}
+	return r.Team
+}
+
+// probe asks the server whether the session still runs. When nobody
+// answers its control subject any more it has ended: if the feed does not
+// bring session.ended promptly, it stopped without it.
+func (s *session) probe(ctx context.Context) {
+	_, err := s.g.control(ctx, s.id, proto.OpStatus)
+	if !errors.Is(err, nats.ErrNoResponders) {
+		return
+	}
+	// Events published before the session stopped reach us before the
+	// flush's PONG; give the feed's handler a moment to record them.
+	_ = s.g.op.FlushTimeout(time.Second)
+	deadline := time.After(500 * time.Millisecond)
+	for {
+		s.mu.Lock()
+		ended, ch := s.ended, s.changed
+		s.mu.Unlock()
+		if ended {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			s.finish(statusStopped)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// score is the team score by the rewards recorded so far (the final team
+// score once the session has finished) and whether nothing is missing from it.
+func (s *session) scoreLocked() (float64, bool) {
+	return s.prefixReward + s.reward, s.prefixKnown && !s.gaps
+}
