@@ -261,13 +261,13 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 	}
 	s.mu.Lock()
 	s.sessions[id] = ss
-	s.subs = append(s.subs, ctl) // kept after the session ends, so its status can still be asked
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer close(ss.done)
 		defer host.Close()
+		defer ctl.Unsubscribe()
 		defer cancel()
 		if s.cfg.Auth != nil {
 			defer s.cfg.Auth.RemoveSession(id)
