@@ -26,6 +26,8 @@ var builtins = map[string]func(Options) Agent{
 	"idle":    func(Options) Agent { return Idle{} },
 	"greedy":  func(Options) Agent { return &Greedy{} },
 	"cheater": func(Options) Agent { return &Cheater{} },
+	"random":  func(o Options) Agent { return NewRandom(o.Seed, o.Member) },
+	"planner": func(o Options) Agent { return NewPlanner(o.Member) },
 }
 
 // Names lists the built-in agents.

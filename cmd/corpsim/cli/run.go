@@ -43,6 +43,7 @@ type RunOptions struct {
 	Bus         *natsbus.Server         // nil starts an embedded server for this run
 	Listen      string                  // with no Bus: let network clients reach the embedded server here
 	Seats       map[string]agents.Agent // agents that replace the named ones for these members
+	LLM         agents.Agent            // plays the seats --agents gives to "llm"
 	// CheckpointEvery is the checkpoint interval in events (0: the driver's default; negative: none).
 	CheckpointEvery int
 }
@@ -67,6 +68,7 @@ type RunResult struct {
 func (a *app) runCmd() *cobra.Command {
 	o := RunOptions{}
 	var asJSON bool
+	var lf llmFlags
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Run a world to its horizon and print the scorecard",
@@ -75,6 +77,10 @@ recording every event in the Pebble log under --data, and print the scorecard.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a.prepare(&o, asJSON)
+			var err error
+			if o.LLM, err = lf.agent(cmd, o.Agents, a); err != nil {
+				return err
+			}
 			res, err := Run(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -91,6 +97,7 @@ recording every event in the Pebble log under --data, and print the scorecard.`,
 	f.BoolVar(&o.Ephemeral, "ephemeral", false, "keep the log in memory only")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	playFlags(c, &o)
+	lf.add(c)
 	return c
 }
 
@@ -214,9 +221,26 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	seats, err := ParseAgents(o.Agents, w)
+	spec, llmSeats := withLLM(o.Agents, w)
+	if len(llmSeats) > 0 {
+		if o.LLM == nil {
+			return nil, usagef("--agents names llm, but no llm agent is configured (--llm-model)")
+		}
+		seats := map[string]agents.Agent{}
+		for m, a := range o.Seats {
+			seats[m] = a
+		}
+		for _, m := range llmSeats {
+			seats[m] = o.LLM
+		}
+		o.Seats = seats // a copy: Eval shares o between goroutines
+	}
+	seats, err := ParseAgents(spec, w)
 	if err != nil {
 		return nil, err
+	}
+	for _, m := range llmSeats {
+		seats[m] = "llm"
 	}
 	log := o.Log
 	if log == nil {
@@ -291,7 +315,10 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 		if _, ok := meta.Agents[member]; !ok {
 			return nil, usagef("no agent seat %q in world %s", member, w.Name)
 		}
-		hosted[member], meta.Agents[member] = ag, "custom"
+		hosted[member] = ag
+		if meta.Agents[member] != "llm" {
+			meta.Agents[member] = "custom"
+		}
 	}
 	host, err := natshost.Serve(hostConn, meta.ID, hosted, natshost.Options{Logger: logger, Timeout: o.TurnTimeout})
 	if err != nil {

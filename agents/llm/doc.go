@@ -1,0 +1,22 @@
+// Package llm plays a member's seat with a language model behind any
+// OpenAI-compatible chat-completions endpoint.
+//
+// Each turn the agent sends the conversation so far — a system prompt that
+// explains the job and the rules, then for every turn the observation as a
+// user message, the model's tool calls, and one tool message per call saying
+// whether the engine accepted it — together with the actions as tools
+// (agents.Tools), and turns the tool calls of the answer into actions with
+// agents.ActionFromToolCall. A tool call that does not parse (unknown tool,
+// bad arguments) becomes an action of type InvalidAction carrying the reason,
+// which the engine refuses and records like any malformed action; it never
+// stops the session. An HTTP error or a timeout is returned by Decide: the
+// host then sends no actions and the engine records an empty turn.
+//
+//	a, err := llm.New(llm.Options{BaseURL: "http://localhost:8000/v1", Model: "qwen2.5-7b-instruct", APIKey: key})
+//	res, err := cli.Run(ctx, cli.RunOptions{World: "startup", Agents: "greedy", Seats: map[string]agents.Agent{"bob": a}})
+//
+// One Agent may play several seats, in several sessions at once: it keeps
+// one conversation per (session, member), trimmed to the last MaxHistory
+// turns. It is an edge package: it does I/O and is not deterministic; the
+// event log records what it did, so a session it played replays exactly.
+package llm

@@ -1,0 +1,379 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/org"
+)
+
+// InvalidAction is the type of the action a malformed tool call becomes; its
+// Text says what was wrong. The engine knows no such action type, so it
+// refuses it as malformed and records it.
+const InvalidAction = "invalid"
+
+// DefaultMaxHistory is how many turns of conversation are kept when
+// Options.MaxHistory is 0. Observations of large worlds run to tens of
+// kilobytes, so a long history fills a model's context quickly.
+const DefaultMaxHistory = 4
+
+// maxResponseBytes bounds what is read of an endpoint's answer.
+const maxResponseBytes = 8 << 20
+
+// ErrBadOptions is wrapped by the errors of Options.Validate.
+var ErrBadOptions = errors.New("llm: bad options")
+
+// Options configure an Agent. The zero value of every field but Model
+// means its default.
+type Options struct {
+	// BaseURL is the endpoint's base, such as "https://api.openai.com/v1";
+	// the agent POSTs to BaseURL + "/chat/completions".
+	BaseURL string
+	// Model is the model name sent with every request (required).
+	Model string
+	// APIKey, when set, is sent as "Authorization: Bearer <APIKey>".
+	APIKey string
+	// MaxHistory is how many past turns (observation, tool calls, results)
+	// are sent besides the system prompt and the current observation; 0
+	// means DefaultMaxHistory, a negative number none.
+	MaxHistory int
+	// Temperature is sent when not nil; nil leaves it to the endpoint.
+	Temperature *float64
+	// HTTPClient makes the requests; nil means a client of its own with no
+	// timeout (the context of each Decide bounds each request).
+	HTTPClient *http.Client
+	// Logger receives a line per request; nil means silent.
+	Logger hclog.Logger
+}
+
+// Validate reports what is wrong with o, if anything.
+func (o Options) Validate() error {
+	if strings.TrimSpace(o.Model) == "" {
+		return fmt.Errorf("%w: no model", ErrBadOptions)
+	}
+	if o.BaseURL == "" {
+		return fmt.Errorf("%w: no base URL (e.g. https://api.openai.com/v1)", ErrBadOptions)
+	}
+	u, err := url.Parse(o.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: base URL %q is not an http(s) URL", ErrBadOptions, o.BaseURL)
+	}
+	return nil
+}
+
+// Agent is an agents.Agent backed by a chat-completions endpoint. It is safe
+// for concurrent use by several seats; each (session, member) has its own
+// conversation, and a member's turns come one at a time.
+type Agent struct {
+	opts     Options
+	client   *http.Client
+	endpoint string
+	tools    json.RawMessage
+	logger   hclog.Logger
+
+	mu    sync.Mutex
+	convs map[string]*conversation // session/member -> conversation
+}
+
+var _ agents.Agent = (*Agent)(nil)
+
+// New makes an Agent from validated options.
+func New(o Options) (*Agent, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.MaxHistory == 0 {
+		o.MaxHistory = DefaultMaxHistory
+	}
+	client := o.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	return &Agent{opts: o, client: client, endpoint: strings.TrimRight(o.BaseURL, "/") + "/chat/completions",
+		tools: json.RawMessage(agents.Tools()), logger: logger, convs: map[string]*conversation{}}, nil
+}
+
+// Name says what plays the seat, for session metadata: "llm/" and the model.
+func (a *Agent) Name() string { return "llm/" + a.opts.Model }
+
+// Forget drops the conversations of session: call it when the session is
+// over, so that an Agent playing many sessions does not keep them all.
+func (a *Agent) Forget(session string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for key := range a.convs {
+		if strings.HasPrefix(key, session+"/") {
+			delete(a.convs, key)
+		}
+	}
+}
+
+// conversation is one member's exchange with the model.
+type conversation struct {
+	mu     sync.Mutex
+	system message
+	turns  []turn
+	// sent are the actions of the last answered turn, one per tool call of
+	// its assistant message, waiting for the next observation to tell
+	// which were refused.
+	sent []sentCall
+	n    int // turns asked, for tool call IDs the endpoint did not give
+}
+
+// turn is one observation and what came of it.
+type turn struct {
+	user      message
+	assistant *message
+	results   []message
+}
+
+// sentCall is a tool call and the action it became.
+type sentCall struct {
+	id      string
+	action  org.Action
+	invalid string // why it did not parse, if it did not
+	dropped string // why it was not sent, if it was not
+}
+
+// message is a chat message in the OpenAI format.
+type message struct {
+	Role       string     `json:"role"`
+	Content    *string    `json:"content"`
+	ToolCalls  []toolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+type toolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type request struct {
+	Model       string          `json:"model"`
+	Messages    []message       `json:"messages"`
+	Tools       json.RawMessage `json:"tools"`
+	ToolChoice  string          `json:"tool_choice"`
+	Temperature *float64        `json:"temperature,omitempty"`
+}
+
+type response struct {
+	Choices []struct {
+		Message struct {
+			Content   *string `json:"content"`
+			ToolCalls []struct {
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string          `json:"name"`
+					Arguments json.RawMessage `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"message"`
+	} `json:"choices"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func text(s string) *string { return &s }
+
+func (a *Agent) conversation(o org.Observation) *conversation {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	key := o.Session + "/" + o.Member
+	c := a.convs[key]
+	if c == nil {
+		c = &conversation{system: message{Role: "system", Content: text(systemPrompt(o))}}
+		a.convs[key] = c
+	}
+	return c
+}
+
+// Decide implements agents.Agent: it asks the model what member o.Member
+// does now. An HTTP error, an error answer or a timeout is returned as an
+// error; malformed tool calls become InvalidAction actions.
+func (a *Agent) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
+	c := a.conversation(o)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.report(o.Rejected)
+	obs, err := json.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("llm: observation: %w", err)
+	}
+	c.n++
+	t := turn{user: message{Role: "user", Content: text(fmt.Sprintf(
+		"Turn %d. Your observation (JSON; times are milliseconds since the world's start, effort and spent are milliseconds of working time):\n%s\n"+
+			"Act now by calling tools, in the order the actions should happen. A work or wait action ends your turn.", o.Turn, obs))}}
+	msgs := []message{c.system}
+	history := c.turns
+	if a.opts.MaxHistory < 0 {
+		history = nil
+	} else if len(history) > a.opts.MaxHistory {
+		history = history[len(history)-a.opts.MaxHistory:]
+	}
+	for _, h := range history {
+		msgs = append(msgs, h.user)
+		if h.assistant != nil {
+			msgs = append(msgs, *h.assistant)
+			msgs = append(msgs, h.results...)
+		}
+	}
+	msgs = append(msgs, t.user)
+	resp, err := a.post(ctx, request{Model: a.opts.Model, Messages: msgs, Tools: a.tools, ToolChoice: "auto", Temperature: a.opts.Temperature})
+	if err != nil {
+		return nil, err // the turn is not kept: the next observation supersedes it
+	}
+	if len(resp.Choices) == 0 {
+		return nil, fmt.Errorf("llm: %s answered with no choices", a.endpoint)
+	}
+	m := resp.Choices[0].Message
+	asst := message{Role: "assistant", Content: m.Content}
+	acts := []org.Action{}
+	for i, tc := range m.ToolCalls {
+		id := tc.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d_%d", c.n, i+1)
+		}
+		args := argumentsOf(tc.Function.Arguments)
+		asst.ToolCalls = append(asst.ToolCalls, toolCall{ID: id, Type: "function", Function: functionCall{Name: tc.Function.Name, Arguments: args}})
+		s := sentCall{id: id}
+		if len(acts) >= org.MaxActions {
+			s.dropped = fmt.Sprintf("not sent: at most %d actions per turn", org.MaxActions)
+		} else {
+			act, err := agents.ActionFromToolCall(tc.Function.Name, []byte(args))
+			if err != nil {
+				s.invalid = err.Error()
+				act = org.Action{Type: InvalidAction, Text: err.Error()}
+			}
+			s.action = act
+			acts = append(acts, act)
+		}
+		c.sent = append(c.sent, s)
+	}
+	if asst.Content == nil && len(asst.ToolCalls) == 0 {
+		asst.Content = text("")
+	}
+	t.assistant = &asst
+	c.turns = append(c.turns, t)
+	if keep := max(a.opts.MaxHistory, 0) + 1; len(c.turns) > keep {
+		c.turns = append([]turn(nil), c.turns[len(c.turns)-keep:]...)
+	}
+	a.logger.Debug("llm turn", "member", o.Member, "turn", o.Turn, "actions", len(acts))
+	return acts, nil
+}
+
+// argumentsOf returns a tool call's arguments as the JSON text they hold:
+// OpenAI sends a string containing JSON; some servers send the object.
+func argumentsOf(raw json.RawMessage) string {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	return string(raw)
+}
+
+// report answers the tool calls of the last turn with tool messages: which
+// actions were accepted and which refused, and why, from the refusals the
+// engine reported since.
+func (c *conversation) report(rejected []org.RejectedView) {
+	if len(c.turns) == 0 || len(c.sent) == 0 {
+		c.sent = nil
+		return
+	}
+	last := &c.turns[len(c.turns)-1]
+	used := make([]bool, len(rejected))
+	for _, s := range c.sent {
+		var result string
+		switch {
+		case s.dropped != "":
+			result = s.dropped
+		default:
+			result = "accepted"
+			for i, r := range rejected {
+				if !used[i] && r.Action == s.action {
+					used[i] = true
+					why := r.Kind
+					if r.Rule != "" {
+						why += ", rule " + r.Rule
+					}
+					result = fmt.Sprintf("refused (%s): %s", why, r.Reason)
+					break
+				}
+			}
+			if s.invalid != "" {
+				result = "refused: malformed tool call: " + s.invalid
+			}
+		}
+		last.results = append(last.results, message{Role: "tool", ToolCallID: s.id, Content: text(result)})
+	}
+	c.sent = nil
+}
+
+func (a *Agent) post(ctx context.Context, body request) (*response, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("llm: request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.endpoint, bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("llm: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if a.opts.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+a.opts.APIKey)
+	}
+	res, err := a.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("llm: POST %s: %w", a.endpoint, err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(res.Body, maxResponseBytes))
+	if err != nil {
+		return nil, fmt.Errorf("llm: POST %s: reading the answer: %w", a.endpoint, err)
+	}
+	var out response
+	jsonErr := json.Unmarshal(data, &out)
+	if res.StatusCode/100 != 2 {
+		msg := strings.TrimSpace(string(data))
+		if jsonErr == nil && out.Error != nil && out.Error.Message != "" {
+			msg = out.Error.Message
+		}
+		if len(msg) > 300 {
+			msg = msg[:300] + "…"
+		}
+		return nil, fmt.Errorf("llm: POST %s: %s: %s", a.endpoint, res.Status, msg)
+	}
+	if jsonErr != nil {
+		return nil, fmt.Errorf("llm: POST %s: the answer is not a chat completion: %v", a.endpoint, jsonErr)
+	}
+	if out.Error != nil {
+		return nil, fmt.Errorf("llm: POST %s: %s", a.endpoint, out.Error.Message)
+	}
+	return &out, nil
+}

@@ -1,0 +1,500 @@
+package agents
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/org"
+)
+
+// Planner is the dependency- and deadline-aware baseline. Each turn it
+//
+//   - decides every request waiting for it at once: approves a valid one,
+//     rejects an invalid one with the reason (and leaves alone one of its
+//     own, which it may neither approve nor reject);
+//   - for the tasks it holds: asks the colleague named in needs_info as soon
+//     as it holds the task, or even sees it (and never again while the
+//     question awaits an answer, nor once it has the answer); asks for the
+//     purchase approval as soon as it holds the task, so that the approval
+//     latency overlaps the work; completes what is ready;
+//   - then works on the most urgent task it holds or may take: tickets
+//     within their SLA first (by priority, then SLA deadline), worked to the
+//     end in one go; then project tasks whose deadline can still be met,
+//     earliest deadline first and, among those, the one heading the longest
+//     chain of work that waits on it (the critical path, estimated from the
+//     upcoming tasks it sees and Dependents), then by priority and value;
+//     late work last. It reads values and priorities afresh every turn, so a
+//     reprioritization takes effect at once. A task whose queue is down
+//     waits, without retries, until the queue is back.
+//
+// It spends money with care: when the team's budget is projected to run out
+// before the horizon (at the rate purchases have been asked for so far), it
+// funds tickets with the most value per unit of money first, holding a dear
+// one unfunded while its queue has room, so that the queue flows on.
+//
+// Among options as good as each other it picks by a hash of its member ID,
+// so colleagues spread over them instead of colliding.
+//
+// It is deterministic: the same observations give the same actions. It
+// remembers what colleagues told it and the purchases it has seen. Make one
+// per member (New does); it is safe for concurrent use.
+type Planner struct {
+	mu     sync.Mutex
+	member string
+	cfg    plannerConfig
+	known  map[string]bool     // topics colleagues told it
+	seen   map[string]purchase // every purchase task it has seen
+	parked map[string]bool     // tickets it claimed to hold unfunded
+}
+
+// plannerConfig holds the planner's tunables.
+type plannerConfig struct {
+	stint    string         // how long one work action on a project task lasts ("": the engine's default, 2h)
+	nearTail clock.Duration // critical-path estimates this close count as equal
+}
+
+// NewPlanner makes a Planner for member.
+func NewPlanner(member string) *Planner {
+	return &Planner{member: member, cfg: plannerConfig{nearTail: clock.Hour}, known: map[string]bool{}, seen: map[string]purchase{}, parked: map[string]bool{}}
+}
+
+// Decide implements Agent.
+func (p *Planner) Decide(_ context.Context, o org.Observation) ([]org.Action, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.member == "" {
+		p.member = o.Member
+	}
+	for _, m := range o.Inbox {
+		if m.Topic != "" {
+			p.known[m.Topic] = true
+		}
+	}
+	for id := range p.parked {
+		if !slices.ContainsFunc(o.Assigned, func(t org.TaskView) bool { return t.ID == id }) {
+			delete(p.parked, id) // done, or another took it first
+		}
+	}
+	for _, list := range [][]org.TaskView{o.Assigned, o.Available, o.Upcoming} {
+		for _, t := range list {
+			if _, ok := p.seen[t.ID]; !ok && t.Purchase > 0 {
+				p.seen[t.ID] = purchase{amount: t.Purchase, value: t.Value}
+			}
+		}
+	}
+	var acts []org.Action
+	for _, r := range o.Approvals {
+		switch why := invalidRequest(o, r); {
+		case r.Requester == o.Member:
+			// Neither approving nor rejecting one's own request is allowed.
+		case why != "":
+			acts = append(acts, org.Action{Type: org.ActReject, Request: r.ID, Reason: why})
+		default:
+			acts = append(acts, org.Action{Type: org.ActApprove, Request: r.ID})
+		}
+	}
+	pl := newPlan(o, p.cfg, p.known)
+	pl.cutoff = p.cutoff(o)
+	budget := pl.budgetLeft()
+	asked := map[string]bool{} // from/topic asked this turn
+	ask := func(t org.TaskView) {
+		in := t.NeedsInfo
+		if in == nil || in.Known || p.known[in.Topic] || in.From == o.Member || asked[in.From+"/"+in.Topic] || pl.awaiting(in.From, in.Topic) {
+			return
+		}
+		asked[in.From+"/"+in.Topic] = true
+		acts = append(acts, org.Action{Type: org.ActMessage, To: in.From,
+			Text: fmt.Sprintf("Hi %s, could you tell me about %s? I need it for %s.", in.From, in.Topic, t.ID)})
+	}
+	// What we hold: finish what is ready, ask early for what will be needed.
+	var workable []org.TaskView
+	var wake clock.Time // when a queue that blocks work we hold is back up
+	for _, t := range o.Assigned {
+		if t.Status != org.StatusClaimed {
+			continue
+		}
+		ask(t)
+		if p.parked[t.ID] {
+			if !pl.fund(t, budget) {
+				continue // parked: not worth the money now; neither asked for nor worked on
+			}
+			delete(p.parked, t.ID)
+		}
+		if t.Purchase > budget && t.Approval != org.RequestApproved {
+			continue // the rules would refuse it; leave it until the budget allows
+		}
+		switch t.Approval {
+		case "needed", org.RequestRejected:
+			acts = append(acts, org.Action{Type: org.ActRequestApproval, Task: t.ID})
+		}
+		if t.Spent < t.Effort {
+			if up := pl.downUntil(t.Queue); up > 0 {
+				// Its queue is down: no work on it until it is back.
+				if wake == 0 || up < wake {
+					wake = up
+				}
+			} else if len(t.Waiting) == 0 {
+				workable = append(workable, t)
+			}
+			continue
+		}
+		if pl.ready(t) && t.Purchase <= budget {
+			acts = append(acts, org.Action{Type: org.ActComplete, Task: t.ID})
+			budget -= t.Purchase
+		}
+	}
+	// What to work on next: the most urgent of what we hold and what we may take.
+	var pick *org.TaskView
+	held := false
+	if len(workable) > 0 {
+		pl.sort(workable)
+		pick, held = &workable[0], true
+	}
+	var options []org.TaskView
+	var park *org.TaskView
+	for _, t := range o.Available {
+		if !pl.fund(t, budget) {
+			// Not worth the money now. A ticket heading its queue blocks the
+			// queue while nobody takes it: hold it unfunded ("park" it). One
+			// the budget cannot cover must go; a dear one only if the queue
+			// keeps room for the others (and we park no other), else it is
+			// bought after all.
+			switch {
+			case t.Kind != org.KindTicket:
+				continue
+			case t.Purchase > budget || len(p.parked) == 0 && pl.canPark(t.Queue):
+				if park == nil {
+					park = &t
+				}
+				continue
+			}
+		}
+		options = append(options, t)
+	}
+	if len(options) > 0 {
+		pl.sort(options)
+		options = pl.spread(p.member, options)
+		best := options[0]
+		// What we hold goes first, but a ticket within its SLA goes before
+		// project work: it is worth more per hour, and it is due sooner.
+		if pick == nil || pl.class(best) == classTicket && pl.class(*pick) != classTicket {
+			pick, held = &best, false
+		}
+	}
+	if pick != nil && !held {
+		t := *pick
+		acts = append(acts, org.Action{Type: org.ActClaim, Task: t.ID})
+		t.NeedsInfo = copyInfo(t.NeedsInfo)
+		if t.NeedsInfo != nil {
+			t.NeedsInfo.Known = false
+		}
+		ask(t)
+		if t.Approval == "needed" {
+			acts = append(acts, org.Action{Type: org.ActRequestApproval, Task: t.ID})
+		}
+	}
+	if park != nil {
+		acts = append(acts, org.Action{Type: org.ActClaim, Task: park.ID})
+		p.parked[park.ID] = true
+	}
+	// Ask now for what tasks we may take will need, so that the answer is
+	// here by the time the work is done.
+	for _, list := range [][]org.TaskView{o.Available, o.Upcoming} {
+		for _, t := range list {
+			if t.Status == org.StatusOpen && t.NeedsInfo != nil {
+				ask(t)
+			}
+		}
+	}
+	switch {
+	case pick != nil:
+		return append(acts, org.Action{Type: org.ActWork, Task: pick.ID, For: p.stint(*pick)}), nil
+	case wake > 0:
+		return append(acts, org.Action{Type: org.ActWait, Until: int64(wake)}), nil
+	}
+	return append(acts, org.Action{Type: org.ActWait}), nil
+}
+
+// purchase is a purchase task as first seen.
+type purchase struct {
+	amount int64
+	value  float64
+}
+
+// price is money per unit of value.
+func (p purchase) price() float64 {
+	if p.value <= 0 {
+		return math.Inf(1)
+	}
+	return float64(p.amount) / p.value
+}
+
+// cutoff is the highest price (money per unit of value) worth paying now.
+// It estimates the money the purchases still to come will ask for from
+// those seen so far (their amount per unit of time, times the time left);
+// when that exceeds what the team has left, it keeps the budget for the
+// cheapest share of them: the cutoff is the price below which the
+// purchases seen make up the affordable share of the money asked. It is
+// +Inf when the budget is not projected to run out, or there is too
+// little to go on.
+func (p *Planner) cutoff(o org.Observation) float64 {
+	b := o.Budget
+	if b == nil || len(p.seen) < minSeen || o.Time <= 0 || o.Horizon <= o.Time {
+		return math.Inf(1)
+	}
+	ps := make([]purchase, 0, len(p.seen))
+	var total float64
+	for _, id := range slices.Sorted(maps.Keys(p.seen)) {
+		ps = append(ps, p.seen[id])
+		total += float64(p.seen[id].amount)
+	}
+	ahead := total / float64(o.Time) * float64(o.Horizon-o.Time)
+	if ahead <= float64(b.Remaining) {
+		return math.Inf(1)
+	}
+	share := float64(b.Remaining) / ahead
+	slices.SortStableFunc(ps, func(x, y purchase) int { return cmp.Compare(x.price(), y.price()) })
+	var sum float64
+	for i, x := range ps {
+		sum += float64(x.amount) / total
+		if sum > share {
+			if i == 0 {
+				return 0
+			}
+			return ps[i-1].price()
+		}
+	}
+	return math.Inf(1)
+}
+
+// minSeen is how many purchases the planner must have seen before it budgets.
+const minSeen = 5
+
+// stint is how long to work on t in one go: a ticket to the end of its
+// effort (it is urgent, and every turn in between costs a minute), other
+// work in the configured stints, so that it looks up now and then.
+func (p *Planner) stint(t org.TaskView) string {
+	if t.Kind == org.KindTicket {
+		if left := t.Effort - t.Spent; left > 0 {
+			return left.String()
+		}
+	}
+	return p.cfg.stint
+}
+
+func copyInfo(in *org.InfoView) *org.InfoView {
+	if in == nil {
+		return nil
+	}
+	c := *in
+	return &c
+}
+
+// Task classes, most urgent first.
+const (
+	classTicket   = iota // a ticket within its SLA
+	classOnTime          // a project task whose deadline has not passed
+	classOpen            // a task with no deadline
+	classLate            // a project task past its deadline
+	classBreached        // a ticket past its SLA
+)
+
+// plan is what the planner derives from one observation.
+type plan struct {
+	o     org.Observation
+	cfg   plannerConfig
+	known map[string]bool
+	byID  map[string]org.TaskView
+	kids  map[string][]string // task -> visible tasks that depend on it
+	tails map[string]clock.Duration
+	// cutoff is the money per unit of value above which a purchase is
+	// not worth funding now (+Inf: any is).
+	cutoff float64
+}
+
+func newPlan(o org.Observation, cfg plannerConfig, known map[string]bool) *plan {
+	pl := &plan{o: o, cfg: cfg, known: known, cutoff: math.Inf(1), byID: map[string]org.TaskView{}, kids: map[string][]string{}, tails: map[string]clock.Duration{}}
+	for _, list := range [][]org.TaskView{o.Assigned, o.Available, o.Upcoming} {
+		for _, t := range list {
+			if _, dup := pl.byID[t.ID]; dup {
+				continue
+			}
+			pl.byID[t.ID] = t
+			for _, d := range t.Deps {
+				pl.kids[d] = append(pl.kids[d], t.ID)
+			}
+		}
+	}
+	return pl
+}
+
+// budgetLeft is what the team may still spend on purchases, or a large
+// number when the member sees no budget.
+func (pl *plan) budgetLeft() int64 {
+	if pl.o.Budget == nil {
+		return 1 << 62
+	}
+	return pl.o.Budget.Remaining
+}
+
+// fund reports whether a purchase task is worth its money now: the budget
+// covers it and, for a ticket, its price is within the cutoff. (Project
+// purchases are always worth it: the project's other tasks wait on them.)
+func (pl *plan) fund(t org.TaskView, budget int64) bool {
+	switch {
+	case t.Purchase <= 0:
+		return true
+	case t.Purchase > budget:
+		return false
+	case t.Kind != org.KindTicket:
+		return true
+	}
+	return t.Value > 0 && float64(t.Purchase)/t.Value <= pl.cutoff
+}
+
+// canPark reports whether holding one more ticket of queue without working
+// on it leaves the queue at least two free places under its WIP limit.
+func (pl *plan) canPark(queue string) bool {
+	for _, q := range pl.o.Queues {
+		if q.ID == queue {
+			return q.WIP == 0 || q.InProgress+3 <= q.WIP
+		}
+	}
+	return false
+}
+
+// awaiting reports whether a question about topic to member is still unanswered.
+func (pl *plan) awaiting(member, topic string) bool { return asked(pl.o, member, topic) }
+
+// ready reports whether a held task whose effort is spent may be completed.
+func (pl *plan) ready(t org.TaskView) bool {
+	if len(t.Waiting) > 0 {
+		return false
+	}
+	if in := t.NeedsInfo; in != nil && !in.Known && !pl.known[in.Topic] {
+		return false
+	}
+	return t.Approval == "" || t.Approval == org.RequestApproved
+}
+
+func (pl *plan) class(t org.TaskView) int {
+	late := t.Deadline != 0 && t.Deadline <= pl.o.Time
+	switch {
+	case t.Kind == org.KindTicket && late && !pl.backlog(t.Queue):
+		// Past its SLA with nothing behind it. (A late ticket heading a
+		// queue with others waiting stays urgent: it holds them up.)
+		return classBreached
+	case t.Kind == org.KindTicket:
+		return classTicket
+	case t.Deadline == 0:
+		return classOpen
+	case late:
+		return classLate
+	}
+	return classOnTime
+}
+
+// downUntil is when queue is back if it is down now, else 0.
+func (pl *plan) downUntil(queue string) clock.Time {
+	for _, q := range pl.o.Queues {
+		if q.ID == queue && q.DownUntil > pl.o.Time {
+			return q.DownUntil
+		}
+	}
+	return 0
+}
+
+// backlog reports whether more than one ticket waits in queue.
+func (pl *plan) backlog(queue string) bool {
+	for _, q := range pl.o.Queues {
+		if q.ID == queue {
+			return q.Open > 1
+		}
+	}
+	return false
+}
+
+// tail is the work on the longest chain from t through the tasks it can
+// see waiting on it: an estimate of t's critical path to the goal.
+func (pl *plan) tail(id string) clock.Duration {
+	if d, ok := pl.tails[id]; ok {
+		return d
+	}
+	pl.tails[id] = 0 // cycles cannot happen in a valid world; this guards anyway
+	t := pl.byID[id]
+	var best clock.Duration
+	for _, k := range pl.kids[id] {
+		best = max(best, pl.tail(k))
+	}
+	d := max(0, t.Effort-t.Spent) + best
+	pl.tails[id] = d
+	return d
+}
+
+// compare orders tasks most urgent first.
+func (pl *plan) compare(a, b org.TaskView) int {
+	ca, cb := pl.class(a), pl.class(b)
+	if c := cmp.Compare(ca, cb); c != 0 {
+		return c
+	}
+	switch ca {
+	case classTicket:
+		return cmp.Or(-cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.Deadline, b.Deadline), -cmp.Compare(a.Value, b.Value))
+	case classOnTime, classOpen:
+		return cmp.Or(cmp.Compare(a.Deadline, b.Deadline), -cmp.Compare(pl.tail(a.ID), pl.tail(b.ID)),
+			-cmp.Compare(a.Dependents, b.Dependents), -cmp.Compare(a.Priority, b.Priority), -cmp.Compare(a.Value, b.Value))
+	case classLate:
+		return cmp.Or(-cmp.Compare(a.Dependents, b.Dependents), -cmp.Compare(density(a), density(b)), cmp.Compare(a.Deadline, b.Deadline))
+	default:
+		return cmp.Or(-cmp.Compare(a.Value, b.Value), cmp.Compare(a.Deadline, b.Deadline))
+	}
+}
+
+// density is a task's value per hour of the effort left.
+func density(t org.TaskView) float64 {
+	left := max(t.Effort-t.Spent, clock.Minute)
+	return t.Value / (float64(left) / float64(clock.Hour))
+}
+
+// equal reports whether a and b are as urgent as each other, give or take.
+func (pl *plan) equal(a, b org.TaskView) bool {
+	if pl.class(a) != pl.class(b) || a.Priority != b.Priority {
+		return false
+	}
+	switch pl.class(a) {
+	case classTicket, classBreached:
+		return a.Value == b.Value
+	case classOnTime, classOpen:
+		d := pl.tail(a.ID) - pl.tail(b.ID)
+		return a.Deadline == b.Deadline && d <= pl.cfg.nearTail && -d <= pl.cfg.nearTail &&
+			(a.Dependents > 0) == (b.Dependents > 0) && near(a.Value, b.Value)
+	}
+	return a.Dependents == b.Dependents && near(density(a), density(b))
+}
+
+// near reports whether x and y are within a quarter of each other.
+func near(x, y float64) bool {
+	return x == y || math.Abs(x-y) <= 0.25*max(math.Abs(x), math.Abs(y))
+}
+
+func (pl *plan) sort(ts []org.TaskView) {
+	slices.SortStableFunc(ts, pl.compare)
+}
+
+// spread reorders the options as good as the first by a hash of (member, task).
+func (pl *plan) spread(member string, ts []org.TaskView) []org.TaskView {
+	n := 1
+	for n < len(ts) && pl.equal(ts[0], ts[n]) {
+		n++
+	}
+	slices.SortStableFunc(ts[:n], func(a, b org.TaskView) int {
+		return cmp.Compare(tieHash(member, a.ID), tieHash(member, b.ID))
+	})
+	return ts
+}

@@ -1,0 +1,198 @@
+package agents_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/org"
+)
+
+type toolJSON struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Parameters  struct {
+			Type                 string                     `json:"type"`
+			Properties           map[string]json.RawMessage `json:"properties"`
+			Required             []string                   `json:"required"`
+			AdditionalProperties *bool                      `json:"additionalProperties"`
+		} `json:"parameters"`
+	} `json:"function"`
+}
+
+func mustTools(tb testing.TB) []toolJSON {
+	tb.Helper()
+	var tools []toolJSON
+	dec := json.NewDecoder(bytes.NewReader(agents.Tools()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&tools); err != nil {
+		tb.Fatalf("Tools() is not a JSON array of tools: %v", err)
+	}
+	return tools
+}
+
+func TestToolsOnePerActionType(t *testing.T) {
+	tools := mustTools(t)
+	if len(tools) != len(org.ActionTypes) {
+		t.Fatalf("got %d tools, want %d", len(tools), len(org.ActionTypes))
+	}
+	for i, tool := range tools {
+		f := tool.Function
+		if tool.Type != "function" || f.Name != org.ActionTypes[i] {
+			t.Errorf("tool %d: got %s %q, want function %q", i, tool.Type, f.Name, org.ActionTypes[i])
+		}
+		if len(f.Description) < 80 {
+			t.Errorf("%s: description too short to say costs and rules: %q", f.Name, f.Description)
+		}
+		p := f.Parameters
+		if p.Type != "object" || p.AdditionalProperties == nil || *p.AdditionalProperties {
+			t.Errorf("%s: parameters must be an object with additionalProperties false", f.Name)
+		}
+		for _, r := range p.Required {
+			if _, ok := p.Properties[r]; !ok {
+				t.Errorf("%s: required %q is not a property", f.Name, r)
+			}
+		}
+	}
+	if !bytes.Equal(agents.Tools(), agents.Tools()) {
+		t.Error("Tools() differs between calls")
+	}
+}
+
+func TestToolDescriptionsStateCosts(t *testing.T) {
+	want := map[string][]string{
+		org.ActClaim:           {"5 minutes", "role-required", "queue-order", "wip-limit", "no unclaim"},
+		org.ActWork:            {"2h", "ends your turn", "dependencies-first", "budget"},
+		org.ActComplete:        {"15 minutes", "work-done", "approval-required", "within-budget", "info-required"},
+		org.ActRequestApproval: {"10 minutes", "as soon as you hold the task"},
+		org.ActApprove:         {"10 minutes", "separation-of-duties", "approver-authority"},
+		org.ActReject:          {"10 minutes", "separation-of-duties"},
+		org.ActMessage:         {"5 minutes", "10 minutes later", "4000 bytes"},
+		org.ActWait:            {"1 minute", "ends your turn"},
+	}
+	for _, tool := range mustTools(t) {
+		for _, w := range want[tool.Function.Name] {
+			if !strings.Contains(tool.Function.Description, w) {
+				t.Errorf("%s: description does not mention %q", tool.Function.Name, w)
+			}
+		}
+	}
+}
+
+func TestActionFromToolCall(t *testing.T) {
+	tests := []struct {
+		name, tool, args string
+		want             org.Action
+		err              string
+	}{
+		{"claim", "claim", `{"task":"api"}`, org.Action{Type: "claim", Task: "api"}, ""},
+		{"work with for", "work", `{"task":"api","for":"30m"}`, org.Action{Type: "work", Task: "api", For: "30m"}, ""},
+		{"work", "work", ` {"task":"api"} `, org.Action{Type: "work", Task: "api"}, ""},
+		{"complete", "complete", `{"task":"api"}`, org.Action{Type: "complete", Task: "api"}, ""},
+		{"request approval", "request_approval", `{"task":"servers"}`, org.Action{Type: "request_approval", Task: "servers"}, ""},
+		{"approve", "approve", `{"request":"r2"}`, org.Action{Type: "approve", Request: "r2"}, ""},
+		{"reject", "reject", `{"request":"r2","reason":"over budget"}`, org.Action{Type: "reject", Request: "r2", Reason: "over budget"}, ""},
+		{"message", "message", `{"to":"frank","text":"hello","reply_to":"m1"}`, org.Action{Type: "message", To: "frank", Text: "hello", ReplyTo: "m1"}, ""},
+		{"wait", "wait", `{}`, org.Action{Type: "wait"}, ""},
+		{"wait no arguments", "wait", ``, org.Action{Type: "wait"}, ""},
+		{"wait for", "wait", `{"for":"1h"}`, org.Action{Type: "wait", For: "1h"}, ""},
+		{"wait until", "wait", `{"until":86400000}`, org.Action{Type: "wait", Until: 86400000}, ""},
+		{"optional null", "work", `{"task":"api","for":null}`, org.Action{Type: "work", Task: "api"}, ""},
+
+		{"unknown tool", "deploy", `{}`, org.Action{}, `unknown tool "deploy"`},
+		{"empty tool name", "", `{}`, org.Action{}, `unknown tool ""`},
+		{"malformed JSON", "claim", `{"task":"api"`, org.Action{}, "not a JSON object"},
+		{"not an object", "claim", `["api"]`, org.Action{}, "not a JSON object"},
+		{"null", "claim", `null`, org.Action{}, "null, not a JSON object"},
+		{"trailing data", "claim", `{"task":"api"} {"task":"ui"}`, org.Action{}, "trailing data"},
+		{"unknown argument", "claim", `{"task":"api","priority":1}`, org.Action{}, `claim has no argument "priority" (arguments: task)`},
+		{"missing argument", "claim", `{}`, org.Action{}, `claim needs the argument "task"`},
+		{"missing reason", "reject", `{"request":"r1"}`, org.Action{}, `reject needs the argument "reason"`},
+		{"blank argument", "message", `{"to":"bob","text":"  "}`, org.Action{}, `argument "text" of message must not be blank`},
+		{"wrong type", "claim", `{"task":42}`, org.Action{}, `argument "task" of claim must be a string, got 42`},
+		{"wrong integer", "wait", `{"until":"soon"}`, org.Action{}, `argument "until" of wait must be an integer`},
+		{"topic is not for agents", "message", `{"to":"bob","text":"x","topic":"secrets"}`, org.Action{}, `no argument "topic"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := agents.ActionFromToolCall(tc.tool, []byte(tc.args))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %+v, %v; want an error containing %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got error %v, want %+v", err, tc.want)
+			}
+			if got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Every property a tool declares is accepted by ActionFromToolCall, and the
+// required ones are enforced: the schema and the parser agree.
+func TestToolSchemasMatchParser(t *testing.T) {
+	for _, tool := range mustTools(t) {
+		f := tool.Function
+		args := map[string]any{}
+		for name, raw := range f.Parameters.Properties {
+			var p struct {
+				Type string `json:"type"`
+			}
+			if err := json.Unmarshal(raw, &p); err != nil {
+				t.Fatal(err)
+			}
+			switch p.Type {
+			case "string":
+				args[name] = "x1"
+			case "integer":
+				args[name] = 5
+			default:
+				t.Errorf("%s.%s: unexpected type %q", f.Name, name, p.Type)
+			}
+		}
+		b, _ := json.Marshal(args)
+		if _, err := agents.ActionFromToolCall(f.Name, b); err != nil {
+			t.Errorf("%s with every argument: %v", f.Name, err)
+		}
+		for _, r := range f.Parameters.Required {
+			partial := map[string]any{}
+			for k, v := range args {
+				if k != r {
+					partial[k] = v
+				}
+			}
+			b, _ := json.Marshal(partial)
+			if _, err := agents.ActionFromToolCall(f.Name, b); err == nil {
+				t.Errorf("%s without required %q: no error", f.Name, r)
+			}
+		}
+	}
+}
+
+func FuzzActionFromToolCall(f *testing.F) {
+	f.Add("claim", []byte(`{"task":"api"}`))
+	f.Add("wait", []byte(`{"until":1}`))
+	f.Add("message", []byte(`{"to":"a","text":"b"}`))
+	f.Add("reject", []byte(`{"request":"r1","reason":""}`))
+	f.Fuzz(func(t *testing.T, name string, args []byte) {
+		a, err := agents.ActionFromToolCall(name, args)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error message")
+			}
+			return
+		}
+		if a.Type != name || !slices.Contains(org.ActionTypes, a.Type) {
+			t.Fatalf("tool %q gave an action of type %q", name, a.Type)
+		}
+	})
+}
