@@ -367,8 +367,17 @@ func (s *State) View(id string) Observation {
 			}
 		}
 	}
-	// Long lists are cut to MaxListed, most valuable (and, upcoming, nearest) first; *More say how many were left out.
-	sort.SliceStable(avail, func(i, j int) bool { return avail[i].Value > avail[j].Value })
+	// Long lists are cut to MaxListed, most valuable (and, upcoming, nearest)
+	// first; *More say how many were left out. The tickets at the heads of
+	// the queues (one per queue) are never cut: a queue must not starve
+	// because its tickets are worth less than the project work.
+	sort.SliceStable(avail, func(i, j int) bool {
+		ti, tj := avail[i].Kind == KindTicket, avail[j].Kind == KindTicket
+		if ti != tj && len(avail) > MaxListed {
+			return ti
+		}
+		return avail[i].Value > avail[j].Value
+	})
 	sort.SliceStable(upcoming, func(i, j int) bool {
 		a, b := upcoming[i], upcoming[j]
 		if a.pending != b.pending {
