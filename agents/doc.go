@@ -8,9 +8,13 @@
 //	a, _ := agents.New("greedy", agents.Options{Seed: 7})
 //	actions, err := a.Decide(ctx, obs)
 //
-// Baselines: idle (always waits) and greedy (takes the most valuable task
-// whose dependencies are done, asks for approval when a task needs it,
-// approves valid requests addressed to it).
+// Baselines: idle (always waits), random (seeded plausible actions), greedy
+// (takes the most valuable task whose dependencies are done, asks for
+// approval and information when a task needs them, approves valid requests
+// addressed to it), planner (dependency-, deadline- and SLA-aware) and
+// cheater (tries every shortcut, to test the rubric). Tools and
+// ActionFromToolCall describe the actions to LLMs; agents/llm is an agent
+// backed by an OpenAI-compatible endpoint.
 //
 // This package is part of the deterministic core; transports that carry
 // turns to agents elsewhere live in subpackages named for what they wrap.
