@@ -66,9 +66,18 @@ func (r *Random) Decide(_ context.Context, o org.Observation) ([]org.Action, err
 		if t.Approval == "needed" || t.Approval == org.RequestRejected {
 			opts = append(opts, org.Action{Type: org.ActRequestApproval, Task: t.ID})
 		}
+		if len(t.Waiting) > 0 && r.rng.IntN(4) == 0 {
+			// Now and then it gives up a task that cannot move yet.
+			opts = append(opts, org.Action{Type: org.ActHandoff, Task: t.ID})
+		}
 		if in := t.NeedsInfo; in != nil && !in.Known && !asked(o, in.From, in.Topic) {
 			opts = append(opts, org.Action{Type: org.ActMessage, To: in.From,
 				Text: fmt.Sprintf("Hi %s, what can you tell me about %s? It is for %s.", in.From, in.Topic, t.ID)})
+		}
+	}
+	for _, q := range o.Requests {
+		if q.Status == org.RequestPending && r.rng.IntN(3) == 0 {
+			opts = append(opts, org.Action{Type: org.ActEscalate, Request: q.ID})
 		}
 	}
 	for _, q := range o.Approvals {

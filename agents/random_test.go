@@ -105,6 +105,14 @@ func TestRandomPicksPlausibleActions(t *testing.T) {
 					if a.To == "" || a.To == "bob" || a.Text == "" {
 						t.Errorf("bad message %+v", a)
 					}
+				case org.ActHandoff:
+					if !hasTask(o.Assigned, a.Task) {
+						t.Errorf("hands off %q, which it does not hold", a.Task)
+					}
+				case org.ActEscalate:
+					if len(o.Requests) == 0 {
+						t.Errorf("escalates %q with no request of its own", a.Request)
+					}
 				case org.ActWait:
 				default:
 					t.Errorf("unknown action %+v", a)
@@ -113,6 +121,9 @@ func TestRandomPicksPlausibleActions(t *testing.T) {
 		}
 	}
 	for _, k := range org.ActionTypes {
+		if k == org.ActHandoff || k == org.ActEscalate {
+			continue // the scenario has no blocked task held and no pending request of bob's
+		}
 		if kinds[k] == 0 {
 			t.Errorf("over 20 seeds it never chose %s (chose %v)", k, kinds)
 		}

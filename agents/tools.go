@@ -46,7 +46,7 @@ var toolSpecs = []toolSpec{
 		name: org.ActClaim,
 		desc: "Take an open task or ticket so that you hold it. Costs 5 minutes of working time. " +
 			"Take one from your observation's \"available\" list (its dependencies are done); you may also claim one from \"upcoming\", " +
-			"but you cannot work on it until its dependencies are done. There is no unclaim: a task you hold stays yours until you complete it, " +
+			"but you cannot work on it until its dependencies are done. A task you hold stays yours until you complete it or hand it off, " +
 			"and nobody else can take it. Refused when someone already holds it or the queue is down, and as a policy violation " +
 			"(each costs the team a penalty) when you lack the task's role (role-required) or skill (skill-required), when a ticket would jump " +
 			"its queue's order (queue-order: fifo takes the oldest first, priority the highest priority then the oldest), " +
@@ -77,6 +77,15 @@ var toolSpecs = []toolSpec{
 		params: []toolParam{paramTask(`ID of a task you hold whose effort is spent ("spent" equals "effort").`)},
 	},
 	{
+		name: org.ActHandoff,
+		desc: "Give a task you hold, and are not working on right now, back to its queue (no \"to\") or to a colleague (\"to\"). " +
+			"The effort already spent stays with the task. Costs 5 minutes of working time. Refused when you do not hold it, when it is " +
+			"being worked on, or when the colleague cannot take it (role, skill, on leave).",
+		params: []toolParam{paramTask(`ID of the task you hold.`),
+			{name: "to", typ: "string", desc: "Member ID of the colleague who takes it; leave it out to put the task back in its queue.",
+				set: func(a *org.Action, v any) { a.To = v.(string) }}},
+	},
+	{
 		name: org.ActRequestApproval,
 		desc: "Ask for the purchase approval a task you hold needs (its \"approval\" is \"needed\", or \"rejected\" to ask again). Costs 10 minutes. " +
 			"The request goes through the approval chain's steps in order, each decided by a colleague holding the step's role " +
@@ -100,6 +109,15 @@ var toolSpecs = []toolSpec{
 		params: []toolParam{paramRequest,
 			{name: "reason", typ: "string", required: true, desc: "Why the request is rejected, in a sentence (required, not blank).",
 				set: func(a *org.Action, v any) { a.Reason = v.(string) }}},
+	},
+	{
+		name: org.ActEscalate,
+		desc: "Move the current step of your own pending approval request from its approver to the approver's manager (or, " +
+			"while the approver is on leave, their delegate). Costs 5 minutes of working time. Refused for a request that is not " +
+			"yours or not pending, or when nobody stands above the approver.",
+		params: []toolParam{{name: "request", typ: "string", required: true,
+			desc: `ID of one of your own pending requests (your observation's "requests"), e.g. "r3".`,
+			set:  func(a *org.Action, v any) { a.Request = v.(string) }}},
 	},
 	{
 		name: org.ActMessage,

@@ -66,7 +66,7 @@ func TestToolsOnePerActionType(t *testing.T) {
 
 func TestToolDescriptionsStateCosts(t *testing.T) {
 	want := map[string][]string{
-		org.ActClaim:           {"5 minutes", "role-required", "queue-order", "wip-limit", "no unclaim"},
+		org.ActClaim:           {"5 minutes", "role-required", "queue-order", "wip-limit", "hand it off"},
 		org.ActWork:            {"2h", "ends your turn", "dependencies-first", "budget"},
 		org.ActComplete:        {"15 minutes", "work-done", "approval-required", "within-budget", "info-required"},
 		org.ActRequestApproval: {"10 minutes", "as soon as you hold the task"},

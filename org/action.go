@@ -17,10 +17,12 @@ const (
 	ActReject          = "reject"           // reject it, with a reason
 	ActMessage         = "message"          // {"type":"message","to":"bob","text":"..."}
 	ActWait            = "wait"             // do nothing until something you can see changes, or "for" a duration
+	ActHandoff         = "handoff"          // give a task you hold back to its queue, or to a colleague: {"type":"handoff","task":"api","to":"carol"}
+	ActEscalate        = "escalate"         // move your pending request's current step to its approver's manager: {"type":"escalate","request":"r1"}
 )
 
 // ActionTypes lists every action type, in documentation order.
-var ActionTypes = []string{ActClaim, ActWork, ActComplete, ActRequestApproval, ActApprove, ActReject, ActMessage, ActWait}
+var ActionTypes = []string{ActClaim, ActWork, ActComplete, ActHandoff, ActRequestApproval, ActApprove, ActReject, ActEscalate, ActMessage, ActWait}
 
 // Action is one thing a member does. Which fields matter depends on Type.
 type Action struct {

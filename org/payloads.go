@@ -23,6 +23,7 @@ const (
 	EvMessageSent       = "message.sent"
 	EvMessageDelivered  = "message.delivered"
 	EvTaskCreated       = "task.created"
+	EvTaskHandedOff     = "task.handed_off"
 	EvProjectStarted    = "project.started"
 	EvTaskReprioritized = "task.reprioritized"
 	EvTaskChanged       = "task.changed"
@@ -78,6 +79,13 @@ type TaskCreated struct {
 	Interruption int         `json:"interruption"`
 }
 
+// TaskHandedOff gives a held task back to its queue (To empty) or to a colleague.
+type TaskHandedOff struct {
+	Task      string     `json:"task"`
+	To        string     `json:"to,omitempty"`
+	BusyUntil clock.Time `json:"busy_until"`
+}
+
 // ProjectStarted makes a project's tasks visible.
 type ProjectStarted struct {
 	Project string `json:"project"`
@@ -129,7 +137,9 @@ type ApprovalEscalated struct {
 	Step    int    `json:"step"`
 	From    string `json:"from"`
 	To      string `json:"to"`
-	Reason  string `json:"reason"` // "timeout" or "leave"
+	Reason  string `json:"reason"` // "timeout", "leave" or "requested" (by the requester)
+	// BusyUntil is the requester's, when it asked for the escalation.
+	BusyUntil clock.Time `json:"busy_until,omitempty"`
 }
 
 // SessionEnded closes a log. StateHash is the hash of the state after every

@@ -280,6 +280,36 @@ func (s *State) track(t *Task) {
 	}
 }
 
+// reopen puts a ticket back among its queue's open tickets, in arrival order.
+func (s *State) reopen(t *Task) {
+	list := s.queueOpen[t.Queue]
+	i := len(list)
+	for i > 0 && !s.arrivedEarlier(list[i-1], t) {
+		i--
+	}
+	list = append(list, nil)
+	copy(list[i+1:], list[i:])
+	list[i] = t
+	s.queueOpen[t.Queue] = list
+}
+
+// arrivedEarlier reports whether ticket a arrived before ticket b: by
+// creation time, then by their order among all tasks.
+func (s *State) arrivedEarlier(a, b *Task) bool {
+	if a.Created != b.Created {
+		return a.Created < b.Created
+	}
+	for _, t := range s.Tasks {
+		if t == a {
+			return true
+		}
+		if t == b {
+			return false
+		}
+	}
+	return false
+}
+
 // Held returns the tasks member holds (assigned, not done), in the order it took them.
 func (s *State) Held(member string) []*Task { return s.held[member] }
 
@@ -555,6 +585,41 @@ func (s *State) apply(ev *events.Event) error {
 			// Sleep, unless something it could not have seen woke it meanwhile.
 			m.Pending = m.WakeCause > m.Seen
 		}
+	case EvTaskHandedOff:
+		p, err := decode[TaskHandedOff](s, ev)
+		if err != nil {
+			return err
+		}
+		m, err := s.actor(ev)
+		if err != nil {
+			return err
+		}
+		t := s.tasks[p.Task]
+		if t == nil || t.Assignee != m.ID || t.Status != StatusClaimed {
+			return badEvent(ev, "task %q is not claimed by %s", p.Task, m.ID)
+		}
+		to := s.members[p.To]
+		if p.To != "" && (to == nil || to.ID == m.ID) {
+			return badEvent(ev, "cannot hand %q to %q", p.Task, p.To)
+		}
+		m.Holding--
+		s.held[m.ID] = removeTask(s.held[m.ID], t)
+		if to != nil {
+			t.Assignee = to.ID
+			to.Holding++
+			s.held[to.ID] = append(s.held[to.ID], t)
+			s.wake(to.ID, ev.Seq)
+		} else {
+			t.Status, t.Assignee = StatusOpen, ""
+			s.claimed[t.Queue]--
+			if t.Kind == KindTicket {
+				s.reopen(t)
+			}
+			if s.DepsDone(t) {
+				s.wakeServers(t, ev.Seq, true)
+			}
+		}
+		s.busy(m, p.BusyUntil)
 	case EvTaskClaimed:
 		p, err := decode[TaskClaimed](s, ev)
 		if err != nil {
@@ -860,6 +925,9 @@ func (s *State) apply(ev *events.Event) error {
 		r.Steps[p.Step].Escalated++
 		r.Steps[p.Step].Since = clock.Time(ev.Time)
 		s.wake(p.To, ev.Seq)
+		if m := s.members[ev.Actor]; m != nil && p.BusyUntil > 0 {
+			s.busy(m, p.BusyUntil)
+		}
 	default:
 		return badEvent(ev, "unknown event type")
 	}

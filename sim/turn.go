@@ -141,6 +141,43 @@ func (e *Engine) check(m *org.Member, a org.Action) *policies.Rejection {
 		if rej := mine(t); rej != nil {
 			return rej
 		}
+	case org.ActHandoff:
+		t, rej := task()
+		if rej != nil {
+			return rej
+		}
+		if rej := mine(t); rej != nil {
+			return rej
+		}
+		if a.To != "" {
+			switch to := e.st.Member(a.To); {
+			case to == nil:
+				return policies.Reject(policies.KindUnknown, "no member %q", a.To)
+			case to.ID == m.ID:
+				return bad("handoff to yourself")
+			case to.NPC && !e.npcServes(to.ID, t.Queue):
+				return state("%s is a colleague the simulation plays and does not take work", to.ID)
+			case !e.st.CanTake(to.ID, t):
+				return state("%s cannot take task %q (it needs role %q%s)", to.ID, t.ID, t.Spec.Role, skillNote(t.Spec.Skill))
+			case to.OnLeave:
+				return state("%s is on leave until %d", to.ID, to.LeaveUntil)
+			}
+		}
+	case org.ActEscalate:
+		if a.Request == "" {
+			return bad("escalate needs a request")
+		}
+		r := e.st.Request(a.Request)
+		switch {
+		case r == nil:
+			return policies.Reject(policies.KindUnknown, "no request %q", a.Request)
+		case r.Requester != m.ID:
+			return state("request %s is %s's, not yours to escalate", r.ID, r.Requester)
+		case r.Status != org.RequestPending:
+			return state("request %s is already %s", r.ID, r.Status)
+		case e.escalationTarget(r.Steps[r.Current].Approver, r.Requester) == "":
+			return state("nobody stands above %s to take request %s", r.Steps[r.Current].Approver, r.ID)
+		}
 	case org.ActRequestApproval:
 		t, rej := task()
 		if rej != nil {
@@ -235,6 +272,15 @@ func (e *Engine) perform(m *org.Member, a org.Action, cause uint64, cursor clock
 	case org.ActComplete:
 		cursor = cal.AddWork(cursor, e.cost(m, CompleteCost))
 		e.emit(org.EvTaskCompleted, m.ID, cause, org.TaskCompleted{Task: a.Task, BusyUntil: cursor})
+	case org.ActHandoff:
+		cursor = cal.AddWork(cursor, e.cost(m, ClaimCost))
+		e.emit(org.EvTaskHandedOff, m.ID, cause, org.TaskHandedOff{Task: a.Task, To: a.To, BusyUntil: cursor})
+	case org.ActEscalate:
+		r := e.st.Request(a.Request)
+		from := r.Steps[r.Current].Approver
+		cursor = cal.AddWork(cursor, e.cost(m, MessageCost))
+		e.emit(org.EvApprovalEscalated, m.ID, cause, org.ApprovalEscalated{Request: r.ID, Step: r.Current, From: from,
+			To: e.escalationTarget(from, r.Requester), Reason: "requested", BusyUntil: cursor})
 	case org.ActRequestApproval:
 		t := e.st.Task(a.Task)
 		var steps []org.RequestStep
@@ -272,6 +318,18 @@ func (e *Engine) perform(m *org.Member, a org.Action, cause uint64, cursor clock
 		return cursor, true
 	}
 	return cursor, false
+}
+
+func skillNote(skill string) string {
+	if skill == "" {
+		return ""
+	}
+	return " and skill " + skill
+}
+
+func (e *Engine) npcServes(member, queue string) bool {
+	w, ok := e.cfg.World.Member(member)
+	return ok && w.NPC != nil && contains(w.NPC.Serves, queue)
 }
 
 // approverFor picks who approves a step of role for requester: the first

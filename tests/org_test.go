@@ -235,3 +235,57 @@ const hour = clockDuration(3600000)
 type clockDuration = clock.Duration
 
 func clockTime(ms int64) clock.Time { return clock.Time(ms) }
+
+// TestHandoffAndEscalate: bob hands his task back to the queue and claims it
+// again; a handoff to someone who cannot take it is refused; when ann sits on
+// his request, bob escalates it to her manager dan, who approves.
+func TestHandoffAndEscalate(t *testing.T) {
+	world := approvalWorld(t, "", "")
+	l := memlog.New()
+	step := 0
+	bob := agentFunc(func(o org.Observation) []org.Action {
+		step++
+		switch step {
+		case 1:
+			return []org.Action{{Type: org.ActClaim, Task: "order"}, {Type: org.ActHandoff, Task: "order", To: "cat"}, {Type: org.ActHandoff, Task: "order"}}
+		}
+		for _, r := range o.Requests {
+			if r.Status == org.RequestPending && r.Approver == "ann" {
+				return []org.Action{{Type: org.ActEscalate, Request: r.ID}, {Type: org.ActWait}}
+			}
+		}
+		acts, _ := (&agents.Greedy{}).Decide(context.Background(), o)
+		for i := range acts {
+			if acts[i].Type == org.ActWait && acts[i].For == "" {
+				acts[i].For = "1h" // look again in an hour: ann may still be sitting on it
+			}
+		}
+		return acts
+	})
+	res := mustRun(t, cli.RunOptions{World: world, Seed: 1, Agents: "greedy,ann=idle", Log: l, Seats: map[string]agents.Agent{"bob": bob}})
+	handed := eventsOf(t, l, res.Session, org.EvTaskHandedOff)
+	if len(handed) != 1 || payloadOf[org.TaskHandedOff](t, handed[0]).To != "" {
+		t.Fatalf("want one handoff back to the queue, got %v", handed)
+	}
+	var refusedToCat bool
+	for _, ev := range eventsOf(t, l, res.Session, org.EvActionRejected) {
+		p := payloadOf[org.ActionRejected](t, ev)
+		if p.Action.Type == org.ActHandoff && p.Action.To == "cat" && strings.Contains(p.Reason, "cannot take") {
+			refusedToCat = true
+		}
+	}
+	if !refusedToCat {
+		t.Error("a handoff to cat, who cannot do an engineer's task, was not refused")
+	}
+	esc := eventsOf(t, l, res.Session, org.EvApprovalEscalated)
+	if len(esc) != 1 {
+		t.Fatalf("got %d escalations, want 1", len(esc))
+	}
+	if p := payloadOf[org.ApprovalEscalated](t, esc[0]); esc[0].Actor != "bob" || p.Reason != "requested" || p.From != "ann" || p.To != "dan" {
+		t.Fatalf("escalation %+v by %s, want bob's request moved from ann to dan", p, esc[0].Actor)
+	}
+	granted := eventsOf(t, l, res.Session, org.EvApprovalGranted)
+	if len(granted) != 1 || granted[0].Actor != "dan" || res.Score.TasksDone != 2 || len(res.Score.Unverified) != 0 {
+		t.Fatalf("want dan's grant and both tasks verified; grants %v, score %+v", granted, res.Score)
+	}
+}
