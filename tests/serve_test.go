@@ -282,3 +282,47 @@ func TestSeatIsolation(t *testing.T) {
 	}
 	t.Logf("%d turn requests seen by the spy; world unchanged (%s)", len(stale), fmt.Sprint(meta.LastSeq))
 }
+
+// TestServiceOnExternalNATS: the service runs on a NATS server it does not
+// own (here another process's embedded server, reached by URL); a session
+// created with wait starts on command and reproduces the in-process log.
+func TestServiceOnExternalNATS(t *testing.T) {
+	addr := freeAddr(t)
+	ext, err := natsbus.Start(natsbus.Options{Listen: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ext.Shutdown()
+	url := "nats://" + addr
+	l := memlog.New()
+	svc, err := service.New(service.Config{Log: l, Bus: natsbus.External{URL: url}, Logger: testLogger(t), CheckpointEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	op, err := client.Dial(url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	reply, err := op.Create(context.Background(), proto.CreateRequest{World: "startup", Seed: 3, Agents: "greedy,erin=remote", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := client.Play(url, reply.Seats["erin"], &agents.Greedy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := op.Control(context.Background(), reply.Session, proto.OpStart); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := svc.Wait(ctx, reply.Session); err != nil {
+		t.Fatal(err)
+	}
+	ref := memlog.New()
+	res := mustRun(t, cli.RunOptions{World: "startup", Seed: 3, Agents: "greedy", Log: ref, CheckpointEvery: -1})
+	sameLogs(t, l, reply.Session, ref, res.Session, 1)
+}

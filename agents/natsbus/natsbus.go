@@ -116,3 +116,29 @@ func splitHostPort(hp string) (string, int, error) {
 	}
 	return "", 0, fmt.Errorf("natsbus: listen address %q needs host:port", hp)
 }
+
+// External is a NATS server or cluster corpsim does not run, reached by URL.
+// Its own configuration decides who may connect and what each may do: the
+// per-seat limits of Auth are then that server's to enforce.
+type External struct {
+	URL   string
+	Token string // presented by corpsim's connections, if the server wants one
+}
+
+// Connect opens a client connection to the external server.
+func (x External) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
+	opts = append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1)}, opts...)
+	if x.Token != "" {
+		opts = append(opts, nats.Token(x.Token))
+	}
+	nc, err := nats.Connect(x.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("natsbus: connect %s to %s: %w", name, x.URL, err)
+	}
+	return nc, nil
+}
+
+// Interest cannot be known from outside the server: it says true, so
+// sessions start at once (create them with wait and start them when the
+// agents are connected).
+func (x External) Interest(string) bool { return true }

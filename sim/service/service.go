@@ -39,13 +39,22 @@ import (
 // Config configures a Service. Log and Bus are required.
 type Config struct {
 	Log             events.Log
-	Bus             *natsbus.Server
+	Bus             Bus
 	Auth            *natsbus.Auth // nil: remote seats get no credentials (an unauthenticated bus)
 	Logger          hclog.Logger
 	TurnTimeout     time.Duration // default per turn; 0 means 30s
 	JoinTimeout     time.Duration // how long a session waits for its remote seats; 0 means 60s
 	CheckpointEvery int
 	MaxSessions     int // running at once; 0 means 1000
+}
+
+// Bus is where the service runs: the embedded server (*natsbus.Server) or
+// an external one (natsbus.External).
+type Bus interface {
+	Connect(name string, opts ...nats.Option) (*nats.Conn, error)
+	// Interest reports whether anyone subscribes to subject; a bus that
+	// cannot tell says true.
+	Interest(subject string) bool
 }
 
 // Service runs sessions. Safe for concurrent use.

@@ -21,6 +21,8 @@ import (
 // ServeOptions configure corpsim serve.
 type ServeOptions struct {
 	Listen          string
+	NATS            string // external server URL; "" runs an embedded one
+	NATSToken       string
 	HTTP            string // address of the HTTP/JSON gateway; "" for none
 	Data            string
 	Ephemeral       bool
@@ -64,14 +66,33 @@ tokens: the operator token, or a seat's token), including a Gym-style step.`,
 				return err
 			}
 			defer log.Close()
-			auth := natsbus.NewAuth(o.OperatorToken)
-			bus, err := natsbus.Start(natsbus.Options{Listen: o.Listen, Auth: auth, Logger: a.logger})
-			if err != nil {
-				return err
+			var bus service.Bus
+			var auth *natsbus.Auth
+			url := o.NATS
+			if o.NATS == "" {
+				auth = natsbus.NewAuth(o.OperatorToken)
+				embedded, err := natsbus.Start(natsbus.Options{Listen: o.Listen, Auth: auth, Logger: a.logger})
+				if err != nil {
+					return err
+				}
+				defer embedded.Shutdown()
+				bus, url = embedded, embedded.ClientURL()
+			} else {
+				// An external server or cluster: its configuration decides who
+				// may do what; corpsim presents --nats-token if given.
+				ext := natsbus.External{URL: o.NATS, Token: o.NATSToken}
+				probe, err := ext.Connect("corpsim-probe")
+				if err != nil {
+					return err
+				}
+				probe.Close()
+				bus = ext
+				if o.OperatorToken == "" || tokenFile != "" {
+					o.OperatorToken = o.NATSToken
+				}
 			}
-			defer bus.Shutdown()
 			if !o.Ephemeral {
-				if err := writeBusURL(o.Data, bus.ClientURL()); err != nil {
+				if err := writeBusURL(o.Data, url); err != nil {
 					return err
 				}
 				defer removeBusURL(o.Data)
@@ -83,7 +104,7 @@ tokens: the operator token, or a seat's token), including a Gym-style step.`,
 			}
 			defer svc.Close()
 			if o.HTTP != "" {
-				stop, err := serveHTTP(o, bus.ClientURL(), a)
+				stop, err := serveHTTP(o, url, a)
 				if err != nil {
 					return err
 				}
@@ -93,8 +114,11 @@ tokens: the operator token, or a seat's token), including a Gym-style step.`,
 			if tokenFile != "" {
 				where = "in " + tokenFile
 			}
-			fmt.Fprintf(a.stdout, "corpsim serving on %s (operator token %s); stop with Ctrl-C\n", bus.ClientURL(), where)
-			a.logger.Info("serving", "nats", bus.ClientURL())
+			if o.NATS != "" {
+				where = "that of the external server (--nats-token)"
+			}
+			fmt.Fprintf(a.stdout, "corpsim serving on %s (operator token %s); stop with Ctrl-C\n", url, where)
+			a.logger.Info("serving", "nats", url)
 			<-cmd.Context().Done()
 			a.logger.Info("shutting down: running sessions are left interrupted and can be resumed")
 			return nil
@@ -102,6 +126,8 @@ tokens: the operator token, or a seat's token), including a Gym-style step.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:4222", "address of the embedded NATS server")
+	f.StringVar(&o.NATS, "nats", "", "use this external NATS server or cluster instead of an embedded one (its configuration enforces who may do what)")
+	f.StringVar(&o.NATSToken, "nats-token", "", "token corpsim presents to the external NATS server")
 	f.StringVar(&o.HTTP, "http", "", "also serve the HTTP/JSON gateway on this address, e.g. 127.0.0.1:8080")
 	f.StringVar(&o.Data, "data", DefaultData, "data folder of the event log")
 	f.BoolVar(&o.Ephemeral, "ephemeral", false, "keep the log in memory only")
