@@ -62,3 +62,56 @@ func Assign(spec string, w *worlds.World, allowRemote bool) (map[string]string, 
 	}
 	return out, nil
 }
+
+// MentionsLLM reports whether an agents spec gives any seat to the llm agent.
+func MentionsLLM(spec string) bool {
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "llm" || strings.HasSuffix(part, "=llm") {
+			return true
+		}
+	}
+	return false
+}
+
+// SplitLLM resolves the "llm" entries of an --agents spec: it returns the
+// spec with them played by idle (for agents.Assign) and the members the
+// llm agent plays. The llm agent is built outside this package (agents/llm).
+func SplitLLM(spec string, w *worlds.World) (string, []string) {
+	if !MentionsLLM(spec) {
+		return spec, nil
+	}
+	var parts []string
+	named := map[string]bool{}
+	llmDefault := false
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		switch {
+		case part == "llm":
+			llmDefault = true
+			parts = append(parts, "idle")
+		case strings.HasSuffix(part, "=llm"):
+			m := strings.TrimSuffix(part, "=llm")
+			named[m] = true
+			parts = append(parts, m+"=idle")
+		default:
+			parts = append(parts, part)
+		}
+	}
+	explicit := map[string]bool{}
+	for _, part := range parts {
+		if m, _, ok := strings.Cut(part, "="); ok {
+			explicit[m] = true
+		}
+	}
+	var members []string
+	for _, m := range w.Members {
+		if m.NPC != nil {
+			continue
+		}
+		if named[m.ID] || llmDefault && !explicit[m.ID] {
+			members = append(members, m.ID)
+		}
+	}
+	return strings.Join(parts, ","), members
+}

@@ -326,3 +326,50 @@ func TestServiceOnExternalNATS(t *testing.T) {
 	res := mustRun(t, cli.RunOptions{World: "startup", Seed: 3, Agents: "greedy", Log: ref, CheckpointEvery: -1})
 	sameLogs(t, l, reply.Session, ref, res.Session, 1)
 }
+
+// TestServiceLLMSeats: a create request may give seats to "llm", played by
+// the server's llm agent (here a stand-in); without one it is refused.
+func TestServiceLLMSeats(t *testing.T) {
+	bus, err := natsbus.Start(natsbus.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Shutdown()
+	var asked sync.Map
+	standIn := agentFunc(func(o org.Observation) []org.Action {
+		asked.Store(o.Member, true)
+		acts, _ := (&agents.Greedy{}).Decide(context.Background(), o)
+		return acts
+	})
+	for _, withLLM := range []bool{false, true} {
+		cfg := service.Config{Log: memlog.New(), Bus: bus, Logger: testLogger(t), CheckpointEvery: -1}
+		if withLLM {
+			cfg.LLM = standIn
+		}
+		svc, err := service.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, err := svc.Create(context.Background(), proto.CreateRequest{World: "startup", Seed: 2, Agents: "greedy,bob=llm"})
+		if !withLLM {
+			if err == nil || !strings.Contains(err.Error(), "no llm agent") {
+				t.Fatalf("llm seats without an llm agent: got %v", err)
+			}
+			svc.Close()
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		meta, err := svc.Wait(ctx, reply.Session)
+		cancel()
+		svc.Close()
+		if err != nil || meta.Agents["bob"] != "llm" {
+			t.Fatalf("session %v, bob played by %q", err, meta.Agents["bob"])
+		}
+		if _, ok := asked.Load("bob"); !ok {
+			t.Fatal("the llm agent was never asked for bob")
+		}
+	}
+}

@@ -46,6 +46,8 @@ type Config struct {
 	JoinTimeout     time.Duration // how long a session waits for its remote seats; 0 means 60s
 	CheckpointEvery int
 	MaxSessions     int // running at once; 0 means 1000
+	// LLM plays the seats a create request gives to "llm"; nil refuses them.
+	LLM agents.Agent
 }
 
 // Bus is where the service runs: the embedded server (*natsbus.Server) or
@@ -233,9 +235,16 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 		}
 		w = e.State().World
 	}
-	seats, err := agents.Assign(req.Agents, w, true)
+	spec, llmSeats := agents.SplitLLM(req.Agents, w)
+	if len(llmSeats) > 0 && s.cfg.LLM == nil {
+		return proto.CreateReply{}, errors.New("service: the agents name llm, but this server has no llm agent (serve --llm-model)")
+	}
+	seats, err := agents.Assign(spec, w, true)
 	if err != nil {
 		return proto.CreateReply{}, err
+	}
+	for _, m := range llmSeats {
+		seats[m] = "llm"
 	}
 	meta.Agents = seats
 	meta.Created = time.Now().UTC().Format(time.RFC3339)
@@ -250,6 +259,10 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 			} else {
 				reply.Seats[member] = proto.Seat{Session: id, Member: member, Subject: proto.TurnSubject(id, member)}
 			}
+			continue
+		}
+		if name == "llm" {
+			hosted[member] = s.cfg.LLM
 			continue
 		}
 		a, _ := agents.New(name, agents.Options{Seed: meta.Seed, Member: member})

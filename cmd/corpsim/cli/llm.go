@@ -2,13 +2,11 @@ package cli
 
 import (
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/llm"
-	"github.com/corpsim/corpsim/worlds"
 )
 
 // llmFlags are the flags that configure the llm agent.
@@ -29,7 +27,7 @@ func (l *llmFlags) add(c *cobra.Command) {
 
 // agent makes the llm agent when the --agents spec names it.
 func (l *llmFlags) agent(cmd *cobra.Command, spec string, a *app) (agents.Agent, error) {
-	if !mentionsLLM(spec) {
+	if !agents.MentionsLLM(spec) {
 		return nil, nil
 	}
 	o := llm.Options{BaseURL: l.baseURL, Model: l.model, APIKey: os.Getenv(l.keyEnv), MaxHistory: l.history, Logger: a.logger}
@@ -42,56 +40,4 @@ func (l *llmFlags) agent(cmd *cobra.Command, spec string, a *app) (agents.Agent,
 		return nil, usagef("--agents names llm: %v", err)
 	}
 	return ag, nil
-}
-
-func mentionsLLM(spec string) bool {
-	for _, part := range strings.Split(spec, ",") {
-		part = strings.TrimSpace(part)
-		if part == "llm" || strings.HasSuffix(part, "=llm") {
-			return true
-		}
-	}
-	return false
-}
-
-// withLLM resolves the "llm" entries of an --agents spec: it returns the
-// spec with them played by idle (for agents.Assign) and the members the
-// llm agent plays.
-func withLLM(spec string, w *worlds.World) (string, []string) {
-	if !mentionsLLM(spec) {
-		return spec, nil
-	}
-	var parts []string
-	named := map[string]bool{}
-	llmDefault := false
-	for _, part := range strings.Split(spec, ",") {
-		part = strings.TrimSpace(part)
-		switch {
-		case part == "llm":
-			llmDefault = true
-			parts = append(parts, "idle")
-		case strings.HasSuffix(part, "=llm"):
-			m := strings.TrimSuffix(part, "=llm")
-			named[m] = true
-			parts = append(parts, m+"=idle")
-		default:
-			parts = append(parts, part)
-		}
-	}
-	explicit := map[string]bool{}
-	for _, part := range parts {
-		if m, _, ok := strings.Cut(part, "="); ok {
-			explicit[m] = true
-		}
-	}
-	var members []string
-	for _, m := range w.Members {
-		if m.NPC != nil {
-			continue
-		}
-		if named[m.ID] || llmDefault && !explicit[m.ID] {
-			members = append(members, m.ID)
-		}
-	}
-	return strings.Join(parts, ","), members
 }

@@ -221,7 +221,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, llmSeats := withLLM(o.Agents, w)
+	spec, llmSeats := agents.SplitLLM(o.Agents, w)
 	if len(llmSeats) > 0 {
 		if o.LLM == nil {
 			return nil, usagef("--agents names llm, but no llm agent is configured (--llm-model)")

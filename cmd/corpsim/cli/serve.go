@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/httpgw"
 	"github.com/corpsim/corpsim/agents/natsbus"
 	"github.com/corpsim/corpsim/sim/service"
@@ -35,6 +36,7 @@ type ServeOptions struct {
 
 func (a *app) serveCmd() *cobra.Command {
 	o := ServeOptions{}
+	var lf llmFlags
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run an environment server: clients create sessions over NATS and remote agents play seats",
@@ -97,8 +99,14 @@ tokens: the operator token, or a seat's token), including a Gym-style step.`,
 				}
 				defer removeBusURL(o.Data)
 			}
+			var llmAgent agents.Agent
+			if cmd.Flags().Changed("llm-model") {
+				if llmAgent, err = lf.agent(cmd, "llm", a); err != nil {
+					return err
+				}
+			}
 			svc, err := service.New(service.Config{Log: log, Bus: bus, Auth: auth, Logger: a.logger, TurnTimeout: o.TurnTimeout,
-				JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, CheckpointEvery: o.CheckpointEvery})
+				JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, CheckpointEvery: o.CheckpointEvery, LLM: llmAgent})
 			if err != nil {
 				return err
 			}
@@ -136,6 +144,7 @@ tokens: the operator token, or a seat's token), including a Gym-style step.`,
 	f.DurationVar(&o.JoinTimeout, "join-timeout", 60*time.Second, "how long a new session waits for its remote seats")
 	f.IntVar(&o.MaxSessions, "max-sessions", 1000, "sessions running at once")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000; negative: never)")
+	lf.add(c)
 	return c
 }
 
