@@ -17,7 +17,7 @@ func (a *app) worldsCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tMEMBERS\tTASKS\tDESCRIPTION")
+			fmt.Fprintln(tw, "NAME\tMEMBERS\tTASKS\tARRIVALS\tDESCRIPTION")
 			for _, n := range worlds.Names() {
 				w, err := worlds.Shipped(n)
 				if err != nil {
@@ -27,7 +27,7 @@ func (a *app) worldsCmd() *cobra.Command {
 				for _, p := range w.Projects {
 					tasks += len(p.Tasks)
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", n, len(w.Members), tasks, w.Description)
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", n, len(w.Members), tasks, len(w.Arrivals), w.Description)
 			}
 			return tw.Flush()
 		},
