@@ -490,6 +490,15 @@ func (s *State) ApplyWith(ev events.Event, payload any) error {
 	return err
 }
 
+// claimedBy returns task id if m holds it and is not working on it.
+func (s *State) claimedBy(ev *events.Event, id string, m *Member) (*Task, error) {
+	t := s.tasks[id]
+	if t == nil || t.Assignee != m.ID || t.Status != StatusClaimed {
+		return nil, badEvent(ev, "task %q is not claimed by %s", id, m.ID)
+	}
+	return t, nil
+}
+
 func (s *State) actor(ev *events.Event) (*Member, error) {
 	m := s.members[ev.Actor]
 	if m == nil {
@@ -594,9 +603,9 @@ func (s *State) apply(ev *events.Event) error {
 		if err != nil {
 			return err
 		}
-		t := s.tasks[p.Task]
-		if t == nil || t.Assignee != m.ID || t.Status != StatusClaimed {
-			return badEvent(ev, "task %q is not claimed by %s", p.Task, m.ID)
+		t, err := s.claimedBy(ev, p.Task, m)
+		if err != nil {
+			return err
 		}
 		to := s.members[p.To]
 		if p.To != "" && (to == nil || to.ID == m.ID) {
@@ -650,9 +659,9 @@ func (s *State) apply(ev *events.Event) error {
 		if err != nil {
 			return err
 		}
-		t := s.tasks[p.Task]
-		if t == nil || t.Assignee != m.ID || t.Status != StatusClaimed {
-			return badEvent(ev, "task %q is not claimed by %s", p.Task, m.ID)
+		t, err := s.claimedBy(ev, p.Task, m)
+		if err != nil {
+			return err
 		}
 		t.Status, t.WorkUntil, t.Stint = StatusInProgress, p.Until, p.Work
 		s.busy(m, p.Until)
@@ -686,9 +695,9 @@ func (s *State) apply(ev *events.Event) error {
 		if err != nil {
 			return err
 		}
-		t := s.tasks[p.Task]
-		if t == nil || t.Assignee != m.ID || t.Status != StatusClaimed {
-			return badEvent(ev, "task %q is not claimed by %s", p.Task, m.ID)
+		t, err := s.claimedBy(ev, p.Task, m)
+		if err != nil {
+			return err
 		}
 		t.Status, t.DoneAt, t.DoneBy, t.DoneSeq = StatusDone, clock.Time(ev.Time), m.ID, ev.Seq
 		m.Holding--

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"encoding/json"
+	"maps"
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
@@ -69,20 +70,18 @@ func Delta(s *org.State, ev events.Event) Credit {
 			if bonus == 0 {
 				return c
 			}
-			// The project just completed: its bonus, split like Score splits it.
+			// The project just completed: its bonus, split as Score splits it.
 			by := map[string]float64{}
-			sum := 0.0
 			for _, spec := range p.Tasks {
 				pt := s.Task(spec.ID)
 				v, _ := Earned(s, pt)
 				by[pt.DoneBy] += v
-				sum += v
 			}
+			earned := maps.Clone(by)
+			splitBonus(by, bonus)
 			c.Team += bonus
 			for id, x := range by {
-				if sum > 0 {
-					c.Members[id] += bonus * x / sum
-				}
+				c.Members[id] += x - earned[id]
 			}
 		}
 	case org.EvWorkFinished:

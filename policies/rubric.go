@@ -203,12 +203,11 @@ func Score(s *org.State) Scorecard {
 			if t.Status != org.StatusDone {
 				continue
 			}
-			if why := v.verify(t); why != "" {
-				c.Unverified = append(c.Unverified, t.ID+": "+why)
+			val, onTime, ok := c.count(s, v, t)
+			if !ok {
 				continue
 			}
 			ps.Done++
-			val, onTime := Earned(s, t)
 			if onTime {
 				ps.OnTime++
 			}
@@ -218,12 +217,7 @@ func Score(s *org.State) Scorecard {
 		if ps.OnTime == ps.Tasks {
 			ps.Completed = true
 			ps.Value += p.Value
-			// The bonus goes to who earned the project's value, in proportion.
-			if sum := ps.Value - p.Value; sum > 0 {
-				for id, x := range byMember {
-					byMember[id] += p.Value * x / sum
-				}
-			}
+			splitBonus(byMember, p.Value)
 		}
 		for id, x := range byMember {
 			credit[id].Delivered += x
@@ -245,12 +239,11 @@ func Score(s *org.State) Scorecard {
 		if t.Status != org.StatusDone {
 			continue
 		}
-		if why := v.verify(t); why != "" {
-			c.Unverified = append(c.Unverified, t.ID+": "+why)
+		val, onTime, ok := c.count(s, v, t)
+		if !ok {
 			continue
 		}
 		c.TicketsResolved++
-		val, onTime := Earned(s, t)
 		if onTime {
 			c.TicketsInSLA++
 		}
@@ -288,6 +281,33 @@ func Score(s *org.State) Scorecard {
 	c.Penalties = round(c.Penalties)
 	c.Reward = round(s.Reward)
 	return c
+}
+
+// count verifies a done task: if it counts it returns what it earned,
+// else it records why not in Unverified.
+func (c *Scorecard) count(s *org.State, v verifier, t *org.Task) (val float64, onTime, ok bool) {
+	if why := v.verify(t); why != "" {
+		c.Unverified = append(c.Unverified, t.ID+": "+why)
+		return 0, false, false
+	}
+	val, onTime = Earned(s, t)
+	return val, onTime, true
+}
+
+// splitBonus adds a completed project's bonus to the members who earned its
+// value, in proportion to what each earned. Score and Delta share it, so the
+// dense rewards and the scorecard credit members alike.
+func splitBonus(byMember map[string]float64, bonus float64) {
+	sum := 0.0
+	for _, x := range byMember {
+		sum += x
+	}
+	if sum <= 0 {
+		return
+	}
+	for id, x := range byMember {
+		byMember[id] += bonus * x / sum
+	}
 }
 
 // criticalPath credits each member with its share of the project's

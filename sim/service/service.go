@@ -1,4 +1,7 @@
 // Package service runs many sessions for clients on the bus: corpsim serve.
+// It is an edge package, like sim/driver: it owns goroutines, the bus and the
+// wall clock (session IDs, creation times, how long to wait for remote seats);
+// the engines it runs stay pure.
 //
 // Clients (with the operator token) create sessions on
 // corpsim.v1.sessions.create, naming a world, a seed and which seats are
