@@ -1,0 +1,462 @@
+package report
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// Options say what a report is about and how much of it to show. The zero
+// value means the defaults.
+type Options struct {
+	Session string
+	Agents  map[string]string // member -> agent kind, from the session's metadata
+	// Buckets bounds every time series: at most 2*Buckets+2 points (0: 300).
+	Buckets int
+	// MaxGanttRows, MaxDAGNodes and MaxViolationRows cap the Gantt chart,
+	// the task DAG and the violations table (0: 30, 60 and 40).
+	MaxGanttRows     int
+	MaxDAGNodes      int
+	MaxViolationRows int
+	// Width is the width of the timelines in pixels (0: 1100).
+	Width int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Buckets <= 0 {
+		o.Buckets = 300
+	}
+	if o.MaxGanttRows <= 0 {
+		o.MaxGanttRows = 30
+	}
+	if o.MaxDAGNodes <= 0 {
+		o.MaxDAGNodes = 60
+	}
+	if o.MaxViolationRows <= 0 {
+		o.MaxViolationRows = 40
+	}
+	if o.Width <= 0 {
+		o.Width = 1100
+	}
+	return o
+}
+
+// Lanes of a Gantt row.
+const (
+	LaneClaim = iota // the member held the task
+	LaneWork         // the member was working on it
+	LaneLeave        // the member was on leave
+	lanes
+)
+
+// Interval is a span of simulated time [From, To) spent on Label.
+type Interval struct {
+	From, To int64
+	Label    string
+}
+
+type opened struct {
+	member string
+	since  int64
+	until  int64 // planned end, for spans still open at the end
+}
+
+type violationKey struct{ kind, rule, reason string }
+
+type violationGroup struct {
+	count   int
+	members []string
+	first   int64
+}
+
+// Builder collects what a report needs from a session's events, one at a
+// time and in order. It replays them onto its own org.State, so it needs
+// nothing but the log. A Builder is not safe for concurrent use.
+type Builder struct {
+	o       Options
+	w       *worlds.World
+	st      *org.State
+	started org.SessionStarted
+
+	queueOpen map[string]int
+	queues    map[string]*step
+	reward    step
+	rewardSum float64
+	approvals step
+	pending   int
+
+	claims map[string]opened // task -> who holds it since when
+	work   map[string]opened // task -> the stint under way
+	leave  map[string]opened // member -> leave under way
+	spans  map[string]*[lanes][]Interval
+
+	violations map[violationKey]*violationGroup
+	breaches   []string // tasks, in order of breach
+	verified   string
+}
+
+// NewBuilder starts a report of a session of world w.
+func NewBuilder(w *worlds.World, o Options) *Builder {
+	b := &Builder{o: o.withDefaults(), w: w, st: org.New(w), queueOpen: map[string]int{}, queues: map[string]*step{},
+		claims: map[string]opened{}, work: map[string]opened{}, leave: map[string]opened{},
+		spans: map[string]*[lanes][]Interval{}, violations: map[violationKey]*violationGroup{}}
+	for _, q := range w.Queues {
+		b.queues[q.ID] = &step{}
+	}
+	for _, p := range w.Projects {
+		if p.Start == 0 {
+			b.queueOpen[p.Queue] += len(p.Tasks)
+		}
+	}
+	for _, q := range w.Queues {
+		b.queues[q.ID].set(0, float64(b.queueOpen[q.ID]))
+	}
+	b.approvals.set(0, 0)
+	b.reward.set(0, 0)
+	return b
+}
+
+func payload[T any](ev *events.Event) (T, error) {
+	var v T
+	if err := json.Unmarshal(ev.Payload, &v); err != nil {
+		return v, fmt.Errorf("report: seq %d (%s): %w", ev.Seq, ev.Type, err)
+	}
+	return v, nil
+}
+
+// Add takes the session's next event. Events must come in sequence order
+// from the first; an event that does not apply is an error.
+func (b *Builder) Add(ev events.Event) error {
+	switch ev.Type {
+	case org.EvSessionStarted:
+		p, err := payload[org.SessionStarted](&ev)
+		if err != nil {
+			return err
+		}
+		b.started = p
+	case org.EvSessionEnded:
+		p, err := payload[org.SessionEnded](&ev)
+		if err != nil {
+			return err
+		}
+		h := b.st.Hash()
+		if got := hex.EncodeToString(h[:]); got == p.StateHash {
+			b.verified = "replayed state hash matches the recorded one"
+		} else {
+			b.verified = fmt.Sprintf("MISMATCH: recorded %s, replayed %s", p.StateHash, got)
+		}
+	}
+	if err := b.st.Apply(ev); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return b.observe(&ev)
+}
+
+func (b *Builder) bumpQueue(q string, d int, t int64) {
+	b.queueOpen[q] += d
+	if s := b.queues[q]; s != nil {
+		s.set(t, float64(b.queueOpen[q]))
+	}
+}
+
+func (b *Builder) open(m map[string]opened, key, member string, since, until int64) {
+	m[key] = opened{member: member, since: since, until: until}
+}
+
+// close ends the span under way at key in m (if any) at time t, on lane.
+func (b *Builder) close(m map[string]opened, key string, lane int, label string, t int64) {
+	o, ok := m[key]
+	if !ok {
+		return
+	}
+	delete(m, key)
+	sp := b.spans[o.member]
+	if sp == nil {
+		sp = &[lanes][]Interval{}
+		b.spans[o.member] = sp
+	}
+	sp[lane] = append(sp[lane], Interval{From: o.since, To: max(t, o.since), Label: label})
+}
+
+// observe updates the series and spans after ev was applied.
+func (b *Builder) observe(ev *events.Event) error {
+	t := ev.Time
+	switch ev.Type {
+	case org.EvTaskCreated:
+		p, err := payload[org.TaskCreated](ev)
+		if err != nil {
+			return err
+		}
+		b.bumpQueue(p.Queue, 1, t)
+	case org.EvProjectStarted:
+		p, err := payload[org.ProjectStarted](ev)
+		if err != nil {
+			return err
+		}
+		for _, pr := range b.w.Projects {
+			if pr.ID == p.Project {
+				b.bumpQueue(pr.Queue, len(pr.Tasks), t)
+			}
+		}
+	case org.EvTaskClaimed:
+		p, err := payload[org.TaskClaimed](ev)
+		if err != nil {
+			return err
+		}
+		b.bumpQueue(b.st.Task(p.Task).Queue, -1, t)
+		b.open(b.claims, p.Task, ev.Actor, t, 0)
+	case org.EvTaskHandedOff:
+		p, err := payload[org.TaskHandedOff](ev)
+		if err != nil {
+			return err
+		}
+		b.close(b.claims, p.Task, LaneClaim, p.Task, t)
+		if p.To == "" {
+			b.bumpQueue(b.st.Task(p.Task).Queue, 1, t)
+		} else {
+			b.open(b.claims, p.Task, p.To, t, 0)
+		}
+	case org.EvTaskCompleted:
+		p, err := payload[org.TaskCompleted](ev)
+		if err != nil {
+			return err
+		}
+		b.close(b.claims, p.Task, LaneClaim, p.Task, t)
+	case org.EvWorkStarted:
+		p, err := payload[org.WorkStarted](ev)
+		if err != nil {
+			return err
+		}
+		b.open(b.work, p.Task, ev.Actor, t, int64(p.Until))
+	case org.EvWorkFinished:
+		p, err := payload[org.WorkFinished](ev)
+		if err != nil {
+			return err
+		}
+		b.close(b.work, p.Task, LaneWork, p.Task, t)
+	case org.EvMemberLeft:
+		p, err := payload[org.MemberLeft](ev)
+		if err != nil {
+			return err
+		}
+		b.open(b.leave, ev.Actor, ev.Actor, t, int64(p.Until))
+	case org.EvMemberReturned:
+		b.close(b.leave, ev.Actor, LaneLeave, "leave", t)
+	case org.EvApprovalRequested:
+		b.pending++
+		b.approvals.set(t, float64(b.pending))
+	case org.EvApprovalGranted, org.EvApprovalRejected:
+		p, err := payload[org.ApprovalDecided](ev)
+		if err != nil {
+			return err
+		}
+		if r := b.st.Request(p.Request); r != nil && r.Status != org.RequestPending {
+			b.pending--
+			b.approvals.set(t, float64(b.pending))
+		}
+	case org.EvReward:
+		p, err := payload[org.Reward](ev)
+		if err != nil {
+			return err
+		}
+		b.rewardSum += p.Team
+		b.reward.set(t, b.rewardSum)
+	case org.EvActionRejected:
+		p, err := payload[org.ActionRejected](ev)
+		if err != nil {
+			return err
+		}
+		k := violationKey{p.Kind, p.Rule, p.Reason}
+		g := b.violations[k]
+		if g == nil {
+			g = &violationGroup{first: t}
+			b.violations[k] = g
+		}
+		g.count++
+		if !contains(g.members, ev.Actor) {
+			g.members = append(g.members, ev.Actor)
+		}
+	case org.EvSLABreached:
+		p, err := payload[org.SLABreached](ev)
+		if err != nil {
+			return err
+		}
+		b.breaches = append(b.breaches, p.Task)
+	}
+	return nil
+}
+
+func contains(list []string, x string) bool {
+	for _, y := range list {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Report finishes the report from the events added so far (a session that
+// has not ended is reported as far as it got). Spans still under way end
+// at the last event's time. The Builder must not be used afterwards.
+func (b *Builder) Report() *Report {
+	st := b.st
+	end := int64(st.Now)
+	for _, k := range sortedKeys(b.work) {
+		o := b.work[k]
+		b.close(b.work, k, LaneWork, k+" (under way)", min(end, max(o.until, o.since)))
+	}
+	for _, k := range sortedKeys(b.claims) {
+		b.close(b.claims, k, LaneClaim, k+" (held at the end)", end)
+	}
+	for _, k := range sortedKeys(b.leave) {
+		o := b.leave[k]
+		b.close(b.leave, k, LaneLeave, "leave", min(end, max(o.until, o.since)))
+	}
+	r := &Report{
+		Session: b.o.Session, World: b.w.Name, Description: b.w.Description, Seed: b.started.Seed, Load: b.started.Load,
+		Events: st.LastSeq, End: end, Ended: st.EndReason, Verified: b.verified, Score: policies.Score(st),
+		StartWall: b.w.Calendar.Wall(0).Format("2006-01-02 15:04 MST"),
+		EndWall:   b.w.Calendar.Wall(st.Now).Format("2006-01-02 15:04 MST"),
+	}
+	if r.Load == 0 {
+		r.Load = 1
+	}
+	if !st.Ended {
+		r.Ended = "not ended (still running or interrupted)"
+	}
+	r.Agents = agentSummary(b.o.Agents)
+	for _, t := range st.Tasks {
+		if t.Kind != org.KindTask || t.Deadline == 0 {
+			continue
+		}
+		if t.Status == org.StatusDone && t.DoneAt > t.Deadline {
+			r.Late++
+		} else if t.Status != org.StatusDone && st.Now > t.Deadline {
+			r.Overdue++
+		}
+	}
+	r.Gantt = b.gantt(end)
+	r.DAG = BuildDAG(st, b.o.MaxDAGNodes)
+	r.Queues, r.QueuesNote = b.queueChart(end)
+	r.Reward = timeChart("Cumulative reward (team)", "reward", []Series{{Name: "team reward", Points: b.series(&b.reward, end)}}, b.o)
+	if len(b.reward.pts) <= 1 {
+		r.Reward.Note = "no reward events in this session"
+	}
+	r.Approvals = timeChart("Approval requests waiting", "requests pending", []Series{{Name: "pending", Points: b.series(&b.approvals, end)}}, b.o)
+	if len(st.Requests) == 0 {
+		r.Approvals.Note = "no approval requests in this session"
+	}
+	r.Violations, r.ViolationsOmitted = b.violationRows()
+	r.Breaches = len(b.breaches)
+	r.BreachExamples = b.breaches[:min(len(b.breaches), 20)]
+	r.Unverified = r.Score.Unverified[:min(len(r.Score.Unverified), 20)]
+	r.UnverifiedMore = len(r.Score.Unverified) - len(r.Unverified)
+	return r
+}
+
+// series closes a step series at end and downsamples it.
+func (b *Builder) series(s *step, end int64) []Point {
+	pts := append([]Point(nil), s.pts...)
+	if n := len(pts); n > 0 && pts[n-1].X < float64(end) {
+		pts = append(pts, Point{X: float64(end), Y: pts[n-1].Y})
+	}
+	return Downsample(pts, b.o.Buckets)
+}
+
+func timeChart(title, ylabel string, series []Series, o Options) LineChart {
+	return LineChart{Title: title, XLabel: "simulated time since the start", YLabel: ylabel, Width: o.Width, Height: 240,
+		Series: series, XTicks: TimeTicks, Step: true}
+}
+
+// maxQueueSeries is how many queues the queue chart draws at most.
+const maxQueueSeries = 8
+
+func (b *Builder) queueChart(end int64) (LineChart, string) {
+	type q struct {
+		id   string
+		peak float64
+	}
+	var qs []q
+	for _, wq := range b.w.Queues {
+		peak := 0.0
+		for _, p := range b.queues[wq.ID].pts {
+			peak = max(peak, p.Y)
+		}
+		qs = append(qs, q{wq.ID, peak})
+	}
+	note := ""
+	if len(qs) > maxQueueSeries {
+		sort.SliceStable(qs, func(i, j int) bool { return qs[i].peak > qs[j].peak })
+		note = fmt.Sprintf("%d of %d queues shown (the longest at their peak); %d omitted", maxQueueSeries, len(qs), len(qs)-maxQueueSeries)
+		qs = qs[:maxQueueSeries]
+	}
+	var series []Series
+	for _, x := range qs {
+		series = append(series, Series{Name: x.id, Points: b.series(b.queues[x.id], end)})
+	}
+	c := timeChart("Open items per queue", "open items", series, b.Options())
+	if len(series) == 0 {
+		c.Note = "this world has no queues"
+	}
+	return c, note
+}
+
+// Options returns the options in force, defaults filled in.
+func (b *Builder) Options() Options { return b.o }
+
+func (b *Builder) violationRows() ([]ViolationRow, string) {
+	var rows []ViolationRow
+	for k, g := range b.violations {
+		rows = append(rows, ViolationRow{Kind: k.kind, Rule: k.rule, Reason: k.reason, Count: g.count, Members: g.members, First: g.first})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		a, c := rows[i], rows[j]
+		if a.Count != c.Count {
+			return a.Count > c.Count
+		}
+		if a.Kind != c.Kind {
+			return a.Kind < c.Kind
+		}
+		if a.Rule != c.Rule {
+			return a.Rule < c.Rule
+		}
+		return a.Reason < c.Reason
+	})
+	if len(rows) <= b.o.MaxViolationRows {
+		return rows, ""
+	}
+	n := 0
+	for _, r := range rows[b.o.MaxViolationRows:] {
+		n += r.Count
+	}
+	note := fmt.Sprintf("%d more kinds of rejection (%d rejected actions) omitted", len(rows)-b.o.MaxViolationRows, n)
+	return rows[:b.o.MaxViolationRows], note
+}
+
+func agentSummary(agents map[string]string) string {
+	n := map[string]int{}
+	for _, a := range agents {
+		n[a]++
+	}
+	var parts []string
+	for _, a := range sortedKeys(n) {
+		parts = append(parts, fmt.Sprintf("%s×%d", a, n[a]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

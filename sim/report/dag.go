@@ -1,0 +1,335 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/corpsim/corpsim/org"
+)
+
+// PathTask is what CriticalPath needs of a task.
+type PathTask struct {
+	ID     string
+	Effort int64
+	Deps   []string
+}
+
+// CriticalPath returns the chain of dependencies with the most total
+// effort among tasks, from its first task to its last, by the rubric's
+// rule (policies' per-member critical-path credit): on a tie the path
+// through the earlier task (in the order given) wins. Dependencies that are
+// not among tasks are ignored; a cycle is cut where it closes.
+func CriticalPath(tasks []PathTask) []string {
+	byID := make(map[string]*PathTask, len(tasks))
+	for i := range tasks {
+		byID[tasks[i].ID] = &tasks[i]
+	}
+	longest := map[string]int64{}
+	next := map[string]string{}
+	visiting := map[string]bool{}
+	var walk func(id string) int64
+	walk = func(id string) int64 {
+		if d, ok := longest[id]; ok {
+			return d
+		}
+		t := byID[id]
+		if t == nil || visiting[id] {
+			return 0
+		}
+		visiting[id] = true
+		best, via := int64(0), ""
+		for _, d := range t.Deps {
+			if byID[d] == nil {
+				continue
+			}
+			if l := walk(d); l > best {
+				best, via = l, d
+			}
+		}
+		visiting[id] = false
+		longest[id], next[id] = best+t.Effort, via
+		return best + t.Effort
+	}
+	top, total := "", int64(-1)
+	for _, t := range tasks {
+		if l := walk(t.ID); l > total {
+			top, total = t.ID, l
+		}
+	}
+	var path []string
+	for id := top; id != ""; id = next[id] {
+		path = append(path, id)
+	}
+	for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
+		path[i], path[j] = path[j], path[i]
+	}
+	return path
+}
+
+// DAGNode is a project task in the DAG chart.
+type DAGNode struct {
+	ID, Title, Project string
+	Deps               []string // those shown
+	Status             string   // org task status
+	Who                string   // who did it, or holds it
+	Critical           bool     // on its project's critical path
+	Late               bool     // done after its deadline, or still open past it
+	Layer, Row         int
+}
+
+// DAG is the task graph of the world's projects.
+type DAG struct {
+	Nodes    []DAGNode
+	Projects []string // in world order, those shown
+	Bands    []int    // rows per project band
+	Layers   int
+	Total    int // project tasks in the world
+	Note     string
+}
+
+// BuildDAG lays out the project tasks of st, at most maxNodes of them. It
+// keeps whole projects, the most troubled first (late tasks, then
+// unfinished critical-path tasks), while they fit; when even the first does
+// not fit, it keeps that project's critical path and late tasks and as many
+// others, in file order, as fit.
+func BuildDAG(st *org.State, maxNodes int) DAG {
+	w := st.World
+	type proj struct {
+		idx            int
+		id             string
+		tasks          []*org.Task
+		critical       map[string]bool
+		late, critOpen int
+	}
+	var projects []*proj
+	d := DAG{}
+	for i, p := range w.Projects {
+		pr := &proj{idx: i, id: p.ID, critical: map[string]bool{}}
+		var pts []PathTask
+		for _, spec := range p.Tasks {
+			t := st.Task(spec.ID)
+			pr.tasks = append(pr.tasks, t)
+			pts = append(pts, PathTask{ID: t.ID, Effort: int64(t.Effort), Deps: spec.Deps})
+		}
+		for _, id := range CriticalPath(pts) {
+			pr.critical[id] = true
+			if st.Task(id).Status != org.StatusDone {
+				pr.critOpen++
+			}
+		}
+		for _, t := range pr.tasks {
+			if isLate(st, t) {
+				pr.late++
+			}
+		}
+		d.Total += len(pr.tasks)
+		projects = append(projects, pr)
+	}
+	order := append([]*proj(nil), projects...)
+	sort.SliceStable(order, func(i, j int) bool {
+		if order[i].late != order[j].late {
+			return order[i].late > order[j].late
+		}
+		return order[i].critOpen > order[j].critOpen
+	})
+	keep := map[string]bool{}
+	shownProjects := map[int]bool{}
+	n := 0
+	for _, pr := range order {
+		if n+len(pr.tasks) > maxNodes {
+			if n == 0 { // not even one whole project fits: its most telling tasks
+				for _, t := range pr.tasks {
+					if n < maxNodes && (pr.critical[t.ID] || isLate(st, t)) {
+						keep[t.ID] = true
+						n++
+					}
+				}
+				for _, t := range pr.tasks {
+					if n < maxNodes && !keep[t.ID] {
+						keep[t.ID] = true
+						n++
+					}
+				}
+				shownProjects[pr.idx] = true
+			}
+			continue
+		}
+		for _, t := range pr.tasks {
+			keep[t.ID] = true
+		}
+		n += len(pr.tasks)
+		shownProjects[pr.idx] = true
+	}
+	if n < d.Total {
+		d.Note = fmt.Sprintf("%d of %d project tasks shown (%d of %d projects, the most troubled first); %d tasks omitted",
+			n, d.Total, len(shownProjects), len(projects), d.Total-n)
+	}
+	// Layers: the longest chain of shown dependencies below each task.
+	layer := map[string]int{}
+	var depth func(t *org.Task) int
+	depth = func(t *org.Task) int {
+		if l, ok := layer[t.ID]; ok {
+			return l
+		}
+		layer[t.ID] = 0 // cuts a cycle, should a world have one
+		l := 0
+		for _, dep := range t.Spec.Deps {
+			if keep[dep] {
+				l = max(l, depth(st.Task(dep))+1)
+			}
+		}
+		layer[t.ID] = l
+		return l
+	}
+	for _, pr := range projects {
+		if !shownProjects[pr.idx] {
+			continue
+		}
+		rows := map[int]int{}
+		band := 0
+		for _, t := range pr.tasks {
+			if !keep[t.ID] {
+				continue
+			}
+			nd := DAGNode{ID: t.ID, Title: t.Spec.Title, Project: pr.id, Status: t.Status, Critical: pr.critical[t.ID], Late: isLate(st, t)}
+			nd.Who = t.DoneBy
+			if nd.Who == "" {
+				nd.Who = t.Assignee
+			}
+			for _, dep := range t.Spec.Deps {
+				if keep[dep] {
+					nd.Deps = append(nd.Deps, dep)
+				}
+			}
+			nd.Layer = depth(t)
+			nd.Row = rows[nd.Layer]
+			rows[nd.Layer]++
+			band = max(band, rows[nd.Layer])
+			d.Layers = max(d.Layers, nd.Layer+1)
+			d.Nodes = append(d.Nodes, nd)
+		}
+		d.Projects = append(d.Projects, pr.id)
+		d.Bands = append(d.Bands, band)
+	}
+	return d
+}
+
+// isLate reports whether a task with a deadline was done after it, or is
+// still open past it.
+func isLate(st *org.State, t *org.Task) bool {
+	if t.Deadline == 0 {
+		return false
+	}
+	if t.Status == org.StatusDone {
+		return t.DoneAt > t.Deadline
+	}
+	return st.Now > t.Deadline
+}
+
+const (
+	dagNodeW  = 120
+	dagNodeH  = 22
+	dagPitchX = 160
+	dagPitchY = 30
+	dagTop    = 40
+	dagBandH  = 22 // the project's label above its band
+)
+
+// WriteSVG draws the DAG as a standalone <svg> element: a band per
+// project, a column per layer of dependencies, critical-path tasks and the
+// edges between them outlined, late tasks in red.
+func (d DAG) WriteSVG(w io.Writer) error {
+	W := max(20+d.Layers*dagPitchX, 700)
+	H := dagTop + 10
+	bandTop := map[string]int{}
+	for i, p := range d.Projects {
+		bandTop[p] = H
+		H += dagBandH + d.Bands[i]*dagPitchY + 6
+	}
+	if len(d.Nodes) == 0 {
+		H += 40
+	}
+	pos := map[string][2]int{}
+	for _, nd := range d.Nodes {
+		pos[nd.ID] = [2]int{10 + nd.Layer*dagPitchX, bandTop[nd.Project] + dagBandH + nd.Row*dagPitchY}
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart dag" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`, W, H, W, H)
+	b.WriteString(`<title>Task dependencies</title><text x="10" y="18" font-size="13" font-weight="bold">Task dependencies</text>`)
+	legend := []struct{ fill, stroke, sw, label string }{
+		{"#d9f0d3", "#999", "1", "done on time"}, {"#f4a6a6", "#c0392b", "1", "late"},
+		{"#deebf7", "#999", "1", "in hand"}, {"#f0f0f0", "#999", "1", "open"}, {"#fff", "#e6550d", "3", "critical path"},
+	}
+	for i, l := range legend {
+		x := 190 + i*105
+		fmt.Fprintf(&b, `<rect x="%d" y="8" width="14" height="12" fill="%s" stroke="%s" stroke-width="%s"/><text x="%d" y="18">%s</text>`, x, l.fill, l.stroke, l.sw, x+18, l.label)
+	}
+	if len(d.Nodes) == 0 {
+		fmt.Fprintf(&b, `<text x="20" y="%d" fill="#888">this world has no project tasks (only tickets)</text>`, dagTop+20)
+	}
+	for i, p := range d.Projects {
+		y := bandTop[p]
+		if i%2 == 0 {
+			fmt.Fprintf(&b, `<rect x="0" y="%d" width="%d" height="%d" fill="#fafafa"/>`, y, W, dagBandH+d.Bands[i]*dagPitchY)
+		}
+		fmt.Fprintf(&b, `<text x="10" y="%d" font-weight="bold" fill="#555">%s</text>`, y+15, esc("project "+p))
+	}
+	critical := map[string]bool{}
+	for _, nd := range d.Nodes {
+		critical[nd.ID] = nd.Critical
+	}
+	for _, nd := range d.Nodes {
+		to := pos[nd.ID]
+		for _, dep := range nd.Deps {
+			from := pos[dep]
+			x1, y1 := from[0]+dagNodeW, from[1]+dagNodeH/2
+			x2, y2 := to[0], to[1]+dagNodeH/2
+			stroke, sw := "#999", "1"
+			if nd.Critical && critical[dep] {
+				stroke, sw = "#e6550d", "2.5"
+			}
+			mx := (x1 + x2) / 2
+			fmt.Fprintf(&b, `<path d="M%d %d C%d %d %d %d %d %d" fill="none" stroke="%s" stroke-width="%s"/>`, x1, y1, mx, y1, mx, y2, x2, y2, stroke, sw)
+		}
+	}
+	for _, nd := range d.Nodes {
+		p := pos[nd.ID]
+		fill, stroke, sw := "#f0f0f0", "#999", "1"
+		switch {
+		case nd.Late:
+			fill, stroke = "#f4a6a6", "#c0392b"
+		case nd.Status == org.StatusDone:
+			fill = "#d9f0d3"
+		case nd.Status != org.StatusOpen:
+			fill = "#deebf7"
+		}
+		if nd.Critical {
+			stroke, sw = "#e6550d", "3"
+		}
+		tip := nd.ID + ": " + nd.Title + " (" + nd.Status
+		if nd.Who != "" {
+			tip += ", " + nd.Who
+		}
+		if nd.Late {
+			tip += ", late"
+		}
+		if nd.Critical {
+			tip += ", critical path"
+		}
+		tip += ")"
+		class := "node"
+		if nd.Critical {
+			class += " critical"
+		}
+		if nd.Late {
+			class += " late"
+		}
+		fmt.Fprintf(&b, `<g class="%s"><title>%s</title><rect x="%d" y="%d" width="%d" height="%d" rx="4" fill="%s" stroke="%s" stroke-width="%s"/><text x="%d" y="%d">%s</text></g>`,
+			class, esc(tip), p[0], p[1], dagNodeW, dagNodeH, fill, stroke, sw, p[0]+6, p[1]+15, esc(truncate(nd.ID, 18)))
+	}
+	b.WriteString(`</svg>`)
+	_, err := w.Write(b.Bytes())
+	return err
+}

@@ -1,0 +1,387 @@
+package report_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/report"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+func TestDownsample(t *testing.T) {
+	ramp := func(n int) []report.Point {
+		pts := make([]report.Point, n)
+		for i := range pts {
+			pts[i] = report.Point{X: float64(i), Y: float64(i % 97)}
+		}
+		return pts
+	}
+	spike := ramp(100_000)
+	spike[54_321].Y = 1e6
+	spike[77_777].Y = -5
+	tests := []struct {
+		name    string
+		pts     []report.Point
+		buckets int
+	}{
+		{"small series unchanged", ramp(10), 10},
+		{"exactly at the bound", ramp(22), 10},
+		{"long series", ramp(100_000), 300},
+		{"spikes", spike, 50},
+		{"one bucket", ramp(1000), 1},
+		{"zero buckets means one", ramp(1000), 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := report.Downsample(tc.pts, tc.buckets)
+			if limit := 2*max(tc.buckets, 1) + 2; len(got) > limit {
+				t.Fatalf("got %d points, want at most %d", len(got), limit)
+			}
+			if len(tc.pts) <= 2*max(tc.buckets, 1)+2 && !slices.Equal(got, tc.pts) {
+				t.Fatalf("a small series changed: got %v, want %v", got, tc.pts)
+			}
+			if got[0] != tc.pts[0] || got[len(got)-1] != tc.pts[len(tc.pts)-1] {
+				t.Fatalf("ends: got %v … %v, want %v … %v", got[0], got[len(got)-1], tc.pts[0], tc.pts[len(tc.pts)-1])
+			}
+			lo, hi := extremes(tc.pts)
+			glo, ghi := extremes(got)
+			if glo != lo || ghi != hi {
+				t.Fatalf("extremes: got [%g, %g], want [%g, %g]", glo, ghi, lo, hi)
+			}
+			for i := 1; i < len(got); i++ {
+				if got[i].X < got[i-1].X {
+					t.Fatalf("not in X order at %d: %v after %v", i, got[i], got[i-1])
+				}
+			}
+		})
+	}
+}
+
+func extremes(pts []report.Point) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, p := range pts {
+		lo, hi = math.Min(lo, p.Y), math.Max(hi, p.Y)
+	}
+	return lo, hi
+}
+
+func TestCriticalPath(t *testing.T) {
+	tests := []struct {
+		name  string
+		tasks []report.PathTask
+		want  []string
+	}{
+		{"chain", []report.PathTask{{"a", 1, nil}, {"b", 1, []string{"a"}}, {"c", 1, []string{"b"}}}, []string{"a", "b", "c"}},
+		{"heavier branch of a diamond", []report.PathTask{
+			{"spec", 8, nil}, {"ux", 16, []string{"spec"}}, {"api", 24, []string{"spec"}}, {"ship", 4, []string{"ux", "api"}},
+		}, []string{"spec", "api", "ship"}},
+		{"one heavy task beats a long light chain", []report.PathTask{
+			{"a", 1, nil}, {"b", 1, []string{"a"}}, {"c", 1, []string{"b"}}, {"big", 10, nil},
+		}, []string{"big"}},
+		{"tie goes to the earlier task", []report.PathTask{
+			{"x", 5, nil}, {"y", 5, nil}, {"z", 1, []string{"y", "x"}},
+		}, []string{"y", "z"}},
+		{"unknown dependency ignored", []report.PathTask{{"a", 2, []string{"elsewhere"}}, {"b", 1, []string{"a"}}}, []string{"a", "b"}},
+		{"cycle does not hang", []report.PathTask{{"a", 1, []string{"b"}}, {"b", 1, []string{"a"}}}, nil},
+		{"empty", nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := report.CriticalPath(tc.tasks)
+			if tc.name == "cycle does not hang" {
+				if len(got) == 0 || len(got) > 2 {
+					t.Fatalf("got %v, want a path of one or two tasks", got)
+				}
+				return
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCoalesceBoundsBars(t *testing.T) {
+	var iv []report.Interval
+	var busy int64
+	for i := range 10_000 {
+		from := int64(i) * 1000
+		iv = append(iv, report.Interval{From: from, To: from + 400, Label: "t"})
+		busy += 400
+	}
+	bars := report.Coalesce(iv, 10_000_000, 800)
+	if len(bars) > 800 {
+		t.Fatalf("got %d bars, want at most 800 (one per pixel)", len(bars))
+	}
+	var sum int64
+	n := 0
+	for i, b := range bars {
+		if b.X1 <= b.X0 || b.X0 < 0 || b.X1 > 800 {
+			t.Fatalf("bar %d spans [%d, %d)", i, b.X0, b.X1)
+		}
+		if i > 0 && b.X0 <= bars[i-1].X1 {
+			t.Fatalf("bars %d and %d touch: they should have merged", i-1, i)
+		}
+		sum += b.Busy
+		n += b.N
+	}
+	if sum != busy || n != len(iv) {
+		t.Fatalf("bars cover %d ms in %d intervals, want %d ms in %d", sum, n, busy, len(iv))
+	}
+	// Far apart intervals stay apart.
+	far := report.Coalesce([]report.Interval{{0, 10, "a"}, {500, 510, "b"}}, 1000, 100)
+	if len(far) != 2 || far[0].Labels[0] != "a" || far[1].X0 != 50 {
+		t.Fatalf("got %+v, want two bars, the second at x=50", far)
+	}
+}
+
+func TestTimeTicks(t *testing.T) {
+	const day = 86_400_000
+	ticks := report.TimeTicks(0, 69*day)
+	if len(ticks) < 3 || len(ticks) > 9 {
+		t.Fatalf("got %d ticks, want 3 to 9: %v", len(ticks), ticks)
+	}
+	if ticks[0].Label != "0" || ticks[1].Label != "14d" {
+		t.Fatalf("got %v, want 0, 14d, …", ticks)
+	}
+	for _, tc := range []struct {
+		ms   int64
+		want string
+	}{{0, "0"}, {45_000, "45s"}, {90 * 60_000, "1h30m"}, {2*day + 12*3_600_000, "2d12h"}, {2*day + 5*60_000, "2d"}, {250, "250ms"}} {
+		if got := report.FormatElapsed(tc.ms); got != tc.want {
+			t.Errorf("FormatElapsed(%d) = %q, want %q", tc.ms, got, tc.want)
+		}
+	}
+}
+
+// mustWorld loads a shipped world, with edit applied to its source.
+func mustWorld(tb testing.TB, name string, edit func(string) string) (*worlds.World, []byte) {
+	tb.Helper()
+	src, err := worlds.Source(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if edit != nil {
+		src = []byte(edit(string(src)))
+	}
+	w, err := worlds.Load(name+".yaml", src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return w, src
+}
+
+// drive runs a world to its end with greedy agents, like the driver but
+// without I/O, and returns the events.
+func drive(tb testing.TB, w *worlds.World, src []byte, seed uint64) []events.Event {
+	tb.Helper()
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: seed, Session: "s"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.Start()
+	var out []events.Event
+	for i := 0; ; i++ {
+		if i > 1_000_000 {
+			tb.Fatal("engine does not finish")
+		}
+		rd := e.Ready()
+		out = append(out, rd.Events...)
+		e.Advance()
+		if rd.Done {
+			return out
+		}
+		if len(rd.Turns) == 0 {
+			e.Tick()
+			continue
+		}
+		var ans []sim.Answer
+		for _, t := range rd.Turns {
+			acts, _ := (&agents.Greedy{}).Decide(context.Background(), t.Observation)
+			ans = append(ans, sim.Answer{Member: t.Observation.Member, Turn: t.Observation.Turn, Actions: acts})
+		}
+		e.Step(ans)
+	}
+}
+
+func mustReport(tb testing.TB, w *worlds.World, evs []events.Event, o report.Options) (*report.Report, string) {
+	tb.Helper()
+	b := report.NewBuilder(w, o)
+	for _, ev := range evs {
+		if err := b.Add(ev); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	r := b.Report()
+	var buf bytes.Buffer
+	if err := r.WriteHTML(&buf); err != nil {
+		tb.Fatal(err)
+	}
+	return r, buf.String()
+}
+
+var svgRE = regexp.MustCompile(`(?s)<svg .*?</svg>`)
+
+// mustSVGs returns every <svg> element of a page, each checked to be well-formed XML.
+func mustSVGs(tb testing.TB, page string) []string {
+	tb.Helper()
+	svgs := svgRE.FindAllString(page, -1)
+	for i, s := range svgs {
+		d := xml.NewDecoder(strings.NewReader(s))
+		for {
+			_, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				tb.Fatalf("svg %d is not well-formed XML: %v\n%.300s", i, err, s)
+			}
+		}
+	}
+	return svgs
+}
+
+// TestReportEscapesNames puts markup in the world's free text (its
+// description and a task's title) and checks that it reaches the page only
+// as text: no raw tag, and every chart still well-formed XML.
+func TestReportEscapesNames(t *testing.T) {
+	const evil = `<script>alert("x")</script> & 'q'`
+	w, src := mustWorld(t, "startup", func(s string) string {
+		s = strings.Replace(s, "description: A small team ships an MVP; purchases over 500 need the lead, over 5000 finance too.",
+			"description: '"+strings.ReplaceAll(evil, "'", "''")+"'", 1)
+		return strings.Replace(s, "title: Write the product spec", "title: '"+strings.ReplaceAll(evil, "'", "''")+"'", 1)
+	})
+	if w.Description != evil {
+		t.Fatalf("the test world's description is %q, want %q", w.Description, evil)
+	}
+	_, page := mustReport(t, w, drive(t, w, src, 3), report.Options{Session: "s<1>"})
+	if strings.Contains(page, "<script") {
+		t.Fatal("the page contains a raw <script tag")
+	}
+	if strings.Contains(page, "s<1>") {
+		t.Fatal("the session name reached the page unescaped")
+	}
+	for _, want := range []string{"&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &#39;q&#39;", "spec: &lt;script&gt;"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not contain the escaped %q", want)
+		}
+	}
+	if svgs := mustSVGs(t, page); len(svgs) != 5 {
+		t.Fatalf("got %d charts, want 5", len(svgs))
+	}
+}
+
+// TestReportOfProductLaunch checks the report's content against what the
+// events say: leave shows in the Gantt chart, the critical path and late
+// tasks in the DAG, the reward series ends at the scorecard's reward.
+func TestReportOfProductLaunch(t *testing.T) {
+	w, src := mustWorld(t, "product-launch", nil)
+	evs := drive(t, w, src, 1)
+	r, page := mustReport(t, w, evs, report.Options{Session: "s"})
+	if r.Events != uint64(len(evs)) || !strings.Contains(r.Verified, "matches") {
+		t.Fatalf("report of %d events (%q), want %d and a verified end", r.Events, r.Verified, len(evs))
+	}
+	var leave, work int
+	for _, row := range r.Gantt.Rows {
+		leave += len(row.Bars[report.LaneLeave])
+		work += len(row.Bars[report.LaneWork])
+	}
+	left := 0
+	for _, ev := range evs {
+		if ev.Type == org.EvMemberLeft {
+			left++
+		}
+	}
+	if left == 0 || leave < 1 || work == 0 {
+		t.Fatalf("%d member.left events; Gantt has %d leave bars and %d work bars, want some of each", left, leave, work)
+	}
+	crit := 0
+	for _, n := range r.DAG.Nodes {
+		if n.Critical {
+			crit++
+		}
+	}
+	if len(r.DAG.Nodes) != r.DAG.Total || crit == 0 {
+		t.Fatalf("DAG has %d of %d nodes, %d critical; want all and some critical", len(r.DAG.Nodes), r.DAG.Total, crit)
+	}
+	pts := r.Reward.Series[0].Points
+	if got := pts[len(pts)-1].Y; math.Abs(got-r.Score.Reward) > 1e-6 {
+		t.Fatalf("cumulative reward ends at %g, want the scorecard's %g", got, r.Score.Reward)
+	}
+	if !strings.Contains(page, `id="violations"`) || len(mustSVGs(t, page)) != 5 {
+		t.Fatal("the page lacks its violations table or a chart")
+	}
+}
+
+// TestReportCapsRows caps the Gantt chart and the DAG hard and checks the
+// notes say what was left out.
+func TestReportCapsRows(t *testing.T) {
+	w, src := mustWorld(t, "product-launch", nil)
+	r, page := mustReport(t, w, drive(t, w, src, 1), report.Options{MaxGanttRows: 2, MaxDAGNodes: 3, Buckets: 5})
+	if len(r.Gantt.Rows) != 2 || !strings.Contains(r.Gantt.Note, "2 of ") {
+		t.Fatalf("Gantt: %d rows, note %q; want 2 and a note", len(r.Gantt.Rows), r.Gantt.Note)
+	}
+	if len(r.DAG.Nodes) != 3 || !strings.Contains(r.DAG.Note, "3 of 20 project tasks shown") {
+		t.Fatalf("DAG: %d nodes, note %q; want 3 of 20", len(r.DAG.Nodes), r.DAG.Note)
+	}
+	for _, s := range r.Queues.Series {
+		if len(s.Points) > 12 {
+			t.Fatalf("queue %s has %d points, want at most 12", s.Name, len(s.Points))
+		}
+	}
+	if !strings.Contains(page, r.Gantt.Note) || !strings.Contains(page, r.DAG.Note) {
+		t.Fatal("the page does not show the notes of what was omitted")
+	}
+}
+
+// TestReportIsDeterministic: the same events give the same bytes.
+func TestReportIsDeterministic(t *testing.T) {
+	w, src := mustWorld(t, "startup", nil)
+	evs := drive(t, w, src, 5)
+	_, a := mustReport(t, w, evs, report.Options{Session: "s"})
+	_, b := mustReport(t, w, evs, report.Options{Session: "s"})
+	if a != b {
+		t.Fatal("two reports of the same events differ")
+	}
+}
+
+func TestLineChartSVG(t *testing.T) {
+	c := report.LineChart{Title: "t", XLabel: "x", YLabel: "y", Markers: true, YMin: 0, YMax: 1, Series: []report.Series{
+		{Name: "a<b", Points: []report.Point{{X: 0.25, Y: 0.9, Err: 0.05}, {X: 1, Y: 0.5}}},
+		{Name: "c", Points: []report.Point{{X: 0.25, Y: 0}, {X: 1, Y: 0}}},
+	}}
+	var b bytes.Buffer
+	if err := c.WriteSVG(&b); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		XMLName   xml.Name `xml:"svg"`
+		Polylines []struct {
+			Class  string `xml:"class,attr"`
+			Series string `xml:"data-series,attr"`
+		} `xml:"polyline"`
+		Legend []struct {
+			Text string `xml:"text"`
+		} `xml:"g"`
+	}
+	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatalf("not XML: %v", err)
+	}
+	if len(doc.Polylines) != 2 || doc.Polylines[0].Series != "a<b" || doc.Polylines[1].Series != "c" {
+		t.Fatalf("got polylines %+v, want one per series", doc.Polylines)
+	}
+	if len(doc.Legend) != 2 || doc.Legend[0].Text != "a<b" {
+		t.Fatalf("got legend %+v, want a<b and c", doc.Legend)
+	}
+}
