@@ -309,3 +309,55 @@ func clip(b []byte) string {
 	}
 	return s
 }
+
+// ToolCallFromAction is the inverse of ActionFromToolCall: the tool name and
+// the JSON arguments (a compact object, in the tool's parameter order, empty
+// fields left out) that ActionFromToolCall turns back into a, exactly. It
+// returns an error when a cannot be said as a tool call: an unknown type, a
+// field its tool has no argument for (a message's topic, which only simulated
+// colleagues give), or a required argument missing or blank. Trajectory
+// exports use it to show recorded actions as the tool calls an LLM makes.
+func ToolCallFromAction(a org.Action) (name string, argumentsJSON []byte, err error) {
+	spec, ok := toolSpecFor(a.Type)
+	if !ok {
+		return "", nil, fmt.Errorf("action type %q is no tool (tools: %s)", a.Type, strings.Join(org.ActionTypes, ", "))
+	}
+	// The tools' argument names are org.Action's JSON names.
+	// Text is kept as written (no \u003c for <), as a model would write it.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(a); err != nil {
+		return "", nil, fmt.Errorf("action %s: %w", a.Type, err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b.Bytes(), &fields); err != nil {
+		return "", nil, fmt.Errorf("action %s: %w", a.Type, err)
+	}
+	delete(fields, "type")
+	args := []byte{'{'}
+	for _, p := range spec.params {
+		v, ok := fields[p.name]
+		if !ok {
+			continue
+		}
+		delete(fields, p.name)
+		if len(args) > 1 {
+			args = append(args, ',')
+		}
+		k, _ := json.Marshal(p.name)
+		args = append(append(append(args, k...), ':'), v...)
+	}
+	args = append(args, '}')
+	if len(fields) > 0 {
+		return "", nil, fmt.Errorf("%s has no argument for the action's %s", a.Type, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
+	}
+	back, err := ActionFromToolCall(spec.name, args)
+	if err != nil {
+		return "", nil, err
+	}
+	if back != a {
+		return "", nil, fmt.Errorf("action %+v does not survive as a tool call (it comes back as %+v)", a, back)
+	}
+	return spec.name, args, nil
+}

@@ -196,3 +196,79 @@ func FuzzActionFromToolCall(f *testing.F) {
 		}
 	})
 }
+
+func TestToolCallFromAction(t *testing.T) {
+	tests := []struct {
+		name   string
+		action org.Action
+		tool   string
+		args   string
+		err    string
+	}{
+		{"claim", org.Action{Type: "claim", Task: "api"}, "claim", `{"task":"api"}`, ""},
+		{"work for", org.Action{Type: "work", Task: "api", For: "30m"}, "work", `{"task":"api","for":"30m"}`, ""},
+		{"complete", org.Action{Type: "complete", Task: "api"}, "complete", `{"task":"api"}`, ""},
+		{"handoff to", org.Action{Type: "handoff", Task: "api", To: "carol"}, "handoff", `{"task":"api","to":"carol"}`, ""},
+		{"handoff to the queue", org.Action{Type: "handoff", Task: "api"}, "handoff", `{"task":"api"}`, ""},
+		{"request approval", org.Action{Type: "request_approval", Task: "servers"}, "request_approval", `{"task":"servers"}`, ""},
+		{"approve", org.Action{Type: "approve", Request: "r2"}, "approve", `{"request":"r2"}`, ""},
+		{"reject", org.Action{Type: "reject", Request: "r2", Reason: "over budget"}, "reject", `{"request":"r2","reason":"over budget"}`, ""},
+		{"escalate", org.Action{Type: "escalate", Request: "r1"}, "escalate", `{"request":"r1"}`, ""},
+		{"message in parameter order", org.Action{Type: "message", ReplyTo: "m1", Text: "a <b> & \"c\"", To: "frank"}, "message",
+			`{"to":"frank","text":"a <b> & \"c\"","reply_to":"m1"}`, ""},
+		{"wait", org.Action{Type: "wait"}, "wait", `{}`, ""},
+		{"wait until", org.Action{Type: "wait", Until: 86400000}, "wait", `{"until":86400000}`, ""},
+
+		{"unknown type", org.Action{Type: "invalid", Text: "bad call"}, "", "", `action type "invalid" is no tool`},
+		{"no type", org.Action{Task: "api"}, "", "", `action type "" is no tool`},
+		{"topic", org.Action{Type: "message", To: "bob", Text: "x", Topic: "secrets"}, "", "", "message has no argument for the action's topic"},
+		{"field of another tool", org.Action{Type: "claim", Task: "api", Request: "r1"}, "", "", "claim has no argument for the action's request"},
+		{"missing task", org.Action{Type: "claim"}, "", "", `claim needs the argument "task"`},
+		{"blank reason", org.Action{Type: "reject", Request: "r1", Reason: " "}, "", "", `argument "reason" of reject must not be blank`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tool, args, err := agents.ToolCallFromAction(tc.action)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %s %s, %v; want an error containing %q", tool, args, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got error %v, want %s %s", err, tc.tool, tc.args)
+			}
+			if tool != tc.tool || string(args) != tc.args {
+				t.Fatalf("got %s %s, want %s %s", tool, args, tc.tool, tc.args)
+			}
+			back, err := agents.ActionFromToolCall(tool, args)
+			if err != nil || back != tc.action {
+				t.Fatalf("round trip: got %+v, %v; want %+v", back, err, tc.action)
+			}
+		})
+	}
+}
+
+// Whatever tool call parses into an action is said again, by
+// ToolCallFromAction, as a call that parses into the same action.
+func FuzzToolCallRoundTrip(f *testing.F) {
+	f.Add("claim", []byte(`{"task":"api"}`))
+	f.Add("wait", []byte(`{"until":1,"for":"2h"}`))
+	f.Add("message", []byte(`{"reply_to":"m3","to":"a","text":"<b>\u00e9\n"}`))
+	f.Add("reject", []byte(`{"request":"r1","reason":"no"}`))
+	f.Add("handoff", []byte(`{"task":"t","to":null}`))
+	f.Fuzz(func(t *testing.T, name string, args []byte) {
+		a, err := agents.ActionFromToolCall(name, args)
+		if err != nil {
+			return
+		}
+		tool, again, err := agents.ToolCallFromAction(a)
+		if err != nil {
+			t.Fatalf("%s %s parses into %+v, which ToolCallFromAction refuses: %v", name, args, a, err)
+		}
+		back, err := agents.ActionFromToolCall(tool, again)
+		if err != nil || back != a {
+			t.Fatalf("%+v became %s %s and came back as %+v, %v", a, tool, again, back, err)
+		}
+	})
+}

@@ -218,14 +218,12 @@ func (a *Agent) Decide(ctx context.Context, o org.Observation) ([]org.Action, er
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.report(o.Rejected)
-	obs, err := json.Marshal(o)
+	user, err := ObservationMessage(o)
 	if err != nil {
-		return nil, fmt.Errorf("llm: observation: %w", err)
+		return nil, err
 	}
 	c.n++
-	t := turn{user: message{Role: "user", Content: text(fmt.Sprintf(
-		"Turn %d. Your observation (JSON; times are milliseconds since the world's start, effort and spent are milliseconds of working time):\n%s\n"+
-			"Act now by calling tools, in the order the actions should happen. A work or wait action ends your turn.", o.Turn, obs))}}
+	t := turn{user: message{Role: "user", Content: text(user)}}
 	msgs := []message{c.system}
 	history := c.turns
 	if a.opts.MaxHistory < 0 {
@@ -313,21 +311,15 @@ func (c *conversation) report(rejected []org.RejectedView) {
 		case s.dropped != "":
 			result = s.dropped
 		default:
-			result = "accepted"
+			var rej *org.RejectedView
 			for i, r := range rejected {
 				if !used[i] && r.Action == s.action {
 					used[i] = true
-					why := r.Kind
-					if r.Rule != "" {
-						why += ", rule " + r.Rule
-					}
-					result = fmt.Sprintf("refused (%s): %s", why, r.Reason)
+					rej = &rejected[i]
 					break
 				}
 			}
-			if s.invalid != "" {
-				result = "refused: malformed tool call: " + s.invalid
-			}
+			result = ToolResult(s.action, rej) // s.action is an InvalidAction when s.invalid is set
 		}
 		last.results = append(last.results, message{Role: "tool", ToolCallID: s.id, Content: text(result)})
 	}

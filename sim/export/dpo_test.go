@@ -1,0 +1,146 @@
+package export
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// transcript builds messages from a compact script: "s" system, "u:x"
+// user x, "a:tool" an assistant calling tool, "a:" one with no calls,
+// "t:x" a tool result x.
+func transcript(script string) []Message {
+	var out []Message
+	for _, f := range strings.Fields(script) {
+		role, body, _ := strings.Cut(f, ":")
+		switch role {
+		case "s":
+			out = append(out, Message{Role: "system", Content: text("prompt")})
+		case "u":
+			out = append(out, Message{Role: "user", Content: text(body)})
+		case "a":
+			m := Message{Role: "assistant"}
+			if body == "" {
+				m.Content = text("")
+			} else {
+				m.ToolCalls = []ToolCall{{ID: "c", Type: "function", Function: FunctionCall{Name: body, Arguments: "{}"}}}
+			}
+			out = append(out, m)
+		case "t":
+			out = append(out, Message{Role: "tool", ToolCallID: "c", Content: text(body)})
+		}
+	}
+	return out
+}
+
+func ep(session, world string, seed uint64, member string, reward, team float64, script string) Episode {
+	return Episode{Session: session, World: world, Seed: seed, Member: member, Reward: reward, TeamReward: team,
+		Messages: transcript(script), worldHash: "hash-" + world}
+}
+
+func roles(msgs []Message) string {
+	var out []string
+	for _, m := range msgs {
+		s := m.Role[:1]
+		if m.Content != nil && *m.Content != "" && m.Role != "system" {
+			s += ":" + *m.Content
+		}
+		for _, c := range m.ToolCalls {
+			s += ":" + c.Function.Name
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestPairs(t *testing.T) {
+	base := "s u:o1 a:claim t:ok u:o2 a:work t:ok"
+	tests := []struct {
+		name  string
+		eps   []Episode
+		o     PairOptions
+		pairs []string // "member chosen>rejected prompt | chosen | rejected"
+		alone []string
+	}{
+		{"the higher reward is chosen",
+			[]Episode{ep("A", "w", 1, "bob", 10, 5, base), ep("B", "w", 1, "bob", 30, 5, "s u:o1 a:claim t:no u:o3 a:wait")},
+			PairOptions{}, []string{"bob B>A s u:o1 | a:claim t:no u:o3 a:wait | a:claim t:ok u:o2 a:work t:ok"}, nil},
+		{"the prompt ends before the first different choice",
+			[]Episode{ep("A", "w", 1, "bob", 30, 5, base), ep("B", "w", 1, "bob", 10, 5, "s u:o1 a:claim t:ok u:o2 a:wait t:ok")},
+			PairOptions{}, []string{"bob A>B s u:o1 a:claim t:ok u:o2 | a:work t:ok | a:wait t:ok"}, nil},
+		{"same choice, other outcome: the prompt ends before that choice",
+			[]Episode{ep("A", "w", 1, "bob", 30, 5, base), ep("B", "w", 1, "bob", 10, 5, "s u:o1 a:claim t:refused u:o9 a:wait")},
+			PairOptions{}, []string{"bob A>B s u:o1 | a:claim t:ok u:o2 a:work t:ok | a:claim t:refused u:o9 a:wait"}, nil},
+		{"equal rewards make no pair",
+			[]Episode{ep("A", "w", 1, "bob", 10, 5, base), ep("B", "w", 1, "bob", 10, 9, "s u:o1 a:wait")},
+			PairOptions{}, nil, nil},
+		{"by team",
+			[]Episode{ep("A", "w", 1, "bob", 10, 5, base), ep("B", "w", 1, "bob", 10, 9, "s u:o1 a:wait")},
+			PairOptions{By: ByTeam}, []string{"bob B>A s u:o1 | a:wait | a:claim t:ok u:o2 a:work t:ok"}, nil},
+		{"the margin is exclusive",
+			[]Episode{ep("A", "w", 1, "bob", 10, 0, base), ep("B", "w", 1, "bob", 12, 0, "s u:o1 a:wait"), ep("C", "w", 1, "bob", 12.5, 0, "s u:o1 a:")},
+			PairOptions{Margin: 2}, []string{"bob C>A s u:o1 | a | a:claim t:ok u:o2 a:work t:ok"}, nil},
+		{"other seeds and worlds are alone",
+			[]Episode{ep("A", "w", 1, "bob", 10, 0, base), ep("B", "w", 2, "bob", 20, 0, base), ep("C", "v", 1, "bob", 30, 0, base),
+				ep("D", "w", 2, "bob", 0, 0, "s u:o1 a:wait")},
+			PairOptions{}, []string{"bob B>D s u:o1 | a:claim t:ok u:o2 a:work t:ok | a:wait"}, []string{"A", "C"}},
+		{"only the same member",
+			[]Episode{ep("A", "w", 1, "bob", 10, 0, base), ep("A", "w", 1, "carol", 0, 0, "s u:o1 a:wait"),
+				ep("B", "w", 1, "bob", 10, 0, "s u:o1 a:wait"), ep("B", "w", 1, "carol", 5, 0, base)},
+			PairOptions{}, []string{"carol B>A s u:o1 | a:claim t:ok u:o2 a:work t:ok | a:wait"}, nil},
+		{"a different first observation makes no pair",
+			[]Episode{ep("A", "w", 1, "bob", 10, 0, base), ep("B", "w", 1, "bob", 0, 0, "s u:o2 a:wait")},
+			PairOptions{}, nil, nil},
+		{"identical transcripts make no pair",
+			[]Episode{ep("A", "w", 1, "bob", 10, 0, base), ep("B", "w", 1, "bob", 0, 0, base)},
+			PairOptions{}, nil, nil},
+		{"one transcript goes on longer",
+			[]Episode{ep("A", "w", 1, "bob", 10, 0, base), ep("B", "w", 1, "bob", 20, 0, base+" u:o3 a:wait")},
+			PairOptions{}, []string{"bob B>A s u:o1 a:claim t:ok u:o2 | a:work t:ok u:o3 a:wait | a:work t:ok"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pairs, alone := Pairs(tc.eps, tc.o)
+			var got []string
+			for _, p := range pairs {
+				got = append(got, fmt.Sprintf("%s %s>%s %s | %s | %s", p.Member, p.ChosenSession, p.RejectedSession,
+					roles(p.Prompt), roles(p.Chosen), roles(p.Rejected)))
+				c, r := findEp(tc.eps, p.ChosenSession, p.Member), findEp(tc.eps, p.RejectedSession, p.Member)
+				if p.ChosenReward != c.Score(tc.o.By) || p.RejectedReward != r.Score(tc.o.By) || p.ChosenReward-p.RejectedReward <= tc.o.Margin {
+					t.Errorf("rewards %g > %g, want %g > %g by more than %g", p.ChosenReward, p.RejectedReward, c.Score(tc.o.By), r.Score(tc.o.By), tc.o.Margin)
+				}
+				// Prompt + continuation is each whole transcript.
+				if roles(append(slices.Clone(p.Prompt), p.Chosen...)) != roles(c.Messages) || roles(append(slices.Clone(p.Prompt), p.Rejected...)) != roles(r.Messages) {
+					t.Errorf("prompt and continuations do not make up the transcripts")
+				}
+			}
+			if !slices.Equal(got, tc.pairs) {
+				t.Errorf("pairs:\ngot  %q\nwant %q", got, tc.pairs)
+			}
+			if !slices.Equal(alone, tc.alone) {
+				t.Errorf("alone: got %v, want %v", alone, tc.alone)
+			}
+		})
+	}
+}
+
+func findEp(eps []Episode, session, member string) *Episode {
+	for i := range eps {
+		if eps[i].Session == session && eps[i].Member == member {
+			return &eps[i]
+		}
+	}
+	return nil
+}
+
+func TestValidBy(t *testing.T) {
+	for _, by := range []string{"", ByMember, ByTeam} {
+		if err := ValidBy(by); err != nil {
+			t.Errorf("%q: %v", by, err)
+		}
+	}
+	if err := ValidBy("sum"); err == nil {
+		t.Error(`"sum" accepted`)
+	}
+}

@@ -1,0 +1,58 @@
+package export
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+)
+
+// WriteEvents writes the events of each session in ids to w as JSON Lines,
+// one event per line in the form corpsim log prints, the sessions one after
+// the other. A line's "session" is the session it was exported as; an event
+// a fork shares with its parent (or a reset with the session it reset) also
+// says where it is stored, as "stored_in". It returns the number of lines
+// written.
+func WriteEvents(ctx context.Context, w io.Writer, log Log, ids []string) (int, error) {
+	bw := bufio.NewWriter(w)
+	n := 0
+	for _, id := range ids {
+		if _, err := log.Session(ctx, id); err != nil {
+			return n, err
+		}
+		for ev, err := range log.Read(ctx, id, 1) {
+			if err != nil {
+				return n, err
+			}
+			stored := ev.Session
+			ev.Session = id
+			b, err := json.Marshal(ev)
+			if err != nil {
+				return n, err
+			}
+			if stored != id {
+				s, _ := json.Marshal(stored)
+				b = append(append(append(b[:len(b)-1], `,"stored_in":`...), s...), '}')
+			}
+			b = append(b, '\n')
+			if _, err := bw.Write(b); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, bw.Flush()
+}
+
+// WriteLines writes each of vs to w as one line of JSON.
+func WriteLines[T any](w io.Writer, vs []T) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for i := range vs {
+		if err := enc.Encode(&vs[i]); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}

@@ -1,0 +1,329 @@
+package export
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/sim"
+)
+
+// Log is what the export reads sessions from; every events.Log is one.
+type Log interface {
+	Session(ctx context.Context, id string) (events.SessionMeta, error)
+	Read(ctx context.Context, session string, from uint64) iter.Seq2[events.Event, error]
+}
+
+var _ Log = (events.Log)(nil)
+
+// Prompts are the texts of a transcript besides the agent's tool calls.
+// corpsim export gives the LLM agent's (agents/llm), so that the data reads
+// like what a seat played by an LLM is sent. A nil field means its default.
+type Prompts struct {
+	// System is the system message of a member's transcript, from its first
+	// observation; nil means none.
+	System func(org.Observation) string
+	// Observation is the user message of a turn; nil means the observation
+	// as JSON.
+	Observation func(org.Observation) (string, error)
+	// Result is the tool message answering the call that became action a,
+	// refused with rej (nil when it was accepted); nil means a JSON object
+	// {"accepted":true} or {"accepted":false,"kind":…,"rule":…,"reason":…}.
+	Result func(a org.Action, rej *org.RejectedView) string
+}
+
+// Options configure Episodes. The zero value is valid.
+type Options struct {
+	Prompts Prompts
+}
+
+// Message is one chat message in the OpenAI format. Content is null for an
+// assistant message made of tool calls only.
+type Message struct {
+	Role       string     `json:"role"` // system, user, assistant or tool
+	Content    *string    `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is a tool call of an assistant message.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"` // always "function"
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names the tool and carries its arguments as JSON text.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Episode is one member's session as a chat transcript: one SFT example.
+type Episode struct {
+	Session  string        `json:"session"`
+	World    string        `json:"world"`
+	Seed     uint64        `json:"seed"`
+	Member   string        `json:"member"`
+	Agent    string        `json:"agent"` // what played the seat, from the session's metadata
+	Messages []Message     `json:"messages"`
+	Tools    []agents.Tool `json:"tools"`
+	// Reward is the member's delivered value and TeamReward the team
+	// score, by Rubric on the session's last state (corpsim score).
+	Reward     float64 `json:"reward"`
+	TeamReward float64 `json:"team_reward"`
+	Rubric     string  `json:"rubric"`
+	// Turns counts the member's answered turns; TimedOut the turns it was
+	// asked and did not answer in time, which the transcript leaves out.
+	Turns    int `json:"turns"`
+	TimedOut int `json:"timed_out,omitempty"`
+
+	worldHash string // with Seed and load, which episodes may be paired
+	load      float64
+}
+
+// turnRec is one turn of a member, gathered from the log.
+type turnRec struct {
+	member      string
+	seq, seen   uint64
+	turn        uint64
+	actions     []org.Action
+	timedOut    bool
+	refused     map[int]*org.RejectedView // by the action's index
+	wholeReason *org.RejectedView         // the whole reply was refused (index -1)
+	obs         *org.Observation
+}
+
+// Episodes reads session id and returns, for every member seat an agent
+// played (the world's members that are not simulated colleagues), its
+// transcript, in member-ID order. It reads the log twice: once for the
+// turns and refusals, once to replay the state each turn observed; a log
+// that does not replay (a corrupt event, a state hash that differs) is an
+// error, as for corpsim replay.
+func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, error) {
+	meta, err := log.Session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	// Pass 1: the turns, their refusals, and which states were observed.
+	var turns []*turnRec
+	bySeq := map[uint64]*turnRec{}
+	var last uint64
+	for ev, err := range log.Read(ctx, id, 1) {
+		if err != nil {
+			return nil, err
+		}
+		last = ev.Seq
+		switch ev.Type {
+		case org.EvTurn, org.EvTurnTimeout:
+			t := &turnRec{member: ev.Actor, seq: ev.Seq, timedOut: ev.Type == org.EvTurnTimeout}
+			if t.timedOut {
+				var p org.TurnTimeout
+				if err := json.Unmarshal(ev.Payload, &p); err != nil {
+					return nil, &events.CorruptError{Session: ev.Session, Seq: ev.Seq, Err: err}
+				}
+				t.turn, t.seen = p.Turn, p.Seen
+			} else {
+				var p org.Turn
+				if err := json.Unmarshal(ev.Payload, &p); err != nil {
+					return nil, &events.CorruptError{Session: ev.Session, Seq: ev.Seq, Err: err}
+				}
+				t.turn, t.seen, t.actions = p.Turn, p.Seen, p.Actions
+			}
+			turns = append(turns, t)
+			bySeq[ev.Seq] = t
+		case org.EvActionRejected:
+			t := bySeq[ev.Cause]
+			if t == nil || t.member != ev.Actor {
+				continue // not an answer's refusal
+			}
+			var p org.ActionRejected
+			if err := json.Unmarshal(ev.Payload, &p); err != nil {
+				return nil, &events.CorruptError{Session: ev.Session, Seq: ev.Seq, Err: err}
+			}
+			r := &org.RejectedView{Action: p.Action, Kind: p.Kind, Rule: p.Rule, Reason: p.Reason}
+			if p.Index < 0 {
+				t.wholeReason = r
+				continue
+			}
+			if t.refused == nil {
+				t.refused = map[int]*org.RejectedView{}
+			}
+			t.refused[p.Index] = r
+		}
+	}
+	if last == 0 {
+		return nil, fmt.Errorf("%w (session %s is empty)", sim.ErrNotASession, id)
+	}
+	need := map[uint64][]*turnRec{}
+	for _, t := range turns {
+		if !t.timedOut {
+			need[t.seen] = append(need[t.seen], t)
+		}
+	}
+	// Pass 2: replay, and build each observation after the event it saw.
+	var e *sim.Engine
+	var load float64
+	observe := func(seq uint64) error {
+		st := e.State()
+		for _, t := range need[seq] {
+			if m := st.Member(t.member); m == nil || m.NPC {
+				continue
+			}
+			v := st.View(t.member)
+			if v.Turn != t.turn {
+				return fmt.Errorf("export: session %s: %s's turn at seq %d is turn %d, but the state at seq %d says turn %d",
+					id, t.member, t.seq, t.turn, seq, v.Turn)
+			}
+			v.Session = ""
+			t.obs = &v
+		}
+		return nil
+	}
+	for ev, err := range log.Read(ctx, id, 1) {
+		if err != nil {
+			return nil, err
+		}
+		if ev.Seq > last {
+			break // appended since the first pass
+		}
+		if e == nil {
+			if e, err = sim.Rebuild(one(ev), id, sim.Config{}); err != nil {
+				return nil, err
+			}
+			var p org.SessionStarted
+			_ = json.Unmarshal(ev.Payload, &p) // Rebuild decoded it already
+			load = p.Load
+		} else if err := e.Apply(ev); err != nil {
+			return nil, fmt.Errorf("session %s: replay at seq %d: %w", id, ev.Seq, err)
+		}
+		if err := observe(ev.Seq); err != nil {
+			return nil, err
+		}
+	}
+	if e == nil || e.State().LastSeq != last {
+		return nil, fmt.Errorf("export: session %s: the second reading stopped before seq %d", id, last)
+	}
+	st := e.State()
+	card := policies.Score(st)
+	delivered := map[string]float64{}
+	for _, mc := range card.Members {
+		delivered[mc.Member] = mc.Delivered
+	}
+	var out []Episode
+	members := make([]string, 0, len(st.World.Members))
+	for _, m := range st.World.Members {
+		if m.NPC == nil {
+			members = append(members, m.ID)
+		}
+	}
+	slices.Sort(members)
+	for _, member := range members {
+		ep := Episode{Session: id, World: st.World.Name, Seed: meta.Seed, Member: member, Agent: meta.Agents[member],
+			Messages: []Message{}, Tools: agents.ToolDefs(), Reward: delivered[member], TeamReward: card.TeamScore,
+			Rubric: card.Rubric, worldHash: st.World.Hash, load: load}
+		var mine []*turnRec
+		for _, t := range turns {
+			if t.member == member {
+				mine = append(mine, t)
+			}
+		}
+		if err := o.Prompts.transcript(&ep, mine); err != nil {
+			return nil, fmt.Errorf("export: session %s, %s: %w", id, member, err)
+		}
+		out = append(out, ep)
+	}
+	return out, nil
+}
+
+func one(ev events.Event) iter.Seq2[events.Event, error] {
+	return func(yield func(events.Event, error) bool) { yield(ev, nil) }
+}
+
+// transcript fills ep's messages from the member's turns, in order.
+func (p Prompts) transcript(ep *Episode, turns []*turnRec) error {
+	for _, t := range turns {
+		if t.timedOut {
+			ep.TimedOut++
+			continue
+		}
+		if t.obs == nil {
+			return fmt.Errorf("turn %d at seq %d: no observation was rebuilt for seq %d", t.turn, t.seq, t.seen)
+		}
+		if len(ep.Messages) == 0 && p.System != nil {
+			ep.Messages = append(ep.Messages, Message{Role: "system", Content: text(p.System(*t.obs))})
+		}
+		user, err := p.observation(*t.obs)
+		if err != nil {
+			return err
+		}
+		ep.Messages = append(ep.Messages, Message{Role: "user", Content: text(user)})
+		ep.Turns++
+		asst := Message{Role: "assistant"}
+		var results []Message
+		for i, a := range t.actions {
+			call := ToolCall{ID: fmt.Sprintf("call_%d_%d", t.turn, i+1), Type: "function", Function: callOf(a)}
+			asst.ToolCalls = append(asst.ToolCalls, call)
+			rej := t.refused[i]
+			if t.wholeReason != nil { // a stale or malformed reply: none of it was applied
+				rej = t.wholeReason
+			}
+			results = append(results, Message{Role: "tool", ToolCallID: call.ID, Content: text(p.result(a, rej))})
+		}
+		if len(asst.ToolCalls) == 0 {
+			asst.Content = text("")
+		}
+		ep.Messages = append(ep.Messages, asst)
+		ep.Messages = append(ep.Messages, results...)
+	}
+	return nil
+}
+
+// callOf says action a as a tool call. An action no tool can say (an LLM's
+// call that did not parse, recorded as an unknown action type) keeps its
+// type as the name and its other fields as the arguments.
+func callOf(a org.Action) FunctionCall {
+	name, args, err := agents.ToolCallFromAction(a)
+	if err == nil {
+		return FunctionCall{Name: name, Arguments: string(args)}
+	}
+	b, _ := json.Marshal(a)
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(b, &fields)
+	delete(fields, "type")
+	b, _ = json.Marshal(fields) // keys sorted
+	return FunctionCall{Name: a.Type, Arguments: string(b)}
+}
+
+func (p Prompts) observation(o org.Observation) (string, error) {
+	if p.Observation != nil {
+		return p.Observation(o)
+	}
+	b, err := json.Marshal(o)
+	return string(b), err
+}
+
+func (p Prompts) result(a org.Action, rej *org.RejectedView) string {
+	if p.Result != nil {
+		return p.Result(a, rej)
+	}
+	r := struct {
+		Accepted bool   `json:"accepted"`
+		Kind     string `json:"kind,omitempty"`
+		Rule     string `json:"rule,omitempty"`
+		Reason   string `json:"reason,omitempty"`
+	}{Accepted: rej == nil}
+	if rej != nil {
+		r.Kind, r.Rule, r.Reason = rej.Kind, rej.Rule, rej.Reason
+	}
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+func text(s string) *string { return &s }

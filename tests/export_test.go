@@ -1,0 +1,415 @@
+package tests
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/llm"
+	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/policies"
+)
+
+// The tests in this file play real sessions (driver, embedded NATS, Pebble),
+// export them with `corpsim export` and read the JSON Lines back.
+
+// exportedMessage is a chat message as corpsim export writes it.
+type exportedMessage struct {
+	Role       string  `json:"role"`
+	Content    *string `json:"content"`
+	ToolCallID string  `json:"tool_call_id"`
+	ToolCalls  []struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+func (m exportedMessage) text() string {
+	if m.Content == nil {
+		return ""
+	}
+	return *m.Content
+}
+
+// exportedEpisode is one line of --format sft.
+type exportedEpisode struct {
+	Session    string            `json:"session"`
+	World      string            `json:"world"`
+	Seed       uint64            `json:"seed"`
+	Member     string            `json:"member"`
+	Agent      string            `json:"agent"`
+	Messages   []exportedMessage `json:"messages"`
+	Tools      []agents.Tool     `json:"tools"`
+	Reward     float64           `json:"reward"`
+	TeamReward float64           `json:"team_reward"`
+	Turns      int               `json:"turns"`
+}
+
+// exportedPair is one line of --format dpo.
+type exportedPair struct {
+	World           string            `json:"world"`
+	Seed            uint64            `json:"seed"`
+	Member          string            `json:"member"`
+	Prompt          []exportedMessage `json:"prompt"`
+	Chosen          []exportedMessage `json:"chosen"`
+	Rejected        []exportedMessage `json:"rejected"`
+	ChosenReward    float64           `json:"chosen_reward"`
+	RejectedReward  float64           `json:"rejected_reward"`
+	ChosenSession   string            `json:"chosen_session"`
+	RejectedSession string            `json:"rejected_session"`
+}
+
+// readJSONL reads a JSON Lines file the way a training pipeline would.
+func readJSONL[T any](tb testing.TB, path string) []T {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var out []T
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for sc.Scan() {
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			tb.Fatalf("%s line %d: %v", path, len(out)+1, err)
+		}
+		out = append(out, v)
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// scorecard is what `corpsim score SESSION --json` reports.
+func scorecard(tb testing.TB, data, session string) policies.Scorecard {
+	tb.Helper()
+	var res cli.RunResult
+	out := mustCLI(tb, "score", session, "--data", data, "--json")
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		tb.Fatalf("score --json: %v in\n%s", err, out)
+	}
+	return res.Score
+}
+
+func delivered(s policies.Scorecard, member string) (float64, bool) {
+	for _, m := range s.Members {
+		if m.Member == member {
+			return m.Delivered, true
+		}
+	}
+	return 0, false
+}
+
+// recorder plays greedy on every seat and keeps what each member was sent.
+type recorder struct {
+	mu   sync.Mutex
+	seen map[string][]org.Observation
+}
+
+func (r *recorder) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
+	r.mu.Lock()
+	r.seen[o.Member] = append(r.seen[o.Member], o)
+	r.mu.Unlock()
+	return (&agents.Greedy{}).Decide(ctx, o)
+}
+
+// turnOf is a member's answered turn in the log: its actions and, by index,
+// the refusals they met.
+type turnOf struct {
+	turn    uint64
+	actions []org.Action
+	refused map[int]org.ActionRejected
+}
+
+// answeredTurns reads a session's answered turns per agent seat from its log.
+func answeredTurns(tb testing.TB, data, session string) map[string][]turnOf {
+	tb.Helper()
+	out := map[string][]turnOf{}
+	where := map[uint64][2]int{} // turn seq -> member index, turn index
+	var members []string
+	for _, ev := range storedEvents(tb, data, session) {
+		switch ev.Type {
+		case org.EvTurn:
+			if ev.Actor == "frank" { // the startup world's NPC
+				continue
+			}
+			p := payloadOf[org.Turn](tb, ev)
+			out[ev.Actor] = append(out[ev.Actor], turnOf{turn: p.Turn, actions: p.Actions, refused: map[int]org.ActionRejected{}})
+			members = append(members, ev.Actor)
+			where[ev.Seq] = [2]int{len(members) - 1, len(out[ev.Actor]) - 1}
+		case org.EvActionRejected:
+			if w, ok := where[ev.Cause]; ok {
+				p := payloadOf[org.ActionRejected](tb, ev)
+				out[members[w[0]]][w[1]].refused[p.Index] = p
+			}
+		}
+	}
+	return out
+}
+
+// TestExportSFT: a session whose seats recorded what they were sent, and a
+// random team's session, exported as SFT transcripts: one line per seat, the
+// LLM agent's system prompt, each observation exactly as sent, the recorded
+// actions as tool calls that parse back into them, each refusal as its
+// call's result, and the rewards corpsim score reports.
+func TestExportSFT(t *testing.T) {
+	data := t.TempDir()
+	rec := &recorder{seen: map[string][]org.Observation{}}
+	seats := map[string]agents.Agent{}
+	for _, m := range []string{"alice", "bob", "carol", "dave", "erin"} {
+		seats[m] = rec
+	}
+	a := mustRun(t, cli.RunOptions{World: "startup", Seed: 4, Agents: "greedy", Data: data, Seats: seats})
+	b := cliResult(t, "run", "--world", "startup", "--seed", "4", "--agents", "random", "--data", data)
+	out := filepath.Join(t.TempDir(), "sft.jsonl")
+	_, errs, code := runCLI(t, "export", a.Session, b.Session, "--format", "sft", "-o", out, "--data", data)
+	if code != cli.ExitOK || !strings.Contains(errs, "10 episodes of 2 sessions") {
+		t.Fatalf("export exited %d: %s", code, errs)
+	}
+	eps := readJSONL[exportedEpisode](t, out)
+	if len(eps) != 10 {
+		t.Fatalf("got %d lines, want 10 (5 seats × 2 sessions)", len(eps))
+	}
+	cards := map[string]policies.Scorecard{a.Session: scorecard(t, data, a.Session), b.Session: scorecard(t, data, b.Session)}
+	turns := map[string]map[string][]turnOf{a.Session: answeredTurns(t, data, a.Session), b.Session: answeredTurns(t, data, b.Session)}
+	calls, refusals := 0, 0
+	for i, ep := range eps {
+		want := []string{a.Session, b.Session}[i/5]
+		if ep.Session != want || ep.World != "startup" || ep.Seed != 4 || len(ep.Tools) != len(org.ActionTypes) {
+			t.Fatalf("line %d: %s %s seed %d with %d tools, want session %s, startup, seed 4, every tool", i+1, ep.Session, ep.World, ep.Seed, len(ep.Tools), want)
+		}
+		agent := map[string]string{a.Session: "custom", b.Session: "random"}[ep.Session]
+		if ep.Agent != agent {
+			t.Errorf("line %d: agent %q, want %q", i+1, ep.Agent, agent)
+		}
+		card := cards[ep.Session]
+		d, ok := delivered(card, ep.Member)
+		if !ok || ep.Reward != d || ep.TeamReward != card.TeamScore {
+			t.Errorf("%s/%s: rewards %g and %g, corpsim score says %g and %g", ep.Session, ep.Member, ep.Reward, ep.TeamReward, d, card.TeamScore)
+		}
+		msgs := ep.Messages
+		if len(msgs) == 0 || msgs[0].Role != "system" || !strings.HasPrefix(msgs[0].text(), "You are "+ep.Member+", a ") {
+			t.Fatalf("%s/%s: the transcript does not open with the LLM agent's system prompt", ep.Session, ep.Member)
+		}
+		k := 1
+		recorded := turns[ep.Session][ep.Member]
+		if ep.Turns != len(recorded) {
+			t.Errorf("%s/%s: %d turns, the log has %d", ep.Session, ep.Member, ep.Turns, len(recorded))
+		}
+		for n, rt := range recorded {
+			if k+1 >= len(msgs) || msgs[k].Role != "user" || msgs[k+1].Role != "assistant" {
+				t.Fatalf("%s/%s turn %d: messages %d and %d are not an observation and an answer", ep.Session, ep.Member, rt.turn, k, k+1)
+			}
+			if ep.Session == a.Session {
+				o := rec.seen[ep.Member][n]
+				o.Session = ""
+				user, err := llm.ObservationMessage(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if msgs[k].text() != user {
+					t.Fatalf("%s turn %d: the observation differs from what the seat was sent:\ngot  %s\nwant %s", ep.Member, rt.turn, msgs[k].text(), user)
+				}
+			} else if !strings.HasPrefix(msgs[k].text(), "Turn ") || !strings.Contains(msgs[k].text(), `"member":"`+ep.Member+`"`) {
+				t.Fatalf("%s turn %d: user message %.80q is not the member's observation", ep.Member, rt.turn, msgs[k].text())
+			}
+			asst := msgs[k+1]
+			k += 2
+			if len(asst.ToolCalls) != len(rt.actions) {
+				t.Fatalf("%s/%s turn %d: %d tool calls, the log has %d actions", ep.Session, ep.Member, rt.turn, len(asst.ToolCalls), len(rt.actions))
+			}
+			for j, act := range rt.actions {
+				tc := asst.ToolCalls[j]
+				got, err := agents.ActionFromToolCall(tc.Function.Name, []byte(tc.Function.Arguments))
+				if err != nil || got != act || tc.Type != "function" {
+					t.Errorf("%s/%s turn %d call %d: %s %s parses into %+v, %v; the log has %+v", ep.Session, ep.Member, rt.turn, j,
+						tc.Function.Name, tc.Function.Arguments, got, err, act)
+				}
+				res := msgs[k]
+				k++
+				if res.Role != "tool" || res.ToolCallID != tc.ID {
+					t.Fatalf("%s/%s turn %d call %d: message %d is %s for %q, want the call's result", ep.Session, ep.Member, rt.turn, j, k-1, res.Role, res.ToolCallID)
+				}
+				calls++
+				if rej, ok := rt.refused[j]; ok {
+					refusals++
+					if !strings.HasPrefix(res.text(), "refused ("+rej.Kind) || !strings.HasSuffix(res.text(), rej.Reason) {
+						t.Errorf("%s/%s turn %d: result %q, want the refusal %s: %s", ep.Session, ep.Member, rt.turn, res.text(), rej.Kind, rej.Reason)
+					}
+				} else if res.text() != "accepted" {
+					t.Errorf("%s/%s turn %d: result %q, want accepted", ep.Session, ep.Member, rt.turn, res.text())
+				}
+			}
+		}
+		if k != len(msgs) {
+			t.Errorf("%s/%s: %d messages, %d accounted for by the log's turns", ep.Session, ep.Member, len(msgs), k)
+		}
+	}
+	if calls < 100 || refusals == 0 {
+		t.Errorf("%d tool calls, %d refused: want a real workload with refusals", calls, refusals)
+	}
+
+	// --min-reward keeps the episodes whose reward reaches it.
+	out2 := filepath.Join(t.TempDir(), "best.jsonl")
+	mustCLI(t, "export", a.Session, b.Session, "--min-reward", "30", "-o", out2, "--data", data)
+	var want []string
+	for _, ep := range eps {
+		if ep.Reward >= 30 {
+			want = append(want, ep.Session+"/"+ep.Member)
+		}
+	}
+	var got []string
+	for _, ep := range readJSONL[exportedEpisode](t, out2) {
+		got = append(got, ep.Session+"/"+ep.Member)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") || len(got) == 0 || len(got) == len(eps) {
+		t.Errorf("--min-reward 30 kept %v, want %v", got, want)
+	}
+}
+
+// TestExportDPO: greedy and random teams on the same world and seed make
+// preference pairs, the higher reward chosen, with corpsim score's
+// rewards; a session of another seed pairs with nothing, and says so.
+func TestExportDPO(t *testing.T) {
+	data := t.TempDir()
+	g := cliResult(t, "run", "--seed", "4", "--agents", "greedy", "--data", data)
+	r := cliResult(t, "run", "--seed", "4", "--agents", "random", "--data", data)
+	x := cliResult(t, "run", "--seed", "3", "--agents", "random", "--data", data)
+	out := filepath.Join(t.TempDir(), "dpo.jsonl")
+	_, errs, code := runCLI(t, "export", g.Session, r.Session, x.Session, "--format", "dpo", "-o", out, "--data", data)
+	if code != cli.ExitOK {
+		t.Fatalf("export exited %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "session "+x.Session+" (world startup, seed 3) shares its world and seed with no other session") {
+		t.Errorf("stderr does not say that seed 3 pairs with nothing:\n%s", errs)
+	}
+	cards := map[string]policies.Scorecard{g.Session: g.Score, r.Session: r.Score}
+	for id := range cards {
+		cards[id] = scorecard(t, data, id)
+	}
+	pairs := readJSONL[exportedPair](t, out)
+	wantPairs := 0
+	for _, m := range []string{"alice", "bob", "carol", "dave", "erin"} {
+		dg, _ := delivered(cards[g.Session], m)
+		dr, _ := delivered(cards[r.Session], m)
+		if dg != dr {
+			wantPairs++
+		}
+	}
+	if len(pairs) != wantPairs || wantPairs == 0 {
+		t.Fatalf("got %d pairs, want %d (one per member whose rewards differ)", len(pairs), wantPairs)
+	}
+	for _, p := range pairs {
+		if p.World != "startup" || p.Seed != 4 {
+			t.Errorf("pair of %s seed %d, want startup seed 4", p.World, p.Seed)
+		}
+		if !(p.ChosenReward > p.RejectedReward) {
+			t.Errorf("%s: chosen %g is not above rejected %g", p.Member, p.ChosenReward, p.RejectedReward)
+		}
+		dc, _ := delivered(cards[p.ChosenSession], p.Member)
+		dr, _ := delivered(cards[p.RejectedSession], p.Member)
+		if p.ChosenReward != dc || p.RejectedReward != dr || p.ChosenSession == p.RejectedSession {
+			t.Errorf("%s: %s %g over %s %g; corpsim score says %g and %g", p.Member, p.ChosenSession, p.ChosenReward, p.RejectedSession, p.RejectedReward, dc, dr)
+		}
+		if len(p.Prompt) < 2 || p.Prompt[0].Role != "system" || p.Prompt[1].Role != "user" ||
+			len(p.Chosen) == 0 || p.Chosen[0].Role != "assistant" || len(p.Rejected) == 0 || p.Rejected[0].Role != "assistant" {
+			t.Errorf("%s: prompt of %d messages, continuations of %d and %d: want system and observation, then assistant turns",
+				p.Member, len(p.Prompt), len(p.Chosen), len(p.Rejected))
+		}
+	}
+
+	// Different seeds: no pairs, and stderr says why.
+	out, errs, code = runCLI(t, "export", g.Session, x.Session, "--format", "dpo", "--data", data)
+	if code != cli.ExitOK || out != "" || strings.Count(errs, "shares its world and seed with no other session") != 2 {
+		t.Fatalf("different seeds: exit %d, %d bytes of pairs, stderr:\n%s", code, len(out), errs)
+	}
+	// A margin above every difference leaves no pairs.
+	out, _, code = runCLI(t, "export", g.Session, r.Session, "--format", "dpo", "--margin", "1000", "--data", data)
+	if code != cli.ExitOK || out != "" {
+		t.Fatalf("--margin 1000: exit %d, output %.200q", code, out)
+	}
+}
+
+// TestExportJSONL: the raw stream has one line per event of each session,
+// each naming its session, as corpsim log prints them.
+func TestExportJSONL(t *testing.T) {
+	data := t.TempDir()
+	a := cliResult(t, "run", "--seed", "2", "--data", data)
+	b := cliResult(t, "run", "--seed", "4", "--agents", "random", "--data", data)
+	out := mustCLI(t, "export", a.Session, b.Session, "--format", "jsonl", "-o", "-", "--data", data)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if uint64(len(lines)) != a.Events+b.Events {
+		t.Fatalf("got %d lines, want %d + %d events", len(lines), a.Events, b.Events)
+	}
+	logA := mustCLI(t, "log", a.Session, "--data", data)
+	if !strings.HasPrefix(out, logA) {
+		t.Error("the first session's lines are not what corpsim log prints")
+	}
+	for i, line := range lines {
+		var ev events.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		want := a.Session
+		if uint64(i) >= a.Events {
+			want = b.Session
+		}
+		if ev.Session != want {
+			t.Fatalf("line %d names session %s, want %s", i+1, ev.Session, want)
+		}
+	}
+}
+
+func TestExportErrors(t *testing.T) {
+	data := t.TempDir()
+	a := cliResult(t, "run", "--seed", "1", "--data", data)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no session", []string{"export"}, cli.ExitError, "requires at least 1 arg"},
+		{"unknown format", []string{"export", a.Session, "--format", "csv"}, cli.ExitUsage, `--format "csv"`},
+		{"unknown reward", []string{"export", a.Session, "--reward", "sum"}, cli.ExitUsage, `--reward "sum"`},
+		{"min-reward for dpo", []string{"export", a.Session, "--format", "dpo", "--min-reward", "1"}, cli.ExitUsage, "--min-reward is for --format sft"},
+		{"margin for sft", []string{"export", a.Session, "--margin", "1"}, cli.ExitUsage, "--margin is for --format dpo"},
+		{"unknown session", []string{"export", a.Session, "NOSUCH"}, cli.ExitError, "no session NOSUCH in"},
+		{"no data folder", []string{"export", a.Session, "--data", filepath.Join(data, "nowhere")}, cli.ExitError, "no such folder"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if !strings.Contains(strings.Join(args, " "), "--data") {
+				args = append(args, "--data", data)
+			}
+			_, errs, code := runCLI(t, args...)
+			if code != tc.code || !strings.Contains(errs, tc.want) {
+				t.Fatalf("got exit %d and %q, want exit %d and a message containing %q", code, errs, tc.code, tc.want)
+			}
+		})
+	}
+	// A failed export leaves no file behind.
+	out := filepath.Join(t.TempDir(), "x.jsonl")
+	if _, _, code := runCLI(t, "export", a.Session, "NOSUCH", "-o", out, "--data", data); code == cli.ExitOK {
+		t.Fatal("exported an unknown session")
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 0 {
+		t.Errorf("a failed export left %d files", len(ents))
+	}
+}
