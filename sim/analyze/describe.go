@@ -1,0 +1,206 @@
+package analyze
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/org"
+)
+
+// Entry is one event of a timeline, with a sentence saying what happened
+// and the chain of events that led to it.
+type Entry struct {
+	Stamp
+	Type  string `json:"type"`
+	Actor string `json:"actor,omitempty"`
+	Cause uint64 `json:"cause,omitempty"`
+	Text  string `json:"text"`
+	// Because is the nearest event in the Cause chain that is not a turn
+	// (a turn only says that its member was asked), if there is one.
+	Because *Link `json:"because,omitempty"`
+}
+
+// Link is one event of a Cause chain.
+type Link struct {
+	Stamp
+	Type  string `json:"type"`
+	Actor string `json:"actor,omitempty"`
+	Text  string `json:"text"`
+	// Note explains a step of the chain that is not the recorded Cause: a
+	// turn records what last woke its member, which the member may already
+	// have seen at an earlier turn; such a turn came due because the
+	// member's previous action ended, and the chain goes on from the
+	// member's latest event before it.
+	Note string `json:"note,omitempty"`
+}
+
+// MaxChain bounds how many links Chain follows.
+const MaxChain = 16
+
+// Chain follows the Cause links from the event seq back to an event with no
+// cause (or MaxChain links): seq's event first, then what caused it, and so
+// on. A turn whose recorded cause its member had already seen at an earlier
+// turn is followed instead to the member's latest event before it (what
+// kept it busy until then), with a Note saying so.
+func (s *Session) Chain(seq uint64) []Link {
+	var out []Link
+	for seq != 0 && len(out) < MaxChain {
+		ev, ok := s.Event(seq)
+		if !ok {
+			break
+		}
+		l := Link{Stamp: s.stampOf(seq), Type: ev.Type, Actor: ev.Actor, Text: s.Describe(seq)}
+		next := ev.Cause
+		if prev, ok := s.after[seq]; ok {
+			l.Note = fmt.Sprintf("due when %s's previous action ended (#%d); its recorded cause #%d was seen at an earlier turn", ev.Actor, prev, ev.Cause)
+			next = prev
+		}
+		out = append(out, l)
+		if next >= seq { // never in a valid log; do not loop
+			break
+		}
+		seq = next
+	}
+	return out
+}
+
+// entry is the timeline entry of event seq.
+func (s *Session) entry(seq uint64) Entry {
+	ev, _ := s.Event(seq)
+	e := Entry{Stamp: s.stampOf(seq), Type: ev.Type, Actor: ev.Actor, Cause: ev.Cause, Text: s.Describe(seq)}
+	for _, l := range s.Chain(ev.Cause) {
+		if l.Type != org.EvTurn && l.Type != org.EvTurnTimeout {
+			l := l
+			e.Because = &l
+			break
+		}
+	}
+	return e
+}
+
+// wall writes an instant for a sentence.
+func (s *Session) wall(t clock.Time) string { return s.World.Calendar.Wall(t).Format(HumanLayout) }
+
+// Describe says in one sentence what the event with seq did.
+func (s *Session) Describe(seq uint64) string {
+	ev, ok := s.Event(seq)
+	if !ok {
+		return fmt.Sprintf("no event %d", seq)
+	}
+	who := ev.Actor
+	switch p := s.payload(seq).(type) {
+	case *org.TaskClaimed:
+		return fmt.Sprintf("%s claimed %s", who, p.Task)
+	case *org.WorkStarted:
+		return fmt.Sprintf("%s started %s of work on %s (until %s)", who, s.dur(p.Work).Text, p.Task, s.wall(p.Until))
+	case *org.WorkFinished:
+		return fmt.Sprintf("%s of %s's work on %s finished", s.dur(p.Work).Text, who, p.Task)
+	case *org.TaskCompleted:
+		return fmt.Sprintf("%s completed %s", who, p.Task)
+	case *org.TaskHandedOff:
+		if p.To == "" {
+			return fmt.Sprintf("%s handed %s back to its queue", who, p.Task)
+		}
+		return fmt.Sprintf("%s handed %s to %s", who, p.Task, p.To)
+	case *org.ApprovalRequested:
+		var steps []string
+		for i, st := range p.Steps {
+			steps = append(steps, fmt.Sprintf("step %d (%s) with %s", i+1, st.Role, st.Approver))
+		}
+		return fmt.Sprintf("%s asked for approval %s of %s (%d): %s", who, p.Request, p.Task, p.Amount, strings.Join(steps, ", "))
+	case *org.ApprovalDecided:
+		task := ""
+		if a := s.requests[p.Request]; a != nil {
+			task = " of " + a.Task
+		}
+		if ev.Type == org.EvApprovalRejected {
+			return fmt.Sprintf("%s rejected step %d of %s%s: %s", who, p.Step+1, p.Request, task, p.Reason)
+		}
+		return fmt.Sprintf("%s granted step %d of %s%s", who, p.Step+1, p.Request, task)
+	case *org.ApprovalEscalated:
+		by := ""
+		if who != "" {
+			by = " by " + who
+		}
+		return fmt.Sprintf("step %d of %s moved from %s to %s (%s%s)", p.Step+1, p.Request, p.From, p.To, p.Reason, by)
+	case *org.MemberLeft:
+		d := ""
+		if p.Delegate != "" {
+			d = ", delegate " + p.Delegate
+		}
+		return fmt.Sprintf("%s went on leave until %s%s", who, s.wall(p.Until), d)
+	case *org.QueueDown:
+		return fmt.Sprintf("queue %s went down until %s", p.Queue, s.wall(p.Until))
+	case *org.QueueUp:
+		return fmt.Sprintf("queue %s is up again", p.Queue)
+	case *org.TaskReprioritized:
+		var ch []string
+		if p.Value != nil {
+			ch = append(ch, fmt.Sprintf("value %g", *p.Value))
+		}
+		if p.Priority != nil {
+			ch = append(ch, fmt.Sprintf("priority %d", *p.Priority))
+		}
+		return fmt.Sprintf("%s reprioritized: %s", p.Task, strings.Join(ch, ", ")) + note(p.Note)
+	case *org.TaskChanged:
+		return fmt.Sprintf("%s changed: +%s effort", p.Task, s.dur(p.Effort).Text) + note(p.Note)
+	case *org.TaskCreated:
+		sla := ""
+		if p.Deadline > 0 {
+			sla = ", due " + s.wall(p.Deadline)
+		}
+		return fmt.Sprintf("ticket %s arrived in queue %s%s", p.Task.ID, p.Queue, sla)
+	case *org.ProjectStarted:
+		return fmt.Sprintf("project %s started", p.Project)
+	case *org.SLABreached:
+		return fmt.Sprintf("%s breached its SLA", p.Task)
+	case *org.ActionRejected:
+		act := p.Action.Type
+		if p.Action.Task != "" {
+			act += " " + p.Action.Task
+		} else if p.Action.Request != "" {
+			act += " " + p.Action.Request
+		}
+		rule := p.Kind
+		if p.Rule != "" {
+			rule += " " + p.Rule
+		}
+		return fmt.Sprintf("%s's %s was refused (%s): %s", who, strings.TrimSpace(act), rule, p.Reason)
+	case *org.Turn:
+		var acts []string
+		for _, a := range p.Actions {
+			acts = append(acts, strings.TrimSpace(a.Type+" "+a.Task+a.Request))
+		}
+		return fmt.Sprintf("%s's turn %d: %s", who, p.Turn, strings.Join(acts, ", "))
+	case *org.MessageSent:
+		return fmt.Sprintf("%s sent %s to %s", who, p.Message, p.To)
+	case *org.MessageDelivered:
+		return fmt.Sprintf("message %s delivered", p.Message)
+	case *org.SessionEnded:
+		return "session ended: " + p.Reason
+	case *org.Reward:
+		return fmt.Sprintf("reward %+g", p.Team)
+	case *org.MemberWaiting:
+		if p.Until > 0 {
+			return fmt.Sprintf("%s waits until %s", who, s.wall(p.Until))
+		}
+		return who + " waits for news"
+	}
+	switch ev.Type {
+	case org.EvSessionStarted:
+		return fmt.Sprintf("session of %s started (seed %d)", s.World.Name, s.Seed)
+	case org.EvMemberReturned:
+		return who + " returned from leave"
+	case org.EvTurnTimeout:
+		return who + " did not answer in time"
+	}
+	return ev.Type
+}
+
+func note(n string) string {
+	if n == "" {
+		return ""
+	}
+	return " — " + n
+}

@@ -1,0 +1,455 @@
+package analyze
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// Errors of the package.
+var (
+	ErrNotASession = errors.New("analyze: the log does not begin with session.started")
+	ErrUnknown     = errors.New("analyze: no such task, member or project")
+)
+
+// Session is a session's log, loaded for analysis: its events, the world
+// they were recorded in, and the state after the last one. It is immutable
+// once loaded and safe for concurrent reads.
+type Session struct {
+	// ID is the session that stored the last event (for a fork with events
+	// of its own, the fork); callers may set it to the session they read.
+	ID     string
+	World  *worlds.World
+	State  *org.State     // after the last event
+	Events []events.Event // Events[i].Seq == i+1
+	// Seed is the seed session.started recorded (the root session's, for a
+	// fork); callers may set the fork's own from its metadata.
+	Seed uint64
+
+	payloads []any // decoded payload of each event (nil for types without one)
+	// after maps a turn whose recorded cause its member had already seen
+	// (the turn came due because its previous action ended) to the
+	// member's latest event before it.
+	after  map[uint64]uint64
+	seen   map[string]uint64 // member -> Seen of its latest turn (while loading)
+	lastOf map[string]uint64 // member -> seq of its latest event other than a turn (while loading)
+
+	taskHolds map[string][]Hold      // task -> who held it, in order
+	stints    map[string][]stint     // task -> work stints
+	approvals map[string][]*Approval // task -> its approval requests, in order
+	requests  map[string]*Approval   // request id -> approval
+	leaves    map[string][]Leave     // member -> leaves, in order
+	outages   map[string][]Outage    // queue -> outages, in order
+	created   map[string]uint64      // ticket -> seq of its task.created; project -> seq of project.started
+}
+
+// Load reads a whole session's events (in seq order, from seq 1; a fork's
+// prefix included), loads the world recorded in session.started and applies
+// every event to a fresh state. An event that does not apply is an error,
+// as is a read error of the sequence.
+func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
+	s := &Session{taskHolds: map[string][]Hold{}, stints: map[string][]stint{}, approvals: map[string][]*Approval{},
+		requests: map[string]*Approval{}, leaves: map[string][]Leave{}, outages: map[string][]Outage{}, created: map[string]uint64{},
+		after: map[uint64]uint64{}, seen: map[string]uint64{}, lastOf: map[string]uint64{}}
+	for ev, err := range evs {
+		if err != nil {
+			return nil, err
+		}
+		if s.State == nil {
+			if ev.Seq != 1 || ev.Type != org.EvSessionStarted {
+				return nil, fmt.Errorf("%w (first event is seq %d, %s)", ErrNotASession, ev.Seq, ev.Type)
+			}
+			var p org.SessionStarted
+			if err := json.Unmarshal(ev.Payload, &p); err != nil {
+				return nil, fmt.Errorf("analyze: session.started: %w", err)
+			}
+			w, err := worlds.Load(p.WorldFile, []byte(p.Source))
+			if err != nil {
+				return nil, fmt.Errorf("analyze: the world recorded in the log does not load: %w", err)
+			}
+			s.World, s.State, s.Seed = w, org.New(w), p.Seed
+		}
+		if err := s.State.Apply(ev); err != nil {
+			return nil, fmt.Errorf("analyze: %w", err)
+		}
+		p, err := decodePayload(ev)
+		if err != nil {
+			return nil, err
+		}
+		s.ID = ev.Session
+		s.Events = append(s.Events, ev)
+		s.payloads = append(s.payloads, p)
+		s.index(ev, p)
+	}
+	if s.State == nil {
+		return nil, fmt.Errorf("%w (the log is empty)", ErrNotASession)
+	}
+	s.seen, s.lastOf = nil, nil
+	s.close()
+	return s, nil
+}
+
+// decodePayload decodes the payload of the event types analysis looks into.
+func decodePayload(ev events.Event) (any, error) {
+	var p any
+	switch ev.Type {
+	case org.EvTaskClaimed:
+		p = &org.TaskClaimed{}
+	case org.EvWorkStarted:
+		p = &org.WorkStarted{}
+	case org.EvWorkFinished:
+		p = &org.WorkFinished{}
+	case org.EvTaskCompleted:
+		p = &org.TaskCompleted{}
+	case org.EvTaskHandedOff:
+		p = &org.TaskHandedOff{}
+	case org.EvApprovalRequested:
+		p = &org.ApprovalRequested{}
+	case org.EvApprovalGranted, org.EvApprovalRejected:
+		p = &org.ApprovalDecided{}
+	case org.EvApprovalEscalated:
+		p = &org.ApprovalEscalated{}
+	case org.EvMemberLeft:
+		p = &org.MemberLeft{}
+	case org.EvQueueDown:
+		p = &org.QueueDown{}
+	case org.EvQueueUp:
+		p = &org.QueueUp{}
+	case org.EvTaskReprioritized:
+		p = &org.TaskReprioritized{}
+	case org.EvTaskChanged:
+		p = &org.TaskChanged{}
+	case org.EvTaskCreated:
+		p = &org.TaskCreated{}
+	case org.EvProjectStarted:
+		p = &org.ProjectStarted{}
+	case org.EvSLABreached:
+		p = &org.SLABreached{}
+	case org.EvActionRejected:
+		p = &org.ActionRejected{}
+	case org.EvTurn:
+		p = &org.Turn{}
+	case org.EvMessageSent:
+		p = &org.MessageSent{}
+	case org.EvMessageDelivered:
+		p = &org.MessageDelivered{}
+	case org.EvSessionEnded:
+		p = &org.SessionEnded{}
+	case org.EvReward:
+		p = &org.Reward{}
+	case org.EvMemberWaiting:
+		p = &org.MemberWaiting{}
+	default:
+		return nil, nil
+	}
+	if err := json.Unmarshal(ev.Payload, p); err != nil {
+		return nil, fmt.Errorf("analyze: seq %d (%s): %w", ev.Seq, ev.Type, err)
+	}
+	return p, nil
+}
+
+// Event returns the event with seq, or false.
+func (s *Session) Event(seq uint64) (events.Event, bool) {
+	if seq == 0 || seq > uint64(len(s.Events)) {
+		return events.Event{}, false
+	}
+	return s.Events[seq-1], true
+}
+
+func (s *Session) payload(seq uint64) any { return s.payloads[seq-1] }
+
+// Stamp is an instant of the session: simulated milliseconds and the wall
+// clock on the world's calendar.
+type Stamp struct {
+	Seq  uint64     `json:"seq,omitempty"` // the event that marks it, 0 if none
+	Time clock.Time `json:"time"`
+	Wall string     `json:"wall"` // RFC 3339
+}
+
+// HumanLayout is how Human writes an instant.
+const HumanLayout = "Mon 2006-01-02 15:04"
+
+// Human writes the stamp's wall-clock instant for people: "Mon 2026-01-05 09:00".
+func (st Stamp) Human() string {
+	t, err := time.Parse(time.RFC3339, st.Wall)
+	if err != nil {
+		return st.Wall
+	}
+	return t.Format(HumanLayout)
+}
+
+func (s *Session) stamp(seq uint64, t clock.Time) Stamp {
+	return Stamp{Seq: seq, Time: t, Wall: s.World.Calendar.Wall(t).Format(time.RFC3339)}
+}
+
+func (s *Session) stampOf(seq uint64) Stamp {
+	ev, _ := s.Event(seq)
+	return s.stamp(seq, clock.Time(ev.Time))
+}
+
+// Work is a span of working time on the world's calendar.
+type Work struct {
+	MS   clock.Duration `json:"ms"`
+	Text string         `json:"text"` // e.g. "2d1h30m" (a day is the calendar's working day)
+}
+
+func (s *Session) work(a, b clock.Time) Work {
+	if b <= a {
+		return s.dur(0)
+	}
+	return s.dur(s.World.Calendar.WorkBetween(a, b))
+}
+
+func (s *Session) dur(d clock.Duration) Work {
+	return Work{MS: d, Text: FormatWork(d, s.World.Calendar.DayLength())}
+}
+
+// FormatWork writes a working-time duration with working days: "2d1h30m",
+// "45m", "0m"; a day is dayLen (durations finer than a minute are dropped).
+func FormatWork(d, dayLen clock.Duration) string {
+	if d <= 0 {
+		return "0m"
+	}
+	var b strings.Builder
+	if dayLen > 0 && d >= dayLen {
+		fmt.Fprintf(&b, "%dd", d/dayLen)
+		d %= dayLen
+	}
+	if h := d / clock.Hour; h > 0 {
+		fmt.Fprintf(&b, "%dh", h)
+		d %= clock.Hour
+	}
+	if m := d / clock.Minute; m > 0 || b.Len() == 0 {
+		fmt.Fprintf(&b, "%dm", m)
+	}
+	return b.String()
+}
+
+// Hold is a span during which a member held a task.
+type Hold struct {
+	Member string `json:"member"`
+	From   Stamp  `json:"from"`
+	To     *Stamp `json:"to,omitempty"` // nil: still held at the end of the log
+	End    string `json:"end"`          // "completed", "handed back to the queue", "handed to X", "held at the end"
+	Held   Work   `json:"held"`
+}
+
+type stint struct {
+	start, finish uint64 // seqs; finish 0 if unfinished
+	member        string
+	work          clock.Duration
+}
+
+// Leave is a member's leave.
+type Leave struct {
+	Member   string `json:"member"`
+	Delegate string `json:"delegate,omitempty"`
+	From     Stamp  `json:"from"`
+	Until    Stamp  `json:"until"`              // as planned when it began
+	Returned *Stamp `json:"returned,omitempty"` // nil: still away at the end of the log
+}
+
+// Outage is a queue's outage.
+type Outage struct {
+	Queue string `json:"queue"`
+	From  Stamp  `json:"from"`
+	Until Stamp  `json:"until"`
+	Up    *Stamp `json:"up,omitempty"`
+}
+
+// Approval is an approval request and how each step travelled.
+type Approval struct {
+	Request   string         `json:"request"`
+	Task      string         `json:"task"`
+	Requester string         `json:"requester"`
+	Amount    int64          `json:"amount"`
+	Requested Stamp          `json:"requested"`
+	Status    string         `json:"status"` // pending, approved or rejected at the end of the log
+	Steps     []ApprovalStep `json:"steps"`
+}
+
+// ApprovalStep is one step of a request: the approvers it sat with, in turn.
+type ApprovalStep struct {
+	Step  int            `json:"step"` // 0-based, as in the events
+	Role  string         `json:"role"`
+	Holds []ApprovalHold `json:"holds"`
+}
+
+// ApprovalHold is a span during which a step sat with one approver.
+type ApprovalHold struct {
+	Request   string `json:"request"`
+	Task      string `json:"task"`
+	Requester string `json:"requester"`
+	Step      int    `json:"step"`
+	Role      string `json:"role"`
+	Approver  string `json:"approver"`
+	Via       string `json:"via"` // "routed", "routed to a stand-in", or "escalated (timeout|leave|requested)"
+	From      Stamp  `json:"from"`
+	To        *Stamp `json:"to,omitempty"` // nil: still waiting at the end of the log
+	End       string `json:"end"`          // "granted", "rejected", "escalated to X", "waiting at the end"
+	Waited    Work   `json:"waited"`
+	// OnLeave is the approver's leave overlapping the span, if any.
+	OnLeave *Leave `json:"on_leave,omitempty"`
+	// LeaveWait is the working time of the span the approver was away.
+	LeaveWait Work `json:"leave_wait"`
+}
+
+// index records what ev says about holds, stints, approvals, leaves and outages.
+func (s *Session) index(ev events.Event, p any) {
+	now := clock.Time(ev.Time)
+	st := s.stamp(ev.Seq, now)
+	closeHold := func(task, end string) {
+		hs := s.taskHolds[task]
+		if n := len(hs); n > 0 && hs[n-1].To == nil {
+			hs[n-1].To, hs[n-1].End = &st, end
+			hs[n-1].Held = s.work(hs[n-1].From.Time, now)
+		}
+	}
+	closeStep := func(a *Approval, step int, end string) {
+		if step < 0 || step >= len(a.Steps) {
+			return
+		}
+		hs := a.Steps[step].Holds
+		if n := len(hs); n > 0 && hs[n-1].To == nil {
+			hs[n-1].To, hs[n-1].End = &st, end
+		}
+	}
+	openStep := func(a *Approval, step int, approver, via string) {
+		if step < 0 || step >= len(a.Steps) {
+			return
+		}
+		a.Steps[step].Holds = append(a.Steps[step].Holds, ApprovalHold{Request: a.Request, Task: a.Task, Requester: a.Requester, Step: step, Role: a.Steps[step].Role,
+			Approver: approver, Via: via, From: st})
+	}
+	switch p := p.(type) {
+	case *org.Turn:
+		if ev.Cause != 0 && ev.Cause <= s.seen[ev.Actor] && s.lastOf[ev.Actor] != 0 {
+			s.after[ev.Seq] = s.lastOf[ev.Actor]
+		}
+		s.seen[ev.Actor] = p.Seen
+	case *org.TaskClaimed:
+		s.taskHolds[p.Task] = append(s.taskHolds[p.Task], Hold{Member: ev.Actor, From: st})
+	case *org.TaskHandedOff:
+		if p.To == "" {
+			closeHold(p.Task, "handed back to the queue")
+		} else {
+			closeHold(p.Task, "handed to "+p.To)
+			s.taskHolds[p.Task] = append(s.taskHolds[p.Task], Hold{Member: p.To, From: st})
+		}
+	case *org.TaskCompleted:
+		closeHold(p.Task, "completed")
+	case *org.WorkStarted:
+		s.stints[p.Task] = append(s.stints[p.Task], stint{start: ev.Seq, member: ev.Actor, work: p.Work})
+	case *org.WorkFinished:
+		if ss := s.stints[p.Task]; len(ss) > 0 {
+			ss[len(ss)-1].finish = ev.Seq
+		}
+	case *org.ApprovalRequested:
+		a := &Approval{Request: p.Request, Task: p.Task, Requester: ev.Actor, Amount: p.Amount, Requested: st, Status: org.RequestPending}
+		for i, step := range p.Steps {
+			a.Steps = append(a.Steps, ApprovalStep{Step: i, Role: step.Role})
+		}
+		via := "routed"
+		if len(p.Steps) > 0 && p.Steps[0].Delegated {
+			via = "routed to a stand-in"
+		}
+		if len(p.Steps) > 0 {
+			openStep(a, 0, p.Steps[0].Approver, via)
+		}
+		s.approvals[p.Task] = append(s.approvals[p.Task], a)
+		s.requests[p.Request] = a
+	case *org.ApprovalDecided:
+		a := s.requests[p.Request]
+		if a == nil {
+			break
+		}
+		if ev.Type == org.EvApprovalRejected {
+			closeStep(a, p.Step, "rejected")
+			a.Status = org.RequestRejected
+			break
+		}
+		closeStep(a, p.Step, "granted")
+		if r := s.State.Request(p.Request); r != nil && p.Step+1 < len(r.Steps) {
+			via := "routed"
+			if r.Steps[p.Step+1].Delegated {
+				via = "routed to a stand-in"
+			}
+			openStep(a, p.Step+1, r.Steps[p.Step+1].Approver, via)
+		} else {
+			a.Status = org.RequestApproved
+		}
+	case *org.ApprovalEscalated:
+		if a := s.requests[p.Request]; a != nil {
+			closeStep(a, p.Step, "escalated to "+p.To)
+			openStep(a, p.Step, p.To, "escalated ("+p.Reason+")")
+		}
+	case *org.MemberLeft:
+		s.leaves[ev.Actor] = append(s.leaves[ev.Actor], Leave{Member: ev.Actor, Delegate: p.Delegate, From: st, Until: s.stamp(0, p.Until)})
+	case *org.QueueDown:
+		s.outages[p.Queue] = append(s.outages[p.Queue], Outage{Queue: p.Queue, From: st, Until: s.stamp(0, p.Until)})
+	case *org.QueueUp:
+		if outs := s.outages[p.Queue]; len(outs) > 0 {
+			outs[len(outs)-1].Up = &st
+		}
+	case *org.TaskCreated:
+		s.created[p.Task.ID] = ev.Seq
+	case *org.ProjectStarted:
+		s.created[p.Project] = ev.Seq
+	}
+	if ev.Actor != "" && ev.Type != org.EvTurn && ev.Type != org.EvTurnTimeout && ev.Type != org.EvReward {
+		s.lastOf[ev.Actor] = ev.Seq
+	}
+	if ev.Type == org.EvMemberReturned {
+		if ls := s.leaves[ev.Actor]; len(ls) > 0 {
+			ls[len(ls)-1].Returned = &st
+		}
+	}
+}
+
+// close finishes the indexes once every event is in: open spans end at the
+// end of the log, and approval spans learn the approver's leave.
+func (s *Session) close() {
+	end := s.State.Now
+	for _, hs := range s.taskHolds {
+		for i := range hs {
+			if hs[i].To == nil {
+				hs[i].End = "held at the end"
+				hs[i].Held = s.work(hs[i].From.Time, end)
+			}
+		}
+	}
+	for _, a := range s.requests {
+		for si := range a.Steps {
+			for hi := range a.Steps[si].Holds {
+				h := &a.Steps[si].Holds[hi]
+				to := end
+				if h.To != nil {
+					to = h.To.Time
+				} else {
+					h.End = "waiting at the end"
+				}
+				h.Waited = s.work(h.From.Time, to)
+				h.LeaveWait = s.dur(0)
+				for _, l := range s.leaves[h.Approver] {
+					back := end
+					if l.Returned != nil {
+						back = l.Returned.Time
+					}
+					from, until := max(l.From.Time, h.From.Time), min(back, to)
+					if until > from {
+						h.OnLeave = &l
+						h.LeaveWait = s.work(from, until)
+					}
+				}
+			}
+		}
+	}
+}

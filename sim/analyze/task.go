@@ -1,0 +1,438 @@
+package analyze
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/policies"
+)
+
+// Delay kinds.
+const (
+	DelayDependency = "dependency" // waiting for its dependencies to be done
+	DelayUnclaimed  = "unclaimed"  // ready, but nobody had claimed it
+	DelayApproval   = "approval"   // an approval step sat with an approver
+	DelayLeave      = "leave"      // whoever held it was on leave
+	DelayOutage     = "outage"     // its queue was down
+	DelayChange     = "change"     // its requirements changed: more effort
+)
+
+// Delay is one thing a task waited on, with how long (working time) and
+// the event that explains it.
+type Delay struct {
+	Kind   string `json:"kind"`
+	Who    string `json:"who,omitempty"` // the member it waited on
+	From   Stamp  `json:"from"`
+	To     Stamp  `json:"to"`
+	Waited Work   `json:"waited"`
+	Seq    uint64 `json:"seq,omitempty"` // the event that explains it (a leave, an outage, a completion…)
+	Text   string `json:"text"`
+}
+
+// DepState is one dependency of a task and who held it.
+type DepState struct {
+	Task    string   `json:"task"`
+	Status  string   `json:"status"`
+	Done    *Stamp   `json:"done,omitempty"`
+	DoneBy  string   `json:"done_by,omitempty"`
+	Holders []string `json:"holders,omitempty"` // who held it, in order
+	Gating  bool     `json:"gating,omitempty"`  // the last one done: it made the task ready
+}
+
+// RuleCount counts refused actions by rule (or by kind, for refusals that
+// are not policy violations).
+type RuleCount struct {
+	Rule  string `json:"rule"`
+	Count int    `json:"count"`
+}
+
+// TaskTrace is the causal story of one task or ticket.
+type TaskTrace struct {
+	Task     string `json:"task"`
+	Kind     string `json:"kind"`
+	Title    string `json:"title,omitempty"`
+	Project  string `json:"project,omitempty"`
+	Queue    string `json:"queue"`
+	Status   string `json:"status"`
+	Assignee string `json:"assignee,omitempty"`
+	Effort   Work   `json:"effort"`
+	Spent    Work   `json:"spent"`
+	Stints   int    `json:"stints"`
+
+	Created  Stamp      `json:"created"`
+	Deps     []DepState `json:"deps,omitempty"`
+	Ready    *Stamp     `json:"ready,omitempty"` // when it was visible with every dependency done
+	Holds    []Hold     `json:"holds,omitempty"`
+	Deadline *Stamp     `json:"deadline,omitempty"`
+	Done     *Stamp     `json:"done,omitempty"`
+	DoneBy   string     `json:"done_by,omitempty"`
+	// Outcome is "on time", "late", "done" (no deadline), "overdue" (open
+	// past its deadline) or "open".
+	Outcome string `json:"outcome"`
+	Late    Work   `json:"late"` // working time past the deadline (done or, if open, by the end of the log)
+	// Unverified is why the rubric does not count the completion ("" if it does).
+	Unverified string `json:"unverified,omitempty"`
+
+	Approvals  []*Approval `json:"approvals,omitempty"`
+	Rejections []RuleCount `json:"rejections,omitempty"`
+	// Delays are the waits that explain the outcome, longest first.
+	Delays []Delay `json:"delays"`
+	// Chain is the Cause chain of its completion (or of its latest event).
+	Chain    []Link  `json:"chain"`
+	Timeline []Entry `json:"timeline"`
+	Summary  string  `json:"summary"`
+}
+
+// taskOf is the task an event is about, if any.
+func taskOf(p any) string {
+	switch p := p.(type) {
+	case *org.TaskClaimed:
+		return p.Task
+	case *org.WorkStarted:
+		return p.Task
+	case *org.WorkFinished:
+		return p.Task
+	case *org.TaskCompleted:
+		return p.Task
+	case *org.TaskHandedOff:
+		return p.Task
+	case *org.ApprovalRequested:
+		return p.Task
+	case *org.TaskReprioritized:
+		return p.Task
+	case *org.TaskChanged:
+		return p.Task
+	case *org.TaskCreated:
+		return p.Task.ID
+	case *org.SLABreached:
+		return p.Task
+	case *org.ActionRejected:
+		return p.Action.Task
+	}
+	return ""
+}
+
+// requestOf is the approval request an event is about, if any.
+func requestOf(p any) string {
+	switch p := p.(type) {
+	case *org.ApprovalRequested:
+		return p.Request
+	case *org.ApprovalDecided:
+		return p.Request
+	case *org.ApprovalEscalated:
+		return p.Request
+	case *org.ActionRejected:
+		return p.Action.Request
+	}
+	return ""
+}
+
+// Task traces task (or ticket) id.
+func (s *Session) Task(id string) (*TaskTrace, error) {
+	t := s.State.Task(id)
+	if t == nil {
+		return nil, fmt.Errorf("%w: task %q", ErrUnknown, id)
+	}
+	end := s.State.Now
+	tr := &TaskTrace{Task: id, Kind: t.Kind, Title: t.Spec.Title, Project: t.Project, Queue: t.Queue, Status: t.Status,
+		Assignee: t.Assignee, Effort: s.dur(t.Effort), Spent: s.dur(t.Spent), Stints: len(s.stints[id]),
+		Created: s.stamp(s.created[id], t.Created), Holds: s.taskHolds[id], Approvals: s.approvals[id]}
+	if t.Project != "" {
+		tr.Created.Seq = s.created[t.Project]
+	}
+	seqs := map[uint64]bool{}
+	add := func(seq uint64) {
+		if seq != 0 {
+			seqs[seq] = true
+		}
+	}
+	add(tr.Created.Seq)
+
+	// Dependencies: when it became ready, and on whom it waited.
+	readyAt, readySeq, gate := t.Created, tr.Created.Seq, ""
+	allDone := true
+	for _, d := range t.Spec.Deps {
+		dt := s.State.Task(d)
+		ds := DepState{Task: d, Status: dt.Status, DoneBy: dt.DoneBy}
+		for _, h := range s.taskHolds[d] {
+			if !slices.Contains(ds.Holders, h.Member) {
+				ds.Holders = append(ds.Holders, h.Member)
+			}
+		}
+		if dt.Status == org.StatusDone {
+			st := s.stamp(dt.DoneSeq, dt.DoneAt)
+			ds.Done = &st
+			add(dt.DoneSeq)
+			if dt.DoneAt > readyAt || (dt.DoneAt == readyAt && dt.DoneSeq > readySeq) {
+				readyAt, readySeq, gate = dt.DoneAt, dt.DoneSeq, d
+			}
+		} else {
+			allDone = false
+		}
+		tr.Deps = append(tr.Deps, ds)
+	}
+	for i := range tr.Deps {
+		tr.Deps[i].Gating = allDone && tr.Deps[i].Task == gate
+	}
+	if allDone && !t.Hidden {
+		st := s.stamp(readySeq, readyAt)
+		tr.Ready = &st
+	}
+	if gate != "" && allDone && readyAt > t.Created {
+		dt := s.State.Task(gate)
+		holders := ""
+		if hs := s.taskHolds[gate]; len(hs) > 0 {
+			var names []string
+			for _, h := range hs {
+				names = append(names, fmt.Sprintf("%s from %s", h.Member, h.From.Human()))
+			}
+			holders = "; held by " + strings.Join(names, ", then ")
+		}
+		w := s.work(t.Created, readyAt)
+		tr.Delays = append(tr.Delays, Delay{Kind: DelayDependency, Who: dt.DoneBy, From: tr.Created, To: *tr.Ready, Waited: w, Seq: dt.DoneSeq,
+			Text: fmt.Sprintf("waited %s for its dependency %s, completed by %s at %s (#%d)%s", w.Text, gate, dt.DoneBy, s.wall(dt.DoneAt), dt.DoneSeq, holders)})
+	} else if !allDone {
+		var open []string
+		for _, d := range tr.Deps {
+			if d.Done == nil {
+				who := "nobody held it"
+				if len(d.Holders) > 0 {
+					who = "held by " + strings.Join(d.Holders, ", ")
+				}
+				open = append(open, fmt.Sprintf("%s (%s, %s)", d.Task, d.Status, who))
+			}
+		}
+		w := s.work(t.Created, end)
+		tr.Delays = append(tr.Delays, Delay{Kind: DelayDependency, From: tr.Created, To: s.stamp(0, end), Waited: w,
+			Text: fmt.Sprintf("still waiting at the end for %s", strings.Join(open, "; "))})
+	}
+
+	// Unclaimed while ready.
+	if tr.Ready != nil {
+		if len(tr.Holds) > 0 {
+			first := tr.Holds[0]
+			if w := s.work(tr.Ready.Time, first.From.Time); w.MS > 0 {
+				tr.Delays = append(tr.Delays, Delay{Kind: DelayUnclaimed, Who: first.Member, From: *tr.Ready, To: first.From, Waited: w, Seq: first.From.Seq,
+					Text: fmt.Sprintf("ready for %s before %s claimed it", w.Text, first.Member)})
+			}
+		} else if t.Status != org.StatusDone {
+			w := s.work(tr.Ready.Time, end)
+			tr.Delays = append(tr.Delays, Delay{Kind: DelayUnclaimed, From: *tr.Ready, To: s.stamp(0, end), Waited: w,
+				Text: fmt.Sprintf("ready for %s and never claimed", w.Text)})
+		}
+	}
+	// Its life: from when it appeared to when it was done (or the end).
+	lifeEnd := end
+	if t.Status == org.StatusDone {
+		lifeEnd = t.DoneAt
+	}
+
+	// Approvals: every span a step sat with someone.
+	for _, a := range tr.Approvals {
+		for _, st := range a.Steps {
+			for _, h := range st.Holds {
+				add(h.From.Seq)
+				if h.To != nil {
+					add(h.To.Seq)
+				}
+				text := fmt.Sprintf("approval %s step %d (%s) sat with %s for %s, %s, from %s to %s", a.Request, h.Step+1, h.Role, h.Approver,
+					h.Waited.Text, h.Via, h.From.Human(), stampWall(h.To, "the end"))
+				seq := h.From.Seq
+				if h.To != nil {
+					seq = h.To.Seq
+					text += " (" + h.End + ")"
+				} else {
+					text += " (still waiting)"
+				}
+				if l := h.OnLeave; l != nil {
+					add(l.From.Seq)
+					if l.Returned != nil {
+						add(l.Returned.Seq)
+					}
+					seq = l.From.Seq
+					text += fmt.Sprintf("; %s was on leave from %s until %s (member.left #%d), %s of the wait", h.Approver, l.From.Human(),
+						stampWall(l.Returned, l.Until.Human()), l.From.Seq, h.LeaveWait.Text)
+				}
+				tr.Delays = append(tr.Delays, Delay{Kind: DelayApproval, Who: h.Approver, From: h.From, To: stampOr(h.To, s.stamp(0, end)),
+					Waited: h.Waited, Seq: seq, Text: text})
+			}
+		}
+	}
+	// Leaves of whoever held it, while they held it.
+	for _, h := range tr.Holds {
+		to := end
+		if h.To != nil {
+			to = h.To.Time
+		}
+		for _, l := range s.leaves[h.Member] {
+			back := end
+			if l.Returned != nil {
+				back = l.Returned.Time
+			}
+			from, until := max(l.From.Time, h.From.Time), min(back, to)
+			if until <= from {
+				continue
+			}
+			add(l.From.Seq)
+			if l.Returned != nil {
+				add(l.Returned.Seq)
+			}
+			w := s.work(from, until)
+			tr.Delays = append(tr.Delays, Delay{Kind: DelayLeave, Who: h.Member, From: s.stamp(l.From.Seq, from), To: s.stamp(0, until), Waited: w, Seq: l.From.Seq,
+				Text: fmt.Sprintf("%s, who held it, was on leave for %s of it (member.left #%d, from %s until %s)", h.Member, w.Text, l.From.Seq,
+					l.From.Human(), stampWall(l.Returned, l.Until.Human()))})
+		}
+	}
+	// Outages of its queue while it was not done.
+	for _, o := range s.outages[t.Queue] {
+		up := end
+		if o.Up != nil {
+			up = o.Up.Time
+		}
+		from, until := max(o.From.Time, t.Created), min(up, lifeEnd)
+		if until <= from {
+			continue
+		}
+		add(o.From.Seq)
+		if o.Up != nil {
+			add(o.Up.Seq)
+		}
+		w := s.work(from, until)
+		tr.Delays = append(tr.Delays, Delay{Kind: DelayOutage, From: s.stamp(o.From.Seq, from), To: s.stamp(0, until), Waited: w, Seq: o.From.Seq,
+			Text: fmt.Sprintf("queue %s was down for %s of its life (queue.down #%d): no claims or work meanwhile", t.Queue, w.Text, o.From.Seq)})
+	}
+
+	// Every event about the task or its requests.
+	reqs := map[string]bool{}
+	for _, a := range tr.Approvals {
+		reqs[a.Request] = true
+	}
+	rules := map[string]int{}
+	for i, ev := range s.Events {
+		p := s.payloads[i]
+		if taskOf(p) != id && !reqs[requestOf(p)] {
+			continue
+		}
+		add(ev.Seq)
+		switch p := p.(type) {
+		case *org.ActionRejected:
+			rules[ruleOf(p)]++
+		case *org.TaskChanged:
+			w := s.dur(p.Effort)
+			tr.Delays = append(tr.Delays, Delay{Kind: DelayChange, From: s.stampOf(ev.Seq), To: s.stampOf(ev.Seq), Waited: w, Seq: ev.Seq,
+				Text: fmt.Sprintf("its requirements changed at %s (#%d): +%s of effort%s", s.wall(clock.Time(ev.Time)), ev.Seq, w.Text, note(p.Note))})
+		}
+	}
+	tr.Rejections = countRules(rules)
+
+	// Outcome.
+	if t.Deadline > 0 {
+		st := s.stamp(0, t.Deadline)
+		tr.Deadline = &st
+	}
+	switch {
+	case t.Status == org.StatusDone:
+		st := s.stamp(t.DoneSeq, t.DoneAt)
+		tr.Done, tr.DoneBy = &st, t.DoneBy
+		tr.Outcome = "done"
+		if t.Deadline > 0 {
+			if t.DoneAt <= t.Deadline {
+				tr.Outcome = "on time"
+			} else {
+				tr.Outcome, tr.Late = "late", s.work(t.Deadline, t.DoneAt)
+			}
+		}
+		tr.Unverified = policies.Verify(s.State, t)
+	case t.Deadline > 0 && end > t.Deadline:
+		tr.Outcome, tr.Late = "overdue", s.work(t.Deadline, end)
+	default:
+		tr.Outcome = "open"
+	}
+	if tr.Late.MS == 0 {
+		tr.Late = s.dur(0)
+	}
+
+	slices.SortStableFunc(tr.Delays, func(a, b Delay) int {
+		if c := cmp.Compare(b.Waited.MS, a.Waited.MS); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.From.Time, b.From.Time)
+	})
+	order := sortedSeqs(seqs)
+	for _, seq := range order {
+		tr.Timeline = append(tr.Timeline, s.entry(seq))
+	}
+	if tr.Done != nil {
+		tr.Chain = s.Chain(tr.Done.Seq)
+	} else if len(order) > 0 {
+		tr.Chain = s.Chain(order[len(order)-1])
+	}
+	tr.Summary = s.taskSummary(tr)
+	return tr, nil
+}
+
+func (s *Session) taskSummary(tr *TaskTrace) string {
+	var b strings.Builder
+	switch tr.Outcome {
+	case "late":
+		fmt.Fprintf(&b, "%s was completed %s late by %s at %s (deadline %s)", tr.Task, tr.Late.Text, tr.DoneBy, tr.Done.Human(), tr.Deadline.Human())
+	case "on time":
+		fmt.Fprintf(&b, "%s was completed on time by %s at %s (deadline %s)", tr.Task, tr.DoneBy, tr.Done.Human(), tr.Deadline.Human())
+	case "done":
+		fmt.Fprintf(&b, "%s was completed by %s at %s", tr.Task, tr.DoneBy, tr.Done.Human())
+	case "overdue":
+		fmt.Fprintf(&b, "%s was still %s at the end, %s past its deadline %s", tr.Task, tr.Status, tr.Late.Text, tr.Deadline.Human())
+	default:
+		fmt.Fprintf(&b, "%s was still %s at the end", tr.Task, tr.Status)
+	}
+	if tr.Unverified != "" {
+		fmt.Fprintf(&b, "; the rubric does not count it: %s", tr.Unverified)
+	}
+	if len(tr.Delays) > 0 && tr.Delays[0].Waited.MS > 0 {
+		fmt.Fprintf(&b, ". Longest wait: %s", tr.Delays[0].Text)
+	}
+	return b.String()
+}
+
+func stampWall(st *Stamp, otherwise string) string {
+	if st == nil {
+		return otherwise
+	}
+	return st.Human()
+}
+
+func stampOr(st *Stamp, otherwise Stamp) Stamp {
+	if st == nil {
+		return otherwise
+	}
+	return *st
+}
+
+func ruleOf(p *org.ActionRejected) string {
+	if p.Rule != "" {
+		return p.Rule
+	}
+	return p.Kind
+}
+
+func countRules(m map[string]int) []RuleCount {
+	var out []RuleCount
+	for r, n := range m {
+		out = append(out, RuleCount{Rule: r, Count: n})
+	}
+	slices.SortFunc(out, func(a, b RuleCount) int { return cmp.Compare(a.Rule, b.Rule) })
+	return out
+}
+
+func sortedSeqs(m map[uint64]bool) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for seq := range m {
+		out = append(out, seq)
+	}
+	slices.Sort(out)
+	return out
+}
