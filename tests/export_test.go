@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,6 +58,7 @@ type exportedEpisode struct {
 	Reward     float64           `json:"reward"`
 	TeamReward float64           `json:"team_reward"`
 	Turns      int               `json:"turns"`
+	Turn       uint64            `json:"turn"`
 }
 
 // exportedPair is one line of --format dpo.
@@ -411,5 +415,111 @@ func TestExportErrors(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 0 {
 		t.Errorf("a failed export left %d files", len(ents))
+	}
+}
+
+// llmGreedy is an OpenAI-compatible endpoint that plays greedy: it reads
+// the observation out of the last user message and answers with greedy's
+// actions as tool calls, numbered as corpsim export numbers them. It keeps
+// every request's messages.
+type llmGreedy struct {
+	mu   sync.Mutex
+	reqs [][]exportedMessage
+	t    testing.TB
+}
+
+func (f *llmGreedy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Messages []exportedMessage `json:"messages"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	f.reqs = append(f.reqs, req.Messages)
+	f.mu.Unlock()
+	lines := strings.Split(req.Messages[len(req.Messages)-1].text(), "\n")
+	var o org.Observation
+	if len(lines) < 2 || json.Unmarshal([]byte(lines[1]), &o) != nil {
+		f.t.Errorf("the last message is not an observation: %.200q", lines[0])
+		http.Error(w, "no observation", http.StatusBadRequest)
+		return
+	}
+	acts, _ := (&agents.Greedy{}).Decide(r.Context(), o)
+	if o.Turn == 2 || o.Turn == 5 { // a slip the engine refuses: only designers design
+		acts = append([]org.Action{{Type: org.ActClaim, Task: "design-ux"}}, acts...)
+	}
+	var calls []any
+	for i, a := range acts {
+		name, args, err := agents.ToolCallFromAction(a)
+		if err != nil {
+			f.t.Errorf("greedy's %+v: %v", a, err)
+		}
+		calls = append(calls, map[string]any{"id": fmt.Sprintf("call_%d_%d", o.Turn, i+1), "type": "function",
+			"function": map[string]any{"name": name, "arguments": string(args)}})
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{
+		"role": "assistant", "content": nil, "tool_calls": calls}}}})
+}
+
+// TestExportMatchesAnLLMSeat: bob is played by the LLM agent, keeping two
+// earlier turns, against an endpoint that plays greedy (and twice claims a
+// task its role may not take). Exported with
+// --history 2, each of bob's lines is the request the agent sent — system
+// prompt, two turns of history with their results, the observation —
+// followed by the endpoint's answer; only the session ID, which the export
+// leaves out of observations, differs.
+func TestExportMatchesAnLLMSeat(t *testing.T) {
+	f := &llmGreedy{t: t}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	t.Setenv("TEST_LLM_KEY", "k")
+	data := t.TempDir()
+	res := cliResult(t, "run", "--seed", "4", "--agents", "greedy,bob=llm", "--llm-history", "2", "--data", data,
+		"--llm-base-url", srv.URL+"/v1", "--llm-model", "fake", "--llm-key-env", "TEST_LLM_KEY")
+	out := filepath.Join(t.TempDir(), "windows.jsonl")
+	mustCLI(t, "export", res.Session, "--history", "2", "-o", out, "--data", data)
+	var bob []exportedEpisode
+	for _, ep := range readJSONL[exportedEpisode](t, out) {
+		if ep.Member == "bob" {
+			bob = append(bob, ep)
+		}
+	}
+	if len(bob) != len(f.reqs) || len(bob) < 5 {
+		t.Fatalf("%d lines for bob, the endpoint was asked %d times", len(bob), len(f.reqs))
+	}
+	d, _ := delivered(scorecard(t, data, res.Session), "bob")
+	refused := 0
+	for i, ep := range bob {
+		req := f.reqs[i]
+		want := append([]exportedMessage(nil), req...)
+		for j := range want {
+			if want[j].Role == "user" {
+				s := strings.Replace(want[j].text(), `"session":"`+res.Session+`"`, `"session":""`, 1)
+				want[j].Content = &s
+			}
+			if want[j].Role == "tool" && strings.HasPrefix(want[j].text(), "refused") {
+				refused++
+			}
+		}
+		answer := ep.Messages[len(ep.Messages)-1]
+		if answer.Role != "assistant" {
+			t.Fatalf("line %d ends with %s, want bob's answer", i+1, answer.Role)
+		}
+		got, _ := json.Marshal(ep.Messages[:len(ep.Messages)-1])
+		w, _ := json.Marshal(want)
+		if string(got) != string(w) {
+			t.Fatalf("line %d (turn %d) is not the request the LLM seat sent:\ngot  %.3000s\nwant %.3000s", i+1, ep.Turn, got, w)
+		}
+		if i > 2 && strings.Count(string(got), `"role":"user"`) != 3 {
+			t.Errorf("line %d: %d observations, want the turn's and 2 earlier ones", i+1, strings.Count(string(got), `"role":"user"`))
+		}
+		if ep.Reward != d || ep.Agent != "llm" {
+			t.Errorf("line %d: reward %g of %s, want %g of llm", i+1, ep.Reward, ep.Agent, d)
+		}
+	}
+	if refused == 0 {
+		t.Error("no refusal reached bob's history: the test does not see results of refused calls")
 	}
 }

@@ -83,9 +83,41 @@ type Episode struct {
 	// asked and did not answer in time, which the transcript leaves out.
 	Turns    int `json:"turns"`
 	TimedOut int `json:"timed_out,omitempty"`
+	// Turn is set on a window (see Windows): the turn whose answer it ends with.
+	Turn uint64 `json:"turn,omitempty"`
 
 	worldHash string // with Seed and load, which episodes may be paired
 	load      float64
+	spans     []span // the answered turns' messages
+}
+
+// span is where an answered turn's messages are in an Episode: its
+// observation at user, its answer at user+1, then its results.
+type span struct {
+	turn uint64
+	user int
+}
+
+// Windows cuts ep into one example per answered turn, the way an LLM agent
+// that keeps history earlier turns of its conversation (agents/llm's
+// MaxHistory) is asked and answers: the system prompt, up to history
+// earlier turns (observation, answer, results), then the turn's
+// observation and the answer, which ends the example (its results came
+// after). Each window carries ep's header and rewards, and in Turn the
+// turn it ends with. A negative history keeps none.
+func (ep *Episode) Windows(history int) []Episode {
+	history = max(history, 0)
+	out := make([]Episode, 0, len(ep.spans))
+	for i, sp := range ep.spans {
+		w := *ep
+		w.Turn, w.spans = sp.turn, nil
+		from := ep.spans[max(0, i-history)].user
+		w.Messages = make([]Message, 0, ep.spans[0].user+sp.user+2-from)
+		w.Messages = append(w.Messages, ep.Messages[:ep.spans[0].user]...) // the system prompt
+		w.Messages = append(w.Messages, ep.Messages[from:sp.user+2]...)
+		out = append(out, w)
+	}
+	return out
 }
 
 // turnRec is one turn of a member, gathered from the log.
@@ -263,6 +295,7 @@ func (p Prompts) transcript(ep *Episode, turns []*turnRec) error {
 		if err != nil {
 			return err
 		}
+		sp := span{turn: t.turn, user: len(ep.Messages)}
 		ep.Messages = append(ep.Messages, Message{Role: "user", Content: text(user)})
 		ep.Turns++
 		asst := Message{Role: "assistant"}
@@ -281,6 +314,7 @@ func (p Prompts) transcript(ep *Episode, turns []*turnRec) error {
 		}
 		ep.Messages = append(ep.Messages, asst)
 		ep.Messages = append(ep.Messages, results...)
+		ep.spans = append(ep.spans, sp)
 	}
 	return nil
 }

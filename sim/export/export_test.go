@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -556,5 +557,49 @@ func TestWriteEvents(t *testing.T) {
 func TestEpisodesOfAnUnknownSession(t *testing.T) {
 	if _, err := export.Episodes(context.Background(), memlog.New(), "nosuch", export.Options{}); err == nil {
 		t.Fatal("no error")
+	}
+}
+
+// Windows cut an episode into one example per answered turn, with at most
+// the given number of earlier turns, ending with the turn's answer.
+func TestWindows(t *testing.T) {
+	log := memlog.New()
+	mustSession(t, log, "s1", "startup", 3, team(3))
+	eps := mustEpisodes(t, log, "s1", export.Options{Prompts: export.Prompts{System: func(org.Observation) string { return "sys" }}})
+	for _, ep := range []export.Episode{eps["dave"], eps["erin"]} { // with a timeout, with a stale reply
+		// Where each answered turn begins, and its number.
+		var users []int
+		for i, m := range ep.Messages {
+			if m.Role == "user" {
+				users = append(users, i)
+			}
+		}
+		for _, history := range []int{-1, 0, 2, 1000} {
+			wins := ep.Windows(history)
+			if len(wins) != ep.Turns || len(users) != ep.Turns {
+				t.Fatalf("%s: %d windows, %d turns, %d observations", ep.Member, len(wins), ep.Turns, len(users))
+			}
+			var prev uint64
+			for i, w := range wins {
+				from := users[max(0, i-max(history, 0))]
+				want := append([]export.Message{ep.Messages[0]}, ep.Messages[from:users[i]+2]...)
+				a, _ := json.Marshal(w.Messages)
+				b, _ := json.Marshal(want)
+				if !bytes.Equal(a, b) {
+					t.Fatalf("%s history %d window %d:\ngot  %s\nwant %s", ep.Member, history, i, a, b)
+				}
+				if w.Turn <= prev || w.Reward != ep.Reward || w.TeamReward != ep.TeamReward || w.Session != ep.Session || w.Member != ep.Member {
+					t.Fatalf("%s window %d: turn %d after %d, header %+v", ep.Member, i, w.Turn, prev, w)
+				}
+				prev = w.Turn
+			}
+		}
+		var turns []uint64
+		for _, w := range ep.Windows(0) {
+			turns = append(turns, w.Turn)
+		}
+		if ep.Member == "dave" && (ep.TimedOut != 1 || slices.Contains(turns, 2)) || ep.Member == "erin" && !slices.Contains(turns, 3) {
+			t.Errorf("%s's windows end with turns %v (%d timed out): want dave's turn 2 (timed out) left out, erin's turn 3 (stale) in", ep.Member, turns, ep.TimedOut)
+		}
 	}
 }

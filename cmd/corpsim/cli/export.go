@@ -19,7 +19,8 @@ import (
 type exportOptions struct {
 	data, format, out, by string
 	minReward, margin     float64
-	minSet                bool
+	minSet, historySet    bool
+	history               int
 }
 
 func (a *app) exportCmd() *cobra.Command {
@@ -34,7 +35,9 @@ OpenAI-format chat transcript — the LLM agent's system prompt, each observatio
 (rebuilt from the log), its actions as tool calls and each call's result (accepted, or why it
 was refused) — with the tool definitions, the member's reward (its delivered value) and the
 team's (the team score), as corpsim score reports them. --min-reward X keeps the episodes whose
-reward is at least X.
+reward is at least X. --history N cuts each episode into one line per turn, as an LLM agent keeping
+N earlier turns (--llm-history N) is asked: the system prompt, up to N earlier turns, then the
+turn's observation and the answer; each line says its "turn".
 
 --format dpo: preference pairs of two sessions of the same world and seed, for the same member,
 whose rewards differ by more than --margin: the messages both share (at least the system prompt
@@ -48,6 +51,7 @@ names the session it was exported as (and "stored_in" for the events a fork shar
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.minSet = cmd.Flags().Changed("min-reward")
+			o.historySet = cmd.Flags().Changed("history")
 			return a.export(cmd.Context(), o, args)
 		},
 	}
@@ -56,6 +60,7 @@ names the session it was exported as (and "stored_in" for the events a fork shar
 	f.StringVar(&o.format, "format", "sft", "what to export: sft, dpo or jsonl")
 	f.StringVarP(&o.out, "output", "o", "-", "file to write (- for stdout)")
 	f.Float64Var(&o.minReward, "min-reward", 0, "sft: keep only the episodes whose reward is at least this")
+	f.IntVar(&o.history, "history", 0, "sft: one line per turn with at most this many earlier turns (default: one line per episode)")
 	f.Float64Var(&o.margin, "margin", 0, "dpo: pair two episodes only when their rewards differ by more than this")
 	f.StringVar(&o.by, "reward", export.ByMember, "sft, dpo: the reward that filters and ranks episodes: member or team")
 	return c
@@ -73,6 +78,9 @@ func (a *app) export(ctx context.Context, o exportOptions, ids []string) error {
 	}
 	if o.minSet && o.format != "sft" {
 		return usagef("--min-reward is for --format sft")
+	}
+	if o.historySet && (o.format != "sft" || o.history < 0) {
+		return usagef("--history is for --format sft, and at least 0")
 	}
 	if o.margin != 0 && o.format != "dpo" {
 		return usagef("--margin is for --format dpo")
@@ -135,7 +143,7 @@ func episodes(ctx context.Context, log export.Log, id string) (eps []export.Epis
 }
 
 func (a *app) exportSFT(ctx context.Context, w io.Writer, log export.Log, ids []string, o exportOptions) (string, error) {
-	kept, low, empty := 0, 0, 0
+	kept, lines, low, empty := 0, 0, 0, 0
 	for _, id := range ids {
 		eps, e, err := episodes(ctx, log, id)
 		if err != nil {
@@ -150,12 +158,23 @@ func (a *app) exportSFT(ctx context.Context, w io.Writer, log export.Log, ids []
 			}
 			out = append(out, ep)
 		}
+		kept += len(out)
+		if o.historySet {
+			var wins []export.Episode
+			for i := range out {
+				wins = append(wins, out[i].Windows(o.history)...)
+			}
+			lines += len(wins)
+			out = wins
+		}
 		if err := export.WriteLines(w, out); err != nil {
 			return "", err
 		}
-		kept += len(out)
 	}
 	what := fmt.Sprintf("%d episodes of %d sessions", kept, len(ids))
+	if o.historySet {
+		what += fmt.Sprintf(" in %d lines of at most %d earlier turns", lines, o.history)
+	}
 	if low > 0 {
 		what += fmt.Sprintf(" (%d with a %s reward below %g left out)", low, o.by, o.minReward)
 	}
@@ -212,6 +231,9 @@ func (a *app) writeOutput(path string, write func(io.Writer) (string, error)) er
 	}
 	defer os.Remove(f.Name()) // after a successful rename there is nothing left to remove
 	what, err := write(f)
+	if err == nil {
+		err = f.Chmod(0o644) // CreateTemp makes it 0600
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
