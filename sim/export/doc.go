@@ -7,7 +7,8 @@
 //     transcript in the OpenAI format (system prompt, then per turn the
 //     observation the member saw, its actions as tool calls and what became
 //     of each), with the member's and the team's episode reward, for
-//     supervised fine-tuning;
+//     supervised fine-tuning; Episode.Windows cuts one into an example per
+//     turn, as an LLM agent that keeps a few turns of history is asked;
 //   - Pairs: preference pairs for DPO from episodes of the same world, seed
 //     and member whose rewards differ.
 //
@@ -18,6 +19,10 @@
 // transcript shows what the agent was sent, byte for byte — except the
 // session ID, which is left out of the observations (it is on every line)
 // so that transcripts of the same world and seed share their beginning.
+// Actions become tool calls with agents.ToolCallFromAction; one no tool can
+// say (an LLM's call that did not parse, recorded as an unknown action
+// type with the parse error) keeps its type as the name. Each call's result
+// is "accepted" or the refusal the log recorded for it.
 // Rewards come from the rubric on the final state, as corpsim score
 // reports them: a member's reward is its delivered value
 // (policies.MemberCredit.Delivered, the sum of its dense rewards), the team
@@ -29,6 +34,6 @@
 //
 //	eps, err := export.Episodes(ctx, log, session, export.Options{Prompts: export.Prompts{
 //		System: llm.SystemPrompt, Observation: llm.ObservationMessage, Result: llm.ToolResult}})
-//	err = export.WriteLines(w, eps)
+//	err = export.WriteLines(w, eps) // or eps[i].Windows(4): one line per turn
 //	pairs, alone := export.Pairs(eps, export.PairOptions{})
 package export
