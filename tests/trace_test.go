@@ -166,8 +166,8 @@ func TestTraceLateBecauseApproverOnLeave(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustCLI(t, "trace", res.Session, "--member", "ann", "--data", data, "--json")), &mt); err != nil {
 		t.Fatal(err)
 	}
-	if len(mt.Leaves) != 1 || mt.Leaves[0].From.Seq != left.Seq || len(mt.Approving) != 1 || mt.Approving[0].Requester != "bob" || mt.BlockedOthers.MS != wait {
-		t.Fatalf("trace --member ann: leaves %+v, approving %+v, blocked others %v", mt.Leaves, mt.Approving, mt.BlockedOthers)
+	if len(mt.Leaves) != 1 || mt.Leaves[0].From.Seq != left.Seq || len(mt.Approving) != 1 || mt.Approving[0].Requester != "bob" || mt.ApprovalWait.MS != wait {
+		t.Fatalf("trace --member ann: leaves %+v, approving %+v, approval wait %v", mt.Leaves, mt.Approving, mt.ApprovalWait)
 	}
 	if out := mustCLI(t, "trace", res.Session, "--member", "bob", "--data", data); !strings.Contains(out, "BLOCKED BY") || !strings.Contains(out, "sat with ann") {
 		t.Errorf("trace --member bob does not show the approval that blocked him:\n%s", out)
@@ -251,7 +251,7 @@ func diffJSON(tb testing.TB, data, a, b string) analyze.Difference {
 // a run with the same seed does not diverge.
 func TestDiffForkWithAnotherSeed(t *testing.T) {
 	data := t.TempDir()
-	parent := cliResult(t, "run", "--world", "support-desk", "--seed", "7", "--data", data)
+	parent := cliResult(t, "run", "--world", "support-desk", "--load", "0.5", "--seed", "7", "--data", data)
 	at := parent.Events / 3
 	fork := cliResult(t, "fork", parent.Session, "--at", seqArg(at), "--seed", "99", "--data", data)
 	pe, fe := storedEvents(t, data, parent.Session), storedEvents(t, data, fork.Session)
@@ -272,6 +272,10 @@ func TestDiffForkWithAnotherSeed(t *testing.T) {
 	}
 	if d.IDsFrom != at+1 {
 		t.Fatalf("event IDs differ from #%d, want #%d (the first event after the fork, with the other seed)", d.IDsFrom, at+1)
+	}
+	if d.Sides[0].StateHash != parent.StateHash || d.Sides[1].StateHash != fork.StateHash || d.Sides[1].Seed != 99 {
+		t.Fatalf("sides' state hashes %s and %s (seed %d); want the runs' %s and %s (seed 99)", d.Sides[0].StateHash, d.Sides[1].StateHash,
+			d.Sides[1].Seed, parent.StateHash, fork.StateHash)
 	}
 	if d.Sides[0].Session != parent.Session || d.Sides[1].Session != fork.Session || d.Sides[0].TeamScore != parent.Score.TeamScore ||
 		d.Sides[1].TeamScore != fork.Score.TeamScore || d.Sides[0].Events != len(pe) || d.Sides[1].Events != len(fe) ||
@@ -296,7 +300,7 @@ func TestDiffForkWithAnotherSeed(t *testing.T) {
 		}
 	})
 	t.Run("same seed", func(t *testing.T) {
-		again := cliResult(t, "run", "--world", "support-desk", "--seed", "7", "--data", data)
+		again := cliResult(t, "run", "--world", "support-desk", "--load", "0.5", "--seed", "7", "--data", data)
 		if w := firstDivergence(pe, storedEvents(t, data, again.Session)); w != 0 {
 			t.Fatalf("the stored logs of the same seed differ at #%d", w)
 		}
@@ -306,7 +310,7 @@ func TestDiffForkWithAnotherSeed(t *testing.T) {
 		}
 	})
 	t.Run("another seed from the start", func(t *testing.T) {
-		other := cliResult(t, "run", "--world", "support-desk", "--seed", "8", "--data", data)
+		other := cliResult(t, "run", "--world", "support-desk", "--load", "0.5", "--seed", "8", "--data", data)
 		d := diffJSON(t, data, parent.Session, other.Session)
 		if !d.Diverged || d.Seq != 1 || d.A.Type != org.EvSessionStarted || !strings.Contains(strings.Join(d.Fields, ","), "payload") {
 			t.Fatalf("runs of seeds 7 and 8: %+v", d)

@@ -1,6 +1,7 @@
 package analyze_test
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -236,8 +237,8 @@ func TestMemberTrace(t *testing.T) {
 	if len(ann.Leaves) != 1 || ann.Leaves[0].From.Seq != b.left || ann.Leaves[0].Returned.Seq != b.returned {
 		t.Fatalf("ann's leaves %+v", ann.Leaves)
 	}
-	if len(ann.Approving) != 1 || ann.Approving[0].Requester != "bob" || ann.BlockedOthers.MS != b.work(b.requestAt, b.backAt) {
-		t.Fatalf("ann approving %+v, blocked others %v", ann.Approving, ann.BlockedOthers)
+	if len(ann.Approving) != 1 || ann.Approving[0].Requester != "bob" || ann.ApprovalWait.MS != b.work(b.requestAt, b.backAt) {
+		t.Fatalf("ann approving %+v, approval wait %v", ann.Approving, ann.ApprovalWait)
 	}
 	bob, err := s.Member("bob")
 	if err != nil {
@@ -491,5 +492,22 @@ func TestChainStaleTurn(t *testing.T) {
 		if e.Seq == claim && (e.Because == nil || e.Because.Seq != b.done) {
 			t.Fatalf("the claim's because is %+v, want bob's completion of order #%d", e.Because, b.done)
 		}
+	}
+}
+
+// TestRecordedStateHash: session.ended must record the hash of the state
+// its events rebuild; diff reports that hash.
+func TestRecordedStateHash(t *testing.T) {
+	b := newLeaveLog(t)
+	h := b.load().State.Hash()
+	good := hex.EncodeToString(h[:])
+	end := b.add(b.doneAt, org.EvSessionEnded, "", 0, org.SessionEnded{Reason: "complete", StateHash: good})
+	s := b.load()
+	if d := analyze.Compare(s, s); d.Sides[0].StateHash != good || d.Sides[0].Ended != "complete" {
+		t.Fatalf("side %+v, want state hash %s and ended complete", d.Sides[0], good)
+	}
+	b.evs[end-1].Payload = []byte(`{"reason":"complete","state_hash":"00"}`)
+	if _, err := analyze.Load(b.seq().all); !errors.Is(err, analyze.ErrMismatch) {
+		t.Fatalf("a wrong recorded hash: got %v, want ErrMismatch", err)
 	}
 }

@@ -18,8 +18,8 @@ type Side struct {
 	Events  int    `json:"events"`
 	// After is the number of its events from the first divergent seq on.
 	After     int     `json:"after"`
-	Ended     string  `json:"ended"` // end reason, or "" if the log does not end
-	StateHash string  `json:"state_hash"`
+	Ended     string  `json:"ended"`      // end reason, or "" if the log does not end
+	StateHash string  `json:"state_hash"` // as session.ended recorded it; else of the state after the last event
 	TeamScore float64 `json:"team_score"`
 	Delivered float64 `json:"delivered"`
 	Penalties float64 `json:"penalties"`
@@ -167,8 +167,12 @@ func differing(a, b *events.Event) []string {
 
 func (s *Session) side(from uint64) Side {
 	sc := policies.Score(s.State)
-	h := s.State.Hash()
-	sd := Side{Session: s.ID, World: s.World.Name, Seed: s.Seed, Events: len(s.Events), StateHash: hex.EncodeToString(h[:]),
+	hash := s.endHash
+	if hash == "" {
+		h := s.State.Hash()
+		hash = hex.EncodeToString(h[:])
+	}
+	sd := Side{Session: s.ID, World: s.World.Name, Seed: s.Seed, Events: len(s.Events), StateHash: hash,
 		TeamScore: sc.TeamScore, Delivered: sc.Delivered, Penalties: sc.Penalties, Tasks: sc.Tasks, TasksDone: sc.TasksDone,
 		OnTime: sc.OnTime, Late: sc.TasksDone - sc.OnTime + sc.TicketsResolved - sc.TicketsInSLA, Tickets: sc.Tickets,
 		Resolved: sc.TicketsResolved, InSLA: sc.TicketsInSLA, Breaches: sc.SLABreaches,

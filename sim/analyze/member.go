@@ -26,8 +26,9 @@ type MemberTrace struct {
 	Leaves []Leave    `json:"leaves,omitempty"`
 	// Approving are the approval steps that sat with it: others waited on it.
 	Approving []ApprovalHold `json:"approving,omitempty"`
-	// BlockedOthers is the working time of Approving.
-	BlockedOthers Work `json:"blocked_others"`
+	// ApprovalWait is the working time of Approving: how long requests
+	// waited on it (the rubric's blocked_others also counts dependencies).
+	ApprovalWait Work `json:"approval_wait"`
 	// Awaiting are the steps of its own requests, with whom they sat.
 	Awaiting []ApprovalHold `json:"awaiting,omitempty"`
 	// Blocked are the delays of the tasks it held while it held them
@@ -91,7 +92,7 @@ func (s *Session) Member(id string) (*MemberTrace, error) {
 			}
 		}
 	}
-	tr.BlockedOthers = s.dur(blocked)
+	tr.ApprovalWait = s.dur(blocked)
 	// What held up the tasks it held, while it held them.
 	for _, h := range tr.Holds {
 		tt, err := s.Task(h.Task)

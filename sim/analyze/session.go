@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 var (
 	ErrNotASession = errors.New("analyze: the log does not begin with session.started")
 	ErrUnknown     = errors.New("analyze: no such task, member or project")
+	ErrMismatch    = errors.New("analyze: replayed state hash differs from the recorded one")
 )
 
 // Session is a session's log, loaded for analysis: its events, the world
@@ -49,6 +51,8 @@ type Session struct {
 	leaves    map[string][]Leave     // member -> leaves, in order
 	outages   map[string][]Outage    // queue -> outages, in order
 	created   map[string]uint64      // ticket -> seq of its task.created; project -> seq of project.started
+	about     map[string][]uint64    // task -> seqs of the events about it or its approval requests
+	endHash   string                 // hex state hash before session.ended, checked against the recorded one
 }
 
 // Load reads a whole session's events (in seq order, from seq 1; a fork's
@@ -58,7 +62,7 @@ type Session struct {
 func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
 	s := &Session{taskHolds: map[string][]Hold{}, stints: map[string][]stint{}, approvals: map[string][]*Approval{},
 		requests: map[string]*Approval{}, leaves: map[string][]Leave{}, outages: map[string][]Outage{}, created: map[string]uint64{},
-		after: map[uint64]uint64{}, seen: map[string]uint64{}, lastOf: map[string]uint64{}}
+		after: map[uint64]uint64{}, seen: map[string]uint64{}, lastOf: map[string]uint64{}, about: map[string][]uint64{}}
 	for ev, err := range evs {
 		if err != nil {
 			return nil, err
@@ -77,12 +81,18 @@ func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
 			}
 			s.World, s.State, s.Seed = w, org.New(w), p.Seed
 		}
-		if err := s.State.Apply(ev); err != nil {
-			return nil, fmt.Errorf("analyze: %w", err)
-		}
 		p, err := decodePayload(ev)
 		if err != nil {
 			return nil, err
+		}
+		if end, ok := p.(*org.SessionEnded); ok {
+			h := s.State.Hash()
+			if s.endHash = hex.EncodeToString(h[:]); s.endHash != end.StateHash {
+				return nil, fmt.Errorf("%w: at seq %d the log records %s, its events rebuild %s", ErrMismatch, ev.Seq, end.StateHash, s.endHash)
+			}
+		}
+		if err := s.State.Apply(ev); err != nil {
+			return nil, fmt.Errorf("analyze: %w", err)
 		}
 		s.ID = ev.Session
 		s.Events = append(s.Events, ev)
@@ -403,6 +413,11 @@ func (s *Session) index(ev events.Event, p any) {
 		s.created[p.Task.ID] = ev.Seq
 	case *org.ProjectStarted:
 		s.created[p.Project] = ev.Seq
+	}
+	if task := taskOf(p); task != "" {
+		s.about[task] = append(s.about[task], ev.Seq)
+	} else if r := s.requests[requestOf(p)]; r != nil {
+		s.about[r.Task] = append(s.about[r.Task], ev.Seq)
 	}
 	if ev.Actor != "" && ev.Type != org.EvTurn && ev.Type != org.EvTurnTimeout && ev.Type != org.EvReward {
 		s.lastOf[ev.Actor] = ev.Seq

@@ -142,7 +142,8 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 		Assignee: t.Assignee, Effort: s.dur(t.Effort), Spent: s.dur(t.Spent), Stints: len(s.stints[id]),
 		Created: s.stamp(s.created[id], t.Created), Holds: s.taskHolds[id], Approvals: s.approvals[id]}
 	if t.Project != "" {
-		tr.Created.Seq = s.created[t.Project]
+		// A project's tasks appear when it starts: project.started, or the session's start.
+		tr.Created.Seq = max(s.created[t.Project], 1)
 	}
 	seqs := map[uint64]bool{}
 	add := func(seq uint64) {
@@ -307,18 +308,11 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 	}
 
 	// Every event about the task or its requests.
-	reqs := map[string]bool{}
-	for _, a := range tr.Approvals {
-		reqs[a.Request] = true
-	}
 	rules := map[string]int{}
-	for i, ev := range s.Events {
-		p := s.payloads[i]
-		if taskOf(p) != id && !reqs[requestOf(p)] {
-			continue
-		}
-		add(ev.Seq)
-		switch p := p.(type) {
+	for _, seq := range s.about[id] {
+		ev, _ := s.Event(seq)
+		add(seq)
+		switch p := s.payload(seq).(type) {
 		case *org.ActionRejected:
 			rules[ruleOf(p)]++
 		case *org.TaskChanged:

@@ -227,7 +227,7 @@ func printMemberTrace(w io.Writer, m *analyze.MemberTrace) {
 	}
 	fmt.Fprintf(w, "member %s (%s, team %s%s)\n", m.Member, m.Role, m.Team, kind)
 	fmt.Fprintf(w, "held %d task(s); %d leave(s); others waited %s on its approvals; %d refused action(s); %d timeout(s)\n",
-		len(m.Holds), len(m.Leaves), m.BlockedOthers.Text, countAll(m.Rejections), m.Timeouts)
+		len(m.Holds), len(m.Leaves), m.ApprovalWait.Text, countAll(m.Rejections), m.Timeouts)
 	if len(m.Leaves) > 0 {
 		fmt.Fprintln(w, "\nLEAVE")
 		for _, l := range m.Leaves {
