@@ -99,6 +99,15 @@ func readJSONL[T any](tb testing.TB, path string) []T {
 	return out
 }
 
+func mustRead(tb testing.TB, path string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
 // scorecard is what `corpsim score SESSION --json` reports.
 func scorecard(tb testing.TB, data, session string) policies.Scorecard {
 	tb.Helper()
@@ -184,6 +193,9 @@ func TestExportSFT(t *testing.T) {
 	_, errs, code := runCLI(t, "export", a.Session, b.Session, "--format", "sft", "-o", out, "--data", data)
 	if code != cli.ExitOK || !strings.Contains(errs, "10 episodes of 2 sessions") {
 		t.Fatalf("export exited %d: %s", code, errs)
+	}
+	if again := mustCLI(t, "export", a.Session, b.Session, "--data", data); again != string(mustRead(t, out)) {
+		t.Fatal("a second export to stdout differs from the first to a file")
 	}
 	eps := readJSONL[exportedEpisode](t, out)
 	if len(eps) != 10 {

@@ -113,7 +113,7 @@ func (a *app) export(ctx context.Context, o exportOptions, ids []string) error {
 		switch o.format {
 		case "jsonl":
 			n, err := export.WriteEvents(ctx, w, log, uniq)
-			return fmt.Sprintf("%d events of %d sessions", n, len(uniq)), err
+			return fmt.Sprintf("%d events of %s", n, nSessions(len(uniq))), err
 		case "sft":
 			return a.exportSFT(ctx, w, log, uniq, o)
 		default:
@@ -171,7 +171,7 @@ func (a *app) exportSFT(ctx context.Context, w io.Writer, log export.Log, ids []
 			return "", err
 		}
 	}
-	what := fmt.Sprintf("%d episodes of %d sessions", kept, len(ids))
+	what := fmt.Sprintf("%d episodes of %s", kept, nSessions(len(ids)))
 	if o.historySet {
 		what += fmt.Sprintf(" in %d lines of at most %d earlier turns", lines, o.history)
 	}
@@ -207,7 +207,7 @@ func (a *app) exportDPO(ctx context.Context, w io.Writer, log export.Log, ids []
 	if err := export.WriteLines(w, pairs); err != nil {
 		return "", err
 	}
-	what := fmt.Sprintf("%d preference pairs from %d sessions", len(pairs), len(ids))
+	what := fmt.Sprintf("%d preference pairs from %s", len(pairs), nSessions(len(ids)))
 	if len(pairs) == 0 && len(alone) < len(ids) {
 		what += fmt.Sprintf(" (no two episodes of the same world, seed and member have %s rewards that differ by more than %g)", o.by, o.margin)
 	}
@@ -245,4 +245,11 @@ func (a *app) writeOutput(path string, write func(io.Writer) (string, error)) er
 	}
 	fmt.Fprintf(a.stderr, "corpsim export: %s to %s\n", what, path)
 	return nil
+}
+
+func nSessions(n int) string {
+	if n == 1 {
+		return "1 session"
+	}
+	return fmt.Sprintf("%d sessions", n)
 }
