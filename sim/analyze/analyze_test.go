@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -311,8 +312,18 @@ func TestEscalationOutageChange(t *testing.T) {
 	if d := kinds[analyze.DelayDependency]; d.Who != "cat" || d.Waited.MS != b.work(0, bAt) || d.Seq != doneB {
 		t.Errorf("dependency delay %+v", d)
 	}
-	if d := kinds[analyze.DelayOutage]; d.Waited.MS != 2*clock.Hour || d.Seq != down {
-		t.Errorf("outage delay %+v, want 2h from #%d", d, down)
+	if d, ok := kinds[analyze.DelayOutage]; ok {
+		t.Errorf("c was ready only after the outage, yet has %+v", d)
+	}
+	bt, _ := s.Task("b")
+	var outage []analyze.Delay
+	for _, d := range bt.Delays {
+		if d.Kind == analyze.DelayOutage {
+			outage = append(outage, d)
+		}
+	}
+	if len(outage) != 1 || outage[0].Waited.MS != 2*clock.Hour || outage[0].Seq != down || outage[0].Task != "b" {
+		t.Errorf("b's outage delays %+v, want 2h from #%d", outage, down)
 	}
 	if d := kinds[analyze.DelayChange]; d.Waited.MS != clock.Hour || d.Seq != changed {
 		t.Errorf("change delay %+v, want +1h at #%d", d, changed)
@@ -509,5 +520,40 @@ func TestRecordedStateHash(t *testing.T) {
 	b.evs[end-1].Payload = []byte(`{"reason":"complete","state_hash":"00"}`)
 	if _, err := analyze.Load(b.seq().all); !errors.Is(err, analyze.ErrMismatch) {
 		t.Fatalf("a wrong recorded hash: got %v, want ErrMismatch", err)
+	}
+}
+
+// TestChainCollapsesStints: many stints of work on one task show as the
+// latest and the earliest with one "stints" link between.
+func TestChainCollapsesStints(t *testing.T) {
+	b := newLog(t)
+	first := b.turn(0, "bob", 1)
+	b.add(0, org.EvTaskClaimed, "bob", first, org.TaskClaimed{Task: "a"})
+	ws := b.add(0, org.EvWorkStarted, "bob", first, org.WorkStarted{Task: "a", Work: clock.Duration(10 * minute), Until: clock.Time(10 * minute)})
+	firstWork := ws
+	var wf uint64
+	for i := int64(1); i <= 6; i++ {
+		now := i * 10 * minute
+		wf = b.add(now, org.EvWorkFinished, "bob", ws, org.WorkFinished{Task: "a", Work: clock.Duration(10 * minute)})
+		turn := b.turn(now, "bob", 1) // what woke bob last: the session's start, long seen
+		if i < 6 {
+			ws = b.add(now, org.EvWorkStarted, "bob", turn, org.WorkStarted{Task: "a", Work: clock.Duration(10 * minute), Until: clock.Time(now + 10*minute)})
+		} else {
+			done := b.add(now, org.EvTaskCompleted, "bob", turn, org.TaskCompleted{Task: "a"})
+			chain := b.load().Chain(done)
+			var got []string
+			for _, l := range chain {
+				got = append(got, fmt.Sprintf("%d:%s", l.Seq, l.Type))
+			}
+			want := []string{fmt.Sprintf("%d:%s", done, org.EvTaskCompleted), fmt.Sprintf("%d:%s", turn, org.EvTurn),
+				fmt.Sprintf("%d:%s", wf, org.EvWorkFinished), "0:stints", fmt.Sprintf("%d:%s", firstWork, org.EvWorkStarted),
+				fmt.Sprintf("%d:%s", first, org.EvTurn), "1:" + org.EvSessionStarted}
+			if !slices.Equal(got, want) {
+				t.Fatalf("chain %v, want %v", got, want)
+			}
+			if !strings.HasPrefix(chain[3].Text, "6 stints of bob's work on a") {
+				t.Fatalf("stints link %q", chain[3].Text)
+			}
+		}
 	}
 }

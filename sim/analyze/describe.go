@@ -39,24 +39,81 @@ type Link struct {
 const MaxChain = 16
 
 // Chain follows the Cause links from the event seq back to an event with no
-// cause (or MaxChain links): seq's event first, then what caused it, and so
-// on. A turn whose recorded cause its member had already seen at an earlier
-// turn is followed instead to the member's latest event before it (what
-// kept it busy until then), with a Note saying so.
+// cause: seq's event first, then what caused it, and so on. A turn whose
+// recorded cause its member had already seen at an earlier turn is followed
+// instead to the member's latest event before it (what kept it busy until
+// then), with a Note saying so. A run of one member's stints of work on one
+// task is shown as its latest and earliest events with one Link of type
+// "stints" (and seq 0) between; the chain holds at most MaxChain links.
 func (s *Session) Chain(seq uint64) []Link {
 	var out []Link
-	for seq != 0 && len(out) < MaxChain {
+	steps := s.walk(seq, maxWalk)
+	for i := 0; i < len(steps) && len(out) < MaxChain; {
+		key := s.workOn(steps[i].seq)
+		if key == "" || s.Events[steps[i].seq-1].Type != org.EvWorkFinished {
+			out = append(out, s.link(steps[i]))
+			i++
+			continue
+		}
+		// A run: this work.finished and what follows while it is the same
+		// work or a turn that only came due when a stint ended.
+		actor := s.Events[steps[i].seq-1].Actor
+		j, first := i+1, i
+		for j < len(steps) {
+			if s.workOn(steps[j].seq) == key {
+				first = j
+			} else if ev := s.Events[steps[j].seq-1]; ev.Type != org.EvTurn || steps[j].note == "" || ev.Actor != actor {
+				break
+			}
+			j++
+		}
+		if first-i < 4 {
+			for k := i; k <= first; k++ {
+				out = append(out, s.link(steps[k]))
+			}
+		} else {
+			stints := 0
+			for k := i; k <= first; k++ {
+				if s.Events[steps[k].seq-1].Type == org.EvWorkStarted {
+					stints++
+				}
+			}
+			last := s.link(steps[first])
+			out = append(out, s.link(steps[i]), Link{Stamp: Stamp{Time: last.Time, Wall: last.Wall}, Type: "stints", Actor: actor,
+				Text: fmt.Sprintf("%d stints of %s's work on %s, from #%d to #%d", stints, actor, taskOf(s.payload(steps[i].seq)), steps[first].seq, steps[i].seq)},
+				last)
+		}
+		i = first + 1
+	}
+	if len(out) > MaxChain {
+		out = out[:MaxChain]
+	}
+	return out
+}
+
+// maxWalk bounds how far back Chain looks.
+const maxWalk = 100000
+
+type step struct {
+	seq  uint64
+	note string
+}
+
+// walk follows the Cause links (and the stale turns' substitutes) from seq,
+// at most limit steps.
+func (s *Session) walk(seq uint64, limit int) []step {
+	var out []step
+	for seq != 0 && len(out) < limit {
 		ev, ok := s.Event(seq)
 		if !ok {
 			break
 		}
-		l := Link{Stamp: s.stampOf(seq), Type: ev.Type, Actor: ev.Actor, Text: s.Describe(seq)}
-		next := ev.Cause
+		st, next := step{seq: seq}, ev.Cause
 		if prev, ok := s.after[seq]; ok {
-			l.Note = fmt.Sprintf("due when %s's previous action ended (#%d); its recorded cause #%d was seen at an earlier turn", ev.Actor, prev, ev.Cause)
+			st.note = fmt.Sprintf("due when %s's previous action ended (#%d); its recorded cause #%d was seen at an earlier turn", ev.Actor, prev, ev.Cause)
 			next = prev
 		}
-		out = append(out, l)
+		out = append(out, st)
 		if next >= seq { // never in a valid log; do not loop
 			break
 		}
@@ -65,13 +122,28 @@ func (s *Session) Chain(seq uint64) []Link {
 	return out
 }
 
+func (s *Session) link(st step) Link {
+	ev := s.Events[st.seq-1]
+	return Link{Stamp: s.stampOf(st.seq), Type: ev.Type, Actor: ev.Actor, Text: s.Describe(st.seq), Note: st.note}
+}
+
+// workOn names the member and task of a work.started or work.finished event.
+func (s *Session) workOn(seq uint64) string {
+	ev := s.Events[seq-1]
+	if ev.Type == org.EvWorkStarted || ev.Type == org.EvWorkFinished {
+		return ev.Actor + "/" + taskOf(s.payload(seq))
+	}
+	return ""
+}
+
 // entry is the timeline entry of event seq.
 func (s *Session) entry(seq uint64) Entry {
 	ev, _ := s.Event(seq)
 	e := Entry{Stamp: s.stampOf(seq), Type: ev.Type, Actor: ev.Actor, Cause: ev.Cause, Text: s.Describe(seq)}
-	for _, l := range s.Chain(ev.Cause) {
-		if l.Type != org.EvTurn && l.Type != org.EvTurnTimeout {
-			l := l
+	// Turns come in small runs; a few steps reach what caused them.
+	for _, st := range s.walk(ev.Cause, 8) {
+		if t := s.Events[st.seq-1].Type; t != org.EvTurn && t != org.EvTurnTimeout {
+			l := s.link(st)
 			e.Because = &l
 			break
 		}

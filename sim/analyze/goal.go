@@ -22,7 +22,8 @@ type TaskRow struct {
 	Outcome string `json:"outcome"`
 	Late    Work   `json:"late"`
 	Gate    string `json:"gate,omitempty"` // the dependency done last, which made it ready
-	// Longest is its longest wait, if it waited at all.
+	// Longest is its longest wait other than for its dependencies (the
+	// rows' order and Gate show those), if it waited at all.
 	Longest *Delay `json:"longest,omitempty"`
 }
 
@@ -141,9 +142,11 @@ func row(tr *TaskTrace) TaskRow {
 			r.Gate = d.Task
 		}
 	}
-	if len(tr.Delays) > 0 && tr.Delays[0].Waited.MS > 0 {
-		d := tr.Delays[0]
-		r.Longest = &d
+	for _, d := range tr.Delays {
+		if d.Kind != DelayDependency && d.Waited.MS > 0 {
+			r.Longest = &d
+			break
+		}
 	}
 	return r
 }

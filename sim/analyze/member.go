@@ -36,7 +36,8 @@ type MemberTrace struct {
 	Blocked    []Delay     `json:"blocked,omitempty"`
 	Rejections []RuleCount `json:"rejections,omitempty"`
 	Timeouts   int         `json:"timeouts"`
-	// Timeline is what it did and what was done to it (not its turns, waits or rewards).
+	// Timeline is what it did and what was done to it (not its turns,
+	// waits, rewards or work stints).
 	Timeline []Entry `json:"timeline"`
 }
 
@@ -128,8 +129,8 @@ func (s *Session) Member(id string) (*MemberTrace, error) {
 			continue
 		}
 		switch ev.Type {
-		case org.EvTurn, org.EvMemberWaiting, org.EvReward, org.EvMessageDelivered:
-			continue
+		case org.EvTurn, org.EvMemberWaiting, org.EvReward, org.EvMessageDelivered, org.EvWorkStarted, org.EvWorkFinished:
+			continue // its stints are summed up in Holds
 		case org.EvTurnTimeout:
 			tr.Timeouts++
 		case org.EvActionRejected:

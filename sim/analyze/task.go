@@ -24,6 +24,7 @@ const (
 // Delay is one thing a task waited on, with how long (working time) and
 // the event that explains it.
 type Delay struct {
+	Task   string `json:"task"` // the task that waited
 	Kind   string `json:"kind"`
 	Who    string `json:"who,omitempty"` // the member it waited on
 	From   Stamp  `json:"from"`
@@ -288,13 +289,17 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 					l.From.Human(), stampWall(l.Returned, l.Until.Human()))})
 		}
 	}
-	// Outages of its queue while it was not done.
+	// Outages of its queue while it was ready and not done (before it was
+	// ready, its dependencies held it up anyway).
 	for _, o := range s.outages[t.Queue] {
+		if tr.Ready == nil {
+			break
+		}
 		up := end
 		if o.Up != nil {
 			up = o.Up.Time
 		}
-		from, until := max(o.From.Time, t.Created), min(up, lifeEnd)
+		from, until := max(o.From.Time, tr.Ready.Time), min(up, lifeEnd)
 		if until <= from {
 			continue
 		}
@@ -304,7 +309,7 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 		}
 		w := s.work(from, until)
 		tr.Delays = append(tr.Delays, Delay{Kind: DelayOutage, From: s.stamp(o.From.Seq, from), To: s.stamp(0, until), Waited: w, Seq: o.From.Seq,
-			Text: fmt.Sprintf("queue %s was down for %s of its life (queue.down #%d): no claims or work meanwhile", t.Queue, w.Text, o.From.Seq)})
+			Text: fmt.Sprintf("queue %s was down for %s while it was ready (queue.down #%d): no claims or work meanwhile", t.Queue, w.Text, o.From.Seq)})
 	}
 
 	// Every event about the task or its requests.
@@ -350,6 +355,9 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 		tr.Late = s.dur(0)
 	}
 
+	for i := range tr.Delays {
+		tr.Delays[i].Task = id
+	}
 	slices.SortStableFunc(tr.Delays, func(a, b Delay) int {
 		if c := cmp.Compare(b.Waited.MS, a.Waited.MS); c != 0 {
 			return c

@@ -146,6 +146,10 @@ func printChain(w io.Writer, title string, chain []analyze.Link) {
 		if i > 0 {
 			arrow = "  ← "
 		}
+		if l.Seq == 0 { // a summary of links left out
+			fmt.Fprintf(w, "%s… %s\n", arrow, l.Text)
+			continue
+		}
 		fmt.Fprintf(w, "%s#%d %s %s: %s\n", arrow, l.Seq, short(l.Stamp), l.Type, l.Text)
 		if l.Note != "" {
 			fmt.Fprintf(w, "      (%s)\n", l.Note)
@@ -153,14 +157,18 @@ func printChain(w io.Writer, title string, chain []analyze.Link) {
 	}
 }
 
-func printDelays(w io.Writer, title string, ds []analyze.Delay) {
+func printDelays(w io.Writer, title string, ds []analyze.Delay, withTask bool) {
 	if len(ds) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "\n%s\n", title)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, d := range ds {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Waited.Text, d.Kind, d.Text)
+		if withTask {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", d.Waited.Text, d.Task, d.Kind, d.Text)
+		} else {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Waited.Text, d.Kind, d.Text)
+		}
 	}
 	tw.Flush()
 }
@@ -204,7 +212,7 @@ func printTaskTrace(w io.Writer, t *analyze.TaskTrace) {
 		fmt.Fprintf(tw, "refused\t%d × %s\n", r.Count, r.Rule)
 	}
 	tw.Flush()
-	printDelays(w, "WAITED ON (longest first, working time)", t.Delays)
+	printDelays(w, "WAITED ON (longest first, working time)", t.Delays, false)
 	title := "CAUSE CHAIN of its latest event"
 	if t.Done != nil {
 		title = "CAUSE CHAIN of its completion"
@@ -248,7 +256,7 @@ func printMemberTrace(w io.Writer, m *analyze.MemberTrace) {
 	}
 	printApprovalHolds(w, fmt.Sprintf("APPROVING (others waited on %s)", m.Member), m.Approving, true)
 	printApprovalHolds(w, "AWAITING its requests", m.Awaiting, false)
-	printDelays(w, "BLOCKED BY (while it held the task)", m.Blocked)
+	printDelays(w, "BLOCKED BY (while it held the task)", m.Blocked, true)
 	if len(m.Rejections) > 0 {
 		fmt.Fprintln(w, "\nREFUSED")
 		for _, r := range m.Rejections {
@@ -315,7 +323,7 @@ func printGoalTrace(w io.Writer, g *analyze.GoalTrace) {
 	fmt.Fprintln(w)
 	rows("CRITICAL PATH (as it happened: each task made ready by the one above)", g.CriticalPath)
 	fmt.Fprintf(w, "\nplanned critical path (most effort): %s\n", strings.Join(g.Planned, " → "))
-	printDelays(w, "LONGEST WAITS ON THE CRITICAL PATH", g.Delays)
+	printDelays(w, "LONGEST WAITS ON THE CRITICAL PATH (besides the path itself)", g.Delays, true)
 }
 
 func orDash(s string) string {
