@@ -420,6 +420,20 @@ func TestExportErrors(t *testing.T) {
 			}
 		})
 	}
+	// What is not a regular file is written through, not replaced: here a
+	// symbolic link (a device such as /dev/null or a pipe goes the same way).
+	dir := t.TempDir()
+	target, link := filepath.Join(dir, "target.jsonl"), filepath.Join(dir, "link.jsonl")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, "export", a.Session, "-o", link, "--data", data)
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("-o through a symbolic link replaced the link: %v, %v", st.Mode(), err)
+	}
+	if n := len(readJSONL[exportedEpisode](t, target)); n != 5 {
+		t.Fatalf("the link's target holds %d episodes, want 5", n)
+	}
 	// A failed export leaves no file behind.
 	out := filepath.Join(t.TempDir(), "x.jsonl")
 	if _, _, code := runCLI(t, "export", a.Session, "NOSUCH", "-o", out, "--data", data); code == cli.ExitOK {

@@ -214,14 +214,29 @@ func (a *app) exportDPO(ctx context.Context, w io.Writer, log export.Log, ids []
 	return what, nil
 }
 
-// writeOutput runs write on stdout (path "" or "-") or on a new file at
-// path, which replaces path only once write succeeded; it then says on
-// stderr what was written.
+// writeOutput runs write on stdout (path "" or "-"), or on a new file that
+// replaces the regular file (or nothing) at path only once write succeeded;
+// anything else at path (a device, a pipe, a symbolic link) is written
+// through. It then says on stderr what was written.
 func (a *app) writeOutput(path string, write func(io.Writer) (string, error)) error {
 	if path == "" || path == "-" {
 		what, err := write(a.stdout)
 		if err == nil {
 			fmt.Fprintf(a.stderr, "corpsim export: %s\n", what)
+		}
+		return err
+	}
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		what, err := write(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			fmt.Fprintf(a.stderr, "corpsim export: %s to %s\n", what, path)
 		}
 		return err
 	}
