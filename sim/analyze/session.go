@@ -306,9 +306,9 @@ type ApprovalHold struct {
 	To        *Stamp `json:"to,omitempty"` // nil: still waiting at the end of the log
 	End       string `json:"end"`          // "granted", "rejected", "escalated to X", "waiting at the end"
 	Waited    Work   `json:"waited"`
-	// OnLeave is the approver's leave overlapping the span, if any.
+	// OnLeave is the approver's (first) leave overlapping the span, if any.
 	OnLeave *Leave `json:"on_leave,omitempty"`
-	// LeaveWait is the working time of the span the approver was away.
+	// LeaveWait is the working time of the span the approver was away (all its leaves).
 	LeaveWait Work `json:"leave_wait"`
 }
 
@@ -452,7 +452,7 @@ func (s *Session) close() {
 					h.End = "waiting at the end"
 				}
 				h.Waited = s.work(h.From.Time, to)
-				h.LeaveWait = s.dur(0)
+				var away clock.Duration
 				for _, l := range s.leaves[h.Approver] {
 					back := end
 					if l.Returned != nil {
@@ -460,10 +460,13 @@ func (s *Session) close() {
 					}
 					from, until := max(l.From.Time, h.From.Time), min(back, to)
 					if until > from {
-						h.OnLeave = &l
-						h.LeaveWait = s.work(from, until)
+						if h.OnLeave == nil {
+							h.OnLeave = &l
+						}
+						away += s.World.Calendar.WorkBetween(from, until)
 					}
 				}
+				h.LeaveWait = s.dur(away)
 			}
 		}
 	}

@@ -143,8 +143,11 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 		Assignee: t.Assignee, Effort: s.dur(t.Effort), Spent: s.dur(t.Spent), Stints: len(s.stints[id]),
 		Created: s.stamp(s.created[id], t.Created), Holds: s.taskHolds[id], Approvals: s.approvals[id]}
 	if t.Project != "" {
-		// A project's tasks appear when it starts: project.started, or the session's start.
-		tr.Created.Seq = max(s.created[t.Project], 1)
+		// A project's tasks appear when it starts: with project.started, or
+		// with the session if the project starts at once.
+		if tr.Created.Seq = s.created[t.Project]; tr.Created.Seq == 0 && t.Created == 0 {
+			tr.Created.Seq = 1
+		}
 	}
 	seqs := map[uint64]bool{}
 	add := func(seq uint64) {
