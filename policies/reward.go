@@ -34,13 +34,13 @@ func (c *Credit) Zero() bool { return c.Team == 0 && len(c.Members) == 0 }
 // the Team deltas equal Score's TeamScore and the member deltas each
 // member's Delivered: Score and Delta are the same rubric, once computed
 // at the end and once as it happens (the dense reward).
-func Delta(s *org.State, ev events.Event) Credit {
+func Delta(s *org.State, ev events.Event, typed any) Credit {
 	var c Credit
 	w := s.World
 	switch ev.Type {
 	case org.EvTaskCompleted:
-		var p org.TaskCompleted
-		if json.Unmarshal(ev.Payload, &p) != nil {
+		p, err := org.PayloadAs[org.TaskCompleted](&ev, typed)
+		if err != nil {
 			return c
 		}
 		t := s.Task(p.Task)
@@ -85,8 +85,8 @@ func Delta(s *org.State, ev events.Event) Credit {
 			}
 		}
 	case org.EvWorkFinished:
-		var p org.WorkFinished
-		if json.Unmarshal(ev.Payload, &p) != nil {
+		p, err := org.PayloadAs[org.WorkFinished](&ev, typed)
+		if err != nil {
 			return c
 		}
 		t := s.Task(p.Task)

@@ -322,7 +322,7 @@ func deltaSum(s *script) float64 {
 		if err := st.Apply(e); err != nil {
 			s.tb.Fatalf("Apply(seq %d %s): %v", e.Seq, e.Type, err)
 		}
-		d := policies.Delta(st, e)
+		d := policies.Delta(st, e, nil)
 		sum += d.Team
 	}
 	return sum

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -15,7 +17,7 @@ import (
 // would otherwise rebuild event by event.
 type engineSnapshot struct {
 	Version    int                   `json:"v"`
-	State      json.RawMessage       `json:"state"`
+	State      json.RawMessage       `json:"state,omitempty"` // spliced in by snapshot
 	Timers     []timerSnapshot       `json:"timers"`
 	Pushed     map[string]clock.Time `json:"pushed"`
 	Now        clock.Time            `json:"now"`
@@ -38,7 +40,22 @@ type timerSnapshot struct {
 // to decide but not yet answered are recorded as due, so a restored engine
 // asks them again.
 func (e *Engine) Snapshot() []byte {
-	sn := engineSnapshot{Version: 1, State: e.st.Snapshot(), Pushed: e.pushed, Now: e.now, Seen: e.seen, EndHash: e.endHash, Done: e.done, Reward: e.reward}
+	return e.snapshot(e.st.Snapshot())
+}
+
+// Checkpoint returns the state hash and the Snapshot together, encoding the
+// state once for both.
+func (e *Engine) Checkpoint() (stateHash string, snapshot []byte) {
+	st := e.st.Snapshot()
+	h := sha256.Sum256(st)
+	return hex.EncodeToString(h[:]), e.snapshot(st)
+}
+
+// snapshot encodes the engine around the state's own encoding, which is
+// spliced in rather than passed through encoding/json again (a large
+// state would be scanned and copied once more for nothing).
+func (e *Engine) snapshot(state []byte) []byte {
+	sn := engineSnapshot{Version: 1, Pushed: e.pushed, Now: e.now, Seen: e.seen, EndHash: e.endHash, Done: e.done, Reward: e.reward}
 	for _, it := range e.timers.Items() {
 		sn.Timers = append(sn.Timers, timerSnapshot{At: it.At, Kind: it.Value.kind, ID: it.Value.id, Cause: it.Value.cause})
 	}
@@ -49,11 +66,16 @@ func (e *Engine) Snapshot() []byte {
 	due = append(due, e.npcDue...)
 	sort.Strings(due)
 	sn.Candidates = due
-	b, err := json.Marshal(sn)
+	rest, err := json.Marshal(sn)
 	if err != nil {
 		panic("sim: snapshot does not encode: " + err.Error())
 	}
-	return b
+	// rest is {"v":1,...}: put "state" first.
+	b := make([]byte, 0, len(state)+len(rest)+16)
+	b = append(b, `{"state":`...)
+	b = append(b, state...)
+	b = append(b, ',')
+	return append(b, rest[1:]...)
 }
 
 // Restore makes an engine from a Snapshot taken with the same world (cfg

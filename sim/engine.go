@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/corpsim/corpsim/clock"
@@ -104,6 +105,7 @@ type Engine struct {
 
 	candidates []string // members that may be due at now
 	pending    []events.Event
+	arena      []byte // the current block event payloads are encoded into
 	handed     int
 	turns      []Turn   // outstanding agent turns
 	npcDue     []string // NPCs due at the same instant as turns
@@ -403,10 +405,7 @@ func (e *Engine) end(reason string) {
 
 // emit makes an event at the current time, applies it, and queues it for Ready.
 func (e *Engine) emit(typ, actor string, cause uint64, payload any) uint64 {
-	p, err := json.Marshal(payload)
-	if err != nil {
-		panic("sim: payload does not encode: " + err.Error())
-	}
+	p := e.encode(payload)
 	seq := e.st.LastSeq + 1
 	ev := events.Event{
 		ID: events.NewID(e.idKey, e.startMs, int64(e.now), seq), Session: e.cfg.Session,
@@ -418,6 +417,31 @@ func (e *Engine) emit(typ, actor string, cause uint64, payload any) uint64 {
 	e.pending = append(e.pending, ev)
 	return seq
 }
+
+// encode returns payload's JSON in a slice of the engine's payload arena:
+// events hold slices of large shared blocks instead of one allocation each.
+func (e *Engine) encode(payload any) []byte {
+	if cap(e.arena)-len(e.arena) < arenaBlock/16 {
+		e.arena = make([]byte, 0, arenaBlock)
+	}
+	start := len(e.arena)
+	b, err := org.AppendPayload(e.arena, payload)
+	if err != nil {
+		panic("sim: payload does not encode: " + err.Error())
+	}
+	if cap(b) != cap(e.arena) {
+		// The block was full and append moved it: give the event its own
+		// copy and start a fresh block, so earlier events keep theirs.
+		p := slices.Clone(b[start:])
+		e.arena = make([]byte, 0, arenaBlock)
+		return p
+	}
+	e.arena = b
+	return b[start:len(b):len(b)]
+}
+
+// arenaBlock is the size of the blocks event payloads are encoded into.
+const arenaBlock = 64 << 10
 
 // apply is the single transition function, live and in replay: state, then timers.
 func (e *Engine) apply(ev events.Event) error { return e.applyWith(ev, nil) }
@@ -431,8 +455,8 @@ func (e *Engine) applyWith(ev events.Event, payload any) error {
 	}
 	if ev.Type == org.EvReward {
 		// A recorded reward must be what the rubric makes of the events before it.
-		var p org.Reward
-		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		p, err := org.PayloadAs[org.Reward](&ev, payload)
+		if err != nil {
 			return fmt.Errorf("sim: reward at seq %d: %w", ev.Seq, err)
 		}
 		if math.Abs(p.Team-e.reward.Team) > 1e-6 {
@@ -445,19 +469,17 @@ func (e *Engine) applyWith(ev events.Event, payload any) error {
 	if ev.Type == org.EvReward {
 		e.reward = policies.Credit{}
 	} else {
-		e.reward.Add(policies.Delta(e.st, ev))
+		e.reward.Add(policies.Delta(e.st, ev, payload))
 	}
 	switch ev.Type {
 	case org.EvWorkStarted:
-		var p org.WorkStarted
-		_ = json.Unmarshal(ev.Payload, &p) // Apply decoded it already
+		p, _ := org.PayloadAs[org.WorkStarted](&ev, payload) // Apply decoded it already
 		e.timers.Push(p.Until, timer{kind: timerWork, id: p.Task, cause: ev.Seq})
 	case org.EvMessageSent:
-		var p org.MessageSent
-		_ = json.Unmarshal(ev.Payload, &p)
+		p, _ := org.PayloadAs[org.MessageSent](&ev, payload)
 		e.timers.Push(p.DeliverAt, timer{kind: timerMessage, id: p.Message, cause: ev.Seq})
 	default:
-		e.scheduleFor(ev)
+		e.scheduleFor(ev, payload)
 	case org.EvSessionEnded:
 		e.done = true
 	}

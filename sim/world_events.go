@@ -281,13 +281,12 @@ func (e *Engine) worldTimerValid(at clock.Time, t timer) bool {
 }
 
 // scheduleFor pushes the timers an applied event makes due.
-func (e *Engine) scheduleFor(ev events.Event) {
+func (e *Engine) scheduleFor(ev events.Event, typed any) {
 	w := e.cfg.World
-	payload, seq := ev.Payload, ev.Seq
+	seq := ev.Seq
 	switch ev.Type {
 	case org.EvSessionStarted:
-		var p org.SessionStarted
-		_ = json.Unmarshal(payload, &p)
+		p, _ := org.PayloadAs[org.SessionStarted](&ev, typed)
 		for _, a := range p.Arrivals {
 			if a.At != 0 {
 				e.timers.Push(a.At, timer{kind: timerArrival, id: a.Arrival, cause: seq})
@@ -302,8 +301,7 @@ func (e *Engine) scheduleFor(ev events.Event) {
 			}
 		}
 	case org.EvTaskCreated:
-		var p org.TaskCreated
-		_ = json.Unmarshal(payload, &p)
+		p, _ := org.PayloadAs[org.TaskCreated](&ev, typed)
 		if p.Arrival != "" && p.NextAt != 0 {
 			e.timers.Push(p.NextAt, timer{kind: timerArrival, id: p.Arrival, cause: seq})
 		}
@@ -312,19 +310,13 @@ func (e *Engine) scheduleFor(ev events.Event) {
 			e.timers.Push(p.Deadline+1, timer{kind: timerSLA, id: p.Task.ID, cause: seq})
 		}
 	case org.EvMemberLeft:
-		var p org.MemberLeft
-		_ = json.Unmarshal(payload, &p)
+		p, _ := org.PayloadAs[org.MemberLeft](&ev, typed)
 		e.timers.Push(p.Until, timer{kind: timerReturn, id: ev.Actor, cause: seq})
 	case org.EvQueueDown:
-		var p org.QueueDown
-		_ = json.Unmarshal(payload, &p)
+		p, _ := org.PayloadAs[org.QueueDown](&ev, typed)
 		e.timers.Push(p.Until, timer{kind: timerQueueUp, id: p.Queue, cause: seq})
 	case org.EvApprovalRequested, org.EvApprovalGranted, org.EvApprovalEscalated:
-		var p struct {
-			Request string `json:"request"`
-		}
-		_ = json.Unmarshal(payload, &p)
-		e.scheduleEscalation(p.Request, seq)
+		e.scheduleEscalation(requestOf(&ev, typed), seq)
 	}
 }
 
@@ -350,4 +342,21 @@ func (e *Engine) scheduleEscalation(id string, seq uint64) {
 	}
 	at := e.cfg.World.Calendar.AddWork(e.now, after)
 	e.timers.Push(at, timer{kind: timerEscalate, id: id, cause: seq, step: r.Current, who: step.Approver})
+}
+
+// requestOf returns the request an approval event is about.
+func requestOf(ev *events.Event, typed any) string {
+	switch p := typed.(type) {
+	case org.ApprovalRequested:
+		return p.Request
+	case org.ApprovalDecided:
+		return p.Request
+	case org.ApprovalEscalated:
+		return p.Request
+	}
+	var p struct {
+		Request string `json:"request"`
+	}
+	_ = json.Unmarshal(ev.Payload, &p)
+	return p.Request
 }

@@ -147,7 +147,8 @@ func seqArg(seq uint64) string { return strconv.FormatUint(seq, 10) }
 // the first event, a checkpoint, a step between checkpoints, the last event.
 func TestForkContinuesLikeItsParent(t *testing.T) {
 	data := t.TempDir()
-	parent, steps := runRecordingSteps(t, cli.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Data: data, CheckpointEvery: 50})
+	// MaxBatch 1: one append per engine step, so that Progress reports every step.
+	parent, steps := runRecordingSteps(t, cli.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Data: data, CheckpointEvery: 50, MaxBatch: 1})
 	want := storedEvents(t, data, parent.Session)
 	cps := checkpointSeqs(t, data, parent.Session)
 	if len(cps) < 2 || steps[0] != 1 {

@@ -39,12 +39,57 @@ type Config struct {
 	// session) and its error ends the run as if ctx were cancelled.
 	Gate func(ctx context.Context) error
 	// CheckpointEvery takes a checkpoint whenever the log passes a multiple
-	// of this many events; 0 means DefaultCheckpointEvery, negative means never.
+	// of this many events; negative means never. 0 means the default: at
+	// least DefaultCheckpointEvery events apart, and further apart when the
+	// state is large (see checkpointer).
 	CheckpointEvery int
+	// MaxBatch bounds the events persisted in one append while no agent has
+	// to be asked (group commit); 0 means DefaultMaxBatch.
+	MaxBatch int
 }
 
 // DefaultCheckpointEvery is the checkpoint interval when none is configured.
 const DefaultCheckpointEvery = 1000
+
+// DefaultMaxBatch is the group-commit bound when none is configured.
+const DefaultMaxBatch = 4096
+
+// eventOverhead approximates an event's stored bytes besides its payload.
+const eventOverhead = 48
+
+// checkpointer decides when to take a checkpoint. With an interval set,
+// whenever the log passes a multiple of it. By default: at least
+// DefaultCheckpointEvery events after the last one, and not before the log has grown by snapshotRatio
+// times the bytes the last snapshot took. A snapshot holds the whole state,
+// which grows with the session (every task ever created); spacing by bytes
+// keeps the checkpoints' total size (and the time spent encoding them) a
+// fraction of the log's instead of quadratic in it, while the events to
+// replay after the last checkpoint stay proportional to the state.
+type checkpointer struct {
+	every     int    // the configured interval (0: the default rule)
+	last      uint64 // seq of the last checkpoint (or where the run began)
+	grown     int    // bytes logged since then
+	snapBytes int    // size of the last snapshot
+}
+
+func (c *checkpointer) logged(n int) { c.grown += n }
+
+func (c *checkpointer) due(seq uint64) bool {
+	switch {
+	case c.every < 0:
+		return false
+	case c.every > 0:
+		return seq/uint64(c.every) > c.last/uint64(c.every)
+	}
+	return seq-c.last >= DefaultCheckpointEvery && c.grown >= snapshotRatio*c.snapBytes
+}
+
+// snapshotRatio is how many bytes of log a checkpoint's bytes must be worth.
+const snapshotRatio = 8
+
+func (c *checkpointer) taken(seq uint64, size int) {
+	c.last, c.grown, c.snapBytes = seq, 0, size
+}
 
 // Driver runs sessions. It is safe to run several sessions with one Driver.
 type Driver struct {
@@ -57,8 +102,8 @@ func New(cfg Config) *Driver {
 	if cfg.TurnTimeout == 0 {
 		cfg.TurnTimeout = 30 * time.Second
 	}
-	if cfg.CheckpointEvery == 0 {
-		cfg.CheckpointEvery = DefaultCheckpointEvery
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = DefaultMaxBatch
 	}
 	l := cfg.Logger
 	if l == nil {
@@ -113,6 +158,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 	}
 	defer hist.Unsubscribe()
 	var buf []byte
+	cps := checkpointer{every: d.cfg.CheckpointEvery, last: last}
 	for {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
@@ -123,6 +169,13 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			}
 		}
 		rd := e.Ready()
+		// Group commit: while nobody has to be asked, let the engine run on
+		// and persist what it made in one batch. Nothing is published (so
+		// nothing is acknowledged) before it is durable.
+		for !rd.Done && len(rd.Turns) == 0 && len(rd.Events) < d.cfg.MaxBatch {
+			e.Tick()
+			rd = e.Ready()
+		}
 		if n := len(rd.Events); n > 0 {
 			if err := d.cfg.Log.Append(ctx, meta.ID, last, rd.Events); err != nil {
 				return fail(fmt.Errorf("driver: append: %w", err))
@@ -133,13 +186,17 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 					return fail(fmt.Errorf("driver: publish: %w", err))
 				}
 			}
-			prev := last
 			last = rd.Events[n-1].Seq
-			if every := uint64(d.cfg.CheckpointEvery); d.cfg.CheckpointEvery > 0 && last/every > prev/every {
-				cp := events.Checkpoint{Seq: last, StateHash: e.StateHash(), Data: e.Snapshot()}
+			for i := range rd.Events {
+				cps.logged(len(rd.Events[i].Payload) + eventOverhead)
+			}
+			if cps.due(last) {
+				hash, data := e.Checkpoint()
+				cp := events.Checkpoint{Seq: last, StateHash: hash, Data: data}
 				if err := d.cfg.Log.PutCheckpoint(ctx, meta.ID, cp); err != nil {
 					return fail(fmt.Errorf("driver: checkpoint: %w", err))
 				}
+				cps.taken(last, len(cp.Data))
 			}
 			if d.cfg.Progress != nil {
 				d.cfg.Progress(last, rd.Events[n-1].Time)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -46,6 +48,8 @@ type RunOptions struct {
 	LLM         agents.Agent            // plays the seats --agents gives to "llm"
 	// CheckpointEvery is the checkpoint interval in events (0: the driver's default; negative: none).
 	CheckpointEvery int
+	// MaxBatch bounds the events persisted in one append between agent turns (0: the driver's default; 1: every step on its own).
+	MaxBatch int
 }
 
 // RunResult is what a run produced.
@@ -63,6 +67,37 @@ type RunResult struct {
 	Score     policies.Scorecard `json:"score"`
 	Wall      time.Duration      `json:"-"`
 	Meta      events.SessionMeta `json:"-"`
+	Stats
+}
+
+// Stats are a run's wall-clock figures, for benchmarks (tests/bench.sh);
+// they vary between runs of the same seed, unlike everything else in a
+// RunResult.
+type Stats struct {
+	WallSeconds      float64 `json:"wall_seconds,omitempty"`       // the driver's run, without loading the world
+	EventsPerSecond  float64 `json:"events_per_second,omitempty"`  // events this run appended / wall
+	TicketsPerSecond float64 `json:"tickets_per_second,omitempty"` // resolved tickets / wall
+	PeakRSSBytes     int64   `json:"peak_rss_bytes,omitempty"`     // the process's peak resident set so far (0 where unknown)
+}
+
+// statsOf fills the wall-clock figures of a run that appended events after
+// seq from and took wall.
+func statsOf(res *RunResult, from uint64, wall time.Duration) {
+	res.Wall = wall
+	s := wall.Seconds()
+	if s <= 0 {
+		return
+	}
+	res.WallSeconds = s
+	res.EventsPerSecond = float64(res.Events-min(from, res.Events)) / s
+	res.TicketsPerSecond = float64(res.Score.TicketsResolved) / s
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		res.PeakRSSBytes = int64(ru.Maxrss) * 1024 // kilobytes on Linux
+		if runtime.GOOS == "darwin" {
+			res.PeakRSSBytes = int64(ru.Maxrss) // bytes there
+		}
+	}
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -332,7 +367,8 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 	defer conn.Close()
 
 	d := driver.New(driver.Config{Log: log, Conn: conn, Logger: logger, TurnTimeout: o.TurnTimeout,
-		Progress: o.Progress, CheckpointEvery: o.CheckpointEvery})
+		Progress: o.Progress, CheckpointEvery: o.CheckpointEvery, MaxBatch: o.MaxBatch})
+	from := e.State().LastSeq
 	start := time.Now()
 	if fresh {
 		meta, err = d.Run(ctx, meta, e)
@@ -343,7 +379,7 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 		return nil, fmt.Errorf("session %s: %w", meta.ID, err)
 	}
 	res := resultOf(meta, e)
-	res.Wall = time.Since(start)
+	statsOf(res, from, time.Since(start))
 	return res, nil
 }
 
@@ -392,6 +428,10 @@ func printScorecard(w io.Writer, r *RunResult) {
 	fmt.Fprintf(tw, "turns\t%d\n", s.Turns)
 	fmt.Fprintf(tw, "events\t%d\n", r.Events)
 	fmt.Fprintf(tw, "state hash\t%s\n", r.StateHash)
+	if r.WallSeconds > 0 {
+		fmt.Fprintf(tw, "wall\t%.2fs  (%.0f events/s, %.0f tickets/s, peak RSS %d MiB)\n",
+			r.WallSeconds, r.EventsPerSecond, r.TicketsPerSecond, r.PeakRSSBytes>>20)
+	}
 	tw.Flush()
 	if len(s.Projects) > 0 {
 		fmt.Fprintln(w)

@@ -1,0 +1,140 @@
+package org
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// The hand-written encoders must write exactly what encoding/json writes.
+func sameAsJSON(t *testing.T, v any) {
+	t.Helper()
+	want, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("json.Marshal(%#v): %v", v, err)
+	}
+	got, err := AppendPayload([]byte("prefix"), v)
+	if err != nil {
+		t.Fatalf("AppendPayload(%#v): %v", v, err)
+	}
+	if !bytes.HasPrefix(got, []byte("prefix")) || !bytes.Equal(got[len("prefix"):], want) {
+		t.Fatalf("AppendPayload(%#v)\n got %s\nwant %s", v, got, want)
+	}
+}
+
+var tricky = []string{"", "t-1", "a\"b", `back\slash`, "<html>&", "tab\tnew\nline", "\x00\x1f", "é ü 日本", "\u2028\u2029", "bad\xffutf8", "emoji 🙂"}
+
+var floats = []float64{0, 1, -1, 0.5, 1.0 / 3, 1e-6, 9.99e-7, 1e-7, 1e20, 1e21, 1.5e300, -2.5e-10, 123456789.125, math.Copysign(0, -1), math.SmallestNonzeroFloat64, math.MaxFloat64}
+
+func randString(r *rand.Rand) string {
+	if r.IntN(3) == 0 {
+		return tricky[r.IntN(len(tricky))]
+	}
+	b := make([]byte, r.IntN(12))
+	for i := range b {
+		b[i] = byte(0x20 + r.IntN(0x5f))
+	}
+	return string(b)
+}
+
+func randFloat(r *rand.Rand) float64 {
+	if r.IntN(2) == 0 {
+		return floats[r.IntN(len(floats))]
+	}
+	return (r.Float64() - 0.5) * math.Pow(10, float64(r.IntN(50)-25))
+}
+
+func randAction(r *rand.Rand) Action {
+	a := Action{Type: randString(r)}
+	for _, f := range []*string{&a.Task, &a.Request, &a.To, &a.Text, &a.Reason, &a.For, &a.ReplyTo, &a.Topic} {
+		if r.IntN(2) == 0 {
+			*f = randString(r)
+		}
+	}
+	if r.IntN(2) == 0 {
+		a.Until = r.Int64N(1<<40) - 1<<39
+	}
+	return a
+}
+
+func TestAppendPayloadMatchesEncodingJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 3000 {
+		task := worlds.Task{
+			ID: randString(r), Title: randString(r), Role: randString(r),
+			Effort: clock.Duration(r.Int64N(1 << 40)), Value: randFloat(r), Purchase: r.Int64N(1<<20) - 1<<19,
+			Chain: randString(r), Skill: randString(r), Priority: r.IntN(20) - 10,
+		}
+		switch r.IntN(3) {
+		case 1:
+			task.Deps = []string{}
+		case 2:
+			task.Deps = []string{randString(r), randString(r)}
+		}
+		if r.IntN(10) == 0 {
+			task.Info = &worlds.Info{}
+		}
+		tc := TaskCreated{Task: task, Queue: randString(r), Team: randString(r), Interruption: r.IntN(5) - 1}
+		if r.IntN(2) == 0 {
+			tc.Deadline, tc.NextAt, tc.Arrival = clock.Time(r.Int64N(1<<40)), clock.Time(r.Int64N(1<<40)), randString(r)
+		}
+		sameAsJSON(t, tc)
+		sameAsJSON(t, &tc)
+
+		turn := Turn{Turn: r.Uint64(), Seen: r.Uint64N(1 << 30), BusyUntil: clock.Time(r.Int64N(1 << 40))}
+		if r.IntN(4) > 0 {
+			turn.Actions = []Action{}
+			for range r.IntN(4) {
+				turn.Actions = append(turn.Actions, randAction(r))
+			}
+		}
+		sameAsJSON(t, turn)
+
+		sameAsJSON(t, TaskClaimed{Task: randString(r), BusyUntil: clock.Time(r.Int64N(1<<40) - 1<<39)})
+		sameAsJSON(t, TaskCompleted{Task: randString(r), BusyUntil: clock.Time(r.Int64N(1 << 40))})
+		sameAsJSON(t, WorkFinished{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40))})
+		sameAsJSON(t, WorkStarted{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40)), Until: clock.Time(r.Int64N(1 << 40))})
+		sameAsJSON(t, MemberWaiting{})
+		sameAsJSON(t, MemberWaiting{Until: clock.Time(r.Int64N(1 << 40))})
+
+		rw := Reward{Team: randFloat(r), Rubric: randString(r)}
+		switch r.IntN(3) {
+		case 1:
+			rw.Members = map[string]float64{}
+		case 2:
+			rw.Members = map[string]float64{}
+			for range r.IntN(5) + 1 {
+				rw.Members[randString(r)] = randFloat(r)
+			}
+		}
+		sameAsJSON(t, rw)
+	}
+	// Other payloads take encoding/json's path.
+	sameAsJSON(t, QueueUp{Queue: "desk"})
+}
+
+func TestAppendPayloadRefusesWhatJSONRefuses(t *testing.T) {
+	for _, v := range []any{Reward{Team: math.NaN()}, Reward{Team: 1, Members: map[string]float64{"a": math.Inf(1)}}} {
+		if _, err := AppendPayload(nil, v); err == nil {
+			t.Errorf("AppendPayload(%#v) encoded a non-finite figure", v)
+		}
+	}
+}
+
+func FuzzAppendPayload(f *testing.F) {
+	f.Add("t-1", "Ticket", 1.0, int64(5), "claim")
+	f.Add("a\"<b>", "\xff", 1e-9, int64(-1), "")
+	f.Fuzz(func(t *testing.T, id, title string, value float64, n int64, typ string) {
+		if !finite(value) {
+			return
+		}
+		sameAsJSON(t, TaskCreated{Task: worlds.Task{ID: id, Title: title, Value: value, Effort: clock.Duration(n), Deps: []string{title}}, Queue: typ})
+		sameAsJSON(t, Turn{Turn: uint64(n), Actions: []Action{{Type: typ, Task: id, Text: title, Until: n}}})
+		sameAsJSON(t, Reward{Team: value, Members: map[string]float64{id: value, title: -value}, Rubric: typ})
+	})
+}
