@@ -20,8 +20,9 @@ type Options struct {
 	Agents  map[string]string // member -> agent kind, from the session's metadata
 	// Buckets bounds every time series: at most 2*Buckets+2 points (0: 300).
 	Buckets int
-	// MaxGanttRows, MaxDAGNodes and MaxViolationRows cap the Gantt chart,
-	// the task DAG and the violations table (0: 30, 60 and 40).
+	// MaxGanttRows, MaxDAGNodes and MaxViolationRows cap the Gantt chart
+	// (and the members table), the task DAG and the violations table (0: 30,
+	// 60 and 40).
 	MaxGanttRows     int
 	MaxDAGNodes      int
 	MaxViolationRows int
@@ -356,6 +357,22 @@ func (b *Builder) Report() *Report {
 	r.Violations, r.ViolationsOmitted = b.violationRows()
 	r.Breaches = len(b.breaches)
 	r.BreachExamples = b.breaches[:min(len(b.breaches), 20)]
+	r.Members = r.Score.Members
+	if len(r.Members) > b.o.MaxGanttRows {
+		top := append([]policies.MemberCredit(nil), r.Members...)
+		sort.SliceStable(top, func(i, j int) bool { return top[i].Delivered > top[j].Delivered })
+		keep := map[string]bool{}
+		for _, m := range top[:b.o.MaxGanttRows] {
+			keep[m.Member] = true
+		}
+		r.Members = nil
+		for _, m := range r.Score.Members {
+			if keep[m.Member] {
+				r.Members = append(r.Members, m)
+			}
+		}
+		r.MembersNote = fmt.Sprintf("%d of %d members shown (those who delivered most); %d omitted", len(r.Members), len(r.Score.Members), len(r.Score.Members)-len(r.Members))
+	}
 	r.Unverified = r.Score.Unverified[:min(len(r.Score.Unverified), 20)]
 	r.UnverifiedMore = len(r.Score.Unverified) - len(r.Unverified)
 	return r

@@ -30,6 +30,8 @@ type Report struct {
 	Ended                       string
 	Verified                    string // the end-of-log state hash check, "" when the log has no end
 	Score                       policies.Scorecard
+	Members                     []policies.MemberCredit // the scorecard's, at most MaxGanttRows of them
+	MembersNote                 string
 	Late, Overdue               int // project tasks done after / still open past their deadline
 
 	Gantt                     Gantt
@@ -166,10 +168,11 @@ dt { color: #666; }
 <div class="card{{if .Score.BudgetOverrun}} bad{{end}}"><b>{{.Score.BudgetOverrun}}</b><span>budget overrun</span></div>
 <div class="card"><b>{{.Score.Turns}}</b><span>turns</span></div>
 </div>
-{{if .Score.Members}}
+{{if .Members}}
 <h2>Members</h2>
+{{if .MembersNote}}<div class="note">{{.MembersNote}}</div>{{end}}
 <table id="members"><tr><th>member</th><th>delivered</th><th>share</th><th>critical path</th><th>violations</th><th>blocked others (working time)</th><th>sent</th><th>answered</th></tr>
-{{range .Score.Members}}<tr><td>{{.Member}}</td><td class="n">{{f2 .Delivered}}</td><td class="n">{{pct .Share}}</td><td class="n">{{pct .Critical}}</td><td class="n">{{.Violations}}</td><td class="n">{{hours .BlockedOthers}}</td><td class="n">{{.MessagesSent}}</td><td class="n">{{.MessagesAnswered}}</td></tr>
+{{range .Members}}<tr><td>{{.Member}}</td><td class="n">{{f2 .Delivered}}</td><td class="n">{{pct .Share}}</td><td class="n">{{pct .Critical}}</td><td class="n">{{.Violations}}</td><td class="n">{{hours .BlockedOthers}}</td><td class="n">{{.MessagesSent}}</td><td class="n">{{.MessagesAnswered}}</td></tr>
 {{end}}</table>
 {{end}}
 {{range .Charts}}

@@ -332,6 +332,22 @@ func TestReportCapsRows(t *testing.T) {
 	if len(r.Gantt.Rows) != 2 || !strings.Contains(r.Gantt.Note, "2 of ") {
 		t.Fatalf("Gantt: %d rows, note %q; want 2 and a note", len(r.Gantt.Rows), r.Gantt.Note)
 	}
+	if len(r.Members) != 2 || !strings.Contains(r.MembersNote, "2 of 11 members") {
+		t.Fatalf("members table: %d rows, note %q; want 2 of 11", len(r.Members), r.MembersNote)
+	}
+	minKept, maxOmitted := math.Inf(1), math.Inf(-1)
+	kept := map[string]bool{}
+	for _, m := range r.Members {
+		kept[m.Member], minKept = true, math.Min(minKept, m.Delivered)
+	}
+	for _, m := range r.Score.Members {
+		if !kept[m.Member] {
+			maxOmitted = math.Max(maxOmitted, m.Delivered)
+		}
+	}
+	if maxOmitted > minKept {
+		t.Fatalf("the members table omits one who delivered %g but keeps one who delivered %g", maxOmitted, minKept)
+	}
 	if len(r.DAG.Nodes) != 3 || !strings.Contains(r.DAG.Note, "3 of 20 project tasks shown") {
 		t.Fatalf("DAG: %d nodes, note %q; want 3 of 20", len(r.DAG.Nodes), r.DAG.Note)
 	}
@@ -340,7 +356,7 @@ func TestReportCapsRows(t *testing.T) {
 			t.Fatalf("queue %s has %d points, want at most 12", s.Name, len(s.Points))
 		}
 	}
-	if !strings.Contains(page, r.Gantt.Note) || !strings.Contains(page, r.DAG.Note) {
+	if !strings.Contains(page, r.Gantt.Note) || !strings.Contains(page, r.DAG.Note) || !strings.Contains(page, r.MembersNote) {
 		t.Fatal("the page does not show the notes of what was omitted")
 	}
 }
