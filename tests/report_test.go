@@ -197,7 +197,7 @@ func TestReportInBrowser(t *testing.T) {
 }
 
 // TestReportOf100kEvents reports on a stored session of over 100,000 events
-// (the support-desk-bench world at load 0.06: about 12,000 tickets served
+// (the support-desk-bench world at load 0.1: 20,000 tickets served
 // by 20 NPCs) and checks the page stays small, comes quickly and renders.
 func TestReportOf100kEvents(t *testing.T) {
 	if testing.Short() {
@@ -206,7 +206,7 @@ func TestReportOf100kEvents(t *testing.T) {
 	bin := corpsimBinary(t)
 	data := t.TempDir()
 	runStart := time.Now()
-	out, err := exec.Command(bin, "run", "--world", "support-desk-bench", "--load", "0.06", "--data", data, "--json").Output()
+	out, err := exec.Command(bin, "run", "--world", "support-desk-bench", "--load", "0.1", "--data", data, "--json").Output()
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}

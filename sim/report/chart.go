@@ -139,8 +139,8 @@ func (c LineChart) WriteSVG(w io.Writer) error {
 			}
 			fmt.Fprintf(&pts, "%s,%s ", num(X(p.X)), num(Y(p.Y)))
 		}
-		fmt.Fprintf(&b, `<polyline class="series" data-series="%s" fill="none" stroke="%s" stroke-width="2" points="%s"><title>%s</title></polyline>`,
-			esc(s.Name), col, strings.TrimSpace(pts.String()), esc(s.Name))
+		fmt.Fprintf(&b, `<polyline class="series" data-series="%s" fill="none" stroke="%s" stroke-width="2"%s points="%s"><title>%s</title></polyline>`,
+			esc(s.Name), col, dash(i), strings.TrimSpace(pts.String()), esc(s.Name))
 		for _, p := range s.Points {
 			if p.Err > 0 {
 				fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-opacity="0.6"/>`, num(X(p.X)), num(Y(p.Y-p.Err)), num(X(p.X)), num(Y(p.Y+p.Err)), col)
@@ -155,13 +155,19 @@ func (c LineChart) WriteSVG(w io.Writer) error {
 		for i, s := range c.Series {
 			x := padLeft + float64(i%4)*pw/4
 			y := float64(H - legendH + 18*(i/4) + 2)
-			fmt.Fprintf(&b, `<g class="legend"><rect x="%s" y="%s" width="14" height="4" fill="%s"/><text x="%s" y="%s" dominant-baseline="middle">%s</text></g>`,
-				num(x), num(y+4), Palette[i%len(Palette)], num(x+20), num(y+6), esc(truncate(s.Name, 40)))
+			fmt.Fprintf(&b, `<g class="legend"><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="3"%s/><text x="%s" y="%s" dominant-baseline="middle">%s</text></g>`,
+				num(x), num(y+6), num(x+22), num(y+6), Palette[i%len(Palette)], dash(i), num(x+28), num(y+6), esc(truncate(s.Name, 40)))
 		}
 	}
 	b.WriteString(`</svg>`)
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// dash is the stroke pattern of series i, so that lines lying on top of
+// each other stay distinguishable.
+func dash(i int) string {
+	return [...]string{"", ` stroke-dasharray="7 3"`, ` stroke-dasharray="2 2"`, ` stroke-dasharray="9 3 2 3"`}[i%4]
 }
 
 // niceTicks returns about n round values (1, 2 or 5 × 10^k apart) in [lo, hi].

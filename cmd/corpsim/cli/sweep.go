@@ -218,8 +218,15 @@ func (r *SweepResult) Chart() report.LineChart {
 		}
 		series[i].Points = append(series[i].Points, report.Point{X: p.Load, Y: p.Completion, Err: p.CompletionSD})
 	}
+	var ticks []report.Tick
+	for _, p := range r.Points {
+		if len(ticks) == 0 || ticks[len(ticks)-1].V != p.Load {
+			ticks = append(ticks, report.Tick{V: p.Load, Label: strconv.FormatFloat(p.Load, 'g', -1, 64)})
+		}
+	}
 	return report.LineChart{
 		Title:  fmt.Sprintf("%s: completion against load (mean of %d seeds, bars ±1 sd)", r.World, r.Seeds),
+		XTicks: func(float64, float64) []report.Tick { return ticks },
 		XLabel: "load factor", YLabel: "completion", Width: 720, Height: 360,
 		Series: series, Markers: true, YMin: 0, YMax: 1,
 		YFormat: func(v float64) string { return strconv.FormatFloat(math.Round(1000*v)/10, 'f', -1, 64) + "%" },
