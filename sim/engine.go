@@ -269,7 +269,6 @@ func (e *Engine) Step(answers []Answer) {
 	for _, a := range all {
 		e.takeTurn(a)
 	}
-	e.payReward()
 	e.settle()
 }
 
@@ -318,7 +317,6 @@ func (e *Engine) Tick() {
 			e.fireTimer(t)
 		}
 	}
-	e.payReward()
 	e.settle()
 }
 
@@ -348,6 +346,13 @@ func (e *Engine) settle() {
 		due := e.dueNow()
 		if len(due) == 0 {
 			return
+		}
+		if !e.allNPC(due) {
+			// Agents are about to be asked: the score changes since the
+			// last reward are paid first, so each agent sees the reward of
+			// what happened before it decides. NPCs need no reward, so a
+			// stretch of NPC work is paid in one event.
+			e.payReward()
 		}
 		e.seen = e.st.LastSeq
 		var npcs []string
@@ -385,6 +390,15 @@ func (e *Engine) dueNow() []string {
 		}
 	}
 	return out
+}
+
+func (e *Engine) allNPC(ids []string) bool {
+	for _, id := range ids {
+		if !e.st.Member(id).NPC {
+			return false
+		}
+	}
+	return true
 }
 
 // payReward emits the score change since the last reward, if any.
