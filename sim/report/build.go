@@ -26,6 +26,9 @@ type Options struct {
 	MaxGanttRows     int
 	MaxDAGNodes      int
 	MaxViolationRows int
+	// MaxGanttBars bounds the bars of the Gantt chart in all (0: 8000):
+	// beyond it, bars a few pixels apart merge too.
+	MaxGanttBars int
 	// Width is the width of the timelines in pixels (0: 1100).
 	Width int
 }
@@ -42,6 +45,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxViolationRows <= 0 {
 		o.MaxViolationRows = 40
+	}
+	if o.MaxGanttBars <= 0 {
+		o.MaxGanttBars = 8000
 	}
 	if o.Width <= 0 {
 		o.Width = 1100

@@ -30,6 +30,7 @@ type Gantt struct {
 	End   int64 // simulated milliseconds at the right edge
 	Width int   // timeline width in pixels
 	Rows  []GanttRow
+	Gap   int    // bars less than Gap+1 pixels apart were merged (0: only touching ones)
 	Note  string // what was left out
 }
 
@@ -39,7 +40,10 @@ const maxBarLabels = 3
 // Coalesce maps intervals of a timeline of end milliseconds drawn width
 // pixels wide to bars, merging intervals that touch or overlap once drawn:
 // a lane never has more than width bars, however many intervals it had.
-func Coalesce(iv []Interval, end int64, width int) []Bar {
+func Coalesce(iv []Interval, end int64, width int) []Bar { return coalesce(iv, end, width, 0) }
+
+// coalesce is Coalesce that also merges bars less than gap pixels apart.
+func coalesce(iv []Interval, end int64, width, gap int) []Bar {
 	if end <= 0 {
 		end = 1
 	}
@@ -51,7 +55,7 @@ func Coalesce(iv []Interval, end int64, width int) []Bar {
 		x0 := min(px(x.From), width-1)
 		x1 := max(px(x.To)+1, x0+1)
 		x1 = min(x1, width)
-		if n := len(out); n > 0 && x0 <= out[n-1].X1 {
+		if n := len(out); n > 0 && x0 <= out[n-1].X1+gap {
 			b := &out[n-1]
 			b.X1 = max(b.X1, x1)
 			b.Busy += x.To - x.From
@@ -102,11 +106,27 @@ func (b *Builder) gantt(end int64) Gantt {
 		}
 		g.Note += fmt.Sprintf("%d members never held a task or went on leave", idle)
 	}
-	for _, c := range cands {
-		for l := range lanes {
-			c.row.Bars[l] = Coalesce(c.ivs[l], end, g.Width)
+	// Merge bars closer than a pixel; should the chart still have more than
+	// MaxGanttBars bars, merge across ever wider gaps until it has not.
+	for gap := 0; ; gap = 2*gap + 1 {
+		g.Rows, g.Gap = g.Rows[:0], gap
+		bars := 0
+		for _, c := range cands {
+			for l := range lanes {
+				c.row.Bars[l] = coalesce(c.ivs[l], end, g.Width, gap)
+				bars += len(c.row.Bars[l])
+			}
+			g.Rows = append(g.Rows, c.row)
 		}
-		g.Rows = append(g.Rows, c.row)
+		if bars <= b.o.MaxGanttBars || gap > g.Width {
+			break
+		}
+	}
+	if g.Gap > 0 {
+		if g.Note != "" {
+			g.Note += "; "
+		}
+		g.Note += fmt.Sprintf("bars less than %dpx apart merged to keep the chart small", g.Gap+1)
 	}
 	return g
 }

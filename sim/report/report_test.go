@@ -401,3 +401,40 @@ func TestLineChartSVG(t *testing.T) {
 		t.Fatalf("got legend %+v, want a<b and c", doc.Legend)
 	}
 }
+
+// TestGanttBarBudget: with a budget of bars smaller than the chart needs,
+// bars merge across wider gaps until it fits, no interval is lost, and the
+// note says so.
+func TestGanttBarBudget(t *testing.T) {
+	w, src := mustWorld(t, "support-desk", nil)
+	evs := drive(t, w, src, 1)
+	count := func(g report.Gantt) (bars, intervals, lanes int) {
+		for _, r := range g.Rows {
+			for _, l := range r.Bars {
+				bars += len(l)
+				if len(l) > 0 {
+					lanes++
+				}
+				for _, b := range l {
+					intervals += b.N
+				}
+			}
+		}
+		return
+	}
+	full, _ := mustReport(t, w, evs, report.Options{Width: 50_000}) // fine pixels: many bars
+	bars, intervals, lanes := count(full.Gantt)
+	if full.Gantt.Gap != 0 || bars < lanes+20 {
+		t.Fatalf("default chart: gap %d, %d bars in %d lanes; want gap 0 and enough bars to merge", full.Gantt.Gap, bars, lanes)
+	}
+	budget := (bars + lanes) / 2
+	small, page := mustReport(t, w, evs, report.Options{Width: 50_000, MaxGanttBars: budget})
+	sbars, sintervals, _ := count(small.Gantt)
+	if sbars > budget || sintervals != intervals || small.Gantt.Gap == 0 {
+		t.Fatalf("budget %d: got %d bars holding %d intervals at gap %d; want at most %d bars holding all %d", budget, sbars, sintervals, small.Gantt.Gap, budget, intervals)
+	}
+	t.Logf("%d bars at gap 0; budget %d: %d bars at gap %d", bars, budget, sbars, small.Gantt.Gap)
+	if !strings.Contains(page, "merged to keep the chart small") {
+		t.Fatal("the page does not say bars were merged")
+	}
+}
