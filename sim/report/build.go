@@ -352,11 +352,11 @@ func (b *Builder) Report() *Report {
 	r.Gantt = b.gantt(end)
 	r.DAG = BuildDAG(st, b.o.MaxDAGNodes)
 	r.Queues, r.QueuesNote = b.queueChart(end)
-	r.Reward = timeChart("Cumulative reward (team)", "reward", []Series{{Name: "team reward", Points: b.series(&b.reward, end)}}, b.o)
+	r.Reward = b.timeChart("Cumulative reward (team)", "reward", []Series{{Name: "team reward", Points: b.series(&b.reward, end)}})
 	if len(b.reward.pts) <= 1 {
 		r.Reward.Note = "no reward events in this session"
 	}
-	r.Approvals = timeChart("Approval requests waiting", "requests pending", []Series{{Name: "pending", Points: b.series(&b.approvals, end)}}, b.o)
+	r.Approvals = b.timeChart("Approval requests waiting", "requests pending", []Series{{Name: "pending", Points: b.series(&b.approvals, end)}})
 	if len(st.Requests) == 0 {
 		r.Approvals.Note = "no approval requests in this session"
 	}
@@ -393,9 +393,12 @@ func (b *Builder) series(s *step, end int64) []Point {
 	return Downsample(pts, b.o.Buckets)
 }
 
-func timeChart(title, ylabel string, series []Series, o Options) LineChart {
-	return LineChart{Title: title, XLabel: "simulated time since the start", YLabel: ylabel, Width: o.Width, Height: 240,
-		Series: series, XTicks: TimeTicks, Step: true}
+// timeLabel names the X axis of every timeline.
+const timeLabel = "simulated time (the world's wall clock)"
+
+func (b *Builder) timeChart(title, ylabel string, series []Series) LineChart {
+	return LineChart{Title: title, XLabel: timeLabel, YLabel: ylabel, Width: b.o.Width, Height: 240,
+		Series: series, XTicks: WallTicks(&b.w.Calendar), Step: true}
 }
 
 // maxQueueSeries is how many queues the queue chart draws at most.
@@ -424,7 +427,7 @@ func (b *Builder) queueChart(end int64) (LineChart, string) {
 	for _, x := range qs {
 		series = append(series, Series{Name: x.id, Points: b.series(b.queues[x.id], end)})
 	}
-	c := timeChart("Open items per queue", "open items", series, b.Options())
+	c := b.timeChart("Open items per queue", "open items", series)
 	if len(series) == 0 {
 		c.Note = "this world has no queues"
 	}

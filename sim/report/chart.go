@@ -8,6 +8,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/corpsim/corpsim/clock"
 )
 
 // Palette is the colours of a chart's series, in order (Tableau 10).
@@ -194,26 +197,57 @@ func niceTicks(lo, hi float64, n int) []float64 {
 	return out
 }
 
-// TimeTicks labels an X axis of simulated milliseconds with round spans of
-// elapsed time since the session's start ("0", "6h", "2d", "2d12h").
-func TimeTicks(lo, hi float64) []Tick {
+// tickStep is a round span of simulated milliseconds that cuts span into at most 8 parts.
+func tickStep(span float64) float64 {
 	const s, m, h, d = 1000.0, 60 * 1000.0, 3600 * 1000.0, 24 * 3600 * 1000.0
 	steps := []float64{s, 5 * s, 15 * s, 30 * s, m, 5 * m, 15 * m, 30 * m, h, 2 * h, 3 * h, 6 * h, 12 * h, d, 2 * d, 7 * d, 14 * d, 28 * d, 56 * d, 91 * d, 182 * d, 364 * d}
 	step := steps[len(steps)-1]
 	for _, st := range steps {
-		if (hi-lo)/st <= 8 {
+		if span/st <= 8 {
 			step = st
 			break
 		}
 	}
-	for (hi-lo)/step > 8 {
+	for span/step > 8 {
 		step *= 2
 	}
+	return step
+}
+
+// TimeTicks labels an X axis of simulated milliseconds with round spans of
+// elapsed time since the session's start ("0", "6h", "2d", "2d12h").
+func TimeTicks(lo, hi float64) []Tick {
+	step := tickStep(hi - lo)
 	var out []Tick
 	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
 		out = append(out, Tick{V: v, Label: FormatElapsed(int64(v))})
 	}
 	return out
+}
+
+// WallTicks labels an X axis of simulated milliseconds with the world's
+// wall clock: ticks at round times of day counted from midnight (in the
+// calendar's location), labelled "Jan 02" (weeks apart), "Mon Jan 02"
+// (days apart) or "Mon 15:04".
+func WallTicks(cal *clock.Calendar) func(lo, hi float64) []Tick {
+	return func(lo, hi float64) []Tick {
+		step := tickStep(hi - lo)
+		w := cal.Wall(clock.Time(lo))
+		midnight := time.Date(w.Year(), w.Month(), w.Day(), 0, 0, 0, 0, w.Location())
+		t0 := float64(midnight.Sub(cal.Start).Milliseconds())
+		layout := "Mon 15:04"
+		switch {
+		case step >= 7*86_400_000:
+			layout = "Jan 02"
+		case step >= 86_400_000:
+			layout = "Mon Jan 02"
+		}
+		var out []Tick
+		for v := t0 + math.Ceil((lo-t0)/step)*step; v <= hi; v += step {
+			out = append(out, Tick{V: v, Label: cal.Wall(clock.Time(v)).Format(layout)})
+		}
+		return out
+	}
 }
 
 // FormatElapsed writes simulated milliseconds as a short span: "0", "45s",

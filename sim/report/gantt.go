@@ -31,6 +31,7 @@ type Gantt struct {
 	Width int   // timeline width in pixels
 	Rows  []GanttRow
 	Gap   int    // bars less than Gap+1 pixels apart were merged (0: only touching ones)
+	Ticks []Tick // of the time axis; nil: elapsed time (TimeTicks)
 	Note  string // what was left out
 }
 
@@ -72,6 +73,7 @@ func coalesce(iv []Interval, end int64, width, gap int) []Bar {
 
 func (b *Builder) gantt(end int64) Gantt {
 	g := Gantt{End: end, Width: b.o.Width - ganttLabelW - 20}
+	g.Ticks = WallTicks(&b.w.Calendar)(0, float64(max(end, 1)))
 	type cand struct {
 		row   GanttRow
 		total int64
@@ -160,12 +162,16 @@ func (g Gantt) WriteSVG(w io.Writer) error {
 	}
 	x0 := ganttLabelW
 	bottom := ganttTop + ganttRowH*max(len(g.Rows), 1)
-	for _, t := range TimeTicks(0, float64(max(g.End, 1))) {
+	ticks := g.Ticks
+	if ticks == nil {
+		ticks = TimeTicks(0, float64(max(g.End, 1)))
+	}
+	for _, t := range ticks {
 		x := float64(x0) + t.V/float64(max(g.End, 1))*float64(g.Width)
 		fmt.Fprintf(&b, `<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="#eee"/>`, num(x), ganttTop-4, num(x), bottom)
 		fmt.Fprintf(&b, `<text x="%s" y="%d" text-anchor="middle">%s</text>`, num(x), bottom+14, esc(t.Label))
 	}
-	fmt.Fprintf(&b, `<text x="%s" y="%d" text-anchor="middle">simulated time since the start</text>`, num(float64(x0)+float64(g.Width)/2), bottom+30)
+	fmt.Fprintf(&b, `<text x="%s" y="%d" text-anchor="middle">%s</text>`, num(float64(x0)+float64(g.Width)/2), bottom+30, esc(timeLabel))
 	if len(g.Rows) == 0 {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#888">nobody held a task or went on leave</text>`, x0+10, ganttTop+14)
 	}

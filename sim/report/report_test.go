@@ -10,8 +10,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
@@ -436,5 +438,39 @@ func TestGanttBarBudget(t *testing.T) {
 	t.Logf("%d bars at gap 0; budget %d: %d bars at gap %d", bars, budget, sbars, small.Gantt.Gap)
 	if !strings.Contains(page, "merged to keep the chart small") {
 		t.Fatal("the page does not say bars were merged")
+	}
+}
+
+func TestWallTicks(t *testing.T) {
+	const day = 86_400_000
+	cal := &clock.Calendar{Start: time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)} // a Monday, 09:00
+	tests := []struct {
+		name   string
+		lo, hi float64
+		first  string
+	}{
+		{"weeks", 0, 69 * day, "Jan 19"}, // midnight Jan 05 is before the start
+		{"days", 0, 5 * day, "Tue Jan 06"},
+		{"hours", 0, 8 * 3_600_000, "Mon 09:00"},
+		{"from the middle", 3 * day, 3*day + 12*3_600_000, "Thu 10:00"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ticks := report.WallTicks(cal)(tc.lo, tc.hi)
+			if len(ticks) < 3 || len(ticks) > 9 {
+				t.Fatalf("got %d ticks, want 3 to 9: %v", len(ticks), ticks)
+			}
+			if ticks[0].Label != tc.first {
+				t.Fatalf("first tick %q, want %q (all: %v)", ticks[0].Label, tc.first, ticks)
+			}
+			for i, tk := range ticks {
+				if tk.V < tc.lo || tk.V > tc.hi {
+					t.Fatalf("tick %v outside [%g, %g]", tk, tc.lo, tc.hi)
+				}
+				if i > 0 && tk.V-ticks[i-1].V != ticks[1].V-ticks[0].V {
+					t.Fatalf("ticks not evenly spaced: %v", ticks)
+				}
+			}
+		})
 	}
 }
