@@ -43,6 +43,10 @@ type Config struct {
 	// least DefaultCheckpointEvery events apart, and further apart when the
 	// state is large (see checkpointer).
 	CheckpointEvery int
+	// Interest, if set, reports whether anyone subscribes to a subject; the
+	// event feed is not encoded or published while nobody listens (late
+	// subscribers read what they missed from the history responder).
+	Interest func(subject string) bool
 	// MaxBatch bounds the events persisted in one append while no agent has
 	// to be asked (group commit); 0 means DefaultMaxBatch.
 	MaxBatch int
@@ -180,10 +184,14 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			if err := d.cfg.Log.Append(ctx, meta.ID, last, rd.Events); err != nil {
 				return fail(fmt.Errorf("driver: append: %w", err))
 			}
-			for i := range rd.Events {
-				buf = events.AppendJSON(buf[:0], &rd.Events[i])
-				if err := d.cfg.Conn.Publish(subject, buf); err != nil {
-					return fail(fmt.Errorf("driver: publish: %w", err))
+			// Asked after the append, so a subscriber that arrives later
+			// finds these events in the history the driver serves.
+			if d.cfg.Interest == nil || d.cfg.Interest(subject) {
+				for i := range rd.Events {
+					buf = events.AppendJSON(buf[:0], &rd.Events[i])
+					if err := d.cfg.Conn.Publish(subject, buf); err != nil {
+						return fail(fmt.Errorf("driver: publish: %w", err))
+					}
 				}
 			}
 			last = rd.Events[n-1].Seq

@@ -307,7 +307,7 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 			s.waitForSeats(runCtx, id, remote, joinTimeout, log)
 		}
 		d := driver.New(driver.Config{Log: s.cfg.Log, Conn: s.conn, Logger: s.logger, TurnTimeout: turnTimeout,
-			CheckpointEvery: s.cfg.CheckpointEvery, Gate: ss.gate})
+			CheckpointEvery: s.cfg.CheckpointEvery, Gate: ss.gate, Interest: s.cfg.Bus.Interest})
 		var m events.SessionMeta
 		var err error
 		if fresh {

@@ -367,7 +367,7 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 	defer conn.Close()
 
 	d := driver.New(driver.Config{Log: log, Conn: conn, Logger: logger, TurnTimeout: o.TurnTimeout,
-		Progress: o.Progress, CheckpointEvery: o.CheckpointEvery, MaxBatch: o.MaxBatch})
+		Progress: o.Progress, CheckpointEvery: o.CheckpointEvery, MaxBatch: o.MaxBatch, Interest: srv.Interest})
 	from := e.State().LastSeq
 	start := time.Now()
 	if fresh {
