@@ -50,6 +50,22 @@ type Config struct {
 	// MaxBatch bounds the events persisted in one append while no agent has
 	// to be asked (group commit); 0 means DefaultMaxBatch.
 	MaxBatch int
+	// Observer, if set, is told of every durable batch and every agent
+	// turn (for metrics); nil means none.
+	Observer Observer
+}
+
+// Observer watches a running session, for metrics. The driver calls it
+// from its own goroutines (Turn concurrently for the members asked at one
+// instant), so it must be safe for concurrent use, must not block, and
+// must not keep or modify the events it is shown. What it does never
+// reaches the log.
+type Observer interface {
+	// Appended reports a batch made durable by one append that took d.
+	Appended(session string, batch []events.Event, d time.Duration)
+	// Turn reports one request to a member and how long its answer took;
+	// timedOut when no answer came within the budget.
+	Turn(session, member string, d time.Duration, timedOut bool)
 }
 
 // DefaultCheckpointEvery is the checkpoint interval when none is configured.
@@ -181,8 +197,12 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			rd = e.Ready()
 		}
 		if n := len(rd.Events); n > 0 {
+			start := time.Now()
 			if err := d.cfg.Log.Append(ctx, meta.ID, last, rd.Events); err != nil {
 				return fail(fmt.Errorf("driver: append: %w", err))
+			}
+			if d.cfg.Observer != nil {
+				d.cfg.Observer.Appended(meta.ID, rd.Events, time.Since(start))
 			}
 			// Asked after the append, so a subscriber that arrives later
 			// finds these events in the history the driver serves.
@@ -250,7 +270,11 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 			}
 			rctx, cancel := context.WithTimeout(ctx, d.cfg.TurnTimeout)
 			defer cancel()
+			start := time.Now()
 			msg, err := d.cfg.Conn.RequestWithContext(rctx, proto.TurnSubject(session, t.Member), obs)
+			if d.cfg.Observer != nil {
+				d.cfg.Observer.Turn(session, t.Member, time.Since(start), err != nil)
+			}
 			if err != nil {
 				log.Warn("turn not answered", "member", t.Member, "error", err)
 				a.TimedOut = true
