@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
@@ -440,7 +441,8 @@ func (b *Builder) Options() Options { return b.o }
 func (b *Builder) violationRows() ([]ViolationRow, string) {
 	var rows []ViolationRow
 	for k, g := range b.violations {
-		rows = append(rows, ViolationRow{Kind: k.kind, Rule: k.rule, Reason: k.reason, Count: g.count, Members: g.members, First: g.first})
+		rows = append(rows, ViolationRow{Kind: k.kind, Rule: k.rule, Reason: k.reason, Count: g.count, Members: g.members, First: g.first,
+			FirstWall: b.w.Calendar.Wall(clock.Time(g.first)).Format("Mon Jan 02 15:04")})
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		a, c := rows[i], rows[j]

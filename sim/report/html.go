@@ -15,7 +15,8 @@ type ViolationRow struct {
 	Kind, Rule, Reason string
 	Count              int
 	Members            []string
-	First              int64 // simulated milliseconds
+	First              int64  // simulated milliseconds
+	FirstWall          string // First on the world's wall clock
 }
 
 // Report is everything a report page shows, already bounded in size.
@@ -183,7 +184,7 @@ dt { color: #666; }
 {{end}}
 <h2>Violations</h2>
 <table id="violations"><tr><th>kind</th><th>rule</th><th>reason</th><th>count</th><th>members</th><th>first at</th></tr>
-{{range .Violations}}<tr><td>{{.Kind}}</td><td>{{.Rule}}</td><td>{{.Reason}}</td><td class="n">{{.Count}}</td><td>{{members .Members}}</td><td>{{elapsed .First}}</td></tr>
+{{range .Violations}}<tr><td>{{.Kind}}</td><td>{{.Rule}}</td><td>{{.Reason}}</td><td class="n">{{.Count}}</td><td>{{members .Members}}</td><td>{{.FirstWall}}</td></tr>
 {{else}}<tr><td colspan="6">no rejected actions</td></tr>
 {{end}}{{if .Breaches}}<tr><td>sla</td><td>sla.breached</td><td>tickets still open when their SLA passed: {{range $i, $t := .BreachExamples}}{{if $i}}, {{end}}{{$t}}{{end}}{{if gt .Breaches (len .BreachExamples)}} …{{end}}</td><td class="n">{{.Breaches}}</td><td></td><td></td></tr>
 {{end}}{{if .Score.BudgetOverrun}}<tr><td>budget</td><td>overrun</td><td>spending beyond the teams' budgets</td><td class="n">{{.Score.BudgetOverrun}}</td><td></td><td></td></tr>
