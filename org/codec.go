@@ -158,6 +158,10 @@ func (p *Turn) appendJSON(dst []byte) []byte {
 	}
 	dst = append(dst, `,"busy_until":`...)
 	dst = strconv.AppendInt(dst, int64(p.BusyUntil), 10)
+	if p.InboxRead != 0 {
+		dst = append(dst, `,"inbox_read":`...)
+		dst = strconv.AppendInt(dst, int64(p.InboxRead), 10)
+	}
 	return append(dst, '}')
 }
 

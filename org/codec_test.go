@@ -86,7 +86,7 @@ func TestAppendPayloadMatchesEncodingJSON(t *testing.T) {
 		sameAsJSON(t, tc)
 		sameAsJSON(t, &tc)
 
-		turn := Turn{Turn: r.Uint64(), Seen: r.Uint64N(1 << 30), BusyUntil: clock.Time(r.Int64N(1 << 40))}
+		turn := Turn{Turn: r.Uint64(), Seen: r.Uint64N(1 << 30), BusyUntil: clock.Time(r.Int64N(1 << 40)), InboxRead: r.IntN(3) * r.IntN(40)}
 		if r.IntN(4) > 0 {
 			turn.Actions = []Action{}
 			for range r.IntN(4) {

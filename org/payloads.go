@@ -59,6 +59,7 @@ type SessionStarted struct {
 	Load      float64       `json:"load"`
 	Source    string        `json:"source"`             // the world file itself, so a log replays without it
 	Arrivals  []ArrivalNext `json:"arrivals,omitempty"` // when each arrival process brings its first ticket
+	Limits    Limits        `json:"limits,omitzero"`    // the session's limits; zero fields are the defaults
 }
 
 // ArrivalNext says when an arrival process brings its next ticket (0: never).
@@ -156,6 +157,9 @@ type Turn struct {
 	Seen      uint64     `json:"seen"` // the last seq of the state the member observed
 	Actions   []Action   `json:"actions"`
 	BusyUntil clock.Time `json:"busy_until"`
+	// InboxRead is how many inbox messages the observation delivered when
+	// it was paged (the inbox held more than the session's limit); 0: all.
+	InboxRead int `json:"inbox_read,omitempty"`
 }
 
 // TurnTimeout records that a member did not answer within its budget.

@@ -47,6 +47,8 @@ type State struct {
 	Arrivals []*ArrivalState
 	// Fired records which of the world's interruptions have happened.
 	Fired []bool
+	// Limits are the session's, from session.started, with defaults filled in.
+	Limits Limits
 
 	Reward     float64 // the sum of the reward events so far
 	Turns      int     // turns taken by all members
@@ -518,6 +520,10 @@ func (s *State) apply(ev *events.Event) error {
 		if err != nil {
 			return err
 		}
+		if err := p.Limits.Validate(); err != nil {
+			return badEvent(ev, "%v", err)
+		}
+		s.Limits = p.Limits.WithDefaults()
 		for _, an := range p.Arrivals {
 			a := s.Arrival(an.Arrival)
 			if a == nil {
@@ -547,7 +553,13 @@ func (s *State) apply(ev *events.Event) error {
 		}
 		m.Turn++
 		m.Seen = p.Seen
-		m.Inbox = nil // a turn reads the inbox
+		// A turn reads the inbox, or its first InboxRead messages when the
+		// observation was paged.
+		if p.InboxRead > 0 && p.InboxRead < len(m.Inbox) {
+			m.Inbox = append([]string(nil), m.Inbox[p.InboxRead:]...)
+		} else {
+			m.Inbox = nil
+		}
 		m.Rejected = nil
 		s.Turns++
 		s.busy(m, p.BusyUntil)
@@ -1067,11 +1079,22 @@ type snapshot struct {
 	Timeouts   int             `json:"timeouts"`
 	Rejections int             `json:"rejections"`
 	Violations int             `json:"violations"`
+	Limits     *Limits         `json:"limits,omitempty"` // nil: the defaults
 }
 
 func (s *State) snap() snapshot {
 	return snapshot{s.Now, s.LastSeq, s.Ended, s.EndReason, s.Members, s.Tasks, s.Requests, s.Messages, s.Budgets,
-		s.Queues, s.Arrivals, s.Fired, s.Reward, s.Turns, s.Timeouts, s.Rejections, s.Violations}
+		s.Queues, s.Arrivals, s.Fired, s.Reward, s.Turns, s.Timeouts, s.Rejections, s.Violations, s.customLimits()}
+}
+
+// customLimits is nil for the default limits, so that the snapshots (and
+// state hashes) of sessions with default limits do not mention them.
+func (s *State) customLimits() *Limits {
+	if s.Limits == (Limits{}.WithDefaults()) || s.Limits == (Limits{}) {
+		return nil
+	}
+	l := s.Limits
+	return &l
 }
 
 // Snapshot encodes the state (without its world) for a checkpoint.
@@ -1101,6 +1124,9 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 	if len(sn.Members) != len(s.Members) || len(sn.Tasks) < len(s.Tasks) || len(sn.Budgets) != len(s.Budgets) ||
 		len(sn.Queues) != len(s.Queues) || len(sn.Arrivals) != len(s.Arrivals) || len(sn.Fired) != len(s.Fired) {
 		return nil, errors.New("org: snapshot does not fit the world")
+	}
+	if sn.Limits != nil {
+		s.Limits = sn.Limits.WithDefaults()
 	}
 	static := len(s.Tasks)
 	for i, m := range sn.Members {

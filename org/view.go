@@ -22,12 +22,13 @@ type Observation struct {
 	Assigned  []TaskView `json:"assigned"`  // tasks you hold that are not done
 	Available []TaskView `json:"available"` // open tasks you may take whose dependencies are done, most valuable first
 	Upcoming  []TaskView `json:"upcoming"`  // open tasks you may take, still waiting on dependencies, nearest first
-	// AvailableMore and UpcomingMore count the tasks left out of lists cut at MaxListed.
+	// AvailableMore and UpcomingMore count the tasks left out of lists cut at the session's listed limit.
 	AvailableMore int            `json:"available_more,omitempty"`
 	UpcomingMore  int            `json:"upcoming_more,omitempty"`
 	Approvals     []RequestView  `json:"approvals"`          // requests waiting for your decision
 	Requests      []RequestView  `json:"requests"`           // your own requests
-	Inbox         []MessageView  `json:"inbox"`              // messages delivered since your last turn
+	Inbox         []MessageView  `json:"inbox"`              // messages delivered since your last turn, oldest first, at most the session's inbox limit
+	InboxMore     int            `json:"inbox_more,omitempty"` // messages left for your next turns (the inbox is paged, never cut)
 	Awaiting      []MessageView  `json:"awaiting,omitempty"` // messages you sent that have no reply yet (From is the recipient)
 	Budget        *BudgetView    `json:"budget,omitempty"`
 	Queues        []*QueueView   `json:"queues"` // the queues you serve
@@ -130,8 +131,9 @@ type RejectedView struct {
 	Reason string `json:"reason"`
 }
 
-// MaxListed bounds the Available and Upcoming lists of an observation.
-const MaxListed = 50
+// limits returns the session's limits (defaults for a state that has not
+// seen session.started).
+func (s *State) limits() Limits { return s.Limits.WithDefaults() }
 
 func (s *State) pendingCount(t *Task) int {
 	n := 0
@@ -367,13 +369,14 @@ func (s *State) View(id string) Observation {
 			}
 		}
 	}
-	// Long lists are cut to MaxListed, most valuable (and, upcoming, nearest)
+	listed := s.limits().Listed
+	// Long lists are cut to the listed limit, most valuable (and, upcoming, nearest)
 	// first; *More say how many were left out. The tickets at the heads of
 	// the queues (one per queue) are never cut: a queue must not starve
 	// because its tickets are worth less than the project work.
 	sort.SliceStable(avail, func(i, j int) bool {
 		ti, tj := avail[i].Kind == KindTicket, avail[j].Kind == KindTicket
-		if ti != tj && len(avail) > MaxListed {
+		if ti != tj && len(avail) > listed {
 			return ti
 		}
 		return avail[i].Value > avail[j].Value
@@ -386,14 +389,14 @@ func (s *State) View(id string) Observation {
 		return a.t.Value > b.t.Value
 	})
 	for i, t := range avail {
-		if i == MaxListed {
+		if i == listed {
 			o.AvailableMore = len(avail) - i
 			break
 		}
 		o.Available = append(o.Available, s.taskView(t))
 	}
 	for i, r := range upcoming {
-		if i == MaxListed {
+		if i == listed {
 			o.UpcomingMore = len(upcoming) - i
 			break
 		}
@@ -412,7 +415,11 @@ func (s *State) View(id string) Observation {
 			o.Awaiting = append(o.Awaiting, MessageView{ID: msg.ID, From: msg.To, Text: msg.Text, SentAt: msg.SentAt})
 		}
 	}
-	for _, mid := range m.Inbox {
+	inbox := m.Inbox
+	if lim := s.limits().Inbox; len(inbox) > lim {
+		inbox, o.InboxMore = inbox[:lim], len(inbox)-lim
+	}
+	for _, mid := range inbox {
 		msg := s.messages[mid]
 		o.Inbox = append(o.Inbox, MessageView{ID: msg.ID, From: msg.From, Text: msg.Text, Topic: msg.Topic, SentAt: msg.SentAt})
 	}

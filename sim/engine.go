@@ -43,6 +43,10 @@ type Config struct {
 	Rules   policies.Set // nil means policies.Default()
 	// Load scales arrival rates and counts: 2 brings twice the tickets. 0 means 1.
 	Load float64
+	// Limits bound observations and messages (zero fields: the defaults).
+	// They are recorded in session.started; a replayed engine takes them
+	// from there.
+	Limits org.Limits
 }
 
 // Turn asks one member to decide.
@@ -165,7 +169,7 @@ func (e *Engine) Start() {
 	}
 	e.emit(org.EvSessionStarted, "", 0, org.SessionStarted{
 		World: e.cfg.World.Name, WorldFile: e.cfg.World.File, WorldHash: e.cfg.World.Hash, Seed: e.cfg.Seed,
-		Load: e.load(), Source: string(e.cfg.Source), Arrivals: first})
+		Load: e.load(), Source: string(e.cfg.Source), Arrivals: first, Limits: e.cfg.Limits})
 	e.settle()
 }
 

@@ -11,9 +11,6 @@ import (
 	"github.com/corpsim/corpsim/worlds"
 )
 
-// MaxMessageBytes bounds a message's text.
-const MaxMessageBytes = 4000
-
 // takeTurn records a member's answer and applies its actions in order.
 func (e *Engine) takeTurn(a Answer) {
 	m := e.st.Member(a.Member)
@@ -27,7 +24,11 @@ func (e *Engine) takeTurn(a Answer) {
 	if actions == nil {
 		actions = []org.Action{}
 	}
-	turnSeq := e.emit(org.EvTurn, m.ID, m.WakeCause, org.Turn{Turn: m.Turn + 1, Seen: e.seen, Actions: actions, BusyUntil: cursor})
+	turn := org.Turn{Turn: m.Turn + 1, Seen: e.seen, Actions: actions, BusyUntil: cursor}
+	if lim := e.st.Limits.WithDefaults().Inbox; len(m.Inbox) > lim {
+		turn.InboxRead = lim // the observation showed the first lim messages
+	}
+	turnSeq := e.emit(org.EvTurn, m.ID, m.WakeCause, turn)
 	if a.Malformed == "" && a.Turn != 0 && a.Turn != m.Turn {
 		a.Malformed = fmt.Sprintf("reply answers turn %d, but turn %d was asked", a.Turn, m.Turn)
 	}
@@ -222,8 +223,8 @@ func (e *Engine) check(m *org.Member, a org.Action) *policies.Rejection {
 			return bad("message to yourself")
 		case strings.TrimSpace(a.Text) == "":
 			return bad("message needs text")
-		case len(a.Text) > MaxMessageBytes:
-			return bad("message is %d bytes; the limit is %d", len(a.Text), MaxMessageBytes)
+		case len(a.Text) > e.st.Limits.WithDefaults().MessageBytes:
+			return bad("message is %d bytes; the limit is %d", len(a.Text), e.st.Limits.WithDefaults().MessageBytes)
 		case a.ReplyTo != "" && (e.st.Message(a.ReplyTo) == nil || e.st.Message(a.ReplyTo).To != m.ID || !e.st.Message(a.ReplyTo).Delivered):
 			return policies.Reject(policies.KindUnknown, "no message %q to %s to reply to", a.ReplyTo, m.ID)
 		case a.Topic != "":

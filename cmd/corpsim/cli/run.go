@@ -23,6 +23,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/pebblelog"
+	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
@@ -48,6 +49,8 @@ type RunOptions struct {
 	LLM         agents.Agent            // plays the seats --agents gives to "llm"
 	// CheckpointEvery is the checkpoint interval in events (0: the driver's default; negative: none).
 	CheckpointEvery int
+	// Limits bound observations and messages of a new session (zero fields: the defaults).
+	Limits org.Limits
 	// MaxBatch bounds the events persisted in one append between agent turns (0: the driver's default; 1: every step on its own).
 	MaxBatch int
 }
@@ -131,9 +134,19 @@ recording every event in the Pebble log under --data, and print the scorecard.`,
 	f.StringVar(&o.Data, "data", DefaultData, "data folder of the event log")
 	f.BoolVar(&o.Ephemeral, "ephemeral", false, "keep the log in memory only")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	limitFlags(c, &o.Limits)
 	playFlags(c, &o)
 	lf.add(c)
 	return c
+}
+
+// limitFlags are the per-session limits of a new session (recorded in its
+// session.started, so forks and resumes keep them).
+func limitFlags(c *cobra.Command, l *org.Limits) {
+	f := c.Flags()
+	f.IntVar(&l.Listed, "max-listed", org.DefaultListed, "tasks per list (available, upcoming) in an observation; the rest are counted")
+	f.IntVar(&l.Inbox, "max-inbox", org.DefaultInbox, "messages one observation delivers; the rest wait for the next turns (paged, never dropped)")
+	f.IntVar(&l.MessageBytes, "max-message-bytes", org.DefaultMessageBytes, "longest message text an agent may send; longer ones are refused")
 }
 
 // playFlags are the flags of every command that plays a session.
@@ -291,7 +304,10 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if o.Load < 0 {
 		return nil, usagef("--load must be positive, got %g", o.Load)
 	}
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session, Load: o.Load})
+	if err := o.Limits.Validate(); err != nil {
+		return nil, usagef("%v", err)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session, Load: o.Load, Limits: o.Limits})
 	if err != nil {
 		return nil, err
 	}
