@@ -25,11 +25,11 @@ type Observation struct {
 	// AvailableMore and UpcomingMore count the tasks left out of lists cut at the session's listed limit.
 	AvailableMore int            `json:"available_more,omitempty"`
 	UpcomingMore  int            `json:"upcoming_more,omitempty"`
-	Approvals     []RequestView  `json:"approvals"`          // requests waiting for your decision
-	Requests      []RequestView  `json:"requests"`           // your own requests
-	Inbox         []MessageView  `json:"inbox"`              // messages delivered since your last turn, oldest first, at most the session's inbox limit
+	Approvals     []RequestView  `json:"approvals"`            // requests waiting for your decision
+	Requests      []RequestView  `json:"requests"`             // your own requests
+	Inbox         []MessageView  `json:"inbox"`                // messages delivered since your last turn, oldest first, at most the session's inbox limit
 	InboxMore     int            `json:"inbox_more,omitempty"` // messages left for your next turns (the inbox is paged, never cut)
-	Awaiting      []MessageView  `json:"awaiting,omitempty"` // messages you sent that have no reply yet (From is the recipient)
+	Awaiting      []MessageView  `json:"awaiting,omitempty"`   // messages you sent that have no reply yet (From is the recipient)
 	Budget        *BudgetView    `json:"budget,omitempty"`
 	Queues        []*QueueView   `json:"queues"` // the queues you serve
 	OnLeave       bool           `json:"on_leave,omitempty"`
