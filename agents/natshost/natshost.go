@@ -7,7 +7,6 @@ package natshost
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -49,33 +48,15 @@ func Serve(nc *nats.Conn, session string, seats map[string]agents.Agent, o Optio
 	sort.Strings(ids)
 	h := &Host{}
 	for _, id := range ids {
-		agent, member := seats[id], id
-		log := logger.With("member", member)
-		sub, err := nc.Subscribe(proto.TurnSubject(session, member), func(msg *nats.Msg) {
-			var obs org.Observation
-			reply := org.Reply{Actions: []org.Action{}}
-			if err := json.Unmarshal(msg.Data, &obs); err != nil {
-				log.Error("bad observation", "error", err)
-			} else {
-				reply.Turn = obs.Turn
-				ctx, cancel := context.WithTimeout(context.Background(), timeout)
-				acts, err := agent.Decide(ctx, obs)
-				cancel()
-				if err != nil {
-					log.Warn("agent failed to decide", "error", err)
-				}
-				if acts != nil {
-					reply.Actions = acts
-				}
-			}
-			b, _ := json.Marshal(reply)
-			if err := msg.Respond(b); err != nil {
-				log.Warn("reply not sent", "error", err)
+		s := &seat{agent: seats[id], timeout: timeout, log: logger.With("member", id)}
+		sub, err := nc.Subscribe(proto.TurnSubject(session, id), func(msg *nats.Msg) {
+			if err := msg.Respond(s.answer(msg.Data)); err != nil {
+				s.log.Warn("reply not sent", "error", err)
 			}
 		})
 		if err != nil {
 			h.Close()
-			return nil, fmt.Errorf("natshost: subscribe %s: %w", member, err)
+			return nil, fmt.Errorf("natshost: subscribe %s: %w", id, err)
 		}
 		h.subs = append(h.subs, sub)
 	}
@@ -92,4 +73,42 @@ func (h *Host) Close() {
 		_ = s.Unsubscribe()
 	}
 	h.subs = nil
+}
+
+// seat is one member's agent. Its turns come one at a time, on its
+// subscription's goroutine.
+type seat struct {
+	agent   agents.Agent
+	timeout time.Duration
+	log     hclog.Logger
+}
+
+// answer decodes one turn's observation, asks the agent and returns the
+// encoded reply. An observation that cannot be read, or an agent that fails,
+// gets a reply with no actions (turn 0 when the turn is unknown).
+func (s *seat) answer(data []byte) []byte {
+	var obs org.Observation
+	reply := org.Reply{Actions: []org.Action{}}
+	if err := decodeObservation(data, &obs); err != nil {
+		s.log.Error("bad observation", "error", err)
+	} else {
+		reply.Turn = obs.Turn
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		acts, err := s.agent.Decide(ctx, obs)
+		cancel()
+		if err != nil {
+			s.log.Warn("agent failed to decide", "error", err)
+		}
+		if acts != nil {
+			reply.Actions = acts
+		}
+	}
+	b, err := encodeReply(reply)
+	if err != nil {
+		// Only an action with a value JSON cannot hold gets here, and Action
+		// has none: answer the turn with nothing rather than not at all.
+		s.log.Error("reply not encoded", "error", err)
+		b, _ = encodeReply(org.Reply{Turn: reply.Turn, Actions: []org.Action{}})
+	}
+	return b
 }

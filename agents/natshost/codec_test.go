@@ -1,0 +1,223 @@
+package natshost
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// mustObservations runs the shipped worlds (the benchmark one left out) with
+// random agents, whose mistakes fill Rejected, and returns the JSON of every
+// observation they saw, as the driver sends it.
+func mustObservations(tb testing.TB) [][]byte {
+	tb.Helper()
+	var out [][]byte
+	for _, name := range []string{"startup", "procurement", "product-launch", "portfolio", "support-desk"} {
+		w, err := worlds.Shipped(name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		e, err := sim.New(sim.Config{World: w, Seed: 5, Session: "s-" + name})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		e.Start()
+		seats := map[string]*agents.Random{}
+		for turns := 0; turns < 400; {
+			rd := e.Ready()
+			e.Advance()
+			if rd.Done {
+				break
+			}
+			if len(rd.Turns) == 0 {
+				e.Tick()
+				continue
+			}
+			var ans []sim.Answer
+			for _, t := range rd.Turns {
+				data, err := json.Marshal(t.Observation)
+				if err != nil {
+					tb.Fatal(err)
+				}
+				out = append(out, data)
+				a := seats[t.Member]
+				if a == nil {
+					a = agents.NewRandom(5, t.Member)
+					seats[t.Member] = a
+				}
+				acts, _ := a.Decide(context.Background(), t.Observation)
+				ans = append(ans, sim.Answer{Member: t.Member, Turn: t.Observation.Turn, Actions: acts})
+				turns++
+			}
+			e.Step(ans)
+		}
+	}
+	return out
+}
+
+// oddObservations are inputs encoding/json's rules decide: case folding,
+// unknown keys, nulls, escapes, duplicates, and the type and syntax errors.
+var oddObservations = []string{
+	`{}`,
+	`null`,
+	` {"member" : "bob" , "turn":3 } `,
+	`{"MEMBER":"bob","Turn":3,"ON_LEAVE":true,"waiting_On":["x"]}`,
+	`{"assigned":[{"ID":"a","WAITING_ON":["b"],"Needs_Info":{"FROM":"c"}}]}`,
+	`{"member":"a","member":"b","Member":"c"}`,
+	`{"x":{"a":[1,2.5e-3,{"b":null,"c":"\u0041"}],"d":true},"member":"bob","y":[]}`,
+	`{"assigned":null,"budget":null,"queues":[null,{"id":"q"}],"inbox":[],"rejected":null}`,
+	`{"budget":{"team":"t","initial":100,"spent":5,"remaining":95}}`,
+	`{"rejected":[{"action":{"type":"work","task":"t","for":"2h","until":-5},"kind":"rule","reason":"no"}]}`,
+	`{"member":"b\u00f6b \ud83d\ude00 \n\"\\\/\t\b\f\r"}`,
+	`{"member":"\ud800x\udc00\ud800"}`,
+	"{\"member\":\"\xff\xfe\xc3\"}",
+	"{\"member\":\"\u2028<&>\"}",
+	`{"upcoming":[{"value":-0,"effort":0,"deadline":-1,"dependents":7}],"available_more":3}`,
+	`{"upcoming":[{"value":1.5e300},{"value":-2.25E-7},{"value":12}]}`,
+	`{"time":9223372036854775807,"turn":18446744073709551615}`,
+	// Errors.
+	``,
+	`   `,
+	`[]`,
+	`""`,
+	`{"turn":-1}`,
+	`{"turn":1.5}`,
+	`{"turn":1e2}`,
+	`{"turn":18446744073709551616}`,
+	`{"time":9223372036854775808}`,
+	`{"time":"5"}`,
+	`{"member":5}`,
+	`{"member":null,"turn":null,"assigned":[null]}`,
+	`{"on_leave":"true"}`,
+	`{"assigned":[{"deps":"x"}]}`,
+	`{"budget":{"initial":1.0}}`,
+	`{"upcoming":[{"value":1e400}]}`,
+	`{"turn":01}`,
+	`{"turn":+1}`,
+	`{"member":"a",}`,
+	`{"member":"a"} x`,
+	`{"member":"a"}{}`,
+	`{"member":"a"`,
+	`{"member":'a'}`,
+	`{member:"a"}`,
+	`{"member":"a\x"}`,
+	"{\"member\":\"a\nb\"}",
+	`{"member":"\ud83d\ude0"}`,
+	`{"x":[1,2,}`,
+	`{"x":tru}`,
+	"\xef\xbb\xbf{}",
+}
+
+// sameDecoding fails unless decodeObservation agrees with encoding/json on
+// data: both reject it, or both accept it with the same value.
+func sameDecoding(tb testing.TB, data []byte) {
+	tb.Helper()
+	var want, got org.Observation
+	wantErr := json.Unmarshal(data, &want)
+	gotErr := decodeObservation(data, &got)
+	switch {
+	case (wantErr == nil) != (gotErr == nil):
+		tb.Fatalf("decoding %q: got error %v, want %v", data, gotErr, wantErr)
+	case wantErr == nil && !reflect.DeepEqual(got, want):
+		tb.Fatalf("decoding %q:\ngot  %#v\nwant %#v", data, got, want)
+	}
+}
+
+func TestDecodeObservationLikeEncodingJSON(t *testing.T) {
+	t.Run("runs", func(t *testing.T) {
+		obs := mustObservations(t)
+		for _, data := range obs {
+			sameDecoding(t, data)
+		}
+		t.Logf("%d observations", len(obs))
+	})
+	for i, s := range oddObservations {
+		t.Run(fmt.Sprintf("odd%d", i), func(t *testing.T) { sameDecoding(t, []byte(s)) })
+	}
+}
+
+func FuzzDecodeObservation(f *testing.F) {
+	for _, s := range oddObservations {
+		f.Add([]byte(s))
+	}
+	for i, data := range mustObservations(f) {
+		if i%97 == 0 {
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { sameDecoding(t, data) })
+}
+
+// sameEncoding fails unless encodeReply writes json.Marshal's bytes for r.
+func sameEncoding(tb testing.TB, r org.Reply) {
+	tb.Helper()
+	want, wantErr := json.Marshal(r)
+	got, gotErr := encodeReply(r)
+	if wantErr != nil || gotErr != nil {
+		tb.Fatalf("encoding %#v: got error %v, want %v", r, gotErr, wantErr)
+	}
+	if string(got) != string(want) {
+		tb.Fatalf("encoding %#v:\ngot  %s\nwant %s", r, got, want)
+	}
+}
+
+func TestEncodeReplyLikeEncodingJSON(t *testing.T) {
+	full := org.Action{Type: "message", Task: "t", Request: "r", To: "bob", Text: "hi", Reason: "why",
+		For: "2h", Until: -9223372036854775808, ReplyTo: "m1", Topic: "x"}
+	tests := []struct {
+		name  string
+		reply org.Reply
+	}{
+		{"nil actions", org.Reply{Turn: 3}},
+		{"no actions", org.Reply{Turn: 0, Actions: []org.Action{}}},
+		{"greedy", org.Reply{Turn: 1, Actions: []org.Action{{Type: "claim", Task: "api"}, {Type: "work", Task: "api"}}}},
+		{"every field", org.Reply{Turn: 18446744073709551615, Actions: []org.Action{full, {}}}},
+		{"html", org.Reply{Actions: []org.Action{{Type: "message", Text: "<a href=\"x\">&amp;</a> \u2028\u2029"}}}},
+		{"control", org.Reply{Actions: []org.Action{{Type: "message", Text: "\x00\x01\x1f\x7f\t\n\r\b\f\\\"/"}}}},
+		{"invalid utf-8", org.Reply{Actions: []org.Action{{Type: "message", Text: "a\xffb\xc3\xed\xa0\x80c", Reason: "\xe2\x82"}}}},
+		{"unicode", org.Reply{Actions: []org.Action{{Type: "message", Text: "héllo wörld 😀 \ufffd"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { sameEncoding(t, tt.reply) })
+	}
+}
+
+func FuzzEncodeReply(f *testing.F) {
+	f.Add(uint64(1), "claim", "api", "hello <b>", int64(0), "2h")
+	f.Add(uint64(0), "", "", "a\xffb\u2028", int64(-1), "")
+	f.Fuzz(func(t *testing.T, turn uint64, typ, task, text string, until int64, dur string) {
+		sameEncoding(t, org.Reply{Turn: turn, Actions: []org.Action{
+			{Type: typ, Task: task, Text: text, Until: until, For: dur},
+			{Type: text, Reason: typ, To: task, ReplyTo: dur, Topic: text},
+		}})
+	})
+}
+
+func TestAnswer(t *testing.T) {
+	s := &seat{agent: &agents.Greedy{}, timeout: time.Second, log: hclog.NewNullLogger()}
+	tests := []struct {
+		name, obs, want string
+	}{
+		{"bad observation", `{"turn":`, `{"turn":0,"actions":[]}`},
+		{"nothing to do", `{"turn":4,"member":"bob"}`, `{"turn":4,"actions":[{"type":"wait"}]}`},
+		{"a task", `{"turn":2,"member":"bob","available":[{"id":"api","value":3}]}`,
+			`{"turn":2,"actions":[{"type":"claim","task":"api"},{"type":"work","task":"api"}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(s.answer([]byte(tt.obs))); got != tt.want {
+				t.Fatalf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
