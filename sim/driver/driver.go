@@ -253,7 +253,9 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 	return meta, nil
 }
 
-// ask sends every turn at once and waits for the answers, each within the turn budget.
+// ask sends every turn at once and waits for the answers, each within the
+// turn budget. A seat with no subscriber (its agent dropped its connection
+// and has not come back yet) is asked again until the budget is spent.
 func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turns []sim.Turn) []sim.Answer {
 	answers := make([]sim.Answer, len(turns))
 	var wg sync.WaitGroup
@@ -271,7 +273,7 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 			rctx, cancel := context.WithTimeout(ctx, d.cfg.TurnTimeout)
 			defer cancel()
 			start := time.Now()
-			msg, err := d.cfg.Conn.RequestWithContext(rctx, proto.TurnSubject(session, t.Member), obs)
+			msg, err := d.request(rctx, proto.TurnSubject(session, t.Member), obs)
 			if d.cfg.Observer != nil {
 				d.cfg.Observer.Turn(session, t.Member, time.Since(start), err != nil)
 			}
@@ -290,4 +292,37 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 	}
 	wg.Wait()
 	return answers
+}
+
+// Backoff of a turn request that finds no responders: asked again after
+// retryMin, doubling up to retryMax, until the turn budget is spent.
+const (
+	retryMin = 50 * time.Millisecond
+	retryMax = 500 * time.Millisecond
+)
+
+// request sends one turn's request and waits for its reply until ctx ends.
+// While nobody subscribes to subject (nats.ErrNoResponders: the seat's agent
+// is disconnected, or has not subscribed yet) it sends it again with
+// backoff. ErrNoResponders means the server delivered the request to
+// nobody, so no agent ever sees one turn's request twice, and the one reply
+// a turn waits for is applied at most once: a reply that comes after the
+// request ended finds no one waiting on its inbox, and one that names an
+// older turn is rejected by the engine.
+func (d *Driver) request(ctx context.Context, subject string, data []byte) (*nats.Msg, error) {
+	wait := retryMin
+	for tries := 1; ; tries++ {
+		msg, err := d.cfg.Conn.RequestWithContext(ctx, subject, data)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return msg, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("no responders in %d tries: %w", tries, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, retryMax)
+	}
 }
