@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# tests/bench.sh — corpsim's performance, measured side by side in one run
+# (issue 8). From the repository root:
+#
+#   bash tests/bench.sh                     # the full set, about 6-8 minutes on 2 cores
+#   BENCH_TICKETS=20000 bash tests/bench.sh # a quick run
+#
+# It builds the binary once, runs every line below on this machine, and
+# prints one markdown table to stdout (also to $BENCH_OUT if set); progress
+# goes to stderr. It reports figures and never judges them: it exits non-zero
+# only when a step errors (a step that runs out of its time is reported as
+# such, not as an error).
+#
+# Environment:
+#   BENCH_TICKETS         tickets of the support desk runs (default 200000, the shipped world)
+#   BENCH_AGENT_TICKETS   tickets of the agents-over-the-bus run (default 20000, at most BENCH_TICKETS)
+#   BENCH_COUNT           -count of the Go micro-benchmarks; the median is reported (default 3)
+#   BENCH_SESSIONS        concurrent sessions in one process (default 100)
+#   BENCH_SCALE_MEMBERS   members of the scale world (default 10000)
+#   BENCH_SCALE_TASKS     tasks of the scale world (default 100000)
+#   BENCH_SCALE_SECONDS   wall-time budget of the scale world's session (default 120)
+#   BENCH_STEP_TIMEOUT    seconds before any other step is stopped and reported as timed out (default 600)
+#   BENCH_PEER            the SimPy peer script (default ../shared/peers/simpy_desk.py)
+#   BENCH_OUT             also write the table to this file
+#   BENCH_KEEP            keep the temporary folder (its path is printed)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+TICKETS=${BENCH_TICKETS:-200000}
+AGENT_TICKETS=${BENCH_AGENT_TICKETS:-20000}
+((AGENT_TICKETS > TICKETS)) && AGENT_TICKETS=$TICKETS
+COUNT=${BENCH_COUNT:-3}
+SESSIONS=${BENCH_SESSIONS:-100}
+SCALE_MEMBERS=${BENCH_SCALE_MEMBERS:-10000}
+SCALE_TASKS=${BENCH_SCALE_TASKS:-100000}
+SCALE_SECONDS=${BENCH_SCALE_SECONDS:-120}
+STEP_TIMEOUT=${BENCH_STEP_TIMEOUT:-600}
+PY=/usr/bin/python3 # Debian's python3-simpy is installed for the system Python
+PEER=${BENCH_PEER:-$ROOT/../shared/peers/simpy_desk.py}
+[[ -f $PEER ]] || PEER=/work/shared/peers/simpy_desk.py
+[[ -f $PEER ]] || { echo "bench: no SimPy peer at $PEER (set BENCH_PEER)" >&2; exit 1; }
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/corpsim-bench.XXXXXX")
+if [[ -z ${BENCH_KEEP:-} ]]; then trap 'rm -rf "$TMP"' EXIT; else echo "bench: keeping $TMP" >&2; fi
+say() { echo "bench: $*" >&2; }
+SUDO=""
+((EUID != 0)) && command -v sudo >/dev/null && SUDO=sudo
+
+# ---- tools ----------------------------------------------------------------
+apt_install() {
+	$SUDO apt-get install -y "$@" >&2 || { $SUDO apt-get update >&2 && $SUDO apt-get install -y "$@" >&2; }
+}
+[[ -x /usr/bin/time ]] || { say "installing GNU time"; apt_install time; }
+$PY -c 'import SimPy' 2>/dev/null || { say "installing python3-simpy"; apt_install python3-simpy; }
+
+# ---- helpers ----------------------------------------------------------------
+FAILED=0
+
+# run NAME TIMEOUT CMD...: runs CMD with a wall-time limit; stdout, stderr,
+# peak RSS (KiB, of the process tree) and wall seconds go to $TMP/NAME.*.
+# Sets RC: 0 ok, 124 timed out; any other exit is an error (FAILED=1).
+run() {
+	local name=$1 limit=$2
+	shift 2
+	say "$name: $*"
+	RC=0
+	/usr/bin/time -f '%M %e' -o "$TMP/$name.time" timeout -s KILL "$limit" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" || RC=$?
+	# GNU time reports a killed command on a line of its own before the figures.
+	read -r RSS_KB WALL_S < <(tail -n 1 "$TMP/$name.time")
+	if ((RC == 124 || RC == 137)); then
+		RC=124
+		say "$name: stopped after ${limit}s"
+	elif ((RC != 0)); then
+		FAILED=1
+		say "$name: failed with exit $RC; the end of its stderr:"
+		tail -n 20 "$TMP/$name.err" >&2
+	fi
+}
+
+# json FILE EXPR: a field of a JSON document (EXPR in Python over d).
+json() { $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+
+# gobench FILE NAME UNIT: the median of a Go benchmark's metric over -count runs.
+gobench() {
+	$PY - "$@" <<'EOF'
+import re, statistics, sys
+path, name, unit = sys.argv[1:4]
+vals = []
+for line in open(path):
+    f = line.split()
+    if not f or not re.fullmatch(r"Benchmark%s(-\d+)?" % re.escape(name), f[0]):
+        continue
+    for v, u in zip(f[2::2], f[3::2]):
+        if u == unit:
+            vals.append(float(v))
+print(statistics.median(vals) if vals else "")
+EOF
+}
+
+# fmt_num X: 12345.6 -> 12,346; "" -> —
+fmt_num() { $PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "{:,.0f}".format(float(v)))' "${1:-}"; }
+fmt_mib() { $PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "{:,.0f} MiB".format(float(v)/1024))' "${1:-}"; }
+# ratio A B [SUFFIX]: A/B as "1.23×"
+ratio() { $PY -c 'import sys; a,b=sys.argv[1:3]; print("—" if not a or not b or float(b)==0 else "{:.2f}×".format(float(a)/float(b)))' "${1:-}" "${2:-}"; }
+
+ROWS=()
+row() {
+	local r="|" c
+	for c in "$@"; do r+=" $c |"; done
+	ROWS+=("$r")
+}
+status_note() { # status_note RC: a note for a step that did not finish
+	if ((RC == 124)); then echo "**stopped after its ${1}s limit**"; elif ((RC != 0)); then echo "**error (exit $RC)**"; fi
+}
+
+# ---- build ----------------------------------------------------------------
+say "building corpsim and the scale benchmarks"
+# What is measured is the tree as built now (others may commit meanwhile).
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | awk '{print $2}' | paste -sd' ' - || true)
+go build -o "$TMP/corpsim" ./cmd/corpsim
+go test -c -o "$TMP/tests.test" ./tests
+CS=$TMP/corpsim
+
+# The shipped benchmark world, or the same with fewer tickets.
+if ((TICKETS == 200000)); then
+	WORLD=support-desk-bench
+else
+	WORLD=$TMP/support-desk-$TICKETS.yaml
+	"$CS" worlds show support-desk-bench | sed "s/count: 200000/count: $TICKETS/" >"$WORLD"
+fi
+# The agents variant: the 20 servers become agent seats (no npc), played by
+# the built-in greedy agent across the embedded bus.
+AGENT_WORLD=$TMP/support-desk-agents-$AGENT_TICKETS.yaml
+"$CS" worlds show support-desk-bench |
+	sed -e 's/, npc: {reply: {min: 0s, max: 0s}, serves: \[desk\]}}/}/' \
+		-e "s/count: 200000/count: $AGENT_TICKETS/" \
+		-e 's/^name: support-desk-bench/name: support-desk-bench-agents/' >"$AGENT_WORLD"
+grep -q 'npc:' "$AGENT_WORLD" && { say "the agents variant still has NPCs: the world's format changed"; exit 1; }
+"$CS" worlds validate "$AGENT_WORLD" >&2
+
+# ---- 1. Pebble: the log against raw Pebble -----------------------------------------
+run pebble "$STEP_TIMEOUT" go test -run=NONE -bench='Append$|RawPebbleBatch|Read$|RawPebbleScan' -count="$COUNT" ./events/pebblelog
+APPEND=$(gobench "$TMP/pebble.out" Append events/s)
+RAWB=$(gobench "$TMP/pebble.out" RawPebbleBatch events/s)
+READ=$(gobench "$TMP/pebble.out" Read events/s)
+SCAN=$(gobench "$TMP/pebble.out" RawPebbleScan events/s)
+
+# ---- 2. NATS: an agent turn against raw request/reply --------------------------------
+run nats "$STEP_TIMEOUT" go test -run=NONE -bench='AgentTurn|RawRequestReply' -count="$COUNT" ./agents/natshost
+TURN_NS=$(gobench "$TMP/nats.out" AgentTurn ns/op)
+RAW_NS=$(gobench "$TMP/nats.out" RawRequestReply ns/op)
+us() { $PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "{:.1f} µs".format(float(v)/1000))' "${1:-}"; }
+per_s() { $PY -c 'import sys; v=sys.argv[1]; print("" if v=="" else 1e9/float(v))' "${1:-}"; }
+
+# ---- 3. the SimPy peer -------------------------------------------------------
+run simpy "$STEP_TIMEOUT" "$PY" "$PEER" "$TICKETS"
+SIMPY_TPS=""
+if ((RC == 0)); then SIMPY_TPS=$(sed -n 's/.*tickets_per_s=\([0-9.]*\).*/\1/p' "$TMP/simpy.out"); fi
+SIMPY_WALL=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' "$TMP/simpy.out")
+row "SimPy peer (\`simpy_desk.py $TICKETS\`, SimPy $($PY -c 'import SimPy; print(SimPy.__version__)' 2>/dev/null || echo 2))" \
+	"$(fmt_num "$TICKETS")" "${SIMPY_WALL:-—}" "$(fmt_num "$SIMPY_TPS")" "—" "$(fmt_mib "$RSS_KB")" "1.00×" "the baseline of the ticket rows $(status_note "$STEP_TIMEOUT")"
+
+# corsim_row NAME LABEL COUNT NOTE: a row from a `corpsim run --json` result.
+corpsim_row() {
+	local name=$1 label=$2 count=$3 note=$4 tps="" eps="" wall="—"
+	if ((RC == 0)); then
+		tps=$(json "$TMP/$name.out" 'd.get("tickets_per_second", 0)')
+		eps=$(json "$TMP/$name.out" 'd.get("events_per_second", 0)')
+		wall=$(json "$TMP/$name.out" '"%.1f" % d.get("wall_seconds", 0)')
+		local got
+		got=$(json "$TMP/$name.out" 'd["score"]["tickets_resolved"]')
+		((got == count)) || note="$note; **only $got of $count tickets resolved**"
+	fi
+	row "$label" "$(fmt_num "$count")" "$wall" "$(fmt_num "$tps")" "$(fmt_num "$eps")" "$(fmt_mib "$RSS_KB")" \
+		"$(ratio "$tps" "$SIMPY_TPS")" "$note $(status_note "$STEP_TIMEOUT")"
+	LAST_TPS=$tps LAST_EPS=$eps
+}
+
+# ---- 4. corpsim in memory ----------------------------------------------------
+run mem "$STEP_TIMEOUT" "$CS" run --world "$WORLD" --ephemeral --json
+corpsim_row mem "corpsim in memory (\`run --ephemeral\`, 20 NPC servers)" "$TICKETS" "vs SimPy"
+
+# ---- 5. corpsim durable, and its replay ------------------------------------------
+run durable "$STEP_TIMEOUT" "$CS" run --world "$WORLD" --data "$TMP/data" --json
+corpsim_row durable "corpsim durable (every event in a synced Pebble batch)" "$TICKETS" "vs SimPy"
+DURABLE_EPS=$LAST_EPS
+REPLAY_EPS=""
+if ((RC == 0)); then
+	SESSION=$(json "$TMP/durable.out" 'd["session"]')
+	EVENTS=$(json "$TMP/durable.out" 'd["events"]')
+	run replay "$STEP_TIMEOUT" "$CS" replay "$SESSION" --data "$TMP/data" --json
+	if ((RC == 0)); then
+		[[ $(json "$TMP/replay.out" 'd["match"]') == True ]] || { say "replay: state hash mismatch"; FAILED=1; }
+		REPLAY_EPS=$($PY -c 'import sys; print(int(sys.argv[1])/float(sys.argv[2]))' "$EVENTS" "$WALL_S")
+	fi
+	row "replay of that session (\`corpsim replay\`: read, decode, re-apply, hash)" "$(fmt_num "$EVENTS") events" "$WALL_S" "—" \
+		"$(fmt_num "$REPLAY_EPS")" "$(fmt_mib "$RSS_KB")" "$(ratio "$REPLAY_EPS" "$SCAN")" "vs raw Pebble scan (below) $(status_note "$STEP_TIMEOUT")"
+fi
+
+# ---- 6. agents across the bus --------------------------------------------------
+run agents "$STEP_TIMEOUT" "$CS" run --world "$AGENT_WORLD" --agents greedy --ephemeral --json
+TURN_NOTE=""
+if ((RC == 0)); then
+	TURN_NOTE=$(json "$TMP/agents.out" '"{:,} turns, {:.0f} µs of wall per turn".format(d["score"]["turns"], 1e6*d["wall_seconds"]/max(d["score"]["turns"],1))')
+fi
+corpsim_row agents "corpsim, the 20 servers as greedy agent seats across the embedded NATS bus" "$AGENT_TICKETS" "vs SimPy; $TURN_NOTE"
+
+# ---- 7. scale: one big world, many sessions -----------------------------------------
+run scale $((SCALE_SECONDS + 300)) env BENCH_SCALE_MEMBERS="$SCALE_MEMBERS" BENCH_SCALE_TASKS="$SCALE_TASKS" BENCH_SCALE_SECONDS="$SCALE_SECONDS" \
+	"$TMP/tests.test" -test.run=NONE -test.bench='^BenchmarkScaleWorld$' -test.benchtime=1x
+SCALE_RSS_KB=$RSS_KB
+SCALE_EPS=$(gobench "$TMP/scale.out" ScaleWorld events/s)
+SCALE_EVENTS=$(gobench "$TMP/scale.out" ScaleWorld events)
+SCALE_FIRST=$(gobench "$TMP/scale.out" ScaleWorld first-batch-s)
+SCALE_DONE=$(gobench "$TMP/scale.out" ScaleWorld finished)
+SCALE_STATUS="ran to its end"
+[[ $SCALE_DONE == 1* ]] || SCALE_STATUS="**not finished**: $(fmt_num "$SCALE_EVENTS") events in its ${SCALE_SECONDS}s budget"
+run sessions "$STEP_TIMEOUT" env BENCH_SESSIONS="$SESSIONS" "$TMP/tests.test" -test.run=NONE -test.bench='^BenchmarkConcurrentSessions$' -test.benchtime=1x
+SESS_RSS_KB=$RSS_KB
+SESS_EPS=$(gobench "$TMP/sessions.out" ConcurrentSessions events/s)
+SESS_TPS=$(gobench "$TMP/sessions.out" ConcurrentSessions tickets/s)
+SESS_EVENTS=$(gobench "$TMP/sessions.out" ConcurrentSessions events/op)
+SESS_NS=$(gobench "$TMP/sessions.out" ConcurrentSessions ns/op)
+
+# ---- the table ------------------------------------------------------------------
+row "log append, batches of 64 synced events (\`BenchmarkAppend\`)" "—" "—" "—" "$(fmt_num "$APPEND")" "—" "$(ratio "$APPEND" "$RAWB")" "vs raw Pebble batch"
+row "raw Pebble synced batches of the same bytes (\`BenchmarkRawPebbleBatch\`)" "—" "—" "—" "$(fmt_num "$RAWB")" "—" "1.00×" "baseline; the durable run above: $(ratio "$DURABLE_EPS" "$RAWB") of it"
+row "log read, decoded (\`BenchmarkRead\`)" "—" "—" "—" "$(fmt_num "$READ")" "—" "$(ratio "$READ" "$SCAN")" "vs raw Pebble scan"
+row "raw Pebble scan of the same keys (\`BenchmarkRawPebbleScan\`)" "—" "—" "—" "$(fmt_num "$SCAN")" "—" "1.00×" "baseline"
+row "agent turn across the embedded bus, greedy (\`BenchmarkAgentTurn\`)" "—" "—" "—" "$(fmt_num "$(per_s "$TURN_NS")") turns/s, $(us "$TURN_NS") each" "—" "$(ratio "$TURN_NS" "$RAW_NS")" "turn latency ratio vs raw request/reply (target ≤ 2×)"
+row "raw NATS request/reply of the same bytes (\`BenchmarkRawRequestReply\`)" "—" "—" "—" "$(fmt_num "$(per_s "$RAW_NS")") turns/s, $(us "$RAW_NS") each" "—" "1.00×" "baseline"
+row "one session, generated world: $(fmt_num "$SCALE_MEMBERS") members, $(fmt_num "$SCALE_TASKS") tasks, greedy over the bus, in memory" "$(fmt_num "$SCALE_EVENTS") events" "$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "%.1f to the first batch" % float(v))' "$SCALE_FIRST")" "—" "$(fmt_num "$SCALE_EPS")" "$(fmt_mib "$SCALE_RSS_KB")" "$(ratio "$SCALE_RSS_KB" $((2 * 1024 * 1024)))" "peak RSS vs 2 GiB; $SCALE_STATUS $(status_note $((SCALE_SECONDS + 300)))"
+SESS_WALL=$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "%.1f" % (float(v)/1e9))' "$SESS_NS")
+row "$SESSIONS concurrent sessions of \`support-desk\` in one process, greedy over one bus, in-memory logs" "$(fmt_num "$SESS_EVENTS") events" "$SESS_WALL" "$(fmt_num "$SESS_TPS")" "$(fmt_num "$SESS_EPS")" "$(fmt_mib "$SESS_RSS_KB")" "—" "all sessions together $(status_note "$STEP_TIMEOUT")"
+
+# ---- print ------------------------------------------------------------------------
+{
+	echo "### corpsim benchmarks, $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo
+	echo "- built from commit \`$commit\`${dirty:+ plus uncommitted changes to: $dirty}"
+	echo "- machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) memory, load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "- $(go version); $($PY --version 2>&1) (peer)"
+	echo "- command: \`BENCH_TICKETS=$TICKETS BENCH_AGENT_TICKETS=$AGENT_TICKETS BENCH_COUNT=$COUNT bash tests/bench.sh\`"
+	echo
+	echo "Tickets/s and events/s of \`corpsim run\` are over the driver's wall time (\`wall_seconds\` in \`run --json\`: the world loaded, the session to its end); the SimPy peer's over its \`simulate()\`. Peak RSS is the whole process's (GNU time). Go micro-benchmarks: the median of -count=$COUNT. Replay: events / the whole \`corpsim replay\` process wall."
+	echo
+	echo "| what | count | wall s | tickets/s | events/s | peak RSS | ratio | ratio to / notes |"
+	echo "|---|---|---|---|---|---|---|---|"
+	printf '%s\n' "${ROWS[@]}"
+} >"$TMP/table.md"
+cat "$TMP/table.md"
+[[ -n ${BENCH_OUT:-} ]] && cp "$TMP/table.md" "$BENCH_OUT"
+if ((FAILED)); then
+	say "a step failed (see above)"
+	exit 1
+fi
