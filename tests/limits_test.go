@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/corpsim/corpsim/agents"
@@ -16,10 +17,19 @@ import (
 
 // chatter messages bob on every turn; sleeper (bob) reads its inbox only
 // every few hours, so messages pile up in it.
-type chatter struct{}
+// It records the messages bob's observations showed.
+type chatter struct {
+	mu  sync.Mutex
+	saw []string
+}
 
-func (chatter) Decide(_ context.Context, o org.Observation) ([]org.Action, error) {
+func (c *chatter) Decide(_ context.Context, o org.Observation) ([]org.Action, error) {
 	if o.Member == "bob" {
+		c.mu.Lock()
+		for _, m := range o.Inbox {
+			c.saw = append(c.saw, m.ID)
+		}
+		c.mu.Unlock()
 		return []org.Action{{Type: org.ActWait, For: "4h"}}, nil
 	}
 	return []org.Action{{Type: org.ActMessage, To: "bob", Text: fmt.Sprintf("turn %d from %s", o.Turn, o.Member)}, {Type: org.ActWait, For: "1h"}}, nil
@@ -32,15 +42,20 @@ func (chatter) Decide(_ context.Context, o org.Observation) ([]org.Action, error
 // and a fork (with other agents) keeps the session's limits.
 func TestInboxPagingInALiveRun(t *testing.T) {
 	data := t.TempDir()
+	c := &chatter{}
 	seats := map[string]agents.Agent{}
 	for _, m := range []string{"alice", "bob", "carol"} {
-		seats[m] = chatter{}
+		seats[m] = c
 	}
 	o := cli.RunOptions{World: "startup", Seed: 3, Agents: "idle", Data: data, Seats: seats, Limits: org.Limits{Inbox: 2}}
 	res := mustRun(t, o)
 	evs := storedEvents(t, data, res.Session)
-	if paged := checkPaging(t, evs, 2); paged == 0 {
-		t.Fatal("no turn was paged: the messages no longer pile up in bob's inbox")
+	read := checkPaging(t, evs, 2)
+	if !slices.Equal(c.saw, read["bob"]) {
+		t.Fatalf("bob's observations showed %v, but his turns read %v: a message shown twice or never", c.saw, read["bob"])
+	}
+	if len(c.saw) == 0 {
+		t.Fatal("bob saw no messages")
 	}
 	o.Data = t.TempDir()
 	if again := mustRun(t, o); again.StateHash != res.StateHash || again.Events != res.Events {
@@ -56,8 +71,9 @@ func TestInboxPagingInALiveRun(t *testing.T) {
 
 // checkPaging replays evs and checks that no turn read more than page
 // inbox messages and that each member read every delivered message once,
-// in order. It returns the number of paged turns.
-func checkPaging(t *testing.T, evs []events.Event, page int) int {
+// in order. It returns what each member's turns read; it fails if no turn
+// was paged.
+func checkPaging(t *testing.T, evs []events.Event, page int) map[string][]string {
 	t.Helper()
 	w, err := worlds.Shipped("startup")
 	if err != nil {
@@ -104,6 +120,9 @@ func checkPaging(t *testing.T, evs []events.Event, page int) int {
 			t.Fatalf("%s read %v, want each delivered message once, in order: %v", member, read[member], want)
 		}
 	}
+	if paged == 0 {
+		t.Fatal("no turn was paged: the messages no longer pile up in an inbox")
+	}
 	t.Logf("%d messages, %d paged turns", len(st.Messages), paged)
-	return paged
+	return read
 }
