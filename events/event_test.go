@@ -2,8 +2,6 @@ package events_test
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,8 +17,8 @@ import (
 
 func TestNewID(t *testing.T) {
 	entropy := func(key [32]byte, seq uint64) []byte {
-		h := sha256.Sum256(binary.BigEndian.AppendUint64(key[:], seq))
-		return h[:10]
+		e := events.IDEntropy(key, seq)
+		return e[:]
 	}
 	tests := []struct {
 		name     string
@@ -51,6 +49,28 @@ func TestNewID(t *testing.T) {
 			}
 		})
 	}
+	t.Run("entropy is unique per seq and well spread", func(t *testing.T) {
+		seen := map[[8]byte]bool{}
+		var ones [80]int
+		const n = 200_000
+		for seq := uint64(1); seq <= n; seq++ {
+			e := events.IDEntropy(testKey, seq)
+			var first [8]byte
+			copy(first[:], e[:8])
+			if seen[first] {
+				t.Fatalf("IDEntropy: seq %d repeats an earlier seq's entropy", seq)
+			}
+			seen[first] = true
+			for i := range 80 {
+				ones[i] += int(e[i/8]>>(7-i%8)) & 1
+			}
+		}
+		for i, c := range ones {
+			if c < n*45/100 || c > n*55/100 {
+				t.Errorf("entropy bit %d is set in %d of %d IDs, want about half", i, c, n)
+			}
+		}
+	})
 	t.Run("distinct", func(t *testing.T) {
 		other := testKey
 		other[31] = 1
