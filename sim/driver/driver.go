@@ -53,6 +53,18 @@ type Config struct {
 	// Observer, if set, is told of every durable batch and every agent
 	// turn (for metrics); nil means none.
 	Observer Observer
+	// Replica, if set, receives every batch after it is durable in Log and
+	// before it is published or shown to an agent (a cluster-wide copy of
+	// the log, such as a JetStream stream); its error ends the run.
+	Replica Replica
+}
+
+// Replica keeps a second copy of the log. Replicate must return only when
+// the batch is durable there; it is called once per batch, in order, and a
+// batch it was given before may be given again after a restart (it must
+// be idempotent: the events' IDs and seqs identify them).
+type Replica interface {
+	Replicate(ctx context.Context, session string, batch []events.Event) error
 }
 
 // Observer watches a running session, for metrics. The driver calls it
@@ -203,6 +215,11 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			}
 			if d.cfg.Observer != nil {
 				d.cfg.Observer.Appended(meta.ID, rd.Events, time.Since(start))
+			}
+			if d.cfg.Replica != nil {
+				if err := d.cfg.Replica.Replicate(ctx, meta.ID, rd.Events); err != nil {
+					return fail(fmt.Errorf("driver: replicate: %w", err))
+				}
 			}
 			// Asked after the append, so a subscriber that arrives later
 			// finds these events in the history the driver serves.
