@@ -178,6 +178,10 @@ func printSoak(w io.Writer, r *SoakReport) {
 	}
 }
 
+// connectTimeout bounds a soak connection's dial and handshake: generous,
+// as a loaded machine is what a soak makes.
+const connectTimeout = 10 * time.Second
+
 // soaker is one soak's shared state.
 type soaker struct {
 	o    SoakOptions
@@ -252,7 +256,7 @@ func Soak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 	closeSvc := sync.OnceFunc(svc.Close)
 	defer closeSvc()
 	url := bus.ClientURL()
-	oper, err := client.Dial(url, opToken)
+	oper, err := client.Dial(url, opToken, nats.Timeout(connectTimeout))
 	if err != nil {
 		return nil, err
 	}
@@ -463,7 +467,7 @@ type soakSeat struct {
 }
 
 func (ss *soakSeat) connect() error {
-	nc, err := nats.Connect(ss.s.url, nats.Name("soak seat "+ss.seat.Member), nats.Token(ss.seat.Token), nats.NoReconnect(),
+	nc, err := nats.Connect(ss.s.url, nats.Name("soak seat "+ss.seat.Member), nats.Token(ss.seat.Token), nats.NoReconnect(), nats.Timeout(connectTimeout),
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})) // refused publishes are expected
 	if err != nil {
 		return err
@@ -601,7 +605,7 @@ type slowWatcher struct {
 func (s *soaker) watch(session string, rng *rand.Rand) (*slowWatcher, error) {
 	w := &slowWatcher{s: s, session: session, delay: time.Duration(2+rng.IntN(10)) * time.Millisecond,
 		lost: make(chan struct{}, 1), done: make(chan struct{}), next: 1}
-	nc, err := nats.Connect(s.url, nats.Name("soak watcher"), nats.Token(s.op),
+	nc, err := nats.Connect(s.url, nats.Name("soak watcher"), nats.Token(s.op), nats.Timeout(connectTimeout),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			if errors.Is(err, nats.ErrSlowConsumer) {
 				s.notices.Add(1)
