@@ -54,6 +54,20 @@ func (a *Auth) AddSeat(session, member string) Seat {
 	return s
 }
 
+// RestoreSeat admits a seat's existing credentials again: a restarted
+// server resuming a session gives its remote seats the tokens they had,
+// so their agents reconnect as they were. It reports false (and admits
+// nothing) when the token is empty or does not match the seat's subject.
+func (a *Auth) RestoreSeat(s Seat) bool {
+	if s.Token == "" || s.Session == "" || s.Member == "" || s.Subject != proto.TurnSubject(s.Session, s.Member) {
+		return false
+	}
+	a.mu.Lock()
+	a.seats[s.Token] = s
+	a.mu.Unlock()
+	return true
+}
+
 // RemoveSession revokes every seat of a session (existing connections keep
 // their permissions until they reconnect).
 func (a *Auth) RemoveSession(session string) {

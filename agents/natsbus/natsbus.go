@@ -25,7 +25,16 @@ type Options struct {
 	// Auth, if set, decides who may connect and what each may do; nil lets
 	// anyone connect with full rights (in-process use, tests).
 	Auth *Auth
+	// MaxPayload is the largest message a client may publish, in bytes
+	// (NATS max_payload: a create request with its world file, a turn's
+	// reply, an observation, a page of history). A client publishing more
+	// gets nats.ErrMaxPayload and the server does not see the message.
+	// 0 means DefaultMaxPayload.
+	MaxPayload int
 }
+
+// DefaultMaxPayload is the embedded server's largest message by default.
+const DefaultMaxPayload = 8 << 20
 
 // Server is a running embedded NATS server.
 type Server struct {
@@ -36,7 +45,14 @@ type Server struct {
 
 // Start starts an embedded NATS server.
 func Start(o Options) (*Server, error) {
-	opts := &server.Options{ServerName: "corpsim", NoSigs: true, NoLog: true, MaxPayload: 8 << 20}
+	maxPayload := o.MaxPayload
+	if maxPayload == 0 {
+		maxPayload = DefaultMaxPayload
+	}
+	if maxPayload < 0 {
+		return nil, fmt.Errorf("natsbus: negative MaxPayload %d", maxPayload)
+	}
+	opts := &server.Options{ServerName: "corpsim", NoSigs: true, NoLog: true, MaxPayload: int32(min(maxPayload, 1<<30))}
 	if o.Listen == "" {
 		opts.DontListen = true
 	} else {
