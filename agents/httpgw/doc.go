@@ -36,6 +36,10 @@
 //	POST /v1/sessions/{id}/seats/{member}/act           seat      org.Reply -> ActReply
 //	GET  /v1/health                                     none      {"ok":true}
 //
+// An operator request's body (create, fork, reset) over
+// Config.MaxRequestBytes (default 8 MiB) is refused with 413 and a message
+// naming the limit; nothing reaches the server.
+//
 // Sessions created through the gateway start as soon as the gateway has
 // joined their remote seats (unless the request says "wait": true; then a
 // start control starts them). A fork or reset without "agents" reuses the

@@ -38,7 +38,16 @@ type Config struct {
 	// milliseconds. A turn arriving later is not lost: the next step
 	// returns it. 0 means 10ms.
 	Gather time.Duration
+	// MaxRequestBytes bounds the body of an operator request (a create
+	// request may carry a world file; fork, reset, control): a larger one
+	// is refused with 413 and a message naming the limit. 0 means
+	// DefaultMaxRequestBytes. Seats' answers have their own, protocol-wide
+	// bound (org.MaxReplyBytes).
+	MaxRequestBytes int64
 }
+
+// DefaultMaxRequestBytes is Config.MaxRequestBytes' default.
+const DefaultMaxRequestBytes = 8 << 20
 
 // Validate reports what is wrong with c.
 func (c Config) Validate() error {
@@ -47,8 +56,8 @@ func (c Config) Validate() error {
 		return errors.New("httpgw: NATSURL is required")
 	case c.OperatorToken == "":
 		return errors.New("httpgw: OperatorToken is required")
-	case c.TurnWait < 0 || c.Retain < 0 || c.Gather < 0:
-		return errors.New("httpgw: TurnWait, Retain and Gather may not be negative")
+	case c.TurnWait < 0 || c.Retain < 0 || c.Gather < 0 || c.MaxRequestBytes < 0:
+		return errors.New("httpgw: TurnWait, Retain, Gather and MaxRequestBytes may not be negative")
 	}
 	return nil
 }
@@ -92,6 +101,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.Retain == 0 {
 		cfg.Retain = 10 * time.Minute
+	}
+	if cfg.MaxRequestBytes == 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
 	if cfg.Gather == 0 {
 		cfg.Gather = 10 * time.Millisecond

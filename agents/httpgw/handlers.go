@@ -19,10 +19,6 @@ import (
 	"github.com/corpsim/corpsim/org"
 )
 
-// maxRequestBytes bounds the bodies of operator requests (a create request
-// may carry a world file).
-const maxRequestBytes = 8 << 20
-
 // decodeBody decodes a JSON request body strictly into v. An empty body
 // leaves v as it is when emptyOK.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any, limit int64, emptyOK bool) bool {
@@ -30,7 +26,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, limit int64, empt
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "request body is over %d bytes", limit)
+			writeError(w, http.StatusRequestEntityTooLarge, "request body is over this server's limit of %d bytes", limit)
 		} else {
 			writeError(w, http.StatusBadRequest, "reading the request body: %v", err)
 		}
@@ -58,7 +54,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, limit int64, empt
 
 func (g *Gateway) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var req proto.CreateRequest
-	if !decodeBody(w, r, &req, maxRequestBytes, false) {
+	if !decodeBody(w, r, &req, g.cfg.MaxRequestBytes, false) {
 		return
 	}
 	g.create(w, r, req)
@@ -75,7 +71,7 @@ type forkRequest struct {
 
 func (g *Gateway) handleFork(w http.ResponseWriter, r *http.Request) {
 	var f forkRequest
-	if !decodeBody(w, r, &f, maxRequestBytes, false) {
+	if !decodeBody(w, r, &f, g.cfg.MaxRequestBytes, false) {
 		return
 	}
 	if f.At == 0 {
@@ -87,7 +83,7 @@ func (g *Gateway) handleFork(w http.ResponseWriter, r *http.Request) {
 
 func (g *Gateway) handleReset(w http.ResponseWriter, r *http.Request) {
 	var f forkRequest
-	if !decodeBody(w, r, &f, maxRequestBytes, true) {
+	if !decodeBody(w, r, &f, g.cfg.MaxRequestBytes, true) {
 		return
 	}
 	if f.At > 1 {
