@@ -11,8 +11,23 @@
 // keep each seat to its own subject. Sessions are controlled on their
 // control subject (start, pause, stop, status).
 //
+// Limits: at most MaxSessions sessions run at once and a session has at
+// most MaxSeats seats; a create request beyond either is refused with
+// ErrTooManySessions or ErrTooManySeats and a sentence naming the limit.
+//
+// Shutdown stops taking sessions and lets each running one finish the
+// batch it is on: its driver stops before the next step, so the log ends
+// at a batch boundary and the session is recorded interrupted. With a
+// StateFile, the service remembers the sessions it runs (and their remote
+// seats' credentials); ResumeSaved, on a service started later on the same
+// data, continues them, with built-in seats re-created from the agents
+// the session recorded and remote seats admitted again with the tokens
+// they had.
+//
 //	svc, err := service.New(service.Config{Log: log, Bus: bus, Auth: auth})
 //	reply, err := svc.Create(ctx, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
+//	…
+//	svc.Shutdown(ctx) // ctx bounds how long running sessions may take to stop
 package service
 
 import (
@@ -48,10 +63,30 @@ type Config struct {
 	TurnTimeout     time.Duration // default per turn; 0 means 30s
 	JoinTimeout     time.Duration // how long a session waits for its remote seats; 0 means 60s
 	CheckpointEvery int
-	MaxSessions     int // running at once; 0 means 1000
+	MaxSessions     int // running at once; 0 means DefaultMaxSessions
+	MaxSeats        int // seats (members played) of one session; 0 means DefaultMaxSeats
 	// LLM plays the seats a create request gives to "llm"; nil refuses them.
 	LLM agents.Agent
+	// Observer, if set, watches every session's driver (metrics).
+	Observer driver.Observer
+	// StateFile, if set, is where the service records the sessions it runs
+	// and their remote seats' credentials (a JSON file, mode 0600), so that
+	// ResumeSaved can continue them after a restart. "" keeps nothing.
+	StateFile string
 }
+
+// Defaults of Config's limits.
+const (
+	DefaultMaxSessions = 1000
+	DefaultMaxSeats    = 1000
+)
+
+// Errors of Create.
+var (
+	ErrTooManySessions = errors.New("service: too many sessions")
+	ErrTooManySeats    = errors.New("service: too many seats")
+	ErrShuttingDown    = errors.New("service: shutting down")
+)
 
 // Bus is where the service runs: the embedded server (*natsbus.Server) or
 // an external one (natsbus.External).
@@ -74,6 +109,9 @@ type Service struct {
 	sessions map[string]*session
 	closed   bool
 	wg       sync.WaitGroup
+	// stopping is closed by Shutdown: drivers stop before their next step.
+	stopping chan struct{}
+	state    *stateFile
 }
 
 type session struct {
@@ -89,6 +127,9 @@ type session struct {
 	meta   events.SessionMeta
 	engine *sim.Engine
 	err    error
+	// stopped: an operator's stop, not a shutdown, ended the session.
+	stopped bool
+	kinds   map[string]int // seats by kind (builtin, remote, llm)
 }
 
 // New starts a service on the bus.
@@ -103,14 +144,23 @@ func New(cfg Config) (*Service, error) {
 		cfg.JoinTimeout = 60 * time.Second
 	}
 	if cfg.MaxSessions == 0 {
-		cfg.MaxSessions = 1000
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxSeats == 0 {
+		cfg.MaxSeats = DefaultMaxSeats
+	}
+	if cfg.MaxSessions < 0 || cfg.MaxSeats < 0 {
+		return nil, errors.New("service: MaxSessions and MaxSeats may not be negative")
 	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	s := &Service{cfg: cfg, logger: logger, sessions: map[string]*session{}}
+	s := &Service{cfg: cfg, logger: logger, sessions: map[string]*session{}, stopping: make(chan struct{})}
 	var err error
+	if s.state, err = openState(cfg.StateFile); err != nil {
+		return nil, err
+	}
 	if s.conn, err = cfg.Bus.Connect("corpsim-service"); err != nil {
 		return nil, err
 	}
@@ -173,10 +223,11 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
-		return proto.CreateReply{}, errors.New("service: closed")
+		return proto.CreateReply{}, fmt.Errorf("%w: not taking new sessions", ErrShuttingDown)
 	}
 	if running >= s.cfg.MaxSessions {
-		return proto.CreateReply{}, fmt.Errorf("service: %d sessions are running, the limit", running)
+		return proto.CreateReply{}, fmt.Errorf("%w: %d running; this server runs at most %d at once (serve --max-sessions); try again when one ends",
+			ErrTooManySessions, running, s.cfg.MaxSessions)
 	}
 	turnTimeout, joinTimeout := s.cfg.TurnTimeout, s.cfg.JoinTimeout
 	for _, d := range []struct {
@@ -246,83 +297,176 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 	if err != nil {
 		return proto.CreateReply{}, err
 	}
+	if n := len(seats); n > s.cfg.MaxSeats {
+		return proto.CreateReply{}, fmt.Errorf("%w: world %s has %d seats to play and this server allows at most %d per session (serve --max-seats)",
+			ErrTooManySeats, w.Name, n, s.cfg.MaxSeats)
+	}
 	for _, m := range llmSeats {
 		seats[m] = "llm"
 	}
 	meta.Agents = seats
 	meta.Created = time.Now().UTC().Format(time.RFC3339)
 	reply := proto.CreateReply{Session: id, Seats: map[string]proto.Seat{}}
-	hosted := map[string]agents.Agent{}
-	var remote []string
 	for member, name := range seats {
-		if name == agents.Remote {
-			remote = append(remote, member)
-			if s.cfg.Auth != nil {
-				reply.Seats[member] = s.cfg.Auth.AddSeat(id, member)
-			} else {
-				reply.Seats[member] = proto.Seat{Session: id, Member: member, Subject: proto.TurnSubject(id, member)}
-			}
+		if name != agents.Remote {
 			continue
 		}
-		if name == "llm" {
-			hosted[member] = s.cfg.LLM
-			continue
+		if s.cfg.Auth != nil {
+			reply.Seats[member] = s.cfg.Auth.AddSeat(id, member)
+		} else {
+			reply.Seats[member] = proto.Seat{Session: id, Member: member, Subject: proto.TurnSubject(id, member)}
 		}
-		a, _ := agents.New(name, agents.Options{Seed: meta.Seed, Member: member})
-		hosted[member] = a
 	}
-	sort.Strings(remote)
-	host, err := natshost.Serve(s.host, id, hosted, natshost.Options{Logger: s.logger, Timeout: turnTimeout})
-	if err != nil {
+	run := launch{meta: meta, engine: e, fresh: fresh, wait: req.Wait, turnTimeout: turnTimeout, joinTimeout: joinTimeout, seats: reply.Seats}
+	if err := s.launch(run); err != nil {
+		if s.cfg.Auth != nil {
+			s.cfg.Auth.RemoveSession(id)
+		}
 		return proto.CreateReply{}, err
 	}
+	s.logger.Info("session created", "session", id, "world", meta.World, "seed", meta.Seed, "parent", meta.Parent,
+		"seats", len(seats), "remote", len(reply.Seats))
+	return reply, nil
+}
+
+// launch describes a session to run: a new one, a fork, or one a previous
+// service left interrupted.
+type launch struct {
+	meta                     events.SessionMeta // Agents set
+	engine                   *sim.Engine
+	fresh                    bool // Run (a new session) rather than Continue
+	wait                     bool // hold until a start control message
+	turnTimeout, joinTimeout time.Duration
+	seats                    map[string]proto.Seat // remote seats' credentials
+}
+
+// launch hosts a session's built-in seats and runs it in the background.
+func (s *Service) launch(l launch) error {
+	id, meta, e := l.meta.ID, l.meta, l.engine
+	hosted := map[string]agents.Agent{}
+	var remote []string
+	kinds := map[string]int{}
+	for member, name := range meta.Agents {
+		switch name {
+		case agents.Remote:
+			remote = append(remote, member)
+			kinds["remote"]++
+			continue
+		case "llm":
+			if s.cfg.LLM == nil {
+				return errors.New("service: the agents name llm, but this server has no llm agent (serve --llm-model)")
+			}
+			hosted[member] = s.cfg.LLM
+			kinds["llm"]++
+			continue
+		}
+		a, err := agents.New(name, agents.Options{Seed: meta.Seed, Member: member})
+		if err != nil {
+			return fmt.Errorf("service: seat %s: %w", member, err)
+		}
+		hosted[member] = a
+		kinds["builtin"]++
+	}
+	sort.Strings(remote)
+	log := s.logger.With("session", id)
+	host, err := natshost.Serve(s.host, id, hosted, natshost.Options{Logger: log, Timeout: l.turnTimeout})
+	if err != nil {
+		return err
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), meta: meta, engine: e}
+	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), meta: meta, engine: e, kinds: kinds}
 	ctl, err := s.conn.Subscribe(proto.ControlSubject(id), func(msg *nats.Msg) { s.handleControl(ss, msg) })
 	if err != nil {
 		host.Close()
 		cancel()
-		return proto.CreateReply{}, err
+		return err
 	}
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = ctl.Unsubscribe()
+		host.Close()
+		cancel()
+		return fmt.Errorf("%w: not taking new sessions", ErrShuttingDown)
+	}
 	s.sessions[id] = ss
-	s.mu.Unlock()
 	s.wg.Add(1)
+	s.mu.Unlock()
+	if err := s.state.put(id, savedSession{Seats: l.seats, TurnTimeout: l.turnTimeout.String(), JoinTimeout: l.joinTimeout.String()}); err != nil {
+		log.Warn("cannot record the session for a restart; it will not be resumed automatically", "error", err)
+	}
 	go func() {
 		defer s.wg.Done()
 		defer close(ss.done)
 		defer host.Close()
 		defer ctl.Unsubscribe()
 		defer cancel()
-		if s.cfg.Auth != nil {
-			defer s.cfg.Auth.RemoveSession(id)
-		}
-		log := s.logger.With("session", id)
-		if req.Wait {
-			select {
-			case <-ss.started:
-			case <-runCtx.Done():
+		m, err := meta, error(nil)
+		if s.waitToStart(runCtx, ss, l, remote, log) {
+			d := driver.New(driver.Config{Log: s.cfg.Log, Conn: s.conn, Logger: s.logger, TurnTimeout: l.turnTimeout,
+				CheckpointEvery: s.cfg.CheckpointEvery, Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
+				Interest: s.cfg.Bus.Interest, Observer: s.cfg.Observer})
+			log.Info("session running", "from_seq", e.State().LastSeq, "remote_seats", len(remote))
+			if l.fresh {
+				m, err = d.Run(runCtx, meta, e)
+			} else {
+				m, err = d.Continue(runCtx, meta, e)
 			}
-		} else if len(remote) > 0 {
-			s.waitForSeats(runCtx, id, remote, joinTimeout, log)
-		}
-		d := driver.New(driver.Config{Log: s.cfg.Log, Conn: s.conn, Logger: s.logger, TurnTimeout: turnTimeout,
-			CheckpointEvery: s.cfg.CheckpointEvery, Gate: ss.gate, Interest: s.cfg.Bus.Interest})
-		var m events.SessionMeta
-		var err error
-		if fresh {
-			m, err = d.Run(runCtx, meta, e)
 		} else {
-			m, err = d.Continue(runCtx, meta, e)
+			// Stopped before it began: nothing ran, nothing was logged.
+			m.Status, err = events.StatusInterrupted, context.Canceled
+			if s.isStopping() {
+				err = fmt.Errorf("%w: the session had not started", ErrShuttingDown)
+			}
 		}
 		ss.mu.Lock()
 		ss.meta, ss.err = m, err
+		stopped := ss.stopped
 		ss.mu.Unlock()
-		if err != nil {
-			log.Warn("session stopped", "error", err)
+		switch {
+		case m.Status == events.StatusInterrupted && s.isStopping() && !stopped:
+			// Kept in the state file (with its seats' tokens) for a restart.
+			log.Info("session interrupted by shutdown; a restarted serve on the same data resumes it", "status", m.Status, "last_seq", m.LastSeq)
+			return
+		case err != nil:
+			log.Warn("session stopped", "status", m.Status, "last_seq", m.LastSeq, "error", err)
+		default:
+			log.Info("session ended", "status", m.Status, "events", m.LastSeq)
+		}
+		if s.cfg.Auth != nil {
+			s.cfg.Auth.RemoveSession(id)
+		}
+		if err := s.state.remove(id); err != nil {
+			log.Warn("cannot update the state file", "error", err)
 		}
 	}()
-	return reply, nil
+	return nil
+}
+
+// waitToStart holds a session until it may run: a start control message
+// when created with wait, else until its remote seats are subscribed (or
+// the join timeout passes). It reports false if the service is shutting
+// down or the session was stopped meanwhile.
+func (s *Service) waitToStart(ctx context.Context, ss *session, l launch, remote []string, log hclog.Logger) bool {
+	if l.wait {
+		select {
+		case <-ss.started:
+		case <-ctx.Done():
+		case <-s.stopping:
+		}
+	} else if len(remote) > 0 {
+		s.waitForSeats(ctx, ss.id, remote, l.joinTimeout, log)
+	}
+	return ctx.Err() == nil && !s.isStopping()
+}
+
+func (s *Service) isStopping() bool {
+	select {
+	case <-s.stopping:
+		return true
+	default:
+		return false
+	}
 }
 
 // waitForSeats waits until every remote seat's turn subject has a subscriber.
@@ -331,7 +475,10 @@ func (s *Service) waitForSeats(ctx context.Context, id string, remote []string, 
 	for _, m := range remote {
 		subj := proto.TurnSubject(id, m)
 		for !s.cfg.Bus.Interest(subj) {
-			if time.Now().After(deadline) || ctx.Err() != nil {
+			if ctx.Err() != nil || s.isStopping() {
+				return
+			}
+			if time.Now().After(deadline) {
 				log.Warn("remote seat did not join in time; its turns will time out", "member", m)
 				break
 			}
@@ -340,7 +487,15 @@ func (s *Service) waitForSeats(ctx context.Context, id string, remote []string, 
 	}
 }
 
-func (ss *session) gate(ctx context.Context) error {
+// gate runs before each of a session's steps: it holds a paused session,
+// and stops every session once the service is shutting down. The error
+// wraps context.Canceled, so the driver records the session interrupted
+// (not failed) at the last batch it made durable.
+func (s *Service) gate(ctx context.Context, ss *session) error {
+	shutdown := fmt.Errorf("%w: %w", ErrShuttingDown, context.Canceled)
+	if s.isStopping() {
+		return shutdown
+	}
 	ss.mu.Lock()
 	paused, resume := ss.paused, ss.resume
 	ss.mu.Unlock()
@@ -352,6 +507,8 @@ func (ss *session) gate(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-s.stopping:
+		return shutdown
 	}
 }
 
@@ -377,6 +534,9 @@ func (s *Service) handleControl(ss *session, msg *nats.Msg) {
 			}
 			ss.mu.Unlock()
 		case proto.OpStop:
+			ss.mu.Lock()
+			ss.stopped = true
+			ss.mu.Unlock()
 			ss.cancel()
 			<-ss.done
 		case proto.OpStatus:
@@ -442,22 +602,110 @@ func (s *Service) Wait(ctx context.Context, id string) (events.SessionMeta, erro
 	return ss.meta, ss.err
 }
 
-// Close stops every session (they are left interrupted) and the service.
-func (s *Service) Close() {
+// Shutdown stops taking new sessions and stops every running one before
+// its next step: the batch it is on is durable, and it is recorded
+// interrupted. It waits for them until ctx is done, then cancels those
+// still asking their agents (what they had not stored is asked again on
+// resume) and waits for them to stop. The sessions stay in the state file
+// for ResumeSaved. It returns ctx's error if the sessions had to be
+// cancelled. Then it closes the service's connections.
+func (s *Service) Shutdown(ctx context.Context) error { return s.shutdown(ctx, true) }
+
+func (s *Service) shutdown(ctx context.Context, graceful bool) error {
 	s.mu.Lock()
+	first := !s.closed
 	s.closed = true
+	running := 0
 	for _, ss := range s.sessions {
-		ss.cancel()
+		select {
+		case <-ss.done:
+		default:
+			running++
+		}
 	}
 	s.mu.Unlock()
-	s.wg.Wait()
-	for _, sub := range s.subs {
-		_ = sub.Unsubscribe()
+	if first {
+		close(s.stopping)
+		s.logger.Info("shutting down: not taking new sessions; running sessions stop after their current batch", "running", running)
 	}
-	if s.conn != nil {
-		s.conn.Close()
+	all := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(all)
+	}()
+	var err error
+	select {
+	case <-all:
+	case <-ctx.Done():
+		err = ctx.Err()
+		if graceful {
+			s.logger.Warn("sessions did not stop in time; cancelling their turns", "error", err)
+		}
+		s.mu.Lock()
+		for _, ss := range s.sessions {
+			ss.cancel()
+		}
+		s.mu.Unlock()
+		<-all
 	}
-	if s.host != nil {
-		s.host.Close()
+	if first {
+		for _, sub := range s.subs {
+			_ = sub.Unsubscribe()
+		}
+		if s.conn != nil {
+			s.conn.Close()
+		}
+		if s.host != nil {
+			s.host.Close()
+		}
 	}
+	return err
+}
+
+// Close stops every session at once (they are left interrupted, and kept
+// in the state file for ResumeSaved) and the service: Shutdown without
+// waiting for running turns.
+func (s *Service) Close() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = s.shutdown(ctx, false)
+}
+
+// Saved returns the sessions ResumeSaved would continue now: those the
+// state file keeps (running, or interrupted by shutdown), in order.
+func (s *Service) Saved() []string {
+	saved := s.state.saved()
+	ids := make([]string, 0, len(saved))
+	for id := range saved {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Counts reports the sessions this service holds by status (running,
+// paused, finished, interrupted, failed) and the seats of those not yet
+// ended by kind (builtin, remote, llm): the metrics' gauges.
+func (s *Service) Counts() (sessions, seats map[string]int) {
+	sessions, seats = map[string]int{}, map[string]int{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ss := range s.sessions {
+		ss.mu.Lock()
+		select {
+		case <-ss.done:
+			sessions[string(ss.meta.Status)]++
+		default:
+			if ss.paused {
+				sessions["paused"]++
+			} else {
+				sessions["running"]++
+			}
+			for k, n := range ss.kinds {
+				seats[k] += n
+			}
+		}
+		ss.mu.Unlock()
+	}
+	return sessions, seats
 }

@@ -1,0 +1,157 @@
+// Package metrics exposes a corpsim server's health as Prometheus metrics:
+// sessions and seats by kind, events appended and how long appends take,
+// how long agents take to answer, rejected actions by kind and rule, and
+// turn timeouts, plus the Go runtime and process collectors. It is an edge
+// package (it wraps prometheus/client_golang); it registers on its own
+// registry, never the global one, and nothing it records reaches a log.
+//
+//	m := metrics.New(svc.Counts)                   // gauges read at scrape time
+//	svc := service.New(service.Config{Observer: m, …}) // m is a driver.Observer
+//	http.Handle("/metrics", m.Handler())
+//
+// The series (all prefixed corpsim_) are listed in the README's serve
+// section; Names returns them for tests.
+package metrics
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim/driver"
+)
+
+// The series' names.
+const (
+	Sessions       = "corpsim_sessions"
+	Seats          = "corpsim_seats"
+	EventsAppended = "corpsim_events_appended_total"
+	AppendSeconds  = "corpsim_append_duration_seconds"
+	TurnSeconds    = "corpsim_turn_duration_seconds"
+	Rejections     = "corpsim_actions_rejected_total"
+	TurnTimeouts   = "corpsim_turn_timeouts_total"
+)
+
+// SessionStatuses are the values of corpsim_sessions' status label; every
+// one is exported, zero or not.
+var SessionStatuses = []string{"running", "paused", "finished", "interrupted", "failed"}
+
+// SeatKinds are the values of corpsim_seats' kind label.
+var SeatKinds = []string{"builtin", "remote", "llm"}
+
+// Counts reports, at scrape time, how many sessions the server holds by
+// status (keys of SessionStatuses) and how many seats the sessions not yet
+// ended have by kind (keys of SeatKinds). It is called from the HTTP
+// handler's goroutine.
+type Counts func() (sessions, seats map[string]int)
+
+// Metrics records a server's metrics. It implements driver.Observer. Safe
+// for concurrent use.
+type Metrics struct {
+	reg      *prometheus.Registry
+	appended prometheus.Counter
+	appendS  prometheus.Histogram
+	turnS    *prometheus.HistogramVec
+	rejected *prometheus.CounterVec
+	timeouts prometheus.Counter
+}
+
+var _ driver.Observer = (*Metrics)(nil)
+
+// New makes the metrics on a registry of their own; counts (nil: none)
+// feeds the sessions and seats gauges.
+func New(counts Counts) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		appended: prometheus.NewCounter(prometheus.CounterOpts{Name: EventsAppended,
+			Help: "Events made durable in the event log (every session of this server since it started)."}),
+		appendS: prometheus.NewHistogram(prometheus.HistogramOpts{Name: AppendSeconds,
+			Help:    "Wall-clock time of one synced append of a batch of events.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}), // 100µs .. 26s
+		turnS: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: TurnSeconds,
+			Help:    "Wall-clock time from asking a member to decide to its answer (or to giving up on it).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"outcome"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Rejections,
+			Help: "Actions refused by the engine (action.rejected events), by kind (malformed, unknown, state, policy) and the policy rule (empty for other kinds)."},
+			[]string{"kind", "rule"}),
+		timeouts: prometheus.NewCounter(prometheus.CounterOpts{Name: TurnTimeouts,
+			Help: "Turns a member did not answer within its budget (turn.timeout events)."}),
+	}
+	m.reg.MustRegister(m.appended, m.appendS, m.turnS, m.rejected, m.timeouts,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if counts != nil {
+		m.reg.MustRegister(gauges{counts})
+	}
+	// Both outcomes exist from the start, so a scrape shows them at zero.
+	m.turnS.WithLabelValues("answered")
+	m.turnS.WithLabelValues("unanswered")
+	return m
+}
+
+// Registry is the metrics' own registry.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Appended implements driver.Observer: it counts the batch's events, its
+// rejected actions and its turn timeouts, and observes the append's time.
+func (m *Metrics) Appended(_ string, batch []events.Event, d time.Duration) {
+	m.appended.Add(float64(len(batch)))
+	m.appendS.Observe(d.Seconds())
+	for i := range batch {
+		switch ev := &batch[i]; ev.Type {
+		case org.EvTurnTimeout:
+			m.timeouts.Inc()
+		case org.EvActionRejected:
+			var p struct {
+				Kind string `json:"kind"`
+				Rule string `json:"rule"`
+			}
+			if err := json.Unmarshal(ev.Payload, &p); err != nil {
+				p.Kind = "undecodable"
+			}
+			m.rejected.WithLabelValues(p.Kind, p.Rule).Inc()
+		}
+	}
+}
+
+// Turn implements driver.Observer.
+func (m *Metrics) Turn(_, _ string, d time.Duration, timedOut bool) {
+	outcome := "answered"
+	if timedOut {
+		outcome = "unanswered"
+	}
+	m.turnS.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// gauges reads the sessions and seats gauges at scrape time.
+type gauges struct{ counts Counts }
+
+var (
+	sessionsDesc = prometheus.NewDesc(Sessions, "Sessions this server holds, by status (paused: by a pause control message; interrupted: stopped by an operator or by shutdown).", []string{"status"}, nil)
+	seatsDesc    = prometheus.NewDesc(Seats, "Seats of the sessions not yet ended, by kind (builtin agents, remote agents, the server's llm agent).", []string{"kind"}, nil)
+)
+
+func (g gauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- sessionsDesc
+	ch <- seatsDesc
+}
+
+func (g gauges) Collect(ch chan<- prometheus.Metric) {
+	sessions, seats := g.counts()
+	for _, st := range SessionStatuses {
+		ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(sessions[st]), st)
+	}
+	for _, k := range SeatKinds {
+		ch <- prometheus.MustNewConstMetric(seatsDesc, prometheus.GaugeValue, float64(seats[k]), k)
+	}
+}

@@ -1,0 +1,215 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/sim/driver"
+)
+
+// savedSession is what the state file keeps of a session the service runs:
+// enough to continue it after a restart. Its agents are the session's
+// recorded metadata (events.SessionMeta.Agents).
+type savedSession struct {
+	Seats       map[string]proto.Seat `json:"seats,omitempty"` // remote seats' credentials (tokens: the file is 0600)
+	TurnTimeout string                `json:"turn_timeout,omitempty"`
+	JoinTimeout string                `json:"join_timeout,omitempty"`
+}
+
+type savedState struct {
+	Sessions map[string]savedSession `json:"sessions"`
+}
+
+// stateFile keeps savedState in a file, rewritten whole (write to a
+// temporary file, sync, rename) on every change. A nil *stateFile keeps
+// nothing. Safe for concurrent use.
+type stateFile struct {
+	path string
+	mu   sync.Mutex
+	st   savedState
+}
+
+func openState(path string) (*stateFile, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f := &stateFile{path: path, st: savedState{Sessions: map[string]savedSession{}}}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return f, nil
+	case err != nil:
+		return nil, fmt.Errorf("service: state file: %w", err)
+	}
+	if err := json.Unmarshal(b, &f.st); err != nil {
+		return nil, fmt.Errorf("service: state file %s: %w", path, err)
+	}
+	if f.st.Sessions == nil {
+		f.st.Sessions = map[string]savedSession{}
+	}
+	return f, nil
+}
+
+func (f *stateFile) put(id string, s savedSession) error {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st.Sessions[id] = s
+	return f.write()
+}
+
+func (f *stateFile) remove(id string) error {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.st.Sessions[id]; !ok {
+		return nil
+	}
+	delete(f.st.Sessions, id)
+	return f.write()
+}
+
+// saved returns the recorded sessions, by ID.
+func (f *stateFile) saved() map[string]savedSession {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]savedSession, len(f.st.Sessions))
+	for id, s := range f.st.Sessions {
+		out[id] = s
+	}
+	return out
+}
+
+func (f *stateFile) write() error {
+	b, err := json.MarshalIndent(f.st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".serve-state-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), f.path)
+}
+
+// ResumeSaved continues the sessions a previous service on the same data
+// left unfinished (shut down, or killed): those in the state file whose
+// log is not finished. Each is rebuilt from its log (driver.Load), its
+// built-in seats are made again from the agents the session recorded, and
+// its remote seats are admitted with the credentials they had; it then
+// waits for its remote seats as a new session does (the join timeout it
+// was created with) and runs from its last durable event. Sessions that
+// ended, or never reached the log, are dropped from the state file. It
+// returns the IDs of the sessions it resumed, in order.
+func (s *Service) ResumeSaved(ctx context.Context) ([]string, error) {
+	saved := s.state.saved()
+	ids := make([]string, 0, len(saved))
+	for id := range saved {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var resumed []string
+	var errs []error
+	for _, id := range ids {
+		log := s.logger.With("session", id)
+		err := s.resume(ctx, id, saved[id])
+		switch {
+		case errors.Is(err, errNothingToResume):
+			log.Info("not resumed", "reason", err)
+		case err != nil:
+			log.Error("cannot resume the session", "error", err)
+			errs = append(errs, fmt.Errorf("session %s: %w", id, err))
+		default:
+			resumed = append(resumed, id)
+			continue
+		}
+		if err := s.state.remove(id); err != nil {
+			log.Warn("cannot update the state file", "error", err)
+		}
+	}
+	return resumed, errors.Join(errs...)
+}
+
+var errNothingToResume = errors.New("nothing to resume")
+
+func (s *Service) resume(ctx context.Context, id string, saved savedSession) error {
+	meta, err := s.cfg.Log.Session(ctx, id)
+	if errors.Is(err, events.ErrNoSession) {
+		return fmt.Errorf("%w: the session never started (it is not in the log)", errNothingToResume)
+	}
+	if err != nil {
+		return err
+	}
+	if meta.Status == events.StatusFinished || meta.Status == events.StatusFailed {
+		return fmt.Errorf("%w: the session is %s", errNothingToResume, meta.Status)
+	}
+	e, n, err := driver.Load(ctx, s.cfg.Log, id, 0, meta.Seed)
+	if err != nil {
+		return err
+	}
+	turnTimeout, joinTimeout := s.cfg.TurnTimeout, s.cfg.JoinTimeout
+	if d, err := time.ParseDuration(saved.TurnTimeout); err == nil && d > 0 {
+		turnTimeout = d
+	}
+	if d, err := time.ParseDuration(saved.JoinTimeout); err == nil && d > 0 {
+		joinTimeout = d
+	}
+	seats := map[string]proto.Seat{}
+	for member, name := range meta.Agents {
+		if name != agents.Remote {
+			continue
+		}
+		seat, ok := saved.Seats[member]
+		switch {
+		case s.cfg.Auth == nil:
+			seat = proto.Seat{Session: id, Member: member, Subject: proto.TurnSubject(id, member)}
+		case ok && s.cfg.Auth.RestoreSeat(seat):
+		default:
+			seat = s.cfg.Auth.AddSeat(id, member)
+			s.logger.Warn("remote seat had no saved credentials; it has new ones (in the state file)", "session", id, "member", member)
+		}
+		seats[member] = seat
+	}
+	if err := s.launch(launch{meta: meta, engine: e, turnTimeout: turnTimeout, joinTimeout: joinTimeout, seats: seats}); err != nil {
+		if s.cfg.Auth != nil {
+			s.cfg.Auth.RemoveSession(id)
+		}
+		return err
+	}
+	s.logger.Info("session resumed", "session", id, "at_seq", e.State().LastSeq, "replayed", n, "remote", len(seats))
+	return nil
+}
