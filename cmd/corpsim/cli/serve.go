@@ -16,7 +16,9 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/httpgw"
 	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/sim/service"
+	"github.com/corpsim/corpsim/sim/service/metrics"
 )
 
 // ServeOptions configure corpsim serve.
@@ -31,8 +33,16 @@ type ServeOptions struct {
 	TurnTimeout     time.Duration
 	JoinTimeout     time.Duration
 	MaxSessions     int
+	MaxSeats        int           // seats of one session
+	MaxMessage      int64         // bytes: NATS max_payload and the HTTP gateway's request bodies
+	Metrics         string        // address of the /metrics listener; "" for none
+	ShutdownGrace   time.Duration // how long running sessions may take to stop on SIGTERM
 	CheckpointEvery int
 }
+
+// stateFileName is serve's record, in the data folder, of the sessions it
+// runs and their remote seats' tokens (mode 0600), for a restart.
+const stateFileName = "serve-state.json"
 
 func (a *app) serveCmd() *cobra.Command {
 	o := ServeOptions{}
@@ -45,7 +55,14 @@ Operators (with the operator token, kept in DATA/operator.token) create and cont
 sessions on corpsim.v1.sessions.create and corpsim.v1.s.<session>.control; each
 remote seat gets its own credentials, which may only answer that seat's turns.
 With --http ADDR, an HTTP/JSON gateway serves the same protocol under /v1 (bearer
-tokens: the operator token, or a seat's token), including a Gym-style step.`,
+tokens: the operator token, or a seat's token), including a Gym-style step.
+With --metrics ADDR (and on the --http listener), /metrics serves Prometheus metrics.
+
+On SIGTERM or SIGINT, serve stops taking sessions, lets each running session
+finish the batch it is on (up to --shutdown-grace), records it interrupted and
+exits 0. Started again on the same --data, it resumes those sessions (also after
+a kill): built-in seats are re-created, remote seats keep their tokens (kept in
+DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tokenFile := ""
@@ -63,6 +80,12 @@ tokens: the operator token, or a seat's token), including a Gym-style step.`,
 					}
 				}
 			}
+			if o.MaxMessage <= 0 || o.MaxMessage > 64<<20 {
+				return usagef("--max-message must be between 1 and %d bytes", 64<<20)
+			}
+			if o.MaxSessions <= 0 || o.MaxSeats <= 0 {
+				return usagef("--max-sessions and --max-seats must be positive")
+			}
 			log, err := OpenLog(o.Data, o.Ephemeral, a.logger)
 			if err != nil {
 				return err
@@ -73,7 +96,7 @@ tokens: the operator token, or a seat's token), including a Gym-style step.`,
 			url := o.NATS
 			if o.NATS == "" {
 				auth = natsbus.NewAuth(o.OperatorToken)
-				embedded, err := natsbus.Start(natsbus.Options{Listen: o.Listen, Auth: auth, Logger: a.logger})
+				embedded, err := natsbus.Start(natsbus.Options{Listen: o.Listen, Auth: auth, Logger: a.logger, MaxPayload: int(o.MaxMessage)})
 				if err != nil {
 					return err
 				}
@@ -105,18 +128,44 @@ tokens: the operator token, or a seat's token), including a Gym-style step.`,
 					return err
 				}
 			}
-			svc, err := service.New(service.Config{Log: log, Bus: bus, Auth: auth, Logger: a.logger, TurnTimeout: o.TurnTimeout,
-				JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, CheckpointEvery: o.CheckpointEvery, LLM: llmAgent})
+			stateFile := ""
+			if !o.Ephemeral {
+				stateFile = filepath.Join(o.Data, stateFileName)
+			}
+			// The service's gauges are read at scrape time, so the metrics
+			// exist before the service they describe.
+			var svc *service.Service
+			var m *metrics.Metrics
+			var observer driver.Observer
+			if o.Metrics != "" || o.HTTP != "" {
+				m = metrics.New(func() (map[string]int, map[string]int) { return svc.Counts() })
+				observer = m
+			}
+			svc, err = service.New(service.Config{Log: log, Bus: bus, Auth: auth, Logger: a.logger, TurnTimeout: o.TurnTimeout,
+				JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, MaxSeats: o.MaxSeats, CheckpointEvery: o.CheckpointEvery,
+				LLM: llmAgent, Observer: observer, StateFile: stateFile})
 			if err != nil {
 				return err
 			}
 			defer svc.Close()
-			if o.HTTP != "" {
-				stop, err := serveHTTP(o, url, a)
+			if o.Metrics != "" {
+				stop, err := serveMetrics(o.Metrics, m, a)
 				if err != nil {
 					return err
 				}
 				defer stop()
+			}
+			if o.HTTP != "" {
+				stop, err := serveHTTP(o, url, m, a)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
+			if resumed, err := svc.ResumeSaved(cmd.Context()); err != nil {
+				a.logger.Error("some sessions could not be resumed", "error", err)
+			} else if len(resumed) > 0 {
+				fmt.Fprintf(a.stdout, "corpsim resumed %d session(s): %s\n", len(resumed), strings.Join(resumed, " "))
 			}
 			where := "given with --operator-token"
 			if tokenFile != "" {
@@ -128,7 +177,19 @@ tokens: the operator token, or a seat's token), including a Gym-style step.`,
 			fmt.Fprintf(a.stdout, "corpsim serving on %s (operator token %s); stop with Ctrl-C\n", url, where)
 			a.logger.Info("serving", "nats", url)
 			<-cmd.Context().Done()
-			a.logger.Info("shutting down: running sessions are left interrupted and can be resumed")
+			a.logger.Info("shutting down: not taking new sessions; running sessions stop after their current batch and are resumed by the next serve on this data",
+				"grace", o.ShutdownGrace)
+			ctx, cancel := context.WithTimeout(context.Background(), o.ShutdownGrace)
+			defer cancel()
+			if err := svc.Shutdown(ctx); err != nil {
+				a.logger.Warn("running turns were cancelled after the grace period; their sessions resume from their last durable batch", "error", err)
+			}
+			if saved := svc.Saved(); len(saved) > 0 {
+				fmt.Fprintf(a.stdout, "corpsim stopped; %d session(s) interrupted, resumed by the next corpsim serve --data %s: %s\n",
+					len(saved), o.Data, strings.Join(saved, " "))
+			} else {
+				fmt.Fprintln(a.stdout, "corpsim stopped")
+			}
 			return nil
 		},
 	}
@@ -142,7 +203,11 @@ tokens: the operator token, or a seat's token), including a Gym-style step.`,
 	f.StringVar(&o.OperatorToken, "operator-token", "", "operator token (default: read or create DATA/operator.token)")
 	f.DurationVar(&o.TurnTimeout, "turn-timeout", 30*time.Second, "default wall-clock budget of one agent turn")
 	f.DurationVar(&o.JoinTimeout, "join-timeout", 60*time.Second, "how long a new session waits for its remote seats")
-	f.IntVar(&o.MaxSessions, "max-sessions", 1000, "sessions running at once")
+	f.IntVar(&o.MaxSessions, "max-sessions", service.DefaultMaxSessions, "sessions running at once; a create beyond it is refused")
+	f.IntVar(&o.MaxSeats, "max-seats", service.DefaultMaxSeats, "seats (members played) of one session; a create beyond it is refused")
+	f.Int64Var(&o.MaxMessage, "max-message", natsbus.DefaultMaxPayload, "largest message in bytes: the embedded NATS server's max_payload and the HTTP gateway's request bodies (create, fork, reset)")
+	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9090 (also on the --http listener)")
+	f.DurationVar(&o.ShutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM/SIGINT, how long running sessions may take to finish their batch before their turns are cancelled")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000; negative: never)")
 	lf.add(c)
 	return c
@@ -151,12 +216,12 @@ tokens: the operator token, or a seat's token), including a Gym-style step.`,
 // serveHTTP starts the HTTP/JSON gateway on o.HTTP, bridging to the NATS
 // server at natsURL. The returned stop ends its long polls, shuts the HTTP
 // server down and closes the gateway.
-func serveHTTP(o ServeOptions, natsURL string, a *app) (stop func(), err error) {
+func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, a *app) (stop func(), err error) {
 	if natsURL == "" {
 		return nil, usagef("--http needs the NATS server to listen (--listen ADDR)")
 	}
 	gw, err := httpgw.New(httpgw.Config{NATSURL: natsURL, OperatorToken: o.OperatorToken,
-		Logger: a.logger.Named("http"), TurnWait: o.TurnTimeout})
+		Logger: a.logger.Named("http"), TurnWait: o.TurnTimeout, MaxRequestBytes: o.MaxMessage})
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +230,14 @@ func serveHTTP(o ServeOptions, natsURL string, a *app) (stop func(), err error) 
 		gw.Close()
 		return nil, fmt.Errorf("--http: %w", err)
 	}
-	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	handler := gw.Handler()
+	if m != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", m.Handler())
+		mux.Handle("/", handler)
+		handler = mux
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -181,6 +253,34 @@ func serveHTTP(o ServeOptions, natsURL string, a *app) (stop func(), err error) 
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			a.logger.Warn("HTTP gateway did not shut down cleanly", "error", err)
+			_ = srv.Close()
+		}
+		<-done
+	}, nil
+}
+
+// serveMetrics serves m at http://addr/metrics until stop is called.
+func serveMetrics(addr string, m *metrics.Metrics, a *app) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.logger.Error("metrics listener stopped", "error", err)
+		}
+	}()
+	fmt.Fprintf(a.stdout, "corpsim metrics on http://%s/metrics\n", ln.Addr())
+	a.logger.Info("serving metrics", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
 			_ = srv.Close()
 		}
 		<-done
