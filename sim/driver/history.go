@@ -12,6 +12,15 @@ import (
 // serveHistory answers history requests for a running session from its log,
 // so a follower in another process (which cannot open the locked store) can
 // catch up before it tails the live feed.
+//
+// The live feed is best effort for watchers: the driver publishes each
+// durable batch without waiting for anyone, so a watcher that cannot keep up
+// never slows a session down. NATS tells it instead: its client drops what
+// exceeds its pending limits and reports nats.ErrSlowConsumer to its
+// asynchronous error handler, and a connection that stops reading is
+// disconnected by the server (write deadline, max pending) with the reason
+// in the server's log. Either way the watcher knows, and reads what it
+// missed here (tests/slowconsumer_test.go).
 func (d *Driver) serveHistory(session string) (*nats.Subscription, error) {
 	return d.cfg.Conn.Subscribe(proto.HistorySubject(session), func(msg *nats.Msg) {
 		var req proto.HistoryRequest
