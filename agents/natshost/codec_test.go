@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/agents"
@@ -217,6 +218,46 @@ func TestAnswer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := string(s.answer([]byte(tt.obs))); got != tt.want {
 				t.Fatalf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeObservation compares the decoders a turn could use on the
+// benchmark's observation.
+func BenchmarkDecodeObservation(b *testing.B) {
+	w, err := worlds.Shipped("startup")
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := org.New(w).View("bob")
+	o.Session = "s"
+	data, err := json.Marshal(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, dec := range []struct {
+		name   string
+		decode func([]byte, *org.Observation) error
+	}{
+		{"natshost", decodeObservation},
+		{"org.DecodeObservation", func(data []byte, o *org.Observation) error {
+			if !org.DecodeObservation(data, o) {
+				return fmt.Errorf("refused")
+			}
+			return nil
+		}},
+		{"go-json", func(data []byte, o *org.Observation) error { return gojson.Unmarshal(data, o) }},
+		{"encoding/json", func(data []byte, o *org.Observation) error { return json.Unmarshal(data, o) }},
+	} {
+		b.Run(dec.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				var o org.Observation
+				if err := dec.decode(data, &o); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

@@ -1,0 +1,275 @@
+package org_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// mustRunObservations runs shipped worlds with random agents, whose mistakes
+// fill Rejected, and returns the JSON of the observations they saw.
+func mustRunObservations(tb testing.TB) [][]byte {
+	tb.Helper()
+	var out [][]byte
+	for _, name := range []string{"startup", "procurement", "product-launch", "portfolio", "support-desk"} {
+		w, err := worlds.Shipped(name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		e, err := sim.New(sim.Config{World: w, Seed: 9, Session: "s-" + name})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		e.Start()
+		seats := map[string]*agents.Random{}
+		for turns := 0; turns < 300; {
+			rd := e.Ready()
+			e.Advance()
+			if rd.Done {
+				break
+			}
+			if len(rd.Turns) == 0 {
+				e.Tick()
+				continue
+			}
+			var ans []sim.Answer
+			for _, t := range rd.Turns {
+				data, err := json.Marshal(t.Observation)
+				if err != nil {
+					tb.Fatal(err)
+				}
+				out = append(out, data)
+				a := seats[t.Member]
+				if a == nil {
+					a = agents.NewRandom(9, t.Member)
+					seats[t.Member] = a
+				}
+				acts, _ := a.Decide(context.Background(), t.Observation)
+				ans = append(ans, sim.Answer{Member: t.Member, Turn: t.Observation.Turn, Actions: acts})
+				turns++
+			}
+			e.Step(ans)
+		}
+	}
+	return out
+}
+
+// fill sets every field reachable from v to a value that is not zero, so
+// that a field added to Observation without a decoder fails the test.
+func fill(v reflect.Value, seed int) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(fmt.Sprintf("s%d <&> é \"q\"", seed))
+	case reflect.Int, reflect.Int64:
+		v.SetInt(int64(seed*7 - 3))
+	case reflect.Uint64:
+		v.SetUint(uint64(seed) + 1)
+	case reflect.Float64:
+		v.SetFloat(float64(seed) + 0.25)
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(v.Elem(), seed+1)
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
+		for i := 0; i < 2; i++ {
+			fill(v.Index(i), seed*3+i)
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			fill(v.Field(i), seed+i)
+		}
+	default:
+		panic("view_codec_test: fill " + v.Kind().String())
+	}
+}
+
+// mustDecodeLikeJSON fails unless org.DecodeObservation agrees with
+// json.Unmarshal on data whenever it reads it, and reports whether it did.
+func mustDecodeLikeJSON(tb testing.TB, data []byte) bool {
+	tb.Helper()
+	var got org.Observation
+	if !org.DecodeObservation(data, &got) {
+		return false
+	}
+	var want org.Observation
+	if err := json.Unmarshal(data, &want); err != nil {
+		tb.Fatalf("DecodeObservation read %q, which json.Unmarshal refuses: %v", data, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		tb.Fatalf("decoding %q:\ngot  %#v\nwant %#v", data, got, want)
+	}
+	return true
+}
+
+// readObservations are inputs DecodeObservation must read.
+var readObservations = []string{
+	`{}`,
+	`null`,
+	` {"member" : "bob" ,` + "\n\t\r" + `"turn":3 } `,
+	`{"assigned":null,"budget":null,"queues":[null,{"id":"q"}],"inbox":[],"rejected":null,"available":[null]}`,
+	`{"member":null,"turn":null,"on_leave":null,"assigned":[{"deps":[null,"a"],"value":null,"needs_info":null}]}`,
+	`{"budget":{"team":"t","initial":100,"spent":5,"remaining":-95},"on_leave":false}`,
+	`{"rejected":[{"action":{"type":"work","task":"t","for":"2h","until":-5},"kind":"rule","reason":"no"},{"action":null}]}`,
+	`{"member":"b\u00f6b \ud83d\ude00 \n\"\\\/\t\b\f\r \u003c\u0026"}`,
+	`{"member":"\ud800x\udc00\ud800"}`,
+	"{\"member\":\"\xff\xfe\xc3 ok\"}",
+	"{\"member\":\"h\xc3\xa9llo \xf0\x9f\x98\x80\"}",
+	`{"upcoming":[{"value":-0,"effort":0,"deadline":-1,"dependents":7,"priority":-0}],"available_more":3}`,
+	`{"upcoming":[{"value":1.5e300},{"value":-2.25E-7},{"value":12},{"value":0.5},{"value":1E+2},{"value":123456789012345678901234567890}]}`,
+	`{"time":9223372036854775807,"horizon":-9223372036854775808,"turn":18446744073709551615}`,
+}
+
+// refusedObservations are inputs it must leave to a full decoder: valid
+// JSON it does not read, and invalid JSON.
+var refusedObservations = []string{
+	`{"MEMBER":"bob"}`,
+	`{"Turn":3}`,
+	`{"member":"a","member":"b"}`,
+	`{"budget":{"team":"a","team":"b"}}`,
+	`{"x":1}`,
+	`{"assigned":[{"id":"a","extra":true}]}`,
+	`{"memb\u0065r":"a"}`,
+	`{"turn":-1}`,
+	`{"turn":-0}`,
+	`{"turn":1.5}`,
+	`{"turn":1e2}`,
+	`{"turn":1.0}`,
+	`{"turn":18446744073709551616}`,
+	`{"time":9223372036854775808}`,
+	`{"time":-9223372036854775809}`,
+	`{"time":"5"}`,
+	`{"member":5}`,
+	`{"member":true}`,
+	`{"on_leave":"true"}`,
+	`{"on_leave":1}`,
+	`{"assigned":{}}`,
+	`{"assigned":[{"deps":"x"}]}`,
+	`{"budget":{"initial":1.0}}`,
+	`{"budget":[]}`,
+	`{"upcoming":[{"value":1e400}]}`,
+	`{"upcoming":[{"value":"1"}]}`,
+	``,
+	`   `,
+	`[]`,
+	`""`,
+	`nul`,
+	`nullx`,
+	`{"turn":01}`,
+	`{"turn":+1}`,
+	`{"turn":- 1}`,
+	`{"upcoming":[{"value":.5}]}`,
+	`{"upcoming":[{"value":1.}]}`,
+	`{"upcoming":[{"value":1e}]}`,
+	`{"upcoming":[{"value":-}]}`,
+	`{"member":"a",}`,
+	`{"member":"a"} x`,
+	`{"member":"a"}{}`,
+	`{"member":"a"`,
+	`{"member":"a`,
+	`{"member":"a\`,
+	`{"member":'a'}`,
+	`{member:"a"}`,
+	`{"member" "a"}`,
+	`{"member":"a"  "turn":1}`,
+	`{"member":"a\x"}`,
+	"{\"member\":\"a\nb\"}",
+	"{\"member\":\"a\\\tb\"}",
+	`{"member":"\ud83d\ude0"}`,
+	`{"deps":[1,2,}`,
+	`{"assigned":[{},]}`,
+	`{"on_leave":tru}`,
+	`{"on_leave":truee}`,
+	"\xef\xbb\xbf{}",
+}
+
+func TestDecodeObservation(t *testing.T) {
+	t.Run("runs", func(t *testing.T) {
+		obs := mustRunObservations(t)
+		for _, data := range obs {
+			if !mustDecodeLikeJSON(t, data) {
+				t.Fatalf("DecodeObservation refused %s", data)
+			}
+		}
+		t.Logf("%d observations", len(obs))
+	})
+	t.Run("every field", func(t *testing.T) {
+		var o org.Observation
+		fill(reflect.ValueOf(&o).Elem(), 1)
+		data, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !mustDecodeLikeJSON(t, data) {
+			t.Fatalf("DecodeObservation refused %s: does it know every field?", data)
+		}
+	})
+	for i, s := range readObservations {
+		t.Run(fmt.Sprintf("read%d", i), func(t *testing.T) {
+			if !mustDecodeLikeJSON(t, []byte(s)) {
+				t.Fatalf("DecodeObservation refused %q", s)
+			}
+		})
+	}
+	for i, s := range refusedObservations {
+		t.Run(fmt.Sprintf("refused%d", i), func(t *testing.T) {
+			if mustDecodeLikeJSON(t, []byte(s)) {
+				t.Fatalf("DecodeObservation read %q", s)
+			}
+		})
+	}
+}
+
+func FuzzDecodeObservation(f *testing.F) {
+	for _, s := range readObservations {
+		f.Add([]byte(s))
+	}
+	for _, s := range refusedObservations {
+		f.Add([]byte(s))
+	}
+	for i, data := range mustRunObservations(f) {
+		if i%61 == 0 {
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { mustDecodeLikeJSON(t, data) })
+}
+
+func BenchmarkDecodeObservation(b *testing.B) {
+	w, err := worlds.Shipped("startup")
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := json.Marshal(org.New(w).View("bob"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("DecodeObservation", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			var o org.Observation
+			if !org.DecodeObservation(data, &o) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			var o org.Observation
+			if err := json.Unmarshal(data, &o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
