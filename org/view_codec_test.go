@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 
 	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/worlds"
@@ -271,5 +273,94 @@ func BenchmarkDecodeObservation(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+}
+
+// mustEncodeLikeJSON fails unless o.AppendJSON writes json.Marshal's bytes
+// (or fails as it does).
+func mustEncodeLikeJSON(tb testing.TB, o *org.Observation) {
+	tb.Helper()
+	want, wantErr := json.Marshal(o)
+	got, gotErr := o.AppendJSON([]byte("x"))
+	if (gotErr == nil) != (wantErr == nil) {
+		tb.Fatalf("encoding %#v: got error %v, want %v", o, gotErr, wantErr)
+	}
+	if wantErr == nil && string(got) != "x"+string(want) {
+		tb.Fatalf("encoding %#v:\ngot  %s\nwant x%s", o, got, want)
+	}
+}
+
+func TestObservationAppendJSON(t *testing.T) {
+	t.Run("runs", func(t *testing.T) {
+		for _, data := range mustRunObservations(t) {
+			var o org.Observation
+			if err := json.Unmarshal(data, &o); err != nil {
+				t.Fatal(err)
+			}
+			mustEncodeLikeJSON(t, &o)
+		}
+	})
+	t.Run("every field", func(t *testing.T) {
+		var o org.Observation
+		fill(reflect.ValueOf(&o).Elem(), 1)
+		mustEncodeLikeJSON(t, &o)
+	})
+	nan := org.Observation{Upcoming: []org.TaskView{{Value: math.NaN()}}}
+	tests := []struct {
+		name string
+		o    org.Observation
+	}{
+		{"zero", org.Observation{}},
+		{"empty lists", org.Observation{Assigned: []org.TaskView{}, Available: []org.TaskView{{Deps: []string{}, Waiting: []string{}}},
+			Awaiting: []org.MessageView{}, Rejected: []org.RejectedView{}, Queues: []*org.QueueView{}, Inbox: []org.MessageView{}}},
+		{"nil queue", org.Observation{Queues: []*org.QueueView{nil, {ID: "q"}}}},
+		{"floats", org.Observation{Upcoming: []org.TaskView{{Value: 1e-7}, {Value: 1e21}, {Value: -0.0}, {Value: 123456789.125}, {Value: 1e-6}, {Value: 5e-324}}}},
+		{"strings", org.Observation{Member: "\u2028<a>&\"\\\x00\x1f\x7f", Team: "a\xffb", Role: "héllo 😀"}},
+		{"extremes", org.Observation{Turn: math.MaxUint64, Time: math.MinInt64, Horizon: math.MaxInt64, AvailableMore: -1}},
+		{"nan", nan},
+		{"infinity", org.Observation{Assigned: []org.TaskView{{Value: math.Inf(-1)}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { mustEncodeLikeJSON(t, &tt.o) })
+	}
+}
+
+func FuzzObservationAppendJSON(f *testing.F) {
+	f.Add("bob", "Build <the> API", 30.5, int64(7), true)
+	f.Add("", "a\xff\u2028", -1e-9, int64(0), false)
+	f.Fuzz(func(t *testing.T, s1, s2 string, v float64, n int64, b bool) {
+		o := org.Observation{Session: s1, Member: s2, Turn: uint64(n), Time: clock.Time(n), Wall: s1 + s2, OnLeave: b,
+			Available: []org.TaskView{{ID: s1, Title: s2, Project: s2, Value: v, Priority: int(n), Deps: []string{s1, s2},
+				NeedsInfo: &org.InfoView{From: s1, Topic: s2, Known: b}, WorkUntil: clock.Time(n)}},
+			Inbox:    []org.MessageView{{ID: s2, Text: s1 + "\n" + s2, Topic: s1, SentAt: clock.Time(-n)}},
+			Rejected: []org.RejectedView{{Action: org.Action{Type: s1, Text: s2, Until: n}, Kind: s2, Rule: s1, Reason: s2}},
+			Queues:   []*org.QueueView{{ID: s1, Order: s2, WIP: int(n), DownUntil: clock.Time(n)}},
+			Budget:   &org.BudgetView{Team: s2, Initial: n, Spent: -n, Remaining: n / 3},
+		}
+		mustEncodeLikeJSON(t, &o)
+	})
+}
+
+func BenchmarkObservationAppendJSON(b *testing.B) {
+	w, err := worlds.Shipped("startup")
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := org.New(w).View("bob")
+	b.Run("AppendJSON", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		for b.Loop() {
+			buf, _ = o.AppendJSON(buf[:0])
+		}
+		b.SetBytes(int64(len(buf)))
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		for b.Loop() {
+			buf, _ = json.Marshal(o)
+		}
+		b.SetBytes(int64(len(buf)))
 	})
 }
