@@ -40,7 +40,12 @@ type serveProc struct {
 // connects as the operator (the token it keeps in data).
 func startServe(tb testing.TB, data string, args ...string) *serveProc {
 	tb.Helper()
-	addr := freeAddr(tb)
+	return startServeAt(tb, freeAddr(tb), data, args...)
+}
+
+// startServeAt is startServe with the NATS server listening on addr.
+func startServeAt(tb testing.TB, addr, data string, args ...string) *serveProc {
+	tb.Helper()
 	sp := &serveProc{url: "nats://" + addr, data: data, done: make(chan struct{}),
 		cmd: exec.Command(corpsimBinary(tb), append([]string{"serve", "--data", data, "--listen", addr}, args...)...)}
 	sp.cmd.Dir = tb.TempDir()

@@ -17,9 +17,11 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/client"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -125,6 +127,68 @@ func TestShutdownAndRestart(t *testing.T) {
 		t.Fatalf("verify exited %d: %s%s", code, out, errs)
 	}
 	t.Logf("stopped at %d (SIGTERM) and %d (SIGKILL); %d events, equal to the uninterrupted run", firstStop, killedSeq, got.LastSeq)
+}
+
+// TestShutdownKeepsRemoteSeats: a session with a remote seat (m00003, played
+// greedily by a client that reconnects) is stopped by SIGTERM; a serve
+// restarted on the same data and address resumes it, admits its client
+// again with the token it had (DATA/serve-state.json keeps it), waits for
+// it, and the session finishes with the same log as an uninterrupted run.
+func TestShutdownKeepsRemoteSeats(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real corpsim")
+	}
+	dir := t.TempDir()
+	src, err := os.ReadFile(longWorld(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := proto.CreateRequest{Source: string(src), Seed: 3, Agents: "greedy,m00003=remote"}
+	reconnecting := []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}
+
+	data, addr := filepath.Join(dir, "data"), freeAddr(t)
+	sp := startServeAt(t, addr, data)
+	reply, err := sp.op.Create(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, seat := reply.Session, reply.Seats["m00003"]
+	player, err := client.Play(sp.url, seat, &agents.Greedy{}, reconnecting...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer player.Close()
+	sp.waitFor(t, id, "500 events", time.Minute, func(st proto.ControlReply) bool { return st.Events >= 500 })
+	sp.stop(t, 20*time.Second)
+	if meta, last := storedMeta(t, data, id); meta.Status != events.StatusInterrupted {
+		t.Fatalf("after SIGTERM the session is %s at %d, want interrupted", meta.Status, last)
+	}
+
+	sp = startServeAt(t, addr, data) // the player reconnects by itself, with its old token
+	sp.waitFor(t, id, "the end", 2*time.Minute, func(st proto.ControlReply) bool { return st.Status == "finished" })
+	sp.stop(t, 20*time.Second)
+
+	refData := filepath.Join(dir, "ref")
+	rp := startServe(t, refData)
+	ref, err := rp.op.Create(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refPlayer, err := client.Play(rp.url, ref.Seats["m00003"], &agents.Greedy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer refPlayer.Close()
+	rp.waitFor(t, ref.Session, "the end", 2*time.Minute, func(st proto.ControlReply) bool { return st.Status == "finished" })
+	rp.stop(t, 20*time.Second)
+
+	l, rl := mustOpenStore(t, data), mustOpenStore(t, refData)
+	defer l.Close()
+	defer rl.Close()
+	sameLogs(t, l, id, rl, ref.Session, 1)
+	if n := len(eventsOf(t, l, id, org.EvTurnTimeout)); n != 0 {
+		t.Errorf("%d turns timed out: the remote seat was not back when its session resumed", n)
+	}
 }
 
 // storedMeta reads a session's metadata and last stored seq from the data

@@ -157,11 +157,33 @@ func (s *Service) ResumeSaved(ctx context.Context) ([]string, error) {
 			resumed = append(resumed, id)
 			continue
 		}
+		if s.cfg.Auth != nil {
+			s.cfg.Auth.RemoveSession(id)
+		}
 		if err := s.state.remove(id); err != nil {
 			log.Warn("cannot update the state file", "error", err)
 		}
 	}
 	return resumed, errors.Join(errs...)
+}
+
+// SavedSeats reads the remote seats' credentials a state file keeps. A
+// server admits them (natsbus.Auth.RestoreSeat) before it listens, so a
+// client reconnecting to a restarted server is never refused while its
+// session is being resumed; ResumeSaved revokes those of sessions it does
+// not resume. A missing file has none.
+func SavedSeats(stateFile string) ([]proto.Seat, error) {
+	f, err := openState(stateFile)
+	if err != nil {
+		return nil, err
+	}
+	var seats []proto.Seat
+	for _, s := range f.saved() {
+		for _, seat := range s.Seats {
+			seats = append(seats, seat)
+		}
+	}
+	return seats, nil
 }
 
 var errNothingToResume = errors.New("nothing to resume")

@@ -96,6 +96,17 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 			url := o.NATS
 			if o.NATS == "" {
 				auth = natsbus.NewAuth(o.OperatorToken)
+				if !o.Ephemeral {
+					// Admitted before the server listens: remote agents of the
+					// sessions a previous serve left reconnect as they were.
+					seats, err := service.SavedSeats(filepath.Join(o.Data, stateFileName))
+					if err != nil {
+						return err
+					}
+					for _, seat := range seats {
+						auth.RestoreSeat(seat)
+					}
+				}
 				embedded, err := natsbus.Start(natsbus.Options{Listen: o.Listen, Auth: auth, Logger: a.logger, MaxPayload: int(o.MaxMessage)})
 				if err != nil {
 					return err
