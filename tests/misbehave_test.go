@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"reflect"
 	"strings"
 	"sync"
@@ -20,9 +22,11 @@ import (
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/pebblelog"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/sim/service"
 )
 
@@ -571,4 +575,276 @@ func TestMisbehavingAgents(t *testing.T) {
 	}
 	t.Logf("misbehaving session: %d events (reference %d); team score %.2f vs %.2f (fred, gary and hank deliver nothing either way)",
 		got.Events, wantRes.Events, got.Score.TeamScore, wantRes.Score.TeamScore)
+}
+
+// memberTurns returns a member's turns in the log, in order: turn number ->
+// the actions applied (nil for a timeout); it fails on a turn number that
+// comes twice or out of order.
+func memberTurns(tb testing.TB, l events.Log, session, member string) (turns [][]org.Action, timeouts int) {
+	tb.Helper()
+	for _, ev := range readAll(tb, l, session) {
+		if ev.Actor != member {
+			continue
+		}
+		var n uint64
+		var acts []org.Action
+		switch ev.Type {
+		case org.EvTurn:
+			p := payloadOf[org.Turn](tb, ev)
+			n, acts = p.Turn, p.Actions
+			if acts == nil {
+				acts = []org.Action{}
+			}
+		case org.EvTurnTimeout:
+			n = payloadOf[org.TurnTimeout](tb, ev).Turn
+			timeouts++
+		default:
+			continue
+		}
+		if n != uint64(len(turns)+1) {
+			tb.Fatalf("%s: turn %d recorded after %d turns (seq %d)", member, n, len(turns), ev.Seq)
+		}
+		turns = append(turns, acts)
+	}
+	return turns, timeouts
+}
+
+// TestMisbehaveLateReplyAfterReconnect: on a bus without per-seat limits
+// (so late replies do reach the driver's connection), bob's agent takes
+// turn 1's request and never answers it, drops its connection, and comes
+// back on a new one. Turn 1 is recorded as timed out. At turn 2 it first
+// sends its answer to turn 1 to that request's inbox, then answers turn 2
+// three times. Turn 1's late answer is applied nowhere, and turn 2's once.
+func TestMisbehaveLateReplyAfterReconnect(t *testing.T) {
+	bus, err := natsbus.Start(natsbus.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Shutdown()
+	l := memlog.New()
+	svc, err := service.New(service.Config{Log: l, Bus: bus, Logger: testLogger(t), CheckpointEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ctx := context.Background()
+	reply, err := svc.Create(ctx, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote", Wait: true, TurnTimeout: "1s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := proto.TurnSubject(reply.Session, "bob")
+	late := `{"turn":1,"actions":[{"type":"message","to":"alice","text":"LATE turn 1"}]}`
+	first, err := bus.Connect("bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan string, 1)
+	if _, err := first.Subscribe(subject, func(msg *nats.Msg) {
+		held <- msg.Reply // never answered
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ctl, err := bus.Connect("operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	if _, err := ctl.Request(proto.ControlSubject(reply.Session), []byte(`{"op":"start"}`), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var inbox1 string
+	select {
+	case inbox1 = <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("bob was never asked")
+	}
+	first.Close()
+
+	second, err := bus.Connect("bob again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	greedy := &agents.Greedy{}
+	sent := map[uint64][]org.Action{}
+	var mu sync.Mutex
+	if _, err := second.Subscribe(subject, func(msg *nats.Msg) {
+		var obs org.Observation
+		if err := json.Unmarshal(msg.Data, &obs); err != nil {
+			t.Errorf("observation: %v", err)
+			return
+		}
+		acts, _ := greedy.Decide(ctx, obs)
+		if acts == nil {
+			acts = []org.Action{}
+		}
+		mu.Lock()
+		sent[obs.Turn] = acts
+		mu.Unlock()
+		b := mustJSON(org.Reply{Turn: obs.Turn, Actions: acts})
+		if obs.Turn == 2 {
+			_ = second.Publish(inbox1, []byte(late))
+			for range 3 {
+				_ = second.Publish(msg.Reply, b)
+			}
+			return
+		}
+		_ = msg.Respond(b)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	meta, err := svc.Wait(wctx, reply.Session)
+	if err != nil || meta.Status != events.StatusFinished {
+		t.Fatalf("session: %v, status %s", err, meta.Status)
+	}
+	turns, timeouts := memberTurns(t, l, reply.Session, "bob")
+	if timeouts != 1 || turns[0] != nil {
+		t.Fatalf("bob: %d timeouts, turn 1 %v; want turn 1 timed out and no other", timeouts, turns[0])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, acts := range turns[1:] {
+		n := uint64(i + 2)
+		if !reflect.DeepEqual(acts, sent[n]) {
+			t.Fatalf("bob's turn %d applied %v; he sent %v", n, acts, sent[n])
+		}
+	}
+	for _, ev := range readAll(t, l, reply.Session) {
+		if strings.Contains(string(ev.Payload), "LATE turn 1") {
+			t.Fatalf("the late answer to turn 1 was applied: seq %d %s", ev.Seq, ev.Type)
+		}
+	}
+	if r := driver.Verify(ctx, l, meta); !r.OK {
+		t.Fatalf("does not verify: %v", r.Problems)
+	}
+	t.Logf("bob: turn 1 timed out, %d turns answered after he came back, each applied once; the late answer to turn 1 went nowhere", len(turns)-1)
+}
+
+// cutProxy forwards TCP connections to target and can cut them all at once,
+// as a network failure would.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	cuts   int
+}
+
+func startCutProxy(tb testing.TB, target string) *cutProxy {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, target: target}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(u, c); u.Close() }()
+			go func() { _, _ = io.Copy(c, u); c.Close() }()
+		}
+	}()
+	tb.Cleanup(func() { ln.Close(); p.cut() })
+	return p
+}
+
+func (p *cutProxy) url() string { return "nats://" + p.ln.Addr().String() }
+
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+	p.cuts++
+}
+
+// TestMisbehaveNetworkDropReconnects: bob's agent reaches the server through
+// a TCP proxy that cuts every connection shortly after his turns 2, 4 and 6,
+// as a network failure would; his NATS client reconnects on its own and
+// subscribes again, and he continues his seat. Each turn's actions are
+// applied at most once, exactly as he sent them for that turn. Here the
+// driver's next request is usually already on its way when the connection
+// breaks: it is lost with the connection, his answer to it goes out on the
+// new connection, which the server refuses (a new connection has no request
+// to answer), and the turn is recorded as timed out — never answered twice.
+// (A seat that is away when it is asked is asked again until the turn
+// budget is spent: dora in TestMisbehavingAgents.)
+func TestMisbehaveNetworkDropReconnects(t *testing.T) {
+	ts := startServer(t)
+	proxy := startCutProxy(t, strings.TrimPrefix(ts.url, "nats://"))
+	ctx := context.Background()
+	reply, err := ts.op.Create(ctx, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote", TurnTimeout: "3s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	sent := map[uint64][]org.Action{}
+	greedy := &agents.Greedy{}
+	var cutting sync.WaitGroup
+	bob := agentFunc(func(o org.Observation) []org.Action {
+		cutting.Wait() // one cut at a time (this turn's answer may then go out on the new connection, refused: a timeout)
+		acts, _ := greedy.Decide(ctx, o)
+		if acts == nil {
+			acts = []org.Action{}
+		}
+		mu.Lock()
+		sent[o.Turn] = acts
+		mu.Unlock()
+		if o.Turn == 2 || o.Turn == 4 || o.Turn == 6 {
+			cutting.Add(1)
+			go func() { defer cutting.Done(); time.Sleep(20 * time.Millisecond); proxy.cut() }()
+		}
+		return acts
+	})
+	var reconnects atomic.Int64
+	p, err := client.Play(proxy.url(), reply.Seats["bob"], bob, nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1),
+		nats.ReconnectJitter(0, 0), nats.ReconnectHandler(func(*nats.Conn) { reconnects.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	meta := ts.wait(t, reply.Session)
+	turns, timeouts := memberTurns(t, ts.log, reply.Session, "bob")
+	mu.Lock()
+	defer mu.Unlock()
+	for i, acts := range turns {
+		n := uint64(i + 1)
+		if acts == nil {
+			continue // timed out: nothing applied
+		}
+		if !reflect.DeepEqual(acts, sent[n]) {
+			t.Fatalf("bob's turn %d applied %v; he sent %v", n, acts, sent[n])
+		}
+	}
+	if reconnects.Load() != 3 || len(turns) < 7 {
+		t.Fatalf("%d reconnects, %d turns; want bob back three times and playing past turn 6", reconnects.Load(), len(turns))
+	}
+	if timeouts > 3 {
+		t.Fatalf("%d of bob's turns timed out; at most the three in flight at a cut may", timeouts)
+	}
+	if r := driver.Verify(ctx, ts.log, meta); !r.OK {
+		t.Fatalf("does not verify: %v", r.Problems)
+	}
+	t.Logf("bob: %d turns over %d cuts and %d reconnects; %d timed out (a request in flight at a cut), every other applied once as sent", len(turns), proxy.cuts, reconnects.Load(), timeouts)
 }
