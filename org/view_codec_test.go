@@ -214,6 +214,17 @@ func TestDecodeObservation(t *testing.T) {
 			t.Fatalf("DecodeObservation refused %s: does it know every field?", data)
 		}
 	})
+	t.Run("lists apart", func(t *testing.T) {
+		var o org.Observation
+		if !org.DecodeObservation([]byte(`{"upcoming":[{"deps":["a"],"waiting_on":["b"]},{"deps":["c","d"]}]}`), &o) {
+			t.Fatal("refused")
+		}
+		o.Upcoming[0].Deps = append(o.Upcoming[0].Deps, "x")
+		o.Upcoming[1].Deps = append(o.Upcoming[1].Deps[:1], "y")
+		if got := fmt.Sprint(o.Upcoming[0].Deps, o.Upcoming[0].Waiting, o.Upcoming[1].Deps); got != "[a x] [b] [c y]" {
+			t.Fatalf("after appends got %s, want [a x] [b] [c y]", got)
+		}
+	})
 	for i, s := range readObservations {
 		t.Run(fmt.Sprintf("read%d", i), func(t *testing.T) {
 			if !mustDecodeLikeJSON(t, []byte(s)) {
