@@ -63,19 +63,20 @@ func startServeAt(tb testing.TB, addr, data string, args ...string) *serveProc {
 		}
 		<-sp.done
 	})
-	for start := time.Now(); ; {
-		tok, _ := os.ReadFile(filepath.Join(data, "operator.token"))
-		op, err := client.Dial(sp.url, strings.TrimSpace(string(tok)), nats.Timeout(200*time.Millisecond))
-		if err == nil {
-			sp.op = op
-			tb.Cleanup(op.Close)
-			return sp
+	// It says so on stdout once it takes requests (and has resumed what it resumes).
+	for start := time.Now(); !strings.Contains(sp.stdout.String(), "corpsim serving on"); time.Sleep(10 * time.Millisecond) {
+		if !sp.running() || time.Since(start) > time.Minute {
+			tb.Fatalf("corpsim serve did not start\n%s%s", sp.stdout.String(), sp.stderr.String())
 		}
-		if !sp.running() || time.Since(start) > 30*time.Second {
-			tb.Fatalf("cannot reach corpsim serve at %s: %v\n%s", sp.url, err, sp.stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
+	tok, _ := os.ReadFile(filepath.Join(data, "operator.token"))
+	op, err := client.Dial(sp.url, strings.TrimSpace(string(tok)))
+	if err != nil {
+		tb.Fatalf("cannot reach corpsim serve at %s: %v\n%s", sp.url, err, sp.stderr.String())
+	}
+	sp.op = op
+	tb.Cleanup(op.Close)
+	return sp
 }
 
 func (sp *serveProc) running() bool {
