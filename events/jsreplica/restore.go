@@ -1,0 +1,329 @@
+package jsreplica
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+)
+
+// maxForkDepth bounds how many ancestors Restore fetches for a fork.
+const maxForkDepth = 64
+
+// Restore copies session's events from the stream into dst and returns the
+// session's last seq. It creates the session in dst if dst does not have
+// it, with the metadata recorded in the bucket (or, for a session that is
+// not a fork and has none, the metadata its session.started event gives),
+// its Status interrupted unless it was recorded finished, and its LastSeq
+// the last restored event; a fork's parent is restored first if dst lacks
+// it. If dst already has the session, only the events after its last one
+// are copied, after checking that dst's last event is the stream's
+// (ErrConflict if not).
+//
+// Every event is decoded, which checks its checksum, and the seqs must
+// follow each other without a gap from the fork point (0 for a session
+// that is not a fork) up to the subject's last message when Restore began;
+// anything else is an error wrapping events.ErrCorrupt, and dst then holds
+// the events before it. Restore does not take checkpoints: sim/driver.Load
+// replays from the first event, and the driver takes new ones as it goes.
+// The session must not be written while it is restored.
+func Restore(ctx context.Context, js jetstream.JetStream, session string, dst events.Log) (uint64, error) {
+	return restore(ctx, js, session, dst, 0)
+}
+
+func restore(ctx context.Context, js jetstream.JetStream, session string, dst events.Log, depth int) (uint64, error) {
+	if err := events.ValidSessionID(session); err != nil {
+		return 0, err
+	}
+	if depth > maxForkDepth {
+		return 0, fmt.Errorf("jsreplica: session %s: fork chain deeper than %d", session, maxForkDepth)
+	}
+	st, err := js.Stream(ctx, Stream)
+	if err != nil {
+		return 0, fmt.Errorf("jsreplica: stream %s: %w", Stream, err)
+	}
+	subject := Subject(session)
+	lastMsg, err := st.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		lastMsg = nil
+	} else if err != nil {
+		return 0, fmt.Errorf("jsreplica: session %s: %w", session, err)
+	}
+	meta, recorded, err := sessionMeta(ctx, js, session)
+	if err != nil {
+		return 0, err
+	}
+	if lastMsg == nil && !recorded {
+		return 0, fmt.Errorf("%w: %s is not in stream %s", events.ErrNoSession, session, Stream)
+	}
+
+	// The session in dst: created here, or extended from its last event.
+	have, err := dst.Session(ctx, session)
+	switch {
+	case err == nil:
+		meta = have
+	case errors.Is(err, events.ErrNoSession):
+		if !recorded {
+			if meta, err = metaFromStart(ctx, js, session); err != nil {
+				return 0, err
+			}
+		}
+		if meta.Parent != "" {
+			if _, err := dst.Session(ctx, meta.Parent); errors.Is(err, events.ErrNoSession) {
+				if _, err := restore(ctx, js, meta.Parent, dst, depth+1); err != nil {
+					return 0, fmt.Errorf("jsreplica: session %s: parent: %w", session, err)
+				}
+			} else if err != nil {
+				return 0, err
+			}
+		}
+		if meta.Status != events.StatusFinished {
+			meta.Status = events.StatusInterrupted
+		}
+		meta.LastSeq = 0
+		if err := dst.CreateSession(ctx, meta); err != nil {
+			return 0, fmt.Errorf("jsreplica: session %s: %w", session, err)
+		}
+	default:
+		return 0, err
+	}
+	last, err := dst.LastSeq(ctx, session)
+	if err != nil {
+		return 0, err
+	}
+	if lastMsg != nil {
+		if last, err = copyEvents(ctx, js, session, dst, meta.ForkSeq, last, lastMsg.Sequence); err != nil {
+			return last, err
+		}
+	}
+	if meta.LastSeq != last {
+		meta.LastSeq = last
+		if err := dst.UpdateSession(ctx, meta); err != nil {
+			return last, fmt.Errorf("jsreplica: session %s: %w", session, err)
+		}
+	}
+	return last, nil
+}
+
+// copyEvents reads the session's subject from its first message to the one
+// at stream sequence end, and appends the events after have to dst.
+func copyEvents(ctx context.Context, js jetstream.JetStream, session string, dst events.Log, forkSeq, have, end uint64) (uint64, error) {
+	subject := Subject(session)
+	cons, err := js.OrderedConsumer(ctx, Stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return have, fmt.Errorf("jsreplica: session %s: consumer: %w", session, err)
+	}
+	next := forkSeq + 1 // the seq the next message must hold
+	last := have
+	batch := make([]events.Event, 0, syncBatch)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := dst.Append(ctx, session, batch[0].Seq-1, batch); err != nil {
+			return fmt.Errorf("jsreplica: session %s: append seqs %d-%d: %w", session, batch[0].Seq, batch[len(batch)-1].Seq, err)
+		}
+		last = batch[len(batch)-1].Seq
+		batch = batch[:0]
+		return nil
+	}
+	for {
+		mb, err := cons.Fetch(syncBatch, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return last, fmt.Errorf("jsreplica: session %s: fetch: %w", session, err)
+		}
+		got := 0
+		for m := range mb.Messages() {
+			got++
+			md, err := m.Metadata()
+			if err != nil {
+				return last, fmt.Errorf("jsreplica: session %s: %w", session, err)
+			}
+			sseq := md.Sequence.Stream
+			if sseq > end {
+				return last, flush() // appended after Restore began
+			}
+			var ev events.Event
+			if err := events.Decode(m.Data(), &ev); err != nil {
+				return last, &events.CorruptError{Session: session, Seq: next, Key: subject + "@" + strconv.FormatUint(sseq, 10), Err: err}
+			}
+			if ev.Seq != next {
+				return last, &events.CorruptError{Session: session, Seq: next, Key: subject + "@" + strconv.FormatUint(sseq, 10),
+					Err: fmt.Errorf("%w: stream message %d holds seq %d, want %d", events.ErrCorrupt, sseq, ev.Seq, next)}
+			}
+			next++
+			if ev.Seq == have && have > forkSeq {
+				if err := sameAsStored(ctx, dst, session, &ev); err != nil {
+					return last, err
+				}
+			}
+			if ev.Seq > have {
+				ev.Session = session
+				// An event straddling have would make a batch that is
+				// neither all stored nor all new: have starts a batch.
+				batch = append(batch, ev)
+				if len(batch) == syncBatch {
+					if err := flush(); err != nil {
+						return last, err
+					}
+				}
+			}
+			if sseq == end {
+				return last, flush()
+			}
+		}
+		if err := mb.Error(); err != nil {
+			return last, fmt.Errorf("jsreplica: session %s: fetch: %w", session, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return last, err
+		}
+		if got == 0 {
+			return last, fmt.Errorf("jsreplica: session %s: the stream holds up to message %d but delivered nothing past seq %d", session, end, next-1)
+		}
+	}
+}
+
+// sameAsStored checks that dst holds ev at its seq, byte for byte.
+func sameAsStored(ctx context.Context, dst events.Log, session string, ev *events.Event) error {
+	for stored, err := range dst.Read(ctx, session, ev.Seq) {
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(events.Encode(&stored), events.Encode(ev)) {
+			return fmt.Errorf("%w: session %s: the local log's event %d is not the stream's", ErrConflict, session, ev.Seq)
+		}
+		return nil
+	}
+	return fmt.Errorf("jsreplica: session %s: the local log has no event %d", session, ev.Seq)
+}
+
+// sessionMeta reads the session's recorded metadata; recorded is false if
+// the bucket has none.
+func sessionMeta(ctx context.Context, js jetstream.JetStream, session string) (meta events.SessionMeta, recorded bool, err error) {
+	kv, err := js.KeyValue(ctx, Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return events.SessionMeta{}, false, nil
+	}
+	if err != nil {
+		return events.SessionMeta{}, false, fmt.Errorf("jsreplica: bucket %s: %w", Bucket, err)
+	}
+	e, err := kv.Get(ctx, session)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return events.SessionMeta{}, false, nil
+	}
+	if err != nil {
+		return events.SessionMeta{}, false, fmt.Errorf("jsreplica: session %s: metadata: %w", session, err)
+	}
+	if err := json.Unmarshal(e.Value(), &meta); err != nil {
+		return events.SessionMeta{}, false, &events.CorruptError{Session: session, Key: Bucket + "." + session, Err: err}
+	}
+	if meta.ID != session {
+		return events.SessionMeta{}, false, &events.CorruptError{Session: session, Key: Bucket + "." + session,
+			Err: fmt.Errorf("%w: metadata names session %q", events.ErrCorrupt, meta.ID)}
+	}
+	return meta, true, nil
+}
+
+// metaFromStart derives the metadata of a session that is not a fork from
+// its first event, session.started.
+func metaFromStart(ctx context.Context, js jetstream.JetStream, session string) (events.SessionMeta, error) {
+	st, err := js.Stream(ctx, Stream)
+	if err != nil {
+		return events.SessionMeta{}, err
+	}
+	// The subject's first message at or after stream sequence 1.
+	m, err := st.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(Subject(session)))
+	if err != nil {
+		return events.SessionMeta{}, fmt.Errorf("jsreplica: session %s: first event: %w", session, err)
+	}
+	var ev events.Event
+	if err := events.Decode(m.Data, &ev); err != nil {
+		return events.SessionMeta{}, &events.CorruptError{Session: session, Seq: 1, Err: err}
+	}
+	if ev.Seq != 1 || ev.Type != org.EvSessionStarted {
+		return events.SessionMeta{}, fmt.Errorf("jsreplica: session %s begins at seq %d (%s) and has no recorded metadata: a fork needs its parent and fork point", session, ev.Seq, ev.Type)
+	}
+	var p org.SessionStarted
+	if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		return events.SessionMeta{}, &events.CorruptError{Session: session, Seq: 1, Err: err}
+	}
+	return events.SessionMeta{ID: session, World: p.World, WorldHash: p.WorldHash, Seed: p.Seed, Status: events.StatusInterrupted}, nil
+}
+
+// Session is a session the stream knows.
+type Session struct {
+	ID string
+	// Events is how many events the stream holds on the session's subject:
+	// its own, after its fork point for a fork.
+	Events uint64
+	// Meta is the recorded metadata, if Recorded.
+	Meta     events.SessionMeta
+	Recorded bool
+}
+
+// Sessions lists the sessions the stream holds events of or the bucket
+// holds metadata of, sorted by ID.
+func Sessions(ctx context.Context, js jetstream.JetStream) ([]Session, error) {
+	byID := map[string]*Session{}
+	st, err := js.Stream(ctx, Stream)
+	if err != nil {
+		return nil, fmt.Errorf("jsreplica: stream %s: %w", Stream, err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(SubjectPrefix+">"))
+	if err != nil {
+		return nil, fmt.Errorf("jsreplica: stream %s: %w", Stream, err)
+	}
+	for subj, n := range info.State.Subjects {
+		id := strings.TrimPrefix(subj, SubjectPrefix)
+		byID[id] = &Session{ID: id, Events: n}
+	}
+	kv, err := js.KeyValue(ctx, Bucket)
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("jsreplica: bucket %s: %w", Bucket, err)
+	default:
+		keys, err := kv.ListKeys(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("jsreplica: bucket %s: %w", Bucket, err)
+		}
+		for id := range keys.Keys() {
+			meta, ok, err := sessionMeta(ctx, js, id)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			s := byID[id]
+			if s == nil {
+				s = &Session{ID: id}
+				byID[id] = s
+			}
+			s.Meta, s.Recorded = meta, true
+		}
+	}
+	out := make([]Session, 0, len(byID))
+	for _, s := range byID {
+		if !s.Recorded {
+			s.Meta = events.SessionMeta{ID: s.ID}
+		}
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
