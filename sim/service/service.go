@@ -207,27 +207,37 @@ func (s *Service) handleList(msg *nats.Msg) {
 	_ = msg.Respond(b)
 }
 
+// runningLocked counts the sessions not yet ended; s.mu is held.
+func (s *Service) runningLocked() int {
+	n := 0
+	for _, ss := range s.sessions {
+		select {
+		case <-ss.done:
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+func tooMany(running, limit int) error {
+	return fmt.Errorf("%w: %d running; this server runs at most %d at once (serve --max-sessions); try again when one ends",
+		ErrTooManySessions, running, limit)
+}
+
 // Create makes a session and starts running it in the background: at once
 // if every seat is built in, once its remote seats are subscribed (or the
 // join timeout passes) otherwise, or on a start control message with Wait.
 func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.CreateReply, error) {
 	s.mu.Lock()
-	running := 0
-	for _, ss := range s.sessions {
-		select {
-		case <-ss.done:
-		default:
-			running++
-		}
-	}
+	running := s.runningLocked()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
 		return proto.CreateReply{}, fmt.Errorf("%w: not taking new sessions", ErrShuttingDown)
 	}
 	if running >= s.cfg.MaxSessions {
-		return proto.CreateReply{}, fmt.Errorf("%w: %d running; this server runs at most %d at once (serve --max-sessions); try again when one ends",
-			ErrTooManySessions, running, s.cfg.MaxSessions)
+		return proto.CreateReply{}, tooMany(running, s.cfg.MaxSessions)
 	}
 	turnTimeout, joinTimeout := s.cfg.TurnTimeout, s.cfg.JoinTimeout
 	for _, d := range []struct {
@@ -317,7 +327,8 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 			reply.Seats[member] = proto.Seat{Session: id, Member: member, Subject: proto.TurnSubject(id, member)}
 		}
 	}
-	run := launch{meta: meta, engine: e, fresh: fresh, wait: req.Wait, turnTimeout: turnTimeout, joinTimeout: joinTimeout, seats: reply.Seats}
+	run := launch{meta: meta, engine: e, fresh: fresh, wait: req.Wait, turnTimeout: turnTimeout, joinTimeout: joinTimeout,
+		seats: reply.Seats, limited: true}
 	if err := s.launch(run); err != nil {
 		if s.cfg.Auth != nil {
 			s.cfg.Auth.RemoveSession(id)
@@ -338,6 +349,7 @@ type launch struct {
 	wait                     bool // hold until a start control message
 	turnTimeout, joinTimeout time.Duration
 	seats                    map[string]proto.Seat // remote seats' credentials
+	limited                  bool                  // counts against MaxSessions (a create; a resume does not)
 }
 
 // launch hosts a session's built-in seats and runs it in the background.
@@ -382,12 +394,19 @@ func (s *Service) launch(l launch) error {
 		return err
 	}
 	s.mu.Lock()
+	var refused error
 	if s.closed {
+		refused = fmt.Errorf("%w: not taking new sessions", ErrShuttingDown)
+	} else if running := s.runningLocked(); l.limited && running >= s.cfg.MaxSessions {
+		// Checked again under the lock: creates racing past Create's check.
+		refused = tooMany(running, s.cfg.MaxSessions)
+	}
+	if refused != nil {
 		s.mu.Unlock()
 		_ = ctl.Unsubscribe()
 		host.Close()
 		cancel()
-		return fmt.Errorf("%w: not taking new sessions", ErrShuttingDown)
+		return refused
 	}
 	s.sessions[id] = ss
 	s.wg.Add(1)
@@ -615,14 +634,7 @@ func (s *Service) shutdown(ctx context.Context, graceful bool) error {
 	s.mu.Lock()
 	first := !s.closed
 	s.closed = true
-	running := 0
-	for _, ss := range s.sessions {
-		select {
-		case <-ss.done:
-		default:
-			running++
-		}
-	}
+	running := s.runningLocked()
 	s.mu.Unlock()
 	if first {
 		close(s.stopping)
