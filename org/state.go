@@ -70,6 +70,9 @@ type State struct {
 	held      map[string][]*Task // member -> tasks assigned and not done
 	queueOpen map[string][]*Task // queue -> its tickets in arrival order (done ones are dropped lazily)
 	claimed   map[string]int     // queue -> items claimed and not done
+	live      []*Task            // tasks not done, in Tasks order (done ones are dropped lazily)
+	liveDone  int                // done tasks still in live
+	doneIn    map[string]int     // project -> its tasks done
 	woken     []string           // members whose Pending or BusyUntil changed since TakeWoken
 	typed     any                // the payload of the event being applied, when the engine has it (ApplyWith)
 }
@@ -262,16 +265,38 @@ func (s *State) index() {
 	s.held = map[string][]*Task{}
 	s.queueOpen = map[string][]*Task{}
 	s.claimed = map[string]int{}
+	s.live, s.liveDone = nil, 0
+	s.doneIn = map[string]int{}
 	for _, t := range s.Tasks {
 		s.track(t)
 	}
 }
 
+// liveTasks returns the tasks not done, in Tasks order: what a view has to
+// look at, instead of every task the session ever had.
+func (s *State) liveTasks() []*Task {
+	if s.liveDone > 0 {
+		kept := s.live[:0]
+		for _, t := range s.live {
+			if t.Status != StatusDone {
+				kept = append(kept, t)
+			}
+		}
+		clear(s.live[len(kept):])
+		s.live, s.liveDone = kept, 0
+	}
+	return s.live
+}
+
 // track adds a task to the derived indexes.
 func (s *State) track(t *Task) {
 	if t.Status == StatusDone {
+		if !t.Hidden {
+			s.doneIn[t.Project]++
+		}
 		return
 	}
+	s.live = append(s.live, t)
 	s.open++
 	if t.Assignee != "" {
 		s.held[t.Assignee] = append(s.held[t.Assignee], t)
@@ -714,6 +739,10 @@ func (s *State) apply(ev *events.Event) error {
 		t.Status, t.DoneAt, t.DoneBy, t.DoneSeq = StatusDone, clock.Time(ev.Time), m.ID, ev.Seq
 		m.Holding--
 		s.open--
+		s.liveDone++
+		if !t.Hidden {
+			s.doneIn[t.Project]++
+		}
 		s.claimed[t.Queue]--
 		s.held[m.ID] = removeTask(s.held[m.ID], t)
 		if t.Spec.Purchase > 0 {

@@ -317,7 +317,6 @@ func (s *State) View(id string) Observation {
 	o.Role, o.Team, o.Turn, o.OnLeave = m.Role, m.Team, m.Turn+1, m.OnLeave
 	o.Queues = []*QueueView{}
 	o.Rejected = m.Rejected
-	done := make(map[string]int, len(s.World.Projects))
 	type ranked struct {
 		t       *Task
 		pending int
@@ -339,7 +338,7 @@ func (s *State) View(id string) Observation {
 			full[q.ID] = true
 		}
 	}
-	for _, t := range s.Tasks {
+	for _, t := range s.liveTasks() {
 		if qv := queues[t.Queue]; qv != nil && t.Status != StatusDone && !t.Hidden {
 			if t.Assignee == "" {
 				qv.Open++
@@ -350,7 +349,6 @@ func (s *State) View(id string) Observation {
 		switch {
 		case t.Hidden:
 		case t.Status == StatusDone:
-			done[t.Project]++
 		case t.Assignee == id:
 			o.Assigned = append(o.Assigned, s.taskView(t))
 		case t.Status == StatusOpen && s.CanTake(id, t) && s.Serves(m.Role, t.Queue):
@@ -428,7 +426,7 @@ func (s *State) View(id string) Observation {
 	}
 	for i := range s.World.Projects {
 		p := &s.World.Projects[i]
-		o.Projects = append(o.Projects, ProjectView{ID: p.ID, Title: p.Title, Deadline: p.Deadline, Tasks: len(p.Tasks), Done: done[p.ID]})
+		o.Projects = append(o.Projects, ProjectView{ID: p.ID, Title: p.Title, Deadline: p.Deadline, Tasks: len(p.Tasks), Done: s.doneIn[p.ID]})
 	}
 	return o
 }
