@@ -74,6 +74,7 @@ type SoakReport struct {
 	Finished    int `json:"sessions_finished"`
 	Interrupted int `json:"sessions_interrupted"` // still running when the grace period ended
 	Failed      int `json:"sessions_failed"`
+	NotStarted  int `json:"sessions_not_started,omitempty"` // stopped while waiting for their seats
 
 	EventsAppended uint64   `json:"events_appended"` // every soak session's events, counted from the log
 	Gaps           uint64   `json:"gaps"`            // sequence numbers missing from a session's log
@@ -328,6 +329,12 @@ func check(ctx context.Context, log events.Log, ids []string, rep *SoakReport) {
 	for _, id := range ids {
 		rep.Started++
 		meta, err := log.Session(ctx, id)
+		if errors.Is(err, events.ErrNoSession) {
+			// Created, but stopped while it waited for its seats: the
+			// driver never started it, so it has no events to lose.
+			rep.NotStarted++
+			continue
+		}
 		if err != nil {
 			rep.Unverified++
 			problem("session %s: %v", id, err)
