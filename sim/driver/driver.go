@@ -12,7 +12,6 @@ package driver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -283,7 +282,7 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 			t := &turns[i]
 			a := &answers[i]
 			a.Member = t.Member
-			obs, err := json.Marshal(t.Observation)
+			obs, err := t.Observation.AppendJSON(nil) // json.Marshal's bytes, without reflection
 			if err != nil {
 				panic("driver: observation does not encode: " + err.Error())
 			}
