@@ -213,7 +213,7 @@ func storedMeta(tb testing.TB, data, session string) (events.SessionMeta, uint64
 }
 
 // TestServeLimits: a real serve with --max-sessions 1, --max-seats N (the
-// startup world's seats) and --max-message 64 KiB refuses a world with more
+// startup world's seats) and --max-message 1 MiB refuses a world with more
 // seats, a second running session, a create request over the NATS payload
 // limit and an HTTP body over the limit (413), each saying which limit and
 // flag; SIGTERM with a session still waiting to start exits 0.
@@ -234,7 +234,7 @@ func TestServeLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	haddr := freeAddr(t)
-	sp := startServe(t, t.TempDir(), "--max-sessions", "1", "--max-seats", strconv.Itoa(len(seats)), "--max-message", "65536", "--http", haddr)
+	sp := startServe(t, t.TempDir(), "--max-sessions", "1", "--max-seats", strconv.Itoa(len(seats)), "--max-message", "1048576", "--http", haddr)
 	ctx := context.Background()
 
 	big := worlds.Generate(worlds.GenOptions{Name: "big", Seed: 1, Members: len(seats) + 2, Tasks: 4})
@@ -247,10 +247,10 @@ func TestServeLimits(t *testing.T) {
 	_, err = sp.op.Create(ctx, proto.CreateRequest{World: "startup", Seed: 2, Agents: "greedy"})
 	wantRefusal(t, "a second session", err, "too many sessions", "at most 1 at once", "--max-sessions")
 
-	huge := proto.CreateRequest{World: "startup", Source: "# " + strings.Repeat("x", 70_000) + "\n" + string(startup), Agents: "greedy"}
+	huge := proto.CreateRequest{World: "startup", Source: "# " + strings.Repeat("x", 1_100_000) + "\n" + string(startup), Agents: "greedy"}
 	_, err = sp.op.Create(ctx, huge)
 	if !errors.Is(err, nats.ErrMaxPayload) {
-		t.Errorf("a 70 kB create request over NATS: got %v, want %v", err, nats.ErrMaxPayload)
+		t.Errorf("a 1.1 MB create request over NATS: got %v, want %v", err, nats.ErrMaxPayload)
 	}
 	body, _ := json.Marshal(huge)
 	hreq, _ := http.NewRequest(http.MethodPost, "http://"+haddr+"/v1/sessions", strings.NewReader(string(body)))
@@ -261,8 +261,8 @@ func TestServeLimits(t *testing.T) {
 	}
 	msg, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(msg), "limit of 65536 bytes") {
-		t.Errorf("a 70 kB create request over HTTP: %s %s, want 413 naming the limit", resp.Status, msg)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(msg), "limit of 1048576 bytes") {
+		t.Errorf("a 1.1 MB create request over HTTP: %s %s, want 413 naming the limit", resp.Status, msg)
 	}
 
 	took := sp.stop(t, 20*time.Second)

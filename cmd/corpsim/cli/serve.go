@@ -44,6 +44,10 @@ type ServeOptions struct {
 // runs and their remote seats' tokens (mode 0600), for a restart.
 const stateFileName = "serve-state.json"
 
+// minMessage is the smallest --max-message: observations and pages of
+// history the server sends must fit in a message.
+const minMessage = 1 << 20
+
 func (a *app) serveCmd() *cobra.Command {
 	o := ServeOptions{}
 	var lf llmFlags
@@ -80,8 +84,9 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 					}
 				}
 			}
-			if o.MaxMessage <= 0 || o.MaxMessage > 64<<20 {
-				return usagef("--max-message must be between 1 and %d bytes", 64<<20)
+			// The server's own messages (observations, pages of history) must fit.
+			if o.MaxMessage < minMessage || o.MaxMessage > 64<<20 {
+				return usagef("--max-message must be between %d (1 MiB) and %d (64 MiB) bytes", minMessage, 64<<20)
 			}
 			if o.MaxSessions <= 0 || o.MaxSeats <= 0 {
 				return usagef("--max-sessions and --max-seats must be positive")
@@ -216,7 +221,7 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 	f.DurationVar(&o.JoinTimeout, "join-timeout", 60*time.Second, "how long a new session waits for its remote seats")
 	f.IntVar(&o.MaxSessions, "max-sessions", service.DefaultMaxSessions, "sessions running at once; a create beyond it is refused")
 	f.IntVar(&o.MaxSeats, "max-seats", service.DefaultMaxSeats, "seats (members played) of one session; a create beyond it is refused")
-	f.Int64Var(&o.MaxMessage, "max-message", natsbus.DefaultMaxPayload, "largest message in bytes: the embedded NATS server's max_payload and the HTTP gateway's request bodies (create, fork, reset)")
+	f.Int64Var(&o.MaxMessage, "max-message", natsbus.DefaultMaxPayload, "largest message in bytes (at least 1 MiB): the embedded NATS server's max_payload and the HTTP gateway's request bodies (create, fork, reset)")
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9090 (also on the --http listener)")
 	f.DurationVar(&o.ShutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM/SIGINT, how long running sessions may take to finish their batch before their turns are cancelled")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000; negative: never)")
