@@ -227,3 +227,13 @@ func (r *RejectedView) appendJSON(dst []byte) []byte {
 	dst = appendString(dst, r.Reason)
 	return append(dst, '}')
 }
+
+// AppendJSON appends r's JSON to dst: exactly json.Marshal's bytes
+// (view_codec_test.go checks this). An agent host encodes a reply every turn.
+func (r *Reply) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"turn":`...)
+	dst = strconv.AppendUint(dst, r.Turn, 10)
+	return append(appendList(dst, `,"actions":`, r.Actions, func(a *Action, dst []byte) []byte {
+		return a.appendJSON(dst)
+	}), '}')
+}

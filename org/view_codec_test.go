@@ -375,3 +375,44 @@ func BenchmarkObservationAppendJSON(b *testing.B) {
 		b.SetBytes(int64(len(buf)))
 	})
 }
+
+// mustEncodeReplyLikeJSON fails unless r.AppendJSON writes json.Marshal's bytes.
+func mustEncodeReplyLikeJSON(tb testing.TB, r org.Reply) {
+	tb.Helper()
+	want, err := json.Marshal(r)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if got := r.AppendJSON([]byte("x")); string(got) != "x"+string(want) {
+		tb.Fatalf("encoding %#v:\ngot  %s\nwant x%s", r, got, want)
+	}
+}
+
+func TestReplyAppendJSON(t *testing.T) {
+	var every org.Action
+	fill(reflect.ValueOf(&every).Elem(), 1)
+	tests := []struct {
+		name  string
+		reply org.Reply
+	}{
+		{"nil actions", org.Reply{Turn: 3}},
+		{"no actions", org.Reply{Actions: []org.Action{}}},
+		{"greedy", org.Reply{Turn: 1, Actions: []org.Action{{Type: "claim", Task: "api"}, {Type: "work", Task: "api"}}}},
+		{"every field", org.Reply{Turn: math.MaxUint64, Actions: []org.Action{every, {}, {Until: math.MinInt64}}}},
+		{"strings", org.Reply{Actions: []org.Action{{Type: "message", Text: "<a href=\"x\">&</a> \u2028 \x00\x1f a\xffb héllo", Reason: "\\"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { mustEncodeReplyLikeJSON(t, tt.reply) })
+	}
+}
+
+func FuzzReplyAppendJSON(f *testing.F) {
+	f.Add(uint64(1), "claim", "api", "hello <b>", int64(0))
+	f.Add(uint64(0), "", "a\xffb\u2028", "", int64(-1))
+	f.Fuzz(func(t *testing.T, turn uint64, s1, s2, s3 string, n int64) {
+		mustEncodeReplyLikeJSON(t, org.Reply{Turn: turn, Actions: []org.Action{
+			{Type: s1, Task: s2, Request: s3, To: s1, Text: s2, Reason: s3, For: s1, Until: n, ReplyTo: s2, Topic: s3},
+			{Type: s3},
+		}})
+	})
+}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	gojson "github.com/goccy/go-json"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/agents"
@@ -159,51 +158,6 @@ func FuzzDecodeObservation(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) { sameDecoding(t, data) })
 }
 
-// sameEncoding fails unless encodeReply writes json.Marshal's bytes for r.
-func sameEncoding(tb testing.TB, r org.Reply) {
-	tb.Helper()
-	want, wantErr := json.Marshal(r)
-	got, gotErr := encodeReply(r)
-	if wantErr != nil || gotErr != nil {
-		tb.Fatalf("encoding %#v: got error %v, want %v", r, gotErr, wantErr)
-	}
-	if string(got) != string(want) {
-		tb.Fatalf("encoding %#v:\ngot  %s\nwant %s", r, got, want)
-	}
-}
-
-func TestEncodeReplyLikeEncodingJSON(t *testing.T) {
-	full := org.Action{Type: "message", Task: "t", Request: "r", To: "bob", Text: "hi", Reason: "why",
-		For: "2h", Until: -9223372036854775808, ReplyTo: "m1", Topic: "x"}
-	tests := []struct {
-		name  string
-		reply org.Reply
-	}{
-		{"nil actions", org.Reply{Turn: 3}},
-		{"no actions", org.Reply{Turn: 0, Actions: []org.Action{}}},
-		{"greedy", org.Reply{Turn: 1, Actions: []org.Action{{Type: "claim", Task: "api"}, {Type: "work", Task: "api"}}}},
-		{"every field", org.Reply{Turn: 18446744073709551615, Actions: []org.Action{full, {}}}},
-		{"html", org.Reply{Actions: []org.Action{{Type: "message", Text: "<a href=\"x\">&amp;</a> \u2028\u2029"}}}},
-		{"control", org.Reply{Actions: []org.Action{{Type: "message", Text: "\x00\x01\x1f\x7f\t\n\r\b\f\\\"/"}}}},
-		{"invalid utf-8", org.Reply{Actions: []org.Action{{Type: "message", Text: "a\xffb\xc3\xed\xa0\x80c", Reason: "\xe2\x82"}}}},
-		{"unicode", org.Reply{Actions: []org.Action{{Type: "message", Text: "héllo wörld 😀 \ufffd"}}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { sameEncoding(t, tt.reply) })
-	}
-}
-
-func FuzzEncodeReply(f *testing.F) {
-	f.Add(uint64(1), "claim", "api", "hello <b>", int64(0), "2h")
-	f.Add(uint64(0), "", "", "a\xffb\u2028", int64(-1), "")
-	f.Fuzz(func(t *testing.T, turn uint64, typ, task, text string, until int64, dur string) {
-		sameEncoding(t, org.Reply{Turn: turn, Actions: []org.Action{
-			{Type: typ, Task: task, Text: text, Until: until, For: dur},
-			{Type: text, Reason: typ, To: task, ReplyTo: dur, Topic: text},
-		}})
-	})
-}
-
 func TestAnswer(t *testing.T) {
 	s := &seat{agent: &agents.Greedy{}, timeout: time.Second, log: hclog.NewNullLogger()}
 	tests := []struct {
@@ -218,46 +172,6 @@ func TestAnswer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := string(s.answer([]byte(tt.obs))); got != tt.want {
 				t.Fatalf("got %s, want %s", got, tt.want)
-			}
-		})
-	}
-}
-
-// BenchmarkDecodeObservation compares the decoders a turn could use on the
-// benchmark's observation.
-func BenchmarkDecodeObservation(b *testing.B) {
-	w, err := worlds.Shipped("startup")
-	if err != nil {
-		b.Fatal(err)
-	}
-	o := org.New(w).View("bob")
-	o.Session = "s"
-	data, err := json.Marshal(o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, dec := range []struct {
-		name   string
-		decode func([]byte, *org.Observation) error
-	}{
-		{"natshost", decodeObservation},
-		{"org.DecodeObservation", func(data []byte, o *org.Observation) error {
-			if !org.DecodeObservation(data, o) {
-				return fmt.Errorf("refused")
-			}
-			return nil
-		}},
-		{"go-json", func(data []byte, o *org.Observation) error { return gojson.Unmarshal(data, o) }},
-		{"encoding/json", func(data []byte, o *org.Observation) error { return json.Unmarshal(data, o) }},
-	} {
-		b.Run(dec.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(data)))
-			for b.Loop() {
-				var o org.Observation
-				if err := dec.decode(data, &o); err != nil {
-					b.Fatal(err)
-				}
 			}
 		})
 	}

@@ -81,11 +81,13 @@ type seat struct {
 	agent   agents.Agent
 	timeout time.Duration
 	log     hclog.Logger
+	buf     []byte // the last reply; NATS copies it out before the next turn
 }
 
 // answer decodes one turn's observation, asks the agent and returns the
-// encoded reply. An observation that cannot be read, or an agent that fails,
-// gets a reply with no actions (turn 0 when the turn is unknown).
+// encoded reply, valid until the next call. An observation that cannot be
+// read, or an agent that fails, gets a reply with no actions (turn 0 when
+// the turn is unknown).
 func (s *seat) answer(data []byte) []byte {
 	var obs org.Observation
 	reply := org.Reply{Actions: []org.Action{}}
@@ -103,12 +105,6 @@ func (s *seat) answer(data []byte) []byte {
 			reply.Actions = acts
 		}
 	}
-	b, err := encodeReply(reply)
-	if err != nil {
-		// Only an action with a value JSON cannot hold gets here, and Action
-		// has none: answer the turn with nothing rather than not at all.
-		s.log.Error("reply not encoded", "error", err)
-		b, _ = encodeReply(org.Reply{Turn: reply.Turn, Actions: []org.Action{}})
-	}
-	return b
+	s.buf = reply.AppendJSON(s.buf[:0])
+	return s.buf
 }
