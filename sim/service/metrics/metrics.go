@@ -5,12 +5,15 @@
 // package (it wraps prometheus/client_golang); it registers on its own
 // registry, never the global one, and nothing it records reaches a log.
 //
-//	m := metrics.New(svc.Counts)                   // gauges read at scrape time
-//	svc := service.New(service.Config{Observer: m, …}) // m is a driver.Observer
+//	var svc *service.Service
+//	m := metrics.New(func() (map[string]int, map[string]int) { return svc.Counts() }) // read at scrape time
+//	svc, err := service.New(service.Config{Observer: m, …})                           // m is a driver.Observer
 //	http.Handle("/metrics", m.Handler())
 //
-// The series (all prefixed corpsim_) are listed in the README's serve
-// section; Names returns them for tests.
+// The series (all prefixed corpsim_, named by the constants below) are
+// listed in the README's serve section. Cardinality is bounded: no label
+// carries a session or member ID; rejection rules come from the fixed
+// set of policies.
 package metrics
 
 import (
