@@ -256,3 +256,56 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, s...)
 	return append(dst, '"')
 }
+
+// payloadDecoders decode each event type's payload into its value type.
+var payloadDecoders = map[string]func([]byte) (any, error){
+	EvSessionStarted:    decodeTo[SessionStarted],
+	EvSessionEnded:      decodeTo[SessionEnded],
+	EvTurn:              decodeTo[Turn],
+	EvTurnTimeout:       decodeTo[TurnTimeout],
+	EvActionRejected:    decodeTo[ActionRejected],
+	EvMemberWaiting:     decodeTo[MemberWaiting],
+	EvTaskHandedOff:     decodeTo[TaskHandedOff],
+	EvTaskClaimed:       decodeTo[TaskClaimed],
+	EvWorkStarted:       decodeTo[WorkStarted],
+	EvWorkFinished:      decodeTo[WorkFinished],
+	EvTaskCompleted:     decodeTo[TaskCompleted],
+	EvApprovalRequested: decodeTo[ApprovalRequested],
+	EvApprovalGranted:   decodeTo[ApprovalDecided],
+	EvApprovalRejected:  decodeTo[ApprovalDecided],
+	EvMessageSent:       decodeTo[MessageSent],
+	EvMessageDelivered:  decodeTo[MessageDelivered],
+	EvSLABreached:       decodeTo[SLABreached],
+	EvReward:            decodeTo[Reward],
+	EvProjectStarted:    decodeTo[ProjectStarted],
+	EvTaskReprioritized: decodeTo[TaskReprioritized],
+	EvTaskChanged:       decodeTo[TaskChanged],
+	EvMemberLeft:        decodeTo[MemberLeft],
+	EvQueueDown:         decodeTo[QueueDown],
+	EvQueueUp:           decodeTo[QueueUp],
+	EvApprovalEscalated: decodeTo[ApprovalEscalated],
+	EvTaskCreated:       decodeTo[TaskCreated],
+}
+
+func decodeTo[T any](b []byte) (any, error) {
+	var v T
+	err := json.Unmarshal(b, &v)
+	return v, err
+}
+
+// DecodePayload decodes ev's payload into the value type of its event
+// type, once, for replay to hand to ApplyWith and to everything else that
+// reads the event (timers, rewards) instead of each decoding it again. It
+// returns nil for a type without a payload type, or a payload that does
+// not decode (Apply then reports the event with its own error).
+func DecodePayload(ev *events.Event) any {
+	dec := payloadDecoders[ev.Type]
+	if dec == nil || len(ev.Payload) == 0 {
+		return nil
+	}
+	v, err := dec(ev.Payload)
+	if err != nil {
+		return nil
+	}
+	return v
+}

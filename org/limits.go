@@ -50,3 +50,20 @@ func (l Limits) Validate() error {
 	}
 	return nil
 }
+
+// Compact zeroes the fields that equal the defaults, so a session started
+// with the default limits spelled out records the same session.started as
+// one started without them.
+func (l Limits) Compact() Limits {
+	d := Limits{}.WithDefaults()
+	if l.Listed == d.Listed {
+		l.Listed = 0
+	}
+	if l.Inbox == d.Inbox {
+		l.Inbox = 0
+	}
+	if l.MessageBytes == d.MessageBytes {
+		l.MessageBytes = 0
+	}
+	return l
+}

@@ -70,3 +70,13 @@ func TestLimitsDefaultsAndValidation(t *testing.T) {
 		t.Fatal("a negative limit was accepted")
 	}
 }
+
+func TestLimitsCompact(t *testing.T) {
+	spelled := org.Limits{Listed: org.DefaultListed, Inbox: 5, MessageBytes: org.DefaultMessageBytes}
+	if got := spelled.Compact(); got != (org.Limits{Inbox: 5}) {
+		t.Fatalf("Compact(%+v) = %+v, want only the non-default inbox", spelled, got)
+	}
+	if got := (org.Limits{}).WithDefaults().Compact(); got != (org.Limits{}) {
+		t.Fatalf("the defaults compact to %+v, want zero", got)
+	}
+}

@@ -1,7 +1,6 @@
 package policies
 
 import (
-	"encoding/json"
 	"maps"
 
 	"github.com/corpsim/corpsim/clock"
@@ -101,8 +100,7 @@ func Delta(s *org.State, ev events.Event, typed any) Credit {
 			}
 		}
 	case org.EvActionRejected:
-		var p org.ActionRejected
-		if json.Unmarshal(ev.Payload, &p) == nil && p.Kind == KindPolicy {
+		if p, err := org.PayloadAs[org.ActionRejected](&ev, typed); err == nil && p.Kind == KindPolicy {
 			c.Team -= w.Scoring.ViolationPenalty
 		}
 	case org.EvSLABreached:

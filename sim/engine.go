@@ -169,7 +169,7 @@ func (e *Engine) Start() {
 	}
 	e.emit(org.EvSessionStarted, "", 0, org.SessionStarted{
 		World: e.cfg.World.Name, WorldFile: e.cfg.World.File, WorldHash: e.cfg.World.Hash, Seed: e.cfg.Seed,
-		Load: e.load(), Source: string(e.cfg.Source), Arrivals: first, Limits: e.cfg.Limits})
+		Load: e.load(), Source: string(e.cfg.Source), Arrivals: first, Limits: e.cfg.Limits.Compact()})
 	e.settle()
 }
 
@@ -462,7 +462,7 @@ func (e *Engine) encode(payload any) []byte {
 const arenaBlock = 64 << 10
 
 // apply is the single transition function, live and in replay: state, then timers.
-func (e *Engine) apply(ev events.Event) error { return e.applyWith(ev, nil) }
+func (e *Engine) apply(ev events.Event) error { return e.applyWith(ev, org.DecodePayload(&ev)) }
 
 // applyWith is apply with the payload value the engine encoded the event
 // from (nil in replay), to skip decoding it again.
