@@ -26,6 +26,11 @@ type NodeOptions struct {
 	StoreDir      string   // JetStream's storage directory; required
 	Logger        hclog.Logger
 	Ready         time.Duration // how long to wait for the server to accept clients; 0 means 10s
+	// SyncAlways makes JetStream fsync every write before acknowledging it
+	// (nats-server's sync_interval: always). By default it fsyncs every two
+	// minutes and relies on its replicas: a machine that loses power may
+	// lose what it acknowledged in that window.
+	SyncAlways bool
 }
 
 // Node is a running embedded NATS server with JetStream.
@@ -52,6 +57,7 @@ func StartNode(o NodeOptions) (*Node, error) {
 		StoreDir:   filepath.Clean(o.StoreDir),
 		Host:       "127.0.0.1",
 		Port:       server.RANDOM_PORT,
+		SyncAlways: o.SyncAlways,
 	}
 	if o.Listen != "" {
 		host, port, err := splitHostPort(o.Listen)

@@ -469,3 +469,65 @@ func TestSessionsLists(t *testing.T) {
 		t.Fatalf("got %+v", m)
 	}
 }
+
+// A fork's subject holds only its own events; Restore brings its parent
+// first and creates the fork at its fork point.
+func TestRestoreFork(t *testing.T) {
+	ctx := context.Background()
+	_, nc := mustServer(t)
+	pmeta, pb := session(t, "p", 21)
+	_, ob := session(t, "p", 22) // stands in for the fork's own events
+	parent, other := flatten(pb), flatten(ob)
+	const forkSeq = 40
+	r := mustReplica(t, nc, jsreplica.Config{})
+	for _, b := range pb {
+		if err := r.Replicate(ctx, "p", b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	own := other[forkSeq:]
+	for i := 0; i < len(own); i += 100 {
+		if err := r.Replicate(ctx, "f", own[i:min(i+100, len(own))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fmeta := pmeta
+	fmeta.ID, fmeta.Parent, fmeta.ForkSeq, fmeta.Status = "f", "p", forkSeq, events.StatusRunning
+	for _, m := range []events.SessionMeta{pmeta, fmeta} {
+		if err := r.PutSession(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := mustPebble(t, t.TempDir())
+	last, err := jsreplica.Restore(ctx, r.JetStream(), "f", dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := uint64(len(other)); last != want {
+		t.Fatalf("got last %d, want %d", last, want)
+	}
+	equalEvents(t, mustRead(t, dst, "p"), parent)
+	equalEvents(t, mustRead(t, dst, "f"), append(append([]events.Event{}, parent[:forkSeq]...), own...))
+	m, err := dst.Session(ctx, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Parent != "p" || m.ForkSeq != forkSeq || m.Status != events.StatusInterrupted {
+		t.Fatalf("got %+v", m)
+	}
+	// Without recorded metadata a fork cannot be restored: its parent is
+	// not in its events.
+	if _, err := jsreplica.Restore(ctx, r.JetStream(), "f", memlog.New()); err != nil {
+		t.Fatal(err) // recorded: fine
+	}
+	kv, err := r.JetStream().KeyValue(ctx, jsreplica.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, "f"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jsreplica.Restore(ctx, r.JetStream(), "f", memlog.New()); err == nil {
+		t.Fatal("restored a fork without its metadata")
+	}
+}
