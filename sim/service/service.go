@@ -125,8 +125,11 @@ type session struct {
 	paused bool
 	resume chan struct{}
 	meta   events.SessionMeta
-	engine *sim.Engine
+	engine *sim.Engine // nil once the session ended
 	err    error
+	// endTime and endScore are the ended session's simulated time and team score.
+	endTime  int64
+	endScore float64
 	// stopped: an operator's stop, not a shutdown, ended the session.
 	stopped bool
 	kinds   map[string]int // seats by kind (builtin, remote, llm)
@@ -440,6 +443,12 @@ func (s *Service) launch(l launch) error {
 		}
 		ss.mu.Lock()
 		ss.meta, ss.err = m, err
+		// Keep what status reports of an ended session, not its engine: a
+		// server runs sessions for days, and each engine holds its whole
+		// state and payload buffers.
+		st := ss.engine.State()
+		ss.endTime, ss.endScore = int64(st.Now), policies.Score(st).TeamScore
+		ss.engine = nil
 		stopped := ss.stopped
 		ss.mu.Unlock()
 		switch {
@@ -590,8 +599,7 @@ func (s *Service) Status(id string) proto.ControlReply {
 		if ss.err != nil {
 			r.Error = ss.err.Error()
 		}
-		st := ss.engine.State()
-		r.Time, r.Score = int64(st.Now), policies.Score(st).TeamScore
+		r.Time, r.Score = ss.endTime, ss.endScore
 		ss.mu.Unlock()
 	default:
 		ss.mu.Lock()
