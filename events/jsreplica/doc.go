@@ -36,24 +36,30 @@
 // The first message of each batch carries Nats-Expected-Last-Subject-Sequence:
 // the stream sequence of the session's previous event, which the Replica
 // tracks per session (and reads back from the subject's last message after
-// a restart or a failed publish). A batch is published asynchronously and
-// its acknowledgements awaited together: the expected sequence of the
-// second message of a batch would be the stream sequence of the first,
-// which is not known until it is acknowledged, and a replicated stream
-// refuses an expectation on a subject that has a message in flight. So the
-// check is per batch: a second writer that has not seen this writer's
-// events fails its first batch, and the message order within a batch is
-// the order of one connection. Config.Strict publishes one message at a
-// time with the expectation on every one, for about a tenth of the rate.
+// a restart or a failed publish). It is published and acknowledged alone;
+// the rest of the batch is then published asynchronously and the
+// acknowledgements awaited together. The expected sequence of the second
+// message would be the stream sequence of the first, which is not known
+// until it is acknowledged, and a replicated stream refuses an expectation
+// on a subject that has a message in flight; so the check is per batch. A
+// second writer that has not seen this writer's events fails its first
+// batch, and nothing of a batch is sent once its first message is refused.
+// Config.Strict publishes one message at a time with the expectation on
+// every one, for a third (one server) to a sixth (three replicas) of the
+// rate.
 //
 // A Replica never relies on the duplicate window alone: before publishing
 // to a session it knows the last event the stream holds, skips the events
 // of a batch the stream already has (a batch given again after a restart),
-// and compares the boundary event with the stored one. A difference is
-// ErrConflict, a batch that does not follow the stored events is ErrGap
-// (Sync copies what is missing from the local log). Transient failures (a
-// node down, a leader election, a lost acknowledgement) are retried for
-// Config.RetryFor, each retry starting from the stream's last message.
+// and compares the boundary event with the stored one. Whenever it reads
+// the tip it also checks that the subject holds exactly one message per seq
+// from its first to its last (a batch cut by a failure part way through
+// could otherwise leave a hole that a retry would not see; a hole is a
+// *events.CorruptError). A difference is ErrConflict, a batch that does
+// not follow the stored events is ErrGap (Sync copies what is missing from
+// the local log). Transient failures (a node down, a leader election, a
+// lost acknowledgement) are retried for Config.RetryFor, each retry
+// starting from the stream's last message.
 //
 // # Session metadata
 //

@@ -429,6 +429,13 @@ func TestSyncCopiesWhatTheStreamLacks(t *testing.T) {
 	if n, err := jsreplica.Restore(ctx, r2.JetStream(), "s5", dst); err != nil || n != last {
 		t.Fatalf("restore again: %d, %v", n, err)
 	}
+	// A local log ahead of the stream is not taken for restored.
+	if err := dst.Append(ctx, "s5", last, more); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jsreplica.Restore(ctx, r2.JetStream(), "s5", dst); !errors.Is(err, jsreplica.ErrGap) {
+		t.Fatalf("restore into a log ahead of the stream: got %v, want ErrGap", err)
+	}
 }
 
 func TestSessionsLists(t *testing.T) {

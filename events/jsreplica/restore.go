@@ -28,7 +28,8 @@ const maxForkDepth = 64
 // the last restored event; a fork's parent is restored first if dst lacks
 // it. If dst already has the session, only the events after its last one
 // are copied, after checking that dst's last event is the stream's
-// (ErrConflict if not).
+// (ErrConflict if not); if dst has more events than the stream, Restore
+// returns ErrGap.
 //
 // Every event is decoded, which checks its checksum, and the seqs must
 // follow each other without a gap from the fork point (0 for a session
@@ -182,6 +183,9 @@ func copyEvents(ctx context.Context, js jetstream.JetStream, session string, dst
 				}
 			}
 			if sseq == end {
+				if ev.Seq < have {
+					return last, fmt.Errorf("%w: session %s: the local log has %d events, the stream %d (Sync them, or discard the local copy)", ErrGap, session, have, ev.Seq)
+				}
 				return last, flush()
 			}
 		}
