@@ -370,7 +370,7 @@ func (r *Replica) publishBatch(ctx context.Context, session string, t tip, batch
 	for i := range batch {
 		m, sum := message(session, &batch[i], false, 0)
 		sums[i] = sum
-		f, err := r.js.PublishMsgAsync(m)
+		f, err := r.js.PublishMsgAsync(m, jetstream.WithStallWait(r.cfg.AckWait))
 		if err != nil {
 			return t, fmt.Errorf("publish seq %d: %w", batch[i].Seq, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -304,6 +305,41 @@ func TestDuplicateAckIsSuccess(t *testing.T) {
 	want := uint64(len(batches[0]) + len(batches[1]) + len(batches[2]))
 	if got := subjectMsgs(t, js, "s3"); got != want {
 		t.Fatalf("got %d messages, want %d", got, want)
+	}
+}
+
+// One Replica serves many sessions at once.
+func TestConcurrentSessions(t *testing.T) {
+	ctx := context.Background()
+	_, nc := mustServer(t)
+	_, batches := session(t, "many", 19)
+	r := mustReplica(t, nc, jsreplica.Config{})
+	errs := make(chan error, 6)
+	for i := range 6 {
+		go func() {
+			id := fmt.Sprintf("many-%d", i)
+			for _, b := range batches {
+				if err := r.Replicate(ctx, id, b); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 6 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := flatten(batches)
+	for i := range 6 {
+		id := fmt.Sprintf("many-%d", i)
+		dst := memlog.New()
+		if _, err := jsreplica.Restore(ctx, r.JetStream(), id, dst); err != nil {
+			t.Fatal(err)
+		}
+		equalEvents(t, mustRead(t, dst, id), want)
 	}
 }
 
