@@ -66,15 +66,14 @@ type State struct {
 	dependents map[string][]*Task
 	serves     map[string]bool // role + "/" + queue
 	// Derived indexes, rebuilt by index() after Restore; not hashed.
-	open      int                // tasks not done
-	held      map[string][]*Task // member -> tasks assigned and not done
-	queueOpen map[string][]*Task // queue -> its tickets in arrival order (done ones are dropped lazily)
-	claimed   map[string]int     // queue -> items claimed and not done
-	live      []*Task            // tasks not done, in Tasks order (done ones are dropped lazily)
-	liveDone  int                // done tasks still in live
-	doneIn    map[string]int     // project -> its tasks done
-	woken     []string           // members whose Pending or BusyUntil changed since TakeWoken
-	typed     any                // the payload of the event being applied, when the engine has it (ApplyWith)
+	open      int                  // tasks not done
+	held      map[string][]*Task   // member -> tasks assigned and not done
+	queueOpen map[string][]*Task   // queue -> its tickets in arrival order (done ones are dropped lazily)
+	claimed   map[string]int       // queue -> items claimed and not done
+	live      map[string]*liveList // queue -> its tasks not done, in Tasks order
+	doneIn    map[string]int       // project -> its tasks done
+	woken     []string             // members whose Pending or BusyUntil changed since TakeWoken
+	typed     any                  // the payload of the event being applied, when the engine has it (ApplyWith)
 }
 
 // Member is a seat's state.
@@ -111,6 +110,7 @@ const (
 // for a project task, in Def for a ticket. Effort, Value and Priority start
 // as the definition's and change with interruptions.
 type Task struct {
+	ord      int            // its index in State.Tasks (creation order), for ordering views
 	Spec     *worlds.Task   `json:"-"`
 	Def      *worlds.Task   `json:"def,omitempty"` // a ticket's definition (kept in snapshots)
 	ID       string         `json:"id"`
@@ -265,27 +265,39 @@ func (s *State) index() {
 	s.held = map[string][]*Task{}
 	s.queueOpen = map[string][]*Task{}
 	s.claimed = map[string]int{}
-	s.live, s.liveDone = nil, 0
+	s.live = map[string]*liveList{}
 	s.doneIn = map[string]int{}
-	for _, t := range s.Tasks {
+	for i, t := range s.Tasks {
+		t.ord = i
 		s.track(t)
 	}
 }
 
-// liveTasks returns the tasks not done, in Tasks order: what a view has to
-// look at, instead of every task the session ever had.
-func (s *State) liveTasks() []*Task {
-	if s.liveDone > 0 {
-		kept := s.live[:0]
-		for _, t := range s.live {
+// liveList is a queue's tasks that are not done, in Tasks order; done ones
+// are dropped lazily.
+type liveList struct {
+	tasks []*Task
+	done  int // done tasks still in tasks
+}
+
+// liveIn returns queue's tasks that are not done, in Tasks order: what a
+// view has to look at, instead of every task the session ever had.
+func (s *State) liveIn(queue string) []*Task {
+	l := s.live[queue]
+	if l == nil {
+		return nil
+	}
+	if l.done > 0 {
+		kept := l.tasks[:0]
+		for _, t := range l.tasks {
 			if t.Status != StatusDone {
 				kept = append(kept, t)
 			}
 		}
-		clear(s.live[len(kept):])
-		s.live, s.liveDone = kept, 0
+		clear(l.tasks[len(kept):])
+		l.tasks, l.done = kept, 0
 	}
-	return s.live
+	return l.tasks
 }
 
 // track adds a task to the derived indexes.
@@ -296,7 +308,12 @@ func (s *State) track(t *Task) {
 		}
 		return
 	}
-	s.live = append(s.live, t)
+	l := s.live[t.Queue]
+	if l == nil {
+		l = &liveList{}
+		s.live[t.Queue] = l
+	}
+	l.tasks = append(l.tasks, t)
 	s.open++
 	if t.Assignee != "" {
 		s.held[t.Assignee] = append(s.held[t.Assignee], t)
@@ -739,7 +756,7 @@ func (s *State) apply(ev *events.Event) error {
 		t.Status, t.DoneAt, t.DoneBy, t.DoneSeq = StatusDone, clock.Time(ev.Time), m.ID, ev.Seq
 		m.Holding--
 		s.open--
-		s.liveDone++
+		s.live[t.Queue].done++
 		if !t.Hidden {
 			s.doneIn[t.Project]++
 		}
@@ -1064,6 +1081,7 @@ func (s *State) applyTaskCreated(ev *events.Event) error {
 	t := &Task{Def: &def, Spec: &def, ID: def.ID, Kind: KindTicket, Queue: p.Queue, Team: p.Team,
 		Created: clock.Time(ev.Time), Deadline: p.Deadline, Effort: def.Effort, Value: def.Value,
 		Priority: def.Priority, Arrival: p.Arrival, Status: StatusOpen}
+	t.ord = len(s.Tasks)
 	s.Tasks = append(s.Tasks, t)
 	s.tasks[t.ID] = t
 	s.track(t)

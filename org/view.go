@@ -1,6 +1,7 @@
 package org
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/corpsim/corpsim/clock"
@@ -321,7 +322,7 @@ func (s *State) View(id string) Observation {
 		t       *Task
 		pending int
 	}
-	var avail []*Task
+	var avail, candidates []*Task
 	var upcoming []ranked
 	queues := map[string]*QueueView{}
 	for _, q := range s.World.Queues {
@@ -338,33 +339,51 @@ func (s *State) View(id string) Observation {
 			full[q.ID] = true
 		}
 	}
-	for _, t := range s.liveTasks() {
-		if qv := queues[t.Queue]; qv != nil && t.Status != StatusDone && !t.Hidden {
+	// Only the member's own tasks and the queues it serves can show: look
+	// at those, not at every task of the session.
+	held := slices.Clone(s.held[id])
+	slices.SortFunc(held, func(a, b *Task) int { return a.ord - b.ord })
+	for _, t := range held {
+		if !t.Hidden {
+			o.Assigned = append(o.Assigned, s.taskView(t))
+		}
+	}
+	for _, q := range s.World.Queues {
+		qv := queues[q.ID]
+		if qv == nil {
+			continue
+		}
+		for _, t := range s.liveIn(q.ID) {
+			if t.Status == StatusDone || t.Hidden {
+				continue
+			}
 			if t.Assignee == "" {
 				qv.Open++
 			} else {
 				qv.InProgress++
 			}
+			if t.Assignee != id && t.Status == StatusOpen && s.CanTake(id, t) && s.Serves(m.Role, t.Queue) {
+				candidates = append(candidates, t)
+			}
 		}
+	}
+	// In Tasks order, as if every task had been looked at in turn (the
+	// sorts below are stable).
+	slices.SortFunc(candidates, func(a, b *Task) int { return a.ord - b.ord })
+	for _, t := range candidates {
 		switch {
-		case t.Hidden:
-		case t.Status == StatusDone:
-		case t.Assignee == id:
-			o.Assigned = append(o.Assigned, s.taskView(t))
-		case t.Status == StatusOpen && s.CanTake(id, t) && s.Serves(m.Role, t.Queue):
-			if !s.DepsDone(t) {
-				upcoming = append(upcoming, ranked{t, s.pendingCount(t)})
-			} else if s.queues[t.Queue].Down(s.Now) || full[t.Queue] {
-				// An outage or the WIP limit blocks it: it is counted in Queues, not offered.
-			} else if t.Kind == KindTicket {
-				// Only the tickets the queue's order lets this member take now.
-				if !heads[t.Queue] && s.QueueAhead(t, id) == nil {
-					heads[t.Queue] = true
-					avail = append(avail, t)
-				}
-			} else {
+		case !s.DepsDone(t):
+			upcoming = append(upcoming, ranked{t, s.pendingCount(t)})
+		case s.queues[t.Queue].Down(s.Now) || full[t.Queue]:
+			// An outage or the WIP limit blocks it: it is counted in Queues, not offered.
+		case t.Kind == KindTicket:
+			// Only the tickets the queue's order lets this member take now.
+			if !heads[t.Queue] && s.QueueAhead(t, id) == nil {
+				heads[t.Queue] = true
 				avail = append(avail, t)
 			}
+		default:
+			avail = append(avail, t)
 		}
 	}
 	listed := s.limits().Listed
