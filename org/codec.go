@@ -303,6 +303,9 @@ func DecodePayload(ev *events.Event) any {
 	if dec == nil || len(ev.Payload) == 0 {
 		return nil
 	}
+	if v, ok := fastDecode(ev.Type, ev.Payload); ok {
+		return v
+	}
 	v, err := dec(ev.Payload)
 	if err != nil {
 		return nil

@@ -1,0 +1,103 @@
+package org
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// sameDecoding checks that DecodePayload gives exactly what json.Unmarshal
+// gives into the event type's value type, and, when wantFast, that the
+// fast decoder (not the fallback) read it.
+func sameDecoding(t *testing.T, typ string, data []byte, wantFast bool) {
+	t.Helper()
+	want, err := payloadDecoders[typ](data)
+	got := DecodePayload(&events.Event{Type: typ, Payload: data})
+	if err != nil {
+		if got != nil {
+			t.Fatalf("%s %s: json.Unmarshal fails (%v) but DecodePayload gave %#v", typ, data, err, got)
+		}
+		return
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s %s:\n got %#v\nwant %#v", typ, data, got, want)
+	}
+	if _, fast := fastDecode(typ, data); wantFast && !fast {
+		t.Fatalf("%s %s: the fast decoder did not read what AppendPayload wrote", typ, data)
+	}
+}
+
+func TestFastDecodersMatchEncodingJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	enc := func(v any) []byte {
+		b, err := AppendPayload(nil, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for range 3000 {
+		task := worlds.Task{ID: randString(r), Title: randString(r), Role: randString(r), Effort: clock.Duration(r.Int64N(1 << 40)),
+			Value: randFloat(r), Purchase: r.Int64N(1<<20) - 1<<19, Chain: randString(r), Skill: randString(r), Priority: r.IntN(20) - 10}
+		switch r.IntN(3) {
+		case 1:
+			task.Deps = []string{}
+		case 2:
+			task.Deps = []string{randString(r), randString(r)}
+		}
+		tc := TaskCreated{Task: task, Queue: randString(r), Team: randString(r), Interruption: r.IntN(5) - 1}
+		if r.IntN(2) == 0 {
+			tc.Deadline, tc.NextAt, tc.Arrival = clock.Time(r.Int64N(1<<40)), clock.Time(r.Int64N(1<<40)), randString(r)
+		}
+		sameDecoding(t, EvTaskCreated, enc(tc), true)
+		turn := Turn{Turn: r.Uint64(), Seen: r.Uint64N(1 << 30), BusyUntil: clock.Time(r.Int64N(1 << 40)), InboxRead: r.IntN(3) * r.IntN(9)}
+		if r.IntN(4) > 0 {
+			turn.Actions = []Action{}
+			for range r.IntN(4) {
+				turn.Actions = append(turn.Actions, randAction(r))
+			}
+		}
+		sameDecoding(t, EvTurn, enc(turn), true)
+		sameDecoding(t, EvTaskClaimed, enc(TaskClaimed{Task: randString(r), BusyUntil: clock.Time(r.Int64N(1<<40) - 1<<39)}), true)
+		sameDecoding(t, EvTaskCompleted, enc(TaskCompleted{Task: randString(r), BusyUntil: clock.Time(r.Int64N(1 << 40))}), true)
+		sameDecoding(t, EvWorkFinished, enc(WorkFinished{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40))}), true)
+		sameDecoding(t, EvWorkStarted, enc(WorkStarted{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40)), Until: clock.Time(r.Int64N(1 << 40))}), true)
+		sameDecoding(t, EvMemberWaiting, enc(MemberWaiting{Until: clock.Time(r.Int64N(3))}), true)
+	}
+	// What the fast decoders refuse still decodes as encoding/json decodes it.
+	for _, c := range []struct{ typ, data string }{
+		{EvTurn, `{"Turn":3,"seen":1,"actions":[],"busy_until":5}`},                      // case-folded key
+		{EvTurn, `{"turn":3,"turn":4,"seen":1,"actions":null,"busy_until":5}`},           // repeated key
+		{EvTurn, `{"turn":3,"seen":1,"actions":[{"type":"wait","x":1}],"busy_until":5}`}, // unknown key
+		{EvTaskClaimed, `{"task":"a\u0062","busy_until":1e3}`},
+		{EvTaskCreated, `{"task":{"ID":"t","Info":{"From":"x","Topic":"y"}},"queue":"q","team":"t","interruption":-1}`},
+		{EvMemberWaiting, `{}`},
+		{EvWorkStarted, `{"task":"t","work":"oops"}`},
+		{EvTurn, `not json`},
+	} {
+		sameDecoding(t, c.typ, []byte(c.data), false)
+	}
+}
+
+func FuzzFastDecoders(f *testing.F) {
+	f.Add(EvTurn, []byte(`{"turn":1,"seen":2,"actions":[{"type":"claim","task":"t"}],"busy_until":3}`))
+	f.Add(EvTaskCreated, []byte(`{"task":{"ID":"t","Title":"T","Role":"r","Effort":1,"Deps":null,"Value":1.5,"Purchase":0,"Chain":"","Skill":"","Priority":0,"Info":null},"queue":"q","team":"t","interruption":-1}`))
+	f.Add(EvWorkStarted, []byte(`{"task":"t","work":1,"until":2}`))
+	f.Fuzz(func(t *testing.T, typ string, data []byte) {
+		if fastDecoders[typ] == nil {
+			return
+		}
+		if !json.Valid(data) {
+			if v := DecodePayload(&events.Event{Type: typ, Payload: data}); v != nil {
+				t.Fatalf("invalid JSON %q decoded to %#v", data, v)
+			}
+			return
+		}
+		sameDecoding(t, typ, data, false)
+	})
+}
