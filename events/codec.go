@@ -72,7 +72,52 @@ func Encode(e *Event) []byte {
 // bytes.Equal(Encode(e), b). Errors wrap ErrCorrupt and name the reason, e.g.
 // "events: corrupt event: checksum mismatch". On error *e is unchanged.
 // Decode never panics.
-func Decode(b []byte, e *Event) error {
+func Decode(b []byte, e *Event) error { return (*Decoder)(nil).Decode(b, e) }
+
+// Decoder decodes events as Decode does, for a long read: it reuses the
+// type and actor strings it has seen (a session has a handful of each) and
+// carves payloads out of shared blocks, so a read allocates a few large
+// blocks instead of three small objects per event. A nil *Decoder is
+// Decode. Not safe for concurrent use.
+type Decoder struct {
+	strs  map[string]string
+	arena []byte
+}
+
+// decoderBlock is the size of the blocks a Decoder carves payloads from.
+const decoderBlock = 64 << 10
+
+func (dd *Decoder) str(b []byte) string {
+	if dd == nil {
+		return string(b)
+	}
+	if s, ok := dd.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if dd.strs == nil {
+		dd.strs = map[string]string{}
+	}
+	if len(dd.strs) < 4096 && len(b) <= 64 {
+		dd.strs[s] = s
+	}
+	return s
+}
+
+func (dd *Decoder) payload(p []byte) []byte {
+	if dd == nil || len(p) > decoderBlock/8 {
+		return append(make([]byte, 0, len(p)), p...)
+	}
+	if cap(dd.arena)-len(dd.arena) < len(p) {
+		dd.arena = make([]byte, 0, decoderBlock)
+	}
+	start := len(dd.arena)
+	dd.arena = append(dd.arena, p...)
+	return dd.arena[start:len(dd.arena):len(dd.arena)]
+}
+
+// Decode decodes one event like the package's Decode.
+func (dd *Decoder) Decode(b []byte, e *Event) error {
 	if len(b) < minEncodedLen {
 		return corruptf("truncated: %d bytes, need at least %d", len(b), minEncodedLen)
 	}
@@ -92,10 +137,10 @@ func Decode(b []byte, e *Event) error {
 	out.Seq = d.uvarint("seq")
 	out.Time = unzigzag(d.uvarint("time"))
 	out.Cause = d.uvarint("cause")
-	out.Type = string(d.bytes("type"))
-	out.Actor = string(d.bytes("actor"))
-	if p := d.bytes("payload"); len(p) > 0 {
-		out.Payload = append(make([]byte, 0, len(p)), p...)
+	out.Type = dd.str(d.bytes("type"))
+	out.Actor = dd.str(d.bytes("actor"))
+	if p := d.bytes("payload"); len(p) > 0 && d.err == nil {
+		out.Payload = dd.payload(p)
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.err = corruptf("%d trailing bytes", len(d.b))
@@ -114,21 +159,25 @@ type decoder struct {
 	err error
 }
 
-func (d *decoder) uvarint(field string) uint64 {
+func (d *decoder) uvarint(field string) uint64 { return d.uvarintOf(field, "") }
+
+// uvarintOf reads a varint; field and suffix name it in an error (kept
+// apart so that the common, error-free path builds no string).
+func (d *decoder) uvarintOf(field, suffix string) uint64 {
 	if d.err != nil {
 		return 0
 	}
 	v, n := binary.Uvarint(d.b)
 	switch {
 	case n == 0:
-		d.err = corruptf("truncated in %s", field)
+		d.err = corruptf("truncated in %s%s", field, suffix)
 		return 0
 	case n < 0:
-		d.err = corruptf("%s overflows 64 bits", field)
+		d.err = corruptf("%s%s overflows 64 bits", field, suffix)
 		return 0
 	case n > 1 && d.b[n-1] == 0:
 		// A multi-byte varint ending in a zero byte has a shorter encoding.
-		d.err = corruptf("non-minimal varint in %s", field)
+		d.err = corruptf("non-minimal varint in %s%s", field, suffix)
 		return 0
 	}
 	d.b = d.b[n:]
@@ -136,7 +185,7 @@ func (d *decoder) uvarint(field string) uint64 {
 }
 
 func (d *decoder) bytes(field string) []byte {
-	l := d.uvarint(field + " length")
+	l := d.uvarintOf(field, " length")
 	if d.err != nil {
 		return nil
 	}

@@ -578,6 +578,7 @@ func (l *Log) readSegment(ctx context.Context, seg logcore.Segment, yield func(e
 	l.mu.RUnlock()
 	defer l.closeIter(it)
 
+	var dec events.Decoder
 	for want := seg.From; ; want++ {
 		var (
 			e   events.Event
@@ -590,7 +591,7 @@ func (l *Log) readSegment(ctx context.Context, seg logcore.Segment, yield func(e
 			return fail(err)
 		}
 		if valid {
-			e, err = decodeAt(seg.Session, prefix, want, it)
+			e, err = decodeAt(&dec, seg.Session, prefix, want, it)
 			valid = it.Next()
 		} else {
 			end = true
@@ -615,7 +616,7 @@ func (l *Log) readSegment(ctx context.Context, seg logcore.Segment, yield func(e
 
 // decodeAt decodes the iterator's current entry, which should be event want
 // of session id.
-func decodeAt(id string, prefix []byte, want uint64, it *pebble.Iterator) (events.Event, error) {
+func decodeAt(dec *events.Decoder, id string, prefix []byte, want uint64, it *pebble.Iterator) (events.Event, error) {
 	k := it.Key()
 	seq, ok := parseSeq(k, prefix)
 	switch {
@@ -631,7 +632,7 @@ func decodeAt(id string, prefix []byte, want uint64, it *pebble.Iterator) (event
 		return events.Event{}, storageErr(id, seq, err)
 	}
 	var e events.Event
-	if err := events.Decode(v, &e); err != nil {
+	if err := dec.Decode(v, &e); err != nil {
 		return events.Event{}, &events.CorruptError{Session: id, Seq: seq, Key: string(k), Err: err}
 	}
 	if e.Seq != seq {
