@@ -1146,7 +1146,7 @@ func (s *State) customLimits() *Limits {
 
 // Snapshot encodes the state (without its world) for a checkpoint.
 func (s *State) Snapshot() []byte {
-	b, err := json.Marshal(s.snap())
+	b, err := encodeSnapshot(s.snap())
 	if err != nil {
 		panic("org: state does not encode: " + err.Error())
 	}

@@ -404,13 +404,13 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 func resultOf(meta events.SessionMeta, e *sim.Engine) *RunResult {
 	st := e.State()
 	w := st.World
-	res := &RunResult{Session: meta.ID, World: w.Name, Seed: meta.Seed, Events: st.LastSeq, StateHash: e.StateHash(),
+	res := &RunResult{Session: meta.ID, World: w.Name, Seed: meta.Seed, Events: st.LastSeq,
 		Ended: st.EndReason, SimTime: w.Calendar.Wall(st.Now).Format(time.RFC3339), Agents: meta.Agents,
 		Parent: meta.Parent, ForkSeq: meta.ForkSeq, Score: policies.Score(st), Meta: meta}
 	if st.Ended {
-		res.StateHash = e.EndStateHash()
+		res.StateHash = e.EndStateHash() // computed once, when the session ended
 	} else {
-		res.Ended = string(meta.Status)
+		res.StateHash, res.Ended = e.StateHash(), string(meta.Status)
 	}
 	return res
 }

@@ -1,0 +1,138 @@
+package org
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// appendTasks encodes tasks as encoding/json does, without reflection:
+// a long session's snapshot (a checkpoint, the state hash) is mostly its
+// tasks. ok is false when a task holds what only encoding/json may say
+// (a ticket definition with Info, a non-finite figure).
+func appendTasks(dst []byte, tasks []*Task) ([]byte, bool) {
+	if tasks == nil {
+		return append(dst, "null"...), true
+	}
+	dst = append(dst, '[')
+	for i, t := range tasks {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if t == nil {
+			dst = append(dst, "null"...)
+			continue
+		}
+		var ok bool
+		if dst, ok = t.appendJSON(dst); !ok {
+			return dst, false
+		}
+	}
+	return append(dst, ']'), true
+}
+
+func (t *Task) appendJSON(dst []byte) ([]byte, bool) {
+	if !finite(t.Value) || t.Def != nil && (t.Def.Info != nil || !finite(t.Def.Value)) {
+		return dst, false
+	}
+	dst = append(dst, '{')
+	if t.Def != nil {
+		dst = append(dst, `"def":`...)
+		dst = appendTask(dst, t.Def)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"id":`...)
+	dst = appendString(dst, t.ID)
+	dst = append(dst, `,"kind":`...)
+	dst = appendString(dst, t.Kind)
+	if t.Project != "" {
+		dst = append(dst, `,"project":`...)
+		dst = appendString(dst, t.Project)
+	}
+	dst = append(dst, `,"queue":`...)
+	dst = appendString(dst, t.Queue)
+	dst = append(dst, `,"team":`...)
+	dst = appendString(dst, t.Team)
+	dst = append(dst, `,"created":`...)
+	dst = strconv.AppendInt(dst, int64(t.Created), 10)
+	dst = append(dst, `,"deadline":`...)
+	dst = strconv.AppendInt(dst, int64(t.Deadline), 10)
+	if t.Hidden {
+		dst = append(dst, `,"hidden":true`...)
+	}
+	if t.Breached {
+		dst = append(dst, `,"breached":true`...)
+	}
+	dst = append(dst, `,"effort":`...)
+	dst = strconv.AppendInt(dst, int64(t.Effort), 10)
+	dst = append(dst, `,"value":`...)
+	dst = appendFloat(dst, t.Value)
+	if t.Priority != 0 {
+		dst = append(dst, `,"priority":`...)
+		dst = strconv.AppendInt(dst, int64(t.Priority), 10)
+	}
+	if t.Arrival != "" {
+		dst = append(dst, `,"arrival":`...)
+		dst = appendString(dst, t.Arrival)
+	}
+	dst = append(dst, `,"status":`...)
+	dst = appendString(dst, t.Status)
+	if t.Assignee != "" {
+		dst = append(dst, `,"assignee":`...)
+		dst = appendString(dst, t.Assignee)
+	}
+	dst = append(dst, `,"spent":`...)
+	dst = strconv.AppendInt(dst, int64(t.Spent), 10)
+	if t.WorkUntil != 0 {
+		dst = append(dst, `,"work_until":`...)
+		dst = strconv.AppendInt(dst, int64(t.WorkUntil), 10)
+	}
+	if t.Stint != 0 {
+		dst = append(dst, `,"stint":`...)
+		dst = strconv.AppendInt(dst, int64(t.Stint), 10)
+	}
+	if t.Request != "" {
+		dst = append(dst, `,"request":`...)
+		dst = appendString(dst, t.Request)
+	}
+	if t.DoneAt != 0 {
+		dst = append(dst, `,"done_at":`...)
+		dst = strconv.AppendInt(dst, int64(t.DoneAt), 10)
+	}
+	if t.DoneBy != "" {
+		dst = append(dst, `,"done_by":`...)
+		dst = appendString(dst, t.DoneBy)
+	}
+	if t.DoneSeq != 0 {
+		dst = append(dst, `,"done_seq":`...)
+		dst = strconv.AppendUint(dst, t.DoneSeq, 10)
+	}
+	return append(dst, '}'), true
+}
+
+// tasksNull is where the tasks go in a snapshot encoded without them; the
+// quotes cannot appear unescaped inside a string, so it is the key.
+var tasksNull = []byte(`,"tasks":null,`)
+
+// encodeSnapshot is json.Marshal(sn) with the tasks encoded by hand.
+func encodeSnapshot(sn snapshot) ([]byte, error) {
+	tasks := sn.Tasks
+	sn.Tasks = nil
+	rest, err := json.Marshal(sn)
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.Index(rest, tasksNull)
+	if i < 0 {
+		sn.Tasks = tasks
+		return json.Marshal(sn)
+	}
+	out := make([]byte, 0, len(rest)+len(tasks)*256)
+	out = append(out, rest[:i+len(`,"tasks":`)]...)
+	out, ok := appendTasks(out, tasks)
+	if !ok {
+		sn.Tasks = tasks
+		return json.Marshal(sn)
+	}
+	return append(out, rest[i+len(tasksNull)-1:]...), nil
+}
