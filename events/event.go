@@ -83,7 +83,10 @@ func mix64(x uint64) uint64 {
 // type, valid UTF-8 in Type and Actor, Cause < Seq, and a Payload that is
 // empty or a JSON object. It does not check Seq against the log; see
 // ValidateBatch. Errors wrap ErrBadBatch.
-func (e *Event) Validate() error {
+func (e *Event) Validate() error { return e.validate(true) }
+
+// validate is Validate; with payloads false it leaves the payload unchecked.
+func (e *Event) validate(payloads bool) error {
 	switch {
 	case e.ID.IsZero():
 		return fmt.Errorf("%w: seq %d: zero ID", ErrBadBatch, e.Seq)
@@ -95,7 +98,7 @@ func (e *Event) Validate() error {
 		return fmt.Errorf("%w: seq %d: actor is not valid UTF-8", ErrBadBatch, e.Seq)
 	case e.Cause >= e.Seq && e.Cause != 0:
 		return fmt.Errorf("%w: seq %d: cause %d is not an earlier event", ErrBadBatch, e.Seq, e.Cause)
-	case len(e.Payload) > 0 && !isJSONObject(e.Payload):
+	case payloads && len(e.Payload) > 0 && !isJSONObject(e.Payload):
 		return fmt.Errorf("%w: seq %d: payload is not a JSON object", ErrBadBatch, e.Seq)
 	}
 	return nil
@@ -111,6 +114,18 @@ func isJSONObject(b []byte) bool {
 // without gaps, every event valid (see Event.Validate), and each Session
 // either empty or equal to session. Errors wrap ErrBadBatch.
 func ValidateBatch(session string, expectedLast uint64, batch []Event) error {
+	return validateBatch(session, expectedLast, batch, true)
+}
+
+// ValidateTrustedBatch is ValidateBatch without the check that each
+// payload is a JSON object: for a writer that made the payloads with a JSON
+// encoder itself (the engine), where scanning every payload again cost a
+// tenth of a run. Seqs, IDs, types and causes are still checked.
+func ValidateTrustedBatch(session string, expectedLast uint64, batch []Event) error {
+	return validateBatch(session, expectedLast, batch, false)
+}
+
+func validateBatch(session string, expectedLast uint64, batch []Event, payloads bool) error {
 	if len(batch) == 0 {
 		return fmt.Errorf("%w: empty batch", ErrBadBatch)
 	}
@@ -125,7 +140,7 @@ func ValidateBatch(session string, expectedLast uint64, batch []Event) error {
 		if e.Session != "" && e.Session != session {
 			return fmt.Errorf("%w: seq %d: event names session %q, appending to %q", ErrBadBatch, e.Seq, e.Session, session)
 		}
-		if err := e.Validate(); err != nil {
+		if err := e.validate(payloads); err != nil {
 			return err
 		}
 	}

@@ -23,6 +23,14 @@ import (
 // restore the state from LatestCheckpoint(LastSeq) (or from the world if
 // there is none, ErrNoCheckpoint) and Read the events after the
 // checkpoint's Seq.
+// TrustedAppender is implemented by logs that can append a batch whose
+// payloads the caller encoded itself, skipping the JSON check of every
+// payload (ValidateTrustedBatch); everything else Append checks is checked.
+// The driver uses it for the events the engine made.
+type TrustedAppender interface {
+	AppendTrusted(ctx context.Context, id string, expectedLast uint64, batch []Event) error
+}
+
 type Log interface {
 	// CreateSession stores a new session. It returns an error wrapping
 	// ErrSessionExists if m.ID is taken and ErrBadSession if m is invalid

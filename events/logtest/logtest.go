@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) events.Log) {
 		{"AppendRead", testAppendRead},
 		{"EventsAreCopies", testEventsAreCopies},
 		{"BadBatch", testBadBatch},
+		{"TrustedAppend", testTrustedAppend},
 		{"StaleExpectation", testStaleExpectation},
 		{"IdempotentRetry", testIdempotentRetry},
 		{"OverlapConflict", testOverlapConflict},
@@ -894,4 +895,28 @@ func testClosed(t *testing.T, l events.Log) {
 	_, err = l.Checkpoints(ctx, "s")
 	wantErrIs(t, "Checkpoints", err, events.ErrClosed)
 	wantErrIs(t, "second Close", l.Close(), events.ErrClosed)
+}
+
+// testTrustedAppend: a log that offers AppendTrusted stores and reads back
+// what it is given like Append, still refuses a gap or a stale
+// expectation, and skips only the payload check.
+func testTrustedAppend(t *testing.T, l events.Log) {
+	ta, ok := l.(events.TrustedAppender)
+	if !ok {
+		t.Skip("the log has no AppendTrusted")
+	}
+	ctx := context.Background()
+	mustCreate(t, l, meta("s"))
+	batch := mkEvents(1, 3, "a")
+	if err := ta.AppendTrusted(ctx, "s", 0, batch); err != nil {
+		t.Fatalf("AppendTrusted: %v", err)
+	}
+	wantEvents(t, "AppendTrusted then Read", mustRead(t, l, "s", 1), withSession("s", batch))
+	gap := mkEvents(5, 1, "a")
+	wantErrIs(t, "AppendTrusted with a gap", ta.AppendTrusted(ctx, "s", 3, gap), events.ErrBadBatch)
+	stale := mkEvents(3, 1, "b")
+	if err := ta.AppendTrusted(ctx, "s", 2, stale); err == nil {
+		t.Fatal("AppendTrusted over stored events with other content: no error")
+	}
+	wantLastSeq(t, l, "s", 3)
 }

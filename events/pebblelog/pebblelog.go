@@ -429,10 +429,20 @@ func (l *Log) LastSeq(ctx context.Context, id string) (uint64, error) {
 // appends to different sessions proceed in parallel and share fsyncs through
 // Pebble's commit pipeline.
 func (l *Log) Append(ctx context.Context, id string, expectedLast uint64, batch []events.Event) error {
+	return l.append(ctx, id, expectedLast, batch, events.ValidateBatch)
+}
+
+// AppendTrusted implements events.TrustedAppender: Append without the JSON
+// check of the payloads.
+func (l *Log) AppendTrusted(ctx context.Context, id string, expectedLast uint64, batch []events.Event) error {
+	return l.append(ctx, id, expectedLast, batch, events.ValidateTrustedBatch)
+}
+
+func (l *Log) append(ctx context.Context, id string, expectedLast uint64, batch []events.Event, validate func(string, uint64, []events.Event) error) error {
 	if err := events.ValidSessionID(id); err != nil {
 		return err
 	}
-	if err := events.ValidateBatch(id, expectedLast, batch); err != nil {
+	if err := validate(id, expectedLast, batch); err != nil {
 		return err
 	}
 	if err := l.begin(ctx); err != nil {

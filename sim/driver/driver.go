@@ -209,7 +209,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		}
 		if n := len(rd.Events); n > 0 {
 			start := time.Now()
-			if err := d.cfg.Log.Append(ctx, meta.ID, last, rd.Events); err != nil {
+			if err := d.append(ctx, meta.ID, last, rd.Events); err != nil {
 				return fail(fmt.Errorf("driver: append: %w", err))
 			}
 			if d.cfg.Observer != nil {
@@ -341,4 +341,13 @@ func (d *Driver) request(ctx context.Context, subject string, data []byte) (*nat
 		}
 		wait = min(2*wait, retryMax)
 	}
+}
+
+// append stores a batch the engine made: with AppendTrusted when the log
+// has it (the engine encoded every payload itself), else Append.
+func (d *Driver) append(ctx context.Context, session string, last uint64, batch []events.Event) error {
+	if t, ok := d.cfg.Log.(events.TrustedAppender); ok {
+		return t.AppendTrusted(ctx, session, last, batch)
+	}
+	return d.cfg.Log.Append(ctx, session, last, batch)
 }
