@@ -73,6 +73,32 @@ type Config struct {
 	// and their remote seats' credentials (a JSON file, mode 0600), so that
 	// ResumeSaved can continue them after a restart. "" keeps nothing.
 	StateFile string
+	// Replica, if set, is given to every session's driver (a cluster-wide
+	// copy of the log; see Worker).
+	Replica driver.Replica
+	// Queue, if set, takes create and list requests through this NATS
+	// queue group, so that one of several services answers each; while
+	// MaxSessions sessions run, the service leaves the group (see Worker).
+	Queue string
+	// Hooks let a Worker follow the sessions the service runs; nil fields
+	// do nothing.
+	Hooks Hooks
+}
+
+// Hooks are called by a Service around the sessions it runs.
+type Hooks struct {
+	// Starting is called when a session is launched, before it runs; its
+	// error refuses the launch.
+	Starting func(ctx context.Context, meta events.SessionMeta) error
+	// Gate is called before each step of a session; its error stops the
+	// session at once.
+	Gate func(ctx context.Context, session string) error
+	// Ended is called once a launched session stops: finished, failed,
+	// stopped by an operator, or (handoff) interrupted by a shutdown or
+	// refused after Starting accepted it.
+	Ended func(meta events.SessionMeta, err error, handoff bool)
+	// List, if set, answers corpsim.v1.sessions.list instead of the Log.
+	List func(ctx context.Context) ([]events.SessionMeta, error)
 }
 
 // Defaults of Config's limits.
@@ -112,6 +138,9 @@ type Service struct {
 	// stopping is closed by Shutdown: drivers stop before their next step.
 	stopping chan struct{}
 	state    *stateFile
+
+	qmu    sync.Mutex
+	create *nats.Subscription // the create subscription while in the queue group
 }
 
 type session struct {
@@ -171,6 +200,19 @@ func New(cfg Config) (*Service, error) {
 		s.conn.Close()
 		return nil, err
 	}
+	if cfg.Queue != "" {
+		list, err := s.conn.QueueSubscribe(proto.ListSubject, cfg.Queue, s.handleList)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.subs = append(s.subs, list)
+		if err := s.updateQueue(); err != nil {
+			s.Close()
+			return nil, err
+		}
+		return s, s.conn.Flush()
+	}
 	create, err := s.conn.Subscribe(proto.CreateSubject, s.handleCreate)
 	if err != nil {
 		s.Close()
@@ -186,6 +228,9 @@ func New(cfg Config) (*Service, error) {
 }
 
 func (s *Service) handleCreate(msg *nats.Msg) {
+	if s.cfg.Queue != "" && s.passOn(msg) {
+		return
+	}
 	var req proto.CreateRequest
 	var reply proto.CreateReply
 	if err := json.Unmarshal(msg.Data, &req); err != nil {
@@ -200,7 +245,11 @@ func (s *Service) handleCreate(msg *nats.Msg) {
 }
 
 func (s *Service) handleList(msg *nats.Msg) {
-	metas, err := s.cfg.Log.Sessions(context.Background())
+	list := s.cfg.Log.Sessions
+	if s.cfg.Hooks.List != nil {
+		list = s.cfg.Hooks.List
+	}
+	metas, err := list(context.Background())
 	var b []byte
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"error": err.Error()})
@@ -384,8 +433,22 @@ func (s *Service) launch(l launch) error {
 	}
 	sort.Strings(remote)
 	log := s.logger.With("session", id)
+	if s.cfg.Hooks.Starting != nil {
+		if err := s.cfg.Hooks.Starting(context.Background(), meta); err != nil {
+			return err
+		}
+	}
+	// abandon tells the hooks of a launch refused after Starting.
+	abandon := func(err error) {
+		if s.cfg.Hooks.Ended != nil {
+			m := meta
+			m.Status = events.StatusFailed
+			s.cfg.Hooks.Ended(m, err, !l.fresh)
+		}
+	}
 	host, err := natshost.Serve(s.host, id, hosted, natshost.Options{Logger: log, Timeout: l.turnTimeout})
 	if err != nil {
+		abandon(err)
 		return err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -394,6 +457,7 @@ func (s *Service) launch(l launch) error {
 	if err != nil {
 		host.Close()
 		cancel()
+		abandon(err)
 		return err
 	}
 	s.mu.Lock()
@@ -409,16 +473,19 @@ func (s *Service) launch(l launch) error {
 		_ = ctl.Unsubscribe()
 		host.Close()
 		cancel()
+		abandon(refused)
 		return refused
 	}
 	s.sessions[id] = ss
 	s.wg.Add(1)
 	s.mu.Unlock()
+	s.queueChanged()
 	if err := s.state.put(id, savedSession{Seats: l.seats, TurnTimeout: l.turnTimeout.String(), JoinTimeout: l.joinTimeout.String()}); err != nil {
 		log.Warn("cannot record the session for a restart; it will not be resumed automatically", "error", err)
 	}
 	go func() {
 		defer s.wg.Done()
+		defer s.queueChanged()
 		defer close(ss.done)
 		defer host.Close()
 		defer ctl.Unsubscribe()
@@ -427,7 +494,7 @@ func (s *Service) launch(l launch) error {
 		if s.waitToStart(runCtx, ss, l, remote, log) {
 			d := driver.New(driver.Config{Log: s.cfg.Log, Conn: s.conn, Logger: s.logger, TurnTimeout: l.turnTimeout,
 				CheckpointEvery: s.cfg.CheckpointEvery, Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
-				Interest: s.cfg.Bus.Interest, Observer: s.cfg.Observer})
+				Interest: s.cfg.Bus.Interest, Observer: s.cfg.Observer, Replica: s.cfg.Replica})
 			log.Info("session running", "from_seq", e.State().LastSeq, "remote_seats", len(remote))
 			if l.fresh {
 				m, err = d.Run(runCtx, meta, e)
@@ -451,6 +518,9 @@ func (s *Service) launch(l launch) error {
 		ss.engine = nil
 		stopped := ss.stopped
 		ss.mu.Unlock()
+		if s.cfg.Hooks.Ended != nil {
+			s.cfg.Hooks.Ended(m, err, m.Status == events.StatusInterrupted && s.isStopping() && !stopped)
+		}
 		switch {
 		case m.Status == events.StatusInterrupted && s.isStopping() && !stopped:
 			// Kept in the state file (with its seats' tokens) for a restart.
@@ -523,6 +593,11 @@ func (s *Service) gate(ctx context.Context, ss *session) error {
 	shutdown := fmt.Errorf("%w: %w", ErrShuttingDown, context.Canceled)
 	if s.isStopping() {
 		return shutdown
+	}
+	if s.cfg.Hooks.Gate != nil {
+		if err := s.cfg.Hooks.Gate(ctx, ss.id); err != nil {
+			return err
+		}
 	}
 	ss.mu.Lock()
 	paused, resume := ss.paused, ss.resume
@@ -646,6 +721,7 @@ func (s *Service) shutdown(ctx context.Context, graceful bool) error {
 	s.mu.Unlock()
 	if first {
 		close(s.stopping)
+		s.queueChanged() // leave the queue group: other workers take new sessions
 		s.logger.Info("shutting down: not taking new sessions; running sessions stop after their current batch", "running", running)
 	}
 	all := make(chan struct{})
@@ -669,6 +745,12 @@ func (s *Service) shutdown(ctx context.Context, graceful bool) error {
 		<-all
 	}
 	if first {
+		s.qmu.Lock()
+		if s.create != nil {
+			_ = s.create.Unsubscribe()
+			s.create = nil
+		}
+		s.qmu.Unlock()
 		for _, sub := range s.subs {
 			_ = sub.Unsubscribe()
 		}

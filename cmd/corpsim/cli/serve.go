@@ -38,6 +38,11 @@ type ServeOptions struct {
 	Metrics         string        // address of the /metrics listener; "" for none
 	ShutdownGrace   time.Duration // how long running sessions may take to stop on SIGTERM
 	CheckpointEvery int
+	// Worker, if set, runs serve as one worker of a cluster (needs NATS):
+	// see service.Worker.
+	Worker   string
+	Replicas int           // of the log stream and buckets in worker mode; 0: 3 if possible, else 1
+	LeaseTTL time.Duration // worker mode: how long a dead worker's sessions wait before another adopts them
 }
 
 // stateFileName is serve's record, in the data folder, of the sessions it
@@ -90,6 +95,9 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 			}
 			if o.MaxSessions <= 0 || o.MaxSeats <= 0 {
 				return usagef("--max-sessions and --max-seats must be positive")
+			}
+			if o.Worker != "" && (o.NATS == "" || o.Ephemeral) {
+				return usagef("--worker needs --nats URL (the cluster) and a --data folder of its own (not --ephemeral)")
 			}
 			log, err := OpenLog(o.Data, o.Ephemeral, a.logger)
 			if err != nil {
@@ -145,7 +153,7 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 				}
 			}
 			stateFile := ""
-			if !o.Ephemeral {
+			if !o.Ephemeral && o.Worker == "" {
 				stateFile = filepath.Join(o.Data, stateFileName)
 			}
 			// The service's gauges are read at scrape time, so the metrics
@@ -157,10 +165,23 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 				m = metrics.New(func() (map[string]int, map[string]int) { return svc.Counts() })
 				observer = m
 			}
-			svc, err = service.New(service.Config{Log: log, Bus: bus, Auth: auth, Logger: a.logger, TurnTimeout: o.TurnTimeout,
+			svcCfg := service.Config{Log: log, Bus: bus, Auth: auth, Logger: a.logger, TurnTimeout: o.TurnTimeout,
 				JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, MaxSeats: o.MaxSeats, CheckpointEvery: o.CheckpointEvery,
-				LLM: llmAgent, Observer: observer, StateFile: stateFile})
-			if err != nil {
+				LLM: llmAgent, Observer: observer, StateFile: stateFile}
+			var worker *service.Worker
+			if o.Worker != "" {
+				wc, err := bus.Connect("corpsim-worker-" + o.Worker)
+				if err != nil {
+					return err
+				}
+				defer wc.Close()
+				worker, err = service.NewWorker(cmd.Context(), service.WorkerConfig{Name: o.Worker, Conn: wc, Replicas: o.Replicas,
+					LeaseTTL: o.LeaseTTL}, svcCfg)
+				if err != nil {
+					return err
+				}
+				svc = worker.Service()
+			} else if svc, err = service.New(svcCfg); err != nil {
 				return err
 			}
 			defer svc.Close()
@@ -178,7 +199,10 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 				}
 				defer stop()
 			}
-			if resumed, err := svc.ResumeSaved(cmd.Context()); err != nil {
+			if worker != nil {
+				// A worker resumes nothing from its own folder: the sessions
+				// of a dead worker are adopted from the stream by any worker.
+			} else if resumed, err := svc.ResumeSaved(cmd.Context()); err != nil {
 				a.logger.Error("some sessions could not be resumed", "error", err)
 			} else if len(resumed) > 0 {
 				fmt.Fprintf(a.stdout, "corpsim resumed %d session(s): %s\n", len(resumed), strings.Join(resumed, " "))
@@ -190,14 +214,22 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 			if o.NATS != "" {
 				where = "that of the external server (--nats-token)"
 			}
-			fmt.Fprintf(a.stdout, "corpsim serving on %s (operator token %s); stop with Ctrl-C\n", url, where)
+			if worker != nil {
+				fmt.Fprintf(a.stdout, "corpsim worker %s serving on %s (queue group %s); stop with Ctrl-C\n", o.Worker, url, service.WorkerQueue)
+			} else {
+				fmt.Fprintf(a.stdout, "corpsim serving on %s (operator token %s); stop with Ctrl-C\n", url, where)
+			}
 			a.logger.Info("serving", "nats", url)
 			<-cmd.Context().Done()
 			a.logger.Info("shutting down: not taking new sessions; running sessions stop after their current batch and are resumed by the next serve on this data",
 				"grace", o.ShutdownGrace)
 			ctx, cancel := context.WithTimeout(context.Background(), o.ShutdownGrace)
 			defer cancel()
-			if err := svc.Shutdown(ctx); err != nil {
+			shutdown := svc.Shutdown
+			if worker != nil {
+				shutdown = worker.Shutdown // also releases the leases: other workers adopt the sessions at once
+			}
+			if err := shutdown(ctx); err != nil {
 				a.logger.Warn("running turns were cancelled after the grace period; their sessions resume from their last durable batch", "error", err)
 			}
 			if saved := svc.Saved(); len(saved) > 0 {
@@ -225,6 +257,9 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9090 (also on the --http listener)")
 	f.DurationVar(&o.ShutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM/SIGINT, how long running sessions may take to finish their batch before their turns are cancelled")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000; negative: never)")
+	f.StringVar(&o.Worker, "worker", "", "run as the worker NAME of a cluster (needs --nats): take sessions through the queue group "+service.WorkerQueue+", replicate their logs to JetStream, adopt the sessions of dead workers")
+	f.IntVar(&o.Replicas, "replicas", 0, "worker mode: replicas of the log stream and buckets (0: 3 if the cluster has them, else 1)")
+	f.DurationVar(&o.LeaseTTL, "lease-ttl", service.DefaultLeaseTTL, "worker mode: a session's lease; a dead worker's sessions are adopted after it expires")
 	lf.add(c)
 	return c
 }

@@ -12,11 +12,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/sim/service"
 )
 
 // openExisting opens the log in data for a command that reads sessions:
@@ -49,13 +52,19 @@ func (a *app) openSession(ctx context.Context, data, id string) (events.Log, eve
 }
 
 func (a *app) sessionsCmd() *cobra.Command {
-	var data, world, status string
+	var data, world, status, natsURL, token string
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "sessions",
-		Short: "List the sessions in the data folder",
+		Short: "List the sessions in the data folder (or, with --nats, of a cluster of serve --worker processes)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if status != "" && !events.Status(status).Valid() {
+				return usagef("--status %q: want running, finished, interrupted or failed", status)
+			}
+			if natsURL != "" {
+				return a.clusterSessions(cmd.Context(), natsURL, token, world, status, asJSON)
+			}
 			log, err := a.openExisting(data)
 			if err != nil {
 				return err
@@ -64,9 +73,6 @@ func (a *app) sessionsCmd() *cobra.Command {
 			metas, err := log.Sessions(cmd.Context())
 			if err != nil {
 				return err
-			}
-			if status != "" && !events.Status(status).Valid() {
-				return usagef("--status %q: want running, finished, interrupted or failed", status)
 			}
 			out := metas[:0]
 			for _, m := range metas {
@@ -101,7 +107,64 @@ func (a *app) sessionsCmd() *cobra.Command {
 	f.StringVar(&world, "world", "", "only sessions of this world")
 	f.StringVar(&status, "status", "", "only sessions with this status: running, finished, interrupted, failed")
 	f.BoolVar(&asJSON, "json", false, "print JSON Lines")
+	f.StringVar(&natsURL, "nats", "", "list the sessions of the cluster at this NATS URL (its JetStream metadata) instead of a data folder")
+	f.StringVar(&token, "token", "", "token to present to the NATS server (with --nats)")
 	return c
+}
+
+// clusterSessions lists the sessions the cluster's metadata bucket and log
+// stream know, with the worker holding each running session's lease.
+func (a *app) clusterSessions(ctx context.Context, url, token, world, status string, asJSON bool) error {
+	opts := []nats.Option{nats.Name("corpsim sessions")}
+	if token != "" {
+		opts = append(opts, nats.Token(token))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	all, err := service.ClusterSessions(ctx, js)
+	if err != nil {
+		return err
+	}
+	out := all[:0]
+	for _, s := range all {
+		if (world == "" || s.World == world) && (status == "" || string(s.Status) == status) {
+			out = append(out, s)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Created < out[j].Created })
+	if asJSON {
+		enc := json.NewEncoder(a.stdout)
+		for _, s := range out {
+			if err := enc.Encode(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tWORLD\tSEED\tSTATUS\tEVENTS\tWORKER\tCREATED")
+	for _, s := range out {
+		st, worker := string(s.Status), s.Worker
+		if st == "" {
+			st = "?"
+		}
+		if s.Status == events.StatusRunning && s.Leased == "" {
+			worker = "(none: awaiting adoption)"
+		} else if s.Leased != "" {
+			worker = s.Leased
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", s.ID, s.World, s.Seed, st, s.Events, worker, s.Created)
+	}
+	return tw.Flush()
 }
 
 func (a *app) resumeCmd() *cobra.Command {

@@ -1,0 +1,595 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/jsreplica"
+)
+
+// Buckets and the queue group of worker mode.
+const (
+	// LeaseBucket holds, for each running session, a lease: its owner's
+	// worker name, renewed every RenewEvery; a key expires LeaseTTL after
+	// its last renewal.
+	LeaseBucket = "CORPSIM_LEASES"
+	// OwnerBucket holds the worker that last ran each session (no TTL).
+	OwnerBucket = "CORPSIM_OWNERS"
+	// WorkerQueue is the queue group through which workers take create
+	// requests.
+	WorkerQueue = "corpsim-workers"
+)
+
+// Defaults of WorkerConfig.
+const (
+	DefaultLeaseTTL   = 10 * time.Second
+	DefaultRenewEvery = 3 * time.Second
+	DefaultScanEvery  = 2 * time.Second
+)
+
+// ErrLeaseLost stops a session whose worker could not keep its lease.
+var ErrLeaseLost = errors.New("service: the session's lease was lost; another worker may run it")
+
+// WorkerConfig configures a Worker.
+type WorkerConfig struct {
+	Name string // the worker's name, unique in the cluster; required
+	// Conn reaches JetStream (the log stream, the buckets); required. It
+	// stays the caller's.
+	Conn *nats.Conn
+	// Replicas of the stream and the buckets; 0 tries 3 and falls back to
+	// 1 when the cluster cannot hold 3.
+	Replicas   int
+	LeaseTTL   time.Duration // 0: DefaultLeaseTTL
+	RenewEvery time.Duration // 0: DefaultRenewEvery
+	ScanEvery  time.Duration // 0: DefaultScanEvery
+	// RetryFor bounds a replication's retries (jsreplica.Config.RetryFor);
+	// it is also cut at the lease's end.
+	RetryFor time.Duration
+}
+
+// Worker is one of several `corpsim serve --worker` processes sharing a
+// NATS cluster: it takes new sessions through the WorkerQueue group, keeps
+// every session's log in its own Log and in the JetStream stream
+// (jsreplica), holds a lease in LeaseBucket for each session it runs, and
+// adopts running sessions whose lease expired (their worker died): it
+// restores them from the stream into its Log and continues them with their
+// built-in seats re-created.
+//
+// A session stops at once on its worker when its lease cannot be renewed
+// before it would expire (the service's gate, and each replication is cut
+// at the lease's end); another worker adopts it only after the lease
+// expired. The stream's per-batch expected sequence refuses a batch from a
+// writer that has not seen the other's events.
+//
+//	w, err := service.NewWorker(ctx, service.WorkerConfig{Name: "w1", Conn: nc}, service.Config{Log: log, Bus: bus})
+//	defer w.Shutdown(ctx)
+type Worker struct {
+	cfg     WorkerConfig
+	svc     *Service
+	log     events.Log
+	logger  hclog.Logger
+	js      jetstream.JetStream
+	replica *jsreplica.Replica
+	leases  jetstream.KeyValue
+	owners  jetstream.KeyValue
+	meta    jetstream.KeyValue
+
+	mu   sync.Mutex
+	held map[string]*lease
+	// replFailed: sessions whose replication failed (handed off, not failed).
+	replFailed map[string]bool
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+type lease struct {
+	rev     uint64
+	renewed time.Time
+	lost    bool
+}
+
+// NewWorker starts a Service in worker mode on svcCfg (Replica, Queue and
+// Hooks are the worker's; StateFile is not used: a dead worker's sessions
+// are adopted by the others) and its lease and adoption loops.
+func NewWorker(ctx context.Context, cfg WorkerConfig, svcCfg Config) (*Worker, error) {
+	if cfg.Name == "" || cfg.Conn == nil {
+		return nil, errors.New("service: a worker needs a name and a connection")
+	}
+	if err := events.ValidSessionID(cfg.Name); err != nil {
+		return nil, fmt.Errorf("service: worker name: %w", err)
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.RenewEvery == 0 {
+		cfg.RenewEvery = DefaultRenewEvery
+	}
+	if cfg.ScanEvery == 0 {
+		cfg.ScanEvery = DefaultScanEvery
+	}
+	if cfg.RenewEvery*2 >= cfg.LeaseTTL {
+		return nil, fmt.Errorf("service: lease TTL %v must be more than twice the renewal interval %v", cfg.LeaseTTL, cfg.RenewEvery)
+	}
+	logger := svcCfg.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	w := &Worker{cfg: cfg, log: svcCfg.Log, logger: logger.With("worker", cfg.Name), held: map[string]*lease{},
+		replFailed: map[string]bool{}, stop: make(chan struct{})}
+	replicas := []int{cfg.Replicas}
+	if cfg.Replicas == 0 {
+		replicas = []int{3, 1}
+	}
+	var err error
+	for _, n := range replicas {
+		if err = w.connect(ctx, n); err == nil {
+			break
+		}
+		w.logger.Warn("cannot set up the stream and buckets", "replicas", n, "error", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	svcCfg.Replica = fencedReplica{w}
+	svcCfg.Queue = WorkerQueue
+	svcCfg.StateFile = ""
+	svcCfg.Hooks = Hooks{Starting: w.starting, Gate: w.gate, Ended: w.ended, List: w.list}
+	if w.svc, err = New(svcCfg); err != nil {
+		return nil, err
+	}
+	w.wg.Add(2)
+	go w.renewLoop()
+	go w.scanLoop()
+	return w, nil
+}
+
+func (w *Worker) connect(ctx context.Context, replicas int) error {
+	r, err := jsreplica.New(ctx, w.cfg.Conn, jsreplica.Config{Replicas: replicas, RetryFor: w.cfg.RetryFor, Logger: w.logger})
+	if err != nil {
+		return err
+	}
+	w.replica, w.js = r, r.JetStream()
+	if w.leases, err = w.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket,
+		Description: "corpsim session leases: the worker running each session", History: 1, TTL: w.cfg.LeaseTTL,
+		Storage: jetstream.FileStorage, Replicas: replicas}); err != nil {
+		return fmt.Errorf("service: bucket %s: %w", LeaseBucket, err)
+	}
+	if w.owners, err = w.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: OwnerBucket,
+		Description: "corpsim: the worker that last ran each session", History: 1,
+		Storage: jetstream.FileStorage, Replicas: replicas}); err != nil {
+		return fmt.Errorf("service: bucket %s: %w", OwnerBucket, err)
+	}
+	if w.meta, err = w.js.KeyValue(ctx, jsreplica.Bucket); err != nil {
+		return fmt.Errorf("service: bucket %s: %w", jsreplica.Bucket, err)
+	}
+	return nil
+}
+
+// Service is the worker's service (Create, Status, Wait, Counts).
+func (w *Worker) Service() *Service { return w.svc }
+
+// Shutdown stops the loops and shuts the service down: running sessions
+// stop after their batch and their leases are released, so that other
+// workers adopt them at once.
+func (w *Worker) Shutdown(ctx context.Context) error {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
+	err := w.svc.Shutdown(ctx)
+	w.wg.Wait()
+	return err
+}
+
+// leaseEnd is when a lease renewed at t must be considered gone: a third
+// of the TTL before it expires on the server.
+func (w *Worker) leaseEnd(l *lease) time.Time { return l.renewed.Add(w.cfg.LeaseTTL * 2 / 3) }
+
+func (w *Worker) starting(ctx context.Context, meta events.SessionMeta) error {
+	id := meta.ID
+	w.mu.Lock()
+	_, adopted := w.held[id]
+	w.mu.Unlock()
+	if !adopted {
+		rev, err := w.leases.Create(ctx, id, []byte(w.cfg.Name))
+		if err != nil {
+			return fmt.Errorf("service: session %s: lease: %w", id, err)
+		}
+		w.mu.Lock()
+		w.held[id] = &lease{rev: rev, renewed: time.Now()}
+		w.mu.Unlock()
+	}
+	if _, err := w.owners.Put(ctx, id, []byte(w.cfg.Name)); err != nil {
+		w.logger.Warn("cannot record the session's owner", "session", id, "error", err)
+	}
+	meta.Status = events.StatusRunning
+	if err := w.replica.PutSession(ctx, meta); err != nil {
+		w.release(id)
+		return err
+	}
+	return nil
+}
+
+func (w *Worker) gate(_ context.Context, session string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := w.held[session]
+	if l == nil || l.lost || time.Now().After(w.leaseEnd(l)) {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// ended records a session's end in the cluster and releases its lease,
+// unless the lease was lost (the session is another worker's now).
+func (w *Worker) ended(meta events.SessionMeta, err error, handoff bool) {
+	id := meta.ID
+	w.mu.Lock()
+	l := w.held[id]
+	lost := l == nil || l.lost || errors.Is(err, ErrLeaseLost)
+	if w.replFailed[id] {
+		handoff = true
+		delete(w.replFailed, id)
+	}
+	w.mu.Unlock()
+	w.replica.Forget(id)
+	log := w.logger.With("session", id)
+	if lost {
+		log.Warn("lease lost: the session stopped here and is left to the worker that holds it", "last_seq", meta.LastSeq)
+		w.mu.Lock()
+		delete(w.held, id)
+		w.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if handoff {
+		// Left running in the metadata: another worker (or this one)
+		// adopts it once the lease is gone.
+		meta.Status = events.StatusRunning
+		log.Info("session handed off", "last_seq", meta.LastSeq)
+	}
+	if perr := w.replica.PutSession(ctx, meta); perr != nil {
+		log.Error("cannot record the session's end in the cluster", "status", meta.Status, "error", perr)
+	}
+	w.release(id)
+}
+
+// release deletes the worker's lease of id.
+func (w *Worker) release(id string) {
+	w.mu.Lock()
+	l := w.held[id]
+	delete(w.held, id)
+	w.mu.Unlock()
+	if l == nil || l.lost {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := w.leases.Delete(ctx, id, jetstream.LastRevision(l.rev)); err != nil {
+		w.logger.Warn("cannot release the lease; it expires on its own", "session", id, "error", err)
+	}
+}
+
+func (w *Worker) renewLoop() {
+	defer w.wg.Done()
+	t := time.NewTicker(w.cfg.RenewEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		ids := make([]string, 0, len(w.held))
+		for id, l := range w.held {
+			if !l.lost {
+				ids = append(ids, id)
+			}
+		}
+		w.mu.Unlock()
+		for _, id := range ids {
+			w.renew(id)
+		}
+	}
+}
+
+func (w *Worker) renew(id string) {
+	w.mu.Lock()
+	l := w.held[id]
+	if l == nil || l.lost {
+		w.mu.Unlock()
+		return
+	}
+	rev := l.rev
+	w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.RenewEvery)
+	defer cancel()
+	now := time.Now()
+	nrev, err := w.leases.Update(ctx, id, []byte(w.cfg.Name), rev)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if l = w.held[id]; l == nil || l.rev != rev {
+		return
+	}
+	switch {
+	case err == nil:
+		l.rev, l.renewed = nrev, now
+	case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyNotFound), time.Now().After(w.leaseEnd(l)):
+		// Someone else's now, expired, or not renewed in time.
+		l.lost = true
+		w.logger.Warn("lease lost; the session stops here", "session", id, "error", err)
+	default:
+		w.logger.Warn("lease renewal failed; trying again", "session", id, "error", err)
+	}
+}
+
+func (w *Worker) scanLoop() {
+	defer w.wg.Done()
+	for {
+		// Jittered, so that workers do not race for the same sessions.
+		d := w.cfg.ScanEvery/2 + rand.N(w.cfg.ScanEvery)
+		select {
+		case <-w.stop:
+			return
+		case <-time.After(d):
+		}
+		if err := w.scan(); err != nil {
+			w.logger.Warn("looking for orphaned sessions failed", "error", err)
+		}
+	}
+}
+
+// adoptPerScan bounds the sessions one scan adopts, to spread them.
+const adoptPerScan = 2
+
+// scan looks for running sessions without a lease and adopts some.
+func (w *Worker) scan() error {
+	s := w.svc
+	s.mu.Lock()
+	room := s.cfg.MaxSessions - s.runningLocked()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed || room <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	metas, err := w.runningMetas(ctx)
+	if err != nil {
+		return err
+	}
+	leased, err := keys(ctx, w.leases)
+	if err != nil {
+		return err
+	}
+	var orphans []string
+	for _, m := range metas {
+		if !leased[m.ID] && !w.busy(m.ID) {
+			orphans = append(orphans, m.ID)
+		}
+	}
+	rand.Shuffle(len(orphans), func(i, j int) { orphans[i], orphans[j] = orphans[j], orphans[i] })
+	n := 0
+	for _, id := range orphans {
+		if n >= min(room, adoptPerScan) {
+			break
+		}
+		rev, err := w.leases.Create(ctx, id, []byte(w.cfg.Name))
+		if err != nil {
+			continue // another worker won it
+		}
+		w.mu.Lock()
+		w.held[id] = &lease{rev: rev, renewed: time.Now()}
+		w.mu.Unlock()
+		n++
+		if err := w.adopt(ctx, id); err != nil {
+			w.logger.Error("cannot adopt the session", "session", id, "error", err)
+			w.release(id)
+		}
+	}
+	return nil
+}
+
+// busy reports whether this worker holds id or still runs it.
+func (w *Worker) busy(id string) bool {
+	w.mu.Lock()
+	_, held := w.held[id]
+	w.mu.Unlock()
+	if held {
+		return true
+	}
+	s := w.svc
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss := s.sessions[id]; ss != nil {
+		select {
+		case <-ss.done:
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// adopt restores session id from the stream into the worker's log and
+// continues it. The caller holds its lease.
+func (w *Worker) adopt(ctx context.Context, id string) error {
+	log := w.logger.With("session", id)
+	w.replica.Forget(id)
+	last, err := jsreplica.Restore(ctx, w.js, id, w.log)
+	if errors.Is(err, jsreplica.ErrGap) {
+		// This worker ran the session before and stored a batch the stream
+		// never got: the stream has nothing after it, so publish it.
+		log.Warn("the local log is ahead of the stream; publishing what the stream lacks", "error", err)
+		last, err = w.replica.Sync(ctx, w.log, id)
+	}
+	if err != nil {
+		return err
+	}
+	meta, err := w.log.Session(ctx, id)
+	if err != nil {
+		return err
+	}
+	if meta.Status == events.StatusFinished {
+		log.Info("the session had finished; recording it")
+		if err := w.replica.PutSession(ctx, meta); err != nil {
+			return err
+		}
+		w.release(id)
+		return nil
+	}
+	if last == 0 {
+		meta.Status = events.StatusFailed
+		_ = w.replica.PutSession(ctx, meta)
+		return fmt.Errorf("service: session %s has no events in the stream: its worker died before its first batch; recorded failed", id)
+	}
+	meta.Status, meta.LastSeq = events.StatusInterrupted, last
+	if err := w.log.UpdateSession(ctx, meta); err != nil {
+		return err
+	}
+	if err := w.svc.resume(ctx, id, savedSession{}); err != nil {
+		return err
+	}
+	log.Info("adopted an orphaned session", "at_seq", last)
+	return nil
+}
+
+// runningMetas reads the cluster's metadata of sessions recorded running.
+func (w *Worker) runningMetas(ctx context.Context) ([]events.SessionMeta, error) {
+	all, err := allMetas(ctx, w.meta)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, m := range all {
+		if m.Status == events.StatusRunning {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (w *Worker) list(ctx context.Context) ([]events.SessionMeta, error) {
+	return allMetas(ctx, w.meta)
+}
+
+func allMetas(ctx context.Context, kv jetstream.KeyValue) ([]events.SessionMeta, error) {
+	ids, err := keys(ctx, kv)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]events.SessionMeta, 0, len(ids))
+	for id := range ids {
+		e, err := kv.Get(ctx, id)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var m events.SessionMeta
+		if err := json.Unmarshal(e.Value(), &m); err != nil {
+			return nil, &events.CorruptError{Session: id, Key: kv.Bucket() + "." + id, Err: err}
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func keys(ctx context.Context, kv jetstream.KeyValue) (map[string]bool, error) {
+	kl, err := kv.ListKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer kl.Stop()
+	out := map[string]bool{}
+	for k := range kl.Keys() {
+		out[k] = true
+	}
+	return out, nil
+}
+
+// fencedReplica replicates for the worker's sessions only while their
+// lease holds: each batch's replication is cut at the lease's end, and a
+// failure is remembered so that the session is handed off, not failed.
+type fencedReplica struct{ w *Worker }
+
+func (f fencedReplica) Replicate(ctx context.Context, session string, batch []events.Event) error {
+	w := f.w
+	w.mu.Lock()
+	l := w.held[session]
+	var end time.Time
+	if l != nil && !l.lost {
+		end = w.leaseEnd(l)
+	}
+	w.mu.Unlock()
+	if end.IsZero() || time.Now().After(end) {
+		return ErrLeaseLost
+	}
+	ctx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	err := w.replica.Replicate(ctx, session, batch)
+	if err != nil {
+		w.mu.Lock()
+		w.replFailed[session] = true
+		w.mu.Unlock()
+	}
+	return err
+}
+
+// ClusterSession is a session as the cluster knows it: its recorded
+// metadata, the events the stream holds, the worker holding its lease (if
+// running) and the worker that last ran it.
+type ClusterSession struct {
+	events.SessionMeta
+	Events uint64 `json:"events"`
+	Leased string `json:"leased_by,omitempty"`
+	Worker string `json:"worker,omitempty"`
+}
+
+// ClusterSessions lists the sessions of a cluster of workers.
+func ClusterSessions(ctx context.Context, js jetstream.JetStream) ([]ClusterSession, error) {
+	ss, err := jsreplica.Sessions(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	read := func(bucket string) map[string]string {
+		out := map[string]string{}
+		kv, err := js.KeyValue(ctx, bucket)
+		if err != nil {
+			return out
+		}
+		ids, err := keys(ctx, kv)
+		if err != nil {
+			return out
+		}
+		for id := range ids {
+			if e, err := kv.Get(ctx, id); err == nil {
+				out[id] = string(e.Value())
+			}
+		}
+		return out
+	}
+	leases, owners := read(LeaseBucket), read(OwnerBucket)
+	out := make([]ClusterSession, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, ClusterSession{SessionMeta: s.Meta, Events: s.Events, Leased: leases[s.ID], Worker: owners[s.ID]})
+	}
+	return out, nil
+}

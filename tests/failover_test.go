@@ -1,0 +1,329 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corpsim/corpsim/agents/client"
+	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/jsreplica"
+	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/sim/service"
+)
+
+// workerProc is a `corpsim serve --worker` process.
+type workerProc struct {
+	name           string
+	cmd            *exec.Cmd
+	stdout, stderr lockedBuffer
+	done           chan struct{}
+}
+
+func startWorker(tb testing.TB, name, urls string, args ...string) *workerProc {
+	tb.Helper()
+	dir := tb.TempDir()
+	args = append([]string{"--log-level", "info", "serve", "--nats", urls, "--worker", name, "--data", filepath.Join(dir, "data")}, args...)
+	p := &workerProc{name: name, cmd: exec.Command(corpsimBinary(tb), args...), done: make(chan struct{})}
+	p.cmd.Dir = dir
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	tb.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-p.done:
+			case <-time.After(15 * time.Second):
+				_ = p.cmd.Process.Kill()
+				<-p.done
+			}
+		}
+		if tb.Failed() {
+			tb.Logf("worker %s stderr:\n%s", name, tail(p.stderr.String(), 4000))
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(p.stdout.String(), "corpsim worker "+name+" serving") {
+		select {
+		case <-p.done:
+			tb.Fatalf("worker %s exited: %s", name, p.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("worker %s did not start: %s", name, p.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return p
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// TestFailoverWorkerKilled: three embedded NATS nodes in a cluster, three
+// `corpsim serve --worker` processes; 30 sessions created through the
+// queue group spread over the workers; one worker is killed with SIGKILL
+// while its sessions run. Every one of its sessions is adopted by another
+// worker and finishes, and every session's log, restored from the stream,
+// is gapless, has no duplicates and replays to the recorded state hash.
+func TestFailoverWorkerKilled(t *testing.T) {
+	const sessions = 30
+	world := "support-desk"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	logger := testLogger(t)
+	nodes, err := natsbus.StartCluster(t.TempDir(), 3, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, n := range nodes {
+			if n.Running() {
+				n.Shutdown()
+			}
+		}
+	}()
+	var urls []string
+	for _, n := range nodes {
+		urls = append(urls, n.ClientURL())
+	}
+	url := strings.Join(urls, ",")
+	workers := map[string]*workerProc{}
+	for i := 1; i <= 3; i++ {
+		name := fmt.Sprintf("w%d", i)
+		workers[name] = startWorker(t, name, url)
+	}
+
+	op, err := client.Dial(url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := js.KeyValue(ctx, service.LeaseBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, 0, sessions)
+	for i := range sessions {
+		reply, err := op.Create(ctx, proto.CreateRequest{World: world, Seed: uint64(i + 1), Agents: "greedy"})
+		if err != nil {
+			t.Fatalf("create %d: %v", i, err)
+		}
+		ids = append(ids, reply.Session)
+	}
+	// Who runs what: the leases.
+	owner := map[string]string{}
+	for _, id := range ids {
+		e, err := leases.Get(ctx, id)
+		if err != nil {
+			t.Fatalf("session %s has no lease: %v", id, err)
+		}
+		owner[id] = string(e.Value())
+	}
+	perWorker := map[string][]string{}
+	for _, id := range ids {
+		perWorker[owner[id]] = append(perWorker[owner[id]], id)
+	}
+	if len(perWorker) < 2 {
+		t.Fatalf("all %d sessions went to one worker: %v", sessions, perWorker)
+	}
+	// The victim: the worker with the most sessions; killed once each of
+	// them has events in the stream, while some still run.
+	victim := ""
+	for w, s := range perWorker {
+		if victim == "" || len(s) > len(perWorker[victim]) {
+			victim = w
+		}
+	}
+	st, err := js.Stream(ctx, jsreplica.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metaKV, err := js.KeyValue(ctx, jsreplica.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func(id string) events.SessionMeta {
+		var m events.SessionMeta
+		if e, err := metaKV.Get(ctx, id); err == nil {
+			_ = json.Unmarshal(e.Value(), &m)
+		}
+		return m
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(jsreplica.SubjectPrefix+">"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready := true
+		for _, id := range perWorker[victim] {
+			if info.State.Subjects[jsreplica.Subject(id)] < 50 {
+				ready = false
+			}
+		}
+		if ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the victim's sessions did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := workers[victim].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-workers[victim].done
+	killedAt := time.Now()
+	var orphans []string
+	for _, id := range perWorker[victim] {
+		if status(id).Status == events.StatusRunning {
+			orphans = append(orphans, id)
+		}
+	}
+	t.Logf("sessions per worker: %v; killed %s with %d session(s) still running", counts(perWorker), victim, len(orphans))
+	if len(orphans) == 0 {
+		t.Fatalf("the victim's sessions all finished before the kill; nothing to fail over")
+	}
+
+	// Every session finishes.
+	for {
+		left := 0
+		for _, id := range ids {
+			if status(id).Status != events.StatusFinished {
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%d sessions did not finish", left)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("all %d sessions finished %v after the kill", sessions, time.Since(killedAt).Round(time.Millisecond))
+	owners, err := js.KeyValue(ctx, service.OwnerBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range orphans {
+		e, err := owners.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(e.Value()); got == victim {
+			t.Errorf("session %s: finished by %s, the killed worker", id, got)
+		}
+	}
+
+	// Every log, restored from the stream: gapless, no duplicates, replays
+	// to the recorded state hash.
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(jsreplica.SubjectPrefix+">"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	sem := make(chan struct{}, 4)
+	for _, id := range ids {
+		wg.Add(1)
+		go func(id string) {
+			var err error
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			meta := status(id)
+			if n := info.State.Subjects[jsreplica.Subject(id)]; n != meta.LastSeq {
+				errs <- fmt.Errorf("session %s: the stream holds %d messages for %d events", id, n, meta.LastSeq)
+				return
+			}
+			// Restore does not retry transient failures itself (a fetch
+			// can find the new consumer not ready in a cluster): a few tries,
+			// each into a fresh log.
+			var l events.Log
+			var last uint64
+			for try := 1; ; try++ {
+				l = memlog.New()
+				if last, err = jsreplica.Restore(ctx, js, id, l); err == nil || try == 5 {
+					break
+				}
+				t.Logf("session %s: restore, try %d: %v", id, try, err)
+				time.Sleep(time.Duration(try) * 200 * time.Millisecond)
+			}
+			if err != nil {
+				errs <- fmt.Errorf("session %s: restore: %w", id, err)
+				return
+			}
+			if last != meta.LastSeq {
+				errs <- fmt.Errorf("session %s: restored %d events, want %d", id, last, meta.LastSeq)
+				return
+			}
+			rmeta, err := l.Session(ctx, id)
+			if err != nil {
+				errs <- err
+				return
+			}
+			rep := driver.Verify(ctx, l, rmeta)
+			if !rep.OK || rep.StateHash != meta.StateHash || rep.Events != meta.LastSeq {
+				errs <- fmt.Errorf("session %s: verify %+v; want hash %s over %d events", id, rep, meta.StateHash, meta.LastSeq)
+			}
+		}(id)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	// The cluster-wide listing names the worker of each session.
+	out, stderr, code := corpsimIn(t, t.TempDir(), "sessions", "--nats", url)
+	if code != 0 {
+		t.Fatalf("corpsim sessions --nats: exit %d: %s", code, stderr)
+	}
+	if n := strings.Count(out, " finished "); n != sessions {
+		t.Errorf("corpsim sessions --nats lists %d finished sessions, want %d:\n%s", n, sessions, out)
+	}
+	t.Logf("corpsim sessions --nats:\n%s", tail(out, 1500))
+}
+
+func counts(m map[string][]string) map[string]int {
+	out := map[string]int{}
+	for k, v := range m {
+		out[k] = len(v)
+	}
+	return out
+}
