@@ -215,7 +215,10 @@ func (e *Engine) StateHash() string {
 // every event before it), or "" while the session has not ended.
 func (e *Engine) EndStateHash() string { return e.endHash }
 
-// Ready returns the events emitted since the last Advance and the turns to ask.
+// Ready returns the events emitted since the last Advance and the turns to
+// ask. The Events slice is the engine's: it is valid until the Advance
+// after it, and the engine reuses its array afterwards (copy the events to
+// keep them).
 func (e *Engine) Ready() Ready {
 	rd := Ready{Events: e.pending, Done: e.done}
 	e.handed = len(e.pending)
@@ -231,9 +234,11 @@ func (e *Engine) Ready() Ready {
 
 // Advance tells the engine that the events of the last Ready are durable and published.
 func (e *Engine) Advance() {
-	e.pending = e.pending[e.handed:]
-	if len(e.pending) == 0 {
-		e.pending = nil
+	if e.handed == len(e.pending) {
+		clear(e.pending) // drop the references to the payloads
+		e.pending = e.pending[:0]
+	} else {
+		e.pending = e.pending[e.handed:]
 	}
 	e.handed = 0
 }

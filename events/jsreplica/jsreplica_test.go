@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -80,7 +81,7 @@ func session(tb testing.TB, id string, seed uint64) (events.SessionMeta, [][]eve
 		}
 		rd := e.Ready()
 		if len(rd.Events) > 0 {
-			batches = append(batches, rd.Events)
+			batches = append(batches, slices.Clone(rd.Events)) // the engine reuses its array
 		}
 		e.Advance()
 		if rd.Done {
