@@ -85,11 +85,17 @@ type Config struct {
 	Hooks Hooks
 }
 
+// Launched describes a session being launched, for Hooks.Starting.
+type Launched struct {
+	Meta                     events.SessionMeta
+	TurnTimeout, JoinTimeout time.Duration
+}
+
 // Hooks are called by a Service around the sessions it runs.
 type Hooks struct {
 	// Starting is called when a session is launched, before it runs; its
 	// error refuses the launch.
-	Starting func(ctx context.Context, meta events.SessionMeta) error
+	Starting func(ctx context.Context, l Launched) error
 	// Gate is called before each step of a session; its error stops the
 	// session at once.
 	Gate func(ctx context.Context, session string) error
@@ -434,7 +440,7 @@ func (s *Service) launch(l launch) error {
 	sort.Strings(remote)
 	log := s.logger.With("session", id)
 	if s.cfg.Hooks.Starting != nil {
-		if err := s.cfg.Hooks.Starting(context.Background(), meta); err != nil {
+		if err := s.cfg.Hooks.Starting(context.Background(), Launched{Meta: meta, TurnTimeout: l.turnTimeout, JoinTimeout: l.joinTimeout}); err != nil {
 			return err
 		}
 	}

@@ -226,12 +226,13 @@ func (s *Service) resume(ctx context.Context, id string, saved savedSession) err
 		}
 		seats[member] = seat
 	}
+	at := e.State().LastSeq // read before launch: the engine is the driver's from then on
 	if err := s.launch(launch{meta: meta, engine: e, turnTimeout: turnTimeout, joinTimeout: joinTimeout, seats: seats}); err != nil {
 		if s.cfg.Auth != nil {
 			s.cfg.Auth.RemoveSession(id)
 		}
 		return err
 	}
-	s.logger.Info("session resumed", "session", id, "at_seq", e.State().LastSeq, "replayed", n, "remote", len(seats))
+	s.logger.Info("session resumed", "session", id, "at_seq", at, "replayed", n, "remote", len(seats))
 	return nil
 }

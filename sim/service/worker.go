@@ -137,7 +137,7 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, svcCfg Config) (*Worker, e
 		if err = w.connect(ctx, n); err == nil {
 			break
 		}
-		w.logger.Warn("cannot set up the stream and buckets", "replicas", n, "error", err)
+		w.logger.Info("cannot set up the stream and buckets with these replicas", "replicas", n, "error", err)
 	}
 	if err != nil {
 		return nil, err
@@ -198,7 +198,16 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 // of the TTL before it expires on the server.
 func (w *Worker) leaseEnd(l *lease) time.Time { return l.renewed.Add(w.cfg.LeaseTTL * 2 / 3) }
 
-func (w *Worker) starting(ctx context.Context, meta events.SessionMeta) error {
+// owner is what OwnerBucket records of a session: its worker and what a
+// worker adopting it needs besides its metadata.
+type owner struct {
+	Worker      string `json:"worker"`
+	TurnTimeout string `json:"turn_timeout,omitempty"`
+	JoinTimeout string `json:"join_timeout,omitempty"`
+}
+
+func (w *Worker) starting(ctx context.Context, la Launched) error {
+	meta := la.Meta
 	id := meta.ID
 	w.mu.Lock()
 	_, adopted := w.held[id]
@@ -212,7 +221,8 @@ func (w *Worker) starting(ctx context.Context, meta events.SessionMeta) error {
 		w.held[id] = &lease{rev: rev, renewed: time.Now()}
 		w.mu.Unlock()
 	}
-	if _, err := w.owners.Put(ctx, id, []byte(w.cfg.Name)); err != nil {
+	rec, _ := json.Marshal(owner{Worker: w.cfg.Name, TurnTimeout: la.TurnTimeout.String(), JoinTimeout: la.JoinTimeout.String()})
+	if _, err := w.owners.Put(ctx, id, rec); err != nil {
 		w.logger.Warn("cannot record the session's owner", "session", id, "error", err)
 	}
 	meta.Status = events.StatusRunning
@@ -462,7 +472,14 @@ func (w *Worker) adopt(ctx context.Context, id string) error {
 	if err := w.log.UpdateSession(ctx, meta); err != nil {
 		return err
 	}
-	if err := w.svc.resume(ctx, id, savedSession{}); err != nil {
+	var saved savedSession
+	if e, err := w.owners.Get(ctx, id); err == nil {
+		var o owner
+		if json.Unmarshal(e.Value(), &o) == nil {
+			saved.TurnTimeout, saved.JoinTimeout = o.TurnTimeout, o.JoinTimeout
+		}
+	}
+	if err := w.svc.resume(ctx, id, saved); err != nil {
 		return err
 	}
 	log.Info("adopted an orphaned session", "at_seq", last)
@@ -587,6 +604,12 @@ func ClusterSessions(ctx context.Context, js jetstream.JetStream) ([]ClusterSess
 		return out
 	}
 	leases, owners := read(LeaseBucket), read(OwnerBucket)
+	for id, v := range owners {
+		var o owner
+		if json.Unmarshal([]byte(v), &o) == nil {
+			owners[id] = o.Worker
+		}
+	}
 	out := make([]ClusterSession, 0, len(ss))
 	for _, s := range ss {
 		out = append(out, ClusterSession{SessionMeta: s.Meta, Events: s.Events, Leased: leases[s.ID], Worker: owners[s.ID]})

@@ -1,0 +1,242 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corpsim/corpsim/agents/client"
+	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/jsreplica"
+	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/sim/driver"
+)
+
+type tbWriter struct{ tb testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.tb.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func testLogger(tb testing.TB) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: tb.Name(), Level: hclog.Warn, Output: tbWriter{tb}})
+}
+
+// mustNode starts a single embedded NATS server with JetStream.
+func mustNode(tb testing.TB) *natsbus.Node {
+	tb.Helper()
+	n, err := natsbus.StartNode(natsbus.NodeOptions{Name: "n1", StoreDir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(n.Shutdown)
+	return n
+}
+
+// mustWorker starts a worker on node with its own memory log.
+func mustWorker(tb testing.TB, node *natsbus.Node, name string, maxSessions int, wc WorkerConfig) (*Worker, events.Log) {
+	tb.Helper()
+	bus := natsbus.External{URL: node.ClientURL()}
+	nc, err := bus.Connect("worker-" + name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	l := memlog.New()
+	wc.Name, wc.Conn = name, nc
+	w, err := NewWorker(context.Background(), wc, Config{Log: l, Bus: bus, Logger: testLogger(tb), MaxSessions: maxSessions,
+		TurnTimeout: 20 * time.Second})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.Shutdown(ctx)
+		nc.Close()
+	})
+	return w, l
+}
+
+func leaseOwner(tb testing.TB, js jetstream.JetStream, id string) string {
+	tb.Helper()
+	kv, err := js.KeyValue(context.Background(), LeaseBucket)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := kv.Get(context.Background(), id)
+	if err != nil {
+		tb.Fatalf("session %s: lease: %v", id, err)
+	}
+	return string(e.Value())
+}
+
+// A worker at capacity leaves the queue group: create requests go to the
+// other worker; with both full a create finds no responders; a worker
+// whose session ends takes requests again.
+func TestWorkerCapacityQueue(t *testing.T) {
+	node := mustNode(t)
+	mustWorker(t, node, "a", 1, WorkerConfig{})
+	mustWorker(t, node, "b", 1, WorkerConfig{})
+	op, err := client.Dial(node.ClientURL(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	js, _ := jetstream.New(op.Conn())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Held before they start: each counts against its worker's capacity.
+	req := proto.CreateRequest{World: "startup", Seed: 1, Agents: "greedy", Wait: true}
+	var ids []string
+	for range 2 {
+		r, err := op.Create(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.Session)
+	}
+	if a, b := leaseOwner(t, js, ids[0]), leaseOwner(t, js, ids[1]); a == b {
+		t.Fatalf("both sessions went to worker %s", a)
+	}
+	cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err = op.Create(cctx, req)
+	ccancel()
+	if !errors.Is(err, nats.ErrNoResponders) && (err == nil || !strings.Contains(err.Error(), "too many sessions")) {
+		t.Fatalf("a create with every worker full: got %v, want no responders or too many sessions", err)
+	}
+	// One session ends: its worker takes the next one.
+	_, _ = op.Control(ctx, ids[0], proto.OpStop) // the reply carries the stopped run's error
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		r, err := op.Create(ctx, req)
+		if err == nil {
+			ids = append(ids, r.Session)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no worker took a create after a session ended: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, id := range ids[1:] {
+		_, _ = op.Control(ctx, id, proto.OpStop)
+	}
+}
+
+// A session whose lease is taken away stops on its worker at once; once
+// the lease is gone the session is adopted (here by the same worker, whose
+// log already holds it), continued, and finishes with a log that the
+// stream holds whole and that verifies.
+func TestWorkerLeaseLostAndAdopted(t *testing.T) {
+	node := mustNode(t)
+	w, _ := mustWorker(t, node, "a", 10, WorkerConfig{LeaseTTL: 3 * time.Second, RenewEvery: time.Second / 2, ScanEvery: time.Second / 2})
+	op, err := client.Dial(node.ClientURL(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	js, _ := jetstream.New(op.Conn())
+	// bob never answers: each of his turns costs the turn timeout, which
+	// keeps the session running long enough.
+	r, err := op.Create(ctx, proto.CreateRequest{World: "support-desk", Seed: 2, Agents: "greedy,ana=remote", TurnTimeout: "20ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.Session
+	st, err := js.Stream(ctx, jsreplica.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(jsreplica.Subject(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Subjects[jsreplica.Subject(id)] >= 20 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	leases, _ := js.KeyValue(ctx, LeaseBucket)
+	if err := leases.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	// The worker notices within a renewal and stops the session, then
+	// adopts it again.
+	for {
+		w.mu.Lock()
+		l := w.held[id]
+		lost := l == nil || l.lost
+		w.mu.Unlock()
+		if lost {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the worker did not notice that its lease was taken")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	meta := waitMeta(t, ctx, js, id, events.StatusFinished)
+	if _, err := w.svc.Wait(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if got := leaseOwnerOrNone(js, id); got != "" {
+		t.Errorf("a finished session keeps a lease by %s", got)
+	}
+	restored := memlog.New()
+	last, err := jsreplica.Restore(ctx, js, id, restored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last != meta.LastSeq {
+		t.Fatalf("restored %d events, want %d", last, meta.LastSeq)
+	}
+	rmeta, _ := restored.Session(ctx, id)
+	if rep := driver.Verify(ctx, restored, rmeta); !rep.OK || rep.StateHash != meta.StateHash {
+		t.Fatalf("verify: %+v, want hash %s", rep, meta.StateHash)
+	}
+}
+
+func leaseOwnerOrNone(js jetstream.JetStream, id string) string {
+	kv, err := js.KeyValue(context.Background(), LeaseBucket)
+	if err != nil {
+		return ""
+	}
+	e, err := kv.Get(context.Background(), id)
+	if err != nil {
+		return ""
+	}
+	return string(e.Value())
+}
+
+func waitMeta(t *testing.T, ctx context.Context, js jetstream.JetStream, id string, want events.Status) events.SessionMeta {
+	t.Helper()
+	kv, err := js.KeyValue(ctx, jsreplica.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		var m events.SessionMeta
+		if e, err := kv.Get(ctx, id); err == nil {
+			_ = json.Unmarshal(e.Value(), &m)
+			if m.Status == want {
+				return m
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("session %s: status %q, want %s", id, m.Status, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
