@@ -91,7 +91,16 @@ func tail(s string, n int) string {
 // while its sessions run. Every one of its sessions is adopted by another
 // worker and finishes, and every session's log, restored from the stream,
 // is gapless, has no duplicates and replays to the recorded state hash.
-func TestFailoverWorkerKilled(t *testing.T) {
+func TestFailoverWorkerKilled(t *testing.T) { failover(t, false) }
+
+// TestFailoverNATSNodeKilled: the same, but one of the three NATS nodes
+// (the log stream's leader) is shut down instead of a worker: the workers'
+// connections move to the other nodes, replication retries through the new
+// stream leader, sessions whose leases could not be renewed in time stop
+// and are adopted; every session finishes and verifies.
+func TestFailoverNATSNodeKilled(t *testing.T) { failover(t, true) }
+
+func failover(t *testing.T, killNode bool) {
 	const sessions = 30
 	world := "support-desk"
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -116,7 +125,7 @@ func TestFailoverWorkerKilled(t *testing.T) {
 	workers := map[string]*workerProc{}
 	for i := 1; i <= 3; i++ {
 		name := fmt.Sprintf("w%d", i)
-		workers[name] = startWorker(t, name, url)
+		workers[name] = startWorker(t, name, url, "--turn-timeout", "5s")
 	}
 
 	op, err := client.Dial(url, "")
@@ -203,20 +212,46 @@ func TestFailoverWorkerKilled(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := workers[victim].cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-workers[victim].done
-	killedAt := time.Now()
+	var killedAt time.Time
 	var orphans []string
-	for _, id := range perWorker[victim] {
-		if status(id).Status == events.StatusRunning {
-			orphans = append(orphans, id)
+	if killNode {
+		var dead *natsbus.Node
+		for _, n := range nodes {
+			if n.StreamLeader(jsreplica.Stream) {
+				dead = n
+			}
 		}
-	}
-	t.Logf("sessions per worker: %v; killed %s with %d session(s) still running", counts(perWorker), victim, len(orphans))
-	if len(orphans) == 0 {
-		t.Fatalf("the victim's sessions all finished before the kill; nothing to fail over")
+		if dead == nil {
+			dead = nodes[0]
+		}
+		running := 0
+		for _, id := range ids {
+			if status(id).Status == events.StatusRunning {
+				running++
+			}
+		}
+		dead.Shutdown()
+		killedAt = time.Now()
+		t.Logf("sessions per worker: %v; shut down NATS node %s (the stream leader) with %d session(s) running", counts(perWorker), dead.Name(), running)
+		if running == 0 {
+			t.Fatal("every session finished before the node was shut down")
+		}
+		victim = ""
+	} else {
+		if err := workers[victim].cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-workers[victim].done
+		killedAt = time.Now()
+		for _, id := range perWorker[victim] {
+			if status(id).Status == events.StatusRunning {
+				orphans = append(orphans, id)
+			}
+		}
+		t.Logf("sessions per worker: %v; killed %s with %d session(s) still running", counts(perWorker), victim, len(orphans))
+		if len(orphans) == 0 {
+			t.Fatalf("the victim's sessions all finished before the kill; nothing to fail over")
+		}
 	}
 
 	// Every session finishes.
@@ -231,6 +266,11 @@ func TestFailoverWorkerKilled(t *testing.T) {
 			break
 		}
 		if ctx.Err() != nil {
+			for _, id := range ids {
+				if m := status(id); m.Status != events.StatusFinished {
+					t.Logf("session %s: %s", id, m.Status)
+				}
+			}
 			t.Fatalf("%d sessions did not finish", left)
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -314,7 +354,13 @@ func TestFailoverWorkerKilled(t *testing.T) {
 	}
 
 	// The cluster-wide listing names the worker of each session.
-	out, stderr, code := corpsimIn(t, t.TempDir(), "sessions", "--nats", url)
+	var live []string
+	for _, n := range nodes {
+		if n.Running() {
+			live = append(live, n.ClientURL())
+		}
+	}
+	out, stderr, code := corpsimIn(t, t.TempDir(), "sessions", "--nats", strings.Join(live, ","))
 	if code != 0 {
 		t.Fatalf("corpsim sessions --nats: exit %d: %s", code, stderr)
 	}
