@@ -377,3 +377,83 @@ func counts(m map[string][]string) map[string]int {
 	}
 	return out
 }
+
+// BenchmarkWorkers measures sessions/second of a cluster of 1, 2 and 3
+// in-process workers on three embedded NATS nodes (R3 stream and
+// buckets): b.N sessions of the startup world with greedy seats are
+// created through the queue group at once, and the clock stops when the
+// cluster's metadata records every one finished.
+func BenchmarkWorkers(b *testing.B) {
+	for _, n := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			nodes, err := natsbus.StartCluster(b.TempDir(), 3, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() {
+				for _, nd := range nodes {
+					nd.Shutdown()
+				}
+			}()
+			var urls []string
+			for _, nd := range nodes {
+				urls = append(urls, nd.ClientURL())
+			}
+			url := strings.Join(urls, ",")
+			for i := range n {
+				bus := natsbus.External{URL: url}
+				nc, err := bus.Connect("bench-worker")
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer nc.Close()
+				w, err := service.NewWorker(ctx, service.WorkerConfig{Name: fmt.Sprintf("w%d", i+1), Conn: nc},
+					service.Config{Log: mustOpenPebble(b), Bus: bus, Logger: testLogger(b)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer func() { _ = w.Shutdown(ctx) }()
+			}
+			op, err := client.Dial(url, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer op.Close()
+			js, _ := jetstream.New(op.Conn())
+			kv, err := js.KeyValue(ctx, jsreplica.Bucket)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			start := time.Now()
+			ids := make([]string, 0, b.N)
+			for i := range b.N {
+				r, err := op.Create(ctx, proto.CreateRequest{World: "startup", Seed: uint64(i + 1), Agents: "greedy"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids = append(ids, r.Session)
+			}
+			var events uint64
+			for _, id := range ids {
+				for {
+					var m eventsMeta
+					if e, err := kv.Get(ctx, id); err == nil && json.Unmarshal(e.Value(), &m) == nil && m.Status == "finished" {
+						events += m.LastSeq
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			el := time.Since(start).Seconds()
+			b.ReportMetric(float64(b.N)/el, "sessions/s")
+			b.ReportMetric(float64(events)/el, "events/s")
+		})
+	}
+}
+
+type eventsMeta struct {
+	Status  string `json:"status"`
+	LastSeq uint64 `json:"last_seq"`
+}
