@@ -105,6 +105,9 @@ type Hooks struct {
 	Ended func(meta events.SessionMeta, err error, handoff bool)
 	// List, if set, answers corpsim.v1.sessions.list instead of the Log.
 	List func(ctx context.Context) ([]events.SessionMeta, error)
+	// Fetch, if set, is asked to bring a session the Log lacks into it
+	// (a fork's parent run by another worker).
+	Fetch func(ctx context.Context, session string) error
 }
 
 // Defaults of Config's limits.
@@ -336,6 +339,11 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 		meta = events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: req.Seed}
 	} else {
 		parent, err := s.cfg.Log.Session(ctx, req.Parent)
+		if errors.Is(err, events.ErrNoSession) && s.cfg.Hooks.Fetch != nil {
+			if err = s.cfg.Hooks.Fetch(ctx, req.Parent); err == nil {
+				parent, err = s.cfg.Log.Session(ctx, req.Parent)
+			}
+		}
 		if err != nil {
 			return proto.CreateReply{}, err
 		}

@@ -145,7 +145,7 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, svcCfg Config) (*Worker, e
 	svcCfg.Replica = fencedReplica{w}
 	svcCfg.Queue = WorkerQueue
 	svcCfg.StateFile = ""
-	svcCfg.Hooks = Hooks{Starting: w.starting, Gate: w.gate, Ended: w.ended, List: w.list}
+	svcCfg.Hooks = Hooks{Starting: w.starting, Gate: w.gate, Ended: w.ended, List: w.list, Fetch: w.fetch}
 	if w.svc, err = New(svcCfg); err != nil {
 		return nil, err
 	}
@@ -499,6 +499,13 @@ func (w *Worker) runningMetas(ctx context.Context) ([]events.SessionMeta, error)
 		}
 	}
 	return out, nil
+}
+
+// fetch restores a session another worker runs or ran (a fork's parent)
+// from the stream into the worker's log.
+func (w *Worker) fetch(ctx context.Context, session string) error {
+	_, err := jsreplica.Restore(ctx, w.js, session, w.log)
+	return err
 }
 
 func (w *Worker) list(ctx context.Context) ([]events.SessionMeta, error) {

@@ -240,3 +240,114 @@ func waitMeta(t *testing.T, ctx context.Context, js jetstream.JetStream, id stri
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// ownerOf reads the worker recorded in OwnerBucket for a session.
+func ownerOf(tb testing.TB, js jetstream.JetStream, id string) string {
+	tb.Helper()
+	kv, err := js.KeyValue(context.Background(), OwnerBucket)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := kv.Get(context.Background(), id)
+	if err != nil {
+		return ""
+	}
+	var o owner
+	_ = json.Unmarshal(e.Value(), &o)
+	return o.Worker
+}
+
+// A worker shut down hands its running sessions off at once (its leases
+// are released, not left to expire), and a fork of a session that only
+// the stopped worker ran is made by the other worker from the stream.
+func TestWorkerShutdownHandsOffAndForks(t *testing.T) {
+	node := mustNode(t)
+	cfg := WorkerConfig{LeaseTTL: 30 * time.Second, RenewEvery: time.Second, ScanEvery: time.Second / 2}
+	a, _ := mustWorker(t, node, "a", 100, cfg)
+	mustWorker(t, node, "b", 100, cfg)
+	op, err := client.Dial(node.ClientURL(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	js, _ := jetstream.New(op.Conn())
+	// A short session that worker a ran.
+	var short events.SessionMeta
+	for i := 0; short.ID == ""; i++ {
+		if i == 20 {
+			t.Fatal("worker a took none of 20 sessions")
+		}
+		r, err := op.Create(ctx, proto.CreateRequest{World: "startup", Seed: uint64(i + 1), Agents: "greedy"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := waitMeta(t, ctx, js, r.Session, events.StatusFinished)
+		if ownerOf(t, js, r.Session) == "a" {
+			short = m
+		}
+	}
+	// Slow sessions, some on a.
+	var onA []string
+	var all []string
+	for i := 0; len(onA) < 2; i++ {
+		if i == 20 {
+			t.Fatal("worker a took too few sessions")
+		}
+		r, err := op.Create(ctx, proto.CreateRequest{World: "support-desk", Seed: uint64(i + 1), Agents: "greedy,ana=remote", TurnTimeout: "20ms"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, r.Session)
+		if leaseOwner(t, js, r.Session) == "a" {
+			onA = append(onA, r.Session)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	if err := a.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	scancel()
+	stopped := time.Now()
+	for _, id := range onA {
+		for leaseOwnerOrNone(js, id) != "b" {
+			if m := waitMetaNow(js, id); m.Status == events.StatusFinished {
+				break
+			}
+			if time.Since(stopped) > 10*time.Second {
+				t.Fatalf("session %s was not adopted by b within 10s of a's shutdown (lease TTL %v)", id, cfg.LeaseTTL)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	t.Logf("a's %d running sessions adopted by b %v after a stopped", len(onA), time.Since(stopped).Round(time.Millisecond))
+	// A fork of the session only a ran: b fetches its parent from the stream.
+	r, err := op.Create(ctx, proto.CreateRequest{Parent: short.ID, ForkSeq: 10, Agents: "greedy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork := waitMeta(t, ctx, js, r.Session, events.StatusFinished)
+	for _, id := range append(all, fork.ID) {
+		m := waitMeta(t, ctx, js, id, events.StatusFinished)
+		l := memlog.New()
+		if _, err := jsreplica.Restore(ctx, js, id, l); err != nil {
+			t.Fatalf("session %s: %v", id, err)
+		}
+		rm, _ := l.Session(ctx, id)
+		if rep := driver.Verify(ctx, l, rm); !rep.OK || rep.StateHash != m.StateHash {
+			t.Fatalf("session %s: verify %+v, want hash %s", id, rep, m.StateHash)
+		}
+	}
+}
+
+func waitMetaNow(js jetstream.JetStream, id string) events.SessionMeta {
+	var m events.SessionMeta
+	if kv, err := js.KeyValue(context.Background(), jsreplica.Bucket); err == nil {
+		if e, err := kv.Get(context.Background(), id); err == nil {
+			_ = json.Unmarshal(e.Value(), &m)
+		}
+	}
+	return m
+}
