@@ -12,12 +12,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
 	"github.com/corpsim/corpsim/agents/natsbus"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/driver"
 )
 
@@ -350,4 +352,73 @@ func waitMetaNow(js jetstream.JetStream, id string) events.SessionMeta {
 		}
 	}
 	return m
+}
+
+// A remote seat's agent keeps playing when its session moves to another
+// run (here: the lease is taken away and the session adopted again): the
+// turn subject is the session's, whoever runs it.
+func TestWorkerRemoteSeatFollowsAdoption(t *testing.T) {
+	node := mustNode(t)
+	w, _ := mustWorker(t, node, "a", 10, WorkerConfig{LeaseTTL: 3 * time.Second, RenewEvery: time.Second / 2, ScanEvery: time.Second / 2})
+	op, err := client.Dial(node.ClientURL(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	js, _ := jetstream.New(op.Conn())
+	r, err := op.Create(ctx, proto.CreateRequest{World: "support-desk", Seed: 5, Agents: "greedy,ana=remote", Wait: true, TurnTimeout: "5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.Session
+	p, err := client.Play(node.ClientURL(), r.Seats["ana"], &agents.Greedy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := op.Control(ctx, id, proto.OpStart); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := js.Stream(ctx, jsreplica.Stream)
+	for {
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(jsreplica.Subject(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Subjects[jsreplica.Subject(id)] >= 300 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	leases, _ := js.KeyValue(ctx, LeaseBucket)
+	if err := leases.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	meta := waitMeta(t, ctx, js, id, events.StatusFinished)
+	if _, err := w.svc.Wait(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	l := memlog.New()
+	if _, err := jsreplica.Restore(ctx, js, id, l); err != nil {
+		t.Fatal(err)
+	}
+	timeouts := 0
+	for ev, err := range l.Read(ctx, id, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == org.EvTurnTimeout {
+			timeouts++
+		}
+	}
+	if timeouts > 1 {
+		t.Errorf("%d turns timed out; the remote seat should have kept answering", timeouts)
+	}
+	rm, _ := l.Session(ctx, id)
+	if rep := driver.Verify(ctx, l, rm); !rep.OK || rep.StateHash != meta.StateHash {
+		t.Fatalf("verify %+v, want hash %s", rep, meta.StateHash)
+	}
+	t.Logf("%d events, %d turn timeouts", meta.LastSeq, timeouts)
 }
