@@ -24,6 +24,14 @@
 // the session recorded and remote seats admitted again with the tokens
 // they had.
 //
+// Worker mode (NewWorker, `corpsim serve --nats URL --worker NAME`) runs
+// the same service as one of several workers on a NATS cluster: create
+// requests come through the WorkerQueue group (a full worker leaves it),
+// every session's log is replicated to JetStream (events/jsreplica), the
+// worker running a session holds a lease on it in LeaseBucket, and the
+// sessions of a worker that dies are adopted by the others from the
+// stream (see Worker).
+//
 //	svc, err := service.New(service.Config{Log: log, Bus: bus, Auth: auth})
 //	reply, err := svc.Create(ctx, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
 //	…
@@ -89,6 +97,8 @@ type Config struct {
 type Launched struct {
 	Meta                     events.SessionMeta
 	TurnTimeout, JoinTimeout time.Duration
+	Wait                     bool    // held until a start control message
+	Load                     float64 // the create request's load (a new session)
 }
 
 // Hooks are called by a Service around the sessions it runs.
@@ -394,7 +404,7 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 		}
 	}
 	run := launch{meta: meta, engine: e, fresh: fresh, wait: req.Wait, turnTimeout: turnTimeout, joinTimeout: joinTimeout,
-		seats: reply.Seats, limited: true}
+		seats: reply.Seats, limited: true, load: req.Load}
 	if err := s.launch(run); err != nil {
 		if s.cfg.Auth != nil {
 			s.cfg.Auth.RemoveSession(id)
@@ -416,6 +426,7 @@ type launch struct {
 	turnTimeout, joinTimeout time.Duration
 	seats                    map[string]proto.Seat // remote seats' credentials
 	limited                  bool                  // counts against MaxSessions (a create; a resume does not)
+	load                     float64               // the create request's load, for Hooks.Starting
 }
 
 // launch hosts a session's built-in seats and runs it in the background.
@@ -448,7 +459,8 @@ func (s *Service) launch(l launch) error {
 	sort.Strings(remote)
 	log := s.logger.With("session", id)
 	if s.cfg.Hooks.Starting != nil {
-		if err := s.cfg.Hooks.Starting(context.Background(), Launched{Meta: meta, TurnTimeout: l.turnTimeout, JoinTimeout: l.joinTimeout}); err != nil {
+		if err := s.cfg.Hooks.Starting(context.Background(), Launched{Meta: meta, TurnTimeout: l.turnTimeout, JoinTimeout: l.joinTimeout,
+			Wait: l.wait, Load: l.load}); err != nil {
 			return err
 		}
 	}

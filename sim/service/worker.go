@@ -14,8 +14,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // Buckets and the queue group of worker mode.
@@ -204,6 +208,10 @@ type owner struct {
 	Worker      string `json:"worker"`
 	TurnTimeout string `json:"turn_timeout,omitempty"`
 	JoinTimeout string `json:"join_timeout,omitempty"`
+	// Wait and Load let another worker start a session that had not
+	// stored its first event yet (created with wait and not started).
+	Wait bool    `json:"wait,omitempty"`
+	Load float64 `json:"load,omitempty"`
 }
 
 func (w *Worker) starting(ctx context.Context, la Launched) error {
@@ -221,7 +229,8 @@ func (w *Worker) starting(ctx context.Context, la Launched) error {
 		w.held[id] = &lease{rev: rev, renewed: time.Now()}
 		w.mu.Unlock()
 	}
-	rec, _ := json.Marshal(owner{Worker: w.cfg.Name, TurnTimeout: la.TurnTimeout.String(), JoinTimeout: la.JoinTimeout.String()})
+	rec, _ := json.Marshal(owner{Worker: w.cfg.Name, TurnTimeout: la.TurnTimeout.String(), JoinTimeout: la.JoinTimeout.String(),
+		Wait: la.Wait, Load: la.Load})
 	if _, err := w.owners.Put(ctx, id, rec); err != nil {
 		w.logger.Warn("cannot record the session's owner", "session", id, "error", err)
 	}
@@ -441,6 +450,14 @@ func (w *Worker) busy(id string) bool {
 func (w *Worker) adopt(ctx context.Context, id string) error {
 	log := w.logger.With("session", id)
 	w.replica.Forget(id)
+	var rec owner
+	if e, err := w.owners.Get(ctx, id); err == nil {
+		_ = json.Unmarshal(e.Value(), &rec)
+	}
+	saved := savedSession{TurnTimeout: rec.TurnTimeout, JoinTimeout: rec.JoinTimeout}
+	if fresh, err := w.adoptUnstarted(ctx, id, rec, saved); fresh || err != nil {
+		return err
+	}
 	last, err := jsreplica.Restore(ctx, w.js, id, w.log)
 	if errors.Is(err, jsreplica.ErrGap) {
 		// This worker ran the session before and stored a batch the stream
@@ -472,18 +489,80 @@ func (w *Worker) adopt(ctx context.Context, id string) error {
 	if err := w.log.UpdateSession(ctx, meta); err != nil {
 		return err
 	}
-	var saved savedSession
-	if e, err := w.owners.Get(ctx, id); err == nil {
-		var o owner
-		if json.Unmarshal(e.Value(), &o) == nil {
-			saved.TurnTimeout, saved.JoinTimeout = o.TurnTimeout, o.JoinTimeout
-		}
-	}
 	if err := w.svc.resume(ctx, id, saved); err != nil {
 		return err
 	}
 	log.Info("adopted an orphaned session", "at_seq", last)
 	return nil
+}
+
+// adoptUnstarted starts afresh a session that is not a fork and has no
+// event in the stream (its worker died before its first batch, or it was
+// created with wait and not started yet), if its world is a shipped one:
+// the stream has nothing to restore, and the metadata and OwnerBucket
+// record what it was created with. fresh reports whether it did.
+func (w *Worker) adoptUnstarted(ctx context.Context, id string, rec owner, saved savedSession) (fresh bool, err error) {
+	st, err := w.js.Stream(ctx, jsreplica.Stream)
+	if err != nil {
+		return false, err
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(jsreplica.Subject(id)))
+	if err != nil {
+		return false, err
+	}
+	if info.State.Subjects[jsreplica.Subject(id)] > 0 {
+		return false, nil
+	}
+	e, err := w.meta.Get(ctx, id)
+	if err != nil {
+		return true, err
+	}
+	var meta events.SessionMeta
+	if err := json.Unmarshal(e.Value(), &meta); err != nil {
+		return true, err
+	}
+	if meta.Parent != "" {
+		return false, nil // a fork's prefix is its parent's: Restore and Load find it
+	}
+	fail := func(reason string) (bool, error) {
+		meta.Status = events.StatusFailed
+		_ = w.replica.PutSession(ctx, meta)
+		w.release(id)
+		return true, fmt.Errorf("service: session %s has no events in the stream and %s; recorded failed", id, reason)
+	}
+	src, err := worlds.Source(meta.World)
+	if err != nil {
+		return fail("its world is not a shipped one (its source is not kept in the cluster)")
+	}
+	wd, err := worlds.Load(meta.World+".yaml", src)
+	if err != nil || wd.Hash != meta.WorldHash {
+		return fail("its world is not the shipped " + meta.World)
+	}
+	eng, err := sim.New(sim.Config{World: wd, Source: src, Seed: meta.Seed, Session: id, Load: rec.Load})
+	if err != nil {
+		return fail(err.Error())
+	}
+	s := w.svc
+	turnTimeout, joinTimeout := s.cfg.TurnTimeout, s.cfg.JoinTimeout
+	if d, err := time.ParseDuration(saved.TurnTimeout); err == nil && d > 0 {
+		turnTimeout = d
+	}
+	if d, err := time.ParseDuration(saved.JoinTimeout); err == nil && d > 0 {
+		joinTimeout = d
+	}
+	seats := map[string]proto.Seat{}
+	for member, name := range meta.Agents {
+		if name == agents.Remote {
+			seats[member] = proto.Seat{Session: id, Member: member, Subject: proto.TurnSubject(id, member)}
+		}
+	}
+	meta.Status, meta.LastSeq = "", 0
+	if err := s.launch(launch{meta: meta, engine: eng, fresh: true, wait: rec.Wait, turnTimeout: turnTimeout,
+		joinTimeout: joinTimeout, seats: seats, load: rec.Load}); err != nil {
+		return true, err
+	}
+	w.logger.Info("adopted a session that had not started", "session", id, "wait", rec.Wait)
+	return true, nil
 }
 
 // runningMetas reads the cluster's metadata of sessions recorded running.

@@ -422,3 +422,71 @@ func TestWorkerRemoteSeatFollowsAdoption(t *testing.T) {
 	}
 	t.Logf("%d events, %d turn timeouts", meta.LastSeq, timeouts)
 }
+
+// A session created with wait, not started yet (no event stored), whose
+// worker stops is adopted by another worker, still waits, and runs on the
+// operator's start, which reaches it on the same control subject.
+func TestWorkerAdoptsUnstartedSession(t *testing.T) {
+	node := mustNode(t)
+	cfg := WorkerConfig{LeaseTTL: 30 * time.Second, RenewEvery: time.Second, ScanEvery: time.Second / 2}
+	a, _ := mustWorker(t, node, "a", 100, cfg)
+	mustWorker(t, node, "b", 100, cfg)
+	op, err := client.Dial(node.ClientURL(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js, _ := jetstream.New(op.Conn())
+	var id string
+	for i := 0; id == ""; i++ {
+		if i == 20 {
+			t.Fatal("worker a took none of 20 sessions")
+		}
+		r, err := op.Create(ctx, proto.CreateRequest{World: "startup", Seed: 9, Agents: "greedy", Wait: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if leaseOwner(t, js, r.Session) == "a" {
+			id = r.Session
+		}
+	}
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	if err := a.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	scancel()
+	for leaseOwnerOrNone(js, id) != "b" {
+		if ctx.Err() != nil {
+			t.Fatal("b did not adopt the waiting session")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The lease is b's a moment before b listens on the control subject.
+	var st proto.ControlReply
+	for {
+		if st, err = op.Control(ctx, id, proto.OpStatus); err == nil || !errors.Is(err, nats.ErrNoResponders) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Events != 0 {
+		t.Fatalf("the adopted session has %d events before its start", st.Events)
+	}
+	if _, err := op.Control(ctx, id, proto.OpStart); err != nil {
+		t.Fatal(err)
+	}
+	m := waitMeta(t, ctx, js, id, events.StatusFinished)
+	l := memlog.New()
+	if _, err := jsreplica.Restore(ctx, js, id, l); err != nil {
+		t.Fatal(err)
+	}
+	rm, _ := l.Session(ctx, id)
+	if rep := driver.Verify(ctx, l, rm); !rep.OK || rep.StateHash != m.StateHash {
+		t.Fatalf("verify %+v, want hash %s", rep, m.StateHash)
+	}
+}
