@@ -353,6 +353,11 @@ func (s *State) View(id string) Observation {
 		if qv == nil {
 			continue
 		}
+		// In a queue served in arrival order only its first ticket this
+		// member may take can be offered (see QueueAhead): once it is a
+		// candidate, the queue's other tickets are only counted, so a long
+		// backlog costs a count, not a check per ticket.
+		fifo, headSeen := q.Order != "priority", false
 		for _, t := range s.liveIn(q.ID) {
 			if t.Status == StatusDone || t.Hidden {
 				continue
@@ -362,8 +367,12 @@ func (s *State) View(id string) Observation {
 			} else {
 				qv.InProgress++
 			}
+			if t.Kind == KindTicket && fifo && headSeen {
+				continue
+			}
 			if t.Assignee != id && t.Status == StatusOpen && s.CanTake(id, t) && s.Serves(m.Role, t.Queue) {
 				candidates = append(candidates, t)
+				headSeen = headSeen || t.Kind == KindTicket
 			}
 		}
 	}
