@@ -1,67 +1,21 @@
 package org_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
 	"testing"
 
-	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/org"
-	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/simtest"
 	"github.com/corpsim/corpsim/worlds"
 )
 
-// mustRunObservations runs shipped worlds with random agents, whose mistakes
-// fill Rejected, and returns the JSON of the observations they saw.
-func mustRunObservations(tb testing.TB) [][]byte {
-	tb.Helper()
-	var out [][]byte
-	for _, name := range []string{"startup", "procurement", "product-launch", "portfolio", "support-desk"} {
-		w, err := worlds.Shipped(name)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		e, err := sim.New(sim.Config{World: w, Seed: 9, Session: "s-" + name})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		e.Start()
-		seats := map[string]*agents.Random{}
-		for turns := 0; turns < 300; {
-			rd := e.Ready()
-			e.Advance()
-			if rd.Done {
-				break
-			}
-			if len(rd.Turns) == 0 {
-				e.Tick()
-				continue
-			}
-			var ans []sim.Answer
-			for _, t := range rd.Turns {
-				data, err := json.Marshal(t.Observation)
-				if err != nil {
-					tb.Fatal(err)
-				}
-				out = append(out, data)
-				a := seats[t.Member]
-				if a == nil {
-					a = agents.NewRandom(9, t.Member)
-					seats[t.Member] = a
-				}
-				acts, _ := a.Decide(context.Background(), t.Observation)
-				ans = append(ans, sim.Answer{Member: t.Member, Turn: t.Observation.Turn, Actions: acts})
-				turns++
-			}
-			e.Step(ans)
-		}
-	}
-	return out
-}
+// mustRunObservations returns the JSON of the observations random agents saw on the
+// shipped worlds (their mistakes fill every list).
+func mustRunObservations(tb testing.TB) [][]byte { return simtest.RandomObservations(tb, 9, 300) }
 
 // fill sets every field reachable from v to a value that is not zero, so
 // that a field added to Observation without a decoder fails the test.

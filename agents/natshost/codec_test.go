@@ -1,7 +1,6 @@
 package natshost
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -12,58 +11,12 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/org"
-	"github.com/corpsim/corpsim/sim"
-	"github.com/corpsim/corpsim/worlds"
+	"github.com/corpsim/corpsim/sim/simtest"
 )
 
-// mustObservations runs the shipped worlds (the benchmark one left out) with
-// random agents, whose mistakes fill Rejected, and returns the JSON of every
-// observation they saw, as the driver sends it.
-func mustObservations(tb testing.TB) [][]byte {
-	tb.Helper()
-	var out [][]byte
-	for _, name := range []string{"startup", "procurement", "product-launch", "portfolio", "support-desk"} {
-		w, err := worlds.Shipped(name)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		e, err := sim.New(sim.Config{World: w, Seed: 5, Session: "s-" + name})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		e.Start()
-		seats := map[string]*agents.Random{}
-		for turns := 0; turns < 400; {
-			rd := e.Ready()
-			e.Advance()
-			if rd.Done {
-				break
-			}
-			if len(rd.Turns) == 0 {
-				e.Tick()
-				continue
-			}
-			var ans []sim.Answer
-			for _, t := range rd.Turns {
-				data, err := json.Marshal(t.Observation)
-				if err != nil {
-					tb.Fatal(err)
-				}
-				out = append(out, data)
-				a := seats[t.Member]
-				if a == nil {
-					a = agents.NewRandom(5, t.Member)
-					seats[t.Member] = a
-				}
-				acts, _ := a.Decide(context.Background(), t.Observation)
-				ans = append(ans, sim.Answer{Member: t.Member, Turn: t.Observation.Turn, Actions: acts})
-				turns++
-			}
-			e.Step(ans)
-		}
-	}
-	return out
-}
+// mustObservations returns the JSON of the observations random agents saw on the
+// shipped worlds (their mistakes fill every list).
+func mustObservations(tb testing.TB) [][]byte { return simtest.RandomObservations(tb, 5, 400) }
 
 // oddObservations are inputs encoding/json's rules decide: case folding,
 // unknown keys, nulls, escapes, duplicates, and the type and syntax errors.

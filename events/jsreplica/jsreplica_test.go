@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -14,13 +13,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/natsbus"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/pebblelog"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/simtest"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -74,30 +73,7 @@ func session(tb testing.TB, id string, seed uint64) (events.SessionMeta, [][]eve
 		tb.Fatal(err)
 	}
 	e.Start()
-	var batches [][]events.Event
-	for i := 0; ; i++ {
-		if i > 1_000_000 {
-			tb.Fatal("engine does not finish")
-		}
-		rd := e.Ready()
-		if len(rd.Events) > 0 {
-			batches = append(batches, slices.Clone(rd.Events)) // the engine reuses its array
-		}
-		e.Advance()
-		if rd.Done {
-			break
-		}
-		if len(rd.Turns) == 0 {
-			e.Tick()
-			continue
-		}
-		var ans []sim.Answer
-		for _, t := range rd.Turns {
-			acts, _ := (&agents.Greedy{}).Decide(context.Background(), t.Observation)
-			ans = append(ans, sim.Answer{Member: t.Member, Turn: t.Observation.Turn, Actions: acts})
-		}
-		e.Step(ans)
-	}
+	batches := simtest.Batches(tb, e)
 	meta := events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: seed, Status: events.StatusFinished,
 		Created: "2026-01-01T00:00:00Z", Agents: map[string]string{"bob": "greedy"}, StateHash: e.EndStateHash()}
 	meta.LastSeq = batches[len(batches)-1][len(batches[len(batches)-1])-1].Seq

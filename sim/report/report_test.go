@@ -2,7 +2,6 @@ package report_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/xml"
 	"io"
 	"math"
@@ -12,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/report"
+	"github.com/corpsim/corpsim/sim/simtest"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -193,28 +192,7 @@ func drive(tb testing.TB, w *worlds.World, src []byte, seed uint64) []events.Eve
 		tb.Fatal(err)
 	}
 	e.Start()
-	var out []events.Event
-	for i := 0; ; i++ {
-		if i > 1_000_000 {
-			tb.Fatal("engine does not finish")
-		}
-		rd := e.Ready()
-		out = append(out, rd.Events...)
-		e.Advance()
-		if rd.Done {
-			return out
-		}
-		if len(rd.Turns) == 0 {
-			e.Tick()
-			continue
-		}
-		var ans []sim.Answer
-		for _, t := range rd.Turns {
-			acts, _ := (&agents.Greedy{}).Decide(context.Background(), t.Observation)
-			ans = append(ans, sim.Answer{Member: t.Observation.Member, Turn: t.Observation.Turn, Actions: acts})
-		}
-		e.Step(ans)
-	}
+	return simtest.Events(tb, e)
 }
 
 func mustReport(tb testing.TB, w *worlds.World, evs []events.Event, o report.Options) (*report.Report, string) {

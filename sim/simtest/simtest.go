@@ -1,0 +1,90 @@
+// Package simtest has what tests of several packages need to run an engine
+// in process: the built-in agents as turn answerers, a session's events,
+// and the observations of random agents on the shipped worlds. It is for
+// tests only (it takes a testing.TB), like net/http/httptest.
+package simtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// Greedy answers a turn as the built-in greedy agent does.
+func Greedy(t sim.Turn) (sim.Answer, bool) {
+	acts, _ := (&agents.Greedy{}).Decide(context.Background(), t.Observation)
+	return sim.Answer{Member: t.Member, Turn: t.Observation.Turn, Actions: acts}, true
+}
+
+// Events plays a started engine to its end with greedy agents and returns
+// its events.
+func Events(tb testing.TB, e *sim.Engine) []events.Event {
+	tb.Helper()
+	var out []events.Event
+	if err := sim.Play(e, func(b []events.Event) bool { out = append(out, b...); return true }, Greedy, 0); err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// Batches is Events, keeping the engine's batches apart.
+func Batches(tb testing.TB, e *sim.Engine) [][]events.Event {
+	tb.Helper()
+	var out [][]events.Event
+	if err := sim.Play(e, func(b []events.Event) bool { out = append(out, slices.Clone(b)); return true }, Greedy, 0); err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// ShippedWorlds are the shipped worlds small enough to play in a unit test
+// (support-desk-bench, 200,000 tickets, is left out).
+var ShippedWorlds = []string{"startup", "procurement", "product-launch", "portfolio", "support-desk"}
+
+// RandomObservations plays ShippedWorlds with random agents (whose
+// mistakes fill every list of an observation) for at most maxTurns turns
+// each, and returns the JSON of every observation they saw, as the driver
+// sends it.
+func RandomObservations(tb testing.TB, seed uint64, maxTurns int) [][]byte {
+	tb.Helper()
+	var out [][]byte
+	for _, name := range ShippedWorlds {
+		w, err := worlds.Shipped(name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		e, err := sim.New(sim.Config{World: w, Seed: seed, Session: "s-" + name})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		e.Start()
+		seats := map[string]*agents.Random{}
+		turns := 0
+		err = sim.Play(e, nil, func(t sim.Turn) (sim.Answer, bool) {
+			data, err := json.Marshal(t.Observation)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			out = append(out, data)
+			a := seats[t.Member]
+			if a == nil {
+				a = agents.NewRandom(seed, t.Member)
+				seats[t.Member] = a
+			}
+			acts, _ := a.Decide(context.Background(), t.Observation)
+			turns++
+			return sim.Answer{Member: t.Member, Turn: t.Observation.Turn, Actions: acts}, turns < maxTurns
+		}, 0)
+		if err != nil && !errors.Is(err, sim.ErrStopped) {
+			tb.Fatal(err)
+		}
+	}
+	return out
+}
