@@ -93,6 +93,9 @@ type Worker struct {
 	held map[string]*lease
 	// replFailed: sessions whose replication failed (handed off, not failed).
 	replFailed map[string]bool
+	// over: sessions the metadata records finished or failed, which never
+	// change again; scans do not read them again.
+	over map[string]bool
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -118,7 +121,7 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, svcCfg Config) (*Worker, e
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
 	if cfg.RenewEvery == 0 {
-		cfg.RenewEvery = DefaultRenewEvery
+		cfg.RenewEvery = min(DefaultRenewEvery, cfg.LeaseTTL/4)
 	}
 	if cfg.ScanEvery == 0 {
 		cfg.ScanEvery = DefaultScanEvery
@@ -131,7 +134,7 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, svcCfg Config) (*Worker, e
 		logger = hclog.NewNullLogger()
 	}
 	w := &Worker{cfg: cfg, log: svcCfg.Log, logger: logger.With("worker", cfg.Name), held: map[string]*lease{},
-		replFailed: map[string]bool{}, stop: make(chan struct{})}
+		replFailed: map[string]bool{}, over: map[string]bool{}, stop: make(chan struct{})}
 	replicas := []int{cfg.Replicas}
 	if cfg.Replicas == 0 {
 		replicas = []int{3, 1}
@@ -160,7 +163,12 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, svcCfg Config) (*Worker, e
 }
 
 func (w *Worker) connect(ctx context.Context, replicas int) error {
-	r, err := jsreplica.New(ctx, w.cfg.Conn, jsreplica.Config{Replicas: replicas, RetryFor: w.cfg.RetryFor, Logger: w.logger})
+	// Strict: every event carries the expected last subject sequence. With
+	// only the first of a batch carrying it, a stream leader lost in the
+	// middle of a batch can drop one event and store the next ones (sent
+	// after the new leader took over), a hole no retry can mend (seen in
+	// TestFailoverNATSNodeKilled).
+	r, err := jsreplica.New(ctx, w.cfg.Conn, jsreplica.Config{Replicas: replicas, RetryFor: w.cfg.RetryFor, Logger: w.logger, Strict: true})
 	if err != nil {
 		return err
 	}
@@ -465,6 +473,17 @@ func (w *Worker) adopt(ctx context.Context, id string) error {
 		log.Warn("the local log is ahead of the stream; publishing what the stream lacks", "error", err)
 		last, err = w.replica.Sync(ctx, w.log, id)
 	}
+	if errors.Is(err, events.ErrCorrupt) {
+		// A hole or a bad event in the stream: no worker can continue it.
+		if e, gerr := w.meta.Get(ctx, id); gerr == nil {
+			var meta events.SessionMeta
+			if json.Unmarshal(e.Value(), &meta) == nil {
+				meta.Status = events.StatusFailed
+				_ = w.replica.PutSession(ctx, meta)
+			}
+		}
+		return fmt.Errorf("service: session %s cannot be adopted; recorded failed: %w", id, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -565,18 +584,43 @@ func (w *Worker) adoptUnstarted(ctx context.Context, id string, rec owner, saved
 	return true, nil
 }
 
-// runningMetas reads the cluster's metadata of sessions recorded running.
+// runningMetas reads the cluster's metadata of sessions recorded running
+// (reading each session that ended only once).
 func (w *Worker) runningMetas(ctx context.Context) ([]events.SessionMeta, error) {
-	all, err := allMetas(ctx, w.meta)
+	ids, err := keys(ctx, w.meta)
 	if err != nil {
 		return nil, err
 	}
-	out := all[:0]
-	for _, m := range all {
-		if m.Status == events.StatusRunning {
+	var out []events.SessionMeta
+	for id := range ids {
+		w.mu.Lock()
+		done := w.over[id]
+		w.mu.Unlock()
+		if done {
+			continue
+		}
+		e, err := w.meta.Get(ctx, id)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var m events.SessionMeta
+		if err := json.Unmarshal(e.Value(), &m); err != nil {
+			w.logger.Warn("unreadable session metadata", "session", id, "error", err)
+			continue
+		}
+		switch m.Status {
+		case events.StatusRunning:
 			out = append(out, m)
+		case events.StatusFinished, events.StatusFailed:
+			w.mu.Lock()
+			w.over[id] = true
+			w.mu.Unlock()
 		}
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
 

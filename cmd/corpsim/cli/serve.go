@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/corpsim/corpsim/agents"
@@ -170,7 +171,11 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 				LLM: llmAgent, Observer: observer, StateFile: stateFile}
 			var worker *service.Worker
 			if o.Worker != "" {
-				wc, err := bus.Connect("corpsim-worker-" + o.Worker)
+				// No reconnect buffer on the replication connection: a publish
+				// made while it reconnects must fail (and be retried from the
+				// stream's tip), not be sent later after an event that was
+				// lost with the old server, which would leave a hole.
+				wc, err := bus.Connect("corpsim-worker-"+o.Worker, nats.ReconnectBufSize(-1))
 				if err != nil {
 					return err
 				}
