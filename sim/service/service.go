@@ -633,6 +633,10 @@ func (s *Service) gate(ctx context.Context, ss *session) error {
 	}
 	select {
 	case <-resume:
+		// The session may have moved while it was paused (a lost lease).
+		if s.cfg.Hooks.Gate != nil {
+			return s.cfg.Hooks.Gate(ctx, ss.id)
+		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

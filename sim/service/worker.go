@@ -173,10 +173,23 @@ func (w *Worker) connect(ctx context.Context, replicas int) error {
 		return err
 	}
 	w.replica, w.js = r, r.JetStream()
-	if w.leases, err = w.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket,
+	// The TTL is the bucket's, shared by every worker: the first worker
+	// makes the bucket, later ones must agree with it (updating it would
+	// change the leases of every other worker under their feet).
+	if w.leases, err = w.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket,
 		Description: "corpsim session leases: the worker running each session", History: 1, TTL: w.cfg.LeaseTTL,
-		Storage: jetstream.FileStorage, Replicas: replicas}); err != nil {
+		Storage: jetstream.FileStorage, Replicas: replicas}); errors.Is(err, jetstream.ErrBucketExists) {
+		w.leases, err = w.js.KeyValue(ctx, LeaseBucket)
+	}
+	if err != nil {
 		return fmt.Errorf("service: bucket %s: %w", LeaseBucket, err)
+	}
+	st, err := w.leases.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("service: bucket %s: %w", LeaseBucket, err)
+	}
+	if st.TTL() != w.cfg.LeaseTTL {
+		return fmt.Errorf("service: the cluster's leases last %v (bucket %s), this worker was given --lease-ttl %v: give every worker the same", st.TTL(), LeaseBucket, w.cfg.LeaseTTL)
 	}
 	if w.owners, err = w.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: OwnerBucket,
 		Description: "corpsim: the worker that last ran each session", History: 1,
@@ -419,6 +432,12 @@ func (w *Worker) scan() error {
 		rev, err := w.leases.Create(ctx, id, []byte(w.cfg.Name))
 		if err != nil {
 			continue // another worker won it
+		}
+		// The session may have ended (failed, stopped) between the listing
+		// and the lease: its owner records the end before it lets the lease go.
+		if e, err := w.meta.Get(ctx, id); err != nil || !stillRunning(e.Value()) {
+			_ = w.leases.Delete(ctx, id, jetstream.LastRevision(rev))
+			continue
 		}
 		w.mu.Lock()
 		w.held[id] = &lease{rev: rev, renewed: time.Now()}
@@ -745,4 +764,10 @@ func ClusterSessions(ctx context.Context, js jetstream.JetStream) ([]ClusterSess
 		out = append(out, ClusterSession{SessionMeta: s.Meta, Events: s.Events, Leased: leases[s.ID], Worker: owners[s.ID]})
 	}
 	return out, nil
+}
+
+// stillRunning reports whether a session's recorded metadata says it runs.
+func stillRunning(data []byte) bool {
+	var m events.SessionMeta
+	return json.Unmarshal(data, &m) == nil && m.Status == events.StatusRunning
 }
