@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"github.com/hashicorp/go-hclog"
+
 	"context"
 	"strings"
 	"sync"
@@ -30,17 +32,7 @@ func TestClusterReplicaSurvivesANodeAndRestores(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	logger := testLogger(t)
-	nodes, err := natsbus.StartCluster(t.TempDir(), 3, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		for _, n := range nodes {
-			if n.Running() {
-				n.Shutdown()
-			}
-		}
-	}()
+	nodes := startCluster(t, logger)
 	// The worker's bus (turns, the event feed) is node 0, in-process; its
 	// replica connects over TCP to the node about to die first.
 	bus := nodes[0]
@@ -242,15 +234,7 @@ func TestClusterResumeOnAnotherWorker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	logger := testLogger(t)
-	nodes, err := natsbus.StartCluster(t.TempDir(), 3, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		for _, n := range nodes {
-			n.Shutdown()
-		}
-	}()
+	nodes := startCluster(t, logger)
 	src, err := worlds.Source("procurement")
 	if err != nil {
 		t.Fatal(err)
@@ -407,4 +391,22 @@ func clusterStreamLeaderOff(t *testing.T, ctx context.Context, nodes []*natsbus.
 	}
 	t.Fatal("no stream leader besides the bus node")
 	return nil
+}
+
+// startCluster starts three embedded NATS nodes with JetStream, clustered
+// on loopback, and shuts down at the end of the test those still running.
+func startCluster(t *testing.T, logger hclog.Logger) []*natsbus.Node {
+	t.Helper()
+	nodes, err := natsbus.StartCluster(t.TempDir(), 3, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			if n.Running() {
+				n.Shutdown()
+			}
+		}
+	})
+	return nodes
 }

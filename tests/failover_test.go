@@ -106,17 +106,7 @@ func failover(t *testing.T, killNode bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	logger := testLogger(t)
-	nodes, err := natsbus.StartCluster(t.TempDir(), 3, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		for _, n := range nodes {
-			if n.Running() {
-				n.Shutdown()
-			}
-		}
-	}()
+	nodes := startCluster(t, logger)
 	var urls []string
 	for _, n := range nodes {
 		urls = append(urls, n.ClientURL())
