@@ -435,7 +435,8 @@ func (w *Worker) scan() error {
 		}
 		// The session may have ended (failed, stopped) between the listing
 		// and the lease: its owner records the end before it lets the lease go.
-		if e, err := w.meta.Get(ctx, id); err != nil || !stillRunning(e.Value()) {
+		// (A metadata read that fails is no news: adopt as before.)
+		if e, err := w.meta.Get(ctx, id); err == nil && !stillRunning(e.Value()) {
 			_ = w.leases.Delete(ctx, id, jetstream.LastRevision(rev))
 			continue
 		}
