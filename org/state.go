@@ -458,10 +458,11 @@ func removeTask(ts []*Task, t *Task) []*Task {
 // since the last call (Pending set, BusyUntil moved), in the order it
 // happened, with repeats. Clearing Pending is not reported: a member that
 // stops wanting a turn needs no timer. The engine uses it to find who is
-// due; it is not part of the hash.
+// due; it is not part of the hash. The slice is valid until the next
+// event is applied: the state reuses its array.
 func (s *State) TakeWoken() []string {
 	w := s.woken
-	s.woken = s.woken[:0:0]
+	s.woken = s.woken[:0]
 	return w
 }
 

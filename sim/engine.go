@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
+	"strings"
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
@@ -119,6 +119,14 @@ type Engine struct {
 	endHash    string
 	seen       uint64          // the last seq of the state the due members observe
 	reward     policies.Credit // score changes since the last reward event
+
+	// Reused buffers and caches of the hot path; none is part of the state.
+	keyBuf    []byte                 // random-draw keys (see key)
+	queueTeam map[string]string      // queue -> team of its tickets without one
+	npcSpec   map[string]*worlds.NPC // member -> its NPC behaviour
+	due       []string               // dueNow's result
+	answers   []Answer               // Step's answers in member order
+	acts      []org.Action           // NPC answers' actions of the instant (see npcDecide)
 }
 
 // New makes an engine for a world and seed. Call Start for a new session,
@@ -134,6 +142,12 @@ func New(cfg Config) (*Engine, error) {
 		pushed:     map[string]clock.Time{},
 		npcAnswers: map[string]Answer{},
 		startMs:    cfg.World.Calendar.Start.UnixMilli(),
+		npcSpec:    map[string]*worlds.NPC{},
+	}
+	for i := range cfg.World.Members {
+		if m := &cfg.World.Members[i]; m.NPC != nil {
+			e.npcSpec[m.ID] = m.NPC
+		}
 	}
 	if e.rules == nil {
 		e.rules = policies.Default()
@@ -256,13 +270,27 @@ func (e *Engine) Step(answers []Answer) {
 	if len(e.turns) == 0 && len(e.npcDue) == 0 {
 		return
 	}
-	byMember := make(map[string]Answer, len(answers))
-	for _, a := range answers {
-		byMember[a.Member] = a
+	all := e.answers[:0]
+	var byID map[string]Answer // for many answers; a few are searched
+	if len(answers) > 16 {
+		byID = make(map[string]Answer, len(answers))
+		for _, a := range answers {
+			byID[a.Member] = a
+		}
 	}
-	all := make([]Answer, 0, len(e.turns)+len(e.npcDue))
 	for _, t := range e.turns {
-		a, ok := byMember[t.Member]
+		a, ok := Answer{}, false
+		if byID != nil {
+			a, ok = byID[t.Member]
+		} else {
+			// The last answer for a member counts, as in the map.
+			for i := len(answers) - 1; i >= 0; i-- {
+				if answers[i].Member == t.Member {
+					a, ok = answers[i], true
+					break
+				}
+			}
+		}
 		if !ok {
 			a = Answer{Member: t.Member, TimedOut: true}
 		}
@@ -272,14 +300,22 @@ func (e *Engine) Step(answers []Answer) {
 	for _, id := range e.npcDue {
 		all = append(all, e.npcAnswers[id])
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].Member < all[j].Member })
-	e.turns, e.npcDue = nil, nil
-	clear(e.npcAnswers)
-	for _, a := range all {
-		e.takeTurn(a)
+	if !slices.IsSortedFunc(all, byMember) {
+		slices.SortFunc(all, byMember)
 	}
+	e.turns, e.npcDue = e.turns[:0], e.npcDue[:0]
+	clear(e.npcAnswers)
+	for i := range all {
+		e.takeTurn(all[i])
+		all[i] = Answer{} // drop the references to the actions
+	}
+	e.answers = all[:0]
+	clear(e.acts) // every NPC answer is taken: the arena starts again
+	e.acts = e.acts[:0]
 	e.settle()
 }
+
+func byMember(a, b Answer) int { return strings.Compare(a.Member, b.Member) }
 
 // Tick advances simulated time to the next timer and fires every timer due
 // then. It ends the session at the horizon, or when nothing is left to happen.
@@ -364,18 +400,16 @@ func (e *Engine) settle() {
 			e.payReward()
 		}
 		e.seen = e.st.LastSeq
-		var npcs []string
 		for _, id := range due {
 			if e.st.Member(id).NPC {
-				npcs = append(npcs, id)
+				e.npcDue = append(e.npcDue, id)
 			} else {
 				e.turns = append(e.turns, Turn{Member: id})
 			}
 		}
-		for _, id := range npcs {
+		for _, id := range e.npcDue {
 			e.npcAnswers[id] = e.npcDecide(id)
 		}
-		e.npcDue = npcs
 		if len(e.turns) > 0 {
 			return
 		}
@@ -387,9 +421,9 @@ func (e *Engine) settle() {
 // dueNow returns the candidate members that want a turn now, sorted, without repeats.
 func (e *Engine) dueNow() []string {
 	c := e.candidates
-	e.candidates = nil
-	sort.Strings(c)
-	var out []string
+	e.candidates = c[:0] // reused: the members are copied to out first
+	slices.Sort(c)
+	out := e.due[:0]
 	for i, id := range c {
 		if i > 0 && c[i-1] == id {
 			continue
@@ -398,6 +432,7 @@ func (e *Engine) dueNow() []string {
 			out = append(out, id)
 		}
 	}
+	e.due = out
 	return out
 }
 

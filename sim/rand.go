@@ -3,7 +3,9 @@ package sim
 // draw returns a pseudo-random 64-bit value for (seed, key). Every random
 // choice the engine makes is a draw keyed by what it is for, so streams are
 // independent, need no state, and survive replay, resume and fork unchanged.
-func draw(seed uint64, key string) uint64 {
+// The key may be a string or the bytes of one: the same text draws the
+// same value (the engine builds hot keys in a reused buffer).
+func draw[K ~string | ~[]byte](seed uint64, key K) uint64 {
 	h := uint64(14695981039346656037) // FNV-1a over the key
 	for i := 0; i < len(key); i++ {
 		h ^= uint64(key[i])
@@ -20,7 +22,7 @@ func splitmix(x uint64) uint64 {
 }
 
 // uniform returns a value in [lo, hi] drawn for (seed, key).
-func uniform(seed uint64, key string, lo, hi int64) int64 {
+func uniform[K ~string | ~[]byte](seed uint64, key K, lo, hi int64) int64 {
 	if hi <= lo {
 		return lo
 	}

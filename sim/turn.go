@@ -366,17 +366,22 @@ func (e *Engine) cost(m *org.Member, d clock.Duration) clock.Duration {
 // the next reply is due, or until something changes. While absent it waits
 // until it is back.
 func (e *Engine) npcDecide(id string) Answer {
-	spec, _ := e.cfg.World.Member(id)
-	npc := spec.NPC
+	npc := e.npcSpec[id]
 	m := e.st.Member(id)
 	cal := &e.cfg.World.Calendar
-	answer := func(acts []org.Action) Answer { return Answer{Member: id, Turn: m.Turn + 1, Actions: acts} }
+	// The actions are appended to the engine's action arena; Step resets it
+	// once every answer of the instant has been taken.
+	start := len(e.acts)
+	answer := func() Answer {
+		acts := e.acts[start:len(e.acts):len(e.acts)]
+		return Answer{Member: id, Turn: m.Turn + 1, Actions: acts}
+	}
 	for _, w := range npc.Absent {
 		if e.now >= w.From && e.now < w.To {
-			return answer([]org.Action{{Type: org.ActWait, Until: int64(w.To)}})
+			e.acts = append(e.acts, org.Action{Type: org.ActWait, Until: int64(w.To)})
+			return answer()
 		}
 	}
-	var acts []org.Action
 	var next clock.Time
 	due := func(since clock.Time, key string) bool {
 		lat := uniform(e.cfg.Seed, key, int64(npc.ReplyMin), int64(npc.ReplyMax))
@@ -397,9 +402,9 @@ func (e *Engine) npcDecide(id string) Answer {
 			continue
 		}
 		if why := e.npcObjection(r); why != "" {
-			acts = append(acts, org.Action{Type: org.ActReject, Request: r.ID, Reason: why})
+			e.acts = append(e.acts, org.Action{Type: org.ActReject, Request: r.ID, Reason: why})
 		} else {
-			acts = append(acts, org.Action{Type: org.ActApprove, Request: r.ID})
+			e.acts = append(e.acts, org.Action{Type: org.ActApprove, Request: r.ID})
 		}
 	}
 	for _, msg := range e.st.Messages {
@@ -421,44 +426,47 @@ func (e *Engine) npcDecide(id string) Answer {
 				break
 			}
 		}
-		acts = append(acts, reply)
+		e.acts = append(e.acts, reply)
 	}
 	if len(npc.Serves) > 0 {
-		acts = append(acts, e.npcWork(m, npc)...)
+		e.npcWork(m, npc)
 	}
-	if len(acts) > 0 && acts[len(acts)-1].Type == org.ActWork {
-		return answer(acts)
+	if n := len(e.acts); n > start && e.acts[n-1].Type == org.ActWork {
+		return answer()
 	}
 	if next != 0 {
-		acts = append(acts, org.Action{Type: org.ActWait, Until: int64(next)})
+		e.acts = append(e.acts, org.Action{Type: org.ActWait, Until: int64(next)})
 	} else {
-		acts = append(acts, org.Action{Type: org.ActWait})
+		e.acts = append(e.acts, org.Action{Type: org.ActWait})
 	}
-	return answer(acts)
+	return answer()
 }
 
-// npcWork is what a serving NPC does about its work: finish what it holds,
-// then take the next ticket its queues' order gives it and start on it.
-func (e *Engine) npcWork(m *org.Member, npc *worlds.NPC) []org.Action {
-	var acts []org.Action
+// npcWork appends to the action arena what a serving NPC does about its
+// work: finish what it holds, then take the next ticket its queues' order
+// gives it and start on it.
+func (e *Engine) npcWork(m *org.Member, npc *worlds.NPC) {
+	start := len(e.acts)
 	for _, t := range e.st.Held(m.ID) {
 		if t.Status == org.StatusInProgress {
-			return nil
+			e.acts = e.acts[:start]
+			return
 		}
 		if t.Spent < t.Effort {
-			return []org.Action{{Type: org.ActWork, Task: t.ID}}
+			e.acts = append(e.acts[:start], org.Action{Type: org.ActWork, Task: t.ID})
+			return
 		}
-		acts = append(acts, org.Action{Type: org.ActComplete, Task: t.ID})
+		e.acts = append(e.acts, org.Action{Type: org.ActComplete, Task: t.ID})
 	}
 	for _, q := range npc.Serves {
 		if e.st.Queue(q).Down(e.now) {
 			continue
 		}
 		if t := e.st.QueueHead(q, m.ID); t != nil {
-			return append(acts, org.Action{Type: org.ActClaim, Task: t.ID}, org.Action{Type: org.ActWork, Task: t.ID})
+			e.acts = append(e.acts, org.Action{Type: org.ActClaim, Task: t.ID}, org.Action{Type: org.ActWork, Task: t.ID})
+			return
 		}
 	}
-	return acts
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
@@ -24,13 +25,35 @@ func (e *Engine) load() float64 {
 }
 
 // unit returns a uniform number in [0, 1) drawn for (seed, key).
-func (e *Engine) unit(key string) float64 {
-	return float64(draw(e.cfg.Seed, key)>>11) / (1 << 53)
+func unit[K ~string | ~[]byte](seed uint64, key K) float64 {
+	return float64(draw(seed, key)>>11) / (1 << 53)
 }
 
 // expo returns an exponential number with mean 1 drawn for (seed, key).
-func (e *Engine) expo(key string) float64 {
-	return -math.Log(1 - e.unit(key))
+func expo[K ~string | ~[]byte](seed uint64, key K) float64 {
+	return -math.Log(1 - unit(seed, key))
+}
+
+// key returns, in the engine's reused key buffer, prefix, id, "/" and n:
+// the key of the n-th draw of a stream. The bytes are valid until the next
+// call.
+func (e *Engine) key(prefix, id string, n int) []byte {
+	if cap(e.keyBuf) < 256 {
+		e.keyBuf = make([]byte, 0, 256) // room for the suffixes keyWith adds
+	}
+	b := append(e.keyBuf[:0], prefix...)
+	b = append(b, id...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(n), 10)
+	e.keyBuf = b
+	return b
+}
+
+// keyWith returns base (a key from the buffer) followed by suffix, written
+// after base in the same buffer, leaving base intact. The result is valid
+// until the next key or keyWith call.
+func (e *Engine) keyWith(base []byte, suffix string) []byte {
+	return append(base, suffix...)
 }
 
 // arrivalAt is when arrival a brings ticket number n (0-based), counting
@@ -58,7 +81,7 @@ func (e *Engine) arrivalAt(a *worlds.Arrival, n int, prev clock.Time) clock.Time
 			at = cal.AddWork(prev, clock.Duration(float64(a.Every)/load))
 		}
 	case "poisson":
-		gap := e.expo(fmt.Sprintf("arrival/%s/%d", a.ID, n)) * float64(a.Every) / load
+		gap := expo(e.cfg.Seed, e.key("arrival/", a.ID, n)) * float64(a.Every) / load
 		at = cal.AddWork(cal.NextWorking(prev), clock.Duration(gap))
 	case "bursty":
 		burst := max(1, int(math.Round(float64(a.Burst)*load)))
@@ -81,11 +104,12 @@ func (e *Engine) arrivalAt(a *worlds.Arrival, n int, prev clock.Time) clock.Time
 }
 
 // ticket makes the definition of a ticket from a template.
-func (e *Engine) ticket(t *worlds.Template, id, key string) worlds.Task {
+func (e *Engine) ticket(t *worlds.Template, id string, key []byte) worlds.Task {
 	def := worlds.Task{ID: id, Title: t.Title, Role: t.Role, Skill: t.Skill, Value: t.Value, Chain: t.Chain, Info: t.Info}
-	def.Effort = clock.Duration(t.Effort.Sample(e.unit(key+"/effort/u"), e.expo(key+"/effort/e")))
+	seed := e.cfg.Seed
+	def.Effort = clock.Duration(t.Effort.Sample(unit(seed, e.keyWith(key, "/effort/u")), expo(seed, e.keyWith(key, "/effort/e"))))
 	if t.Purchase.Kind != "" {
-		def.Purchase = t.Purchase.Sample(e.unit(key+"/purchase/u"), e.expo(key+"/purchase/e"))
+		def.Purchase = t.Purchase.Sample(unit(seed, e.keyWith(key, "/purchase/u")), expo(seed, e.keyWith(key, "/purchase/e")))
 	}
 	if len(t.Priority) > 0 {
 		total := 0
@@ -93,7 +117,7 @@ func (e *Engine) ticket(t *worlds.Template, id, key string) worlds.Task {
 			total += w.Weight
 		}
 		if total > 0 {
-			x := int(e.unit(key+"/priority") * float64(total))
+			x := int(unit(seed, e.keyWith(key, "/priority")) * float64(total))
 			for _, w := range t.Priority {
 				if x < w.Weight {
 					def.Priority = w.Priority
@@ -110,16 +134,27 @@ func (e *Engine) ticketTeam(t *worlds.Template, queue string) string {
 	if t.Team != "" {
 		return t.Team
 	}
-	// The team of the first agent seat serving the queue, else the first team.
-	for _, m := range e.cfg.World.Members {
-		if q, ok := e.cfg.World.Queue(queue); ok && contains(q.ServedBy, m.Role) {
-			return m.Team
+	if team, ok := e.queueTeam[queue]; ok {
+		return team
+	}
+	// The team of the first member serving the queue, else the first team.
+	team := ""
+	if len(e.cfg.World.Teams) > 0 {
+		team = e.cfg.World.Teams[0].ID
+	}
+	if q, ok := e.cfg.World.Queue(queue); ok {
+		for _, m := range e.cfg.World.Members {
+			if contains(q.ServedBy, m.Role) {
+				team = m.Team
+				break
+			}
 		}
 	}
-	if len(e.cfg.World.Teams) > 0 {
-		return e.cfg.World.Teams[0].ID
+	if e.queueTeam == nil {
+		e.queueTeam = map[string]string{}
 	}
-	return ""
+	e.queueTeam[queue] = team
+	return team
 }
 
 func contains(list []string, x string) bool {
@@ -149,9 +184,9 @@ func (e *Engine) fireTimer(t timer) {
 		at := e.now
 		// A burst brings all of its tickets at once; every other process one.
 		for {
-			id := fmt.Sprintf("%s-%d", a.ID, n+1)
+			id := a.ID + "-" + strconv.Itoa(n+1)
 			next := e.arrivalAt(a, n+1, at)
-			def := e.ticket(&a.Ticket, id, fmt.Sprintf("ticket/%s/%d", a.ID, n))
+			def := e.ticket(&a.Ticket, id, e.key("ticket/", a.ID, n))
 			e.emit(org.EvTaskCreated, "", t.cause, org.TaskCreated{Task: def, Queue: a.Queue, Team: e.ticketTeam(&a.Ticket, a.Queue),
 				Deadline: e.sla(&a.Ticket), Arrival: a.ID, NextAt: next, Interruption: -1})
 			n++
@@ -202,7 +237,7 @@ func (e *Engine) interrupt(i int, in *worlds.Interruption) {
 		e.emit(org.EvQueueDown, "", 0, org.QueueDown{InterruptionFired: fired, Queue: in.Queue, Until: cal.AddWork(e.now, in.For)})
 	case worlds.Urgent:
 		id := fmt.Sprintf("urgent-%d", i+1)
-		def := e.ticket(in.Ticket, id, fmt.Sprintf("urgent/%d", i))
+		def := e.ticket(in.Ticket, id, e.key("urgent", "", i))
 		if in.Priority != nil {
 			def.Priority = *in.Priority
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -39,27 +40,49 @@ type app struct {
 	logLevel       string
 	logger         hclog.Logger
 	token          string // operator token given on the command line
+	cpuProfile     string // --cpuprofile: write a CPU profile of the command here
 }
 
 // Main runs corpsim with args (without the program name) and returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := &app{stdout: stdout, stderr: stderr}
+	var profiling *os.File // the --cpuprofile file while the profile runs
 	root := &cobra.Command{
 		Use:           "corpsim",
 		Short:         "corpsim runs simulated companies that AI agents work inside",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(*cobra.Command, []string) {
+		PersistentPreRunE: func(*cobra.Command, []string) error {
 			a.logger = hclog.New(&hclog.LoggerOptions{Name: "corpsim", Level: hclog.LevelFromString(a.logLevel), Output: a.stderr})
+			if a.cpuProfile == "" {
+				return nil
+			}
+			f, err := os.Create(a.cpuProfile)
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+				return err
+			}
+			profiling = f
+			return nil
 		},
 	}
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log level on stderr: trace, debug, info, warn, error")
+	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file (read it with go tool pprof)")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	root.AddCommand(a.runCmd(), a.replayCmd(), a.logCmd(), a.sessionsCmd(), a.resumeCmd(), a.forkCmd(false), a.forkCmd(true), a.verifyCmd(), a.scoreCmd(), a.evalCmd(), a.serveCmd(), a.toolsCmd(), a.worldsCmd(),
 		a.traceCmd(), a.diffCmd(), a.reportCmd(), a.exportCmd(), a.sweepCmd(), a.soakCmd())
 	err := root.ExecuteContext(ctx)
+	if profiling != nil {
+		pprof.StopCPUProfile()
+		if cerr := profiling.Close(); err == nil {
+			err = cerr
+		}
+	}
 	if err == nil {
 		return ExitOK
 	}
