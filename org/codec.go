@@ -29,22 +29,28 @@ func AppendPayload(dst []byte, payload any) ([]byte, error) {
 		}
 	case Turn:
 		return p.appendJSON(dst), nil
+	case *Turn:
+		return p.appendJSON(dst), nil
 	case TaskClaimed:
+		return appendTaskTime(dst, p.Task, `,"busy_until":`, int64(p.BusyUntil)), nil
+	case *TaskClaimed:
 		return appendTaskTime(dst, p.Task, `,"busy_until":`, int64(p.BusyUntil)), nil
 	case TaskCompleted:
 		return appendTaskTime(dst, p.Task, `,"busy_until":`, int64(p.BusyUntil)), nil
+	case *TaskCompleted:
+		return appendTaskTime(dst, p.Task, `,"busy_until":`, int64(p.BusyUntil)), nil
 	case WorkFinished:
 		return appendTaskTime(dst, p.Task, `,"work":`, int64(p.Work)), nil
+	case *WorkFinished:
+		return appendTaskTime(dst, p.Task, `,"work":`, int64(p.Work)), nil
 	case WorkStarted:
-		dst = appendTaskTime(dst, p.Task, `,"work":`, int64(p.Work))
-		dst = append(dst[:len(dst)-1], `,"until":`...)
-		return append(strconv.AppendInt(dst, int64(p.Until), 10), '}'), nil
+		return p.appendJSON(dst), nil
+	case *WorkStarted:
+		return p.appendJSON(dst), nil
 	case MemberWaiting:
-		if p.Until == 0 {
-			return append(dst, "{}"...), nil
-		}
-		dst = append(dst, `{"until":`...)
-		return append(strconv.AppendInt(dst, int64(p.Until), 10), '}'), nil
+		return p.appendJSON(dst), nil
+	case *MemberWaiting:
+		return p.appendJSON(dst), nil
 	case Reward:
 		if out, ok := p.appendJSON(dst); ok {
 			return out, nil
@@ -65,9 +71,26 @@ func PayloadAs[T any](ev *events.Event, typed any) (T, error) {
 	if v, ok := typed.(T); ok {
 		return v, nil
 	}
+	if p, ok := typed.(*T); ok && p != nil {
+		return *p, nil // the engine passes its hot payloads by pointer, unboxed
+	}
 	var v T
 	err := json.Unmarshal(ev.Payload, &v)
 	return v, err
+}
+
+func (p *WorkStarted) appendJSON(dst []byte) []byte {
+	dst = appendTaskTime(dst, p.Task, `,"work":`, int64(p.Work))
+	dst = append(dst[:len(dst)-1], `,"until":`...)
+	return append(strconv.AppendInt(dst, int64(p.Until), 10), '}')
+}
+
+func (p *MemberWaiting) appendJSON(dst []byte) []byte {
+	if p.Until == 0 {
+		return append(dst, "{}"...)
+	}
+	dst = append(dst, `{"until":`...)
+	return append(strconv.AppendInt(dst, int64(p.Until), 10), '}')
 }
 
 func appendTaskTime(dst []byte, task, key string, n int64) []byte {

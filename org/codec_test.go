@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -94,13 +95,17 @@ func TestAppendPayloadMatchesEncodingJSON(t *testing.T) {
 			}
 		}
 		sameAsJSON(t, turn)
+		sameAsJSON(t, &turn)
 
-		sameAsJSON(t, TaskClaimed{Task: randString(r), BusyUntil: clock.Time(r.Int64N(1<<40) - 1<<39)})
-		sameAsJSON(t, TaskCompleted{Task: randString(r), BusyUntil: clock.Time(r.Int64N(1 << 40))})
-		sameAsJSON(t, WorkFinished{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40))})
-		sameAsJSON(t, WorkStarted{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40)), Until: clock.Time(r.Int64N(1 << 40))})
-		sameAsJSON(t, MemberWaiting{})
-		sameAsJSON(t, MemberWaiting{Until: clock.Time(r.Int64N(1 << 40))})
+		// The engine passes these by pointer (no boxing); both forms encode alike.
+		claimed := TaskClaimed{Task: randString(r), BusyUntil: clock.Time(r.Int64N(1<<40) - 1<<39)}
+		completed := TaskCompleted{Task: randString(r), BusyUntil: clock.Time(r.Int64N(1 << 40))}
+		finished := WorkFinished{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40))}
+		started := WorkStarted{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40)), Until: clock.Time(r.Int64N(1 << 40))}
+		waiting := MemberWaiting{Until: clock.Time(r.Int64N(1<<40)) * clock.Time(r.IntN(2))}
+		for _, v := range []any{claimed, &claimed, completed, &completed, finished, &finished, started, &started, waiting, &waiting, MemberWaiting{}, &MemberWaiting{}} {
+			sameAsJSON(t, v)
+		}
 
 		rw := Reward{Team: randFloat(r), Rubric: randString(r)}
 		switch r.IntN(3) {
@@ -116,6 +121,22 @@ func TestAppendPayloadMatchesEncodingJSON(t *testing.T) {
 	}
 	// Other payloads take encoding/json's path.
 	sameAsJSON(t, QueueUp{Queue: "desk"})
+}
+
+// PayloadAs takes the typed value, or a pointer to it, without decoding;
+// anything else is decoded from the event's JSON.
+func TestPayloadAsTypedOrPointer(t *testing.T) {
+	ev := events.Event{Payload: []byte(`{"task":"from-json","busy_until":7}`)}
+	v := TaskClaimed{Task: "typed", BusyUntil: 3}
+	for _, c := range []struct {
+		typed any
+		want  string
+	}{{v, "typed"}, {&v, "typed"}, {nil, "from-json"}, {(*TaskClaimed)(nil), "from-json"}, {TaskCompleted{Task: "other"}, "from-json"}} {
+		got, err := PayloadAs[TaskClaimed](&ev, c.typed)
+		if err != nil || got.Task != c.want {
+			t.Errorf("PayloadAs(%#v) = %+v, %v; want task %q", c.typed, got, err, c.want)
+		}
+	}
 }
 
 func TestAppendPayloadRefusesWhatJSONRefuses(t *testing.T) {

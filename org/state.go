@@ -519,6 +519,9 @@ func decode[T any](s *State, ev *events.Event) (T, error) {
 	if v, ok := s.typed.(T); ok {
 		return v, nil
 	}
+	if p, ok := s.typed.(*T); ok && p != nil {
+		return *p, nil
+	}
 	var v T
 	if err := json.Unmarshal(ev.Payload, &v); err != nil {
 		return v, badEvent(ev, "payload: %v", err)

@@ -35,6 +35,66 @@ func (c *Credit) Zero() bool { return c.Team == 0 && len(c.Members) == 0 }
 // at the end and once as it happens (the dense reward).
 func Delta(s *org.State, ev events.Event, typed any) Credit {
 	var c Credit
+	AddDelta(&c, s, ev, typed)
+	return c
+}
+
+// AddDelta adds Delta(s, ev, typed) to acc, without making a Credit for
+// the event: the engine sums the dense reward between reward events this
+// way. The sums are exactly acc.Add(Delta(...))'s.
+func AddDelta(acc *Credit, s *org.State, ev events.Event, typed any) {
+	switch ev.Type {
+	case org.EvTaskCompleted, org.EvWorkFinished, org.EvActionRejected, org.EvSLABreached:
+	default:
+		return // changes no score
+	}
+	if ev.Type == org.EvTaskCompleted {
+		if c, member, val, ok := completedDelta(s, ev, typed); ok {
+			acc.Team += c.Team
+			if len(c.Members) > 0 {
+				acc.Add(Credit{Members: c.Members})
+			} else if member != "" {
+				if acc.Members == nil {
+					acc.Members = map[string]float64{}
+				}
+				acc.Members[member] += val
+			}
+			return
+		}
+	}
+	acc.Add(delta(s, ev, typed))
+}
+
+// completedDelta is Delta of a task.completed without a project bonus:
+// the team's change, and the one member credited with val (no map made).
+// ok is false when the event needs the general path.
+func completedDelta(s *org.State, ev events.Event, typed any) (c Credit, member string, val float64, ok bool) {
+	p, err := org.PayloadAs[org.TaskCompleted](&ev, typed)
+	if err != nil {
+		return c, "", 0, true
+	}
+	t := s.Task(p.Task)
+	if t == nil {
+		return c, "", 0, true
+	}
+	if t.Project != "" {
+		return c, "", 0, false
+	}
+	if t.Spec.Purchase > 0 {
+		if b := s.Budget(t.Team); b != nil {
+			c.Team -= overrunCost(s, b, t.Spec.Purchase)
+		}
+	}
+	if Verify(s, t) != "" {
+		return c, "", 0, true
+	}
+	val, _ = Earned(s, t)
+	c.Team += val
+	return c, t.DoneBy, val, true
+}
+
+func delta(s *org.State, ev events.Event, typed any) Credit {
+	var c Credit
 	w := s.World
 	switch ev.Type {
 	case org.EvTaskCompleted:

@@ -126,7 +126,8 @@ type Engine struct {
 	npcSpec   map[string]*worlds.NPC // member -> its NPC behaviour
 	due       []string               // dueNow's result
 	answers   []Answer               // Step's answers in member order
-	acts      []org.Action           // NPC answers' actions of the instant (see npcDecide)
+	slots     payloadSlots
+	acts      []org.Action // NPC answers' actions of the instant (see npcDecide)
 }
 
 // New makes an engine for a world and seed. Call Start for a new session,
@@ -355,7 +356,7 @@ func (e *Engine) Tick() {
 			e.candidates = append(e.candidates, t.id)
 		case timerWork:
 			task := e.st.Task(t.id)
-			e.emit(org.EvWorkFinished, task.Assignee, t.cause, org.WorkFinished{Task: task.ID, Work: task.Stint})
+			emitVia(e, &e.slots.finished, org.EvWorkFinished, task.Assignee, t.cause, org.WorkFinished{Task: task.ID, Work: task.Stint})
 		case timerMessage:
 			e.emit(org.EvMessageDelivered, "", t.cause, org.MessageDelivered{Message: t.id})
 		default:
@@ -476,6 +477,29 @@ func (e *Engine) emit(typ, actor string, cause uint64, payload any) uint64 {
 	return seq
 }
 
+// payloadSlots hold the payloads of a ticket's life while they are
+// emitted: passed by pointer to a slot, a payload is not boxed on the heap
+// for every event.
+type payloadSlots struct {
+	created   org.TaskCreated
+	turn      org.Turn
+	claimed   org.TaskClaimed
+	started   org.WorkStarted
+	finished  org.WorkFinished
+	completed org.TaskCompleted
+	waiting   org.MemberWaiting
+}
+
+// emitVia is emit of p, passed through slot (see payloadSlots). Emitting
+// applies the event and does not emit again, so a slot is never in use twice.
+func emitVia[T any](e *Engine, slot *T, typ, actor string, cause uint64, p T) uint64 {
+	*slot = p
+	seq := e.emit(typ, actor, cause, slot)
+	var zero T
+	*slot = zero // keep no references
+	return seq
+}
+
 // encode returns payload's JSON in a slice of the engine's payload arena:
 // events hold slices of large shared blocks instead of one allocation each.
 func (e *Engine) encode(payload any) []byte {
@@ -527,7 +551,7 @@ func (e *Engine) applyWith(ev events.Event, payload any) error {
 	if ev.Type == org.EvReward {
 		e.reward = policies.Credit{}
 	} else {
-		e.reward.Add(policies.Delta(e.st, ev, payload))
+		policies.AddDelta(&e.reward, e.st, ev, payload)
 	}
 	switch ev.Type {
 	case org.EvWorkStarted:

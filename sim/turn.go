@@ -28,7 +28,7 @@ func (e *Engine) takeTurn(a Answer) {
 	if lim := e.st.Limits.WithDefaults().Inbox; len(m.Inbox) > lim {
 		turn.InboxRead = lim // the observation showed the first lim messages
 	}
-	turnSeq := e.emit(org.EvTurn, m.ID, m.WakeCause, turn)
+	turnSeq := emitVia(e, &e.slots.turn, org.EvTurn, m.ID, m.WakeCause, turn)
 	if a.Malformed == "" && a.Turn != 0 && a.Turn != m.Turn {
 		a.Malformed = fmt.Sprintf("reply answers turn %d, but turn %d was asked", a.Turn, m.Turn)
 	}
@@ -53,7 +53,7 @@ func (e *Engine) takeTurn(a Answer) {
 		cursor, ended = e.perform(m, act, turnSeq, cursor)
 	}
 	if len(a.Actions) == 0 {
-		e.emit(org.EvMemberWaiting, m.ID, turnSeq, org.MemberWaiting{})
+		emitVia(e, &e.slots.waiting, org.EvMemberWaiting, m.ID, turnSeq, org.MemberWaiting{})
 	}
 }
 
@@ -259,7 +259,7 @@ func (e *Engine) perform(m *org.Member, a org.Action, cause uint64, cursor clock
 	switch a.Type {
 	case org.ActClaim:
 		cursor = cal.AddWork(cursor, e.cost(m, ClaimCost))
-		e.emit(org.EvTaskClaimed, m.ID, cause, org.TaskClaimed{Task: a.Task, BusyUntil: cursor})
+		emitVia(e, &e.slots.claimed, org.EvTaskClaimed, m.ID, cause, org.TaskClaimed{Task: a.Task, BusyUntil: cursor})
 	case org.ActWork:
 		t := e.st.Task(a.Task)
 		d := min(DefaultWorkSpan, t.Effort-t.Spent)
@@ -268,11 +268,11 @@ func (e *Engine) perform(m *org.Member, a org.Action, cause uint64, cursor clock
 			d = min(d, t.Effort-t.Spent)
 		}
 		until := cal.AddWork(cursor, d)
-		e.emit(org.EvWorkStarted, m.ID, cause, org.WorkStarted{Task: a.Task, Work: d, Until: until})
+		emitVia(e, &e.slots.started, org.EvWorkStarted, m.ID, cause, org.WorkStarted{Task: a.Task, Work: d, Until: until})
 		return until, true
 	case org.ActComplete:
 		cursor = cal.AddWork(cursor, e.cost(m, CompleteCost))
-		e.emit(org.EvTaskCompleted, m.ID, cause, org.TaskCompleted{Task: a.Task, BusyUntil: cursor})
+		emitVia(e, &e.slots.completed, org.EvTaskCompleted, m.ID, cause, org.TaskCompleted{Task: a.Task, BusyUntil: cursor})
 	case org.ActHandoff:
 		cursor = cal.AddWork(cursor, e.cost(m, ClaimCost))
 		e.emit(org.EvTaskHandedOff, m.ID, cause, org.TaskHandedOff{Task: a.Task, To: a.To, BusyUntil: cursor})
@@ -315,7 +315,7 @@ func (e *Engine) perform(m *org.Member, a org.Action, cause uint64, cursor clock
 			d, _ := clock.ParseDuration(a.For, cal.DayLength())
 			until = cal.AddWork(cursor, d)
 		}
-		e.emit(org.EvMemberWaiting, m.ID, cause, org.MemberWaiting{Until: until})
+		emitVia(e, &e.slots.waiting, org.EvMemberWaiting, m.ID, cause, org.MemberWaiting{Until: until})
 		return cursor, true
 	}
 	return cursor, false

@@ -187,7 +187,7 @@ func (e *Engine) fireTimer(t timer) {
 			id := a.ID + "-" + strconv.Itoa(n+1)
 			next := e.arrivalAt(a, n+1, at)
 			def := e.ticket(&a.Ticket, id, e.key("ticket/", a.ID, n))
-			e.emit(org.EvTaskCreated, "", t.cause, org.TaskCreated{Task: def, Queue: a.Queue, Team: e.ticketTeam(&a.Ticket, a.Queue),
+			emitVia(e, &e.slots.created, org.EvTaskCreated, "", t.cause, org.TaskCreated{Task: def, Queue: a.Queue, Team: e.ticketTeam(&a.Ticket, a.Queue),
 				Deadline: e.sla(&a.Ticket), Arrival: a.ID, NextAt: next, Interruption: -1})
 			n++
 			if next != e.now {
