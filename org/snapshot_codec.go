@@ -2,6 +2,7 @@ package org
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"strconv"
 )
@@ -127,7 +128,7 @@ func encodeSnapshot(sn snapshot) ([]byte, error) {
 		sn.Tasks = tasks
 		return json.Marshal(sn)
 	}
-	out := make([]byte, 0, len(rest)+len(tasks)*256)
+	out := make([]byte, 0, len(rest)+len(tasks)*512)
 	out = append(out, rest[:i+len(`,"tasks":`)]...)
 	out, ok := appendTasks(out, tasks)
 	if !ok {
@@ -135,4 +136,62 @@ func encodeSnapshot(sn snapshot) ([]byte, error) {
 		return json.Marshal(sn)
 	}
 	return append(out, rest[i+len(tasksNull)-1:]...), nil
+}
+
+// hashSnapshot is sha256.Sum256(encodeSnapshot(sn)), without holding the
+// whole encoding: the tasks are encoded a block at a time into the hash.
+// A long session's state hash would otherwise build a buffer of hundreds
+// of megabytes at its end.
+func hashSnapshot(sn snapshot) ([32]byte, error) {
+	tasks := sn.Tasks
+	sn.Tasks = nil
+	rest, err := json.Marshal(sn)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	i := bytes.Index(rest, tasksNull)
+	if i < 0 {
+		sn.Tasks = tasks
+		return hashJSON(sn)
+	}
+	h := sha256.New()
+	h.Write(rest[:i+len(`,"tasks":`)])
+	if tasks == nil {
+		h.Write([]byte("null"))
+	} else {
+		const block = 64 << 10
+		buf := make([]byte, 0, block+4096)
+		buf = append(buf, '[')
+		for j, t := range tasks {
+			if j > 0 {
+				buf = append(buf, ',')
+			}
+			if t == nil {
+				buf = append(buf, "null"...)
+			} else {
+				var ok bool
+				if buf, ok = t.appendJSON(buf); !ok {
+					sn.Tasks = tasks
+					return hashJSON(sn)
+				}
+			}
+			if len(buf) >= block {
+				h.Write(buf)
+				buf = buf[:0]
+			}
+		}
+		h.Write(append(buf, ']'))
+	}
+	h.Write(rest[i+len(tasksNull)-1:])
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+func hashJSON(v any) ([32]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(b), nil
 }

@@ -2,8 +2,10 @@ package org
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/corpsim/corpsim/clock"
@@ -49,6 +51,36 @@ func TestSnapshotMatchesEncodingJSON(t *testing.T) {
 			if got := s.Snapshot(); !bytes.Equal(got, want) {
 				t.Fatalf("%s round %d: Snapshot differs from json.Marshal\n got %.300s\nwant %.300s", name, round, got, want)
 			}
+			if got := s.Hash(); got != sha256.Sum256(want) {
+				t.Fatalf("%s round %d: Hash is not the SHA-256 of the snapshot", name, round)
+			}
 		}
+	}
+}
+
+// Hash streams the tasks into the digest a block at a time; across many
+// blocks, with and without a task that only encoding/json may encode, it
+// is still the digest of the whole snapshot.
+func TestHashOfManyTasksIsSnapshotDigest(t *testing.T) {
+	w, err := worlds.Shipped("support-desk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	s := New(w)
+	for i := range 3000 {
+		def := &worlds.Task{ID: randString(r) + strconv.Itoa(i), Title: randString(r), Value: randFloat(r)}
+		s.Tasks = append(s.Tasks, &Task{Def: def, Spec: def, ID: def.ID, Kind: KindTicket, Queue: randString(r), ord: i})
+	}
+	if got, want := s.Hash(), sha256.Sum256(s.Snapshot()); got != want {
+		t.Fatal("Hash of 3,000 tasks is not the SHA-256 of the snapshot")
+	}
+	s.Tasks[2999].Def.Info = &worlds.Info{} // the last block falls back to encoding/json
+	if got, want := s.Hash(), sha256.Sum256(s.Snapshot()); got != want {
+		t.Fatal("Hash with a fallback task is not the SHA-256 of the snapshot")
+	}
+	s.Tasks = nil
+	if got, want := s.Hash(), sha256.Sum256(s.Snapshot()); got != want {
+		t.Fatal("Hash without tasks is not the SHA-256 of the snapshot")
 	}
 }

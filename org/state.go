@@ -1,7 +1,6 @@
 package org
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,6 +73,7 @@ type State struct {
 	doneIn    map[string]int       // project -> its tasks done
 	woken     []string             // members whose Pending or BusyUntil changed since TakeWoken
 	typed     any                  // the payload of the event being applied, when the engine has it (ApplyWith)
+	npcQueues map[string][]string  // NPC member -> the queues it serves (see npcServes)
 }
 
 // Member is a seat's state.
@@ -1015,8 +1015,17 @@ func (s *State) fire(i int) bool {
 }
 
 func (s *State) npcServes(member, queue string) bool {
-	w, ok := s.World.Member(member)
-	return ok && w.NPC != nil && contains(w.NPC.Serves, queue)
+	if s.npcQueues == nil {
+		// The world's member list is searched one by one; this is asked
+		// for every NPC at every ticket, so the answer is looked up once.
+		s.npcQueues = map[string][]string{}
+		for i := range s.World.Members {
+			if w := &s.World.Members[i]; w.NPC != nil {
+				s.npcQueues[w.ID] = w.NPC.Serves
+			}
+		}
+	}
+	return contains(s.npcQueues[member], queue)
 }
 
 func contains(list []string, x string) bool {
@@ -1161,7 +1170,11 @@ func (s *State) Snapshot() []byte {
 // SHA-256 of its Snapshot. Two states reached by the same events have the
 // same hash.
 func (s *State) Hash() [32]byte {
-	return sha256.Sum256(s.Snapshot())
+	h, err := hashSnapshot(s.snap())
+	if err != nil {
+		panic("org: state does not encode: " + err.Error())
+	}
+	return h
 }
 
 // Restore rebuilds a state of world w from a Snapshot. It checks that the

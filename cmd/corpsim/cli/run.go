@@ -154,7 +154,7 @@ func playFlags(c *cobra.Command, o *RunOptions) {
 	f := c.Flags()
 	f.DurationVar(&o.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn")
 	f.StringVar(&o.Listen, "listen", "", "let network clients reach the embedded NATS server at this address (e.g. 127.0.0.1:4222); written to DATA/bus.url")
-	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000; negative: never)")
+	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000, none with --ephemeral; negative: never)")
 }
 
 // report prints a run's result.
@@ -296,6 +296,11 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 			return nil, err
 		}
 		defer log.Close()
+		if o.Ephemeral && o.CheckpointEvery == 0 {
+			// The log dies with this process: nothing will resume or fork
+			// from a checkpoint, so none is taken unless asked for.
+			o.CheckpointEvery = -1
+		}
 	}
 	session := o.Session
 	if session == "" {
