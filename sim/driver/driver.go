@@ -190,13 +190,68 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 	defer hist.Unsubscribe()
 	var buf []byte
 	cps := checkpointer{every: d.cfg.CheckpointEvery, last: last}
+	// One batch may be in flight: appended (and replicated) by its own
+	// goroutine while the engine makes the next one. It lands — is
+	// published, its checkpoint stored, its progress reported — before the
+	// next batch leaves, before anyone is asked, and before the run ends, so
+	// nothing is shown to anybody before it is durable.
+	var (
+		inflight *flight
+		spare    []events.Event // the copy of the batch in flight, reused once it landed
+		issued   = last         // last seq handed to an append
+	)
+	land := func() error {
+		f := inflight
+		if f == nil {
+			return nil
+		}
+		inflight = nil
+		if err := <-f.done; err != nil {
+			return err
+		}
+		last = f.batch[len(f.batch)-1].Seq
+		if d.cfg.Interest == nil || d.cfg.Interest(subject) {
+			for i := range f.batch {
+				buf = events.AppendJSON(buf[:0], &f.batch[i])
+				if err := d.cfg.Conn.Publish(subject, buf); err != nil {
+					return fmt.Errorf("driver: publish: %w", err)
+				}
+			}
+		}
+		if f.cp != nil {
+			if err := d.cfg.Log.PutCheckpoint(ctx, meta.ID, *f.cp); err != nil {
+				return fmt.Errorf("driver: checkpoint: %w", err)
+			}
+		}
+		if d.cfg.Progress != nil {
+			d.cfg.Progress(last, f.batch[len(f.batch)-1].Time)
+		}
+		clear(f.batch) // drop the references to the payloads
+		return nil
+	}
+	failLanding := func(err error) (events.SessionMeta, error) {
+		if inflight != nil {
+			// Wait for the append in flight, so nothing writes after the
+			// run returns; if it made its batch durable, the session's last
+			// seq says so.
+			if aerr := <-inflight.done; aerr == nil {
+				last = inflight.batch[len(inflight.batch)-1].Seq
+			}
+			inflight = nil
+		}
+		return fail(err)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return fail(err)
+			return failLanding(err)
 		}
 		if d.cfg.Gate != nil {
+			// A paused session shows everything it made before it waits.
+			if err := land(); err != nil {
+				return failLanding(err)
+			}
 			if err := d.cfg.Gate(ctx); err != nil {
-				return fail(err)
+				return failLanding(err)
 			}
 		}
 		rd := e.Ready()
@@ -207,46 +262,33 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			e.Tick()
 			rd = e.Ready()
 		}
-		if n := len(rd.Events); n > 0 {
-			start := time.Now()
-			if err := d.append(ctx, meta.ID, last, rd.Events); err != nil {
-				return fail(fmt.Errorf("driver: append: %w", err))
+		if len(rd.Events) > 0 {
+			if err := land(); err != nil {
+				return failLanding(err)
 			}
-			if d.cfg.Observer != nil {
-				d.cfg.Observer.Appended(meta.ID, rd.Events, time.Since(start))
+			f := &flight{done: make(chan error, 1)}
+			f.batch = append(spare[:0], rd.Events...) // the engine reuses its array after Advance
+			spare = f.batch
+			for i := range f.batch {
+				cps.logged(len(f.batch[i].Payload) + eventOverhead)
 			}
-			if d.cfg.Replica != nil {
-				if err := d.cfg.Replica.Replicate(ctx, meta.ID, rd.Events); err != nil {
-					return fail(fmt.Errorf("driver: replicate: %w", err))
-				}
-			}
-			// Asked after the append, so a subscriber that arrives later
-			// finds these events in the history the driver serves.
-			if d.cfg.Interest == nil || d.cfg.Interest(subject) {
-				for i := range rd.Events {
-					buf = events.AppendJSON(buf[:0], &rd.Events[i])
-					if err := d.cfg.Conn.Publish(subject, buf); err != nil {
-						return fail(fmt.Errorf("driver: publish: %w", err))
-					}
-				}
-			}
-			last = rd.Events[n-1].Seq
-			for i := range rd.Events {
-				cps.logged(len(rd.Events[i].Payload) + eventOverhead)
-			}
-			if cps.due(last) {
+			if end := f.batch[len(f.batch)-1].Seq; cps.due(end) {
+				// The engine stands at the batch's end: its checkpoint is
+				// taken now and stored once the batch is durable.
 				hash, data := e.Checkpoint()
-				cp := events.Checkpoint{Seq: last, StateHash: hash, Data: data}
-				if err := d.cfg.Log.PutCheckpoint(ctx, meta.ID, cp); err != nil {
-					return fail(fmt.Errorf("driver: checkpoint: %w", err))
-				}
-				cps.taken(last, len(cp.Data))
+				f.cp = &events.Checkpoint{Seq: end, StateHash: hash, Data: data}
+				cps.taken(end, len(data))
 			}
-			if d.cfg.Progress != nil {
-				d.cfg.Progress(last, rd.Events[n-1].Time)
-			}
+			go d.fly(ctx, meta.ID, issued, f)
+			issued = f.batch[len(f.batch)-1].Seq
+			inflight = f
 		}
 		e.Advance()
+		if rd.Done || len(rd.Turns) > 0 {
+			if err := land(); err != nil {
+				return failLanding(err)
+			}
+		}
 		if rd.Done {
 			break
 		}
@@ -341,6 +383,33 @@ func (d *Driver) request(ctx context.Context, subject string, data []byte) (*nat
 		}
 		wait = min(2*wait, retryMax)
 	}
+}
+
+// flight is a batch on its way to the log (and the replica).
+type flight struct {
+	batch []events.Event
+	cp    *events.Checkpoint // taken at the batch's end; stored once it is durable
+	done  chan error         // the append's (and replication's) result
+}
+
+// fly appends f's batch after last, replicates it, tells the observer, and
+// reports the result on f.done.
+func (d *Driver) fly(ctx context.Context, session string, last uint64, f *flight) {
+	start := time.Now()
+	if err := d.append(ctx, session, last, f.batch); err != nil {
+		f.done <- fmt.Errorf("driver: append: %w", err)
+		return
+	}
+	if d.cfg.Observer != nil {
+		d.cfg.Observer.Appended(session, f.batch, time.Since(start))
+	}
+	if d.cfg.Replica != nil {
+		if err := d.cfg.Replica.Replicate(ctx, session, f.batch); err != nil {
+			f.done <- fmt.Errorf("driver: replicate: %w", err)
+			return
+		}
+	}
+	f.done <- nil
 }
 
 // append stores a batch the engine made: with AppendTrusted when the log

@@ -1,0 +1,189 @@
+package driver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// slowLog makes every append take a while and remembers the last durable
+// seq, so that a test sees anything published before its batch is durable.
+type slowLog struct {
+	events.Log
+	durable atomic.Uint64
+	appends atomic.Int64
+}
+
+func (l *slowLog) Append(ctx context.Context, session string, last uint64, batch []events.Event) error {
+	time.Sleep(2 * time.Millisecond)
+	if err := l.Log.Append(ctx, session, last, batch); err != nil {
+		return err
+	}
+	l.durable.Store(batch[len(batch)-1].Seq)
+	l.appends.Add(1)
+	return nil
+}
+
+// The engine runs on while a batch is being appended, but nothing is
+// published before it is durable, the feed comes in order without gaps,
+// checkpoints are stored only for durable events and verify against a
+// replay, and the log is the one a run without overlap writes.
+func TestBatchInFlightIsPublishedOnlyOnceDurable(t *testing.T) {
+	src, err := worlds.Source("support-desk-bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src = bytes.Replace(src, []byte("count: 200000"), []byte("count: 400"), 1)
+	w, err := worlds.Load("bench.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus, err := natsbus.Start(natsbus.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Shutdown()
+
+	run := func(maxBatch int, log events.Log, watch func(seq uint64)) events.SessionMeta {
+		t.Helper()
+		const id = "01J0000000000000000000PIPE"
+		conn, err := bus.Connect("driver")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		// The world's one seat only watches: it answers every turn with a wait.
+		seat, err := conn.Subscribe(proto.TurnSubject(id, "watcher"), func(m *nats.Msg) {
+			_ = m.Respond([]byte(`{"actions":[{"type":"wait"}]}`))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer seat.Unsubscribe()
+		if watch != nil {
+			sub, err := conn.Subscribe(proto.EventsSubject(id), func(m *nats.Msg) {
+				var ev struct {
+					Seq uint64 `json:"seq"`
+				}
+				if err := json.Unmarshal(m.Data, &ev); err != nil {
+					t.Error(err)
+				}
+				watch(ev.Seq)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Unsubscribe()
+			if err := conn.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := driver.New(driver.Config{Log: log, Conn: conn, MaxBatch: maxBatch, CheckpointEvery: 700})
+		meta, err := d.Run(context.Background(), events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: 5}, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if watch != nil {
+			watch(0) // wait for the feed, before the subscription goes
+		}
+		return meta
+	}
+
+	slow := &slowLog{Log: memlog.New()}
+	var mu sync.Mutex
+	var got []uint64
+	early := 0
+	meta := run(32, slow, func(seq uint64) {
+		if seq == 0 { // the run ended: wait until the feed carried the whole log
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				mu.Lock()
+				n := len(got)
+				mu.Unlock()
+				if uint64(n) >= slow.durable.Load() {
+					return
+				}
+			}
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if seq > slow.durable.Load() {
+			early++
+		}
+		got = append(got, seq)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if early > 0 {
+		t.Errorf("%d events were published before their batch was durable", early)
+	}
+	if uint64(len(got)) != meta.LastSeq {
+		seen := map[uint64]bool{}
+		for _, s := range got {
+			seen[s] = true
+		}
+		var missing []uint64
+		for s := uint64(1); s <= meta.LastSeq; s++ {
+			if !seen[s] {
+				missing = append(missing, s)
+			}
+		}
+		t.Fatalf("the feed carried %d events, the log has %d; missing %v", len(got), meta.LastSeq, missing[:min(len(missing), 20)])
+	}
+	for i, seq := range got {
+		if seq != uint64(i+1) {
+			t.Fatalf("feed event %d has seq %d", i, seq)
+		}
+	}
+	if slow.appends.Load() < 40 {
+		t.Fatalf("only %d appends: the test did not run many batches", slow.appends.Load())
+	}
+	r := driver.Verify(context.Background(), slow, meta)
+	if !r.OK || r.Checkpoints < 2 {
+		t.Fatalf("verify: %+v", r)
+	}
+
+	// One event per batch (every append waited for) writes the same log.
+	one := memlog.New()
+	meta1 := run(1, one, nil)
+	if meta1.LastSeq != meta.LastSeq || meta1.StateHash != meta.StateHash {
+		t.Fatalf("batches of 32: %d events, %s; of 1: %d events, %s", meta.LastSeq, meta.StateHash, meta1.LastSeq, meta1.StateHash)
+	}
+	var a, b []byte
+	for ev, err := range slow.Read(context.Background(), meta.ID, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		a = events.AppendEncode(a, &ev)
+	}
+	for ev, err := range one.Read(context.Background(), meta1.ID, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = events.AppendEncode(b, &ev)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("the logs of batches of 32 and of 1 differ")
+	}
+}
