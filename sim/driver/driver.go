@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -183,7 +184,9 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		}
 		return meta, err
 	}
-	hist, err := d.serveHistory(meta.ID)
+	var landed atomic.Uint64 // the last seq shown to anyone (see land)
+	landed.Store(last)
+	hist, err := d.serveHistory(meta.ID, &landed)
 	if err != nil {
 		return fail(err)
 	}
@@ -218,6 +221,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 				}
 			}
 		}
+		landed.Store(last)
 		if f.cp != nil {
 			if err := d.cfg.Log.PutCheckpoint(ctx, meta.ID, *f.cp); err != nil {
 				return fmt.Errorf("driver: checkpoint: %w", err)

@@ -187,3 +187,98 @@ func TestBatchInFlightIsPublishedOnlyOnceDurable(t *testing.T) {
 		t.Fatal("the logs of batches of 32 and of 1 differ")
 	}
 }
+
+// slowReplica takes a while to replicate and remembers the last seq it holds.
+type slowReplica struct{ replicated atomic.Uint64 }
+
+func (r *slowReplica) Replicate(_ context.Context, _ string, batch []events.Event) error {
+	time.Sleep(3 * time.Millisecond)
+	r.replicated.Store(batch[len(batch)-1].Seq)
+	return nil
+}
+
+// The history responder serves only what has landed: an event stored in
+// the local log but not yet replicated is shown to no one.
+func TestHistoryStopsAtReplicated(t *testing.T) {
+	src, err := worlds.Source("support-desk-bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src = bytes.Replace(src, []byte("count: 200000"), []byte("count: 300"), 1)
+	w, err := worlds.Load("bench.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus, err := natsbus.Start(natsbus.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Shutdown()
+	conn, err := bus.Connect("driver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	reader, err := bus.Connect("reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	const id = "01J0000000000000000000HIST"
+	seat, err := conn.Subscribe(proto.TurnSubject(id, "watcher"), func(m *nats.Msg) {
+		_ = m.Respond([]byte(`{"actions":[{"type":"wait"}]}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seat.Unsubscribe()
+
+	replica := &slowReplica{}
+	done := make(chan struct{})
+	var asked, ahead, served atomic.Int64
+	go func() {
+		req, _ := json.Marshal(proto.HistoryRequest{From: 1, Limit: proto.MaxHistoryPage})
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			msg, err := reader.Request(proto.HistorySubject(id), req, time.Second)
+			if err != nil {
+				continue // not serving yet, or already gone
+			}
+			held := replica.replicated.Load() // read after the answer: it only grows
+			var resp proto.HistoryResponse
+			if err := json.Unmarshal(msg.Data, &resp); err != nil || resp.Error != "" {
+				continue
+			}
+			asked.Add(1)
+			if resp.Last > held {
+				ahead.Add(1)
+			}
+			for _, ev := range resp.Events {
+				if ev.Seq > held {
+					ahead.Add(1)
+				}
+			}
+			served.Add(int64(len(resp.Events)))
+		}
+	}()
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := driver.New(driver.Config{Log: memlog.New(), Conn: conn, MaxBatch: 16, Replica: replica})
+	meta, err := d.Run(context.Background(), events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: 5}, e)
+	close(done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked.Load() < 10 || served.Load() == 0 {
+		t.Fatalf("history asked %d times, %d events served: the test saw too little (%d events in the session)", asked.Load(), served.Load(), meta.LastSeq)
+	}
+	if ahead.Load() > 0 {
+		t.Fatalf("history served %d answers or events beyond what the replica held", ahead.Load())
+	}
+}

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 
@@ -21,7 +22,12 @@ import (
 // disconnected by the server (write deadline, max pending) with the reason
 // in the server's log. Either way the watcher knows, and reads what it
 // missed here (tests/slowconsumer_test.go).
-func (d *Driver) serveHistory(session string) (*nats.Subscription, error) {
+//
+// It serves only what has landed (see the driver's loop: durable, replicated
+// when there is a replica, and published), up to the seq in landed: an
+// event stored locally but not yet replicated is not shown to anyone, and
+// history never runs ahead of the live feed.
+func (d *Driver) serveHistory(session string, landed *atomic.Uint64) (*nats.Subscription, error) {
 	return d.cfg.Conn.Subscribe(proto.HistorySubject(session), func(msg *nats.Msg) {
 		var req proto.HistoryRequest
 		_ = json.Unmarshal(msg.Data, &req)
@@ -34,13 +40,13 @@ func (d *Driver) serveHistory(session string) (*nats.Subscription, error) {
 		if last, err := d.cfg.Log.LastSeq(ctx, session); err != nil {
 			resp.Error = err.Error()
 		} else {
-			resp.Last = last
+			resp.Last = min(last, landed.Load())
 			for ev, err := range d.cfg.Log.Read(ctx, session, max(req.From, 1)) {
 				if err != nil {
 					resp.Error = err.Error()
 					break
 				}
-				if len(resp.Events) == limit {
+				if len(resp.Events) == limit || ev.Seq > resp.Last {
 					break
 				}
 				resp.Events = append(resp.Events, ev)
