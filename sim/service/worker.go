@@ -334,19 +334,37 @@ func (w *Worker) renewLoop() {
 			return
 		case <-t.C:
 		}
-		w.mu.Lock()
-		ids := make([]string, 0, len(w.held))
-		for id, l := range w.held {
-			if !l.lost {
-				ids = append(ids, id)
-			}
-		}
-		w.mu.Unlock()
-		for _, id := range ids {
-			w.renew(id)
-		}
+		w.renewAll()
 	}
 }
+
+// renewAll renews every lease the worker holds and has not lost.
+func (w *Worker) renewAll() {
+	w.mu.Lock()
+	ids := make([]string, 0, len(w.held))
+	for id, l := range w.held {
+		if !l.lost {
+			ids = append(ids, id)
+		}
+	}
+	w.mu.Unlock()
+	// Renewed concurrently, a few at a time: one after another, the last
+	// of hundreds of leases could be renewed too late under load.
+	sem := make(chan struct{}, renewParallel)
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			w.renew(id)
+		}()
+	}
+	wg.Wait()
+}
+
+// renewParallel bounds the lease renewals in flight at once.
+const renewParallel = 16
 
 func (w *Worker) renew(id string) {
 	w.mu.Lock()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -488,5 +490,52 @@ func TestWorkerAdoptsUnstartedSession(t *testing.T) {
 	rm, _ := l.Session(ctx, id)
 	if rep := driver.Verify(ctx, l, rm); !rep.OK || rep.StateHash != m.StateHash {
 		t.Fatalf("verify %+v, want hash %s", rep, m.StateHash)
+	}
+}
+
+// slowLeases is a lease bucket whose updates take a while; it counts how
+// many run at once.
+type slowLeases struct {
+	jetstream.KeyValue
+	mu          sync.Mutex
+	now, most   int
+	updated     map[string]int
+	updateDelay time.Duration
+}
+
+func (k *slowLeases) Update(_ context.Context, key string, _ []byte, rev uint64) (uint64, error) {
+	k.mu.Lock()
+	k.now++
+	k.most = max(k.most, k.now)
+	k.mu.Unlock()
+	time.Sleep(k.updateDelay)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.now--
+	k.updated[key]++
+	return rev + 1, nil
+}
+
+// A worker renews its leases several at a time, every one of them, each
+// once per pass, and never more than renewParallel at once.
+func TestWorkerRenewsLeasesConcurrently(t *testing.T) {
+	kv := &slowLeases{updated: map[string]int{}, updateDelay: 5 * time.Millisecond}
+	w := &Worker{cfg: WorkerConfig{RenewEvery: time.Second, LeaseTTL: time.Minute}, logger: hclog.NewNullLogger(),
+		leases: kv, held: map[string]*lease{}}
+	for i := range 100 {
+		w.held[fmt.Sprintf("s%03d", i)] = &lease{rev: 1, renewed: time.Now()}
+	}
+	w.held["lost"] = &lease{rev: 1, lost: true}
+	w.renewAll()
+	if kv.most < 2 || kv.most > renewParallel {
+		t.Errorf("%d renewals ran at once; want between 2 and %d", kv.most, renewParallel)
+	}
+	for id, l := range w.held {
+		switch {
+		case id == "lost" && kv.updated[id] != 0:
+			t.Errorf("a lost lease was renewed")
+		case id != "lost" && (kv.updated[id] != 1 || l.rev != 2):
+			t.Errorf("lease %s renewed %d times, rev %d; want once, rev 2", id, kv.updated[id], l.rev)
+		}
 	}
 }
