@@ -172,12 +172,15 @@ func TestWorkerLeaseLostAndAdopted(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// Another worker takes the lease: the worker notices within a
+	// renewal and stops the session, and writes nothing more while the
+	// other holds it. Two fences keep it out of the stream (the gate before
+	// each step, and the replication cut at the lease's end); with both
+	// disabled this fails, with either one it passes.
 	leases, _ := js.KeyValue(ctx, LeaseBucket)
-	if err := leases.Delete(ctx, id); err != nil {
+	if _, err := leases.Put(ctx, id, []byte("intruder")); err != nil {
 		t.Fatal(err)
 	}
-	// The worker notices within a renewal and stops the session, then
-	// adopts it again.
 	for {
 		w.mu.Lock()
 		l := w.held[id]
@@ -190,6 +193,23 @@ func TestWorkerLeaseLostAndAdopted(t *testing.T) {
 			t.Fatal("the worker did not notice that its lease was taken")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	stored := func() uint64 {
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(jsreplica.Subject(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Subjects[jsreplica.Subject(id)]
+	}
+	time.Sleep(300 * time.Millisecond) // a batch already in flight lands
+	before := stored()
+	time.Sleep(1500 * time.Millisecond) // three renewals and scans
+	if after := stored(); after != before {
+		t.Fatalf("the worker went on without its lease: the stream grew from %d to %d events", before, after)
+	}
+	// The other lets go: the worker adopts the session again and ends it.
+	if err := leases.Delete(ctx, id); err != nil {
+		t.Fatal(err)
 	}
 	meta := waitMeta(t, ctx, js, id, events.StatusFinished)
 	if _, err := w.svc.Wait(ctx, id); err != nil {
