@@ -451,6 +451,42 @@ func TestSyncCopiesWhatTheStreamLacks(t *testing.T) {
 	}
 }
 
+// A local log with events the stream never got any of (the first batches
+// were stored, the writer died before replicating them) is not taken for
+// restored: Restore says ErrGap, and after Sync the stream holds them all.
+func TestRestoreEmptyStreamLocalAhead(t *testing.T) {
+	ctx := context.Background()
+	_, nc := mustServer(t)
+	meta, batches := session(t, "s7", 5)
+	meta.Status = events.StatusRunning
+	local := memlog.New()
+	if err := local.CreateSession(ctx, meta); err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for _, b := range batches {
+		if err := local.Append(ctx, "s7", last, b); err != nil {
+			t.Fatal(err)
+		}
+		last = b[len(b)-1].Seq
+	}
+	r := mustReplica(t, nc, jsreplica.Config{})
+	if err := r.PutSession(ctx, meta); err != nil { // recorded, no event replicated
+		t.Fatal(err)
+	}
+	if n, err := jsreplica.Restore(ctx, r.JetStream(), "s7", local); !errors.Is(err, jsreplica.ErrGap) {
+		t.Fatalf("restore into a log ahead of an empty stream: %d, %v; want ErrGap", n, err)
+	}
+	if got, err := r.Sync(ctx, local, "s7"); err != nil || got != last {
+		t.Fatalf("sync: %d, %v; want %d", got, err, last)
+	}
+	dst := memlog.New()
+	if n, err := jsreplica.Restore(ctx, r.JetStream(), "s7", dst); err != nil || n != last {
+		t.Fatalf("restore after sync: %d, %v; want %d", n, err, last)
+	}
+	equalEvents(t, mustRead(t, dst, "s7"), flatten(batches))
+}
+
 func TestSessionsLists(t *testing.T) {
 	ctx := context.Background()
 	_, nc := mustServer(t)

@@ -106,6 +106,12 @@ func restore(ctx context.Context, js jetstream.JetStream, session string, dst ev
 		if last, err = copyEvents(ctx, js, session, dst, meta.ForkSeq, last, lastMsg.Sequence); err != nil {
 			return last, err
 		}
+	} else if last > meta.ForkSeq {
+		// The stream has none of the session's own events but dst has: a
+		// writer stored its first batches locally and died before they
+		// were replicated. Continuing from here would leave the stream a
+		// hole at its start.
+		return last, fmt.Errorf("%w: session %s: the local log has %d events, the stream none after the fork point %d (Sync them, or discard the local copy)", ErrGap, session, last, meta.ForkSeq)
 	}
 	if meta.LastSeq != last {
 		meta.LastSeq = last

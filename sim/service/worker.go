@@ -570,6 +570,11 @@ func (w *Worker) adoptUnstarted(ctx context.Context, id string, rec owner, saved
 	if info.State.Subjects[jsreplica.Subject(id)] > 0 {
 		return false, nil
 	}
+	if n, err := w.log.LastSeq(ctx, id); err == nil && n > 0 {
+		// This worker ran it before and its first batches never reached
+		// the stream: Restore says so (ErrGap) and adopt syncs them.
+		return false, nil
+	}
 	e, err := w.meta.Get(ctx, id)
 	if err != nil {
 		return true, err
