@@ -66,7 +66,7 @@ func benchReplicate(b *testing.B, nc *nats.Conn, replicas int) {
 				continue
 			}
 			b.Run(fmt.Sprintf("%s/batch=%d", mode, size), func(b *testing.B) {
-				r := mustReplica(b, nc, jsreplica.Config{Strict: mode == "strict", Replicas: replicas})
+				r := mustReplica(b, nc, jsreplica.Config{Batch: mode == "batch", Replicas: replicas})
 				js := r.JetStream()
 				evs := synthetic(b.N)
 				session := fmt.Sprintf("bench-%s-%d-%d", mode, size, b.N)

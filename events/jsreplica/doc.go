@@ -33,10 +33,15 @@
 // the key): a message re-sent within the stream's duplicate window is
 // acknowledged as a duplicate and not stored twice.
 //
-// The first message of each batch carries Nats-Expected-Last-Subject-Sequence:
-// the stream sequence of the session's previous event, which the Replica
-// tracks per session (and reads back from the subject's last message after
-// a restart or a failed publish). It is published and acknowledged alone;
+// Every message carries Nats-Expected-Last-Subject-Sequence: the stream
+// sequence of the session's previous event, which the Replica tracks per
+// session (and reads back from the subject's last message after a restart
+// or a failed publish), so a second writer that has not seen this writer's
+// events is refused at once. The messages go one at a time, each
+// acknowledged before the next.
+//
+// With Config.Batch, only the first message of each batch carries the
+// expectation. It is published and acknowledged alone;
 // the rest of the batch is then published asynchronously and the
 // acknowledgements awaited together. The expected sequence of the second
 // message would be the stream sequence of the first, which is not known
@@ -44,16 +49,15 @@
 // on a subject that has a message in flight; so the check is per batch. A
 // second writer that has not seen this writer's events fails its first
 // batch, and nothing of a batch is sent once its first message is refused.
-// Config.Strict publishes one message at a time with the expectation on
-// every one, for a third (one server) to a sixth (three replicas) of the
-// rate.
+// One at a time runs at a third (one server) to a sixth (three replicas)
+// of Batch's rate.
 //
-// Use Strict on a cluster. Without it, when the stream's leader dies in
-// the middle of an asynchronous batch, one message can be lost between
-// the old leader and the new while later ones of the batch are stored: a
-// hole in the session's subject that no retry fills (tests/failover_test.go
-// found it in 2 of 4 runs killing the leader; with Strict, none in 4).
-// `corpsim serve --worker` runs Strict.
+// Never use Batch on a cluster: when the stream's leader dies in the
+// middle of an asynchronous batch, one message can be lost between the old
+// leader and the new while later ones of the batch are stored: a hole in
+// the session's subject that no retry fills (tests/failover_test.go found
+// it in 2 of 4 runs killing the leader; one at a time, none in 4).
+// `corpsim serve --worker` publishes one at a time.
 //
 // A Replica never relies on the duplicate window alone: before publishing
 // to a session it knows the last event the stream holds, skips the events

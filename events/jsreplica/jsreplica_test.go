@@ -143,7 +143,7 @@ func TestReplicateAndRestore(t *testing.T) {
 	for _, strict := range []bool{false, true} {
 		name := map[bool]string{false: "batch", true: "strict"}[strict]
 		t.Run(name, func(t *testing.T) {
-			r := mustReplica(t, nc, jsreplica.Config{Strict: strict})
+			r := mustReplica(t, nc, jsreplica.Config{Batch: !strict})
 			id := meta.ID + "-" + name
 			m := meta
 			m.ID = id
@@ -370,29 +370,31 @@ func TestAnotherWriterIsAConflict(t *testing.T) {
 			return err
 		}, events.ErrCorrupt}, // a hole: seqs missing between the two
 	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			id := "s4-" + string(rune('a'+i))
-			r := mustReplica(t, nc, jsreplica.Config{RetryFor: 2 * time.Second})
-			if err := r.Replicate(ctx, id, batches[0]); err != nil {
-				t.Fatal(err)
-			}
-			next := batches[1][0].Seq
-			if err := tt.forge(r.JetStream(), id, next); err != nil {
-				t.Fatal(err)
-			}
-			err := r.Replicate(ctx, id, batches[1])
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("got error %v, want %v", err, tt.wantErr)
-			}
-			if got, want := subjectMsgs(t, r.JetStream(), id), uint64(len(batches[0])+1); got != want {
-				t.Fatalf("got %d messages, want %d (nothing after the other writer's)", got, want)
-			}
-			// Restore does not take the other writer's message silently.
-			if _, err := jsreplica.Restore(ctx, r.JetStream(), id, memlog.New()); err == nil && tt.wantErr != jsreplica.ErrConflict {
-				t.Fatal("restored a session with a foreign message")
-			}
-		})
+	for _, batch := range []bool{false, true} {
+		for i, tt := range tests {
+			t.Run(fmt.Sprintf("%s/batch=%v", tt.name, batch), func(t *testing.T) {
+				id := fmt.Sprintf("s4-%c-%v", 'a'+i, batch)
+				r := mustReplica(t, nc, jsreplica.Config{RetryFor: 2 * time.Second, Batch: batch})
+				if err := r.Replicate(ctx, id, batches[0]); err != nil {
+					t.Fatal(err)
+				}
+				next := batches[1][0].Seq
+				if err := tt.forge(r.JetStream(), id, next); err != nil {
+					t.Fatal(err)
+				}
+				err := r.Replicate(ctx, id, batches[1])
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("got error %v, want %v", err, tt.wantErr)
+				}
+				if got, want := subjectMsgs(t, r.JetStream(), id), uint64(len(batches[0])+1); got != want {
+					t.Fatalf("got %d messages, want %d (nothing after the other writer's)", got, want)
+				}
+				// Restore does not take the other writer's message silently.
+				if _, err := jsreplica.Restore(ctx, r.JetStream(), id, memlog.New()); err == nil && tt.wantErr != jsreplica.ErrConflict {
+					t.Fatal("restored a session with a foreign message")
+				}
+			})
+		}
 	}
 }
 

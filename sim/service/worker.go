@@ -163,12 +163,13 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, svcCfg Config) (*Worker, e
 }
 
 func (w *Worker) connect(ctx context.Context, replicas int) error {
-	// Strict: every event carries the expected last subject sequence. With
-	// only the first of a batch carrying it, a stream leader lost in the
+	// One event at a time (jsreplica's default), each with the expected
+	// last subject sequence. With only the first of a batch carrying it
+	// (Config.Batch), a stream leader lost in the
 	// middle of a batch can drop one event and store the next ones (sent
 	// after the new leader took over), a hole no retry can mend (seen in
 	// TestFailoverNATSNodeKilled).
-	r, err := jsreplica.New(ctx, w.cfg.Conn, jsreplica.Config{Replicas: replicas, RetryFor: w.cfg.RetryFor, Logger: w.logger, Strict: true})
+	r, err := jsreplica.New(ctx, w.cfg.Conn, jsreplica.Config{Replicas: replicas, RetryFor: w.cfg.RetryFor, Logger: w.logger})
 	if err != nil {
 		return err
 	}
