@@ -43,6 +43,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
@@ -132,6 +133,9 @@ var (
 	ErrTooManySeats    = errors.New("service: too many seats")
 	ErrShuttingDown    = errors.New("service: shutting down")
 )
+
+// ErrPanicked is the error of a session that panicked (see guard).
+var ErrPanicked = errors.New("service: the session panicked")
 
 // Bus is where the service runs: the embedded server (*natsbus.Server) or
 // an external one (natsbus.External).
@@ -522,11 +526,12 @@ func (s *Service) launch(l launch) error {
 				CheckpointEvery: s.cfg.CheckpointEvery, Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
 				Interest: s.cfg.Bus.Interest, Observer: s.cfg.Observer, Replica: s.cfg.Replica})
 			log.Info("session running", "from_seq", e.State().LastSeq, "remote_seats", len(remote))
-			if l.fresh {
-				m, err = d.Run(runCtx, meta, e)
-			} else {
-				m, err = d.Continue(runCtx, meta, e)
-			}
+			m, err = s.guard(log, meta, func() (events.SessionMeta, error) {
+				if l.fresh {
+					return d.Run(runCtx, meta, e)
+				}
+				return d.Continue(runCtx, meta, e)
+			})
 		} else {
 			// Stopped before it began: nothing ran, nothing was logged.
 			m.Status, err = events.StatusInterrupted, context.Canceled
@@ -539,8 +544,10 @@ func (s *Service) launch(l launch) error {
 		// Keep what status reports of an ended session, not its engine: a
 		// server runs sessions for days, and each engine holds its whole
 		// state and payload buffers.
-		st := ss.engine.State()
-		ss.endTime, ss.endScore = int64(st.Now), policies.Score(st).TeamScore
+		if !errors.Is(err, ErrPanicked) { // else the state may be half-changed
+			st := ss.engine.State()
+			ss.endTime, ss.endScore = int64(st.Now), policies.Score(st).TeamScore
+		}
 		ss.engine = nil
 		stopped := ss.stopped
 		ss.mu.Unlock()
@@ -565,6 +572,36 @@ func (s *Service) launch(l launch) error {
 		}
 	}()
 	return nil
+}
+
+// guard runs a session and turns a panic in it (a defect in the engine,
+// a hook or an agent host) into the session's failure: the service and
+// its other sessions go on, and the session is recorded failed, with its
+// last durable seq, so that neither a restart nor another worker runs it
+// again into the same panic.
+func (s *Service) guard(log hclog.Logger, meta events.SessionMeta, run func() (events.SessionMeta, error)) (m events.SessionMeta, err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		err = fmt.Errorf("%w: %v", ErrPanicked, r)
+		log.Error("session panicked; recorded failed", "panic", r, "stack", string(debug.Stack()))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		m = meta
+		if stored, serr := s.cfg.Log.Session(ctx, meta.ID); serr == nil {
+			m = stored
+		}
+		if last, lerr := s.cfg.Log.LastSeq(ctx, meta.ID); lerr == nil {
+			m.LastSeq = last
+		}
+		m.Status = events.StatusFailed
+		if uerr := s.cfg.Log.UpdateSession(ctx, m); uerr != nil {
+			log.Error("cannot record the session failed", "error", uerr)
+		}
+	}()
+	return run()
 }
 
 // waitToStart holds a session until it may run: a start control message
