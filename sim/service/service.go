@@ -431,6 +431,7 @@ type launch struct {
 	seats                    map[string]proto.Seat // remote seats' credentials
 	limited                  bool                  // counts against MaxSessions (a create; a resume does not)
 	load                     float64               // the create request's load, for Hooks.Starting
+	paused                   bool                  // resumed paused (it was paused when the service stopped)
 }
 
 // launch hosts a session's built-in seats and runs it in the background.
@@ -483,6 +484,9 @@ func (s *Service) launch(l launch) error {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), meta: meta, engine: e, kinds: kinds}
+	if l.paused {
+		ss.paused, ss.resume = true, make(chan struct{})
+	}
 	ctl, err := s.conn.Subscribe(proto.ControlSubject(id), func(msg *nats.Msg) { s.handleControl(ss, msg) })
 	if err != nil {
 		host.Close()
@@ -510,8 +514,14 @@ func (s *Service) launch(l launch) error {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.queueChanged()
-	if err := s.state.put(id, savedSession{Seats: l.seats, TurnTimeout: l.turnTimeout.String(), JoinTimeout: l.joinTimeout.String()}); err != nil {
+	if err := s.state.put(id, savedSession{Seats: l.seats, TurnTimeout: l.turnTimeout.String(), JoinTimeout: l.joinTimeout.String(), Paused: l.paused}); err != nil {
 		log.Warn("cannot record the session for a restart; it will not be resumed automatically", "error", err)
+	}
+	ss.mu.Lock()
+	paused := ss.paused // a pause may have come in before the record was made
+	ss.mu.Unlock()
+	if paused != l.paused {
+		_ = s.state.setPaused(id, paused)
 	}
 	go func() {
 		defer s.wg.Done()
@@ -697,12 +707,19 @@ func (s *Service) handleControl(ss *session, msg *nats.Msg) {
 				close(ss.resume)
 			}
 			ss.mu.Unlock()
+			if err := s.state.setPaused(ss.id, false); err != nil {
+				s.logger.Warn("cannot record the resume in the state file", "session", ss.id, "error", err)
+			}
 		case proto.OpPause:
 			ss.mu.Lock()
 			if !ss.paused {
 				ss.paused, ss.resume = true, make(chan struct{})
 			}
 			ss.mu.Unlock()
+			// Kept across a restart: a paused session stays paused.
+			if err := s.state.setPaused(ss.id, true); err != nil {
+				s.logger.Warn("cannot record the pause in the state file", "session", ss.id, "error", err)
+			}
 		case proto.OpStop:
 			ss.mu.Lock()
 			ss.stopped = true

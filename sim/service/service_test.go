@@ -2,7 +2,9 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -81,5 +83,74 @@ func TestPanickingSessionFailsAlone(t *testing.T) {
 		if r := driver.Verify(ctx, log, m); !r.OK {
 			t.Fatalf("session %s does not verify: %v", id, r.Problems)
 		}
+	}
+}
+
+// A session paused by its operator stays paused across a restart of the
+// service: resumed from the state file, it waits until a start.
+func TestPauseSurvivesRestart(t *testing.T) {
+	bus, err := natsbus.Start(natsbus.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Shutdown()
+	log := memlog.New()
+	stateFile := filepath.Join(t.TempDir(), "serve-state.json")
+	op, err := bus.Connect("operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	control := func(id string, o proto.ControlOp) proto.ControlReply {
+		t.Helper()
+		req, _ := json.Marshal(proto.ControlRequest{Op: o})
+		msg, err := op.Request(proto.ControlSubject(id), req, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r proto.ControlReply
+		if err := json.Unmarshal(msg.Data, &r); err != nil || r.Error != "" {
+			t.Fatalf("%s: %s, %v", o, r.Error, err)
+		}
+		return r
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger(), StateFile: stateFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := svc.Create(ctx, proto.CreateRequest{World: "support-desk-bench", Load: 0.1, Seed: 3, Agents: "greedy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.Session
+	control(id, proto.OpPause)
+	svc.Close() // the restart: the session is interrupted and kept for ResumeSaved
+
+	svc2, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger(), StateFile: stateFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc2.Close()
+	if got, err := svc2.ResumeSaved(ctx); err != nil || len(got) != 1 || got[0] != id {
+		t.Fatalf("resumed %v, %v; want [%s]", got, err, id)
+	}
+	if st := control(id, proto.OpStatus); st.Status != "paused" {
+		t.Fatalf("resumed session is %q, want paused", st.Status)
+	}
+	before, _ := log.LastSeq(ctx, id)
+	time.Sleep(300 * time.Millisecond)
+	if after, _ := log.LastSeq(ctx, id); after != before {
+		t.Fatalf("a paused session went on from seq %d to %d", before, after)
+	}
+	control(id, proto.OpStart)
+	m, err := svc2.Wait(ctx, id)
+	if err != nil || m.Status != events.StatusFinished {
+		t.Fatalf("after start: %s, %v; want finished", m.Status, err)
+	}
+	if r := driver.Verify(ctx, log, m); !r.OK {
+		t.Fatalf("verify: %v", r.Problems)
 	}
 }

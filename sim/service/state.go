@@ -25,6 +25,9 @@ type savedSession struct {
 	Seats       map[string]proto.Seat `json:"seats,omitempty"` // remote seats' credentials (tokens: the file is 0600)
 	TurnTimeout string                `json:"turn_timeout,omitempty"`
 	JoinTimeout string                `json:"join_timeout,omitempty"`
+	// Paused: an operator paused the session; a restarted service resumes
+	// it paused, until a start control message.
+	Paused bool `json:"paused,omitempty"`
 }
 
 type savedState struct {
@@ -68,6 +71,22 @@ func (f *stateFile) put(id string, s savedSession) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.st.Sessions[id] = s
+	return f.write()
+}
+
+// setPaused records whether session id is paused, if the file keeps it.
+func (f *stateFile) setPaused(id string, paused bool) error {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	saved, ok := f.st.Sessions[id]
+	if !ok || saved.Paused == paused {
+		return nil
+	}
+	saved.Paused = paused
+	f.st.Sessions[id] = saved
 	return f.write()
 }
 
@@ -227,7 +246,7 @@ func (s *Service) resume(ctx context.Context, id string, saved savedSession) err
 		seats[member] = seat
 	}
 	at := e.State().LastSeq // read before launch: the engine is the driver's from then on
-	if err := s.launch(launch{meta: meta, engine: e, turnTimeout: turnTimeout, joinTimeout: joinTimeout, seats: seats}); err != nil {
+	if err := s.launch(launch{meta: meta, engine: e, turnTimeout: turnTimeout, joinTimeout: joinTimeout, seats: seats, paused: saved.Paused}); err != nil {
 		if s.cfg.Auth != nil {
 			s.cfg.Auth.RemoveSession(id)
 		}
