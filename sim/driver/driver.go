@@ -249,7 +249,10 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		if err := ctx.Err(); err != nil {
 			return failLanding(err)
 		}
-		if d.cfg.Gate != nil {
+		if d.cfg.Gate != nil && issued > 0 {
+			// Not before the session's first batch, so that every session
+			// that was created begins its log with session.started (a
+			// session paused at once can then be resumed after a restart).
 			// A paused session shows everything it made before it waits.
 			if err := land(); err != nil {
 				return failLanding(err)

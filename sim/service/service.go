@@ -488,6 +488,13 @@ func (s *Service) launch(l launch) error {
 		ss.paused, ss.resume = true, make(chan struct{})
 	}
 	ctl, err := s.conn.Subscribe(proto.ControlSubject(id), func(msg *nats.Msg) { s.handleControl(ss, msg) })
+	if err == nil {
+		// The server knows of the subscription before Create returns, so
+		// a client's first control request finds its responder.
+		if err = s.conn.Flush(); err != nil {
+			_ = ctl.Unsubscribe()
+		}
+	}
 	if err != nil {
 		host.Close()
 		cancel()
