@@ -79,19 +79,28 @@ func Decode(b []byte, e *Event) error { return (*Decoder)(nil).Decode(b, e) }
 // carves payloads out of shared blocks, so a read allocates a few large
 // blocks instead of three small objects per event. A nil *Decoder is
 // Decode. Not safe for concurrent use.
+//
+// DecodeBorrowed goes further for a scan that looks at each event once: it
+// copies no payload at all.
 type Decoder struct {
 	strs  map[string]string
 	arena []byte
+	// lastType and lastActor are the strings of the previous event: a run
+	// of events of one type or actor skips the map lookup.
+	lastType, lastActor string
 }
 
 // decoderBlock is the size of the blocks a Decoder carves payloads from.
 const decoderBlock = 64 << 10
 
-func (dd *Decoder) str(b []byte) string {
-	if dd == nil {
-		return string(b)
+// str returns b as a string, interned; last is the string returned for the
+// same field of the previous event, compared first.
+func (dd *Decoder) str(b []byte, last *string) string {
+	if *last == string(b) { // does not allocate
+		return *last
 	}
 	if s, ok := dd.strs[string(b)]; ok {
+		*last = s
 		return s
 	}
 	s := string(b)
@@ -101,6 +110,7 @@ func (dd *Decoder) str(b []byte) string {
 	if len(dd.strs) < 4096 && len(b) <= 64 {
 		dd.strs[s] = s
 	}
+	*last = s
 	return s
 }
 
@@ -117,7 +127,17 @@ func (dd *Decoder) payload(p []byte) []byte {
 }
 
 // Decode decodes one event like the package's Decode.
-func (dd *Decoder) Decode(b []byte, e *Event) error {
+func (dd *Decoder) Decode(b []byte, e *Event) error { return dd.decode(b, e, false) }
+
+// DecodeBorrowed decodes one event like Decode, with the same checks
+// (length, version, checksum, canonical fields), except that e.Payload
+// aliases b instead of being a copy: it is valid only as long as b is
+// and must not be modified. Type and Actor are ordinary strings (interned
+// by dd, or fresh when dd is nil) that the caller may keep. It does not
+// allocate once dd has seen the event's type and actor.
+func (dd *Decoder) DecodeBorrowed(b []byte, e *Event) error { return dd.decode(b, e, true) }
+
+func (dd *Decoder) decode(b []byte, e *Event, borrow bool) error {
 	if len(b) < minEncodedLen {
 		return corruptf("truncated: %d bytes, need at least %d", len(b), minEncodedLen)
 	}
@@ -129,27 +149,120 @@ func (dd *Decoder) Decode(b []byte, e *Event) error {
 	if got := crc32.Checksum(body, castagnoli); got != want {
 		return corruptf("checksum mismatch: stored %08x, computed %08x", want, got)
 	}
-
-	d := decoder{b: body[1:]}
 	var out Event
-	copy(out.ID[:], d.b[:idLen]) // len(body) >= 1+idLen, checked above
+	typ, actor, p, ok := parseBody(body[1:], &out)
+	if !ok {
+		// parseBody does not say why; decodeBody does. It accepts
+		// exactly what parseBody accepts (FuzzParseBody).
+		var err error
+		if typ, actor, p, err = decodeBody(body[1:], &out); err != nil {
+			return err
+		}
+	}
+	// Field by field rather than *e = out: this is the hot path of a scan.
+	e.ID, e.Session, e.Seq, e.Time, e.Cause = out.ID, "", out.Seq, out.Time, out.Cause
+	if dd == nil {
+		e.Type, e.Actor = string(typ), string(actor)
+	} else {
+		e.Type = dd.str(typ, &dd.lastType)
+		e.Actor = dd.str(actor, &dd.lastActor)
+	}
+	switch {
+	case len(p) == 0:
+		e.Payload = nil
+	case borrow:
+		e.Payload = p[:len(p):len(p)]
+	default:
+		e.Payload = dd.payload(p)
+	}
+	return nil
+}
+
+// parseBody reads the fields after the version byte of a checksummed
+// event into out (ID, Seq, Time, Cause) and returns the type, actor and
+// payload bytes, which alias b. It is decodeBody's fast path: ok is false
+// for anything decodeBody rejects, with no reason given.
+func parseBody(b []byte, out *Event) (typ, actor, payload []byte, ok bool) {
+	if len(b) < idLen {
+		return nil, nil, nil, false
+	}
+	copy(out.ID[:], b[:idLen])
+	i := idLen
+	var v uint64
+	if out.Seq, i = uvarintAt(b, i); i < 0 {
+		return nil, nil, nil, false
+	}
+	if v, i = uvarintAt(b, i); i < 0 {
+		return nil, nil, nil, false
+	}
+	out.Time = unzigzag(v)
+	if out.Cause, i = uvarintAt(b, i); i < 0 {
+		return nil, nil, nil, false
+	}
+	if typ, i = bytesAt(b, i); i < 0 {
+		return nil, nil, nil, false
+	}
+	if actor, i = bytesAt(b, i); i < 0 {
+		return nil, nil, nil, false
+	}
+	if payload, i = bytesAt(b, i); i != len(b) {
+		return nil, nil, nil, false
+	}
+	return typ, actor, payload, true
+}
+
+// uvarintAt reads the canonical (minimal) uvarint at b[i:] and returns it
+// and the index after it, or i < 0 if there is none.
+func uvarintAt(b []byte, i int) (uint64, int) {
+	if i < len(b) && b[i] < 0x80 {
+		return uint64(b[i]), i + 1
+	}
+	return uvarintLong(b, i)
+}
+
+func uvarintLong(b []byte, i int) (uint64, int) {
+	var x uint64
+	var s uint
+	for j := 0; j < binary.MaxVarintLen64 && i < len(b); j++ {
+		c := b[i]
+		i++
+		if c < 0x80 {
+			if (j == binary.MaxVarintLen64-1 && c > 1) || c == 0 { // overflow; non-minimal (j > 0 here)
+				return 0, -1
+			}
+			return x | uint64(c)<<s, i
+		}
+		x |= uint64(c&0x7f) << s
+		s += 7
+	}
+	return 0, -1
+}
+
+// bytesAt reads a uvarint length and that many bytes at b[i:].
+func bytesAt(b []byte, i int) ([]byte, int) {
+	l, i := uvarintAt(b, i)
+	if i < 0 || l > uint64(len(b)-i) {
+		return nil, -1
+	}
+	end := i + int(l)
+	return b[i:end], end
+}
+
+// decodeBody is parseBody with the reason for a failure.
+func decodeBody(b []byte, out *Event) (typ, actor, payload []byte, err error) {
+	d := decoder{b: b}
+	copy(out.ID[:], d.b[:idLen]) // len(b) >= idLen: the caller checked minEncodedLen
 	d.b = d.b[idLen:]
 	out.Seq = d.uvarint("seq")
 	out.Time = unzigzag(d.uvarint("time"))
 	out.Cause = d.uvarint("cause")
-	out.Type = dd.str(d.bytes("type"))
-	out.Actor = dd.str(d.bytes("actor"))
-	if p := d.bytes("payload"); len(p) > 0 && d.err == nil {
-		out.Payload = dd.payload(p)
-	}
+	typ = d.bytes("type")
+	actor = d.bytes("actor")
+	payload = d.bytes("payload")
 	if d.err == nil && len(d.b) != 0 {
 		d.err = corruptf("%d trailing bytes", len(d.b))
 	}
-	if d.err != nil {
-		return d.err
-	}
-	*e = out
-	return nil
+	return typ, actor, payload, d.err
 }
 
 // decoder reads fields from a checksummed body, remembering the first error;
