@@ -12,6 +12,7 @@ package memlog
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -284,53 +285,82 @@ func (l *Log) chainLocked(id string) ([]events.SessionMeta, map[string][][]byte,
 // owned by the caller.
 func (l *Log) Read(ctx context.Context, id string, from uint64) iter.Seq2[events.Event, error] {
 	return func(yield func(events.Event, error) bool) {
-		if err := l.check(ctx); err != nil {
+		stopped := false
+		err := l.scan(ctx, id, from, nil, func(e *events.Event) error {
+			if !yield(*e, nil) {
+				stopped = true
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && !stopped {
 			yield(events.Event{}, err)
-			return
 		}
-		if err := events.ValidSessionID(id); err != nil {
-			yield(events.Event{}, err)
-			return
-		}
-		l.mu.RLock()
-		chain, stored, ok := l.chainLocked(id)
-		l.mu.RUnlock()
-		if !ok {
-			yield(events.Event{}, fmt.Errorf("%w: %s", events.ErrNoSession, id))
-			return
-		}
-		forkSeq := make(map[string]uint64, len(chain))
-		for _, m := range chain {
-			forkSeq[m.ID] = m.ForkSeq
-		}
-		for _, seg := range logcore.Plan(chain, from) {
-			evs := stored[seg.Session]
-			base := forkSeq[seg.Session]
-			for seq := seg.From; seq <= seg.To && seq-base <= uint64(len(evs)); seq++ {
-				if err := l.check(ctx); err != nil {
-					yield(events.Event{}, err)
-					return
-				}
-				var e events.Event
-				if err := events.Decode(evs[seq-base-1], &e); err != nil {
-					yield(events.Event{}, &events.CorruptError{Session: seg.Session, Seq: seq, Err: err})
-					return
-				}
-				if e.Seq != seq {
-					yield(events.Event{}, &events.CorruptError{Session: seg.Session, Seq: seq,
-						Err: fmt.Errorf("stored event has seq %d", e.Seq)})
-					return
-				}
-				e.Session = seg.Session
-				if !yield(e, nil) {
-					return
-				}
-				if seq == seg.To { // avoid overflow at math.MaxUint64
-					break
-				}
+	}
+}
+
+// errStop ends a scan whose consumer stopped.
+var errStop = errors.New("memlog: stop")
+
+// Scan implements events.Log. The Payload of each event aliases the bytes
+// the Log stores, which are never modified; the borrowed *Event is reused
+// for the next event.
+func (l *Log) Scan(ctx context.Context, id string, from uint64, fn func(*events.Event) error) error {
+	var dec events.Decoder
+	return l.scan(ctx, id, from, &dec, fn)
+}
+
+// scan calls fn with each event of session id from seq from: decoded into
+// a copy with a nil dec (Read), borrowed with DecodeBorrowed otherwise.
+func (l *Log) scan(ctx context.Context, id string, from uint64, dec *events.Decoder, fn func(*events.Event) error) error {
+	if err := l.check(ctx); err != nil {
+		return err
+	}
+	if err := events.ValidSessionID(id); err != nil {
+		return err
+	}
+	l.mu.RLock()
+	chain, stored, ok := l.chainLocked(id)
+	l.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("%w: %s", events.ErrNoSession, id)
+	}
+	forkSeq := make(map[string]uint64, len(chain))
+	for _, m := range chain {
+		forkSeq[m.ID] = m.ForkSeq
+	}
+	var e events.Event
+	for _, seg := range logcore.Plan(chain, from) {
+		evs := stored[seg.Session]
+		base := forkSeq[seg.Session]
+		for seq := seg.From; seq <= seg.To && seq-base <= uint64(len(evs)); seq++ {
+			if err := l.check(ctx); err != nil {
+				return err
+			}
+			b := evs[seq-base-1]
+			var err error
+			if dec == nil {
+				err = events.Decode(b, &e)
+			} else {
+				err = dec.DecodeBorrowed(b, &e)
+			}
+			if err != nil {
+				return &events.CorruptError{Session: seg.Session, Seq: seq, Err: err}
+			}
+			if e.Seq != seq {
+				return &events.CorruptError{Session: seg.Session, Seq: seq,
+					Err: fmt.Errorf("stored event has seq %d", e.Seq)}
+			}
+			e.Session = seg.Session
+			if err := fn(&e); err != nil {
+				return err
+			}
+			if seq == seg.To { // avoid overflow at math.MaxUint64
+				break
 			}
 		}
 	}
+	return nil
 }
 
 // PutCheckpoint implements events.Log. cp is encoded into a new buffer; the

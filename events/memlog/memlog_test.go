@@ -3,6 +3,7 @@ package memlog_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,6 +61,11 @@ func TestCorrupt(t *testing.T) {
 					if err != nil {
 						break
 					}
+				}
+				n := 0
+				serr := l.Scan(ctx, "f", 1, func(*events.Event) error { n++; return nil })
+				if serr == nil || serr.Error() != err.Error() || n != int(tt.seq)-1 {
+					t.Fatalf("Scan: got %v after %d events, want Read's error %v after %d", serr, n, err, tt.seq-1)
 				}
 			}
 			var ce *events.CorruptError
@@ -128,5 +134,50 @@ func wantCorruptCheckpoint(tb testing.TB, what string, err error, session string
 	if ce.Kind != events.CorruptCheckpoint || ce.Session != session || ce.Seq != seq || !strings.Contains(err.Error(), reason) {
 		tb.Fatalf("%s: got %q (kind %q, session %q, seq %d), want a checkpoint of session %q at seq %d, reason %q",
 			what, err, ce.Kind, ce.Session, ce.Seq, session, seq, reason)
+	}
+}
+
+// TestScanEveryBitFlip flips each bit of a stored event in turn: Scan and
+// Read, through a fork, stop at it with a *CorruptError naming the parent
+// and the seq, after the events before it, and never pass it to fn.
+func TestScanEveryBitFlip(t *testing.T) {
+	ctx := context.Background()
+	l := memlog.New()
+	defer l.Close()
+	key := [32]byte{2}
+	var evs []events.Event
+	for seq := uint64(1); seq <= 4; seq++ {
+		evs = append(evs, events.Event{ID: events.NewID(key, 0, int64(seq), seq), Seq: seq, Time: int64(seq),
+			Type: "task.claimed", Actor: "alice", Payload: []byte(`{"task":"t-1","busy_until":99}`)})
+	}
+	if err := l.CreateSession(ctx, events.SessionMeta{ID: "p", Status: events.StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(ctx, "p", 0, evs); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CreateSession(ctx, events.SessionMeta{ID: "f", Parent: "p", ForkSeq: 4, Status: events.StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	good := l.Raw("p", 3)
+	for bit := range 8 * len(good) {
+		bad := slices.Clone(good)
+		bad[bit/8] ^= 1 << (bit % 8)
+		l.Corrupt("p", 3, bad)
+		var seen []uint64
+		err := l.Scan(ctx, "f", 1, func(e *events.Event) error { seen = append(seen, e.Seq); return nil })
+		var ce *events.CorruptError
+		if !errors.As(err, &ce) || ce.Session != "p" || ce.Seq != 3 || !slices.Equal(seen, []uint64{1, 2}) {
+			t.Fatalf("bit %d flipped: Scan saw %v and returned %v, want seqs [1 2] and a *CorruptError for p seq 3", bit, seen, err)
+		}
+		var rerr error
+		for _, rerr = range l.Read(ctx, "f", 3) {
+			if rerr != nil {
+				break
+			}
+		}
+		if !errors.As(rerr, &ce) || ce.Session != "p" || ce.Seq != 3 {
+			t.Fatalf("bit %d flipped: Read returned %v, want a *CorruptError for p seq 3", bit, rerr)
+		}
 	}
 }
