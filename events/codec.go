@@ -186,66 +186,71 @@ func parseBody(b []byte, out *Event) (typ, actor, payload []byte, ok bool) {
 	if len(b) < idLen {
 		return nil, nil, nil, false
 	}
-	copy(out.ID[:], b[:idLen])
+	// Three varints, then three length-prefixed fields; a one-byte varint
+	// (most of them) is read inline.
+	var v [6]uint64
 	i := idLen
-	var v uint64
-	if out.Seq, i = uvarintAt(b, i); i < 0 {
+	for k := range v {
+		if i < len(b) && b[i] < 0x80 {
+			v[k] = uint64(b[i])
+			i++
+		} else {
+			x, n := uvarintLong(b[i:])
+			if n == 0 {
+				return nil, nil, nil, false
+			}
+			v[k] = x
+			i += n
+		}
+		if k < 3 {
+			continue
+		}
+		if v[k] > uint64(len(b)-i) {
+			return nil, nil, nil, false
+		}
+		end := i + int(v[k])
+		switch k {
+		case 3:
+			typ = b[i:end:end]
+		case 4:
+			actor = b[i:end:end]
+		default:
+			payload = b[i:end:end]
+		}
+		i = end
+	}
+	if i != len(b) {
 		return nil, nil, nil, false
 	}
-	if v, i = uvarintAt(b, i); i < 0 {
-		return nil, nil, nil, false
-	}
-	out.Time = unzigzag(v)
-	if out.Cause, i = uvarintAt(b, i); i < 0 {
-		return nil, nil, nil, false
-	}
-	if typ, i = bytesAt(b, i); i < 0 {
-		return nil, nil, nil, false
-	}
-	if actor, i = bytesAt(b, i); i < 0 {
-		return nil, nil, nil, false
-	}
-	if payload, i = bytesAt(b, i); i != len(b) {
-		return nil, nil, nil, false
-	}
+	copy(out.ID[:], b[:idLen])
+	out.Seq, out.Time, out.Cause = v[0], unzigzag(v[1]), v[2]
 	return typ, actor, payload, true
 }
 
-// uvarintAt reads the canonical (minimal) uvarint at b[i:] and returns it
-// and the index after it, or i < 0 if there is none.
-func uvarintAt(b []byte, i int) (uint64, int) {
-	if i < len(b) && b[i] < 0x80 {
-		return uint64(b[i]), i + 1
+// uvarintLong reads the canonical (minimal) uvarint at the start of b, of
+// 2 bytes or more, and returns it and its length, or n == 0 if there is
+// none. parseBody reads one-byte varints itself.
+func uvarintLong(b []byte) (uint64, int) {
+	if len(b) >= 2 && b[0] >= 0x80 && b[1] < 0x80 {
+		if b[1] == 0 {
+			return 0, 0 // non-minimal
+		}
+		return uint64(b[0]&0x7f) | uint64(b[1])<<7, 2
 	}
-	return uvarintLong(b, i)
-}
-
-func uvarintLong(b []byte, i int) (uint64, int) {
 	var x uint64
 	var s uint
-	for j := 0; j < binary.MaxVarintLen64 && i < len(b); j++ {
+	for i := 0; i < binary.MaxVarintLen64 && i < len(b); i++ {
 		c := b[i]
-		i++
 		if c < 0x80 {
-			if (j == binary.MaxVarintLen64-1 && c > 1) || c == 0 { // overflow; non-minimal (j > 0 here)
-				return 0, -1
+			if i == 0 || (i == binary.MaxVarintLen64-1 && c > 1) || c == 0 { // empty; overflow; non-minimal
+				return 0, 0
 			}
-			return x | uint64(c)<<s, i
+			return x | uint64(c)<<s, i + 1
 		}
 		x |= uint64(c&0x7f) << s
 		s += 7
 	}
-	return 0, -1
-}
-
-// bytesAt reads a uvarint length and that many bytes at b[i:].
-func bytesAt(b []byte, i int) ([]byte, int) {
-	l, i := uvarintAt(b, i)
-	if i < 0 || l > uint64(len(b)-i) {
-		return nil, -1
-	}
-	end := i + int(l)
-	return b[i:end], end
+	return 0, 0
 }
 
 // decodeBody is parseBody with the reason for a failure.
