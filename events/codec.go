@@ -85,32 +85,35 @@ func Decode(b []byte, e *Event) error { return (*Decoder)(nil).Decode(b, e) }
 type Decoder struct {
 	strs  map[string]string
 	arena []byte
-	// lastType and lastActor are the strings of the previous event: a run
-	// of events of one type or actor skips the map lookup.
-	lastType, lastActor string
+	// recent caches interned strings by a cheap hash of their bytes, so
+	// that most types and actors are found without hashing them for the
+	// map: a session has a few dozen of each.
+	recent [64]string
 }
 
 // decoderBlock is the size of the blocks a Decoder carves payloads from.
 const decoderBlock = 64 << 10
 
-// str returns b as a string, interned; last is the string returned for the
-// same field of the previous event, compared first.
-func (dd *Decoder) str(b []byte, last *string) string {
-	if *last == string(b) { // does not allocate
-		return *last
+// str returns b as a string, interned.
+func (dd *Decoder) str(b []byte) string {
+	if len(b) == 0 {
+		return ""
 	}
-	if s, ok := dd.strs[string(b)]; ok {
-		*last = s
-		return s
+	slot := &dd.recent[(len(b)*7+int(b[0])+int(b[len(b)-1])*31)&(len(dd.recent)-1)]
+	if *slot == string(b) { // does not allocate
+		return *slot
 	}
-	s := string(b)
-	if dd.strs == nil {
-		dd.strs = map[string]string{}
+	s, ok := dd.strs[string(b)]
+	if !ok {
+		s = string(b)
+		if dd.strs == nil {
+			dd.strs = map[string]string{}
+		}
+		if len(dd.strs) < 4096 && len(b) <= 64 {
+			dd.strs[s] = s
+		}
 	}
-	if len(dd.strs) < 4096 && len(b) <= 64 {
-		dd.strs[s] = s
-	}
-	*last = s
+	*slot = s
 	return s
 }
 
@@ -164,8 +167,8 @@ func (dd *Decoder) decode(b []byte, e *Event, borrow bool) error {
 	if dd == nil {
 		e.Type, e.Actor = string(typ), string(actor)
 	} else {
-		e.Type = dd.str(typ, &dd.lastType)
-		e.Actor = dd.str(actor, &dd.lastActor)
+		e.Type = dd.str(typ)
+		e.Actor = dd.str(actor)
 	}
 	switch {
 	case len(p) == 0:

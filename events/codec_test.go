@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"reflect"
@@ -374,6 +375,25 @@ func BenchmarkDecodeBorrowed(b *testing.B) {
 	for b.Loop() {
 		if err := dec.DecodeBorrowed(enc, &out); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestDecoderInterning decodes events whose types and actors collide in
+// the Decoder's caches and overflow its map: every string must still be
+// the event's own.
+func TestDecoderInterning(t *testing.T) {
+	var dec events.Decoder
+	for round := range 3 {
+		for i := range 5000 {
+			e := events.Event{Seq: uint64(i + 1), Type: fmt.Sprintf("t%d", i%700), Actor: strings.Repeat("a", i%90) + fmt.Sprint(i%13)}
+			var got events.Event
+			if err := dec.DecodeBorrowed(events.Encode(&e), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Type != e.Type || got.Actor != e.Actor {
+				t.Fatalf("round %d, event %d: got type %q actor %q, want %q %q", round, i, got.Type, got.Actor, e.Type, e.Actor)
+			}
 		}
 	}
 }
