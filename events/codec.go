@@ -79,28 +79,41 @@ func Decode(b []byte, e *Event) error { return (*Decoder)(nil).Decode(b, e) }
 // carves payloads out of shared blocks, so a read allocates a few large
 // blocks instead of three small objects per event. A nil *Decoder is
 // Decode. Not safe for concurrent use.
+//
+// DecodeBorrowed goes further for a scan that looks at each event once: it
+// copies no payload at all.
 type Decoder struct {
 	strs  map[string]string
 	arena []byte
+	// recent caches interned strings by a cheap hash of their bytes, so
+	// that most types and actors are found without hashing them for the
+	// map: a session has a few dozen of each.
+	recent [64]string
 }
 
 // decoderBlock is the size of the blocks a Decoder carves payloads from.
 const decoderBlock = 64 << 10
 
+// str returns b as a string, interned.
 func (dd *Decoder) str(b []byte) string {
-	if dd == nil {
-		return string(b)
+	if len(b) == 0 {
+		return ""
 	}
-	if s, ok := dd.strs[string(b)]; ok {
-		return s
+	slot := &dd.recent[(len(b)*7+int(b[0])+int(b[len(b)-1])*31)&(len(dd.recent)-1)]
+	if *slot == string(b) { // does not allocate
+		return *slot
 	}
-	s := string(b)
-	if dd.strs == nil {
-		dd.strs = map[string]string{}
+	s, ok := dd.strs[string(b)]
+	if !ok {
+		s = string(b)
+		if dd.strs == nil {
+			dd.strs = map[string]string{}
+		}
+		if len(dd.strs) < 4096 && len(b) <= 64 {
+			dd.strs[s] = s
+		}
 	}
-	if len(dd.strs) < 4096 && len(b) <= 64 {
-		dd.strs[s] = s
-	}
+	*slot = s
 	return s
 }
 
@@ -117,7 +130,17 @@ func (dd *Decoder) payload(p []byte) []byte {
 }
 
 // Decode decodes one event like the package's Decode.
-func (dd *Decoder) Decode(b []byte, e *Event) error {
+func (dd *Decoder) Decode(b []byte, e *Event) error { return dd.decode(b, e, false) }
+
+// DecodeBorrowed decodes one event like Decode, with the same checks
+// (length, version, checksum, canonical fields), except that e.Payload
+// aliases b instead of being a copy: it is valid only as long as b is
+// and must not be modified. Type and Actor are ordinary strings (interned
+// by dd, or fresh when dd is nil) that the caller may keep. It does not
+// allocate once dd has seen the event's type and actor.
+func (dd *Decoder) DecodeBorrowed(b []byte, e *Event) error { return dd.decode(b, e, true) }
+
+func (dd *Decoder) decode(b []byte, e *Event, borrow bool) error {
 	if len(b) < minEncodedLen {
 		return corruptf("truncated: %d bytes, need at least %d", len(b), minEncodedLen)
 	}
@@ -129,27 +152,125 @@ func (dd *Decoder) Decode(b []byte, e *Event) error {
 	if got := crc32.Checksum(body, castagnoli); got != want {
 		return corruptf("checksum mismatch: stored %08x, computed %08x", want, got)
 	}
-
-	d := decoder{b: body[1:]}
 	var out Event
-	copy(out.ID[:], d.b[:idLen]) // len(body) >= 1+idLen, checked above
+	typ, actor, p, ok := parseBody(body[1:], &out)
+	if !ok {
+		// parseBody does not say why; decodeBody does. It accepts
+		// exactly what parseBody accepts (FuzzParseBody).
+		var err error
+		if typ, actor, p, err = decodeBody(body[1:], &out); err != nil {
+			return err
+		}
+	}
+	// Field by field rather than *e = out: this is the hot path of a scan.
+	e.ID, e.Session, e.Seq, e.Time, e.Cause = out.ID, "", out.Seq, out.Time, out.Cause
+	if dd == nil {
+		e.Type, e.Actor = string(typ), string(actor)
+	} else {
+		e.Type = dd.str(typ)
+		e.Actor = dd.str(actor)
+	}
+	switch {
+	case len(p) == 0:
+		e.Payload = nil
+	case borrow:
+		e.Payload = p[:len(p):len(p)]
+	default:
+		e.Payload = dd.payload(p)
+	}
+	return nil
+}
+
+// parseBody reads the fields after the version byte of a checksummed
+// event into out (ID, Seq, Time, Cause) and returns the type, actor and
+// payload bytes, which alias b. It is decodeBody's fast path: ok is false
+// for anything decodeBody rejects, with no reason given.
+func parseBody(b []byte, out *Event) (typ, actor, payload []byte, ok bool) {
+	if len(b) < idLen {
+		return nil, nil, nil, false
+	}
+	// Three varints, then three length-prefixed fields; a one-byte varint
+	// (most of them) is read inline.
+	var v [6]uint64
+	i := idLen
+	for k := range v {
+		if i < len(b) && b[i] < 0x80 {
+			v[k] = uint64(b[i])
+			i++
+		} else {
+			x, n := uvarintLong(b[i:])
+			if n == 0 {
+				return nil, nil, nil, false
+			}
+			v[k] = x
+			i += n
+		}
+		if k < 3 {
+			continue
+		}
+		if v[k] > uint64(len(b)-i) {
+			return nil, nil, nil, false
+		}
+		end := i + int(v[k])
+		switch k {
+		case 3:
+			typ = b[i:end:end]
+		case 4:
+			actor = b[i:end:end]
+		default:
+			payload = b[i:end:end]
+		}
+		i = end
+	}
+	if i != len(b) {
+		return nil, nil, nil, false
+	}
+	copy(out.ID[:], b[:idLen])
+	out.Seq, out.Time, out.Cause = v[0], unzigzag(v[1]), v[2]
+	return typ, actor, payload, true
+}
+
+// uvarintLong reads the canonical (minimal) uvarint at the start of b, of
+// 2 bytes or more, and returns it and its length, or n == 0 if there is
+// none. parseBody reads one-byte varints itself.
+func uvarintLong(b []byte) (uint64, int) {
+	if len(b) >= 2 && b[0] >= 0x80 && b[1] < 0x80 {
+		if b[1] == 0 {
+			return 0, 0 // non-minimal
+		}
+		return uint64(b[0]&0x7f) | uint64(b[1])<<7, 2
+	}
+	var x uint64
+	var s uint
+	for i := 0; i < binary.MaxVarintLen64 && i < len(b); i++ {
+		c := b[i]
+		if c < 0x80 {
+			if i == 0 || (i == binary.MaxVarintLen64-1 && c > 1) || c == 0 { // empty; overflow; non-minimal
+				return 0, 0
+			}
+			return x | uint64(c)<<s, i + 1
+		}
+		x |= uint64(c&0x7f) << s
+		s += 7
+	}
+	return 0, 0
+}
+
+// decodeBody is parseBody with the reason for a failure.
+func decodeBody(b []byte, out *Event) (typ, actor, payload []byte, err error) {
+	d := decoder{b: b}
+	copy(out.ID[:], d.b[:idLen]) // len(b) >= idLen: the caller checked minEncodedLen
 	d.b = d.b[idLen:]
 	out.Seq = d.uvarint("seq")
 	out.Time = unzigzag(d.uvarint("time"))
 	out.Cause = d.uvarint("cause")
-	out.Type = dd.str(d.bytes("type"))
-	out.Actor = dd.str(d.bytes("actor"))
-	if p := d.bytes("payload"); len(p) > 0 && d.err == nil {
-		out.Payload = dd.payload(p)
-	}
+	typ = d.bytes("type")
+	actor = d.bytes("actor")
+	payload = d.bytes("payload")
 	if d.err == nil && len(d.b) != 0 {
 		d.err = corruptf("%d trailing bytes", len(d.b))
 	}
-	if d.err != nil {
-		return d.err
-	}
-	*e = out
-	return nil
+	return typ, actor, payload, d.err
 }
 
 // decoder reads fields from a checksummed body, remembering the first error;

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"reflect"
@@ -283,6 +284,116 @@ func BenchmarkDecode(b *testing.B) {
 	for b.Loop() {
 		if err := events.Decode(enc, &out); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzDecodeBorrowed checks DecodeBorrowed against Decode on the same
+// bytes, raw and sealed with a valid checksum: the same event or the same
+// error, a Payload that aliases the input instead of copying it, and
+// interned strings that stay right when one Decoder reads many events.
+func FuzzDecodeBorrowed(f *testing.F) {
+	for _, tt := range codecCases() {
+		f.Add(events.Encode(&tt.e))
+	}
+	table := crc32.MakeTable(crc32.Castagnoli)
+	var dec events.Decoder // shared across inputs, as in a long scan
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sealed := binary.BigEndian.AppendUint32(bytes.Clone(b), crc32.Checksum(b, table))
+		for _, in := range [][]byte{b, sealed} {
+			var want, got events.Event
+			wantErr := events.Decode(in, &want)
+			gotErr := dec.DecodeBorrowed(in, &got)
+			if (wantErr == nil) != (gotErr == nil) || wantErr != nil && wantErr.Error() != gotErr.Error() {
+				t.Fatalf("input %x: Decode error %v, DecodeBorrowed error %v", in, wantErr, gotErr)
+			}
+			if wantErr != nil {
+				continue
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("input %x: DecodeBorrowed %+v, Decode %+v", in, got, want)
+			}
+			if len(got.Payload) > 0 && &got.Payload[0] != &in[len(in)-4-len(got.Payload)] {
+				t.Fatalf("input %x: the borrowed payload does not alias the input", in)
+			}
+			if enc := events.Encode(&got); !bytes.Equal(enc, in) {
+				t.Fatalf("Encode(DecodeBorrowed(b)) != b:\ngot  %x\nwant %x", enc, in)
+			}
+		}
+	})
+}
+
+func TestDecodeBorrowed(t *testing.T) {
+	var dec events.Decoder
+	for _, tt := range codecCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			b := events.Encode(&tt.e)
+			var got events.Event
+			if err := dec.DecodeBorrowed(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			want := tt.e
+			want.Session = ""
+			if len(want.Payload) == 0 {
+				want.Payload = nil
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("got %+v, want %+v", got, want)
+			}
+			if len(got.Payload) > 0 && cap(got.Payload) != len(got.Payload) {
+				t.Fatalf("borrowed payload: cap %d, want its length %d (an append must not write into the input)", cap(got.Payload), len(got.Payload))
+			}
+			// The payload is borrowed: it shows what happens to the input.
+			// Type and Actor are not: they stay whatever happens to it.
+			for i := range b {
+				b[i] = 'Z'
+			}
+			if len(got.Payload) > 0 && got.Payload[0] != 'Z' {
+				t.Fatalf("payload after overwriting the input: got %q, want it to alias the input", got.Payload)
+			}
+			if got.Type != want.Type || got.Actor != want.Actor {
+				t.Fatalf("type and actor after overwriting the input: got %q %q, want %q %q", got.Type, got.Actor, want.Type, want.Actor)
+			}
+		})
+	}
+	// Once the Decoder knows the type and actor, decoding allocates nothing.
+	e := codecCases()[2].e
+	b := events.Encode(&e)
+	var got events.Event
+	if n := testing.AllocsPerRun(100, func() { _ = dec.DecodeBorrowed(b, &got) }); n != 0 {
+		t.Fatalf("DecodeBorrowed of a known type and actor: got %v allocs, want 0", n)
+	}
+}
+
+func BenchmarkDecodeBorrowed(b *testing.B) {
+	e := codecCases()[2].e
+	e.Payload = json.RawMessage(`{"text":"` + strings.Repeat("x", 190) + `"}`)
+	enc := events.Encode(&e)
+	b.SetBytes(int64(len(enc)))
+	var dec events.Decoder
+	var out events.Event
+	for b.Loop() {
+		if err := dec.DecodeBorrowed(enc, &out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestDecoderInterning decodes events whose types and actors collide in
+// the Decoder's caches and overflow its map: every string must still be
+// the event's own.
+func TestDecoderInterning(t *testing.T) {
+	var dec events.Decoder
+	for round := range 3 {
+		for i := range 5000 {
+			e := events.Event{Seq: uint64(i + 1), Type: fmt.Sprintf("t%d", i%700), Actor: strings.Repeat("a", i%90) + fmt.Sprint(i%13)}
+			var got events.Event
+			if err := dec.DecodeBorrowed(events.Encode(&e), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Type != e.Type || got.Actor != e.Actor {
+				t.Fatalf("round %d, event %d: got type %q actor %q, want %q %q", round, i, got.Type, got.Actor, e.Type, e.Actor)
+			}
 		}
 	}
 }

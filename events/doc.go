@@ -31,4 +31,13 @@
 //		}
 //		apply(e)
 //	}
+//
+// A caller that looks at each event once (replay, verification, a report)
+// scans instead: the same events, checksummed and decoded in place, with
+// no copy per event. The *Event is borrowed: it and its Payload are valid
+// only until fn returns, so fn keeps ev.Clone() if it keeps anything.
+//
+//	err := log.Scan(ctx, session, 1, func(ev *events.Event) error {
+//		return apply(*ev) // apply keeps nothing of ev.Payload
+//	})
 package events

@@ -25,6 +25,18 @@ type Event struct {
 	Payload json.RawMessage // a JSON object, or empty
 }
 
+// Clone returns a copy of e that owns its Payload: what a Log.Scan
+// callback keeps of the borrowed event it is given.
+func (e *Event) Clone() Event {
+	c := *e
+	if len(e.Payload) > 0 {
+		c.Payload = bytes.Clone(e.Payload)
+	} else {
+		c.Payload = nil
+	}
+	return c
+}
+
 // NewID makes an event ID deterministically, without reading the wall clock
 // or any random source. The ULID timestamp is startUnixMs+simTime, clamped
 // to [0, ulid.MaxTime()]; the entropy is IDEntropy(idKey, seq). idKey is a

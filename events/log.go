@@ -65,6 +65,29 @@ type Log interface {
 	// the sequence: Read never yields a corrupt event. Events appended while
 	// Read runs may or may not be yielded.
 	Read(ctx context.Context, session string, from uint64) iter.Seq2[Event, error]
+	// Scan is Read without the copies, for a caller that looks at each
+	// event once (replay, verification, a report): it calls fn with each
+	// of the session's events with Seq >= from, in order, the events Read
+	// would yield, and returns nil once the last one is done.
+	//
+	// The *Event is BORROWED: it and its Payload are valid only until fn
+	// returns. The Payload aliases the Log's own buffer (a Pebble block,
+	// memlog's stored bytes), so fn must not modify it and must not keep
+	// the *Event, the Payload or any sub-slice of it; the next event may
+	// overwrite them, and a modified Payload may corrupt the log. To keep
+	// an event, keep ev.Clone(). Type, Actor and Session are ordinary
+	// strings that may be kept. Decoding a payload (encoding/json, the org
+	// decoders) copies what it keeps, so that is safe too.
+	//
+	// Every event's checksum and canonical encoding are verified before
+	// fn sees it: corrupt stored data makes Scan return a *CorruptError
+	// naming the session that stores it and the seq, and fn is never
+	// called with a corrupt event. If fn returns an error, Scan stops and
+	// returns that error unchanged. An unknown session is ErrNoSession;
+	// errors of ctx and Close are reported as by Read. Events appended
+	// while Scan runs may or may not be seen. fn may call the Log's other
+	// methods (a nested Read or Scan, LatestCheckpoint).
+	Scan(ctx context.Context, session string, from uint64, fn func(*Event) error) error
 
 	// PutCheckpoint stores cp, a snapshot of the session's state after
 	// event cp.Seq, atomically and durably (one synced write, like Append),

@@ -1,6 +1,8 @@
 package org
 
 import (
+	"sync/atomic"
+
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -153,12 +155,23 @@ func fastDecode(typ string, data []byte) (v any, ok bool) {
 	if dec == nil {
 		return nil, false
 	}
-	d := viewDecoders.Get().(*viewDecoder)
+	d := lastDecoder.Swap(nil)
+	if d == nil {
+		d = viewDecoders.Get().(*viewDecoder)
+	}
 	d.data, d.i = data, 0
 	v, ok = dec(d)
 	d.space()
 	ok = ok && d.i == len(d.data)
 	d.data = nil
-	viewDecoders.Put(d)
+	if !lastDecoder.CompareAndSwap(nil, d) {
+		viewDecoders.Put(d)
+	}
 	return v, ok
 }
+
+// lastDecoder is a one-slot cache in front of viewDecoders for fastDecode:
+// a replay decodes every payload on one goroutine, one after the other,
+// and two atomic swaps cost less than the pool's Get and Put. The slot
+// also keeps the decoder's interned strings warm across events.
+var lastDecoder atomic.Pointer[viewDecoder]

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,38 +22,73 @@ var ErrNotASession = errors.New("sim: log does not begin with session.started")
 // did not end. A session.ended whose state hash differs from the replayed
 // state's is an error wrapping ErrReplayMismatch.
 func Rebuild(evs iter.Seq2[events.Event, error], session string, base Config) (*Engine, error) {
-	var e *Engine
+	r := rebuilder{session: session, base: base}
 	for ev, err := range evs {
 		if err != nil {
-			return e, err
+			return r.e, err
 		}
-		if e == nil {
-			if ev.Type != org.EvSessionStarted || ev.Seq != 1 {
-				return nil, fmt.Errorf("%w (first event is seq %d, %s)", ErrNotASession, ev.Seq, ev.Type)
-			}
-			var p org.SessionStarted
-			if err := json.Unmarshal(ev.Payload, &p); err != nil {
-				return nil, fmt.Errorf("sim: session.started: %w", err)
-			}
-			w, err := worlds.Load(p.WorldFile, []byte(p.Source))
-			if err != nil {
-				return nil, fmt.Errorf("sim: the world recorded in the log does not load: %w", err)
-			}
-			if w.Hash != p.WorldHash {
-				return nil, fmt.Errorf("sim: recorded world hash %s does not match its source (%s)", p.WorldHash, w.Hash)
-			}
-			cfg := base
-			cfg.World, cfg.Source, cfg.Seed, cfg.Session, cfg.Load = w, []byte(p.Source), p.Seed, session, p.Load
-			if e, err = New(cfg); err != nil {
-				return nil, err
-			}
-		}
-		if err := e.Apply(ev); err != nil {
-			return e, err
+		if err := r.apply(&ev); err != nil {
+			return r.e, err
 		}
 	}
-	if e == nil {
+	return r.finish()
+}
+
+// Scanner is the part of an events.Log that RebuildLog reads with.
+type Scanner interface {
+	Scan(ctx context.Context, session string, from uint64, fn func(*events.Event) error) error
+}
+
+// RebuildLog is Rebuild reading the session's events from log with Scan:
+// each event is borrowed from the log, applied and dropped, never copied.
+// Apply keeps nothing of an event's payload (decoding it copies what the
+// state keeps), which is what makes the borrowing safe.
+func RebuildLog(ctx context.Context, log Scanner, session string, base Config) (*Engine, error) {
+	r := rebuilder{session: session, base: base}
+	if err := log.Scan(ctx, session, 1, r.apply); err != nil {
+		return r.e, err
+	}
+	return r.finish()
+}
+
+// rebuilder is the state of a Rebuild: the engine, made from the first
+// event, and the events applied to it.
+type rebuilder struct {
+	session string
+	base    Config
+	e       *Engine
+}
+
+func (r *rebuilder) apply(ev *events.Event) error {
+	if r.e == nil {
+		if ev.Type != org.EvSessionStarted || ev.Seq != 1 {
+			return fmt.Errorf("%w (first event is seq %d, %s)", ErrNotASession, ev.Seq, ev.Type)
+		}
+		var p org.SessionStarted
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return fmt.Errorf("sim: session.started: %w", err)
+		}
+		w, err := worlds.Load(p.WorldFile, []byte(p.Source))
+		if err != nil {
+			return fmt.Errorf("sim: the world recorded in the log does not load: %w", err)
+		}
+		if w.Hash != p.WorldHash {
+			return fmt.Errorf("sim: recorded world hash %s does not match its source (%s)", p.WorldHash, w.Hash)
+		}
+		cfg := r.base
+		cfg.World, cfg.Source, cfg.Seed, cfg.Session, cfg.Load = w, []byte(p.Source), p.Seed, r.session, p.Load
+		e, err := New(cfg)
+		if err != nil {
+			return err
+		}
+		r.e = e
+	}
+	return r.e.Apply(*ev)
+}
+
+func (r *rebuilder) finish() (*Engine, error) {
+	if r.e == nil {
 		return nil, fmt.Errorf("%w (the log is empty)", ErrNotASession)
 	}
-	return e, nil
+	return r.e, nil
 }

@@ -55,6 +55,10 @@ func Run(t *testing.T, open func(t *testing.T) events.Log) {
 		{"CheckpointFork", testCheckpointFork},
 		{"CheckpointsAreCopies", testCheckpointsAreCopies},
 		{"ConcurrentCheckpoints", testConcurrentCheckpoints},
+		{"ScanMatchesRead", testScanMatchesRead},
+		{"ScanStop", testScanStop},
+		{"ScanBorrowed", testScanBorrowed},
+		{"ScanErrors", testScanErrors},
 		{"CanceledContext", testCanceledContext},
 		{"Closed", testClosed},
 	}

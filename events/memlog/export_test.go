@@ -4,7 +4,8 @@ import "slices"
 
 // Corrupt replaces the stored bytes of an event (seq > 0) or of a session's
 // metadata (seq == 0). It breaks the rule that stored events never change,
-// so it must not run concurrently with a Read.
+// so it must not run concurrently with a Read: it stores the session's
+// events again, with b in place of event seq.
 func (l *Log) Corrupt(id string, seq uint64, b []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -13,7 +14,18 @@ func (l *Log) Corrupt(id string, seq uint64, b []byte) {
 		s.meta = slices.Clone(b)
 		return
 	}
-	s.events[seq-s.forkSeq-1] = slices.Clone(b)
+	var again store
+	for i := range s.events.len() {
+		ev, err := s.events.event(i, nil)
+		if err != nil {
+			panic(err)
+		}
+		if uint64(i) == seq-s.forkSeq-1 {
+			ev = b
+		}
+		again.add(len(ev), func(dst []byte) []byte { return append(dst, ev...) }, &l.scratch)
+	}
+	s.events = again
 }
 
 // Raw returns the stored bytes of an event (seq > 0) or of a session's
@@ -25,7 +37,18 @@ func (l *Log) Raw(id string, seq uint64) []byte {
 	if seq == 0 {
 		return slices.Clone(s.meta)
 	}
-	return slices.Clone(s.events[seq-s.forkSeq-1])
+	b, err := s.events.event(int(seq-s.forkSeq-1), nil)
+	if err != nil {
+		panic(err)
+	}
+	return slices.Clone(b)
+}
+
+// Blocks returns the number of sealed blocks of session id.
+func (l *Log) Blocks(id string) int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.sessions[id].events.sealed)
 }
 
 // CorruptCheckpoint replaces the stored bytes of session id's checkpoint at

@@ -1,9 +1,14 @@
 package memlog_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/corpsim/corpsim/events"
@@ -60,6 +65,11 @@ func TestCorrupt(t *testing.T) {
 					if err != nil {
 						break
 					}
+				}
+				n := 0
+				serr := l.Scan(ctx, "f", 1, func(*events.Event) error { n++; return nil })
+				if serr == nil || serr.Error() != err.Error() || n != int(tt.seq)-1 {
+					t.Fatalf("Scan: got %v after %d events, want Read's error %v after %d", serr, n, err, tt.seq-1)
 				}
 			}
 			var ce *events.CorruptError
@@ -128,5 +138,162 @@ func wantCorruptCheckpoint(tb testing.TB, what string, err error, session string
 	if ce.Kind != events.CorruptCheckpoint || ce.Session != session || ce.Seq != seq || !strings.Contains(err.Error(), reason) {
 		tb.Fatalf("%s: got %q (kind %q, session %q, seq %d), want a checkpoint of session %q at seq %d, reason %q",
 			what, err, ce.Kind, ce.Session, ce.Seq, session, seq, reason)
+	}
+}
+
+// TestScanEveryBitFlip flips each bit of a stored event in turn: Scan and
+// Read, through a fork, stop at it with a *CorruptError naming the parent
+// and the seq, after the events before it, and never pass it to fn.
+func TestScanEveryBitFlip(t *testing.T) {
+	ctx := context.Background()
+	l := memlog.New()
+	defer l.Close()
+	key := [32]byte{2}
+	var evs []events.Event
+	for seq := uint64(1); seq <= 4; seq++ {
+		evs = append(evs, events.Event{ID: events.NewID(key, 0, int64(seq), seq), Seq: seq, Time: int64(seq),
+			Type: "task.claimed", Actor: "alice", Payload: []byte(`{"task":"t-1","busy_until":99}`)})
+	}
+	if err := l.CreateSession(ctx, events.SessionMeta{ID: "p", Status: events.StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(ctx, "p", 0, evs); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CreateSession(ctx, events.SessionMeta{ID: "f", Parent: "p", ForkSeq: 4, Status: events.StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	good := l.Raw("p", 3)
+	for bit := range 8 * len(good) {
+		bad := slices.Clone(good)
+		bad[bit/8] ^= 1 << (bit % 8)
+		l.Corrupt("p", 3, bad)
+		var seen []uint64
+		err := l.Scan(ctx, "f", 1, func(e *events.Event) error { seen = append(seen, e.Seq); return nil })
+		var ce *events.CorruptError
+		if !errors.As(err, &ce) || ce.Session != "p" || ce.Seq != 3 || !slices.Equal(seen, []uint64{1, 2}) {
+			t.Fatalf("bit %d flipped: Scan saw %v and returned %v, want seqs [1 2] and a *CorruptError for p seq 3", bit, seen, err)
+		}
+		var rerr error
+		for _, rerr = range l.Read(ctx, "f", 3) {
+			if rerr != nil {
+				break
+			}
+		}
+		if !errors.As(rerr, &ce) || ce.Session != "p" || ce.Seq != 3 {
+			t.Fatalf("bit %d flipped: Read returned %v, want a *CorruptError for p seq 3", bit, rerr)
+		}
+	}
+}
+
+// TestBlocks stores enough events to seal many blocks and checks reads
+// from every seq, a fork inside a sealed block, corruption inside one, and
+// scans racing appends.
+func TestBlocks(t *testing.T) {
+	ctx := context.Background()
+	l := memlog.New()
+	defer l.Close()
+	key := [32]byte{3}
+	mk := func(from uint64, n int) []events.Event {
+		evs := make([]events.Event, n)
+		for i := range evs {
+			seq := from + uint64(i)
+			evs[i] = events.Event{ID: events.NewID(key, 0, int64(seq), seq), Seq: seq, Time: int64(seq), Type: "task.claimed",
+				Actor: "m" + strings.Repeat("x", int(seq%5)), Payload: []byte(`{"task":"t-` + strings.Repeat("7", int(seq%300)) + `"}`)}
+		}
+		return evs
+	}
+	if err := l.CreateSession(ctx, events.SessionMeta{ID: "p", Status: events.StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	var want []events.Event
+	for len(want) < 3000 {
+		batch := mk(uint64(len(want))+1, 1+len(want)%97)
+		if err := l.Append(ctx, "p", uint64(len(want)), batch); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, batch...)
+	}
+	for i := range want {
+		want[i].Session = "p"
+	}
+	if n := l.Blocks("p"); n < 5 {
+		t.Fatalf("sealed blocks: got %d, want several", n)
+	}
+	read := func(id string, from uint64) ([]events.Event, []events.Event) {
+		var got []events.Event
+		for e, err := range l.Read(ctx, id, from) {
+			if err != nil {
+				t.Fatalf("Read(%s, %d): %v", id, from, err)
+			}
+			got = append(got, e)
+		}
+		var scanned []events.Event
+		if err := l.Scan(ctx, id, from, func(e *events.Event) error { scanned = append(scanned, e.Clone()); return nil }); err != nil {
+			t.Fatalf("Scan(%s, %d): %v", id, from, err)
+		}
+		return got, scanned
+	}
+	for from := uint64(1); from <= uint64(len(want))+1; from += 37 {
+		got, scanned := read("p", from)
+		if !reflect.DeepEqual(got, want[from-1:]) && !(len(got) == 0 && int(from) > len(want)) {
+			t.Fatalf("Read(p, %d): %d events, not the %d stored", from, len(got), len(want[from-1:]))
+		}
+		if !reflect.DeepEqual(scanned, got) {
+			t.Fatalf("Scan(p, %d): %d events, not Read's %d", from, len(scanned), len(got))
+		}
+	}
+	// A fork inside a sealed block.
+	if err := l.CreateSession(ctx, events.SessionMeta{ID: "f", Parent: "p", ForkSeq: 1234, Status: events.StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	own := mk(1235, 10)
+	if err := l.Append(ctx, "f", 1234, own); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(ctx, "f", 1230, mk(1231, 4)); err != nil { // an idempotent retry reads sealed blocks
+		t.Fatalf("retry of the parent's events under the fork: %v", err)
+	}
+	got, scanned := read("f", 1200)
+	if len(got) != 35+10 || !reflect.DeepEqual(got[:35], want[1199:1234]) || got[35].Session != "f" || !reflect.DeepEqual(scanned, got) {
+		t.Fatalf("Read(f, 1200): got %d events", len(got))
+	}
+	// Scans racing appends see a consistent prefix.
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for range 20 {
+				var prev uint64
+				err := l.Scan(ctx, "p", 1, func(e *events.Event) error {
+					if e.Seq != prev+1 || !bytes.Equal(e.Payload, mk(e.Seq, 1)[0].Payload) {
+						return fmt.Errorf("seq %d after %d, payload %s", e.Seq, prev, e.Payload)
+					}
+					prev = e.Seq
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	last := uint64(len(want))
+	for range 200 {
+		if err := l.Append(ctx, "p", last, mk(last+1, 13)); err != nil {
+			t.Fatal(err)
+		}
+		last += 13
+	}
+	wg.Wait()
+	// Corruption inside a sealed block names its seq.
+	bad := l.Raw("p", 700)
+	bad[len(bad)/2] ^= 0x10
+	l.Corrupt("p", 700, bad)
+	n := 0
+	err := l.Scan(ctx, "f", 1, func(*events.Event) error { n++; return nil })
+	var ce *events.CorruptError
+	if !errors.As(err, &ce) || ce.Session != "p" || ce.Seq != 700 || n != 699 {
+		t.Fatalf("Scan over a corrupt event in a sealed block: %v after %d events", err, n)
 	}
 }

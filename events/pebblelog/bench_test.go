@@ -3,6 +3,7 @@ package pebblelog_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -171,6 +172,36 @@ func BenchmarkRead(b *testing.B) {
 			if n++; n == b.N {
 				break
 			}
+		}
+	}
+	reportEventsPerSec(b, b.N)
+}
+
+// BenchmarkScan measures Scan, the borrowed-event read: one op is one
+// event read, checksummed and decoded in place.
+func BenchmarkScan(b *testing.B) {
+	l := openBenchLog(b, pebblelog.Options{NoSync: true}, "s")
+	batch, fill := benchEvents()
+	for last := uint64(0); last < benchReadEvents; last += benchBatch {
+		fill(last + 1)
+		mustAppend(b, l, "s", last, batch)
+	}
+	ctx := context.Background()
+	errDone := errors.New("done")
+	b.SetBytes(int64(events.EncodedLen(&batch[0])))
+	b.ResetTimer()
+	for n := 0; n < b.N; {
+		err := l.Scan(ctx, "s", 1, func(e *events.Event) error {
+			if len(e.Payload) == 0 {
+				return errors.New("empty payload")
+			}
+			if n++; n == b.N {
+				return errDone
+			}
+			return nil
+		})
+		if err != nil && err != errDone {
+			b.Fatal(err)
 		}
 	}
 	reportEventsPerSec(b, b.N)

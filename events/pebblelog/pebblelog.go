@@ -28,6 +28,7 @@ import (
 	"iter"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -63,9 +64,11 @@ type Log struct {
 
 	// mu is held shared by every operation that touches db (a Read holds it
 	// only while it steps its iterator, not while it yields) and exclusively
-	// by Close, so db is never used after it is closed.
+	// by Close, so db is never used after it is closed. A Scan is the
+	// exception: it steps an iterator of its own without mu (see Close).
 	mu     sync.RWMutex
-	closed bool
+	closed atomic.Bool // set by Close, with mu held exclusively
+	dbOpen bool        // until db is closed: by Close (mu held), or after it by the last Scan (closeIter, itersMu held)
 
 	// metaMu serializes writes of session metadata.
 	metaMu sync.Mutex
@@ -74,7 +77,7 @@ type Log struct {
 	states   map[string]*state // sessions known to exist
 
 	itersMu sync.Mutex
-	iters   map[*pebble.Iterator]struct{} // iterators of Reads in progress
+	iters   map[*scanIter]struct{} // iterators of Reads and Scans in progress
 }
 
 var _ events.Log = (*Log)(nil)
@@ -118,7 +121,8 @@ func Open(dir string, opts Options) (*Log, error) {
 		db:     db,
 		wopts:  pebble.Sync,
 		states: make(map[string]*state),
-		iters:  make(map[*pebble.Iterator]struct{}),
+		iters:  make(map[*scanIter]struct{}),
+		dbOpen: true,
 	}
 	if opts.NoSync {
 		l.wopts = pebble.NoSync
@@ -201,7 +205,7 @@ func (l *Log) begin(ctx context.Context) error {
 		return err
 	}
 	l.mu.RLock()
-	if l.closed {
+	if l.closed.Load() {
 		l.mu.RUnlock()
 		return events.ErrClosed
 	}
@@ -536,133 +540,188 @@ func (l *Log) chain(id string) ([]events.SessionMeta, error) {
 // have no gaps and match the keys they are stored under.
 func (l *Log) Read(ctx context.Context, id string, from uint64) iter.Seq2[events.Event, error] {
 	return func(yield func(events.Event, error) bool) {
-		if err := events.ValidSessionID(id); err != nil {
-			yield(events.Event{}, err)
-			return
-		}
-		if err := l.begin(ctx); err != nil {
-			yield(events.Event{}, err)
-			return
-		}
-		chain, err := l.chain(id)
-		l.mu.RUnlock()
-		if err != nil {
-			yield(events.Event{}, err)
-			return
-		}
-		for _, seg := range logcore.Plan(chain, from) {
-			if !l.readSegment(ctx, seg, yield) {
-				return
+		stopped := false
+		var dec events.Decoder
+		err := l.scan(ctx, id, from, &dec, false, func(e *events.Event) error {
+			if !yield(*e, nil) {
+				stopped = true
+				return errStop
 			}
+			return nil
+		})
+		if err != nil && !stopped {
+			yield(events.Event{}, err)
 		}
 	}
 }
 
-// readSegment yields the events of seg and reports whether to go on.
-func (l *Log) readSegment(ctx context.Context, seg logcore.Segment, yield func(events.Event, error) bool) bool {
-	fail := func(err error) bool {
-		yield(events.Event{}, err)
-		return false
+// errStop ends the scan under a Read whose consumer stopped.
+var errStop = errors.New("pebblelog: stop")
+
+// Scan implements events.Log, with the checks Read makes. Each event is
+// decoded in place from the value of Pebble's iterator (the memtable or
+// the cached block that holds it), so fn's Payload aliases Pebble's memory.
+// While fn runs, that iterator stays open even if Close is called: Close
+// then leaves the iterator and the database for the Scan to close when fn
+// returns (see Close).
+func (l *Log) Scan(ctx context.Context, id string, from uint64, fn func(*events.Event) error) error {
+	var dec events.Decoder
+	return l.scan(ctx, id, from, &dec, true, fn)
+}
+
+func (l *Log) scan(ctx context.Context, id string, from uint64, dec *events.Decoder, borrow bool, fn func(*events.Event) error) error {
+	if err := events.ValidSessionID(id); err != nil {
+		return err
 	}
+	if err := l.begin(ctx); err != nil {
+		return err
+	}
+	chain, err := l.chain(id)
+	l.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	var e events.Event
+	for _, seg := range logcore.Plan(chain, from) {
+		if err := l.scanSegment(ctx, seg, dec, borrow, &e, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanIter is the iterator of a Read or Scan in progress.
+type scanIter struct {
+	it *pebble.Iterator
+	// owned is set for a Scan's iterator: Close does not close it, the
+	// Scan does (closeIter), since fn may hold an event borrowed from it
+	// when Close is called. A Read's iterator is closed by Close.
+	owned bool
+}
+
+// scanSegment calls fn with each event of seg, decoded into *e: in place
+// (borrow, for Scan) or into copies (for Read).
+//
+// Read steps its iterator with l.mu held shared, so Close cannot close it
+// meanwhile, and calls fn without it. Scan takes no lock per event: its
+// iterator is its own (Close leaves it open, and the database too, until
+// the Scan closes it), and it checks the closed flag before each step.
+func (l *Log) scanSegment(ctx context.Context, seg logcore.Segment, dec *events.Decoder, borrow bool, e *events.Event, fn func(*events.Event) error) error {
 	prefix := eventPrefix(seg.Session)
 	upper := prefixEnd(prefix)
 	if seg.To != math.MaxUint64 {
 		upper = eventKey(nil, seg.Session, seg.To+1)
 	}
-	if err := l.begin(ctx); err != nil {
-		return fail(err)
-	}
 	lower := eventKey(nil, seg.Session, seg.From)
 	if seg.From == 1 {
 		lower = prefix // so that stray keys sorting before seq 1 are reported
 	}
+	if err := l.begin(ctx); err != nil {
+		return err
+	}
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		l.mu.RUnlock()
-		return fail(fmt.Errorf("pebblelog: read session %s: %w", seg.Session, err))
+		return fmt.Errorf("pebblelog: read session %s: %w", seg.Session, err)
 	}
+	si := &scanIter{it: it, owned: borrow}
 	l.itersMu.Lock()
-	l.iters[it] = struct{}{}
+	l.iters[si] = struct{}{}
 	l.itersMu.Unlock()
-	valid := it.First()
-	l.mu.RUnlock()
-	defer l.closeIter(it)
+	defer l.closeIter(si)
+	locked := true // l.mu is held shared
 
-	var dec events.Decoder
+	valid := it.First()
 	for want := seg.From; ; want++ {
-		var (
-			e   events.Event
-			err error
-			end bool
-		)
-		// Step the iterator under the shared lock, so Close cannot close it
-		// meanwhile; yield without it.
-		if err := l.begin(ctx); err != nil {
-			return fail(err)
-		}
-		if valid {
-			e, err = decodeAt(&dec, seg.Session, prefix, want, it)
-			valid = it.Next()
-		} else {
-			end = true
-			if ierr := it.Error(); ierr != nil {
-				err = storageErr(seg.Session, want, ierr)
-			}
-		}
-		l.mu.RUnlock()
+		var err error
 		switch {
-		case err != nil:
-			return fail(err)
-		case end && seg.To != math.MaxUint64 && want <= seg.To:
-			return fail(&events.CorruptError{Session: seg.Session, Seq: want, Err: logcore.ErrMissing})
-		case end:
-			return true
+		case valid:
+			err = decodeAt(dec, borrow, seg.Session, prefix, want, it, e)
+		case it.Error() != nil:
+			err = storageErr(seg.Session, want, it.Error())
+		case seg.To != math.MaxUint64 && want <= seg.To:
+			err = &events.CorruptError{Session: seg.Session, Seq: want, Err: logcore.ErrMissing}
 		}
-		if !yield(e, nil) {
-			return false
+		if locked {
+			l.mu.RUnlock()
+			locked = false
 		}
+		if err != nil {
+			return err
+		}
+		if !valid {
+			return nil
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+		if borrow {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if l.closed.Load() {
+				return events.ErrClosed
+			}
+		} else {
+			if err := l.begin(ctx); err != nil {
+				return err
+			}
+			locked = true
+		}
+		valid = it.Next()
 	}
 }
 
 // decodeAt decodes the iterator's current entry, which should be event want
-// of session id.
-func decodeAt(dec *events.Decoder, id string, prefix []byte, want uint64, it *pebble.Iterator) (events.Event, error) {
+// of session id, into *e: with DecodeBorrowed if borrow.
+func decodeAt(dec *events.Decoder, borrow bool, id string, prefix []byte, want uint64, it *pebble.Iterator, e *events.Event) error {
 	k := it.Key()
 	seq, ok := parseSeq(k, prefix)
 	switch {
 	case !ok:
-		return events.Event{}, &events.CorruptError{Session: id, Seq: want, Key: string(k),
+		return &events.CorruptError{Session: id, Seq: want, Key: string(k),
 			Err: fmt.Errorf("malformed key %q", k)}
 	case seq != want:
-		return events.Event{}, &events.CorruptError{Session: id, Seq: want, Key: string(eventKey(nil, id, want)),
+		return &events.CorruptError{Session: id, Seq: want, Key: string(eventKey(nil, id, want)),
 			Err: fmt.Errorf("%w (next stored is seq %d)", logcore.ErrMissing, seq)}
 	}
 	v, err := it.ValueAndErr()
 	if err != nil {
-		return events.Event{}, storageErr(id, seq, err)
+		return storageErr(id, seq, err)
 	}
-	var e events.Event
-	if err := dec.Decode(v, &e); err != nil {
-		return events.Event{}, &events.CorruptError{Session: id, Seq: seq, Key: string(k), Err: err}
+	if borrow {
+		err = dec.DecodeBorrowed(v, e)
+	} else {
+		err = dec.Decode(v, e)
+	}
+	if err != nil {
+		return &events.CorruptError{Session: id, Seq: seq, Key: string(k), Err: err}
 	}
 	if e.Seq != seq {
-		return events.Event{}, &events.CorruptError{Session: id, Seq: seq, Key: string(k),
+		return &events.CorruptError{Session: id, Seq: seq, Key: string(k),
 			Err: fmt.Errorf("stored event has seq %d", e.Seq)}
 	}
 	e.Session = id
-	return e, nil
+	return nil
 }
 
-// closeIter closes it unless Close already has.
-func (l *Log) closeIter(it *pebble.Iterator) {
+// closeIter closes si's iterator unless Close already has. After Close,
+// the last Scan to close its iterator closes the database.
+func (l *Log) closeIter(si *scanIter) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	l.itersMu.Lock()
-	_, open := l.iters[it]
-	delete(l.iters, it)
-	l.itersMu.Unlock()
+	defer l.itersMu.Unlock()
+	_, open := l.iters[si]
+	delete(l.iters, si)
 	if open {
-		_ = it.Close()
+		_ = si.it.Close()
+	}
+	// Only Scans' iterators are left once closed is set, and only the last
+	// of them sees none left.
+	if open && si.owned && l.closed.Load() && len(l.iters) == 0 {
+		l.dbOpen = false
+		_ = l.db.Close()
 	}
 }
 
@@ -807,21 +866,33 @@ func (l *Log) Checkpoints(ctx context.Context, id string) ([]events.Checkpoint, 
 }
 
 // Close implements events.Log. It waits for Appends and metadata writes in
-// progress, stops Reads in progress (they yield ErrClosed) and closes the
-// database.
+// progress, stops Reads and Scans in progress (they return ErrClosed) and
+// closes the database. A Scan in progress is the exception: its fn may
+// hold an event borrowed from Pebble's memory (fn may even be what called
+// Close), so Close leaves its iterator, and so the database, open; the
+// Scan stops before its next event, and the last one closes the database
+// (any error from that late close is dropped). Close does not wait for it.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Load() {
 		return events.ErrClosed
 	}
-	l.closed = true
+	l.closed.Store(true)
 	var errs []error
-	for it := range l.iters {
-		errs = append(errs, it.Close())
+	l.itersMu.Lock()
+	for si := range l.iters {
+		if !si.owned {
+			errs = append(errs, si.it.Close())
+			delete(l.iters, si)
+		}
 	}
-	clear(l.iters)
-	errs = append(errs, l.db.Close())
+	scans := len(l.iters)
+	l.itersMu.Unlock()
+	if scans == 0 {
+		l.dbOpen = false
+		errs = append(errs, l.db.Close())
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("pebblelog: close: %w", err)
 	}

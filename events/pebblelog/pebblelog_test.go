@@ -105,6 +105,42 @@ func wantCorrupt(tb testing.TB, what string, err error, session string, seq uint
 	}
 }
 
+// scanAll returns clones of the events Scan passes to fn and its error.
+func scanAll(l events.Log, id string, from uint64) ([]events.Event, error) {
+	var out []events.Event
+	err := l.Scan(context.Background(), id, from, func(e *events.Event) error {
+		out = append(out, e.Clone())
+		return nil
+	})
+	return out, err
+}
+
+// TestScanEveryBitFlip stores each one-bit corruption of an event of a
+// fork's parent in turn: Scan through the fork stops at it with a
+// *CorruptError naming the parent and the seq, after the events before it.
+func TestScanEveryBitFlip(t *testing.T) {
+	l := mustOpen(t, "db", pebblelog.Options{FS: vfs.NewMem(), NoSync: true})
+	defer l.Close()
+	mustCreate(t, l, meta("p"))
+	mustAppend(t, l, "p", 0, mkEvents(1, 4))
+	f := meta("f")
+	f.Parent, f.ForkSeq = "p", 4
+	mustCreate(t, l, f)
+	good := events.Encode(&mkEvents(3, 1)[0])
+	for bit := range 8 * len(good) {
+		bad := bytes.Clone(good)
+		bad[bit/8] ^= 1 << (bit % 8)
+		if err := l.DB().Set(pebblelog.EventKey("p", 3), bad, pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		got, err := scanAll(l, "f", 1)
+		var ce *events.CorruptError
+		if !errors.As(err, &ce) || ce.Session != "p" || ce.Seq != 3 || len(got) != 2 {
+			t.Fatalf("bit %d flipped: Scan saw %d events and returned %v, want 2 and a *CorruptError for p seq 3", bit, len(got), err)
+		}
+	}
+}
+
 // TestCorruptEvent writes damaged values behind the Log's back and checks
 // that Read stops at them with a *CorruptError naming session and seq.
 func TestCorruptEvent(t *testing.T) {
@@ -142,6 +178,11 @@ func TestCorruptEvent(t *testing.T) {
 			wantCorrupt(t, "Read", err, "s1", tt.wantSeq, tt.reason)
 			if len(got) != 2 {
 				t.Fatalf("events before the corruption: got %d, want 2", len(got))
+			}
+			got, serr := scanAll(l, "s1", 1)
+			wantCorrupt(t, "Scan", serr, "s1", tt.wantSeq, tt.reason)
+			if len(got) != 2 || serr.Error() != err.Error() {
+				t.Fatalf("Scan: got %d events and %q, want 2 and Read's %q", len(got), serr, err)
 			}
 			if !strings.HasPrefix(err.Error(), "events: corrupt event in session s1 at seq 3: ") {
 				t.Fatalf("Read error: got %q, want prefix %q", err, "events: corrupt event in session s1 at seq 3: ")
@@ -185,6 +226,8 @@ func TestCorruptLayout(t *testing.T) {
 			}
 			_, err := readAll(l, "s1", 1)
 			wantCorrupt(t, "Read", err, "s1", tt.wantSeq, tt.reason)
+			_, err = scanAll(l, "s1", 1)
+			wantCorrupt(t, "Scan", err, "s1", tt.wantSeq, tt.reason)
 		})
 	}
 	t.Run("missing event of a fork's parent", func(t *testing.T) {
@@ -202,6 +245,11 @@ func TestCorruptLayout(t *testing.T) {
 		wantCorrupt(t, "Read(f)", err, "p", 5, "event missing")
 		if len(got) != 4 {
 			t.Fatalf("events before the corruption: got %d, want 4", len(got))
+		}
+		got, err = scanAll(l, "f", 1)
+		wantCorrupt(t, "Scan(f)", err, "p", 5, "event missing")
+		if len(got) != 4 {
+			t.Fatalf("events scanned before the corruption: got %d, want 4", len(got))
 		}
 	})
 	t.Run("malformed last key", func(t *testing.T) {

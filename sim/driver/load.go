@@ -97,17 +97,20 @@ func Load(ctx context.Context, log events.Log, session string, at, seed uint64) 
 		return nil, 0, err
 	}
 	n := 0
-	for ev, err := range log.Read(ctx, session, from) {
-		if err != nil {
-			return nil, n, err
-		}
+	// Borrowed events (Scan): Apply keeps nothing of them.
+	errStop := errors.New("stop")
+	err = log.Scan(ctx, session, from, func(ev *events.Event) error {
 		if ev.Seq > at {
-			break
+			return errStop
 		}
-		if err := e.Apply(ev); err != nil {
-			return nil, n, fmt.Errorf("session %s: replay at seq %d: %w", session, ev.Seq, err)
+		if err := e.Apply(*ev); err != nil {
+			return fmt.Errorf("session %s: replay at seq %d: %w", session, ev.Seq, err)
 		}
 		n++
+		return nil
+	})
+	if err != nil && err != errStop {
+		return nil, n, err
 	}
 	if got := e.State().LastSeq; got != at {
 		return nil, n, fmt.Errorf("session %s: replay stopped at seq %d, want %d", session, got, at)

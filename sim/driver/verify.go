@@ -51,18 +51,17 @@ func verify(ctx context.Context, log events.Log, meta events.SessionMeta, r *Ver
 		return
 	}
 	next := 0
-	for ev, err := range log.Read(ctx, meta.ID, 1) {
-		if err != nil {
-			problem("%v", err)
-			break
-		}
-		if err := e.Apply(ev); err != nil {
+	// Each event is borrowed from the log (Scan): Apply and the checks
+	// below keep nothing of it.
+	errStop := errors.New("stop")
+	err = log.Scan(ctx, meta.ID, 1, func(ev *events.Event) error {
+		if err := e.Apply(*ev); err != nil {
 			if errors.Is(err, sim.ErrReplayMismatch) {
 				problem("session.ended at seq %d: %v", ev.Seq, err)
 			} else {
 				problem("replay stops at seq %d: %v", ev.Seq, err)
 			}
-			break
+			return errStop
 		}
 		r.Events = ev.Seq
 		for next < len(cps) && cps[next].Seq < ev.Seq {
@@ -87,6 +86,10 @@ func verify(ctx context.Context, log events.Log, meta events.SessionMeta, r *Ver
 			}
 			next++
 		}
+		return nil
+	})
+	if err != nil && err != errStop {
+		problem("%v", err)
 	}
 	for ; next < len(cps); next++ {
 		problem("checkpoint at seq %d is past the last event %d", cps[next].Seq, r.Events)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+
+	"github.com/corpsim/corpsim/events"
 )
 
 // WriteEvents writes the events of each session in ids to w as JSON Lines,
@@ -20,15 +22,14 @@ func WriteEvents(ctx context.Context, w io.Writer, log Log, ids []string) (int, 
 		if _, err := log.Session(ctx, id); err != nil {
 			return n, err
 		}
-		for ev, err := range log.Read(ctx, id, 1) {
-			if err != nil {
-				return n, err
-			}
+		// Each event is borrowed (Scan): written out and dropped.
+		err := log.Scan(ctx, id, 1, func(borrowed *events.Event) error {
+			ev := *borrowed
 			stored := ev.Session
 			ev.Session = id
 			b, err := json.Marshal(ev)
 			if err != nil {
-				return n, err
+				return err
 			}
 			if stored != id {
 				s, _ := json.Marshal(stored)
@@ -36,9 +37,13 @@ func WriteEvents(ctx context.Context, w io.Writer, log Log, ids []string) (int, 
 			}
 			b = append(b, '\n')
 			if _, err := bw.Write(b); err != nil {
-				return n, err
+				return err
 			}
 			n++
+			return nil
+		})
+		if err != nil {
+			return n, err
 		}
 	}
 	return n, bw.Flush()

@@ -3,6 +3,7 @@ package export
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -18,6 +19,7 @@ import (
 type Log interface {
 	Session(ctx context.Context, id string) (events.SessionMeta, error)
 	Read(ctx context.Context, session string, from uint64) iter.Seq2[events.Event, error]
+	Scan(ctx context.Context, session string, from uint64, fn func(*events.Event) error) error
 }
 
 var _ Log = (events.Log)(nil)
@@ -218,26 +220,28 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 		}
 		return nil
 	}
-	for ev, err := range log.Read(ctx, id, 1) {
-		if err != nil {
-			return nil, err
-		}
+	// The replay borrows each event from the log (Scan): Apply keeps
+	// nothing of it.
+	errStop := errors.New("stop")
+	err = log.Scan(ctx, id, 1, func(ev *events.Event) error {
 		if ev.Seq > last {
-			break // appended since the first pass
+			return errStop // appended since the first pass
 		}
 		if e == nil {
-			if e, err = sim.Rebuild(one(ev), id, sim.Config{}); err != nil {
-				return nil, err
+			var err error
+			if e, err = sim.Rebuild(one(*ev), id, sim.Config{}); err != nil {
+				return err
 			}
 			var p org.SessionStarted
 			_ = json.Unmarshal(ev.Payload, &p) // Rebuild decoded it already
 			load = p.Load
-		} else if err := e.Apply(ev); err != nil {
-			return nil, fmt.Errorf("session %s: replay at seq %d: %w", id, ev.Seq, err)
+		} else if err := e.Apply(*ev); err != nil {
+			return fmt.Errorf("session %s: replay at seq %d: %w", id, ev.Seq, err)
 		}
-		if err := observe(ev.Seq); err != nil {
-			return nil, err
-		}
+		return observe(ev.Seq)
+	})
+	if err != nil && err != errStop {
+		return nil, err
 	}
 	if e == nil || e.State().LastSeq != last {
 		return nil, fmt.Errorf("export: session %s: the second reading stopped before seq %d", id, last)

@@ -36,15 +36,8 @@ must have been started with --listen (its address is in DATA/bus.url), or give -
 				log, _, err := a.openSession(ctx, data, args[0])
 				if err == nil {
 					defer log.Close()
-					for ev, err := range log.Read(ctx, args[0], max(from, 1)) {
-						if err != nil {
-							return err
-						}
-						if err := p.print(ev); err != nil {
-							return err
-						}
-					}
-					return nil
+					// Borrowed events (Scan): printed and dropped.
+					return log.Scan(ctx, args[0], max(from, 1), func(ev *events.Event) error { return p.print(*ev) })
 				}
 				if !follow {
 					return err

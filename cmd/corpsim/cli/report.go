@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/sim/report"
 )
@@ -75,13 +76,15 @@ func (a *app) buildReport(ctx context.Context, data, session string, o report.Op
 	}
 	o.Session, o.Agents = meta.ID, meta.Agents
 	b := report.NewBuilder(origin.World, o)
-	for ev, err := range log.Read(ctx, session, 1) {
-		if err != nil {
-			return nil, err
+	// Borrowed events (Scan): the builder keeps nothing of an event's payload.
+	err = log.Scan(ctx, session, 1, func(ev *events.Event) error {
+		if err := b.Add(*ev); err != nil {
+			return fmt.Errorf("session %s: %w", session, err)
 		}
-		if err := b.Add(ev); err != nil {
-			return nil, fmt.Errorf("session %s: %w", session, err)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return b.Report(), nil
 }

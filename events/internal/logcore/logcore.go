@@ -87,9 +87,11 @@ func Plan(chain []events.SessionMeta, from uint64) []Segment {
 	from = max(from, 1)
 	var segs []Segment
 	for i := len(chain) - 1; i >= 0; i-- {
+		// chain[i] stores seqs up to the lowest fork point below it: a
+		// fork of a fork may branch off inside its grandparent's prefix.
 		to := uint64(math.MaxUint64)
-		if i > 0 {
-			to = chain[i-1].ForkSeq
+		for j := range i {
+			to = min(to, chain[j].ForkSeq)
 		}
 		if chain[i].ForkSeq == math.MaxUint64 {
 			continue // nothing of its own can follow

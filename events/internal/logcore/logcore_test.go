@@ -28,6 +28,12 @@ func TestPlan(t *testing.T) {
 		{"fork from own", []events.SessionMeta{p, root}, 6, []logcore.Segment{{"p", 6, inf}}},
 		{"two levels", []events.SessionMeta{f, p, root}, 3, []logcore.Segment{{"r", 3, 5}, {"p", 6, 8}, {"f", 9, inf}}},
 		{"empty middle", []events.SessionMeta{z, f, p, root}, 1, []logcore.Segment{{"r", 1, 5}, {"p", 6, 8}, {"z", 9, inf}}},
+		// g forks f inside p's prefix: none of f's or p's own events, and
+		// only r's up to 3.
+		{"fork inside the grandparent's prefix", []events.SessionMeta{{ID: "g", Parent: "f", ForkSeq: 3}, f, p, root}, 1,
+			[]logcore.Segment{{"r", 1, 3}, {"g", 4, inf}}},
+		{"fork inside the parent's prefix", []events.SessionMeta{{ID: "g", Parent: "f", ForkSeq: 7}, f, p, root}, 2,
+			[]logcore.Segment{{"r", 2, 5}, {"p", 6, 7}, {"g", 8, inf}}},
 		{"max", []events.SessionMeta{p, root}, inf, []logcore.Segment{{"p", inf, inf}}},
 		{"fork at max", []events.SessionMeta{{ID: "m", Parent: "r", ForkSeq: inf}, root}, inf, []logcore.Segment{{"r", inf, inf}}},
 	}

@@ -1,0 +1,117 @@
+package memlog
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/klauspost/compress/s2"
+)
+
+// blockSize is the raw size at which the open block of a session's events
+// is sealed: compressed with s2 (the events of a run compress about 3:1:
+// their payloads are JSON with the same keys over and over). A block holds
+// a few hundred events; reading one event from the middle of the log
+// decompresses its block, about 64 KiB.
+const blockSize = 64 << 10
+
+// store holds a session's own events, in their canonical encoding
+// (events.AppendEncode), in blocks: sealed blocks, compressed, and one open
+// block of raw bytes that new events are appended to. Event i (0-based:
+// seq forkSeq+1+i) is in the block whose first <= i.
+//
+// Stored bytes are never modified, and a store value is a snapshot: the
+// owner only appends, within the open block's capacity (a full block is
+// sealed and a new array started), or to slices whose existing elements it
+// never writes again. So a reader copies the store under the Log's lock
+// (see snapshot) and reads it without: what the copy covers does not
+// change.
+type store struct {
+	sealed []sealedBlock
+	open   []byte   // raw encodings of events openFirst, openFirst+1, …
+	ends   []uint32 // ends[j] is the end in open of event openFirst+j
+	first  int      // index of the open block's first event
+}
+
+// sealedBlock is a sealed block of events first, first+1, ….
+type sealedBlock struct {
+	first int
+	ends  []uint32 // the end of each event in the raw block
+	data  []byte   // s2 block encoding of the raw block
+}
+
+// len returns the number of events stored.
+func (s *store) len() int { return s.first + len(s.ends) }
+
+// snapshot returns a copy of s that later appends do not change.
+func (s *store) snapshot() store {
+	return store{sealed: slices.Clip(s.sealed), open: slices.Clip(s.open), ends: slices.Clip(s.ends), first: s.first}
+}
+
+// add stores an event whose encoding is n bytes, written by enc into dst
+// (which has room for n bytes) and returned. scratch is a buffer add may
+// use (and grow) while it seals a block.
+func (s *store) add(n int, enc func(dst []byte) []byte, scratch *[]byte) {
+	if len(s.ends) > 0 && len(s.open)+n > cap(s.open) {
+		s.seal(scratch)
+	}
+	if cap(s.open)-len(s.open) < n {
+		s.open = make([]byte, 0, max(blockSize, n))
+	}
+	start := len(s.open)
+	s.open = enc(s.open)
+	if len(s.open)-start != n {
+		panic(fmt.Sprintf("memlog: an encoding of %d bytes took %d", n, len(s.open)-start))
+	}
+	s.ends = append(s.ends, uint32(len(s.open)))
+}
+
+// seal compresses the open block and starts a new one. The compressed
+// block is copied out of scratch at its length: s2.Encode's own buffer is
+// sized for the worst case.
+func (s *store) seal(scratch *[]byte) {
+	if n := s2.MaxEncodedLen(len(s.open)); cap(*scratch) < n {
+		*scratch = make([]byte, n)
+	}
+	data := slices.Clone(s2.Encode((*scratch)[:cap(*scratch)], s.open))
+	s.sealed = append(s.sealed, sealedBlock{first: s.first, ends: slices.Clone(s.ends), data: data})
+	s.first += len(s.ends)
+	s.open, s.ends = nil, nil // readers may still hold them
+}
+
+// blockOf returns the block of event i: its raw bytes (decompressed into
+// buf if it is sealed, reusing buf's array when it is large enough), the
+// index of its first event and the events' ends. i must be < s.len().
+func (s *store) blockOf(i int, buf []byte) (raw []byte, first int, ends []uint32, err error) {
+	if i >= s.first {
+		return s.open, s.first, s.ends, nil
+	}
+	k := sort.Search(len(s.sealed), func(k int) bool { return s.sealed[k].first > i }) - 1
+	b := &s.sealed[k]
+	n, err := s2.DecodedLen(b.data)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	raw, err = s2.Decode(buf[:n], b.data)
+	if err == nil && len(raw) != int(b.ends[len(b.ends)-1]) {
+		err = fmt.Errorf("block of %d bytes, its events end at %d", len(raw), b.ends[len(b.ends)-1])
+	}
+	return raw, b.first, b.ends, err
+}
+
+// event returns the stored encoding of event i, aliasing the store's
+// memory (or buf's) when it can; i must be < s.len().
+func (s *store) event(i int, buf []byte) ([]byte, error) {
+	raw, first, ends, err := s.blockOf(i, buf)
+	if err != nil {
+		return nil, err
+	}
+	start := uint32(0)
+	if j := i - first; j > 0 {
+		start = ends[j-1]
+	}
+	return raw[start:ends[i-first]:ends[i-first]], nil
+}

@@ -1,0 +1,89 @@
+package sim_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/sim"
+)
+
+// poisonScanner hands out each event in a buffer that it overwrites as
+// soon as fn returns, as a Log's Scan may: anything an Apply kept of a
+// borrowed payload would then read garbage.
+type poisonScanner struct{ evs []events.Event }
+
+func (p poisonScanner) Scan(_ context.Context, _ string, from uint64, fn func(*events.Event) error) error {
+	var buf []byte
+	for _, ev := range p.evs {
+		if ev.Seq < from {
+			continue
+		}
+		buf = append(buf[:0], ev.Payload...)
+		ev.Payload = buf
+		err := fn(&ev)
+		for i := range buf {
+			buf[i] = '#'
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestRebuildLog checks that a rebuild from borrowed events (RebuildLog)
+// is Rebuild's: the same state, and a resumed engine that continues with
+// the uninterrupted run's log, even when every payload is overwritten
+// right after it was applied.
+func TestRebuildLog(t *testing.T) {
+	ctx := context.Background()
+	full := mustEngine(t, 11)
+	full.Start()
+	want := drive(t, full, greedy, false, 0)
+	for _, cut := range []int{1, 40, len(want) / 2, len(want)} {
+		live := mustEngine(t, 11)
+		live.Start()
+		prefix := drive(t, live, greedy, false, cut)
+
+		log := memlog.New()
+		if err := log.CreateSession(ctx, events.SessionMeta{ID: "s", Status: events.StatusRunning}); err != nil {
+			t.Fatal(err)
+		}
+		if err := log.Append(ctx, "s", 0, prefix); err != nil {
+			t.Fatal(err)
+		}
+		copied, err := sim.Rebuild(log.Read(ctx, "s", 1), "s", sim.Config{})
+		if err != nil {
+			t.Fatalf("cut %d: Rebuild: %v", cut, err)
+		}
+		for name, sc := range map[string]sim.Scanner{"memlog": log, "poisoned": poisonScanner{prefix}} {
+			e, err := sim.RebuildLog(ctx, sc, "s", sim.Config{})
+			if err != nil {
+				t.Fatalf("cut %d, %s: RebuildLog: %v", cut, name, err)
+			}
+			if got, want := e.StateHash(), copied.StateHash(); got != want {
+				t.Fatalf("cut %d, %s: RebuildLog state hash %s, Rebuild's %s", cut, name, got, want)
+			}
+			e.Resume()
+			rest := drive(t, e, greedy, false, 0)
+			equalLogs(t, append(append([]events.Event{}, prefix...), rest...), want)
+		}
+	}
+}
+
+func TestRebuildLogErrors(t *testing.T) {
+	ctx := context.Background()
+	log := memlog.New()
+	if _, err := sim.RebuildLog(ctx, log, "nope", sim.Config{}); !errors.Is(err, events.ErrNoSession) {
+		t.Fatalf("RebuildLog of an unknown session: got %v, want ErrNoSession", err)
+	}
+	if err := log.CreateSession(ctx, events.SessionMeta{ID: "s", Status: events.StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.RebuildLog(ctx, log, "s", sim.Config{}); !errors.Is(err, sim.ErrNotASession) {
+		t.Fatalf("RebuildLog of an empty session: got %v, want ErrNotASession", err)
+	}
+}
