@@ -28,7 +28,8 @@ const (
 	RequestRejected = "rejected"
 )
 
-// State is the company at one instant. Build it with New; change it only with Apply.
+// State is the company at one instant. Build it with New; change it only with
+// Apply. It is not safe for concurrent use, not even by readers only.
 type State struct {
 	World   *worlds.World
 	Now     clock.Time
@@ -74,6 +75,12 @@ type State struct {
 	woken     []string             // members whose Pending or BusyUntil changed since TakeWoken
 	typed     any                  // the payload of the event being applied, when the engine has it (ApplyWith)
 	npcQueues map[string][]string  // NPC member -> the queues it serves (see npcServes)
+	// The last task and member looked up: checking one action asks for
+	// the same ones a dozen times (every rule looks them up by ID). This
+	// makes even Task and Member writes, like the rest of State: it is not
+	// safe for concurrent use, readers included.
+	lastTask   *Task
+	lastMember *Member
 }
 
 // Member is a seat's state.
@@ -371,10 +378,28 @@ func (s *State) link() {
 }
 
 // Member returns a member by ID.
-func (s *State) Member(id string) *Member { return s.members[id] }
+func (s *State) Member(id string) *Member {
+	if m := s.lastMember; m != nil && m.ID == id {
+		return m
+	}
+	m := s.members[id]
+	if m != nil {
+		s.lastMember = m
+	}
+	return m
+}
 
 // Task returns a task by ID.
-func (s *State) Task(id string) *Task { return s.tasks[id] }
+func (s *State) Task(id string) *Task {
+	if t := s.lastTask; t != nil && t.ID == id {
+		return t
+	}
+	t := s.tasks[id]
+	if t != nil {
+		s.lastTask = t
+	}
+	return t
+}
 
 // Request returns an approval request by ID.
 func (s *State) Request(id string) *Request { return s.requests[id] }
@@ -1232,6 +1257,7 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 		}
 		s.Arrivals[i] = a
 	}
+	s.lastTask, s.lastMember = nil, nil // the snapshot's objects replaced the world's
 	s.Fired = sn.Fired
 	for i, b := range sn.Budgets {
 		if b == nil || b.Team != s.Budgets[i].Team {
