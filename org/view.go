@@ -2,7 +2,6 @@ package org
 
 import (
 	"slices"
-	"sort"
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/worlds"
@@ -318,29 +317,15 @@ func (s *State) View(id string) Observation {
 	o.Role, o.Team, o.Turn, o.OnLeave = m.Role, m.Team, m.Turn+1, m.OnLeave
 	o.Queues = []*QueueView{}
 	o.Rejected = m.Rejected
-	type ranked struct {
-		t       *Task
-		pending int
-	}
-	var avail, candidates []*Task
-	var upcoming []ranked
 	queues := map[string]*QueueView{}
 	for _, q := range s.World.Queues {
 		if s.Serves(m.Role, q.ID) || s.npcServes(id, q.ID) {
-			qv := &QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.queues[q.ID].DownUntil}
+			qv := &QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.queues[q.ID].DownUntil,
+				Open: s.shown[q.ID] - s.claimed[q.ID], InProgress: s.claimed[q.ID]}
 			queues[q.ID] = qv
 			o.Queues = append(o.Queues, qv)
 		}
 	}
-	heads := map[string]bool{} // queue -> its head ticket for this role is listed
-	full := map[string]bool{}  // queues at their WIP limit
-	for _, q := range s.World.Queues {
-		if q.WIP > 0 && queues[q.ID] != nil && s.InProgress(q.ID) >= q.WIP {
-			full[q.ID] = true
-		}
-	}
-	// Only the member's own tasks and the queues it serves can show: look
-	// at those, not at every task of the session.
 	held := slices.Clone(s.held[id])
 	slices.SortFunc(held, func(a, b *Task) int { return a.ord - b.ord })
 	for _, t := range held {
@@ -348,85 +333,62 @@ func (s *State) View(id string) Observation {
 			o.Assigned = append(o.Assigned, s.taskView(t))
 		}
 	}
+	// What the member may take comes from the offer index (see
+	// view_index.go): per queue it serves, the open project tasks of its
+	// role, by skill, already in the order they are listed, and the queue's
+	// head ticket. Only what is listed is looked at; the rest is counted.
+	var skills []string
+	if w, ok := s.World.Member(id); ok {
+		skills = w.Skills
+	}
+	var readyLists, waitingLists [][]*Task
+	var tickets []*Task
+	ready, waiting := 0, 0
 	for _, q := range s.World.Queues {
-		qv := queues[q.ID]
-		if qv == nil {
+		if queues[q.ID] == nil || !s.Serves(m.Role, q.ID) {
 			continue
 		}
-		// In a queue served in arrival order only its first ticket this
-		// member may take can be offered (see QueueAhead): once it is a
-		// candidate, the queue's other tickets are only counted, so a long
-		// backlog costs a count, not a check per ticket.
-		fifo, headSeen := q.Order != "priority", false
-		for _, t := range s.liveIn(q.ID) {
-			if t.Status == StatusDone || t.Hidden {
-				continue
-			}
-			if t.Assignee == "" {
-				qv.Open++
-			} else {
-				qv.InProgress++
-			}
-			if t.Kind == KindTicket && fifo && headSeen {
-				continue
-			}
-			if t.Assignee != id && t.Status == StatusOpen && s.CanTake(id, t) && s.Serves(m.Role, t.Queue) {
-				candidates = append(candidates, t)
-				headSeen = headSeen || t.Kind == KindTicket
+		// An outage or the WIP limit blocks a queue: its ready work is
+		// counted in Queues, not offered.
+		blocked := s.queues[q.ID].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP
+		for _, of := range s.offersFor(q.ID, m.Role, skills) {
+			waitingLists = append(waitingLists, of.waiting)
+			waiting += len(of.waiting)
+			if !blocked {
+				readyLists = append(readyLists, of.ready)
+				ready += len(of.ready)
 			}
 		}
-	}
-	// In Tasks order, as if every task had been looked at in turn (the
-	// sorts below are stable).
-	slices.SortFunc(candidates, func(a, b *Task) int { return a.ord - b.ord })
-	for _, t := range candidates {
-		switch {
-		case !s.DepsDone(t):
-			upcoming = append(upcoming, ranked{t, s.pendingCount(t)})
-		case s.queues[t.Queue].Down(s.Now) || full[t.Queue]:
-			// An outage or the WIP limit blocks it: it is counted in Queues, not offered.
-		case t.Kind == KindTicket:
-			// Only the tickets the queue's order lets this member take now.
-			if !heads[t.Queue] && s.QueueAhead(t, id) == nil {
-				heads[t.Queue] = true
-				avail = append(avail, t)
+		if !blocked {
+			// Only the ticket the queue's order lets this member take now.
+			if t := s.QueueHead(q.ID, id); t != nil {
+				tickets = append(tickets, t)
 			}
-		default:
-			avail = append(avail, t)
 		}
 	}
 	listed := s.limits().Listed
 	// Long lists are cut to the listed limit, most valuable (and, upcoming, nearest)
 	// first; *More say how many were left out. The tickets at the heads of
 	// the queues (one per queue) are never cut: a queue must not starve
-	// because its tickets are worth less than the project work.
-	sort.SliceStable(avail, func(i, j int) bool {
-		ti, tj := avail[i].Kind == KindTicket, avail[j].Kind == KindTicket
-		if ti != tj && len(avail) > listed {
-			return ti
-		}
-		return avail[i].Value > avail[j].Value
-	})
-	sort.SliceStable(upcoming, func(i, j int) bool {
-		a, b := upcoming[i], upcoming[j]
-		if a.pending != b.pending {
-			return a.pending < b.pending
-		}
-		return a.t.Value > b.t.Value
-	})
-	for i, t := range avail {
-		if i == listed {
-			o.AvailableMore = len(avail) - i
-			break
-		}
+	// because its tickets are worth less than the project work. Ties go to
+	// the task earlier in Tasks.
+	slices.SortFunc(tickets, valueCmp)
+	var avail []*Task
+	if total := ready + len(tickets); total > listed {
+		o.AvailableMore = total - listed
+		avail = append(avail, tickets[:min(len(tickets), listed)]...)
+		avail = append(avail, firstTasks(readyLists, valueCmp, listed-len(avail))...)
+	} else {
+		avail = firstTasks(append(readyLists, tickets), valueCmp, listed)
+	}
+	for _, t := range avail {
 		o.Available = append(o.Available, s.taskView(t))
 	}
-	for i, r := range upcoming {
-		if i == listed {
-			o.UpcomingMore = len(upcoming) - i
-			break
-		}
-		o.Upcoming = append(o.Upcoming, s.taskView(r.t))
+	if waiting > listed {
+		o.UpcomingMore = waiting - listed
+	}
+	for _, t := range firstTasks(waitingLists, waitingCmp, listed) {
+		o.Upcoming = append(o.Upcoming, s.taskView(t))
 	}
 	for _, r := range s.Requests {
 		if r.Status == RequestPending && r.Steps[r.Current].Approver == id {
