@@ -64,7 +64,8 @@ type State struct {
 	queues   map[string]*Queue
 	// dependents lists, for each task, the tasks that depend on it (static).
 	dependents map[string][]*Task
-	serves     map[string]bool // role + "/" + queue
+	serves     map[string]bool   // role + "/" + queue
+	roleServes map[string][]bool // role -> whether it serves each of World.Queues, by index
 	// Derived indexes, rebuilt by index() after Restore; not hashed.
 	open      int                  // tasks not done
 	held      map[string][]*Task   // member -> tasks assigned and not done
@@ -248,9 +249,14 @@ func New(w *worlds.World) *State {
 	s.link()
 	s.index()
 	s.serves = map[string]bool{}
-	for _, q := range w.Queues {
+	s.roleServes = map[string][]bool{}
+	for i, q := range w.Queues {
 		for _, r := range q.ServedBy {
 			s.serves[r+"/"+q.ID] = true
+			if s.roleServes[r] == nil {
+				s.roleServes[r] = make([]bool, len(w.Queues))
+			}
+			s.roleServes[r][i] = true
 		}
 	}
 	for _, t := range w.Teams {

@@ -275,8 +275,12 @@ func (s *State) QueueHead(queue, member string) *Task {
 	if !ok {
 		return nil
 	}
+	return s.queueHead(q, member)
+}
+
+func (s *State) queueHead(q *worlds.Queue, member string) *Task {
 	var best *Task
-	for _, t := range s.openTickets(queue) {
+	for _, t := range s.openTickets(q.ID) {
 		if t.Status != StatusOpen || !s.CanTake(member, t) {
 			continue
 		}
@@ -317,13 +321,18 @@ func (s *State) View(id string) Observation {
 	o.Role, o.Team, o.Turn, o.OnLeave = m.Role, m.Team, m.Turn+1, m.OnLeave
 	o.Queues = []*QueueView{}
 	o.Rejected = m.Rejected
-	queues := map[string]*QueueView{}
-	for _, q := range s.World.Queues {
-		if s.Serves(m.Role, q.ID) || s.npcServes(id, q.ID) {
-			qv := &QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.queues[q.ID].DownUntil,
-				Open: s.shown[q.ID] - s.claimed[q.ID], InProgress: s.claimed[q.ID]}
-			queues[q.ID] = qv
-			o.Queues = append(o.Queues, qv)
+	// The queues it serves: by its role, or as an NPC's.
+	served := s.roleServes[m.Role] // by index in World.Queues; nil: none
+	var npcQueues []string
+	if w, ok := s.World.Member(id); ok && w.NPC != nil {
+		npcQueues = w.NPC.Serves
+	}
+	shows := make([]bool, len(s.World.Queues))
+	for i, q := range s.World.Queues {
+		if served != nil && served[i] || contains(npcQueues, q.ID) {
+			shows[i] = true
+			o.Queues = append(o.Queues, &QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.queues[q.ID].DownUntil,
+				Open: s.shown[q.ID] - s.claimed[q.ID], InProgress: s.claimed[q.ID]})
 		}
 	}
 	held := slices.Clone(s.held[id])
@@ -344,8 +353,9 @@ func (s *State) View(id string) Observation {
 	var readyLists, waitingLists [][]*Task
 	var tickets []*Task
 	ready, waiting := 0, 0
-	for _, q := range s.World.Queues {
-		if queues[q.ID] == nil || !s.Serves(m.Role, q.ID) {
+	for i := range s.World.Queues {
+		q := &s.World.Queues[i]
+		if !shows[i] || served == nil || !served[i] {
 			continue
 		}
 		// An outage or the WIP limit blocks a queue: its ready work is
@@ -361,7 +371,7 @@ func (s *State) View(id string) Observation {
 		}
 		if !blocked {
 			// Only the ticket the queue's order lets this member take now.
-			if t := s.QueueHead(q.ID, id); t != nil {
+			if t := s.queueHead(q, id); t != nil {
 				tickets = append(tickets, t)
 			}
 		}
