@@ -328,11 +328,20 @@ func (s *State) View(id string) Observation {
 		npcQueues = w.NPC.Serves
 	}
 	shows := make([]bool, len(s.World.Queues))
+	n := 0
 	for i, q := range s.World.Queues {
 		if served != nil && served[i] || contains(npcQueues, q.ID) {
 			shows[i] = true
-			o.Queues = append(o.Queues, &QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.queues[q.ID].DownUntil,
+			n++
+		}
+	}
+	qvs := make([]QueueView, 0, n) // one allocation for all of them
+	o.Queues = make([]*QueueView, 0, n)
+	for i, q := range s.World.Queues {
+		if shows[i] {
+			qvs = append(qvs, QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.queues[q.ID].DownUntil,
 				Open: s.shown[q.ID] - s.claimed[q.ID], InProgress: s.claimed[q.ID]})
+			o.Queues = append(o.Queues, &qvs[len(qvs)-1])
 		}
 	}
 	held := slices.Clone(s.held[id])
@@ -391,13 +400,16 @@ func (s *State) View(id string) Observation {
 	} else {
 		avail = firstTasks(append(readyLists, tickets), valueCmp, listed)
 	}
+	o.Available = make([]TaskView, 0, len(avail))
 	for _, t := range avail {
 		o.Available = append(o.Available, s.taskView(t))
 	}
 	if waiting > listed {
 		o.UpcomingMore = waiting - listed
 	}
-	for _, t := range firstTasks(waitingLists, waitingCmp, listed) {
+	up := firstTasks(waitingLists, waitingCmp, listed)
+	o.Upcoming = make([]TaskView, 0, len(up))
+	for _, t := range up {
 		o.Upcoming = append(o.Upcoming, s.taskView(t))
 	}
 	for _, r := range s.Requests {
@@ -424,6 +436,7 @@ func (s *State) View(id string) Observation {
 	if b := s.budgets[m.Team]; b != nil {
 		o.Budget = &BudgetView{Team: b.Team, Initial: b.Initial, Spent: b.Spent, Remaining: b.Remaining()}
 	}
+	o.Projects = make([]ProjectView, 0, len(s.World.Projects))
 	for i := range s.World.Projects {
 		p := &s.World.Projects[i]
 		o.Projects = append(o.Projects, ProjectView{ID: p.ID, Title: p.Title, Deadline: p.Deadline, Tasks: len(p.Tasks), Done: s.doneIn[p.ID]})
