@@ -64,13 +64,15 @@ type State struct {
 	queues   map[string]*Queue
 	// dependents lists, for each task, the tasks that depend on it (static).
 	dependents map[string][]*Task
-	serves     map[string]bool // role + "/" + queue
+	serves     map[string]bool   // role + "/" + queue
+	roleServes map[string][]bool // role -> whether it serves each of World.Queues, by index
 	// Derived indexes, rebuilt by index() after Restore; not hashed.
 	open      int                  // tasks not done
 	held      map[string][]*Task   // member -> tasks assigned and not done
 	queueOpen map[string][]*Task   // queue -> its tickets in arrival order (done ones are dropped lazily)
 	claimed   map[string]int       // queue -> items claimed and not done
-	live      map[string]*liveList // queue -> its tasks not done, in Tasks order
+	shown     map[string]int       // queue -> its tasks not done and not hidden
+	offers    map[offerKey]*offers // open visible project tasks by queue, role and skill (view_index.go)
 	doneIn    map[string]int       // project -> its tasks done
 	woken     []string             // members whose Pending or BusyUntil changed since TakeWoken
 	typed     any                  // the payload of the event being applied, when the engine has it (ApplyWith)
@@ -144,7 +146,8 @@ type Task struct {
 	DoneBy    string         `json:"done_by,omitempty"`
 	DoneSeq   uint64         `json:"done_seq,omitempty"`
 
-	deps []*Task // Spec.Deps resolved
+	deps []*Task  // Spec.Deps resolved
+	ix   offerPos // where it is in the offer index (view_index.go)
 }
 
 // Queue is a work queue's state.
@@ -253,9 +256,14 @@ func New(w *worlds.World) *State {
 	s.link()
 	s.index()
 	s.serves = map[string]bool{}
-	for _, q := range w.Queues {
+	s.roleServes = map[string][]bool{}
+	for i, q := range w.Queues {
 		for _, r := range q.ServedBy {
 			s.serves[r+"/"+q.ID] = true
+			if s.roleServes[r] == nil {
+				s.roleServes[r] = make([]bool, len(w.Queues))
+			}
+			s.roleServes[r][i] = true
 		}
 	}
 	for _, t := range w.Teams {
@@ -272,39 +280,14 @@ func (s *State) index() {
 	s.held = map[string][]*Task{}
 	s.queueOpen = map[string][]*Task{}
 	s.claimed = map[string]int{}
-	s.live = map[string]*liveList{}
+	s.shown = map[string]int{}
+	s.offers = map[offerKey]*offers{}
 	s.doneIn = map[string]int{}
 	for i, t := range s.Tasks {
 		t.ord = i
+		t.ix = offerPos{}
 		s.track(t)
 	}
-}
-
-// liveList is a queue's tasks that are not done, in Tasks order; done ones
-// are dropped lazily.
-type liveList struct {
-	tasks []*Task
-	done  int // done tasks still in tasks
-}
-
-// liveIn returns queue's tasks that are not done, in Tasks order: what a
-// view has to look at, instead of every task the session ever had.
-func (s *State) liveIn(queue string) []*Task {
-	l := s.live[queue]
-	if l == nil {
-		return nil
-	}
-	if l.done > 0 {
-		kept := l.tasks[:0]
-		for _, t := range l.tasks {
-			if t.Status != StatusDone {
-				kept = append(kept, t)
-			}
-		}
-		clear(l.tasks[len(kept):])
-		l.tasks, l.done = kept, 0
-	}
-	return l.tasks
 }
 
 // track adds a task to the derived indexes.
@@ -315,12 +298,10 @@ func (s *State) track(t *Task) {
 		}
 		return
 	}
-	l := s.live[t.Queue]
-	if l == nil {
-		l = &liveList{}
-		s.live[t.Queue] = l
+	if !t.Hidden {
+		s.shown[t.Queue]++
 	}
-	l.tasks = append(l.tasks, t)
+	s.offer(t)
 	s.open++
 	if t.Assignee != "" {
 		s.held[t.Assignee] = append(s.held[t.Assignee], t)
@@ -704,6 +685,7 @@ func (s *State) apply(ev *events.Event) error {
 		} else {
 			t.Status, t.Assignee = StatusOpen, ""
 			s.claimed[t.Queue]--
+			s.offer(t)
 			if t.Kind == KindTicket {
 				s.reopen(t)
 			}
@@ -728,6 +710,7 @@ func (s *State) apply(ev *events.Event) error {
 		if t.Hidden {
 			return badEvent(ev, "task %q has not appeared yet", p.Task)
 		}
+		s.unoffer(t)
 		t.Status, t.Assignee = StatusClaimed, m.ID
 		m.Holding++
 		s.held[m.ID] = append(s.held[m.ID], t)
@@ -785,9 +768,12 @@ func (s *State) apply(ev *events.Event) error {
 		t.Status, t.DoneAt, t.DoneBy, t.DoneSeq = StatusDone, clock.Time(ev.Time), m.ID, ev.Seq
 		m.Holding--
 		s.open--
-		s.live[t.Queue].done++
 		if !t.Hidden {
 			s.doneIn[t.Project]++
+			s.shown[t.Queue]--
+		}
+		for _, d := range s.dependents[t.ID] {
+			s.reoffer(d) // one dependency fewer to wait for
 		}
 		s.claimed[t.Queue]--
 		s.held[m.ID] = removeTask(s.held[m.ID], t)
@@ -922,6 +908,10 @@ func (s *State) apply(ev *events.Event) error {
 		for _, t := range s.Tasks {
 			if t.Project == p.Project && t.Hidden {
 				t.Hidden, found = false, true
+				if t.Status != StatusDone {
+					s.shown[t.Queue]++
+				}
+				s.offer(t)
 			}
 		}
 		if !found {
@@ -943,6 +933,7 @@ func (s *State) apply(ev *events.Event) error {
 		}
 		if p.Value != nil {
 			t.Value = *p.Value
+			s.reoffer(t)
 		}
 		if p.Priority != nil {
 			t.Priority = *p.Priority

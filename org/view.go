@@ -2,7 +2,6 @@ package org
 
 import (
 	"slices"
-	"sort"
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/worlds"
@@ -276,8 +275,12 @@ func (s *State) QueueHead(queue, member string) *Task {
 	if !ok {
 		return nil
 	}
+	return s.queueHead(q, member)
+}
+
+func (s *State) queueHead(q *worlds.Queue, member string) *Task {
 	var best *Task
-	for _, t := range s.openTickets(queue) {
+	for _, t := range s.openTickets(q.ID) {
 		if t.Status != StatusOpen || !s.CanTake(member, t) {
 			continue
 		}
@@ -318,29 +321,29 @@ func (s *State) View(id string) Observation {
 	o.Role, o.Team, o.Turn, o.OnLeave = m.Role, m.Team, m.Turn+1, m.OnLeave
 	o.Queues = []*QueueView{}
 	o.Rejected = m.Rejected
-	type ranked struct {
-		t       *Task
-		pending int
+	// The queues it serves: by its role, or as an NPC's.
+	served := s.roleServes[m.Role] // by index in World.Queues; nil: none
+	var npcQueues []string
+	if w, ok := s.World.Member(id); ok && w.NPC != nil {
+		npcQueues = w.NPC.Serves
 	}
-	var avail, candidates []*Task
-	var upcoming []ranked
-	queues := map[string]*QueueView{}
-	for _, q := range s.World.Queues {
-		if s.Serves(m.Role, q.ID) || s.npcServes(id, q.ID) {
-			qv := &QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.queues[q.ID].DownUntil}
-			queues[q.ID] = qv
-			o.Queues = append(o.Queues, qv)
+	shows := make([]bool, len(s.World.Queues))
+	n := 0
+	for i, q := range s.World.Queues {
+		if served != nil && served[i] || contains(npcQueues, q.ID) {
+			shows[i] = true
+			n++
 		}
 	}
-	heads := map[string]bool{} // queue -> its head ticket for this role is listed
-	full := map[string]bool{}  // queues at their WIP limit
-	for _, q := range s.World.Queues {
-		if q.WIP > 0 && queues[q.ID] != nil && s.InProgress(q.ID) >= q.WIP {
-			full[q.ID] = true
+	qvs := make([]QueueView, 0, n) // one allocation for all of them
+	o.Queues = make([]*QueueView, 0, n)
+	for i, q := range s.World.Queues {
+		if shows[i] {
+			qvs = append(qvs, QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.queues[q.ID].DownUntil,
+				Open: s.shown[q.ID] - s.claimed[q.ID], InProgress: s.claimed[q.ID]})
+			o.Queues = append(o.Queues, &qvs[len(qvs)-1])
 		}
 	}
-	// Only the member's own tasks and the queues it serves can show: look
-	// at those, not at every task of the session.
 	held := slices.Clone(s.held[id])
 	slices.SortFunc(held, func(a, b *Task) int { return a.ord - b.ord })
 	for _, t := range held {
@@ -348,85 +351,66 @@ func (s *State) View(id string) Observation {
 			o.Assigned = append(o.Assigned, s.taskView(t))
 		}
 	}
-	for _, q := range s.World.Queues {
-		qv := queues[q.ID]
-		if qv == nil {
+	// What the member may take comes from the offer index (see
+	// view_index.go): per queue it serves, the open project tasks of its
+	// role, by skill, already in the order they are listed, and the queue's
+	// head ticket. Only what is listed is looked at; the rest is counted.
+	var skills []string
+	if w, ok := s.World.Member(id); ok {
+		skills = w.Skills
+	}
+	var readyLists, waitingLists [][]*Task
+	var tickets []*Task
+	ready, waiting := 0, 0
+	for i := range s.World.Queues {
+		q := &s.World.Queues[i]
+		if !shows[i] || served == nil || !served[i] {
 			continue
 		}
-		// In a queue served in arrival order only its first ticket this
-		// member may take can be offered (see QueueAhead): once it is a
-		// candidate, the queue's other tickets are only counted, so a long
-		// backlog costs a count, not a check per ticket.
-		fifo, headSeen := q.Order != "priority", false
-		for _, t := range s.liveIn(q.ID) {
-			if t.Status == StatusDone || t.Hidden {
-				continue
-			}
-			if t.Assignee == "" {
-				qv.Open++
-			} else {
-				qv.InProgress++
-			}
-			if t.Kind == KindTicket && fifo && headSeen {
-				continue
-			}
-			if t.Assignee != id && t.Status == StatusOpen && s.CanTake(id, t) && s.Serves(m.Role, t.Queue) {
-				candidates = append(candidates, t)
-				headSeen = headSeen || t.Kind == KindTicket
+		// An outage or the WIP limit blocks a queue: its ready work is
+		// counted in Queues, not offered.
+		blocked := s.queues[q.ID].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP
+		for _, of := range s.offersFor(q.ID, m.Role, skills) {
+			waitingLists = append(waitingLists, of.waiting)
+			waiting += len(of.waiting)
+			if !blocked {
+				readyLists = append(readyLists, of.ready)
+				ready += len(of.ready)
 			}
 		}
-	}
-	// In Tasks order, as if every task had been looked at in turn (the
-	// sorts below are stable).
-	slices.SortFunc(candidates, func(a, b *Task) int { return a.ord - b.ord })
-	for _, t := range candidates {
-		switch {
-		case !s.DepsDone(t):
-			upcoming = append(upcoming, ranked{t, s.pendingCount(t)})
-		case s.queues[t.Queue].Down(s.Now) || full[t.Queue]:
-			// An outage or the WIP limit blocks it: it is counted in Queues, not offered.
-		case t.Kind == KindTicket:
-			// Only the tickets the queue's order lets this member take now.
-			if !heads[t.Queue] && s.QueueAhead(t, id) == nil {
-				heads[t.Queue] = true
-				avail = append(avail, t)
+		if !blocked {
+			// Only the ticket the queue's order lets this member take now.
+			if t := s.queueHead(q, id); t != nil {
+				tickets = append(tickets, t)
 			}
-		default:
-			avail = append(avail, t)
 		}
 	}
 	listed := s.limits().Listed
 	// Long lists are cut to the listed limit, most valuable (and, upcoming, nearest)
 	// first; *More say how many were left out. The tickets at the heads of
 	// the queues (one per queue) are never cut: a queue must not starve
-	// because its tickets are worth less than the project work.
-	sort.SliceStable(avail, func(i, j int) bool {
-		ti, tj := avail[i].Kind == KindTicket, avail[j].Kind == KindTicket
-		if ti != tj && len(avail) > listed {
-			return ti
-		}
-		return avail[i].Value > avail[j].Value
-	})
-	sort.SliceStable(upcoming, func(i, j int) bool {
-		a, b := upcoming[i], upcoming[j]
-		if a.pending != b.pending {
-			return a.pending < b.pending
-		}
-		return a.t.Value > b.t.Value
-	})
-	for i, t := range avail {
-		if i == listed {
-			o.AvailableMore = len(avail) - i
-			break
-		}
+	// because its tickets are worth less than the project work. Ties go to
+	// the task earlier in Tasks.
+	slices.SortFunc(tickets, valueCmp)
+	var avail []*Task
+	if total := ready + len(tickets); total > listed {
+		o.AvailableMore = total - listed
+		avail = append(avail, tickets[:min(len(tickets), listed)]...)
+		avail = append(avail, firstTasks(readyLists, valueCmp, listed-len(avail))...)
+	} else {
+		avail = firstTasks(append(readyLists, tickets), valueCmp, listed)
+	}
+	o.Available = make([]TaskView, 0, len(avail))
+	for _, t := range avail {
 		o.Available = append(o.Available, s.taskView(t))
 	}
-	for i, r := range upcoming {
-		if i == listed {
-			o.UpcomingMore = len(upcoming) - i
-			break
-		}
-		o.Upcoming = append(o.Upcoming, s.taskView(r.t))
+	if waiting > listed {
+		o.UpcomingMore = waiting - listed
+	}
+	up := firstTasks(waitingLists, waitingCmp, listed)
+	o.Upcoming = make([]TaskView, 0, len(up))
+	for _, t := range up {
+		o.Upcoming = append(o.Upcoming, s.taskView(t))
 	}
 	for _, r := range s.Requests {
 		if r.Status == RequestPending && r.Steps[r.Current].Approver == id {
@@ -452,6 +436,7 @@ func (s *State) View(id string) Observation {
 	if b := s.budgets[m.Team]; b != nil {
 		o.Budget = &BudgetView{Team: b.Team, Initial: b.Initial, Spent: b.Spent, Remaining: b.Remaining()}
 	}
+	o.Projects = make([]ProjectView, 0, len(s.World.Projects))
 	for i := range s.World.Projects {
 		p := &s.World.Projects[i]
 		o.Projects = append(o.Projects, ProjectView{ID: p.ID, Title: p.Title, Deadline: p.Deadline, Tasks: len(p.Tasks), Done: s.doneIn[p.ID]})

@@ -181,6 +181,15 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 // and as World.File. On error the result is nil and the error is an
 // ErrorList naming file, line, column and field path of every mistake found.
 func Load(name string, src []byte) (*World, error) {
+	return load(name, src, partBytes)
+}
+
+// load is Load, reading a file of at least partBytes a part at a time
+// when it can (see loadInParts).
+func load(name string, src []byte, partBytes int) (*World, error) {
+	if w := loadInParts(name, src, partBytes); w != nil {
+		return w, nil
+	}
 	// Duplicate keys are allowed by the parser and reported below, with the
 	// field's path and both positions.
 	var astFile *ast.File

@@ -402,6 +402,11 @@ w.yaml:39:29: projects[0].tasks[2].role: task "servers" needs role "engineer", w
 			if got := err.Error(); got != tt.want {
 				t.Errorf("Load error:\ngot  %s\nwant %s", got, tt.want)
 			}
+			// Read a part at a time (as a large file is), the same file
+			// gives the same errors.
+			if _, err := load("w.yaml", src, 1); err == nil || err.Error() != tt.want {
+				t.Errorf("load in parts: got error %v, want %s", err, tt.want)
+			}
 		})
 	}
 }

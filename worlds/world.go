@@ -1,6 +1,9 @@
 package worlds
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/corpsim/corpsim/clock"
 )
 
@@ -151,8 +154,13 @@ type Scoring struct {
 	BudgetPenalty    float64        // subtracted per unit of money spent beyond a team's budget
 }
 
-// Member returns the member with the given ID.
+// Member returns the member with the given ID. Members are sorted by ID in
+// a loaded world, so it searches by halves first; a World built by hand,
+// not sorted, is searched in full when that misses.
 func (w *World) Member(id string) (*Member, bool) {
+	if i, ok := slices.BinarySearchFunc(w.Members, id, func(m Member, id string) int { return strings.Compare(m.ID, id) }); ok {
+		return &w.Members[i], true
+	}
 	for i := range w.Members {
 		if w.Members[i].ID == id {
 			return &w.Members[i], true

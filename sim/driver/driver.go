@@ -57,7 +57,19 @@ type Config struct {
 	// before it is published or shown to an agent (a cluster-wide copy of
 	// the log, such as a JetStream stream); its error ends the run.
 	Replica Replica
+	// MaxInFlight bounds the turn requests out at once when many members
+	// are due at one instant; the others wait their turn to be sent, and a
+	// member's budget (TurnTimeout) starts when its request is sent. 0 means
+	// DefaultMaxInFlight. The bound changes only wall time and memory (each
+	// request holds its observation's JSON on both ends of the bus), never
+	// the log: answers are applied in member order.
+	MaxInFlight int
 }
+
+// DefaultMaxInFlight is the bound on turn requests out at once when none is
+// configured: far more than the cores that answer in-process agents, and
+// than the concurrency most model endpoints allow.
+const DefaultMaxInFlight = 1024
 
 // Replica keeps a second copy of the log. Replicate must return only when
 // the batch is durable there; it is called once per batch, in order, and a
@@ -127,6 +139,7 @@ func (c *checkpointer) taken(seq uint64, size int) {
 type Driver struct {
 	cfg    Config
 	logger hclog.Logger
+	bufs   sync.Pool // *[]byte: observations' JSON, reused once answered
 }
 
 // New makes a Driver.
@@ -136,6 +149,9 @@ func New(cfg Config) *Driver {
 	}
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = DefaultMaxBatch
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
 	}
 	l := cfg.Logger
 	if l == nil {
@@ -318,23 +334,39 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 	return meta, nil
 }
 
-// ask sends every turn at once and waits for the answers, each within the
-// turn budget. A seat with no subscriber (its agent dropped its connection
-// and has not come back yet) is asked again until the budget is spent.
+// ask sends the turns, at most MaxInFlight at once, and waits for the
+// answers, each within the turn budget. A seat with no subscriber (its
+// agent dropped its connection and has not come back yet) is asked again
+// until the budget is spent. It owns turns: each observation is dropped
+// once encoded, so that a round of thousands of members does not keep them
+// all.
 func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turns []sim.Turn) []sim.Answer {
 	answers := make([]sim.Answer, len(turns))
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, d.cfg.MaxInFlight)
 	for i := range turns {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			// Not sent: it times out, as a request cut short by ctx does.
+			answers[i] = sim.Answer{Member: turns[i].Member, TimedOut: true}
+			continue
+		}
 		wg.Add(1)
 		go func(i int) {
-			defer wg.Done()
+			defer func() { <-slots; wg.Done() }()
 			t := &turns[i]
 			a := &answers[i]
 			a.Member = t.Member
-			obs, err := t.Observation.AppendJSON(nil) // json.Marshal's bytes, without reflection
+			buf, _ := d.bufs.Get().(*[]byte)
+			if buf == nil {
+				buf = new([]byte)
+			}
+			obs, err := t.Observation.AppendJSON((*buf)[:0]) // json.Marshal's bytes, without reflection
 			if err != nil {
 				panic("driver: observation does not encode: " + err.Error())
 			}
+			t.Observation = org.Observation{}
 			rctx, cancel := context.WithTimeout(ctx, d.cfg.TurnTimeout)
 			defer cancel()
 			start := time.Now()
@@ -345,8 +377,11 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 			if err != nil {
 				log.Warn("turn not answered", "member", t.Member, "error", err)
 				a.TimedOut = true
-				return
+				return // the bus may still hold obs: it is not reused
 			}
+			// Answered: the request has left the connection's buffers.
+			*buf = obs
+			d.bufs.Put(buf)
 			r, err := org.ParseReply(msg.Data)
 			if err != nil {
 				a.Malformed = err.Error()

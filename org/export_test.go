@@ -1,0 +1,161 @@
+package org
+
+import (
+	"slices"
+	"sort"
+)
+
+// ScanView is View as it was before the offer index: it looks at every
+// task of every queue the member serves. Tests use it as the reference the
+// indexed View must match.
+func (s *State) ScanView(id string) Observation {
+	m := s.members[id]
+	o := Observation{Member: id, Time: s.Now, Wall: s.World.Calendar.Wall(s.Now).Format("2006-01-02T15:04:05Z07:00"),
+		Horizon: s.World.Horizon, Assigned: []TaskView{}, Available: []TaskView{}, Upcoming: []TaskView{},
+		Approvals: []RequestView{}, Requests: []RequestView{}, Inbox: []MessageView{}, Projects: []ProjectView{}}
+	if m == nil {
+		return o
+	}
+	o.Role, o.Team, o.Turn, o.OnLeave = m.Role, m.Team, m.Turn+1, m.OnLeave
+	o.Queues = []*QueueView{}
+	o.Rejected = m.Rejected
+	type ranked struct {
+		t       *Task
+		pending int
+	}
+	var avail, candidates []*Task
+	var upcoming []ranked
+	queues := map[string]*QueueView{}
+	for _, q := range s.World.Queues {
+		if s.Serves(m.Role, q.ID) || s.npcServes(id, q.ID) {
+			qv := &QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.queues[q.ID].DownUntil}
+			queues[q.ID] = qv
+			o.Queues = append(o.Queues, qv)
+		}
+	}
+	heads := map[string]bool{} // queue -> its head ticket for this role is listed
+	full := map[string]bool{}  // queues at their WIP limit
+	for _, q := range s.World.Queues {
+		if q.WIP > 0 && queues[q.ID] != nil && s.InProgress(q.ID) >= q.WIP {
+			full[q.ID] = true
+		}
+	}
+	// Only the member's own tasks and the queues it serves can show: look
+	// at those, not at every task of the session.
+	held := slices.Clone(s.held[id])
+	slices.SortFunc(held, func(a, b *Task) int { return a.ord - b.ord })
+	for _, t := range held {
+		if !t.Hidden {
+			o.Assigned = append(o.Assigned, s.taskView(t))
+		}
+	}
+	for _, q := range s.World.Queues {
+		qv := queues[q.ID]
+		if qv == nil {
+			continue
+		}
+		// In a queue served in arrival order only its first ticket this
+		// member may take can be offered (see QueueAhead): once it is a
+		// candidate, the queue's other tickets are only counted, so a long
+		// backlog costs a count, not a check per ticket.
+		fifo, headSeen := q.Order != "priority", false
+		for _, t := range s.Tasks {
+			if t.Queue != q.ID || t.Status == StatusDone || t.Hidden {
+				continue
+			}
+			if t.Assignee == "" {
+				qv.Open++
+			} else {
+				qv.InProgress++
+			}
+			if t.Kind == KindTicket && fifo && headSeen {
+				continue
+			}
+			if t.Assignee != id && t.Status == StatusOpen && s.CanTake(id, t) && s.Serves(m.Role, t.Queue) {
+				candidates = append(candidates, t)
+				headSeen = headSeen || t.Kind == KindTicket
+			}
+		}
+	}
+	// In Tasks order, as if every task had been looked at in turn (the
+	// sorts below are stable).
+	slices.SortFunc(candidates, func(a, b *Task) int { return a.ord - b.ord })
+	for _, t := range candidates {
+		switch {
+		case !s.DepsDone(t):
+			upcoming = append(upcoming, ranked{t, s.pendingCount(t)})
+		case s.queues[t.Queue].Down(s.Now) || full[t.Queue]:
+			// An outage or the WIP limit blocks it: it is counted in Queues, not offered.
+		case t.Kind == KindTicket:
+			// Only the tickets the queue's order lets this member take now.
+			if !heads[t.Queue] && s.QueueAhead(t, id) == nil {
+				heads[t.Queue] = true
+				avail = append(avail, t)
+			}
+		default:
+			avail = append(avail, t)
+		}
+	}
+	listed := s.limits().Listed
+	// Long lists are cut to the listed limit, most valuable (and, upcoming, nearest)
+	// first; *More say how many were left out. The tickets at the heads of
+	// the queues (one per queue) are never cut: a queue must not starve
+	// because its tickets are worth less than the project work.
+	sort.SliceStable(avail, func(i, j int) bool {
+		ti, tj := avail[i].Kind == KindTicket, avail[j].Kind == KindTicket
+		if ti != tj && len(avail) > listed {
+			return ti
+		}
+		return avail[i].Value > avail[j].Value
+	})
+	sort.SliceStable(upcoming, func(i, j int) bool {
+		a, b := upcoming[i], upcoming[j]
+		if a.pending != b.pending {
+			return a.pending < b.pending
+		}
+		return a.t.Value > b.t.Value
+	})
+	for i, t := range avail {
+		if i == listed {
+			o.AvailableMore = len(avail) - i
+			break
+		}
+		o.Available = append(o.Available, s.taskView(t))
+	}
+	for i, r := range upcoming {
+		if i == listed {
+			o.UpcomingMore = len(upcoming) - i
+			break
+		}
+		o.Upcoming = append(o.Upcoming, s.taskView(r.t))
+	}
+	for _, r := range s.Requests {
+		if r.Status == RequestPending && r.Steps[r.Current].Approver == id {
+			o.Approvals = append(o.Approvals, s.requestView(r))
+		}
+		if r.Requester == id {
+			o.Requests = append(o.Requests, s.requestView(r))
+		}
+	}
+	for _, msg := range s.Messages {
+		if msg.From == id && !msg.Answered {
+			o.Awaiting = append(o.Awaiting, MessageView{ID: msg.ID, From: msg.To, Text: msg.Text, SentAt: msg.SentAt})
+		}
+	}
+	inbox := m.Inbox
+	if lim := s.limits().Inbox; len(inbox) > lim {
+		inbox, o.InboxMore = inbox[:lim], len(inbox)-lim
+	}
+	for _, mid := range inbox {
+		msg := s.messages[mid]
+		o.Inbox = append(o.Inbox, MessageView{ID: msg.ID, From: msg.From, Text: msg.Text, Topic: msg.Topic, SentAt: msg.SentAt})
+	}
+	if b := s.budgets[m.Team]; b != nil {
+		o.Budget = &BudgetView{Team: b.Team, Initial: b.Initial, Spent: b.Spent, Remaining: b.Remaining()}
+	}
+	for i := range s.World.Projects {
+		p := &s.World.Projects[i]
+		o.Projects = append(o.Projects, ProjectView{ID: p.ID, Title: p.Title, Deadline: p.Deadline, Tasks: len(p.Tasks), Done: s.doneIn[p.ID]})
+	}
+	return o
+}

@@ -1,0 +1,200 @@
+package org
+
+import (
+	"container/heap"
+	"fmt"
+	"slices"
+)
+
+// The offer index keeps, for each (queue, role, skill), the open project
+// tasks a member of that role with that skill may take from that queue, in
+// the order a view lists them, so that a view costs what it shows and not a
+// scan of the queue. It is derived (rebuilt by index() after Restore, never
+// hashed) and kept up to date by apply:
+//
+//   - a task enters when it becomes open and visible (created, its project
+//     started, handed back to nobody) and leaves when it is claimed;
+//   - a task whose dependencies are all done is in ready, ordered by value
+//     (highest first), then by its place in State.Tasks; the others are in
+//     waiting, ordered by dependencies not done (fewest first), then value,
+//     then place;
+//   - when a task is done its dependents move (fewer pending, perhaps to
+//     ready); when a task's value changes it moves.
+//
+// Tickets are not in it: a view offers at most one ticket per queue, the
+// queue's head (QueueHead), found from the queue's open tickets.
+
+// offerKey names one set of offers.
+type offerKey struct{ queue, role, skill string }
+
+// offers are the open visible project tasks of one offerKey.
+type offers struct {
+	ready   []*Task // dependencies done; by readyCmp
+	waiting []*Task // dependencies pending; by waitingCmp
+}
+
+// offerPos is where a task is in the offer index, with the sort keys it was
+// filed under (the task's Value and pending count may change before it is
+// moved; it is found again by these).
+type offerPos struct {
+	in      *offers // nil: not offered
+	ready   bool
+	pending int
+	value   float64
+}
+
+func readyCmp(a, b *Task) int {
+	switch {
+	case a.ix.value > b.ix.value:
+		return -1
+	case a.ix.value < b.ix.value:
+		return 1
+	}
+	return a.ord - b.ord
+}
+
+// valueCmp orders tasks as a view lists what it offers: by value, highest
+// first, then by place in State.Tasks. On offered tasks it agrees with
+// readyCmp.
+func valueCmp(a, b *Task) int {
+	switch {
+	case a.Value > b.Value:
+		return -1
+	case a.Value < b.Value:
+		return 1
+	}
+	return a.ord - b.ord
+}
+
+func waitingCmp(a, b *Task) int {
+	if a.ix.pending != b.ix.pending {
+		return a.ix.pending - b.ix.pending
+	}
+	return readyCmp(a, b)
+}
+
+// offer files t in the offer index if it is an open, visible project task.
+func (s *State) offer(t *Task) {
+	if t.Kind != KindTask || t.Status != StatusOpen || t.Hidden || t.ix.in != nil {
+		return
+	}
+	k := offerKey{t.Queue, t.Spec.Role, t.Spec.Skill}
+	o := s.offers[k]
+	if o == nil {
+		o = &offers{}
+		s.offers[k] = o
+	}
+	n := s.pendingCount(t)
+	t.ix = offerPos{in: o, ready: n == 0, pending: n, value: t.Value}
+	if t.ix.ready {
+		o.ready = insertTask(o.ready, t, readyCmp)
+	} else {
+		o.waiting = insertTask(o.waiting, t, waitingCmp)
+	}
+}
+
+// unoffer takes t out of the offer index, if it is there.
+func (s *State) unoffer(t *Task) {
+	o := t.ix.in
+	if o == nil {
+		return
+	}
+	if t.ix.ready {
+		o.ready = deleteTask(o.ready, t, readyCmp)
+	} else {
+		o.waiting = deleteTask(o.waiting, t, waitingCmp)
+	}
+	t.ix = offerPos{}
+}
+
+// reoffer files t again after its value or its dependencies changed.
+func (s *State) reoffer(t *Task) {
+	if t.ix.in == nil {
+		return
+	}
+	s.unoffer(t)
+	s.offer(t)
+}
+
+func insertTask(list []*Task, t *Task, cmp func(a, b *Task) int) []*Task {
+	i, found := slices.BinarySearchFunc(list, t, cmp)
+	if found {
+		panic(fmt.Sprintf("org: task %s is offered twice", t.ID))
+	}
+	return slices.Insert(list, i, t)
+}
+
+func deleteTask(list []*Task, t *Task, cmp func(a, b *Task) int) []*Task {
+	i, found := slices.BinarySearchFunc(list, t, cmp)
+	if !found || list[i] != t {
+		panic(fmt.Sprintf("org: task %s is not where the offer index filed it", t.ID))
+	}
+	return slices.Delete(list, i, i+1)
+}
+
+// offersFor returns the offer sets of queue that member m (of role) may
+// take from, by skill: the tasks naming no skill, then each of its skills.
+func (s *State) offersFor(queue, role string, skills []string) []*offers {
+	var out []*offers
+	if o := s.offers[offerKey{queue, role, ""}]; o != nil {
+		out = append(out, o)
+	}
+	for i, sk := range skills {
+		if sk == "" || slices.Contains(skills[:i], sk) {
+			continue
+		}
+		if o := s.offers[offerKey{queue, role, sk}]; o != nil {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// taskMerge merges sorted task lists into one order, lazily: a heap of
+// the lists' fronts.
+type taskMerge struct {
+	lists [][]*Task
+	cmp   func(a, b *Task) int
+}
+
+func (m *taskMerge) Len() int           { return len(m.lists) }
+func (m *taskMerge) Less(i, j int) bool { return m.cmp(m.lists[i][0], m.lists[j][0]) < 0 }
+func (m *taskMerge) Swap(i, j int)      { m.lists[i], m.lists[j] = m.lists[j], m.lists[i] }
+func (m *taskMerge) Push(x any)         { m.lists = append(m.lists, x.([]*Task)) }
+func (m *taskMerge) Pop() any {
+	n := len(m.lists) - 1
+	x := m.lists[n]
+	m.lists = m.lists[:n]
+	return x
+}
+
+// firstTasks returns the first n tasks of the merge of sorted lists (empty
+// lists allowed) by cmp. The result may share one of the lists' arrays:
+// read it, do not change it.
+func firstTasks(lists [][]*Task, cmp func(a, b *Task) int, n int) []*Task {
+	if n <= 0 {
+		return nil
+	}
+	m := &taskMerge{cmp: cmp}
+	for _, l := range lists {
+		if len(l) > 0 {
+			m.lists = append(m.lists, l)
+		}
+	}
+	if len(m.lists) == 1 {
+		return m.lists[0][:min(n, len(m.lists[0]))]
+	}
+	heap.Init(m)
+	var out []*Task
+	for len(out) < n && m.Len() > 0 {
+		l := m.lists[0]
+		out = append(out, l[0])
+		if len(l) == 1 {
+			heap.Pop(m)
+		} else {
+			m.lists[0] = l[1:]
+			heap.Fix(m, 0)
+		}
+	}
+	return out
+}

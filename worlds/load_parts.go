@@ -1,0 +1,284 @@
+package worlds
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"reflect"
+	"regexp"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// The YAML library's tree of a file takes about a hundred times the file's
+// size (a token with its position and text for every scalar and
+// punctuation mark, a node above it): a generated world of 7.6 MB —
+// 10,000 members and 100,000 tasks — took 1.2 GiB to load. Most of a large
+// world file is a few long lists (projects, members) whose entries do not
+// depend on each other, so loadInParts decodes such a list a part (a run of
+// entries) at a time and keeps only the decoded values, never the tree of
+// the whole file.
+//
+// It is an optimization of a file that loads without a mistake, never a
+// second reader with its own rules: it takes only a file whose long lists
+// it can cut without reading their YAML (see cutParts), decodes every part
+// with the same parser, checks and options as Load, and gives up — Load then
+// reads the whole file as before — on anything it does not expect, on any
+// error in any part and on any mistake the validator finds, so that every
+// error message, with its line, column and path, comes from the whole file.
+
+// partBytes is about how much of a long list loadInParts decodes at once;
+// files shorter than that are read whole.
+const partBytes = 256 << 10
+
+// keyLine is a top-level key with nothing after it on its line: the head
+// of a block-style section.
+var keyLine = regexp.MustCompile(`^([a-z_]+):[ ]*$`)
+
+// loadInParts loads a large world file a part at a time (see above). It
+// returns nil when it does not apply or finds any mistake; Load then reads
+// the file whole.
+func loadInParts(name string, src []byte, partBytes int) *World {
+	if len(src) < partBytes {
+		return nil
+	}
+	rest, cuts, parts, ok := cutParts(src, partBytes)
+	if !ok || len(parts) == 0 {
+		return nil
+	}
+	var f file
+	root := decodePart(rest, &f)
+	if root == nil {
+		return nil
+	}
+	// Each list cut out must have been the value of a top-level key: the
+	// key, now alone on its line, must be one with no value in the rest.
+	for _, c := range cuts {
+		if !emptyKeyAt(root, c.key, c.line) {
+			return nil
+		}
+	}
+	dst := reflect.ValueOf(&f).Elem()
+	for _, p := range parts {
+		var pf file
+		if decodePart(p.text, &pf) == nil {
+			return nil
+		}
+		// A part holds one list field; append its entries in file order.
+		field := dst.Field(p.field)
+		field.Set(reflect.AppendSlice(field, reflect.ValueOf(pf).Field(p.field)))
+	}
+	v := &validator{name: name} // no tree: a mistake sends the file to Load's whole reading
+	w := v.build(&f)
+	if len(v.errs) > 0 {
+		return nil
+	}
+	sum := sha256.Sum256(src)
+	w.Hash = hex.EncodeToString(sum[:])
+	w.File = name
+	return w
+}
+
+// decodePart decodes one YAML document as Load does, into f, and returns its
+// tree; it returns nil on anything Load would report (or fail on).
+func decodePart(src []byte, f *file) ast.Node {
+	var astFile *ast.File
+	if err := guard(func() (err error) {
+		astFile, err = parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
+		return err
+	}); err != nil {
+		return nil
+	}
+	if len(astFile.Docs) != 1 || astFile.Docs[0].Body == nil {
+		return nil
+	}
+	root := astFile.Docs[0].Body
+	if len(duplicateKeys("", root)) > 0 || checkAliases("", root) != nil {
+		return nil
+	}
+	if guard(func() error {
+		return yaml.NodeToValue(root, f, yaml.DisallowUnknownField(), yaml.AllowDuplicateMapKey())
+	}) != nil {
+		return nil
+	}
+	return root
+}
+
+// emptyKeyAt reports whether the top-level mapping root has key, on line
+// line (1-based), with no value.
+func emptyKeyAt(root ast.Node, key string, line int) bool {
+	var values []*ast.MappingValueNode
+	switch c := root.(type) {
+	case *ast.MappingNode:
+		values = c.Values
+	case *ast.MappingValueNode:
+		values = []*ast.MappingValueNode{c}
+	}
+	for _, mv := range values {
+		if mv == nil || mv.Key == nil || keyText(mv.Key) != key {
+			continue
+		}
+		tk := mv.Key.GetToken()
+		_, null := mv.Value.(*ast.NullNode)
+		return null && tk != nil && tk.Position != nil && tk.Position.Line == line
+	}
+	return false
+}
+
+// cut is a list cut out of a file: its key, and the line of the key in the rest.
+type cut struct {
+	key  string
+	line int
+}
+
+// part is a run of entries of one top-level list, as a YAML document of
+// its own: the list's key line, then the entries' lines as they are in the
+// file.
+type part struct {
+	field int // index of the list's field in file
+	text  []byte
+}
+
+// cutParts splits a world file into the rest of it (every line but the
+// entries of its long lists) and parts of those lists of about partBytes
+// each. It reports false when the file is not one it can cut safely by
+// lines alone. A list is cut when it is a top-level key of file that holds
+// a list, written in block style ("key:" alone on its line, then "- "
+// entries, all at one indentation), and every line of it is plain: no
+// quotes, anchors, aliases, tags, block scalars, merge keys or tabs, and
+// brackets that close on the line they open. In such a list an entry ends
+// exactly where the next line at the entries' indentation starts with "-",
+// so cutting there changes nothing the parser sees within an entry.
+func cutParts(src []byte, partBytes int) (rest []byte, cuts []cut, parts []part, ok bool) {
+	if bytes.ContainsAny(src, "\r\t") || bytes.HasPrefix(src, []byte("\xef\xbb\xbf")) {
+		return nil, nil, nil, false
+	}
+	lines := bytes.SplitAfter(src, []byte("\n"))
+	ft := reflect.TypeFor[file]()
+	for i := 0; i < len(lines); {
+		line := lines[i]
+		if isBlankOrComment(line) {
+			rest = append(rest, line...)
+			i++
+			continue
+		}
+		if indentOf(line) > 0 {
+			// Only a top-level key opens a list to cut; anything else is
+			// the body of a section kept whole.
+			rest = append(rest, line...)
+			i++
+			continue
+		}
+		if line[0] == '-' || line[0] == '.' || line[0] == '%' || line[0] == '{' || line[0] == '[' {
+			return nil, nil, nil, false // documents, directives, flow style or a list at the top
+		}
+		rest = append(rest, line...)
+		i++
+		m := keyLine.FindSubmatch(bytes.TrimRight(line, "\n"))
+		if m == nil {
+			continue
+		}
+		sf, found := fieldByTag(ft, string(m[1]))
+		if !found || sf.Type.Kind() != reflect.Slice {
+			continue
+		}
+		// The section runs to the next line at the top level that is not
+		// an entry of the list.
+		end, size := i, 0
+		indent := -1
+		for ; end < len(lines); end++ {
+			l := lines[end]
+			if isBlankOrComment(l) {
+				size += len(l)
+				continue
+			}
+			if indent < 0 {
+				indent = indentOf(l)
+			}
+			if indentOf(l) == 0 && !(indent == 0 && isEntry(l, 0)) {
+				break
+			}
+			size += len(l)
+		}
+		if size < partBytes {
+			for _, l := range lines[i:end] {
+				rest = append(rest, l...)
+			}
+			i = end
+			continue
+		}
+		cuts = append(cuts, cut{key: string(m[1]), line: bytes.Count(rest, []byte("\n"))})
+		head := append(bytes.Clone(m[0]), '\n')
+		var cur []byte
+		for _, l := range lines[i:end] {
+			if !isBlankOrComment(l) {
+				if !plainLine(l) {
+					return nil, nil, nil, false
+				}
+				switch in := indentOf(l); {
+				case in == indent && isEntry(l, indent):
+					if len(cur) >= partBytes {
+						parts = append(parts, part{field: sf.Index[0], text: cur})
+						cur = nil
+					}
+				case in <= indent:
+					return nil, nil, nil, false // not an entry, not inside one
+				}
+			}
+			if cur == nil {
+				cur = append(cur, head...)
+			}
+			cur = append(cur, l...)
+		}
+		if cur != nil {
+			parts = append(parts, part{field: sf.Index[0], text: cur})
+		}
+		i = end
+	}
+	return rest, cuts, parts, true
+}
+
+// isBlankOrComment reports a line with nothing but spaces or a comment.
+func isBlankOrComment(line []byte) bool {
+	t := bytes.TrimLeft(line, " ")
+	return len(t) == 0 || t[0] == '\n' || t[0] == '#'
+}
+
+func indentOf(line []byte) int {
+	return len(line) - len(bytes.TrimLeft(line, " "))
+}
+
+// isEntry reports a line that starts a list entry at indentation indent.
+func isEntry(line []byte, indent int) bool {
+	t := line[indent:]
+	return len(t) > 0 && t[0] == '-' && (len(t) == 1 || t[1] == ' ' || t[1] == '\n')
+}
+
+// plainLine reports a line with none of the YAML that can reach past its
+// line or make one entry depend on another: quotes, anchors and aliases,
+// tags, block scalars, merge keys and complex keys, directives, reserved
+// characters, and brackets that do not close on the line.
+func plainLine(line []byte) bool {
+	if bytes.ContainsAny(line, "\"'&*!|><%@`?\\") {
+		return false
+	}
+	var open []byte
+	for _, c := range line {
+		switch c {
+		case '{', '[':
+			open = append(open, c)
+		case '}', ']':
+			want := byte('{')
+			if c == ']' {
+				want = '['
+			}
+			if len(open) == 0 || open[len(open)-1] != want {
+				return false
+			}
+			open = open[:len(open)-1]
+		}
+	}
+	return len(open) == 0
+}
