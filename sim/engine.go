@@ -247,6 +247,24 @@ func (e *Engine) Ready() Ready {
 	return rd
 }
 
+// ReadyIDs is Ready without the turns' observations: each Turn names its
+// member only. A caller that asks many members at once builds each
+// observation with Observe as it sends it, so that thousands of them are
+// not held together. Observe must be called before Step, from the
+// goroutine that owns the engine.
+func (e *Engine) ReadyIDs() Ready {
+	rd := Ready{Events: e.pending, Done: e.done}
+	e.handed = len(e.pending)
+	if len(e.turns) > 0 {
+		rd.Turns = make([]Turn, len(e.turns))
+		copy(rd.Turns, e.turns)
+	}
+	return rd
+}
+
+// Observe is what member sees now: the observation Ready gives it.
+func (e *Engine) Observe(member string) org.Observation { return e.observe(member) }
+
 // Advance tells the engine that the events of the last Ready are durable and published.
 func (e *Engine) Advance() {
 	if e.handed == len(e.pending) {

@@ -277,13 +277,13 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 				return failLanding(err)
 			}
 		}
-		rd := e.Ready()
+		rd := e.ReadyIDs() // observations are built as the turns are sent (ask)
 		// Group commit: while nobody has to be asked, let the engine run on
 		// and persist what it made in one batch. Nothing is published (so
 		// nothing is acknowledged) before it is durable.
 		for !rd.Done && len(rd.Turns) == 0 && len(rd.Events) < d.cfg.MaxBatch {
 			e.Tick()
-			rd = e.Ready()
+			rd = e.ReadyIDs()
 		}
 		if len(rd.Events) > 0 {
 			if err := land(); err != nil {
@@ -316,7 +316,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			break
 		}
 		if len(rd.Turns) > 0 {
-			e.Step(d.ask(ctx, log, meta.ID, rd.Turns))
+			e.Step(d.ask(ctx, log, meta.ID, rd.Turns, e.Observe))
 		} else {
 			e.Tick()
 		}
@@ -337,10 +337,11 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 // ask sends the turns, at most MaxInFlight at once, and waits for the
 // answers, each within the turn budget. A seat with no subscriber (its
 // agent dropped its connection and has not come back yet) is asked again
-// until the budget is spent. It owns turns: each observation is dropped
-// once encoded, so that a round of thousands of members does not keep them
-// all.
-func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turns []sim.Turn) []sim.Answer {
+// until the budget is spent. It owns turns: each observation is built
+// with observe when its request is about to go (on the caller's goroutine,
+// which owns the engine) and dropped once encoded, so that a round of
+// thousands of members holds at most MaxInFlight of them.
+func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turns []sim.Turn, observe func(member string) org.Observation) []sim.Answer {
 	answers := make([]sim.Answer, len(turns))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, d.cfg.MaxInFlight)
@@ -352,6 +353,9 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 			answers[i] = sim.Answer{Member: turns[i].Member, TimedOut: true}
 			continue
 		}
+		// Built here, on the engine's goroutine, once a slot is free: at
+		// most MaxInFlight observations exist at once.
+		turns[i].Observation = observe(turns[i].Member)
 		wg.Add(1)
 		go func(i int) {
 			defer func() { <-slots; wg.Done() }()
