@@ -15,7 +15,6 @@ package memlog
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -286,23 +285,10 @@ func (l *Log) chainLocked(id string) ([]events.SessionMeta, map[string]store, bo
 // Read implements events.Log. Each yielded Event is freshly decoded and
 // owned by the caller.
 func (l *Log) Read(ctx context.Context, id string, from uint64) iter.Seq2[events.Event, error] {
-	return func(yield func(events.Event, error) bool) {
-		stopped := false
-		err := l.scan(ctx, id, from, nil, func(e *events.Event) error {
-			if !yield(*e, nil) {
-				stopped = true
-				return errStop
-			}
-			return nil
-		})
-		if err != nil && !stopped {
-			yield(events.Event{}, err)
-		}
-	}
+	return logcore.ReadVia(func(fn func(*events.Event) error) error {
+		return l.scan(ctx, id, from, nil, fn)
+	})
 }
-
-// errStop ends a scan whose consumer stopped.
-var errStop = errors.New("memlog: stop")
 
 // Scan implements events.Log. The Payload of each event aliases the bytes
 // the Log stores (the open block's, which are never modified) or the

@@ -539,24 +539,11 @@ func (l *Log) chain(id string) ([]events.SessionMeta, error) {
 // owned by the caller. Besides checksums, Read checks that the stored seqs
 // have no gaps and match the keys they are stored under.
 func (l *Log) Read(ctx context.Context, id string, from uint64) iter.Seq2[events.Event, error] {
-	return func(yield func(events.Event, error) bool) {
-		stopped := false
+	return logcore.ReadVia(func(fn func(*events.Event) error) error {
 		var dec events.Decoder
-		err := l.scan(ctx, id, from, &dec, false, func(e *events.Event) error {
-			if !yield(*e, nil) {
-				stopped = true
-				return errStop
-			}
-			return nil
-		})
-		if err != nil && !stopped {
-			yield(events.Event{}, err)
-		}
-	}
+		return l.scan(ctx, id, from, &dec, false, fn)
+	})
 }
-
-// errStop ends the scan under a Read whose consumer stopped.
-var errStop = errors.New("pebblelog: stop")
 
 // Scan implements events.Log, with the checks Read makes. Each event is
 // decoded in place from the value of Pebble's iterator (the memtable or

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,20 +39,40 @@ func (l *slowLog) Append(ctx context.Context, session string, last uint64, batch
 	return nil
 }
 
+// deskWorld is support-desk-bench cut to n tickets, and its source.
+func deskWorld(t *testing.T, n int) (*worlds.World, []byte) {
+	t.Helper()
+	src, err := worlds.Source("support-desk-bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src = bytes.Replace(src, []byte("count: 200000"), []byte(fmt.Sprintf("count: %d", n)), 1)
+	w, err := worlds.Load("bench.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, src
+}
+
+// answerWatcher plays the desk world's one seat, which only watches: it
+// answers every turn with a wait.
+func answerWatcher(t *testing.T, conn *nats.Conn, session string) *nats.Subscription {
+	t.Helper()
+	sub, err := conn.Subscribe(proto.TurnSubject(session, "watcher"), func(m *nats.Msg) {
+		_ = m.Respond([]byte(`{"actions":[{"type":"wait"}]}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
 // The engine runs on while a batch is being appended, but nothing is
 // published before it is durable, the feed comes in order without gaps,
 // checkpoints are stored only for durable events and verify against a
 // replay, and the log is the one a run without overlap writes.
 func TestBatchInFlightIsPublishedOnlyOnceDurable(t *testing.T) {
-	src, err := worlds.Source("support-desk-bench")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src = bytes.Replace(src, []byte("count: 200000"), []byte("count: 400"), 1)
-	w, err := worlds.Load("bench.yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, src := deskWorld(t, 400)
 	bus, err := natsbus.Start(natsbus.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -66,14 +87,7 @@ func TestBatchInFlightIsPublishedOnlyOnceDurable(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		// The world's one seat only watches: it answers every turn with a wait.
-		seat, err := conn.Subscribe(proto.TurnSubject(id, "watcher"), func(m *nats.Msg) {
-			_ = m.Respond([]byte(`{"actions":[{"type":"wait"}]}`))
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer seat.Unsubscribe()
+		defer answerWatcher(t, conn, id).Unsubscribe()
 		if watch != nil {
 			sub, err := conn.Subscribe(proto.EventsSubject(id), func(m *nats.Msg) {
 				var ev struct {
@@ -200,15 +214,7 @@ func (r *slowReplica) Replicate(_ context.Context, _ string, batch []events.Even
 // The history responder serves only what has landed: an event stored in
 // the local log but not yet replicated is shown to no one.
 func TestHistoryStopsAtReplicated(t *testing.T) {
-	src, err := worlds.Source("support-desk-bench")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src = bytes.Replace(src, []byte("count: 200000"), []byte("count: 300"), 1)
-	w, err := worlds.Load("bench.yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, src := deskWorld(t, 300)
 	bus, err := natsbus.Start(natsbus.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -225,13 +231,7 @@ func TestHistoryStopsAtReplicated(t *testing.T) {
 	}
 	defer reader.Close()
 	const id = "01J0000000000000000000HIST"
-	seat, err := conn.Subscribe(proto.TurnSubject(id, "watcher"), func(m *nats.Msg) {
-		_ = m.Respond([]byte(`{"actions":[{"type":"wait"}]}`))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer seat.Unsubscribe()
+	defer answerWatcher(t, conn, id).Unsubscribe()
 
 	replica := &slowReplica{}
 	done := make(chan struct{})

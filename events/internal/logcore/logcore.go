@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 
 	"github.com/corpsim/corpsim/events"
@@ -124,3 +125,26 @@ func CheckForkPoint(m *events.SessionMeta, parentLast uint64) error {
 	}
 	return nil
 }
+
+// ReadVia is Read's iterator over a scan: scan calls its fn with each
+// event, which must be the caller's own (a copy, not borrowed), in order,
+// and returns the scan's error. A consumer that stops early stops the
+// scan; any other error is yielded once, after the events before it.
+func ReadVia(scan func(fn func(*events.Event) error) error) iter.Seq2[events.Event, error] {
+	return func(yield func(events.Event, error) bool) {
+		stopped := false
+		err := scan(func(e *events.Event) error {
+			if !yield(*e, nil) {
+				stopped = true
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && !stopped {
+			yield(events.Event{}, err)
+		}
+	}
+}
+
+// errStop ends the scan under a Read whose consumer stopped.
+var errStop = errors.New("logcore: stop")
