@@ -249,6 +249,13 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		clear(f.batch) // drop the references to the payloads
 		return nil
 	}
+	defer func() {
+		// Whatever ends the loop (an engine panic included), the append in
+		// flight is waited for: nothing writes after the run returned.
+		if inflight != nil {
+			<-inflight.done
+		}
+	}()
 	failLanding := func(err error) (events.SessionMeta, error) {
 		if inflight != nil {
 			// Wait for the append in flight, so nothing writes after the
@@ -441,6 +448,13 @@ type flight struct {
 // fly appends f's batch after last, replicates it, tells the observer, and
 // reports the result on f.done.
 func (d *Driver) fly(ctx context.Context, session string, last uint64, f *flight) {
+	defer func() {
+		// A panic here (in the log, the replica or the observer) is the
+		// run's error, not the end of the process and its other sessions.
+		if r := recover(); r != nil {
+			f.done <- fmt.Errorf("driver: append of seq %d..%d panicked: %v", f.batch[0].Seq, f.batch[len(f.batch)-1].Seq, r)
+		}
+	}()
 	start := time.Now()
 	if err := d.append(ctx, session, last, f.batch); err != nil {
 		f.done <- fmt.Errorf("driver: append: %w", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -280,5 +281,49 @@ func TestHistoryStopsAtReplicated(t *testing.T) {
 	}
 	if ahead.Load() > 0 {
 		t.Fatalf("history served %d answers or events beyond what the replica held", ahead.Load())
+	}
+}
+
+// panicLog panics in the append that would store seq past.
+type panicLog struct {
+	events.Log
+	past uint64
+}
+
+func (l *panicLog) Append(ctx context.Context, session string, last uint64, batch []events.Event) error {
+	if batch[len(batch)-1].Seq > l.past {
+		panic("a defect in the log")
+	}
+	return l.Log.Append(ctx, session, last, batch)
+}
+
+// A panic in the append, which runs on its own goroutine while the engine
+// goes on, ends the run with an error instead of the process.
+func TestPanicInAppendIsTheRunsError(t *testing.T) {
+	w, src := deskWorld(t, 300)
+	bus, err := natsbus.Start(natsbus.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Shutdown()
+	conn, err := bus.Connect("driver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const id = "01J0000000000000000000PANC"
+	defer answerWatcher(t, conn, id).Unsubscribe()
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &panicLog{Log: memlog.New(), past: 500}
+	d := driver.New(driver.Config{Log: log, Conn: conn, MaxBatch: 64})
+	meta, err := d.Run(context.Background(), events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: 5}, e)
+	if err == nil || !strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("run ended with %v, want the append's panic as its error", err)
+	}
+	if last, _ := log.LastSeq(context.Background(), id); meta.Status != events.StatusFailed || meta.LastSeq != last || last == 0 || last > 500 {
+		t.Fatalf("recorded %s at seq %d; the log holds %d", meta.Status, meta.LastSeq, last)
 	}
 }
