@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
@@ -83,6 +84,7 @@ type State struct {
 	// safe for concurrent use, readers included.
 	lastTask   *Task
 	lastMember *Member
+	bulkOffers bool // index() is filing every task: sort the offer lists once at the end
 }
 
 // Member is a seat's state.
@@ -283,10 +285,16 @@ func (s *State) index() {
 	s.shown = map[string]int{}
 	s.offers = map[offerKey]*offers{}
 	s.doneIn = map[string]int{}
+	s.bulkOffers = true
 	for i, t := range s.Tasks {
 		t.ord = i
 		t.ix = offerPos{}
 		s.track(t)
+	}
+	s.bulkOffers = false
+	for _, o := range s.offers {
+		slices.SortFunc(o.ready, readyCmp)
+		slices.SortFunc(o.waiting, waitingCmp)
 	}
 }
 

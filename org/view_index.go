@@ -86,6 +86,17 @@ func (s *State) offer(t *Task) {
 	}
 	n := s.pendingCount(t)
 	t.ix = offerPos{in: o, ready: n == 0, pending: n, value: t.Value}
+	if s.bulkOffers {
+		// index() files every task first and sorts each list once: an
+		// insert at a time moves a quarter of a list per task (~2.5e9
+		// pointer moves for 100,000 tasks at every New and Restore).
+		if t.ix.ready {
+			o.ready = append(o.ready, t)
+		} else {
+			o.waiting = append(o.waiting, t)
+		}
+		return
+	}
 	if t.ix.ready {
 		o.ready = insertTask(o.ready, t, readyCmp)
 	} else {
