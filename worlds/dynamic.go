@@ -293,6 +293,7 @@ func (v *validator) template(path string, t *fileTemplate, queue string, r *refs
 	out.Effort = v.dist(path+".effort", t.Effort, cal, true)
 	out.Value = float64(out.Effort.Fixed+out.Effort.Mean+(out.Effort.Min+out.Effort.Max)/2) / float64(clock.Hour)
 	if t.Value != nil {
+		v.finite(path+".value", t.Value)
 		out.Value = *t.Value
 	}
 	if t.SLA != "" {
@@ -391,6 +392,7 @@ func (v *validator) interruptions(f *file, w *World, r *refs) {
 		p := fmt.Sprintf("interruptions[%d]", i)
 		out := Interruption{Kind: in.Kind, Task: in.Task, Member: in.Member, Delegate: in.Delegate, Queue: in.Queue,
 			Value: in.Value, Priority: in.Priority, Note: in.Note}
+		v.finite(p+".value", in.Value)
 		out.At, _ = v.offset(p+".at", in.At, cal, true)
 		needFor := func() {
 			out.For, _ = v.duration(p+".for", in.For, cal.DayLength(), true)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -692,6 +693,15 @@ type validator struct {
 
 // errf records an error at path (in display form, e.g. "projects[0].tasks[1].effort"),
 // located at the node there or, when the field is missing, at the mapping that lacks it.
+// finite reports x at path unless it is a finite number (YAML writes
+// .nan and .inf): a value or penalty that is not one cannot be ordered,
+// summed or recorded.
+func (v *validator) finite(path string, x *float64) {
+	if x != nil && (math.IsNaN(*x) || math.IsInf(*x, 0)) {
+		v.errf(path, "%v is not a finite number", *x)
+	}
+}
+
 func (v *validator) errf(path, format string, args ...any) {
 	e := &Error{File: v.name, Path: path, Msg: fmt.Sprintf(format, args...)}
 	e.Line, e.Column, _ = locate(v.root, path)
@@ -948,6 +958,7 @@ func (v *validator) build(f *file) *World {
 		v.checkID(p+".id", "project", pr.ID, projects)
 		v.ref(p+".team", "team", pr.Team, teams)
 		queueOK := v.ref(p+".queue", "queue", pr.Queue, queues)
+		v.finite(p+".value", &pr.Value)
 		proj := Project{ID: pr.ID, Title: pr.Title, Team: pr.Team, Queue: pr.Queue, Value: pr.Value}
 		if d, ok := v.duration(p+".deadline", pr.Deadline, dayLen, true); ok {
 			proj.Deadline = cal.AddWork(cal.NextWorking(0), d)
@@ -974,6 +985,7 @@ func (v *validator) build(f *file) *World {
 			task.Effort, _ = v.duration(tp+".effort", t.Effort, dayLen, true)
 			task.Value = float64(task.Effort) / float64(clock.Hour)
 			if t.Value != nil {
+				v.finite(tp+".value", t.Value)
 				task.Value = *t.Value
 			}
 			for k, d := range t.Deps {
@@ -1026,6 +1038,9 @@ func (v *validator) build(f *file) *World {
 	v.interruptions(f, w, r)
 
 	// Scoring.
+	v.finite("scoring.violation_penalty", f.Scoring.ViolationPenalty)
+	v.finite("scoring.sla_penalty", f.Scoring.SLAPenalty)
+	v.finite("scoring.budget_penalty", f.Scoring.BudgetPenalty)
 	w.Scoring = Scoring{LateHalfLife: 5 * dayLen, ViolationPenalty: 1, SLAPenalty: 1, BudgetPenalty: 0.01}
 	if f.Scoring.BudgetPenalty != nil {
 		w.Scoring.BudgetPenalty = *f.Scoring.BudgetPenalty

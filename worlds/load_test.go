@@ -120,6 +120,11 @@ func TestLoadErrors(t *testing.T) {
 			want:  `w.yaml:39:9: projects[0].tasks[0].efort: unknown field "efort" (expected one of id, title, role, effort, deps, value, purchase, approval, skill, priority, info)`,
 		},
 		{
+			name:  "a task value that is not a number",
+			edits: []string{"effort: 3d, deps: [spec]}", "effort: 3d, deps: [spec], value: .nan}"},
+			want:  `w.yaml:38:68: projects[0].tasks[1].value: NaN is not a finite number`,
+		},
+		{
 			name:  "string where an integer is expected",
 			edits: []string{"budget: 20000", "budget: lots"},
 			want:  `w.yaml:14:42: teams[0].budget: expected an integer, got a string`,
