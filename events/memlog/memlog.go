@@ -246,7 +246,17 @@ func (l *Log) append(ctx context.Context, id string, expectedLast uint64, batch 
 
 // storedLocked returns a logcore.StoredFunc for session id; l.mu must be
 // held while it is called.
+//
+// A batch given again is compared event by event: the sealed block last
+// decompressed is kept for the next events, so a block is decompressed
+// once per comparison, not once per event in it.
 func (l *Log) storedLocked(id string) logcore.StoredFunc {
+	var cached struct {
+		owner string
+		first int
+		raw   []byte
+		ends  []uint32
+	}
 	return func(seq uint64) ([]byte, string, error) {
 		owner, s := id, l.sessions[id]
 		for seq <= s.forkSeq && s.parent != "" {
@@ -255,11 +265,18 @@ func (l *Log) storedLocked(id string) logcore.StoredFunc {
 		if seq <= s.forkSeq || seq > s.last() {
 			return nil, owner, nil
 		}
-		b, err := s.events.event(int(seq-s.forkSeq-1), nil)
+		i := int(seq - s.forkSeq - 1)
+		if cached.raw != nil && cached.owner == owner && i >= cached.first && i < cached.first+len(cached.ends) {
+			return eventIn(cached.raw, cached.first, cached.ends, i), owner, nil
+		}
+		raw, first, ends, err := s.events.blockOf(i, nil)
 		if err != nil {
 			return nil, owner, &events.CorruptError{Session: owner, Seq: seq, Err: err}
 		}
-		return b, owner, nil
+		if i < s.events.first { // a sealed block, decompressed for this call
+			cached.owner, cached.first, cached.raw, cached.ends = owner, first, raw, ends
+		}
+		return eventIn(raw, first, ends, i), owner, nil
 	}
 }
 

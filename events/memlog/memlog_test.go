@@ -254,6 +254,16 @@ func TestBlocks(t *testing.T) {
 	if err := l.Append(ctx, "f", 1230, mk(1231, 4)); err != nil { // an idempotent retry reads sealed blocks
 		t.Fatalf("retry of the parent's events under the fork: %v", err)
 	}
+	// A long retry spans several sealed blocks (each decompressed once for
+	// the whole comparison); a changed event in the middle is a conflict.
+	if err := l.Append(ctx, "p", 100, mk(101, 2500)); err != nil {
+		t.Fatalf("retry of 2,500 stored events: %v", err)
+	}
+	changed := mk(101, 2500)
+	changed[1700].Time++
+	if err := l.Append(ctx, "p", 100, changed); !errors.Is(err, events.ErrConflict) {
+		t.Fatalf("retry with event 1801 changed: got %v, want ErrConflict", err)
+	}
 	got, scanned := read("f", 1200)
 	if len(got) != 35+10 || !reflect.DeepEqual(got[:35], want[1199:1234]) || got[35].Session != "f" || !reflect.DeepEqual(scanned, got) {
 		t.Fatalf("Read(f, 1200): got %d events", len(got))

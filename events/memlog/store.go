@@ -109,9 +109,14 @@ func (s *store) event(i int, buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return eventIn(raw, first, ends, i), nil
+}
+
+// eventIn is event i of the block raw whose first event is first.
+func eventIn(raw []byte, first int, ends []uint32, i int) []byte {
 	start := uint32(0)
 	if j := i - first; j > 0 {
 		start = ends[j-1]
 	}
-	return raw[start:ends[i-first]:ends[i-first]], nil
+	return raw[start:ends[i-first]:ends[i-first]]
 }
