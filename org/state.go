@@ -68,16 +68,17 @@ type State struct {
 	serves     map[string]bool   // role + "/" + queue
 	roleServes map[string][]bool // role -> whether it serves each of World.Queues, by index
 	// Derived indexes, rebuilt by index() after Restore; not hashed.
-	open      int                  // tasks not done
-	held      map[string][]*Task   // member -> tasks assigned and not done
-	queueOpen map[string][]*Task   // queue -> its tickets in arrival order (done ones are dropped lazily)
-	claimed   map[string]int       // queue -> items claimed and not done
-	shown     map[string]int       // queue -> its tasks not done and not hidden
-	offers    map[offerKey]*offers // open visible project tasks by queue, role and skill (view_index.go)
-	doneIn    map[string]int       // project -> its tasks done
-	woken     []string             // members whose Pending or BusyUntil changed since TakeWoken
-	typed     any                  // the payload of the event being applied, when the engine has it (ApplyWith)
-	npcQueues map[string][]string  // NPC member -> the queues it serves (see npcServes)
+	open      int                    // tasks not done
+	held      map[string][]*Task     // member -> tasks assigned and not done
+	queueOpen map[string][]*Task     // queue -> its tickets in arrival order (done ones are dropped lazily)
+	openPrio  map[string]map[int]int // queue -> priority -> its open tickets of that priority
+	claimed   map[string]int         // queue -> items claimed and not done
+	shown     map[string]int         // queue -> its tasks not done and not hidden
+	offers    map[offerKey]*offers   // open visible project tasks by queue, role and skill (view_index.go)
+	doneIn    map[string]int         // project -> its tasks done
+	woken     []string               // members whose Pending or BusyUntil changed since TakeWoken
+	typed     any                    // the payload of the event being applied, when the engine has it (ApplyWith)
+	npcQueues map[string][]string    // NPC member -> the queues it serves (see npcServes)
 	// The last task and member looked up: checking one action asks for
 	// the same ones a dozen times (every rule looks them up by ID). This
 	// makes even Task and Member writes, like the rest of State: it is not
@@ -281,6 +282,7 @@ func (s *State) index() {
 	s.open = 0
 	s.held = map[string][]*Task{}
 	s.queueOpen = map[string][]*Task{}
+	s.openPrio = map[string]map[int]int{}
 	s.claimed = map[string]int{}
 	s.shown = map[string]int{}
 	s.offers = map[offerKey]*offers{}
@@ -317,7 +319,31 @@ func (s *State) track(t *Task) {
 	}
 	if t.Kind == KindTicket && t.Status == StatusOpen {
 		s.queueOpen[t.Queue] = append(s.queueOpen[t.Queue], t)
+		s.countOpen(t, 1)
 	}
+}
+
+// countOpen adds n to the open tickets of t's queue at t's priority.
+func (s *State) countOpen(t *Task, n int) {
+	m := s.openPrio[t.Queue]
+	if m == nil {
+		m = map[int]int{}
+		s.openPrio[t.Queue] = m
+	}
+	if m[t.Priority] += n; m[t.Priority] == 0 {
+		delete(m, t.Priority)
+	}
+}
+
+// topOpenPriority is the highest priority of queue's open tickets; ok is
+// false when it has none.
+func (s *State) topOpenPriority(queue string) (top int, ok bool) {
+	for p := range s.openPrio[queue] {
+		if !ok || p > top {
+			top, ok = p, true
+		}
+	}
+	return top, ok
 }
 
 // reopen puts a ticket back among its queue's open tickets, in arrival order.
@@ -331,6 +357,7 @@ func (s *State) reopen(t *Task) {
 	copy(list[i+1:], list[i:])
 	list[i] = t
 	s.queueOpen[t.Queue] = list
+	s.countOpen(t, 1)
 }
 
 // arrivedEarlier reports whether ticket a arrived before ticket b: by
@@ -719,6 +746,9 @@ func (s *State) apply(ev *events.Event) error {
 			return badEvent(ev, "task %q has not appeared yet", p.Task)
 		}
 		s.unoffer(t)
+		if t.Kind == KindTicket {
+			s.countOpen(t, -1)
+		}
 		t.Status, t.Assignee = StatusClaimed, m.ID
 		m.Holding++
 		s.held[m.ID] = append(s.held[m.ID], t)
@@ -944,7 +974,14 @@ func (s *State) apply(ev *events.Event) error {
 			s.reoffer(t)
 		}
 		if p.Priority != nil {
+			open := t.Kind == KindTicket && t.Status == StatusOpen
+			if open {
+				s.countOpen(t, -1)
+			}
 			t.Priority = *p.Priority
+			if open {
+				s.countOpen(t, 1)
+			}
 		}
 		s.wakeAbout(t, ev.Seq)
 	case EvTaskChanged:

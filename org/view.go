@@ -280,11 +280,15 @@ func (s *State) QueueHead(queue, member string) *Task {
 
 func (s *State) queueHead(q *worlds.Queue, member string) *Task {
 	var best *Task
+	top, _ := s.topOpenPriority(q.ID)
 	for _, t := range s.openTickets(q.ID) {
 		if t.Status != StatusOpen || !s.CanTake(member, t) {
 			continue
 		}
-		if q.Order != "priority" {
+		if q.Order != "priority" || t.Priority == top {
+			// FIFO; or no open ticket of the queue ranks higher, and the
+			// earliest of its rank wins: the scan need not go on through
+			// the backlog.
 			return t
 		}
 		if best == nil || t.Priority > best.Priority {
