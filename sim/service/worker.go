@@ -42,6 +42,14 @@ const (
 	DefaultScanEvery  = 2 * time.Second
 )
 
+// errWorkerConfig marks a worker's settings that the cluster refuses:
+// trying again does not help.
+var errWorkerConfig = errors.New("service: worker configuration")
+
+// connectFor bounds how long a starting worker waits for the cluster to
+// hold its stream and buckets.
+const connectFor = 30 * time.Second
+
 // ErrLeaseLost stops a session whose worker could not keep its lease.
 var ErrLeaseLost = errors.New("service: the session's lease was lost; another worker may run it")
 
@@ -51,8 +59,9 @@ type WorkerConfig struct {
 	// Conn reaches JetStream (the log stream, the buckets); required. It
 	// stays the caller's.
 	Conn *nats.Conn
-	// Replicas of the stream and the buckets; 0 tries 3 and falls back to
-	// 1 when the cluster cannot hold 3.
+	// Replicas of the stream and the buckets; 0 means 3 when the cluster
+	// has three servers or more, else 1. A cluster still forming is waited
+	// for (up to connectFor), never settled for fewer copies.
 	Replicas   int
 	LeaseTTL   time.Duration // 0: DefaultLeaseTTL
 	RenewEvery time.Duration // 0: DefaultRenewEvery
@@ -135,19 +144,33 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, svcCfg Config) (*Worker, e
 	}
 	w := &Worker{cfg: cfg, log: svcCfg.Log, logger: logger.With("worker", cfg.Name), held: map[string]*lease{},
 		replFailed: map[string]bool{}, over: map[string]bool{}, stop: make(chan struct{})}
-	replicas := []int{cfg.Replicas}
-	if cfg.Replicas == 0 {
-		replicas = []int{3, 1}
+	replicas := cfg.Replicas
+	if replicas == 0 {
+		// Three copies when the cluster has three servers, else one. The
+		// client knows the cluster's servers from the one it reached; a
+		// cluster still forming refuses three copies for a while, and
+		// settling for one then would put every session's metadata on a
+		// single node, lost with it.
+		replicas = 1
+		if len(cfg.Conn.Servers()) >= 3 {
+			replicas = 3
+		}
 	}
 	var err error
-	for _, n := range replicas {
-		if err = w.connect(ctx, n); err == nil {
+	giveUp := time.Now().Add(connectFor)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		if err = w.connect(ctx, replicas); err == nil {
 			break
 		}
-		w.logger.Info("cannot set up the stream and buckets with these replicas", "replicas", n, "error", err)
-	}
-	if err != nil {
-		return nil, err
+		if errors.Is(err, errWorkerConfig) || time.Now().After(giveUp) {
+			return nil, err
+		}
+		w.logger.Info("cannot set up the stream and buckets yet; trying again", "replicas", replicas, "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("service: the stream and buckets with %d replicas: %w", replicas, err)
+		case <-time.After(wait):
+		}
 	}
 	svcCfg.Replica = fencedReplica{w}
 	svcCfg.Queue = WorkerQueue
@@ -190,7 +213,7 @@ func (w *Worker) connect(ctx context.Context, replicas int) error {
 		return fmt.Errorf("service: bucket %s: %w", LeaseBucket, err)
 	}
 	if st.TTL() != w.cfg.LeaseTTL {
-		return fmt.Errorf("service: the cluster's leases last %v (bucket %s), this worker was given --lease-ttl %v: give every worker the same", st.TTL(), LeaseBucket, w.cfg.LeaseTTL)
+		return fmt.Errorf("%w: the cluster's leases last %v (bucket %s), this worker was given --lease-ttl %v: give every worker the same", errWorkerConfig, st.TTL(), LeaseBucket, w.cfg.LeaseTTL)
 	}
 	if w.owners, err = w.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: OwnerBucket,
 		Description: "corpsim: the worker that last ran each session", History: 1,
