@@ -55,6 +55,28 @@ func deskWorld(t *testing.T, n int) (*worlds.World, []byte) {
 	return w, src
 }
 
+// startBus starts an embedded NATS server for the test.
+func startBus(t *testing.T) *natsbus.Server {
+	t.Helper()
+	bus, err := natsbus.Start(natsbus.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bus.Shutdown)
+	return bus
+}
+
+// connect connects to bus for the rest of the test.
+func connect(t *testing.T, bus *natsbus.Server, name string) *nats.Conn {
+	t.Helper()
+	conn, err := bus.Connect(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
+
 // answerWatcher plays the desk world's one seat, which only watches: it
 // answers every turn with a wait.
 func answerWatcher(t *testing.T, conn *nats.Conn, session string) *nats.Subscription {
@@ -74,20 +96,12 @@ func answerWatcher(t *testing.T, conn *nats.Conn, session string) *nats.Subscrip
 // replay, and the log is the one a run without overlap writes.
 func TestBatchInFlightIsPublishedOnlyOnceDurable(t *testing.T) {
 	w, src := deskWorld(t, 400)
-	bus, err := natsbus.Start(natsbus.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Shutdown()
+	bus := startBus(t)
 
 	run := func(maxBatch int, log events.Log, watch func(seq uint64)) events.SessionMeta {
 		t.Helper()
 		const id = "01J0000000000000000000PIPE"
-		conn, err := bus.Connect("driver")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := connect(t, bus, "driver")
 		defer answerWatcher(t, conn, id).Unsubscribe()
 		if watch != nil {
 			sub, err := conn.Subscribe(proto.EventsSubject(id), func(m *nats.Msg) {
@@ -216,21 +230,9 @@ func (r *slowReplica) Replicate(_ context.Context, _ string, batch []events.Even
 // the local log but not yet replicated is shown to no one.
 func TestHistoryStopsAtReplicated(t *testing.T) {
 	w, src := deskWorld(t, 300)
-	bus, err := natsbus.Start(natsbus.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Shutdown()
-	conn, err := bus.Connect("driver")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	reader, err := bus.Connect("reader")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reader.Close()
+	bus := startBus(t)
+	conn := connect(t, bus, "driver")
+	reader := connect(t, bus, "reader")
 	const id = "01J0000000000000000000HIST"
 	defer answerWatcher(t, conn, id).Unsubscribe()
 
@@ -301,16 +303,8 @@ func (l *panicLog) Append(ctx context.Context, session string, last uint64, batc
 // goes on, ends the run with an error instead of the process.
 func TestPanicInAppendIsTheRunsError(t *testing.T) {
 	w, src := deskWorld(t, 300)
-	bus, err := natsbus.Start(natsbus.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Shutdown()
-	conn, err := bus.Connect("driver")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	bus := startBus(t)
+	conn := connect(t, bus, "driver")
 	const id = "01J0000000000000000000PANC"
 	defer answerWatcher(t, conn, id).Unsubscribe()
 	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})

@@ -30,6 +30,18 @@ type savedSession struct {
 	Paused bool `json:"paused,omitempty"`
 }
 
+// timeouts returns the session's turn and join timeouts: the recorded
+// ones, or turn and join where none (or no valid one) was recorded.
+func (ss savedSession) timeouts(turn, join time.Duration) (time.Duration, time.Duration) {
+	if d, err := time.ParseDuration(ss.TurnTimeout); err == nil && d > 0 {
+		turn = d
+	}
+	if d, err := time.ParseDuration(ss.JoinTimeout); err == nil && d > 0 {
+		join = d
+	}
+	return turn, join
+}
+
 type savedState struct {
 	Sessions map[string]savedSession `json:"sessions"`
 }
@@ -222,13 +234,7 @@ func (s *Service) resume(ctx context.Context, id string, saved savedSession) err
 	if err != nil {
 		return err
 	}
-	turnTimeout, joinTimeout := s.cfg.TurnTimeout, s.cfg.JoinTimeout
-	if d, err := time.ParseDuration(saved.TurnTimeout); err == nil && d > 0 {
-		turnTimeout = d
-	}
-	if d, err := time.ParseDuration(saved.JoinTimeout); err == nil && d > 0 {
-		joinTimeout = d
-	}
+	turnTimeout, joinTimeout := saved.timeouts(s.cfg.TurnTimeout, s.cfg.JoinTimeout)
 	seats := map[string]proto.Seat{}
 	for member, name := range meta.Agents {
 		if name != agents.Remote {

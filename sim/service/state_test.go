@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/corpsim/corpsim/agents/proto"
 )
@@ -51,5 +52,22 @@ func TestStateFile(t *testing.T) {
 	var none *stateFile
 	if err := none.put("x", savedSession{}); err != nil || none.saved() != nil {
 		t.Fatal("a nil state file must keep nothing")
+	}
+}
+
+// A recorded timeout wins over the default; a missing or invalid one does not.
+func TestSavedTimeouts(t *testing.T) {
+	for _, c := range []struct {
+		turn, join         string
+		wantTurn, wantJoin time.Duration
+	}{
+		{"", "", 30 * time.Second, time.Minute},
+		{"5s", "2m", 5 * time.Second, 2 * time.Minute},
+		{"soon", "-1s", 30 * time.Second, time.Minute},
+	} {
+		turn, join := savedSession{TurnTimeout: c.turn, JoinTimeout: c.join}.timeouts(30*time.Second, time.Minute)
+		if turn != c.wantTurn || join != c.wantJoin {
+			t.Errorf("timeouts(%q, %q) = %v, %v; want %v, %v", c.turn, c.join, turn, join, c.wantTurn, c.wantJoin)
+		}
 	}
 }

@@ -629,13 +629,7 @@ func (w *Worker) adoptUnstarted(ctx context.Context, id string, rec owner, saved
 		return fail(err.Error())
 	}
 	s := w.svc
-	turnTimeout, joinTimeout := s.cfg.TurnTimeout, s.cfg.JoinTimeout
-	if d, err := time.ParseDuration(saved.TurnTimeout); err == nil && d > 0 {
-		turnTimeout = d
-	}
-	if d, err := time.ParseDuration(saved.JoinTimeout); err == nil && d > 0 {
-		joinTimeout = d
-	}
+	turnTimeout, joinTimeout := saved.timeouts(s.cfg.TurnTimeout, s.cfg.JoinTimeout)
 	seats := map[string]proto.Seat{}
 	for member, name := range meta.Agents {
 		if name == agents.Remote {

@@ -158,18 +158,7 @@ func TestWorkerLeaseLostAndAdopted(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := r.Session
-	st, err := js.Stream(ctx, jsreplica.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		info, err := st.Info(ctx, jetstream.WithSubjectFilter(jsreplica.Subject(id)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.State.Subjects[jsreplica.Subject(id)] >= 20 {
-			break
-		}
+	for streamed(t, ctx, js, id) < 20 {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Another worker takes the lease: the worker notices within a
@@ -194,17 +183,10 @@ func TestWorkerLeaseLostAndAdopted(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	stored := func() uint64 {
-		info, err := st.Info(ctx, jetstream.WithSubjectFilter(jsreplica.Subject(id)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.State.Subjects[jsreplica.Subject(id)]
-	}
 	time.Sleep(300 * time.Millisecond) // a batch already in flight lands
-	before := stored()
+	before := streamed(t, ctx, js, id)
 	time.Sleep(1500 * time.Millisecond) // three renewals and scans
-	if after := stored(); after != before {
+	if after := streamed(t, ctx, js, id); after != before {
 		t.Fatalf("the worker went on without its lease: the stream grew from %d to %d events", before, after)
 	}
 	// The other lets go: the worker adopts the session again and ends it.
@@ -230,6 +212,20 @@ func TestWorkerLeaseLostAndAdopted(t *testing.T) {
 	if rep := driver.Verify(ctx, restored, rmeta); !rep.OK || rep.StateHash != meta.StateHash {
 		t.Fatalf("verify: %+v, want hash %s", rep, meta.StateHash)
 	}
+}
+
+// streamed is how many of session id's events the log stream holds.
+func streamed(t *testing.T, ctx context.Context, js jetstream.JetStream, id string) uint64 {
+	t.Helper()
+	st, err := js.Stream(ctx, jsreplica.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(jsreplica.Subject(id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Subjects[jsreplica.Subject(id)]
 }
 
 func leaseOwnerOrNone(js jetstream.JetStream, id string) string {
@@ -403,15 +399,7 @@ func TestWorkerRemoteSeatFollowsAdoption(t *testing.T) {
 	if _, err := op.Control(ctx, id, proto.OpStart); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := js.Stream(ctx, jsreplica.Stream)
-	for {
-		info, err := st.Info(ctx, jetstream.WithSubjectFilter(jsreplica.Subject(id)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.State.Subjects[jsreplica.Subject(id)] >= 300 {
-			break
-		}
+	for streamed(t, ctx, js, id) < 300 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	leases, _ := js.KeyValue(ctx, LeaseBucket)
