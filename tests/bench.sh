@@ -101,6 +101,10 @@ EOF
 # fmt_num X: 12345.6 -> 12,346; "" -> —
 fmt_num() { $PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "{:,.0f}".format(float(v)))' "${1:-}"; }
 fmt_mib() { $PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "{:,.0f} MiB".format(float(v)/1024))' "${1:-}"; }
+# evpt EVENTS_PER_S TICKETS_PER_S: events per ticket, "6.9"
+evpt() { $PY -c 'import sys; a,b=sys.argv[1:3]; print("—" if not a or not b or float(b)==0 else "{:.1f}".format(float(a)/float(b)))' "${1:-}" "${2:-}"; }
+# ceiling EVENTS_PER_S EVENTS TICKETS: the tickets/s that events/s allows at the run's events per ticket
+ceiling() { $PY -c 'import sys; a,e,t=sys.argv[1:4]; print("" if not a or not e or not t or float(e)==0 else float(a)*float(t)/float(e))' "${1:-}" "${2:-}" "${3:-}"; }
 # ratio A B [SUFFIX]: A/B as "1.23×"
 ratio() { $PY -c 'import sys; a,b=sys.argv[1:3]; print("—" if not a or not b or float(b)==0 else "{:.2f}×".format(float(a)/float(b)))' "${1:-}" "${2:-}"; }
 
@@ -141,9 +145,10 @@ grep -q 'npc:' "$AGENT_WORLD" && { say "the agents variant still has NPCs: the w
 "$CS" worlds validate "$AGENT_WORLD" >&2
 
 # ---- 1. Pebble: the log against raw Pebble -----------------------------------------
-run pebble "$STEP_TIMEOUT" go test -run=NONE -bench='Append$|RawPebbleBatch|Read$|Scan$|RawPebbleScan' -count="$COUNT" ./events/pebblelog
+run pebble "$STEP_TIMEOUT" go test -run=NONE -bench='Append$|RawPebbleBatch|RawPebbleGroup|Read$|Scan$|RawPebbleScan' -count="$COUNT" ./events/pebblelog
 APPEND=$(gobench "$TMP/pebble.out" Append events/s)
 RAWB=$(gobench "$TMP/pebble.out" RawPebbleBatch events/s)
+RAWG=$(gobench "$TMP/pebble.out" RawPebbleGroup events/s)
 READ=$(gobench "$TMP/pebble.out" Read events/s)
 BORROW=$(gobench "$TMP/pebble.out" Scan events/s)
 SCAN=$(gobench "$TMP/pebble.out" RawPebbleScan events/s)
@@ -154,6 +159,11 @@ TURN_NS=$(gobench "$TMP/nats.out" AgentTurn ns/op)
 RAW_NS=$(gobench "$TMP/nats.out" RawRequestReply ns/op)
 us() { $PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "{:.1f} µs".format(float(v)/1000))' "${1:-}"; }
 per_s() { $PY -c 'import sys; v=sys.argv[1]; print("" if v=="" else 1e9/float(v))' "${1:-}"; }
+
+# ---- 2b. the engine alone: the ceiling of every run below ----------------------------
+run engine "$STEP_TIMEOUT" go test -run=NONE -bench='^BenchmarkSupportDeskBench$' -count="$COUNT" ./sim
+ENGINE_TPS=$(gobench "$TMP/engine.out" SupportDeskBench tickets/s)
+ENGINE_EPS=$(gobench "$TMP/engine.out" SupportDeskBench events/s)
 
 # ---- 3. the SimPy peer -------------------------------------------------------
 run simpy "$STEP_TIMEOUT" "$PY" "$PEER" "$TICKETS"
@@ -183,10 +193,12 @@ corpsim_row() {
 run mem "$STEP_TIMEOUT" "$CS" run --world "$WORLD" --ephemeral --json
 corpsim_row mem "corpsim in memory (\`run --ephemeral\`, 20 NPC servers)" "$TICKETS" "vs SimPy"
 
+row "the engine alone (\`BenchmarkSupportDeskBench\`: state machine and NPCs, 10,000 tickets, no log, no bus)" "—" "—" "$(fmt_num "$ENGINE_TPS")" "$(fmt_num "$ENGINE_EPS")" "—" "$(ratio "$ENGINE_TPS" "$SIMPY_TPS")" "vs SimPy: the ceiling of the in-memory run; $(evpt "$ENGINE_EPS" "$ENGINE_TPS") events per ticket"
+
 # ---- 5. corpsim durable, and its replay ------------------------------------------
 run durable "$STEP_TIMEOUT" "$CS" run --world "$WORLD" --data "$TMP/data" --json
 corpsim_row durable "corpsim durable (every event in a synced Pebble batch)" "$TICKETS" "vs SimPy"
-DURABLE_EPS=$LAST_EPS
+DURABLE_EPS=$LAST_EPS DURABLE_TPS=$LAST_TPS
 REPLAY_EPS=""
 if ((RC == 0)); then
 	SESSION=$(json "$TMP/durable.out" 'd["session"]')
@@ -228,6 +240,8 @@ SESS_NS=$(gobench "$TMP/sessions.out" ConcurrentSessions ns/op)
 # ---- the table ------------------------------------------------------------------
 row "log append, batches of 64 synced events (\`BenchmarkAppend\`)" "—" "—" "—" "$(fmt_num "$APPEND")" "—" "$(ratio "$APPEND" "$RAWB")" "vs raw Pebble batch"
 row "raw Pebble synced batches of the same bytes (\`BenchmarkRawPebbleBatch\`)" "—" "—" "—" "$(fmt_num "$RAWB")" "—" "1.00×" "baseline; the durable run above: $(ratio "$DURABLE_EPS" "$RAWB") of it"
+RAWG_TPS=$(ceiling "$RAWG" "${EVENTS:-}" "$TICKETS")
+row "raw Pebble synced batches of 4,096 (\`BenchmarkRawPebbleGroup\`, the driver's largest group commit)" "—" "—" "$(fmt_num "$RAWG_TPS")" "$(fmt_num "$RAWG")" "—" "$(ratio "$RAWG_TPS" "$SIMPY_TPS")" "tickets/s: the durable run's ceiling at its $(evpt "${EVENTS:-}" "$TICKETS") events per ticket, vs SimPy; the durable run: $(ratio "$DURABLE_EPS" "$RAWG") of its events/s"
 row "log read, decoded into copies (\`BenchmarkRead\`)" "—" "—" "—" "$(fmt_num "$READ")" "—" "$(ratio "$READ" "$SCAN")" "vs raw Pebble scan"
 row "log scan, checksummed and decoded in place (\`BenchmarkScan\`, borrowed events)" "—" "—" "—" "$(fmt_num "$BORROW")" "—" "$(ratio "$BORROW" "$SCAN")" "vs raw Pebble scan (target ≥ 0.50×)"
 row "raw Pebble scan of the same keys (\`BenchmarkRawPebbleScan\`)" "—" "—" "—" "$(fmt_num "$SCAN")" "—" "1.00×" "baseline"

@@ -25,8 +25,11 @@ const benchBatch = 64
 var benchPayload = json.RawMessage(`{"task":"t-0042","from":"alice","to":"bob","note":"` + strings.Repeat("x", 150) + `"}`)
 
 // benchEvents returns a batch template; fill sets it to seqs from, from+1, ….
-func benchEvents() (batch []events.Event, fill func(from uint64)) {
-	batch = make([]events.Event, benchBatch)
+func benchEvents() (batch []events.Event, fill func(from uint64)) { return benchEventsN(benchBatch) }
+
+// benchEventsN is benchEvents with batches of n events.
+func benchEventsN(n int) (batch []events.Event, fill func(from uint64)) {
+	batch = make([]events.Event, n)
 	for i := range batch {
 		batch[i] = events.Event{Type: "message.sent", Actor: "alice", Payload: benchPayload}
 	}
@@ -90,15 +93,22 @@ func BenchmarkAppend(b *testing.B) {
 
 // BenchmarkRawPebbleBatch is BenchmarkAppend's baseline: the same keys and
 // encoded events written straight to Pebble, one synced batch per op.
-func BenchmarkRawPebbleBatch(b *testing.B) {
+func BenchmarkRawPebbleBatch(b *testing.B) { rawPebbleBatches(b, benchBatch) }
+
+// BenchmarkRawPebbleGroup is the ceiling of a durable run: raw synced
+// batches as large as the driver's group commit (driver.DefaultMaxBatch,
+// 4096 events), the most a run that asks no agent puts in one batch.
+func BenchmarkRawPebbleGroup(b *testing.B) { rawPebbleBatches(b, 4096) }
+
+func rawPebbleBatches(b *testing.B, n int) {
 	db := openRaw(b, b.TempDir())
-	batch, fill := benchEvents()
+	batch, fill := benchEventsN(n)
 	var (
 		last uint64
 		key  []byte
 		val  []byte
 	)
-	b.SetBytes(int64(benchBatch * events.EncodedLen(&batch[0])))
+	b.SetBytes(int64(n * events.EncodedLen(&batch[0])))
 	b.ResetTimer()
 	for range b.N {
 		fill(last + 1)
@@ -114,9 +124,9 @@ func BenchmarkRawPebbleBatch(b *testing.B) {
 			b.Fatal(err)
 		}
 		pb.Close()
-		last += benchBatch
+		last += uint64(n)
 	}
-	reportEventsPerSec(b, b.N*benchBatch)
+	reportEventsPerSec(b, b.N*n)
 }
 
 // BenchmarkAppendParallel appends synced batches from several goroutines,

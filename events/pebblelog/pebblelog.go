@@ -68,7 +68,6 @@ type Log struct {
 	// exception: it steps an iterator of its own without mu (see Close).
 	mu     sync.RWMutex
 	closed atomic.Bool // set by Close, with mu held exclusively
-	dbOpen bool        // until db is closed: by Close (mu held), or after it by the last Scan (closeIter, itersMu held)
 
 	// metaMu serializes writes of session metadata.
 	metaMu sync.Mutex
@@ -122,7 +121,6 @@ func Open(dir string, opts Options) (*Log, error) {
 		wopts:  pebble.Sync,
 		states: make(map[string]*state),
 		iters:  make(map[*scanIter]struct{}),
-		dbOpen: true,
 	}
 	if opts.NoSync {
 		l.wopts = pebble.NoSync
@@ -707,7 +705,6 @@ func (l *Log) closeIter(si *scanIter) {
 	// Only Scans' iterators are left once closed is set, and only the last
 	// of them sees none left.
 	if open && si.owned && l.closed.Load() && len(l.iters) == 0 {
-		l.dbOpen = false
 		_ = l.db.Close()
 	}
 }
@@ -877,7 +874,6 @@ func (l *Log) Close() error {
 	scans := len(l.iters)
 	l.itersMu.Unlock()
 	if scans == 0 {
-		l.dbOpen = false
 		errs = append(errs, l.db.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
