@@ -94,6 +94,21 @@
 // went away otherwise (stopped by another operator, or failed), which a
 // waiting long poll or step notices within a few seconds.
 //
+// # Restarts
+//
+// The gateway marks the sessions it creates (proto.CreateRequest.Via =
+// proto.ViaHTTP). When corpsim serve --http restarts on the same data, the
+// server resumes them waiting for their remote seats, and serve hands them
+// to Adopt before the gateway listens: it joins their seats again with the
+// server's credentials, so an HTTP client carries on with the token it had,
+// and the session goes on once its seats are back. The gateway's record of
+// an adopted session starts at adoption: its earlier events and rewards are
+// learnt as a fork's prefix is (at most 20,000 events over NATS). A forked
+// or reset adopted session needs "agents" (the gateway no longer knows the
+// ones it was created with). Seats whose HTTP tokens were the gateway's own
+// (an external NATS server without per-seat credentials) cannot be taken
+// back: their turns time out.
+//
 // # Concurrency and lifetime
 //
 // A Gateway is safe for concurrent use by many HTTP clients on many sessions.

@@ -393,3 +393,67 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// register makes s and its seats' tokens known, unless the gateway is
+// closing (false).
+func (g *Gateway) register(s *session) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.sessions[s.id] = s
+	for _, st := range s.seats {
+		g.tokens[st.token] = st
+	}
+	return true
+}
+
+// Adopt takes over the remote seats of a session this gateway did not
+// create: one a restarted corpsim serve resumed (service.SavedSeats), whose
+// HTTP clients come back with the tokens they had. The session, resumed
+// waiting for its seats, goes on once they have joined. seats are the
+// server's credentials; a seat without a token of the server's (an
+// external NATS without per-seat auth, where the old gateway made the HTTP
+// tokens) cannot be adopted, and neither can the session. turnWait is the
+// session's turn budget (0: Config.TurnWait). The gateway's record of the
+// session starts at adoption; its earlier events are learnt as a fork's
+// prefix is (up to 20,000 of them).
+func (g *Gateway) Adopt(ctx context.Context, id string, seats map[string]proto.Seat, turnWait time.Duration) error {
+	if len(seats) == 0 {
+		return fmt.Errorf("httpgw: adopt %s: no remote seats", id)
+	}
+	for m, cred := range seats {
+		if cred.Token == "" {
+			return fmt.Errorf("httpgw: adopt %s: seat %s has no token from the server; its HTTP token was the old gateway's own", id, m)
+		}
+	}
+	if g.session(id) != nil {
+		return fmt.Errorf("httpgw: adopt %s: the gateway already plays it", id)
+	}
+	if turnWait <= 0 {
+		turnWait = g.cfg.TurnWait
+	}
+	st, err := g.control(ctx, id, proto.OpStatus)
+	if err != nil {
+		return fmt.Errorf("httpgw: adopt %s: %w", id, err)
+	}
+	s := newSession(g, proto.CreateReply{Session: id, Seats: seats}, proto.CreateRequest{}, turnWait)
+	// What happened before is a prefix, as a fork's is.
+	s.forkSeq, s.last, s.prefixKnown = st.Events, st.Events, st.Events == 0
+	if err := s.follow(); err != nil {
+		s.finish(statusStopped)
+		return err
+	}
+	if err := s.join(ctx, seats); err != nil {
+		s.finish(statusStopped)
+		return fmt.Errorf("httpgw: adopt %s: %w", id, err)
+	}
+	if !g.register(s) {
+		s.finish(statusClosed)
+		return fmt.Errorf("httpgw: adopt %s: the gateway is closing", id)
+	}
+	s.learnPrefix(ctx)
+	s.log.Info("session adopted", "events", st.Events, "remote_seats", len(s.seats))
+	return nil
+}

@@ -123,6 +123,7 @@ func (g *Gateway) create(w http.ResponseWriter, r *http.Request, req proto.Creat
 	start := !req.Wait
 	sent := req
 	sent.Wait = true // started below, once the feed is followed and the seats have joined
+	sent.Via = proto.ViaHTTP
 	var reply proto.CreateReply
 	if err := g.request(ctx, proto.CreateSubject, sent, &reply, createTimeout); err != nil {
 		writeError(w, natsStatus(err), "create: %v", err)
@@ -150,16 +151,7 @@ func (g *Gateway) create(w http.ResponseWriter, r *http.Request, req proto.Creat
 		fail(http.StatusBadGateway, err)
 		return
 	}
-	g.mu.Lock()
-	closed := g.closed
-	if !closed {
-		g.sessions[s.id] = s
-		for _, st := range s.seats {
-			g.tokens[st.token] = st
-		}
-	}
-	g.mu.Unlock()
-	if closed {
+	if !g.register(s) {
 		fail(http.StatusServiceUnavailable, errors.New("the gateway is closing"))
 		return
 	}

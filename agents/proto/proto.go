@@ -66,7 +66,15 @@ type CreateRequest struct {
 	TurnTimeout string `json:"turn_timeout,omitempty"` // per turn, e.g. "10s"
 	Parent      string `json:"parent,omitempty"`       // fork this session…
 	ForkSeq     uint64 `json:"fork_seq,omitempty"`     // …at this event (1: a reset)
+	// Via names the client that plays the remote seats for their owners,
+	// e.g. ViaHTTP: the HTTP gateway. A server that resumes the session
+	// after a restart tells that client again (service.SavedSeats), so that
+	// the seats' owners come back with the tokens they had.
+	Via string `json:"via,omitempty"`
 }
+
+// ViaHTTP is CreateRequest.Via for sessions created through the HTTP gateway.
+const ViaHTTP = "http"
 
 // CreateReply tells a client its session and the credentials of its seats.
 type CreateReply struct {

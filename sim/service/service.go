@@ -408,7 +408,7 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 		}
 	}
 	run := launch{meta: meta, engine: e, fresh: fresh, wait: req.Wait, turnTimeout: turnTimeout, joinTimeout: joinTimeout,
-		seats: reply.Seats, limited: true, load: req.Load}
+		seats: reply.Seats, limited: true, load: req.Load, via: req.Via}
 	if err := s.launch(run); err != nil {
 		if s.cfg.Auth != nil {
 			s.cfg.Auth.RemoveSession(id)
@@ -432,6 +432,7 @@ type launch struct {
 	limited                  bool                  // counts against MaxSessions (a create; a resume does not)
 	load                     float64               // the create request's load, for Hooks.Starting
 	paused                   bool                  // resumed paused (it was paused when the service stopped)
+	via                      string                // the client playing the remote seats (proto.CreateRequest.Via)
 }
 
 // launch hosts a session's built-in seats and runs it in the background.
@@ -521,7 +522,7 @@ func (s *Service) launch(l launch) error {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.queueChanged()
-	if err := s.state.put(id, savedSession{Seats: l.seats, TurnTimeout: l.turnTimeout.String(), JoinTimeout: l.joinTimeout.String(), Paused: l.paused}); err != nil {
+	if err := s.state.put(id, savedSession{Seats: l.seats, TurnTimeout: l.turnTimeout.String(), JoinTimeout: l.joinTimeout.String(), Paused: l.paused, Via: l.via}); err != nil {
 		log.Warn("cannot record the session for a restart; it will not be resumed automatically", "error", err)
 	}
 	ss.mu.Lock()

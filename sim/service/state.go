@@ -28,6 +28,8 @@ type savedSession struct {
 	// Paused: an operator paused the session; a restarted service resumes
 	// it paused, until a start control message.
 	Paused bool `json:"paused,omitempty"`
+	// Via: the client that plays the remote seats (proto.CreateRequest.Via).
+	Via string `json:"via,omitempty"`
 }
 
 // timeouts returns the session's turn and join timeouts: the recorded
@@ -252,7 +254,7 @@ func (s *Service) resume(ctx context.Context, id string, saved savedSession) err
 		seats[member] = seat
 	}
 	at := e.State().LastSeq // read before launch: the engine is the driver's from then on
-	if err := s.launch(launch{meta: meta, engine: e, turnTimeout: turnTimeout, joinTimeout: joinTimeout, seats: seats, paused: saved.Paused}); err != nil {
+	if err := s.launch(launch{meta: meta, engine: e, turnTimeout: turnTimeout, joinTimeout: joinTimeout, seats: seats, paused: saved.Paused, via: saved.Via}); err != nil {
 		if s.cfg.Auth != nil {
 			s.cfg.Auth.RemoveSession(id)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/httpgw"
 	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/sim/service"
 	"github.com/corpsim/corpsim/sim/service/metrics"
@@ -197,20 +198,34 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 				}
 				defer stop()
 			}
+			resume := func() {
+				if worker != nil {
+					// A worker resumes nothing from its own folder: the sessions
+					// of a dead worker are adopted from the stream by any worker.
+					return
+				}
+				if resumed, err := svc.ResumeSaved(cmd.Context()); err != nil {
+					a.logger.Error("some sessions could not be resumed", "error", err)
+				} else if len(resumed) > 0 {
+					fmt.Fprintf(a.stdout, "corpsim resumed %d session(s): %s\n", len(resumed), strings.Join(resumed, " "))
+				}
+			}
 			if o.HTTP != "" {
-				stop, err := serveHTTP(o, url, m, a)
+				// The gateway takes back the seats of the resumed sessions
+				// before it takes requests, so that their clients' tokens
+				// work from the first request.
+				stop, err := serveHTTP(o, url, m, a, func(gw *httpgw.Gateway) {
+					resume()
+					if worker == nil {
+						adoptHTTPSeats(cmd.Context(), gw, svc, a)
+					}
+				})
 				if err != nil {
 					return err
 				}
 				defer stop()
-			}
-			if worker != nil {
-				// A worker resumes nothing from its own folder: the sessions
-				// of a dead worker are adopted from the stream by any worker.
-			} else if resumed, err := svc.ResumeSaved(cmd.Context()); err != nil {
-				a.logger.Error("some sessions could not be resumed", "error", err)
-			} else if len(resumed) > 0 {
-				fmt.Fprintf(a.stdout, "corpsim resumed %d session(s): %s\n", len(resumed), strings.Join(resumed, " "))
+			} else {
+				resume()
 			}
 			where := "given with --operator-token"
 			if tokenFile != "" {
@@ -270,9 +285,10 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 }
 
 // serveHTTP starts the HTTP/JSON gateway on o.HTTP, bridging to the NATS
-// server at natsURL. The returned stop ends its long polls, shuts the HTTP
-// server down and closes the gateway.
-func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, a *app) (stop func(), err error) {
+// server at natsURL; before is called with the gateway before it listens.
+// The returned stop ends its long polls, shuts the HTTP server down and
+// closes the gateway.
+func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, a *app, before func(*httpgw.Gateway)) (stop func(), err error) {
 	if natsURL == "" {
 		return nil, usagef("--http needs the NATS server to listen (--listen ADDR)")
 	}
@@ -281,6 +297,7 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, a *app) (stop
 	if err != nil {
 		return nil, err
 	}
+	before(gw)
 	ln, err := net.Listen("tcp", o.HTTP)
 	if err != nil {
 		gw.Close()
@@ -313,6 +330,25 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, a *app) (stop
 		}
 		<-done
 	}, nil
+}
+
+// adoptHTTPSeats gives the HTTP gateway back the remote seats it played
+// for the sessions this serve resumed, so that their clients come back with
+// the tokens they had. A session that cannot be adopted runs on; its
+// seats' turns time out.
+func adoptHTTPSeats(ctx context.Context, gw *httpgw.Gateway, svc *service.Service, a *app) {
+	var adopted []string
+	for _, saved := range svc.SavedSeats(proto.ViaHTTP) {
+		turnWait, _ := time.ParseDuration(saved.TurnTimeout)
+		if err := gw.Adopt(ctx, saved.Session, saved.Seats, turnWait); err != nil {
+			a.logger.Warn("the HTTP gateway cannot take back a resumed session's seats; their turns will time out", "session", saved.Session, "error", err)
+			continue
+		}
+		adopted = append(adopted, saved.Session)
+	}
+	if len(adopted) > 0 {
+		fmt.Fprintf(a.stdout, "corpsim HTTP gateway took back the seats of %d session(s): %s\n", len(adopted), strings.Join(adopted, " "))
+	}
 }
 
 // serveMetrics serves m at http://addr/metrics until stop is called.
