@@ -39,8 +39,10 @@ type State struct {
 	// EndReason is why the session ended: "complete", "horizon" or "quiescent".
 	EndReason string
 
-	Members  []*Member // sorted by ID
-	Tasks    []*Task   // the world's in file order, then tickets as they arrive
+	Members []*Member // sorted by ID
+	Tasks   []*Task   // the world's in file order, then tickets as they arrive
+	// Dispatch is nil unless the world offers work to one seat at a time.
+	Dispatch *Dispatch
 	Requests []*Request
 	Messages []*Message
 	Budgets  []*Budget // in world order
@@ -256,6 +258,7 @@ func New(w *worlds.World) *State {
 		s.Arrivals = append(s.Arrivals, &ArrivalState{ID: a.ID})
 	}
 	s.Fired = make([]bool, len(w.Interruptions))
+	s.Dispatch = newDispatch(w)
 	s.link()
 	s.index()
 	s.serves = map[string]bool{}
@@ -663,6 +666,7 @@ func (s *State) apply(ev *events.Event) error {
 		m.Seen = p.Seen
 		m.Pending = m.WakeCause > m.Seen
 		s.Timeouts++
+		s.passed(m, ev.Seq)
 	case EvActionRejected:
 		p, err := decode[ActionRejected](s, ev)
 		if err != nil {
@@ -692,6 +696,7 @@ func (s *State) apply(ev *events.Event) error {
 		} else {
 			// Sleep, unless something it could not have seen woke it meanwhile.
 			m.Pending = m.WakeCause > m.Seen
+			s.passed(m, ev.Seq)
 		}
 	case EvTaskHandedOff:
 		p, err := decode[TaskHandedOff](s, ev)
@@ -754,6 +759,9 @@ func (s *State) apply(ev *events.Event) error {
 		s.held[m.ID] = append(s.held[m.ID], t)
 		s.claimed[t.Queue]++
 		s.busy(m, p.BusyUntil)
+		if s.Dispatch != nil {
+			delete(s.Dispatch.Passes, m.Role) // work was taken: a new round
+		}
 	case EvWorkStarted:
 		p, err := decode[WorkStarted](s, ev)
 		if err != nil {
@@ -1125,9 +1133,12 @@ func (s *State) wakeServers(t *Task, cause uint64, oneNPC bool) {
 			}
 			continue
 		}
-		if m.Role == t.Spec.Role && s.Serves(m.Role, t.Queue) {
+		if s.Dispatch == nil && m.Role == t.Spec.Role && s.Serves(m.Role, t.Queue) {
 			s.wake(m.ID, cause)
 		}
+	}
+	if s.Dispatch != nil {
+		s.offerWork(t, cause)
 	}
 }
 
@@ -1165,6 +1176,14 @@ func (s *State) applyTaskCreated(ev *events.Event) error {
 
 // wakeForReady wakes the members who could now take a task that done unblocked.
 func (s *State) wakeForReady(done *Task, cause uint64) {
+	if s.Dispatch != nil {
+		for _, t := range s.dependents[done.ID] {
+			if t.Status == StatusOpen && !t.Hidden && s.DepsDone(t) {
+				s.offerWork(t, cause)
+			}
+		}
+		return
+	}
 	roles := map[string]bool{}
 	for _, t := range s.dependents[done.ID] {
 		if t.Status == StatusOpen && s.DepsDone(t) {
@@ -1201,11 +1220,12 @@ type snapshot struct {
 	Rejections int             `json:"rejections"`
 	Violations int             `json:"violations"`
 	Limits     *Limits         `json:"limits,omitempty"` // nil: the defaults
+	Dispatch   *Dispatch       `json:"dispatch,omitempty"`
 }
 
 func (s *State) snap() snapshot {
 	return snapshot{s.Now, s.LastSeq, s.Ended, s.EndReason, s.Members, s.Tasks, s.Requests, s.Messages, s.Budgets,
-		s.Queues, s.Arrivals, s.Fired, s.Reward, s.Turns, s.Timeouts, s.Rejections, s.Violations, s.customLimits()}
+		s.Queues, s.Arrivals, s.Fired, s.Reward, s.Turns, s.Timeouts, s.Rejections, s.Violations, s.customLimits(), s.Dispatch}
 }
 
 // customLimits is nil for the default limits, so that the snapshots (and
@@ -1252,6 +1272,18 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 	}
 	if sn.Limits != nil {
 		s.Limits = sn.Limits.WithDefaults()
+	}
+	if (sn.Dispatch != nil) != (s.Dispatch != nil) {
+		return nil, errors.New("org: snapshot's dispatch does not fit the world")
+	}
+	if sn.Dispatch != nil {
+		if sn.Dispatch.Last == nil {
+			sn.Dispatch.Last = map[string]string{}
+		}
+		if sn.Dispatch.Passes == nil {
+			sn.Dispatch.Passes = map[string]int{}
+		}
+		s.Dispatch = sn.Dispatch
 	}
 	static := len(s.Tasks)
 	for i, m := range sn.Members {

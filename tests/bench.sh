@@ -2,7 +2,7 @@
 # tests/bench.sh — corpsim's performance, measured side by side in one run
 # (issue 8). From the repository root:
 #
-#   bash tests/bench.sh                     # the full set, about 6-8 minutes on 2 cores
+#   bash tests/bench.sh                     # the full set, about 10-14 minutes on 2 cores
 #   BENCH_TICKETS=20000 bash tests/bench.sh # a quick run
 #
 # It builds the binary once, runs every line below on this machine, and
@@ -18,7 +18,7 @@
 #   BENCH_SESSIONS        concurrent sessions in one process (default 100)
 #   BENCH_SCALE_MEMBERS   members of the scale world (default 10000)
 #   BENCH_SCALE_TASKS     tasks of the scale world (default 100000)
-#   BENCH_SCALE_SECONDS   wall-time budget of the scale world's session (default 120)
+#   BENCH_SCALE_SECONDS   wall-time budget of the scale world's session (default 600)
 #   BENCH_STEP_TIMEOUT    seconds before any other step is stopped and reported as timed out (default 600)
 #   BENCH_PEER            the SimPy peer script (default ../shared/peers/simpy_desk.py)
 #   BENCH_OUT             also write the table to this file
@@ -34,7 +34,7 @@ COUNT=${BENCH_COUNT:-3}
 SESSIONS=${BENCH_SESSIONS:-100}
 SCALE_MEMBERS=${BENCH_SCALE_MEMBERS:-10000}
 SCALE_TASKS=${BENCH_SCALE_TASKS:-100000}
-SCALE_SECONDS=${BENCH_SCALE_SECONDS:-120}
+SCALE_SECONDS=${BENCH_SCALE_SECONDS:-600}
 STEP_TIMEOUT=${BENCH_STEP_TIMEOUT:-600}
 PY=/usr/bin/python3 # Debian's python3-simpy is installed for the system Python
 PEER=${BENCH_PEER:-$ROOT/../shared/peers/simpy_desk.py}
@@ -247,7 +247,7 @@ row "log scan, checksummed and decoded in place (\`BenchmarkScan\`, borrowed eve
 row "raw Pebble scan of the same keys (\`BenchmarkRawPebbleScan\`)" "—" "—" "—" "$(fmt_num "$SCAN")" "—" "1.00×" "baseline"
 row "agent turn across the embedded bus, greedy (\`BenchmarkAgentTurn\`)" "—" "—" "—" "$(fmt_num "$(per_s "$TURN_NS")") turns/s, $(us "$TURN_NS") each" "—" "$(ratio "$TURN_NS" "$RAW_NS")" "turn latency ratio vs raw request/reply (target ≤ 2×)"
 row "raw NATS request/reply of the same bytes (\`BenchmarkRawRequestReply\`)" "—" "—" "—" "$(fmt_num "$(per_s "$RAW_NS")") turns/s, $(us "$RAW_NS") each" "—" "1.00×" "baseline"
-row "one session, generated world: $(fmt_num "$SCALE_MEMBERS") members, $(fmt_num "$SCALE_TASKS") tasks, greedy over the bus, in memory" "$(fmt_num "$SCALE_EVENTS") events" "$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "%.1f to the first batch" % float(v))' "$SCALE_FIRST")" "—" "$(fmt_num "$SCALE_EPS")" "$(fmt_mib "$SCALE_RSS_KB")" "$(ratio "$SCALE_RSS_KB" $((2 * 1024 * 1024)))" "peak RSS vs 2 GiB; $SCALE_STATUS $(status_note $((SCALE_SECONDS + 300)))"
+row "one session, generated world: $(fmt_num "$SCALE_MEMBERS") members, $(fmt_num "$SCALE_TASKS") tasks, dispatch one, greedy over the bus, in memory" "$(fmt_num "$SCALE_EVENTS") events" "$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "%.1f to the first batch" % float(v))' "$SCALE_FIRST")" "—" "$(fmt_num "$SCALE_EPS")" "$(fmt_mib "$SCALE_RSS_KB")" "$(ratio "$SCALE_RSS_KB" $((2 * 1024 * 1024)))" "peak RSS vs 2 GiB; $SCALE_STATUS $(status_note $((SCALE_SECONDS + 300)))"
 SESS_WALL=$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "%.1f" % (float(v)/1e9))' "$SESS_NS")
 row "$SESSIONS concurrent sessions of \`support-desk\` in one process, greedy over one bus, in-memory logs" "$(fmt_num "$SESS_EVENTS") events" "$SESS_WALL" "$(fmt_num "$SESS_TPS")" "$(fmt_num "$SESS_EPS")" "$(fmt_mib "$SESS_RSS_KB")" "—" "all sessions together $(status_note "$STEP_TIMEOUT")"
 

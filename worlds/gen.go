@@ -22,6 +22,8 @@ type GenOptions struct {
 	// Tickets, when > 0, adds a Poisson arrival of support tickets to every
 	// team's queue, one every Tickets working hours on average.
 	Tickets int
+	// Dispatch is the world's dispatch ("": the default, all).
+	Dispatch string
 }
 
 // Generate writes a valid world file of the given size, deterministic in
@@ -60,6 +62,9 @@ func Generate(o GenOptions) []byte {
 	p("version: 1\nname: %s\n", o.Name)
 	p("description: Generated world with %d teams, %d members and %d projects of %d tasks.\n", o.Teams, o.Members, o.Projects, o.Tasks)
 	p("start: 2026-01-05T09:00:00Z\nhorizon: %s\n", horizon)
+	if o.Dispatch != "" {
+		p("dispatch: %s\n", o.Dispatch)
+	}
 	p("calendar:\n  hours: \"09:00-17:00\"\n  workdays: [mon, tue, wed, thu, fri]\n")
 	p("roles:\n  - {id: lead}\n  - {id: engineer}\n  - {id: designer}\n  - {id: finance}\n")
 	// Projects are written first so that each team's budget can cover its purchases.

@@ -29,6 +29,7 @@ type file struct {
 	Description string             `yaml:"description"`
 	Start       string             `yaml:"start"`
 	Horizon     string             `yaml:"horizon"`
+	Dispatch    string             `yaml:"dispatch"`
 	Calendar    fileCalendar       `yaml:"calendar"`
 	Roles       []fileRole         `yaml:"roles"`
 	Teams       []fileTeam         `yaml:"teams"`
@@ -805,6 +806,14 @@ func (v *validator) build(f *file) *World {
 	dayLen := cal.DayLength()
 	if h, ok := v.duration("horizon", f.Horizon, dayLen, true); ok {
 		w.Horizon = cal.AddWork(cal.NextWorking(0), h)
+	}
+	switch f.Dispatch {
+	case "", DispatchAll:
+		w.Dispatch = DispatchAll
+	case DispatchOne:
+		w.Dispatch = DispatchOne
+	default:
+		v.errf("dispatch", "unknown dispatch %q (expected %s or %s)", f.Dispatch, DispatchAll, DispatchOne)
 	}
 
 	// Roles and teams.

@@ -167,6 +167,10 @@ var specs = map[reflect.Type]typeSpec{
 				apply: func(s *jsonschema.Schema) { s.Format = "date-time"; s.Pattern = instantPattern.String() }},
 			"horizon": {doc: "How long the session runs, in working time from the start, such as 15d. " +
 				"Units: w (5 working days), d (one working day), h, m, s, ms.", required: true, apply: duration},
+			"dispatch": {doc: "Which agent seats are asked when work becomes available (a ticket arrives, a task's dependencies are done, a project starts). " +
+				"all (the default): every idle seat that may take it; they compete and the first in member order wins. " +
+				"one: one idle seat at a time, taking turns by member order within each role; a seat that passes hands the offer on to the next.",
+				apply: func(s *jsonschema.Schema) { s.Enum = []any{DispatchAll, DispatchOne} }},
 			"calendar":      {doc: "Working hours, working days and holidays. Omitted: 09:00-17:00, Monday to Friday, no holidays."},
 			"roles":         {doc: "The roles members hold. Tasks, queues and approval steps name roles."},
 			"teams":         {doc: "The teams members and projects belong to; each has a budget."},

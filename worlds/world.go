@@ -21,6 +21,9 @@ type World struct {
 
 	Calendar clock.Calendar
 	Horizon  clock.Time // the session ends at this simulated time
+	// Dispatch says which agent seats are asked when work becomes
+	// available: DispatchAll (the default) or DispatchOne.
+	Dispatch string
 
 	Roles     []Role    // in file order
 	Teams     []Team    // in file order
@@ -33,6 +36,20 @@ type World struct {
 	Interruptions []Interruption
 	Scoring       Scoring
 }
+
+// Dispatch policies (World.Dispatch).
+const (
+	// DispatchAll asks every idle agent seat that may take newly available
+	// work (a ticket arrives, a task's dependencies are done, a project
+	// starts): they compete for it, and the first in member order wins.
+	DispatchAll = "all"
+	// DispatchOne offers newly available work to one idle agent seat at a
+	// time, taking turns by member order within each role; a seat that
+	// passes (its turn ends idle with work it may take still open) hands the
+	// offer on to the next, until every idle seat of the role has passed.
+	// A world of many seats then costs a turn per task, not a turn per seat.
+	DispatchOne = "one"
+)
 
 // Role is a job that members hold; tasks and approval steps name roles.
 type Role struct {

@@ -90,6 +90,7 @@ func (a *app) worldsCmd() *cobra.Command {
 	f.StringVar(&g.Horizon, "horizon", "", "horizon in working time (default: from the size)")
 	f.IntVar(&g.Stagger, "stagger", 0, "start project i after i×N working days")
 	f.IntVar(&g.Tickets, "tickets", 0, "add support tickets to every team's queue, one every N working hours")
+	f.StringVar(&g.Dispatch, "dispatch", "", "who is asked when work becomes available: all idle seats that may take it (all, the default) or one at a time (one)")
 	f.StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
 	c.AddCommand(gen, a.worldsSchemaCmd())
 	return c

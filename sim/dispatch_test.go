@@ -1,0 +1,172 @@
+package sim_test
+
+import (
+	"testing"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// dispatchEngine is an engine of a generated world of one team of 24 seats
+// and one project of 60 tasks in 3 chains, with the given dispatch.
+func dispatchEngine(tb testing.TB, dispatch string, seed uint64) *sim.Engine {
+	tb.Helper()
+	src := worlds.Generate(worlds.GenOptions{Seed: 4, Members: 24, Tasks: 60, Chains: 3, Dispatch: dispatch})
+	w, err := worlds.Load("gen.yaml", src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if w.Dispatch != dispatch {
+		tb.Fatalf("world's dispatch is %q, want %q", w.Dispatch, dispatch)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: seed, Session: "s"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.Start()
+	return e
+}
+
+func countTypes(evs []events.Event) map[string]int {
+	n := map[string]int{}
+	for _, e := range evs {
+		n[e.Type]++
+	}
+	return n
+}
+
+// TestDispatchOneAsksOneSeat: with dispatch one, greedy seats do the same
+// work as with dispatch all (every task done), but newly available work is
+// offered to one idle seat instead of all of them: far fewer turns and
+// almost no lost races (claims refused because another seat took it).
+func TestDispatchOneAsksOneSeat(t *testing.T) {
+	all := dispatchEngine(t, worlds.DispatchAll, 7)
+	allLog := drive(t, all, greedy, false, 0)
+	one := dispatchEngine(t, worlds.DispatchOne, 7)
+	oneLog := drive(t, one, greedy, false, 0)
+	for name, e := range map[string]*sim.Engine{"all": all, "one": one} {
+		st := e.State()
+		if st.EndReason != "complete" {
+			t.Fatalf("dispatch %s ended %q, want complete", name, st.EndReason)
+		}
+	}
+	na, no := countTypes(allLog), countTypes(oneLog)
+	t.Logf("all: %d events, %d turns, %d rejected; one: %d events, %d turns, %d rejected",
+		len(allLog), na[org.EvTurn], na[org.EvActionRejected], len(oneLog), no[org.EvTurn], no[org.EvActionRejected])
+	if no[org.EvTaskCompleted] != na[org.EvTaskCompleted] {
+		t.Errorf("tasks completed: one %d, all %d", no[org.EvTaskCompleted], na[org.EvTaskCompleted])
+	}
+	if 3*no[org.EvTurn] > na[org.EvTurn] {
+		t.Errorf("dispatch one took %d turns, not far fewer than dispatch all's %d", no[org.EvTurn], na[org.EvTurn])
+	}
+	if 5*no[org.EvActionRejected] > na[org.EvActionRejected] {
+		t.Errorf("dispatch one had %d refused actions, not far fewer than dispatch all's %d", no[org.EvActionRejected], na[org.EvActionRejected])
+	}
+	if one.State().Dispatch == nil || len(one.State().Dispatch.Last) == 0 {
+		t.Errorf("dispatch one kept no record of whom it offered work: %+v", one.State().Dispatch)
+	}
+	if all.State().Dispatch != nil {
+		t.Errorf("dispatch all has a dispatch state: %+v", all.State().Dispatch)
+	}
+}
+
+// TestDispatchOnePassesOn: seats that never take work pass the offer on to
+// the next idle seat of their role, so the one seat of each role that works
+// gets every task of its role; with no seat that works, the offers stop once
+// every idle seat has passed and the session ends instead of asking round
+// and round.
+func TestDispatchOnePassesOn(t *testing.T) {
+	// The generated team's only lead, its last designer and its last
+	// engineer: for the two roles with several seats, work reaches the
+	// worker only after every other idle seat of the role has passed.
+	workers := map[string]bool{"m00001": true, "m00022": true, "m00024": true}
+	lazyBut := func(workers map[string]bool) decider {
+		return func(o org.Observation) sim.Answer {
+			if workers[o.Member] {
+				return greedy(o)
+			}
+			return sim.Answer{Member: o.Member, Turn: o.Turn, Actions: []org.Action{}}
+		}
+	}
+	e := dispatchEngine(t, worlds.DispatchOne, 3)
+	log := drive(t, e, lazyBut(workers), false, 0)
+	if got := e.State().EndReason; got != "complete" {
+		t.Fatalf("with one working seat per role the session ended %q, want complete", got)
+	}
+	for _, ev := range log {
+		if ev.Type == org.EvTaskCompleted && !workers[ev.Actor] {
+			t.Fatalf("seq %d: %s completed a task; it never works", ev.Seq, ev.Actor)
+		}
+	}
+
+	idle := dispatchEngine(t, worlds.DispatchOne, 3)
+	idleLog := drive(t, idle, lazyBut(nil), false, 0)
+	n := countTypes(idleLog)
+	if n[org.EvTaskClaimed] != 0 {
+		t.Fatalf("%d claims by seats that never claim", n[org.EvTaskClaimed])
+	}
+	// Every seat is asked at the start; then the three tasks ready at the
+	// start are offered round the idle seats of their roles at most once more.
+	if n[org.EvTurn] > 24+3*24 {
+		t.Errorf("%d turns of seats that never work: the offers went round more than once", n[org.EvTurn])
+	}
+	t.Logf("one working seat per role: %d events; none: %d turns, ended %q", len(log), n[org.EvTurn], idle.State().EndReason)
+}
+
+// TestDispatchOneReplaysAndRestores: a dispatch-one session is replayed
+// exactly from its events, its state survives a snapshot, and an engine
+// restored from a snapshot at any batch boundary continues the same log.
+func TestDispatchOneReplaysAndRestores(t *testing.T) {
+	full := dispatchEngine(t, worlds.DispatchOne, 11)
+	want := drive(t, full, greedy, false, 0)
+
+	re, err := sim.New(sim.Config{World: full.State().World, Seed: 11, Session: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range want {
+		if err := re.Apply(ev); err != nil {
+			t.Fatalf("replay seq %d: %v", ev.Seq, err)
+		}
+	}
+	if re.StateHash() != full.StateHash() {
+		t.Fatal("replayed state differs from the live one")
+	}
+	back, err := org.Restore(full.State().World, full.State().Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Hash() != full.State().Hash() || back.Dispatch == nil {
+		t.Fatal("the state's snapshot loses its dispatch")
+	}
+
+	live := dispatchEngine(t, worlds.DispatchOne, 11)
+	var got []events.Event
+	for boundary := 0; ; boundary++ {
+		rd := live.Ready()
+		got = append(got, rd.Events...)
+		if boundary%5 == 0 {
+			r, err := sim.Restore(sim.Config{World: live.State().World, Seed: 11, Session: "s"}, live.Snapshot(), live.StateHash())
+			if err != nil {
+				t.Fatalf("restore at seq %d: %v", live.State().LastSeq, err)
+			}
+			r.Resume()
+			equalLogs(t, append(append([]events.Event{}, got...), drive(t, r, greedy, false, 0)...), want)
+		}
+		live.Advance()
+		if rd.Done {
+			break
+		}
+		if len(rd.Turns) == 0 {
+			live.Tick()
+			continue
+		}
+		var ans []sim.Answer
+		for _, tu := range rd.Turns {
+			ans = append(ans, greedy(tu.Observation))
+		}
+		live.Step(ans)
+	}
+}
