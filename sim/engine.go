@@ -207,6 +207,18 @@ func (e *Engine) Apply(ev events.Event) error {
 		e.endHash = got
 	}
 	e.started = true
+	// The live engine had fired or dropped every timer due before this
+	// event's time when it made the event (Tick pops them in order, and
+	// no timer is set in the past); replay has nothing to fire them for.
+	// Dropping them keeps the queue as the live run's was, instead of
+	// holding every timer of the session.
+	for {
+		at, _, ok := e.timers.Peek()
+		if !ok || at >= clock.Time(ev.Time) {
+			break
+		}
+		e.timers.Pop()
+	}
 	return e.apply(ev)
 }
 

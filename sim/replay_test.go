@@ -2,7 +2,9 @@ package sim_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/corpsim/corpsim/events"
@@ -85,5 +87,63 @@ func TestRebuildLogErrors(t *testing.T) {
 	}
 	if _, err := sim.RebuildLog(ctx, log, "s", sim.Config{}); !errors.Is(err, sim.ErrNotASession) {
 		t.Fatalf("RebuildLog of an empty session: got %v, want ErrNotASession", err)
+	}
+}
+
+// TestReplayKeepsOnlyTimersNotYetDue: an engine rebuilt by Apply holds the
+// timers the live engine held when it made the last event, and at most
+// those due at that very instant besides (which the live engine had
+// already fired and the rebuilt one drops or fires when it resumes); none
+// that were due earlier. A replay that kept every timer it ever set held
+// all of a session's timers in memory.
+func TestReplayKeepsOnlyTimersNotYetDue(t *testing.T) {
+	type timers struct {
+		Now    int64 `json:"now"`
+		Timers []struct {
+			At    int64  `json:"at"`
+			Kind  int    `json:"kind"`
+			ID    string `json:"id"`
+			Cause uint64 `json:"cause"`
+		} `json:"timers"`
+	}
+	decode := func(b []byte) timers {
+		var tm timers
+		if err := json.Unmarshal(b, &tm); err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	for _, limit := range []int{50, 200, 333, 0} {
+		live := mustEngine(t, 5)
+		live.Start()
+		evs := drive(t, live, greedy, false, limit)
+		re, err := sim.New(sim.Config{World: live.State().World, Seed: 5, Session: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if err := re.Apply(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, got := decode(live.Snapshot()), decode(re.Snapshot())
+		left := map[string]int{}
+		for _, tm := range want.Timers {
+			left[fmt.Sprint(tm)]++
+		}
+		for _, tm := range got.Timers {
+			if left[fmt.Sprint(tm)] > 0 {
+				left[fmt.Sprint(tm)]--
+				continue
+			}
+			if tm.At != want.Now {
+				t.Errorf("after %d events the rebuilt engine holds a timer due at %d (now %d) that the live one had not: %+v", len(evs), tm.At, want.Now, tm)
+			}
+		}
+		for k, n := range left {
+			if n > 0 {
+				t.Errorf("after %d events the rebuilt engine lacks the live engine's timer %s", len(evs), k)
+			}
+		}
 	}
 }
