@@ -7,48 +7,79 @@ import (
 )
 
 // Dispatch is the state of a world that offers work to one agent seat at a
-// time (worlds.DispatchOne): for each role, the seat last offered work
-// (the next offer goes to the first idle seat after it, in member order,
-// wrapping), and how many seats of the role have passed on open work since
-// the role's last claim or new work. It is part of the state's snapshot
-// and hash; a world with the default dispatch has none (State.Dispatch is
-// nil), so its snapshots do not mention it.
+// time (worlds.DispatchOne), per role:
+//
+//   - Last: the seat last offered work; the next offer goes to the first
+//     eligible seat after it, in member order, wrapping;
+//   - Since: the seq of the event that made work of the role available
+//     last (a new round of offers); a seat whose turn was decided on an
+//     older observation has not seen that work;
+//   - Passed: the seats that, having seen it, ended a turn idle with work
+//     they may take still open since the round began. They are not offered
+//     it again in the round; when every eligible idle seat has passed,
+//     nobody more is asked until something changes.
+//
+// It is part of the state's snapshot and hash. A world with the default
+// dispatch has none (State.Dispatch is nil), so its snapshots do not
+// mention it.
 type Dispatch struct {
-	Last   map[string]string `json:"last,omitempty"`
-	Passes map[string]int    `json:"passes,omitempty"`
+	Last   map[string]string          `json:"last,omitempty"`
+	Since  map[string]uint64          `json:"since,omitempty"`
+	Passed map[string]map[string]bool `json:"passed,omitempty"`
 }
 
 func newDispatch(w *worlds.World) *Dispatch {
 	if w.Dispatch != worlds.DispatchOne {
 		return nil
 	}
-	return &Dispatch{Last: map[string]string{}, Passes: map[string]int{}}
+	return &Dispatch{Last: map[string]string{}, Since: map[string]uint64{}, Passed: map[string]map[string]bool{}}
+}
+
+// fill gives a decoded Dispatch its empty maps.
+func (d *Dispatch) fill() {
+	if d.Last == nil {
+		d.Last = map[string]string{}
+	}
+	if d.Since == nil {
+		d.Since = map[string]uint64{}
+	}
+	if d.Passed == nil {
+		d.Passed = map[string]map[string]bool{}
+	}
+}
+
+// newRound starts a round of offers for role at the event seq: work was
+// made available, or taken.
+func (d *Dispatch) newRound(role string, seq uint64) {
+	d.Since[role] = seq
+	delete(d.Passed, role)
 }
 
 // offerWork offers open task t, which a seat may now take, to the next idle
 // agent seat of its role: a new round of offers for the role begins.
 func (s *State) offerWork(t *Task, cause uint64) {
-	role := t.Spec.Role
-	delete(s.Dispatch.Passes, role)
-	s.offerAfter(t, s.Dispatch.Last[role], cause)
+	s.Dispatch.newRound(t.Spec.Role, cause)
+	s.offerNext(t, cause)
 }
 
-// offerAfter wakes the first agent seat after member after (in member
-// order, wrapping; "" starts at the first) that may take t, holds nothing,
-// is at work and is not already due a turn. It reports whether it found one.
-func (s *State) offerAfter(t *Task, after string, cause uint64) bool {
+// offerNext wakes the first agent seat after the role's last offered one
+// (in member order, wrapping) that may take t, holds nothing, is at work,
+// is not already due a turn and has not passed in this round. It reports
+// whether it found one.
+func (s *State) offerNext(t *Task, cause uint64) bool {
 	role := t.Spec.Role
 	if !s.Serves(role, t.Queue) {
 		return false
 	}
+	passed := s.Dispatch.Passed[role]
 	n := len(s.Members)
 	start := 0
-	if after != "" {
+	if after := s.Dispatch.Last[role]; after != "" {
 		start = sort.Search(n, func(i int) bool { return s.Members[i].ID > after })
 	}
 	for k := range n {
 		m := s.Members[(start+k)%n]
-		if m.Role != role || m.NPC || m.OnLeave || m.Holding > 0 || m.Pending || !s.CanTake(m.ID, t) {
+		if m.Role != role || m.NPC || m.OnLeave || m.Holding > 0 || m.Pending || passed[m.ID] || !s.CanTake(m.ID, t) {
 			continue
 		}
 		s.wake(m.ID, cause)
@@ -59,9 +90,9 @@ func (s *State) offerAfter(t *Task, after string, cause uint64) bool {
 }
 
 // passed is called when agent seat m ends a turn asleep (it waited, or its
-// turn timed out). If it holds nothing and left work it may take open, it
-// passed on that work: the offer goes on to the next idle seat of its role,
-// until every idle seat of the role has passed.
+// turn timed out). If it holds nothing and work it may take is open, then
+// either it decided on an observation older than that work (it is asked
+// again), or it passed on it: the offer goes on to the next seat.
 func (s *State) passed(m *Member, cause uint64) {
 	if s.Dispatch == nil || m.NPC || m.OnLeave || m.Holding > 0 || m.Pending {
 		return
@@ -70,31 +101,50 @@ func (s *State) passed(m *Member, cause uint64) {
 	if t == nil {
 		return
 	}
-	s.Dispatch.Passes[m.Role]++
-	if s.Dispatch.Passes[m.Role] >= s.idleSeats(m.Role) {
-		return // all of them have passed: nobody more is asked until something changes
+	d := s.Dispatch
+	if m.Seen < d.Since[m.Role] {
+		s.wake(m.ID, cause)
+		return
 	}
-	s.offerAfter(t, m.ID, cause)
+	if d.Passed[m.Role] == nil {
+		d.Passed[m.Role] = map[string]bool{}
+	}
+	d.Passed[m.Role][m.ID] = true
+	s.offerNext(t, cause)
 }
 
-// openFor returns an open task m may take now (a ready project task offered
-// to its role and skills, or the head of a queue its role serves), or nil.
+// left is called when agent seat m goes on leave: work offered to it goes
+// on to the next seat.
+func (s *State) left(m *Member, cause uint64) {
+	if s.Dispatch == nil || m.NPC {
+		return
+	}
+	if t := s.openFor(m); t != nil {
+		s.offerNext(t, cause)
+	}
+}
+
+// openFor returns an open task m may take now, as its view would offer it
+// (a ready project task of its role and skills, or the head ticket of a
+// queue its role serves, in a queue neither down nor at its WIP limit), or
+// nil.
 func (s *State) openFor(m *Member) *Task {
 	serves := s.roleServes[m.Role]
-	w, _ := s.World.Member(m.ID)
+	var skills []string
+	if w, ok := s.World.Member(m.ID); ok {
+		skills = w.Skills
+	}
 	for i := range s.World.Queues {
 		if i >= len(serves) || !serves[i] {
 			continue
 		}
 		q := &s.World.Queues[i]
-		if o := s.offers[offerKey{q.ID, m.Role, ""}]; o != nil && len(o.ready) > 0 {
-			return o.ready[0]
+		if s.queues[q.ID].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP {
+			continue
 		}
-		if w != nil {
-			for _, skill := range w.Skills {
-				if o := s.offers[offerKey{q.ID, m.Role, skill}]; o != nil && len(o.ready) > 0 {
-					return o.ready[0]
-				}
+		for _, o := range s.offersFor(q.ID, m.Role, skills) {
+			if len(o.ready) > 0 {
+				return o.ready[0]
 			}
 		}
 		if t := s.queueHead(q, m.ID); t != nil {
@@ -102,15 +152,4 @@ func (s *State) openFor(m *Member) *Task {
 		}
 	}
 	return nil
-}
-
-// idleSeats counts the agent seats of role that are at work and hold nothing.
-func (s *State) idleSeats(role string) int {
-	n := 0
-	for _, m := range s.Members {
-		if m.Role == role && !m.NPC && !m.OnLeave && m.Holding == 0 {
-			n++
-		}
-	}
-	return n
 }

@@ -760,7 +760,7 @@ func (s *State) apply(ev *events.Event) error {
 		s.claimed[t.Queue]++
 		s.busy(m, p.BusyUntil)
 		if s.Dispatch != nil {
-			delete(s.Dispatch.Passes, m.Role) // work was taken: a new round
+			s.Dispatch.newRound(m.Role, ev.Seq) // work was taken: a new round
 		}
 	case EvWorkStarted:
 		p, err := decode[WorkStarted](s, ev)
@@ -1017,6 +1017,7 @@ func (s *State) apply(ev *events.Event) error {
 		}
 		m.OnLeave, m.LeaveUntil, m.Delegate = true, p.Until, p.Delegate
 		s.busy(m, p.Until)
+		s.left(m, ev.Seq)
 	case EvMemberReturned:
 		m, err := s.actor(ev)
 		if err != nil {
@@ -1277,12 +1278,7 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 		return nil, errors.New("org: snapshot's dispatch does not fit the world")
 	}
 	if sn.Dispatch != nil {
-		if sn.Dispatch.Last == nil {
-			sn.Dispatch.Last = map[string]string{}
-		}
-		if sn.Dispatch.Passes == nil {
-			sn.Dispatch.Passes = map[string]int{}
-		}
+		sn.Dispatch.fill()
 		s.Dispatch = sn.Dispatch
 	}
 	static := len(s.Tasks)

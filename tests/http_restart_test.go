@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/client"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
@@ -26,7 +29,8 @@ import (
 // restarted on the same data and addresses resumes it and its gateway takes
 // the seat back before it takes requests: the client goes on with the token
 // it had (never refused), no turn times out, and the session finishes with
-// the same log as an uninterrupted run of the same request.
+// the same log as an uninterrupted run of the same request. A session made
+// over NATS with a remote seat is resumed but left to its own client.
 func TestRestartKeepsHTTPSeats(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real corpsim")
@@ -41,6 +45,19 @@ func TestRestartKeepsHTTPSeats(t *testing.T) {
 	data, addr, haddr := filepath.Join(dir, "data"), freeAddr(t), freeAddr(t)
 	sp := startServeAt(t, addr, data, "--http", haddr)
 	id, player := startHTTPPlayer(t, haddr, data, req)
+	// A session created over NATS, its remote seat played by a NATS client
+	// that reconnects by itself: resumed too, but not the gateway's to take.
+	natsMade, err := sp.op.Create(context.Background(), proto.CreateRequest{Source: string(src), Seed: 4, Agents: "greedy,m00005=remote"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	natsPlayer, err := client.Play(sp.url, natsMade.Seats["m00005"], &agents.Greedy{},
+		nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer natsPlayer.Close()
+	sp.waitFor(t, natsMade.Session, "100 events", time.Minute, func(st proto.ControlReply) bool { return st.Events >= 100 })
 	sp.waitFor(t, id, "500 events", time.Minute, func(st proto.ControlReply) bool { return st.Events >= 500 })
 	sp.stop(t, 20*time.Second)
 	meta, stoppedAt := storedMeta(t, data, id)
@@ -51,8 +68,9 @@ func TestRestartKeepsHTTPSeats(t *testing.T) {
 
 	sp = startServeAt(t, addr, data, "--http", haddr)
 	sp.waitFor(t, id, "the end", 2*time.Minute, func(st proto.ControlReply) bool { return st.Status == "finished" })
-	if !strings.Contains(sp.stdout.String(), "corpsim HTTP gateway took back the seats of 1 session(s): "+id) {
-		t.Errorf("the restarted serve does not say its gateway took the seats back:\n%s%s", sp.stdout.String(), sp.stderr.String())
+	if !strings.Contains(sp.stdout.String(), "corpsim HTTP gateway took back the seats of 1 session(s): "+id+"\n") {
+		t.Errorf("the restarted serve does not say its gateway took back the seats of %s, and of it alone (not %s, made over NATS):\n%s%s",
+			id, natsMade.Session, sp.stdout.String(), sp.stderr.String())
 	}
 	status := player.wait(t, time.Minute)
 	sp.stop(t, 20*time.Second)

@@ -46,7 +46,8 @@ const (
 	// DispatchOne offers newly available work to one idle agent seat at a
 	// time, taking turns by member order within each role; a seat that
 	// passes (its turn ends idle with work it may take still open) hands the
-	// offer on to the next, until every idle seat of the role has passed.
+	// offer on to the next, until every idle seat that may take it has
+	// passed.
 	// A world of many seats then costs a turn per task, not a turn per seat.
 	DispatchOne = "one"
 )

@@ -103,9 +103,10 @@
 // server's credentials, so an HTTP client carries on with the token it had,
 // and the session goes on once its seats are back. The gateway's record of
 // an adopted session starts at adoption: its earlier events and rewards are
-// learnt as a fork's prefix is (at most 20,000 events over NATS). A forked
-// or reset adopted session needs "agents" (the gateway no longer knows the
-// ones it was created with). Seats whose HTTP tokens were the gateway's own
+// learnt as a fork's prefix is (at most 20,000 events over NATS). A fork
+// or reset of an adopted session must name its "agents" (the gateway no
+// longer knows the ones it was created with); without them it is refused
+// with 400. Seats whose HTTP tokens were the gateway's own
 // (an external NATS server without per-seat credentials) cannot be taken
 // back: their turns time out.
 //
@@ -113,7 +114,8 @@
 //
 // A Gateway is safe for concurrent use by many HTTP clients on many sessions.
 // All its state is behind mutexes; it starts no goroutines of its own
-// beyond those of its NATS connections. A session's record (seat tokens,
+// beyond those of its NATS connections and, for a session it adopts, one
+// that learns the session's past. A session's record (seat tokens,
 // events, rewards) is kept for Config.Retain after the session ends; then
 // its seat tokens are unknown (401). Close ends every long poll, closes
 // every connection and waits for in-flight requests.

@@ -418,7 +418,7 @@ func (g *Gateway) register(s *session) bool {
 // tokens) cannot be adopted, and neither can the session. turnWait is the
 // session's turn budget (0: Config.TurnWait). The gateway's record of the
 // session starts at adoption; its earlier events are learnt as a fork's
-// prefix is (up to 20,000 of them).
+// prefix is (up to 20,000 of them), in the background.
 func (g *Gateway) Adopt(ctx context.Context, id string, seats map[string]proto.Seat, turnWait time.Duration) error {
 	if len(seats) == 0 {
 		return fmt.Errorf("httpgw: adopt %s: no remote seats", id)
@@ -435,6 +435,9 @@ func (g *Gateway) Adopt(ctx context.Context, id string, seats map[string]proto.S
 		turnWait = g.cfg.TurnWait
 	}
 	st, err := g.control(ctx, id, proto.OpStatus)
+	if err == nil && st.Error != "" {
+		err = errors.New(st.Error)
+	}
 	if err != nil {
 		return fmt.Errorf("httpgw: adopt %s: %w", id, err)
 	}
@@ -453,7 +456,9 @@ func (g *Gateway) Adopt(ctx context.Context, id string, seats map[string]proto.S
 		s.finish(statusClosed)
 		return fmt.Errorf("httpgw: adopt %s: the gateway is closing", id)
 	}
-	s.learnPrefix(ctx)
+	// Learnt in the background: the seats are back, and their clients
+	// should not wait for the record of the past.
+	go s.learnPrefix(g.ctx)
 	s.log.Info("session adopted", "events", st.Events, "remote_seats", len(s.seats))
 	return nil
 }

@@ -97,10 +97,10 @@ func (g *Gateway) handleReset(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) fork(w http.ResponseWriter, r *http.Request, f forkRequest) {
 	parent := r.PathValue("id")
 	if f.Agents == "" {
-		if p := g.session(parent); p != nil {
+		if p := g.session(parent); p != nil && p.agents != "" {
 			f.Agents = p.agents
 		} else {
-			writeError(w, http.StatusBadRequest, `the gateway did not create session %s (or has forgotten it): name the "agents"`, parent)
+			writeError(w, http.StatusBadRequest, `the gateway did not create session %s in this process (or has forgotten it): name the "agents"`, parent)
 			return
 		}
 	}
@@ -200,7 +200,7 @@ func (g *Gateway) handleControl(w http.ResponseWriter, r *http.Request) {
 			}
 			s.finish(status)
 		case proto.OpStart:
-			if s.parent != "" {
+			if s.hasPrefix() {
 				s.learnPrefix(r.Context())
 			}
 		}
@@ -337,7 +337,7 @@ func (g *Gateway) handleScore(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.probe(r.Context())
-	} else if s.parent != "" {
+	} else if s.hasPrefix() {
 		s.learnPrefix(r.Context())
 	}
 	s.mu.Lock()

@@ -389,6 +389,14 @@ func (s *session) learnPrefix(ctx context.Context) {
 	}
 }
 
+// hasPrefix reports whether the session's record starts after events it
+// has not learnt: a fork's prefix, or what happened before adoption.
+func (s *session) hasPrefix() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.prefixKnown && s.forkSeq > 0
+}
+
 func (s *session) setPrefix(evs []events.Event, reward float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

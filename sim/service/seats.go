@@ -14,13 +14,14 @@ type SavedSeatsOf struct {
 	TurnTimeout string                // the session's turn budget ("" for the service's default)
 }
 
-// SavedSeats returns the sessions the state file keeps (those ResumeSaved
+// SeatsVia returns the sessions the state file keeps (those ResumeSaved
 // resumes) whose remote seats the client via played, in session order. An
 // HTTP gateway restarted with the service takes them over again
 // (httpgw.Gateway.Adopt): its clients come back with the tokens they had,
 // and each session, resumed waiting for its seats, goes on once they are
-// subscribed.
-func (s *Service) SavedSeats(via string) []SavedSeatsOf {
+// subscribed. Via is the creating client's word (proto.CreateRequest.Via):
+// a NATS client that claims "http" gets the gateway playing its seats too.
+func (s *Service) SeatsVia(via string) []SavedSeatsOf {
 	var out []SavedSeatsOf
 	for id, ss := range s.state.saved() {
 		if ss.Via != via || len(ss.Seats) == 0 {

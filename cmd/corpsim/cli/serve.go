@@ -338,7 +338,7 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, a *app, befor
 // seats' turns time out.
 func adoptHTTPSeats(ctx context.Context, gw *httpgw.Gateway, svc *service.Service, a *app) {
 	var adopted []string
-	for _, saved := range svc.SavedSeats(proto.ViaHTTP) {
+	for _, saved := range svc.SeatsVia(proto.ViaHTTP) {
 		turnWait, _ := time.ParseDuration(saved.TurnTimeout)
 		if err := gw.Adopt(ctx, saved.Session, saved.Seats, turnWait); err != nil {
 			a.logger.Warn("the HTTP gateway cannot take back a resumed session's seats; their turns will time out", "session", saved.Session, "error", err)

@@ -68,6 +68,9 @@ func (a *app) worldsCmd() *cobra.Command {
 		Short: "Generate a world file of a given size (deterministic in its flags)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			if g.Dispatch != "" && g.Dispatch != worlds.DispatchAll && g.Dispatch != worlds.DispatchOne {
+				return usagef("--dispatch %q: expected %s or %s", g.Dispatch, worlds.DispatchAll, worlds.DispatchOne)
+			}
 			src := worlds.Generate(g)
 			if _, err := worlds.Load("generated", src); err != nil {
 				return fmt.Errorf("generated world does not load (a bug): %w", err)
