@@ -143,33 +143,7 @@ func TestDispatchOneReplaysAndRestores(t *testing.T) {
 		t.Fatal("the state's snapshot loses its dispatch")
 	}
 
-	live := dispatchEngine(t, worlds.DispatchOne, 11)
-	var got []events.Event
-	for boundary := 0; ; boundary++ {
-		rd := live.Ready()
-		got = append(got, rd.Events...)
-		if boundary%5 == 0 {
-			r, err := sim.Restore(sim.Config{World: live.State().World, Seed: 11, Session: "s"}, live.Snapshot(), live.StateHash())
-			if err != nil {
-				t.Fatalf("restore at seq %d: %v", live.State().LastSeq, err)
-			}
-			r.Resume()
-			equalLogs(t, append(append([]events.Event{}, got...), drive(t, r, greedy, false, 0)...), want)
-		}
-		live.Advance()
-		if rd.Done {
-			break
-		}
-		if len(rd.Turns) == 0 {
-			live.Tick()
-			continue
-		}
-		var ans []sim.Answer
-		for _, tu := range rd.Turns {
-			ans = append(ans, greedy(tu.Observation))
-		}
-		live.Step(ans)
-	}
+	checkRestores(t, dispatchEngine(t, worlds.DispatchOne, 11), 11, 5, want)
 }
 
 // TestDispatchOneDoesAsMuchOnShippedWorlds plays every shipped world with

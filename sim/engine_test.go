@@ -270,14 +270,28 @@ func TestSnapshotRestoreContinuesTheSameLog(t *testing.T) {
 
 	live := mustEngine(t, 13)
 	live.Start()
+	if boundaries := checkRestores(t, live, 13, 7, want); boundaries < 50 {
+		t.Fatalf("only %d batch boundaries", boundaries)
+	}
+	if _, err := sim.Restore(sim.Config{World: live.State().World, Seed: 13}, live.Snapshot(), "00"); err == nil {
+		t.Fatal("restore accepted a wrong state hash")
+	}
+}
+
+// checkRestores plays the started engine live to its end with greedy
+// agents, and at every every-th batch boundary restores a new engine
+// (seed seed) from live's snapshot and checks that, played on, it makes
+// the rest of want. It returns the number of batch boundaries.
+func checkRestores(t *testing.T, live *sim.Engine, seed uint64, every int, want []events.Event) int {
+	t.Helper()
 	var got []events.Event
 	boundaries := 0
 	for {
 		rd := live.Ready()
 		got = append(got, rd.Events...)
-		if boundaries%7 == 0 {
+		if boundaries%every == 0 {
 			snap := live.Snapshot()
-			r, err := sim.Restore(sim.Config{World: live.State().World, Seed: 13, Session: "s"}, snap, live.StateHash())
+			r, err := sim.Restore(sim.Config{World: live.State().World, Seed: seed, Session: "s"}, snap, live.StateHash())
 			if err != nil {
 				t.Fatalf("restore at seq %d: %v", live.State().LastSeq, err)
 			}
@@ -289,7 +303,7 @@ func TestSnapshotRestoreContinuesTheSameLog(t *testing.T) {
 		boundaries++
 		live.Advance()
 		if rd.Done {
-			break
+			return boundaries
 		}
 		if len(rd.Turns) == 0 {
 			live.Tick()
@@ -300,11 +314,5 @@ func TestSnapshotRestoreContinuesTheSameLog(t *testing.T) {
 			ans = append(ans, greedy(tu.Observation))
 		}
 		live.Step(ans)
-	}
-	if boundaries < 50 {
-		t.Fatalf("only %d batch boundaries", boundaries)
-	}
-	if _, err := sim.Restore(sim.Config{World: live.State().World, Seed: 13}, live.Snapshot(), "00"); err == nil {
-		t.Fatal("restore accepted a wrong state hash")
 	}
 }
