@@ -547,3 +547,121 @@ func TestWorkerRenewsLeasesConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// lossyKV is a bucket that loses the first read of one key as a NATS node
+// loses a request it took as it died: the read is never answered, nor
+// failed, until its context ends. It records the budget that read had.
+type lossyKV struct {
+	jetstream.KeyValue
+	lose string
+
+	mu     sync.Mutex
+	lost   bool
+	budget time.Duration // -1: no deadline
+}
+
+func (k *lossyKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	k.mu.Lock()
+	lose := key == k.lose && !k.lost
+	if lose {
+		k.lost, k.budget = true, -1
+		if d, ok := ctx.Deadline(); ok {
+			k.budget = time.Until(d)
+		}
+	}
+	k.mu.Unlock()
+	if lose {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return k.KeyValue.Get(ctx, key)
+}
+
+// A request of a scan that is never answered costs that request's bound
+// (RequestFor), not the scan: the other orphans are adopted in the same
+// scan, and the session whose read was lost in the next one. (Bounded by
+// the whole scan's budget, the lost read failed the scan, and after a NATS
+// node was shut down a worker adopted nothing for 30 s.)
+func TestWorkerScanSurvivesALostRequest(t *testing.T) {
+	node := mustNode(t)
+	cfg := WorkerConfig{LeaseTTL: 30 * time.Second, RenewEvery: time.Second, ScanEvery: time.Hour} // scans: by hand
+	b, _ := mustWorker(t, node, "b", 100, cfg)
+	op, err := client.Dial(node.ClientURL(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js, _ := jetstream.New(op.Conn())
+	var ids []string
+	for i := range 2 {
+		r, err := op.Create(ctx, proto.CreateRequest{World: "startup", Seed: uint64(i + 1), Agents: "greedy", Wait: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.Session)
+	}
+	cfg.RequestFor = 200 * time.Millisecond
+	a, _ := mustWorker(t, node, "a", 100, cfg)
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	if err := b.Shutdown(sctx); err != nil { // hands both sessions off: orphans
+		t.Fatal(err)
+	}
+	scancel()
+	kv := &lossyKV{KeyValue: a.meta, lose: ids[0]}
+	a.meta = kv // a's scan loop sleeps for an hour: only this test reads it
+
+	if err := a.scan(); err != nil {
+		t.Fatalf("a scan with one read lost: %v", err)
+	}
+	if got := leaseOwnerOrNone(js, ids[1]); got != "a" {
+		t.Errorf("session %s (read fine): leased by %q after the scan, want a", ids[1], got)
+	}
+	if got := leaseOwnerOrNone(js, ids[0]); got != "" {
+		t.Errorf("session %s (read lost): leased by %q after the scan, want none yet", ids[0], got)
+	}
+	if kv.budget < 0 || kv.budget > cfg.RequestFor {
+		t.Errorf("the lost read had a budget of %v, want at most RequestFor (%v)", kv.budget, cfg.RequestFor)
+	}
+	if err := a.scan(); err != nil {
+		t.Fatal(err)
+	}
+	if got := leaseOwnerOrNone(js, ids[0]); got != "a" {
+		t.Errorf("session %s: leased by %q after the next scan, want a", ids[0], got)
+	}
+}
+
+// cutLister is a key listing that its context cut short: jetstream's
+// lister then ends its channel just as when it has listed every key.
+type cutLister struct{ keys chan string }
+
+func (l cutLister) Keys() <-chan string { return l.keys }
+func (l cutLister) Stop() error         { return nil }
+
+type cutKV struct {
+	jetstream.KeyValue
+	cancel context.CancelFunc
+}
+
+func (k cutKV) Bucket() string { return "CUT" }
+
+func (k cutKV) ListKeys(context.Context, ...jetstream.WatchOpt) (jetstream.KeyLister, error) {
+	ch := make(chan string, 1)
+	ch <- "first"
+	close(ch)
+	k.cancel()
+	return cutLister{ch}, nil
+}
+
+// A listing of keys cut short by its context is an error, not a shorter
+// list (a worker would take leased sessions for orphans, a list request
+// would answer with some sessions missing).
+func TestKeysCutShortIsAnError(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got, err := keys(ctx, cutKV{cancel: cancel})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("keys of a listing cut short: got %v, %v; want an error wrapping context.Canceled", got, err)
+	}
+}
