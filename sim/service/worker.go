@@ -362,9 +362,28 @@ func (w *Worker) release(id string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := w.leases.Delete(ctx, id, jetstream.LastRevision(l.rev)); err != nil {
+	err := w.leases.Delete(ctx, id, jetstream.LastRevision(l.rev))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		if later, ok := w.laterOwnRevision(ctx, id, l.rev); ok {
+			err = w.leases.Delete(ctx, id, jetstream.LastRevision(later))
+		}
+	}
+	if err != nil {
 		w.logger.Warn("cannot release the lease; it expires on its own", "session", id, "error", err)
 	}
+}
+
+// laterOwnRevision reads lease id after a write at revision rev was
+// refused for another revision: a renewal whose reply was lost (its NATS
+// node died, the request timed out) may have been stored, and the lease
+// is then still this worker's at a later revision, which it returns. Only
+// this worker writes its name on a lease it holds.
+func (w *Worker) laterOwnRevision(ctx context.Context, id string, rev uint64) (uint64, bool) {
+	e, err := w.leases.Get(ctx, id)
+	if err != nil || e.Revision() <= rev || string(e.Value()) != w.cfg.Name {
+		return 0, false
+	}
+	return e.Revision(), true
 }
 
 func (w *Worker) renewLoop() {
@@ -422,6 +441,12 @@ func (w *Worker) renew(id string) {
 	defer cancel()
 	now := time.Now()
 	nrev, err := w.leases.Update(ctx, id, []byte(w.cfg.Name), rev)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		if later, ok := w.laterOwnRevision(ctx, id, rev); ok {
+			now = time.Now()
+			nrev, err = w.leases.Update(ctx, id, []byte(w.cfg.Name), later)
+		}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if l = w.held[id]; l == nil || l.rev != rev {

@@ -665,3 +665,109 @@ func TestKeysCutShortIsAnError(t *testing.T) {
 		t.Fatalf("keys of a listing cut short: got %v, %v; want an error wrapping context.Canceled", got, err)
 	}
 }
+
+// lostReplyLeases is a lease bucket in memory whose next update is stored
+// but answered with a timeout, as when the NATS node that took the request
+// dies before it replies.
+type lostReplyLeases struct {
+	jetstream.KeyValue
+	mu        sync.Mutex
+	value     string
+	rev       uint64
+	loseReply bool
+}
+
+type leaseEntry struct {
+	jetstream.KeyValueEntry
+	value string
+	rev   uint64
+}
+
+func (e leaseEntry) Value() []byte    { return []byte(e.value) }
+func (e leaseEntry) Revision() uint64 { return e.rev }
+
+func (k *lostReplyLeases) Update(_ context.Context, _ string, value []byte, rev uint64) (uint64, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if rev != k.rev {
+		return 0, jetstream.ErrKeyExists
+	}
+	k.value, k.rev = string(value), k.rev+1
+	if k.loseReply {
+		k.loseReply = false
+		return 0, context.DeadlineExceeded
+	}
+	return k.rev, nil
+}
+
+func (k *lostReplyLeases) Get(context.Context, string) (jetstream.KeyValueEntry, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return leaseEntry{value: k.value, rev: k.rev}, nil
+}
+
+// A renewal whose reply was lost but which was stored leaves the worker's
+// revision of its lease behind the bucket's: the next renewal finds the
+// lease still the worker's and keeps it (instead of taking it for lost and
+// stopping the session); a lease someone else wrote meanwhile is lost.
+func TestWorkerRenewalWithLostReply(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		intruder bool // another worker writes the lease after the lost reply
+		wantLost bool
+	}{
+		{name: "stored", wantLost: false},
+		{name: "taken since", intruder: true, wantLost: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kv := &lostReplyLeases{value: "w", rev: 1, loseReply: true}
+			w := &Worker{cfg: WorkerConfig{Name: "w", RenewEvery: time.Second, LeaseTTL: time.Minute}, logger: hclog.NewNullLogger(),
+				leases: kv, held: map[string]*lease{"s": {rev: 1, renewed: time.Now()}}}
+			w.renew("s") // stored, reply lost
+			if l := w.held["s"]; l.lost || l.rev != 1 {
+				t.Fatalf("after a lost reply: lost %v, rev %d; want kept at rev 1", l.lost, l.rev)
+			}
+			if tc.intruder {
+				kv.value, kv.rev = "other", kv.rev+1
+			}
+			w.renew("s")
+			l := w.held["s"]
+			if l.lost != tc.wantLost {
+				t.Fatalf("after the next renewal: lost %v, want %v", l.lost, tc.wantLost)
+			}
+			if !tc.wantLost && l.rev != kv.rev {
+				t.Errorf("after the next renewal: rev %d, want the bucket's %d", l.rev, kv.rev)
+			}
+		})
+	}
+}
+
+// A lease released after a renewal whose reply was lost (stored, the
+// worker's revision left behind) is deleted, not left to expire.
+func TestWorkerReleaseAfterLostReply(t *testing.T) {
+	node := mustNode(t)
+	nc, err := node.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js, _ := jetstream.New(nc)
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "LEASES"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := kv.Create(ctx, "s", []byte("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Update(ctx, "s", []byte("w"), rev); err != nil { // the renewal whose reply was lost
+		t.Fatal(err)
+	}
+	w := &Worker{cfg: WorkerConfig{Name: "w"}, logger: testLogger(t), leases: kv, held: map[string]*lease{"s": {rev: rev, renewed: time.Now()}}}
+	w.release("s")
+	if e, err := kv.Get(ctx, "s"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("after the release: got %v, %v; want the lease gone", e, err)
+	}
+}
