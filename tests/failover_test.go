@@ -245,9 +245,13 @@ func failover(t *testing.T, killNode bool) {
 			rctx, cancel := context.WithTimeout(context.Background(), 3*requestFor)
 			m, err := statusErr(rctx, id)
 			cancel()
+			recorded := fmt.Sprintf("status %q, last seq %d", m.Status, m.LastSeq)
+			if err != nil {
+				recorded = fmt.Sprintf("unread (%v)", err)
+			}
 			cs := cluster[id]
-			t.Logf("session %s: status %q (read error: %v), %d events recorded, %d in the stream, lease held by %q, last run by %q",
-				id, m.Status, err, m.LastSeq, cs.Events, cs.Leased, cs.Worker)
+			t.Logf("session %s: metadata %s; the stream holds %d events; lease held by %q; last run by %q",
+				id, recorded, cs.Events, cs.Leased, cs.Worker)
 			for _, name := range []string{"w1", "w2", "w3"} {
 				if w := workers[name]; w != nil {
 					if lines := linesAbout(w.stderr.String(), id, 8); lines != "" {
