@@ -394,9 +394,9 @@ func failover(t *testing.T, killNode bool) {
 				errs <- fmt.Errorf("session %s: the stream holds %d messages for %d events", id, n, meta.LastSeq)
 				return
 			}
-			// Restore does not retry transient failures itself (a fetch
-			// can find the new consumer not ready in a cluster): a few tries,
-			// each into a fresh log.
+			// Restore retries only a fetch that finds its new consumer not
+			// ready; other transient failures (a request lost, a leader
+			// being elected): a few tries, each into a fresh log.
 			var l events.Log
 			var last uint64
 			for try := 1; ; try++ {
