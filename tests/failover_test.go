@@ -60,7 +60,7 @@ func startWorker(tb testing.TB, name, urls string, args ...string) *workerProc {
 			}
 		}
 		if tb.Failed() {
-			tb.Logf("worker %s stderr:\n%s", name, tail(p.stderr.String(), 4000))
+			tb.Logf("worker %s, the last lines of its log:\n%s", name, lastLines(p.stderr.String(), 40))
 		}
 	})
 	deadline := time.Now().Add(30 * time.Second)
@@ -84,6 +84,31 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// linesAbout is the last n lines of s that mention word.
+func linesAbout(s, word string, n int) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, word) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out[max(0, len(out)-n):], "\n")
+}
+
+// requestFor bounds each request the failover tests make to the cluster.
+// The tests' own context is a liveness bound of minutes; a request that a
+// NATS node took just as it was shut down is never answered (nor failed:
+// nats.go waits for the reply until the context ends), and one status read
+// bounded by the tests' context alone held TestFailoverNATSNodeKilled to
+// its end, every session long finished, then read 30 empty statuses.
+const requestFor = 5 * time.Second
 
 // TestFailoverWorkerKilled: three embedded NATS nodes in a cluster, three
 // `corpsim serve --worker` processes; 30 sessions created through the
@@ -179,15 +204,67 @@ func failover(t *testing.T, killNode bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status := func(id string) events.SessionMeta {
+	// status reads a session's recorded metadata: a read that fails (a
+	// request lost with a node, a leader being elected) is tried again.
+	statusErr := func(ctx context.Context, id string) (events.SessionMeta, error) {
 		var m events.SessionMeta
-		if e, err := metaKV.Get(ctx, id); err == nil {
-			_ = json.Unmarshal(e.Value(), &m)
+		err := ctx.Err()
+		for try := 1; try <= 3 && ctx.Err() == nil; try++ {
+			rctx, cancel := context.WithTimeout(ctx, requestFor)
+			var e jetstream.KeyValueEntry
+			if e, err = metaKV.Get(rctx, id); err == nil {
+				err = json.Unmarshal(e.Value(), &m)
+			}
+			cancel()
+			if err == nil {
+				return m, nil
+			}
 		}
+		return m, err
+	}
+	status := func(id string) events.SessionMeta {
+		m, _ := statusErr(ctx, id)
 		return m
 	}
+	// report tells, on a failure, where each unfinished session stands in
+	// the cluster and what the workers logged about it (startWorker's
+	// cleanup adds the last lines of each worker's log).
+	report := func(unfinished []string) {
+		lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		all, err := service.ClusterSessions(lctx, js)
+		cancel()
+		cluster := map[string]service.ClusterSession{}
+		if err != nil {
+			t.Logf("the cluster's sessions: %v", err)
+		} else {
+			for _, s := range all {
+				cluster[s.ID] = s
+			}
+		}
+		for _, id := range unfinished {
+			rctx, cancel := context.WithTimeout(context.Background(), 3*requestFor)
+			m, err := statusErr(rctx, id)
+			cancel()
+			recorded := fmt.Sprintf("status %q, last seq %d", m.Status, m.LastSeq)
+			if err != nil {
+				recorded = fmt.Sprintf("unread (%v)", err)
+			}
+			cs := cluster[id]
+			t.Logf("session %s: metadata %s; the stream holds %d events; lease held by %q; last run by %q",
+				id, recorded, cs.Events, cs.Leased, cs.Worker)
+			for _, name := range []string{"w1", "w2", "w3"} {
+				if w := workers[name]; w != nil {
+					if lines := linesAbout(w.stderr.String(), id, 8); lines != "" {
+						t.Logf("session %s in worker %s's log:\n%s", id, name, lines)
+					}
+				}
+			}
+		}
+	}
 	for deadline := time.Now().Add(time.Minute); ; {
-		info, err := st.Info(ctx, jetstream.WithSubjectFilter(jsreplica.SubjectPrefix+">"))
+		rctx, rcancel := context.WithTimeout(ctx, requestFor)
+		info, err := st.Info(rctx, jetstream.WithSubjectFilter(jsreplica.SubjectPrefix+">"))
+		rcancel()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,33 +325,37 @@ func failover(t *testing.T, killNode bool) {
 	}
 
 	// Every session finishes.
-	for {
-		left := 0
+	for lastNews := time.Now(); ; {
+		var left []string
 		for _, id := range ids {
 			if status(id).Status != events.StatusFinished {
-				left++
+				left = append(left, id)
 			}
 		}
-		if left == 0 {
+		if len(left) == 0 {
 			break
 		}
 		if ctx.Err() != nil {
-			for _, id := range ids {
-				if m := status(id); m.Status != events.StatusFinished {
-					t.Logf("session %s: %s", id, m.Status)
-				}
-			}
-			t.Fatalf("%d sessions did not finish", left)
+			report(left)
+			t.Fatalf("%d sessions did not finish", len(left))
+		}
+		if time.Since(lastNews) > 30*time.Second {
+			t.Logf("%d sessions not finished %v after the kill", len(left), time.Since(killedAt).Round(time.Second))
+			lastNews = time.Now()
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("all %d sessions finished %v after the kill", sessions, time.Since(killedAt).Round(time.Millisecond))
-	owners, err := js.KeyValue(ctx, service.OwnerBucket)
+	octx, ocancel := context.WithTimeout(ctx, requestFor)
+	owners, err := js.KeyValue(octx, service.OwnerBucket)
+	ocancel()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range orphans {
-		e, err := owners.Get(ctx, id)
+		rctx, rcancel := context.WithTimeout(ctx, requestFor)
+		e, err := owners.Get(rctx, id)
+		rcancel()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,7 +370,9 @@ func failover(t *testing.T, killNode bool) {
 
 	// Every log, restored from the stream: gapless, no duplicates, replays
 	// to the recorded state hash.
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(jsreplica.SubjectPrefix+">"))
+	ictx, icancel := context.WithTimeout(ctx, requestFor)
+	info, err := st.Info(ictx, jetstream.WithSubjectFilter(jsreplica.SubjectPrefix+">"))
+	icancel()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,23 +382,29 @@ func failover(t *testing.T, killNode bool) {
 	for _, id := range ids {
 		wg.Add(1)
 		go func(id string) {
-			var err error
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			meta := status(id)
+			meta, err := statusErr(ctx, id)
+			if err != nil {
+				errs <- fmt.Errorf("session %s: read its metadata: %w", id, err)
+				return
+			}
 			if n := info.State.Subjects[jsreplica.Subject(id)]; n != meta.LastSeq {
 				errs <- fmt.Errorf("session %s: the stream holds %d messages for %d events", id, n, meta.LastSeq)
 				return
 			}
-			// Restore does not retry transient failures itself (a fetch
-			// can find the new consumer not ready in a cluster): a few tries,
-			// each into a fresh log.
+			// Restore retries only a fetch that finds its new consumer not
+			// ready; other transient failures (a request lost, a leader
+			// being elected): a few tries, each into a fresh log.
 			var l events.Log
 			var last uint64
 			for try := 1; ; try++ {
 				l = memlog.New()
-				if last, err = jsreplica.Restore(ctx, js, id, l); err == nil || try == 5 {
+				rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+				last, err = jsreplica.Restore(rctx, js, id, l)
+				rcancel()
+				if err == nil || try == 5 {
 					break
 				}
 				t.Logf("session %s: restore, try %d: %v", id, try, err)

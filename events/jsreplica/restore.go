@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/corpsim/corpsim/events"
@@ -147,8 +148,18 @@ func copyEvents(ctx context.Context, js jetstream.JetStream, session string, dst
 		batch = batch[:0]
 		return nil
 	}
+	refused := 0 // fetches in a row that found no consumer to answer
 	for {
 		mb, err := cons.Fetch(syncBatch, jetstream.FetchMaxWait(5*time.Second))
+		if errors.Is(err, nats.ErrNoResponders) && refused < fetchRefusals {
+			// A consumer just made in a cluster may not take requests yet;
+			// the next fetch makes it again from where the last one ended.
+			refused++
+			if err := pause(ctx, time.Duration(refused)*fetchPause); err != nil {
+				return last, err
+			}
+			continue
+		}
 		if err != nil {
 			return last, fmt.Errorf("jsreplica: session %s: fetch: %w", session, err)
 		}
@@ -195,15 +206,43 @@ func copyEvents(ctx context.Context, js jetstream.JetStream, session string, dst
 				return last, flush()
 			}
 		}
-		if err := mb.Error(); err != nil {
+		if err := mb.Error(); errors.Is(err, nats.ErrNoResponders) && got == 0 && refused < fetchRefusals {
+			refused++
+			if err := pause(ctx, time.Duration(refused)*fetchPause); err != nil {
+				return last, err
+			}
+			continue
+		} else if err != nil {
 			return last, fmt.Errorf("jsreplica: session %s: fetch: %w", session, err)
 		}
+		refused = 0
 		if err := ctx.Err(); err != nil {
 			return last, err
 		}
 		if got == 0 {
 			return last, fmt.Errorf("jsreplica: session %s: the stream holds up to message %d but delivered nothing past seq %d", session, end, next-1)
 		}
+	}
+}
+
+// A fetch that finds no consumer to answer it ("no responders": in a
+// cluster, a consumer just made may not take requests for a moment) is
+// tried again up to fetchRefusals times in a row, after fetchPause, twice
+// that, and so on.
+const (
+	fetchRefusals = 8
+	fetchPause    = 50 * time.Millisecond
+)
+
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

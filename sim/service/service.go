@@ -272,7 +272,10 @@ func (s *Service) handleList(msg *nats.Msg) {
 	if s.cfg.Hooks.List != nil {
 		list = s.cfg.Hooks.List
 	}
-	metas, err := list(context.Background())
+	// Bounded: a request of the listing lost with a node is never answered.
+	ctx, cancel := context.WithTimeout(context.Background(), listFor)
+	defer cancel()
+	metas, err := list(ctx)
 	var b []byte
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"error": err.Error()})

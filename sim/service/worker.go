@@ -40,6 +40,15 @@ const (
 	DefaultLeaseTTL   = 10 * time.Second
 	DefaultRenewEvery = 3 * time.Second
 	DefaultScanEvery  = 2 * time.Second
+	DefaultRequestFor = 5 * time.Second
+)
+
+// listFor bounds a listing of the cluster's sessions or leases (a scan's,
+// a list request's); adoptFor bounds one adoption (restoring the session
+// from the stream and replaying it).
+const (
+	listFor  = 30 * time.Second
+	adoptFor = 30 * time.Second
 )
 
 // errWorkerConfig marks a worker's settings that the cluster refuses:
@@ -66,6 +75,13 @@ type WorkerConfig struct {
 	LeaseTTL   time.Duration // 0: DefaultLeaseTTL
 	RenewEvery time.Duration // 0: DefaultRenewEvery
 	ScanEvery  time.Duration // 0: DefaultScanEvery
+	// RequestFor bounds each single request of a scan (a session's
+	// metadata read, a lease taken); 0 means DefaultRequestFor. A request
+	// that a NATS node took as it died is never answered, nor failed:
+	// nats.go waits for its reply until its context ends. Bounded by the
+	// whole scan's budget, one such request cost a worker every adoption
+	// for 30 s after a node of the cluster was shut down.
+	RequestFor time.Duration
 	// RetryFor bounds a replication's retries (jsreplica.Config.RetryFor);
 	// it is also cut at the lease's end.
 	RetryFor time.Duration
@@ -134,6 +150,9 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, svcCfg Config) (*Worker, e
 	}
 	if cfg.ScanEvery == 0 {
 		cfg.ScanEvery = DefaultScanEvery
+	}
+	if cfg.RequestFor == 0 {
+		cfg.RequestFor = DefaultRequestFor
 	}
 	if cfg.RenewEvery*2 >= cfg.LeaseTTL {
 		return nil, fmt.Errorf("service: lease TTL %v must be more than twice the renewal interval %v", cfg.LeaseTTL, cfg.RenewEvery)
@@ -343,9 +362,28 @@ func (w *Worker) release(id string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := w.leases.Delete(ctx, id, jetstream.LastRevision(l.rev)); err != nil {
+	err := w.leases.Delete(ctx, id, jetstream.LastRevision(l.rev))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		if later, ok := w.laterOwnRevision(ctx, id, l.rev); ok {
+			err = w.leases.Delete(ctx, id, jetstream.LastRevision(later))
+		}
+	}
+	if err != nil {
 		w.logger.Warn("cannot release the lease; it expires on its own", "session", id, "error", err)
 	}
+}
+
+// laterOwnRevision reads lease id after a write at revision rev was
+// refused for another revision: a renewal whose reply was lost (its NATS
+// node died, the request timed out) may have been stored, and the lease
+// is then still this worker's at a later revision, which it returns. Only
+// this worker writes its name on a lease it holds.
+func (w *Worker) laterOwnRevision(ctx context.Context, id string, rev uint64) (uint64, bool) {
+	e, err := w.leases.Get(ctx, id)
+	if err != nil || e.Revision() <= rev || string(e.Value()) != w.cfg.Name {
+		return 0, false
+	}
+	return e.Revision(), true
 }
 
 func (w *Worker) renewLoop() {
@@ -403,6 +441,12 @@ func (w *Worker) renew(id string) {
 	defer cancel()
 	now := time.Now()
 	nrev, err := w.leases.Update(ctx, id, []byte(w.cfg.Name), rev)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		if later, ok := w.laterOwnRevision(ctx, id, rev); ok {
+			now = time.Now()
+			nrev, err = w.leases.Update(ctx, id, []byte(w.cfg.Name), later)
+		}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if l = w.held[id]; l == nil || l.rev != rev {
@@ -449,7 +493,7 @@ func (w *Worker) scan() error {
 	if closed || room <= 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), listFor)
 	defer cancel()
 	metas, err := w.runningMetas(ctx)
 	if err != nil {
@@ -458,6 +502,11 @@ func (w *Worker) scan() error {
 	leased, err := keys(ctx, w.leases)
 	if err != nil {
 		return err
+	}
+	// Each request on its own bound, each adoption on its own budget: a
+	// request lost with a node costs RequestFor, not the scan.
+	request := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), w.cfg.RequestFor)
 	}
 	var orphans []string
 	for _, m := range metas {
@@ -471,22 +520,32 @@ func (w *Worker) scan() error {
 		if n >= min(room, adoptPerScan) {
 			break
 		}
-		rev, err := w.leases.Create(ctx, id, []byte(w.cfg.Name))
+		rctx, rcancel := request()
+		rev, err := w.leases.Create(rctx, id, []byte(w.cfg.Name))
+		rcancel()
 		if err != nil {
-			continue // another worker won it
+			continue // another worker won it (or the request failed: the lease expires)
 		}
 		// The session may have ended (failed, stopped) between the listing
 		// and the lease: its owner records the end before it lets the lease go.
 		// (A metadata read that fails is no news: adopt as before.)
-		if e, err := w.meta.Get(ctx, id); err == nil && !stillRunning(e.Value()) {
-			_ = w.leases.Delete(ctx, id, jetstream.LastRevision(rev))
+		rctx, rcancel = request()
+		e, err := w.meta.Get(rctx, id)
+		rcancel()
+		if err == nil && !stillRunning(e.Value()) {
+			rctx, rcancel = request()
+			_ = w.leases.Delete(rctx, id, jetstream.LastRevision(rev))
+			rcancel()
 			continue
 		}
 		w.mu.Lock()
 		w.held[id] = &lease{rev: rev, renewed: time.Now()}
 		w.mu.Unlock()
 		n++
-		if err := w.adopt(ctx, id); err != nil {
+		actx, acancel := context.WithTimeout(context.Background(), adoptFor)
+		err = w.adopt(actx, id)
+		acancel()
+		if err != nil {
 			w.logger.Error("cannot adopt the session", "session", id, "error", err)
 			w.release(id)
 		}
@@ -646,7 +705,9 @@ func (w *Worker) adoptUnstarted(ctx context.Context, id string, rec owner, saved
 }
 
 // runningMetas reads the cluster's metadata of sessions recorded running
-// (reading each session that ended only once).
+// (reading each session that ended only once). ctx bounds the listing;
+// each read has its own bound (RequestFor), and a session whose read fails
+// is left to the next scan.
 func (w *Worker) runningMetas(ctx context.Context) ([]events.SessionMeta, error) {
 	ids, err := keys(ctx, w.meta)
 	if err != nil {
@@ -660,12 +721,15 @@ func (w *Worker) runningMetas(ctx context.Context) ([]events.SessionMeta, error)
 		if done {
 			continue
 		}
-		e, err := w.meta.Get(ctx, id)
+		rctx, cancel := context.WithTimeout(ctx, w.cfg.RequestFor)
+		e, err := w.meta.Get(rctx, id)
+		cancel()
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			w.logger.Warn("cannot read the session's metadata; the next scan tries again", "session", id, "error", err)
+			continue
 		}
 		var m events.SessionMeta
 		if err := json.Unmarshal(e.Value(), &m); err != nil {
@@ -720,6 +784,8 @@ func allMetas(ctx context.Context, kv jetstream.KeyValue) ([]events.SessionMeta,
 	return out, nil
 }
 
+// keys lists the keys of kv. A listing that ctx cut short is an error: the
+// lister ends its channel then just as when it has listed every key.
 func keys(ctx context.Context, kv jetstream.KeyValue) (map[string]bool, error) {
 	kl, err := kv.ListKeys(ctx)
 	if err != nil {
@@ -729,6 +795,9 @@ func keys(ctx context.Context, kv jetstream.KeyValue) (map[string]bool, error) {
 	out := map[string]bool{}
 	for k := range kl.Keys() {
 		out[k] = true
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("service: the keys of bucket %s, %d listed: %w", kv.Bucket(), len(out), err)
 	}
 	return out, nil
 }

@@ -547,3 +547,227 @@ func TestWorkerRenewsLeasesConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// lossyKV is a bucket that loses the first read of one key as a NATS node
+// loses a request it took as it died: the read is never answered, nor
+// failed, until its context ends. It records the budget that read had.
+type lossyKV struct {
+	jetstream.KeyValue
+	lose string
+
+	mu     sync.Mutex
+	lost   bool
+	budget time.Duration // -1: no deadline
+}
+
+func (k *lossyKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	k.mu.Lock()
+	lose := key == k.lose && !k.lost
+	if lose {
+		k.lost, k.budget = true, -1
+		if d, ok := ctx.Deadline(); ok {
+			k.budget = time.Until(d)
+		}
+	}
+	k.mu.Unlock()
+	if lose {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return k.KeyValue.Get(ctx, key)
+}
+
+// A request of a scan that is never answered costs that request's bound
+// (RequestFor), not the scan: the other orphans are adopted in the same
+// scan, and the session whose read was lost in the next one. (Bounded by
+// the whole scan's budget, the lost read failed the scan, and after a NATS
+// node was shut down a worker adopted nothing for 30 s.)
+func TestWorkerScanSurvivesALostRequest(t *testing.T) {
+	node := mustNode(t)
+	cfg := WorkerConfig{LeaseTTL: 30 * time.Second, RenewEvery: time.Second, ScanEvery: time.Hour} // scans: by hand
+	b, _ := mustWorker(t, node, "b", 100, cfg)
+	op, err := client.Dial(node.ClientURL(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js, _ := jetstream.New(op.Conn())
+	var ids []string
+	for i := range 2 {
+		r, err := op.Create(ctx, proto.CreateRequest{World: "startup", Seed: uint64(i + 1), Agents: "greedy", Wait: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.Session)
+	}
+	cfg.RequestFor = 200 * time.Millisecond
+	a, _ := mustWorker(t, node, "a", 100, cfg)
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	if err := b.Shutdown(sctx); err != nil { // hands both sessions off: orphans
+		t.Fatal(err)
+	}
+	scancel()
+	kv := &lossyKV{KeyValue: a.meta, lose: ids[0]}
+	a.meta = kv // a's scan loop sleeps for an hour: only this test reads it
+
+	if err := a.scan(); err != nil {
+		t.Fatalf("a scan with one read lost: %v", err)
+	}
+	if got := leaseOwnerOrNone(js, ids[1]); got != "a" {
+		t.Errorf("session %s (read fine): leased by %q after the scan, want a", ids[1], got)
+	}
+	if got := leaseOwnerOrNone(js, ids[0]); got != "" {
+		t.Errorf("session %s (read lost): leased by %q after the scan, want none yet", ids[0], got)
+	}
+	if kv.budget < 0 || kv.budget > cfg.RequestFor {
+		t.Errorf("the lost read had a budget of %v, want at most RequestFor (%v)", kv.budget, cfg.RequestFor)
+	}
+	if err := a.scan(); err != nil {
+		t.Fatal(err)
+	}
+	if got := leaseOwnerOrNone(js, ids[0]); got != "a" {
+		t.Errorf("session %s: leased by %q after the next scan, want a", ids[0], got)
+	}
+}
+
+// cutLister is a key listing that its context cut short: jetstream's
+// lister then ends its channel just as when it has listed every key.
+type cutLister struct{ keys chan string }
+
+func (l cutLister) Keys() <-chan string { return l.keys }
+func (l cutLister) Stop() error         { return nil }
+
+type cutKV struct {
+	jetstream.KeyValue
+	cancel context.CancelFunc
+}
+
+func (k cutKV) Bucket() string { return "CUT" }
+
+func (k cutKV) ListKeys(context.Context, ...jetstream.WatchOpt) (jetstream.KeyLister, error) {
+	ch := make(chan string, 1)
+	ch <- "first"
+	close(ch)
+	k.cancel()
+	return cutLister{ch}, nil
+}
+
+// A listing of keys cut short by its context is an error, not a shorter
+// list (a worker would take leased sessions for orphans, a list request
+// would answer with some sessions missing).
+func TestKeysCutShortIsAnError(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got, err := keys(ctx, cutKV{cancel: cancel})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("keys of a listing cut short: got %v, %v; want an error wrapping context.Canceled", got, err)
+	}
+}
+
+// lostReplyLeases is a lease bucket in memory whose next update is stored
+// but answered with a timeout, as when the NATS node that took the request
+// dies before it replies.
+type lostReplyLeases struct {
+	jetstream.KeyValue
+	mu        sync.Mutex
+	value     string
+	rev       uint64
+	loseReply bool
+}
+
+type leaseEntry struct {
+	jetstream.KeyValueEntry
+	value string
+	rev   uint64
+}
+
+func (e leaseEntry) Value() []byte    { return []byte(e.value) }
+func (e leaseEntry) Revision() uint64 { return e.rev }
+
+func (k *lostReplyLeases) Update(_ context.Context, _ string, value []byte, rev uint64) (uint64, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if rev != k.rev {
+		return 0, jetstream.ErrKeyExists
+	}
+	k.value, k.rev = string(value), k.rev+1
+	if k.loseReply {
+		k.loseReply = false
+		return 0, context.DeadlineExceeded
+	}
+	return k.rev, nil
+}
+
+func (k *lostReplyLeases) Get(context.Context, string) (jetstream.KeyValueEntry, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return leaseEntry{value: k.value, rev: k.rev}, nil
+}
+
+// A renewal whose reply was lost but which was stored leaves the worker's
+// revision of its lease behind the bucket's: the next renewal finds the
+// lease still the worker's and keeps it (instead of taking it for lost and
+// stopping the session); a lease someone else wrote meanwhile is lost.
+func TestWorkerRenewalWithLostReply(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		intruder bool // another worker writes the lease after the lost reply
+		wantLost bool
+	}{
+		{name: "stored", wantLost: false},
+		{name: "taken since", intruder: true, wantLost: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kv := &lostReplyLeases{value: "w", rev: 1, loseReply: true}
+			w := &Worker{cfg: WorkerConfig{Name: "w", RenewEvery: time.Second, LeaseTTL: time.Minute}, logger: hclog.NewNullLogger(),
+				leases: kv, held: map[string]*lease{"s": {rev: 1, renewed: time.Now()}}}
+			w.renew("s") // stored, reply lost
+			if l := w.held["s"]; l.lost || l.rev != 1 {
+				t.Fatalf("after a lost reply: lost %v, rev %d; want kept at rev 1", l.lost, l.rev)
+			}
+			if tc.intruder {
+				kv.value, kv.rev = "other", kv.rev+1
+			}
+			w.renew("s")
+			l := w.held["s"]
+			if l.lost != tc.wantLost {
+				t.Fatalf("after the next renewal: lost %v, want %v", l.lost, tc.wantLost)
+			}
+			if !tc.wantLost && l.rev != kv.rev {
+				t.Errorf("after the next renewal: rev %d, want the bucket's %d", l.rev, kv.rev)
+			}
+		})
+	}
+}
+
+// A lease released after a renewal whose reply was lost (stored, the
+// worker's revision left behind) is deleted, not left to expire.
+func TestWorkerReleaseAfterLostReply(t *testing.T) {
+	node := mustNode(t)
+	nc, err := node.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js, _ := jetstream.New(nc)
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "LEASES"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := kv.Create(ctx, "s", []byte("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Update(ctx, "s", []byte("w"), rev); err != nil { // the renewal whose reply was lost
+		t.Fatal(err)
+	}
+	w := &Worker{cfg: WorkerConfig{Name: "w"}, logger: testLogger(t), leases: kv, held: map[string]*lease{"s": {rev: rev, renewed: time.Now()}}}
+	w.release("s")
+	if e, err := kv.Get(ctx, "s"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("after the release: got %v, %v; want the lease gone", e, err)
+	}
+}
