@@ -160,14 +160,21 @@ func BenchmarkAppendParallel(b *testing.B) {
 
 const benchReadEvents = 160 * benchBatch // 10240
 
-// BenchmarkRead measures Read: one op is one event read and decoded.
-func BenchmarkRead(b *testing.B) {
+// readBenchLog is a log whose session "s" holds benchReadEvents events,
+// for the read benchmarks, and one batch of them.
+func readBenchLog(b *testing.B) (*pebblelog.Log, []events.Event) {
 	l := openBenchLog(b, pebblelog.Options{NoSync: true}, "s")
 	batch, fill := benchEvents()
 	for last := uint64(0); last < benchReadEvents; last += benchBatch {
 		fill(last + 1)
 		mustAppend(b, l, "s", last, batch)
 	}
+	return l, batch
+}
+
+// BenchmarkRead measures Read: one op is one event read and decoded.
+func BenchmarkRead(b *testing.B) {
+	l, batch := readBenchLog(b)
 	ctx := context.Background()
 	b.SetBytes(int64(events.EncodedLen(&batch[0])))
 	b.ResetTimer()
@@ -190,12 +197,7 @@ func BenchmarkRead(b *testing.B) {
 // BenchmarkScan measures Scan, the borrowed-event read: one op is one
 // event read, checksummed and decoded in place.
 func BenchmarkScan(b *testing.B) {
-	l := openBenchLog(b, pebblelog.Options{NoSync: true}, "s")
-	batch, fill := benchEvents()
-	for last := uint64(0); last < benchReadEvents; last += benchBatch {
-		fill(last + 1)
-		mustAppend(b, l, "s", last, batch)
-	}
+	l, batch := readBenchLog(b)
 	ctx := context.Background()
 	errDone := errors.New("done")
 	b.SetBytes(int64(events.EncodedLen(&batch[0])))
