@@ -3,7 +3,8 @@ package agents
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/corpsim/corpsim/org"
@@ -32,12 +33,7 @@ var builtins = map[string]func(Options) Agent{
 
 // Names lists the built-in agents.
 func Names() []string {
-	out := make([]string, 0, len(builtins))
-	for n := range builtins {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(builtins))
 }
 
 // New makes a built-in agent by name.

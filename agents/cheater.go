@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"maps"
 	"strconv"
 	"sync"
 
@@ -38,9 +39,7 @@ func (c *Cheater) Tried() map[string]bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[string]bool{}
-	for k, v := range c.tried {
-		out[k] = v
-	}
+	maps.Copy(out, c.tried)
 	return out
 }
 

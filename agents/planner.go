@@ -76,11 +76,10 @@ func (p *Planner) Decide(_ context.Context, o org.Observation) ([]org.Action, er
 			p.known[m.Topic] = true
 		}
 	}
-	for id := range p.parked {
-		if !slices.ContainsFunc(o.Assigned, func(t org.TaskView) bool { return t.ID == id }) {
-			delete(p.parked, id) // done, or another took it first
-		}
-	}
+	maps.DeleteFunc(p.parked, func(id string, _ bool) bool {
+		// Done, or another took it first.
+		return !slices.ContainsFunc(o.Assigned, func(t org.TaskView) bool { return t.ID == id })
+	})
 	for _, list := range [][]org.TaskView{o.Assigned, o.Available, o.Upcoming} {
 		for _, t := range list {
 			if _, ok := p.seen[t.ID]; !ok && t.Purchase > 0 {

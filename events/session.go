@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"maps"
 )
 
 // Status is the lifecycle state of a session.
@@ -97,10 +98,7 @@ func (m *SessionMeta) Validate() error {
 func (m *SessionMeta) Clone() SessionMeta {
 	c := *m
 	if m.Agents != nil {
-		c.Agents = make(map[string]string, len(m.Agents))
-		for k, v := range m.Agents {
-			c.Agents[k] = v
-		}
+		c.Agents = maps.Clone(m.Agents)
 	}
 	return c
 }

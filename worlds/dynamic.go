@@ -2,6 +2,8 @@ package worlds
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -299,7 +301,8 @@ func (v *validator) template(path string, t *fileTemplate, queue string, r *refs
 	if t.SLA != "" {
 		out.SLA, _ = v.duration(path+".sla", t.SLA, cal.DayLength(), true)
 	}
-	for p, w := range t.Priority {
+	for _, p := range slices.Sorted(maps.Keys(t.Priority)) { // in order, so are the errors
+		w := t.Priority[p]
 		if w < 0 {
 			v.errf(path+".priority", "weights must not be negative, got %d for priority %d", w, p)
 		}
