@@ -101,9 +101,9 @@ func TestGolden(t *testing.T) {
 				t.Errorf("SHA-256 of the binary encodings: got %s, want %s (%s)", sum, recorded.binary, goldenSums)
 			}
 			checkGoldenReplay(t, c.name(), want, recorded)
-			checkTurnOrder(t, want)
+			checkTurnOrder(t, got)
 			if c.file != "" {
-				checkSameInstant(t, want)
+				checkSameInstant(t, got)
 			}
 		})
 	}
