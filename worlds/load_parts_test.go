@@ -12,7 +12,9 @@ import (
 )
 
 // loadWhole is Load reading the file whole, never in parts.
-func loadWhole(name string, src []byte) (*World, error) { return load(name, src, math.MaxInt, Limits{}) }
+func loadWhole(name string, src []byte) (*World, error) {
+	return load(name, src, math.MaxInt, Limits{})
+}
 
 // mustSameLoad fails unless loading src in parts gives what loading it
 // whole does. loadInParts either gives up (Load then reads the file whole,
