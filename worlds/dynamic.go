@@ -296,10 +296,14 @@ func (v *validator) template(path string, t *fileTemplate, queue string, r *refs
 	out.Value = float64(out.Effort.Fixed+out.Effort.Mean+(out.Effort.Min+out.Effort.Max)/2) / float64(clock.Hour)
 	if t.Value != nil {
 		v.finite(path+".value", t.Value)
+		v.nonNegative(path+".value", t.Value)
 		out.Value = *t.Value
 	}
 	if t.SLA != "" {
 		out.SLA, _ = v.duration(path+".sla", t.SLA, cal.DayLength(), true)
+		if need := workOf(&out); out.SLA > 0 && need > out.SLA {
+			v.warnf(path+".sla", "the SLA (%s) is shorter than the work every ticket needs (%s): no ticket can meet it", out.SLA, need)
+		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(t.Priority)) { // in order, so are the errors
 		w := t.Priority[p]
@@ -377,6 +381,9 @@ func (v *validator) arrivals(f *file, w *World, r *refs) {
 		}
 		out.Start, _ = v.offset(p+".start", a.Start, cal, false)
 		out.Until, _ = v.offset(p+".until", a.Until, cal, false)
+		if w.Horizon > 0 && out.Start >= w.Horizon {
+			v.errf(p+".start", "%s falls at or after the horizon: the process would bring no ticket", a.Start)
+		}
 		if a.Count < 0 {
 			v.errf(p+".count", "count must not be negative, got %d", a.Count)
 		}
@@ -396,7 +403,12 @@ func (v *validator) interruptions(f *file, w *World, r *refs) {
 		out := Interruption{Kind: in.Kind, Task: in.Task, Member: in.Member, Delegate: in.Delegate, Queue: in.Queue,
 			Value: in.Value, Priority: in.Priority, Note: in.Note}
 		v.finite(p+".value", in.Value)
-		out.At, _ = v.offset(p+".at", in.At, cal, true)
+		v.nonNegative(p+".value", in.Value)
+		var okAt bool
+		out.At, okAt = v.offset(p+".at", in.At, cal, true)
+		if okAt && w.Horizon > 0 && out.At >= w.Horizon {
+			v.errf(p+".at", "%s falls at or after the horizon: it would never happen", in.At)
+		}
 		needFor := func() {
 			out.For, _ = v.duration(p+".for", in.For, cal.DayLength(), true)
 		}

@@ -183,15 +183,32 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 // Load decodes and validates a world file. name is used in error messages
 // and as World.File. On error the result is nil and the error is an
 // ErrorList naming file, line, column and field path of every mistake found.
+//
+// Load applies the default Limits; LoadLimited takes others.
 func Load(name string, src []byte) (*World, error) {
-	return load(name, src, partBytes)
+	return load(name, src, partBytes, Limits{})
+}
+
+// LoadLimited is Load within lim (zero fields: the defaults). A file over a
+// limit is refused with an error that names the limit and its flag and
+// wraps ErrLimit; its size and nesting are checked before the YAML parser
+// reads it.
+func LoadLimited(name string, src []byte, lim Limits) (*World, error) {
+	if err := lim.Validate(); err != nil {
+		return nil, err
+	}
+	return load(name, src, partBytes, lim)
 }
 
 // load is Load, reading a file of at least partBytes a part at a time
 // when it can (see loadInParts).
-func load(name string, src []byte, partBytes int) (*World, error) {
-	if w := loadInParts(name, src, partBytes); w != nil {
-		return w, nil
+func load(name string, src []byte, partBytes int, lim Limits) (*World, error) {
+	lim = lim.WithDefaults()
+	if e := checkShape(name, src, lim); e != nil {
+		return nil, ErrorList{e}
+	}
+	if w, errs := loadInParts(name, src, partBytes, lim); w != nil || errs != nil {
+		return w, errs
 	}
 	// Duplicate keys are allowed by the parser and reported below, with the
 	// field's path and both positions.
@@ -230,7 +247,7 @@ func load(name string, src []byte, partBytes int) (*World, error) {
 	}); err != nil {
 		return nil, ErrorList{fromYAMLError(name, root, err)}
 	}
-	v := &validator{name: name, root: root}
+	v := &validator{name: name, root: root, lim: lim}
 	w := v.build(&f)
 	if len(v.errs) > 0 {
 		sort.SliceStable(v.errs, func(i, j int) bool {
@@ -245,6 +262,7 @@ func load(name string, src []byte, partBytes int) (*World, error) {
 	sum := sha256.Sum256(src)
 	w.Hash = hex.EncodeToString(sum[:])
 	w.File = name
+	w.Warnings = v.warnings
 	return w, nil
 }
 
@@ -690,7 +708,12 @@ func startToken(n ast.Node) *token.Token {
 type validator struct {
 	name string
 	root ast.Node
+	lim  Limits // with defaults
 	errs ErrorList
+	// overLimit counts the errors in errs that are refusals for a limit.
+	overLimit int
+	// warnings are mistakes that do not stop a run (World.Warnings).
+	warnings ErrorList
 }
 
 // errf records an error at path (in display form, e.g. "projects[0].tasks[1].effort"),
@@ -702,6 +725,20 @@ func (v *validator) finite(path string, x *float64) {
 	if x != nil && (math.IsNaN(*x) || math.IsInf(*x, 0)) {
 		v.errf(path, "%v is not a finite number", *x)
 	}
+}
+
+// nonNegative reports x at path if it is below zero.
+func (v *validator) nonNegative(path string, x *float64) {
+	if x != nil && *x < 0 {
+		v.errf(path, "must not be negative, got %v", *x)
+	}
+}
+
+// warnf records a warning at path, located as errf locates an error.
+func (v *validator) warnf(path, format string, args ...any) {
+	e := &Error{File: v.name, Path: path, Msg: fmt.Sprintf(format, args...)}
+	e.Line, e.Column, _ = locate(v.root, path)
+	v.warnings = append(v.warnings, e)
 }
 
 func (v *validator) errf(path, format string, args ...any) {
@@ -969,6 +1006,7 @@ func (v *validator) build(f *file) *World {
 		v.ref(p+".team", "team", pr.Team, teams)
 		queueOK := v.ref(p+".queue", "queue", pr.Queue, queues)
 		v.finite(p+".value", &pr.Value)
+		v.nonNegative(p+".value", &pr.Value)
 		proj := Project{ID: pr.ID, Title: pr.Title, Team: pr.Team, Queue: pr.Queue, Value: pr.Value}
 		if d, ok := v.duration(p+".deadline", pr.Deadline, dayLen, true); ok {
 			proj.Deadline = cal.AddWork(cal.NextWorking(0), d)
@@ -996,6 +1034,7 @@ func (v *validator) build(f *file) *World {
 			task.Value = float64(task.Effort) / float64(clock.Hour)
 			if t.Value != nil {
 				v.finite(tp+".value", t.Value)
+				v.nonNegative(tp+".value", t.Value)
 				task.Value = *t.Value
 			}
 			for k, d := range t.Deps {
@@ -1051,6 +1090,11 @@ func (v *validator) build(f *file) *World {
 	v.finite("scoring.violation_penalty", f.Scoring.ViolationPenalty)
 	v.finite("scoring.sla_penalty", f.Scoring.SLAPenalty)
 	v.finite("scoring.budget_penalty", f.Scoring.BudgetPenalty)
+	// A negative penalty would pay for what it punishes (a violation
+	// earning points teaches an agent to cheat).
+	v.nonNegative("scoring.violation_penalty", f.Scoring.ViolationPenalty)
+	v.nonNegative("scoring.sla_penalty", f.Scoring.SLAPenalty)
+	v.nonNegative("scoring.budget_penalty", f.Scoring.BudgetPenalty)
 	w.Scoring = Scoring{LateHalfLife: 5 * dayLen, ViolationPenalty: 1, SLAPenalty: 1, BudgetPenalty: 0.01}
 	if f.Scoring.BudgetPenalty != nil {
 		w.Scoring.BudgetPenalty = *f.Scoring.BudgetPenalty
@@ -1063,6 +1107,9 @@ func (v *validator) build(f *file) *World {
 	}
 	if f.Scoring.ViolationPenalty != nil {
 		w.Scoring.ViolationPenalty = *f.Scoring.ViolationPenalty
+	}
+	if len(v.errs) == 0 {
+		v.checkSize(f, w, v.lim)
 	}
 	return w
 }

@@ -39,46 +39,53 @@ var keyLine = regexp.MustCompile(`^([a-z_]+):[ ]*$`)
 
 // loadInParts loads a large world file a part at a time (see above). It
 // returns nil when it does not apply or finds any mistake; Load then reads
-// the file whole.
-func loadInParts(name string, src []byte, partBytes int) *World {
+// the file whole. The one exception is a file whose only mistakes are
+// limits it is over (a world too large): those are returned, with their
+// paths but without line and column, rather than reading the whole file's
+// tree to place them.
+func loadInParts(name string, src []byte, partBytes int, lim Limits) (*World, ErrorList) {
 	if len(src) < partBytes {
-		return nil
+		return nil, nil
 	}
 	rest, cuts, parts, ok := cutParts(src, partBytes)
 	if !ok || len(parts) == 0 {
-		return nil
+		return nil, nil
 	}
 	var f file
 	root := decodePart(rest, &f)
 	if root == nil {
-		return nil
+		return nil, nil
 	}
 	// Each list cut out must have been the value of a top-level key: the
 	// key, now alone on its line, must be one with no value in the rest.
 	for _, c := range cuts {
 		if !emptyKeyAt(root, c.key, c.line) {
-			return nil
+			return nil, nil
 		}
 	}
 	dst := reflect.ValueOf(&f).Elem()
 	for _, p := range parts {
 		var pf file
 		if decodePart(p.text, &pf) == nil {
-			return nil
+			return nil, nil
 		}
 		// A part holds one list field; append its entries in file order.
 		field := dst.Field(p.field)
 		field.Set(reflect.AppendSlice(field, reflect.ValueOf(pf).Field(p.field)))
 	}
-	v := &validator{name: name} // no tree: a mistake sends the file to Load's whole reading
+	v := &validator{name: name, lim: lim} // no tree: a mistake sends the file to Load's whole reading
 	w := v.build(&f)
 	if len(v.errs) > 0 {
-		return nil
+		if len(v.errs) == v.overLimit {
+			return nil, v.errs
+		}
+		return nil, nil
 	}
 	sum := sha256.Sum256(src)
 	w.Hash = hex.EncodeToString(sum[:])
 	w.File = name
-	return w
+	w.Warnings = v.warnings
+	return w, nil
 }
 
 // decodePart decodes one YAML document as Load does, into f, and returns its

@@ -12,7 +12,9 @@ import (
 )
 
 // loadWhole is Load reading the file whole, never in parts.
-func loadWhole(name string, src []byte) (*World, error) { return load(name, src, math.MaxInt) }
+func loadWhole(name string, src []byte) (*World, error) {
+	return load(name, src, math.MaxInt, Limits{})
+}
 
 // mustSameLoad fails unless loading src in parts gives what loading it
 // whole does. loadInParts either gives up (Load then reads the file whole,
@@ -21,7 +23,10 @@ func loadWhole(name string, src []byte) (*World, error) { return load(name, src,
 // whether the parts were used.
 func mustSameLoad(tb testing.TB, src []byte) bool {
 	tb.Helper()
-	got := loadInParts("w.yaml", src, 1)
+	got, errs := loadInParts("w.yaml", src, 1, Limits{}.WithDefaults())
+	if errs != nil {
+		tb.Fatalf("in parts: over a limit: %v", errs)
+	}
 	if got == nil {
 		return false
 	}

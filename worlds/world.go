@@ -35,6 +35,10 @@ type World struct {
 	// Interruptions in file order.
 	Interruptions []Interruption
 	Scoring       Scoring
+	// Warnings are mistakes that do not stop a run (an SLA shorter than the
+	// work its tickets need), with where they are; `worlds validate` and
+	// `run` print them.
+	Warnings ErrorList
 }
 
 // Dispatch policies (World.Dispatch).

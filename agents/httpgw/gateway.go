@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/events"
 )
 
 // Config configures a Gateway. NATSURL and OperatorToken are required; the
@@ -279,6 +280,9 @@ func (g *Gateway) operator(h http.HandlerFunc) http.HandlerFunc {
 		tok := bearer(r)
 		switch {
 		case tok != "" && g.isOperator(tok):
+			if !validPath(w, r) {
+				return
+			}
 			h(w, r)
 		case tok != "" && g.seatFor(tok) != nil:
 			writeError(w, http.StatusForbidden, "a seat's token cannot use operator endpoints")
@@ -286,6 +290,38 @@ func (g *Gateway) operator(h http.HandlerFunc) http.HandlerFunc {
 			unauthorized(w, tok)
 		}
 	}
+}
+
+// validPath refuses, with 400, a session or member ID in the path that no
+// session or seat can have (events.ValidSessionID; member IDs as world
+// files spell them), before it reaches a NATS subject: "a.b.c" would be
+// three subject tokens.
+func validPath(w http.ResponseWriter, r *http.Request) bool {
+	if id := r.PathValue("id"); id != "" {
+		if err := events.ValidSessionID(id); err != nil {
+			writeError(w, http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "events: "))
+			return false
+		}
+	}
+	if m := r.PathValue("member"); m != "" && !validMember(m) {
+		writeError(w, http.StatusBadRequest, "member id %q: use lower-case letters, digits, '-' and '_', at most 256 bytes", m)
+		return false
+	}
+	return true
+}
+
+// validMember reports whether m is a member ID a world file may define.
+func validMember(m string) bool {
+	if m == "" || len(m) > 256 || m[0] == '-' || m[0] == '_' {
+		return false
+	}
+	for i := 0; i < len(m); i++ {
+		c := m[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 type seatHandler func(w http.ResponseWriter, r *http.Request, s *session, st *seat)
@@ -301,6 +337,9 @@ func (g *Gateway) seatOnly(h seatHandler) http.HandlerFunc {
 		st := g.seatFor(tok)
 		if tok == "" || st == nil {
 			unauthorized(w, tok)
+			return
+		}
+		if !validPath(w, r) {
 			return
 		}
 		if st.session.id != r.PathValue("id") || st.member != r.PathValue("member") {

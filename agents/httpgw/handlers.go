@@ -22,11 +22,12 @@ import (
 // decodeBody decodes a JSON request body strictly into v. An empty body
 // leaves v as it is when emptyOK.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any, limit int64, emptyOK bool) bool {
+	orig := r.Body
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "request body is over this server's limit of %d bytes", limit)
+			refuseTooLarge(w, orig, limit)
 		} else {
 			writeError(w, http.StatusBadRequest, "reading the request body: %v", err)
 		}
@@ -50,6 +51,31 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, limit int64, empt
 		return false
 	}
 	return true
+}
+
+// drainLimit is how much more of an oversized body the gateway reads, and
+// drainFor how long it spends, before it answers 413 and closes: a client
+// that sends its whole body before it reads the answer (most do) then gets
+// the 413 instead of a reset connection.
+const (
+	drainLimit = 64 << 20
+	drainFor   = 10 * time.Second
+)
+
+// refuseTooLarge answers 413 for a body over limit, after reading (and
+// dropping) a bounded rest of it; the connection is closed after the answer.
+func refuseTooLarge(w http.ResponseWriter, body io.Reader, limit int64) {
+	drain(w, body)
+	writeError(w, http.StatusRequestEntityTooLarge, "request body is over this server's limit of %d bytes", limit)
+}
+
+// drain reads and drops the rest of an oversized body (at most drainLimit,
+// for at most drainFor) and marks the connection to be closed after the
+// answer.
+func drain(w http.ResponseWriter, body io.Reader) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(drainFor))
+	_, _ = io.CopyN(io.Discard, body, drainLimit)
+	w.Header().Set("Connection", "close")
 }
 
 func (g *Gateway) handleCreate(w http.ResponseWriter, r *http.Request) {
@@ -440,6 +466,9 @@ func (g *Gateway) handleAct(w http.ResponseWriter, r *http.Request, s *session, 
 		return
 	}
 	tooBig := len(body) > org.MaxReplyBytes
+	if tooBig {
+		drain(w, r.Body)
+	}
 	out := ActReply{Session: s.id, Member: st.member}
 	s.mu.Lock()
 	h := st.heldLocked(time.Now())

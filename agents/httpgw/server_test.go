@@ -1,0 +1,139 @@
+package httpgw_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corpsim/corpsim/agents/httpgw"
+	"github.com/corpsim/corpsim/agents/proto"
+)
+
+// serveHardened serves h the way corpsim serve does: NewServer behind a
+// LimitListener, on a loopback port. It returns the address.
+func serveHardened(tb testing.TB, h http.Handler, o httpgw.ServerOptions) (string, interface{ Open() int }) {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := httpgw.NewServer(h, o)
+	ll := httpgw.LimitListener(l, o.MaxConns, nil)
+	go func() { _ = srv.Serve(ll) }()
+	tb.Cleanup(func() { _ = srv.Close() })
+	return l.Addr().String(), ll.(interface{ Open() int })
+}
+
+// rawRequest writes a whole request on a new connection before it reads
+// anything (as Python's http.client and many other clients do), then
+// returns the status line of the answer.
+func rawRequest(tb testing.TB, addr, method, path, token string, body []byte) string {
+	tb.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", method, path, token, len(body))
+	if _, err := io.Copy(c, io.MultiReader(strings.NewReader(head), bytes.NewReader(body))); err != nil {
+		tb.Fatalf("sending %d bytes: %v (the server closed the connection before reading the body)", len(body), err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		tb.Fatalf("reading the answer: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// TestHTTPHygiene: IDs in paths are checked before they reach NATS,
+// oversized bodies are answered 413 (not a reset connection), and the
+// server holds a bounded number of connections, answering one more with
+// 503, and drops idle ones.
+func TestHTTPHygiene(t *testing.T) {
+	s := startStack(t, httpgw.Config{MaxRequestBytes: 1 << 20})
+	addr, open := serveHardened(t, s.gw.Handler(), httpgw.ServerOptions{MaxConns: 4, IdleTimeout: 300 * time.Millisecond})
+
+	t.Run("session IDs in paths", func(t *testing.T) {
+		for _, path := range []string{"/v1/sessions/a.b.c/score", "/v1/sessions/a%20b/score", "/v1/sessions/a*b/events", "/v1/sessions/" + strings.Repeat("x", 65) + "/score"} {
+			start := time.Now()
+			if got := rawRequest(t, addr, "GET", path, s.operator, nil); got != "HTTP/1.1 400 Bad Request" {
+				t.Errorf("GET %s: got %q, want 400", path, got)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Logf("GET %s took %s (refused before NATS: expect milliseconds)", path, d)
+			}
+		}
+		if got := rawRequest(t, addr, "POST", "/v1/sessions/a.b/control", s.operator, []byte(`{"stop":true}`)); got != "HTTP/1.1 400 Bad Request" {
+			t.Errorf("control of a.b: got %q, want 400", got)
+		}
+	})
+
+	t.Run("oversized bodies", func(t *testing.T) {
+		big := bytes.Repeat([]byte{' '}, 10<<20)
+		if got := rawRequest(t, addr, "POST", "/v1/sessions", s.operator, big); got != "HTTP/1.1 413 Request Entity Too Large" {
+			t.Errorf("a 10 MB create: got %q, want 413", got)
+		}
+		reply := s.create(t, proto.CreateRequest{World: "startup", Seed: 1, Agents: "remote"})
+		seat := reply.Seats["alice"]
+		if got := rawRequest(t, addr, "POST", seatPath(reply.Session, seat.Member, "act"), seat.Token, big); got != "HTTP/1.1 413 Request Entity Too Large" {
+			t.Errorf("a 10 MB act: got %q, want 413", got)
+		}
+	})
+
+	t.Run("connection limit and idle timeout", func(t *testing.T) {
+		for deadline := time.Now().Add(30 * time.Second); open.Open() > 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d connections still open after the subtests above closed theirs", open.Open())
+			}
+		}
+		var held []net.Conn
+		for i := 0; i < 4; i++ {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			held = append(held, c)
+		}
+		// A fifth connection is refused with an answer, not left hanging.
+		if got := rawRequest(t, addr, "GET", "/v1/health", "", nil); got != "HTTP/1.1 503 Service Unavailable" {
+			t.Errorf("a fifth connection: got %q, want 503", got)
+		}
+		// Idle connections are closed by the server; their places free up.
+		for _, c := range held {
+			_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			if _, err := c.Read(make([]byte, 1)); err == nil {
+				t.Errorf("an idle connection was answered, want it closed")
+			} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("an idle connection was held for 30s: %v", err)
+			}
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got := rawRequest(t, addr, "GET", "/v1/health", "", nil)
+			if got == "HTTP/1.1 200 OK" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after the idle connections closed: got %q, want 200", got)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}
+
+func TestServerOptionsValidate(t *testing.T) {
+	if err := (httpgw.ServerOptions{}).Validate(); err != nil {
+		t.Errorf("zero options: %v", err)
+	}
+	if err := (httpgw.ServerOptions{MaxConns: -1}).Validate(); err == nil {
+		t.Error("a negative connection limit: no error")
+	}
+}
