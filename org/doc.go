@@ -7,6 +7,12 @@
 // consequences. Hash returns a digest of the state that replay compares with
 // the one a live run recorded.
 //
+// Each action's preconditions are written once, in check.go: Check says
+// whether a member may do an action now and, if not, why (a Rejection with a
+// stable kind). The engine asks it before it emits an action's events, and
+// Apply asks the same checks of the event it applies, so a log whose events
+// break them is refused. Apply dispatches each event type to one method.
+//
 // Action is what an agent sends, Observation is what a member sees
 // (View). Both are the JSON of the agent protocol.
 //

@@ -49,10 +49,11 @@ func mustJSON(tb testing.TB, v any) json.RawMessage {
 // script builds an event sequence by hand: it numbers the events and keeps
 // their times in order. Every event happens at now; at moves now forward.
 type script struct {
-	tb  testing.TB
-	w   *worlds.World
-	now int64
-	evs []events.Event
+	tb    testing.TB
+	w     *worlds.World
+	now   int64
+	evs   []events.Event
+	edits []func(*org.State)
 }
 
 // newScript starts a session of w (the startup world when nil).
@@ -138,6 +139,15 @@ func (s *script) spec(task string) *worlds.Task {
 	return nil
 }
 
+// tamper edits the state once the events are applied, as a checkpoint
+// restored from edited bytes would carry it: Apply refuses events that break
+// an action's precondition, and the rubric, which trusts neither Apply nor
+// the engine, must still refuse to count what such a state claims.
+func (s *script) tamper(edit func(*org.State)) *script {
+	s.edits = append(s.edits, edit)
+	return s
+}
+
 // state applies the script to a new state of its world.
 func (s *script) state() *org.State {
 	s.tb.Helper()
@@ -146,6 +156,9 @@ func (s *script) state() *org.State {
 		if err := st.Apply(e); err != nil {
 			s.tb.Fatalf("Apply(seq %d %s): %v", e.Seq, e.Type, err)
 		}
+	}
+	for _, edit := range s.edits {
+		edit(st)
 	}
 	return st
 }

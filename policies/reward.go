@@ -160,7 +160,7 @@ func delta(s *org.State, ev events.Event, typed any) Credit {
 			}
 		}
 	case org.EvActionRejected:
-		if p, err := org.PayloadAs[org.ActionRejected](&ev, typed); err == nil && p.Kind == KindPolicy {
+		if p, err := org.PayloadAs[org.ActionRejected](&ev, typed); err == nil && p.Kind == org.KindPolicy {
 			c.Team -= w.Scoring.ViolationPenalty
 		}
 	case org.EvSLABreached:

@@ -208,7 +208,7 @@ func (e *Engine) fireTimer(t timer) {
 		e.emit(org.EvSLABreached, "", t.cause, org.SLABreached{Task: t.id})
 	case timerEscalate:
 		r := e.st.Request(t.id)
-		to := e.escalationTarget(t.who, r.Requester)
+		to := e.st.EscalationTarget(t.who, r.Requester)
 		if to != "" {
 			e.emit(org.EvApprovalEscalated, "", t.cause, org.ApprovalEscalated{Request: r.ID, Step: t.step, From: t.who, To: to, Reason: "timeout"})
 		}
@@ -250,36 +250,11 @@ func (e *Engine) interrupt(i int, in *worlds.Interruption) {
 			if r.Status != org.RequestPending || r.Steps[r.Current].Approver != in.Member {
 				continue
 			}
-			if to := e.escalationTarget(in.Member, r.Requester); to != "" {
+			if to := e.st.EscalationTarget(in.Member, r.Requester); to != "" {
 				e.emit(org.EvApprovalEscalated, "", seq, org.ApprovalEscalated{Request: r.ID, Step: r.Current, From: in.Member, To: to, Reason: "leave"})
 			}
 		}
 	}
-}
-
-// escalationTarget is who takes over an approval from member: its delegate
-// while on leave, else its manager, else another holder of its role — never
-// the requester, never someone on leave.
-func (e *Engine) escalationTarget(member, requester string) string {
-	w := e.cfg.World
-	m := e.st.Member(member)
-	wm, _ := w.Member(member)
-	ok := func(id string) bool {
-		o := e.st.Member(id)
-		return o != nil && id != requester && id != member && !o.OnLeave
-	}
-	if m.OnLeave && ok(m.Delegate) {
-		return m.Delegate
-	}
-	if wm.Manager != "" && ok(wm.Manager) {
-		return wm.Manager
-	}
-	for _, o := range e.st.Members {
-		if o.Role == m.Role && ok(o.ID) {
-			return o.ID
-		}
-	}
-	return ""
 }
 
 // worldTimerValid reports whether a world timer still has something to do.
