@@ -7,6 +7,8 @@ import (
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // This file is the state's transition function: Apply dispatches each
@@ -37,7 +39,7 @@ func (s *State) Apply(ev events.Event) error {
 	if s.Ended {
 		return badEvent(&ev, "session already ended")
 	}
-	if ev.Seq == 1 && ev.Type != EvSessionStarted {
+	if ev.Seq == 1 && ev.Type != payload.EvSessionStarted {
 		return badEvent(&ev, "the first event must be session.started")
 	}
 	if err := s.apply(&ev); err != nil {
@@ -104,57 +106,57 @@ func (s *State) actorAndTask(ev *events.Event, id string) (*Member, *Task, error
 // apply dispatches ev to the method of its type.
 func (s *State) apply(ev *events.Event) error {
 	switch ev.Type {
-	case EvSessionStarted:
+	case payload.EvSessionStarted:
 		return s.applySessionStarted(ev)
-	case EvSessionEnded:
+	case payload.EvSessionEnded:
 		return s.applySessionEnded(ev)
-	case EvTurn:
+	case payload.EvTurn:
 		return s.applyTurn(ev)
-	case EvTurnTimeout:
+	case payload.EvTurnTimeout:
 		return s.applyTurnTimeout(ev)
-	case EvActionRejected:
+	case payload.EvActionRejected:
 		return s.applyActionRejected(ev)
-	case EvMemberWaiting:
+	case payload.EvMemberWaiting:
 		return s.applyMemberWaiting(ev)
-	case EvTaskHandedOff:
+	case payload.EvTaskHandedOff:
 		return s.applyTaskHandedOff(ev)
-	case EvTaskClaimed:
+	case payload.EvTaskClaimed:
 		return s.applyTaskClaimed(ev)
-	case EvWorkStarted:
+	case payload.EvWorkStarted:
 		return s.applyWorkStarted(ev)
-	case EvWorkFinished:
+	case payload.EvWorkFinished:
 		return s.applyWorkFinished(ev)
-	case EvTaskCompleted:
+	case payload.EvTaskCompleted:
 		return s.applyTaskCompleted(ev)
-	case EvApprovalRequested:
+	case payload.EvApprovalRequested:
 		return s.applyApprovalRequested(ev)
-	case EvApprovalGranted, EvApprovalRejected:
+	case payload.EvApprovalGranted, payload.EvApprovalRejected:
 		return s.applyApprovalDecided(ev)
-	case EvMessageSent:
+	case payload.EvMessageSent:
 		return s.applyMessageSent(ev)
-	case EvMessageDelivered:
+	case payload.EvMessageDelivered:
 		return s.applyMessageDelivered(ev)
-	case EvTaskCreated:
+	case payload.EvTaskCreated:
 		return s.applyTaskCreated(ev)
-	case EvSLABreached:
+	case payload.EvSLABreached:
 		return s.applySLABreached(ev)
-	case EvReward:
+	case payload.EvReward:
 		return s.applyReward(ev)
-	case EvProjectStarted:
+	case payload.EvProjectStarted:
 		return s.applyProjectStarted(ev)
-	case EvTaskReprioritized:
+	case payload.EvTaskReprioritized:
 		return s.applyTaskReprioritized(ev)
-	case EvTaskChanged:
+	case payload.EvTaskChanged:
 		return s.applyTaskChanged(ev)
-	case EvMemberLeft:
+	case payload.EvMemberLeft:
 		return s.applyMemberLeft(ev)
-	case EvMemberReturned:
+	case payload.EvMemberReturned:
 		return s.applyMemberReturned(ev)
-	case EvQueueDown:
+	case payload.EvQueueDown:
 		return s.applyQueueDown(ev)
-	case EvQueueUp:
+	case payload.EvQueueUp:
 		return s.applyQueueUp(ev)
-	case EvApprovalEscalated:
+	case payload.EvApprovalEscalated:
 		return s.applyApprovalEscalated(ev)
 	}
 	return badEvent(ev, "unknown event type")
@@ -164,9 +166,12 @@ func (s *State) applySessionStarted(ev *events.Event) error {
 	if ev.Seq != 1 {
 		return badEvent(ev, "session.started must be the first event")
 	}
-	p, err := decode[SessionStarted](s, ev)
+	p, err := decode[payload.SessionStarted](s, ev)
 	if err != nil {
 		return err
+	}
+	if err := p.CheckFormat(); err != nil {
+		return fmt.Errorf("%w: seq %d (%s): %w", ErrBadEvent, ev.Seq, ev.Type, err)
 	}
 	if err := p.Limits.Validate(); err != nil {
 		return badEvent(ev, "%v", err)
@@ -189,7 +194,7 @@ func (s *State) applySessionStarted(ev *events.Event) error {
 }
 
 func (s *State) applySessionEnded(ev *events.Event) error {
-	p, err := decode[SessionEnded](s, ev)
+	p, err := decode[payload.SessionEnded](s, ev)
 	if err != nil {
 		return err
 	}
@@ -198,7 +203,7 @@ func (s *State) applySessionEnded(ev *events.Event) error {
 }
 
 func (s *State) applyTurn(ev *events.Event) error {
-	p, err := decode[Turn](s, ev)
+	p, err := decode[payload.Turn](s, ev)
 	if err != nil {
 		return err
 	}
@@ -222,7 +227,7 @@ func (s *State) applyTurn(ev *events.Event) error {
 }
 
 func (s *State) applyTurnTimeout(ev *events.Event) error {
-	p, err := decode[TurnTimeout](s, ev)
+	p, err := decode[payload.TurnTimeout](s, ev)
 	if err != nil {
 		return err
 	}
@@ -239,7 +244,7 @@ func (s *State) applyTurnTimeout(ev *events.Event) error {
 }
 
 func (s *State) applyActionRejected(ev *events.Event) error {
-	p, err := decode[ActionRejected](s, ev)
+	p, err := decode[payload.ActionRejected](s, ev)
 	if err != nil {
 		return err
 	}
@@ -257,7 +262,7 @@ func (s *State) applyActionRejected(ev *events.Event) error {
 }
 
 func (s *State) applyMemberWaiting(ev *events.Event) error {
-	p, err := decode[MemberWaiting](s, ev)
+	p, err := decode[payload.MemberWaiting](s, ev)
 	if err != nil {
 		return err
 	}
@@ -279,7 +284,7 @@ func (s *State) applyMemberWaiting(ev *events.Event) error {
 }
 
 func (s *State) applyTaskHandedOff(ev *events.Event) error {
-	p, err := decode[TaskHandedOff](s, ev)
+	p, err := decode[payload.TaskHandedOff](s, ev)
 	if err != nil {
 		return err
 	}
@@ -313,7 +318,7 @@ func (s *State) applyTaskHandedOff(ev *events.Event) error {
 }
 
 func (s *State) applyTaskClaimed(ev *events.Event) error {
-	p, err := decode[TaskClaimed](s, ev)
+	p, err := decode[payload.TaskClaimed](s, ev)
 	if err != nil {
 		return err
 	}
@@ -340,7 +345,7 @@ func (s *State) applyTaskClaimed(ev *events.Event) error {
 }
 
 func (s *State) applyWorkStarted(ev *events.Event) error {
-	p, err := decode[WorkStarted](s, ev)
+	p, err := decode[payload.WorkStarted](s, ev)
 	if err != nil {
 		return err
 	}
@@ -360,7 +365,7 @@ func (s *State) applyWorkStarted(ev *events.Event) error {
 }
 
 func (s *State) applyWorkFinished(ev *events.Event) error {
-	p, err := decode[WorkFinished](s, ev)
+	p, err := decode[payload.WorkFinished](s, ev)
 	if err != nil {
 		return err
 	}
@@ -384,7 +389,7 @@ func (s *State) applyWorkFinished(ev *events.Event) error {
 }
 
 func (s *State) applyTaskCompleted(ev *events.Event) error {
-	p, err := decode[TaskCompleted](s, ev)
+	p, err := decode[payload.TaskCompleted](s, ev)
 	if err != nil {
 		return err
 	}
@@ -419,7 +424,7 @@ func (s *State) applyTaskCompleted(ev *events.Event) error {
 }
 
 func (s *State) applyApprovalRequested(ev *events.Event) error {
-	p, err := decode[ApprovalRequested](s, ev)
+	p, err := decode[payload.ApprovalRequested](s, ev)
 	if err != nil {
 		return err
 	}
@@ -469,7 +474,7 @@ func (s *State) RouteSteps(t *Task, requester string) []RequestStep {
 }
 
 func (s *State) applyApprovalDecided(ev *events.Event) error {
-	p, err := decode[ApprovalDecided](s, ev)
+	p, err := decode[payload.ApprovalDecided](s, ev)
 	if err != nil {
 		return err
 	}
@@ -481,7 +486,7 @@ func (s *State) applyApprovalDecided(ev *events.Event) error {
 	if r == nil {
 		return badEvent(ev, "unknown request %q", p.Request)
 	}
-	reject := ev.Type == EvApprovalRejected
+	reject := ev.Type == payload.EvApprovalRejected
 	if rej := s.CheckDecide(r, reject, p.Reason); rej != nil {
 		return refused(ev, rej)
 	}
@@ -510,7 +515,7 @@ func (s *State) applyApprovalDecided(ev *events.Event) error {
 }
 
 func (s *State) applyMessageSent(ev *events.Event) error {
-	p, err := decode[MessageSent](s, ev)
+	p, err := decode[payload.MessageSent](s, ev)
 	if err != nil {
 		return err
 	}
@@ -537,7 +542,7 @@ func (s *State) applyMessageSent(ev *events.Event) error {
 }
 
 func (s *State) applyMessageDelivered(ev *events.Event) error {
-	p, err := decode[MessageDelivered](s, ev)
+	p, err := decode[payload.MessageDelivered](s, ev)
 	if err != nil {
 		return err
 	}
@@ -556,13 +561,12 @@ func (s *State) applyMessageDelivered(ev *events.Event) error {
 }
 
 func (s *State) applyTaskCreated(ev *events.Event) error {
-	p, err := decode[TaskCreated](s, ev)
+	p, err := decode[payload.TaskCreated](s, ev)
 	if err != nil {
 		return err
 	}
-	def := p.Task
-	if def.ID == "" || s.tasks[def.ID] != nil || s.queues[p.Queue] == nil || len(def.Deps) > 0 {
-		return badEvent(ev, "ticket %q exists, has dependencies or names no queue", def.ID)
+	if id := p.Task.ID; id == "" || s.tasks[id] != nil || s.queues[p.Queue] == nil || len(p.Task.Deps) > 0 {
+		return badEvent(ev, "ticket %q exists, has dependencies or names no queue", id)
 	}
 	var a *ArrivalState
 	if p.Arrival != "" {
@@ -576,9 +580,15 @@ func (s *State) applyTaskCreated(ev *events.Event) error {
 		a.N++
 		a.NextAt = p.NextAt
 	}
-	t := &Task{Def: &def, Spec: &def, ID: def.ID, Kind: KindTicket, Queue: p.Queue, Team: p.Team,
-		Created: clock.Time(ev.Time), Deadline: p.Deadline, Effort: def.Effort, Value: def.Value,
-		Priority: def.Priority, Arrival: p.Arrival, Status: StatusOpen}
+	// The definition in its two forms, in one allocation.
+	def := &struct {
+		spec worlds.Task
+		def  TicketDef
+	}{spec: taskOfSpec(&p.Task)}
+	def.def = *ticketDefOf(&def.spec)
+	t := &Task{Def: &def.def, Spec: &def.spec, ID: def.spec.ID, Kind: KindTicket, Queue: p.Queue, Team: p.Team,
+		Created: clock.Time(ev.Time), Deadline: p.Deadline, Effort: def.spec.Effort, Value: def.spec.Value,
+		Priority: def.spec.Priority, Arrival: p.Arrival, Status: StatusOpen}
 	t.ord = len(s.Tasks)
 	s.Tasks = append(s.Tasks, t)
 	s.tasks[t.ID] = t
@@ -588,7 +598,7 @@ func (s *State) applyTaskCreated(ev *events.Event) error {
 }
 
 func (s *State) applySLABreached(ev *events.Event) error {
-	p, err := decode[SLABreached](s, ev)
+	p, err := decode[payload.SLABreached](s, ev)
 	if err != nil {
 		return err
 	}
@@ -601,7 +611,7 @@ func (s *State) applySLABreached(ev *events.Event) error {
 }
 
 func (s *State) applyReward(ev *events.Event) error {
-	p, err := decode[Reward](s, ev)
+	p, err := decode[payload.Reward](s, ev)
 	if err != nil {
 		return err
 	}
@@ -610,7 +620,7 @@ func (s *State) applyReward(ev *events.Event) error {
 }
 
 func (s *State) applyProjectStarted(ev *events.Event) error {
-	p, err := decode[ProjectStarted](s, ev)
+	p, err := decode[payload.ProjectStarted](s, ev)
 	if err != nil {
 		return err
 	}
@@ -636,7 +646,7 @@ func (s *State) applyProjectStarted(ev *events.Event) error {
 }
 
 func (s *State) applyTaskReprioritized(ev *events.Event) error {
-	p, err := decode[TaskReprioritized](s, ev)
+	p, err := decode[payload.TaskReprioritized](s, ev)
 	if err != nil {
 		return err
 	}
@@ -663,7 +673,7 @@ func (s *State) applyTaskReprioritized(ev *events.Event) error {
 }
 
 func (s *State) applyTaskChanged(ev *events.Event) error {
-	p, err := decode[TaskChanged](s, ev)
+	p, err := decode[payload.TaskChanged](s, ev)
 	if err != nil {
 		return err
 	}
@@ -677,7 +687,7 @@ func (s *State) applyTaskChanged(ev *events.Event) error {
 }
 
 func (s *State) applyMemberLeft(ev *events.Event) error {
-	p, err := decode[MemberLeft](s, ev)
+	p, err := decode[payload.MemberLeft](s, ev)
 	if err != nil {
 		return err
 	}
@@ -708,7 +718,7 @@ func (s *State) applyMemberReturned(ev *events.Event) error {
 }
 
 func (s *State) applyQueueDown(ev *events.Event) error {
-	p, err := decode[QueueDown](s, ev)
+	p, err := decode[payload.QueueDown](s, ev)
 	if err != nil {
 		return err
 	}
@@ -721,7 +731,7 @@ func (s *State) applyQueueDown(ev *events.Event) error {
 }
 
 func (s *State) applyQueueUp(ev *events.Event) error {
-	p, err := decode[QueueUp](s, ev)
+	p, err := decode[payload.QueueUp](s, ev)
 	if err != nil {
 		return err
 	}
@@ -739,7 +749,7 @@ func (s *State) applyQueueUp(ev *events.Event) error {
 }
 
 func (s *State) applyApprovalEscalated(ev *events.Event) error {
-	p, err := decode[ApprovalEscalated](s, ev)
+	p, err := decode[payload.ApprovalEscalated](s, ev)
 	if err != nil {
 		return err
 	}

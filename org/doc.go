@@ -14,7 +14,10 @@
 // break them is refused. Apply dispatches each event type to one method.
 //
 // Action is what an agent sends, Observation is what a member sees
-// (View). Both are the JSON of the agent protocol.
+// (View). Both are the JSON of the agent protocol, whose codecs live in
+// agents/proto. The events' payloads, their types and their codecs live in
+// events/payload; org applies them and never encodes JSON itself, but for
+// its state's snapshot (snapshot_codec.go), which needs its internals.
 //
 //	st := org.New(world)
 //	for ev, err := range log.Read(ctx, session, 1) {

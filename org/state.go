@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -125,7 +126,7 @@ const (
 type Task struct {
 	ord      int            // its index in State.Tasks (creation order), for ordering views
 	Spec     *worlds.Task   `json:"-"`
-	Def      *worlds.Task   `json:"def,omitempty"` // a ticket's definition (kept in snapshots)
+	Def      *TicketDef     `json:"def,omitempty"` // a ticket's definition as snapshots keep it
 	ID       string         `json:"id"`
 	Kind     string         `json:"kind"`
 	Project  string         `json:"project,omitempty"`
@@ -185,16 +186,9 @@ type Request struct {
 	DecidedAt clock.Time    `json:"decided_at,omitempty"`
 }
 
-// RequestStep is one approval a request needs.
-type RequestStep struct {
-	Role      string     `json:"role"`
-	Approver  string     `json:"approver"`
-	Status    string     `json:"status"`
-	DecidedAt clock.Time `json:"decided_at,omitempty"`
-	Since     clock.Time `json:"since,omitempty"`     // when the current approver got it
-	Escalated int        `json:"escalated,omitempty"` // times it moved to another approver
-	Delegated bool       `json:"delegated,omitempty"` // routed to a stand-in for role holders on leave
-}
+// RequestStep is one approval a request needs, as approval.requested
+// records it and the request keeps it.
+type RequestStep = payload.RequestStep
 
 // Message is a message between members.
 type Message struct {
@@ -723,7 +717,7 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 			if t.Def == nil || t.Def.ID != t.ID || s.tasks[t.ID] != nil {
 				return nil, fmt.Errorf("org: snapshot ticket %d is malformed", i)
 			}
-			t.Spec = t.Def
+			t.Spec = t.Def.task()
 			s.Tasks = append(s.Tasks, t)
 		}
 		s.tasks[t.ID] = t

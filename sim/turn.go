@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -17,7 +18,7 @@ import (
 func (e *Engine) takeTurn(a Answer) {
 	m := e.st.Member(a.Member)
 	if a.TimedOut {
-		e.emit(org.EvTurnTimeout, m.ID, m.WakeCause, org.TurnTimeout{Turn: m.Turn + 1, Seen: e.seen})
+		e.emit(payload.EvTurnTimeout, m.ID, m.WakeCause, payload.TurnTimeout{Turn: m.Turn + 1, Seen: e.seen})
 		return
 	}
 	cal := &e.cfg.World.Calendar
@@ -26,11 +27,11 @@ func (e *Engine) takeTurn(a Answer) {
 	if actions == nil {
 		actions = []org.Action{}
 	}
-	turn := org.Turn{Turn: m.Turn + 1, Seen: e.seen, Actions: actions, BusyUntil: cursor}
+	turn := payload.Turn{Turn: m.Turn + 1, Seen: e.seen, Actions: actions, BusyUntil: cursor}
 	if lim := e.st.Limits.WithDefaults().Inbox; len(m.Inbox) > lim {
 		turn.InboxRead = lim // the observation showed the first lim messages
 	}
-	turnSeq := emitVia(e, &e.slots.turn, org.EvTurn, m.ID, m.WakeCause, turn)
+	turnSeq := emitVia(e, &e.slots.turn, payload.EvTurn, m.ID, m.WakeCause, turn)
 	if a.Malformed == "" && a.Turn != 0 && a.Turn != m.Turn {
 		a.Malformed = fmt.Sprintf("reply answers turn %d, but turn %d was asked", a.Turn, m.Turn)
 	}
@@ -55,12 +56,12 @@ func (e *Engine) takeTurn(a Answer) {
 		cursor, ended = e.perform(m, &c, turnSeq, cursor)
 	}
 	if len(a.Actions) == 0 {
-		emitVia(e, &e.slots.waiting, org.EvMemberWaiting, m.ID, turnSeq, org.MemberWaiting{})
+		emitVia(e, &e.slots.waiting, payload.EvMemberWaiting, m.ID, turnSeq, payload.MemberWaiting{})
 	}
 }
 
 func (e *Engine) reject(member string, cause uint64, i int, a org.Action, r *org.Rejection) {
-	e.emit(org.EvActionRejected, member, cause, org.ActionRejected{Index: i, Action: a, Kind: r.Kind, Rule: r.Rule, Reason: r.Reason})
+	e.emit(payload.EvActionRejected, member, cause, payload.ActionRejected{Index: i, Action: a, Kind: r.Kind, Rule: r.Rule, Reason: r.Reason})
 }
 
 // perform emits the events of an accepted action starting at cursor; it
@@ -71,7 +72,7 @@ func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clo
 	switch a.Type {
 	case org.ActClaim:
 		cursor = cal.AddWork(cursor, e.cost(m, ClaimCost))
-		emitVia(e, &e.slots.claimed, org.EvTaskClaimed, m.ID, cause, org.TaskClaimed{Task: a.Task, BusyUntil: cursor})
+		emitVia(e, &e.slots.claimed, payload.EvTaskClaimed, m.ID, cause, payload.TaskClaimed{Task: a.Task, BusyUntil: cursor})
 	case org.ActWork:
 		t := c.Task
 		d := min(DefaultWorkSpan, t.Effort-t.Spent)
@@ -79,39 +80,39 @@ func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clo
 			d = min(c.For, t.Effort-t.Spent)
 		}
 		until := cal.AddWork(cursor, d)
-		emitVia(e, &e.slots.started, org.EvWorkStarted, m.ID, cause, org.WorkStarted{Task: a.Task, Work: d, Until: until})
+		emitVia(e, &e.slots.started, payload.EvWorkStarted, m.ID, cause, payload.WorkStarted{Task: a.Task, Work: d, Until: until})
 		return until, true
 	case org.ActComplete:
 		cursor = cal.AddWork(cursor, e.cost(m, CompleteCost))
-		emitVia(e, &e.slots.completed, org.EvTaskCompleted, m.ID, cause, org.TaskCompleted{Task: a.Task, BusyUntil: cursor})
+		emitVia(e, &e.slots.completed, payload.EvTaskCompleted, m.ID, cause, payload.TaskCompleted{Task: a.Task, BusyUntil: cursor})
 	case org.ActHandoff:
 		cursor = cal.AddWork(cursor, e.cost(m, ClaimCost))
-		e.emit(org.EvTaskHandedOff, m.ID, cause, org.TaskHandedOff{Task: a.Task, To: a.To, BusyUntil: cursor})
+		e.emit(payload.EvTaskHandedOff, m.ID, cause, payload.TaskHandedOff{Task: a.Task, To: a.To, BusyUntil: cursor})
 	case org.ActEscalate:
 		r := c.Request
 		from := r.Steps[r.Current].Approver
 		cursor = cal.AddWork(cursor, e.cost(m, MessageCost))
-		e.emit(org.EvApprovalEscalated, m.ID, cause, org.ApprovalEscalated{Request: r.ID, Step: r.Current, From: from,
+		e.emit(payload.EvApprovalEscalated, m.ID, cause, payload.ApprovalEscalated{Request: r.ID, Step: r.Current, From: from,
 			To: e.st.EscalationTarget(from, r.Requester), Reason: "requested", BusyUntil: cursor})
 	case org.ActRequestApproval:
 		t := c.Task
 		steps := e.st.RouteSteps(t, m.ID)
 		cursor = cal.AddWork(cursor, e.cost(m, RequestCost))
 		id := fmt.Sprintf("r%d", len(e.st.Requests)+1)
-		e.emit(org.EvApprovalRequested, m.ID, cause, org.ApprovalRequested{Request: id, Task: t.ID, Chain: t.Spec.Chain,
+		e.emit(payload.EvApprovalRequested, m.ID, cause, payload.ApprovalRequested{Request: id, Task: t.ID, Chain: t.Spec.Chain,
 			Amount: t.Spec.Purchase, Steps: steps, BusyUntil: cursor})
 	case org.ActApprove, org.ActReject:
 		r := c.Request
 		cursor = cal.AddWork(cursor, e.cost(m, DecideCost))
-		typ := org.EvApprovalGranted
+		typ := payload.EvApprovalGranted
 		if a.Type == org.ActReject {
-			typ = org.EvApprovalRejected
+			typ = payload.EvApprovalRejected
 		}
-		e.emit(typ, m.ID, cause, org.ApprovalDecided{Request: r.ID, Step: r.Current, Reason: a.Reason, BusyUntil: cursor})
+		e.emit(typ, m.ID, cause, payload.ApprovalDecided{Request: r.ID, Step: r.Current, Reason: a.Reason, BusyUntil: cursor})
 	case org.ActMessage:
 		cursor = cal.AddWork(cursor, e.cost(m, MessageCost))
 		id := fmt.Sprintf("m%d", len(e.st.Messages)+1)
-		e.emit(org.EvMessageSent, m.ID, cause, org.MessageSent{Message: id, To: a.To, Text: a.Text, Topic: a.Topic,
+		e.emit(payload.EvMessageSent, m.ID, cause, payload.MessageSent{Message: id, To: a.To, Text: a.Text, Topic: a.Topic,
 			ReplyTo: a.ReplyTo, DeliverAt: cal.AddWork(cursor, MessageLatency), BusyUntil: cursor})
 	case org.ActWait:
 		var until clock.Time
@@ -121,7 +122,7 @@ func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clo
 		case c.For > 0:
 			until = cal.AddWork(cursor, c.For)
 		}
-		emitVia(e, &e.slots.waiting, org.EvMemberWaiting, m.ID, cause, org.MemberWaiting{Until: until})
+		emitVia(e, &e.slots.waiting, payload.EvMemberWaiting, m.ID, cause, payload.MemberWaiting{Until: until})
 		return cursor, true
 	}
 	return cursor, false
