@@ -456,23 +456,6 @@ func (s *State) applyApprovalRequested(ev *events.Event) error {
 	return nil
 }
 
-// RouteSteps are the steps of an approval request for task t's purchase by
-// requester, as they are routed now: each to ApproverFor its role, marked
-// Delegated when that is a stand-in rather than a holder of the role. The
-// engine emits them in approval.requested, and Apply checks them.
-func (s *State) RouteSteps(t *Task, requester string) []RequestStep {
-	var steps []RequestStep
-	for _, st := range s.StepsFor(t) {
-		who := s.ApproverFor(st.Role, requester)
-		delegated := false
-		if m := s.Member(who); m != nil {
-			delegated = m.Role != st.Role
-		}
-		steps = append(steps, RequestStep{Role: st.Role, Approver: who, Delegated: delegated})
-	}
-	return steps
-}
-
 func (s *State) applyApprovalDecided(ev *events.Event) error {
 	p, err := decode[payload.ApprovalDecided](s, ev)
 	if err != nil {

@@ -82,7 +82,7 @@ type TaskCreated struct {
 
 // TaskSpec is a ticket's definition as task.created records it: the stored
 // form of a world's task, converted from and to it by package org
-// (TaskSpecOf, TaskOfSpec). Log format 1 stored the world's struct itself,
+// (org.TaskSpecOf). Log format 1 stored the world's struct itself,
 // keyed by its Go field names ("ID", "Title", …).
 type TaskSpec struct {
 	ID       string         `json:"id"`
