@@ -15,7 +15,8 @@
 // This package is part of the deterministic core: it performs no I/O, never
 // reads the wall clock and never draws random numbers. Durable storage lives
 // in events/pebblelog, an in-memory store in events/memlog, and every Log
-// implementation passes the conformance suite in events/logtest.
+// implementation passes the conformance suite in events/logtest. What a
+// payload holds, for each event type, is package events/payload's.
 //
 // Usage:
 //

@@ -1,11 +1,6 @@
 package org
 
-import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
-)
+import "github.com/corpsim/corpsim/events/payload"
 
 // Action types an agent may send.
 const (
@@ -25,18 +20,9 @@ const (
 var ActionTypes = []string{ActClaim, ActWork, ActComplete, ActHandoff, ActRequestApproval, ActApprove, ActReject, ActEscalate, ActMessage, ActWait}
 
 // Action is one thing a member does. Which fields matter depends on Type.
-type Action struct {
-	Type    string `json:"type"`
-	Task    string `json:"task,omitempty"`
-	Request string `json:"request,omitempty"`
-	To      string `json:"to,omitempty"`
-	Text    string `json:"text,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	For     string `json:"for,omitempty"`      // a duration such as "2h" for work and wait
-	Until   int64  `json:"until,omitempty"`    // for wait: sleep until this simulated time
-	ReplyTo string `json:"reply_to,omitempty"` // for message: the message it answers
-	Topic   string `json:"topic,omitempty"`    // for message: information given (only colleagues who hold it)
-}
+// It is the stored form too (turn, action.rejected): package
+// events/payload defines it, and org names it.
+type Action = payload.Action
 
 // Reply is what an agent answers to a turn.
 type Reply struct {
@@ -44,33 +30,12 @@ type Reply struct {
 	Actions []Action `json:"actions"`
 }
 
-// MaxReplyBytes bounds the size of a reply an agent may send.
+// MaxReplyBytes bounds the size of a reply an agent may send (the agent
+// protocol's reply parser, proto.ParseReply, enforces it).
 const MaxReplyBytes = 64 << 10
 
 // MaxActions bounds the number of actions in one reply.
 const MaxActions = 16
-
-// ParseReply decodes an agent's reply strictly: unknown fields, trailing
-// data, oversized input and too many actions are errors
-// with a sentence saying what was wrong.
-func ParseReply(raw []byte) (Reply, error) {
-	var r Reply
-	if len(raw) > MaxReplyBytes {
-		return r, fmt.Errorf("reply is %d bytes; the limit is %d", len(raw), MaxReplyBytes)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return Reply{}, fmt.Errorf("malformed reply: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return Reply{}, fmt.Errorf("malformed reply: trailing data after the JSON object")
-	}
-	if len(r.Actions) > MaxActions {
-		return Reply{}, fmt.Errorf("reply has %d actions; the limit is %d", len(r.Actions), MaxActions)
-	}
-	return r, nil
-}
 
 // KnownAction reports whether t is an action type.
 func KnownAction(t string) bool {

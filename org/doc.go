@@ -7,8 +7,17 @@
 // consequences. Hash returns a digest of the state that replay compares with
 // the one a live run recorded.
 //
+// Each action's preconditions are written once, in check.go: Check says
+// whether a member may do an action now and, if not, why (a Rejection with a
+// stable kind). The engine asks it before it emits an action's events, and
+// Apply asks the same checks of the event it applies, so a log whose events
+// break them is refused. Apply dispatches each event type to one method.
+//
 // Action is what an agent sends, Observation is what a member sees
-// (View). Both are the JSON of the agent protocol.
+// (View). Both are the JSON of the agent protocol, whose codecs live in
+// agents/proto. The events' payloads, their types and their codecs live in
+// events/payload; org applies them and never encodes JSON itself, but for
+// its state's snapshot (snapshot_codec.go), which needs its internals.
 //
 //	st := org.New(world)
 //	for ev, err := range log.Read(ctx, session, 1) {

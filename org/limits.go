@@ -1,69 +1,16 @@
 package org
 
-import "fmt"
+import "github.com/corpsim/corpsim/events/payload"
 
 // Limits bound what one member sees and sends, per session. They are
-// recorded in session.started, so replay, forks and resumes use the
-// session's own limits. Zero fields take the defaults.
-type Limits struct {
-	// Listed bounds the Available and Upcoming lists of an observation; the
-	// tasks left out are counted in AvailableMore and UpcomingMore.
-	Listed int `json:"listed,omitempty"`
-	// Inbox bounds the messages one observation delivers, oldest first;
-	// InboxMore counts the rest, which the next turns deliver (paged, never
-	// dropped).
-	Inbox int `json:"inbox,omitempty"`
-	// MessageBytes bounds a message's text; a longer one is refused.
-	MessageBytes int `json:"message_bytes,omitempty"`
-}
+// recorded in session.started (package events/payload defines them), so
+// replay, forks and resumes use the session's own limits. Zero fields take
+// the defaults.
+type Limits = payload.Limits
 
 // Default limits.
 const (
-	DefaultListed       = 50
-	DefaultInbox        = 20
-	DefaultMessageBytes = 4000
+	DefaultListed       = payload.DefaultListed
+	DefaultInbox        = payload.DefaultInbox
+	DefaultMessageBytes = payload.DefaultMessageBytes
 )
-
-// WithDefaults fills the zero fields with the defaults.
-func (l Limits) WithDefaults() Limits {
-	if l.Listed == 0 {
-		l.Listed = DefaultListed
-	}
-	if l.Inbox == 0 {
-		l.Inbox = DefaultInbox
-	}
-	if l.MessageBytes == 0 {
-		l.MessageBytes = DefaultMessageBytes
-	}
-	return l
-}
-
-// Validate reports a negative limit.
-func (l Limits) Validate() error {
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"listed", l.Listed}, {"inbox", l.Inbox}, {"message bytes", l.MessageBytes}} {
-		if f.v < 0 {
-			return fmt.Errorf("limit %s is %d; it must be positive (or 0 for the default)", f.name, f.v)
-		}
-	}
-	return nil
-}
-
-// Compact zeroes the fields that equal the defaults, so a session started
-// with the default limits spelled out records the same session.started as
-// one started without them.
-func (l Limits) Compact() Limits {
-	d := Limits{}.WithDefaults()
-	if l.Listed == d.Listed {
-		l.Listed = 0
-	}
-	if l.Inbox == d.Inbox {
-		l.Inbox = 0
-	}
-	if l.MessageBytes == d.MessageBytes {
-		l.MessageBytes = 0
-	}
-	return l
-}

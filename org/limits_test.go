@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 )
 
@@ -14,16 +15,16 @@ import (
 // exactly what was shown; every message is delivered once.
 func TestInboxIsPagedNotCut(t *testing.T) {
 	const sent, limit = 7, 3
-	evs := []org.SessionStarted{{World: "startup", Seed: 1, Limits: org.Limits{Inbox: limit}}}
-	st := mustState(t, ev(t, 1, 0, org.EvSessionStarted, "", evs[0]))
+	evs := []payload.SessionStarted{{Format: payload.LogFormat, World: "startup", Seed: 1, Limits: org.Limits{Inbox: limit}}}
+	st := mustState(t, ev(t, 1, 0, payload.EvSessionStarted, "", evs[0]))
 	seq := uint64(2)
 	for i := range sent {
 		id := fmt.Sprintf("m%d", i)
-		mustApply(t, st, ev(t, seq, 0, org.EvMessageSent, "alice", org.MessageSent{Message: id, To: "bob", Text: id, DeliverAt: clock.Time(hour)}))
+		mustApply(t, st, ev(t, seq, 0, payload.EvMessageSent, "alice", payload.MessageSent{Message: id, To: "bob", Text: id, DeliverAt: clock.Time(hour)}))
 		seq++
 	}
 	for i := range sent {
-		mustApply(t, st, ev(t, seq, hour, org.EvMessageDelivered, "", org.MessageDelivered{Message: fmt.Sprintf("m%d", i)}))
+		mustApply(t, st, ev(t, seq, hour, payload.EvMessageDelivered, "", payload.MessageDelivered{Message: fmt.Sprintf("m%d", i)}))
 		seq++
 	}
 	var got []string
@@ -40,7 +41,7 @@ func TestInboxIsPagedNotCut(t *testing.T) {
 		if o.InboxMore > 0 {
 			read = len(o.Inbox)
 		}
-		mustApply(t, st, ev(t, seq, hour, org.EvTurn, "bob", org.Turn{Turn: turn, Seen: seq - 1, Actions: []org.Action{}, BusyUntil: clock.Time(hour), InboxRead: read}))
+		mustApply(t, st, ev(t, seq, hour, payload.EvTurn, "bob", payload.Turn{Turn: turn, Seen: seq - 1, Actions: []org.Action{}, BusyUntil: clock.Time(hour), InboxRead: read}))
 		seq++
 		if o.InboxMore == 0 {
 			break
@@ -66,7 +67,7 @@ func TestLimitsDefaultsAndValidation(t *testing.T) {
 		t.Fatalf("default limits: %+v", st.Limits)
 	}
 	bad := org.New(mustWorld(t))
-	if err := bad.Apply(ev(t, 1, 0, org.EvSessionStarted, "", org.SessionStarted{World: "startup", Limits: org.Limits{Inbox: -1}})); err == nil {
+	if err := bad.Apply(ev(t, 1, 0, payload.EvSessionStarted, "", payload.SessionStarted{Format: payload.LogFormat, World: "startup", Limits: org.Limits{Inbox: -1}})); err == nil {
 		t.Fatal("a negative limit was accepted")
 	}
 }

@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"strconv"
+
+	"github.com/corpsim/corpsim/events/payload/fastjson"
 )
 
 // appendTasks encodes tasks as encoding/json does, without reflection:
 // a long session's snapshot (a checkpoint, the state hash) is mostly its
 // tasks. ok is false when a task holds what only encoding/json may say
-// (a ticket definition with Info, a non-finite figure).
+// (a non-finite figure, which it refuses).
 func appendTasks(dst []byte, tasks []*Task) ([]byte, bool) {
 	if tasks == nil {
 		return append(dst, "null"...), true
@@ -33,27 +35,27 @@ func appendTasks(dst []byte, tasks []*Task) ([]byte, bool) {
 }
 
 func (t *Task) appendJSON(dst []byte) ([]byte, bool) {
-	if !finite(t.Value) || t.Def != nil && (t.Def.Info != nil || !finite(t.Def.Value)) {
+	if !fastjson.Finite(t.Value) || t.Def != nil && !fastjson.Finite(t.Def.Value) {
 		return dst, false
 	}
 	dst = append(dst, '{')
 	if t.Def != nil {
 		dst = append(dst, `"def":`...)
-		dst = appendTask(dst, t.Def)
+		dst = t.Def.appendJSON(dst)
 		dst = append(dst, ',')
 	}
 	dst = append(dst, `"id":`...)
-	dst = appendString(dst, t.ID)
+	dst = fastjson.AppendString(dst, t.ID)
 	dst = append(dst, `,"kind":`...)
-	dst = appendString(dst, t.Kind)
+	dst = fastjson.AppendString(dst, t.Kind)
 	if t.Project != "" {
 		dst = append(dst, `,"project":`...)
-		dst = appendString(dst, t.Project)
+		dst = fastjson.AppendString(dst, t.Project)
 	}
 	dst = append(dst, `,"queue":`...)
-	dst = appendString(dst, t.Queue)
+	dst = fastjson.AppendString(dst, t.Queue)
 	dst = append(dst, `,"team":`...)
-	dst = appendString(dst, t.Team)
+	dst = fastjson.AppendString(dst, t.Team)
 	dst = append(dst, `,"created":`...)
 	dst = strconv.AppendInt(dst, int64(t.Created), 10)
 	dst = append(dst, `,"deadline":`...)
@@ -67,20 +69,20 @@ func (t *Task) appendJSON(dst []byte) ([]byte, bool) {
 	dst = append(dst, `,"effort":`...)
 	dst = strconv.AppendInt(dst, int64(t.Effort), 10)
 	dst = append(dst, `,"value":`...)
-	dst = appendFloat(dst, t.Value)
+	dst = fastjson.AppendFloat(dst, t.Value)
 	if t.Priority != 0 {
 		dst = append(dst, `,"priority":`...)
 		dst = strconv.AppendInt(dst, int64(t.Priority), 10)
 	}
 	if t.Arrival != "" {
 		dst = append(dst, `,"arrival":`...)
-		dst = appendString(dst, t.Arrival)
+		dst = fastjson.AppendString(dst, t.Arrival)
 	}
 	dst = append(dst, `,"status":`...)
-	dst = appendString(dst, t.Status)
+	dst = fastjson.AppendString(dst, t.Status)
 	if t.Assignee != "" {
 		dst = append(dst, `,"assignee":`...)
-		dst = appendString(dst, t.Assignee)
+		dst = fastjson.AppendString(dst, t.Assignee)
 	}
 	dst = append(dst, `,"spent":`...)
 	dst = strconv.AppendInt(dst, int64(t.Spent), 10)
@@ -94,7 +96,7 @@ func (t *Task) appendJSON(dst []byte) ([]byte, bool) {
 	}
 	if t.Request != "" {
 		dst = append(dst, `,"request":`...)
-		dst = appendString(dst, t.Request)
+		dst = fastjson.AppendString(dst, t.Request)
 	}
 	if t.DoneAt != 0 {
 		dst = append(dst, `,"done_at":`...)
@@ -102,13 +104,34 @@ func (t *Task) appendJSON(dst []byte) ([]byte, bool) {
 	}
 	if t.DoneBy != "" {
 		dst = append(dst, `,"done_by":`...)
-		dst = appendString(dst, t.DoneBy)
+		dst = fastjson.AppendString(dst, t.DoneBy)
 	}
 	if t.DoneSeq != 0 {
 		dst = append(dst, `,"done_seq":`...)
 		dst = strconv.AppendUint(dst, t.DoneSeq, 10)
 	}
 	return append(dst, '}'), true
+}
+
+// appendJSON encodes a ticket's definition as encoding/json does.
+func (d *TicketDef) appendJSON(dst []byte) []byte {
+	dst = fastjson.AppendKeyString(dst, `{"ID":`, d.ID)
+	dst = fastjson.AppendKeyString(dst, `,"Title":`, d.Title)
+	dst = fastjson.AppendKeyString(dst, `,"Role":`, d.Role)
+	dst = fastjson.AppendKeyInt(dst, `,"Effort":`, int64(d.Effort))
+	dst = fastjson.AppendList(dst, `,"Deps":`, d.Deps, fastjson.AppendStringAt)
+	dst = append(dst, `,"Value":`...)
+	dst = fastjson.AppendFloat(dst, d.Value)
+	dst = fastjson.AppendKeyInt(dst, `,"Purchase":`, d.Purchase)
+	dst = fastjson.AppendKeyString(dst, `,"Chain":`, d.Chain)
+	dst = fastjson.AppendKeyString(dst, `,"Skill":`, d.Skill)
+	dst = fastjson.AppendKeyInt(dst, `,"Priority":`, int64(d.Priority))
+	if in := d.Info; in != nil {
+		dst = fastjson.AppendKeyString(dst, `,"Info":{"From":`, in.From)
+		dst = fastjson.AppendKeyString(dst, `,"Topic":`, in.Topic)
+		return append(dst, "}}"...)
+	}
+	return append(dst, `,"Info":null}`...)
 }
 
 // tasksNull is where the tasks go in a snapshot encoded without them; the

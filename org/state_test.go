@@ -10,6 +10,7 @@ import (
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -40,11 +41,11 @@ func mustJSON(tb testing.TB, v any) json.RawMessage {
 }
 
 // ev builds an event; a nil payload leaves Payload empty.
-func ev(tb testing.TB, seq uint64, at int64, typ, actor string, payload any) events.Event {
+func ev(tb testing.TB, seq uint64, at int64, typ, actor string, v any) events.Event {
 	tb.Helper()
 	e := events.Event{Seq: seq, Time: at, Type: typ, Actor: actor}
-	if payload != nil {
-		e.Payload = mustJSON(tb, payload)
+	if v != nil {
+		e.Payload = mustJSON(tb, v)
 	}
 	return e
 }
@@ -61,7 +62,7 @@ func mustApply(tb testing.TB, st *org.State, evs ...events.Event) {
 // started returns the event that opens every log.
 func started(tb testing.TB) events.Event {
 	tb.Helper()
-	return ev(tb, 1, 0, org.EvSessionStarted, "", org.SessionStarted{World: "startup", Seed: 1})
+	return ev(tb, 1, 0, payload.EvSessionStarted, "", payload.SessionStarted{Format: payload.LogFormat, World: "startup", Seed: 1})
 }
 
 // mustState returns the startup world's state after evs.
@@ -131,7 +132,7 @@ func TestApplyTaskFlow(t *testing.T) {
 	}{
 		{
 			name:  "claim",
-			event: ev(t, 2, 0, org.EvTaskClaimed, "alice", org.TaskClaimed{Task: "spec", BusyUntil: clock.Time(5 * minute)}),
+			event: ev(t, 2, 0, payload.EvTaskClaimed, "alice", payload.TaskClaimed{Task: "spec", BusyUntil: clock.Time(5 * minute)}),
 			check: func(t *testing.T, st *org.State) {
 				task, alice := st.Task("spec"), st.Member("alice")
 				if task.Status != org.StatusClaimed || task.Assignee != "alice" {
@@ -144,7 +145,7 @@ func TestApplyTaskFlow(t *testing.T) {
 		},
 		{
 			name:  "work started",
-			event: ev(t, 3, 5*minute, org.EvWorkStarted, "alice", org.WorkStarted{Task: "spec", Work: 8 * clock.Hour, Until: clock.Time(8*hour + 5*minute)}),
+			event: ev(t, 3, 5*minute, payload.EvWorkStarted, "alice", payload.WorkStarted{Task: "spec", Work: 8 * clock.Hour, Until: clock.Time(8*hour + 5*minute)}),
 			check: func(t *testing.T, st *org.State) {
 				task := st.Task("spec")
 				if task.Status != org.StatusInProgress || task.Stint != 8*clock.Hour || task.WorkUntil != clock.Time(8*hour+5*minute) {
@@ -160,7 +161,7 @@ func TestApplyTaskFlow(t *testing.T) {
 		},
 		{
 			name:  "work finished",
-			event: ev(t, 4, 8*hour+5*minute, org.EvWorkFinished, "", org.WorkFinished{Task: "spec", Work: 8 * clock.Hour}),
+			event: ev(t, 4, 8*hour+5*minute, payload.EvWorkFinished, "", payload.WorkFinished{Task: "spec", Work: 8 * clock.Hour}),
 			check: func(t *testing.T, st *org.State) {
 				task := st.Task("spec")
 				if task.Status != org.StatusClaimed || task.Spent != 8*clock.Hour || task.Stint != 0 || task.WorkUntil != 0 {
@@ -173,7 +174,7 @@ func TestApplyTaskFlow(t *testing.T) {
 		},
 		{
 			name:  "complete",
-			event: ev(t, 5, 8*hour+5*minute, org.EvTaskCompleted, "alice", org.TaskCompleted{Task: "spec", BusyUntil: clock.Time(8*hour + 10*minute)}),
+			event: ev(t, 5, 8*hour+5*minute, payload.EvTaskCompleted, "alice", payload.TaskCompleted{Task: "spec", BusyUntil: clock.Time(8*hour + 10*minute)}),
 			check: func(t *testing.T, st *org.State) {
 				task := st.Task("spec")
 				if task.Status != org.StatusDone || task.DoneBy != "alice" || task.DoneSeq != 5 || task.DoneAt != clock.Time(8*hour+5*minute) {
@@ -195,7 +196,7 @@ func TestApplyTaskFlow(t *testing.T) {
 		},
 		{
 			name:  "claim a purchase",
-			event: ev(t, 6, 9*hour, org.EvTaskClaimed, "bob", org.TaskClaimed{Task: "build-servers", BusyUntil: clock.Time(9*hour + 5*minute)}),
+			event: ev(t, 6, 9*hour, payload.EvTaskClaimed, "bob", payload.TaskClaimed{Task: "build-servers", BusyUntil: clock.Time(9*hour + 5*minute)}),
 			check: func(t *testing.T, st *org.State) {
 				if got := st.Budget("product").Spent; got != 0 {
 					t.Errorf("budget spent: got %d, want 0 before completion", got)
@@ -204,17 +205,17 @@ func TestApplyTaskFlow(t *testing.T) {
 		},
 		{
 			name:  "work on the purchase",
-			event: ev(t, 7, 9*hour+5*minute, org.EvWorkStarted, "bob", org.WorkStarted{Task: "build-servers", Work: 2 * clock.Hour, Until: clock.Time(11*hour + 5*minute)}),
+			event: ev(t, 7, 9*hour+5*minute, payload.EvWorkStarted, "bob", payload.WorkStarted{Task: "build-servers", Work: 2 * clock.Hour, Until: clock.Time(11*hour + 5*minute)}),
 			check: func(t *testing.T, st *org.State) {},
 		},
 		{
 			name:  "purchase work finished",
-			event: ev(t, 8, 11*hour+5*minute, org.EvWorkFinished, "", org.WorkFinished{Task: "build-servers", Work: 2 * clock.Hour}),
+			event: ev(t, 8, 11*hour+5*minute, payload.EvWorkFinished, "", payload.WorkFinished{Task: "build-servers", Work: 2 * clock.Hour}),
 			check: func(t *testing.T, st *org.State) {},
 		},
 		{
 			name:  "complete the purchase",
-			event: ev(t, 9, 11*hour+5*minute, org.EvTaskCompleted, "bob", org.TaskCompleted{Task: "build-servers", BusyUntil: clock.Time(11*hour + 10*minute)}),
+			event: ev(t, 9, 11*hour+5*minute, payload.EvTaskCompleted, "bob", payload.TaskCompleted{Task: "build-servers", BusyUntil: clock.Time(11*hour + 10*minute)}),
 			check: func(t *testing.T, st *org.State) {
 				b := st.Budget("product")
 				if b.Spent != 3000 || b.Remaining() != 17000 {
@@ -241,14 +242,14 @@ func badPrefix(tb testing.TB) []events.Event {
 	tb.Helper()
 	return []events.Event{
 		started(tb),
-		ev(tb, 2, 0, org.EvTaskClaimed, "alice", org.TaskClaimed{Task: "spec"}),
-		ev(tb, 3, 0, org.EvWorkStarted, "alice", org.WorkStarted{Task: "spec", Work: 8 * clock.Hour, Until: clock.Time(8 * hour)}),
-		ev(tb, 4, 0, org.EvTaskClaimed, "bob", org.TaskClaimed{Task: "api"}),
-		ev(tb, 5, 0, org.EvTaskClaimed, "bob", org.TaskClaimed{Task: "build-servers"}),
-		ev(tb, 6, 0, org.EvApprovalRequested, "bob", org.ApprovalRequested{Request: "r1", Task: "build-servers", Chain: "purchases", Amount: 3000,
+		ev(tb, 2, 0, payload.EvTaskClaimed, "alice", payload.TaskClaimed{Task: "spec"}),
+		ev(tb, 3, 0, payload.EvWorkStarted, "alice", payload.WorkStarted{Task: "spec", Work: 8 * clock.Hour, Until: clock.Time(8 * hour)}),
+		ev(tb, 4, 0, payload.EvTaskClaimed, "bob", payload.TaskClaimed{Task: "api"}),
+		ev(tb, 5, 0, payload.EvTaskClaimed, "bob", payload.TaskClaimed{Task: "build-servers"}),
+		ev(tb, 6, 0, payload.EvApprovalRequested, "bob", payload.ApprovalRequested{Request: "r1", Task: "build-servers", Chain: "purchases", Amount: 3000,
 			Steps: []org.RequestStep{{Role: "lead", Approver: "alice"}}}),
-		ev(tb, 7, 0, org.EvMessageSent, "alice", org.MessageSent{Message: "m1", To: "bob", Text: "hi", DeliverAt: clock.Time(hour)}),
-		ev(tb, 8, hour, org.EvMessageDelivered, "", org.MessageDelivered{Message: "m1"}),
+		ev(tb, 7, 0, payload.EvMessageSent, "alice", payload.MessageSent{Message: "m1", To: "bob", Text: "hi", DeliverAt: clock.Time(hour)}),
+		ev(tb, 8, hour, payload.EvMessageDelivered, "", payload.MessageDelivered{Message: "m1"}),
 	}
 }
 
@@ -260,43 +261,62 @@ func TestApplyRejects(t *testing.T) {
 		event   events.Event
 		wantErr string // a part of the error message
 	}{
-		{name: "seq gap", event: ev(t, next+1, hour, org.EvMemberWaiting, "bob", org.MemberWaiting{}), wantErr: "expected seq 9"},
-		{name: "seq repeated", event: ev(t, next-1, hour, org.EvMemberWaiting, "bob", org.MemberWaiting{}), wantErr: "expected seq 9"},
-		{name: "time before now", event: ev(t, next, hour-1, org.EvMemberWaiting, "bob", org.MemberWaiting{}), wantErr: "is before now"},
-		{name: "session started again", event: ev(t, next, hour, org.EvSessionStarted, "", org.SessionStarted{}), wantErr: "must be the first event"},
-		{name: "claim of a claimed task", event: ev(t, next, hour, org.EvTaskClaimed, "carol", org.TaskClaimed{Task: "api"}), wantErr: `task "api" is not open`},
-		{name: "claim of an own claimed task", event: ev(t, next, hour, org.EvTaskClaimed, "bob", org.TaskClaimed{Task: "api"}), wantErr: `task "api" is not open`},
-		{name: "claim of an unknown task", event: ev(t, next, hour, org.EvTaskClaimed, "carol", org.TaskClaimed{Task: "nope"}), wantErr: `task "nope" is not open`},
-		{name: "claim by an unknown actor", event: ev(t, next, hour, org.EvTaskClaimed, "mallory", org.TaskClaimed{Task: "db-schema"}), wantErr: `unknown actor "mallory"`},
-		{name: "completion by a non-assignee", event: ev(t, next, hour, org.EvTaskCompleted, "carol", org.TaskCompleted{Task: "api"}), wantErr: `task "api" is not claimed by carol`},
-		{name: "completion while in progress", event: ev(t, next, hour, org.EvTaskCompleted, "alice", org.TaskCompleted{Task: "spec"}), wantErr: `task "spec" is not claimed by alice`},
-		{name: "work started by a non-assignee", event: ev(t, next, hour, org.EvWorkStarted, "carol", org.WorkStarted{Task: "api", Work: clock.Hour, Until: clock.Time(2 * hour)}), wantErr: `task "api" is not claimed by carol`},
-		{name: "work started twice", event: ev(t, next, hour, org.EvWorkStarted, "alice", org.WorkStarted{Task: "spec", Work: clock.Hour, Until: clock.Time(2 * hour)}), wantErr: `task "spec" is not claimed by alice`},
-		{name: "work finished with wrong work", event: ev(t, next, 8*hour, org.EvWorkFinished, "", org.WorkFinished{Task: "spec", Work: 4 * clock.Hour}), wantErr: "work 4h does not match the stint 8h"},
-		{name: "work finished on a task not in progress", event: ev(t, next, hour, org.EvWorkFinished, "", org.WorkFinished{Task: "api", Work: clock.Hour}), wantErr: `task "api" is not in progress`},
-		{name: "approval by the wrong member", event: ev(t, next, hour, org.EvApprovalGranted, "carol", org.ApprovalDecided{Request: "r1", Step: 0}), wantErr: `request "r1" step 0 is not waiting for carol`},
-		{name: "approval of the wrong step", event: ev(t, next, hour, org.EvApprovalGranted, "alice", org.ApprovalDecided{Request: "r1", Step: 1}), wantErr: `request "r1" step 1 is not waiting for alice`},
-		{name: "rejection of an unknown request", event: ev(t, next, hour, org.EvApprovalRejected, "alice", org.ApprovalDecided{Request: "r9"}), wantErr: `request "r9" step 0 is not waiting for alice`},
+		{name: "seq gap", event: ev(t, next+1, hour, payload.EvMemberWaiting, "bob", payload.MemberWaiting{}), wantErr: "expected seq 9"},
+		{name: "seq repeated", event: ev(t, next-1, hour, payload.EvMemberWaiting, "bob", payload.MemberWaiting{}), wantErr: "expected seq 9"},
+		{name: "time before now", event: ev(t, next, hour-1, payload.EvMemberWaiting, "bob", payload.MemberWaiting{}), wantErr: "is before now"},
+		{name: "session started again", event: ev(t, next, hour, payload.EvSessionStarted, "", payload.SessionStarted{Format: payload.LogFormat}), wantErr: "must be the first event"},
+		{name: "claim of a claimed task", event: ev(t, next, hour, payload.EvTaskClaimed, "carol", payload.TaskClaimed{Task: "api"}), wantErr: `task "api" is already claimed by bob`},
+		{name: "claim of an own claimed task", event: ev(t, next, hour, payload.EvTaskClaimed, "bob", payload.TaskClaimed{Task: "api"}), wantErr: `task "api" is already yours`},
+		{name: "claim of an unknown task", event: ev(t, next, hour, payload.EvTaskClaimed, "carol", payload.TaskClaimed{Task: "nope"}), wantErr: `unknown task "nope"`},
+		{name: "claim by an unknown actor", event: ev(t, next, hour, payload.EvTaskClaimed, "mallory", payload.TaskClaimed{Task: "db-schema"}), wantErr: `unknown actor "mallory"`},
+		{name: "completion by a non-assignee", event: ev(t, next, hour, payload.EvTaskCompleted, "carol", payload.TaskCompleted{Task: "api"}), wantErr: `task "api" is held by bob, not carol`},
+		{name: "completion while in progress", event: ev(t, next, hour, payload.EvTaskCompleted, "alice", payload.TaskCompleted{Task: "spec"}), wantErr: `task "spec" is being worked on until`},
+		{name: "work started by a non-assignee", event: ev(t, next, hour, payload.EvWorkStarted, "carol", payload.WorkStarted{Task: "api", Work: clock.Hour, Until: clock.Time(2 * hour)}), wantErr: `task "api" is held by bob, not carol`},
+		{name: "work started twice", event: ev(t, next, hour, payload.EvWorkStarted, "alice", payload.WorkStarted{Task: "spec", Work: clock.Hour, Until: clock.Time(2 * hour)}), wantErr: `task "spec" is being worked on until`},
+		{name: "work finished with wrong work", event: ev(t, next, 8*hour, payload.EvWorkFinished, "", payload.WorkFinished{Task: "spec", Work: 4 * clock.Hour}), wantErr: "work 4h does not match the stint 8h"},
+		{name: "work finished on a task not in progress", event: ev(t, next, hour, payload.EvWorkFinished, "", payload.WorkFinished{Task: "api", Work: clock.Hour}), wantErr: `task "api" is not in progress`},
+		{name: "approval by the wrong member", event: ev(t, next, hour, payload.EvApprovalGranted, "carol", payload.ApprovalDecided{Request: "r1", Step: 0}), wantErr: `request "r1" step 0 is not waiting for carol`},
+		{name: "approval of the wrong step", event: ev(t, next, hour, payload.EvApprovalGranted, "alice", payload.ApprovalDecided{Request: "r1", Step: 1}), wantErr: `request "r1" step 1 is not waiting for alice`},
+		{name: "rejection of an unknown request", event: ev(t, next, hour, payload.EvApprovalRejected, "alice", payload.ApprovalDecided{Request: "r9"}), wantErr: `unknown request "r9"`},
 		{
 			name:    "approval of a decided request",
-			before:  []events.Event{ev(t, next, hour, org.EvApprovalGranted, "alice", org.ApprovalDecided{Request: "r1"})},
-			event:   ev(t, next+1, hour, org.EvApprovalGranted, "alice", org.ApprovalDecided{Request: "r1"}),
-			wantErr: `request "r1" step 0 is not waiting for alice`,
+			before:  []events.Event{ev(t, next, hour, payload.EvApprovalGranted, "alice", payload.ApprovalDecided{Request: "r1"})},
+			event:   ev(t, next+1, hour, payload.EvApprovalGranted, "alice", payload.ApprovalDecided{Request: "r1"}),
+			wantErr: `request r1 is already approved`,
 		},
-		{name: "request id reused", event: ev(t, next, hour, org.EvApprovalRequested, "bob", org.ApprovalRequested{Request: "r1", Task: "build-servers", Steps: []org.RequestStep{{Role: "lead", Approver: "alice"}}}), wantErr: `request "r1" exists or has no steps`},
-		{name: "request without steps", event: ev(t, next, hour, org.EvApprovalRequested, "bob", org.ApprovalRequested{Request: "r2", Task: "build-servers"}), wantErr: `request "r2" exists or has no steps`},
-		{name: "request for an unknown task", event: ev(t, next, hour, org.EvApprovalRequested, "bob", org.ApprovalRequested{Request: "r2", Task: "nope", Steps: []org.RequestStep{{Role: "lead", Approver: "alice"}}}), wantErr: `unknown task "nope"`},
-		{name: "message to an unknown member", event: ev(t, next, hour, org.EvMessageSent, "alice", org.MessageSent{Message: "m2", To: "nobody"}), wantErr: `bad message "m2" to "nobody"`},
-		{name: "message id reused", event: ev(t, next, hour, org.EvMessageSent, "alice", org.MessageSent{Message: "m1", To: "bob"}), wantErr: `bad message "m1" to "bob"`},
-		{name: "message delivered twice", event: ev(t, next, hour, org.EvMessageDelivered, "", org.MessageDelivered{Message: "m1"}), wantErr: `message "m1" is not on its way`},
-		{name: "unknown message delivered", event: ev(t, next, hour, org.EvMessageDelivered, "", org.MessageDelivered{Message: "m9"}), wantErr: `message "m9" is not on its way`},
-		{name: "turn by an unknown actor", event: ev(t, next, hour, org.EvTurn, "mallory", org.Turn{Seen: 8}), wantErr: `unknown actor "mallory"`},
-		{name: "malformed payload", event: events.Event{Seq: next, Time: hour, Type: org.EvTaskClaimed, Actor: "carol", Payload: json.RawMessage(`{"task": 5}`)}, wantErr: "payload:"},
+		{name: "request id reused", event: ev(t, next, hour, payload.EvApprovalRequested, "bob", payload.ApprovalRequested{Request: "r1", Task: "build-servers", Steps: []org.RequestStep{{Role: "lead", Approver: "alice"}}}), wantErr: `request "r1" exists or has no steps`},
+		{name: "request without steps", event: ev(t, next, hour, payload.EvApprovalRequested, "bob", payload.ApprovalRequested{Request: "r2", Task: "build-servers"}), wantErr: `request "r2" exists or has no steps`},
+		{name: "request for an unknown task", event: ev(t, next, hour, payload.EvApprovalRequested, "bob", payload.ApprovalRequested{Request: "r2", Task: "nope", Steps: []org.RequestStep{{Role: "lead", Approver: "alice"}}}), wantErr: `unknown task "nope"`},
+		{name: "message to an unknown member", event: ev(t, next, hour, payload.EvMessageSent, "alice", payload.MessageSent{Message: "m2", To: "nobody"}), wantErr: `no member "nobody"`},
+		{name: "message id reused", event: ev(t, next, hour, payload.EvMessageSent, "alice", payload.MessageSent{Message: "m1", To: "bob"}), wantErr: `message "m1" exists`},
+		// Apply asks an event the precondition of the action that caused it.
+		{name: "work beyond the effort left", event: ev(t, next, hour, payload.EvWorkStarted, "bob", payload.WorkStarted{Task: "api", Work: 1000 * clock.Hour, Until: clock.Time(2 * hour)}), wantErr: `is not within the`},
+		{name: "handoff to who cannot take it", event: ev(t, next, hour, payload.EvTaskHandedOff, "bob", payload.TaskHandedOff{Task: "api", To: "dave"}), wantErr: `dave cannot take task "api"`},
+		{name: "handoff to oneself", event: ev(t, next, hour, payload.EvTaskHandedOff, "bob", payload.TaskHandedOff{Task: "api", To: "bob"}), wantErr: `handoff to yourself`},
+		{name: "rejection without a reason", event: ev(t, next, hour, payload.EvApprovalRejected, "alice", payload.ApprovalDecided{Request: "r1", Reason: " "}), wantErr: `reject needs a reason`},
+		{name: "request routed to the wrong approver", event: ev(t, next, hour, payload.EvApprovalRequested, "carol", payload.ApprovalRequested{Request: "r2", Task: "api", Chain: "purchases", Steps: []org.RequestStep{{Role: "lead", Approver: "alice"}}}), wantErr: `task "api" is held by bob, not carol`},
+		{name: "request for a task with a pending one", event: ev(t, next, hour, payload.EvApprovalRequested, "bob", payload.ApprovalRequested{Request: "r2", Task: "build-servers", Chain: "purchases", Amount: 3000, Steps: []org.RequestStep{{Role: "lead", Approver: "alice"}}}), wantErr: `already has request r1`},
+		{
+			name:   "request with steps the chain does not route",
+			before: []events.Event{ev(t, next, hour, payload.EvTaskClaimed, "bob", payload.TaskClaimed{Task: "load-test-kit"})},
+			event: ev(t, next+1, hour, payload.EvApprovalRequested, "bob", payload.ApprovalRequested{Request: "r2", Task: "load-test-kit", Chain: "purchases", Amount: 8000,
+				Steps: []org.RequestStep{{Role: "lead", Approver: "carol"}, {Role: "finance", Approver: "frank"}}}),
+			wantErr: `is not the approval task "load-test-kit"`,
+		},
+		{name: "escalation to who the chain does not name", event: ev(t, next, hour, payload.EvApprovalEscalated, "", payload.ApprovalEscalated{Request: "r1", Step: 0, From: "alice", To: "carol", Reason: "timeout"}), wantErr: `not "carol"`},
+		{name: "escalation asked by another member", event: ev(t, next, hour, payload.EvApprovalEscalated, "carol", payload.ApprovalEscalated{Request: "r1", Step: 0, From: "alice", To: "carol", Reason: "requested"}), wantErr: `request r1 is bob's, not yours to escalate`},
+		{name: "message without text", event: ev(t, next, hour, payload.EvMessageSent, "alice", payload.MessageSent{Message: "m2", To: "bob", Text: " "}), wantErr: `message needs text`},
+		{name: "message giving what the sender does not hold", event: ev(t, next, hour, payload.EvMessageSent, "alice", payload.MessageSent{Message: "m2", To: "bob", Text: "the code", Topic: "vpn"}), wantErr: `info-source`},
+		{name: "wait until the past", event: ev(t, next, hour, payload.EvMemberWaiting, "bob", payload.MemberWaiting{Until: clock.Time(hour - 1)}), wantErr: `not in the future`},
+		{name: "message delivered twice", event: ev(t, next, hour, payload.EvMessageDelivered, "", payload.MessageDelivered{Message: "m1"}), wantErr: `message "m1" is not on its way`},
+		{name: "unknown message delivered", event: ev(t, next, hour, payload.EvMessageDelivered, "", payload.MessageDelivered{Message: "m9"}), wantErr: `message "m9" is not on its way`},
+		{name: "turn by an unknown actor", event: ev(t, next, hour, payload.EvTurn, "mallory", payload.Turn{Seen: 8}), wantErr: `unknown actor "mallory"`},
+		{name: "malformed payload", event: events.Event{Seq: next, Time: hour, Type: payload.EvTaskClaimed, Actor: "carol", Payload: json.RawMessage(`{"task": 5}`)}, wantErr: "payload:"},
 		{name: "unknown event type", event: ev(t, next, hour, "task.stolen", "carol", nil), wantErr: "unknown event type"},
 		{
 			name:    "event after the session ended",
-			before:  []events.Event{ev(t, next, hour, org.EvSessionEnded, "", org.SessionEnded{Reason: "horizon"})},
-			event:   ev(t, next+1, hour, org.EvMemberWaiting, "bob", org.MemberWaiting{}),
+			before:  []events.Event{ev(t, next, hour, payload.EvSessionEnded, "", payload.SessionEnded{Reason: "horizon"})},
+			event:   ev(t, next+1, hour, payload.EvMemberWaiting, "bob", payload.MemberWaiting{}),
 			wantErr: "session already ended",
 		},
 	}
@@ -330,7 +350,7 @@ func TestApplyRejects(t *testing.T) {
 // come first.
 func TestApplyFirstEvent(t *testing.T) {
 	st := org.New(mustWorld(t))
-	err := st.Apply(ev(t, 1, 0, org.EvTaskClaimed, "bob", org.TaskClaimed{Task: "api"}))
+	err := st.Apply(ev(t, 1, 0, payload.EvTaskClaimed, "bob", payload.TaskClaimed{Task: "api"}))
 	if !errors.Is(err, org.ErrBadEvent) {
 		t.Errorf("Apply(task.claimed at seq 1): got %v, want an error wrapping ErrBadEvent", err)
 	}
@@ -352,11 +372,11 @@ func hashScript(tb testing.TB, vary string) []events.Event {
 	}
 	return []events.Event{
 		started(tb),
-		ev(tb, 2, 0, org.EvTaskClaimed, "alice", org.TaskClaimed{Task: "spec", BusyUntil: busy}),
-		ev(tb, 3, 0, org.EvWorkStarted, "alice", org.WorkStarted{Task: "spec", Work: work, Until: clock.Time(work)}),
-		ev(tb, 4, 0, org.EvMessageSent, "alice", org.MessageSent{Message: "m1", To: "bob", Text: text}),
-		ev(tb, 5, int64(work), org.EvWorkFinished, "", org.WorkFinished{Task: "spec", Work: work}),
-		ev(tb, 6, int64(work), org.EvSessionEnded, "", org.SessionEnded{Reason: reason}),
+		ev(tb, 2, 0, payload.EvTaskClaimed, "alice", payload.TaskClaimed{Task: "spec", BusyUntil: busy}),
+		ev(tb, 3, 0, payload.EvWorkStarted, "alice", payload.WorkStarted{Task: "spec", Work: work, Until: clock.Time(work)}),
+		ev(tb, 4, 0, payload.EvMessageSent, "alice", payload.MessageSent{Message: "m1", To: "bob", Text: text}),
+		ev(tb, 5, int64(work), payload.EvWorkFinished, "", payload.WorkFinished{Task: "spec", Work: work}),
+		ev(tb, 6, int64(work), payload.EvSessionEnded, "", payload.SessionEnded{Reason: reason}),
 	}
 }
 
@@ -404,11 +424,11 @@ func TestViewAvailableAndUpcoming(t *testing.T) {
 	atStart := []events.Event{started(t)}
 	specDone := []events.Event{
 		started(t),
-		ev(t, 2, 0, org.EvTaskClaimed, "alice", org.TaskClaimed{Task: "spec"}),
-		ev(t, 3, 0, org.EvWorkStarted, "alice", org.WorkStarted{Task: "spec", Work: 8 * clock.Hour, Until: clock.Time(8 * hour)}),
-		ev(t, 4, 8*hour, org.EvWorkFinished, "", org.WorkFinished{Task: "spec", Work: 8 * clock.Hour}),
-		ev(t, 5, 8*hour, org.EvTaskCompleted, "alice", org.TaskCompleted{Task: "spec"}),
-		ev(t, 6, 8*hour, org.EvTaskClaimed, "carol", org.TaskClaimed{Task: "db-schema"}),
+		ev(t, 2, 0, payload.EvTaskClaimed, "alice", payload.TaskClaimed{Task: "spec"}),
+		ev(t, 3, 0, payload.EvWorkStarted, "alice", payload.WorkStarted{Task: "spec", Work: 8 * clock.Hour, Until: clock.Time(8 * hour)}),
+		ev(t, 4, 8*hour, payload.EvWorkFinished, "", payload.WorkFinished{Task: "spec", Work: 8 * clock.Hour}),
+		ev(t, 5, 8*hour, payload.EvTaskCompleted, "alice", payload.TaskCompleted{Task: "spec"}),
+		ev(t, 6, 8*hour, payload.EvTaskClaimed, "carol", payload.TaskClaimed{Task: "db-schema"}),
 	}
 	// Upcoming is nearest first (fewest dependencies pending), then most valuable, then world order.
 	engineerLater := []string{"ci", "load-test-kit", "backend", "frontend", "integration"}
@@ -461,11 +481,11 @@ func TestViewApprovals(t *testing.T) {
 	// bob asks for load-test-kit's 8000: the lead, then finance, must approve.
 	evs := []events.Event{
 		started(t),
-		ev(t, 2, 0, org.EvTaskClaimed, "bob", org.TaskClaimed{Task: "load-test-kit"}),
-		ev(t, 3, 0, org.EvApprovalRequested, "bob", org.ApprovalRequested{Request: "r1", Task: "load-test-kit", Chain: "purchases", Amount: 8000,
+		ev(t, 2, 0, payload.EvTaskClaimed, "bob", payload.TaskClaimed{Task: "load-test-kit"}),
+		ev(t, 3, 0, payload.EvApprovalRequested, "bob", payload.ApprovalRequested{Request: "r1", Task: "load-test-kit", Chain: "purchases", Amount: 8000,
 			Steps: []org.RequestStep{{Role: "lead", Approver: "alice"}, {Role: "finance", Approver: "frank"}}}),
-		ev(t, 4, hour, org.EvApprovalGranted, "alice", org.ApprovalDecided{Request: "r1", Step: 0}),
-		ev(t, 5, 2*hour, org.EvApprovalGranted, "frank", org.ApprovalDecided{Request: "r1", Step: 1}),
+		ev(t, 4, hour, payload.EvApprovalGranted, "alice", payload.ApprovalDecided{Request: "r1", Step: 0}),
+		ev(t, 5, 2*hour, payload.EvApprovalGranted, "frank", payload.ApprovalDecided{Request: "r1", Step: 1}),
 	}
 	tests := []struct {
 		name          string
@@ -516,9 +536,9 @@ func TestViewApprovals(t *testing.T) {
 func TestViewInbox(t *testing.T) {
 	evs := []events.Event{
 		started(t),
-		ev(t, 2, 0, org.EvMessageSent, "alice", org.MessageSent{Message: "m1", To: "bob", Text: "api first, please", DeliverAt: clock.Time(10 * minute)}),
-		ev(t, 3, 10*minute, org.EvMessageDelivered, "", org.MessageDelivered{Message: "m1"}),
-		ev(t, 4, 11*minute, org.EvTurn, "bob", org.Turn{Turn: 1, Seen: 3, BusyUntil: clock.Time(12 * minute)}),
+		ev(t, 2, 0, payload.EvMessageSent, "alice", payload.MessageSent{Message: "m1", To: "bob", Text: "api first, please", DeliverAt: clock.Time(10 * minute)}),
+		ev(t, 3, 10*minute, payload.EvMessageDelivered, "", payload.MessageDelivered{Message: "m1"}),
+		ev(t, 4, 11*minute, payload.EvTurn, "bob", payload.Turn{Turn: 1, Seen: 3, BusyUntil: clock.Time(12 * minute)}),
 	}
 	tests := []struct {
 		name      string
@@ -551,15 +571,15 @@ func TestViewInbox(t *testing.T) {
 func TestWaitingAndSeen(t *testing.T) {
 	msg := func(seq uint64, at int64) []events.Event {
 		return []events.Event{
-			ev(t, seq, at, org.EvMessageSent, "alice", org.MessageSent{Message: "m1", To: "bob", Text: "ping"}),
-			ev(t, seq+1, at, org.EvMessageDelivered, "", org.MessageDelivered{Message: "m1"}),
+			ev(t, seq, at, payload.EvMessageSent, "alice", payload.MessageSent{Message: "m1", To: "bob", Text: "ping"}),
+			ev(t, seq+1, at, payload.EvMessageDelivered, "", payload.MessageDelivered{Message: "m1"}),
 		}
 	}
 	turn := func(seq uint64, seen uint64) events.Event {
-		return ev(t, seq, 0, org.EvTurn, "bob", org.Turn{Seen: seen})
+		return ev(t, seq, 0, payload.EvTurn, "bob", payload.Turn{Seen: seen})
 	}
 	wait := func(seq uint64, until int64) events.Event {
-		return ev(t, seq, 0, org.EvMemberWaiting, "bob", org.MemberWaiting{Until: clock.Time(until)})
+		return ev(t, seq, 0, payload.EvMemberWaiting, "bob", payload.MemberWaiting{Until: clock.Time(until)})
 	}
 	tests := []struct {
 		name        string
@@ -593,12 +613,12 @@ func TestWaitingAndSeen(t *testing.T) {
 		},
 		{
 			name:        "timeout after a wake",
-			events:      append(msg(2, 0), ev(t, 4, 0, org.EvTurnTimeout, "bob", org.TurnTimeout{Turn: 1, Seen: 1})),
+			events:      append(msg(2, 0), ev(t, 4, 0, payload.EvTurnTimeout, "bob", payload.TurnTimeout{Turn: 1, Seen: 1})),
 			wantPending: true,
 		},
 		{
 			name:   "timeout with nothing new",
-			events: []events.Event{ev(t, 2, 0, org.EvTurnTimeout, "bob", org.TurnTimeout{Turn: 1, Seen: 1})},
+			events: []events.Event{ev(t, 2, 0, payload.EvTurnTimeout, "bob", payload.TurnTimeout{Turn: 1, Seen: 1})},
 		},
 	}
 	for _, tt := range tests {
@@ -618,10 +638,10 @@ func TestWaitingAndSeen(t *testing.T) {
 func TestCounters(t *testing.T) {
 	st := mustState(t,
 		started(t),
-		ev(t, 2, 0, org.EvTurn, "bob", org.Turn{Turn: 1, Seen: 1}),
-		ev(t, 3, 0, org.EvActionRejected, "bob", org.ActionRejected{Kind: "policy", Rule: "role-required"}),
-		ev(t, 4, 0, org.EvActionRejected, "bob", org.ActionRejected{Kind: "state"}),
-		ev(t, 5, 0, org.EvTurnTimeout, "carol", org.TurnTimeout{Turn: 1, Seen: 1}),
+		ev(t, 2, 0, payload.EvTurn, "bob", payload.Turn{Turn: 1, Seen: 1}),
+		ev(t, 3, 0, payload.EvActionRejected, "bob", payload.ActionRejected{Kind: "policy", Rule: "role-required"}),
+		ev(t, 4, 0, payload.EvActionRejected, "bob", payload.ActionRejected{Kind: "state"}),
+		ev(t, 5, 0, payload.EvTurnTimeout, "carol", payload.TurnTimeout{Turn: 1, Seen: 1}),
 	)
 	for _, c := range []struct {
 		name      string
@@ -642,7 +662,7 @@ func TestCounters(t *testing.T) {
 	if got := st.View("bob").Rejected; len(got) != 2 || got[0].Rule != "role-required" || got[1].Kind != "state" {
 		t.Errorf("bob's rejected: got %+v, want the policy then the state rejection", got)
 	}
-	mustApply(t, st, ev(t, 6, 0, org.EvTurn, "bob", org.Turn{Turn: 2, Seen: 5}))
+	mustApply(t, st, ev(t, 6, 0, payload.EvTurn, "bob", payload.Turn{Turn: 2, Seen: 5}))
 	if got := st.View("bob").Rejected; len(got) != 0 {
 		t.Errorf("bob's rejected after his next turn: got %+v, want none", got)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -49,10 +50,11 @@ func mustJSON(tb testing.TB, v any) json.RawMessage {
 // script builds an event sequence by hand: it numbers the events and keeps
 // their times in order. Every event happens at now; at moves now forward.
 type script struct {
-	tb  testing.TB
-	w   *worlds.World
-	now int64
-	evs []events.Event
+	tb    testing.TB
+	w     *worlds.World
+	now   int64
+	evs   []events.Event
+	edits []func(*org.State)
 }
 
 // newScript starts a session of w (the startup world when nil).
@@ -62,12 +64,12 @@ func newScript(tb testing.TB, w *worlds.World) *script {
 		w = mustWorld(tb)
 	}
 	s := &script{tb: tb, w: w}
-	return s.add(org.EvSessionStarted, "", org.SessionStarted{World: w.Name, WorldHash: w.Hash})
+	return s.add(payload.EvSessionStarted, "", payload.SessionStarted{Format: payload.LogFormat, World: w.Name, WorldHash: w.Hash})
 }
 
-func (s *script) add(typ, actor string, payload any) *script {
+func (s *script) add(typ, actor string, v any) *script {
 	s.tb.Helper()
-	s.evs = append(s.evs, events.Event{Seq: uint64(len(s.evs) + 1), Time: s.now, Type: typ, Actor: actor, Payload: mustJSON(s.tb, payload)})
+	s.evs = append(s.evs, events.Event{Seq: uint64(len(s.evs) + 1), Time: s.now, Type: typ, Actor: actor, Payload: mustJSON(s.tb, v)})
 	return s
 }
 
@@ -82,17 +84,17 @@ func (s *script) at(t int64) *script {
 }
 
 func (s *script) claim(member, task string) *script {
-	return s.add(org.EvTaskClaimed, member, org.TaskClaimed{Task: task})
+	return s.add(payload.EvTaskClaimed, member, payload.TaskClaimed{Task: task})
 }
 
 // work records work on a task, started and finished at now.
 func (s *script) work(member, task string, d clock.Duration) *script {
-	s.add(org.EvWorkStarted, member, org.WorkStarted{Task: task, Work: d, Until: clock.Time(s.now)})
-	return s.add(org.EvWorkFinished, "", org.WorkFinished{Task: task, Work: d})
+	s.add(payload.EvWorkStarted, member, payload.WorkStarted{Task: task, Work: d, Until: clock.Time(s.now)})
+	return s.add(payload.EvWorkFinished, "", payload.WorkFinished{Task: task, Work: d})
 }
 
 func (s *script) complete(member, task string) *script {
-	return s.add(org.EvTaskCompleted, member, org.TaskCompleted{Task: task})
+	return s.add(payload.EvTaskCompleted, member, payload.TaskCompleted{Task: task})
 }
 
 // do claims, works the full effort of and completes a task.
@@ -110,19 +112,19 @@ func (s *script) request(member, id, task string, amount int64, steps ...string)
 		role, approver, _ := strings.Cut(st, ":")
 		rs = append(rs, org.RequestStep{Role: role, Approver: approver})
 	}
-	return s.add(org.EvApprovalRequested, member, org.ApprovalRequested{Request: id, Task: task, Chain: "purchases", Amount: amount, Steps: rs})
+	return s.add(payload.EvApprovalRequested, member, payload.ApprovalRequested{Request: id, Task: task, Chain: "purchases", Amount: amount, Steps: rs})
 }
 
 func (s *script) grant(member, id string, step int) *script {
-	return s.add(org.EvApprovalGranted, member, org.ApprovalDecided{Request: id, Step: step})
+	return s.add(payload.EvApprovalGranted, member, payload.ApprovalDecided{Request: id, Step: step})
 }
 
 func (s *script) reject(member, id string, step int, reason string) *script {
-	return s.add(org.EvApprovalRejected, member, org.ApprovalDecided{Request: id, Step: step, Reason: reason})
+	return s.add(payload.EvApprovalRejected, member, payload.ApprovalDecided{Request: id, Step: step, Reason: reason})
 }
 
 func (s *script) rejected(member, kind, rule string) *script {
-	return s.add(org.EvActionRejected, member, org.ActionRejected{Kind: kind, Rule: rule, Reason: "test"})
+	return s.add(payload.EvActionRejected, member, payload.ActionRejected{Kind: kind, Rule: rule, Reason: "test"})
 }
 
 func (s *script) spec(task string) *worlds.Task {
@@ -138,6 +140,15 @@ func (s *script) spec(task string) *worlds.Task {
 	return nil
 }
 
+// tamper edits the state once the events are applied, as a checkpoint
+// restored from edited bytes would carry it: Apply refuses events that break
+// an action's precondition, and the rubric, which trusts neither Apply nor
+// the engine, must still refuse to count what such a state claims.
+func (s *script) tamper(edit func(*org.State)) *script {
+	s.edits = append(s.edits, edit)
+	return s
+}
+
 // state applies the script to a new state of its world.
 func (s *script) state() *org.State {
 	s.tb.Helper()
@@ -146,6 +157,9 @@ func (s *script) state() *org.State {
 		if err := st.Apply(e); err != nil {
 			s.tb.Fatalf("Apply(seq %d %s): %v", e.Seq, e.Type, err)
 		}
+	}
+	for _, edit := range s.edits {
+		edit(st)
 	}
 	return st
 }

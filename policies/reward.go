@@ -5,6 +5,7 @@ import (
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 )
 
@@ -44,11 +45,11 @@ func Delta(s *org.State, ev events.Event, typed any) Credit {
 // way. The sums are exactly acc.Add(Delta(...))'s.
 func AddDelta(acc *Credit, s *org.State, ev events.Event, typed any) {
 	switch ev.Type {
-	case org.EvTaskCompleted, org.EvWorkFinished, org.EvActionRejected, org.EvSLABreached:
+	case payload.EvTaskCompleted, payload.EvWorkFinished, payload.EvActionRejected, payload.EvSLABreached:
 	default:
 		return // changes no score
 	}
-	if ev.Type == org.EvTaskCompleted {
+	if ev.Type == payload.EvTaskCompleted {
 		if c, member, val, ok := completedDelta(s, ev, typed); ok {
 			acc.Team += c.Team
 			if len(c.Members) > 0 {
@@ -69,7 +70,7 @@ func AddDelta(acc *Credit, s *org.State, ev events.Event, typed any) {
 // the team's change, and the one member credited with val (no map made).
 // ok is false when the event needs the general path.
 func completedDelta(s *org.State, ev events.Event, typed any) (c Credit, member string, val float64, ok bool) {
-	p, err := org.PayloadAs[org.TaskCompleted](&ev, typed)
+	p, err := payload.As[payload.TaskCompleted](&ev, typed)
 	if err != nil {
 		return c, "", 0, true
 	}
@@ -97,8 +98,8 @@ func delta(s *org.State, ev events.Event, typed any) Credit {
 	var c Credit
 	w := s.World
 	switch ev.Type {
-	case org.EvTaskCompleted:
-		p, err := org.PayloadAs[org.TaskCompleted](&ev, typed)
+	case payload.EvTaskCompleted:
+		p, err := payload.As[payload.TaskCompleted](&ev, typed)
 		if err != nil {
 			return c
 		}
@@ -143,8 +144,8 @@ func delta(s *org.State, ev events.Event, typed any) Credit {
 				c.Members[id] += x - earned[id]
 			}
 		}
-	case org.EvWorkFinished:
-		p, err := org.PayloadAs[org.WorkFinished](&ev, typed)
+	case payload.EvWorkFinished:
+		p, err := payload.As[payload.WorkFinished](&ev, typed)
 		if err != nil {
 			return c
 		}
@@ -159,11 +160,11 @@ func delta(s *org.State, ev events.Event, typed any) Credit {
 				}
 			}
 		}
-	case org.EvActionRejected:
-		if p, err := org.PayloadAs[org.ActionRejected](&ev, typed); err == nil && p.Kind == KindPolicy {
+	case payload.EvActionRejected:
+		if p, err := payload.As[payload.ActionRejected](&ev, typed); err == nil && p.Kind == org.KindPolicy {
 			c.Team -= w.Scoring.ViolationPenalty
 		}
-	case org.EvSLABreached:
+	case payload.EvSLABreached:
 		c.Team -= w.Scoring.SLAPenalty
 	}
 	return c

@@ -2,7 +2,9 @@ package policies
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/org"
@@ -306,16 +308,21 @@ func (c *Scorecard) count(s *org.State, v verifier, t *org.Task) (val float64, o
 // splitBonus adds a completed project's bonus to the members who earned its
 // value, in proportion to what each earned. Score and Delta share it, so the
 // dense rewards and the scorecard credit members alike.
+//
+// The sum is taken in member-ID order: a float sum depends on the order of
+// its terms, and a map's order changes from run to run, so summing in map
+// order would let a reward event's bytes differ between two runs of one seed.
 func splitBonus(byMember map[string]float64, bonus float64) {
+	ids := slices.Sorted(maps.Keys(byMember))
 	sum := 0.0
-	for _, x := range byMember {
-		sum += x
+	for _, id := range ids {
+		sum += byMember[id]
 	}
 	if sum <= 0 {
 		return
 	}
-	for id, x := range byMember {
-		byMember[id] += bonus * x / sum
+	for _, id := range ids {
+		byMember[id] += bonus * byMember[id] / sum
 	}
 }
 

@@ -126,17 +126,20 @@ func TestScorePurchases(t *testing.T) {
 			return servers(s).request("bob", "r1", "build-servers", 3000, "lead:alice").complete("bob", "build-servers").at(hour).grant("alice", "r1", 0)
 		}, "build-servers", noApproval},
 		{"approved for less than the purchase", func(s *script) *script {
-			return servers(s).request("bob", "r1", "build-servers", 2000, "lead:alice").grant("alice", "r1", 0).complete("bob", "build-servers")
+			return servers(s).request("bob", "r1", "build-servers", 3000, "lead:alice").grant("alice", "r1", 0).complete("bob", "build-servers").
+				tamper(func(st *org.State) { st.Request("r1").Amount = 2000 })
 		}, "build-servers", "request r1 does not cover this purchase"},
 		{"approved by someone without the role", func(s *script) *script {
-			return servers(s).request("bob", "r1", "build-servers", 3000, "lead:carol").grant("carol", "r1", 0).complete("bob", "build-servers")
+			return servers(s).request("bob", "r1", "build-servers", 3000, "lead:alice").grant("alice", "r1", 0).complete("bob", "build-servers").
+				tamper(func(st *org.State) { st.Request("r1").Steps[0].Approver = "carol" })
 		}, "build-servers", "approval step 1 (lead) not granted by an eligible approver"},
 		{"approved by the requester", func(s *script) *script {
-			return servers(s).request("alice", "r1", "build-servers", 3000, "lead:alice").grant("alice", "r1", 0).complete("bob", "build-servers")
+			return servers(s).request("bob", "r1", "build-servers", 3000, "lead:alice").grant("alice", "r1", 0).complete("bob", "build-servers").
+				tamper(func(st *org.State) { st.Request("r1").Requester = "alice" })
 		}, "build-servers", "request r1 was made by alice, not by bob who completed the task"},
 		{"approved by its own requester", func(s *script) *script {
-			return s.do("alice", "spec").claim("bob", "build-servers").work("bob", "build-servers", 2*clock.Hour).
-				request("bob", "r1", "build-servers", 3000, "lead:bob").grant("bob", "r1", 0).complete("bob", "build-servers")
+			return servers(s).request("bob", "r1", "build-servers", 3000, "lead:alice").grant("alice", "r1", 0).complete("bob", "build-servers").
+				tamper(func(st *org.State) { st.Request("r1").Steps[0].Approver = "bob" })
 		}, "build-servers", "approval step 1 (lead) not granted by an eligible approver"},
 	}
 	for _, tt := range tests {
@@ -173,11 +176,14 @@ func TestVerifyApprovalSteps(t *testing.T) {
 				grant("alice", "r2", 0).grant("frank", "r2", 1).complete("bob", "load-test-kit")
 		}, ""},
 		{"only the first step asked for", func(s *script) *script {
-			return kitReady(s).request("bob", "r2", "load-test-kit", 8000, "lead:alice").grant("alice", "r2", 0).complete("bob", "load-test-kit")
+			return kitReady(s).request("bob", "r2", "load-test-kit", 8000, "lead:alice", "finance:frank").
+				grant("alice", "r2", 0).grant("frank", "r2", 1).complete("bob", "load-test-kit").
+				tamper(func(st *org.State) { r := st.Request("r2"); r.Steps = r.Steps[:1] })
 		}, "request r2 has 1 approval steps; the chain needs 2"},
 		{"steps in the wrong roles", func(s *script) *script {
-			return kitReady(s).request("bob", "r2", "load-test-kit", 8000, "finance:frank", "lead:alice").
-				grant("frank", "r2", 0).grant("alice", "r2", 1).complete("bob", "load-test-kit")
+			return kitReady(s).request("bob", "r2", "load-test-kit", 8000, "lead:alice", "finance:frank").
+				grant("alice", "r2", 0).grant("frank", "r2", 1).complete("bob", "load-test-kit").
+				tamper(func(st *org.State) { r := st.Request("r2"); r.Steps[0], r.Steps[1] = r.Steps[1], r.Steps[0] })
 		}, "approval step 1 (lead) not granted by an eligible approver"},
 	}
 	for _, tt := range tests {
@@ -209,10 +215,10 @@ func TestScorePenalties(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newScript(t, mustWorld(t, tt.edits...))
 			for range tt.policy {
-				s.rejected("bob", policies.KindPolicy, "role-required")
+				s.rejected("bob", org.KindPolicy, "role-required")
 			}
 			for range tt.state {
-				s.rejected("bob", policies.KindState, "")
+				s.rejected("bob", org.KindState, "")
 			}
 			if tt.specDone {
 				s.do("alice", "spec")

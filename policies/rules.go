@@ -1,56 +1,25 @@
 package policies
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/corpsim/corpsim/org"
 )
 
-// Rejection kinds.
-const (
-	KindMalformed = "malformed" // the action cannot be understood
-	KindUnknown   = "unknown"   // it names something that does not exist
-	KindState     = "state"     // it does not fit the current state (already claimed, not yours, …)
-	KindPolicy    = "policy"    // a company rule forbids it; counted as a violation
-)
-
-// Rejection says why an action was refused. Kind is stable; Reason is a sentence.
-type Rejection struct {
-	Kind   string
-	Rule   string // the rule's name for KindPolicy
-	Reason string
-}
-
-func (r *Rejection) Error() string {
-	if r.Rule != "" {
-		return fmt.Sprintf("%s (%s): %s", r.Kind, r.Rule, r.Reason)
-	}
-	return r.Kind + ": " + r.Reason
-}
-
-// Reject makes a Rejection of a kind other than policy.
-func Reject(kind, format string, args ...any) *Rejection {
-	return &Rejection{Kind: kind, Reason: fmt.Sprintf(format, args...)}
-}
-
-func violation(rule, format string, args ...any) *Rejection {
-	return &Rejection{Kind: KindPolicy, Rule: rule, Reason: fmt.Sprintf(format, args...)}
-}
-
 // Rule is one blocking check. Check returns nil when the action is allowed.
 // Rules only read the state; they are called with actions that have already
-// passed the engine's structural checks (the task, request or member exists).
+// passed org's structural checks (State.Check: the task, request or member
+// exists and is in a state the action fits).
 type Rule interface {
 	Name() string
-	Check(s *org.State, member string, a org.Action) *Rejection
+	Check(s *org.State, member string, a org.Action) *org.Rejection
 }
 
 // Set is an ordered list of rules; the first that refuses wins.
 type Set []Rule
 
 // Check runs every rule in order.
-func (set Set) Check(s *org.State, member string, a org.Action) *Rejection {
+func (set Set) Check(s *org.State, member string, a org.Action) *org.Rejection {
 	for _, r := range set {
 		if rej := r.Check(s, member, a); rej != nil {
 			return rej
@@ -72,12 +41,12 @@ type RoleRequired struct{}
 func (RoleRequired) Name() string { return "role-required" }
 
 // Check implements Rule.
-func (r RoleRequired) Check(s *org.State, member string, a org.Action) *Rejection {
+func (r RoleRequired) Check(s *org.State, member string, a org.Action) *org.Rejection {
 	switch a.Type {
 	case org.ActClaim, org.ActWork, org.ActComplete:
 		t, m := s.Task(a.Task), s.Member(member)
 		if t != nil && m != nil && t.Spec.Role != m.Role {
-			return violation(r.Name(), "task %q needs role %q; %s is %q", t.ID, t.Spec.Role, member, m.Role)
+			return org.Violation(r.Name(), "task %q needs role %q; %s is %q", t.ID, t.Spec.Role, member, m.Role)
 		}
 	}
 	return nil
@@ -90,7 +59,7 @@ type DependenciesFirst struct{}
 func (DependenciesFirst) Name() string { return "dependencies-first" }
 
 // Check implements Rule.
-func (r DependenciesFirst) Check(s *org.State, member string, a org.Action) *Rejection {
+func (r DependenciesFirst) Check(s *org.State, member string, a org.Action) *org.Rejection {
 	switch a.Type {
 	case org.ActWork, org.ActComplete:
 		t := s.Task(a.Task)
@@ -98,7 +67,7 @@ func (r DependenciesFirst) Check(s *org.State, member string, a org.Action) *Rej
 			return nil
 		}
 		if wait := s.PendingDeps(t); len(wait) > 0 {
-			return violation(r.Name(), "task %q waits on %s, not done yet", t.ID, strings.Join(wait, ", "))
+			return org.Violation(r.Name(), "task %q waits on %s, not done yet", t.ID, strings.Join(wait, ", "))
 		}
 	}
 	return nil
@@ -111,7 +80,7 @@ type ApprovalRequired struct{}
 func (ApprovalRequired) Name() string { return "approval-required" }
 
 // Check implements Rule.
-func (r ApprovalRequired) Check(s *org.State, member string, a org.Action) *Rejection {
+func (r ApprovalRequired) Check(s *org.State, member string, a org.Action) *org.Rejection {
 	if a.Type != org.ActComplete {
 		return nil
 	}
@@ -131,9 +100,9 @@ func (r ApprovalRequired) Check(s *org.State, member string, a org.Action) *Reje
 		for i, x := range steps {
 			roles[i] = x.Role
 		}
-		return violation(r.Name(), "task %q buys for %d, which needs approval by %s; no request was made", t.ID, t.Spec.Purchase, strings.Join(roles, " then "))
+		return org.Violation(r.Name(), "task %q buys for %d, which needs approval by %s; no request was made", t.ID, t.Spec.Purchase, strings.Join(roles, " then "))
 	default:
-		return violation(r.Name(), "task %q buys for %d; its approval request %s is %s", t.ID, t.Spec.Purchase, t.Request, st)
+		return org.Violation(r.Name(), "task %q buys for %d; its approval request %s is %s", t.ID, t.Spec.Purchase, t.Request, st)
 	}
 }
 
@@ -144,7 +113,7 @@ type WithinBudget struct{}
 func (WithinBudget) Name() string { return "within-budget" }
 
 // Check implements Rule.
-func (r WithinBudget) Check(s *org.State, member string, a org.Action) *Rejection {
+func (r WithinBudget) Check(s *org.State, member string, a org.Action) *org.Rejection {
 	if a.Type != org.ActComplete {
 		return nil
 	}
@@ -153,7 +122,7 @@ func (r WithinBudget) Check(s *org.State, member string, a org.Action) *Rejectio
 		return nil
 	}
 	if b := s.Budget(t.Team); b != nil && t.Spec.Purchase > b.Remaining() {
-		return violation(r.Name(), "task %q buys for %d but team %s has %d left", t.ID, t.Spec.Purchase, b.Team, b.Remaining())
+		return org.Violation(r.Name(), "task %q buys for %d but team %s has %d left", t.ID, t.Spec.Purchase, b.Team, b.Remaining())
 	}
 	return nil
 }
@@ -165,12 +134,12 @@ type SeparationOfDuties struct{}
 func (SeparationOfDuties) Name() string { return "separation-of-duties" }
 
 // Check implements Rule.
-func (r SeparationOfDuties) Check(s *org.State, member string, a org.Action) *Rejection {
+func (r SeparationOfDuties) Check(s *org.State, member string, a org.Action) *org.Rejection {
 	if a.Type != org.ActApprove && a.Type != org.ActReject {
 		return nil
 	}
 	if req := s.Request(a.Request); req != nil && req.Requester == member {
-		return violation(r.Name(), "%s cannot decide on their own request %s", member, req.ID)
+		return org.Violation(r.Name(), "%s cannot decide on their own request %s", member, req.ID)
 	}
 	return nil
 }
@@ -182,7 +151,7 @@ type ApproverAuthority struct{}
 func (ApproverAuthority) Name() string { return "approver-authority" }
 
 // Check implements Rule.
-func (r ApproverAuthority) Check(s *org.State, member string, a org.Action) *Rejection {
+func (r ApproverAuthority) Check(s *org.State, member string, a org.Action) *org.Rejection {
 	if a.Type != org.ActApprove && a.Type != org.ActReject {
 		return nil
 	}
@@ -190,8 +159,9 @@ func (r ApproverAuthority) Check(s *org.State, member string, a org.Action) *Rej
 	if req == nil || req.Status != org.RequestPending {
 		return nil
 	}
-	if st := req.Steps[req.Current]; st.Approver != member {
-		return violation(r.Name(), "request %s waits for %s (%s), not %s", req.ID, st.Approver, st.Role, member)
+	if !s.WaitsFor(req, member) {
+		st := req.Steps[req.Current]
+		return org.Violation(r.Name(), "request %s waits for %s (%s), not %s", req.ID, st.Approver, st.Role, member)
 	}
 	return nil
 }
@@ -203,12 +173,12 @@ type WorkDone struct{}
 func (WorkDone) Name() string { return "work-done" }
 
 // Check implements Rule.
-func (r WorkDone) Check(s *org.State, member string, a org.Action) *Rejection {
+func (r WorkDone) Check(s *org.State, member string, a org.Action) *org.Rejection {
 	if a.Type != org.ActComplete {
 		return nil
 	}
 	if t := s.Task(a.Task); t != nil && t.Spent < t.Effort {
-		return violation(r.Name(), "task %q has %s of %s effort spent", t.ID, t.Spent, t.Effort)
+		return org.Violation(r.Name(), "task %q has %s of %s effort spent", t.ID, t.Spent, t.Effort)
 	}
 	return nil
 }
@@ -220,7 +190,7 @@ type SkillRequired struct{}
 func (SkillRequired) Name() string { return "skill-required" }
 
 // Check implements Rule.
-func (r SkillRequired) Check(s *org.State, member string, a org.Action) *Rejection {
+func (r SkillRequired) Check(s *org.State, member string, a org.Action) *org.Rejection {
 	switch a.Type {
 	case org.ActClaim, org.ActWork, org.ActComplete:
 		t := s.Task(a.Task)
@@ -228,7 +198,7 @@ func (r SkillRequired) Check(s *org.State, member string, a org.Action) *Rejecti
 			return nil
 		}
 		if m, ok := s.World.Member(member); ok && !m.HasSkill(t.Spec.Skill) {
-			return violation(r.Name(), "task %q needs skill %q, which %s does not have", t.ID, t.Spec.Skill, member)
+			return org.Violation(r.Name(), "task %q needs skill %q, which %s does not have", t.ID, t.Spec.Skill, member)
 		}
 	}
 	return nil
@@ -242,7 +212,7 @@ type QueueOrder struct{}
 func (QueueOrder) Name() string { return "queue-order" }
 
 // Check implements Rule.
-func (r QueueOrder) Check(s *org.State, member string, a org.Action) *Rejection {
+func (r QueueOrder) Check(s *org.State, member string, a org.Action) *org.Rejection {
 	if a.Type != org.ActClaim {
 		return nil
 	}
@@ -251,7 +221,7 @@ func (r QueueOrder) Check(s *org.State, member string, a org.Action) *Rejection 
 		return nil
 	}
 	if ahead := s.QueueAhead(t, member); ahead != nil {
-		return violation(r.Name(), "ticket %q must wait: %q is ahead of it in queue %s", t.ID, ahead.ID, t.Queue)
+		return org.Violation(r.Name(), "ticket %q must wait: %q is ahead of it in queue %s", t.ID, ahead.ID, t.Queue)
 	}
 	return nil
 }
@@ -263,7 +233,7 @@ type WIPLimit struct{}
 func (WIPLimit) Name() string { return "wip-limit" }
 
 // Check implements Rule.
-func (r WIPLimit) Check(s *org.State, member string, a org.Action) *Rejection {
+func (r WIPLimit) Check(s *org.State, member string, a org.Action) *org.Rejection {
 	if a.Type != org.ActClaim {
 		return nil
 	}
@@ -273,7 +243,7 @@ func (r WIPLimit) Check(s *org.State, member string, a org.Action) *Rejection {
 	}
 	if q, ok := s.World.Queue(t.Queue); ok && q.WIP > 0 {
 		if n := s.InProgress(q.ID); n >= q.WIP {
-			return violation(r.Name(), "queue %s already has %d items in progress (limit %d)", q.ID, n, q.WIP)
+			return org.Violation(r.Name(), "queue %s already has %d items in progress (limit %d)", q.ID, n, q.WIP)
 		}
 	}
 	return nil
@@ -286,7 +256,7 @@ type InfoRequired struct{}
 func (InfoRequired) Name() string { return "info-required" }
 
 // Check implements Rule.
-func (r InfoRequired) Check(s *org.State, member string, a org.Action) *Rejection {
+func (r InfoRequired) Check(s *org.State, member string, a org.Action) *org.Rejection {
 	if a.Type != org.ActComplete {
 		return nil
 	}
@@ -295,7 +265,7 @@ func (r InfoRequired) Check(s *org.State, member string, a org.Action) *Rejectio
 		return nil
 	}
 	if !m.KnowsTopic(t.Spec.Info.Topic) {
-		return violation(r.Name(), "task %q needs %q from %s; ask them", t.ID, t.Spec.Info.Topic, t.Spec.Info.From)
+		return org.Violation(r.Name(), "task %q needs %q from %s; ask them", t.ID, t.Spec.Info.Topic, t.Spec.Info.From)
 	}
 	return nil
 }

@@ -123,8 +123,8 @@ func TestRules(t *testing.T) {
 			if rej == nil {
 				t.Fatalf("Check: got nil (allowed), want a refusal: %s", tt.wantReason)
 			}
-			if rej.Kind != policies.KindPolicy || rej.Rule != tt.rule.Name() {
-				t.Errorf("Check: got kind %q rule %q, want %q and %q", rej.Kind, rej.Rule, policies.KindPolicy, tt.rule.Name())
+			if rej.Kind != org.KindPolicy || rej.Rule != tt.rule.Name() {
+				t.Errorf("Check: got kind %q rule %q, want %q and %q", rej.Kind, rej.Rule, org.KindPolicy, tt.rule.Name())
 			}
 			if rej.Reason != tt.wantReason {
 				t.Errorf("Check reason:\ngot  %s\nwant %s", rej.Reason, tt.wantReason)
@@ -187,11 +187,11 @@ func TestDefaultSet(t *testing.T) {
 func TestRejectionError(t *testing.T) {
 	tests := []struct {
 		name string
-		rej  *policies.Rejection
+		rej  *org.Rejection
 		want string
 	}{
-		{"policy", &policies.Rejection{Kind: policies.KindPolicy, Rule: "work-done", Reason: "not yet"}, "policy (work-done): not yet"},
-		{"state", policies.Reject(policies.KindState, "task %q is already yours", "api"), `state: task "api" is already yours`},
+		{"policy", &org.Rejection{Kind: org.KindPolicy, Rule: "work-done", Reason: "not yet"}, "policy (work-done): not yet"},
+		{"state", org.Reject(org.KindState, "task %q is already yours", "api"), `state: task "api" is already yours`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/worlds"
@@ -55,15 +56,15 @@ func TestDispatchOneAsksOneSeat(t *testing.T) {
 	}
 	na, no := countTypes(allLog), countTypes(oneLog)
 	t.Logf("all: %d events, %d turns, %d rejected; one: %d events, %d turns, %d rejected",
-		len(allLog), na[org.EvTurn], na[org.EvActionRejected], len(oneLog), no[org.EvTurn], no[org.EvActionRejected])
-	if no[org.EvTaskCompleted] != na[org.EvTaskCompleted] {
-		t.Errorf("tasks completed: one %d, all %d", no[org.EvTaskCompleted], na[org.EvTaskCompleted])
+		len(allLog), na[payload.EvTurn], na[payload.EvActionRejected], len(oneLog), no[payload.EvTurn], no[payload.EvActionRejected])
+	if no[payload.EvTaskCompleted] != na[payload.EvTaskCompleted] {
+		t.Errorf("tasks completed: one %d, all %d", no[payload.EvTaskCompleted], na[payload.EvTaskCompleted])
 	}
-	if 3*no[org.EvTurn] > na[org.EvTurn] {
-		t.Errorf("dispatch one took %d turns, not far fewer than dispatch all's %d", no[org.EvTurn], na[org.EvTurn])
+	if 3*no[payload.EvTurn] > na[payload.EvTurn] {
+		t.Errorf("dispatch one took %d turns, not far fewer than dispatch all's %d", no[payload.EvTurn], na[payload.EvTurn])
 	}
-	if 5*no[org.EvActionRejected] > na[org.EvActionRejected] {
-		t.Errorf("dispatch one had %d refused actions, not far fewer than dispatch all's %d", no[org.EvActionRejected], na[org.EvActionRejected])
+	if 5*no[payload.EvActionRejected] > na[payload.EvActionRejected] {
+		t.Errorf("dispatch one had %d refused actions, not far fewer than dispatch all's %d", no[payload.EvActionRejected], na[payload.EvActionRejected])
 	}
 	if one.State().Dispatch == nil || len(one.State().Dispatch.Last) == 0 {
 		t.Errorf("dispatch one kept no record of whom it offered work: %+v", one.State().Dispatch)
@@ -97,7 +98,7 @@ func TestDispatchOnePassesOn(t *testing.T) {
 		t.Fatalf("with one working seat per role the session ended %q, want complete", got)
 	}
 	for _, ev := range log {
-		if ev.Type == org.EvTaskCompleted && !workers[ev.Actor] {
+		if ev.Type == payload.EvTaskCompleted && !workers[ev.Actor] {
 			t.Fatalf("seq %d: %s completed a task; it never works", ev.Seq, ev.Actor)
 		}
 	}
@@ -105,15 +106,15 @@ func TestDispatchOnePassesOn(t *testing.T) {
 	idle := dispatchEngine(t, worlds.DispatchOne, 3)
 	idleLog := drive(t, idle, lazyBut(nil), false, 0)
 	n := countTypes(idleLog)
-	if n[org.EvTaskClaimed] != 0 {
-		t.Fatalf("%d claims by seats that never claim", n[org.EvTaskClaimed])
+	if n[payload.EvTaskClaimed] != 0 {
+		t.Fatalf("%d claims by seats that never claim", n[payload.EvTaskClaimed])
 	}
 	// Every seat is asked at the start; then the three tasks ready at the
 	// start are offered round the idle seats of their roles at most once more.
-	if n[org.EvTurn] > 24+3*24 {
-		t.Errorf("%d turns of seats that never work: the offers went round more than once", n[org.EvTurn])
+	if n[payload.EvTurn] > 24+3*24 {
+		t.Errorf("%d turns of seats that never work: the offers went round more than once", n[payload.EvTurn])
 	}
-	t.Logf("one working seat per role: %d events; none: %d turns, ended %q", len(log), n[org.EvTurn], idle.State().EndReason)
+	t.Logf("one working seat per role: %d events; none: %d turns, ended %q", len(log), n[payload.EvTurn], idle.State().EndReason)
 }
 
 // TestDispatchOneReplaysAndRestores: a dispatch-one session is replayed
@@ -179,7 +180,7 @@ func TestDispatchOneDoesAsMuchOnShippedWorlds(t *testing.T) {
 					t.Fatal(err)
 				}
 				e.Start()
-				done[dispatch] = countTypes(drive(t, e, greedy, false, 0))[org.EvTaskCompleted]
+				done[dispatch] = countTypes(drive(t, e, greedy, false, 0))[payload.EvTaskCompleted]
 				ended[dispatch] = e.State().EndReason
 			}
 			all, one := done[worlds.DispatchAll], done[worlds.DispatchOne]

@@ -13,6 +13,7 @@ import (
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/worlds"
@@ -177,12 +178,12 @@ func (e *Engine) Start() {
 		panic("sim: Start on a started engine")
 	}
 	e.started = true
-	var first []org.ArrivalNext
+	var first []payload.ArrivalNext
 	for i := range e.cfg.World.Arrivals {
 		a := &e.cfg.World.Arrivals[i]
-		first = append(first, org.ArrivalNext{Arrival: a.ID, At: e.arrivalAt(a, 0, a.Start)})
+		first = append(first, payload.ArrivalNext{Arrival: a.ID, At: e.arrivalAt(a, 0, a.Start)})
 	}
-	e.emit(org.EvSessionStarted, "", 0, org.SessionStarted{
+	e.emit(payload.EvSessionStarted, "", 0, payload.SessionStarted{Format: payload.LogFormat,
 		World: e.cfg.World.Name, WorldFile: e.cfg.World.File, WorldHash: e.cfg.World.Hash, Seed: e.cfg.Seed,
 		Load: e.load(), Source: string(e.cfg.Source), Arrivals: first, Limits: e.cfg.Limits.Compact()})
 	e.settle()
@@ -195,8 +196,8 @@ func (e *Engine) Apply(ev events.Event) error {
 	if len(e.pending) > 0 || len(e.turns) > 0 {
 		return errors.New("sim: Apply during a live step")
 	}
-	if ev.Type == org.EvSessionEnded {
-		var p org.SessionEnded
+	if ev.Type == payload.EvSessionEnded {
+		var p payload.SessionEnded
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return fmt.Errorf("sim: seq %d: %w", ev.Seq, err)
 		}
@@ -386,9 +387,9 @@ func (e *Engine) Tick() {
 			e.candidates = append(e.candidates, t.id)
 		case timerWork:
 			task := e.st.Task(t.id)
-			emitVia(e, &e.slots.finished, org.EvWorkFinished, task.Assignee, t.cause, org.WorkFinished{Task: task.ID, Work: task.Stint})
+			emitVia(e, &e.slots.finished, payload.EvWorkFinished, task.Assignee, t.cause, payload.WorkFinished{Task: task.ID, Work: task.Stint})
 		case timerMessage:
-			e.emit(org.EvMessageDelivered, "", t.cause, org.MessageDelivered{Message: t.id})
+			e.emit(payload.EvMessageDelivered, "", t.cause, payload.MessageDelivered{Message: t.id})
 		default:
 			e.fireTimer(t)
 		}
@@ -481,26 +482,26 @@ func (e *Engine) payReward() {
 	if e.reward.Zero() {
 		return
 	}
-	r := org.Reward{Team: e.reward.Team, Members: e.reward.Members, Rubric: policies.RubricVersion}
-	e.emit(org.EvReward, "", e.st.LastSeq, r)
+	r := payload.Reward{Team: e.reward.Team, Members: e.reward.Members, Rubric: policies.RubricVersion}
+	e.emit(payload.EvReward, "", e.st.LastSeq, r)
 }
 
 func (e *Engine) end(reason string) {
 	e.payReward()
 	e.endHash = e.StateHash()
-	e.emit(org.EvSessionEnded, "", 0, org.SessionEnded{Reason: reason, StateHash: e.endHash})
+	e.emit(payload.EvSessionEnded, "", 0, payload.SessionEnded{Reason: reason, StateHash: e.endHash})
 	e.done = true
 }
 
 // emit makes an event at the current time, applies it, and queues it for Ready.
-func (e *Engine) emit(typ, actor string, cause uint64, payload any) uint64 {
-	p := e.encode(payload)
+func (e *Engine) emit(typ, actor string, cause uint64, typed any) uint64 {
+	p := e.encode(typed)
 	seq := e.st.LastSeq + 1
 	ev := events.Event{
 		ID: events.NewID(e.idKey, e.startMs, int64(e.now), seq), Session: e.cfg.Session,
 		Seq: seq, Time: int64(e.now), Type: typ, Actor: actor, Cause: cause, Payload: p,
 	}
-	if err := e.applyWith(ev, payload); err != nil {
+	if err := e.applyWith(ev, typed); err != nil {
 		panic(fmt.Sprintf("sim: engine emitted an event that does not apply: %v", err))
 	}
 	e.pending = append(e.pending, ev)
@@ -511,13 +512,13 @@ func (e *Engine) emit(typ, actor string, cause uint64, payload any) uint64 {
 // emitted: passed by pointer to a slot, a payload is not boxed on the heap
 // for every event.
 type payloadSlots struct {
-	created   org.TaskCreated
-	turn      org.Turn
-	claimed   org.TaskClaimed
-	started   org.WorkStarted
-	finished  org.WorkFinished
-	completed org.TaskCompleted
-	waiting   org.MemberWaiting
+	created   payload.TaskCreated
+	turn      payload.Turn
+	claimed   payload.TaskClaimed
+	started   payload.WorkStarted
+	finished  payload.WorkFinished
+	completed payload.TaskCompleted
+	waiting   payload.MemberWaiting
 }
 
 // emitVia is emit of p, passed through slot (see payloadSlots). Emitting
@@ -530,14 +531,14 @@ func emitVia[T any](e *Engine, slot *T, typ, actor string, cause uint64, p T) ui
 	return seq
 }
 
-// encode returns payload's JSON in a slice of the engine's payload arena:
+// encode returns typed's JSON in a slice of the engine's payload arena:
 // events hold slices of large shared blocks instead of one allocation each.
-func (e *Engine) encode(payload any) []byte {
+func (e *Engine) encode(typed any) []byte {
 	if cap(e.arena)-len(e.arena) < arenaBlock/16 {
 		e.arena = make([]byte, 0, arenaBlock)
 	}
 	start := len(e.arena)
-	b, err := org.AppendPayload(e.arena, payload)
+	b, err := payload.Append(e.arena, typed)
 	if err != nil {
 		panic("sim: payload does not encode: " + err.Error())
 	}
@@ -556,18 +557,18 @@ func (e *Engine) encode(payload any) []byte {
 const arenaBlock = 64 << 10
 
 // apply is the single transition function, live and in replay: state, then timers.
-func (e *Engine) apply(ev events.Event) error { return e.applyWith(ev, org.DecodePayload(&ev)) }
+func (e *Engine) apply(ev events.Event) error { return e.applyWith(ev, payload.Decode(&ev)) }
 
 // applyWith is apply with the payload value the engine encoded the event
 // from (nil in replay), to skip decoding it again.
-func (e *Engine) applyWith(ev events.Event, payload any) error {
+func (e *Engine) applyWith(ev events.Event, typed any) error {
 	if t := clock.Time(ev.Time); t > e.now {
 		e.now = t
 		e.candidates = e.candidates[:0]
 	}
-	if ev.Type == org.EvReward {
+	if ev.Type == payload.EvReward {
 		// A recorded reward must be what the rubric makes of the events before it.
-		p, err := org.PayloadAs[org.Reward](&ev, payload)
+		p, err := payload.As[payload.Reward](&ev, typed)
 		if err != nil {
 			return fmt.Errorf("sim: reward at seq %d: %w", ev.Seq, err)
 		}
@@ -575,24 +576,24 @@ func (e *Engine) applyWith(ev events.Event, payload any) error {
 			return fmt.Errorf("%w: reward at seq %d records %g, the rubric gives %g", ErrReplayMismatch, ev.Seq, p.Team, e.reward.Team)
 		}
 	}
-	if err := e.st.ApplyWith(ev, payload); err != nil {
+	if err := e.st.ApplyWith(ev, typed); err != nil {
 		return err
 	}
-	if ev.Type == org.EvReward {
+	if ev.Type == payload.EvReward {
 		e.reward = policies.Credit{}
 	} else {
-		policies.AddDelta(&e.reward, e.st, ev, payload)
+		policies.AddDelta(&e.reward, e.st, ev, typed)
 	}
 	switch ev.Type {
-	case org.EvWorkStarted:
-		p, _ := org.PayloadAs[org.WorkStarted](&ev, payload) // Apply decoded it already
+	case payload.EvWorkStarted:
+		p, _ := payload.As[payload.WorkStarted](&ev, typed) // Apply decoded it already
 		e.timers.Push(p.Until, timer{kind: timerWork, id: p.Task, cause: ev.Seq})
-	case org.EvMessageSent:
-		p, _ := org.PayloadAs[org.MessageSent](&ev, payload)
+	case payload.EvMessageSent:
+		p, _ := payload.As[payload.MessageSent](&ev, typed)
 		e.timers.Push(p.DeliverAt, timer{kind: timerMessage, id: p.Message, cause: ev.Seq})
 	default:
-		e.scheduleFor(ev, payload)
-	case org.EvSessionEnded:
+		e.scheduleFor(ev, typed)
+	case payload.EvSessionEnded:
 		e.done = true
 	}
 	for _, id := range e.st.TakeWoken() {

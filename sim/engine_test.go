@@ -11,6 +11,7 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/worlds"
@@ -125,7 +126,7 @@ func TestAnswersAppliedInMemberOrder(t *testing.T) {
 		c.Step(ans)
 		var order []string
 		for _, ev := range c.Ready().Events {
-			if ev.Type == org.EvTurn && !c.State().Member(ev.Actor).NPC && len(order) < len(rd.Turns) {
+			if ev.Type == payload.EvTurn && !c.State().Member(ev.Actor).NPC && len(order) < len(rd.Turns) {
 				order = append(order, ev.Actor)
 			}
 		}
@@ -180,7 +181,7 @@ func TestTimeoutIsRecordedAndTheRunGoesOn(t *testing.T) {
 	evs := drive(t, e, silentAlice, false, 0)
 	timeouts := 0
 	for _, ev := range evs {
-		if ev.Type == org.EvTurnTimeout {
+		if ev.Type == payload.EvTurnTimeout {
 			if ev.Actor != "alice" {
 				t.Fatalf("timeout recorded for %s", ev.Actor)
 			}
@@ -215,8 +216,8 @@ func TestStaleAndMalformedRepliesAreRejected(t *testing.T) {
 	rd = e.Ready()
 	var reasons []string
 	for _, ev := range rd.Events {
-		if ev.Type == org.EvActionRejected {
-			var p org.ActionRejected
+		if ev.Type == payload.EvActionRejected {
+			var p payload.ActionRejected
 			_ = json.Unmarshal(ev.Payload, &p)
 			reasons = append(reasons, ev.Actor+": "+p.Kind+": "+p.Reason)
 		}
@@ -243,10 +244,10 @@ func TestNPCApprovesAfterItsLatency(t *testing.T) {
 		cal := e.State().World.Calendar
 		var leadAt, npcAt int64 = -1, -1
 		for _, ev := range evs {
-			if ev.Type == org.EvApprovalGranted && strings.Contains(string(ev.Payload), `"step":0`) && strings.Contains(string(ev.Payload), `"request":"r2"`) {
+			if ev.Type == payload.EvApprovalGranted && strings.Contains(string(ev.Payload), `"step":0`) && strings.Contains(string(ev.Payload), `"request":"r2"`) {
 				leadAt = ev.Time
 			}
-			if ev.Type == org.EvApprovalGranted && ev.Actor == "frank" {
+			if ev.Type == payload.EvApprovalGranted && ev.Actor == "frank" {
 				npcAt = ev.Time
 			}
 		}

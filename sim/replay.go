@@ -8,7 +8,7 @@ import (
 	"iter"
 
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -61,12 +61,15 @@ type rebuilder struct {
 
 func (r *rebuilder) apply(ev *events.Event) error {
 	if r.e == nil {
-		if ev.Type != org.EvSessionStarted || ev.Seq != 1 {
+		if ev.Type != payload.EvSessionStarted || ev.Seq != 1 {
 			return fmt.Errorf("%w (first event is seq %d, %s)", ErrNotASession, ev.Seq, ev.Type)
 		}
-		var p org.SessionStarted
+		var p payload.SessionStarted
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return fmt.Errorf("sim: session.started: %w", err)
+		}
+		if err := p.CheckFormat(); err != nil {
+			return fmt.Errorf("sim: %w", err)
 		}
 		w, err := worlds.Load(p.WorldFile, []byte(p.Source))
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -187,7 +188,7 @@ func (e *Engine) fireTimer(t timer) {
 			id := a.ID + "-" + strconv.Itoa(n+1)
 			next := e.arrivalAt(a, n+1, at)
 			def := e.ticket(&a.Ticket, id, e.key("ticket/", a.ID, n))
-			emitVia(e, &e.slots.created, org.EvTaskCreated, "", t.cause, org.TaskCreated{Task: def, Queue: a.Queue, Team: e.ticketTeam(&a.Ticket, a.Queue),
+			emitVia(e, &e.slots.created, payload.EvTaskCreated, "", t.cause, payload.TaskCreated{Task: org.TaskSpecOf(&def), Queue: a.Queue, Team: e.ticketTeam(&a.Ticket, a.Queue),
 				Deadline: e.sla(&a.Ticket), Arrival: a.ID, NextAt: next, Interruption: -1})
 			n++
 			if next != e.now {
@@ -199,18 +200,18 @@ func (e *Engine) fireTimer(t timer) {
 		fmt.Sscanf(t.id, "%d", &i)
 		e.interrupt(i, &w.Interruptions[i])
 	case timerProject:
-		e.emit(org.EvProjectStarted, "", 0, org.ProjectStarted{Project: t.id})
+		e.emit(payload.EvProjectStarted, "", 0, payload.ProjectStarted{Project: t.id})
 	case timerReturn:
-		e.emit(org.EvMemberReturned, t.id, t.cause, struct{}{})
+		e.emit(payload.EvMemberReturned, t.id, t.cause, struct{}{})
 	case timerQueueUp:
-		e.emit(org.EvQueueUp, "", t.cause, org.QueueUp{Queue: t.id})
+		e.emit(payload.EvQueueUp, "", t.cause, payload.QueueUp{Queue: t.id})
 	case timerSLA:
-		e.emit(org.EvSLABreached, "", t.cause, org.SLABreached{Task: t.id})
+		e.emit(payload.EvSLABreached, "", t.cause, payload.SLABreached{Task: t.id})
 	case timerEscalate:
 		r := e.st.Request(t.id)
-		to := e.escalationTarget(t.who, r.Requester)
+		to := e.st.EscalationTarget(t.who, r.Requester)
 		if to != "" {
-			e.emit(org.EvApprovalEscalated, "", t.cause, org.ApprovalEscalated{Request: r.ID, Step: t.step, From: t.who, To: to, Reason: "timeout"})
+			e.emit(payload.EvApprovalEscalated, "", t.cause, payload.ApprovalEscalated{Request: r.ID, Step: t.step, From: t.who, To: to, Reason: "timeout"})
 		}
 	}
 }
@@ -227,59 +228,34 @@ func arrivalByID(w *worlds.World, id string) (*worlds.Arrival, bool) {
 // interrupt makes interruption i happen.
 func (e *Engine) interrupt(i int, in *worlds.Interruption) {
 	cal := &e.cfg.World.Calendar
-	fired := org.InterruptionFired{Interruption: i, Note: in.Note}
+	fired := payload.InterruptionFired{Interruption: i, Note: in.Note}
 	switch in.Kind {
 	case worlds.Reprioritize:
-		e.emit(org.EvTaskReprioritized, "", 0, org.TaskReprioritized{InterruptionFired: fired, Task: in.Task, Value: in.Value, Priority: in.Priority})
+		e.emit(payload.EvTaskReprioritized, "", 0, payload.TaskReprioritized{InterruptionFired: fired, Task: in.Task, Value: in.Value, Priority: in.Priority})
 	case worlds.Change:
-		e.emit(org.EvTaskChanged, "", 0, org.TaskChanged{InterruptionFired: fired, Task: in.Task, Effort: in.Effort})
+		e.emit(payload.EvTaskChanged, "", 0, payload.TaskChanged{InterruptionFired: fired, Task: in.Task, Effort: in.Effort})
 	case worlds.Outage:
-		e.emit(org.EvQueueDown, "", 0, org.QueueDown{InterruptionFired: fired, Queue: in.Queue, Until: cal.AddWork(e.now, in.For)})
+		e.emit(payload.EvQueueDown, "", 0, payload.QueueDown{InterruptionFired: fired, Queue: in.Queue, Until: cal.AddWork(e.now, in.For)})
 	case worlds.Urgent:
 		id := fmt.Sprintf("urgent-%d", i+1)
 		def := e.ticket(in.Ticket, id, e.key("urgent", "", i))
 		if in.Priority != nil {
 			def.Priority = *in.Priority
 		}
-		e.emit(org.EvTaskCreated, "", 0, org.TaskCreated{Task: def, Queue: in.Queue, Team: e.ticketTeam(in.Ticket, in.Queue),
+		e.emit(payload.EvTaskCreated, "", 0, payload.TaskCreated{Task: org.TaskSpecOf(&def), Queue: in.Queue, Team: e.ticketTeam(in.Ticket, in.Queue),
 			Deadline: e.sla(in.Ticket), Interruption: i})
 	case worlds.Leave:
-		seq := e.emit(org.EvMemberLeft, in.Member, 0, org.MemberLeft{InterruptionFired: fired, Until: cal.AddWork(e.now, in.For), Delegate: in.Delegate})
+		seq := e.emit(payload.EvMemberLeft, in.Member, 0, payload.MemberLeft{InterruptionFired: fired, Until: cal.AddWork(e.now, in.For), Delegate: in.Delegate})
 		// Whatever waits for the member's approval goes to who stands in.
 		for _, r := range e.st.Requests {
 			if r.Status != org.RequestPending || r.Steps[r.Current].Approver != in.Member {
 				continue
 			}
-			if to := e.escalationTarget(in.Member, r.Requester); to != "" {
-				e.emit(org.EvApprovalEscalated, "", seq, org.ApprovalEscalated{Request: r.ID, Step: r.Current, From: in.Member, To: to, Reason: "leave"})
+			if to := e.st.EscalationTarget(in.Member, r.Requester); to != "" {
+				e.emit(payload.EvApprovalEscalated, "", seq, payload.ApprovalEscalated{Request: r.ID, Step: r.Current, From: in.Member, To: to, Reason: "leave"})
 			}
 		}
 	}
-}
-
-// escalationTarget is who takes over an approval from member: its delegate
-// while on leave, else its manager, else another holder of its role — never
-// the requester, never someone on leave.
-func (e *Engine) escalationTarget(member, requester string) string {
-	w := e.cfg.World
-	m := e.st.Member(member)
-	wm, _ := w.Member(member)
-	ok := func(id string) bool {
-		o := e.st.Member(id)
-		return o != nil && id != requester && id != member && !o.OnLeave
-	}
-	if m.OnLeave && ok(m.Delegate) {
-		return m.Delegate
-	}
-	if wm.Manager != "" && ok(wm.Manager) {
-		return wm.Manager
-	}
-	for _, o := range e.st.Members {
-		if o.Role == m.Role && ok(o.ID) {
-			return o.ID
-		}
-	}
-	return ""
 }
 
 // worldTimerValid reports whether a world timer still has something to do.
@@ -320,8 +296,8 @@ func (e *Engine) scheduleFor(ev events.Event, typed any) {
 	w := e.cfg.World
 	seq := ev.Seq
 	switch ev.Type {
-	case org.EvSessionStarted:
-		p, _ := org.PayloadAs[org.SessionStarted](&ev, typed)
+	case payload.EvSessionStarted:
+		p, _ := payload.As[payload.SessionStarted](&ev, typed)
 		for _, a := range p.Arrivals {
 			if a.At != 0 {
 				e.timers.Push(a.At, timer{kind: timerArrival, id: a.Arrival, cause: seq})
@@ -335,8 +311,8 @@ func (e *Engine) scheduleFor(ev events.Event, typed any) {
 				e.timers.Push(p.Start, timer{kind: timerProject, id: p.ID})
 			}
 		}
-	case org.EvTaskCreated:
-		p, _ := org.PayloadAs[org.TaskCreated](&ev, typed)
+	case payload.EvTaskCreated:
+		p, _ := payload.As[payload.TaskCreated](&ev, typed)
 		if p.Arrival != "" && p.NextAt != 0 {
 			e.timers.Push(p.NextAt, timer{kind: timerArrival, id: p.Arrival, cause: seq})
 		}
@@ -344,13 +320,13 @@ func (e *Engine) scheduleFor(ev events.Event, typed any) {
 			// A ticket open a moment after its deadline has breached its SLA.
 			e.timers.Push(p.Deadline+1, timer{kind: timerSLA, id: p.Task.ID, cause: seq})
 		}
-	case org.EvMemberLeft:
-		p, _ := org.PayloadAs[org.MemberLeft](&ev, typed)
+	case payload.EvMemberLeft:
+		p, _ := payload.As[payload.MemberLeft](&ev, typed)
 		e.timers.Push(p.Until, timer{kind: timerReturn, id: ev.Actor, cause: seq})
-	case org.EvQueueDown:
-		p, _ := org.PayloadAs[org.QueueDown](&ev, typed)
+	case payload.EvQueueDown:
+		p, _ := payload.As[payload.QueueDown](&ev, typed)
 		e.timers.Push(p.Until, timer{kind: timerQueueUp, id: p.Queue, cause: seq})
-	case org.EvApprovalRequested, org.EvApprovalGranted, org.EvApprovalEscalated:
+	case payload.EvApprovalRequested, payload.EvApprovalGranted, payload.EvApprovalEscalated:
 		e.scheduleEscalation(requestOf(&ev, typed), seq)
 	}
 }
@@ -382,11 +358,11 @@ func (e *Engine) scheduleEscalation(id string, seq uint64) {
 // requestOf returns the request an approval event is about.
 func requestOf(ev *events.Event, typed any) string {
 	switch p := typed.(type) {
-	case org.ApprovalRequested:
+	case payload.ApprovalRequested:
 		return p.Request
-	case org.ApprovalDecided:
+	case payload.ApprovalDecided:
 		return p.Request
-	case org.ApprovalEscalated:
+	case payload.ApprovalEscalated:
 		return p.Request
 	}
 	var p struct {

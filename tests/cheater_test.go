@@ -7,6 +7,7 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -62,8 +63,8 @@ func TestCheaterIsRefusedAndScoresBelowGreedy(t *testing.T) {
 			}
 			// refused[member][action type] = rules seen.
 			refused := map[string]map[string]map[string]bool{}
-			for _, ev := range eventsOf(t, l, res.Session, org.EvActionRejected) {
-				p := payloadOf[org.ActionRejected](t, ev)
+			for _, ev := range eventsOf(t, l, res.Session, payload.EvActionRejected) {
+				p := payloadOf[payload.ActionRejected](t, ev)
 				if refused[ev.Actor] == nil {
 					refused[ev.Actor] = map[string]map[string]bool{}
 				}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -224,13 +224,13 @@ func TestLogFollowsARunningSession(t *testing.T) {
 			}
 			prev := uint64(0)
 			for _, ev := range evs {
-				if i == 0 && ev.Seq != prev+1 || i == 1 && (ev.Seq <= prev || ev.Seq < 100 || ev.Type != org.EvTurn) {
+				if i == 0 && ev.Seq != prev+1 || i == 1 && (ev.Seq <= prev || ev.Seq < 100 || ev.Type != payload.EvTurn) {
 					t.Fatalf("log --follow printed seq %d (%s) after seq %d", ev.Seq, ev.Type, prev)
 				}
 				prev = ev.Seq
 			}
-			if i == 0 && (prev != res.Events || evs[len(evs)-1].Type != org.EvSessionEnded) {
-				t.Fatalf("log --follow ended with seq %d (%s), want %d (%s)", prev, evs[len(evs)-1].Type, res.Events, org.EvSessionEnded)
+			if i == 0 && (prev != res.Events || evs[len(evs)-1].Type != payload.EvSessionEnded) {
+				t.Fatalf("log --follow ended with seq %d (%s), want %d (%s)", prev, evs[len(evs)-1].Type, res.Events, payload.EvSessionEnded)
 			}
 			if stored := mustCLI(t, want...); f.out.String() != stored {
 				t.Fatalf("log --follow printed %d bytes, `corpsim %s` prints %d: they differ", f.out.Len(), strings.Join(want, " "), len(stored))
@@ -287,7 +287,7 @@ func TestResumeInterruptedWithOtherAgents(t *testing.T) {
 		t.Fatalf("sessions --status interrupted does not list %s: %+v", session, m)
 	}
 	before := storedEvents(t, data, session)
-	if len(before) < 700 || before[len(before)-1].Type == org.EvSessionEnded {
+	if len(before) < 700 || before[len(before)-1].Type == payload.EvSessionEnded {
 		t.Fatalf("after the kill the session has %d events, ending with %s", len(before), before[len(before)-1].Type)
 	}
 
@@ -302,8 +302,8 @@ func TestResumeInterruptedWithOtherAgents(t *testing.T) {
 	}
 	after := storedEvents(t, data, session)
 	sameEvents(t, "prefix kept by resume", after[:len(before)], before)
-	if uint64(len(after)) != res.Events || after[len(after)-1].Type != org.EvSessionEnded {
-		t.Fatalf("after resume: %d events ending with %s, want %d ending with %s", len(after), after[len(after)-1].Type, res.Events, org.EvSessionEnded)
+	if uint64(len(after)) != res.Events || after[len(after)-1].Type != payload.EvSessionEnded {
+		t.Fatalf("after resume: %d events ending with %s, want %d ending with %s", len(after), after[len(after)-1].Type, res.Events, payload.EvSessionEnded)
 	}
 	m = sessionMetas(t, "--data", data)[session]
 	if m.Status != events.StatusFinished || m.Agents["m00001"] != "idle" || m.StateHash != res.StateHash {

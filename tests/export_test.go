@@ -17,6 +17,7 @@ import (
 	"github.com/corpsim/corpsim/agents/llm"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 )
@@ -146,7 +147,7 @@ func (r *recorder) Decide(ctx context.Context, o org.Observation) ([]org.Action,
 type turnOf struct {
 	turn    uint64
 	actions []org.Action
-	refused map[int]org.ActionRejected
+	refused map[int]payload.ActionRejected
 }
 
 // answeredTurns reads a session's answered turns per agent seat from its log.
@@ -157,17 +158,17 @@ func answeredTurns(tb testing.TB, data, session string) map[string][]turnOf {
 	var members []string
 	for _, ev := range storedEvents(tb, data, session) {
 		switch ev.Type {
-		case org.EvTurn:
+		case payload.EvTurn:
 			if ev.Actor == "frank" { // the startup world's NPC
 				continue
 			}
-			p := payloadOf[org.Turn](tb, ev)
-			out[ev.Actor] = append(out[ev.Actor], turnOf{turn: p.Turn, actions: p.Actions, refused: map[int]org.ActionRejected{}})
+			p := payloadOf[payload.Turn](tb, ev)
+			out[ev.Actor] = append(out[ev.Actor], turnOf{turn: p.Turn, actions: p.Actions, refused: map[int]payload.ActionRejected{}})
 			members = append(members, ev.Actor)
 			where[ev.Seq] = [2]int{len(members) - 1, len(out[ev.Actor]) - 1}
-		case org.EvActionRejected:
+		case payload.EvActionRejected:
 			if w, ok := where[ev.Cause]; ok {
-				p := payloadOf[org.ActionRejected](tb, ev)
+				p := payloadOf[payload.ActionRejected](tb, ev)
 				out[members[w[0]]][w[1]].refused[p.Index] = p
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/corpsim/corpsim/agents/client"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 )
 
@@ -96,7 +97,7 @@ func TestRestartKeepsHTTPSeats(t *testing.T) {
 	defer l.Close()
 	defer rl.Close()
 	sameLogs(t, l, id, rl, ref, 1)
-	if n := len(eventsOf(t, l, id, org.EvTurnTimeout)); n != 0 {
+	if n := len(eventsOf(t, l, id, payload.EvTurnTimeout)); n != 0 {
 		t.Errorf("%d turns timed out: the HTTP seat was not back when its session resumed", n)
 	}
 	t.Logf("stopped at event %d; the client played %d turns before and %d after the restart", stoppedAt, turnsBefore, player.turns()-turnsBefore)

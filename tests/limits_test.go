@@ -11,6 +11,7 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -84,8 +85,8 @@ func checkPaging(t *testing.T, evs []events.Event, page int) map[string][]string
 	read := map[string][]string{}      // member -> message ids its turns consumed
 	paged := 0
 	for _, ev := range evs {
-		if ev.Type == org.EvTurn {
-			var p org.Turn
+		if ev.Type == payload.EvTurn {
+			var p payload.Turn
 			if err := json.Unmarshal(ev.Payload, &p); err != nil {
 				t.Fatal(err)
 			}
@@ -103,8 +104,8 @@ func checkPaging(t *testing.T, evs []events.Event, page int) map[string][]string
 		if err := st.Apply(ev); err != nil {
 			t.Fatalf("replay at seq %d: %v", ev.Seq, err)
 		}
-		if ev.Type == org.EvMessageDelivered {
-			var p org.MessageDelivered
+		if ev.Type == payload.EvMessageDelivered {
+			var p payload.MessageDelivered
 			_ = json.Unmarshal(ev.Payload, &p)
 			for _, m := range st.Messages {
 				if m.ID == p.Message {

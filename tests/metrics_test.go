@@ -23,6 +23,7 @@ import (
 	"github.com/corpsim/corpsim/agents/client"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 )
 
@@ -348,8 +349,8 @@ func TestMetrics(t *testing.T) {
 	l := mustOpenStore(t, data)
 	defer l.Close()
 	wantRejected := map[string]float64{}
-	for _, ev := range eventsOf(t, l, reply.Session, org.EvActionRejected) {
-		p := payloadOf[org.ActionRejected](t, ev)
+	for _, ev := range eventsOf(t, l, reply.Session, payload.EvActionRejected) {
+		p := payloadOf[payload.ActionRejected](t, ev)
 		wantRejected[`corpsim_actions_rejected_total{kind="`+p.Kind+`",rule="`+p.Rule+`"}`]++
 	}
 	if len(wantRejected) < 2 {
@@ -364,7 +365,7 @@ func TestMetrics(t *testing.T) {
 	if fmt.Sprint(gotRejected) != fmt.Sprint(wantRejected) {
 		t.Errorf("rejections: metrics say %v, the log %v", gotRejected, wantRejected)
 	}
-	if n := len(eventsOf(t, l, reply.Session, org.EvTurnTimeout)); n != 3 {
+	if n := len(eventsOf(t, l, reply.Session, payload.EvTurnTimeout)); n != 3 {
 		t.Errorf("the log records %d turn timeouts, want 3", n)
 	}
 	t.Logf("%d events in %v batches; rejections %v", st.Events, batches, gotRejected)

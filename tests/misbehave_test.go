@@ -23,6 +23,7 @@ import (
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/events/pebblelog"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
@@ -400,9 +401,9 @@ type completion struct {
 func completions(tb testing.TB, l events.Log, session string, who map[string]bool) []completion {
 	tb.Helper()
 	var out []completion
-	for _, ev := range eventsOf(tb, l, session, org.EvTaskCompleted) {
+	for _, ev := range eventsOf(tb, l, session, payload.EvTaskCompleted) {
 		if who[ev.Actor] {
-			out = append(out, completion{payloadOf[org.TaskCompleted](tb, ev).Task, ev.Actor, ev.Time})
+			out = append(out, completion{payloadOf[payload.TaskCompleted](tb, ev).Task, ev.Actor, ev.Time})
 		}
 	}
 	return out
@@ -470,7 +471,7 @@ func TestMisbehavingAgents(t *testing.T) {
 		t.Fatalf("the other session: %v, status %s", err, otherMeta.Status)
 	}
 	otherTook := time.Since(hangStart)
-	if n := len(eventsOf(t, ts.log, reply.Session, org.EvTurnTimeout)); n != 0 {
+	if n := len(eventsOf(t, ts.log, reply.Session, payload.EvTurnTimeout)); n != 0 {
 		t.Fatalf("the other session finished only after hank's turn had timed out (%d timeouts recorded)", n)
 	}
 	t.Logf("while hank hung, the startup session ran %d events and finished in %s", otherMeta.LastSeq, otherTook.Round(time.Millisecond))
@@ -488,8 +489,8 @@ func TestMisbehavingAgents(t *testing.T) {
 
 	// Every misbehaviour is in the log.
 	rejected := map[string][]string{}
-	for _, ev := range eventsOf(t, ts.log, reply.Session, org.EvActionRejected) {
-		rejected[ev.Actor] = append(rejected[ev.Actor], payloadOf[org.ActionRejected](t, ev).Reason)
+	for _, ev := range eventsOf(t, ts.log, reply.Session, payload.EvActionRejected) {
+		rejected[ev.Actor] = append(rejected[ev.Actor], payloadOf[payload.ActionRejected](t, ev).Reason)
 	}
 	want := map[string][]string{
 		"fred": {"reply has 17 actions; the limit is 16", "bytes; the limit is 65536", `no task "no-such-task-0"`, `no task "no-such-task-15"`},
@@ -508,7 +509,7 @@ func TestMisbehavingAgents(t *testing.T) {
 		t.Errorf("fred: got %d rejections, want %d (each reply applied once, however often it was sent)", n, 2+org.MaxActions)
 	}
 	timeouts := map[string]int{}
-	for _, ev := range eventsOf(t, ts.log, reply.Session, org.EvTurnTimeout) {
+	for _, ev := range eventsOf(t, ts.log, reply.Session, payload.EvTurnTimeout) {
 		timeouts[ev.Actor]++
 	}
 	if timeouts["hank"] == 0 || len(timeouts) != 1 {
@@ -521,9 +522,9 @@ func TestMisbehavingAgents(t *testing.T) {
 	// Dora continued her seat: every turn of hers was answered, numbered
 	// without gaps or repeats, on three connections.
 	var doraTurns []uint64
-	for _, ev := range eventsOf(t, ts.log, reply.Session, org.EvTurn) {
+	for _, ev := range eventsOf(t, ts.log, reply.Session, payload.EvTurn) {
 		if ev.Actor == "dora" {
-			doraTurns = append(doraTurns, payloadOf[org.Turn](t, ev).Turn)
+			doraTurns = append(doraTurns, payloadOf[payload.Turn](t, ev).Turn)
 		}
 	}
 	for i, n := range doraTurns {
@@ -589,14 +590,14 @@ func memberTurns(tb testing.TB, l events.Log, session, member string) (turns [][
 		var n uint64
 		var acts []org.Action
 		switch ev.Type {
-		case org.EvTurn:
-			p := payloadOf[org.Turn](tb, ev)
+		case payload.EvTurn:
+			p := payloadOf[payload.Turn](tb, ev)
 			n, acts = p.Turn, p.Actions
 			if acts == nil {
 				acts = []org.Action{}
 			}
-		case org.EvTurnTimeout:
-			n = payloadOf[org.TurnTimeout](tb, ev).Turn
+		case payload.EvTurnTimeout:
+			n = payloadOf[payload.TurnTimeout](tb, ev).Turn
 			timeouts++
 		default:
 			continue

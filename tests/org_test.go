@@ -13,6 +13,7 @@ import (
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 )
 
@@ -119,8 +120,8 @@ func TestSeparationOfDuties(t *testing.T) {
 	res := mustRun(t, cli.RunOptions{World: world, Seed: 1, Agents: "greedy", Log: l,
 		Seats: map[string]agents.Agent{"ann": ann, "cat": cat, "dan": dan}})
 	var rules []string
-	for _, ev := range eventsOf(t, l, res.Session, org.EvActionRejected) {
-		p := payloadOf[org.ActionRejected](t, ev)
+	for _, ev := range eventsOf(t, l, res.Session, payload.EvActionRejected) {
+		p := payloadOf[payload.ActionRejected](t, ev)
 		if p.Kind == "policy" {
 			rules = append(rules, ev.Actor+":"+p.Rule)
 		}
@@ -132,11 +133,11 @@ func TestSeparationOfDuties(t *testing.T) {
 	if !strings.Contains(joined, "dan:approver-authority") {
 		t.Errorf("dan deciding cat's step was not refused as approver-authority: %v", rules)
 	}
-	req := eventsOf(t, l, res.Session, org.EvApprovalRequested)
-	if len(req) != 1 || payloadOf[org.ApprovalRequested](t, req[0]).Steps[0].Approver != "cat" {
+	req := eventsOf(t, l, res.Session, payload.EvApprovalRequested)
+	if len(req) != 1 || payloadOf[payload.ApprovalRequested](t, req[0]).Steps[0].Approver != "cat" {
 		t.Fatalf("want one request routed to cat, got %v", req)
 	}
-	granted := eventsOf(t, l, res.Session, org.EvApprovalGranted)
+	granted := eventsOf(t, l, res.Session, payload.EvApprovalGranted)
 	if len(granted) != 1 || granted[0].Actor != "cat" {
 		t.Fatalf("want exactly one grant, by cat; got %v", granted)
 	}
@@ -151,20 +152,20 @@ func TestEscalation(t *testing.T) {
 	world := approvalWorld(t, ", escalate_after: 4h", "")
 	l := memlog.New()
 	res := mustRun(t, cli.RunOptions{World: world, Seed: 1, Agents: "greedy,ann=idle", Log: l})
-	esc := eventsOf(t, l, res.Session, org.EvApprovalEscalated)
+	esc := eventsOf(t, l, res.Session, payload.EvApprovalEscalated)
 	if len(esc) != 1 {
 		t.Fatalf("got %d escalations, want 1", len(esc))
 	}
-	p := payloadOf[org.ApprovalEscalated](t, esc[0])
+	p := payloadOf[payload.ApprovalEscalated](t, esc[0])
 	if p.From != "ann" || p.To != "dan" || p.Reason != "timeout" {
 		t.Fatalf("escalated %+v, want ann -> dan for timeout", p)
 	}
-	req := eventsOf(t, l, res.Session, org.EvApprovalRequested)[0]
+	req := eventsOf(t, l, res.Session, payload.EvApprovalRequested)[0]
 	w, _, _ := cli.LoadWorld(world)
 	if waited := w.Calendar.WorkBetween(clockTime(req.Time), clockTime(esc[0].Time)); waited != 4*hour {
 		t.Fatalf("escalated after %s of working time, want 4h", waited)
 	}
-	granted := eventsOf(t, l, res.Session, org.EvApprovalGranted)
+	granted := eventsOf(t, l, res.Session, payload.EvApprovalGranted)
 	if len(granted) != 1 || granted[0].Actor != "dan" {
 		t.Fatalf("want dan to grant the escalated step, got %v", granted)
 	}
@@ -191,22 +192,22 @@ func TestLeaveAndDelegation(t *testing.T) {
 	// cat waits until she is the approver; ann never decides before leaving.
 	res := mustRun(t, cli.RunOptions{World: world, Seed: 1, Agents: "greedy,ann=idle", Log: l,
 		Seats: map[string]agents.Agent{"bob": bob}})
-	left := eventsOf(t, l, res.Session, org.EvMemberLeft)
+	left := eventsOf(t, l, res.Session, payload.EvMemberLeft)
 	if len(left) != 1 || left[0].Actor != "ann" {
 		t.Fatalf("want ann's leave recorded once, got %v", left)
 	}
-	lp := payloadOf[org.MemberLeft](t, left[0])
+	lp := payloadOf[payload.MemberLeft](t, left[0])
 	if lp.Delegate != "cat" {
 		t.Fatalf("leave %+v, want delegate cat", lp)
 	}
 	var routed []string
 	for _, ev := range eventsOf(t, l, res.Session, "") {
 		switch ev.Type {
-		case org.EvApprovalEscalated:
-			p := payloadOf[org.ApprovalEscalated](t, ev)
+		case payload.EvApprovalEscalated:
+			p := payloadOf[payload.ApprovalEscalated](t, ev)
 			routed = append(routed, p.From+"->"+p.To+":"+p.Reason)
-		case org.EvApprovalRequested:
-			p := payloadOf[org.ApprovalRequested](t, ev)
+		case payload.EvApprovalRequested:
+			p := payloadOf[payload.ApprovalRequested](t, ev)
 			routed = append(routed, "requested:"+p.Steps[0].Approver)
 		}
 	}
@@ -214,14 +215,14 @@ func TestLeaveAndDelegation(t *testing.T) {
 	if !strings.Contains(joined, "cat") {
 		t.Fatalf("nothing reached the delegate cat: %v", routed)
 	}
-	granted := eventsOf(t, l, res.Session, org.EvApprovalGranted)
+	granted := eventsOf(t, l, res.Session, payload.EvApprovalGranted)
 	if len(granted) != 1 || granted[0].Actor != "cat" {
 		t.Fatalf("want cat to grant as ann's delegate, got %d grants", len(granted))
 	}
 	if granted[0].Time >= int64(lp.Until) {
 		t.Fatalf("cat granted at %d, after ann was back at %d", granted[0].Time, lp.Until)
 	}
-	back := eventsOf(t, l, res.Session, org.EvMemberReturned)
+	back := eventsOf(t, l, res.Session, payload.EvMemberReturned)
 	if len(back) != 1 || back[0].Actor != "ann" || back[0].Time != int64(lp.Until) {
 		t.Fatalf("want ann back at %d, got %v", lp.Until, back)
 	}
@@ -263,13 +264,13 @@ func TestHandoffAndEscalate(t *testing.T) {
 		return acts
 	})
 	res := mustRun(t, cli.RunOptions{World: world, Seed: 1, Agents: "greedy,ann=idle", Log: l, Seats: map[string]agents.Agent{"bob": bob}})
-	handed := eventsOf(t, l, res.Session, org.EvTaskHandedOff)
-	if len(handed) != 1 || payloadOf[org.TaskHandedOff](t, handed[0]).To != "" {
+	handed := eventsOf(t, l, res.Session, payload.EvTaskHandedOff)
+	if len(handed) != 1 || payloadOf[payload.TaskHandedOff](t, handed[0]).To != "" {
 		t.Fatalf("want one handoff back to the queue, got %v", handed)
 	}
 	var refusedToCat bool
-	for _, ev := range eventsOf(t, l, res.Session, org.EvActionRejected) {
-		p := payloadOf[org.ActionRejected](t, ev)
+	for _, ev := range eventsOf(t, l, res.Session, payload.EvActionRejected) {
+		p := payloadOf[payload.ActionRejected](t, ev)
 		if p.Action.Type == org.ActHandoff && p.Action.To == "cat" && strings.Contains(p.Reason, "cannot take") {
 			refusedToCat = true
 		}
@@ -277,14 +278,14 @@ func TestHandoffAndEscalate(t *testing.T) {
 	if !refusedToCat {
 		t.Error("a handoff to cat, who cannot do an engineer's task, was not refused")
 	}
-	esc := eventsOf(t, l, res.Session, org.EvApprovalEscalated)
+	esc := eventsOf(t, l, res.Session, payload.EvApprovalEscalated)
 	if len(esc) != 1 {
 		t.Fatalf("got %d escalations, want 1", len(esc))
 	}
-	if p := payloadOf[org.ApprovalEscalated](t, esc[0]); esc[0].Actor != "bob" || p.Reason != "requested" || p.From != "ann" || p.To != "dan" {
+	if p := payloadOf[payload.ApprovalEscalated](t, esc[0]); esc[0].Actor != "bob" || p.Reason != "requested" || p.From != "ann" || p.To != "dan" {
 		t.Fatalf("escalation %+v by %s, want bob's request moved from ann to dan", p, esc[0].Actor)
 	}
-	granted := eventsOf(t, l, res.Session, org.EvApprovalGranted)
+	granted := eventsOf(t, l, res.Session, payload.EvApprovalGranted)
 	if len(granted) != 1 || granted[0].Actor != "dan" || res.Score.TasksDone != 2 || len(res.Score.Unverified) != 0 {
 		t.Fatalf("want dan's grant and both tasks verified; grants %v, score %+v", granted, res.Score)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events/memlog"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -24,8 +24,8 @@ func TestDenseRewardsReconcile(t *testing.T) {
 			sum := 0.0
 			rewards := 0
 			members := map[string]float64{}
-			for _, ev := range eventsOf(t, l, res.Session, org.EvReward) {
-				p := payloadOf[org.Reward](t, ev)
+			for _, ev := range eventsOf(t, l, res.Session, payload.EvReward) {
+				p := payloadOf[payload.Reward](t, ev)
 				sum += p.Team
 				rewards++
 				for id, x := range p.Members {

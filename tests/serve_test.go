@@ -21,6 +21,7 @@ import (
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/service"
 	"github.com/corpsim/corpsim/worlds"
@@ -128,7 +129,7 @@ func TestManyRemoteAgentsInOneSession(t *testing.T) {
 	if meta.StateHash != res.StateHash {
 		t.Fatalf("remote run ends in %s, in-process run in %s", meta.StateHash, res.StateHash)
 	}
-	if timeouts := len(eventsOf(t, ts.log, reply.Session, org.EvTurnTimeout)); timeouts != 0 {
+	if timeouts := len(eventsOf(t, ts.log, reply.Session, payload.EvTurnTimeout)); timeouts != 0 {
 		t.Fatalf("%d turns timed out", timeouts)
 	}
 	t.Logf("200 remote agents: %d events, score %.2f", meta.LastSeq, res.Score.TeamScore)

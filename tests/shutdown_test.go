@@ -21,7 +21,7 @@ import (
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -186,7 +186,7 @@ func TestShutdownKeepsRemoteSeats(t *testing.T) {
 	defer l.Close()
 	defer rl.Close()
 	sameLogs(t, l, id, rl, ref.Session, 1)
-	if n := len(eventsOf(t, l, id, org.EvTurnTimeout)); n != 0 {
+	if n := len(eventsOf(t, l, id, payload.EvTurnTimeout)); n != 0 {
 		t.Errorf("%d turns timed out: the remote seat was not back when its session resumed", n)
 	}
 }

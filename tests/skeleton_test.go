@@ -19,6 +19,7 @@ import (
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/events/pebblelog"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
@@ -214,17 +215,17 @@ func TestRejectedActionIsRecorded(t *testing.T) {
 	res := mustRun(t, cli.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: l,
 		Seats: map[string]agents.Agent{"bob": bob}})
 	evs := readAll(t, l, res.Session)
-	var rejected []org.ActionRejected
+	var rejected []payload.ActionRejected
 	var backendWork int
 	for _, ev := range evs {
 		switch {
-		case ev.Type == org.EvActionRejected && ev.Actor == "bob":
-			var p org.ActionRejected
+		case ev.Type == payload.EvActionRejected && ev.Actor == "bob":
+			var p payload.ActionRejected
 			if err := json.Unmarshal(ev.Payload, &p); err != nil {
 				t.Fatal(err)
 			}
 			rejected = append(rejected, p)
-		case ev.Type == org.EvWorkStarted && strings.Contains(string(ev.Payload), `"task":"backend"`):
+		case ev.Type == payload.EvWorkStarted && strings.Contains(string(ev.Payload), `"task":"backend"`):
 			backendWork++
 			if ev.Actor == "bob" && len(rejected) < 2 {
 				t.Fatalf("bob's work on backend started before its dependencies were done: %s", ev.Payload)
@@ -265,7 +266,7 @@ func TestReplayRebuildsTheRecordedState(t *testing.T) {
 	// Change one completed task's actor in a copy of the log: replay must notice.
 	evs := readAll(t, l, res.Session)
 	for i := range evs {
-		if evs[i].Type == org.EvWorkFinished {
+		if evs[i].Type == payload.EvWorkFinished {
 			evs[i].Payload = json.RawMessage(strings.Replace(string(evs[i].Payload), `"work":`, `"work":1`, 1))
 			break
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/corpsim/corpsim/agents/proto"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 )
 
 // TestNodeClientPlaysASeat: a seat is played by a Node.js program using the
@@ -64,7 +64,7 @@ func TestNodeClientPlaysASeat(t *testing.T) {
 		t.Fatalf("the node client did not start: %s", stderr.String())
 	}
 	meta := ts.wait(t, reply.Session)
-	if n := len(eventsOf(t, ts.log, reply.Session, org.EvTurnTimeout)); n != 0 {
+	if n := len(eventsOf(t, ts.log, reply.Session, payload.EvTurnTimeout)); n != 0 {
 		t.Fatalf("%d turns timed out: %s", n, stderr.String())
 	}
 	turns, done := 0, 0
@@ -73,9 +73,9 @@ func TestNodeClientPlaysASeat(t *testing.T) {
 			continue
 		}
 		switch ev.Type {
-		case org.EvTurn:
+		case payload.EvTurn:
 			turns++
-		case org.EvTaskCompleted:
+		case payload.EvTaskCompleted:
 			done++
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim/analyze"
 )
 
@@ -82,11 +82,11 @@ func TestTraceLateBecauseApproverOnLeave(t *testing.T) {
 
 	// What the log itself says: the request, the leave, the grant, the completion.
 	evs := storedEvents(t, data, res.Session)
-	req := onlyEvent(t, evs, org.EvApprovalRequested)
-	left := onlyEvent(t, evs, org.EvMemberLeft)
-	back := onlyEvent(t, evs, org.EvMemberReturned)
-	granted := onlyEvent(t, evs, org.EvApprovalGranted)
-	if left.Actor != "ann" || granted.Actor != "ann" || payloadOf[org.ApprovalRequested](t, req).Steps[0].Approver != "ann" {
+	req := onlyEvent(t, evs, payload.EvApprovalRequested)
+	left := onlyEvent(t, evs, payload.EvMemberLeft)
+	back := onlyEvent(t, evs, payload.EvMemberReturned)
+	granted := onlyEvent(t, evs, payload.EvApprovalGranted)
+	if left.Actor != "ann" || granted.Actor != "ann" || payloadOf[payload.ApprovalRequested](t, req).Steps[0].Approver != "ann" {
 		t.Fatalf("the scenario did not happen: request %s, leave %s, grant %s", req.Payload, left.Actor, granted.Actor)
 	}
 	if !(req.Seq < left.Seq && left.Seq < back.Seq && back.Seq < granted.Seq) {
@@ -94,7 +94,7 @@ func TestTraceLateBecauseApproverOnLeave(t *testing.T) {
 	}
 	var completed events.Event
 	for _, ev := range evs {
-		if ev.Type == org.EvTaskCompleted && payloadOf[org.TaskCompleted](t, ev).Task == "order" {
+		if ev.Type == payload.EvTaskCompleted && payloadOf[payload.TaskCompleted](t, ev).Task == "order" {
 			completed = ev
 		}
 	}
@@ -312,7 +312,7 @@ func TestDiffForkWithAnotherSeed(t *testing.T) {
 	t.Run("another seed from the start", func(t *testing.T) {
 		other := cliResult(t, "run", "--world", "support-desk", "--load", "0.5", "--seed", "8", "--data", data)
 		d := diffJSON(t, data, parent.Session, other.Session)
-		if !d.Diverged || d.Seq != 1 || d.A.Type != org.EvSessionStarted || !strings.Contains(strings.Join(d.Fields, ","), "payload") {
+		if !d.Diverged || d.Seq != 1 || d.A.Type != payload.EvSessionStarted || !strings.Contains(strings.Join(d.Fields, ","), "payload") {
 			t.Fatalf("runs of seeds 7 and 8: %+v", d)
 		}
 	})

@@ -48,13 +48,13 @@
 // # Answering turns
 //
 // act forwards its body, unchanged, as the NATS reply to the held turn, so
-// the engine's own parser (org.ParseReply) decides what is recorded:
+// the engine's own parser (proto.ParseReply) decides what is recorded:
 //
 //   - no turn waiting, or the session has ended: 409, nothing is forwarded;
 //   - a body over org.MaxReplyBytes: 413; if a turn is waiting, the first
 //     MaxReplyBytes+1 bytes are forwarded and the engine records the turn's
 //     rejection (kind malformed, "reply is … bytes");
-//   - a body org.ParseReply refuses (bad JSON, unknown fields, trailing
+//   - a body proto.ParseReply refuses (bad JSON, unknown fields, trailing
 //     data, more than org.MaxActions actions): 400 with the parser's
 //     sentence, and the body is forwarded, so the turn is used up and its
 //     rejection recorded in the log — the session goes on, exactly as if the

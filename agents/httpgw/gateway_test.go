@@ -26,6 +26,7 @@ import (
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/service"
 )
@@ -307,7 +308,7 @@ func TestObserveActPlaysASession(t *testing.T) {
 	if meta.StateHash != ref.StateHash {
 		t.Fatalf("HTTP-played session ends in %s, in-process greedy in %s", meta.StateHash, ref.StateHash)
 	}
-	if n := s.countEvents(t, reply.Session, org.EvTurnTimeout, ""); n != 0 {
+	if n := s.countEvents(t, reply.Session, payload.EvTurnTimeout, ""); n != 0 {
 		t.Fatalf("%d turns timed out", n)
 	}
 
@@ -360,7 +361,7 @@ func (s *stack) stepAll(tb testing.TB, session string, agent agents.Agent) (ret 
 		ret += r.Rewards
 		sum := 0.0
 		for _, ev := range r.RewardEvents {
-			var p org.Reward
+			var p payload.Reward
 			if err := json.Unmarshal(ev.Payload, &p); err != nil {
 				tb.Fatal(err)
 			}
@@ -446,8 +447,8 @@ func TestStepRewardsSumToTheScore(t *testing.T) {
 		if ev.Seq > mid {
 			break
 		}
-		if ev.Type == org.EvReward {
-			var p org.Reward
+		if ev.Type == payload.EvReward {
+			var p payload.Reward
 			_ = json.Unmarshal(ev.Payload, &p)
 			atFork += p.Team
 		}
@@ -634,7 +635,7 @@ func TestTokensReachOnlyTheirSeat(t *testing.T) {
 	if meta.StateHash != ref.StateHash {
 		t.Fatalf("the attempts changed the world: state %s, want %s", meta.StateHash, ref.StateHash)
 	}
-	if n, want := s.countEvents(t, id, org.EvActionRejected, ""), s.countEvents(t, ref.ID, org.EvActionRejected, ""); n != want {
+	if n, want := s.countEvents(t, id, payload.EvActionRejected, ""), s.countEvents(t, ref.ID, payload.EvActionRejected, ""); n != want {
 		t.Fatalf("%d rejections recorded, the in-process run has %d", n, want)
 	}
 }
@@ -735,7 +736,7 @@ func TestBadRepliesAreRecorded(t *testing.T) {
 	s.wait(t, reply.Session)
 	n := 0
 	for _, ev := range s.allEvents(t, reply.Session) {
-		if ev.Type == org.EvActionRejected && ev.Actor == "bob" && bytes.Contains(ev.Payload, []byte(`"malformed"`)) {
+		if ev.Type == payload.EvActionRejected && ev.Actor == "bob" && bytes.Contains(ev.Payload, []byte(`"malformed"`)) {
 			n++
 		}
 	}

@@ -481,7 +481,7 @@ func (g *Gateway) handleAct(w http.ResponseWriter, r *http.Request, s *session, 
 	var parsed org.Reply
 	var perr error
 	if !tooBig {
-		parsed, perr = org.ParseReply(body)
+		parsed, perr = proto.ParseReply(body)
 	}
 	switch {
 	case h == nil:

@@ -15,7 +15,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 )
 
 // Session statuses the gateway reports once a session has ended.
@@ -273,7 +273,7 @@ func (s *session) onEvent(msg *nats.Msg) {
 		}
 		s.recordLocked(e)
 	}
-	ended := ev.Type == org.EvSessionEnded
+	ended := ev.Type == payload.EvSessionEnded
 	s.broadcastLocked()
 	s.mu.Unlock()
 	if ended {
@@ -284,10 +284,10 @@ func (s *session) onEvent(msg *nats.Msg) {
 func (s *session) recordLocked(ev events.Event) {
 	s.own = append(s.own, ev)
 	s.last = ev.Seq
-	if ev.Type != org.EvReward {
+	if ev.Type != payload.EvReward {
 		return
 	}
-	var r org.Reward
+	var r payload.Reward
 	if err := json.Unmarshal(ev.Payload, &r); err != nil {
 		s.log.Error("undecodable reward", "seq", ev.Seq, "error", err)
 		return
@@ -426,10 +426,10 @@ func (s *session) upTo(seq uint64) ([]events.Event, float64, bool) {
 }
 
 func teamReward(e events.Event) float64 {
-	if e.Type != org.EvReward {
+	if e.Type != payload.EvReward {
 		return 0
 	}
-	var r org.Reward
+	var r payload.Reward
 	if json.Unmarshal(e.Payload, &r) != nil {
 		return 0
 	}

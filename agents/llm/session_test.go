@@ -13,6 +13,7 @@ import (
 	"github.com/corpsim/corpsim/agents/llm"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 )
 
@@ -91,10 +92,10 @@ func TestSessionWithAnLLMSeat(t *testing.T) {
 		if err != nil {
 			t.Fatalf("read the log: %v", err)
 		}
-		if ev.Type != org.EvActionRejected || ev.Actor != "bob" {
+		if ev.Type != payload.EvActionRejected || ev.Actor != "bob" {
 			continue
 		}
-		var p org.ActionRejected
+		var p payload.ActionRejected
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			t.Fatal(err)
 		}

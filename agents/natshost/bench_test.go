@@ -65,7 +65,7 @@ func BenchmarkAgentTurn(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := org.ParseReply(msg.Data); err != nil {
+		if _, err := proto.ParseReply(msg.Data); err != nil {
 			b.Fatal(err)
 		}
 	}

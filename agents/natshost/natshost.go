@@ -105,6 +105,6 @@ func (s *seat) answer(data []byte) []byte {
 			reply.Actions = acts
 		}
 	}
-	s.buf = reply.AppendJSON(s.buf[:0])
+	s.buf = proto.AppendReply(s.buf[:0], &reply)
 	return s.buf
 }

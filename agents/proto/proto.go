@@ -1,6 +1,9 @@
 // Package proto names the subjects of corpsim's agent protocol on NATS and
-// the messages that travel on them. It is pure: no NATS import, so the
-// driver, the agent hosts and remote clients share one definition.
+// the messages that travel on them, and holds the protocol's hot codecs:
+// an org.Observation's JSON (AppendObservation, DecodeObservation) and an
+// org.Reply's (AppendReply, and ParseReply, the strict parser whose verdict
+// the engine records). It is pure: no NATS import, so the driver, the agent
+// hosts and remote clients share one definition.
 //
 // Subjects (version 1):
 //

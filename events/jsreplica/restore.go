@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 )
 
 // maxForkDepth bounds how many ancestors Restore fetches for a fork.
@@ -303,10 +303,10 @@ func metaFromStart(ctx context.Context, js jetstream.JetStream, session string) 
 	if err := events.Decode(m.Data, &ev); err != nil {
 		return events.SessionMeta{}, &events.CorruptError{Session: session, Seq: 1, Err: err}
 	}
-	if ev.Seq != 1 || ev.Type != org.EvSessionStarted {
+	if ev.Seq != 1 || ev.Type != payload.EvSessionStarted {
 		return events.SessionMeta{}, fmt.Errorf("jsreplica: session %s begins at seq %d (%s) and has no recorded metadata: a fork needs its parent and fork point", session, ev.Seq, ev.Type)
 	}
-	var p org.SessionStarted
+	var p payload.SessionStarted
 	if err := json.Unmarshal(ev.Payload, &p); err != nil {
 		return events.SessionMeta{}, &events.CorruptError{Session: session, Seq: 1, Err: err}
 	}

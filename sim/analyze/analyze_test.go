@@ -11,6 +11,7 @@ import (
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/analyze"
 	"github.com/corpsim/corpsim/worlds"
@@ -72,14 +73,14 @@ func newLog(tb testing.TB) *logBuilder {
 		tb.Fatal(err)
 	}
 	b := &logBuilder{tb: tb, w: w}
-	b.add(0, org.EvSessionStarted, "", 0, org.SessionStarted{World: w.Name, WorldFile: "trace-unit.yaml", WorldHash: w.Hash, Seed: 1, Load: 1, Source: worldSrc})
+	b.add(0, payload.EvSessionStarted, "", 0, payload.SessionStarted{Format: payload.LogFormat, World: w.Name, WorldFile: "trace-unit.yaml", WorldHash: w.Hash, Seed: 1, Load: 1, Source: worldSrc})
 	return b
 }
 
 // add appends an event and returns its seq.
-func (b *logBuilder) add(t int64, typ, actor string, cause uint64, payload any) uint64 {
+func (b *logBuilder) add(t int64, typ, actor string, cause uint64, v any) uint64 {
 	b.tb.Helper()
-	p, err := json.Marshal(payload)
+	p, err := json.Marshal(v)
 	if err != nil {
 		b.tb.Fatal(err)
 	}
@@ -90,21 +91,21 @@ func (b *logBuilder) add(t int64, typ, actor string, cause uint64, payload any) 
 
 // turn records a member's turn, caused by cause.
 func (b *logBuilder) turn(t int64, actor string, cause uint64) uint64 {
-	return b.add(t, org.EvTurn, actor, cause, org.Turn{Turn: 1, Seen: uint64(len(b.evs)), Actions: []org.Action{}})
+	return b.add(t, payload.EvTurn, actor, cause, payload.Turn{Turn: 1, Seen: uint64(len(b.evs)), Actions: []org.Action{}})
 }
 
 // do is a member doing one thing on task in a turn of its own.
-func (b *logBuilder) do(t int64, actor string, cause uint64, typ string, payload any) uint64 {
-	return b.add(t, typ, actor, b.turn(t, actor, cause), payload)
+func (b *logBuilder) do(t int64, actor string, cause uint64, typ string, v any) uint64 {
+	return b.add(t, typ, actor, b.turn(t, actor, cause), v)
 }
 
 // finish claims, works (effort) and completes task from t; it returns the
 // completion's seq and time.
 func (b *logBuilder) finish(t int64, actor, task string, effort int64, cause uint64) (uint64, int64) {
-	b.do(t, actor, cause, org.EvTaskClaimed, org.TaskClaimed{Task: task})
-	ws := b.do(t, actor, cause, org.EvWorkStarted, org.WorkStarted{Task: task, Work: clock.Duration(effort), Until: clock.Time(t + effort)})
-	b.add(t+effort, org.EvWorkFinished, actor, ws, org.WorkFinished{Task: task, Work: clock.Duration(effort)})
-	done := b.do(t+effort, actor, ws, org.EvTaskCompleted, org.TaskCompleted{Task: task})
+	b.do(t, actor, cause, payload.EvTaskClaimed, payload.TaskClaimed{Task: task})
+	ws := b.do(t, actor, cause, payload.EvWorkStarted, payload.WorkStarted{Task: task, Work: clock.Duration(effort), Until: clock.Time(t + effort)})
+	b.add(t+effort, payload.EvWorkFinished, actor, ws, payload.WorkFinished{Task: task, Work: clock.Duration(effort)})
+	done := b.do(t+effort, actor, ws, payload.EvTaskCompleted, payload.TaskCompleted{Task: task})
 	return done, t + effort
 }
 
@@ -145,19 +146,19 @@ type leaveLog struct {
 
 func newLeaveLog(tb testing.TB) *leaveLog {
 	b := &leaveLog{logBuilder: newLog(tb)}
-	b.do(0, "bob", 1, org.EvTaskClaimed, org.TaskClaimed{Task: "order"})
-	ws := b.do(0, "bob", 1, org.EvWorkStarted, org.WorkStarted{Task: "order", Work: clock.Duration(hour), Until: clock.Time(hour)})
-	wf := b.add(hour, org.EvWorkFinished, "bob", ws, org.WorkFinished{Task: "order", Work: clock.Duration(hour)})
+	b.do(0, "bob", 1, payload.EvTaskClaimed, payload.TaskClaimed{Task: "order"})
+	ws := b.do(0, "bob", 1, payload.EvWorkStarted, payload.WorkStarted{Task: "order", Work: clock.Duration(hour), Until: clock.Time(hour)})
+	wf := b.add(hour, payload.EvWorkFinished, "bob", ws, payload.WorkFinished{Task: "order", Work: clock.Duration(hour)})
 	b.requestAt = hour + 6*minute
-	b.request = b.do(b.requestAt, "bob", wf, org.EvApprovalRequested, org.ApprovalRequested{Request: "r1", Task: "order", Chain: "buy", Amount: 3000,
+	b.request = b.do(b.requestAt, "bob", wf, payload.EvApprovalRequested, payload.ApprovalRequested{Request: "r1", Task: "order", Chain: "buy", Amount: 3000,
 		Steps: []org.RequestStep{{Role: "lead", Approver: "ann"}}})
 	until := b.w.Calendar.AddWork(clock.Time(90*minute), 2*clock.Duration(b.w.Calendar.DayLength()))
-	b.left = b.add(90*minute, org.EvMemberLeft, "ann", 0, org.MemberLeft{InterruptionFired: org.InterruptionFired{Interruption: 0}, Until: until})
+	b.left = b.add(90*minute, payload.EvMemberLeft, "ann", 0, payload.MemberLeft{InterruptionFired: payload.InterruptionFired{Interruption: 0}, Until: until})
 	b.backAt = int64(until)
-	b.returned = b.add(b.backAt, org.EvMemberReturned, "ann", b.left, struct{}{})
-	b.granted = b.do(b.backAt, "ann", b.returned, org.EvApprovalGranted, org.ApprovalDecided{Request: "r1", Step: 0})
+	b.returned = b.add(b.backAt, payload.EvMemberReturned, "ann", b.left, struct{}{})
+	b.granted = b.do(b.backAt, "ann", b.returned, payload.EvApprovalGranted, payload.ApprovalDecided{Request: "r1", Step: 0})
 	b.doneAt = b.backAt + 15*minute
-	b.done = b.do(b.doneAt, "bob", b.granted, org.EvTaskCompleted, org.TaskCompleted{Task: "order"})
+	b.done = b.do(b.doneAt, "bob", b.granted, payload.EvTaskCompleted, payload.TaskCompleted{Task: "order"})
 	return b
 }
 
@@ -264,22 +265,22 @@ func TestMemberTrace(t *testing.T) {
 // whose requirements change; c made ready by b, done after a.
 func TestEscalationOutageChange(t *testing.T) {
 	b := newLog(t)
-	b.do(0, "bob", 1, org.EvTaskClaimed, org.TaskClaimed{Task: "order"})
+	b.do(0, "bob", 1, payload.EvTaskClaimed, payload.TaskClaimed{Task: "order"})
 	doneA, _ := b.finish(0, "cat", "a", hour, 1)
 	reqAt := hour + 10*minute
-	req := b.do(reqAt, "bob", 1, org.EvApprovalRequested, org.ApprovalRequested{Request: "r1", Task: "order", Chain: "buy", Amount: 3000,
+	req := b.do(reqAt, "bob", 1, payload.EvApprovalRequested, payload.ApprovalRequested{Request: "r1", Task: "order", Chain: "buy", Amount: 3000,
 		Steps: []org.RequestStep{{Role: "lead", Approver: "ann"}}})
-	down := b.add(3*hour, org.EvQueueDown, "", 0, org.QueueDown{InterruptionFired: org.InterruptionFired{Interruption: 1}, Queue: "q", Until: clock.Time(5 * hour)})
-	up := b.add(5*hour, org.EvQueueUp, "", down, org.QueueUp{Queue: "q"})
-	changed := b.add(5*hour, org.EvTaskChanged, "", 0, org.TaskChanged{InterruptionFired: org.InterruptionFired{Interruption: 2}, Task: "c", Effort: clock.Duration(hour)})
-	b.do(5*hour, "cat", up, org.EvTaskClaimed, org.TaskClaimed{Task: "b"})
-	ws := b.do(5*hour, "cat", up, org.EvWorkStarted, org.WorkStarted{Task: "b", Work: clock.Duration(hour), Until: clock.Time(6 * hour)})
+	down := b.add(3*hour, payload.EvQueueDown, "", 0, payload.QueueDown{InterruptionFired: payload.InterruptionFired{Interruption: 1}, Queue: "q", Until: clock.Time(5 * hour)})
+	up := b.add(5*hour, payload.EvQueueUp, "", down, payload.QueueUp{Queue: "q"})
+	changed := b.add(5*hour, payload.EvTaskChanged, "", 0, payload.TaskChanged{InterruptionFired: payload.InterruptionFired{Interruption: 2}, Task: "c", Effort: clock.Duration(hour)})
+	b.do(5*hour, "cat", up, payload.EvTaskClaimed, payload.TaskClaimed{Task: "b"})
+	ws := b.do(5*hour, "cat", up, payload.EvWorkStarted, payload.WorkStarted{Task: "b", Work: clock.Duration(hour), Until: clock.Time(6 * hour)})
 	escAt := int64(b.w.Calendar.AddWork(clock.Time(reqAt), 4*clock.Hour))
-	esc := b.add(escAt, org.EvApprovalEscalated, "", req, org.ApprovalEscalated{Request: "r1", Step: 0, From: "ann", To: "dan", Reason: "timeout"})
-	grant := b.do(escAt+30*minute, "dan", esc, org.EvApprovalGranted, org.ApprovalDecided{Request: "r1", Step: 0})
+	esc := b.add(escAt, payload.EvApprovalEscalated, "", req, payload.ApprovalEscalated{Request: "r1", Step: 0, From: "ann", To: "dan", Reason: "timeout"})
+	grant := b.do(escAt+30*minute, "dan", esc, payload.EvApprovalGranted, payload.ApprovalDecided{Request: "r1", Step: 0})
 	bAt := 6 * hour
-	b.add(bAt, org.EvWorkFinished, "cat", ws, org.WorkFinished{Task: "b", Work: clock.Duration(hour)})
-	doneB := b.do(bAt, "cat", ws, org.EvTaskCompleted, org.TaskCompleted{Task: "b"})
+	b.add(bAt, payload.EvWorkFinished, "cat", ws, payload.WorkFinished{Task: "b", Work: clock.Duration(hour)})
+	doneB := b.do(bAt, "cat", ws, payload.EvTaskCompleted, payload.TaskCompleted{Task: "b"})
 	s := b.load()
 
 	tr, err := s.Task("order")
@@ -388,18 +389,18 @@ func TestCompare(t *testing.T) {
 	t.Run("approved earlier", func(t *testing.T) {
 		// Another run: ann approves before her leave, so order is done on time.
 		b := newLog(t)
-		b.do(0, "bob", 1, org.EvTaskClaimed, org.TaskClaimed{Task: "order"})
-		ws := b.do(0, "bob", 1, org.EvWorkStarted, org.WorkStarted{Task: "order", Work: clock.Duration(hour), Until: clock.Time(hour)})
-		wf := b.add(hour, org.EvWorkFinished, "bob", ws, org.WorkFinished{Task: "order", Work: clock.Duration(hour)})
-		req := b.do(hour+6*minute, "bob", wf, org.EvApprovalRequested, org.ApprovalRequested{Request: "r1", Task: "order", Chain: "buy", Amount: 3000,
+		b.do(0, "bob", 1, payload.EvTaskClaimed, payload.TaskClaimed{Task: "order"})
+		ws := b.do(0, "bob", 1, payload.EvWorkStarted, payload.WorkStarted{Task: "order", Work: clock.Duration(hour), Until: clock.Time(hour)})
+		wf := b.add(hour, payload.EvWorkFinished, "bob", ws, payload.WorkFinished{Task: "order", Work: clock.Duration(hour)})
+		req := b.do(hour+6*minute, "bob", wf, payload.EvApprovalRequested, payload.ApprovalRequested{Request: "r1", Task: "order", Chain: "buy", Amount: 3000,
 			Steps: []org.RequestStep{{Role: "lead", Approver: "ann"}}})
 		div := uint64(len(b.evs) + 1)
-		g := b.do(hour+10*minute, "ann", req, org.EvApprovalGranted, org.ApprovalDecided{Request: "r1", Step: 0})
-		b.do(hour+20*minute, "bob", g, org.EvActionRejected, org.ActionRejected{Action: org.Action{Type: org.ActWork, Task: "c"}, Kind: "policy", Rule: "dependencies-first"})
-		b.do(hour+30*minute, "bob", g, org.EvTaskCompleted, org.TaskCompleted{Task: "order"})
+		g := b.do(hour+10*minute, "ann", req, payload.EvApprovalGranted, payload.ApprovalDecided{Request: "r1", Step: 0})
+		b.do(hour+20*minute, "bob", g, payload.EvActionRejected, payload.ActionRejected{Action: org.Action{Type: org.ActWork, Task: "c"}, Kind: "policy", Rule: "dependencies-first"})
+		b.do(hour+30*minute, "bob", g, payload.EvTaskCompleted, payload.TaskCompleted{Task: "order"})
 		sb := b.load()
 		d := analyze.Compare(sa, sb)
-		if !d.Diverged || d.Seq != div || d.A == nil || d.B == nil || d.A.Seq != div || d.B.Type != org.EvTurn || d.A.Type != org.EvMemberLeft {
+		if !d.Diverged || d.Seq != div || d.A == nil || d.B == nil || d.A.Seq != div || d.B.Type != payload.EvTurn || d.A.Type != payload.EvMemberLeft {
 			t.Fatalf("diverged %v at #%d (A %+v, B %+v), want #%d: member.left vs ann's turn", d.Diverged, d.Seq, d.A, d.B, div)
 		}
 		if !slices.Contains(d.Fields, "type") || d.Sides[0].After != len(a.evs)-int(div)+1 || d.Sides[1].Events != len(b.evs) {
@@ -481,7 +482,7 @@ func TestChainStaleTurn(t *testing.T) {
 	b := newLeaveLog(t)
 	// bob, busy completing order, takes rollout when that is over; his turn
 	// still names the grant that woke him before.
-	claim := b.do(b.doneAt+15*minute, "bob", b.granted, org.EvTaskClaimed, org.TaskClaimed{Task: "rollout"})
+	claim := b.do(b.doneAt+15*minute, "bob", b.granted, payload.EvTaskClaimed, payload.TaskClaimed{Task: "rollout"})
 	s := b.load()
 	chain := s.Chain(claim)
 	var got []uint64
@@ -512,7 +513,7 @@ func TestRecordedStateHash(t *testing.T) {
 	b := newLeaveLog(t)
 	h := b.load().State.Hash()
 	good := hex.EncodeToString(h[:])
-	end := b.add(b.doneAt, org.EvSessionEnded, "", 0, org.SessionEnded{Reason: "complete", StateHash: good})
+	end := b.add(b.doneAt, payload.EvSessionEnded, "", 0, payload.SessionEnded{Reason: "complete", StateHash: good})
 	s := b.load()
 	if d := analyze.Compare(s, s); d.Sides[0].StateHash != good || d.Sides[0].Ended != "complete" {
 		t.Fatalf("side %+v, want state hash %s and ended complete", d.Sides[0], good)
@@ -528,26 +529,26 @@ func TestRecordedStateHash(t *testing.T) {
 func TestChainCollapsesStints(t *testing.T) {
 	b := newLog(t)
 	first := b.turn(0, "bob", 1)
-	b.add(0, org.EvTaskClaimed, "bob", first, org.TaskClaimed{Task: "a"})
-	ws := b.add(0, org.EvWorkStarted, "bob", first, org.WorkStarted{Task: "a", Work: clock.Duration(10 * minute), Until: clock.Time(10 * minute)})
+	b.add(0, payload.EvTaskClaimed, "bob", first, payload.TaskClaimed{Task: "a"})
+	ws := b.add(0, payload.EvWorkStarted, "bob", first, payload.WorkStarted{Task: "a", Work: clock.Duration(10 * minute), Until: clock.Time(10 * minute)})
 	firstWork := ws
 	var wf uint64
 	for i := int64(1); i <= 6; i++ {
 		now := i * 10 * minute
-		wf = b.add(now, org.EvWorkFinished, "bob", ws, org.WorkFinished{Task: "a", Work: clock.Duration(10 * minute)})
+		wf = b.add(now, payload.EvWorkFinished, "bob", ws, payload.WorkFinished{Task: "a", Work: clock.Duration(10 * minute)})
 		turn := b.turn(now, "bob", 1) // what woke bob last: the session's start, long seen
 		if i < 6 {
-			ws = b.add(now, org.EvWorkStarted, "bob", turn, org.WorkStarted{Task: "a", Work: clock.Duration(10 * minute), Until: clock.Time(now + 10*minute)})
+			ws = b.add(now, payload.EvWorkStarted, "bob", turn, payload.WorkStarted{Task: "a", Work: clock.Duration(10 * minute), Until: clock.Time(now + 10*minute)})
 		} else {
-			done := b.add(now, org.EvTaskCompleted, "bob", turn, org.TaskCompleted{Task: "a"})
+			done := b.add(now, payload.EvTaskCompleted, "bob", turn, payload.TaskCompleted{Task: "a"})
 			chain := b.load().Chain(done)
 			var got []string
 			for _, l := range chain {
 				got = append(got, fmt.Sprintf("%d:%s", l.Seq, l.Type))
 			}
-			want := []string{fmt.Sprintf("%d:%s", done, org.EvTaskCompleted), fmt.Sprintf("%d:%s", turn, org.EvTurn),
-				fmt.Sprintf("%d:%s", wf, org.EvWorkFinished), "0:stints", fmt.Sprintf("%d:%s", firstWork, org.EvWorkStarted),
-				fmt.Sprintf("%d:%s", first, org.EvTurn), "1:" + org.EvSessionStarted}
+			want := []string{fmt.Sprintf("%d:%s", done, payload.EvTaskCompleted), fmt.Sprintf("%d:%s", turn, payload.EvTurn),
+				fmt.Sprintf("%d:%s", wf, payload.EvWorkFinished), "0:stints", fmt.Sprintf("%d:%s", firstWork, payload.EvWorkStarted),
+				fmt.Sprintf("%d:%s", first, payload.EvTurn), "1:" + payload.EvSessionStarted}
 			if !slices.Equal(got, want) {
 				t.Fatalf("chain %v, want %v", got, want)
 			}

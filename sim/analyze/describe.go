@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/corpsim/corpsim/clock"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 )
 
 // Entry is one event of a timeline, with a sentence saying what happened
@@ -50,7 +50,7 @@ func (s *Session) Chain(seq uint64) []Link {
 	steps := s.walk(seq, maxWalk)
 	for i := 0; i < len(steps) && len(out) < MaxChain; {
 		key := s.workOn(steps[i].seq)
-		if key == "" || s.Events[steps[i].seq-1].Type != org.EvWorkFinished {
+		if key == "" || s.Events[steps[i].seq-1].Type != payload.EvWorkFinished {
 			out = append(out, s.link(steps[i]))
 			i++
 			continue
@@ -62,7 +62,7 @@ func (s *Session) Chain(seq uint64) []Link {
 		for j < len(steps) {
 			if s.workOn(steps[j].seq) == key {
 				first = j
-			} else if ev := s.Events[steps[j].seq-1]; ev.Type != org.EvTurn || steps[j].note == "" || ev.Actor != actor {
+			} else if ev := s.Events[steps[j].seq-1]; ev.Type != payload.EvTurn || steps[j].note == "" || ev.Actor != actor {
 				break
 			}
 			j++
@@ -74,7 +74,7 @@ func (s *Session) Chain(seq uint64) []Link {
 		} else {
 			stints := 0
 			for k := i; k <= first; k++ {
-				if s.Events[steps[k].seq-1].Type == org.EvWorkStarted {
+				if s.Events[steps[k].seq-1].Type == payload.EvWorkStarted {
 					stints++
 				}
 			}
@@ -130,7 +130,7 @@ func (s *Session) link(st step) Link {
 // workOn names the member and task of a work.started or work.finished event.
 func (s *Session) workOn(seq uint64) string {
 	ev := s.Events[seq-1]
-	if ev.Type == org.EvWorkStarted || ev.Type == org.EvWorkFinished {
+	if ev.Type == payload.EvWorkStarted || ev.Type == payload.EvWorkFinished {
 		return ev.Actor + "/" + taskOf(s.payload(seq))
 	}
 	return ""
@@ -142,7 +142,7 @@ func (s *Session) entry(seq uint64) Entry {
 	e := Entry{Stamp: s.stampOf(seq), Type: ev.Type, Actor: ev.Actor, Cause: ev.Cause, Text: s.Describe(seq)}
 	// Turns come in small runs; a few steps reach what caused them.
 	for _, st := range s.walk(ev.Cause, 8) {
-		if t := s.Events[st.seq-1].Type; t != org.EvTurn && t != org.EvTurnTimeout {
+		if t := s.Events[st.seq-1].Type; t != payload.EvTurn && t != payload.EvTurnTimeout {
 			l := s.link(st)
 			e.Because = &l
 			break
@@ -162,51 +162,51 @@ func (s *Session) Describe(seq uint64) string {
 	}
 	who := ev.Actor
 	switch p := s.payload(seq).(type) {
-	case *org.TaskClaimed:
+	case *payload.TaskClaimed:
 		return fmt.Sprintf("%s claimed %s", who, p.Task)
-	case *org.WorkStarted:
+	case *payload.WorkStarted:
 		return fmt.Sprintf("%s started %s of work on %s (until %s)", who, s.dur(p.Work).Text, p.Task, s.wall(p.Until))
-	case *org.WorkFinished:
+	case *payload.WorkFinished:
 		return fmt.Sprintf("%s of %s's work on %s finished", s.dur(p.Work).Text, who, p.Task)
-	case *org.TaskCompleted:
+	case *payload.TaskCompleted:
 		return fmt.Sprintf("%s completed %s", who, p.Task)
-	case *org.TaskHandedOff:
+	case *payload.TaskHandedOff:
 		if p.To == "" {
 			return fmt.Sprintf("%s handed %s back to its queue", who, p.Task)
 		}
 		return fmt.Sprintf("%s handed %s to %s", who, p.Task, p.To)
-	case *org.ApprovalRequested:
+	case *payload.ApprovalRequested:
 		var steps []string
 		for i, st := range p.Steps {
 			steps = append(steps, fmt.Sprintf("step %d (%s) with %s", i+1, st.Role, st.Approver))
 		}
 		return fmt.Sprintf("%s asked for approval %s of %s (%d): %s", who, p.Request, p.Task, p.Amount, strings.Join(steps, ", "))
-	case *org.ApprovalDecided:
+	case *payload.ApprovalDecided:
 		task := ""
 		if a := s.requests[p.Request]; a != nil {
 			task = " of " + a.Task
 		}
-		if ev.Type == org.EvApprovalRejected {
+		if ev.Type == payload.EvApprovalRejected {
 			return fmt.Sprintf("%s rejected step %d of %s%s: %s", who, p.Step+1, p.Request, task, p.Reason)
 		}
 		return fmt.Sprintf("%s granted step %d of %s%s", who, p.Step+1, p.Request, task)
-	case *org.ApprovalEscalated:
+	case *payload.ApprovalEscalated:
 		by := ""
 		if who != "" {
 			by = " by " + who
 		}
 		return fmt.Sprintf("step %d of %s moved from %s to %s (%s%s)", p.Step+1, p.Request, p.From, p.To, p.Reason, by)
-	case *org.MemberLeft:
+	case *payload.MemberLeft:
 		d := ""
 		if p.Delegate != "" {
 			d = ", delegate " + p.Delegate
 		}
 		return fmt.Sprintf("%s went on leave until %s%s", who, s.wall(p.Until), d)
-	case *org.QueueDown:
+	case *payload.QueueDown:
 		return fmt.Sprintf("queue %s went down until %s", p.Queue, s.wall(p.Until))
-	case *org.QueueUp:
+	case *payload.QueueUp:
 		return fmt.Sprintf("queue %s is up again", p.Queue)
-	case *org.TaskReprioritized:
+	case *payload.TaskReprioritized:
 		var ch []string
 		if p.Value != nil {
 			ch = append(ch, fmt.Sprintf("value %g", *p.Value))
@@ -215,19 +215,19 @@ func (s *Session) Describe(seq uint64) string {
 			ch = append(ch, fmt.Sprintf("priority %d", *p.Priority))
 		}
 		return fmt.Sprintf("%s reprioritized: %s", p.Task, strings.Join(ch, ", ")) + note(p.Note)
-	case *org.TaskChanged:
+	case *payload.TaskChanged:
 		return fmt.Sprintf("%s changed: +%s effort", p.Task, s.dur(p.Effort).Text) + note(p.Note)
-	case *org.TaskCreated:
+	case *payload.TaskCreated:
 		sla := ""
 		if p.Deadline > 0 {
 			sla = ", due " + s.wall(p.Deadline)
 		}
 		return fmt.Sprintf("ticket %s arrived in queue %s%s", p.Task.ID, p.Queue, sla)
-	case *org.ProjectStarted:
+	case *payload.ProjectStarted:
 		return fmt.Sprintf("project %s started", p.Project)
-	case *org.SLABreached:
+	case *payload.SLABreached:
 		return fmt.Sprintf("%s breached its SLA", p.Task)
-	case *org.ActionRejected:
+	case *payload.ActionRejected:
 		act := p.Action.Type
 		if p.Action.Task != "" {
 			act += " " + p.Action.Task
@@ -239,32 +239,32 @@ func (s *Session) Describe(seq uint64) string {
 			rule += " " + p.Rule
 		}
 		return fmt.Sprintf("%s's %s was refused (%s): %s", who, strings.TrimSpace(act), rule, p.Reason)
-	case *org.Turn:
+	case *payload.Turn:
 		var acts []string
 		for _, a := range p.Actions {
 			acts = append(acts, strings.TrimSpace(a.Type+" "+a.Task+a.Request))
 		}
 		return fmt.Sprintf("%s's turn %d: %s", who, p.Turn, strings.Join(acts, ", "))
-	case *org.MessageSent:
+	case *payload.MessageSent:
 		return fmt.Sprintf("%s sent %s to %s", who, p.Message, p.To)
-	case *org.MessageDelivered:
+	case *payload.MessageDelivered:
 		return fmt.Sprintf("message %s delivered", p.Message)
-	case *org.SessionEnded:
+	case *payload.SessionEnded:
 		return "session ended: " + p.Reason
-	case *org.Reward:
+	case *payload.Reward:
 		return fmt.Sprintf("reward %+g", p.Team)
-	case *org.MemberWaiting:
+	case *payload.MemberWaiting:
 		if p.Until > 0 {
 			return fmt.Sprintf("%s waits until %s", who, s.wall(p.Until))
 		}
 		return who + " waits for news"
 	}
 	switch ev.Type {
-	case org.EvSessionStarted:
+	case payload.EvSessionStarted:
 		return fmt.Sprintf("session of %s started (seed %d)", s.World.Name, s.Seed)
-	case org.EvMemberReturned:
+	case payload.EvMemberReturned:
 		return who + " returned from leave"
-	case org.EvTurnTimeout:
+	case payload.EvTurnTimeout:
 		return who + " did not answer in time"
 	}
 	return ev.Type

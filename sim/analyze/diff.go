@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 )
@@ -223,7 +224,7 @@ func (s *Session) outcomes() map[string]outcome {
 func (s *Session) rules() map[string]int {
 	m := map[string]int{}
 	for _, p := range s.payloads {
-		if r, ok := p.(*org.ActionRejected); ok {
+		if r, ok := p.(*payload.ActionRejected); ok {
 			m[ruleOf(r)]++
 		}
 	}

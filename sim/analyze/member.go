@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/corpsim/corpsim/clock"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 )
 
 // TaskHold is a span during which the member held a task.
@@ -122,19 +122,19 @@ func (s *Session) Member(id string) (*MemberTrace, error) {
 	rules := map[string]int{}
 	for i, ev := range s.Events {
 		p := s.payloads[i]
-		if esc, ok := p.(*org.ApprovalEscalated); ok && (esc.From == id || esc.To == id) {
+		if esc, ok := p.(*payload.ApprovalEscalated); ok && (esc.From == id || esc.To == id) {
 			add(ev.Seq)
 		}
 		if ev.Actor != id {
 			continue
 		}
 		switch ev.Type {
-		case org.EvTurn, org.EvMemberWaiting, org.EvReward, org.EvMessageDelivered, org.EvWorkStarted, org.EvWorkFinished:
+		case payload.EvTurn, payload.EvMemberWaiting, payload.EvReward, payload.EvMessageDelivered, payload.EvWorkStarted, payload.EvWorkFinished:
 			continue // its stints are summed up in Holds
-		case org.EvTurnTimeout:
+		case payload.EvTurnTimeout:
 			tr.Timeouts++
-		case org.EvActionRejected:
-			rules[ruleOf(p.(*org.ActionRejected))]++
+		case payload.EvActionRejected:
+			rules[ruleOf(p.(*payload.ActionRejected))]++
 		}
 		add(ev.Seq)
 	}

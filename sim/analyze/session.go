@@ -11,6 +11,7 @@ import (
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -68,10 +69,10 @@ func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
 			return nil, err
 		}
 		if s.State == nil {
-			if ev.Seq != 1 || ev.Type != org.EvSessionStarted {
+			if ev.Seq != 1 || ev.Type != payload.EvSessionStarted {
 				return nil, fmt.Errorf("%w (first event is seq %d, %s)", ErrNotASession, ev.Seq, ev.Type)
 			}
-			var p org.SessionStarted
+			var p payload.SessionStarted
 			if err := json.Unmarshal(ev.Payload, &p); err != nil {
 				return nil, fmt.Errorf("analyze: session.started: %w", err)
 			}
@@ -85,7 +86,7 @@ func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		if end, ok := p.(*org.SessionEnded); ok {
+		if end, ok := p.(*payload.SessionEnded); ok {
 			h := s.State.Hash()
 			if s.endHash = hex.EncodeToString(h[:]); s.endHash != end.StateHash {
 				return nil, fmt.Errorf("%w: at seq %d the log records %s, its events rebuild %s", ErrMismatch, ev.Seq, end.StateHash, s.endHash)
@@ -111,52 +112,52 @@ func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
 func decodePayload(ev events.Event) (any, error) {
 	var p any
 	switch ev.Type {
-	case org.EvTaskClaimed:
-		p = &org.TaskClaimed{}
-	case org.EvWorkStarted:
-		p = &org.WorkStarted{}
-	case org.EvWorkFinished:
-		p = &org.WorkFinished{}
-	case org.EvTaskCompleted:
-		p = &org.TaskCompleted{}
-	case org.EvTaskHandedOff:
-		p = &org.TaskHandedOff{}
-	case org.EvApprovalRequested:
-		p = &org.ApprovalRequested{}
-	case org.EvApprovalGranted, org.EvApprovalRejected:
-		p = &org.ApprovalDecided{}
-	case org.EvApprovalEscalated:
-		p = &org.ApprovalEscalated{}
-	case org.EvMemberLeft:
-		p = &org.MemberLeft{}
-	case org.EvQueueDown:
-		p = &org.QueueDown{}
-	case org.EvQueueUp:
-		p = &org.QueueUp{}
-	case org.EvTaskReprioritized:
-		p = &org.TaskReprioritized{}
-	case org.EvTaskChanged:
-		p = &org.TaskChanged{}
-	case org.EvTaskCreated:
-		p = &org.TaskCreated{}
-	case org.EvProjectStarted:
-		p = &org.ProjectStarted{}
-	case org.EvSLABreached:
-		p = &org.SLABreached{}
-	case org.EvActionRejected:
-		p = &org.ActionRejected{}
-	case org.EvTurn:
-		p = &org.Turn{}
-	case org.EvMessageSent:
-		p = &org.MessageSent{}
-	case org.EvMessageDelivered:
-		p = &org.MessageDelivered{}
-	case org.EvSessionEnded:
-		p = &org.SessionEnded{}
-	case org.EvReward:
-		p = &org.Reward{}
-	case org.EvMemberWaiting:
-		p = &org.MemberWaiting{}
+	case payload.EvTaskClaimed:
+		p = &payload.TaskClaimed{}
+	case payload.EvWorkStarted:
+		p = &payload.WorkStarted{}
+	case payload.EvWorkFinished:
+		p = &payload.WorkFinished{}
+	case payload.EvTaskCompleted:
+		p = &payload.TaskCompleted{}
+	case payload.EvTaskHandedOff:
+		p = &payload.TaskHandedOff{}
+	case payload.EvApprovalRequested:
+		p = &payload.ApprovalRequested{}
+	case payload.EvApprovalGranted, payload.EvApprovalRejected:
+		p = &payload.ApprovalDecided{}
+	case payload.EvApprovalEscalated:
+		p = &payload.ApprovalEscalated{}
+	case payload.EvMemberLeft:
+		p = &payload.MemberLeft{}
+	case payload.EvQueueDown:
+		p = &payload.QueueDown{}
+	case payload.EvQueueUp:
+		p = &payload.QueueUp{}
+	case payload.EvTaskReprioritized:
+		p = &payload.TaskReprioritized{}
+	case payload.EvTaskChanged:
+		p = &payload.TaskChanged{}
+	case payload.EvTaskCreated:
+		p = &payload.TaskCreated{}
+	case payload.EvProjectStarted:
+		p = &payload.ProjectStarted{}
+	case payload.EvSLABreached:
+		p = &payload.SLABreached{}
+	case payload.EvActionRejected:
+		p = &payload.ActionRejected{}
+	case payload.EvTurn:
+		p = &payload.Turn{}
+	case payload.EvMessageSent:
+		p = &payload.MessageSent{}
+	case payload.EvMessageDelivered:
+		p = &payload.MessageDelivered{}
+	case payload.EvSessionEnded:
+		p = &payload.SessionEnded{}
+	case payload.EvReward:
+		p = &payload.Reward{}
+	case payload.EvMemberWaiting:
+		p = &payload.MemberWaiting{}
 	default:
 		return nil, nil
 	}
@@ -340,29 +341,29 @@ func (s *Session) index(ev events.Event, p any) {
 			Approver: approver, Via: via, From: st})
 	}
 	switch p := p.(type) {
-	case *org.Turn:
+	case *payload.Turn:
 		if ev.Cause != 0 && ev.Cause <= s.seen[ev.Actor] && s.lastOf[ev.Actor] != 0 {
 			s.after[ev.Seq] = s.lastOf[ev.Actor]
 		}
 		s.seen[ev.Actor] = p.Seen
-	case *org.TaskClaimed:
+	case *payload.TaskClaimed:
 		s.taskHolds[p.Task] = append(s.taskHolds[p.Task], Hold{Member: ev.Actor, From: st})
-	case *org.TaskHandedOff:
+	case *payload.TaskHandedOff:
 		if p.To == "" {
 			closeHold(p.Task, "handed back to the queue")
 		} else {
 			closeHold(p.Task, "handed to "+p.To)
 			s.taskHolds[p.Task] = append(s.taskHolds[p.Task], Hold{Member: p.To, From: st})
 		}
-	case *org.TaskCompleted:
+	case *payload.TaskCompleted:
 		closeHold(p.Task, "completed")
-	case *org.WorkStarted:
+	case *payload.WorkStarted:
 		s.stints[p.Task] = append(s.stints[p.Task], stint{start: ev.Seq, member: ev.Actor, work: p.Work})
-	case *org.WorkFinished:
+	case *payload.WorkFinished:
 		if ss := s.stints[p.Task]; len(ss) > 0 {
 			ss[len(ss)-1].finish = ev.Seq
 		}
-	case *org.ApprovalRequested:
+	case *payload.ApprovalRequested:
 		a := &Approval{Request: p.Request, Task: p.Task, Requester: ev.Actor, Amount: p.Amount, Requested: st, Status: org.RequestPending}
 		for i, step := range p.Steps {
 			a.Steps = append(a.Steps, ApprovalStep{Step: i, Role: step.Role})
@@ -376,12 +377,12 @@ func (s *Session) index(ev events.Event, p any) {
 		}
 		s.approvals[p.Task] = append(s.approvals[p.Task], a)
 		s.requests[p.Request] = a
-	case *org.ApprovalDecided:
+	case *payload.ApprovalDecided:
 		a := s.requests[p.Request]
 		if a == nil {
 			break
 		}
-		if ev.Type == org.EvApprovalRejected {
+		if ev.Type == payload.EvApprovalRejected {
 			closeStep(a, p.Step, "rejected")
 			a.Status = org.RequestRejected
 			break
@@ -396,22 +397,22 @@ func (s *Session) index(ev events.Event, p any) {
 		} else {
 			a.Status = org.RequestApproved
 		}
-	case *org.ApprovalEscalated:
+	case *payload.ApprovalEscalated:
 		if a := s.requests[p.Request]; a != nil {
 			closeStep(a, p.Step, "escalated to "+p.To)
 			openStep(a, p.Step, p.To, "escalated ("+p.Reason+")")
 		}
-	case *org.MemberLeft:
+	case *payload.MemberLeft:
 		s.leaves[ev.Actor] = append(s.leaves[ev.Actor], Leave{Member: ev.Actor, Delegate: p.Delegate, From: st, Until: s.stamp(0, p.Until)})
-	case *org.QueueDown:
+	case *payload.QueueDown:
 		s.outages[p.Queue] = append(s.outages[p.Queue], Outage{Queue: p.Queue, From: st, Until: s.stamp(0, p.Until)})
-	case *org.QueueUp:
+	case *payload.QueueUp:
 		if outs := s.outages[p.Queue]; len(outs) > 0 {
 			outs[len(outs)-1].Up = &st
 		}
-	case *org.TaskCreated:
+	case *payload.TaskCreated:
 		s.created[p.Task.ID] = ev.Seq
-	case *org.ProjectStarted:
+	case *payload.ProjectStarted:
 		s.created[p.Project] = ev.Seq
 	}
 	if task := taskOf(p); task != "" {
@@ -419,10 +420,10 @@ func (s *Session) index(ev events.Event, p any) {
 	} else if r := s.requests[requestOf(p)]; r != nil {
 		s.about[r.Task] = append(s.about[r.Task], ev.Seq)
 	}
-	if ev.Actor != "" && ev.Type != org.EvTurn && ev.Type != org.EvTurnTimeout && ev.Type != org.EvReward {
+	if ev.Actor != "" && ev.Type != payload.EvTurn && ev.Type != payload.EvTurnTimeout && ev.Type != payload.EvReward {
 		s.lastOf[ev.Actor] = ev.Seq
 	}
-	if ev.Type == org.EvMemberReturned {
+	if ev.Type == payload.EvMemberReturned {
 		if ls := s.leaves[ev.Actor]; len(ls) > 0 {
 			ls[len(ls)-1].Returned = &st
 		}

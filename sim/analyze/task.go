@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 )
@@ -91,27 +92,27 @@ type TaskTrace struct {
 // taskOf is the task an event is about, if any.
 func taskOf(p any) string {
 	switch p := p.(type) {
-	case *org.TaskClaimed:
+	case *payload.TaskClaimed:
 		return p.Task
-	case *org.WorkStarted:
+	case *payload.WorkStarted:
 		return p.Task
-	case *org.WorkFinished:
+	case *payload.WorkFinished:
 		return p.Task
-	case *org.TaskCompleted:
+	case *payload.TaskCompleted:
 		return p.Task
-	case *org.TaskHandedOff:
+	case *payload.TaskHandedOff:
 		return p.Task
-	case *org.ApprovalRequested:
+	case *payload.ApprovalRequested:
 		return p.Task
-	case *org.TaskReprioritized:
+	case *payload.TaskReprioritized:
 		return p.Task
-	case *org.TaskChanged:
+	case *payload.TaskChanged:
 		return p.Task
-	case *org.TaskCreated:
+	case *payload.TaskCreated:
 		return p.Task.ID
-	case *org.SLABreached:
+	case *payload.SLABreached:
 		return p.Task
-	case *org.ActionRejected:
+	case *payload.ActionRejected:
 		return p.Action.Task
 	}
 	return ""
@@ -120,13 +121,13 @@ func taskOf(p any) string {
 // requestOf is the approval request an event is about, if any.
 func requestOf(p any) string {
 	switch p := p.(type) {
-	case *org.ApprovalRequested:
+	case *payload.ApprovalRequested:
 		return p.Request
-	case *org.ApprovalDecided:
+	case *payload.ApprovalDecided:
 		return p.Request
-	case *org.ApprovalEscalated:
+	case *payload.ApprovalEscalated:
 		return p.Request
-	case *org.ActionRejected:
+	case *payload.ActionRejected:
 		return p.Action.Request
 	}
 	return ""
@@ -321,9 +322,9 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 		ev, _ := s.Event(seq)
 		add(seq)
 		switch p := s.payload(seq).(type) {
-		case *org.ActionRejected:
+		case *payload.ActionRejected:
 			rules[ruleOf(p)]++
-		case *org.TaskChanged:
+		case *payload.TaskChanged:
 			w := s.dur(p.Effort)
 			tr.Delays = append(tr.Delays, Delay{Kind: DelayChange, From: s.stampOf(ev.Seq), To: s.stampOf(ev.Seq), Waited: w, Seq: ev.Seq,
 				Text: fmt.Sprintf("its requirements changed at %s (#%d): +%s of effort%s", s.wall(clock.Time(ev.Time)), ev.Seq, w.Text, note(p.Note))})
@@ -417,7 +418,7 @@ func stampOr(st *Stamp, otherwise Stamp) Stamp {
 	return *st
 }
 
-func ruleOf(p *org.ActionRejected) string {
+func ruleOf(p *payload.ActionRejected) string {
 	if p.Rule != "" {
 		return p.Rule
 	}

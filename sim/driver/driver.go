@@ -373,7 +373,7 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 			if buf == nil {
 				buf = new([]byte)
 			}
-			obs, err := t.Observation.AppendJSON((*buf)[:0]) // json.Marshal's bytes, without reflection
+			obs, err := proto.AppendObservation((*buf)[:0], &t.Observation) // json.Marshal's bytes, without reflection
 			if err != nil {
 				panic("driver: observation does not encode: " + err.Error())
 			}
@@ -393,7 +393,7 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 			// Answered: the request has left the connection's buffers.
 			*buf = obs
 			d.bufs.Put(buf)
-			r, err := org.ParseReply(msg.Data)
+			r, err := proto.ParseReply(msg.Data)
 			if err != nil {
 				a.Malformed = err.Error()
 				return

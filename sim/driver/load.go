@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -27,12 +27,15 @@ func ReadOrigin(ctx context.Context, log events.Log, session string) (Origin, er
 		if err != nil {
 			return Origin{}, err
 		}
-		if ev.Type != org.EvSessionStarted || ev.Seq != 1 {
+		if ev.Type != payload.EvSessionStarted || ev.Seq != 1 {
 			return Origin{}, fmt.Errorf("%w (session %s begins with seq %d, %s)", sim.ErrNotASession, session, ev.Seq, ev.Type)
 		}
-		var p org.SessionStarted
+		var p payload.SessionStarted
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return Origin{}, &events.CorruptError{Session: session, Seq: 1, Err: err}
+		}
+		if err := p.CheckFormat(); err != nil {
+			return Origin{}, fmt.Errorf("session %s: %w", session, err)
 		}
 		w, err := worlds.Load(p.WorldFile, []byte(p.Source))
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
@@ -155,16 +156,16 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 		}
 		last = ev.Seq
 		switch ev.Type {
-		case org.EvTurn, org.EvTurnTimeout:
-			t := &turnRec{member: ev.Actor, seq: ev.Seq, timedOut: ev.Type == org.EvTurnTimeout}
+		case payload.EvTurn, payload.EvTurnTimeout:
+			t := &turnRec{member: ev.Actor, seq: ev.Seq, timedOut: ev.Type == payload.EvTurnTimeout}
 			if t.timedOut {
-				var p org.TurnTimeout
+				var p payload.TurnTimeout
 				if err := json.Unmarshal(ev.Payload, &p); err != nil {
 					return nil, &events.CorruptError{Session: ev.Session, Seq: ev.Seq, Err: err}
 				}
 				t.turn, t.seen = p.Turn, p.Seen
 			} else {
-				var p org.Turn
+				var p payload.Turn
 				if err := json.Unmarshal(ev.Payload, &p); err != nil {
 					return nil, &events.CorruptError{Session: ev.Session, Seq: ev.Seq, Err: err}
 				}
@@ -172,12 +173,12 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 			}
 			turns = append(turns, t)
 			bySeq[ev.Seq] = t
-		case org.EvActionRejected:
+		case payload.EvActionRejected:
 			t := bySeq[ev.Cause]
 			if t == nil || t.member != ev.Actor {
 				continue // not an answer's refusal
 			}
-			var p org.ActionRejected
+			var p payload.ActionRejected
 			if err := json.Unmarshal(ev.Payload, &p); err != nil {
 				return nil, &events.CorruptError{Session: ev.Session, Seq: ev.Seq, Err: err}
 			}
@@ -232,7 +233,7 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 			if e, err = sim.Rebuild(one(*ev), id, sim.Config{}); err != nil {
 				return err
 			}
-			var p org.SessionStarted
+			var p payload.SessionStarted
 			_ = json.Unmarshal(ev.Payload, &p) // Rebuild decoded it already
 			load = p.Load
 		} else if err := e.Apply(*ev); err != nil {

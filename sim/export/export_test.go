@@ -13,6 +13,7 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
@@ -200,7 +201,7 @@ func readAll(tb testing.TB, log events.Log, id string) []events.Event {
 type recordedTurn struct {
 	turn     uint64
 	actions  []org.Action
-	refused  map[int]org.ActionRejected
+	refused  map[int]payload.ActionRejected
 	timedOut bool
 }
 
@@ -210,17 +211,17 @@ func recordedTurns(evs []events.Event, member string) []recordedTurn {
 	for _, ev := range evs {
 		switch {
 		case ev.Actor != member:
-		case ev.Type == org.EvTurn:
-			var p org.Turn
+		case ev.Type == payload.EvTurn:
+			var p payload.Turn
 			_ = json.Unmarshal(ev.Payload, &p)
 			at[ev.Seq] = len(out)
-			out = append(out, recordedTurn{turn: p.Turn, actions: p.Actions, refused: map[int]org.ActionRejected{}})
-		case ev.Type == org.EvTurnTimeout:
-			var p org.TurnTimeout
+			out = append(out, recordedTurn{turn: p.Turn, actions: p.Actions, refused: map[int]payload.ActionRejected{}})
+		case ev.Type == payload.EvTurnTimeout:
+			var p payload.TurnTimeout
 			_ = json.Unmarshal(ev.Payload, &p)
 			out = append(out, recordedTurn{turn: p.Turn, timedOut: true})
-		case ev.Type == org.EvActionRejected:
-			var p org.ActionRejected
+		case ev.Type == payload.EvActionRejected:
+			var p payload.ActionRejected
 			_ = json.Unmarshal(ev.Payload, &p)
 			if i, ok := at[ev.Cause]; ok {
 				out[i].refused[p.Index] = p
@@ -264,8 +265,8 @@ func TestEpisodesShowWhatTheAgentsSaw(t *testing.T) {
 	card := policies.Score(e.State())
 	dense := map[string]float64{}
 	for _, ev := range evs {
-		if ev.Type == org.EvReward {
-			var r org.Reward
+		if ev.Type == payload.EvReward {
+			var r payload.Reward
 			_ = json.Unmarshal(ev.Payload, &r)
 			for m, x := range r.Members {
 				dense[m] += x
@@ -425,9 +426,9 @@ func TestForkSharesItsParentsPrefix(t *testing.T) {
 	var at uint64
 	n := 0
 	for _, ev := range evs {
-		if ev.Type == org.EvTurn && ev.Actor == "bob" {
+		if ev.Type == payload.EvTurn && ev.Actor == "bob" {
 			if n++; n == 3 {
-				var p org.Turn
+				var p payload.Turn
 				_ = json.Unmarshal(ev.Payload, &p)
 				at = p.Seen
 				break

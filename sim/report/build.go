@@ -9,6 +9,7 @@ import (
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/worlds"
@@ -91,7 +92,7 @@ type Builder struct {
 	o       Options
 	w       *worlds.World
 	st      *org.State
-	started org.SessionStarted
+	started payload.SessionStarted
 
 	queueOpen map[string]int
 	queues    map[string]*step
@@ -131,7 +132,7 @@ func NewBuilder(w *worlds.World, o Options) *Builder {
 	return b
 }
 
-func payload[T any](ev *events.Event) (T, error) {
+func payloadOf[T any](ev *events.Event) (T, error) {
 	var v T
 	if err := json.Unmarshal(ev.Payload, &v); err != nil {
 		return v, fmt.Errorf("report: seq %d (%s): %w", ev.Seq, ev.Type, err)
@@ -143,14 +144,14 @@ func payload[T any](ev *events.Event) (T, error) {
 // from the first; an event that does not apply is an error.
 func (b *Builder) Add(ev events.Event) error {
 	switch ev.Type {
-	case org.EvSessionStarted:
-		p, err := payload[org.SessionStarted](&ev)
+	case payload.EvSessionStarted:
+		p, err := payloadOf[payload.SessionStarted](&ev)
 		if err != nil {
 			return err
 		}
 		b.started = p
-	case org.EvSessionEnded:
-		p, err := payload[org.SessionEnded](&ev)
+	case payload.EvSessionEnded:
+		p, err := payloadOf[payload.SessionEnded](&ev)
 		if err != nil {
 			return err
 		}
@@ -197,14 +198,14 @@ func (b *Builder) close(m map[string]opened, key string, lane int, label string,
 func (b *Builder) observe(ev *events.Event) error {
 	t := ev.Time
 	switch ev.Type {
-	case org.EvTaskCreated:
-		p, err := payload[org.TaskCreated](ev)
+	case payload.EvTaskCreated:
+		p, err := payloadOf[payload.TaskCreated](ev)
 		if err != nil {
 			return err
 		}
 		b.bumpQueue(p.Queue, 1, t)
-	case org.EvProjectStarted:
-		p, err := payload[org.ProjectStarted](ev)
+	case payload.EvProjectStarted:
+		p, err := payloadOf[payload.ProjectStarted](ev)
 		if err != nil {
 			return err
 		}
@@ -213,15 +214,15 @@ func (b *Builder) observe(ev *events.Event) error {
 				b.bumpQueue(pr.Queue, len(pr.Tasks), t)
 			}
 		}
-	case org.EvTaskClaimed:
-		p, err := payload[org.TaskClaimed](ev)
+	case payload.EvTaskClaimed:
+		p, err := payloadOf[payload.TaskClaimed](ev)
 		if err != nil {
 			return err
 		}
 		b.bumpQueue(b.st.Task(p.Task).Queue, -1, t)
 		b.open(b.claims, p.Task, ev.Actor, t, 0)
-	case org.EvTaskHandedOff:
-		p, err := payload[org.TaskHandedOff](ev)
+	case payload.EvTaskHandedOff:
+		p, err := payloadOf[payload.TaskHandedOff](ev)
 		if err != nil {
 			return err
 		}
@@ -231,37 +232,37 @@ func (b *Builder) observe(ev *events.Event) error {
 		} else {
 			b.open(b.claims, p.Task, p.To, t, 0)
 		}
-	case org.EvTaskCompleted:
-		p, err := payload[org.TaskCompleted](ev)
+	case payload.EvTaskCompleted:
+		p, err := payloadOf[payload.TaskCompleted](ev)
 		if err != nil {
 			return err
 		}
 		b.close(b.claims, p.Task, LaneClaim, p.Task, t)
-	case org.EvWorkStarted:
-		p, err := payload[org.WorkStarted](ev)
+	case payload.EvWorkStarted:
+		p, err := payloadOf[payload.WorkStarted](ev)
 		if err != nil {
 			return err
 		}
 		b.open(b.work, p.Task, ev.Actor, t, int64(p.Until))
-	case org.EvWorkFinished:
-		p, err := payload[org.WorkFinished](ev)
+	case payload.EvWorkFinished:
+		p, err := payloadOf[payload.WorkFinished](ev)
 		if err != nil {
 			return err
 		}
 		b.close(b.work, p.Task, LaneWork, p.Task, t)
-	case org.EvMemberLeft:
-		p, err := payload[org.MemberLeft](ev)
+	case payload.EvMemberLeft:
+		p, err := payloadOf[payload.MemberLeft](ev)
 		if err != nil {
 			return err
 		}
 		b.open(b.leave, ev.Actor, ev.Actor, t, int64(p.Until))
-	case org.EvMemberReturned:
+	case payload.EvMemberReturned:
 		b.close(b.leave, ev.Actor, LaneLeave, "leave", t)
-	case org.EvApprovalRequested:
+	case payload.EvApprovalRequested:
 		b.pending++
 		b.approvals.set(t, float64(b.pending))
-	case org.EvApprovalGranted, org.EvApprovalRejected:
-		p, err := payload[org.ApprovalDecided](ev)
+	case payload.EvApprovalGranted, payload.EvApprovalRejected:
+		p, err := payloadOf[payload.ApprovalDecided](ev)
 		if err != nil {
 			return err
 		}
@@ -269,15 +270,15 @@ func (b *Builder) observe(ev *events.Event) error {
 			b.pending--
 			b.approvals.set(t, float64(b.pending))
 		}
-	case org.EvReward:
-		p, err := payload[org.Reward](ev)
+	case payload.EvReward:
+		p, err := payloadOf[payload.Reward](ev)
 		if err != nil {
 			return err
 		}
 		b.rewardSum += p.Team
 		b.reward.set(t, b.rewardSum)
-	case org.EvActionRejected:
-		p, err := payload[org.ActionRejected](ev)
+	case payload.EvActionRejected:
+		p, err := payloadOf[payload.ActionRejected](ev)
 		if err != nil {
 			return err
 		}
@@ -291,8 +292,8 @@ func (b *Builder) observe(ev *events.Event) error {
 		if !contains(g.members, ev.Actor) {
 			g.members = append(g.members, ev.Actor)
 		}
-	case org.EvSLABreached:
-		p, err := payload[org.SLABreached](ev)
+	case payload.EvSLABreached:
+		p, err := payloadOf[payload.SLABreached](ev)
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/report"
 	"github.com/corpsim/corpsim/sim/simtest"
@@ -279,7 +279,7 @@ func TestReportOfProductLaunch(t *testing.T) {
 	}
 	left := 0
 	for _, ev := range evs {
-		if ev.Type == org.EvMemberLeft {
+		if ev.Type == payload.EvMemberLeft {
 			left++
 		}
 	}

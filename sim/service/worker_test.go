@@ -21,7 +21,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
 	"github.com/corpsim/corpsim/events/memlog"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim/driver"
 )
 
@@ -419,7 +419,7 @@ func TestWorkerRemoteSeatFollowsAdoption(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.Type == org.EvTurnTimeout {
+		if ev.Type == payload.EvTurnTimeout {
 			timeouts++
 		}
 	}

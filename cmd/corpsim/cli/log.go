@@ -13,7 +13,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 )
 
 func (a *app) logCmd() *cobra.Command {
@@ -137,7 +137,7 @@ func (a *app) follow(ctx context.Context, url, data, session string, from uint64
 			if err := p.print(ev); err != nil {
 				return err
 			}
-			ended = ev.Type == org.EvSessionEnded
+			ended = ev.Type == payload.EvSessionEnded
 		}
 	}
 	if err == nil {
@@ -166,7 +166,7 @@ func (a *app) history(nc *nats.Conn, session string, p *printer) (ended bool, er
 			if err := p.print(ev); err != nil {
 				return ended, err
 			}
-			ended = ended || ev.Type == org.EvSessionEnded
+			ended = ended || ev.Type == payload.EvSessionEnded
 		}
 		if ended || len(resp.Events) == 0 || p.last >= resp.Last {
 			return ended, nil
@@ -204,7 +204,7 @@ func (a *app) followStored(ctx context.Context, data, session string, p *printer
 		if err := p.print(ev); err != nil {
 			return err
 		}
-		if ev.Type == org.EvSessionEnded {
+		if ev.Type == payload.EvSessionEnded {
 			return nil
 		}
 	}

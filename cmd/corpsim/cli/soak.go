@@ -28,6 +28,7 @@ import (
 	"github.com/corpsim/corpsim/agents/natsbus"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/sim/service"
@@ -367,9 +368,9 @@ func check(ctx context.Context, log events.Log, ids []string, rep *SoakReport) {
 			}
 			prev = ev.Seq
 			switch ev.Type {
-			case org.EvActionRejected:
+			case payload.EvActionRejected:
 				rep.Rejected++
-			case org.EvTurnTimeout:
+			case payload.EvTurnTimeout:
 				rep.Timeouts++
 			}
 		}

@@ -26,7 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim/driver"
 )
 
@@ -112,9 +112,9 @@ func (m *Metrics) Appended(_ string, batch []events.Event, d time.Duration) {
 	m.appendS.Observe(d.Seconds())
 	for i := range batch {
 		switch ev := &batch[i]; ev.Type {
-		case org.EvTurnTimeout:
+		case payload.EvTurnTimeout:
 			m.timeouts.Inc()
-		case org.EvActionRejected:
+		case payload.EvActionRejected:
 			var p struct {
 				Kind string `json:"kind"`
 				Rule string `json:"rule"`

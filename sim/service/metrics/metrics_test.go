@@ -9,13 +9,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim/service/metrics"
 )
 
-func event(tb testing.TB, typ string, payload any) events.Event {
+func event(tb testing.TB, typ string, v any) events.Event {
 	tb.Helper()
-	b, err := json.Marshal(payload)
+	b, err := json.Marshal(v)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -27,13 +27,13 @@ func TestAppendedAndTurns(t *testing.T) {
 		return map[string]int{"running": 2, "paused": 1}, map[string]int{"builtin": 5, "remote": 1}
 	})
 	m.Appended("s", []events.Event{
-		event(t, org.EvActionRejected, org.ActionRejected{Kind: "policy", Rule: "dependencies-first"}),
-		event(t, org.EvActionRejected, org.ActionRejected{Kind: "policy", Rule: "dependencies-first"}),
-		event(t, org.EvActionRejected, org.ActionRejected{Kind: "malformed"}),
-		event(t, org.EvTurnTimeout, org.TurnTimeout{Turn: 1}),
+		event(t, payload.EvActionRejected, payload.ActionRejected{Kind: "policy", Rule: "dependencies-first"}),
+		event(t, payload.EvActionRejected, payload.ActionRejected{Kind: "policy", Rule: "dependencies-first"}),
+		event(t, payload.EvActionRejected, payload.ActionRejected{Kind: "malformed"}),
+		event(t, payload.EvTurnTimeout, payload.TurnTimeout{Turn: 1}),
 		event(t, "turn", map[string]int{"turn": 2}),
 	}, 3*time.Millisecond)
-	m.Appended("s", []events.Event{event(t, org.EvTurnTimeout, org.TurnTimeout{Turn: 3})}, time.Millisecond)
+	m.Appended("s", []events.Event{event(t, payload.EvTurnTimeout, payload.TurnTimeout{Turn: 3})}, time.Millisecond)
 	m.Turn("s", "bob", 20*time.Millisecond, false)
 	m.Turn("s", "bob", time.Second, true)
 

@@ -1,4 +1,4 @@
-package org_test
+package proto_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/simtest"
@@ -48,12 +49,12 @@ func fill(v reflect.Value, seed int) {
 	}
 }
 
-// mustDecodeLikeJSON fails unless org.DecodeObservation agrees with
+// mustDecodeLikeJSON fails unless proto.DecodeObservation agrees with
 // json.Unmarshal on data whenever it reads it, and reports whether it did.
 func mustDecodeLikeJSON(tb testing.TB, data []byte) bool {
 	tb.Helper()
 	var got org.Observation
-	if !org.DecodeObservation(data, &got) {
+	if !proto.DecodeObservation(data, &got) {
 		return false
 	}
 	var want org.Observation
@@ -170,7 +171,7 @@ func TestDecodeObservation(t *testing.T) {
 	})
 	t.Run("lists apart", func(t *testing.T) {
 		var o org.Observation
-		if !org.DecodeObservation([]byte(`{"upcoming":[{"deps":["a"],"waiting_on":["b"]},{"deps":["c","d"]}]}`), &o) {
+		if !proto.DecodeObservation([]byte(`{"upcoming":[{"deps":["a"],"waiting_on":["b"]},{"deps":["c","d"]}]}`), &o) {
 			t.Fatal("refused")
 		}
 		o.Upcoming[0].Deps = append(o.Upcoming[0].Deps, "x")
@@ -224,7 +225,7 @@ func BenchmarkDecodeObservation(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
 			var o org.Observation
-			if !org.DecodeObservation(data, &o) {
+			if !proto.DecodeObservation(data, &o) {
 				b.Fatal("refused")
 			}
 		}
@@ -241,12 +242,12 @@ func BenchmarkDecodeObservation(b *testing.B) {
 	})
 }
 
-// mustEncodeLikeJSON fails unless o.AppendJSON writes json.Marshal's bytes
+// mustEncodeLikeJSON fails unless AppendObservation writes json.Marshal's bytes
 // (or fails as it does).
 func mustEncodeLikeJSON(tb testing.TB, o *org.Observation) {
 	tb.Helper()
 	want, wantErr := json.Marshal(o)
-	got, gotErr := o.AppendJSON([]byte("x"))
+	got, gotErr := proto.AppendObservation([]byte("x"), o)
 	if (gotErr == nil) != (wantErr == nil) {
 		tb.Fatalf("encoding %#v: got error %v, want %v", o, gotErr, wantErr)
 	}
@@ -255,7 +256,7 @@ func mustEncodeLikeJSON(tb testing.TB, o *org.Observation) {
 	}
 }
 
-func TestObservationAppendJSON(t *testing.T) {
+func TestAppendObservation(t *testing.T) {
 	t.Run("runs", func(t *testing.T) {
 		for _, data := range mustRunObservations(t) {
 			var o org.Observation
@@ -290,7 +291,7 @@ func TestObservationAppendJSON(t *testing.T) {
 	}
 }
 
-func FuzzObservationAppendJSON(f *testing.F) {
+func FuzzAppendObservation(f *testing.F) {
 	f.Add("bob", "Build <the> API", 30.5, int64(7), true)
 	f.Add("", "a\xff\u2028", -1e-9, int64(0), false)
 	f.Fuzz(func(t *testing.T, s1, s2 string, v float64, n int64, b bool) {
@@ -306,17 +307,17 @@ func FuzzObservationAppendJSON(f *testing.F) {
 	})
 }
 
-func BenchmarkObservationAppendJSON(b *testing.B) {
+func BenchmarkAppendObservation(b *testing.B) {
 	w, err := worlds.Shipped("startup")
 	if err != nil {
 		b.Fatal(err)
 	}
 	o := org.New(w).View("bob")
-	b.Run("AppendJSON", func(b *testing.B) {
+	b.Run("AppendObservation", func(b *testing.B) {
 		b.ReportAllocs()
 		var buf []byte
 		for b.Loop() {
-			buf, _ = o.AppendJSON(buf[:0])
+			buf, _ = proto.AppendObservation(buf[:0], &o)
 		}
 		b.SetBytes(int64(len(buf)))
 	})
@@ -330,19 +331,19 @@ func BenchmarkObservationAppendJSON(b *testing.B) {
 	})
 }
 
-// mustEncodeReplyLikeJSON fails unless r.AppendJSON writes json.Marshal's bytes.
+// mustEncodeReplyLikeJSON fails unless AppendReply writes json.Marshal's bytes.
 func mustEncodeReplyLikeJSON(tb testing.TB, r org.Reply) {
 	tb.Helper()
 	want, err := json.Marshal(r)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if got := r.AppendJSON([]byte("x")); string(got) != "x"+string(want) {
+	if got := proto.AppendReply([]byte("x"), &r); string(got) != "x"+string(want) {
 		tb.Fatalf("encoding %#v:\ngot  %s\nwant x%s", r, got, want)
 	}
 }
 
-func TestReplyAppendJSON(t *testing.T) {
+func TestAppendReply(t *testing.T) {
 	var every org.Action
 	fill(reflect.ValueOf(&every).Elem(), 1)
 	tests := []struct {
@@ -360,7 +361,7 @@ func TestReplyAppendJSON(t *testing.T) {
 	}
 }
 
-func FuzzReplyAppendJSON(f *testing.F) {
+func FuzzAppendReply(f *testing.F) {
 	f.Add(uint64(1), "claim", "api", "hello <b>", int64(0))
 	f.Add(uint64(0), "", "a\xffb\u2028", "", int64(-1))
 	f.Fuzz(func(t *testing.T, turn uint64, s1, s2, s3 string, n int64) {

@@ -1,4 +1,4 @@
-package org
+package payload
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/worlds"
+	"github.com/corpsim/corpsim/events/payload/fastjson"
 )
 
 // The hand-written encoders must write exactly what encoding/json writes.
@@ -19,12 +19,12 @@ func sameAsJSON(t *testing.T, v any) {
 	if err != nil {
 		t.Fatalf("json.Marshal(%#v): %v", v, err)
 	}
-	got, err := AppendPayload([]byte("prefix"), v)
+	got, err := Append([]byte("prefix"), v)
 	if err != nil {
-		t.Fatalf("AppendPayload(%#v): %v", v, err)
+		t.Fatalf("Append(%#v): %v", v, err)
 	}
 	if !bytes.HasPrefix(got, []byte("prefix")) || !bytes.Equal(got[len("prefix"):], want) {
-		t.Fatalf("AppendPayload(%#v)\n got %s\nwant %s", v, got, want)
+		t.Fatalf("Append(%#v)\n got %s\nwant %s", v, got, want)
 	}
 }
 
@@ -50,6 +50,26 @@ func randFloat(r *rand.Rand) float64 {
 	return (r.Float64() - 0.5) * math.Pow(10, float64(r.IntN(50)-25))
 }
 
+// randSpec returns a ticket definition with every field set at random,
+// optional ones left out at times.
+func randSpec(r *rand.Rand) TaskSpec {
+	task := TaskSpec{
+		ID: randString(r), Title: randString(r), Role: randString(r),
+		Effort: clock.Duration(r.Int64N(1 << 40)), Value: randFloat(r), Purchase: (r.Int64N(1<<20) - 1<<19) * r.Int64N(2),
+		Chain: randString(r), Skill: randString(r), Priority: (r.IntN(20) - 10) * r.IntN(2),
+	}
+	switch r.IntN(3) {
+	case 1:
+		task.Deps = []string{}
+	case 2:
+		task.Deps = []string{randString(r), randString(r)}
+	}
+	if r.IntN(4) == 0 {
+		task.Info = &InfoSpec{From: randString(r), Topic: randString(r)}
+	}
+	return task
+}
+
 func randAction(r *rand.Rand) Action {
 	a := Action{Type: randString(r)}
 	for _, f := range []*string{&a.Task, &a.Request, &a.To, &a.Text, &a.Reason, &a.For, &a.ReplyTo, &a.Topic} {
@@ -66,20 +86,7 @@ func randAction(r *rand.Rand) Action {
 func TestAppendPayloadMatchesEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 3000 {
-		task := worlds.Task{
-			ID: randString(r), Title: randString(r), Role: randString(r),
-			Effort: clock.Duration(r.Int64N(1 << 40)), Value: randFloat(r), Purchase: r.Int64N(1<<20) - 1<<19,
-			Chain: randString(r), Skill: randString(r), Priority: r.IntN(20) - 10,
-		}
-		switch r.IntN(3) {
-		case 1:
-			task.Deps = []string{}
-		case 2:
-			task.Deps = []string{randString(r), randString(r)}
-		}
-		if r.IntN(10) == 0 {
-			task.Info = &worlds.Info{}
-		}
+		task := randSpec(r)
 		tc := TaskCreated{Task: task, Queue: randString(r), Team: randString(r), Interruption: r.IntN(5) - 1}
 		if r.IntN(2) == 0 {
 			tc.Deadline, tc.NextAt, tc.Arrival = clock.Time(r.Int64N(1<<40)), clock.Time(r.Int64N(1<<40)), randString(r)
@@ -123,7 +130,7 @@ func TestAppendPayloadMatchesEncodingJSON(t *testing.T) {
 	sameAsJSON(t, QueueUp{Queue: "desk"})
 }
 
-// PayloadAs takes the typed value, or a pointer to it, without decoding;
+// As takes the typed value, or a pointer to it, without decoding;
 // anything else is decoded from the event's JSON.
 func TestPayloadAsTypedOrPointer(t *testing.T) {
 	ev := events.Event{Payload: []byte(`{"task":"from-json","busy_until":7}`)}
@@ -132,29 +139,30 @@ func TestPayloadAsTypedOrPointer(t *testing.T) {
 		typed any
 		want  string
 	}{{v, "typed"}, {&v, "typed"}, {nil, "from-json"}, {(*TaskClaimed)(nil), "from-json"}, {TaskCompleted{Task: "other"}, "from-json"}} {
-		got, err := PayloadAs[TaskClaimed](&ev, c.typed)
+		got, err := As[TaskClaimed](&ev, c.typed)
 		if err != nil || got.Task != c.want {
-			t.Errorf("PayloadAs(%#v) = %+v, %v; want task %q", c.typed, got, err, c.want)
+			t.Errorf("As(%#v) = %+v, %v; want task %q", c.typed, got, err, c.want)
 		}
 	}
 }
 
 func TestAppendPayloadRefusesWhatJSONRefuses(t *testing.T) {
-	for _, v := range []any{Reward{Team: math.NaN()}, Reward{Team: 1, Members: map[string]float64{"a": math.Inf(1)}}} {
-		if _, err := AppendPayload(nil, v); err == nil {
-			t.Errorf("AppendPayload(%#v) encoded a non-finite figure", v)
+	for _, v := range []any{Reward{Team: math.NaN()}, Reward{Team: 1, Members: map[string]float64{"a": math.Inf(1)}},
+		TaskCreated{Task: TaskSpec{Value: math.Inf(-1)}}, &TaskCreated{Task: TaskSpec{Value: math.NaN()}}} {
+		if _, err := Append(nil, v); err == nil {
+			t.Errorf("Append(%#v) encoded a non-finite figure", v)
 		}
 	}
 }
 
-func FuzzAppendPayload(f *testing.F) {
+func FuzzAppend(f *testing.F) {
 	f.Add("t-1", "Ticket", 1.0, int64(5), "claim")
 	f.Add("a\"<b>", "\xff", 1e-9, int64(-1), "")
 	f.Fuzz(func(t *testing.T, id, title string, value float64, n int64, typ string) {
-		if !finite(value) {
+		if !fastjson.Finite(value) {
 			return
 		}
-		sameAsJSON(t, TaskCreated{Task: worlds.Task{ID: id, Title: title, Value: value, Effort: clock.Duration(n), Deps: []string{title}}, Queue: typ})
+		sameAsJSON(t, TaskCreated{Task: TaskSpec{ID: id, Title: title, Value: value, Effort: clock.Duration(n), Deps: []string{title}, Info: &InfoSpec{From: typ}}, Queue: typ})
 		sameAsJSON(t, Turn{Turn: uint64(n), Actions: []Action{{Type: typ, Task: id, Text: title, Until: n}}})
 		sameAsJSON(t, Reward{Team: value, Members: map[string]float64{id: value, title: -value}, Rubric: typ})
 	})

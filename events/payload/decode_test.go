@@ -1,4 +1,4 @@
-package org
+package payload
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/worlds"
+	"github.com/corpsim/corpsim/events/payload/fastjson"
 )
 
 // sameDecoding checks that DecodePayload gives exactly what json.Unmarshal
@@ -16,8 +16,8 @@ import (
 // fast decoder (not the fallback) read it.
 func sameDecoding(t *testing.T, typ string, data []byte, wantFast bool) {
 	t.Helper()
-	want, err := payloadDecoders[typ](data)
-	got := DecodePayload(&events.Event{Type: typ, Payload: data})
+	want, err := decoders[typ](data)
+	got := Decode(&events.Event{Type: typ, Payload: data})
 	if err != nil {
 		if got != nil {
 			t.Fatalf("%s %s: json.Unmarshal fails (%v) but DecodePayload gave %#v", typ, data, err, got)
@@ -35,20 +35,16 @@ func sameDecoding(t *testing.T, typ string, data []byte, wantFast bool) {
 func TestFastDecodersMatchEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	enc := func(v any) []byte {
-		b, err := AppendPayload(nil, v)
+		b, err := Append(nil, v)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
 	for range 3000 {
-		task := worlds.Task{ID: randString(r), Title: randString(r), Role: randString(r), Effort: clock.Duration(r.Int64N(1 << 40)),
-			Value: randFloat(r), Purchase: r.Int64N(1<<20) - 1<<19, Chain: randString(r), Skill: randString(r), Priority: r.IntN(20) - 10}
-		switch r.IntN(3) {
-		case 1:
-			task.Deps = []string{}
-		case 2:
-			task.Deps = []string{randString(r), randString(r)}
+		task := randSpec(r)
+		if !fastjson.Finite(task.Value) {
+			task.Value = 1
 		}
 		tc := TaskCreated{Task: task, Queue: randString(r), Team: randString(r), Interruption: r.IntN(5) - 1}
 		if r.IntN(2) == 0 {
@@ -75,7 +71,9 @@ func TestFastDecodersMatchEncodingJSON(t *testing.T) {
 		{EvTurn, `{"turn":3,"turn":4,"seen":1,"actions":null,"busy_until":5}`},           // repeated key
 		{EvTurn, `{"turn":3,"seen":1,"actions":[{"type":"wait","x":1}],"busy_until":5}`}, // unknown key
 		{EvTaskClaimed, `{"task":"a\u0062","busy_until":1e3}`},
-		{EvTaskCreated, `{"task":{"ID":"t","Info":{"From":"x","Topic":"y"}},"queue":"q","team":"t","interruption":-1}`},
+		{EvTaskCreated, `{"task":{"ID":"t","Info":{"From":"x","Topic":"y"}},"queue":"q","team":"t","interruption":-1}`}, // format 1's keys
+		{EvTaskCreated, `{"task":{"id":"t","info":{"from":"x","topic":"y","extra":1}},"queue":"q","team":"t","interruption":-1}`},
+		{EvTaskCreated, `{"task":{"id":"t","deps":[],"info":null},"queue":"q","team":"t","interruption":-1}`},
 		{EvMemberWaiting, `{}`},
 		{EvWorkStarted, `{"task":"t","work":"oops"}`},
 		{EvTurn, `not json`},
@@ -86,14 +84,14 @@ func TestFastDecodersMatchEncodingJSON(t *testing.T) {
 
 func FuzzFastDecoders(f *testing.F) {
 	f.Add(EvTurn, []byte(`{"turn":1,"seen":2,"actions":[{"type":"claim","task":"t"}],"busy_until":3}`))
-	f.Add(EvTaskCreated, []byte(`{"task":{"ID":"t","Title":"T","Role":"r","Effort":1,"Deps":null,"Value":1.5,"Purchase":0,"Chain":"","Skill":"","Priority":0,"Info":null},"queue":"q","team":"t","interruption":-1}`))
+	f.Add(EvTaskCreated, []byte(`{"task":{"id":"t","title":"T","role":"r","effort":1,"value":1.5,"info":{"from":"a","topic":"b"}},"queue":"q","team":"t","interruption":-1}`))
 	f.Add(EvWorkStarted, []byte(`{"task":"t","work":1,"until":2}`))
 	f.Fuzz(func(t *testing.T, typ string, data []byte) {
 		if fastDecoders[typ] == nil {
 			return
 		}
 		if !json.Valid(data) {
-			if v := DecodePayload(&events.Event{Type: typ, Payload: data}); v != nil {
+			if v := Decode(&events.Event{Type: typ, Payload: data}); v != nil {
 				t.Fatalf("invalid JSON %q decoded to %#v", data, v)
 			}
 			return

@@ -1,9 +1,6 @@
-package org
+package payload
 
-import (
-	"github.com/corpsim/corpsim/clock"
-	"github.com/corpsim/corpsim/worlds"
-)
+import "github.com/corpsim/corpsim/clock"
 
 // Event types. Every change to a State is one of these.
 const (
@@ -50,8 +47,11 @@ type Reward struct {
 	Rubric  string             `json:"rubric"`
 }
 
-// SessionStarted opens every log.
+// SessionStarted opens every log. Format is the log's format (LogFormat
+// when this package wrote it; 0 in a log of format 1, which did not
+// record it).
 type SessionStarted struct {
+	Format    int           `json:"format,omitempty"`
 	World     string        `json:"world"`
 	WorldFile string        `json:"world_file"`
 	WorldHash string        `json:"world_hash"`
@@ -71,13 +71,37 @@ type ArrivalNext struct {
 // TaskCreated brings a ticket. Interruption is the index of the urgent
 // interruption that brought it, or -1.
 type TaskCreated struct {
-	Task         worlds.Task `json:"task"`
-	Queue        string      `json:"queue"`
-	Team         string      `json:"team"`
-	Deadline     clock.Time  `json:"deadline,omitempty"`
-	Arrival      string      `json:"arrival,omitempty"`
-	NextAt       clock.Time  `json:"next_at,omitempty"` // the arrival's next ticket; 0 when it is done
-	Interruption int         `json:"interruption"`
+	Task         TaskSpec   `json:"task"`
+	Queue        string     `json:"queue"`
+	Team         string     `json:"team"`
+	Deadline     clock.Time `json:"deadline,omitempty"`
+	Arrival      string     `json:"arrival,omitempty"`
+	NextAt       clock.Time `json:"next_at,omitempty"` // the arrival's next ticket; 0 when it is done
+	Interruption int        `json:"interruption"`
+}
+
+// TaskSpec is a ticket's definition as task.created records it: the stored
+// form of a world's task, converted from and to it by package org
+// (org.TaskSpecOf). Log format 1 stored the world's struct itself,
+// keyed by its Go field names ("ID", "Title", …).
+type TaskSpec struct {
+	ID       string         `json:"id"`
+	Title    string         `json:"title"`
+	Role     string         `json:"role"`               // the role allowed to do it
+	Effort   clock.Duration `json:"effort"`             // working time
+	Deps     []string       `json:"deps,omitempty"`     // tasks it waits on (tickets have none)
+	Value    float64        `json:"value"`              // what completing it earns
+	Purchase int64          `json:"purchase,omitempty"` // money it spends when completed
+	Chain    string         `json:"chain,omitempty"`    // the approval chain that governs the purchase
+	Skill    string         `json:"skill,omitempty"`    // a skill the worker needs besides the role
+	Priority int            `json:"priority,omitempty"` // higher is more urgent
+	Info     *InfoSpec      `json:"info,omitempty"`     // information that must be asked for before completion
+}
+
+// InfoSpec is information a task needs that one member holds and gives when asked.
+type InfoSpec struct {
+	From  string `json:"from"`
+	Topic string `json:"topic"`
 }
 
 // TaskHandedOff gives a held task back to its queue (To empty) or to a colleague.
@@ -240,4 +264,34 @@ type MessageSent struct {
 // MessageDelivered puts a sent message in its recipient's inbox.
 type MessageDelivered struct {
 	Message string `json:"message"`
+}
+
+// Action is one thing a member does, as an agent sends it and as turn and
+// action.rejected record it. Which fields matter depends on Type; the
+// types are package org's (org.ActClaim, …), which aliases this type as
+// org.Action.
+type Action struct {
+	Type    string `json:"type"`
+	Task    string `json:"task,omitempty"`
+	Request string `json:"request,omitempty"`
+	To      string `json:"to,omitempty"`
+	Text    string `json:"text,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	For     string `json:"for,omitempty"`      // a duration such as "2h" for work and wait
+	Until   int64  `json:"until,omitempty"`    // for wait: sleep until this simulated time
+	ReplyTo string `json:"reply_to,omitempty"` // for message: the message it answers
+	Topic   string `json:"topic,omitempty"`    // for message: information given (only colleagues who hold it)
+}
+
+// RequestStep is one approval a request needs: as approval.requested
+// records it (Role, Approver, Delegated) and as the request's state keeps
+// it (org.RequestStep aliases it).
+type RequestStep struct {
+	Role      string     `json:"role"`
+	Approver  string     `json:"approver"`
+	Status    string     `json:"status"`
+	DecidedAt clock.Time `json:"decided_at,omitempty"`
+	Since     clock.Time `json:"since,omitempty"`     // when the current approver got it
+	Escalated int        `json:"escalated,omitempty"` // times it moved to another approver
+	Delegated bool       `json:"delegated,omitempty"` // routed to a stand-in for role holders on leave
 }

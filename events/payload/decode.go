@@ -1,0 +1,301 @@
+package payload
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload/fastjson"
+)
+
+// As returns ev's payload as a T: typed itself when it is a T (the value
+// the engine just encoded the event from), otherwise decoded from the
+// event's JSON. Live code passes the value and skips the decoding; replay
+// passes nil.
+func As[T any](ev *events.Event, typed any) (T, error) {
+	if v, ok := typed.(T); ok {
+		return v, nil
+	}
+	if p, ok := typed.(*T); ok && p != nil {
+		return *p, nil // the engine passes its hot payloads by pointer, unboxed
+	}
+	var v T
+	err := json.Unmarshal(ev.Payload, &v)
+	return v, err
+}
+
+// decoders decode each event type's payload into its value type.
+var decoders = map[string]func([]byte) (any, error){
+	EvSessionStarted:    decodeTo[SessionStarted],
+	EvSessionEnded:      decodeTo[SessionEnded],
+	EvTurn:              decodeTo[Turn],
+	EvTurnTimeout:       decodeTo[TurnTimeout],
+	EvActionRejected:    decodeTo[ActionRejected],
+	EvMemberWaiting:     decodeTo[MemberWaiting],
+	EvTaskHandedOff:     decodeTo[TaskHandedOff],
+	EvTaskClaimed:       decodeTo[TaskClaimed],
+	EvWorkStarted:       decodeTo[WorkStarted],
+	EvWorkFinished:      decodeTo[WorkFinished],
+	EvTaskCompleted:     decodeTo[TaskCompleted],
+	EvApprovalRequested: decodeTo[ApprovalRequested],
+	EvApprovalGranted:   decodeTo[ApprovalDecided],
+	EvApprovalRejected:  decodeTo[ApprovalDecided],
+	EvMessageSent:       decodeTo[MessageSent],
+	EvMessageDelivered:  decodeTo[MessageDelivered],
+	EvSLABreached:       decodeTo[SLABreached],
+	EvReward:            decodeTo[Reward],
+	EvProjectStarted:    decodeTo[ProjectStarted],
+	EvTaskReprioritized: decodeTo[TaskReprioritized],
+	EvTaskChanged:       decodeTo[TaskChanged],
+	EvMemberLeft:        decodeTo[MemberLeft],
+	EvQueueDown:         decodeTo[QueueDown],
+	EvQueueUp:           decodeTo[QueueUp],
+	EvApprovalEscalated: decodeTo[ApprovalEscalated],
+	EvTaskCreated:       decodeTo[TaskCreated],
+}
+
+func decodeTo[T any](b []byte) (any, error) {
+	var v T
+	err := json.Unmarshal(b, &v)
+	return v, err
+}
+
+// Decode decodes ev's payload into the value type of its event type,
+// once, for replay to hand to org's ApplyWith and to everything else that
+// reads the event (timers, rewards) instead of each decoding it again. It
+// returns nil for a type without a payload type (member.returned), or a
+// payload that does not decode (Apply then reports the event with its own
+// error).
+func Decode(ev *events.Event) any {
+	dec := decoders[ev.Type]
+	if dec == nil || len(ev.Payload) == 0 {
+		return nil
+	}
+	if v, ok := fastDecode(ev.Type, ev.Payload); ok {
+		return v
+	}
+	v, err := dec(ev.Payload)
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// fastDecoders read the payloads of a ticket's life (the bulk of a long
+// log) without reflection. Each reads exactly what Append writes (any key
+// order, no unknown or repeated keys); anything else fails and Decode falls
+// back to encoding/json, so the result is always what json.Unmarshal gives
+// (decode_test.go checks both on random payloads).
+var fastDecoders = map[string]func(d *fastjson.Decoder) (any, bool){
+	EvTurn: func(d *fastjson.Decoder) (any, bool) {
+		var p Turn
+		ok := d.Object(func(key []byte) (uint32, bool) {
+			switch string(key) {
+			case "turn":
+				return 1 << 0, d.Uint64(&p.Turn)
+			case "seen":
+				return 1 << 1, d.Uint64(&p.Seen)
+			case "actions":
+				return 1 << 2, d.Array(func() { p.Actions = []Action{} }, func() bool {
+					p.Actions = append(p.Actions, Action{})
+					return DecodeAction(d, &p.Actions[len(p.Actions)-1])
+				})
+			case "busy_until":
+				return 1 << 3, d.Int64((*int64)(&p.BusyUntil))
+			case "inbox_read":
+				return 1 << 4, d.Int(&p.InboxRead)
+			}
+			return 0, false
+		})
+		return p, ok
+	},
+	EvTaskCreated: func(d *fastjson.Decoder) (any, bool) {
+		var p TaskCreated
+		ok := d.Object(func(key []byte) (uint32, bool) {
+			switch string(key) {
+			case "task":
+				return 1 << 0, decodeTaskSpec(d, &p.Task)
+			case "queue":
+				return 1 << 1, d.Str(&p.Queue)
+			case "team":
+				return 1 << 2, d.Str(&p.Team)
+			case "deadline":
+				return 1 << 3, d.Int64((*int64)(&p.Deadline))
+			case "arrival":
+				return 1 << 4, d.Str(&p.Arrival)
+			case "next_at":
+				return 1 << 5, d.Int64((*int64)(&p.NextAt))
+			case "interruption":
+				return 1 << 6, d.Int(&p.Interruption)
+			}
+			return 0, false
+		})
+		return p, ok
+	},
+	EvTaskClaimed: func(d *fastjson.Decoder) (any, bool) {
+		var p TaskClaimed
+		ok := taskAnd(d, &p.Task, "busy_until", (*int64)(&p.BusyUntil))
+		return p, ok
+	},
+	EvTaskCompleted: func(d *fastjson.Decoder) (any, bool) {
+		var p TaskCompleted
+		ok := taskAnd(d, &p.Task, "busy_until", (*int64)(&p.BusyUntil))
+		return p, ok
+	},
+	EvWorkFinished: func(d *fastjson.Decoder) (any, bool) {
+		var p WorkFinished
+		ok := taskAnd(d, &p.Task, "work", (*int64)(&p.Work))
+		return p, ok
+	},
+	EvWorkStarted: func(d *fastjson.Decoder) (any, bool) {
+		var p WorkStarted
+		ok := d.Object(func(key []byte) (uint32, bool) {
+			switch string(key) {
+			case "task":
+				return 1 << 0, d.Str(&p.Task)
+			case "work":
+				return 1 << 1, d.Int64((*int64)(&p.Work))
+			case "until":
+				return 1 << 2, d.Int64((*int64)(&p.Until))
+			}
+			return 0, false
+		})
+		return p, ok
+	},
+	EvMemberWaiting: func(d *fastjson.Decoder) (any, bool) {
+		var p MemberWaiting
+		ok := d.Object(func(key []byte) (uint32, bool) {
+			if string(key) == "until" {
+				return 1, d.Int64((*int64)(&p.Until))
+			}
+			return 0, false
+		})
+		return p, ok
+	},
+}
+
+// taskAnd reads {"task": …, key: n}.
+func taskAnd(d *fastjson.Decoder, task *string, key string, n *int64) bool {
+	return d.Object(func(k []byte) (uint32, bool) {
+		switch string(k) {
+		case "task":
+			return 1 << 0, d.Str(task)
+		case key:
+			return 1 << 1, d.Int64(n)
+		}
+		return 0, false
+	})
+}
+
+// decodeTaskSpec reads a TaskSpec.
+func decodeTaskSpec(d *fastjson.Decoder, t *TaskSpec) bool {
+	return d.Object(func(key []byte) (uint32, bool) {
+		switch string(key) {
+		case "id":
+			return 1 << 0, d.Str(&t.ID)
+		case "title":
+			return 1 << 1, d.Str(&t.Title)
+		case "role":
+			return 1 << 2, d.Str(&t.Role)
+		case "effort":
+			return 1 << 3, d.Int64((*int64)(&t.Effort))
+		case "deps":
+			return 1 << 4, d.Array(func() { t.Deps = []string{} }, func() bool {
+				t.Deps = append(t.Deps, "")
+				return d.Str(&t.Deps[len(t.Deps)-1])
+			})
+		case "value":
+			return 1 << 5, d.Float64(&t.Value)
+		case "purchase":
+			return 1 << 6, d.Int64(&t.Purchase)
+		case "chain":
+			return 1 << 7, d.Str(&t.Chain)
+		case "skill":
+			return 1 << 8, d.Str(&t.Skill)
+		case "priority":
+			return 1 << 9, d.Int(&t.Priority)
+		case "info":
+			return 1 << 10, decodeInfoSpec(d, &t.Info)
+		}
+		return 0, false
+	})
+}
+
+func decodeInfoSpec(d *fastjson.Decoder, p **InfoSpec) bool {
+	if d.Literal("null") {
+		*p = nil
+		return true
+	}
+	v := &InfoSpec{}
+	*p = v
+	return d.Object(func(key []byte) (uint32, bool) {
+		switch string(key) {
+		case "from":
+			return 1 << 0, d.Str(&v.From)
+		case "topic":
+			return 1 << 1, d.Str(&v.Topic)
+		}
+		return 0, false
+	})
+}
+
+// DecodeAction reads an Action (or null) at d's position, as json.Unmarshal
+// would into *a; it fails on what json.Marshal would not have written (see
+// fastjson.Decoder). The agent protocol's observation decoder uses it for
+// the actions an observation shows.
+func DecodeAction(d *fastjson.Decoder, a *Action) bool {
+	return d.Object(func(key []byte) (uint32, bool) {
+		switch string(key) {
+		case "type":
+			return 1 << 0, d.Str(&a.Type)
+		case "task":
+			return 1 << 1, d.Str(&a.Task)
+		case "request":
+			return 1 << 2, d.Str(&a.Request)
+		case "to":
+			return 1 << 3, d.Str(&a.To)
+		case "text":
+			return 1 << 4, d.Str(&a.Text)
+		case "reason":
+			return 1 << 5, d.Str(&a.Reason)
+		case "for":
+			return 1 << 6, d.Str(&a.For)
+		case "until":
+			return 1 << 7, d.Int64(&a.Until)
+		case "reply_to":
+			return 1 << 8, d.Str(&a.ReplyTo)
+		case "topic":
+			return 1 << 9, d.Str(&a.Topic)
+		}
+		return 0, false
+	})
+}
+
+// fastDecode decodes data with the fast decoder of typ; ok is false when
+// there is none or it does not read data.
+func fastDecode(typ string, data []byte) (v any, ok bool) {
+	dec := fastDecoders[typ]
+	if dec == nil {
+		return nil, false
+	}
+	d := lastDecoder.Swap(nil)
+	if d == nil {
+		d = decoderPool.Get().(*fastjson.Decoder)
+	}
+	d.Reset(data)
+	v, ok = dec(d)
+	ok = d.End() && ok
+	if !lastDecoder.CompareAndSwap(nil, d) {
+		decoderPool.Put(d)
+	}
+	return v, ok
+}
+
+var decoderPool = sync.Pool{New: func() any { return new(fastjson.Decoder) }}
+
+// lastDecoder is a one-slot cache in front of decoderPool for fastDecode:
+// a replay decodes every payload on one goroutine, one after the other,
+// and two atomic swaps cost less than the pool's Get and Put. The slot
+// also keeps the decoder's interned strings warm across events.
+var lastDecoder atomic.Pointer[fastjson.Decoder]

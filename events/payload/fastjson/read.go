@@ -1,0 +1,361 @@
+package fastjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Decoder reads JSON from the data given to Reset. Each method decodes one
+// value at the current position and returns false on anything it does not
+// read: exactly what json.Marshal writes, whitespace aside, every key
+// spelled as its tag and given once per object. A null leaves the value
+// zero, as json.Unmarshal leaves it unchanged (or, for a slice or a
+// pointer, sets it to nil).
+//
+// Short strings that recur (IDs, roles, statuses) are interned: they share
+// their memory with earlier ones, which Go's immutable strings make
+// invisible. A Decoder is not safe for concurrent use; its zero value is
+// ready to use.
+type Decoder struct {
+	data []byte
+	i    int
+
+	// strs holds recently decoded short strings, by a hash of their bytes.
+	strs [512]string
+}
+
+// Reset starts reading data.
+func (d *Decoder) Reset(data []byte) { d.data, d.i = data, 0 }
+
+// End skips trailing whitespace, reports whether every byte was read, and
+// lets go of the data.
+func (d *Decoder) End() bool {
+	d.space()
+	ok := d.i == len(d.data)
+	d.data, d.i = nil, 0
+	return ok
+}
+
+// maxInterned bounds the strings kept in strs.
+const maxInterned = 64
+
+// intern returns b as a string, from strs when it was seen before.
+func (d *Decoder) intern(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > maxInterned {
+		return string(b)
+	}
+	h := uint32(2166136261)
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	e := &d.strs[h%uint32(len(d.strs))]
+	if *e != string(b) {
+		*e = string(b)
+	}
+	return *e
+}
+
+func (d *Decoder) space() {
+	for d.i < len(d.data) && d.data[d.i] <= ' ' {
+		switch d.data[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// next skips whitespace and consumes c if it comes next.
+func (d *Decoder) next(c byte) bool {
+	d.space()
+	if d.i < len(d.data) && d.data[d.i] == c {
+		d.i++
+		return true
+	}
+	return false
+}
+
+// Literal consumes word (null, true or false) if it comes next, after
+// whitespace, and reports whether it did.
+func (d *Decoder) Literal(word string) bool {
+	d.space()
+	if len(d.data)-d.i >= len(word) && string(d.data[d.i:d.i+len(word)]) == word {
+		d.i += len(word)
+		return true
+	}
+	return false
+}
+
+// Object reads an object (or null), calling field for each key with the
+// decoder at the key's value. field returns the key's bit (0 for an unknown
+// key) and whether its value was read; a key seen twice fails.
+func (d *Decoder) Object(field func(key []byte) (uint32, bool)) bool {
+	if d.Literal("null") {
+		return true
+	}
+	if !d.next('{') {
+		return false
+	}
+	if d.next('}') {
+		return true
+	}
+	var seen uint32
+	for {
+		key, ok := d.key()
+		if !ok {
+			return false
+		}
+		bit, ok := field(key)
+		if !ok || bit == 0 || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if d.next(',') {
+			continue
+		}
+		return d.next('}')
+	}
+}
+
+// key reads an object's key and the colon after it. It does not unquote
+// the key: one with an escape or a byte no tag has matches no field, and
+// the object fails.
+func (d *Decoder) key() ([]byte, bool) {
+	if !d.next('"') {
+		return nil, false
+	}
+	n := bytes.IndexByte(d.data[d.i:], '"')
+	if n < 0 {
+		return nil, false
+	}
+	key := d.data[d.i : d.i+n]
+	d.i += n + 1
+	return key, d.next(':')
+}
+
+// Array reads an array (or null), calling elem with the decoder at each
+// element. empty is called for [] (to set an empty, non-nil slice).
+func (d *Decoder) Array(empty func(), elem func() bool) bool {
+	if d.Literal("null") {
+		return true
+	}
+	if !d.next('[') {
+		return false
+	}
+	if d.next(']') {
+		empty()
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		if d.next(',') {
+			continue
+		}
+		return d.next(']')
+	}
+}
+
+// plain marks the bytes a string holds as they are: not a quote, a
+// backslash, a control character or part of a multibyte character.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// Str reads a string (or null) into *s.
+func (d *Decoder) Str(s *string) bool {
+	if d.Literal("null") {
+		return true
+	}
+	if !d.next('"') {
+		return false
+	}
+	start, ascii := d.i, true
+	for d.i < len(d.data) {
+		for d.i < len(d.data) && plain[d.data[d.i]] {
+			d.i++
+		}
+		if d.i == len(d.data) {
+			break
+		}
+		switch c := d.data[d.i]; {
+		case c == '"':
+			raw := d.data[start:d.i]
+			d.i++
+			if ascii || utf8.Valid(raw) {
+				*s = d.intern(raw)
+				return true
+			}
+			// Invalid UTF-8 becomes U+FFFD: let encoding/json say how.
+			return unquote(d.data[start-1:d.i], s)
+		case c == '\\':
+			// Escapes are rare (quotes, <, >, &): encoding/json reads the string.
+			return d.escaped(start-1, s)
+		case c < 0x20:
+			return false
+		}
+		ascii = false
+		d.i++
+	}
+	return false
+}
+
+// escaped reads the string that starts at data[open] (its quote) and has an
+// escape at or after d.i, with encoding/json.
+func (d *Decoder) escaped(open int, s *string) bool {
+	for d.i < len(d.data) {
+		switch d.data[d.i] {
+		case '\\':
+			d.i += 2
+			continue
+		case '"':
+			d.i++
+			return unquote(d.data[open:d.i], s)
+		}
+		d.i++
+	}
+	return false
+}
+
+// unquote sets *s to the string literal lit as encoding/json reads it.
+func unquote(lit []byte, s *string) bool {
+	var v string
+	if json.Unmarshal(lit, &v) != nil {
+		return false
+	}
+	*s = v
+	return true
+}
+
+// Bool reads true, false (or null) into *b.
+func (d *Decoder) Bool(b *bool) bool {
+	switch {
+	case d.Literal("true"):
+		*b = true
+	case d.Literal("false"):
+		*b = false
+	default:
+		return d.Literal("null")
+	}
+	return true
+}
+
+// digits reads an integer's digits without a sign: 0, or a nonzero digit
+// and more digits, not followed by a fraction or an exponent. It fails on
+// overflow beyond max.
+func (d *Decoder) digits(max uint64) (uint64, bool) {
+	start := d.i
+	var n uint64
+	for d.i < len(d.data) {
+		c := d.data[d.i]
+		if c < '0' || c > '9' {
+			break
+		}
+		if n > (max-uint64(c-'0'))/10 {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+		d.i++
+	}
+	switch {
+	case d.i == start, d.data[start] == '0' && d.i > start+1:
+		return 0, false
+	case d.i < len(d.data) && (d.data[d.i] == '.' || d.data[d.i] == 'e' || d.data[d.i] == 'E'):
+		return 0, false // a float: encoding/json refuses it for an integer field
+	}
+	return n, true
+}
+
+// Int64 reads an integer (or null) into *v.
+func (d *Decoder) Int64(v *int64) bool {
+	if d.Literal("null") {
+		return true
+	}
+	if d.next('-') {
+		n, ok := d.digits(1 << 63)
+		*v = -int64(n)
+		return ok
+	}
+	n, ok := d.digits(math.MaxInt64)
+	*v = int64(n)
+	return ok
+}
+
+// Uint64 reads a non-negative integer (or null) into *v.
+func (d *Decoder) Uint64(v *uint64) bool {
+	if d.Literal("null") {
+		return true
+	}
+	d.space()
+	n, ok := d.digits(math.MaxUint64)
+	*v = n
+	return ok
+}
+
+// Int reads an integer (or null) that fits an int into *v.
+func (d *Decoder) Int(v *int) bool {
+	n := int64(*v)
+	ok := d.Int64(&n)
+	*v = int(n)
+	return ok && int64(int(n)) == n
+}
+
+// Float64 reads a JSON number (or null), as encoding/json does:
+// strconv.ParseFloat of the number's text, which must be in range.
+func (d *Decoder) Float64(v *float64) bool {
+	if d.Literal("null") {
+		return true
+	}
+	d.space()
+	start := d.i
+	d.next('-')
+	if !d.intPart() {
+		return false
+	}
+	if d.i < len(d.data) && d.data[d.i] == '.' {
+		d.i++
+		if !d.someDigits() {
+			return false
+		}
+	}
+	if d.i < len(d.data) && (d.data[d.i] == 'e' || d.data[d.i] == 'E') {
+		d.i++
+		if d.i < len(d.data) && (d.data[d.i] == '+' || d.data[d.i] == '-') {
+			d.i++
+		}
+		if !d.someDigits() {
+			return false
+		}
+	}
+	f, err := strconv.ParseFloat(string(d.data[start:d.i]), 64)
+	*v = f
+	return err == nil
+}
+
+// intPart reads 0, or a nonzero digit and more digits.
+func (d *Decoder) intPart() bool {
+	if d.i < len(d.data) && d.data[d.i] == '0' {
+		d.i++
+		return true
+	}
+	return d.someDigits()
+}
+
+func (d *Decoder) someDigits() bool {
+	start := d.i
+	for d.i < len(d.data) && d.data[d.i] >= '0' && d.data[d.i] <= '9' {
+		d.i++
+	}
+	return d.i > start
+}

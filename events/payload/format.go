@@ -1,0 +1,41 @@
+package payload
+
+import (
+	"errors"
+	"fmt"
+)
+
+// LogFormat is the format of the logs this package writes and reads,
+// recorded in every session.started (SessionStarted.Format). It changes
+// when a payload's stored form does, so that a log is never read as what
+// it is not.
+//
+//   - 1: task.created stored the world's task struct untagged, keyed by
+//     its Go field names ("ID", "Title", "Effort", …); session.started did
+//     not record a format.
+//   - 2: every payload is a type of this package with snake_case keys
+//     (task.created's task is a TaskSpec: "id", "title", "effort", …).
+const LogFormat = 2
+
+// ErrLogFormat is wrapped by CheckFormat's errors.
+var ErrLogFormat = errors.New("payload: log format not supported")
+
+// CheckFormat reports whether this build reads a log that p opens. A log
+// of another format is refused with a sentence naming its format and what
+// to do, never misread, and never continued (resumed or forked) in another
+// form than its older events.
+func (p *SessionStarted) CheckFormat() error {
+	f := p.Format
+	if f == LogFormat {
+		return nil
+	}
+	if f == 0 {
+		f = 1 // format 1 did not record its number
+	}
+	again := fmt.Sprintf("corpsim run --world %s --seed %d", p.World, p.Seed)
+	if f > LogFormat {
+		return fmt.Errorf("%w: the log is format %d, newer than this build's format %d: read it with the corpsim that wrote it, or a newer one", ErrLogFormat, f, LogFormat)
+	}
+	return fmt.Errorf("%w: the log is format %d (task.created keyed by Go field names: \"ID\", \"Title\", …); this build reads format %d only. "+
+		"Replay, score or fork it with the corpsim that recorded it, or record it again with this one: %s (with the same agents); corpsim log still prints its events", ErrLogFormat, f, LogFormat, again)
+}

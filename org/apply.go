@@ -1,0 +1,763 @@
+package org
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// This file is the state's transition function: Apply dispatches each
+// event type to one method, apply<Type>, which validates first and
+// mutates last, so a failed event changes nothing. An event that an
+// action caused is checked with that action's precondition (check.go),
+// the one the engine asked before it emitted the event.
+
+func badEvent(ev *events.Event, format string, args ...any) error {
+	return fmt.Errorf("%w: seq %d (%s): %s", ErrBadEvent, ev.Seq, ev.Type, fmt.Sprintf(format, args...))
+}
+
+// refused is the error of an event whose action's precondition does not hold.
+func refused(ev *events.Event, rej *Rejection) error {
+	return badEvent(ev, "its action would be refused: %v", rej)
+}
+
+// Apply changes the state by one event. Events must come in sequence order;
+// an event that does not fit the state is an error wrapping ErrBadEvent and
+// leaves the state unchanged.
+func (s *State) Apply(ev events.Event) error {
+	if ev.Seq != s.LastSeq+1 {
+		return badEvent(&ev, "expected seq %d", s.LastSeq+1)
+	}
+	if clock.Time(ev.Time) < s.Now {
+		return badEvent(&ev, "time %d is before now %d", ev.Time, s.Now)
+	}
+	if s.Ended {
+		return badEvent(&ev, "session already ended")
+	}
+	if ev.Seq == 1 && ev.Type != payload.EvSessionStarted {
+		return badEvent(&ev, "the first event must be session.started")
+	}
+	if err := s.apply(&ev); err != nil {
+		return err
+	}
+	s.Now = clock.Time(ev.Time)
+	s.LastSeq = ev.Seq
+	return nil
+}
+
+// decode returns an event's payload: the value the engine made it from when
+// it applies its own event (ApplyWith), else the JSON decoded. The engine
+// encodes that same value into the event, so both paths see equal payloads.
+func decode[T any](s *State, ev *events.Event) (T, error) {
+	if v, ok := s.typed.(T); ok {
+		return v, nil
+	}
+	if p, ok := s.typed.(*T); ok && p != nil {
+		return *p, nil
+	}
+	var v T
+	if err := json.Unmarshal(ev.Payload, &v); err != nil {
+		return v, badEvent(ev, "payload: %v", err)
+	}
+	return v, nil
+}
+
+// ApplyWith is Apply for an event whose payload was just encoded from
+// payload: it skips decoding the JSON again. The result is the same as Apply's.
+func (s *State) ApplyWith(ev events.Event, payload any) error {
+	s.typed = payload
+	err := s.Apply(ev)
+	s.typed = nil
+	return err
+}
+
+func (s *State) actor(ev *events.Event) (*Member, error) {
+	m := s.members[ev.Actor]
+	if m == nil {
+		return nil, badEvent(ev, "unknown actor %q", ev.Actor)
+	}
+	return m, nil
+}
+
+// task returns the task an event names.
+func (s *State) task(ev *events.Event, id string) (*Task, error) {
+	t := s.tasks[id]
+	if t == nil {
+		return nil, badEvent(ev, "unknown task %q", id)
+	}
+	return t, nil
+}
+
+// actorAndTask returns the event's actor and the task it names.
+func (s *State) actorAndTask(ev *events.Event, id string) (*Member, *Task, error) {
+	m, err := s.actor(ev)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := s.task(ev, id)
+	return m, t, err
+}
+
+// apply dispatches ev to the method of its type.
+func (s *State) apply(ev *events.Event) error {
+	switch ev.Type {
+	case payload.EvSessionStarted:
+		return s.applySessionStarted(ev)
+	case payload.EvSessionEnded:
+		return s.applySessionEnded(ev)
+	case payload.EvTurn:
+		return s.applyTurn(ev)
+	case payload.EvTurnTimeout:
+		return s.applyTurnTimeout(ev)
+	case payload.EvActionRejected:
+		return s.applyActionRejected(ev)
+	case payload.EvMemberWaiting:
+		return s.applyMemberWaiting(ev)
+	case payload.EvTaskHandedOff:
+		return s.applyTaskHandedOff(ev)
+	case payload.EvTaskClaimed:
+		return s.applyTaskClaimed(ev)
+	case payload.EvWorkStarted:
+		return s.applyWorkStarted(ev)
+	case payload.EvWorkFinished:
+		return s.applyWorkFinished(ev)
+	case payload.EvTaskCompleted:
+		return s.applyTaskCompleted(ev)
+	case payload.EvApprovalRequested:
+		return s.applyApprovalRequested(ev)
+	case payload.EvApprovalGranted, payload.EvApprovalRejected:
+		return s.applyApprovalDecided(ev)
+	case payload.EvMessageSent:
+		return s.applyMessageSent(ev)
+	case payload.EvMessageDelivered:
+		return s.applyMessageDelivered(ev)
+	case payload.EvTaskCreated:
+		return s.applyTaskCreated(ev)
+	case payload.EvSLABreached:
+		return s.applySLABreached(ev)
+	case payload.EvReward:
+		return s.applyReward(ev)
+	case payload.EvProjectStarted:
+		return s.applyProjectStarted(ev)
+	case payload.EvTaskReprioritized:
+		return s.applyTaskReprioritized(ev)
+	case payload.EvTaskChanged:
+		return s.applyTaskChanged(ev)
+	case payload.EvMemberLeft:
+		return s.applyMemberLeft(ev)
+	case payload.EvMemberReturned:
+		return s.applyMemberReturned(ev)
+	case payload.EvQueueDown:
+		return s.applyQueueDown(ev)
+	case payload.EvQueueUp:
+		return s.applyQueueUp(ev)
+	case payload.EvApprovalEscalated:
+		return s.applyApprovalEscalated(ev)
+	}
+	return badEvent(ev, "unknown event type")
+}
+
+func (s *State) applySessionStarted(ev *events.Event) error {
+	if ev.Seq != 1 {
+		return badEvent(ev, "session.started must be the first event")
+	}
+	p, err := decode[payload.SessionStarted](s, ev)
+	if err != nil {
+		return err
+	}
+	if err := p.CheckFormat(); err != nil {
+		return fmt.Errorf("%w: seq %d (%s): %w", ErrBadEvent, ev.Seq, ev.Type, err)
+	}
+	if err := p.Limits.Validate(); err != nil {
+		return badEvent(ev, "%v", err)
+	}
+	for _, an := range p.Arrivals {
+		if s.Arrival(an.Arrival) == nil {
+			return badEvent(ev, "unknown arrival %q", an.Arrival)
+		}
+	}
+	s.Limits = p.Limits.WithDefaults()
+	for _, an := range p.Arrivals {
+		s.Arrival(an.Arrival).NextAt = an.At
+	}
+	for _, m := range s.Members {
+		if !m.NPC {
+			s.wake(m.ID, ev.Seq)
+		}
+	}
+	return nil
+}
+
+func (s *State) applySessionEnded(ev *events.Event) error {
+	p, err := decode[payload.SessionEnded](s, ev)
+	if err != nil {
+		return err
+	}
+	s.Ended, s.EndReason = true, p.Reason
+	return nil
+}
+
+func (s *State) applyTurn(ev *events.Event) error {
+	p, err := decode[payload.Turn](s, ev)
+	if err != nil {
+		return err
+	}
+	m, err := s.actor(ev)
+	if err != nil {
+		return err
+	}
+	m.Turn++
+	m.Seen = p.Seen
+	// A turn reads the inbox, or its first InboxRead messages when the
+	// observation was paged.
+	if p.InboxRead > 0 && p.InboxRead < len(m.Inbox) {
+		m.Inbox = append([]string(nil), m.Inbox[p.InboxRead:]...)
+	} else {
+		m.Inbox = nil
+	}
+	m.Rejected = nil
+	s.Turns++
+	s.busy(m, p.BusyUntil)
+	return nil
+}
+
+func (s *State) applyTurnTimeout(ev *events.Event) error {
+	p, err := decode[payload.TurnTimeout](s, ev)
+	if err != nil {
+		return err
+	}
+	m, err := s.actor(ev)
+	if err != nil {
+		return err
+	}
+	m.Turn++
+	m.Seen = p.Seen
+	m.Pending = m.WakeCause > m.Seen
+	s.Timeouts++
+	s.passed(m, ev.Seq)
+	return nil
+}
+
+func (s *State) applyActionRejected(ev *events.Event) error {
+	p, err := decode[payload.ActionRejected](s, ev)
+	if err != nil {
+		return err
+	}
+	m, err := s.actor(ev)
+	if err != nil {
+		return err
+	}
+	m.Rejected = append(m.Rejected, RejectedView{Action: p.Action, Kind: p.Kind, Rule: p.Rule, Reason: p.Reason})
+	s.Rejections++
+	if p.Kind == KindPolicy {
+		s.Violations++
+		m.Violations++
+	}
+	return nil
+}
+
+func (s *State) applyMemberWaiting(ev *events.Event) error {
+	p, err := decode[payload.MemberWaiting](s, ev)
+	if err != nil {
+		return err
+	}
+	m, err := s.actor(ev)
+	if err != nil {
+		return err
+	}
+	if rej := checkWaitUntil(p.Until, clock.Time(ev.Time)); rej != nil {
+		return refused(ev, rej)
+	}
+	if p.Until > 0 {
+		s.busy(m, p.Until)
+	} else {
+		// Sleep, unless something it could not have seen woke it meanwhile.
+		m.Pending = m.WakeCause > m.Seen
+		s.passed(m, ev.Seq)
+	}
+	return nil
+}
+
+func (s *State) applyTaskHandedOff(ev *events.Event) error {
+	p, err := decode[payload.TaskHandedOff](s, ev)
+	if err != nil {
+		return err
+	}
+	m, t, err := s.actorAndTask(ev, p.Task)
+	if err != nil {
+		return err
+	}
+	if rej := s.CheckHandoff(m, t, p.To); rej != nil {
+		return refused(ev, rej)
+	}
+	m.Holding--
+	s.held[m.ID] = removeTask(s.held[m.ID], t)
+	if to := s.members[p.To]; to != nil {
+		t.Assignee = to.ID
+		to.Holding++
+		s.held[to.ID] = append(s.held[to.ID], t)
+		s.wake(to.ID, ev.Seq)
+	} else {
+		t.Status, t.Assignee = StatusOpen, ""
+		s.claimed[t.Queue]--
+		s.offer(t)
+		if t.Kind == KindTicket {
+			s.reopen(t)
+		}
+		if s.DepsDone(t) {
+			s.wakeServers(t, ev.Seq, true)
+		}
+	}
+	s.busy(m, p.BusyUntil)
+	return nil
+}
+
+func (s *State) applyTaskClaimed(ev *events.Event) error {
+	p, err := decode[payload.TaskClaimed](s, ev)
+	if err != nil {
+		return err
+	}
+	m, t, err := s.actorAndTask(ev, p.Task)
+	if err != nil {
+		return err
+	}
+	if rej := s.CheckClaim(m, t, clock.Time(ev.Time)); rej != nil {
+		return refused(ev, rej)
+	}
+	s.unoffer(t)
+	if t.Kind == KindTicket {
+		s.countOpen(t, -1)
+	}
+	t.Status, t.Assignee = StatusClaimed, m.ID
+	m.Holding++
+	s.held[m.ID] = append(s.held[m.ID], t)
+	s.claimed[t.Queue]++
+	s.busy(m, p.BusyUntil)
+	if s.Dispatch != nil {
+		s.Dispatch.newRound(m.Role, ev.Seq) // work was taken: a new round
+	}
+	return nil
+}
+
+func (s *State) applyWorkStarted(ev *events.Event) error {
+	p, err := decode[payload.WorkStarted](s, ev)
+	if err != nil {
+		return err
+	}
+	m, t, err := s.actorAndTask(ev, p.Task)
+	if err != nil {
+		return err
+	}
+	if rej := s.CheckWork(m, t, clock.Time(ev.Time)); rej != nil {
+		return refused(ev, rej)
+	}
+	if p.Work <= 0 || p.Work > t.Effort-t.Spent {
+		return badEvent(ev, "work %s on task %q is not within the %s of effort left", p.Work, t.ID, t.Effort-t.Spent)
+	}
+	t.Status, t.WorkUntil, t.Stint = StatusInProgress, p.Until, p.Work
+	s.busy(m, p.Until)
+	return nil
+}
+
+func (s *State) applyWorkFinished(ev *events.Event) error {
+	p, err := decode[payload.WorkFinished](s, ev)
+	if err != nil {
+		return err
+	}
+	t := s.tasks[p.Task]
+	if t == nil || t.Status != StatusInProgress {
+		return badEvent(ev, "task %q is not in progress", p.Task)
+	}
+	if p.Work != t.Stint {
+		return badEvent(ev, "work %s does not match the stint %s", p.Work, t.Stint)
+	}
+	t.Status, t.WorkUntil, t.Stint = StatusClaimed, 0, 0
+	t.Spent += p.Work
+	if w := s.members[t.Assignee]; w != nil {
+		if r, ok := s.World.Role(w.Role); ok && r.Rate > 0 {
+			if b := s.budgets[w.Team]; b != nil {
+				b.Spent += r.Rate * int64(p.Work) / int64(clock.Hour)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *State) applyTaskCompleted(ev *events.Event) error {
+	p, err := decode[payload.TaskCompleted](s, ev)
+	if err != nil {
+		return err
+	}
+	m, t, err := s.actorAndTask(ev, p.Task)
+	if err != nil {
+		return err
+	}
+	if rej := s.CheckComplete(m, t); rej != nil {
+		return refused(ev, rej)
+	}
+	t.Status, t.DoneAt, t.DoneBy, t.DoneSeq = StatusDone, clock.Time(ev.Time), m.ID, ev.Seq
+	m.Holding--
+	s.open--
+	if !t.Hidden {
+		s.doneIn[t.Project]++
+		s.shown[t.Queue]--
+	}
+	for _, d := range s.dependents[t.ID] {
+		s.reoffer(d) // one dependency fewer to wait for
+	}
+	s.claimed[t.Queue]--
+	s.held[m.ID] = removeTask(s.held[m.ID], t)
+	if t.Spec.Purchase > 0 {
+		if b := s.budgets[t.Team]; b != nil {
+			b.Spent += t.Spec.Purchase
+		}
+	}
+	s.busy(m, p.BusyUntil)
+	// Whoever could take a task this one unblocked wants to hear of it.
+	s.wakeForReady(t, ev.Seq)
+	return nil
+}
+
+func (s *State) applyApprovalRequested(ev *events.Event) error {
+	p, err := decode[payload.ApprovalRequested](s, ev)
+	if err != nil {
+		return err
+	}
+	m, t, err := s.actorAndTask(ev, p.Task)
+	if err != nil {
+		return err
+	}
+	if s.requests[p.Request] != nil || len(p.Steps) == 0 {
+		return badEvent(ev, "request %q exists or has no steps", p.Request)
+	}
+	if rej := s.CheckRequestApproval(m, t); rej != nil {
+		return refused(ev, rej)
+	}
+	if !slices.Equal(p.Steps, s.RouteSteps(t, m.ID)) || p.Amount != t.Spec.Purchase || p.Chain != t.Spec.Chain {
+		return badEvent(ev, "request %q is not the approval task %q's purchase needs", p.Request, t.ID)
+	}
+	r := &Request{ID: p.Request, Task: p.Task, Requester: m.ID, Chain: p.Chain, Amount: p.Amount,
+		Steps: append([]RequestStep(nil), p.Steps...), Status: RequestPending, CreatedAt: clock.Time(ev.Time)}
+	for i := range r.Steps {
+		r.Steps[i].Status = RequestPending
+		r.Steps[i].Since, r.Steps[i].Escalated = 0, 0 // Delegated comes from the payload
+	}
+	r.Steps[0].Since = clock.Time(ev.Time)
+	s.Requests = append(s.Requests, r)
+	s.requests[r.ID] = r
+	t.Request = r.ID
+	s.busy(m, p.BusyUntil)
+	s.wake(r.Steps[0].Approver, ev.Seq)
+	return nil
+}
+
+func (s *State) applyApprovalDecided(ev *events.Event) error {
+	p, err := decode[payload.ApprovalDecided](s, ev)
+	if err != nil {
+		return err
+	}
+	m, err := s.actor(ev)
+	if err != nil {
+		return err
+	}
+	r := s.requests[p.Request]
+	if r == nil {
+		return badEvent(ev, "unknown request %q", p.Request)
+	}
+	reject := ev.Type == payload.EvApprovalRejected
+	if rej := s.CheckDecide(r, reject, p.Reason); rej != nil {
+		return refused(ev, rej)
+	}
+	if p.Step != r.Current || !s.WaitsFor(r, m.ID) {
+		return badEvent(ev, "request %q step %d is not waiting for %s", p.Request, p.Step, m.ID)
+	}
+	now := clock.Time(ev.Time)
+	st := &r.Steps[p.Step]
+	st.DecidedAt = now
+	if reject {
+		st.Status, r.Status, r.Reason, r.DecidedAt = RequestRejected, RequestRejected, p.Reason, now
+		s.wake(r.Requester, ev.Seq)
+	} else {
+		st.Status = RequestApproved
+		r.Current++
+		if r.Current == len(r.Steps) {
+			r.Status, r.DecidedAt = RequestApproved, now
+			s.wake(r.Requester, ev.Seq)
+		} else {
+			r.Steps[r.Current].Since = now
+			s.wake(r.Steps[r.Current].Approver, ev.Seq)
+		}
+	}
+	s.busy(m, p.BusyUntil)
+	return nil
+}
+
+func (s *State) applyMessageSent(ev *events.Event) error {
+	p, err := decode[payload.MessageSent](s, ev)
+	if err != nil {
+		return err
+	}
+	m, err := s.actor(ev)
+	if err != nil {
+		return err
+	}
+	if s.messages[p.Message] != nil {
+		return badEvent(ev, "message %q exists", p.Message)
+	}
+	if rej := s.CheckMessage(m, p.To, p.Text, p.ReplyTo, p.Topic); rej != nil {
+		return refused(ev, rej)
+	}
+	msg := &Message{ID: p.Message, From: m.ID, To: p.To, Text: p.Text, Topic: p.Topic, ReplyTo: p.ReplyTo, SentAt: clock.Time(ev.Time)}
+	if p.ReplyTo != "" {
+		if orig := s.messages[p.ReplyTo]; orig != nil && orig.To == m.ID {
+			orig.Answered = true
+		}
+	}
+	s.Messages = append(s.Messages, msg)
+	s.messages[msg.ID] = msg
+	s.busy(m, p.BusyUntil)
+	return nil
+}
+
+func (s *State) applyMessageDelivered(ev *events.Event) error {
+	p, err := decode[payload.MessageDelivered](s, ev)
+	if err != nil {
+		return err
+	}
+	msg := s.messages[p.Message]
+	if msg == nil || msg.Delivered {
+		return badEvent(ev, "message %q is not on its way", p.Message)
+	}
+	msg.Delivered = true
+	to := s.members[msg.To]
+	to.Inbox = append(to.Inbox, msg.ID)
+	if msg.Topic != "" && !to.KnowsTopic(msg.Topic) {
+		to.Knows = append(to.Knows, msg.Topic)
+	}
+	s.wake(msg.To, ev.Seq)
+	return nil
+}
+
+func (s *State) applyTaskCreated(ev *events.Event) error {
+	p, err := decode[payload.TaskCreated](s, ev)
+	if err != nil {
+		return err
+	}
+	if id := p.Task.ID; id == "" || s.tasks[id] != nil || s.queues[p.Queue] == nil || len(p.Task.Deps) > 0 {
+		return badEvent(ev, "ticket %q exists, has dependencies or names no queue", id)
+	}
+	var a *ArrivalState
+	if p.Arrival != "" {
+		if a = s.Arrival(p.Arrival); a == nil {
+			return badEvent(ev, "unknown arrival %q", p.Arrival)
+		}
+	} else if !s.fire(p.Interruption) {
+		return badEvent(ev, "interruption %d does not apply", p.Interruption)
+	}
+	if a != nil {
+		a.N++
+		a.NextAt = p.NextAt
+	}
+	// The definition in its two forms, in one allocation.
+	def := &struct {
+		spec worlds.Task
+		def  TicketDef
+	}{spec: taskOfSpec(&p.Task)}
+	def.def = *ticketDefOf(&def.spec)
+	t := &Task{Def: &def.def, Spec: &def.spec, ID: def.spec.ID, Kind: KindTicket, Queue: p.Queue, Team: p.Team,
+		Created: clock.Time(ev.Time), Deadline: p.Deadline, Effort: def.spec.Effort, Value: def.spec.Value,
+		Priority: def.spec.Priority, Arrival: p.Arrival, Status: StatusOpen}
+	t.ord = len(s.Tasks)
+	s.Tasks = append(s.Tasks, t)
+	s.tasks[t.ID] = t
+	s.track(t)
+	s.wakeServers(t, ev.Seq, true)
+	return nil
+}
+
+func (s *State) applySLABreached(ev *events.Event) error {
+	p, err := decode[payload.SLABreached](s, ev)
+	if err != nil {
+		return err
+	}
+	t := s.tasks[p.Task]
+	if t == nil || t.Breached || t.Deadline == 0 || clock.Time(ev.Time) <= t.Deadline || t.Status == StatusDone {
+		return badEvent(ev, "task %q cannot breach its deadline now", p.Task)
+	}
+	t.Breached = true
+	return nil
+}
+
+func (s *State) applyReward(ev *events.Event) error {
+	p, err := decode[payload.Reward](s, ev)
+	if err != nil {
+		return err
+	}
+	s.Reward += p.Team
+	return nil
+}
+
+func (s *State) applyProjectStarted(ev *events.Event) error {
+	p, err := decode[payload.ProjectStarted](s, ev)
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, t := range s.Tasks {
+		if t.Project == p.Project && t.Hidden {
+			t.Hidden, found = false, true
+			if t.Status != StatusDone {
+				s.shown[t.Queue]++
+			}
+			s.offer(t)
+		}
+	}
+	if !found {
+		return badEvent(ev, "project %q has no hidden tasks", p.Project)
+	}
+	for _, t := range s.Tasks {
+		if t.Project == p.Project && s.DepsDone(t) {
+			s.wakeServers(t, ev.Seq, false)
+		}
+	}
+	return nil
+}
+
+func (s *State) applyTaskReprioritized(ev *events.Event) error {
+	p, err := decode[payload.TaskReprioritized](s, ev)
+	if err != nil {
+		return err
+	}
+	t := s.tasks[p.Task]
+	if t == nil || !s.fire(p.Interruption) {
+		return badEvent(ev, "task %q or interruption %d does not apply", p.Task, p.Interruption)
+	}
+	if p.Value != nil {
+		t.Value = *p.Value
+		s.reoffer(t)
+	}
+	if p.Priority != nil {
+		open := t.Kind == KindTicket && t.Status == StatusOpen
+		if open {
+			s.countOpen(t, -1)
+		}
+		t.Priority = *p.Priority
+		if open {
+			s.countOpen(t, 1)
+		}
+	}
+	s.wakeAbout(t, ev.Seq)
+	return nil
+}
+
+func (s *State) applyTaskChanged(ev *events.Event) error {
+	p, err := decode[payload.TaskChanged](s, ev)
+	if err != nil {
+		return err
+	}
+	t := s.tasks[p.Task]
+	if t == nil || p.Effort < 0 || !s.fire(p.Interruption) {
+		return badEvent(ev, "task %q or interruption %d does not apply", p.Task, p.Interruption)
+	}
+	t.Effort += p.Effort
+	s.wakeAbout(t, ev.Seq)
+	return nil
+}
+
+func (s *State) applyMemberLeft(ev *events.Event) error {
+	p, err := decode[payload.MemberLeft](s, ev)
+	if err != nil {
+		return err
+	}
+	m, err := s.actor(ev)
+	if err != nil {
+		return err
+	}
+	if p.Delegate != "" && s.members[p.Delegate] == nil || !s.fire(p.Interruption) {
+		return badEvent(ev, "delegate %q or interruption %d does not apply", p.Delegate, p.Interruption)
+	}
+	m.OnLeave, m.LeaveUntil, m.Delegate = true, p.Until, p.Delegate
+	s.busy(m, p.Until)
+	s.left(m, ev.Seq)
+	return nil
+}
+
+func (s *State) applyMemberReturned(ev *events.Event) error {
+	m, err := s.actor(ev)
+	if err != nil {
+		return err
+	}
+	if !m.OnLeave {
+		return badEvent(ev, "%s is not on leave", m.ID)
+	}
+	m.OnLeave, m.LeaveUntil, m.Delegate = false, 0, ""
+	s.wake(m.ID, ev.Seq)
+	return nil
+}
+
+func (s *State) applyQueueDown(ev *events.Event) error {
+	p, err := decode[payload.QueueDown](s, ev)
+	if err != nil {
+		return err
+	}
+	q := s.queues[p.Queue]
+	if q == nil || !s.fire(p.Interruption) {
+		return badEvent(ev, "queue %q or interruption %d does not apply", p.Queue, p.Interruption)
+	}
+	q.DownUntil = p.Until
+	return nil
+}
+
+func (s *State) applyQueueUp(ev *events.Event) error {
+	p, err := decode[payload.QueueUp](s, ev)
+	if err != nil {
+		return err
+	}
+	q := s.queues[p.Queue]
+	if q == nil || q.DownUntil == 0 {
+		return badEvent(ev, "queue %q is not down", p.Queue)
+	}
+	q.DownUntil = 0
+	for _, m := range s.Members {
+		if !m.OnLeave && (s.Serves(m.Role, q.ID) || s.npcServes(m.ID, q.ID)) {
+			s.wake(m.ID, ev.Seq)
+		}
+	}
+	return nil
+}
+
+func (s *State) applyApprovalEscalated(ev *events.Event) error {
+	p, err := decode[payload.ApprovalEscalated](s, ev)
+	if err != nil {
+		return err
+	}
+	r := s.requests[p.Request]
+	if r == nil || p.Step != r.Current || !s.WaitsFor(r, p.From) {
+		return badEvent(ev, "request %q step %d is not waiting for %s", p.Request, p.Step, p.From)
+	}
+	m := s.members[ev.Actor] // the requester, when it asked for the escalation
+	if p.Reason == "requested" {
+		if m == nil {
+			return badEvent(ev, "unknown actor %q", ev.Actor)
+		}
+		if rej := s.CheckEscalate(m, r); rej != nil {
+			return refused(ev, rej)
+		}
+	}
+	if to := s.EscalationTarget(p.From, r.Requester); p.To != to {
+		return badEvent(ev, "request %q step %d goes to %q, not %q", p.Request, p.Step, to, p.To)
+	}
+	r.Steps[p.Step].Approver = p.To
+	r.Steps[p.Step].Escalated++
+	r.Steps[p.Step].Since = clock.Time(ev.Time)
+	s.wake(p.To, ev.Seq)
+	if m != nil && p.BusyUntil > 0 {
+		s.busy(m, p.BusyUntil)
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package org
+
+import (
+	"slices"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// This file converts a ticket's definition between the world model
+// (worlds.Task, what the engine and the rubric read), its form in the log
+// (payload.TaskSpec, in task.created) and its form in a snapshot (TicketDef).
+// Each stored form has its own tags: renaming a worlds.Task field changes
+// neither a log nor a checkpoint nor a state hash.
+
+// TaskSpecOf is the form task.created records of ticket definition t.
+func TaskSpecOf(t *worlds.Task) payload.TaskSpec {
+	p := payload.TaskSpec{ID: t.ID, Title: t.Title, Role: t.Role, Effort: t.Effort, Value: t.Value,
+		Purchase: t.Purchase, Chain: t.Chain, Skill: t.Skill, Priority: t.Priority}
+	if len(t.Deps) > 0 {
+		p.Deps = slices.Clone(t.Deps)
+	}
+	if in := t.Info; in != nil {
+		p.Info = &payload.InfoSpec{From: in.From, Topic: in.Topic}
+	}
+	return p
+}
+
+// taskOfSpec is the ticket definition task.created records. An empty deps
+// list is nil, however it was written, so that the definition (and the
+// snapshot that holds it) is the same whether the event was decoded or
+// handed over typed.
+func taskOfSpec(p *payload.TaskSpec) worlds.Task {
+	t := worlds.Task{ID: p.ID, Title: p.Title, Role: p.Role, Effort: p.Effort, Value: p.Value,
+		Purchase: p.Purchase, Chain: p.Chain, Skill: p.Skill, Priority: p.Priority}
+	if len(p.Deps) > 0 {
+		t.Deps = slices.Clone(p.Deps)
+	}
+	if in := p.Info; in != nil {
+		t.Info = &worlds.Info{From: in.From, Topic: in.Topic}
+	}
+	return t
+}
+
+// TicketDef is a ticket's definition as a snapshot (a checkpoint, the state
+// hash) stores it. Its keys are the Go field names the snapshot has always
+// used, spelled out in tags: state hashes recorded in older logs stay valid.
+type TicketDef struct {
+	ID       string         `json:"ID"`
+	Title    string         `json:"Title"`
+	Role     string         `json:"Role"`
+	Effort   clock.Duration `json:"Effort"`
+	Deps     []string       `json:"Deps"`
+	Value    float64        `json:"Value"`
+	Purchase int64          `json:"Purchase"`
+	Chain    string         `json:"Chain"`
+	Skill    string         `json:"Skill"`
+	Priority int            `json:"Priority"`
+	Info     *TicketInfo    `json:"Info"`
+}
+
+// TicketInfo is a TicketDef's information to be asked for.
+type TicketInfo struct {
+	From  string `json:"From"`
+	Topic string `json:"Topic"`
+}
+
+func ticketDefOf(t *worlds.Task) *TicketDef {
+	d := &TicketDef{ID: t.ID, Title: t.Title, Role: t.Role, Effort: t.Effort, Deps: t.Deps, Value: t.Value,
+		Purchase: t.Purchase, Chain: t.Chain, Skill: t.Skill, Priority: t.Priority}
+	if in := t.Info; in != nil {
+		d.Info = &TicketInfo{From: in.From, Topic: in.Topic}
+	}
+	return d
+}
+
+// task is the world's form of d.
+func (d *TicketDef) task() *worlds.Task {
+	t := &worlds.Task{ID: d.ID, Title: d.Title, Role: d.Role, Effort: d.Effort, Deps: d.Deps, Value: d.Value,
+		Purchase: d.Purchase, Chain: d.Chain, Skill: d.Skill, Priority: d.Priority}
+	if in := d.Info; in != nil {
+		t.Info = &worlds.Info{From: in.From, Topic: in.Topic}
+	}
+	return t
+}
