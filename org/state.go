@@ -290,7 +290,7 @@ func (s *State) index() {
 		s.track(t)
 	}
 	s.bulkOffers = false
-	for _, o := range s.offers {
+	for _, o := range s.offers { // order: each list is sorted on its own
 		slices.SortFunc(o.ready, readyCmp)
 		slices.SortFunc(o.waiting, waitingCmp)
 	}
@@ -334,7 +334,7 @@ func (s *State) countOpen(t *Task, n int) {
 // topOpenPriority is the highest priority of queue's open tickets; ok is
 // false when it has none.
 func (s *State) topOpenPriority(queue string) (top int, ok bool) {
-	for p := range s.openPrio[queue] {
+	for p := range s.openPrio[queue] { // order: a maximum
 		if !ok || p > top {
 			top, ok = p, true
 		}

@@ -18,7 +18,7 @@ type Credit struct {
 // Add adds c2 to c.
 func (c *Credit) Add(c2 Credit) {
 	c.Team += c2.Team
-	for id, x := range c2.Members {
+	for id, x := range c2.Members { // order: each member's sum is its own entry
 		if c.Members == nil {
 			c.Members = map[string]float64{}
 		}
@@ -140,7 +140,7 @@ func delta(s *org.State, ev events.Event, typed any) Credit {
 			earned := maps.Clone(by)
 			splitBonus(by, bonus)
 			c.Team += bonus
-			for id, x := range by {
+			for id, x := range by { // order: each member's credit is its own entry
 				c.Members[id] += x - earned[id]
 			}
 		}

@@ -230,7 +230,7 @@ func Score(s *org.State) Scorecard {
 			ps.Value += p.Value
 			splitBonus(byMember, p.Value)
 		}
-		for id, x := range byMember {
+		for id, x := range byMember { // order: each member's credit is its own entry
 			credit[id].Delivered += x
 		}
 		c.TasksDone += ps.Done

@@ -2,7 +2,8 @@ package sim
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/corpsim/corpsim/clock"
@@ -193,12 +194,12 @@ func (e *Engine) npcDecide(id string) Answer {
 			continue
 		}
 		reply := org.Action{Type: org.ActMessage, To: msg.From, ReplyTo: msg.ID,
-			Text: "Sorry, I can't help with that. I can tell you about: " + strings.Join(sortedKeys(npc.Knows), ", ")}
+			Text: "Sorry, I can't help with that. I can tell you about: " + strings.Join(slices.Sorted(maps.Keys(npc.Knows)), ", ")}
 		if len(npc.Knows) == 0 {
 			reply.Text = "Sorry, I can't help with that."
 		}
 		text := strings.ToLower(msg.Text)
-		for _, topic := range sortedKeys(npc.Knows) {
+		for _, topic := range slices.Sorted(maps.Keys(npc.Knows)) {
 			if strings.Contains(text, strings.ToLower(topic)) {
 				reply.Text, reply.Topic = npc.Knows[topic], topic
 				break
@@ -245,15 +246,6 @@ func (e *Engine) npcWork(m *org.Member, npc *worlds.NPC) {
 			return
 		}
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // npcObjection is why an NPC approver refuses a request, or "".

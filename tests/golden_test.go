@@ -22,6 +22,7 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
@@ -268,7 +269,7 @@ func binarySum(evs []events.Event) string {
 // endStateHash is the state hash the log's last event, session.ended, records.
 func endStateHash(tb testing.TB, evs []events.Event) string {
 	tb.Helper()
-	if len(evs) == 0 || evs[len(evs)-1].Type != org.EvSessionEnded {
+	if len(evs) == 0 || evs[len(evs)-1].Type != payload.EvSessionEnded {
 		tb.Fatal("the log does not end with session.ended")
 	}
 	var p struct {
@@ -331,7 +332,7 @@ func stepTurns(tb testing.TB, lines []string) [][]stepTurn {
 	tb.Helper()
 	var out [][]stepTurn
 	for _, ev := range parseGolden(tb, lines) {
-		if ev.Type != org.EvTurn {
+		if ev.Type != payload.EvTurn {
 			continue
 		}
 		var p struct {

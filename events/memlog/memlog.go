@@ -169,7 +169,7 @@ func (l *Log) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
 	}
 	l.mu.RLock()
 	raws := make([]raw, 0, len(l.sessions))
-	for id, s := range l.sessions {
+	for id, s := range l.sessions { // order: sorted below
 		raws = append(raws, raw{id, s.meta})
 	}
 	l.mu.RUnlock()

@@ -158,7 +158,7 @@ func (p *Reward) appendJSON(dst []byte) ([]byte, bool) {
 	dst = fastjson.AppendFloat(dst, p.Team)
 	if len(p.Members) > 0 {
 		ids := make([]string, 0, len(p.Members))
-		for id, v := range p.Members { // sorted below: the order cannot reach the bytes
+		for id, v := range p.Members { // order: sorted below, so it cannot reach the bytes
 			if !fastjson.Finite(v) {
 				return dst, false
 			}
