@@ -22,7 +22,7 @@ import (
 	"github.com/corpsim/corpsim/events/jsreplica"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/sim/driver"
-	"github.com/corpsim/corpsim/sim/service"
+	"github.com/corpsim/corpsim/sim/server"
 )
 
 // workerProc is a `corpsim serve --worker` process.
@@ -160,7 +160,7 @@ func failover(t *testing.T, killNode bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leases, err := js.KeyValue(ctx, service.LeaseBucket)
+	leases, err := js.KeyValue(ctx, server.LeaseBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,9 +231,9 @@ func failover(t *testing.T, killNode bool) {
 	// cleanup adds the last lines of each worker's log).
 	report := func(unfinished []string) {
 		lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		all, err := service.ClusterSessions(lctx, js)
+		all, err := server.ClusterSessions(lctx, js)
 		cancel()
-		cluster := map[string]service.ClusterSession{}
+		cluster := map[string]server.ClusterSession{}
 		if err != nil {
 			t.Logf("the cluster's sessions: %v", err)
 		} else {
@@ -347,7 +347,7 @@ func failover(t *testing.T, killNode bool) {
 	}
 	t.Logf("all %d sessions finished %v after the kill", sessions, time.Since(killedAt).Round(time.Millisecond))
 	octx, ocancel := context.WithTimeout(ctx, requestFor)
-	owners, err := js.KeyValue(octx, service.OwnerBucket)
+	owners, err := js.KeyValue(octx, server.OwnerBucket)
 	ocancel()
 	if err != nil {
 		t.Fatal(err)
@@ -490,8 +490,8 @@ func BenchmarkWorkers(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer nc.Close()
-				w, err := service.NewWorker(ctx, service.WorkerConfig{Name: fmt.Sprintf("w%d", i+1), Conn: nc},
-					service.Config{Log: mustOpenPebble(b), Bus: bus, Logger: testLogger(b)})
+				w, err := server.NewWorker(ctx, server.WorkerConfig{Name: fmt.Sprintf("w%d", i+1), Conn: nc},
+					server.Config{Log: mustOpenPebble(b), Bus: bus, Logger: testLogger(b)})
 				if err != nil {
 					b.Fatal(err)
 				}

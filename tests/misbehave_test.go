@@ -27,7 +27,7 @@ import (
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim/driver"
-	"github.com/corpsim/corpsim/sim/service"
+	"github.com/corpsim/corpsim/sim/server"
 )
 
 // misbehaveWorld gives the well-behaved core team (alice, bob, carol) and
@@ -105,7 +105,7 @@ type pebbleServer struct {
 	url, data string
 	log       *pebblelog.Log
 	bus       *natsbus.Server
-	svc       *service.Service
+	svc       *server.Service
 	op        *client.Operator
 	once      sync.Once
 }
@@ -124,7 +124,7 @@ func startPebbleServer(tb testing.TB, data string, turnTimeout time.Duration) *p
 		bus.Shutdown()
 		tb.Fatal(err)
 	}
-	svc, err := service.New(service.Config{Log: l, Bus: bus, Auth: auth, Logger: testLogger(tb), TurnTimeout: turnTimeout})
+	svc, err := server.New(server.Config{Log: l, Bus: bus, Auth: auth, Logger: testLogger(tb), TurnTimeout: turnTimeout})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -622,7 +622,7 @@ func TestMisbehaveLateReplyAfterReconnect(t *testing.T) {
 	}
 	defer bus.Shutdown()
 	l := memlog.New()
-	svc, err := service.New(service.Config{Log: l, Bus: bus, Logger: testLogger(t), CheckpointEvery: -1})
+	svc, err := server.New(server.Config{Log: l, Bus: bus, Logger: testLogger(t), CheckpointEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/org"
-	"github.com/corpsim/corpsim/sim/service"
+	"github.com/corpsim/corpsim/sim/server"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -30,7 +30,7 @@ type testServer struct {
 	url      string
 	operator string
 	log      events.Log
-	svc      *service.Service
+	svc      *server.Service
 	op       *client.Operator
 }
 
@@ -45,7 +45,7 @@ func startServer(tb testing.TB) *testServer {
 		tb.Fatal(err)
 	}
 	l := memlog.New()
-	svc, err := service.New(service.Config{Log: l, Bus: bus, Auth: auth, Logger: testLogger(tb), CheckpointEvery: -1, TurnTimeout: 20 * time.Second})
+	svc, err := server.New(server.Config{Log: l, Bus: bus, Auth: auth, Logger: testLogger(tb), CheckpointEvery: -1, TurnTimeout: 20 * time.Second})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestServiceOnExternalNATS(t *testing.T) {
 	defer ext.Shutdown()
 	url := "nats://" + addr
 	l := memlog.New()
-	svc, err := service.New(service.Config{Log: l, Bus: natsbus.External{URL: url}, Logger: testLogger(t), CheckpointEvery: -1})
+	svc, err := server.New(server.Config{Log: l, Bus: natsbus.External{URL: url}, Logger: testLogger(t), CheckpointEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,11 +342,11 @@ func TestServiceLLMSeats(t *testing.T) {
 		return acts
 	})
 	for _, withLLM := range []bool{false, true} {
-		cfg := service.Config{Log: memlog.New(), Bus: bus, Logger: testLogger(t), CheckpointEvery: -1}
+		cfg := server.Config{Log: memlog.New(), Bus: bus, Logger: testLogger(t), CheckpointEvery: -1}
 		if withLLM {
 			cfg.LLM = standIn
 		}
-		svc, err := service.New(cfg)
+		svc, err := server.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/org"
-	"github.com/corpsim/corpsim/sim/service"
+	"github.com/corpsim/corpsim/sim/server"
 )
 
 // stack is a corpsim server (embedded NATS with per-seat auth, the session
@@ -37,7 +37,7 @@ type stack struct {
 	natsURL  string
 	operator string
 	log      events.Log
-	svc      *service.Service
+	svc      *server.Service
 	gw       *httpgw.Gateway
 }
 
@@ -71,7 +71,7 @@ func startStack(tb testing.TB, cfg httpgw.Config) *stack {
 		tb.Fatal(err)
 	}
 	l := memlog.New()
-	svc, err := service.New(service.Config{Log: l, Bus: bus, Auth: auth, Logger: testLogger(tb), CheckpointEvery: -1, TurnTimeout: 20 * time.Second})
+	svc, err := server.New(server.Config{Log: l, Bus: bus, Auth: auth, Logger: testLogger(tb), CheckpointEvery: -1, TurnTimeout: 20 * time.Second})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -19,8 +19,8 @@ import (
 	"github.com/corpsim/corpsim/agents/natsbus"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/sim/driver"
-	"github.com/corpsim/corpsim/sim/service"
-	"github.com/corpsim/corpsim/sim/service/metrics"
+	"github.com/corpsim/corpsim/sim/server"
+	"github.com/corpsim/corpsim/sim/server/metrics"
 )
 
 // ServeOptions configure corpsim serve.
@@ -41,7 +41,7 @@ type ServeOptions struct {
 	ShutdownGrace   time.Duration // how long running sessions may take to stop on SIGTERM
 	CheckpointEvery int
 	// Worker, if set, runs serve as one worker of a cluster (needs NATS):
-	// see service.Worker.
+	// see server.Worker.
 	Worker   string
 	Replicas int           // of the log stream and buckets in worker mode; 0: 3 if possible, else 1
 	LeaseTTL time.Duration // worker mode: how long a dead worker's sessions wait before another adopts them
@@ -106,7 +106,7 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 				return err
 			}
 			defer log.Close()
-			var bus service.Bus
+			var bus server.Bus
 			var auth *natsbus.Auth
 			url := o.NATS
 			if o.NATS == "" {
@@ -114,7 +114,7 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 				if !o.Ephemeral {
 					// Admitted before the server listens: remote agents of the
 					// sessions a previous serve left reconnect as they were.
-					seats, err := service.SavedSeats(filepath.Join(o.Data, stateFileName))
+					seats, err := server.SavedSeats(filepath.Join(o.Data, stateFileName))
 					if err != nil {
 						return err
 					}
@@ -160,17 +160,17 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 			}
 			// The service's gauges are read at scrape time, so the metrics
 			// exist before the service they describe.
-			var svc *service.Service
+			var svc *server.Service
 			var m *metrics.Metrics
 			var observer driver.Observer
 			if o.Metrics != "" || o.HTTP != "" {
 				m = metrics.New(func() (map[string]int, map[string]int) { return svc.Counts() })
 				observer = m
 			}
-			svcCfg := service.Config{Log: log, Bus: bus, Auth: auth, Logger: a.logger, TurnTimeout: o.TurnTimeout,
+			svcCfg := server.Config{Log: log, Bus: bus, Auth: auth, Logger: a.logger, TurnTimeout: o.TurnTimeout,
 				JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, MaxSeats: o.MaxSeats, CheckpointEvery: o.CheckpointEvery,
 				LLM: llmAgent, Observer: observer, StateFile: stateFile}
-			var worker *service.Worker
+			var worker *server.Worker
 			if o.Worker != "" {
 				// No reconnect buffer on the replication connection: a publish
 				// made while it reconnects must fail (and be retried from the
@@ -181,13 +181,13 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 					return err
 				}
 				defer wc.Close()
-				worker, err = service.NewWorker(cmd.Context(), service.WorkerConfig{Name: o.Worker, Conn: wc, Replicas: o.Replicas,
+				worker, err = server.NewWorker(cmd.Context(), server.WorkerConfig{Name: o.Worker, Conn: wc, Replicas: o.Replicas,
 					LeaseTTL: o.LeaseTTL}, svcCfg)
 				if err != nil {
 					return err
 				}
 				svc = worker.Service()
-			} else if svc, err = service.New(svcCfg); err != nil {
+			} else if svc, err = server.New(svcCfg); err != nil {
 				return err
 			}
 			defer svc.Close()
@@ -235,7 +235,7 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 				where = "that of the external server (--nats-token)"
 			}
 			if worker != nil {
-				fmt.Fprintf(a.stdout, "corpsim worker %s serving on %s (queue group %s); stop with Ctrl-C\n", o.Worker, url, service.WorkerQueue)
+				fmt.Fprintf(a.stdout, "corpsim worker %s serving on %s (queue group %s); stop with Ctrl-C\n", o.Worker, url, server.WorkerQueue)
 			} else {
 				fmt.Fprintf(a.stdout, "corpsim serving on %s (operator token %s); stop with Ctrl-C\n", url, where)
 			}
@@ -271,15 +271,15 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 	f.StringVar(&o.OperatorToken, "operator-token", "", "operator token (default: read or create DATA/operator.token)")
 	f.DurationVar(&o.TurnTimeout, "turn-timeout", 30*time.Second, "default wall-clock budget of one agent turn")
 	f.DurationVar(&o.JoinTimeout, "join-timeout", 60*time.Second, "how long a new session waits for its remote seats")
-	f.IntVar(&o.MaxSessions, "max-sessions", service.DefaultMaxSessions, "sessions running at once; a create beyond it is refused")
-	f.IntVar(&o.MaxSeats, "max-seats", service.DefaultMaxSeats, "seats (members played) of one session; a create beyond it is refused")
+	f.IntVar(&o.MaxSessions, "max-sessions", server.DefaultMaxSessions, "sessions running at once; a create beyond it is refused")
+	f.IntVar(&o.MaxSeats, "max-seats", server.DefaultMaxSeats, "seats (members played) of one session; a create beyond it is refused")
 	f.Int64Var(&o.MaxMessage, "max-message", natsbus.DefaultMaxPayload, "largest message in bytes (at least 1 MiB): the embedded NATS server's max_payload and the HTTP gateway's request bodies (create, fork, reset)")
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9090 (also on the --http listener)")
 	f.DurationVar(&o.ShutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM/SIGINT, how long running sessions may take to finish their batch before their turns are cancelled")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000; negative: never)")
-	f.StringVar(&o.Worker, "worker", "", "run as the worker NAME of a cluster (needs --nats): take sessions through the queue group "+service.WorkerQueue+", replicate their logs to JetStream, adopt the sessions of dead workers")
+	f.StringVar(&o.Worker, "worker", "", "run as the worker NAME of a cluster (needs --nats): take sessions through the queue group "+server.WorkerQueue+", replicate their logs to JetStream, adopt the sessions of dead workers")
 	f.IntVar(&o.Replicas, "replicas", 0, "worker mode: replicas of the log stream and buckets (0: 3 if the cluster has them, else 1)")
-	f.DurationVar(&o.LeaseTTL, "lease-ttl", service.DefaultLeaseTTL, "worker mode: a session's lease; a dead worker's sessions are adopted after it expires")
+	f.DurationVar(&o.LeaseTTL, "lease-ttl", server.DefaultLeaseTTL, "worker mode: a session's lease; a dead worker's sessions are adopted after it expires")
 	lf.add(c)
 	return c
 }
@@ -336,7 +336,7 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, a *app, befor
 // for the sessions this serve resumed, so that their clients come back with
 // the tokens they had. A session that cannot be adopted runs on; its
 // seats' turns time out.
-func adoptHTTPSeats(ctx context.Context, gw *httpgw.Gateway, svc *service.Service, a *app) {
+func adoptHTTPSeats(ctx context.Context, gw *httpgw.Gateway, svc *server.Service, a *app) {
 	var adopted []string
 	for _, saved := range svc.SeatsVia(proto.ViaHTTP) {
 		turnWait, _ := time.ParseDuration(saved.TurnTimeout)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim/driver"
-	"github.com/corpsim/corpsim/sim/service"
+	"github.com/corpsim/corpsim/sim/server"
 )
 
 // openExisting opens the log in data for a command that reads sessions:
@@ -130,7 +130,7 @@ func (a *app) clusterSessions(ctx context.Context, url, token, world, status str
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	all, err := service.ClusterSessions(ctx, js)
+	all, err := server.ClusterSessions(ctx, js)
 	if err != nil {
 		return err
 	}

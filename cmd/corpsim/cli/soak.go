@@ -30,7 +30,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/driver"
-	"github.com/corpsim/corpsim/sim/service"
+	"github.com/corpsim/corpsim/sim/server"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -188,7 +188,7 @@ type soaker struct {
 	o    SoakOptions
 	url  string
 	op   string // operator token
-	svc  *service.Service
+	svc  *server.Service
 	oper *client.Operator
 
 	faults     sync.Map // kind -> *atomic.Int64
@@ -249,7 +249,7 @@ func Soak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 		return nil, err
 	}
 	defer bus.Shutdown()
-	svc, err := service.New(service.Config{Log: log, Bus: bus, Auth: auth, Logger: o.Logger, TurnTimeout: o.TurnTimeout,
+	svc, err := server.New(server.Config{Log: log, Bus: bus, Auth: auth, Logger: o.Logger, TurnTimeout: o.TurnTimeout,
 		JoinTimeout: 30 * time.Second})
 	if err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
-	"github.com/corpsim/corpsim/sim/service/metrics"
+	"github.com/corpsim/corpsim/sim/server/metrics"
 )
 
 func event(tb testing.TB, typ string, payload any) events.Event {

@@ -1,4 +1,4 @@
-package service
+package server
 
 import (
 	"context"
@@ -67,10 +67,10 @@ func openState(path string) (*stateFile, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return f, nil
 	case err != nil:
-		return nil, fmt.Errorf("service: state file: %w", err)
+		return nil, fmt.Errorf("server: state file: %w", err)
 	}
 	if err := json.Unmarshal(b, &f.st); err != nil {
-		return nil, fmt.Errorf("service: state file %s: %w", path, err)
+		return nil, fmt.Errorf("server: state file %s: %w", path, err)
 	}
 	if f.st.Sessions == nil {
 		f.st.Sessions = map[string]savedSession{}

@@ -1,4 +1,4 @@
-// Package service runs many sessions for clients on the bus: corpsim serve.
+// Package server is the corpsim server: it runs many sessions for clients on the bus (corpsim serve).
 // It is an edge package, like sim/driver: it owns goroutines, the bus and the
 // wall clock (session IDs, creation times, how long to wait for remote seats);
 // the engines it runs stay pure.
@@ -32,11 +32,11 @@
 // sessions of a worker that dies are adopted by the others from the
 // stream (see Worker).
 //
-//	svc, err := service.New(service.Config{Log: log, Bus: bus, Auth: auth})
+//	svc, err := server.New(server.Config{Log: log, Bus: bus, Auth: auth})
 //	reply, err := svc.Create(ctx, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
 //	…
 //	svc.Shutdown(ctx) // ctx bounds how long running sessions may take to stop
-package service
+package server
 
 import (
 	"context"
@@ -129,13 +129,13 @@ const (
 
 // Errors of Create.
 var (
-	ErrTooManySessions = errors.New("service: too many sessions")
-	ErrTooManySeats    = errors.New("service: too many seats")
-	ErrShuttingDown    = errors.New("service: shutting down")
+	ErrTooManySessions = errors.New("server: too many sessions")
+	ErrTooManySeats    = errors.New("server: too many seats")
+	ErrShuttingDown    = errors.New("server: shutting down")
 )
 
 // ErrPanicked is the error of a session that panicked (see guard).
-var ErrPanicked = errors.New("service: the session panicked")
+var ErrPanicked = errors.New("server: the session panicked")
 
 // Bus is where the service runs: the embedded server (*natsbus.Server) or
 // an external one (natsbus.External).
@@ -190,7 +190,7 @@ type session struct {
 // New starts a service on the bus.
 func New(cfg Config) (*Service, error) {
 	if cfg.Log == nil || cfg.Bus == nil {
-		return nil, errors.New("service: Log and Bus are required")
+		return nil, errors.New("server: Log and Bus are required")
 	}
 	if cfg.TurnTimeout == 0 {
 		cfg.TurnTimeout = 30 * time.Second
@@ -205,7 +205,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.MaxSeats = DefaultMaxSeats
 	}
 	if cfg.MaxSessions < 0 || cfg.MaxSeats < 0 {
-		return nil, errors.New("service: MaxSessions and MaxSeats may not be negative")
+		return nil, errors.New("server: MaxSessions and MaxSeats may not be negative")
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -327,7 +327,7 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 		}
 		v, err := time.ParseDuration(d.s)
 		if err != nil || v <= 0 {
-			return proto.CreateReply{}, fmt.Errorf("service: bad duration %q", d.s)
+			return proto.CreateReply{}, fmt.Errorf("server: bad duration %q", d.s)
 		}
 		*d.dst = v
 	}
@@ -384,7 +384,7 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 	}
 	spec, llmSeats := agents.SplitLLM(req.Agents, w)
 	if len(llmSeats) > 0 && s.cfg.LLM == nil {
-		return proto.CreateReply{}, errors.New("service: the agents name llm, but this server has no llm agent (serve --llm-model)")
+		return proto.CreateReply{}, errors.New("server: the agents name llm, but this server has no llm agent (serve --llm-model)")
 	}
 	seats, err := agents.Assign(spec, w, true)
 	if err != nil {
@@ -452,7 +452,7 @@ func (s *Service) launch(l launch) error {
 			continue
 		case "llm":
 			if s.cfg.LLM == nil {
-				return errors.New("service: the agents name llm, but this server has no llm agent (serve --llm-model)")
+				return errors.New("server: the agents name llm, but this server has no llm agent (serve --llm-model)")
 			}
 			hosted[member] = s.cfg.LLM
 			kinds["llm"]++
@@ -460,7 +460,7 @@ func (s *Service) launch(l launch) error {
 		}
 		a, err := agents.New(name, agents.Options{Seed: meta.Seed, Member: member})
 		if err != nil {
-			return fmt.Errorf("service: seat %s: %w", member, err)
+			return fmt.Errorf("server: seat %s: %w", member, err)
 		}
 		hosted[member] = a
 		kinds["builtin"]++
@@ -787,7 +787,7 @@ func (s *Service) Wait(ctx context.Context, id string) (events.SessionMeta, erro
 	ss := s.sessions[id]
 	s.mu.Unlock()
 	if ss == nil {
-		return events.SessionMeta{}, fmt.Errorf("service: no session %s", id)
+		return events.SessionMeta{}, fmt.Errorf("server: no session %s", id)
 	}
 	select {
 	case <-ss.done:
