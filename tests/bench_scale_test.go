@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/worlds"
@@ -33,7 +33,7 @@ import (
 func BenchmarkConcurrentSessions(b *testing.B) {
 	n := benchEnvInt("BENCH_SESSIONS", 100)
 	world := benchEnvStr("BENCH_SESSIONS_WORLD", "support-desk")
-	srv, err := natsbus.Start(natsbus.Options{})
+	srv, err := natsserver.Start(natsserver.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/corpsim/corpsim/agents/client"
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
@@ -285,7 +285,7 @@ func failover(t *testing.T, killNode bool) {
 	var killedAt time.Time
 	var orphans []string
 	if killNode {
-		var dead *natsbus.Node
+		var dead *natsserver.Node
 		for _, n := range nodes {
 			if n.StreamLeader(jsreplica.Stream) {
 				dead = n
@@ -469,7 +469,7 @@ func BenchmarkWorkers(b *testing.B) {
 	for _, n := range []int{1, 2, 3} {
 		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			nodes, err := natsbus.StartCluster(b.TempDir(), 3, nil)
+			nodes, err := natsserver.StartCluster(b.TempDir(), 3, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -484,7 +484,7 @@ func BenchmarkWorkers(b *testing.B) {
 			}
 			url := strings.Join(urls, ",")
 			for i := range n {
-				bus := natsbus.External{URL: url}
+				bus := natsserver.External{URL: url}
 				nc, err := bus.Connect("bench-worker")
 				if err != nil {
 					b.Fatal(err)

@@ -18,7 +18,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
@@ -104,7 +104,7 @@ projects:
 type pebbleServer struct {
 	url, data string
 	log       *pebblelog.Log
-	bus       *natsbus.Server
+	bus       *natsserver.Server
 	svc       *server.Service
 	op        *client.Operator
 	once      sync.Once
@@ -113,9 +113,9 @@ type pebbleServer struct {
 func startPebbleServer(tb testing.TB, data string, turnTimeout time.Duration) *pebbleServer {
 	tb.Helper()
 	addr := freeAddr(tb)
-	opToken := natsbus.NewToken()
-	auth := natsbus.NewAuth(opToken)
-	bus, err := natsbus.Start(natsbus.Options{Listen: addr, Auth: auth})
+	opToken := natsserver.NewToken()
+	auth := natsserver.NewAuth(opToken)
+	bus, err := natsserver.Start(natsserver.Options{Listen: addr, Auth: auth})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -616,7 +616,7 @@ func memberTurns(tb testing.TB, l events.Log, session, member string) (turns [][
 // sends its answer to turn 1 to that request's inbox, then answers turn 2
 // three times. Turn 1's late answer is applied nowhere, and turn 2's once.
 func TestMisbehaveLateReplyAfterReconnect(t *testing.T) {
-	bus, err := natsbus.Start(natsbus.Options{})
+	bus, err := natsserver.Start(natsserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
@@ -38,9 +38,9 @@ type testServer struct {
 func startServer(tb testing.TB) *testServer {
 	tb.Helper()
 	addr := freeAddr(tb)
-	opToken := natsbus.NewToken()
-	auth := natsbus.NewAuth(opToken)
-	bus, err := natsbus.Start(natsbus.Options{Listen: addr, Auth: auth})
+	opToken := natsserver.NewToken()
+	auth := natsserver.NewAuth(opToken)
+	bus, err := natsserver.Start(natsserver.Options{Listen: addr, Auth: auth})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -288,14 +288,14 @@ func TestSeatIsolation(t *testing.T) {
 // created with wait starts on command and reproduces the in-process log.
 func TestServiceOnExternalNATS(t *testing.T) {
 	addr := freeAddr(t)
-	ext, err := natsbus.Start(natsbus.Options{Listen: addr})
+	ext, err := natsserver.Start(natsserver.Options{Listen: addr})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ext.Shutdown()
 	url := "nats://" + addr
 	l := memlog.New()
-	svc, err := server.New(server.Config{Log: l, Bus: natsbus.External{URL: url}, Logger: testLogger(t), CheckpointEvery: -1})
+	svc, err := server.New(server.Config{Log: l, Bus: natsserver.External{URL: url}, Logger: testLogger(t), CheckpointEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestServiceOnExternalNATS(t *testing.T) {
 // TestServiceLLMSeats: a create request may give seats to "llm", played by
 // the server's llm agent (here a stand-in); without one it is refused.
 func TestServiceLLMSeats(t *testing.T) {
-	bus, err := natsbus.Start(natsbus.Options{})
+	bus, err := natsserver.Start(natsserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
@@ -142,7 +142,7 @@ func TestDifferentSeedsDiffer(t *testing.T) {
 // TestBusCarriesEveryEvent subscribes to the session's event feed on the real
 // embedded NATS server and wants every event the log holds, in order.
 func TestBusCarriesEveryEvent(t *testing.T) {
-	srv, err := natsbus.Start(natsbus.Options{})
+	srv, err := natsserver.Start(natsserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -188,7 +188,7 @@ func TestSlowConsumerIsToldAndCatchesUp(t *testing.T) {
 }
 
 // serverBus runs the service on a nats-server the test configures itself
-// (natsbus does not expose the write deadline).
+// (natsserver does not expose the write deadline).
 type serverBus struct{ ns *natsd.Server }
 
 func (b serverBus) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {

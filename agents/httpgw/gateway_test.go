@@ -22,7 +22,7 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
 	"github.com/corpsim/corpsim/agents/httpgw"
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
@@ -64,9 +64,9 @@ func freeAddr(tb testing.TB) string {
 
 func startStack(tb testing.TB, cfg httpgw.Config) *stack {
 	tb.Helper()
-	op := natsbus.NewToken()
-	auth := natsbus.NewAuth(op)
-	bus, err := natsbus.Start(natsbus.Options{Listen: freeAddr(tb), Auth: auth})
+	op := natsserver.NewToken()
+	auth := natsserver.NewAuth(op)
+	bus, err := natsserver.Start(natsserver.Options{Listen: freeAddr(tb), Auth: auth})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -7,7 +7,7 @@
 // corpsim.v1.sessions.create, naming a world, a seed and which seats are
 // built-in agents and which are remote; the reply carries each remote
 // seat's own credentials. Remote agents connect with them and answer turns
-// on their seat's subject; the embedded server's permissions (natsbus.Auth)
+// on their seat's subject; the embedded server's permissions (natsserver.Auth)
 // keep each seat to its own subject. Sessions are controlled on their
 // control subject (start, pause, stop, status).
 //
@@ -53,8 +53,8 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/natsbus"
 	"github.com/corpsim/corpsim/agents/natshost"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/policies"
@@ -67,7 +67,7 @@ import (
 type Config struct {
 	Log             events.Log
 	Bus             Bus
-	Auth            *natsbus.Auth // nil: remote seats get no credentials (an unauthenticated bus)
+	Auth            *natsserver.Auth // nil: remote seats get no credentials (an unauthenticated bus)
 	Logger          hclog.Logger
 	TurnTimeout     time.Duration // default per turn; 0 means 30s
 	JoinTimeout     time.Duration // how long a session waits for its remote seats; 0 means 60s
@@ -137,8 +137,8 @@ var (
 // ErrPanicked is the error of a session that panicked (see guard).
 var ErrPanicked = errors.New("server: the session panicked")
 
-// Bus is where the service runs: the embedded server (*natsbus.Server) or
-// an external one (natsbus.External).
+// Bus is where the service runs: the embedded server (*natsserver.Server) or
+// an external one (natsserver.External).
 type Bus interface {
 	Connect(name string, opts ...nats.Option) (*nats.Conn, error)
 	// Interest reports whether anyone subscribes to subject; a bus that

@@ -201,7 +201,7 @@ func (s *Service) ResumeSaved(ctx context.Context) ([]string, error) {
 }
 
 // SavedSeats reads the remote seats' credentials a state file keeps. A
-// server admits them (natsbus.Auth.RestoreSeat) before it listens, so a
+// server admits them (natsserver.Auth.RestoreSeat) before it listens, so a
 // client reconnecting to a restarted server is never refused while its
 // session is being resumed; ResumeSaved revokes those of sessions it does
 // not resume. A missing file has none.

@@ -18,8 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/natsbus"
 	"github.com/corpsim/corpsim/agents/natshost"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/pebblelog"
@@ -43,7 +43,7 @@ type RunOptions struct {
 	Logger      hclog.Logger
 	Session     string // "" makes a new ULID
 	Progress    func(seq uint64, simTime int64)
-	Bus         *natsbus.Server         // nil starts an embedded server for this run
+	Bus         *natsserver.Server      // nil starts an embedded server for this run
 	Listen      string                  // with no Bus: let network clients reach the embedded server here
 	Seats       map[string]agents.Agent // agents that replace the named ones for these members
 	LLM         agents.Agent            // plays the seats --agents gives to "llm"
@@ -331,7 +331,7 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 	w := e.State().World
 	srv := o.Bus
 	if srv == nil {
-		var auth *natsbus.Auth
+		var auth *natsserver.Auth
 		if o.Listen != "" {
 			// A listening bus is reachable by anyone on the host: only the
 			// holder of the operator token (DATA/operator.token) may use it.
@@ -339,10 +339,10 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 			if err != nil {
 				return nil, err
 			}
-			auth = natsbus.NewAuth(token)
+			auth = natsserver.NewAuth(token)
 		}
 		var err error
-		if srv, err = natsbus.Start(natsbus.Options{Logger: logger, Listen: o.Listen, Auth: auth}); err != nil {
+		if srv, err = natsserver.Start(natsserver.Options{Logger: logger, Listen: o.Listen, Auth: auth}); err != nil {
 			return nil, err
 		}
 		defer srv.Shutdown()

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim/driver"
@@ -135,7 +135,7 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 	if o.FirstSeed == 0 {
 		o.FirstSeed = 1
 	}
-	srv, err := natsbus.Start(natsbus.Options{Logger: ro.Logger})
+	srv, err := natsserver.Start(natsserver.Options{Logger: ro.Logger})
 	if err != nil {
 		return nil, err
 	}

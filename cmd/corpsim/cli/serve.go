@@ -16,7 +16,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/httpgw"
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/sim/server"
@@ -85,7 +85,7 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 				if b, err := os.ReadFile(tokenFile); err == nil {
 					o.OperatorToken = strings.TrimSpace(string(b))
 				} else {
-					o.OperatorToken = natsbus.NewToken()
+					o.OperatorToken = natsserver.NewToken()
 					if err := os.WriteFile(tokenFile, []byte(o.OperatorToken+"\n"), 0o600); err != nil {
 						return err
 					}
@@ -107,10 +107,10 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 			}
 			defer log.Close()
 			var bus server.Bus
-			var auth *natsbus.Auth
+			var auth *natsserver.Auth
 			url := o.NATS
 			if o.NATS == "" {
-				auth = natsbus.NewAuth(o.OperatorToken)
+				auth = natsserver.NewAuth(o.OperatorToken)
 				if !o.Ephemeral {
 					// Admitted before the server listens: remote agents of the
 					// sessions a previous serve left reconnect as they were.
@@ -122,7 +122,7 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 						auth.RestoreSeat(seat)
 					}
 				}
-				embedded, err := natsbus.Start(natsbus.Options{Listen: o.Listen, Auth: auth, Logger: a.logger, MaxPayload: int(o.MaxMessage)})
+				embedded, err := natsserver.Start(natsserver.Options{Listen: o.Listen, Auth: auth, Logger: a.logger, MaxPayload: int(o.MaxMessage)})
 				if err != nil {
 					return err
 				}
@@ -131,7 +131,7 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 			} else {
 				// An external server or cluster: its configuration decides who
 				// may do what; corpsim presents --nats-token if given.
-				ext := natsbus.External{URL: o.NATS, Token: o.NATSToken}
+				ext := natsserver.External{URL: o.NATS, Token: o.NATSToken}
 				probe, err := ext.Connect("corpsim-probe")
 				if err != nil {
 					return err
@@ -273,7 +273,7 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 	f.DurationVar(&o.JoinTimeout, "join-timeout", 60*time.Second, "how long a new session waits for its remote seats")
 	f.IntVar(&o.MaxSessions, "max-sessions", server.DefaultMaxSessions, "sessions running at once; a create beyond it is refused")
 	f.IntVar(&o.MaxSeats, "max-seats", server.DefaultMaxSeats, "seats (members played) of one session; a create beyond it is refused")
-	f.Int64Var(&o.MaxMessage, "max-message", natsbus.DefaultMaxPayload, "largest message in bytes (at least 1 MiB): the embedded NATS server's max_payload and the HTTP gateway's request bodies (create, fork, reset)")
+	f.Int64Var(&o.MaxMessage, "max-message", natsserver.DefaultMaxPayload, "largest message in bytes (at least 1 MiB): the embedded NATS server's max_payload and the HTTP gateway's request bodies (create, fork, reset)")
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9090 (also on the --http listener)")
 	f.DurationVar(&o.ShutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM/SIGINT, how long running sessions may take to finish their batch before their turns are cancelled")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000; negative: never)")

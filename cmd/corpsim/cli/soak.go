@@ -25,7 +25,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
@@ -242,9 +242,9 @@ func Soak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	opToken := natsbus.NewToken()
-	auth := natsbus.NewAuth(opToken)
-	bus, err := natsbus.Start(natsbus.Options{Listen: addr, Auth: auth})
+	opToken := natsserver.NewToken()
+	auth := natsserver.NewAuth(opToken)
+	bus, err := natsserver.Start(natsserver.Options{Listen: addr, Auth: auth})
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 
 	"errors"
 	"os"
@@ -45,7 +45,7 @@ const operatorTokenFile = "operator.token"
 // (an ephemeral run gets a fresh token that is not written).
 func operatorToken(dir string, ephemeral bool) (string, error) {
 	if ephemeral || dir == "" {
-		return natsbus.NewToken(), nil
+		return natsserver.NewToken(), nil
 	}
 	path := filepath.Join(dir, operatorTokenFile)
 	if b, err := os.ReadFile(path); err == nil {
@@ -54,7 +54,7 @@ func operatorToken(dir string, ephemeral bool) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	tok := natsbus.NewToken()
+	tok := natsserver.NewToken()
 	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
 		return "", err
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim/report"
@@ -99,7 +99,7 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 			return nil, err
 		}
 	}
-	srv, err := natsbus.Start(natsbus.Options{Logger: ro.Logger})
+	srv, err := natsserver.Start(natsserver.Options{Logger: ro.Logger})
 	if err != nil {
 		return nil, err
 	}
