@@ -26,6 +26,7 @@ import (
 	"github.com/corpsim/corpsim/events/pebblelog"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/sim/server"
 )
@@ -548,7 +549,7 @@ func TestMisbehavingAgents(t *testing.T) {
 		t.Errorf("completions:\n got  %v\n want %v (8 tasks)", gotDone, wantDone)
 	}
 	ts.close()
-	var got, wantRes cli.RunResult
+	var got, wantRes app.RunResult
 	cliJSON(t, &got, "score", reply.Session, "--data", data, "--json")
 	cliJSON(t, &wantRes, "score", ref.Session, "--data", data, "--json")
 	credit := func(s policies.Scorecard) map[string]policies.MemberCredit {

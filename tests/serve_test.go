@@ -18,10 +18,10 @@ import (
 	"github.com/corpsim/corpsim/agents/client"
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/sim/server"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -122,7 +122,7 @@ func TestManyRemoteAgentsInOneSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := memlog.New()
-	res := mustRun(t, cli.RunOptions{World: path, Seed: 5, Agents: "greedy", Log: ref, CheckpointEvery: -1})
+	res := mustRun(t, app.RunOptions{World: path, Seed: 5, Agents: "greedy", Log: ref, CheckpointEvery: -1})
 	// Event 1 names the world file differently; everything after must match.
 	sameLogs(t, ts.log, reply.Session, ref, res.Session, 2)
 	if meta.StateHash != res.StateHash {
@@ -175,7 +175,7 @@ func TestTwentySessionsAtOnce(t *testing.T) {
 	wg.Wait()
 	for _, r := range runs {
 		ref := memlog.New()
-		res := mustRun(t, cli.RunOptions{World: "startup", Seed: r.seed, Agents: "greedy", Log: ref, CheckpointEvery: -1})
+		res := mustRun(t, app.RunOptions{World: "startup", Seed: r.seed, Agents: "greedy", Log: ref, CheckpointEvery: -1})
 		sameLogs(t, ts.log, r.session, ref, res.Session, 1)
 	}
 }
@@ -276,7 +276,7 @@ func TestSeatIsolation(t *testing.T) {
 	spy.Flush()
 
 	ref := memlog.New()
-	res := mustRun(t, cli.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: ref, CheckpointEvery: -1})
+	res := mustRun(t, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: ref, CheckpointEvery: -1})
 	if meta.StateHash != res.StateHash {
 		t.Fatalf("the attempts changed the world: state %s, want %s", meta.StateHash, res.StateHash)
 	}
@@ -323,7 +323,7 @@ func TestServiceOnExternalNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := memlog.New()
-	res := mustRun(t, cli.RunOptions{World: "startup", Seed: 3, Agents: "greedy", Log: ref, CheckpointEvery: -1})
+	res := mustRun(t, app.RunOptions{World: "startup", Seed: 3, Agents: "greedy", Log: ref, CheckpointEvery: -1})
 	sameLogs(t, l, reply.Session, ref, res.Session, 1)
 }
 

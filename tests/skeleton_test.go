@@ -16,12 +16,12 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/pebblelog"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/app"
 )
 
 func testLogger(tb testing.TB) hclog.Logger {
@@ -45,14 +45,14 @@ func mustOpenPebble(tb testing.TB) events.Log {
 	return l
 }
 
-func mustRun(tb testing.TB, o cli.RunOptions) *cli.RunResult {
+func mustRun(tb testing.TB, o app.RunOptions) *app.RunResult {
 	tb.Helper()
 	if o.Logger == nil {
 		o.Logger = testLogger(tb)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := cli.Run(ctx, o)
+	res, err := app.Run(ctx, o)
 	if err != nil {
 		tb.Fatalf("run: %v", err)
 	}
@@ -99,7 +99,7 @@ func TestSameSeedSameLog(t *testing.T) {
 					if store == "pebble" {
 						l = mustOpenPebble(t)
 					}
-					res := mustRun(t, cli.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: l})
+					res := mustRun(t, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: l})
 					logs[i] = encodedLog(t, l, res.Session)
 					hashes[i] = res.StateHash
 				}
@@ -127,8 +127,8 @@ func TestSameSeedSameLog(t *testing.T) {
 func TestDifferentSeedsDiffer(t *testing.T) {
 	a := memlog.New()
 	b := memlog.New()
-	ra := mustRun(t, cli.RunOptions{World: "startup", Seed: 1, Agents: "greedy", Log: a})
-	rb := mustRun(t, cli.RunOptions{World: "startup", Seed: 2, Agents: "greedy", Log: b})
+	ra := mustRun(t, app.RunOptions{World: "startup", Seed: 1, Agents: "greedy", Log: a})
+	rb := mustRun(t, app.RunOptions{World: "startup", Seed: 2, Agents: "greedy", Log: b})
 	la, lb := encodedLog(t, a, ra.Session), encodedLog(t, b, rb.Session)
 	same := len(la) == len(lb)
 	for i := 0; same && i < len(la); i++ {
@@ -163,7 +163,7 @@ func TestBusCarriesEveryEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := mustOpenPebble(t)
-	res := mustRun(t, cli.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: l, Bus: srv, Session: session})
+	res := mustRun(t, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: l, Bus: srv, Session: session})
 	stored := readAll(t, l, session)
 	if uint64(len(stored)) != res.Events {
 		t.Fatalf("log holds %d events, run reported %d", len(stored), res.Events)
@@ -211,7 +211,7 @@ func TestRejectedActionIsRecorded(t *testing.T) {
 		{Type: org.ActWork, Task: "backend"},
 		{Type: "fly", Task: "backend"},
 	}}}
-	res := mustRun(t, cli.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: l,
+	res := mustRun(t, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: l,
 		Seats: map[string]agents.Agent{"bob": bob}})
 	evs := readAll(t, l, res.Session)
 	var rejected []org.ActionRejected
@@ -253,7 +253,7 @@ func TestRejectedActionIsRecorded(t *testing.T) {
 // the live run recorded; a tampered payload is caught.
 func TestReplayRebuildsTheRecordedState(t *testing.T) {
 	l := mustOpenPebble(t)
-	res := mustRun(t, cli.RunOptions{World: "startup", Seed: 3, Agents: "greedy", Log: l})
+	res := mustRun(t, app.RunOptions{World: "startup", Seed: 3, Agents: "greedy", Log: l})
 	e, err := sim.Rebuild(l.Read(context.Background(), res.Session, 1), res.Session, sim.Config{})
 	if err != nil {
 		t.Fatalf("rebuild: %v", err)

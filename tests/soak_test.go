@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+	"github.com/corpsim/corpsim/sim/server"
 )
 
 // TestSoak runs the real binary's corpsim soak for a bounded while
@@ -42,7 +42,7 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatalf("corpsim soak: %v", err)
 	}
-	var rep cli.SoakReport
+	var rep server.SoakReport
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("report: %v", err)
 	}
@@ -58,7 +58,7 @@ func TestSoak(t *testing.T) {
 	if rep.EventsAppended == 0 {
 		t.Error("no events appended")
 	}
-	for _, k := range cli.FaultKinds {
+	for _, k := range server.FaultKinds {
 		if rep.Faults[k] == 0 {
 			t.Errorf("no %s fault injected (faults: %v)", k, rep.Faults)
 		}

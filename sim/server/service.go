@@ -1,7 +1,10 @@
-// Package server is the corpsim server: it runs many sessions for clients on the bus (corpsim serve).
-// It is an edge package, like sim/driver: it owns goroutines, the bus and the
-// wall clock (session IDs, creation times, how long to wait for remote seats);
-// the engines it runs stay pure.
+// Package server is the corpsim server, the composition root of
+// corpsim serve: Serve wires the event log, the process's NATS server (or
+// an external one), the Service that runs sessions for clients on the bus,
+// the HTTP gateway and the metrics listener, and Soak runs one under
+// injected faults. It owns goroutines, the bus and the wall clock (session
+// IDs, creation times, how long to wait for remote seats); the engines it
+// runs stay pure.
 //
 // Clients (with the operator token) create sessions on
 // corpsim.v1.sessions.create, naming a world, a seed and which seats are
