@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -13,7 +14,6 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/natshost"
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
@@ -36,10 +36,14 @@ type RunOptions struct {
 	Logger      hclog.Logger
 	Session     string // "" makes a new ULID
 	Progress    func(seq uint64, simTime int64)
-	Bus         *natsserver.Server      // nil starts an embedded server for this run
+	Bus         *natsserver.Server      // nil starts an embedded server for this run (the event feed is on it)
 	Listen      string                  // with no Bus: let network clients reach the embedded server here
 	Seats       map[string]agents.Agent // agents that replace the named ones for these members
 	LLM         agents.Agent            // plays the seats --agents gives to "llm"
+	// SeatsOverBus asks the seats this process plays over the bus, as
+	// remote ones are (agents/natshost, JSON both ways), instead of giving
+	// their agents the observations in process. The log is the same.
+	SeatsOverBus bool
 	// CheckpointEvery is the checkpoint interval in events (0: the driver's default; negative: none).
 	CheckpointEvery int
 	// Limits bound observations and messages of a new session (zero fields: the defaults).
@@ -123,33 +127,20 @@ func ParseAgents(spec string, w *worlds.World) (map[string]string, error) {
 	return seats, nil
 }
 
-// Run runs one new session end to end: world, log, embedded NATS, agents
-// over the bus, the driver; it returns the scorecard.
+// Run runs one new session end to end: the world, the log, the embedded
+// NATS server (the event feed), the seats (in process, or over the bus with
+// SeatsOverBus), the driver; it returns the scorecard.
 func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	w, src, err := LoadWorld(o.World)
 	if err != nil {
 		return nil, err
 	}
-	spec, llmSeats := agents.SplitLLM(o.Agents, w)
-	if len(llmSeats) > 0 {
-		if o.LLM == nil {
-			return nil, Usagef("--agents names llm, but no llm agent is configured (--llm-model)")
-		}
-		seats := map[string]agents.Agent{}
-		for m, a := range o.Seats {
-			seats[m] = a
-		}
-		for _, m := range llmSeats {
-			seats[m] = o.LLM
-		}
-		o.Seats = seats // a copy: Eval shares o between goroutines
+	seats, err := AssignSeats(o.Agents, w, false, o.LLM != nil)
+	if errors.Is(err, ErrNoLLM) {
+		return nil, Usagef("--agents names llm, but no llm agent is configured (--llm-model)")
 	}
-	seats, err := ParseAgents(spec, w)
 	if err != nil {
-		return nil, err
-	}
-	for _, m := range llmSeats {
-		seats[m] = "llm"
+		return nil, Usagef("--%v", err)
 	}
 	log := o.Log
 	if log == nil {
@@ -182,14 +173,17 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	return play(ctx, o, log, meta, e, true)
 }
 
-// play runs a session's engine with built-in agents over the bus: a new
-// session from its start (fresh), or an existing one from where e stands.
+// play runs a session's engine with its seats — the agents this process
+// plays, in process or over the bus — and the event feed on the embedded
+// NATS server: a new session from its start (fresh), or an existing one
+// from where e stands.
 func play(ctx context.Context, o RunOptions, log events.Log, meta events.SessionMeta, e *sim.Engine, fresh bool) (*RunResult, error) {
-	logger := o.Logger
-	if logger == nil {
-		logger = hclog.NewNullLogger()
+	logger := orNull(o.Logger)
+	seats, err := BuildSeats(meta, e.State().World, SeatOptions{LLM: o.LLM, Custom: o.Seats, Lenient: true})
+	if err != nil {
+		return nil, err
 	}
-	w := e.State().World
+	meta.Agents = seats.Assigned
 	srv := o.Bus
 	if srv == nil {
 		var auth *natsserver.Auth
@@ -202,7 +196,6 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 			}
 			auth = natsserver.NewAuth(token)
 		}
-		var err error
 		if srv, err = natsserver.Start(natsserver.Options{Logger: logger, Listen: o.Listen, Auth: auth}); err != nil {
 			return nil, err
 		}
@@ -214,41 +207,25 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 			defer RemoveBusURL(o.Data)
 		}
 	}
-	hostConn, err := srv.Connect("agents")
-	if err != nil {
-		return nil, err
-	}
-	defer hostConn.Close()
-	hosted := map[string]agents.Agent{}
-	for member, name := range meta.Agents {
-		if _, ok := w.Member(member); !ok {
-			return nil, fmt.Errorf("session %s assigns an agent to %q, which world %s does not have", meta.ID, member, w.Name)
-		}
-		if ag, err := agents.New(name, agents.Options{Seed: meta.Seed, Member: member}); err == nil {
-			hosted[member] = ag
-		}
-	}
-	for member, ag := range o.Seats {
-		if _, ok := meta.Agents[member]; !ok {
-			return nil, Usagef("no agent seat %q in world %s", member, w.Name)
-		}
-		hosted[member] = ag
-		if meta.Agents[member] != "llm" {
-			meta.Agents[member] = "custom"
-		}
-	}
-	host, err := natshost.Serve(hostConn, meta.ID, hosted, natshost.Options{Logger: logger, Timeout: o.TurnTimeout})
-	if err != nil {
-		return nil, err
-	}
-	defer host.Close()
 	conn, err := srv.Connect("driver")
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
+	ho := HostOptions{Session: meta.ID, Conn: conn, OverBus: o.SeatsOverBus, Logger: logger, Timeout: o.TurnTimeout}
+	if o.SeatsOverBus {
+		if ho.HostConn, err = srv.Connect("agents"); err != nil {
+			return nil, err
+		}
+		defer ho.HostConn.Close()
+	}
+	asker, stop, err := seats.Host(ho)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
 
-	d := driver.New(driver.Config{Log: log, Conn: conn, Logger: logger, TurnTimeout: o.TurnTimeout,
+	d := driver.New(driver.Config{Log: log, Conn: conn, Seats: asker, Logger: logger, TurnTimeout: o.TurnTimeout,
 		Progress: o.Progress, CheckpointEvery: o.CheckpointEvery, MaxBatch: o.MaxBatch, Interest: srv.Interest})
 	from := e.State().LastSeq
 	start := time.Now()

@@ -28,7 +28,7 @@ func Resume(ctx context.Context, o RunOptions, id string) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	logger(o.Logger).Info("resuming", "session", meta.ID, "at_seq", e.State().LastSeq, "replayed", n)
+	orNull(o.Logger).Info("resuming", "session", meta.ID, "at_seq", e.State().LastSeq, "replayed", n)
 	if o.Agents != "" {
 		if meta.Agents, err = ParseAgents(o.Agents, e.State().World); err != nil {
 			return nil, err
@@ -93,7 +93,7 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 	if err := log.CreateSession(ctx, meta); err != nil {
 		return events.SessionMeta{}, nil, err
 	}
-	logger(o.Logger).Info("forked", "session", meta.ID, "parent", parent.ID, "at", at, "took", time.Since(start))
+	orNull(o.Logger).Info("forked", "session", meta.ID, "parent", parent.ID, "at", at, "took", time.Since(start))
 	if f.CreateOnly {
 		return meta, nil, nil
 	}
@@ -105,8 +105,8 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 	return meta, res, err
 }
 
-// logger is l, or a silent logger.
-func logger(l hclog.Logger) hclog.Logger {
+// orNull is l, or a silent logger.
+func orNull(l hclog.Logger) hclog.Logger {
 	if l == nil {
 		return hclog.NewNullLogger()
 	}

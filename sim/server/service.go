@@ -4,7 +4,9 @@
 // the HTTP gateway and the metrics listener, and Soak runs one under
 // injected faults. It owns goroutines, the bus and the wall clock (session
 // IDs, creation times, how long to wait for remote seats); the engines it
-// runs stay pure.
+// runs stay pure. It builds each session's seats as the command line does
+// (sim/app, the application's use cases): built-in and llm seats are
+// played in process, remote seats over the bus.
 //
 // Clients (with the operator token) create sessions on
 // corpsim.v1.sessions.create, naming a world, a seed and which seats are
@@ -56,12 +58,12 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/natshost"
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -153,8 +155,7 @@ type Bus interface {
 type Service struct {
 	cfg    Config
 	logger hclog.Logger
-	conn   *nats.Conn // driver and control
-	host   *nats.Conn // built-in agents
+	conn   *nats.Conn // drivers (the event feed, remote seats' turns) and control
 	subs   []*nats.Subscription
 
 	mu       sync.Mutex
@@ -220,10 +221,6 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	if s.conn, err = cfg.Bus.Connect("corpsim-service"); err != nil {
-		return nil, err
-	}
-	if s.host, err = cfg.Bus.Connect("corpsim-agents"); err != nil {
-		s.conn.Close()
 		return nil, err
 	}
 	if cfg.Queue != "" {
@@ -385,20 +382,16 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 		}
 		w = e.State().World
 	}
-	spec, llmSeats := agents.SplitLLM(req.Agents, w)
-	if len(llmSeats) > 0 && s.cfg.LLM == nil {
+	seats, err := app.AssignSeats(req.Agents, w, true, s.cfg.LLM != nil)
+	if errors.Is(err, app.ErrNoLLM) {
 		return proto.CreateReply{}, errors.New("server: the agents name llm, but this server has no llm agent (serve --llm-model)")
 	}
-	seats, err := agents.Assign(spec, w, true)
 	if err != nil {
 		return proto.CreateReply{}, err
 	}
 	if n := len(seats); n > s.cfg.MaxSeats {
 		return proto.CreateReply{}, fmt.Errorf("%w: world %s has %d seats to play and this server allows at most %d per session (serve --max-seats)",
 			ErrTooManySeats, w.Name, n, s.cfg.MaxSeats)
-	}
-	for _, m := range llmSeats {
-		seats[m] = "llm"
 	}
 	meta.Agents = seats
 	meta.Created = time.Now().UTC().Format(time.RFC3339)
@@ -444,31 +437,14 @@ type launch struct {
 // launch hosts a session's built-in seats and runs it in the background.
 func (s *Service) launch(l launch) error {
 	id, meta, e := l.meta.ID, l.meta, l.engine
-	hosted := map[string]agents.Agent{}
-	var remote []string
-	kinds := map[string]int{}
-	for member, name := range meta.Agents {
-		switch name {
-		case agents.Remote:
-			remote = append(remote, member)
-			kinds["remote"]++
-			continue
-		case "llm":
-			if s.cfg.LLM == nil {
-				return errors.New("server: the agents name llm, but this server has no llm agent (serve --llm-model)")
-			}
-			hosted[member] = s.cfg.LLM
-			kinds["llm"]++
-			continue
-		}
-		a, err := agents.New(name, agents.Options{Seed: meta.Seed, Member: member})
-		if err != nil {
-			return fmt.Errorf("server: seat %s: %w", member, err)
-		}
-		hosted[member] = a
-		kinds["builtin"]++
+	seats, err := app.BuildSeats(meta, e.State().World, app.SeatOptions{LLM: s.cfg.LLM})
+	if errors.Is(err, app.ErrNoLLM) {
+		return errors.New("server: the agents name llm, but this server has no llm agent (serve --llm-model)")
 	}
-	sort.Strings(remote)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	remote, kinds := seats.Remote, seats.Kinds
 	log := s.logger.With("session", id)
 	if s.cfg.Hooks.Starting != nil {
 		if err := s.cfg.Hooks.Starting(context.Background(), Launched{Meta: meta, TurnTimeout: l.turnTimeout, JoinTimeout: l.joinTimeout,
@@ -484,7 +460,9 @@ func (s *Service) launch(l launch) error {
 			s.cfg.Hooks.Ended(m, err, !l.fresh)
 		}
 	}
-	host, err := natshost.Serve(s.host, id, hosted, natshost.Options{Logger: log, Timeout: l.turnTimeout})
+	// Built-in and llm seats are played in process; remote ones answer
+	// on the bus.
+	asker, stopSeats, err := seats.Host(app.HostOptions{Session: id, Conn: s.conn, Logger: log, Timeout: l.turnTimeout})
 	if err != nil {
 		abandon(err)
 		return err
@@ -503,7 +481,7 @@ func (s *Service) launch(l launch) error {
 		}
 	}
 	if err != nil {
-		host.Close()
+		stopSeats()
 		cancel()
 		abandon(err)
 		return err
@@ -519,7 +497,7 @@ func (s *Service) launch(l launch) error {
 	if refused != nil {
 		s.mu.Unlock()
 		_ = ctl.Unsubscribe()
-		host.Close()
+		stopSeats()
 		cancel()
 		abandon(refused)
 		return refused
@@ -541,12 +519,12 @@ func (s *Service) launch(l launch) error {
 		defer s.wg.Done()
 		defer s.queueChanged()
 		defer close(ss.done)
-		defer host.Close()
+		defer stopSeats()
 		defer ctl.Unsubscribe()
 		defer cancel()
 		m, err := meta, error(nil)
 		if s.waitToStart(runCtx, ss, l, remote, log) {
-			d := driver.New(driver.Config{Log: s.cfg.Log, Conn: s.conn, Logger: s.logger, TurnTimeout: l.turnTimeout,
+			d := driver.New(driver.Config{Log: s.cfg.Log, Conn: s.conn, Seats: asker, Logger: s.logger, TurnTimeout: l.turnTimeout,
 				CheckpointEvery: s.cfg.CheckpointEvery, Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
 				Interest: s.cfg.Bus.Interest, Observer: s.cfg.Observer, Replica: s.cfg.Replica})
 			log.Info("session running", "from_seq", e.State().LastSeq, "remote_seats", len(remote))
@@ -854,9 +832,6 @@ func (s *Service) shutdown(ctx context.Context, graceful bool) error {
 		}
 		if s.conn != nil {
 			s.conn.Close()
-		}
-		if s.host != nil {
-			s.host.Close()
 		}
 	}
 	return err

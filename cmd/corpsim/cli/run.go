@@ -68,6 +68,12 @@ func playFlags(c *cobra.Command, o *app.RunOptions) {
 	f.DurationVar(&o.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn")
 	f.StringVar(&o.Listen, "listen", "", "let network clients reach the embedded NATS server at this address (e.g. 127.0.0.1:4222); written to DATA/bus.url")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000, none with --ephemeral; negative: never)")
+	seatsFlag(c, o)
+}
+
+// seatsFlag is --seats-over-bus, of every command that plays sessions.
+func seatsFlag(c *cobra.Command, o *app.RunOptions) {
+	c.Flags().BoolVar(&o.SeatsOverBus, "seats-over-bus", false, "send every turn of the built-in agents over the embedded NATS bus, as JSON (default: in process; the log is the same)")
 }
 
 // report prints a run's result.

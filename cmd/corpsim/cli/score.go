@@ -99,6 +99,7 @@ func (a *cmdline) evalCmd() *cobra.Command {
 	f.Uint64Var(&o.FirstSeed, "first-seed", 1, "seed of the first episode")
 	f.IntVar(&o.Parallel, "parallel", 0, "episodes run at once (0: one per core)")
 	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn")
+	seatsFlag(c, &ro)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }

@@ -95,6 +95,7 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 	f.IntVar(&o.Parallel, "parallel", 0, "episodes run at once (0: one per core)")
 	f.StringVarP(&out, "output", "o", "", "folder to write sweep.csv and sweep.svg to")
 	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn")
+	seatsFlag(c, &ro)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }
