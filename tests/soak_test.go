@@ -15,10 +15,15 @@ import (
 // TestSoak runs the real binary's corpsim soak for a bounded while
 // (CORPSIM_SOAK_DURATION, default 30s) with every fault kind, and wants no
 // event lost: every session's log gapless, every finished session verifying
-// to its recorded state hash.
+// to its recorded state hash. With -short it is skipped, unless
+// CORPSIM_SOAK_DURATION asks for it.
 func TestSoak(t *testing.T) {
+	v := os.Getenv("CORPSIM_SOAK_DURATION")
+	if testing.Short() && v == "" {
+		t.Skip("a 30s soak of the real binary (set CORPSIM_SOAK_DURATION to run it with -short)")
+	}
 	dur := 30 * time.Second
-	if v := os.Getenv("CORPSIM_SOAK_DURATION"); v != "" {
+	if v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
 			t.Fatalf("CORPSIM_SOAK_DURATION=%q: not a positive duration", v)
