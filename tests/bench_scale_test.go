@@ -19,8 +19,9 @@ import (
 )
 
 // The scale benchmarks behind tests/bench.sh. Each runs whole sessions
-// through app.Run — the world loaded from a file, greedy agents played across
-// an embedded NATS bus, the driver — with in-memory logs, and reports events
+// through app.Run — the world loaded from a file, greedy agents played in
+// process (the default; the event feed on an embedded NATS bus), the
+// driver — with in-memory logs, and reports events
 // per wall second and the process's peak resident set. Run one per process
 // (bench.sh does), with -benchtime=1x: peak RSS is the process's, and
 // BenchmarkScaleWorld may leave its session running when its time is up.
