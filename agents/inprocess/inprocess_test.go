@@ -76,7 +76,9 @@ func abbrev(a sim.Answer) sim.Answer {
 // decider is an agent made of a function.
 type decider func(ctx context.Context, obs org.Observation) ([]org.Action, error)
 
-func (d decider) Decide(ctx context.Context, obs org.Observation) ([]org.Action, error) { return d(ctx, obs) }
+func (d decider) Decide(ctx context.Context, obs org.Observation) ([]org.Action, error) {
+	return d(ctx, obs)
+}
 
 func TestAsk(t *testing.T) {
 	s := New(map[string]agents.Agent{"bob": &agents.Greedy{}}, Options{})
