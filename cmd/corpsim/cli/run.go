@@ -23,8 +23,9 @@ func (a *cmdline) runCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Run a world to its horizon and print the scorecard",
-		Long: `Run a world to its horizon with built-in agents over the embedded NATS bus,
-recording every event in the Pebble log under --data, and print the scorecard.`,
+		Long: `Run a world to its horizon with built-in agents (in process, or over the embedded
+NATS bus with --seats-over-bus), recording every event in the Pebble log under --data,
+and print the scorecard.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a.prepare(&o, asJSON)
