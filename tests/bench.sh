@@ -13,7 +13,7 @@
 #
 # Environment:
 #   BENCH_TICKETS         tickets of the support desk runs (default 200000, the shipped world)
-#   BENCH_AGENT_TICKETS   tickets of the agents-over-the-bus run (default 20000, at most BENCH_TICKETS)
+#   BENCH_AGENT_TICKETS   tickets of the two agent-seat runs, in process and over the bus (default 20000, at most BENCH_TICKETS)
 #   BENCH_COUNT           -count of the Go micro-benchmarks; the median is reported (default 3)
 #   BENCH_SESSIONS        concurrent sessions in one process (default 100)
 #   BENCH_SCALE_MEMBERS   members of the scale world (default 10000)
@@ -135,7 +135,8 @@ else
 	"$CS" worlds show support-desk-bench | sed "s/count: 200000/count: $TICKETS/" >"$WORLD"
 fi
 # The agents variant: the 20 servers become agent seats (no npc), played by
-# the built-in greedy agent across the embedded bus.
+# the built-in greedy agent: in process (the default), and across the
+# embedded bus (--seats-over-bus).
 AGENT_WORLD=$TMP/support-desk-agents-$AGENT_TICKETS.yaml
 "$CS" worlds show support-desk-bench |
 	sed -e 's/, npc: {reply: {min: 0s, max: 0s}, serves: \[desk\]}}/}/' \
@@ -212,13 +213,18 @@ if ((RC == 0)); then
 		"$(fmt_num "$REPLAY_EPS")" "$(fmt_mib "$RSS_KB")" "$(ratio "$REPLAY_EPS" "$SCAN")" "vs raw Pebble scan (below) $(status_note "$STEP_TIMEOUT")"
 fi
 
-# ---- 6. agents across the bus --------------------------------------------------
+# ---- 6. agent seats: in process, and across the bus -----------------------------------
+# turn_note NAME: the turns of a run and its wall per turn.
+turn_note() { json "$TMP/$1.out" '"{:,} turns, {:.0f} µs of wall per turn".format(d["score"]["turns"], 1e6*d["wall_seconds"]/max(d["score"]["turns"],1))'; }
 run agents "$STEP_TIMEOUT" "$CS" run --world "$AGENT_WORLD" --agents greedy --ephemeral --json
 TURN_NOTE=""
-if ((RC == 0)); then
-	TURN_NOTE=$(json "$TMP/agents.out" '"{:,} turns, {:.0f} µs of wall per turn".format(d["score"]["turns"], 1e6*d["wall_seconds"]/max(d["score"]["turns"],1))')
-fi
-corpsim_row agents "corpsim, the 20 servers as greedy agent seats across the embedded NATS bus" "$AGENT_TICKETS" "vs SimPy; $TURN_NOTE"
+if ((RC == 0)); then TURN_NOTE=$(turn_note agents); fi
+corpsim_row agents "corpsim, the 20 servers as greedy agent seats, played in process (\`run\`: no JSON, no bus)" "$AGENT_TICKETS" "vs SimPy; $TURN_NOTE"
+INPROC_TPS=$LAST_TPS
+run agents_bus "$STEP_TIMEOUT" "$CS" run --world "$AGENT_WORLD" --agents greedy --ephemeral --seats-over-bus --json
+TURN_NOTE="" BUS_TPS=""
+if ((RC == 0)); then TURN_NOTE=$(turn_note agents_bus) BUS_TPS=$(json "$TMP/agents_bus.out" 'd.get("tickets_per_second", 0)'); fi
+corpsim_row agents_bus "the same seats across the embedded NATS bus (\`run --seats-over-bus\`: each turn as JSON both ways)" "$AGENT_TICKETS" "vs SimPy; $TURN_NOTE; in process is $(ratio "$INPROC_TPS" "$BUS_TPS") its tickets/s"
 
 # ---- 7. scale: one big world, many sessions -----------------------------------------
 run scale $((SCALE_SECONDS + 300)) env BENCH_SCALE_MEMBERS="$SCALE_MEMBERS" BENCH_SCALE_TASKS="$SCALE_TASKS" BENCH_SCALE_SECONDS="$SCALE_SECONDS" \
@@ -247,9 +253,9 @@ row "log scan, checksummed and decoded in place (\`BenchmarkScan\`, borrowed eve
 row "raw Pebble scan of the same keys (\`BenchmarkRawPebbleScan\`)" "—" "—" "—" "$(fmt_num "$SCAN")" "—" "1.00×" "baseline"
 row "agent turn across the embedded bus, greedy (\`BenchmarkAgentTurn\`)" "—" "—" "—" "$(fmt_num "$(per_s "$TURN_NS")") turns/s, $(us "$TURN_NS") each" "—" "$(ratio "$TURN_NS" "$RAW_NS")" "turn latency ratio vs raw request/reply (target ≤ 2×)"
 row "raw NATS request/reply of the same bytes (\`BenchmarkRawRequestReply\`)" "—" "—" "—" "$(fmt_num "$(per_s "$RAW_NS")") turns/s, $(us "$RAW_NS") each" "—" "1.00×" "baseline"
-row "one session, generated world: $(fmt_num "$SCALE_MEMBERS") members, $(fmt_num "$SCALE_TASKS") tasks, dispatch one, greedy over the bus, in memory" "$(fmt_num "$SCALE_EVENTS") events" "$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "%.1f to the first batch" % float(v))' "$SCALE_FIRST")" "—" "$(fmt_num "$SCALE_EPS")" "$(fmt_mib "$SCALE_RSS_KB")" "$(ratio "$SCALE_RSS_KB" $((2 * 1024 * 1024)))" "peak RSS vs 2 GiB; $SCALE_STATUS $(status_note $((SCALE_SECONDS + 300)))"
+row "one session, generated world: $(fmt_num "$SCALE_MEMBERS") members, $(fmt_num "$SCALE_TASKS") tasks, dispatch one, greedy in process, in memory" "$(fmt_num "$SCALE_EVENTS") events" "$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "%.1f to the first batch" % float(v))' "$SCALE_FIRST")" "—" "$(fmt_num "$SCALE_EPS")" "$(fmt_mib "$SCALE_RSS_KB")" "$(ratio "$SCALE_RSS_KB" $((2 * 1024 * 1024)))" "peak RSS vs 2 GiB; $SCALE_STATUS $(status_note $((SCALE_SECONDS + 300)))"
 SESS_WALL=$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "%.1f" % (float(v)/1e9))' "$SESS_NS")
-row "$SESSIONS concurrent sessions of \`support-desk\` in one process, greedy over one bus, in-memory logs" "$(fmt_num "$SESS_EVENTS") events" "$SESS_WALL" "$(fmt_num "$SESS_TPS")" "$(fmt_num "$SESS_EPS")" "$(fmt_mib "$SESS_RSS_KB")" "—" "all sessions together $(status_note "$STEP_TIMEOUT")"
+row "$SESSIONS concurrent sessions of \`support-desk\` in one process, greedy in process (one bus for the feeds), in-memory logs" "$(fmt_num "$SESS_EVENTS") events" "$SESS_WALL" "$(fmt_num "$SESS_TPS")" "$(fmt_num "$SESS_EPS")" "$(fmt_mib "$SESS_RSS_KB")" "—" "all sessions together $(status_note "$STEP_TIMEOUT")"
 
 # ---- print ------------------------------------------------------------------------
 {

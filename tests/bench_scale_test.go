@@ -12,15 +12,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corpsim/corpsim/agents/natsbus"
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/worlds"
 )
 
 // The scale benchmarks behind tests/bench.sh. Each runs whole sessions
-// through cli.Run — the world loaded from a file, greedy agents played across
-// an embedded NATS bus, the driver — with in-memory logs, and reports events
+// through app.Run — the world loaded from a file, greedy agents played in
+// process (the default; the event feed on an embedded NATS bus), the
+// driver — with in-memory logs, and reports events
 // per wall second and the process's peak resident set. Run one per process
 // (bench.sh does), with -benchtime=1x: peak RSS is the process's, and
 // BenchmarkScaleWorld may leave its session running when its time is up.
@@ -33,7 +34,7 @@ import (
 func BenchmarkConcurrentSessions(b *testing.B) {
 	n := benchEnvInt("BENCH_SESSIONS", 100)
 	world := benchEnvStr("BENCH_SESSIONS_WORLD", "support-desk")
-	srv, err := natsbus.Start(natsbus.Options{})
+	srv, err := natsserver.Start(natsserver.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func BenchmarkConcurrentSessions(b *testing.B) {
 		errs := make([]error, n)
 		for i := range n {
 			wg.Go(func() {
-				res, err := cli.Run(context.Background(), cli.RunOptions{World: world, Seed: uint64(i + 1), Agents: "greedy",
+				res, err := app.Run(context.Background(), app.RunOptions{World: world, Seed: uint64(i + 1), Agents: "greedy",
 					Log: memlog.New(), Bus: srv})
 				if err != nil {
 					errs[i] = err
@@ -106,7 +107,7 @@ func BenchmarkScaleWorld(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			_, err := cli.Run(ctx, cli.RunOptions{World: file, Seed: 1, Agents: "greedy", Ephemeral: true, Progress: progress})
+			_, err := app.Run(ctx, app.RunOptions{World: file, Seed: 1, Agents: "greedy", Ephemeral: true, Progress: progress})
 			done <- err
 		}()
 		finished := 0.0

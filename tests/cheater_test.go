@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -43,7 +43,7 @@ func TestCheaterIsRefusedAndScoresBelowGreedy(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			w, _, err := cli.LoadWorld(name)
+			w, _, err := app.LoadWorld(name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,8 +56,8 @@ func TestCheaterIsRefusedAndScoresBelowGreedy(t *testing.T) {
 				}
 			}
 			l := memlog.New()
-			res := mustRun(t, cli.RunOptions{World: name, Seed: 1, Agents: "greedy", Log: l, Seats: seats, CheckpointEvery: -1})
-			greedy := mustRun(t, cli.RunOptions{World: name, Seed: 1, Agents: "greedy", Log: memlog.New(), CheckpointEvery: -1})
+			res := mustRun(t, app.RunOptions{World: name, Seed: 1, Agents: "greedy", Log: l, Seats: seats, CheckpointEvery: -1})
+			greedy := mustRun(t, app.RunOptions{World: name, Seed: 1, Agents: "greedy", Log: memlog.New(), CheckpointEvery: -1})
 			if res.Score.TeamScore >= greedy.Score.TeamScore {
 				t.Errorf("cheaters scored %.2f, greedy %.2f; want the cheaters lower", res.Score.TeamScore, greedy.Score.TeamScore)
 			}

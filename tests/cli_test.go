@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+	"github.com/corpsim/corpsim/sim/app"
 )
 
 func runCLI(tb testing.TB, args ...string) (stdout, stderr string, code int) {
@@ -41,7 +42,7 @@ func TestCLIRunThenReplay(t *testing.T) {
 	}
 
 	out, _, code = runCLI(t, "run", "--seed", "7", "--data", data, "--json")
-	var res cli.RunResult
+	var res app.RunResult
 	if code != cli.ExitOK || json.Unmarshal([]byte(out), &res) != nil {
 		t.Fatalf("run --json exited %d with:\n%s", code, out)
 	}
@@ -49,7 +50,7 @@ func TestCLIRunThenReplay(t *testing.T) {
 		t.Fatalf("run --json gave %+v", res)
 	}
 	out, _, code = runCLI(t, "replay", res.Session, "--data", data, "--json")
-	var rep cli.ReplayResult
+	var rep app.ReplayResult
 	if code != cli.ExitOK || json.Unmarshal([]byte(out), &rep) != nil || !rep.Match || rep.Replayed != res.StateHash || rep.Events != res.Events {
 		t.Fatalf("replay --json exited %d with %s", code, out)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/natsbus"
 	"github.com/corpsim/corpsim/agents/natshost"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
 	"github.com/corpsim/corpsim/sim"
@@ -164,7 +164,7 @@ func TestClusterReplicaSurvivesANodeAndRestores(t *testing.T) {
 		meta.LastSeq, elapsed, float64(meta.LastSeq)/elapsed.Seconds(), victim.Name(), killSeq, killAt.Sub(start), nc.ConnectedServerName())
 
 	// Restore through a surviving node into a fresh Pebble store.
-	var other *natsbus.Node
+	var other *natsserver.Node
 	for _, n := range nodes {
 		if n.Running() && n != bus {
 			other = n
@@ -244,7 +244,7 @@ func TestClusterResumeOnAnotherWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	const session, seed = "c2", 4
-	run := func(node *natsbus.Node, local events.Log, stopAt uint64, resume bool) events.SessionMeta {
+	run := func(node *natsserver.Node, local events.Log, stopAt uint64, resume bool) events.SessionMeta {
 		t.Helper()
 		nc, err := node.Connect("worker-" + node.Name())
 		if err != nil {
@@ -360,7 +360,7 @@ func withStatus(m events.SessionMeta, s events.Status) events.SessionMeta {
 }
 
 // clusterConn connects to a node in-process.
-func clusterConn(t *testing.T, n *natsbus.Node) *nats.Conn {
+func clusterConn(t *testing.T, n *natsserver.Node) *nats.Conn {
 	t.Helper()
 	nc, err := n.Connect("setup")
 	if err != nil {
@@ -371,7 +371,7 @@ func clusterConn(t *testing.T, n *natsbus.Node) *nats.Conn {
 
 // clusterStreamLeaderOff returns the node leading the log stream, after
 // moving the leadership off keep if keep had it.
-func clusterStreamLeaderOff(t *testing.T, ctx context.Context, nodes []*natsbus.Node, keep *natsbus.Node) *natsbus.Node {
+func clusterStreamLeaderOff(t *testing.T, ctx context.Context, nodes []*natsserver.Node, keep *natsserver.Node) *natsserver.Node {
 	t.Helper()
 	nc := clusterConn(t, keep)
 	defer nc.Close()
@@ -395,9 +395,9 @@ func clusterStreamLeaderOff(t *testing.T, ctx context.Context, nodes []*natsbus.
 
 // startCluster starts three embedded NATS nodes with JetStream, clustered
 // on loopback, and shuts down at the end of the test those still running.
-func startCluster(t *testing.T, logger hclog.Logger) []*natsbus.Node {
+func startCluster(t *testing.T, logger hclog.Logger) []*natsserver.Node {
 	t.Helper()
-	nodes, err := natsbus.StartCluster(t.TempDir(), 3, logger)
+	nodes, err := natsserver.StartCluster(t.TempDir(), 3, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,10 +18,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/pebblelog"
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -86,7 +86,7 @@ func TestCrashAndResume(t *testing.T) {
 
 	// The uninterrupted reference, in process and in memory.
 	ref := memlog.New()
-	refRes := mustRun(t, cli.RunOptions{World: world, Seed: 3, Agents: "greedy", Log: ref, CheckpointEvery: -1})
+	refRes := mustRun(t, app.RunOptions{World: world, Seed: 3, Agents: "greedy", Log: ref, CheckpointEvery: -1})
 	want := encodedLog(t, ref, refRes.Session)
 	t.Logf("reference run: %d events", len(want))
 
@@ -242,7 +242,7 @@ func sessionOf(t *testing.T, w *busWatcher, known string) string {
 // bus saw; it returns the store's last seq.
 func checkStore(t *testing.T, data, session string, w *busWatcher) uint64 {
 	t.Helper()
-	l, err := cli.OpenLog(data, false, nil) // marks the session interrupted
+	l, err := app.OpenLog(data, false, nil) // marks the session interrupted
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+	"github.com/corpsim/corpsim/sim/app"
 )
 
 func TestEvalPassAtK(t *testing.T) {
@@ -20,14 +20,14 @@ func TestEvalPassAtK(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.agents, func(t *testing.T) {
-			res, err := cli.Eval(context.Background(), cli.EvalOptions{World: "startup", Agents: tt.agents, Seeds: 3}, cli.RunOptions{Logger: testLogger(t)})
+			res, err := app.Eval(context.Background(), app.EvalOptions{World: "startup", Agents: tt.agents, Seeds: 3}, app.RunOptions{Logger: testLogger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(res.Scores) != 3 || len(res.Seeds) != 3 || res.Seeds[0] != 1 {
 				t.Fatalf("got %d scores for seeds %v, want 3 for 1..3", len(res.Scores), res.Seeds)
 			}
-			var mvp *cli.GoalResult
+			var mvp *app.GoalResult
 			for i := range res.Goals {
 				if res.Goals[i].Goal == "project:mvp" {
 					mvp = &res.Goals[i]
@@ -46,7 +46,7 @@ func TestEvalPassAtK(t *testing.T) {
 		})
 	}
 	out, errs, code := runCLI(t, "eval", "--world", "startup", "--seeds", "2", "--json")
-	var res cli.EvalResult
+	var res app.EvalResult
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(res.Scores) != 2 {
 		t.Fatalf("eval --json exited %d: %s%s", code, out, errs)
 	}
@@ -57,12 +57,12 @@ func TestEvalPassAtK(t *testing.T) {
 func TestScoreRegrades(t *testing.T) {
 	data := t.TempDir()
 	out, errs, code := runCLI(t, "run", "--world", "support-desk", "--seed", "5", "--data", data, "--json")
-	var run cli.RunResult
+	var run app.RunResult
 	if code != 0 || json.Unmarshal([]byte(out), &run) != nil {
 		t.Fatalf("run exited %d: %s", code, errs)
 	}
 	out, errs, code = runCLI(t, "score", run.Session, "--data", data, "--json")
-	var score cli.RunResult
+	var score app.RunResult
 	if code != 0 || json.Unmarshal([]byte(out), &score) != nil {
 		t.Fatalf("score exited %d: %s%s", code, out, errs)
 	}

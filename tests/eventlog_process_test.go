@@ -19,6 +19,7 @@ import (
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -199,7 +200,7 @@ func TestLogFollowsARunningSession(t *testing.T) {
 	if code := p.wait(t, 2*time.Minute); code != 0 {
 		t.Fatalf("the followed run exited %d: %s", code, p.stderr.String())
 	}
-	var res cli.RunResult
+	var res app.RunResult
 	if err := json.Unmarshal(p.stdout.Bytes(), &res); err != nil || res.Session != session {
 		t.Fatalf("the followed run printed %q (%v), want session %s", p.stdout.String(), err, session)
 	}
@@ -325,7 +326,7 @@ func TestDataFolderDefault(t *testing.T) {
 	}
 	dir := t.TempDir()
 	out, errs, code := corpsimIn(t, dir, "run", "--seed", "7", "--json")
-	var res cli.RunResult
+	var res app.RunResult
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
 		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/pebblelog"
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -39,10 +40,10 @@ func mustCLI(tb testing.TB, args ...string) string {
 
 // cliResult runs a command that plays a session (run, fork, reset, resume)
 // with --json and returns its result.
-func cliResult(tb testing.TB, args ...string) *cli.RunResult {
+func cliResult(tb testing.TB, args ...string) *app.RunResult {
 	tb.Helper()
 	out := mustCLI(tb, append(args, "--json")...)
-	var res cli.RunResult
+	var res app.RunResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		tb.Fatalf("corpsim %s --json: %v in\n%s", strings.Join(args, " "), err, out)
 	}
@@ -117,7 +118,7 @@ func sameEvents(tb testing.TB, what string, got, want []events.Event) {
 // returns the result and the last seq of every batch the driver persisted:
 // the points where the live run stopped to ask its agents or to advance
 // time.
-func runRecordingSteps(tb testing.TB, o cli.RunOptions) (*cli.RunResult, []uint64) {
+func runRecordingSteps(tb testing.TB, o app.RunOptions) (*app.RunResult, []uint64) {
 	tb.Helper()
 	var steps []uint64
 	o.Progress = func(seq uint64, _ int64) { steps = append(steps, seq) }
@@ -148,7 +149,7 @@ func seqArg(seq uint64) string { return strconv.FormatUint(seq, 10) }
 func TestForkContinuesLikeItsParent(t *testing.T) {
 	data := t.TempDir()
 	// MaxBatch 1: one append per engine step, so that Progress reports every step.
-	parent, steps := runRecordingSteps(t, cli.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Data: data, CheckpointEvery: 50, MaxBatch: 1})
+	parent, steps := runRecordingSteps(t, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Data: data, CheckpointEvery: 50, MaxBatch: 1})
 	want := storedEvents(t, data, parent.Session)
 	cps := checkpointSeqs(t, data, parent.Session)
 	if len(cps) < 2 || steps[0] != 1 {
@@ -212,7 +213,7 @@ func TestForkContinuesLikeItsParent(t *testing.T) {
 // with deterministic agents it may or may not continue as the parent did.
 func TestForkInsideAStep(t *testing.T) {
 	data := t.TempDir()
-	parent, steps := runRecordingSteps(t, cli.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Data: data})
+	parent, steps := runRecordingSteps(t, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Data: data})
 	want := storedEvents(t, data, parent.Session)
 	var inside []uint64
 	for i := 1; i < len(steps) && len(inside) < 3; i++ {
@@ -223,7 +224,7 @@ func TestForkInsideAStep(t *testing.T) {
 	// And where the next thing the parent did was an NPC's turn: on resume
 	// the NPC decides at once, before any agent is asked, so the fork's first
 	// batch is produced by Resume itself.
-	w, _, err := cli.LoadWorld("startup")
+	w, _, err := app.LoadWorld("startup")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +263,7 @@ func TestForkInsideAStep(t *testing.T) {
 // finishes and verifies.
 func TestForkChangesWhatFollows(t *testing.T) {
 	data := t.TempDir()
-	parent, steps := runRecordingSteps(t, cli.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Data: data, CheckpointEvery: 50})
+	parent, steps := runRecordingSteps(t, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Data: data, CheckpointEvery: 50})
 	want := storedEvents(t, data, parent.Session)
 	early := steps[len(steps)/5] // a step boundary, a fifth of the way in
 
@@ -462,7 +463,7 @@ func TestCancelledRunIsInterrupted(t *testing.T) {
 	data := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := cli.Run(ctx, cli.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Data: data, Logger: testLogger(t),
+	_, err := app.Run(ctx, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Data: data, Logger: testLogger(t),
 		Progress: func(seq uint64, _ int64) {
 			if seq >= 100 {
 				cancel()
@@ -534,7 +535,7 @@ func TestVerifyFindsCorruption(t *testing.T) {
 	f := cliResult(t, "fork", p.Session, "--at", "200", "--data", data)
 	q := cliResult(t, "run", "--seed", "8", "--data", data, "--checkpoint-every", "100")
 
-	for _, s := range []*cli.RunResult{p, f, q} {
+	for _, s := range []*app.RunResult{p, f, q} {
 		out := mustCLI(t, "verify", s.Session, "--data", data)
 		if want := fmt.Sprintf("session %s: %d events", s.Session, s.Events); !strings.HasPrefix(out, want) || !strings.Contains(out, ": ok (state hash "+s.StateHash+")") {
 			t.Fatalf("verify of a clean session: got %q", out)

@@ -20,6 +20,7 @@ import (
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/sim/app"
 )
 
 // The tests in this file play real sessions (driver, embedded NATS, Pebble),
@@ -112,7 +113,7 @@ func mustRead(tb testing.TB, path string) []byte {
 // scorecard is what `corpsim score SESSION --json` reports.
 func scorecard(tb testing.TB, data, session string) policies.Scorecard {
 	tb.Helper()
-	var res cli.RunResult
+	var res app.RunResult
 	out := mustCLI(tb, "score", session, "--data", data, "--json")
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		tb.Fatalf("score --json: %v in\n%s", err, out)
@@ -188,7 +189,7 @@ func TestExportSFT(t *testing.T) {
 	for _, m := range []string{"alice", "bob", "carol", "dave", "erin"} {
 		seats[m] = rec
 	}
-	a := mustRun(t, cli.RunOptions{World: "startup", Seed: 4, Agents: "greedy", Data: data, Seats: seats})
+	a := mustRun(t, app.RunOptions{World: "startup", Seed: 4, Agents: "greedy", Data: data, Seats: seats})
 	b := cliResult(t, "run", "--world", "startup", "--seed", "4", "--agents", "random", "--data", data)
 	out := filepath.Join(t.TempDir(), "sft.jsonl")
 	_, errs, code := runCLI(t, "export", a.Session, b.Session, "--format", "sft", "-o", out, "--data", data)

@@ -16,13 +16,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/corpsim/corpsim/agents/client"
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/sim/driver"
-	"github.com/corpsim/corpsim/sim/service"
+	"github.com/corpsim/corpsim/sim/server"
 )
 
 // workerProc is a `corpsim serve --worker` process.
@@ -160,7 +160,7 @@ func failover(t *testing.T, killNode bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leases, err := js.KeyValue(ctx, service.LeaseBucket)
+	leases, err := js.KeyValue(ctx, server.LeaseBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,9 +231,9 @@ func failover(t *testing.T, killNode bool) {
 	// cleanup adds the last lines of each worker's log).
 	report := func(unfinished []string) {
 		lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		all, err := service.ClusterSessions(lctx, js)
+		all, err := server.ClusterSessions(lctx, js)
 		cancel()
-		cluster := map[string]service.ClusterSession{}
+		cluster := map[string]server.ClusterSession{}
 		if err != nil {
 			t.Logf("the cluster's sessions: %v", err)
 		} else {
@@ -285,7 +285,7 @@ func failover(t *testing.T, killNode bool) {
 	var killedAt time.Time
 	var orphans []string
 	if killNode {
-		var dead *natsbus.Node
+		var dead *natsserver.Node
 		for _, n := range nodes {
 			if n.StreamLeader(jsreplica.Stream) {
 				dead = n
@@ -347,7 +347,7 @@ func failover(t *testing.T, killNode bool) {
 	}
 	t.Logf("all %d sessions finished %v after the kill", sessions, time.Since(killedAt).Round(time.Millisecond))
 	octx, ocancel := context.WithTimeout(ctx, requestFor)
-	owners, err := js.KeyValue(octx, service.OwnerBucket)
+	owners, err := js.KeyValue(octx, server.OwnerBucket)
 	ocancel()
 	if err != nil {
 		t.Fatal(err)
@@ -469,7 +469,7 @@ func BenchmarkWorkers(b *testing.B) {
 	for _, n := range []int{1, 2, 3} {
 		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			nodes, err := natsbus.StartCluster(b.TempDir(), 3, nil)
+			nodes, err := natsserver.StartCluster(b.TempDir(), 3, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -484,14 +484,14 @@ func BenchmarkWorkers(b *testing.B) {
 			}
 			url := strings.Join(urls, ",")
 			for i := range n {
-				bus := natsbus.External{URL: url}
+				bus := natsserver.External{URL: url}
 				nc, err := bus.Connect("bench-worker")
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer nc.Close()
-				w, err := service.NewWorker(ctx, service.WorkerConfig{Name: fmt.Sprintf("w%d", i+1), Conn: nc},
-					service.Config{Log: mustOpenPebble(b), Bus: bus, Logger: testLogger(b)})
+				w, err := server.NewWorker(ctx, server.WorkerConfig{Name: fmt.Sprintf("w%d", i+1), Conn: nc},
+					server.Config{Log: mustOpenPebble(b), Bus: bus, Logger: testLogger(b)})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -48,7 +49,7 @@ func TestInboxPagingInALiveRun(t *testing.T) {
 	for _, m := range []string{"alice", "bob", "carol"} {
 		seats[m] = c
 	}
-	o := cli.RunOptions{World: "startup", Seed: 3, Agents: "idle", Data: data, Seats: seats, Limits: org.Limits{Inbox: 2}}
+	o := app.RunOptions{World: "startup", Seed: 3, Agents: "idle", Data: data, Seats: seats, Limits: org.Limits{Inbox: 2}}
 	res := mustRun(t, o)
 	evs := storedEvents(t, data, res.Session)
 	read := checkPaging(t, evs, 2)

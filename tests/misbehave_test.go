@@ -18,7 +18,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
@@ -27,8 +27,9 @@ import (
 	"github.com/corpsim/corpsim/events/pebblelog"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/sim/driver"
-	"github.com/corpsim/corpsim/sim/service"
+	"github.com/corpsim/corpsim/sim/server"
 )
 
 // misbehaveWorld gives the well-behaved core team (alice, bob, carol) and
@@ -105,8 +106,8 @@ projects:
 type pebbleServer struct {
 	url, data string
 	log       *pebblelog.Log
-	bus       *natsbus.Server
-	svc       *service.Service
+	bus       *natsserver.Server
+	svc       *server.Service
 	op        *client.Operator
 	once      sync.Once
 }
@@ -114,9 +115,9 @@ type pebbleServer struct {
 func startPebbleServer(tb testing.TB, data string, turnTimeout time.Duration) *pebbleServer {
 	tb.Helper()
 	addr := freeAddr(tb)
-	opToken := natsbus.NewToken()
-	auth := natsbus.NewAuth(opToken)
-	bus, err := natsbus.Start(natsbus.Options{Listen: addr, Auth: auth})
+	opToken := natsserver.NewToken()
+	auth := natsserver.NewAuth(opToken)
+	bus, err := natsserver.Start(natsserver.Options{Listen: addr, Auth: auth})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func startPebbleServer(tb testing.TB, data string, turnTimeout time.Duration) *p
 		bus.Shutdown()
 		tb.Fatal(err)
 	}
-	svc, err := service.New(service.Config{Log: l, Bus: bus, Auth: auth, Logger: testLogger(tb), TurnTimeout: turnTimeout})
+	svc, err := server.New(server.Config{Log: l, Bus: bus, Auth: auth, Logger: testLogger(tb), TurnTimeout: turnTimeout})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -549,7 +550,7 @@ func TestMisbehavingAgents(t *testing.T) {
 		t.Errorf("completions:\n got  %v\n want %v (8 tasks)", gotDone, wantDone)
 	}
 	ts.close()
-	var got, wantRes cli.RunResult
+	var got, wantRes app.RunResult
 	cliJSON(t, &got, "score", reply.Session, "--data", data, "--json")
 	cliJSON(t, &wantRes, "score", ref.Session, "--data", data, "--json")
 	credit := func(s policies.Scorecard) map[string]policies.MemberCredit {
@@ -617,13 +618,13 @@ func memberTurns(tb testing.TB, l events.Log, session, member string) (turns [][
 // sends its answer to turn 1 to that request's inbox, then answers turn 2
 // three times. Turn 1's late answer is applied nowhere, and turn 2's once.
 func TestMisbehaveLateReplyAfterReconnect(t *testing.T) {
-	bus, err := natsbus.Start(natsbus.Options{})
+	bus, err := natsserver.Start(natsserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bus.Shutdown()
 	l := memlog.New()
-	svc, err := service.New(service.Config{Log: l, Bus: bus, Logger: testLogger(t), CheckpointEvery: -1})
+	svc, err := server.New(server.Config{Log: l, Bus: bus, Logger: testLogger(t), CheckpointEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,11 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/clock"
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim/app"
 )
 
 // approvalWorld: bob buys something that needs ann's approval (step 1,
@@ -117,7 +117,7 @@ func TestSeparationOfDuties(t *testing.T) {
 	dan := agentFunc(func(o org.Observation) []org.Action {
 		return []org.Action{{Type: org.ActApprove, Request: "r1"}, {Type: org.ActWait, For: "20m"}}
 	})
-	res := mustRun(t, cli.RunOptions{World: world, Seed: 1, Agents: "greedy", Log: l,
+	res := mustRun(t, app.RunOptions{World: world, Seed: 1, Agents: "greedy", Log: l,
 		Seats: map[string]agents.Agent{"ann": ann, "cat": cat, "dan": dan}})
 	var rules []string
 	for _, ev := range eventsOf(t, l, res.Session, payload.EvActionRejected) {
@@ -151,7 +151,7 @@ func TestSeparationOfDuties(t *testing.T) {
 func TestEscalation(t *testing.T) {
 	world := approvalWorld(t, ", escalate_after: 4h", "")
 	l := memlog.New()
-	res := mustRun(t, cli.RunOptions{World: world, Seed: 1, Agents: "greedy,ann=idle", Log: l})
+	res := mustRun(t, app.RunOptions{World: world, Seed: 1, Agents: "greedy,ann=idle", Log: l})
 	esc := eventsOf(t, l, res.Session, payload.EvApprovalEscalated)
 	if len(esc) != 1 {
 		t.Fatalf("got %d escalations, want 1", len(esc))
@@ -161,7 +161,7 @@ func TestEscalation(t *testing.T) {
 		t.Fatalf("escalated %+v, want ann -> dan for timeout", p)
 	}
 	req := eventsOf(t, l, res.Session, payload.EvApprovalRequested)[0]
-	w, _, _ := cli.LoadWorld(world)
+	w, _, _ := app.LoadWorld(world)
 	if waited := w.Calendar.WorkBetween(clockTime(req.Time), clockTime(esc[0].Time)); waited != 4*hour {
 		t.Fatalf("escalated after %s of working time, want 4h", waited)
 	}
@@ -190,7 +190,7 @@ func TestLeaveAndDelegation(t *testing.T) {
 		return acts
 	})
 	// cat waits until she is the approver; ann never decides before leaving.
-	res := mustRun(t, cli.RunOptions{World: world, Seed: 1, Agents: "greedy,ann=idle", Log: l,
+	res := mustRun(t, app.RunOptions{World: world, Seed: 1, Agents: "greedy,ann=idle", Log: l,
 		Seats: map[string]agents.Agent{"bob": bob}})
 	left := eventsOf(t, l, res.Session, payload.EvMemberLeft)
 	if len(left) != 1 || left[0].Actor != "ann" {
@@ -263,7 +263,7 @@ func TestHandoffAndEscalate(t *testing.T) {
 		}
 		return acts
 	})
-	res := mustRun(t, cli.RunOptions{World: world, Seed: 1, Agents: "greedy,ann=idle", Log: l, Seats: map[string]agents.Agent{"bob": bob}})
+	res := mustRun(t, app.RunOptions{World: world, Seed: 1, Agents: "greedy,ann=idle", Log: l, Seats: map[string]agents.Agent{"bob": bob}})
 	handed := eventsOf(t, l, res.Session, payload.EvTaskHandedOff)
 	if len(handed) != 1 || payloadOf[payload.TaskHandedOff](t, handed[0]).To != "" {
 		t.Fatalf("want one handoff back to the queue, got %v", handed)

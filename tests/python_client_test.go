@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 )
 
 // lockedBuffer collects a process's output while it runs.
@@ -49,7 +49,7 @@ func TestPythonClientTrains(t *testing.T) {
 	bin := corpsimBinary(t)
 	data := t.TempDir()
 	natsAddr, httpAddr := freeAddr(t), freeAddr(t)
-	token := natsbus.NewToken()
+	token := natsserver.NewToken()
 	var stdout, stderr lockedBuffer
 	srv := exec.Command(bin, "serve", "--listen", natsAddr, "--http", httpAddr, "--data", data, "--operator-token", token)
 	srv.Stdout, srv.Stderr = &stdout, &stderr

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+	"github.com/corpsim/corpsim/sim/app"
 )
 
 // chromium returns the headless browser the report tests render pages in.
@@ -170,7 +170,7 @@ func TestReportInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	var res cli.RunResult
+	var res app.RunResult
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestReportOf100kEvents(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 	t.Logf("run took %s", time.Since(runStart))
-	var res cli.RunResult
+	var res app.RunResult
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,9 @@ import (
 	"math"
 	"testing"
 
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -20,7 +20,7 @@ func TestDenseRewardsReconcile(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			l := memlog.New()
-			res := mustRun(t, cli.RunOptions{World: name, Seed: 4, Agents: "greedy", Log: l, CheckpointEvery: -1})
+			res := mustRun(t, app.RunOptions{World: name, Seed: 4, Agents: "greedy", Log: l, CheckpointEvery: -1})
 			sum := 0.0
 			rewards := 0
 			members := map[string]float64{}

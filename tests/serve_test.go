@@ -16,14 +16,14 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
-	"github.com/corpsim/corpsim/sim/service"
+	"github.com/corpsim/corpsim/sim/app"
+	"github.com/corpsim/corpsim/sim/server"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -31,7 +31,7 @@ type testServer struct {
 	url      string
 	operator string
 	log      events.Log
-	svc      *service.Service
+	svc      *server.Service
 	op       *client.Operator
 }
 
@@ -39,14 +39,14 @@ type testServer struct {
 func startServer(tb testing.TB) *testServer {
 	tb.Helper()
 	addr := freeAddr(tb)
-	opToken := natsbus.NewToken()
-	auth := natsbus.NewAuth(opToken)
-	bus, err := natsbus.Start(natsbus.Options{Listen: addr, Auth: auth})
+	opToken := natsserver.NewToken()
+	auth := natsserver.NewAuth(opToken)
+	bus, err := natsserver.Start(natsserver.Options{Listen: addr, Auth: auth})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	l := memlog.New()
-	svc, err := service.New(service.Config{Log: l, Bus: bus, Auth: auth, Logger: testLogger(tb), CheckpointEvery: -1, TurnTimeout: 20 * time.Second})
+	svc, err := server.New(server.Config{Log: l, Bus: bus, Auth: auth, Logger: testLogger(tb), CheckpointEvery: -1, TurnTimeout: 20 * time.Second})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestManyRemoteAgentsInOneSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := memlog.New()
-	res := mustRun(t, cli.RunOptions{World: path, Seed: 5, Agents: "greedy", Log: ref, CheckpointEvery: -1})
+	res := mustRun(t, app.RunOptions{World: path, Seed: 5, Agents: "greedy", Log: ref, CheckpointEvery: -1})
 	// Event 1 names the world file differently; everything after must match.
 	sameLogs(t, ts.log, reply.Session, ref, res.Session, 2)
 	if meta.StateHash != res.StateHash {
@@ -176,7 +176,7 @@ func TestTwentySessionsAtOnce(t *testing.T) {
 	wg.Wait()
 	for _, r := range runs {
 		ref := memlog.New()
-		res := mustRun(t, cli.RunOptions{World: "startup", Seed: r.seed, Agents: "greedy", Log: ref, CheckpointEvery: -1})
+		res := mustRun(t, app.RunOptions{World: "startup", Seed: r.seed, Agents: "greedy", Log: ref, CheckpointEvery: -1})
 		sameLogs(t, ts.log, r.session, ref, res.Session, 1)
 	}
 }
@@ -277,7 +277,7 @@ func TestSeatIsolation(t *testing.T) {
 	spy.Flush()
 
 	ref := memlog.New()
-	res := mustRun(t, cli.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: ref, CheckpointEvery: -1})
+	res := mustRun(t, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: ref, CheckpointEvery: -1})
 	if meta.StateHash != res.StateHash {
 		t.Fatalf("the attempts changed the world: state %s, want %s", meta.StateHash, res.StateHash)
 	}
@@ -289,14 +289,14 @@ func TestSeatIsolation(t *testing.T) {
 // created with wait starts on command and reproduces the in-process log.
 func TestServiceOnExternalNATS(t *testing.T) {
 	addr := freeAddr(t)
-	ext, err := natsbus.Start(natsbus.Options{Listen: addr})
+	ext, err := natsserver.Start(natsserver.Options{Listen: addr})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ext.Shutdown()
 	url := "nats://" + addr
 	l := memlog.New()
-	svc, err := service.New(service.Config{Log: l, Bus: natsbus.External{URL: url}, Logger: testLogger(t), CheckpointEvery: -1})
+	svc, err := server.New(server.Config{Log: l, Bus: natsserver.External{URL: url}, Logger: testLogger(t), CheckpointEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,14 +324,14 @@ func TestServiceOnExternalNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := memlog.New()
-	res := mustRun(t, cli.RunOptions{World: "startup", Seed: 3, Agents: "greedy", Log: ref, CheckpointEvery: -1})
+	res := mustRun(t, app.RunOptions{World: "startup", Seed: 3, Agents: "greedy", Log: ref, CheckpointEvery: -1})
 	sameLogs(t, l, reply.Session, ref, res.Session, 1)
 }
 
 // TestServiceLLMSeats: a create request may give seats to "llm", played by
 // the server's llm agent (here a stand-in); without one it is refused.
 func TestServiceLLMSeats(t *testing.T) {
-	bus, err := natsbus.Start(natsbus.Options{})
+	bus, err := natsserver.Start(natsserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,11 +343,11 @@ func TestServiceLLMSeats(t *testing.T) {
 		return acts
 	})
 	for _, withLLM := range []bool{false, true} {
-		cfg := service.Config{Log: memlog.New(), Bus: bus, Logger: testLogger(t), CheckpointEvery: -1}
+		cfg := server.Config{Log: memlog.New(), Bus: bus, Logger: testLogger(t), CheckpointEvery: -1}
 		if withLLM {
 			cfg.LLM = standIn
 		}
-		svc, err := service.New(cfg)
+		svc, err := server.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,9 +19,9 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
 	"github.com/corpsim/corpsim/agents/proto"
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -196,7 +196,7 @@ func TestShutdownKeepsRemoteSeats(t *testing.T) {
 // records a session left running by a kill as interrupted).
 func storedMeta(tb testing.TB, data, session string) (events.SessionMeta, uint64) {
 	tb.Helper()
-	l, err := cli.OpenLog(data, false, nil)
+	l, err := app.OpenLog(data, false, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

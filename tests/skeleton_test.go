@@ -14,15 +14,15 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/events/pebblelog"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/app"
 )
 
 func testLogger(tb testing.TB) hclog.Logger {
@@ -46,14 +46,14 @@ func mustOpenPebble(tb testing.TB) events.Log {
 	return l
 }
 
-func mustRun(tb testing.TB, o cli.RunOptions) *cli.RunResult {
+func mustRun(tb testing.TB, o app.RunOptions) *app.RunResult {
 	tb.Helper()
 	if o.Logger == nil {
 		o.Logger = testLogger(tb)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := cli.Run(ctx, o)
+	res, err := app.Run(ctx, o)
 	if err != nil {
 		tb.Fatalf("run: %v", err)
 	}
@@ -100,7 +100,7 @@ func TestSameSeedSameLog(t *testing.T) {
 					if store == "pebble" {
 						l = mustOpenPebble(t)
 					}
-					res := mustRun(t, cli.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: l})
+					res := mustRun(t, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: l})
 					logs[i] = encodedLog(t, l, res.Session)
 					hashes[i] = res.StateHash
 				}
@@ -128,8 +128,8 @@ func TestSameSeedSameLog(t *testing.T) {
 func TestDifferentSeedsDiffer(t *testing.T) {
 	a := memlog.New()
 	b := memlog.New()
-	ra := mustRun(t, cli.RunOptions{World: "startup", Seed: 1, Agents: "greedy", Log: a})
-	rb := mustRun(t, cli.RunOptions{World: "startup", Seed: 2, Agents: "greedy", Log: b})
+	ra := mustRun(t, app.RunOptions{World: "startup", Seed: 1, Agents: "greedy", Log: a})
+	rb := mustRun(t, app.RunOptions{World: "startup", Seed: 2, Agents: "greedy", Log: b})
 	la, lb := encodedLog(t, a, ra.Session), encodedLog(t, b, rb.Session)
 	same := len(la) == len(lb)
 	for i := 0; same && i < len(la); i++ {
@@ -143,7 +143,7 @@ func TestDifferentSeedsDiffer(t *testing.T) {
 // TestBusCarriesEveryEvent subscribes to the session's event feed on the real
 // embedded NATS server and wants every event the log holds, in order.
 func TestBusCarriesEveryEvent(t *testing.T) {
-	srv, err := natsbus.Start(natsbus.Options{})
+	srv, err := natsserver.Start(natsserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestBusCarriesEveryEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := mustOpenPebble(t)
-	res := mustRun(t, cli.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: l, Bus: srv, Session: session})
+	res := mustRun(t, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: l, Bus: srv, Session: session})
 	stored := readAll(t, l, session)
 	if uint64(len(stored)) != res.Events {
 		t.Fatalf("log holds %d events, run reported %d", len(stored), res.Events)
@@ -212,7 +212,7 @@ func TestRejectedActionIsRecorded(t *testing.T) {
 		{Type: org.ActWork, Task: "backend"},
 		{Type: "fly", Task: "backend"},
 	}}}
-	res := mustRun(t, cli.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: l,
+	res := mustRun(t, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Log: l,
 		Seats: map[string]agents.Agent{"bob": bob}})
 	evs := readAll(t, l, res.Session)
 	var rejected []payload.ActionRejected
@@ -254,7 +254,7 @@ func TestRejectedActionIsRecorded(t *testing.T) {
 // the live run recorded; a tampered payload is caught.
 func TestReplayRebuildsTheRecordedState(t *testing.T) {
 	l := mustOpenPebble(t)
-	res := mustRun(t, cli.RunOptions{World: "startup", Seed: 3, Agents: "greedy", Log: l})
+	res := mustRun(t, app.RunOptions{World: "startup", Seed: 3, Agents: "greedy", Log: l})
 	e, err := sim.Rebuild(l.Read(context.Background(), res.Session, 1), res.Session, sim.Config{})
 	if err != nil {
 		t.Fatalf("rebuild: %v", err)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
+	natsd "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/corpsim/corpsim/agents"
@@ -23,7 +23,7 @@ import (
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/driver"
-	"github.com/corpsim/corpsim/sim/service"
+	"github.com/corpsim/corpsim/sim/server"
 )
 
 // TestSlowConsumerIsToldAndCatchesUp: an operator follows a session's event
@@ -188,8 +188,8 @@ func TestSlowConsumerIsToldAndCatchesUp(t *testing.T) {
 }
 
 // serverBus runs the service on a nats-server the test configures itself
-// (natsbus does not expose the write deadline).
-type serverBus struct{ ns *server.Server }
+// (natsserver does not expose the write deadline).
+type serverBus struct{ ns *natsd.Server }
 
 func (b serverBus) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
 	return nats.Connect("", append([]nats.Option{nats.Name(name), nats.InProcessServer(b.ns)}, opts...)...)
@@ -234,7 +234,7 @@ func (l *noticeLog) find(s string) string {
 // why; the session meanwhile runs to its end, its log complete.
 func TestSlowConsumerDisconnectedByServer(t *testing.T) {
 	logs := &noticeLog{}
-	ns, err := server.NewServer(&server.Options{ServerName: "slow", DontListen: true, NoSigs: true, WriteDeadline: 2 * time.Second})
+	ns, err := natsd.NewServer(&natsd.Options{ServerName: "slow", DontListen: true, NoSigs: true, WriteDeadline: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestSlowConsumerDisconnectedByServer(t *testing.T) {
 		t.Fatal("server did not start")
 	}
 	l := memlog.New()
-	svc, err := service.New(service.Config{Log: l, Bus: serverBus{ns}, Logger: testLogger(t), CheckpointEvery: -1})
+	svc, err := server.New(server.Config{Log: l, Bus: serverBus{ns}, Logger: testLogger(t), CheckpointEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,16 +9,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+	"github.com/corpsim/corpsim/sim/server"
 )
 
 // TestSoak runs the real binary's corpsim soak for a bounded while
 // (CORPSIM_SOAK_DURATION, default 30s) with every fault kind, and wants no
 // event lost: every session's log gapless, every finished session verifying
-// to its recorded state hash.
+// to its recorded state hash. With -short it is skipped, unless
+// CORPSIM_SOAK_DURATION asks for it.
 func TestSoak(t *testing.T) {
+	v := os.Getenv("CORPSIM_SOAK_DURATION")
+	if testing.Short() && v == "" {
+		t.Skip("a 30s soak of the real binary (set CORPSIM_SOAK_DURATION to run it with -short)")
+	}
 	dur := 30 * time.Second
-	if v := os.Getenv("CORPSIM_SOAK_DURATION"); v != "" {
+	if v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
 			t.Fatalf("CORPSIM_SOAK_DURATION=%q: not a positive duration", v)
@@ -42,7 +47,7 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatalf("corpsim soak: %v", err)
 	}
-	var rep cli.SoakReport
+	var rep server.SoakReport
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("report: %v", err)
 	}
@@ -58,7 +63,7 @@ func TestSoak(t *testing.T) {
 	if rep.EventsAppended == 0 {
 		t.Error("no events appended")
 	}
-	for _, k := range cli.FaultKinds {
+	for _, k := range server.FaultKinds {
 		if rep.Faults[k] == 0 {
 			t.Errorf("no %s fault injected (faults: %v)", k, rep.Faults)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+	"github.com/corpsim/corpsim/sim/app"
 )
 
 // TestSweep runs the support-desk world over three loads, two agents and
@@ -21,7 +22,7 @@ import (
 func TestSweep(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 	out := mustCLI(t, "sweep", "--world", "support-desk", "--loads", "0.25,1,2", "--agents", "idle,greedy", "--seeds", "2", "-o", dir, "--json")
-	var res cli.SweepResult
+	var res app.SweepResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("sweep --json: %v\n%s", err, out)
 	}
@@ -77,7 +78,7 @@ func TestSweep(t *testing.T) {
 
 	// The same cells through eval and run.
 	for _, tc := range []struct{ load, agents string }{{"2", "greedy"}} {
-		var ev cli.EvalResult
+		var ev app.EvalResult
 		if err := json.Unmarshal([]byte(mustCLI(t, "eval", "--world", "support-desk", "--load", tc.load, "--agents", tc.agents, "--seeds", "2", "--json")), &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +88,7 @@ func TestSweep(t *testing.T) {
 		}
 	}
 	run := cliResult(t, "run", "--world", "support-desk", "--load", "2", "--agents", "greedy", "--seed", "2", "--ephemeral")
-	var p2 cli.SweepPoint
+	var p2 app.SweepPoint
 	for _, p := range res.Points {
 		if p.Load == 2 && p.Agents == "greedy" {
 			p2 = p

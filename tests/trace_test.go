@@ -15,6 +15,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim/analyze"
+	"github.com/corpsim/corpsim/sim/app"
 )
 
 // leaveWorld: bob's order needs the approval of ann, the only lead, who
@@ -98,7 +99,7 @@ func TestTraceLateBecauseApproverOnLeave(t *testing.T) {
 			completed = ev
 		}
 	}
-	w, _, err := cli.LoadWorld(world)
+	w, _, err := app.LoadWorld(world)
 	if err != nil {
 		t.Fatal(err)
 	}

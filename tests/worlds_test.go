@@ -3,8 +3,8 @@ package tests
 import (
 	"testing"
 
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -24,8 +24,8 @@ func TestShippedWorldsRewardWork(t *testing.T) {
 				seeds = seeds[:1] // the large world takes a while; one seed shows it
 			}
 			for _, seed := range seeds {
-				greedy := mustRun(t, cli.RunOptions{World: name, Seed: seed, Agents: "greedy", Log: memlog.New(), CheckpointEvery: -1})
-				idle := mustRun(t, cli.RunOptions{World: name, Seed: seed, Agents: "idle", Log: memlog.New(), CheckpointEvery: -1})
+				greedy := mustRun(t, app.RunOptions{World: name, Seed: seed, Agents: "greedy", Log: memlog.New(), CheckpointEvery: -1})
+				idle := mustRun(t, app.RunOptions{World: name, Seed: seed, Agents: "idle", Log: memlog.New(), CheckpointEvery: -1})
 				g, i := greedy.Score, idle.Score
 				t.Logf("seed %d: greedy %.2f (completion %.1f%%), idle %.2f", seed, g.TeamScore, 100*g.Completion, i.TeamScore)
 				if g.TeamScore <= i.TeamScore {
@@ -53,7 +53,7 @@ func TestSupportDeskCompletionFallsWithLoad(t *testing.T) {
 		sum := 0.0
 		arrived := 0
 		for _, seed := range seeds {
-			res := mustRun(t, cli.RunOptions{World: "support-desk", Seed: seed, Load: load, Agents: "greedy", Log: memlog.New(), CheckpointEvery: -1})
+			res := mustRun(t, app.RunOptions{World: "support-desk", Seed: seed, Load: load, Agents: "greedy", Log: memlog.New(), CheckpointEvery: -1})
 			sum += res.Score.Completion
 			arrived += res.Score.Tickets
 		}
@@ -76,7 +76,7 @@ func TestSupportDeskCompletionFallsWithLoad(t *testing.T) {
 func TestLoadScalesArrivals(t *testing.T) {
 	count := map[float64]int{}
 	for _, load := range []float64{0.5, 1, 2} {
-		res := mustRun(t, cli.RunOptions{World: "support-desk", Seed: 9, Load: load, Agents: "idle", Log: memlog.New(), CheckpointEvery: -1})
+		res := mustRun(t, app.RunOptions{World: "support-desk", Seed: 9, Load: load, Agents: "idle", Log: memlog.New(), CheckpointEvery: -1})
 		count[load] = res.Score.Tickets
 	}
 	for _, pair := range [][2]float64{{0.5, 1}, {1, 2}} {

@@ -449,7 +449,7 @@ func (g *Gateway) register(s *session) bool {
 }
 
 // Adopt takes over the remote seats of a session this gateway did not
-// create: one a restarted corpsim serve resumed (service.SavedSeats), whose
+// create: one a restarted corpsim serve resumed (server.SavedSeats), whose
 // HTTP clients come back with the tokens they had. The session, resumed
 // waiting for its seats, goes on once they have joined. seats are the
 // server's credentials; a seat without a token of the server's (an

@@ -22,13 +22,13 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
 	"github.com/corpsim/corpsim/agents/httpgw"
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
-	"github.com/corpsim/corpsim/sim/service"
+	"github.com/corpsim/corpsim/sim/server"
 )
 
 // stack is a corpsim server (embedded NATS with per-seat auth, the session
@@ -38,7 +38,7 @@ type stack struct {
 	natsURL  string
 	operator string
 	log      events.Log
-	svc      *service.Service
+	svc      *server.Service
 	gw       *httpgw.Gateway
 }
 
@@ -65,14 +65,14 @@ func freeAddr(tb testing.TB) string {
 
 func startStack(tb testing.TB, cfg httpgw.Config) *stack {
 	tb.Helper()
-	op := natsbus.NewToken()
-	auth := natsbus.NewAuth(op)
-	bus, err := natsbus.Start(natsbus.Options{Listen: freeAddr(tb), Auth: auth})
+	op := natsserver.NewToken()
+	auth := natsserver.NewAuth(op)
+	bus, err := natsserver.Start(natsserver.Options{Listen: freeAddr(tb), Auth: auth})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	l := memlog.New()
-	svc, err := service.New(service.Config{Log: l, Bus: bus, Auth: auth, Logger: testLogger(tb), CheckpointEvery: -1, TurnTimeout: 20 * time.Second})
+	svc, err := server.New(server.Config{Log: l, Bus: bus, Auth: auth, Logger: testLogger(tb), CheckpointEvery: -1, TurnTimeout: 20 * time.Second})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -13,7 +13,7 @@
 // host then sends no actions and the engine records an empty turn.
 //
 //	a, err := llm.New(llm.Options{BaseURL: "http://localhost:8000/v1", Model: "qwen2.5-7b-instruct", APIKey: key})
-//	res, err := cli.Run(ctx, cli.RunOptions{World: "startup", Agents: "greedy", Seats: map[string]agents.Agent{"bob": a}})
+//	res, err := app.Run(ctx, app.RunOptions{World: "startup", Agents: "greedy", Seats: map[string]agents.Agent{"bob": a}})
 //
 // One Agent may play several seats, in several sessions at once: it keeps
 // one conversation per (session, member), trimmed to the last MaxHistory

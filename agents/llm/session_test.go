@@ -11,10 +11,10 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/llm"
-	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim/app"
 )
 
 // lastObservation reads the observation out of the last user message.
@@ -82,7 +82,7 @@ func TestSessionWithAnLLMSeat(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	log := memlog.New()
-	res, err := cli.Run(ctx, cli.RunOptions{World: "startup", Seed: 3, Agents: "greedy", Log: log,
+	res, err := app.Run(ctx, app.RunOptions{World: "startup", Seed: 3, Agents: "greedy", Log: log,
 		TurnTimeout: 20 * time.Second, Seats: map[string]agents.Agent{"bob": bob}})
 	if err != nil {
 		t.Fatalf("run: %v", err)

@@ -7,8 +7,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/natsbus"
 	"github.com/corpsim/corpsim/agents/natshost"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/worlds"
@@ -28,8 +28,8 @@ func observation(b *testing.B) []byte {
 	return data
 }
 
-func bus(b *testing.B) (*natsbus.Server, *nats.Conn, *nats.Conn) {
-	srv, err := natsbus.Start(natsbus.Options{})
+func bus(b *testing.B) (*natsserver.Server, *nats.Conn, *nats.Conn) {
+	srv, err := natsserver.Start(natsserver.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

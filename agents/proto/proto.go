@@ -71,7 +71,7 @@ type CreateRequest struct {
 	ForkSeq     uint64 `json:"fork_seq,omitempty"`     // …at this event (1: a reset)
 	// Via names the client that plays the remote seats for their owners,
 	// e.g. ViaHTTP: the HTTP gateway. A server that resumes the session
-	// after a restart tells that client again (service.SavedSeats), so that
+	// after a restart tells that client again (server.SavedSeats), so that
 	// the seats' owners come back with the tokens they had.
 	Via string `json:"via,omitempty"`
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
@@ -41,7 +41,7 @@ func BenchmarkReplicate(b *testing.B) {
 // BenchmarkReplicateR3 is BenchmarkReplicate on an embedded three-node
 // cluster on loopback, with a stream of three replicas.
 func BenchmarkReplicateR3(b *testing.B) {
-	nodes, err := natsbus.StartCluster(b.TempDir(), 3, nil)
+	nodes, err := natsserver.StartCluster(b.TempDir(), 3, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
 	"github.com/corpsim/corpsim/events/memlog"
@@ -24,9 +24,9 @@ import (
 )
 
 // mustServer starts a single embedded JetStream server and connects to it.
-func mustServer(tb testing.TB) (*natsbus.Node, *nats.Conn) {
+func mustServer(tb testing.TB) (*natsserver.Node, *nats.Conn) {
 	tb.Helper()
-	n, err := natsbus.StartNode(natsbus.NodeOptions{Name: "solo", StoreDir: tb.TempDir()})
+	n, err := natsserver.StartNode(natsserver.NodeOptions{Name: "solo", StoreDir: tb.TempDir()})
 	if err != nil {
 		tb.Fatal(err)
 	}

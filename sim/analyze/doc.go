@@ -18,6 +18,9 @@
 //	}
 //	d := analyze.Compare(a, b)    // the first divergent seq of two sessions and what differed
 //
+// Each result's WriteText renders it for people, as corpsim trace and diff
+// print it; its JSON is the struct's own.
+//
 // Times in results are simulated milliseconds (Time) with their wall-clock
 // instant on the world's calendar (Wall, RFC 3339); durations are working
 // time on that calendar.

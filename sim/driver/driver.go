@@ -1,9 +1,16 @@
 // Package driver runs a sim.Engine: it owns the goroutines, the event log
 // and the bus, and does the engine's I/O in the documented order — persist
 // each batch of events in one synced append, publish them on NATS, then ask
-// the members due to decide over NATS request/reply and Step their answers.
+// the members due to decide and Step their answers.
 //
-//	d := driver.New(driver.Config{Log: log, Conn: nc})
+// It asks members through Seats, an interface it declares: one turn in,
+// one answer out. BusSeats (the default) sends each turn as a NATS request
+// on the member's turn subject, where agents/natshost or a remote agent
+// answers; agents/inprocess gives the observation to an agents.Agent in
+// this process, with no JSON and no bus. Either way the answers are applied
+// in member-ID order, so the log does not depend on the path.
+//
+//	d := driver.New(driver.Config{Log: log, Conn: nc, Seats: inprocess.New(agents, inprocess.Options{})})
 //	meta, err := d.Run(ctx, meta, engine)
 //
 // Nothing is published, and no agent sees anything, before the batch that
@@ -29,8 +36,11 @@ import (
 
 // Config configures a Driver. Log and Conn are required.
 type Config struct {
-	Log         events.Log
-	Conn        *nats.Conn
+	Log  events.Log
+	Conn *nats.Conn // the event feed and the history responder are on it
+	// Seats answer the members' turns; nil asks every member over Conn
+	// (BusSeats).
+	Seats       Seats
 	Logger      hclog.Logger  // nil: silent
 	TurnTimeout time.Duration // wall-clock budget of one turn; 0 means 30s
 	// Progress, if set, is called after every durable batch with the session's last seq and simulated time.
@@ -64,6 +74,22 @@ type Config struct {
 	// request holds its observation's JSON on both ends of the bus), never
 	// the log: answers are applied in member order.
 	MaxInFlight int
+}
+
+// Seats are how the driver asks members to decide: a turn (its member and
+// observation) in, an answer out. The driver calls Ask concurrently for the
+// members due at one instant (at most MaxInFlight at once), each with a ctx
+// that ends when the turn's budget (TurnTimeout) is spent, and applies the
+// answers in member-ID order once all are in. Ask owns obs.
+//
+// Ask returns the member's answer to obs.Turn: its actions (possibly none),
+// or Malformed saying why its reply could not be read. An error — ctx's
+// once the budget is spent, or any other — records the turn as timed out.
+// Ask may be called for a member while its previous turn, already timed
+// out, is still with its agent: an implementation that hosts agents must
+// not give one agent two turns at once.
+type Seats interface {
+	Ask(ctx context.Context, session, member string, obs org.Observation) (sim.Answer, error)
 }
 
 // DefaultMaxInFlight is the bound on turn requests out at once when none is
@@ -139,7 +165,7 @@ func (c *checkpointer) taken(seq uint64, size int) {
 type Driver struct {
 	cfg    Config
 	logger hclog.Logger
-	bufs   sync.Pool // *[]byte: observations' JSON, reused once answered
+	seats  Seats
 }
 
 // New makes a Driver.
@@ -157,7 +183,11 @@ func New(cfg Config) *Driver {
 	if l == nil {
 		l = hclog.NewNullLogger()
 	}
-	return &Driver{cfg: cfg, logger: l}
+	seats := cfg.Seats
+	if seats == nil {
+		seats = BusSeats(cfg.Conn)
+	}
+	return &Driver{cfg: cfg, logger: l, seats: seats}
 }
 
 // Run creates the session described by meta, starts e, and runs it to its
@@ -342,11 +372,9 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 }
 
 // ask sends the turns, at most MaxInFlight at once, and waits for the
-// answers, each within the turn budget. A seat with no subscriber (its
-// agent dropped its connection and has not come back yet) is asked again
-// until the budget is spent. It owns turns: each observation is built
-// with observe when its request is about to go (on the caller's goroutine,
-// which owns the engine) and dropped once encoded, so that a round of
+// answers, each within the turn budget. It owns turns: each observation is
+// built with observe when its turn is about to be asked (on the caller's
+// goroutine, which owns the engine) and handed to Seats, so that a round of
 // thousands of members holds at most MaxInFlight of them.
 func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turns []sim.Turn, observe func(member string) org.Observation) []sim.Answer {
 	answers := make([]sim.Answer, len(turns))
@@ -362,47 +390,65 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 		}
 		// Built here, on the engine's goroutine, once a slot is free: at
 		// most MaxInFlight observations exist at once.
-		turns[i].Observation = observe(turns[i].Member)
+		obs := observe(turns[i].Member)
 		wg.Add(1)
 		go func(i int) {
 			defer func() { <-slots; wg.Done() }()
-			t := &turns[i]
-			a := &answers[i]
-			a.Member = t.Member
-			buf, _ := d.bufs.Get().(*[]byte)
-			if buf == nil {
-				buf = new([]byte)
-			}
-			obs, err := proto.AppendObservation((*buf)[:0], &t.Observation) // json.Marshal's bytes, without reflection
-			if err != nil {
-				panic("driver: observation does not encode: " + err.Error())
-			}
-			t.Observation = org.Observation{}
+			member := turns[i].Member
 			rctx, cancel := context.WithTimeout(ctx, d.cfg.TurnTimeout)
 			defer cancel()
 			start := time.Now()
-			msg, err := d.request(rctx, proto.TurnSubject(session, t.Member), obs)
+			a, err := d.seats.Ask(rctx, session, member, obs)
 			if d.cfg.Observer != nil {
-				d.cfg.Observer.Turn(session, t.Member, time.Since(start), err != nil)
+				d.cfg.Observer.Turn(session, member, time.Since(start), err != nil)
 			}
 			if err != nil {
-				log.Warn("turn not answered", "member", t.Member, "error", err)
-				a.TimedOut = true
-				return // the bus may still hold obs: it is not reused
+				log.Warn("turn not answered", "member", member, "error", err)
+				a = sim.Answer{TimedOut: true}
 			}
-			// Answered: the request has left the connection's buffers.
-			*buf = obs
-			d.bufs.Put(buf)
-			r, err := proto.ParseReply(msg.Data)
-			if err != nil {
-				a.Malformed = err.Error()
-				return
-			}
-			a.Turn, a.Actions = r.Turn, r.Actions
+			a.Member = member
+			answers[i] = a
 		}(i)
 	}
 	wg.Wait()
 	return answers
+}
+
+// BusSeats asks every member over NATS request/reply on nc: the turn's
+// observation as JSON on the member's turn subject (proto.TurnSubject),
+// its reply parsed strictly (proto.ParseReply). agents/natshost answers there
+// for agents in some process, and remote agents answer for themselves.
+func BusSeats(nc *nats.Conn) Seats { return &busSeats{conn: nc} }
+
+type busSeats struct {
+	conn *nats.Conn
+	bufs sync.Pool // *[]byte: observations' JSON, reused once answered
+}
+
+// Ask implements Seats. A seat with no subscriber (its agent dropped its
+// connection and has not come back yet) is asked again until the budget is
+// spent (see request).
+func (b *busSeats) Ask(ctx context.Context, session, member string, obs org.Observation) (sim.Answer, error) {
+	buf, _ := b.bufs.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	data, err := proto.AppendObservation((*buf)[:0], &obs) // json.Marshal's bytes, without reflection
+	if err != nil {
+		panic("driver: observation does not encode: " + err.Error())
+	}
+	msg, err := b.request(ctx, proto.TurnSubject(session, member), data)
+	if err != nil {
+		return sim.Answer{}, err // the bus may still hold data: it is not reused
+	}
+	// Answered: the request has left the connection's buffers.
+	*buf = data
+	b.bufs.Put(buf)
+	r, err := proto.ParseReply(msg.Data)
+	if err != nil {
+		return sim.Answer{Malformed: err.Error()}, nil
+	}
+	return sim.Answer{Turn: r.Turn, Actions: r.Actions}, nil
 }
 
 // Backoff of a turn request that finds no responders: asked again after
@@ -420,10 +466,10 @@ const (
 // a turn waits for is applied at most once: a reply that comes after the
 // request ended finds no one waiting on its inbox, and one that names an
 // older turn is rejected by the engine.
-func (d *Driver) request(ctx context.Context, subject string, data []byte) (*nats.Msg, error) {
+func (b *busSeats) request(ctx context.Context, subject string, data []byte) (*nats.Msg, error) {
 	wait := retryMin
 	for tries := 1; ; tries++ {
-		msg, err := d.cfg.Conn.RequestWithContext(ctx, subject, data)
+		msg, err := b.conn.RequestWithContext(ctx, subject, data)
 		if !errors.Is(err, nats.ErrNoResponders) {
 			return msg, err
 		}

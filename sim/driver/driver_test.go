@@ -13,7 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
@@ -56,9 +56,9 @@ func deskWorld(t *testing.T, n int) (*worlds.World, []byte) {
 }
 
 // startBus starts an embedded NATS server for the test.
-func startBus(t *testing.T) *natsbus.Server {
+func startBus(t *testing.T) *natsserver.Server {
 	t.Helper()
-	bus, err := natsbus.Start(natsbus.Options{})
+	bus, err := natsserver.Start(natsserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func startBus(t *testing.T) *natsbus.Server {
 }
 
 // connect connects to bus for the rest of the test.
-func connect(t *testing.T, bus *natsbus.Server, name string) *nats.Conn {
+func connect(t *testing.T, bus *natsserver.Server, name string) *nats.Conn {
 	t.Helper()
 	conn, err := bus.Connect(name)
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/natsbus"
 	"github.com/corpsim/corpsim/agents/natshost"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/org"
@@ -54,7 +54,7 @@ func mustRun(t *testing.T, maxInFlight int) ([]events.Event, int, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := natsbus.Start(natsbus.Options{})
+	srv, err := natsserver.Start(natsserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

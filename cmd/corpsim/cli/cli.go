@@ -1,5 +1,6 @@
-// Package cli is corpsim's command line: flags, wiring of the log, the bus
-// and the agents, and output. main stays a few lines; tests call Main.
+// Package cli is corpsim's command line: flags, output and exit codes
+// around the application's use cases (package sim/app) and the server
+// (package sim/server). main stays a few lines; tests call Main.
 package cli
 
 import (
@@ -12,6 +13,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+
+	"github.com/corpsim/corpsim/sim/app"
 )
 
 // Exit codes.
@@ -23,7 +26,7 @@ const (
 )
 
 // DefaultData is the data folder used when --data is not given.
-const DefaultData = "corpsim-data"
+const DefaultData = app.DefaultData
 
 type exitError struct {
 	code int
@@ -35,7 +38,7 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
 
-type app struct {
+type cmdline struct {
 	stdout, stderr io.Writer
 	logLevel       string
 	logger         hclog.Logger
@@ -45,7 +48,7 @@ type app struct {
 
 // Main runs corpsim with args (without the program name) and returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr}
+	a := &cmdline{stdout: stdout, stderr: stderr}
 	var profiling *os.File // the --cpuprofile file while the profile runs
 	root := &cobra.Command{
 		Use:           "corpsim",
@@ -97,16 +100,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return ExitError
 }
 
-func isUsage(err error) bool {
-	var ue *usageError
-	return errors.As(err, &ue)
-}
+func isUsage(err error) bool { return app.IsUsage(err) }
 
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+var usagef = app.Usagef
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

@@ -26,7 +26,7 @@ func (l *llmFlags) add(c *cobra.Command) {
 }
 
 // agent makes the llm agent when the --agents spec names it.
-func (l *llmFlags) agent(cmd *cobra.Command, spec string, a *app) (agents.Agent, error) {
+func (l *llmFlags) agent(cmd *cobra.Command, spec string, a *cmdline) (agents.Agent, error) {
 	if !agents.MentionsLLM(spec) {
 		return nil, nil
 	}

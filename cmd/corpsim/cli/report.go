@@ -2,22 +2,17 @@ package cli
 
 import (
 	"bufio"
-	"context"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/sim/report"
 )
 
 // reportCmd writes a session's HTML report.
-func (a *app) reportCmd() *cobra.Command {
+func (a *cmdline) reportCmd() *cobra.Command {
 	var data, out string
 	o := report.Options{}
 	c := &cobra.Command{
@@ -35,7 +30,7 @@ table keep their most relevant rows and say what they left out.`,
 				return usagef("-o FILE is required (- for stdout)")
 			}
 			start := time.Now()
-			r, err := a.buildReport(cmd.Context(), data, args[0], o)
+			r, err := app.BuildReport(cmd.Context(), data, args[0], o, a.logger)
 			if err != nil {
 				return err
 			}
@@ -46,7 +41,7 @@ table keep their most relevant rows and say what they left out.`,
 				}
 				return w.Flush()
 			}
-			n, err := writeFileAtomic(out, r.WriteHTML)
+			n, err := app.WriteFileAtomic(out, r.WriteHTML)
 			if err != nil {
 				return err
 			}
@@ -61,67 +56,4 @@ table keep their most relevant rows and say what they left out.`,
 	f.IntVar(&o.MaxDAGNodes, "dag-nodes", 60, "tasks shown in the DAG at most")
 	f.IntVar(&o.Buckets, "points", 300, "time buckets per series (each keeps its low and high point)")
 	return c
-}
-
-// buildReport replays a stored session into a report.
-func (a *app) buildReport(ctx context.Context, data, session string, o report.Options) (*report.Report, error) {
-	log, meta, err := a.openSession(ctx, data, session)
-	if err != nil {
-		return nil, err
-	}
-	defer log.Close()
-	origin, err := driver.ReadOrigin(ctx, log, session)
-	if err != nil {
-		return nil, err
-	}
-	o.Session, o.Agents = meta.ID, meta.Agents
-	b := report.NewBuilder(origin.World, o)
-	// Borrowed events (Scan): the builder keeps nothing of an event's payload.
-	err = log.Scan(ctx, session, 1, func(ev *events.Event) error {
-		if err := b.Add(*ev); err != nil {
-			return fmt.Errorf("session %s: %w", session, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return b.Report(), nil
-}
-
-// writeFileAtomic writes a file through a temporary one in the same folder,
-// so a failed write leaves no half file; it returns the bytes written.
-func writeFileAtomic(path string, write func(io.Writer) error) (int64, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".corpsim-*.tmp")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name())
-	cw := &countWriter{w: bufio.NewWriter(tmp)}
-	if err := write(cw); err != nil {
-		tmp.Close()
-		return 0, err
-	}
-	if err := cw.w.(*bufio.Writer).Flush(); err != nil {
-		tmp.Close()
-		return 0, err
-	}
-	if err := tmp.Close(); err != nil {
-		return 0, err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return 0, err
-	}
-	return cw.n, os.Rename(tmp.Name(), path)
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

@@ -1,117 +1,31 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"sort"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/natsbus"
-	"github.com/corpsim/corpsim/agents/natshost"
-	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/events/memlog"
-	"github.com/corpsim/corpsim/events/pebblelog"
 	"github.com/corpsim/corpsim/org"
-	"github.com/corpsim/corpsim/policies"
-	"github.com/corpsim/corpsim/sim"
-	"github.com/corpsim/corpsim/sim/driver"
-	"github.com/corpsim/corpsim/worlds"
+	"github.com/corpsim/corpsim/sim/app"
 )
 
-// RunOptions describe one session run with embedded defaults.
-type RunOptions struct {
-	World       string // shipped name or file path
-	Seed        uint64
-	Load        float64 // scales arrival rates; 0 means 1
-	Agents      string  // "greedy", or "greedy,alice=idle"
-	Data        string  // data folder for the Pebble log
-	Ephemeral   bool    // in-memory log
-	Log         events.Log
-	TurnTimeout time.Duration
-	Logger      hclog.Logger
-	Session     string // "" makes a new ULID
-	Progress    func(seq uint64, simTime int64)
-	Bus         *natsbus.Server         // nil starts an embedded server for this run
-	Listen      string                  // with no Bus: let network clients reach the embedded server here
-	Seats       map[string]agents.Agent // agents that replace the named ones for these members
-	LLM         agents.Agent            // plays the seats --agents gives to "llm"
-	// CheckpointEvery is the checkpoint interval in events (0: the driver's default; negative: none).
-	CheckpointEvery int
-	// Limits bound observations and messages of a new session (zero fields: the defaults).
-	Limits org.Limits
-	// MaxBatch bounds the events persisted in one append between agent turns (0: the driver's default; 1: every step on its own).
-	MaxBatch int
-}
-
-// RunResult is what a run produced.
-type RunResult struct {
-	Session   string             `json:"session"`
-	World     string             `json:"world"`
-	Seed      uint64             `json:"seed"`
-	Events    uint64             `json:"events"`
-	StateHash string             `json:"state_hash"`
-	Ended     string             `json:"ended"`
-	SimTime   string             `json:"sim_end"`
-	Agents    map[string]string  `json:"agents"`
-	Parent    string             `json:"parent,omitempty"`
-	ForkSeq   uint64             `json:"fork_seq,omitempty"`
-	Score     policies.Scorecard `json:"score"`
-	Wall      time.Duration      `json:"-"`
-	Meta      events.SessionMeta `json:"-"`
-	Stats
-}
-
-// Stats are a run's wall-clock figures, for benchmarks (tests/bench.sh);
-// they vary between runs of the same seed, unlike everything else in a
-// RunResult.
-type Stats struct {
-	WallSeconds      float64 `json:"wall_seconds,omitempty"`       // the driver's run, without loading the world
-	EventsPerSecond  float64 `json:"events_per_second,omitempty"`  // events this run appended / wall
-	TicketsPerSecond float64 `json:"tickets_per_second,omitempty"` // resolved tickets / wall
-	PeakRSSBytes     int64   `json:"peak_rss_bytes,omitempty"`     // the process's peak resident set so far (0 where unknown)
-}
-
-// statsOf fills the wall-clock figures of a run that appended events after
-// seq from and took wall.
-func statsOf(res *RunResult, from uint64, wall time.Duration) {
-	res.Wall = wall
-	s := wall.Seconds()
-	if s <= 0 {
-		return
-	}
-	res.WallSeconds = s
-	res.EventsPerSecond = float64(res.Events-min(from, res.Events)) / s
-	res.TicketsPerSecond = float64(res.Score.TicketsResolved) / s
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		res.PeakRSSBytes = int64(ru.Maxrss) * 1024 // kilobytes on Linux
-		if runtime.GOOS == "darwin" {
-			res.PeakRSSBytes = int64(ru.Maxrss) // bytes there
-		}
-	}
-}
-
-func (a *app) runCmd() *cobra.Command {
-	o := RunOptions{}
+func (a *cmdline) runCmd() *cobra.Command {
+	o := app.RunOptions{}
 	var asJSON bool
 	var lf llmFlags
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Run a world to its horizon and print the scorecard",
-		Long: `Run a world to its horizon with built-in agents over the embedded NATS bus,
-recording every event in the Pebble log under --data, and print the scorecard.`,
+		Long: `Run a world to its horizon with built-in agents (in process, or over the embedded
+NATS bus with --seats-over-bus), recording every event in the Pebble log under --data,
+and print the scorecard.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a.prepare(&o, asJSON)
@@ -119,7 +33,7 @@ recording every event in the Pebble log under --data, and print the scorecard.`,
 			if o.LLM, err = lf.agent(cmd, o.Agents, a); err != nil {
 				return err
 			}
-			res, err := Run(cmd.Context(), o)
+			res, err := app.Run(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
@@ -150,15 +64,21 @@ func limitFlags(c *cobra.Command, l *org.Limits) {
 }
 
 // playFlags are the flags of every command that plays a session.
-func playFlags(c *cobra.Command, o *RunOptions) {
+func playFlags(c *cobra.Command, o *app.RunOptions) {
 	f := c.Flags()
 	f.DurationVar(&o.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn")
 	f.StringVar(&o.Listen, "listen", "", "let network clients reach the embedded NATS server at this address (e.g. 127.0.0.1:4222); written to DATA/bus.url")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000, none with --ephemeral; negative: never)")
+	seatsFlag(c, o)
+}
+
+// seatsFlag is --seats-over-bus, of every command that plays sessions.
+func seatsFlag(c *cobra.Command, o *app.RunOptions) {
+	c.Flags().BoolVar(&o.SeatsOverBus, "seats-over-bus", false, "send every turn of the built-in agents over the embedded NATS bus, as JSON (default: in process; the log is the same)")
 }
 
 // report prints a run's result.
-func (a *app) report(res *RunResult, asJSON bool) error {
+func (a *cmdline) report(res *app.RunResult, asJSON bool) error {
 	if isTerminal(a.stderr) && !asJSON {
 		fmt.Fprint(a.stderr, "\r\033[K") // clear the progress line
 	}
@@ -172,7 +92,7 @@ func (a *app) report(res *RunResult, asJSON bool) error {
 }
 
 // prepare sets the logger and, on a terminal, progress output.
-func (a *app) prepare(o *RunOptions, asJSON bool) {
+func (a *cmdline) prepare(o *app.RunOptions, asJSON bool) {
 	o.Logger = a.logger
 	if isTerminal(a.stderr) && !asJSON {
 		o.Progress = progressPrinter(a.stderr)
@@ -189,238 +109,7 @@ func progressPrinter(w io.Writer) func(uint64, int64) {
 	}
 }
 
-// LoadWorld loads a shipped world by name or a world file by path, with its source bytes.
-func LoadWorld(name string) (*worlds.World, []byte, error) {
-	if src, err := worlds.Source(name); err == nil {
-		w, err := worlds.Load(name+".yaml", src)
-		return w, src, err
-	}
-	if !strings.ContainsAny(name, "/.") {
-		return nil, nil, usagef("no shipped world %q (shipped: %s) and no such file", name, strings.Join(worlds.Names(), ", "))
-	}
-	src, err := os.ReadFile(name)
-	if err != nil {
-		return nil, nil, fmt.Errorf("world: %w", err)
-	}
-	w, err := worlds.Load(name, src)
-	return w, src, err
-}
-
-// ParseAgents assigns an agent to every agent seat of w from a spec such as
-// "greedy" or "greedy,alice=idle": a bare name is the default for all seats.
-func ParseAgents(spec string, w *worlds.World) (map[string]string, error) {
-	seats, err := agents.Assign(spec, w, false)
-	if err != nil {
-		return nil, usagef("--%v", err)
-	}
-	return seats, nil
-}
-
-// OpenLog opens the Pebble log in dir (creating it), or an in-memory log.
-// A session found "running" in a store this process could open is not
-// running anywhere (Pebble locks the folder), so it was interrupted: OpenLog
-// records it as such.
-func OpenLog(dir string, ephemeral bool, logger hclog.Logger) (events.Log, error) {
-	if ephemeral {
-		return memlog.New(), nil
-	}
-	if logger == nil {
-		logger = hclog.NewNullLogger()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	l, err := pebblelog.Open(dir, pebblelog.Options{})
-	if err != nil {
-		if isLocked(err) {
-			if url := readBusURL(dir); url != "" {
-				return nil, &inUseError{fmt.Sprintf("data folder %s is in use by a running corpsim (its bus: %s); use --nats %s to follow it", dir, url, url)}
-			}
-			return nil, &inUseError{fmt.Sprintf("data folder %s is in use by another corpsim process", dir)}
-		}
-		return nil, err
-	}
-	ctx := context.Background()
-	metas, err := l.Sessions(ctx)
-	if err != nil {
-		l.Close()
-		return nil, err
-	}
-	for _, m := range metas {
-		if m.Status == events.StatusRunning {
-			if last, err := l.LastSeq(ctx, m.ID); err == nil {
-				m.LastSeq = last
-			}
-			m.Status = events.StatusInterrupted
-			if err := l.UpdateSession(ctx, m); err != nil {
-				l.Close()
-				return nil, err
-			}
-			logger.Warn("session was interrupted", "session", m.ID, "last_seq", m.LastSeq)
-		}
-	}
-	return l, nil
-}
-
-// Run runs one new session end to end: world, log, embedded NATS, agents
-// over the bus, the driver; it returns the scorecard.
-func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
-	w, src, err := LoadWorld(o.World)
-	if err != nil {
-		return nil, err
-	}
-	spec, llmSeats := agents.SplitLLM(o.Agents, w)
-	if len(llmSeats) > 0 {
-		if o.LLM == nil {
-			return nil, usagef("--agents names llm, but no llm agent is configured (--llm-model)")
-		}
-		seats := map[string]agents.Agent{}
-		for m, a := range o.Seats {
-			seats[m] = a
-		}
-		for _, m := range llmSeats {
-			seats[m] = o.LLM
-		}
-		o.Seats = seats // a copy: Eval shares o between goroutines
-	}
-	seats, err := ParseAgents(spec, w)
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range llmSeats {
-		seats[m] = "llm"
-	}
-	log := o.Log
-	if log == nil {
-		if log, err = OpenLog(o.Data, o.Ephemeral, o.Logger); err != nil {
-			return nil, err
-		}
-		defer log.Close()
-		if o.Ephemeral && o.CheckpointEvery == 0 {
-			// The log dies with this process: nothing will resume or fork
-			// from a checkpoint, so none is taken unless asked for.
-			o.CheckpointEvery = -1
-		}
-	}
-	session := o.Session
-	if session == "" {
-		session = ulid.Make().String()
-	}
-	if o.Load < 0 {
-		return nil, usagef("--load must be positive, got %g", o.Load)
-	}
-	if err := o.Limits.Validate(); err != nil {
-		return nil, usagef("%v", err)
-	}
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session, Load: o.Load, Limits: o.Limits})
-	if err != nil {
-		return nil, err
-	}
-	meta := events.SessionMeta{ID: session, World: w.Name, WorldHash: w.Hash, Seed: o.Seed, Agents: seats,
-		Created: time.Now().UTC().Format(time.RFC3339)}
-	return play(ctx, o, log, meta, e, true)
-}
-
-// play runs a session's engine with built-in agents over the bus: a new
-// session from its start (fresh), or an existing one from where e stands.
-func play(ctx context.Context, o RunOptions, log events.Log, meta events.SessionMeta, e *sim.Engine, fresh bool) (*RunResult, error) {
-	logger := o.Logger
-	if logger == nil {
-		logger = hclog.NewNullLogger()
-	}
-	w := e.State().World
-	srv := o.Bus
-	if srv == nil {
-		var auth *natsbus.Auth
-		if o.Listen != "" {
-			// A listening bus is reachable by anyone on the host: only the
-			// holder of the operator token (DATA/operator.token) may use it.
-			token, err := operatorToken(o.Data, o.Ephemeral)
-			if err != nil {
-				return nil, err
-			}
-			auth = natsbus.NewAuth(token)
-		}
-		var err error
-		if srv, err = natsbus.Start(natsbus.Options{Logger: logger, Listen: o.Listen, Auth: auth}); err != nil {
-			return nil, err
-		}
-		defer srv.Shutdown()
-		if o.Listen != "" && o.Data != "" && !o.Ephemeral {
-			if err := writeBusURL(o.Data, srv.ClientURL()); err != nil {
-				return nil, err
-			}
-			defer removeBusURL(o.Data)
-		}
-	}
-	hostConn, err := srv.Connect("agents")
-	if err != nil {
-		return nil, err
-	}
-	defer hostConn.Close()
-	hosted := map[string]agents.Agent{}
-	for member, name := range meta.Agents {
-		if _, ok := w.Member(member); !ok {
-			return nil, fmt.Errorf("session %s assigns an agent to %q, which world %s does not have", meta.ID, member, w.Name)
-		}
-		if ag, err := agents.New(name, agents.Options{Seed: meta.Seed, Member: member}); err == nil {
-			hosted[member] = ag
-		}
-	}
-	for member, ag := range o.Seats {
-		if _, ok := meta.Agents[member]; !ok {
-			return nil, usagef("no agent seat %q in world %s", member, w.Name)
-		}
-		hosted[member] = ag
-		if meta.Agents[member] != "llm" {
-			meta.Agents[member] = "custom"
-		}
-	}
-	host, err := natshost.Serve(hostConn, meta.ID, hosted, natshost.Options{Logger: logger, Timeout: o.TurnTimeout})
-	if err != nil {
-		return nil, err
-	}
-	defer host.Close()
-	conn, err := srv.Connect("driver")
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-
-	d := driver.New(driver.Config{Log: log, Conn: conn, Logger: logger, TurnTimeout: o.TurnTimeout,
-		Progress: o.Progress, CheckpointEvery: o.CheckpointEvery, MaxBatch: o.MaxBatch, Interest: srv.Interest})
-	from := e.State().LastSeq
-	start := time.Now()
-	if fresh {
-		meta, err = d.Run(ctx, meta, e)
-	} else {
-		meta, err = d.Continue(ctx, meta, e)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", meta.ID, err)
-	}
-	res := resultOf(meta, e)
-	statsOf(res, from, time.Since(start))
-	return res, nil
-}
-
-// resultOf is the result of a session whose engine stands at its end (or
-// wherever it stopped): the metadata, the end and the scorecard.
-func resultOf(meta events.SessionMeta, e *sim.Engine) *RunResult {
-	st := e.State()
-	w := st.World
-	res := &RunResult{Session: meta.ID, World: w.Name, Seed: meta.Seed, Events: st.LastSeq,
-		Ended: st.EndReason, SimTime: w.Calendar.Wall(st.Now).Format(time.RFC3339), Agents: meta.Agents,
-		Parent: meta.Parent, ForkSeq: meta.ForkSeq, Score: policies.Score(st), Meta: meta}
-	if st.Ended {
-		res.StateHash = e.EndStateHash() // computed once, when the session ended
-	} else {
-		res.StateHash, res.Ended = e.StateHash(), string(meta.Status)
-	}
-	return res
-}
-
-func printScorecard(w io.Writer, r *RunResult) {
+func printScorecard(w io.Writer, r *app.RunResult) {
 	s := r.Score
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "session\t%s\n", r.Session)

@@ -7,7 +7,7 @@ import (
 )
 
 // worldsSchemaCmd prints the JSON Schema of world files, for editors.
-func (a *app) worldsSchemaCmd() *cobra.Command {
+func (a *cmdline) worldsSchemaCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "schema",
 		Short: "Print the JSON Schema of world files, for editors to check and complete them",

@@ -1,57 +1,20 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/sim/driver"
-	"github.com/corpsim/corpsim/sim/service"
+	"github.com/corpsim/corpsim/sim/app"
+	"github.com/corpsim/corpsim/sim/server"
 )
 
-// openExisting opens the log in data for a command that reads sessions:
-// unlike OpenLog it does not create a missing folder.
-func (a *app) openExisting(data string) (events.Log, error) {
-	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no data folder %s", data)
-	}
-	return OpenLog(data, false, a.logger)
-}
-
-// openSession opens the log in data and reads session id's metadata.
-func (a *app) openSession(ctx context.Context, data, id string) (events.Log, events.SessionMeta, error) {
-	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
-		return nil, events.SessionMeta{}, fmt.Errorf("no session %s in %s (no such folder)", id, data)
-	}
-	log, err := OpenLog(data, false, a.logger)
-	if err != nil {
-		return nil, events.SessionMeta{}, err
-	}
-	meta, err := log.Session(ctx, id)
-	if err != nil {
-		log.Close()
-		if errors.Is(err, events.ErrNoSession) || errors.Is(err, events.ErrBadSession) {
-			return nil, meta, fmt.Errorf("no session %s in %s", id, data)
-		}
-		return nil, meta, err
-	}
-	return log, meta, nil
-}
-
-func (a *app) sessionsCmd() *cobra.Command {
+func (a *cmdline) sessionsCmd() *cobra.Command {
 	var data, world, status, natsURL, token string
 	var asJSON bool
 	c := &cobra.Command{
@@ -63,9 +26,9 @@ func (a *app) sessionsCmd() *cobra.Command {
 				return usagef("--status %q: want running, finished, interrupted or failed", status)
 			}
 			if natsURL != "" {
-				return a.clusterSessions(cmd.Context(), natsURL, token, world, status, asJSON)
+				return a.clusterSessions(cmd, natsURL, token, world, status, asJSON)
 			}
-			log, err := a.openExisting(data)
+			log, err := app.OpenExisting(data, a.logger)
 			if err != nil {
 				return err
 			}
@@ -82,13 +45,7 @@ func (a *app) sessionsCmd() *cobra.Command {
 			}
 			sort.SliceStable(out, func(i, j int) bool { return out[i].Created < out[j].Created })
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				for _, m := range out {
-					if err := enc.Encode(m); err != nil {
-						return err
-					}
-				}
-				return nil
+				return jsonLines(a, out)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "SESSION\tWORLD\tSEED\tSTATUS\tEVENTS\tCREATED\tPARENT")
@@ -112,25 +69,21 @@ func (a *app) sessionsCmd() *cobra.Command {
 	return c
 }
 
+// jsonLines prints one JSON document per line.
+func jsonLines[T any](a *cmdline, vs []T) error {
+	enc := json.NewEncoder(a.stdout)
+	for _, v := range vs {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // clusterSessions lists the sessions the cluster's metadata bucket and log
 // stream know, with the worker holding each running session's lease.
-func (a *app) clusterSessions(ctx context.Context, url, token, world, status string, asJSON bool) error {
-	opts := []nats.Option{nats.Name("corpsim sessions")}
-	if token != "" {
-		opts = append(opts, nats.Token(token))
-	}
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	all, err := service.ClusterSessions(ctx, js)
+func (a *cmdline) clusterSessions(cmd *cobra.Command, url, token, world, status string, asJSON bool) error {
+	all, err := server.ListCluster(cmd.Context(), url, token)
 	if err != nil {
 		return err
 	}
@@ -142,13 +95,7 @@ func (a *app) clusterSessions(ctx context.Context, url, token, world, status str
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Created < out[j].Created })
 	if asJSON {
-		enc := json.NewEncoder(a.stdout)
-		for _, s := range out {
-			if err := enc.Encode(s); err != nil {
-				return err
-			}
-		}
-		return nil
+		return jsonLines(a, out)
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SESSION\tWORLD\tSEED\tSTATUS\tEVENTS\tWORKER\tCREATED")
@@ -167,8 +114,8 @@ func (a *app) clusterSessions(ctx context.Context, url, token, world, status str
 	return tw.Flush()
 }
 
-func (a *app) resumeCmd() *cobra.Command {
-	o := RunOptions{}
+func (a *cmdline) resumeCmd() *cobra.Command {
+	o := app.RunOptions{}
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "resume SESSION",
@@ -176,26 +123,7 @@ func (a *app) resumeCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.prepare(&o, asJSON)
-			ctx := cmd.Context()
-			log, meta, err := a.openSession(ctx, o.Data, args[0])
-			if err != nil {
-				return err
-			}
-			defer log.Close()
-			if meta.Status == events.StatusFinished {
-				return fmt.Errorf("session %s already finished (%d events)", meta.ID, meta.LastSeq)
-			}
-			e, n, err := driver.Load(ctx, log, meta.ID, 0, meta.Seed)
-			if err != nil {
-				return err
-			}
-			a.logger.Info("resuming", "session", meta.ID, "at_seq", e.State().LastSeq, "replayed", n)
-			if o.Agents != "" {
-				if meta.Agents, err = ParseAgents(o.Agents, e.State().World); err != nil {
-					return err
-				}
-			}
-			res, err := play(ctx, o, log, meta, e, false)
+			res, err := app.Resume(cmd.Context(), o, args[0])
 			if err != nil {
 				return err
 			}
@@ -209,10 +137,10 @@ func (a *app) resumeCmd() *cobra.Command {
 	return c
 }
 
-func (a *app) forkCmd(reset bool) *cobra.Command {
-	o := RunOptions{}
-	var at uint64
-	var asJSON, createOnly bool
+func (a *cmdline) forkCmd(reset bool) *cobra.Command {
+	o := app.RunOptions{}
+	fo := app.ForkOptions{Reset: reset}
+	var asJSON bool
 	use, short := "fork SESSION --at SEQ", "Make a new session sharing SESSION's events up to SEQ (no copy), and continue it"
 	if reset {
 		use, short = "reset SESSION", "Start a fresh episode of SESSION's world and seed in a new session"
@@ -223,80 +151,35 @@ func (a *app) forkCmd(reset bool) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.prepare(&o, asJSON)
-			ctx := cmd.Context()
-			log, parent, err := a.openSession(ctx, o.Data, args[0])
+			fo.Parent, fo.Seed, fo.SeedSet = args[0], o.Seed, cmd.Flags().Changed("seed")
+			meta, res, err := app.Fork(cmd.Context(), o, fo)
 			if err != nil {
 				return err
 			}
-			defer log.Close()
-			if reset {
-				at = 1
+			if res != nil {
+				return a.report(res, asJSON)
 			}
-			// The metadata's LastSeq is only updated when a run stops; the log knows.
-			last, err := log.LastSeq(ctx, parent.ID)
-			if err != nil {
-				return err
+			if asJSON {
+				return json.NewEncoder(a.stdout).Encode(meta)
 			}
-			if at == 0 || at > last {
-				if at > last {
-					return usagef("--at %d is beyond the end of session %s, which has %d events", at, parent.ID, last)
-				}
-				return usagef("fork needs --at SEQ (1 to %d)", last)
-			}
-			seed := parent.Seed
-			if cmd.Flags().Changed("seed") {
-				seed = o.Seed
-			}
-			origin, err := driver.ReadOrigin(ctx, log, parent.ID)
-			if err != nil {
-				return err
-			}
-			agents := parent.Agents
-			if o.Agents != "" {
-				if agents, err = ParseAgents(o.Agents, origin.World); err != nil {
-					return err
-				}
-			}
-			meta := events.SessionMeta{ID: ulid.Make().String(), World: parent.World, WorldHash: parent.WorldHash, Seed: seed,
-				Agents: agents, Created: time.Now().UTC().Format(time.RFC3339), Parent: parent.ID, ForkSeq: at,
-				Status: events.StatusInterrupted, LastSeq: at}
-			start := time.Now()
-			if err := log.CreateSession(ctx, meta); err != nil {
-				return err
-			}
-			a.logger.Info("forked", "session", meta.ID, "parent", parent.ID, "at", at, "took", time.Since(start))
-			if createOnly {
-				if asJSON {
-					return json.NewEncoder(a.stdout).Encode(meta)
-				}
-				fmt.Fprintf(a.stdout, "session %s: %s of %s at seq %d (seed %d)\n", meta.ID, map[bool]string{true: "reset", false: "fork"}[reset], parent.ID, at, seed)
-				return nil
-			}
-			e, _, err := driver.Load(ctx, log, meta.ID, 0, seed)
-			if err != nil {
-				return err
-			}
-			res, err := play(ctx, o, log, meta, e, false)
-			if err != nil {
-				return err
-			}
-			return a.report(res, asJSON)
+			fmt.Fprintf(a.stdout, "session %s: %s of %s at seq %d (seed %d)\n", meta.ID, map[bool]string{true: "reset", false: "fork"}[reset], meta.Parent, meta.ForkSeq, meta.Seed)
+			return nil
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&o.Data, "data", DefaultData, "data folder of the event log")
 	if !reset {
-		f.Uint64Var(&at, "at", 0, "the last event of the parent the fork shares")
+		f.Uint64Var(&fo.At, "at", 0, "the last event of the parent the fork shares")
 	}
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for what follows (default: the parent's)")
 	f.StringVar(&o.Agents, "agents", "", "agents for the seats (default: the parent's)")
-	f.BoolVar(&createOnly, "create-only", false, "create the session without running it (resume runs it later)")
+	f.BoolVar(&fo.CreateOnly, "create-only", false, "create the session without running it (resume runs it later)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	playFlags(c, &o)
 	return c
 }
 
-func (a *app) verifyCmd() *cobra.Command {
+func (a *cmdline) verifyCmd() *cobra.Command {
 	var data string
 	var asJSON bool
 	c := &cobra.Command{
@@ -304,13 +187,10 @@ func (a *app) verifyCmd() *cobra.Command {
 		Short: "Check every stored event's checksum and replay the session against its checkpoints and final hash",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			log, meta, err := a.openSession(ctx, data, args[0])
+			res, meta, err := app.Verify(cmd.Context(), data, args[0], a.logger)
 			if err != nil {
 				return err
 			}
-			defer log.Close()
-			res := driver.Verify(ctx, log, meta)
 			if asJSON {
 				if err := json.NewEncoder(a.stdout).Encode(res); err != nil {
 					return err

@@ -1,239 +1,23 @@
 package cli
 
 import (
-	"context"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/corpsim/corpsim/agents/natsbus"
-	"github.com/corpsim/corpsim/events/memlog"
-	"github.com/corpsim/corpsim/policies"
-	"github.com/corpsim/corpsim/sim/report"
+	"github.com/corpsim/corpsim/sim/app"
 )
 
-// SweepOptions describe a sweep: every (load, agents, seed) of a world.
-type SweepOptions struct {
-	World     string
-	Loads     []float64
-	Agents    []string // agent specs, each as for run's --agents
-	Seeds     int
-	FirstSeed uint64
-	Parallel  int
-	// Progress, if set, is called after each run with the runs done and the total.
-	Progress func(done, total int)
-}
-
-// SweepPoint is one (load, agents) cell of a sweep: means and sample
-// standard deviations over its seeds.
-type SweepPoint struct {
-	Load         float64   `json:"load"`
-	Agents       string    `json:"agents"`
-	Seeds        []uint64  `json:"seeds"`
-	Completion   float64   `json:"completion_mean"`
-	CompletionSD float64   `json:"completion_sd"`
-	OnTime       float64   `json:"on_time_mean"`
-	OnTimeSD     float64   `json:"on_time_sd"`
-	Score        float64   `json:"score_mean"`
-	ScoreSD      float64   `json:"score_sd"`
-	Scores       []float64 `json:"scores"`
-}
-
-// SweepResult is what corpsim sweep reports, in load order, then agents order.
-type SweepResult struct {
-	World  string       `json:"world"`
-	Rubric string       `json:"rubric"`
-	Seeds  int          `json:"seeds"`
-	Points []SweepPoint `json:"points"`
-	Wall   string       `json:"wall"`
-}
-
-// onTimeRate is the share of a run's work (project tasks and tickets) that
-// was done, verified and on time (tickets: within their SLA).
-func onTimeRate(s policies.Scorecard) float64 {
-	if n := s.Tasks + s.Tickets; n > 0 {
-		return float64(s.OnTime+s.TicketsInSLA) / float64(n)
-	}
-	return 0
-}
-
-// Sweep runs every (load, agents, seed) of a world in memory, in parallel,
-// over one embedded NATS server, each run exactly as Eval runs it, and
-// reports completion, on-time rate and team score per (load, agents).
-func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, error) {
-	if o.Seeds < 1 {
-		return nil, usagef("--seeds must be at least 1")
-	}
-	if len(o.Loads) == 0 || len(o.Agents) == 0 {
-		return nil, usagef("--loads and --agents need at least one value each")
-	}
-	for _, l := range o.Loads {
-		if !(l > 0) {
-			return nil, usagef("--loads must be positive, got %g", l)
-		}
-	}
-	if o.Parallel <= 0 {
-		o.Parallel = runtime.GOMAXPROCS(0)
-	}
-	if o.FirstSeed == 0 {
-		o.FirstSeed = 1
-	}
-	w, _, err := LoadWorld(o.World)
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range o.Agents {
-		if _, err := ParseAgents(a, w); err != nil {
-			return nil, err
-		}
-	}
-	srv, err := natsbus.Start(natsbus.Options{Logger: ro.Logger})
-	if err != nil {
-		return nil, err
-	}
-	defer srv.Shutdown()
-	start := time.Now()
-	type job struct{ load, agents, seed int }
-	var jobs []job
-	for li := range o.Loads {
-		for ai := range o.Agents {
-			for si := range o.Seeds {
-				jobs = append(jobs, job{li, ai, si})
-			}
-		}
-	}
-	cards := make([]policies.Scorecard, len(jobs))
-	errs := make([]error, len(jobs))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sem := make(chan struct{}, o.Parallel)
-	var mu sync.Mutex
-	done := 0
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if ctx.Err() != nil {
-				errs[i] = ctx.Err()
-				return
-			}
-			r := ro
-			r.World, r.Agents, r.Load, r.Seed = o.World, o.Agents[j.agents], o.Loads[j.load], o.FirstSeed+uint64(j.seed)
-			r.Log, r.Bus, r.CheckpointEvery, r.Progress = memlog.New(), srv, -1, nil
-			res, err := Run(ctx, r)
-			if err != nil {
-				errs[i] = fmt.Errorf("load %g, agents %s, seed %d: %w", r.Load, r.Agents, r.Seed, err)
-				cancel()
-				return
-			}
-			cards[i] = res.Score
-			mu.Lock()
-			done++
-			if o.Progress != nil {
-				o.Progress(done, len(jobs))
-			}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	res := &SweepResult{World: w.Name, Rubric: policies.RubricVersion, Seeds: o.Seeds}
-	for i := 0; i < len(jobs); i += o.Seeds {
-		j := jobs[i]
-		p := SweepPoint{Load: o.Loads[j.load], Agents: o.Agents[j.agents]}
-		var comp, onTime []float64
-		for k := range o.Seeds {
-			c := cards[i+k]
-			p.Seeds = append(p.Seeds, o.FirstSeed+uint64(k))
-			p.Scores = append(p.Scores, c.TeamScore)
-			comp = append(comp, c.Completion)
-			onTime = append(onTime, onTimeRate(c))
-		}
-		p.Completion, p.CompletionSD = meanSD(comp)
-		p.OnTime, p.OnTimeSD = meanSD(onTime)
-		p.Score, p.ScoreSD = meanSD(p.Scores)
-		res.Points = append(res.Points, p)
-	}
-	res.Wall = time.Since(start).Round(time.Millisecond).String()
-	return res, nil
-}
-
-// meanSD is the mean and the sample standard deviation (0 for one value).
-func meanSD(xs []float64) (mean, sd float64) {
-	for _, x := range xs {
-		mean += x
-	}
-	mean /= float64(len(xs))
-	if len(xs) < 2 {
-		return mean, 0
-	}
-	for _, x := range xs {
-		sd += (x - mean) * (x - mean)
-	}
-	return mean, math.Sqrt(sd / float64(len(xs)-1))
-}
-
-// WriteCSV writes one row per (load, agents).
-func (r *SweepResult) WriteCSV(w io.Writer) error {
-	cw := csv.NewWriter(w)
-	cw.Write([]string{"world", "load", "agents", "seeds", "completion_mean", "completion_sd", "on_time_mean", "on_time_sd", "score_mean", "score_sd"})
-	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 6, 64) }
-	for _, p := range r.Points {
-		cw.Write([]string{r.World, strconv.FormatFloat(p.Load, 'g', -1, 64), p.Agents, strconv.Itoa(len(p.Seeds)),
-			f(p.Completion), f(p.CompletionSD), f(p.OnTime), f(p.OnTimeSD), f(p.Score), f(p.ScoreSD)})
-	}
-	cw.Flush()
-	return cw.Error()
-}
-
-// Chart is completion against load, one line per agents, with ±1 sd bars.
-func (r *SweepResult) Chart() report.LineChart {
-	var series []report.Series
-	idx := map[string]int{}
-	for _, p := range r.Points {
-		i, ok := idx[p.Agents]
-		if !ok {
-			i = len(series)
-			idx[p.Agents] = i
-			series = append(series, report.Series{Name: p.Agents})
-		}
-		series[i].Points = append(series[i].Points, report.Point{X: p.Load, Y: p.Completion, Err: p.CompletionSD})
-	}
-	var ticks []report.Tick
-	for _, p := range r.Points {
-		if len(ticks) == 0 || ticks[len(ticks)-1].V != p.Load {
-			ticks = append(ticks, report.Tick{V: p.Load, Label: strconv.FormatFloat(p.Load, 'g', -1, 64)})
-		}
-	}
-	return report.LineChart{
-		Title:  fmt.Sprintf("%s: completion against load (mean of %d seeds, bars ±1 sd)", r.World, r.Seeds),
-		XTicks: func(float64, float64) []report.Tick { return ticks },
-		XLabel: "load factor", YLabel: "completion", Width: 720, Height: 360,
-		Series: series, Markers: true, YMin: 0, YMax: 1,
-		YFormat: func(v float64) string { return strconv.FormatFloat(math.Round(1000*v)/10, 'f', -1, 64) + "%" },
-	}
-}
-
-func (r *SweepResult) printTable(w io.Writer) error {
+func printSweep(w io.Writer, r *app.SweepResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "LOAD\tAGENTS\tCOMPLETION\tSD\tON TIME\tSD\tSCORE\tSD\t\n")
 	for _, p := range r.Points {
@@ -243,9 +27,9 @@ func (r *SweepResult) printTable(w io.Writer) error {
 	return tw.Flush()
 }
 
-func (a *app) sweepCmd() *cobra.Command {
-	o := SweepOptions{}
-	ro := RunOptions{}
+func (a *cmdline) sweepCmd() *cobra.Command {
+	o := app.SweepOptions{}
+	ro := app.RunOptions{}
 	var loads, agentList, out string
 	var asJSON bool
 	c := &cobra.Command{
@@ -269,7 +53,7 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 			if progress {
 				o.Progress = func(done, total int) { fmt.Fprintf(a.stderr, "\r\033[Ksweep: %d/%d runs", done, total) }
 			}
-			res, err := Sweep(cmd.Context(), o, ro)
+			res, err := app.Sweep(cmd.Context(), o, ro)
 			if progress {
 				fmt.Fprint(a.stderr, "\r\033[K")
 			}
@@ -280,10 +64,10 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 				if err := os.MkdirAll(out, 0o755); err != nil {
 					return err
 				}
-				if _, err := writeFileAtomic(filepath.Join(out, "sweep.csv"), res.WriteCSV); err != nil {
+				if _, err := app.WriteFileAtomic(filepath.Join(out, "sweep.csv"), res.WriteCSV); err != nil {
 					return err
 				}
-				if _, err := writeFileAtomic(filepath.Join(out, "sweep.svg"), res.Chart().WriteSVG); err != nil {
+				if _, err := app.WriteFileAtomic(filepath.Join(out, "sweep.svg"), res.Chart().WriteSVG); err != nil {
 					return err
 				}
 			}
@@ -293,7 +77,7 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 				return enc.Encode(res)
 			}
 			fmt.Fprintf(a.stdout, "world %s, %d seeds from %d, %s, %s\n\n", res.World, res.Seeds, max(o.FirstSeed, 1), res.Wall, res.Rubric)
-			if err := res.printTable(a.stdout); err != nil {
+			if err := printSweep(a.stdout, res); err != nil {
 				return err
 			}
 			if out != "" {
@@ -311,6 +95,7 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 	f.IntVar(&o.Parallel, "parallel", 0, "episodes run at once (0: one per core)")
 	f.StringVarP(&out, "output", "o", "", "folder to write sweep.csv and sweep.svg to")
 	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn")
+	seatsFlag(c, &ro)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }

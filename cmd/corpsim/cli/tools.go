@@ -7,7 +7,7 @@ import (
 )
 
 // toolsCmd prints the actions as tool definitions for LLM agents.
-func (a *app) toolsCmd() *cobra.Command {
+func (a *cmdline) toolsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "tools",
 		Short: "Print the actions as tool definitions (OpenAI function-calling JSON)",

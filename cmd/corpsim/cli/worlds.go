@@ -10,7 +10,7 @@ import (
 	"github.com/corpsim/corpsim/worlds"
 )
 
-func (a *app) worldsCmd() *cobra.Command {
+func (a *cmdline) worldsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "worlds",
 		Short: "List the shipped worlds",

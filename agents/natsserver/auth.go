@@ -1,4 +1,4 @@
-package natsbus
+package natsserver
 
 import (
 	"crypto/rand"
@@ -37,7 +37,7 @@ func NewAuth(operator string) *Auth {
 func NewToken() string {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		panic("natsbus: no randomness: " + err.Error())
+		panic("natsserver: no randomness: " + err.Error())
 	}
 	return hex.EncodeToString(b[:])
 }

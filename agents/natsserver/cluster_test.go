@@ -1,4 +1,4 @@
-package natsbus_test
+package natsserver_test
 
 import (
 	"context"
@@ -8,11 +8,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 )
 
 func TestClusterR3SurvivesOneNode(t *testing.T) {
-	nodes, err := natsbus.StartCluster(t.TempDir(), 3, hclog.NewNullLogger())
+	nodes, err := natsserver.StartCluster(t.TempDir(), 3, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestClusterR3SurvivesOneNode(t *testing.T) {
 }
 
 func TestStartNodeNeedsNameAndStore(t *testing.T) {
-	if _, err := natsbus.StartNode(natsbus.NodeOptions{Name: "x"}); err == nil {
+	if _, err := natsserver.StartNode(natsserver.NodeOptions{Name: "x"}); err == nil {
 		t.Fatal("a node without a store directory started")
 	}
 }

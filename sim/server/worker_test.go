@@ -1,4 +1,4 @@
-package service
+package server
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
@@ -37,9 +37,9 @@ func testLogger(tb testing.TB) hclog.Logger {
 }
 
 // mustNode starts a single embedded NATS server with JetStream.
-func mustNode(tb testing.TB) *natsbus.Node {
+func mustNode(tb testing.TB) *natsserver.Node {
 	tb.Helper()
-	n, err := natsbus.StartNode(natsbus.NodeOptions{Name: "n1", StoreDir: tb.TempDir()})
+	n, err := natsserver.StartNode(natsserver.NodeOptions{Name: "n1", StoreDir: tb.TempDir()})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -48,9 +48,9 @@ func mustNode(tb testing.TB) *natsbus.Node {
 }
 
 // mustWorker starts a worker on node with its own memory log.
-func mustWorker(tb testing.TB, node *natsbus.Node, name string, maxSessions int, wc WorkerConfig) (*Worker, events.Log) {
+func mustWorker(tb testing.TB, node *natsserver.Node, name string, maxSessions int, wc WorkerConfig) (*Worker, events.Log) {
 	tb.Helper()
-	bus := natsbus.External{URL: node.ClientURL()}
+	bus := natsserver.External{URL: node.ClientURL()}
 	nc, err := bus.Connect("worker-" + name)
 	if err != nil {
 		tb.Fatal(err)

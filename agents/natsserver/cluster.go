@@ -1,4 +1,4 @@
-package natsbus
+package natsserver
 
 import (
 	"errors"
@@ -46,7 +46,7 @@ type Node struct {
 // elected a meta leader (WaitJetStream).
 func StartNode(o NodeOptions) (*Node, error) {
 	if o.Name == "" || o.StoreDir == "" {
-		return nil, errors.New("natsbus: a node needs a name and a store directory")
+		return nil, errors.New("natsserver: a node needs a name and a store directory")
 	}
 	opts := &server.Options{
 		ServerName: o.Name,
@@ -82,14 +82,14 @@ func StartNode(o NodeOptions) (*Node, error) {
 			}
 			u, err := url.Parse(r)
 			if err != nil {
-				return nil, fmt.Errorf("natsbus: route %q: %w", r, err)
+				return nil, fmt.Errorf("natsserver: route %q: %w", r, err)
 			}
 			opts.Routes = append(opts.Routes, u)
 		}
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
-		return nil, fmt.Errorf("natsbus: node %s: %w", o.Name, err)
+		return nil, fmt.Errorf("natsserver: node %s: %w", o.Name, err)
 	}
 	ns.Start()
 	ready := o.Ready
@@ -98,7 +98,7 @@ func StartNode(o NodeOptions) (*Node, error) {
 	}
 	if !ns.ReadyForConnections(ready) {
 		ns.Shutdown()
-		return nil, fmt.Errorf("natsbus: node %s did not start", o.Name)
+		return nil, fmt.Errorf("natsserver: node %s did not start", o.Name)
 	}
 	logger := o.Logger
 	if logger == nil {
@@ -120,7 +120,7 @@ func (n *Node) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
 	opts = append([]nats.Option{nats.Name(name), nats.InProcessServer(n.ns)}, opts...)
 	nc, err := nats.Connect("", opts...)
 	if err != nil {
-		return nil, fmt.Errorf("natsbus: connect %s to node %s: %w", name, n.name, err)
+		return nil, fmt.Errorf("natsserver: connect %s to node %s: %w", name, n.name, err)
 	}
 	return nc, nil
 }
@@ -179,7 +179,7 @@ func WaitJetStream(nodes []*Node, timeout time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("natsbus: JetStream not ready after %v (%d meta leaders seeing %d peers, %d of %d nodes current)",
+			return fmt.Errorf("natsserver: JetStream not ready after %v (%d meta leaders seeing %d peers, %d of %d nodes current)",
 				timeout, leaders, peers, current, running)
 		}
 		time.Sleep(25 * time.Millisecond)
@@ -192,7 +192,7 @@ func WaitJetStream(nodes []*Node, timeout time.Duration) error {
 // taken a moment later; a clash fails the start.
 func StartCluster(dir string, n int, logger hclog.Logger) ([]*Node, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("natsbus: a cluster of %d nodes", n)
+		return nil, fmt.Errorf("natsserver: a cluster of %d nodes", n)
 	}
 	ports, err := freePorts(n)
 	if err != nil {
@@ -240,7 +240,7 @@ func freePorts(n int) ([]int, error) {
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return nil, fmt.Errorf("natsbus: %w", err)
+			return nil, fmt.Errorf("natsserver: %w", err)
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)

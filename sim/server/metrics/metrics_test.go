@@ -10,7 +10,7 @@ import (
 
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
-	"github.com/corpsim/corpsim/sim/service/metrics"
+	"github.com/corpsim/corpsim/sim/server/metrics"
 )
 
 func event(tb testing.TB, typ string, v any) events.Event {

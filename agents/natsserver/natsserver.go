@@ -1,10 +1,14 @@
-// Package natsbus runs the NATS server corpsim uses as its bus: embedded in
-// the process by default, with no network port unless one is asked for.
+// Package natsserver runs the process's own NATS server, the bus corpsim
+// uses: embedded in the process by default, with no network port unless one
+// is asked for, admitting clients through Auth (the operator token and one
+// token per remote seat, each allowed only its own seat's subjects). It also
+// starts the nodes of a JetStream cluster for tests (StartCluster), and
+// External names a server corpsim does not run.
 //
-//	srv, err := natsbus.Start(natsbus.Options{})
+//	srv, err := natsserver.Start(natsserver.Options{})
 //	defer srv.Shutdown()
 //	nc, err := srv.Connect("driver")
-package natsbus
+package natsserver
 
 import (
 	"errors"
@@ -50,7 +54,7 @@ func Start(o Options) (*Server, error) {
 		maxPayload = DefaultMaxPayload
 	}
 	if maxPayload < 0 {
-		return nil, fmt.Errorf("natsbus: negative MaxPayload %d", maxPayload)
+		return nil, fmt.Errorf("natsserver: negative MaxPayload %d", maxPayload)
 	}
 	opts := &server.Options{ServerName: "corpsim", NoSigs: true, NoLog: true, MaxPayload: int32(min(maxPayload, 1<<30))}
 	if o.Listen == "" {
@@ -67,7 +71,7 @@ func Start(o Options) (*Server, error) {
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
-		return nil, fmt.Errorf("natsbus: %w", err)
+		return nil, fmt.Errorf("natsserver: %w", err)
 	}
 	ns.Start()
 	ready := o.Ready
@@ -76,7 +80,7 @@ func Start(o Options) (*Server, error) {
 	}
 	if !ns.ReadyForConnections(ready) {
 		ns.Shutdown()
-		return nil, errors.New("natsbus: embedded NATS server did not start")
+		return nil, errors.New("natsserver: embedded NATS server did not start")
 	}
 	logger := o.Logger
 	if logger == nil {
@@ -94,7 +98,7 @@ func (s *Server) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect("", opts...)
 	if err != nil {
-		return nil, fmt.Errorf("natsbus: connect %s: %w", name, err)
+		return nil, fmt.Errorf("natsserver: connect %s: %w", name, err)
 	}
 	return nc, nil
 }
@@ -125,12 +129,12 @@ func splitHostPort(hp string) (string, int, error) {
 		if hp[i] == ':' {
 			host = hp[:i]
 			if _, err := fmt.Sscanf(hp[i+1:], "%d", &port); err != nil || port < 0 || port > 65535 {
-				return "", 0, fmt.Errorf("natsbus: bad port in %q", hp)
+				return "", 0, fmt.Errorf("natsserver: bad port in %q", hp)
 			}
 			return host, port, nil
 		}
 	}
-	return "", 0, fmt.Errorf("natsbus: listen address %q needs host:port", hp)
+	return "", 0, fmt.Errorf("natsserver: listen address %q needs host:port", hp)
 }
 
 // External is a NATS server or cluster corpsim does not run, reached by URL.
@@ -149,7 +153,7 @@ func (x External) Connect(name string, opts ...nats.Option) (*nats.Conn, error) 
 	}
 	nc, err := nats.Connect(x.URL, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("natsbus: connect %s to %s: %w", name, x.URL, err)
+		return nil, fmt.Errorf("natsserver: connect %s to %s: %w", name, x.URL, err)
 	}
 	return nc, nil
 }

@@ -1,4 +1,4 @@
-package service
+package server
 
 import (
 	"context"
@@ -67,10 +67,10 @@ func openState(path string) (*stateFile, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return f, nil
 	case err != nil:
-		return nil, fmt.Errorf("service: state file: %w", err)
+		return nil, fmt.Errorf("server: state file: %w", err)
 	}
 	if err := json.Unmarshal(b, &f.st); err != nil {
-		return nil, fmt.Errorf("service: state file %s: %w", path, err)
+		return nil, fmt.Errorf("server: state file %s: %w", path, err)
 	}
 	if f.st.Sessions == nil {
 		f.st.Sessions = map[string]savedSession{}
@@ -201,7 +201,7 @@ func (s *Service) ResumeSaved(ctx context.Context) ([]string, error) {
 }
 
 // SavedSeats reads the remote seats' credentials a state file keeps. A
-// server admits them (natsbus.Auth.RestoreSeat) before it listens, so a
+// server admits them (natsserver.Auth.RestoreSeat) before it listens, so a
 // client reconnecting to a restarted server is never refused while its
 // session is being resumed; ResumeSaved revokes those of sessions it does
 // not resume. A missing file has none.

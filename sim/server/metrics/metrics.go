@@ -5,9 +5,9 @@
 // package (it wraps prometheus/client_golang); it registers on its own
 // registry, never the global one, and nothing it records reaches a log.
 //
-//	var svc *service.Service
+//	var svc *server.Service
 //	m := metrics.New(func() (map[string]int, map[string]int) { return svc.Counts() }) // read at scrape time
-//	svc, err := service.New(service.Config{Observer: m, …})                           // m is a driver.Observer
+//	svc, err := server.New(server.Config{Observer: m, …})                           // m is a driver.Observer
 //	http.Handle("/metrics", m.Handler())
 //
 // The series (all prefixed corpsim_, named by the constants below) are

@@ -1,4 +1,4 @@
-package service
+package server
 
 import (
 	"encoding/json"
@@ -76,7 +76,7 @@ func (s *Service) passOn(msg *nats.Msg) bool {
 	fwd := &nats.Msg{Subject: msg.Subject, Reply: msg.Reply, Data: msg.Data, Header: nats.Header{}}
 	fwd.Header.Set(hopHeader, strconv.Itoa(hops+1))
 	if err := s.conn.PublishMsg(fwd); err != nil {
-		b, _ := json.Marshal(proto.CreateReply{Error: "service: cannot pass the request on: " + err.Error()})
+		b, _ := json.Marshal(proto.CreateReply{Error: "server: cannot pass the request on: " + err.Error()})
 		_ = msg.Respond(b)
 	}
 	return true

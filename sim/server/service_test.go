@@ -1,4 +1,4 @@
-package service
+package server
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/corpsim/corpsim/agents/natsbus"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
@@ -22,7 +22,7 @@ import (
 // failed with its last durable seq; the service and its other sessions go
 // on, and a session created afterwards runs to its end.
 func TestPanickingSessionFailsAlone(t *testing.T) {
-	bus, err := natsbus.Start(natsbus.Options{})
+	bus, err := natsserver.Start(natsserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestPanickingSessionFailsAlone(t *testing.T) {
 // A session paused by its operator stays paused across a restart of the
 // service: resumed from the state file, it waits until a start.
 func TestPauseSurvivesRestart(t *testing.T) {
-	bus, err := natsbus.Start(natsbus.Options{})
+	bus, err := natsserver.Start(natsserver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package service
+package server
 
 import (
 	"context"
@@ -53,14 +53,14 @@ const (
 
 // errWorkerConfig marks a worker's settings that the cluster refuses:
 // trying again does not help.
-var errWorkerConfig = errors.New("service: worker configuration")
+var errWorkerConfig = errors.New("server: worker configuration")
 
 // connectFor bounds how long a starting worker waits for the cluster to
 // hold its stream and buckets.
 const connectFor = 30 * time.Second
 
 // ErrLeaseLost stops a session whose worker could not keep its lease.
-var ErrLeaseLost = errors.New("service: the session's lease was lost; another worker may run it")
+var ErrLeaseLost = errors.New("server: the session's lease was lost; another worker may run it")
 
 // WorkerConfig configures a Worker.
 type WorkerConfig struct {
@@ -101,7 +101,7 @@ type WorkerConfig struct {
 // expired. The stream's per-batch expected sequence refuses a batch from a
 // writer that has not seen the other's events.
 //
-//	w, err := service.NewWorker(ctx, service.WorkerConfig{Name: "w1", Conn: nc}, service.Config{Log: log, Bus: bus})
+//	w, err := server.NewWorker(ctx, server.WorkerConfig{Name: "w1", Conn: nc}, server.Config{Log: log, Bus: bus})
 //	defer w.Shutdown(ctx)
 type Worker struct {
 	cfg     WorkerConfig
@@ -137,10 +137,10 @@ type lease struct {
 // are adopted by the others) and its lease and adoption loops.
 func NewWorker(ctx context.Context, cfg WorkerConfig, svcCfg Config) (*Worker, error) {
 	if cfg.Name == "" || cfg.Conn == nil {
-		return nil, errors.New("service: a worker needs a name and a connection")
+		return nil, errors.New("server: a worker needs a name and a connection")
 	}
 	if err := events.ValidSessionID(cfg.Name); err != nil {
-		return nil, fmt.Errorf("service: worker name: %w", err)
+		return nil, fmt.Errorf("server: worker name: %w", err)
 	}
 	if cfg.LeaseTTL == 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
@@ -155,7 +155,7 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, svcCfg Config) (*Worker, e
 		cfg.RequestFor = DefaultRequestFor
 	}
 	if cfg.RenewEvery*2 >= cfg.LeaseTTL {
-		return nil, fmt.Errorf("service: lease TTL %v must be more than twice the renewal interval %v", cfg.LeaseTTL, cfg.RenewEvery)
+		return nil, fmt.Errorf("server: lease TTL %v must be more than twice the renewal interval %v", cfg.LeaseTTL, cfg.RenewEvery)
 	}
 	logger := svcCfg.Logger
 	if logger == nil {
@@ -187,7 +187,7 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, svcCfg Config) (*Worker, e
 		w.logger.Info("cannot set up the stream and buckets yet; trying again", "replicas", replicas, "error", err)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("service: the stream and buckets with %d replicas: %w", replicas, err)
+			return nil, fmt.Errorf("server: the stream and buckets with %d replicas: %w", replicas, err)
 		case <-time.After(wait):
 		}
 	}
@@ -225,11 +225,11 @@ func (w *Worker) connect(ctx context.Context, replicas int) error {
 		w.leases, err = w.js.KeyValue(ctx, LeaseBucket)
 	}
 	if err != nil {
-		return fmt.Errorf("service: bucket %s: %w", LeaseBucket, err)
+		return fmt.Errorf("server: bucket %s: %w", LeaseBucket, err)
 	}
 	st, err := w.leases.Status(ctx)
 	if err != nil {
-		return fmt.Errorf("service: bucket %s: %w", LeaseBucket, err)
+		return fmt.Errorf("server: bucket %s: %w", LeaseBucket, err)
 	}
 	if st.TTL() != w.cfg.LeaseTTL {
 		return fmt.Errorf("%w: the cluster's leases last %v (bucket %s), this worker was given --lease-ttl %v: give every worker the same", errWorkerConfig, st.TTL(), LeaseBucket, w.cfg.LeaseTTL)
@@ -237,10 +237,10 @@ func (w *Worker) connect(ctx context.Context, replicas int) error {
 	if w.owners, err = w.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: OwnerBucket,
 		Description: "corpsim: the worker that last ran each session", History: 1,
 		Storage: jetstream.FileStorage, Replicas: replicas}); err != nil {
-		return fmt.Errorf("service: bucket %s: %w", OwnerBucket, err)
+		return fmt.Errorf("server: bucket %s: %w", OwnerBucket, err)
 	}
 	if w.meta, err = w.js.KeyValue(ctx, jsreplica.Bucket); err != nil {
-		return fmt.Errorf("service: bucket %s: %w", jsreplica.Bucket, err)
+		return fmt.Errorf("server: bucket %s: %w", jsreplica.Bucket, err)
 	}
 	return nil
 }
@@ -287,7 +287,7 @@ func (w *Worker) starting(ctx context.Context, la Launched) error {
 	if !adopted {
 		rev, err := w.leases.Create(ctx, id, []byte(w.cfg.Name))
 		if err != nil {
-			return fmt.Errorf("service: session %s: lease: %w", id, err)
+			return fmt.Errorf("server: session %s: lease: %w", id, err)
 		}
 		w.mu.Lock()
 		w.held[id] = &lease{rev: rev, renewed: time.Now()}
@@ -603,7 +603,7 @@ func (w *Worker) adopt(ctx context.Context, id string) error {
 				_ = w.replica.PutSession(ctx, meta)
 			}
 		}
-		return fmt.Errorf("service: session %s cannot be adopted; recorded failed: %w", id, err)
+		return fmt.Errorf("server: session %s cannot be adopted; recorded failed: %w", id, err)
 	}
 	if err != nil {
 		return err
@@ -623,7 +623,7 @@ func (w *Worker) adopt(ctx context.Context, id string) error {
 	if last == 0 {
 		meta.Status = events.StatusFailed
 		_ = w.replica.PutSession(ctx, meta)
-		return fmt.Errorf("service: session %s has no events in the stream: its worker died before its first batch; recorded failed", id)
+		return fmt.Errorf("server: session %s has no events in the stream: its worker died before its first batch; recorded failed", id)
 	}
 	meta.Status, meta.LastSeq = events.StatusInterrupted, last
 	if err := w.log.UpdateSession(ctx, meta); err != nil {
@@ -673,7 +673,7 @@ func (w *Worker) adoptUnstarted(ctx context.Context, id string, rec owner, saved
 		meta.Status = events.StatusFailed
 		_ = w.replica.PutSession(ctx, meta)
 		w.release(id)
-		return true, fmt.Errorf("service: session %s has no events in the stream and %s; recorded failed", id, reason)
+		return true, fmt.Errorf("server: session %s has no events in the stream and %s; recorded failed", id, reason)
 	}
 	src, err := worlds.Source(meta.World)
 	if err != nil {
@@ -797,7 +797,7 @@ func keys(ctx context.Context, kv jetstream.KeyValue) (map[string]bool, error) {
 		out[k] = true
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("service: the keys of bucket %s, %d listed: %w", kv.Bucket(), len(out), err)
+		return nil, fmt.Errorf("server: the keys of bucket %s, %d listed: %w", kv.Bucket(), len(out), err)
 	}
 	return out, nil
 }

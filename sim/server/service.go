@@ -1,13 +1,18 @@
-// Package service runs many sessions for clients on the bus: corpsim serve.
-// It is an edge package, like sim/driver: it owns goroutines, the bus and the
-// wall clock (session IDs, creation times, how long to wait for remote seats);
-// the engines it runs stay pure.
+// Package server is the corpsim server, the composition root of
+// corpsim serve: Serve wires the event log, the process's NATS server (or
+// an external one), the Service that runs sessions for clients on the bus,
+// the HTTP gateway and the metrics listener, and Soak runs one under
+// injected faults. It owns goroutines, the bus and the wall clock (session
+// IDs, creation times, how long to wait for remote seats); the engines it
+// runs stay pure. It builds each session's seats as the command line does
+// (sim/app, the application's use cases): built-in and llm seats are
+// played in process, remote seats over the bus.
 //
 // Clients (with the operator token) create sessions on
 // corpsim.v1.sessions.create, naming a world, a seed and which seats are
 // built-in agents and which are remote; the reply carries each remote
 // seat's own credentials. Remote agents connect with them and answer turns
-// on their seat's subject; the embedded server's permissions (natsbus.Auth)
+// on their seat's subject; the embedded server's permissions (natsserver.Auth)
 // keep each seat to its own subject. Sessions are controlled on their
 // control subject (start, pause, stop, status).
 //
@@ -32,11 +37,11 @@
 // sessions of a worker that dies are adopted by the others from the
 // stream (see Worker).
 //
-//	svc, err := service.New(service.Config{Log: log, Bus: bus, Auth: auth})
+//	svc, err := server.New(server.Config{Log: log, Bus: bus, Auth: auth})
 //	reply, err := svc.Create(ctx, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
 //	…
 //	svc.Shutdown(ctx) // ctx bounds how long running sessions may take to stop
-package service
+package server
 
 import (
 	"context"
@@ -53,12 +58,12 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/natsbus"
-	"github.com/corpsim/corpsim/agents/natshost"
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/proto"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -67,7 +72,7 @@ import (
 type Config struct {
 	Log             events.Log
 	Bus             Bus
-	Auth            *natsbus.Auth // nil: remote seats get no credentials (an unauthenticated bus)
+	Auth            *natsserver.Auth // nil: remote seats get no credentials (an unauthenticated bus)
 	Logger          hclog.Logger
 	TurnTimeout     time.Duration // default per turn; 0 means 30s
 	JoinTimeout     time.Duration // how long a session waits for its remote seats; 0 means 60s
@@ -129,16 +134,16 @@ const (
 
 // Errors of Create.
 var (
-	ErrTooManySessions = errors.New("service: too many sessions")
-	ErrTooManySeats    = errors.New("service: too many seats")
-	ErrShuttingDown    = errors.New("service: shutting down")
+	ErrTooManySessions = errors.New("server: too many sessions")
+	ErrTooManySeats    = errors.New("server: too many seats")
+	ErrShuttingDown    = errors.New("server: shutting down")
 )
 
 // ErrPanicked is the error of a session that panicked (see guard).
-var ErrPanicked = errors.New("service: the session panicked")
+var ErrPanicked = errors.New("server: the session panicked")
 
-// Bus is where the service runs: the embedded server (*natsbus.Server) or
-// an external one (natsbus.External).
+// Bus is where the service runs: the embedded server (*natsserver.Server) or
+// an external one (natsserver.External).
 type Bus interface {
 	Connect(name string, opts ...nats.Option) (*nats.Conn, error)
 	// Interest reports whether anyone subscribes to subject; a bus that
@@ -150,8 +155,7 @@ type Bus interface {
 type Service struct {
 	cfg    Config
 	logger hclog.Logger
-	conn   *nats.Conn // driver and control
-	host   *nats.Conn // built-in agents
+	conn   *nats.Conn // drivers (the event feed, remote seats' turns) and control
 	subs   []*nats.Subscription
 
 	mu       sync.Mutex
@@ -190,7 +194,7 @@ type session struct {
 // New starts a service on the bus.
 func New(cfg Config) (*Service, error) {
 	if cfg.Log == nil || cfg.Bus == nil {
-		return nil, errors.New("service: Log and Bus are required")
+		return nil, errors.New("server: Log and Bus are required")
 	}
 	if cfg.TurnTimeout == 0 {
 		cfg.TurnTimeout = 30 * time.Second
@@ -205,7 +209,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.MaxSeats = DefaultMaxSeats
 	}
 	if cfg.MaxSessions < 0 || cfg.MaxSeats < 0 {
-		return nil, errors.New("service: MaxSessions and MaxSeats may not be negative")
+		return nil, errors.New("server: MaxSessions and MaxSeats may not be negative")
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -217,10 +221,6 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	if s.conn, err = cfg.Bus.Connect("corpsim-service"); err != nil {
-		return nil, err
-	}
-	if s.host, err = cfg.Bus.Connect("corpsim-agents"); err != nil {
-		s.conn.Close()
 		return nil, err
 	}
 	if cfg.Queue != "" {
@@ -327,7 +327,7 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 		}
 		v, err := time.ParseDuration(d.s)
 		if err != nil || v <= 0 {
-			return proto.CreateReply{}, fmt.Errorf("service: bad duration %q", d.s)
+			return proto.CreateReply{}, fmt.Errorf("server: bad duration %q", d.s)
 		}
 		*d.dst = v
 	}
@@ -382,20 +382,16 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 		}
 		w = e.State().World
 	}
-	spec, llmSeats := agents.SplitLLM(req.Agents, w)
-	if len(llmSeats) > 0 && s.cfg.LLM == nil {
-		return proto.CreateReply{}, errors.New("service: the agents name llm, but this server has no llm agent (serve --llm-model)")
+	seats, err := app.AssignSeats(req.Agents, w, true, s.cfg.LLM != nil)
+	if errors.Is(err, app.ErrNoLLM) {
+		return proto.CreateReply{}, errors.New("server: the agents name llm, but this server has no llm agent (serve --llm-model)")
 	}
-	seats, err := agents.Assign(spec, w, true)
 	if err != nil {
 		return proto.CreateReply{}, err
 	}
 	if n := len(seats); n > s.cfg.MaxSeats {
 		return proto.CreateReply{}, fmt.Errorf("%w: world %s has %d seats to play and this server allows at most %d per session (serve --max-seats)",
 			ErrTooManySeats, w.Name, n, s.cfg.MaxSeats)
-	}
-	for _, m := range llmSeats {
-		seats[m] = "llm"
 	}
 	meta.Agents = seats
 	meta.Created = time.Now().UTC().Format(time.RFC3339)
@@ -441,31 +437,14 @@ type launch struct {
 // launch hosts a session's built-in seats and runs it in the background.
 func (s *Service) launch(l launch) error {
 	id, meta, e := l.meta.ID, l.meta, l.engine
-	hosted := map[string]agents.Agent{}
-	var remote []string
-	kinds := map[string]int{}
-	for member, name := range meta.Agents {
-		switch name {
-		case agents.Remote:
-			remote = append(remote, member)
-			kinds["remote"]++
-			continue
-		case "llm":
-			if s.cfg.LLM == nil {
-				return errors.New("service: the agents name llm, but this server has no llm agent (serve --llm-model)")
-			}
-			hosted[member] = s.cfg.LLM
-			kinds["llm"]++
-			continue
-		}
-		a, err := agents.New(name, agents.Options{Seed: meta.Seed, Member: member})
-		if err != nil {
-			return fmt.Errorf("service: seat %s: %w", member, err)
-		}
-		hosted[member] = a
-		kinds["builtin"]++
+	seats, err := app.BuildSeats(meta, e.State().World, app.SeatOptions{LLM: s.cfg.LLM})
+	if errors.Is(err, app.ErrNoLLM) {
+		return errors.New("server: the agents name llm, but this server has no llm agent (serve --llm-model)")
 	}
-	sort.Strings(remote)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	remote, kinds := seats.Remote, seats.Kinds
 	log := s.logger.With("session", id)
 	if s.cfg.Hooks.Starting != nil {
 		if err := s.cfg.Hooks.Starting(context.Background(), Launched{Meta: meta, TurnTimeout: l.turnTimeout, JoinTimeout: l.joinTimeout,
@@ -481,7 +460,9 @@ func (s *Service) launch(l launch) error {
 			s.cfg.Hooks.Ended(m, err, !l.fresh)
 		}
 	}
-	host, err := natshost.Serve(s.host, id, hosted, natshost.Options{Logger: log, Timeout: l.turnTimeout})
+	// Built-in and llm seats are played in process; remote ones answer
+	// on the bus.
+	asker, stopSeats, err := seats.Host(app.HostOptions{Session: id, Conn: s.conn, Logger: log, Timeout: l.turnTimeout})
 	if err != nil {
 		abandon(err)
 		return err
@@ -500,7 +481,7 @@ func (s *Service) launch(l launch) error {
 		}
 	}
 	if err != nil {
-		host.Close()
+		stopSeats()
 		cancel()
 		abandon(err)
 		return err
@@ -516,7 +497,7 @@ func (s *Service) launch(l launch) error {
 	if refused != nil {
 		s.mu.Unlock()
 		_ = ctl.Unsubscribe()
-		host.Close()
+		stopSeats()
 		cancel()
 		abandon(refused)
 		return refused
@@ -538,12 +519,12 @@ func (s *Service) launch(l launch) error {
 		defer s.wg.Done()
 		defer s.queueChanged()
 		defer close(ss.done)
-		defer host.Close()
+		defer stopSeats()
 		defer ctl.Unsubscribe()
 		defer cancel()
 		m, err := meta, error(nil)
 		if s.waitToStart(runCtx, ss, l, remote, log) {
-			d := driver.New(driver.Config{Log: s.cfg.Log, Conn: s.conn, Logger: s.logger, TurnTimeout: l.turnTimeout,
+			d := driver.New(driver.Config{Log: s.cfg.Log, Conn: s.conn, Seats: asker, Logger: s.logger, TurnTimeout: l.turnTimeout,
 				CheckpointEvery: s.cfg.CheckpointEvery, Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
 				Interest: s.cfg.Bus.Interest, Observer: s.cfg.Observer, Replica: s.cfg.Replica})
 			log.Info("session running", "from_seq", e.State().LastSeq, "remote_seats", len(remote))
@@ -787,7 +768,7 @@ func (s *Service) Wait(ctx context.Context, id string) (events.SessionMeta, erro
 	ss := s.sessions[id]
 	s.mu.Unlock()
 	if ss == nil {
-		return events.SessionMeta{}, fmt.Errorf("service: no session %s", id)
+		return events.SessionMeta{}, fmt.Errorf("server: no session %s", id)
 	}
 	select {
 	case <-ss.done:
@@ -851,9 +832,6 @@ func (s *Service) shutdown(ctx context.Context, graceful bool) error {
 		}
 		if s.conn != nil {
 			s.conn.Close()
-		}
-		if s.host != nil {
-			s.host.Close()
 		}
 	}
 	return err

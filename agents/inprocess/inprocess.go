@@ -1,0 +1,192 @@
+// Package inprocess plays members' seats with agents in the driver's own
+// process: each turn's org.Observation is given to the member's
+// agents.Agent as it is, and the []org.Action it returns come back as the
+// answer — no JSON, no bus. It implements the driver's Seats (sim/driver),
+// beside the NATS path (driver.BusSeats and agents/natshost), and gives the
+// same answers: the limits the NATS path's reply parsing enforces (at most
+// org.MaxActions actions, at most org.MaxReplyBytes as JSON) are enforced
+// here with the same sentences, and text that is not valid UTF-8 reaches
+// the engine as encoding/json would carry it, so that a session gives the
+// same log either way.
+//
+//	seats := inprocess.New(map[string]agents.Agent{"alice": greedy}, inprocess.Options{})
+//	d := driver.New(driver.Config{Log: log, Conn: nc, Seats: seats})
+//
+// The observation is the agent's to read and keep: the engine built it for
+// this turn alone, but its strings and the tasks' dependency lists are
+// shared with the engine's world, so an agent must not modify them.
+package inprocess
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
+)
+
+// Options configure Seats.
+type Options struct {
+	Logger hclog.Logger // nil: silent
+}
+
+// Seats plays a fixed set of members, each with its own agent. Safe for
+// concurrent use: the driver asks the members due at one instant at once.
+type Seats struct {
+	seats map[string]*seat
+}
+
+// seat is one member's agent. busy holds one token while the agent decides,
+// so that it is given one turn at a time, as agents.Agent requires, even
+// when a turn it did not answer in time is still with it.
+type seat struct {
+	agent agents.Agent
+	busy  chan struct{}
+	log   hclog.Logger
+}
+
+// ErrNotPlayed is Ask's error for a member these seats do not play: its
+// turns time out (there is nobody to wait for).
+var ErrNotPlayed = fmt.Errorf("inprocess: no agent plays this member here")
+
+// New makes Seats that play each member of seats with its agent. One agent
+// may play several members only if it is safe for concurrent use.
+func New(seats map[string]agents.Agent, o Options) *Seats {
+	logger := o.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	s := &Seats{seats: make(map[string]*seat, len(seats))}
+	for m, a := range seats {
+		s.seats[m] = &seat{agent: a, busy: make(chan struct{}, 1), log: logger.With("member", m)}
+	}
+	return s
+}
+
+// Plays reports whether member is one of these seats.
+func (s *Seats) Plays(member string) bool {
+	_, ok := s.seats[member]
+	return ok
+}
+
+// Ask gives obs to member's agent and returns its actions. It returns
+// ctx's error once ctx ends before the agent answered (the agent, given the
+// same ctx, may still be deciding: its answer is dropped, and its next turn
+// waits for it within that turn's own budget). An agent that fails (or
+// panics) answers no actions, as agents/natshost answers for it.
+func (s *Seats) Ask(ctx context.Context, _, member string, obs org.Observation) (sim.Answer, error) {
+	st, ok := s.seats[member]
+	if !ok {
+		return sim.Answer{}, fmt.Errorf("%w: %s", ErrNotPlayed, member)
+	}
+	select {
+	case st.busy <- struct{}{}:
+	case <-ctx.Done():
+		return sim.Answer{}, fmt.Errorf("inprocess: the agent is still deciding its previous turn: %w", ctx.Err())
+	}
+	turn := obs.Turn
+	done := make(chan []org.Action, 1)
+	go func() {
+		defer func() { <-st.busy }()
+		done <- st.decide(ctx, obs)
+	}()
+	select {
+	case acts := <-done:
+		return answer(turn, acts), nil
+	case <-ctx.Done():
+		return sim.Answer{}, ctx.Err()
+	}
+}
+
+// decide asks the agent, turning a failure into no actions.
+func (st *seat) decide(ctx context.Context, obs org.Observation) (acts []org.Action) {
+	defer func() {
+		if r := recover(); r != nil {
+			st.log.Error("agent panicked deciding; it answers no actions", "panic", r, "stack", string(debug.Stack()))
+			acts = nil
+		}
+	}()
+	acts, err := st.agent.Decide(ctx, obs)
+	if err != nil {
+		st.log.Warn("agent failed to decide", "error", err)
+	}
+	return acts
+}
+
+// answer is the engine's answer to turn made of acts, as it would be had
+// acts crossed the bus: encoded as a reply, size-checked and parsed.
+func answer(turn uint64, acts []org.Action) sim.Answer {
+	if acts == nil {
+		acts = []org.Action{}
+	}
+	for i := range acts {
+		if !validUTF8(&acts[i]) {
+			acts = wireStrings(acts)
+			break
+		}
+	}
+	if maxJSON(acts) > org.MaxReplyBytes {
+		// Rare (long texts): measure what the bus would have carried.
+		b, err := json.Marshal(org.Reply{Turn: turn, Actions: acts})
+		if err == nil && len(b) > org.MaxReplyBytes {
+			return sim.Answer{Malformed: fmt.Sprintf("reply is %d bytes; the limit is %d", len(b), org.MaxReplyBytes)}
+		}
+	}
+	if len(acts) > org.MaxActions {
+		return sim.Answer{Malformed: fmt.Sprintf("reply has %d actions; the limit is %d", len(acts), org.MaxActions)}
+	}
+	return sim.Answer{Turn: turn, Actions: acts}
+}
+
+// maxJSON bounds from above the bytes of a reply holding acts as JSON: a
+// string byte takes at most 6 (an escape such as \u001f), and an action's
+// keys, quotes, commas and numbers under 160.
+func maxJSON(acts []org.Action) int {
+	n := 64
+	for i := range acts {
+		a := &acts[i]
+		n += 160 + 6*(len(a.Type)+len(a.Task)+len(a.Request)+len(a.To)+len(a.Text)+len(a.Reason)+len(a.For)+len(a.ReplyTo)+len(a.Topic))
+	}
+	return n
+}
+
+// strs lists an action's string fields.
+func strs(a *org.Action) []*string {
+	return []*string{&a.Type, &a.Task, &a.Request, &a.To, &a.Text, &a.Reason, &a.For, &a.ReplyTo, &a.Topic}
+}
+
+func validUTF8(a *org.Action) bool {
+	for _, p := range strs(a) {
+		if !utf8.ValidString(*p) {
+			return false
+		}
+	}
+	return true
+}
+
+// wireStrings returns a copy of acts whose strings are what encoding/json
+// carries: each byte that is not part of valid UTF-8 replaced by U+FFFD.
+func wireStrings(acts []org.Action) []org.Action {
+	out := make([]org.Action, len(acts))
+	copy(out, acts)
+	for i := range out {
+		for _, p := range strs(&out[i]) {
+			if utf8.ValidString(*p) {
+				continue
+			}
+			var b strings.Builder
+			for _, r := range *p { // an invalid byte ranges as one utf8.RuneError
+				b.WriteRune(r)
+			}
+			*p = b.String()
+		}
+	}
+	return out
+}

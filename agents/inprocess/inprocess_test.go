@@ -1,0 +1,146 @@
+package inprocess
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
+)
+
+// overBus is the answer the NATS path gives for acts: the reply natshost
+// encodes, parsed as the driver parses it.
+func overBus(turn uint64, acts []org.Action) sim.Answer {
+	if acts == nil {
+		acts = []org.Action{}
+	}
+	b, err := json.Marshal(org.Reply{Turn: turn, Actions: acts})
+	if err != nil {
+		panic(err)
+	}
+	r, err := proto.ParseReply(b)
+	if err != nil {
+		return sim.Answer{Malformed: err.Error()}
+	}
+	return sim.Answer{Turn: r.Turn, Actions: r.Actions}
+}
+
+func TestAnswerIsWhatTheBusWouldCarry(t *testing.T) {
+	many := make([]org.Action, org.MaxActions+1)
+	for i := range many {
+		many[i] = org.Action{Type: org.ActClaim, Task: "t"}
+	}
+	tests := []struct {
+		name string
+		acts []org.Action
+	}{
+		{"none", nil},
+		{"empty", []org.Action{}},
+		{"claim and work", []org.Action{{Type: org.ActClaim, Task: "api"}, {Type: org.ActWork, Task: "api", For: "2h"}}},
+		{"every field", []org.Action{{Type: "message", Task: "a", Request: "r", To: "bob", Text: "hi <&> \u2028", Reason: "x", For: "1h", Until: -5, ReplyTo: "m1", Topic: "q"}}},
+		{"invalid UTF-8", []org.Action{{Type: "message", To: "bob", Text: "a\xffb\xc3(\xe2\x82", Topic: "\xed\xa0\x80"}}},
+		{"the most actions", many[:org.MaxActions]},
+		{"too many actions", many},
+		{"just under the size limit", []org.Action{{Type: "message", To: "bob", Text: strings.Repeat("x", org.MaxReplyBytes-80)}}},
+		{"over the size limit", []org.Action{{Type: "message", To: "bob", Text: strings.Repeat("x", org.MaxReplyBytes)}}},
+		{"over it by escapes", []org.Action{{Type: "message", To: "bob", Text: strings.Repeat("\x01", org.MaxReplyBytes/5)}}},
+		{"too big and too many", append([]org.Action{{Type: "message", Text: strings.Repeat("y", org.MaxReplyBytes)}}, many...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, want := answer(7, tt.acts), overBus(7, tt.acts)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("got %+v,\nwant %+v", abbrev(got), abbrev(want))
+			}
+		})
+	}
+}
+
+func abbrev(a sim.Answer) sim.Answer {
+	a.Actions = append([]org.Action(nil), a.Actions...)
+	for i := range a.Actions {
+		if len(a.Actions[i].Text) > 40 {
+			a.Actions[i].Text = a.Actions[i].Text[:40] + "…"
+		}
+	}
+	return a
+}
+
+// decider is an agent made of a function.
+type decider func(ctx context.Context, obs org.Observation) ([]org.Action, error)
+
+func (d decider) Decide(ctx context.Context, obs org.Observation) ([]org.Action, error) {
+	return d(ctx, obs)
+}
+
+func TestAsk(t *testing.T) {
+	s := New(map[string]agents.Agent{"bob": &agents.Greedy{}}, Options{})
+	ctx := context.Background()
+	obs := org.Observation{Member: "bob", Turn: 3, Available: []org.TaskView{{ID: "api", Value: 3}}}
+	got, err := s.Ask(ctx, "s", "bob", obs)
+	want := sim.Answer{Turn: 3, Actions: []org.Action{{Type: org.ActClaim, Task: "api"}, {Type: org.ActWork, Task: "api"}}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v, %v; want %+v", got, err, want)
+	}
+	if _, err := s.Ask(ctx, "s", "alice", obs); !errors.Is(err, ErrNotPlayed) {
+		t.Fatalf("a member not played: got %v, want ErrNotPlayed", err)
+	}
+}
+
+func TestAgentThatFailsAnswersNothing(t *testing.T) {
+	s := New(map[string]agents.Agent{
+		"err":   decider(func(context.Context, org.Observation) ([]org.Action, error) { return nil, errors.New("no") }),
+		"panic": decider(func(context.Context, org.Observation) ([]org.Action, error) { panic("boom") }),
+	}, Options{})
+	for _, m := range []string{"err", "panic"} {
+		got, err := s.Ask(context.Background(), "s", m, org.Observation{Turn: 2})
+		if want := (sim.Answer{Turn: 2, Actions: []org.Action{}}); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got %+v, %v; want %+v", m, got, err, want)
+		}
+	}
+}
+
+// An agent that does not answer within the turn's budget: Ask returns the
+// budget's error (the driver records a timeout), and the agent's next turn
+// is not given to it while it still decides the last one.
+func TestSlowAgentTimesOutAndGetsOneTurnAtATime(t *testing.T) {
+	release := make(chan struct{})
+	var in, most atomic.Int32
+	slow := decider(func(ctx context.Context, obs org.Observation) ([]org.Action, error) {
+		n := in.Add(1)
+		defer in.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		<-release // deaf to ctx: it answers only when released
+		return []org.Action{{Type: org.ActWait}}, nil
+	})
+	s := New(map[string]agents.Agent{"bob": slow}, Options{})
+	for turn := uint64(1); turn <= 3; turn++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		_, err := s.Ask(ctx, "s", "bob", org.Observation{Turn: turn})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("turn %d: got %v, want the budget's error", turn, err)
+		}
+	}
+	close(release)
+	got, err := s.Ask(context.Background(), "s", "bob", org.Observation{Turn: 4})
+	if want := (sim.Answer{Turn: 4, Actions: []org.Action{{Type: org.ActWait}}}); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("once released: got %+v, %v; want %+v", got, err, want)
+	}
+	if m := most.Load(); m != 1 {
+		t.Fatalf("turns the agent had at once: got %d, want 1", m)
+	}
+}

@@ -1,0 +1,82 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/sim/analyze"
+	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/sim/report"
+)
+
+// LoadAnalysis reads a whole stored session (a fork's shared prefix
+// included) for analysis: trace and diff.
+func LoadAnalysis(ctx context.Context, data, id string, logger hclog.Logger) (*analyze.Session, error) {
+	log, meta, err := OpenSession(ctx, data, id, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	s, err := analyze.Load(log.Read(ctx, meta.ID, 1))
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", meta.ID, err)
+	}
+	// A fork may have another seed than the root session.started recorded.
+	s.ID, s.Seed = meta.ID, meta.Seed
+	return s, nil
+}
+
+// BuildReport replays a stored session into its report.
+func BuildReport(ctx context.Context, data, session string, o report.Options, logger hclog.Logger) (*report.Report, error) {
+	log, meta, err := OpenSession(ctx, data, session, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	origin, err := driver.ReadOrigin(ctx, log, session)
+	if err != nil {
+		return nil, err
+	}
+	o.Session, o.Agents = meta.ID, meta.Agents
+	b := report.NewBuilder(origin.World, o)
+	// Borrowed events (Scan): the builder keeps nothing of an event's payload.
+	err = log.Scan(ctx, session, 1, func(ev *events.Event) error {
+		if err := b.Add(*ev); err != nil {
+			return fmt.Errorf("session %s: %w", session, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b.Report(), nil
+}
+
+// Score rebuilds a stored session's final state from its log and scores it
+// with the current rubric.
+func Score(ctx context.Context, data, id string, logger hclog.Logger) (*RunResult, error) {
+	log, meta, err := OpenSession(ctx, data, id, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	e, _, err := driver.Load(ctx, log, meta.ID, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	return ResultOf(meta, e), nil
+}
+
+// Verify checks every stored event's checksum of session id and replays it
+// against its checkpoints and final hash.
+func Verify(ctx context.Context, data, id string, logger hclog.Logger) (driver.VerifyReport, events.SessionMeta, error) {
+	log, meta, err := OpenSession(ctx, data, id, logger)
+	if err != nil {
+		return driver.VerifyReport{}, meta, err
+	}
+	defer log.Close()
+	return driver.Verify(ctx, log, meta), meta, nil
+}

@@ -1,0 +1,163 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/corpsim/corpsim/agents/natsserver"
+	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/policies"
+)
+
+// EvalOptions describe an evaluation over seeds.
+type EvalOptions struct {
+	World     string
+	Agents    string
+	Load      float64
+	Seeds     int
+	FirstSeed uint64
+	Parallel  int
+}
+
+// GoalResult is one goal over all the runs of an evaluation.
+type GoalResult struct {
+	Goal    string  `json:"goal"`
+	Passes  int     `json:"passes"`
+	PassAt1 float64 `json:"pass_at_1"` // share of runs in which it passed
+	PassK   bool    `json:"pass_k"`    // it passed in every run
+}
+
+// EvalResult is what corpsim eval reports.
+type EvalResult struct {
+	World      string       `json:"world"`
+	Agents     string       `json:"agents"`
+	Load       float64      `json:"load"`
+	Seeds      []uint64     `json:"seeds"`
+	Rubric     string       `json:"rubric"`
+	Scores     []float64    `json:"scores"`
+	Mean       float64      `json:"mean"`
+	StdDev     float64      `json:"stddev"`
+	Min        float64      `json:"min"`
+	Max        float64      `json:"max"`
+	Completion float64      `json:"completion_mean"`
+	Goals      []GoalResult `json:"goals"`
+	// PassAt1 and PassK count a run as passed when every goal passed in it.
+	PassAt1 float64 `json:"pass_at_1"`
+	PassK   bool    `json:"pass_k"`
+	Wall    string  `json:"wall"`
+}
+
+// Goals of a scorecard: each project ("project:<id>" passes when it is
+// completed: every task verified and on time), the tickets' SLA
+// ("sla" passes when at least 90% of the tickets that arrived were resolved
+// within their SLA) and the budget ("budget" passes with no overrun).
+func goals(s policies.Scorecard) map[string]bool {
+	g := map[string]bool{}
+	for _, p := range s.Projects {
+		g["project:"+p.ID] = p.Completed
+	}
+	if s.Tickets > 0 {
+		g["sla"] = float64(s.TicketsInSLA) >= 0.9*float64(s.Tickets)
+	}
+	g["budget"] = s.BudgetOverrun == 0
+	return g
+}
+
+// Eval runs Seeds episodes of a world, in parallel, in memory, over one
+// embedded NATS server, and reports the spread of scores, pass@1 and pass^k.
+func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error) {
+	if o.Seeds < 1 {
+		return nil, Usagef("--seeds must be at least 1")
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = runtime.GOMAXPROCS(0)
+	}
+	if o.FirstSeed == 0 {
+		o.FirstSeed = 1
+	}
+	srv, err := natsserver.Start(natsserver.Options{Logger: ro.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Shutdown()
+	start := time.Now()
+	cards := make([]policies.Scorecard, o.Seeds)
+	errs := make([]error, o.Seeds)
+	sem := make(chan struct{}, o.Parallel)
+	var wg sync.WaitGroup
+	for i := range o.Seeds {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			r := ro
+			r.World, r.Agents, r.Load, r.Seed = o.World, o.Agents, o.Load, o.FirstSeed+uint64(i)
+			r.Log, r.Bus, r.CheckpointEvery, r.Progress = memlog.New(), srv, -1, nil
+			res, err := Run(ctx, r)
+			if err != nil {
+				errs[i] = fmt.Errorf("seed %d: %w", r.Seed, err)
+				return
+			}
+			cards[i] = res.Score
+		}(i)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	res := &EvalResult{World: o.World, Agents: o.Agents, Load: o.Load, Rubric: policies.RubricVersion, Wall: time.Since(start).Round(time.Millisecond).String()}
+	if res.Load == 0 {
+		res.Load = 1
+	}
+	pass := map[string]int{}
+	allPass := 0
+	sum := 0.0
+	for i, c := range cards {
+		res.Seeds = append(res.Seeds, o.FirstSeed+uint64(i))
+		res.Scores = append(res.Scores, c.TeamScore)
+		sum += c.TeamScore
+		res.Completion += c.Completion / float64(len(cards))
+		every := true
+		for g, ok := range goals(c) {
+			if ok {
+				pass[g]++
+			} else {
+				every = false
+			}
+		}
+		if every {
+			allPass++
+		}
+	}
+	n := float64(len(cards))
+	res.Mean = sum / n
+	res.Min, res.Max = res.Scores[0], res.Scores[0]
+	for _, x := range res.Scores {
+		res.StdDev += (x - res.Mean) * (x - res.Mean)
+		res.Min, res.Max = math.Min(res.Min, x), math.Max(res.Max, x)
+	}
+	if len(cards) > 1 {
+		res.StdDev = math.Sqrt(res.StdDev / (n - 1))
+	} else {
+		res.StdDev = 0
+	}
+	names := make([]string, 0)
+	for g := range goals(cards[0]) {
+		names = append(names, g)
+	}
+	sort.Strings(names)
+	for _, g := range names {
+		res.Goals = append(res.Goals, GoalResult{Goal: g, Passes: pass[g], PassAt1: float64(pass[g]) / n, PassK: pass[g] == len(cards)})
+	}
+	res.PassAt1 = float64(allPass) / n
+	res.PassK = allPass == len(cards)
+	return res, nil
+}

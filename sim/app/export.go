@@ -1,0 +1,239 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/corpsim/corpsim/agents/llm"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/sim/export"
+)
+
+// ExportOptions describe an export of stored sessions as training data.
+type ExportOptions struct {
+	Data       string  // data folder of the log
+	Format     string  // sft, dpo or jsonl
+	Out        string  // file to write; "" or "-" for the writer Export is given
+	By         string  // sft, dpo: the reward that filters and ranks episodes (export.ByMember or export.ByTeam)
+	MinReward  float64 // sft, with MinSet: keep only the episodes whose reward is at least this
+	MinSet     bool
+	History    int // sft, with HistorySet: one line per turn with at most this many earlier turns
+	HistorySet bool
+	Margin     float64 // dpo: pair two episodes only when their rewards differ by more than this
+	Logger     hclog.Logger
+	// Notice, if set, is told of each session that makes no preference
+	// pairs (dpo), as a sentence.
+	Notice func(string)
+}
+
+// Export writes the sessions ids of the log in o.Data as o.Format to o.Out
+// (or stdout), and returns what it wrote, e.g. "3 episodes of 1 session"
+// or "2 preference pairs from 2 sessions to pairs.jsonl". A regular file (or
+// nothing) at o.Out is replaced only once the whole output is written.
+func Export(ctx context.Context, o ExportOptions, ids []string, stdout io.Writer) (string, error) {
+	switch o.Format {
+	case "sft", "dpo", "jsonl":
+	default:
+		return "", Usagef("--format %q: want sft, dpo or jsonl", o.Format)
+	}
+	if err := export.ValidBy(o.By); err != nil {
+		return "", Usagef("--reward %q: want member or team", o.By)
+	}
+	if o.MinSet && o.Format != "sft" {
+		return "", Usagef("--min-reward is for --format sft")
+	}
+	if o.HistorySet && (o.Format != "sft" || o.History < 0) {
+		return "", Usagef("--history is for --format sft, and at least 0")
+	}
+	if o.Margin != 0 && o.Format != "dpo" {
+		return "", Usagef("--margin is for --format dpo")
+	}
+	if o.Margin < 0 {
+		return "", Usagef("--margin must not be negative, got %g", o.Margin)
+	}
+	var uniq []string
+	dup := map[string]bool{}
+	for _, id := range ids {
+		if !dup[id] {
+			dup[id] = true
+			uniq = append(uniq, id)
+		}
+	}
+	if len(uniq) == 0 {
+		return "", Usagef("export needs at least one session")
+	}
+	log, _, err := OpenSession(ctx, o.Data, uniq[0], o.Logger)
+	if err != nil {
+		return "", err
+	}
+	defer log.Close()
+	for _, id := range uniq[1:] {
+		if _, err := log.Session(ctx, id); err != nil {
+			if errors.Is(err, events.ErrNoSession) || errors.Is(err, events.ErrBadSession) {
+				return "", fmt.Errorf("no session %s in %s", id, o.Data)
+			}
+			return "", err
+		}
+	}
+	return writeOutput(o.Out, stdout, func(w io.Writer) (string, error) {
+		switch o.Format {
+		case "jsonl":
+			n, err := export.WriteEvents(ctx, w, log, uniq)
+			return fmt.Sprintf("%d events of %s", n, nSessions(len(uniq))), err
+		case "sft":
+			return exportSFT(ctx, w, log, uniq, o)
+		default:
+			return exportDPO(ctx, w, log, uniq, o)
+		}
+	})
+}
+
+// llmPrompts make transcripts read as what the LLM agent sends a seat.
+var llmPrompts = export.Prompts{System: llm.SystemPrompt, Observation: llm.ObservationMessage, Result: llm.ToolResult}
+
+// episodes reads a session's episodes, leaving out the seats that never
+// answered a turn.
+func episodes(ctx context.Context, log export.Log, id string) (eps []export.Episode, empty int, err error) {
+	all, err := export.Episodes(ctx, log, id, export.Options{Prompts: llmPrompts})
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, ep := range all {
+		if ep.Turns == 0 {
+			empty++
+			continue
+		}
+		eps = append(eps, ep)
+	}
+	return eps, empty, nil
+}
+
+func exportSFT(ctx context.Context, w io.Writer, log export.Log, ids []string, o ExportOptions) (string, error) {
+	kept, lines, low, empty := 0, 0, 0, 0
+	for _, id := range ids {
+		eps, e, err := episodes(ctx, log, id)
+		if err != nil {
+			return "", err
+		}
+		empty += e
+		var out []export.Episode
+		for _, ep := range eps {
+			if o.MinSet && ep.Score(o.By) < o.MinReward {
+				low++
+				continue
+			}
+			out = append(out, ep)
+		}
+		kept += len(out)
+		if o.HistorySet {
+			var wins []export.Episode
+			for i := range out {
+				wins = append(wins, out[i].Windows(o.History)...)
+			}
+			lines += len(wins)
+			out = wins
+		}
+		if err := export.WriteLines(w, out); err != nil {
+			return "", err
+		}
+	}
+	what := fmt.Sprintf("%d episodes of %s", kept, nSessions(len(ids)))
+	if o.HistorySet {
+		what += fmt.Sprintf(" in %d lines of at most %d earlier turns", lines, o.History)
+	}
+	if low > 0 {
+		what += fmt.Sprintf(" (%d with a %s reward below %g left out)", low, o.By, o.MinReward)
+	}
+	if empty > 0 {
+		what += fmt.Sprintf(" (%d seats that never answered a turn left out)", empty)
+	}
+	return what, nil
+}
+
+func exportDPO(ctx context.Context, w io.Writer, log export.Log, ids []string, o ExportOptions) (string, error) {
+	var all []export.Episode
+	for _, id := range ids {
+		eps, _, err := episodes(ctx, log, id)
+		if err != nil {
+			return "", err
+		}
+		all = append(all, eps...)
+	}
+	pairs, alone := export.Pairs(all, export.PairOptions{Margin: o.Margin, By: o.By})
+	for _, id := range alone {
+		ep := all[0]
+		for _, e := range all {
+			if e.Session == id {
+				ep = e
+				break
+			}
+		}
+		if o.Notice != nil {
+			o.Notice(fmt.Sprintf("session %s (world %s, seed %d) shares its world and seed with no other session given: no pairs", id, ep.World, ep.Seed))
+		}
+	}
+	if err := export.WriteLines(w, pairs); err != nil {
+		return "", err
+	}
+	what := fmt.Sprintf("%d preference pairs from %s", len(pairs), nSessions(len(ids)))
+	if len(pairs) == 0 && len(alone) < len(ids) {
+		what += fmt.Sprintf(" (no two episodes of the same world, seed and member have %s rewards that differ by more than %g)", o.By, o.Margin)
+	}
+	return what, nil
+}
+
+// writeOutput runs write on stdout (path "" or "-"), or on a new file that
+// replaces the regular file (or nothing) at path only once write succeeded;
+// anything else at path (a device, a pipe, a symbolic link) is written
+// through. It returns what write says it wrote, and where.
+func writeOutput(path string, stdout io.Writer, write func(io.Writer) (string, error)) (string, error) {
+	if path == "" || path == "-" {
+		return write(stdout)
+	}
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return "", err
+		}
+		what, err := write(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", err
+		}
+		return what + " to " + path, nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name()) // after a successful rename there is nothing left to remove
+	what, err := write(f)
+	if err == nil {
+		err = f.Chmod(0o644) // CreateTemp makes it 0600
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return "", err
+	}
+	return what + " to " + path, nil
+}
+
+func nSessions(n int) string {
+	if n == 1 {
+		return "1 session"
+	}
+	return fmt.Sprintf("%d sessions", n)
+}

@@ -1,0 +1,259 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/natsserver"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// RunOptions describe one session run with embedded defaults.
+type RunOptions struct {
+	World       string // shipped name or file path
+	Seed        uint64
+	Load        float64 // scales arrival rates; 0 means 1
+	Agents      string  // "greedy", or "greedy,alice=idle"
+	Data        string  // data folder for the Pebble log
+	Ephemeral   bool    // in-memory log
+	Log         events.Log
+	TurnTimeout time.Duration
+	Logger      hclog.Logger
+	Session     string // "" makes a new ULID
+	Progress    func(seq uint64, simTime int64)
+	Bus         *natsserver.Server      // nil starts an embedded server for this run (the event feed is on it)
+	Listen      string                  // with no Bus: let network clients reach the embedded server here
+	Seats       map[string]agents.Agent // agents that replace the named ones for these members
+	LLM         agents.Agent            // plays the seats --agents gives to "llm"
+	// SeatsOverBus asks the seats this process plays over the bus, as
+	// remote ones are (agents/natshost, JSON both ways), instead of giving
+	// their agents the observations in process. The log is the same.
+	SeatsOverBus bool
+	// CheckpointEvery is the checkpoint interval in events (0: the driver's default; negative: none).
+	CheckpointEvery int
+	// Limits bound observations and messages of a new session (zero fields: the defaults).
+	Limits org.Limits
+	// MaxBatch bounds the events persisted in one append between agent turns (0: the driver's default; 1: every step on its own).
+	MaxBatch int
+}
+
+// RunResult is what a run produced.
+type RunResult struct {
+	Session   string             `json:"session"`
+	World     string             `json:"world"`
+	Seed      uint64             `json:"seed"`
+	Events    uint64             `json:"events"`
+	StateHash string             `json:"state_hash"`
+	Ended     string             `json:"ended"`
+	SimTime   string             `json:"sim_end"`
+	Agents    map[string]string  `json:"agents"`
+	Parent    string             `json:"parent,omitempty"`
+	ForkSeq   uint64             `json:"fork_seq,omitempty"`
+	Score     policies.Scorecard `json:"score"`
+	Wall      time.Duration      `json:"-"`
+	Meta      events.SessionMeta `json:"-"`
+	Stats
+}
+
+// Stats are a run's wall-clock figures, for benchmarks (tests/bench.sh);
+// they vary between runs of the same seed, unlike everything else in a
+// RunResult.
+type Stats struct {
+	WallSeconds      float64 `json:"wall_seconds,omitempty"`       // the driver's run, without loading the world
+	EventsPerSecond  float64 `json:"events_per_second,omitempty"`  // events this run appended / wall
+	TicketsPerSecond float64 `json:"tickets_per_second,omitempty"` // resolved tickets / wall
+	PeakRSSBytes     int64   `json:"peak_rss_bytes,omitempty"`     // the process's peak resident set so far (0 where unknown)
+}
+
+// statsOf fills the wall-clock figures of a run that appended events after
+// seq from and took wall.
+func statsOf(res *RunResult, from uint64, wall time.Duration) {
+	res.Wall = wall
+	s := wall.Seconds()
+	if s <= 0 {
+		return
+	}
+	res.WallSeconds = s
+	res.EventsPerSecond = float64(res.Events-min(from, res.Events)) / s
+	res.TicketsPerSecond = float64(res.Score.TicketsResolved) / s
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		res.PeakRSSBytes = int64(ru.Maxrss) * 1024 // kilobytes on Linux
+		if runtime.GOOS == "darwin" {
+			res.PeakRSSBytes = int64(ru.Maxrss) // bytes there
+		}
+	}
+}
+
+// LoadWorld loads a shipped world by name or a world file by path, with its source bytes.
+func LoadWorld(name string) (*worlds.World, []byte, error) {
+	if src, err := worlds.Source(name); err == nil {
+		w, err := worlds.Load(name+".yaml", src)
+		return w, src, err
+	}
+	if !strings.ContainsAny(name, "/.") {
+		return nil, nil, Usagef("no shipped world %q (shipped: %s) and no such file", name, strings.Join(worlds.Names(), ", "))
+	}
+	src, err := os.ReadFile(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("world: %w", err)
+	}
+	w, err := worlds.Load(name, src)
+	return w, src, err
+}
+
+// ParseAgents assigns an agent to every agent seat of w from a spec such as
+// "greedy" or "greedy,alice=idle": a bare name is the default for all seats.
+func ParseAgents(spec string, w *worlds.World) (map[string]string, error) {
+	seats, err := agents.Assign(spec, w, false)
+	if err != nil {
+		return nil, Usagef("--%v", err)
+	}
+	return seats, nil
+}
+
+// Run runs one new session end to end: the world, the log, the embedded
+// NATS server (the event feed), the seats (in process, or over the bus with
+// SeatsOverBus), the driver; it returns the scorecard.
+func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
+	w, src, err := LoadWorld(o.World)
+	if err != nil {
+		return nil, err
+	}
+	seats, err := AssignSeats(o.Agents, w, false, o.LLM != nil)
+	if errors.Is(err, ErrNoLLM) {
+		return nil, Usagef("--agents names llm, but no llm agent is configured (--llm-model)")
+	}
+	if err != nil {
+		return nil, Usagef("--%v", err)
+	}
+	log := o.Log
+	if log == nil {
+		if log, err = OpenLog(o.Data, o.Ephemeral, o.Logger); err != nil {
+			return nil, err
+		}
+		defer log.Close()
+		if o.Ephemeral && o.CheckpointEvery == 0 {
+			// The log dies with this process: nothing will resume or fork
+			// from a checkpoint, so none is taken unless asked for.
+			o.CheckpointEvery = -1
+		}
+	}
+	session := o.Session
+	if session == "" {
+		session = ulid.Make().String()
+	}
+	if o.Load < 0 {
+		return nil, Usagef("--load must be positive, got %g", o.Load)
+	}
+	if err := o.Limits.Validate(); err != nil {
+		return nil, Usagef("%v", err)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session, Load: o.Load, Limits: o.Limits})
+	if err != nil {
+		return nil, err
+	}
+	meta := events.SessionMeta{ID: session, World: w.Name, WorldHash: w.Hash, Seed: o.Seed, Agents: seats,
+		Created: time.Now().UTC().Format(time.RFC3339)}
+	return play(ctx, o, log, meta, e, true)
+}
+
+// play runs a session's engine with its seats — the agents this process
+// plays, in process or over the bus — and the event feed on the embedded
+// NATS server: a new session from its start (fresh), or an existing one
+// from where e stands.
+func play(ctx context.Context, o RunOptions, log events.Log, meta events.SessionMeta, e *sim.Engine, fresh bool) (*RunResult, error) {
+	logger := orNull(o.Logger)
+	seats, err := BuildSeats(meta, e.State().World, SeatOptions{LLM: o.LLM, Custom: o.Seats, Lenient: true})
+	if err != nil {
+		return nil, err
+	}
+	meta.Agents = seats.Assigned
+	srv := o.Bus
+	if srv == nil {
+		var auth *natsserver.Auth
+		if o.Listen != "" {
+			// A listening bus is reachable by anyone on the host: only the
+			// holder of the operator token (DATA/operator.token) may use it.
+			token, err := OperatorToken(o.Data, o.Ephemeral)
+			if err != nil {
+				return nil, err
+			}
+			auth = natsserver.NewAuth(token)
+		}
+		if srv, err = natsserver.Start(natsserver.Options{Logger: logger, Listen: o.Listen, Auth: auth}); err != nil {
+			return nil, err
+		}
+		defer srv.Shutdown()
+		if o.Listen != "" && o.Data != "" && !o.Ephemeral {
+			if err := WriteBusURL(o.Data, srv.ClientURL()); err != nil {
+				return nil, err
+			}
+			defer RemoveBusURL(o.Data)
+		}
+	}
+	conn, err := srv.Connect("driver")
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	ho := HostOptions{Session: meta.ID, Conn: conn, OverBus: o.SeatsOverBus, Logger: logger, Timeout: o.TurnTimeout}
+	if o.SeatsOverBus {
+		if ho.HostConn, err = srv.Connect("agents"); err != nil {
+			return nil, err
+		}
+		defer ho.HostConn.Close()
+	}
+	asker, stop, err := seats.Host(ho)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+
+	d := driver.New(driver.Config{Log: log, Conn: conn, Seats: asker, Logger: logger, TurnTimeout: o.TurnTimeout,
+		Progress: o.Progress, CheckpointEvery: o.CheckpointEvery, MaxBatch: o.MaxBatch, Interest: srv.Interest})
+	from := e.State().LastSeq
+	start := time.Now()
+	if fresh {
+		meta, err = d.Run(ctx, meta, e)
+	} else {
+		meta, err = d.Continue(ctx, meta, e)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", meta.ID, err)
+	}
+	res := ResultOf(meta, e)
+	statsOf(res, from, time.Since(start))
+	return res, nil
+}
+
+// ResultOf is the result of a session whose engine stands at its end (or
+// wherever it stopped): the metadata, the end and the scorecard.
+func ResultOf(meta events.SessionMeta, e *sim.Engine) *RunResult {
+	st := e.State()
+	w := st.World
+	res := &RunResult{Session: meta.ID, World: w.Name, Seed: meta.Seed, Events: st.LastSeq,
+		Ended: st.EndReason, SimTime: w.Calendar.Wall(st.Now).Format(time.RFC3339), Agents: meta.Agents,
+		Parent: meta.Parent, ForkSeq: meta.ForkSeq, Score: policies.Score(st), Meta: meta}
+	if st.Ended {
+		res.StateHash = e.EndStateHash() // computed once, when the session ended
+	} else {
+		res.StateHash, res.Ended = e.StateHash(), string(meta.Status)
+	}
+	return res
+}

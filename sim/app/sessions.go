@@ -1,0 +1,114 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/sim/driver"
+)
+
+// Resume continues the interrupted session id of the log in o.Data from its
+// last durable event, with o.Agents from here on if given (else the
+// session's). It refuses a finished session.
+func Resume(ctx context.Context, o RunOptions, id string) (*RunResult, error) {
+	log, meta, err := OpenSession(ctx, o.Data, id, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	if meta.Status == events.StatusFinished {
+		return nil, fmt.Errorf("session %s already finished (%d events)", meta.ID, meta.LastSeq)
+	}
+	e, n, err := driver.Load(ctx, log, meta.ID, 0, meta.Seed)
+	if err != nil {
+		return nil, err
+	}
+	orNull(o.Logger).Info("resuming", "session", meta.ID, "at_seq", e.State().LastSeq, "replayed", n)
+	if o.Agents != "" {
+		if meta.Agents, err = ParseAgents(o.Agents, e.State().World); err != nil {
+			return nil, err
+		}
+	}
+	return play(ctx, o, log, meta, e, false)
+}
+
+// ForkOptions describe a fork or a reset of a stored session.
+type ForkOptions struct {
+	Parent     string
+	At         uint64 // the last event of the parent the fork shares
+	Reset      bool   // a fresh episode of the parent's world and seed: a fork at event 1
+	Seed       uint64 // the seed for what follows, if SeedSet (else the parent's)
+	SeedSet    bool
+	CreateOnly bool // create the session without running it (Resume runs it later)
+}
+
+// Fork makes a new session in the log in o.Data that shares f.Parent's
+// events up to f.At (no copy), with o.Agents if given (else the parent's),
+// and continues it unless f.CreateOnly. It returns the new session's
+// metadata and, when it ran, its result.
+func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta, *RunResult, error) {
+	log, parent, err := OpenSession(ctx, o.Data, f.Parent, o.Logger)
+	if err != nil {
+		return events.SessionMeta{}, nil, err
+	}
+	defer log.Close()
+	at := f.At
+	if f.Reset {
+		at = 1
+	}
+	// The metadata's LastSeq is only updated when a run stops; the log knows.
+	last, err := log.LastSeq(ctx, parent.ID)
+	if err != nil {
+		return events.SessionMeta{}, nil, err
+	}
+	if at == 0 || at > last {
+		if at > last {
+			return events.SessionMeta{}, nil, Usagef("--at %d is beyond the end of session %s, which has %d events", at, parent.ID, last)
+		}
+		return events.SessionMeta{}, nil, Usagef("fork needs --at SEQ (1 to %d)", last)
+	}
+	seed := parent.Seed
+	if f.SeedSet {
+		seed = f.Seed
+	}
+	origin, err := driver.ReadOrigin(ctx, log, parent.ID)
+	if err != nil {
+		return events.SessionMeta{}, nil, err
+	}
+	seats := parent.Agents
+	if o.Agents != "" {
+		if seats, err = ParseAgents(o.Agents, origin.World); err != nil {
+			return events.SessionMeta{}, nil, err
+		}
+	}
+	meta := events.SessionMeta{ID: ulid.Make().String(), World: parent.World, WorldHash: parent.WorldHash, Seed: seed,
+		Agents: seats, Created: time.Now().UTC().Format(time.RFC3339), Parent: parent.ID, ForkSeq: at,
+		Status: events.StatusInterrupted, LastSeq: at}
+	start := time.Now()
+	if err := log.CreateSession(ctx, meta); err != nil {
+		return events.SessionMeta{}, nil, err
+	}
+	orNull(o.Logger).Info("forked", "session", meta.ID, "parent", parent.ID, "at", at, "took", time.Since(start))
+	if f.CreateOnly {
+		return meta, nil, nil
+	}
+	e, _, err := driver.Load(ctx, log, meta.ID, 0, seed)
+	if err != nil {
+		return meta, nil, err
+	}
+	res, err := play(ctx, o, log, meta, e, false)
+	return meta, res, err
+}
+
+// orNull is l, or a silent logger.
+func orNull(l hclog.Logger) hclog.Logger {
+	if l == nil {
+		return hclog.NewNullLogger()
+	}
+	return l
+}

@@ -1,0 +1,200 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/corpsim/corpsim/agents/natsserver"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/pebblelog"
+)
+
+// DefaultData is the data folder of the command line when none is given.
+const DefaultData = "corpsim-data"
+
+// OpenLog opens the Pebble log in dir (creating it), or an in-memory log.
+// A session found "running" in a store this process could open is not
+// running anywhere (Pebble locks the folder), so it was interrupted: OpenLog
+// records it as such.
+func OpenLog(dir string, ephemeral bool, logger hclog.Logger) (events.Log, error) {
+	if ephemeral {
+		return memlog.New(), nil
+	}
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	l, err := pebblelog.Open(dir, pebblelog.Options{})
+	if err != nil {
+		if isLocked(err) {
+			if url := ReadBusURL(dir); url != "" {
+				return nil, &InUseError{fmt.Sprintf("data folder %s is in use by a running corpsim (its bus: %s); use --nats %s to follow it", dir, url, url)}
+			}
+			return nil, &InUseError{fmt.Sprintf("data folder %s is in use by another corpsim process", dir)}
+		}
+		return nil, err
+	}
+	ctx := context.Background()
+	metas, err := l.Sessions(ctx)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	for _, m := range metas {
+		if m.Status == events.StatusRunning {
+			if last, err := l.LastSeq(ctx, m.ID); err == nil {
+				m.LastSeq = last
+			}
+			m.Status = events.StatusInterrupted
+			if err := l.UpdateSession(ctx, m); err != nil {
+				l.Close()
+				return nil, err
+			}
+			logger.Warn("session was interrupted", "session", m.ID, "last_seq", m.LastSeq)
+		}
+	}
+	return l, nil
+}
+
+// OpenExisting opens the log in data for a use that reads sessions:
+// unlike OpenLog it does not create a missing folder.
+func OpenExisting(data string, logger hclog.Logger) (events.Log, error) {
+	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no data folder %s", data)
+	}
+	return OpenLog(data, false, logger)
+}
+
+// OpenSession opens the log in data and reads session id's metadata; the
+// caller closes the log.
+func OpenSession(ctx context.Context, data, id string, logger hclog.Logger) (events.Log, events.SessionMeta, error) {
+	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
+		return nil, events.SessionMeta{}, fmt.Errorf("no session %s in %s (no such folder)", id, data)
+	}
+	log, err := OpenLog(data, false, logger)
+	if err != nil {
+		return nil, events.SessionMeta{}, err
+	}
+	meta, err := log.Session(ctx, id)
+	if err != nil {
+		log.Close()
+		if errors.Is(err, events.ErrNoSession) || errors.Is(err, events.ErrBadSession) {
+			return nil, meta, fmt.Errorf("no session %s in %s", id, data)
+		}
+		return nil, meta, err
+	}
+	return log, meta, nil
+}
+
+const busURLFile = "bus.url"
+
+// WriteBusURL records where a running corpsim's NATS server listens, so that
+// other processes (which cannot open the locked store) can follow it.
+func WriteBusURL(dir, url string) error {
+	return os.WriteFile(filepath.Join(dir, busURLFile), []byte(url+"\n"), 0o644)
+}
+
+// RemoveBusURL removes what WriteBusURL wrote.
+func RemoveBusURL(dir string) { _ = os.Remove(filepath.Join(dir, busURLFile)) }
+
+// ReadBusURL returns the URL WriteBusURL recorded in dir, or "".
+func ReadBusURL(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, busURLFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// isLocked reports whether opening the store failed because another process holds it.
+func isLocked(err error) bool {
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) ||
+		strings.Contains(err.Error(), "resource temporarily unavailable") || strings.Contains(err.Error(), "lock")
+}
+
+// InUseError reports a data folder that another process holds open.
+type InUseError struct{ msg string }
+
+func (e *InUseError) Error() string { return e.msg }
+
+// OperatorTokenFile is the operator token's file in a data folder (mode 0600).
+const OperatorTokenFile = "operator.token"
+
+// OperatorToken reads DATA/operator.token, making it if it does not exist
+// (an ephemeral run gets a fresh token that is not written).
+func OperatorToken(dir string, ephemeral bool) (string, error) {
+	if ephemeral || dir == "" {
+		return natsserver.NewToken(), nil
+	}
+	path := filepath.Join(dir, OperatorTokenFile)
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tok := natsserver.NewToken()
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// ReadOperatorToken returns DATA/operator.token, or "".
+func ReadOperatorToken(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, OperatorTokenFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// WriteFileAtomic writes a file through a temporary one in the same folder,
+// so a failed write leaves no half file; it returns the bytes written.
+func WriteFileAtomic(path string, write func(io.Writer) error) (int64, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".corpsim-*.tmp")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(tmp.Name())
+	cw := &countWriter{w: bufio.NewWriter(tmp)}
+	if err := write(cw); err != nil {
+		tmp.Close()
+		return 0, err
+	}
+	if err := cw.w.(*bufio.Writer).Flush(); err != nil {
+		tmp.Close()
+		return 0, err
+	}
+	if err := tmp.Close(); err != nil {
+		return 0, err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return 0, err
+	}
+	return cw.n, os.Rename(tmp.Name(), path)
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,370 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/httpgw"
+	"github.com/corpsim/corpsim/agents/natsserver"
+	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/sim/app"
+	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/sim/server/metrics"
+)
+
+// ServeOptions configure Serve: one corpsim serve process.
+type ServeOptions struct {
+	Listen          string
+	NATS            string // external server URL; "" runs an embedded one
+	NATSToken       string
+	HTTP            string // address of the HTTP/JSON gateway; "" for none
+	Data            string
+	Ephemeral       bool
+	OperatorToken   string // "" reads or makes DATA/operator.token
+	TurnTimeout     time.Duration
+	JoinTimeout     time.Duration
+	MaxSessions     int
+	MaxSeats        int           // seats of one session
+	MaxMessage      int64         // bytes: NATS max_payload and the HTTP gateway's request bodies
+	Metrics         string        // address of the /metrics listener; "" for none
+	ShutdownGrace   time.Duration // how long running sessions may take to stop once ctx is done
+	CheckpointEvery int
+	// Worker, if set, runs serve as one worker of a cluster (needs NATS):
+	// see Worker.
+	Worker   string
+	Replicas int           // of the log stream and buckets in worker mode; 0: 3 if possible, else 1
+	LeaseTTL time.Duration // worker mode: how long a dead worker's sessions wait before another adopts them
+	// LLM plays the seats a create request gives to "llm"; nil refuses them.
+	LLM    agents.Agent
+	Logger hclog.Logger // nil: silent
+	Stdout io.Writer    // where Serve says what it serves and what it resumed; nil: nowhere
+}
+
+// StateFileName is serve's record, in the data folder, of the sessions it
+// runs and their remote seats' tokens (mode 0600), for a restart.
+const StateFileName = "serve-state.json"
+
+// DefaultMaxMessage is ServeOptions.MaxMessage by default: the embedded
+// NATS server's own default.
+const DefaultMaxMessage = natsserver.DefaultMaxPayload
+
+// MinMessage is the smallest MaxMessage: observations and pages of
+// history the server sends must fit in a message.
+const MinMessage = 1 << 20
+
+// Serve runs corpsim serve until ctx is done: the log in o.Data, an
+// embedded NATS server on o.Listen (or the external o.NATS), the service
+// (or a worker of a cluster), and the HTTP gateway and metrics listener if
+// asked for. Started again on the same data, it resumes the sessions a
+// previous Serve left. Once ctx is done it stops taking sessions, lets the
+// running ones finish their batch (up to o.ShutdownGrace) and returns nil.
+func Serve(ctx context.Context, o ServeOptions) error {
+	log := o.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	out := o.Stdout
+	if out == nil {
+		out = io.Discard
+	}
+	tokenFile := ""
+	if o.OperatorToken == "" {
+		tokenFile = filepath.Join(o.Data, app.OperatorTokenFile)
+		tok, err := app.OperatorToken(o.Data, false)
+		if err != nil {
+			return err
+		}
+		o.OperatorToken = tok
+	}
+	// The server's own messages (observations, pages of history) must fit.
+	if o.MaxMessage < MinMessage || o.MaxMessage > 64<<20 {
+		return app.Usagef("--max-message must be between %d (1 MiB) and %d (64 MiB) bytes", MinMessage, 64<<20)
+	}
+	if o.MaxSessions <= 0 || o.MaxSeats <= 0 {
+		return app.Usagef("--max-sessions and --max-seats must be positive")
+	}
+	if o.Worker != "" && (o.NATS == "" || o.Ephemeral) {
+		return app.Usagef("--worker needs --nats URL (the cluster) and a --data folder of its own (not --ephemeral)")
+	}
+	store, err := app.OpenLog(o.Data, o.Ephemeral, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	var bus Bus
+	var auth *natsserver.Auth
+	url := o.NATS
+	if o.NATS == "" {
+		auth = natsserver.NewAuth(o.OperatorToken)
+		if !o.Ephemeral {
+			// Admitted before the server listens: remote agents of the
+			// sessions a previous serve left reconnect as they were.
+			seats, err := SavedSeats(filepath.Join(o.Data, StateFileName))
+			if err != nil {
+				return err
+			}
+			for _, seat := range seats {
+				auth.RestoreSeat(seat)
+			}
+		}
+		embedded, err := natsserver.Start(natsserver.Options{Listen: o.Listen, Auth: auth, Logger: log, MaxPayload: int(o.MaxMessage)})
+		if err != nil {
+			return err
+		}
+		defer embedded.Shutdown()
+		bus, url = embedded, embedded.ClientURL()
+	} else {
+		// An external server or cluster: its configuration decides who
+		// may do what; corpsim presents --nats-token if given.
+		ext := natsserver.External{URL: o.NATS, Token: o.NATSToken}
+		probe, err := ext.Connect("corpsim-probe")
+		if err != nil {
+			return err
+		}
+		probe.Close()
+		bus = ext
+		if o.OperatorToken == "" || tokenFile != "" {
+			o.OperatorToken = o.NATSToken
+		}
+	}
+	if !o.Ephemeral {
+		if err := app.WriteBusURL(o.Data, url); err != nil {
+			return err
+		}
+		defer app.RemoveBusURL(o.Data)
+	}
+	stateFile := ""
+	if !o.Ephemeral && o.Worker == "" {
+		stateFile = filepath.Join(o.Data, StateFileName)
+	}
+	// The service's gauges are read at scrape time, so the metrics
+	// exist before the service they describe.
+	var svc *Service
+	var m *metrics.Metrics
+	var observer driver.Observer
+	if o.Metrics != "" || o.HTTP != "" {
+		m = metrics.New(func() (map[string]int, map[string]int) { return svc.Counts() })
+		observer = m
+	}
+	svcCfg := Config{Log: store, Bus: bus, Auth: auth, Logger: log, TurnTimeout: o.TurnTimeout,
+		JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, MaxSeats: o.MaxSeats, CheckpointEvery: o.CheckpointEvery,
+		LLM: o.LLM, Observer: observer, StateFile: stateFile}
+	var worker *Worker
+	if o.Worker != "" {
+		// No reconnect buffer on the replication connection: a publish
+		// made while it reconnects must fail (and be retried from the
+		// stream's tip), not be sent later after an event that was
+		// lost with the old server, which would leave a hole.
+		wc, err := bus.Connect("corpsim-worker-"+o.Worker, nats.ReconnectBufSize(-1))
+		if err != nil {
+			return err
+		}
+		defer wc.Close()
+		worker, err = NewWorker(ctx, WorkerConfig{Name: o.Worker, Conn: wc, Replicas: o.Replicas,
+			LeaseTTL: o.LeaseTTL}, svcCfg)
+		if err != nil {
+			return err
+		}
+		svc = worker.Service()
+	} else if svc, err = New(svcCfg); err != nil {
+		return err
+	}
+	defer svc.Close()
+	if o.Metrics != "" {
+		stop, err := serveMetrics(o.Metrics, m, out, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	resume := func() {
+		if worker != nil {
+			// A worker resumes nothing from its own folder: the sessions
+			// of a dead worker are adopted from the stream by any worker.
+			return
+		}
+		if resumed, err := svc.ResumeSaved(ctx); err != nil {
+			log.Error("some sessions could not be resumed", "error", err)
+		} else if len(resumed) > 0 {
+			fmt.Fprintf(out, "corpsim resumed %d session(s): %s\n", len(resumed), strings.Join(resumed, " "))
+		}
+	}
+	if o.HTTP != "" {
+		// The gateway takes back the seats of the resumed sessions
+		// before it takes requests, so that their clients' tokens
+		// work from the first request.
+		stop, err := serveHTTP(o, url, m, out, log, func(gw *httpgw.Gateway) {
+			resume()
+			if worker == nil {
+				adoptHTTPSeats(ctx, gw, svc, out, log)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		defer stop()
+	} else {
+		resume()
+	}
+	where := "given with --operator-token"
+	if tokenFile != "" {
+		where = "in " + tokenFile
+	}
+	if o.NATS != "" {
+		where = "that of the external server (--nats-token)"
+	}
+	if worker != nil {
+		fmt.Fprintf(out, "corpsim worker %s serving on %s (queue group %s); stop with Ctrl-C\n", o.Worker, url, WorkerQueue)
+	} else {
+		fmt.Fprintf(out, "corpsim serving on %s (operator token %s); stop with Ctrl-C\n", url, where)
+	}
+	log.Info("serving", "nats", url)
+	<-ctx.Done()
+	log.Info("shutting down: not taking new sessions; running sessions stop after their current batch and are resumed by the next serve on this data",
+		"grace", o.ShutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), o.ShutdownGrace)
+	defer cancel()
+	shutdown := svc.Shutdown
+	if worker != nil {
+		shutdown = worker.Shutdown // also releases the leases: other workers adopt the sessions at once
+	}
+	if err := shutdown(sctx); err != nil {
+		log.Warn("running turns were cancelled after the grace period; their sessions resume from their last durable batch", "error", err)
+	}
+	if saved := svc.Saved(); len(saved) > 0 {
+		fmt.Fprintf(out, "corpsim stopped; %d session(s) interrupted, resumed by the next corpsim serve --data %s: %s\n",
+			len(saved), o.Data, strings.Join(saved, " "))
+	} else {
+		fmt.Fprintln(out, "corpsim stopped")
+	}
+	return nil
+}
+
+// serveHTTP starts the HTTP/JSON gateway on o.HTTP, bridging to the NATS
+// server at natsURL; before is called with the gateway before it listens.
+// The returned stop ends its long polls, shuts the HTTP server down and
+// closes the gateway.
+func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, out io.Writer, log hclog.Logger, before func(*httpgw.Gateway)) (stop func(), err error) {
+	if natsURL == "" {
+		return nil, app.Usagef("--http needs the NATS server to listen (--listen ADDR)")
+	}
+	gw, err := httpgw.New(httpgw.Config{NATSURL: natsURL, OperatorToken: o.OperatorToken,
+		Logger: log.Named("http"), TurnWait: o.TurnTimeout, MaxRequestBytes: o.MaxMessage})
+	if err != nil {
+		return nil, err
+	}
+	before(gw)
+	ln, err := net.Listen("tcp", o.HTTP)
+	if err != nil {
+		gw.Close()
+		return nil, fmt.Errorf("--http: %w", err)
+	}
+	handler := gw.Handler()
+	if m != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", m.Handler())
+		mux.Handle("/", handler)
+		handler = mux
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("HTTP gateway stopped", "error", err)
+		}
+	}()
+	fmt.Fprintf(out, "corpsim HTTP gateway on http://%s/v1\n", ln.Addr())
+	log.Info("serving HTTP", "addr", ln.Addr().String())
+	return func() {
+		gw.Close() // ends long polls and steps first, so that Shutdown need not wait for them
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			log.Warn("HTTP gateway did not shut down cleanly", "error", err)
+			_ = srv.Close()
+		}
+		<-done
+	}, nil
+}
+
+// adoptHTTPSeats gives the HTTP gateway back the remote seats it played
+// for the sessions this serve resumed, so that their clients come back with
+// the tokens they had. A session that cannot be adopted runs on; its
+// seats' turns time out.
+func adoptHTTPSeats(ctx context.Context, gw *httpgw.Gateway, svc *Service, out io.Writer, log hclog.Logger) {
+	var adopted []string
+	for _, saved := range svc.SeatsVia(proto.ViaHTTP) {
+		turnWait, _ := time.ParseDuration(saved.TurnTimeout)
+		if err := gw.Adopt(ctx, saved.Session, saved.Seats, turnWait); err != nil {
+			log.Warn("the HTTP gateway cannot take back a resumed session's seats; their turns will time out", "session", saved.Session, "error", err)
+			continue
+		}
+		adopted = append(adopted, saved.Session)
+	}
+	if len(adopted) > 0 {
+		fmt.Fprintf(out, "corpsim HTTP gateway took back the seats of %d session(s): %s\n", len(adopted), strings.Join(adopted, " "))
+	}
+}
+
+// serveMetrics serves m at http://addr/metrics until stop is called.
+func serveMetrics(addr string, m *metrics.Metrics, out io.Writer, log hclog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener stopped", "error", err)
+		}
+	}()
+	fmt.Fprintf(out, "corpsim metrics on http://%s/metrics\n", ln.Addr())
+	log.Info("serving metrics", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			_ = srv.Close()
+		}
+		<-done
+	}, nil
+}
+
+// ListCluster lists the sessions of the cluster at the NATS URL (its
+// metadata bucket and log stream), with the worker holding each running
+// session's lease; token, if set, is presented to the server.
+func ListCluster(ctx context.Context, url, token string) ([]ClusterSession, error) {
+	opts := []nats.Option{nats.Name("corpsim sessions")}
+	if token != "" {
+		opts = append(opts, nats.Token(token))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return ClusterSessions(ctx, js)
+}
