@@ -31,7 +31,7 @@ type Reply struct {
 }
 
 // MaxReplyBytes bounds the size of a reply an agent may send (the agent
-// protocol's reply parser, proto.ParseReply, enforces it).
+// protocol's reply parser, wire.ParseReply, enforces it).
 const MaxReplyBytes = 64 << 10
 
 // MaxActions bounds the number of actions in one reply.

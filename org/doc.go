@@ -15,7 +15,7 @@
 //
 // Action is what an agent sends, Observation is what a member sees
 // (View). Both are the JSON of the agent protocol, whose codecs live in
-// agents/proto. The events' payloads, their types and their codecs live in
+// agents/wire. The events' payloads, their types and their codecs live in
 // events/payload; org applies them and never encodes JSON itself, but for
 // its state's snapshot (snapshot_codec.go), which needs its internals.
 //

@@ -166,7 +166,7 @@ func TestLogFollowsARunningSession(t *testing.T) {
 	addr := freeAddr(t)
 	p := startCorpsim(t, dir, "run", "--world", world, "--seed", "3", "--data", data, "--listen", addr, "--json")
 	w := watchBus(t, addr, data, p)
-	waitForSeq(t, w, p, 1500) // more than one history page (proto.MaxHistoryPage) behind
+	waitForSeq(t, w, p, 1500) // more than one history page (wire.MaxHistoryPage) behind
 	session, seen := w.state()
 	url, err := os.ReadFile(filepath.Join(data, "bus.url"))
 	if err != nil || !p.running() {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents/client"
 	"github.com/corpsim/corpsim/agents/natsserver"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
 	"github.com/corpsim/corpsim/events/memlog"
@@ -166,7 +166,7 @@ func failover(t *testing.T, killNode bool) {
 	}
 	ids := make([]string, 0, sessions)
 	for i := range sessions {
-		reply, err := op.Create(ctx, proto.CreateRequest{World: world, Seed: uint64(i + 1), Agents: "greedy"})
+		reply, err := op.Create(ctx, wire.CreateRequest{World: world, Seed: uint64(i + 1), Agents: "greedy"})
 		if err != nil {
 			t.Fatalf("create %d: %v", i, err)
 		}
@@ -511,7 +511,7 @@ func BenchmarkWorkers(b *testing.B) {
 			start := time.Now()
 			ids := make([]string, 0, b.N)
 			for i := range b.N {
-				r, err := op.Create(ctx, proto.CreateRequest{World: "startup", Seed: uint64(i + 1), Agents: "greedy"})
+				r, err := op.Create(ctx, wire.CreateRequest{World: "startup", Seed: uint64(i + 1), Agents: "greedy"})
 				if err != nil {
 					b.Fatal(err)
 				}

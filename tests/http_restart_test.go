@@ -18,7 +18,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
@@ -41,14 +41,14 @@ func TestRestartKeepsHTTPSeats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := proto.CreateRequest{Source: string(src), Seed: 3, Agents: "greedy,m00003=remote"}
+	req := wire.CreateRequest{Source: string(src), Seed: 3, Agents: "greedy,m00003=remote"}
 
 	data, addr, haddr := filepath.Join(dir, "data"), freeAddr(t), freeAddr(t)
 	sp := startServeAt(t, addr, data, "--http", haddr)
 	id, player := startHTTPPlayer(t, haddr, data, req)
 	// A session created over NATS, its remote seat played by a NATS client
 	// that reconnects by itself: resumed too, but not the gateway's to take.
-	natsMade, err := sp.op.Create(context.Background(), proto.CreateRequest{Source: string(src), Seed: 4, Agents: "greedy,m00005=remote"})
+	natsMade, err := sp.op.Create(context.Background(), wire.CreateRequest{Source: string(src), Seed: 4, Agents: "greedy,m00005=remote"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +58,8 @@ func TestRestartKeepsHTTPSeats(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer natsPlayer.Close()
-	sp.waitFor(t, natsMade.Session, "100 events", time.Minute, func(st proto.ControlReply) bool { return st.Events >= 100 })
-	sp.waitFor(t, id, "500 events", time.Minute, func(st proto.ControlReply) bool { return st.Events >= 500 })
+	sp.waitFor(t, natsMade.Session, "100 events", time.Minute, func(st wire.ControlReply) bool { return st.Events >= 100 })
+	sp.waitFor(t, id, "500 events", time.Minute, func(st wire.ControlReply) bool { return st.Events >= 500 })
 	sp.stop(t, 20*time.Second)
 	meta, stoppedAt := storedMeta(t, data, id)
 	if meta.Status != events.StatusInterrupted {
@@ -68,7 +68,7 @@ func TestRestartKeepsHTTPSeats(t *testing.T) {
 	turnsBefore := player.turns()
 
 	sp = startServeAt(t, addr, data, "--http", haddr)
-	sp.waitFor(t, id, "the end", 2*time.Minute, func(st proto.ControlReply) bool { return st.Status == "finished" })
+	sp.waitFor(t, id, "the end", 2*time.Minute, func(st wire.ControlReply) bool { return st.Status == "finished" })
 	if !strings.Contains(sp.stdout.String(), "corpsim HTTP gateway took back the seats of 1 session(s): "+id+"\n") {
 		t.Errorf("the restarted serve does not say its gateway took back the seats of %s, and of it alone (not %s, made over NATS):\n%s%s",
 			id, natsMade.Session, sp.stdout.String(), sp.stderr.String())
@@ -89,7 +89,7 @@ func TestRestartKeepsHTTPSeats(t *testing.T) {
 	refData, refHTTP := filepath.Join(dir, "ref"), freeAddr(t)
 	rp := startServe(t, refData, "--http", refHTTP)
 	ref, refPlayer := startHTTPPlayer(t, refHTTP, refData, req)
-	rp.waitFor(t, ref, "the end", 2*time.Minute, func(st proto.ControlReply) bool { return st.Status == "finished" })
+	rp.waitFor(t, ref, "the end", 2*time.Minute, func(st wire.ControlReply) bool { return st.Status == "finished" })
 	refPlayer.wait(t, time.Minute)
 	rp.stop(t, 20*time.Second)
 
@@ -115,7 +115,7 @@ type httpPlayer struct {
 
 // startHTTPPlayer creates req through the gateway at haddr with the
 // operator token of data, and plays its seat m00003.
-func startHTTPPlayer(t *testing.T, haddr, data string, req proto.CreateRequest) (string, *httpPlayer) {
+func startHTTPPlayer(t *testing.T, haddr, data string, req wire.CreateRequest) (string, *httpPlayer) {
 	t.Helper()
 	tok, err := os.ReadFile(filepath.Join(data, "operator.token"))
 	if err != nil {
@@ -126,7 +126,7 @@ func startHTTPPlayer(t *testing.T, haddr, data string, req proto.CreateRequest) 
 	if code != http.StatusCreated {
 		t.Fatalf("create through the gateway: %d %s", code, body)
 	}
-	var reply proto.CreateReply
+	var reply wire.CreateReply
 	if err := json.Unmarshal(body, &reply); err != nil {
 		t.Fatal(err)
 	}

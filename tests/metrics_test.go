@@ -21,7 +21,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
@@ -92,14 +92,14 @@ func (sp *serveProc) running() bool {
 // status asks the server where a session stands: on its control subject
 // while it runs, else from the server's list of sessions (a session that
 // ended no longer answers control messages).
-func (sp *serveProc) status(session string) (proto.ControlReply, error) {
+func (sp *serveProc) status(session string) (wire.ControlReply, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := sp.op.Control(ctx, session, proto.OpStatus)
+	st, err := sp.op.Control(ctx, session, wire.OpStatus)
 	if err == nil {
 		return st, nil
 	}
-	msg, lerr := sp.op.Conn().RequestWithContext(ctx, proto.ListSubject, nil)
+	msg, lerr := sp.op.Conn().RequestWithContext(ctx, wire.ListSubject, nil)
 	if lerr != nil {
 		return st, err
 	}
@@ -109,7 +109,7 @@ func (sp *serveProc) status(session string) (proto.ControlReply, error) {
 	}
 	for _, m := range metas {
 		if m.ID == session && m.Status != events.StatusRunning {
-			return proto.ControlReply{Session: session, Status: string(m.Status), Events: m.LastSeq}, nil
+			return wire.ControlReply{Session: session, Status: string(m.Status), Events: m.LastSeq}, nil
 		}
 	}
 	return st, err
@@ -117,7 +117,7 @@ func (sp *serveProc) status(session string) (proto.ControlReply, error) {
 
 // waitFor polls the session's status until ok says so. Errors (a
 // restarted server that has not resumed the session yet) are retried.
-func (sp *serveProc) waitFor(tb testing.TB, session, what string, limit time.Duration, ok func(proto.ControlReply) bool) proto.ControlReply {
+func (sp *serveProc) waitFor(tb testing.TB, session, what string, limit time.Duration, ok func(wire.ControlReply) bool) wire.ControlReply {
 	tb.Helper()
 	for deadline := time.Now().Add(limit); ; {
 		st, err := sp.status(session)
@@ -268,7 +268,7 @@ func TestMetrics(t *testing.T) {
 	metricsURL := "http://" + maddr + "/metrics"
 
 	ctx := context.Background()
-	reply, err := sp.op.Create(ctx, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote", Wait: true, TurnTimeout: "300ms"})
+	reply, err := sp.op.Create(ctx, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote", Wait: true, TurnTimeout: "300ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,10 +295,10 @@ func TestMetrics(t *testing.T) {
 	before.want(t, `corpsim_seats{kind="llm"}`, 0)
 	before.want(t, `corpsim_events_appended_total`, 0)
 
-	if _, err := sp.op.Control(ctx, reply.Session, proto.OpStart); err != nil {
+	if _, err := sp.op.Control(ctx, reply.Session, wire.OpStart); err != nil {
 		t.Fatal(err)
 	}
-	st := sp.waitFor(t, reply.Session, "the end", 2*time.Minute, func(st proto.ControlReply) bool { return st.Status == "finished" })
+	st := sp.waitFor(t, reply.Session, "the end", 2*time.Minute, func(st wire.ControlReply) bool { return st.Status == "finished" })
 
 	after := scrapeMetrics(t, metricsURL)
 	viaHTTP := scrapeMetrics(t, "http://"+haddr+"/metrics")

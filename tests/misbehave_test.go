@@ -19,7 +19,7 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
 	"github.com/corpsim/corpsim/agents/natsserver"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
@@ -149,7 +149,7 @@ func (s *pebbleServer) close() {
 	})
 }
 
-func (s *pebbleServer) create(tb testing.TB, req proto.CreateRequest) proto.CreateReply {
+func (s *pebbleServer) create(tb testing.TB, req wire.CreateRequest) wire.CreateReply {
 	tb.Helper()
 	reply, err := s.op.Create(context.Background(), req)
 	if err != nil {
@@ -160,7 +160,7 @@ func (s *pebbleServer) create(tb testing.TB, req proto.CreateRequest) proto.Crea
 
 // seatConn connects with a seat's token; every asynchronous error (a
 // refused publish, a slow consumer) is counted in errs.
-func seatConn(tb testing.TB, url string, seat proto.Seat, errs *errorCounts) *nats.Conn {
+func seatConn(tb testing.TB, url string, seat wire.Seat, errs *errorCounts) *nats.Conn {
 	tb.Helper()
 	nc, err := nats.Connect(url, nats.Name("misbehaving "+seat.Member), nats.Token(seat.Token),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs.add(err) }))
@@ -213,7 +213,7 @@ func mustJSON(v any) []byte {
 // far over the size limit, then with sixteen claims of tasks that do not
 // exist, and sends each of those replies twenty times; later turns it
 // answers with nothing (it waits).
-func flooder(tb testing.TB, nc *nats.Conn, seat proto.Seat) {
+func flooder(tb testing.TB, nc *nats.Conn, seat wire.Seat) {
 	_, err := nc.Subscribe(seat.Subject, func(msg *nats.Msg) {
 		turn := askedTurn(msg.Data)
 		var reply []byte
@@ -259,7 +259,7 @@ var garbageReplies = []string{
 	`{"turn":%d,"actions":[]} {"turn":%d}`,                   // trailing data
 }
 
-func garbler(tb testing.TB, nc *nats.Conn, seat proto.Seat) {
+func garbler(tb testing.TB, nc *nats.Conn, seat wire.Seat) {
 	_, err := nc.Subscribe(seat.Subject, func(msg *nats.Msg) {
 		turn := askedTurn(msg.Data)
 		reply := fmt.Sprintf(`{"turn":%d,"actions":[]}`, turn)
@@ -277,7 +277,7 @@ func garbler(tb testing.TB, nc *nats.Conn, seat proto.Seat) {
 }
 
 // hanger receives its turns and never answers; hung is closed at the first.
-func hanger(tb testing.TB, nc *nats.Conn, seat proto.Seat, hung chan struct{}, asked *atomic.Int64) {
+func hanger(tb testing.TB, nc *nats.Conn, seat wire.Seat, hung chan struct{}, asked *atomic.Int64) {
 	_, err := nc.Subscribe(seat.Subject, func(*nats.Msg) {
 		if asked.Add(1) == 1 {
 			close(hung)
@@ -299,7 +299,7 @@ func hanger(tb testing.TB, nc *nats.Conn, seat proto.Seat, hung chan struct{}, a
 type roamer struct {
 	tb        testing.TB
 	url       string
-	seat      proto.Seat
+	seat      wire.Seat
 	agent     agents.Agent
 	dropAfter map[uint64]bool
 	away      time.Duration
@@ -428,12 +428,12 @@ func TestMisbehavingAgents(t *testing.T) {
 	const budget = 15 * time.Second
 	ctx := context.Background()
 
-	ref := ts.create(t, proto.CreateRequest{Source: misbehaveWorld, Seed: seed, Agents: "greedy,fred=idle,gary=idle,hank=idle"})
+	ref := ts.create(t, wire.CreateRequest{Source: misbehaveWorld, Seed: seed, Agents: "greedy,fred=idle,gary=idle,hank=idle"})
 	if _, err := ts.svc.Wait(ctx, ref.Session); err != nil {
 		t.Fatal(err)
 	}
 
-	reply := ts.create(t, proto.CreateRequest{Source: misbehaveWorld, Seed: seed, TurnTimeout: budget.String(),
+	reply := ts.create(t, wire.CreateRequest{Source: misbehaveWorld, Seed: seed, TurnTimeout: budget.String(),
 		Agents: "greedy,dora=remote,fred=remote,gary=remote,hank=remote"})
 	var fredErrs, garyErrs, hankErrs, doraErrs errorCounts
 	fredConn := seatConn(t, ts.url, reply.Seats["fred"], &fredErrs)
@@ -466,7 +466,7 @@ func TestMisbehavingAgents(t *testing.T) {
 		t.Fatal("hank was never asked")
 	}
 	hangStart := time.Now()
-	other := ts.create(t, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy"})
+	other := ts.create(t, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy"})
 	otherMeta, err := ts.svc.Wait(ctx, other.Session)
 	if err != nil || otherMeta.Status != events.StatusFinished {
 		t.Fatalf("the other session: %v, status %s", err, otherMeta.Status)
@@ -630,11 +630,11 @@ func TestMisbehaveLateReplyAfterReconnect(t *testing.T) {
 	}
 	defer svc.Close()
 	ctx := context.Background()
-	reply, err := svc.Create(ctx, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote", Wait: true, TurnTimeout: "1s"})
+	reply, err := svc.Create(ctx, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote", Wait: true, TurnTimeout: "1s"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	subject := proto.TurnSubject(reply.Session, "bob")
+	subject := wire.TurnSubject(reply.Session, "bob")
 	late := `{"turn":1,"actions":[{"type":"message","to":"alice","text":"LATE turn 1"}]}`
 	first, err := bus.Connect("bob")
 	if err != nil {
@@ -654,7 +654,7 @@ func TestMisbehaveLateReplyAfterReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ctl.Close()
-	if _, err := ctl.Request(proto.ControlSubject(reply.Session), []byte(`{"op":"start"}`), 10*time.Second); err != nil {
+	if _, err := ctl.Request(wire.ControlSubject(reply.Session), []byte(`{"op":"start"}`), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	var inbox1 string
@@ -796,7 +796,7 @@ func TestMisbehaveNetworkDropReconnects(t *testing.T) {
 	ts := startServer(t)
 	proxy := startCutProxy(t, strings.TrimPrefix(ts.url, "nats://"))
 	ctx := context.Background()
-	reply, err := ts.op.Create(ctx, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote", TurnTimeout: "3s"})
+	reply, err := ts.op.Create(ctx, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote", TurnTimeout: "3s"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
 	"github.com/corpsim/corpsim/agents/natsserver"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
@@ -96,7 +96,7 @@ func sameLogs(tb testing.TB, a events.Log, sa string, b events.Log, sb string, f
 func TestManyRemoteAgentsInOneSession(t *testing.T) {
 	ts := startServer(t)
 	src := worlds.Generate(worlds.GenOptions{Name: "crowd", Seed: 3, Teams: 4, Members: 200, Projects: 4, Tasks: 50, Chains: 25, Horizon: "10d"})
-	reply, err := ts.op.Create(context.Background(), proto.CreateRequest{Source: string(src), Seed: 5, Agents: "remote"})
+	reply, err := ts.op.Create(context.Background(), wire.CreateRequest{Source: string(src), Seed: 5, Agents: "remote"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestTwentySessionsAtOnce(t *testing.T) {
 		}
 	}()
 	for seed := uint64(1); seed <= 20; seed++ {
-		reply, err := ts.op.Create(context.Background(), proto.CreateRequest{World: "startup", Seed: seed, Agents: "greedy,bob=remote,carol=remote"})
+		reply, err := ts.op.Create(context.Background(), wire.CreateRequest{World: "startup", Seed: seed, Agents: "greedy,bob=remote,carol=remote"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +185,7 @@ func TestTwentySessionsAtOnce(t *testing.T) {
 // credentials must not allow, and checks the session is unchanged by it.
 func TestSeatIsolation(t *testing.T) {
 	ts := startServer(t)
-	reply, err := ts.op.Create(context.Background(), proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote,carol=remote", Wait: true})
+	reply, err := ts.op.Create(context.Background(), wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote,carol=remote", Wait: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestSeatIsolation(t *testing.T) {
 		}
 	}
 	// Reading another seat's observations, the event feed, control.
-	for _, subj := range []string{carol.Subject, proto.EventsSubject(reply.Session), proto.ControlSubject(reply.Session), ">"} {
+	for _, subj := range []string{carol.Subject, wire.EventsSubject(reply.Session), wire.ControlSubject(reply.Session), ">"} {
 		if _, err := nc.SubscribeSync(subj); err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +217,7 @@ func TestSeatIsolation(t *testing.T) {
 		expectViolation("subscribing to " + subj)
 	}
 	// Answering for another seat, controlling or creating sessions.
-	for _, subj := range []string{carol.Subject, proto.ControlSubject(reply.Session), proto.CreateSubject} {
+	for _, subj := range []string{carol.Subject, wire.ControlSubject(reply.Session), wire.CreateSubject} {
 		nc.Publish(subj, []byte(`{"turn":1,"actions":[{"type":"claim","task":"spec"}]}`))
 		nc.Flush()
 		expectViolation("publishing to " + subj)
@@ -264,7 +264,7 @@ func TestSeatIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	if _, err := ts.op.Control(context.Background(), reply.Session, proto.OpStart); err != nil {
+	if _, err := ts.op.Control(context.Background(), reply.Session, wire.OpStart); err != nil {
 		t.Fatal(err)
 	}
 	meta := ts.wait(t, reply.Session)
@@ -306,7 +306,7 @@ func TestServiceOnExternalNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer op.Close()
-	reply, err := op.Create(context.Background(), proto.CreateRequest{World: "startup", Seed: 3, Agents: "greedy,erin=remote", Wait: true})
+	reply, err := op.Create(context.Background(), wire.CreateRequest{World: "startup", Seed: 3, Agents: "greedy,erin=remote", Wait: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestServiceOnExternalNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if _, err := op.Control(context.Background(), reply.Session, proto.OpStart); err != nil {
+	if _, err := op.Control(context.Background(), reply.Session, wire.OpStart); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -351,7 +351,7 @@ func TestServiceLLMSeats(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reply, err := svc.Create(context.Background(), proto.CreateRequest{World: "startup", Seed: 2, Agents: "greedy,bob=llm"})
+		reply, err := svc.Create(context.Background(), wire.CreateRequest{World: "startup", Seed: 2, Agents: "greedy,bob=llm"})
 		if !withLLM {
 			if err == nil || !strings.Contains(err.Error(), "no llm agent") {
 				t.Fatalf("llm seats without an llm agent: got %v", err)

@@ -18,7 +18,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim/app"
@@ -43,7 +43,7 @@ func TestShutdownAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
-	req := proto.CreateRequest{Source: string(src), Seed: 3, Agents: "greedy"}
+	req := wire.CreateRequest{Source: string(src), Seed: 3, Agents: "greedy"}
 
 	// 1. SIGTERM while the session runs.
 	sp := startServe(t, data, "--log-level", "info")
@@ -52,7 +52,7 @@ func TestShutdownAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := reply.Session
-	sp.waitFor(t, id, "500 events", time.Minute, func(st proto.ControlReply) bool { return st.Events >= 500 })
+	sp.waitFor(t, id, "500 events", time.Minute, func(st wire.ControlReply) bool { return st.Events >= 500 })
 	took := sp.stop(t, 20*time.Second)
 	if !strings.Contains(sp.stderr.String(), "session interrupted by shutdown") || !strings.Contains(sp.stderr.String(), "session="+id) {
 		t.Errorf("serve's log does not say the session was interrupted by shutdown:\n%s", sp.stderr.String())
@@ -75,7 +75,7 @@ func TestShutdownAndRestart(t *testing.T) {
 
 	// 2. A restarted serve resumes it; SIGKILL it while it runs.
 	sp = startServe(t, data)
-	sp.waitFor(t, id, "progress after the restart", time.Minute, func(st proto.ControlReply) bool {
+	sp.waitFor(t, id, "progress after the restart", time.Minute, func(st wire.ControlReply) bool {
 		return st.Events >= firstStop+500 || st.Status == "finished"
 	})
 	if !strings.Contains(sp.stdout.String(), "resumed 1 session(s): "+id) {
@@ -93,7 +93,7 @@ func TestShutdownAndRestart(t *testing.T) {
 
 	// 3. Another serve resumes it to its end.
 	sp = startServe(t, data)
-	final := sp.waitFor(t, id, "the end", 2*time.Minute, func(st proto.ControlReply) bool { return st.Status == "finished" })
+	final := sp.waitFor(t, id, "the end", 2*time.Minute, func(st wire.ControlReply) bool { return st.Status == "finished" })
 	sp.stop(t, 20*time.Second)
 	if killedAt.Status == events.StatusFinished {
 		t.Log("the session finished before the kill; the third serve had nothing to resume")
@@ -109,7 +109,7 @@ func TestShutdownAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp.waitFor(t, ref.Session, "the end", 2*time.Minute, func(st proto.ControlReply) bool { return st.Status == "finished" })
+	rp.waitFor(t, ref.Session, "the end", 2*time.Minute, func(st wire.ControlReply) bool { return st.Status == "finished" })
 	rp.stop(t, 20*time.Second)
 	l, rl := mustOpenStore(t, data), mustOpenStore(t, refData)
 	sameLogs(t, l, id, rl, ref.Session, 1)
@@ -143,7 +143,7 @@ func TestShutdownKeepsRemoteSeats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := proto.CreateRequest{Source: string(src), Seed: 3, Agents: "greedy,m00003=remote"}
+	req := wire.CreateRequest{Source: string(src), Seed: 3, Agents: "greedy,m00003=remote"}
 	reconnecting := []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}
 
 	data, addr := filepath.Join(dir, "data"), freeAddr(t)
@@ -158,14 +158,14 @@ func TestShutdownKeepsRemoteSeats(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer player.Close()
-	sp.waitFor(t, id, "500 events", time.Minute, func(st proto.ControlReply) bool { return st.Events >= 500 })
+	sp.waitFor(t, id, "500 events", time.Minute, func(st wire.ControlReply) bool { return st.Events >= 500 })
 	sp.stop(t, 20*time.Second)
 	if meta, last := storedMeta(t, data, id); meta.Status != events.StatusInterrupted {
 		t.Fatalf("after SIGTERM the session is %s at %d, want interrupted", meta.Status, last)
 	}
 
 	sp = startServeAt(t, addr, data) // the player reconnects by itself, with its old token
-	sp.waitFor(t, id, "the end", 2*time.Minute, func(st proto.ControlReply) bool { return st.Status == "finished" })
+	sp.waitFor(t, id, "the end", 2*time.Minute, func(st wire.ControlReply) bool { return st.Status == "finished" })
 	sp.stop(t, 20*time.Second)
 
 	refData := filepath.Join(dir, "ref")
@@ -179,7 +179,7 @@ func TestShutdownKeepsRemoteSeats(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer refPlayer.Close()
-	rp.waitFor(t, ref.Session, "the end", 2*time.Minute, func(st proto.ControlReply) bool { return st.Status == "finished" })
+	rp.waitFor(t, ref.Session, "the end", 2*time.Minute, func(st wire.ControlReply) bool { return st.Status == "finished" })
 	rp.stop(t, 20*time.Second)
 
 	l, rl := mustOpenStore(t, data), mustOpenStore(t, refData)
@@ -238,16 +238,16 @@ func TestServeLimits(t *testing.T) {
 	ctx := context.Background()
 
 	big := worlds.Generate(worlds.GenOptions{Name: "big", Seed: 1, Members: len(seats) + 2, Tasks: 4})
-	_, err = sp.op.Create(ctx, proto.CreateRequest{Source: string(big), Seed: 1, Agents: "greedy", Wait: true})
+	_, err = sp.op.Create(ctx, wire.CreateRequest{Source: string(big), Seed: 1, Agents: "greedy", Wait: true})
 	wantRefusal(t, "a world with more seats", err, "too many seats", "at most "+strconv.Itoa(len(seats))+" per session", "--max-seats")
 
-	if _, err := sp.op.Create(ctx, proto.CreateRequest{World: "startup", Seed: 1, Agents: "greedy", Wait: true}); err != nil {
+	if _, err := sp.op.Create(ctx, wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy", Wait: true}); err != nil {
 		t.Fatalf("the first session: %v", err)
 	}
-	_, err = sp.op.Create(ctx, proto.CreateRequest{World: "startup", Seed: 2, Agents: "greedy"})
+	_, err = sp.op.Create(ctx, wire.CreateRequest{World: "startup", Seed: 2, Agents: "greedy"})
 	wantRefusal(t, "a second session", err, "too many sessions", "at most 1 at once", "--max-sessions")
 
-	huge := proto.CreateRequest{World: "startup", Source: "# " + strings.Repeat("x", 1_100_000) + "\n" + string(startup), Agents: "greedy"}
+	huge := wire.CreateRequest{World: "startup", Source: "# " + strings.Repeat("x", 1_100_000) + "\n" + string(startup), Agents: "greedy"}
 	_, err = sp.op.Create(ctx, huge)
 	if !errors.Is(err, nats.ErrMaxPayload) {
 		t.Errorf("a 1.1 MB create request over NATS: got %v, want %v", err, nats.ErrMaxPayload)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/natsserver"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
@@ -155,7 +155,7 @@ func TestBusCarriesEveryEvent(t *testing.T) {
 	defer nc.Close()
 	const session = "01TESTBUSSESSION0000000000"
 	ch := make(chan *nats.Msg, 1<<16)
-	sub, err := nc.ChanSubscribe(proto.EventsSubject(session), ch)
+	sub, err := nc.ChanSubscribe(wire.EventsSubject(session), ch)
 	if err != nil {
 		t.Fatal(err)
 	}

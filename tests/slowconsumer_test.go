@@ -18,7 +18,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/org"
@@ -37,7 +37,7 @@ import (
 func TestSlowConsumerIsToldAndCatchesUp(t *testing.T) {
 	ts := startServer(t)
 	ctx := context.Background()
-	reply, err := ts.op.Create(ctx, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,dave=remote", Wait: true})
+	reply, err := ts.op.Create(ctx, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,dave=remote", Wait: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestSlowConsumerIsToldAndCatchesUp(t *testing.T) {
 	got := map[uint64]events.Event{}
 	var slow atomic.Bool
 	slow.Store(true)
-	sub, err := nc.Subscribe(proto.EventsSubject(session), func(msg *nats.Msg) {
+	sub, err := nc.Subscribe(wire.EventsSubject(session), func(msg *nats.Msg) {
 		var ev events.Event
 		if err := json.Unmarshal(msg.Data, &ev); err != nil {
 			t.Errorf("feed: %v", err)
@@ -107,7 +107,7 @@ func TestSlowConsumerIsToldAndCatchesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if _, err := ts.op.Control(ctx, session, proto.OpStart); err != nil {
+	if _, err := ts.op.Control(ctx, session, wire.OpStart); err != nil {
 		t.Fatal(err)
 	}
 
@@ -123,12 +123,12 @@ func TestSlowConsumerIsToldAndCatchesUp(t *testing.T) {
 	}
 	var fromHistory int
 	for from := uint64(1); ; {
-		req, _ := json.Marshal(proto.HistoryRequest{From: from})
-		msg, err := nc.Request(proto.HistorySubject(session), req, 10*time.Second)
+		req, _ := json.Marshal(wire.HistoryRequest{From: from})
+		msg, err := nc.Request(wire.HistorySubject(session), req, 10*time.Second)
 		if err != nil {
 			t.Fatalf("history from %d: %v", from, err)
 		}
-		var resp proto.HistoryResponse
+		var resp wire.HistoryResponse
 		if err := json.Unmarshal(msg.Data, &resp); err != nil || resp.Error != "" {
 			t.Fatalf("history from %d: %v %s", from, err, resp.Error)
 		}
@@ -251,7 +251,7 @@ func TestSlowConsumerDisconnectedByServer(t *testing.T) {
 	}
 	defer svc.Close()
 	ctx := context.Background()
-	reply, err := svc.Create(ctx, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy", Wait: true})
+	reply, err := svc.Create(ctx, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy", Wait: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestSlowConsumerDisconnectedByServer(t *testing.T) {
 	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "INFO") {
 		t.Fatalf("server said %q, %v", line, err)
 	}
-	fmt.Fprintf(conn, "CONNECT {\"verbose\":false,\"pedantic\":false,\"protocol\":1,\"name\":\"stalled watcher\"}\r\nSUB %s 1\r\nPING\r\n", proto.EventsSubject(reply.Session))
+	fmt.Fprintf(conn, "CONNECT {\"verbose\":false,\"pedantic\":false,\"protocol\":1,\"name\":\"stalled watcher\"}\r\nSUB %s 1\r\nPING\r\n", wire.EventsSubject(reply.Session))
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
@@ -283,7 +283,7 @@ func TestSlowConsumerDisconnectedByServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	if _, err := nc.Request(proto.ControlSubject(reply.Session), []byte(`{"op":"start"}`), 10*time.Second); err != nil {
+	if _, err := nc.Request(wire.ControlSubject(reply.Session), []byte(`{"op":"start"}`), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events/payload"
 )
 
@@ -35,7 +35,7 @@ func TestNodeClientPlaysASeat(t *testing.T) {
 	script := filepath.Join(filepath.Dir(file), "testdata", "node_seat.js")
 
 	ts := startServer(t)
-	reply, err := ts.op.Create(context.Background(), proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
+	reply, err := ts.op.Create(context.Background(), wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
 	if err != nil {
 		t.Fatal(err)
 	}

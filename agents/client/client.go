@@ -2,7 +2,7 @@
 // operator creates and controls sessions, and an agent plays a seat.
 //
 //	op, _ := client.Dial("nats://127.0.0.1:4222", operatorToken)
-//	reply, _ := op.Create(ctx, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
+//	reply, _ := op.Create(ctx, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
 //	p, _ := client.Play("nats://127.0.0.1:4222", reply.Seats["bob"], myAgent)
 //	defer p.Close()
 package client
@@ -17,7 +17,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/natshost"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 )
 
 // Operator manages sessions on a server.
@@ -38,9 +38,9 @@ func Dial(url, token string, opts ...nats.Option) (*Operator, error) {
 func (o *Operator) Conn() *nats.Conn { return o.nc }
 
 // Create asks for a session; the reply holds the remote seats' credentials.
-func (o *Operator) Create(ctx context.Context, req proto.CreateRequest) (proto.CreateReply, error) {
-	var reply proto.CreateReply
-	if err := o.request(ctx, proto.CreateSubject, req, &reply); err != nil {
+func (o *Operator) Create(ctx context.Context, req wire.CreateRequest) (wire.CreateReply, error) {
+	var reply wire.CreateReply
+	if err := o.request(ctx, wire.CreateSubject, req, &reply); err != nil {
 		return reply, err
 	}
 	if reply.Error != "" {
@@ -50,9 +50,9 @@ func (o *Operator) Create(ctx context.Context, req proto.CreateRequest) (proto.C
 }
 
 // Control sends a control operation to a session and returns its status.
-func (o *Operator) Control(ctx context.Context, session string, op proto.ControlOp) (proto.ControlReply, error) {
-	var reply proto.ControlReply
-	if err := o.request(ctx, proto.ControlSubject(session), proto.ControlRequest{Op: op}, &reply); err != nil {
+func (o *Operator) Control(ctx context.Context, session string, op wire.ControlOp) (wire.ControlReply, error) {
+	var reply wire.ControlReply
+	if err := o.request(ctx, wire.ControlSubject(session), wire.ControlRequest{Op: op}, &reply); err != nil {
 		return reply, err
 	}
 	if reply.Error != "" {
@@ -85,7 +85,7 @@ type Player struct {
 // Play connects with a seat's credentials and answers its turns with agent
 // until Close. Each turn is answered on the seat's own subject; the
 // connection may do nothing else.
-func Play(url string, seat proto.Seat, agent agents.Agent, opts ...nats.Option) (*Player, error) {
+func Play(url string, seat wire.Seat, agent agents.Agent, opts ...nats.Option) (*Player, error) {
 	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("corpsim seat " + seat.Member), nats.Token(seat.Token)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s: %w", seat.Member, err)

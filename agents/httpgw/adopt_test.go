@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/corpsim/corpsim/agents/httpgw"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 )
 
 // TestAdopt: the gateway takes over the remote seat of a session it did not
@@ -18,7 +18,7 @@ import (
 func TestAdopt(t *testing.T) {
 	s := startStack(t, httpgw.Config{})
 	ctx := context.Background()
-	reply, err := s.svc.Create(ctx, proto.CreateRequest{World: "startup", Agents: "greedy,bob=remote", Wait: true})
+	reply, err := s.svc.Create(ctx, wire.CreateRequest{World: "startup", Agents: "greedy,bob=remote", Wait: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestAdopt(t *testing.T) {
 		t.Fatalf("before adoption the seat's token gave %d %s, want 401", code, b)
 	}
 
-	tokenless := map[string]proto.Seat{"bob": {Session: id, Member: "bob", Subject: bob.Subject}}
+	tokenless := map[string]wire.Seat{"bob": {Session: id, Member: "bob", Subject: bob.Subject}}
 	if err := s.gw.Adopt(ctx, id, tokenless, 0); err == nil || !strings.Contains(err.Error(), "no token") {
 		t.Errorf("adopting a seat without a server token: %v", err)
 	}
@@ -41,7 +41,7 @@ func TestAdopt(t *testing.T) {
 		t.Errorf("adopting it twice: %v", err)
 	}
 
-	if code, b := s.call(t, "POST", "/v1/sessions/"+id+"/control", s.operator, proto.ControlRequest{Op: proto.OpStart}); code != http.StatusOK {
+	if code, b := s.call(t, "POST", "/v1/sessions/"+id+"/control", s.operator, wire.ControlRequest{Op: wire.OpStart}); code != http.StatusOK {
 		t.Fatalf("start: %d %s", code, b)
 	}
 	obs, done, err := s.observe(ctx, bob, "20s")

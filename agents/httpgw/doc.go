@@ -25,10 +25,10 @@
 // (a seat token only reaches its own seat; the operator token reaches no
 // seat's observe/act, only the operator endpoints).
 //
-//	POST /v1/sessions                                   operator  proto.CreateRequest -> proto.CreateReply (201)
+//	POST /v1/sessions                                   operator  wire.CreateRequest -> wire.CreateReply (201)
 //	POST /v1/sessions/{id}/fork                         operator  {"at":N,"seed":S,"agents":"…"} -> CreateReply (201)
 //	POST /v1/sessions/{id}/reset                        operator  {"seed":S,"agents":"…"} (optional) -> CreateReply: a fork at event 1
-//	POST /v1/sessions/{id}/control                      operator  {"op":"start|pause|stop|status"} -> proto.ControlReply
+//	POST /v1/sessions/{id}/control                      operator  {"op":"start|pause|stop|status"} -> wire.ControlReply
 //	POST /v1/sessions/{id}/step                         operator  {"actions":{member:[action…]}} -> StepReply
 //	GET  /v1/sessions/{id}/events?from=N&limit=M        operator  stored events -> EventsReply
 //	GET  /v1/sessions/{id}/score                        operator  -> ScoreReply
@@ -48,13 +48,13 @@
 // # Answering turns
 //
 // act forwards its body, unchanged, as the NATS reply to the held turn, so
-// the engine's own parser (proto.ParseReply) decides what is recorded:
+// the engine's own parser (wire.ParseReply) decides what is recorded:
 //
 //   - no turn waiting, or the session has ended: 409, nothing is forwarded;
 //   - a body over org.MaxReplyBytes: 413; if a turn is waiting, the first
 //     MaxReplyBytes+1 bytes are forwarded and the engine records the turn's
 //     rejection (kind malformed, "reply is … bytes");
-//   - a body proto.ParseReply refuses (bad JSON, unknown fields, trailing
+//   - a body wire.ParseReply refuses (bad JSON, unknown fields, trailing
 //     data, more than org.MaxActions actions): 400 with the parser's
 //     sentence, and the body is forwarded, so the turn is used up and its
 //     rejection recorded in the log — the session goes on, exactly as if the
@@ -96,8 +96,8 @@
 //
 // # Restarts
 //
-// The gateway marks the sessions it creates (proto.CreateRequest.Via =
-// proto.ViaHTTP). When corpsim serve --http restarts on the same data, the
+// The gateway marks the sessions it creates (wire.CreateRequest.Via =
+// wire.ViaHTTP). When corpsim serve --http restarts on the same data, the
 // server resumes them waiting for their remote seats, and serve hands them
 // to Adopt before the gateway listens: it joins their seats again with the
 // server's credentials, so an HTTP client carries on with the token it had,

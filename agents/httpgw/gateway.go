@@ -15,7 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
 
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 )
 
@@ -369,20 +369,20 @@ func (g *Gateway) request(ctx context.Context, subject string, req, reply any, t
 }
 
 // control sends a control operation to a session.
-func (g *Gateway) control(ctx context.Context, id string, op proto.ControlOp) (proto.ControlReply, error) {
-	var reply proto.ControlReply
+func (g *Gateway) control(ctx context.Context, id string, op wire.ControlOp) (wire.ControlReply, error) {
+	var reply wire.ControlReply
 	timeout := controlTimeout
-	if op == proto.OpStatus {
+	if op == wire.OpStatus {
 		timeout = statusTimeout
 	}
-	err := g.request(ctx, proto.ControlSubject(id), proto.ControlRequest{Op: op}, &reply, timeout)
+	err := g.request(ctx, wire.ControlSubject(id), wire.ControlRequest{Op: op}, &reply, timeout)
 	return reply, err
 }
 
 // history asks a running session for its stored events from seq from on.
-func (g *Gateway) history(ctx context.Context, id string, from uint64, limit int) (proto.HistoryResponse, error) {
-	var resp proto.HistoryResponse
-	if err := g.request(ctx, proto.HistorySubject(id), proto.HistoryRequest{From: from, Limit: limit}, &resp, historyTimeout); err != nil {
+func (g *Gateway) history(ctx context.Context, id string, from uint64, limit int) (wire.HistoryResponse, error) {
+	var resp wire.HistoryResponse
+	if err := g.request(ctx, wire.HistorySubject(id), wire.HistoryRequest{From: from, Limit: limit}, &resp, historyTimeout); err != nil {
 		return resp, err
 	}
 	if resp.Error != "" {
@@ -458,7 +458,7 @@ func (g *Gateway) register(s *session) bool {
 // session's turn budget (0: Config.TurnWait). The gateway's record of the
 // session starts at adoption; its earlier events are learnt as a fork's
 // prefix is (up to 20,000 of them), in the background.
-func (g *Gateway) Adopt(ctx context.Context, id string, seats map[string]proto.Seat, turnWait time.Duration) error {
+func (g *Gateway) Adopt(ctx context.Context, id string, seats map[string]wire.Seat, turnWait time.Duration) error {
 	if len(seats) == 0 {
 		return fmt.Errorf("httpgw: adopt %s: no remote seats", id)
 	}
@@ -473,14 +473,14 @@ func (g *Gateway) Adopt(ctx context.Context, id string, seats map[string]proto.S
 	if turnWait <= 0 {
 		turnWait = g.cfg.TurnWait
 	}
-	st, err := g.control(ctx, id, proto.OpStatus)
+	st, err := g.control(ctx, id, wire.OpStatus)
 	if err == nil && st.Error != "" {
 		err = errors.New(st.Error)
 	}
 	if err != nil {
 		return fmt.Errorf("httpgw: adopt %s: %w", id, err)
 	}
-	s := newSession(g, proto.CreateReply{Session: id, Seats: seats}, proto.CreateRequest{}, turnWait)
+	s := newSession(g, wire.CreateReply{Session: id, Seats: seats}, wire.CreateRequest{}, turnWait)
 	// What happened before is a prefix, as a fork's is.
 	s.forkSeq, s.last, s.prefixKnown = st.Events, st.Events, st.Events == 0
 	if err := s.follow(); err != nil {

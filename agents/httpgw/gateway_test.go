@@ -23,7 +23,7 @@ import (
 	"github.com/corpsim/corpsim/agents/client"
 	"github.com/corpsim/corpsim/agents/httpgw"
 	"github.com/corpsim/corpsim/agents/natsserver"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
@@ -145,10 +145,10 @@ func mustJSON[T any](tb testing.TB, code, want int, b []byte) T {
 	return v
 }
 
-func (s *stack) create(tb testing.TB, req proto.CreateRequest) proto.CreateReply {
+func (s *stack) create(tb testing.TB, req wire.CreateRequest) wire.CreateReply {
 	tb.Helper()
 	code, b := s.call(tb, "POST", "/v1/sessions", s.operator, req)
-	return mustJSON[proto.CreateReply](tb, code, http.StatusCreated, b)
+	return mustJSON[wire.CreateReply](tb, code, http.StatusCreated, b)
 }
 
 func seatPath(session, member, what string) string {
@@ -156,7 +156,7 @@ func seatPath(session, member, what string) string {
 }
 
 // observe long-polls a seat once: an observation, done, or (nil, false) on 204.
-func (s *stack) observe(ctx context.Context, seat proto.Seat, wait string) (*org.Observation, bool, error) {
+func (s *stack) observe(ctx context.Context, seat wire.Seat, wait string) (*org.Observation, bool, error) {
 	code, b, err := s.try(ctx, "GET", seatPath(seat.Session, seat.Member, "observation")+"?wait="+wait, seat.Token, nil)
 	if err != nil {
 		return nil, false, err
@@ -185,7 +185,7 @@ func (s *stack) observe(ctx context.Context, seat proto.Seat, wait string) (*org
 }
 
 // nextTurn long-polls until a turn is waiting for seat (or the session ends: nil).
-func (s *stack) nextTurn(tb testing.TB, seat proto.Seat) *org.Observation {
+func (s *stack) nextTurn(tb testing.TB, seat wire.Seat) *org.Observation {
 	tb.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -201,7 +201,7 @@ func (s *stack) nextTurn(tb testing.TB, seat proto.Seat) *org.Observation {
 	return nil
 }
 
-func (s *stack) act(tb testing.TB, seat proto.Seat, body any) (int, httpgw.ActReply) {
+func (s *stack) act(tb testing.TB, seat wire.Seat, body any) (int, httpgw.ActReply) {
 	tb.Helper()
 	code, b := s.call(tb, "POST", seatPath(seat.Session, seat.Member, "act"), seat.Token, body)
 	var r httpgw.ActReply
@@ -212,7 +212,7 @@ func (s *stack) act(tb testing.TB, seat proto.Seat, body any) (int, httpgw.ActRe
 }
 
 // play answers seat's turns over HTTP with agent until the session ends.
-func (s *stack) play(ctx context.Context, seat proto.Seat, agent agents.Agent) error {
+func (s *stack) play(ctx context.Context, seat wire.Seat, agent agents.Agent) error {
 	for {
 		obs, done, err := s.observe(ctx, seat, "5s")
 		if err != nil || done {
@@ -236,7 +236,7 @@ func (s *stack) play(ctx context.Context, seat proto.Seat, agent agents.Agent) e
 }
 
 // playAll plays every seat of reply with greedy over HTTP, concurrently.
-func (s *stack) playAll(tb testing.TB, reply proto.CreateReply) {
+func (s *stack) playAll(tb testing.TB, reply wire.CreateReply) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -266,7 +266,7 @@ func (s *stack) wait(tb testing.TB, session string) events.SessionMeta {
 }
 
 // reference runs the same world and seed with built-in greedy agents only.
-func (s *stack) reference(tb testing.TB, req proto.CreateRequest) (events.SessionMeta, float64) {
+func (s *stack) reference(tb testing.TB, req wire.CreateRequest) (events.SessionMeta, float64) {
 	tb.Helper()
 	req.Agents, req.Wait = "greedy", false
 	reply, err := s.svc.Create(context.Background(), req)
@@ -297,7 +297,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6 }
 // observe, act) by greedy reproduce the in-process greedy run exactly.
 func TestObserveActPlaysASession(t *testing.T) {
 	s := startStack(t, httpgw.Config{})
-	req := proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote,carol=remote"}
+	req := wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote,carol=remote"}
 	reply := s.create(t, req)
 	if len(reply.Seats) != 2 || reply.Seats["bob"].Token == "" {
 		t.Fatalf("got seats %v, want bob and carol with tokens", reply.Seats)
@@ -394,7 +394,7 @@ func (s *stack) stepAll(tb testing.TB, session string, agent agents.Agent) (ret 
 // add up to the final team score; a reset replays the same episode.
 func TestStepRewardsSumToTheScore(t *testing.T) {
 	s := startStack(t, httpgw.Config{})
-	req := proto.CreateRequest{World: "startup", Seed: 7, Agents: "remote"}
+	req := wire.CreateRequest{World: "startup", Seed: 7, Agents: "remote"}
 	reply := s.create(t, req)
 	if len(reply.Seats) != 5 {
 		t.Fatalf("got %d remote seats, want 5", len(reply.Seats))
@@ -419,7 +419,7 @@ func TestStepRewardsSumToTheScore(t *testing.T) {
 
 	// A reset (fork at event 1) is a fresh episode: same agents, new seat tokens, same return.
 	code, b := s.call(t, "POST", "/v1/sessions/"+reply.Session+"/reset", s.operator, nil)
-	reset := mustJSON[proto.CreateReply](t, code, http.StatusCreated, b)
+	reset := mustJSON[wire.CreateReply](t, code, http.StatusCreated, b)
 	if len(reset.Seats) != 5 || reset.Seats["bob"].Token == reply.Seats["bob"].Token {
 		t.Fatalf("reset seats %v: want 5 new ones", reset.Seats)
 	}
@@ -435,7 +435,7 @@ func TestStepRewardsSumToTheScore(t *testing.T) {
 	// A fork in the middle: the steps' rewards are what was earned after the fork point.
 	mid := meta.LastSeq / 2
 	code, b = s.call(t, "POST", "/v1/sessions/"+reply.Session+"/fork", s.operator, map[string]any{"at": mid})
-	fork := mustJSON[proto.CreateReply](t, code, http.StatusCreated, b)
+	fork := mustJSON[wire.CreateReply](t, code, http.StatusCreated, b)
 	ret3, last3, _ := s.stepAll(t, fork.Session, &agents.Greedy{})
 	s.wait(t, fork.Session)
 	final := s.svc.Status(fork.Session).Score
@@ -477,7 +477,7 @@ func TestManySessionsAtOnce(t *testing.T) {
 		if !stepped {
 			agentsSpec = "greedy,alice=remote,bob=remote,dave=remote"
 		}
-		reply := s.create(t, proto.CreateRequest{World: "startup", Seed: seed, Agents: agentsSpec})
+		reply := s.create(t, wire.CreateRequest{World: "startup", Seed: seed, Agents: agentsSpec})
 		mu.Lock()
 		runs = append(runs, run{reply.Session, seed})
 		mu.Unlock()
@@ -512,7 +512,7 @@ func TestManySessionsAtOnce(t *testing.T) {
 	}
 	for _, r := range runs {
 		meta := s.wait(t, r.session)
-		ref, _ := s.reference(t, proto.CreateRequest{World: "startup", Seed: r.seed})
+		ref, _ := s.reference(t, wire.CreateRequest{World: "startup", Seed: r.seed})
 		if meta.StateHash != ref.StateHash {
 			t.Fatalf("seed %d: session ends in %s, in-process greedy in %s", r.seed, meta.StateHash, ref.StateHash)
 		}
@@ -555,9 +555,9 @@ func (s *stack) stepNoFatal(session string) error {
 // plays out exactly as the in-process run.
 func TestTokensReachOnlyTheirSeat(t *testing.T) {
 	s := startStack(t, httpgw.Config{})
-	req := proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote,carol=remote"}
+	req := wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote,carol=remote"}
 	a := s.create(t, req)
-	other := s.create(t, proto.CreateRequest{World: "startup", Seed: 8, Agents: "remote", Wait: true})
+	other := s.create(t, wire.CreateRequest{World: "startup", Seed: 8, Agents: "remote", Wait: true})
 	bob, carol := a.Seats["bob"], a.Seats["carol"]
 	obs := s.nextTurn(t, bob)
 	if obs == nil {
@@ -582,10 +582,10 @@ func TestTokensReachOnlyTheirSeat(t *testing.T) {
 		{"act with another session's seat token", "POST", bobAct, other.Seats["bob"].Token, good, 403},
 		{"act with the operator token", "POST", bobAct, s.operator, good, 403},
 		{"act with a lower-case scheme and a wrong token", "POST", bobAct, "Bob " + bob.Token, good, 401},
-		{"create with a seat token", "POST", "/v1/sessions", bob.Token, proto.CreateRequest{World: "startup", Agents: "greedy"}, 403},
-		{"create without a token", "POST", "/v1/sessions", "", proto.CreateRequest{World: "startup", Agents: "greedy"}, 401},
-		{"control with a seat token", "POST", "/v1/sessions/" + id + "/control", bob.Token, proto.ControlRequest{Op: proto.OpStop}, 403},
-		{"control with a wrong token", "POST", "/v1/sessions/" + id + "/control", "x", proto.ControlRequest{Op: proto.OpStop}, 401},
+		{"create with a seat token", "POST", "/v1/sessions", bob.Token, wire.CreateRequest{World: "startup", Agents: "greedy"}, 403},
+		{"create without a token", "POST", "/v1/sessions", "", wire.CreateRequest{World: "startup", Agents: "greedy"}, 401},
+		{"control with a seat token", "POST", "/v1/sessions/" + id + "/control", bob.Token, wire.ControlRequest{Op: wire.OpStop}, 403},
+		{"control with a wrong token", "POST", "/v1/sessions/" + id + "/control", "x", wire.ControlRequest{Op: wire.OpStop}, 401},
 		{"step with a seat token", "POST", "/v1/sessions/" + id + "/step?wait=0", bob.Token, httpgw.StepRequest{Actions: map[string][]org.Action{"bob": good.Actions}}, 403},
 		{"step without a token", "POST", "/v1/sessions/" + id + "/step?wait=0", "", nil, 401},
 		{"fork with a seat token", "POST", "/v1/sessions/" + id + "/fork", bob.Token, map[string]any{"at": 2}, 403},
@@ -665,7 +665,7 @@ func (s *stack) tryRaw(method, path, token string, body any) (int, []byte, error
 // in the seat's next observation, and the session goes on to its end.
 func TestBadRepliesAreRecorded(t *testing.T) {
 	s := startStack(t, httpgw.Config{})
-	reply := s.create(t, proto.CreateRequest{World: "startup", Seed: 3, Agents: "greedy,bob=remote"})
+	reply := s.create(t, wire.CreateRequest{World: "startup", Seed: 3, Agents: "greedy,bob=remote"})
 	bob := reply.Seats["bob"]
 	type bad struct {
 		name     string
@@ -749,21 +749,21 @@ func TestBadRepliesAreRecorded(t *testing.T) {
 // reported and stopped over HTTP; its seat then learns it is done.
 func TestControlOverHTTP(t *testing.T) {
 	s := startStack(t, httpgw.Config{})
-	reply := s.create(t, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote", Wait: true})
+	reply := s.create(t, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote", Wait: true})
 	bob := reply.Seats["bob"]
 	if obs, done, err := s.observe(context.Background(), bob, "200ms"); err != nil || done || obs != nil {
 		t.Fatalf("before start: got %v %v %v, want nothing (204)", obs, done, err)
 	}
-	ctl := func(op string, want int) proto.ControlReply {
+	ctl := func(op string, want int) wire.ControlReply {
 		t.Helper()
 		code, b := s.call(t, "POST", "/v1/sessions/"+reply.Session+"/control", s.operator, map[string]string{"op": op})
 		if want != http.StatusOK {
 			if code != want {
 				t.Fatalf("control %s: got HTTP %d, want %d: %s", op, code, want, b)
 			}
-			return proto.ControlReply{}
+			return wire.ControlReply{}
 		}
-		return mustJSON[proto.ControlReply](t, code, want, b)
+		return mustJSON[wire.ControlReply](t, code, want, b)
 	}
 	ctl("explode", http.StatusBadRequest)
 	ctl("start", http.StatusOK)
@@ -800,7 +800,7 @@ func TestControlOverHTTP(t *testing.T) {
 	if code != http.StatusNotFound {
 		t.Fatalf("step of an unknown session: HTTP %d %s", code, b)
 	}
-	code, b = s.call(t, "POST", "/v1/sessions", s.operator, proto.CreateRequest{World: "nowhere", Agents: "greedy"})
+	code, b = s.call(t, "POST", "/v1/sessions", s.operator, wire.CreateRequest{World: "nowhere", Agents: "greedy"})
 	if code != http.StatusBadRequest || !bytes.Contains(b, []byte("nowhere")) {
 		t.Fatalf("create of an unknown world: HTTP %d %s", code, b)
 	}
@@ -809,7 +809,7 @@ func TestControlOverHTTP(t *testing.T) {
 // TestTokensExpire: once an ended session is forgotten (Config.Retain), its seat tokens are unknown.
 func TestTokensExpire(t *testing.T) {
 	s := startStack(t, httpgw.Config{Retain: time.Millisecond})
-	reply := s.create(t, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
+	reply := s.create(t, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
 	s.playAll(t, reply)
 	s.wait(t, reply.Session)
 	bob := reply.Seats["bob"]
@@ -853,7 +853,7 @@ func TestCloseEndsEverything(t *testing.T) {
 	}
 	srv := httptest.NewServer(gw.Handler())
 	s2 := &stack{base: srv.URL, operator: s.operator}
-	reply := s2.create(t, proto.CreateRequest{World: "startup", Seed: 7, Agents: "remote", Wait: true})
+	reply := s2.create(t, wire.CreateRequest{World: "startup", Seed: 7, Agents: "remote", Wait: true})
 	results := make(chan int, 2)
 	go func() {
 		code, _, _ := s2.try(context.Background(), "GET", seatPath(reply.Session, "bob", "observation")+"?wait=60s", reply.Seats["bob"].Token, nil)
@@ -881,7 +881,7 @@ func TestCloseEndsEverything(t *testing.T) {
 	}
 	srv.Close()
 	// The session itself runs on in the server (its subscriptions count as NATS goroutines): stop it.
-	code, b := s.call(t, "POST", "/v1/sessions/"+reply.Session+"/control", s.operator, proto.ControlRequest{Op: proto.OpStop})
+	code, b := s.call(t, "POST", "/v1/sessions/"+reply.Session+"/control", s.operator, wire.ControlRequest{Op: wire.OpStop})
 	if code != http.StatusOK {
 		t.Fatalf("stop: HTTP %d %s", code, b)
 	}
@@ -899,7 +899,7 @@ func TestCloseEndsEverything(t *testing.T) {
 // its control subject any more).
 func TestStoppedElsewhere(t *testing.T) {
 	s := startStack(t, httpgw.Config{})
-	reply := s.create(t, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote,carol=remote"})
+	reply := s.create(t, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote,carol=remote"})
 	if s.nextTurn(t, reply.Seats["bob"]) == nil {
 		t.Fatal("no turn for bob")
 	}
@@ -912,7 +912,7 @@ func TestStoppedElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer op.Close()
-	if _, err := op.Control(context.Background(), reply.Session, proto.OpStop); err != nil && !strings.Contains(err.Error(), "canceled") {
+	if _, err := op.Control(context.Background(), reply.Session, wire.OpStop); err != nil && !strings.Contains(err.Error(), "canceled") {
 		t.Fatal(err)
 	}
 	start := time.Now()

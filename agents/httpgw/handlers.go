@@ -14,7 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
 )
@@ -79,7 +79,7 @@ func drain(w http.ResponseWriter, body io.Reader) {
 }
 
 func (g *Gateway) handleCreate(w http.ResponseWriter, r *http.Request) {
-	var req proto.CreateRequest
+	var req wire.CreateRequest
 	if !decodeBody(w, r, &req, g.cfg.MaxRequestBytes, false) {
 		return
 	}
@@ -130,12 +130,12 @@ func (g *Gateway) fork(w http.ResponseWriter, r *http.Request, f forkRequest) {
 			return
 		}
 	}
-	g.create(w, r, proto.CreateRequest{Parent: parent, ForkSeq: f.At, Seed: f.Seed, Agents: f.Agents, Wait: f.Wait, TurnTimeout: f.TurnTimeout})
+	g.create(w, r, wire.CreateRequest{Parent: parent, ForkSeq: f.At, Seed: f.Seed, Agents: f.Agents, Wait: f.Wait, TurnTimeout: f.TurnTimeout})
 }
 
 // create makes a session on the server, follows its feed and joins its
 // remote seats, then starts it unless the request asked to wait.
-func (g *Gateway) create(w http.ResponseWriter, r *http.Request, req proto.CreateRequest) {
+func (g *Gateway) create(w http.ResponseWriter, r *http.Request, req wire.CreateRequest) {
 	ctx := r.Context()
 	turnWait := g.cfg.TurnWait
 	if req.TurnTimeout != "" {
@@ -149,9 +149,9 @@ func (g *Gateway) create(w http.ResponseWriter, r *http.Request, req proto.Creat
 	start := !req.Wait
 	sent := req
 	sent.Wait = true // started below, once the feed is followed and the seats have joined
-	sent.Via = proto.ViaHTTP
-	var reply proto.CreateReply
-	if err := g.request(ctx, proto.CreateSubject, sent, &reply, createTimeout); err != nil {
+	sent.Via = wire.ViaHTTP
+	var reply wire.CreateReply
+	if err := g.request(ctx, wire.CreateSubject, sent, &reply, createTimeout); err != nil {
 		writeError(w, natsStatus(err), "create: %v", err)
 		return
 	}
@@ -164,7 +164,7 @@ func (g *Gateway) create(w http.ResponseWriter, r *http.Request, req proto.Creat
 		s.log.Error("session abandoned", "error", err)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
 		defer cancel()
-		_, _ = g.control(sctx, s.id, proto.OpStop)
+		_, _ = g.control(sctx, s.id, wire.OpStop)
 		s.finish(statusStopped)
 		g.forget(s)
 		writeError(w, code, "session %s: %v (it was stopped)", s.id, err)
@@ -182,7 +182,7 @@ func (g *Gateway) create(w http.ResponseWriter, r *http.Request, req proto.Creat
 		return
 	}
 	if start {
-		if _, err := g.control(ctx, s.id, proto.OpStart); err != nil {
+		if _, err := g.control(ctx, s.id, wire.OpStart); err != nil {
 			fail(natsStatus(err), fmt.Errorf("start: %w", err))
 			return
 		}
@@ -195,12 +195,12 @@ func (g *Gateway) create(w http.ResponseWriter, r *http.Request, req proto.Creat
 }
 
 func (g *Gateway) handleControl(w http.ResponseWriter, r *http.Request) {
-	var req proto.ControlRequest
+	var req wire.ControlRequest
 	if !decodeBody(w, r, &req, 4096, false) {
 		return
 	}
 	switch req.Op {
-	case proto.OpStart, proto.OpPause, proto.OpStop, proto.OpStatus:
+	case wire.OpStart, wire.OpPause, wire.OpStop, wire.OpStatus:
 	default:
 		writeError(w, http.StatusBadRequest, "unknown op %q (expected start, pause, stop or status)", req.Op)
 		return
@@ -219,13 +219,13 @@ func (g *Gateway) handleControl(w http.ResponseWriter, r *http.Request) {
 	}
 	if s != nil {
 		switch req.Op {
-		case proto.OpStop:
+		case wire.OpStop:
 			status := reply.Status // the server's word: interrupted
 			if status == "" {
 				status = statusStopped
 			}
 			s.finish(status)
-		case proto.OpStart:
+		case wire.OpStart:
 			if s.hasPrefix() {
 				s.learnPrefix(r.Context())
 			}
@@ -235,11 +235,11 @@ func (g *Gateway) handleControl(w http.ResponseWriter, r *http.Request) {
 }
 
 // controlReply describes an ended session from the gateway's record.
-func (s *session) controlReply() proto.ControlReply {
+func (s *session) controlReply() wire.ControlReply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	score, _ := s.scoreLocked()
-	r := proto.ControlReply{Session: s.id, Status: s.status, Events: s.last, Score: score}
+	r := wire.ControlReply{Session: s.id, Status: s.status, Events: s.last, Score: score}
 	if r.Status == "" {
 		r.Status = "created" // waiting for start
 	}
@@ -279,12 +279,12 @@ func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	limit, err := queryUint(r, "limit", proto.MaxHistoryPage)
+	limit, err := queryUint(r, "limit", wire.MaxHistoryPage)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	from, limit = max(from, 1), min(max(limit, 1), proto.MaxHistoryPage)
+	from, limit = max(from, 1), min(max(limit, 1), wire.MaxHistoryPage)
 	resp, err := g.history(r.Context(), id, from, int(limit))
 	if err == nil {
 		out := EventsReply{Session: id, Events: resp.Events, Last: resp.Last, Source: "server", Complete: true}
@@ -347,7 +347,7 @@ type ScoreReply struct {
 func (g *Gateway) handleScore(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	s := g.session(id)
-	st, err := g.control(r.Context(), id, proto.OpStatus)
+	st, err := g.control(r.Context(), id, wire.OpStatus)
 	if err != nil && !(errors.Is(err, nats.ErrNoResponders) && s != nil) {
 		if errors.Is(err, nats.ErrNoResponders) {
 			writeError(w, http.StatusNotFound, "session %s is not running and the gateway holds no record of it", id)
@@ -481,7 +481,7 @@ func (g *Gateway) handleAct(w http.ResponseWriter, r *http.Request, s *session, 
 	var parsed org.Reply
 	var perr error
 	if !tooBig {
-		parsed, perr = proto.ParseReply(body)
+		parsed, perr = wire.ParseReply(body)
 	}
 	switch {
 	case h == nil:

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/corpsim/corpsim/agents/httpgw"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 )
 
 // serveHardened serves h the way corpsim serve does: NewServer behind a
@@ -80,7 +80,7 @@ func TestHTTPHygiene(t *testing.T) {
 		if got := rawRequest(t, addr, "POST", "/v1/sessions", s.operator, big); got != "HTTP/1.1 413 Request Entity Too Large" {
 			t.Errorf("a 10 MB create: got %q, want 413", got)
 		}
-		reply := s.create(t, proto.CreateRequest{World: "startup", Seed: 1, Agents: "remote"})
+		reply := s.create(t, wire.CreateRequest{World: "startup", Seed: 1, Agents: "remote"})
 		seat := reply.Seats["alice"]
 		if got := rawRequest(t, addr, "POST", seatPath(reply.Session, seat.Member, "act"), seat.Token, big); got != "HTTP/1.1 413 Request Entity Too Large" {
 			t.Errorf("a 10 MB act: got %q, want 413", got)

@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
 
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 )
@@ -84,7 +84,7 @@ type heldTurn struct {
 	at   time.Time
 }
 
-func newSession(g *Gateway, reply proto.CreateReply, req proto.CreateRequest, turnWait time.Duration) *session {
+func newSession(g *Gateway, reply wire.CreateReply, req wire.CreateRequest, turnWait time.Duration) *session {
 	s := &session{g: g, id: reply.Session, parent: req.Parent, agents: req.Agents, turnWait: turnWait,
 		log: g.log.With("session", reply.Session), changed: make(chan struct{}), seats: map[string]*seat{},
 		shown: map[string]uint64{}, prefixKnown: req.Parent == ""}
@@ -106,9 +106,9 @@ func newSession(g *Gateway, reply proto.CreateReply, req proto.CreateRequest, tu
 
 // credentials returns the create reply the HTTP client gets: the server's,
 // with the gateway's tokens for seats the server gave none.
-func (s *session) credentials(reply proto.CreateReply) proto.CreateReply {
+func (s *session) credentials(reply wire.CreateReply) wire.CreateReply {
 	out := reply
-	out.Seats = make(map[string]proto.Seat, len(reply.Seats))
+	out.Seats = make(map[string]wire.Seat, len(reply.Seats))
 	for m, cred := range reply.Seats {
 		cred.Token = s.seats[m].token
 		out.Seats[m] = cred
@@ -133,7 +133,7 @@ func (s *session) broadcastLocked() {
 // follow subscribes to the session's event feed. It must run before the
 // session starts, so that no event is missed.
 func (s *session) follow() error {
-	sub, err := s.g.op.Subscribe(proto.EventsSubject(s.id), s.onEvent)
+	sub, err := s.g.op.Subscribe(wire.EventsSubject(s.id), s.onEvent)
 	if err != nil {
 		return fmt.Errorf("httpgw: follow %s: %w", s.id, err)
 	}
@@ -146,7 +146,7 @@ func (s *session) follow() error {
 }
 
 // join connects every remote seat with its own credentials, a few at a time.
-func (s *session) join(ctx context.Context, creds map[string]proto.Seat) error {
+func (s *session) join(ctx context.Context, creds map[string]wire.Seat) error {
 	sem := make(chan struct{}, 16)
 	errs := make(chan error, len(s.seats))
 	var wg sync.WaitGroup
@@ -172,7 +172,7 @@ func (s *session) join(ctx context.Context, creds map[string]proto.Seat) error {
 	return <-errs // nil when the channel is empty
 }
 
-func (st *seat) connect(url string, cred proto.Seat) error {
+func (st *seat) connect(url string, cred wire.Seat) error {
 	opts := []nats.Option{nats.Name("corpsim httpgw seat " + st.member),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			st.log.Warn("NATS error on the seat's connection", "error", err)
@@ -300,7 +300,7 @@ func (s *session) recordLocked(ev events.Event) {
 func (s *session) fetch(from, to uint64) ([]events.Event, error) {
 	var out []events.Event
 	for from <= to {
-		resp, err := s.g.history(s.g.ctx, s.id, from, int(min(to-from+1, proto.MaxHistoryPage)))
+		resp, err := s.g.history(s.g.ctx, s.id, from, int(min(to-from+1, wire.MaxHistoryPage)))
 		if err != nil {
 			return out, err
 		}
@@ -440,7 +440,7 @@ func teamReward(e events.Event) float64 {
 // answers its control subject any more it has ended: if the feed does not
 // bring session.ended promptly, it stopped without it.
 func (s *session) probe(ctx context.Context) {
-	_, err := s.g.control(ctx, s.id, proto.OpStatus)
+	_, err := s.g.control(ctx, s.id, wire.OpStatus)
 	if !errors.Is(err, nats.ErrNoResponders) {
 		return
 	}

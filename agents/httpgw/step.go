@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
 )
@@ -210,7 +210,7 @@ func (s *session) syncFeed(ctx context.Context) {
 	if ended {
 		return
 	}
-	st, err := s.g.control(ctx, s.id, proto.OpStatus)
+	st, err := s.g.control(ctx, s.id, wire.OpStatus)
 	if err != nil {
 		s.probe(ctx)
 		return

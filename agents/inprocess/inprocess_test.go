@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
 )
@@ -26,7 +26,7 @@ func overBus(turn uint64, acts []org.Action) sim.Answer {
 	if err != nil {
 		panic(err)
 	}
-	r, err := proto.ParseReply(b)
+	r, err := wire.ParseReply(b)
 	if err != nil {
 		return sim.Answer{Malformed: err.Error()}
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/natshost"
 	"github.com/corpsim/corpsim/agents/natsserver"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -57,7 +57,7 @@ func BenchmarkAgentTurn(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer h.Close()
-	subj := proto.TurnSubject("s", "bob")
+	subj := wire.TurnSubject("s", "bob")
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -65,7 +65,7 @@ func BenchmarkAgentTurn(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := proto.ParseReply(msg.Data); err != nil {
+		if _, err := wire.ParseReply(msg.Data); err != nil {
 			b.Fatal(err)
 		}
 	}

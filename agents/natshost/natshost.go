@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/org"
 )
 
@@ -49,7 +49,7 @@ func Serve(nc *nats.Conn, session string, seats map[string]agents.Agent, o Optio
 	h := &Host{}
 	for _, id := range ids {
 		s := &seat{agent: seats[id], timeout: timeout, log: logger.With("member", id)}
-		sub, err := nc.Subscribe(proto.TurnSubject(session, id), func(msg *nats.Msg) {
+		sub, err := nc.Subscribe(wire.TurnSubject(session, id), func(msg *nats.Msg) {
 			if err := msg.Respond(s.answer(msg.Data)); err != nil {
 				s.log.Warn("reply not sent", "error", err)
 			}
@@ -105,6 +105,6 @@ func (s *seat) answer(data []byte) []byte {
 			reply.Actions = acts
 		}
 	}
-	s.buf = proto.AppendReply(s.buf[:0], &reply)
+	s.buf = wire.AppendReply(s.buf[:0], &reply)
 	return s.buf
 }

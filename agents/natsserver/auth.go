@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 )
 
 // Auth decides who may connect to the embedded server and what each may do.
@@ -26,7 +26,7 @@ type Auth struct {
 }
 
 // Seat is a remote seat's credentials.
-type Seat = proto.Seat
+type Seat = wire.Seat
 
 // NewAuth makes an Auth with a fresh internal token; operator may be "" (no operator access).
 func NewAuth(operator string) *Auth {
@@ -47,7 +47,7 @@ func (a *Auth) Internal() string { return a.internal }
 
 // AddSeat makes credentials for a remote seat.
 func (a *Auth) AddSeat(session, member string) Seat {
-	s := Seat{Session: session, Member: member, Token: NewToken(), Subject: proto.TurnSubject(session, member)}
+	s := Seat{Session: session, Member: member, Token: NewToken(), Subject: wire.TurnSubject(session, member)}
 	a.mu.Lock()
 	a.seats[s.Token] = s
 	a.mu.Unlock()
@@ -59,7 +59,7 @@ func (a *Auth) AddSeat(session, member string) Seat {
 // so their agents reconnect as they were. It reports false (and admits
 // nothing) when the token is empty or does not match the seat's subject.
 func (a *Auth) RestoreSeat(s Seat) bool {
-	if s.Token == "" || s.Session == "" || s.Member == "" || s.Subject != proto.TurnSubject(s.Session, s.Member) {
+	if s.Token == "" || s.Session == "" || s.Member == "" || s.Subject != wire.TurnSubject(s.Session, s.Member) {
 		return false
 	}
 	a.mu.Lock()
@@ -98,7 +98,7 @@ func (a *Auth) Check(c server.ClientAuthentication) bool {
 		return true
 	case a.operator != "" && tok == a.operator:
 		c.RegisterUser(&server.User{Username: "operator", Permissions: &server.Permissions{
-			Publish:   &server.SubjectPermission{Allow: []string{proto.SessionsPrefix + ">", "corpsim.v1.s.*.control", "corpsim.v1.s.*.history", "_INBOX.>"}},
+			Publish:   &server.SubjectPermission{Allow: []string{wire.SessionsPrefix + ">", "corpsim.v1.s.*.control", "corpsim.v1.s.*.history", "_INBOX.>"}},
 			Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>", "corpsim.v1.s.*.events", "corpsim.v1.s.*.control"}},
 		}})
 		return true

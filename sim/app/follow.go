@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
 
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 )
@@ -103,7 +103,7 @@ func (o LogOptions) follow(ctx context.Context, url string, from uint64, p *prin
 	}
 	defer nc.Close()
 	live := make(chan *nats.Msg, 4096)
-	sub, err := nc.ChanSubscribe(proto.EventsSubject(session), live)
+	sub, err := nc.ChanSubscribe(wire.EventsSubject(session), live)
 	if err != nil {
 		return err
 	}
@@ -147,12 +147,12 @@ func (o LogOptions) follow(ctx context.Context, url string, from uint64, p *prin
 // serves, page by page, until it has printed what was stored when asked.
 func history(nc *nats.Conn, session string, p *printer) (ended bool, err error) {
 	for {
-		req, _ := json.Marshal(proto.HistoryRequest{From: p.last + 1})
-		msg, err := nc.Request(proto.HistorySubject(session), req, 10*time.Second)
+		req, _ := json.Marshal(wire.HistoryRequest{From: p.last + 1})
+		msg, err := nc.Request(wire.HistorySubject(session), req, 10*time.Second)
 		if err != nil {
 			return ended, err
 		}
-		var resp proto.HistoryResponse
+		var resp wire.HistoryResponse
 		if err := json.Unmarshal(msg.Data, &resp); err != nil {
 			return ended, err
 		}

@@ -28,7 +28,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
 
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
@@ -218,7 +218,7 @@ func (d *Driver) Continue(ctx context.Context, meta events.SessionMeta, e *sim.E
 
 func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engine, last uint64) (events.SessionMeta, error) {
 	log := d.logger.With("session", meta.ID)
-	subject := proto.EventsSubject(meta.ID)
+	subject := wire.EventsSubject(meta.ID)
 	fail := func(err error) (events.SessionMeta, error) {
 		meta.Status = events.StatusInterrupted
 		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
@@ -415,8 +415,8 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 }
 
 // BusSeats asks every member over NATS request/reply on nc: the turn's
-// observation as JSON on the member's turn subject (proto.TurnSubject),
-// its reply parsed strictly (proto.ParseReply). agents/natshost answers there
+// observation as JSON on the member's turn subject (wire.TurnSubject),
+// its reply parsed strictly (wire.ParseReply). agents/natshost answers there
 // for agents in some process, and remote agents answer for themselves.
 func BusSeats(nc *nats.Conn) Seats { return &busSeats{conn: nc} }
 
@@ -433,18 +433,18 @@ func (b *busSeats) Ask(ctx context.Context, session, member string, obs org.Obse
 	if buf == nil {
 		buf = new([]byte)
 	}
-	data, err := proto.AppendObservation((*buf)[:0], &obs) // json.Marshal's bytes, without reflection
+	data, err := wire.AppendObservation((*buf)[:0], &obs) // json.Marshal's bytes, without reflection
 	if err != nil {
 		panic("driver: observation does not encode: " + err.Error())
 	}
-	msg, err := b.request(ctx, proto.TurnSubject(session, member), data)
+	msg, err := b.request(ctx, wire.TurnSubject(session, member), data)
 	if err != nil {
 		return sim.Answer{}, err // the bus may still hold data: it is not reused
 	}
 	// Answered: the request has left the connection's buffers.
 	*buf = data
 	b.bufs.Put(buf)
-	r, err := proto.ParseReply(msg.Data)
+	r, err := wire.ParseReply(msg.Data)
 	if err != nil {
 		return sim.Answer{Malformed: err.Error()}, nil
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/corpsim/corpsim/agents/natsserver"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/sim"
@@ -81,7 +81,7 @@ func connect(t *testing.T, bus *natsserver.Server, name string) *nats.Conn {
 // answers every turn with a wait.
 func answerWatcher(t *testing.T, conn *nats.Conn, session string) *nats.Subscription {
 	t.Helper()
-	sub, err := conn.Subscribe(proto.TurnSubject(session, "watcher"), func(m *nats.Msg) {
+	sub, err := conn.Subscribe(wire.TurnSubject(session, "watcher"), func(m *nats.Msg) {
 		_ = m.Respond([]byte(`{"actions":[{"type":"wait"}]}`))
 	})
 	if err != nil {
@@ -104,7 +104,7 @@ func TestBatchInFlightIsPublishedOnlyOnceDurable(t *testing.T) {
 		conn := connect(t, bus, "driver")
 		defer answerWatcher(t, conn, id).Unsubscribe()
 		if watch != nil {
-			sub, err := conn.Subscribe(proto.EventsSubject(id), func(m *nats.Msg) {
+			sub, err := conn.Subscribe(wire.EventsSubject(id), func(m *nats.Msg) {
 				var ev struct {
 					Seq uint64 `json:"seq"`
 				}
@@ -240,19 +240,19 @@ func TestHistoryStopsAtReplicated(t *testing.T) {
 	done := make(chan struct{})
 	var asked, ahead, served atomic.Int64
 	go func() {
-		req, _ := json.Marshal(proto.HistoryRequest{From: 1, Limit: proto.MaxHistoryPage})
+		req, _ := json.Marshal(wire.HistoryRequest{From: 1, Limit: wire.MaxHistoryPage})
 		for {
 			select {
 			case <-done:
 				return
 			default:
 			}
-			msg, err := reader.Request(proto.HistorySubject(id), req, time.Second)
+			msg, err := reader.Request(wire.HistorySubject(id), req, time.Second)
 			if err != nil {
 				continue // not serving yet, or already gone
 			}
 			held := replica.replicated.Load() // read after the answer: it only grows
-			var resp proto.HistoryResponse
+			var resp wire.HistoryResponse
 			if err := json.Unmarshal(msg.Data, &resp); err != nil || resp.Error != "" {
 				continue
 			}

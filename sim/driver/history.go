@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 )
 
 // serveHistory answers history requests for a running session from its log,
@@ -28,14 +28,14 @@ import (
 // event stored locally but not yet replicated is not shown to anyone, and
 // history never runs ahead of the live feed.
 func (d *Driver) serveHistory(session string, landed *atomic.Uint64) (*nats.Subscription, error) {
-	return d.cfg.Conn.Subscribe(proto.HistorySubject(session), func(msg *nats.Msg) {
-		var req proto.HistoryRequest
+	return d.cfg.Conn.Subscribe(wire.HistorySubject(session), func(msg *nats.Msg) {
+		var req wire.HistoryRequest
 		_ = json.Unmarshal(msg.Data, &req)
 		limit := req.Limit
-		if limit <= 0 || limit > proto.MaxHistoryPage {
-			limit = proto.MaxHistoryPage
+		if limit <= 0 || limit > wire.MaxHistoryPage {
+			limit = wire.MaxHistoryPage
 		}
-		resp := proto.HistoryResponse{}
+		resp := wire.HistoryResponse{}
 		ctx := context.Background()
 		if last, err := d.cfg.Log.LastSeq(ctx, session); err != nil {
 			resp.Error = err.Error()
@@ -54,7 +54,7 @@ func (d *Driver) serveHistory(session string, landed *atomic.Uint64) (*nats.Subs
 		}
 		b, err := json.Marshal(resp)
 		if err != nil {
-			b, _ = json.Marshal(proto.HistoryResponse{Error: err.Error()})
+			b, _ = json.Marshal(wire.HistoryResponse{Error: err.Error()})
 		}
 		_ = msg.Respond(b)
 	})

@@ -6,7 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 )
 
 // hopHeader counts how many services passed a create request on.
@@ -28,7 +28,7 @@ func (s *Service) updateQueue() error {
 	defer s.qmu.Unlock()
 	switch {
 	case want && s.create == nil:
-		sub, err := s.conn.QueueSubscribe(proto.CreateSubject, s.cfg.Queue, s.handleCreate)
+		sub, err := s.conn.QueueSubscribe(wire.CreateSubject, s.cfg.Queue, s.handleCreate)
 		if err != nil {
 			return err
 		}
@@ -76,7 +76,7 @@ func (s *Service) passOn(msg *nats.Msg) bool {
 	fwd := &nats.Msg{Subject: msg.Subject, Reply: msg.Reply, Data: msg.Data, Header: nats.Header{}}
 	fwd.Header.Set(hopHeader, strconv.Itoa(hops+1))
 	if err := s.conn.PublishMsg(fwd); err != nil {
-		b, _ := json.Marshal(proto.CreateReply{Error: "server: cannot pass the request on: " + err.Error()})
+		b, _ := json.Marshal(wire.CreateReply{Error: "server: cannot pass the request on: " + err.Error()})
 		_ = msg.Respond(b)
 	}
 	return true

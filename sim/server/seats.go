@@ -3,15 +3,15 @@ package server
 import (
 	"sort"
 
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 )
 
 // SavedSeatsOf is a session the state file keeps, with the remote seats a
 // client (Via) plays for their owners.
 type SavedSeatsOf struct {
 	Session     string
-	Seats       map[string]proto.Seat // member -> credentials, as in the create reply
-	TurnTimeout string                // the session's turn budget ("" for the service's default)
+	Seats       map[string]wire.Seat // member -> credentials, as in the create reply
+	TurnTimeout string               // the session's turn budget ("" for the service's default)
 }
 
 // SeatsVia returns the sessions the state file keeps (those ResumeSaved
@@ -19,7 +19,7 @@ type SavedSeatsOf struct {
 // HTTP gateway restarted with the service takes them over again
 // (httpgw.Gateway.Adopt): its clients come back with the tokens they had,
 // and each session, resumed waiting for its seats, goes on once they are
-// subscribed. Via is the creating client's word (proto.CreateRequest.Via):
+// subscribed. Via is the creating client's word (wire.CreateRequest.Via):
 // a NATS client that claims "http" gets the gateway playing its seats too.
 func (s *Service) SeatsVia(via string) []SavedSeatsOf {
 	var out []SavedSeatsOf
@@ -27,7 +27,7 @@ func (s *Service) SeatsVia(via string) []SavedSeatsOf {
 		if ss.Via != via || len(ss.Seats) == 0 {
 			continue
 		}
-		seats := make(map[string]proto.Seat, len(ss.Seats))
+		seats := make(map[string]wire.Seat, len(ss.Seats))
 		for m, cred := range ss.Seats {
 			seats[m] = cred
 		}

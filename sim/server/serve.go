@@ -18,7 +18,7 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/httpgw"
 	"github.com/corpsim/corpsim/agents/natsserver"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/sim/server/metrics"
@@ -306,7 +306,7 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, out io.Writer
 // seats' turns time out.
 func adoptHTTPSeats(ctx context.Context, gw *httpgw.Gateway, svc *Service, out io.Writer, log hclog.Logger) {
 	var adopted []string
-	for _, saved := range svc.SeatsVia(proto.ViaHTTP) {
+	for _, saved := range svc.SeatsVia(wire.ViaHTTP) {
 		turnWait, _ := time.ParseDuration(saved.TurnTimeout)
 		if err := gw.Adopt(ctx, saved.Session, saved.Seats, turnWait); err != nil {
 			log.Warn("the HTTP gateway cannot take back a resumed session's seats; their turns will time out", "session", saved.Session, "error", err)

@@ -38,7 +38,7 @@
 // stream (see Worker).
 //
 //	svc, err := server.New(server.Config{Log: log, Bus: bus, Auth: auth})
-//	reply, err := svc.Create(ctx, proto.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
+//	reply, err := svc.Create(ctx, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
 //	…
 //	svc.Shutdown(ctx) // ctx bounds how long running sessions may take to stop
 package server
@@ -59,7 +59,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/natsserver"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
@@ -224,7 +224,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	if cfg.Queue != "" {
-		list, err := s.conn.QueueSubscribe(proto.ListSubject, cfg.Queue, s.handleList)
+		list, err := s.conn.QueueSubscribe(wire.ListSubject, cfg.Queue, s.handleList)
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -236,12 +236,12 @@ func New(cfg Config) (*Service, error) {
 		}
 		return s, s.conn.Flush()
 	}
-	create, err := s.conn.Subscribe(proto.CreateSubject, s.handleCreate)
+	create, err := s.conn.Subscribe(wire.CreateSubject, s.handleCreate)
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
-	list, err := s.conn.Subscribe(proto.ListSubject, s.handleList)
+	list, err := s.conn.Subscribe(wire.ListSubject, s.handleList)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -254,8 +254,8 @@ func (s *Service) handleCreate(msg *nats.Msg) {
 	if s.cfg.Queue != "" && s.passOn(msg) {
 		return
 	}
-	var req proto.CreateRequest
-	var reply proto.CreateReply
+	var req wire.CreateRequest
+	var reply wire.CreateReply
 	if err := json.Unmarshal(msg.Data, &req); err != nil {
 		reply.Error = "malformed request: " + err.Error()
 	} else if r, err := s.Create(context.Background(), req); err != nil {
@@ -306,16 +306,16 @@ func tooMany(running, limit int) error {
 // Create makes a session and starts running it in the background: at once
 // if every seat is built in, once its remote seats are subscribed (or the
 // join timeout passes) otherwise, or on a start control message with Wait.
-func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.CreateReply, error) {
+func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.CreateReply, error) {
 	s.mu.Lock()
 	running := s.runningLocked()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
-		return proto.CreateReply{}, fmt.Errorf("%w: not taking new sessions", ErrShuttingDown)
+		return wire.CreateReply{}, fmt.Errorf("%w: not taking new sessions", ErrShuttingDown)
 	}
 	if running >= s.cfg.MaxSessions {
-		return proto.CreateReply{}, tooMany(running, s.cfg.MaxSessions)
+		return wire.CreateReply{}, tooMany(running, s.cfg.MaxSessions)
 	}
 	turnTimeout, joinTimeout := s.cfg.TurnTimeout, s.cfg.JoinTimeout
 	for _, d := range []struct {
@@ -327,7 +327,7 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 		}
 		v, err := time.ParseDuration(d.s)
 		if err != nil || v <= 0 {
-			return proto.CreateReply{}, fmt.Errorf("server: bad duration %q", d.s)
+			return wire.CreateReply{}, fmt.Errorf("server: bad duration %q", d.s)
 		}
 		*d.dst = v
 	}
@@ -342,16 +342,16 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 		if req.Source == "" {
 			var err error
 			if src, err = worlds.Source(req.World); err != nil {
-				return proto.CreateReply{}, err
+				return wire.CreateReply{}, err
 			}
 			name = req.World + ".yaml"
 		}
 		var err error
 		if w, err = worlds.Load(name, src); err != nil {
-			return proto.CreateReply{}, err
+			return wire.CreateReply{}, err
 		}
 		if e, err = sim.New(sim.Config{World: w, Source: src, Seed: req.Seed, Session: id, Load: req.Load}); err != nil {
-			return proto.CreateReply{}, err
+			return wire.CreateReply{}, err
 		}
 		meta = events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: req.Seed}
 	} else {
@@ -362,7 +362,7 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 			}
 		}
 		if err != nil {
-			return proto.CreateReply{}, err
+			return wire.CreateReply{}, err
 		}
 		at := req.ForkSeq
 		if at == 0 {
@@ -375,27 +375,27 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 		meta = events.SessionMeta{ID: id, World: parent.World, WorldHash: parent.WorldHash, Seed: seed, Parent: parent.ID,
 			ForkSeq: at, Status: events.StatusInterrupted, LastSeq: at, Created: time.Now().UTC().Format(time.RFC3339)}
 		if err := s.cfg.Log.CreateSession(ctx, meta); err != nil {
-			return proto.CreateReply{}, err
+			return wire.CreateReply{}, err
 		}
 		if e, _, err = driver.Load(ctx, s.cfg.Log, id, 0, seed); err != nil {
-			return proto.CreateReply{}, err
+			return wire.CreateReply{}, err
 		}
 		w = e.State().World
 	}
 	seats, err := app.AssignSeats(req.Agents, w, true, s.cfg.LLM != nil)
 	if errors.Is(err, app.ErrNoLLM) {
-		return proto.CreateReply{}, errors.New("server: the agents name llm, but this server has no llm agent (serve --llm-model)")
+		return wire.CreateReply{}, errors.New("server: the agents name llm, but this server has no llm agent (serve --llm-model)")
 	}
 	if err != nil {
-		return proto.CreateReply{}, err
+		return wire.CreateReply{}, err
 	}
 	if n := len(seats); n > s.cfg.MaxSeats {
-		return proto.CreateReply{}, fmt.Errorf("%w: world %s has %d seats to play and this server allows at most %d per session (serve --max-seats)",
+		return wire.CreateReply{}, fmt.Errorf("%w: world %s has %d seats to play and this server allows at most %d per session (serve --max-seats)",
 			ErrTooManySeats, w.Name, n, s.cfg.MaxSeats)
 	}
 	meta.Agents = seats
 	meta.Created = time.Now().UTC().Format(time.RFC3339)
-	reply := proto.CreateReply{Session: id, Seats: map[string]proto.Seat{}}
+	reply := wire.CreateReply{Session: id, Seats: map[string]wire.Seat{}}
 	for member, name := range seats {
 		if name != agents.Remote {
 			continue
@@ -403,7 +403,7 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 		if s.cfg.Auth != nil {
 			reply.Seats[member] = s.cfg.Auth.AddSeat(id, member)
 		} else {
-			reply.Seats[member] = proto.Seat{Session: id, Member: member, Subject: proto.TurnSubject(id, member)}
+			reply.Seats[member] = wire.Seat{Session: id, Member: member, Subject: wire.TurnSubject(id, member)}
 		}
 	}
 	run := launch{meta: meta, engine: e, fresh: fresh, wait: req.Wait, turnTimeout: turnTimeout, joinTimeout: joinTimeout,
@@ -412,7 +412,7 @@ func (s *Service) Create(ctx context.Context, req proto.CreateRequest) (proto.Cr
 		if s.cfg.Auth != nil {
 			s.cfg.Auth.RemoveSession(id)
 		}
-		return proto.CreateReply{}, err
+		return wire.CreateReply{}, err
 	}
 	s.logger.Info("session created", "session", id, "world", meta.World, "seed", meta.Seed, "parent", meta.Parent,
 		"seats", len(seats), "remote", len(reply.Seats))
@@ -427,11 +427,11 @@ type launch struct {
 	fresh                    bool // Run (a new session) rather than Continue
 	wait                     bool // hold until a start control message
 	turnTimeout, joinTimeout time.Duration
-	seats                    map[string]proto.Seat // remote seats' credentials
-	limited                  bool                  // counts against MaxSessions (a create; a resume does not)
-	load                     float64               // the create request's load, for Hooks.Starting
-	paused                   bool                  // resumed paused (it was paused when the service stopped)
-	via                      string                // the client playing the remote seats (proto.CreateRequest.Via)
+	seats                    map[string]wire.Seat // remote seats' credentials
+	limited                  bool                 // counts against MaxSessions (a create; a resume does not)
+	load                     float64              // the create request's load, for Hooks.Starting
+	paused                   bool                 // resumed paused (it was paused when the service stopped)
+	via                      string               // the client playing the remote seats (wire.CreateRequest.Via)
 }
 
 // launch hosts a session's built-in seats and runs it in the background.
@@ -472,7 +472,7 @@ func (s *Service) launch(l launch) error {
 	if l.paused {
 		ss.paused, ss.resume = true, make(chan struct{})
 	}
-	ctl, err := s.conn.Subscribe(proto.ControlSubject(id), func(msg *nats.Msg) { s.handleControl(ss, msg) })
+	ctl, err := s.conn.Subscribe(wire.ControlSubject(id), func(msg *nats.Msg) { s.handleControl(ss, msg) })
 	if err == nil {
 		// The server knows of the subscription before Create returns, so
 		// a client's first control request finds its responder.
@@ -636,7 +636,7 @@ func (s *Service) isStopping() bool {
 func (s *Service) waitForSeats(ctx context.Context, id string, remote []string, timeout time.Duration, log hclog.Logger) {
 	deadline := time.Now().Add(timeout)
 	for _, m := range remote {
-		subj := proto.TurnSubject(id, m)
+		subj := wire.TurnSubject(id, m)
 		for !s.cfg.Bus.Interest(subj) {
 			if ctx.Err() != nil || s.isStopping() {
 				return
@@ -685,13 +685,13 @@ func (s *Service) gate(ctx context.Context, ss *session) error {
 }
 
 func (s *Service) handleControl(ss *session, msg *nats.Msg) {
-	var req proto.ControlRequest
-	reply := proto.ControlReply{Session: ss.id}
+	var req wire.ControlRequest
+	reply := wire.ControlReply{Session: ss.id}
 	if err := json.Unmarshal(msg.Data, &req); err != nil {
 		reply.Error = "malformed request: " + err.Error()
 	} else {
 		switch req.Op {
-		case proto.OpStart:
+		case wire.OpStart:
 			ss.once.Do(func() { close(ss.started) })
 			ss.mu.Lock()
 			if ss.paused {
@@ -702,7 +702,7 @@ func (s *Service) handleControl(ss *session, msg *nats.Msg) {
 			if err := s.state.setPaused(ss.id, false); err != nil {
 				s.logger.Warn("cannot record the resume in the state file", "session", ss.id, "error", err)
 			}
-		case proto.OpPause:
+		case wire.OpPause:
 			ss.mu.Lock()
 			if !ss.paused {
 				ss.paused, ss.resume = true, make(chan struct{})
@@ -712,13 +712,13 @@ func (s *Service) handleControl(ss *session, msg *nats.Msg) {
 			if err := s.state.setPaused(ss.id, true); err != nil {
 				s.logger.Warn("cannot record the pause in the state file", "session", ss.id, "error", err)
 			}
-		case proto.OpStop:
+		case wire.OpStop:
 			ss.mu.Lock()
 			ss.stopped = true
 			ss.mu.Unlock()
 			ss.cancel()
 			<-ss.done
-		case proto.OpStatus:
+		case wire.OpStatus:
 		default:
 			reply.Error = fmt.Sprintf("unknown op %q (expected start, pause, stop or status)", req.Op)
 		}
@@ -730,11 +730,11 @@ func (s *Service) handleControl(ss *session, msg *nats.Msg) {
 }
 
 // Status reports where a session stands.
-func (s *Service) Status(id string) proto.ControlReply {
+func (s *Service) Status(id string) wire.ControlReply {
 	s.mu.Lock()
 	ss := s.sessions[id]
 	s.mu.Unlock()
-	r := proto.ControlReply{Session: id}
+	r := wire.ControlReply{Session: id}
 	if ss == nil {
 		r.Error = "no such session"
 		return r

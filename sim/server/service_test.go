@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/agents/natsserver"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/sim/driver"
@@ -57,7 +57,7 @@ func TestPanickingSessionFailsAlone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	create := func(seed uint64) string {
-		r, err := svc.Create(ctx, proto.CreateRequest{World: "support-desk", Seed: seed, Agents: "greedy"})
+		r, err := svc.Create(ctx, wire.CreateRequest{World: "support-desk", Seed: seed, Agents: "greedy"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,14 +101,14 @@ func TestPauseSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer op.Close()
-	control := func(id string, o proto.ControlOp) proto.ControlReply {
+	control := func(id string, o wire.ControlOp) wire.ControlReply {
 		t.Helper()
-		req, _ := json.Marshal(proto.ControlRequest{Op: o})
-		msg, err := op.Request(proto.ControlSubject(id), req, 5*time.Second)
+		req, _ := json.Marshal(wire.ControlRequest{Op: o})
+		msg, err := op.Request(wire.ControlSubject(id), req, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r proto.ControlReply
+		var r wire.ControlReply
 		if err := json.Unmarshal(msg.Data, &r); err != nil || r.Error != "" {
 			t.Fatalf("%s: %s, %v", o, r.Error, err)
 		}
@@ -121,12 +121,12 @@ func TestPauseSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := svc.Create(ctx, proto.CreateRequest{World: "support-desk-bench", Load: 0.1, Seed: 3, Agents: "greedy"})
+	r, err := svc.Create(ctx, wire.CreateRequest{World: "support-desk-bench", Load: 0.1, Seed: 3, Agents: "greedy"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := r.Session
-	control(id, proto.OpPause)
+	control(id, wire.OpPause)
 	svc.Close() // the restart: the session is interrupted and kept for ResumeSaved
 
 	svc2, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger(), StateFile: stateFile})
@@ -137,7 +137,7 @@ func TestPauseSurvivesRestart(t *testing.T) {
 	if got, err := svc2.ResumeSaved(ctx); err != nil || len(got) != 1 || got[0] != id {
 		t.Fatalf("resumed %v, %v; want [%s]", got, err, id)
 	}
-	if st := control(id, proto.OpStatus); st.Status != "paused" {
+	if st := control(id, wire.OpStatus); st.Status != "paused" {
 		t.Fatalf("resumed session is %q, want paused", st.Status)
 	}
 	before, _ := log.LastSeq(ctx, id)
@@ -145,7 +145,7 @@ func TestPauseSurvivesRestart(t *testing.T) {
 	if after, _ := log.LastSeq(ctx, id); after != before {
 		t.Fatalf("a paused session went on from seq %d to %d", before, after)
 	}
-	control(id, proto.OpStart)
+	control(id, wire.OpStart)
 	m, err := svc2.Wait(ctx, id)
 	if err != nil || m.Status != events.StatusFinished {
 		t.Fatalf("after start: %s, %v; want finished", m.Status, err)

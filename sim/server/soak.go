@@ -23,7 +23,7 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
 	"github.com/corpsim/corpsim/agents/natsserver"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
@@ -312,7 +312,7 @@ func checkSoak(ctx context.Context, log events.Log, ids []string, rep *SoakRepor
 // perhaps a slow watcher of its event feed.
 func (s *soaker) session(ctx context.Context, i int, src []byte) {
 	rng := rand.New(rand.NewPCG(s.o.Seed, uint64(i)))
-	reply, err := s.oper.Create(ctx, proto.CreateRequest{Source: string(src), Seed: s.o.Seed + uint64(i), Agents: "remote",
+	reply, err := s.oper.Create(ctx, wire.CreateRequest{Source: string(src), Seed: s.o.Seed + uint64(i), Agents: "remote",
 		TurnTimeout: s.o.TurnTimeout.String()})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -377,7 +377,7 @@ func (s *soaker) session(ctx context.Context, i int, src []byte) {
 // from its turn `at` on.
 type soakSeat struct {
 	s      *soaker
-	seat   proto.Seat
+	seat   wire.Seat
 	agent  agents.Agent
 	fault  string
 	at     uint64
@@ -544,7 +544,7 @@ func (s *soaker) watch(session string, rng *rand.Rand) (*slowWatcher, error) {
 		return nil, err
 	}
 	w.nc = nc
-	if w.sub, err = nc.Subscribe(proto.EventsSubject(session), w.handle); err != nil {
+	if w.sub, err = nc.Subscribe(wire.EventsSubject(session), w.handle); err != nil {
 		nc.Close()
 		return nil, err
 	}
@@ -590,12 +590,12 @@ func (w *slowWatcher) catchUp() {
 		w.mu.Lock()
 		from := w.next
 		w.mu.Unlock()
-		req, _ := json.Marshal(proto.HistoryRequest{From: from, Limit: proto.MaxHistoryPage})
-		msg, err := w.nc.Request(proto.HistorySubject(w.session), req, 5*time.Second)
+		req, _ := json.Marshal(wire.HistoryRequest{From: from, Limit: wire.MaxHistoryPage})
+		msg, err := w.nc.Request(wire.HistorySubject(w.session), req, 5*time.Second)
 		if err != nil {
 			continue // the session ended meanwhile, or is busy
 		}
-		var resp proto.HistoryResponse
+		var resp wire.HistoryResponse
 		if json.Unmarshal(msg.Data, &resp) != nil || resp.Error != "" {
 			continue
 		}

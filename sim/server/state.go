@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim/driver"
 )
@@ -22,13 +22,13 @@ import (
 // enough to continue it after a restart. Its agents are the session's
 // recorded metadata (events.SessionMeta.Agents).
 type savedSession struct {
-	Seats       map[string]proto.Seat `json:"seats,omitempty"` // remote seats' credentials (tokens: the file is 0600)
-	TurnTimeout string                `json:"turn_timeout,omitempty"`
-	JoinTimeout string                `json:"join_timeout,omitempty"`
+	Seats       map[string]wire.Seat `json:"seats,omitempty"` // remote seats' credentials (tokens: the file is 0600)
+	TurnTimeout string               `json:"turn_timeout,omitempty"`
+	JoinTimeout string               `json:"join_timeout,omitempty"`
 	// Paused: an operator paused the session; a restarted service resumes
 	// it paused, until a start control message.
 	Paused bool `json:"paused,omitempty"`
-	// Via: the client that plays the remote seats (proto.CreateRequest.Via).
+	// Via: the client that plays the remote seats (wire.CreateRequest.Via).
 	Via string `json:"via,omitempty"`
 }
 
@@ -205,12 +205,12 @@ func (s *Service) ResumeSaved(ctx context.Context) ([]string, error) {
 // client reconnecting to a restarted server is never refused while its
 // session is being resumed; ResumeSaved revokes those of sessions it does
 // not resume. A missing file has none.
-func SavedSeats(stateFile string) ([]proto.Seat, error) {
+func SavedSeats(stateFile string) ([]wire.Seat, error) {
 	f, err := openState(stateFile)
 	if err != nil {
 		return nil, err
 	}
-	var seats []proto.Seat
+	var seats []wire.Seat
 	for _, s := range f.saved() {
 		for _, seat := range s.Seats {
 			seats = append(seats, seat)
@@ -237,7 +237,7 @@ func (s *Service) resume(ctx context.Context, id string, saved savedSession) err
 		return err
 	}
 	turnTimeout, joinTimeout := saved.timeouts(s.cfg.TurnTimeout, s.cfg.JoinTimeout)
-	seats := map[string]proto.Seat{}
+	seats := map[string]wire.Seat{}
 	for member, name := range meta.Agents {
 		if name != agents.Remote {
 			continue
@@ -245,7 +245,7 @@ func (s *Service) resume(ctx context.Context, id string, saved savedSession) err
 		seat, ok := saved.Seats[member]
 		switch {
 		case s.cfg.Auth == nil:
-			seat = proto.Seat{Session: id, Member: member, Subject: proto.TurnSubject(id, member)}
+			seat = wire.Seat{Session: id, Member: member, Subject: wire.TurnSubject(id, member)}
 		case ok && s.cfg.Auth.RestoreSeat(seat):
 		default:
 			seat = s.cfg.Auth.AddSeat(id, member)

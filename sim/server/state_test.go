@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 )
 
 // The state file keeps sessions and their seats' tokens across reopening,
@@ -17,8 +17,8 @@ func TestStateFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seat := proto.Seat{Session: "s1", Member: "bob", Token: "tok", Subject: proto.TurnSubject("s1", "bob")}
-	if err := f.put("s1", savedSession{Seats: map[string]proto.Seat{"bob": seat}, TurnTimeout: "5s"}); err != nil {
+	seat := wire.Seat{Session: "s1", Member: "bob", Token: "tok", Subject: wire.TurnSubject("s1", "bob")}
+	if err := f.put("s1", savedSession{Seats: map[string]wire.Seat{"bob": seat}, TurnTimeout: "5s"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.put("s2", savedSession{}); err != nil {

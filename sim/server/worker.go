@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
 	"github.com/corpsim/corpsim/sim"
@@ -689,10 +689,10 @@ func (w *Worker) adoptUnstarted(ctx context.Context, id string, rec owner, saved
 	}
 	s := w.svc
 	turnTimeout, joinTimeout := saved.timeouts(s.cfg.TurnTimeout, s.cfg.JoinTimeout)
-	seats := map[string]proto.Seat{}
+	seats := map[string]wire.Seat{}
 	for member, name := range meta.Agents {
 		if name == agents.Remote {
-			seats[member] = proto.Seat{Session: id, Member: member, Subject: proto.TurnSubject(id, member)}
+			seats[member] = wire.Seat{Session: id, Member: member, Subject: wire.TurnSubject(id, member)}
 		}
 	}
 	meta.Status, meta.LastSeq = "", 0

@@ -17,7 +17,7 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/client"
 	"github.com/corpsim/corpsim/agents/natsserver"
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
 	"github.com/corpsim/corpsim/events/memlog"
@@ -100,7 +100,7 @@ func TestWorkerCapacityQueue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// Held before they start: each counts against its worker's capacity.
-	req := proto.CreateRequest{World: "startup", Seed: 1, Agents: "greedy", Wait: true}
+	req := wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy", Wait: true}
 	var ids []string
 	for range 2 {
 		r, err := op.Create(ctx, req)
@@ -119,7 +119,7 @@ func TestWorkerCapacityQueue(t *testing.T) {
 		t.Fatalf("a create with every worker full: got %v, want no responders or too many sessions", err)
 	}
 	// One session ends: its worker takes the next one.
-	_, _ = op.Control(ctx, ids[0], proto.OpStop) // the reply carries the stopped run's error
+	_, _ = op.Control(ctx, ids[0], wire.OpStop) // the reply carries the stopped run's error
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		r, err := op.Create(ctx, req)
 		if err == nil {
@@ -132,7 +132,7 @@ func TestWorkerCapacityQueue(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	for _, id := range ids[1:] {
-		_, _ = op.Control(ctx, id, proto.OpStop)
+		_, _ = op.Control(ctx, id, wire.OpStop)
 	}
 }
 
@@ -153,7 +153,7 @@ func TestWorkerLeaseLostAndAdopted(t *testing.T) {
 	js, _ := jetstream.New(op.Conn())
 	// bob never answers: each of his turns costs the turn timeout, which
 	// keeps the session running long enough.
-	r, err := op.Create(ctx, proto.CreateRequest{World: "support-desk", Seed: 2, Agents: "greedy,ana=remote", TurnTimeout: "20ms"})
+	r, err := op.Create(ctx, wire.CreateRequest{World: "support-desk", Seed: 2, Agents: "greedy,ana=remote", TurnTimeout: "20ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestWorkerShutdownHandsOffAndForks(t *testing.T) {
 		if i == 20 {
 			t.Fatal("worker a took none of 20 sessions")
 		}
-		r, err := op.Create(ctx, proto.CreateRequest{World: "startup", Seed: uint64(i + 1), Agents: "greedy"})
+		r, err := op.Create(ctx, wire.CreateRequest{World: "startup", Seed: uint64(i + 1), Agents: "greedy"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,7 +315,7 @@ func TestWorkerShutdownHandsOffAndForks(t *testing.T) {
 		if i == 20 {
 			t.Fatal("worker a took too few sessions")
 		}
-		r, err := op.Create(ctx, proto.CreateRequest{World: "support-desk", Seed: uint64(i + 1), Agents: "greedy,ana=remote", TurnTimeout: "20ms"})
+		r, err := op.Create(ctx, wire.CreateRequest{World: "support-desk", Seed: uint64(i + 1), Agents: "greedy,ana=remote", TurnTimeout: "20ms"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,7 +344,7 @@ func TestWorkerShutdownHandsOffAndForks(t *testing.T) {
 	}
 	t.Logf("a's %d running sessions adopted by b %v after a stopped", len(onA), time.Since(stopped).Round(time.Millisecond))
 	// A fork of the session only a ran: b fetches its parent from the stream.
-	r, err := op.Create(ctx, proto.CreateRequest{Parent: short.ID, ForkSeq: 10, Agents: "greedy"})
+	r, err := op.Create(ctx, wire.CreateRequest{Parent: short.ID, ForkSeq: 10, Agents: "greedy"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestWorkerRemoteSeatFollowsAdoption(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	js, _ := jetstream.New(op.Conn())
-	r, err := op.Create(ctx, proto.CreateRequest{World: "support-desk", Seed: 5, Agents: "greedy,ana=remote", Wait: true, TurnTimeout: "5s"})
+	r, err := op.Create(ctx, wire.CreateRequest{World: "support-desk", Seed: 5, Agents: "greedy,ana=remote", Wait: true, TurnTimeout: "5s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +396,7 @@ func TestWorkerRemoteSeatFollowsAdoption(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if _, err := op.Control(ctx, id, proto.OpStart); err != nil {
+	if _, err := op.Control(ctx, id, wire.OpStart); err != nil {
 		t.Fatal(err)
 	}
 	for streamed(t, ctx, js, id) < 300 {
@@ -454,7 +454,7 @@ func TestWorkerAdoptsUnstartedSession(t *testing.T) {
 		if i == 20 {
 			t.Fatal("worker a took none of 20 sessions")
 		}
-		r, err := op.Create(ctx, proto.CreateRequest{World: "startup", Seed: 9, Agents: "greedy", Wait: true})
+		r, err := op.Create(ctx, wire.CreateRequest{World: "startup", Seed: 9, Agents: "greedy", Wait: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -474,9 +474,9 @@ func TestWorkerAdoptsUnstartedSession(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// The lease is b's a moment before b listens on the control subject.
-	var st proto.ControlReply
+	var st wire.ControlReply
 	for {
-		if st, err = op.Control(ctx, id, proto.OpStatus); err == nil || !errors.Is(err, nats.ErrNoResponders) {
+		if st, err = op.Control(ctx, id, wire.OpStatus); err == nil || !errors.Is(err, nats.ErrNoResponders) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -487,7 +487,7 @@ func TestWorkerAdoptsUnstartedSession(t *testing.T) {
 	if st.Events != 0 {
 		t.Fatalf("the adopted session has %d events before its start", st.Events)
 	}
-	if _, err := op.Control(ctx, id, proto.OpStart); err != nil {
+	if _, err := op.Control(ctx, id, wire.OpStart); err != nil {
 		t.Fatal(err)
 	}
 	m := waitMeta(t, ctx, js, id, events.StatusFinished)
@@ -596,7 +596,7 @@ func TestWorkerScanSurvivesALostRequest(t *testing.T) {
 	js, _ := jetstream.New(op.Conn())
 	var ids []string
 	for i := range 2 {
-		r, err := op.Create(ctx, proto.CreateRequest{World: "startup", Seed: uint64(i + 1), Agents: "greedy", Wait: true})
+		r, err := op.Create(ctx, wire.CreateRequest{World: "startup", Seed: uint64(i + 1), Agents: "greedy", Wait: true})
 		if err != nil {
 			t.Fatal(err)
 		}

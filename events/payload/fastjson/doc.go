@@ -1,7 +1,7 @@
 // Package fastjson writes and reads JSON exactly as encoding/json does, for
 // the few shapes the hot paths carry, without reflection: the primitives of
 // the event payload codecs (events/payload) and of the agent protocol's
-// observation and reply codecs (agents/proto).
+// observation and reply codecs (agents/wire).
 //
 // Writing: AppendString and AppendFloat give encoding/json's bytes for a
 // string and a finite float; the Append* helpers write a key and a value.

@@ -1,4 +1,4 @@
-package proto_test
+package wire_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/corpsim/corpsim/agents/proto"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/simtest"
@@ -49,12 +49,12 @@ func fill(v reflect.Value, seed int) {
 	}
 }
 
-// mustDecodeLikeJSON fails unless proto.DecodeObservation agrees with
+// mustDecodeLikeJSON fails unless wire.DecodeObservation agrees with
 // json.Unmarshal on data whenever it reads it, and reports whether it did.
 func mustDecodeLikeJSON(tb testing.TB, data []byte) bool {
 	tb.Helper()
 	var got org.Observation
-	if !proto.DecodeObservation(data, &got) {
+	if !wire.DecodeObservation(data, &got) {
 		return false
 	}
 	var want org.Observation
@@ -171,7 +171,7 @@ func TestDecodeObservation(t *testing.T) {
 	})
 	t.Run("lists apart", func(t *testing.T) {
 		var o org.Observation
-		if !proto.DecodeObservation([]byte(`{"upcoming":[{"deps":["a"],"waiting_on":["b"]},{"deps":["c","d"]}]}`), &o) {
+		if !wire.DecodeObservation([]byte(`{"upcoming":[{"deps":["a"],"waiting_on":["b"]},{"deps":["c","d"]}]}`), &o) {
 			t.Fatal("refused")
 		}
 		o.Upcoming[0].Deps = append(o.Upcoming[0].Deps, "x")
@@ -225,7 +225,7 @@ func BenchmarkDecodeObservation(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
 			var o org.Observation
-			if !proto.DecodeObservation(data, &o) {
+			if !wire.DecodeObservation(data, &o) {
 				b.Fatal("refused")
 			}
 		}
@@ -247,7 +247,7 @@ func BenchmarkDecodeObservation(b *testing.B) {
 func mustEncodeLikeJSON(tb testing.TB, o *org.Observation) {
 	tb.Helper()
 	want, wantErr := json.Marshal(o)
-	got, gotErr := proto.AppendObservation([]byte("x"), o)
+	got, gotErr := wire.AppendObservation([]byte("x"), o)
 	if (gotErr == nil) != (wantErr == nil) {
 		tb.Fatalf("encoding %#v: got error %v, want %v", o, gotErr, wantErr)
 	}
@@ -317,7 +317,7 @@ func BenchmarkAppendObservation(b *testing.B) {
 		b.ReportAllocs()
 		var buf []byte
 		for b.Loop() {
-			buf, _ = proto.AppendObservation(buf[:0], &o)
+			buf, _ = wire.AppendObservation(buf[:0], &o)
 		}
 		b.SetBytes(int64(len(buf)))
 	})
@@ -338,7 +338,7 @@ func mustEncodeReplyLikeJSON(tb testing.TB, r org.Reply) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if got := proto.AppendReply([]byte("x"), &r); string(got) != "x"+string(want) {
+	if got := wire.AppendReply([]byte("x"), &r); string(got) != "x"+string(want) {
 		tb.Fatalf("encoding %#v:\ngot  %s\nwant x%s", r, got, want)
 	}
 }

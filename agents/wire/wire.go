@@ -1,5 +1,6 @@
-// Package proto names the subjects of corpsim's agent protocol on NATS and
-// the messages that travel on them, and holds the protocol's hot codecs:
+// Package wire is corpsim's whole wire protocol for agents and operators
+// (version 1): the subjects on NATS, the messages that travel on them, and
+// the protocol's hot codecs:
 // an org.Observation's JSON (AppendObservation, DecodeObservation) and an
 // org.Reply's (AppendReply, and ParseReply, the strict parser whose verdict
 // the engine records). It is pure: no NATS import, so the driver, the agent
@@ -12,8 +13,8 @@
 //	corpsim.v1.s.<session>.history           request: HistoryRequest; reply: HistoryResponse (stored events of a running session)
 //	corpsim.v1.s.<session>.control           session control (reserved)
 //
-//	subj := proto.TurnSubject("01J…", "alice") // "corpsim.v1.s.01J….a.alice.turn"
-package proto
+//	subj := wire.TurnSubject("01J…", "alice") // "corpsim.v1.s.01J….a.alice.turn"
+package wire
 
 import "github.com/corpsim/corpsim/events"
 
