@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"regexp"
@@ -1073,11 +1074,7 @@ func (v *validator) ref(path, kind, id string, defined map[string]string) bool {
 		return false
 	}
 	if defined[id] == "" {
-		known := make([]string, 0, len(defined))
-		for k := range defined {
-			known = append(known, k)
-		}
-		sort.Strings(known)
+		known := slices.Sorted(maps.Keys(defined))
 		v.errf(path, "unknown %s %q (defined: %s)", kind, id, strings.Join(known, ", "))
 		return false
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/corpsim/corpsim/org"
@@ -61,9 +62,7 @@ func CriticalPath(tasks []PathTask) []string {
 	for id := top; id != ""; id = next[id] {
 		path = append(path, id)
 	}
-	for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
-		path[i], path[j] = path[j], path[i]
-	}
+	slices.Reverse(path)
 	return path
 }
 
@@ -126,7 +125,7 @@ func BuildDAG(st *org.State, maxNodes int) DAG {
 		d.Total += len(pr.tasks)
 		projects = append(projects, pr)
 	}
-	order := append([]*proj(nil), projects...)
+	order := slices.Clone(projects)
 	sort.SliceStable(order, func(i, j int) bool {
 		if order[i].late != order[j].late {
 			return order[i].late > order[j].late

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -47,7 +48,7 @@ func coalesce(iv []Interval, end int64, width, gap int) []Bar {
 	if end <= 0 {
 		end = 1
 	}
-	iv = append([]Interval(nil), iv...)
+	iv = slices.Clone(iv)
 	sort.SliceStable(iv, func(i, j int) bool { return iv[i].From < iv[j].From })
 	px := func(t int64) int { return int(float64(t) / float64(end) * float64(width)) }
 	var out []Bar
@@ -60,7 +61,7 @@ func coalesce(iv []Interval, end int64, width, gap int) []Bar {
 			b.X1 = max(b.X1, x1)
 			b.Busy += x.To - x.From
 			b.N++
-			if len(b.Labels) < maxBarLabels && !contains(b.Labels, x.Label) {
+			if len(b.Labels) < maxBarLabels && !slices.Contains(b.Labels, x.Label) {
 				b.Labels = append(b.Labels, x.Label)
 			}
 			continue
