@@ -45,7 +45,7 @@ type SessionMeta struct {
 	Parent    string            `json:"parent,omitempty"`
 	ForkSeq   uint64            `json:"fork_seq,omitempty"`
 	Status    Status            `json:"status"`
-	LastSeq   uint64            `json:"last_seq,omitempty"`   // informational, updated by the caller at finish
+	LastSeq   uint64            `json:"last_seq,omitempty"`   // the last seq, recorded by the writer when the session ends: its end marker (see CheckEnd)
 	StateHash string            `json:"state_hash,omitempty"` // final state hash recorded by the live run
 }
 

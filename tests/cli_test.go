@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,7 +72,7 @@ func TestCLIErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string(nil), tc.args...)
+			args := slices.Clone(tc.args)
 			for i, a := range args {
 				if a == "DATA" {
 					args[i] = t.TempDir()

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -521,7 +522,7 @@ func TestExportMatchesAnLLMSeat(t *testing.T) {
 	refused := 0
 	for i, ep := range bob {
 		req := f.reqs[i]
-		want := append([]exportedMessage(nil), req...)
+		want := slices.Clone(req)
 		for j := range want {
 			if want[j].Role == "user" {
 				s := strings.Replace(want[j].text(), `"session":"`+res.Session+`"`, `"session":""`, 1)

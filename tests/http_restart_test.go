@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -202,7 +203,7 @@ func (p *httpPlayer) turns() int {
 func (p *httpPlayer) refusals() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]string(nil), p.refused...)
+	return slices.Clone(p.refused)
 }
 
 // wait waits for the player to be told its session is over and returns the

@@ -283,7 +283,7 @@ func (v *validator) template(path string, t *fileTemplate, queue string, r *refs
 		out.Title = "ticket"
 	}
 	if v.ref(path+".role", "role", t.Role, r.roles) && queue != "" && r.queues[queue] != "" {
-		if !contains(r.servedBy[queue], t.Role) {
+		if !slices.Contains(r.servedBy[queue], t.Role) {
 			v.errf(path+".role", "tickets need role %q, which does not serve queue %q", t.Role, queue)
 		} else if !r.agentHeld[t.Role] && !r.npcServes[queue] {
 			v.errf(path+".role", "tickets need role %q, which no agent seat holds and no NPC serves", t.Role)
@@ -449,15 +449,6 @@ func (v *validator) interruptions(f *file, w *World, r *refs) {
 		}
 		w.Interruptions = append(w.Interruptions, out)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func sortWeighted(ws []Weighted) {

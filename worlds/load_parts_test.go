@@ -3,6 +3,7 @@ package worlds
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -103,11 +104,7 @@ func TestLoadInPartsEqualsWhole(t *testing.T) {
 // that reaches across lines) of valid files.
 func TestLoadInPartsMutations(t *testing.T) {
 	srcs := partsSources(t)
-	names := make([]string, 0, len(srcs))
-	for n := range srcs {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(srcs))
 	snippets := []string{"- ", "  - {id: x}", "'", "\"", "&a ", "*a", "|", ">", "{", "}", "[", "]", "#", ": ", "---", "<<: ", "\t",
 		"tasks:", "members:", "  ", "projects:", "- {id: m00001, role: lead, team: team1}", "x: 1", "? ", "!!str "}
 	used := 0

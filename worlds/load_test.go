@@ -596,7 +596,8 @@ func TestLoadMergeKeys(t *testing.T) {
 // written with aliases in about 30*k bytes.
 func aliasBomb(k int) []byte {
 	var b strings.Builder
-	b.WriteString(strings.SplitN(tinyWorld, "projects:\n", 2)[0])
+	head, _, _ := strings.Cut(tinyWorld, "projects:\n")
+	b.WriteString(head)
 	b.WriteString("projects:\n  - &p\n    id: p\n    team: product\n    queue: backlog\n    deadline: 1d\n    tasks:\n")
 	b.WriteString("      - &t {id: t, role: lead, effort: 1h, deps: [")
 	for i := range k {

@@ -97,15 +97,7 @@ type Window struct {
 
 // HasSkill reports whether the member may do work needing skill ("" always).
 func (m *Member) HasSkill(skill string) bool {
-	if skill == "" {
-		return true
-	}
-	for _, s := range m.Skills {
-		if s == skill {
-			return true
-		}
-	}
-	return false
+	return skill == "" || slices.Contains(m.Skills, skill)
 }
 
 // Queue is a work queue; members whose role is in ServedBy take work from it.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -422,15 +421,6 @@ func natsStatus(err error) int {
 		return 499 // the client went away
 	}
 	return http.StatusBadGateway
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // register makes s and its seats' tokens known, unless the gateway is

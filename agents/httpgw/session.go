@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -92,7 +94,7 @@ func newSession(g *Gateway, reply wire.CreateReply, req wire.CreateRequest, turn
 		s.forkSeq = max(req.ForkSeq, 1)
 		s.last = s.forkSeq
 	}
-	for _, m := range sortedKeys(reply.Seats) {
+	for _, m := range slices.Sorted(maps.Keys(reply.Seats)) {
 		tok := reply.Seats[m].Token
 		if tok == "" {
 			// A server without per-seat auth issues no tokens: the gateway
@@ -150,7 +152,7 @@ func (s *session) join(ctx context.Context, creds map[string]wire.Seat) error {
 	sem := make(chan struct{}, 16)
 	errs := make(chan error, len(s.seats))
 	var wg sync.WaitGroup
-	for _, m := range sortedKeys(s.seats) {
+	for _, m := range slices.Sorted(maps.Keys(s.seats)) {
 		st := s.seats[m]
 		wg.Add(1)
 		go func() {

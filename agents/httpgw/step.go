@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/corpsim/corpsim/agents/wire"
@@ -47,9 +49,9 @@ func (g *Gateway) handleStep(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, int64(org.MaxReplyBytes)*int64(len(s.seats)+1), true) {
 		return
 	}
-	for _, m := range sortedKeys(req.Actions) {
+	for _, m := range slices.Sorted(maps.Keys(req.Actions)) {
 		if s.seats[m] == nil {
-			writeError(w, http.StatusBadRequest, "%s is not a remote seat of session %s (remote seats: %v)", m, s.id, sortedKeys(s.seats))
+			writeError(w, http.StatusBadRequest, "%s is not a remote seat of session %s (remote seats: %v)", m, s.id, slices.Sorted(maps.Keys(s.seats)))
 			return
 		}
 	}
@@ -67,7 +69,7 @@ func (g *Gateway) handleStep(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	now := time.Now()
 	clear(s.shown)
-	for _, m := range sortedKeys(s.seats) {
+	for _, m := range slices.Sorted(maps.Keys(s.seats)) {
 		if h := s.seats[m].heldLocked(now); h != nil {
 			out.Observations[m] = h.obs
 			s.shown[m] = h.turn
@@ -101,7 +103,7 @@ func (s *session) answerShown(actions map[string][]org.Action) []string {
 	var answers []answer
 	s.mu.Lock()
 	now := time.Now()
-	for _, m := range sortedKeys(s.seats) {
+	for _, m := range slices.Sorted(maps.Keys(s.seats)) {
 		st := s.seats[m]
 		turn, shown := s.shown[m]
 		if !shown {
@@ -179,11 +181,11 @@ func (s *session) gather(ctx context.Context, deadline time.Time) {
 		} else {
 			next = idleSince.Add(probeEvery).Sub(now)
 		}
-		if left := deadline.Sub(now); left <= 0 {
+		left := deadline.Sub(now)
+		if left <= 0 {
 			return
-		} else if left < next {
-			next = left
 		}
+		next = min(next, left)
 		t := time.NewTimer(next)
 		select {
 		case <-ch:

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -106,7 +107,7 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (f *fake) requests() []chatRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]chatRequest(nil), f.reqs...)
+	return slices.Clone(f.reqs)
 }
 
 func mustServe(tb testing.TB, answer func(chatRequest) (int, []call)) (*fake, *httptest.Server) {

@@ -14,9 +14,29 @@
 // survives a crash. LatestCheckpoint is one reverse seek per level of the
 // fork chain, whatever the number of checkpoints.
 //
-//	log, err := pebblelog.Open(dir, pebblelog.Options{})
+// What was written does not live in the WAL alone for long: an
+// UpdateSession that ends a session (any status but running) and a clean
+// Close flush the memtable to a table, so a damaged WAL cannot take a
+// session that ended, nor the last seq its metadata records
+// (events.CheckEnd compares it with the log). A WAL damaged after a crash
+// can still take the last events of a session that was running: Pebble
+// reads a WAL up to its first bad record and takes that for a torn end.
+//
+// Storage faults are errors, never panics: a corrupt block read is a
+// *events.CorruptError naming the session, the seq and the table
+// ("file 000012"); a damaged store found at Open (a MANIFEST, a WAL) is a
+// *CorruptFileError; both wrap events.ErrCorrupt. A write Pebble cannot
+// recover from (the WAL on a full or failing disk) stops the Log with
+// ErrFailed instead of exiting the process, and the Log keeps
+// Options.MinFreeSpace free so that a full disk is usually met as a
+// refused Append (syscall.ENOSPC) while the Log goes on. Options.ReadOnly
+// opens a store without changing a byte of it, on a read-only folder too.
+//
+//	log, err := pebblelog.Open(dir, pebblelog.Options{Logger: logger})
 //	if err != nil { ... }
 //	defer log.Close()
+//
+//	ro, err := pebblelog.Open(dir, pebblelog.Options{ReadOnly: true}) // verify, report, export
 package pebblelog
 
 import (
@@ -32,13 +52,15 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/internal/logcore"
 )
 
 // Options configures Open. The zero value means defaults: the OS file
-// system, a sync on every write and a block cache of DefaultCacheSize.
+// system, a sync on every write, a block cache of DefaultCacheSize, read
+// and write, and Pebble's messages dropped.
 type Options struct {
 	// FS is the file system the database lives on; nil means vfs.Default.
 	// Tests use vfs.NewMem or vfs.NewCrashableMem.
@@ -52,6 +74,24 @@ type Options struct {
 	// each while one flushes) to the same budget, so Pebble's own default
 	// of 8 MiB can leave no room for blocks at all.
 	CacheSize int64
+	// ReadOnly opens an existing log for reading only: it never writes,
+	// renames or deletes a file of the store, works on a read-only folder,
+	// and a WAL left by a crash is replayed into memory only (the next
+	// read-write Open replays it for good). Writes return an error
+	// wrapping ErrReadOnly. On Linux any number of read-only Logs may share
+	// a folder, but not with a writer: Open fails while one holds it, and a
+	// writer cannot open it while they do.
+	ReadOnly bool
+	// MinFreeSpace is the free space in bytes the Log keeps on its disk: an
+	// Append, a checkpoint or a new session that would leave less is
+	// refused with an error wrapping syscall.ENOSPC, before Pebble meets a
+	// full disk; the last quarter of it is kept for metadata updates, so
+	// that a session refused can still be recorded interrupted. 0 means
+	// DefaultMinFreeSpace; a negative value turns the check off.
+	MinFreeSpace int64
+	// Logger receives Pebble's messages (Info, Error, and the fatal ones
+	// that stop the Log; see ErrFailed); nil means hclog.NewNullLogger().
+	Logger hclog.Logger
 }
 
 // DefaultCacheSize is the block cache size used when Options.CacheSize is 0.
@@ -59,8 +99,18 @@ const DefaultCacheSize = 64 << 20
 
 // Log is a durable events.Log on Pebble. It is safe for concurrent use.
 type Log struct {
-	db    *pebble.DB
-	wopts *pebble.WriteOptions
+	db       *pebble.DB
+	wopts    *pebble.WriteOptions
+	readOnly bool
+	fs       vfs.FS
+	dir      string
+	lock     *pebble.Lock // the folder's, held from Open to the database's close
+	sink     *sink        // Pebble's messages; the first fatal failure
+	space    *space       // keeps writes away from a full disk
+	// wedged is set when Pebble panicked in a write (see write): its
+	// commit pipeline may hold a lock for good, so Close leaves the
+	// database open rather than wait for it.
+	wedged atomic.Bool
 
 	// mu is held shared by every operation that touches db (a Read holds it
 	// only while it steps its iterator, not while it yields) and exclusively
@@ -91,7 +141,11 @@ type state struct {
 	last   uint64
 }
 
-// Open opens (creating if needed) the log stored in directory dir.
+// Open opens (creating if needed, unless opts.ReadOnly) the log stored in
+// directory dir. A read-write Open of a folder whose disk has less free
+// space than replaying its WAL needs fails at once with an error wrapping
+// syscall.ENOSPC (Pebble would retry the flush without end); a read-only
+// Open needs none.
 func Open(dir string, opts Options) (*Log, error) {
 	if dir == "" {
 		return nil, errors.New("pebblelog: empty directory name")
@@ -107,34 +161,91 @@ func Open(dir string, opts Options) (*Log, error) {
 	if cacheSize == 0 {
 		cacheSize = DefaultCacheSize
 	}
-	db, err := pebble.Open(dir, &pebble.Options{
-		FS:                 fs,
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             quietLogger{},
-		CacheSize:          cacheSize,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pebblelog: open %s: %w", dir, err)
+	logger := opts.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	s := newSink(logger)
+	reserve := uint64(DefaultMinFreeSpace)
+	switch {
+	case opts.MinFreeSpace < 0 || opts.ReadOnly:
+		reserve = 0
+	case opts.MinFreeSpace > 0:
+		reserve = uint64(opts.MinFreeSpace)
 	}
 	l := &Log{
-		db:     db,
-		wopts:  pebble.Sync,
-		states: make(map[string]*state),
-		iters:  make(map[*scanIter]struct{}),
+		wopts:    pebble.Sync,
+		readOnly: opts.ReadOnly,
+		fs:       fs,
+		dir:      dir,
+		sink:     s,
+		space:    &space{fs: fs, dir: dir, reserve: reserve},
+		states:   make(map[string]*state),
+		iters:    make(map[*scanIter]struct{}),
 	}
 	if opts.NoSync {
 		l.wopts = pebble.NoSync
 	}
+	if err := l.open(cacheSize); err != nil {
+		return nil, fmt.Errorf("pebblelog: open %s: %w", dir, err)
+	}
 	return l, nil
 }
 
-// quietLogger discards Pebble's informational and error messages. Fatalf
-// panics, since Pebble does not expect it to return.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any)           {}
-func (quietLogger) Errorf(string, ...any)          {}
-func (quietLogger) Fatalf(format string, a ...any) { panic(fmt.Sprintf("pebble: "+format, a...)) }
+// open takes the folder's lock, checks the store, and opens the database.
+func (l *Log) open(cacheSize int64) (err error) {
+	po := &pebble.Options{
+		FS:                 l.fs,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             l.sink,
+		EventListener:      l.sink.listener(),
+		CacheSize:          cacheSize,
+		ReadOnly:           l.readOnly,
+	}
+	if l.readOnly {
+		po.FS = readLockFS(l.fs)
+	} else if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+		return err
+	}
+	// The Log holds the lock itself, so that the record of a clean close
+	// is checked, and written, with no other writer in the folder.
+	l.lock, err = pebble.LockDirectory(l.dir, po.FS)
+	if err != nil {
+		return err
+	}
+	po.Lock = l.lock
+	defer func() {
+		if err != nil {
+			_ = l.lock.Close()
+		}
+	}()
+	recorded, err := checkCloseRecord(l.fs, l.dir)
+	if err != nil {
+		return err
+	}
+	if !l.readOnly {
+		if recorded {
+			if err := removeCloseRecord(l.fs, l.dir); err != nil {
+				return err
+			}
+		}
+		if err := checkOpenSpace(l.fs, l.dir); err != nil {
+			return err
+		}
+	}
+	l.db, err = pebble.Open(l.dir, po)
+	if err != nil {
+		if pebble.IsCorruptionError(err) {
+			return &CorruptFileError{Err: err}
+		}
+		return err
+	}
+	if err := l.sink.failure(); err != nil {
+		_ = l.db.Close()
+		return err
+	}
+	return nil
+}
 
 // storageErr wraps an error from Pebble reading event seq of session id (seq
 // 0: its metadata). Pebble's own corruption errors (failed block checksums)
@@ -207,7 +318,48 @@ func (l *Log) begin(ctx context.Context) error {
 		l.mu.RUnlock()
 		return events.ErrClosed
 	}
+	if err := l.sink.failure(); err != nil {
+		l.mu.RUnlock()
+		return err
+	}
 	return nil
+}
+
+// beginWrite is begin for a write: it refuses one on a read-only Log.
+func (l *Log) beginWrite(ctx context.Context) error {
+	if l.readOnly {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return ErrReadOnly
+	}
+	return l.begin(ctx)
+}
+
+// write runs f, a write to Pebble, and returns its error, or the failure
+// Pebble reported through Fatalf while it ran (Pebble's Commit reports a
+// failed WAL write or sync to the logger and returns nil), or the panic
+// Pebble raised with an error (a WAL write after a failed one, a failed
+// WAL rotation), which becomes the Log's failure. Other panics, Pebble's
+// broken invariants, go on.
+func (l *Log) write(f func() error) (err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		perr, ok := r.(error)
+		if !ok {
+			panic(r)
+		}
+		l.wedged.Store(true)
+		l.sink.fail("panic in a write: "+perr.Error(), perr)
+		err = l.sink.failure()
+	}()
+	if err := f(); err != nil {
+		return err
+	}
+	return l.sink.failure()
 }
 
 // getMeta reads and decodes the metadata of session id; l.mu must be held.
@@ -304,7 +456,7 @@ func (l *Log) CreateSession(ctx context.Context, m events.SessionMeta) error {
 	if err != nil {
 		return err
 	}
-	if err := l.begin(ctx); err != nil {
+	if err := l.beginWrite(ctx); err != nil {
 		return err
 	}
 	defer l.mu.RUnlock()
@@ -331,7 +483,10 @@ func (l *Log) CreateSession(ctx context.Context, m events.SessionMeta) error {
 			return err
 		}
 	}
-	if err := l.db.Set(metaKey(m.ID), b, l.wopts); err != nil {
+	if err := l.space.need(uint64(len(b)), 4, "new session", true); err != nil {
+		return fmt.Errorf("pebblelog: create session %s: %w", m.ID, err)
+	}
+	if err := l.write(func() error { return l.db.Set(metaKey(m.ID), b, l.wopts) }); err != nil {
 		return fmt.Errorf("pebblelog: create session %s: %w", m.ID, err)
 	}
 	return nil
@@ -347,7 +502,7 @@ func (l *Log) UpdateSession(ctx context.Context, m events.SessionMeta) error {
 	if err != nil {
 		return err
 	}
-	if err := l.begin(ctx); err != nil {
+	if err := l.beginWrite(ctx); err != nil {
 		return err
 	}
 	defer l.mu.RUnlock()
@@ -360,8 +515,21 @@ func (l *Log) UpdateSession(ctx context.Context, m events.SessionMeta) error {
 	if err := logcore.CheckUpdate(&old, &m); err != nil {
 		return err
 	}
-	if err := l.db.Set(metaKey(m.ID), b, l.wopts); err != nil {
+	if err := l.space.need(uint64(len(b)), 1, "metadata update", true); err != nil {
 		return fmt.Errorf("pebblelog: update session %s: %w", m.ID, err)
+	}
+	if err := l.write(func() error { return l.db.Set(metaKey(m.ID), b, l.wopts) }); err != nil {
+		return fmt.Errorf("pebblelog: update session %s: %w", m.ID, err)
+	}
+	if m.Status != events.StatusRunning && !l.noSync() {
+		// The session's end, and the last seq its metadata records, go to
+		// a table: a WAL damaged later cannot take them.
+		if err := l.flush(); err != nil {
+			if ferr := l.sink.failure(); ferr != nil {
+				return fmt.Errorf("pebblelog: update session %s: %w", m.ID, ferr)
+			}
+			l.sink.log.Warn("session end left in the WAL only: the flush failed", "session", m.ID, "error", err)
+		}
 	}
 	return nil
 }
@@ -391,8 +559,9 @@ func (l *Log) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
 	}
 	defer it.Close()
 	var out []events.SessionMeta
+	id := ""
 	for ok := it.First(); ok; ok = it.Next() {
-		id := string(it.Key()[len(prefix):])
+		id = string(it.Key()[len(prefix):])
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return nil, storageErr(id, 0, err)
@@ -404,7 +573,11 @@ func (l *Log) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
 		out = append(out, m)
 	}
 	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("pebblelog: list sessions: %w", err)
+		err = fmt.Errorf("list sessions (after %q): %w", id, err)
+		if pebble.IsCorruptionError(err) {
+			return nil, &CorruptFileError{Err: err}
+		}
+		return nil, fmt.Errorf("pebblelog: %w", err)
 	}
 	return out, nil
 }
@@ -447,7 +620,7 @@ func (l *Log) append(ctx context.Context, id string, expectedLast uint64, batch 
 	if err := validate(id, expectedLast, batch); err != nil {
 		return err
 	}
-	if err := l.begin(ctx); err != nil {
+	if err := l.beginWrite(ctx); err != nil {
 		return err
 	}
 	defer l.mu.RUnlock()
@@ -471,6 +644,9 @@ func (l *Log) append(ctx context.Context, id string, expectedLast uint64, batch 
 	for i := range batch {
 		size += keyLen + events.EncodedLen(&batch[i]) + 2*binary.MaxVarintLen32 + 1
 	}
+	if err := l.space.need(uint64(size), 4, "append", false); err != nil {
+		return fmt.Errorf("pebblelog: append to session %s: %w", id, err)
+	}
 	b := l.db.NewBatchWithSize(size)
 	defer b.Close()
 	for i := range batch {
@@ -484,7 +660,7 @@ func (l *Log) append(ctx context.Context, id string, expectedLast uint64, batch 
 			return fmt.Errorf("pebblelog: append to session %s: %w", id, err)
 		}
 	}
-	if err := b.Commit(l.wopts); err != nil {
+	if err := l.write(func() error { return b.Commit(l.wopts) }); err != nil {
 		st.loaded = false // the batch may or may not have landed: reload
 		return fmt.Errorf("pebblelog: append to session %s: %w", id, err)
 	}
@@ -705,7 +881,7 @@ func (l *Log) closeIter(si *scanIter) {
 	// Only Scans' iterators are left once closed is set, and only the last
 	// of them sees none left.
 	if open && si.owned && l.closed.Load() && len(l.iters) == 0 {
-		_ = l.db.Close()
+		_ = l.closeDB()
 	}
 }
 
@@ -718,7 +894,7 @@ func (l *Log) PutCheckpoint(ctx context.Context, id string, cp events.Checkpoint
 	if err := cp.Validate(); err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
 	}
-	if err := l.begin(ctx); err != nil {
+	if err := l.beginWrite(ctx); err != nil {
 		return err
 	}
 	defer l.mu.RUnlock()
@@ -738,6 +914,9 @@ func (l *Log) PutCheckpoint(ctx context.Context, id string, cp events.Checkpoint
 		return err
 	}
 	keyLen, valLen := len(id)+3+8, events.EncodedCheckpointLen(&cp)
+	if err := l.space.need(uint64(keyLen+valLen), 4, "checkpoint", false); err != nil {
+		return fmt.Errorf("pebblelog: checkpoint of session %s at seq %d: %w", id, cp.Seq, err)
+	}
 	b := l.db.NewBatchWithSize(16 + keyLen + valLen + 2*binary.MaxVarintLen32 + 1)
 	defer b.Close()
 	op := b.SetDeferred(keyLen, valLen)
@@ -748,7 +927,7 @@ func (l *Log) PutCheckpoint(ctx context.Context, id string, cp events.Checkpoint
 	if err := op.Finish(); err != nil {
 		return fmt.Errorf("pebblelog: checkpoint of session %s at seq %d: %w", id, cp.Seq, err)
 	}
-	if err := b.Commit(l.wopts); err != nil {
+	if err := l.write(func() error { return b.Commit(l.wopts) }); err != nil {
 		return fmt.Errorf("pebblelog: checkpoint of session %s at seq %d: %w", id, cp.Seq, err)
 	}
 	return nil
@@ -844,18 +1023,64 @@ func (l *Log) Checkpoints(ctx context.Context, id string) ([]events.Checkpoint, 
 		out = append(out, cp)
 	}
 	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("pebblelog: checkpoints of session %s: %w", id, err)
+		return nil, checkpointErr(id, 0, err)
 	}
 	return out, nil
 }
 
+// closeDB closes the database, records a clean close of a read-write Log
+// that did not fail (see CloseRecordName), and releases the folder's lock.
+func (l *Log) closeDB() error {
+	err := l.db.Close()
+	if err == nil && !l.readOnly && l.sink.failure() == nil {
+		if werr := writeCloseRecord(l.fs, l.dir); werr != nil {
+			err = fmt.Errorf("record of the clean close: %w", werr)
+		}
+	}
+	return errors.Join(err, l.lock.Close())
+}
+
+// noSync reports whether writes skip the fsync (Options.NoSync).
+func (l *Log) noSync() bool { return l.wopts == pebble.NoSync }
+
+// flush writes the memtable to a table and waits until it is there, or
+// until Pebble fails to write it (then the data stays in the WAL, synced,
+// and flush returns the error) or fails for good.
+func (l *Log) flush() error {
+	if err := l.space.need(0, 2, "flush", true); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	failedFlush := l.sink.flushFailed()
+	var done <-chan struct{}
+	if err := l.write(func() (err error) {
+		done, err = l.db.AsyncFlush()
+		return err
+	}); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-failedFlush:
+		return fmt.Errorf("flush: %w", l.sink.lastFlushErr())
+	case <-l.sink.failed:
+		return l.sink.failure()
+	}
+}
+
 // Close implements events.Log. It waits for Appends and metadata writes in
-// progress, stops Reads and Scans in progress (they return ErrClosed) and
-// closes the database. A Scan in progress is the exception: its fn may
-// hold an event borrowed from Pebble's memory (fn may even be what called
-// Close), so Close leaves its iterator, and so the database, open; the
-// Scan stops before its next event, and the last one closes the database
-// (any error from that late close is dropped). Close does not wait for it.
+// progress, stops Reads and Scans in progress (they return ErrClosed),
+// flushes the memtable to a table (unless the Log is read-only, NoSync or
+// failed), so that what was written lives in tables and not only in the
+// WAL, and closes the database. A Scan in progress is the exception: its
+// fn may hold an event borrowed from Pebble's memory (fn may even be what
+// called Close), so Close leaves its iterator, and so the database, open;
+// the Scan stops before its next event, and the last one closes the
+// database (any error from that late close is dropped). Close does not
+// wait for it.
+//
+// After a failure (ErrFailed) Close still closes the database, and
+// returns the failure.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -864,6 +1089,9 @@ func (l *Log) Close() error {
 	}
 	l.closed.Store(true)
 	var errs []error
+	if !l.readOnly && !l.noSync() && l.sink.failure() == nil {
+		errs = append(errs, l.flush())
+	}
 	l.itersMu.Lock()
 	for si := range l.iters {
 		if !si.owned {
@@ -873,9 +1101,13 @@ func (l *Log) Close() error {
 	}
 	scans := len(l.iters)
 	l.itersMu.Unlock()
-	if scans == 0 {
-		errs = append(errs, l.db.Close())
+	switch {
+	case l.wedged.Load():
+		errs = append(errs, errors.New("database left open: Pebble panicked in a write"))
+	case scans == 0:
+		errs = append(errs, l.closeDB())
 	}
+	errs = append(errs, l.sink.failure())
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("pebblelog: close: %w", err)
 	}

@@ -3,6 +3,7 @@ package analyze
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -434,11 +435,4 @@ func countRules(m map[string]int) []RuleCount {
 	return out
 }
 
-func sortedSeqs(m map[uint64]bool) []uint64 {
-	out := make([]uint64, 0, len(m))
-	for seq := range m {
-		out = append(out, seq)
-	}
-	slices.Sort(out)
-	return out
-}
+func sortedSeqs(m map[uint64]bool) []uint64 { return slices.Sorted(maps.Keys(m)) }

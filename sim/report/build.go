@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -289,7 +291,7 @@ func (b *Builder) observe(ev *events.Event) error {
 			b.violations[k] = g
 		}
 		g.count++
-		if !contains(g.members, ev.Actor) {
+		if !slices.Contains(g.members, ev.Actor) {
 			g.members = append(g.members, ev.Actor)
 		}
 	case payload.EvSLABreached:
@@ -302,29 +304,20 @@ func (b *Builder) observe(ev *events.Event) error {
 	return nil
 }
 
-func contains(list []string, x string) bool {
-	for _, y := range list {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
 // Report finishes the report from the events added so far (a session that
 // has not ended is reported as far as it got). Spans still under way end
 // at the last event's time. The Builder must not be used afterwards.
 func (b *Builder) Report() *Report {
 	st := b.st
 	end := int64(st.Now)
-	for _, k := range sortedKeys(b.work) {
+	for _, k := range slices.Sorted(maps.Keys(b.work)) {
 		o := b.work[k]
 		b.close(b.work, k, LaneWork, k+" (under way)", min(end, max(o.until, o.since)))
 	}
-	for _, k := range sortedKeys(b.claims) {
+	for _, k := range slices.Sorted(maps.Keys(b.claims)) {
 		b.close(b.claims, k, LaneClaim, k+" (held at the end)", end)
 	}
-	for _, k := range sortedKeys(b.leave) {
+	for _, k := range slices.Sorted(maps.Keys(b.leave)) {
 		o := b.leave[k]
 		b.close(b.leave, k, LaneLeave, "leave", min(end, max(o.until, o.since)))
 	}
@@ -367,7 +360,7 @@ func (b *Builder) Report() *Report {
 	r.BreachExamples = b.breaches[:min(len(b.breaches), 20)]
 	r.Members = r.Score.Members
 	if len(r.Members) > b.o.MaxGanttRows {
-		top := append([]policies.MemberCredit(nil), r.Members...)
+		top := slices.Clone(r.Members)
 		sort.SliceStable(top, func(i, j int) bool { return top[i].Delivered > top[j].Delivered })
 		keep := map[string]bool{}
 		for _, m := range top[:b.o.MaxGanttRows] {
@@ -388,7 +381,7 @@ func (b *Builder) Report() *Report {
 
 // series closes a step series at end and downsamples it.
 func (b *Builder) series(s *step, end int64) []Point {
-	pts := append([]Point(nil), s.pts...)
+	pts := slices.Clone(s.pts)
 	if n := len(pts); n > 0 && pts[n-1].X < float64(end) {
 		pts = append(pts, Point{X: float64(end), Y: pts[n-1].Y})
 	}
@@ -475,17 +468,8 @@ func agentSummary(agents map[string]string) string {
 		n[a]++
 	}
 	var parts []string
-	for _, a := range sortedKeys(n) {
+	for _, a := range slices.Sorted(maps.Keys(n)) {
 		parts = append(parts, fmt.Sprintf("%s×%d", a, n[a]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

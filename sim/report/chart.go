@@ -1,9 +1,7 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
-	"html"
 	"io"
 	"math"
 	"strconv"
@@ -98,10 +96,11 @@ func (c LineChart) WriteSVG(w io.Writer) error {
 	X := func(x float64) float64 { return padLeft + (x-xlo)/(xhi-xlo)*pw }
 	Y := func(y float64) float64 { return padTop + ph - (y-ylo)/(yhi-ylo)*ph }
 
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`, W, H, W, H)
-	fmt.Fprintf(&b, `<title>%s</title>`, esc(c.Title))
-	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="13" font-weight="bold">%s</text>`, padLeft, esc(c.Title))
+	v := lineView{W: W, H: H, Title: c.Title, Left: padLeft,
+		YAxis:   svgLine{padLeft, padTop, padLeft, padTop + ph},
+		XAxis:   svgLine{padLeft, padTop + ph, padLeft + pw, padTop + ph},
+		XLabel:  svgLabel{padLeft + pw/2, padTop + ph + 34, c.XLabel},
+		YLabelY: padTop + ph/2, YLabel: c.YLabel}
 	// Grid, ticks and axes.
 	yf := c.YFormat
 	if yf == nil {
@@ -109,8 +108,7 @@ func (c LineChart) WriteSVG(w io.Writer) error {
 	}
 	for _, t := range niceTicks(ylo, yhi, 5) {
 		y := Y(t)
-		fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#e5e5e5"/>`, num(padLeft), num(y), num(padLeft+pw), num(y))
-		fmt.Fprintf(&b, `<text x="%d" y="%s" text-anchor="end" dominant-baseline="middle">%s</text>`, padLeft-6, num(y), esc(yf(t)))
+		v.YTicks = append(v.YTicks, svgTick{svgLine{padLeft, y, padLeft + pw, y}, padLeft - 6, y, yf(t)})
 	}
 	var xt []Tick
 	if c.XTicks != nil {
@@ -122,19 +120,14 @@ func (c LineChart) WriteSVG(w io.Writer) error {
 	}
 	for _, t := range xt {
 		x := X(t.V)
-		fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#555"/>`, num(x), num(padTop+ph), num(x), num(padTop+ph+4))
-		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle">%s</text>`, num(x), num(padTop+ph+16), esc(t.Label))
+		v.XTicks = append(v.XTicks, svgTick{svgLine{x, padTop + ph, x, padTop + ph + 4}, x, padTop + ph + 16, t.Label})
 	}
-	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%s" stroke="#555"/>`, padLeft, padTop, padLeft, num(padTop+ph))
-	fmt.Fprintf(&b, `<line x1="%d" y1="%s" x2="%s" y2="%s" stroke="#555"/>`, padLeft, num(padTop+ph), num(padLeft+pw), num(padTop+ph))
-	fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle">%s</text>`, num(padLeft+pw/2), num(padTop+ph+34), esc(c.XLabel))
-	fmt.Fprintf(&b, `<text transform="translate(14 %s) rotate(-90)" text-anchor="middle">%s</text>`, num(padTop+ph/2), esc(c.YLabel))
 	if c.Note != "" {
-		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle" fill="#888">%s</text>`, num(padLeft+pw/2), num(padTop+ph/2), esc(c.Note))
+		v.Note = &svgLabel{padLeft + pw/2, padTop + ph/2, c.Note}
 	}
 	// Series.
 	for i, s := range c.Series {
-		col := Palette[i%len(Palette)]
+		ls := lineSeries{Name: s.Name, Color: Palette[i%len(Palette)], Dash: dash(i)}
 		var pts strings.Builder
 		for j, p := range s.Points {
 			if c.Step && j > 0 {
@@ -142,35 +135,32 @@ func (c LineChart) WriteSVG(w io.Writer) error {
 			}
 			fmt.Fprintf(&pts, "%s,%s ", num(X(p.X)), num(Y(p.Y)))
 		}
-		fmt.Fprintf(&b, `<polyline class="series" data-series="%s" fill="none" stroke="%s" stroke-width="2"%s points="%s"><title>%s</title></polyline>`,
-			esc(s.Name), col, dash(i), strings.TrimSpace(pts.String()), esc(s.Name))
+		ls.Points = strings.TrimSpace(pts.String())
 		for _, p := range s.Points {
 			if p.Err > 0 {
-				fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-opacity="0.6"/>`, num(X(p.X)), num(Y(p.Y-p.Err)), num(X(p.X)), num(Y(p.Y+p.Err)), col)
+				ls.Errs = append(ls.Errs, svgLine{X(p.X), Y(p.Y - p.Err), X(p.X), Y(p.Y + p.Err)})
 			}
 			if c.Markers {
-				fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="3.5" fill="%s"><title>%s: %s at %s</title></circle>`, num(X(p.X)), num(Y(p.Y)), col, esc(s.Name), esc(yf(p.Y)), esc(fmtNum(p.X)))
+				ls.Marks = append(ls.Marks, svgMark{X(p.X), Y(p.Y), s.Name + ": " + yf(p.Y) + " at " + fmtNum(p.X)})
 			}
 		}
+		v.Series = append(v.Series, ls)
 	}
 	// Legend.
 	if len(c.Series) > 1 {
 		for i, s := range c.Series {
 			x := padLeft + float64(i%4)*pw/4
 			y := float64(H - legendH + 18*(i/4) + 2)
-			fmt.Fprintf(&b, `<g class="legend"><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="3"%s/><text x="%s" y="%s" dominant-baseline="middle">%s</text></g>`,
-				num(x), num(y+6), num(x+22), num(y+6), Palette[i%len(Palette)], dash(i), num(x+28), num(y+6), esc(truncate(s.Name, 40)))
+			v.Legend = append(v.Legend, legendItem{svgLine{x, y + 6, x + 22, y + 6}, Palette[i%len(Palette)], dash(i), x + 28, y + 6, truncate(s.Name, 40)})
 		}
 	}
-	b.WriteString(`</svg>`)
-	_, err := w.Write(b.Bytes())
-	return err
+	return execSVG(w, "line", v)
 }
 
-// dash is the stroke pattern of series i, so that lines lying on top of
-// each other stay distinguishable.
+// dash is the stroke-dasharray of series i ("": solid), so that lines
+// lying on top of each other stay distinguishable.
 func dash(i int) string {
-	return [...]string{"", ` stroke-dasharray="7 3"`, ` stroke-dasharray="2 2"`, ` stroke-dasharray="9 3 2 3"`}[i%4]
+	return [...]string{"", "7 3", "2 2", "9 3 2 3"}[i%4]
 }
 
 // niceTicks returns about n round values (1, 2 or 5 × 10^k apart) in [lo, hi].
@@ -285,9 +275,6 @@ func FormatElapsed(ms int64) string {
 	}
 	return b.String()
 }
-
-// esc escapes text for HTML and XML alike (text and quoted attributes).
-func esc(s string) string { return html.EscapeString(s) }
 
 // num formats a coordinate with one decimal at most.
 func num(x float64) string {

@@ -1,9 +1,9 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/corpsim/corpsim/org"
@@ -62,9 +62,7 @@ func CriticalPath(tasks []PathTask) []string {
 	for id := top; id != ""; id = next[id] {
 		path = append(path, id)
 	}
-	for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
-		path[i], path[j] = path[j], path[i]
-	}
+	slices.Reverse(path)
 	return path
 }
 
@@ -127,7 +125,7 @@ func BuildDAG(st *org.State, maxNodes int) DAG {
 		d.Total += len(pr.tasks)
 		projects = append(projects, pr)
 	}
-	order := append([]*proj(nil), projects...)
+	order := slices.Clone(projects)
 	sort.SliceStable(order, func(i, j int) bool {
 		if order[i].late != order[j].late {
 			return order[i].late > order[j].late
@@ -255,26 +253,21 @@ func (d DAG) WriteSVG(w io.Writer) error {
 	for _, nd := range d.Nodes {
 		pos[nd.ID] = [2]int{10 + nd.Layer*dagPitchX, bandTop[nd.Project] + dagBandH + nd.Row*dagPitchY}
 	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart dag" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`, W, H, W, H)
-	b.WriteString(`<title>Task dependencies</title><text x="10" y="18" font-size="13" font-weight="bold">Task dependencies</text>`)
+	v := dagView{W: W, H: H, NodeW: dagNodeW, NodeH: dagNodeH}
 	legend := []struct{ fill, stroke, sw, label string }{
 		{"#d9f0d3", "#999", "1", "done on time"}, {"#f4a6a6", "#c0392b", "1", "late"},
 		{"#deebf7", "#999", "1", "in hand"}, {"#f0f0f0", "#999", "1", "open"}, {"#fff", "#e6550d", "3", "critical path"},
 	}
 	for i, l := range legend {
 		x := 190 + i*105
-		fmt.Fprintf(&b, `<rect x="%d" y="8" width="14" height="12" fill="%s" stroke="%s" stroke-width="%s"/><text x="%d" y="18">%s</text>`, x, l.fill, l.stroke, l.sw, x+18, l.label)
+		v.Legend = append(v.Legend, dagLegend{X: x, TX: x + 18, Fill: l.fill, Stroke: l.stroke, Width: l.sw, Label: l.label})
 	}
 	if len(d.Nodes) == 0 {
-		fmt.Fprintf(&b, `<text x="20" y="%d" fill="#888">this world has no project tasks (only tickets)</text>`, dagTop+20)
+		v.Empty = &svgLabel{20, dagTop + 20, "this world has no project tasks (only tickets)"}
 	}
 	for i, p := range d.Projects {
 		y := bandTop[p]
-		if i%2 == 0 {
-			fmt.Fprintf(&b, `<rect x="0" y="%d" width="%d" height="%d" fill="#fafafa"/>`, y, W, dagBandH+d.Bands[i]*dagPitchY)
-		}
-		fmt.Fprintf(&b, `<text x="10" y="%d" font-weight="bold" fill="#555">%s</text>`, y+15, esc("project "+p))
+		v.Bands = append(v.Bands, dagBand{Y: y, H: dagBandH + d.Bands[i]*dagPitchY, LabelY: y + 15, Stripe: i%2 == 0, Label: "project " + p})
 	}
 	critical := map[string]bool{}
 	for _, nd := range d.Nodes {
@@ -284,52 +277,47 @@ func (d DAG) WriteSVG(w io.Writer) error {
 		to := pos[nd.ID]
 		for _, dep := range nd.Deps {
 			from := pos[dep]
-			x1, y1 := from[0]+dagNodeW, from[1]+dagNodeH/2
-			x2, y2 := to[0], to[1]+dagNodeH/2
-			stroke, sw := "#999", "1"
+			e := dagEdge{X1: from[0] + dagNodeW, Y1: from[1] + dagNodeH/2, X2: to[0], Y2: to[1] + dagNodeH/2, Stroke: "#999", Width: "1"}
 			if nd.Critical && critical[dep] {
-				stroke, sw = "#e6550d", "2.5"
+				e.Stroke, e.Width = "#e6550d", "2.5"
 			}
-			mx := (x1 + x2) / 2
-			fmt.Fprintf(&b, `<path d="M%d %d C%d %d %d %d %d %d" fill="none" stroke="%s" stroke-width="%s"/>`, x1, y1, mx, y1, mx, y2, x2, y2, stroke, sw)
+			e.MX = (e.X1 + e.X2) / 2
+			v.Edges = append(v.Edges, e)
 		}
 	}
 	for _, nd := range d.Nodes {
 		p := pos[nd.ID]
-		fill, stroke, sw := "#f0f0f0", "#999", "1"
+		n := dagNodeView{X: p[0], Y: p[1], TX: p[0] + 6, TY: p[1] + 15, Fill: "#f0f0f0", Stroke: "#999", StrokeWidth: "1", Label: truncate(nd.ID, 18)}
 		switch {
 		case nd.Late:
-			fill, stroke = "#f4a6a6", "#c0392b"
+			n.Fill, n.Stroke = "#f4a6a6", "#c0392b"
 		case nd.Status == org.StatusDone:
-			fill = "#d9f0d3"
+			n.Fill = "#d9f0d3"
 		case nd.Status != org.StatusOpen:
-			fill = "#deebf7"
+			n.Fill = "#deebf7"
 		}
 		if nd.Critical {
-			stroke, sw = "#e6550d", "3"
+			n.Stroke, n.StrokeWidth = "#e6550d", "3"
 		}
-		tip := nd.ID + ": " + nd.Title + " (" + nd.Status
+		n.Tip = nd.ID + ": " + nd.Title + " (" + nd.Status
 		if nd.Who != "" {
-			tip += ", " + nd.Who
+			n.Tip += ", " + nd.Who
 		}
 		if nd.Late {
-			tip += ", late"
+			n.Tip += ", late"
 		}
 		if nd.Critical {
-			tip += ", critical path"
+			n.Tip += ", critical path"
 		}
-		tip += ")"
-		class := "node"
+		n.Tip += ")"
+		n.Class = "node"
 		if nd.Critical {
-			class += " critical"
+			n.Class += " critical"
 		}
 		if nd.Late {
-			class += " late"
+			n.Class += " late"
 		}
-		fmt.Fprintf(&b, `<g class="%s"><title>%s</title><rect x="%d" y="%d" width="%d" height="%d" rx="4" fill="%s" stroke="%s" stroke-width="%s"/><text x="%d" y="%d">%s</text></g>`,
-			class, esc(tip), p[0], p[1], dagNodeW, dagNodeH, fill, stroke, sw, p[0]+6, p[1]+15, esc(truncate(nd.ID, 18)))
+		v.Nodes = append(v.Nodes, n)
 	}
-	b.WriteString(`</svg>`)
-	_, err := w.Write(b.Bytes())
-	return err
+	return execSVG(w, "dag", v)
 }

@@ -3,7 +3,9 @@
 // member's work, claims and leave; the task DAG with the critical path and
 // late tasks; open items per queue, cumulative reward and approvals waiting
 // over time) and a table of violations. It also holds the small SVG chart
-// code that corpsim sweep draws its completion-against-load plot with.
+// code that corpsim sweep draws its completion-against-load plot with. The
+// page and the charts are written by html/template, which escapes every
+// name and label by its context.
 //
 // The package is part of the pure core: it performs no I/O of its own
 // beyond the io.Writer it is given, reads no clock and draws no random

@@ -1,9 +1,9 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -48,7 +48,7 @@ func coalesce(iv []Interval, end int64, width, gap int) []Bar {
 	if end <= 0 {
 		end = 1
 	}
-	iv = append([]Interval(nil), iv...)
+	iv = slices.Clone(iv)
 	sort.SliceStable(iv, func(i, j int) bool { return iv[i].From < iv[j].From })
 	px := func(t int64) int { return int(float64(t) / float64(end) * float64(width)) }
 	var out []Bar
@@ -61,7 +61,7 @@ func coalesce(iv []Interval, end int64, width, gap int) []Bar {
 			b.X1 = max(b.X1, x1)
 			b.Busy += x.To - x.From
 			b.N++
-			if len(b.Labels) < maxBarLabels && !contains(b.Labels, x.Label) {
+			if len(b.Labels) < maxBarLabels && !slices.Contains(b.Labels, x.Label) {
 				b.Labels = append(b.Labels, x.Label)
 			}
 			continue
@@ -139,26 +139,20 @@ const (
 	ganttTop    = 48
 )
 
-var laneStyle = [lanes]struct {
-	name       string
-	y, h       int
-	fill, more string
-}{
-	LaneClaim: {"held", 2, 16, "#c6dbef", ""},
-	LaneWork:  {"work", 6, 8, "#2171b5", ""},
-	LaneLeave: {"leave", 2, 16, "#bdbdbd", ` fill-opacity="0.8" stroke="#737373" stroke-dasharray="2 2"`},
+var laneStyle = [lanes]ganttLane{
+	LaneClaim: {Name: "held", Y: 2, H: 16, Fill: "#c6dbef"},
+	LaneWork:  {Name: "work", Y: 6, H: 8, Fill: "#2171b5"},
+	LaneLeave: {Name: "leave", Y: 2, H: 16, Fill: "#bdbdbd", Opacity: "0.8", Stroke: "#737373", Dasharray: "2 2"},
 }
 
 // WriteSVG draws the Gantt chart as a standalone <svg> element.
 func (g Gantt) WriteSVG(w io.Writer) error {
 	W := ganttLabelW + g.Width + 20
 	H := ganttTop + ganttRowH*max(len(g.Rows), 1) + 40
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart gantt" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`, W, H, W, H)
-	b.WriteString(`<title>Work per member</title><text x="10" y="18" font-size="13" font-weight="bold">Work per member</text>`)
+	v := ganttView{W: W, H: H, RowH: ganttRowH}
 	for i, l := range laneStyle {
 		x := 220 + i*90
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="14" height="%d" fill="%s"%s/><text x="%d" y="18">%s</text>`, x, 8+l.y/2, l.h, l.fill, l.more, x+18, l.name)
+		v.Legend = append(v.Legend, ganttLegend{X: x, Y: 8 + l.Y/2, TX: x + 18, Lane: l})
 	}
 	x0 := ganttLabelW
 	bottom := ganttTop + ganttRowH*max(len(g.Rows), 1)
@@ -168,32 +162,27 @@ func (g Gantt) WriteSVG(w io.Writer) error {
 	}
 	for _, t := range ticks {
 		x := float64(x0) + t.V/float64(max(g.End, 1))*float64(g.Width)
-		fmt.Fprintf(&b, `<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="#eee"/>`, num(x), ganttTop-4, num(x), bottom)
-		fmt.Fprintf(&b, `<text x="%s" y="%d" text-anchor="middle">%s</text>`, num(x), bottom+14, esc(t.Label))
+		v.Ticks = append(v.Ticks, svgTick{svgLine{x, ganttTop - 4, x, float64(bottom)}, x, float64(bottom + 14), t.Label})
 	}
-	fmt.Fprintf(&b, `<text x="%s" y="%d" text-anchor="middle">%s</text>`, num(float64(x0)+float64(g.Width)/2), bottom+30, esc(timeLabel))
+	v.AxisLabel = svgLabel{float64(x0) + float64(g.Width)/2, float64(bottom + 30), timeLabel}
 	if len(g.Rows) == 0 {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#888">nobody held a task or went on leave</text>`, x0+10, ganttTop+14)
+		v.Empty = &svgLabel{float64(x0 + 10), ganttTop + 14, "nobody held a task or went on leave"}
 	}
 	for i, r := range g.Rows {
 		y := ganttTop + i*ganttRowH
-		if i%2 == 1 {
-			fmt.Fprintf(&b, `<rect x="0" y="%d" width="%d" height="%d" fill="#f7f7f7"/>`, y, W, ganttRowH)
-		}
-		fmt.Fprintf(&b, `<text x="6" y="%d" dominant-baseline="middle">%s<title>%s (%s): work %s, held %s, leave %s</title></text>`,
-			y+ganttRowH/2, esc(truncate(r.Member+" · "+r.Role, 24)), esc(r.Member), esc(r.Role),
-			FormatElapsed(r.Busy[LaneWork]), FormatElapsed(r.Busy[LaneClaim]), FormatElapsed(r.Busy[LaneLeave]))
+		rv := ganttRowView{Y: y, LabelY: y + ganttRowH/2, Stripe: i%2 == 1,
+			Label: truncate(r.Member+" · "+r.Role, 24),
+			Tip: fmt.Sprintf("%s (%s): work %s, held %s, leave %s", r.Member, r.Role,
+				FormatElapsed(r.Busy[LaneWork]), FormatElapsed(r.Busy[LaneClaim]), FormatElapsed(r.Busy[LaneLeave]))}
 		for l, bars := range r.Bars {
 			st := laneStyle[l]
 			for _, bar := range bars {
-				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"%s><title>%s</title></rect>`,
-					x0+bar.X0, y+st.y, bar.X1-bar.X0, st.h, st.fill, st.more, esc(barTitle(r.Member, st.name, bar)))
+				rv.Bars = append(rv.Bars, ganttBar{X: x0 + bar.X0, Y: y + st.Y, W: bar.X1 - bar.X0, Lane: st, Tip: barTitle(r.Member, st.Name, bar)})
 			}
 		}
+		v.Rows = append(v.Rows, rv)
 	}
-	b.WriteString(`</svg>`)
-	_, err := w.Write(b.Bytes())
-	return err
+	return execSVG(w, "gantt", v)
 }
 
 func barTitle(member, lane string, bar Bar) string {

@@ -60,7 +60,8 @@ func render(c svgWriter) (template.HTML, error) {
 	if err := c.WriteSVG(&b); err != nil {
 		return "", err
 	}
-	// The chart code escapes every text it writes (esc), so the markup is safe.
+	// The charts are written by html/template (svgTemplates), which
+	// escaped every text in them: the markup is safe to include as it is.
 	return template.HTML(b.String()), nil
 }
 

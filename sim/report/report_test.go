@@ -452,3 +452,33 @@ func TestWallTicks(t *testing.T) {
 		})
 	}
 }
+
+// TestChartEscapesByContext gives a chart markup in every text it draws
+// (its title, the <title> of a series, an attribute, a label): the SVG
+// stays well-formed XML, with no raw tag, and reads back the same text.
+func TestChartEscapesByContext(t *testing.T) {
+	const evil = `</title><script>x</script>" onload="y`
+	c := report.LineChart{Title: evil, XLabel: evil, YLabel: evil, Note: evil, Markers: true,
+		Series: []report.Series{{Name: evil, Points: []report.Point{{X: 0, Y: 1}}}, {Name: "b", Points: []report.Point{{X: 1, Y: 2}}}},
+		XTicks: func(lo, hi float64) []report.Tick { return []report.Tick{{V: lo, Label: evil}} }}
+	var b bytes.Buffer
+	if err := c.WriteSVG(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "<script") || strings.Contains(b.String(), `" onload=`) {
+		t.Fatalf("raw markup in the chart: %s", b.String())
+	}
+	var doc struct {
+		Title     string `xml:"title"`
+		Polylines []struct {
+			Series string `xml:"data-series,attr"`
+			Title  string `xml:"title"`
+		} `xml:"polyline"`
+	}
+	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatalf("not XML: %v", err)
+	}
+	if doc.Title != evil || len(doc.Polylines) != 2 || doc.Polylines[0].Series != evil || doc.Polylines[0].Title != evil {
+		t.Fatalf("read back %+v, want the text %q in each place", doc, evil)
+	}
+}

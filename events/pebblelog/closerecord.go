@@ -1,0 +1,168 @@
+package pebblelog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/atomicfs"
+
+	"github.com/corpsim/corpsim/events"
+)
+
+// CloseRecordName is the file a clean Close leaves in the log's folder: the
+// name, size and CRC-32C of the MANIFEST it left (Pebble's list of the
+// store's tables). Pebble reads a MANIFEST up to its first bad record and
+// takes that for its end, as after a crash in the middle of a write; a
+// flipped byte there would make the tables named after it vanish (a
+// read-write open even deletes them). With the record, Open tells a damaged
+// MANIFEST from a torn one: it refuses one that differs from what the last
+// clean close left. A read-write Open removes the record before Pebble
+// writes anything; a read-only Open leaves it.
+const CloseRecordName = "pebblelog-close.json"
+
+// closeRecord is the content of CloseRecordName.
+type closeRecord struct {
+	Manifest string `json:"manifest"`
+	Size     int64  `json:"size"`
+	CRC32C   uint32 `json:"crc32c"`
+}
+
+// CorruptFileError reports a file of the store found damaged when the Log
+// was opened, where no session or seq can be named: a MANIFEST, a WAL.
+// errors.Is(err, events.ErrCorrupt) holds for it.
+type CorruptFileError struct {
+	Path string // the file, or "" when Pebble's own error (Err) names it
+	Err  error
+}
+
+func (e *CorruptFileError) Error() string {
+	if e.Path == "" {
+		return "pebblelog: corrupt store: " + e.Err.Error()
+	}
+	return "pebblelog: corrupt file " + e.Path + ": " + e.Err.Error()
+}
+
+// Unwrap returns the underlying failure.
+func (e *CorruptFileError) Unwrap() error { return e.Err }
+
+// Is reports whether target is events.ErrCorrupt.
+func (e *CorruptFileError) Is(target error) bool { return target == events.ErrCorrupt }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// manifestState returns the path, size and CRC-32C of dir's current
+// MANIFEST; path is "" if there is none (no store yet).
+func manifestState(fsys vfs.FS, dir string) (path string, size int64, sum uint32, err error) {
+	name, err := atomicfs.ReadMarker(fsys, dir, "manifest")
+	if err != nil || name == "" {
+		return "", 0, 0, err
+	}
+	path = fsys.PathJoin(dir, name)
+	f, err := fsys.Open(path)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	defer f.Close()
+	h := crc32.New(castagnoli)
+	size, err = io.Copy(h, f)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	return path, size, h.Sum32(), nil
+}
+
+// checkCloseRecord compares dir's MANIFEST with the record the last clean
+// Close left, if any, and reports whether there was one. It returns a
+// *CorruptFileError if they differ.
+func checkCloseRecord(fsys vfs.FS, dir string) (bool, error) {
+	recPath := fsys.PathJoin(dir, CloseRecordName)
+	f, err := fsys.Open(recPath)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	b, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return false, err
+	}
+	var rec closeRecord
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Manifest == "" {
+		return true, &CorruptFileError{Path: recPath, Err: fmt.Errorf("unreadable record of the last clean close (%q); delete it to open the store without that check", b)}
+	}
+	path, size, sum, err := manifestState(fsys, dir)
+	if err != nil {
+		return true, err
+	}
+	switch {
+	case path != fsys.PathJoin(dir, rec.Manifest):
+		return true, &CorruptFileError{Path: recPath, Err: fmt.Errorf("the last clean close left %s, the store's current MANIFEST is %q; "+
+			"if another program opened the store since, delete %s", rec.Manifest, path, CloseRecordName)}
+	case size != rec.Size || sum != rec.CRC32C:
+		return true, &CorruptFileError{Path: path, Err: fmt.Errorf("it is not what the last clean close left (%d bytes, CRC-32C %08x; now %d bytes, %08x): "+
+			"Pebble would drop the tables it lists after the damage", rec.Size, rec.CRC32C, size, sum)}
+	}
+	return true, nil
+}
+
+// writeCloseRecord records dir's MANIFEST in CloseRecordName, durably: a
+// temporary file, synced, renamed, and the folder synced.
+func writeCloseRecord(fsys vfs.FS, dir string) error {
+	path, size, sum, err := manifestState(fsys, dir)
+	if err != nil || path == "" {
+		return err
+	}
+	b, err := json.Marshal(closeRecord{Manifest: fsys.PathBase(path), Size: size, CRC32C: sum})
+	if err != nil {
+		return err
+	}
+	tmp := fsys.PathJoin(dir, CloseRecordName+".tmp")
+	f, err := fsys.Create(tmp, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Rename(tmp, fsys.PathJoin(dir, CloseRecordName))
+	}
+	if err != nil {
+		_ = fsys.Remove(tmp)
+		return err
+	}
+	return syncDir(fsys, dir)
+}
+
+// removeCloseRecord removes CloseRecordName durably, before a read-write
+// open lets Pebble change the MANIFEST.
+func removeCloseRecord(fsys vfs.FS, dir string) error {
+	if err := fsys.Remove(fsys.PathJoin(dir, CloseRecordName)); err != nil {
+		return err
+	}
+	return syncDir(fsys, dir)
+}
+
+func syncDir(fsys vfs.FS, dir string) error {
+	d, err := fsys.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

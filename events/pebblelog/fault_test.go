@@ -1,0 +1,681 @@
+package pebblelog_test
+
+// Storage faults: damaged tables, WALs and MANIFESTs, a full disk, a
+// read-only folder. Each either is reported as an error naming what it can
+// (the file; the session and seq when they can be known) or leaves the log
+// with nothing acknowledged lost: never a panic, never silently fewer
+// events.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/pebblelog"
+)
+
+// The sessions of a test store: done ended (its end recorded with its last
+// seq), live was still running when the process stopped.
+const (
+	doneEvents = 200
+	liveEvents = 120
+)
+
+// testLogger returns an hclog.Logger writing to t.Log.
+func testLogger(tb testing.TB) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: tb.Name(), Output: tbWriter{tb}, Level: hclog.Info})
+}
+
+type tbWriter struct{ tb testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.tb.Helper()
+	w.tb.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+// appendN appends events last+1 … last+n to session id in batches of 4.
+func appendN(tb testing.TB, l events.Log, id string, last uint64, n int) {
+	tb.Helper()
+	for i := 0; i < n; i += 4 {
+		mustAppend(tb, l, id, last+uint64(i), mkEvents(last+uint64(i)+1, min(4, n-i)))
+	}
+}
+
+// finish records the end of session id at seq last, as the driver does.
+func finish(tb testing.TB, l events.Log, id string, last uint64) {
+	tb.Helper()
+	m := meta(id)
+	m.Status, m.LastSeq = events.StatusFinished, last
+	if err := l.UpdateSession(context.Background(), m); err != nil {
+		tb.Fatalf("UpdateSession(%s, finished): %v", id, err)
+	}
+}
+
+// crashImage returns a crashable MemFS holding, in "db", what a crash of a
+// process that had written done (ended) and live (running) leaves; if
+// clean, the process closed the log first.
+func crashImage(tb testing.TB, clean bool) *vfs.MemFS {
+	tb.Helper()
+	fs := vfs.NewCrashableMem()
+	l := mustOpen(tb, "db", pebblelog.Options{FS: fs})
+	mustCreate(tb, l, meta("done"))
+	appendN(tb, l, "done", 0, doneEvents)
+	finish(tb, l, "done", doneEvents)
+	mustCreate(tb, l, meta("live"))
+	appendN(tb, l, "live", 0, liveEvents)
+	var img *vfs.MemFS
+	if !clean {
+		img = fs.CrashClone(vfs.CrashCloneCfg{})
+	}
+	if err := l.Close(); err != nil {
+		tb.Fatalf("Close: %v", err)
+	}
+	if clean {
+		img = fs.CrashClone(vfs.CrashCloneCfg{})
+	}
+	return img
+}
+
+// files returns the names of the files in fs's folder "db" ending in
+// suffix (or starting with it, for "MANIFEST").
+func files(tb testing.TB, fs vfs.FS, suffix string) []string {
+	tb.Helper()
+	names, err := fs.List("db")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		if strings.HasSuffix(n, suffix) || strings.HasPrefix(n, suffix) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func readFile(tb testing.TB, fs vfs.FS, path string) []byte {
+	tb.Helper()
+	f, err := fs.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// writeFile replaces the content of path, synced (so that it survives a
+// CrashClone).
+func writeFile(tb testing.TB, fs vfs.FS, path string, b []byte) {
+	tb.Helper()
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := f.Write(b); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// damage returns a copy of img in which fn changed file name of "db".
+func damage(tb testing.TB, img *vfs.MemFS, name string, fn func([]byte) []byte) *vfs.MemFS {
+	tb.Helper()
+	fs := img.CrashClone(vfs.CrashCloneCfg{})
+	path := fs.PathJoin("db", name)
+	writeFile(tb, fs, path, fn(bytes.Clone(readFile(tb, fs, path))))
+	return fs
+}
+
+func flipAt(off int) func([]byte) []byte {
+	return func(b []byte) []byte { b[off] ^= 0x10; return b }
+}
+
+// outcome opens the store on fs and reads every session: it returns the
+// Open error, or the number of events read of each session and the error
+// that stopped the read (or listing the sessions).
+type outcome struct {
+	open   error
+	list   error
+	n      map[string]int
+	err    map[string]error
+	status map[string]events.SessionMeta
+	last   map[string]uint64
+}
+
+func openAndRead(tb testing.TB, fs vfs.FS, ro bool) outcome {
+	tb.Helper()
+	o := outcome{n: map[string]int{}, err: map[string]error{}, status: map[string]events.SessionMeta{}, last: map[string]uint64{}}
+	l, err := pebblelog.Open("db", pebblelog.Options{FS: fs, ReadOnly: ro})
+	if err != nil {
+		o.open = err
+		return o
+	}
+	defer l.Close()
+	ctx := context.Background()
+	if _, err := l.Sessions(ctx); err != nil {
+		o.list = err
+	}
+	for _, id := range []string{"done", "live"} {
+		var prev uint64
+		err := l.Scan(ctx, id, 1, func(e *events.Event) error {
+			if e.Seq != prev+1 {
+				return fmt.Errorf("seq %d after %d", e.Seq, prev)
+			}
+			prev = e.Seq
+			o.n[id]++
+			return nil
+		})
+		o.err[id] = err
+		o.status[id], _ = l.Session(ctx, id)
+		o.last[id], _ = l.LastSeq(ctx, id)
+	}
+	return o
+}
+
+// wantCorruptOrAll fails unless session id was read whole (want events)
+// or its read stopped at a corruption error.
+func (o outcome) wantCorruptOrAll(tb testing.TB, what, id string, want int) {
+	tb.Helper()
+	switch err := o.err[id]; {
+	case err == nil && o.n[id] == want:
+	case err == nil:
+		tb.Fatalf("%s: session %s: read %d events and no error, want %d or an error", what, id, o.n[id], want)
+	case !errors.Is(err, events.ErrCorrupt):
+		tb.Fatalf("%s: session %s: read %d events, then %v; want an error wrapping ErrCorrupt", what, id, o.n[id], err)
+	}
+}
+
+// TestCorruptTable flips one byte at a time, at a spread of offsets, in
+// each table: every read stops at a corruption error naming the table (and
+// the session and seq, when it reads events), or reads everything.
+func TestCorruptTable(t *testing.T) {
+	img := crashImage(t, true)
+	ssts := files(t, img, ".sst")
+	if len(ssts) == 0 {
+		t.Fatal("no table after a clean close")
+	}
+	for _, name := range ssts {
+		size := len(readFile(t, img, img.PathJoin("db", name)))
+		step := max(1, size/97)
+		errs := 0
+		for off := 0; off < size; off += step {
+			fs := damage(t, img, name, flipAt(off))
+			for _, ro := range []bool{false, true} {
+				o := openAndRead(t, fs, ro)
+				what := fmt.Sprintf("%s byte %d flipped (read-only %v)", name, off, ro)
+				if o.open != nil || o.list != nil {
+					err := errors.Join(o.open, o.list)
+					if !errors.Is(err, events.ErrCorrupt) || !strings.Contains(err.Error(), strings.TrimSuffix(name, ".sst")) {
+						t.Fatalf("%s: got %v, want a corruption error naming %s", what, err, name)
+					}
+					errs++
+					continue
+				}
+				o.wantCorruptOrAll(t, what, "done", doneEvents)
+				o.wantCorruptOrAll(t, what, "live", liveEvents)
+				for id, err := range o.err {
+					if err == nil {
+						continue
+					}
+					errs++
+					var ce *events.CorruptError
+					if !errors.As(err, &ce) || ce.Session != id || ce.Seq != uint64(o.n[id])+1 {
+						t.Fatalf("%s: session %s: got %v after %d events, want a *events.CorruptError naming %s seq %d", what, id, err, o.n[id], id, o.n[id]+1)
+					}
+					if !strings.Contains(err.Error(), "file "+strings.TrimSuffix(name, ".sst")) {
+						t.Fatalf("%s: session %s: error %q does not name the table", what, id, err)
+					}
+				}
+			}
+		}
+		if errs == 0 {
+			t.Fatalf("%s: no flipped byte was reported", name)
+		}
+	}
+}
+
+// TestCorruptManifest flips each byte of the MANIFEST a clean close left:
+// Open refuses it (read-write and read-only), naming it, and changes
+// nothing. Pebble alone would read the MANIFEST up to the damage, take it
+// for a torn end, and drop (a read-write open: delete) the tables listed
+// after it.
+func TestCorruptManifest(t *testing.T) {
+	img := crashImage(t, true)
+	manifests := files(t, img, "MANIFEST-")
+	if len(manifests) != 1 {
+		t.Fatalf("MANIFESTs: got %q, want one", manifests)
+	}
+	name := manifests[0]
+	good := readFile(t, img, img.PathJoin("db", name))
+	for off := range good {
+		fs := damage(t, img, name, flipAt(off))
+		for _, ro := range []bool{false, true} {
+			o := openAndRead(t, fs, ro)
+			var cf *pebblelog.CorruptFileError
+			if !errors.As(o.open, &cf) || !strings.HasSuffix(cf.Path, name) || !errors.Is(o.open, events.ErrCorrupt) {
+				t.Fatalf("%s byte %d flipped (read-only %v): Open got %v (read %v), want a *CorruptFileError naming it", name, off, ro, o.open, o.n)
+			}
+		}
+		if len(files(t, fs, pebblelog.CloseRecordName)) != 1 || len(files(t, fs, ".sst")) == 0 {
+			t.Fatalf("%s byte %d flipped: a refused Open removed files", name, off)
+		}
+	}
+	// The undamaged store opens, and a read-write open removes the record
+	// (Pebble changes the MANIFEST from then on) until the next clean close.
+	fs := img.CrashClone(vfs.CrashCloneCfg{})
+	if o := openAndRead(t, fs, true); o.open != nil || o.n["done"] != doneEvents || o.n["live"] != liveEvents {
+		t.Fatalf("undamaged, read-only: %+v", o)
+	}
+	l := mustOpen(t, "db", pebblelog.Options{FS: fs})
+	if got := files(t, fs, pebblelog.CloseRecordName); len(got) != 0 {
+		t.Fatalf("record of the clean close while open read-write: %q, want none", got)
+	}
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, fs, pebblelog.CloseRecordName); len(got) != 1 {
+		t.Fatalf("record after a clean close: %q, want one", got)
+	}
+	if o := openAndRead(t, crashed, false); o.open != nil || o.n["done"] != doneEvents {
+		t.Fatalf("crash without a record of a clean close: %+v", o)
+	}
+	// A record that names another MANIFEST is refused too.
+	fs = img.CrashClone(vfs.CrashCloneCfg{})
+	writeFile(t, fs, fs.PathJoin("db", pebblelog.CloseRecordName), []byte(`{"manifest":"MANIFEST-000099","size":1,"crc32c":2}`))
+	var cf *pebblelog.CorruptFileError
+	if _, err := pebblelog.Open("db", pebblelog.Options{FS: fs}); !errors.As(err, &cf) || !strings.Contains(err.Error(), "MANIFEST-000099") {
+		t.Fatalf("stale record: Open got %v, want a *CorruptFileError", err)
+	}
+}
+
+// TestCorruptWAL damages the last WAL of a store: flipped bytes, and the
+// WAL cut short. The session that ended is whole every time: its events
+// and its end went to a table when it ended. The session still running at
+// the crash lives in the WAL alone; Pebble reads a WAL up to its first bad
+// record and takes that for a torn end, so it may come back shorter: a
+// gapless prefix, still running (the caller marks it interrupted), which
+// the Log cannot tell from a crash before those events were written.
+func TestCorruptWAL(t *testing.T) {
+	for _, clean := range []bool{false, true} {
+		img := crashImage(t, clean)
+		logs := files(t, img, ".log")
+		if len(logs) == 0 {
+			t.Fatal("no WAL")
+		}
+		name := logs[len(logs)-1] // the last WAL: the others hold only flushed data
+		good := readFile(t, img, img.PathJoin("db", name))
+		if !clean && len(good) == 0 {
+			t.Fatalf("the last WAL %s of a crash is empty", name)
+		}
+		step := max(1, len(good)/60)
+		shorter := 0
+		for off := 0; off < len(good); off += step {
+			for _, cut := range []bool{false, true} {
+				fn := flipAt(off)
+				if cut {
+					fn = func(b []byte) []byte { return b[:off] }
+				}
+				fs := damage(t, img, name, fn)
+				for _, ro := range []bool{true, false} {
+					what := fmt.Sprintf("clean %v, %s cut %v at %d/%d, read-only %v", clean, name, cut, off, len(good), ro)
+					o := openAndRead(t, fs, ro)
+					if o.open != nil {
+						if !errors.Is(o.open, events.ErrCorrupt) {
+							t.Fatalf("%s: Open: %v, want a corruption error", what, o.open)
+						}
+						continue
+					}
+					if o.err["done"] != nil || o.n["done"] != doneEvents || o.status["done"].Status != events.StatusFinished {
+						t.Fatalf("%s: the finished session: %d events, %v, %+v; want all %d", what, o.n["done"], o.err["done"], o.status["done"], doneEvents)
+					}
+					if err := events.CheckEnd(o.status["done"], o.last["done"]); err != nil {
+						t.Fatalf("%s: CheckEnd: %v", what, err)
+					}
+					if n := o.n["live"]; o.err["live"] != nil && !errors.Is(o.err["live"], events.ErrNoSession) || n > liveEvents {
+						t.Fatalf("%s: the running session: %d events, %v; want a prefix of %d", what, n, o.err["live"], liveEvents)
+					}
+					if clean && o.n["live"] != liveEvents {
+						t.Fatalf("%s: after a clean close the running session has %d events, want %d", what, o.n["live"], liveEvents)
+					}
+					if o.n["live"] < liveEvents {
+						shorter++
+					}
+				}
+			}
+		}
+		t.Logf("clean close %v: %d of the damaged WALs gave a shorter running session", clean, shorter)
+	}
+}
+
+// TestWALNotNeeded checks that a store whose WALs are all gone holds every
+// session that ended and, after a clean close, everything.
+func TestWALNotNeeded(t *testing.T) {
+	for _, clean := range []bool{false, true} {
+		fs := crashImage(t, clean)
+		for _, name := range files(t, fs, ".log") {
+			if err := fs.Remove(fs.PathJoin("db", name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o := openAndRead(t, fs, false)
+		if o.open != nil || o.err["done"] != nil || o.n["done"] != doneEvents {
+			t.Fatalf("clean %v, no WAL: the finished session: %+v", clean, o)
+		}
+		if clean && (o.err["live"] != nil || o.n["live"] != liveEvents) {
+			t.Fatalf("clean close, no WAL: the running session: %d events, %v; want %d", o.n["live"], o.err["live"], liveEvents)
+		}
+	}
+}
+
+// TestCheckEnd shows what the end marker is for: a finished session whose
+// last events are gone is reported as events lost.
+func TestCheckEnd(t *testing.T) {
+	ctx := context.Background()
+	l := mustOpen(t, "db", pebblelog.Options{FS: vfs.NewMem()})
+	defer l.Close()
+	mustCreate(t, l, meta("s1"))
+	appendN(t, l, "s1", 0, 40)
+	finish(t, l, "s1", 40)
+	m, err := l.Session(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := events.CheckEnd(m, 40); err != nil {
+		t.Fatalf("CheckEnd, whole: %v", err)
+	}
+	if err := l.DB().DeleteRange(pebblelog.EventKey("s1", 31), pebblelog.EventKey("s1", 41), nil); err != nil {
+		t.Fatal(err)
+	}
+	l.ForgetCache()
+	last, err := l.LastSeq(ctx, "s1")
+	if err != nil || last != 30 {
+		t.Fatalf("LastSeq after the loss: %d, %v; want 30", last, err)
+	}
+	err = events.CheckEnd(m, last)
+	if !errors.Is(err, events.ErrLost) || !strings.Contains(err.Error(), "10 events missing") {
+		t.Fatalf("CheckEnd after the loss: got %v, want ErrLost with 10 events missing", err)
+	}
+}
+
+// fullFS returns fs with every write and sync failing with ENOSPC while
+// full is set.
+func fullFS(fs vfs.FS, full *syncBool) vfs.FS {
+	return errorfs.Wrap(fs, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		switch op.Kind {
+		case errorfs.OpFileWrite, errorfs.OpFileWriteAt, errorfs.OpFileSync, errorfs.OpFileSyncData,
+			errorfs.OpFileSyncTo, errorfs.OpFilePreallocate, errorfs.OpFileFlush:
+			if full.Get() {
+				return fmt.Errorf("write %s: %w", op.Path, syscall.ENOSPC)
+			}
+		}
+		return nil
+	}))
+}
+
+// TestDiskFullInPebble fills the disk under Pebble (the Log's own reserve
+// turned off): the Append that meets it fails with an error that tells a
+// full disk, every operation after it fails, Close returns, and nothing
+// acknowledged is lost. Several sessions append at once.
+func TestDiskFullInPebble(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewCrashableMem()
+	var full syncBool
+	l := mustOpen(t, "db", pebblelog.Options{FS: fullFS(mem, &full), MinFreeSpace: -1, Logger: testLogger(t)})
+	const sessions = 6
+	acked := make([]uint64, sessions)
+	var wg sync.WaitGroup
+	errs := make([]error, sessions)
+	for s := range sessions {
+		id := fmt.Sprintf("s%d", s)
+		mustCreate(t, l, meta(id))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for last := uint64(0); ; last += 4 {
+				if last == 200 && s == 0 {
+					full.Set(true)
+				}
+				if err := l.Append(ctx, id, last, mkEvents(last+1, 4)); err != nil {
+					errs[s] = err
+					return
+				}
+				acked[s] = last + 4
+			}
+		}()
+	}
+	wg.Wait()
+	for s, err := range errs {
+		if !errors.Is(err, pebblelog.ErrFailed) || !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("session s%d: Append on a full disk: got %v, want ErrFailed and ENOSPC", s, err)
+		}
+	}
+	if _, err := l.Sessions(ctx); !errors.Is(err, pebblelog.ErrFailed) {
+		t.Fatalf("Sessions after the failure: got %v, want ErrFailed", err)
+	}
+	if err := l.Close(); !errors.Is(err, pebblelog.ErrFailed) {
+		t.Fatalf("Close after the failure: got %v, want ErrFailed", err)
+	}
+	full.Set(false)
+	l = mustOpen(t, "db", pebblelog.Options{FS: mem.CrashClone(vfs.CrashCloneCfg{})})
+	defer l.Close()
+	for s := range sessions {
+		id := fmt.Sprintf("s%d", s)
+		last, err := l.LastSeq(ctx, id)
+		if err != nil || last < acked[s] {
+			t.Fatalf("session %s after reopen: last seq %d, %v; acknowledged %d", id, last, err, acked[s])
+		}
+		if evs, err := readAll(l, id, 1); err != nil || uint64(len(evs)) != last {
+			t.Fatalf("session %s after reopen: read %d events, %v; want %d", id, len(evs), err, last)
+		}
+	}
+}
+
+// TestDiskFullReserve fills the disk as the Log sees it: Appends, new
+// sessions and checkpoints are refused with ENOSPC before Pebble meets a
+// full disk, the Log goes on, the session can be recorded interrupted, and
+// once space is freed Appends go on.
+func TestDiskFullReserve(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewMem()
+	mem.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 100 << 20, TotalBytes: 200 << 20})
+	l := mustOpen(t, "db", pebblelog.Options{FS: mem, MinFreeSpace: 1 << 20})
+	defer l.Close()
+	mustCreate(t, l, meta("s1"))
+	appendN(t, l, "s1", 0, 20)
+	mem.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 900 << 10, TotalBytes: 200 << 20})
+	// The Log looks at the free space again within 256 writes.
+	last := uint64(20)
+	var err error
+	for range 300 {
+		if err = l.Append(ctx, "s1", last, mkEvents(last+1, 1)); err != nil {
+			break
+		}
+		last++
+	}
+	if !errors.Is(err, syscall.ENOSPC) || errors.Is(err, pebblelog.ErrFailed) {
+		t.Fatalf("Append with 900 KiB free of a 1 MiB reserve: got %v, want ENOSPC (and not ErrFailed)", err)
+	}
+	if err := l.CreateSession(ctx, meta("s2")); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("CreateSession: got %v, want ENOSPC", err)
+	}
+	m := meta("s1")
+	m.Status, m.LastSeq = events.StatusInterrupted, last
+	if err := l.UpdateSession(ctx, m); err != nil {
+		t.Fatalf("UpdateSession(interrupted) with 900 KiB free: %v", err)
+	}
+	if evs, err := readAll(l, "s1", 1); err != nil || uint64(len(evs)) != last {
+		t.Fatalf("Read: %d events, %v; want %d", len(evs), err, last)
+	}
+	mem.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 100 << 10, TotalBytes: 200 << 20})
+	if err := l.UpdateSession(ctx, m); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("UpdateSession with 100 KiB free: got %v, want ENOSPC", err)
+	}
+	mem.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 100 << 20, TotalBytes: 200 << 20})
+	mustAppend(t, l, "s1", last, mkEvents(last+1, 1))
+	// A read-write Open of a folder whose WAL does not fit in the free
+	// space is refused at once (Pebble would spin on the flush); a
+	// read-only one is not.
+	fs := vfs.NewCrashableMem()
+	w := mustOpen(t, "db", pebblelog.Options{FS: fs, MinFreeSpace: -1})
+	mustCreate(t, w, meta("s1"))
+	appendN(t, w, "s1", 0, 40)
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{})
+	w.Close()
+	crashed.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 512 << 10, TotalBytes: 200 << 20})
+	if _, err := pebblelog.Open("db", pebblelog.Options{FS: crashed}); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("read-write Open with 512 KiB free: got %v, want ENOSPC", err)
+	}
+	r := mustOpen(t, "db", pebblelog.Options{FS: crashed, ReadOnly: true})
+	if evs, err := readAll(r, "s1", 1); err != nil || len(evs) != 40 {
+		t.Fatalf("read-only Open with 512 KiB free: %d events, %v", len(evs), err)
+	}
+	r.Close()
+}
+
+// TestLogger checks that Pebble's messages reach the Logger.
+func TestLogger(t *testing.T) {
+	var buf syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info})
+	l := mustOpen(t, "db", pebblelog.Options{FS: vfs.NewMem(), Logger: logger})
+	mustCreate(t, l, meta("s1"))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); !strings.Contains(got, "[INFO]  pebble: Found 0 WALs") {
+		t.Fatalf("logged %q, want Pebble's Info line about WALs", got)
+	}
+}
+
+type syncBool struct {
+	mu sync.Mutex
+	v  bool
+}
+
+func (b *syncBool) Set(v bool) { b.mu.Lock(); b.v = v; b.mu.Unlock() }
+func (b *syncBool) Get() bool  { b.mu.Lock(); defer b.mu.Unlock(); return b.v }
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// bigEvents returns mkEvents(from, n) with payloads of about 1 KiB.
+func bigEvents(from uint64, n int) []events.Event {
+	evs := mkEvents(from, n)
+	for i := range evs {
+		evs[i].Payload = fmt.Appendf(nil, `{"n":%d,"pad":%q}`, evs[i].Seq, strings.Repeat("x", 1000))
+	}
+	return evs
+}
+
+// TestDiskFullTmpfs fills a real disk, a small tmpfs (root only), with
+// sessions appending at once: with the Log's reserve, Appends are refused
+// and the sessions are recorded interrupted; without it, Pebble meets the
+// full disk and the Log fails. Either way nothing acknowledged is lost,
+// and a read-write Open of the full disk is refused at once.
+func TestDiskFullTmpfs(t *testing.T) {
+	ctx := context.Background()
+	for _, reserve := range []int64{0, -1} {
+		t.Run(fmt.Sprintf("MinFreeSpace=%d", reserve), func(t *testing.T) {
+			mnt := t.TempDir()
+			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", mnt).CombinedOutput(); err != nil {
+				t.Skipf("cannot mount a tmpfs (needs root): %v: %s", err, out)
+			}
+			t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+			dir := filepath.Join(mnt, "db")
+			l := mustOpen(t, dir, pebblelog.Options{MinFreeSpace: reserve, Logger: testLogger(t)})
+			const sessions = 4
+			acked := make([]uint64, sessions)
+			errs := make([]error, sessions)
+			var wg sync.WaitGroup
+			for s := range sessions {
+				id := fmt.Sprintf("s%d", s)
+				mustCreate(t, l, meta(id))
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for last := uint64(0); ; last += 20 {
+						if err := l.Append(ctx, id, last, bigEvents(last+1, 20)); err != nil {
+							errs[s] = err
+							m := meta(id)
+							m.Status, m.LastSeq = events.StatusInterrupted, last
+							if uerr := l.UpdateSession(ctx, m); reserve == 0 && uerr != nil {
+								errs[s] = fmt.Errorf("recording session %s interrupted: %w", id, uerr)
+							}
+							return
+						}
+						acked[s] = last + 20
+					}
+				}()
+			}
+			wg.Wait()
+			for s, err := range errs {
+				if !errors.Is(err, syscall.ENOSPC) || errors.Is(err, pebblelog.ErrFailed) != (reserve < 0) {
+					t.Fatalf("session s%d: got %v, want ENOSPC (and ErrFailed: %v)", s, err, reserve < 0)
+				}
+			}
+			if err := l.Close(); (err != nil) != (reserve < 0) {
+				t.Fatalf("Close: %v", err)
+			}
+			switch w, err := pebblelog.Open(dir, pebblelog.Options{}); {
+			case reserve < 0 && !errors.Is(err, syscall.ENOSPC):
+				t.Fatalf("read-write Open of the full disk: got %v, want ENOSPC", err)
+			case reserve == 0 && err != nil:
+				t.Fatalf("read-write Open of the disk the reserve kept from filling: %v", err)
+			case err == nil:
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := mustOpen(t, dir, pebblelog.Options{ReadOnly: true})
+			defer r.Close()
+			for s := range sessions {
+				id := fmt.Sprintf("s%d", s)
+				evs, err := readAll(r, id, 1)
+				if err != nil || uint64(len(evs)) < acked[s] {
+					t.Fatalf("session %s: read %d events, %v; acknowledged %d", id, len(evs), err, acked[s])
+				}
+				m, err := r.Session(ctx, id)
+				if reserve == 0 && (err != nil || m.Status != events.StatusInterrupted || m.LastSeq != acked[s]) {
+					t.Fatalf("session %s: metadata %+v, %v; want interrupted at %d", id, m, err, acked[s])
+				}
+			}
+		})
+	}
+}
