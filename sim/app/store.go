@@ -37,7 +37,33 @@ func OpenLog(dir string, ephemeral bool, logger hclog.Logger) (events.Log, error
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	l, err := pebblelog.Open(dir, pebblelog.Options{})
+	return openPebble(dir, false, logger)
+}
+
+// OpenRead opens the Pebble log in dir for reading only (the commands that
+// only read sessions: sessions, log, verify, replay, score, report, trace,
+// diff, export): it changes no byte of the store, works on a read-only
+// folder, and leaves a WAL left by a crash for the next writer to replay.
+// A session recorded running is reported as stored.
+func OpenRead(dir string, logger hclog.Logger) (events.Log, error) {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no data folder %s", dir)
+	}
+	return openPebble(dir, true, logger)
+}
+
+// openPebble opens the store in dir; a writer also records the sessions it
+// finds running as interrupted (see OpenLog).
+func openPebble(dir string, readOnly bool, logger hclog.Logger) (events.Log, error) {
+	l, err := pebblelog.Open(dir, pebblelog.Options{ReadOnly: readOnly, Logger: logger.Named("pebble")})
+	if err != nil && readOnly && strings.Contains(err.Error(), "database does not exist") {
+		// A folder with no store in it holds no sessions: reading it gives
+		// none, as a writer would have created an empty store.
+		return memlog.New(), nil
+	}
 	if err != nil {
 		if isLocked(err) {
 			if url := ReadBusURL(dir); url != "" {
@@ -46,6 +72,9 @@ func OpenLog(dir string, ephemeral bool, logger hclog.Logger) (events.Log, error
 			return nil, &InUseError{fmt.Sprintf("data folder %s is in use by another corpsim process", dir)}
 		}
 		return nil, err
+	}
+	if readOnly {
+		return l, nil
 	}
 	ctx := context.Background()
 	metas, err := l.Sessions(ctx)
@@ -72,19 +101,34 @@ func OpenLog(dir string, ephemeral bool, logger hclog.Logger) (events.Log, error
 // OpenExisting opens the log in data for a use that reads sessions:
 // unlike OpenLog it does not create a missing folder.
 func OpenExisting(data string, logger hclog.Logger) (events.Log, error) {
-	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no data folder %s", data)
-	}
-	return OpenLog(data, false, logger)
+	return OpenRead(data, logger)
 }
 
-// OpenSession opens the log in data and reads session id's metadata; the
-// caller closes the log.
+// OpenSession opens the log in data for reading only and reads session
+// id's metadata; the caller closes the log.
 func OpenSession(ctx context.Context, data, id string, logger hclog.Logger) (events.Log, events.SessionMeta, error) {
+	return openSession(ctx, data, id, true, logger)
+}
+
+// OpenSessionWrite is OpenSession for a use that writes (fork, reset).
+func OpenSessionWrite(ctx context.Context, data, id string, logger hclog.Logger) (events.Log, events.SessionMeta, error) {
+	return openSession(ctx, data, id, false, logger)
+}
+
+func openSession(ctx context.Context, data, id string, readOnly bool, logger hclog.Logger) (events.Log, events.SessionMeta, error) {
 	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
 		return nil, events.SessionMeta{}, fmt.Errorf("no session %s in %s (no such folder)", id, data)
 	}
-	log, err := OpenLog(data, false, logger)
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	var log events.Log
+	var err error
+	if readOnly {
+		log, err = openPebble(data, true, logger)
+	} else {
+		log, err = OpenLog(data, false, logger)
+	}
 	if err != nil {
 		return nil, events.SessionMeta{}, err
 	}

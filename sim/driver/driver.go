@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -220,8 +221,11 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 	log := d.logger.With("session", meta.ID)
 	subject := wire.EventsSubject(meta.ID)
 	fail := func(err error) (events.SessionMeta, error) {
+		// Stopped from outside, or by a full disk (the store refused a
+		// write; nothing acknowledged is lost and the session can be
+		// resumed once there is room): interrupted. Anything else: failed.
 		meta.Status = events.StatusInterrupted
-		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, syscall.ENOSPC) {
 			meta.Status = events.StatusFailed
 		}
 		meta.LastSeq = last

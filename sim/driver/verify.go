@@ -101,7 +101,15 @@ func verify(ctx context.Context, log events.Log, meta events.SessionMeta, r *Ver
 			problem("session metadata records state hash %s; replay gives %s", meta.StateHash, r.StateHash)
 		}
 	}
-	if last, err := log.LastSeq(ctx, meta.ID); err == nil && last != r.Events {
+	last, err := log.LastSeq(ctx, meta.ID)
+	if err == nil && last != r.Events {
 		problem("the log's last seq is %d but replay read %d events", last, r.Events)
+	}
+	if err == nil {
+		// The end marker: a session that ended records its last seq; a log
+		// that stops short of it lost events (a damaged WAL, a cut file).
+		if err := events.CheckEnd(meta, last); err != nil {
+			problem("%v", err)
+		}
 	}
 }

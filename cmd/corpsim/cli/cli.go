@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim/app"
 )
 
@@ -22,7 +23,7 @@ const (
 	ExitOK       = 0
 	ExitError    = 1 // the command failed
 	ExitUsage    = 2 // bad flags or arguments
-	ExitMismatch = 3 // replay found a different state hash
+	ExitMismatch = 3 // replay found a different state hash, or the store is damaged
 )
 
 // DefaultData is the data folder used when --data is not given.
@@ -96,6 +97,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if isUsage(err) {
 		return ExitUsage
+	}
+	if errors.Is(err, events.ErrCorrupt) || errors.Is(err, events.ErrLost) {
+		return ExitMismatch // a damaged store is a session that does not verify
 	}
 	return ExitError
 }

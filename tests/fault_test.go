@@ -1,0 +1,278 @@
+package tests
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// The fault suite: a store damaged on disk is reported (exit 3, naming what
+// can be named) or read with nothing acknowledged lost — never a panic and
+// never "ok" with fewer events than were stored. Each case runs the real
+// binary on a fresh data folder holding one finished session.
+
+// faultRun runs the binary and returns its output and exit code.
+func faultRun(tb testing.TB, args ...string) (string, int) {
+	tb.Helper()
+	cmd := exec.Command(corpsimBinary(tb), args...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		tb.Fatalf("corpsim %v: %v", args, err)
+	}
+	if strings.Contains(string(out), "panic:") || strings.Contains(string(out), "goroutine ") {
+		tb.Fatalf("corpsim %v panicked (exit %d):\n%s", args, code, out)
+	}
+	return string(out), code
+}
+
+// faultSession runs startup seed 7 into a new data folder and returns the
+// folder, the session and its event count.
+func faultSession(tb testing.TB) (string, string, int) {
+	tb.Helper()
+	data := filepath.Join(tb.TempDir(), "data")
+	out, code := faultRun(tb, "run", "--seed", "7", "--data", data, "--json")
+	if code != 0 {
+		tb.Fatalf("run exited %d:\n%s", code, out)
+	}
+	var res struct {
+		Session string `json:"session"`
+		Events  int    `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &res); err != nil {
+		tb.Fatalf("run --json: %v\n%s", err, out)
+	}
+	return data, res.Session, res.Events
+}
+
+// filesOf lists the files of the store matching glob, largest first.
+func filesOf(tb testing.TB, data, glob string) []string {
+	tb.Helper()
+	m, err := filepath.Glob(filepath.Join(data, glob))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sort.Slice(m, func(i, j int) bool {
+		a, _ := os.Stat(m[i])
+		b, _ := os.Stat(m[j])
+		return a.Size() > b.Size()
+	})
+	return m
+}
+
+func flipByte(tb testing.TB, path string, at float64) {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		tb.Fatalf("%s: %v (%d bytes)", path, err, len(b))
+	}
+	i := int(float64(len(b)) * at)
+	b[i] ^= 0x5a
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// mustReportOrKeepAll: verify either reports the damage (exit 3) or says ok
+// with every event stored.
+func mustReportOrKeepAll(t *testing.T, data, session string, events int, what string) {
+	t.Helper()
+	out, code := faultRun(t, "verify", session, "--data", data, "--json")
+	switch code {
+	case 3:
+		t.Logf("%s: reported (exit 3): %s", what, strings.TrimSpace(out))
+	case 0:
+		var rep struct {
+			OK     bool `json:"ok"`
+			Events int  `json:"events"`
+		}
+		if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &rep); err != nil {
+			t.Fatalf("%s: verify --json: %v\n%s", what, err, out)
+		}
+		if !rep.OK || rep.Events != events {
+			t.Fatalf("%s: verify says ok=%v with %d events, but %d were stored", what, rep.OK, rep.Events, events)
+		}
+		t.Logf("%s: read whole (%d events)", what, rep.Events)
+	default:
+		t.Fatalf("%s: verify exited %d, want 3 (reported) or 0 with every event:\n%s", what, code, out)
+	}
+	if code == 3 && !strings.Contains(out, data) && !strings.Contains(out, session) {
+		t.Errorf("%s: the report names neither the store nor the session:\n%s", what, out)
+	}
+}
+
+func TestFaultCorruptStore(t *testing.T) {
+	t.Run("a byte of an sstable", func(t *testing.T) {
+		data, s, n := faultSession(t)
+		ssts := filesOf(t, data, "*.sst")
+		if len(ssts) == 0 {
+			t.Fatal("a finished session left no sstable: a clean close must flush")
+		}
+		flipByte(t, ssts[0], 0.4)
+		out, code := faultRun(t, "verify", s, "--data", data)
+		if code != 3 {
+			t.Fatalf("verify of a flipped sstable byte exited %d, want 3:\n%s", code, out)
+		}
+		if !strings.Contains(out, s) {
+			t.Errorf("the report does not name the session:\n%s", out)
+		}
+		mustReportOrKeepAll(t, data, s, n, "sst flip")
+		// The other read-only commands report too, never panic.
+		for _, cmd := range [][]string{{"replay", s}, {"score", s}, {"sessions"}} {
+			faultRun(t, append(cmd, "--data", data)...)
+		}
+	})
+	t.Run("a byte of the last WAL", func(t *testing.T) {
+		data, s, n := faultSession(t)
+		wals := filesOf(t, data, "*.log")
+		if len(wals) == 0 {
+			t.Skip("no WAL left")
+		}
+		if st, _ := os.Stat(wals[0]); st.Size() > 0 {
+			flipByte(t, wals[0], 0.5)
+		}
+		mustReportOrKeepAll(t, data, s, n, "WAL flip")
+	})
+	t.Run("the WAL cut to a tenth", func(t *testing.T) {
+		data, s, n := faultSession(t)
+		for _, w := range filesOf(t, data, "*.log") {
+			st, _ := os.Stat(w)
+			if err := os.Truncate(w, st.Size()/10); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustReportOrKeepAll(t, data, s, n, "WAL cut")
+	})
+	t.Run("a byte of the MANIFEST", func(t *testing.T) {
+		data, s, n := faultSession(t)
+		m := filesOf(t, data, "MANIFEST-*")
+		if len(m) == 0 {
+			t.Fatal("no MANIFEST")
+		}
+		flipByte(t, m[0], 0.5)
+		mustReportOrKeepAll(t, data, s, n, "MANIFEST flip")
+	})
+	t.Run("events lost after the end marker", func(t *testing.T) {
+		data, s, n := faultSession(t)
+		// Delete the last ten events behind the log's back, as a lost WAL
+		// tail would have; the session's metadata still records its end.
+		db, err := pebble.Open(data, &pebble.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := func(seq int) []byte {
+			k := append([]byte("e/"+s+"/"), make([]byte, 8)...)
+			binary.BigEndian.PutUint64(k[len(k)-8:], uint64(seq))
+			return k
+		}
+		if err := db.DeleteRange(key(n-9), key(n+1), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// pebblelog notices that another program opened the store since its
+		// last clean close, and says to delete this file if that is known.
+		if err := os.Remove(filepath.Join(data, "pebblelog-close.json")); err != nil {
+			t.Fatal(err)
+		}
+		out, code := faultRun(t, "verify", s, "--data", data)
+		if code != 3 || !strings.Contains(out, "10 events missing") {
+			t.Fatalf("verify after losing 10 events exited %d, want 3 naming them:\n%s", code, out)
+		}
+	})
+}
+
+// TestFaultReadOnlyFolder: the commands that only read work on a folder
+// mounted read-only, and change nothing in a writable one.
+func TestFaultReadOnlyFolder(t *testing.T) {
+	data, s, _ := faultSession(t)
+	before := snapshotDir(t, data)
+	for _, cmd := range [][]string{{"sessions"}, {"log", s}, {"verify", s}, {"replay", s}, {"score", s}, {"trace", s, "--goal", "mvp"}} {
+		if out, code := faultRun(t, append(cmd, "--data", data)...); code != 0 {
+			t.Fatalf("%v exited %d:\n%s", cmd, code, out)
+		}
+	}
+	if after := snapshotDir(t, data); after != before {
+		t.Fatalf("read-only commands changed the store:\nbefore %s\nafter  %s", before, after)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a read-only folder needs root")
+	}
+	ro := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(ro, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount(data, ro, "", syscall.MS_BIND, ""); err != nil {
+		t.Skipf("bind mount: %v", err)
+	}
+	defer syscall.Unmount(ro, 0)
+	if err := syscall.Mount(data, ro, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		t.Skipf("read-only remount: %v", err)
+	}
+	for _, cmd := range [][]string{{"sessions"}, {"verify", s}, {"replay", s}, {"score", s}} {
+		if out, code := faultRun(t, append(cmd, "--data", ro)...); code != 0 {
+			t.Errorf("%v on a read-only folder exited %d:\n%s", cmd, code, out)
+		}
+	}
+}
+
+// snapshotDir is the names, sizes and modification times of dir's files.
+func snapshotDir(tb testing.TB, dir string) string {
+	tb.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s:%d:%s ", e.Name(), info.Size(), info.ModTime())
+	}
+	return b.String()
+}
+
+// TestFaultDiskFull: a run on a full disk fails cleanly — an error, not a
+// panic — and the session is recorded interrupted with what was stored.
+func TestFaultDiskFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	dir := filepath.Join(t.TempDir(), "small")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=20m"); err != nil {
+		t.Skipf("tmpfs: %v", err)
+	}
+	defer syscall.Unmount(dir, 0)
+	data := filepath.Join(dir, "data")
+	runOut, code := faultRun(t, "run", "--world", "portfolio", "--seed", "1", "--data", data, "--checkpoint-every", "200")
+	if code == 0 {
+		t.Skipf("the run fit in 20 MiB:\n%s", runOut)
+	}
+	if !strings.Contains(runOut, "space") {
+		t.Errorf("the run on a full disk exited %d without saying so:\n%s", code, runOut)
+	}
+	out, code := faultRun(t, "sessions", "--data", data, "--json")
+	if code != 0 {
+		t.Fatalf("sessions on the full disk exited %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, `"status":"interrupted"`) {
+		t.Errorf("the session is not recorded interrupted:\n%s\nthe run said:\n%s", out, runOut)
+	}
+}
