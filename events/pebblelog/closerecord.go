@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/atomicfs"
 
@@ -53,6 +54,42 @@ func (e *CorruptFileError) Unwrap() error { return e.Err }
 
 // Is reports whether target is events.ErrCorrupt.
 func (e *CorruptFileError) Is(target error) bool { return target == events.ErrCorrupt }
+
+// pebbleCorruption is a corruption error of Pebble's, printed with the
+// path of the damaged file (Pebble's own message names its number only,
+// and carries the rest as a detail that prints as a line of its own).
+type pebbleCorruption struct {
+	err    error
+	info   *pebble.DataCorruptionInfo
+	noPath bool // the path is printed by the error that wraps it
+}
+
+func (e *pebbleCorruption) Error() string {
+	if e.noPath {
+		return fmt.Sprint(e.info.Details)
+	}
+	return fmt.Sprintf("%v (in %s)", e.info.Details, e.info.Path)
+}
+
+func (e *pebbleCorruption) Unwrap() error { return e.err }
+
+// namedCorruption returns err, a corruption error of Pebble's, so that it
+// prints the path of the damaged file when Pebble gave it.
+func namedCorruption(err error) error {
+	if info := pebble.ExtractDataCorruptionInfo(err); info != nil && info.Details != nil {
+		return &pebbleCorruption{err: err, info: info}
+	}
+	return err
+}
+
+// corruptFile returns err, a corruption error of Pebble's, as a
+// *CorruptFileError naming the damaged file when Pebble gave it.
+func corruptFile(err error) *CorruptFileError {
+	if info := pebble.ExtractDataCorruptionInfo(err); info != nil && info.Details != nil {
+		return &CorruptFileError{Path: info.Path, Err: &pebbleCorruption{err: err, info: info, noPath: true}}
+	}
+	return &CorruptFileError{Err: err}
+}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
