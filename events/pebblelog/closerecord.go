@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/atomicfs"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/events"
 )
@@ -24,7 +25,9 @@ import (
 // read-write open even deletes them). With the record, Open tells a damaged
 // MANIFEST from a torn one: it refuses one that differs from what the last
 // clean close left. A read-write Open removes the record before Pebble
-// writes anything; a read-only Open leaves it.
+// writes anything; a read-only Open leaves it. A record made stale by
+// another program opening the store read-write (a new MANIFEST, or edits
+// appended to the one recorded) is logged and ignored.
 const CloseRecordName = "pebblelog-close.json"
 
 // closeRecord is the content of CloseRecordName.
@@ -94,30 +97,40 @@ func corruptFile(err error) *CorruptFileError {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // manifestState returns the path, size and CRC-32C of dir's current
-// MANIFEST; path is "" if there is none (no store yet).
-func manifestState(fsys vfs.FS, dir string) (path string, size int64, sum uint32, err error) {
+// MANIFEST, and the CRC-32C of its first prefix bytes (of all of them if
+// it is shorter); path is "" if there is none (no store yet).
+func manifestState(fsys vfs.FS, dir string, prefix int64) (path string, size int64, sum, prefixSum uint32, err error) {
 	name, err := atomicfs.ReadMarker(fsys, dir, "manifest")
 	if err != nil || name == "" {
-		return "", 0, 0, err
+		return "", 0, 0, 0, err
 	}
 	path = fsys.PathJoin(dir, name)
 	f, err := fsys.Open(path)
 	if err != nil {
-		return "", 0, 0, err
+		return "", 0, 0, 0, err
 	}
 	defer f.Close()
 	h := crc32.New(castagnoli)
-	size, err = io.Copy(h, f)
+	n, err := io.Copy(h, io.LimitReader(f, prefix))
 	if err != nil {
-		return "", 0, 0, err
+		return "", 0, 0, 0, err
 	}
-	return path, size, h.Sum32(), nil
+	prefixSum = h.Sum32()
+	rest, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, 0, 0, err
+	}
+	return path, n + rest, h.Sum32(), prefixSum, nil
 }
 
 // checkCloseRecord compares dir's MANIFEST with the record the last clean
 // Close left, if any, and reports whether there was one. It returns a
-// *CorruptFileError if they differ.
-func checkCloseRecord(fsys vfs.FS, dir string) (bool, error) {
+// *CorruptFileError if the MANIFEST the record names is damaged: shorter,
+// or different within what the record covers. A record that another
+// program made stale (Pebble itself, an older corpsim, opening the store
+// read-write: a new MANIFEST, or edits appended to the same one) is
+// logged and ignored.
+func checkCloseRecord(fsys vfs.FS, dir string, log hclog.Logger) (bool, error) {
 	recPath := fsys.PathJoin(dir, CloseRecordName)
 	f, err := fsys.Open(recPath)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
@@ -135,25 +148,31 @@ func checkCloseRecord(fsys vfs.FS, dir string) (bool, error) {
 	if err := json.Unmarshal(b, &rec); err != nil || rec.Manifest == "" {
 		return true, &CorruptFileError{Path: recPath, Err: fmt.Errorf("unreadable record of the last clean close (%q); delete it to open the store without that check", b)}
 	}
-	path, size, sum, err := manifestState(fsys, dir)
+	path, size, sum, prefixSum, err := manifestState(fsys, dir, rec.Size)
 	if err != nil {
 		return true, err
 	}
+	stale := func(why string) (bool, error) {
+		log.Warn("the record of the last clean close is stale: the store was opened read-write by another program since; MANIFEST not checked",
+			"record", recPath, "why", why)
+		return true, nil
+	}
 	switch {
 	case path != fsys.PathJoin(dir, rec.Manifest):
-		return true, &CorruptFileError{Path: recPath, Err: fmt.Errorf("the last clean close left %s, the store's current MANIFEST is %q; "+
-			"if another program opened the store since, delete %s", rec.Manifest, path, CloseRecordName)}
-	case size != rec.Size || sum != rec.CRC32C:
-		return true, &CorruptFileError{Path: path, Err: fmt.Errorf("it is not what the last clean close left (%d bytes, CRC-32C %08x; now %d bytes, %08x): "+
-			"Pebble would drop the tables it lists after the damage", rec.Size, rec.CRC32C, size, sum)}
+		return stale(fmt.Sprintf("it names %s, the current MANIFEST is %s", rec.Manifest, path))
+	case size == rec.Size && sum == rec.CRC32C:
+		return true, nil
+	case size > rec.Size && prefixSum == rec.CRC32C:
+		return stale(fmt.Sprintf("%s grew from %d to %d bytes", path, rec.Size, size))
 	}
-	return true, nil
+	return true, &CorruptFileError{Path: path, Err: fmt.Errorf("it is not what the last clean close left (%d bytes, CRC-32C %08x; now %d bytes, %08x over the first %d): "+
+		"Pebble would drop the tables it lists after the damage", rec.Size, rec.CRC32C, size, prefixSum, min(size, rec.Size))}
 }
 
 // writeCloseRecord records dir's MANIFEST in CloseRecordName, durably: a
 // temporary file, synced, renamed, and the folder synced.
 func writeCloseRecord(fsys vfs.FS, dir string) error {
-	path, size, sum, err := manifestState(fsys, dir)
+	path, size, sum, _, err := manifestState(fsys, dir, 0)
 	if err != nil || path == "" {
 		return err
 	}

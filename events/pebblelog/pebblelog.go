@@ -219,7 +219,7 @@ func (l *Log) open(cacheSize int64) (err error) {
 			_ = l.lock.Close()
 		}
 	}()
-	recorded, err := checkCloseRecord(l.fs, l.dir)
+	recorded, err := checkCloseRecord(l.fs, l.dir, l.sink.log)
 	if err != nil {
 		return err
 	}
