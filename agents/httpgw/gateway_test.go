@@ -851,7 +851,15 @@ func TestCloseEndsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(gw.Handler())
+	// polls tells when each long poll has reached the gateway.
+	polls := make(chan struct{}, 2)
+	h := gw.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("wait") == "60s" {
+			polls <- struct{}{}
+		}
+		h.ServeHTTP(w, r)
+	}))
 	s2 := &stack{base: srv.URL, operator: s.operator}
 	reply := s2.create(t, wire.CreateRequest{World: "startup", Seed: 7, Agents: "remote", Wait: true})
 	results := make(chan int, 2)
@@ -863,7 +871,8 @@ func TestCloseEndsEverything(t *testing.T) {
 		code, _, _ := s2.try(context.Background(), "POST", "/v1/sessions/"+reply.Session+"/step?wait=60s", s.operator, nil)
 		results <- code
 	}()
-	time.Sleep(200 * time.Millisecond)
+	<-polls
+	<-polls
 	start := time.Now()
 	gw.Close()
 	for range 2 {

@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/atomicfs"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/events"
 )
@@ -23,7 +25,9 @@ import (
 // read-write open even deletes them). With the record, Open tells a damaged
 // MANIFEST from a torn one: it refuses one that differs from what the last
 // clean close left. A read-write Open removes the record before Pebble
-// writes anything; a read-only Open leaves it.
+// writes anything; a read-only Open leaves it. A record made stale by
+// another program opening the store read-write (a new MANIFEST, or edits
+// appended to the one recorded) is logged and ignored.
 const CloseRecordName = "pebblelog-close.json"
 
 // closeRecord is the content of CloseRecordName.
@@ -54,33 +58,79 @@ func (e *CorruptFileError) Unwrap() error { return e.Err }
 // Is reports whether target is events.ErrCorrupt.
 func (e *CorruptFileError) Is(target error) bool { return target == events.ErrCorrupt }
 
+// pebbleCorruption is a corruption error of Pebble's, printed with the
+// path of the damaged file (Pebble's own message names its number only,
+// and carries the rest as a detail that prints as a line of its own).
+type pebbleCorruption struct {
+	err    error
+	info   *pebble.DataCorruptionInfo
+	noPath bool // the path is printed by the error that wraps it
+}
+
+func (e *pebbleCorruption) Error() string {
+	if e.noPath {
+		return fmt.Sprint(e.info.Details)
+	}
+	return fmt.Sprintf("%v (in %s)", e.info.Details, e.info.Path)
+}
+
+func (e *pebbleCorruption) Unwrap() error { return e.err }
+
+// namedCorruption returns err, a corruption error of Pebble's, so that it
+// prints the path of the damaged file when Pebble gave it.
+func namedCorruption(err error) error {
+	if info := pebble.ExtractDataCorruptionInfo(err); info != nil && info.Details != nil {
+		return &pebbleCorruption{err: err, info: info}
+	}
+	return err
+}
+
+// corruptFile returns err, a corruption error of Pebble's, as a
+// *CorruptFileError naming the damaged file when Pebble gave it.
+func corruptFile(err error) *CorruptFileError {
+	if info := pebble.ExtractDataCorruptionInfo(err); info != nil && info.Details != nil {
+		return &CorruptFileError{Path: info.Path, Err: &pebbleCorruption{err: err, info: info, noPath: true}}
+	}
+	return &CorruptFileError{Err: err}
+}
+
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // manifestState returns the path, size and CRC-32C of dir's current
-// MANIFEST; path is "" if there is none (no store yet).
-func manifestState(fsys vfs.FS, dir string) (path string, size int64, sum uint32, err error) {
+// MANIFEST, and the CRC-32C of its first prefix bytes (of all of them if
+// it is shorter); path is "" if there is none (no store yet).
+func manifestState(fsys vfs.FS, dir string, prefix int64) (path string, size int64, sum, prefixSum uint32, err error) {
 	name, err := atomicfs.ReadMarker(fsys, dir, "manifest")
 	if err != nil || name == "" {
-		return "", 0, 0, err
+		return "", 0, 0, 0, err
 	}
 	path = fsys.PathJoin(dir, name)
 	f, err := fsys.Open(path)
 	if err != nil {
-		return "", 0, 0, err
+		return "", 0, 0, 0, err
 	}
 	defer f.Close()
 	h := crc32.New(castagnoli)
-	size, err = io.Copy(h, f)
+	n, err := io.Copy(h, io.LimitReader(f, prefix))
 	if err != nil {
-		return "", 0, 0, err
+		return "", 0, 0, 0, err
 	}
-	return path, size, h.Sum32(), nil
+	prefixSum = h.Sum32()
+	rest, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, 0, 0, err
+	}
+	return path, n + rest, h.Sum32(), prefixSum, nil
 }
 
 // checkCloseRecord compares dir's MANIFEST with the record the last clean
 // Close left, if any, and reports whether there was one. It returns a
-// *CorruptFileError if they differ.
-func checkCloseRecord(fsys vfs.FS, dir string) (bool, error) {
+// *CorruptFileError if the MANIFEST the record names is damaged: shorter,
+// or different within what the record covers. A record that another
+// program made stale (Pebble itself, an older corpsim, opening the store
+// read-write: a new MANIFEST, or edits appended to the same one) is
+// logged and ignored.
+func checkCloseRecord(fsys vfs.FS, dir string, log hclog.Logger) (bool, error) {
 	recPath := fsys.PathJoin(dir, CloseRecordName)
 	f, err := fsys.Open(recPath)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
@@ -98,25 +148,31 @@ func checkCloseRecord(fsys vfs.FS, dir string) (bool, error) {
 	if err := json.Unmarshal(b, &rec); err != nil || rec.Manifest == "" {
 		return true, &CorruptFileError{Path: recPath, Err: fmt.Errorf("unreadable record of the last clean close (%q); delete it to open the store without that check", b)}
 	}
-	path, size, sum, err := manifestState(fsys, dir)
+	path, size, sum, prefixSum, err := manifestState(fsys, dir, rec.Size)
 	if err != nil {
 		return true, err
 	}
+	stale := func(why string) (bool, error) {
+		log.Warn("the record of the last clean close is stale: the store was opened read-write by another program since; MANIFEST not checked",
+			"record", recPath, "why", why)
+		return true, nil
+	}
 	switch {
 	case path != fsys.PathJoin(dir, rec.Manifest):
-		return true, &CorruptFileError{Path: recPath, Err: fmt.Errorf("the last clean close left %s, the store's current MANIFEST is %q; "+
-			"if another program opened the store since, delete %s", rec.Manifest, path, CloseRecordName)}
-	case size != rec.Size || sum != rec.CRC32C:
-		return true, &CorruptFileError{Path: path, Err: fmt.Errorf("it is not what the last clean close left (%d bytes, CRC-32C %08x; now %d bytes, %08x): "+
-			"Pebble would drop the tables it lists after the damage", rec.Size, rec.CRC32C, size, sum)}
+		return stale(fmt.Sprintf("it names %s, the current MANIFEST is %s", rec.Manifest, path))
+	case size == rec.Size && sum == rec.CRC32C:
+		return true, nil
+	case size > rec.Size && prefixSum == rec.CRC32C:
+		return stale(fmt.Sprintf("%s grew from %d to %d bytes", path, rec.Size, size))
 	}
-	return true, nil
+	return true, &CorruptFileError{Path: path, Err: fmt.Errorf("it is not what the last clean close left (%d bytes, CRC-32C %08x; now %d bytes, %08x over the first %d): "+
+		"Pebble would drop the tables it lists after the damage", rec.Size, rec.CRC32C, size, prefixSum, min(size, rec.Size))}
 }
 
 // writeCloseRecord records dir's MANIFEST in CloseRecordName, durably: a
 // temporary file, synced, renamed, and the folder synced.
 func writeCloseRecord(fsys vfs.FS, dir string) error {
-	path, size, sum, err := manifestState(fsys, dir)
+	path, size, sum, _, err := manifestState(fsys, dir, 0)
 	if err != nil || path == "" {
 		return err
 	}

@@ -14,11 +14,13 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/hashicorp/go-hclog"
@@ -90,8 +92,8 @@ func crashImage(tb testing.TB, clean bool) *vfs.MemFS {
 	return img
 }
 
-// files returns the names of the files in fs's folder "db" ending in
-// suffix (or starting with it, for "MANIFEST").
+// files returns the names, sorted, of the files in fs's folder "db" ending
+// in suffix (or starting with it, for "MANIFEST").
 func files(tb testing.TB, fs vfs.FS, suffix string) []string {
 	tb.Helper()
 	names, err := fs.List("db")
@@ -104,6 +106,7 @@ func files(tb testing.TB, fs vfs.FS, suffix string) []string {
 			out = append(out, n)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 
@@ -228,7 +231,7 @@ func TestCorruptTable(t *testing.T) {
 				what := fmt.Sprintf("%s byte %d flipped (read-only %v)", name, off, ro)
 				if o.open != nil || o.list != nil {
 					err := errors.Join(o.open, o.list)
-					if !errors.Is(err, events.ErrCorrupt) || !strings.Contains(err.Error(), strings.TrimSuffix(name, ".sst")) {
+					if !errors.Is(err, events.ErrCorrupt) || !strings.Contains(err.Error(), name) {
 						t.Fatalf("%s: got %v, want a corruption error naming %s", what, err, name)
 					}
 					errs++
@@ -245,8 +248,8 @@ func TestCorruptTable(t *testing.T) {
 					if !errors.As(err, &ce) || ce.Session != id || ce.Seq != uint64(o.n[id])+1 {
 						t.Fatalf("%s: session %s: got %v after %d events, want a *events.CorruptError naming %s seq %d", what, id, err, o.n[id], id, o.n[id]+1)
 					}
-					if !strings.Contains(err.Error(), "file "+strings.TrimSuffix(name, ".sst")) {
-						t.Fatalf("%s: session %s: error %q does not name the table", what, id, err)
+					if !strings.Contains(err.Error(), "/"+name+")") || strings.Contains(err.Error(), "\n") {
+						t.Fatalf("%s: session %s: error %q does not name the table's file on one line", what, id, err)
 					}
 				}
 			}
@@ -303,12 +306,36 @@ func TestCorruptManifest(t *testing.T) {
 	if o := openAndRead(t, crashed, false); o.open != nil || o.n["done"] != doneEvents {
 		t.Fatalf("crash without a record of a clean close: %+v", o)
 	}
-	// A record that names another MANIFEST is refused too.
+	// A MANIFEST cut short is refused too.
+	var cf *pebblelog.CorruptFileError
+	fs = damage(t, img, name, func(b []byte) []byte { return b[:len(b)-3] })
+	if o := openAndRead(t, fs, true); !errors.As(o.open, &cf) {
+		t.Fatalf("%s cut short: Open got %v, want a *CorruptFileError", name, o.open)
+	}
+	// A record that another program made stale, opening the store
+	// read-write, is ignored: Pebble itself (which appends to the MANIFEST
+	// or starts a new one), and a record that names another MANIFEST.
+	fs = img.CrashClone(vfs.CrashCloneCfg{})
+	db, err := pebble.Open("db", &pebble.Options{FS: fs, Logger: quiet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("x"), nil, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if o := openAndRead(t, fs, false); o.open != nil || o.n["done"] != doneEvents || o.n["live"] != liveEvents {
+		t.Fatalf("after a read-write open by Pebble itself: %+v", o)
+	}
 	fs = img.CrashClone(vfs.CrashCloneCfg{})
 	writeFile(t, fs, fs.PathJoin("db", pebblelog.CloseRecordName), []byte(`{"manifest":"MANIFEST-000099","size":1,"crc32c":2}`))
-	var cf *pebblelog.CorruptFileError
-	if _, err := pebblelog.Open("db", pebblelog.Options{FS: fs}); !errors.As(err, &cf) || !strings.Contains(err.Error(), "MANIFEST-000099") {
-		t.Fatalf("stale record: Open got %v, want a *CorruptFileError", err)
+	if o := openAndRead(t, fs, true); o.open != nil || o.n["done"] != doneEvents {
+		t.Fatalf("a record naming another MANIFEST: %+v", o)
 	}
 }
 
@@ -326,7 +353,7 @@ func TestCorruptWAL(t *testing.T) {
 		if len(logs) == 0 {
 			t.Fatal("no WAL")
 		}
-		name := logs[len(logs)-1] // the last WAL: the others hold only flushed data
+		name := logs[len(logs)-1] // the last WAL (by number): the others hold only flushed data
 		good := readFile(t, img, img.PathJoin("db", name))
 		if !clean && len(good) == 0 {
 			t.Fatalf("the last WAL %s of a crash is empty", name)
@@ -368,6 +395,9 @@ func TestCorruptWAL(t *testing.T) {
 			}
 		}
 		t.Logf("clean close %v: %d of the damaged WALs gave a shorter running session", clean, shorter)
+		if !clean && shorter == 0 {
+			t.Fatalf("no damage to %s reached the running session: is it the WAL that holds it?", name)
+		}
 	}
 }
 

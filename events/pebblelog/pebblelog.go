@@ -219,7 +219,7 @@ func (l *Log) open(cacheSize int64) (err error) {
 			_ = l.lock.Close()
 		}
 	}()
-	recorded, err := checkCloseRecord(l.fs, l.dir)
+	recorded, err := checkCloseRecord(l.fs, l.dir, l.sink.log)
 	if err != nil {
 		return err
 	}
@@ -236,7 +236,7 @@ func (l *Log) open(cacheSize int64) (err error) {
 	l.db, err = pebble.Open(l.dir, po)
 	if err != nil {
 		if pebble.IsCorruptionError(err) {
-			return &CorruptFileError{Err: err}
+			return corruptFile(err)
 		}
 		return err
 	}
@@ -249,10 +249,11 @@ func (l *Log) open(cacheSize int64) (err error) {
 
 // storageErr wraps an error from Pebble reading event seq of session id (seq
 // 0: its metadata). Pebble's own corruption errors (failed block checksums)
-// become a *events.CorruptError, like corruption found by the codec.
+// become a *events.CorruptError, like corruption found by the codec, that
+// names the damaged file.
 func storageErr(id string, seq uint64, err error) error {
 	if pebble.IsCorruptionError(err) {
-		return &events.CorruptError{Session: id, Seq: seq, Err: err}
+		return &events.CorruptError{Session: id, Seq: seq, Err: namedCorruption(err)}
 	}
 	if seq == 0 {
 		return fmt.Errorf("pebblelog: session %s: %w", id, err)
@@ -264,7 +265,7 @@ func storageErr(id string, seq uint64, err error) error {
 // id, as storageErr does for events.
 func checkpointErr(id string, seq uint64, err error) error {
 	if pebble.IsCorruptionError(err) {
-		return logcore.CorruptCheckpoint(id, seq, "", err)
+		return logcore.CorruptCheckpoint(id, seq, "", namedCorruption(err))
 	}
 	return fmt.Errorf("pebblelog: session %s checkpoint %d: %w", id, seq, err)
 }
@@ -575,7 +576,7 @@ func (l *Log) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
 	if err := it.Error(); err != nil {
 		err = fmt.Errorf("list sessions (after %q): %w", id, err)
 		if pebble.IsCorruptionError(err) {
-			return nil, &CorruptFileError{Err: err}
+			return nil, corruptFile(err)
 		}
 		return nil, fmt.Errorf("pebblelog: %w", err)
 	}
