@@ -180,10 +180,13 @@ func (s *State) applySessionStarted(ev *events.Event) error {
 		if s.Arrival(an.Arrival) == nil {
 			return badEvent(ev, "unknown arrival %q", an.Arrival)
 		}
+		if an.AtZero && an.At != 0 {
+			return badEvent(ev, "arrival %q: at_zero with at %d", an.Arrival, an.At)
+		}
 	}
 	s.Limits = p.Limits.WithDefaults()
 	for _, an := range p.Arrivals {
-		s.Arrival(an.Arrival).NextAt = an.At
+		s.Arrival(an.Arrival).setNext(an.Next())
 	}
 	for _, m := range s.Members {
 		if !m.NPC {
@@ -551,6 +554,9 @@ func (s *State) applyTaskCreated(ev *events.Event) error {
 	if id := p.Task.ID; id == "" || s.tasks[id] != nil || s.queues[p.Queue] == nil || len(p.Task.Deps) > 0 {
 		return badEvent(ev, "ticket %q exists, has dependencies or names no queue", id)
 	}
+	if p.NextAtZero && (p.NextAt != 0 || p.Arrival == "") {
+		return badEvent(ev, "next_at_zero with next_at %d or without an arrival", p.NextAt)
+	}
 	var a *ArrivalState
 	if p.Arrival != "" {
 		if a = s.Arrival(p.Arrival); a == nil {
@@ -561,7 +567,7 @@ func (s *State) applyTaskCreated(ev *events.Event) error {
 	}
 	if a != nil {
 		a.N++
-		a.NextAt = p.NextAt
+		a.setNext(p.Next())
 	}
 	// The definition in its two forms, in one allocation.
 	def := &struct {

@@ -164,11 +164,23 @@ type Queue struct {
 // Down reports whether an outage blocks the queue at time now.
 func (q *Queue) Down(now clock.Time) bool { return q.DownUntil > now }
 
-// ArrivalState counts the tickets an arrival process has brought.
+// ArrivalState counts the tickets an arrival process has brought and says
+// when it brings the next one (Next).
 type ArrivalState struct {
 	ID     string     `json:"id"`
 	N      int        `json:"n"`
-	NextAt clock.Time `json:"next_at"` // 0 when it brings no more
+	NextAt clock.Time `json:"next_at"` // 0 alone when it brings no more
+	// AtZero says the next ticket comes at time 0 (NextAt is 0); false
+	// otherwise, so that the hashes of states without one are unchanged.
+	AtZero bool `json:"at_zero,omitempty"`
+}
+
+// Next returns when the process brings its next ticket; ok is false when
+// it brings no more.
+func (a *ArrivalState) Next() (at clock.Time, ok bool) { return a.NextAt, a.NextAt != 0 || a.AtZero }
+
+func (a *ArrivalState) setNext(at clock.Time, ok bool) {
+	a.NextAt, a.AtZero = at, ok && at == 0
 }
 
 // Request is an approval request.
@@ -470,7 +482,7 @@ func (s *State) PendingDeps(t *Task) []string {
 // bring more work.
 func (s *State) AllDone() bool {
 	for _, a := range s.Arrivals {
-		if a.NextAt != 0 {
+		if _, ok := a.Next(); ok {
 			return false
 		}
 	}

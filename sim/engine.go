@@ -181,7 +181,8 @@ func (e *Engine) Start() {
 	var first []payload.ArrivalNext
 	for i := range e.cfg.World.Arrivals {
 		a := &e.cfg.World.Arrivals[i]
-		first = append(first, payload.ArrivalNext{Arrival: a.ID, At: e.arrivalAt(a, 0, a.Start)})
+		at, ok := e.arrivalAt(a, 0, a.Start)
+		first = append(first, payload.NextArrival(a.ID, at, ok))
 	}
 	e.emit(payload.EvSessionStarted, "", 0, payload.SessionStarted{Format: payload.LogFormat,
 		World: e.cfg.World.Name, WorldFile: e.cfg.World.File, WorldHash: e.cfg.World.Hash, Seed: e.cfg.Seed,

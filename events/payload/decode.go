@@ -128,6 +128,8 @@ var fastDecoders = map[string]func(d *fastjson.Decoder) (any, bool){
 				return 1 << 5, d.Int64((*int64)(&p.NextAt))
 			case "interruption":
 				return 1 << 6, d.Int(&p.Interruption)
+			case "next_at_zero":
+				return 1 << 7, d.Bool(&p.NextAtZero)
 			}
 			return 0, false
 		})
