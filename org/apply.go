@@ -114,6 +114,8 @@ func (s *State) apply(ev *events.Event) error {
 		return s.applyTurn(ev)
 	case payload.EvTurnTimeout:
 		return s.applyTurnTimeout(ev)
+	case payload.EvTurnFailed:
+		return s.applyTurnFailed(ev)
 	case payload.EvActionRejected:
 		return s.applyActionRejected(ev)
 	case payload.EvMemberWaiting:
@@ -242,6 +244,29 @@ func (s *State) applyTurnTimeout(ev *events.Event) error {
 	m.Seen = p.Seen
 	m.Pending = m.WakeCause > m.Seen
 	s.Timeouts++
+	s.passed(m, ev.Seq)
+	return nil
+}
+
+// applyTurnFailed passes a turn whose agent could not decide, as a timeout
+// does, and counts it.
+func (s *State) applyTurnFailed(ev *events.Event) error {
+	p, err := decode[payload.TurnFailed](s, ev)
+	if err != nil {
+		return err
+	}
+	m, err := s.actor(ev)
+	if err != nil {
+		return err
+	}
+	if m.NPC {
+		return badEvent(ev, "%s is a simulated colleague: its turns do not fail", m.ID)
+	}
+	m.Turn++
+	m.Failed++
+	m.Seen = p.Seen
+	m.Pending = m.WakeCause > m.Seen
+	s.TurnErrors++
 	s.passed(m, ev.Seq)
 	return nil
 }

@@ -36,7 +36,9 @@ type State struct {
 	Now     clock.Time
 	LastSeq uint64
 	Ended   bool
-	// EndReason is why the session ended: "complete", "horizon" or "quiescent".
+	// EndReason is why the session ended: "complete", "horizon",
+	// "quiescent", "agents_failed" (State.AgentsFailed) or "event_limit"
+	// (the session's budget of events was spent).
 	EndReason string
 
 	Members []*Member // sorted by ID
@@ -56,6 +58,7 @@ type State struct {
 	Reward     float64 // the sum of the reward events so far
 	Turns      int     // turns taken by all members
 	Timeouts   int
+	TurnErrors int // turns whose agent could not decide (turn.failed)
 	Rejections int
 	Violations int // rejections of kind "policy"
 
@@ -109,6 +112,7 @@ type Member struct {
 	Knows      []string   `json:"knows,omitempty"`   // topics learnt from colleagues
 	Holding    int        `json:"holding,omitempty"` // tasks assigned and not done
 	Violations int        `json:"violations,omitempty"`
+	Failed     uint64     `json:"failed,omitempty"` // turns whose agent could not decide (turn.failed)
 	// Rejected are the member's actions refused since its latest turn began;
 	// its next observation shows them.
 	Rejected []RejectedView `json:"rejected,omitempty"`
@@ -494,6 +498,23 @@ func (s *State) AllDone() bool {
 	return s.open == 0
 }
 
+// AgentsFailed reports whether the agents failed every turn they were
+// asked: some agent seat was asked, and every turn of every agent seat
+// asked so far ended in turn.failed (a timeout or an answer, even a
+// malformed one, is not a failure of the backend). The engine ends such a
+// session "agents_failed".
+func (s *State) AgentsFailed() bool {
+	if s.TurnErrors == 0 {
+		return false
+	}
+	for _, m := range s.Members {
+		if !m.NPC && m.Turn > 0 && m.Failed != m.Turn {
+			return false
+		}
+	}
+	return true
+}
+
 func removeTask(ts []*Task, t *Task) []*Task {
 	for i, x := range ts {
 		if x == t {
@@ -648,11 +669,12 @@ type snapshot struct {
 	Violations int             `json:"violations"`
 	Limits     *Limits         `json:"limits,omitempty"` // nil: the defaults
 	Dispatch   *Dispatch       `json:"dispatch,omitempty"`
+	TurnErrors int             `json:"turn_errors,omitempty"` // omitted when 0: hashes of sessions without one are unchanged
 }
 
 func (s *State) snap() snapshot {
 	return snapshot{s.Now, s.LastSeq, s.Ended, s.EndReason, s.Members, s.Tasks, s.Requests, s.Messages, s.Budgets,
-		s.Queues, s.Arrivals, s.Fired, s.Reward, s.Turns, s.Timeouts, s.Rejections, s.Violations, s.customLimits(), s.Dispatch}
+		s.Queues, s.Arrivals, s.Fired, s.Reward, s.Turns, s.Timeouts, s.Rejections, s.Violations, s.customLimits(), s.Dispatch, s.TurnErrors}
 }
 
 // customLimits is nil for the default limits, so that the snapshots (and
@@ -773,5 +795,6 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 	s.Requests, s.Messages = sn.Requests, sn.Messages
 	s.Now, s.LastSeq, s.Ended, s.EndReason = sn.Now, sn.LastSeq, sn.Ended, sn.EndReason
 	s.Turns, s.Timeouts, s.Rejections, s.Violations, s.Reward = sn.Turns, sn.Timeouts, sn.Rejections, sn.Violations, sn.Reward
+	s.TurnErrors = sn.TurnErrors
 	return s, nil
 }

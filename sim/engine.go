@@ -57,14 +57,31 @@ type Turn struct {
 }
 
 // Answer is a member's answer to a Turn. Exactly one of Actions (possibly
-// empty), Malformed or TimedOut describes it.
+// empty), Malformed, Failed or TimedOut describes it.
 type Answer struct {
 	Member    string
 	Turn      uint64 // the Observation's Turn being answered
 	Actions   []org.Action
 	Malformed string // why the reply could not be read
-	TimedOut  bool
+	// Failed says why the member's agent could not decide (its backend
+	// failed: an endpoint that cannot be reached, or answers an error).
+	// The turn is recorded as turn.failed with the reason.
+	Failed   string
+	TimedOut bool
 }
+
+// Why a session ends (session.ended's reason, org.State's EndReason).
+const (
+	EndComplete     = "complete"      // every task is done and nothing more will arrive
+	EndHorizon      = "horizon"       // simulated time reached the world's horizon
+	EndQuiescent    = "quiescent"     // nothing is left to happen
+	EndAgentsFailed = "agents_failed" // the agents failed every turn they were asked (org.State.AgentsFailed)
+	EndEventLimit   = "event_limit"   // the session's budget of events (Config.MaxEvents) was spent
+)
+
+// MaxFailReason bounds the bytes of a failed turn's reason that
+// turn.failed records; a longer one is cut.
+const MaxFailReason = 1000
 
 // Ready is what the engine needs its driver to do: persist and publish
 // Events, then (after Advance) ask Turns. Done means the session has ended.
@@ -120,6 +137,7 @@ type Engine struct {
 	endHash    string
 	seen       uint64          // the last seq of the state the due members observe
 	reward     policies.Credit // score changes since the last reward event
+	failure    string          // the reason of the last turn.failed (not part of the state)
 
 	// Reused buffers and caches of the hot path; none is part of the state.
 	keyBuf    []byte                 // random-draw keys (see key)
@@ -244,6 +262,10 @@ func (e *Engine) StateHash() string {
 // every event before it), or "" while the session has not ended.
 func (e *Engine) EndStateHash() string { return e.endHash }
 
+// LastFailure is the reason of the session's last turn.failed event, or ""
+// if no turn failed: why the agents could not decide, for a report.
+func (e *Engine) LastFailure() string { return e.failure }
+
 // Ready returns the events emitted since the last Advance and the turns to
 // ask. The Events slice is the engine's: it is valid until the Advance
 // after it, and the engine reuses its array afterwards (copy the events to
@@ -359,7 +381,7 @@ func (e *Engine) Tick() {
 	for {
 		at, t, ok := e.timers.Peek()
 		if !ok {
-			e.end("quiescent")
+			e.end(EndQuiescent)
 			return
 		}
 		if !e.timerValid(at, t) {
@@ -368,7 +390,7 @@ func (e *Engine) Tick() {
 		}
 		if at > e.cfg.World.Horizon {
 			e.now = e.cfg.World.Horizon
-			e.end("horizon")
+			e.end(EndHorizon)
 			return
 		}
 		e.now = at
@@ -418,7 +440,13 @@ func (e *Engine) timerValid(at clock.Time, t timer) bool {
 func (e *Engine) settle() {
 	for !e.done {
 		if e.st.AllDone() {
-			e.end("complete")
+			e.end(EndComplete)
+			return
+		}
+		if e.st.AgentsFailed() {
+			// Nothing the agents would be asked next can be answered
+			// either: the session is a failure, not a score of 0.
+			e.end(EndAgentsFailed)
 			return
 		}
 		due := e.dueNow()
@@ -596,6 +624,10 @@ func (e *Engine) applyWith(ev events.Event, typed any) error {
 		e.scheduleFor(ev, typed)
 	case payload.EvSessionEnded:
 		e.done = true
+	case payload.EvTurnFailed:
+		if p, err := payload.As[payload.TurnFailed](&ev, typed); err == nil {
+			e.failure = p.Reason
+		}
 	}
 	for _, id := range e.st.TakeWoken() {
 		m := e.st.Member(id)

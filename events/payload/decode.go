@@ -31,6 +31,7 @@ var decoders = map[string]func([]byte) (any, error){
 	EvSessionEnded:      decodeTo[SessionEnded],
 	EvTurn:              decodeTo[Turn],
 	EvTurnTimeout:       decodeTo[TurnTimeout],
+	EvTurnFailed:        decodeTo[TurnFailed],
 	EvActionRejected:    decodeTo[ActionRejected],
 	EvMemberWaiting:     decodeTo[MemberWaiting],
 	EvTaskHandedOff:     decodeTo[TaskHandedOff],

@@ -8,6 +8,7 @@ const (
 	EvSessionEnded      = "session.ended"
 	EvTurn              = "turn"
 	EvTurnTimeout       = "turn.timeout"
+	EvTurnFailed        = "turn.failed"
 	EvActionRejected    = "action.rejected"
 	EvMemberWaiting     = "member.waiting"
 	EvTaskClaimed       = "task.claimed"
@@ -225,6 +226,15 @@ type Turn struct {
 type TurnTimeout struct {
 	Turn uint64 `json:"turn"`
 	Seen uint64 `json:"seen"`
+}
+
+// TurnFailed records that a member's agent could not decide: its backend
+// failed (a model endpoint that cannot be reached or answers an error) and
+// said why. Like a timeout, the turn passes with no actions.
+type TurnFailed struct {
+	Turn   uint64 `json:"turn"`
+	Seen   uint64 `json:"seen"`
+	Reason string `json:"reason"`
 }
 
 // ActionRejected records an action that was refused; state is unchanged.

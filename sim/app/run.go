@@ -65,8 +65,11 @@ type RunResult struct {
 	Parent    string             `json:"parent,omitempty"`
 	ForkSeq   uint64             `json:"fork_seq,omitempty"`
 	Score     policies.Scorecard `json:"score"`
-	Wall      time.Duration      `json:"-"`
-	Meta      events.SessionMeta `json:"-"`
+	// Failure is why the agents' last failed turn failed (turn.failed), if
+	// any turn failed.
+	Failure string             `json:"failure,omitempty"`
+	Wall    time.Duration      `json:"-"`
+	Meta    events.SessionMeta `json:"-"`
 	Stats
 }
 
@@ -242,6 +245,21 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 	return res, nil
 }
 
+// ErrAgentsFailed is RunResult.Err's error for a session that ended
+// because its agents failed every turn they were asked
+// (sim.EndAgentsFailed): its score is no result.
+var ErrAgentsFailed = errors.New("the agents failed every turn they were asked")
+
+// Err is nil for a session that gave a result, and an error wrapping
+// ErrAgentsFailed, with the last failure's reason, for one whose agents
+// failed every turn (its status is failed).
+func (r *RunResult) Err() error {
+	if r.Ended != sim.EndAgentsFailed {
+		return nil
+	}
+	return fmt.Errorf("session %s failed: %w (%d turn.failed events; the last: %s)", r.Session, ErrAgentsFailed, r.Score.TurnErrors, r.Failure)
+}
+
 // ResultOf is the result of a session whose engine stands at its end (or
 // wherever it stopped): the metadata, the end and the scorecard.
 func ResultOf(meta events.SessionMeta, e *sim.Engine) *RunResult {
@@ -249,7 +267,7 @@ func ResultOf(meta events.SessionMeta, e *sim.Engine) *RunResult {
 	w := st.World
 	res := &RunResult{Session: meta.ID, World: w.Name, Seed: meta.Seed, Events: st.LastSeq,
 		Ended: st.EndReason, SimTime: w.Calendar.Wall(st.Now).Format(time.RFC3339), Agents: meta.Agents,
-		Parent: meta.Parent, ForkSeq: meta.ForkSeq, Score: policies.Score(st), Meta: meta}
+		Parent: meta.Parent, ForkSeq: meta.ForkSeq, Score: policies.Score(st), Meta: meta, Failure: e.LastFailure()}
 	if st.Ended {
 		res.StateHash = e.EndStateHash() // computed once, when the session ended
 	} else {

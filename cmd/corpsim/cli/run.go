@@ -37,7 +37,7 @@ and print the scorecard.`,
 			if err != nil {
 				return err
 			}
-			return a.report(res, asJSON)
+			return a.played(res, asJSON)
 		},
 	}
 	f := c.Flags()
@@ -91,6 +91,19 @@ func (a *cmdline) report(res *app.RunResult, asJSON bool) error {
 	return nil
 }
 
+// played prints the result of a session this command played, and fails
+// (exit 1) when the session failed: its agents failed every turn, so its
+// score is no result.
+func (a *cmdline) played(res *app.RunResult, asJSON bool) error {
+	if err := a.report(res, asJSON); err != nil {
+		return err
+	}
+	if err := res.Err(); err != nil {
+		return withCode(ExitError, err)
+	}
+	return nil
+}
+
 // prepare sets the logger and, on a terminal, progress output.
 func (a *cmdline) prepare(o *app.RunOptions, asJSON bool) {
 	o.Logger = a.logger
@@ -135,6 +148,9 @@ func printScorecard(w io.Writer, r *app.RunResult) {
 	}
 	fmt.Fprintf(tw, "completion\t%.1f%%\n", 100*s.Completion)
 	fmt.Fprintf(tw, "violations\t%d  (rejected actions: %d, timeouts: %d)\n", s.Violations, s.Rejections, s.Timeouts)
+	if s.TurnErrors > 0 {
+		fmt.Fprintf(tw, "turn errors\t%d  (the agents could not decide; the last: %s)\n", s.TurnErrors, r.Failure)
+	}
 	fmt.Fprintf(tw, "turns\t%d\n", s.Turns)
 	fmt.Fprintf(tw, "events\t%d\n", r.Events)
 	fmt.Fprintf(tw, "state hash\t%s\n", r.StateHash)
