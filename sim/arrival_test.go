@@ -74,13 +74,7 @@ func arrivalsOf(tb testing.TB, w *worlds.World, src []byte, load float64) ([]clo
 			at = append(at, clock.Time(ev.Time))
 		}
 	}
-	r, err := sim.Rebuild(func(yield func(events.Event, error) bool) {
-		for _, ev := range evs {
-			if !yield(ev, nil) {
-				return
-			}
-		}
-	}, "s", sim.Config{})
+	r, err := sim.Rebuild(seqOf(evs), "s", sim.Config{})
 	if err != nil {
 		tb.Fatalf("the log does not replay: %v", err)
 	}

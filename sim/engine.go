@@ -48,7 +48,19 @@ type Config struct {
 	// They are recorded in session.started; a replayed engine takes them
 	// from there.
 	Limits org.Limits
+	// MaxEvents bounds the events a session appends, session.ended
+	// included: once it is spent the session ends "event_limit" instead of
+	// growing without bound. 0 means DefaultMaxEvents; below MinMaxEvents
+	// is an error. It is not recorded: an engine rebuilt from a log gets
+	// its caller's (SetMaxEvents).
+	MaxEvents int
 }
+
+// Budgets of events per session (Config.MaxEvents).
+const (
+	DefaultMaxEvents = 10_000_000
+	MinMaxEvents     = 3 // session.started, a reward and session.ended
+)
 
 // Turn asks one member to decide.
 type Turn struct {
@@ -134,6 +146,9 @@ type Engine struct {
 	npcAnswers map[string]Answer
 	done       bool
 	started    bool
+	limit      uint64 // the last seq an event other than the end's may have (MaxEvents less the end's two)
+	over       bool   // an event was refused for the budget: the session ends "event_limit"
+	ending     bool   // end is emitting the session's last events
 	endHash    string
 	seen       uint64          // the last seq of the state the due members observe
 	reward     policies.Credit // score changes since the last reward event
@@ -155,6 +170,12 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.World == nil {
 		return nil, errors.New("sim: no world")
 	}
+	if cfg.MaxEvents == 0 {
+		cfg.MaxEvents = DefaultMaxEvents
+	}
+	if cfg.MaxEvents < MinMaxEvents {
+		return nil, fmt.Errorf("sim: a budget of %d events is below the minimum of %d", cfg.MaxEvents, MinMaxEvents)
+	}
 	e := &Engine{
 		cfg:        cfg,
 		rules:      cfg.Rules,
@@ -163,6 +184,7 @@ func New(cfg Config) (*Engine, error) {
 		npcAnswers: map[string]Answer{},
 		startMs:    cfg.World.Calendar.Start.UnixMilli(),
 		npcSpec:    map[string]*worlds.NPC{},
+		limit:      uint64(cfg.MaxEvents - 2),
 	}
 	for i := range cfg.World.Members {
 		if m := &cfg.World.Members[i]; m.NPC != nil {
@@ -179,6 +201,32 @@ func New(cfg Config) (*Engine, error) {
 	h.Write(b[:])
 	copy(e.idKey[:], h.Sum(nil))
 	return e, nil
+}
+
+// SetMaxEvents sets the session's budget of events (Config.MaxEvents; 0
+// means the default) for what the engine does from now on: an engine
+// rebuilt from a log (Rebuild, or the driver's Load) gets the budget of
+// whoever continues it. A session that already holds more ends at once.
+func (e *Engine) SetMaxEvents(n int) error {
+	if n == 0 {
+		n = DefaultMaxEvents
+	}
+	if n < MinMaxEvents {
+		return fmt.Errorf("sim: a budget of %d events is below the minimum of %d", n, MinMaxEvents)
+	}
+	e.cfg.MaxEvents, e.limit = n, uint64(n-2)
+	return nil
+}
+
+// room reports whether n more events fit in the session's budget (besides
+// the end's); once they do not, the session ends "event_limit" at the next
+// settle. Units of work (a timer, a ticket, a member's turn) ask before
+// they start, so that they are recorded whole.
+func (e *Engine) room(n int) bool {
+	if !e.over && e.st.LastSeq+uint64(n) > e.limit {
+		e.over = true
+	}
+	return !e.over
 }
 
 // State is the engine's current state. Callers must not change it.
@@ -361,7 +409,11 @@ func (e *Engine) Step(answers []Answer) {
 	e.turns, e.npcDue = e.turns[:0], e.npcDue[:0]
 	clear(e.npcAnswers)
 	for i := range all {
-		e.takeTurn(all[i])
+		// A turn records at most its actions, the turn and a wait; one
+		// that does not fit is not taken (the session ends, see settle).
+		if e.room(2 + len(all[i].Actions)) {
+			e.takeTurn(all[i])
+		}
 		all[i] = Answer{} // drop the references to the actions
 	}
 	e.answers = all[:0]
@@ -398,7 +450,7 @@ func (e *Engine) Tick() {
 	}
 	for {
 		at, t, ok := e.timers.Peek()
-		if !ok || at != e.now {
+		if !ok || at != e.now || !e.room(1) {
 			break
 		}
 		e.timers.Pop()
@@ -439,6 +491,10 @@ func (e *Engine) timerValid(at clock.Time, t timer) bool {
 // alone decide at once. It ends the session when all work is done.
 func (e *Engine) settle() {
 	for !e.done {
+		if !e.room(1) {
+			e.end(EndEventLimit)
+			return
+		}
 		if e.st.AllDone() {
 			e.end(EndComplete)
 			return
@@ -516,14 +572,20 @@ func (e *Engine) payReward() {
 }
 
 func (e *Engine) end(reason string) {
+	e.ending = true // the end's events are outside the budget's limit, within MaxEvents
 	e.payReward()
 	e.endHash = e.StateHash()
 	e.emit(payload.EvSessionEnded, "", 0, payload.SessionEnded{Reason: reason, StateHash: e.endHash})
 	e.done = true
 }
 
-// emit makes an event at the current time, applies it, and queues it for Ready.
+// emit makes an event at the current time, applies it, and queues it for
+// Ready. An event past the session's budget (see room) is not made: emit
+// returns 0, and the session ends "event_limit" at the next settle.
 func (e *Engine) emit(typ, actor string, cause uint64, typed any) uint64 {
+	if !e.ending && typ != payload.EvSessionStarted && !e.room(1) {
+		return 0
+	}
 	p := e.encode(typed)
 	seq := e.st.LastSeq + 1
 	ev := events.Event{

@@ -30,13 +30,7 @@ func playFailing(tb testing.TB, fails func(member string) bool, why string) ([]e
 	if err := sim.Play(e, func(b []events.Event) bool { evs = append(evs, slices.Clone(b)...); return true }, decide, 0); err != nil {
 		tb.Fatal(err)
 	}
-	r, err := sim.Rebuild(func(yield func(events.Event, error) bool) {
-		for _, ev := range evs {
-			if !yield(ev, nil) {
-				return
-			}
-		}
-	}, "s", sim.Config{})
+	r, err := sim.Rebuild(seqOf(evs), "s", sim.Config{})
 	if err != nil {
 		tb.Fatalf("the log does not replay: %v", err)
 	}

@@ -196,8 +196,8 @@ func (e *Engine) fireTimer(t timer) {
 			created.SetNext(next, more)
 			emitVia(e, &e.slots.created, payload.EvTaskCreated, "", t.cause, created)
 			n++
-			if !more || next != e.now {
-				break
+			if !more || next != e.now || !e.room(1) {
+				break // a burst cut by the budget ends the session (settle)
 			}
 		}
 	case timerInterrupt:

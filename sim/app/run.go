@@ -50,6 +50,9 @@ type RunOptions struct {
 	Limits org.Limits
 	// MaxBatch bounds the events persisted in one append between agent turns (0: the driver's default; 1: every step on its own).
 	MaxBatch int
+	// MaxEvents is the session's budget of events (0: sim.DefaultMaxEvents);
+	// once it is spent the session ends "event_limit".
+	MaxEvents int
 }
 
 // RunResult is what a run produced.
@@ -167,6 +170,9 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if err := o.Limits.Validate(); err != nil {
 		return nil, Usagef("%v", err)
 	}
+	if err := CheckMaxEvents(o.MaxEvents); err != nil {
+		return nil, err
+	}
 	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session, Load: o.Load, Limits: o.Limits})
 	if err != nil {
 		return nil, err
@@ -229,7 +235,7 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 	defer stop()
 
 	d := driver.New(driver.Config{Log: log, Conn: conn, Seats: asker, Logger: logger, TurnTimeout: o.TurnTimeout,
-		Progress: o.Progress, CheckpointEvery: o.CheckpointEvery, MaxBatch: o.MaxBatch, Interest: srv.Interest})
+		Progress: o.Progress, CheckpointEvery: o.CheckpointEvery, MaxBatch: o.MaxBatch, Interest: srv.Interest, MaxEvents: o.MaxEvents})
 	from := e.State().LastSeq
 	start := time.Now()
 	if fresh {
@@ -243,6 +249,15 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 	res := ResultOf(meta, e)
 	statsOf(res, from, time.Since(start))
 	return res, nil
+}
+
+// CheckMaxEvents refuses a budget of events (--max-events) the engine
+// would not take: negative, or 1 to sim.MinMaxEvents-1 (0 is the default).
+func CheckMaxEvents(n int) error {
+	if n < 0 || 0 < n && n < sim.MinMaxEvents {
+		return Usagef("--max-events must be at least %d (or 0 for the default, %d), got %d", sim.MinMaxEvents, sim.DefaultMaxEvents, n)
+	}
+	return nil
 }
 
 // ErrAgentsFailed is RunResult.Err's error for a session that ended

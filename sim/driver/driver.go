@@ -74,6 +74,11 @@ type Config struct {
 	// request holds its observation's JSON on both ends of the bus), never
 	// the log: answers are applied in member order.
 	MaxInFlight int
+	// MaxEvents, if not 0, is the session's budget of events, given to the
+	// engine (sim.Engine.SetMaxEvents) before it runs or continues: once it
+	// is spent the session ends "event_limit". 0 keeps the engine's (by
+	// default sim.DefaultMaxEvents).
+	MaxEvents int
 }
 
 // Seats are how the driver asks members to decide: a turn (its member and
@@ -197,6 +202,9 @@ func New(cfg Config) *Driver {
 // agents failed every turn, sim.EndAgentsFailed). If ctx is cancelled the
 // session is left interrupted.
 func (d *Driver) Run(ctx context.Context, meta events.SessionMeta, e *sim.Engine) (events.SessionMeta, error) {
+	if err := d.budget(e); err != nil {
+		return meta, err
+	}
 	meta.Status = events.StatusRunning
 	if err := d.cfg.Log.CreateSession(ctx, meta); err != nil {
 		return meta, fmt.Errorf("driver: %w", err)
@@ -208,6 +216,9 @@ func (d *Driver) Run(ctx context.Context, meta events.SessionMeta, e *sim.Engine
 // Continue runs an existing session from where e stands — e was rebuilt from
 // the session's log with Load, for a resume or a fork — to its end.
 func (d *Driver) Continue(ctx context.Context, meta events.SessionMeta, e *sim.Engine) (events.SessionMeta, error) {
+	if err := d.budget(e); err != nil {
+		return meta, err
+	}
 	meta.Status = events.StatusRunning
 	if err := d.cfg.Log.UpdateSession(ctx, meta); err != nil {
 		return meta, fmt.Errorf("driver: %w", err)
@@ -217,6 +228,17 @@ func (d *Driver) Continue(ctx context.Context, meta events.SessionMeta, e *sim.E
 	last := e.State().LastSeq
 	e.Resume()
 	return d.loop(ctx, meta, e, last)
+}
+
+// budget gives e the configured budget of events, if any.
+func (d *Driver) budget(e *sim.Engine) error {
+	if d.cfg.MaxEvents == 0 {
+		return nil
+	}
+	if err := e.SetMaxEvents(d.cfg.MaxEvents); err != nil {
+		return fmt.Errorf("driver: %w", err)
+	}
+	return nil
 }
 
 func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engine, last uint64) (events.SessionMeta, error) {

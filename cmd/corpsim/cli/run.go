@@ -13,6 +13,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/app"
 )
 
@@ -69,6 +70,7 @@ func playFlags(c *cobra.Command, o *app.RunOptions) {
 	f.DurationVar(&o.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn")
 	f.StringVar(&o.Listen, "listen", "", "let network clients reach the embedded NATS server at this address (e.g. 127.0.0.1:4222); written to DATA/bus.url")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000, none with --ephemeral; negative: never)")
+	f.IntVar(&o.MaxEvents, "max-events", sim.DefaultMaxEvents, "events a session may append; once they are spent it ends with reason event_limit")
 	seatsFlag(c, o)
 }
 
