@@ -24,10 +24,13 @@ var ActionTypes = []string{ActClaim, ActWork, ActComplete, ActHandoff, ActReques
 // events/payload defines it, and org names it.
 type Action = payload.Action
 
-// Reply is what an agent answers to a turn.
+// Reply is what an agent answers to a turn: its actions, or, when it could
+// not decide (its backend failed), Error saying why and no actions. A
+// reply with an Error is recorded as turn.failed.
 type Reply struct {
 	Turn    uint64   `json:"turn"` // the turn being answered, echoed from the Observation
 	Actions []Action `json:"actions"`
+	Error   string   `json:"error,omitempty"`
 }
 
 // MaxReplyBytes bounds the size of a reply an agent may send (the agent

@@ -114,6 +114,8 @@ func (s *State) apply(ev *events.Event) error {
 		return s.applyTurn(ev)
 	case payload.EvTurnTimeout:
 		return s.applyTurnTimeout(ev)
+	case payload.EvTurnFailed:
+		return s.applyTurnFailed(ev)
 	case payload.EvActionRejected:
 		return s.applyActionRejected(ev)
 	case payload.EvMemberWaiting:
@@ -180,10 +182,13 @@ func (s *State) applySessionStarted(ev *events.Event) error {
 		if s.Arrival(an.Arrival) == nil {
 			return badEvent(ev, "unknown arrival %q", an.Arrival)
 		}
+		if an.AtZero && an.At != 0 {
+			return badEvent(ev, "arrival %q: at_zero with at %d", an.Arrival, an.At)
+		}
 	}
 	s.Limits = p.Limits.WithDefaults()
 	for _, an := range p.Arrivals {
-		s.Arrival(an.Arrival).NextAt = an.At
+		s.Arrival(an.Arrival).setNext(an.Next())
 	}
 	for _, m := range s.Members {
 		if !m.NPC {
@@ -239,6 +244,29 @@ func (s *State) applyTurnTimeout(ev *events.Event) error {
 	m.Seen = p.Seen
 	m.Pending = m.WakeCause > m.Seen
 	s.Timeouts++
+	s.passed(m, ev.Seq)
+	return nil
+}
+
+// applyTurnFailed passes a turn whose agent could not decide, as a timeout
+// does, and counts it.
+func (s *State) applyTurnFailed(ev *events.Event) error {
+	p, err := decode[payload.TurnFailed](s, ev)
+	if err != nil {
+		return err
+	}
+	m, err := s.actor(ev)
+	if err != nil {
+		return err
+	}
+	if m.NPC {
+		return badEvent(ev, "%s is a simulated colleague: its turns do not fail", m.ID)
+	}
+	m.Turn++
+	m.Failed++
+	m.Seen = p.Seen
+	m.Pending = m.WakeCause > m.Seen
+	s.TurnErrors++
 	s.passed(m, ev.Seq)
 	return nil
 }
@@ -551,6 +579,9 @@ func (s *State) applyTaskCreated(ev *events.Event) error {
 	if id := p.Task.ID; id == "" || s.tasks[id] != nil || s.queues[p.Queue] == nil || len(p.Task.Deps) > 0 {
 		return badEvent(ev, "ticket %q exists, has dependencies or names no queue", id)
 	}
+	if p.NextAtZero && (p.NextAt != 0 || p.Arrival == "") {
+		return badEvent(ev, "next_at_zero with next_at %d or without an arrival", p.NextAt)
+	}
 	var a *ArrivalState
 	if p.Arrival != "" {
 		if a = s.Arrival(p.Arrival); a == nil {
@@ -561,7 +592,7 @@ func (s *State) applyTaskCreated(ev *events.Event) error {
 	}
 	if a != nil {
 		a.N++
-		a.NextAt = p.NextAt
+		a.setNext(p.Next())
 	}
 	// The definition in its two forms, in one allocation.
 	def := &struct {

@@ -36,7 +36,9 @@ type State struct {
 	Now     clock.Time
 	LastSeq uint64
 	Ended   bool
-	// EndReason is why the session ended: "complete", "horizon" or "quiescent".
+	// EndReason is why the session ended: "complete", "horizon",
+	// "quiescent", "agents_failed" (State.AgentsFailed) or "event_limit"
+	// (the session's budget of events was spent).
 	EndReason string
 
 	Members []*Member // sorted by ID
@@ -56,6 +58,7 @@ type State struct {
 	Reward     float64 // the sum of the reward events so far
 	Turns      int     // turns taken by all members
 	Timeouts   int
+	TurnErrors int // turns whose agent could not decide (turn.failed)
 	Rejections int
 	Violations int // rejections of kind "policy"
 
@@ -109,6 +112,7 @@ type Member struct {
 	Knows      []string   `json:"knows,omitempty"`   // topics learnt from colleagues
 	Holding    int        `json:"holding,omitempty"` // tasks assigned and not done
 	Violations int        `json:"violations,omitempty"`
+	Failed     uint64     `json:"failed,omitempty"` // turns whose agent could not decide (turn.failed)
 	// Rejected are the member's actions refused since its latest turn began;
 	// its next observation shows them.
 	Rejected []RejectedView `json:"rejected,omitempty"`
@@ -164,11 +168,23 @@ type Queue struct {
 // Down reports whether an outage blocks the queue at time now.
 func (q *Queue) Down(now clock.Time) bool { return q.DownUntil > now }
 
-// ArrivalState counts the tickets an arrival process has brought.
+// ArrivalState counts the tickets an arrival process has brought and says
+// when it brings the next one (Next).
 type ArrivalState struct {
 	ID     string     `json:"id"`
 	N      int        `json:"n"`
-	NextAt clock.Time `json:"next_at"` // 0 when it brings no more
+	NextAt clock.Time `json:"next_at"` // 0 alone when it brings no more
+	// AtZero says the next ticket comes at time 0 (NextAt is 0); false
+	// otherwise, so that the hashes of states without one are unchanged.
+	AtZero bool `json:"at_zero,omitempty"`
+}
+
+// Next returns when the process brings its next ticket; ok is false when
+// it brings no more.
+func (a *ArrivalState) Next() (at clock.Time, ok bool) { return a.NextAt, a.NextAt != 0 || a.AtZero }
+
+func (a *ArrivalState) setNext(at clock.Time, ok bool) {
+	a.NextAt, a.AtZero = at, ok && at == 0
 }
 
 // Request is an approval request.
@@ -470,7 +486,7 @@ func (s *State) PendingDeps(t *Task) []string {
 // bring more work.
 func (s *State) AllDone() bool {
 	for _, a := range s.Arrivals {
-		if a.NextAt != 0 {
+		if _, ok := a.Next(); ok {
 			return false
 		}
 	}
@@ -480,6 +496,23 @@ func (s *State) AllDone() bool {
 		}
 	}
 	return s.open == 0
+}
+
+// AgentsFailed reports whether the agents failed every turn they were
+// asked: some agent seat was asked, and every turn of every agent seat
+// asked so far ended in turn.failed (a timeout or an answer, even a
+// malformed one, is not a failure of the backend). The engine ends such a
+// session "agents_failed".
+func (s *State) AgentsFailed() bool {
+	if s.TurnErrors == 0 {
+		return false
+	}
+	for _, m := range s.Members {
+		if !m.NPC && m.Turn > 0 && m.Failed != m.Turn {
+			return false
+		}
+	}
+	return true
 }
 
 func removeTask(ts []*Task, t *Task) []*Task {
@@ -636,11 +669,12 @@ type snapshot struct {
 	Violations int             `json:"violations"`
 	Limits     *Limits         `json:"limits,omitempty"` // nil: the defaults
 	Dispatch   *Dispatch       `json:"dispatch,omitempty"`
+	TurnErrors int             `json:"turn_errors,omitempty"` // omitted when 0: hashes of sessions without one are unchanged
 }
 
 func (s *State) snap() snapshot {
 	return snapshot{s.Now, s.LastSeq, s.Ended, s.EndReason, s.Members, s.Tasks, s.Requests, s.Messages, s.Budgets,
-		s.Queues, s.Arrivals, s.Fired, s.Reward, s.Turns, s.Timeouts, s.Rejections, s.Violations, s.customLimits(), s.Dispatch}
+		s.Queues, s.Arrivals, s.Fired, s.Reward, s.Turns, s.Timeouts, s.Rejections, s.Violations, s.customLimits(), s.Dispatch, s.TurnErrors}
 }
 
 // customLimits is nil for the default limits, so that the snapshots (and
@@ -761,5 +795,6 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 	s.Requests, s.Messages = sn.Requests, sn.Messages
 	s.Now, s.LastSeq, s.Ended, s.EndReason = sn.Now, sn.LastSeq, sn.Ended, sn.EndReason
 	s.Turns, s.Timeouts, s.Rejections, s.Violations, s.Reward = sn.Turns, sn.Timeouts, sn.Rejections, sn.Violations, sn.Reward
+	s.TurnErrors = sn.TurnErrors
 	return s, nil
 }

@@ -667,3 +667,39 @@ func TestCounters(t *testing.T) {
 		t.Errorf("bob's rejected after his next turn: got %+v, want none", got)
 	}
 }
+
+func TestTurnFailed(t *testing.T) {
+	failed := func(seq uint64, who string, turn uint64) events.Event {
+		return ev(t, seq, 0, payload.EvTurnFailed, who, payload.TurnFailed{Turn: turn, Seen: 1, Reason: "endpoint down"})
+	}
+	st := mustState(t, started(t), failed(2, "bob", 1), failed(3, "carol", 1))
+	if st.TurnErrors != 2 || st.Turns != 0 || st.Timeouts != 0 {
+		t.Fatalf("counters: turn errors %d, turns %d, timeouts %d; want 2, 0, 0", st.TurnErrors, st.Turns, st.Timeouts)
+	}
+	if m := st.Member("bob"); m.Turn != 1 || m.Failed != 1 || m.Seen != 1 || m.Pending {
+		t.Fatalf("bob: Turn %d, Failed %d, Seen %d, Pending %v; want 1, 1, 1, false", m.Turn, m.Failed, m.Seen, m.Pending)
+	}
+	// alice, dave and erin have not been asked yet: so far every seat asked failed.
+	if !st.AgentsFailed() {
+		t.Fatal("AgentsFailed: false after only failures")
+	}
+	mustApply(t, st, ev(t, 4, 0, payload.EvTurnTimeout, "alice", payload.TurnTimeout{Turn: 1, Seen: 1}))
+	if st.AgentsFailed() {
+		t.Fatal("AgentsFailed: true although alice's turn timed out (not a failure of her backend)")
+	}
+	if err := st.Apply(failed(5, "frank", 1)); err == nil {
+		t.Fatal("a simulated colleague's turn.failed applies; want an error")
+	}
+	// The counts survive a checkpoint, and a state without failures hashes
+	// as before (no "turn_errors" or "failed" keys).
+	r, err := org.Restore(st.World, st.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Hash() != st.Hash() || r.TurnErrors != 2 || r.Member("bob").Failed != 1 {
+		t.Fatalf("restored: turn errors %d, bob failed %d, same hash %v", r.TurnErrors, r.Member("bob").Failed, r.Hash() == st.Hash())
+	}
+	if s := string(mustState(t, started(t)).Snapshot()); strings.Contains(s, "turn_errors") || strings.Contains(s, `"failed"`) {
+		t.Fatalf("a snapshot without failures mentions them: %.200s", s)
+	}
+}

@@ -38,6 +38,9 @@ type Scorecard struct {
 	Violations int            `json:"violations"`
 	Rejections int            `json:"rejections"`
 	Timeouts   int            `json:"timeouts"`
+	// TurnErrors counts the turns whose agent could not decide (its
+	// backend failed: turn.failed events); they are not in Turns.
+	TurnErrors int            `json:"turn_errors"`
 	Turns      int            `json:"turns"`
 	Projects   []ProjectScore `json:"projects"`
 }
@@ -199,7 +202,7 @@ func Score(s *org.State) Scorecard {
 		static += len(p.Tasks)
 	}
 	c := Scorecard{Rubric: RubricVersion, World: w.Name, Tasks: static, Violations: s.Violations,
-		Rejections: s.Rejections, Timeouts: s.Timeouts, Turns: s.Turns, Projects: []ProjectScore{}}
+		Rejections: s.Rejections, Timeouts: s.Timeouts, TurnErrors: s.TurnErrors, Turns: s.Turns, Projects: []ProjectScore{}}
 	v := verifier{s: s, memo: map[string]string{}}
 	credit := map[string]*MemberCredit{}
 	for _, m := range s.Members {

@@ -48,7 +48,19 @@ type Config struct {
 	// They are recorded in session.started; a replayed engine takes them
 	// from there.
 	Limits org.Limits
+	// MaxEvents bounds the events a session appends, session.ended
+	// included: once it is spent the session ends "event_limit" instead of
+	// growing without bound. 0 means DefaultMaxEvents; below MinMaxEvents
+	// is an error. It is not recorded: an engine rebuilt from a log gets
+	// its caller's (SetMaxEvents).
+	MaxEvents int
 }
+
+// Budgets of events per session (Config.MaxEvents).
+const (
+	DefaultMaxEvents = 10_000_000
+	MinMaxEvents     = 3 // session.started, a reward and session.ended
+)
 
 // Turn asks one member to decide.
 type Turn struct {
@@ -57,14 +69,31 @@ type Turn struct {
 }
 
 // Answer is a member's answer to a Turn. Exactly one of Actions (possibly
-// empty), Malformed or TimedOut describes it.
+// empty), Malformed, Failed or TimedOut describes it.
 type Answer struct {
 	Member    string
 	Turn      uint64 // the Observation's Turn being answered
 	Actions   []org.Action
 	Malformed string // why the reply could not be read
-	TimedOut  bool
+	// Failed says why the member's agent could not decide (its backend
+	// failed: an endpoint that cannot be reached, or answers an error).
+	// The turn is recorded as turn.failed with the reason.
+	Failed   string
+	TimedOut bool
 }
+
+// Why a session ends (session.ended's reason, org.State's EndReason).
+const (
+	EndComplete     = "complete"      // every task is done and nothing more will arrive
+	EndHorizon      = "horizon"       // simulated time reached the world's horizon
+	EndQuiescent    = "quiescent"     // nothing is left to happen
+	EndAgentsFailed = "agents_failed" // the agents failed every turn they were asked (org.State.AgentsFailed)
+	EndEventLimit   = "event_limit"   // the session's budget of events (Config.MaxEvents) was spent
+)
+
+// MaxFailReason bounds the bytes of a failed turn's reason that
+// turn.failed records; a longer one is cut.
+const MaxFailReason = 1000
 
 // Ready is what the engine needs its driver to do: persist and publish
 // Events, then (after Advance) ask Turns. Done means the session has ended.
@@ -117,9 +146,13 @@ type Engine struct {
 	npcAnswers map[string]Answer
 	done       bool
 	started    bool
+	limit      uint64 // the last seq an event other than the end's may have (MaxEvents less the end's two)
+	over       bool   // an event was refused for the budget: the session ends "event_limit"
+	ending     bool   // end is emitting the session's last events
 	endHash    string
 	seen       uint64          // the last seq of the state the due members observe
 	reward     policies.Credit // score changes since the last reward event
+	failure    string          // the reason of the last turn.failed (not part of the state)
 
 	// Reused buffers and caches of the hot path; none is part of the state.
 	keyBuf    []byte                 // random-draw keys (see key)
@@ -137,6 +170,12 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.World == nil {
 		return nil, errors.New("sim: no world")
 	}
+	if cfg.MaxEvents == 0 {
+		cfg.MaxEvents = DefaultMaxEvents
+	}
+	if cfg.MaxEvents < MinMaxEvents {
+		return nil, fmt.Errorf("sim: a budget of %d events is below the minimum of %d", cfg.MaxEvents, MinMaxEvents)
+	}
 	e := &Engine{
 		cfg:        cfg,
 		rules:      cfg.Rules,
@@ -145,6 +184,7 @@ func New(cfg Config) (*Engine, error) {
 		npcAnswers: map[string]Answer{},
 		startMs:    cfg.World.Calendar.Start.UnixMilli(),
 		npcSpec:    map[string]*worlds.NPC{},
+		limit:      uint64(cfg.MaxEvents - 2),
 	}
 	for i := range cfg.World.Members {
 		if m := &cfg.World.Members[i]; m.NPC != nil {
@@ -161,6 +201,32 @@ func New(cfg Config) (*Engine, error) {
 	h.Write(b[:])
 	copy(e.idKey[:], h.Sum(nil))
 	return e, nil
+}
+
+// SetMaxEvents sets the session's budget of events (Config.MaxEvents; 0
+// means the default) for what the engine does from now on: an engine
+// rebuilt from a log (Rebuild, or the driver's Load) gets the budget of
+// whoever continues it. A session that already holds more ends at once.
+func (e *Engine) SetMaxEvents(n int) error {
+	if n == 0 {
+		n = DefaultMaxEvents
+	}
+	if n < MinMaxEvents {
+		return fmt.Errorf("sim: a budget of %d events is below the minimum of %d", n, MinMaxEvents)
+	}
+	e.cfg.MaxEvents, e.limit = n, uint64(n-2)
+	return nil
+}
+
+// room reports whether n more events fit in the session's budget (besides
+// the end's); once they do not, the session ends "event_limit" at the next
+// settle. Units of work (a timer, a ticket, a member's turn) ask before
+// they start, so that they are recorded whole.
+func (e *Engine) room(n int) bool {
+	if !e.over && e.st.LastSeq+uint64(n) > e.limit {
+		e.over = true
+	}
+	return !e.over
 }
 
 // State is the engine's current state. Callers must not change it.
@@ -181,7 +247,8 @@ func (e *Engine) Start() {
 	var first []payload.ArrivalNext
 	for i := range e.cfg.World.Arrivals {
 		a := &e.cfg.World.Arrivals[i]
-		first = append(first, payload.ArrivalNext{Arrival: a.ID, At: e.arrivalAt(a, 0, a.Start)})
+		at, ok := e.arrivalAt(a, 0, a.Start)
+		first = append(first, payload.NextArrival(a.ID, at, ok))
 	}
 	e.emit(payload.EvSessionStarted, "", 0, payload.SessionStarted{Format: payload.LogFormat,
 		World: e.cfg.World.Name, WorldFile: e.cfg.World.File, WorldHash: e.cfg.World.Hash, Seed: e.cfg.Seed,
@@ -242,6 +309,10 @@ func (e *Engine) StateHash() string {
 // EndStateHash is the state hash recorded in session.ended (the state after
 // every event before it), or "" while the session has not ended.
 func (e *Engine) EndStateHash() string { return e.endHash }
+
+// LastFailure is the reason of the session's last turn.failed event, or ""
+// if no turn failed: why the agents could not decide, for a report.
+func (e *Engine) LastFailure() string { return e.failure }
 
 // Ready returns the events emitted since the last Advance and the turns to
 // ask. The Events slice is the engine's: it is valid until the Advance
@@ -338,7 +409,11 @@ func (e *Engine) Step(answers []Answer) {
 	e.turns, e.npcDue = e.turns[:0], e.npcDue[:0]
 	clear(e.npcAnswers)
 	for i := range all {
-		e.takeTurn(all[i])
+		// A turn records at most its actions, the turn and a wait; one
+		// that does not fit is not taken (the session ends, see settle).
+		if e.room(2 + len(all[i].Actions)) {
+			e.takeTurn(all[i])
+		}
 		all[i] = Answer{} // drop the references to the actions
 	}
 	e.answers = all[:0]
@@ -358,7 +433,7 @@ func (e *Engine) Tick() {
 	for {
 		at, t, ok := e.timers.Peek()
 		if !ok {
-			e.end("quiescent")
+			e.end(EndQuiescent)
 			return
 		}
 		if !e.timerValid(at, t) {
@@ -367,7 +442,7 @@ func (e *Engine) Tick() {
 		}
 		if at > e.cfg.World.Horizon {
 			e.now = e.cfg.World.Horizon
-			e.end("horizon")
+			e.end(EndHorizon)
 			return
 		}
 		e.now = at
@@ -375,7 +450,7 @@ func (e *Engine) Tick() {
 	}
 	for {
 		at, t, ok := e.timers.Peek()
-		if !ok || at != e.now {
+		if !ok || at != e.now || !e.room(1) {
 			break
 		}
 		e.timers.Pop()
@@ -416,8 +491,18 @@ func (e *Engine) timerValid(at clock.Time, t timer) bool {
 // alone decide at once. It ends the session when all work is done.
 func (e *Engine) settle() {
 	for !e.done {
+		if !e.room(1) {
+			e.end(EndEventLimit)
+			return
+		}
 		if e.st.AllDone() {
-			e.end("complete")
+			e.end(EndComplete)
+			return
+		}
+		if e.st.AgentsFailed() {
+			// Nothing the agents would be asked next can be answered
+			// either: the session is a failure, not a score of 0.
+			e.end(EndAgentsFailed)
 			return
 		}
 		due := e.dueNow()
@@ -487,14 +572,20 @@ func (e *Engine) payReward() {
 }
 
 func (e *Engine) end(reason string) {
+	e.ending = true // the end's events are outside the budget's limit, within MaxEvents
 	e.payReward()
 	e.endHash = e.StateHash()
 	e.emit(payload.EvSessionEnded, "", 0, payload.SessionEnded{Reason: reason, StateHash: e.endHash})
 	e.done = true
 }
 
-// emit makes an event at the current time, applies it, and queues it for Ready.
+// emit makes an event at the current time, applies it, and queues it for
+// Ready. An event past the session's budget (see room) is not made: emit
+// returns 0, and the session ends "event_limit" at the next settle.
 func (e *Engine) emit(typ, actor string, cause uint64, typed any) uint64 {
+	if !e.ending && typ != payload.EvSessionStarted && !e.room(1) {
+		return 0
+	}
 	p := e.encode(typed)
 	seq := e.st.LastSeq + 1
 	ev := events.Event{
@@ -595,6 +686,10 @@ func (e *Engine) applyWith(ev events.Event, typed any) error {
 		e.scheduleFor(ev, typed)
 	case payload.EvSessionEnded:
 		e.done = true
+	case payload.EvTurnFailed:
+		if p, err := payload.As[payload.TurnFailed](&ev, typed); err == nil {
+			e.failure = p.Reason
+		}
 	}
 	for _, id := range e.st.TakeWoken() {
 		m := e.st.Member(id)

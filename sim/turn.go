@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events/payload"
@@ -20,6 +21,10 @@ func (e *Engine) takeTurn(a Answer) {
 	m := e.st.Member(a.Member)
 	if a.TimedOut {
 		e.emit(payload.EvTurnTimeout, m.ID, m.WakeCause, payload.TurnTimeout{Turn: m.Turn + 1, Seen: e.seen})
+		return
+	}
+	if a.Failed != "" && (a.Turn == 0 || a.Turn == m.Turn+1) { // a reply to another turn is malformed (below)
+		e.emit(payload.EvTurnFailed, m.ID, m.WakeCause, payload.TurnFailed{Turn: m.Turn + 1, Seen: e.seen, Reason: failReason(a.Failed)})
 		return
 	}
 	cal := &e.cfg.World.Calendar
@@ -59,6 +64,20 @@ func (e *Engine) takeTurn(a Answer) {
 	if len(a.Actions) == 0 {
 		emitVia(e, &e.slots.waiting, payload.EvMemberWaiting, m.ID, turnSeq, payload.MemberWaiting{})
 	}
+}
+
+// failReason is why a turn failed as turn.failed records it: valid UTF-8
+// (as encoding/json would carry it), at most MaxFailReason bytes.
+func failReason(why string) string {
+	why = strings.ToValidUTF8(why, "\uFFFD")
+	if len(why) <= MaxFailReason {
+		return why
+	}
+	cut := MaxFailReason - len("…")
+	for cut > 0 && !utf8.RuneStart(why[cut]) {
+		cut--
+	}
+	return why[:cut] + "…"
 }
 
 func (e *Engine) reject(member string, cause uint64, i int, a org.Action, r *org.Rejection) {

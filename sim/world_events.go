@@ -58,22 +58,23 @@ func (e *Engine) keyWith(base []byte, suffix string) []byte {
 }
 
 // arrivalAt is when arrival a brings ticket number n (0-based), counting
-// from prev, the time of ticket n-1 (or the process's start): 0 when it
-// brings no more. Gaps are working time and shrink with the load.
-func (e *Engine) arrivalAt(a *worlds.Arrival, n int, prev clock.Time) clock.Time {
+// from prev, the time of ticket n-1 (or the process's start); ok is false
+// when it brings no more. Time 0 is a time like any other: a process whose
+// first ticket falls at the world's start brings it then. Gaps are working
+// time and shrink with the load.
+func (e *Engine) arrivalAt(a *worlds.Arrival, n int, prev clock.Time) (at clock.Time, ok bool) {
 	load := e.load()
 	if a.Count > 0 && float64(n) >= math.Round(float64(a.Count)*load) {
-		return 0
+		return 0, false
 	}
 	cal := &e.cfg.World.Calendar
-	var at clock.Time
 	switch a.Process {
 	case "scheduled":
 		if len(a.At) > 0 {
 			// A load of 2 brings each scheduled ticket twice; 0.5 every other one.
 			idx := int(float64(n) / load)
 			if idx >= len(a.At) {
-				return 0
+				return 0, false
 			}
 			at = a.At[idx]
 		} else if n == 0 {
@@ -93,15 +94,17 @@ func (e *Engine) arrivalAt(a *worlds.Arrival, n int, prev clock.Time) clock.Time
 		} else {
 			at = cal.AddWork(prev, a.Every)
 		}
+	default:
+		return 0, false
 	}
 	until := a.Until
 	if until == 0 {
 		until = e.cfg.World.Horizon
 	}
 	if at > until {
-		return 0
+		return 0, false
 	}
-	return max(at, e.now)
+	return max(at, e.now), true
 }
 
 // ticket makes the definition of a ticket from a template.
@@ -186,13 +189,15 @@ func (e *Engine) fireTimer(t timer) {
 		// A burst brings all of its tickets at once; every other process one.
 		for {
 			id := a.ID + "-" + strconv.Itoa(n+1)
-			next := e.arrivalAt(a, n+1, at)
+			next, more := e.arrivalAt(a, n+1, at)
 			def := e.ticket(&a.Ticket, id, e.key("ticket/", a.ID, n))
-			emitVia(e, &e.slots.created, payload.EvTaskCreated, "", t.cause, payload.TaskCreated{Task: org.TaskSpecOf(&def), Queue: a.Queue, Team: e.ticketTeam(&a.Ticket, a.Queue),
-				Deadline: e.sla(&a.Ticket), Arrival: a.ID, NextAt: next, Interruption: -1})
+			created := payload.TaskCreated{Task: org.TaskSpecOf(&def), Queue: a.Queue, Team: e.ticketTeam(&a.Ticket, a.Queue),
+				Deadline: e.sla(&a.Ticket), Arrival: a.ID, Interruption: -1}
+			created.SetNext(next, more)
+			emitVia(e, &e.slots.created, payload.EvTaskCreated, "", t.cause, created)
 			n++
-			if next != e.now {
-				break
+			if !more || next != e.now || !e.room(1) {
+				break // a burst cut by the budget ends the session (settle)
 			}
 		}
 	case timerInterrupt:
@@ -263,7 +268,11 @@ func (e *Engine) worldTimerValid(at clock.Time, t timer) bool {
 	switch t.kind {
 	case timerArrival:
 		a := e.st.Arrival(t.id)
-		return a != nil && a.NextAt == at
+		if a == nil {
+			return false
+		}
+		next, ok := a.Next()
+		return ok && next == at
 	case timerInterrupt:
 		var i int
 		fmt.Sscanf(t.id, "%d", &i)
@@ -299,8 +308,8 @@ func (e *Engine) scheduleFor(ev events.Event, typed any) {
 	case payload.EvSessionStarted:
 		p, _ := payload.As[payload.SessionStarted](&ev, typed)
 		for _, a := range p.Arrivals {
-			if a.At != 0 {
-				e.timers.Push(a.At, timer{kind: timerArrival, id: a.Arrival, cause: seq})
+			if at, ok := a.Next(); ok {
+				e.timers.Push(at, timer{kind: timerArrival, id: a.Arrival, cause: seq})
 			}
 		}
 		for i, in := range w.Interruptions {
@@ -313,8 +322,8 @@ func (e *Engine) scheduleFor(ev events.Event, typed any) {
 		}
 	case payload.EvTaskCreated:
 		p, _ := payload.As[payload.TaskCreated](&ev, typed)
-		if p.Arrival != "" && p.NextAt != 0 {
-			e.timers.Push(p.NextAt, timer{kind: timerArrival, id: p.Arrival, cause: seq})
+		if at, ok := p.Next(); ok && p.Arrival != "" {
+			e.timers.Push(at, timer{kind: timerArrival, id: p.Arrival, cause: seq})
 		}
 		if p.Deadline > 0 {
 			// A ticket open a moment after its deadline has breached its SLA.

@@ -79,8 +79,10 @@ func (s *Seats) Plays(member string) bool {
 // Ask gives obs to member's agent and returns its actions. It returns
 // ctx's error once ctx ends before the agent answered (the agent, given the
 // same ctx, may still be deciding: its answer is dropped, and its next turn
-// waits for it within that turn's own budget). An agent that fails (or
-// panics) answers no actions, as agents/natshost answers for it.
+// waits for it within that turn's own budget). An agent that fails (its
+// Decide returns an error, or panics) while ctx lasts gives an answer
+// whose Failed says why (the engine records turn.failed), as agents/natshost
+// answers for it.
 func (s *Seats) Ask(ctx context.Context, _, member string, obs org.Observation) (sim.Answer, error) {
 	st, ok := s.seats[member]
 	if !ok {
@@ -92,32 +94,49 @@ func (s *Seats) Ask(ctx context.Context, _, member string, obs org.Observation) 
 		return sim.Answer{}, fmt.Errorf("inprocess: the agent is still deciding its previous turn: %w", ctx.Err())
 	}
 	turn := obs.Turn
-	done := make(chan []org.Action, 1)
+	done := make(chan decision, 1)
 	go func() {
 		defer func() { <-st.busy }()
 		done <- st.decide(ctx, obs)
 	}()
 	select {
-	case acts := <-done:
-		return answer(turn, acts), nil
+	case d := <-done:
+		if d.err != nil {
+			if ctx.Err() != nil {
+				return sim.Answer{}, ctx.Err() // it failed because its budget ran out: a timeout
+			}
+			why := d.err.Error()
+			if why == "" {
+				why = "the agent failed"
+			}
+			return sim.Answer{Turn: turn, Failed: why}, nil
+		}
+		return answer(turn, d.acts), nil
 	case <-ctx.Done():
 		return sim.Answer{}, ctx.Err()
 	}
 }
 
-// decide asks the agent, turning a failure into no actions.
-func (st *seat) decide(ctx context.Context, obs org.Observation) (acts []org.Action) {
+// decision is what an agent's Decide gave.
+type decision struct {
+	acts []org.Action
+	err  error
+}
+
+// decide asks the agent, turning a panic into an error.
+func (st *seat) decide(ctx context.Context, obs org.Observation) (d decision) {
 	defer func() {
 		if r := recover(); r != nil {
-			st.log.Error("agent panicked deciding; it answers no actions", "panic", r, "stack", string(debug.Stack()))
-			acts = nil
+			st.log.Error("agent panicked deciding; its turn fails", "panic", r, "stack", string(debug.Stack()))
+			d = decision{err: fmt.Errorf("agent panicked: %v", r)}
 		}
 	}()
 	acts, err := st.agent.Decide(ctx, obs)
 	if err != nil {
-		st.log.Warn("agent failed to decide", "error", err)
+		st.log.Warn("agent failed to decide; its turn fails", "error", err)
+		return decision{err: err}
 	}
-	return acts
+	return decision{acts: acts}
 }
 
 // answer is the engine's answer to turn made of acts, as it would be had

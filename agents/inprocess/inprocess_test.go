@@ -95,16 +95,29 @@ func TestAsk(t *testing.T) {
 	}
 }
 
-func TestAgentThatFailsAnswersNothing(t *testing.T) {
+// An agent that fails gives a failed answer saying why (the engine records
+// turn.failed), as agents/natshost replies for it; one that fails because
+// its budget ran out times out.
+func TestAgentThatFailsGivesAFailedAnswer(t *testing.T) {
 	s := New(map[string]agents.Agent{
-		"err":   decider(func(context.Context, org.Observation) ([]org.Action, error) { return nil, errors.New("no") }),
+		"err":   decider(func(context.Context, org.Observation) ([]org.Action, error) { return []org.Action{{Type: "wait"}}, errors.New("no") }),
+		"empty": decider(func(context.Context, org.Observation) ([]org.Action, error) { return nil, errors.New("") }),
 		"panic": decider(func(context.Context, org.Observation) ([]org.Action, error) { panic("boom") }),
 	}, Options{})
-	for _, m := range []string{"err", "panic"} {
+	for m, why := range map[string]string{"err": "no", "empty": "the agent failed", "panic": "agent panicked: boom"} {
 		got, err := s.Ask(context.Background(), "s", m, org.Observation{Turn: 2})
-		if want := (sim.Answer{Turn: 2, Actions: []org.Action{}}); err != nil || !reflect.DeepEqual(got, want) {
+		if want := (sim.Answer{Turn: 2, Failed: why}); err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got %+v, %v; want %+v", m, got, err, want)
 		}
+	}
+	late := New(map[string]agents.Agent{"bob": decider(func(ctx context.Context, _ org.Observation) ([]org.Action, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})}, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if got, err := late.Ask(ctx, "s", "bob", org.Observation{Turn: 1}); err == nil {
+		t.Fatalf("an agent out of time: got %+v, no error; want the budget's error (a timeout)", got)
 	}
 }
 

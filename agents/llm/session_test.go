@@ -3,7 +3,9 @@ package llm_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,9 +13,11 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/llm"
+	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/app"
 )
 
@@ -131,4 +135,94 @@ func TestSessionWithAnLLMSeat(t *testing.T) {
 		t.Errorf("session ended %q, want complete", res.Ended)
 	}
 	t.Logf("team score %.2f, bob delivered %.2f over %d requests", res.Score.TeamScore, delivered, len(f.requests()))
+}
+
+// closedEndpoint is the base URL of a local port nobody listens on.
+func closedEndpoint(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr + "/v1"
+}
+
+// An llm agent whose endpoint cannot be reached, or answers 500, fails
+// every turn: each is a turn.failed with the endpoint's error, the
+// scorecard counts them, and the session is failed ("agents_failed"), not
+// finished with a score of 0 — in process and over the bus alike.
+func TestFailingEndpointFailsTheSession(t *testing.T) {
+	_, srv := mustServe(t, func(chatRequest) (int, []call) { return http.StatusInternalServerError, nil })
+	for _, ep := range []struct {
+		name, url, reason string
+	}{
+		{"unreachable", closedEndpoint(t), "connection refused"},
+		{"500", srv.URL + "/v1", "500 Internal Server Error: scripted failure 500"},
+	} {
+		for _, overBus := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/over bus %v", ep.name, overBus), func(t *testing.T) {
+				agent := mustAgent(t, llm.Options{BaseURL: ep.url, Model: "m"})
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				log := memlog.New()
+				res, err := app.Run(ctx, app.RunOptions{World: "startup", Seed: 1, Agents: "llm", LLM: agent, Log: log,
+					TurnTimeout: 20 * time.Second, SeatsOverBus: overBus})
+				if err != nil {
+					t.Fatalf("run: %v", err)
+				}
+				seats := len(res.Agents)
+				if res.Ended != sim.EndAgentsFailed || res.Meta.Status != events.StatusFailed {
+					t.Fatalf("ended %q with status %s; want %q, failed", res.Ended, res.Meta.Status, sim.EndAgentsFailed)
+				}
+				if err := res.Err(); !errors.Is(err, app.ErrAgentsFailed) || !strings.Contains(err.Error(), ep.reason) {
+					t.Fatalf("Err: %v; want ErrAgentsFailed naming %q", err, ep.reason)
+				}
+				if res.Score.TurnErrors != seats || res.Score.Timeouts != 0 || res.Score.Turns != 0 {
+					t.Fatalf("scorecard: %d turn errors, %d timeouts, %d turns; want %d, 0, 0", res.Score.TurnErrors, res.Score.Timeouts, res.Score.Turns, seats)
+				}
+				meta, err := log.Session(ctx, res.Session)
+				if err != nil || meta.Status != events.StatusFailed {
+					t.Fatalf("stored status %s (%v), want failed", meta.Status, err)
+				}
+				failed := 0
+				for ev, err := range log.Read(ctx, res.Session, 1) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					if ev.Type != payload.EvTurnFailed {
+						continue
+					}
+					failed++
+					var p payload.TurnFailed
+					if err := json.Unmarshal(ev.Payload, &p); err != nil {
+						t.Fatal(err)
+					}
+					if !strings.Contains(p.Reason, ep.reason) {
+						t.Errorf("turn.failed of %s: reason %q; want it to name %q", ev.Actor, p.Reason, ep.reason)
+					}
+				}
+				if failed != seats {
+					t.Errorf("%d turn.failed events, want %d (one per seat)", failed, seats)
+				}
+			})
+		}
+	}
+}
+
+// eval reports the seeds whose agents failed every turn as errors, not as
+// scores of 0.
+func TestEvalOfAFailingEndpointIsAnError(t *testing.T) {
+	_, srv := mustServe(t, func(chatRequest) (int, []call) { return http.StatusInternalServerError, nil })
+	agent := mustAgent(t, llm.Options{BaseURL: srv.URL + "/v1", Model: "m"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := app.Eval(ctx, app.EvalOptions{World: "startup", Agents: "llm", Seeds: 2}, app.RunOptions{LLM: agent, TurnTimeout: 20 * time.Second})
+	if !errors.Is(err, app.ErrNoResult) {
+		t.Fatalf("eval: %v; want ErrNoResult", err)
+	}
+	if res == nil || len(res.Failed) != 2 || len(res.Scores) != 0 || !strings.Contains(res.Failed[0].Error, "scripted failure 500") {
+		t.Fatalf("eval result %+v; want both seeds failed with the endpoint's error, and no scores", res)
+	}
 }

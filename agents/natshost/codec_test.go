@@ -1,7 +1,9 @@
 package natshost
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/simtest"
 )
@@ -123,8 +126,53 @@ func TestAnswer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := string(s.answer([]byte(tt.obs))); got != tt.want {
-				t.Fatalf("got %s, want %s", got, tt.want)
+			if got, ok := s.answer([]byte(tt.obs)); !ok || string(got) != tt.want {
+				t.Fatalf("got %s (%v), want %s", got, ok, tt.want)
+			}
+		})
+	}
+}
+
+type decider func(ctx context.Context, obs org.Observation) ([]org.Action, error)
+
+func (d decider) Decide(ctx context.Context, obs org.Observation) ([]org.Action, error) { return d(ctx, obs) }
+
+// An agent that fails answers its error, which the driver's strict parser
+// reads as a failed turn; one whose budget ran out answers nothing.
+func TestAnswerOfAFailingAgent(t *testing.T) {
+	tests := []struct {
+		name  string
+		agent decider
+		want  string // "" for no reply
+	}{
+		{"error", func(context.Context, org.Observation) ([]org.Action, error) {
+			return []org.Action{{Type: org.ActWait}}, errors.New("llm: POST http://x: 500 Internal Server Error: down")
+		}, `{"turn":3,"actions":[],"error":"llm: POST http://x: 500 Internal Server Error: down"}`},
+		{"empty error", func(context.Context, org.Observation) ([]org.Action, error) { return nil, errors.New("") },
+			`{"turn":3,"actions":[],"error":"the agent failed"}`},
+		{"panic", func(context.Context, org.Observation) ([]org.Action, error) { panic("boom") },
+			`{"turn":3,"actions":[],"error":"agent panicked: boom"}`},
+		{"out of time", func(ctx context.Context, _ org.Observation) ([]org.Action, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &seat{agent: tt.agent, timeout: 20 * time.Millisecond, log: hclog.NewNullLogger()}
+			got, ok := s.answer([]byte(`{"turn":3,"member":"bob"}`))
+			if tt.want == "" {
+				if ok {
+					t.Fatalf("answered %s; want no reply", got)
+				}
+				return
+			}
+			if !ok || string(got) != tt.want {
+				t.Fatalf("got %s (%v), want %s", got, ok, tt.want)
+			}
+			r, err := wire.ParseReply(got)
+			if err != nil || r.Error == "" || len(r.Actions) != 0 {
+				t.Fatalf("the driver parses %s as %+v, %v; want an error and no actions", got, r, err)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ package natshost
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sort"
 	"time"
 
@@ -50,7 +51,11 @@ func Serve(nc *nats.Conn, session string, seats map[string]agents.Agent, o Optio
 	for _, id := range ids {
 		s := &seat{agent: seats[id], timeout: timeout, log: logger.With("member", id)}
 		sub, err := nc.Subscribe(wire.TurnSubject(session, id), func(msg *nats.Msg) {
-			if err := msg.Respond(s.answer(msg.Data)); err != nil {
+			reply, ok := s.answer(msg.Data)
+			if !ok {
+				return // no answer within the budget: the engine records a timeout
+			}
+			if err := msg.Respond(reply); err != nil {
 				s.log.Warn("reply not sent", "error", err)
 			}
 		})
@@ -86,25 +91,47 @@ type seat struct {
 
 // answer decodes one turn's observation, asks the agent and returns the
 // encoded reply, valid until the next call. An observation that cannot be
-// read, or an agent that fails, gets a reply with no actions (turn 0 when
-// the turn is unknown).
-func (s *seat) answer(data []byte) []byte {
+// read gets a reply with no actions (turn 0: the turn is unknown). An agent
+// that fails (its Decide returns an error, or panics) gets a reply with no
+// actions whose error says why (the engine records turn.failed); one that
+// failed because the host's budget ran out gets no reply (ok false), and
+// the engine records a timeout.
+func (s *seat) answer(data []byte) (reply []byte, ok bool) {
 	var obs org.Observation
-	reply := org.Reply{Actions: []org.Action{}}
+	r := org.Reply{Actions: []org.Action{}}
 	if err := decodeObservation(data, &obs); err != nil {
 		s.log.Error("bad observation", "error", err)
 	} else {
-		reply.Turn = obs.Turn
+		r.Turn = obs.Turn
 		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-		acts, err := s.agent.Decide(ctx, obs)
+		acts, err := s.decide(ctx, obs)
+		expired := ctx.Err() != nil
 		cancel()
-		if err != nil {
-			s.log.Warn("agent failed to decide", "error", err)
-		}
-		if acts != nil {
-			reply.Actions = acts
+		switch {
+		case err != nil && expired:
+			s.log.Warn("agent did not decide within the budget", "error", err)
+			return nil, false
+		case err != nil:
+			s.log.Warn("agent failed to decide; its turn fails", "error", err)
+			r.Error = err.Error()
+			if r.Error == "" {
+				r.Error = "the agent failed"
+			}
+		case acts != nil:
+			r.Actions = acts
 		}
 	}
-	s.buf = wire.AppendReply(s.buf[:0], &reply)
-	return s.buf
+	s.buf = wire.AppendReply(s.buf[:0], &r)
+	return s.buf, true
+}
+
+// decide asks the agent, turning a panic into an error.
+func (s *seat) decide(ctx context.Context, obs org.Observation) (acts []org.Action, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("agent panicked deciding; its turn fails", "panic", p, "stack", string(debug.Stack()))
+			acts, err = nil, fmt.Errorf("agent panicked: %v", p)
+		}
+	}()
+	return s.agent.Decide(ctx, obs)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/agents/wire"
@@ -355,6 +356,7 @@ func TestAppendReply(t *testing.T) {
 		{"greedy", org.Reply{Turn: 1, Actions: []org.Action{{Type: "claim", Task: "api"}, {Type: "work", Task: "api"}}}},
 		{"every field", org.Reply{Turn: math.MaxUint64, Actions: []org.Action{every, {}, {Until: math.MinInt64}}}},
 		{"strings", org.Reply{Actions: []org.Action{{Type: "message", Text: "<a href=\"x\">&</a> \u2028 \x00\x1f a\xffb héllo", Reason: "\\"}}}},
+		{"error", org.Reply{Turn: 2, Actions: []org.Action{}, Error: "llm: POST <x>: 500 \u2028 a\xffb"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { mustEncodeReplyLikeJSON(t, tt.reply) })
@@ -368,6 +370,35 @@ func FuzzAppendReply(f *testing.F) {
 		mustEncodeReplyLikeJSON(t, org.Reply{Turn: turn, Actions: []org.Action{
 			{Type: s1, Task: s2, Request: s3, To: s1, Text: s2, Reason: s3, For: s1, Until: n, ReplyTo: s2, Topic: s3},
 			{Type: s3},
-		}})
+		}, Error: s1})
 	})
+}
+
+func TestParseReplyError(t *testing.T) {
+	tests := []struct {
+		name, raw string
+		want      org.Reply
+		bad       string // a part of the error, "" when it parses
+	}{
+		{"error, no actions", `{"turn":2,"actions":[],"error":"endpoint down"}`, org.Reply{Turn: 2, Actions: []org.Action{}, Error: "endpoint down"}, ""},
+		{"error, actions omitted", `{"turn":2,"error":"endpoint down"}`, org.Reply{Turn: 2, Error: "endpoint down"}, ""},
+		{"empty error", `{"turn":2,"actions":[{"type":"wait"}],"error":""}`, org.Reply{Turn: 2, Actions: []org.Action{{Type: "wait"}}}, ""},
+		{"error and actions", `{"turn":2,"actions":[{"type":"wait"}],"error":"x"}`, org.Reply{}, "carries none"},
+		{"error not a string", `{"turn":2,"actions":[],"error":{"message":"x"}}`, org.Reply{}, "malformed reply"},
+		{"unknown field beside it", `{"turn":2,"actions":[],"error":"x","code":500}`, org.Reply{}, "unknown field"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := wire.ParseReply([]byte(tt.raw))
+			if tt.bad != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.bad) {
+					t.Fatalf("got %+v, %v; want an error naming %q", got, err, tt.bad)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
 }

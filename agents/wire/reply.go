@@ -13,8 +13,9 @@ import (
 )
 
 // ParseReply decodes an agent's reply strictly: unknown fields, trailing
-// data, input over org.MaxReplyBytes and more than org.MaxActions actions
-// are errors with a sentence saying what was wrong.
+// data, input over org.MaxReplyBytes, more than org.MaxActions actions and
+// actions beside an error are errors with a sentence saying what was
+// wrong.
 func ParseReply(raw []byte) (org.Reply, error) {
 	var r org.Reply
 	if len(raw) > org.MaxReplyBytes {
@@ -31,6 +32,9 @@ func ParseReply(raw []byte) (org.Reply, error) {
 	if len(r.Actions) > org.MaxActions {
 		return org.Reply{}, fmt.Errorf("reply has %d actions; the limit is %d", len(r.Actions), org.MaxActions)
 	}
+	if r.Error != "" && len(r.Actions) > 0 {
+		return org.Reply{}, fmt.Errorf("reply has an error and %d actions; a reply that says the agent failed carries none", len(r.Actions))
+	}
 	return r, nil
 }
 
@@ -39,7 +43,9 @@ func ParseReply(raw []byte) (org.Reply, error) {
 func AppendReply(dst []byte, r *org.Reply) []byte {
 	dst = append(dst, `{"turn":`...)
 	dst = strconv.AppendUint(dst, r.Turn, 10)
-	return append(fastjson.AppendList(dst, `,"actions":`, r.Actions, func(a *org.Action, dst []byte) []byte {
+	dst = fastjson.AppendList(dst, `,"actions":`, r.Actions, func(a *org.Action, dst []byte) []byte {
 		return payload.AppendAction(dst, a)
-	}), '}')
+	})
+	dst = fastjson.AppendKeyStringOmit(dst, `,"error":`, r.Error)
+	return append(dst, '}')
 }

@@ -31,6 +31,7 @@ var decoders = map[string]func([]byte) (any, error){
 	EvSessionEnded:      decodeTo[SessionEnded],
 	EvTurn:              decodeTo[Turn],
 	EvTurnTimeout:       decodeTo[TurnTimeout],
+	EvTurnFailed:        decodeTo[TurnFailed],
 	EvActionRejected:    decodeTo[ActionRejected],
 	EvMemberWaiting:     decodeTo[MemberWaiting],
 	EvTaskHandedOff:     decodeTo[TaskHandedOff],
@@ -128,6 +129,8 @@ var fastDecoders = map[string]func(d *fastjson.Decoder) (any, bool){
 				return 1 << 5, d.Int64((*int64)(&p.NextAt))
 			case "interruption":
 				return 1 << 6, d.Int(&p.Interruption)
+			case "next_at_zero":
+				return 1 << 7, d.Bool(&p.NextAtZero)
 			}
 			return 0, false
 		})

@@ -49,6 +49,9 @@ func TestFastDecodersMatchEncodingJSON(t *testing.T) {
 		tc := TaskCreated{Task: task, Queue: randString(r), Team: randString(r), Interruption: r.IntN(5) - 1}
 		if r.IntN(2) == 0 {
 			tc.Deadline, tc.NextAt, tc.Arrival = clock.Time(r.Int64N(1<<40)), clock.Time(r.Int64N(1<<40)), randString(r)
+			if r.IntN(4) == 0 {
+				tc.SetNext(0, true) // a next ticket at time 0: "next_at_zero"
+			}
 		}
 		sameDecoding(t, EvTaskCreated, enc(tc), true)
 		turn := Turn{Turn: r.Uint64(), Seen: r.Uint64N(1 << 30), BusyUntil: clock.Time(r.Int64N(1 << 40)), InboxRead: r.IntN(3) * r.IntN(9)}

@@ -110,6 +110,9 @@ func (p *TaskCreated) appendJSON(dst []byte) ([]byte, bool) {
 	dst = fastjson.AppendKeyIntOmit(dst, `,"deadline":`, int64(p.Deadline))
 	dst = fastjson.AppendKeyStringOmit(dst, `,"arrival":`, p.Arrival)
 	dst = fastjson.AppendKeyIntOmit(dst, `,"next_at":`, int64(p.NextAt))
+	if p.NextAtZero {
+		dst = append(dst, `,"next_at_zero":true`...)
+	}
 	dst = fastjson.AppendKeyInt(dst, `,"interruption":`, int64(p.Interruption))
 	return append(dst, '}'), true
 }

@@ -90,6 +90,9 @@ func TestAppendPayloadMatchesEncodingJSON(t *testing.T) {
 		tc := TaskCreated{Task: task, Queue: randString(r), Team: randString(r), Interruption: r.IntN(5) - 1}
 		if r.IntN(2) == 0 {
 			tc.Deadline, tc.NextAt, tc.Arrival = clock.Time(r.Int64N(1<<40)), clock.Time(r.Int64N(1<<40)), randString(r)
+			if r.IntN(4) == 0 {
+				tc.SetNext(0, true) // a next ticket at time 0: "next_at_zero"
+			}
 		}
 		sameAsJSON(t, tc)
 		sameAsJSON(t, &tc)

@@ -8,6 +8,7 @@ const (
 	EvSessionEnded      = "session.ended"
 	EvTurn              = "turn"
 	EvTurnTimeout       = "turn.timeout"
+	EvTurnFailed        = "turn.failed"
 	EvActionRejected    = "action.rejected"
 	EvMemberWaiting     = "member.waiting"
 	EvTaskClaimed       = "task.claimed"
@@ -62,23 +63,58 @@ type SessionStarted struct {
 	Limits    Limits        `json:"limits,omitzero"`    // the session's limits; zero fields are the defaults
 }
 
-// ArrivalNext says when an arrival process brings its next ticket (0: never).
+// ArrivalNext says when an arrival process brings its first ticket. "at": 0
+// alone means never (as logs have always written it); a first ticket at
+// time 0 itself is "at": 0 with "at_zero": true, so that the logs of
+// worlds without one are what they were. Use NextArrival and Next rather
+// than the fields.
 type ArrivalNext struct {
 	Arrival string     `json:"arrival"`
 	At      clock.Time `json:"at"`
+	AtZero  bool       `json:"at_zero,omitempty"` // the first ticket comes at time 0 (At is 0)
 }
+
+// NextArrival is the ArrivalNext of arrival id whose first ticket comes at
+// at, or never when ok is false.
+func NextArrival(id string, at clock.Time, ok bool) ArrivalNext {
+	if !ok {
+		return ArrivalNext{Arrival: id}
+	}
+	return ArrivalNext{Arrival: id, At: at, AtZero: at == 0}
+}
+
+// Next returns when the first ticket comes; ok is false when it never does.
+func (a *ArrivalNext) Next() (at clock.Time, ok bool) { return a.At, a.At != 0 || a.AtZero }
 
 // TaskCreated brings a ticket. Interruption is the index of the urgent
 // interruption that brought it, or -1.
 type TaskCreated struct {
-	Task         TaskSpec   `json:"task"`
-	Queue        string     `json:"queue"`
-	Team         string     `json:"team"`
-	Deadline     clock.Time `json:"deadline,omitempty"`
-	Arrival      string     `json:"arrival,omitempty"`
-	NextAt       clock.Time `json:"next_at,omitempty"` // the arrival's next ticket; 0 when it is done
-	Interruption int        `json:"interruption"`
+	Task     TaskSpec   `json:"task"`
+	Queue    string     `json:"queue"`
+	Team     string     `json:"team"`
+	Deadline clock.Time `json:"deadline,omitempty"`
+	Arrival  string     `json:"arrival,omitempty"`
+	NextAt   clock.Time `json:"next_at,omitempty"` // the arrival's next ticket; 0 alone when it is done
+	// NextAtZero says that the arrival's next ticket comes at time 0 (NextAt
+	// is 0): written only then, so that logs without one are what they
+	// were. Use SetNext and Next rather than the fields.
+	NextAtZero   bool `json:"next_at_zero,omitempty"`
+	Interruption int  `json:"interruption"`
 }
+
+// SetNext records when the arrival's next ticket comes (at), or that it
+// brings no more (ok false).
+func (p *TaskCreated) SetNext(at clock.Time, ok bool) {
+	if !ok {
+		p.NextAt, p.NextAtZero = 0, false
+		return
+	}
+	p.NextAt, p.NextAtZero = at, at == 0
+}
+
+// Next returns when the arrival's next ticket comes; ok is false when it
+// brings no more (or the ticket came from no arrival).
+func (p *TaskCreated) Next() (at clock.Time, ok bool) { return p.NextAt, p.NextAt != 0 || p.NextAtZero }
 
 // TaskSpec is a ticket's definition as task.created records it: the stored
 // form of a world's task, converted from and to it by package org
@@ -190,6 +226,15 @@ type Turn struct {
 type TurnTimeout struct {
 	Turn uint64 `json:"turn"`
 	Seen uint64 `json:"seen"`
+}
+
+// TurnFailed records that a member's agent could not decide: its backend
+// failed (a model endpoint that cannot be reached or answers an error) and
+// said why. Like a timeout, the turn passes with no actions.
+type TurnFailed struct {
+	Turn   uint64 `json:"turn"`
+	Seen   uint64 `json:"seen"`
+	Reason string `json:"reason"`
 }
 
 // ActionRejected records an action that was refused; state is unchanged.

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -50,7 +51,19 @@ type EvalResult struct {
 	PassAt1 float64 `json:"pass_at_1"`
 	PassK   bool    `json:"pass_k"`
 	Wall    string  `json:"wall"`
+	// Failed are the seeds whose agents failed every turn (RunResult.Err):
+	// they gave no result and are left out of the scores above.
+	Failed []SeedError `json:"failed,omitempty"`
 }
+
+// SeedError is a seed of an evaluation that gave no result, and why.
+type SeedError struct {
+	Seed  uint64 `json:"seed"`
+	Error string `json:"error"`
+}
+
+// ErrNoResult is Eval's error when no seed gave a result.
+var ErrNoResult = errors.New("no seed gave a result")
 
 // Goals of a scorecard: each project ("project:<id>" passes when it is
 // completed: every task verified and on time), the tickets' SLA
@@ -88,6 +101,7 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 	start := time.Now()
 	cards := make([]policies.Scorecard, o.Seeds)
 	errs := make([]error, o.Seeds)
+	failed := make([]error, o.Seeds) // seeds whose agents failed: no result
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
 	for i := range o.Seeds {
@@ -104,6 +118,7 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 				errs[i] = fmt.Errorf("seed %d: %w", r.Seed, err)
 				return
 			}
+			failed[i] = res.Err()
 			cards[i] = res.Score
 		}(i)
 	}
@@ -117,11 +132,25 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 	if res.Load == 0 {
 		res.Load = 1
 	}
+	var seeds []uint64
+	var kept []policies.Scorecard
+	for i, c := range cards {
+		seed := o.FirstSeed + uint64(i)
+		if failed[i] != nil {
+			res.Failed = append(res.Failed, SeedError{Seed: seed, Error: failed[i].Error()})
+			continue
+		}
+		seeds, kept = append(seeds, seed), append(kept, c)
+	}
+	if len(kept) == 0 {
+		return res, fmt.Errorf("%w: every seed's agents failed every turn (seed %d: %s)", ErrNoResult, res.Failed[0].Seed, res.Failed[0].Error)
+	}
+	cards = kept
 	pass := map[string]int{}
 	allPass := 0
 	sum := 0.0
 	for i, c := range cards {
-		res.Seeds = append(res.Seeds, o.FirstSeed+uint64(i))
+		res.Seeds = append(res.Seeds, seeds[i])
 		res.Scores = append(res.Scores, c.TeamScore)
 		sum += c.TeamScore
 		res.Completion += c.Completion / float64(len(cards))

@@ -50,6 +50,9 @@ type RunOptions struct {
 	Limits org.Limits
 	// MaxBatch bounds the events persisted in one append between agent turns (0: the driver's default; 1: every step on its own).
 	MaxBatch int
+	// MaxEvents is the session's budget of events (0: sim.DefaultMaxEvents);
+	// once it is spent the session ends "event_limit".
+	MaxEvents int
 }
 
 // RunResult is what a run produced.
@@ -65,8 +68,11 @@ type RunResult struct {
 	Parent    string             `json:"parent,omitempty"`
 	ForkSeq   uint64             `json:"fork_seq,omitempty"`
 	Score     policies.Scorecard `json:"score"`
-	Wall      time.Duration      `json:"-"`
-	Meta      events.SessionMeta `json:"-"`
+	// Failure is why the agents' last failed turn failed (turn.failed), if
+	// any turn failed.
+	Failure string             `json:"failure,omitempty"`
+	Wall    time.Duration      `json:"-"`
+	Meta    events.SessionMeta `json:"-"`
 	Stats
 }
 
@@ -164,6 +170,9 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if err := o.Limits.Validate(); err != nil {
 		return nil, Usagef("%v", err)
 	}
+	if err := CheckMaxEvents(o.MaxEvents); err != nil {
+		return nil, err
+	}
 	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session, Load: o.Load, Limits: o.Limits})
 	if err != nil {
 		return nil, err
@@ -226,7 +235,7 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 	defer stop()
 
 	d := driver.New(driver.Config{Log: log, Conn: conn, Seats: asker, Logger: logger, TurnTimeout: o.TurnTimeout,
-		Progress: o.Progress, CheckpointEvery: o.CheckpointEvery, MaxBatch: o.MaxBatch, Interest: srv.Interest})
+		Progress: o.Progress, CheckpointEvery: o.CheckpointEvery, MaxBatch: o.MaxBatch, Interest: srv.Interest, MaxEvents: o.MaxEvents})
 	from := e.State().LastSeq
 	start := time.Now()
 	if fresh {
@@ -242,6 +251,30 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 	return res, nil
 }
 
+// CheckMaxEvents refuses a budget of events (--max-events) the engine
+// would not take: negative, or 1 to sim.MinMaxEvents-1 (0 is the default).
+func CheckMaxEvents(n int) error {
+	if n < 0 || 0 < n && n < sim.MinMaxEvents {
+		return Usagef("--max-events must be at least %d (or 0 for the default, %d), got %d", sim.MinMaxEvents, sim.DefaultMaxEvents, n)
+	}
+	return nil
+}
+
+// ErrAgentsFailed is RunResult.Err's error for a session that ended
+// because its agents failed every turn they were asked
+// (sim.EndAgentsFailed): its score is no result.
+var ErrAgentsFailed = errors.New("the agents failed every turn they were asked")
+
+// Err is nil for a session that gave a result, and an error wrapping
+// ErrAgentsFailed, with the last failure's reason, for one whose agents
+// failed every turn (its status is failed).
+func (r *RunResult) Err() error {
+	if r.Ended != sim.EndAgentsFailed {
+		return nil
+	}
+	return fmt.Errorf("session %s failed: %w (%d turn.failed events; the last: %s)", r.Session, ErrAgentsFailed, r.Score.TurnErrors, r.Failure)
+}
+
 // ResultOf is the result of a session whose engine stands at its end (or
 // wherever it stopped): the metadata, the end and the scorecard.
 func ResultOf(meta events.SessionMeta, e *sim.Engine) *RunResult {
@@ -249,7 +282,7 @@ func ResultOf(meta events.SessionMeta, e *sim.Engine) *RunResult {
 	w := st.World
 	res := &RunResult{Session: meta.ID, World: w.Name, Seed: meta.Seed, Events: st.LastSeq,
 		Ended: st.EndReason, SimTime: w.Calendar.Wall(st.Now).Format(time.RFC3339), Agents: meta.Agents,
-		Parent: meta.Parent, ForkSeq: meta.ForkSeq, Score: policies.Score(st), Meta: meta}
+		Parent: meta.Parent, ForkSeq: meta.ForkSeq, Score: policies.Score(st), Meta: meta, Failure: e.LastFailure()}
 	if st.Ended {
 		res.StateHash = e.EndStateHash() // computed once, when the session ended
 	} else {

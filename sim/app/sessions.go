@@ -16,6 +16,9 @@ import (
 // last durable event, with o.Agents from here on if given (else the
 // session's). It refuses a finished session.
 func Resume(ctx context.Context, o RunOptions, id string) (*RunResult, error) {
+	if err := CheckMaxEvents(o.MaxEvents); err != nil {
+		return nil, err
+	}
 	log, meta, err := OpenSessionWrite(ctx, o.Data, id, o.Logger)
 	if err != nil {
 		return nil, err
@@ -52,6 +55,9 @@ type ForkOptions struct {
 // and continues it unless f.CreateOnly. It returns the new session's
 // metadata and, when it ran, its result.
 func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta, *RunResult, error) {
+	if err := CheckMaxEvents(o.MaxEvents); err != nil {
+		return events.SessionMeta{}, nil, err
+	}
 	log, parent, err := OpenSessionWrite(ctx, o.Data, f.Parent, o.Logger)
 	if err != nil {
 		return events.SessionMeta{}, nil, err

@@ -75,6 +75,11 @@ type Config struct {
 	// request holds its observation's JSON on both ends of the bus), never
 	// the log: answers are applied in member order.
 	MaxInFlight int
+	// MaxEvents, if not 0, is the session's budget of events, given to the
+	// engine (sim.Engine.SetMaxEvents) before it runs or continues: once it
+	// is spent the session ends "event_limit". 0 keeps the engine's (by
+	// default sim.DefaultMaxEvents).
+	MaxEvents int
 }
 
 // Seats are how the driver asks members to decide: a turn (its member and
@@ -84,7 +89,8 @@ type Config struct {
 // answers in member-ID order once all are in. Ask owns obs.
 //
 // Ask returns the member's answer to obs.Turn: its actions (possibly none),
-// or Malformed saying why its reply could not be read. An error — ctx's
+// Malformed saying why its reply could not be read, or Failed saying why
+// its agent could not decide (recorded as turn.failed). An error — ctx's
 // once the budget is spent, or any other — records the turn as timed out.
 // Ask may be called for a member while its previous turn, already timed
 // out, is still with its agent: an implementation that hosts agents must
@@ -193,8 +199,13 @@ func New(cfg Config) *Driver {
 
 // Run creates the session described by meta, starts e, and runs it to its
 // end. It returns the final metadata (status finished, last seq and state
-// hash). If ctx is cancelled the session is left interrupted.
+// hash; status failed, with no error, when the session ended because its
+// agents failed every turn, sim.EndAgentsFailed). If ctx is cancelled the
+// session is left interrupted.
 func (d *Driver) Run(ctx context.Context, meta events.SessionMeta, e *sim.Engine) (events.SessionMeta, error) {
+	if err := d.budget(e); err != nil {
+		return meta, err
+	}
 	meta.Status = events.StatusRunning
 	if err := d.cfg.Log.CreateSession(ctx, meta); err != nil {
 		return meta, fmt.Errorf("driver: %w", err)
@@ -206,6 +217,9 @@ func (d *Driver) Run(ctx context.Context, meta events.SessionMeta, e *sim.Engine
 // Continue runs an existing session from where e stands — e was rebuilt from
 // the session's log with Load, for a resume or a fork — to its end.
 func (d *Driver) Continue(ctx context.Context, meta events.SessionMeta, e *sim.Engine) (events.SessionMeta, error) {
+	if err := d.budget(e); err != nil {
+		return meta, err
+	}
 	meta.Status = events.StatusRunning
 	if err := d.cfg.Log.UpdateSession(ctx, meta); err != nil {
 		return meta, fmt.Errorf("driver: %w", err)
@@ -215,6 +229,17 @@ func (d *Driver) Continue(ctx context.Context, meta events.SessionMeta, e *sim.E
 	last := e.State().LastSeq
 	e.Resume()
 	return d.loop(ctx, meta, e, last)
+}
+
+// budget gives e the configured budget of events, if any.
+func (d *Driver) budget(e *sim.Engine) error {
+	if d.cfg.MaxEvents == 0 {
+		return nil
+	}
+	if err := e.SetMaxEvents(d.cfg.MaxEvents); err != nil {
+		return fmt.Errorf("driver: %w", err)
+	}
+	return nil
 }
 
 func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engine, last uint64) (events.SessionMeta, error) {
@@ -366,12 +391,20 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		log.Warn("flush of the event feed failed", "error", err)
 	}
 	meta.Status = events.StatusFinished
+	if e.State().EndReason == sim.EndAgentsFailed {
+		// Its log is whole, but no agent ever decided: not a result.
+		meta.Status = events.StatusFailed
+	}
 	meta.LastSeq = last
 	meta.StateHash = e.EndStateHash()
 	if err := d.cfg.Log.UpdateSession(ctx, meta); err != nil {
 		return meta, fmt.Errorf("driver: %w", err)
 	}
-	log.Info("session finished", "events", last, "state_hash", meta.StateHash)
+	if meta.Status == events.StatusFailed {
+		log.Warn("session failed: its agents failed every turn they were asked (turn.failed events)", "events", last, "state_hash", meta.StateHash)
+	} else {
+		log.Info("session finished", "events", last, "state_hash", meta.StateHash)
+	}
 	return meta, nil
 }
 
@@ -451,6 +484,9 @@ func (b *busSeats) Ask(ctx context.Context, session, member string, obs org.Obse
 	r, err := wire.ParseReply(msg.Data)
 	if err != nil {
 		return sim.Answer{Malformed: err.Error()}, nil
+	}
+	if r.Error != "" {
+		return sim.Answer{Turn: r.Turn, Failed: r.Error}, nil
 	}
 	return sim.Answer{Turn: r.Turn, Actions: r.Actions}, nil
 }

@@ -321,3 +321,55 @@ func TestPanicInAppendIsTheRunsError(t *testing.T) {
 		t.Fatalf("recorded %s at seq %d; the log holds %d", meta.Status, meta.LastSeq, last)
 	}
 }
+
+// The driver's MaxEvents is the session's budget, also for a session it
+// continues: a run that spends it ends "event_limit" with its log within
+// the budget and verified, and Continue gives a rebuilt engine the budget.
+func TestMaxEventsEndsTheSession(t *testing.T) {
+	w, src := deskWorld(t, 5000)
+	bus := startBus(t)
+	const id, max = "01J0000000000000000000BUDG", 700
+	conn := connect(t, bus, "driver")
+	defer answerWatcher(t, conn, id).Unsubscribe()
+	log := memlog.New()
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := driver.New(driver.Config{Log: log, Conn: conn, MaxEvents: max, CheckpointEvery: 100})
+	meta, err := d.Run(context.Background(), events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: 5}, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Status != events.StatusFinished || meta.LastSeq > max || meta.LastSeq < max-20 || e.State().EndReason != sim.EndEventLimit {
+		t.Fatalf("status %s, %d events, ended %q; want finished, at most %d events, ended %q", meta.Status, meta.LastSeq, e.State().EndReason, max, sim.EndEventLimit)
+	}
+	if r := driver.Verify(context.Background(), log, meta); !r.OK {
+		t.Fatalf("verify: %+v", r)
+	}
+
+	// A bad budget is refused before anything is written.
+	e2, _ := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id + "X"})
+	if _, err := driver.New(driver.Config{Log: log, Conn: conn, MaxEvents: 1}).Run(context.Background(), events.SessionMeta{ID: id + "X"}, e2); err == nil {
+		t.Fatal("MaxEvents 1: no error")
+	}
+
+	// A fork of it at event 300, rebuilt (with the default budget) and
+	// continued: the driver's budget holds for it too.
+	fork := events.SessionMeta{ID: id + "F", World: w.Name, WorldHash: w.Hash, Seed: 5, Parent: id, ForkSeq: 300, Status: events.StatusInterrupted}
+	if err := log.CreateSession(context.Background(), fork); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := driver.Load(context.Background(), log, fork.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer answerWatcher(t, conn, fork.ID).Unsubscribe()
+	fm, err := d.Continue(context.Background(), fork, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fm.LastSeq > max || fm.LastSeq < max-20 || c.State().EndReason != sim.EndEventLimit {
+		t.Fatalf("continued from 300: %d events, ended %q; want at most %d, ended %q", fm.LastSeq, c.State().EndReason, max, sim.EndEventLimit)
+	}
+}

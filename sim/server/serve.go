@@ -41,6 +41,7 @@ type ServeOptions struct {
 	Metrics         string        // address of the /metrics listener; "" for none
 	ShutdownGrace   time.Duration // how long running sessions may take to stop once ctx is done
 	CheckpointEvery int
+	MaxEvents       int // events one session may append (0: sim.DefaultMaxEvents)
 	// Worker, if set, runs serve as one worker of a cluster (needs NATS):
 	// see Worker.
 	Worker   string
@@ -94,6 +95,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	if o.MaxSessions <= 0 || o.MaxSeats <= 0 {
 		return app.Usagef("--max-sessions and --max-seats must be positive")
+	}
+	if err := app.CheckMaxEvents(o.MaxEvents); err != nil {
+		return err
 	}
 	if o.Worker != "" && (o.NATS == "" || o.Ephemeral) {
 		return app.Usagef("--worker needs --nats URL (the cluster) and a --data folder of its own (not --ephemeral)")
@@ -159,7 +163,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		observer = m
 	}
 	svcCfg := Config{Log: store, Bus: bus, Auth: auth, Logger: log, TurnTimeout: o.TurnTimeout,
-		JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, MaxSeats: o.MaxSeats, CheckpointEvery: o.CheckpointEvery,
+		JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, MaxSeats: o.MaxSeats, CheckpointEvery: o.CheckpointEvery, MaxEvents: o.MaxEvents,
 		LLM: o.LLM, Observer: observer, StateFile: stateFile}
 	var worker *Worker
 	if o.Worker != "" {

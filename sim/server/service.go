@@ -77,6 +77,7 @@ type Config struct {
 	TurnTimeout     time.Duration // default per turn; 0 means 30s
 	JoinTimeout     time.Duration // how long a session waits for its remote seats; 0 means 60s
 	CheckpointEvery int
+	MaxEvents       int // events one session may append; 0 means sim.DefaultMaxEvents
 	MaxSessions     int // running at once; 0 means DefaultMaxSessions
 	MaxSeats        int // seats (members played) of one session; 0 means DefaultMaxSeats
 	// LLM plays the seats a create request gives to "llm"; nil refuses them.
@@ -525,7 +526,7 @@ func (s *Service) launch(l launch) error {
 		m, err := meta, error(nil)
 		if s.waitToStart(runCtx, ss, l, remote, log) {
 			d := driver.New(driver.Config{Log: s.cfg.Log, Conn: s.conn, Seats: asker, Logger: s.logger, TurnTimeout: l.turnTimeout,
-				CheckpointEvery: s.cfg.CheckpointEvery, Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
+				CheckpointEvery: s.cfg.CheckpointEvery, MaxEvents: s.cfg.MaxEvents, Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
 				Interest: s.cfg.Bus.Interest, Observer: s.cfg.Observer, Replica: s.cfg.Replica})
 			log.Info("session running", "from_seq", e.State().LastSeq, "remote_seats", len(remote))
 			m, err = s.guard(log, meta, func() (events.SessionMeta, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/app"
 )
 
@@ -37,7 +38,7 @@ and print the scorecard.`,
 			if err != nil {
 				return err
 			}
-			return a.report(res, asJSON)
+			return a.played(res, asJSON)
 		},
 	}
 	f := c.Flags()
@@ -69,6 +70,7 @@ func playFlags(c *cobra.Command, o *app.RunOptions) {
 	f.DurationVar(&o.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn")
 	f.StringVar(&o.Listen, "listen", "", "let network clients reach the embedded NATS server at this address (e.g. 127.0.0.1:4222); written to DATA/bus.url")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000, none with --ephemeral; negative: never)")
+	f.IntVar(&o.MaxEvents, "max-events", sim.DefaultMaxEvents, "events a session may append; once they are spent it ends with reason event_limit")
 	seatsFlag(c, o)
 }
 
@@ -88,6 +90,19 @@ func (a *cmdline) report(res *app.RunResult, asJSON bool) error {
 		return enc.Encode(res)
 	}
 	printScorecard(a.stdout, res)
+	return nil
+}
+
+// played prints the result of a session this command played, and fails
+// (exit 1) when the session failed: its agents failed every turn, so its
+// score is no result.
+func (a *cmdline) played(res *app.RunResult, asJSON bool) error {
+	if err := a.report(res, asJSON); err != nil {
+		return err
+	}
+	if err := res.Err(); err != nil {
+		return withCode(ExitError, err)
+	}
 	return nil
 }
 
@@ -135,6 +150,9 @@ func printScorecard(w io.Writer, r *app.RunResult) {
 	}
 	fmt.Fprintf(tw, "completion\t%.1f%%\n", 100*s.Completion)
 	fmt.Fprintf(tw, "violations\t%d  (rejected actions: %d, timeouts: %d)\n", s.Violations, s.Rejections, s.Timeouts)
+	if s.TurnErrors > 0 {
+		fmt.Fprintf(tw, "turn errors\t%d  (the agents could not decide; the last: %s)\n", s.TurnErrors, r.Failure)
+	}
 	fmt.Fprintf(tw, "turns\t%d\n", s.Turns)
 	fmt.Fprintf(tw, "events\t%d\n", r.Events)
 	fmt.Fprintf(tw, "state hash\t%s\n", r.StateHash)

@@ -59,20 +59,35 @@ func (a *cmdline) evalCmd() *cobra.Command {
 	o := app.EvalOptions{}
 	ro := app.RunOptions{}
 	var asJSON bool
+	var lf llmFlags
 	c := &cobra.Command{
 		Use:   "eval",
 		Short: "Run a world over K seeds and report mean, spread, pass@1 and pass^k",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ro.Logger = a.logger
+			var err error
+			if ro.LLM, err = lf.agent(cmd, o.Agents, a); err != nil {
+				return err
+			}
 			res, err := app.Eval(cmd.Context(), o, ro)
 			if err != nil {
 				return err
 			}
+			// Seeds whose agents failed every turn gave no result: they are
+			// listed, left out of the figures, and fail the command.
+			var failed error
+			if len(res.Failed) > 0 {
+				failed = withCode(ExitError, fmt.Errorf("%d of %d seeds gave no result (their agents failed every turn): seed %d: %s",
+					len(res.Failed), len(res.Failed)+len(res.Seeds), res.Failed[0].Seed, res.Failed[0].Error))
+			}
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				if err := enc.Encode(res); err != nil {
+					return err
+				}
+				return failed
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintf(tw, "world\t%s (load %g)\n", res.World, res.Load)
@@ -88,7 +103,13 @@ func (a *cmdline) evalCmd() *cobra.Command {
 			for _, g := range res.Goals {
 				fmt.Fprintf(tw, "%s\t%d/%d\t%.2f\t%s\n", g.Goal, g.Passes, len(res.Seeds), g.PassAt1, yesNo(g.PassK))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, f := range res.Failed {
+				fmt.Fprintf(a.stdout, "seed %d: no result: %s\n", f.Seed, f.Error)
+			}
+			return failed
 		},
 	}
 	f := c.Flags()
@@ -101,6 +122,7 @@ func (a *cmdline) evalCmd() *cobra.Command {
 	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn")
 	seatsFlag(c, &ro)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	lf.add(c)
 	return c
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/server"
 )
 
@@ -55,6 +56,7 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9090 (also on the --http listener)")
 	f.DurationVar(&o.ShutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM/SIGINT, how long running sessions may take to finish their batch before their turns are cancelled")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000; negative: never)")
+	f.IntVar(&o.MaxEvents, "max-events", sim.DefaultMaxEvents, "events one session may append; once they are spent it ends with reason event_limit")
 	f.StringVar(&o.Worker, "worker", "", "run as the worker NAME of a cluster (needs --nats): take sessions through the queue group "+server.WorkerQueue+", replicate their logs to JetStream, adopt the sessions of dead workers")
 	f.IntVar(&o.Replicas, "replicas", 0, "worker mode: replicas of the log stream and buckets (0: 3 if the cluster has them, else 1)")
 	f.DurationVar(&o.LeaseTTL, "lease-ttl", server.DefaultLeaseTTL, "worker mode: a session's lease; a dead worker's sessions are adopted after it expires")

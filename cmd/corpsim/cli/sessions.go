@@ -127,7 +127,7 @@ func (a *cmdline) resumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.report(res, asJSON)
+			return a.played(res, asJSON)
 		},
 	}
 	c.Flags().StringVar(&o.Data, "data", DefaultData, "data folder of the event log")
@@ -157,7 +157,7 @@ func (a *cmdline) forkCmd(reset bool) *cobra.Command {
 				return err
 			}
 			if res != nil {
-				return a.report(res, asJSON)
+				return a.played(res, asJSON)
 			}
 			if asJSON {
 				return json.NewEncoder(a.stdout).Encode(meta)
