@@ -574,16 +574,7 @@ func (s *State) npcServes(member, queue string) bool {
 			}
 		}
 	}
-	return contains(s.npcQueues[member], queue)
-}
-
-func contains(list []string, x string) bool {
-	for _, y := range list {
-		if y == x {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(s.npcQueues[member], queue)
 }
 
 // wakeAbout wakes whoever a change to t concerns: its assignee, or those who could take it.

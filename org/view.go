@@ -334,7 +334,7 @@ func (s *State) View(id string) Observation {
 	shows := make([]bool, len(s.World.Queues))
 	n := 0
 	for i, q := range s.World.Queues {
-		if served != nil && served[i] || contains(npcQueues, q.ID) {
+		if served != nil && served[i] || slices.Contains(npcQueues, q.ID) {
 			shows[i] = true
 			n++
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/corpsim/corpsim/clock"
@@ -148,7 +149,7 @@ func (e *Engine) ticketTeam(t *worlds.Template, queue string) string {
 	}
 	if q, ok := e.cfg.World.Queue(queue); ok {
 		for _, m := range e.cfg.World.Members {
-			if contains(q.ServedBy, m.Role) {
+			if slices.Contains(q.ServedBy, m.Role) {
 				team = m.Team
 				break
 			}
@@ -159,15 +160,6 @@ func (e *Engine) ticketTeam(t *worlds.Template, queue string) string {
 	}
 	e.queueTeam[queue] = team
 	return team
-}
-
-func contains(list []string, x string) bool {
-	for _, y := range list {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func (e *Engine) sla(t *worlds.Template) clock.Time {
