@@ -47,6 +47,9 @@ type SessionMeta struct {
 	Status    Status            `json:"status"`
 	LastSeq   uint64            `json:"last_seq,omitempty"`   // the last seq, recorded by the writer when the session ends: its end marker (see CheckEnd)
 	StateHash string            `json:"state_hash,omitempty"` // final state hash recorded by the live run
+	// Reason says why a session is failed or interrupted when its log
+	// cannot (e.g. a server that refused to resume it); "" otherwise.
+	Reason string `json:"reason,omitempty"`
 }
 
 // ValidSessionID reports whether id can name a session: non-empty, at most

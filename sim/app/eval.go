@@ -13,6 +13,7 @@ import (
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // EvalOptions describe an evaluation over seeds.
@@ -93,6 +94,23 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 	if o.FirstSeed == 0 {
 		o.FirstSeed = 1
 	}
+	// Checked once, before any seed runs: the load, the world and what its
+	// arrivals would bring at that load.
+	if err := ro.WorldLimits.Validate(); err != nil {
+		return nil, usage(err)
+	}
+	if err := worlds.CheckLoad(loadOr1(o.Load), ro.WorldLimits.WithDefaults().MaxLoad); err != nil {
+		return nil, usage(err)
+	}
+	w, _, err := LoadWorldLimited(o.World, ro.WorldLimits)
+	if err != nil {
+		return nil, err
+	}
+	if err := admit(w, loadOr1(o.Load), ro.WorldLimits); err != nil {
+		return nil, err
+	}
+	logWarnings(ro.Logger, w)
+	ro.quiet = true
 	srv, err := natsserver.Start(natsserver.Options{Logger: ro.Logger})
 	if err != nil {
 		return nil, err

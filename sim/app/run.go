@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -53,6 +55,11 @@ type RunOptions struct {
 	// MaxEvents is the session's budget of events (0: sim.DefaultMaxEvents);
 	// once it is spent the session ends "event_limit".
 	MaxEvents int
+	// WorldLimits bound the world file and what a session of it may ask
+	// at its load (zero fields: the defaults): checked before any work.
+	WorldLimits worlds.Limits
+	// quiet: the world's warnings were logged by the caller (Eval, Sweep).
+	quiet bool
 }
 
 // RunResult is what a run produced.
@@ -106,21 +113,84 @@ func statsOf(res *RunResult, from uint64, wall time.Duration) {
 	}
 }
 
-// LoadWorld loads a shipped world by name or a world file by path, with its source bytes.
+// LoadWorld loads a shipped world by name or a world file by path, with
+// its source bytes, within the default limits.
 func LoadWorld(name string) (*worlds.World, []byte, error) {
+	return LoadWorldLimited(name, worlds.Limits{})
+}
+
+// LoadWorldLimited is LoadWorld within lim (zero fields: the defaults): a
+// world file over the size limit is refused from its size, without being
+// read whole, and the rest before the YAML parser runs.
+func LoadWorldLimited(name string, lim worlds.Limits) (*worlds.World, []byte, error) {
+	if err := lim.Validate(); err != nil {
+		return nil, nil, usage(err)
+	}
 	if src, err := worlds.Source(name); err == nil {
-		w, err := worlds.Load(name+".yaml", src)
+		w, err := worlds.LoadLimited(name+".yaml", src, lim)
 		return w, src, err
 	}
 	if !strings.ContainsAny(name, "/.") {
 		return nil, nil, Usagef("no shipped world %q (shipped: %s) and no such file", name, strings.Join(worlds.Names(), ", "))
 	}
-	src, err := os.ReadFile(name)
+	src, err := ReadWorldFile(name, lim)
 	if err != nil {
-		return nil, nil, fmt.Errorf("world: %w", err)
+		return nil, nil, err
 	}
-	w, err := worlds.Load(name, src)
+	w, err := worlds.LoadLimited(name, src, lim)
 	return w, src, err
+}
+
+// ReadWorldFile reads the world file at path, refusing one over lim's file
+// size (FileBytes) without reading it into memory: a regular file by its
+// size, anything else after limit+1 bytes.
+func ReadWorldFile(path string, lim worlds.Limits) ([]byte, error) {
+	limit := lim.WithDefaults().FileBytes
+	tooLarge := func(size string) error {
+		return worlds.ErrorList{{File: path, Msg: fmt.Sprintf("%v: the file is %s bytes, above the limit of %d (%s)",
+			worlds.ErrLimit, size, limit, worlds.FlagFileBytes)}}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("world: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > int64(limit) {
+		return nil, tooLarge(strconv.FormatInt(fi.Size(), 10))
+	}
+	src, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("world: %w", err)
+	}
+	if len(src) > limit {
+		return nil, tooLarge("more than " + strconv.Itoa(limit))
+	}
+	return src, nil
+}
+
+// admit checks that a session of w may run at load within lim: the load
+// (a UsageError if it is not a load at all or above --max-load) and the
+// tickets its arrivals would bring.
+func admit(w *worlds.World, load float64, lim worlds.Limits) error {
+	if err := worlds.CheckLoad(load, lim.WithDefaults().MaxLoad); err != nil {
+		return usage(err)
+	}
+	return w.Admit(load, lim)
+}
+
+// loadOr1 is a session's load: 0 means 1.
+func loadOr1(load float64) float64 {
+	if load == 0 {
+		return 1
+	}
+	return load
+}
+
+// logWarnings logs a world's warnings (mistakes that do not stop a run).
+func logWarnings(logger hclog.Logger, w *worlds.World) {
+	for _, e := range w.Warnings {
+		orNull(logger).Warn("world: " + e.Error())
+	}
 }
 
 // ParseAgents assigns an agent to every agent seat of w from a spec such as
@@ -137,9 +207,23 @@ func ParseAgents(spec string, w *worlds.World) (map[string]string, error) {
 // NATS server (the event feed), the seats (in process, or over the bus with
 // SeatsOverBus), the driver; it returns the scorecard.
 func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
-	w, src, err := LoadWorld(o.World)
+	// The load first: a NaN or a negative load is refused before the
+	// world is read, and before any session is created.
+	if err := o.WorldLimits.Validate(); err != nil {
+		return nil, usage(err)
+	}
+	if err := worlds.CheckLoad(loadOr1(o.Load), o.WorldLimits.WithDefaults().MaxLoad); err != nil {
+		return nil, usage(err)
+	}
+	w, src, err := LoadWorldLimited(o.World, o.WorldLimits)
 	if err != nil {
 		return nil, err
+	}
+	if err := admit(w, loadOr1(o.Load), o.WorldLimits); err != nil {
+		return nil, err
+	}
+	if !o.quiet {
+		logWarnings(o.Logger, w)
 	}
 	seats, err := AssignSeats(o.Agents, w, false, o.LLM != nil)
 	if errors.Is(err, ErrNoLLM) {
@@ -163,9 +247,6 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	session := o.Session
 	if session == "" {
 		session = ulid.Make().String()
-	}
-	if o.Load < 0 {
-		return nil, Usagef("--load must be positive, got %g", o.Load)
 	}
 	if err := o.Limits.Validate(); err != nil {
 		return nil, Usagef("%v", err)

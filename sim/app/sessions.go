@@ -10,6 +10,7 @@ import (
 
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // Resume continues the interrupted session id of the log in o.Data from its
@@ -27,10 +28,18 @@ func Resume(ctx context.Context, o RunOptions, id string) (*RunResult, error) {
 	if meta.Status == events.StatusFinished {
 		return nil, fmt.Errorf("session %s already finished (%d events)", meta.ID, meta.LastSeq)
 	}
+	origin, err := driver.ReadOrigin(ctx, log, meta.ID)
+	if err != nil {
+		return nil, err
+	}
+	if err := admitOrigin(origin, o.WorldLimits); err != nil {
+		return nil, fmt.Errorf("session %s: %w", meta.ID, err)
+	}
 	e, n, err := driver.Load(ctx, log, meta.ID, 0, meta.Seed)
 	if err != nil {
 		return nil, err
 	}
+	meta.Reason = "" // resumed by hand: whatever stopped it is for its new end to say
 	orNull(o.Logger).Info("resuming", "session", meta.ID, "at_seq", e.State().LastSeq, "replayed", n)
 	if o.Agents != "" {
 		if meta.Agents, err = ParseAgents(o.Agents, e.State().World); err != nil {
@@ -86,6 +95,9 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 	if err != nil {
 		return events.SessionMeta{}, nil, err
 	}
+	if err := admitOrigin(origin, o.WorldLimits); err != nil {
+		return events.SessionMeta{}, nil, fmt.Errorf("session %s: %w", parent.ID, err)
+	}
 	seats := parent.Agents
 	if o.Agents != "" {
 		if seats, err = ParseAgents(o.Agents, origin.World); err != nil {
@@ -109,6 +121,21 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 	}
 	res, err := play(ctx, o, log, meta, e, false)
 	return meta, res, err
+}
+
+// admitOrigin checks a stored session's world and load against lim before
+// a resume or a fork plays it. The recorded world loaded within the
+// default limits; other limits are checked on its source again.
+func admitOrigin(o driver.Origin, lim worlds.Limits) error {
+	if err := lim.Validate(); err != nil {
+		return usage(err)
+	}
+	if lim.WithDefaults() != (worlds.Limits{}).WithDefaults() {
+		if _, err := worlds.LoadLimited(o.World.File, o.Source, lim); err != nil {
+			return err
+		}
+	}
+	return admit(o.World, loadOr1(o.Load), lim)
 }
 
 // orNull is l, or a silent logger.

@@ -15,6 +15,7 @@ import (
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim/report"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // SweepOptions describe a sweep: every (load, agents, seed) of a world.
@@ -72,9 +73,12 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 	if len(o.Loads) == 0 || len(o.Agents) == 0 {
 		return nil, Usagef("--loads and --agents need at least one value each")
 	}
+	if err := ro.WorldLimits.Validate(); err != nil {
+		return nil, usage(err)
+	}
 	for _, l := range o.Loads {
-		if !(l > 0) {
-			return nil, Usagef("--loads must be positive, got %g", l)
+		if err := worlds.CheckLoad(l, ro.WorldLimits.WithDefaults().MaxLoad); err != nil {
+			return nil, usage(fmt.Errorf("--loads: %w", err))
 		}
 	}
 	if o.Parallel <= 0 {
@@ -83,10 +87,17 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 	if o.FirstSeed == 0 {
 		o.FirstSeed = 1
 	}
-	w, _, err := LoadWorld(o.World)
+	w, _, err := LoadWorldLimited(o.World, ro.WorldLimits)
 	if err != nil {
 		return nil, err
 	}
+	for _, l := range o.Loads {
+		if err := admit(w, l, ro.WorldLimits); err != nil {
+			return nil, err
+		}
+	}
+	logWarnings(ro.Logger, w)
+	ro.quiet = true
 	for _, a := range o.Agents {
 		if _, err := ParseAgents(a, w); err != nil {
 			return nil, err

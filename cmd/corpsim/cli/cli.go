@@ -108,6 +108,9 @@ func isUsage(err error) bool { return app.IsUsage(err) }
 
 var usagef = app.Usagef
 
+// usage makes a usage error (exit 2) of a refusal, with its message.
+func usage(err error) error { return &app.UsageError{Msg: err.Error(), Err: err} }
+
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {

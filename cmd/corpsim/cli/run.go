@@ -15,6 +15,7 @@ import (
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/app"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 func (a *cmdline) runCmd() *cobra.Command {
@@ -29,6 +30,9 @@ NATS bus with --seats-over-bus), recording every event in the Pebble log under -
 and print the scorecard.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := explicitLoad(cmd, o.Load); err != nil {
+				return err
+			}
 			a.prepare(&o, asJSON)
 			var err error
 			if o.LLM, err = lf.agent(cmd, o.Agents, a); err != nil {
@@ -50,6 +54,7 @@ and print the scorecard.`,
 	f.BoolVar(&o.Ephemeral, "ephemeral", false, "keep the log in memory only")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	limitFlags(c, &o.Limits)
+	worldLimitFlags(c, &o.WorldLimits)
 	playFlags(c, &o)
 	lf.add(c)
 	return c
@@ -62,6 +67,29 @@ func limitFlags(c *cobra.Command, l *org.Limits) {
 	f.IntVar(&l.Listed, "max-listed", org.DefaultListed, "tasks per list (available, upcoming) in an observation; the rest are counted")
 	f.IntVar(&l.Inbox, "max-inbox", org.DefaultInbox, "messages one observation delivers; the rest wait for the next turns (paged, never dropped)")
 	f.IntVar(&l.MessageBytes, "max-message-bytes", org.DefaultMessageBytes, "longest message text an agent may send; longer ones are refused")
+}
+
+// worldLimitFlags are the budgets of a world and of what a session of it
+// may ask (worlds.Limits), checked before any work; 0 means the default.
+func worldLimitFlags(c *cobra.Command, l *worlds.Limits) {
+	f := c.Flags()
+	name := func(flag string) string { return strings.TrimPrefix(flag, "--") }
+	f.IntVar(&l.FileBytes, name(worlds.FlagFileBytes), worlds.DefaultFileBytes, "largest world file in bytes; a larger one is refused before it is read")
+	f.IntVar(&l.Depth, name(worlds.FlagDepth), worlds.DefaultDepth, "deepest nesting of a world file (brackets, or indentation / 2), checked before it is parsed")
+	f.IntVar(&l.Members, name(worlds.FlagMembers), worlds.DefaultMembers, "most members (seats and NPCs) of a world")
+	f.IntVar(&l.Tasks, name(worlds.FlagTasks), worlds.DefaultTasks, "most project tasks of a world")
+	f.IntVar(&l.Arrivals, name(worlds.FlagArrivals), worlds.DefaultArrivals, "most tickets a session's arrivals may be expected to bring, at its load")
+	f.IntVar(&l.Burst, name(worlds.FlagBurst), worlds.DefaultBurst, "most tickets one arrival process may bring at one simulated instant, at the session's load")
+	f.Float64Var(&l.MaxLoad, name(worlds.FlagMaxLoad), worlds.DefaultMaxLoad, "largest load factor a session may run at")
+}
+
+// explicitLoad refuses a --load of 0 given on the command line (the
+// flag's default is 1; to the use cases a load of 0 means the default).
+func explicitLoad(cmd *cobra.Command, load float64) error {
+	if cmd.Flags().Changed("load") && load == 0 {
+		return usage(worlds.CheckLoad(0, 0))
+	}
+	return nil
 }
 
 // playFlags are the flags of every command that plays a session.

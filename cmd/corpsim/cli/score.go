@@ -65,6 +65,9 @@ func (a *cmdline) evalCmd() *cobra.Command {
 		Short: "Run a world over K seeds and report mean, spread, pass@1 and pass^k",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := explicitLoad(cmd, o.Load); err != nil {
+				return err
+			}
 			ro.Logger = a.logger
 			var err error
 			if ro.LLM, err = lf.agent(cmd, o.Agents, a); err != nil {
@@ -121,6 +124,7 @@ func (a *cmdline) evalCmd() *cobra.Command {
 	f.IntVar(&o.Parallel, "parallel", 0, "episodes run at once (0: one per core)")
 	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn")
 	seatsFlag(c, &ro)
+	worldLimitFlags(c, &ro.WorldLimits)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	lf.add(c)
 	return c

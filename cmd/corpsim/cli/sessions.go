@@ -133,6 +133,7 @@ func (a *cmdline) resumeCmd() *cobra.Command {
 	c.Flags().StringVar(&o.Data, "data", DefaultData, "data folder of the event log")
 	c.Flags().StringVar(&o.Agents, "agents", "", "agents for the seats from here on (default: the session's)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	worldLimitFlags(c, &o.WorldLimits)
 	playFlags(c, &o)
 	return c
 }
@@ -175,6 +176,7 @@ func (a *cmdline) forkCmd(reset bool) *cobra.Command {
 	f.StringVar(&o.Agents, "agents", "", "agents for the seats (default: the parent's)")
 	f.BoolVar(&fo.CreateOnly, "create-only", false, "create the session without running it (resume runs it later)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	worldLimitFlags(c, &o.WorldLimits)
 	playFlags(c, &o)
 	return c
 }

@@ -96,6 +96,7 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 	f.StringVarP(&out, "output", "o", "", "folder to write sweep.csv and sweep.svg to")
 	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn")
 	seatsFlag(c, &ro)
+	worldLimitFlags(c, &ro.WorldLimits)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }

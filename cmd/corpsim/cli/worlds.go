@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -32,22 +33,46 @@ func (a *cmdline) worldsCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	c.AddCommand(&cobra.Command{
+	var lim worlds.Limits
+	var load float64
+	validate := &cobra.Command{
 		Use:   "validate FILE",
 		Short: "Check a world file and report every mistake with file, line, column and field",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			src, err := os.ReadFile(args[0])
-			if err != nil {
+		Long: `Check a world file and report every mistake with file, line, column and field, and
+whether a session of it fits the limits at --load; print its warnings (mistakes that do
+not stop a run) and exit 0 if it has no mistake.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := explicitLoad(cmd, load); err != nil {
 				return err
 			}
-			if _, err := worlds.Load(args[0], src); err != nil {
+			if err := lim.Validate(); err != nil {
+				return usage(err)
+			}
+			if err := worlds.CheckLoad(load, lim.WithDefaults().MaxLoad); err != nil {
+				return usage(err)
+			}
+			src, err := app.ReadWorldFile(args[0], lim)
+			if err != nil {
 				return withCode(ExitError, err)
+			}
+			w, err := worlds.LoadLimited(args[0], src, lim)
+			if err == nil {
+				err = w.Admit(load, lim)
+			}
+			if err != nil {
+				return withCode(ExitError, err)
+			}
+			for _, e := range w.Warnings {
+				fmt.Fprintf(a.stdout, "warning: %s\n", e)
 			}
 			fmt.Fprintf(a.stdout, "%s: ok\n", args[0])
 			return nil
 		},
-	})
+	}
+	validate.Flags().Float64Var(&load, "load", 1, "check the arrivals at this load factor")
+	worldLimitFlags(validate, &lim)
+	c.AddCommand(validate)
 	c.AddCommand(&cobra.Command{
 		Use:   "show NAME",
 		Short: "Print a shipped world's file",
