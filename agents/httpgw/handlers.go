@@ -17,6 +17,7 @@ import (
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // decodeBody decodes a JSON request body strictly into v. An empty body
@@ -79,11 +80,24 @@ func drain(w http.ResponseWriter, body io.Reader) {
 }
 
 func (g *Gateway) handleCreate(w http.ResponseWriter, r *http.Request) {
-	var req wire.CreateRequest
+	// An explicit "load": 0 is refused (an omitted load is 1), which
+	// wire.CreateRequest.Load cannot tell apart; other loads are checked
+	// by the server.
+	var req struct {
+		wire.CreateRequest
+		Load *float64 `json:"load,omitempty"`
+	}
 	if !decodeBody(w, r, &req, g.cfg.MaxRequestBytes, false) {
 		return
 	}
-	g.create(w, r, req)
+	if req.Load != nil {
+		if *req.Load == 0 {
+			writeError(w, http.StatusBadRequest, "%v", worlds.CheckLoad(0, 0))
+			return
+		}
+		req.CreateRequest.Load = *req.Load
+	}
+	g.create(w, r, req.CreateRequest)
 }
 
 // forkRequest is the body of fork and reset.

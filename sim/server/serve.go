@@ -22,6 +22,7 @@ import (
 	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/sim/server/metrics"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // ServeOptions configure Serve: one corpsim serve process.
@@ -47,6 +48,15 @@ type ServeOptions struct {
 	Worker   string
 	Replicas int           // of the log stream and buckets in worker mode; 0: 3 if possible, else 1
 	LeaseTTL time.Duration // worker mode: how long a dead worker's sessions wait before another adopts them
+	// HTTPMaxConns, HTTPIdleTimeout and HTTPReadTimeout bound the clients
+	// of the HTTP gateway and the metrics listener (0: httpgw's defaults:
+	// 1024 connections, 1m idle, 1m to read a request).
+	HTTPMaxConns    int
+	HTTPIdleTimeout time.Duration
+	HTTPReadTimeout time.Duration
+	// WorldLimits bound every create request's world and load (zero
+	// fields: the defaults).
+	WorldLimits worlds.Limits
 	// LLM plays the seats a create request gives to "llm"; nil refuses them.
 	LLM    agents.Agent
 	Logger hclog.Logger // nil: silent
@@ -98,6 +108,12 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	if err := app.CheckMaxEvents(o.MaxEvents); err != nil {
 		return err
+	}
+	if o.HTTPMaxConns < 0 || o.HTTPIdleTimeout < 0 || o.HTTPReadTimeout < 0 {
+		return app.Usagef("--http-max-conns, --http-idle-timeout and --http-read-timeout may not be negative")
+	}
+	if err := o.WorldLimits.Validate(); err != nil {
+		return &app.UsageError{Msg: err.Error(), Err: err}
 	}
 	if o.Worker != "" && (o.NATS == "" || o.Ephemeral) {
 		return app.Usagef("--worker needs --nats URL (the cluster) and a --data folder of its own (not --ephemeral)")
@@ -163,7 +179,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		observer = m
 	}
 	svcCfg := Config{Log: store, Bus: bus, Auth: auth, Logger: log, TurnTimeout: o.TurnTimeout,
-		JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, MaxSeats: o.MaxSeats, CheckpointEvery: o.CheckpointEvery, MaxEvents: o.MaxEvents,
+		JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, MaxSeats: o.MaxSeats, WorldLimits: o.WorldLimits, CheckpointEvery: o.CheckpointEvery, MaxEvents: o.MaxEvents,
 		LLM: o.LLM, Observer: observer, StateFile: stateFile}
 	var worker *Worker
 	if o.Worker != "" {
@@ -187,7 +203,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	defer svc.Close()
 	if o.Metrics != "" {
-		stop, err := serveMetrics(o.Metrics, m, out, log)
+		stop, err := serveMetrics(o, m, out, log)
 		if err != nil {
 			return err
 		}
@@ -282,7 +298,7 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, out io.Writer
 		mux.Handle("/", handler)
 		handler = mux
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv, ln := httpServer(o, handler, ln, log.Named("http"))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -323,15 +339,23 @@ func adoptHTTPSeats(ctx context.Context, gw *httpgw.Gateway, svc *Service, out i
 	}
 }
 
-// serveMetrics serves m at http://addr/metrics until stop is called.
-func serveMetrics(addr string, m *metrics.Metrics, out io.Writer, log hclog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
+// httpServer is the HTTP server of h on ln with every timeout set and at
+// most o.HTTPMaxConns connections open (one more is answered 503), so that
+// idle or slow clients cannot hold the process's file descriptors.
+func httpServer(o ServeOptions, h http.Handler, ln net.Listener, log hclog.Logger) (*http.Server, net.Listener) {
+	so := httpgw.ServerOptions{MaxConns: o.HTTPMaxConns, IdleTimeout: o.HTTPIdleTimeout, ReadTimeout: o.HTTPReadTimeout, Logger: log}
+	return httpgw.NewServer(h, so), httpgw.LimitListener(ln, o.HTTPMaxConns, log)
+}
+
+// serveMetrics serves m at http://o.Metrics/metrics until stop is called.
+func serveMetrics(o ServeOptions, m *metrics.Metrics, out io.Writer, log hclog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", o.Metrics)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv, ln := httpServer(o, mux, ln, log.Named("metrics"))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

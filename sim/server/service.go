@@ -19,6 +19,9 @@
 // Limits: at most MaxSessions sessions run at once and a session has at
 // most MaxSeats seats; a create request beyond either is refused with
 // ErrTooManySessions or ErrTooManySeats and a sentence naming the limit.
+// Its world and load are checked against WorldLimits (worlds.Limits)
+// before anything is made; a create request with a field the protocol
+// does not have is refused, naming it.
 //
 // Shutdown stops taking sessions and lets each running one finish the
 // batch it is on: its driver stops before the next step, so the log ends
@@ -44,6 +47,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,6 +84,9 @@ type Config struct {
 	MaxEvents       int // events one session may append; 0 means sim.DefaultMaxEvents
 	MaxSessions     int // running at once; 0 means DefaultMaxSessions
 	MaxSeats        int // seats (members played) of one session; 0 means DefaultMaxSeats
+	// WorldLimits bound every create request's world and load (zero
+	// fields: the defaults), checked before the session is made.
+	WorldLimits worlds.Limits
 	// LLM plays the seats a create request gives to "llm"; nil refuses them.
 	LLM agents.Agent
 	// Observer, if set, watches every session's driver (metrics).
@@ -212,6 +219,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxSessions < 0 || cfg.MaxSeats < 0 {
 		return nil, errors.New("server: MaxSessions and MaxSeats may not be negative")
 	}
+	if err := cfg.WorldLimits.Validate(); err != nil {
+		return nil, err
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
@@ -255,10 +265,9 @@ func (s *Service) handleCreate(msg *nats.Msg) {
 	if s.cfg.Queue != "" && s.passOn(msg) {
 		return
 	}
-	var req wire.CreateRequest
 	var reply wire.CreateReply
-	if err := json.Unmarshal(msg.Data, &req); err != nil {
-		reply.Error = "malformed request: " + err.Error()
+	if req, err := decodeCreate(msg.Data); err != nil {
+		reply.Error = err.Error()
 	} else if r, err := s.Create(context.Background(), req); err != nil {
 		reply.Error = err.Error()
 	} else {
@@ -266,6 +275,32 @@ func (s *Service) handleCreate(msg *nats.Msg) {
 	}
 	b, _ := json.Marshal(reply)
 	_ = msg.Respond(b)
+}
+
+// decodeCreate reads a create request as the HTTP gateway does: an unknown
+// field or trailing data is refused, naming it, and so is an explicit
+// "load": 0 (an omitted load is 1; wire.CreateRequest.Load cannot tell
+// them apart).
+func decodeCreate(data []byte) (wire.CreateRequest, error) {
+	var req struct {
+		wire.CreateRequest
+		Load *float64 `json:"load,omitempty"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return wire.CreateRequest{}, fmt.Errorf("malformed request: %w", err)
+	}
+	if dec.More() {
+		return wire.CreateRequest{}, errors.New("malformed request: trailing data after the JSON object")
+	}
+	if req.Load != nil {
+		if *req.Load == 0 {
+			return wire.CreateRequest{}, worlds.CheckLoad(0, 0)
+		}
+		req.CreateRequest.Load = *req.Load
+	}
+	return req.CreateRequest, nil
 }
 
 func (s *Service) handleList(msg *nats.Msg) {
@@ -332,6 +367,16 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 		}
 		*d.dst = v
 	}
+	// The load first, on every path (a fork's is its parent's, but a
+	// request that names one must name a load).
+	lim := s.cfg.WorldLimits
+	load := req.Load
+	if load == 0 {
+		load = 1
+	}
+	if err := worlds.CheckLoad(load, lim.WithDefaults().MaxLoad); err != nil {
+		return wire.CreateReply{}, err
+	}
 	id := ulid.Make().String()
 	var e *sim.Engine
 	var meta events.SessionMeta
@@ -348,7 +393,10 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 			name = req.World + ".yaml"
 		}
 		var err error
-		if w, err = worlds.Load(name, src); err != nil {
+		if w, err = worlds.LoadLimited(name, src, lim); err != nil {
+			return wire.CreateReply{}, err
+		}
+		if err = w.Admit(load, lim); err != nil {
 			return wire.CreateReply{}, err
 		}
 		if e, err = sim.New(sim.Config{World: w, Source: src, Seed: req.Seed, Session: id, Load: req.Load}); err != nil {

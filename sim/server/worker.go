@@ -679,9 +679,19 @@ func (w *Worker) adoptUnstarted(ctx context.Context, id string, rec owner, saved
 	if err != nil {
 		return fail("its world is not a shipped one (its source is not kept in the cluster)")
 	}
-	wd, err := worlds.Load(meta.World+".yaml", src)
-	if err != nil || wd.Hash != meta.WorldHash {
+	wd, err := worlds.LoadLimited(meta.World+".yaml", src, w.svc.cfg.WorldLimits)
+	if err != nil {
+		return fail(err.Error())
+	}
+	if wd.Hash != meta.WorldHash {
 		return fail("its world is not the shipped " + meta.World)
+	}
+	load := rec.Load
+	if load == 0 {
+		load = 1
+	}
+	if err := wd.Admit(load, w.svc.cfg.WorldLimits); err != nil {
+		return fail(err.Error())
 	}
 	eng, err := sim.New(sim.Config{World: wd, Source: src, Seed: meta.Seed, Session: id, Load: rec.Load})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/corpsim/corpsim/agents/httpgw"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/server"
 )
@@ -55,6 +56,10 @@ DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
 	f.Int64Var(&o.MaxMessage, "max-message", server.DefaultMaxMessage, "largest message in bytes (at least 1 MiB): the embedded NATS server's max_payload and the HTTP gateway's request bodies (create, fork, reset)")
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9090 (also on the --http listener)")
 	f.DurationVar(&o.ShutdownGrace, "shutdown-grace", 10*time.Second, "on SIGTERM/SIGINT, how long running sessions may take to finish their batch before their turns are cancelled")
+	f.IntVar(&o.HTTPMaxConns, "http-max-conns", httpgw.DefaultMaxConns, "connections open at once on the --http and --metrics listeners; one more is answered 503 and closed")
+	f.DurationVar(&o.HTTPIdleTimeout, "http-idle-timeout", time.Minute, "how long an idle keep-alive HTTP connection is kept")
+	f.DurationVar(&o.HTTPReadTimeout, "http-read-timeout", time.Minute, "how long an HTTP client may take to send a whole request, body included")
+	worldLimitFlags(c, &o.WorldLimits)
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000; negative: never)")
 	f.IntVar(&o.MaxEvents, "max-events", sim.DefaultMaxEvents, "events one session may append; once they are spent it ends with reason event_limit")
 	f.StringVar(&o.Worker, "worker", "", "run as the worker NAME of a cluster (needs --nats): take sessions through the queue group "+server.WorkerQueue+", replicate their logs to JetStream, adopt the sessions of dead workers")
