@@ -215,9 +215,14 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			// of a dead worker are adopted from the stream by any worker.
 			return
 		}
-		if resumed, err := svc.ResumeSaved(ctx); err != nil {
+		resumed, err := svc.ResumeSaved(ctx)
+		if err != nil {
 			log.Error("some sessions could not be resumed", "error", err)
-		} else if len(resumed) > 0 {
+			for _, e := range unjoin(err) {
+				fmt.Fprintf(out, "corpsim did not resume %v\n", e)
+			}
+		}
+		if len(resumed) > 0 {
 			fmt.Fprintf(out, "corpsim resumed %d session(s): %s\n", len(resumed), strings.Join(resumed, " "))
 		}
 	}
@@ -270,6 +275,14 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		fmt.Fprintln(out, "corpsim stopped")
 	}
 	return nil
+}
+
+// unjoin returns the errors errors.Join joined in err, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // serveHTTP starts the HTTP/JSON gateway on o.HTTP, bridging to the NATS

@@ -197,6 +197,9 @@ type session struct {
 	// stopped: an operator's stop, not a shutdown, ended the session.
 	stopped bool
 	kinds   map[string]int // seats by kind (builtin, remote, llm)
+	// probation, for a resumed session, clears its resuming mark once it
+	// has shown it runs; nil otherwise.
+	probation *probation
 }
 
 // New starts a service on the bus.
@@ -481,6 +484,7 @@ type launch struct {
 	load                     float64              // the create request's load, for Hooks.Starting
 	paused                   bool                 // resumed paused (it was paused when the service stopped)
 	via                      string               // the client playing the remote seats (wire.CreateRequest.Via)
+	probation                *probation           // a resumed session's, until it has shown it runs; nil otherwise
 }
 
 // launch hosts a session's built-in seats and runs it in the background.
@@ -517,7 +521,8 @@ func (s *Service) launch(l launch) error {
 		return err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), meta: meta, engine: e, kinds: kinds}
+	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), meta: meta, engine: e, kinds: kinds,
+		probation: l.probation}
 	if l.paused {
 		ss.paused, ss.resume = true, make(chan struct{})
 	}
@@ -555,7 +560,8 @@ func (s *Service) launch(l launch) error {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.queueChanged()
-	if err := s.state.put(id, savedSession{Seats: l.seats, TurnTimeout: l.turnTimeout.String(), JoinTimeout: l.joinTimeout.String(), Paused: l.paused, Via: l.via}); err != nil {
+	if err := s.state.put(id, savedSession{Seats: l.seats, TurnTimeout: l.turnTimeout.String(), JoinTimeout: l.joinTimeout.String(), Paused: l.paused, Via: l.via,
+		Resuming: l.probation.resuming()}); err != nil {
 		log.Warn("cannot record the session for a restart; it will not be resumed automatically", "error", err)
 	}
 	ss.mu.Lock()
@@ -572,10 +578,19 @@ func (s *Service) launch(l launch) error {
 		defer ctl.Unsubscribe()
 		defer cancel()
 		m, err := meta, error(nil)
+		pr := l.probation
+		if pr != nil && (l.wait || len(remote) > 0) {
+			pr.hold() // nothing of it runs while it waits
+		}
 		if s.waitToStart(runCtx, ss, l, remote, log) {
+			observer := s.cfg.Observer
+			if pr != nil {
+				pr.run()
+				pr.inner, observer = observer, pr
+			}
 			d := driver.New(driver.Config{Log: s.cfg.Log, Conn: s.conn, Seats: asker, Logger: s.logger, TurnTimeout: l.turnTimeout,
 				CheckpointEvery: s.cfg.CheckpointEvery, MaxEvents: s.cfg.MaxEvents, Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
-				Interest: s.cfg.Bus.Interest, Observer: s.cfg.Observer, Replica: s.cfg.Replica})
+				Interest: s.cfg.Bus.Interest, Observer: observer, Replica: s.cfg.Replica})
 			log.Info("session running", "from_seq", e.State().LastSeq, "remote_seats", len(remote))
 			m, err = s.guard(log, meta, func() (events.SessionMeta, error) {
 				if l.fresh {
@@ -602,6 +617,7 @@ func (s *Service) launch(l launch) error {
 		ss.engine = nil
 		stopped := ss.stopped
 		ss.mu.Unlock()
+		pr.end() // the process outlived it
 		if s.cfg.Hooks.Ended != nil {
 			s.cfg.Hooks.Ended(m, err, m.Status == events.StatusInterrupted && s.isStopping() && !stopped)
 		}
@@ -719,6 +735,8 @@ func (s *Service) gate(ctx context.Context, ss *session) error {
 	if !paused {
 		return nil
 	}
+	ss.probation.hold() // nothing of it runs while it is paused
+	defer ss.probation.run()
 	select {
 	case <-resume:
 		// The session may have moved while it was paused (a lost lease).

@@ -30,6 +30,10 @@ type savedSession struct {
 	Paused bool `json:"paused,omitempty"`
 	// Via: the client that plays the remote seats (wire.CreateRequest.Via).
 	Via string `json:"via,omitempty"`
+	// Resuming, when set, is when (RFC 3339) a service began resuming the
+	// session, which has not yet shown that it runs (see probation): a
+	// service that finds it set does not resume the session again.
+	Resuming string `json:"resuming,omitempty"`
 }
 
 // timeouts returns the session's turn and join timeouts: the recorded
@@ -104,6 +108,23 @@ func (f *stateFile) setPaused(id string, paused bool) error {
 	return f.write()
 }
 
+// setResuming records when a resume of session id began ("" clears it),
+// if the file keeps the session.
+func (f *stateFile) setResuming(id, since string) error {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	saved, ok := f.st.Sessions[id]
+	if !ok || saved.Resuming == since {
+		return nil
+	}
+	saved.Resuming = since
+	f.st.Sessions[id] = saved
+	return f.write()
+}
+
 func (f *stateFile) remove(id string) error {
 	if f == nil {
 		return nil
@@ -156,7 +177,16 @@ func (f *stateFile) write() error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), f.path)
+	if err := os.Rename(tmp.Name(), f.path); err != nil {
+		return err
+	}
+	// The rename is durable once the folder is synced.
+	dir, err := os.Open(filepath.Dir(f.path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
 }
 
 // ResumeSaved continues the sessions a previous service on the same data
@@ -166,8 +196,14 @@ func (f *stateFile) write() error {
 // its remote seats are admitted with the credentials they had; it then
 // waits for its remote seats as a new session does (the join timeout it
 // was created with) and runs from its last durable event. Sessions that
-// ended, or never reached the log, are dropped from the state file. It
-// returns the IDs of the sessions it resumed, in order.
+// ended, or never reached the log, are dropped from the state file.
+//
+// A session the previous service was resuming when its process stopped
+// (still marked in the state file, see probation) is not resumed: it is
+// recorded failed with ReasonStoppedResuming and dropped, and the error
+// names it. The others are resumed one at a time, each marked until it
+// has shown that it runs. It returns the IDs of the sessions it resumed,
+// in order.
 func (s *Service) ResumeSaved(ctx context.Context) ([]string, error) {
 	saved := s.state.saved()
 	ids := make([]string, 0, len(saved))
@@ -179,7 +215,20 @@ func (s *Service) ResumeSaved(ctx context.Context) ([]string, error) {
 	var errs []error
 	for _, id := range ids {
 		log := s.logger.With("session", id)
-		err := s.resume(ctx, id, saved[id])
+		var err error
+		var p *probation
+		if since := saved[id].Resuming; since != "" {
+			err = s.failStopped(ctx, id)
+			switch {
+			case errors.Is(err, events.ErrNoSession):
+				err = fmt.Errorf("%w: the session never started (it is not in the log)", errNothingToResume)
+			case err == nil:
+				log.Error("session not resumed and recorded failed: the process stopped while resuming it", "resuming_since", since)
+				err = fmt.Errorf("%w: %s", ErrStoppedResuming, ReasonStoppedResuming)
+			}
+		} else {
+			p, err = s.resume(ctx, id, saved[id])
+		}
 		switch {
 		case errors.Is(err, errNothingToResume):
 			log.Info("not resumed", "reason", err)
@@ -188,6 +237,7 @@ func (s *Service) ResumeSaved(ctx context.Context) ([]string, error) {
 			errs = append(errs, fmt.Errorf("session %s: %w", id, err))
 		default:
 			resumed = append(resumed, id)
+			p.wait(ctx)
 			continue
 		}
 		if s.cfg.Auth != nil {
@@ -221,21 +271,34 @@ func SavedSeats(stateFile string) ([]wire.Seat, error) {
 
 var errNothingToResume = errors.New("nothing to resume")
 
-func (s *Service) resume(ctx context.Context, id string, saved savedSession) error {
+// ErrStoppedResuming is wrapped by ResumeSaved's error for each session it
+// did not resume because the process stopped while resuming it.
+var ErrStoppedResuming = errors.New("server: not resumed")
+
+// resume marks session id as being resumed, rebuilds it and launches it;
+// the probation it returns clears the mark once the session runs.
+func (s *Service) resume(ctx context.Context, id string, saved savedSession) (*probation, error) {
 	meta, err := s.cfg.Log.Session(ctx, id)
 	if errors.Is(err, events.ErrNoSession) {
-		return fmt.Errorf("%w: the session never started (it is not in the log)", errNothingToResume)
+		return nil, fmt.Errorf("%w: the session never started (it is not in the log)", errNothingToResume)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if meta.Status == events.StatusFinished || meta.Status == events.StatusFailed {
-		return fmt.Errorf("%w: the session is %s", errNothingToResume, meta.Status)
+		return nil, fmt.Errorf("%w: the session is %s", errNothingToResume, meta.Status)
+	}
+	// Marked before its log is read: rebuilding it may be what kills the
+	// process.
+	p, err := s.markResuming(id)
+	if err != nil {
+		return nil, err
 	}
 	e, n, err := driver.Load(ctx, s.cfg.Log, id, 0, meta.Seed)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	p.at = e.State().LastSeq
 	turnTimeout, joinTimeout := saved.timeouts(s.cfg.TurnTimeout, s.cfg.JoinTimeout)
 	seats := map[string]wire.Seat{}
 	for member, name := range meta.Agents {
@@ -254,12 +317,13 @@ func (s *Service) resume(ctx context.Context, id string, saved savedSession) err
 		seats[member] = seat
 	}
 	at := e.State().LastSeq // read before launch: the engine is the driver's from then on
-	if err := s.launch(launch{meta: meta, engine: e, turnTimeout: turnTimeout, joinTimeout: joinTimeout, seats: seats, paused: saved.Paused, via: saved.Via}); err != nil {
+	if err := s.launch(launch{meta: meta, engine: e, turnTimeout: turnTimeout, joinTimeout: joinTimeout, seats: seats, paused: saved.Paused, via: saved.Via,
+		probation: p}); err != nil {
 		if s.cfg.Auth != nil {
 			s.cfg.Auth.RemoveSession(id)
 		}
-		return err
+		return nil, err
 	}
 	s.logger.Info("session resumed", "session", id, "at_seq", at, "replayed", n, "remote", len(seats))
-	return nil
+	return p, nil
 }

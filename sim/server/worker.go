@@ -629,7 +629,7 @@ func (w *Worker) adopt(ctx context.Context, id string) error {
 	if err := w.log.UpdateSession(ctx, meta); err != nil {
 		return err
 	}
-	if err := w.svc.resume(ctx, id, saved); err != nil {
+	if _, err := w.svc.resume(ctx, id, saved); err != nil {
 		return err
 	}
 	log.Info("adopted an orphaned session", "at_seq", last)
