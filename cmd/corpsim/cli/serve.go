@@ -28,7 +28,12 @@ On SIGTERM or SIGINT, serve stops taking sessions, lets each running session
 finish the batch it is on (up to --shutdown-grace), records it interrupted and
 exits 0. Started again on the same --data, it resumes those sessions (also after
 a kill): built-in seats are re-created, remote seats keep their tokens (kept in
-DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.`,
+DATA/serve-state.json, mode 0600) and the session waits for them to reconnect.
+A session that was being resumed when the process died is not resumed again: it
+is recorded failed, with the reason (resume it by hand with corpsim resume).
+
+Every create request's world and load are checked against the world budgets
+(--max-world-bytes … --max-load) before anything is made.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("llm-model") {
