@@ -58,6 +58,7 @@ type probation struct {
 	mark   string    // the mark in the state file (RFC 3339), "" when cleared
 	since  time.Time // when the session last began running
 	passed bool      // it has shown it runs (or ended)
+	due    uint64    // it has shown it runs at this event: step clears the mark
 }
 
 // markResuming records durably that the service is resuming session id.
@@ -80,7 +81,7 @@ func (p *probation) resuming() string {
 	return p.mark
 }
 
-// Appended clears the mark once the log holds enough past the resume point.
+// Appended notes when the log holds enough past the resume point.
 func (p *probation) Appended(session string, batch []events.Event, d time.Duration) {
 	if p.inner != nil {
 		p.inner.Appended(session, batch, d)
@@ -90,13 +91,27 @@ func (p *probation) Appended(session string, batch []events.Event, d time.Durati
 	}
 	last := batch[len(batch)-1].Seq
 	p.mu.Lock()
-	ok := !p.passed && last > p.at && (last >= p.at+probationEvents || time.Since(p.since) >= probationTime)
-	if ok {
-		p.passed = true
+	defer p.mu.Unlock()
+	if !p.passed && last > p.at && (last >= p.at+probationEvents || time.Since(p.since) >= probationTime) {
+		// Cleared by step, before the session's next step: an Observer
+		// must not block on a synced write, and the next batch is not
+		// made before the mark is gone.
+		p.passed, p.due = true, last
 	}
+}
+
+// step, before each of the session's steps, clears the mark once the
+// session has shown it runs.
+func (p *probation) step() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	due := p.due
+	p.due = 0
 	p.mu.Unlock()
-	if ok {
-		go p.clear("it runs", last) // an Observer must not block on a synced write
+	if due > 0 {
+		p.clear("it runs", due)
 	}
 }
 

@@ -724,6 +724,7 @@ func (s *Service) gate(ctx context.Context, ss *session) error {
 	if s.isStopping() {
 		return shutdown
 	}
+	ss.probation.step()
 	if s.cfg.Hooks.Gate != nil {
 		if err := s.cfg.Hooks.Gate(ctx, ss.id); err != nil {
 			return err
