@@ -98,7 +98,7 @@ func TestSessionStoppedWhileResumingIsFailed(t *testing.T) {
 	}
 	defer svc.Close()
 	resumed, err := svc.ResumeSaved(ctx)
-	if !errors.Is(err, ErrStoppedResuming) || !strings.Contains(err.Error(), poison) || !strings.Contains(err.Error(), ReasonStoppedResuming) {
+	if err == nil || !errors.Is(err, ErrStoppedResuming) || !strings.Contains(err.Error(), poison) || !strings.Contains(err.Error(), ReasonStoppedResuming) {
 		t.Errorf("ResumeSaved's error: got %v, want one naming %s and the reason", err, poison)
 	}
 	if len(resumed) != 2 || resumed[0] != ids[0] || resumed[1] != ids[2] {
