@@ -100,7 +100,9 @@ func TestAsk(t *testing.T) {
 // its budget ran out times out.
 func TestAgentThatFailsGivesAFailedAnswer(t *testing.T) {
 	s := New(map[string]agents.Agent{
-		"err":   decider(func(context.Context, org.Observation) ([]org.Action, error) { return []org.Action{{Type: "wait"}}, errors.New("no") }),
+		"err": decider(func(context.Context, org.Observation) ([]org.Action, error) {
+			return []org.Action{{Type: "wait"}}, errors.New("no")
+		}),
 		"empty": decider(func(context.Context, org.Observation) ([]org.Action, error) { return nil, errors.New("") }),
 		"panic": decider(func(context.Context, org.Observation) ([]org.Action, error) { panic("boom") }),
 	}, Options{})

@@ -135,7 +135,9 @@ func TestAnswer(t *testing.T) {
 
 type decider func(ctx context.Context, obs org.Observation) ([]org.Action, error)
 
-func (d decider) Decide(ctx context.Context, obs org.Observation) ([]org.Action, error) { return d(ctx, obs) }
+func (d decider) Decide(ctx context.Context, obs org.Observation) ([]org.Action, error) {
+	return d(ctx, obs)
+}
 
 // An agent that fails answers its error, which the driver's strict parser
 // reads as a failed turn; one whose budget ran out answers nothing.
