@@ -300,7 +300,13 @@ func TestMetrics(t *testing.T) {
 	}
 	st := sp.waitFor(t, reply.Session, "the end", 2*time.Minute, func(st wire.ControlReply) bool { return st.Status == "finished" })
 
+	// The session reports finished a moment before the server marks it
+	// ended (its gauges move then): wait for that, bounded.
 	after := scrapeMetrics(t, metricsURL)
+	for deadline := time.Now().Add(30 * time.Second); after.samples[`corpsim_sessions{status="finished"}`] != 1 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		after = scrapeMetrics(t, metricsURL)
+	}
 	viaHTTP := scrapeMetrics(t, "http://"+haddr+"/metrics")
 	for name, typ := range map[string]string{
 		"corpsim_sessions": "gauge", "corpsim_seats": "gauge",

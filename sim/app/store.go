@@ -74,7 +74,10 @@ func openPebble(dir string, readOnly bool, logger hclog.Logger) (events.Log, err
 		return nil, err
 	}
 	if readOnly {
-		return l, nil
+		// The read lock conflicts with a writer's: no process runs the
+		// sessions recorded running here, so they read as interrupted (as a
+		// writer would record them), without a write.
+		return stoppedLog{l}, nil
 	}
 	ctx := context.Background()
 	metas, err := l.Sessions(ctx)
@@ -241,4 +244,36 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// stoppedLog is a read-only Log whose sessions recorded running read as
+// interrupted, with the last seq stored (see openPebble).
+type stoppedLog struct{ events.Log }
+
+func (l stoppedLog) stopped(ctx context.Context, m events.SessionMeta) events.SessionMeta {
+	if m.Status == events.StatusRunning {
+		m.Status = events.StatusInterrupted
+		if last, err := l.LastSeq(ctx, m.ID); err == nil {
+			m.LastSeq = last
+		}
+	}
+	return m
+}
+
+// Session implements events.Log.
+func (l stoppedLog) Session(ctx context.Context, id string) (events.SessionMeta, error) {
+	m, err := l.Log.Session(ctx, id)
+	if err != nil {
+		return m, err
+	}
+	return l.stopped(ctx, m), nil
+}
+
+// Sessions implements events.Log.
+func (l stoppedLog) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
+	ms, err := l.Log.Sessions(ctx)
+	for i := range ms {
+		ms[i] = l.stopped(ctx, ms[i])
+	}
+	return ms, err
 }
