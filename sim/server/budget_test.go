@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
@@ -17,11 +16,7 @@ import (
 // The service's MaxEvents is every session's budget: a session that spends
 // it ends finished, "event_limit", with its log within the budget.
 func TestServiceMaxEvents(t *testing.T) {
-	bus, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Shutdown()
+	bus := mustBus(t)
 	log := memlog.New()
 	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger(), MaxEvents: 250})
 	if err != nil {

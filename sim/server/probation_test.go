@@ -69,11 +69,7 @@ func savedSessions(t *testing.T, ctx context.Context, log events.Log, bus *natss
 // it) and healthy sessions records the marked one failed with the reason
 // and does not run it; the healthy ones are resumed and finish.
 func TestSessionStoppedWhileResumingIsFailed(t *testing.T) {
-	bus, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Shutdown()
+	bus := mustBus(t)
 	log := memlog.New()
 	stateFile := filepath.Join(t.TempDir(), "serve-state.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -144,11 +140,7 @@ func TestSessionStoppedWhileResumingIsFailed(t *testing.T) {
 // before it runs until it has shown that it runs, then the mark is
 // cleared while it goes on; a paused one is not marked while it waits.
 func TestResumingMark(t *testing.T) {
-	bus, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Shutdown()
+	bus := mustBus(t)
 	log := memlog.New()
 	stateFile := filepath.Join(t.TempDir(), "serve-state.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

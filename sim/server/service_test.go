@@ -18,15 +18,22 @@ import (
 	"github.com/corpsim/corpsim/sim/driver"
 )
 
+// mustBus starts an in-process NATS server that the test shuts down.
+func mustBus(tb testing.TB) *natsserver.Server {
+	tb.Helper()
+	bus, err := natsserver.Start(natsserver.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(bus.Shutdown)
+	return bus
+}
+
 // A session that panics (here its gate, after a few steps) is recorded
 // failed with its last durable seq; the service and its other sessions go
 // on, and a session created afterwards runs to its end.
 func TestPanickingSessionFailsAlone(t *testing.T) {
-	bus, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Shutdown()
+	bus := mustBus(t)
 	log := memlog.New()
 	var mu sync.Mutex
 	poisoned := map[string]bool{}
@@ -89,11 +96,7 @@ func TestPanickingSessionFailsAlone(t *testing.T) {
 // A session paused by its operator stays paused across a restart of the
 // service: resumed from the state file, it waits until a start.
 func TestPauseSurvivesRestart(t *testing.T) {
-	bus, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Shutdown()
+	bus := mustBus(t)
 	log := memlog.New()
 	stateFile := filepath.Join(t.TempDir(), "serve-state.json")
 	op, err := bus.Connect("operator")
