@@ -110,6 +110,17 @@
 // (an external NATS server without per-seat credentials) cannot be taken
 // back: their turns time out.
 //
+// # Operations
+//
+// Every endpoint is a thin wrapper over one of the gateway's Go operations
+// (ops.go): Create, Fork, Control, Step, Score and Events for the
+// operator; Observe, Act and Answer for a seat, authorised by the seat's
+// token alone; SeatOf and IsOperator to tell tokens apart. Refusals are
+// *Error values whose Status is the HTTP status naming their kind (StatusOf).
+// The other protocols corpsim serve speaks (OpenEnv, MCP, NeMo Gym) are
+// adapters over these same operations, so turns, rewards and seat
+// isolation have one implementation.
+//
 // # Concurrency and lifetime
 //
 // A Gateway is safe for concurrent use by many HTTP clients on many sessions.

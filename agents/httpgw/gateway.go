@@ -323,10 +323,8 @@ func validMember(m string) bool {
 	return true
 }
 
-type seatHandler func(w http.ResponseWriter, r *http.Request, s *session, st *seat)
-
 // seatOnly admits only the token of the seat named by the path.
-func (g *Gateway) seatOnly(h seatHandler) http.HandlerFunc {
+func (g *Gateway) seatOnly(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		tok := bearer(r)
 		if tok != "" && g.isOperator(tok) {
@@ -345,7 +343,7 @@ func (g *Gateway) seatOnly(h seatHandler) http.HandlerFunc {
 			writeError(w, http.StatusForbidden, "this token belongs to another seat")
 			return
 		}
-		h(w, r, st.session, st)
+		h(w, r)
 	}
 }
 

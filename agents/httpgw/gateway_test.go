@@ -65,6 +65,13 @@ func freeAddr(tb testing.TB) string {
 
 func startStack(tb testing.TB, cfg httpgw.Config) *stack {
 	tb.Helper()
+	return startStackWith(tb, cfg, nil)
+}
+
+// startStackWith is startStack with the session service's configuration
+// changed by tweak (nil: none).
+func startStackWith(tb testing.TB, cfg httpgw.Config, tweak func(*server.Config)) *stack {
+	tb.Helper()
 	op := natsserver.NewToken()
 	auth := natsserver.NewAuth(op)
 	bus, err := natsserver.Start(natsserver.Options{Listen: freeAddr(tb), Auth: auth})
@@ -72,7 +79,11 @@ func startStack(tb testing.TB, cfg httpgw.Config) *stack {
 		tb.Fatal(err)
 	}
 	l := memlog.New()
-	svc, err := server.New(server.Config{Log: l, Bus: bus, Auth: auth, Logger: testLogger(tb), CheckpointEvery: -1, TurnTimeout: 20 * time.Second})
+	scfg := server.Config{Log: l, Bus: bus, Auth: auth, Logger: testLogger(tb), CheckpointEvery: -1, TurnTimeout: 20 * time.Second}
+	if tweak != nil {
+		tweak(&scfg)
+	}
+	svc, err := server.New(scfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

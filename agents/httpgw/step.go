@@ -10,85 +10,25 @@ import (
 	"time"
 
 	"github.com/corpsim/corpsim/agents/wire"
-	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
 )
 
-// StepRequest is the body of step.
-type StepRequest struct {
-	// Actions answers the turns the previous step returned, by member;
-	// a member without an entry waits ([]).
-	Actions map[string][]org.Action `json:"actions"`
-}
-
-// StepReply is the body step returns.
-type StepReply struct {
-	Session      string                     `json:"session"`
-	Observations map[string]json.RawMessage `json:"observations"`  // the turns now waiting, by member
-	Rewards      float64                    `json:"rewards"`       // the team deltas of RewardEvents
-	RewardEvents []events.Event             `json:"reward_events"` // reward events recorded since the previous step
-	Done         bool                       `json:"done"`
-	Status       string                     `json:"status,omitempty"` // once done: finished or stopped
-	// Score is the final team score, once done.
-	Score    *float64 `json:"score,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
-}
-
 func (g *Gateway) handleStep(w http.ResponseWriter, r *http.Request) {
-	s := g.session(r.PathValue("id"))
-	if s == nil {
-		writeError(w, http.StatusNotFound, "the gateway did not create session %s (or has forgotten it); step needs a session created through it", r.PathValue("id"))
-		return
-	}
 	wait, err := waitParam(r, time.Minute, 10*time.Minute)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	id := r.PathValue("id")
 	var req StepRequest
-	if !decodeBody(w, r, &req, int64(org.MaxReplyBytes)*int64(len(s.seats)+1), true) {
+	if !decodeBody(w, r, &req, g.StepLimit(id), true) {
 		return
 	}
-	for _, m := range slices.Sorted(maps.Keys(req.Actions)) {
-		if s.seats[m] == nil {
-			writeError(w, http.StatusBadRequest, "%s is not a remote seat of session %s (remote seats: %v)", m, s.id, slices.Sorted(maps.Keys(s.seats)))
-			return
-		}
-	}
-	if !s.stepMu.TryLock() {
-		writeError(w, http.StatusConflict, "another step of session %s is running", s.id)
+	out, err := g.Step(r.Context(), id, req, wait)
+	if err != nil {
+		writeErr(w, err)
 		return
 	}
-	defer s.stepMu.Unlock()
-	ctx := r.Context()
-	out := StepReply{Session: s.id, Observations: map[string]json.RawMessage{}, RewardEvents: []events.Event{}}
-	out.Warnings = s.answerShown(req.Actions)
-	s.gather(ctx, time.Now().Add(wait))
-	s.syncFeed(ctx)
-
-	s.mu.Lock()
-	now := time.Now()
-	clear(s.shown)
-	for _, m := range slices.Sorted(maps.Keys(s.seats)) {
-		if h := s.seats[m].heldLocked(now); h != nil {
-			out.Observations[m] = h.obs
-			s.shown[m] = h.turn
-		}
-	}
-	for _, ev := range s.rewards[s.stepCursor:] {
-		out.RewardEvents = append(out.RewardEvents, ev)
-		out.Rewards += teamReward(ev)
-	}
-	s.stepCursor = len(s.rewards)
-	if s.ended {
-		out.Done, out.Status = true, s.status
-		score, complete := s.scoreLocked()
-		out.Score = &score
-		if !complete {
-			out.Warnings = append(out.Warnings, "the score misses rewards the gateway could not learn (a fork's prefix, or events lost from the feed)")
-		}
-	}
-	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -1,0 +1,649 @@
+package httpgw
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/corpsim/corpsim/agents/wire"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// The operations below are the gateway's session and seat operations, as
+// Go calls. The /v1 handlers are thin wrappers over them, and so are the
+// other protocols' adapters (OpenEnv, MCP, NeMo Gym): every one of them
+// answers turns, reports rewards and keeps seats apart through this code.
+//
+// Operator operations (Create, Fork, Control, Step, Score, Events) trust
+// their caller to have checked the operator token (IsOperator). Seat
+// operations (Observe, Act, Answer) are authorised by the seat's token
+// alone: a token reaches only its own seat.
+
+// Error is an operation's refusal. Status is the HTTP status naming its
+// kind: 400 a bad request, 401 an unknown token, 403 a token outside its
+// reach, 404 an unknown session, 409 a conflict (no turn waiting, a stale
+// turn, another step running, the session has ended), 413 too large, 503
+// no capacity (the server already runs its --max-sessions sessions) or the
+// gateway is closing, 502 or 504 the server failed or did not answer.
+type Error struct {
+	Status int
+	Msg    string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func errorf(status int, format string, args ...any) *Error {
+	return &Error{Status: status, Msg: fmt.Sprintf(format, args...)}
+}
+
+// natsErr is the refusal for a failed NATS request.
+func natsErr(err error, format string, args ...any) *Error {
+	return &Error{Status: natsStatus(err), Msg: fmt.Sprintf(format, args...) + ": " + err.Error()}
+}
+
+// StatusOf is the HTTP status of an operation's outcome: 200 for nil, an
+// *Error's Status, 500 for any other error.
+func StatusOf(err error) int {
+	if err == nil {
+		return http.StatusOK
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return http.StatusInternalServerError
+}
+
+// checkID refuses a session ID no session can have before it reaches a
+// NATS subject ("a.b.c" would be three subject tokens).
+func checkID(id string) error {
+	if err := events.ValidSessionID(id); err != nil {
+		return errorf(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "events: "))
+	}
+	return nil
+}
+
+// decodeStrict decodes one JSON value into v, refusing unknown fields and
+// trailing data; an empty body leaves v as it is when emptyOK.
+func decodeStrict(body []byte, v any, emptyOK bool) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		if emptyOK {
+			return nil
+		}
+		return errorf(http.StatusBadRequest, "the request needs a JSON body")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errorf(http.StatusBadRequest, "malformed request: %v", err)
+	}
+	if dec.More() {
+		return errorf(http.StatusBadRequest, "malformed request: trailing data after the JSON object")
+	}
+	return nil
+}
+
+// DecodeCreate decodes a create request strictly, as POST /v1/sessions
+// does: unknown fields and trailing data are refused, and so is an explicit
+// "load": 0 (an omitted load is 1, which wire.CreateRequest.Load cannot
+// tell apart; other loads are checked by the server). Its errors are
+// *Error with Status 400.
+func DecodeCreate(data []byte) (wire.CreateRequest, error) {
+	var req struct {
+		wire.CreateRequest
+		Load *float64 `json:"load,omitempty"`
+	}
+	if err := decodeStrict(data, &req, false); err != nil {
+		return wire.CreateRequest{}, err
+	}
+	if req.Load != nil {
+		if *req.Load == 0 {
+			return wire.CreateRequest{}, errorf(http.StatusBadRequest, "%v", worlds.CheckLoad(0, 0))
+		}
+		req.CreateRequest.Load = *req.Load
+	}
+	return req.CreateRequest, nil
+}
+
+// IsOperator reports whether tok is the server's operator token.
+func (g *Gateway) IsOperator(tok string) bool { return g.isOperator(tok) }
+
+// SeatOf names the seat a seat token belongs to; ok is false for a token
+// the gateway does not know (or no longer: its session ended more than
+// Config.Retain ago).
+func (g *Gateway) SeatOf(tok string) (session, member string, ok bool) {
+	st := g.seatFor(tok)
+	if st == nil {
+		return "", "", false
+	}
+	return st.session.id, st.member, true
+}
+
+// ForkRequest is the body of fork and reset.
+type ForkRequest struct {
+	At          uint64 `json:"at"`
+	Seed        uint64 `json:"seed,omitempty"`   // 0: the parent's
+	Agents      string `json:"agents,omitempty"` // "": the parent's, when the gateway created it
+	Wait        bool   `json:"wait,omitempty"`
+	TurnTimeout string `json:"turn_timeout,omitempty"`
+}
+
+// Fork makes a session that replays parent up to event f.At (1: a reset)
+// and goes on from there, as Create does.
+func (g *Gateway) Fork(ctx context.Context, parent string, f ForkRequest) (wire.CreateReply, error) {
+	if err := checkID(parent); err != nil {
+		return wire.CreateReply{}, err
+	}
+	if f.At == 0 {
+		return wire.CreateReply{}, errorf(http.StatusBadRequest, `fork needs "at": the event to fork at (1 or more; 1 is a reset)`)
+	}
+	if f.Agents == "" {
+		p := g.session(parent)
+		if p == nil || p.agents == "" {
+			return wire.CreateReply{}, errorf(http.StatusBadRequest, `the gateway did not create session %s in this process (or has forgotten it): name the "agents"`, parent)
+		}
+		f.Agents = p.agents
+	}
+	return g.Create(ctx, wire.CreateRequest{Parent: parent, ForkSeq: f.At, Seed: f.Seed, Agents: f.Agents, Wait: f.Wait, TurnTimeout: f.TurnTimeout})
+}
+
+// Create makes a session on the server, follows its feed and joins its
+// remote seats, then starts it unless req.Wait. The reply carries the
+// seats' tokens (the gateway's own for seats the server gave none).
+func (g *Gateway) Create(ctx context.Context, req wire.CreateRequest) (wire.CreateReply, error) {
+	turnWait := g.cfg.TurnWait
+	if req.TurnTimeout != "" {
+		d, err := time.ParseDuration(req.TurnTimeout)
+		if err != nil || d <= 0 {
+			return wire.CreateReply{}, errorf(http.StatusBadRequest, "turn_timeout %q is not a positive duration", req.TurnTimeout)
+		}
+		turnWait = d
+	}
+	start := !req.Wait
+	sent := req
+	sent.Wait = true // started below, once the feed is followed and the seats have joined
+	sent.Via = wire.ViaHTTP
+	var reply wire.CreateReply
+	if err := g.request(ctx, wire.CreateSubject, sent, &reply, createTimeout); err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return reply, errorf(http.StatusServiceUnavailable, "create: no server takes sessions (every one is full or shutting down)")
+		}
+		return reply, natsErr(err, "create")
+	}
+	if reply.Error != "" {
+		if strings.Contains(reply.Error, "too many sessions") {
+			return wire.CreateReply{}, errorf(http.StatusServiceUnavailable, "%s", reply.Error)
+		}
+		return wire.CreateReply{}, errorf(http.StatusBadRequest, "%s", reply.Error)
+	}
+	s := newSession(g, reply, req, turnWait)
+	fail := func(code int, err error) (wire.CreateReply, error) {
+		s.log.Error("session abandoned", "error", err)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
+		defer cancel()
+		_, _ = g.control(sctx, s.id, wire.OpStop)
+		s.finish(statusStopped)
+		g.forget(s)
+		return wire.CreateReply{}, errorf(code, "session %s: %v (it was stopped)", s.id, err)
+	}
+	if err := s.follow(); err != nil {
+		return fail(http.StatusBadGateway, err)
+	}
+	if err := s.join(ctx, reply.Seats); err != nil {
+		return fail(http.StatusBadGateway, err)
+	}
+	if !g.register(s) {
+		return fail(http.StatusServiceUnavailable, errors.New("the gateway is closing"))
+	}
+	if start {
+		if _, err := g.control(ctx, s.id, wire.OpStart); err != nil {
+			return fail(natsStatus(err), fmt.Errorf("start: %w", err))
+		}
+		if s.parent != "" {
+			s.learnPrefix(ctx)
+		}
+	}
+	s.log.Info("session created", "parent", s.parent, "fork_seq", s.forkSeq, "remote_seats", len(s.seats), "started", start)
+	return s.credentials(reply), nil
+}
+
+// Control sends a control operation (start, pause, stop, status) to a
+// session; for an ended session the gateway created it answers from its
+// record.
+func (g *Gateway) Control(ctx context.Context, id string, op wire.ControlOp) (wire.ControlReply, error) {
+	if err := checkID(id); err != nil {
+		return wire.ControlReply{}, err
+	}
+	switch op {
+	case wire.OpStart, wire.OpPause, wire.OpStop, wire.OpStatus:
+	default:
+		return wire.ControlReply{}, errorf(http.StatusBadRequest, "unknown op %q (expected start, pause, stop or status)", op)
+	}
+	s := g.session(id)
+	reply, err := g.control(ctx, id, op)
+	if errors.Is(err, nats.ErrNoResponders) && s != nil {
+		s.probe(ctx)
+		return s.controlReply(), nil
+	}
+	if err != nil {
+		return reply, natsErr(err, "control %s", op)
+	}
+	if s != nil {
+		switch op {
+		case wire.OpStop:
+			status := reply.Status // the server's word: interrupted
+			if status == "" {
+				status = statusStopped
+			}
+			s.finish(status)
+		case wire.OpStart:
+			if s.hasPrefix() {
+				s.learnPrefix(ctx)
+			}
+		}
+	}
+	return reply, nil
+}
+
+// controlReply describes an ended session from the gateway's record.
+func (s *session) controlReply() wire.ControlReply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	score, _ := s.scoreLocked()
+	r := wire.ControlReply{Session: s.id, Status: s.status, Events: s.last, Score: score}
+	if r.Status == "" {
+		r.Status = "created" // waiting for start
+	}
+	if n := len(s.own); n > 0 {
+		r.Time = s.own[n-1].Time
+	}
+	return r
+}
+
+// EventsReply is the body of GET events.
+type EventsReply struct {
+	Session string         `json:"session"`
+	Events  []events.Event `json:"events"`
+	Last    uint64         `json:"last"`           // the session's last seq known
+	Next    uint64         `json:"next,omitempty"` // from for the next page; 0 when this page reaches Last
+	Source  string         `json:"source"`         // "server" (a running session's log) or "gateway" (its record of the feed)
+	// Complete is false when the record misses events (a fork's prefix the gateway could not learn, events lost from the feed).
+	Complete bool `json:"complete"`
+}
+
+// Events returns up to limit (at most wire.MaxHistoryPage) of a session's
+// stored events from seq from on: a running session's from the server,
+// an ended one's from the gateway's record.
+func (g *Gateway) Events(ctx context.Context, id string, from uint64, limit int) (EventsReply, error) {
+	if err := checkID(id); err != nil {
+		return EventsReply{}, err
+	}
+	from, limit = max(from, 1), min(max(limit, 1), wire.MaxHistoryPage)
+	resp, err := g.history(ctx, id, from, limit)
+	if err == nil {
+		out := EventsReply{Session: id, Events: resp.Events, Last: resp.Last, Source: "server", Complete: true}
+		if out.Events == nil {
+			out.Events = []events.Event{}
+		}
+		if n := len(resp.Events); n > 0 && resp.Events[n-1].Seq < resp.Last {
+			out.Next = resp.Events[n-1].Seq + 1
+		}
+		return out, nil
+	}
+	s := g.session(id)
+	if !errors.Is(err, nats.ErrNoResponders) || s == nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return EventsReply{}, errorf(http.StatusNotFound, "session %s is not running and the gateway holds no record of it", id)
+		}
+		return EventsReply{}, natsErr(err, "events")
+	}
+	return s.eventsPage(from, limit), nil
+}
+
+// eventsPage serves events from the gateway's record.
+func (s *session) eventsPage(from uint64, limit int) EventsReply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := EventsReply{Session: s.id, Events: []events.Event{}, Last: s.last, Source: "gateway",
+		Complete: !s.gaps && s.prefixKnown && (s.prefix != nil || s.forkSeq == 0)}
+	for _, list := range [][]events.Event{s.prefix, s.own} {
+		for _, e := range list {
+			if e.Seq < from {
+				continue
+			}
+			if len(out.Events) == limit {
+				out.Next = e.Seq
+				return out
+			}
+			out.Events = append(out.Events, e)
+		}
+	}
+	return out
+}
+
+// ScoreReply is the body of GET score.
+type ScoreReply struct {
+	Session string `json:"session"`
+	Status  string `json:"status"` // the server's while it runs; then finished or stopped
+	Events  uint64 `json:"events"`
+	Time    int64  `json:"time"`
+	// Score is the team score by the reward events recorded so far — the
+	// final team score once the session has finished. For a session the
+	// gateway did not create it is the server's control status score.
+	Score    float64 `json:"score"`
+	Complete bool    `json:"complete"` // no reward is missing from Score
+	Source   string  `json:"source"`   // "gateway" or "server"
+}
+
+// Score reports a session's team score so far.
+func (g *Gateway) Score(ctx context.Context, id string) (ScoreReply, error) {
+	if err := checkID(id); err != nil {
+		return ScoreReply{}, err
+	}
+	s := g.session(id)
+	st, err := g.control(ctx, id, wire.OpStatus)
+	if err != nil && !(errors.Is(err, nats.ErrNoResponders) && s != nil) {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return ScoreReply{}, errorf(http.StatusNotFound, "session %s is not running and the gateway holds no record of it", id)
+		}
+		return ScoreReply{}, natsErr(err, "score")
+	}
+	if s == nil {
+		return ScoreReply{Session: id, Status: st.Status, Events: st.Events, Time: st.Time,
+			Score: st.Score, Complete: st.Error == "", Source: "server"}, nil
+	}
+	if err != nil {
+		s.probe(ctx)
+	} else if s.hasPrefix() {
+		s.learnPrefix(ctx)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	score, complete := s.scoreLocked()
+	out := ScoreReply{Session: id, Status: st.Status, Events: st.Events, Time: st.Time, Score: score, Complete: complete, Source: "gateway"}
+	if s.ended || err != nil {
+		out.Status, out.Events = s.status, s.last
+		if n := len(s.own); n > 0 {
+			out.Time = s.own[n-1].Time
+		}
+	}
+	return out, nil
+}
+
+// Observation is what Observe found for a seat.
+type Observation struct {
+	Session, Member string
+	Turn            uint64          // the waiting turn; 0 when none waits
+	Body            json.RawMessage // that turn's observation (org.Observation as JSON); nil when none waits
+	Done            bool            // the session has ended
+	Status          string          // once Done: finished, interrupted or stopped
+}
+
+// probeEvery is how long a waiter stays idle before it asks whether the
+// session still runs.
+const probeEvery = 2 * time.Second
+
+// seatOf is the seat of a seat token, or a 401/403 refusal.
+func (g *Gateway) seatOf(tok string) (*seat, error) {
+	if tok != "" && g.isOperator(tok) {
+		return nil, errorf(http.StatusForbidden, "the operator token does not reach a seat: use the seat's token, or step")
+	}
+	st := g.seatFor(tok)
+	switch {
+	case tok == "":
+		return nil, errorf(http.StatusUnauthorized, "missing bearer token (Authorization: Bearer TOKEN)")
+	case st == nil:
+		return nil, errorf(http.StatusUnauthorized, "unknown or expired token")
+	}
+	return st, nil
+}
+
+// Observe waits up to wait for the seat's turn, or its session's end. When
+// neither comes, the Observation has Turn 0, Body nil and Done false.
+func (g *Gateway) Observe(ctx context.Context, tok string, wait time.Duration) (Observation, error) {
+	st, err := g.seatOf(tok)
+	if err != nil {
+		return Observation{}, err
+	}
+	s := st.session
+	out := Observation{Session: s.id, Member: st.member}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	probe := time.NewTicker(probeEvery)
+	defer probe.Stop()
+	for {
+		s.mu.Lock()
+		h := st.heldLocked(time.Now())
+		ended, status, ch := s.ended, s.status, s.changed
+		s.mu.Unlock()
+		switch {
+		case h != nil:
+			out.Turn, out.Body = h.turn, h.obs
+			return out, nil
+		case ended:
+			out.Done, out.Status = true, status
+			return out, nil
+		}
+		select {
+		case <-ch:
+		case <-probe.C:
+			s.probe(ctx)
+		case <-deadline.C:
+			return out, nil
+		case <-ctx.Done():
+			return out, errorf(http.StatusServiceUnavailable, "the request ended: %v", context.Cause(ctx))
+		}
+	}
+}
+
+// ActReply is the body of a successful act (and carries the errors of the others).
+type ActReply struct {
+	Session   string   `json:"session"`
+	Member    string   `json:"member"`
+	Turn      uint64   `json:"turn"`      // the turn answered (or waiting, on 409)
+	Forwarded bool     `json:"forwarded"` // the body went to the engine as the turn's reply
+	Error     string   `json:"error,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
+}
+
+// Act forwards body, unchanged, as the reply to the seat's waiting turn,
+// so the engine's own parser decides what is recorded (see the package
+// documentation, "Answering turns"). The ActReply is filled on refusals
+// too; the error is then an *Error with act's HTTP status, and
+// ActReply.Forwarded says whether the turn was used up all the same (a
+// malformed or oversized reply is forwarded for the engine to record).
+// body may be up to org.MaxReplyBytes+1 bytes: a longer one is treated as
+// oversized.
+func (g *Gateway) Act(_ context.Context, tok string, body []byte) (ActReply, error) {
+	st, err := g.seatOf(tok)
+	if err != nil {
+		return ActReply{Error: err.Error()}, err
+	}
+	s := st.session
+	out := ActReply{Session: s.id, Member: st.member}
+	refuse := func(status int, format string, args ...any) (ActReply, error) {
+		out.Error = fmt.Sprintf(format, args...)
+		return out, &Error{Status: status, Msg: out.Error}
+	}
+	tooBig := len(body) > org.MaxReplyBytes
+	if tooBig {
+		body = body[:org.MaxReplyBytes+1]
+	}
+	s.mu.Lock()
+	h := st.heldLocked(time.Now())
+	if s.ended {
+		s.mu.Unlock()
+		return refuse(http.StatusConflict, "session %s has ended (%s)", s.id, s.status)
+	}
+	var parsed org.Reply
+	var perr error
+	if !tooBig {
+		parsed, perr = wire.ParseReply(body)
+	}
+	switch {
+	case h == nil:
+		s.mu.Unlock()
+		if tooBig {
+			return refuse(http.StatusRequestEntityTooLarge, "reply is over %d bytes, and no turn is waiting for %s", org.MaxReplyBytes, st.member)
+		}
+		return refuse(http.StatusConflict, "no turn is waiting for %s (observe first)", st.member)
+	case !tooBig && perr == nil && parsed.Turn != h.turn:
+		s.mu.Unlock()
+		out.Turn = h.turn
+		return refuse(http.StatusConflict, "reply answers turn %d, but turn %d is waiting: echo the observation's turn", parsed.Turn, h.turn)
+	}
+	st.held = nil
+	s.broadcastLocked()
+	s.mu.Unlock()
+	out.Turn = h.turn
+	if err := h.msg.Respond(body); err != nil {
+		st.log.Warn("reply not sent", "turn", h.turn, "error", err)
+		return refuse(http.StatusBadGateway, "the reply could not be sent: %v", err)
+	}
+	out.Forwarded = true
+	switch {
+	case tooBig:
+		st.log.Debug("oversized reply forwarded for the engine to reject", "turn", h.turn)
+		return refuse(http.StatusRequestEntityTooLarge, "reply is over %d bytes; the engine records the turn as malformed", org.MaxReplyBytes)
+	case perr != nil:
+		st.log.Debug("malformed reply forwarded for the engine to reject", "turn", h.turn, "error", perr)
+		return refuse(http.StatusBadRequest, "%s; the engine records the turn as malformed", perr.Error())
+	}
+	out.Warnings = checkActions(parsed.Actions)
+	st.log.Trace("turn answered", "turn", h.turn, "actions", len(parsed.Actions))
+	return out, nil
+}
+
+// Answer waits up to wait for the seat's turn and answers it with actions
+// (an empty list: the member waits). It refuses with 409 when the session
+// has ended or no turn came within wait.
+func (g *Gateway) Answer(ctx context.Context, tok string, actions []org.Action, wait time.Duration) (ActReply, error) {
+	obs, err := g.Observe(ctx, tok, wait)
+	if err != nil {
+		return ActReply{Session: obs.Session, Member: obs.Member, Error: err.Error()}, err
+	}
+	out := ActReply{Session: obs.Session, Member: obs.Member}
+	switch {
+	case obs.Done:
+		out.Error = fmt.Sprintf("session %s has ended (%s)", obs.Session, obs.Status)
+		return out, &Error{Status: http.StatusConflict, Msg: out.Error}
+	case obs.Turn == 0:
+		out.Error = fmt.Sprintf("no turn came for %s within %v", obs.Member, wait)
+		return out, &Error{Status: http.StatusConflict, Msg: out.Error}
+	}
+	if actions == nil {
+		actions = []org.Action{}
+	}
+	b, err := json.Marshal(org.Reply{Turn: obs.Turn, Actions: actions})
+	if err != nil {
+		return out, errorf(http.StatusBadRequest, "the actions do not encode: %v", err)
+	}
+	return g.Act(ctx, tok, b)
+}
+
+// checkActions warns about actions the engine will certainly refuse for
+// their type alone.
+func checkActions(acts []org.Action) []string {
+	var out []string
+	for i, a := range acts {
+		if !org.KnownAction(a.Type) {
+			out = append(out, fmt.Sprintf("actions[%d]: unknown action type %q (known: %s); the engine rejects it",
+				i, a.Type, strings.Join(org.ActionTypes, ", ")))
+		}
+	}
+	return out
+}
+
+// StepRequest is the body of step.
+type StepRequest struct {
+	// Actions answers the turns the previous step returned, by member;
+	// a member without an entry waits ([]).
+	Actions map[string][]org.Action `json:"actions"`
+}
+
+// StepReply is the body step returns.
+type StepReply struct {
+	Session      string                     `json:"session"`
+	Observations map[string]json.RawMessage `json:"observations"`  // the turns now waiting, by member
+	Rewards      float64                    `json:"rewards"`       // the team deltas of RewardEvents
+	RewardEvents []events.Event             `json:"reward_events"` // reward events recorded since the previous step
+	Done         bool                       `json:"done"`
+	Status       string                     `json:"status,omitempty"` // once done: finished or stopped
+	// Score is the final team score, once done.
+	Score    *float64 `json:"score,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Step is a Gym-style single controller for all the remote seats of a
+// session the gateway created (see the package documentation, "Step"):
+// it answers the turns the previous Step returned with req's actions,
+// waits (at most wait) for the next turns, and returns their observations
+// with the rewards recorded since the previous Step.
+func (g *Gateway) Step(ctx context.Context, id string, req StepRequest, wait time.Duration) (StepReply, error) {
+	if err := checkID(id); err != nil {
+		return StepReply{}, err
+	}
+	s := g.session(id)
+	if s == nil {
+		return StepReply{}, errorf(http.StatusNotFound, "the gateway did not create session %s (or has forgotten it); step needs a session created through it", id)
+	}
+	for _, m := range slices.Sorted(maps.Keys(req.Actions)) {
+		if s.seats[m] == nil {
+			return StepReply{}, errorf(http.StatusBadRequest, "%s is not a remote seat of session %s (remote seats: %v)", m, s.id, slices.Sorted(maps.Keys(s.seats)))
+		}
+	}
+	if !s.stepMu.TryLock() {
+		return StepReply{}, errorf(http.StatusConflict, "another step of session %s is running", s.id)
+	}
+	defer s.stepMu.Unlock()
+	out := StepReply{Session: s.id, Observations: map[string]json.RawMessage{}, RewardEvents: []events.Event{}}
+	out.Warnings = s.answerShown(req.Actions)
+	s.gather(ctx, time.Now().Add(wait))
+	s.syncFeed(ctx)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	clear(s.shown)
+	for _, m := range slices.Sorted(maps.Keys(s.seats)) {
+		if h := s.seats[m].heldLocked(now); h != nil {
+			out.Observations[m] = h.obs
+			s.shown[m] = h.turn
+		}
+	}
+	for _, ev := range s.rewards[s.stepCursor:] {
+		out.RewardEvents = append(out.RewardEvents, ev)
+		out.Rewards += teamReward(ev)
+	}
+	s.stepCursor = len(s.rewards)
+	if s.ended {
+		out.Done, out.Status = true, s.status
+		score, complete := s.scoreLocked()
+		out.Score = &score
+		if !complete {
+			out.Warnings = append(out.Warnings, "the score misses rewards the gateway could not learn (a fork's prefix, or events lost from the feed)")
+		}
+	}
+	return out, nil
+}
+
+// StepLimit is the largest step body the gateway reads for session id: a
+// reply's worth per remote seat, and one more.
+func (g *Gateway) StepLimit(id string) int64 {
+	n := 0
+	if s := g.session(id); s != nil {
+		n = len(s.seats)
+	}
+	return int64(org.MaxReplyBytes) * int64(n+1)
+}
