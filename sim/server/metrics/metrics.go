@@ -39,7 +39,15 @@ const (
 	TurnSeconds    = "corpsim_turn_duration_seconds"
 	Rejections     = "corpsim_actions_rejected_total"
 	TurnTimeouts   = "corpsim_turn_timeouts_total"
+	// Per protocol adapter (label adapter: openenv, mcp, nemo).
+	AdapterSessions = "corpsim_adapter_sessions"
+	AdapterSteps    = "corpsim_adapter_steps_total"
+	AdapterErrors   = "corpsim_adapter_errors_total"
 )
+
+// Adapters are the values of the adapter label; each is exported from the
+// start, at zero.
+var Adapters = []string{"openenv", "mcp", "nemo"}
 
 // SessionStatuses are the values of corpsim_sessions' status label; every
 // one is exported, zero or not.
@@ -63,6 +71,9 @@ type Metrics struct {
 	turnS    *prometheus.HistogramVec
 	rejected *prometheus.CounterVec
 	timeouts prometheus.Counter
+	adSess   *prometheus.GaugeVec
+	adSteps  *prometheus.CounterVec
+	adErrs   *prometheus.CounterVec
 }
 
 var _ driver.Observer = (*Metrics)(nil)
@@ -86,6 +97,17 @@ func New(counts Counts) *Metrics {
 		timeouts: prometheus.NewCounter(prometheus.CounterOpts{Name: TurnTimeouts,
 			Help: "Turns a member did not answer within its budget (turn.timeout events)."}),
 	}
+	m.adSess = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: AdapterSessions,
+		Help: "Sessions (or connections) a protocol adapter holds open now."}, []string{"adapter"})
+	m.adSteps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: AdapterSteps,
+		Help: "Steps, tool calls or acts a protocol adapter served."}, []string{"adapter"})
+	m.adErrs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: AdapterErrors,
+		Help: "Errors a protocol adapter answered, by the protocol's own code."}, []string{"adapter", "code"})
+	for _, a := range Adapters {
+		m.adSess.WithLabelValues(a)
+		m.adSteps.WithLabelValues(a)
+	}
+	m.reg.MustRegister(m.adSess, m.adSteps, m.adErrs)
 	m.reg.MustRegister(m.appended, m.appendS, m.turnS, m.rejected, m.timeouts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if counts != nil {
@@ -156,5 +178,53 @@ func (g gauges) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, k := range SeatKinds {
 		ch <- prometheus.MustNewConstMetric(seatsDesc, prometheus.GaugeValue, float64(seats[k]), k)
+	}
+}
+
+// Adapter records one protocol adapter's sessions, steps and errors. A nil
+// *Adapter records nothing. Safe for concurrent use.
+type Adapter struct {
+	sessions prometheus.Gauge
+	steps    prometheus.Counter
+	errs     *prometheus.CounterVec
+	name     string
+}
+
+// Adapter returns the recorder of the adapter name (one of Adapters, or
+// another name: its series start when it is first used). A nil *Metrics
+// gives a nil *Adapter.
+func (m *Metrics) Adapter(name string) *Adapter {
+	if m == nil {
+		return nil
+	}
+	return &Adapter{sessions: m.adSess.WithLabelValues(name), steps: m.adSteps.WithLabelValues(name), errs: m.adErrs, name: name}
+}
+
+// Opened counts a session or connection the adapter began.
+func (a *Adapter) Opened() {
+	if a != nil {
+		a.sessions.Inc()
+	}
+}
+
+// Closed counts one that ended.
+func (a *Adapter) Closed() {
+	if a != nil {
+		a.sessions.Dec()
+	}
+}
+
+// Stepped counts a step, tool call or act.
+func (a *Adapter) Stepped() {
+	if a != nil {
+		a.steps.Inc()
+	}
+}
+
+// Failed counts an error answered with the protocol's code (a fixed set
+// per protocol, which bounds the series).
+func (a *Adapter) Failed(code string) {
+	if a != nil {
+		a.errs.WithLabelValues(a.name, code).Inc()
 	}
 }

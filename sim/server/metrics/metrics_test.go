@@ -75,3 +75,38 @@ corpsim_seats{kind="remote"} 1
 		t.Errorf("got %d session series, want one per status (%d)", n, len(metrics.SessionStatuses))
 	}
 }
+
+func TestAdapters(t *testing.T) {
+	m := metrics.New(nil)
+	a := m.Adapter("openenv")
+	a.Opened()
+	a.Opened()
+	a.Closed()
+	a.Stepped()
+	a.Stepped()
+	a.Stepped()
+	a.Failed("INVALID_JSON")
+	m.Adapter("mcp").Failed("-32602")
+	var none *metrics.Metrics
+	none.Adapter("nemo").Stepped() // a nil recorder records nothing, and does not panic
+	want := `
+# HELP corpsim_adapter_errors_total Errors a protocol adapter answered, by the protocol's own code.
+# TYPE corpsim_adapter_errors_total counter
+corpsim_adapter_errors_total{adapter="mcp",code="-32602"} 1
+corpsim_adapter_errors_total{adapter="openenv",code="INVALID_JSON"} 1
+# HELP corpsim_adapter_sessions Sessions (or connections) a protocol adapter holds open now.
+# TYPE corpsim_adapter_sessions gauge
+corpsim_adapter_sessions{adapter="mcp"} 0
+corpsim_adapter_sessions{adapter="nemo"} 0
+corpsim_adapter_sessions{adapter="openenv"} 1
+# HELP corpsim_adapter_steps_total Steps, tool calls or acts a protocol adapter served.
+# TYPE corpsim_adapter_steps_total counter
+corpsim_adapter_steps_total{adapter="mcp"} 0
+corpsim_adapter_steps_total{adapter="nemo"} 0
+corpsim_adapter_steps_total{adapter="openenv"} 3
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
+		metrics.AdapterSessions, metrics.AdapterSteps, metrics.AdapterErrors); err != nil {
+		t.Error(err)
+	}
+}
