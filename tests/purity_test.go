@@ -39,6 +39,7 @@ var edgePackages = map[string]string{
 	"sim/analyze":       "analysis tools over stored logs",
 	"sim/report":        "HTML reports over stored logs",
 	"sim/export":        "trajectory export over stored logs",
+	"sim/live":          "the live view: HTTP pages and Server-Sent Events over the server's log and feed (its View is pure)",
 	"sim/simtest":       "helpers for tests only",
 	"agents/client":     "the client side of the NATS protocol",
 	"agents/httpgw":     "the HTTP gateway",

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,9 @@ remote seat gets its own credentials, which may only answer that seat's turns.
 With --http ADDR, an HTTP/JSON gateway serves the same protocol under /v1 (bearer
 tokens: the operator token, or a seat's token), including a Gym-style step.
 With --metrics ADDR (and on the --http listener), /metrics serves Prometheus metrics.
+On the --http listener, /live/ serves a live page per session (queues, members and
+what each holds, approvals waiting, score so far, latest events), updated as it runs;
+open /live/?token=OPERATOR_TOKEN once in a browser.
 
 On SIGTERM or SIGINT, serve stops taking sessions, lets each running session
 finish the batch it is on (up to --shutdown-grace), records it interrupted and
@@ -64,6 +68,11 @@ Every create request's world and load are checked against the world budgets
 	f.IntVar(&o.HTTPMaxConns, "http-max-conns", httpgw.DefaultMaxConns, "connections open at once on the --http and --metrics listeners; one more is answered 503 and closed")
 	f.DurationVar(&o.HTTPIdleTimeout, "http-idle-timeout", time.Minute, "how long an idle keep-alive HTTP connection is kept")
 	f.DurationVar(&o.HTTPReadTimeout, "http-read-timeout", time.Minute, "how long an HTTP client may take to send a whole request, body included")
+	f.BoolFunc("live", "serve the live view of the sessions (/live/) on the --http listener (default true; --live=false turns it off)", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		o.NoLive = !on
+		return err
+	})
 	worldLimitFlags(c, &o.WorldLimits)
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: adaptive, at least 1000 events apart and further as the state grows; negative: never)")
 	f.IntVar(&o.MaxEvents, "max-events", sim.DefaultMaxEvents, "events one session may append; once they are spent it ends with reason event_limit")
