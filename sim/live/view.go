@@ -106,11 +106,11 @@ type Snapshot struct {
 // QueueRow is one work queue.
 type QueueRow struct {
 	ID         string `json:"id"`
-	Open       int    `json:"open"`        // visible and nobody holds it
-	Held       int    `json:"held"`        // claimed or in progress
-	Done       int    `json:"done"`        // done so far
-	Breached   int    `json:"breached"`    // tickets open past their SLA
-	Down       bool   `json:"down"`        // an outage blocks it now
+	Open       int    `json:"open"`     // visible and nobody holds it
+	Held       int    `json:"held"`     // claimed or in progress
+	Done       int    `json:"done"`     // done so far
+	Breached   int    `json:"breached"` // tickets open past their SLA
+	Down       bool   `json:"down"`     // an outage blocks it now
 	DownUntil  string `json:"down_until,omitempty"`
 	OverSLANow int    `json:"over_sla_now"` // open tickets whose due time has passed
 }
