@@ -12,6 +12,7 @@ import (
 
 func (a *cmdline) serveCmd() *cobra.Command {
 	o := server.ServeOptions{}
+	var mcpOn bool // --mcp
 	var lf llmFlags
 	c := &cobra.Command{
 		Use:   "serve",
@@ -21,7 +22,8 @@ Operators (with the operator token, kept in DATA/operator.token) create and cont
 sessions on corpsim.v1.sessions.create and corpsim.v1.s.<session>.control; each
 remote seat gets its own credentials, which may only answer that seat's turns.
 With --http ADDR, an HTTP/JSON gateway serves the same protocol under /v1 (bearer
-tokens: the operator token, or a seat's token), including a Gym-style step.
+tokens: the operator token, or a seat's token), including a Gym-style step, and
+an MCP server at /mcp whose tools are a seat's actions (a seat's token picks the seat).
 With --metrics ADDR (and on the --http listener), /metrics serves Prometheus metrics.
 
 On SIGTERM or SIGINT, serve stops taking sessions, lets each running session
@@ -43,6 +45,7 @@ Every create request's world and load are checked against the world budgets
 				}
 			}
 			o.Logger, o.Stdout = a.logger, a.stdout
+			o.NoMCP = !mcpOn
 			return server.Serve(cmd.Context(), o)
 		},
 	}
@@ -64,6 +67,7 @@ Every create request's world and load are checked against the world budgets
 	f.IntVar(&o.HTTPMaxConns, "http-max-conns", httpgw.DefaultMaxConns, "connections open at once on the --http and --metrics listeners; one more is answered 503 and closed")
 	f.DurationVar(&o.HTTPIdleTimeout, "http-idle-timeout", time.Minute, "how long an idle keep-alive HTTP connection is kept")
 	f.DurationVar(&o.HTTPReadTimeout, "http-read-timeout", time.Minute, "how long an HTTP client may take to send a whole request, body included")
+	f.BoolVar(&mcpOn, "mcp", true, "serve a Model Context Protocol server per seat at /mcp on the --http listener (a seat token as the bearer token picks the seat); --mcp=false turns it off")
 	worldLimitFlags(c, &o.WorldLimits)
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000; negative: never)")
 	f.IntVar(&o.MaxEvents, "max-events", sim.DefaultMaxEvents, "events one session may append; once they are spent it ends with reason event_limit")
