@@ -23,6 +23,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/wire"
+	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events/payload"
 )
 
@@ -432,5 +433,32 @@ func TestMCPOff(t *testing.T) {
 	}
 	if strings.Contains(srv.stdout.String(), "/mcp") {
 		t.Errorf("serve --mcp=false says it serves MCP:\n%s", srv.stdout.String())
+	}
+}
+
+// TestMCPCommandErrors: corpsim mcp refuses to start without a seat token
+// or with a URL that is none (usage, exit 2), and fails (exit 1) when the
+// server cannot be reached or refuses the token.
+func TestMCPCommandErrors(t *testing.T) {
+	t.Setenv(cli.SeatTokenEnv, "")
+	srv := startHTTPServe(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no token", []string{"mcp", "--url", "http://127.0.0.1:8080"}, cli.ExitUsage, "needs a seat's token"},
+		{"not a URL", []string{"mcp", "--url", "nats://127.0.0.1:4222", "--token", "x"}, cli.ExitUsage, "--url"},
+		{"no server", []string{"mcp", "--url", "http://" + freeAddr(t), "--token", "x"}, cli.ExitError, "connect to"},
+		{"an unknown token", []string{"mcp", "--url", srv.base, "--token", natsserver.NewToken()}, cli.ExitError, "refused the seat token (HTTP 401: invalid token: unknown or expired seat token)"},
+		{"the operator token", []string{"mcp", "--url", srv.base, "--token", srv.token}, cli.ExitError, "refused the seat token (HTTP 403: the operator token is not a seat's"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, errs, code := runCLI(t, c.args...)
+			if code != c.code || !strings.Contains(errs, c.want) {
+				t.Fatalf("exit %d, %q; want exit %d and a message containing %q", code, errs, c.code, c.want)
+			}
+		})
 	}
 }

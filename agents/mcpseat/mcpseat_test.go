@@ -427,6 +427,9 @@ func TestObservationResource(t *testing.T) {
 		if err != nil || len(res.Contents) != 1 {
 			t.Fatalf("read: %+v, %v", res, err)
 		}
+		if res.CacheScope != "private" || res.TTLMs != 0 {
+			t.Errorf("the observation may be cached: scope %q, ttl %dms; want private and stale at once", res.CacheScope, res.TTLMs)
+		}
 		var v map[string]any
 		if err := json.Unmarshal([]byte(res.Contents[0].Text), &v); err != nil {
 			t.Fatal(err)

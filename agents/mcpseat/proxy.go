@@ -1,9 +1,11 @@
 package mcpseat
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -41,16 +43,36 @@ func Endpoint(raw string) (string, error) {
 	return u.String(), nil
 }
 
-// bearerTransport adds the seat token to every request.
+// bearerTransport adds the seat token to every request, and keeps what
+// the server said when it last refused it (the SDK's error names only the
+// status).
 type bearerTransport struct {
 	token string
 	next  http.RoundTripper
+
+	mu      sync.Mutex
+	refusal string
 }
 
 func (t *bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+t.token)
-	return t.next.RoundTrip(r)
+	resp, err := t.next.RoundTrip(r)
+	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		t.mu.Lock()
+		t.refusal = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		t.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (t *bearerTransport) lastRefusal() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.refusal
 }
 
 // upstream is the proxy's client session with the server, made again
@@ -130,8 +152,9 @@ func Proxy(ctx context.Context, t mcp.Transport, cfg ProxyConfig) error {
 	if next == nil {
 		next = http.DefaultTransport
 	}
+	bt := &bearerTransport{token: cfg.Token, next: next}
 	authed := *hc
-	authed.Transport = &bearerTransport{token: cfg.Token, next: next}
+	authed.Transport = bt
 	up := &upstream{
 		client: mcp.NewClient(&mcp.Implementation{Name: "corpsim-mcp", Title: "corpsim mcp (stdio proxy)", Version: wire.Version},
 			&mcp.ClientOptions{Logger: newSlog(log.Named("upstream"))}),
@@ -142,6 +165,9 @@ func Proxy(ctx context.Context, t mcp.Transport, cfg ProxyConfig) error {
 	defer up.close()
 	cs, err := up.session(ctx)
 	if err != nil {
+		if why := bt.lastRefusal(); why != "" {
+			return fmt.Errorf("mcpseat: the server at %s refused the seat token (%s): %w", endpoint, why, err)
+		}
 		return fmt.Errorf("mcpseat: connect to %s with the seat token: %w", endpoint, err)
 	}
 	var instructions string
@@ -152,6 +178,7 @@ func Proxy(ctx context.Context, t mcp.Transport, cfg ProxyConfig) error {
 		Instructions: instructions,
 		Logger:       newSlog(log.Named("stdio")),
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}},
+		SetCacheable: cacheable,
 	})
 	tools := 0
 	for tool, err := range cs.Tools(ctx, nil) {

@@ -75,6 +75,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		Logger:       newSlog(s.log.Named("sdk")),
 		// Tools and the resource never change; no logging, no subscriptions.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}},
+		SetCacheable: cacheable,
 	})
 	for _, t := range Tools() {
 		if t.Name == ObserveTool {
@@ -89,6 +90,17 @@ func (s *Server) newMCPServer() *mcp.Server {
 			"{\"done\": false, \"turn\": 0} while none waits, or {\"done\": true, …} once the session has ended."}, s.readObservation)
 	srv.AddReceivingMiddleware(s.countErrors)
 	return srv
+}
+
+// cacheable sets the cache hints of results (2026-07-28): the lists are
+// the same for every seat and do not change while the server runs; the
+// observation is the seat's alone and stale at once.
+func cacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+	if _, ok := req.(*mcp.ReadResourceRequest); ok {
+		c.TTLMs, c.CacheScope = 0, "private"
+		return
+	}
+	c.TTLMs, c.CacheScope = int(time.Hour/time.Millisecond), "public"
 }
 
 // countErrors records the JSON-RPC errors the server answers (an unknown
