@@ -180,3 +180,36 @@ func scale(intPart, frac string, unit uint64) (uint64, bool) {
 	}
 	return v, true
 }
+
+// Human formats d for people, to two units at most and rounded to the
+// smaller: "250ms", "45s", "12m30s", "3h45m", "2d3h" (days of 24 hours:
+// use it for spans of wall-calendar time), and whole days from ten days
+// on ("154d"). Machine output uses the exact milliseconds instead.
+func (d Duration) Human() string {
+	if d < 0 {
+		return "-" + (-d).Human()
+	}
+	const day = 24 * Hour
+	round := func(unit Duration) Duration { return (d + unit/2) / unit * unit }
+	two := func(big, small Duration, bn, sn string) string {
+		r := round(small)
+		b, s := r/big, (r%big)/small
+		if s == 0 {
+			return strconv.FormatInt(int64(b), 10) + bn
+		}
+		return strconv.FormatInt(int64(b), 10) + bn + strconv.FormatInt(int64(s), 10) + sn
+	}
+	switch {
+	case d < Second:
+		return strconv.FormatInt(int64(d), 10) + "ms"
+	case round(Second) < Minute:
+		return strconv.FormatInt(int64(round(Second)/Second), 10) + "s"
+	case round(Second) < Hour:
+		return two(Minute, Second, "m", "s")
+	case round(Minute) < day:
+		return two(Hour, Minute, "h", "m")
+	case round(Hour) < 10*day:
+		return two(day, Hour, "d", "h")
+	}
+	return strconv.FormatInt(int64(round(day)/day), 10) + "d"
+}

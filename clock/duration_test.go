@@ -179,3 +179,21 @@ func FuzzParseDuration(f *testing.F) {
 		}
 	})
 }
+
+func TestDurationHuman(t *testing.T) {
+	const day = 24 * Hour
+	for _, c := range []struct {
+		d    Duration
+		want string
+	}{
+		{0, "0ms"}, {250, "250ms"}, {999, "999ms"}, {Second, "1s"}, {45*Second + 400, "45s"},
+		{59*Second + 600, "1m"}, {12*Minute + 30*Second, "12m30s"},
+		{3*Hour + 44*Minute + 32*Second + 552, "3h45m"}, {2 * Hour, "2h"}, {23*Hour + 59*Minute + 40*Second, "1d"},
+		{2*day + 3*Hour + 10*Minute, "2d3h"}, {154*day + 5*Hour, "154d"}, {3700*Hour + 30*Minute, "154d"},
+		{-90 * Second, "-1m30s"},
+	} {
+		if got := c.d.Human(); got != c.want {
+			t.Errorf("Duration(%d).Human() = %q, want %q", int64(c.d), got, c.want)
+		}
+	}
+}

@@ -91,6 +91,24 @@ const (
 	EndEventLimit   = "event_limit"   // the session's budget of events (Config.MaxEvents) was spent
 )
 
+// ExplainEnd says in a sentence what an end reason means, for people
+// reading a scorecard ("" for a reason it does not know).
+func ExplainEnd(reason string) string {
+	switch reason {
+	case EndComplete:
+		return "every task is done and nothing more will arrive"
+	case EndHorizon:
+		return "simulated time reached the world's horizon"
+	case EndQuiescent:
+		return "nothing was left to happen before the horizon: no arrival, timer or return was due and no member had work it could do (work may remain that no one can take)"
+	case EndAgentsFailed:
+		return "the agents failed every turn they were asked (their backend could not decide)"
+	case EndEventLimit:
+		return "the session's budget of events (--max-events) was spent"
+	}
+	return ""
+}
+
 // MaxFailReason bounds the bytes of a failed turn's reason that
 // turn.failed records; a longer one is cut.
 const MaxFailReason = 1000

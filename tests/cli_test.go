@@ -69,6 +69,14 @@ func TestCLIErrors(t *testing.T) {
 		{"agent for an NPC", []string{"run", "--agents", "greedy,frank=idle", "--ephemeral"}, cli.ExitUsage, "frank is an NPC"},
 		{"unknown session", []string{"replay", "NOSUCH", "--data", "DATA"}, cli.ExitError, "no session NOSUCH"},
 		{"missing world file", []string{"worlds", "validate", "/nonexistent/w.yaml"}, cli.ExitError, "no such file"},
+		// Usage errors exit 2 with one line naming what was wrong.
+		{"misspelt flag", []string{"run", "--sed", "7"}, cli.ExitUsage, "run: unknown flag: --sed (see corpsim run --help)"},
+		{"missing argument", []string{"replay"}, cli.ExitUsage, "replay: takes 1 argument, got 0 (usage: corpsim replay SESSION"},
+		{"too many arguments", []string{"diff", "A"}, cli.ExitUsage, "diff: takes 2 arguments, got 1"},
+		{"bad number", []string{"run", "--seed", "abc"}, cli.ExitUsage, `run: --seed "abc" is not a whole number`},
+		{"bad duration", []string{"run", "--turn-timeout", "5x"}, cli.ExitUsage, `--turn-timeout "5x" is not a duration`},
+		{"misspelt command", []string{"runn"}, cli.ExitUsage, `unknown command "runn" (did you mean run?)`},
+		{"unknown event type", []string{"log", "S", "--type", "bogus.type", "--data", "DATA"}, cli.ExitUsage, `--type "bogus.type" is not an event type; the types are action.rejected,`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,6 +87,9 @@ func TestCLIErrors(t *testing.T) {
 				}
 			}
 			_, errs, code := runCLI(t, args...)
+			if tc.code == cli.ExitUsage && strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+				t.Errorf("a usage error takes one line, got:\n%s", errs)
+			}
 			if code != tc.code || !strings.Contains(errs, tc.want) {
 				t.Fatalf("got exit %d and %q, want exit %d and a message containing %q", code, errs, tc.code, tc.want)
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/pebblelog"
+	"github.com/corpsim/corpsim/sim/analyze"
 	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -418,14 +419,18 @@ func TestSessionsFilters(t *testing.T) {
 			}
 
 			lines := strings.Split(strings.TrimRight(mustCLI(t, append([]string{"sessions"}, args...)...), "\n"), "\n")
-			if h := strings.Fields(lines[0]); !slices.Equal(h, []string{"SESSION", "WORLD", "SEED", "STATUS", "EVENTS", "CREATED", "PARENT"}) {
+			if h := strings.Fields(lines[0]); !slices.Equal(h, []string{"SESSION", "WORLD", "SEED", "AGENTS", "STATUS", "EVENTS", "CREATED", "PARENT"}) {
 				t.Fatalf("sessions header: got %q", lines[0])
 			}
 			got = got[:0]
 			for _, line := range lines[1:] {
 				fields := strings.Fields(line)
 				m := metas[fields[0]]
-				row := []string{m.ID, m.World, strconv.FormatUint(m.Seed, 10), string(m.Status), strconv.FormatUint(m.LastSeq, 10), m.Created}
+				agents := strings.ReplaceAll(analyze.AgentSummary(m.Agents), ", ", ",")
+				if agents == "" {
+					agents = "-"
+				}
+				row := []string{m.ID, m.World, strconv.FormatUint(m.Seed, 10), agents, string(m.Status), strconv.FormatUint(m.LastSeq, 10), m.Created}
 				if m.Parent != "" {
 					row = append(row, fmt.Sprintf("%s@%d", m.Parent, m.ForkSeq))
 				}

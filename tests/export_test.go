@@ -403,7 +403,7 @@ func TestExportErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no session", []string{"export"}, cli.ExitError, "requires at least 1 arg"},
+		{"no session", []string{"export"}, cli.ExitUsage, "export: takes at least 1 argument, got 0"},
 		{"unknown format", []string{"export", a.Session, "--format", "csv"}, cli.ExitUsage, `--format "csv"`},
 		{"unknown reward", []string{"export", a.Session, "--reward", "sum"}, cli.ExitUsage, `--reward "sum"`},
 		{"min-reward for dpo", []string{"export", a.Session, "--format", "dpo", "--min-reward", "1"}, cli.ExitUsage, "--min-reward is for --format sft"},

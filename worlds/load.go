@@ -217,7 +217,9 @@ func load(name string, src []byte, partBytes int, lim Limits) (*World, error) {
 		astFile, err = parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
 		return err
 	}); err != nil {
-		return nil, ErrorList{fromYAMLError(name, nil, err)}
+		e := fromYAMLError(name, nil, err)
+		e.Path = syntaxPath(src, e.Line)
+		return nil, ErrorList{e}
 	}
 	if len(astFile.Docs) == 0 || astFile.Docs[0].Body == nil {
 		return nil, ErrorList{{File: name, Msg: "empty world file"}}
@@ -549,6 +551,59 @@ func nodeKind(t ast.NodeType) string {
 		return "an alias"
 	}
 	return strings.ToLower(t.String())
+}
+
+// hereKey is the key syntaxPath puts where a syntax error is.
+const hereKey = "corpsim_syntax_error_here"
+
+// blockKeyLine matches a block mapping line's indentation, optional "- " and key.
+var blockKeyLine = regexp.MustCompile(`^(\s*(?:-\s+)?)([A-Za-z0-9_.-]+):(?:\s|$)`)
+
+// syntaxPath names, where it can be known, the field a syntax error at
+// line (1-based) is in: the lines before it, which parsed, with the error's
+// line replaced by a placeholder at the same place in the structure (its
+// key kept, its value dropped), are parsed again and the placeholder's
+// path is read. "" when that does not parse either.
+func syntaxPath(src []byte, line int) string {
+	lines := strings.Split(string(src), "\n")
+	if line < 1 || line > len(lines) {
+		return ""
+	}
+	bad := strings.TrimRight(lines[line-1], "\r")
+	var stub, key string
+	if m := blockKeyLine.FindStringSubmatch(bad); m != nil {
+		stub, key = m[1]+m[2]+": 0", m[2]
+	} else {
+		indent := len(bad) - len(strings.TrimLeft(bad, " "))
+		prefix := bad[:indent]
+		if rest := bad[indent:]; strings.HasPrefix(rest, "- ") || rest == "-" {
+			prefix += "- "
+		}
+		stub = prefix + hereKey + ": 0"
+	}
+	probe := strings.Join(append(slices.Clone(lines[:line-1]), stub), "\n")
+	var f *ast.File
+	if guard(func() (err error) {
+		f, err = parser.ParseBytes([]byte(probe), 0, parser.AllowDuplicateMapKey())
+		return err
+	}) != nil || len(f.Docs) != 1 || f.Docs[0].Body == nil {
+		return ""
+	}
+	var found string
+	ast.Walk(visitFunc(func(n ast.Node) bool {
+		if mv, ok := n.(*ast.MappingValueNode); ok && mv.Key != nil && mv.Key.GetToken() != nil &&
+			mv.Key.GetToken().Position != nil && mv.Key.GetToken().Position.Line == line {
+			if k := keyText(mv.Key); k == key || k == hereKey {
+				found = displayPath(mv.Key.GetPath())
+			}
+		}
+		return found == ""
+	}), f.Docs[0].Body)
+	found = strings.TrimSuffix(found, "."+hereKey)
+	if found == hereKey {
+		return ""
+	}
+	return found
 }
 
 // pathOfToken finds the node a token belongs to and returns its field path.

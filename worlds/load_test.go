@@ -163,7 +163,12 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "YAML syntax error",
 			src:  "version: 1\nname: [tiny\n",
-			want: `w.yaml:2:7: YAML syntax error: sequence end token ']' not found`,
+			want: `w.yaml:2:7: name: YAML syntax error: sequence end token ']' not found`,
+		},
+		{
+			name:  "YAML syntax error inside a task: the path where it can be known",
+			edits: []string{"effort: 3d, deps: [spec]}", "effort: 3d, deps: [spec}"},
+			want:  `w.yaml:38:58: projects[0].tasks[1]: YAML syntax error: ',' or ']' must be specified`,
 		},
 		{
 			name: "empty file",

@@ -1,6 +1,10 @@
 package payload
 
-import "github.com/corpsim/corpsim/clock"
+import (
+	"slices"
+
+	"github.com/corpsim/corpsim/clock"
+)
 
 // Event types. Every change to a State is one of these.
 const (
@@ -339,4 +343,20 @@ type RequestStep struct {
 	Since     clock.Time `json:"since,omitempty"`     // when the current approver got it
 	Escalated int        `json:"escalated,omitempty"` // times it moved to another approver
 	Delegated bool       `json:"delegated,omitempty"` // routed to a stand-in for role holders on leave
+}
+
+// Types are all the event types, sorted: what `corpsim log --type` and the
+// other filters accept.
+var Types = []string{
+	EvActionRejected, EvApprovalEscalated, EvApprovalGranted, EvApprovalRejected, EvApprovalRequested,
+	EvMemberLeft, EvMemberReturned, EvMemberWaiting, EvMessageDelivered, EvMessageSent,
+	EvProjectStarted, EvQueueDown, EvQueueUp, EvReward, EvSessionEnded, EvSessionStarted,
+	EvSLABreached, EvTaskChanged, EvTaskClaimed, EvTaskCompleted, EvTaskCreated, EvTaskHandedOff,
+	EvTaskReprioritized, EvTurn, EvTurnFailed, EvTurnTimeout, EvWorkFinished, EvWorkStarted,
+}
+
+// KnownType reports whether t is one of Types.
+func KnownType(t string) bool {
+	_, ok := slices.BinarySearch(Types, t)
+	return ok
 }

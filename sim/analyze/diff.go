@@ -16,7 +16,11 @@ type Side struct {
 	Session string `json:"session"`
 	World   string `json:"world"`
 	Seed    uint64 `json:"seed"`
-	Events  int    `json:"events"`
+	// Agents are its seats' agents (member -> kind), as its metadata records them.
+	Agents  map[string]string `json:"agents,omitempty"`
+	Parent  string            `json:"parent,omitempty"` // the session it was forked from
+	ForkSeq uint64            `json:"fork_seq,omitempty"`
+	Events  int               `json:"events"`
 	// After is the number of its events from the first divergent seq on.
 	After     int     `json:"after"`
 	Ended     string  `json:"ended"`      // end reason, or "" if the log does not end
@@ -173,7 +177,7 @@ func (s *Session) side(from uint64) Side {
 		h := s.State.Hash()
 		hash = hex.EncodeToString(h[:])
 	}
-	sd := Side{Session: s.ID, World: s.World.Name, Seed: s.Seed, Events: len(s.Events), StateHash: hash,
+	sd := Side{Session: s.ID, World: s.World.Name, Seed: s.Seed, Agents: s.Agents, Parent: s.Parent, ForkSeq: s.ForkSeq, Events: len(s.Events), StateHash: hash,
 		TeamScore: sc.TeamScore, Delivered: sc.Delivered, Penalties: sc.Penalties, Tasks: sc.Tasks, TasksDone: sc.TasksDone,
 		OnTime: sc.OnTime, Late: sc.TasksDone - sc.OnTime + sc.TicketsResolved - sc.TicketsInSLA, Tickets: sc.Tickets,
 		Resolved: sc.TicketsResolved, InSLA: sc.TicketsInSLA, Breaches: sc.SLABreaches,

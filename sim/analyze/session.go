@@ -36,6 +36,11 @@ type Session struct {
 	// Seed is the seed session.started recorded (the root session's, for a
 	// fork); callers may set the fork's own from its metadata.
 	Seed uint64
+	// Agents (member -> agent kind) and the fork's parent and fork point
+	// come from the session's metadata, not its log: callers set them.
+	Agents  map[string]string
+	Parent  string
+	ForkSeq uint64
 
 	payloads []any // decoded payload of each event (nil for types without one)
 	// after maps a turn whose recorded cause its member had already seen

@@ -3,6 +3,8 @@ package analyze
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -111,7 +113,7 @@ func (t *TaskTrace) WriteText(w io.Writer) {
 	for _, h := range t.Holds {
 		fmt.Fprintf(tw, "held by %s\t%s → %s (%s, %s)\n", h.Member, short(h.From), shortPtr(h.To, "the end"), h.End, h.Held.Text)
 	}
-	fmt.Fprintf(tw, "effort\t%s spent of %s, in %d stint(s)\n", t.Spent.Text, t.Effort.Text, t.Stints)
+	fmt.Fprintf(tw, "effort\t%s spent of %s, in %s\n", t.Spent.Text, t.Effort.Text, Plural(t.Stints, "stint"))
 	if t.Deadline != nil {
 		fmt.Fprintf(tw, "deadline\t%s\n", short(*t.Deadline))
 	}
@@ -149,8 +151,9 @@ func (m *MemberTrace) WriteText(w io.Writer) {
 		kind = ", simulated colleague"
 	}
 	fmt.Fprintf(w, "member %s (%s, team %s%s)\n", m.Member, m.Role, m.Team, kind)
-	fmt.Fprintf(w, "held %d task(s); %d leave(s); others waited %s on its approvals; %d refused action(s); %d timeout(s)\n",
-		len(m.Holds), len(m.Leaves), m.ApprovalWait.Text, countAll(m.Rejections), m.Timeouts)
+	fmt.Fprintf(w, "held %s; %s; others waited %s on its approvals; %s; %s\n",
+		Plural(len(m.Holds), "task"), Plural(len(m.Leaves), "leave"), m.ApprovalWait.Text,
+		Plural(countAll(m.Rejections), "refused action"), Plural(m.Timeouts, "timeout"))
 	if len(m.Leaves) > 0 {
 		fmt.Fprintln(w, "\nLEAVE")
 		for _, l := range m.Leaves {
@@ -256,8 +259,20 @@ const maxOutcomeRows = 20
 // sessions, the first divergence and each side's figures.
 func (d *Difference) WriteText(w io.Writer) {
 	A, B := d.Sides[0], d.Sides[1]
-	fmt.Fprintf(w, "A  %s  (%s, seed %d, %d events)\n", A.Session, A.World, A.Seed, A.Events)
-	fmt.Fprintf(w, "B  %s  (%s, seed %d, %d events)\n", B.Session, B.World, B.Seed, B.Events)
+	for _, side := range []struct {
+		name string
+		s    Side
+	}{{"A", A}, {"B", B}} {
+		s := side.s
+		fmt.Fprintf(w, "%s  %s  (%s, seed %d, %s", side.name, s.Session, s.World, s.Seed, Plural(s.Events, "event"))
+		if len(s.Agents) > 0 {
+			fmt.Fprintf(w, ", agents %s", AgentSummary(s.Agents))
+		}
+		if s.Parent != "" {
+			fmt.Fprintf(w, ", a fork of %s at #%d", s.Parent, s.ForkSeq)
+		}
+		fmt.Fprintln(w, ")")
+	}
 	if !d.Diverged {
 		fmt.Fprintf(w, "no divergence: both logs hold the same %d events", A.Events)
 		if d.IDsFrom != 0 {
@@ -345,4 +360,27 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// Plural is "1 task", "2 tasks", "0 tasks": n with noun, in the plural
+// unless n is 1 (the nouns corpsim prints take an s).
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// AgentSummary describes a session's agents (member -> kind) in a few
+// words: "greedy×5, remote×1", kinds by name.
+func AgentSummary(agents map[string]string) string {
+	count := map[string]int{}
+	for _, kind := range agents { // order: counted, then sorted below
+		count[kind]++
+	}
+	parts := make([]string, 0, len(count))
+	for _, kind := range slices.Sorted(maps.Keys(count)) {
+		parts = append(parts, fmt.Sprintf("%s×%d", kind, count[kind]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -26,6 +26,7 @@ func LoadAnalysis(ctx context.Context, data, id string, logger hclog.Logger) (*a
 	}
 	// A fork may have another seed than the root session.started recorded.
 	s.ID, s.Seed = meta.ID, meta.Seed
+	s.Agents, s.Parent, s.ForkSeq = meta.Agents, meta.Parent, meta.ForkSeq
 	return s, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -33,6 +34,9 @@ type LogOptions struct {
 // log; with Follow, from the corpsim running it (through its bus) until
 // session.ended, and from the data folder once that process is gone.
 func PrintLog(ctx context.Context, o LogOptions, out io.Writer) error {
+	if o.Type != "" && !payload.KnownType(o.Type) {
+		return Usagef("--type %q is not an event type; the types are %s", o.Type, strings.Join(payload.Types, ", "))
+	}
 	w := bufio.NewWriter(out)
 	defer w.Flush()
 	p := &printer{w: w, typ: o.Type}

@@ -106,7 +106,11 @@ func (b *Builder) gantt(end int64) Gantt {
 		if g.Note != "" {
 			g.Note += "; "
 		}
-		g.Note += fmt.Sprintf("%d members never held a task or went on leave", idle)
+		if idle == 1 {
+			g.Note += "1 member never held a task or went on leave"
+		} else {
+			g.Note += fmt.Sprintf("%d members never held a task or went on leave", idle)
+		}
 	}
 	// Merge bars closer than a pixel; should the chart still have more than
 	// MaxGanttBars bars, merge across ever wider gaps until it has not.

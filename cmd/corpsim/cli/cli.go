@@ -10,11 +10,14 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/sim/analyze"
 	"github.com/corpsim/corpsim/sim/app"
 )
 
@@ -80,7 +83,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.AddCommand(a.runCmd(), a.replayCmd(), a.logCmd(), a.sessionsCmd(), a.resumeCmd(), a.forkCmd(false), a.forkCmd(true), a.verifyCmd(), a.scoreCmd(), a.evalCmd(), a.serveCmd(), a.mcpCmd(), a.toolsCmd(), a.worldsCmd(),
 		a.traceCmd(), a.diffCmd(), a.reportCmd(), a.exportCmd(), a.sweepCmd(), a.soakCmd())
+	root.SetFlagErrorFunc(flagError)
+	usageArgs(root)
 	err := root.ExecuteContext(ctx)
+	err = cobraUsage(err)
 	if profiling != nil {
 		pprof.StopCPUProfile()
 		if cerr := profiling.Close(); err == nil {
@@ -105,6 +111,94 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func isUsage(err error) bool { return app.IsUsage(err) }
+
+// flagError makes a usage error (exit 2) of a flag that does not parse,
+// in one line that names the flag, the value and what it should be.
+func flagError(c *cobra.Command, err error) error {
+	var bad *pflag.InvalidValueError
+	if errors.As(err, &bad) {
+		f := bad.GetFlag()
+		return usagef("%s--%s %q is not %s (see %s --help)", cmdPrefix(c), f.Name, bad.GetValue(), valueKind(f.Value.Type()), c.CommandPath())
+	}
+	return usagef("%s%v (see %s --help)", cmdPrefix(c), err, c.CommandPath())
+}
+
+// cmdPrefix is "run: " for corpsim run ("" for corpsim itself): the start
+// of a message about the command, after Main's "corpsim: ".
+func cmdPrefix(c *cobra.Command) string {
+	if p := strings.TrimPrefix(c.CommandPath(), c.Root().Name()); p != "" {
+		return strings.TrimSpace(p) + ": "
+	}
+	return ""
+}
+
+// valueKind describes what a flag of pflag type typ takes.
+func valueKind(typ string) string {
+	switch typ {
+	case "int", "int64", "int32", "uint", "uint64", "uint32":
+		return "a whole number"
+	case "float64", "float32":
+		return "a number"
+	case "duration":
+		return "a duration (such as 90s, 15m or 2h)"
+	case "bool":
+		return "true or false"
+	}
+	return "a valid " + typ
+}
+
+// usageArgs makes the argument checks of c and its subcommands usage
+// errors that show the command's usage line.
+func usageArgs(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usagef("%s%v (usage: %s)", cmdPrefix(cmd), argsMessage(err), cmd.UseLine())
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
+}
+
+// argsMessage rewords cobra's "accepts 1 arg(s), received 0".
+func argsMessage(err error) string {
+	msg := err.Error()
+	var want, got int
+	if n, _ := fmt.Sscanf(msg, "accepts %d arg(s), received %d", &want, &got); n == 2 {
+		return fmt.Sprintf("takes %s, got %d", analyze.Plural(want, "argument"), got)
+	}
+	if n, _ := fmt.Sscanf(msg, "requires at least %d arg(s), only received %d", &want, &got); n == 2 {
+		return fmt.Sprintf("takes at least %s, got %d", analyze.Plural(want, "argument"), got)
+	}
+	if n, _ := fmt.Sscanf(msg, "accepts at most %d arg(s), received %d", &want, &got); n == 2 {
+		return fmt.Sprintf("takes at most %s, got %d", analyze.Plural(want, "argument"), got)
+	}
+	return msg
+}
+
+// cobraUsage makes usage errors (exit 2) of the errors cobra itself
+// returns for an unknown command or a missing required flag, in one line.
+func cobraUsage(err error) error {
+	if err == nil || isUsage(err) {
+		return err
+	}
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "unknown command"):
+		first, rest, _ := strings.Cut(msg, "\n")
+		first = strings.TrimSuffix(first, ` for "corpsim"`)
+		if sugg := strings.Fields(strings.TrimPrefix(strings.TrimSpace(rest), "Did you mean this?")); len(sugg) > 0 {
+			return usagef("%s (did you mean %s?); see corpsim --help", first, strings.Join(sugg, " or "))
+		}
+		return usagef("%s; see corpsim --help", first)
+	case strings.HasPrefix(msg, "required flag"), strings.HasPrefix(msg, "if any flags in the group"):
+		return usagef("%s", msg)
+	}
+	return err
+}
 
 var usagef = app.Usagef
 

@@ -12,8 +12,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/analyze"
 	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -97,7 +99,7 @@ func playFlags(c *cobra.Command, o *app.RunOptions) {
 	f := c.Flags()
 	f.DurationVar(&o.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn")
 	f.StringVar(&o.Listen, "listen", "", "let network clients reach the embedded NATS server at this address (e.g. 127.0.0.1:4222); written to DATA/bus.url")
-	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000, none with --ephemeral; negative: never)")
+	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: adaptive, at least 1000 events apart and further as the state grows; none with --ephemeral; negative: never)")
 	f.IntVar(&o.MaxEvents, "max-events", sim.DefaultMaxEvents, "events a session may append; once they are spent it ends with reason event_limit")
 	seatsFlag(c, o)
 }
@@ -147,7 +149,7 @@ func progressPrinter(w io.Writer) func(uint64, int64) {
 	return func(seq uint64, simTime int64) {
 		if now := time.Now(); now.Sub(last) > 100*time.Millisecond {
 			last = now
-			fmt.Fprintf(w, "\r\033[K%d events, simulated %s ", seq, time.Duration(simTime)*time.Millisecond)
+			fmt.Fprintf(w, "\r\033[K%s, simulated %s ", analyze.Plural(int(seq), "event"), clock.Duration(simTime).Human())
 		}
 	}
 }
@@ -168,11 +170,16 @@ func printScorecard(w io.Writer, r *app.RunResult) {
 	sort.Strings(parts)
 	fmt.Fprintf(tw, "agents\t%s\n", strings.Join(parts, ", "))
 	fmt.Fprintf(tw, "ended\t%s at %s\n", r.Ended, r.SimTime)
+	if why := sim.ExplainEnd(r.Ended); why != "" && r.Ended != sim.EndComplete {
+		fmt.Fprintf(tw, "\t(%s)\n", why)
+	}
 	fmt.Fprintf(tw, "team score\t%.2f  (delivered %.2f, penalties %.2f, %s)\n", s.TeamScore, s.Delivered, s.Penalties, s.Rubric)
 	if s.Tasks > 0 {
 		fmt.Fprintf(tw, "tasks done\t%d / %d\n", s.TasksDone, s.Tasks)
+		// On time counts project tasks done by their deadline; a world of
+		// tickets alone has none (its timeliness is the SLA line below).
+		fmt.Fprintf(tw, "on time\t%d of the %s done by their project's deadline\n", s.OnTime, analyze.Plural(s.TasksDone, "task"))
 	}
-	fmt.Fprintf(tw, "on time\t%d\n", s.OnTime)
 	if s.Tickets > 0 {
 		fmt.Fprintf(tw, "tickets\t%d resolved of %d arrived, %d within SLA, %d SLA breaches\n", s.TicketsResolved, s.Tickets, s.TicketsInSLA, s.SLABreaches)
 	}

@@ -69,7 +69,7 @@ Every create request's world and load are checked against the world budgets
 	f.DurationVar(&o.HTTPReadTimeout, "http-read-timeout", time.Minute, "how long an HTTP client may take to send a whole request, body included")
 	f.BoolVar(&mcpOn, "mcp", true, "serve a Model Context Protocol server per seat at /mcp on the --http listener (a seat token as the bearer token picks the seat); --mcp=false turns it off")
 	worldLimitFlags(c, &o.WorldLimits)
-	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: 1000; negative: never)")
+	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: adaptive, at least 1000 events apart and further as the state grows; negative: never)")
 	f.IntVar(&o.MaxEvents, "max-events", sim.DefaultMaxEvents, "events one session may append; once they are spent it ends with reason event_limit")
 	f.StringVar(&o.Worker, "worker", "", "run as the worker NAME of a cluster (needs --nats): take sessions through the queue group "+server.WorkerQueue+", replicate their logs to JetStream, adopt the sessions of dead workers")
 	f.IntVar(&o.Replicas, "replicas", 0, "worker mode: replicas of the log stream and buckets (0: 3 if the cluster has them, else 1)")

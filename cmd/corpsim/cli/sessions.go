@@ -1,8 +1,13 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -10,8 +15,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/sim/analyze"
 	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/sim/server"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 func (a *cmdline) sessionsCmd() *cobra.Command {
@@ -37,9 +44,13 @@ func (a *cmdline) sessionsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			ofWorld, err := worldFilter(world)
+			if err != nil {
+				return err
+			}
 			out := metas[:0]
 			for _, m := range metas {
-				if (world == "" || m.World == world) && (status == "" || string(m.Status) == status) {
+				if ofWorld(m.World, m.WorldHash) && (status == "" || string(m.Status) == status) {
 					out = append(out, m)
 				}
 			}
@@ -48,25 +59,51 @@ func (a *cmdline) sessionsCmd() *cobra.Command {
 				return jsonLines(a, out)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tWORLD\tSEED\tSTATUS\tEVENTS\tCREATED\tPARENT")
+			fmt.Fprintln(tw, "SESSION\tWORLD\tSEED\tAGENTS\tSTATUS\tEVENTS\tCREATED\tPARENT")
 			for _, m := range out {
 				parent := ""
 				if m.Parent != "" {
 					parent = fmt.Sprintf("%s@%d", m.Parent, m.ForkSeq)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", m.ID, m.World, m.Seed, m.Status, m.LastSeq, m.Created, parent)
+				agents := strings.ReplaceAll(analyze.AgentSummary(m.Agents), ", ", ",") // one field per column
+				if agents == "" {
+					agents = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", m.ID, m.World, m.Seed, agents, m.Status, m.LastSeq, m.Created, parent)
 			}
 			return tw.Flush()
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&data, "data", DefaultData, "data folder of the event log")
-	f.StringVar(&world, "world", "", "only sessions of this world")
+	f.StringVar(&world, "world", "", "only sessions of this world: a shipped world's name, a world's name, or a world file (matched by its name and its content)")
 	f.StringVar(&status, "status", "", "only sessions with this status: running, finished, interrupted, failed")
 	f.BoolVar(&asJSON, "json", false, "print JSON Lines")
 	f.StringVar(&natsURL, "nats", "", "list the sessions of the cluster at this NATS URL (its JetStream metadata) instead of a data folder")
 	f.StringVar(&token, "token", "", "token to present to the NATS server (with --nats)")
 	return c
+}
+
+// worldFilter matches sessions to --world as the other commands take it:
+// "" matches all; a world's name matches sessions of that name; a world
+// file matches sessions of the world its name declares and sessions run
+// from exactly that file (by its hash), whatever name they recorded.
+func worldFilter(world string) (func(name, hash string) bool, error) {
+	if world == "" {
+		return func(string, string) bool { return true }, nil
+	}
+	names := map[string]bool{world: true}
+	hash := ""
+	if src, err := os.ReadFile(world); err == nil {
+		sum := sha256.Sum256(src)
+		hash = hex.EncodeToString(sum[:])
+		if w, err := worlds.Load(world, src); err == nil {
+			names[w.Name] = true
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("--world %s: %w", world, err)
+	}
+	return func(name, h string) bool { return names[name] || (hash != "" && h == hash) }, nil
 }
 
 // jsonLines prints one JSON document per line.
@@ -202,7 +239,7 @@ func (a *cmdline) verifyCmd() *cobra.Command {
 				if res.OK {
 					fmt.Fprintf(a.stdout, ": ok (state hash %s)\n", res.StateHash)
 				} else {
-					fmt.Fprintf(a.stdout, ": %d problem(s)\n  %s\n", len(res.Problems), strings.Join(res.Problems, "\n  "))
+					fmt.Fprintf(a.stdout, ": %s\n  %s\n", analyze.Plural(len(res.Problems), "problem"), strings.Join(res.Problems, "\n  "))
 				}
 			}
 			if !res.OK {
