@@ -64,7 +64,9 @@
 // turn are untouched. A client that disconnects in the middle of a call
 // loses only that call's answer: observe uses nothing up, and an action
 // that reached the engine shows in the next observation. Every refusal is
-// counted by Config.Recorder.Failed, by kind.
+// counted by Config.Recorder.Failed, by kind. The SDK's DNS-rebinding
+// protection is on: a request that arrives on a loopback address with a
+// Host header naming another host is refused (403).
 //
 // # Stdio
 //
