@@ -44,6 +44,7 @@ var edgePackages = map[string]string{
 	"agents/client":     "the client side of the NATS protocol",
 	"agents/httpgw":     "the HTTP gateway",
 	"agents/llm":        "the LLM agent (HTTP to a model endpoint)",
+	"agents/mcpseat":    "the MCP adapter: HTTP, MCP sessions and their idle timers, the stdio proxy",
 	"agents/natsserver": "the embedded NATS server",
 	"agents/inprocess":  "plays seats in the process: a goroutine and a wall-clock budget per turn",
 	"agents/natshost":   "built-in agents served over NATS",

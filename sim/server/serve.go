@@ -17,6 +17,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/httpgw"
+	"github.com/corpsim/corpsim/agents/mcpseat"
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
@@ -58,6 +59,9 @@ type ServeOptions struct {
 	HTTPReadTimeout time.Duration
 	// NoLive turns off the live view (/live/ on the --http listener).
 	NoLive bool
+	// NoMCP leaves the MCP server (/mcp, package mcpseat) off the --http
+	// listener (--mcp=false).
+	NoMCP bool
 	// WorldLimits bound every create request's world and load (zero
 	// fields: the defaults).
 	WorldLimits worlds.Limits
@@ -343,6 +347,9 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.
 	if lv != nil {
 		fmt.Fprintf(out, "corpsim live view on http://%s/live/ (open /live/?token=OPERATOR_TOKEN once)\n", ln.Addr())
 	}
+	if !o.NoMCP {
+		fmt.Fprintf(out, "corpsim MCP server on http://%s%s (a seat token as the bearer token picks the seat)\n", ln.Addr(), mcpseat.Path)
+	}
 	log.Info("serving HTTP", "addr", ln.Addr().String())
 	return func() {
 		closeAdapters() // ends the adapters' connections (WebSockets, MCP streams) first
@@ -362,8 +369,11 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.
 // flag turns it off. The returned function closes them.
 func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *metrics.Metrics, log hclog.Logger) (closeAll func()) {
 	var closers []func()
-	_, _, _, _ = mux, gw, o, m
-	_ = log
+	if !o.NoMCP {
+		srv := mcpseat.New(gw, mcpseat.Config{Logger: log.Named("mcp"), MaxRequestBytes: o.MaxMessage, Recorder: m.Adapter("mcp")})
+		mux.Handle(mcpseat.Path, srv.Handler())
+		closers = append(closers, srv.Close)
+	}
 	return func() {
 		for _, c := range closers {
 			c()
