@@ -46,6 +46,7 @@ var edgePackages = map[string]string{
 	"agents/llm":        "the LLM agent (HTTP to a model endpoint)",
 	"agents/mcpseat":    "the MCP adapter: HTTP, MCP sessions and their idle timers, the stdio proxy",
 	"agents/natsserver": "the embedded NATS server",
+	"agents/nemogym":    "NeMo Gym's resources-server routes over HTTP (cookies, idle timeouts on the wall clock)",
 	"agents/inprocess":  "plays seats in the process: a goroutine and a wall-clock budget per turn",
 	"agents/natshost":   "built-in agents served over NATS",
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/corpsim/corpsim/agents/httpgw"
 	"github.com/corpsim/corpsim/agents/mcpseat"
 	"github.com/corpsim/corpsim/agents/natsserver"
+	"github.com/corpsim/corpsim/agents/nemogym"
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim/app"
@@ -62,6 +63,9 @@ type ServeOptions struct {
 	// NoMCP leaves the MCP server (/mcp, package mcpseat) off the --http
 	// listener (--mcp=false).
 	NoMCP bool
+	// NoNemo leaves the NeMo Gym resources-server routes (/nemo/…,
+	// package nemogym) off the --http listener (--nemo=false).
+	NoNemo bool
 	// WorldLimits bound every create request's world and load (zero
 	// fields: the defaults).
 	WorldLimits worlds.Limits
@@ -350,6 +354,9 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.
 	if !o.NoMCP {
 		fmt.Fprintf(out, "corpsim MCP server on http://%s%s (a seat token as the bearer token picks the seat)\n", ln.Addr(), mcpseat.Path)
 	}
+	if !o.NoNemo {
+		fmt.Fprintf(out, "corpsim NeMo Gym resources server on http://%s/nemo\n", ln.Addr())
+	}
 	log.Info("serving HTTP", "addr", ln.Addr().String())
 	return func() {
 		closeAdapters() // ends the adapters' connections (WebSockets, MCP streams) first
@@ -373,6 +380,12 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 		srv := mcpseat.New(gw, mcpseat.Config{Logger: log.Named("mcp"), MaxRequestBytes: o.MaxMessage, Recorder: m.Adapter("mcp")})
 		mux.Handle(mcpseat.Path, srv.Handler())
 		closers = append(closers, srv.Close)
+	}
+	if !o.NoNemo {
+		ng := nemogym.New(gw, nemogym.Config{Logger: log.Named("nemo"), Recorder: m.Adapter("nemo"),
+			MaxSessions: o.MaxSessions, MaxBodyBytes: o.MaxMessage, TurnWait: o.TurnTimeout})
+		mux.Handle("/nemo/", ng.Handler())
+		closers = append(closers, ng.Close)
 	}
 	return func() {
 		for _, c := range closers {

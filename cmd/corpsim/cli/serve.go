@@ -15,6 +15,7 @@ func (a *cmdline) serveCmd() *cobra.Command {
 	o := server.ServeOptions{}
 	var mcpOn bool // --mcp
 	var lf llmFlags
+	var nemo bool // --nemo
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run an environment server: clients create sessions over NATS and remote agents play seats",
@@ -23,8 +24,10 @@ Operators (with the operator token, kept in DATA/operator.token) create and cont
 sessions on corpsim.v1.sessions.create and corpsim.v1.s.<session>.control; each
 remote seat gets its own credentials, which may only answer that seat's turns.
 With --http ADDR, an HTTP/JSON gateway serves the same protocol under /v1 (bearer
-tokens: the operator token, or a seat's token), including a Gym-style step, and
-an MCP server at /mcp whose tools are a seat's actions (a seat's token picks the seat).
+tokens: the operator token, or a seat's token), including a Gym-style step,
+an MCP server at /mcp whose tools are a seat's actions (a seat's token picks the seat),
+and NeMo Gym's resources-server routes under /nemo (seed_session, one route per tool,
+verify, and the Gymnasium-style reset/step; the session is named by a cookie).
 With --metrics ADDR (and on the --http listener), /metrics serves Prometheus metrics.
 On the --http listener, /live/ serves a live page per session (queues, members and
 what each holds, approvals waiting, score so far, latest events), updated as it runs;
@@ -50,6 +53,7 @@ Every create request's world and load are checked against the world budgets
 			}
 			o.Logger, o.Stdout = a.logger, a.stdout
 			o.NoMCP = !mcpOn
+			o.NoNemo = !nemo
 			return server.Serve(cmd.Context(), o)
 		},
 	}
@@ -77,6 +81,7 @@ Every create request's world and load are checked against the world budgets
 		return err
 	})
 	f.BoolVar(&mcpOn, "mcp", true, "serve a Model Context Protocol server per seat at /mcp on the --http listener (a seat token as the bearer token picks the seat); --mcp=false turns it off")
+	f.BoolVar(&nemo, "nemo", true, "serve NeMo Gym's resources-server routes under /nemo on the --http listener (--nemo=false turns them off)")
 	worldLimitFlags(c, &o.WorldLimits)
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: adaptive, at least 1000 events apart and further as the state grows; negative: never)")
 	f.IntVar(&o.MaxEvents, "max-events", sim.DefaultMaxEvents, "events one session may append; once they are spent it ends with reason event_limit")
