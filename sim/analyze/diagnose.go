@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events/payload"
@@ -97,6 +98,10 @@ type Part struct {
 	Hours float64 `json:"hours"`
 }
 
+// forever ends the spans still open at the end of the log, so that the
+// state at the last instant is read as it stood.
+const forever = clock.Time(math.MaxInt64)
+
 // span is a half-open interval of simulated time.
 type span struct{ from, to clock.Time }
 
@@ -116,10 +121,13 @@ func (ss spans) at(x clock.Time) bool {
 // diagIndex is what Diagnose needs beyond the loaded indexes.
 type diagIndex struct {
 	busy    map[string][]busySpan // member -> work stints, by start
-	holds   map[string]spans      // member -> the spans it held any task
+	holds   map[string][]busySpan // member -> the spans it held each task
 	leave   map[string]spans      // member -> leaves
 	learnt  map[string]clock.Time // member+"\x00"+topic -> first delivery of it
 	refused map[string]clock.Time // task -> first refusal of a rule, or rejected approval
+	// asked are the refused request_approval actions of each task: its
+	// holder could not even ask (nobody else to approve, say).
+	asked map[string][]clock.Time
 }
 
 type busySpan struct {
@@ -128,12 +136,12 @@ type busySpan struct {
 }
 
 func (s *Session) diagIndex() *diagIndex {
-	end := s.State.Now
-	x := &diagIndex{busy: map[string][]busySpan{}, holds: map[string]spans{}, leave: map[string]spans{}, learnt: map[string]clock.Time{}, refused: map[string]clock.Time{}}
+	x := &diagIndex{busy: map[string][]busySpan{}, holds: map[string][]busySpan{}, leave: map[string]spans{}, learnt: map[string]clock.Time{}, refused: map[string]clock.Time{},
+		asked: map[string][]clock.Time{}}
 	for _, task := range slices.Sorted(maps.Keys(s.stints)) {
 		for _, st := range s.stints[task] {
 			ev, _ := s.Event(st.start)
-			to := end
+			to := forever
 			if st.finish != 0 {
 				f, _ := s.Event(st.finish)
 				to = clock.Time(f.Time)
@@ -147,16 +155,16 @@ func (s *Session) diagIndex() *diagIndex {
 	}
 	for _, task := range slices.Sorted(maps.Keys(s.taskHolds)) {
 		for _, h := range s.taskHolds[task] {
-			to := end
+			to := forever
 			if h.To != nil {
 				to = h.To.Time
 			}
-			x.holds[h.Member] = append(x.holds[h.Member], span{h.From.Time, to})
+			x.holds[h.Member] = append(x.holds[h.Member], busySpan{span{h.From.Time, to}, task})
 		}
 	}
 	for m, ls := range s.leaves { // order: each member's spans are its own
 		for _, l := range ls {
-			back := end
+			back := forever
 			if l.Returned != nil {
 				back = l.Returned.Time
 			}
@@ -178,6 +186,9 @@ func (s *Session) diagIndex() *diagIndex {
 				}
 			}
 		case *payload.ActionRejected:
+			if p.Action.Type == org.ActRequestApproval && p.Kind != org.KindPolicy && p.Action.Task != "" {
+				x.asked[p.Action.Task] = append(x.asked[p.Action.Task], clock.Time(ev.Time))
+			}
 			if p.Kind == org.KindPolicy && p.Action.Task != "" {
 				if _, ok := x.refused[p.Action.Task]; !ok {
 					x.refused[p.Action.Task] = clock.Time(ev.Time)
@@ -347,13 +358,20 @@ func (s *Session) Diagnose() *Diagnosis {
 					points[c] += f.points * float64(tl.ms[c]) / float64(waits)
 				}
 			}
-		case tl.ms[CauseWork] > 0:
-			points[CauseWork] += f.points
-		default:
-			// No working time at all (it appeared as the session ended, or
-			// outside working hours): the cause of that instant.
-			c, _ := s.causeAt(f.t, st.Now, x)
+		case f.t.Status != org.StatusDone:
+			// Open at the end and waiting on nothing before: what it
+			// waited on when the session ended (a request put to an
+			// approver as the session went quiet, say), or its work.
+			c, what := s.causeAt(f.t, st.Now, x)
 			points[c] += f.points
+			if len(what) > 0 && detail[c] == nil {
+				detail[c] = map[string]clock.Duration{}
+			}
+			for _, k := range what {
+				detail[c][k] += 0 // named, with no hours
+			}
+		default:
+			points[CauseWork] += f.points
 		}
 	}
 	points[CauseViolations] += float64(st.Violations) * w.Scoring.ViolationPenalty
@@ -463,6 +481,7 @@ func (s *Session) diagnoseItem(t *org.Task, x *diagIndex) *tally {
 	if r, ok := x.refused[t.ID]; ok {
 		cut(r)
 	}
+	cut(x.asked[t.ID]...)
 	if in := t.Spec.Info; in != nil {
 		for _, h := range s.taskHolds[t.ID] {
 			if at, ok := x.learnt[h.Member+"\x00"+in.Topic]; ok {
@@ -512,6 +531,58 @@ func (s *Session) diagnoseItem(t *org.Task, x *diagIndex) *tally {
 	return tl
 }
 
+// cannotAsk reports why t, held by holder, could not even be put to its
+// approvers at instant at: its holder's request was refused since it took
+// it (nobody but the requester could approve, say) and it has no approval
+// yet. An approver of a step's role away on leave is the cause (leave),
+// else the approval chain (approval: no approver).
+func (s *Session) cannotAsk(t *org.Task, at clock.Time, x *diagIndex, holder string) (string, []string, bool) {
+	steps := s.State.StepsFor(t)
+	if len(steps) == 0 {
+		return "", nil, false
+	}
+	var since clock.Time
+	for _, h := range s.taskHolds[t.ID] {
+		if h.Member == holder && h.From.Time <= at {
+			since = h.From.Time
+		}
+	}
+	refused := false
+	for _, r := range x.asked[t.ID] {
+		if since <= r && r <= at {
+			refused = true
+		}
+	}
+	if !refused {
+		return "", nil, false
+	}
+	for _, a := range s.approvals[t.ID] {
+		if a.Status == org.RequestApproved && a.Requested.Time <= at {
+			return "", nil, false
+		}
+	}
+	var away []string
+	others := false
+	for _, st := range steps {
+		for _, m := range s.State.Members {
+			if m.Role != st.Role || m.ID == holder {
+				continue
+			}
+			others = true
+			if x.leave[m.ID].at(at) {
+				away = append(away, m.ID+" (approver away; nobody else may approve)")
+			}
+		}
+	}
+	switch {
+	case len(away) > 0:
+		return CauseLeave, away, true
+	case !others:
+		return CauseApproval, one("no eligible approver"), true
+	}
+	return "", nil, false // the approvers are back: the holder did not ask again
+}
+
 // readyAt is when t's dependencies were all done (its creation if it has
 // none), or false if they never were.
 func (s *Session) readyAt(t *org.Task) (clock.Time, bool) {
@@ -545,7 +616,7 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 		return CauseDependency, nil
 	}
 	for _, o := range s.outages[t.Queue] {
-		up := s.State.Now
+		up := forever
 		if o.Up != nil {
 			up = o.Up.Time
 		}
@@ -559,7 +630,7 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 	}
 	holder := ""
 	for _, h := range s.taskHolds[t.ID] {
-		to := s.State.Now
+		to := forever
 		if h.To != nil {
 			to = h.To.Time
 		}
@@ -581,7 +652,7 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 		for _, a := range s.approvals[t.ID] {
 			for _, step := range a.Steps {
 				for _, h := range step.Holds {
-					to := s.State.Now
+					to := forever
 					if h.To != nil {
 						to = h.To.Time
 					}
@@ -598,6 +669,9 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 			if learnt, ok := x.learnt[holder+"\x00"+in.Topic]; !ok || at < learnt {
 				return CauseInformation, one(in.From)
 			}
+		}
+		if c, who, ok := s.cannotAsk(t, at, x, holder); ok {
+			return c, who
 		}
 		if working {
 			return CauseCapacity, one(holder + " working on other work")
@@ -632,10 +706,20 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 	// without working on it (waiting on it), or nothing at all.
 	var doing []string
 	for _, m := range free {
-		if x.holds[m].at(at) {
-			doing = append(doing, m+" held other work, not working on it")
-		} else {
-			doing = append(doing, m+" idle, holding nothing")
+		var held []string
+		for _, h := range x.holds[m] {
+			if h.has(at) {
+				held = append(held, h.task)
+			}
+		}
+		slices.Sort(held)
+		switch len(held) {
+		case 0:
+			doing = append(doing, m+" idle")
+		case 1, 2:
+			doing = append(doing, fmt.Sprintf("%s holding %s, not working on it", m, strings.Join(held, ", ")))
+		default:
+			doing = append(doing, fmt.Sprintf("%s holding %d tasks, not working on them", m, len(held)))
 		}
 	}
 	return CauseUnclaimed, doing
