@@ -79,7 +79,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	root.AddCommand(a.runCmd(), a.replayCmd(), a.logCmd(), a.sessionsCmd(), a.resumeCmd(), a.forkCmd(false), a.forkCmd(true), a.verifyCmd(), a.scoreCmd(), a.evalCmd(), a.serveCmd(), a.toolsCmd(), a.worldsCmd(),
-		a.traceCmd(), a.diffCmd(), a.reportCmd(), a.exportCmd(), a.sweepCmd(), a.soakCmd(), a.diagnoseCmd())
+		a.traceCmd(), a.diffCmd(), a.reportCmd(), a.exportCmd(), a.sweepCmd(), a.soakCmd(), a.diagnoseCmd(), a.creditCmd())
 	err := root.ExecuteContext(ctx)
 	if profiling != nil {
 		pprof.StopCPUProfile()
