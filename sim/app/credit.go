@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
