@@ -83,6 +83,7 @@ func TestDiagnoseNamesTheKnownCause(t *testing.T) {
 		{"outage", "diagnose-outage.yaml", "greedy", "outage", "queue q"},
 		{"leave without a delegate", "diagnose-leave.yaml", "greedy", "leave", "ann"},
 		{"approver who never answers", "diagnose-approver.yaml", "greedy,ann=idle", "approval", "ann"},
+		{"purchase beyond the budget", "diagnose-budget.yaml", "greedy", "budget", "team t"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -57,8 +57,9 @@ const (
 	// CauseViolations: the rubric's penalty for attempted policy
 	// violations (points only).
 	CauseViolations = "violations"
-	// CauseBudget: the rubric's penalty for spending beyond a budget
-	// (points only).
+	// CauseBudget: held, its work done, while its purchase was more than
+	// its team's budget had left (Detail: the team); and the rubric's
+	// penalty for spending beyond a budget (points only).
 	CauseBudget = "budget"
 )
 
@@ -128,6 +129,44 @@ type diagIndex struct {
 	// asked are the refused request_approval actions of each task: its
 	// holder could not even ask (nobody else to approve, say).
 	asked map[string][]clock.Time
+	// budget is each team's money left after each change, in time order;
+	// replayed once, when first asked (budgetLeft).
+	budget map[string][]left
+}
+
+type left struct {
+	at     clock.Time
+	amount int64
+}
+
+// budgetLeft is what team had left at instant at.
+func (s *Session) budgetLeft(x *diagIndex, team string, at clock.Time) (int64, bool) {
+	if x.budget == nil {
+		x.budget = map[string][]left{}
+		st := org.New(s.World)
+		last := map[string]int64{}
+		for _, b := range st.Budgets {
+			last[b.Team] = b.Remaining()
+			x.budget[b.Team] = []left{{0, b.Remaining()}}
+		}
+		for _, ev := range s.Events {
+			if err := st.Apply(ev); err != nil {
+				break // Load applied them all once: it cannot fail now
+			}
+			for _, b := range st.Budgets {
+				if r := b.Remaining(); r != last[b.Team] {
+					last[b.Team] = r
+					x.budget[b.Team] = append(x.budget[b.Team], left{clock.Time(ev.Time), r})
+				}
+			}
+		}
+	}
+	ls := x.budget[team]
+	i := sort.Search(len(ls), func(i int) bool { return ls[i].at > at })
+	if i == 0 {
+		return 0, false
+	}
+	return ls[i-1].amount, true
 }
 
 type busySpan struct {
@@ -673,13 +712,18 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 		if c, who, ok := s.cannotAsk(t, at, x, holder); ok {
 			return c, who
 		}
+		if p := t.Spec.Purchase; p > 0 && t.Spent >= t.Effort {
+			if r, ok := s.budgetLeft(x, t.Team, at); ok && r < p {
+				return CauseBudget, one("team " + t.Team + " short of its purchase")
+			}
+		}
 		if working {
 			return CauseCapacity, one(holder + " working on other work")
 		}
 		if refused {
 			return CauseRework, one(holder)
 		}
-		return CauseHeld, one(holder)
+		return CauseHeld, one(holder + " (holding it)")
 	}
 	if len(eligible) == 0 {
 		return CauseCapacity, one("nobody may take it")
