@@ -34,10 +34,21 @@ type SweepRun struct {
 	Score    float64 `json:"score"`
 	Failed   int     `json:"failed"`
 	Items    int     `json:"items"`
+	// Details are the causes' details (who or what), by cause.
+	Details map[string][]analyze.Part `json:"details,omitempty"`
 }
 
 func sweepRun(w string, load float64, agents string, seed uint64, d *analyze.Diagnosis) SweepRun {
-	return SweepRun{World: w, Load: load, Agents: agents, Seed: seed, Diagnosis: d, Possible: d.Possible, Score: d.Score, Failed: d.Failed, Items: d.Items}
+	r := SweepRun{World: w, Load: load, Agents: agents, Seed: seed, Diagnosis: d, Possible: d.Possible, Score: d.Score, Failed: d.Failed, Items: d.Items}
+	for _, c := range d.Causes {
+		if len(c.Detail) > 0 {
+			if r.Details == nil {
+				r.Details = map[string][]analyze.Part{}
+			}
+			r.Details[c.Cause] = c.Detail
+		}
+	}
+	return r
 }
 
 // diagnoseLog diagnoses session id of log.
@@ -100,6 +111,9 @@ func ReadSweep(dir string) ([]SweepRun, error) {
 		}
 		r.Diagnosis.World, r.Diagnosis.Possible, r.Diagnosis.Score = r.World, r.Possible, r.Score
 		r.Diagnosis.Failed, r.Diagnosis.Items, r.Diagnosis.Sessions = r.Failed, r.Items, 1
+		for i := range r.Diagnosis.Causes {
+			r.Diagnosis.Causes[i].Detail = r.Details[r.Diagnosis.Causes[i].Cause]
+		}
 		runs = append(runs, r)
 	}
 	if err := sc.Err(); err != nil {
