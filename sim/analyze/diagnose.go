@@ -451,7 +451,41 @@ func parts(m map[string]clock.Duration) []Part {
 		out = append(out, Part{What: k, Hours: round6(float64(m[k]) / float64(clock.Hour))})
 	}
 	slices.SortStableFunc(out, func(a, b Part) int { return cmp.Compare(b.Hours, a.Hours) })
+	if len(out) > MaxParts {
+		rest := Part{What: fmt.Sprintf("%d others", len(out)-MaxParts+1)}
+		for _, p := range out[MaxParts-1:] {
+			rest.Hours += p.Hours
+		}
+		rest.Hours = round6(rest.Hours)
+		out = append(out[:MaxParts-1], rest)
+	}
 	return out
+}
+
+// MaxParts is the most detail parts a cause keeps (the last one sums the
+// rest).
+const MaxParts = 20
+
+// waitingOn names the dependency t waited on at instant at (the first of
+// its dependencies in the world file not done by then) and who held it.
+func (s *Session) waitingOn(t *org.Task, at clock.Time, x *diagIndex) []string {
+	for _, d := range t.Spec.Deps {
+		dt := s.State.Task(d)
+		if dt.Status == org.StatusDone && dt.DoneAt <= at {
+			continue
+		}
+		for _, h := range s.taskHolds[d] {
+			to := forever
+			if h.To != nil {
+				to = h.To.Time
+			}
+			if h.From.Time <= at && at < to {
+				return one(d + " (held by " + h.Member + ")")
+			}
+		}
+		return one(d + " (not held)")
+	}
+	return nil
 }
 
 // sortCauses orders causes by points, then hours, then name.
@@ -652,7 +686,7 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 		return CauseNotStarted, one(t.Project)
 	}
 	if r, ok := s.readyAt(t); !ok || at < r {
-		return CauseDependency, nil
+		return CauseDependency, s.waitingOn(t, at, x)
 	}
 	for _, o := range s.outages[t.Queue] {
 		up := forever
