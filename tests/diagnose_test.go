@@ -79,11 +79,12 @@ func TestDiagnoseNamesTheKnownCause(t *testing.T) {
 		name, world, agents string
 		first               string
 		detail              string // in the human table's row of the first cause
+		also                string // elsewhere in the table, if set
 	}{
-		{"outage", "diagnose-outage.yaml", "greedy", "outage", "queue q"},
-		{"leave without a delegate", "diagnose-leave.yaml", "greedy", "leave", "ann"},
-		{"approver who never answers", "diagnose-approver.yaml", "greedy,ann=idle", "approval", "ann"},
-		{"purchase beyond the budget", "diagnose-budget.yaml", "greedy", "budget", "team t"},
+		{"outage", "diagnose-outage.yaml", "greedy", "outage", "queue q", ""},
+		{"leave without a delegate", "diagnose-leave.yaml", "greedy", "leave", "ann", ""},
+		{"approver who never answers", "diagnose-approver.yaml", "greedy,ann=idle", "approval", "ann", "licence (held by bob)"},
+		{"purchase beyond the budget", "diagnose-budget.yaml", "greedy", "budget", "team t", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -114,6 +115,9 @@ func TestDiagnoseNamesTheKnownCause(t *testing.T) {
 			}
 			if !strings.Contains(row, c.detail) {
 				t.Fatalf("the %s row %q does not name %q:\n%s", c.first, row, c.detail, text)
+			}
+			if !strings.Contains(text, c.also) {
+				t.Fatalf("the table does not name %q:\n%s", c.also, text)
 			}
 		})
 	}
