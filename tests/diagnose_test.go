@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -9,7 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/sim/analyze"
+	"github.com/corpsim/corpsim/sim/app"
 )
 
 // The tests in this file run corpsim diagnose through cli.Main: on sessions
@@ -189,6 +194,55 @@ func TestDiagnoseUsage(t *testing.T) {
 		_, errs, code := runCLI(t, args...)
 		if code != cli.ExitUsage || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("corpsim %s: exit %d, stderr %q; want exit 2 and one line", strings.Join(args, " "), code, errs)
+		}
+	}
+}
+
+// TestDiagnoseAddsUpEverywhere diagnoses every shipped world but the bench
+// with every built-in agent: in each, the lost value is the world's
+// possible value minus the rubric's team score, and the causes' points add
+// up to it — whatever the agents did (violations, refusals, leaves,
+// outages, unverified work).
+func TestDiagnoseAddsUpEverywhere(t *testing.T) {
+	srv, err := natsserver.Start(natsserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	for _, w := range []string{"startup", "procurement", "product-launch", "support-desk", "portfolio"} {
+		for _, a := range []string{"greedy", "planner", "random", "cheater", "idle"} {
+			t.Run(w+"-"+a, func(t *testing.T) {
+				log := memlog.New()
+				res := mustRun(t, app.RunOptions{World: w, Agents: a, Seed: 2, Log: log, Bus: srv, CheckpointEvery: -1})
+				s, err := analyze.Load(log.Read(context.Background(), res.Session, 1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := s.Diagnose()
+				possible := 0.0
+				for _, tk := range s.State.Tasks {
+					possible += tk.Value
+				}
+				for _, p := range s.World.Projects {
+					possible += p.Value
+				}
+				if want := possible - res.Score.TeamScore; math.Abs(d.Lost-want) > 1e-5 {
+					t.Errorf("lost %v; want possible %v - team score %v", d.Lost, possible, res.Score.TeamScore)
+				}
+				sum := 0.0
+				for _, c := range d.Causes {
+					sum += c.Points
+					if c.Points < -1e-9 || c.Hours < 0 {
+						t.Errorf("negative cause %+v", c)
+					}
+				}
+				if math.Abs(sum-d.Lost) > 1e-4 {
+					t.Errorf("causes add up to %v; want the lost %v (%+v)", sum, d.Lost, d.Causes)
+				}
+				if d.Lost > 0 && len(d.Causes) == 0 {
+					t.Errorf("lost %v with no cause", d.Lost)
+				}
+			})
 		}
 	}
 }
