@@ -295,8 +295,10 @@ func one(s string) []string { return []string{s} }
 // when it was done, or the end of the log — into spans of one cause each
 // (the first that applies: its dependencies not done; its queue down; held:
 // the holder on leave, working on it, its approval on an approver's desk
-// (on leave or not), its information not yet learnt, the holder working on
-// another task, else idle; open: every member who could take it on leave,
+// (on leave or not), its information not yet learnt, its request refused
+// while the only other approvers were away, its purchase beyond its team's
+// budget, the holder working on another task, else idle; open: every
+// member who could take it on leave,
 // all of them working or away, else some were free). Work and idle holding
 // after a refused action count as rework.
 //
