@@ -231,6 +231,12 @@ func (g *Gateway) Control(ctx context.Context, id string, op wire.ControlOp) (wi
 		return wire.ControlReply{}, errorf(http.StatusBadRequest, "unknown op %q (expected start, pause, stop or status)", op)
 	}
 	s := g.session(id)
+	if s != nil && s.hasEnded() {
+		// Its feed brought session.ended (or the gateway saw it stop): the
+		// server is letting go of its control subject, and a request sent
+		// just as it does may be dropped unanswered rather than refused.
+		return s.controlReply(), nil
+	}
 	reply, err := g.control(ctx, id, op)
 	if errors.Is(err, nats.ErrNoResponders) && s != nil {
 		s.probe(ctx)
@@ -352,7 +358,13 @@ func (g *Gateway) Score(ctx context.Context, id string) (ScoreReply, error) {
 		return ScoreReply{}, err
 	}
 	s := g.session(id)
-	st, err := g.control(ctx, id, wire.OpStatus)
+	var st wire.ControlReply
+	var err error
+	if s != nil && s.hasEnded() {
+		err = nats.ErrNoResponders // answered from the record, as Control does for an ended session
+	} else {
+		st, err = g.control(ctx, id, wire.OpStatus)
+	}
 	if err != nil && !(errors.Is(err, nats.ErrNoResponders) && s != nil) {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return ScoreReply{}, errorf(http.StatusNotFound, "session %s is not running and the gateway holds no record of it", id)
@@ -646,4 +658,11 @@ func (g *Gateway) StepLimit(id string) int64 {
 		n = len(s.seats)
 	}
 	return int64(org.MaxReplyBytes) * int64(n+1)
+}
+
+// hasEnded reports whether the gateway's record says the session ended.
+func (s *session) hasEnded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended
 }

@@ -442,6 +442,9 @@ func teamReward(e events.Event) float64 {
 // answers its control subject any more it has ended: if the feed does not
 // bring session.ended promptly, it stopped without it.
 func (s *session) probe(ctx context.Context) {
+	if s.hasEnded() {
+		return
+	}
 	_, err := s.g.control(ctx, s.id, wire.OpStatus)
 	if !errors.Is(err, nats.ErrNoResponders) {
 		return
