@@ -470,3 +470,37 @@ func TestNemoGymResetStep(t *testing.T) {
 	}
 	t.Logf("%d steps, %d tool outputs, rewards %.2f", steps, outputs, total)
 }
+
+// TestNemoGymAtTheRoot: with --nemo-listen the same routes answer at the
+// root of a listener of their own, as NeMo Gym's clients address a
+// resources server (host:port + route, no prefix).
+func TestNemoGymAtTheRoot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real corpsim")
+	}
+	data, haddr, naddr := filepath.Join(t.TempDir(), "data"), freeAddr(t), freeAddr(t)
+	sp := startServe(t, data, "--http", haddr, "--nemo-listen", naddr)
+	if !strings.Contains(sp.stdout.String(), "NeMo Gym resources server also on http://"+naddr+"/") {
+		t.Errorf("serve does not say where the root routes are:\n%s", sp.stdout.String())
+	}
+	n := newNemoClient(t, naddr)
+	n.base = "http://" + naddr + "/"
+	session := n.seed(nemoRow(3, "bob"))
+	calls, _ := playGreedy(t, n)
+	code, body := n.post("verify", map[string]any{"responses_create_params": map[string]any{"input": "Play bob."}})
+	var v struct {
+		Reward float64 `json:"reward"`
+	}
+	if code != http.StatusOK || json.Unmarshal(body, &v) != nil {
+		t.Fatalf("verify at the root: %d %s", code, body)
+	}
+	sp.stop(t, 20*time.Second)
+	res := scoreOf(t, data, session)
+	if math.Abs(v.Reward-res.Score.TeamScore) > 1e-6 || calls == 0 {
+		t.Fatalf("verify at the root: reward %.4f after %d calls, corpsim score %.4f", v.Reward, calls, res.Score.TeamScore)
+	}
+	_, errs, code2 := runCLI(t, "serve", "--data", t.TempDir(), "--nemo-listen", freeAddr(t))
+	if code2 != 2 || !strings.Contains(errs, "--nemo-listen") {
+		t.Errorf("--nemo-listen without --http: exit %d, %s", code2, errs)
+	}
+}

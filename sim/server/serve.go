@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +67,10 @@ type ServeOptions struct {
 	// NoNemo leaves the NeMo Gym resources-server routes (/nemo/…,
 	// package nemogym) off the --http listener (--nemo=false).
 	NoNemo bool
+	// NemoListen, when set, also serves the NeMo Gym routes at the root of
+	// a listener of their own (http://ADDR/seed_session, …), as NeMo Gym's
+	// clients address a resources server: without a path prefix.
+	NemoListen string
 	// WorldLimits bound every create request's world and load (zero
 	// fields: the defaults).
 	WorldLimits worlds.Limits
@@ -120,6 +125,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	if err := app.CheckMaxEvents(o.MaxEvents); err != nil {
 		return err
+	}
+	if o.NemoListen != "" && (o.HTTP == "" || o.NoNemo) {
+		return app.Usagef("--nemo-listen serves the NeMo Gym routes of the --http gateway: it needs --http, and --nemo")
 	}
 	if o.HTTPMaxConns < 0 || o.HTTPIdleTimeout < 0 || o.HTTPReadTimeout < 0 {
 		return app.Usagef("--http-max-conns, --http-idle-timeout and --http-read-timeout may not be negative")
@@ -333,7 +341,12 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.
 		mux.Handle("/metrics", m.Handler())
 	}
 	mux.Handle("/", gw.Handler())
-	closeAdapters := mountAdapters(mux, gw, o, m, log)
+	closeAdapters, err := mountAdapters(mux, gw, o, m, out, log)
+	if err != nil {
+		_ = ln.Close()
+		gw.Close()
+		return nil, err
+	}
 	if lv != nil {
 		mux.Handle("/live/", lv.Handler())
 		prev := closeAdapters
@@ -374,8 +387,13 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.
 // mountAdapters mounts the protocol adapters (OpenEnv, MCP, NeMo Gym) on
 // the --http listener's mux, each over the gateway's operations, unless its
 // flag turns it off. The returned function closes them.
-func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *metrics.Metrics, log hclog.Logger) (closeAll func()) {
+func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *metrics.Metrics, out io.Writer, log hclog.Logger) (closeAll func(), err error) {
 	var closers []func()
+	closeAll = func() {
+		for _, c := range slices.Backward(closers) {
+			c()
+		}
+	}
 	if !o.NoMCP {
 		srv := mcpseat.New(gw, mcpseat.Config{Logger: log.Named("mcp"), MaxRequestBytes: o.MaxMessage, Recorder: m.Adapter("mcp")})
 		mux.Handle(mcpseat.Path, srv.Handler())
@@ -386,12 +404,39 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 			MaxSessions: o.MaxSessions, MaxBodyBytes: o.MaxMessage, TurnWait: o.TurnTimeout})
 		mux.Handle("/nemo/", ng.Handler())
 		closers = append(closers, ng.Close)
-	}
-	return func() {
-		for _, c := range closers {
-			c()
+		if o.NemoListen != "" {
+			ln, err := net.Listen("tcp", o.NemoListen)
+			if err != nil {
+				closeAll()
+				return nil, fmt.Errorf("--nemo-listen: %w", err)
+			}
+			// The same routes at the root: /seed_session is /nemo/seed_session.
+			h := ng.Handler()
+			root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				r2 := r.Clone(r.Context())
+				r2.URL.Path, r2.URL.RawPath = "/nemo"+r.URL.Path, ""
+				h.ServeHTTP(w, r2)
+			})
+			srv, ln := httpServer(o, root, ln, log.Named("nemo"))
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					log.Error("NeMo Gym listener stopped", "error", err)
+				}
+			}()
+			fmt.Fprintf(out, "corpsim NeMo Gym resources server also on http://%s/ (no prefix)\n", ln.Addr())
+			closers = append(closers, func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				if err := srv.Shutdown(ctx); err != nil {
+					_ = srv.Close()
+				}
+				<-done
+			})
 		}
 	}
+	return closeAll, nil
 }
 
 // adoptHTTPSeats gives the HTTP gateway back the remote seats it played

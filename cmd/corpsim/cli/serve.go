@@ -81,6 +81,7 @@ Every create request's world and load are checked against the world budgets
 		return err
 	})
 	f.BoolVar(&mcpOn, "mcp", true, "serve a Model Context Protocol server per seat at /mcp on the --http listener (a seat token as the bearer token picks the seat); --mcp=false turns it off")
+	f.StringVar(&o.NemoListen, "nemo-listen", "", "also serve the NeMo Gym routes at the root of this address (NeMo Gym's clients add no path prefix), e.g. 127.0.0.1:8090")
 	f.BoolVar(&nemo, "nemo", true, "serve NeMo Gym's resources-server routes under /nemo on the --http listener (--nemo=false turns them off)")
 	worldLimitFlags(c, &o.WorldLimits)
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: adaptive, at least 1000 events apart and further as the state grows; negative: never)")
