@@ -248,7 +248,7 @@ const (
 // project, a column per layer of dependencies, critical-path tasks and the
 // edges between them outlined, late tasks in red.
 func (d DAG) WriteSVG(w io.Writer) error {
-	W := max(20+d.Layers*dagPitchX, 700)
+	W := max(20+d.Layers*dagPitchX, 820) // at least the legend's width
 	H := dagTop + 10
 	bandTop := map[string]int{}
 	for i, p := range d.Projects {

@@ -207,7 +207,7 @@ dt { color: #666; }
 <div id="why-goals">
 {{range .Goals}}<div class="why goal" data-project="{{.Project}}"><b>project {{.Project}}</b>: {{.Done}} of {{.Tasks}} tasks done and verified, {{.OnTime}} on time{{if .Deadline}}, deadline {{.Deadline}}{{end}}.
 {{if .Path}}<div>path that decided its end: {{range $i, $t := .Path}}{{if $i}} → {{end}}{{$t}}{{end}}</div>{{end}}
-{{if .Reasons}}<ul>{{range .Reasons}}<li><span class="kind">{{.Kind}}</span> {{.Waited}}: {{.Text}}</li>{{end}}{{if .ReasonsOmitted}}<li>{{.ReasonsOmitted}} shorter waits not shown</li>{{end}}</ul>{{else}}<div>no wait along its path besides its dependencies: its work took longer than its deadline allowed</div>{{end}}
+{{if .Reasons}}<ul>{{range .Reasons}}<li><span class="kind">{{.Kind}}</span> {{.Task}} waited {{.Waited}}: {{.Text}}</li>{{end}}{{if .ReasonsOmitted}}<li>{{.ReasonsOmitted}} shorter waits not shown</li>{{end}}</ul>{{else}}<div>no wait along its path besides its dependencies: its work took longer than its deadline allowed</div>{{end}}
 </div>
 {{else}}<div class="sub">every project earned its bonus{{if not $.Score.Tasks}} (this world has no projects){{end}}</div>{{end}}
 {{if .GoalsNote}}<div class="note">{{.GoalsNote}}</div>{{end}}

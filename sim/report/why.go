@@ -24,6 +24,7 @@ var _ Explainer = (*analyze.Session)(nil)
 // unclaimed, approval, leave, outage, change…), how long in working time,
 // and trace's sentence for it.
 type Reason struct {
+	Task   string // the task that waited
 	Kind   string
 	Waited string
 	Text   string
@@ -80,7 +81,7 @@ func reasonsOf(ds []analyze.Delay, n int, skipDeps bool) ([]Reason, int) {
 			omitted++
 			continue
 		}
-		out = append(out, Reason{Kind: d.Kind, Waited: d.Waited.Text, Text: d.Text})
+		out = append(out, Reason{Task: d.Task, Kind: d.Kind, Waited: d.Waited.Text, Text: d.Text})
 	}
 	return out, omitted
 }
