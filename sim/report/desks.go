@@ -209,7 +209,7 @@ func (b *Builder) interruptionMarks(end int64) ([]Interruption, string) {
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
-	for k := range m {
+	for k := range m { // order: sorted below
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)

@@ -191,7 +191,7 @@ func (b *Builder) addRejection(actor string, t int64, p *payload.ActionRejected)
 func (b *Builder) rejectionGroups() Rejections {
 	var r Rejections
 	by := map[string][]RejectionGroup{}
-	for _, a := range b.rejections {
+	for _, a := range b.rejections { // order: each class is sorted below
 		g := a.g
 		g.Items = len(a.items)
 		g.FirstWall = b.w.Calendar.Wall(clock.Time(g.First)).Format("Mon Jan 02 15:04")
