@@ -1,5 +1,7 @@
 // Package llm plays a member's seat with a language model behind any
-// OpenAI-compatible chat-completions endpoint.
+// OpenAI-compatible endpoint, speaking chat completions (POST
+// BaseURL/chat/completions, the default) or the Responses API (POST
+// BaseURL/responses, Options.API = APIResponses).
 //
 // Each turn the agent sends the conversation so far — a system prompt that
 // explains the job and the rules, then for every turn the observation as a
@@ -12,7 +14,17 @@
 // stops the session. An HTTP error or a timeout is returned by Decide: the
 // host then sends no actions and the engine records an empty turn.
 //
+// Over the Responses API the same conversation is sent as input items: the
+// system prompt as instructions, each observation as a user message, the
+// model's tool calls as function_call items and what the engine made of
+// them as function_call_output items (matched by call_id), with the
+// actions as function tools ({type: "function", name, description,
+// parameters}). The kept history is replayed whole every turn, with store
+// false, instead of chaining previous_response_id; a response that failed,
+// was cancelled or carries an error is an error like an HTTP error.
+//
 //	a, err := llm.New(llm.Options{BaseURL: "http://localhost:8000/v1", Model: "qwen2.5-7b-instruct", APIKey: key})
+//	r, err := llm.New(llm.Options{BaseURL: "https://api.openai.com/v1", API: llm.APIResponses, Model: "gpt-4.1-mini", APIKey: key})
 //	res, err := app.Run(ctx, app.RunOptions{World: "startup", Agents: "greedy", Seats: map[string]agents.Agent{"bob": a}})
 //
 // One Agent may play several seats, in several sessions at once: it keeps

@@ -34,12 +34,24 @@ const maxResponseBytes = 8 << 20
 // ErrBadOptions is wrapped by the errors of Options.Validate.
 var ErrBadOptions = errors.New("llm: bad options")
 
+// The APIs an Agent speaks (Options.API).
+const (
+	// APIChat is OpenAI's chat completions: POST BaseURL/chat/completions.
+	APIChat = "chat"
+	// APIResponses is OpenAI's Responses API: POST BaseURL/responses.
+	APIResponses = "responses"
+)
+
 // Options configure an Agent. The zero value of every field but Model
 // means its default.
 type Options struct {
 	// BaseURL is the endpoint's base, such as "https://api.openai.com/v1";
-	// the agent POSTs to BaseURL + "/chat/completions".
+	// the agent POSTs to BaseURL + "/chat/completions", or BaseURL +
+	// "/responses" when API is APIResponses.
 	BaseURL string
+	// API is the API spoken: APIChat (the default when empty) or
+	// APIResponses.
+	API string
 	// Model is the model name sent with every request (required).
 	Model string
 	// APIKey, when set, is sent as "Authorization: Bearer <APIKey>".
@@ -69,10 +81,16 @@ func (o Options) Validate() error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%w: base URL %q is not an http(s) URL", ErrBadOptions, o.BaseURL)
 	}
+	switch o.API {
+	case "", APIChat, APIResponses:
+	default:
+		return fmt.Errorf("%w: API %q is neither %q nor %q", ErrBadOptions, o.API, APIChat, APIResponses)
+	}
 	return nil
 }
 
-// Agent is an agents.Agent backed by a chat-completions endpoint. It is safe
+// Agent is an agents.Agent backed by a chat-completions or Responses
+// endpoint. It is safe
 // for concurrent use by several seats; each (session, member) has its own
 // conversation, and a member's turns come one at a time.
 type Agent struct {
@@ -104,8 +122,15 @@ func New(o Options) (*Agent, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &Agent{opts: o, client: client, endpoint: strings.TrimRight(o.BaseURL, "/") + "/chat/completions",
-		tools: json.RawMessage(agents.Tools()), logger: logger, convs: map[string]*conversation{}}, nil
+	a := &Agent{opts: o, client: client, logger: logger, convs: map[string]*conversation{}}
+	base := strings.TrimRight(o.BaseURL, "/")
+	if o.API == APIResponses {
+		a.endpoint, a.tools = base+"/responses", responsesTools()
+	} else {
+		a.opts.API = APIChat
+		a.endpoint, a.tools = base+"/chat/completions", json.RawMessage(agents.Tools())
+	}
+	return a, nil
 }
 
 // Name says what plays the seat, for session metadata: "llm/" and the model.
@@ -169,33 +194,6 @@ type functionCall struct {
 	Arguments string `json:"arguments"`
 }
 
-type request struct {
-	Model       string          `json:"model"`
-	Messages    []message       `json:"messages"`
-	Tools       json.RawMessage `json:"tools"`
-	ToolChoice  string          `json:"tool_choice"`
-	Temperature *float64        `json:"temperature,omitempty"`
-}
-
-type response struct {
-	Choices []struct {
-		Message struct {
-			Content   *string `json:"content"`
-			ToolCalls []struct {
-				ID       string `json:"id"`
-				Type     string `json:"type"`
-				Function struct {
-					Name      string          `json:"name"`
-					Arguments json.RawMessage `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"message"`
-	} `json:"choices"`
-	Error *struct {
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 func text(s string) *string { return &s }
 
 func (a *Agent) conversation(o org.Observation) *conversation {
@@ -224,43 +222,29 @@ func (a *Agent) Decide(ctx context.Context, o org.Observation) ([]org.Action, er
 	}
 	c.n++
 	t := turn{user: message{Role: "user", Content: text(user)}}
-	msgs := []message{c.system}
 	history := c.turns
 	if a.opts.MaxHistory < 0 {
 		history = nil
 	} else if len(history) > a.opts.MaxHistory {
 		history = history[len(history)-a.opts.MaxHistory:]
 	}
-	for _, h := range history {
-		msgs = append(msgs, h.user)
-		if h.assistant != nil {
-			msgs = append(msgs, *h.assistant)
-			msgs = append(msgs, h.results...)
-		}
-	}
-	msgs = append(msgs, t.user)
-	resp, err := a.post(ctx, request{Model: a.opts.Model, Messages: msgs, Tools: a.tools, ToolChoice: "auto", Temperature: a.opts.Temperature})
+	ans, err := a.ask(ctx, c.system, history, t.user)
 	if err != nil {
 		return nil, err // the turn is not kept: the next observation supersedes it
 	}
-	if len(resp.Choices) == 0 {
-		return nil, fmt.Errorf("llm: %s answered with no choices", a.endpoint)
-	}
-	m := resp.Choices[0].Message
-	asst := message{Role: "assistant", Content: m.Content}
+	asst := message{Role: "assistant", Content: ans.content}
 	acts := []org.Action{}
-	for i, tc := range m.ToolCalls {
-		id := tc.ID
+	for i, tc := range ans.calls {
+		id := tc.id
 		if id == "" {
 			id = fmt.Sprintf("call_%d_%d", c.n, i+1)
 		}
-		args := argumentsOf(tc.Function.Arguments)
-		asst.ToolCalls = append(asst.ToolCalls, toolCall{ID: id, Type: "function", Function: functionCall{Name: tc.Function.Name, Arguments: args}})
+		asst.ToolCalls = append(asst.ToolCalls, toolCall{ID: id, Type: "function", Function: functionCall{Name: tc.name, Arguments: tc.arguments}})
 		s := sentCall{id: id}
 		if len(acts) >= org.MaxActions {
 			s.dropped = fmt.Sprintf("not sent: at most %d actions per turn", org.MaxActions)
 		} else {
-			act, err := agents.ActionFromToolCall(tc.Function.Name, []byte(args))
+			act, err := agents.ActionFromToolCall(tc.name, []byte(tc.arguments))
 			if err != nil {
 				s.invalid = err.Error()
 				act = org.Action{Type: InvalidAction, Text: err.Error()}
@@ -326,7 +310,37 @@ func (c *conversation) report(rejected []org.RejectedView) {
 	c.sent = nil
 }
 
-func (a *Agent) post(ctx context.Context, body request) (*response, error) {
+// answer is what an endpoint answered, whichever its API: the model's text
+// and its tool calls, in order.
+type answer struct {
+	content *string
+	calls   []rawCall
+}
+
+// rawCall is a tool call as the endpoint sent it; id may be empty.
+type rawCall struct {
+	id, name, arguments string
+}
+
+// ask sends the conversation (system prompt, history, the new observation)
+// in the API the agent speaks and returns the answer.
+func (a *Agent) ask(ctx context.Context, system message, history []turn, user message) (answer, error) {
+	if a.opts.API == APIResponses {
+		return a.askResponses(ctx, system, history, user)
+	}
+	return a.askChat(ctx, system, history, user)
+}
+
+// apiError is the error object OpenAI-compatible endpoints answer with.
+type apiError struct {
+	Code    any    `json:"code"`
+	Message string `json:"message"`
+}
+
+// post sends body as JSON to the endpoint and returns the answer's bytes
+// once its status is 2xx; otherwise an error with the status and the
+// endpoint's message.
+func (a *Agent) post(ctx context.Context, body any) ([]byte, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("llm: request: %w", err)
@@ -349,23 +363,23 @@ func (a *Agent) post(ctx context.Context, body request) (*response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llm: POST %s: reading the answer: %w", a.endpoint, err)
 	}
-	var out response
-	jsonErr := json.Unmarshal(data, &out)
 	if res.StatusCode/100 != 2 {
 		msg := strings.TrimSpace(string(data))
-		if jsonErr == nil && out.Error != nil && out.Error.Message != "" {
-			msg = out.Error.Message
+		var e struct {
+			Error *apiError `json:"error"`
 		}
-		if len(msg) > 300 {
-			msg = msg[:300] + "…"
+		if json.Unmarshal(data, &e) == nil && e.Error != nil && e.Error.Message != "" {
+			msg = e.Error.Message
 		}
-		return nil, fmt.Errorf("llm: POST %s: %s: %s", a.endpoint, res.Status, msg)
+		return nil, fmt.Errorf("llm: POST %s: %s: %s", a.endpoint, res.Status, clip(msg))
 	}
-	if jsonErr != nil {
-		return nil, fmt.Errorf("llm: POST %s: the answer is not a chat completion: %v", a.endpoint, jsonErr)
+	return data, nil
+}
+
+// clip shortens an endpoint's message for an error.
+func clip(msg string) string {
+	if len(msg) > 300 {
+		return msg[:300] + "…"
 	}
-	if out.Error != nil {
-		return nil, fmt.Errorf("llm: POST %s: %s", a.endpoint, out.Error.Message)
-	}
-	return &out, nil
+	return msg
 }

@@ -45,9 +45,11 @@ const MaxChain = 16
 // then), with a Note saying so. A run of one member's stints of work on one
 // task is shown as its latest and earliest events with one Link of type
 // "stints" (and seq 0) between; the chain holds at most MaxChain links.
-func (s *Session) Chain(seq uint64) []Link {
+func (s *Session) Chain(seq uint64) []Link { return s.links(s.walk(seq, maxWalk)) }
+
+// links makes the Links of a walk, collapsing runs of stints.
+func (s *Session) links(steps []step) []Link {
 	var out []Link
-	steps := s.walk(seq, maxWalk)
 	for i := 0; i < len(steps) && len(out) < MaxChain; {
 		key := s.workOn(steps[i].seq)
 		if key == "" || s.Events[steps[i].seq-1].Type != payload.EvWorkFinished {
@@ -275,4 +277,76 @@ func note(n string) string {
 		return ""
 	}
 	return " — " + n
+}
+
+// ChainFor is Chain of event seq kept to what caused task's own progress:
+// it ends at the task's creation (its ticket's arrival, its project's
+// start), and it does not wander into other work. Where a turn came due
+// after its member's previous action but that action was about other work
+// (a task that is neither task nor one of its dependencies), the chain
+// follows the turn's recorded cause instead when that one concerns task;
+// where neither does (the arrival before its own, a colleague's
+// completion elsewhere that woke a member), the chain ends, with a Note on
+// its last link naming the event it did not follow. Interruptions and
+// events about no task (a return from leave, a queue back up) are causes
+// and stay.
+func (s *Session) ChainFor(task string, seq uint64) []Link {
+	related := map[string]bool{}
+	var mark func(id string)
+	mark = func(id string) {
+		if related[id] {
+			return
+		}
+		related[id] = true
+		if t := s.State.Task(id); t != nil && t.Spec != nil {
+			for _, d := range t.Spec.Deps {
+				mark(d)
+			}
+		}
+	}
+	mark(task)
+	project := ""
+	if t := s.State.Task(task); t != nil {
+		project = t.Project
+	}
+	concerns := func(seq uint64) bool {
+		other := taskOf(s.payload(seq))
+		return other == "" || related[other]
+	}
+	var steps []step
+	for seq != 0 && len(steps) < maxWalk {
+		ev, ok := s.Event(seq)
+		if !ok {
+			break
+		}
+		st := step{seq: seq}
+		p := s.payload(seq)
+		if ps, ok := p.(*payload.ProjectStarted); ok && ps.Project == project {
+			steps = append(steps, st)
+			break
+		}
+		if ev.Type == payload.EvTaskCreated && taskOf(p) == task {
+			steps = append(steps, st)
+			break
+		}
+		next, note := ev.Cause, ""
+		prev, stale := s.after[seq]
+		switch {
+		case stale && concerns(prev):
+			next, note = prev, fmt.Sprintf("due when %s's previous action ended (#%d); its recorded cause #%d was seen at an earlier turn", ev.Actor, prev, ev.Cause)
+		case stale && ev.Cause != 0 && concerns(ev.Cause):
+			note = fmt.Sprintf("due when %s's previous action, on other work, ended (#%d); followed to its recorded cause #%d", ev.Actor, prev, ev.Cause)
+		case ev.Cause != 0 && !concerns(ev.Cause):
+			next, note = 0, fmt.Sprintf("its recorded cause #%d (%s) is other work, not a cause of %s's progress; the chain ends here", ev.Cause, s.Describe(ev.Cause), task)
+		case stale:
+			next, note = 0, fmt.Sprintf("due when %s's previous action, on other work, ended (#%d); the chain ends here", ev.Actor, prev)
+		}
+		st.note = note
+		steps = append(steps, st)
+		if next >= seq {
+			break
+		}
+		seq = next
+	}
+	return s.links(steps)
 }

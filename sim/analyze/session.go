@@ -318,6 +318,20 @@ type ApprovalHold struct {
 	LeaveWait Work `json:"leave_wait"`
 }
 
+// standIn says why a step went to approver as a stand-in: the leave of
+// the member it stands in for, at now.
+func (s *Session) standIn(approver string, now clock.Time) string {
+	for _, m := range s.State.Members {
+		for _, l := range s.leaves[m.ID] {
+			if l.Delegate == approver && l.From.Time <= now && (l.Returned == nil || l.Returned.Time > now) {
+				return fmt.Sprintf("routed to a stand-in, for %s on leave from %s until %s (member.left #%d)",
+					m.ID, l.From.Human(), l.Until.Human(), l.From.Seq)
+			}
+		}
+	}
+	return "routed to a stand-in"
+}
+
 // index records what ev says about holds, stints, approvals, leaves and outages.
 func (s *Session) index(ev events.Event, p any) {
 	now := clock.Time(ev.Time)
@@ -375,7 +389,7 @@ func (s *Session) index(ev events.Event, p any) {
 		}
 		via := "routed"
 		if len(p.Steps) > 0 && p.Steps[0].Delegated {
-			via = "routed to a stand-in"
+			via = s.standIn(p.Steps[0].Approver, now)
 		}
 		if len(p.Steps) > 0 {
 			openStep(a, 0, p.Steps[0].Approver, via)
@@ -396,7 +410,7 @@ func (s *Session) index(ev events.Event, p any) {
 		if r := s.State.Request(p.Request); r != nil && p.Step+1 < len(r.Steps) {
 			via := "routed"
 			if r.Steps[p.Step+1].Delegated {
-				via = "routed to a stand-in"
+				via = s.standIn(r.Steps[p.Step+1].Approver, now)
 			}
 			openStep(a, p.Step+1, r.Steps[p.Step+1].Approver, via)
 		} else {

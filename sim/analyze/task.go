@@ -224,12 +224,12 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 			first := tr.Holds[0]
 			if w := s.work(tr.Ready.Time, first.From.Time); w.MS > 0 {
 				tr.Delays = append(tr.Delays, Delay{Kind: DelayUnclaimed, Who: first.Member, From: *tr.Ready, To: first.From, Waited: w, Seq: first.From.Seq,
-					Text: fmt.Sprintf("ready for %s before %s claimed it", w.Text, first.Member)})
+					Text: fmt.Sprintf("ready for %s before %s claimed it", w.Text, first.Member) + s.meanwhile(t, tr.Ready.Time, first.From.Time)})
 			}
 		} else if t.Status != org.StatusDone {
 			w := s.work(tr.Ready.Time, end)
 			tr.Delays = append(tr.Delays, Delay{Kind: DelayUnclaimed, From: *tr.Ready, To: s.stamp(0, end), Waited: w,
-				Text: fmt.Sprintf("ready for %s and never claimed", w.Text)})
+				Text: fmt.Sprintf("ready for %s and never claimed", w.Text) + s.meanwhile(t, tr.Ready.Time, end)})
 		}
 	}
 	// Its life: from when it appeared to when it was done (or the end).
@@ -374,9 +374,9 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 		tr.Timeline = append(tr.Timeline, s.entry(seq))
 	}
 	if tr.Done != nil {
-		tr.Chain = s.Chain(tr.Done.Seq)
+		tr.Chain = s.ChainFor(id, tr.Done.Seq)
 	} else if len(order) > 0 {
-		tr.Chain = s.Chain(order[len(order)-1])
+		tr.Chain = s.ChainFor(id, order[len(order)-1])
 	}
 	tr.Summary = s.taskSummary(tr)
 	return tr, nil
@@ -436,3 +436,76 @@ func countRules(m map[string]int) []RuleCount {
 }
 
 func sortedSeqs(m map[uint64]bool) []uint64 { return slices.Sorted(maps.Keys(m)) }
+
+// maxMeanwhile bounds the members, and the tasks of each, that meanwhile
+// names.
+const maxMeanwhile = 5
+
+// meanwhile says what the members who could have taken t were doing from
+// a to b, while it sat unclaimed: the other work they held (with how long
+// of the wait) and their leaves, or that they held nothing.
+func (s *Session) meanwhile(t *org.Task, a, b clock.Time) string {
+	if t == nil || t.Spec == nil || b <= a {
+		return ""
+	}
+	byMember := map[string][]string{}      // member -> "task (time)" of what it held meanwhile
+	heldFor := map[string]clock.Duration{} // member -> working time held, summed over its tasks
+	for _, task := range s.State.Tasks {
+		if task.ID == t.ID {
+			continue
+		}
+		for _, h := range s.taskHolds[task.ID] {
+			from, to := h.From.Time, b
+			if h.To != nil {
+				to = h.To.Time
+			}
+			from, to = max(from, a), min(to, b)
+			if w := s.work(from, to); w.MS > 0 {
+				byMember[h.Member] = append(byMember[h.Member], fmt.Sprintf("%s (%s)", task.ID, w.Text))
+				heldFor[h.Member] += w.MS
+			}
+		}
+	}
+	var parts []string
+	eligible := 0
+	for _, m := range s.State.Members {
+		if m.NPC || (t.Spec.Role != "" && m.Role != t.Spec.Role) || !s.State.Serves(m.Role, t.Queue) {
+			continue
+		}
+		eligible++
+		if len(parts) == maxMeanwhile {
+			continue
+		}
+		what, desc := byMember[m.ID], ""
+		switch {
+		case len(what) > 3:
+			desc = fmt.Sprintf("held %s for %s in all", Plural(len(what), "other task"), s.dur(heldFor[m.ID]).Text)
+		case len(what) > 0:
+			desc = "held " + strings.Join(what, ", ")
+		}
+		for _, l := range s.leaves[m.ID] {
+			until := b
+			if l.Returned != nil {
+				until = l.Returned.Time
+			}
+			if w := s.work(max(l.From.Time, a), min(until, b)); w.MS > 0 {
+				if desc != "" {
+					desc += "; "
+				}
+				desc += fmt.Sprintf("was on leave for %s of it (#%d)", w.Text, l.From.Seq)
+			}
+		}
+		if desc == "" {
+			desc = "held nothing"
+		}
+		parts = append(parts, m.ID+" "+desc)
+	}
+	if eligible == 0 {
+		return "; no member could take it (its role serves no one on its queue)"
+	}
+	out := fmt.Sprintf("; meanwhile the %s who could take it: %s", Plural(eligible, "member"), strings.Join(parts, "; "))
+	if eligible > len(parts) {
+		out += fmt.Sprintf("; and %d more", eligible-len(parts))
+	}
+	return out
+}

@@ -17,10 +17,14 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/httpgw"
+	"github.com/corpsim/corpsim/agents/mcpseat"
 	"github.com/corpsim/corpsim/agents/natsserver"
+	"github.com/corpsim/corpsim/agents/nemogym"
 	"github.com/corpsim/corpsim/agents/wire"
+	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/sim/live"
 	"github.com/corpsim/corpsim/sim/server/metrics"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -54,6 +58,14 @@ type ServeOptions struct {
 	HTTPMaxConns    int
 	HTTPIdleTimeout time.Duration
 	HTTPReadTimeout time.Duration
+	// NoLive turns off the live view (/live/ on the --http listener).
+	NoLive bool
+	// NoMCP leaves the MCP server (/mcp, package mcpseat) off the --http
+	// listener (--mcp=false).
+	NoMCP bool
+	// NoNemo leaves the NeMo Gym resources-server routes (/nemo/…,
+	// package nemogym) off the --http listener (--nemo=false).
+	NoNemo bool
 	// WorldLimits bound every create request's world and load (zero
 	// fields: the defaults).
 	WorldLimits worlds.Limits
@@ -178,6 +190,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		m = metrics.New(func() (map[string]int, map[string]int) { return svc.Counts() })
 		observer = m
 	}
+	var hub *live.Hub
+	if o.HTTP != "" && !o.NoLive {
+		hub = live.NewHub()
+		observer = live.Observers{m, hub}
+	}
 	svcCfg := Config{Log: store, Bus: bus, Auth: auth, Logger: log, TurnTimeout: o.TurnTimeout,
 		JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, MaxSeats: o.MaxSeats, WorldLimits: o.WorldLimits, CheckpointEvery: o.CheckpointEvery, MaxEvents: o.MaxEvents,
 		LLM: o.LLM, Observer: observer, StateFile: stateFile}
@@ -230,7 +247,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		// The gateway takes back the seats of the resumed sessions
 		// before it takes requests, so that their clients' tokens
 		// work from the first request.
-		stop, err := serveHTTP(o, url, m, out, log, func(gw *httpgw.Gateway) {
+		stop, err := serveHTTP(o, url, m, store, hub, out, log, func(gw *httpgw.Gateway) {
 			resume()
 			if worker == nil {
 				adoptHTTPSeats(ctx, gw, svc, out, log)
@@ -289,7 +306,7 @@ func unjoin(err error) []error {
 // server at natsURL; before is called with the gateway before it listens.
 // The returned stop ends its long polls, shuts the HTTP server down and
 // closes the gateway.
-func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, out io.Writer, log hclog.Logger, before func(*httpgw.Gateway)) (stop func(), err error) {
+func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.Log, hub *live.Hub, out io.Writer, log hclog.Logger, before func(*httpgw.Gateway)) (stop func(), err error) {
 	if natsURL == "" {
 		return nil, app.Usagef("--http needs the NATS server to listen (--listen ADDR)")
 	}
@@ -297,6 +314,13 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, out io.Writer
 		Logger: log.Named("http"), TurnWait: o.TurnTimeout, MaxRequestBytes: o.MaxMessage})
 	if err != nil {
 		return nil, err
+	}
+	var lv *live.Server
+	if hub != nil {
+		if lv, err = live.New(store, hub, live.Config{OperatorToken: o.OperatorToken, Logger: log.Named("live")}); err != nil {
+			gw.Close()
+			return nil, err
+		}
 	}
 	before(gw)
 	ln, err := net.Listen("tcp", o.HTTP)
@@ -310,6 +334,11 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, out io.Writer
 	}
 	mux.Handle("/", gw.Handler())
 	closeAdapters := mountAdapters(mux, gw, o, m, log)
+	if lv != nil {
+		mux.Handle("/live/", lv.Handler())
+		prev := closeAdapters
+		closeAdapters = func() { lv.Close(); prev() }
+	}
 	srv, ln := httpServer(o, mux, ln, log.Named("http"))
 	done := make(chan struct{})
 	go func() {
@@ -319,6 +348,15 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, out io.Writer
 		}
 	}()
 	fmt.Fprintf(out, "corpsim HTTP gateway on http://%s/v1\n", ln.Addr())
+	if lv != nil {
+		fmt.Fprintf(out, "corpsim live view on http://%s/live/ (open /live/?token=OPERATOR_TOKEN once)\n", ln.Addr())
+	}
+	if !o.NoMCP {
+		fmt.Fprintf(out, "corpsim MCP server on http://%s%s (a seat token as the bearer token picks the seat)\n", ln.Addr(), mcpseat.Path)
+	}
+	if !o.NoNemo {
+		fmt.Fprintf(out, "corpsim NeMo Gym resources server on http://%s/nemo\n", ln.Addr())
+	}
 	log.Info("serving HTTP", "addr", ln.Addr().String())
 	return func() {
 		closeAdapters() // ends the adapters' connections (WebSockets, MCP streams) first
@@ -338,8 +376,17 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, out io.Writer
 // flag turns it off. The returned function closes them.
 func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *metrics.Metrics, log hclog.Logger) (closeAll func()) {
 	var closers []func()
-	_, _, _, _ = mux, gw, o, m
-	_ = log
+	if !o.NoMCP {
+		srv := mcpseat.New(gw, mcpseat.Config{Logger: log.Named("mcp"), MaxRequestBytes: o.MaxMessage, Recorder: m.Adapter("mcp")})
+		mux.Handle(mcpseat.Path, srv.Handler())
+		closers = append(closers, srv.Close)
+	}
+	if !o.NoNemo {
+		ng := nemogym.New(gw, nemogym.Config{Logger: log.Named("nemo"), Recorder: m.Adapter("nemo"),
+			MaxSessions: o.MaxSessions, MaxBodyBytes: o.MaxMessage, TurnWait: o.TurnTimeout})
+		mux.Handle("/nemo/", ng.Handler())
+		closers = append(closers, ng.Close)
+	}
 	return func() {
 		for _, c := range closers {
 			c()

@@ -12,6 +12,7 @@ import (
 // llmFlags are the flags that configure the llm agent.
 type llmFlags struct {
 	baseURL, model, keyEnv string
+	api                    string
 	history                int
 	temperature            float64
 }
@@ -20,6 +21,7 @@ func (l *llmFlags) add(c *cobra.Command) {
 	f := c.Flags()
 	f.StringVar(&l.baseURL, "llm-base-url", "https://api.openai.com/v1", "OpenAI-compatible endpoint of the llm agent")
 	f.StringVar(&l.model, "llm-model", "", "model of the llm agent")
+	f.StringVar(&l.api, "llm-api", llm.APIChat, "API the llm agent speaks: "+llm.APIChat+" (POST BASE/chat/completions) or "+llm.APIResponses+" (POST BASE/responses, the Responses API)")
 	f.StringVar(&l.keyEnv, "llm-key-env", "OPENAI_API_KEY", "environment variable holding the endpoint's API key")
 	f.IntVar(&l.history, "llm-history", 0, "past turns the llm agent keeps in its conversation (0: 4)")
 	f.Float64Var(&l.temperature, "llm-temperature", 0, "sampling temperature (default: the endpoint's)")
@@ -27,10 +29,13 @@ func (l *llmFlags) add(c *cobra.Command) {
 
 // agent makes the llm agent when the --agents spec names it.
 func (l *llmFlags) agent(cmd *cobra.Command, spec string, a *cmdline) (agents.Agent, error) {
+	if l.api != llm.APIChat && l.api != llm.APIResponses {
+		return nil, usagef("--llm-api is %q: it takes %s or %s", l.api, llm.APIChat, llm.APIResponses)
+	}
 	if !agents.MentionsLLM(spec) {
 		return nil, nil
 	}
-	o := llm.Options{BaseURL: l.baseURL, Model: l.model, APIKey: os.Getenv(l.keyEnv), MaxHistory: l.history, Logger: a.logger}
+	o := llm.Options{BaseURL: l.baseURL, API: l.api, Model: l.model, APIKey: os.Getenv(l.keyEnv), MaxHistory: l.history, Logger: a.logger}
 	if cmd.Flags().Changed("llm-temperature") {
 		t := l.temperature
 		o.Temperature = &t

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,7 +13,9 @@ import (
 
 func (a *cmdline) serveCmd() *cobra.Command {
 	o := server.ServeOptions{}
+	var mcpOn bool // --mcp
 	var lf llmFlags
+	var nemo bool // --nemo
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run an environment server: clients create sessions over NATS and remote agents play seats",
@@ -21,8 +24,14 @@ Operators (with the operator token, kept in DATA/operator.token) create and cont
 sessions on corpsim.v1.sessions.create and corpsim.v1.s.<session>.control; each
 remote seat gets its own credentials, which may only answer that seat's turns.
 With --http ADDR, an HTTP/JSON gateway serves the same protocol under /v1 (bearer
-tokens: the operator token, or a seat's token), including a Gym-style step.
+tokens: the operator token, or a seat's token), including a Gym-style step,
+an MCP server at /mcp whose tools are a seat's actions (a seat's token picks the seat),
+and NeMo Gym's resources-server routes under /nemo (seed_session, one route per tool,
+verify, and the Gymnasium-style reset/step; the session is named by a cookie).
 With --metrics ADDR (and on the --http listener), /metrics serves Prometheus metrics.
+On the --http listener, /live/ serves a live page per session (queues, members and
+what each holds, approvals waiting, score so far, latest events), updated as it runs;
+open /live/?token=OPERATOR_TOKEN once in a browser.
 
 On SIGTERM or SIGINT, serve stops taking sessions, lets each running session
 finish the batch it is on (up to --shutdown-grace), records it interrupted and
@@ -43,6 +52,8 @@ Every create request's world and load are checked against the world budgets
 				}
 			}
 			o.Logger, o.Stdout = a.logger, a.stdout
+			o.NoMCP = !mcpOn
+			o.NoNemo = !nemo
 			return server.Serve(cmd.Context(), o)
 		},
 	}
@@ -64,6 +75,13 @@ Every create request's world and load are checked against the world budgets
 	f.IntVar(&o.HTTPMaxConns, "http-max-conns", httpgw.DefaultMaxConns, "connections open at once on the --http and --metrics listeners; one more is answered 503 and closed")
 	f.DurationVar(&o.HTTPIdleTimeout, "http-idle-timeout", time.Minute, "how long an idle keep-alive HTTP connection is kept")
 	f.DurationVar(&o.HTTPReadTimeout, "http-read-timeout", time.Minute, "how long an HTTP client may take to send a whole request, body included")
+	f.BoolFunc("live", "serve the live view of the sessions (/live/) on the --http listener (default true; --live=false turns it off)", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		o.NoLive = !on
+		return err
+	})
+	f.BoolVar(&mcpOn, "mcp", true, "serve a Model Context Protocol server per seat at /mcp on the --http listener (a seat token as the bearer token picks the seat); --mcp=false turns it off")
+	f.BoolVar(&nemo, "nemo", true, "serve NeMo Gym's resources-server routes under /nemo on the --http listener (--nemo=false turns them off)")
 	worldLimitFlags(c, &o.WorldLimits)
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: adaptive, at least 1000 events apart and further as the state grows; negative: never)")
 	f.IntVar(&o.MaxEvents, "max-events", sim.DefaultMaxEvents, "events one session may append; once they are spent it ends with reason event_limit")

@@ -1,0 +1,44 @@
+package nemogym
+
+import (
+	"encoding/json"
+
+	"github.com/corpsim/corpsim/agents"
+)
+
+// Tool is a tool in the Responses API's function-tool shape, as NeMo Gym
+// task rows list them under responses_create_params.tools.
+type Tool struct {
+	Type        string            `json:"type"` // always "function"
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Parameters  agents.ToolSchema `json:"parameters"`
+	Strict      bool              `json:"strict"` // false: most tools have optional arguments
+}
+
+// observeDescription is the observe tool's description.
+const observeDescription = "See your observation now: waits until you are asked to decide (your turn) and returns the turn number " +
+	"and what you can see (JSON: your tasks, the tasks you may take, approvals, messages, budget, projects, and the actions of yours " +
+	"refused since your last turn), or that the session has ended with the team score. Every other tool answers your turn with " +
+	"its action and returns what came of it and your next observation."
+
+// Tools returns the adapter's tools: every action of agents.ToolDefs, in
+// its order, then observe.
+func Tools() []Tool {
+	defs := agents.ToolDefs()
+	out := make([]Tool, 0, len(defs)+1)
+	for _, d := range defs {
+		out = append(out, Tool{Type: "function", Name: d.Function.Name, Description: d.Function.Description, Parameters: d.Function.Parameters})
+	}
+	return append(out, Tool{Type: "function", Name: "observe", Description: observeDescription,
+		Parameters: agents.ToolSchema{Type: "object", Properties: map[string]agents.ToolProperty{}, Required: []string{}}})
+}
+
+// toolsJSON is GET /nemo/tools' answer.
+var toolsJSON = func() []byte {
+	b, err := json.Marshal(Tools())
+	if err != nil {
+		panic("nemogym: tools do not encode: " + err.Error())
+	}
+	return append(b, '\n')
+}()

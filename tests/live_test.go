@@ -1,0 +1,167 @@
+package tests
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/httpgw"
+	"github.com/corpsim/corpsim/agents/wire"
+	"github.com/corpsim/corpsim/org"
+)
+
+// TestLivePageInBrowser: corpsim serve --http serves a live page of a
+// running session, behind the operator token; in headless Chromium
+// (driven by the npm playwright-core package) it shows the session's
+// state at once, updates while the session runs, survives a reload, and
+// ends with the session's own events and score.
+func TestLivePageInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real corpsim and a browser")
+	}
+	browser := chromium(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed; .ci/run installs nodejs and npm")
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("npm is not installed; .ci/run installs nodejs and npm")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", dir, "playwright-core@1.65.1").CombinedOutput(); err != nil {
+		t.Fatalf("npm install playwright-core: %v\n%s", err, out)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(dir, "live_page.mjs") // next to its node_modules: ES modules resolve from the script's folder
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), "testdata", "live_page.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	data, haddr := filepath.Join(dir, "data"), freeAddr(t)
+	sp := startServe(t, data, "--http", haddr)
+	tok, err := os.ReadFile(filepath.Join(data, "operator.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := strings.TrimSpace(string(tok))
+	base := "http://" + haddr
+	// The session runs up to bob's first turn and waits there for the
+	// test, which plays bob through the gateway while the page watches.
+	code, body := httpDo(t.Context(), "POST", base+"/v1/sessions", op,
+		wire.CreateRequest{World: "startup", Seed: 4, Agents: "greedy,bob=remote"})
+	if code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	var reply wire.CreateReply
+	if err := json.Unmarshal(body, &reply); err != nil {
+		t.Fatal(err)
+	}
+
+	if code, _ := httpDo(t.Context(), "GET", base+"/live/"+reply.Session+"/stream", "wrong", nil); code != http.StatusUnauthorized {
+		t.Fatalf("the live stream with a wrong token: HTTP %d, want 401", code)
+	}
+	shots := t.ArtifactDir()
+	cmd := exec.Command(node, script, browser, base+"/live/"+reply.Session+"?token="+op, shots)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	type phase struct {
+		Phase   string  `json:"phase"`
+		Events  uint64  `json:"events"`
+		URL     string  `json:"url"`
+		Status  string  `json:"status"`
+		Members int     `json:"members"`
+		Score   float64 `json:"score"`
+		Latest  int     `json:"latest"`
+		Queues  int     `json:"queues"`
+	}
+	read := func(want string) phase {
+		t.Helper()
+		done := make(chan bool, 1)
+		var p phase
+		go func() { done <- lines.Scan() }()
+		select {
+		case ok := <-done:
+			if !ok || json.Unmarshal(lines.Bytes(), &p) != nil || p.Phase != want {
+				t.Fatalf("waiting for %q, the page script said %q\n%s", want, lines.Text(), stderr.String())
+			}
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("the page script did not reach %q\n%s", want, stderr.String())
+		}
+		t.Logf("page: %s", lines.Text())
+		return p
+	}
+	first := read("first")
+	if strings.Contains(first.URL, "token=") {
+		t.Errorf("the token stays in the address bar: %s", first.URL)
+	}
+	// bob takes one turn: the session goes on to his next.
+	seat := base + "/v1/sessions/" + reply.Session + "/seats/bob/"
+	bob := reply.Seats["bob"].Token
+	code, body = httpDo(t.Context(), "GET", seat+"observation?wait=30s", bob, nil)
+	var obs org.Observation
+	if code != http.StatusOK || json.Unmarshal(body, &obs) != nil || obs.Turn == 0 {
+		t.Fatalf("bob's first turn: %d %s", code, body)
+	}
+	acts, _ := (&agents.Greedy{}).Decide(t.Context(), obs)
+	if acts == nil {
+		acts = []org.Action{}
+	}
+	if code, body := httpDo(t.Context(), "POST", seat+"act", bob, org.Reply{Turn: obs.Turn, Actions: acts}); code != http.StatusOK {
+		t.Fatalf("bob's act: %d %s", code, body)
+	}
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	updated := read("updated")
+	if updated.Events <= first.Events || updated.Members == 0 || updated.Status != "running" {
+		t.Fatalf("the page did not update while the session ran: %d events then %d (%s), %d member rows", first.Events, updated.Events, updated.Status, updated.Members)
+	}
+	reloaded := read("reloaded")
+	if reloaded.Events < updated.Events || reloaded.Status != "running" {
+		t.Fatalf("after a reload the page shows %d events (%s), before it %d", reloaded.Events, reloaded.Status, updated.Events)
+	}
+	// bob plays through the gateway to the end.
+	p := &httpPlayer{done: make(chan struct{})}
+	pctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); <-p.done })
+	go p.run(pctx, seat, bob)
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	ended := read("ended")
+	sp.waitFor(t, reply.Session, "the end", 2*time.Minute, func(st wire.ControlReply) bool { return st.Status == "finished" })
+	code, body = httpDo(t.Context(), "GET", base+"/v1/sessions/"+reply.Session+"/score", op, nil)
+	var st httpgw.ScoreReply
+	if code != http.StatusOK || json.Unmarshal(body, &st) != nil || st.Status != "finished" {
+		t.Fatalf("score: %d %s", code, body)
+	}
+	if ended.Events != st.Events || math.Abs(ended.Score-st.Score) > 0.005 || ended.Latest == 0 || ended.Queues == 0 || !strings.HasPrefix(ended.Status, "ended") {
+		t.Fatalf("the ended page shows %d events, score %.2f, %q (%d latest rows, %d queues); the session has %d events, score %.2f",
+			ended.Events, ended.Score, ended.Status, ended.Latest, ended.Queues, st.Events, st.Score)
+	}
+	t.Logf("live page: %d events at first, %d while running, %d after a reload, %s at the end with %d events, score %.2f; screenshots in %s",
+		first.Events, updated.Events, reloaded.Events, ended.Status, ended.Events, ended.Score, shots)
+}
