@@ -354,3 +354,54 @@ func TestReportOfAFork(t *testing.T) {
 		t.Errorf("the parent's header: %q, fork line %q", p.Texts["header"], p.Texts["fork"])
 	}
 }
+
+// TestReportCreditsApproversAndAnswers: on procurement, approvers who
+// deliver nothing themselves show the approval steps they decided, and the
+// colleagues who answer questions the answers they gave, as the log counts
+// them.
+func TestReportCreditsApproversAndAnswers(t *testing.T) {
+	chromium(t)
+	data := t.TempDir()
+	res := cliResult(t, "run", "--world", "procurement", "--seed", "1", "--data", data, "--json")
+	got := renderReport(t, data, res.Session, "explains-procurement")
+	decided := countByActor(t, data, res.Session, "approval.granted")
+	for m, n := range countByActor(t, data, res.Session, "approval.rejected") {
+		decided[m] += n
+	}
+	answers := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(mustCLI(t, "log", res.Session, "--data", data, "--type", "message.sent")), "\n") {
+		var ev struct {
+			Actor   string `json:"actor"`
+			Payload struct {
+				ReplyTo string `json:"reply_to"`
+				Topic   string `json:"topic"`
+			} `json:"payload"`
+		}
+		if line == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Payload.ReplyTo != "" || ev.Payload.Topic != "" {
+			answers[ev.Actor]++
+		}
+	}
+	mem := got.Tables["members"]
+	dc, ac, del := column(t, mem, "approvals decided"), column(t, mem, "answers given"), column(t, mem, "delivered")
+	approverOnly, answerer := false, false
+	for _, r := range mem[1:] {
+		m := r[0]
+		if d := atoi(t, r[dc]); d != decided[m] {
+			t.Errorf("%s: the table shows %d approvals decided, the log %d", m, d, decided[m])
+		}
+		if a := atoi(t, r[ac]); a != answers[m] {
+			t.Errorf("%s: the table shows %d answers given, the log %d", m, a, answers[m])
+		}
+		approverOnly = approverOnly || (r[del] == "0.00" && decided[m] > 0)
+		answerer = answerer || answers[m] > 0
+	}
+	if !approverOnly || !answerer {
+		t.Errorf("want an approver who delivered nothing (%v) and a member who answered (%v) in procurement: %q", approverOnly, answerer, mem)
+	}
+}
