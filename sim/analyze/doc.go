@@ -1,7 +1,10 @@
 // Package analyze explains sessions after the fact, from their event logs:
 // why a task finished when it did (trace), what a member held, waited on
-// and was blocked by, how a project's critical path unfolded, and where two
-// runs or forks of a session went different ways (diff).
+// and was blocked by, how a project's critical path unfolded, where two
+// runs or forks of a session went different ways (diff), where the value a
+// session lost went, by cause (Diagnose, Aggregate), and the pure part of
+// counterfactual credit (FirstActions, ShapleyEstimate; the forks are
+// sim/app's).
 //
 // It is part of the pure core: it reads events handed to it and the world
 // recorded in session.started, rebuilds the company's state with
@@ -17,6 +20,8 @@
 //		fmt.Println(d.Text)
 //	}
 //	d := analyze.Compare(a, b)    // the first divergent seq of two sessions and what differed
+//	dg := s.Diagnose()            // lost points and hours by cause; they add up to dg.Lost
+//	dg.WriteText(os.Stdout, "session "+s.ID)
 //
 // Each result's WriteText renders it for people, as corpsim trace and diff
 // print it; its JSON is the struct's own.

@@ -28,6 +28,9 @@ type SweepOptions struct {
 	Parallel  int
 	// Progress, if set, is called after each run with the runs done and the total.
 	Progress func(done, total int)
+	// Diagnose diagnoses every run (analyze.Session.Diagnose) into
+	// SweepResult.Runs, for corpsim diagnose --sweep.
+	Diagnose bool
 }
 
 // SweepPoint is one (load, agents) cell of a sweep: means and sample
@@ -52,6 +55,9 @@ type SweepResult struct {
 	Seeds  int          `json:"seeds"`
 	Points []SweepPoint `json:"points"`
 	Wall   string       `json:"wall"`
+	// Runs are the runs' diagnoses in the sweep's order (load, agents,
+	// seed), if SweepOptions.Diagnose.
+	Runs []SweepRun `json:"runs,omitempty"`
 }
 
 // onTimeRate is the share of a run's work (project tasks and tickets) that
@@ -119,6 +125,10 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 		}
 	}
 	cards := make([]policies.Scorecard, len(jobs))
+	var runs []SweepRun
+	if o.Diagnose {
+		runs = make([]SweepRun, len(jobs))
+	}
 	errs := make([]error, len(jobs))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -146,6 +156,15 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 				return
 			}
 			cards[i] = res.Score
+			if runs != nil {
+				d, err := diagnoseLog(ctx, r.Log, res.Session)
+				if err != nil {
+					errs[i] = fmt.Errorf("load %g, agents %s, seed %d: %w", r.Load, r.Agents, r.Seed, err)
+					cancel()
+					return
+				}
+				runs[i] = sweepRun(w.Name, r.Load, r.Agents, r.Seed, d)
+			}
 			mu.Lock()
 			done++
 			if o.Progress != nil {
@@ -160,7 +179,7 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 			return nil, err
 		}
 	}
-	res := &SweepResult{World: w.Name, Rubric: policies.RubricVersion, Seeds: o.Seeds}
+	res := &SweepResult{World: w.Name, Rubric: policies.RubricVersion, Seeds: o.Seeds, Runs: runs}
 	for i := 0; i < len(jobs); i += o.Seeds {
 		j := jobs[i]
 		p := SweepPoint{Load: o.Loads[j.load], Agents: o.Agents[j.agents]}

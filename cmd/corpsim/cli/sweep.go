@@ -38,8 +38,8 @@ func (a *cmdline) sweepCmd() *cobra.Command {
 		Long: `Run every (load, agents, seed) of a world in memory, as eval runs each seed, and report
 per load and agents the mean and standard deviation over seeds of the completion rate, the
 on-time rate (work done and verified by its deadline or SLA, over all work) and the team score.
-With -o DIR it writes DIR/sweep.csv and DIR/sweep.svg (completion against load, one line per
-agents). --agents is a comma-separated list of agent names; to compare mixed seatings, separate
+With -o DIR it writes DIR/sweep.csv, DIR/sweep.svg (completion against load, one line per
+agents) and DIR/diagnose.jsonl (each run's diagnosis, for corpsim diagnose --sweep DIR). --agents is a comma-separated list of agent names; to compare mixed seatings, separate
 specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -53,6 +53,7 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 			if progress {
 				o.Progress = func(done, total int) { fmt.Fprintf(a.stderr, "\r\033[Ksweep: %d/%d runs", done, total) }
 			}
+			o.Diagnose = out != "" // for corpsim diagnose --sweep
 			res, err := app.Sweep(cmd.Context(), o, ro)
 			if progress {
 				fmt.Fprint(a.stderr, "\r\033[K")
@@ -68,6 +69,9 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 					return err
 				}
 				if _, err := app.WriteFileAtomic(filepath.Join(out, "sweep.svg"), res.Chart().WriteSVG); err != nil {
+					return err
+				}
+				if _, err := app.WriteFileAtomic(filepath.Join(out, app.SweepDiagnoses), res.WriteDiagnoses); err != nil {
 					return err
 				}
 			}
