@@ -327,6 +327,27 @@ func TestReportExplainsSupportDesk(t *testing.T) {
 			t.Errorf("member %s blocked others %q; want working time like 2h18m", r[0], r[bc])
 		}
 	}
+	// Where the lost value went: corpsim diagnose's causes, row for row.
+	var diag struct {
+		Lost   float64 `json:"lost"`
+		Causes []struct {
+			Cause  string  `json:"cause"`
+			Points float64 `json:"points"`
+		} `json:"causes"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, "diagnose", res.Session, "--data", data, "--json")), &diag); err != nil {
+		t.Fatal(err)
+	}
+	causes := got.Tables["causes"]
+	if len(causes) != len(diag.Causes)+1 || len(diag.Causes) == 0 {
+		t.Fatalf("the causes table %q; want diagnose's %d causes", causes, len(diag.Causes))
+	}
+	pc := column(t, causes, "points lost")
+	for i, c := range diag.Causes {
+		if r := causes[i+1]; r[0] != c.Cause || r[pc] != fmt.Sprintf("%.2f", c.Points) {
+			t.Errorf("cause row %d is %q; diagnose says %s %.2f", i, r, c.Cause, c.Points)
+		}
+	}
 	if !strings.Contains(got.Texts["interruptions"], "2 interruptions") {
 		t.Errorf("the interruption note says %q", got.Texts["interruptions"])
 	}

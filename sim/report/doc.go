@@ -1,6 +1,7 @@
 // Package report turns a session's event log into one self-contained HTML
 // page for analysts: a scorecard header (with a fork's parent, fork point
-// and own seed), a "why" section per failed project and late task (from
+// and own seed), a "why" section — where the lost value went (corpsim
+// diagnose's causes), and why each failed project and late task (from
 // the session's analysis, package analyze, which it is given as an
 // Explainer), SVG charts (a Gantt chart of each member's work, claims and
 // leave; the task DAG with the critical path, done-late and
@@ -8,8 +9,9 @@
 // approvals waiting by approver over time; outages and leaves marked on
 // every time chart), tables of members, approvers and the SLA by priority,
 // queue and arrival stream, and the refused actions grouped by rule with
-// races for the same item apart from policy violations. It also holds the small SVG chart
-// code that corpsim sweep draws its completion-against-load plot with. The
+// races for the same item apart from policy violations. It also holds the
+// small SVG chart code that corpsim sweep draws its completion-against-load
+// plot with. The
 // page and the charts are written by html/template, which escapes every
 // name and label by its context.
 //

@@ -203,6 +203,12 @@ dt { color: #666; }
 <h2>Why</h2>
 <div id="why">
 {{with .Why}}{{if .Note}}<div class="note">{{.Note}}</div>{{end}}
+{{with .Causes}}<h3>Where the lost value went</h3>
+<p class="sub">The work could have given {{f2 .Possible}} points; the team lost {{f2 .Lost}} of them, on {{.Failed}} of {{.Items}} tasks and tickets (as corpsim diagnose splits it).</p>
+<table id="causes"><tr><th>cause</th><th>points lost</th><th>share</th><th>working time</th><th>who or what</th></tr>
+{{range .Rows}}<tr data-cause="{{.Cause}}"><td>{{.Cause}}</td><td class="n">{{f2 .Points}}</td><td class="n">{{pct .Share}}</td><td class="n">{{.Hours}}</td><td>{{range $i, $d := .Detail}}{{if $i}}; {{end}}{{$d}}{{end}}</td></tr>
+{{else}}<tr><td colspan="5">nothing was lost</td></tr>
+{{end}}</table>{{end}}
 <h3>Projects that missed their bonus ({{.FailedGoal}})</h3>
 <div id="why-goals">
 {{range .Goals}}<div class="why goal" data-project="{{.Project}}"><b>project {{.Project}}</b>: {{.Done}} of {{.Tasks}} tasks done and verified, {{.OnTime}} on time{{if .Deadline}}, deadline {{.Deadline}}{{end}}.

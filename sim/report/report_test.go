@@ -536,6 +536,16 @@ func TestReportWhyIsTraces(t *testing.T) {
 	if len(r.Why.Goals) != failed || r.Why.FailedGoal != failed {
 		t.Errorf("why explains %d of %d failed projects (counted %d)", len(r.Why.Goals), failed, r.Why.FailedGoal)
 	}
+	d := s.Diagnose()
+	if c := r.Why.Causes; c == nil || len(c.Rows) != len(d.Causes) || c.Lost != d.Lost {
+		t.Errorf("causes %+v, want diagnose's %d causes of %g lost", r.Why.Causes, len(d.Causes), d.Lost)
+	} else {
+		for i, row := range c.Rows {
+			if row.Cause != d.Causes[i].Cause || row.Points != d.Causes[i].Points {
+				t.Errorf("cause %d: %s %g, diagnose says %s %g", i, row.Cause, row.Points, d.Causes[i].Cause, d.Causes[i].Points)
+			}
+		}
+	}
 	_, again := mustReport(t, w, evs, report.Options{Session: "s", Explain: mustAnalysis(t, evs)})
 	if again != page {
 		t.Fatal("two reports of the same events with their analysis differ")

@@ -3,20 +3,42 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
+	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/analyze"
 )
 
 // Explainer is what the report's "why" section asks of a session's
 // analysis: the causal story of a task and of a project, as corpsim trace
-// tells them. *analyze.Session implements it; the report writes no
-// analysis of its own.
+// tells them, and where the lost value went, as corpsim diagnose tells it.
+// *analyze.Session implements it; the report writes no analysis of its own.
 type Explainer interface {
 	Task(id string) (*analyze.TaskTrace, error)
 	Goal(id string) (*analyze.GoalTrace, error)
+	Diagnose() *analyze.Diagnosis
 }
+
+// CauseRow is one cause of the lost value, as corpsim diagnose gives it.
+type CauseRow struct {
+	Cause         string
+	Points, Share float64 // lost points put down to it, and their share of all lost
+	Hours         string  // working time of the failed items spent this way
+	Detail        []string
+}
+
+// Causes is the session's diagnosis: the value its work could have given,
+// what it lost, and the causes the loss splits into.
+type Causes struct {
+	Possible, Lost float64
+	Failed, Items  int
+	Rows           []CauseRow
+}
+
+// maxCauseDetail is how many parts of a cause's detail the table lists.
+const maxCauseDetail = 3
 
 var _ Explainer = (*analyze.Session)(nil)
 
@@ -58,8 +80,9 @@ type Why struct {
 	GoalsNote  string
 	Tasks      []TaskWhy
 	TasksNote  string
-	FailedGoal int // projects that did not earn their bonus
-	LateItems  int // tasks and tickets done late or open past their deadline
+	Causes     *Causes // nil without an analysis
+	FailedGoal int     // projects that did not earn their bonus
+	LateItems  int     // tasks and tickets done late or open past their deadline
 	// Note says why there are no explanations, when there cannot be any.
 	Note string
 }
@@ -119,6 +142,27 @@ func (b *Builder) why(r *Report) Why {
 	if e == nil {
 		w.Note = "no analysis of this session was available to the report (its replay did not match, or the caller gave none); corpsim trace explains single tasks"
 		return w
+	}
+	if d := e.Diagnose(); d != nil {
+		day := b.w.Calendar.DayLength()
+		c := &Causes{Possible: d.Possible, Lost: d.Lost, Failed: d.Failed, Items: d.Items}
+		for _, x := range d.Causes {
+			row := CauseRow{Cause: x.Cause, Points: x.Points,
+				Hours: analyze.FormatWork(clock.Duration(math.Round(x.Hours*float64(clock.Hour))), day)}
+			if d.Lost > 0 {
+				row.Share = x.Points / d.Lost
+			}
+			for i, p := range x.Detail {
+				if i == maxCauseDetail {
+					row.Detail = append(row.Detail, fmt.Sprintf("%d more", len(x.Detail)-maxCauseDetail))
+					break
+				}
+				row.Detail = append(row.Detail, fmt.Sprintf("%s (%s)", p.What,
+					analyze.FormatWork(clock.Duration(math.Round(p.Hours*float64(clock.Hour))), day)))
+			}
+			c.Rows = append(c.Rows, row)
+		}
+		w.Causes = c
 	}
 	// Failed goals, in world order.
 	for _, p := range r.Score.Projects {

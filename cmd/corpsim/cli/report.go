@@ -20,7 +20,7 @@ func (a *cmdline) reportCmd() *cobra.Command {
 		Short: "Write a session's report: one self-contained HTML page with charts",
 		Long: `Replay a session's log and write one self-contained HTML page (inline CSS and SVG,
 no script, nothing fetched from the network): the scorecard (a fork's header names its parent,
-fork point and own seed); why each project missed its bonus and why the latest tasks and
+fork point and own seed); where the lost value went, by cause (as diagnose splits it); why each project missed its bonus and why the latest tasks and
 tickets were late, from the same analysis as trace; the members with their roles, credit,
 approvals decided and answers given; a Gantt chart of each member's work, claims and leave;
 the task DAG with the critical path, done-late and open-past-deadline tasks; open items per
