@@ -327,6 +327,10 @@ func TestReportExplainsSupportDesk(t *testing.T) {
 			t.Errorf("member %s blocked others %q; want working time like 2h18m", r[0], r[bc])
 		}
 	}
+	// The same session gives the same bytes, analysis and all.
+	if a, b := mustCLI(t, "report", res.Session, "--data", data, "-o", "-"), mustCLI(t, "report", res.Session, "--data", data, "-o", "-"); a != b || len(a) < 10_000 {
+		t.Errorf("two reports of one session differ (%d and %d bytes)", len(a), len(b))
+	}
 	// Where the lost value went: corpsim diagnose's causes, row for row.
 	var diag struct {
 		Lost   float64 `json:"lost"`
