@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
@@ -30,18 +31,38 @@ func LoadAnalysis(ctx context.Context, data, id string, logger hclog.Logger) (*a
 	return s, nil
 }
 
-// BuildReport replays a stored session into its report.
+// BuildReport replays a stored session into its report, with the "why"
+// section answered by the session's analysis (the one trace uses). A log
+// whose replay does not match its recorded end is still reported, without
+// that section, so that the page can show the mismatch.
 func BuildReport(ctx context.Context, data, session string, o report.Options, logger hclog.Logger) (*report.Report, error) {
 	log, meta, err := OpenSession(ctx, data, session, logger)
 	if err != nil {
 		return nil, err
 	}
 	defer log.Close()
+	o.Session, o.Agents = meta.ID, meta.Agents
+	o.Parent, o.ForkSeq, o.Seed = meta.Parent, meta.ForkSeq, meta.Seed
+	s, err := analyze.Load(log.Read(ctx, meta.ID, 1))
+	switch {
+	case err == nil:
+		s.ID, s.Seed = meta.ID, meta.Seed
+		s.Agents, s.Parent, s.ForkSeq = meta.Agents, meta.Parent, meta.ForkSeq
+		o.Explain = s
+		b := report.NewBuilder(s.World, o)
+		for _, ev := range s.Events {
+			if err := b.Add(ev); err != nil {
+				return nil, fmt.Errorf("session %s: %w", meta.ID, err)
+			}
+		}
+		return b.Report(), nil
+	case !errors.Is(err, analyze.ErrMismatch):
+		return nil, fmt.Errorf("session %s: %w", meta.ID, err)
+	}
 	origin, err := driver.ReadOrigin(ctx, log, session)
 	if err != nil {
 		return nil, err
 	}
-	o.Session, o.Agents = meta.ID, meta.Agents
 	b := report.NewBuilder(origin.World, o)
 	// Borrowed events (Scan): the builder keeps nothing of an event's payload.
 	err = log.Scan(ctx, session, 1, func(ev *events.Event) error {

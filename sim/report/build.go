@@ -9,11 +9,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/sim/analyze"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -35,6 +35,20 @@ type Options struct {
 	MaxGanttBars int
 	// Width is the width of the timelines in pixels (0: 1100).
 	Width int
+	// Explain answers the "why" section: the session's analysis, as
+	// corpsim trace loads it (*analyze.Session). nil: the section says
+	// that it has none.
+	Explain Explainer
+	// MaxWhyGoals and MaxWhyTasks cap the projects and the late tasks the
+	// "why" section explains (0: 20 and 30).
+	MaxWhyGoals, MaxWhyTasks int
+	// Parent, ForkSeq and Seed come from the session's metadata: the
+	// session a fork was made from, the last of the parent's events it
+	// shares, and the fork's own seed, which session.started (written by
+	// the root session) does not know. Seed is used only when Parent is set.
+	Parent  string
+	ForkSeq uint64
+	Seed    uint64
 }
 
 func (o Options) withDefaults() Options {
@@ -55,6 +69,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Width <= 0 {
 		o.Width = 1100
+	}
+	if o.MaxWhyGoals <= 0 {
+		o.MaxWhyGoals = 20
+	}
+	if o.MaxWhyTasks <= 0 {
+		o.MaxWhyTasks = 30
 	}
 	return o
 }
@@ -79,14 +99,6 @@ type opened struct {
 	until  int64 // planned end, for spans still open at the end
 }
 
-type violationKey struct{ kind, rule, reason string }
-
-type violationGroup struct {
-	count   int
-	members []string
-	first   int64
-}
-
 // Builder collects what a report needs from a session's events, one at a
 // time and in order. It replays them onto its own org.State, so it needs
 // nothing but the log. A Builder is not safe for concurrent use.
@@ -102,22 +114,33 @@ type Builder struct {
 	rewardSum float64
 	approvals step
 	pending   int
+	desks     map[string]*desk  // approver -> their desk
+	deskOf    map[string]string // pending request -> the approver it waits for
+	since     map[string]int64  // pending request -> since when it waits there
+	decided   map[string]int    // member -> approval steps decided
+	answers   map[string]int    // member -> replies and information given
 
 	claims map[string]opened // task -> who holds it since when
 	work   map[string]opened // task -> the stint under way
 	leave  map[string]opened // member -> leave under way
 	spans  map[string]*[lanes][]Interval
 
-	violations map[violationKey]*violationGroup
+	rejections map[rejectionKey]*rejectionAcc
 	breaches   []string // tasks, in order of breach
 	verified   string
+
+	interruptions []Interruption
+	downSince     map[string]int // queue -> index in interruptions of its outage under way
+	awaySince     map[string]int // member -> index in interruptions of their leave under way
 }
 
 // NewBuilder starts a report of a session of world w.
 func NewBuilder(w *worlds.World, o Options) *Builder {
 	b := &Builder{o: o.withDefaults(), w: w, st: org.New(w), queueOpen: map[string]int{}, queues: map[string]*step{},
 		claims: map[string]opened{}, work: map[string]opened{}, leave: map[string]opened{},
-		spans: map[string]*[lanes][]Interval{}, violations: map[violationKey]*violationGroup{}}
+		spans: map[string]*[lanes][]Interval{}, rejections: map[rejectionKey]*rejectionAcc{},
+		desks: map[string]*desk{}, deskOf: map[string]string{}, since: map[string]int64{}, decided: map[string]int{}, answers: map[string]int{},
+		downSince: map[string]int{}, awaySince: map[string]int{}}
 	for _, q := range w.Queues {
 		b.queues[q.ID] = &step{}
 	}
@@ -258,19 +281,59 @@ func (b *Builder) observe(ev *events.Event) error {
 			return err
 		}
 		b.open(b.leave, ev.Actor, ev.Actor, t, int64(p.Until))
+		b.leaveStarted(ev.Actor, t, p)
 	case payload.EvMemberReturned:
 		b.close(b.leave, ev.Actor, LaneLeave, "leave", t)
+		b.interruptionEnded(b.awaySince, ev.Actor, t)
+	case payload.EvQueueDown:
+		p, err := payloadOf[payload.QueueDown](ev)
+		if err != nil {
+			return err
+		}
+		b.outageStarted(t, p)
+	case payload.EvQueueUp:
+		p, err := payloadOf[payload.QueueUp](ev)
+		if err != nil {
+			return err
+		}
+		b.interruptionEnded(b.downSince, p.Queue, t)
 	case payload.EvApprovalRequested:
+		p, err := payloadOf[payload.ApprovalRequested](ev)
+		if err != nil {
+			return err
+		}
 		b.pending++
 		b.approvals.set(t, float64(b.pending))
+		if len(p.Steps) > 0 {
+			b.toDesk(p.Request, p.Steps[0].Approver, t)
+		}
 	case payload.EvApprovalGranted, payload.EvApprovalRejected:
 		p, err := payloadOf[payload.ApprovalDecided](ev)
 		if err != nil {
 			return err
 		}
+		b.decided[ev.Actor]++
+		b.deskDecided(p.Request, ev.Actor, t)
 		if r := b.st.Request(p.Request); r != nil && r.Status != org.RequestPending {
 			b.pending--
 			b.approvals.set(t, float64(b.pending))
+		} else if r != nil {
+			b.toDesk(p.Request, r.Steps[r.Current].Approver, t)
+		}
+	case payload.EvApprovalEscalated:
+		p, err := payloadOf[payload.ApprovalEscalated](ev)
+		if err != nil {
+			return err
+		}
+		b.deskEscalated(p.Request, t)
+		b.toDesk(p.Request, p.To, t)
+	case payload.EvMessageSent:
+		p, err := payloadOf[payload.MessageSent](ev)
+		if err != nil {
+			return err
+		}
+		if p.ReplyTo != "" || p.Topic != "" {
+			b.answers[ev.Actor]++
 		}
 	case payload.EvReward:
 		p, err := payloadOf[payload.Reward](ev)
@@ -284,16 +347,7 @@ func (b *Builder) observe(ev *events.Event) error {
 		if err != nil {
 			return err
 		}
-		k := violationKey{p.Kind, p.Rule, p.Reason}
-		g := b.violations[k]
-		if g == nil {
-			g = &violationGroup{first: t}
-			b.violations[k] = g
-		}
-		g.count++
-		if !slices.Contains(g.members, ev.Actor) {
-			g.members = append(g.members, ev.Actor)
-		}
+		b.addRejection(ev.Actor, t, &p)
 	case payload.EvSLABreached:
 		p, err := payloadOf[payload.SLABreached](ev)
 		if err != nil {
@@ -330,6 +384,10 @@ func (b *Builder) Report() *Report {
 	if r.Load == 0 {
 		r.Load = 1
 	}
+	r.RootSeed = r.Seed
+	if b.o.Parent != "" {
+		r.Parent, r.ForkSeq, r.Seed = b.o.Parent, b.o.ForkSeq, b.o.Seed
+	}
 	if !st.Ended {
 		r.Ended = "not ended (still running or interrupted)"
 	}
@@ -344,35 +402,50 @@ func (b *Builder) Report() *Report {
 			r.Overdue++
 		}
 	}
+	r.Interruptions, r.InterruptionsNote = b.interruptionMarks(end)
 	r.Gantt = b.gantt(end)
+	r.Gantt.Interruptions = r.Interruptions
 	r.DAG = BuildDAG(st, b.o.MaxDAGNodes)
 	r.Queues, r.QueuesNote = b.queueChart(end)
 	r.Reward = b.timeChart("Cumulative reward (team)", "reward", []Series{{Name: "team reward", Points: b.series(&b.reward, end)}})
 	if len(b.reward.pts) <= 1 {
 		r.Reward.Note = "no reward events in this session"
 	}
-	r.Approvals = b.timeChart("Approval requests waiting", "requests pending", []Series{{Name: "pending", Points: b.series(&b.approvals, end)}})
+	r.Desks = b.deskRows(end)
+	r.Approvals, r.ApprovalsNote = b.approvalsChart(r.Desks, end)
 	if len(st.Requests) == 0 {
 		r.Approvals.Note = "no approval requests in this session"
 	}
-	r.Violations, r.ViolationsOmitted = b.violationRows()
+	for _, c := range []*LineChart{&r.Queues, &r.Reward, &r.Approvals} {
+		c.Interruptions = r.Interruptions
+	}
+	r.Rejections = b.rejectionGroups()
 	r.Breaches = len(b.breaches)
 	r.BreachExamples = b.breaches[:min(len(b.breaches), 20)]
-	r.Members = r.Score.Members
+	r.SLA = sla(st)
+	r.Why = b.why(r)
+	r.Members = b.memberRows(r.Score.Members)
 	if len(r.Members) > b.o.MaxGanttRows {
 		top := slices.Clone(r.Members)
-		sort.SliceStable(top, func(i, j int) bool { return top[i].Delivered > top[j].Delivered })
+		// Those who delivered most, then those who decided or answered most.
+		sort.SliceStable(top, func(i, j int) bool {
+			if top[i].Delivered != top[j].Delivered {
+				return top[i].Delivered > top[j].Delivered
+			}
+			return top[i].Decided+top[i].Answers > top[j].Decided+top[j].Answers
+		})
 		keep := map[string]bool{}
 		for _, m := range top[:b.o.MaxGanttRows] {
 			keep[m.Member] = true
 		}
+		all := r.Members
 		r.Members = nil
-		for _, m := range r.Score.Members {
+		for _, m := range all {
 			if keep[m.Member] {
 				r.Members = append(r.Members, m)
 			}
 		}
-		r.MembersNote = fmt.Sprintf("%d of %d members shown (those who delivered most); %d omitted", len(r.Members), len(r.Score.Members), len(r.Score.Members)-len(r.Members))
+		r.MembersNote = fmt.Sprintf("%d of %d members shown (those who delivered most, then those who decided or answered most); %d omitted", len(r.Members), len(all), len(all)-len(r.Members))
 	}
 	r.Unverified = r.Score.Unverified[:min(len(r.Score.Unverified), 20)]
 	r.UnverifiedMore = len(r.Score.Unverified) - len(r.Unverified)
@@ -432,36 +505,6 @@ func (b *Builder) queueChart(end int64) (LineChart, string) {
 // Options returns the options in force, defaults filled in.
 func (b *Builder) Options() Options { return b.o }
 
-func (b *Builder) violationRows() ([]ViolationRow, string) {
-	var rows []ViolationRow
-	for k, g := range b.violations {
-		rows = append(rows, ViolationRow{Kind: k.kind, Rule: k.rule, Reason: k.reason, Count: g.count, Members: g.members, First: g.first,
-			FirstWall: b.w.Calendar.Wall(clock.Time(g.first)).Format("Mon Jan 02 15:04")})
-	}
-	sort.Slice(rows, func(i, j int) bool {
-		a, c := rows[i], rows[j]
-		if a.Count != c.Count {
-			return a.Count > c.Count
-		}
-		if a.Kind != c.Kind {
-			return a.Kind < c.Kind
-		}
-		if a.Rule != c.Rule {
-			return a.Rule < c.Rule
-		}
-		return a.Reason < c.Reason
-	})
-	if len(rows) <= b.o.MaxViolationRows {
-		return rows, ""
-	}
-	n := 0
-	for _, r := range rows[b.o.MaxViolationRows:] {
-		n += r.Count
-	}
-	note := fmt.Sprintf("%d more kinds of rejection (%d rejected actions) omitted", len(rows)-b.o.MaxViolationRows, n)
-	return rows[:b.o.MaxViolationRows], note
-}
-
 func agentSummary(agents map[string]string) string {
 	n := map[string]int{}
 	for _, a := range agents {
@@ -472,4 +515,24 @@ func agentSummary(agents map[string]string) string {
 		parts = append(parts, fmt.Sprintf("%s×%d", a, n[a]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// memberRows adds to the scorecard's credit what the members table shows
+// besides: role, agent, approvals decided, answers given, and the working
+// time others were blocked on them, written for people.
+func (b *Builder) memberRows(credit []policies.MemberCredit) []MemberRow {
+	day := b.w.Calendar.DayLength()
+	var rows []MemberRow
+	for _, c := range credit {
+		row := MemberRow{MemberCredit: c, Agent: b.o.Agents[c.Member], Decided: b.decided[c.Member], Answers: b.answers[c.Member],
+			Blocked: analyze.FormatWork(c.BlockedOthers, day)}
+		if m := b.st.Member(c.Member); m != nil {
+			row.Role = m.Role
+		}
+		if wm, ok := b.w.Member(c.Member); ok && wm.NPC != nil && row.Agent == "" {
+			row.Agent = "simulated colleague"
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }

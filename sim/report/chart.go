@@ -38,6 +38,9 @@ type LineChart struct {
 	YMin, YMax float64
 	// Note is written in the plot area (e.g. why it is empty).
 	Note string
+	// Interruptions are marked as bands across the plot (X in the same
+	// units as the series: simulated milliseconds on the time charts).
+	Interruptions []Interruption
 }
 
 const (
@@ -108,7 +111,7 @@ func (c LineChart) WriteSVG(w io.Writer) error {
 	}
 	for _, t := range niceTicks(ylo, yhi, 5) {
 		y := Y(t)
-		v.YTicks = append(v.YTicks, svgTick{svgLine{padLeft, y, padLeft + pw, y}, padLeft - 6, y, yf(t)})
+		v.YTicks = append(v.YTicks, svgTick{svgLine{padLeft, y, padLeft + pw, y}, padLeft - 6, y, yf(t), "end"})
 	}
 	var xt []Tick
 	if c.XTicks != nil {
@@ -120,8 +123,9 @@ func (c LineChart) WriteSVG(w io.Writer) error {
 	}
 	for _, t := range xt {
 		x := X(t.V)
-		v.XTicks = append(v.XTicks, svgTick{svgLine{x, padTop + ph, x, padTop + ph + 4}, x, padTop + ph + 16, t.Label})
+		v.XTicks = append(v.XTicks, svgTick{svgLine{x, padTop + ph, x, padTop + ph + 4}, x, padTop + ph + 16, t.Label, tickAnchor(x, t.Label, 0, float64(W))})
 	}
+	v.Bands, v.BandLegend = interruptionBands(c.Interruptions, func(t int64) float64 { return X(float64(t)) }, padLeft, padLeft+pw, padTop, ph, float64(W-padRight))
 	if c.Note != "" {
 		v.Note = &svgLabel{padLeft + pw/2, padTop + ph/2, c.Note}
 	}
@@ -155,6 +159,49 @@ func (c LineChart) WriteSVG(w io.Writer) error {
 		}
 	}
 	return execSVG(w, "line", v)
+}
+
+// tickAnchor is the text-anchor of an axis label at x: centred, unless
+// that would cut it at the chart's edges lo or hi.
+func tickAnchor(x float64, label string, lo, hi float64) string {
+	half := float64(len([]rune(label))) * 6.5 / 2 // about 6.5px a character at 11px
+	switch {
+	case x+half > hi:
+		return "end"
+	case x-half < lo:
+		return "start"
+	}
+	return "middle"
+}
+
+// interruptionStyle is the colour of each kind of interruption's band.
+var interruptionStyle = map[string]string{InterruptOutage: "#e15759", InterruptLeave: "#b07aa1"}
+
+// interruptionBands lays out the interruptions as bands between the
+// plot's left and right edges (x0, x1) from top, h tall, and a legend
+// ending at legendRight for the kinds present.
+func interruptionBands(ivs []Interruption, X func(int64) float64, x0, x1, top, h, legendRight float64) ([]svgBand, []svgBandLegend) {
+	var bands []svgBand
+	seen := map[string]bool{}
+	for _, iv := range ivs {
+		a, b := max(X(iv.From), x0), min(X(iv.To), x1)
+		if b < a+2 {
+			b = min(a+2, x1)
+			a = b - 2
+		}
+		bands = append(bands, svgBand{Class: "interruption " + iv.Kind, X: a, Y: top, W: b - a, H: h, Fill: interruptionStyle[iv.Kind], Tip: iv.Label})
+		seen[iv.Kind] = true
+	}
+	var legend []svgBandLegend
+	x := legendRight
+	for _, k := range []string{InterruptLeave, InterruptOutage} { // drawn right to left
+		if !seen[k] {
+			continue
+		}
+		x -= 70
+		legend = append(legend, svgBandLegend{X: x, TX: x + 16, Fill: interruptionStyle[k], Label: k})
+	}
+	return bands, legend
 }
 
 // dash is the stroke-dasharray of series i ("": solid), so that lines

@@ -74,6 +74,7 @@ type DAGNode struct {
 	Who                string   // who did it, or holds it
 	Critical           bool     // on its project's critical path
 	Late               bool     // done after its deadline, or still open past it
+	Overdue            bool     // of the late ones, still open past its deadline
 	Layer, Row         int
 }
 
@@ -192,6 +193,7 @@ func BuildDAG(st *org.State, maxNodes int) DAG {
 				continue
 			}
 			nd := DAGNode{ID: t.ID, Title: t.Spec.Title, Project: pr.id, Status: t.Status, Critical: pr.critical[t.ID], Late: isLate(st, t)}
+			nd.Overdue = nd.Late && t.Status != org.StatusDone
 			nd.Who = t.DoneBy
 			if nd.Who == "" {
 				nd.Who = t.Assignee
@@ -226,6 +228,13 @@ func isLate(st *org.State, t *org.Task) bool {
 	return st.Now > t.Deadline
 }
 
+// Fill and stroke of the late tasks: done late (orange) and still open
+// past the deadline (red), as the scorecard's cards show them.
+var (
+	dagDoneLate = [2]string{"#fdd0a2", "#d94801"}
+	dagOverdue  = [2]string{"#f4a6a6", "#a50f15"}
+)
+
 const (
 	dagNodeW  = 120
 	dagNodeH  = 22
@@ -239,7 +248,7 @@ const (
 // project, a column per layer of dependencies, critical-path tasks and the
 // edges between them outlined, late tasks in red.
 func (d DAG) WriteSVG(w io.Writer) error {
-	W := max(20+d.Layers*dagPitchX, 700)
+	W := max(20+d.Layers*dagPitchX, 820) // at least the legend's width
 	H := dagTop + 10
 	bandTop := map[string]int{}
 	for i, p := range d.Projects {
@@ -255,11 +264,15 @@ func (d DAG) WriteSVG(w io.Writer) error {
 	}
 	v := dagView{W: W, H: H, NodeW: dagNodeW, NodeH: dagNodeH}
 	legend := []struct{ fill, stroke, sw, label string }{
-		{"#d9f0d3", "#999", "1", "done on time"}, {"#f4a6a6", "#c0392b", "1", "late"},
+		{"#d9f0d3", "#999", "1", "done on time"}, {dagDoneLate[0], dagDoneLate[1], "1", "done late"},
+		{dagOverdue[0], dagOverdue[1], "1", "open past deadline"},
 		{"#deebf7", "#999", "1", "in hand"}, {"#f0f0f0", "#999", "1", "open"}, {"#fff", "#e6550d", "3", "critical path"},
 	}
 	for i, l := range legend {
-		x := 190 + i*105
+		x := 170 + i*100
+		if i >= 3 {
+			x += 40 // "open past deadline" is a longer label
+		}
 		v.Legend = append(v.Legend, dagLegend{X: x, TX: x + 18, Fill: l.fill, Stroke: l.stroke, Width: l.sw, Label: l.label})
 	}
 	if len(d.Nodes) == 0 {
@@ -289,8 +302,10 @@ func (d DAG) WriteSVG(w io.Writer) error {
 		p := pos[nd.ID]
 		n := dagNodeView{X: p[0], Y: p[1], TX: p[0] + 6, TY: p[1] + 15, Fill: "#f0f0f0", Stroke: "#999", StrokeWidth: "1", Label: truncate(nd.ID, 18)}
 		switch {
+		case nd.Overdue:
+			n.Fill, n.Stroke = dagOverdue[0], dagOverdue[1]
 		case nd.Late:
-			n.Fill, n.Stroke = "#f4a6a6", "#c0392b"
+			n.Fill, n.Stroke = dagDoneLate[0], dagDoneLate[1]
 		case nd.Status == org.StatusDone:
 			n.Fill = "#d9f0d3"
 		case nd.Status != org.StatusOpen:
@@ -303,8 +318,11 @@ func (d DAG) WriteSVG(w io.Writer) error {
 		if nd.Who != "" {
 			n.Tip += ", " + nd.Who
 		}
-		if nd.Late {
-			n.Tip += ", late"
+		switch {
+		case nd.Overdue:
+			n.Tip += ", open past its deadline"
+		case nd.Late:
+			n.Tip += ", done late"
 		}
 		if nd.Critical {
 			n.Tip += ", critical path"
@@ -314,8 +332,11 @@ func (d DAG) WriteSVG(w io.Writer) error {
 		if nd.Critical {
 			n.Class += " critical"
 		}
-		if nd.Late {
-			n.Class += " late"
+		switch {
+		case nd.Overdue:
+			n.Class += " late overdue"
+		case nd.Late:
+			n.Class += " late done-late"
 		}
 		v.Nodes = append(v.Nodes, n)
 	}

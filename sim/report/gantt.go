@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/corpsim/corpsim/clock"
 )
 
 // Bar is a run of a Gantt lane in pixels: intervals closer than a pixel are
@@ -33,6 +35,8 @@ type Gantt struct {
 	Gap   int    // bars less than Gap+1 pixels apart were merged (0: only touching ones)
 	Ticks []Tick // of the time axis; nil: elapsed time (TimeTicks)
 	Note  string // what was left out
+	// Interruptions are marked as bands across every row.
+	Interruptions []Interruption
 }
 
 // maxBarLabels is how many task names a merged bar lists in its tooltip.
@@ -166,8 +170,10 @@ func (g Gantt) WriteSVG(w io.Writer) error {
 	}
 	for _, t := range ticks {
 		x := float64(x0) + t.V/float64(max(g.End, 1))*float64(g.Width)
-		v.Ticks = append(v.Ticks, svgTick{svgLine{x, ganttTop - 4, x, float64(bottom)}, x, float64(bottom + 14), t.Label})
+		v.Ticks = append(v.Ticks, svgTick{svgLine{x, ganttTop - 4, x, float64(bottom)}, x, float64(bottom + 14), t.Label, tickAnchor(x, t.Label, 0, float64(W))})
 	}
+	X := func(t int64) float64 { return float64(x0) + float64(t)/float64(max(g.End, 1))*float64(g.Width) }
+	v.Bands, v.BandLegend = interruptionBands(g.Interruptions, X, float64(x0), float64(x0+g.Width), ganttTop, float64(bottom-ganttTop), float64(W-10))
 	v.AxisLabel = svgLabel{float64(x0) + float64(g.Width)/2, float64(bottom + 30), timeLabel}
 	if len(g.Rows) == 0 {
 		v.Empty = &svgLabel{float64(x0 + 10), ganttTop + 14, "nobody held a task or went on leave"}
@@ -177,7 +183,7 @@ func (g Gantt) WriteSVG(w io.Writer) error {
 		rv := ganttRowView{Y: y, LabelY: y + ganttRowH/2, Stripe: i%2 == 1,
 			Label: truncate(r.Member+" · "+r.Role, 24),
 			Tip: fmt.Sprintf("%s (%s): work %s, held %s, leave %s", r.Member, r.Role,
-				FormatElapsed(r.Busy[LaneWork]), FormatElapsed(r.Busy[LaneClaim]), FormatElapsed(r.Busy[LaneLeave]))}
+				human(r.Busy[LaneWork]), human(r.Busy[LaneClaim]), human(r.Busy[LaneLeave]))}
 		for l, bars := range r.Bars {
 			st := laneStyle[l]
 			for _, bar := range bars {
@@ -194,5 +200,8 @@ func barTitle(member, lane string, bar Bar) string {
 	if bar.N > len(bar.Labels) {
 		s += fmt.Sprintf(" (+%d more)", bar.N-len(bar.Labels))
 	}
-	return s + ", " + FormatElapsed(bar.Busy)
+	return s + ", " + human(bar.Busy)
 }
+
+// human writes simulated milliseconds of wall-clock span for people ("3h45m", "154d").
+func human(ms int64) string { return clock.Duration(ms).Human() }

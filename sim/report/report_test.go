@@ -15,6 +15,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/analyze"
 	"github.com/corpsim/corpsim/sim/report"
 	"github.com/corpsim/corpsim/sim/simtest"
 	"github.com/corpsim/corpsim/worlds"
@@ -480,5 +481,171 @@ func TestChartEscapesByContext(t *testing.T) {
 	}
 	if doc.Title != evil || len(doc.Polylines) != 2 || doc.Polylines[0].Series != evil || doc.Polylines[0].Title != evil {
 		t.Fatalf("read back %+v, want the text %q in each place", doc, evil)
+	}
+}
+
+// mustAnalysis loads events for analysis, as corpsim trace does.
+func mustAnalysis(tb testing.TB, evs []events.Event) *analyze.Session {
+	tb.Helper()
+	s, err := analyze.Load(func(yield func(events.Event, error) bool) {
+		for _, ev := range evs {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// TestReportWhyIsTraces: the why section is trace's analysis, not another:
+// each late item's summary and waits are analyze's, the latest first, and
+// each project that missed its bonus is explained; with the analysis the
+// page is still the same bytes every time.
+func TestReportWhyIsTraces(t *testing.T) {
+	w, src := mustWorld(t, "product-launch", nil)
+	evs := drive(t, w, src, 1)
+	s := mustAnalysis(t, evs)
+	r, page := mustReport(t, w, evs, report.Options{Session: "s", Explain: s})
+	if r.Why.LateItems == 0 || len(r.Why.Tasks) == 0 {
+		t.Fatalf("why: %d late items, %d explained; want some (product-launch runs late)", r.Why.LateItems, len(r.Why.Tasks))
+	}
+	for _, tw := range r.Why.Tasks {
+		tr, err := s.Task(tw.Task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tw.Summary != tr.Summary || tw.Outcome != tr.Outcome || (tw.Outcome != "late" && tw.Outcome != "overdue") {
+			t.Errorf("%s: why says %q (%s), trace says %q (%s)", tw.Task, tw.Summary, tw.Outcome, tr.Summary, tr.Outcome)
+		}
+		if len(tw.Reasons) > 0 && tw.Reasons[0].Text != tr.Delays[0].Text {
+			t.Errorf("%s: first reason %q, want trace's longest wait %q", tw.Task, tw.Reasons[0].Text, tr.Delays[0].Text)
+		}
+		if !strings.Contains(page, `data-task="`+tw.Task+`"`) {
+			t.Errorf("the page does not explain %s", tw.Task)
+		}
+	}
+	failed := 0
+	for _, p := range r.Score.Projects {
+		if !p.Completed {
+			failed++
+		}
+	}
+	if len(r.Why.Goals) != failed || r.Why.FailedGoal != failed {
+		t.Errorf("why explains %d of %d failed projects (counted %d)", len(r.Why.Goals), failed, r.Why.FailedGoal)
+	}
+	d := s.Diagnose()
+	if c := r.Why.Causes; c == nil || len(c.Rows) != len(d.Causes) || c.Lost != d.Lost {
+		t.Errorf("causes %+v, want diagnose's %d causes of %g lost", r.Why.Causes, len(d.Causes), d.Lost)
+	} else {
+		for i, row := range c.Rows {
+			if row.Cause != d.Causes[i].Cause || row.Points != d.Causes[i].Points {
+				t.Errorf("cause %d: %s %g, diagnose says %s %g", i, row.Cause, row.Points, d.Causes[i].Cause, d.Causes[i].Points)
+			}
+		}
+	}
+	_, again := mustReport(t, w, evs, report.Options{Session: "s", Explain: mustAnalysis(t, evs)})
+	if again != page {
+		t.Fatal("two reports of the same events with their analysis differ")
+	}
+	// Without an analysis the section says so.
+	r0, _ := mustReport(t, w, evs, report.Options{Session: "s"})
+	if r0.Why.Note == "" || len(r0.Why.Tasks) != 0 || r0.Why.LateItems != r.Why.LateItems {
+		t.Errorf("without analysis: note %q, %d explained, %d late", r0.Why.Note, len(r0.Why.Tasks), r0.Why.LateItems)
+	}
+}
+
+// TestReportRejectionsAndSLA: on support-desk every refusal is in exactly
+// one group, races apart, with the names taken out of the rules; the SLA
+// rows add up to the scorecard's tickets, in-SLA and breaches, each way.
+func TestReportRejectionsAndSLA(t *testing.T) {
+	w, src := mustWorld(t, "support-desk", nil)
+	evs := drive(t, w, src, 2)
+	r, page := mustReport(t, w, evs, report.Options{Session: "s"})
+	rj := r.Rejections
+	if got := rj.ContentionN + rj.PolicyN + rj.OtherN; got != r.Score.Rejections || rj.PolicyN != r.Score.Violations {
+		t.Fatalf("groups count %d refusals (%d policy), want %d (%d)", got, rj.PolicyN, r.Score.Rejections, r.Score.Violations)
+	}
+	if rj.ContentionN == 0 {
+		t.Fatal("no races on support-desk with six greedy agents; want some")
+	}
+	for _, g := range append(append([]report.RejectionGroup{}, rj.Contention...), rj.Other...) {
+		if strings.Contains(g.Rule, `"`) || regexp.MustCompile(`\b(ana|ben|cho|dev|eli|general-\d+)\b`).MatchString(g.Rule) {
+			t.Errorf("rule %q still names an item or a member", g.Rule)
+		}
+	}
+	for _, g := range rj.Other {
+		if strings.Contains(g.Rule, "already in_progress by") {
+			t.Errorf("a lost claim race is filed as another refusal: %+v", g)
+		}
+	}
+	for name, rows := range map[string][]report.SLARow{"priority": r.SLA.ByPriority, "queue": r.SLA.ByQueue, "stream": r.SLA.ByStream} {
+		var n, in, br int
+		for _, x := range rows {
+			n, in, br = n+x.Tickets, in+x.InSLA, br+x.Breaches
+			if x.InSLA+x.Late+x.Overdue+x.Open+x.Unverified != x.Tickets {
+				t.Errorf("SLA by %s, %s: %+v does not add up", name, x.Key, x)
+			}
+		}
+		if n != r.Score.Tickets || in != r.Score.TicketsInSLA || br != r.Score.SLABreaches {
+			t.Errorf("SLA by %s: %d tickets, %d within, %d breaches; scorecard %d, %d, %d", name, n, in, br, r.Score.Tickets, r.Score.TicketsInSLA, r.Score.SLABreaches)
+		}
+	}
+	if len(r.Interruptions) != 2 || r.Interruptions[0].Kind != report.InterruptOutage || r.Interruptions[1].Kind != report.InterruptLeave {
+		t.Fatalf("interruptions %+v, want the outage then the leave", r.Interruptions)
+	}
+	if n := strings.Count(page, `class="interruption outage"`); n != 4 {
+		t.Errorf("the outage is marked %d times, want on the 4 time charts", n)
+	}
+	if strings.Contains(page, ".0h<") || regexp.MustCompile(`>\d+\.\dh<`).MatchString(page) {
+		t.Error("the page writes a duration as decimal hours")
+	}
+}
+
+// TestReportForkHeader: a fork's page names its parent and fork point and
+// shows its own seed.
+func TestReportForkHeader(t *testing.T) {
+	w, src := mustWorld(t, "startup", nil)
+	evs := drive(t, w, src, 1)
+	_, page := mustReport(t, w, evs, report.Options{Session: "f", Parent: "p1", ForkSeq: 100, Seed: 3})
+	for _, want := range []string{"fork of p1 at event #100", "startup · seed 3 · load", "session.started recorded seed 1"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	_, plain := mustReport(t, w, evs, report.Options{Session: "s", Seed: 3})
+	if strings.Contains(plain, `id="fork"`) || !strings.Contains(plain, "startup · seed 1 · load") {
+		t.Error("a session that is not a fork shows a fork line or another seed")
+	}
+}
+
+// TestGanttLastTickInside: a tick at the right edge is anchored at its end,
+// so its label stays inside the chart; one at the left edge at its start.
+func TestGanttLastTickInside(t *testing.T) {
+	const day = 86_400_000
+	g := report.Gantt{End: 10 * day, Width: 900, Ticks: []report.Tick{{V: 0, Label: "Mon Jan 05"}, {V: 5 * day, Label: "Sat Jan 10"}, {V: 10 * day, Label: "Thu Jan 15"}},
+		Rows: []report.GanttRow{{Member: "a", Role: "r"}}}
+	var b bytes.Buffer
+	if err := g.WriteSVG(&b); err != nil {
+		t.Fatal(err)
+	}
+	for label, anchor := range map[string]string{"Mon Jan 05": "middle", "Sat Jan 10": "middle", "Thu Jan 15": "end"} {
+		m := regexp.MustCompile(`text-anchor="(\w+)">` + label + `<`).FindStringSubmatch(b.String())
+		if m == nil || m[1] != anchor {
+			t.Errorf("tick %s: anchor %v, want %s", label, m, anchor)
+		}
+	}
+	c := report.LineChart{Width: 400, Series: []report.Series{{Name: "x", Points: []report.Point{{X: 0, Y: 1}, {X: 10, Y: 2}}}},
+		XTicks: func(lo, hi float64) []report.Tick {
+			return []report.Tick{{V: lo, Label: "a much longer first label of this axis"}, {V: hi, Label: "a long last label"}}
+		}}
+	b.Reset()
+	if err := c.WriteSVG(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `text-anchor="start">a much longer first label of this axis<`) || !strings.Contains(b.String(), `text-anchor="end">a long last label<`) {
+		t.Errorf("line chart edge ticks not anchored inside:\n%s", b.String())
 	}
 }

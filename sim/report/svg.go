@@ -21,6 +21,20 @@ type svgTick struct {
 	svgLine
 	TX, TY float64
 	Label  string
+	Anchor string // text-anchor: middle, start or end
+}
+
+// svgBand is an interruption's band across a plot.
+type svgBand struct {
+	Class      string
+	X, Y, W, H float64
+	Fill, Tip  string
+}
+
+// svgBandLegend is the legend entry of a kind of interruption.
+type svgBandLegend struct {
+	X, TX       float64
+	Fill, Label string
 }
 
 // svgLabel is a text at a position.
@@ -64,6 +78,8 @@ type lineView struct {
 	Note           *svgLabel
 	Series         []lineSeries
 	Legend         []legendItem
+	Bands          []svgBand
+	BandLegend     []svgBandLegend
 }
 
 // ganttLane is a lane's style, for its legend and its bars.
@@ -96,13 +112,15 @@ type ganttRowView struct {
 
 // ganttView is a Gantt chart as drawn.
 type ganttView struct {
-	W, H      int
-	RowH      int
-	Legend    []ganttLegend
-	Ticks     []svgTick
-	AxisLabel svgLabel
-	Empty     *svgLabel
-	Rows      []ganttRowView
+	W, H       int
+	RowH       int
+	Legend     []ganttLegend
+	Ticks      []svgTick
+	AxisLabel  svgLabel
+	Empty      *svgLabel
+	Rows       []ganttRowView
+	Bands      []svgBand
+	BandLegend []svgBandLegend
 }
 
 // dagLegend is an entry of the DAG's legend.
@@ -150,7 +168,8 @@ var svgTemplates = template.Must(template.New("svg").Funcs(template.FuncMap{"num
 	`{{range .YTicks}}<line x1="{{num .X1}}" y1="{{num .Y1}}" x2="{{num .X2}}" y2="{{num .Y2}}" stroke="#e5e5e5"/>`,
 	`<text x="{{num .TX}}" y="{{num .TY}}" text-anchor="end" dominant-baseline="middle">{{.Label}}</text>{{end}}`,
 	`{{range .XTicks}}<line x1="{{num .X1}}" y1="{{num .Y1}}" x2="{{num .X2}}" y2="{{num .Y2}}" stroke="#555"/>`,
-	`<text x="{{num .TX}}" y="{{num .TY}}" text-anchor="middle">{{.Label}}</text>{{end}}`,
+	`<text x="{{num .TX}}" y="{{num .TY}}" text-anchor="{{.Anchor}}">{{.Label}}</text>{{end}}`,
+	`{{template "bands" .}}`,
 	`{{with .YAxis}}<line x1="{{num .X1}}" y1="{{num .Y1}}" x2="{{num .X2}}" y2="{{num .Y2}}" stroke="#555"/>{{end}}`,
 	`{{with .XAxis}}<line x1="{{num .X1}}" y1="{{num .Y1}}" x2="{{num .X2}}" y2="{{num .Y2}}" stroke="#555"/>{{end}}`,
 	`{{with .XLabel}}<text x="{{num .X}}" y="{{num .Y}}" text-anchor="middle">{{.Text}}</text>{{end}}`,
@@ -165,6 +184,9 @@ var svgTemplates = template.Must(template.New("svg").Funcs(template.FuncMap{"num
 	`<text x="{{num .TX}}" y="{{num .TY}}" dominant-baseline="middle">{{.Text}}</text></g>{{end}}`,
 	`</svg>{{end}}`,
 
+	`{{define "bands"}}{{range .Bands}}<rect class="{{.Class}}" x="{{num .X}}" y="{{num .Y}}" width="{{num .W}}" height="{{num .H}}" fill="{{.Fill}}" fill-opacity="0.18" stroke="{{.Fill}}" stroke-opacity="0.6" stroke-width="1"><title>{{.Tip}}</title></rect>{{end}}`,
+	`{{range .BandLegend}}<g class="interruption-legend"><rect x="{{num .X}}" y="8" width="12" height="12" fill="{{.Fill}}" fill-opacity="0.35" stroke="{{.Fill}}"/><text x="{{num .TX}}" y="18">{{.Label}}</text></g>{{end}}{{end}}`,
+
 	`{{define "lane"}}{{with .Opacity}} fill-opacity="{{.}}"{{end}}{{with .Stroke}} stroke="{{.}}"{{end}}{{with .Dasharray}} stroke-dasharray="{{.}}"{{end}}{{end}}`,
 
 	`{{define "gantt"}}`,
@@ -172,13 +194,13 @@ var svgTemplates = template.Must(template.New("svg").Funcs(template.FuncMap{"num
 	`<title>Work per member</title><text x="10" y="18" font-size="13" font-weight="bold">Work per member</text>`,
 	`{{range .Legend}}<rect x="{{.X}}" y="{{.Y}}" width="14" height="{{.Lane.H}}" fill="{{.Lane.Fill}}"{{template "lane" .Lane}}/><text x="{{.TX}}" y="18">{{.Lane.Name}}</text>{{end}}`,
 	`{{range .Ticks}}<line x1="{{num .X1}}" y1="{{num .Y1}}" x2="{{num .X2}}" y2="{{num .Y2}}" stroke="#eee"/>`,
-	`<text x="{{num .TX}}" y="{{num .TY}}" text-anchor="middle">{{.Label}}</text>{{end}}`,
+	`<text x="{{num .TX}}" y="{{num .TY}}" text-anchor="{{.Anchor}}">{{.Label}}</text>{{end}}`,
 	`{{with .AxisLabel}}<text x="{{num .X}}" y="{{num .Y}}" text-anchor="middle">{{.Text}}</text>{{end}}`,
 	`{{with .Empty}}<text x="{{num .X}}" y="{{num .Y}}" fill="#888">{{.Text}}</text>{{end}}`,
 	`{{range .Rows}}{{if .Stripe}}<rect x="0" y="{{.Y}}" width="{{$.W}}" height="{{$.RowH}}" fill="#f7f7f7"/>{{end}}`,
 	`<text x="6" y="{{.LabelY}}" dominant-baseline="middle">{{.Label}}<title>{{.Tip}}</title></text>`,
 	`{{range .Bars}}<rect x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="{{.Lane.H}}" fill="{{.Lane.Fill}}"{{template "lane" .Lane}}><title>{{.Tip}}</title></rect>{{end}}`,
-	`{{end}}</svg>{{end}}`,
+	`{{end}}{{template "bands" .}}</svg>{{end}}`,
 
 	`{{define "dag"}}`,
 	`<svg xmlns="http://www.w3.org/2000/svg" class="chart dag" width="{{.W}}" height="{{.H}}" viewBox="0 0 {{.W}} {{.H}}" font-family="sans-serif" font-size="11">`,

@@ -19,11 +19,16 @@ func (a *cmdline) reportCmd() *cobra.Command {
 		Use:   "report SESSION",
 		Short: "Write a session's report: one self-contained HTML page with charts",
 		Long: `Replay a session's log and write one self-contained HTML page (inline CSS and SVG,
-no script, nothing fetched from the network): the scorecard; a Gantt chart of each member's
-work, claims and leave; the task DAG with the critical path and late tasks; open items per
-queue, cumulative reward and approvals waiting over time; and a table of violations.
-Long sessions stay small: time series are downsampled, and the Gantt chart, the DAG and the
-table keep their most relevant rows and say what they left out.`,
+no script, nothing fetched from the network): the scorecard (a fork's header names its parent,
+fork point and own seed); where the lost value went, by cause (as diagnose splits it); why each
+project missed its bonus and why the latest tasks and tickets were late, from the same analysis
+as trace; the members with their roles, credit, approvals decided and answers given; a Gantt
+chart of each member's work, claims and leave; the task DAG with the critical path, done-late
+and open-past-deadline tasks; open items per queue, cumulative reward and approvals waiting by
+approver over time, every time chart with the outages and leaves marked; approvals by approver;
+the SLA by priority, queue and arrival stream; and refused actions grouped by rule, races for
+the same item apart from policy violations. Long sessions stay small: time series are
+downsampled, and the charts and tables keep their most relevant rows and say what they left out.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
