@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -31,27 +30,7 @@ func TestLivePageInBrowser(t *testing.T) {
 		t.Skip("starts a real corpsim and a browser")
 	}
 	browser := chromium(t)
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed; .ci/run installs nodejs and npm")
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skip("npm is not installed; .ci/run installs nodejs and npm")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", dir, "playwright-core@1.65.1").CombinedOutput(); err != nil {
-		t.Fatalf("npm install playwright-core: %v\n%s", err, out)
-	}
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(dir, "live_page.mjs") // next to its node_modules: ES modules resolve from the script's folder
-	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), "testdata", "live_page.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(script, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	node, script, dir := nodeClient(t, "playwright-core@1.65.1", "live_page.mjs")
 
 	data, haddr := filepath.Join(dir, "data"), freeAddr(t)
 	sp := startServe(t, data, "--http", haddr)

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,28 +34,7 @@ const mcpSDK = "@modelcontextprotocol/sdk@1.32.2"
 // where it lives, not through NODE_PATH). It returns node and the script.
 func installMCPSDK(t *testing.T) (node, script string) {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed; .ci/run installs nodejs and npm")
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skip("npm is not installed; .ci/run installs nodejs and npm")
-	}
-	dir := t.TempDir()
-	install := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", dir, mcpSDK)
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("npm install %s: %v\n%s", mcpSDK, err, out)
-	}
-	_, file, _, _ := runtime.Caller(0)
-	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), "testdata", "mcp_seat.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	script = filepath.Join(dir, "mcp_seat.mjs")
-	if err := os.WriteFile(script, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	node, script, _ = nodeClient(t, mcpSDK, "mcp_seat.mjs")
 	return node, script
 }
 

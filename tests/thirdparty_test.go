@@ -5,7 +5,6 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,21 +17,7 @@ import (
 // npm "nats" package (pinned), with the seat's own token, over loopback.
 // The session finishes with no timeouts and the seat's work counted.
 func TestNodeClientPlaysASeat(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed; .ci/run installs nodejs and npm")
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skip("npm is not installed; .ci/run installs nodejs and npm")
-	}
-	dir := t.TempDir()
-	install := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", dir, "nats@2.29.3")
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("npm install nats: %v\n%s", err, out)
-	}
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "testdata", "node_seat.js")
+	node, script, dir := nodeClient(t, "nats@2.29.3", "node_seat.js")
 
 	ts := startServer(t)
 	reply, err := ts.op.Create(context.Background(), wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
