@@ -296,6 +296,10 @@ func (g *Gateway) Events(ctx context.Context, id string, from uint64, limit int)
 		return EventsReply{}, err
 	}
 	from, limit = max(from, 1), min(max(limit, 1), wire.MaxHistoryPage)
+	if s := g.session(id); s != nil && s.hasEnded() {
+		// As Control: the server is letting go of the session's subjects.
+		return s.eventsPage(from, limit), nil
+	}
 	resp, err := g.history(ctx, id, from, limit)
 	if err == nil {
 		out := EventsReply{Session: id, Events: resp.Events, Last: resp.Last, Source: "server", Complete: true}
