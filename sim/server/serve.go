@@ -21,6 +21,7 @@ import (
 	"github.com/corpsim/corpsim/agents/mcpseat"
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/nemogym"
+	"github.com/corpsim/corpsim/agents/openenv"
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim/app"
@@ -71,6 +72,11 @@ type ServeOptions struct {
 	// a listener of their own (http://ADDR/seed_session, …), as NeMo Gym's
 	// clients address a resources server: without a path prefix.
 	NemoListen string
+	// NoOpenEnv leaves the OpenEnv routes (/openenv/…, package openenv) off
+	// the --http listener (--openenv=false); OpenEnvIdleTimeout closes an
+	// OpenEnv connection idle that long (0: 10m).
+	NoOpenEnv          bool
+	OpenEnvIdleTimeout time.Duration
 	// WorldLimits bound every create request's world and load (zero
 	// fields: the defaults).
 	WorldLimits worlds.Limits
@@ -129,8 +135,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if o.NemoListen != "" && (o.HTTP == "" || o.NoNemo) {
 		return app.Usagef("--nemo-listen serves the NeMo Gym routes of the --http gateway: it needs --http, and --nemo")
 	}
-	if o.HTTPMaxConns < 0 || o.HTTPIdleTimeout < 0 || o.HTTPReadTimeout < 0 {
-		return app.Usagef("--http-max-conns, --http-idle-timeout and --http-read-timeout may not be negative")
+	if o.HTTPMaxConns < 0 || o.HTTPIdleTimeout < 0 || o.HTTPReadTimeout < 0 || o.OpenEnvIdleTimeout < 0 {
+		return app.Usagef("--http-max-conns, --http-idle-timeout, --http-read-timeout and --openenv-idle-timeout may not be negative")
 	}
 	if err := o.WorldLimits.Validate(); err != nil {
 		return &app.UsageError{Msg: err.Error(), Err: err}
@@ -370,6 +376,9 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.
 	if !o.NoNemo {
 		fmt.Fprintf(out, "corpsim NeMo Gym resources server on http://%s/nemo\n", ln.Addr())
 	}
+	if !o.NoOpenEnv {
+		fmt.Fprintf(out, "corpsim OpenEnv environment on http://%s/openenv (WebSocket ws://%[1]s/openenv/ws)\n", ln.Addr())
+	}
 	log.Info("serving HTTP", "addr", ln.Addr().String())
 	return func() {
 		closeAdapters() // ends the adapters' connections (WebSockets, MCP streams) first
@@ -393,6 +402,12 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 		for _, c := range slices.Backward(closers) {
 			c()
 		}
+	}
+	if !o.NoOpenEnv {
+		oe := openenv.New(gw, openenv.Config{Logger: log.Named("openenv"), Recorder: m.Adapter("openenv"),
+			MaxMessageBytes: o.MaxMessage, IdleTimeout: o.OpenEnvIdleTimeout})
+		mux.Handle("/openenv/", oe.Handler())
+		closers = append(closers, oe.Close)
 	}
 	if !o.NoMCP {
 		srv := mcpseat.New(gw, mcpseat.Config{Logger: log.Named("mcp"), MaxRequestBytes: o.MaxMessage, Recorder: m.Adapter("mcp")})

@@ -15,7 +15,8 @@ func (a *cmdline) serveCmd() *cobra.Command {
 	o := server.ServeOptions{}
 	var mcpOn bool // --mcp
 	var lf llmFlags
-	var nemo bool // --nemo
+	var nemo bool    // --nemo
+	var openEnv bool // --openenv
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run an environment server: clients create sessions over NATS and remote agents play seats",
@@ -26,8 +27,10 @@ remote seat gets its own credentials, which may only answer that seat's turns.
 With --http ADDR, an HTTP/JSON gateway serves the same protocol under /v1 (bearer
 tokens: the operator token, or a seat's token), including a Gym-style step,
 an MCP server at /mcp whose tools are a seat's actions (a seat's token picks the seat),
-and NeMo Gym's resources-server routes under /nemo (seed_session, one route per tool,
-verify, and the Gymnasium-style reset/step; the session is named by a cookie).
+NeMo Gym's resources-server routes under /nemo (seed_session, one route per tool,
+verify, and the Gymnasium-style reset/step; the session is named by a cookie), and
+OpenEnv's protocol under /openenv (WebSocket /openenv/ws, one environment per
+connection; the operator token as the bearer token or Basic password).
 With --metrics ADDR (and on the --http listener), /metrics serves Prometheus metrics.
 On the --http listener, /live/ serves a live page per session (queues, members and
 what each holds, approvals waiting, score so far, latest events), updated as it runs;
@@ -54,6 +57,7 @@ Every create request's world and load are checked against the world budgets
 			o.Logger, o.Stdout = a.logger, a.stdout
 			o.NoMCP = !mcpOn
 			o.NoNemo = !nemo
+			o.NoOpenEnv = !openEnv
 			return server.Serve(cmd.Context(), o)
 		},
 	}
@@ -83,6 +87,8 @@ Every create request's world and load are checked against the world budgets
 	f.BoolVar(&mcpOn, "mcp", true, "serve a Model Context Protocol server per seat at /mcp on the --http listener (a seat token as the bearer token picks the seat); --mcp=false turns it off")
 	f.StringVar(&o.NemoListen, "nemo-listen", "", "also serve the NeMo Gym routes at the root of this address (NeMo Gym's clients add no path prefix), e.g. 127.0.0.1:8090")
 	f.BoolVar(&nemo, "nemo", true, "serve NeMo Gym's resources-server routes under /nemo on the --http listener (--nemo=false turns them off)")
+	f.BoolVar(&openEnv, "openenv", true, "serve the OpenEnv protocol under /openenv on the --http listener (WebSocket /openenv/ws; --openenv=false turns it off)")
+	f.DurationVar(&o.OpenEnvIdleTimeout, "openenv-idle-timeout", 10*time.Minute, "close an OpenEnv WebSocket connection that sends nothing for this long (its session is stopped)")
 	worldLimitFlags(c, &o.WorldLimits)
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: adaptive, at least 1000 events apart and further as the state grows; negative: never)")
 	f.IntVar(&o.MaxEvents, "max-events", sim.DefaultMaxEvents, "events one session may append; once they are spent it ends with reason event_limit")

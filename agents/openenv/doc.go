@@ -1,0 +1,121 @@
+// Package openenv serves corpsim sessions over the OpenEnv protocol
+// (meta-pytorch/OpenEnv, v0.3), so that an OpenEnv client — OpenEnv's own
+// EnvClient/GenericEnvClient, verifiers' OpenEnv taskset, a TRL
+// environment_factory class, or any WebSocket client — plays corpsim
+// without glue code. It is an adapter over the HTTP gateway's operations
+// (package httpgw: Create, Step, Control): turns, rewards and seat
+// isolation are the gateway's, not implemented twice.
+//
+//	oe := openenv.New(gw, openenv.Config{MaxMessageBytes: 8 << 20})
+//	mux.Handle("/openenv/", oe.Handler())
+//	defer oe.Close() // before the HTTP server shuts down
+//
+// # Routes
+//
+// Everything is under /openenv on the --http listener, so that a client's
+// base URL is http://HOST:PORT/openenv (OpenEnv clients append /ws):
+//
+//	GET  /openenv/ws        operator  the stateful WebSocket: one environment per connection
+//	POST /openenv/reset     operator  stateless: create a session, return its first observation
+//	POST /openenv/step      operator  stateless: step the session named by "episode_id"
+//	GET  /openenv/health    none      {"status":"healthy"}
+//	GET  /openenv/schema    none      JSON Schemas of the action, the observation and the state
+//	GET  /openenv/metadata  none      the environment's name, description, version
+//
+// The operator token authorises /ws, /reset and /step, sent as
+// "Authorization: Bearer TOKEN" — or, for clients that cannot set headers
+// (OpenEnv's EnvClient sets none), as HTTP Basic credentials whose
+// password is the token: a base URL http://corpsim:TOKEN@HOST:PORT/openenv
+// makes Python's websockets, httpx and requests, and Node's ws, send them.
+// No token, or an unknown one, is refused with 401 before the upgrade; a
+// seat's token with 403 (a seat's token reaches only its own seat's
+// observe/act, never a session's controller).
+//
+// # The WebSocket protocol
+//
+// Frames are JSON text messages, answered in order, one reply each
+// (close has none):
+//
+//	{"type":"reset","data":{"world":"startup","seed":7,"agents":"greedy,bob=remote"}}
+//	{"type":"step","data":{"actions":{"bob":[{"type":"claim","task":"api"}]}}}
+//	{"type":"state"}
+//	{"type":"close"}
+//
+//	{"type":"observation","data":{"observation":{"seats":{…},"episode_id":"…"},"reward":0,"done":false}}
+//	{"type":"state","data":{"episode_id":"…","step_count":3,…}}
+//	{"type":"error","data":{"message":"…","code":"VALIDATION_ERROR"}}
+//
+// reset's data is a create request (world or source, seed, load, agents,
+// turn_timeout, join_timeout; decoded as POST /v1/sessions decodes one),
+// plus OpenEnv's episode_id, which is accepted and ignored: the episode's
+// ID is the corpsim session's. Without "agents" every agent seat is
+// remote; the connection controls the remote seats. A reset without a
+// world replays the connection's previous reset request (with the seed,
+// load or agents it gives). A reset while an episode runs stops that
+// session first (recorded in its log as stopped), then creates the new one.
+//
+// An observation's "observation" is {"seats": {member: observation}} for
+// the seats asked to decide now (each an org.Observation, exactly as a
+// seat sees it over NATS), with "episode_id" and, once "done", the
+// session's "status" and final "score", and any "warnings" of the
+// gateway (actions of unknown types, answers that came too late). A
+// step's data is {"actions": {member: [action…]}}: it answers every turn
+// the previous observation showed (a member without an entry waits) and
+// returns the next turns. "reward" is the team reward recorded since the
+// previous observation, so a connection's rewards over an episode add up
+// to the session's final team score, the score `corpsim score` recomputes
+// from the log. The reward of reset is 0: rewards recorded before the
+// first observation (rare: before the remote seats are first asked) are
+// reported with the first step, so that clients that sum only their
+// steps' rewards (verifiers does) get the score too. "done" is true once
+// the session has ended; stepping it again is a SESSION_ERROR.
+//
+// state's data has "episode_id" (the session ID, null before the first
+// reset) and "step_count" (the episode's steps), and "done", "status",
+// "world", "seed" and "seats" (the remote members).
+//
+// close, and a connection that ends without it (abrupt disconnect, idle
+// timeout, shutdown), stop the connection's running session: the stop is
+// recorded in its log, whatever was recorded stays.
+//
+// # Errors
+//
+// An error reply never closes the connection, and the episode goes on:
+//
+//	INVALID_JSON      the frame is not JSON
+//	UNKNOWN_TYPE      "type" is missing or not reset, step, state or close
+//	VALIDATION_ERROR  bad fields: unknown keys, a bad create request or action,
+//	                  a member that is not a remote seat, a frame over the limit
+//	EXECUTION_ERROR   the server failed or did not answer in time
+//	CAPACITY_REACHED  the server already runs --max-sessions sessions (reset)
+//	SESSION_ERROR     no episode (step before reset), the episode has ended,
+//	                  or the session is gone
+//
+// A frame over Config.MaxMessageBytes is read to its end and dropped,
+// and answered VALIDATION_ERROR; one over four times that closes the
+// connection (status 1009), as does a connection idle (no frame) for
+// Config.IdleTimeout.
+//
+// # Stateless routes
+//
+// POST /openenv/reset takes reset's data as its body and answers
+// {"observation","reward","done"}, the observation naming the session in
+// "episode_id". POST /openenv/step takes {"action": <step data>,
+// "episode_id": "…", "timeout_s": S} and answers the same shape. They
+// keep nothing per client: the session runs until it ends or is stopped
+// (its unanswered turns time out meanwhile, as on /v1). Errors are HTTP
+// statuses with {"detail": message, "code": one of the codes above}: 401,
+// 403, 404 (unknown episode), 409 (the episode has ended), 413, 422
+// (validation), 502/504 (execution) and 503 (capacity).
+//
+// # Concurrency and limits
+//
+// A connection costs one goroutine (the HTTP server's, which reads,
+// handles and writes in turn) and its buffers; no other goroutine or
+// timer is kept per connection while it waits. Thousands of connections
+// fit one process: the bounds are the server's --max-sessions (a reset
+// beyond it is answered CAPACITY_REACHED and the connection stays) and
+// --http-max-conns (the listener's). A Server is safe for concurrent use.
+// Close sends every connection a going-away close frame, stops their
+// sessions and waits for their handlers, boundedly.
+package openenv

@@ -1,0 +1,564 @@
+package openenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/corpsim/corpsim/agents/httpgw"
+	"github.com/corpsim/corpsim/agents/wire"
+)
+
+// Recorder counts what the adapter does, for /metrics. Implementations
+// must be safe for concurrent use.
+type Recorder interface {
+	Opened()            // a WebSocket connection began
+	Closed()            // it ended
+	Stepped()           // one step answered with an observation
+	Failed(code string) // an error answered, by its code (INVALID_JSON, …; UNAUTHORIZED, FORBIDDEN for refused credentials)
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) Opened()       {}
+func (nopRecorder) Closed()       {}
+func (nopRecorder) Stepped()      {}
+func (nopRecorder) Failed(string) {}
+
+// Config configures a Server. The zero value of every field means its default.
+type Config struct {
+	Logger   hclog.Logger // nil: silent
+	Recorder Recorder     // nil: none
+	// MaxMessageBytes bounds one frame (and a stateless request's body):
+	// a larger one is dropped and answered VALIDATION_ERROR (413 on the
+	// stateless routes); one over 4× closes the connection. 0 means
+	// httpgw.DefaultMaxRequestBytes (corpsim serve passes --max-message).
+	MaxMessageBytes int64
+	// IdleTimeout closes a connection that sends no frame for this long
+	// (stopping its session). 0 means 10 minutes.
+	IdleTimeout time.Duration
+	// StepWait is how long a step (and reset) waits for the next turns
+	// before it answers with the seats asked so far (perhaps none). It
+	// should stay under the clients' own timeout (OpenEnv's is 60s).
+	// 0 means 30s.
+	StepWait time.Duration
+	// WriteTimeout bounds writing one reply to a slow client; past it the
+	// connection is closed. 0 means 10s.
+	WriteTimeout time.Duration
+}
+
+// Validate reports a negative setting.
+func (c Config) Validate() error {
+	if c.MaxMessageBytes < 0 || c.IdleTimeout < 0 || c.StepWait < 0 || c.WriteTimeout < 0 {
+		return errors.New("openenv: MaxMessageBytes, IdleTimeout, StepWait and WriteTimeout may not be negative")
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.Recorder == nil {
+		c.Recorder = nopRecorder{}
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = httpgw.DefaultMaxRequestBytes
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 10 * time.Minute
+	}
+	if c.StepWait == 0 {
+		c.StepWait = 30 * time.Second
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+	return c
+}
+
+// Timeouts of the adapter's own operations.
+const (
+	stopTimeout  = 10 * time.Second // stopping an abandoned session
+	closeTimeout = 10 * time.Second // Close waiting for the connections' handlers
+)
+
+// Server serves the OpenEnv routes. Create it with New, serve Handler, and
+// Close it before the HTTP server shuts down. Safe for concurrent use.
+type Server struct {
+	ops Ops
+	cfg Config
+	log hclog.Logger
+	rec Recorder
+	mux *http.ServeMux
+
+	schema   []byte
+	metadata []byte
+
+	// ctx is cancelled by Close once the connections have had their
+	// chance to end: it aborts their operations.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	closed  bool
+	conns   map[*websocket.Conn]struct{}
+	handled sync.WaitGroup // WebSocket handlers running
+
+	pending pendingRewards // stateless sessions' rewards before their first step
+}
+
+// New returns a Server over ops. It panics on an invalid cfg (see Validate).
+func New(ops Ops, cfg Config) *Server {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	cfg = cfg.withDefaults()
+	s := &Server{ops: ops, cfg: cfg, log: cfg.Logger, rec: cfg.Recorder, conns: map[*websocket.Conn]struct{}{},
+		schema: schemaJSON(), metadata: metadataJSON()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	m := http.NewServeMux()
+	m.HandleFunc("GET /openenv/ws", s.handleWS)
+	m.HandleFunc("POST /openenv/reset", s.handleReset)
+	m.HandleFunc("POST /openenv/step", s.handleStep)
+	m.HandleFunc("GET /openenv/health", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "healthy"})
+	})
+	m.HandleFunc("GET /openenv/schema", func(w http.ResponseWriter, _ *http.Request) { writeRaw(w, s.schema) })
+	m.HandleFunc("GET /openenv/metadata", func(w http.ResponseWriter, _ *http.Request) { writeRaw(w, s.metadata) })
+	m.HandleFunc("/openenv/", func(w http.ResponseWriter, r *http.Request) {
+		writeDetail(w, http.StatusNotFound, "", "no route %s %s (OpenEnv routes: GET /openenv/ws, /health, /schema, /metadata; POST /openenv/reset, /step)", r.Method, r.URL.Path)
+	})
+	s.mux = m
+	return s
+}
+
+// Handler serves every route under /openenv/.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Close refuses new connections, sends every open one a going-away close
+// frame, and waits (at most 10s) for their handlers, which stop their
+// sessions; then it aborts what is left.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	conns := make([]*websocket.Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		go func() { _ = c.Close(websocket.StatusGoingAway, "corpsim is shutting down") }()
+	}
+	done := make(chan struct{})
+	go func() { s.handled.Wait(); close(done) }()
+	t := time.NewTimer(closeTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Warn("OpenEnv connections still running after the shutdown wait; aborting them", "open", len(conns))
+	}
+	s.cancel()
+	for _, c := range conns {
+		_ = c.CloseNow()
+	}
+}
+
+// token returns the request's credentials: a bearer token, or the
+// password of HTTP Basic credentials.
+func token(r *http.Request) string {
+	scheme, rest, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok {
+		return ""
+	}
+	rest = strings.TrimSpace(rest)
+	switch {
+	case strings.EqualFold(scheme, "Bearer"):
+		return rest
+	case strings.EqualFold(scheme, "Basic"):
+		b, err := base64.StdEncoding.DecodeString(rest)
+		if err != nil {
+			return ""
+		}
+		_, pass, _ := strings.Cut(string(b), ":")
+		return pass
+	}
+	return ""
+}
+
+// authorize admits the operator token only; it answers the refusal itself.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
+	tok := token(r)
+	switch {
+	case tok != "" && s.ops.IsOperator(tok):
+		return true
+	case tok != "":
+		if _, _, seat := s.ops.SeatOf(tok); seat {
+			s.rec.Failed("FORBIDDEN")
+			writeDetail(w, http.StatusForbidden, "", "a seat's token cannot control an OpenEnv environment: use the operator token")
+			return false
+		}
+	}
+	s.rec.Failed("UNAUTHORIZED")
+	w.Header().Set("WWW-Authenticate", `Bearer realm="corpsim", Basic realm="corpsim"`)
+	if tok == "" {
+		writeDetail(w, http.StatusUnauthorized, "", "missing operator token (Authorization: Bearer TOKEN, or Basic credentials with the token as the password)")
+	} else {
+		writeDetail(w, http.StatusUnauthorized, "", "unknown token")
+	}
+	return false
+}
+
+func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
+	if !s.authorize(w, r) {
+		return
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		writeDetail(w, http.StatusServiceUnavailable, CodeSession, "corpsim is shutting down")
+		return
+	}
+	// The HTTP server's read and write deadlines would cut the connection
+	// after a minute; the connection keeps its own (idle, write).
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		s.log.Debug("WebSocket upgrade refused", "error", err)
+		return
+	}
+	s.mu.Lock()
+	if s.closed { // Close began during the upgrade
+		s.mu.Unlock()
+		_ = c.Close(websocket.StatusTryAgainLater, "corpsim is shutting down")
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.handled.Add(1)
+	s.mu.Unlock()
+	s.rec.Opened()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.rec.Closed()
+		s.handled.Done()
+	}()
+	s.serveConn(c)
+}
+
+// serveConn reads, answers and writes frames in turn until the connection
+// ends; then it stops the episode's session.
+func (s *Server) serveConn(c *websocket.Conn) {
+	hard := 4 * s.cfg.MaxMessageBytes
+	c.SetReadLimit(hard)
+	e := &episode{srv: s}
+	defer func() {
+		e.abandon(s.ctx)
+		_ = c.CloseNow()
+	}()
+	for {
+		msg, tooBig, err := s.read(c)
+		if err != nil {
+			if st := websocket.CloseStatus(err); st != websocket.StatusNormalClosure && st != websocket.StatusGoingAway {
+				s.log.Debug("connection ended", "session", e.session, "error", err)
+			}
+			return
+		}
+		var reply []byte
+		quit := false
+		if tooBig > 0 {
+			s.rec.Failed(CodeValidation)
+			reply = encode(errFrame{Type: "error", Data: errData{Code: CodeValidation,
+				Message: fmt.Sprintf("message of %d bytes is over this server's limit of %d bytes; it was dropped", tooBig, s.cfg.MaxMessageBytes)}})
+		} else {
+			reply, quit = e.handle(s.ctx, msg.Bytes())
+		}
+		putBuf(msg)
+		if quit {
+			e.abandon(s.ctx)
+			_ = c.Close(websocket.StatusNormalClosure, "")
+			return
+		}
+		if err := s.write(c, reply); err != nil {
+			s.log.Debug("reply not written; closing", "session", e.session, "error", err)
+			return
+		}
+	}
+}
+
+// read reads the next message within the idle timeout. A message over
+// the limit is read to its end and dropped: tooBig is its size.
+func (s *Server) read(c *websocket.Conn) (msg *bytes.Buffer, tooBig int64, err error) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.IdleTimeout)
+	defer cancel()
+	_, r, err := c.Reader(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	buf := getBuf()
+	n, err := buf.ReadFrom(io.LimitReader(r, s.cfg.MaxMessageBytes+1))
+	if err == nil && n > s.cfg.MaxMessageBytes {
+		var rest int64
+		rest, err = io.Copy(io.Discard, r)
+		tooBig = n + rest
+	}
+	if err != nil {
+		putBuf(buf)
+		return nil, 0, err
+	}
+	return buf, tooBig, nil
+}
+
+func (s *Server) write(c *websocket.Conn, b []byte) error {
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WriteTimeout)
+	defer cancel()
+	return c.Write(ctx, websocket.MessageText, b)
+}
+
+// create creates a session; when the caller has just stopped one, a
+// capacity refusal is retried briefly, while the server frees its place.
+func (s *Server) create(ctx context.Context, req wire.CreateRequest, stopped bool) (wire.CreateReply, error) {
+	for i := 0; ; i++ {
+		reply, err := s.ops.Create(ctx, req)
+		if err == nil || !stopped || i == 20 || httpgw.StatusOf(err) != http.StatusServiceUnavailable {
+			return reply, err
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return reply, err
+		}
+	}
+}
+
+// Buffers of frames being read, kept while small.
+var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func getBuf() *bytes.Buffer { return bufs.Get().(*bytes.Buffer) }
+
+func putBuf(b *bytes.Buffer) {
+	if b == nil || b.Cap() > 64<<10 {
+		return
+	}
+	b.Reset()
+	bufs.Put(b)
+}
+
+// ---- stateless routes ----------------------------------------------------
+
+// statelessStep is the body of POST /openenv/step (OpenEnv's StepRequest).
+type statelessStep struct {
+	Action    json.RawMessage `json:"action"`
+	EpisodeID string          `json:"episode_id"`
+	TimeoutS  *float64        `json:"timeout_s,omitempty"`
+	RequestID string          `json:"request_id,omitempty"`
+}
+
+func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
+	if !s.authorize(w, r) {
+		return
+	}
+	body, ok := s.body(w, r)
+	if !ok {
+		return
+	}
+	req, err := parseReset(body, nil)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	reply, err := s.ops.Create(r.Context(), req)
+	if err != nil {
+		s.fail(w, opError("reset", err, true))
+		return
+	}
+	sr, err := s.ops.Step(r.Context(), reply.Session, httpgw.StepRequest{}, s.cfg.StepWait)
+	if err != nil {
+		s.fail(w, opError("reset: the first observation", err, false))
+		return
+	}
+	e := &episode{srv: s, session: reply.Session}
+	obs := e.observe(sr)
+	if !obs.Data.Done {
+		s.pending.put(reply.Session, obs.Data.Reward)
+		obs.Data.Reward = 0
+	}
+	writeJSON(w, http.StatusOK, obs.Data)
+}
+
+func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
+	if !s.authorize(w, r) {
+		return
+	}
+	body, ok := s.body(w, r)
+	if !ok {
+		return
+	}
+	var req statelessStep
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		s.fail(w, validation(`step: %v (want {"action": {"actions": {member: [action, …]}}, "episode_id": "SESSION"})`, err))
+		return
+	}
+	if req.EpisodeID == "" {
+		s.fail(w, validation(`step needs "episode_id": the session that reset returned (stateless steps keep no connection)`))
+		return
+	}
+	sreq, err := parseStep(req.Action)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	wait := s.cfg.StepWait
+	if req.TimeoutS != nil {
+		if *req.TimeoutS <= 0 || *req.TimeoutS > 600 {
+			s.fail(w, validation(`step: "timeout_s" must be over 0 and at most 600`))
+			return
+		}
+		wait = time.Duration(*req.TimeoutS * float64(time.Second))
+	}
+	sr, err := s.ops.Step(r.Context(), req.EpisodeID, sreq, wait)
+	if err != nil {
+		s.fail(w, opError("step", err, false))
+		return
+	}
+	s.rec.Stepped()
+	e := &episode{srv: s, session: req.EpisodeID}
+	obs := e.observe(sr)
+	obs.Data.Reward += s.pending.take(req.EpisodeID)
+	writeJSON(w, http.StatusOK, obs.Data)
+}
+
+// body reads a stateless request's body within MaxMessageBytes.
+func (s *Server) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			w.Header().Set("Connection", "close")
+			s.fail(w, errorf(CodeValidation, http.StatusRequestEntityTooLarge, "request body is over this server's limit of %d bytes", s.cfg.MaxMessageBytes))
+		} else {
+			s.fail(w, errorf(CodeValidation, http.StatusBadRequest, "reading the request body: %v", err))
+		}
+		return nil, false
+	}
+	if len(bytes.TrimSpace(b)) > 0 && !json.Valid(b) {
+		s.fail(w, errorf(CodeInvalidJSON, http.StatusBadRequest, "the request body is not JSON"))
+		return nil, false
+	}
+	return b, true
+}
+
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	var pe *protoError
+	if !errors.As(err, &pe) {
+		pe = &protoError{code: CodeExecution, status: http.StatusBadGateway, msg: err.Error()}
+	}
+	s.rec.Failed(pe.code)
+	status := pe.status
+	if status == 0 {
+		status = http.StatusBadRequest
+	}
+	writeDetail(w, status, pe.code, "%s", pe.msg)
+}
+
+// pendingRewards holds, per stateless session, the reward recorded before
+// its first observation until its first step reports it. Only non-zero
+// rewards are kept, and for at most an hour.
+type pendingRewards struct {
+	mu sync.Mutex
+	m  map[string]pendingReward
+}
+
+type pendingReward struct {
+	reward float64
+	at     time.Time
+}
+
+func (p *pendingRewards) put(id string, r float64) {
+	if r == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]pendingReward{}
+	}
+	now := time.Now()
+	for k, v := range p.m { // order: each stale entry is deleted on its own; nothing else happens
+		if now.Sub(v.at) > time.Hour {
+			delete(p.m, k)
+		}
+	}
+	p.m[id] = pendingReward{reward: r, at: now}
+}
+
+func (p *pendingRewards) take(id string) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v := p.m[id]
+	delete(p.m, id)
+	return v.reward
+}
+
+// ---- responses -----------------------------------------------------------
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code, b = http.StatusInternalServerError, []byte(`{"detail":"response does not encode"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
+}
+
+func writeRaw(w http.ResponseWriter, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// writeDetail answers an error as FastAPI does ({"detail": …}), with the
+// protocol's code when there is one.
+func writeDetail(w http.ResponseWriter, status int, code, format string, args ...any) {
+	body := struct {
+		Detail string `json:"detail"`
+		Code   string `json:"code,omitempty"`
+	}{fmt.Sprintf(format, args...), code}
+	writeJSON(w, status, body)
+}
+
+// version is the corpsim module's version, as the binary was built.
+func version() *string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok || bi.Main.Version == "" || bi.Main.Version == "(devel)" {
+		return nil
+	}
+	v := bi.Main.Version
+	return &v
+}
