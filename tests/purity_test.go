@@ -49,6 +49,7 @@ var edgePackages = map[string]string{
 	"agents/nemogym":    "NeMo Gym's resources-server routes over HTTP (cookies, idle timeouts on the wall clock)",
 	"agents/inprocess":  "plays seats in the process: a goroutine and a wall-clock budget per turn",
 	"agents/natshost":   "built-in agents served over NATS",
+	"agents/openenv":    "the OpenEnv protocol (HTTP and WebSocket) over the HTTP gateway's operations",
 }
 
 // TestPurity checks that the deterministic core (see coreRoots and
