@@ -1,0 +1,311 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/corpsim/corpsim/agents/natsserver"
+)
+
+// openenvServer is a `corpsim serve --http` process for the OpenEnv tests.
+type openenvServer struct {
+	bin, data, http, token string
+	stdout, stderr         *lockedBuffer
+	cmd                    *exec.Cmd
+	exited                 chan error
+	stopped                bool
+}
+
+func startOpenEnvServer(t *testing.T, extra ...string) *openenvServer {
+	t.Helper()
+	return launchServer(t, "/openenv/health", extra...)
+}
+
+// launchServer starts corpsim serve --http and waits until GET health
+// answers 200.
+func launchServer(t *testing.T, health string, extra ...string) *openenvServer {
+	t.Helper()
+	s := &openenvServer{bin: corpsimBinary(t), data: t.TempDir(), http: freeAddr(t), token: natsserver.NewToken(),
+		stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	args := append([]string{"serve", "--listen", freeAddr(t), "--http", s.http, "--data", s.data, "--operator-token", s.token}, extra...)
+	s.cmd = exec.Command(s.bin, args...)
+	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.exited <- s.cmd.Wait() }()
+	t.Cleanup(func() {
+		if !s.stopped {
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + s.http + health)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return s
+			}
+		}
+		select {
+		case err := <-s.exited:
+			s.stopped = true
+			t.Fatalf("corpsim serve exited: %v\nstderr:\n%s", err, s.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer on %s\nstderr:\n%s", health, s.http, s.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *openenvServer) healthy() bool {
+	resp, err := http.Get("http://" + s.http + "/openenv/health")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var h struct{ Status string }
+	return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&h) == nil && h.Status == "healthy"
+}
+
+// stop sends SIGTERM and waits for a clean exit, which unlocks the data folder.
+func (s *openenvServer) stop(t *testing.T) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.exited:
+		s.stopped = true
+		if err != nil {
+			t.Fatalf("corpsim serve exited with %v after SIGTERM\nstderr:\n%s", err, s.stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("corpsim serve did not exit within 60s of SIGTERM\nstderr:\n%s", s.stderr.String())
+	}
+}
+
+// npmInstall installs pkg@version into a temporary folder and returns its
+// node_modules, or skips the test when node or npm is missing.
+func npmInstall(t *testing.T, pkg string) (node, modules string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed; .ci/run installs nodejs and npm")
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("npm is not installed; .ci/run installs nodejs and npm")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", dir, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("npm install %s: %v\n%s", pkg, err, out)
+	}
+	return node, filepath.Join(dir, "node_modules")
+}
+
+// openenvPlayed is what openenv_episode.js play prints.
+type openenvPlayed struct {
+	Session   string   `json:"session"`
+	Abandoned string   `json:"abandoned"`
+	Return    float64  `json:"return"`
+	Steps     int      `json:"steps"`
+	Asked     int      `json:"asked"`
+	Status    string   `json:"status"`
+	Score     *float64 `json:"score"`
+	Codes     []string `json:"codes"`
+	Close     int      `json:"close"`
+	State     struct {
+		EpisodeID string   `json:"episode_id"`
+		StepCount int      `json:"step_count"`
+		Done      bool     `json:"done"`
+		Seats     []string `json:"seats"`
+	} `json:"state"`
+}
+
+// TestOpenEnvThirdPartyClient: a Node.js client on the npm "ws" package
+// (pinned) speaks OpenEnv's WebSocket protocol to a real `corpsim serve
+// --http`. It plays episodes of shipped worlds to their end — one seat
+// remote among built-in agents, and every seat remote — and each
+// episode's return (the sum of its rewards) equals the team score `corpsim
+// score` recomputes from the log after the server has stopped. Before it
+// plays, it sends a frame that is not JSON, unknown types, a step before
+// reset, malformed steps and a frame over --max-message: each is answered
+// with its OpenEnv error code, and the connection and the episode go on.
+// A second reset stops the episode it leaves, which the log records. A
+// seat's token and an unknown token are refused before the upgrade. A
+// client that drops its TCP connection mid-episode leaves the server
+// serving, and its session recorded as interrupted with a log that
+// verifies.
+func TestOpenEnvThirdPartyClient(t *testing.T) {
+	node, modules := npmInstall(t, "ws@8.23.0")
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "testdata", "openenv_episode.js")
+	const maxMessage = 1 << 20
+	srv := startOpenEnvServer(t, "--max-message", fmt.Sprint(maxMessage))
+	ws := "ws://" + srv.http + "/openenv/ws"
+	runNode := func(args ...string) []byte {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
+		cmd.Env = append(cmd.Environ(), "NODE_PATH="+modules)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		began := time.Now()
+		out, err := cmd.Output()
+		t.Logf("node %s: %.1fs", args[0], time.Since(began).Seconds())
+		if err != nil {
+			t.Fatalf("node %s: %v\nstdout:\n%s\nstderr:\n%s\nserver stderr:\n%s", strings.Join(args[:1], " "), err, out, stderr.String(), srv.stderr.String())
+		}
+		return out
+	}
+
+	var played []openenvPlayed
+	for _, tc := range []struct {
+		world, seed, agents string
+		seats               []string
+	}{
+		{"startup", "7", "greedy,bob=remote", []string{"bob"}},
+		{"procurement", "2", "", nil}, // every agent seat remote
+	} {
+		var p openenvPlayed
+		out := runNode("play", ws, srv.token, tc.world, tc.seed, tc.agents, fmt.Sprint(maxMessage))
+		if err := json.Unmarshal(bytes.TrimSpace(out), &p); err != nil {
+			t.Fatalf("play printed %q: %v", out, err)
+		}
+		t.Logf("%s seed %s agents %q: %d steps, %d turns answered, return %.2f, codes %v", tc.world, tc.seed, tc.agents, p.Steps, p.Asked, p.Return, p.Codes)
+		wantCodes := []string{"INVALID_JSON", "UNKNOWN_TYPE", "UNKNOWN_TYPE", "SESSION_ERROR", "VALIDATION_ERROR", "VALIDATION_ERROR", "VALIDATION_ERROR", "VALIDATION_ERROR", "SESSION_ERROR"}
+		if !slices.Equal(p.Codes, wantCodes) {
+			t.Fatalf("error codes %v, want %v", p.Codes, wantCodes)
+		}
+		if p.Status != "finished" || p.Score == nil || math.Abs(*p.Score-p.Return) > 1e-6 || p.Steps == 0 || p.Asked == 0 {
+			t.Fatalf("episode %+v: want finished after some steps, with a return equal to its final score", p)
+		}
+		if p.State.EpisodeID != p.Session || p.State.StepCount != p.Steps || !p.State.Done || p.Close != 1000 {
+			t.Fatalf("state %+v and close %d: want episode %s, %d steps, done; close 1000", p.State, p.Close, p.Session, p.Steps)
+		}
+		if tc.seats != nil && !slices.Equal(p.State.Seats, tc.seats) {
+			t.Fatalf("the connection played %v, want %v", p.State.Seats, tc.seats)
+		}
+		if tc.seats == nil && len(p.State.Seats) < 2 {
+			t.Fatalf("without agents the connection played %v, want every agent seat", p.State.Seats)
+		}
+		played = append(played, p)
+	}
+
+	// Refused: an unknown token, and a seat's token (made by /v1).
+	body := `{"world":"startup","seed":1,"agents":"greedy,bob=remote","wait":true}` // never started: it holds nothing up
+	req, _ := http.NewRequest("POST", "http://"+srv.http+"/v1/sessions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+srv.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created struct {
+		Session string
+		Seats   map[string]struct{ Token string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&created); err != nil || resp.StatusCode != 201 {
+		t.Fatalf("create through /v1: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	for tok, want := range map[string]int{created.Seats["bob"].Token: 403, "not-a-token": 401} {
+		var r struct{ Status int }
+		if err := json.Unmarshal(runNode("refuse", ws, tok), &r); err != nil || r.Status != want {
+			t.Fatalf("connecting with a token: status %d (%v), want %d", r.Status, err, want)
+		}
+	}
+
+	// An abrupt disconnect: the server goes on, the session is stopped.
+	var dropped struct{ Session string }
+	if err := json.Unmarshal(runNode("abrupt", ws, srv.token, "support-desk", "1", "remote"), &dropped); err != nil || dropped.Session == "" {
+		t.Fatalf("abrupt: %v", err)
+	}
+	if !srv.healthy() {
+		t.Fatal("the server does not answer after an abrupt disconnect")
+	}
+	var after openenvPlayed
+	if err := json.Unmarshal(bytes.TrimSpace(runNode("play", ws, srv.token, "startup", "7", "greedy,bob=remote", fmt.Sprint(maxMessage))), &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Return != played[0].Return {
+		t.Fatalf("the same episode after a disconnect returned %.4f, before %.4f (deterministic agents, same seed)", after.Return, played[0].Return)
+	}
+	began := time.Now()
+	srv.stop(t)
+	t.Logf("stop: %.1fs", time.Since(began).Seconds())
+
+	for _, p := range append(played, after) {
+		out, err := exec.Command(srv.bin, "score", p.Session, "--data", srv.data, "--json").Output()
+		if err != nil {
+			t.Fatalf("corpsim score %s: %v\n%s", p.Session, err, out)
+		}
+		var res struct {
+			Score struct {
+				TeamScore float64 `json:"team_score"`
+			} `json:"score"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatalf("corpsim score --json: %v in\n%s", err, out)
+		}
+		if math.Abs(res.Score.TeamScore-p.Return) > 1e-6 {
+			t.Fatalf("session %s: the OpenEnv return %.6f, corpsim score says %.6f", p.Session, p.Return, res.Score.TeamScore)
+		}
+	}
+	status := map[string]string{}
+	out, err := exec.Command(srv.bin, "sessions", "--data", srv.data, "--json").Output()
+	if err != nil {
+		t.Fatalf("corpsim sessions: %v", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var m struct{ ID, Status string }
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		status[m.ID] = m.Status
+	}
+	for _, id := range []string{dropped.Session, played[0].Abandoned, played[1].Abandoned} {
+		if status[id] != "interrupted" {
+			t.Fatalf("session %s left by its connection is %q, want interrupted (all sessions: %v)", id, status[id], status)
+		}
+		if out, err := exec.Command(srv.bin, "verify", id, "--data", srv.data).CombinedOutput(); err != nil {
+			t.Fatalf("corpsim verify %s: %v\n%s", id, err, out)
+		}
+	}
+}
+
+// TestOpenEnvOff: --openenv=false leaves /openenv off the listener, and /v1 on.
+func TestOpenEnvOff(t *testing.T) {
+	srv := launchServer(t, "/v1/health", "--openenv=false")
+	resp, err := http.Get("http://" + srv.http + "/openenv/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("/openenv/health with --openenv=false: %d, want 404", resp.StatusCode)
+	}
+	if strings.Contains(srv.stdout.String(), "OpenEnv") {
+		t.Fatalf("serve announces OpenEnv with --openenv=false:\n%s", srv.stdout.String())
+	}
+	srv.stop(t)
+}

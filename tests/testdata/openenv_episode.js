@@ -1,0 +1,145 @@
+// An OpenEnv client on the npm "ws" package: corpsim's /openenv/ws needs
+// nothing corpsim-specific. Prints one JSON line per result.
+//
+//   node openenv_episode.js play    WS_URL TOKEN WORLD SEED AGENTS MAX_MESSAGE  (AGENTS "": every seat remote)
+//   node openenv_episode.js refuse  WS_URL TOKEN
+//   node openenv_episode.js abrupt  WS_URL TOKEN WORLD SEED AGENTS
+//
+// play: misbehaves first (a frame that is not JSON, an unknown type, a step
+// before reset, a malformed step, a frame over MAX_MESSAGE bytes), checks
+// each is answered with its OpenEnv error code on a connection that stays
+// open; starts an episode and leaves it after a step with a second reset;
+// then plays that episode to its end (steps, state, close) with
+// a deterministic policy: approve what waits, work and complete what it
+// holds, else claim the first available task. Its return is the sum of the
+// rewards of every observation.
+// refuse: connects with TOKEN and prints the HTTP status of the refusal.
+// abrupt: resets, steps once, and drops the TCP connection without a close
+// frame.
+const WebSocket = require("ws");
+
+function decide(o) {
+  const acts = [];
+  for (const r of o.approvals || []) acts.push({ type: "approve", request: r.id });
+  for (const t of o.assigned || []) {
+    if (t.status === "in_progress" || (t.waiting_on || []).length) continue;
+    if (t.spent < t.effort) return acts.concat([{ type: "work", task: t.id }]);
+    if (t.approval === "needed" || t.approval === "rejected") { acts.push({ type: "request_approval", task: t.id }); continue; }
+    if (t.approval === "pending") continue;
+    acts.push({ type: "complete", task: t.id });
+  }
+  const a = (o.available || [])[0];
+  if (a) return acts.concat([{ type: "claim", task: a.id }, { type: "work", task: a.id }]);
+  return acts.concat([{ type: "wait" }]);
+}
+
+// client wraps a socket: send a frame, await its one reply.
+function client(url, token) {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers: { Authorization: "Bearer " + token }, maxPayload: 256 << 20 });
+    const waiting = [];
+    ws.on("message", (data) => {
+      const w = waiting.shift();
+      if (w) w.resolve(JSON.parse(data.toString()));
+    });
+    ws.on("close", (code) => { for (const w of waiting.splice(0)) w.reject(new Error("closed " + code)); });
+    ws.on("unexpected-response", (req, res) => {
+      req.destroy(); // ws leaves a refused request open to whoever listens for it
+      reject(Object.assign(new Error("refused"), { status: res.statusCode }));
+    });
+    ws.on("error", (e) => reject(e));
+    ws.on("open", () => resolve({
+      ws,
+      send(frame) {
+        return new Promise((res, rej) => {
+          waiting.push({ resolve: res, reject: rej });
+          ws.send(typeof frame === "string" ? frame : JSON.stringify(frame));
+        });
+      },
+    }));
+  });
+}
+
+function expectError(reply, code) {
+  if (reply.type !== "error" || reply.data.code !== code) {
+    throw new Error("want error " + code + ", got " + JSON.stringify(reply).slice(0, 300));
+  }
+  return code;
+}
+
+async function play(url, token, world, seed, agents, maxMessage) {
+  const c = await client(url, token);
+  const codes = [];
+  codes.push(expectError(await c.send("{not json"), "INVALID_JSON"));
+  codes.push(expectError(await c.send({ type: "jump" }), "UNKNOWN_TYPE"));
+  codes.push(expectError(await c.send({ data: {} }), "UNKNOWN_TYPE"));
+  codes.push(expectError(await c.send({ type: "step", data: { actions: {} } }), "SESSION_ERROR"));
+  // Without "agents" every agent seat is the connection's.
+  const data = agents ? { world, seed, agents, episode_id: "mine" } : { world, seed, episode_id: "mine" };
+  // A first episode, left after one step: the next reset stops it.
+  let r = await c.send({ type: "reset", data });
+  if (r.type !== "observation") throw new Error("reset: " + JSON.stringify(r).slice(0, 300));
+  const abandoned = r.data.observation.episode_id;
+  const first = {};
+  for (const [m, o] of Object.entries(r.data.observation.seats)) first[m] = decide(o);
+  r = await c.send({ type: "step", data: { actions: first } });
+  if (r.type !== "observation") throw new Error("first step: " + JSON.stringify(r).slice(0, 300));
+  r = await c.send({ type: "reset", data });
+  if (r.type !== "observation") throw new Error("second reset: " + JSON.stringify(r).slice(0, 300));
+  const session = r.data.observation.episode_id;
+  if (session === abandoned) throw new Error("the second reset did not make a new session");
+  let ret = r.data.reward || 0;
+  codes.push(expectError(await c.send({ type: "step", data: { acts: {} } }), "VALIDATION_ERROR"));
+  codes.push(expectError(await c.send({ type: "step", data: { actions: { nobody: [] } } }), "VALIDATION_ERROR"));
+  codes.push(expectError(await c.send("x".repeat(maxMessage + 1000)), "VALIDATION_ERROR"));
+  codes.push(expectError(await c.send("[1,2]"), "VALIDATION_ERROR"));
+  let steps = 0, asked = 0;
+  while (!r.data.done) {
+    const actions = {};
+    for (const [m, o] of Object.entries(r.data.observation.seats)) { actions[m] = decide(o); asked++; }
+    r = await c.send({ type: "step", data: { actions } });
+    if (r.type !== "observation") throw new Error("step " + steps + ": " + JSON.stringify(r).slice(0, 300));
+    ret += r.data.reward;
+    steps++;
+  }
+  codes.push(expectError(await c.send({ type: "step", data: { actions: {} } }), "SESSION_ERROR"));
+  const st = await c.send({ type: "state" });
+  if (st.type !== "state") throw new Error("state: " + JSON.stringify(st));
+  c.ws.send(JSON.stringify({ type: "close" }));
+  const closeCode = await new Promise((res) => c.ws.on("close", (code) => res(code)));
+  console.log(JSON.stringify({
+    session, abandoned, return: ret, steps, asked, status: r.data.observation.status, score: r.data.observation.score,
+    state: st.data, codes, close: closeCode,
+  }));
+}
+
+async function refuse(url, token) {
+  try {
+    const c = await client(url, token);
+    c.ws.close();
+    console.log(JSON.stringify({ status: 101 }));
+  } catch (e) {
+    if (!e.status) throw e;
+    console.log(JSON.stringify({ status: e.status }));
+  }
+}
+
+async function abrupt(url, token, world, seed, agents) {
+  const c = await client(url, token);
+  const r = await c.send({ type: "reset", data: { world, seed, agents } });
+  if (r.type !== "observation") throw new Error("reset: " + JSON.stringify(r).slice(0, 300));
+  const actions = {};
+  for (const [m, o] of Object.entries(r.data.observation.seats)) actions[m] = decide(o);
+  const s = await c.send({ type: "step", data: { actions } });
+  if (s.type !== "observation") throw new Error("step: " + JSON.stringify(s).slice(0, 300));
+  c.ws.terminate(); // no close frame: the TCP connection just ends
+  console.log(JSON.stringify({ session: r.data.observation.episode_id }));
+}
+
+(async () => {
+  const [mode, url, token, world, seed, agents, maxMessage] = process.argv.slice(2);
+  if (mode === "play") await play(url, token, world, Number(seed), agents, Number(maxMessage));
+  else if (mode === "refuse") await refuse(url, token);
+  else if (mode === "abrupt") await abrupt(url, token, world, Number(seed), agents);
+  else throw new Error("unknown mode " + mode);
+})().catch((e) => { console.error(e.stack || String(e)); process.exit(1); });
