@@ -20,6 +20,11 @@
 #   BENCH_SCALE_TASKS     tasks of the scale world (default 100000)
 #   BENCH_SCALE_SECONDS   wall-time budget of the scale world's session (default 600)
 #   BENCH_STEP_TIMEOUT    seconds before any other step is stopped and reported as timed out (default 600)
+#   BENCH_OPENENV_STEPS   OpenEnv steps timed end to end (default 2000)
+#   BENCH_OPENENV_RESET_CONNS, BENCH_OPENENV_RESET_SECONDS   connections resetting, and for how long (default 4, 20)
+#   BENCH_OPENENV_LEVELS  concurrent /openenv/ws sessions tried in turn (default 1000,2000,3000,4000)
+#   BENCH_OPENENV_THINK   pause between one connection's steps, a model's decision time (default 5s)
+#   BENCH_OPENENV_WINDOW  how long each level is measured (default 30s)
 #   BENCH_PEER            the SimPy peer script (default ../shared/peers/simpy_desk.py)
 #   BENCH_OUT             also write the table to this file
 #   BENCH_KEEP            keep the temporary folder (its path is printed)
@@ -42,7 +47,14 @@ PEER=${BENCH_PEER:-$ROOT/../shared/peers/simpy_desk.py}
 [[ -f $PEER ]] || { echo "bench: no SimPy peer at $PEER (set BENCH_PEER)" >&2; exit 1; }
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/corpsim-bench.XXXXXX")
-if [[ -z ${BENCH_KEEP:-} ]]; then trap 'rm -rf "$TMP"' EXIT; else echo "bench: keeping $TMP" >&2; fi
+OE_PID="" # a corpsim serve of the OpenEnv rows, stopped on exit
+cleanup() {
+	[[ -n $OE_PID ]] && kill -TERM "$OE_PID" 2>/dev/null && wait "$OE_PID" 2>/dev/null
+	[[ -z ${BENCH_KEEP:-} ]] && rm -rf "$TMP"
+	return 0
+}
+trap cleanup EXIT
+[[ -n ${BENCH_KEEP:-} ]] && echo "bench: keeping $TMP" >&2
 say() { echo "bench: $*" >&2; }
 SUDO=""
 ((EUID != 0)) && command -v sudo >/dev/null && SUDO=sudo
@@ -125,6 +137,7 @@ commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | awk '{print $2}' | paste -sd' ' - || true)
 go build -o "$TMP/corpsim" ./cmd/corpsim
 go test -c -o "$TMP/tests.test" ./tests
+go build -o "$TMP/openenvbench" ./tests/openenvbench
 CS=$TMP/corpsim
 
 # The shipped benchmark world, or the same with fewer tickets.
@@ -243,6 +256,62 @@ SESS_TPS=$(gobench "$TMP/sessions.out" ConcurrentSessions tickets/s)
 SESS_EVENTS=$(gobench "$TMP/sessions.out" ConcurrentSessions events/op)
 SESS_NS=$(gobench "$TMP/sessions.out" ConcurrentSessions ns/op)
 
+# ---- 8. OpenEnv: a step against a raw WebSocket echo; resets; sessions held -------------
+OE_STEPS=${BENCH_OPENENV_STEPS:-2000}
+OE_RESET_CONNS=${BENCH_OPENENV_RESET_CONNS:-4}
+OE_RESET_SECONDS=${BENCH_OPENENV_RESET_SECONDS:-20}
+OE_LEVELS=${BENCH_OPENENV_LEVELS:-1000,2000,3000,4000}
+OE_THINK=${BENCH_OPENENV_THINK:-5s}
+OE_WINDOW=${BENCH_OPENENV_WINDOW:-30s}
+OE_TOKEN=bench-operator-token
+run openenv_micro "$STEP_TIMEOUT" go test -run=NONE -bench='StepRoundTrip|RawEcho' -count="$COUNT" ./agents/openenv
+OE_MICRO_NS=$(gobench "$TMP/openenv_micro.out" StepRoundTrip ns/op)
+OE_ECHO_NS=$(gobench "$TMP/openenv_micro.out" RawEcho ns/op)
+OE_MICRO_BYTES=$(gobench "$TMP/openenv_micro.out" StepRoundTrip reply-bytes)
+freeport() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# oe_start NAME ARGS...: corpsim serve --http in the background, with as
+# many open files as allowed (each session holds a few); sets OE_PID, OE_URL.
+oe_start() {
+	local name=$1 nats http
+	shift
+	nats=$(freeport) http=$(freeport)
+	OE_URL=http://127.0.0.1:$http
+	say "$name: corpsim serve --http $OE_URL $*"
+	bash -c 'ulimit -n "$(ulimit -Hn)"; exec "$@"' _ "$CS" serve --listen "127.0.0.1:$nats" --http "127.0.0.1:$http" \
+		--operator-token "$OE_TOKEN" "$@" >"$TMP/$name.serve.out" 2>"$TMP/$name.serve.err" &
+	OE_PID=$!
+	$PY - "$OE_URL/openenv/health" <<'EOF' || { say "$name: the server did not come up"; tail -n 20 "$TMP/$name.serve.err" >&2; FAILED=1; }
+import sys, time, urllib.request
+for _ in range(300):
+    try:
+        urllib.request.urlopen(sys.argv[1], timeout=1).read()
+        sys.exit(0)
+    except Exception:
+        time.sleep(0.1)
+sys.exit(1)
+EOF
+}
+oe_stop() {
+	[[ -n $OE_PID ]] && kill -TERM "$OE_PID" 2>/dev/null && wait "$OE_PID" 2>/dev/null
+	OE_PID=""
+	return 0
+}
+# oebench: the load program against the server oe_start started last.
+oebench() { OEB=(bash -c 'ulimit -n "$(ulimit -Hn)"; exec "$@"' _ "$TMP/openenvbench" -url "$OE_URL" -token "$OE_TOKEN"); }
+oe_start openenv_serve --data "$TMP/oe-data"
+oebench
+run openenv_step "$STEP_TIMEOUT" "${OEB[@]}" -mode step -steps "$OE_STEPS"
+OE_STEP_RC=$RC OE_STEP_NOTE=$(status_note "$STEP_TIMEOUT")
+run openenv_resets "$STEP_TIMEOUT" "${OEB[@]}" -mode resets -conns "$OE_RESET_CONNS" -seconds "$OE_RESET_SECONDS"
+OE_RESETS_RC=$RC OE_RESETS_NOTE=$(status_note "$STEP_TIMEOUT")
+oe_stop
+oe_start openenv_hold --data "$TMP/oe-hold" --max-sessions 100000 --http-max-conns 100000
+oebench
+run openenv_hold $((STEP_TIMEOUT + 600)) "${OEB[@]}" -mode hold -levels "$OE_LEVELS" -think "$OE_THINK" -window "$OE_WINDOW" \
+	-world support-desk -agents greedy,ana=remote -pid "$OE_PID"
+OE_HOLD_RC=$RC OE_HOLD_NOTE=$(status_note $((STEP_TIMEOUT + 600)))
+oe_stop
+
 # ---- the table ------------------------------------------------------------------
 row "log append, batches of 64 synced events (\`BenchmarkAppend\`)" "—" "—" "—" "$(fmt_num "$APPEND")" "—" "$(ratio "$APPEND" "$RAWB")" "vs raw Pebble batch"
 row "raw Pebble synced batches of the same bytes (\`BenchmarkRawPebbleBatch\`)" "—" "—" "—" "$(fmt_num "$RAWB")" "—" "1.00×" "baseline; the durable run above: $(ratio "$DURABLE_EPS" "$RAWB") of it"
@@ -256,6 +325,36 @@ row "raw NATS request/reply of the same bytes (\`BenchmarkRawRequestReply\`)" "�
 row "one session, generated world: $(fmt_num "$SCALE_MEMBERS") members, $(fmt_num "$SCALE_TASKS") tasks, dispatch one, greedy in process, in memory" "$(fmt_num "$SCALE_EVENTS") events" "$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "%.1f to the first batch" % float(v))' "$SCALE_FIRST")" "—" "$(fmt_num "$SCALE_EPS")" "$(fmt_mib "$SCALE_RSS_KB")" "$(ratio "$SCALE_RSS_KB" $((2 * 1024 * 1024)))" "peak RSS vs 2 GiB; $SCALE_STATUS $(status_note $((SCALE_SECONDS + 300)))"
 SESS_WALL=$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "%.1f" % (float(v)/1e9))' "$SESS_NS")
 row "$SESSIONS concurrent sessions of \`support-desk\` in one process, greedy in process (one bus for the feeds), in-memory logs" "$(fmt_num "$SESS_EVENTS") events" "$SESS_WALL" "$(fmt_num "$SESS_TPS")" "$(fmt_num "$SESS_EPS")" "$(fmt_mib "$SESS_RSS_KB")" "—" "all sessions together $(status_note "$STEP_TIMEOUT")"
+
+# The OpenEnv rows.
+row "OpenEnv step round trip, the adapter alone (\`BenchmarkStepRoundTrip\`: /openenv/ws, the gateway answering at once with a $(fmt_num "$OE_MICRO_BYTES")-byte reply)" "—" "—" "—" "$(fmt_num "$(per_s "$OE_MICRO_NS")") steps/s, $(us "$OE_MICRO_NS") each" "—" "$(ratio "$OE_MICRO_NS" "$OE_ECHO_NS")" "latency vs a raw WebSocket echo of the same bytes (target ≤ 2×)"
+row "raw WebSocket echo of the same bytes (\`BenchmarkRawEcho\`, coder/websocket both ends)" "—" "—" "—" "$(fmt_num "$(per_s "$OE_ECHO_NS")") round trips/s, $(us "$OE_ECHO_NS") each" "—" "1.00×" "baseline"
+if ((OE_STEP_RC == 0)); then
+	row "OpenEnv step round trip end to end (\`corpsim serve --http\`, durable log; startup, bob remote, 4 greedy: the engine's turn, the log's sync, the bus, the gateway)" \
+		"$(json "$TMP/openenv_step.out" '"{:,} steps".format(d["steps"])')" "—" "—" \
+		"$(json "$TMP/openenv_step.out" '"{:.0f} µs mean, {:.0f} µs median, {:.0f} µs p99".format(d["step_us"], d["step_p50_us"], d["step_p99_us"])')" "—" \
+		"$(json "$TMP/openenv_step.out" '"{:.2f}×".format(d["ratio"])')" \
+		"$(json "$TMP/openenv_step.out" '"mean vs the same frames ({:.0f} and {:.0f} bytes) over a raw WebSocket echo in the same run: {:.0f} µs mean, {:.0f} µs median (target ≤ 2×); the gateway\u2019s own HTTP step of such episodes: {:.0f} µs mean, {:.0f} µs median (OpenEnv takes {:.2f}× its time)".format(d["request_bytes"], d["reply_bytes"], d["echo_us"], d["echo_p50_us"], d["v1_us"], d["v1_p50_us"], d["step_us"]/d["v1_us"])')"
+else
+	row "OpenEnv step round trip end to end" "—" "—" "—" "—" "—" "—" "$OE_STEP_NOTE"
+fi
+if ((OE_RESETS_RC == 0)); then
+	row "OpenEnv resets over /openenv/ws ($OE_RESET_CONNS connections; each stops its last session, creates one, returns its first observation; durable)" \
+		"$(json "$TMP/openenv_resets.out" '"{:,} resets".format(d["resets"])')" "$(json "$TMP/openenv_resets.out" '"{:.1f}".format(d["seconds"])')" "—" \
+		"$(json "$TMP/openenv_resets.out" '"{:,.0f} resets/s, {:.0f} ms each".format(d["resets_per_second"], d["mean_ms"])')" "—" "—" "all connections together"
+else
+	row "OpenEnv resets" "—" "—" "—" "—" "—" "—" "$OE_RESETS_NOTE"
+fi
+if ((OE_HOLD_RC == 0)); then
+	row "most concurrent /openenv/ws sessions one process holds while each steps (support-desk, ana remote, 7 greedy; a step every $OE_THINK per connection; durable)" \
+		"$(json "$TMP/openenv_hold.out" '"{:,} sessions".format(d["max_held"])')" "—" "—" \
+		"$(json "$TMP/openenv_hold.out" '"; ".join("{:,}: {:.0f} of {:.0f} steps/s, median {:.0f} ms, p99 {:.0f} ms{}".format(l["conns"], l["steps_per_sec"], l["offered_per_sec"], l["step_p50_ms"], l["step_p99_ms"], "" if l["held"] else " (not held: {} failed, {} stepped)".format(l["failed"], l["stepped"])) for l in d["levels"])')" \
+		"$(json "$TMP/openenv_hold.out" '"{:,.0f} MiB at {:,}".format(max([l["server_rss_kib"] for l in d["levels"] if l["held"]] or [0])/1024, d["max_held"])')" \
+		"$(json "$TMP/openenv_hold.out" '"{:.2f}×".format(d["max_held"]/2000)')" \
+		"vs the target of 2,000; a level is held when no connection failed, each stepped within the ${OE_WINDOW} window and the server kept up (≥ 80% of the offered steps/s); server RSS at the largest level held"
+else
+	row "most concurrent /openenv/ws sessions one process holds while each steps" "—" "—" "—" "—" "—" "—" "$OE_HOLD_NOTE"
+fi
 
 # ---- print ------------------------------------------------------------------------
 {

@@ -261,20 +261,21 @@ func (e *episode) handle(ctx context.Context, msg []byte) (reply []byte, quit bo
 }
 
 func (e *episode) dispatch(ctx context.Context, msg []byte) (any, bool, error) {
-	if !json.Valid(msg) {
-		var v any
-		err := json.Unmarshal(msg, &v)
-		return nil, false, errorf(CodeInvalidJSON, http.StatusBadRequest, "invalid JSON: %v", err)
-	}
-	var f inFrame
-	dec := json.NewDecoder(bytes.NewReader(msg))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		if bytes.HasPrefix(bytes.TrimSpace(msg), []byte("{")) {
-			return nil, false, validation(`invalid message: %v (a message is {"type": …, "data": …})`, err)
+	// One pass: a map of the top-level fields (a frame has two).
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(msg, &fields); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return nil, false, errorf(CodeInvalidJSON, http.StatusBadRequest, "invalid JSON: %v", err)
 		}
 		return nil, false, validation(`invalid message: a message is a JSON object {"type": …, "data": …}`)
 	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if k != "type" && k != "data" {
+			return nil, false, validation(`invalid message: unknown field %q (a message is {"type": …, "data": …})`, clip(k))
+		}
+	}
+	f := inFrame{Type: fields["type"], Data: fields["data"]}
 	var typ string
 	if err := json.Unmarshal(f.Type, &typ); err != nil || len(f.Type) == 0 {
 		return nil, false, errorf(CodeUnknownType, http.StatusBadRequest, `unknown message type %s (want "reset", "step", "state" or "close")`, orNone(f.Type))
@@ -410,7 +411,44 @@ func (e *episode) state() state {
 	return s
 }
 
+// appendObservation appends f's JSON: the bytes json.Marshal makes of it
+// (TestAppendObservation checks this), without its cost: json.Marshal
+// re-scans and compacts every seat's observation, which arrives compact
+// from the engine's encoder, and that is most of an adapter's step.
+func appendObservation(dst []byte, f *obsFrame) []byte {
+	o := &f.Data.Observation
+	dst = append(dst, `{"type":"observation","data":{"observation":{"seats":{`...)
+	for i, m := range slices.Sorted(maps.Keys(o.Seats)) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendValue(dst, m)
+		dst = append(dst, ':')
+		dst = append(dst, o.Seats[m]...)
+	}
+	dst = append(dst, `},"episode_id":`...)
+	dst = appendValue(dst, o.EpisodeID)
+	if o.Status != "" {
+		dst = appendValue(append(dst, `,"status":`...), o.Status)
+	}
+	if o.Score != nil {
+		dst = appendValue(append(dst, `,"score":`...), *o.Score)
+	}
+	if len(o.Warnings) > 0 {
+		dst = appendValue(append(dst, `,"warnings":`...), o.Warnings)
+	}
+	dst = appendValue(append(dst, `},"reward":`...), f.Data.Reward)
+	dst = appendValue(append(dst, `,"done":`...), f.Data.Done)
+	return append(dst, "}}"...)
+}
+
+// appendValue appends a small value's JSON.
+func appendValue(dst []byte, v any) []byte { return append(dst, encode(v)...) }
+
 func encode(v any) []byte {
+	if f, ok := v.(obsFrame); ok {
+		return appendObservation(nil, &f)
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic("openenv: a reply does not encode: " + err.Error())

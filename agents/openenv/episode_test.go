@@ -14,6 +14,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents/httpgw"
 	"github.com/corpsim/corpsim/agents/wire"
+	"github.com/corpsim/corpsim/sim/simtest"
 )
 
 // fakeOps plays the gateway: sessions s1, s2, … each with the remote seats
@@ -441,5 +442,25 @@ func TestCapacityAfterAStopIsRetried(t *testing.T) {
 	wantCode(t, first(send(t, e2, `{"type":"reset","data":{"world":"startup"}}`)), CodeCapacityReached)
 	if creates, _, _ := f.snapshot(); len(creates) != 5 {
 		t.Fatalf("%d creates, want 5 (1, then 2 refused and 1 retried, then 1 refused)", len(creates))
+	}
+}
+
+func TestAppendObservation(t *testing.T) {
+	obs := simtest.RandomObservations(t, 5, 20)
+	score := 12.25
+	for i, tc := range []obsFrame{
+		{Type: "observation", Data: obsData{Observation: observation{Seats: map[string]json.RawMessage{}, EpisodeID: "s1"}}},
+		{Type: "observation", Data: obsData{Observation: observation{Seats: map[string]json.RawMessage{"bob": obs[0], "alice": obs[1], "zed-9": obs[len(obs)-1]}, EpisodeID: "01M8RSGW47HEVVCJACN4KD1JKQ"}, Reward: 0.1 + 0.2}},
+		{Type: "observation", Data: obsData{Observation: observation{Seats: map[string]json.RawMessage{"bob": obs[2]}, EpisodeID: "s1", Status: "finished", Score: &score,
+			Warnings: []string{`bob: unknown action type "fly" <&>`, "ünïcode \u2028"}}, Reward: -1e-7, Done: true}},
+		{Type: "observation", Data: obsData{Observation: observation{Seats: map[string]json.RawMessage{"bob": obs[3]}, EpisodeID: "s1"}, Reward: 1e21}},
+	} {
+		want, err := json.Marshal(tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendObservation(nil, &tc); string(got) != string(want) {
+			t.Fatalf("case %d:\n got %s\nwant %s", i, got, want)
+		}
 	}
 }
