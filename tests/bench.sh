@@ -23,7 +23,7 @@
 #   BENCH_OPENENV_STEPS   OpenEnv steps timed end to end (default 2000)
 #   BENCH_OPENENV_RESET_CONNS, BENCH_OPENENV_RESET_SECONDS   connections resetting, and for how long (default 4, 20)
 #   BENCH_OPENENV_LEVELS  concurrent /openenv/ws sessions tried in turn (default 1000,2000,3000,4000)
-#   BENCH_OPENENV_THINK   pause between one connection's steps, a model's decision time (default 5s)
+#   BENCH_OPENENV_THINK   pause between one connection's steps, a model's decision time (default 10s)
 #   BENCH_OPENENV_WINDOW  how long each level is measured (default 30s)
 #   BENCH_PEER            the SimPy peer script (default ../shared/peers/simpy_desk.py)
 #   BENCH_OUT             also write the table to this file
@@ -261,7 +261,7 @@ OE_STEPS=${BENCH_OPENENV_STEPS:-2000}
 OE_RESET_CONNS=${BENCH_OPENENV_RESET_CONNS:-4}
 OE_RESET_SECONDS=${BENCH_OPENENV_RESET_SECONDS:-20}
 OE_LEVELS=${BENCH_OPENENV_LEVELS:-1000,2000,3000,4000}
-OE_THINK=${BENCH_OPENENV_THINK:-5s}
+OE_THINK=${BENCH_OPENENV_THINK:-10s}
 OE_WINDOW=${BENCH_OPENENV_WINDOW:-30s}
 OE_TOKEN=bench-operator-token
 run openenv_micro "$STEP_TIMEOUT" go test -run=NONE -bench='StepRoundTrip|RawEcho' -count="$COUNT" ./agents/openenv

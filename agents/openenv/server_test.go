@@ -426,6 +426,9 @@ func TestConnectionsAreCheap(t *testing.T) {
 	f.script = []httpgw.StepReply{{Observations: obsOf("bob")}, {Observations: obsOf("bob")}}
 	s := newTestServer(t, f, Config{})
 	base := startHTTP(t, s)
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	before := runtime.NumGoroutine()
 	const n = 300
 	conns := make([]*websocket.Conn, n)
@@ -437,7 +440,13 @@ func TestConnectionsAreCheap(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // let finished dials' goroutines exit
 	per := float64(runtime.NumGoroutine()-before) / n
-	t.Logf("%.2f goroutines per open connection (server and client sides together)", per)
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	kib := float64(int64(m1.HeapInuse+m1.StackInuse)-int64(m0.HeapInuse+m0.StackInuse)) / n / 1024
+	t.Logf("%.2f goroutines and %.1f KiB of heap and stacks per open connection (server and client sides together)", per, kib)
+	if kib > 128 {
+		t.Fatalf("%.1f KiB per open connection, want at most 128", kib)
+	}
 	if per > 1.5 {
 		t.Fatalf("%.2f goroutines per open connection, want at most 1.5 (the server's handler; the client side has none)", per)
 	}
