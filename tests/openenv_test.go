@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -102,25 +101,6 @@ func (s *openenvServer) stop(t *testing.T) {
 	}
 }
 
-// npmInstall installs pkg@version into a temporary folder and returns its
-// node_modules, or skips the test when node or npm is missing.
-func npmInstall(t *testing.T, pkg string) (node, modules string) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed; .ci/run installs nodejs and npm")
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skip("npm is not installed; .ci/run installs nodejs and npm")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", dir, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("npm install %s: %v\n%s", pkg, err, out)
-	}
-	return node, filepath.Join(dir, "node_modules")
-}
-
 // openenvPlayed is what openenv_episode.js play prints.
 type openenvPlayed struct {
 	Session   string   `json:"session"`
@@ -155,9 +135,8 @@ type openenvPlayed struct {
 // serving, and its session recorded as interrupted with a log that
 // verifies.
 func TestOpenEnvThirdPartyClient(t *testing.T) {
-	node, modules := npmInstall(t, "ws@8.23.0")
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "testdata", "openenv_episode.js")
+	node, script, dir := nodeClient(t, "ws@8.23.0", "openenv_episode.js")
+	modules := filepath.Join(dir, "node_modules")
 	const maxMessage = 1 << 20
 	srv := startOpenEnvServer(t, "--max-message", fmt.Sprint(maxMessage))
 	ws := "ws://" + srv.http + "/openenv/ws"
