@@ -257,11 +257,12 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			fmt.Fprintf(out, "corpsim resumed %d session(s): %s\n", len(resumed), strings.Join(resumed, " "))
 		}
 	}
+	endConnSessions := func() {}
 	if o.HTTP != "" {
 		// The gateway takes back the seats of the resumed sessions
 		// before it takes requests, so that their clients' tokens
 		// work from the first request.
-		stop, err := serveHTTP(o, url, m, store, hub, out, log, func(gw *httpgw.Gateway) {
+		stop, endSessions, err := serveHTTP(o, url, m, store, hub, out, log, func(gw *httpgw.Gateway) {
 			resume()
 			if worker == nil {
 				adoptHTTPSeats(ctx, gw, svc, out, log)
@@ -271,6 +272,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			return err
 		}
 		defer stop()
+		endConnSessions = endSessions
 	} else {
 		resume()
 	}
@@ -288,6 +290,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	log.Info("serving", "nats", url)
 	<-ctx.Done()
+	endConnSessions() // an OpenEnv session ends with its connection: nothing would control it after a restart
 	log.Info("shutting down: not taking new sessions; running sessions stop after their current batch and are resumed by the next serve on this data",
 		"grace", o.ShutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), o.ShutdownGrace)
@@ -320,38 +323,38 @@ func unjoin(err error) []error {
 // server at natsURL; before is called with the gateway before it listens.
 // The returned stop ends its long polls, shuts the HTTP server down and
 // closes the gateway.
-func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.Log, hub *live.Hub, out io.Writer, log hclog.Logger, before func(*httpgw.Gateway)) (stop func(), err error) {
+func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.Log, hub *live.Hub, out io.Writer, log hclog.Logger, before func(*httpgw.Gateway)) (stop, endSessions func(), err error) {
 	if natsURL == "" {
-		return nil, app.Usagef("--http needs the NATS server to listen (--listen ADDR)")
+		return nil, nil, app.Usagef("--http needs the NATS server to listen (--listen ADDR)")
 	}
 	gw, err := httpgw.New(httpgw.Config{NATSURL: natsURL, OperatorToken: o.OperatorToken,
 		Logger: log.Named("http"), TurnWait: o.TurnTimeout, MaxRequestBytes: o.MaxMessage})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var lv *live.Server
 	if hub != nil {
 		if lv, err = live.New(store, hub, live.Config{OperatorToken: o.OperatorToken, Logger: log.Named("live")}); err != nil {
 			gw.Close()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	before(gw)
 	ln, err := net.Listen("tcp", o.HTTP)
 	if err != nil {
 		gw.Close()
-		return nil, fmt.Errorf("--http: %w", err)
+		return nil, nil, fmt.Errorf("--http: %w", err)
 	}
 	mux := http.NewServeMux()
 	if m != nil {
 		mux.Handle("/metrics", m.Handler())
 	}
 	mux.Handle("/", gw.Handler())
-	closeAdapters, err := mountAdapters(mux, gw, o, m, out, log)
+	closeAdapters, endSessions, err := mountAdapters(mux, gw, o, m, out, log)
 	if err != nil {
 		_ = ln.Close()
 		gw.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if lv != nil {
 		mux.Handle("/live/", lv.Handler())
@@ -390,14 +393,20 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.
 			_ = srv.Close()
 		}
 		<-done
-	}, nil
+	}, endSessions, nil
 }
 
 // mountAdapters mounts the protocol adapters (OpenEnv, MCP, NeMo Gym) on
 // the --http listener's mux, each over the gateway's operations, unless its
 // flag turns it off. The returned function closes them.
-func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *metrics.Metrics, out io.Writer, log hclog.Logger) (closeAll func(), err error) {
+//
+// endSessions closes the adapters whose sessions belong to their
+// connections (OpenEnv: one environment per WebSocket), which stops those
+// sessions: serve calls it before it shuts the service down, so that a
+// restart does not resume sessions no connection controls any more.
+func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *metrics.Metrics, out io.Writer, log hclog.Logger) (closeAll, endSessions func(), err error) {
 	var closers []func()
+	endSessions = func() {}
 	closeAll = func() {
 		for _, c := range slices.Backward(closers) {
 			c()
@@ -408,6 +417,7 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 			MaxMessageBytes: o.MaxMessage, IdleTimeout: o.OpenEnvIdleTimeout})
 		mux.Handle("/openenv/", oe.Handler())
 		closers = append(closers, oe.Close)
+		endSessions = oe.Close // idempotent: closeAll calls it again
 	}
 	if !o.NoMCP {
 		srv := mcpseat.New(gw, mcpseat.Config{Logger: log.Named("mcp"), MaxRequestBytes: o.MaxMessage, Recorder: m.Adapter("mcp")})
@@ -423,7 +433,7 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 			ln, err := net.Listen("tcp", o.NemoListen)
 			if err != nil {
 				closeAll()
-				return nil, fmt.Errorf("--nemo-listen: %w", err)
+				return nil, nil, fmt.Errorf("--nemo-listen: %w", err)
 			}
 			// The same routes at the root: /seed_session is /nemo/seed_session.
 			h := ng.Handler()
@@ -451,7 +461,7 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 			})
 		}
 	}
-	return closeAll, nil
+	return closeAll, endSessions, nil
 }
 
 // adoptHTTPSeats gives the HTTP gateway back the remote seats it played
