@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/corpsim/corpsim/agents/natsserver"
+	"github.com/corpsim/corpsim/events"
 )
 
 // openenvServer is a `corpsim serve --http` process for the OpenEnv tests.
@@ -287,4 +289,63 @@ func TestOpenEnvOff(t *testing.T) {
 		t.Fatalf("serve announces OpenEnv with --openenv=false:\n%s", srv.stdout.String())
 	}
 	srv.stop(t)
+}
+
+// TestOpenEnvShutdownEndsItsSessions: on SIGTERM, serve closes the OpenEnv
+// connections (1001, going away) and stops their sessions before it shuts
+// the service down, so the next serve on the data does not resume a
+// session that no connection controls any more.
+func TestOpenEnvShutdownEndsItsSessions(t *testing.T) {
+	node, script, dir := nodeClient(t, "ws@8.23.0", "openenv_episode.js")
+	s := startOpenEnvServer(t)
+	cmd := exec.Command(node, script, "hold", "ws://"+s.http+"/openenv/ws", s.token, "startup", "3", "greedy,bob=remote")
+	cmd.Env = append(cmd.Environ(), "NODE_PATH="+filepath.Join(dir, "node_modules"))
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lines := bufio.NewScanner(stdout)
+	var held struct{ Session string }
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &held) != nil || held.Session == "" {
+		t.Fatalf("the client did not start an episode: %q", lines.Text())
+	}
+	s.stop(t)
+	var closed struct{ Closed int }
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &closed) != nil || closed.Closed != 1001 {
+		t.Errorf("the client's connection ended with %q, want close code 1001 (going away)", lines.Text())
+	}
+	if strings.Contains(s.stdout.String(), held.Session) {
+		t.Errorf("serve keeps %s to resume, though its connection is gone:\n%s", held.Session, s.stdout.String())
+	}
+	meta := func() events.SessionMeta {
+		t.Helper()
+		l := mustOpenStore(t, s.data)
+		defer l.Close()
+		m, err := l.Session(context.Background(), held.Session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := meta(); m.Status != events.StatusInterrupted {
+		t.Fatalf("the left session is %s, want interrupted", m.Status)
+	}
+	// A restarted serve resumes nothing.
+	next := exec.Command(s.bin, "serve", "--listen", freeAddr(t), "--http", freeAddr(t), "--data", s.data, "--operator-token", s.token)
+	var out lockedBuffer
+	next.Stdout, next.Stderr = &out, &out
+	if err := next.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = next.Process.Signal(syscall.SIGTERM); _ = next.Wait() }()
+	for start := time.Now(); !strings.Contains(out.String(), "corpsim serving on"); time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > time.Minute {
+			t.Fatalf("the second serve did not start:\n%s", out.String())
+		}
+	}
+	if strings.Contains(out.String(), "resumed") {
+		t.Fatalf("the second serve resumed a session:\n%s", out.String())
+	}
 }

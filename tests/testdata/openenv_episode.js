@@ -4,6 +4,7 @@
 //   node openenv_episode.js play    WS_URL TOKEN WORLD SEED AGENTS MAX_MESSAGE  (AGENTS "": every seat remote)
 //   node openenv_episode.js refuse  WS_URL TOKEN
 //   node openenv_episode.js abrupt  WS_URL TOKEN WORLD SEED AGENTS
+//   node openenv_episode.js hold    WS_URL TOKEN WORLD SEED AGENTS
 //
 // play: misbehaves first (a frame that is not JSON, an unknown type, a step
 // before reset, a malformed step, a frame over MAX_MESSAGE bytes), checks
@@ -136,10 +137,21 @@ async function abrupt(url, token, world, seed, agents) {
   console.log(JSON.stringify({ session: r.data.observation.episode_id }));
 }
 
+// hold: resets, steps once, prints the session and keeps the connection
+// open until the server closes it; then prints the close code.
+async function hold(url, token, world, seed, agents) {
+  const c = await client(url, token);
+  const r = await c.send({ type: "reset", data: { world, seed, agents } });
+  if (r.type !== "observation") throw new Error("reset: " + JSON.stringify(r).slice(0, 300));
+  console.log(JSON.stringify({ session: r.data.observation.episode_id }));
+  await new Promise((resolve) => c.ws.on("close", (code) => { console.log(JSON.stringify({ closed: code })); resolve(); }));
+}
+
 (async () => {
   const [mode, url, token, world, seed, agents, maxMessage] = process.argv.slice(2);
   if (mode === "play") await play(url, token, world, Number(seed), agents, Number(maxMessage));
   else if (mode === "refuse") await refuse(url, token);
   else if (mode === "abrupt") await abrupt(url, token, world, Number(seed), agents);
+  else if (mode === "hold") await hold(url, token, world, Number(seed), agents);
   else throw new Error("unknown mode " + mode);
 })().catch((e) => { console.error(e.stack || String(e)); process.exit(1); });
