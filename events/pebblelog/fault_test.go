@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -479,9 +480,11 @@ func TestDiskFullInPebble(t *testing.T) {
 	acked := make([]uint64, sessions)
 	var wg sync.WaitGroup
 	errs := make([]error, sessions)
+	for s := range sessions { // all made before the disk fills
+		mustCreate(t, l, meta(fmt.Sprintf("s%d", s)))
+	}
 	for s := range sessions {
 		id := fmt.Sprintf("s%d", s)
-		mustCreate(t, l, meta(id))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -707,5 +710,83 @@ func TestDiskFullTmpfs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDiskFullBallast: another writer fills a real disk (a small tmpfs,
+// root only) to its last byte while a session runs. Its Appends are
+// refused, and its end is still recorded: the Log deletes its ballast to
+// make room for the metadata update. Once the disk has room again, the
+// ballast is written again.
+func TestDiskFullBallast(t *testing.T) {
+	ctx := context.Background()
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root): %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+	dir := filepath.Join(mnt, "db")
+	l := mustOpen(t, dir, pebblelog.Options{Logger: testLogger(t)})
+	defer l.Close()
+	ballast := filepath.Join(dir, pebblelog.BallastName)
+	if fi, err := os.Stat(ballast); err != nil || fi.Size() != pebblelog.DefaultMinFreeSpace/4 {
+		t.Fatalf("after Open: ballast %v, %v; want %d bytes", fi, err, pebblelog.DefaultMinFreeSpace/4)
+	}
+	mustCreate(t, l, meta("s1"))
+	appendN(t, l, "s1", 0, 40)
+	filler := filepath.Join(mnt, "filler")
+	fill(t, filler)
+	last := uint64(40)
+	var err error
+	for range 300 {
+		if err = l.Append(ctx, "s1", last, mkEvents(last+1, 1)); err != nil {
+			break
+		}
+		last++
+	}
+	if !errors.Is(err, syscall.ENOSPC) || errors.Is(err, pebblelog.ErrFailed) {
+		t.Fatalf("Append on the full disk: got %v, want ENOSPC (and not ErrFailed)", err)
+	}
+	m := meta("s1")
+	m.Status, m.LastSeq = events.StatusInterrupted, last
+	if err := l.UpdateSession(ctx, m); err != nil {
+		t.Fatalf("UpdateSession(interrupted) on a disk filled by another writer: %v", err)
+	}
+	if _, err := os.Stat(ballast); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the ballast is still there after it was needed: %v", err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	m.Status = events.StatusRunning
+	if err := l.UpdateSession(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(ballast); err != nil || fi.Size() != pebblelog.DefaultMinFreeSpace/4 {
+		t.Fatalf("with room again: ballast %v, %v; want it written again", fi, err)
+	}
+	mustAppend(t, l, "s1", last, mkEvents(last+1, 1))
+	if got, err := l.Session(ctx, "s1"); err != nil || got.LastSeq != last {
+		t.Fatalf("Session: %+v, %v", got, err)
+	}
+}
+
+// fill writes zeros to path until its file system is full.
+func fill(tb testing.TB, path string) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		_, err := f.Write(chunk)
+		if errors.Is(err, syscall.ENOSPC) {
+			return
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
 	}
 }
