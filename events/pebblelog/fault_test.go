@@ -790,3 +790,50 @@ func fill(tb testing.TB, path string) {
 		}
 	}
 }
+
+// TestFlushFullDiskUsesBallast: a flush that meets a full disk (writes of
+// tables fail with ENOSPC until the ballast is deleted, as another writer
+// filling the disk would make them) does not stop the Log: the ballast
+// makes room for Pebble's next try, the session's end is recorded and the
+// Log goes on. A second full disk, with the ballast spent, stops it.
+func TestFlushFullDiskUsesBallast(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewMem()
+	mem.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 100 << 20, TotalBytes: 200 << 20})
+	var full syncBool
+	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		switch {
+		case op.Kind == errorfs.OpRemove && strings.HasSuffix(op.Path, pebblelog.BallastName) && full.Get():
+			full.Set(false) // its room is free now
+		case (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileSync) && strings.HasSuffix(op.Path, ".sst") && full.Get():
+			return fmt.Errorf("write %s: %w", op.Path, syscall.ENOSPC)
+		}
+		return nil
+	}))
+	l := mustOpen(t, "db", pebblelog.Options{FS: fs, MinFreeSpace: 1 << 20, Logger: testLogger(t)})
+	defer l.Close()
+	if _, err := mem.Stat("db/" + pebblelog.BallastName); err != nil {
+		t.Fatalf("no ballast after Open: %v", err)
+	}
+	// Too little room to write the ballast again once deleted.
+	mem.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 1200 << 10, TotalBytes: 200 << 20})
+	mustCreate(t, l, meta("s1"))
+	appendN(t, l, "s1", 0, 40)
+	full.Set(true)
+	finish(t, l, "s1", 40) // its flush fails once, then goes through
+	if full.Get() {
+		t.Fatal("the flush went through without the ballast being deleted")
+	}
+	if _, err := mem.Stat("db/" + pebblelog.BallastName); err == nil {
+		t.Fatal("the ballast is still there")
+	}
+	mustCreate(t, l, meta("s2"))
+	appendN(t, l, "s2", 0, 8)
+	// With the ballast spent, a flush that meets a full disk stops the Log.
+	full.Set(true)
+	m := meta("s2")
+	m.Status, m.LastSeq = events.StatusFinished, 8
+	if err := l.UpdateSession(ctx, m); !errors.Is(err, pebblelog.ErrFailed) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("a flush on a full disk with no ballast: got %v, want ErrFailed and ENOSPC", err)
+	}
+}

@@ -48,6 +48,7 @@ func (e *fatalError) Unwrap() []error {
 // pebble.Logger and the handlers of the pebble.EventListener it installs.
 type sink struct {
 	log    hclog.Logger
+	space  *space // its ballast makes room for a flush that met a full disk; nil: none
 	fatal  atomic.Pointer[fatalError]
 	failed chan struct{} // closed when fatal is set
 
@@ -121,9 +122,10 @@ func (s *sink) flushEnd(info pebble.FlushInfo) {
 	if info.Err == nil || info.Err.Error() == "pebble: empty table" {
 		return
 	}
-	if errors.Is(info.Err, syscall.ENOSPC) {
+	if errors.Is(info.Err, syscall.ENOSPC) && (s.space == nil || !s.space.release("for a flush")) {
 		// Pebble would retry it at once and without end, and block
-		// writes once the memtables pile up.
+		// writes once the memtables pile up. With the ballast's room,
+		// its next try may go through.
 		s.fail("flush: "+info.Err.Error(), info.Err)
 	}
 	s.flushMu.Lock()
@@ -145,7 +147,8 @@ func (s *sink) failure() error {
 // while reading is logged (the read itself returns the error, which the
 // Log passes on with session and seq); background errors are logged, with
 // repeats of the same error thinned out; a flush that fails for a full
-// disk is a failure, since Pebble would retry it without end; a failed
+// disk deletes the ballast, if it is there, for Pebble's next try, and is
+// otherwise a failure, since Pebble would retry it without end; a failed
 // flush also wakes up Log.flush.
 func (s *sink) listener() *pebble.EventListener {
 	return &pebble.EventListener{

@@ -187,6 +187,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		states:   make(map[string]*state),
 		iters:    make(map[*scanIter]struct{}),
 	}
+	s.space = l.space
 	if opts.NoSync {
 		l.wopts = pebble.NoSync
 	}

@@ -22,8 +22,10 @@ const DefaultMinFreeSpace = 16 << 20
 // for a full disk: a quarter of Options.MinFreeSpace (4 MiB by default),
 // written at Open when there is room. When another writer fills the disk
 // and a metadata update (a session recorded interrupted) finds no room,
-// the Log deletes the file and writes the update into the space it held;
-// the file is written again once the disk has room. The folder's other
+// or a flush of Pebble's fails for it, the Log deletes the file and the
+// update, or Pebble's next try of the flush, uses the space it held (a
+// flush that fails again stops the Log: see ErrFailed); the file is
+// written again once the disk has room. The folder's other
 // users (Pebble) ignore it; deleting it by hand is harmless.
 const BallastName = "pebblelog-ballast"
 
@@ -99,14 +101,8 @@ func (s *space) need(n uint64, share uint64, what string, rare bool) error {
 	if share == 1 && s.ballast {
 		// Another writer filled the disk: the ballast's bytes are for
 		// this (sessions' ends recorded), to the last byte.
-		s.ballast = false
 		before := s.free
-		if err := s.fs.Remove(s.fs.PathJoin(s.dir, BallastName)); err != nil {
-			s.log.Error("disk full: cannot delete the ballast file", "file", BallastName, "error", err)
-		} else {
-			s.log.Warn("disk full: deleted the ballast file to record sessions' status; it is written again once the disk has room",
-				"file", BallastName, "bytes", s.ballastSize(), "free_before", before)
-		}
+		s.releaseLocked("to record sessions' status")
 		if !s.look() {
 			return nil
 		}
@@ -118,6 +114,30 @@ func (s *space) need(n uint64, share uint64, what string, rare bool) error {
 	s.known = false // look again next time: space may have been freed
 	return fmt.Errorf("%w: %s refused with %d bytes free on the log's disk (the log keeps %d free; Options.MinFreeSpace)",
 		syscall.ENOSPC, what, s.free, keep)
+}
+
+// release deletes the ballast, if it is there, for a flush that met a
+// full disk (Pebble retries it at once), and reports whether it did.
+func (s *space) release(why string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ballast {
+		return false
+	}
+	s.releaseLocked(why)
+	s.released = true
+	return true
+}
+
+// releaseLocked deletes the ballast; s.mu is held and s.ballast set.
+func (s *space) releaseLocked(why string) {
+	s.ballast = false
+	if err := s.fs.Remove(s.fs.PathJoin(s.dir, BallastName)); err != nil {
+		s.log.Error("disk full: cannot delete the ballast file", "file", BallastName, "error", err)
+		return
+	}
+	s.log.Warn("disk full: deleted the ballast file "+why+"; it is written again once the disk has room",
+		"file", BallastName, "bytes", s.ballastSize(), "free_before", s.free)
 }
 
 // look asks the file system for the free space; s.mu is held. It reports
