@@ -287,17 +287,29 @@ func TestCorruptManifest(t *testing.T) {
 			t.Fatalf("%s byte %d flipped: a refused Open removed files", name, off)
 		}
 	}
-	// The undamaged store opens, and a read-write open removes the record
-	// (Pebble changes the MANIFEST from then on) until the next clean close.
+	// The undamaged store opens; a read-write open removes the record
+	// before Pebble changes the MANIFEST, and records it again after each
+	// change (here: the flush of the WAL it replayed, and of a session's
+	// end), so that after a crash a damaged MANIFEST is still refused.
 	fs := img.CrashClone(vfs.CrashCloneCfg{})
 	if o := openAndRead(t, fs, true); o.open != nil || o.n["done"] != doneEvents || o.n["live"] != liveEvents {
 		t.Fatalf("undamaged, read-only: %+v", o)
 	}
 	l := mustOpen(t, "db", pebblelog.Options{FS: fs})
-	if got := files(t, fs, pebblelog.CloseRecordName); len(got) != 0 {
-		t.Fatalf("record of the clean close while open read-write: %q, want none", got)
+	finish(t, l, "live", liveEvents)
+	if got := files(t, fs, pebblelog.CloseRecordName); len(got) != 1 {
+		t.Fatalf("record of the MANIFEST while open read-write, after a flush: %q, want one", got)
 	}
 	crashed := fs.CrashClone(vfs.CrashCloneCfg{})
+	cur := files(t, crashed, "MANIFEST-")
+	for _, at := range []float64{0.1, 0.5, 0.9} {
+		b := readFile(t, crashed, crashed.PathJoin("db", cur[len(cur)-1]))
+		dmg := damage(t, crashed, cur[len(cur)-1], flipAt(int(float64(len(b))*at)))
+		var cf *pebblelog.CorruptFileError
+		if o := openAndRead(t, dmg, true); !errors.As(o.open, &cf) {
+			t.Fatalf("after a crash, %s flipped at %.0f%%: Open got %v (read %v), want a *CorruptFileError", cur[len(cur)-1], at*100, o.open, o.n)
+		}
+	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

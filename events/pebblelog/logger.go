@@ -47,10 +47,16 @@ func (e *fatalError) Unwrap() []error {
 // hclog.Logger and records the first fatal failure. It implements
 // pebble.Logger and the handlers of the pebble.EventListener it installs.
 type sink struct {
-	log    hclog.Logger
-	space  *space // its ballast makes room for a flush that met a full disk; nil: none
-	fatal  atomic.Pointer[fatalError]
-	failed chan struct{} // closed when fatal is set
+	log   hclog.Logger
+	space *space // its ballast makes room for a flush that met a full disk; nil: none
+	// record, when set (a read-write Log), writes CloseRecordName after
+	// each change of the MANIFEST (a flush, a compaction, a new MANIFEST),
+	// so that a MANIFEST damaged after a crash is told from a torn one;
+	// recordMu serializes the writes.
+	record   func() error
+	recordMu sync.Mutex
+	fatal    atomic.Pointer[fatalError]
+	failed   chan struct{} // closed when fatal is set
 
 	// flushMu guards flushErr, closed (and replaced) at each failed flush,
 	// so that a flush waiting for its memtable to reach a table can stop
@@ -149,14 +155,43 @@ func (s *sink) failure() error {
 // repeats of the same error thinned out; a flush that fails for a full
 // disk deletes the ballast, if it is there, for Pebble's next try, and is
 // otherwise a failure, since Pebble would retry it without end; a failed
-// flush also wakes up Log.flush.
+// flush also wakes up Log.flush; each change of the MANIFEST is recorded
+// (see record).
 func (s *sink) listener() *pebble.EventListener {
 	return &pebble.EventListener{
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
 			s.log.Error("pebble: corrupt data", "file", info.Path, "error", fmt.Sprint(info.Details))
 		},
 		BackgroundError: s.background,
-		FlushEnd:        s.flushEnd,
+		FlushEnd: func(info pebble.FlushInfo) {
+			s.flushEnd(info)
+			if info.Err == nil {
+				s.recordManifest()
+			}
+		},
+		CompactionEnd: func(info pebble.CompactionInfo) {
+			if info.Err == nil {
+				s.recordManifest()
+			}
+		},
+		ManifestCreated: func(info pebble.ManifestCreateInfo) {
+			if info.Err == nil {
+				s.recordManifest()
+			}
+		},
+	}
+}
+
+// recordManifest records the MANIFEST as it stands (see record); a
+// failure is logged: the next change, or the close, records it again.
+func (s *sink) recordManifest() {
+	if s.record == nil || s.failure() != nil {
+		return
+	}
+	s.recordMu.Lock()
+	defer s.recordMu.Unlock()
+	if err := s.record(); err != nil {
+		s.log.Warn("cannot record the MANIFEST", "file", CloseRecordName, "error", err)
 	}
 }
 

@@ -188,6 +188,9 @@ func Open(dir string, opts Options) (*Log, error) {
 		iters:    make(map[*scanIter]struct{}),
 	}
 	s.space = l.space
+	if !opts.ReadOnly {
+		s.record = func() error { return writeCloseRecord(fs, dir) }
+	}
 	if opts.NoSync {
 		l.wopts = pebble.NoSync
 	}
@@ -241,7 +244,7 @@ func (l *Log) open(cacheSize int64) (err error) {
 	l.db, err = pebble.Open(l.dir, po)
 	if err != nil {
 		if pebble.IsCorruptionError(err) {
-			return corruptFile(err)
+			return corruptOpen(l.fs, l.dir, err)
 		}
 		return err
 	}
@@ -1042,7 +1045,10 @@ func (l *Log) Checkpoints(ctx context.Context, id string) ([]events.Checkpoint, 
 func (l *Log) closeDB() error {
 	err := l.db.Close()
 	if err == nil && !l.readOnly && l.sink.failure() == nil {
-		if werr := writeCloseRecord(l.fs, l.dir); werr != nil {
+		l.sink.recordMu.Lock()
+		werr := writeCloseRecord(l.fs, l.dir)
+		l.sink.recordMu.Unlock()
+		if werr != nil {
 			err = fmt.Errorf("record of the clean close: %w", werr)
 		}
 	}
