@@ -196,7 +196,7 @@ func TestShutdownKeepsRemoteSeats(t *testing.T) {
 // records a session left running by a kill as interrupted).
 func storedMeta(tb testing.TB, data, session string) (events.SessionMeta, uint64) {
 	tb.Helper()
-	l, err := app.OpenLog(data, false, nil)
+	l, err := app.OpenLog(context.Background(), data, false, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -234,7 +234,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	}
 	log := o.Log
 	if log == nil {
-		if log, err = OpenLog(o.Data, o.Ephemeral, o.Logger); err != nil {
+		if log, err = OpenLog(ctx, o.Data, o.Ephemeral, o.Logger); err != nil {
 			return nil, err
 		}
 		defer log.Close()
