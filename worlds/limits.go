@@ -78,6 +78,49 @@ func (l Limits) WithDefaults() Limits {
 	return l
 }
 
+// Raised returns the fields of l above the defaults, and zero for the
+// others: what a session started within l records of it.
+func (l Limits) Raised() Limits {
+	d := Limits{}.WithDefaults()
+	up := func(v, def int) int {
+		if v > def {
+			return v
+		}
+		return 0
+	}
+	out := Limits{FileBytes: up(l.FileBytes, d.FileBytes), Depth: up(l.Depth, d.Depth), Members: up(l.Members, d.Members),
+		Tasks: up(l.Tasks, d.Tasks), Arrivals: up(l.Arrivals, d.Arrivals), Burst: up(l.Burst, d.Burst), Nodes: up(l.Nodes, d.Nodes)}
+	if l.MaxLoad > d.MaxLoad {
+		out.MaxLoad = l.MaxLoad
+	}
+	return out
+}
+
+// Raise returns l with each limit that to sets (a non-zero field) raised
+// to it where l's (or its default) is lower: the limits a stored session
+// runs within when it is resumed or forked, the operator's (l) with those
+// the session recorded raising (to). A field to leaves zero is l's,
+// lowered too.
+func (l Limits) Raise(to Limits) Limits {
+	d := l.WithDefaults()
+	up := func(v *int, have, rec int) {
+		if rec != 0 {
+			*v = max(have, rec)
+		}
+	}
+	up(&l.FileBytes, d.FileBytes, to.FileBytes)
+	up(&l.Depth, d.Depth, to.Depth)
+	up(&l.Members, d.Members, to.Members)
+	up(&l.Tasks, d.Tasks, to.Tasks)
+	up(&l.Arrivals, d.Arrivals, to.Arrivals)
+	up(&l.Burst, d.Burst, to.Burst)
+	up(&l.Nodes, d.Nodes, to.Nodes)
+	if to.MaxLoad != 0 {
+		l.MaxLoad = max(d.MaxLoad, to.MaxLoad)
+	}
+	return l
+}
+
 // Validate reports a limit that is negative or not a finite number.
 func (l Limits) Validate() error {
 	for _, f := range []struct {

@@ -387,3 +387,27 @@ func TestLargeFileMistakesInParts(t *testing.T) {
 		t.Fatalf("a project over the limit on its own: got %v", err)
 	}
 }
+
+// TestLimitsRaisedAndRaise: what a session records of its limits (those
+// above the defaults) and how a resume combines them with the operator's.
+func TestLimitsRaisedAndRaise(t *testing.T) {
+	run := Limits{Burst: 12_000, Members: 10, MaxLoad: 200}
+	if got, want := run.Raised(), (Limits{Burst: 12_000, MaxLoad: 200}); got != want {
+		t.Errorf("Raised: got %+v, want %+v (a lowered limit is not recorded)", got, want)
+	}
+	if got := (Limits{}).Raised(); got != (Limits{}) {
+		t.Errorf("Raised of the defaults: got %+v, want none", got)
+	}
+	rec := run.Raised()
+	for _, tt := range []struct {
+		op, want Limits
+	}{
+		{Limits{}, Limits{Burst: 12_000, MaxLoad: 200}},
+		{Limits{Burst: 20_000, Tasks: 5}, Limits{Burst: 20_000, Tasks: 5, MaxLoad: 200}},
+		{Limits{Burst: 50, MaxLoad: 2}, Limits{Burst: 12_000, MaxLoad: 200}},
+	} {
+		if got := tt.op.Raise(rec); got != tt.want {
+			t.Errorf("%+v.Raise(%+v): got %+v, want %+v", tt.op, rec, got, tt.want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -76,9 +77,9 @@ func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
 			if err := json.Unmarshal(ev.Payload, &p); err != nil {
 				return nil, fmt.Errorf("analyze: session.started: %w", err)
 			}
-			w, err := worlds.Load(p.WorldFile, []byte(p.Source))
+			w, _, err := sim.RecordedWorld(&p)
 			if err != nil {
-				return nil, fmt.Errorf("analyze: the world recorded in the log does not load: %w", err)
+				return nil, fmt.Errorf("analyze: %w", err)
 			}
 			s.World, s.State, s.Seed = w, org.New(w), p.Seed
 		}

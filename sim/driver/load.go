@@ -18,6 +18,9 @@ type Origin struct {
 	Source []byte
 	Seed   uint64
 	Load   float64
+	// WorldLimits are the world budgets the session recorded (the ones it
+	// raised; zero fields: the defaults), within which World was loaded.
+	WorldLimits worlds.Limits
 }
 
 // ReadOrigin reads a session's first event (its root ancestor's, for a fork)
@@ -37,14 +40,11 @@ func ReadOrigin(ctx context.Context, log events.Log, session string) (Origin, er
 		if err := p.CheckFormat(); err != nil {
 			return Origin{}, fmt.Errorf("session %s: %w", session, err)
 		}
-		w, err := worlds.Load(p.WorldFile, []byte(p.Source))
+		w, lim, err := sim.RecordedWorld(&p)
 		if err != nil {
-			return Origin{}, fmt.Errorf("session %s: the recorded world does not load: %w", session, err)
+			return Origin{}, fmt.Errorf("session %s: %w", session, err)
 		}
-		if w.Hash != p.WorldHash {
-			return Origin{}, fmt.Errorf("session %s: recorded world hash %s does not match its source (%s)", session, p.WorldHash, w.Hash)
-		}
-		return Origin{World: w, Source: []byte(p.Source), Seed: p.Seed, Load: p.Load}, nil
+		return Origin{World: w, Source: []byte(p.Source), Seed: p.Seed, Load: p.Load, WorldLimits: lim}, nil
 	}
 	return Origin{}, fmt.Errorf("%w (session %s is empty)", sim.ErrNotASession, session)
 }
@@ -73,7 +73,7 @@ func Load(ctx context.Context, log events.Log, session string, at, seed uint64) 
 	if seed == 0 {
 		seed = origin.Seed
 	}
-	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: seed, Session: session, Load: origin.Load}
+	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: seed, Session: session, Load: origin.Load, WorldLimits: origin.WorldLimits}
 	var e *sim.Engine
 	from := uint64(1)
 	cp, err := log.LatestCheckpoint(ctx, session, at)
