@@ -113,6 +113,8 @@ func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
 func decodePayload(ev events.Event) (any, error) {
 	var p any
 	switch ev.Type {
+	case payload.EvTurnFailed:
+		p = &payload.TurnFailed{}
 	case payload.EvTaskClaimed:
 		p = &payload.TaskClaimed{}
 	case payload.EvWorkStarted:
@@ -421,7 +423,7 @@ func (s *Session) index(ev events.Event, p any) {
 	} else if r := s.requests[requestOf(p)]; r != nil {
 		s.about[r.Task] = append(s.about[r.Task], ev.Seq)
 	}
-	if ev.Actor != "" && ev.Type != payload.EvTurn && ev.Type != payload.EvTurnTimeout && ev.Type != payload.EvReward {
+	if ev.Actor != "" && ev.Type != payload.EvTurn && ev.Type != payload.EvTurnTimeout && ev.Type != payload.EvTurnFailed && ev.Type != payload.EvReward {
 		s.lastOf[ev.Actor] = ev.Seq
 	}
 	if ev.Type == payload.EvMemberReturned {

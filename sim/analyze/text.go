@@ -149,8 +149,8 @@ func (m *MemberTrace) WriteText(w io.Writer) {
 		kind = ", simulated colleague"
 	}
 	fmt.Fprintf(w, "member %s (%s, team %s%s)\n", m.Member, m.Role, m.Team, kind)
-	fmt.Fprintf(w, "held %d task(s); %d leave(s); others waited %s on its approvals; %d refused action(s); %d timeout(s)\n",
-		len(m.Holds), len(m.Leaves), m.ApprovalWait.Text, countAll(m.Rejections), m.Timeouts)
+	fmt.Fprintf(w, "held %d task(s); %d leave(s); others waited %s on its approvals; %d refused action(s); %d timeout(s); %d failed turn(s)\n",
+		len(m.Holds), len(m.Leaves), m.ApprovalWait.Text, countAll(m.Rejections), m.Timeouts, m.TurnErrors)
 	if len(m.Leaves) > 0 {
 		fmt.Fprintln(w, "\nLEAVE")
 		for _, l := range m.Leaves {
@@ -292,6 +292,7 @@ func (d *Difference) WriteText(w io.Writer) {
 	row("violations", "%d", A.Violations, B.Violations)
 	row("rejected actions", "%d", A.Rejections, B.Rejections)
 	row("timeouts", "%d", A.Timeouts, B.Timeouts)
+	row("failed turns", "%d", A.TurnErrors, B.TurnErrors)
 	row("events", "%d", A.Events, B.Events)
 	row("from the divergence", "%d", A.After, B.After)
 	row("ended", "%s", orDash(A.Ended), orDash(B.Ended))
