@@ -120,3 +120,27 @@ func Load(ctx context.Context, log events.Log, session string, at, seed uint64) 
 	}
 	return e, n, nil
 }
+
+// LoggedEnd reads event last of session id: if it is session.ended, it
+// returns its payload and true. A session whose log ends so has ended,
+// whatever its metadata says (its process may have died before recording
+// it): it must not be resumed.
+func LoggedEnd(ctx context.Context, log events.Log, id string, last uint64) (payload.SessionEnded, bool, error) {
+	var end payload.SessionEnded
+	if last == 0 {
+		return end, false, nil
+	}
+	for ev, err := range log.Read(ctx, id, last) {
+		if err != nil {
+			return end, false, err
+		}
+		if ev.Type != payload.EvSessionEnded {
+			return end, false, nil
+		}
+		if err := json.Unmarshal(ev.Payload, &end); err != nil {
+			return end, false, &events.CorruptError{Session: id, Seq: ev.Seq, Err: err}
+		}
+		return end, true, nil
+	}
+	return end, false, nil
+}
