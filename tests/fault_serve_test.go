@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -120,7 +119,7 @@ func TestFaultDiskFullServe(t *testing.T) {
 			t.Logf("serve's log:\n%s", sp.stderr.String())
 		}
 	}()
-	ctx := context.Background()
+	ctx := requestCtx(t, 10*time.Minute)
 	var ids []string
 	for seed := uint64(1); seed <= 3; seed++ {
 		r, err := sp.op.Create(ctx, wire.CreateRequest{Source: string(src), Seed: seed, Agents: "greedy"})
