@@ -48,6 +48,11 @@ type Config struct {
 	// They are recorded in session.started; a replayed engine takes them
 	// from there.
 	Limits org.Limits
+	// WorldLimits are the world budgets the session's world was loaded
+	// and admitted within; those raised above the defaults are recorded in
+	// session.started, so that its replay, resume and fork load the world
+	// within them (RecordedWorld).
+	WorldLimits worlds.Limits
 	// MaxEvents bounds the events a session appends, session.ended
 	// included: once it is spent the session ends "event_limit" instead of
 	// growing without bound. 0 means DefaultMaxEvents; below MinMaxEvents
@@ -270,7 +275,8 @@ func (e *Engine) Start() {
 	}
 	e.emit(payload.EvSessionStarted, "", 0, payload.SessionStarted{Format: payload.LogFormat,
 		World: e.cfg.World.Name, WorldFile: e.cfg.World.File, WorldHash: e.cfg.World.Hash, Seed: e.cfg.Seed,
-		Load: e.load(), Source: string(e.cfg.Source), Arrivals: first, Limits: e.cfg.Limits.Compact()})
+		Load: e.load(), Source: string(e.cfg.Source), Arrivals: first, Limits: e.cfg.Limits.Compact(),
+		WorldLimits: recordWorldLimits(e.cfg.WorldLimits)})
 	e.settle()
 }
 

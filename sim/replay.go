@@ -71,15 +71,13 @@ func (r *rebuilder) apply(ev *events.Event) error {
 		if err := p.CheckFormat(); err != nil {
 			return fmt.Errorf("sim: %w", err)
 		}
-		w, err := worlds.Load(p.WorldFile, []byte(p.Source))
+		w, lim, err := RecordedWorld(&p)
 		if err != nil {
-			return fmt.Errorf("sim: the world recorded in the log does not load: %w", err)
-		}
-		if w.Hash != p.WorldHash {
-			return fmt.Errorf("sim: recorded world hash %s does not match its source (%s)", p.WorldHash, w.Hash)
+			return fmt.Errorf("sim: %w", err)
 		}
 		cfg := r.base
 		cfg.World, cfg.Source, cfg.Seed, cfg.Session, cfg.Load = w, []byte(p.Source), p.Seed, r.session, p.Load
+		cfg.WorldLimits = lim
 		e, err := New(cfg)
 		if err != nil {
 			return err
@@ -94,4 +92,30 @@ func (r *rebuilder) finish() (*Engine, error) {
 		return nil, fmt.Errorf("%w (the log is empty)", ErrNotASession)
 	}
 	return r.e, nil
+}
+
+// RecordedWorld loads the world session.started p recorded, within the
+// world limits it recorded (the ones its session raised; the defaults
+// otherwise), checks it against the recorded hash, and returns it with
+// those limits.
+func RecordedWorld(p *payload.SessionStarted) (*worlds.World, worlds.Limits, error) {
+	r := p.WorldLimits
+	lim := worlds.Limits{FileBytes: r.FileBytes, Depth: r.Depth, Members: r.Members, Tasks: r.Tasks,
+		Arrivals: r.Arrivals, Burst: r.Burst, MaxLoad: r.MaxLoad, Nodes: r.Nodes}
+	w, err := worlds.LoadLimited(p.WorldFile, []byte(p.Source), lim)
+	if err != nil {
+		return nil, lim, fmt.Errorf("the world recorded in the log does not load: %w", err)
+	}
+	if w.Hash != p.WorldHash {
+		return nil, lim, fmt.Errorf("recorded world hash %s does not match its source (%s)", p.WorldHash, w.Hash)
+	}
+	return w, lim, nil
+}
+
+// recordWorldLimits is what session.started records of lim: the limits
+// raised above the defaults.
+func recordWorldLimits(lim worlds.Limits) payload.WorldLimits {
+	r := lim.Raised()
+	return payload.WorldLimits{FileBytes: r.FileBytes, Depth: r.Depth, Members: r.Members, Tasks: r.Tasks,
+		Arrivals: r.Arrivals, Burst: r.Burst, MaxLoad: r.MaxLoad, Nodes: r.Nodes}
 }

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 var (
@@ -55,4 +57,14 @@ func freeAddr(tb testing.TB) string {
 	}
 	defer l.Close()
 	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// requestCtx bounds a test's requests to a server it started: a request
+// the server never answers fails the test after limit (a generous bound:
+// never a wall-clock assertion) instead of holding it to go test's
+// -timeout, where its failure report would be lost.
+func requestCtx(tb testing.TB, limit time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	tb.Cleanup(cancel)
+	return ctx
 }

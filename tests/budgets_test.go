@@ -237,3 +237,36 @@ func TestServeBudgets(t *testing.T) {
 	}
 	sp.stop(t, 30*time.Second)
 }
+
+// TestRaisedLimitsAreRecorded: a session run with a world budget raised
+// (--max-burst, for a world whose burst is over the default) records it
+// in session.started, so its replay, verify, score, diff and report load
+// the world, and a fork and a resume of it run, without the flag. A
+// session within the defaults records none (the golden logs test that).
+func TestRaisedLimitsAreRecorded(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	world := withStartup(t, dir, "burst.yaml",
+		"arrivals:\n  - {id: b, queue: backlog, process: bursty, every: 1d, burst: 12000, ticket: {role: engineer, effort: 1h}}\n")
+	if _, errs, code := runCLI(t, "run", "--world", world, "--data", data); code == cli.ExitOK || !strings.Contains(errs, "(--max-burst)") {
+		t.Fatalf("precondition: the world within the default limits: exit %d, %s", code, errs)
+	}
+	res := cliResult(t, "run", "--world", world, "--data", data, "--max-burst", "12000", "--max-events", "3000")
+	s := res.Session
+	started := storedEvents(t, data, s)[0]
+	if !strings.Contains(string(started.Payload), `"world_limits":{"burst":12000}`) {
+		t.Fatalf("session.started does not record the raised limit: %s", started.Payload)
+	}
+	for _, args := range [][]string{{"replay", s}, {"verify", s}, {"score", s}, {"diff", s, s},
+		{"report", s, "-o", filepath.Join(dir, "r.html")}, {"fork", s, "--at", "100", "--max-events", "3000"}} {
+		mustCLI(t, append(args, "--data", data)...)
+	}
+	out := mustCLI(t, "fork", s, "--at", "50", "--create-only", "--json", "--data", data)
+	var forked struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &forked); err != nil {
+		t.Fatalf("fork --create-only: %v\n%s", err, out)
+	}
+	if r := cliResult(t, "resume", forked.ID, "--data", data, "--max-events", "3000"); r.Events <= 50 {
+		t.Fatalf("the resumed fork has %d events", r.Events)
+	}
+}

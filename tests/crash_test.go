@@ -242,7 +242,7 @@ func sessionOf(t *testing.T, w *busWatcher, known string) string {
 // bus saw; it returns the store's last seq.
 func checkStore(t *testing.T, data, session string, w *busWatcher) uint64 {
 	t.Helper()
-	l, err := app.OpenLog(data, false, nil) // marks the session interrupted
+	l, err := app.OpenLog(context.Background(), data, false, nil) // marks the session interrupted
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestRestartKeepsHTTPSeats(t *testing.T) {
 	id, player := startHTTPPlayer(t, haddr, data, req)
 	// A session created over NATS, its remote seat played by a NATS client
 	// that reconnects by itself: resumed too, but not the gateway's to take.
-	natsMade, err := sp.op.Create(context.Background(), wire.CreateRequest{Source: string(src), Seed: 4, Agents: "greedy,m00005=remote"})
+	natsMade, err := sp.op.Create(requestCtx(t, time.Minute), wire.CreateRequest{Source: string(src), Seed: 4, Agents: "greedy,m00005=remote"})
 	if err != nil {
 		t.Fatal(err)
 	}

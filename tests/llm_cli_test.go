@@ -2,12 +2,16 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/corpsim/corpsim/sim/analyze"
 )
 
 // TestRunWithLLMSeat: `corpsim run --agents greedy,bob=llm` plays bob with
@@ -84,5 +88,80 @@ func TestRunWithUnreachableLLMFails(t *testing.T) {
 	out, errs, code = runCLI(t, "eval", "--seeds", "2", "--agents", "llm", "--llm-base-url", url, "--llm-model", "m")
 	if code != 1 || !strings.Contains(errs, "no seed gave a result") {
 		t.Fatalf("eval exited %d (%s; %s), want 1 saying no seed gave a result", code, errs, out)
+	}
+}
+
+// TestFailedTurnsCounted: a session in which bob's llm agent meets an
+// endpoint that fails its first calls (500), so that some of bob's turns
+// are turn.failed and the others are answered, finishes; export, trace,
+// diff and report count bob's failed turns as the log records them
+// (metrics: sim/server/metrics).
+func TestFailedTurnsCounted(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= 2 {
+			http.Error(w, "overloaded", http.StatusInternalServerError)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{
+			"role": "assistant", "content": "",
+			"tool_calls": []any{map[string]any{"id": "c1", "type": "function", "function": map[string]any{"name": "wait", "arguments": "{}"}}},
+		}}}})
+	}))
+	defer srv.Close()
+	data := t.TempDir()
+	res := cliResult(t, "run", "--seed", "3", "--data", data, "--agents", "greedy,bob=llm", "--llm-base-url", srv.URL+"/v1", "--llm-model", "m")
+	failed := 0
+	for _, ev := range storedEvents(t, data, res.Session) {
+		if ev.Type == "turn.failed" && ev.Actor == "bob" {
+			failed++
+		}
+	}
+	if failed == 0 || res.Score.TurnErrors != failed {
+		t.Fatalf("precondition: %d turn.failed events of bob's, the scorecard counts %d", failed, res.Score.TurnErrors)
+	}
+
+	var tr struct {
+		TurnErrors int `json:"turn_errors"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, "trace", res.Session, "--member", "bob", "--json", "--data", data)), &tr); err != nil || tr.TurnErrors != failed {
+		t.Errorf("trace --member bob: turn_errors %d (%v), want %d", tr.TurnErrors, err, failed)
+	}
+	if out := mustCLI(t, "trace", res.Session, "--member", "bob", "--data", data); !strings.Contains(out, analyze.Plural(failed, "failed turn")) ||
+		!strings.Contains(out, "bob's agent could not decide turn") {
+		t.Errorf("trace --member bob does not count and show the failed turns:\n%s", out)
+	}
+	var d struct {
+		Sides []struct {
+			TurnErrors int `json:"turn_errors"`
+		} `json:"sides"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, "diff", res.Session, res.Session, "--json", "--data", data)), &d); err != nil || len(d.Sides) != 2 || d.Sides[0].TurnErrors != failed {
+		t.Errorf("diff: %+v (%v), want turn_errors %d on each side", d.Sides, err, failed)
+	}
+	found := false
+	for _, line := range strings.Split(strings.TrimSpace(mustCLI(t, "export", res.Session, "--format", "sft", "--data", data)), "\n") {
+		var ep struct {
+			Member     string `json:"member"`
+			Turns      int    `json:"turns"`
+			TurnErrors int    `json:"turn_errors"`
+		}
+		if err := json.Unmarshal([]byte(line), &ep); err != nil {
+			t.Fatalf("export: %v\n%s", err, line)
+		}
+		if ep.Member == "bob" {
+			found = true
+			if ep.TurnErrors != failed || ep.Turns == 0 {
+				t.Errorf("export: bob's episode has %d turns and turn_errors %d; want some and %d", ep.Turns, ep.TurnErrors, failed)
+			}
+		}
+	}
+	if !found {
+		t.Error("export has no episode of bob's")
+	}
+	html := filepath.Join(t.TempDir(), "r.html")
+	mustCLI(t, "report", res.Session, "-o", html, "--data", data)
+	if b := mustRead(t, html); !strings.Contains(string(b), fmt.Sprintf("<b>%d</b><span>failed turns</span>", failed)) {
+		t.Error("the report does not show the failed turns")
 	}
 }

@@ -158,9 +158,13 @@ type scrape struct {
 	types   map[string]string
 }
 
+// scrapeClient bounds a scrape, its failure report too: a server that
+// never answers fails the test rather than holding it.
+var scrapeClient = &http.Client{Timeout: 30 * time.Second}
+
 func scrapeMetrics(tb testing.TB, url string) scrape {
 	tb.Helper()
-	resp, err := http.Get(url)
+	resp, err := scrapeClient.Get(url)
 	if err != nil {
 		tb.Fatalf("GET %s: %v", url, err)
 	}

@@ -151,7 +151,7 @@ func (s *pebbleServer) close() {
 
 func (s *pebbleServer) create(tb testing.TB, req wire.CreateRequest) wire.CreateReply {
 	tb.Helper()
-	reply, err := s.op.Create(context.Background(), req)
+	reply, err := s.op.Create(requestCtx(tb, time.Minute), req)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -426,7 +426,7 @@ func TestMisbehavingAgents(t *testing.T) {
 	ts := startPebbleServer(t, data, 20*time.Second)
 	const seed = 3
 	const budget = 15 * time.Second
-	ctx := context.Background()
+	ctx := requestCtx(t, 10*time.Minute)
 
 	ref := ts.create(t, wire.CreateRequest{Source: misbehaveWorld, Seed: seed, Agents: "greedy,fred=idle,gary=idle,hank=idle"})
 	if _, err := ts.svc.Wait(ctx, ref.Session); err != nil {
@@ -629,7 +629,7 @@ func TestMisbehaveLateReplyAfterReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	ctx := context.Background()
+	ctx := requestCtx(t, 10*time.Minute)
 	reply, err := svc.Create(ctx, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote", Wait: true, TurnTimeout: "1s"})
 	if err != nil {
 		t.Fatal(err)
@@ -795,7 +795,7 @@ func (p *cutProxy) cut() {
 func TestMisbehaveNetworkDropReconnects(t *testing.T) {
 	ts := startServer(t)
 	proxy := startCutProxy(t, strings.TrimPrefix(ts.url, "nats://"))
-	ctx := context.Background()
+	ctx := requestCtx(t, 10*time.Minute)
 	reply, err := ts.op.Create(ctx, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote", TurnTimeout: "3s"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -64,7 +63,7 @@ func TestServeKilledWhileResuming(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	args := []string{"--llm-base-url", llm.URL + "/v1", "--llm-model", "fake", "--llm-key-env", "TEST_LLM_KEY",
 		"--turn-timeout", "10m", "--shutdown-grace", "1s", "--log-level", "info"}
-	ctx := context.Background()
+	ctx := requestCtx(t, 10*time.Minute)
 
 	// 1. Two sessions, stopped by SIGTERM: held (its llm seat's first turn
 	// never ends) and healthy (greedy agents on a long world).

@@ -69,7 +69,7 @@ func TestPythonClientTrains(t *testing.T) {
 	base := "http://" + httpAddr
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(base + "/v1/health")
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(base + "/v1/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -96,7 +96,7 @@ func sameLogs(tb testing.TB, a events.Log, sa string, b events.Log, sb string, f
 func TestManyRemoteAgentsInOneSession(t *testing.T) {
 	ts := startServer(t)
 	src := worlds.Generate(worlds.GenOptions{Name: "crowd", Seed: 3, Teams: 4, Members: 200, Projects: 4, Tasks: 50, Chains: 25, Horizon: "10d"})
-	reply, err := ts.op.Create(context.Background(), wire.CreateRequest{Source: string(src), Seed: 5, Agents: "remote"})
+	reply, err := ts.op.Create(requestCtx(t, time.Minute), wire.CreateRequest{Source: string(src), Seed: 5, Agents: "remote"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestTwentySessionsAtOnce(t *testing.T) {
 		}
 	}()
 	for seed := uint64(1); seed <= 20; seed++ {
-		reply, err := ts.op.Create(context.Background(), wire.CreateRequest{World: "startup", Seed: seed, Agents: "greedy,bob=remote,carol=remote"})
+		reply, err := ts.op.Create(requestCtx(t, time.Minute), wire.CreateRequest{World: "startup", Seed: seed, Agents: "greedy,bob=remote,carol=remote"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +185,7 @@ func TestTwentySessionsAtOnce(t *testing.T) {
 // credentials must not allow, and checks the session is unchanged by it.
 func TestSeatIsolation(t *testing.T) {
 	ts := startServer(t)
-	reply, err := ts.op.Create(context.Background(), wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote,carol=remote", Wait: true})
+	reply, err := ts.op.Create(requestCtx(t, time.Minute), wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote,carol=remote", Wait: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestSeatIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	if _, err := ts.op.Control(context.Background(), reply.Session, wire.OpStart); err != nil {
+	if _, err := ts.op.Control(requestCtx(t, time.Minute), reply.Session, wire.OpStart); err != nil {
 		t.Fatal(err)
 	}
 	meta := ts.wait(t, reply.Session)
@@ -306,7 +306,7 @@ func TestServiceOnExternalNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer op.Close()
-	reply, err := op.Create(context.Background(), wire.CreateRequest{World: "startup", Seed: 3, Agents: "greedy,erin=remote", Wait: true})
+	reply, err := op.Create(requestCtx(t, time.Minute), wire.CreateRequest{World: "startup", Seed: 3, Agents: "greedy,erin=remote", Wait: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestServiceOnExternalNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if _, err := op.Control(context.Background(), reply.Session, wire.OpStart); err != nil {
+	if _, err := op.Control(requestCtx(t, time.Minute), reply.Session, wire.OpStart); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -351,7 +351,7 @@ func TestServiceLLMSeats(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reply, err := svc.Create(context.Background(), wire.CreateRequest{World: "startup", Seed: 2, Agents: "greedy,bob=llm"})
+		reply, err := svc.Create(requestCtx(t, time.Minute), wire.CreateRequest{World: "startup", Seed: 2, Agents: "greedy,bob=llm"})
 		if !withLLM {
 			if err == nil || !strings.Contains(err.Error(), "no llm agent") {
 				t.Fatalf("llm seats without an llm agent: got %v", err)

@@ -47,7 +47,7 @@ func TestShutdownAndRestart(t *testing.T) {
 
 	// 1. SIGTERM while the session runs.
 	sp := startServe(t, data, "--log-level", "info")
-	reply, err := sp.op.Create(context.Background(), req)
+	reply, err := sp.op.Create(requestCtx(t, time.Minute), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestShutdownAndRestart(t *testing.T) {
 	// The uninterrupted run: the same request on another server.
 	refData := filepath.Join(dir, "ref")
 	rp := startServe(t, refData)
-	ref, err := rp.op.Create(context.Background(), req)
+	ref, err := rp.op.Create(requestCtx(t, time.Minute), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestShutdownKeepsRemoteSeats(t *testing.T) {
 
 	data, addr := filepath.Join(dir, "data"), freeAddr(t)
 	sp := startServeAt(t, addr, data)
-	reply, err := sp.op.Create(context.Background(), req)
+	reply, err := sp.op.Create(requestCtx(t, time.Minute), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestShutdownKeepsRemoteSeats(t *testing.T) {
 
 	refData := filepath.Join(dir, "ref")
 	rp := startServe(t, refData)
-	ref, err := rp.op.Create(context.Background(), req)
+	ref, err := rp.op.Create(requestCtx(t, time.Minute), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestShutdownKeepsRemoteSeats(t *testing.T) {
 // records a session left running by a kill as interrupted).
 func storedMeta(tb testing.TB, data, session string) (events.SessionMeta, uint64) {
 	tb.Helper()
-	l, err := app.OpenLog(data, false, nil)
+	l, err := app.OpenLog(context.Background(), data, false, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestServeLimits(t *testing.T) {
 	}
 	haddr := freeAddr(t)
 	sp := startServe(t, t.TempDir(), "--max-sessions", "1", "--max-seats", strconv.Itoa(len(seats)), "--max-message", "1048576", "--http", haddr)
-	ctx := context.Background()
+	ctx := requestCtx(t, 10*time.Minute)
 
 	big := worlds.Generate(worlds.GenOptions{Name: "big", Seed: 1, Members: len(seats) + 2, Tasks: 4})
 	_, err = sp.op.Create(ctx, wire.CreateRequest{Source: string(big), Seed: 1, Agents: "greedy", Wait: true})
@@ -253,7 +253,7 @@ func TestServeLimits(t *testing.T) {
 		t.Errorf("a 1.1 MB create request over NATS: got %v, want %v", err, nats.ErrMaxPayload)
 	}
 	body, _ := json.Marshal(huge)
-	hreq, _ := http.NewRequest(http.MethodPost, "http://"+haddr+"/v1/sessions", strings.NewReader(string(body)))
+	hreq, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+haddr+"/v1/sessions", strings.NewReader(string(body)))
 	hreq.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(mustRead(t, filepath.Join(sp.data, "operator.token")))))
 	resp, err := http.DefaultClient.Do(hreq)
 	if err != nil {

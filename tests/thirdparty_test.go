@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bufio"
-	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -20,7 +19,7 @@ func TestNodeClientPlaysASeat(t *testing.T) {
 	node, script, dir := nodeClient(t, "nats@2.29.3", "node_seat.js")
 
 	ts := startServer(t)
-	reply, err := ts.op.Create(context.Background(), wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
+	reply, err := ts.op.Create(requestCtx(t, time.Minute), wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package worlds
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -35,6 +36,14 @@ type Limits struct {
 	Burst int
 	// MaxLoad is the largest load factor a session may run at (default 100).
 	MaxLoad float64
+	// Nodes is the most YAML nodes — scalars and punctuation, a long
+	// scalar counting one for every 32 bytes of it — that the YAML
+	// library reads at once, checked before it runs: its tree and decoding
+	// take about a kilobyte per node (default 200,000). A larger file is
+	// read a part at a time when its long lists (members, projects…) are
+	// written in block style, each part within the limit; a file that
+	// cannot be is refused.
+	Nodes int
 }
 
 // Default limits (Limits' zero fields).
@@ -46,6 +55,7 @@ const (
 	DefaultArrivals  = 2_000_000
 	DefaultBurst     = 10_000
 	DefaultMaxLoad   = 100.0
+	DefaultNodes     = 200_000
 )
 
 // WithDefaults returns l with every zero field set to its default.
@@ -61,8 +71,52 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.Tasks, DefaultTasks)
 	def(&l.Arrivals, DefaultArrivals)
 	def(&l.Burst, DefaultBurst)
+	def(&l.Nodes, DefaultNodes)
 	if l.MaxLoad == 0 {
 		l.MaxLoad = DefaultMaxLoad
+	}
+	return l
+}
+
+// Raised returns the fields of l above the defaults, and zero for the
+// others: what a session started within l records of it.
+func (l Limits) Raised() Limits {
+	d := Limits{}.WithDefaults()
+	up := func(v, def int) int {
+		if v > def {
+			return v
+		}
+		return 0
+	}
+	out := Limits{FileBytes: up(l.FileBytes, d.FileBytes), Depth: up(l.Depth, d.Depth), Members: up(l.Members, d.Members),
+		Tasks: up(l.Tasks, d.Tasks), Arrivals: up(l.Arrivals, d.Arrivals), Burst: up(l.Burst, d.Burst), Nodes: up(l.Nodes, d.Nodes)}
+	if l.MaxLoad > d.MaxLoad {
+		out.MaxLoad = l.MaxLoad
+	}
+	return out
+}
+
+// Raise returns l with each limit that to sets (a non-zero field) raised
+// to it where l's (or its default) is lower: the limits a stored session
+// runs within when it is resumed or forked, the operator's (l) with those
+// the session recorded raising (to). A field to leaves zero is l's,
+// lowered too.
+func (l Limits) Raise(to Limits) Limits {
+	d := l.WithDefaults()
+	up := func(v *int, have, rec int) {
+		if rec != 0 {
+			*v = max(have, rec)
+		}
+	}
+	up(&l.FileBytes, d.FileBytes, to.FileBytes)
+	up(&l.Depth, d.Depth, to.Depth)
+	up(&l.Members, d.Members, to.Members)
+	up(&l.Tasks, d.Tasks, to.Tasks)
+	up(&l.Arrivals, d.Arrivals, to.Arrivals)
+	up(&l.Burst, d.Burst, to.Burst)
+	up(&l.Nodes, d.Nodes, to.Nodes)
+	if to.MaxLoad != 0 {
+		l.MaxLoad = max(d.MaxLoad, to.MaxLoad)
 	}
 	return l
 }
@@ -72,7 +126,7 @@ func (l Limits) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"file bytes", l.FileBytes}, {"depth", l.Depth}, {"members", l.Members}, {"tasks", l.Tasks}, {"arrivals", l.Arrivals}, {"burst", l.Burst}} {
+	}{{"file bytes", l.FileBytes}, {"depth", l.Depth}, {"members", l.Members}, {"tasks", l.Tasks}, {"arrivals", l.Arrivals}, {"burst", l.Burst}, {"nodes", l.Nodes}} {
 		if f.v < 0 {
 			return fmt.Errorf("worlds: the %s limit must not be negative, got %d", f.name, f.v)
 		}
@@ -92,6 +146,7 @@ const (
 	FlagArrivals  = "--max-arrivals"
 	FlagBurst     = "--max-burst"
 	FlagMaxLoad   = "--max-load"
+	FlagNodes     = "--max-world-nodes"
 )
 
 // ErrLimit is wrapped by every refusal for a limit, at load time (inside an
@@ -198,10 +253,11 @@ func (w *World) Admit(load float64, lim Limits) error {
 // took 2.2 GB). Flow collections are counted where a "[" or "{" opens a
 // value (at the start of a line's content, or after ":", "-", "," or
 // another opener), outside quotes and comments; block nesting is counted
-// by indentation.
-func checkShape(name string, src []byte, lim Limits) *Error {
+// by indentation. It returns the file's nodes (see countNodes), which the
+// caller holds to lim.Nodes.
+func checkShape(name string, src []byte, lim Limits) (int, *Error) {
 	if len(src) > lim.FileBytes {
-		return &Error{File: name, Msg: fmt.Sprintf("%v: the file is %d bytes, above the limit of %d (%s)",
+		return 0, &Error{File: name, Msg: fmt.Sprintf("%v: the file is %d bytes, above the limit of %d (%s)",
 			ErrLimit, len(src), lim.FileBytes, FlagFileBytes)}
 	}
 	line, col := 1, 0
@@ -210,10 +266,12 @@ func checkShape(name string, src []byte, lim Limits) *Error {
 	indent := true   // still in the line's leading spaces
 	opens := true    // a "[" or "{" here would open a collection
 	comment := false // in a comment, to the end of the line
+	var nodes nodeCount
 	for i := 0; i < len(src); i++ {
 		c := src[i]
 		col++
 		if c == '\n' {
+			nodes.space()
 			line, col, indent, comment = line+1, 0, true, false
 			opens = true
 			continue
@@ -224,7 +282,7 @@ func checkShape(name string, src []byte, lim Limits) *Error {
 		if indent {
 			if c == ' ' {
 				if col > 2*lim.Depth {
-					return &Error{File: name, Line: line, Column: col, Msg: fmt.Sprintf(
+					return 0, &Error{File: name, Line: line, Column: col, Msg: fmt.Sprintf(
 						"%v: indented more than %d columns (nesting limit %d, %s)", ErrLimit, 2*lim.Depth, lim.Depth, FlagDepth)}
 				}
 				continue
@@ -233,42 +291,193 @@ func checkShape(name string, src []byte, lim Limits) *Error {
 		}
 		switch {
 		case quote != 0:
+			nodes.text()
 			switch {
 			case quote == '"' && c == '\\':
 				i++
 				col++
+				nodes.text()
 			case c == quote:
 				quote = 0
 				opens = false
+				nodes.space()
 			}
 			continue
 		case c == '#' && (i == 0 || src[i-1] == ' ' || src[i-1] == '\t' || src[i-1] == '\n'):
 			comment = true
+			nodes.space()
 		case c == '"' || c == '\'':
 			if opens {
 				quote = c
+				nodes.space()
 			}
+			nodes.text()
 			opens = false
 		case c == '[' || c == '{':
+			nodes.mark()
 			if !opens {
 				continue
 			}
 			depth++
 			if depth > lim.Depth {
-				return &Error{File: name, Line: line, Column: col, Msg: fmt.Sprintf(
+				return 0, &Error{File: name, Line: line, Column: col, Msg: fmt.Sprintf(
 					"%v: collections nested more than %d deep (%s)", ErrLimit, lim.Depth, FlagDepth)}
 			}
 		case (c == ']' || c == '}') && depth > 0:
+			nodes.mark()
 			depth--
 			opens = false
-		case c == ':' || c == '-' || c == ',':
+		case c == ',':
+			nodes.mark()
+			opens = true
+		case c == ']' || c == '}':
+			nodes.mark()
+			opens = false
+		case c == ':' && (i+1 == len(src) || src[i+1] == ' ' || src[i+1] == '\n' || src[i+1] == '\r'):
+			nodes.mark()
+			opens = true
+		case c == ':' || c == '-':
+			nodes.text()
 			opens = true
 		case c == ' ' || c == '\t' || c == '\r':
+			nodes.space()
 		default:
+			nodes.text()
 			opens = false
 		}
 	}
+	nodes.space()
+	if e := checkMapKeys(name, src); e != nil {
+		return 0, e
+	}
+	return nodes.n, nil
+}
+
+// maxMapKeys bounds the keys of one block mapping. The YAML library
+// parses a block mapping one key deeper in its recursion per key, copying
+// the keys after it at each level: time and memory grow with the square of
+// the keys (65,000 keys in 256 KB took 2 GB; 5,000 take 11 MB). No mapping of a world comes
+// near the bound.
+const maxMapKeys = 5_000
+
+// checkMapKeys refuses a block mapping with more than maxMapKeys keys,
+// counting, line by line, the keys at each column of indentation (a key
+// of a list's entry after its "- ") until a line at a shallower column or
+// a new entry ends the mapping.
+func checkMapKeys(name string, src []byte) *Error {
+	var keys []int // keys of the mapping open at each column
+	open := -1     // the deepest column with a mapping open
+	closeFrom := func(col int) {
+		for ; open >= col; open-- {
+			keys[open] = 0
+		}
+	}
+	for line, rest := 1, src; len(rest) > 0; line++ {
+		l := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			l, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		col := 0
+		for col < len(l) && l[col] == ' ' {
+			col++
+		}
+		if col == len(l) || l[col] == '#' || l[col] == '\r' {
+			continue
+		}
+		closeFrom(col + 1)
+		for col < len(l) && l[col] == '-' && (col+1 == len(l) || l[col+1] == ' ') {
+			closeFrom(col + 1) // a new entry: a new mapping, if any, within it
+			col++
+			for col < len(l) && l[col] == ' ' {
+				col++
+			}
+		}
+		if !isKeyAt(l, col) {
+			continue
+		}
+		for len(keys) <= col {
+			keys = append(keys, 0)
+		}
+		keys[col]++
+		open = max(open, col)
+		if keys[col] > maxMapKeys {
+			return &Error{File: name, Line: line, Column: col + 1, Msg: fmt.Sprintf(
+				"%v: a mapping with more than %d keys", ErrLimit, maxMapKeys)}
+		}
+	}
 	return nil
+}
+
+// isKeyAt reports whether line l holds a block mapping's key at col: a
+// plain or quoted scalar followed by ":" and a space or the line's end.
+func isKeyAt(l []byte, col int) bool {
+	if col >= len(l) {
+		return false
+	}
+	i := col
+	switch l[i] {
+	case '[', '{', '#', '|', '>', '!', '&', '*', '%', '@', '`':
+		return false
+	case '"', '\'':
+		q := l[i]
+		for i++; i < len(l) && l[i] != q; i++ {
+			if q == '"' && l[i] == '\\' {
+				i++
+			}
+		}
+		i++
+		return i < len(l) && l[i] == ':' && (i+1 == len(l) || l[i+1] == ' ' || l[i+1] == '\r')
+	}
+	for ; i < len(l); i++ {
+		switch {
+		case l[i] == ':' && (i+1 == len(l) || l[i+1] == ' ' || l[i+1] == '\r'):
+			return true
+		case l[i] == '#' && l[i-1] == ' ':
+			return false
+		}
+	}
+	return false
+}
+
+// nodeCount counts what the YAML library makes of a file as checkShape
+// scans it (see countNodes).
+type nodeCount struct {
+	n    int
+	word int // bytes of the scalar being scanned; 0 between scalars
+}
+
+// text counts a byte of a scalar: a scalar's first byte is a node, and so
+// is every scalarBytes more of it.
+func (c *nodeCount) text() {
+	if c.word%scalarBytes == 0 {
+		c.n++
+	}
+	c.word++
+}
+
+// mark counts punctuation ("[", "]", "{", "}", ",", ": "): a node, which
+// ends the scalar before it.
+func (c *nodeCount) mark() { c.n++; c.word = 0 }
+
+// space ends the scalar being scanned.
+func (c *nodeCount) space() { c.word = 0 }
+
+// scalarBytes is how many bytes of a scalar count as one node: the YAML
+// library's scanner allocates about fifty bytes per byte of a scalar, and
+// about a kilobyte per node.
+const scalarBytes = 32
+
+// countNodes estimates the nodes of src as the YAML library reads it:
+// each scalar and each punctuation mark, and a long scalar once more for
+// every 32 bytes of it (a quoted one counted whole, spaces included). The
+// library's tree and its decoding take about a kilobyte per node, so the
+// count, held to Limits.Nodes before the library runs, bounds the memory
+// reading a file takes.
+func countNodes(src []byte) int {
+	n, _ := checkShape("", src, Limits{FileBytes: len(src), Depth: math.MaxInt / 4})
+	return n
 }
 
 // checkSize refuses a world with more members, tasks or expected arrivals

@@ -1,11 +1,16 @@
 package worlds
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/goccy/go-yaml"
 )
 
 // TestLoadLimits: a file that asks too much of the process is refused with
@@ -209,5 +214,200 @@ func TestLimitsValidate(t *testing.T) {
 	}
 	if err := (Limits{MaxLoad: math.NaN()}).Validate(); err == nil {
 		t.Error("a NaN load limit: no error")
+	}
+}
+
+// pathological returns files of about size bytes that cost the YAML
+// library far more than their size: long flow collections, brackets
+// nested within the depth limit, one huge scalar, a mapping of many keys,
+// aliases, and long block lists of entries that are not what the schema
+// wants.
+func pathological(size int) map[string][]byte {
+	rep := func(head, unit, tail string) []byte {
+		var b bytes.Buffer
+		b.WriteString(head)
+		for b.Len() < size-len(tail)-len(unit) {
+			b.WriteString(unit)
+		}
+		b.WriteString(tail)
+		return b.Bytes()
+	}
+	numbered := func(head, format, tail string) []byte {
+		var b bytes.Buffer
+		b.WriteString(head)
+		for i := 0; b.Len() < size-len(tail)-64; i++ {
+			fmt.Fprintf(&b, format, i)
+		}
+		b.WriteString(tail)
+		return b.Bytes()
+	}
+	return map[string][]byte{
+		"a flow sequence":             rep("version: 1\nname: x\nmembers: [", "1,", "1]\n"),
+		"a flow mapping":              rep("version: 1\nname: x\nmembers: {", "a: 1, ", "a: 1}\n"),
+		"a flow mapping of many keys": numbered("version: 1\nname: x\nmembers: {", "k%d: 1, ", "a: 1}\n"),
+		"nested brackets":             rep("version: 1\nname: x\ntags: [", strings.Repeat("[", 60)+strings.Repeat("]", 60)+",", "1]\n"),
+		"empty flow sequences":        rep("version: 1\nname: x\ntags: [", "[],", "1]\n"),
+		"a quoted scalar":             rep("version: 1\nname: \"", "aaaaaaaa", "\"\n"),
+		"a plain scalar":              rep("version: 1\nname: ", "aaaaaaaa", "\n"),
+		"a mapping of many keys":      numbered("version: 1\n", "k%07d: 1\n", ""),
+		"keys of an entry":            numbered("version: 1\nname: x\nmembers:\n- id: a\n", "  k%07d: 1\n", ""),
+		"aliases":                     rep("version: 1\nname: x\nx: &a [1]\ntags: [", "*a,", "1]\n"),
+		"a list of scalars":           rep("version: 1\nname: x\nmembers:\n", "- a\n", ""),
+		"a list of empty mappings":    rep("version: 1\nname: x\nmembers:\n", "- {}\n", ""),
+		"a list of wrong members":     rep("version: 1\nname: x\nmembers:\n", "- {id: a, role: r, agent: x}\n", ""),
+		"a list of long entries":      rep("version: 1\nname: x\nmembers:\n- {id: a, skills: [", "s,", "s]}\n"),
+	}
+}
+
+// TestPathologicalWorldFiles: 8 MB files (the server's message limit)
+// shaped to cost the YAML library the most are refused, naming a limit,
+// with the memory they take to refuse bounded: before the node budget
+// they took from 1 to 10 GB each (a flow sequence: 9.7 GB allocated, 4.9
+// GB resident, 2.5 minutes).
+func TestPathologicalWorldFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads 8 MB files")
+	}
+	const bound = 256 << 20
+	for name, src := range pathological(8 << 20) {
+		t.Run(name, func(t *testing.T) {
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := LoadLimited("w.yaml", src, Limits{})
+			runtime.ReadMemStats(&after)
+			grew := after.TotalAlloc - before.TotalAlloc
+			if err == nil || !strings.Contains(err.Error(), ErrLimit.Error()) {
+				t.Fatalf("got %v, want a refusal naming a limit", err)
+			}
+			if grew > bound {
+				t.Errorf("refusing %d bytes allocated %d MiB, want at most %d", len(src), grew>>20, bound>>20)
+			}
+			msg := err.Error()
+			t.Logf("%d MiB allocated: %.160s", grew>>20, msg)
+		})
+	}
+}
+
+// TestNodesLimit: a file over the node limit that cannot be read in parts
+// is refused from the pre-scan, naming the limit and its flag; with the
+// limit raised it loads. A block mapping of more keys than the parser can
+// take in time is refused at the key over the bound.
+func TestNodesLimit(t *testing.T) {
+	w := Generate(GenOptions{Seed: 3, Teams: 4, Members: 200, Projects: 4, Tasks: 100})
+	var v any
+	if err := yaml.Unmarshal(w, &v); err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(v) // JSON: flow style, never read in parts
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := countNodes(js)
+	_, err = LoadLimited("w.json", js, Limits{Nodes: n - 1})
+	want := fmt.Sprintf("w.json: worlds: over a limit: about %d YAML nodes, above the limit of %d read at once (--max-world-nodes)", n, n-1)
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("got %v, want %s…", err, want)
+	}
+	if _, err := LoadLimited("w.json", js, Limits{Nodes: n}); err != nil {
+		t.Fatalf("within the limit: %v", err)
+	}
+	var keys strings.Builder
+	keys.WriteString("version: 1\nname: x\nknows:\n")
+	for i := range maxMapKeys + 1 {
+		fmt.Fprintf(&keys, "  k%d: v\n", i)
+	}
+	_, err = Load("w.yaml", []byte(keys.String()))
+	want = fmt.Sprintf("w.yaml:%d:3: worlds: over a limit: a mapping with more than %d keys", maxMapKeys+4, maxMapKeys)
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+}
+
+// TestLargeFileMistakesInParts: a file over the node limit, read in parts,
+// reports its mistakes where reading it whole does — the same line,
+// column, path and message for one in a part or in the rest of the file,
+// the same path and message (without a position) for one the validator
+// finds — without ever holding the whole file's tree; and an entry over
+// the limit on its own is named.
+func TestLargeFileMistakesInParts(t *testing.T) {
+	// Parts of 32 KB, a limit of 20,000 nodes: the file is read in parts
+	// of about 10,000 nodes.
+	const parts = 32 << 10
+	src := Generate(GenOptions{Seed: 3, Teams: 10, Members: 1000, Projects: 20, Tasks: 50, Chains: 4})
+	lim := Limits{Nodes: 20_000}.WithDefaults()
+	if n := countNodes(src); n <= lim.Nodes || len(src) < 3*parts {
+		t.Fatalf("precondition: the file has %d nodes and %d bytes; want it over %d nodes and in parts", n, len(src), lim.Nodes)
+	}
+	if _, err := load("w.yaml", src, parts, lim); err != nil {
+		t.Fatalf("the file without mistakes: %v", err)
+	}
+	edit := func(old, new string) []byte {
+		t.Helper()
+		if bytes.Count(src, []byte(old)) < 1 {
+			t.Fatalf("no %q in the file", old)
+		}
+		return bytes.Replace(src, []byte(old), []byte(new), 1)
+	}
+	for _, tt := range []struct {
+		name   string
+		src    []byte
+		placed bool // the whole reading's line and column too
+	}{
+		{"an unknown field of a member in a later part", edit("{id: m00700, role:", "{id: m00700, rle:"), true},
+		{"a wrong type in a task of a later project", edit("{id: p15-t7, role: designer, effort: ", "{id: p15-t7, role: designer, value: [1], effort: "), true},
+		{"a YAML syntax error in a part", edit("{id: m00500, role:", "{id: m00500,, role:"), true},
+		{"an unknown field after the lists", append(bytes.Clone(src), "colour: blue\n"...), true},
+		{"a member naming an unknown role", edit("{id: m00900, role: engineer", "{id: m00900, role: enginer"), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			want, werr := loadWhole("w.yaml", tt.src)
+			if werr == nil {
+				t.Fatalf("precondition: the edited file loads whole (%q)", want.Name)
+			}
+			_, err := load("w.yaml", tt.src, parts, lim)
+			var got, whole ErrorList
+			if !errors.As(err, &got) || !errors.As(werr, &whole) {
+				t.Fatalf("got %v, want an ErrorList like the whole reading's %v", err, werr)
+			}
+			g, w := *got[0], *whole[0]
+			if !tt.placed {
+				w.Line, w.Column = 0, 0
+			}
+			if g != w {
+				t.Errorf("in parts: %s\nwhole:    %s", &g, &w)
+			}
+		})
+	}
+	// A project of 5,000 tasks is one entry, over a limit of 20,000 nodes.
+	big := Generate(GenOptions{Seed: 3, Members: 20, Projects: 2, Tasks: 5000})
+	_, err := LoadLimited("w.yaml", big, Limits{Nodes: 20_000})
+	if err == nil || !strings.Contains(err.Error(), "projects[0]: worlds: over a limit: the part of the list read at once from here holds about") ||
+		!strings.Contains(err.Error(), "(--max-world-nodes); split an entry this large") {
+		t.Fatalf("a project over the limit on its own: got %v", err)
+	}
+}
+
+// TestLimitsRaisedAndRaise: what a session records of its limits (those
+// above the defaults) and how a resume combines them with the operator's.
+func TestLimitsRaisedAndRaise(t *testing.T) {
+	run := Limits{Burst: 12_000, Members: 10, MaxLoad: 200}
+	if got, want := run.Raised(), (Limits{Burst: 12_000, MaxLoad: 200}); got != want {
+		t.Errorf("Raised: got %+v, want %+v (a lowered limit is not recorded)", got, want)
+	}
+	if got := (Limits{}).Raised(); got != (Limits{}) {
+		t.Errorf("Raised of the defaults: got %+v, want none", got)
+	}
+	rec := run.Raised()
+	for _, tt := range []struct {
+		op, want Limits
+	}{
+		{Limits{}, Limits{Burst: 12_000, MaxLoad: 200}},
+		{Limits{Burst: 20_000, Tasks: 5}, Limits{Burst: 20_000, Tasks: 5, MaxLoad: 200}},
+		{Limits{Burst: 50, MaxLoad: 2}, Limits{Burst: 12_000, MaxLoad: 200}},
+	} {
+		if got := tt.op.Raise(rec); got != tt.want {
+			t.Errorf("%+v.Raise(%+v): got %+v, want %+v", tt.op, rec, got, tt.want)
+		}
 	}
 }

@@ -204,11 +204,22 @@ func LoadLimited(name string, src []byte, lim Limits) (*World, error) {
 // when it can (see loadInParts).
 func load(name string, src []byte, partBytes int, lim Limits) (*World, error) {
 	lim = lim.WithDefaults()
-	if e := checkShape(name, src, lim); e != nil {
+	nodes, e := checkShape(name, src, lim)
+	if e != nil {
 		return nil, ErrorList{e}
 	}
-	if w, errs := loadInParts(name, src, partBytes, lim); w != nil || errs != nil {
-		return w, errs
+	large := nodes > lim.Nodes
+	switch w, errs := loadInParts(name, src, partBytes, lim, large); {
+	case w != nil:
+		return w, nil // not errs: a nil ErrorList is a non-nil error
+	case errs != nil:
+		return nil, errs
+	}
+	if large {
+		return nil, ErrorList{{File: name, Msg: fmt.Sprintf("%v: about %d YAML nodes, above the limit of %d read at once (%s); "+
+			"a larger world is read a part at a time when its long lists (members, projects, …) are in block style, "+
+			"one \"- \" entry after another, each line plain (no quotes, anchors, tags or block scalars)",
+			ErrLimit, nodes, lim.Nodes, FlagNodes)}}
 	}
 	// Duplicate keys are allowed by the parser and reported below, with the
 	// field's path and both positions.

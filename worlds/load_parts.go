@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"reflect"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -39,34 +42,57 @@ var keyLine = regexp.MustCompile(`^([a-z_]+):[ ]*$`)
 
 // loadInParts loads a large world file a part at a time (see above). It
 // returns nil when it does not apply or finds any mistake; Load then reads
-// the file whole. The one exception is a file whose only mistakes are
-// limits it is over (a world too large): those are returned, with their
-// paths but without line and column, rather than reading the whole file's
-// tree to place them.
-func loadInParts(name string, src []byte, partBytes int, lim Limits) (*World, ErrorList) {
+// the file whole. The exceptions are a file whose only mistakes are
+// limits it is over (a world too large), and a file too large to be read
+// whole (large: over Limits.Nodes): their mistakes are returned, those
+// the validator finds with their paths but without line and column,
+// those in a part (YAML, types, unknown fields) where they are in the
+// file, rather than reading the whole file's tree to place them.
+func loadInParts(name string, src []byte, partBytes int, lim Limits, large bool) (*World, ErrorList) {
 	if len(src) < partBytes {
 		return nil, nil
 	}
-	rest, cuts, parts, ok := cutParts(src, partBytes)
-	if !ok || len(parts) == 0 {
+	c, ok := cutParts(src, partBytes)
+	if !ok || len(c.parts) == 0 {
+		return nil, nil
+	}
+	if errs := c.overLimit(name, lim); errs != nil {
+		return nil, errs
+	}
+	if large && countNodes(c.rest) > lim.Nodes {
 		return nil, nil
 	}
 	var f file
-	root := decodePart(rest, &f)
-	if root == nil {
+	root, e := decodePart(name, c.rest, &f)
+	if e != nil {
+		if large {
+			c.restError(e)
+			return nil, ErrorList{e}
+		}
 		return nil, nil
 	}
 	// Each list cut out must have been the value of a top-level key: the
 	// key, now alone on its line, must be one with no value in the rest.
-	for _, c := range cuts {
-		if !emptyKeyAt(root, c.key, c.line) {
+	for _, cut := range c.cuts {
+		if !emptyKeyAt(root, cut.key, cut.line) {
 			return nil, nil
 		}
 	}
 	dst := reflect.ValueOf(&f).Elem()
-	for _, p := range parts {
+	for _, p := range c.parts {
+		if n := countNodes(p.text); large && n > lim.Nodes {
+			// An entry too large for the parser on its own.
+			return nil, ErrorList{{File: name, Line: p.line, Column: 1, Path: fmt.Sprintf("%s[%d]", p.cut.key, p.first),
+				Msg: fmt.Sprintf("%v: the part of the list read at once from here holds about %d YAML nodes, above the limit of %d (%s); "+
+					"split an entry this large (a project of thousands of tasks into several projects), or raise the limit",
+					ErrLimit, n, lim.Nodes, FlagNodes)}}
+		}
 		var pf file
-		if decodePart(p.text, &pf) == nil {
+		if _, e := decodePart(name, p.text, &pf); e != nil {
+			if large {
+				p.placeError(e)
+				return nil, ErrorList{e}
+			}
 			return nil, nil
 		}
 		// A part holds one list field; append its entries in file order.
@@ -76,7 +102,7 @@ func loadInParts(name string, src []byte, partBytes int, lim Limits) (*World, Er
 	v := &validator{name: name, lim: lim} // no tree: a mistake sends the file to Load's whole reading
 	w := v.build(&f)
 	if len(v.errs) > 0 {
-		if len(v.errs) == v.overLimit {
+		if len(v.errs) == v.overLimit || large {
 			return nil, v.errs
 		}
 		return nil, nil
@@ -89,28 +115,31 @@ func loadInParts(name string, src []byte, partBytes int, lim Limits) (*World, Er
 }
 
 // decodePart decodes one YAML document as Load does, into f, and returns its
-// tree; it returns nil on anything Load would report (or fail on).
-func decodePart(src []byte, f *file) ast.Node {
+// tree, or the first mistake Load would report (or a failure of the library).
+func decodePart(name string, src []byte, f *file) (ast.Node, *Error) {
 	var astFile *ast.File
 	if err := guard(func() (err error) {
 		astFile, err = parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
 		return err
 	}); err != nil {
-		return nil
+		return nil, fromYAMLError(name, nil, err)
 	}
 	if len(astFile.Docs) != 1 || astFile.Docs[0].Body == nil {
-		return nil
+		return nil, &Error{File: name, Msg: "not one YAML document"}
 	}
 	root := astFile.Docs[0].Body
-	if len(duplicateKeys("", root)) > 0 || checkAliases("", root) != nil {
-		return nil
+	if errs := duplicateKeys(name, root); len(errs) > 0 {
+		return nil, errs[0]
 	}
-	if guard(func() error {
+	if e := checkAliases(name, root); e != nil {
+		return nil, e
+	}
+	if err := guard(func() error {
 		return yaml.NodeToValue(root, f, yaml.DisallowUnknownField(), yaml.AllowDuplicateMapKey())
-	}) != nil {
-		return nil
+	}); err != nil {
+		return nil, fromYAMLError(name, root, err)
 	}
-	return root
+	return root, nil
 }
 
 // emptyKeyAt reports whether the top-level mapping root has key, on line
@@ -134,10 +163,13 @@ func emptyKeyAt(root ast.Node, key string, line int) bool {
 	return false
 }
 
-// cut is a list cut out of a file: its key, and the line of the key in the rest.
+// cut is a list cut out of a file: its key, the line of the key in the
+// rest and in the file, and how many entries it has.
 type cut struct {
-	key  string
-	line int
+	key      string
+	line     int
+	fileLine int
+	entries  int
 }
 
 // part is a run of entries of one top-level list, as a YAML document of
@@ -146,6 +178,54 @@ type cut struct {
 type part struct {
 	field int // index of the list's field in file
 	text  []byte
+	cut   *cut // the list's
+	line  int  // the file's line of the part's second line (the first after the key)
+	first int  // the index in the list of the part's first entry
+}
+
+// placeError moves e, a mistake found in p, to where it is in the file:
+// its line, and the index of the list's entry in its path.
+func (p *part) placeError(e *Error) {
+	switch {
+	case e.Line == 1:
+		e.Line = p.cut.fileLine
+	case e.Line > 1:
+		e.Line += p.line - 2
+	}
+	if rest, ok := strings.CutPrefix(e.Path, p.cut.key+"["); ok {
+		digits, tail, found := strings.Cut(rest, "]")
+		if i, err := strconv.Atoi(digits); err == nil && found {
+			e.Path = fmt.Sprintf("%s[%d]%s", p.cut.key, i+p.first, tail)
+		}
+	}
+}
+
+// cutFile is a world file cut by cutParts.
+type cutFile struct {
+	rest      []byte // every line but the entries of its long lists
+	restLines []int  // the file's line of each line of rest
+	cuts      []*cut
+	parts     []part
+}
+
+// restError moves e, a mistake found in the rest, to its line in the file.
+func (c *cutFile) restError(e *Error) {
+	if e.Line > 0 && e.Line <= len(c.restLines) {
+		e.Line = c.restLines[e.Line-1]
+	}
+}
+
+// overLimit reports lists cut out with more entries than lim allows, as
+// the validator would once they were decoded (the members).
+func (c *cutFile) overLimit(name string, lim Limits) ErrorList {
+	var errs ErrorList
+	for _, cut := range c.cuts {
+		if cut.key == "members" && cut.entries > lim.Members {
+			errs = append(errs, &Error{File: name, Line: cut.fileLine, Column: 1, Path: "members",
+				Msg: fmt.Sprintf("%v: %d members, above the limit of %d (%s)", ErrLimit, cut.entries, lim.Members, FlagMembers)})
+		}
+	}
+	return errs
 }
 
 // cutParts splits a world file into the rest of it (every line but the
@@ -158,30 +238,29 @@ type part struct {
 // brackets that close on the line they open. In such a list an entry ends
 // exactly where the next line at the entries' indentation starts with "-",
 // so cutting there changes nothing the parser sees within an entry.
-func cutParts(src []byte, partBytes int) (rest []byte, cuts []cut, parts []part, ok bool) {
+func cutParts(src []byte, partBytes int) (c cutFile, ok bool) {
 	if bytes.ContainsAny(src, "\r\t") || bytes.HasPrefix(src, []byte("\xef\xbb\xbf")) {
-		return nil, nil, nil, false
+		return c, false
 	}
 	lines := bytes.SplitAfter(src, []byte("\n"))
+	keep := func(i int) { // line i (0-based) goes to the rest
+		c.rest = append(c.rest, lines[i]...)
+		c.restLines = append(c.restLines, i+1)
+	}
 	ft := reflect.TypeFor[file]()
 	for i := 0; i < len(lines); {
 		line := lines[i]
-		if isBlankOrComment(line) {
-			rest = append(rest, line...)
-			i++
-			continue
-		}
-		if indentOf(line) > 0 {
+		if isBlankOrComment(line) || indentOf(line) > 0 {
 			// Only a top-level key opens a list to cut; anything else is
 			// the body of a section kept whole.
-			rest = append(rest, line...)
+			keep(i)
 			i++
 			continue
 		}
 		if line[0] == '-' || line[0] == '.' || line[0] == '%' || line[0] == '{' || line[0] == '[' {
-			return nil, nil, nil, false // documents, directives, flow style or a list at the top
+			return c, false // documents, directives, flow style or a list at the top
 		}
-		rest = append(rest, line...)
+		keep(i)
 		i++
 		m := keyLine.FindSubmatch(bytes.TrimRight(line, "\n"))
 		if m == nil {
@@ -210,41 +289,46 @@ func cutParts(src []byte, partBytes int) (rest []byte, cuts []cut, parts []part,
 			size += len(l)
 		}
 		if size < partBytes {
-			for _, l := range lines[i:end] {
-				rest = append(rest, l...)
+			for j := i; j < end; j++ {
+				keep(j)
 			}
 			i = end
 			continue
 		}
-		cuts = append(cuts, cut{key: string(m[1]), line: bytes.Count(rest, []byte("\n"))})
+		ct := &cut{key: string(m[1]), line: bytes.Count(c.rest, []byte("\n")), fileLine: i}
+		c.cuts = append(c.cuts, ct)
 		head := append(bytes.Clone(m[0]), '\n')
 		var cur []byte
-		for _, l := range lines[i:end] {
+		curLine, curFirst := 0, 0
+		for j := i; j < end; j++ {
+			l := lines[j]
 			if !isBlankOrComment(l) {
 				if !plainLine(l) {
-					return nil, nil, nil, false
+					return c, false
 				}
 				switch in := indentOf(l); {
 				case in == indent && isEntry(l, indent):
 					if len(cur) >= partBytes {
-						parts = append(parts, part{field: sf.Index[0], text: cur})
+						c.parts = append(c.parts, part{field: sf.Index[0], text: cur, cut: ct, line: curLine, first: curFirst})
 						cur = nil
 					}
+					ct.entries++
 				case in <= indent:
-					return nil, nil, nil, false // not an entry, not inside one
+					return c, false // not an entry, not inside one
 				}
 			}
 			if cur == nil {
 				cur = append(cur, head...)
+				curLine, curFirst = j+1, max(ct.entries-1, 0)
 			}
 			cur = append(cur, l...)
 		}
 		if cur != nil {
-			parts = append(parts, part{field: sf.Index[0], text: cur})
+			c.parts = append(c.parts, part{field: sf.Index[0], text: cur, cut: ct, line: curLine, first: curFirst})
 		}
 		i = end
 	}
-	return rest, cuts, parts, true
+	return c, true
 }
 
 // isBlankOrComment reports a line with nothing but spaces or a comment.

@@ -1,8 +1,10 @@
 package httpgw
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -25,8 +27,9 @@ type ServerOptions struct {
 	WriteTimeout time.Duration
 	IdleTimeout  time.Duration // 0: 1m
 	// MaxConns is the most connections open at once; one more is answered
-	// 503 and closed, so that idle or slow clients cannot use up the
-	// process's file descriptors. 0: DefaultMaxConns.
+	// 503 (once its request's head is read) and closed, so that idle or
+	// slow clients cannot use up the process's file descriptors. 0:
+	// DefaultMaxConns.
 	MaxConns       int
 	MaxHeaderBytes int          // 0: 64 KiB
 	Logger         hclog.Logger // nil: silent
@@ -81,9 +84,10 @@ func NewServer(h http.Handler, o ServerOptions) *http.Server {
 }
 
 // LimitListener returns a listener that holds at most max connections open
-// (0: DefaultMaxConns). A connection beyond that is answered at once with
-// "503 Service Unavailable" and closed, rather than queued, so a client
-// learns why; connections that close free their place.
+// (0: DefaultMaxConns). A connection beyond that is not queued: it is
+// answered "503 Service Unavailable" with the reason and Retry-After, and
+// closed (see refuse), so a client learns why; connections that close free
+// their place.
 func LimitListener(l net.Listener, max int, logger hclog.Logger) net.Listener {
 	if max <= 0 {
 		max = DefaultMaxConns
@@ -99,13 +103,15 @@ type limitListener struct {
 	max    int
 	logger hclog.Logger
 
-	mu      sync.Mutex
-	open    int
-	refused uint64
+	mu       sync.Mutex
+	open     int
+	refused  uint64
+	refusing int // refusals in progress (see refuse)
 }
 
 // Accept returns the next connection within the limit; those beyond it are
-// refused here, each with a bounded write.
+// refused here, each by a goroutine of its own with bounded reads and
+// writes, at most maxRefusing at once (more are closed at once, unanswered).
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
@@ -116,11 +122,24 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if l.open >= l.max {
 			l.refused++
 			n := l.refused
+			answer := l.refusing < maxRefusing
+			if answer {
+				l.refusing++
+			}
 			l.mu.Unlock()
 			if n == 1 || n%1000 == 0 {
 				l.logger.Warn("HTTP connection refused: too many open", "limit", l.max, "refused", n)
 			}
-			go refuse(c, l.max)
+			if !answer {
+				_ = c.Close()
+				continue
+			}
+			go func() {
+				refuse(c, l.max)
+				l.mu.Lock()
+				l.refusing--
+				l.mu.Unlock()
+			}()
 			continue
 		}
 		l.open++
@@ -136,11 +155,45 @@ func (l *limitListener) Open() int {
 	return l.open
 }
 
+// Bounds of a refusal (see refuse).
+const (
+	maxRefusing   = 64              // refusals answered at once
+	refuseFor     = time.Second     // to read the request's head, and again to drain the rest
+	maxRefuseHead = 64 << 10        // bytes of request head read
+	maxRefuseRest = 1 << 20         // bytes drained after the answer
+	refuseWrite   = 2 * time.Second // to write the answer
+)
+
+// refuse answers a connection over the limit the way an HTTP client
+// expects: it first reads the request's head (within refuseFor and
+// maxRefuseHead bytes), since an answer that comes before the request is
+// taken for a stray one (Go's client logs "Unsolicited response received
+// on idle HTTP channel" and fails the request); then it writes the 503 and
+// half-closes, and drains what the client still sends (a body) for a
+// moment, so that closing with unread data does not reset the connection
+// before the client has read the answer.
 func refuse(c net.Conn, max int) {
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(refuseFor))
+	buf := make([]byte, 4<<10)
+	var head []byte
+	for len(head) < maxRefuseHead && !bytes.Contains(head, []byte("\r\n\r\n")) {
+		n, err := c.Read(buf)
+		head = append(head, buf[:n]...)
+		if err != nil {
+			break // the client gave up, or sent no head in time: answer anyway
+		}
+	}
 	body := fmt.Sprintf(`{"error":"the server holds its limit of %d connections; try again later"}`+"\n", max)
-	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\nRetry-After: 1\r\n\r\n%s", len(body), body)
-	_ = c.Close()
+	_ = c.SetWriteDeadline(time.Now().Add(refuseWrite))
+	if _, err := fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\nRetry-After: 1\r\n\r\n%s", len(body), body); err != nil {
+		return
+	}
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.SetReadDeadline(time.Now().Add(refuseFor))
+	_, _ = io.CopyN(io.Discard, c, maxRefuseRest)
 }
 
 type limitConn struct {

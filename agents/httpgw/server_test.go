@@ -3,10 +3,13 @@ package httpgw_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +138,58 @@ func TestServerOptionsValidate(t *testing.T) {
 	}
 	if err := (httpgw.ServerOptions{MaxConns: -1}).Validate(); err == nil {
 		t.Error("a negative connection limit: no error")
+	}
+}
+
+// TestLimitRefusalWithGoClient: net/http's own client, meeting a server at
+// its connection limit, gets the 503 with its reason and Retry-After, for a
+// GET and for a POST with a body, and logs nothing: not "Unsolicited
+// response received on idle HTTP channel" (an answer sent before the
+// request was read), not a reset connection (a request body left unread).
+func TestLimitRefusalWithGoClient(t *testing.T) {
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	addr, open := serveHardened(t, h, httpgw.ServerOptions{MaxConns: 1, ReadHeaderTimeout: time.Minute})
+	held, err := net.Dial("tcp", addr) // the one connection the server holds
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	for deadline := time.Now().Add(30 * time.Second); open.Open() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server holds %d connections, want 1", open.Open())
+		}
+	}
+	body := bytes.Repeat([]byte("x"), 256<<10)
+	for i := range 20 {
+		// The request leaves a moment after the connection is made, as
+		// it does from a client further away than the loopback.
+		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			time.Sleep(20 * time.Millisecond)
+			return c, err
+		}
+		c := &http.Client{Transport: &http.Transport{DialContext: dial}, Timeout: 30 * time.Second}
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+		if i%2 == 1 {
+			req, _ = http.NewRequest(http.MethodPost, "http://"+addr+"/", bytes.NewReader(body))
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Errorf("%s %d: %v, want the 503", req.Method, i, err)
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		c.CloseIdleConnections()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" ||
+			!strings.Contains(string(b), "limit of 1 connections") {
+			t.Fatalf("%s %d: %s %q (Retry-After %q), want 503 naming the limit", req.Method, i, resp.Status, b, resp.Header.Get("Retry-After"))
+		}
+	}
+	if logged.Len() > 0 {
+		t.Errorf("the client logged:\n%s", logged.String())
 	}
 }

@@ -67,3 +67,19 @@ func (l Limits) Compact() Limits {
 	}
 	return l
 }
+
+// WorldLimits are the world budgets (worlds.Limits) a session was started
+// with where they were raised above the defaults, recorded in
+// session.started so that its replay, resume and fork load its world
+// within them. Zero fields are the defaults; a session within the
+// defaults records none.
+type WorldLimits struct {
+	FileBytes int     `json:"file_bytes,omitempty"`
+	Depth     int     `json:"depth,omitempty"`
+	Members   int     `json:"members,omitempty"`
+	Tasks     int     `json:"tasks,omitempty"`
+	Arrivals  int     `json:"arrivals,omitempty"`
+	Burst     int     `json:"burst,omitempty"`
+	MaxLoad   float64 `json:"max_load,omitempty"`
+	Nodes     int     `json:"nodes,omitempty"`
+}

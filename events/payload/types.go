@@ -65,6 +65,9 @@ type SessionStarted struct {
 	Source    string        `json:"source"`             // the world file itself, so a log replays without it
 	Arrivals  []ArrivalNext `json:"arrivals,omitempty"` // when each arrival process brings its first ticket
 	Limits    Limits        `json:"limits,omitzero"`    // the session's limits; zero fields are the defaults
+	// WorldLimits are the world budgets the session was started with
+	// where raised above the defaults.
+	WorldLimits WorldLimits `json:"world_limits,omitzero"`
 }
 
 // ArrivalNext says when an arrival process brings its first ticket. "at": 0

@@ -24,10 +24,14 @@ import (
 // flipped byte there would make the tables named after it vanish (a
 // read-write open even deletes them). With the record, Open tells a damaged
 // MANIFEST from a torn one: it refuses one that differs from what the last
-// clean close left. A read-write Open removes the record before Pebble
-// writes anything; a read-only Open leaves it. A record made stale by
-// another program opening the store read-write (a new MANIFEST, or edits
-// appended to the one recorded) is logged and ignored.
+// record covers. A read-write Log also writes the record after each change
+// of the MANIFEST (a flush, a compaction, a new MANIFEST), so that after a
+// crash the MANIFEST up to its last recorded change is checked too. A
+// read-write Open removes the record before Pebble writes anything; a
+// read-only Open leaves it. A MANIFEST that grew past the record (a crash
+// after a change not yet recorded) is checked up to the recorded size; a
+// record made stale by another program opening the store read-write (a
+// new MANIFEST) is logged and ignored.
 const CloseRecordName = "pebblelog-close.json"
 
 // closeRecord is the content of CloseRecordName.
@@ -163,9 +167,13 @@ func checkCloseRecord(fsys vfs.FS, dir string, log hclog.Logger) (bool, error) {
 	case size == rec.Size && sum == rec.CRC32C:
 		return true, nil
 	case size > rec.Size && prefixSum == rec.CRC32C:
-		return stale(fmt.Sprintf("%s grew from %d to %d bytes", path, rec.Size, size))
+		// Edits after the record: a crash before the next one was
+		// recorded, or another program. What the record covers is whole.
+		log.Info("the MANIFEST grew past the record of it: checked up to the recorded size",
+			"record", recPath, "manifest", path, "recorded", rec.Size, "size", size)
+		return true, nil
 	}
-	return true, &CorruptFileError{Path: path, Err: fmt.Errorf("it is not what the last clean close left (%d bytes, CRC-32C %08x; now %d bytes, %08x over the first %d): "+
+	return true, &CorruptFileError{Path: path, Err: fmt.Errorf("it is not what the record of it left by the last clean close or change covers (%d bytes, CRC-32C %08x; now %d bytes, %08x over the first %d): "+
 		"Pebble would drop the tables it lists after the damage", rec.Size, rec.CRC32C, size, prefixSum, min(size, rec.Size))}
 }
 

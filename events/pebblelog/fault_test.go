@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -286,17 +287,29 @@ func TestCorruptManifest(t *testing.T) {
 			t.Fatalf("%s byte %d flipped: a refused Open removed files", name, off)
 		}
 	}
-	// The undamaged store opens, and a read-write open removes the record
-	// (Pebble changes the MANIFEST from then on) until the next clean close.
+	// The undamaged store opens; a read-write open removes the record
+	// before Pebble changes the MANIFEST, and records it again after each
+	// change (here: the flush of the WAL it replayed, and of a session's
+	// end), so that after a crash a damaged MANIFEST is still refused.
 	fs := img.CrashClone(vfs.CrashCloneCfg{})
 	if o := openAndRead(t, fs, true); o.open != nil || o.n["done"] != doneEvents || o.n["live"] != liveEvents {
 		t.Fatalf("undamaged, read-only: %+v", o)
 	}
 	l := mustOpen(t, "db", pebblelog.Options{FS: fs})
-	if got := files(t, fs, pebblelog.CloseRecordName); len(got) != 0 {
-		t.Fatalf("record of the clean close while open read-write: %q, want none", got)
+	finish(t, l, "live", liveEvents)
+	if got := files(t, fs, pebblelog.CloseRecordName); len(got) != 1 {
+		t.Fatalf("record of the MANIFEST while open read-write, after a flush: %q, want one", got)
 	}
 	crashed := fs.CrashClone(vfs.CrashCloneCfg{})
+	cur := files(t, crashed, "MANIFEST-")
+	for _, at := range []float64{0.1, 0.5, 0.9} {
+		b := readFile(t, crashed, crashed.PathJoin("db", cur[len(cur)-1]))
+		dmg := damage(t, crashed, cur[len(cur)-1], flipAt(int(float64(len(b))*at)))
+		var cf *pebblelog.CorruptFileError
+		if o := openAndRead(t, dmg, true); !errors.As(o.open, &cf) {
+			t.Fatalf("after a crash, %s flipped at %.0f%%: Open got %v (read %v), want a *CorruptFileError", cur[len(cur)-1], at*100, o.open, o.n)
+		}
+	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -479,9 +492,11 @@ func TestDiskFullInPebble(t *testing.T) {
 	acked := make([]uint64, sessions)
 	var wg sync.WaitGroup
 	errs := make([]error, sessions)
+	for s := range sessions { // all made before the disk fills
+		mustCreate(t, l, meta(fmt.Sprintf("s%d", s)))
+	}
 	for s := range sessions {
 		id := fmt.Sprintf("s%d", s)
-		mustCreate(t, l, meta(id))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -707,5 +722,130 @@ func TestDiskFullTmpfs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDiskFullBallast: another writer fills a real disk (a small tmpfs,
+// root only) to its last byte while a session runs. Its Appends are
+// refused, and its end is still recorded: the Log deletes its ballast to
+// make room for the metadata update. Once the disk has room again, the
+// ballast is written again.
+func TestDiskFullBallast(t *testing.T) {
+	ctx := context.Background()
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root): %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+	dir := filepath.Join(mnt, "db")
+	l := mustOpen(t, dir, pebblelog.Options{Logger: testLogger(t)})
+	defer l.Close()
+	ballast := filepath.Join(dir, pebblelog.BallastName)
+	if fi, err := os.Stat(ballast); err != nil || fi.Size() != pebblelog.DefaultMinFreeSpace/4 {
+		t.Fatalf("after Open: ballast %v, %v; want %d bytes", fi, err, pebblelog.DefaultMinFreeSpace/4)
+	}
+	mustCreate(t, l, meta("s1"))
+	appendN(t, l, "s1", 0, 40)
+	filler := filepath.Join(mnt, "filler")
+	fill(t, filler)
+	last := uint64(40)
+	var err error
+	for range 300 {
+		if err = l.Append(ctx, "s1", last, mkEvents(last+1, 1)); err != nil {
+			break
+		}
+		last++
+	}
+	if !errors.Is(err, syscall.ENOSPC) || errors.Is(err, pebblelog.ErrFailed) {
+		t.Fatalf("Append on the full disk: got %v, want ENOSPC (and not ErrFailed)", err)
+	}
+	m := meta("s1")
+	m.Status, m.LastSeq = events.StatusInterrupted, last
+	if err := l.UpdateSession(ctx, m); err != nil {
+		t.Fatalf("UpdateSession(interrupted) on a disk filled by another writer: %v", err)
+	}
+	if _, err := os.Stat(ballast); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the ballast is still there after it was needed: %v", err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	m.Status = events.StatusRunning
+	if err := l.UpdateSession(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(ballast); err != nil || fi.Size() != pebblelog.DefaultMinFreeSpace/4 {
+		t.Fatalf("with room again: ballast %v, %v; want it written again", fi, err)
+	}
+	mustAppend(t, l, "s1", last, mkEvents(last+1, 1))
+	if got, err := l.Session(ctx, "s1"); err != nil || got.LastSeq != last {
+		t.Fatalf("Session: %+v, %v", got, err)
+	}
+}
+
+// fill writes zeros to path until its file system is full.
+func fill(tb testing.TB, path string) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		_, err := f.Write(chunk)
+		if errors.Is(err, syscall.ENOSPC) {
+			return
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// TestFlushFullDiskUsesBallast: a flush that meets a full disk (writes of
+// tables fail with ENOSPC until the ballast is deleted, as another writer
+// filling the disk would make them) does not stop the Log: the ballast
+// makes room for Pebble's next try, the session's end is recorded and the
+// Log goes on. A second full disk, with the ballast spent, stops it.
+func TestFlushFullDiskUsesBallast(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewMem()
+	mem.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 100 << 20, TotalBytes: 200 << 20})
+	var full syncBool
+	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		switch {
+		case op.Kind == errorfs.OpRemove && strings.HasSuffix(op.Path, pebblelog.BallastName) && full.Get():
+			full.Set(false) // its room is free now
+		case (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileSync) && strings.HasSuffix(op.Path, ".sst") && full.Get():
+			return fmt.Errorf("write %s: %w", op.Path, syscall.ENOSPC)
+		}
+		return nil
+	}))
+	l := mustOpen(t, "db", pebblelog.Options{FS: fs, MinFreeSpace: 1 << 20, Logger: testLogger(t)})
+	defer l.Close()
+	if _, err := mem.Stat("db/" + pebblelog.BallastName); err != nil {
+		t.Fatalf("no ballast after Open: %v", err)
+	}
+	// Too little room to write the ballast again once deleted.
+	mem.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 1200 << 10, TotalBytes: 200 << 20})
+	mustCreate(t, l, meta("s1"))
+	appendN(t, l, "s1", 0, 40)
+	full.Set(true)
+	finish(t, l, "s1", 40) // its flush fails once, then goes through
+	if full.Get() {
+		t.Fatal("the flush went through without the ballast being deleted")
+	}
+	if _, err := mem.Stat("db/" + pebblelog.BallastName); err == nil {
+		t.Fatal("the ballast is still there")
+	}
+	mustCreate(t, l, meta("s2"))
+	appendN(t, l, "s2", 0, 8)
+	// With the ballast spent, a flush that meets a full disk stops the Log.
+	full.Set(true)
+	m := meta("s2")
+	m.Status, m.LastSeq = events.StatusFinished, 8
+	if err := l.UpdateSession(ctx, m); !errors.Is(err, pebblelog.ErrFailed) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("a flush on a full disk with no ballast: got %v, want ErrFailed and ENOSPC", err)
 	}
 }

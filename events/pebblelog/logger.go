@@ -47,9 +47,16 @@ func (e *fatalError) Unwrap() []error {
 // hclog.Logger and records the first fatal failure. It implements
 // pebble.Logger and the handlers of the pebble.EventListener it installs.
 type sink struct {
-	log    hclog.Logger
-	fatal  atomic.Pointer[fatalError]
-	failed chan struct{} // closed when fatal is set
+	log   hclog.Logger
+	space *space // its ballast makes room for a flush that met a full disk; nil: none
+	// record, when set (a read-write Log), writes CloseRecordName after
+	// each change of the MANIFEST (a flush, a compaction, a new MANIFEST),
+	// so that a MANIFEST damaged after a crash is told from a torn one;
+	// recordMu serializes the writes.
+	record   func() error
+	recordMu sync.Mutex
+	fatal    atomic.Pointer[fatalError]
+	failed   chan struct{} // closed when fatal is set
 
 	// flushMu guards flushErr, closed (and replaced) at each failed flush,
 	// so that a flush waiting for its memtable to reach a table can stop
@@ -121,9 +128,10 @@ func (s *sink) flushEnd(info pebble.FlushInfo) {
 	if info.Err == nil || info.Err.Error() == "pebble: empty table" {
 		return
 	}
-	if errors.Is(info.Err, syscall.ENOSPC) {
+	if errors.Is(info.Err, syscall.ENOSPC) && (s.space == nil || !s.space.release("for a flush")) {
 		// Pebble would retry it at once and without end, and block
-		// writes once the memtables pile up.
+		// writes once the memtables pile up. With the ballast's room,
+		// its next try may go through.
 		s.fail("flush: "+info.Err.Error(), info.Err)
 	}
 	s.flushMu.Lock()
@@ -145,15 +153,45 @@ func (s *sink) failure() error {
 // while reading is logged (the read itself returns the error, which the
 // Log passes on with session and seq); background errors are logged, with
 // repeats of the same error thinned out; a flush that fails for a full
-// disk is a failure, since Pebble would retry it without end; a failed
-// flush also wakes up Log.flush.
+// disk deletes the ballast, if it is there, for Pebble's next try, and is
+// otherwise a failure, since Pebble would retry it without end; a failed
+// flush also wakes up Log.flush; each change of the MANIFEST is recorded
+// (see record).
 func (s *sink) listener() *pebble.EventListener {
 	return &pebble.EventListener{
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
 			s.log.Error("pebble: corrupt data", "file", info.Path, "error", fmt.Sprint(info.Details))
 		},
 		BackgroundError: s.background,
-		FlushEnd:        s.flushEnd,
+		FlushEnd: func(info pebble.FlushInfo) {
+			s.flushEnd(info)
+			if info.Err == nil {
+				s.recordManifest()
+			}
+		},
+		CompactionEnd: func(info pebble.CompactionInfo) {
+			if info.Err == nil {
+				s.recordManifest()
+			}
+		},
+		ManifestCreated: func(info pebble.ManifestCreateInfo) {
+			if info.Err == nil {
+				s.recordManifest()
+			}
+		},
+	}
+}
+
+// recordManifest records the MANIFEST as it stands (see record); a
+// failure is logged: the next change, or the close, records it again.
+func (s *sink) recordManifest() {
+	if s.record == nil || s.failure() != nil {
+		return
+	}
+	s.recordMu.Lock()
+	defer s.recordMu.Unlock()
+	if err := s.record(); err != nil {
+		s.log.Warn("cannot record the MANIFEST", "file", CloseRecordName, "error", err)
 	}
 }
 

@@ -29,7 +29,9 @@
 // recover from (the WAL on a full or failing disk) stops the Log with
 // ErrFailed instead of exiting the process, and the Log keeps
 // Options.MinFreeSpace free so that a full disk is usually met as a
-// refused Append (syscall.ENOSPC) while the Log goes on. Options.ReadOnly
+// refused Append (syscall.ENOSPC) while the Log goes on; a ballast file
+// (BallastName) holds back room to record sessions' ends when another
+// writer fills the disk. Options.ReadOnly
 // opens a store without changing a byte of it, on a read-only folder too.
 //
 //	log, err := pebblelog.Open(dir, pebblelog.Options{Logger: logger})
@@ -86,7 +88,9 @@ type Options struct {
 	// Append, a checkpoint or a new session that would leave less is
 	// refused with an error wrapping syscall.ENOSPC, before Pebble meets a
 	// full disk; the last quarter of it is kept for metadata updates, so
-	// that a session refused can still be recorded interrupted. 0 means
+	// that a session refused can still be recorded interrupted, and is
+	// also held in a ballast file (BallastName) for a disk that another
+	// writer fills. 0 means
 	// DefaultMinFreeSpace; a negative value turns the check off.
 	MinFreeSpace int64
 	// Logger receives Pebble's messages (Info, Error, and the fatal ones
@@ -179,9 +183,13 @@ func Open(dir string, opts Options) (*Log, error) {
 		fs:       fs,
 		dir:      dir,
 		sink:     s,
-		space:    &space{fs: fs, dir: dir, reserve: reserve},
+		space:    &space{fs: fs, dir: dir, reserve: reserve, log: logger},
 		states:   make(map[string]*state),
 		iters:    make(map[*scanIter]struct{}),
+	}
+	s.space = l.space
+	if !opts.ReadOnly {
+		s.record = func() error { return writeCloseRecord(fs, dir) }
 	}
 	if opts.NoSync {
 		l.wopts = pebble.NoSync
@@ -236,13 +244,16 @@ func (l *Log) open(cacheSize int64) (err error) {
 	l.db, err = pebble.Open(l.dir, po)
 	if err != nil {
 		if pebble.IsCorruptionError(err) {
-			return corruptFile(err)
+			return corruptOpen(l.fs, l.dir, err)
 		}
 		return err
 	}
 	if err := l.sink.failure(); err != nil {
 		_ = l.db.Close()
 		return err
+	}
+	if !l.readOnly {
+		l.space.openBallast()
 	}
 	return nil
 }
@@ -1034,7 +1045,10 @@ func (l *Log) Checkpoints(ctx context.Context, id string) ([]events.Checkpoint, 
 func (l *Log) closeDB() error {
 	err := l.db.Close()
 	if err == nil && !l.readOnly && l.sink.failure() == nil {
-		if werr := writeCloseRecord(l.fs, l.dir); werr != nil {
+		l.sink.recordMu.Lock()
+		werr := writeCloseRecord(l.fs, l.dir)
+		l.sink.recordMu.Unlock()
+		if werr != nil {
 			err = fmt.Errorf("record of the clean close: %w", werr)
 		}
 	}

@@ -1,18 +1,33 @@
 package pebblelog
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/hashicorp/go-hclog"
 )
 
 // DefaultMinFreeSpace is the free disk space Options.MinFreeSpace means
 // when it is 0: room for Pebble to flush its memtables (two of 4 MiB at
 // most) and rotate its WAL, with a margin.
 const DefaultMinFreeSpace = 16 << 20
+
+// BallastName is the file in which a read-write Log holds back disk space
+// for a full disk: a quarter of Options.MinFreeSpace (4 MiB by default),
+// written at Open when there is room. When another writer fills the disk
+// and a metadata update (a session recorded interrupted) finds no room,
+// or a flush of Pebble's fails for it, the Log deletes the file and the
+// update, or Pebble's next try of the flush, uses the space it held (a
+// flush that fails again stops the Log: see ErrFailed); the file is
+// written again once the disk has room. The folder's other
+// users (Pebble) ignore it; deleting it by hand is harmless.
+const BallastName = "pebblelog-ballast"
 
 // space keeps the Log's writes away from a full disk. Pebble does not
 // expect to meet one: a failed WAL write stops the database (see
@@ -21,7 +36,8 @@ const DefaultMinFreeSpace = 16 << 20
 // wrapping syscall.ENOSPC, once the disk's free space falls below the
 // reserve, and keeps the last quarter of it for metadata updates (a
 // session recorded interrupted) and half of it for flushes. Pebble then
-// meets a full disk only if another writer fills it faster.
+// meets a full disk only if another writer fills it faster; the ballast
+// (BallastName) holds the metadata's quarter back for that case.
 //
 // Free space is asked of the file system (statfs) again when the bytes
 // written since the last look could have eaten a sixteenth of the
@@ -32,18 +48,35 @@ type space struct {
 	fs      vfs.FS
 	dir     string
 	reserve uint64 // 0: no check
+	log     hclog.Logger
 
 	mu      sync.Mutex
 	known   bool   // free is from a statfs
 	free    uint64 // free bytes at the last look
 	written uint64 // bytes written since
 	writes  int
+	// ballast is true while BallastName holds its bytes; false before
+	// Open wrote it, after a full disk made the Log delete it, and when
+	// there is no reserve.
+	ballast bool
+	// released is set while the room the ballast held is free for
+	// metadata updates: from when the Log deleted it on a full disk
+	// (and the free space grew) to when it is written again.
+	released bool
+	// noBallast is set when the ballast could not be written for another
+	// reason than a full disk: the Log does not try again.
+	noBallast bool
 }
+
+// ballastSize is the size of the ballast file: the metadata's share of
+// the reserve.
+func (s *space) ballastSize() uint64 { return s.reserve / 4 }
 
 // need reports whether a write of n bytes may go ahead while keeping
 // share/4 of the reserve free (4: all of it, for events; 1: a quarter, for
 // metadata). A rare write (metadata, a flush) asks for the free space
-// afresh.
+// afresh. A metadata write refused for room deletes the ballast, if it is
+// there, and goes ahead if that made room for it.
 func (s *space) need(n uint64, share uint64, what string, rare bool) error {
 	if s.reserve == 0 {
 		return nil
@@ -58,19 +91,126 @@ func (s *space) need(n uint64, share uint64, what string, rare bool) error {
 		headroom = s.free - keep
 	}
 	if rare || !s.known || s.writes%256 == 0 || s.written*16 >= headroom {
-		u, err := s.fs.GetDiskUsage(s.dir)
-		if err != nil {
-			s.reserve = 0 // cannot tell: never refuse
+		if !s.look() {
 			return nil
 		}
-		s.known, s.free, s.written = true, u.AvailBytes, 0
 	}
-	if s.free < keep+n {
-		s.known = false // look again next time: space may have been freed
-		return fmt.Errorf("%w: %s refused with %d bytes free on the log's disk (the log keeps %d free; Options.MinFreeSpace)",
-			syscall.ENOSPC, what, s.free, keep)
+	if s.free >= keep+n {
+		return nil
 	}
-	return nil
+	if share == 1 && s.ballast {
+		// Another writer filled the disk: the ballast's bytes are for
+		// this (sessions' ends recorded), to the last byte.
+		before := s.free
+		s.releaseLocked("to record sessions' status")
+		if !s.look() {
+			return nil
+		}
+		s.released = s.free > before
+	}
+	if share == 1 && s.released && s.free >= n {
+		return nil
+	}
+	s.known = false // look again next time: space may have been freed
+	return fmt.Errorf("%w: %s refused with %d bytes free on the log's disk (the log keeps %d free; Options.MinFreeSpace)",
+		syscall.ENOSPC, what, s.free, keep)
+}
+
+// release deletes the ballast, if it is there, for a flush that met a
+// full disk (Pebble retries it at once), and reports whether it did.
+func (s *space) release(why string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ballast {
+		return false
+	}
+	s.releaseLocked(why)
+	s.released = true
+	return true
+}
+
+// releaseLocked deletes the ballast; s.mu is held and s.ballast set.
+func (s *space) releaseLocked(why string) {
+	s.ballast = false
+	if err := s.fs.Remove(s.fs.PathJoin(s.dir, BallastName)); err != nil {
+		s.log.Error("disk full: cannot delete the ballast file", "file", BallastName, "error", err)
+		return
+	}
+	s.log.Warn("disk full: deleted the ballast file "+why+"; it is written again once the disk has room",
+		"file", BallastName, "bytes", s.ballastSize(), "free_before", s.free)
+}
+
+// look asks the file system for the free space; s.mu is held. It reports
+// false (and turns the check off) if the file system cannot tell. With
+// room for the ballast twice over beyond the reserve (at Open, and after
+// a full disk), it writes the ballast.
+func (s *space) look() bool {
+	u, err := s.fs.GetDiskUsage(s.dir)
+	if err != nil {
+		s.reserve = 0 // cannot tell: never refuse
+		return false
+	}
+	s.known, s.free, s.written = true, u.AvailBytes, 0
+	if !s.ballast && !s.noBallast && s.free >= s.reserve+2*s.ballastSize() {
+		s.writeBallast()
+	}
+	return true
+}
+
+// openBallast checks, at a read-write Open, that the ballast is in place
+// and writes it if the disk has room for it beyond the reserve. A file
+// system that cannot tell its free space gets none.
+func (s *space) openBallast() {
+	if s.reserve == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fi, err := s.fs.Stat(s.fs.PathJoin(s.dir, BallastName)); err == nil && uint64(fi.Size()) >= s.ballastSize() {
+		s.ballast = true
+	}
+	s.look()
+}
+
+// writeBallast writes BallastName, ballastSize zero bytes, synced; s.mu
+// is held. A failure (the disk filled meanwhile) leaves no ballast and is
+// logged: the Log goes on, as it does on a disk too full to hold one.
+func (s *space) writeBallast() {
+	path := s.fs.PathJoin(s.dir, BallastName)
+	err := func() error {
+		f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			return err
+		}
+		chunk := make([]byte, 64<<10)
+		for left := s.ballastSize(); left > 0 && err == nil; {
+			k := min(left, uint64(len(chunk)))
+			_, err = f.Write(chunk[:k])
+			left -= k
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = syncDir(s.fs, s.dir)
+		}
+		return err
+	}()
+	if err != nil {
+		if rerr := s.fs.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && !errors.Is(rerr, os.ErrNotExist) {
+			s.log.Warn("cannot delete a ballast file left half written", "file", BallastName, "error", rerr)
+		}
+		s.log.Warn("cannot write the ballast file that keeps room for a full disk", "file", BallastName, "error", err)
+		s.noBallast = !errors.Is(err, syscall.ENOSPC)
+		return
+	}
+	s.ballast, s.released = true, false
+	if u, err := s.fs.GetDiskUsage(s.dir); err == nil {
+		s.free = u.AvailBytes
+	}
 }
 
 // spaceMargin is the free space a read-write Open wants beyond the size of

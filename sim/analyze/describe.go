@@ -144,7 +144,7 @@ func (s *Session) entry(seq uint64) Entry {
 	e := Entry{Stamp: s.stampOf(seq), Type: ev.Type, Actor: ev.Actor, Cause: ev.Cause, Text: s.Describe(seq)}
 	// Turns come in small runs; a few steps reach what caused them.
 	for _, st := range s.walk(ev.Cause, 8) {
-		if t := s.Events[st.seq-1].Type; t != payload.EvTurn && t != payload.EvTurnTimeout {
+		if t := s.Events[st.seq-1].Type; t != payload.EvTurn && t != payload.EvTurnTimeout && t != payload.EvTurnFailed {
 			l := s.link(st)
 			e.Because = &l
 			break
@@ -164,6 +164,8 @@ func (s *Session) Describe(seq uint64) string {
 	}
 	who := ev.Actor
 	switch p := s.payload(seq).(type) {
+	case *payload.TurnFailed:
+		return fmt.Sprintf("%s's agent could not decide turn %d: %s", who, p.Turn, p.Reason)
 	case *payload.TaskClaimed:
 		return fmt.Sprintf("%s claimed %s", who, p.Task)
 	case *payload.WorkStarted:

@@ -40,6 +40,7 @@ type Side struct {
 	Violations int `json:"violations"`
 	Rejections int `json:"rejections"`
 	Timeouts   int `json:"timeouts"`
+	TurnErrors int `json:"turn_errors"` // turns whose agent could not decide (turn.failed)
 }
 
 // OutcomeDiff is a task whose outcome differs between the sides.
@@ -181,7 +182,7 @@ func (s *Session) side(from uint64) Side {
 		TeamScore: sc.TeamScore, Delivered: sc.Delivered, Penalties: sc.Penalties, Tasks: sc.Tasks, TasksDone: sc.TasksDone,
 		OnTime: sc.OnTime, Late: sc.TasksDone - sc.OnTime + sc.TicketsResolved - sc.TicketsInSLA, Tickets: sc.Tickets,
 		Resolved: sc.TicketsResolved, InSLA: sc.TicketsInSLA, Breaches: sc.SLABreaches,
-		Violations: sc.Violations, Rejections: sc.Rejections, Timeouts: sc.Timeouts}
+		Violations: sc.Violations, Rejections: sc.Rejections, Timeouts: sc.Timeouts, TurnErrors: sc.TurnErrors}
 	if s.State.Ended {
 		sd.Ended = s.State.EndReason
 	}

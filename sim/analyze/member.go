@@ -36,6 +36,8 @@ type MemberTrace struct {
 	Blocked    []Delay     `json:"blocked,omitempty"`
 	Rejections []RuleCount `json:"rejections,omitempty"`
 	Timeouts   int         `json:"timeouts"`
+	// TurnErrors counts its turns whose agent could not decide (turn.failed).
+	TurnErrors int `json:"turn_errors"`
 	// Timeline is what it did and what was done to it (not its turns,
 	// waits, rewards or work stints).
 	Timeline []Entry `json:"timeline"`
@@ -133,6 +135,8 @@ func (s *Session) Member(id string) (*MemberTrace, error) {
 			continue // its stints are summed up in Holds
 		case payload.EvTurnTimeout:
 			tr.Timeouts++
+		case payload.EvTurnFailed:
+			tr.TurnErrors++
 		case payload.EvActionRejected:
 			rules[ruleOf(p.(*payload.ActionRejected))]++
 		}

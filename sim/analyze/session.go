@@ -13,6 +13,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -81,9 +82,9 @@ func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
 			if err := json.Unmarshal(ev.Payload, &p); err != nil {
 				return nil, fmt.Errorf("analyze: session.started: %w", err)
 			}
-			w, err := worlds.Load(p.WorldFile, []byte(p.Source))
+			w, _, err := sim.RecordedWorld(&p)
 			if err != nil {
-				return nil, fmt.Errorf("analyze: the world recorded in the log does not load: %w", err)
+				return nil, fmt.Errorf("analyze: %w", err)
 			}
 			s.World, s.State, s.Seed = w, org.New(w), p.Seed
 		}
@@ -117,6 +118,8 @@ func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
 func decodePayload(ev events.Event) (any, error) {
 	var p any
 	switch ev.Type {
+	case payload.EvTurnFailed:
+		p = &payload.TurnFailed{}
 	case payload.EvTaskClaimed:
 		p = &payload.TaskClaimed{}
 	case payload.EvWorkStarted:
@@ -439,7 +442,7 @@ func (s *Session) index(ev events.Event, p any) {
 	} else if r := s.requests[requestOf(p)]; r != nil {
 		s.about[r.Task] = append(s.about[r.Task], ev.Seq)
 	}
-	if ev.Actor != "" && ev.Type != payload.EvTurn && ev.Type != payload.EvTurnTimeout && ev.Type != payload.EvReward {
+	if ev.Actor != "" && ev.Type != payload.EvTurn && ev.Type != payload.EvTurnTimeout && ev.Type != payload.EvTurnFailed && ev.Type != payload.EvReward {
 		s.lastOf[ev.Actor] = ev.Seq
 	}
 	if ev.Type == payload.EvMemberReturned {

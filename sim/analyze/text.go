@@ -151,9 +151,9 @@ func (m *MemberTrace) WriteText(w io.Writer) {
 		kind = ", simulated colleague"
 	}
 	fmt.Fprintf(w, "member %s (%s, team %s%s)\n", m.Member, m.Role, m.Team, kind)
-	fmt.Fprintf(w, "held %s; %s; others waited %s on its approvals; %s; %s\n",
+	fmt.Fprintf(w, "held %s; %s; others waited %s on its approvals; %s; %s; %s\n",
 		Plural(len(m.Holds), "task"), Plural(len(m.Leaves), "leave"), m.ApprovalWait.Text,
-		Plural(countAll(m.Rejections), "refused action"), Plural(m.Timeouts, "timeout"))
+		Plural(countAll(m.Rejections), "refused action"), Plural(m.Timeouts, "timeout"), Plural(m.TurnErrors, "failed turn"))
 	if len(m.Leaves) > 0 {
 		fmt.Fprintln(w, "\nLEAVE")
 		for _, l := range m.Leaves {
@@ -307,6 +307,7 @@ func (d *Difference) WriteText(w io.Writer) {
 	row("violations", "%d", A.Violations, B.Violations)
 	row("rejected actions", "%d", A.Rejections, B.Rejections)
 	row("timeouts", "%d", A.Timeouts, B.Timeouts)
+	row("failed turns", "%d", A.TurnErrors, B.TurnErrors)
 	row("events", "%d", A.Events, B.Events)
 	row("from the divergence", "%d", A.After, B.After)
 	row("ended", "%s", orDash(A.Ended), orDash(B.Ended))

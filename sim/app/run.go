@@ -234,7 +234,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	}
 	log := o.Log
 	if log == nil {
-		if log, err = OpenLog(o.Data, o.Ephemeral, o.Logger); err != nil {
+		if log, err = OpenLog(ctx, o.Data, o.Ephemeral, o.Logger); err != nil {
 			return nil, err
 		}
 		defer log.Close()
@@ -254,7 +254,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if err := CheckMaxEvents(o.MaxEvents); err != nil {
 		return nil, err
 	}
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session, Load: o.Load, Limits: o.Limits})
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session, Load: o.Load, Limits: o.Limits, WorldLimits: o.WorldLimits})
 	if err != nil {
 		return nil, err
 	}

@@ -123,14 +123,16 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 	return meta, res, err
 }
 
-// admitOrigin checks a stored session's world and load against lim before
+// admitOrigin checks a stored session's world and load against lim, raised
+// to the limits the session recorded (it was started within them), before
 // a resume or a fork plays it. The recorded world loaded within the
-// default limits; other limits are checked on its source again.
+// recorded limits; other limits are checked on its source again.
 func admitOrigin(o driver.Origin, lim worlds.Limits) error {
 	if err := lim.Validate(); err != nil {
 		return usage(err)
 	}
-	if lim.WithDefaults() != (worlds.Limits{}).WithDefaults() {
+	lim = lim.Raise(o.WorldLimits)
+	if lim.WithDefaults() != o.WorldLimits.WithDefaults() {
 		if _, err := worlds.LoadLimited(o.World.File, o.Source, lim); err != nil {
 			return err
 		}

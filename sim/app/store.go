@@ -26,8 +26,10 @@ const DefaultData = "corpsim-data"
 // OpenLog opens the Pebble log in dir (creating it), or an in-memory log.
 // A session found "running" in a store this process could open is not
 // running anywhere (Pebble locks the folder), so it was interrupted: OpenLog
-// records it as such.
-func OpenLog(dir string, ephemeral bool, logger hclog.Logger) (events.Log, error) {
+// records it as such. If ctx is done before the store is open (Pebble can
+// take long, or never finish, replaying a WAL on a full disk), OpenLog
+// returns an error wrapping ctx's (see ErrOpenInterrupted).
+func OpenLog(ctx context.Context, dir string, ephemeral bool, logger hclog.Logger) (events.Log, error) {
 	if ephemeral {
 		return memlog.New(), nil
 	}
@@ -37,28 +39,57 @@ func OpenLog(dir string, ephemeral bool, logger hclog.Logger) (events.Log, error
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return openPebble(dir, false, logger)
+	return openPebble(ctx, dir, false, logger)
 }
 
 // OpenRead opens the Pebble log in dir for reading only (the commands that
 // only read sessions: sessions, log, verify, replay, score, report, trace,
 // diff, export): it changes no byte of the store, works on a read-only
 // folder, and leaves a WAL left by a crash for the next writer to replay.
-// A session recorded running is reported as stored.
-func OpenRead(dir string, logger hclog.Logger) (events.Log, error) {
+// A session recorded running reads as interrupted. ctx bounds the open as
+// for OpenLog.
+func OpenRead(ctx context.Context, dir string, logger hclog.Logger) (events.Log, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no data folder %s", dir)
 	}
-	return openPebble(dir, true, logger)
+	return openPebble(ctx, dir, true, logger)
 }
 
+// ErrOpenInterrupted is wrapped by the error of an open of the store that
+// a done context (a signal) stopped before Pebble had opened it.
+var ErrOpenInterrupted = errors.New("stopped while opening the store")
+
 // openPebble opens the store in dir; a writer also records the sessions it
-// finds running as interrupted (see OpenLog).
-func openPebble(dir string, readOnly bool, logger hclog.Logger) (events.Log, error) {
-	l, err := pebblelog.Open(dir, pebblelog.Options{ReadOnly: readOnly, Logger: logger.Named("pebble")})
+// finds running as interrupted (see OpenLog). Pebble's Open cannot be
+// cancelled, so it runs on a goroutine of its own: if ctx is done first,
+// openPebble returns, and the store, should Pebble open it later, is
+// closed again; a command that returns the error exits at once.
+func openPebble(ctx context.Context, dir string, readOnly bool, logger hclog.Logger) (events.Log, error) {
+	type opened struct {
+		l   *pebblelog.Log
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		l, err := pebblelog.Open(dir, pebblelog.Options{ReadOnly: readOnly, Logger: logger.Named("pebble")})
+		done <- opened{l, err}
+	}()
+	var o opened
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		go func() {
+			if o := <-done; o.err == nil {
+				_ = o.l.Close()
+			}
+		}()
+		return nil, fmt.Errorf("%w %s (Pebble had not finished opening it: a large WAL to replay, or a full or failing disk): %w",
+			ErrOpenInterrupted, dir, context.Cause(ctx))
+	}
+	l, err := o.l, o.err
 	if err != nil && readOnly && strings.Contains(err.Error(), "database does not exist") {
 		// A folder with no store in it holds no sessions: reading it gives
 		// none, as a writer would have created an empty store.
@@ -79,7 +110,6 @@ func openPebble(dir string, readOnly bool, logger hclog.Logger) (events.Log, err
 		// writer would record them), without a write.
 		return stoppedLog{l}, nil
 	}
-	ctx := context.Background()
 	metas, err := l.Sessions(ctx)
 	if err != nil {
 		l.Close()
@@ -103,8 +133,8 @@ func openPebble(dir string, readOnly bool, logger hclog.Logger) (events.Log, err
 
 // OpenExisting opens the log in data for a use that reads sessions:
 // unlike OpenLog it does not create a missing folder.
-func OpenExisting(data string, logger hclog.Logger) (events.Log, error) {
-	return OpenRead(data, logger)
+func OpenExisting(ctx context.Context, data string, logger hclog.Logger) (events.Log, error) {
+	return OpenRead(ctx, data, logger)
 }
 
 // OpenSession opens the log in data for reading only and reads session
@@ -128,9 +158,9 @@ func openSession(ctx context.Context, data, id string, readOnly bool, logger hcl
 	var log events.Log
 	var err error
 	if readOnly {
-		log, err = openPebble(data, true, logger)
+		log, err = openPebble(ctx, data, true, logger)
 	} else {
-		log, err = OpenLog(data, false, logger)
+		log, err = OpenLog(ctx, data, false, logger)
 	}
 	if err != nil {
 		return nil, events.SessionMeta{}, err

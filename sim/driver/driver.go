@@ -390,11 +390,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 	if err := d.cfg.Conn.Flush(); err != nil {
 		log.Warn("flush of the event feed failed", "error", err)
 	}
-	meta.Status = events.StatusFinished
-	if e.State().EndReason == sim.EndAgentsFailed {
-		// Its log is whole, but no agent ever decided: not a result.
-		meta.Status = events.StatusFailed
-	}
+	meta.Status = EndStatus(e.State().EndReason)
 	meta.LastSeq = last
 	meta.StateHash = e.EndStateHash()
 	if err := d.cfg.Log.UpdateSession(ctx, meta); err != nil {
@@ -565,4 +561,15 @@ func (d *Driver) append(ctx context.Context, session string, last uint64, batch 
 		return t.AppendTrusted(ctx, session, last, batch)
 	}
 	return d.cfg.Log.Append(ctx, session, last, batch)
+}
+
+// EndStatus is the status of a session whose log ended (session.ended)
+// for reason: finished, or failed when its agents failed every turn
+// (sim.EndAgentsFailed): its log is whole, but no agent ever decided, so
+// it is not a result.
+func EndStatus(reason string) events.Status {
+	if reason == sim.EndAgentsFailed {
+		return events.StatusFailed
+	}
+	return events.StatusFinished
 }

@@ -18,6 +18,9 @@ type Origin struct {
 	Source []byte
 	Seed   uint64
 	Load   float64
+	// WorldLimits are the world budgets the session recorded (the ones it
+	// raised; zero fields: the defaults), within which World was loaded.
+	WorldLimits worlds.Limits
 }
 
 // ReadOrigin reads a session's first event (its root ancestor's, for a fork)
@@ -37,14 +40,11 @@ func ReadOrigin(ctx context.Context, log events.Log, session string) (Origin, er
 		if err := p.CheckFormat(); err != nil {
 			return Origin{}, fmt.Errorf("session %s: %w", session, err)
 		}
-		w, err := worlds.Load(p.WorldFile, []byte(p.Source))
+		w, lim, err := sim.RecordedWorld(&p)
 		if err != nil {
-			return Origin{}, fmt.Errorf("session %s: the recorded world does not load: %w", session, err)
+			return Origin{}, fmt.Errorf("session %s: %w", session, err)
 		}
-		if w.Hash != p.WorldHash {
-			return Origin{}, fmt.Errorf("session %s: recorded world hash %s does not match its source (%s)", session, p.WorldHash, w.Hash)
-		}
-		return Origin{World: w, Source: []byte(p.Source), Seed: p.Seed, Load: p.Load}, nil
+		return Origin{World: w, Source: []byte(p.Source), Seed: p.Seed, Load: p.Load, WorldLimits: lim}, nil
 	}
 	return Origin{}, fmt.Errorf("%w (session %s is empty)", sim.ErrNotASession, session)
 }
@@ -73,7 +73,7 @@ func Load(ctx context.Context, log events.Log, session string, at, seed uint64) 
 	if seed == 0 {
 		seed = origin.Seed
 	}
-	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: seed, Session: session, Load: origin.Load}
+	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: seed, Session: session, Load: origin.Load, WorldLimits: origin.WorldLimits}
 	var e *sim.Engine
 	from := uint64(1)
 	cp, err := log.LatestCheckpoint(ctx, session, at)
@@ -119,4 +119,28 @@ func Load(ctx context.Context, log events.Log, session string, at, seed uint64) 
 		return nil, n, fmt.Errorf("session %s: replay stopped at seq %d, want %d", session, got, at)
 	}
 	return e, n, nil
+}
+
+// LoggedEnd reads event last of session id: if it is session.ended, it
+// returns its payload and true. A session whose log ends so has ended,
+// whatever its metadata says (its process may have died before recording
+// it): it must not be resumed.
+func LoggedEnd(ctx context.Context, log events.Log, id string, last uint64) (payload.SessionEnded, bool, error) {
+	var end payload.SessionEnded
+	if last == 0 {
+		return end, false, nil
+	}
+	for ev, err := range log.Read(ctx, id, last) {
+		if err != nil {
+			return end, false, err
+		}
+		if ev.Type != payload.EvSessionEnded {
+			return end, false, nil
+		}
+		if err := json.Unmarshal(ev.Payload, &end); err != nil {
+			return end, false, &events.CorruptError{Session: id, Seq: ev.Seq, Err: err}
+		}
+		return end, true, nil
+	}
+	return end, false, nil
 }

@@ -44,7 +44,7 @@ func verify(ctx context.Context, log events.Log, meta events.SessionMeta, r *Ver
 		problem("%v", err)
 		return
 	}
-	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: origin.Seed, Session: meta.ID, Load: origin.Load}
+	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: origin.Seed, Session: meta.ID, Load: origin.Load, WorldLimits: origin.WorldLimits}
 	e, err := sim.New(cfg)
 	if err != nil {
 		problem("%v", err)

@@ -83,9 +83,12 @@ type Episode struct {
 	TeamReward float64 `json:"team_reward"`
 	Rubric     string  `json:"rubric"`
 	// Turns counts the member's answered turns; TimedOut the turns it was
-	// asked and did not answer in time, which the transcript leaves out.
-	Turns    int `json:"turns"`
-	TimedOut int `json:"timed_out,omitempty"`
+	// asked and did not answer in time, and TurnErrors those its agent
+	// could not decide (turn.failed: its backend failed), which the
+	// transcript leaves out.
+	Turns      int `json:"turns"`
+	TimedOut   int `json:"timed_out,omitempty"`
+	TurnErrors int `json:"turn_errors,omitempty"`
 	// Turn is set on a window (see Windows): the turn whose answer it ends with.
 	Turn uint64 `json:"turn,omitempty"`
 
@@ -130,6 +133,7 @@ type turnRec struct {
 	turn        uint64
 	actions     []org.Action
 	timedOut    bool
+	failed      bool                      // turn.failed: the agent could not decide
 	refused     map[int]*org.RejectedView // by the action's index
 	wholeReason *org.RejectedView         // the whole reply was refused (index -1)
 	obs         *org.Observation
@@ -156,9 +160,15 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 		}
 		last = ev.Seq
 		switch ev.Type {
-		case payload.EvTurn, payload.EvTurnTimeout:
-			t := &turnRec{member: ev.Actor, seq: ev.Seq, timedOut: ev.Type == payload.EvTurnTimeout}
-			if t.timedOut {
+		case payload.EvTurn, payload.EvTurnTimeout, payload.EvTurnFailed:
+			t := &turnRec{member: ev.Actor, seq: ev.Seq, timedOut: ev.Type == payload.EvTurnTimeout, failed: ev.Type == payload.EvTurnFailed}
+			if t.failed {
+				var p payload.TurnFailed
+				if err := json.Unmarshal(ev.Payload, &p); err != nil {
+					return nil, &events.CorruptError{Session: ev.Session, Seq: ev.Seq, Err: err}
+				}
+				t.turn, t.seen = p.Turn, p.Seen
+			} else if t.timedOut {
 				var p payload.TurnTimeout
 				if err := json.Unmarshal(ev.Payload, &p); err != nil {
 					return nil, &events.CorruptError{Session: ev.Session, Seq: ev.Seq, Err: err}
@@ -198,7 +208,7 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 	}
 	need := map[uint64][]*turnRec{}
 	for _, t := range turns {
-		if !t.timedOut {
+		if !t.timedOut && !t.failed {
 			need[t.seen] = append(need[t.seen], t)
 		}
 	}
@@ -288,6 +298,10 @@ func (p Prompts) transcript(ep *Episode, turns []*turnRec) error {
 	for _, t := range turns {
 		if t.timedOut {
 			ep.TimedOut++
+			continue
+		}
+		if t.failed {
+			ep.TurnErrors++
 			continue
 		}
 		if t.obs == nil {

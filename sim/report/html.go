@@ -197,6 +197,7 @@ dt { color: #666; }
 <div class="card"><b>{{.Rejections.ContentionN}}</b><span>lost races (contention)</span></div>
 <div class="card"><b>{{.Score.Rejections}}</b><span>rejected actions</span></div>
 <div class="card"><b>{{.Score.Timeouts}}</b><span>turn timeouts</span></div>
+<div class="card{{if .Score.TurnErrors}} bad{{end}}"><b>{{.Score.TurnErrors}}</b><span>failed turns</span></div>
 <div class="card{{if .Score.BudgetOverrun}} bad{{end}}"><b>{{.Score.BudgetOverrun}}</b><span>budget overrun</span></div>
 <div class="card"><b>{{.Score.Turns}}</b><span>turns</span></div>
 </div>

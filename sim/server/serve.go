@@ -144,7 +144,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if o.Worker != "" && (o.NATS == "" || o.Ephemeral) {
 		return app.Usagef("--worker needs --nats URL (the cluster) and a --data folder of its own (not --ephemeral)")
 	}
-	store, err := app.OpenLog(o.Data, o.Ephemeral, log)
+	store, err := app.OpenLog(ctx, o.Data, o.Ephemeral, log)
 	if err != nil {
 		return err
 	}

@@ -319,9 +319,39 @@ func (s *Service) handleList(msg *nats.Msg) {
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"error": err.Error()})
 	} else {
+		s.overlayEnded(metas)
 		b, _ = json.Marshal(metas)
 	}
 	_ = msg.Respond(b)
+}
+
+// overlayEnded replaces, in metas, the stored metadata of a session still
+// recorded running that this service ran and saw end with how it ended:
+// the driver's record of the end can fail (a disk full to the last byte)
+// while the service knows the session stopped. The store catches up at
+// the next read-write open, which records such a session interrupted.
+func (s *Service) overlayEnded(metas []events.SessionMeta) {
+	for i := range metas {
+		if metas[i].Status != events.StatusRunning {
+			continue
+		}
+		s.mu.Lock()
+		ss := s.sessions[metas[i].ID]
+		s.mu.Unlock()
+		if ss == nil {
+			continue
+		}
+		select {
+		case <-ss.done:
+		default:
+			continue
+		}
+		ss.mu.Lock()
+		if m := ss.meta; m.Status != events.StatusRunning && m.Status != "" {
+			metas[i].Status, metas[i].LastSeq, metas[i].Reason = m.Status, m.LastSeq, m.Reason
+		}
+		ss.mu.Unlock()
+	}
 }
 
 // runningLocked counts the sessions not yet ended; s.mu is held.
@@ -402,7 +432,7 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 		if err = w.Admit(load, lim); err != nil {
 			return wire.CreateReply{}, err
 		}
-		if e, err = sim.New(sim.Config{World: w, Source: src, Seed: req.Seed, Session: id, Load: req.Load}); err != nil {
+		if e, err = sim.New(sim.Config{World: w, Source: src, Seed: req.Seed, Session: id, Load: req.Load, WorldLimits: s.cfg.WorldLimits}); err != nil {
 			return wire.CreateReply{}, err
 		}
 		meta = events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: req.Seed}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,5 +158,72 @@ func TestPauseSurvivesRestart(t *testing.T) {
 	}
 	if r := driver.Verify(ctx, log, m); !r.OK {
 		t.Fatalf("verify: %v", r.Problems)
+	}
+}
+
+// fullLog is a Log on a disk that fills to the last byte once full is
+// set: every write fails with ENOSPC, reads go on.
+type fullLog struct {
+	events.Log
+	full atomic.Bool
+}
+
+func (l *fullLog) Append(ctx context.Context, id string, last uint64, b []events.Event) error {
+	if l.full.Load() {
+		return fmt.Errorf("append: %w", syscall.ENOSPC)
+	}
+	if last >= 100 {
+		l.full.Store(true)
+	}
+	return l.Log.Append(ctx, id, last, b)
+}
+
+func (l *fullLog) UpdateSession(ctx context.Context, m events.SessionMeta) error {
+	if l.full.Load() {
+		return fmt.Errorf("update: %w", syscall.ENOSPC)
+	}
+	return l.Log.UpdateSession(ctx, m)
+}
+
+// A session whose append meets a full disk, where even its end cannot be
+// recorded, is listed as it ended (interrupted, at its last durable seq),
+// not as the running session its stored metadata still says.
+func TestListShowsEndTheStoreMissed(t *testing.T) {
+	bus := mustBus(t)
+	log := &fullLog{Log: memlog.New()}
+	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := svc.Create(ctx, wire.CreateRequest{World: "support-desk", Seed: 3, Agents: "greedy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := svc.Wait(ctx, r.Session)
+	if !errors.Is(err, syscall.ENOSPC) || m.Status != events.StatusInterrupted {
+		t.Fatalf("the session ended %s with %v; want interrupted by ENOSPC", m.Status, err)
+	}
+	if stored, _ := log.Session(ctx, r.Session); stored.Status != events.StatusRunning {
+		t.Fatalf("precondition: the store records %s, want the running it could not update", stored.Status)
+	}
+	op, err := bus.Connect("operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	msg, err := op.RequestWithContext(ctx, wire.ListSubject, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var metas []events.SessionMeta
+	if err := json.Unmarshal(msg.Data, &metas); err != nil || len(metas) != 1 {
+		t.Fatalf("list: %s, %v", msg.Data, err)
+	}
+	last, _ := log.LastSeq(ctx, r.Session)
+	if got := metas[0]; got.Status != events.StatusInterrupted || got.LastSeq != last {
+		t.Fatalf("listed %s at %d; want interrupted at %d", got.Status, got.LastSeq, last)
 	}
 }

@@ -151,7 +151,7 @@ func Soak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 		}
 		defer os.RemoveAll(data)
 	}
-	log, err := app.OpenLog(data, false, o.Logger)
+	log, err := app.OpenLog(ctx, data, false, o.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -625,6 +626,26 @@ func (w *Worker) adopt(ctx context.Context, id string) error {
 		_ = w.replica.PutSession(ctx, meta)
 		return fmt.Errorf("server: session %s has no events in the stream: its worker died before its first batch; recorded failed", id)
 	}
+	// Its log may have ended (session.ended) before its worker died and
+	// recorded so: finished, or failed because its agents failed every
+	// turn. Recorded as it ended, never run again.
+	if end, ok, err := driver.LoggedEnd(ctx, w.log, id, last); err != nil {
+		return err
+	} else if ok {
+		meta.Status, meta.LastSeq, meta.StateHash = driver.EndStatus(end.Reason), last, end.StateHash
+		if meta.Status == events.StatusFailed {
+			meta.Reason = end.Reason
+		}
+		if err := w.log.UpdateSession(ctx, meta); err != nil {
+			return err
+		}
+		if err := w.replica.PutSession(ctx, meta); err != nil {
+			return err
+		}
+		w.release(id)
+		log.Info("the session's log had ended; recorded it, not resumed", "status", meta.Status, "reason", end.Reason, "events", last)
+		return nil
+	}
 	meta.Status, meta.LastSeq = events.StatusInterrupted, last
 	if err := w.log.UpdateSession(ctx, meta); err != nil {
 		return err
@@ -693,7 +714,7 @@ func (w *Worker) adoptUnstarted(ctx context.Context, id string, rec owner, saved
 	if err := wd.Admit(load, w.svc.cfg.WorldLimits); err != nil {
 		return fail(err.Error())
 	}
-	eng, err := sim.New(sim.Config{World: wd, Source: src, Seed: meta.Seed, Session: id, Load: rec.Load})
+	eng, err := sim.New(sim.Config{World: wd, Source: src, Seed: meta.Seed, Session: id, Load: rec.Load, WorldLimits: w.svc.cfg.WorldLimits})
 	if err != nil {
 		return fail(err.Error())
 	}

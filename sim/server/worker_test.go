@@ -22,6 +22,7 @@ import (
 	"github.com/corpsim/corpsim/events/jsreplica"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/driver"
 )
 
@@ -50,6 +51,12 @@ func mustNode(tb testing.TB) *natsserver.Node {
 // mustWorker starts a worker on node with its own memory log.
 func mustWorker(tb testing.TB, node *natsserver.Node, name string, maxSessions int, wc WorkerConfig) (*Worker, events.Log) {
 	tb.Helper()
+	return mustWorkerLLM(tb, node, name, maxSessions, wc, nil)
+}
+
+// mustWorkerLLM is mustWorker with llm playing the seats given to "llm".
+func mustWorkerLLM(tb testing.TB, node *natsserver.Node, name string, maxSessions int, wc WorkerConfig, llm agents.Agent) (*Worker, events.Log) {
+	tb.Helper()
 	bus := natsserver.External{URL: node.ClientURL()}
 	nc, err := bus.Connect("worker-" + name)
 	if err != nil {
@@ -58,7 +65,7 @@ func mustWorker(tb testing.TB, node *natsserver.Node, name string, maxSessions i
 	l := memlog.New()
 	wc.Name, wc.Conn = name, nc
 	w, err := NewWorker(context.Background(), wc, Config{Log: l, Bus: bus, Logger: testLogger(tb), MaxSessions: maxSessions,
-		TurnTimeout: 20 * time.Second})
+		TurnTimeout: 20 * time.Second, LLM: llm})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -769,5 +776,76 @@ func TestWorkerReleaseAfterLostReply(t *testing.T) {
 	w.release("s")
 	if e, err := kv.Get(ctx, "s"); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("after the release: got %v, %v; want the lease gone", e, err)
+	}
+}
+
+// failingAgent is an agent whose backend always fails.
+type failingAgent struct{}
+
+func (failingAgent) Decide(context.Context, org.Observation) ([]org.Action, error) {
+	return nil, errors.New("the model endpoint refused the connection")
+}
+
+// A session that ended failed because its agents failed every turn, whose
+// worker died before the cluster recorded it so (its metadata still says
+// running, no lease), is not resumed by the worker that adopts it: that
+// worker records it failed, as its log ends, and appends nothing.
+func TestWorkerDoesNotResumeAFailedSession(t *testing.T) {
+	node := mustNode(t)
+	cfg := WorkerConfig{LeaseTTL: 30 * time.Second, RenewEvery: time.Second, ScanEvery: time.Second / 2}
+	a, _ := mustWorkerLLM(t, node, "a", 100, cfg, failingAgent{})
+	op, err := client.Dial(node.ClientURL(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js, _ := jetstream.New(op.Conn())
+	r, err := op.Create(ctx, wire.CreateRequest{World: "startup", Seed: 1, Agents: "llm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.Session
+	m := waitMeta(t, ctx, js, id, events.StatusFailed)
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	if err := a.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	scancel()
+	n := streamed(t, ctx, js, id)
+	if n == 0 || m.LastSeq != n {
+		t.Fatalf("precondition: %d events streamed, the metadata records %d", n, m.LastSeq)
+	}
+	// The worker died after the log's end, before the metadata's.
+	kv, err := js.KeyValue(ctx, jsreplica.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Status = events.StatusRunning
+	b, _ := json.Marshal(m)
+	if _, err := kv.Put(ctx, id, b); err != nil {
+		t.Fatal(err)
+	}
+	w, wlog := mustWorkerLLM(t, node, "b", 100, cfg, failingAgent{})
+	got := waitMeta(t, ctx, js, id, events.StatusFailed)
+	time.Sleep(2 * cfg.ScanEvery) // scans that would adopt it again
+	if after := streamed(t, ctx, js, id); after != n {
+		t.Errorf("the adopted session went on: the stream grew from %d to %d events", n, after)
+	}
+	if got.LastSeq != n || got.StateHash != m.StateHash {
+		t.Errorf("recorded failed at %d (hash %s), want %d (%s)", got.LastSeq, got.StateHash, n, m.StateHash)
+	}
+	w.svc.mu.Lock()
+	_, ran := w.svc.sessions[id]
+	w.svc.mu.Unlock()
+	if ran {
+		t.Error("worker b ran the session again")
+	}
+	if lm, err := wlog.Session(ctx, id); err != nil || lm.Status != events.StatusFailed {
+		t.Errorf("worker b's log: %+v, %v; want the session failed", lm, err)
+	}
+	if owner := leaseOwnerOrNone(js, id); owner != "" {
+		t.Errorf("the failed session keeps a lease by %s", owner)
 	}
 }

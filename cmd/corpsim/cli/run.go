@@ -83,6 +83,7 @@ func worldLimitFlags(c *cobra.Command, l *worlds.Limits) {
 	f.IntVar(&l.Arrivals, name(worlds.FlagArrivals), worlds.DefaultArrivals, "most tickets a session's arrivals may be expected to bring, at its load")
 	f.IntVar(&l.Burst, name(worlds.FlagBurst), worlds.DefaultBurst, "most tickets one arrival process may bring at one simulated instant, at the session's load")
 	f.Float64Var(&l.MaxLoad, name(worlds.FlagMaxLoad), worlds.DefaultMaxLoad, "largest load factor a session may run at")
+	f.IntVar(&l.Nodes, name(worlds.FlagNodes), worlds.DefaultNodes, "most YAML nodes of a world file read at once (about 1 KB of memory each), checked before it is parsed; a larger file is read a block-style list at a time")
 }
 
 // explicitLoad refuses a --load of 0 given on the command line (the

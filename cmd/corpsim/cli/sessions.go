@@ -35,7 +35,7 @@ func (a *cmdline) sessionsCmd() *cobra.Command {
 			if natsURL != "" {
 				return a.clusterSessions(cmd, natsURL, token, world, status, asJSON)
 			}
-			log, err := app.OpenExisting(data, a.logger)
+			log, err := app.OpenExisting(cmd.Context(), data, a.logger)
 			if err != nil {
 				return err
 			}

@@ -1,7 +1,7 @@
 // Package metrics exposes a corpsim server's health as Prometheus metrics:
 // sessions and seats by kind, events appended and how long appends take,
 // how long agents take to answer, rejected actions by kind and rule, and
-// turn timeouts, plus the Go runtime and process collectors. It is an edge
+// turn timeouts and failed turns, plus the Go runtime and process collectors. It is an edge
 // package (it wraps prometheus/client_golang); it registers on its own
 // registry, never the global one, and nothing it records reaches a log.
 //
@@ -39,6 +39,7 @@ const (
 	TurnSeconds    = "corpsim_turn_duration_seconds"
 	Rejections     = "corpsim_actions_rejected_total"
 	TurnTimeouts   = "corpsim_turn_timeouts_total"
+	TurnErrors     = "corpsim_turn_errors_total"
 	// Per protocol adapter (label adapter: openenv, mcp, nemo).
 	AdapterSessions = "corpsim_adapter_sessions"
 	AdapterSteps    = "corpsim_adapter_steps_total"
@@ -65,15 +66,16 @@ type Counts func() (sessions, seats map[string]int)
 // Metrics records a server's metrics. It implements driver.Observer. Safe
 // for concurrent use.
 type Metrics struct {
-	reg      *prometheus.Registry
-	appended prometheus.Counter
-	appendS  prometheus.Histogram
-	turnS    *prometheus.HistogramVec
-	rejected *prometheus.CounterVec
-	timeouts prometheus.Counter
-	adSess   *prometheus.GaugeVec
-	adSteps  *prometheus.CounterVec
-	adErrs   *prometheus.CounterVec
+	reg        *prometheus.Registry
+	appended   prometheus.Counter
+	appendS    prometheus.Histogram
+	turnS      *prometheus.HistogramVec
+	rejected   *prometheus.CounterVec
+	timeouts   prometheus.Counter
+	turnErrors prometheus.Counter
+	adSess     *prometheus.GaugeVec
+	adSteps    *prometheus.CounterVec
+	adErrs     *prometheus.CounterVec
 }
 
 var _ driver.Observer = (*Metrics)(nil)
@@ -96,6 +98,8 @@ func New(counts Counts) *Metrics {
 			[]string{"kind", "rule"}),
 		timeouts: prometheus.NewCounter(prometheus.CounterOpts{Name: TurnTimeouts,
 			Help: "Turns a member did not answer within its budget (turn.timeout events)."}),
+		turnErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: TurnErrors,
+			Help: "Turns a member's agent could not decide, its backend failing (turn.failed events)."}),
 	}
 	m.adSess = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: AdapterSessions,
 		Help: "Sessions (or connections) a protocol adapter holds open now."}, []string{"adapter"})
@@ -108,7 +112,7 @@ func New(counts Counts) *Metrics {
 		m.adSteps.WithLabelValues(a)
 	}
 	m.reg.MustRegister(m.adSess, m.adSteps, m.adErrs)
-	m.reg.MustRegister(m.appended, m.appendS, m.turnS, m.rejected, m.timeouts,
+	m.reg.MustRegister(m.appended, m.appendS, m.turnS, m.rejected, m.timeouts, m.turnErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if counts != nil {
 		m.reg.MustRegister(gauges{counts})
@@ -128,7 +132,8 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // Appended implements driver.Observer: it counts the batch's events, its
-// rejected actions and its turn timeouts, and observes the append's time.
+// rejected actions, its turn timeouts and failed turns, and observes the
+// append's time.
 func (m *Metrics) Appended(_ string, batch []events.Event, d time.Duration) {
 	m.appended.Add(float64(len(batch)))
 	m.appendS.Observe(d.Seconds())
@@ -136,6 +141,8 @@ func (m *Metrics) Appended(_ string, batch []events.Event, d time.Duration) {
 		switch ev := &batch[i]; ev.Type {
 		case payload.EvTurnTimeout:
 			m.timeouts.Inc()
+		case payload.EvTurnFailed:
+			m.turnErrors.Inc()
 		case payload.EvActionRejected:
 			var p struct {
 				Kind string `json:"kind"`

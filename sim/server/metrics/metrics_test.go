@@ -31,6 +31,7 @@ func TestAppendedAndTurns(t *testing.T) {
 		event(t, payload.EvActionRejected, payload.ActionRejected{Kind: "policy", Rule: "dependencies-first"}),
 		event(t, payload.EvActionRejected, payload.ActionRejected{Kind: "malformed"}),
 		event(t, payload.EvTurnTimeout, payload.TurnTimeout{Turn: 1}),
+		event(t, payload.EvTurnFailed, payload.TurnFailed{Turn: 4, Reason: "connection refused"}),
 		event(t, "turn", map[string]int{"turn": 2}),
 	}, 3*time.Millisecond)
 	m.Appended("s", []events.Event{event(t, payload.EvTurnTimeout, payload.TurnTimeout{Turn: 3})}, time.Millisecond)
@@ -44,13 +45,16 @@ corpsim_actions_rejected_total{kind="malformed",rule=""} 1
 corpsim_actions_rejected_total{kind="policy",rule="dependencies-first"} 2
 # HELP corpsim_events_appended_total Events made durable in the event log (every session of this server since it started).
 # TYPE corpsim_events_appended_total counter
-corpsim_events_appended_total 6
+corpsim_events_appended_total 7
+# HELP corpsim_turn_errors_total Turns a member's agent could not decide, its backend failing (turn.failed events).
+# TYPE corpsim_turn_errors_total counter
+corpsim_turn_errors_total 1
 # HELP corpsim_turn_timeouts_total Turns a member did not answer within its budget (turn.timeout events).
 # TYPE corpsim_turn_timeouts_total counter
 corpsim_turn_timeouts_total 2
 `
 	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
-		metrics.Rejections, metrics.EventsAppended, metrics.TurnTimeouts); err != nil {
+		metrics.Rejections, metrics.EventsAppended, metrics.TurnErrors, metrics.TurnTimeouts); err != nil {
 		t.Error(err)
 	}
 	for _, c := range []struct {
