@@ -122,7 +122,9 @@ func decodePart(name string, src []byte, f *file) (ast.Node, *Error) {
 		astFile, err = parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
 		return err
 	}); err != nil {
-		return nil, fromYAMLError(name, nil, err)
+		e := fromYAMLError(name, nil, err)
+		e.Path = syntaxPath(src, e.Line) // of the part: placeError shifts its index
+		return nil, e
 	}
 	if len(astFile.Docs) != 1 || astFile.Docs[0].Body == nil {
 		return nil, &Error{File: name, Msg: "not one YAML document"}
