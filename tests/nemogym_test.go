@@ -18,6 +18,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/app"
@@ -502,5 +503,29 @@ func TestNemoGymAtTheRoot(t *testing.T) {
 	_, errs, code2 := runCLI(t, "serve", "--data", t.TempDir(), "--nemo-listen", freeAddr(t))
 	if code2 != 2 || !strings.Contains(errs, "--nemo-listen") {
 		t.Errorf("--nemo-listen without --http: exit %d, %s", code2, errs)
+	}
+}
+
+// TestNemoGymShutdownEndsItsSessions: a NeMo Gym session is named by a
+// cookie this process alone knows, so serve stops it on SIGTERM instead of
+// keeping it to resume with no client.
+func TestNemoGymShutdownEndsItsSessions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real corpsim")
+	}
+	data, haddr := filepath.Join(t.TempDir(), "data"), freeAddr(t)
+	sp := startServe(t, data, "--http", haddr)
+	n := newNemoClient(t, haddr)
+	session := n.seed(nemoRow(5, "bob"))
+	n.call("observe", map[string]any{})
+	sp.stop(t, 20*time.Second)
+	if strings.Contains(sp.stdout.String(), session) {
+		t.Errorf("serve keeps %s to resume, though no client could play it after a restart:\n%s", session, sp.stdout.String())
+	}
+	l := mustOpenStore(t, data)
+	defer l.Close()
+	m, err := l.Session(context.Background(), session)
+	if err != nil || m.Status != events.StatusInterrupted {
+		t.Fatalf("the NeMo Gym session is %v (%v), want interrupted", m.Status, err)
 	}
 }

@@ -201,6 +201,29 @@ func (s *Server) Close() {
 	}
 }
 
+// EndSessions stops every session the adapter holds and forgets them:
+// their cookies live in this process alone, so after a restart nothing
+// could play them. corpsim serve calls it before it shuts the service
+// down, so that a restart does not resume them. A request in flight on one
+// of them then finds it stopped.
+func (s *Server) EndSessions() {
+	s.mu.Lock()
+	all := make([]*session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		all = append(all, ss)
+	}
+	clear(s.sessions)
+	s.mu.Unlock()
+	for _, ss := range all {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if _, err := s.ops.Control(ctx, ss.id, wire.OpStop); err != nil {
+			s.log.Debug("stop", "session", ss.id, "error", err)
+		}
+		cancel()
+		s.cfg.Recorder.Closed()
+	}
+}
+
 // Len is the number of sessions held.
 func (s *Server) Len() int {
 	s.mu.Lock()

@@ -290,7 +290,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	log.Info("serving", "nats", url)
 	<-ctx.Done()
-	endConnSessions() // an OpenEnv session ends with its connection: nothing would control it after a restart
+	endConnSessions() // OpenEnv and NeMo Gym sessions end with their connections or cookies: nothing would play them after a restart
 	log.Info("shutting down: not taking new sessions; running sessions stop after their current batch and are resumed by the next serve on this data",
 		"grace", o.ShutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), o.ShutdownGrace)
@@ -400,9 +400,9 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.
 // the --http listener's mux, each over the gateway's operations, unless its
 // flag turns it off. The returned function closes them.
 //
-// endSessions closes the adapters whose sessions belong to their
-// connections (OpenEnv: one environment per WebSocket), which stops those
-// sessions: serve calls it before it shuts the service down, so that a
+// endSessions stops the sessions that belong to an adapter's connections
+// or cookies (OpenEnv: one environment per WebSocket; NeMo Gym: sessions
+// named by cookies this process alone knows): serve calls it before it shuts the service down, so that a
 // restart does not resume sessions no connection controls any more.
 func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *metrics.Metrics, out io.Writer, log hclog.Logger) (closeAll, endSessions func(), err error) {
 	var closers []func()
@@ -417,7 +417,8 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 			MaxMessageBytes: o.MaxMessage, IdleTimeout: o.OpenEnvIdleTimeout})
 		mux.Handle("/openenv/", oe.Handler())
 		closers = append(closers, oe.Close)
-		endSessions = oe.Close // idempotent: closeAll calls it again
+		endOpenEnv := endSessions
+		endSessions = func() { endOpenEnv(); oe.Close() } // idempotent: closeAll calls it again
 	}
 	if !o.NoMCP {
 		srv := mcpseat.New(gw, mcpseat.Config{Logger: log.Named("mcp"), MaxRequestBytes: o.MaxMessage, Recorder: m.Adapter("mcp")})
@@ -429,6 +430,8 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 			MaxSessions: o.MaxSessions, MaxBodyBytes: o.MaxMessage, TurnWait: o.TurnTimeout})
 		mux.Handle("/nemo/", ng.Handler())
 		closers = append(closers, ng.Close)
+		endOthers := endSessions
+		endSessions = func() { endOthers(); ng.EndSessions() }
 		if o.NemoListen != "" {
 			ln, err := net.Listen("tcp", o.NemoListen)
 			if err != nil {
