@@ -660,7 +660,12 @@ func TestDisconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := mustConnect(t, s, tok, "")
+	// The abandoned call and this observe both wake when turn 1 comes: this
+	// one may see turn 1 before the other has answered it.
 	o := observeTurn(t, cs)
+	for deadline := time.Now().Add(20 * time.Second); !o.Done && o.Turn == 1 && time.Now().Before(deadline); o = observeTurn(t, cs) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if o.Done || o.Turn != 2 {
 		t.Fatalf("after the abandoned calls: %+v, want turn 2 waiting (turn 1 answered by the abandoned 2025-11-25 call)", o)
 	}
