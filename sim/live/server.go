@@ -263,10 +263,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		send("snapshot", snap)
 		send("end", map[string]string{"status": snap.Status})
 	}
-	if !send("snapshot", v.Snapshot()) {
+	first := v.Snapshot()
+	if !send("snapshot", first) {
 		return
 	}
-	if v.Snapshot().Status == "ended" || meta.Status != events.StatusRunning {
+	if first.Status == "ended" || meta.Status != events.StatusRunning {
 		finish(meta.Status)
 		return
 	}
