@@ -780,6 +780,21 @@ type validator struct {
 	overLimit int
 	// warnings are mistakes that do not stop a run (World.Warnings).
 	warnings ErrorList
+	// version is the file's format version (Version when it names none
+	// or a wrong one, so that the rest is checked as the newest).
+	version int
+}
+
+// needs reports whether the file's format version is at least version,
+// and reports at path that what needs it when it is not: a construct added
+// in a later version is refused by name in an earlier file, which then
+// runs exactly as it always did.
+func (v *validator) needs(version int, path, what string) bool {
+	if v.version >= version {
+		return true
+	}
+	v.errf(path, "%s needs version: %d (this file declares version %d)", what, version, v.version)
+	return false
 }
 
 // errf records an error at path (in display form, e.g. "projects[0].tasks[1].effort"),
@@ -854,10 +869,13 @@ func (v *validator) build(f *file) *World {
 	w := &World{Version: Version, Name: f.Name, Description: f.Description}
 	switch {
 	case f.Version == nil:
-		v.errf("version", "missing version (this corpsim reads version %d)", Version)
-	case *f.Version != Version:
-		v.errf("version", "unsupported version %d (this corpsim reads version %d)", *f.Version, Version)
+		v.errf("version", "missing version (this corpsim reads versions 1 to %d)", Version)
+	case *f.Version < 1 || *f.Version > Version:
+		v.errf("version", "unsupported version %d (this corpsim reads versions 1 to %d)", *f.Version, Version)
+	default:
+		w.Version = *f.Version
 	}
+	v.version = w.Version
 	if f.Name == "" {
 		v.errf("name", "missing world name")
 	}

@@ -194,14 +194,14 @@ func TestLoadErrors(t *testing.T) {
 		// Top-level fields and the calendar.
 		{
 			name:  "wrong version",
-			edits: []string{"version: 1", "version: 2"},
-			want:  `w.yaml:1:10: version: unsupported version 2 (this corpsim reads version 1)`,
+			edits: []string{"version: 1", "version: 3"},
+			want:  `w.yaml:1:10: version: unsupported version 3 (this corpsim reads versions 1 to 2)`,
 		},
 		{
 			// A missing field is reported at the mapping that lacks it.
 			name:  "missing version",
 			edits: []string{"version: 1\n", ""},
-			want:  `w.yaml:1:1: version: missing version (this corpsim reads version 1)`,
+			want:  `w.yaml:1:1: version: missing version (this corpsim reads versions 1 to 2)`,
 		},
 		{
 			name:  "bad start instant",

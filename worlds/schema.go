@@ -160,8 +160,8 @@ var specs = map[reflect.Type]typeSpec{
 		doc: "A corpsim world: an organization (calendar, roles, teams, members, work queues, approval chains), " +
 			"the work it must do (projects, ticket arrivals, interruptions) and how a session is scored.",
 		fields: map[string]fieldSpec{
-			"version": {doc: fmt.Sprintf("World-file format version. This corpsim reads version %d.", Version), required: true,
-				apply: func(s *jsonschema.Schema) { s.Const = Version }},
+			"version": {doc: fmt.Sprintf("World-file format version. This corpsim reads versions 1 to %d; constructs added in a later version are refused in an earlier file.", Version), required: true,
+				apply: func(s *jsonschema.Schema) { s.Minimum = json.Number("1"); s.Maximum = json.Number(fmt.Sprint(Version)) }},
 			"name":        {doc: "Short name of the world, shown in listings and logs.", required: true},
 			"description": {doc: "One sentence saying what the world exercises."},
 			"start": {doc: "The instant the session starts (simulated time 0), in RFC 3339 with an explicit offset, such as 2026-01-05T09:00:00Z. " +

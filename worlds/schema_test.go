@@ -181,7 +181,7 @@ func TestSchemaRejectsBrokenWorlds(t *testing.T) {
 		{"task without role", []string{"{id: spec, role: lead, effort: 1d}", "{id: spec, effort: 1d}"}, "role"},
 		{"upper-case id", []string{"{id: bob, name: Bob, role: engineer, team: product}", "{id: Bob, name: Bob, role: engineer, team: product}"}, "Bob"},
 		{"missing version", []string{"version: 1\n", ""}, "version"},
-		{"unsupported version", []string{"version: 1\n", "version: 2\n"}, "version"},
+		{"unsupported version", []string{"version: 1\n", "version: 3\n"}, "version"},
 		{"missing start", []string{"start: 2026-01-05T09:00:00Z\n", ""}, "start"},
 		{"start without an offset", []string{"2026-01-05T09:00:00Z", "2026-01-05T09:00:00"}, "start"},
 		{"unknown weekday", []string{"[mon, tue, wed, thu, fri]", "[mon, tue, wed, thu, fry]"}, "/calendar/workdays/4"},

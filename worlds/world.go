@@ -7,13 +7,24 @@ import (
 	"github.com/corpsim/corpsim/clock"
 )
 
-// Version is the world-file format version this package reads.
-const Version = 1
+// Version is the newest world-file format version this package reads. It
+// reads every version from 1 up to it; a construct added in a later version
+// is refused, by name, in a file that declares an earlier one, and a file of
+// an earlier version runs exactly as it always did.
+const Version = 2
+
+// Version history:
+//   - 1: roles, teams, members and NPCs, queues, approval chains, projects,
+//     ticket arrivals, interruptions, scoring.
+//   - 2: cases (workflow templates with attributes, conditional steps,
+//     separation-of-duties rules, NPC stages, members opening cases),
+//     conditional delegation, calendars and shift rotas per team, absolute
+//     times, action costs and message latency.
 
 // World is a validated world. It is immutable once loaded and safe to share
 // between sessions and goroutines.
 type World struct {
-	Version     int
+	Version     int // the file's format version, 1 to Version
 	Name        string
 	Description string
 	File        string // where it was loaded from ("startup.yaml" for shipped worlds)
