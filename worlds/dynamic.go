@@ -3,6 +3,7 @@ package worlds
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 
 	"github.com/goccy/go-yaml"
@@ -25,6 +26,7 @@ type fileArrival struct {
 	Until   string       `yaml:"until"`
 	Count   int          `yaml:"count"` // stop after this many (before load scaling)
 	Ticket  fileTemplate `yaml:"ticket"`
+	Case    string       `yaml:"case"` // version 2: the process opens cases of this template instead of tickets
 }
 
 // fileTemplate describes the tickets an arrival process brings.
@@ -187,6 +189,7 @@ type Arrival struct {
 	Until   clock.Time // 0: the horizon
 	Count   int        // 0: no limit
 	Ticket  Template
+	Case    string // the case template it opens cases of, instead of tickets ("" for tickets)
 }
 
 // Interruption is something that happens at a set time.
@@ -231,6 +234,9 @@ type refs struct {
 	agentHeld, npcServes                         map[string]bool
 	servedBy                                     map[string][]string
 	npcKnows                                     map[string]map[string]string
+	cases                                        map[string]string // case template -> where it is defined
+	memberRole                                   map[string]string
+	chainAttr                                    map[string]string // approval chain -> the attribute it reads
 }
 
 func (v *validator) dist(path string, d fileDist, cal *clock.Calendar, required bool) Dist {
@@ -355,7 +361,9 @@ func (v *validator) arrivals(f *file, w *World, r *refs) {
 		p := fmt.Sprintf("arrivals[%d]", i)
 		v.checkID(p+".id", "arrival", a.ID, seen)
 		out := Arrival{ID: a.ID, Queue: a.Queue, Process: a.Process, Burst: a.Burst, Count: a.Count}
-		v.ref(p+".queue", "queue", a.Queue, r.queues)
+		if a.Case == "" {
+			v.ref(p+".queue", "queue", a.Queue, r.queues)
+		}
 		switch a.Process {
 		case "poisson", "bursty":
 			if a.Process == "bursty" && a.Burst < 1 {
@@ -390,6 +398,19 @@ func (v *validator) arrivals(f *file, w *World, r *refs) {
 		defaultChain := ""
 		if len(w.Approvals) == 1 {
 			defaultChain = w.Approvals[0].ID
+		}
+		if a.Case != "" {
+			if v.needs(2, p+".case", "an arrival opening cases") && v.ref(p+".case", "case template", a.Case, r.cases) {
+				out.Case = a.Case
+			}
+			if !reflect.ValueOf(a.Ticket).IsZero() {
+				v.errf(p+".ticket", "an arrival brings cases or tickets: give case or ticket, not both")
+			}
+			if a.Queue != "" {
+				v.errf(p+".queue", "a case goes to its template's queue; leave queue out")
+			}
+			w.Arrivals = append(w.Arrivals, out)
+			continue
 		}
 		out.Ticket = v.template(p+".ticket", &a.Ticket, a.Queue, r, cal, defaultChain)
 		w.Arrivals = append(w.Arrivals, out)

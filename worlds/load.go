@@ -40,6 +40,8 @@ type file struct {
 	Projects    []fileProject      `yaml:"projects"`
 	Arrivals    []fileArrival      `yaml:"arrivals"`
 	Interrupts  []fileInterruption `yaml:"interruptions"`
+	Cases       []fileCase         `yaml:"cases"`      // version 2
+	Separation  []fileSeparation   `yaml:"separation"` // version 2
 	Scoring     fileScoring        `yaml:"scoring"`
 }
 
@@ -96,8 +98,9 @@ type fileQueue struct {
 }
 
 type fileChain struct {
-	ID    string     `yaml:"id"`
-	Steps []fileStep `yaml:"steps"`
+	ID        string     `yaml:"id"`
+	Attribute string     `yaml:"attribute"` // version 2: the case attribute its thresholds read
+	Steps     []fileStep `yaml:"steps"`
 }
 
 type fileStep struct {
@@ -1167,6 +1170,20 @@ func (v *validator) build(f *file) *World {
 			v.ref(fmt.Sprintf("members[%d].npc.serves[%d]", i, j), "queue", q, queues)
 		}
 	}
+	r.memberRole, r.chainAttr = map[string]string{}, map[string]string{}
+	for _, m := range f.Members {
+		r.memberRole[m.ID] = m.Role
+	}
+	for i, c := range f.Approvals {
+		if c.Attribute != "" && v.needs(2, fmt.Sprintf("approvals[%d].attribute", i), "an approval chain reading an attribute") {
+			r.chainAttr[c.ID] = c.Attribute
+			if ch, ok := w.Chain(c.ID); ok {
+				ch.Attribute = c.Attribute
+			}
+		}
+	}
+	v.cases(f, w, r)
+	v.separation(f, w, r)
 	v.arrivals(f, w, r)
 	v.interruptions(f, w, r)
 

@@ -183,6 +183,8 @@ var specs = map[reflect.Type]typeSpec{
 			"arrivals":      {doc: "Processes that bring new tickets into queues during the session."},
 			"interruptions": {doc: "Things that happen to the company at set times: reprioritization, leave, outages, changed requirements, urgent tickets."},
 			"scoring":       {doc: "How a session is scored. Omitted fields take their defaults."},
+			"cases":         {doc: "Version 2: case templates. A case is arriving work with its own workflow: steps with roles, efforts and dependencies, attributes drawn per case, optional steps, a deadline and an SLA."},
+			"separation":    {doc: "Version 2: separation-of-duties rules over the steps of a case."},
 		},
 	},
 	reflect.TypeFor[fileCalendar](): {
@@ -334,7 +336,8 @@ var specs = map[reflect.Type]typeSpec{
 			"start":  {doc: "When the first ticket may arrive, in working time from the start.", apply: duration},
 			"until":  {doc: "When arrivals stop, in working time from the start. Omitted: the horizon.", apply: duration},
 			"count":  {doc: "Stop after this many tickets (before load scaling); 0 for no limit.", apply: atLeast(0)},
-			"ticket": {doc: "The tickets the process brings.", required: true},
+			"ticket": {doc: "The tickets the process brings. Required unless case is given."},
+			"case":   {doc: "Version 2: the id of the case template whose cases the process opens, instead of tickets.", apply: id},
 		},
 		extend: func(s *jsonschema.Schema) {
 			bursty := requires("every", "burst")
@@ -344,6 +347,7 @@ var specs = map[reflect.Type]typeSpec{
 			atList.Properties = jsonschema.NewProperties()
 			atList.Properties.Set("at", &jsonschema.Schema{MinItems: ptr[uint64](1)})
 			s.AllOf = append(s.AllOf,
+				&jsonschema.Schema{OneOf: []*jsonschema.Schema{requires("ticket"), requires("case")}},
 				&jsonschema.Schema{If: whenConst("process", "poisson"), Then: requires("every")},
 				&jsonschema.Schema{If: whenConst("process", "bursty"), Then: bursty},
 				// Either every or a non-empty at, not both.
@@ -468,6 +472,9 @@ func buildSchema() *jsonschema.Schema {
 				return distSchema()
 			case reflect.TypeFor[fileAmountDist]():
 				return amountDistSchema()
+			}
+			if m, ok := mappers[t]; ok {
+				return m()
 			}
 			return nil
 		},

@@ -272,6 +272,17 @@ func TestSchemaMatchesStructs(t *testing.T) {
 			}
 			check(typ.Elem(), elem, path+".*")
 		case reflect.Struct:
+			if _, mapped := mappers[typ]; mapped {
+				// A shape of its own (a list or weights, a duration or a
+				// map by priority): its mapper writes a oneOf of them.
+				if br, _ := s["oneOf"].([]any); len(br) < 2 {
+					t.Errorf("%s: %s reads several shapes; want a oneOf of them, got %v", path, typ.Name(), s)
+				}
+				if d, _ := s["description"].(string); d == "" {
+					t.Errorf("%s: %s has no description", path, typ.Name())
+				}
+				return
+			}
 			if customUnmarshal(typ) {
 				for name, p := range unionProperties(t, typ, s, path) {
 					check(yamlFields(t, typ)[name], p, path+"."+name)

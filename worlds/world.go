@@ -45,7 +45,12 @@ type World struct {
 	Arrivals  []Arrival // in file order
 	// Interruptions in file order.
 	Interruptions []Interruption
-	Scoring       Scoring
+	// Cases are the case templates (version 2), in file order.
+	Cases []CaseTemplate
+	// Separation are the separation-of-duties rules over the steps of
+	// cases, in file order (version 2).
+	Separation []Separation
+	Scoring    Scoring
 	// Warnings are mistakes that do not stop a run (an SLA shorter than the
 	// work its tickets need), with where they are; `worlds validate` and
 	// `run` print them.
@@ -122,8 +127,11 @@ type Queue struct {
 // Chain is an approval chain: the steps whose threshold an amount exceeds must
 // approve, in order.
 type Chain struct {
-	ID    string
-	Steps []Step
+	ID string
+	// Attribute is the case attribute whose value the thresholds read
+	// (version 2); "" when they read the purchase.
+	Attribute string
+	Steps     []Step
 }
 
 // Step is one approver role of a chain, needed when the amount exceeds Above.

@@ -1,0 +1,853 @@
+package worlds
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"text/template"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/corpsim/corpsim/clock"
+)
+
+// This file reads case templates (format version 2): arriving work that is
+// a small workflow of steps, with attributes drawn per case, conditional
+// steps, routing by attribute, NPC stages, members opening cases, and the
+// separation-of-duties rules over a case's steps.
+
+// fileCase is a case template as the world file writes it.
+type fileCase struct {
+	ID         string              `yaml:"id"`
+	Title      string              `yaml:"title"` // a text template over the attributes: "Claim {{.claimant}}"
+	Queue      string              `yaml:"queue"`
+	QueueBy    *fileRoute          `yaml:"queue_by"`
+	Team       string              `yaml:"team"`
+	Value      *float64            `yaml:"value"`
+	Deadline   string              `yaml:"deadline"` // working time from opening
+	SLA        fileSLA             `yaml:"sla"`
+	Priority   filePriority        `yaml:"priority"`
+	Attributes map[string]fileAttr `yaml:"attributes"`
+	Facts      map[string]fileAttr `yaml:"facts"`
+	Open       *fileOpen           `yaml:"open"`
+	Steps      []fileCaseStep      `yaml:"steps"`
+}
+
+// fileCaseStep is one step of a case template.
+type fileCaseStep struct {
+	ID       string     `yaml:"id"`
+	Title    string     `yaml:"title"`
+	Role     string     `yaml:"role"`
+	RoleBy   *fileRoute `yaml:"role_by"`
+	Skill    string     `yaml:"skill"`
+	Effort   fileDist   `yaml:"effort"`
+	Deps     []string   `yaml:"deps"`
+	When     string     `yaml:"when"` // an expression over the attributes; the step applies only when it is true
+	Value    *float64   `yaml:"value"`
+	Approval string     `yaml:"approval"`
+	Charge   string     `yaml:"charge"` // an amount attribute charged to the team's budget when the step is completed
+	NPC      string     `yaml:"npc"`    // an NPC who performs the step when asked
+	Answer   string     `yaml:"answer"` // the NPC's reply: a text template over the attributes and facts
+}
+
+// fileRoute chooses an ID by an attribute's value.
+type fileRoute struct {
+	Attribute string            `yaml:"attribute"`
+	Map       map[string]string `yaml:"map"` // attribute value -> role or queue
+}
+
+// fileOpen says who may open cases of a template.
+type fileOpen struct {
+	Roles  []string             `yaml:"roles"`
+	Quota  int                  `yaml:"quota"` // cases one member may open in a session; 0 for no limit
+	Bounds map[string]fileBound `yaml:"bounds"`
+}
+
+// fileBound bounds an amount attribute a member gives.
+type fileBound struct {
+	Min *int64 `yaml:"min"`
+	Max *int64 `yaml:"max"`
+}
+
+// fileAttr is one attribute (or fact) of a case template: exactly one of
+// amount, one_of and text.
+type fileAttr struct {
+	Amount fileAmountDist `yaml:"amount"`
+	OneOf  fileChoices    `yaml:"one_of"`
+	Text   string         `yaml:"text"`
+}
+
+// fileChoices is a category: a list of equally likely values, or a
+// mapping of value to weight.
+type fileChoices struct {
+	Values  []string
+	Weights map[string]int
+	set     bool
+}
+
+// UnmarshalYAML accepts a sequence or a mapping.
+func (c *fileChoices) UnmarshalYAML(n ast.Node) error {
+	switch unwrap(n).(type) {
+	case *ast.SequenceNode:
+		var vs []string
+		if err := yaml.NodeToValue(n, &vs); err != nil {
+			return err
+		}
+		*c = fileChoices{Values: vs, set: true}
+		return nil
+	case *ast.MappingNode, *ast.MappingValueNode:
+		var m map[string]int
+		if err := yaml.NodeToValue(n, &m); err != nil {
+			return err
+		}
+		*c = fileChoices{Weights: m, set: true}
+		return nil
+	}
+	return &yaml.SyntaxError{Message: "expected a list of values like [auto, home] or weights like {auto: 5, home: 3}", Token: n.GetToken()}
+}
+
+// fileSLA is an SLA: one duration, or a mapping of priority to duration.
+type fileSLA struct {
+	One        string
+	ByPriority map[int]string
+	set        bool
+}
+
+// UnmarshalYAML accepts a scalar or a mapping.
+func (s *fileSLA) UnmarshalYAML(n ast.Node) error {
+	switch unwrap(n).(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+		var m map[int]string
+		if err := yaml.NodeToValue(n, &m); err != nil {
+			return err
+		}
+		*s = fileSLA{ByPriority: m, set: true}
+		return nil
+	}
+	var one string
+	if err := yaml.NodeToValue(n, &one); err != nil {
+		return &yaml.SyntaxError{Message: `expected a duration like "1d" or an SLA per priority like {1: 3d, 2: 1d}`, Token: n.GetToken()}
+	}
+	*s = fileSLA{One: one, set: true}
+	return nil
+}
+
+// filePriority is a priority: weights per priority, or an expression over
+// the attributes that computes it.
+type filePriority struct {
+	Weights map[int]int
+	Expr    string
+}
+
+// UnmarshalYAML accepts a mapping or an expression string.
+func (p *filePriority) UnmarshalYAML(n ast.Node) error {
+	switch unwrap(n).(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return yaml.NodeToValue(n, &p.Weights)
+	case *ast.IntegerNode:
+		var x int
+		if err := yaml.NodeToValue(n, &x); err != nil {
+			return err
+		}
+		p.Weights = map[int]int{x: 1}
+		return nil
+	}
+	if err := yaml.NodeToValue(n, &p.Expr); err != nil {
+		return &yaml.SyntaxError{Message: `expected weights like {1: 70, 2: 30}, a priority, or an expression like "amount > 10000 ? 2 : 1"`, Token: n.GetToken()}
+	}
+	return nil
+}
+
+// fileSeparation is a separation-of-duties rule over the steps of a case.
+type fileSeparation struct {
+	ID         string   `yaml:"id"`
+	Template   string   `yaml:"template"`
+	Did        []string `yaml:"did"`         // a member who did one of these steps …
+	NotDo      []string `yaml:"not_do"`      // … may not do these steps of the same case
+	NotApprove []string `yaml:"not_approve"` // … nor approve these
+	Distinct   []string `yaml:"distinct"`    // four eyes: no member does two of these steps of one case
+}
+
+// Attribute kinds.
+const (
+	AttrAmount = "amount" // an integer amount drawn from a distribution
+	AttrChoice = "choice" // one of a list of values, by weight
+	AttrText   = "text"   // a text template over the other attributes
+)
+
+// Attr is an attribute or a fact of a case template.
+type Attr struct {
+	Name    string
+	Kind    string // AttrAmount, AttrChoice or AttrText
+	Amount  Dist
+	Choices []Choice
+	Text    *Text
+}
+
+// Choice is one value of a category and its weight.
+type Choice struct {
+	Value  string
+	Weight int
+}
+
+// Text is a text template (Go's text/template syntax, {{.name}}) over a
+// case's attributes, facts and its id ({{.case}}).
+type Text struct {
+	Source string
+	tmpl   *template.Template
+}
+
+// Render fills the template in with vars. A failure (never expected: the
+// loader executed it against every name it may use) is rendered as the
+// source itself.
+func (t *Text) Render(vars map[string]any) string {
+	if t == nil {
+		return ""
+	}
+	var b strings.Builder
+	if err := t.tmpl.Execute(&b, vars); err != nil {
+		return t.Source
+	}
+	return b.String()
+}
+
+// Expr is a compiled expression over a case's attributes, in the
+// expression language of github.com/expr-lang/expr, without the builtins
+// that read the clock or the machine's time zone.
+type Expr struct {
+	Source string
+	prog   *vm.Program
+}
+
+// Bool evaluates a condition.
+func (x *Expr) Bool(vars map[string]any) bool {
+	if x == nil {
+		return true
+	}
+	out, err := expr.Run(x.prog, vars)
+	b, _ := out.(bool)
+	return err == nil && b
+}
+
+// Int evaluates an integer expression; 0 on failure.
+func (x *Expr) Int(vars map[string]any) int {
+	out, err := expr.Run(x.prog, vars)
+	if err != nil {
+		return 0
+	}
+	n, _ := out.(int)
+	return n
+}
+
+// Route chooses an ID (a role or a queue) by an attribute's value; a value
+// it does not map keeps the default.
+type Route struct {
+	Attribute string
+	Map       map[string]string
+}
+
+// Pick returns the ID for the value of the attribute in vars, or def.
+func (r *Route) Pick(vars map[string]any, def string) string {
+	if r == nil {
+		return def
+	}
+	if id, ok := r.Map[fmt.Sprint(vars[r.Attribute])]; ok {
+		return id
+	}
+	return def
+}
+
+// CaseTemplate is a kind of case: a workflow of steps opened by arrivals,
+// schedules or members.
+type CaseTemplate struct {
+	ID       string
+	Title    *Text
+	Queue    string
+	QueueBy  *Route
+	Team     string
+	Value    float64        // earned when every step that applies is done and verified
+	Deadline clock.Duration // working time from opening; 0 for none
+	SLA      clock.Duration // when SLAByPriority has no entry; 0 for none
+	// SLAByPriority maps a case's priority to its SLA.
+	SLAByPriority map[int]clock.Duration
+	Priority      []Weighted // drawn per case; PriorityExpr instead when set
+	PriorityExpr  *Expr
+	Attrs         []Attr // by name
+	Facts         []Attr // by name; hidden from agents
+	Open          *OpenRule
+	Steps         []CaseStep // in file order
+}
+
+// CaseStep is one step of a case template.
+type CaseStep struct {
+	ID     string
+	Title  string
+	Role   string
+	RoleBy *Route
+	Skill  string
+	Effort Dist
+	Deps   []string
+	When   *Expr // nil: always applies
+	Value  float64
+	Chain  string // the approval chain the step needs
+	Charge string // the amount attribute charged to the budget at completion; "" charges nothing
+	NPC    string // the NPC who performs it when asked
+	Answer *Text  // the NPC's reply
+}
+
+// OpenRule says which roles may open cases of a template, how many each
+// member may open, and the bounds of the amounts they may give.
+type OpenRule struct {
+	Roles  []string
+	Quota  int
+	Bounds map[string]Bound
+}
+
+// Bound is the range of an amount attribute a member may give.
+type Bound struct{ Min, Max int64 }
+
+// Separation is a separation-of-duties rule over the steps of one case
+// template.
+type Separation struct {
+	ID         string
+	Template   string
+	Did        []string
+	NotDo      []string
+	NotApprove []string
+	Distinct   []string
+}
+
+// CaseTemplate returns the case template with the given ID.
+func (w *World) CaseTemplate(id string) (*CaseTemplate, bool) {
+	for i := range w.Cases {
+		if w.Cases[i].ID == id {
+			return &w.Cases[i], true
+		}
+	}
+	return nil, false
+}
+
+// Step returns the template's step with the given ID.
+func (c *CaseTemplate) Step(id string) (*CaseStep, bool) {
+	for i := range c.Steps {
+		if c.Steps[i].ID == id {
+			return &c.Steps[i], true
+		}
+	}
+	return nil, false
+}
+
+// SLAFor is the SLA of a case of the template at priority p.
+func (c *CaseTemplate) SLAFor(p int) clock.Duration {
+	if d, ok := c.SLAByPriority[p]; ok {
+		return d
+	}
+	return c.SLA
+}
+
+// Attr returns the attribute (or fact) with the given name.
+func (c *CaseTemplate) Attr(name string) (*Attr, bool) {
+	for _, list := range [][]Attr{c.Attrs, c.Facts} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
+// zeroVars is a value of every attribute's type, for checking expressions
+// and templates at load time.
+func zeroVars(attrs []Attr) map[string]any {
+	vars := map[string]any{"case": "case-1"}
+	for _, a := range attrs {
+		if a.Kind == AttrAmount {
+			vars[a.Name] = 0
+		} else {
+			vars[a.Name] = ""
+		}
+	}
+	return vars
+}
+
+// compileExpr compiles src against the attributes' types; out is "bool"
+// or "int".
+func (v *validator) compileExpr(path, src, out string, attrs []Attr) *Expr {
+	opts := []expr.Option{expr.Env(zeroVars(attrs)), expr.DisableBuiltin("now"), expr.DisableBuiltin("date"),
+		expr.DisableBuiltin("timezone"), expr.DisableBuiltin("duration")}
+	if out == "bool" {
+		opts = append(opts, expr.AsBool())
+	} else {
+		opts = append(opts, expr.AsInt())
+	}
+	prog, err := expr.Compile(src, opts...)
+	if err != nil {
+		msg := err.Error()
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		v.errf(path, "bad expression %q: %s", src, msg)
+		return nil
+	}
+	return &Expr{Source: src, prog: prog}
+}
+
+// compileText parses a text template and executes it once against every
+// name it may use, so that a misspelt name is a load error.
+func (v *validator) compileText(path, src string, attrs []Attr) *Text {
+	t, err := template.New(path).Option("missingkey=error").Parse(src)
+	if err == nil {
+		err = t.Execute(&strings.Builder{}, zeroVars(attrs))
+	}
+	if err != nil {
+		msg := err.Error()
+		if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "template:") {
+			msg = msg[i+2:]
+		}
+		names := make([]string, 0, len(attrs)+1)
+		names = append(names, "case")
+		for _, a := range attrs {
+			names = append(names, a.Name)
+		}
+		v.errf(path, "bad text template %q: %s (it may use {{.%s}})", src, msg, strings.Join(names, "}}, {{."))
+		return nil
+	}
+	return &Text{Source: src, tmpl: t}
+}
+
+// attrs checks a template's attributes (or facts) in name order.
+func (v *validator) attrs(path string, in map[string]fileAttr, known []Attr) []Attr {
+	var out []Attr
+	names := slices.Sorted(maps.Keys(in))
+	for _, name := range names {
+		p := path + "." + name
+		fa := in[name]
+		if !idPattern.MatchString(name) || name == "case" || strings.Contains(name, "-") {
+			v.errf(p, "invalid attribute name %q: use lower-case letters, digits and '_' (and not \"case\")", name)
+			continue
+		}
+		if _, dup := findAttr(known, name); dup {
+			v.errf(p, "%q is already an attribute of this template", name)
+			continue
+		}
+		a := Attr{Name: name}
+		n := 0
+		if fa.Amount.set {
+			n++
+			a.Kind = AttrAmount
+			a.Amount = v.amount(p+".amount", fa.Amount)
+		}
+		if fa.OneOf.set {
+			n++
+			a.Kind = AttrChoice
+			a.Choices = v.choices(p+".one_of", fa.OneOf)
+		}
+		if fa.Text != "" {
+			n++
+			a.Kind = AttrText
+		}
+		if n != 1 {
+			v.errf(p, "give exactly one of amount, one_of and text")
+			continue
+		}
+		out = append(out, a)
+	}
+	// Text templates may use every other attribute.
+	all := append(slices.Clone(known), out...)
+	for i := range out {
+		if out[i].Kind == AttrText {
+			out[i].Text = v.compileText(path+"."+out[i].Name+".text", in[out[i].Name].Text, all)
+		}
+	}
+	return out
+}
+
+func findAttr(list []Attr, name string) (*Attr, bool) {
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i], true
+		}
+	}
+	return nil, false
+}
+
+func (v *validator) choices(path string, c fileChoices) []Choice {
+	var out []Choice
+	if c.Weights != nil {
+		for _, val := range slices.Sorted(maps.Keys(c.Weights)) {
+			w := c.Weights[val]
+			if w < 0 {
+				v.errf(path+"."+val, "weights must not be negative, got %d", w)
+			}
+			out = append(out, Choice{Value: val, Weight: w})
+		}
+	} else {
+		seen := map[string]bool{}
+		for i, val := range c.Values {
+			if seen[val] {
+				v.errf(fmt.Sprintf("%s[%d]", path, i), "duplicate value %q", val)
+			}
+			seen[val] = true
+			out = append(out, Choice{Value: val, Weight: 1})
+		}
+	}
+	total := 0
+	for _, ch := range out {
+		total += ch.Weight
+	}
+	if total <= 0 {
+		v.errf(path, "needs at least one value with a positive weight")
+	}
+	return out
+}
+
+// route checks a routing by attribute to IDs of kind defined in ids.
+func (v *validator) route(path string, r *fileRoute, attrs []Attr, kind string, ids map[string]string) *Route {
+	if r == nil {
+		return nil
+	}
+	a, ok := findAttr(attrs, r.Attribute)
+	switch {
+	case r.Attribute == "":
+		v.errf(path+".attribute", "missing attribute to route by")
+		return nil
+	case !ok:
+		v.errf(path+".attribute", "unknown attribute %q", r.Attribute)
+		return nil
+	case a.Kind != AttrChoice:
+		v.errf(path+".attribute", "route by a one_of attribute; %q is %s", r.Attribute, a.Kind)
+		return nil
+	}
+	for _, val := range slices.Sorted(maps.Keys(r.Map)) {
+		if !slices.ContainsFunc(a.Choices, func(c Choice) bool { return c.Value == val }) {
+			v.errf(path+".map."+val, "%q is not a value of attribute %s", val, r.Attribute)
+		}
+		v.ref(path+".map."+val, kind, r.Map[val], ids)
+	}
+	return &Route{Attribute: r.Attribute, Map: maps.Clone(r.Map)}
+}
+
+// cases checks the case templates and builds them into w.
+func (v *validator) cases(f *file, w *World, r *refs) {
+	if len(f.Cases) > 0 && !v.needs(2, "cases", "cases") {
+		return
+	}
+	cal := &w.Calendar
+	seen := map[string]string{}
+	r.cases = map[string]string{}
+	for i := range f.Cases {
+		fc := &f.Cases[i]
+		p := fmt.Sprintf("cases[%d]", i)
+		v.checkID(p+".id", "case template", fc.ID, seen)
+		r.cases[fc.ID] = p
+		c := CaseTemplate{ID: fc.ID, Queue: fc.Queue, Team: fc.Team}
+		c.Attrs = v.attrs(p+".attributes", fc.Attributes, nil)
+		c.Facts = v.attrs(p+".facts", fc.Facts, c.Attrs)
+		all := append(slices.Clone(c.Attrs), c.Facts...)
+		title := fc.Title
+		if title == "" {
+			title = fc.ID + " {{.case}}"
+		}
+		c.Title = v.compileText(p+".title", title, c.Attrs)
+		v.ref(p+".queue", "queue", fc.Queue, r.queues)
+		c.QueueBy = v.route(p+".queue_by", fc.QueueBy, c.Attrs, "queue", r.queues)
+		if fc.Team != "" {
+			v.ref(p+".team", "team", fc.Team, r.teams)
+		}
+		if fc.Value != nil {
+			v.finite(p+".value", fc.Value)
+			v.nonNegative(p+".value", fc.Value)
+			c.Value = *fc.Value
+		}
+		if fc.Deadline != "" {
+			c.Deadline, _ = v.duration(p+".deadline", fc.Deadline, cal.DayLength(), true)
+		}
+		// Priority: weights or an expression.
+		if fc.Priority.Expr != "" {
+			c.PriorityExpr = v.compileExpr(p+".priority", fc.Priority.Expr, "int", c.Attrs)
+		}
+		for _, pr := range slices.Sorted(maps.Keys(fc.Priority.Weights)) {
+			wt := fc.Priority.Weights[pr]
+			if wt < 0 {
+				v.errf(p+".priority", "weights must not be negative, got %d for priority %d", wt, pr)
+			}
+			c.Priority = append(c.Priority, Weighted{Priority: pr, Weight: wt})
+		}
+		v.caseSLA(p+".sla", fc, &c, cal)
+		v.caseSteps(p, fc, &c, all, r, cal)
+		v.caseOpen(p+".open", fc.Open, &c, r)
+		w.Cases = append(w.Cases, c)
+	}
+}
+
+// caseSLA checks a template's SLA: one duration, or one per priority that
+// covers every priority its weights can draw.
+func (v *validator) caseSLA(path string, fc *fileCase, c *CaseTemplate, cal *clock.Calendar) {
+	s := fc.SLA
+	switch {
+	case !s.set:
+		return
+	case s.ByPriority == nil:
+		c.SLA, _ = v.duration(path, s.One, cal.DayLength(), true)
+		return
+	}
+	c.SLAByPriority = map[int]clock.Duration{}
+	for _, pr := range slices.Sorted(maps.Keys(s.ByPriority)) {
+		if d, ok := v.duration(fmt.Sprintf("%s.%d", path, pr), s.ByPriority[pr], cal.DayLength(), true); ok {
+			c.SLAByPriority[pr] = d
+		}
+	}
+	if c.PriorityExpr == nil {
+		if len(c.Priority) == 0 {
+			if _, ok := s.ByPriority[0]; !ok {
+				v.errf(path, "the SLA map has no entry for priority 0, which every case of this template has (it draws no priority)")
+			}
+		}
+		for _, wt := range c.Priority {
+			if _, ok := s.ByPriority[wt.Priority]; !ok && wt.Weight > 0 {
+				v.errf(path, "the SLA map has no entry for priority %d, which the template's priority weights can draw", wt.Priority)
+			}
+		}
+	}
+}
+
+// caseSteps checks a template's steps: ids, roles or NPCs, dependencies
+// (within the template, no cycle), conditions, approvals and charges.
+func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Attr, r *refs, cal *clock.Calendar) {
+	if len(fc.Steps) == 0 {
+		v.errf(p+".steps", "a case template needs at least one step")
+		return
+	}
+	ids := map[string]string{}
+	for j := range fc.Steps {
+		s := &fc.Steps[j]
+		sp := fmt.Sprintf("%s.steps[%d]", p, j)
+		v.checkID(sp+".id", "step", s.ID, ids)
+	}
+	for j := range fc.Steps {
+		s := &fc.Steps[j]
+		sp := fmt.Sprintf("%s.steps[%d]", p, j)
+		st := CaseStep{ID: s.ID, Title: s.Title, Role: s.Role, Skill: s.Skill, Deps: slices.Clone(s.Deps), Chain: s.Approval, Charge: s.Charge, NPC: s.NPC}
+		if st.Title == "" {
+			st.Title = s.ID
+		}
+		switch {
+		case s.NPC != "":
+			if !v.ref(sp+".npc", "member", s.NPC, r.members) {
+				break
+			}
+			if _, isNPC := r.npcKnows[s.NPC]; !isNPC {
+				v.errf(sp+".npc", "%s is not an NPC: only an NPC performs a step when asked", s.NPC)
+				break
+			}
+			if s.Role != "" || s.RoleBy != nil {
+				v.errf(sp+".role", "a step an NPC performs takes the NPC's role; give npc or role, not both")
+			}
+			st.Role = r.memberRole[s.NPC]
+			if s.Answer == "" {
+				v.errf(sp+".answer", "missing answer: what %s replies when it has performed the step", s.NPC)
+			} else {
+				st.Answer = v.compileText(sp+".answer", s.Answer, all)
+			}
+			if s.Effort.set {
+				v.errf(sp+".effort", "a step an NPC performs takes its reply latency, not an effort")
+			}
+		default:
+			if s.Answer != "" {
+				v.errf(sp+".answer", "only a step an NPC performs has an answer")
+			}
+			if v.ref(sp+".role", "role", s.Role, r.roles) && !r.agentHeld[s.Role] {
+				v.errf(sp+".role", "no agent seat holds role %q: give the step to an NPC with npc", s.Role)
+			}
+			st.RoleBy = v.route(sp+".role_by", s.RoleBy, c.Attrs, "role", r.roles)
+			st.Effort = v.dist(sp+".effort", s.Effort, cal, true)
+		}
+		if s.Skill != "" && s.NPC != "" {
+			v.errf(sp+".skill", "a step an NPC performs needs no skill")
+		}
+		for k, d := range s.Deps {
+			if ids[d] == "" {
+				v.errf(fmt.Sprintf("%s.deps[%d]", sp, k), "unknown step %q in this template", d)
+			} else if d == s.ID {
+				v.errf(fmt.Sprintf("%s.deps[%d]", sp, k), "step %q depends on itself", d)
+			}
+		}
+		if s.When != "" {
+			st.When = v.compileExpr(sp+".when", s.When, "bool", c.Attrs)
+		}
+		if s.Value != nil {
+			v.finite(sp+".value", s.Value)
+			v.nonNegative(sp+".value", s.Value)
+			st.Value = *s.Value
+		}
+		if s.Approval != "" && v.ref(sp+".approval", "approval chain", s.Approval, r.chains) {
+			attr := r.chainAttr[s.Approval]
+			switch {
+			case attr != "":
+				if a, ok := findAttr(c.Attrs, attr); !ok || a.Kind != AttrAmount {
+					v.errf(sp+".approval", "chain %s reads attribute %q, which is not an amount attribute of template %s", s.Approval, attr, c.ID)
+				}
+			case s.Charge == "":
+				v.errf(sp+".approval", "chain %s reads no attribute and the step charges nothing: there is no amount to approve", s.Approval)
+			}
+		}
+		if s.Charge != "" {
+			if a, ok := findAttr(c.Attrs, s.Charge); !ok || a.Kind != AttrAmount {
+				v.errf(sp+".charge", "unknown amount attribute %q", s.Charge)
+			}
+		}
+		c.Steps = append(c.Steps, st)
+	}
+	// Cycles among the steps.
+	state := map[string]int{}
+	var path []string
+	var visit func(id string) bool
+	byID := map[string]*CaseStep{}
+	for i := range c.Steps {
+		byID[c.Steps[i].ID] = &c.Steps[i]
+	}
+	visit = func(id string) bool {
+		switch state[id] {
+		case 1:
+			i := slices.Index(path, id)
+			v.errf(ids[id]+".deps", "dependency cycle: %s", strings.Join(append(path[i:], id), " -> "))
+			return false
+		case 2:
+			return true
+		}
+		state[id] = 1
+		path = append(path, id)
+		if s := byID[id]; s != nil {
+			for _, d := range s.Deps {
+				if byID[d] != nil && d != id && !visit(d) {
+					return false
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		state[id] = 2
+		return true
+	}
+	for _, s := range c.Steps {
+		if !visit(s.ID) {
+			break
+		}
+	}
+	// A case is done when its last required step is: at least one step must always apply.
+	always := slices.ContainsFunc(c.Steps, func(s CaseStep) bool { return s.When == nil })
+	if !always && len(c.Steps) > 0 {
+		v.errf(p+".steps", "every step has a condition: a case whose conditions all fail would have nothing to do")
+	}
+}
+
+// caseOpen checks who may open cases of a template.
+func (v *validator) caseOpen(path string, fo *fileOpen, c *CaseTemplate, r *refs) {
+	if fo == nil {
+		return
+	}
+	o := &OpenRule{Quota: fo.Quota, Bounds: map[string]Bound{}}
+	if len(fo.Roles) == 0 {
+		v.errf(path+".roles", "name the roles whose members may open these cases")
+	}
+	for i, role := range fo.Roles {
+		if v.ref(fmt.Sprintf("%s.roles[%d]", path, i), "role", role, r.roles) {
+			o.Roles = append(o.Roles, role)
+		}
+	}
+	if fo.Quota < 0 {
+		v.errf(path+".quota", "quota must not be negative, got %d", fo.Quota)
+	}
+	for _, name := range slices.Sorted(maps.Keys(fo.Bounds)) {
+		b := fo.Bounds[name]
+		bp := path + ".bounds." + name
+		a, ok := findAttr(c.Attrs, name)
+		if !ok || a.Kind != AttrAmount {
+			v.errf(bp, "unknown amount attribute %q", name)
+			continue
+		}
+		lo, hi := a.Amount.Range()
+		if b.Min != nil {
+			lo = *b.Min
+		}
+		if b.Max != nil {
+			hi = *b.Max
+		}
+		if hi < lo {
+			v.errf(bp+".max", "max (%d) is less than min (%d)", hi, lo)
+		}
+		o.Bounds[name] = Bound{Min: lo, Max: hi}
+	}
+	// Amounts without bounds are bounded by their distribution's range.
+	for _, a := range c.Attrs {
+		if _, ok := o.Bounds[a.Name]; !ok && a.Kind == AttrAmount {
+			lo, hi := a.Amount.Range()
+			o.Bounds[a.Name] = Bound{Min: lo, Max: hi}
+		}
+	}
+	c.Open = o
+}
+
+// Range is the span of amounts a member may give for a distribution: its
+// fixed value, its uniform range, or from 0 to ten times its mean.
+func (d Dist) Range() (lo, hi int64) {
+	switch d.Kind {
+	case "fixed":
+		return d.Fixed, d.Fixed
+	case "uniform":
+		return d.Min, d.Max
+	case "exp":
+		return 0, 10 * d.Mean
+	}
+	return 0, 0
+}
+
+// separation checks the separation-of-duties rules.
+func (v *validator) separation(f *file, w *World, r *refs) {
+	if len(f.Separation) > 0 && !v.needs(2, "separation", "separation rules") {
+		return
+	}
+	seen := map[string]string{}
+	for i, fs := range f.Separation {
+		p := fmt.Sprintf("separation[%d]", i)
+		v.checkID(p+".id", "separation rule", fs.ID, seen)
+		if !v.ref(p+".template", "case template", fs.Template, r.cases) {
+			continue
+		}
+		c, _ := w.CaseTemplate(fs.Template)
+		if c == nil {
+			continue
+		}
+		steps := func(field string, list []string) {
+			for j, s := range list {
+				if _, ok := c.Step(s); !ok {
+					v.errf(fmt.Sprintf("%s.%s[%d]", p, field, j), "template %s has no step %q", c.ID, s)
+				}
+			}
+		}
+		steps("did", fs.Did)
+		steps("not_do", fs.NotDo)
+		steps("not_approve", fs.NotApprove)
+		steps("distinct", fs.Distinct)
+		switch {
+		case len(fs.Distinct) > 0 && (len(fs.Did) > 0 || len(fs.NotDo) > 0 || len(fs.NotApprove) > 0):
+			v.errf(p+".distinct", "a rule is either distinct (four eyes) or did with not_do/not_approve, not both")
+		case len(fs.Distinct) == 1:
+			v.errf(p+".distinct", "distinct needs at least two steps")
+		case len(fs.Distinct) == 0 && len(fs.Did) == 0:
+			v.errf(p+".did", "name the steps whose doer the rule restricts (did), or give distinct")
+		case len(fs.Distinct) == 0 && len(fs.NotDo) == 0 && len(fs.NotApprove) == 0:
+			v.errf(p+".not_do", "name what the doer of the did steps may not do (not_do) or approve (not_approve)")
+		}
+		for j, s := range fs.NotApprove {
+			if st, ok := c.Step(s); ok && st.Chain == "" {
+				v.errf(fmt.Sprintf("%s.not_approve[%d]", p, j), "step %s needs no approval", s)
+			}
+		}
+		w.Separation = append(w.Separation, Separation{ID: fs.ID, Template: fs.Template, Did: fs.Did, NotDo: fs.NotDo, NotApprove: fs.NotApprove, Distinct: fs.Distinct})
+	}
+}
