@@ -19,7 +19,7 @@ type Greedy struct{}
 
 // Decide implements Agent.
 func (g *Greedy) Decide(_ context.Context, o org.Observation) ([]org.Action, error) {
-	var acts []org.Action
+	acts := caseWork(o, len(o.Assigned) == 0 && len(o.Available) == 0)
 	for _, r := range o.Approvals {
 		if why := invalidRequest(o, r); why != "" {
 			acts = append(acts, org.Action{Type: org.ActReject, Request: r.ID, Reason: why})
@@ -116,10 +116,30 @@ func invalidRequest(o org.Observation, r org.RequestView) string {
 		return "cannot approve my own request"
 	case r.TaskAssignee != r.Requester:
 		return "the requester does not hold the task"
-	case r.Amount != r.TaskPurchase:
+	case r.TaskAmount != 0 && r.Amount != r.TaskAmount:
+		return "the amount does not match the case's amount"
+	case r.TaskAmount == 0 && r.Amount != r.TaskPurchase:
 		return "the amount does not match the task's purchase"
-	case o.Budget != nil && r.Amount > o.Budget.Remaining:
+	case r.TaskAmount != 0 && o.Budget != nil && r.TaskPurchase > o.Budget.Remaining:
+		return "not enough budget left"
+	case r.TaskAmount == 0 && o.Budget != nil && r.Amount > o.Budget.Remaining:
 		return "not enough budget left"
 	}
 	return ""
+}
+
+// caseWork is what a member does about cases beyond the steps it takes
+// like tasks (format 2): ask the NPCs for the steps that wait on it, and,
+// when it has nothing else to do (idle), open a case of a template its role
+// may open, with the attributes drawn.
+func caseWork(o org.Observation, idle bool) []org.Action {
+	var acts []org.Action
+	for _, t := range o.Ask {
+		acts = append(acts, org.Action{Type: org.ActMessage, To: t.NPC, Task: t.ID,
+			Text: fmt.Sprintf("Hi %s, could you %s for case %s, please?", t.NPC, strings.ToLower(t.Title), t.Case)})
+	}
+	if idle && len(o.Open) > 0 {
+		acts = append(acts, org.Action{Type: org.ActOpenCase, Template: o.Open[0].Template})
+	}
+	return acts
 }

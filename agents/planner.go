@@ -87,7 +87,7 @@ func (p *Planner) Decide(_ context.Context, o org.Observation) ([]org.Action, er
 			}
 		}
 	}
-	var acts []org.Action
+	acts := caseWork(o, len(o.Assigned) == 0 && len(o.Available) == 0)
 	for _, r := range o.Approvals {
 		switch why := invalidRequest(o, r); {
 		case r.Requester == o.Member:
@@ -383,6 +383,7 @@ func (pl *plan) ready(t org.TaskView) bool {
 }
 
 func (pl *plan) class(t org.TaskView) int {
+	t.Deadline = pl.deadline(t)
 	late := t.Deadline != 0 && t.Deadline <= pl.o.Time
 	switch {
 	case t.Kind == org.KindTicket && late && !pl.backlog(t.Queue):
@@ -397,6 +398,20 @@ func (pl *plan) class(t org.TaskView) int {
 		return classLate
 	}
 	return classOnTime
+}
+
+// deadline is when t is due: a case step's case's SLA, when it comes
+// before the case's deadline; any other task's deadline.
+func (pl *plan) deadline(t org.TaskView) clock.Time {
+	if t.Case == "" {
+		return t.Deadline
+	}
+	for _, c := range pl.o.Cases {
+		if c.ID == t.Case && c.Due != 0 && (t.Deadline == 0 || c.Due < t.Deadline) {
+			return c.Due
+		}
+	}
+	return t.Deadline
 }
 
 // downUntil is when queue is back if it is down now, else 0.
@@ -446,7 +461,7 @@ func (pl *plan) compare(a, b org.TaskView) int {
 	case classTicket:
 		return cmp.Or(-cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.Deadline, b.Deadline), -cmp.Compare(a.Value, b.Value))
 	case classOnTime, classOpen:
-		return cmp.Or(cmp.Compare(a.Deadline, b.Deadline), -cmp.Compare(pl.tail(a.ID), pl.tail(b.ID)),
+		return cmp.Or(cmp.Compare(pl.deadline(a), pl.deadline(b)), -cmp.Compare(pl.tail(a.ID), pl.tail(b.ID)),
 			-cmp.Compare(a.Dependents, b.Dependents), -cmp.Compare(a.Priority, b.Priority), -cmp.Compare(a.Value, b.Value))
 	case classLate:
 		return cmp.Or(-cmp.Compare(a.Dependents, b.Dependents), -cmp.Compare(density(a), density(b)), cmp.Compare(a.Deadline, b.Deadline))

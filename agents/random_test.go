@@ -121,8 +121,8 @@ func TestRandomPicksPlausibleActions(t *testing.T) {
 		}
 	}
 	for _, k := range org.ActionTypes {
-		if k == org.ActHandoff || k == org.ActEscalate {
-			continue // the scenario has no blocked task held and no pending request of bob's
+		if k == org.ActHandoff || k == org.ActEscalate || k == org.ActOpenCase {
+			continue // the scenario has no blocked task held, no pending request of bob's and no case template
 		}
 		if kinds[k] == 0 {
 			t.Errorf("over 20 seeds it never chose %s (chose %v)", k, kinds)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 )
 
@@ -132,6 +133,9 @@ var toolSpecs = []toolSpec{
 				set: func(a *org.Action, v any) { a.Text = v.(string) }},
 			{name: "reply_to", typ: "string", desc: `ID of a message in your "inbox" that this one answers.`,
 				set: func(a *org.Action, v any) { a.ReplyTo = v.(string) }},
+			{name: "task", typ: "string", desc: `ID of a case step the recipient, an NPC, performs when asked (your observation's "ask"): ` +
+				`it does the step after its reply latency and answers with its result for the case.`,
+				set: func(a *org.Action, v any) { a.Task = v.(string) }},
 		},
 	},
 	{
@@ -144,6 +148,18 @@ var toolSpecs = []toolSpec{
 				set: func(a *org.Action, v any) { a.For = v.(string) }},
 			{name: "until", typ: "integer", desc: `Wait until this simulated time (milliseconds since the world's start, like the observation's "time"); it must be in the future.`,
 				set: func(a *org.Action, v any) { a.Until = v.(int64) }},
+		},
+	},
+	{
+		name: org.ActOpenCase,
+		desc: "Open a case of a template your role may open (your observation's \"open\", with how many you may still open and " +
+			"the bounds of each amount). Costs 5 minutes. Attributes you leave out are drawn. Refused as a policy violation " +
+			"(open-case) past your quota, outside the bounds, or for a template your role may not open.",
+		params: []toolParam{
+			{name: "template", typ: "string", required: true, desc: `The case template, e.g. "claim".`,
+				set: func(a *org.Action, v any) { a.Template = v.(string) }},
+			{name: "attributes", typ: "object", desc: `Attribute values, e.g. {"amount": 4000, "line": "motor"}: amounts are whole numbers, categories one of their values.`,
+				set: func(a *org.Action, v any) { a.Attributes = v.(payload.ActionAttrs) }},
 		},
 	},
 }
@@ -295,6 +311,12 @@ func ActionFromToolCall(name string, argumentsJSON []byte) (org.Action, error) {
 				return org.Action{}, fmt.Errorf("argument %q of %s must be an integer, got %s", p.name, name, clip(v))
 			}
 			p.set(&a, n)
+		case "object":
+			var attrs payload.ActionAttrs
+			if err := json.Unmarshal(v, &attrs); err != nil {
+				return org.Action{}, fmt.Errorf("argument %q of %s must be an object of attribute values, got %s", p.name, name, clip(v))
+			}
+			p.set(&a, attrs)
 		default:
 			panic("agents: tool parameter of unknown type " + p.typ)
 		}

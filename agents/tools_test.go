@@ -155,6 +155,8 @@ func TestToolSchemasMatchParser(t *testing.T) {
 				args[name] = "x1"
 			case "integer":
 				args[name] = 5
+			case "object":
+				args[name] = map[string]any{"amount": 5}
 			default:
 				t.Errorf("%s.%s: unexpected type %q", f.Name, name, p.Type)
 			}

@@ -160,6 +160,8 @@ func (s *State) apply(ev *events.Event) error {
 		return s.applyQueueUp(ev)
 	case payload.EvApprovalEscalated:
 		return s.applyApprovalEscalated(ev)
+	case payload.EvCaseOpened:
+		return s.applyCaseOpened(ev)
 	}
 	return badEvent(ev, "unknown event type")
 }
@@ -446,6 +448,9 @@ func (s *State) applyTaskCompleted(ev *events.Event) error {
 		}
 	}
 	s.busy(m, p.BusyUntil)
+	if t.Case != "" {
+		s.stepDone(t, clock.Time(ev.Time))
+	}
 	// Whoever could take a task this one unblocked wants to hear of it.
 	s.wakeForReady(t, ev.Seq)
 	return nil
@@ -466,7 +471,7 @@ func (s *State) applyApprovalRequested(ev *events.Event) error {
 	if rej := s.CheckRequestApproval(m, t); rej != nil {
 		return refused(ev, rej)
 	}
-	if !slices.Equal(p.Steps, s.RouteSteps(t, m.ID)) || p.Amount != t.Spec.Purchase || p.Chain != t.Spec.Chain {
+	if !slices.Equal(p.Steps, s.RouteSteps(t, m.ID)) || p.Amount != t.Spec.ApprovalAmount() || p.Chain != t.Spec.Chain {
 		return badEvent(ev, "request %q is not the approval task %q's purchase needs", p.Request, t.ID)
 	}
 	r := &Request{ID: p.Request, Task: p.Task, Requester: m.ID, Chain: p.Chain, Amount: p.Amount,
@@ -540,7 +545,12 @@ func (s *State) applyMessageSent(ev *events.Event) error {
 	if rej := s.CheckMessage(m, p.To, p.Text, p.ReplyTo, p.Topic); rej != nil {
 		return refused(ev, rej)
 	}
-	msg := &Message{ID: p.Message, From: m.ID, To: p.To, Text: p.Text, Topic: p.Topic, ReplyTo: p.ReplyTo, SentAt: clock.Time(ev.Time)}
+	if p.Task != "" {
+		if rej := s.CheckAskStep(m, p.To, p.Task); rej != nil {
+			return refused(ev, rej)
+		}
+	}
+	msg := &Message{ID: p.Message, From: m.ID, To: p.To, Text: p.Text, Topic: p.Topic, ReplyTo: p.ReplyTo, SentAt: clock.Time(ev.Time), Task: p.Task}
 	if p.ReplyTo != "" {
 		if orig := s.messages[p.ReplyTo]; orig != nil && orig.To == m.ID {
 			orig.Answered = true
@@ -615,6 +625,14 @@ func (s *State) applySLABreached(ev *events.Event) error {
 	p, err := decode[payload.SLABreached](s, ev)
 	if err != nil {
 		return err
+	}
+	if p.Case != "" {
+		c := s.cases[p.Case]
+		if c == nil || p.Task != "" || c.Breached || c.Due == 0 || clock.Time(ev.Time) <= c.Due || c.Done() {
+			return badEvent(ev, "case %q cannot breach its SLA now", p.Case)
+		}
+		c.Breached = true
+		return nil
 	}
 	t := s.tasks[p.Task]
 	if t == nil || t.Breached || t.Deadline == 0 || clock.Time(ev.Time) <= t.Deadline || t.Status == StatusDone {

@@ -79,6 +79,13 @@ func (s *State) Check(m *Member, a Action, now clock.Time) (Checked, *Rejection)
 		rej = s.CheckDecide(c.Request, a.Type == ActReject, a.Reason)
 	case ActMessage:
 		rej = s.CheckMessage(m, a.To, a.Text, a.ReplyTo, a.Topic)
+		if rej == nil && a.Task != "" {
+			if c.Task, rej = s.named(a); rej == nil {
+				rej = s.CheckAskStep(m, a.To, a.Task)
+			}
+		}
+	case ActOpenCase:
+		rej = s.CheckOpenCase(m, a)
 	case ActWait:
 		if c.For, rej = s.parseFor(a); rej == nil {
 			rej = checkWaitUntil(clock.Time(a.Until), now)
@@ -128,7 +135,7 @@ func (s *State) CheckClaim(m *Member, t *Task, now clock.Time) *Rejection {
 	if t.Hidden {
 		return Reject(KindUnknown, "no task %q", t.ID)
 	}
-	if !s.Serves(m.Role, t.Queue) && t.Spec.Role == m.Role {
+	if !s.Serves(m.Role, t.Queue) && t.Spec.Role == m.Role && t.Spec.NPC != m.ID {
 		return Reject(KindState, "queue %q is not served by role %q", t.Queue, m.Role)
 	}
 	return s.queueUp(t, now)
@@ -187,7 +194,7 @@ func (s *State) CheckRequestApproval(m *Member, t *Task) *Rejection {
 		return Reject(KindState, "task %q already has request %s, %s", t.ID, t.Request, st)
 	}
 	for _, st := range steps {
-		if s.ApproverFor(st.Role, m.ID) == "" {
+		if s.approverFor(st.Role, t, m.ID) == "" {
 			return Reject(KindState, "nobody but %s holds role %q to approve", m.ID, st.Role)
 		}
 	}
@@ -309,13 +316,26 @@ func (s *State) WaitsFor(r *Request, member string) bool {
 // other member holding the role, by ID; if all of them are away, whoever
 // stands in for them; "" when nobody can.
 func (s *State) ApproverFor(role, requester string) string {
+	return s.approverFor(role, nil, requester)
+}
+
+// approverFor is ApproverFor for task t's request, passing over whoever a
+// separation rule bars from approving it.
+func (s *State) approverFor(role string, t *Task, requester string) string {
+	barred := func(id string) bool {
+		if t == nil || t.Case == "" {
+			return false
+		}
+		r, _ := s.Separated(t, id, true)
+		return r != nil
+	}
 	for _, m := range s.Members {
-		if m.Role == role && m.ID != requester && !m.OnLeave {
+		if m.Role == role && m.ID != requester && !m.OnLeave && !barred(m.ID) {
 			return m.ID
 		}
 	}
 	for _, m := range s.Members {
-		if m.Role == role && m.ID != requester && m.Delegate != "" && m.Delegate != requester {
+		if m.Role == role && m.ID != requester && m.Delegate != "" && m.Delegate != requester && !barred(m.Delegate) {
 			return m.Delegate
 		}
 	}
@@ -329,7 +349,7 @@ func (s *State) ApproverFor(role, requester string) string {
 func (s *State) RouteSteps(t *Task, requester string) []RequestStep {
 	var steps []RequestStep
 	for _, st := range s.StepsFor(t) {
-		who := s.ApproverFor(st.Role, requester)
+		who := s.approverFor(st.Role, t, requester)
 		delegated := false
 		if m := s.Member(who); m != nil {
 			delegated = m.Role != st.Role

@@ -78,6 +78,10 @@ func (t *Task) appendJSON(dst []byte) ([]byte, bool) {
 		dst = append(dst, `,"arrival":`...)
 		dst = fastjson.AppendString(dst, t.Arrival)
 	}
+	if t.Case != "" {
+		dst = append(dst, `,"case":`...)
+		dst = fastjson.AppendString(dst, t.Case)
+	}
 	dst = append(dst, `,"status":`...)
 	dst = fastjson.AppendString(dst, t.Status)
 	if t.Assignee != "" {
@@ -129,9 +133,15 @@ func (d *TicketDef) appendJSON(dst []byte) []byte {
 	if in := d.Info; in != nil {
 		dst = fastjson.AppendKeyString(dst, `,"Info":{"From":`, in.From)
 		dst = fastjson.AppendKeyString(dst, `,"Topic":`, in.Topic)
-		return append(dst, "}}"...)
+		dst = append(dst, '}')
+	} else {
+		dst = append(dst, `,"Info":null`...)
 	}
-	return append(dst, `,"Info":null}`...)
+	dst = fastjson.AppendKeyStringOmit(dst, `,"Case":`, d.Case)
+	dst = fastjson.AppendKeyStringOmit(dst, `,"Step":`, d.Step)
+	dst = fastjson.AppendKeyIntOmit(dst, `,"Amount":`, d.Amount)
+	dst = fastjson.AppendKeyStringOmit(dst, `,"NPC":`, d.NPC)
+	return append(dst, '}')
 }
 
 // tasksNull is where the tasks go in a snapshot encoded without them; the

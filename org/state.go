@@ -54,6 +54,8 @@ type State struct {
 	Fired []bool
 	// Limits are the session's, from session.started, with defaults filled in.
 	Limits Limits
+	// Cases are the cases opened so far, in order (format 2).
+	Cases []*Case
 
 	Reward     float64 // the sum of the reward events so far
 	Turns      int     // turns taken by all members
@@ -62,6 +64,7 @@ type State struct {
 	Rejections int
 	Violations int // rejections of kind "policy"
 
+	cases    map[string]*Case
 	members  map[string]*Member
 	tasks    map[string]*Task
 	requests map[string]*Request
@@ -144,6 +147,7 @@ type Task struct {
 	Value    float64        `json:"value"`
 	Priority int            `json:"priority,omitempty"`
 	Arrival  string         `json:"arrival,omitempty"`
+	Case     string         `json:"case,omitempty"` // the case a step belongs to
 
 	Status    string         `json:"status"`
 	Assignee  string         `json:"assignee,omitempty"`
@@ -214,6 +218,7 @@ type Message struct {
 	Text      string     `json:"text"`
 	Topic     string     `json:"topic,omitempty"`
 	ReplyTo   string     `json:"reply_to,omitempty"`
+	Task      string     `json:"task,omitempty"` // the step it asks its NPC recipient to perform
 	Answered  bool       `json:"answered,omitempty"`
 	SentAt    clock.Time `json:"sent_at"`
 	Delivered bool       `json:"delivered"`
@@ -240,6 +245,7 @@ func New(w *worlds.World) *State {
 		budgets:    map[string]*Budget{},
 		queues:     map[string]*Queue{},
 		dependents: map[string][]*Task{},
+		cases:      map[string]*Case{},
 	}
 	for i := range w.Members {
 		m := &w.Members[i]
@@ -661,11 +667,12 @@ type snapshot struct {
 	Limits     *Limits         `json:"limits,omitempty"` // nil: the defaults
 	Dispatch   *Dispatch       `json:"dispatch,omitempty"`
 	TurnErrors int             `json:"turn_errors,omitempty"` // omitted when 0: hashes of sessions without one are unchanged
+	Cases      []*Case         `json:"cases,omitempty"`       // format 2; omitted when none, as above
 }
 
 func (s *State) snap() snapshot {
 	return snapshot{s.Now, s.LastSeq, s.Ended, s.EndReason, s.Members, s.Tasks, s.Requests, s.Messages, s.Budgets,
-		s.Queues, s.Arrivals, s.Fired, s.Reward, s.Turns, s.Timeouts, s.Rejections, s.Violations, s.customLimits(), s.Dispatch, s.TurnErrors}
+		s.Queues, s.Arrivals, s.Fired, s.Reward, s.Turns, s.Timeouts, s.Rejections, s.Violations, s.customLimits(), s.Dispatch, s.TurnErrors, s.Cases}
 }
 
 // customLimits is nil for the default limits, so that the snapshots (and
@@ -781,6 +788,18 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 		}
 		s.messages[m.ID] = m
 	}
+	for _, c := range sn.Cases {
+		if c == nil || s.cases[c.ID] != nil {
+			return nil, errors.New("org: snapshot has a bad case")
+		}
+		for _, id := range c.Steps {
+			if t := s.tasks[id]; t == nil || t.Case != c.ID {
+				return nil, fmt.Errorf("org: snapshot case %s names step %q it does not hold", c.ID, id)
+			}
+		}
+		s.cases[c.ID] = c
+	}
+	s.Cases = sn.Cases
 	s.link()
 	s.index()
 	s.Requests, s.Messages = sn.Requests, sn.Messages

@@ -24,6 +24,7 @@ func TaskSpecOf(t *worlds.Task) payload.TaskSpec {
 	if in := t.Info; in != nil {
 		p.Info = &payload.InfoSpec{From: in.From, Topic: in.Topic}
 	}
+	p.Case, p.Step, p.Amount, p.NPC = t.Case, t.Step, t.Amount, t.NPC
 	return p
 }
 
@@ -40,6 +41,7 @@ func taskOfSpec(p *payload.TaskSpec) worlds.Task {
 	if in := p.Info; in != nil {
 		t.Info = &worlds.Info{From: in.From, Topic: in.Topic}
 	}
+	t.Case, t.Step, t.Amount, t.NPC = p.Case, p.Step, p.Amount, p.NPC
 	return t
 }
 
@@ -58,6 +60,12 @@ type TicketDef struct {
 	Skill    string         `json:"Skill"`
 	Priority int            `json:"Priority"`
 	Info     *TicketInfo    `json:"Info"`
+	// A case step's (omitted otherwise, so that tickets' snapshots and
+	// state hashes are what they were).
+	Case   string `json:"Case,omitempty"`
+	Step   string `json:"Step,omitempty"`
+	Amount int64  `json:"Amount,omitempty"`
+	NPC    string `json:"NPC,omitempty"`
 }
 
 // TicketInfo is a TicketDef's information to be asked for.
@@ -68,7 +76,7 @@ type TicketInfo struct {
 
 func ticketDefOf(t *worlds.Task) *TicketDef {
 	d := &TicketDef{ID: t.ID, Title: t.Title, Role: t.Role, Effort: t.Effort, Deps: t.Deps, Value: t.Value,
-		Purchase: t.Purchase, Chain: t.Chain, Skill: t.Skill, Priority: t.Priority}
+		Purchase: t.Purchase, Chain: t.Chain, Skill: t.Skill, Priority: t.Priority, Case: t.Case, Step: t.Step, Amount: t.Amount, NPC: t.NPC}
 	if in := t.Info; in != nil {
 		d.Info = &TicketInfo{From: in.From, Topic: in.Topic}
 	}
@@ -78,7 +86,7 @@ func ticketDefOf(t *worlds.Task) *TicketDef {
 // task is the world's form of d.
 func (d *TicketDef) task() *worlds.Task {
 	t := &worlds.Task{ID: d.ID, Title: d.Title, Role: d.Role, Effort: d.Effort, Deps: d.Deps, Value: d.Value,
-		Purchase: d.Purchase, Chain: d.Chain, Skill: d.Skill, Priority: d.Priority}
+		Purchase: d.Purchase, Chain: d.Chain, Skill: d.Skill, Priority: d.Priority, Case: d.Case, Step: d.Step, Amount: d.Amount, NPC: d.NPC}
 	if in := d.Info; in != nil {
 		t.Info = &worlds.Info{From: in.From, Topic: in.Topic}
 	}

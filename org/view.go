@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -35,6 +36,35 @@ type Observation struct {
 	OnLeave       bool           `json:"on_leave,omitempty"`
 	Projects      []ProjectView  `json:"projects"`
 	Rejected      []RejectedView `json:"rejected,omitempty"` // your actions refused since your last turn began
+	// Cases are the cases of the steps listed above (format 2).
+	Cases []CaseView `json:"cases,omitempty"`
+	// Ask are steps an NPC performs when asked that wait for you to ask
+	// (you did the step before them): message the NPC with "task" set.
+	Ask []TaskView `json:"ask,omitempty"`
+	// Open are the case templates you may open with open_case.
+	Open []OpenView `json:"open,omitempty"`
+}
+
+// CaseView is a case as a member sees it: its attributes, never its facts.
+type CaseView struct {
+	ID         string        `json:"id"`
+	Template   string        `json:"template"`
+	Title      string        `json:"title"`
+	Priority   int           `json:"priority,omitempty"`
+	Value      float64       `json:"value"`
+	Opened     clock.Time    `json:"opened"`
+	Deadline   clock.Time    `json:"deadline,omitempty"`
+	Due        clock.Time    `json:"due,omitempty"` // its SLA
+	Attributes payload.Attrs `json:"attributes"`
+	Steps      []string      `json:"steps"`
+	Done       []string      `json:"done,omitempty"` // its steps done so far
+}
+
+// OpenView is a case template a member may open.
+type OpenView struct {
+	Template string                  `json:"template"`
+	Left     int                     `json:"left,omitempty"` // cases it may still open; 0 for no quota
+	Bounds   map[string]worlds.Bound `json:"bounds,omitempty"`
 }
 
 // TaskView is a task as a member sees it.
@@ -62,6 +92,12 @@ type TaskView struct {
 	Request    string         `json:"request,omitempty"`
 	WorkUntil  clock.Time     `json:"work_until,omitempty"`
 	Dependents int            `json:"dependents"` // tasks that list this one as a dependency
+	// A case step's (format 2): its case, the template's step, the amount
+	// its approval reads, and the NPC who performs it when asked.
+	Case   string `json:"case,omitempty"`
+	Step   string `json:"step,omitempty"`
+	Amount int64  `json:"amount,omitempty"`
+	NPC    string `json:"npc,omitempty"`
 }
 
 // InfoView is information a task needs from a colleague before completion.
@@ -95,6 +131,9 @@ type RequestView struct {
 	// TaskAssignee and TaskPurchase let an approver check the request against the task.
 	TaskAssignee string `json:"task_assignee"`
 	TaskPurchase int64  `json:"task_purchase"`
+	// TaskAmount is, for a case step, the amount the approval reads (a
+	// case attribute, which need not be spending; format 2).
+	TaskAmount int64 `json:"task_amount,omitempty"`
 }
 
 // MessageView is a delivered message.
@@ -160,14 +199,15 @@ func (s *State) ApprovalStatus(t *Task) string {
 
 // StepsFor returns the approval steps task t's purchase needs (nil for none).
 func (s *State) StepsFor(t *Task) []worlds.Step {
-	if t.Spec.Purchase <= 0 || t.Spec.Chain == "" {
+	amount := t.Spec.ApprovalAmount()
+	if amount <= 0 || t.Spec.Chain == "" {
 		return nil
 	}
 	c, ok := s.World.Chain(t.Spec.Chain)
 	if !ok {
 		return nil
 	}
-	return c.StepsFor(t.Spec.Purchase)
+	return c.StepsFor(amount)
 }
 
 // Serves reports whether role serves queue.
@@ -189,6 +229,12 @@ func (s *State) taskView(t *Task) TaskView {
 		}
 	}
 	v.Dependents = len(s.dependents[t.ID])
+	if t.Case != "" {
+		v.Case, v.Step, v.NPC = t.Case, t.Spec.Step, t.Spec.NPC
+		if t.Spec.Chain != "" {
+			v.Amount = t.Spec.ApprovalAmount()
+		}
+	}
 	return v
 }
 
@@ -309,6 +355,9 @@ func (s *State) requestView(r *Request) RequestView {
 	}
 	if t := s.tasks[r.Task]; t != nil {
 		v.TaskAssignee, v.TaskPurchase = t.Assignee, t.Spec.Purchase
+		if t.Case != "" {
+			v.TaskAmount = t.Spec.ApprovalAmount()
+		}
 	}
 	return v
 }
@@ -406,6 +455,11 @@ func (s *State) View(id string) Observation {
 	}
 	o.Available = make([]TaskView, 0, len(avail))
 	for _, t := range avail {
+		if t.Case != "" {
+			if r, _ := s.Separated(t, id, false); r != nil {
+				continue // a separation rule bars the member from it
+			}
+		}
 		o.Available = append(o.Available, s.taskView(t))
 	}
 	if waiting > listed {
@@ -445,5 +499,89 @@ func (s *State) View(id string) Observation {
 		p := &s.World.Projects[i]
 		o.Projects = append(o.Projects, ProjectView{ID: p.ID, Title: p.Title, Deadline: p.Deadline, Tasks: len(p.Tasks), Done: s.doneIn[p.ID]})
 	}
+	s.caseViews(&o, m)
 	return o
+}
+
+// caseViews fills in the cases of the steps an observation lists, the NPC
+// steps that wait for the member to ask, and the templates it may open.
+func (s *State) caseViews(o *Observation, m *Member) {
+	if len(s.World.Cases) == 0 {
+		return
+	}
+	seen := map[string]bool{}
+	add := func(id string) {
+		c := s.cases[id]
+		if c == nil || seen[id] {
+			return
+		}
+		seen[id] = true
+		v := CaseView{ID: c.ID, Template: c.Template, Title: c.Title, Priority: c.Priority, Value: c.Value, Opened: c.Opened,
+			Deadline: c.Deadline, Due: c.Due, Attributes: c.Attributes, Steps: c.Steps}
+		for _, st := range c.Steps {
+			if s.tasks[st].Status == StatusDone {
+				v.Done = append(v.Done, st)
+			}
+		}
+		o.Cases = append(o.Cases, v)
+	}
+	for _, list := range [][]TaskView{o.Assigned, o.Available, o.Upcoming} {
+		for _, t := range list {
+			add(t.Case)
+		}
+	}
+	// NPC steps whose dependencies are done, not asked for yet, that the
+	// member is the one to ask for: it did a step they depend on.
+	for _, c := range s.Cases {
+		if c.Done() {
+			continue
+		}
+		for _, id := range c.Steps {
+			t := s.tasks[id]
+			if t.Spec.NPC == "" || t.Status == StatusDone || !s.DepsDone(t) || s.asked(t) {
+				continue
+			}
+			mine := len(t.deps) == 0 && s.Serves(m.Role, t.Queue)
+			for _, d := range t.deps {
+				if d.DoneBy == m.ID {
+					mine = true
+				}
+			}
+			if mine {
+				o.Ask = append(o.Ask, s.taskView(t))
+				add(c.ID)
+			}
+		}
+	}
+	for i := range s.World.Cases {
+		tpl := &s.World.Cases[i]
+		if tpl.Open == nil || !slices.Contains(tpl.Open.Roles, m.Role) {
+			continue
+		}
+		v := OpenView{Template: tpl.ID, Bounds: tpl.Open.Bounds}
+		if tpl.Open.Quota > 0 {
+			n := 0
+			for _, c := range s.Cases {
+				if c.OpenedBy == m.ID && c.Template == tpl.ID {
+					n++
+				}
+			}
+			if v.Left = tpl.Open.Quota - n; v.Left <= 0 {
+				continue
+			}
+		}
+		o.Open = append(o.Open, v)
+	}
+}
+
+// asked reports whether someone has asked t's NPC to perform it and the
+// NPC has not answered yet.
+func (s *State) asked(t *Task) bool {
+	for i := len(s.Messages) - 1; i >= 0; i-- {
+		msg := s.Messages[i]
+		if msg.Task == t.ID && msg.To == t.Spec.NPC && !msg.Answered {
+			return true
+		}
+	}
+	return false
 }

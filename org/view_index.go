@@ -75,7 +75,7 @@ func waitingCmp(a, b *Task) int {
 
 // offer files t in the offer index if it is an open, visible project task.
 func (s *State) offer(t *Task) {
-	if t.Kind != KindTask || t.Status != StatusOpen || t.Hidden || t.ix.in != nil {
+	if t.Kind != KindTask && t.Kind != KindStep || t.Status != StatusOpen || t.Hidden || t.ix.in != nil {
 		return
 	}
 	k := offerKey{t.Queue, t.Spec.Role, t.Spec.Skill}

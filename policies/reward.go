@@ -78,7 +78,7 @@ func completedDelta(s *org.State, ev events.Event, typed any) (c Credit, member 
 	if t == nil {
 		return c, "", 0, true
 	}
-	if t.Project != "" {
+	if t.Project != "" || t.Case != "" {
 		return c, "", 0, false
 	}
 	if t.Spec.Purchase > 0 {
@@ -118,6 +118,10 @@ func delta(s *org.State, ev events.Event, typed any) Credit {
 		val, _ := Earned(s, t)
 		c.Team += val
 		c.Members = map[string]float64{t.DoneBy: val}
+		if t.Case != "" {
+			caseDelta(s, t, &c)
+			return c
+		}
 		if t.Project == "" {
 			return c
 		}

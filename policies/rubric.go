@@ -43,6 +43,13 @@ type Scorecard struct {
 	TurnErrors int            `json:"turn_errors"`
 	Turns      int            `json:"turns"`
 	Projects   []ProjectScore `json:"projects"`
+	// Cases (format 2): opened, done (every step verified), done within
+	// their SLA; by template, and against the SLA by priority.
+	Cases         int           `json:"cases,omitempty"`
+	CasesDone     int           `json:"cases_done,omitempty"`
+	CasesInSLA    int           `json:"cases_in_sla,omitempty"`
+	Templates     []CaseScore   `json:"templates,omitempty"`
+	SLAByPriority []PrioritySLA `json:"sla_by_priority,omitempty"`
 }
 
 // ProjectScore is one project's part of the score.
@@ -109,13 +116,16 @@ func (v verifier) check(t *org.Task) string {
 			return fmt.Sprintf("completed by %s, who lacks skill %s", t.DoneBy, sk)
 		}
 	}
+	if why := verifyStep(s, t); why != "" {
+		return why
+	}
 	steps := s.StepsFor(t)
 	if len(steps) > 0 {
 		r := s.Request(t.Request)
 		switch {
 		case r == nil || r.Status != org.RequestApproved || r.DecidedAt > t.DoneAt:
 			return "purchase completed without an approved request"
-		case r.Task != t.ID || r.Chain != t.Spec.Chain || r.Amount < t.Spec.Purchase:
+		case r.Task != t.ID || r.Chain != t.Spec.Chain || r.Amount < t.Spec.ApprovalAmount():
 			return fmt.Sprintf("request %s does not cover this purchase", r.ID)
 		case r.Requester != t.DoneBy:
 			return fmt.Sprintf("request %s was made by %s, not by %s who completed the task", r.ID, r.Requester, t.DoneBy)
@@ -264,8 +274,9 @@ func Score(s *org.State) Scorecard {
 		c.Delivered += val
 		credit[t.DoneBy].Delivered += val
 	}
-	if n := c.Tasks + c.Tickets; n > 0 {
-		c.Completion = round(float64(c.TasksDone+c.TicketsResolved) / float64(n))
+	c.scoreCases(s, v, credit)
+	if n := c.Tasks + c.Tickets + c.Cases; n > 0 {
+		c.Completion = round(float64(c.TasksDone+c.TicketsResolved+c.CasesDone) / float64(n))
 	}
 	var over int64
 	for _, b := range s.Budgets {

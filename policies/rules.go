@@ -31,7 +31,37 @@ func (set Set) Check(s *org.State, member string, a org.Action) *org.Rejection {
 // Default is the company's standard rule book.
 func Default() Set {
 	return Set{RoleRequired{}, SkillRequired{}, QueueOrder{}, WIPLimit{}, DependenciesFirst{}, WorkDone{}, InfoRequired{},
-		ApprovalRequired{}, WithinBudget{}, SeparationOfDuties{}, ApproverAuthority{}}
+		ApprovalRequired{}, WithinBudget{}, SeparationOfDuties{}, CaseSeparation{}, ApproverAuthority{}}
+}
+
+// CaseSeparation: the world's separation-of-duties rules over the steps of
+// a case (format 2). A refusal names the rule ("separation/<id>") and the
+// steps.
+type CaseSeparation struct{}
+
+// Name implements Rule.
+func (CaseSeparation) Name() string { return "separation" }
+
+// Check implements Rule.
+func (r CaseSeparation) Check(s *org.State, member string, a org.Action) *org.Rejection {
+	if len(s.World.Separation) == 0 {
+		return nil
+	}
+	switch a.Type {
+	case org.ActClaim, org.ActWork, org.ActComplete:
+		if t := s.Task(a.Task); t != nil {
+			if rule, why := s.Separated(t, member, false); rule != nil {
+				return org.Violation(r.Name()+"/"+rule.ID, "%s", why)
+			}
+		}
+	case org.ActApprove, org.ActReject:
+		if req := s.Request(a.Request); req != nil {
+			if rule, why := s.Separated(s.Task(req.Task), member, true); rule != nil {
+				return org.Violation(r.Name()+"/"+rule.ID, "%s", why)
+			}
+		}
+	}
+	return nil
 }
 
 // RoleRequired: only a member holding a task's role may claim, work on or complete it.

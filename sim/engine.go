@@ -139,6 +139,7 @@ const (
 	timerQueueUp   // id: queue whose outage ends
 	timerEscalate  // id: request; step and approver say which assignment it watches
 	timerSLA       // id: ticket whose SLA passes
+	timerCaseSLA   // id: case whose SLA passes
 )
 
 type timer struct {

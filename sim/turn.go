@@ -120,7 +120,7 @@ func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clo
 		cursor = cal.AddWork(cursor, e.cost(m, RequestCost))
 		id := fmt.Sprintf("r%d", len(e.st.Requests)+1)
 		e.emit(payload.EvApprovalRequested, m.ID, cause, payload.ApprovalRequested{Request: id, Task: t.ID, Chain: t.Spec.Chain,
-			Amount: t.Spec.Purchase, Steps: steps, BusyUntil: cursor})
+			Amount: t.Spec.ApprovalAmount(), Steps: steps, BusyUntil: cursor})
 	case org.ActApprove, org.ActReject:
 		r := c.Request
 		cursor = cal.AddWork(cursor, e.cost(m, DecideCost))
@@ -133,7 +133,13 @@ func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clo
 		cursor = cal.AddWork(cursor, e.cost(m, MessageCost))
 		id := fmt.Sprintf("m%d", len(e.st.Messages)+1)
 		e.emit(payload.EvMessageSent, m.ID, cause, payload.MessageSent{Message: id, To: a.To, Text: a.Text, Topic: a.Topic,
-			ReplyTo: a.ReplyTo, DeliverAt: cal.AddWork(cursor, MessageLatency), BusyUntil: cursor})
+			ReplyTo: a.ReplyTo, Task: a.Task, DeliverAt: cal.AddWork(cursor, MessageLatency), BusyUntil: cursor})
+	case org.ActOpenCase:
+		tpl, _ := e.cfg.World.CaseTemplate(a.Template)
+		cursor = cal.AddWork(cursor, e.cost(m, ClaimCost))
+		p := e.openCase(tpl, memberCase(tpl.ID, m.ID, e.openedBy(m.ID, tpl.ID)+1), a.Attributes.Attrs())
+		p.OpenedBy, p.BusyUntil = m.ID, cursor
+		e.emit(payload.EvCaseOpened, m.ID, cause, p)
 	case org.ActWait:
 		var until clock.Time
 		switch {
@@ -212,6 +218,10 @@ func (e *Engine) npcDecide(id string) Answer {
 		if !due(msg.SentAt, "npc/"+id+"/msg/"+msg.ID) {
 			continue
 		}
+		if t := e.st.Task(msg.Task); msg.Task != "" && t != nil && t.Spec.NPC == id && t.Status != org.StatusDone {
+			e.acts = append(e.acts, e.npcStep(msg, t)...)
+			continue
+		}
 		reply := org.Action{Type: org.ActMessage, To: msg.From, ReplyTo: msg.ID,
 			Text: "Sorry, I can't help with that. I can tell you about: " + strings.Join(slices.Sorted(maps.Keys(npc.Knows)), ", ")}
 		if len(npc.Knows) == 0 {
@@ -273,11 +283,15 @@ func (e *Engine) npcObjection(r *org.Request) string {
 	if t.Assignee != r.Requester {
 		return fmt.Sprintf("%s does not hold task %s", r.Requester, t.ID)
 	}
-	if r.Amount != t.Spec.Purchase {
-		return fmt.Sprintf("amount %d does not match the task's purchase of %d", r.Amount, t.Spec.Purchase)
+	if r.Amount != t.Spec.ApprovalAmount() {
+		return fmt.Sprintf("amount %d does not match the task's purchase of %d", r.Amount, t.Spec.ApprovalAmount())
 	}
-	if b := e.st.Budget(t.Team); b != nil && r.Amount > b.Remaining() {
-		return fmt.Sprintf("team %s has %d left, less than %d", b.Team, b.Remaining(), r.Amount)
+	spend := r.Amount
+	if t.Case != "" {
+		spend = t.Spec.Purchase // a case's amount need not be spending
+	}
+	if b := e.st.Budget(t.Team); b != nil && spend > b.Remaining() {
+		return fmt.Sprintf("team %s has %d left, less than %d", b.Team, b.Remaining(), spend)
 	}
 	return ""
 }

@@ -177,6 +177,10 @@ func (e *Engine) fireTimer(t timer) {
 		a, _ := arrivalByID(w, t.id)
 		st := e.st.Arrival(t.id)
 		n := st.N
+		if a.Case != "" {
+			e.arrivalCase(a, n, t.cause)
+			return
+		}
 		at := e.now
 		// A burst brings all of its tickets at once; every other process one.
 		for {
@@ -204,6 +208,8 @@ func (e *Engine) fireTimer(t timer) {
 		e.emit(payload.EvQueueUp, "", t.cause, payload.QueueUp{Queue: t.id})
 	case timerSLA:
 		e.emit(payload.EvSLABreached, "", t.cause, payload.SLABreached{Task: t.id})
+	case timerCaseSLA:
+		e.emit(payload.EvSLABreached, "", t.cause, payload.SLABreached{Case: t.id})
 	case timerEscalate:
 		r := e.st.Request(t.id)
 		to := e.st.EscalationTarget(t.who, r.Requester)
@@ -288,6 +294,9 @@ func (e *Engine) worldTimerValid(at clock.Time, t timer) bool {
 	case timerSLA:
 		task := e.st.Task(t.id)
 		return task != nil && task.Status != org.StatusDone && !task.Breached
+	case timerCaseSLA:
+		c := e.st.Case(t.id)
+		return c != nil && !c.Done() && !c.Breached
 	}
 	return false
 }
@@ -320,6 +329,14 @@ func (e *Engine) scheduleFor(ev events.Event, typed any) {
 		if p.Deadline > 0 {
 			// A ticket open a moment after its deadline has breached its SLA.
 			e.timers.Push(p.Deadline+1, timer{kind: timerSLA, id: p.Task.ID, cause: seq})
+		}
+	case payload.EvCaseOpened:
+		p, _ := payload.As[payload.CaseOpened](&ev, typed)
+		if at, ok := p.Next(); ok && p.Arrival != "" {
+			e.timers.Push(at, timer{kind: timerArrival, id: p.Arrival, cause: seq})
+		}
+		if p.Due > 0 {
+			e.timers.Push(p.Due+1, timer{kind: timerCaseSLA, id: p.Case, cause: seq})
 		}
 	case payload.EvMemberLeft:
 		p, _ := payload.As[payload.MemberLeft](&ev, typed)

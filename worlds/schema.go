@@ -327,7 +327,7 @@ var specs = map[reflect.Type]typeSpec{
 		doc: "A process that brings new tickets into a queue. Gaps are working time; --load scales them.",
 		fields: map[string]fieldSpec{
 			"id":    {doc: "The process's id: lower-case letters, digits, '-' and '_'.", required: true, apply: id},
-			"queue": {doc: "The id of the queue the tickets arrive in.", required: true, apply: id},
+			"queue": {doc: "The id of the queue the tickets arrive in. Not with case (a case goes to its template's queue).", apply: id},
 			"process": {doc: "poisson: random gaps with mean every; scheduled: every exactly, or at the instants in at; bursty: burst tickets at once, every apart.",
 				required: true, apply: oneOf("poisson", "scheduled", "bursty")},
 			"every":  {doc: "poisson: the mean gap; scheduled: the gap; bursty: the gap between bursts. Such as 12m.", apply: duration},
@@ -347,7 +347,7 @@ var specs = map[reflect.Type]typeSpec{
 			atList.Properties = jsonschema.NewProperties()
 			atList.Properties.Set("at", &jsonschema.Schema{MinItems: ptr[uint64](1)})
 			s.AllOf = append(s.AllOf,
-				&jsonschema.Schema{OneOf: []*jsonschema.Schema{requires("ticket"), requires("case")}},
+				&jsonschema.Schema{OneOf: []*jsonschema.Schema{requires("ticket", "queue"), requires("case")}},
 				&jsonschema.Schema{If: whenConst("process", "poisson"), Then: requires("every")},
 				&jsonschema.Schema{If: whenConst("process", "bursty"), Then: bursty},
 				// Either every or a non-empty at, not both.

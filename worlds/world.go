@@ -177,6 +177,22 @@ type Task struct {
 	Skill    string // a skill the worker needs besides the role; "" for none
 	Priority int    // higher is more urgent
 	Info     *Info  // information that must be asked for before completion
+	// Case and Step name the case and the template step a step task is
+	// (format 2); "" for tasks and tickets.
+	Case, Step string
+	// Amount is what a case step's approval thresholds read; Purchase is
+	// what completing it charges.
+	Amount int64
+	NPC    string // the NPC who performs a case step when asked
+}
+
+// ApprovalAmount is the amount the task's approval thresholds read: a case
+// step's Amount, else its purchase.
+func (t *Task) ApprovalAmount() int64 {
+	if t.Case != "" {
+		return t.Amount
+	}
+	return t.Purchase
 }
 
 // Scoring holds the rubric's weights.

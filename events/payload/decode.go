@@ -54,6 +54,7 @@ var decoders = map[string]func([]byte) (any, error){
 	EvQueueUp:           decodeTo[QueueUp],
 	EvApprovalEscalated: decodeTo[ApprovalEscalated],
 	EvTaskCreated:       decodeTo[TaskCreated],
+	EvCaseOpened:        decodeTo[CaseOpened],
 }
 
 func decodeTo[T any](b []byte) (any, error) {

@@ -73,6 +73,10 @@ func AppendAction(dst []byte, a *Action) []byte {
 	dst = fastjson.AppendKeyIntOmit(dst, `,"until":`, a.Until)
 	dst = fastjson.AppendKeyStringOmit(dst, `,"reply_to":`, a.ReplyTo)
 	dst = fastjson.AppendKeyStringOmit(dst, `,"topic":`, a.Topic)
+	dst = fastjson.AppendKeyStringOmit(dst, `,"template":`, a.Template)
+	if !a.Attributes.IsZero() {
+		dst = append(append(dst, `,"attributes":`...), a.Attributes.raw...)
+	}
 	return append(dst, '}')
 }
 
@@ -137,6 +141,10 @@ func (t *TaskSpec) appendJSON(dst []byte) []byte {
 		dst = fastjson.AppendKeyString(dst, `,"topic":`, in.Topic)
 		dst = append(dst, '}')
 	}
+	dst = fastjson.AppendKeyStringOmit(dst, `,"case":`, t.Case)
+	dst = fastjson.AppendKeyStringOmit(dst, `,"step":`, t.Step)
+	dst = fastjson.AppendKeyIntOmit(dst, `,"amount":`, t.Amount)
+	dst = fastjson.AppendKeyStringOmit(dst, `,"npc":`, t.NPC)
 	return append(dst, '}')
 }
 

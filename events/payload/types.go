@@ -36,11 +36,17 @@ const (
 	EvApprovalEscalated = "approval.escalated"
 	EvSLABreached       = "sla.breached"
 	EvReward            = "reward"
+	// EvCaseOpened opens a case (format 2): an instance of a case
+	// template, with its attributes, its hidden facts and the steps that
+	// apply to it.
+	EvCaseOpened = "case.opened"
 )
 
 // SLABreached records that a ticket was still open when its deadline passed.
 type SLABreached struct {
 	Task string `json:"task"`
+	// Case is the case whose SLA passed (format 2; Task is then "").
+	Case string `json:"case,omitempty"`
 }
 
 // Reward is a dense reward: the change of the team's score (and of each
@@ -139,6 +145,15 @@ type TaskSpec struct {
 	Skill    string         `json:"skill,omitempty"`    // a skill the worker needs besides the role
 	Priority int            `json:"priority,omitempty"` // higher is more urgent
 	Info     *InfoSpec      `json:"info,omitempty"`     // information that must be asked for before completion
+	// Case and Step name the case and the template's step a step task is
+	// (format 2; empty for tasks and tickets).
+	Case string `json:"case,omitempty"`
+	Step string `json:"step,omitempty"`
+	// Amount is what a case step's approval thresholds read (its chain's
+	// attribute, or its charge); Purchase is what completing it charges.
+	Amount int64 `json:"amount,omitempty"`
+	// NPC is the NPC who performs a case step when asked.
+	NPC string `json:"npc,omitempty"`
 }
 
 // InfoSpec is information a task needs that one member holds and gives when asked.
@@ -309,6 +324,7 @@ type MessageSent struct {
 	Text      string     `json:"text"`
 	Topic     string     `json:"topic,omitempty"`    // information the message gives (NPCs' answers)
 	ReplyTo   string     `json:"reply_to,omitempty"` // the message it answers
+	Task      string     `json:"task,omitempty"`     // the step it asks its NPC recipient to perform (format 2)
 	DeliverAt clock.Time `json:"deliver_at"`
 	BusyUntil clock.Time `json:"busy_until"`
 }
@@ -333,6 +349,10 @@ type Action struct {
 	Until   int64  `json:"until,omitempty"`    // for wait: sleep until this simulated time
 	ReplyTo string `json:"reply_to,omitempty"` // for message: the message it answers
 	Topic   string `json:"topic,omitempty"`    // for message: information given (only colleagues who hold it)
+	// Template and Attributes are open_case's: the case template and the
+	// attributes the member gives (the rest are drawn).
+	Template   string      `json:"template,omitempty"`
+	Attributes ActionAttrs `json:"attributes,omitzero"`
 }
 
 // RequestStep is one approval a request needs: as approval.requested
@@ -352,7 +372,7 @@ type RequestStep struct {
 // other filters accept.
 var Types = []string{
 	EvActionRejected, EvApprovalEscalated, EvApprovalGranted, EvApprovalRejected, EvApprovalRequested,
-	EvMemberLeft, EvMemberReturned, EvMemberWaiting, EvMessageDelivered, EvMessageSent,
+	EvCaseOpened, EvMemberLeft, EvMemberReturned, EvMemberWaiting, EvMessageDelivered, EvMessageSent,
 	EvProjectStarted, EvQueueDown, EvQueueUp, EvReward, EvSessionEnded, EvSessionStarted,
 	EvSLABreached, EvTaskChanged, EvTaskClaimed, EvTaskCompleted, EvTaskCreated, EvTaskHandedOff,
 	EvTaskReprioritized, EvTurn, EvTurnFailed, EvTurnTimeout, EvWorkFinished, EvWorkStarted,
