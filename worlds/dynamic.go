@@ -214,16 +214,10 @@ const (
 	Urgent       = "urgent"
 )
 
-// offset parses a working-time offset from the start into a simulated time.
+// offset parses a time: a working-time offset from the start or, from
+// version 2, an RFC 3339 instant (when).
 func (v *validator) offset(path, s string, cal *clock.Calendar, required bool) (clock.Time, bool) {
-	if s == "" && !required {
-		return 0, true
-	}
-	d, ok := v.duration(path, s, cal.DayLength(), false)
-	if !ok {
-		return 0, false
-	}
-	return cal.AddWork(cal.NextWorking(0), d), true
+	return v.when(path, s, cal, required, false)
 }
 
 type refs struct {

@@ -783,6 +783,9 @@ type validator struct {
 	// version is the file's format version (Version when it names none
 	// or a wrong one, so that the rest is checked as the newest).
 	version int
+	// horizon is the world's horizon once read (0 before): an RFC 3339
+	// instant past it is refused (when).
+	horizon clock.Time
 }
 
 // needs reports whether the file's format version is at least version,
@@ -926,8 +929,12 @@ func (v *validator) build(f *file) *World {
 	}
 	w.Calendar = cal
 	dayLen := cal.DayLength()
-	if h, ok := v.duration("horizon", f.Horizon, dayLen, true); ok {
-		w.Horizon = cal.AddWork(cal.NextWorking(0), h)
+	if h, ok := v.when("horizon", f.Horizon, &cal, true, true); ok {
+		if h <= cal.NextWorking(0) {
+			v.errf("horizon", "%s leaves no working time after the start", f.Horizon)
+		}
+		w.Horizon = h
+		v.horizon = h
 	}
 	switch f.Dispatch {
 	case "", DispatchAll:
@@ -1092,9 +1099,7 @@ func (v *validator) build(f *file) *World {
 		v.finite(p+".value", &pr.Value)
 		v.nonNegative(p+".value", &pr.Value)
 		proj := Project{ID: pr.ID, Title: pr.Title, Team: pr.Team, Queue: pr.Queue, Value: pr.Value}
-		if d, ok := v.duration(p+".deadline", pr.Deadline, dayLen, true); ok {
-			proj.Deadline = cal.AddWork(cal.NextWorking(0), d)
-		}
+		proj.Deadline, _ = v.when(p+".deadline", pr.Deadline, &cal, true, true)
 		proj.Start, _ = v.offset(p+".start", pr.Start, &cal, false)
 		if proj.Start > 0 && proj.Deadline > 0 && proj.Start >= proj.Deadline {
 			v.errf(p+".start", "project %q starts at or after its deadline", pr.ID)

@@ -59,6 +59,9 @@ var (
 	datePattern = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
 	// instantPattern is an RFC 3339 instant, as time.RFC3339 reads it.
 	instantPattern = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$`)
+	// whenPattern is a time as when reads it: an offset (a duration) or,
+	// from version 2, an RFC 3339 instant.
+	whenPattern = regexp.MustCompile(`^(` + inner(durationPattern) + `|` + inner(instantPattern) + `)$`)
 	// priorityKeyPattern is a key of a ticket template's priority weights.
 	priorityKeyPattern = regexp.MustCompile(`^-?[0-9]+$`)
 )
@@ -84,7 +87,13 @@ type typeSpec struct {
 func id(s *jsonschema.Schema)       { s.Pattern = idPattern.String() }
 func ids(s *jsonschema.Schema)      { id(s.Items) }
 func duration(s *jsonschema.Schema) { s.Pattern = durationPattern.String() }
-func offsets(s *jsonschema.Schema)  { duration(s.Items) }
+func offsets(s *jsonschema.Schema)  { when(s.Items) }
+func when(s *jsonschema.Schema)     { s.Pattern = whenPattern.String() }
+
+// inner is a pattern without its anchors, to be joined with others.
+func inner(p *regexp.Regexp) string {
+	return strings.TrimSuffix(strings.TrimPrefix(p.String(), "^"), "$")
+}
 func atLeast(n int) func(*jsonschema.Schema) {
 	return func(s *jsonschema.Schema) { s.Minimum = json.Number(fmt.Sprint(n)) }
 }
@@ -168,7 +177,8 @@ var specs = map[reflect.Type]typeSpec{
 				"Its offset is the time zone of the calendar.", required: true,
 				apply: func(s *jsonschema.Schema) { s.Format = "date-time"; s.Pattern = instantPattern.String() }},
 			"horizon": {doc: "How long the session runs, in working time from the start, such as 15d. " +
-				"Units: w (5 working days), d (one working day), h, m, s, ms.", required: true, apply: duration},
+				"Units: w (5 working days), d (one working day), h, m, s, ms. " +
+				"From version 2 also an RFC 3339 instant, such as 2026-01-26T17:00:00Z.", required: true, apply: when},
 			"dispatch": {doc: "Which agent seats are asked when work becomes available (a ticket arrives, a task's dependencies are done, a project starts). " +
 				"all (the default): every idle seat that may take it; they compete and the first in member order wins. " +
 				"one: one idle seat at a time, taking turns by member order within each role; a seat that passes hands the offer on to the next.",
@@ -244,7 +254,7 @@ var specs = map[reflect.Type]typeSpec{
 	reflect.TypeFor[fileWindow](): {
 		doc: "A window of working time.",
 		fields: map[string]fieldSpec{
-			"from": {doc: "When the window opens, in working time from the start, such as 6d.", required: true, apply: duration},
+			"from": {doc: "When the window opens, in working time from the start, such as 6d, or (version 2) an RFC 3339 instant.", required: true, apply: when},
 			"for":  {doc: "How long the window lasts, in working time, such as 1d.", required: true, apply: duration},
 		},
 	},
@@ -281,8 +291,8 @@ var specs = map[reflect.Type]typeSpec{
 			"team":     {doc: "The id of the team that owns the project.", required: true, apply: id},
 			"queue":    {doc: "The id of the queue the project's tasks wait in.", required: true, apply: id},
 			"value":    {doc: "Bonus scored when every task is done by the deadline."},
-			"deadline": {doc: "The deadline, in working time from the start, such as 12d.", required: true, apply: duration},
-			"start":    {doc: "The project's tasks appear this far into the session, in working time; before the deadline.", apply: duration},
+			"deadline": {doc: "The deadline, in working time from the start, such as 12d, or (version 2) an RFC 3339 instant.", required: true, apply: when},
+			"start":    {doc: "The project's tasks appear this far into the session, in working time, or (version 2) at an RFC 3339 instant; before the deadline.", apply: when},
 			"tasks":    {doc: "The project's tasks.", required: true, apply: nonEmpty},
 		},
 	},
@@ -330,9 +340,9 @@ var specs = map[reflect.Type]typeSpec{
 				required: true, apply: oneOf("poisson", "scheduled", "bursty")},
 			"every":  {doc: "poisson: the mean gap; scheduled: the gap; bursty: the gap between bursts. Such as 12m.", apply: duration},
 			"burst":  {doc: "bursty: tickets per burst."},
-			"at":     {doc: "scheduled: instants (working time from the start) instead of every, such as [1d, 2d4h].", apply: offsets},
-			"start":  {doc: "When the first ticket may arrive, in working time from the start.", apply: duration},
-			"until":  {doc: "When arrivals stop, in working time from the start. Omitted: the horizon.", apply: duration},
+			"at":     {doc: "scheduled: instants (working time from the start, or from version 2 RFC 3339 instants) instead of every, such as [1d, 2d4h].", apply: offsets},
+			"start":  {doc: "When the first ticket may arrive, in working time from the start, or (version 2) an RFC 3339 instant.", apply: when},
+			"until":  {doc: "When arrivals stop, in working time from the start, or (version 2) an RFC 3339 instant. Omitted: the horizon.", apply: when},
 			"count":  {doc: "Stop after this many tickets (before load scaling); 0 for no limit.", apply: atLeast(0)},
 			"ticket": {doc: "The tickets the process brings.", required: true},
 		},
@@ -375,7 +385,8 @@ var specs = map[reflect.Type]typeSpec{
 	reflect.TypeFor[fileInterruption](): {
 		doc: "Something that happens to the company at a set time.",
 		fields: map[string]fieldSpec{
-			"at": {doc: "When it happens, in working time from the start, such as 3d.", required: true, apply: duration},
+			"at": {doc: "When it happens, in working time from the start, such as 3d, or (version 2) an RFC 3339 instant such as 2026-02-17T09:00:00Z; " +
+				"an instant outside working hours means the next working moment.", required: true, apply: when},
 			"kind": {doc: "reprioritize: a task gets a new value or priority; leave: a member is away (and may delegate); " +
 				"outage: a queue stops; change: a task needs more effort; urgent: an urgent ticket arrives.",
 				required: true, apply: oneOf(Reprioritize, Leave, Outage, Change, Urgent)},
