@@ -41,6 +41,9 @@ type file struct {
 	Arrivals    []fileArrival      `yaml:"arrivals"`
 	Interrupts  []fileInterruption `yaml:"interruptions"`
 	Scoring     fileScoring        `yaml:"scoring"`
+	// Version 2.
+	Costs          *fileCosts `yaml:"costs"`
+	MessageLatency string     `yaml:"message_latency"`
 }
 
 type fileCalendar struct {
@@ -1174,6 +1177,7 @@ func (v *validator) build(f *file) *World {
 	}
 	v.arrivals(f, w, r)
 	v.interruptions(f, w, r)
+	v.costs(f, w)
 
 	// Scoring.
 	v.finite("scoring.violation_penalty", f.Scoring.ViolationPenalty)

@@ -193,6 +193,23 @@ var specs = map[reflect.Type]typeSpec{
 			"arrivals":      {doc: "Processes that bring new tickets into queues during the session."},
 			"interruptions": {doc: "Things that happen to the company at set times: reprioritization, leave, outages, changed requirements, urgent tickets."},
 			"scoring":       {doc: "How a session is scored. Omitted fields take their defaults."},
+			"costs":         {doc: "Version 2: the working time each action takes the member who does it. Omitted actions keep their defaults."},
+			"message_latency": {doc: "Version 2: how long a message takes to arrive, in working time. Default 10m.",
+				apply: both(duration, defaults("10m"))},
+		},
+	},
+	reflect.TypeFor[fileCosts](): {
+		doc: "Action costs in working time (version 2). NPCs' bookkeeping takes no time.",
+		fields: map[string]fieldSpec{
+			"turn":             {doc: "Every turn takes at least this long; more than zero. Default 1m.", apply: both(duration, defaults("1m"))},
+			"claim":            {doc: "Claiming a task or ticket. Default 5m.", apply: both(duration, defaults("5m"))},
+			"work":             {doc: "How long a work action without for lasts (at most the effort left); more than zero. Default 2h.", apply: both(duration, defaults("2h"))},
+			"complete":         {doc: "Marking a task done. Default 15m.", apply: both(duration, defaults("15m"))},
+			"request_approval": {doc: "Asking for a purchase's approval. Default 10m.", apply: both(duration, defaults("10m"))},
+			"decide":           {doc: "Approving or rejecting a request. Default 10m.", apply: both(duration, defaults("10m"))},
+			"message":          {doc: "Sending a message (its delivery takes message_latency more). Default 5m.", apply: both(duration, defaults("5m"))},
+			"handoff":          {doc: "Handing a task back to its queue or to a colleague. Default 5m.", apply: both(duration, defaults("5m"))},
+			"escalate":         {doc: "Escalating a pending request. Default 5m.", apply: both(duration, defaults("5m"))},
 		},
 	},
 	reflect.TypeFor[fileCalendar](): {

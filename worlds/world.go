@@ -46,6 +46,9 @@ type World struct {
 	// Interruptions in file order.
 	Interruptions []Interruption
 	Scoring       Scoring
+	// Costs are the action costs and message latency the file sets
+	// (version 2); nil for the defaults. Read them with ActionCosts.
+	Costs *Costs
 	// Warnings are mistakes that do not stop a run (an SLA shorter than the
 	// work its tickets need), with where they are; `worlds validate` and
 	// `run` print them.
