@@ -128,6 +128,9 @@ func (v verifier) check(t *org.Task) string {
 			// An escalated step is decided by whoever it was escalated to
 			// (a manager or a delegate), who need not hold the role.
 			eligible := m != nil && (m.Role == st.Role || rs.Escalated > 0 || rs.Delegated)
+			if eligible && decidedBeyondLimit(s, r, &rs) {
+				return fmt.Sprintf("approval step %d (%s) granted by %s, a delegate beyond its delegation limit", i+1, st.Role, rs.Approver)
+			}
 			if rs.Role != st.Role || rs.Status != org.RequestApproved || !eligible || rs.Approver == r.Requester {
 				return fmt.Sprintf("approval step %d (%s) not granted by an eligible approver", i+1, st.Role)
 			}

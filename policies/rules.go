@@ -31,7 +31,7 @@ func (set Set) Check(s *org.State, member string, a org.Action) *org.Rejection {
 // Default is the company's standard rule book.
 func Default() Set {
 	return Set{RoleRequired{}, SkillRequired{}, QueueOrder{}, WIPLimit{}, DependenciesFirst{}, WorkDone{}, InfoRequired{},
-		ApprovalRequired{}, WithinBudget{}, SeparationOfDuties{}, ApproverAuthority{}}
+		ApprovalRequired{}, WithinBudget{}, SeparationOfDuties{}, DelegationLimit{}, ApproverAuthority{}}
 }
 
 // RoleRequired: only a member holding a task's role may claim, work on or complete it.

@@ -114,7 +114,7 @@ func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clo
 		from := r.Steps[r.Current].Approver
 		cursor = cal.AddWork(cursor, e.cost(m, costs.Escalate))
 		e.emit(payload.EvApprovalEscalated, m.ID, cause, payload.ApprovalEscalated{Request: r.ID, Step: r.Current, From: from,
-			To: e.st.EscalationTarget(from, r.Requester), Reason: "requested", BusyUntil: cursor})
+			To: e.st.EscalationTarget(from, r), Reason: "requested", BusyUntil: cursor})
 	case org.ActRequestApproval:
 		t := c.Task
 		steps := e.st.RouteSteps(t, m.ID)

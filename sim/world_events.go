@@ -206,7 +206,7 @@ func (e *Engine) fireTimer(t timer) {
 		e.emit(payload.EvSLABreached, "", t.cause, payload.SLABreached{Task: t.id})
 	case timerEscalate:
 		r := e.st.Request(t.id)
-		to := e.st.EscalationTarget(t.who, r.Requester)
+		to := e.st.EscalationTarget(t.who, r)
 		if to != "" {
 			e.emit(payload.EvApprovalEscalated, "", t.cause, payload.ApprovalEscalated{Request: r.ID, Step: t.step, From: t.who, To: to, Reason: "timeout"})
 		}
@@ -248,8 +248,12 @@ func (e *Engine) interrupt(i int, in *worlds.Interruption) {
 			if r.Status != org.RequestPending || r.Steps[r.Current].Approver != in.Member {
 				continue
 			}
-			if to := e.st.EscalationTarget(in.Member, r.Requester); to != "" {
-				e.emit(payload.EvApprovalEscalated, "", seq, payload.ApprovalEscalated{Request: r.ID, Step: r.Current, From: in.Member, To: to, Reason: "leave"})
+			if to := e.st.EscalationTarget(in.Member, r); to != "" {
+				reason := "leave"
+				if e.st.DelegatePassedOver(in.Member, r) {
+					reason = "delegate_limit" // the delegate may not take it: the fallback does
+				}
+				e.emit(payload.EvApprovalEscalated, "", seq, payload.ApprovalEscalated{Request: r.ID, Step: r.Current, From: in.Member, To: to, Reason: reason})
 			}
 		}
 	}

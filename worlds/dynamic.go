@@ -126,6 +126,8 @@ type fileInterruption struct {
 	Effort   string        `yaml:"effort"` // change: extra effort
 	Note     string        `yaml:"note"`
 	Ticket   *fileTemplate `yaml:"ticket"`
+	// DelegateLimit limits what a leave's delegate may approve (version 2).
+	DelegateLimit *fileDelegateLimit `yaml:"delegate_limit"`
 }
 
 // Dist is a distribution of durations or amounts. Kind is "fixed", "exp" or "uniform".
@@ -203,6 +205,9 @@ type Interruption struct {
 	Effort   clock.Duration
 	Note     string
 	Ticket   *Template
+	// DelegateLimit limits what Delegate may approve for Member on leave;
+	// nil for no limit.
+	DelegateLimit *DelegateLimit
 }
 
 // Interruption kinds.

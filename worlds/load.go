@@ -1177,6 +1177,7 @@ func (v *validator) build(f *file) *World {
 	}
 	v.arrivals(f, w, r)
 	v.interruptions(f, w, r)
+	v.delegateLimits(f, w, r)
 	v.costs(f, w)
 
 	// Scoring.

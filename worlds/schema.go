@@ -399,6 +399,13 @@ var specs = map[reflect.Type]typeSpec{
 			"info":     {doc: "Information a ticket needs that only one NPC holds and gives when asked."},
 		},
 	},
+	reflect.TypeFor[fileDelegateLimit](): {
+		doc: "A limit on what a leave's delegate may approve (version 2): below an amount, on some chains, or both.",
+		fields: map[string]fieldSpec{
+			"below":  {doc: "The delegate approves only amounts below this; more than zero.", apply: atLeast(1)},
+			"chains": {doc: "Ids of the approval chains whose steps the delegate may approve; omitted: any chain.", apply: both(ids, nonEmpty)},
+		},
+	},
 	reflect.TypeFor[fileInterruption](): {
 		doc: "Something that happens to the company at a set time.",
 		fields: map[string]fieldSpec{
@@ -416,8 +423,9 @@ var specs = map[reflect.Type]typeSpec{
 			"priority": {doc: "reprioritize: the task's new priority; urgent: the ticket's priority."},
 			"effort": {doc: "change: the extra effort, such as +2d.",
 				apply: func(s *jsonschema.Schema) { s.Pattern = extraEffortPattern.String() }},
-			"note":   {doc: "What agents are told happened."},
-			"ticket": {doc: "urgent: the ticket that arrives."},
+			"note":           {doc: "What agents are told happened."},
+			"ticket":         {doc: "urgent: the ticket that arrives."},
+			"delegate_limit": {doc: "leave (version 2): what the delegate may approve meanwhile. A step beyond it goes to the absent member's manager; with no manager it waits for the member's return."},
 		},
 		extend: func(s *jsonschema.Schema) {
 			s.AllOf = append(s.AllOf,
