@@ -387,7 +387,8 @@ var specs = map[reflect.Type]typeSpec{
 			"team":   {doc: "The id of the team the tickets belong to, whose budget pays for them. Omitted: the team of a member serving the queue.", apply: id},
 			"effort": {doc: "Working time a ticket takes.", required: true},
 			"value":  {doc: "Score for resolving a ticket. Omitted: the mean effort in hours."},
-			"sla":    {doc: "Working time within which a ticket should be resolved, such as 4h.", apply: duration},
+			"sla": {doc: "Working time within which a ticket should be resolved, such as 4h; " +
+				"from version 2 also per priority, such as {1: 1d, 2: 4h, 3: 1h}, with an entry for every priority tickets can get."},
 			"priority": {doc: "Weights of the priorities tickets get, such as {1: 70, 2: 25, 3: 5}: priority -> weight.",
 				apply: func(s *jsonschema.Schema) {
 					s.PatternProperties = map[string]*jsonschema.Schema{
@@ -460,6 +461,19 @@ func distSchema() *jsonschema.Schema {
 	}
 }
 
+// slaSchema is a fileSLA: a duration, or a mapping of priority to duration.
+func slaSchema() *jsonschema.Schema {
+	dur := &jsonschema.Schema{Type: "string", Pattern: durationPattern.String()}
+	return &jsonschema.Schema{
+		Description: "A duration such as 4h, or (version 2) a mapping of priority to duration such as {1: 1d, 2: 4h, 3: 1h}.",
+		OneOf: []*jsonschema.Schema{
+			{Type: "string", Pattern: durationPattern.String(), Description: "The SLA of every ticket, such as 4h."},
+			{Type: "object", Description: "The SLA of each priority.", MinProperties: ptr[uint64](1),
+				PatternProperties: map[string]*jsonschema.Schema{priorityKeyPattern.String(): dur}, AdditionalProperties: jsonschema.FalseSchema},
+		},
+	}
+}
+
 // amountDistSchema is a fileAmountDist: an amount, or a mapping with mean or with min and max.
 func amountDistSchema() *jsonschema.Schema {
 	amount := func(doc, min string) *jsonschema.Schema {
@@ -504,6 +518,8 @@ func buildSchema() *jsonschema.Schema {
 				return distSchema()
 			case reflect.TypeFor[fileAmountDist]():
 				return amountDistSchema()
+			case reflect.TypeFor[fileSLA]():
+				return slaSchema()
 			}
 			return nil
 		},
