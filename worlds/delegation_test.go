@@ -66,13 +66,7 @@ func TestLoadDelegateLimitErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Load("w.yaml", mustEdit(t, tt.edits...))
-			if err == nil {
-				t.Fatalf("Load: no error, want %s", tt.want)
-			}
-			if got := err.Error(); got != tt.want {
-				t.Errorf("Load error:\ngot  %s\nwant %s", got, tt.want)
-			}
+			wantLoadError(t, mustEdit(t, tt.edits...), tt.want)
 		})
 	}
 }

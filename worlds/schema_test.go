@@ -152,6 +152,10 @@ func TestSchemaAcceptsValidWorlds(t *testing.T) {
 			"horizon: 15d", "horizon: \"2026-01-26T17:00:00+00:00\"",
 			lastTask, lastTask+"arrivals:\n  - {id: a, queue: backlog, process: scheduled, at: [\"2026-01-06T10:30:00Z\", 1d], until: \"2026-01-09T12:00:00.5Z\", ticket: {role: engineer, effort: 1h}}\n"+
 				"interruptions:\n  - {at: \"2026-01-10T12:00:00Z\", kind: outage, queue: backlog, for: 1h}\n")},
+		{"costs, message latency, a delegation limit, an SLA by priority (version 2)", v2(
+			"name: tiny\n", "name: tiny\ncosts: {turn: 2m, claim: 1m, work: 30m, complete: 0s, request_approval: 5m, decide: 5m, message: 1m, handoff: 1m, escalate: 1m}\nmessage_latency: 20m\n",
+			lastTask, lastTask+"arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, ticket: {role: engineer, effort: 1h, priority: {1: 1, 2: 1}, sla: {1: 1d, 2: 2h}}}\n"+
+				"interruptions:\n  - {at: 1d, kind: leave, member: alice, delegate: bob, for: 2d, delegate_limit: {below: 1000, chains: [purchases]}}\n")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,6 +216,11 @@ func TestSchemaRejectsBrokenWorlds(t *testing.T) {
 		{"interruption without a time", withSection("interruptions:\n  - {kind: outage, queue: backlog, for: 1h}\n"), "at"},
 		{"an instant without a zone", v2(withSection("interruptions:\n  - {at: \"2026-01-06T10:00:00\", kind: outage, queue: backlog, for: 1h}\n")...), "/interruptions/0/at"},
 		{"a deadline in words", []string{"deadline: 12d", "deadline: next week"}, "deadline"},
+		{"an unknown action cost", v2("name: tiny\n", "name: tiny\ncosts: {lunch: 1h}\n"), "lunch"},
+		{"an action cost in words", v2("name: tiny\n", "name: tiny\ncosts: {claim: soon}\n"), "/costs/claim"},
+		{"a message latency without a unit", v2("name: tiny\n", "name: tiny\nmessage_latency: 5\n"), "message_latency"},
+		{"a negative delegation limit", v2(lastTask, lastTask+"interruptions:\n  - {at: 1d, kind: leave, member: alice, delegate: bob, for: 2d, delegate_limit: {below: -1}}\n"), "below"},
+		{"a bad duration in an SLA map", v2(lastTask, lastTask+"arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, ticket: {role: engineer, effort: 1h, sla: {0: soon}}}\n"), "sla"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
