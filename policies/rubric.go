@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -43,6 +44,17 @@ type Scorecard struct {
 	TurnErrors int            `json:"turn_errors"`
 	Turns      int            `json:"turns"`
 	Projects   []ProjectScore `json:"projects"`
+	// SLAByPriority breaks tickets and SLA breaches down by priority, in
+	// order of priority; only in a world whose tickets have an SLA by
+	// priority (version 2).
+	SLAByPriority []PrioritySLA `json:"sla_by_priority,omitempty"`
+}
+
+// PrioritySLA is the tickets of one priority and their SLA breaches.
+type PrioritySLA struct {
+	Priority    int `json:"priority"`
+	Tickets     int `json:"tickets"`
+	SLABreaches int `json:"sla_breaches"`
 }
 
 // ProjectScore is one project's part of the score.
@@ -245,6 +257,7 @@ func Score(s *org.State) Scorecard {
 		c.Projects = append(c.Projects, ps)
 		criticalPath(s, p, credit)
 	}
+	byPriority := slaByPriority(w)
 	for _, t := range s.Tasks {
 		if t.Kind != org.KindTicket {
 			continue
@@ -252,6 +265,9 @@ func Score(s *org.State) Scorecard {
 		c.Tickets++
 		if t.Breached {
 			c.SLABreaches++
+		}
+		if byPriority {
+			c.countPriority(t.Spec.Priority, t.Breached)
 		}
 		if t.Status != org.StatusDone {
 			continue
@@ -420,3 +436,32 @@ func decay(late, halfLife clock.Duration) float64 {
 }
 
 func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// slaByPriority reports whether some ticket template of w has an SLA by
+// priority.
+func slaByPriority(w *worlds.World) bool {
+	for i := range w.Arrivals {
+		if w.Arrivals[i].Ticket.SLAByPriority != nil {
+			return true
+		}
+	}
+	for i := range w.Interruptions {
+		if t := w.Interruptions[i].Ticket; t != nil && t.SLAByPriority != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// countPriority counts a ticket of priority p in SLAByPriority, kept in
+// order of priority.
+func (c *Scorecard) countPriority(p int, breached bool) {
+	i, found := slices.BinarySearchFunc(c.SLAByPriority, p, func(x PrioritySLA, p int) int { return cmp.Compare(x.Priority, p) })
+	if !found {
+		c.SLAByPriority = slices.Insert(c.SLAByPriority, i, PrioritySLA{Priority: p})
+	}
+	c.SLAByPriority[i].Tickets++
+	if breached {
+		c.SLAByPriority[i].SLABreaches++
+	}
+}

@@ -1,11 +1,13 @@
 package sim_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -61,5 +63,14 @@ arrivals:
 	}
 	if breached != 8 {
 		t.Errorf("SLA breaches: got %d, want 8", breached)
+	}
+	// The scorecard breaks them down by priority.
+	want := []policies.PrioritySLA{{Priority: 1, Tickets: seen[1], SLABreaches: seen[1]}, {Priority: 2, Tickets: seen[2], SLABreaches: seen[2]}}
+	if got := policies.Score(e.State()).SLAByPriority; !slices.Equal(got, want) {
+		t.Errorf("scorecard SLA by priority: got %+v, want %+v", got, want)
+	}
+	// A world without an SLA by priority has no breakdown.
+	if got := policies.Score(mustEngine(t, 1).State()).SLAByPriority; got != nil {
+		t.Errorf("startup's scorecard SLA by priority: got %+v, want none", got)
 	}
 }
