@@ -71,6 +71,7 @@ func TestActionCosts(t *testing.T) {
 					{Type: org.ActWork, Task: "t1"},
 				}}
 			}, false, 0)
+			mustReplay(t, evs)
 			var claimed payload.TaskClaimed
 			var sent payload.MessageSent
 			var started payload.WorkStarted

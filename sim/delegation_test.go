@@ -150,9 +150,28 @@ func TestDelegationLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w, src := delegationWorld(t, tt.leaveAt, tt.withManager)
-			if got := summary(t, playDelegation(t, w, src)); got != tt.want {
+			evs := playDelegation(t, w, src)
+			if got := summary(t, evs); got != tt.want {
 				t.Errorf("log:\ngot\n%swant\n%s", got, tt.want)
 			}
+			mustReplay(t, evs)
 		})
+	}
+}
+
+// mustReplay rebuilds a session from its events: Apply accepts every one
+// of them (routing, escalations and decisions recomputed from the state)
+// and the recorded state hash matches.
+func mustReplay(tb testing.TB, evs []events.Event) {
+	tb.Helper()
+	seq := func(yield func(events.Event, error) bool) {
+		for _, ev := range evs {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
+	if _, err := sim.Rebuild(seq, "s", sim.Config{}); err != nil {
+		tb.Fatalf("replay: %v", err)
 	}
 }

@@ -42,6 +42,7 @@ arrivals:
 	evs := drive(t, e, func(o org.Observation) sim.Answer { // nobody works: every ticket breaches
 		return sim.Answer{Member: o.Member, Turn: o.Turn, Actions: []org.Action{}}
 	}, false, 0)
+	mustReplay(t, evs)
 	seen := map[int]int{}
 	breached := 0
 	for _, ev := range evs {
