@@ -100,13 +100,13 @@ var toolSpecs = []toolSpec{
 		desc: "Approve a request waiting for your decision (listed in \"approvals\"). Costs 10 minutes. Approve only a valid request: " +
 			"the requester holds the task (task_assignee equals requester), the amount equals the task's purchase (task_purchase), " +
 			"and your team's remaining budget covers it; otherwise reject it with a reason. " +
-			"Refused as a policy violation when it is your own request (separation-of-duties) or waits for someone else (approver-authority).",
+			"Refused as a policy violation when it is your own request (separation-of-duties), when you stand in for a colleague on leave and it is beyond the leave's delegation limit (delegation-limit), or when it waits for someone else (approver-authority).",
 		params: []toolParam{paramRequest},
 	},
 	{
 		name: org.ActReject,
 		desc: "Reject a request waiting for your decision (listed in \"approvals\"), saying why. Costs 10 minutes. The requester may ask again. " +
-			"Refused as a policy violation when it is your own request (separation-of-duties) or waits for someone else (approver-authority).",
+			"Refused as a policy violation when it is your own request (separation-of-duties), when you stand in for a colleague on leave and it is beyond the leave's delegation limit (delegation-limit), or when it waits for someone else (approver-authority).",
 		params: []toolParam{paramRequest,
 			{name: "reason", typ: "string", required: true, desc: "Why the request is rejected, in a sentence (required, not blank).",
 				set: func(a *org.Action, v any) { a.Reason = v.(string) }}},

@@ -798,7 +798,7 @@ func (s *State) applyApprovalEscalated(ev *events.Event) error {
 			return refused(ev, rej)
 		}
 	}
-	if to := s.EscalationTarget(p.From, r.Requester); p.To != to {
+	if to := s.EscalationTarget(p.From, r); p.To != to {
 		return badEvent(ev, "request %q step %d goes to %q, not %q", p.Request, p.Step, to, p.To)
 	}
 	r.Steps[p.Step].Approver = p.To

@@ -194,7 +194,7 @@ func (s *State) CheckRequestApproval(m *Member, t *Task) *Rejection {
 		return Reject(KindState, "task %q already has request %s, %s", t.ID, t.Request, st)
 	}
 	for _, st := range steps {
-		if s.approverFor(st.Role, t, m.ID) == "" {
+		if s.approverFor(st.Role, t.Spec.Chain, t.Spec.ApprovalAmount(), t, m.ID) == "" {
 			return Reject(KindState, "nobody but %s holds role %q to approve", m.ID, st.Role)
 		}
 	}
@@ -223,7 +223,7 @@ func (s *State) CheckEscalate(m *Member, r *Request) *Rejection {
 		return Reject(KindState, "request %s is %s's, not yours to escalate", r.ID, r.Requester)
 	case r.Status != RequestPending:
 		return Reject(KindState, "request %s is already %s", r.ID, r.Status)
-	case s.EscalationTarget(r.Steps[r.Current].Approver, r.Requester) == "":
+	case s.EscalationTarget(r.Steps[r.Current].Approver, r) == "":
 		return Reject(KindState, "nobody stands above %s to take request %s", r.Steps[r.Current].Approver, r.ID)
 	}
 	return nil
@@ -312,16 +312,19 @@ func (s *State) WaitsFor(r *Request, member string) bool {
 	return r.Status == RequestPending && r.Steps[r.Current].Approver == member
 }
 
-// ApproverFor picks who approves a step of role for requester: the first
-// other member holding the role, by ID; if all of them are away, whoever
-// stands in for them; "" when nobody can.
-func (s *State) ApproverFor(role, requester string) string {
-	return s.approverFor(role, nil, requester)
+// ApproverFor picks who approves a step of role on chain for amount, for
+// requester: the first other member holding the role, by ID; if all of
+// them are away, whoever stands in for them: a delegate whose limit allows
+// the step, else the manager of a holder whose delegate's limit does not,
+// else that holder itself (the step waits for its return); "" when nobody
+// can.
+func (s *State) ApproverFor(role, chain string, amount int64, requester string) string {
+	return s.approverFor(role, chain, amount, nil, requester)
 }
 
 // approverFor is ApproverFor for task t's request, passing over whoever a
 // separation rule bars from approving it.
-func (s *State) approverFor(role string, t *Task, requester string) string {
+func (s *State) approverFor(role, chain string, amount int64, t *Task, requester string) string {
 	barred := func(id string) bool {
 		if t == nil || t.Case == "" {
 			return false
@@ -335,8 +338,16 @@ func (s *State) approverFor(role string, t *Task, requester string) string {
 		}
 	}
 	for _, m := range s.Members {
-		if m.Role == role && m.ID != requester && m.Delegate != "" && m.Delegate != requester && !barred(m.Delegate) {
+		if m.Role == role && m.ID != requester && m.Delegate != "" && m.Delegate != requester && s.DelegateMay(m, chain, amount) && !barred(m.Delegate) {
 			return m.Delegate
+		}
+	}
+	for _, m := range s.Members {
+		if m.Role == role && m.ID != requester && m.OnLeave && m.Delegate != "" && !s.DelegateMay(m, chain, amount) {
+			if mgr := s.managerStandIn(m, requester); mgr != "" {
+				return mgr
+			}
+			return m.ID
 		}
 	}
 	return ""
@@ -349,7 +360,7 @@ func (s *State) approverFor(role string, t *Task, requester string) string {
 func (s *State) RouteSteps(t *Task, requester string) []RequestStep {
 	var steps []RequestStep
 	for _, st := range s.StepsFor(t) {
-		who := s.approverFor(st.Role, t, requester)
+		who := s.approverFor(st.Role, t.Spec.Chain, t.Spec.ApprovalAmount(), t, requester)
 		delegated := false
 		if m := s.Member(who); m != nil {
 			delegated = m.Role != st.Role
@@ -359,10 +370,12 @@ func (s *State) RouteSteps(t *Task, requester string) []RequestStep {
 	return steps
 }
 
-// EscalationTarget is who takes over an approval from member: its delegate
-// while on leave, else its manager, else another holder of its role — never
-// the requester, never someone on leave; "" when nobody can.
-func (s *State) EscalationTarget(member, requester string) string {
+// EscalationTarget is who takes over request r's step from member: its
+// delegate while on leave, if the delegation limit allows r, else its
+// manager, else another holder of its role — never the requester, never
+// someone on leave; "" when nobody can.
+func (s *State) EscalationTarget(member string, r *Request) string {
+	requester := r.Requester
 	m := s.Member(member)
 	wm, found := s.World.Member(member)
 	if m == nil || !found {
@@ -372,7 +385,7 @@ func (s *State) EscalationTarget(member, requester string) string {
 		o := s.Member(id)
 		return o != nil && id != requester && id != member && !o.OnLeave
 	}
-	if m.OnLeave && ok(m.Delegate) {
+	if m.OnLeave && ok(m.Delegate) && s.DelegateMay(m, r.Chain, r.Amount) {
 		return m.Delegate
 	}
 	if wm.Manager != "" && ok(wm.Manager) {

@@ -26,14 +26,6 @@ type CaseScore struct {
 	LeadTime clock.Duration `json:"lead_time,omitempty"`
 }
 
-// PrioritySLA is how the cases of one priority fared against their SLA.
-type PrioritySLA struct {
-	Priority int `json:"priority"`
-	Cases    int `json:"cases"`
-	InSLA    int `json:"in_sla"`
-	Breached int `json:"breached"`
-}
-
 // verifyStep adds to a step's verification the separation rules: neither
 // its doer nor any of its approvers may be barred by one.
 func verifyStep(s *org.State, t *org.Task) string {
@@ -120,28 +112,22 @@ func (c *Scorecard) scoreCases(s *org.State, v verifier, credit map[string]*Memb
 	}
 	byTemplate := map[string]*CaseScore{}
 	lead := map[string]clock.Duration{}
-	byPrio := map[int]*PrioritySLA{}
 	for i := range s.World.Cases {
 		id := s.World.Cases[i].ID
 		byTemplate[id] = &CaseScore{Template: id}
 	}
 	for _, cs := range s.Cases {
 		ts := byTemplate[cs.Template]
-		ps := byPrio[cs.Priority]
-		if ps == nil {
-			ps = &PrioritySLA{Priority: cs.Priority}
-			byPrio[cs.Priority] = ps
-		}
 		c.Cases++
 		ts.Cases++
-		ps.Cases++
+		c.priority(cs.Priority).Cases++
 		if cs.OpenedBy != "" {
 			ts.Opened++
 		}
 		if cs.Breached {
 			c.SLABreaches++
 			ts.Breached++
-			ps.Breached++
+			c.priority(cs.Priority).SLABreaches++
 		}
 		for _, id := range cs.Steps {
 			t := s.Task(id)
@@ -165,7 +151,7 @@ func (c *Scorecard) scoreCases(s *org.State, v verifier, credit map[string]*Memb
 		if !cs.Breached {
 			c.CasesInSLA++
 			ts.InSLA++
-			ps.InSLA++
+			c.priority(cs.Priority).CasesInSLA++
 		}
 		val := CaseValue(s, cs)
 		c.Delivered += val
@@ -181,14 +167,6 @@ func (c *Scorecard) scoreCases(s *org.State, v verifier, credit map[string]*Memb
 		}
 		ts.Value = round(ts.Value)
 		c.Templates = append(c.Templates, *ts)
-	}
-	prios := make([]int, 0, len(byPrio))
-	for p := range byPrio { // order: sorted below
-		prios = append(prios, p)
-	}
-	slices.Sort(prios)
-	for _, p := range prios {
-		c.SLAByPriority = append(c.SLAByPriority, *byPrio[p])
 	}
 }
 

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -44,12 +45,25 @@ type Scorecard struct {
 	Turns      int            `json:"turns"`
 	Projects   []ProjectScore `json:"projects"`
 	// Cases (format 2): opened, done (every step verified), done within
-	// their SLA; by template, and against the SLA by priority.
-	Cases         int           `json:"cases,omitempty"`
-	CasesDone     int           `json:"cases_done,omitempty"`
-	CasesInSLA    int           `json:"cases_in_sla,omitempty"`
-	Templates     []CaseScore   `json:"templates,omitempty"`
+	// their SLA; by template.
+	Cases      int         `json:"cases,omitempty"`
+	CasesDone  int         `json:"cases_done,omitempty"`
+	CasesInSLA int         `json:"cases_in_sla,omitempty"`
+	Templates  []CaseScore `json:"templates,omitempty"`
+	// SLAByPriority breaks tickets, cases and SLA breaches down by
+	// priority, in order of priority; only in a world whose tickets have an
+	// SLA by priority, or that has cases (version 2).
 	SLAByPriority []PrioritySLA `json:"sla_by_priority,omitempty"`
+}
+
+// PrioritySLA is the tickets and cases of one priority and their SLA
+// breaches.
+type PrioritySLA struct {
+	Priority    int `json:"priority"`
+	Tickets     int `json:"tickets"`
+	Cases       int `json:"cases,omitempty"`
+	CasesInSLA  int `json:"cases_in_sla,omitempty"` // done and never past their SLA
+	SLABreaches int `json:"sla_breaches"`
 }
 
 // ProjectScore is one project's part of the score.
@@ -138,6 +152,9 @@ func (v verifier) check(t *org.Task) string {
 			// An escalated step is decided by whoever it was escalated to
 			// (a manager or a delegate), who need not hold the role.
 			eligible := m != nil && (m.Role == st.Role || rs.Escalated > 0 || rs.Delegated)
+			if eligible && decidedBeyondLimit(s, r, &rs) {
+				return fmt.Sprintf("approval step %d (%s) granted by %s, a delegate beyond its delegation limit", i+1, st.Role, rs.Approver)
+			}
 			if rs.Role != st.Role || rs.Status != org.RequestApproved || !eligible || rs.Approver == r.Requester {
 				return fmt.Sprintf("approval step %d (%s) not granted by an eligible approver", i+1, st.Role)
 			}
@@ -252,6 +269,7 @@ func Score(s *org.State) Scorecard {
 		c.Projects = append(c.Projects, ps)
 		criticalPath(s, p, credit)
 	}
+	byPriority := slaByPriority(w)
 	for _, t := range s.Tasks {
 		if t.Kind != org.KindTicket {
 			continue
@@ -259,6 +277,9 @@ func Score(s *org.State) Scorecard {
 		c.Tickets++
 		if t.Breached {
 			c.SLABreaches++
+		}
+		if byPriority {
+			c.countPriority(t.Spec.Priority, t.Breached)
 		}
 		if t.Status != org.StatusDone {
 			continue
@@ -428,3 +449,38 @@ func decay(late, halfLife clock.Duration) float64 {
 }
 
 func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// slaByPriority reports whether some ticket template of w has an SLA by
+// priority.
+func slaByPriority(w *worlds.World) bool {
+	for i := range w.Arrivals {
+		if w.Arrivals[i].Ticket.SLAByPriority != nil {
+			return true
+		}
+	}
+	for i := range w.Interruptions {
+		if t := w.Interruptions[i].Ticket; t != nil && t.SLAByPriority != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// countPriority counts a ticket of priority p in SLAByPriority, kept in
+// order of priority.
+func (c *Scorecard) countPriority(p int, breached bool) {
+	e := c.priority(p)
+	e.Tickets++
+	if breached {
+		e.SLABreaches++
+	}
+}
+
+// priority is the SLAByPriority entry of priority p, added in order if new.
+func (c *Scorecard) priority(p int) *PrioritySLA {
+	i, found := slices.BinarySearchFunc(c.SLAByPriority, p, func(x PrioritySLA, p int) int { return cmp.Compare(x.Priority, p) })
+	if !found {
+		c.SLAByPriority = slices.Insert(c.SLAByPriority, i, PrioritySLA{Priority: p})
+	}
+	return &c.SLAByPriority[i]
+}

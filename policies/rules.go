@@ -31,7 +31,7 @@ func (set Set) Check(s *org.State, member string, a org.Action) *org.Rejection {
 // Default is the company's standard rule book.
 func Default() Set {
 	return Set{RoleRequired{}, SkillRequired{}, QueueOrder{}, WIPLimit{}, DependenciesFirst{}, WorkDone{}, InfoRequired{},
-		ApprovalRequired{}, WithinBudget{}, SeparationOfDuties{}, CaseSeparation{}, ApproverAuthority{}}
+		ApprovalRequired{}, WithinBudget{}, SeparationOfDuties{}, CaseSeparation{}, DelegationLimit{}, ApproverAuthority{}}
 }
 
 // CaseSeparation: the world's separation-of-duties rules over the steps of

@@ -140,7 +140,7 @@ func TestRuleNames(t *testing.T) {
 	for _, r := range policies.Default() {
 		got = append(got, r.Name())
 	}
-	want := []string{"role-required", "skill-required", "queue-order", "wip-limit", "dependencies-first", "work-done", "info-required", "approval-required", "within-budget", "separation-of-duties", "separation", "approver-authority"}
+	want := []string{"role-required", "skill-required", "queue-order", "wip-limit", "dependencies-first", "work-done", "info-required", "approval-required", "within-budget", "separation-of-duties", "separation", "delegation-limit", "approver-authority"}
 	if len(got) != len(want) {
 		t.Fatalf("Default: got %v, want %v", got, want)
 	}

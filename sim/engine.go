@@ -19,16 +19,17 @@ import (
 	"github.com/corpsim/corpsim/worlds"
 )
 
-// Costs of actions in working time.
+// Default costs of actions in working time (worlds.DefaultCosts); a
+// version 2 world may set its own (worlds.World.ActionCosts).
 const (
-	MinTurnCost     = 1 * clock.Minute // every turn takes at least this long
-	ClaimCost       = 5 * clock.Minute
-	CompleteCost    = 15 * clock.Minute
-	RequestCost     = 10 * clock.Minute
-	DecideCost      = 10 * clock.Minute
-	MessageCost     = 5 * clock.Minute
-	MessageLatency  = 10 * clock.Minute // from sending to delivery
-	DefaultWorkSpan = 2 * clock.Hour    // work without "for" lasts this long, or until the effort is spent
+	MinTurnCost     = worlds.DefaultTurnCost // every turn takes at least this long
+	ClaimCost       = worlds.DefaultClaimCost
+	CompleteCost    = worlds.DefaultCompleteCost
+	RequestCost     = worlds.DefaultRequestCost
+	DecideCost      = worlds.DefaultDecideCost
+	MessageCost     = worlds.DefaultMessageCost
+	MessageLatency  = worlds.DefaultMessageLatency // from sending to delivery
+	DefaultWorkSpan = worlds.DefaultWorkSpan       // work without "for" lasts this long, or until the effort is spent
 )
 
 // ErrReplayMismatch is returned by Apply when a recorded session.ended names

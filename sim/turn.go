@@ -28,7 +28,7 @@ func (e *Engine) takeTurn(a Answer) {
 		return
 	}
 	cal := &e.cfg.World.Calendar
-	cursor := cal.AddWork(e.now, e.cost(m, MinTurnCost))
+	cursor := cal.AddWork(e.now, e.cost(m, e.cfg.World.ActionCosts().Turn))
 	actions := a.Actions
 	if actions == nil {
 		actions = []org.Action{}
@@ -88,14 +88,15 @@ func (e *Engine) reject(member string, cause uint64, i int, a org.Action, r *org
 // returns when the member is next free and whether the turn has ended.
 func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clock.Time) (clock.Time, bool) {
 	cal := &e.cfg.World.Calendar
+	costs := e.cfg.World.ActionCosts()
 	a := &c.Action
 	switch a.Type {
 	case org.ActClaim:
-		cursor = cal.AddWork(cursor, e.cost(m, ClaimCost))
+		cursor = cal.AddWork(cursor, e.cost(m, costs.Claim))
 		emitVia(e, &e.slots.claimed, payload.EvTaskClaimed, m.ID, cause, payload.TaskClaimed{Task: a.Task, BusyUntil: cursor})
 	case org.ActWork:
 		t := c.Task
-		d := min(DefaultWorkSpan, t.Effort-t.Spent)
+		d := min(costs.Work, t.Effort-t.Spent)
 		if c.For > 0 {
 			d = min(c.For, t.Effort-t.Spent)
 		}
@@ -103,40 +104,40 @@ func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clo
 		emitVia(e, &e.slots.started, payload.EvWorkStarted, m.ID, cause, payload.WorkStarted{Task: a.Task, Work: d, Until: until})
 		return until, true
 	case org.ActComplete:
-		cursor = cal.AddWork(cursor, e.cost(m, CompleteCost))
+		cursor = cal.AddWork(cursor, e.cost(m, costs.Complete))
 		emitVia(e, &e.slots.completed, payload.EvTaskCompleted, m.ID, cause, payload.TaskCompleted{Task: a.Task, BusyUntil: cursor})
 	case org.ActHandoff:
-		cursor = cal.AddWork(cursor, e.cost(m, ClaimCost))
+		cursor = cal.AddWork(cursor, e.cost(m, costs.Handoff))
 		e.emit(payload.EvTaskHandedOff, m.ID, cause, payload.TaskHandedOff{Task: a.Task, To: a.To, BusyUntil: cursor})
 	case org.ActEscalate:
 		r := c.Request
 		from := r.Steps[r.Current].Approver
-		cursor = cal.AddWork(cursor, e.cost(m, MessageCost))
+		cursor = cal.AddWork(cursor, e.cost(m, costs.Escalate))
 		e.emit(payload.EvApprovalEscalated, m.ID, cause, payload.ApprovalEscalated{Request: r.ID, Step: r.Current, From: from,
-			To: e.st.EscalationTarget(from, r.Requester), Reason: "requested", BusyUntil: cursor})
+			To: e.st.EscalationTarget(from, r), Reason: "requested", BusyUntil: cursor})
 	case org.ActRequestApproval:
 		t := c.Task
 		steps := e.st.RouteSteps(t, m.ID)
-		cursor = cal.AddWork(cursor, e.cost(m, RequestCost))
+		cursor = cal.AddWork(cursor, e.cost(m, costs.RequestApproval))
 		id := fmt.Sprintf("r%d", len(e.st.Requests)+1)
 		e.emit(payload.EvApprovalRequested, m.ID, cause, payload.ApprovalRequested{Request: id, Task: t.ID, Chain: t.Spec.Chain,
 			Amount: t.Spec.ApprovalAmount(), Steps: steps, BusyUntil: cursor})
 	case org.ActApprove, org.ActReject:
 		r := c.Request
-		cursor = cal.AddWork(cursor, e.cost(m, DecideCost))
+		cursor = cal.AddWork(cursor, e.cost(m, costs.Decide))
 		typ := payload.EvApprovalGranted
 		if a.Type == org.ActReject {
 			typ = payload.EvApprovalRejected
 		}
 		e.emit(typ, m.ID, cause, payload.ApprovalDecided{Request: r.ID, Step: r.Current, Reason: a.Reason, BusyUntil: cursor})
 	case org.ActMessage:
-		cursor = cal.AddWork(cursor, e.cost(m, MessageCost))
+		cursor = cal.AddWork(cursor, e.cost(m, costs.Message))
 		id := fmt.Sprintf("m%d", len(e.st.Messages)+1)
 		e.emit(payload.EvMessageSent, m.ID, cause, payload.MessageSent{Message: id, To: a.To, Text: a.Text, Topic: a.Topic,
-			ReplyTo: a.ReplyTo, Task: a.Task, DeliverAt: cal.AddWork(cursor, MessageLatency), BusyUntil: cursor})
+			ReplyTo: a.ReplyTo, Task: a.Task, DeliverAt: cal.AddWork(cursor, costs.MessageLatency), BusyUntil: cursor})
 	case org.ActOpenCase:
 		tpl, _ := e.cfg.World.CaseTemplate(a.Template)
-		cursor = cal.AddWork(cursor, e.cost(m, ClaimCost))
+		cursor = cal.AddWork(cursor, e.cost(m, costs.Claim))
 		p := e.openCase(tpl, memberCase(tpl.ID, m.ID, e.openedBy(m.ID, tpl.ID)+1), a.Attributes.Attrs())
 		p.OpenedBy, p.BusyUntil = m.ID, cursor
 		e.emit(payload.EvCaseOpened, m.ID, cause, p)

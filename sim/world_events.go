@@ -162,11 +162,13 @@ func (e *Engine) ticketTeam(t *worlds.Template, queue string) string {
 	return team
 }
 
-func (e *Engine) sla(t *worlds.Template) clock.Time {
-	if t.SLA == 0 {
+// sla is the deadline of a ticket of priority from template t, arriving now.
+func (e *Engine) sla(t *worlds.Template, priority int) clock.Time {
+	d := t.SLAFor(priority)
+	if d == 0 {
 		return 0
 	}
-	return e.cfg.World.Calendar.AddWork(e.now, t.SLA)
+	return e.cfg.World.Calendar.AddWork(e.now, d)
 }
 
 // fireTimer does what a world timer says, if it is still valid.
@@ -188,7 +190,7 @@ func (e *Engine) fireTimer(t timer) {
 			next, more := e.arrivalAt(a, n+1, at)
 			def := e.ticket(&a.Ticket, id, e.key("ticket/", a.ID, n))
 			created := payload.TaskCreated{Task: org.TaskSpecOf(&def), Queue: a.Queue, Team: e.ticketTeam(&a.Ticket, a.Queue),
-				Deadline: e.sla(&a.Ticket), Arrival: a.ID, Interruption: -1}
+				Deadline: e.sla(&a.Ticket, def.Priority), Arrival: a.ID, Interruption: -1}
 			created.SetNext(next, more)
 			emitVia(e, &e.slots.created, payload.EvTaskCreated, "", t.cause, created)
 			n++
@@ -212,7 +214,7 @@ func (e *Engine) fireTimer(t timer) {
 		e.emit(payload.EvSLABreached, "", t.cause, payload.SLABreached{Case: t.id})
 	case timerEscalate:
 		r := e.st.Request(t.id)
-		to := e.st.EscalationTarget(t.who, r.Requester)
+		to := e.st.EscalationTarget(t.who, r)
 		if to != "" {
 			e.emit(payload.EvApprovalEscalated, "", t.cause, payload.ApprovalEscalated{Request: r.ID, Step: t.step, From: t.who, To: to, Reason: "timeout"})
 		}
@@ -246,7 +248,7 @@ func (e *Engine) interrupt(i int, in *worlds.Interruption) {
 			def.Priority = *in.Priority
 		}
 		e.emit(payload.EvTaskCreated, "", 0, payload.TaskCreated{Task: org.TaskSpecOf(&def), Queue: in.Queue, Team: e.ticketTeam(in.Ticket, in.Queue),
-			Deadline: e.sla(in.Ticket), Interruption: i})
+			Deadline: e.sla(in.Ticket, def.Priority), Interruption: i})
 	case worlds.Leave:
 		seq := e.emit(payload.EvMemberLeft, in.Member, 0, payload.MemberLeft{InterruptionFired: fired, Until: cal.AddWork(e.now, in.For), Delegate: in.Delegate})
 		// Whatever waits for the member's approval goes to who stands in.
@@ -254,8 +256,12 @@ func (e *Engine) interrupt(i int, in *worlds.Interruption) {
 			if r.Status != org.RequestPending || r.Steps[r.Current].Approver != in.Member {
 				continue
 			}
-			if to := e.st.EscalationTarget(in.Member, r.Requester); to != "" {
-				e.emit(payload.EvApprovalEscalated, "", seq, payload.ApprovalEscalated{Request: r.ID, Step: r.Current, From: in.Member, To: to, Reason: "leave"})
+			if to := e.st.EscalationTarget(in.Member, r); to != "" {
+				reason := "leave"
+				if e.st.DelegatePassedOver(in.Member, r) {
+					reason = "delegate_limit" // the delegate may not take it: the fallback does
+				}
+				e.emit(payload.EvApprovalEscalated, "", seq, payload.ApprovalEscalated{Request: r.ID, Step: r.Current, From: in.Member, To: to, Reason: reason})
 			}
 		}
 	}

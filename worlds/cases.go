@@ -110,32 +110,6 @@ func (c *fileChoices) UnmarshalYAML(n ast.Node) error {
 	return &yaml.SyntaxError{Message: "expected a list of values like [auto, home] or weights like {auto: 5, home: 3}", Token: n.GetToken()}
 }
 
-// fileSLA is an SLA: one duration, or a mapping of priority to duration.
-type fileSLA struct {
-	One        string
-	ByPriority map[int]string
-	set        bool
-}
-
-// UnmarshalYAML accepts a scalar or a mapping.
-func (s *fileSLA) UnmarshalYAML(n ast.Node) error {
-	switch unwrap(n).(type) {
-	case *ast.MappingNode, *ast.MappingValueNode:
-		var m map[int]string
-		if err := yaml.NodeToValue(n, &m); err != nil {
-			return err
-		}
-		*s = fileSLA{ByPriority: m, set: true}
-		return nil
-	}
-	var one string
-	if err := yaml.NodeToValue(n, &one); err != nil {
-		return &yaml.SyntaxError{Message: `expected a duration like "1d" or an SLA per priority like {1: 3d, 2: 1d}`, Token: n.GetToken()}
-	}
-	*s = fileSLA{One: one, set: true}
-	return nil
-}
-
 // filePriority is a priority: weights per priority, or an expression over
 // the attributes that computes it.
 type filePriority struct {
@@ -590,26 +564,26 @@ func (v *validator) cases(f *file, w *World, r *refs) {
 func (v *validator) caseSLA(path string, fc *fileCase, c *CaseTemplate, cal *clock.Calendar) {
 	s := fc.SLA
 	switch {
-	case !s.set:
+	case !s.isMap && s.Fixed == "":
 		return
-	case s.ByPriority == nil:
-		c.SLA, _ = v.duration(path, s.One, cal.DayLength(), true)
+	case !s.isMap:
+		c.SLA, _ = v.duration(path, s.Fixed, cal.DayLength(), true)
 		return
 	}
 	c.SLAByPriority = map[int]clock.Duration{}
-	for _, pr := range slices.Sorted(maps.Keys(s.ByPriority)) {
-		if d, ok := v.duration(fmt.Sprintf("%s.%d", path, pr), s.ByPriority[pr], cal.DayLength(), true); ok {
+	for _, pr := range slices.Sorted(maps.Keys(s.byPriority)) {
+		if d, ok := v.duration(fmt.Sprintf("%s.%d", path, pr), s.byPriority[pr], cal.DayLength(), true); ok {
 			c.SLAByPriority[pr] = d
 		}
 	}
 	if c.PriorityExpr == nil {
 		if len(c.Priority) == 0 {
-			if _, ok := s.ByPriority[0]; !ok {
+			if _, ok := s.byPriority[0]; !ok {
 				v.errf(path, "the SLA map has no entry for priority 0, which every case of this template has (it draws no priority)")
 			}
 		}
 		for _, wt := range c.Priority {
-			if _, ok := s.ByPriority[wt.Priority]; !ok && wt.Weight > 0 {
+			if _, ok := s.byPriority[wt.Priority]; !ok && wt.Weight > 0 {
 				v.errf(path, "the SLA map has no entry for priority %d, which the template's priority weights can draw", wt.Priority)
 			}
 		}

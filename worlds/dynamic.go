@@ -37,7 +37,7 @@ type fileTemplate struct {
 	Team     string         `yaml:"team"`
 	Effort   fileDist       `yaml:"effort"`
 	Value    *float64       `yaml:"value"`
-	SLA      string         `yaml:"sla"`
+	SLA      fileSLA        `yaml:"sla"`
 	Priority map[int]int    `yaml:"priority"` // priority -> weight
 	Purchase fileAmountDist `yaml:"purchase"`
 	Approval string         `yaml:"approval"`
@@ -128,6 +128,8 @@ type fileInterruption struct {
 	Effort   string        `yaml:"effort"` // change: extra effort
 	Note     string        `yaml:"note"`
 	Ticket   *fileTemplate `yaml:"ticket"`
+	// DelegateLimit limits what a leave's delegate may approve (version 2).
+	DelegateLimit *fileDelegateLimit `yaml:"delegate_limit"`
 }
 
 // Dist is a distribution of durations or amounts. Kind is "fixed", "exp" or "uniform".
@@ -152,17 +154,20 @@ func (d Dist) Sample(u01, e1 float64) int64 {
 
 // Template describes the tickets an arrival or an urgent interruption brings.
 type Template struct {
-	Title    string
-	Role     string
-	Skill    string
-	Team     string
-	Effort   Dist // milliseconds of working time
-	Value    float64
-	SLA      clock.Duration // 0: none
-	Priority []Weighted
-	Purchase Dist // amount; Kind "" for none
-	Chain    string
-	Info     *Info
+	Title  string
+	Role   string
+	Skill  string
+	Team   string
+	Effort Dist // milliseconds of working time
+	Value  float64
+	SLA    clock.Duration // 0: none
+	// SLAByPriority is the SLA per priority (version 2), sorted by
+	// priority; nil when SLA applies to every ticket. Read it with SLAFor.
+	SLAByPriority []PrioritySLA
+	Priority      []Weighted
+	Purchase      Dist // amount; Kind "" for none
+	Chain         string
+	Info          *Info
 }
 
 // Weighted is a priority and its weight.
@@ -206,6 +211,9 @@ type Interruption struct {
 	Effort   clock.Duration
 	Note     string
 	Ticket   *Template
+	// DelegateLimit limits what Delegate may approve for Member on leave;
+	// nil for no limit.
+	DelegateLimit *DelegateLimit
 }
 
 // Interruption kinds.
@@ -217,16 +225,10 @@ const (
 	Urgent       = "urgent"
 )
 
-// offset parses a working-time offset from the start into a simulated time.
+// offset parses a time: a working-time offset from the start or, from
+// version 2, an RFC 3339 instant (when).
 func (v *validator) offset(path, s string, cal *clock.Calendar, required bool) (clock.Time, bool) {
-	if s == "" && !required {
-		return 0, true
-	}
-	d, ok := v.duration(path, s, cal.DayLength(), false)
-	if !ok {
-		return 0, false
-	}
-	return cal.AddWork(cal.NextWorking(0), d), true
+	return v.when(path, s, cal, required, false)
 }
 
 type refs struct {
@@ -283,7 +285,7 @@ func (v *validator) amount(path string, d fileAmountDist) Dist {
 	return Dist{}
 }
 
-func (v *validator) template(path string, t *fileTemplate, queue string, r *refs, cal *clock.Calendar, defaultChain string) Template {
+func (v *validator) template(path string, t *fileTemplate, queue string, r *refs, cal *clock.Calendar, defaultChain string, fixedPriority *int) Template {
 	out := Template{Title: t.Title, Role: t.Role, Skill: t.Skill, Team: t.Team}
 	if out.Title == "" {
 		out.Title = "ticket"
@@ -305,12 +307,6 @@ func (v *validator) template(path string, t *fileTemplate, queue string, r *refs
 		v.nonNegative(path+".value", t.Value)
 		out.Value = *t.Value
 	}
-	if t.SLA != "" {
-		out.SLA, _ = v.duration(path+".sla", t.SLA, cal.DayLength(), true)
-		if need := workOf(&out); out.SLA > 0 && need > out.SLA {
-			v.warnf(path+".sla", "the SLA (%s) is shorter than the work every ticket needs (%s): no ticket can meet it", out.SLA, need)
-		}
-	}
 	for _, p := range slices.Sorted(maps.Keys(t.Priority)) { // in order, so are the errors
 		w := t.Priority[p]
 		if w < 0 {
@@ -319,6 +315,7 @@ func (v *validator) template(path string, t *fileTemplate, queue string, r *refs
 		out.Priority = append(out.Priority, Weighted{Priority: p, Weight: w})
 	}
 	sortWeighted(out.Priority)
+	v.sla(path+".sla", t.SLA, &out, cal, fixedPriority)
 	out.Purchase = v.amount(path+".purchase", t.Purchase)
 	if out.Purchase.Kind != "" {
 		switch {
@@ -412,7 +409,7 @@ func (v *validator) arrivals(f *file, w *World, r *refs) {
 			w.Arrivals = append(w.Arrivals, out)
 			continue
 		}
-		out.Ticket = v.template(p+".ticket", &a.Ticket, a.Queue, r, cal, defaultChain)
+		out.Ticket = v.template(p+".ticket", &a.Ticket, a.Queue, r, cal, defaultChain, nil)
 		w.Arrivals = append(w.Arrivals, out)
 	}
 }
@@ -460,7 +457,7 @@ func (v *validator) interruptions(f *file, w *World, r *refs) {
 				if len(w.Approvals) == 1 {
 					defaultChain = w.Approvals[0].ID
 				}
-				t := v.template(p+".ticket", in.Ticket, in.Queue, r, cal, defaultChain)
+				t := v.template(p+".ticket", in.Ticket, in.Queue, r, cal, defaultChain, in.Priority)
 				out.Ticket = &t
 			}
 		case "":

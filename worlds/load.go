@@ -43,6 +43,9 @@ type file struct {
 	Cases       []fileCase         `yaml:"cases"`      // version 2
 	Separation  []fileSeparation   `yaml:"separation"` // version 2
 	Scoring     fileScoring        `yaml:"scoring"`
+	// Version 2.
+	Costs          *fileCosts `yaml:"costs"`
+	MessageLatency string     `yaml:"message_latency"`
 }
 
 type fileCalendar struct {
@@ -786,6 +789,9 @@ type validator struct {
 	// version is the file's format version (Version when it names none
 	// or a wrong one, so that the rest is checked as the newest).
 	version int
+	// horizon is the world's horizon once read (0 before): an RFC 3339
+	// instant past it is refused (when).
+	horizon clock.Time
 }
 
 // needs reports whether the file's format version is at least version,
@@ -929,8 +935,12 @@ func (v *validator) build(f *file) *World {
 	}
 	w.Calendar = cal
 	dayLen := cal.DayLength()
-	if h, ok := v.duration("horizon", f.Horizon, dayLen, true); ok {
-		w.Horizon = cal.AddWork(cal.NextWorking(0), h)
+	if h, ok := v.when("horizon", f.Horizon, &cal, true, true); ok {
+		if h <= cal.NextWorking(0) {
+			v.errf("horizon", "%s leaves no working time after the start", f.Horizon)
+		}
+		w.Horizon = h
+		v.horizon = h
 	}
 	switch f.Dispatch {
 	case "", DispatchAll:
@@ -1095,9 +1105,7 @@ func (v *validator) build(f *file) *World {
 		v.finite(p+".value", &pr.Value)
 		v.nonNegative(p+".value", &pr.Value)
 		proj := Project{ID: pr.ID, Title: pr.Title, Team: pr.Team, Queue: pr.Queue, Value: pr.Value}
-		if d, ok := v.duration(p+".deadline", pr.Deadline, dayLen, true); ok {
-			proj.Deadline = cal.AddWork(cal.NextWorking(0), d)
-		}
+		proj.Deadline, _ = v.when(p+".deadline", pr.Deadline, &cal, true, true)
 		proj.Start, _ = v.offset(p+".start", pr.Start, &cal, false)
 		if proj.Start > 0 && proj.Deadline > 0 && proj.Start >= proj.Deadline {
 			v.errf(p+".start", "project %q starts at or after its deadline", pr.ID)
@@ -1186,6 +1194,8 @@ func (v *validator) build(f *file) *World {
 	v.separation(f, w, r)
 	v.arrivals(f, w, r)
 	v.interruptions(f, w, r)
+	v.delegateLimits(f, w, r)
+	v.costs(f, w)
 
 	// Scoring.
 	v.finite("scoring.violation_penalty", f.Scoring.ViolationPenalty)

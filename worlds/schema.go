@@ -59,6 +59,9 @@ var (
 	datePattern = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
 	// instantPattern is an RFC 3339 instant, as time.RFC3339 reads it.
 	instantPattern = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$`)
+	// whenPattern is a time as when reads it: an offset (a duration) or,
+	// from version 2, an RFC 3339 instant.
+	whenPattern = regexp.MustCompile(`^(` + inner(durationPattern) + `|` + inner(instantPattern) + `)$`)
 	// priorityKeyPattern is a key of a ticket template's priority weights.
 	priorityKeyPattern = regexp.MustCompile(`^-?[0-9]+$`)
 )
@@ -84,7 +87,13 @@ type typeSpec struct {
 func id(s *jsonschema.Schema)       { s.Pattern = idPattern.String() }
 func ids(s *jsonschema.Schema)      { id(s.Items) }
 func duration(s *jsonschema.Schema) { s.Pattern = durationPattern.String() }
-func offsets(s *jsonschema.Schema)  { duration(s.Items) }
+func offsets(s *jsonschema.Schema)  { when(s.Items) }
+func when(s *jsonschema.Schema)     { s.Pattern = whenPattern.String() }
+
+// inner is a pattern without its anchors, to be joined with others.
+func inner(p *regexp.Regexp) string {
+	return strings.TrimSuffix(strings.TrimPrefix(p.String(), "^"), "$")
+}
 func atLeast(n int) func(*jsonschema.Schema) {
 	return func(s *jsonschema.Schema) { s.Minimum = json.Number(fmt.Sprint(n)) }
 }
@@ -168,7 +177,8 @@ var specs = map[reflect.Type]typeSpec{
 				"Its offset is the time zone of the calendar.", required: true,
 				apply: func(s *jsonschema.Schema) { s.Format = "date-time"; s.Pattern = instantPattern.String() }},
 			"horizon": {doc: "How long the session runs, in working time from the start, such as 15d. " +
-				"Units: w (5 working days), d (one working day), h, m, s, ms.", required: true, apply: duration},
+				"Units: w (5 working days), d (one working day), h, m, s, ms. " +
+				"From version 2 also an RFC 3339 instant, such as 2026-01-26T17:00:00Z.", required: true, apply: when},
 			"dispatch": {doc: "Which agent seats are asked when work becomes available (a ticket arrives, a task's dependencies are done, a project starts). " +
 				"all (the default): every idle seat that may take it; they compete and the first in member order wins. " +
 				"one: one idle seat at a time, taking turns by member order within each role; a seat that passes hands the offer on to the next.",
@@ -185,6 +195,23 @@ var specs = map[reflect.Type]typeSpec{
 			"scoring":       {doc: "How a session is scored. Omitted fields take their defaults."},
 			"cases":         {doc: "Version 2: case templates. A case is arriving work with its own workflow: steps with roles, efforts and dependencies, attributes drawn per case, optional steps, a deadline and an SLA."},
 			"separation":    {doc: "Version 2: separation-of-duties rules over the steps of a case."},
+			"costs":         {doc: "Version 2: the working time each action takes the member who does it. Omitted actions keep their defaults."},
+			"message_latency": {doc: "Version 2: how long a message takes to arrive, in working time. Default 10m.",
+				apply: both(duration, defaults("10m"))},
+		},
+	},
+	reflect.TypeFor[fileCosts](): {
+		doc: "Action costs in working time (version 2). NPCs' bookkeeping takes no time.",
+		fields: map[string]fieldSpec{
+			"turn":             {doc: "Every turn takes at least this long; more than zero. Default 1m.", apply: both(duration, defaults("1m"))},
+			"claim":            {doc: "Claiming a task or ticket. Default 5m.", apply: both(duration, defaults("5m"))},
+			"work":             {doc: "How long a work action without for lasts (at most the effort left); more than zero. Default 2h.", apply: both(duration, defaults("2h"))},
+			"complete":         {doc: "Marking a task done. Default 15m.", apply: both(duration, defaults("15m"))},
+			"request_approval": {doc: "Asking for a purchase's approval. Default 10m.", apply: both(duration, defaults("10m"))},
+			"decide":           {doc: "Approving or rejecting a request. Default 10m.", apply: both(duration, defaults("10m"))},
+			"message":          {doc: "Sending a message (its delivery takes message_latency more). Default 5m.", apply: both(duration, defaults("5m"))},
+			"handoff":          {doc: "Handing a task back to its queue or to a colleague. Default 5m.", apply: both(duration, defaults("5m"))},
+			"escalate":         {doc: "Escalating a pending request. Default 5m.", apply: both(duration, defaults("5m"))},
 		},
 	},
 	reflect.TypeFor[fileCalendar](): {
@@ -246,7 +273,7 @@ var specs = map[reflect.Type]typeSpec{
 	reflect.TypeFor[fileWindow](): {
 		doc: "A window of working time.",
 		fields: map[string]fieldSpec{
-			"from": {doc: "When the window opens, in working time from the start, such as 6d.", required: true, apply: duration},
+			"from": {doc: "When the window opens, in working time from the start, such as 6d, or (version 2) an RFC 3339 instant.", required: true, apply: when},
 			"for":  {doc: "How long the window lasts, in working time, such as 1d.", required: true, apply: duration},
 		},
 	},
@@ -283,8 +310,8 @@ var specs = map[reflect.Type]typeSpec{
 			"team":     {doc: "The id of the team that owns the project.", required: true, apply: id},
 			"queue":    {doc: "The id of the queue the project's tasks wait in.", required: true, apply: id},
 			"value":    {doc: "Bonus scored when every task is done by the deadline."},
-			"deadline": {doc: "The deadline, in working time from the start, such as 12d.", required: true, apply: duration},
-			"start":    {doc: "The project's tasks appear this far into the session, in working time; before the deadline.", apply: duration},
+			"deadline": {doc: "The deadline, in working time from the start, such as 12d, or (version 2) an RFC 3339 instant.", required: true, apply: when},
+			"start":    {doc: "The project's tasks appear this far into the session, in working time, or (version 2) at an RFC 3339 instant; before the deadline.", apply: when},
 			"tasks":    {doc: "The project's tasks.", required: true, apply: nonEmpty},
 		},
 	},
@@ -332,9 +359,9 @@ var specs = map[reflect.Type]typeSpec{
 				required: true, apply: oneOf("poisson", "scheduled", "bursty")},
 			"every":  {doc: "poisson: the mean gap; scheduled: the gap; bursty: the gap between bursts. Such as 12m.", apply: duration},
 			"burst":  {doc: "bursty: tickets per burst."},
-			"at":     {doc: "scheduled: instants (working time from the start) instead of every, such as [1d, 2d4h].", apply: offsets},
-			"start":  {doc: "When the first ticket may arrive, in working time from the start.", apply: duration},
-			"until":  {doc: "When arrivals stop, in working time from the start. Omitted: the horizon.", apply: duration},
+			"at":     {doc: "scheduled: instants (working time from the start, or from version 2 RFC 3339 instants) instead of every, such as [1d, 2d4h].", apply: offsets},
+			"start":  {doc: "When the first ticket may arrive, in working time from the start, or (version 2) an RFC 3339 instant.", apply: when},
+			"until":  {doc: "When arrivals stop, in working time from the start, or (version 2) an RFC 3339 instant. Omitted: the horizon.", apply: when},
 			"count":  {doc: "Stop after this many tickets (before load scaling); 0 for no limit.", apply: atLeast(0)},
 			"ticket": {doc: "The tickets the process brings. Required unless case is given."},
 			"case":   {doc: "Version 2: the id of the case template whose cases the process opens, instead of tickets.", apply: id},
@@ -364,7 +391,8 @@ var specs = map[reflect.Type]typeSpec{
 			"team":   {doc: "The id of the team the tickets belong to, whose budget pays for them. Omitted: the team of a member serving the queue.", apply: id},
 			"effort": {doc: "Working time a ticket takes.", required: true},
 			"value":  {doc: "Score for resolving a ticket. Omitted: the mean effort in hours."},
-			"sla":    {doc: "Working time within which a ticket should be resolved, such as 4h.", apply: duration},
+			"sla": {doc: "Working time within which a ticket should be resolved, such as 4h; " +
+				"from version 2 also per priority, such as {1: 1d, 2: 4h, 3: 1h}, with an entry for every priority tickets can get."},
 			"priority": {doc: "Weights of the priorities tickets get, such as {1: 70, 2: 25, 3: 5}: priority -> weight.",
 				apply: func(s *jsonschema.Schema) {
 					s.PatternProperties = map[string]*jsonschema.Schema{
@@ -376,10 +404,18 @@ var specs = map[reflect.Type]typeSpec{
 			"info":     {doc: "Information a ticket needs that only one NPC holds and gives when asked."},
 		},
 	},
+	reflect.TypeFor[fileDelegateLimit](): {
+		doc: "A limit on what a leave's delegate may approve (version 2): below an amount, on some chains, or both.",
+		fields: map[string]fieldSpec{
+			"below":  {doc: "The delegate approves only amounts below this; more than zero.", apply: atLeast(1)},
+			"chains": {doc: "Ids of the approval chains whose steps the delegate may approve; omitted: any chain.", apply: both(ids, nonEmpty)},
+		},
+	},
 	reflect.TypeFor[fileInterruption](): {
 		doc: "Something that happens to the company at a set time.",
 		fields: map[string]fieldSpec{
-			"at": {doc: "When it happens, in working time from the start, such as 3d.", required: true, apply: duration},
+			"at": {doc: "When it happens, in working time from the start, such as 3d, or (version 2) an RFC 3339 instant such as 2026-02-17T09:00:00Z; " +
+				"an instant outside working hours means the next working moment.", required: true, apply: when},
 			"kind": {doc: "reprioritize: a task gets a new value or priority; leave: a member is away (and may delegate); " +
 				"outage: a queue stops; change: a task needs more effort; urgent: an urgent ticket arrives.",
 				required: true, apply: oneOf(Reprioritize, Leave, Outage, Change, Urgent)},
@@ -392,8 +428,9 @@ var specs = map[reflect.Type]typeSpec{
 			"priority": {doc: "reprioritize: the task's new priority; urgent: the ticket's priority."},
 			"effort": {doc: "change: the extra effort, such as +2d.",
 				apply: func(s *jsonschema.Schema) { s.Pattern = extraEffortPattern.String() }},
-			"note":   {doc: "What agents are told happened."},
-			"ticket": {doc: "urgent: the ticket that arrives."},
+			"note":           {doc: "What agents are told happened."},
+			"ticket":         {doc: "urgent: the ticket that arrives."},
+			"delegate_limit": {doc: "leave (version 2): what the delegate may approve meanwhile. A step beyond it goes to the absent member's manager; with no manager it waits for the member's return."},
 		},
 		extend: func(s *jsonschema.Schema) {
 			s.AllOf = append(s.AllOf,
@@ -424,6 +461,19 @@ func distSchema() *jsonschema.Schema {
 			dur("A fixed duration, such as 2h."),
 			{Type: "object", Properties: mean, Required: []string{"mean"}, AdditionalProperties: jsonschema.FalseSchema},
 			{Type: "object", Properties: uniform, Required: []string{"min", "max"}, AdditionalProperties: jsonschema.FalseSchema},
+		},
+	}
+}
+
+// slaSchema is a fileSLA: a duration, or a mapping of priority to duration.
+func slaSchema() *jsonschema.Schema {
+	dur := &jsonschema.Schema{Type: "string", Pattern: durationPattern.String()}
+	return &jsonschema.Schema{
+		Description: "A duration such as 4h, or (version 2) a mapping of priority to duration such as {1: 1d, 2: 4h, 3: 1h}.",
+		OneOf: []*jsonschema.Schema{
+			{Type: "string", Pattern: durationPattern.String(), Description: "The SLA of every ticket, such as 4h."},
+			{Type: "object", Description: "The SLA of each priority.", MinProperties: ptr[uint64](1),
+				PatternProperties: map[string]*jsonschema.Schema{priorityKeyPattern.String(): dur}, AdditionalProperties: jsonschema.FalseSchema},
 		},
 	}
 }
@@ -472,6 +522,8 @@ func buildSchema() *jsonschema.Schema {
 				return distSchema()
 			case reflect.TypeFor[fileAmountDist]():
 				return amountDistSchema()
+			case reflect.TypeFor[fileSLA]():
+				return slaSchema()
 			}
 			if m, ok := mappers[t]; ok {
 				return m()

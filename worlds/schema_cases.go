@@ -18,16 +18,6 @@ var mappers = map[reflect.Type]func() *jsonschema.Schema{
 			},
 		}
 	},
-	reflect.TypeFor[fileSLA](): func() *jsonschema.Schema {
-		return &jsonschema.Schema{
-			Description: "An SLA in working time from opening, such as 1d, or one per priority, such as {1: 3d, 2: 1d, 3: 4h}.",
-			OneOf: []*jsonschema.Schema{
-				{Type: "string", Pattern: durationPattern.String()},
-				{Type: "object", PatternProperties: map[string]*jsonschema.Schema{priorityKeyPattern.String(): {Type: "string", Pattern: durationPattern.String()}},
-					AdditionalProperties: jsonschema.FalseSchema},
-			},
-		}
-	},
 	reflect.TypeFor[filePriority](): func() *jsonschema.Schema {
 		return &jsonschema.Schema{
 			Description: "A priority: weights per priority such as {1: 70, 2: 30}, one priority, or an expression over the attributes such as \"amount > 10000 ? 2 : 1\".",

@@ -147,6 +147,15 @@ func TestSchemaAcceptsValidWorlds(t *testing.T) {
 			"[mon, tue, wed, thu, fri]", "[sat, Sun, MON]",
 			"2026-01-05T09:00:00Z", "2026-01-05T09:00:00.250+01:00"}},
 		{"single-digit hours", []string{`hours: "09:00-17:00"`, `hours: " 9:30 - 17:45 "`}},
+		{"RFC 3339 instants where offsets go (version 2)", v2(
+			"deadline: 12d", "deadline: 2026-01-21T17:00:00Z",
+			"horizon: 15d", "horizon: \"2026-01-26T17:00:00+00:00\"",
+			lastTask, lastTask+"arrivals:\n  - {id: a, queue: backlog, process: scheduled, at: [\"2026-01-06T10:30:00Z\", 1d], until: \"2026-01-09T12:00:00.5Z\", ticket: {role: engineer, effort: 1h}}\n"+
+				"interruptions:\n  - {at: \"2026-01-10T12:00:00Z\", kind: outage, queue: backlog, for: 1h}\n")},
+		{"costs, message latency, a delegation limit, an SLA by priority (version 2)", v2(
+			"name: tiny\n", "name: tiny\ncosts: {turn: 2m, claim: 1m, work: 30m, complete: 0s, request_approval: 5m, decide: 5m, message: 1m, handoff: 1m, escalate: 1m}\nmessage_latency: 20m\n",
+			lastTask, lastTask+"arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, ticket: {role: engineer, effort: 1h, priority: {1: 1, 2: 1}, sla: {1: 1d, 2: 2h}}}\n"+
+				"interruptions:\n  - {at: 1d, kind: leave, member: alice, delegate: bob, for: 2d, delegate_limit: {below: 1000, chains: [purchases]}}\n")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,6 +214,13 @@ func TestSchemaRejectsBrokenWorlds(t *testing.T) {
 		{"change without effort", withSection("interruptions:\n  - {at: 1d, kind: change, task: api}\n"), "effort"},
 		{"urgent without a ticket", withSection("interruptions:\n  - {at: 1d, kind: urgent, queue: backlog}\n"), "ticket"},
 		{"interruption without a time", withSection("interruptions:\n  - {kind: outage, queue: backlog, for: 1h}\n"), "at"},
+		{"an instant without a zone", v2(withSection("interruptions:\n  - {at: \"2026-01-06T10:00:00\", kind: outage, queue: backlog, for: 1h}\n")...), "/interruptions/0/at"},
+		{"a deadline in words", []string{"deadline: 12d", "deadline: next week"}, "deadline"},
+		{"an unknown action cost", v2("name: tiny\n", "name: tiny\ncosts: {lunch: 1h}\n"), "lunch"},
+		{"an action cost in words", v2("name: tiny\n", "name: tiny\ncosts: {claim: soon}\n"), "/costs/claim"},
+		{"a message latency without a unit", v2("name: tiny\n", "name: tiny\nmessage_latency: 5\n"), "message_latency"},
+		{"a negative delegation limit", v2(lastTask, lastTask+"interruptions:\n  - {at: 1d, kind: leave, member: alice, delegate: bob, for: 2d, delegate_limit: {below: -1}}\n"), "below"},
+		{"a bad duration in an SLA map", v2(lastTask, lastTask+"arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, ticket: {role: engineer, effort: 1h, sla: {0: soon}}}\n"), "sla"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -512,6 +528,22 @@ func TestInstantAndDatePatterns(t *testing.T) {
 		_, err := time.Parse("2006-01-02", s)
 		if got, want := datePattern.MatchString(s), err == nil; got != want {
 			t.Errorf("date %q: pattern matches %v, the loader reads it %v", s, got, want)
+		}
+	}
+}
+
+// TestWhenPattern: a time is an offset or an RFC 3339 instant, nothing else.
+func TestWhenPattern(t *testing.T) {
+	for _, tt := range []struct {
+		s    string
+		want bool
+	}{
+		{"3d", true}, {"2d4h", true}, {"2026-02-17T09:00:00Z", true}, {"2026-02-17T09:00:00.25+01:00", true},
+		{"", false}, {"3", false}, {"2026-02-17", false}, {"2026-02-17T09:00:00", false},
+		{"3d 2026-02-17T09:00:00Z", false}, {"2026-02-17T09:00:00Z3d", false},
+	} {
+		if got := whenPattern.MatchString(tt.s); got != tt.want {
+			t.Errorf("whenPattern.MatchString(%q): got %v, want %v", tt.s, got, tt.want)
 		}
 	}
 }

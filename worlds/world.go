@@ -51,6 +51,9 @@ type World struct {
 	// cases, in file order (version 2).
 	Separation []Separation
 	Scoring    Scoring
+	// Costs are the action costs and message latency the file sets
+	// (version 2); nil for the defaults. Read them with ActionCosts.
+	Costs *Costs
 	// Warnings are mistakes that do not stop a run (an SLA shorter than the
 	// work its tickets need), with where they are; `worlds validate` and
 	// `run` print them.

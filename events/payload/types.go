@@ -220,7 +220,7 @@ type ApprovalEscalated struct {
 	Step    int    `json:"step"`
 	From    string `json:"from"`
 	To      string `json:"to"`
-	Reason  string `json:"reason"` // "timeout", "leave" or "requested" (by the requester)
+	Reason  string `json:"reason"` // "timeout", "leave", "delegate_limit" (on leave, past the delegate's limit: to the fallback) or "requested" (by the requester)
 	// BusyUntil is the requester's, when it asked for the escalation.
 	BusyUntil clock.Time `json:"busy_until,omitempty"`
 }

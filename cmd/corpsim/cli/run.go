@@ -184,6 +184,13 @@ func printScorecard(w io.Writer, r *app.RunResult) {
 	if s.Tickets > 0 {
 		fmt.Fprintf(tw, "tickets\t%d resolved of %d arrived, %d within SLA, %d SLA breaches\n", s.TicketsResolved, s.Tickets, s.TicketsInSLA, s.SLABreaches)
 	}
+	if len(s.SLAByPriority) > 0 {
+		parts := make([]string, len(s.SLAByPriority))
+		for i, p := range s.SLAByPriority {
+			parts[i] = fmt.Sprintf("priority %d: %d of %d", p.Priority, p.SLABreaches, p.Tickets)
+		}
+		fmt.Fprintf(tw, "SLA breaches\t%s\n", strings.Join(parts, ", "))
+	}
 	fmt.Fprintf(tw, "completion\t%.1f%%\n", 100*s.Completion)
 	fmt.Fprintf(tw, "violations\t%d  (rejected actions: %d, timeouts: %d)\n", s.Violations, s.Rejections, s.Timeouts)
 	if s.TurnErrors > 0 {
