@@ -47,6 +47,7 @@ type fileCalendar struct {
 	Hours    string   `yaml:"hours"`
 	Workdays []string `yaml:"workdays"`
 	Holidays []string `yaml:"holidays"`
+	Timezone string   `yaml:"timezone"` // IANA name; version 2
 }
 
 type fileRole struct {
@@ -59,6 +60,12 @@ type fileTeam struct {
 	ID     string `yaml:"id"`
 	Name   string `yaml:"name"`
 	Budget int64  `yaml:"budget"`
+	// Version 2 (calendars.go): the team's own calendar, its shift rota,
+	// coverage and handover rule.
+	Calendar *fileCalendar `yaml:"calendar"`
+	Shifts   []fileShift   `yaml:"shifts"`
+	Coverage string        `yaml:"coverage"`
+	Handover string        `yaml:"handover"`
 }
 
 type fileMember struct {
@@ -889,6 +896,9 @@ func (v *validator) build(f *file) *World {
 		v.errf("start", "expected an RFC 3339 instant such as 2026-01-05T09:00:00Z, got %q", f.Start)
 	}
 	cal := clock.Calendar{Start: start}
+	if loc := v.zone("calendar.timezone", f.Calendar.Timezone); loc != nil {
+		cal.Start = start.In(loc)
+	}
 	if f.Calendar.Hours != "" {
 		a, b, ok := strings.Cut(f.Calendar.Hours, "-")
 		ds, err1 := timeOfDay(a)
@@ -1169,6 +1179,7 @@ func (v *validator) build(f *file) *World {
 	}
 	v.arrivals(f, w, r)
 	v.interruptions(f, w, r)
+	v.calendars(f, w)
 
 	// Scoring.
 	v.finite("scoring.violation_penalty", f.Scoring.ViolationPenalty)

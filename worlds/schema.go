@@ -195,6 +195,8 @@ var specs = map[reflect.Type]typeSpec{
 				apply: func(s *jsonschema.Schema) { weekday(s.Items) }},
 			"holidays": {doc: "Dates that are not working days, such as [\"2026-01-19\"].",
 				apply: func(s *jsonschema.Schema) { s.Items.Format = "date"; s.Items.Pattern = datePattern.String() }},
+			"timezone": {doc: "Version 2. The IANA time zone the hours, days and holidays are read in, such as Europe/Warsaw. " +
+				"Omitted: the offset of start (the company's calendar) or the company's zone (a team's)."},
 		},
 	},
 	reflect.TypeFor[fileRole](): {
@@ -211,6 +213,24 @@ var specs = map[reflect.Type]typeSpec{
 			"id":     {doc: "The team's id: lower-case letters, digits, '-' and '_'.", required: true, apply: id},
 			"name":   {doc: "The team's name, shown to agents."},
 			"budget": {doc: "Money the team may spend on purchases and working hours.", apply: atLeast(0)},
+			"calendar": {doc: "Version 2. The team's own calendar for its members (hours may cross midnight, such as \"22:00-06:00\"). " +
+				"Fields it omits are the company calendar's."},
+			"shifts": {doc: "Version 2. The team's shift rota: a member on a shift works, and is asked to decide, only in its shift's hours."},
+			"coverage": {doc: "Version 2. 24/7 asserts that the rota serves each queue the team's members serve at every hour of the week; a gap is refused.",
+				apply: oneOf(Coverage247)},
+			"handover": {doc: "Version 2. required: a member holding a claimed or in-progress item when its shift (or working day) ends commits a policy violation (rule handover); hand it over to the next shift first. optional (the default): work waits for its holder.",
+				apply: oneOf(HandoverRequired, HandoverOptional)},
+		},
+	},
+	reflect.TypeFor[fileShift](): {
+		doc: "A shift of a team's rota (version 2).",
+		fields: map[string]fieldSpec{
+			"id":    {doc: "The shift's id: lower-case letters, digits, '-' and '_'.", required: true, apply: id},
+			"hours": {doc: "The shift's hours, such as \"06:00-14:00\"; a shift may cross midnight (\"22:00-06:00\" ends the next day).", required: true,
+				apply: func(s *jsonschema.Schema) { s.Pattern = hoursPattern.String() }},
+			"days": {doc: "The weekdays the shift starts on. Omitted: every day.",
+				apply: func(s *jsonschema.Schema) { weekday(s.Items) }},
+			"members": {doc: "The ids of the team's members who work the shift.", required: true, apply: both(ids, nonEmpty)},
 		},
 	},
 	reflect.TypeFor[fileMember](): {

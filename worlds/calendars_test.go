@@ -1,0 +1,175 @@
+package worlds
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corpsim/corpsim/clock"
+)
+
+func mustRota(tb testing.TB) []byte {
+	tb.Helper()
+	src, err := os.ReadFile("testdata/rota.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return src
+}
+
+// editRota applies replacements (old, new, …) to testdata/rota.yaml; each
+// old must occur exactly once.
+func editRota(tb testing.TB, edits ...string) []byte {
+	tb.Helper()
+	src := string(mustRota(tb))
+	for i := 0; i+1 < len(edits); i += 2 {
+		if n := strings.Count(src, edits[i]); n != 1 {
+			tb.Fatalf("editRota: %q occurs %d times, want 1", edits[i], n)
+		}
+		src = strings.Replace(src, edits[i], edits[i+1], 1)
+	}
+	return []byte(src)
+}
+
+func TestLoadRota(t *testing.T) {
+	w := mustLoad(t, "rota.yaml", mustRota(t))
+	if got := w.Calendar.Start.Location().String(); got != "Europe/Warsaw" {
+		t.Errorf("company zone: got %s, want Europe/Warsaw", got)
+	}
+	desk, eng := w.Team("desk"), w.Team("eng")
+	if len(desk.Shifts) != 3 || desk.Coverage != Coverage247 || desk.Handover != HandoverRequired {
+		t.Fatalf("desk: got %d shifts, coverage %q, handover %q", len(desk.Shifts), desk.Coverage, desk.Handover)
+	}
+	if eng.Calendar == nil || eng.Calendar.Start.Location().String() != "Asia/Tokyo" {
+		t.Fatalf("eng: calendar %+v, want one in Asia/Tokyo", eng.Calendar)
+	}
+	// The night shift starts at 22:00 in Warsaw: 21:00 UTC on 2026-03-23 (CET).
+	cat, _ := w.Member("cat")
+	if !cat.OnShift {
+		t.Errorf("cat: not on a shift")
+	}
+	if got, want := w.MemberSchedule("cat").NextWorking(0), clock.Time(13*clock.Hour); got != want {
+		t.Errorf("cat's first night starts at %d, want %d (21:00 UTC)", got, want)
+	}
+	// eve works 10:00-18:00 in Tokyo: 01:00 UTC; 2026-03-24 is her first day
+	// (the start, 08:00 UTC, is 17:00 in Tokyo: one hour of the 23rd is left).
+	if got, want := w.MemberSchedule("eve").NextWorking(0), clock.Time(0); got != want {
+		t.Errorf("eve works at the start: got %d, want %d", got, want)
+	}
+	if got, want := w.MemberSchedule("eve").AddWork(0, 2*clock.Hour), clock.Time(18*clock.Hour); got != want {
+		t.Errorf("eve's two hours end at %d, want %d (02:00 UTC the next day)", got, want)
+	}
+	// Her deadlines follow the team calendar; the desk's its rota, round the clock.
+	if got, want := w.TeamSchedule("desk").AddWork(0, 24*clock.Hour), clock.Time(24*clock.Hour); got != want {
+		t.Errorf("desk: a day of work ends at %d, want %d", got, want)
+	}
+	if w.TeamSchedule("eng") != clock.Schedule(eng.Calendar) {
+		t.Errorf("eng's team schedule is not its calendar")
+	}
+	if _, err := time.LoadLocation("Asia/Tokyo"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadRotaErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		edits []string
+		want  string
+	}{
+		{
+			name:  "unknown time zone",
+			edits: []string{"timezone: Europe/Warsaw", "timezone: Europe/Gdansk"},
+			want:  `rota.yaml:11:13: calendar.timezone: unknown time zone "Europe/Gdansk" (expected an IANA name such as Europe/Warsaw or UTC)`,
+		},
+		{
+			name:  "unknown team time zone",
+			edits: []string{"timezone: Asia/Tokyo", "timezone: Local"},
+			want:  `rota.yaml:30:17: teams[1].calendar.timezone: unknown time zone "Local" (expected an IANA name such as Europe/Warsaw or UTC)`,
+		},
+		{
+			name:  "bad shift hours",
+			edits: []string{`hours: "14:00-22:00"`, `hours: "14:00-25:00"`},
+			want:  `rota.yaml:23:27: teams[0].shifts[1].hours: expected hours like "09:00-17:00" or "22:00-06:00", got "14:00-25:00"`,
+		},
+		{
+			name:  "empty shift hours",
+			edits: []string{`hours: "14:00-22:00"`, `hours: "14:00-14:00"`},
+			want:  `rota.yaml:23:27: teams[0].shifts[1].hours: the hours are empty, got "14:00-14:00" ("00:00-24:00" is the whole day)`,
+		},
+		{
+			name:  "shift member not in the team",
+			edits: []string{"members: [ben]", "members: [eve]"},
+			want:  `rota.yaml:23:52: teams[0].shifts[1].members[0]: eve is in team eng, not desk: only a team's members work its shifts`,
+		},
+		{
+			name:  "shift member unknown",
+			edits: []string{"members: [ben]", "members: [bob]"},
+			want:  `rota.yaml:23:52: teams[0].shifts[1].members[0]: unknown member "bob"`,
+		},
+		{
+			name:  "member on overlapping shifts",
+			edits: []string{"members: [cat]", "members: [cat, ann]", `hours: "06:00-14:00"`, `hours: "05:00-14:00"`},
+			want:  `rota.yaml:24:58: teams[0].shifts[2].members[1]: ann is on shifts "early" and "night", which overlap at mon 05:00`,
+		},
+		{
+			name:  "24/7 coverage gap",
+			edits: []string{`hours: "14:00-22:00"`, `hours: "14:00-21:30"`},
+			want:  `rota.yaml:19:15: teams[0].coverage: 24/7 coverage leaves queue "alerts" unserved at mon 21:30: no shift has a member serving it then`,
+		},
+		{
+			name:  "24/7 coverage gap on a weekday",
+			edits: []string{`{id: night, hours: "22:00-06:00", members: [cat]}`, `{id: night, hours: "22:00-06:00", days: [mon, tue, wed, thu, fri, sat], members: [cat]}`},
+			want:  `rota.yaml:19:15: teams[0].coverage: 24/7 coverage leaves queue "alerts" unserved at sun 22:00: no shift has a member serving it then`,
+		},
+		{
+			name:  "unknown coverage",
+			edits: []string{"coverage: 24/7", "coverage: always"},
+			want:  `rota.yaml:19:15: teams[0].coverage: unknown coverage "always" (expected 24/7)`,
+		},
+		{
+			name:  "unknown handover",
+			edits: []string{"handover: required", "handover: maybe"},
+			want:  `rota.yaml:20:15: teams[0].handover: unknown handover "maybe" (expected required or optional)`,
+		},
+		{
+			name:  "bad shift day",
+			edits: []string{`{id: early, hours: "06:00-14:00", members: [ann]}`, `{id: early, hours: "06:00-14:00", days: [monday], members: [ann]}`},
+			want:  `rota.yaml:22:50: teams[0].shifts[0].days[0]: unknown weekday "monday" (expected mon, tue, wed, thu, fri, sat or sun)`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load("rota.yaml", editRota(t, tt.edits...))
+			if err == nil {
+				t.Fatalf("Load: no error, want %s", tt.want)
+			}
+			if got := err.Error(); got != tt.want {
+				t.Errorf("Load error:\ngot  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRotaNeedsVersion2 checks that each calendar construct is refused by
+// name in a version 1 file.
+func TestRotaNeedsVersion2(t *testing.T) {
+	v1 := func(edits ...string) []byte {
+		return editRota(t, append([]string{"version: 2", "version: 1"}, edits...)...)
+	}
+	_, err := Load("rota.yaml", v1())
+	want := []string{
+		`rota.yaml:11:13: calendar.timezone: a time zone needs version: 2 (this file declares version 1)`,
+		`rota.yaml:19:15: teams[0].coverage: coverage needs version: 2 (this file declares version 1)`,
+		`rota.yaml:20:15: teams[0].handover: handover needs version: 2 (this file declares version 1)`,
+		`rota.yaml:21:5: teams[0].shifts: shifts needs version: 2 (this file declares version 1)`,
+		`rota.yaml:28:5: teams[1].calendar: a team calendar needs version: 2 (this file declares version 1)`,
+	}
+	if err == nil {
+		t.Fatalf("Load: no error, want %s", strings.Join(want, "\n"))
+	}
+	if got := err.Error(); got != strings.Join(want, "\n") {
+		t.Errorf("Load errors:\ngot  %s\nwant %s", got, strings.Join(want, "\n"))
+	}
+}
