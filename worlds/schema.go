@@ -225,7 +225,7 @@ var specs = map[reflect.Type]typeSpec{
 	reflect.TypeFor[fileShift](): {
 		doc: "A shift of a team's rota (version 2).",
 		fields: map[string]fieldSpec{
-			"id":    {doc: "The shift's id: lower-case letters, digits, '-' and '_'.", required: true, apply: id},
+			"id": {doc: "The shift's id: lower-case letters, digits, '-' and '_'.", required: true, apply: id},
 			"hours": {doc: "The shift's hours, such as \"06:00-14:00\"; a shift may cross midnight (\"22:00-06:00\" ends the next day).", required: true,
 				apply: func(s *jsonschema.Schema) { s.Pattern = hoursPattern.String() }},
 			"days": {doc: "The weekdays the shift starts on. Omitted: every day.",
