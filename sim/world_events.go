@@ -68,7 +68,7 @@ func (e *Engine) arrivalAt(a *worlds.Arrival, n int, prev clock.Time) (at clock.
 	if a.Count > 0 && float64(n) >= math.Round(float64(a.Count)*load) {
 		return 0, false
 	}
-	cal := &e.cfg.World.Calendar
+	cal := e.teamSchedule(e.ticketTeam(&a.Ticket, a.Queue))
 	switch a.Process {
 	case "scheduled":
 		if len(a.At) > 0 {
@@ -162,11 +162,13 @@ func (e *Engine) ticketTeam(t *worlds.Template, queue string) string {
 	return team
 }
 
-func (e *Engine) sla(t *worlds.Template) clock.Time {
+// sla is the deadline of a ticket of template t that team's queue takes
+// now: its SLA in the working time of the team.
+func (e *Engine) sla(t *worlds.Template, team string) clock.Time {
 	if t.SLA == 0 {
 		return 0
 	}
-	return e.cfg.World.Calendar.AddWork(e.now, t.SLA)
+	return e.teamSchedule(team).AddWork(e.now, t.SLA)
 }
 
 // fireTimer does what a world timer says, if it is still valid.
@@ -183,8 +185,9 @@ func (e *Engine) fireTimer(t timer) {
 			id := a.ID + "-" + strconv.Itoa(n+1)
 			next, more := e.arrivalAt(a, n+1, at)
 			def := e.ticket(&a.Ticket, id, e.key("ticket/", a.ID, n))
-			created := payload.TaskCreated{Task: org.TaskSpecOf(&def), Queue: a.Queue, Team: e.ticketTeam(&a.Ticket, a.Queue),
-				Deadline: e.sla(&a.Ticket), Arrival: a.ID, Interruption: -1}
+			team := e.ticketTeam(&a.Ticket, a.Queue)
+			created := payload.TaskCreated{Task: org.TaskSpecOf(&def), Queue: a.Queue, Team: team,
+				Deadline: e.sla(&a.Ticket, team), Arrival: a.ID, Interruption: -1}
 			created.SetNext(next, more)
 			emitVia(e, &e.slots.created, payload.EvTaskCreated, "", t.cause, created)
 			n++
@@ -204,6 +207,8 @@ func (e *Engine) fireTimer(t timer) {
 		e.emit(payload.EvQueueUp, "", t.cause, payload.QueueUp{Queue: t.id})
 	case timerSLA:
 		e.emit(payload.EvSLABreached, "", t.cause, payload.SLABreached{Task: t.id})
+	case timerShiftEnd:
+		e.shiftEnded(t.id)
 	case timerEscalate:
 		r := e.st.Request(t.id)
 		to := e.st.EscalationTarget(t.who, r.Requester)
@@ -239,10 +244,11 @@ func (e *Engine) interrupt(i int, in *worlds.Interruption) {
 		if in.Priority != nil {
 			def.Priority = *in.Priority
 		}
-		e.emit(payload.EvTaskCreated, "", 0, payload.TaskCreated{Task: org.TaskSpecOf(&def), Queue: in.Queue, Team: e.ticketTeam(in.Ticket, in.Queue),
-			Deadline: e.sla(in.Ticket), Interruption: i})
+		team := e.ticketTeam(in.Ticket, in.Queue)
+		e.emit(payload.EvTaskCreated, "", 0, payload.TaskCreated{Task: org.TaskSpecOf(&def), Queue: in.Queue, Team: team,
+			Deadline: e.sla(in.Ticket, team), Interruption: i})
 	case worlds.Leave:
-		seq := e.emit(payload.EvMemberLeft, in.Member, 0, payload.MemberLeft{InterruptionFired: fired, Until: cal.AddWork(e.now, in.For), Delegate: in.Delegate})
+		seq := e.emit(payload.EvMemberLeft, in.Member, 0, payload.MemberLeft{InterruptionFired: fired, Until: e.schedule(in.Member).AddWork(e.now, in.For), Delegate: in.Delegate})
 		// Whatever waits for the member's approval goes to who stands in.
 		for _, r := range e.st.Requests {
 			if r.Status != org.RequestPending || r.Steps[r.Current].Approver != in.Member {
@@ -288,6 +294,8 @@ func (e *Engine) worldTimerValid(at clock.Time, t timer) bool {
 	case timerSLA:
 		task := e.st.Task(t.id)
 		return task != nil && task.Status != org.StatusDone && !task.Breached
+	case timerShiftEnd:
+		return len(e.heldAtShiftEnd(t.id, at)) > 0
 	}
 	return false
 }
@@ -352,7 +360,7 @@ func (e *Engine) scheduleEscalation(id string, seq uint64) {
 	if after == 0 {
 		return
 	}
-	at := e.cfg.World.Calendar.AddWork(e.now, after)
+	at := e.schedule(step.Approver).AddWork(e.now, after)
 	e.timers.Push(at, timer{kind: timerEscalate, id: id, cause: seq, step: r.Current, who: step.Approver})
 }
 
