@@ -14,7 +14,7 @@ import (
 // driver encodes an observation for every turn it asks. The only error is
 // json.Marshal's for a task value that is NaN or infinite.
 func AppendObservation(dst []byte, o *org.Observation) ([]byte, error) {
-	if !finite(o) {
+	if !finite(o) || o.Shift != nil { // a shift (version 2 worlds) is rare: encoding/json writes it
 		b, err := json.Marshal(o)
 		return append(dst, b...), err
 	}

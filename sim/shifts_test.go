@@ -1,0 +1,243 @@
+package sim_test
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+func mustWorldEngine(tb testing.TB, name string, src []byte, seed uint64) (*sim.Engine, *worlds.World) {
+	tb.Helper()
+	w, err := worlds.Load(name, src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: seed, Session: "s"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e, w
+}
+
+func decode[T any](tb testing.TB, ev events.Event) T {
+	tb.Helper()
+	var p T
+	if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		tb.Fatalf("seq %d %s: %v", ev.Seq, ev.Type, err)
+	}
+	return p
+}
+
+// A team in Warsaw works 09:00-17:00 there while the company works
+// 09:00-17:00 UTC. The session starts on Friday 2026-03-27 at 08:00 UTC
+// (09:00 CET); clocks go forward on Sunday the 29th, so on Monday the
+// team's day starts at 07:00 UTC (09:00 CEST).
+const warsawTeam = `version: 2
+name: warsaw
+start: 2026-03-27T08:00:00Z
+horizon: 2w
+roles:
+  - {id: engineer}
+teams:
+  - id: eng
+    calendar: {hours: "09:00-17:00", timezone: Europe/Warsaw}
+members:
+  - {id: eve, role: engineer, team: eng}
+queues:
+  - {id: fixes, served_by: [engineer]}
+arrivals:
+  - id: fix
+    queue: fixes
+    process: scheduled
+    every: 1w
+    count: 1
+    ticket: {title: Fix, role: engineer, effort: 12h, sla: 2d}
+`
+
+func TestTeamCalendarAcrossDST(t *testing.T) {
+	e, _ := mustWorldEngine(t, "warsaw.yaml", []byte(warsawTeam), 1)
+	e.Start()
+	evs := drive(t, e, greedy, false, 0)
+	utc := func(d, h, m int) clock.Time {
+		start := time.Date(2026, 3, 27, 8, 0, 0, 0, time.UTC)
+		return clock.Time(time.Date(2026, 3, d, h, m, 0, 0, time.UTC).Sub(start).Milliseconds())
+	}
+	fridayEnd, mondayStart := utc(27, 16, 0), utc(30, 7, 0)
+	var crossed, created bool
+	var from clock.Time // when eve's latest action left her free
+	for _, ev := range evs {
+		switch ev.Type {
+		case payload.EvTaskCreated:
+			// The SLA is two of the team's days: Friday 08:00-16:00 UTC and
+			// Monday 07:00-15:00 UTC.
+			if got, want := decode[payload.TaskCreated](t, ev).Deadline, utc(30, 15, 0); got != want {
+				t.Errorf("SLA deadline %d, want %d (Monday 15:00 UTC)", got, want)
+			}
+			created = true
+		case payload.EvTurn:
+			from = decode[payload.Turn](t, ev).BusyUntil // the turn's own minute
+		case payload.EvTaskClaimed:
+			from = decode[payload.TaskClaimed](t, ev).BusyUntil
+		case payload.EvWorkStarted:
+			p := decode[payload.WorkStarted](t, ev)
+			s := from // work begins once the turn's other actions are done
+			if s < fridayEnd && p.Until > fridayEnd {
+				// The stint's work done on Friday, the rest from Monday 07:00 UTC.
+				if want := mondayStart.Add(p.Work - fridayEnd.Sub(s)); p.Until != want {
+					t.Errorf("stint from %d for %s ends at %d, want %d (Monday 07:00 UTC plus what Friday left)", s, p.Work, p.Until, want)
+				}
+				crossed = true
+			}
+			if at := clock.Time(ev.Time); at >= fridayEnd && at < mondayStart {
+				t.Errorf("work started at %d, between Friday 16:00 UTC and Monday 07:00 UTC", at)
+			}
+		}
+	}
+	if !crossed || !created {
+		t.Fatalf("no stint crossed Friday's end (%v) or no ticket arrived (%v)", crossed, created)
+	}
+	if got := e.State().Tasks[0].Status; got != org.StatusDone {
+		t.Errorf("the fix is %s, want done", got)
+	}
+}
+
+func mustRotaSource(tb testing.TB) []byte {
+	tb.Helper()
+	src, err := os.ReadFile("../worlds/testdata/rota.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return src
+}
+
+// shiftOf is each rota member's shift in Warsaw minutes of the day.
+var shiftOf = map[string][2]int{"ann": {6 * 60, 14 * 60}, "ben": {14 * 60, 22 * 60}, "cat": {22 * 60, 6 * 60}}
+
+func onShift(w *worlds.World, member string, at clock.Time) bool {
+	wall := w.Calendar.Wall(at) // the company calendar is in Europe/Warsaw too
+	m := wall.Hour()*60 + wall.Minute()
+	s := shiftOf[member]
+	if s[0] < s[1] {
+		return s[0] <= m && m < s[1]
+	}
+	return m >= s[0] || m < s[1]
+}
+
+// holder claims a ticket, works on it an hour and then holds it forever:
+// it never hands anything over.
+func holder(o org.Observation) sim.Answer {
+	a := sim.Answer{Member: o.Member, Turn: o.Turn, Actions: []org.Action{{Type: org.ActWait}}}
+	if len(o.Assigned) == 0 && len(o.Available) > 0 {
+		id := o.Available[0].ID
+		a.Actions = []org.Action{{Type: org.ActClaim, Task: id}, {Type: org.ActWork, Task: id, For: "1h"}}
+	}
+	return a
+}
+
+func handoverViolations(tb testing.TB, evs []events.Event) []events.Event {
+	var out []events.Event
+	for _, ev := range evs {
+		if ev.Type == payload.EvActionRejected && decode[payload.ActionRejected](tb, ev).Rule == worlds.RuleHandover {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func mustReplay(tb testing.TB, e *sim.Engine, evs []events.Event) {
+	tb.Helper()
+	r, err := sim.Rebuild(seqOf(evs), "s", sim.Config{})
+	if err != nil {
+		tb.Fatalf("Rebuild: %v", err)
+	}
+	if got, want := r.StateHash(), e.StateHash(); got != want {
+		tb.Fatalf("replayed state hash %s, live %s", got, want)
+	}
+	if evs[len(evs)-1].Type != payload.EvSessionEnded {
+		tb.Fatalf("the log ends with %s, not session.ended", evs[len(evs)-1].Type)
+	}
+}
+
+// TestShiftTurnsAndHandover plays the 24/7 desk with greedy agents: each
+// operator is asked only within its shift, hands its tickets over to the
+// next shift before its own ends, and commits no handover violation; a
+// replay of the session reproduces its state.
+func TestShiftTurnsAndHandover(t *testing.T) {
+	e, w := mustWorldEngine(t, "rota.yaml", mustRotaSource(t), 3)
+	e.Start()
+	evs := drive(t, e, greedy, false, 0)
+	turns := map[string]int{}
+	handed := 0
+	for _, ev := range evs {
+		switch ev.Type {
+		case payload.EvTurn:
+			if _, ok := shiftOf[ev.Actor]; !ok {
+				continue
+			}
+			turns[ev.Actor]++
+			if !onShift(w, ev.Actor, clock.Time(ev.Time)) {
+				t.Errorf("%s took a turn at %s, outside its shift", ev.Actor, w.Calendar.Wall(clock.Time(ev.Time)))
+			}
+		case payload.EvTaskHandedOff:
+			p := decode[payload.TaskHandedOff](t, ev)
+			handed++
+			if !onShift(w, ev.Actor, clock.Time(ev.Time)) || onShift(w, p.To, clock.Time(ev.Time)) {
+				t.Errorf("%s handed %s to %s at %s: want it on shift and the receiver not yet", ev.Actor, p.Task, p.To, w.Calendar.Wall(clock.Time(ev.Time)))
+			}
+		}
+	}
+	for m := range shiftOf {
+		if turns[m] == 0 {
+			t.Errorf("%s took no turn", m)
+		}
+	}
+	if handed == 0 {
+		t.Errorf("nobody handed work over")
+	}
+	if v := handoverViolations(t, evs); len(v) > 0 || e.State().Violations > 0 {
+		t.Errorf("greedy committed %d handover violations (%d in all), want none", len(v), e.State().Violations)
+	}
+	done := 0
+	for _, task := range e.State().Tasks {
+		if task.Status == org.StatusDone {
+			done++
+		}
+	}
+	if done != len(e.State().Tasks) {
+		t.Errorf("%d of %d tickets done, want all", done, len(e.State().Tasks))
+	}
+	mustReplay(t, e, evs)
+}
+
+// TestHandoverViolation plays the desk with members that hold their work:
+// each holding at its shift's end is a policy violation at that instant,
+// counted in the state, and a replay reproduces the state.
+func TestHandoverViolation(t *testing.T) {
+	e, w := mustWorldEngine(t, "rota.yaml", mustRotaSource(t), 3)
+	e.Start()
+	evs := drive(t, e, holder, false, 0)
+	v := handoverViolations(t, evs)
+	if len(v) == 0 {
+		t.Fatal("no handover violation recorded")
+	}
+	for _, ev := range v {
+		p := decode[payload.ActionRejected](t, ev)
+		wall := w.Calendar.Wall(clock.Time(ev.Time))
+		end := shiftOf[ev.Actor][1]
+		if p.Kind != org.KindPolicy || p.Index != -1 || wall.Hour()*60+wall.Minute() != end || wall.Second() != 0 {
+			t.Fatalf("violation %+v by %s at %s: want kind policy, index -1, at its shift's end", p, ev.Actor, wall)
+		}
+	}
+	if got := e.State().Violations; got != len(v) {
+		t.Errorf("state counts %d violations, the log %d", got, len(v))
+	}
+	mustReplay(t, e, evs)
+}
