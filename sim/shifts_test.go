@@ -1,11 +1,13 @@
 package sim_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
@@ -238,6 +240,85 @@ func TestHandoverViolation(t *testing.T) {
 	}
 	if got := e.State().Violations; got != len(v) {
 		t.Errorf("state counts %d violations, the log %d", got, len(v))
+	}
+	mustReplay(t, e, evs)
+}
+
+// TestShiftSnapshotRestore restores the desk from snapshots taken along a
+// session of holders (the handover timers armed and firing) and of greedy
+// agents (hand-offs), and checks that each restored engine continues with
+// the uninterrupted run's log.
+func TestShiftSnapshotRestore(t *testing.T) {
+	for name, decide := range map[string]decider{"holder": holder, "greedy": greedy} { // order: each case is independent
+		t.Run(name, func(t *testing.T) {
+			full, _ := mustWorldEngine(t, "rota.yaml", mustRotaSource(t), 5)
+			full.Start()
+			want := drive(t, full, decide, false, 0)
+			live, w := mustWorldEngine(t, "rota.yaml", mustRotaSource(t), 5)
+			live.Start()
+			var got []events.Event
+			restores := 0
+			for i := 0; ; i++ {
+				rd := live.Ready()
+				got = append(got, rd.Events...)
+				if i%9 == 0 {
+					r, err := sim.Restore(sim.Config{World: w, Seed: 5, Session: "s"}, live.Snapshot(), live.StateHash())
+					if err != nil {
+						t.Fatalf("restore at seq %d: %v", live.State().LastSeq, err)
+					}
+					r.Resume()
+					equalLogs(t, append(append([]events.Event{}, got...), drive(t, r, decide, false, 0)...), want)
+					restores++
+				}
+				live.Advance()
+				if rd.Done {
+					break
+				}
+				if len(rd.Turns) == 0 {
+					live.Tick()
+					continue
+				}
+				var ans []sim.Answer
+				for _, tu := range rd.Turns {
+					ans = append(ans, decide(tu.Observation))
+				}
+				live.Step(ans)
+			}
+			if restores < 10 {
+				t.Errorf("only %d restores", restores)
+			}
+		})
+	}
+}
+
+// TestPlannerHandsOver plays the desk with planners: like greedy, they
+// hand their tickets to the next shift and commit no handover violation.
+func TestPlannerHandsOver(t *testing.T) {
+	e, _ := mustWorldEngine(t, "rota.yaml", mustRotaSource(t), 3)
+	e.Start()
+	planners := map[string]*agents.Planner{}
+	evs := drive(t, e, func(o org.Observation) sim.Answer {
+		p := planners[o.Member]
+		if p == nil {
+			p = agents.NewPlanner(o.Member)
+			planners[o.Member] = p
+		}
+		acts, _ := p.Decide(context.Background(), o)
+		return sim.Answer{Member: o.Member, Turn: o.Turn, Actions: acts}
+	}, false, 0)
+	handed := 0
+	for _, ev := range evs {
+		if ev.Type == payload.EvTaskHandedOff {
+			handed++
+		}
+	}
+	if v := handoverViolations(t, evs); len(v) > 0 || handed == 0 {
+		t.Errorf("planners: %d handover violations and %d hand-offs, want none and some", len(v), handed)
+	}
+	for _, task := range e.State().Tasks {
+		if task.Status != org.StatusDone {
+			t.Errorf("ticket %s is %s, want done", task.ID, task.Status)
+		}
 	}
 	mustReplay(t, e, evs)
 }
