@@ -27,12 +27,14 @@ func handingOver(o org.Observation) bool {
 }
 
 // handoffs returns the hand-offs of every item o's member holds to the
-// first colleague of the next shift whose role may take it.
+// first colleague of the next shift whose role may take it and whose own
+// working period ends after this one (in a team of one calendar there is
+// none: everyone's day ends together, and the work stays).
 func handoffs(o org.Observation) []org.Action {
 	var acts []org.Action
 	for _, t := range o.Assigned {
 		for _, m := range o.Shift.Next {
-			if m.Role == t.Role && m.From >= o.Shift.Ends {
+			if m.Role == t.Role && m.Until > o.Shift.Ends {
 				acts = append(acts, org.Action{Type: org.ActHandoff, Task: t.ID, To: m.ID})
 				break
 			}

@@ -27,6 +27,11 @@ type ShiftMate struct {
 	ID   string     `json:"id"`
 	Role string     `json:"role"`
 	From clock.Time `json:"from"` // when it is next on duty, from the end of the shift on
+	// Until is the end of the colleague's working period that holds or
+	// follows now: work handed to it is its to hand on by then. Only one
+	// whose Until is after the shift's end can take work over without
+	// holding it past a period's end sooner.
+	Until clock.Time `json:"until"`
 }
 
 // maxShiftMates bounds ShiftView.Next.
@@ -53,7 +58,8 @@ func (s *State) shiftView(m *Member) *ShiftView {
 		if st := s.members[o.ID]; st == nil || st.OnLeave {
 			continue
 		}
-		v.Next = append(v.Next, ShiftMate{ID: o.ID, Role: o.Role, From: s.World.MemberSchedule(o.ID).NextWorking(v.Ends)})
+		sch := s.World.MemberSchedule(o.ID)
+		v.Next = append(v.Next, ShiftMate{ID: o.ID, Role: o.Role, From: sch.NextWorking(v.Ends), Until: sch.PeriodEnd(s.Now)})
 	}
 	slices.SortStableFunc(v.Next, func(a, b ShiftMate) int { return cmp.Compare(a.From, b.From) })
 	if len(v.Next) > maxShiftMates {

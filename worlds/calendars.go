@@ -42,6 +42,9 @@ const (
 	HandoverOptional = "optional"
 )
 
+// maxShifts bounds a team's shifts: a rota is checked pair by pair.
+const maxShifts = 100
+
 // RuleHandover names the violation of holding work past one's shift end
 // in a team whose handover is required.
 const RuleHandover = "handover"
@@ -251,7 +254,10 @@ func (v *validator) calendars(f *file, w *World) {
 			v.errf(p+".handover", "unknown handover %q (expected %s or %s)", ft.Handover, HandoverRequired, HandoverOptional)
 		}
 		rotaErrs := len(v.errs)
-		if len(ft.Shifts) > 0 && v.needs(2, p+".shifts", "shifts") {
+		switch {
+		case len(ft.Shifts) > maxShifts:
+			v.errf(p+".shifts", "%d shifts: a team has at most %d", len(ft.Shifts), maxShifts)
+		case len(ft.Shifts) > 0 && v.needs(2, p+".shifts", "shifts"):
 			v.shifts(p, ft, t, w, teamOf, onShifts)
 		}
 		rotaErrs = len(v.errs) - rotaErrs

@@ -434,6 +434,8 @@ func (d *viewDecoder) shiftView(p **org.ShiftView) bool {
 						return 1 << 1, d.Str(&m.Role)
 					case "from":
 						return 1 << 2, d.Int64((*int64)(&m.From))
+					case "until":
+						return 1 << 3, d.Int64((*int64)(&m.Until))
 					}
 					return 0, false
 				})
