@@ -322,3 +322,62 @@ func TestPlannerHandsOver(t *testing.T) {
 	}
 	mustReplay(t, e, evs)
 }
+
+// An NPC in a team working 10:00-18:00 in Tokyo answers after 3h of its
+// own working time: asked on Friday at 08:00 UTC (17:00 in Tokyo), it
+// replies on Monday at 03:00 UTC (one hour on Friday, two from 10:00 on
+// Monday in Tokyo), not on Friday at 12:00 UTC as the company calendar
+// (09:00-17:00 UTC) would have it.
+const tokyoNPC = `version: 2
+name: tokyo
+start: 2026-03-27T08:00:00Z
+horizon: 2w
+roles:
+  - {id: engineer}
+  - {id: expert}
+teams:
+  - {id: eng}
+  - id: jp
+    calendar: {hours: "10:00-18:00", timezone: Asia/Tokyo}
+members:
+  - {id: eve, role: engineer, team: eng}
+  - id: kai
+    role: expert
+    team: jp
+    npc:
+      reply: {min: 3h, max: 3h}
+      knows: {deploy: "Deploys are on Tuesdays."}
+queues:
+  - {id: fixes, served_by: [engineer]}
+projects:
+  - id: p
+    team: eng
+    queue: fixes
+    deadline: 2w
+    tasks:
+      - {id: t, role: engineer, effort: 1h}
+`
+
+func TestNPCRepliesOnItsTeamsCalendar(t *testing.T) {
+	e, _ := mustWorldEngine(t, "tokyo.yaml", []byte(tokyoNPC), 1)
+	e.Start()
+	asked := false
+	evs := drive(t, e, func(o org.Observation) sim.Answer {
+		a := sim.Answer{Member: o.Member, Turn: o.Turn, Actions: []org.Action{{Type: org.ActWait}}}
+		if !asked {
+			asked = true
+			a.Actions = []org.Action{{Type: org.ActMessage, To: "kai", Text: "When is the next deploy?"}}
+		}
+		return a
+	}, false, 0)
+	monday := clock.Time(67 * clock.Hour) // 2026-03-30 03:00 UTC
+	for _, ev := range evs {
+		if ev.Type == payload.EvMessageSent && ev.Actor == "kai" {
+			if clock.Time(ev.Time) != monday {
+				t.Errorf("kai replied at %d, want %d (Monday 03:00 UTC)", ev.Time, monday)
+			}
+			return
+		}
+	}
+	t.Fatal("kai never replied")
+}
