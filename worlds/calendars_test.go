@@ -34,6 +34,9 @@ func editRota(tb testing.TB, edits ...string) []byte {
 
 func TestLoadRota(t *testing.T) {
 	w := mustLoad(t, "rota.yaml", mustRota(t))
+	if _, err := load("rota.yaml", mustRota(t), 1, Limits{}); err != nil {
+		t.Fatalf("load in parts: %v", err)
+	}
 	if got := w.Calendar.Start.Location().String(); got != "Europe/Warsaw" {
 		t.Errorf("company zone: got %s, want Europe/Warsaw", got)
 	}
@@ -124,6 +127,26 @@ func TestLoadRotaErrors(t *testing.T) {
 			want:  `rota.yaml:19:15: teams[0].coverage: 24/7 coverage leaves queue "alerts" unserved at sun 22:00: no shift has a member serving it then`,
 		},
 		{
+			name:  "missing shift hours",
+			edits: []string{`{id: late, hours: "14:00-22:00", members: [ben]}`, `{id: late, members: [ben]}`},
+			want:  `rota.yaml:23:9: teams[0].shifts[1].hours: missing shift hours, such as "22:00-06:00"`,
+		},
+		{
+			name:  "shift without members",
+			edits: []string{"members: [ben]", "members: []"},
+			want:  `rota.yaml:23:51: teams[0].shifts[1].members: shift "late" has no members`,
+		},
+		{
+			name:  "duplicate shift id",
+			edits: []string{"{id: late,", "{id: early,"},
+			want:  `rota.yaml:23:14: teams[0].shifts[1].id: duplicate shift id "early" (first defined at teams[0].shifts[0].id)`,
+		},
+		{
+			name:  "coverage without shifts",
+			edits: []string{"    budget: 10000\n    calendar:", "    budget: 10000\n    coverage: 24/7\n    calendar:"},
+			want:  `rota.yaml:28:15: teams[1].coverage: 24/7 coverage needs shifts: the team has none`,
+		},
+		{
 			name:  "unknown coverage",
 			edits: []string{"coverage: 24/7", "coverage: always"},
 			want:  `rota.yaml:19:15: teams[0].coverage: unknown coverage "always" (expected 24/7)`,
@@ -147,6 +170,10 @@ func TestLoadRotaErrors(t *testing.T) {
 			}
 			if got := err.Error(); got != tt.want {
 				t.Errorf("Load error:\ngot  %s\nwant %s", got, tt.want)
+			}
+			// Read a part at a time (as a large file is), the same errors.
+			if _, err := load("rota.yaml", editRota(t, tt.edits...), 1, Limits{}); err == nil || err.Error() != tt.want {
+				t.Errorf("load in parts: got error %v, want %s", err, tt.want)
 			}
 		})
 	}
