@@ -165,7 +165,7 @@ var specs = map[reflect.Type]typeSpec{
 			"name":        {doc: "Short name of the world, shown in listings and logs.", required: true},
 			"description": {doc: "One sentence saying what the world exercises."},
 			"start": {doc: "The instant the session starts (simulated time 0), in RFC 3339 with an explicit offset, such as 2026-01-05T09:00:00Z. " +
-				"Its offset is the time zone of the calendar.", required: true,
+				"Its offset is the time zone of the calendar, unless calendar.timezone names one (version 2).", required: true,
 				apply: func(s *jsonschema.Schema) { s.Format = "date-time"; s.Pattern = instantPattern.String() }},
 			"horizon": {doc: "How long the session runs, in working time from the start, such as 15d. " +
 				"Units: w (5 working days), d (one working day), h, m, s, ms.", required: true, apply: duration},
