@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -380,4 +381,57 @@ func TestNPCRepliesOnItsTeamsCalendar(t *testing.T) {
 		}
 	}
 	t.Fatal("kai never replied")
+}
+
+// TestWeeklyRotation plays the desk with its shift lists rotating weekly,
+// at ten times the load (alerts for two weeks and more): each operator
+// takes its turns only within the shift its list works that week, and
+// greedy still hands over without a violation.
+func TestWeeklyRotation(t *testing.T) {
+	src := []byte(strings.Replace(string(mustRotaSource(t)), "handover: required", "handover: required\n    rotate: weekly", 1))
+	w, err := worlds.Load("rota.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 2, Session: "s", Load: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	evs := drive(t, e, greedy, false, 0)
+	list := map[string]int{"ann": 0, "ben": 1, "cat": 2} // the shift each is listed on: early, late, night
+	monday := time.Date(2026, 3, 23, 0, 0, 0, 0, time.UTC)
+	onRotatedShift := func(member string, at clock.Time) bool {
+		wall := w.Calendar.Wall(at) // Europe/Warsaw, the desk's clock
+		y, mo, d := wall.Date()
+		day := int(time.Date(y, mo, d, 0, 0, 0, 0, time.UTC).Sub(monday).Hours() / 24)
+		m := wall.Hour()*60 + wall.Minute()
+		shift, startDay := 0, day
+		switch {
+		case m >= 22*60:
+			shift = 2
+		case m < 6*60:
+			shift, startDay = 2, day-1 // the night began the day before
+		case m >= 14*60:
+			shift = 1
+		}
+		return (list[member]+startDay/7)%3 == shift
+	}
+	weeks := map[int]bool{}
+	for _, ev := range evs {
+		if _, ok := list[ev.Actor]; !ok || ev.Type != payload.EvTurn {
+			continue
+		}
+		weeks[int(ev.Time/int64(7*24*clock.Hour))] = true
+		if !onRotatedShift(ev.Actor, clock.Time(ev.Time)) {
+			t.Errorf("%s took a turn at %s, outside its shift that week", ev.Actor, w.Calendar.Wall(clock.Time(ev.Time)))
+		}
+	}
+	if len(weeks) < 3 {
+		t.Errorf("turns in %d weeks, want at least 3", len(weeks))
+	}
+	if v := handoverViolations(t, evs); len(v) > 0 {
+		t.Errorf("greedy committed %d handover violations, want none", len(v))
+	}
+	mustReplay(t, e, evs)
 }

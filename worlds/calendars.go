@@ -42,6 +42,13 @@ const (
 	HandoverOptional = "optional"
 )
 
+// RotateWeekly makes a team's shift member lists take turns weekly.
+const RotateWeekly = "weekly"
+
+// rotationMargin is how many weeks past the horizon a rotation is laid
+// out; after that, its members would work every shift.
+const rotationMargin = 8
+
 // maxShifts bounds a team's shifts: a rota is checked pair by pair.
 const maxShifts = 100
 
@@ -234,6 +241,7 @@ func (v *validator) calendars(f *file, w *World) {
 		teamOf[m.ID], roleOf[m.ID] = m.Team, m.Role
 	}
 	onShifts := map[string][]*Shift{} // member -> its shifts
+	rotated := map[string]clock.Schedule{}
 	for i, ft := range f.Teams {
 		if i >= len(w.Teams) {
 			break
@@ -260,6 +268,23 @@ func (v *validator) calendars(f *file, w *World) {
 		case len(ft.Shifts) > 0 && v.needs(2, p+".shifts", "shifts"):
 			v.shifts(p, ft, t, w, teamOf, onShifts)
 		}
+		switch ft.Rotate {
+		case "":
+		case RotateWeekly:
+			if !v.needs(2, p+".rotate", "rotate") {
+				break
+			}
+			if len(t.Shifts) < 2 {
+				v.errf(p+".rotate", "rotating weekly needs at least two shifts")
+				break
+			}
+			t.Rotate = RotateWeekly
+			if len(v.errs) == rotaErrs {
+				v.rotate(p, t, w, rotated)
+			}
+		default:
+			v.errf(p+".rotate", "unknown rotate %q (expected %s)", ft.Rotate, RotateWeekly)
+		}
 		rotaErrs = len(v.errs) - rotaErrs
 		switch ft.Coverage {
 		case "":
@@ -284,6 +309,8 @@ func (v *validator) calendars(f *file, w *World) {
 	for k := range w.Members {
 		m := &w.Members[k]
 		switch sh := onShifts[m.ID]; {
+		case rotated[m.ID] != nil:
+			m.Schedule, m.OnShift = rotated[m.ID], true
 		case len(sh) == 1:
 			m.Schedule, m.OnShift = &sh[0].Calendar, true
 		case len(sh) > 1:
@@ -371,8 +398,24 @@ func (v *validator) shifts(p string, ft fileTeam, t *Team, w *World, teamOf map[
 }
 
 // coverage checks that t's rota serves each queue its members serve at
-// every hour of the week, on the team's wall clock.
+// every hour of the week, on the team's wall clock (in every week of its
+// rotation).
 func (v *validator) coverage(path string, t *Team, w *World, roleOf map[string]string) {
+	phases := 1
+	if t.Rotate == RotateWeekly {
+		phases = len(t.Shifts)
+	}
+	for k := range phases {
+		if !v.coverPhase(path, t, w, roleOf, k) {
+			return
+		}
+	}
+}
+
+// coverPhase checks coverage in week k of a rotation (the shifts worked by
+// their own lists when k is 0), and reports whether it holds.
+func (v *validator) coverPhase(path string, t *Team, w *World, roleOf map[string]string, k int) bool {
+	n := len(t.Shifts)
 	for _, q := range w.Queues {
 		var spans []span
 		served := false
@@ -385,14 +428,67 @@ func (v *validator) coverage(path string, t *Team, w *World, roleOf map[string]s
 			continue // not one of the team's queues
 		}
 		for j := range t.Shifts {
-			sh := &t.Shifts[j]
-			if slices.ContainsFunc(sh.Members, func(id string) bool { return slices.Contains(q.ServedBy, roleOf[id]) }) {
-				spans = append(spans, weekSpans(&sh.Calendar)...)
+			group := t.Shifts[((j-k)%n+n)%n].Members // who works shift j in week k
+			if slices.ContainsFunc(group, func(id string) bool { return slices.Contains(q.ServedBy, roleOf[id]) }) {
+				spans = append(spans, weekSpans(&t.Shifts[j].Calendar)...)
 			}
 		}
 		if at, gap := firstGap(spans); gap {
-			v.errf(path, "24/7 coverage leaves queue %q unserved at %s: no shift has a member serving it then", q.ID, weekTime(at))
-			return
+			week := ""
+			if t.Rotate == RotateWeekly {
+				week = fmt.Sprintf(" in week %d of the rotation", k+1)
+			}
+			v.errf(path, "24/7 coverage leaves queue %q unserved at %s%s: no shift has a member serving it then", q.ID, weekTime(at), week)
+			return false
+		}
+	}
+	return true
+}
+
+// rotate lays out the weekly rotation of t's shift lists for each member:
+// a Rota of every shift, each with the weeks the member does not work it
+// as holidays, from the week of the start to rotationMargin weeks past the
+// horizon. Weeks run Monday to Sunday on the team's clock.
+func (v *validator) rotate(p string, t *Team, w *World, rotated map[string]clock.Schedule) {
+	n := len(t.Shifts)
+	list := map[string]int{} // member -> the shift it is listed on
+	for i := range t.Shifts {
+		for k, id := range t.Shifts[i].Members {
+			if j, ok := list[id]; ok {
+				v.errf(fmt.Sprintf("%s.shifts[%d].members[%d]", p, i, k), "%s is also listed on shift %q: with rotate: weekly a member is on one list", id, t.Shifts[j].ID)
+				continue
+			}
+			list[id] = i
+		}
+	}
+	start := t.Shifts[0].Calendar.Start
+	y, m, d := start.Date()
+	monday := time.Date(y, m, d, 12, 0, 0, 0, time.UTC).AddDate(0, 0, -(int(start.Weekday())+6)%7)
+	weeks := int(w.Horizon/clock.Time(7*24*clock.Hour)) + 2 + rotationMargin
+	for j := range t.Shifts {
+		for _, id := range t.Shifts[j].Members {
+			if list[id] != j || rotated[id] != nil {
+				continue
+			}
+			r := make(clock.Rota, n)
+			for s := range t.Shifts {
+				c := t.Shifts[s].Calendar
+				c.Holidays = nil
+				for wk := range weeks {
+					if (j+wk)%n == s {
+						continue // the member works shift s in week wk
+					}
+					for day := range 7 {
+						c.Holidays = append(c.Holidays, monday.AddDate(0, 0, 7*wk+day).Format("2006-01-02"))
+					}
+				}
+				if err := c.Validate(); err != nil {
+					v.errf(p+".rotate", "%s", strings.TrimPrefix(err.Error(), "clock: "))
+					return
+				}
+				r[s] = &c
+			}
+			rotated[id] = r
 		}
 	}
 }

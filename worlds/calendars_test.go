@@ -200,3 +200,82 @@ func TestRotaNeedsVersion2(t *testing.T) {
 		t.Errorf("Load errors:\ngot  %s\nwant %s", got, strings.Join(want, "\n"))
 	}
 }
+
+// TestLoadWeeklyRotation checks that with rotate: weekly the members of
+// each shift's list move on to the next shift every Monday (Warsaw time).
+func TestLoadWeeklyRotation(t *testing.T) {
+	w := mustLoad(t, "rota.yaml", editRota(t, "handover: required", "handover: required\n    rotate: weekly"))
+	// Time 0 is Monday 2026-03-23 08:00 UTC (09:00 CET); from the 29th, CEST.
+	at := func(day, h int) clock.Time { // UTC hour h on March day
+		return clock.Time(time.Date(2026, 3, day, h, 0, 0, 0, time.UTC).Sub(time.Date(2026, 3, 23, 8, 0, 0, 0, time.UTC)).Milliseconds())
+	}
+	tests := []struct {
+		member   string
+		from     clock.Time
+		want     clock.Time // the next working instant
+		wantEnds clock.Time
+	}{
+		{"ann", at(23, 8), at(23, 8), at(23, 13)},   // week 1: early, 06:00-14:00 CET
+		{"ann", at(30, 0), at(30, 12), at(30, 20)},  // week 2: late, 14:00-22:00 CEST
+		{"ann", at(31, 0), at(31, 12), at(31, 20)},  //
+		{"ann", at(37, 0), at(37, 20), at(38, 4)},   // week 3 (from Monday April 6): nights, the first Monday 22:00 CEST
+		{"ben", at(30, 0), at(30, 20), at(31, 4)},   // week 2: nights; Sunday the 29th's night began in week 1, cat's
+		{"cat", at(28, 0), at(28, 0), at(28, 5)},    // week 1: Friday's night shift is on
+		{"cat", at(29, 12), at(29, 20), at(30, 12)}, // Sunday's night, then early from Monday: one span
+	}
+	for _, tt := range tests {
+		s := w.MemberSchedule(tt.member)
+		if got := s.NextWorking(tt.from); got != tt.want {
+			t.Errorf("%s from %s: next working %s, want %s", tt.member, w.Calendar.Wall(tt.from), w.Calendar.Wall(got), w.Calendar.Wall(tt.want))
+		}
+		if got := s.PeriodEnd(tt.from); got != tt.wantEnds {
+			t.Errorf("%s from %s: period ends %s, want %s", tt.member, w.Calendar.Wall(tt.from), w.Calendar.Wall(got), w.Calendar.Wall(tt.wantEnds))
+		}
+	}
+}
+
+func TestLoadRotationErrors(t *testing.T) {
+	rotating := []string{"handover: required", "handover: required\n    rotate: weekly"}
+	tests := []struct {
+		name  string
+		edits []string
+		want  string
+	}{
+		{
+			name:  "unknown rotate",
+			edits: []string{"handover: required", "handover: required\n    rotate: daily"},
+			want:  `rota.yaml:21:13: teams[0].rotate: unknown rotate "daily" (expected weekly)`,
+		},
+		{
+			name:  "member on two lists",
+			edits: append(rotating, "members: [cat]", "members: [cat, ann]"),
+			want:  `rota.yaml:25:58: teams[0].shifts[2].members[1]: ann is also listed on shift "early": with rotate: weekly a member is on one list`,
+		},
+		{
+			name: "coverage gap in a later week",
+			edits: append(rotating, "  - {id: engineer, title: Engineer}\n", "  - {id: engineer, title: Engineer}\n  - {id: trainee}\n",
+				`      - {id: night, hours: "22:00-06:00", members: [cat]}`+"\n", `      - {id: night, hours: "22:00-06:00", members: [cat]}`+"\n"+`      - {id: extra, hours: "06:00-14:00", members: [dan]}`+"\n",
+				"  - {id: cat, role: operator, team: desk}\n", "  - {id: cat, role: operator, team: desk}\n  - {id: dan, role: trainee, team: desk}\n"),
+			want: `rota.yaml:20:15: teams[0].coverage: 24/7 coverage leaves queue "alerts" unserved at mon 14:00 in week 3 of the rotation: no shift has a member serving it then`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load("rota.yaml", editRota(t, tt.edits...))
+			if err == nil {
+				t.Fatalf("Load: no error, want %s", tt.want)
+			}
+			if got := err.Error(); got != tt.want {
+				t.Errorf("Load error:\ngot  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRotateNeedsVersion2(t *testing.T) {
+	_, err := Load("rota.yaml", editRota(t, "version: 2", "version: 1", "handover: required", "handover: required\n    rotate: weekly"))
+	want := `rota.yaml:21:13: teams[0].rotate: rotate needs version: 2 (this file declares version 1)`
+	if err == nil || !strings.Contains(err.Error()+"\n", want+"\n") {
+		t.Errorf("Load: got %v, want among the errors %s", err, want)
+	}
+}

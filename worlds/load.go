@@ -66,6 +66,7 @@ type fileTeam struct {
 	Shifts   []fileShift   `yaml:"shifts"`
 	Coverage string        `yaml:"coverage"`
 	Handover string        `yaml:"handover"`
+	Rotate   string        `yaml:"rotate"`
 }
 
 type fileMember struct {

@@ -218,6 +218,8 @@ var specs = map[reflect.Type]typeSpec{
 			"shifts": {doc: "Version 2. The team's shift rota: a member on a shift works, and is asked to decide, only in its shift's hours."},
 			"coverage": {doc: "Version 2. 24/7 asserts that the rota serves each queue the team's members serve at every hour of the week; a gap is refused.",
 				apply: oneOf(Coverage247)},
+			"rotate": {doc: "Version 2. weekly: the shifts' member lists rotate every week (Monday to Sunday on the team's clock): in the k-th week of the session the members listed on shift i work shift i+k (wrapping). A member is on one list.",
+				apply: oneOf(RotateWeekly)},
 			"handover": {doc: "Version 2. required: a member holding a claimed or in-progress item when its shift (or working day) ends commits a policy violation (rule handover); hand it over to the next shift first. optional (the default): work waits for its holder.",
 				apply: oneOf(HandoverRequired, HandoverOptional)},
 		},

@@ -87,6 +87,7 @@ type Team struct {
 	Shifts   []Shift
 	Coverage string
 	Handover string
+	Rotate   string // RotateWeekly: the shifts' member lists take turns
 	Schedule clock.Schedule
 }
 
