@@ -27,13 +27,17 @@ func (g *Greedy) Decide(_ context.Context, o org.Observation) ([]org.Action, err
 			acts = append(acts, org.Action{Type: org.ActApprove, Request: r.ID})
 		}
 	}
+	if handingOver(o) {
+		// The shift ends soon and the team requires handing work over.
+		return append(append(acts, handoffs(o)...), org.Action{Type: org.ActWait}), nil
+	}
 	// Finish what we hold, most valuable first.
 	for _, t := range best(o.Assigned) {
 		if t.Status == org.StatusInProgress || len(t.Waiting) > 0 {
 			continue
 		}
 		if t.Spent < t.Effort {
-			return append(acts, org.Action{Type: org.ActWork, Task: t.ID}), nil
+			return append(acts, org.Action{Type: org.ActWork, Task: t.ID, For: shiftStint(o, "")}), nil
 		}
 		if in := t.NeedsInfo; in != nil && !in.Known {
 			if !asked(o, in.From, in.Topic) {
@@ -62,9 +66,9 @@ func (g *Greedy) Decide(_ context.Context, o org.Observation) ([]org.Action, err
 	if ts := best(o.Available); len(ts) > 0 {
 		ts = spread(o.Member, ts)
 		t := ts[0]
-		return append(acts, org.Action{Type: org.ActClaim, Task: t.ID}, org.Action{Type: org.ActWork, Task: t.ID}), nil
+		return append(acts, org.Action{Type: org.ActClaim, Task: t.ID}, org.Action{Type: org.ActWork, Task: t.ID, For: shiftStint(o, "")}), nil
 	}
-	return append(acts, org.Action{Type: org.ActWait}), nil
+	return append(acts, shiftWait(o, 0)), nil
 }
 
 // asked reports whether a question about topic to member is still unanswered.

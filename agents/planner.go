@@ -98,6 +98,10 @@ func (p *Planner) Decide(_ context.Context, o org.Observation) ([]org.Action, er
 			acts = append(acts, org.Action{Type: org.ActApprove, Request: r.ID})
 		}
 	}
+	if handingOver(o) {
+		// The shift ends soon and the team requires handing work over.
+		return append(append(acts, handoffs(o)...), org.Action{Type: org.ActWait}), nil
+	}
 	pl := newPlan(o, p.cfg, p.known)
 	pl.cutoff = p.cutoff(o)
 	budget := pl.budgetLeft()
@@ -213,11 +217,11 @@ func (p *Planner) Decide(_ context.Context, o org.Observation) ([]org.Action, er
 	}
 	switch {
 	case pick != nil:
-		return append(acts, org.Action{Type: org.ActWork, Task: pick.ID, For: p.stint(*pick)}), nil
+		return append(acts, org.Action{Type: org.ActWork, Task: pick.ID, For: shiftStint(o, p.stint(*pick))}), nil
 	case wake > 0:
-		return append(acts, org.Action{Type: org.ActWait, Until: int64(wake)}), nil
+		return append(acts, shiftWait(o, wake)), nil
 	}
-	return append(acts, org.Action{Type: org.ActWait}), nil
+	return append(acts, shiftWait(o, 0)), nil
 }
 
 // purchase is a purchase task as first seen.

@@ -51,7 +51,11 @@ type Calendar struct {
 	// e.g. 9*Hour. If DayStart and DayEnd are both zero, 09:00-17:00 is used.
 	DayStart Duration
 	// DayEnd is the wall-clock offset from midnight at which work ends, e.g.
-	// 17*Hour; 24*Hour means midnight at the end of the day.
+	// 17*Hour; 24*Hour means midnight at the end of the day. A DayEnd past
+	// 24*Hour is a working period that crosses midnight into the next day,
+	// such as a night shift 22:00-06:00 (DayStart 22*Hour, DayEnd 30*Hour);
+	// it belongs to the day it starts on (its weekday, its holiday), and
+	// lasts at most 24 hours.
 	DayEnd Duration
 	// Workdays says which days are working days, indexed by time.Weekday. If
 	// no day is set, Monday to Friday are working days.
@@ -73,6 +77,7 @@ type rules struct {
 
 	dayStart, dayEnd Duration
 	dayLen           Duration // dayEnd - dayStart, > 0
+	overnight        bool     // dayEnd > 24h: a day's period ends on the next day
 	weekLen          Duration // dayLen * perWeek
 	days             [7]bool
 	perWeek          int64   // number of working weekdays, 1..7
@@ -90,8 +95,8 @@ func (c *Calendar) Validate() error {
 		if ds < 0 || ds > fullDay {
 			return fmt.Errorf("clock: DayStart %v is outside 00:00-24:00", ds)
 		}
-		if de < 0 || de > fullDay {
-			return fmt.Errorf("clock: DayEnd %v is outside 00:00-24:00", de)
+		if de < 0 || de > ds+fullDay {
+			return fmt.Errorf("clock: DayEnd %v is outside 00:00-24:00 and more than a day after DayStart", de)
 		}
 		if ds >= de {
 			return fmt.Errorf("clock: DayStart %s must be before DayEnd %s", clockTime(ds), clockTime(de))
@@ -129,7 +134,7 @@ func (c *Calendar) DayLength() Duration {
 
 // hours returns the working hours to use for the given fields.
 func hours(ds, de Duration) (Duration, Duration) {
-	if 0 <= ds && ds < de && de <= fullDay {
+	if 0 <= ds && ds < de && de <= fullDay || 0 <= ds && ds < fullDay && ds < de && de <= ds+fullDay {
 		return ds, de
 	}
 	return defaultDayStart, defaultDayEnd
@@ -139,6 +144,7 @@ func (c *Calendar) build() *rules {
 	r := &rules{srcStart: c.DayStart, srcEnd: c.DayEnd, srcDays: c.Workdays, srcHolidays: len(c.Holidays)}
 	r.dayStart, r.dayEnd = hours(c.DayStart, c.DayEnd)
 	r.dayLen = r.dayEnd - r.dayStart
+	r.overnight = r.dayEnd > fullDay
 	r.days = c.Workdays
 	if r.days == [7]bool{} {
 		r.days = defaultWorkdays
@@ -207,7 +213,9 @@ func (r *rules) uniformWork(p, q int64) Duration {
 // the periods are disjoint and in day order, and P(n) lies within
 // [reach(n, 0), reach(n+1, 0)). An instant t whose wall clock shows day n
 // is at or after reach(n, 0), so no period of a day before n reaches t: every
-// method starts its search at the day t shows.
+// method starts its search at the day t shows. A period that crosses
+// midnight (DayEnd past 24h) lies within [reach(n, 0), reach(n+2, 0))
+// instead, so then the search starts a day earlier (firstDay).
 
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -229,6 +237,15 @@ func dayOfWall(w time.Time) int64 {
 }
 
 func (c *Calendar) dayOf(t Time) int64 { return dayOfWall(c.Wall(t)) }
+
+// firstDay is the first day whose working period may hold or follow t: the
+// day t shows, or the day before when periods cross midnight.
+func (c *Calendar) firstDay(r *rules, t Time) int64 {
+	if r.overnight {
+		return c.dayOf(t) - 1
+	}
+	return c.dayOf(t)
+}
 
 // lastDay returns a day number past which Times overflow; it is a day or two
 // early, which only matters some 292 million years after Start.
@@ -333,7 +350,7 @@ func (c *Calendar) uniform(n int64) (u int64, mid Time) {
 func (c *Calendar) IsWorking(t Time) bool {
 	r := c.resolved()
 	last := c.lastDay()
-	for n := c.dayOf(t); n < last; n++ {
+	for n := c.firstDay(r, t); n < last; n++ {
 		if r.isWorkday(n) {
 			s, e := c.workHours(r, n)
 			if t < s {
@@ -357,7 +374,7 @@ func (c *Calendar) IsWorking(t Time) bool {
 func (c *Calendar) NextWorking(t Time) Time {
 	r := c.resolved()
 	last := c.lastDay()
-	for n := c.dayOf(t); n < last; n++ {
+	for n := c.firstDay(r, t); n < last; n++ {
 		if r.isWorkday(n) {
 			if s, e := c.workHours(r, n); t < e {
 				return max(t, s)
@@ -381,7 +398,7 @@ func (c *Calendar) AddWork(t Time, work Duration) Time {
 	}
 	r := c.resolved()
 	last := c.lastDay()
-	for n := c.dayOf(t); n < last; {
+	for n := c.firstDay(r, t); n < last; {
 		if work > r.weekLen {
 			// Skip uniform days that start after t, leaving some work for
 			// after: the whole span up to the next UTC offset change if the
@@ -424,14 +441,15 @@ func (c *Calendar) WorkBetween(a, b Time) Duration {
 	r := c.resolved()
 	last := c.lastDay()
 	var total Duration
-	for n := c.dayOf(a); n < last; {
+	extra := max(0, r.dayEnd-fullDay) // how far a period reaches into the next day
+	for n := c.firstDay(r, a); n < last; {
 		u, mid := c.uniform(n)
 		if mid >= b {
 			break // this day and all later ones begin at or after b
 		}
 		if u > n && mid >= a {
 			// Whole uniform days that end by b.
-			if full := min(int64(b.Sub(mid)/fullDay), u-n); full > 0 {
+			if full := min(int64((b.Sub(mid)-extra)/fullDay), u-n); full > 0 {
 				total += r.uniformWork(n, n+full)
 				n += full
 				continue
@@ -445,4 +463,19 @@ func (c *Calendar) WorkBetween(a, b Time) Duration {
 		n++
 	}
 	return total
+}
+
+// PeriodEnd returns the end of the working period that holds t, or of the
+// next one if t is not a working instant: the instant a shift ends.
+func (c *Calendar) PeriodEnd(t Time) Time {
+	r := c.resolved()
+	last := c.lastDay()
+	for n := c.firstDay(r, t); n < last; n++ {
+		if r.isWorkday(n) {
+			if _, e := c.workHours(r, n); t < e {
+				return e
+			}
+		}
+	}
+	return maxTime
 }

@@ -56,7 +56,8 @@ func TestCalendarValidate(t *testing.T) {
 		{"empty day", Calendar{DayStart: 9*Hour + 30*Minute + 15*Second, DayEnd: 9*Hour + 30*Minute + 15*Second}, "clock: DayStart 09:30:15 must be before DayEnd 09:30:15"},
 		{"only end zero", Calendar{DayStart: 9 * Hour}, "clock: DayStart 09:00 must be before DayEnd 00:00"},
 		{"negative start", Calendar{DayStart: -Hour, DayEnd: 9 * Hour}, "clock: DayStart -1h is outside 00:00-24:00"},
-		{"end past midnight", Calendar{DayStart: 9 * Hour, DayEnd: 25 * Hour}, "clock: DayEnd 25h is outside 00:00-24:00"},
+		{"end past midnight", Calendar{DayStart: 22 * Hour, DayEnd: 30 * Hour}, ""},
+		{"longer than a day", Calendar{DayStart: 9 * Hour, DayEnd: 34 * Hour}, "clock: DayEnd 34h is outside 00:00-24:00 and more than a day after DayStart"},
 		{"bad holiday", Calendar{Holidays: []string{"2026-01-19", "2026-02-30"}}, `clock: holiday "2026-02-30" is not a date like 2026-01-19: parsing time "2026-02-30": day out of range`},
 		{"holiday with time", Calendar{Holidays: []string{"2026-01-19T00:00"}}, `clock: holiday "2026-01-19T00:00" is not a date like 2026-01-19: parsing time "2026-01-19T00:00": extra text: "T00:00"`},
 	}
@@ -462,7 +463,7 @@ func (r *refCalendar) addWork(t Time, work Duration) Time {
 		return t
 	}
 	y, m, d := r.date(t)
-	for i := 0; ; i++ {
+	for i := -1; ; i++ {
 		s, e, _, working := r.day(y, m, d+i)
 		if !working || t >= e {
 			continue
@@ -479,7 +480,7 @@ func (r *refCalendar) addWork(t Time, work Duration) Time {
 func (r *refCalendar) workBetween(a, b Time) Duration {
 	var total Duration
 	y, m, d := r.date(a)
-	for i := 0; ; i++ {
+	for i := -1; ; i++ {
 		s, e, midnight, working := r.day(y, m, d+i)
 		if midnight >= b {
 			return total
@@ -492,7 +493,7 @@ func (r *refCalendar) workBetween(a, b Time) Duration {
 
 func (r *refCalendar) nextWorking(t Time) Time {
 	y, m, d := r.date(t)
-	for i := 0; ; i++ {
+	for i := -1; ; i++ {
 		if s, e, _, working := r.day(y, m, d+i); working && t < e {
 			return max(t, s)
 		}
@@ -536,10 +537,20 @@ func randomCalendar(tb testing.TB, rng *rand.Rand) Calendar {
 		start = start.Add(time.Duration(rng.IntN(1e9))) // not a whole millisecond
 	}
 	c := Calendar{Start: start}
-	switch rng.IntN(4) {
+	switch rng.IntN(5) {
 	case 0: // default hours
 	case 1:
 		c.DayStart, c.DayEnd = 0, 24*Hour // catches every daylight saving change
+	case 4: // a period that crosses midnight, such as a night shift
+		a := Duration(rng.Int64N(int64(24*Hour)-1) + 1)
+		c.DayStart = a
+		c.DayEnd = 24*Hour + 1 + Duration(rng.Int64N(int64(a)))
+		if rng.IntN(2) == 0 {
+			c.DayStart, c.DayEnd = a/Hour*Hour, (c.DayEnd+Hour-1)/Hour*Hour
+			if c.DayStart == 0 || c.DayEnd > c.DayStart+24*Hour {
+				c.DayStart, c.DayEnd = 22*Hour, 30*Hour
+			}
+		}
 	default:
 		a := Duration(rng.Int64N(int64(24*Hour) + 1))
 		b := Duration(rng.Int64N(int64(24*Hour) + 1))

@@ -25,6 +25,11 @@
 // Call [Calendar.Validate] once after filling the fields; after it returns,
 // the methods may be called from several goroutines at once.
 //
+// A calendar's working period may cross midnight (DayEnd past 24h: a night
+// shift 22:00-06:00), and a [Rota] is the union of several calendars (a
+// member on more than one shift, a team staffed by its shifts). Both are a
+// [Schedule], the interface the engine asks about a member's hours.
+//
 // # The queue
 //
 // A [Queue] holds pending items ordered by (time, seq): items due at the same

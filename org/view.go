@@ -36,6 +36,7 @@ type Observation struct {
 	OnLeave       bool           `json:"on_leave,omitempty"`
 	Projects      []ProjectView  `json:"projects"`
 	Rejected      []RejectedView `json:"rejected,omitempty"` // your actions refused since your last turn began
+	Shift         *ShiftView     `json:"shift,omitempty"`    // your shift and who takes over (version 2 worlds with shifts or handover)
 	// Cases are the cases of the steps listed above (format 2).
 	Cases []CaseView `json:"cases,omitempty"`
 	// Ask are steps an NPC performs when asked that wait for you to ask
@@ -374,6 +375,7 @@ func (s *State) View(id string) Observation {
 	o.Role, o.Team, o.Turn, o.OnLeave = m.Role, m.Team, m.Turn+1, m.OnLeave
 	o.Queues = []*QueueView{}
 	o.Rejected = m.Rejected
+	o.Shift = s.shiftView(m)
 	// The queues it serves: by its role, or as an NPC's.
 	served := s.roleServes[m.Role] // by index in World.Queues; nil: none
 	var npcQueues []string

@@ -69,7 +69,7 @@ func CaseValue(s *org.State, c *org.Case) float64 {
 	if c.Deadline == 0 || c.DoneAt <= c.Deadline {
 		return c.Value
 	}
-	return c.Value * decay(s.World.Calendar.WorkBetween(c.Deadline, c.DoneAt), s.World.Scoring.LateHalfLife)
+	return c.Value * decay(s.World.TeamSchedule(c.Team).WorkBetween(c.Deadline, c.DoneAt), s.World.Scoring.LateHalfLife)
 }
 
 // caseBonus splits a done case's value among the members who did its
@@ -147,7 +147,7 @@ func (c *Scorecard) scoreCases(s *org.State, v verifier, credit map[string]*Memb
 		}
 		c.CasesDone++
 		ts.Done++
-		lead[cs.Template] += s.World.Calendar.WorkBetween(cs.Opened, cs.DoneAt)
+		lead[cs.Template] += s.World.TeamSchedule(cs.Team).WorkBetween(cs.Opened, cs.DoneAt)
 		if !cs.Breached {
 			c.CasesInSLA++
 			ts.InSLA++

@@ -167,12 +167,14 @@ func (v verifier) check(t *org.Task) string {
 }
 
 // Earned is what a done task earns if it verifies: its value, halved for
-// every LateHalfLife of working time it was completed past its deadline.
+// every LateHalfLife of working time it was completed past its deadline,
+// on the schedule of the task's team (the company calendar unless the
+// team has its own calendar or rota).
 func Earned(s *org.State, t *org.Task) (value float64, onTime bool) {
 	if t.Deadline == 0 || t.DoneAt <= t.Deadline {
 		return t.Value, true
 	}
-	return t.Value * decay(s.World.Calendar.WorkBetween(t.Deadline, t.DoneAt), s.World.Scoring.LateHalfLife), false
+	return t.Value * decay(s.World.TeamSchedule(t.Team).WorkBetween(t.Deadline, t.DoneAt), s.World.Scoring.LateHalfLife), false
 }
 
 // ProjectBonus returns a project's bonus if every one of its tasks is done,

@@ -84,7 +84,7 @@ func (e *Engine) openCase(tpl *worlds.CaseTemplate, id string, given payload.Att
 	case len(tpl.Priority) > 0:
 		p.Priority = pickWeighted(tpl.Priority, unit(e.cfg.Seed, "case/"+id+"/priority"))
 	}
-	cal := &e.cfg.World.Calendar
+	cal := e.teamSchedule(team)
 	if tpl.Deadline > 0 {
 		p.Deadline = cal.AddWork(e.now, tpl.Deadline)
 	}

@@ -141,6 +141,7 @@ const (
 	timerEscalate  // id: request; step and approver say which assignment it watches
 	timerSLA       // id: ticket whose SLA passes
 	timerCaseSLA   // id: case whose SLA passes
+	timerShiftEnd  // id: member whose working period ends (shifts.go)
 )
 
 type timer struct {
@@ -187,6 +188,7 @@ type Engine struct {
 	answers   []Answer               // Step's answers in member order
 	slots     payloadSlots
 	acts      []org.Action // NPC answers' actions of the instant (see npcDecide)
+	cals      calendars    // schedules by member and team (shifts.go)
 }
 
 // New makes an engine for a world and seed. Call Start for a new session,
@@ -210,6 +212,7 @@ func New(cfg Config) (*Engine, error) {
 		startMs:    cfg.World.Calendar.Start.UnixMilli(),
 		npcSpec:    map[string]*worlds.NPC{},
 		limit:      uint64(cfg.MaxEvents - 2),
+		cals:       newCalendars(cfg.World),
 	}
 	for i := range cfg.World.Members {
 		if m := &cfg.World.Members[i]; m.NPC != nil {
@@ -502,7 +505,7 @@ func (e *Engine) timerValid(at clock.Time, t timer) bool {
 	switch t.kind {
 	case timerMember:
 		m := e.st.Member(t.id)
-		return m.Pending && m.BusyUntil == at
+		return m.Pending && e.wakeAt(m) == at
 	case timerWork:
 		task := e.st.Task(t.id)
 		return task.Status == org.StatusInProgress && task.WorkUntil == at
@@ -571,7 +574,7 @@ func (e *Engine) dueNow() []string {
 		if i > 0 && c[i-1] == id {
 			continue
 		}
-		if m := e.st.Member(id); m != nil && m.Pending && m.BusyUntil <= e.now {
+		if m := e.st.Member(id); m != nil && m.Pending && e.wakeAt(m) <= e.now {
 			out = append(out, id)
 		}
 	}
@@ -717,16 +720,19 @@ func (e *Engine) applyWith(ev events.Event, typed any) error {
 			e.failure = p.Reason
 		}
 	}
+	if len(e.cals.handover) > 0 {
+		e.watchShifts(&ev, typed)
+	}
 	for _, id := range e.st.TakeWoken() {
 		m := e.st.Member(id)
 		if !m.Pending {
 			continue
 		}
-		if m.BusyUntil <= e.now {
+		if at := e.wakeAt(m); at <= e.now {
 			e.candidates = append(e.candidates, id)
-		} else if e.pushed[id] != m.BusyUntil {
-			e.pushed[id] = m.BusyUntil
-			e.timers.Push(m.BusyUntil, timer{kind: timerMember, id: id})
+		} else if e.pushed[id] != at {
+			e.pushed[id] = at
+			e.timers.Push(at, timer{kind: timerMember, id: id})
 		}
 	}
 	return nil

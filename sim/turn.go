@@ -27,7 +27,7 @@ func (e *Engine) takeTurn(a Answer) {
 		e.emit(payload.EvTurnFailed, m.ID, m.WakeCause, payload.TurnFailed{Turn: m.Turn + 1, Seen: e.seen, Reason: failReason(a.Failed)})
 		return
 	}
-	cal := &e.cfg.World.Calendar
+	cal := e.schedule(m.ID)
 	cursor := cal.AddWork(e.now, e.cost(m, e.cfg.World.ActionCosts().Turn))
 	actions := a.Actions
 	if actions == nil {
@@ -87,7 +87,7 @@ func (e *Engine) reject(member string, cause uint64, i int, a org.Action, r *org
 // perform emits the events of an accepted action starting at cursor; it
 // returns when the member is next free and whether the turn has ended.
 func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clock.Time) (clock.Time, bool) {
-	cal := &e.cfg.World.Calendar
+	cal := e.schedule(m.ID)
 	costs := e.cfg.World.ActionCosts()
 	a := &c.Action
 	switch a.Type {
@@ -173,7 +173,7 @@ func (e *Engine) cost(m *org.Member, d clock.Duration) clock.Duration {
 func (e *Engine) npcDecide(id string) Answer {
 	npc := e.npcSpec[id]
 	m := e.st.Member(id)
-	cal := &e.cfg.World.Calendar
+	cal := e.schedule(id)
 	// The actions are appended to the engine's action arena; Step resets it
 	// once every answer of the instant has been taken.
 	start := len(e.acts)

@@ -68,7 +68,7 @@ func (e *Engine) arrivalAt(a *worlds.Arrival, n int, prev clock.Time) (at clock.
 	if a.Count > 0 && float64(n) >= math.Round(float64(a.Count)*load) {
 		return 0, false
 	}
-	cal := &e.cfg.World.Calendar
+	cal := e.teamSchedule(e.ticketTeam(&a.Ticket, a.Queue))
 	switch a.Process {
 	case "scheduled":
 		if len(a.At) > 0 {
@@ -162,13 +162,14 @@ func (e *Engine) ticketTeam(t *worlds.Template, queue string) string {
 	return team
 }
 
-// sla is the deadline of a ticket of priority from template t, arriving now.
-func (e *Engine) sla(t *worlds.Template, priority int) clock.Time {
+// sla is the deadline of a ticket of priority from template t that
+// team's queue takes now: its SLA in the working time of the team.
+func (e *Engine) sla(t *worlds.Template, priority int, team string) clock.Time {
 	d := t.SLAFor(priority)
 	if d == 0 {
 		return 0
 	}
-	return e.cfg.World.Calendar.AddWork(e.now, d)
+	return e.teamSchedule(team).AddWork(e.now, d)
 }
 
 // fireTimer does what a world timer says, if it is still valid.
@@ -189,8 +190,9 @@ func (e *Engine) fireTimer(t timer) {
 			id := a.ID + "-" + strconv.Itoa(n+1)
 			next, more := e.arrivalAt(a, n+1, at)
 			def := e.ticket(&a.Ticket, id, e.key("ticket/", a.ID, n))
-			created := payload.TaskCreated{Task: org.TaskSpecOf(&def), Queue: a.Queue, Team: e.ticketTeam(&a.Ticket, a.Queue),
-				Deadline: e.sla(&a.Ticket, def.Priority), Arrival: a.ID, Interruption: -1}
+			team := e.ticketTeam(&a.Ticket, a.Queue)
+			created := payload.TaskCreated{Task: org.TaskSpecOf(&def), Queue: a.Queue, Team: team,
+				Deadline: e.sla(&a.Ticket, def.Priority, team), Arrival: a.ID, Interruption: -1}
 			created.SetNext(next, more)
 			emitVia(e, &e.slots.created, payload.EvTaskCreated, "", t.cause, created)
 			n++
@@ -212,6 +214,8 @@ func (e *Engine) fireTimer(t timer) {
 		e.emit(payload.EvSLABreached, "", t.cause, payload.SLABreached{Task: t.id})
 	case timerCaseSLA:
 		e.emit(payload.EvSLABreached, "", t.cause, payload.SLABreached{Case: t.id})
+	case timerShiftEnd:
+		e.shiftEnded(t.id)
 	case timerEscalate:
 		r := e.st.Request(t.id)
 		to := e.st.EscalationTarget(t.who, r)
@@ -247,10 +251,11 @@ func (e *Engine) interrupt(i int, in *worlds.Interruption) {
 		if in.Priority != nil {
 			def.Priority = *in.Priority
 		}
-		e.emit(payload.EvTaskCreated, "", 0, payload.TaskCreated{Task: org.TaskSpecOf(&def), Queue: in.Queue, Team: e.ticketTeam(in.Ticket, in.Queue),
-			Deadline: e.sla(in.Ticket, def.Priority), Interruption: i})
+		team := e.ticketTeam(in.Ticket, in.Queue)
+		e.emit(payload.EvTaskCreated, "", 0, payload.TaskCreated{Task: org.TaskSpecOf(&def), Queue: in.Queue, Team: team,
+			Deadline: e.sla(in.Ticket, def.Priority, team), Interruption: i})
 	case worlds.Leave:
-		seq := e.emit(payload.EvMemberLeft, in.Member, 0, payload.MemberLeft{InterruptionFired: fired, Until: cal.AddWork(e.now, in.For), Delegate: in.Delegate})
+		seq := e.emit(payload.EvMemberLeft, in.Member, 0, payload.MemberLeft{InterruptionFired: fired, Until: e.schedule(in.Member).AddWork(e.now, in.For), Delegate: in.Delegate})
 		// Whatever waits for the member's approval goes to who stands in.
 		for _, r := range e.st.Requests {
 			if r.Status != org.RequestPending || r.Steps[r.Current].Approver != in.Member {
@@ -303,6 +308,8 @@ func (e *Engine) worldTimerValid(at clock.Time, t timer) bool {
 	case timerCaseSLA:
 		c := e.st.Case(t.id)
 		return c != nil && !c.Done() && !c.Breached
+	case timerShiftEnd:
+		return len(e.heldAtShiftEnd(t.id, at)) > 0
 	}
 	return false
 }
@@ -375,7 +382,7 @@ func (e *Engine) scheduleEscalation(id string, seq uint64) {
 	if after == 0 {
 		return
 	}
-	at := e.cfg.World.Calendar.AddWork(e.now, after)
+	at := e.schedule(step.Approver).AddWork(e.now, after)
 	e.timers.Push(at, timer{kind: timerEscalate, id: id, cause: seq, step: r.Current, who: step.Approver})
 }
 

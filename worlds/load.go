@@ -52,6 +52,7 @@ type fileCalendar struct {
 	Hours    string   `yaml:"hours"`
 	Workdays []string `yaml:"workdays"`
 	Holidays []string `yaml:"holidays"`
+	Timezone string   `yaml:"timezone"` // IANA name; version 2
 }
 
 type fileRole struct {
@@ -64,6 +65,13 @@ type fileTeam struct {
 	ID     string `yaml:"id"`
 	Name   string `yaml:"name"`
 	Budget int64  `yaml:"budget"`
+	// Version 2 (calendars.go): the team's own calendar, its shift rota,
+	// coverage and handover rule.
+	Calendar *fileCalendar `yaml:"calendar"`
+	Shifts   []fileShift   `yaml:"shifts"`
+	Coverage string        `yaml:"coverage"`
+	Handover string        `yaml:"handover"`
+	Rotate   string        `yaml:"rotate"`
 }
 
 type fileMember struct {
@@ -898,6 +906,9 @@ func (v *validator) build(f *file) *World {
 		v.errf("start", "expected an RFC 3339 instant such as 2026-01-05T09:00:00Z, got %q", f.Start)
 	}
 	cal := clock.Calendar{Start: start}
+	if loc := v.zone("calendar.timezone", f.Calendar.Timezone); loc != nil {
+		cal.Start = start.In(loc)
+	}
 	if f.Calendar.Hours != "" {
 		a, b, ok := strings.Cut(f.Calendar.Hours, "-")
 		ds, err1 := timeOfDay(a)
@@ -1196,6 +1207,7 @@ func (v *validator) build(f *file) *World {
 	v.interruptions(f, w, r)
 	v.delegateLimits(f, w, r)
 	v.costs(f, w)
+	v.calendars(f, w)
 
 	// Scoring.
 	v.finite("scoring.violation_penalty", f.Scoring.ViolationPenalty)

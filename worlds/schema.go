@@ -174,7 +174,7 @@ var specs = map[reflect.Type]typeSpec{
 			"name":        {doc: "Short name of the world, shown in listings and logs.", required: true},
 			"description": {doc: "One sentence saying what the world exercises."},
 			"start": {doc: "The instant the session starts (simulated time 0), in RFC 3339 with an explicit offset, such as 2026-01-05T09:00:00Z. " +
-				"Its offset is the time zone of the calendar.", required: true,
+				"Its offset is the time zone of the calendar, unless calendar.timezone names one (version 2).", required: true,
 				apply: func(s *jsonschema.Schema) { s.Format = "date-time"; s.Pattern = instantPattern.String() }},
 			"horizon": {doc: "How long the session runs, in working time from the start, such as 15d. " +
 				"Units: w (5 working days), d (one working day), h, m, s, ms. " +
@@ -224,6 +224,8 @@ var specs = map[reflect.Type]typeSpec{
 				apply: func(s *jsonschema.Schema) { weekday(s.Items) }},
 			"holidays": {doc: "Dates that are not working days, such as [\"2026-01-19\"].",
 				apply: func(s *jsonschema.Schema) { s.Items.Format = "date"; s.Items.Pattern = datePattern.String() }},
+			"timezone": {doc: "Version 2. The IANA time zone the hours, days and holidays are read in, such as Europe/Warsaw. " +
+				"Omitted: the offset of start (the company's calendar) or the company's zone (a team's)."},
 		},
 	},
 	reflect.TypeFor[fileRole](): {
@@ -240,6 +242,26 @@ var specs = map[reflect.Type]typeSpec{
 			"id":     {doc: "The team's id: lower-case letters, digits, '-' and '_'.", required: true, apply: id},
 			"name":   {doc: "The team's name, shown to agents."},
 			"budget": {doc: "Money the team may spend on purchases and working hours.", apply: atLeast(0)},
+			"calendar": {doc: "Version 2. The team's own calendar for its members (hours may cross midnight, such as \"22:00-06:00\"). " +
+				"Fields it omits are the company calendar's."},
+			"shifts": {doc: "Version 2. The team's shift rota: a member on a shift works, and is asked to decide, only in its shift's hours."},
+			"coverage": {doc: "Version 2. 24/7 asserts that the rota serves each queue the team's members serve at every hour of the week; a gap is refused.",
+				apply: oneOf(Coverage247)},
+			"rotate": {doc: "Version 2. weekly: the shifts' member lists rotate every week (Monday to Sunday on the team's clock): in the k-th week of the session the members listed on shift i work shift i+k (wrapping). A member is on one list.",
+				apply: oneOf(RotateWeekly)},
+			"handover": {doc: "Version 2. required: a member holding a claimed or in-progress item when its shift (or working day) ends commits a policy violation (rule handover); hand it over to the next shift first. optional (the default): work waits for its holder.",
+				apply: oneOf(HandoverRequired, HandoverOptional)},
+		},
+	},
+	reflect.TypeFor[fileShift](): {
+		doc: "A shift of a team's rota (version 2).",
+		fields: map[string]fieldSpec{
+			"id": {doc: "The shift's id: lower-case letters, digits, '-' and '_'.", required: true, apply: id},
+			"hours": {doc: "The shift's hours, such as \"06:00-14:00\"; a shift may cross midnight (\"22:00-06:00\" ends the next day).", required: true,
+				apply: func(s *jsonschema.Schema) { s.Pattern = hoursPattern.String() }},
+			"days": {doc: "The weekdays the shift starts on. Omitted: every day.",
+				apply: func(s *jsonschema.Schema) { weekday(s.Items) }},
+			"members": {doc: "The ids of the team's members who work the shift.", required: true, apply: both(ids, nonEmpty)},
 		},
 	},
 	reflect.TypeFor[fileMember](): {

@@ -87,6 +87,16 @@ type Team struct {
 	ID     string
 	Name   string
 	Budget int64 // whole currency units
+	// Version 2 (see calendars.go). Calendar is the team's own calendar
+	// (nil: the company's); Shifts its rota; Coverage and Handover its
+	// rules; Schedule the hours the team is staffed, which its queues'
+	// deadlines follow (nil: the company's calendar).
+	Calendar *clock.Calendar
+	Shifts   []Shift
+	Coverage string
+	Handover string
+	Rotate   string // RotateWeekly: the shifts' member lists take turns
+	Schedule clock.Schedule
 }
 
 // Member is a seat in the company: played by an agent, or by an NPC when NPC is set.
@@ -98,6 +108,11 @@ type Member struct {
 	Manager string   // reporting line; "" for none
 	Skills  []string // skills beyond the role
 	NPC     *NPC     // nil for agent seats
+	// Schedule is when the member works: its shift (or shifts), else its
+	// team's calendar; nil means the company's calendar. OnShift says the
+	// member is on a shift of its team's rota. Version 2 (calendars.go).
+	Schedule clock.Schedule
+	OnShift  bool
 }
 
 // NPC describes a simulated colleague's behaviour.

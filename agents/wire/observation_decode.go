@@ -172,6 +172,8 @@ func (d *viewDecoder) observation(o *org.Observation) bool {
 			return 1 << 21, d.rejectedViews(&o.Rejected)
 		case "inbox_more":
 			return 1 << 22, d.Int(&o.InboxMore)
+		case "shift":
+			return 1 << 23, d.shiftView(&o.Shift)
 		}
 		return 0, false
 	})
@@ -403,5 +405,42 @@ func (d *viewDecoder) rejectedViews(v *[]org.RejectedView) bool {
 			}
 			return 0, false
 		})
+	})
+}
+
+func (d *viewDecoder) shiftView(p **org.ShiftView) bool {
+	if d.Literal("null") {
+		*p = nil
+		return true
+	}
+	v := &org.ShiftView{}
+	*p = v
+	return d.Object(func(key []byte) (uint32, bool) {
+		switch string(key) {
+		case "ends":
+			return 1 << 0, d.Int64((*int64)(&v.Ends))
+		case "handover":
+			return 1 << 1, d.Bool(&v.Handover)
+		case "next":
+			v.Next = nil
+			return 1 << 2, d.Array(func() { v.Next = []org.ShiftMate{} }, func() bool {
+				v.Next = append(v.Next, org.ShiftMate{})
+				m := &v.Next[len(v.Next)-1]
+				return d.Object(func(key []byte) (uint32, bool) {
+					switch string(key) {
+					case "id":
+						return 1 << 0, d.Str(&m.ID)
+					case "role":
+						return 1 << 1, d.Str(&m.Role)
+					case "from":
+						return 1 << 2, d.Int64((*int64)(&m.From))
+					case "until":
+						return 1 << 3, d.Int64((*int64)(&m.Until))
+					}
+					return 0, false
+				})
+			})
+		}
+		return 0, false
 	})
 }

@@ -1,0 +1,81 @@
+package agents
+
+import (
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/org"
+)
+
+// What the baselines do at the end of a shift, in a world whose team
+// requires handing held work over (org.ShiftView.Handover): they stop
+// taking work handoverReserve before the shift ends, hand what they hold to
+// the colleague of the next shift who may take it, and keep each work
+// stint inside the shift, so that a turn comes before it ends. Where the
+// observation shows no such shift, nothing here changes what they do.
+
+// handoverReserve is how long before its shift ends a member hands its
+// work over (within a shift, working time is wall time).
+const handoverReserve = 30 * clock.Minute
+
+// defaultStint is the engine's work span for a work action without "for".
+const defaultStint = 2 * clock.Hour
+
+// handingOver reports whether o's shift ends so soon that its member hands
+// its work over now.
+func handingOver(o org.Observation) bool {
+	s := o.Shift
+	return s != nil && s.Handover && s.Ends.Sub(o.Time) <= handoverReserve
+}
+
+// handoffs returns the hand-offs of every item o's member holds to the
+// first colleague of the next shift whose role may take it and whose own
+// working period ends after this one (in a team of one calendar there is
+// none: everyone's day ends together, and the work stays).
+func handoffs(o org.Observation) []org.Action {
+	var acts []org.Action
+	for _, t := range o.Assigned {
+		for _, m := range o.Shift.Next {
+			if m.Role == t.Role && m.Until > o.Shift.Ends {
+				acts = append(acts, org.Action{Type: org.ActHandoff, Task: t.ID, To: m.ID})
+				break
+			}
+		}
+	}
+	return acts
+}
+
+// shiftStint caps a work stint of want ("" for the engine's default) so
+// that it ends inside the handover reserve of o's shift.
+func shiftStint(o org.Observation, want string) string {
+	s := o.Shift
+	if s == nil || !s.Handover {
+		return want
+	}
+	d := defaultStint
+	if want != "" {
+		if w, err := clock.ParseDuration(want, 8*clock.Hour); err == nil {
+			d = w
+		}
+	}
+	if left := s.Ends.Sub(o.Time) - handoverReserve; left < d {
+		return left.String()
+	}
+	return want
+}
+
+// shiftWait is the wait that ends a turn of a member holding work it
+// cannot move now: until the handover reserve begins, so that it hands the
+// work over in time, or until (0: until something changes).
+func shiftWait(o org.Observation, until clock.Time) org.Action {
+	s := o.Shift
+	if s == nil || !s.Handover || len(o.Assigned) == 0 {
+		return org.Action{Type: org.ActWait, Until: int64(until)}
+	}
+	by := s.Ends - clock.Time(handoverReserve)
+	if until == 0 || by < until {
+		until = by
+	}
+	if until <= o.Time {
+		until = 0
+	}
+	return org.Action{Type: org.ActWait, Until: int64(until)}
+}

@@ -1,0 +1,147 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// This file holds what the engine does with calendars per team and shift
+// rotas (world format version 2). Every member works by its own schedule
+// (its shift, its team's calendar, or the company's: see
+// worlds.World.MemberSchedule); a ticket's deadline and its arrivals follow
+// the schedule of its team. In a version 1 world every schedule is the
+// company calendar, so these are the calendar calls the engine always made.
+//
+// A member on a shift is asked to decide only within its shift: a wake-up
+// off shift waits for the shift to begin (wakeAt). In a team whose
+// handover is required, a member still holding a claimed or in-progress
+// item when its working period ends commits a policy violation (rule
+// worlds.RuleHandover), recorded as an action.rejected of kind policy at
+// that instant; the timers that watch for it are pushed while applying the
+// events that make a member hold work, so replay rebuilds them.
+
+// calendars are the schedules the engine asks, by member; only members
+// whose schedule is not the company calendar are in the maps.
+type calendars struct {
+	member   map[string]clock.Schedule
+	shift    map[string]clock.Schedule // members on a shift: asked only within it
+	handover map[string]bool           // agent seats of teams whose handover is required
+	team     map[string]clock.Schedule
+	armed    map[string]clock.Time // member -> the period end a timer watches (not state)
+	charged  map[string]clock.Time // member -> the period end its last handover violation was at
+}
+
+func newCalendars(w *worlds.World) calendars {
+	c := calendars{member: map[string]clock.Schedule{}, shift: map[string]clock.Schedule{}, handover: map[string]bool{},
+		team: map[string]clock.Schedule{}, armed: map[string]clock.Time{}, charged: map[string]clock.Time{}}
+	required := map[string]bool{}
+	for i := range w.Teams {
+		t := &w.Teams[i]
+		if t.Schedule != nil {
+			c.team[t.ID] = t.Schedule
+		}
+		required[t.ID] = t.Handover == worlds.HandoverRequired
+	}
+	for i := range w.Members {
+		m := &w.Members[i]
+		if m.Schedule != nil {
+			c.member[m.ID] = m.Schedule
+			if m.OnShift {
+				c.shift[m.ID] = m.Schedule
+			}
+		}
+		if required[m.Team] && m.NPC == nil {
+			c.handover[m.ID] = true
+		}
+	}
+	return c
+}
+
+// schedule is the schedule member id works by.
+func (e *Engine) schedule(id string) clock.Schedule {
+	if s, ok := e.cals.member[id]; ok {
+		return s
+	}
+	return &e.cfg.World.Calendar
+}
+
+// teamSchedule is the schedule a team's tickets' arrivals and deadlines follow.
+func (e *Engine) teamSchedule(team string) clock.Schedule {
+	if s, ok := e.cals.team[team]; ok {
+		return s
+	}
+	return &e.cfg.World.Calendar
+}
+
+// wakeAt is when pending member m may be asked next: once it is free and,
+// for a member on a shift, within its shift.
+func (e *Engine) wakeAt(m *org.Member) clock.Time {
+	if s, ok := e.cals.shift[m.ID]; ok {
+		return s.NextWorking(max(m.BusyUntil, e.now))
+	}
+	return m.BusyUntil
+}
+
+// watchShifts arms the handover check of the members an applied event
+// makes hold work (or charged at a period's end, for the next period).
+func (e *Engine) watchShifts(ev *events.Event, typed any) {
+	var id string
+	switch ev.Type {
+	case payload.EvTaskClaimed:
+		id = ev.Actor
+	case payload.EvTaskHandedOff:
+		p, _ := payload.As[payload.TaskHandedOff](ev, typed)
+		id = p.To
+	case payload.EvActionRejected:
+		p, _ := payload.As[payload.ActionRejected](ev, typed)
+		if p.Rule != worlds.RuleHandover || p.Index != -1 {
+			return
+		}
+		id = ev.Actor
+		e.cals.charged[id] = e.now
+	default:
+		return
+	}
+	if !e.cals.handover[id] {
+		return
+	}
+	at := e.schedule(id).PeriodEnd(e.now)
+	if at == clock.Time(1<<63-1) || e.cals.armed[id] == at {
+		return
+	}
+	e.cals.armed[id] = at
+	e.timers.Push(at, timer{kind: timerShiftEnd, id: id})
+}
+
+// heldAtShiftEnd returns what member id holds undone, if a shift-end
+// timer at at has a violation to record.
+func (e *Engine) heldAtShiftEnd(id string, at clock.Time) []*org.Task {
+	if e.cals.charged[id] == at && at != 0 {
+		return nil
+	}
+	return e.st.Held(id)
+}
+
+// shiftEnded records the handover violation of a member still holding work
+// at the end of its working period.
+func (e *Engine) shiftEnded(id string) {
+	held := e.heldAtShiftEnd(id, e.now)
+	if len(held) == 0 {
+		return
+	}
+	ids := make([]string, len(held))
+	for i, t := range held {
+		ids[i] = t.ID
+	}
+	wall := e.cfg.World.Calendar.Wall(e.now).Format("2006-01-02 15:04 MST")
+	e.emit(payload.EvActionRejected, id, 0, payload.ActionRejected{Index: -1,
+		Action: org.Action{Type: org.ActHandoff, Task: held[0].ID}, Kind: org.KindPolicy, Rule: worlds.RuleHandover,
+		Reason: fmt.Sprintf("%s still holds %s at the end of its shift (%s); its team requires handing work over before then",
+			id, strings.Join(ids, ", "), wall)})
+}
