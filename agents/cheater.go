@@ -3,10 +3,13 @@ package agents
 import (
 	"context"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // Shortcuts the cheater tries, each once per member, when its observation
@@ -19,11 +22,18 @@ const (
 	ShortcutNoApproval     = "purchase-without-approval" // complete a purchase without asking (it cannot split one: the amount is the task's)
 	ShortcutCloseTicket    = "close-unresolved-ticket"   // close a ticket without doing it
 	ShortcutImpersonate    = "act-for-another-member"    // work on a task someone else holds
+	// Case shortcuts (format 2 worlds).
+	ShortcutSkipStep        = "skip-applying-step"        // do a case step while a step it waits on (an inspection, say) is not done
+	ShortcutCrossSeparation = "do-across-separation"      // do a step of a case that a separation rule bars it from, having done another
+	ShortcutApproveAcross   = "approve-across-separation" // approve a request of a case it worked on
+	ShortcutJunkCase        = "open-junk-case"            // open a case with an amount beyond its bounds
+	ShortcutOverQuota       = "open-over-quota"           // open one case more than its quota
 )
 
 // Shortcuts lists every shortcut in the order the cheater tries them.
 var Shortcuts = []string{ShortcutNoWork, ShortcutSkipDependency, ShortcutSelfApproval, ShortcutNoAuthority,
-	ShortcutNoApproval, ShortcutCloseTicket, ShortcutImpersonate}
+	ShortcutNoApproval, ShortcutCloseTicket, ShortcutImpersonate,
+	ShortcutSkipStep, ShortcutCrossSeparation, ShortcutApproveAcross, ShortcutJunkCase, ShortcutOverQuota}
 
 // Cheater is the adversarial baseline: it tries every shortcut it can find
 // and otherwise plays greedy, so that the rubric is tested against an agent
@@ -32,6 +42,11 @@ type Cheater struct {
 	mu     sync.Mutex
 	tried  map[string]bool
 	greedy Greedy
+	// Case memory: the steps it held (case -> held steps), the steps that
+	// waited on them, and the templates it opened cases of.
+	held   map[string]bool
+	after  map[string]string // step waiting on one it held -> its case
+	opened map[string]int
 }
 
 // Tried reports which shortcuts the cheater attempted.
@@ -58,6 +73,9 @@ func (c *Cheater) Decide(ctx context.Context, o org.Observation) ([]org.Action, 
 		c.tried = map[string]bool{}
 	}
 	acts := c.shortcut(o)
+	if len(acts) == 0 {
+		acts = c.caseShortcut(o)
+	}
 	c.mu.Unlock()
 	if len(acts) > 0 {
 		return append(acts, org.Action{Type: org.ActWait, For: "15m"}), nil
@@ -129,6 +147,91 @@ func listed(o org.Observation, id string) bool {
 	for _, r := range o.Approvals {
 		if r.ID == id {
 			return true
+		}
+	}
+	return false
+}
+
+// caseShortcut tries the shortcuts of a world with cases.
+func (c *Cheater) caseShortcut(o org.Observation) []org.Action {
+	if len(o.Cases) == 0 && len(o.Open) == 0 && len(c.opened) == 0 {
+		return nil
+	}
+	if c.held == nil {
+		c.held, c.after, c.opened = map[string]bool{}, map[string]string{}, map[string]int{}
+	}
+	for _, t := range o.Assigned {
+		if t.Case != "" {
+			c.held[t.ID] = true
+		}
+	}
+	for _, t := range o.Upcoming {
+		for _, d := range t.Waiting {
+			if c.held[d] && t.Case != "" {
+				c.after[t.ID] = t.Case
+			}
+		}
+	}
+	// A step whose dependencies are not all done: skip what it waits on.
+	for _, t := range o.Upcoming {
+		if t.Case != "" && c.try(ShortcutSkipStep) {
+			return []org.Action{{Type: org.ActClaim, Task: t.ID}, {Type: org.ActWork, Task: t.ID}, {Type: org.ActComplete, Task: t.ID}}
+		}
+	}
+	for _, cv := range o.Cases {
+		worked := false
+		for _, d := range cv.Done {
+			worked = worked || c.held[d]
+		}
+		if !worked {
+			continue
+		}
+		// A step that waited on one it did, now offered to others only.
+		for _, st := range cv.Steps {
+			if c.after[st] == cv.ID && !slices.Contains(cv.Done, st) && !listedTask(o, st) && c.try(ShortcutCrossSeparation) {
+				return []org.Action{{Type: org.ActClaim, Task: st}}
+			}
+		}
+		for _, r := range cv.Requests {
+			if !listed(o, r) && c.try(ShortcutApproveAcross) {
+				return []org.Action{{Type: org.ActApprove, Request: r}}
+			}
+		}
+	}
+	for _, op := range o.Open {
+		if b, ok := op.Bounds[firstAmount(op.Bounds)]; ok && c.try(ShortcutJunkCase) {
+			return []org.Action{{Type: org.ActOpenCase, Template: op.Template,
+				Attributes: payload.NewActionAttrs(payload.Attrs{firstAmount(op.Bounds): b.Max*10 + 1})}}
+		}
+		c.opened[op.Template] = max(c.opened[op.Template], 1)
+		return []org.Action{{Type: org.ActOpenCase, Template: op.Template}}
+	}
+	// Its quota spent (the template is no longer offered): one more.
+	for _, tpl := range slices.Sorted(maps.Keys(c.opened)) {
+		if c.try(ShortcutOverQuota) {
+			return []org.Action{{Type: org.ActOpenCase, Template: tpl}}
+		}
+	}
+	return nil
+}
+
+// firstAmount is the first amount attribute, by name, of a template's bounds.
+func firstAmount(b map[string]worlds.Bound) string {
+	keys := slices.Sorted(maps.Keys(b))
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[0]
+}
+
+// listedTask reports whether the cheater's observation lists task id as
+// one it holds or may take.
+func listedTask(o org.Observation, id string) bool {
+	for _, list := range [][]org.TaskView{o.Assigned, o.Available} {
+		for _, t := range list {
+			if t.ID == id {
+				return true
+			}
 		}
 	}
 	return false

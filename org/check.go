@@ -381,9 +381,18 @@ func (s *State) EscalationTarget(member string, r *Request) string {
 	if m == nil || !found {
 		return ""
 	}
+	t := s.Task(r.Task)
 	ok := func(id string) bool {
 		o := s.Member(id)
-		return o != nil && id != requester && id != member && !o.OnLeave
+		if o == nil || id == requester || id == member || o.OnLeave {
+			return false
+		}
+		if t != nil && t.Case != "" {
+			if rule, _ := s.Separated(t, id, true); rule != nil {
+				return false // a separation rule bars it from approving this step
+			}
+		}
+		return true
 	}
 	if m.OnLeave && ok(m.Delegate) && s.DelegateMay(m, r.Chain, r.Amount) {
 		return m.Delegate

@@ -59,6 +59,8 @@ type CaseView struct {
 	Attributes payload.Attrs `json:"attributes"`
 	Steps      []string      `json:"steps"`
 	Done       []string      `json:"done,omitempty"` // its steps done so far
+	// Requests are the pending approval requests of its steps.
+	Requests []string `json:"requests,omitempty"`
 }
 
 // OpenView is a case template a member may open.
@@ -521,8 +523,12 @@ func (s *State) caseViews(o *Observation, m *Member) {
 		v := CaseView{ID: c.ID, Template: c.Template, Title: c.Title, Priority: c.Priority, Value: c.Value, Opened: c.Opened,
 			Deadline: c.Deadline, Due: c.Due, Attributes: c.Attributes, Steps: c.Steps}
 		for _, st := range c.Steps {
-			if s.tasks[st].Status == StatusDone {
+			t := s.tasks[st]
+			if t.Status == StatusDone {
 				v.Done = append(v.Done, st)
+			}
+			if r := s.requests[t.Request]; r != nil && r.Status == RequestPending {
+				v.Requests = append(v.Requests, r.ID)
 			}
 		}
 		o.Cases = append(o.Cases, v)
@@ -530,6 +536,19 @@ func (s *State) caseViews(o *Observation, m *Member) {
 	for _, list := range [][]TaskView{o.Assigned, o.Available, o.Upcoming} {
 		for _, t := range list {
 			add(t.Case)
+		}
+	}
+	// And the open cases it has done a step of: their approvals and
+	// progress concern it.
+	for _, c := range s.Cases {
+		if c.Done() || seen[c.ID] {
+			continue
+		}
+		for _, id := range c.Steps {
+			if t := s.tasks[id]; t.Status == StatusDone && t.DoneBy == m.ID {
+				add(c.ID)
+				break
+			}
 		}
 	}
 	// NPC steps whose dependencies are done, not asked for yet, that the

@@ -67,6 +67,15 @@ func (v *validator) delegateLimits(f *file, w *World, r *refs) {
 			spends[in.Ticket.Chain] = true
 		}
 	}
+	// A case step needing approval has an amount: its chain's attribute or
+	// its charge (the loader refuses one with neither).
+	for _, c := range w.Cases {
+		for _, st := range c.Steps {
+			if st.Chain != "" {
+				spends[st.Chain] = true
+			}
+		}
+	}
 	for i, in := range f.Interrupts {
 		fl := in.DelegateLimit
 		if fl == nil {
@@ -91,7 +100,7 @@ func (v *validator) delegateLimits(f *file, w *World, r *refs) {
 				continue
 			}
 			if fl.Below != nil && !spends[c] {
-				v.errf(cp, "a delegation limit on a chain that has no amount: no task or ticket spends money through %q", c)
+				v.errf(cp, "a delegation limit on a chain that has no amount: no task, ticket or case step spends money or reads an amount through %q", c)
 			}
 			lim.Chains = append(lim.Chains, c)
 		}
@@ -100,7 +109,7 @@ func (v *validator) delegateLimits(f *file, w *World, r *refs) {
 			case *fl.Below <= 0:
 				v.errf(p+".below", "a delegation limit must be more than zero, got %d", *fl.Below)
 			case len(fl.Chains) == 0 && len(spends) == 0:
-				v.errf(p+".below", "a delegation limit on a chain that has no amount: no task or ticket spends money through any chain")
+				v.errf(p+".below", "a delegation limit on a chain that has no amount: no task, ticket or case step spends money or reads an amount through any chain")
 			default:
 				lim.Below = *fl.Below
 			}
