@@ -2,6 +2,7 @@ package tests
 
 import (
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/agents"
@@ -30,6 +31,31 @@ var shortcutRefusal = map[string]struct {
 	agents.ShortcutNoAuthority:    {org.ActApprove, []string{"approver-authority", ""}},
 	agents.ShortcutNoApproval:     {org.ActComplete, []string{"approval-required"}},
 	agents.ShortcutImpersonate:    {org.ActWork, []string{""}},
+	// Cases. A step whose claim another member won is refused by the
+	// engine's own check (""); "separation/*" is any separation rule.
+	agents.ShortcutSkipStep:        {org.ActComplete, []string{"dependencies-first", "work-done", ""}},
+	agents.ShortcutCrossSeparation: {org.ActClaim, []string{"separation/*", "role-required", ""}},
+	agents.ShortcutApproveAcross:   {org.ActApprove, []string{"separation/*", "approver-authority", "delegation-limit", ""}},
+	agents.ShortcutJunkCase:        {org.ActOpenCase, []string{"open-case"}},
+	agents.ShortcutOverQuota:       {org.ActOpenCase, []string{"open-case"}},
+}
+
+// refusedBy reports whether rules (a member's refused rules for one action
+// type) has one of want; "separation/*" matches any separation rule.
+func refusedBy(rules map[string]bool, want []string) bool {
+	for _, w := range want {
+		if rules[w] {
+			return true
+		}
+		if w == "separation/*" {
+			for r := range rules { // order: any will do
+				if strings.HasPrefix(r, "separation/") {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // TestCheaterIsRefusedAndScoresBelowGreedy plays every shipped world with a
@@ -79,17 +105,24 @@ func TestCheaterIsRefusedAndScoresBelowGreedy(t *testing.T) {
 					tried++
 					seen[s] = true
 					want := shortcutRefusal[s]
-					ok := false
-					for _, rule := range want.rules {
-						ok = ok || refused[member][want.action][rule]
-					}
-					if !ok {
+					if !refusedBy(refused[member][want.action], want.rules) {
 						t.Errorf("%s tried %s but the log shows no refused %s by %v (refusals: %v)", member, s, want.action, want.rules, refused[member])
 					}
 				}
 			}
 			if tried == 0 {
 				t.Fatal("the cheaters tried nothing")
+			}
+			if len(w.Separation) > 0 {
+				// Crossing a separation rule must have been refused by one
+				// at least once, not only by other checks.
+				sep := false
+				for _, byType := range refused {
+					sep = sep || refusedBy(byType[org.ActClaim], []string{"separation/*"}) || refusedBy(byType[org.ActApprove], []string{"separation/*"})
+				}
+				if !sep {
+					t.Errorf("no cheater's attempt across a separation rule was refused by one (refusals: %v)", refused)
+				}
 			}
 			if len(res.Score.Unverified) != 0 {
 				t.Errorf("completions that do not verify were recorded: %v", res.Score.Unverified)
