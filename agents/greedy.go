@@ -48,7 +48,7 @@ func (g *Greedy) Decide(_ context.Context, o org.Observation) ([]org.Action, err
 		}
 		switch t.Approval {
 		case "needed", org.RequestRejected:
-			if o.Budget == nil || t.Purchase <= o.Budget.Remaining {
+			if (o.Budget == nil || t.Purchase <= o.Budget.Remaining) && approvalFits(o) {
 				acts = append(acts, org.Action{Type: org.ActRequestApproval, Task: t.ID})
 			}
 			continue

@@ -134,7 +134,9 @@ func (p *Planner) Decide(_ context.Context, o org.Observation) ([]org.Action, er
 		}
 		switch t.Approval {
 		case "needed", org.RequestRejected:
-			acts = append(acts, org.Action{Type: org.ActRequestApproval, Task: t.ID})
+			if approvalFits(o) {
+				acts = append(acts, org.Action{Type: org.ActRequestApproval, Task: t.ID})
+			}
 		}
 		if t.Spent < t.Effort {
 			if up := pl.downUntil(t.Queue); up > 0 {
@@ -198,7 +200,7 @@ func (p *Planner) Decide(_ context.Context, o org.Observation) ([]org.Action, er
 			t.NeedsInfo.Known = false
 		}
 		ask(t)
-		if t.Approval == "needed" {
+		if t.Approval == "needed" && approvalFits(o) {
 			acts = append(acts, org.Action{Type: org.ActRequestApproval, Task: t.ID})
 		}
 	}
