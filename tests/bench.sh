@@ -14,7 +14,7 @@
 # Environment:
 #   BENCH_TICKETS         tickets of the support desk runs (default 200000, the shipped world)
 #   BENCH_AGENT_TICKETS   tickets of the two agent-seat runs, in process and over the bus (default 20000, at most BENCH_TICKETS)
-#   BENCH_COUNT           -count of the Go micro-benchmarks; the median is reported (default 3)
+#   BENCH_COUNT           -count of the Go micro-benchmarks (BenchmarkFork included); the median is reported (default 3)
 #   BENCH_SESSIONS        concurrent sessions in one process (default 1000); one session alone is run too, as their baseline
 #   BENCH_BIG_TICKETS     tickets of the in-memory run whose peak is compared with the 200,000-ticket run's (default 2000000; 0 skips it)
 #   BENCH_SCALE_MEMBERS   members of the scale world (default 10000)
@@ -173,6 +173,11 @@ READ=$(gobench "$TMP/pebble.out" Read events/s)
 BORROW=$(gobench "$TMP/pebble.out" Scan events/s)
 SCAN=$(gobench "$TMP/pebble.out" RawPebbleScan events/s)
 
+# ---- 1b. a fork at the end of a 1,000,000-event parent, resumed (target < 1 ms) ------
+run fork "$STEP_TIMEOUT" go test -run=NONE -bench='^BenchmarkFork$' -count="$COUNT" ./events/pebblelog
+FORK_NS=$(gobench "$TMP/fork.out" Fork/prefix=1000000 ns/op)
+FORK_SMALL_NS=$(gobench "$TMP/fork.out" Fork/prefix=1000 ns/op)
+
 # ---- 2. NATS: an agent turn against raw request/reply --------------------------------
 run nats "$STEP_TIMEOUT" go test -run=NONE -bench='AgentTurn|RawRequestReply' -count="$COUNT" ./agents/natshost
 TURN_NS=$(gobench "$TMP/nats.out" AgentTurn ns/op)
@@ -292,6 +297,7 @@ SESS_EPS=$(gobench "$TMP/sessions.out" ConcurrentSessions events/s)
 SESS_TPS=$(gobench "$TMP/sessions.out" ConcurrentSessions tickets/s)
 SESS_EVENTS=$(gobench "$TMP/sessions.out" ConcurrentSessions events/op)
 SESS_NS=$(gobench "$TMP/sessions.out" ConcurrentSessions ns/op)
+SESS_PEAK=$(gobench "$TMP/sessions.out" ConcurrentSessions peak-running)
 
 # ---- 8. OpenEnv: a step against a raw WebSocket echo; resets; sessions held -------------
 OE_STEPS=${BENCH_OPENENV_STEPS:-2000}
@@ -357,12 +363,13 @@ row "raw Pebble synced batches of 4,096 (\`BenchmarkRawPebbleGroup\`, the driver
 row "log read, decoded into copies (\`BenchmarkRead\`)" "—" "—" "—" "$(fmt_num "$READ")" "—" "$(ratio "$READ" "$SCAN")" "vs raw Pebble scan"
 row "log scan, checksummed and decoded in place (\`BenchmarkScan\`, borrowed events)" "—" "—" "—" "$(fmt_num "$BORROW")" "—" "$(ratio "$BORROW" "$SCAN")" "vs raw Pebble scan (target ≥ 0.50×)"
 row "raw Pebble scan of the same keys (\`BenchmarkRawPebbleScan\`)" "—" "—" "—" "$(fmt_num "$SCAN")" "—" "1.00×" "baseline"
+row "fork at the end of a 1,000,000-event parent and resume it (\`BenchmarkFork\`: create, first append, checkpoint lookup, first read; synced)" "—" "—" "—" "$(us "$FORK_NS")" "—" "$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "{:.2f}×".format(float(v)/1e6))' "${FORK_NS:-}")" "vs the 1 ms target; at a 1,000-event parent: $(us "$FORK_SMALL_NS")"
 row "agent turn across the embedded bus, greedy (\`BenchmarkAgentTurn\`)" "—" "—" "—" "$(fmt_num "$(per_s "$TURN_NS")") turns/s, $(us "$TURN_NS") each" "—" "$(ratio "$TURN_NS" "$RAW_NS")" "turn latency ratio vs raw request/reply (target ≤ 2×)"
 row "raw NATS request/reply of the same bytes (\`BenchmarkRawRequestReply\`)" "—" "—" "—" "$(fmt_num "$(per_s "$RAW_NS")") turns/s, $(us "$RAW_NS") each" "—" "1.00×" "baseline"
 row "one session, generated world: $(fmt_num "$SCALE_MEMBERS") members, $(fmt_num "$SCALE_TASKS") tasks, dispatch one, greedy in process, in memory" "$(fmt_num "$SCALE_EVENTS") events" "$($PY -c 'import sys; v,f=sys.argv[1:3]; print("—" if v=="" else "%.1f (%.1f to the first batch)" % (float(v), float(f or 0)))' "$SCALE_WALL" "$SCALE_FIRST")" "—" "$(fmt_num "$SCALE_EPS")" "$(fmt_mib "$SCALE_RSS_KB")" "$(ratio "$SCALE_WALL" 30)" "wall vs the 30 s target; peak RSS $(ratio "$SCALE_RSS_KB" $((1024 * 1024))) of 1 GiB; $SCALE_STATUS $(status_note $((SCALE_SECONDS + 300)))"
 SESS_WALL=$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "%.1f" % (float(v)/1e9))' "$SESS_NS")
 row "one session of \`support-desk\` alone, greedy in process, in-memory log (20 in a row)" "$(fmt_num "$ONE_EVENTS") events" "—" "$(fmt_num "$ONE_TPS")" "$(fmt_num "$ONE_EPS")" "$(fmt_mib "$ONE_RSS_KB")" "1.00×" "the baseline of the sessions row"
-row "$SESSIONS concurrent sessions of \`support-desk\` in one process, greedy in process (one bus for the feeds), in-memory logs" "$(fmt_num "$SESS_EVENTS") events" "$SESS_WALL" "$(fmt_num "$SESS_TPS")" "$(fmt_num "$SESS_EPS")" "$(fmt_mib "$SESS_RSS_KB")" "$(ratio "$SESS_EPS" "$ONE_EPS")" "all sessions together: events/s vs one session alone (target ≥ 0.80×), peak RSS $(ratio "$SESS_RSS_KB" $((2 * 1024 * 1024))) of 2 GiB $(status_note "$STEP_TIMEOUT")"
+row "$SESSIONS concurrent sessions of \`support-desk\` in one process, greedy in process (one bus for the feeds), in-memory logs" "$(fmt_num "$SESS_EVENTS") events" "$SESS_WALL" "$(fmt_num "$SESS_TPS")" "$(fmt_num "$SESS_EPS")" "$(fmt_mib "$SESS_RSS_KB")" "$(ratio "$SESS_EPS" "$ONE_EPS")" "all sessions together (started 64 at a time, at most $(fmt_num "$SESS_PEAK") running at once): events/s vs one session alone (target ≥ 0.80×), peak RSS $(ratio "$SESS_RSS_KB" $((2 * 1024 * 1024))) of 2 GiB $(status_note "$STEP_TIMEOUT")"
 
 # The OpenEnv rows.
 row "OpenEnv step round trip, the adapter alone (\`BenchmarkStepRoundTrip\`: /openenv/ws, the gateway answering at once with a $(fmt_num "$OE_MICRO_BYTES")-byte reply)" "—" "—" "—" "$(fmt_num "$(per_s "$OE_MICRO_NS")") steps/s, $(us "$OE_MICRO_NS") each" "—" "$(ratio "$OE_MICRO_NS" "$OE_ECHO_NS")" "latency vs a raw WebSocket echo of the same bytes (target ≤ 2×)"
