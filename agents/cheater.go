@@ -45,7 +45,7 @@ type Cheater struct {
 	// Case memory: the steps it held (case -> held steps), the steps that
 	// waited on them, and the templates it opened cases of.
 	held   map[string]bool
-	after  map[string]string // step waiting on one it held -> its case
+	after  map[string]org.TaskView // step waiting on one it held, as last seen
 	opened map[string]int
 }
 
@@ -158,7 +158,7 @@ func (c *Cheater) caseShortcut(o org.Observation) []org.Action {
 		return nil
 	}
 	if c.held == nil {
-		c.held, c.after, c.opened = map[string]bool{}, map[string]string{}, map[string]int{}
+		c.held, c.after, c.opened = map[string]bool{}, map[string]org.TaskView{}, map[string]int{}
 	}
 	for _, t := range o.Assigned {
 		if t.Case != "" {
@@ -168,7 +168,7 @@ func (c *Cheater) caseShortcut(o org.Observation) []org.Action {
 	for _, t := range o.Upcoming {
 		for _, d := range t.Waiting {
 			if c.held[d] && t.Case != "" {
-				c.after[t.ID] = t.Case
+				c.after[t.ID] = t
 			}
 		}
 	}
@@ -186,9 +186,19 @@ func (c *Cheater) caseShortcut(o org.Observation) []org.Action {
 		if !worked {
 			continue
 		}
-		// A step that waited on one it did, now offered to others only.
+		// A step of its role that waited on one it did: its dependencies
+		// are all done, yet it is not offered to the cheater (a separation
+		// rule bars it, or a colleague took it).
 		for _, st := range cv.Steps {
-			if c.after[st] == cv.ID && !slices.Contains(cv.Done, st) && !listedTask(o, st) && c.try(ShortcutCrossSeparation) {
+			t, ok := c.after[st]
+			if !ok || t.Case != cv.ID || slices.Contains(cv.Done, st) || listedTask(o, st) || len(o.Available) >= 50 {
+				continue
+			}
+			ready := true
+			for _, d := range t.Deps {
+				ready = ready && slices.Contains(cv.Done, d)
+			}
+			if ready && c.try(ShortcutCrossSeparation) {
 				return []org.Action{{Type: org.ActClaim, Task: st}}
 			}
 		}

@@ -31,9 +31,16 @@ func (g *Greedy) Decide(_ context.Context, o org.Observation) ([]org.Action, err
 		// The shift ends soon and the team requires handing work over.
 		return append(append(acts, handoffs(o)...), org.Action{Type: org.ActWait}), nil
 	}
+	// A case step a separation rule bars us from goes back to its queue.
+	barred := barredSteps(o)
+	for _, t := range o.Assigned {
+		if barred[t.ID] && t.Status == org.StatusClaimed {
+			acts = append(acts, org.Action{Type: org.ActHandoff, Task: t.ID})
+		}
+	}
 	// Finish what we hold, most valuable first.
 	for _, t := range best(o.Assigned) {
-		if t.Status == org.StatusInProgress || len(t.Waiting) > 0 {
+		if t.Status == org.StatusInProgress || len(t.Waiting) > 0 || barred[t.ID] {
 			continue
 		}
 		if t.Spent < t.Effort {
@@ -130,6 +137,21 @@ func invalidRequest(o org.Observation, r org.RequestView) string {
 		return "not enough budget left"
 	}
 	return ""
+}
+
+// barredSteps are the tasks whose actions were refused by a separation
+// rule since the member's last turn.
+func barredSteps(o org.Observation) map[string]bool {
+	var out map[string]bool
+	for _, r := range o.Rejected {
+		if strings.HasPrefix(r.Rule, "separation/") && r.Action.Task != "" {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[r.Action.Task] = true
+		}
+	}
+	return out
 }
 
 // caseWork is what a member does about cases beyond the steps it takes

@@ -60,6 +60,13 @@ func (r CaseSeparation) Check(s *org.State, member string, a org.Action) *org.Re
 				return org.Violation(r.Name()+"/"+rule.ID, "%s", why)
 			}
 		}
+	case org.ActHandoff:
+		// Handing a step to a colleague the rules bar from doing it.
+		if t := s.Task(a.Task); t != nil && a.To != "" {
+			if rule, why := s.Separated(t, a.To, false); rule != nil {
+				return org.Violation(r.Name()+"/"+rule.ID, "handing %s to %s: %s", t.ID, a.To, why)
+			}
+		}
 	}
 	return nil
 }

@@ -187,8 +187,9 @@ type Engine struct {
 	due       []string               // dueNow's result
 	answers   []Answer               // Step's answers in member order
 	slots     payloadSlots
-	acts      []org.Action // NPC answers' actions of the instant (see npcDecide)
-	cals      calendars    // schedules by member and team (shifts.go)
+	acts      []org.Action  // NPC answers' actions of the instant (see npcDecide)
+	cals      calendars     // schedules by member and team (shifts.go)
+	decoded   payload.Reuse // the payloads apply decodes (replay), reused event after event
 }
 
 // New makes an engine for a world and seed. Call Start for a new session,
@@ -677,7 +678,11 @@ func (e *Engine) encode(typed any) []byte {
 const arenaBlock = 64 << 10
 
 // apply is the single transition function, live and in replay: state, then timers.
-func (e *Engine) apply(ev events.Event) error { return e.applyWith(ev, payload.Decode(&ev)) }
+// Nothing keeps the decoded payload past applyWith (every reader copies
+// what it needs with payload.As), so it is decoded into e.decoded.
+func (e *Engine) apply(ev events.Event) error {
+	return e.applyWith(ev, payload.DecodeReuse(&ev, &e.decoded))
+}
 
 // applyWith is apply with the payload value the engine encoded the event
 // from (nil in replay), to skip decoding it again.

@@ -14,8 +14,9 @@
 # Environment:
 #   BENCH_TICKETS         tickets of the support desk runs (default 200000, the shipped world)
 #   BENCH_AGENT_TICKETS   tickets of the two agent-seat runs, in process and over the bus (default 20000, at most BENCH_TICKETS)
-#   BENCH_COUNT           -count of the Go micro-benchmarks; the median is reported (default 3)
-#   BENCH_SESSIONS        concurrent sessions in one process (default 100)
+#   BENCH_COUNT           -count of the Go micro-benchmarks (BenchmarkFork included); the median is reported (default 3)
+#   BENCH_SESSIONS        concurrent sessions in one process (default 1000); one session alone is run too, as their baseline
+#   BENCH_BIG_TICKETS     tickets of the in-memory run whose peak is compared with the 200,000-ticket run's (default 2000000; 0 skips it)
 #   BENCH_SCALE_MEMBERS   members of the scale world (default 10000)
 #   BENCH_SCALE_TASKS     tasks of the scale world (default 100000)
 #   BENCH_SCALE_SECONDS   wall-time budget of the scale world's session (default 600)
@@ -26,6 +27,7 @@
 #   BENCH_OPENENV_THINK   pause between one connection's steps, a model's decision time (default 10s)
 #   BENCH_OPENENV_WINDOW  how long each level is measured (default 30s)
 #   BENCH_PEER            the SimPy peer script (default ../shared/peers/simpy_desk.py)
+#   BENCH_BARE            the bare Go loop of the same desk (default ../shared/peers/bare_desk.go)
 #   BENCH_OUT             also write the table to this file
 #   BENCH_KEEP            keep the temporary folder (its path is printed)
 set -euo pipefail
@@ -36,7 +38,8 @@ TICKETS=${BENCH_TICKETS:-200000}
 AGENT_TICKETS=${BENCH_AGENT_TICKETS:-20000}
 ((AGENT_TICKETS > TICKETS)) && AGENT_TICKETS=$TICKETS
 COUNT=${BENCH_COUNT:-3}
-SESSIONS=${BENCH_SESSIONS:-100}
+SESSIONS=${BENCH_SESSIONS:-1000}
+BIG_TICKETS=${BENCH_BIG_TICKETS:-2000000}
 SCALE_MEMBERS=${BENCH_SCALE_MEMBERS:-10000}
 SCALE_TASKS=${BENCH_SCALE_TASKS:-100000}
 SCALE_SECONDS=${BENCH_SCALE_SECONDS:-600}
@@ -45,6 +48,9 @@ PY=/usr/bin/python3 # Debian's python3-simpy is installed for the system Python
 PEER=${BENCH_PEER:-$ROOT/../shared/peers/simpy_desk.py}
 [[ -f $PEER ]] || PEER=/work/shared/peers/simpy_desk.py
 [[ -f $PEER ]] || { echo "bench: no SimPy peer at $PEER (set BENCH_PEER)" >&2; exit 1; }
+BARE=${BENCH_BARE:-$ROOT/../shared/peers/bare_desk.go}
+[[ -f $BARE ]] || BARE=/work/shared/peers/bare_desk.go
+[[ -f $BARE ]] || { echo "bench: no bare Go loop at $BARE (set BENCH_BARE)" >&2; exit 1; }
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/corpsim-bench.XXXXXX")
 OE_PID="" # a corpsim serve of the OpenEnv rows, stopped on exit
@@ -167,6 +173,11 @@ READ=$(gobench "$TMP/pebble.out" Read events/s)
 BORROW=$(gobench "$TMP/pebble.out" Scan events/s)
 SCAN=$(gobench "$TMP/pebble.out" RawPebbleScan events/s)
 
+# ---- 1b. a fork at the end of a 1,000,000-event parent, resumed (target < 1 ms) ------
+run fork "$STEP_TIMEOUT" go test -run=NONE -bench='^BenchmarkFork$' -count="$COUNT" ./events/pebblelog
+FORK_NS=$(gobench "$TMP/fork.out" Fork/prefix=1000000 ns/op)
+FORK_SMALL_NS=$(gobench "$TMP/fork.out" Fork/prefix=1000 ns/op)
+
 # ---- 2. NATS: an agent turn against raw request/reply --------------------------------
 run nats "$STEP_TIMEOUT" go test -run=NONE -bench='AgentTurn|RawRequestReply' -count="$COUNT" ./agents/natshost
 TURN_NS=$(gobench "$TMP/nats.out" AgentTurn ns/op)
@@ -187,6 +198,18 @@ SIMPY_WALL=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' "$TMP/simpy.out")
 row "SimPy peer (\`simpy_desk.py $TICKETS\`, SimPy $($PY -c 'import SimPy; print(SimPy.__version__)' 2>/dev/null || echo 2))" \
 	"$(fmt_num "$TICKETS")" "${SIMPY_WALL:-—}" "$(fmt_num "$SIMPY_TPS")" "—" "$(fmt_mib "$RSS_KB")" "1.00×" "the baseline of the ticket rows $(status_note "$STEP_TIMEOUT")"
 
+# ---- 3b. the bare Go loop: the same desk, nothing recorded -----------------------------
+# Built first, so that its row times the loop, not the compiler.
+go build -o "$TMP/bare_desk" "$BARE"
+run bare "$STEP_TIMEOUT" "$TMP/bare_desk" "$TICKETS"
+BARE_TPS="" BARE_WALL=""
+if ((RC == 0)); then
+	BARE_TPS=$(sed -n 's/.*tickets_per_s=\([0-9.]*\).*/\1/p' "$TMP/bare.out")
+	BARE_WALL=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' "$TMP/bare.out")
+fi
+row "bare Go event loop (\`bare_desk.go $TICKETS\`: a heap, nothing recorded or checked)" \
+	"$(fmt_num "$TICKETS")" "${BARE_WALL:-—}" "$(fmt_num "$BARE_TPS")" "—" "$(fmt_mib "$RSS_KB")" "$(ratio "$BARE_TPS" "$SIMPY_TPS")" "vs SimPy: the limit of the ticket rows $(status_note "$STEP_TIMEOUT")"
+
 # corsim_row NAME LABEL COUNT NOTE: a row from a `corpsim run --json` result.
 corpsim_row() {
 	local name=$1 label=$2 count=$3 note=$4 tps="" eps="" wall="—"
@@ -198,6 +221,7 @@ corpsim_row() {
 		got=$(json "$TMP/$name.out" 'd["score"]["tickets_resolved"]')
 		((got == count)) || note="$note; **only $got of $count tickets resolved**"
 	fi
+	note=${note//@BARE@/$(ratio "$tps" "${BARE_TPS:-}")}
 	row "$label" "$(fmt_num "$count")" "$wall" "$(fmt_num "$tps")" "$(fmt_num "$eps")" "$(fmt_mib "$RSS_KB")" \
 		"$(ratio "$tps" "$SIMPY_TPS")" "$note $(status_note "$STEP_TIMEOUT")"
 	LAST_TPS=$tps LAST_EPS=$eps
@@ -205,13 +229,23 @@ corpsim_row() {
 
 # ---- 4. corpsim in memory ----------------------------------------------------
 run mem "$STEP_TIMEOUT" "$CS" run --world "$WORLD" --ephemeral --json
-corpsim_row mem "corpsim in memory (\`run --ephemeral\`, 20 NPC servers)" "$TICKETS" "vs SimPy"
+corpsim_row mem "corpsim in memory (\`run --ephemeral\`, 20 NPC servers)" "$TICKETS" "vs SimPy (target ≥ 5×); @BARE@ of the bare Go loop (aim ≥ 0.25×); peak RSS target < 100 MiB"
+MEM_RSS_KB=$RSS_KB
 
-row "the engine alone (\`BenchmarkSupportDeskBench\`: state machine and NPCs, 10,000 tickets, no log, no bus)" "—" "—" "$(fmt_num "$ENGINE_TPS")" "$(fmt_num "$ENGINE_EPS")" "—" "$(ratio "$ENGINE_TPS" "$SIMPY_TPS")" "vs SimPy: the ceiling of the in-memory run; $(evpt "$ENGINE_EPS" "$ENGINE_TPS") events per ticket"
+# The same desk ten times longer: finished work must not keep the state growing.
+if ((BIG_TICKETS > 0)); then
+	BIG_WORLD=$TMP/support-desk-$BIG_TICKETS.yaml
+	"$CS" worlds show support-desk-bench | sed "s/count: 200000/count: $BIG_TICKETS/" >"$BIG_WORLD"
+	run big "$STEP_TIMEOUT" "$CS" run --world "$BIG_WORLD" --ephemeral --json --max-arrivals $((2 * BIG_TICKETS)) --max-events $((20 * BIG_TICKETS))
+	corpsim_row big "corpsim in memory, $(fmt_num "$BIG_TICKETS") tickets (the same desk, longer)" "$BIG_TICKETS" \
+		"vs SimPy's $(fmt_num "$TICKETS")-ticket rate; its peak RSS is $(ratio "$RSS_KB" "$MEM_RSS_KB") the $(fmt_num "$TICKETS")-ticket run's (target < 2×)"
+fi
+
+row "the engine alone (\`BenchmarkSupportDeskBench\`: state machine and NPCs, 10,000 tickets, no log, no bus)" "—" "—" "$(fmt_num "$ENGINE_TPS")" "$(fmt_num "$ENGINE_EPS")" "—" "$(ratio "$ENGINE_TPS" "$SIMPY_TPS")" "vs SimPy: the ceiling of the in-memory run; $(ratio "$ENGINE_TPS" "$BARE_TPS") of the bare Go loop; $(evpt "$ENGINE_EPS" "$ENGINE_TPS") events per ticket"
 
 # ---- 5. corpsim durable, and its replay ------------------------------------------
 run durable "$STEP_TIMEOUT" "$CS" run --world "$WORLD" --data "$TMP/data" --json
-corpsim_row durable "corpsim durable (every event in a synced Pebble batch)" "$TICKETS" "vs SimPy"
+corpsim_row durable "corpsim durable (every event in a synced Pebble batch)" "$TICKETS" "vs SimPy (target ≥ 3×); @BARE@ of the bare Go loop"
 DURABLE_EPS=$LAST_EPS DURABLE_TPS=$LAST_TPS
 REPLAY_EPS=""
 if ((RC == 0)); then
@@ -223,7 +257,7 @@ if ((RC == 0)); then
 		REPLAY_EPS=$($PY -c 'import sys; print(int(sys.argv[1])/float(sys.argv[2]))' "$EVENTS" "$WALL_S")
 	fi
 	row "replay of that session (\`corpsim replay\`: borrowed scan, decode, re-apply, hash)" "$(fmt_num "$EVENTS") events" "$WALL_S" "—" \
-		"$(fmt_num "$REPLAY_EPS")" "$(fmt_mib "$RSS_KB")" "$(ratio "$REPLAY_EPS" "$SCAN")" "vs raw Pebble scan (below) $(status_note "$STEP_TIMEOUT")"
+		"$(fmt_num "$REPLAY_EPS")" "$(fmt_mib "$RSS_KB")" "$(ratio "$REPLAY_EPS" "$SCAN")" "vs raw Pebble scan (below; target ≥ 0.25×) $(status_note "$STEP_TIMEOUT")"
 fi
 
 # ---- 6. agent seats: in process, and across the bus -----------------------------------
@@ -247,14 +281,23 @@ SCALE_EPS=$(gobench "$TMP/scale.out" ScaleWorld events/s)
 SCALE_EVENTS=$(gobench "$TMP/scale.out" ScaleWorld events)
 SCALE_FIRST=$(gobench "$TMP/scale.out" ScaleWorld first-batch-s)
 SCALE_DONE=$(gobench "$TMP/scale.out" ScaleWorld finished)
+SCALE_WALL=$(gobench "$TMP/scale.out" ScaleWorld wall-s)
 SCALE_STATUS="ran to its end"
 [[ $SCALE_DONE == 1* ]] || SCALE_STATUS="**not finished**: $(fmt_num "$SCALE_EVENTS") events in its ${SCALE_SECONDS}s budget"
+# One session alone, 20 times in a row (its events/s is the baseline of the
+# concurrent row), then the sessions all at once.
+run session1 "$STEP_TIMEOUT" env BENCH_SESSIONS=1 "$TMP/tests.test" -test.run=NONE -test.bench='^BenchmarkConcurrentSessions$' -test.benchtime=20x
+ONE_EPS=$(gobench "$TMP/session1.out" ConcurrentSessions events/s)
+ONE_TPS=$(gobench "$TMP/session1.out" ConcurrentSessions tickets/s)
+ONE_EVENTS=$(gobench "$TMP/session1.out" ConcurrentSessions events/op)
+ONE_RSS_KB=$RSS_KB
 run sessions "$STEP_TIMEOUT" env BENCH_SESSIONS="$SESSIONS" "$TMP/tests.test" -test.run=NONE -test.bench='^BenchmarkConcurrentSessions$' -test.benchtime=1x
 SESS_RSS_KB=$RSS_KB
 SESS_EPS=$(gobench "$TMP/sessions.out" ConcurrentSessions events/s)
 SESS_TPS=$(gobench "$TMP/sessions.out" ConcurrentSessions tickets/s)
 SESS_EVENTS=$(gobench "$TMP/sessions.out" ConcurrentSessions events/op)
 SESS_NS=$(gobench "$TMP/sessions.out" ConcurrentSessions ns/op)
+SESS_PEAK=$(gobench "$TMP/sessions.out" ConcurrentSessions peak-running)
 
 # ---- 8. OpenEnv: a step against a raw WebSocket echo; resets; sessions held -------------
 OE_STEPS=${BENCH_OPENENV_STEPS:-2000}
@@ -320,11 +363,13 @@ row "raw Pebble synced batches of 4,096 (\`BenchmarkRawPebbleGroup\`, the driver
 row "log read, decoded into copies (\`BenchmarkRead\`)" "—" "—" "—" "$(fmt_num "$READ")" "—" "$(ratio "$READ" "$SCAN")" "vs raw Pebble scan"
 row "log scan, checksummed and decoded in place (\`BenchmarkScan\`, borrowed events)" "—" "—" "—" "$(fmt_num "$BORROW")" "—" "$(ratio "$BORROW" "$SCAN")" "vs raw Pebble scan (target ≥ 0.50×)"
 row "raw Pebble scan of the same keys (\`BenchmarkRawPebbleScan\`)" "—" "—" "—" "$(fmt_num "$SCAN")" "—" "1.00×" "baseline"
+row "fork at the end of a 1,000,000-event parent and resume it (\`BenchmarkFork\`: create, first append, checkpoint lookup, first read; synced)" "—" "—" "—" "$(us "$FORK_NS")" "—" "$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "{:.2f}×".format(float(v)/1e6))' "${FORK_NS:-}")" "vs the 1 ms target; at a 1,000-event parent: $(us "$FORK_SMALL_NS")"
 row "agent turn across the embedded bus, greedy (\`BenchmarkAgentTurn\`)" "—" "—" "—" "$(fmt_num "$(per_s "$TURN_NS")") turns/s, $(us "$TURN_NS") each" "—" "$(ratio "$TURN_NS" "$RAW_NS")" "turn latency ratio vs raw request/reply (target ≤ 2×)"
 row "raw NATS request/reply of the same bytes (\`BenchmarkRawRequestReply\`)" "—" "—" "—" "$(fmt_num "$(per_s "$RAW_NS")") turns/s, $(us "$RAW_NS") each" "—" "1.00×" "baseline"
-row "one session, generated world: $(fmt_num "$SCALE_MEMBERS") members, $(fmt_num "$SCALE_TASKS") tasks, dispatch one, greedy in process, in memory" "$(fmt_num "$SCALE_EVENTS") events" "$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "%.1f to the first batch" % float(v))' "$SCALE_FIRST")" "—" "$(fmt_num "$SCALE_EPS")" "$(fmt_mib "$SCALE_RSS_KB")" "$(ratio "$SCALE_RSS_KB" $((2 * 1024 * 1024)))" "peak RSS vs 2 GiB; $SCALE_STATUS $(status_note $((SCALE_SECONDS + 300)))"
+row "one session, generated world: $(fmt_num "$SCALE_MEMBERS") members, $(fmt_num "$SCALE_TASKS") tasks, dispatch one, greedy in process, in memory" "$(fmt_num "$SCALE_EVENTS") events" "$($PY -c 'import sys; v,f=sys.argv[1:3]; print("—" if v=="" else "%.1f (%.1f to the first batch)" % (float(v), float(f or 0)))' "$SCALE_WALL" "$SCALE_FIRST")" "—" "$(fmt_num "$SCALE_EPS")" "$(fmt_mib "$SCALE_RSS_KB")" "$(ratio "$SCALE_WALL" 30)" "wall vs the 30 s target; peak RSS $(ratio "$SCALE_RSS_KB" $((1024 * 1024))) of 1 GiB; $SCALE_STATUS $(status_note $((SCALE_SECONDS + 300)))"
 SESS_WALL=$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "%.1f" % (float(v)/1e9))' "$SESS_NS")
-row "$SESSIONS concurrent sessions of \`support-desk\` in one process, greedy in process (one bus for the feeds), in-memory logs" "$(fmt_num "$SESS_EVENTS") events" "$SESS_WALL" "$(fmt_num "$SESS_TPS")" "$(fmt_num "$SESS_EPS")" "$(fmt_mib "$SESS_RSS_KB")" "—" "all sessions together $(status_note "$STEP_TIMEOUT")"
+row "one session of \`support-desk\` alone, greedy in process, in-memory log (20 in a row)" "$(fmt_num "$ONE_EVENTS") events" "—" "$(fmt_num "$ONE_TPS")" "$(fmt_num "$ONE_EPS")" "$(fmt_mib "$ONE_RSS_KB")" "1.00×" "the baseline of the sessions row"
+row "$SESSIONS concurrent sessions of \`support-desk\` in one process, greedy in process (one bus for the feeds), in-memory logs" "$(fmt_num "$SESS_EVENTS") events" "$SESS_WALL" "$(fmt_num "$SESS_TPS")" "$(fmt_num "$SESS_EPS")" "$(fmt_mib "$SESS_RSS_KB")" "$(ratio "$SESS_EPS" "$ONE_EPS")" "all sessions together (started 64 at a time, at most $(fmt_num "$SESS_PEAK") running at once): events/s vs one session alone (target ≥ 0.80×), peak RSS $(ratio "$SESS_RSS_KB" $((2 * 1024 * 1024))) of 2 GiB $(status_note "$STEP_TIMEOUT")"
 
 # The OpenEnv rows.
 row "OpenEnv step round trip, the adapter alone (\`BenchmarkStepRoundTrip\`: /openenv/ws, the gateway answering at once with a $(fmt_num "$OE_MICRO_BYTES")-byte reply)" "—" "—" "—" "$(fmt_num "$(per_s "$OE_MICRO_NS")") steps/s, $(us "$OE_MICRO_NS") each" "—" "$(ratio "$OE_MICRO_NS" "$OE_ECHO_NS")" "latency vs a raw WebSocket echo of the same bytes (target ≤ 2×)"

@@ -69,12 +69,23 @@ func decodeTo[T any](b []byte) (any, error) {
 // returns nil for a type without a payload type (member.returned), or a
 // payload that does not decode (Apply then reports the event with its own
 // error).
-func Decode(ev *events.Event) any {
+func Decode(ev *events.Event) any { return decode(ev, nil) }
+
+// DecodeReuse is Decode for a caller that is done with the payload before
+// it decodes the next one (replay applies each event and moves on): the
+// payloads of a ticket's life are decoded into r, and returned as pointers
+// to r's copy (*T, which As reads as a T), valid until the next
+// DecodeReuse with r. Nothing is allocated for them but their strings and
+// lists, which are the payload's own. Other payloads are values, as Decode
+// returns them.
+func DecodeReuse(ev *events.Event, r *Reuse) any { return decode(ev, r) }
+
+func decode(ev *events.Event, r *Reuse) any {
 	dec := decoders[ev.Type]
 	if dec == nil || len(ev.Payload) == 0 {
 		return nil
 	}
-	if v, ok := fastDecode(ev.Type, ev.Payload); ok {
+	if v, ok := fastDecode(ev.Type, ev.Payload, r); ok {
 		return v
 	}
 	v, err := dec(ev.Payload)
@@ -89,10 +100,9 @@ func Decode(ev *events.Event) any {
 // order, no unknown or repeated keys); anything else fails and Decode falls
 // back to encoding/json, so the result is always what json.Unmarshal gives
 // (decode_test.go checks both on random payloads).
-var fastDecoders = map[string]func(d *fastjson.Decoder) (any, bool){
-	EvTurn: func(d *fastjson.Decoder) (any, bool) {
-		var p Turn
-		ok := d.Object(func(key []byte) (uint32, bool) {
+var fastDecoders = map[string]fastDecoder{
+	EvTurn: fast(func(r *Reuse) *Turn { return &r.turn }, func(d *fastjson.Decoder, p *Turn) bool {
+		return d.Object(func(key []byte) (uint32, bool) {
 			switch string(key) {
 			case "turn":
 				return 1 << 0, d.Uint64(&p.Turn)
@@ -110,11 +120,9 @@ var fastDecoders = map[string]func(d *fastjson.Decoder) (any, bool){
 			}
 			return 0, false
 		})
-		return p, ok
-	},
-	EvTaskCreated: func(d *fastjson.Decoder) (any, bool) {
-		var p TaskCreated
-		ok := d.Object(func(key []byte) (uint32, bool) {
+	}),
+	EvTaskCreated: fast(func(r *Reuse) *TaskCreated { return &r.created }, func(d *fastjson.Decoder, p *TaskCreated) bool {
+		return d.Object(func(key []byte) (uint32, bool) {
 			switch string(key) {
 			case "task":
 				return 1 << 0, decodeTaskSpec(d, &p.Task)
@@ -135,26 +143,18 @@ var fastDecoders = map[string]func(d *fastjson.Decoder) (any, bool){
 			}
 			return 0, false
 		})
-		return p, ok
-	},
-	EvTaskClaimed: func(d *fastjson.Decoder) (any, bool) {
-		var p TaskClaimed
-		ok := taskAnd(d, &p.Task, "busy_until", (*int64)(&p.BusyUntil))
-		return p, ok
-	},
-	EvTaskCompleted: func(d *fastjson.Decoder) (any, bool) {
-		var p TaskCompleted
-		ok := taskAnd(d, &p.Task, "busy_until", (*int64)(&p.BusyUntil))
-		return p, ok
-	},
-	EvWorkFinished: func(d *fastjson.Decoder) (any, bool) {
-		var p WorkFinished
-		ok := taskAnd(d, &p.Task, "work", (*int64)(&p.Work))
-		return p, ok
-	},
-	EvWorkStarted: func(d *fastjson.Decoder) (any, bool) {
-		var p WorkStarted
-		ok := d.Object(func(key []byte) (uint32, bool) {
+	}),
+	EvTaskClaimed: fast(func(r *Reuse) *TaskClaimed { return &r.claimed }, func(d *fastjson.Decoder, p *TaskClaimed) bool {
+		return taskAnd(d, &p.Task, "busy_until", (*int64)(&p.BusyUntil))
+	}),
+	EvTaskCompleted: fast(func(r *Reuse) *TaskCompleted { return &r.completed }, func(d *fastjson.Decoder, p *TaskCompleted) bool {
+		return taskAnd(d, &p.Task, "busy_until", (*int64)(&p.BusyUntil))
+	}),
+	EvWorkFinished: fast(func(r *Reuse) *WorkFinished { return &r.finished }, func(d *fastjson.Decoder, p *WorkFinished) bool {
+		return taskAnd(d, &p.Task, "work", (*int64)(&p.Work))
+	}),
+	EvWorkStarted: fast(func(r *Reuse) *WorkStarted { return &r.started }, func(d *fastjson.Decoder, p *WorkStarted) bool {
+		return d.Object(func(key []byte) (uint32, bool) {
 			switch string(key) {
 			case "task":
 				return 1 << 0, d.Str(&p.Task)
@@ -165,18 +165,47 @@ var fastDecoders = map[string]func(d *fastjson.Decoder) (any, bool){
 			}
 			return 0, false
 		})
-		return p, ok
-	},
-	EvMemberWaiting: func(d *fastjson.Decoder) (any, bool) {
-		var p MemberWaiting
-		ok := d.Object(func(key []byte) (uint32, bool) {
+	}),
+	EvMemberWaiting: fast(func(r *Reuse) *MemberWaiting { return &r.waiting }, func(d *fastjson.Decoder, p *MemberWaiting) bool {
+		return d.Object(func(key []byte) (uint32, bool) {
 			if string(key) == "until" {
 				return 1, d.Int64((*int64)(&p.Until))
 			}
 			return 0, false
 		})
-		return p, ok
-	},
+	}),
+}
+
+// A fastDecoder reads a payload into a new value (r nil) or into its slot
+// of r, returning a pointer to it.
+type fastDecoder func(d *fastjson.Decoder, r *Reuse) (any, bool)
+
+// fast makes the fastDecoder of a T read by dec, whose slot in a Reuse is
+// pick's. Without a Reuse the value is returned as a T, as Decode promises.
+func fast[T any](pick func(*Reuse) *T, dec func(d *fastjson.Decoder, p *T) bool) fastDecoder {
+	return func(d *fastjson.Decoder, r *Reuse) (any, bool) {
+		if r == nil {
+			p := new(T)
+			ok := dec(d, p)
+			return *p, ok
+		}
+		p := pick(r)
+		var zero T
+		*p = zero
+		return p, dec(d, p)
+	}
+}
+
+// Reuse holds one payload of each type of a ticket's life, for
+// DecodeReuse. It is not safe for concurrent use.
+type Reuse struct {
+	turn      Turn
+	created   TaskCreated
+	claimed   TaskClaimed
+	completed TaskCompleted
+	finished  WorkFinished
+	started   WorkStarted
+	waiting   MemberWaiting
 }
 
 // taskAnd reads {"task": …, key: n}.
@@ -278,7 +307,7 @@ func DecodeAction(d *fastjson.Decoder, a *Action) bool {
 
 // fastDecode decodes data with the fast decoder of typ; ok is false when
 // there is none or it does not read data.
-func fastDecode(typ string, data []byte) (v any, ok bool) {
+func fastDecode(typ string, data []byte, r *Reuse) (v any, ok bool) {
 	dec := fastDecoders[typ]
 	if dec == nil {
 		return nil, false
@@ -288,7 +317,7 @@ func fastDecode(typ string, data []byte) (v any, ok bool) {
 		d = decoderPool.Get().(*fastjson.Decoder)
 	}
 	d.Reset(data)
-	v, ok = dec(d)
+	v, ok = dec(d, r)
 	ok = d.End() && ok
 	if !lastDecoder.CompareAndSwap(nil, d) {
 		decoderPool.Put(d)

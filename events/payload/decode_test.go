@@ -27,10 +27,24 @@ func sameDecoding(t *testing.T, typ string, data []byte, wantFast bool) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%s %s:\n got %#v\nwant %#v", typ, data, got, want)
 	}
-	if _, fast := fastDecode(typ, data); wantFast && !fast {
+	if _, fast := fastDecode(typ, data, nil); wantFast && !fast {
 		t.Fatalf("%s %s: the fast decoder did not read what AppendPayload wrote", typ, data)
 	}
+	// The same through one Reuse for every call: a slot holds the last
+	// payload of its type, so what a payload lacks must not be left over.
+	reused := DecodeReuse(&events.Event{Type: typ, Payload: data}, &testReuse)
+	if v := reflect.ValueOf(reused); v.Kind() == reflect.Pointer {
+		reused = v.Elem().Interface()
+	} else if wantFast {
+		t.Fatalf("%s %s: DecodeReuse gave a %T, not a pointer into its Reuse", typ, data, reused)
+	}
+	if !reflect.DeepEqual(reused, want) {
+		t.Fatalf("%s %s: DecodeReuse:\n got %#v\nwant %#v", typ, data, reused, want)
+	}
 }
+
+// testReuse is the Reuse of every sameDecoding.
+var testReuse Reuse
 
 func TestFastDecodersMatchEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))

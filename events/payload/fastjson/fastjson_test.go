@@ -51,6 +51,16 @@ func TestAppendLikeEncodingJSON(t *testing.T) {
 	}
 }
 
+// TestAppendStringEveryByte checks AppendString against encoding/json for
+// every byte value, alone and amid plain text (the copy and the fallback).
+func TestAppendStringEveryByte(t *testing.T) {
+	for c := range 256 {
+		b := string([]byte{byte(c)})
+		mustSameString(t, b)
+		mustSameString(t, "t-1"+b+"x")
+	}
+}
+
 func FuzzAppend(f *testing.F) {
 	for i, s := range tricky {
 		f.Add(s, floats[i%len(floats)])

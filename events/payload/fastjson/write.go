@@ -32,8 +32,7 @@ func AppendFloat(dst []byte, f float64) []byte {
 // invalid UTF-8) takes encoding/json's own path.
 func AppendString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !verbatim[s[i]] {
 			b, _ := json.Marshal(s) // a string always encodes
 			return append(dst, b...)
 		}
@@ -42,6 +41,17 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, s...)
 	return append(dst, '"')
 }
+
+// verbatim[c] says that byte c is copied as it is into a quoted string:
+// printable ASCII but for the quote, the backslash and the characters
+// encoding/json escapes for HTML (one load per byte instead of seven
+// comparisons: every payload's strings go through AppendString).
+var verbatim = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // AppendList appends key and list as a JSON array (null when nil), each
 // element written by elem.
