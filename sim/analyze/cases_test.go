@@ -1,0 +1,198 @@
+package analyze_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/analyze"
+	"github.com/corpsim/corpsim/sim/simtest"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// mustClaims plays the shipped claims world (cases, an inspector NPC,
+// approvals by amount, a director on leave) with greedy agents and loads
+// the log for analysis.
+func mustClaims(tb testing.TB, seed uint64) *analyze.Session {
+	tb.Helper()
+	src, err := worlds.Source("claims")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w, err := worlds.Load("claims.yaml", src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: seed, Session: "s"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.Start()
+	evs := simtest.Events(tb, e)
+	s, err := analyze.Load(func(yield func(events.Event, error) bool) {
+		for _, ev := range evs {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func stepOf(ct *analyze.CaseTrace, step string) *analyze.CaseStepTrace {
+	for i := range ct.Steps {
+		if ct.Steps[i].Step == step {
+			return &ct.Steps[i]
+		}
+	}
+	return nil
+}
+
+// TestCaseTraceTellsTheStory: trace --case of a case with an inspection
+// shows the inspector's per-case answer (its attributes and the hidden fact
+// drawn for it), the ask and who asked, the approvals of its decision and
+// each step's doer; a case without one lists the inspection as skipped.
+func TestCaseTraceTellsTheStory(t *testing.T) {
+	s := mustClaims(t, 1)
+	var inspected, skipped *org.Case
+	for _, c := range s.State.Cases {
+		if !c.Done() {
+			continue
+		}
+		if inspected == nil && s.State.Task(org.StepTaskID(c.ID, "inspect")) != nil {
+			inspected = c
+		}
+		if skipped == nil && len(c.Skipped) > 0 {
+			skipped = c
+		}
+	}
+	if inspected == nil || skipped == nil {
+		t.Fatalf("claims seed 1: no done case with an inspection (%v) or without one (%v)", inspected, skipped)
+	}
+	ct, err := s.Case(inspected.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := stepOf(ct, "inspect")
+	if st == nil || st.NPC != "olga" || st.DoneBy != "olga" {
+		t.Fatalf("inspect step = %+v, want one done by the NPC olga", st)
+	}
+	if len(st.Asks) == 0 || len(st.Answers) == 0 {
+		t.Fatalf("inspect step: %d asks, %d answers; want both", len(st.Asks), len(st.Answers))
+	}
+	ref, _ := inspected.Attributes["reference"].(string)
+	damage, _ := inspected.Facts["damage"].(string)
+	ans := st.Answers[0]
+	if ans.From != "olga" || ans.To != st.Asks[0].From || !strings.Contains(ans.Text, ref) || !strings.Contains(ans.Text, "damage "+damage) {
+		t.Errorf("answer = %+v, want olga's answer to %s naming %s and damage %q", ans, st.Asks[0].From, ref, damage)
+	}
+	if ct.HiddenFacts["damage"] != damage {
+		t.Errorf("hidden facts = %v, want damage %q", ct.HiddenFacts, damage)
+	}
+	if d := stepOf(ct, "decide"); d == nil || len(d.Approvals) == 0 || d.Approvals[0].Status != org.RequestApproved {
+		t.Errorf("decide step = %+v, want an approved approval", d)
+	}
+	for _, step := range ct.Steps {
+		if step.Done == nil || step.DoneBy != s.State.Task(step.Task).DoneBy {
+			t.Errorf("step %s: done %v by %q, want the state's doer %q", step.Task, step.Done, step.DoneBy, s.State.Task(step.Task).DoneBy)
+		}
+	}
+	var npcWait bool
+	for _, d := range ct.Waits {
+		if d.Kind == analyze.DelayDependency {
+			t.Errorf("case waits list an in-case dependency: %+v", d)
+		}
+		npcWait = npcWait || (d.Kind == analyze.DelayNPC && d.Task == st.Task && d.Who == "olga")
+	}
+	if !npcWait {
+		t.Errorf("waits %+v: none for olga's answer", ct.Waits)
+	}
+	var buf bytes.Buffer
+	ct.WriteText(&buf)
+	out := buf.String()
+	for _, want := range []string{ans.Text, "hidden facts", "damage=" + damage, "asked", st.Asks[0].From, "approval " + stepOf(ct, "decide").Approvals[0].Request} {
+		if !strings.Contains(out, want) {
+			t.Errorf("trace text lacks %q:\n%s", want, out)
+		}
+	}
+
+	ct, err = s.Case(skipped.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stepOf(ct, "inspect") != nil || len(ct.Skipped) != 1 || ct.Skipped[0] != "inspect" {
+		t.Errorf("case %s: steps %v, skipped %v; want inspect skipped", skipped.ID, ct.Steps, ct.Skipped)
+	}
+	if _, err := s.Case("no-such-case"); err == nil {
+		t.Error("Case(no-such-case) gave no error")
+	}
+}
+
+// TestCasesSummary: the summary's counts and mean lead time are the
+// rubric's, the p90 is at least the mean, and every breached case is
+// listed (or counted) with where it waited.
+func TestCasesSummary(t *testing.T) {
+	s := mustClaims(t, 1)
+	sc := policies.Score(s.State)
+	sum := s.Cases(1000)
+	if sum.Cases != sc.Cases || sum.Done != sc.CasesDone || sum.InSLA != sc.CasesInSLA {
+		t.Errorf("summary %d/%d/%d, rubric %d/%d/%d (cases/done/in SLA)", sum.Cases, sum.Done, sum.InSLA, sc.Cases, sc.CasesDone, sc.CasesInSLA)
+	}
+	if len(sum.Templates) != len(sc.Templates) {
+		t.Fatalf("templates %v, rubric's %v", sum.Templates, sc.Templates)
+	}
+	for i, tc := range sum.Templates {
+		r := sc.Templates[i]
+		if tc.Template != r.Template || tc.Done != r.Done || tc.Breached != r.Breached || tc.Mean.MS != r.LeadTime {
+			t.Errorf("template %+v, rubric's %+v", tc, r)
+		}
+		if tc.Done > 0 && (tc.P90.MS < tc.Mean.MS || tc.Mean.MS == 0) {
+			t.Errorf("template %s: mean %s, p90 %s", tc.Template, tc.Mean.Text, tc.P90.Text)
+		}
+	}
+	cases := 0
+	for _, p := range sum.ByPriority {
+		cases += p.Cases
+	}
+	if cases != sum.Cases {
+		t.Errorf("by priority %d cases, want %d", cases, sum.Cases)
+	}
+	listed := map[string]analyze.LateCase{}
+	for _, l := range sum.Late {
+		listed[l.Case] = l
+	}
+	breached := 0
+	for _, c := range s.State.Cases {
+		if !c.Breached {
+			continue
+		}
+		breached++
+		l, ok := listed[c.ID]
+		if !ok {
+			t.Errorf("breached case %s is not listed", c.ID)
+			continue
+		}
+		if len(l.AtSLA)+len(l.Waits) == 0 {
+			t.Errorf("breached case %s: no waits and nothing open at its SLA", c.ID)
+		}
+	}
+	if breached == 0 {
+		t.Fatal("claims seed 1 with greedy breached no case: the test shows nothing")
+	}
+	few := s.Cases(1)
+	if len(few.Late) != 1 || few.LateOmitted != len(sum.Late)-1 {
+		t.Errorf("Cases(1): %d listed, %d omitted; want 1 and %d", len(few.Late), few.LateOmitted, len(sum.Late)-1)
+	}
+	var buf bytes.Buffer
+	sum.WriteText(&buf)
+	if first := sum.Late[0]; !strings.Contains(buf.String(), "case "+first.Case) {
+		t.Errorf("summary text lacks case %s:\n%s", first.Case, buf.String())
+	}
+}
