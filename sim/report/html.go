@@ -52,12 +52,12 @@ type Report struct {
 	SLA                       SLA
 	// Cases is the cases section (format 2): nil without cases or without
 	// an analysis of the session.
-	Cases *analyze.CaseSummary
-	Rejections                Rejections
-	Breaches                  int
-	BreachExamples            []string
-	Unverified                []string // the first of the scorecard's unverified completions
-	UnverifiedMore            int      // how many more there are
+	Cases          *analyze.CaseSummary
+	Rejections     Rejections
+	Breaches       int
+	BreachExamples []string
+	Unverified     []string // the first of the scorecard's unverified completions
+	UnverifiedMore int      // how many more there are
 }
 
 type chartView struct {
