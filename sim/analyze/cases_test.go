@@ -2,6 +2,7 @@ package analyze_test
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
@@ -194,5 +195,101 @@ func TestCasesSummary(t *testing.T) {
 	sum.WriteText(&buf)
 	if first := sum.Late[0]; !strings.Contains(buf.String(), "case "+first.Case) {
 		t.Errorf("summary text lacks case %s:\n%s", first.Case, buf.String())
+	}
+}
+
+// mustClaimsEdited is mustClaims on the claims world with edit applied to
+// its source.
+func mustClaimsEdited(tb testing.TB, seed uint64, edit func(string) string) *analyze.Session {
+	tb.Helper()
+	src, err := worlds.Source("claims")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	src = []byte(edit(string(src)))
+	w, err := worlds.Load("claims.yaml", src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: seed, Session: "s"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.Start()
+	evs := simtest.Events(tb, e)
+	s, err := analyze.Load(func(yield func(events.Event, error) bool) {
+		for _, ev := range evs {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// checkCasesAddUp fails unless d's lost value is the world's possible
+// value (tasks, projects and cases) minus the team score, and its causes'
+// points add up to it.
+func checkCasesAddUp(t *testing.T, s *analyze.Session, d *analyze.Diagnosis) {
+	t.Helper()
+	possible := 0.0
+	for _, tk := range s.State.Tasks {
+		possible += tk.Value
+	}
+	for _, p := range s.World.Projects {
+		possible += p.Value
+	}
+	for _, c := range s.State.Cases {
+		possible += c.Value
+	}
+	if want := possible - policies.Score(s.State).TeamScore; d.Lost < 0 || math.Abs(d.Lost-want) > 1e-6 {
+		t.Errorf("lost %v; want possible %v - team score = %v", d.Lost, possible, want)
+	}
+	sum := 0.0
+	for _, c := range d.Causes {
+		sum += c.Points
+	}
+	if math.Abs(sum-d.Lost) > 1e-5 {
+		t.Errorf("causes add up to %v; want the lost %v (%+v)", sum, d.Lost, d.Causes)
+	}
+}
+
+// TestDiagnoseCases: in the claims world the cases' lost value is
+// diagnosed and adds up; the time inspections waited for the inspector,
+// before and after she was asked, is put down to npc_not_asked and npc,
+// naming her.
+func TestDiagnoseCases(t *testing.T) {
+	s := mustClaims(t, 1)
+	d := s.Diagnose()
+	checkCasesAddUp(t, s, d)
+	for _, name := range []string{analyze.CauseNPC, analyze.CauseNotAsked} {
+		c, ok := cause(d, name)
+		if !ok || c.Hours <= 0 || len(c.Detail) == 0 || c.Detail[0].What != "olga" {
+			t.Errorf("cause %s = %+v (%v); want hours on olga", name, c, ok)
+		}
+	}
+}
+
+// TestDiagnoseSeparation: with one adjuster left, who assesses the motor
+// and travel claims and so may not decide them (assessor-not-decider),
+// their decisions wait for no one: the diagnosis says so, naming the rule.
+func TestDiagnoseSeparation(t *testing.T) {
+	s := mustClaimsEdited(t, 1, func(src string) string {
+		for _, m := range []string{"ada", "bo"} {
+			src = strings.Replace(src, "  - {id: "+m+", name: "+strings.ToUpper(m[:1])+m[1:]+", role: adjuster, team: claims, manager: sara}\n", "", 1)
+		}
+		return src
+	})
+	if n := len(s.World.Members); n != 9 {
+		t.Fatalf("the edited world has %d members, want 9", n)
+	}
+	d := s.Diagnose()
+	checkCasesAddUp(t, s, d)
+	c, ok := cause(d, analyze.CauseSeparation)
+	if !ok || c.Points <= 0 || len(c.Detail) == 0 || !strings.Contains(c.Detail[0].What, "assessor-not-decider") {
+		t.Errorf("cause separation = %+v (%v); want points on rule assessor-not-decider (%+v)", c, ok, d.Causes)
 	}
 }
