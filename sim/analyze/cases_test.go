@@ -2,7 +2,11 @@ package analyze_test
 
 import (
 	"bytes"
+	"fmt"
+	"maps"
 	"math"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,14 +92,28 @@ func TestCaseTraceTellsTheStory(t *testing.T) {
 	if len(st.Asks) == 0 || len(st.Answers) == 0 {
 		t.Fatalf("inspect step: %d asks, %d answers; want both", len(st.Asks), len(st.Answers))
 	}
-	ref, _ := inspected.Attributes["reference"].(string)
-	damage, _ := inspected.Facts["damage"].(string)
 	ans := st.Answers[0]
-	if ans.From != "olga" || ans.To != st.Asks[0].From || !strings.Contains(ans.Text, ref) || !strings.Contains(ans.Text, "damage "+damage) {
-		t.Errorf("answer = %+v, want olga's answer to %s naming %s and damage %q", ans, st.Asks[0].From, ref, damage)
+	if ans.From != "olga" || ans.To != st.Asks[0].From || ans.Text == "" {
+		t.Errorf("answer = %+v, want olga's answer to %s", ans, st.Asks[0].From)
 	}
-	if ct.HiddenFacts["damage"] != damage {
-		t.Errorf("hidden facts = %v, want damage %q", ct.HiddenFacts, damage)
+	// The answer is per case: another inspected case got another one.
+	for _, c := range s.State.Cases {
+		if c == inspected || s.State.Task(org.StepTaskID(c.ID, "inspect")) == nil {
+			continue
+		}
+		if o, err := s.Case(c.ID); err == nil {
+			if a := stepOf(o, "inspect").Answers; len(a) > 0 && a[0].Text == ans.Text {
+				t.Errorf("cases %s and %s got the same answer %q", inspected.ID, c.ID, ans.Text)
+			}
+			break
+		}
+	}
+	if len(inspected.Facts) == 0 || fmt.Sprint(ct.HiddenFacts) != fmt.Sprint(inspected.Facts) {
+		t.Errorf("hidden facts = %v, want the case's facts %v", ct.HiddenFacts, inspected.Facts)
+	}
+	var facts []string
+	for _, k := range slices.Sorted(maps.Keys(inspected.Facts)) {
+		facts = append(facts, fmt.Sprintf("%s=%v", k, inspected.Facts[k]))
 	}
 	if d := stepOf(ct, "decide"); d == nil || len(d.Approvals) == 0 || d.Approvals[0].Status != org.RequestApproved {
 		t.Errorf("decide step = %+v, want an approved approval", d)
@@ -118,7 +136,7 @@ func TestCaseTraceTellsTheStory(t *testing.T) {
 	var buf bytes.Buffer
 	ct.WriteText(&buf)
 	out := buf.String()
-	for _, want := range []string{ans.Text, "hidden facts", "damage=" + damage, "asked", st.Asks[0].From, "approval " + stepOf(ct, "decide").Approvals[0].Request} {
+	for _, want := range []string{ans.Text, "hidden facts  " + strings.Join(facts, ", "), "asked", st.Asks[0].From, "approval " + stepOf(ct, "decide").Approvals[0].Request} {
 		if !strings.Contains(out, want) {
 			t.Errorf("trace text lacks %q:\n%s", want, out)
 		}
@@ -273,23 +291,36 @@ func TestDiagnoseCases(t *testing.T) {
 	}
 }
 
-// TestDiagnoseSeparation: with one adjuster left, who assesses the motor
-// and travel claims and so may not decide them (assessor-not-decider),
-// their decisions wait for no one: the diagnosis says so, naming the rule.
+// adjusterLine is a one-line member entry of the adjuster role.
+var adjusterLine = regexp.MustCompile(`(?m)^  - \{id: \w+,[^}\n]*role: adjuster[,}].*\n`)
+
+// TestDiagnoseSeparation: with one adjuster left, who assesses the claims
+// and so may not decide them (a rule: the assessor does not decide), their
+// decisions wait for no one: the diagnosis says so, naming the rule.
 func TestDiagnoseSeparation(t *testing.T) {
 	s := mustClaimsEdited(t, 1, func(src string) string {
-		for _, m := range []string{"ada", "bo"} {
-			src = strings.Replace(src, "  - {id: "+m+", name: "+strings.ToUpper(m[:1])+m[1:]+", role: adjuster, team: claims, manager: sara}\n", "", 1)
+		lines := adjusterLine.FindAllString(src, -1)
+		if len(lines) < 2 {
+			t.Fatalf("claims has %d one-line adjuster members; the test needs at least 2", len(lines))
+		}
+		for _, l := range lines[1:] {
+			src = strings.Replace(src, l, "", 1)
 		}
 		return src
 	})
-	if n := len(s.World.Members); n != 9 {
-		t.Fatalf("the edited world has %d members, want 9", n)
+	rule := ""
+	for _, r := range s.World.Separation {
+		if slices.Contains(r.Did, "assess") && slices.Contains(r.NotDo, "decide") {
+			rule = r.ID
+		}
+	}
+	if rule == "" {
+		t.Fatal("claims has no rule barring an assessor from deciding")
 	}
 	d := s.Diagnose()
 	checkCasesAddUp(t, s, d)
 	c, ok := cause(d, analyze.CauseSeparation)
-	if !ok || c.Points <= 0 || len(c.Detail) == 0 || !strings.Contains(c.Detail[0].What, "assessor-not-decider") {
-		t.Errorf("cause separation = %+v (%v); want points on rule assessor-not-decider (%+v)", c, ok, d.Causes)
+	if !ok || c.Points <= 0 || len(c.Detail) == 0 || !strings.Contains(c.Detail[0].What, "rule "+rule) {
+		t.Errorf("cause separation = %+v (%v); want points on rule %s (%+v)", c, ok, rule, d.Causes)
 	}
 }
