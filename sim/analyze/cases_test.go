@@ -2,6 +2,8 @@ package analyze_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -10,7 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
@@ -213,6 +217,98 @@ func TestCasesSummary(t *testing.T) {
 	sum.WriteText(&buf)
 	if first := sum.Late[0]; !strings.Contains(buf.String(), "case "+first.Case) {
 		t.Errorf("summary text lacks case %s:\n%s", first.Case, buf.String())
+	}
+}
+
+// TestCaseTraceShowsSeparationRefusals: with cheaters, who try to decide
+// or approve across the separation rules, the trace of a case names each
+// refusal on its steps with its rule, as the log records it.
+func TestCaseTraceShowsSeparationRefusals(t *testing.T) {
+	src, err := worlds.Source("claims")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := worlds.Load("claims.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	cheaters := map[string]*agents.Cheater{}
+	var evs []events.Event
+	decide := func(turn sim.Turn) (sim.Answer, bool) {
+		c := cheaters[turn.Member]
+		if c == nil {
+			c = &agents.Cheater{}
+			cheaters[turn.Member] = c
+		}
+		acts, _ := c.Decide(context.Background(), turn.Observation)
+		return sim.Answer{Member: turn.Member, Turn: turn.Observation.Turn, Actions: acts}, true
+	}
+	if err := sim.Play(e, func(b []events.Event) bool { evs = append(evs, b...); return true }, decide, 0); err != nil {
+		t.Fatal(err)
+	}
+	s, err := analyze.Load(func(yield func(events.Event, error) bool) {
+		for _, ev := range evs {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The separation refusals of the log, by case.
+	want := map[string][]string{}
+	for _, ev := range evs {
+		if ev.Type != payload.EvActionRejected {
+			continue
+		}
+		var p payload.ActionRejected
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(p.Rule, "separation/") {
+			continue
+		}
+		task := p.Action.Task
+		if r := s.State.Request(p.Action.Request); task == "" && r != nil {
+			task = r.Task
+		}
+		if tk := s.State.Task(task); tk != nil && tk.Case != "" {
+			want[tk.Case] = append(want[tk.Case], p.Rule+" "+p.Reason)
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("the cheaters on claims seed 1 met no separation rule: the test shows nothing")
+	}
+	for _, id := range slices.Sorted(maps.Keys(want)) {
+		ct, err := s.Case(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, st := range ct.Steps {
+			for _, r := range st.Refusals {
+				if strings.HasPrefix(r.Rule, "separation/") {
+					got = append(got, r.Rule+" "+r.Reason)
+				}
+			}
+		}
+		slices.Sort(got)
+		w := slices.Clone(want[id])
+		slices.Sort(w)
+		if !slices.Equal(got, w) {
+			t.Errorf("case %s: refusals %q, the log's %q", id, got, w)
+		}
+		var buf bytes.Buffer
+		ct.WriteText(&buf)
+		if !strings.Contains(buf.String(), "refused") || !strings.Contains(buf.String(), "separation/") {
+			t.Errorf("case %s: the text names no separation refusal:\n%s", id, buf.String())
+		}
 	}
 }
 
