@@ -245,6 +245,18 @@ func (b *Builder) observe(ev *events.Event) error {
 				b.bumpQueue(pr.Queue, len(pr.Tasks), t)
 			}
 		}
+	case payload.EvCaseOpened:
+		// A case's steps are open items of their queues, as a project's
+		// tasks are from its start.
+		p, err := payloadOf[payload.CaseOpened](ev)
+		if err != nil {
+			return err
+		}
+		for i := range p.Steps {
+			if t := b.st.Task(p.Steps[i].ID); t != nil {
+				b.bumpQueue(t.Queue, 1, ev.Time)
+			}
+		}
 	case payload.EvTaskClaimed:
 		p, err := payloadOf[payload.TaskClaimed](ev)
 		if err != nil {

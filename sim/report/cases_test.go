@@ -21,6 +21,13 @@ func TestReportCases(t *testing.T) {
 	if r.Cases == nil {
 		t.Fatal("the report of a claims session has no cases section")
 	}
+	for _, sr := range r.Queues.Series {
+		for _, pt := range sr.Points {
+			if pt.Y < 0 {
+				t.Fatalf("queue %s has %g open items at %g: its cases' steps are not counted", sr.Name, pt.Y, pt.X)
+			}
+		}
+	}
 	sum := s.Cases(20)
 	for _, want := range []string{`<h2>Cases</h2>`, `id="case-templates"`, `id="case-priority"`,
 		`<td>claim</td>`, `<td class="n">` + sum.Templates[0].Mean.Text + `</td>`, `<td class="n">` + sum.Templates[0].P90.Text + `</td>`} {
