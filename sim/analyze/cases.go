@@ -305,7 +305,13 @@ func (s *Session) waitingAt(c *org.Case, at clock.Time) []StepWait {
 			w.Text = fmt.Sprintf("ready since %s; nobody had claimed it", readySt.Human())
 		default:
 			w.Kind, w.Who, w.Since = "held", held.Member, held.From
-			w.Text = fmt.Sprintf("held by %s since %s", held.Member, held.From.Human())
+			doing := "not working on it"
+			for _, sn := range s.stints[id] {
+				if ev, _ := s.Event(sn.start); clock.Time(ev.Time) <= at && (sn.finish == 0 || clock.Time(s.Events[sn.finish-1].Time) > at) {
+					doing = "working on it"
+				}
+			}
+			w.Text = fmt.Sprintf("with %s since %s, %s", held.Member, held.From.Human(), doing)
 			for _, a := range s.approvals[id] {
 				for _, step := range a.Steps {
 					for _, h := range step.Holds {
