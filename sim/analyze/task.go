@@ -21,7 +21,7 @@ const (
 	DelayLeave      = "leave"      // whoever held it was on leave
 	DelayOutage     = "outage"     // its queue was down
 	DelayChange     = "change"     // its requirements changed: more effort
-	DelayNotAsked   = "not asked"  // an NPC step, ready, but nobody had asked its NPC to perform it
+	DelayNotAsked   = "not_asked"  // an NPC step, ready, but nobody had asked its NPC to perform it
 	DelayNPC        = "npc"        // an NPC step asked for, waiting for the NPC's answer
 )
 
