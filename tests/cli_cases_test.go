@@ -115,4 +115,20 @@ func TestCLICases(t *testing.T) {
 	if !strings.Contains(page, `<h2>Cases</h2>`) || !strings.Contains(page, `data-case="`+breached.Case+`"`) {
 		t.Errorf("the report has no cases section naming %s", breached.Case)
 	}
+	// Late or breached cases in all: those listed, or "N of M".
+	m := regexp.MustCompile(`Late and breached cases \((\d+)(?: of (\d+))?\)`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("the cases section has no heading of late cases")
+	}
+	late, _ := strconv.Atoi(m[1])
+	if m[2] != "" {
+		late, _ = strconv.Atoi(m[2])
+	}
+	if late < 2 {
+		t.Fatalf("the report has %d late cases; the test needs 2", late)
+	}
+	page, _, _ = runCLI(t, "report", session, "--data", data, "-o", "-", "--late-cases", "1")
+	if n := strings.Count(page, `<div class="why case"`); n != 1 || !strings.Contains(page, strconv.Itoa(late-1)+" more late or breached cases not shown") {
+		t.Errorf("report --late-cases 1 explains %d cases and does not count the other %d", n, late-1)
+	}
 }

@@ -62,5 +62,6 @@ downsampled, and the charts and tables keep their most relevant rows and say wha
 	f.IntVar(&o.MaxGanttRows, "gantt-rows", 30, "members shown in the Gantt chart at most")
 	f.IntVar(&o.MaxDAGNodes, "dag-nodes", 60, "tasks shown in the DAG at most")
 	f.IntVar(&o.Buckets, "points", 300, "time buckets per series (each keeps its low and high point)")
+	f.IntVar(&o.MaxLateCases, "late-cases", 20, "late or breached cases the cases section explains at most (the rest are counted)")
 	return c
 }
