@@ -209,7 +209,7 @@ func TestDiagnoseAddsUpEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
-	for _, w := range []string{"startup", "procurement", "product-launch", "support-desk", "portfolio"} {
+	for _, w := range []string{"startup", "procurement", "product-launch", "support-desk", "portfolio", "claims"} {
 		for _, a := range []string{"greedy", "planner", "random", "cheater", "idle"} {
 			t.Run(w+"-"+a, func(t *testing.T) {
 				log := memlog.New()
@@ -225,6 +225,9 @@ func TestDiagnoseAddsUpEverywhere(t *testing.T) {
 				}
 				for _, p := range s.World.Projects {
 					possible += p.Value
+				}
+				for _, c := range s.State.Cases {
+					possible += c.Value
 				}
 				if want := possible - res.Score.TeamScore; math.Abs(d.Lost-want) > 1e-5 {
 					t.Errorf("lost %v; want possible %v - team score %v", d.Lost, possible, res.Score.TeamScore)

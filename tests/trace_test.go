@@ -194,7 +194,7 @@ func TestTraceLateBecauseApproverOnLeave(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"trace", res.Session}, cli.ExitUsage, "exactly one of --task, --member or --goal"},
+		{[]string{"trace", res.Session}, cli.ExitUsage, "exactly one of --task, --member, --goal or --case"},
 		{[]string{"trace", res.Session, "--task", "order", "--member", "ann"}, cli.ExitUsage, "exactly one of"},
 		{[]string{"trace", res.Session, "--task", "nope"}, cli.ExitError, `no such task, member or project: task "nope"`},
 		{[]string{"trace", "NOSUCH", "--task", "order"}, cli.ExitError, "no session NOSUCH"},

@@ -230,7 +230,16 @@ func (s *Session) Describe(seq uint64) string {
 	case *payload.ProjectStarted:
 		return fmt.Sprintf("project %s started", p.Project)
 	case *payload.SLABreached:
+		if p.Case != "" {
+			return fmt.Sprintf("case %s breached its SLA", p.Case)
+		}
 		return fmt.Sprintf("%s breached its SLA", p.Task)
+	case *payload.CaseOpened:
+		by := "arrival " + p.Arrival
+		if p.OpenedBy != "" {
+			by = p.OpenedBy
+		}
+		return fmt.Sprintf("case %s (%s, priority %d) opened by %s: %s", p.Case, p.Template, p.Priority, by, p.Title)
 	case *payload.ActionRejected:
 		act := p.Action.Type
 		if p.Action.Task != "" {
@@ -250,6 +259,12 @@ func (s *Session) Describe(seq uint64) string {
 		}
 		return fmt.Sprintf("%s's turn %d: %s", who, p.Turn, strings.Join(acts, ", "))
 	case *payload.MessageSent:
+		if p.Task != "" {
+			return fmt.Sprintf("%s asked %s to perform %s (%s)", who, p.To, p.Task, p.Message)
+		}
+		if task := s.askOf[p.ReplyTo]; task != "" {
+			return fmt.Sprintf("%s answered %s's ask for %s (%s): %q", who, p.To, task, p.Message, p.Text)
+		}
 		return fmt.Sprintf("%s sent %s to %s", who, p.Message, p.To)
 	case *payload.MessageDelivered:
 		return fmt.Sprintf("message %s delivered", p.Message)

@@ -57,6 +57,16 @@ const (
 	// CauseViolations: the rubric's penalty for attempted policy
 	// violations (points only).
 	CauseViolations = "violations"
+	// CauseNotAsked: a step an NPC performs when asked (format 2), ready,
+	// and nobody had asked the NPC (Detail: the NPC).
+	CauseNotAsked = "npc_not_asked"
+	// CauseNPC: a step an NPC performs, asked for, waiting for the NPC's
+	// answer (its reply latency; Detail: the NPC).
+	CauseNPC = "npc"
+	// CauseSeparation: ready and unclaimed, and every member whose role
+	// may take it is barred from it by a separation-of-duties rule
+	// (format 2; Detail: the rule).
+	CauseSeparation = "separation"
 	// CauseBudget: held, its work done, while its purchase was more than
 	// its team's budget had left (Detail: the team); and the rubric's
 	// penalty for spending beyond a budget (points only).
@@ -77,8 +87,8 @@ type Diagnosis struct {
 	World    string  `json:"-"`
 	Possible float64 `json:"-"` // value the world's work could have given
 	Score    float64 `json:"-"` // the team score
-	Failed   int     `json:"-"` // tasks and tickets that lost value
-	Items    int     `json:"-"` // tasks and tickets in all
+	Failed   int     `json:"-"` // tasks and tickets (and cases, whose steps are diagnosed with them) that lost value
+	Items    int     `json:"-"` // tasks and tickets (case steps among them) and cases in all
 	Sessions int     `json:"-"` // for an aggregate: how many sessions it averages
 }
 
@@ -324,6 +334,8 @@ func (s *Session) Diagnose() *Diagnosis {
 	}
 	var items []*failed
 	byID := map[string]*failed{}
+	caseLost := map[string]float64{} // case -> points its steps lost
+	caseWhy := map[string]string{}   // case -> why a step of it does not verify
 	for _, t := range st.Tasks {
 		d.Possible += t.Value
 		d.Items++
@@ -340,6 +352,13 @@ func (s *Session) Diagnose() *Diagnosis {
 		}
 		if t.Breached {
 			f.points += w.Scoring.SLAPenalty
+		}
+		if t.Case != "" { // diagnosed with its case
+			caseLost[t.Case] += f.points
+			if f.why != "" && caseWhy[t.Case] == "" {
+				caseWhy[t.Case] = f.why
+			}
+			continue
 		}
 		if f.points > 0 || !onTime(st, t, f.why) {
 			items = append(items, f)
@@ -415,6 +434,7 @@ func (s *Session) Diagnose() *Diagnosis {
 			points[CauseWork] += f.points
 		}
 	}
+	s.diagnoseCases(d, x, caseLost, caseWhy, hours, points, detail)
 	points[CauseViolations] += float64(st.Violations) * w.Scoring.ViolationPenalty
 	points[CauseBudget] += float64(card.BudgetOverrun) * w.Scoring.BudgetPenalty
 
@@ -516,6 +536,14 @@ func (s *Session) diagnoseItem(t *org.Task, x *diagIndex) *tally {
 	if t.Status == org.StatusDone {
 		life.to = t.DoneAt
 	}
+	if t.Case != "" {
+		// A step's wait for its case's earlier steps is their time, not its.
+		r, ok := s.readyAt(t)
+		if !ok {
+			return tl
+		}
+		life.from = max(life.from, r)
+	}
 	if life.to <= life.from {
 		return tl
 	}
@@ -557,6 +585,10 @@ func (s *Session) diagnoseItem(t *org.Task, x *diagIndex) *tally {
 		cut(r)
 	}
 	cut(x.asked[t.ID]...)
+	for _, seq := range s.asks[t.ID] {
+		ev, _ := s.Event(seq)
+		cut(clock.Time(ev.Time))
+	}
 	if in := t.Spec.Info; in != nil {
 		for _, h := range s.taskHolds[t.ID] {
 			if at, ok := x.learnt[h.Member+"\x00"+in.Topic]; ok {
@@ -713,6 +745,14 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 			holder = h.Member
 		}
 	}
+	if holder == "" && t.Spec.NPC != "" {
+		for _, seq := range s.asks[t.ID] {
+			if ev, _ := s.Event(seq); clock.Time(ev.Time) <= at {
+				return CauseNPC, one(t.Spec.NPC)
+			}
+		}
+		return CauseNotAsked, one(t.Spec.NPC)
+	}
 	if holder != "" {
 		if x.leave[holder].at(at) {
 			return CauseLeave, one(holder + " (holding it)")
@@ -764,6 +804,22 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 	if len(eligible) == 0 {
 		return CauseCapacity, one("nobody may take it")
 	}
+	if t.Case != "" {
+		// Separation rules read who did the case's other steps: barred
+		// for every member who may take it, it waits for no one.
+		var rule string
+		open := 0
+		for _, m := range eligible {
+			if r, _ := s.State.Separated(t, m, false); r != nil {
+				rule = r.ID
+			} else {
+				open++
+			}
+		}
+		if open == 0 {
+			return CauseSeparation, one("rule " + rule + " bars everyone who may take it")
+		}
+	}
 	away, busy := 0, 0
 	var free []string
 	for _, m := range eligible {
@@ -803,4 +859,83 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 		}
 	}
 	return CauseUnclaimed, doing
+}
+
+// diagnoseCases adds the cases (format 2) to a diagnosis: a case that lost
+// value (its own, decayed or not earned, its steps' values and its SLA
+// penalty) is one failed item, whose life is its steps' lives after each
+// became ready, so its points split over what its steps waited on.
+func (s *Session) diagnoseCases(d *Diagnosis, x *diagIndex, caseLost map[string]float64, caseWhy map[string]string,
+	hours map[string]clock.Duration, points map[string]float64, detail map[string]map[string]clock.Duration) {
+	st, w := s.State, s.World
+	for _, c := range st.Cases {
+		d.Possible += c.Value
+		d.Items++
+		lost := caseLost[c.ID] + c.Value - policies.CaseValue(st, c)
+		if c.Breached {
+			lost += w.Scoring.SLAPenalty
+		}
+		if lost <= 0 {
+			continue
+		}
+		d.Failed++
+		tl := newTally()
+		var open *org.Task
+		for _, id := range c.Steps {
+			t := st.Task(id)
+			if open == nil && t.Status != org.StatusDone {
+				if _, ok := s.readyAt(t); ok {
+					open = t
+				}
+			}
+			item := s.diagnoseItem(t, x)
+			for _, k := range slices.Sorted(maps.Keys(item.ms)) {
+				tl.ms[k] += item.ms[k]
+			}
+			for _, k := range slices.Sorted(maps.Keys(item.detail)) {
+				if tl.detail[k] == nil {
+					tl.detail[k] = map[string]clock.Duration{}
+				}
+				for _, what := range slices.Sorted(maps.Keys(item.detail[k])) {
+					tl.detail[k][what] += item.detail[k][what]
+				}
+			}
+		}
+		var waits clock.Duration
+		for _, k := range slices.Sorted(maps.Keys(tl.ms)) {
+			hours[k] += tl.ms[k]
+			if k != CauseWork {
+				waits += tl.ms[k]
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(tl.detail)) {
+			if detail[k] == nil {
+				detail[k] = map[string]clock.Duration{}
+			}
+			for _, what := range slices.Sorted(maps.Keys(tl.detail[k])) {
+				detail[k][what] += tl.detail[k][what]
+			}
+		}
+		switch {
+		case caseWhy[c.ID] != "":
+			points[CauseUnverified] += lost
+		case waits > 0:
+			for _, k := range slices.Sorted(maps.Keys(tl.ms)) {
+				if k != CauseWork {
+					points[k] += lost * float64(tl.ms[k]) / float64(waits)
+				}
+			}
+		case open != nil:
+			k, what := s.causeAt(open, st.Now, x)
+			points[k] += lost
+			if len(what) > 0 && detail[k] == nil {
+				detail[k] = map[string]clock.Duration{}
+			}
+			for _, v := range what {
+				detail[k][v] += 0 // named, with no hours
+			}
+		default:
+			points[CauseWork] += lost
+		}
+	}
 }

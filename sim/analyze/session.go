@@ -59,6 +59,11 @@ type Session struct {
 	outages   map[string][]Outage    // queue -> outages, in order
 	created   map[string]uint64      // ticket -> seq of its task.created; project -> seq of project.started
 	about     map[string][]uint64    // task -> seqs of the events about it or its approval requests
+	caseSeq   map[string]uint64      // case -> seq of its case.opened
+	breachSeq map[string]uint64      // case -> seq of its sla.breached
+	asks      map[string][]uint64    // NPC step -> seqs of the messages asking its NPC to perform it
+	askOf     map[string]string      // message asking an NPC to perform a step -> the step
+	answers   map[string][]uint64    // NPC step -> seqs of the NPC's replies to those asks
 	endHash   string                 // hex state hash before session.ended, checked against the recorded one
 }
 
@@ -69,7 +74,8 @@ type Session struct {
 func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
 	s := &Session{taskHolds: map[string][]Hold{}, stints: map[string][]stint{}, approvals: map[string][]*Approval{},
 		requests: map[string]*Approval{}, leaves: map[string][]Leave{}, outages: map[string][]Outage{}, created: map[string]uint64{},
-		after: map[uint64]uint64{}, seen: map[string]uint64{}, lastOf: map[string]uint64{}, about: map[string][]uint64{}}
+		after: map[uint64]uint64{}, seen: map[string]uint64{}, lastOf: map[string]uint64{}, about: map[string][]uint64{},
+		caseSeq: map[string]uint64{}, breachSeq: map[string]uint64{}, asks: map[string][]uint64{}, askOf: map[string]string{}, answers: map[string][]uint64{}}
 	for ev, err := range evs {
 		if err != nil {
 			return nil, err
@@ -152,6 +158,8 @@ func decodePayload(ev events.Event) (any, error) {
 		p = &payload.ProjectStarted{}
 	case payload.EvSLABreached:
 		p = &payload.SLABreached{}
+	case payload.EvCaseOpened:
+		p = &payload.CaseOpened{}
 	case payload.EvActionRejected:
 		p = &payload.ActionRejected{}
 	case payload.EvTurn:
@@ -436,6 +444,22 @@ func (s *Session) index(ev events.Event, p any) {
 		s.created[p.Task.ID] = ev.Seq
 	case *payload.ProjectStarted:
 		s.created[p.Project] = ev.Seq
+	case *payload.CaseOpened:
+		s.caseSeq[p.Case] = ev.Seq
+		for i := range p.Steps {
+			s.created[p.Steps[i].ID] = ev.Seq
+		}
+	case *payload.SLABreached:
+		if p.Case != "" {
+			s.breachSeq[p.Case] = ev.Seq
+		}
+	case *payload.MessageSent:
+		if p.Task != "" {
+			s.asks[p.Task] = append(s.asks[p.Task], ev.Seq)
+			s.askOf[p.Message] = p.Task
+		} else if task := s.askOf[p.ReplyTo]; task != "" {
+			s.answers[task] = append(s.answers[task], ev.Seq)
+		}
 	}
 	if task := taskOf(p); task != "" {
 		s.about[task] = append(s.about[task], ev.Seq)

@@ -21,6 +21,8 @@ const (
 	DelayLeave      = "leave"      // whoever held it was on leave
 	DelayOutage     = "outage"     // its queue was down
 	DelayChange     = "change"     // its requirements changed: more effort
+	DelayNotAsked   = "not_asked"  // an NPC step, ready, but nobody had asked its NPC to perform it
+	DelayNPC        = "npc"        // an NPC step asked for, waiting for the NPC's answer
 )
 
 // Delay is one thing a task waited on, with how long (working time) and
@@ -218,8 +220,11 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 			Text: fmt.Sprintf("still waiting at the end for %s", strings.Join(open, "; "))})
 	}
 
-	// Unclaimed while ready.
-	if tr.Ready != nil {
+	// Unclaimed while ready (an NPC step: not yet asked, then waiting for
+	// the NPC's answer).
+	if tr.Ready != nil && t.Spec.NPC != "" {
+		tr.Delays = append(tr.Delays, s.npcDelays(t, tr, end, add)...)
+	} else if tr.Ready != nil {
 		if len(tr.Holds) > 0 {
 			first := tr.Holds[0]
 			if w := s.work(tr.Ready.Time, first.From.Time); w.MS > 0 {

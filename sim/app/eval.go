@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +33,21 @@ type GoalResult struct {
 	Passes  int     `json:"passes"`
 	PassAt1 float64 `json:"pass_at_1"` // share of runs in which it passed
 	PassK   bool    `json:"pass_k"`    // it passed in every run
+	// Share is, for a case template's goal (case_sla:<template>), the mean
+	// over runs of the share of its cases done within their SLA.
+	Share *float64 `json:"share_in_sla_mean,omitempty"`
+}
+
+// caseSLAGoal is the goal of a case template's SLA: "case_sla:<template>".
+const caseSLAGoal = "case_sla:"
+
+// caseShare is the share of a template's cases done within their SLA (1
+// when none was opened: none was late).
+func caseShare(t policies.CaseScore) float64 {
+	if t.Cases == 0 {
+		return 1
+	}
+	return float64(t.InSLA) / float64(t.Cases)
 }
 
 // EvalResult is what corpsim eval reports.
@@ -69,11 +85,16 @@ var ErrNoResult = errors.New("no seed gave a result")
 // Goals of a scorecard: each project ("project:<id>" passes when it is
 // completed: every task verified and on time), the tickets' SLA
 // ("sla" passes when at least 90% of the tickets that arrived were resolved
-// within their SLA) and the budget ("budget" passes with no overrun).
+// within their SLA), each case template of the world ("case_sla:<template>"
+// passes when at least 90% of its cases were done within their SLA, or none
+// was opened) and the budget ("budget" passes with no overrun).
 func goals(s policies.Scorecard) map[string]bool {
 	g := map[string]bool{}
 	for _, p := range s.Projects {
 		g["project:"+p.ID] = p.Completed
+	}
+	for _, t := range s.Templates {
+		g[caseSLAGoal+t.Template] = caseShare(t) >= 0.9
 	}
 	if s.Tickets > 0 {
 		g["sla"] = float64(s.TicketsInSLA) >= 0.9*float64(s.Tickets)
@@ -202,7 +223,19 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 	}
 	sort.Strings(names)
 	for _, g := range names {
-		res.Goals = append(res.Goals, GoalResult{Goal: g, Passes: pass[g], PassAt1: float64(pass[g]) / n, PassK: pass[g] == len(cards)})
+		gr := GoalResult{Goal: g, Passes: pass[g], PassAt1: float64(pass[g]) / n, PassK: pass[g] == len(cards)}
+		if tpl, ok := strings.CutPrefix(g, caseSLAGoal); ok {
+			share := 0.0
+			for _, c := range cards {
+				for _, t := range c.Templates {
+					if t.Template == tpl {
+						share += caseShare(t) / n
+					}
+				}
+			}
+			gr.Share = &share
+		}
+		res.Goals = append(res.Goals, gr)
 	}
 	res.PassAt1 = float64(allPass) / n
 	res.PassK = allPass == len(cards)

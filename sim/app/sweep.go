@@ -46,6 +46,46 @@ type SweepPoint struct {
 	Score        float64   `json:"score_mean"`
 	ScoreSD      float64   `json:"score_sd"`
 	Scores       []float64 `json:"scores"`
+	// Templates is the completion of each case template (format 2), in
+	// the world's order; none in a world without cases.
+	Templates []TemplateCompletion `json:"templates,omitempty"`
+}
+
+// TemplateCompletion is how many of a case template's cases were done
+// (every step verified) of those opened, over a point's seeds.
+type TemplateCompletion struct {
+	Template string  `json:"template"`
+	Opened   float64 `json:"opened_mean"`
+	Done     float64 `json:"done_mean"`
+	// Completion is the mean over seeds of done / opened (a seed that
+	// opened none counts 0).
+	Completion   float64 `json:"completion_mean"`
+	CompletionSD float64 `json:"completion_sd"`
+}
+
+// templateCompletion is the completion of each case template over cards.
+func templateCompletion(cards []policies.Scorecard) []TemplateCompletion {
+	if len(cards) == 0 || len(cards[0].Templates) == 0 {
+		return nil
+	}
+	out := make([]TemplateCompletion, len(cards[0].Templates))
+	for i := range out {
+		var opened, done, comp []float64
+		for _, c := range cards {
+			t := c.Templates[i]
+			out[i].Template = t.Template
+			opened, done = append(opened, float64(t.Cases)), append(done, float64(t.Done))
+			r := 0.0
+			if t.Cases > 0 {
+				r = float64(t.Done) / float64(t.Cases)
+			}
+			comp = append(comp, r)
+		}
+		out[i].Opened, _ = meanSD(opened)
+		out[i].Done, _ = meanSD(done)
+		out[i].Completion, out[i].CompletionSD = meanSD(comp)
+	}
+	return out
 }
 
 // SweepResult is what corpsim sweep reports, in load order, then agents order.
@@ -194,6 +234,7 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 		p.Completion, p.CompletionSD = meanSD(comp)
 		p.OnTime, p.OnTimeSD = meanSD(onTime)
 		p.Score, p.ScoreSD = meanSD(p.Scores)
+		p.Templates = templateCompletion(cards[i : i+o.Seeds])
 		res.Points = append(res.Points, p)
 	}
 	res.Wall = time.Since(start).Round(time.Millisecond).String()
@@ -215,14 +256,25 @@ func meanSD(xs []float64) (mean, sd float64) {
 	return mean, math.Sqrt(sd / float64(len(xs)-1))
 }
 
-// WriteCSV writes one row per (load, agents).
+// WriteCSV writes one row per (load, agents); a world with cases adds
+// columns per case template: cases_<template>_{opened,done,completion}_mean.
 func (r *SweepResult) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"world", "load", "agents", "seeds", "completion_mean", "completion_sd", "on_time_mean", "on_time_sd", "score_mean", "score_sd"})
+	head := []string{"world", "load", "agents", "seeds", "completion_mean", "completion_sd", "on_time_mean", "on_time_sd", "score_mean", "score_sd"}
+	if len(r.Points) > 0 {
+		for _, t := range r.Points[0].Templates {
+			head = append(head, "cases_"+t.Template+"_opened_mean", "cases_"+t.Template+"_done_mean", "cases_"+t.Template+"_completion_mean")
+		}
+	}
+	cw.Write(head)
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 6, 64) }
 	for _, p := range r.Points {
-		cw.Write([]string{r.World, strconv.FormatFloat(p.Load, 'g', -1, 64), p.Agents, strconv.Itoa(len(p.Seeds)),
-			f(p.Completion), f(p.CompletionSD), f(p.OnTime), f(p.OnTimeSD), f(p.Score), f(p.ScoreSD)})
+		row := []string{r.World, strconv.FormatFloat(p.Load, 'g', -1, 64), p.Agents, strconv.Itoa(len(p.Seeds)),
+			f(p.Completion), f(p.CompletionSD), f(p.OnTime), f(p.OnTimeSD), f(p.Score), f(p.ScoreSD)}
+		for _, t := range p.Templates {
+			row = append(row, f(t.Opened), f(t.Done), f(t.Completion))
+		}
+		cw.Write(row)
 	}
 	cw.Flush()
 	return cw.Error()

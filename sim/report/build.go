@@ -42,6 +42,9 @@ type Options struct {
 	// MaxWhyGoals and MaxWhyTasks cap the projects and the late tasks the
 	// "why" section explains (0: 20 and 30).
 	MaxWhyGoals, MaxWhyTasks int
+	// MaxLateCases caps the late or breached cases the cases section
+	// explains (0: 20).
+	MaxLateCases int
 	// Parent, ForkSeq and Seed come from the session's metadata: the
 	// session a fork was made from, the last of the parent's events it
 	// shares, and the fork's own seed, which session.started (written by
@@ -75,6 +78,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxWhyTasks <= 0 {
 		o.MaxWhyTasks = 30
+	}
+	if o.MaxLateCases <= 0 {
+		o.MaxLateCases = 20
 	}
 	return o
 }
@@ -239,6 +245,18 @@ func (b *Builder) observe(ev *events.Event) error {
 				b.bumpQueue(pr.Queue, len(pr.Tasks), t)
 			}
 		}
+	case payload.EvCaseOpened:
+		// A case's steps are open items of their queues, as a project's
+		// tasks are from its start.
+		p, err := payloadOf[payload.CaseOpened](ev)
+		if err != nil {
+			return err
+		}
+		for i := range p.Steps {
+			if t := b.st.Task(p.Steps[i].ID); t != nil {
+				b.bumpQueue(t.Queue, 1, ev.Time)
+			}
+		}
 	case payload.EvTaskClaimed:
 		p, err := payloadOf[payload.TaskClaimed](ev)
 		if err != nil {
@@ -353,7 +371,11 @@ func (b *Builder) observe(ev *events.Event) error {
 		if err != nil {
 			return err
 		}
-		b.breaches = append(b.breaches, p.Task)
+		if p.Case != "" {
+			b.breaches = append(b.breaches, "case "+p.Case)
+		} else {
+			b.breaches = append(b.breaches, p.Task)
+		}
 	}
 	return nil
 }
@@ -424,6 +446,9 @@ func (b *Builder) Report() *Report {
 	r.BreachExamples = b.breaches[:min(len(b.breaches), 20)]
 	r.SLA = sla(st)
 	r.Why = b.why(r)
+	if len(st.Cases) > 0 && b.o.Explain != nil {
+		r.Cases = b.o.Explain.Cases(b.o.MaxLateCases)
+	}
 	r.Members = b.memberRows(r.Score.Members)
 	if len(r.Members) > b.o.MaxGanttRows {
 		top := slices.Clone(r.Members)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/sim/analyze"
 )
 
 // MemberRow is a member's line of the members table: the scorecard's
@@ -49,11 +50,14 @@ type Report struct {
 	InterruptionsNote         string
 	Desks                     []DeskRow // approvers, those requests waited on longest first
 	SLA                       SLA
-	Rejections                Rejections
-	Breaches                  int
-	BreachExamples            []string
-	Unverified                []string // the first of the scorecard's unverified completions
-	UnverifiedMore            int      // how many more there are
+	// Cases is the cases section (format 2): nil without cases or without
+	// an analysis of the session.
+	Cases          *analyze.CaseSummary
+	Rejections     Rejections
+	Breaches       int
+	BreachExamples []string
+	Unverified     []string // the first of the scorecard's unverified completions
+	UnverifiedMore int      // how many more there are
 }
 
 type chartView struct {
@@ -120,6 +124,7 @@ var funcs = template.FuncMap{
 		return s
 	},
 	"late": func(s policies.Scorecard) int { return s.TasksDone - s.OnTime },
+	"add":  func(a, b int) int { return a + b },
 	"slaTable": func(title, head, id string, rows []SLARow) any {
 		return struct {
 			Title, Head, ID string
@@ -257,6 +262,27 @@ dt { color: #666; }
 {{template "sla" (slaTable "by arrival stream" "stream" "sla-stream" .SLA.ByStream)}}
 </div>
 {{end}}
+{{with .Cases}}
+<h2>Cases</h2>
+<div id="cases">
+<p class="sub">{{.Cases}} cases opened, {{.Done}} done (every step verified), {{.InSLA}} within their SLA, {{.Breached}} breached it. Lead times are working time from opening to done, of the done cases.</p>
+<div class="tables">
+<table id="case-templates"><caption>by template</caption><tr><th>template</th><th>cases</th><th>done</th><th>within SLA</th><th>breached</th><th>open</th><th>lead time (mean)</th><th>lead time (p90)</th></tr>
+{{range .Templates}}<tr data-template="{{.Template}}"><td>{{.Template}}</td><td class="n">{{.Cases}}</td><td class="n">{{.Done}}</td><td class="n">{{.InSLA}}</td><td class="n">{{.Breached}}</td><td class="n">{{.Open}}</td><td class="n">{{.Mean.Text}}</td><td class="n">{{.P90.Text}}</td></tr>
+{{end}}</table>
+<table id="case-priority"><caption>SLA by priority</caption><tr><th>priority</th><th>cases</th><th>done</th><th>within SLA</th><th>breached</th><th>open</th><th>share within</th></tr>
+{{range .ByPriority}}<tr data-key="{{.Priority}}"><td>{{.Priority}}</td><td class="n">{{.Cases}}</td><td class="n">{{.Done}}</td><td class="n">{{.InSLA}}</td><td class="n">{{.Breached}}</td><td class="n">{{.Open}}</td><td class="n">{{pct .Share}}</td></tr>
+{{end}}</table>
+</div>
+<h3>Late and breached cases ({{len .Late}}{{if .LateOmitted}} of {{add (len .Late) .LateOmitted}}{{end}}): where they waited</h3>
+{{range .Late}}<div class="why case" data-case="{{.Case}}"><b>case {{.Case}}</b> ({{.Template}}, priority {{.Priority}}) · {{.Outcome}}, {{.Over.Text}} of working time past its SLA
+{{if .AtSLA}}<div>when its SLA passed: {{range $i, $w := .AtSLA}}{{if $i}}; {{end}}<span class="kind">{{$w.Kind}}</span> {{$w.Task}} {{$w.Text}}{{end}}</div>{{end}}
+{{if .Waits}}<ul>{{range .Waits}}<li data-step="{{.Task}}"><span class="kind">{{.Kind}}</span> {{.Task}} waited {{.Waited.Text}}: {{.Text}}</li>{{end}}{{if .WaitsOmitted}}<li>{{.WaitsOmitted}} shorter waits not shown</li>{{end}}</ul>{{end}}
+</div>
+{{else}}<div class="sub">no case was late or breached its SLA</div>{{end}}
+{{if .LateOmitted}}<div class="note">{{.LateOmitted}} more late or breached cases not shown (those furthest past their SLA are)</div>{{end}}
+</div>
+{{end}}
 <h2>Refused actions</h2>
 <div id="violations">
 <p class="sub">{{.Score.Rejections}} refused actions: {{.Rejections.PolicyN}} policy violations (penalised), {{.Rejections.ContentionN}} lost races for an item another member took or decided first (contention), {{.Rejections.OtherN}} other refusals.</p>
@@ -271,7 +297,7 @@ dt { color: #666; }
 {{if or .Breaches .Score.BudgetOverrun .Unverified}}
 <h2>Penalties and uncounted work</h2>
 <table id="penalties"><tr><th>kind</th><th>what</th><th>count</th></tr>
-{{if .Breaches}}<tr><td>sla.breached</td><td>tickets still open when their SLA passed: {{range $i, $t := .BreachExamples}}{{if $i}}, {{end}}{{$t}}{{end}}{{if gt .Breaches (len .BreachExamples)}} …{{end}}</td><td class="n">{{.Breaches}}</td></tr>
+{{if .Breaches}}<tr><td>sla.breached</td><td>{{if .Score.Cases}}tickets and cases{{else}}tickets{{end}} still open when their SLA passed: {{range $i, $t := .BreachExamples}}{{if $i}}, {{end}}{{$t}}{{end}}{{if gt .Breaches (len .BreachExamples)}} …{{end}}</td><td class="n">{{.Breaches}}</td></tr>
 {{end}}{{if .Score.BudgetOverrun}}<tr><td>budget overrun</td><td>spending beyond the teams' budgets</td><td class="n">{{.Score.BudgetOverrun}}</td></tr>
 {{end}}{{range .Unverified}}<tr><td>unverified</td><td>{{.}}</td><td class="n">1</td></tr>
 {{end}}{{if .UnverifiedMore}}<tr><td>unverified</td><td>{{.UnverifiedMore}} more completions that do not count</td><td class="n">{{.UnverifiedMore}}</td></tr>

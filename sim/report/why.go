@@ -19,6 +19,9 @@ type Explainer interface {
 	Task(id string) (*analyze.TaskTrace, error)
 	Goal(id string) (*analyze.GoalTrace, error)
 	Diagnose() *analyze.Diagnosis
+	// Cases summarises the cases (format 2): lead time per template, SLA
+	// by priority, and where at most maxLate late or breached cases waited.
+	Cases(maxLate int) *analyze.CaseSummary
 }
 
 // CauseRow is one cause of the lost value, as corpsim diagnose gives it.

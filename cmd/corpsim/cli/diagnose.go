@@ -23,7 +23,8 @@ func (a *cmdline) diagnoseCmd() *cobra.Command {
 		Use:   "diagnose SESSION… | --sweep DIR",
 		Short: "Say where the lost value went, by cause, in points and working hours",
 		Long: `Replay sessions and split their lost value — what the world's work could have given (every
-task's and arrived ticket's value, every project's bonus) minus the team score — by cause:
+task's and arrived ticket's value, every project's bonus, every case's value) minus the team
+score — by cause:
 
   unclaimed    ready and open while a member who could take it was free (and what those members
                were doing instead: idle, or holding other work without working on it)
@@ -38,13 +39,17 @@ task's and arrived ticket's value, every project's bonus) minus the team score �
   held         held, not worked, nothing to wait on (the holder's own pace)
   work         its own effort: points only when it waited on nothing else (under way at the end)
   not_started  its project never started
+  npc_not_asked  a case step an NPC performs, ready, and nobody had asked the NPC (which)
+  npc          a case step asked of an NPC, waiting for its answer (which)
+  separation   a case step every member who may take it is barred from by a separation rule (which)
   unverified   completed, but the rubric does not count it
   violations   the penalty for attempted policy violations
   budget       the penalty for spending beyond a budget
 
 Hours are working hours of the items that lost value; each item's lost points (its value not
 earned, its SLA penalty, its share of a lost project bonus) are split over its causes by their
-hours, its own work left out. The causes' points add up to the lost value.
+hours, its own work left out. A case is one item: its value, its steps' values and its SLA
+penalty, split over what its steps waited on once each was ready. The causes' points add up to the lost value.
 
 With several sessions, each is diagnosed and their mean is printed as well. --sweep DIR reads
 the diagnoses corpsim sweep -o DIR wrote (DIR/diagnose.jsonl) and prints each run, the mean per

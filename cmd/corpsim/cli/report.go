@@ -26,7 +26,9 @@ as trace; the members with their roles, credit, approvals decided and answers gi
 chart of each member's work, claims and leave; the task DAG with the critical path, done-late
 and open-past-deadline tasks; open items per queue, cumulative reward and approvals waiting by
 approver over time, every time chart with the outages and leaves marked; approvals by approver;
-the SLA by priority, queue and arrival stream; and refused actions grouped by rule, races for
+the SLA by priority, queue and arrival stream; cases (format 2): lead time per template (mean
+and p90, working time), SLA by priority, and where each late or breached case waited (the step,
+and whether for a claim, an ask of its NPC, the NPC's answer or an approval); and refused actions grouped by rule, races for
 the same item apart from policy violations. Long sessions stay small: time series are
 downsampled, and the charts and tables keep their most relevant rows and say what they left out.`,
 		Args: cobra.ExactArgs(1),
@@ -60,5 +62,6 @@ downsampled, and the charts and tables keep their most relevant rows and say wha
 	f.IntVar(&o.MaxGanttRows, "gantt-rows", 30, "members shown in the Gantt chart at most")
 	f.IntVar(&o.MaxDAGNodes, "dag-nodes", 60, "tasks shown in the DAG at most")
 	f.IntVar(&o.Buckets, "points", 300, "time buckets per series (each keeps its low and high point)")
+	f.IntVar(&o.MaxLateCases, "late-cases", 20, "late or breached cases the cases section explains at most (the rest are counted)")
 	return c
 }

@@ -184,10 +184,18 @@ func printScorecard(w io.Writer, r *app.RunResult) {
 	if s.Tickets > 0 {
 		fmt.Fprintf(tw, "tickets\t%d resolved of %d arrived, %d within SLA, %d SLA breaches\n", s.TicketsResolved, s.Tickets, s.TicketsInSLA, s.SLABreaches)
 	}
+	if s.Cases > 0 {
+		fmt.Fprintf(tw, "cases\t%d done of %d opened, %d within SLA\n", s.CasesDone, s.Cases, s.CasesInSLA)
+	}
 	if len(s.SLAByPriority) > 0 {
+		// Breaches of the tickets and cases of each priority; with cases,
+		// how many of them were done within their SLA.
 		parts := make([]string, len(s.SLAByPriority))
 		for i, p := range s.SLAByPriority {
-			parts[i] = fmt.Sprintf("priority %d: %d of %d", p.Priority, p.SLABreaches, p.Tickets)
+			parts[i] = fmt.Sprintf("priority %d: %d of %d", p.Priority, p.SLABreaches, p.Tickets+p.Cases)
+			if p.Cases > 0 {
+				parts[i] += fmt.Sprintf(" (%d of %d cases within SLA)", p.CasesInSLA, p.Cases)
+			}
 		}
 		fmt.Fprintf(tw, "SLA breaches\t%s\n", strings.Join(parts, ", "))
 	}
@@ -214,6 +222,16 @@ func printScorecard(w io.Writer, r *app.RunResult) {
 				bonus = "yes"
 			}
 			fmt.Fprintf(tw, "%s\t%d/%d\t%d\t%.2f\t%s\n", p.ID, p.Done, p.Tasks, p.OnTime, p.Value, bonus)
+		}
+		tw.Flush()
+	}
+	if len(s.Templates) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "CASE TEMPLATE\tCASES\tDONE\tIN SLA\tBREACHED\tLEAD TIME\tVALUE")
+		for _, t := range s.Templates {
+			// Lead time: the mean working time from opening to done, in hours.
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%.2f\n", t.Template, t.Cases, t.Done, t.InSLA, t.Breached, analyze.FormatWork(t.LeadTime, 0), t.Value)
 		}
 		tw.Flush()
 	}

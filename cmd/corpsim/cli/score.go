@@ -63,7 +63,12 @@ func (a *cmdline) evalCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "eval",
 		Short: "Run a world over K seeds and report mean, spread, pass@1 and pass^k",
-		Args:  cobra.NoArgs,
+		Long: `Run a world over K seeds in memory and report the team score's mean, spread, pass@1 and
+pass^k, of every goal and of all goals together. Goals: each project (project:<id>, completed:
+every task verified and on time), the tickets' SLA (sla: at least 90% within it), each case
+template (case_sla:<template>: at least 90% of its cases done within their SLA, or none opened;
+its mean share within SLA is shown) and the budget (budget: no overrun).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := explicitLoad(cmd, o.Load); err != nil {
 				return err
@@ -102,9 +107,25 @@ func (a *cmdline) evalCmd() *cobra.Command {
 			tw.Flush()
 			fmt.Fprintln(a.stdout)
 			tw = tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "GOAL\tPASSES\tPASS@1\tPASS^%d\n", len(res.Seeds))
+			// A world with cases adds a column: the mean share of each case
+			// template's cases done within their SLA.
+			shares := false
 			for _, g := range res.Goals {
-				fmt.Fprintf(tw, "%s\t%d/%d\t%.2f\t%s\n", g.Goal, g.Passes, len(res.Seeds), g.PassAt1, yesNo(g.PassK))
+				shares = shares || g.Share != nil
+			}
+			head := fmt.Sprintf("GOAL\tPASSES\tPASS@1\tPASS^%d", len(res.Seeds))
+			if shares {
+				head += "\tWITHIN SLA"
+			}
+			fmt.Fprintln(tw, head)
+			for _, g := range res.Goals {
+				row := fmt.Sprintf("%s\t%d/%d\t%.2f\t%s", g.Goal, g.Passes, len(res.Seeds), g.PassAt1, yesNo(g.PassK))
+				if g.Share != nil {
+					row += fmt.Sprintf("\t%.1f%%", 100**g.Share)
+				} else if shares {
+					row += "\t"
+				}
+				fmt.Fprintln(tw, row)
 			}
 			if err := tw.Flush(); err != nil {
 				return err

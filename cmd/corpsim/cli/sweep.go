@@ -19,10 +19,22 @@ import (
 
 func printSweep(w io.Writer, r *app.SweepResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "LOAD\tAGENTS\tCOMPLETION\tSD\tON TIME\tSD\tSCORE\tSD\t\n")
+	// A world with cases adds a column per case template: the mean cases
+	// done of those opened, and the mean share done.
+	var cases string
+	if len(r.Points) > 0 {
+		for _, t := range r.Points[0].Templates {
+			cases += "CASES " + strings.ToUpper(t.Template) + " DONE/OPENED\t"
+		}
+	}
+	fmt.Fprintf(tw, "LOAD\tAGENTS\tCOMPLETION\tSD\tON TIME\tSD\tSCORE\tSD\t%s\n", cases)
 	for _, p := range r.Points {
-		fmt.Fprintf(tw, "%g\t%s\t%.1f%%\t%.1f\t%.1f%%\t%.1f\t%.2f\t%.2f\t\n", p.Load, p.Agents, 100*p.Completion, 100*p.CompletionSD,
-			100*p.OnTime, 100*p.OnTimeSD, p.Score, p.ScoreSD)
+		cases = ""
+		for _, t := range p.Templates {
+			cases += fmt.Sprintf("%.1f/%.1f (%.1f%%)\t", t.Done, t.Opened, 100*t.Completion)
+		}
+		fmt.Fprintf(tw, "%g\t%s\t%.1f%%\t%.1f\t%.1f%%\t%.1f\t%.2f\t%.2f\t%s\n", p.Load, p.Agents, 100*p.Completion, 100*p.CompletionSD,
+			100*p.OnTime, 100*p.OnTimeSD, p.Score, p.ScoreSD, cases)
 	}
 	return tw.Flush()
 }
@@ -37,7 +49,8 @@ func (a *cmdline) sweepCmd() *cobra.Command {
 		Short: "Run a world over loads × agents × seeds; table, CSV and a completion-vs-load SVG",
 		Long: `Run every (load, agents, seed) of a world in memory, as eval runs each seed, and report
 per load and agents the mean and standard deviation over seeds of the completion rate, the
-on-time rate (work done and verified by its deadline or SLA, over all work) and the team score.
+on-time rate (work done and verified by its deadline or SLA, over all work) and the team score;
+in a world with cases, each case template's cases done of those opened.
 With -o DIR it writes DIR/sweep.csv, DIR/sweep.svg (completion against load, one line per
 agents) and DIR/diagnose.jsonl (each run's diagnosis, for corpsim diagnose --sweep DIR). --agents is a comma-separated list of agent names; to compare mixed seatings, separate
 specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
