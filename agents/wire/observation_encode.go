@@ -14,7 +14,7 @@ import (
 // driver encodes an observation for every turn it asks. The only error is
 // json.Marshal's for a task value that is NaN or infinite.
 func AppendObservation(dst []byte, o *org.Observation) ([]byte, error) {
-	if !finite(o) || o.Shift != nil || len(o.Cases) > 0 || len(o.Ask) > 0 || len(o.Open) > 0 {
+	if !finite(o) || o.Shift != nil || len(o.Cases) > 0 || len(o.Ask) > 0 || len(o.Open) > 0 || caseRequests(o) {
 		// A shift or cases (version 2 worlds): encoding/json writes them.
 		b, err := json.Marshal(o)
 		return append(dst, b...), err
@@ -163,4 +163,17 @@ func appendRejectedView(r *org.RejectedView, dst []byte) []byte {
 	dst = fastjson.AppendKeyStringOmit(dst, `,"rule":`, r.Rule)
 	dst = fastjson.AppendKeyString(dst, `,"reason":`, r.Reason)
 	return append(dst, '}')
+}
+
+// caseRequests reports whether a request o lists is a case step's (its
+// TaskAmount set): encoding/json writes the field.
+func caseRequests(o *org.Observation) bool {
+	for _, list := range [][]org.RequestView{o.Approvals, o.Requests} {
+		for i := range list {
+			if list[i].TaskAmount != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

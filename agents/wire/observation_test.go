@@ -441,3 +441,24 @@ func TestParseReplyError(t *testing.T) {
 		})
 	}
 }
+
+// TestEncodeObservationKeepsCaseFields checks that the fields of a world
+// with cases survive the wire: an approval of a case step carries the
+// amount its approval reads (task_amount), though the observation lists
+// no case (the approver works on none of its steps).
+func TestEncodeObservationKeepsCaseFields(t *testing.T) {
+	o := org.Observation{Member: "sara", Approvals: []org.RequestView{{ID: "r6", Requester: "bo", Amount: 25000, TaskAssignee: "bo", TaskAmount: 25000}}}
+	b, err := wire.AppendObservation(nil, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back org.Observation
+	if !wire.DecodeObservation(b, &back) {
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := back.Approvals[0].TaskAmount; got != 25000 {
+		t.Fatalf("task_amount came back as %d from %s", got, b)
+	}
+}
