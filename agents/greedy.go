@@ -18,7 +18,21 @@ import (
 type Greedy struct{}
 
 // Decide implements Agent.
-func (g *Greedy) Decide(_ context.Context, o org.Observation) ([]org.Action, error) {
+func (g *Greedy) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
+	acts, err := g.decide(ctx, o)
+	return capped(acts), err
+}
+
+// capped keeps a reply within org.MaxActions (a longer one is refused
+// whole): the first actions, and the last, which ends the turn.
+func capped(acts []org.Action) []org.Action {
+	if len(acts) <= org.MaxActions {
+		return acts
+	}
+	return append(acts[:org.MaxActions-1:org.MaxActions-1], acts[len(acts)-1])
+}
+
+func (g *Greedy) decide(_ context.Context, o org.Observation) ([]org.Action, error) {
 	acts := caseWork(o, len(o.Assigned) == 0 && len(o.Available) == 0)
 	for _, r := range o.Approvals {
 		if why := invalidRequest(o, r); why != "" {

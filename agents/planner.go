@@ -65,7 +65,12 @@ func NewPlanner(member string) *Planner {
 }
 
 // Decide implements Agent.
-func (p *Planner) Decide(_ context.Context, o org.Observation) ([]org.Action, error) {
+func (p *Planner) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
+	acts, err := p.decide(ctx, o)
+	return capped(acts), err
+}
+
+func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.member == "" {
