@@ -42,6 +42,8 @@ type file struct {
 	Interrupts  []fileInterruption `yaml:"interruptions"`
 	Cases       []fileCase         `yaml:"cases"`      // version 2
 	Separation  []fileSeparation   `yaml:"separation"` // version 2
+	Systems     []fileSystem       `yaml:"systems"`    // version 2 (systems.go)
+	Policy      *filePolicy        `yaml:"policy"`     // version 2
 	Scoring     fileScoring        `yaml:"scoring"`
 	// Version 2.
 	Costs          *fileCosts `yaml:"costs"`
@@ -1201,6 +1203,7 @@ func (v *validator) build(f *file) *World {
 			}
 		}
 	}
+	v.systems(f, w, r)
 	v.cases(f, w, r)
 	v.separation(f, w, r)
 	v.arrivals(f, w, r)
