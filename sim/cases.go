@@ -28,6 +28,8 @@ func (e *Engine) drawAttrs(list []worlds.Attr, id, kind string, given payload.At
 		switch a.Kind {
 		case worlds.AttrAmount:
 			out[a.Name] = a.Amount.Sample(unit(seed, key+"/u"), expo(seed, key+"/e"))
+		case worlds.AttrRecord:
+			out[a.Name] = e.drawRecord(a.Record, key)
 		case worlds.AttrChoice:
 			total := 0
 			for _, c := range a.Choices {
@@ -129,6 +131,7 @@ func (e *Engine) openCase(tpl *worlds.CaseTemplate, id string, given payload.Att
 		}
 		p.Steps = append(p.Steps, org.TaskSpecOf(&def))
 	}
+	e.expected(tpl, &p)
 	return p
 }
 
