@@ -235,6 +235,7 @@ func (s *State) applyRecordRead(ev *events.Event) error {
 	}
 	m.Results = append(m.Results, res)
 	s.busy(m, p.BusyUntil)
+	s.wake(m.ID, ev.Seq) // its results are something it has not seen: a wait does not put it to sleep
 	return nil
 }
 
