@@ -3,6 +3,7 @@ package agents
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/expr-lang/expr"
 
@@ -105,6 +106,36 @@ func found(o org.Observation, src source, id string) (map[string]any, bool) {
 	return nil, false
 }
 
+// usesRef reports whether an outcome's rule reads reference field name.
+func usesRef(out *org.OutcomeView, name string) bool {
+	for _, src := range out.Set { // order: a disjunction
+		if strings.Contains(src, "ref."+name+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// read returns the fields of record (typ, id) from the source the mode
+// reads, if the observation's results hold them; else it appends the read
+// that fetches them to reads. ok is false when it has them not.
+func (c *content) read(o org.Observation, typ, id string, reads *[]org.Action) (map[string]any, bool) {
+	src, ok := c.pick(o, typ)
+	if !ok {
+		return nil, false
+	}
+	if f, have := found(o, src, id); have {
+		return f, true
+	}
+	if src.key == "" {
+		*reads = append(*reads, org.Action{Type: org.ActGet, Record: src.record, ID: id})
+	} else {
+		*reads = append(*reads, org.Action{Type: org.ActSearch, Record: src.record,
+			Fields: payload.NewActionAttrs(payload.Attrs{src.key: id})})
+	}
+	return nil, false
+}
+
 // step returns what to do about an outcome step t whose effort is spent:
 // the reads it needs first (ready false: do not complete it this turn), or
 // the writes of its values (ready true: complete it after them).
@@ -113,6 +144,23 @@ func (c *content) step(o org.Observation, t org.TaskView) (acts []org.Action, re
 	if out == nil {
 		return nil, true
 	}
+	// The records the rule reads: the step's record, and those its
+	// reference fields name (ref.<field>.<field>), found by the field's
+	// type in the observation's systems.
+	refTypes := map[string]string{} // reference field -> its record type
+	for _, s := range o.Systems {
+		for _, ty := range s.Types {
+			if ty.ID != out.Record {
+				continue
+			}
+			for name, kind := range ty.Fields { // order: each entry is its own
+				if to, ok := strings.CutPrefix(kind, "reference: "); ok && usesRef(out, name) {
+					refTypes[name] = to
+				}
+			}
+		}
+	}
+	refs := map[string]map[string]any{}
 	var rec map[string]any
 	if c.mode == truth && c.world != nil {
 		if c.truth == nil {
@@ -122,18 +170,30 @@ func (c *content) step(o org.Observation, t org.TaskView) (acts []org.Action, re
 			}
 		}
 		rec = c.truth[out.Record+"/"+out.ID]
+		for name, to := range refTypes { // order: each entry is its own
+			id, _ := rec[name].(string)
+			refs[name] = c.truth[to+"/"+id]
+		}
 	} else {
-		src, ok := c.pick(o, out.Record)
-		if !ok {
+		var reads []org.Action
+		var ok bool
+		if rec, ok = c.read(o, out.Record, out.ID, &reads); !ok && len(reads) == 0 {
 			return nil, true // nothing it may read: complete as it is
 		}
-		var have bool
-		if rec, have = found(o, src, out.ID); !have {
-			if src.key == "" {
-				return []org.Action{{Type: org.ActGet, Record: src.record, ID: out.ID}}, false
+		if rec != nil {
+			for _, name := range slices.Sorted(maps.Keys(refTypes)) {
+				id, _ := rec[name].(string)
+				if f, ok := c.read(o, refTypes[name], id, &reads); ok {
+					refs[name] = f
+				}
 			}
-			return []org.Action{{Type: org.ActSearch, Record: src.record,
-				Fields: payload.NewActionAttrs(payload.Attrs{src.key: out.ID})}}, false
+		}
+		if len(reads) > 0 {
+			// Results last one turn: read the step's record again with the others.
+			if rec != nil {
+				c.read(org.Observation{Systems: o.Systems}, out.Record, out.ID, &reads)
+			}
+			return reads, false
 		}
 	}
 	vars := map[string]any{"case": t.Case}
@@ -142,7 +202,7 @@ func (c *content) step(o org.Observation, t org.TaskView) (acts []org.Action, re
 			vars = payload.Vars(t.Case, cv.Attributes)
 		}
 	}
-	env := worlds.RecordVars(vars, rec)
+	env := worlds.RecordVars(vars, rec, refs)
 	set := payload.Attrs{}
 	for _, f := range slices.Sorted(maps.Keys(out.Set)) {
 		v, err := expr.Eval(out.Set[f], env)

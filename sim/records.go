@@ -85,7 +85,15 @@ func (e *Engine) expected(tpl *worlds.CaseTemplate, p *payload.CaseOpened) {
 			continue
 		}
 		t, _ := e.cfg.World.RecordType(st.Outcome.Type)
-		env := worlds.RecordVars(vars, r.Fields)
+		refs := map[string]map[string]any{}
+		for _, name := range st.Outcome.RefFields(t) {
+			fd, _ := t.Field(name)
+			ref, _ := r.Fields[name].(string)
+			if rr := e.st.Record(fd.To, ref); rr != nil && !rr.Deleted {
+				refs[name] = rr.Fields
+			}
+		}
+		env := worlds.RecordVars(vars, r.Fields, refs)
 		x := payload.Expected{Step: st.ID, Record: st.Outcome.Type, ID: id, Fields: payload.Attrs{}}
 		for _, f := range st.Outcome.Set {
 			out, ok := f.Expr.Eval(env)

@@ -16,12 +16,17 @@ import (
 // playContent plays the billing-support world with one built-in agent on
 // every seat and returns the engine at its end and its events.
 func playContent(tb testing.TB, agent string, seed uint64) (*sim.Engine, []events.Event) {
+	return playWorld(tb, "billing-support", agent, seed)
+}
+
+// playWorld plays a shipped world with one built-in agent on every seat.
+func playWorld(tb testing.TB, world, agent string, seed uint64) (*sim.Engine, []events.Event) {
 	tb.Helper()
-	w, err := worlds.Shipped("billing-support")
+	w, err := worlds.Shipped(world)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	src, _ := worlds.Source("billing-support")
+	src, _ := worlds.Source(world)
 	e, err := sim.New(sim.Config{World: w, Source: src, Seed: seed, Session: "s"})
 	if err != nil {
 		tb.Fatal(err)
@@ -46,18 +51,24 @@ func playContent(tb testing.TB, agent string, seed uint64) (*sim.Engine, []event
 	return e, evs
 }
 
-// On billing-support over five seeds the oracle reaches the maximum
+// On each content world over five seeds the oracle reaches the maximum
 // outcome score on every seed, the diligent baseline (which follows the
 // policy's precedence) comes within 10% of it, and greedy and planner
 // (which take the first copy they read, in a system whose copies are
 // often stale) score at least 25% below diligent. Every session replays
 // to its recorded state, record writes included.
-func TestBillingSupportBaselines(t *testing.T) {
+func TestContentBaselines(t *testing.T) {
+	for _, world := range []string{"billing-support", "access-requests"} {
+		t.Run(world, func(t *testing.T) { testBaselines(t, world) })
+	}
+}
+
+func testBaselines(t *testing.T, world string) {
 	total := map[string]float64{}
 	maxSum := 0.0
 	for seed := uint64(1); seed <= 5; seed++ {
 		for _, agent := range []string{"oracle", "diligent", "greedy", "planner"} {
-			e, evs := playContent(t, agent, seed)
+			e, evs := playWorld(t, world, agent, seed)
 			sc := policies.Score(e.State())
 			if sc.OutcomeMax == 0 {
 				t.Fatalf("seed %d: no outcomes to score", seed)

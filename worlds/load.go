@@ -799,6 +799,8 @@ type validator struct {
 	// version is the file's format version (Version when it names none
 	// or a wrong one, so that the rest is checked as the newest).
 	version int
+	// refTypes are the record types by id, for outcome expressions (systems.go).
+	refTypes map[string]*RecordType
 	// horizon is the world's horizon once read (0 before): an RFC 3339
 	// instant past it is refused (when).
 	horizon clock.Time

@@ -57,6 +57,13 @@ func (w *World) SeedRecords(seed uint64) []Record {
 						}
 					}
 				}
+				for _, a := range t.Generate.Fields {
+					if f, ok := t.Field(a.Name); ok {
+						if x, err := f.Normalize(rec.Fields[a.Name]); err == nil {
+							rec.Fields[a.Name] = x
+						}
+					}
+				}
 				add(rec)
 			}
 		}

@@ -248,6 +248,9 @@ func (f *Field) Normalize(x any) (any, error) {
 		if b, ok := x.(bool); ok {
 			return b, nil
 		}
+		if s, ok := x.(string); ok && (s == "true" || s == "false") {
+			return s == "true", nil
+		}
 		return nil, fmt.Errorf("%s needs true or false, got %v", f.Name, x)
 	case FieldList:
 		switch l := x.(type) {
@@ -531,6 +534,7 @@ func (v *validator) outcome(path string, fo *fileOutcome, c *CaseTemplate, all [
 			v.errf(fp, "unknown field %q of record type %s (its fields: %s)", name, t.ID, strings.Join(t.fieldNames(), ", "))
 			continue
 		}
+		v.refTypes = r.types
 		if x := v.compileOutcome(fp, fo.Set[name], all, t); x != nil {
 			o.Set = append(o.Set, OutcomeField{Field: name, Expr: x})
 		}
@@ -539,9 +543,22 @@ func (v *validator) outcome(path string, fo *fileOutcome, c *CaseTemplate, all [
 }
 
 // RecordVars is the environment an outcome's expression reads: the case's
-// vars and the record's fields as record.<field>.
-func RecordVars(vars map[string]any, rec map[string]any) map[string]any {
+// vars, the record's fields as record.<field>, and the fields of the
+// records its reference fields name as ref.<field>.<field> (refs: by
+// reference field; nil for none).
+func RecordVars(vars map[string]any, rec map[string]any, refs map[string]map[string]any) map[string]any {
 	env := maps.Clone(vars)
+	env["record"] = exprFields(rec)
+	ref := map[string]any{}
+	for k, fields := range refs { // order: each entry is copied on its own
+		ref[k] = exprFields(fields)
+	}
+	env["ref"] = ref
+	return env
+}
+
+// exprFields are record fields as expressions read them (integers as int).
+func exprFields(rec map[string]any) map[string]any {
 	r := map[string]any{}
 	for k, x := range rec { // order: each entry is copied on its own
 		if n, ok := x.(int64); ok {
@@ -550,18 +567,42 @@ func RecordVars(vars map[string]any, rec map[string]any) map[string]any {
 			r[k] = x
 		}
 	}
-	env["record"] = r
-	return env
+	return r
+}
+
+// RefFields are the reference fields of t an outcome expression reads
+// through ref.<field>.
+func (o *Outcome) RefFields(t *RecordType) []string {
+	var out []string
+	for _, f := range t.Fields {
+		if f.Type != FieldReference {
+			continue
+		}
+		for _, s := range o.Set {
+			if strings.Contains(s.Expr.Source, "ref."+f.Name+".") {
+				out = append(out, f.Name)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // compileOutcome compiles an outcome expression; a name of record it
 // reads must be a field of the record type.
 func (v *validator) compileOutcome(path, src string, all []Attr, t *RecordType) *Expr {
 	zero := map[string]any{}
+	refs := map[string]map[string]any{}
 	for _, f := range t.Fields {
 		zero[f.Name] = f.Zero()
+		if to := v.refTypes[f.To]; f.Type == FieldReference && to != nil {
+			refs[f.Name] = map[string]any{}
+			for _, g := range to.Fields {
+				refs[f.Name][g.Name] = g.Zero()
+			}
+		}
 	}
-	env := RecordVars(zeroVars(all), zero)
+	env := RecordVars(zeroVars(all), zero, refs)
 	prog, err := expr.Compile(src, expr.Env(env), expr.DisableBuiltin("now"), expr.DisableBuiltin("date"),
 		expr.DisableBuiltin("timezone"), expr.DisableBuiltin("duration"))
 	if err != nil {
@@ -578,17 +619,31 @@ func (v *validator) compileOutcome(path, src string, all []Attr, t *RecordType) 
 		if !ok {
 			return false
 		}
-		id, ok := m.Node.(*exprast.IdentifierNode)
 		prop, ok2 := m.Property.(*exprast.StringNode)
-		if ok && ok2 && id.Value == "record" {
+		if id, ok := m.Node.(*exprast.IdentifierNode); ok && ok2 && id.Value == "record" {
 			if _, known := t.Field(prop.Value); !known {
-				bad = append(bad, prop.Value)
+				bad = append(bad, "record "+t.ID+" has no field "+strconv.Quote(prop.Value)+" (its fields: "+strings.Join(t.fieldNames(), ", ")+")")
+			}
+		}
+		if inner, ok := m.Node.(*exprast.MemberNode); ok && ok2 {
+			id, ok := inner.Node.(*exprast.IdentifierNode)
+			via, ok3 := inner.Property.(*exprast.StringNode)
+			if ok && ok3 && id.Value == "ref" {
+				f, known := t.Field(via.Value)
+				switch {
+				case !known || f.Type != FieldReference:
+					bad = append(bad, "record "+t.ID+" has no reference field "+strconv.Quote(via.Value))
+				case v.refTypes[f.To] != nil:
+					if _, known := v.refTypes[f.To].Field(prop.Value); !known {
+						bad = append(bad, "record "+f.To+" has no field "+strconv.Quote(prop.Value)+" (its fields: "+strings.Join(v.refTypes[f.To].fieldNames(), ", ")+")")
+					}
+				}
 			}
 		}
 		return false
 	})
 	if len(bad) > 0 {
-		v.errf(path, "bad expression %q: record %s has no field %q (its fields: %s)", src, t.ID, bad[0], strings.Join(t.fieldNames(), ", "))
+		v.errf(path, "bad expression %q: %s", src, bad[0])
 		return nil
 	}
 	return &Expr{Source: src, prog: prog}

@@ -51,7 +51,7 @@ func TestBillingSupportRecords(t *testing.T) {
 	if o == nil || o.Type != "invoice" || len(o.Set) != 2 {
 		t.Fatalf("outcome = %+v", o)
 	}
-	got, ok := o.Set[0].Expr.Eval(RecordVars(map[string]any{}, map[string]any{"plan": "monthly", "amount": int64(301)}))
+	got, ok := o.Set[0].Expr.Eval(RecordVars(map[string]any{}, map[string]any{"plan": "monthly", "amount": int64(301)}, nil))
 	if !ok || got != 150 {
 		t.Fatalf("refunded of a monthly 301 = %v (%v), want 150", got, ok)
 	}
@@ -97,5 +97,46 @@ func TestSystemsErrors(t *testing.T) {
 				t.Fatalf("error %v has no position", e)
 			}
 		})
+	}
+}
+
+// An outcome may read the records its record's reference fields name
+// (ref.<field>.<field>); a name that is not there is refused where it is.
+func TestOutcomeReadsReferences(t *testing.T) {
+	w := mustLoadFile(t, "shipped/access-requests.yaml")
+	c, _ := w.CaseTemplate("access")
+	o := c.Steps[1].Outcome
+	g, _ := w.RecordType("grant")
+	if got := o.RefFields(g); len(got) != 1 || got[0] != "employee" {
+		t.Fatalf("RefFields = %v, want [employee]", got)
+	}
+	for _, tc := range []struct {
+		emp  map[string]any
+		app  string
+		want string
+	}{
+		{map[string]any{"active": true, "department": "finance"}, "ledger", "write"},
+		{map[string]any{"active": true, "department": "sales"}, "ledger", "read"},
+		{map[string]any{"active": false, "department": "finance"}, "ledger", "none"},
+	} {
+		got, ok := o.Set[0].Expr.Eval(RecordVars(map[string]any{}, map[string]any{"app": tc.app}, map[string]map[string]any{"employee": tc.emp}))
+		if !ok || got != tc.want {
+			t.Errorf("%v on %s: got %v, want %s", tc.emp, tc.app, got, tc.want)
+		}
+	}
+	src, err := os.ReadFile("shipped/access-requests.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ old, new, want string }{
+		{"ref.employee.department == 'finance'", "ref.employee.dept == 'finance'", `record employee has no field "dept"`},
+		{"!ref.employee.active", "!ref.person.active", `record grant has no reference field "person"`},
+	} {
+		old, want := tc.old, tc.want
+		bad := strings.Replace(string(src), old, tc.new, 1)
+		_, err := Load("a.yaml", []byte(bad))
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "a.yaml:1") {
+			t.Errorf("%s: got %v, want a.yaml:line:col … %s", old, err, want)
+		}
 	}
 }
