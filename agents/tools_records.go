@@ -1,8 +1,14 @@
 package agents
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // The record tools (format 2 systems): read and write the records of the
@@ -57,4 +63,66 @@ var recordToolSpecs = []toolSpec{
 		desc:   "Delete a record. Costs 15 minutes." + recordAccess,
 		params: []toolParam{paramRecord, paramRecordID},
 	},
+}
+
+// ToolDefsFor returns the tools of world w: every tool, the record tools
+// only when it has systems, their "record" argument naming its record
+// types, and the record tools' descriptions listing each type's system,
+// fields and enum values.
+func ToolDefsFor(w *worlds.World) []Tool {
+	defs := ToolDefs()
+	if len(w.Systems) == 0 {
+		return slices.DeleteFunc(defs, func(t Tool) bool { return slices.Contains(org.RecordActions, t.Function.Name) })
+	}
+	var types []string
+	var b strings.Builder
+	b.WriteString(" Record types:")
+	for _, s := range w.Systems {
+		for _, t := range s.Types {
+			types = append(types, t.ID)
+			fmt.Fprintf(&b, " %s (system %s; read: %s; write: %s):", t.ID, s.ID, roles(s.Read), roles(s.Write))
+			for i, f := range t.Fields {
+				sep := ","
+				if i == 0 {
+					sep = ""
+				}
+				switch f.Type {
+				case worlds.FieldEnum:
+					fmt.Fprintf(&b, "%s %s (%s)", sep, f.Name, strings.Join(f.Values, "|"))
+				case worlds.FieldReference:
+					fmt.Fprintf(&b, "%s %s (id of a %s)", sep, f.Name, f.To)
+				default:
+					fmt.Fprintf(&b, "%s %s (%s)", sep, f.Name, f.Type)
+				}
+			}
+			b.WriteString(".")
+		}
+	}
+	for i := range defs {
+		fn := &defs[i].Function
+		if !slices.Contains(org.RecordActions, fn.Name) {
+			continue
+		}
+		fn.Description += b.String()
+		p := fn.Parameters.Properties["record"]
+		p.Enum = types
+		fn.Parameters.Properties["record"] = p
+	}
+	return defs
+}
+
+func roles(rs []string) string {
+	if len(rs) == 0 {
+		return "nobody"
+	}
+	return strings.Join(rs, ", ")
+}
+
+// ToolsFor is ToolDefsFor as indented JSON.
+func ToolsFor(w *worlds.World) []byte {
+	b, err := json.MarshalIndent(ToolDefsFor(w), "", "  ")
+	if err != nil {
+		panic("agents: tools do not encode: " + err.Error())
+	}
+	return b
 }

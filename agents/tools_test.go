@@ -9,6 +9,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 type toolJSON struct {
@@ -273,4 +274,35 @@ func FuzzToolCallRoundTrip(f *testing.F) {
 			t.Fatalf("%+v became %s %s and came back as %+v, %v", a, tool, again, back, err)
 		}
 	})
+}
+
+// A world's tools name its record types and their fields; a world without
+// systems has no record tools.
+func TestToolsForWorld(t *testing.T) {
+	w, err := worlds.Shipped("billing-support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var get *agents.Tool
+	defs := agents.ToolDefsFor(w)
+	for i := range defs {
+		if defs[i].Function.Name == org.ActGet {
+			get = &defs[i]
+		}
+	}
+	if get == nil {
+		t.Fatal("billing-support has no get tool")
+	}
+	if e := get.Function.Parameters.Properties["record"].Enum; len(e) != 2 || e[0] != "account" || e[1] != "invoice" {
+		t.Errorf("record enum %v, want [account invoice]", e)
+	}
+	if d := get.Function.Description; !strings.Contains(d, "status (paid|refunded)") || !strings.Contains(d, "invoice (id of a invoice)") {
+		t.Errorf("get's description does not list the fields: %s", d)
+	}
+	s, _ := worlds.Shipped("startup")
+	for _, d := range agents.ToolDefsFor(s) {
+		if slices.Contains(org.RecordActions, d.Function.Name) {
+			t.Errorf("startup has the record tool %s", d.Function.Name)
+		}
+	}
 }
