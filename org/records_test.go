@@ -112,3 +112,55 @@ func TestNoSystemsNoRecords(t *testing.T) {
 		}
 	}
 }
+
+// Search pages hold SearchPage records each and count the rest; create and
+// delete need their roles, are collateral (no outcome asks for them), and
+// a deleted record is neither read nor written again.
+func TestRecordSearchCreateDelete(t *testing.T) {
+	src, err := worlds.Source("billing-support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := worlds.Load("b.yaml", bytes.Replace(src, []byte("    write: [agent, lead]\n"), []byte("    write: [agent, lead]\n    create: [lead]\n    delete: [lead]\n"), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := org.New(w)
+	mustApply(t, st, ev(t, 1, 0, payload.EvSessionStarted, "", payload.SessionStarted{Format: payload.LogFormat, World: w.Name, Seed: 4}))
+	invoices := 0
+	for _, r := range st.Records {
+		if r.Type == "invoice" {
+			invoices++
+		}
+	}
+	mustApply(t, st, ev(t, 2, 0, payload.EvRecordRead, "lee", payload.RecordRead{Op: org.ActSearch, Record: "invoice", Page: 2}))
+	res := st.View("lee").Results[0]
+	if len(res.Records) != org.SearchPage || res.More != invoices-2*org.SearchPage || res.Records[0].ID == "inv-0" {
+		t.Fatalf("page 2: %d records, %d more; want %d and %d", len(res.Records), res.More, org.SearchPage, invoices-2*org.SearchPage)
+	}
+	ana, lee := st.Member("ana"), st.Member("lee")
+	create := org.Action{Type: org.ActCreate, Record: "invoice", ID: "inv-x", Fields: payload.NewActionAttrs(payload.Attrs{"amount": 10})}
+	if _, rej := st.Check(ana, create, 0); rej == nil || rej.Rule != org.RuleRecordAccess {
+		t.Fatalf("an agent's create: got %+v, want record-access", rej)
+	}
+	fields, rej := st.Check(lee, create, 0)
+	if rej != nil {
+		t.Fatal(rej)
+	}
+	p := st.RecordWrite(lee, create, fields.Fields)
+	if !p.Collateral || p.After["amount"] != int64(10) || p.After["status"] != "paid" {
+		t.Fatalf("create: %+v; want collateral, the amount and the other fields' zeros", p)
+	}
+	mustApply(t, st, ev(t, 3, 0, payload.EvRecordWritten, "lee", p))
+	del := org.Action{Type: org.ActDelete, Record: "invoice", ID: "inv-x"}
+	if _, rej := st.Check(lee, del, 0); rej != nil {
+		t.Fatal(rej)
+	}
+	mustApply(t, st, ev(t, 4, 0, payload.EvRecordWritten, "lee", st.RecordWrite(lee, del, nil)))
+	if _, rej := st.Check(lee, org.Action{Type: org.ActGet, Record: "invoice", ID: "inv-x"}, 0); rej == nil || rej.Kind != org.KindUnknown {
+		t.Fatalf("a get of a deleted record: got %+v, want unknown", rej)
+	}
+	if st.Collateral != 2 {
+		t.Fatalf("collateral %d, want 2", st.Collateral)
+	}
+}

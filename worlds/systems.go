@@ -98,6 +98,9 @@ const (
 
 var fieldTypes = []string{FieldText, FieldInteger, FieldMoney, FieldDateTime, FieldEnum, FieldBool, FieldReference, FieldList}
 
+// MaxRecords bounds the records of a session's systems, copies included.
+const MaxRecords = 300_000
+
 // AttrRecord is a case attribute naming a record of a type, drawn per case.
 const AttrRecord = "record"
 
@@ -465,6 +468,19 @@ func (v *validator) systems(f *file, w *World, r *refs) {
 				t.Copy = c
 			}
 		}
+	}
+	// A bound on the records a session draws (copies up to two per original).
+	total := 0
+	for i := range w.Systems {
+		for _, t := range w.Systems[i].Types {
+			total += len(t.Records)
+			if t.Generate != nil {
+				total += t.Generate.Count
+			}
+		}
+	}
+	if total > MaxRecords/3 {
+		v.errf("systems", "the systems list and generate %d records (with copies up to %d); at most %d", total, 3*total, MaxRecords/3)
 	}
 	// References of listed records name listed records.
 	for i := range w.Systems {
