@@ -33,7 +33,7 @@ func outcomeUnmet(s *org.State, t *org.Task) string {
 		}
 		for _, k := range slices.Sorted(maps.Keys(o.Fields)) {
 			if !org.SameValue(o.AtDone[k], o.Fields[k]) {
-				return fmt.Sprintf("wrong outcome: %s %s %s was %v at completion", o.Record, o.ID, k, jsonText(o.AtDone[k]))
+				return fmt.Sprintf("wrong outcome: %s %s %s was %v at completion, want %v", o.Record, o.ID, k, jsonText(o.AtDone[k]), jsonText(o.Fields[k]))
 			}
 		}
 	}
