@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -304,5 +305,29 @@ func TestToolsForWorld(t *testing.T) {
 		if slices.Contains(org.RecordActions, d.Function.Name) {
 			t.Errorf("startup has the record tool %s", d.Function.Name)
 		}
+	}
+}
+
+// The record tools' actions survive as tool calls (what export writes and
+// an LLM sends back).
+func TestRecordToolCallsRoundTrip(t *testing.T) {
+	for _, a := range []org.Action{
+		{Type: org.ActGet, Record: "invoice", ID: "inv-7"},
+		{Type: org.ActSearch, Record: "account", Fields: payload.NewActionAttrs(payload.Attrs{"invoice": "inv-7"}), Page: 2},
+		{Type: org.ActUpdate, Record: "invoice", ID: "inv-7", Fields: payload.NewActionAttrs(payload.Attrs{"refunded": int64(120), "status": "refunded"})},
+		{Type: org.ActCreate, Record: "note", ID: "n-1"},
+		{Type: org.ActDelete, Record: "note", ID: "n-1"},
+	} {
+		name, args, err := agents.ToolCallFromAction(a)
+		if err != nil {
+			t.Fatalf("%+v: %v", a, err)
+		}
+		back, err := agents.ActionFromToolCall(name, args)
+		if err != nil || back != a {
+			t.Errorf("%s %s: came back as %+v (%v), want %+v", name, args, back, err, a)
+		}
+	}
+	if _, err := agents.ActionFromToolCall(org.ActUpdate, []byte(`{"record":"invoice","id":"inv-7"}`)); err == nil {
+		t.Error("an update without fields was accepted")
 	}
 }
