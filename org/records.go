@@ -53,6 +53,7 @@ type RecordView struct {
 	Record string        `json:"record"` // its type
 	ID     string        `json:"id"`
 	Fields payload.Attrs `json:"fields"`
+	Text   string        `json:"text,omitempty"` // the record in words (the type's text template)
 }
 
 // ReadResult is what one get or search found, shown in the member's next
@@ -213,7 +214,7 @@ func (s *State) applyRecordRead(ev *events.Event) error {
 		res.Filter = nil
 	}
 	view := func(r *Record) RecordView {
-		return RecordView{System: t.System, Record: r.Type, ID: r.ID, Fields: maps.Clone(r.Fields)}
+		return RecordView{System: t.System, Record: r.Type, ID: r.ID, Fields: maps.Clone(r.Fields), Text: t.Render(r.ID, r.Fields)}
 	}
 	if p.Op == ActGet {
 		res.Records = append(res.Records, view(s.Record(p.Record, p.ID)))

@@ -3,6 +3,7 @@ package org_test
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/events/payload"
@@ -38,6 +39,9 @@ func TestRecordEvents(t *testing.T) {
 	res := st.View("ana").Results
 	if len(res) != 1 || len(res[0].Records) == 0 || res[0].Records[0].Fields["invoice"] != "inv-3" || res[0].Records[0].System != "crm" {
 		t.Fatalf("ana's results %+v, want the CRM copy of inv-3", res)
+	}
+	if txt := res[0].Records[0].Text; !strings.HasPrefix(txt, "CRM account account-") || !strings.Contains(txt, "invoice inv-3") {
+		t.Errorf("the record in words: %q", txt)
 	}
 	if len(st.View("ben").Results) != 0 {
 		t.Fatal("ben sees ana's results")

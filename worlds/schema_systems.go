@@ -57,6 +57,7 @@ var systemSpecs = map[reflect.Type]typeSpec{
 			"records":  {doc: "Records listed by hand: an id and field values; a field left out has its type's zero."},
 			"generate": {doc: "Records drawn per seed: how many, their id prefix, and each field's distribution."},
 			"copy":     {doc: "The records are copies of another system's records: one per original (some twice), some with a stale value."},
+			"text":     {doc: "A record in words, for language models: a text template over its fields and {{.id}}, such as \"Invoice {{.id}}: {{.amount}} ({{.plan}})\"; reads show it beside the fields."},
 		},
 	},
 	reflect.TypeFor[fileField](): {

@@ -40,6 +40,7 @@ type fileRecordType struct {
 	Records  []map[string]fileValue `yaml:"records"`
 	Generate *fileGenerate          `yaml:"generate"`
 	Copy     *fileCopy              `yaml:"copy"`
+	Text     string                 `yaml:"text"` // a record in words: a text template over its fields and {{.id}}
 }
 
 // fileValue is a field's value in a listed record: a text, a number, a
@@ -120,6 +121,8 @@ type RecordType struct {
 	Records  []Record
 	Generate *RecordGen
 	Copy     *Copy
+	// Text renders a record in words for language models (nil: none).
+	Text *Text
 }
 
 // Field is a typed field.
@@ -172,6 +175,18 @@ type Outcome struct {
 type OutcomeField struct {
 	Field string
 	Expr  *Expr
+}
+
+// Render is the record (id, fields) in words, or "" when its type has no text.
+func (t *RecordType) Render(id string, fields map[string]any) string {
+	if t.Text == nil {
+		return ""
+	}
+	vars := map[string]any{"id": id}
+	for k, x := range fields { // order: each entry is copied on its own
+		vars[k] = x
+	}
+	return t.Text.Render(vars)
 }
 
 // RecordType returns the record type with the given ID.
@@ -346,6 +361,13 @@ func (v *validator) systems(f *file, w *World, r *refs) {
 					v.errf(fp+".to", "only a reference field has to")
 				}
 				t.Fields = append(t.Fields, fd)
+			}
+			if ft.Text != "" {
+				attrs := []Attr{{Name: "id", Kind: AttrText}}
+				for _, f := range t.Fields {
+					attrs = append(attrs, Attr{Name: f.Name, Kind: AttrText})
+				}
+				t.Text = v.compileText(tp+".text", ft.Text, attrs)
 			}
 			s.Types = append(s.Types, t)
 		}
