@@ -36,25 +36,25 @@ type GoalResult struct {
 
 // EvalResult is what corpsim eval reports.
 type EvalResult struct {
-	World      string    `json:"world"`
-	Agents     string    `json:"agents"`
-	Load       float64   `json:"load"`
-	Seeds      []uint64  `json:"seeds"`
-	Rubric     string    `json:"rubric"`
-	Scores     []float64 `json:"scores"`
-	Mean       float64   `json:"mean"`
-	StdDev     float64   `json:"stddev"`
-	Min        float64   `json:"min"`
-	Max        float64   `json:"max"`
-	Completion float64   `json:"completion_mean"`
+	World      string       `json:"world"`
+	Agents     string       `json:"agents"`
+	Load       float64      `json:"load"`
+	Seeds      []uint64     `json:"seeds"`
+	Rubric     string       `json:"rubric"`
+	Scores     []float64    `json:"scores"`
+	Mean       float64      `json:"mean"`
+	StdDev     float64      `json:"stddev"`
+	Min        float64      `json:"min"`
+	Max        float64      `json:"max"`
+	Completion float64      `json:"completion_mean"`
+	Goals      []GoalResult `json:"goals"`
 	// OutcomeMean is the outcome score's mean over the seeds and
 	// OutcomeMax the mean of its maximum possible (the outcomes of the
 	// cases opened); OutcomeScores per seed. In a world with systems
 	// (format 2) only.
-	OutcomeMean   *float64     `json:"outcome_mean,omitempty"`
-	OutcomeMax    *float64     `json:"outcome_max,omitempty"`
-	OutcomeScores []float64    `json:"outcome_scores,omitempty"`
-	Goals         []GoalResult `json:"goals"`
+	OutcomeMean   *float64  `json:"outcome_mean,omitempty"`
+	OutcomeMax    *float64  `json:"outcome_max,omitempty"`
+	OutcomeScores []float64 `json:"outcome_scores,omitempty"`
 	// PassAt1 and PassK count a run as passed when every goal passed in it.
 	PassAt1 float64 `json:"pass_at_1"`
 	PassK   bool    `json:"pass_k"`
