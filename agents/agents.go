@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // Agent decides what a member does. Decide is called with one observation
@@ -21,6 +22,9 @@ type Agent interface {
 type Options struct {
 	Seed   uint64
 	Member string
+	// World is the session's world: the oracle reads its ground truth
+	// (the records it draws for Seed). Others ignore it.
+	World *worlds.World
 }
 
 var builtins = map[string]func(Options) Agent{
@@ -29,6 +33,10 @@ var builtins = map[string]func(Options) Agent{
 	"cheater": func(Options) Agent { return &Cheater{} },
 	"random":  func(o Options) Agent { return NewRandom(o.Seed, o.Member) },
 	"planner": func(o Options) Agent { return NewPlanner(o.Member) },
+	// diligent works legitimately: it reads the system the policy ranks
+	// first; oracle reads the ground truth (content.go).
+	"diligent": func(Options) Agent { return &Greedy{content: content{mode: byPolicy}} },
+	"oracle":   func(o Options) Agent { return &Greedy{content: content{mode: truth, world: o.World, seed: o.Seed}} },
 }
 
 // Names lists the built-in agents.

@@ -15,7 +15,11 @@ import (
 // requests waiting for it, finishes what it holds (asking for approval when
 // a purchase needs it), and otherwise takes the most valuable task whose
 // dependencies are done. It is deterministic and keeps no state.
-type Greedy struct{}
+//
+// In a world with systems it does a step's outcome as its content says
+// (content.go): greedy takes the first values it sees; the diligent and
+// oracle baselines are Greedy with another content mode.
+type Greedy struct{ content content }
 
 // Decide implements Agent.
 func (g *Greedy) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
@@ -78,6 +82,12 @@ func (g *Greedy) decide(_ context.Context, o org.Observation) ([]org.Action, err
 		}
 		if o.Budget != nil && t.Purchase > o.Budget.Remaining {
 			continue // the rules would refuse it; leave it until the budget allows
+		}
+		if t.Outcome != nil {
+			more, ready := g.content.step(o, t)
+			if acts = append(acts, more...); !ready {
+				continue
+			}
 		}
 		acts = append(acts, org.Action{Type: org.ActComplete, Task: t.ID})
 	}

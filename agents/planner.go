@@ -51,6 +51,8 @@ type Planner struct {
 	known  map[string]bool     // topics colleagues told it
 	seen   map[string]purchase // every purchase task it has seen
 	parked map[string]bool     // tickets it claimed to hold unfunded
+	// content is how it does a step's outcome: the first values it sees (content.go).
+	content content
 }
 
 // plannerConfig holds the planner's tunables.
@@ -153,6 +155,12 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 				workable = append(workable, t)
 			}
 			continue
+		}
+		if t.Outcome != nil && pl.ready(t) && t.Purchase <= budget {
+			more, ready := p.content.step(o, t)
+			if acts = append(acts, more...); !ready {
+				continue
+			}
 		}
 		if pl.ready(t) && t.Purchase <= budget {
 			acts = append(acts, org.Action{Type: org.ActComplete, Task: t.ID})

@@ -192,6 +192,8 @@ type ToolProperty struct {
 	Description string `json:"description"`
 	MinLength   int    `json:"minLength,omitempty"`
 	Minimum     *int64 `json:"minimum,omitempty"`
+	// Enum lists the values a world allows (ToolsFor: its record types).
+	Enum []string `json:"enum,omitempty"`
 }
 
 // ToolDefs returns the actions as tool definitions, one per action type in

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 type toolJSON struct {
@@ -273,4 +275,59 @@ func FuzzToolCallRoundTrip(f *testing.F) {
 			t.Fatalf("%+v became %s %s and came back as %+v, %v", a, tool, again, back, err)
 		}
 	})
+}
+
+// A world's tools name its record types and their fields; a world without
+// systems has no record tools.
+func TestToolsForWorld(t *testing.T) {
+	w, err := worlds.Shipped("billing-support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var get *agents.Tool
+	defs := agents.ToolDefsFor(w)
+	for i := range defs {
+		if defs[i].Function.Name == org.ActGet {
+			get = &defs[i]
+		}
+	}
+	if get == nil {
+		t.Fatal("billing-support has no get tool")
+	}
+	if e := get.Function.Parameters.Properties["record"].Enum; len(e) != 2 || e[0] != "account" || e[1] != "invoice" {
+		t.Errorf("record enum %v, want [account invoice]", e)
+	}
+	if d := get.Function.Description; !strings.Contains(d, "status (paid|refunded)") || !strings.Contains(d, "invoice (id of a invoice)") {
+		t.Errorf("get's description does not list the fields: %s", d)
+	}
+	s, _ := worlds.Shipped("startup")
+	for _, d := range agents.ToolDefsFor(s) {
+		if slices.Contains(org.RecordActions, d.Function.Name) {
+			t.Errorf("startup has the record tool %s", d.Function.Name)
+		}
+	}
+}
+
+// The record tools' actions survive as tool calls (what export writes and
+// an LLM sends back).
+func TestRecordToolCallsRoundTrip(t *testing.T) {
+	for _, a := range []org.Action{
+		{Type: org.ActGet, Record: "invoice", ID: "inv-7"},
+		{Type: org.ActSearch, Record: "account", Fields: payload.NewActionAttrs(payload.Attrs{"invoice": "inv-7"}), Page: 2},
+		{Type: org.ActUpdate, Record: "invoice", ID: "inv-7", Fields: payload.NewActionAttrs(payload.Attrs{"refunded": int64(120), "status": "refunded"})},
+		{Type: org.ActCreate, Record: "note", ID: "n-1"},
+		{Type: org.ActDelete, Record: "note", ID: "n-1"},
+	} {
+		name, args, err := agents.ToolCallFromAction(a)
+		if err != nil {
+			t.Fatalf("%+v: %v", a, err)
+		}
+		back, err := agents.ActionFromToolCall(name, args)
+		if err != nil || back != a {
+			t.Errorf("%s %s: came back as %+v (%v), want %+v", name, args, back, err, a)
+		}
+	}
+	if _, err := agents.ActionFromToolCall(org.ActUpdate, []byte(`{"record":"invoice","id":"inv-7"}`)); err == nil {
+		t.Error("an update without fields was accepted")
+	}
 }

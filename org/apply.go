@@ -162,6 +162,10 @@ func (s *State) apply(ev *events.Event) error {
 		return s.applyApprovalEscalated(ev)
 	case payload.EvCaseOpened:
 		return s.applyCaseOpened(ev)
+	case payload.EvRecordRead:
+		return s.applyRecordRead(ev)
+	case payload.EvRecordWritten:
+		return s.applyRecordWritten(ev)
 	}
 	return badEvent(ev, "unknown event type")
 }
@@ -189,6 +193,7 @@ func (s *State) applySessionStarted(ev *events.Event) error {
 		}
 	}
 	s.Limits = p.Limits.WithDefaults()
+	s.seedRecords(p.Seed)
 	for _, an := range p.Arrivals {
 		s.Arrival(an.Arrival).setNext(an.Next())
 	}
@@ -228,6 +233,7 @@ func (s *State) applyTurn(ev *events.Event) error {
 		m.Inbox = nil
 	}
 	m.Rejected = nil
+	m.Results = nil
 	s.Turns++
 	s.busy(m, p.BusyUntil)
 	return nil
@@ -431,6 +437,7 @@ func (s *State) applyTaskCompleted(ev *events.Event) error {
 		return refused(ev, rej)
 	}
 	t.Status, t.DoneAt, t.DoneBy, t.DoneSeq = StatusDone, clock.Time(ev.Time), m.ID, ev.Seq
+	s.outcomeDone(t)
 	m.Holding--
 	s.open--
 	if !t.Hidden {

@@ -42,6 +42,9 @@ type Case struct {
 	Skipped    []string      `json:"skipped,omitempty"` // template steps whose condition did not hold
 	Breached   bool          `json:"breached,omitempty"`
 	DoneAt     clock.Time    `json:"done_at,omitempty"` // when its last step was done; 0 while open
+	// Outcomes are what its steps must leave behind on records (format 2,
+	// records.go); hidden from agents.
+	Outcomes []CaseOutcome `json:"outcomes,omitempty"`
 }
 
 // Done reports whether every step of the case is done.
@@ -107,6 +110,12 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 	c := &Case{ID: p.Case, Template: p.Template, Title: p.Title, Queue: p.Queue, Team: p.Team, Priority: p.Priority, Value: p.Value,
 		Opened: clock.Time(ev.Time), OpenedBy: p.OpenedBy, Arrival: p.Arrival, Deadline: p.Deadline, Due: p.Due,
 		Attributes: p.Attributes, Facts: p.Facts, Skipped: slices.Clone(p.Skipped)}
+	for _, x := range p.Expected {
+		if _, ok := tpl.Step(x.Step); !ok || s.Record(x.Record, x.ID) == nil {
+			return badEvent(ev, "case %q expects an outcome of step %q on %s %q, which does not exist", p.Case, x.Step, x.Record, x.ID)
+		}
+		c.Outcomes = append(c.Outcomes, CaseOutcome{Expected: x})
+	}
 	ids := map[string]bool{}
 	for i := range p.Steps {
 		ids[p.Steps[i].ID] = true

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events/payload"
 )
 
 // This file holds each action's preconditions, written once: whether a
@@ -26,6 +27,8 @@ type Checked struct {
 	Request *Request // approve, reject, escalate
 	// For is the parsed "for" of work and wait; 0 when the action gives none.
 	For clock.Duration
+	// Fields are a record tool's fields, normalized to their types.
+	Fields payload.Attrs
 }
 
 // Check is the structural check of action a by member m at time now: the
@@ -86,6 +89,8 @@ func (s *State) Check(m *Member, a Action, now clock.Time) (Checked, *Rejection)
 		}
 	case ActOpenCase:
 		rej = s.CheckOpenCase(m, a)
+	case ActGet, ActSearch, ActUpdate, ActCreate, ActDelete:
+		c.Fields, rej = s.CheckRecord(m, a)
 	case ActWait:
 		if c.For, rej = s.parseFor(a); rej == nil {
 			rej = checkWaitUntil(clock.Time(a.Until), now)

@@ -19,6 +19,13 @@
 // events/payload; org applies them and never encodes JSON itself, but for
 // its state's snapshot (snapshot_codec.go), which needs its internals.
 //
+// In a world with systems (format 2, records.go) the state holds records,
+// drawn from the session's seed when it starts; the record tools read them
+// (record.read: the results reach the reader's next observation) and write
+// them (record.written, with the values before and after), each checked by
+// role; a case's outcomes are kept with the values its records held when
+// each step was completed, for the rubric to verify.
+//
 //	st := org.New(world)
 //	for ev, err := range log.Read(ctx, session, 1) {
 //		if err != nil { ... }

@@ -56,6 +56,11 @@ type State struct {
 	Limits Limits
 	// Cases are the cases opened so far, in order (format 2).
 	Cases []*Case
+	// Records are the records of the world's systems (format 2,
+	// records.go), in creation order; Collateral counts the writes no case
+	// asked for.
+	Records    []*Record
+	Collateral int
 
 	Reward     float64 // the sum of the reward events so far
 	Turns      int     // turns taken by all members
@@ -65,6 +70,7 @@ type State struct {
 	Violations int // rejections of kind "policy"
 
 	cases    map[string]*Case
+	records  map[string]*Record // type/id
 	members  map[string]*Member
 	tasks    map[string]*Task
 	requests map[string]*Request
@@ -119,6 +125,11 @@ type Member struct {
 	// Rejected are the member's actions refused since its latest turn began;
 	// its next observation shows them.
 	Rejected []RejectedView `json:"rejected,omitempty"`
+	// Results are the member's reads since its latest turn began (format
+	// 2); its next observation shows them. Collateral counts its writes no
+	// case asked for.
+	Results    []ReadResult `json:"results,omitempty"`
+	Collateral int          `json:"collateral,omitempty"`
 }
 
 // Task kinds.
@@ -246,6 +257,7 @@ func New(w *worlds.World) *State {
 		queues:     map[string]*Queue{},
 		dependents: map[string][]*Task{},
 		cases:      map[string]*Case{},
+		records:    map[string]*Record{},
 	}
 	for i := range w.Members {
 		m := &w.Members[i]
@@ -668,11 +680,13 @@ type snapshot struct {
 	Dispatch   *Dispatch       `json:"dispatch,omitempty"`
 	TurnErrors int             `json:"turn_errors,omitempty"` // omitted when 0: hashes of sessions without one are unchanged
 	Cases      []*Case         `json:"cases,omitempty"`       // format 2; omitted when none, as above
+	Records    []*Record       `json:"records,omitempty"`     // format 2 systems; omitted in worlds without
+	Collateral int             `json:"collateral,omitempty"`
 }
 
 func (s *State) snap() snapshot {
 	return snapshot{s.Now, s.LastSeq, s.Ended, s.EndReason, s.Members, s.Tasks, s.Requests, s.Messages, s.Budgets,
-		s.Queues, s.Arrivals, s.Fired, s.Reward, s.Turns, s.Timeouts, s.Rejections, s.Violations, s.customLimits(), s.Dispatch, s.TurnErrors, s.Cases}
+		s.Queues, s.Arrivals, s.Fired, s.Reward, s.Turns, s.Timeouts, s.Rejections, s.Violations, s.customLimits(), s.Dispatch, s.TurnErrors, s.Cases, s.Records, s.Collateral}
 }
 
 // customLimits is nil for the default limits, so that the snapshots (and
@@ -800,6 +814,16 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 		s.cases[c.ID] = c
 	}
 	s.Cases = sn.Cases
+	for _, r := range sn.Records {
+		if r == nil || s.records[recordKey(r.Type, r.ID)] != nil {
+			return nil, errors.New("org: snapshot has a bad record")
+		}
+		if _, ok := w.RecordType(r.Type); !ok {
+			return nil, fmt.Errorf("org: snapshot record %s of unknown type %q", r.ID, r.Type)
+		}
+		s.records[recordKey(r.Type, r.ID)] = r
+	}
+	s.Records, s.Collateral = sn.Records, sn.Collateral
 	s.link()
 	s.index()
 	s.Requests, s.Messages = sn.Requests, sn.Messages

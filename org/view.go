@@ -44,6 +44,12 @@ type Observation struct {
 	Ask []TaskView `json:"ask,omitempty"`
 	// Open are the case templates you may open with open_case.
 	Open []OpenView `json:"open,omitempty"`
+	// Systems are the world's business systems and what you may do in
+	// them; Policy the world's policy text; Results what your reads (get,
+	// search) of your last turn found (format 2, records.go).
+	Systems []SystemView `json:"systems,omitempty"`
+	Policy  string       `json:"policy,omitempty"`
+	Results []ReadResult `json:"results,omitempty"`
 }
 
 // CaseView is a case as a member sees it: its attributes, never its facts.
@@ -101,6 +107,9 @@ type TaskView struct {
 	Step   string `json:"step,omitempty"`
 	Amount int64  `json:"amount,omitempty"`
 	NPC    string `json:"npc,omitempty"`
+	// Outcome is what the step must leave behind on a record (format 2
+	// systems; records.go).
+	Outcome *OutcomeView `json:"outcome,omitempty"`
 }
 
 // InfoView is information a task needs from a colleague before completion.
@@ -234,6 +243,7 @@ func (s *State) taskView(t *Task) TaskView {
 	v.Dependents = len(s.dependents[t.ID])
 	if t.Case != "" {
 		v.Case, v.Step, v.NPC = t.Case, t.Spec.Step, t.Spec.NPC
+		v.Outcome = s.outcomeView(t)
 		if t.Spec.Chain != "" {
 			v.Amount = t.Spec.ApprovalAmount()
 		}
@@ -504,6 +514,7 @@ func (s *State) View(id string) Observation {
 		o.Projects = append(o.Projects, ProjectView{ID: p.ID, Title: p.Title, Deadline: p.Deadline, Tasks: len(p.Tasks), Done: s.doneIn[p.ID]})
 	}
 	s.caseViews(&o, m)
+	s.recordsView(&o, m)
 	return o
 }
 

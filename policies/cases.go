@@ -35,6 +35,9 @@ func verifyStep(s *org.State, t *org.Task) string {
 	if r, why := s.Separated(t, t.DoneBy, false); r != nil {
 		return why
 	}
+	if why := outcomeUnmet(s, t); why != "" {
+		return why
+	}
 	if r := s.Request(t.Request); r != nil {
 		for _, st := range r.Steps {
 			if rule, why := s.Separated(t, st.Approver, true); rule != nil {

@@ -46,6 +46,9 @@ func Delta(s *org.State, ev events.Event, typed any) Credit {
 func AddDelta(acc *Credit, s *org.State, ev events.Event, typed any) {
 	switch ev.Type {
 	case payload.EvTaskCompleted, payload.EvWorkFinished, payload.EvActionRejected, payload.EvSLABreached:
+	case payload.EvRecordWritten:
+		acc.Team += collateralDelta(s, ev, typed)
+		return
 	default:
 		return // changes no score
 	}

@@ -54,6 +54,15 @@ type Scorecard struct {
 	// priority, in order of priority; only in a world whose tickets have an
 	// SLA by priority, or that has cases (version 2).
 	SLAByPriority []PrioritySLA `json:"sla_by_priority,omitempty"`
+	// Outcome (format 2 systems, outcomes.go) is the outcome score: per
+	// outcome of the cases opened, the share of its fields the record held
+	// at completion and at the end; OutcomeMax is the most it can be (the
+	// number of outcomes); WrongOutcomes the steps completed with their
+	// outcome unmet; Collateral the writes no case asked for.
+	Outcome       float64 `json:"outcome,omitempty"`
+	OutcomeMax    float64 `json:"outcome_max,omitempty"`
+	WrongOutcomes int     `json:"wrong_outcomes,omitempty"`
+	Collateral    int     `json:"collateral,omitempty"`
 }
 
 // PrioritySLA is the tickets and cases of one priority and their SLA
@@ -308,6 +317,7 @@ func Score(s *org.State) Scorecard {
 	c.BudgetOverrun = over
 	c.Penalties = float64(s.Violations)*w.Scoring.ViolationPenalty + float64(c.SLABreaches)*w.Scoring.SLAPenalty +
 		float64(over)*w.Scoring.BudgetPenalty
+	c.scoreOutcomes(s)
 	blocked(s, credit)
 	for _, m := range s.Messages {
 		credit[m.From].MessagesSent++

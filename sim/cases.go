@@ -33,6 +33,8 @@ func (e *Engine) drawAttrs(list []worlds.Attr, id, kind string, given payload.At
 				x = min(max(x, b.Min), b.Max)
 			}
 			out[a.Name] = x
+		case worlds.AttrRecord:
+			out[a.Name] = e.drawRecord(a.Record, key)
 		case worlds.AttrChoice:
 			total := 0
 			for _, c := range a.Choices {
@@ -134,6 +136,7 @@ func (e *Engine) openCase(tpl *worlds.CaseTemplate, id string, given payload.Att
 		}
 		p.Steps = append(p.Steps, org.TaskSpecOf(&def))
 	}
+	e.expected(tpl, &p)
 	return p
 }
 

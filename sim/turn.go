@@ -141,6 +141,8 @@ func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clo
 		p := e.openCase(tpl, memberCase(tpl.ID, m.ID, e.openedBy(m.ID, tpl.ID)+1), a.Attributes.Attrs(), tpl.Open.Bounds)
 		p.OpenedBy, p.BusyUntil = m.ID, cursor
 		e.emit(payload.EvCaseOpened, m.ID, cause, p)
+	case org.ActGet, org.ActSearch, org.ActUpdate, org.ActCreate, org.ActDelete:
+		cursor = e.performRecord(m, c, cause, cursor)
 	case org.ActWait:
 		var until clock.Time
 		switch {

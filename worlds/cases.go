@@ -52,6 +52,8 @@ type fileCaseStep struct {
 	Charge   string     `yaml:"charge"` // an amount attribute charged to the team's budget when the step is completed
 	NPC      string     `yaml:"npc"`    // an NPC who performs the step when asked
 	Answer   string     `yaml:"answer"` // the NPC's reply: a text template over the attributes and facts
+	// Outcome is what the step must leave behind on a record (version 2, systems.go).
+	Outcome *fileOutcome `yaml:"outcome"`
 }
 
 // fileRoute chooses an ID by an attribute's value.
@@ -79,6 +81,7 @@ type fileAttr struct {
 	Amount fileAmountDist `yaml:"amount"`
 	OneOf  fileChoices    `yaml:"one_of"`
 	Text   string         `yaml:"text"`
+	Record string         `yaml:"record"` // a record of this type, drawn per case (systems.go)
 }
 
 // fileChoices is a category: a list of equally likely values, or a
@@ -160,6 +163,7 @@ type Attr struct {
 	Amount  Dist
 	Choices []Choice
 	Text    *Text
+	Record  string // AttrRecord: the record type
 }
 
 // Choice is one value of a category and its weight.
@@ -271,6 +275,8 @@ type CaseStep struct {
 	Charge string // the amount attribute charged to the budget at completion; "" charges nothing
 	NPC    string // the NPC who performs it when asked
 	Answer *Text  // the NPC's reply
+	// Outcome is what it must leave behind on a record (systems.go); nil for none.
+	Outcome *Outcome
 }
 
 // OpenRule says which roles may open cases of a template, how many each
@@ -425,8 +431,12 @@ func (v *validator) attrs(path string, in map[string]fileAttr, known []Attr) []A
 			n++
 			a.Kind = AttrText
 		}
+		if fa.Record != "" {
+			n++
+			a.Kind, a.Record = AttrRecord, fa.Record
+		}
 		if n != 1 {
-			v.errf(p, "give exactly one of amount, one_of and text")
+			v.errf(p, "give exactly one of amount, one_of, text and record")
 			continue
 		}
 		out = append(out, a)
@@ -522,6 +532,11 @@ func (v *validator) cases(f *file, w *World, r *refs) {
 		c := CaseTemplate{ID: fc.ID, Queue: fc.Queue, Team: fc.Team}
 		c.Attrs = v.attrs(p+".attributes", fc.Attributes, nil)
 		c.Facts = v.attrs(p+".facts", fc.Facts, c.Attrs)
+		for _, a := range append(slices.Clone(c.Attrs), c.Facts...) {
+			if a.Kind == AttrRecord && r.types[a.Record] == nil {
+				v.errf(p+".attributes."+a.Name+".record", "unknown record type %q", a.Record)
+			}
+		}
 		all := append(slices.Clone(c.Attrs), c.Facts...)
 		title := fc.Title
 		if title == "" {
@@ -675,6 +690,7 @@ func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Att
 				v.errf(sp+".charge", "unknown amount attribute %q", s.Charge)
 			}
 		}
+		st.Outcome = v.outcome(sp+".outcome", s.Outcome, c, all, r)
 		c.Steps = append(c.Steps, st)
 	}
 	// Cycles among the steps.

@@ -239,6 +239,7 @@ type refs struct {
 	cases                                        map[string]string // case template -> where it is defined
 	memberRole                                   map[string]string
 	chainAttr                                    map[string]string // approval chain -> the attribute it reads
+	types                                        map[string]*RecordType
 }
 
 func (v *validator) dist(path string, d fileDist, cal *clock.Calendar, required bool) Dist {

@@ -42,6 +42,8 @@ type file struct {
 	Interrupts  []fileInterruption `yaml:"interruptions"`
 	Cases       []fileCase         `yaml:"cases"`      // version 2
 	Separation  []fileSeparation   `yaml:"separation"` // version 2
+	Systems     []fileSystem       `yaml:"systems"`    // version 2 (systems.go)
+	Policy      *filePolicy        `yaml:"policy"`     // version 2
 	Scoring     fileScoring        `yaml:"scoring"`
 	// Version 2.
 	Costs          *fileCosts `yaml:"costs"`
@@ -797,6 +799,8 @@ type validator struct {
 	// version is the file's format version (Version when it names none
 	// or a wrong one, so that the rest is checked as the newest).
 	version int
+	// refTypes are the record types by id, for outcome expressions (systems.go).
+	refTypes map[string]*RecordType
 	// horizon is the world's horizon once read (0 before): an RFC 3339
 	// instant past it is refused (when).
 	horizon clock.Time
@@ -1201,6 +1205,7 @@ func (v *validator) build(f *file) *World {
 			}
 		}
 	}
+	v.systems(f, w, r)
 	v.cases(f, w, r)
 	v.separation(f, w, r)
 	v.arrivals(f, w, r)

@@ -50,7 +50,11 @@ type World struct {
 	// Separation are the separation-of-duties rules over the steps of
 	// cases, in file order (version 2).
 	Separation []Separation
-	Scoring    Scoring
+	// Systems are the business systems and their record types (version 2,
+	// systems.go), in file order; Policy their policy text and precedence.
+	Systems []System
+	Policy  *Policy
+	Scoring Scoring
 	// Costs are the action costs and message latency the file sets
 	// (version 2); nil for the defaults. Read them with ActionCosts.
 	Costs *Costs

@@ -59,13 +59,13 @@ func fill(v reflect.Value, seed int) {
 func caseField(t reflect.Type, name string) bool {
 	switch t {
 	case reflect.TypeFor[org.Observation]():
-		return name == "Cases" || name == "Ask" || name == "Open"
+		return name == "Cases" || name == "Ask" || name == "Open" || name == "Systems" || name == "Results" || name == "Policy"
 	case reflect.TypeFor[org.TaskView]():
-		return name == "Case" || name == "Step" || name == "Amount" || name == "NPC"
+		return name == "Case" || name == "Step" || name == "Amount" || name == "NPC" || name == "Outcome"
 	case reflect.TypeFor[org.RequestView]():
 		return name == "TaskAmount"
 	case reflect.TypeFor[org.Action]():
-		return name == "Template" || name == "Attributes"
+		return name == "Template" || name == "Attributes" || name == "Record" || name == "ID" || name == "Fields" || name == "Page"
 	}
 	return false
 }

@@ -38,6 +38,9 @@ type CaseOpened struct {
 	NextAtZero bool `json:"next_at_zero,omitempty"`
 	// BusyUntil is when the member who opened it is free again.
 	BusyUntil clock.Time `json:"busy_until,omitempty"`
+	// Expected are the outcomes its steps must leave behind, computed when
+	// it opened (format 2 systems; hidden from agents).
+	Expected []Expected `json:"expected,omitempty"`
 }
 
 // SetNext records when the arrival's next case comes (at), or that it

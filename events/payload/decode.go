@@ -55,6 +55,8 @@ var decoders = map[string]func([]byte) (any, error){
 	EvApprovalEscalated: decodeTo[ApprovalEscalated],
 	EvTaskCreated:       decodeTo[TaskCreated],
 	EvCaseOpened:        decodeTo[CaseOpened],
+	EvRecordRead:        decodeTo[RecordRead],
+	EvRecordWritten:     decodeTo[RecordWritten],
 }
 
 func decodeTo[T any](b []byte) (any, error) {

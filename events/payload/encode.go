@@ -77,6 +77,12 @@ func AppendAction(dst []byte, a *Action) []byte {
 	if !a.Attributes.IsZero() {
 		dst = append(append(dst, `,"attributes":`...), a.Attributes.raw...)
 	}
+	dst = fastjson.AppendKeyStringOmit(dst, `,"record":`, a.Record)
+	dst = fastjson.AppendKeyStringOmit(dst, `,"id":`, a.ID)
+	if !a.Fields.IsZero() {
+		dst = append(append(dst, `,"fields":`...), a.Fields.raw...)
+	}
+	dst = fastjson.AppendKeyIntOmit(dst, `,"page":`, int64(a.Page))
 	return append(dst, '}')
 }
 

@@ -40,6 +40,12 @@ const (
 	// template, with its attributes, its hidden facts and the steps that
 	// apply to it.
 	EvCaseOpened = "case.opened"
+	// EvRecordRead is a get or search of records (format 2): the results
+	// reach the member in its next observation, computed from the state.
+	EvRecordRead = "record.read"
+	// EvRecordWritten is an update, create or delete of a record, with the
+	// values before and after (format 2).
+	EvRecordWritten = "record.written"
 )
 
 // SLABreached records that a ticket was still open when its deadline passed.
@@ -353,6 +359,14 @@ type Action struct {
 	// attributes the member gives (the rest are drawn).
 	Template   string      `json:"template,omitempty"`
 	Attributes ActionAttrs `json:"attributes,omitzero"`
+	// Record, ID, Fields and Page are the record tools' (get, search,
+	// update, create, delete): the record type, the record's id, the
+	// field values to write (or, for search, to match), and the page of
+	// results. Fields are kept as canonical JSON like Attributes.
+	Record string      `json:"record,omitempty"`
+	ID     string      `json:"id,omitempty"`
+	Fields ActionAttrs `json:"fields,omitzero"`
+	Page   int         `json:"page,omitempty"`
 }
 
 // RequestStep is one approval a request needs: as approval.requested
@@ -373,7 +387,7 @@ type RequestStep struct {
 var Types = []string{
 	EvActionRejected, EvApprovalEscalated, EvApprovalGranted, EvApprovalRejected, EvApprovalRequested,
 	EvCaseOpened, EvMemberLeft, EvMemberReturned, EvMemberWaiting, EvMessageDelivered, EvMessageSent,
-	EvProjectStarted, EvQueueDown, EvQueueUp, EvReward, EvSessionEnded, EvSessionStarted,
+	EvProjectStarted, EvQueueDown, EvQueueUp, EvRecordRead, EvRecordWritten, EvReward, EvSessionEnded, EvSessionStarted,
 	EvSLABreached, EvTaskChanged, EvTaskClaimed, EvTaskCompleted, EvTaskCreated, EvTaskHandedOff,
 	EvTaskReprioritized, EvTurn, EvTurnFailed, EvTurnTimeout, EvWorkFinished, EvWorkStarted,
 }

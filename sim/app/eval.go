@@ -64,6 +64,13 @@ type EvalResult struct {
 	Max        float64      `json:"max"`
 	Completion float64      `json:"completion_mean"`
 	Goals      []GoalResult `json:"goals"`
+	// OutcomeMean is the outcome score's mean over the seeds and
+	// OutcomeMax the mean of its maximum possible (the outcomes of the
+	// cases opened); OutcomeScores per seed. In a world with systems
+	// (format 2) only.
+	OutcomeMean   *float64  `json:"outcome_mean,omitempty"`
+	OutcomeMax    *float64  `json:"outcome_max,omitempty"`
+	OutcomeScores []float64 `json:"outcome_scores,omitempty"`
 	// PassAt1 and PassK count a run as passed when every goal passed in it.
 	PassAt1 float64 `json:"pass_at_1"`
 	PassK   bool    `json:"pass_k"`
@@ -207,6 +214,15 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 	}
 	n := float64(len(cards))
 	res.Mean = sum / n
+	if len(w.Systems) > 0 {
+		var om, ox float64
+		for _, c := range cards {
+			om += c.Outcome / n
+			ox += c.OutcomeMax / n
+			res.OutcomeScores = append(res.OutcomeScores, c.Outcome)
+		}
+		res.OutcomeMean, res.OutcomeMax = &om, &ox
+	}
 	res.Min, res.Max = res.Scores[0], res.Scores[0]
 	for _, x := range res.Scores {
 		res.StdDev += (x - res.Mean) * (x - res.Mean)

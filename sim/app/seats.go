@@ -111,7 +111,7 @@ func BuildSeats(meta events.SessionMeta, w *worlds.World, o SeatOptions) (*Seats
 			s.Kinds["llm"]++
 			continue
 		}
-		a, err := agents.New(name, agents.Options{Seed: meta.Seed, Member: member})
+		a, err := agents.New(name, agents.Options{Seed: meta.Seed, Member: member, World: w})
 		if err != nil {
 			if o.Lenient {
 				continue

@@ -200,6 +200,9 @@ func printScorecard(w io.Writer, r *app.RunResult) {
 		fmt.Fprintf(tw, "SLA breaches\t%s\n", strings.Join(parts, ", "))
 	}
 	fmt.Fprintf(tw, "completion\t%.1f%%\n", 100*s.Completion)
+	if s.OutcomeMax > 0 {
+		fmt.Fprintf(tw, "outcome\t%.2f of %.0f  (wrong outcomes %d, collateral writes %d)\n", s.Outcome, s.OutcomeMax, s.WrongOutcomes, s.Collateral)
+	}
 	fmt.Fprintf(tw, "violations\t%d  (rejected actions: %d, timeouts: %d)\n", s.Violations, s.Rejections, s.Timeouts)
 	if s.TurnErrors > 0 {
 		fmt.Fprintf(tw, "turn errors\t%d  (the agents could not decide; the last: %s)\n", s.TurnErrors, r.Failure)

@@ -103,6 +103,9 @@ its mean share within SLA is shown) and the budget (budget: no overrun).`,
 			fmt.Fprintf(tw, "seeds\t%d (%d..%d), %s, %s\n", len(res.Seeds), res.Seeds[0], res.Seeds[len(res.Seeds)-1], res.Wall, res.Rubric)
 			fmt.Fprintf(tw, "team score\tmean %.2f  sd %.2f  min %.2f  max %.2f\n", res.Mean, res.StdDev, res.Min, res.Max)
 			fmt.Fprintf(tw, "completion\tmean %.1f%%\n", 100*res.Completion)
+			if res.OutcomeMean != nil {
+				fmt.Fprintf(tw, "outcome\tmean %.2f of %.2f\n", *res.OutcomeMean, *res.OutcomeMax)
+			}
 			fmt.Fprintf(tw, "all goals\tpass@1 %.2f  pass^%d %s\n", res.PassAt1, len(res.Seeds), yesNo(res.PassK))
 			tw.Flush()
 			fmt.Fprintln(a.stdout)

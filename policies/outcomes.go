@@ -1,0 +1,98 @@
+package policies
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/org"
+)
+
+// This file scores outcomes (format 2 systems): what a case's steps must
+// leave behind on records, verified from the state and never from what a
+// member claims. A field counts when the record held its expected value
+// both when the step was completed and at the end; a step's outcome score
+// is the share of its fields that count (partial credit per field). A
+// step completed with its outcome unmet earns nothing (it does not
+// verify) and is counted as a wrong outcome, apart from policy
+// violations. Every write no case in the writer's hands asked for is
+// collateral damage and costs the violation penalty.
+
+// outcomeUnmet is why a completed step does not verify on its outcome:
+// a field the record did not hold the expected value of at completion.
+func outcomeUnmet(s *org.State, t *org.Task) string {
+	c := s.CaseOf(t)
+	if c == nil {
+		return ""
+	}
+	for _, o := range c.Outcomes {
+		if o.Step != t.Spec.Step || !o.Done {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(o.Fields)) {
+			if !org.SameValue(o.AtDone[k], o.Fields[k]) {
+				return fmt.Sprintf("wrong outcome: %s %s %s was %v at completion, want %v", o.Record, o.ID, k, jsonText(o.AtDone[k]), jsonText(o.Fields[k]))
+			}
+		}
+	}
+	return ""
+}
+
+func jsonText(x any) string {
+	if x == nil {
+		return "unset"
+	}
+	return fmt.Sprint(x)
+}
+
+// OutcomeScore is the outcome score of a state: the sum over the outcomes
+// of the cases opened of the share of fields right at completion and at
+// the end; max is how many outcomes there are; wrong counts the steps
+// completed with their outcome unmet.
+func OutcomeScore(s *org.State) (score, max float64, wrong int) {
+	for _, c := range s.Cases {
+		for _, o := range c.Outcomes {
+			max++
+			if !o.Done || len(o.Fields) == 0 {
+				continue
+			}
+			r := s.Record(o.Record, o.ID)
+			right, met := 0, true
+			for k, want := range o.Fields { // order: a count
+				at := org.SameValue(o.AtDone[k], want)
+				met = met && at
+				if at && r != nil && !r.Deleted && org.SameValue(r.Fields[k], want) {
+					right++
+				}
+			}
+			if !met {
+				wrong++
+			}
+			score += float64(right) / float64(len(o.Fields))
+		}
+	}
+	return round(score), max, wrong
+}
+
+// scoreOutcomes fills in the scorecard's outcome figures and charges the
+// collateral damage.
+func (c *Scorecard) scoreOutcomes(s *org.State) {
+	if len(s.World.Systems) == 0 {
+		return
+	}
+	c.Outcome, c.OutcomeMax, c.WrongOutcomes = OutcomeScore(s)
+	c.Collateral = s.Collateral
+	c.Penalties += float64(s.Collateral) * s.World.Scoring.ViolationPenalty
+}
+
+// collateralDelta is the dense reward of a record.written: the collateral
+// damage's cost, as scoreOutcomes charges it.
+func collateralDelta(s *org.State, ev events.Event, typed any) float64 {
+	p, err := payload.As[payload.RecordWritten](&ev, typed)
+	if err != nil || !p.Collateral {
+		return 0
+	}
+	return -s.World.Scoring.ViolationPenalty
+}

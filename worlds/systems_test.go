@@ -1,0 +1,142 @@
+package worlds
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func mustLoadFile(tb testing.TB, path string) *World {
+	tb.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w, err := Load(path, src)
+	if err != nil {
+		tb.Fatalf("load %s: %v", path, err)
+	}
+	return w
+}
+
+func TestBillingSupportRecords(t *testing.T) {
+	w := mustLoadFile(t, "shipped/billing-support.yaml")
+	recs := w.SeedRecords(1)
+	again := w.SeedRecords(1)
+	var inv, acc, stale int
+	byID := map[string]Record{}
+	for i, r := range recs {
+		byID[r.ID] = r
+		if again[i].ID != r.ID || again[i].Fields["amount"] != r.Fields["amount"] {
+			t.Fatalf("record %d differs between two draws of one seed", i)
+		}
+	}
+	for _, r := range recs {
+		switch r.Type {
+		case "invoice":
+			inv++
+		case "account":
+			acc++
+			o := byID[r.Fields["invoice"].(string)]
+			if o.Fields["amount"] != r.Fields["amount"] || o.Fields["plan"] != r.Fields["plan"] {
+				stale++
+			}
+		}
+	}
+	if inv != 41 || acc < 41 || stale == 0 || stale == acc {
+		t.Fatalf("got %d invoices, %d accounts, %d stale; want 41, >= 41, some but not all stale", inv, acc, stale)
+	}
+	c, _ := w.CaseTemplate("refund")
+	o := c.Steps[0].Outcome
+	if o == nil || o.Type != "invoice" || len(o.Set) != 2 {
+		t.Fatalf("outcome = %+v", o)
+	}
+	got, ok := o.Set[0].Expr.Eval(RecordVars(map[string]any{}, map[string]any{"plan": "monthly", "amount": int64(301)}, nil))
+	if !ok || got != 150 {
+		t.Fatalf("refunded of a monthly 301 = %v (%v), want 150", got, ok)
+	}
+}
+
+func TestSystemsErrors(t *testing.T) {
+	base, err := os.ReadFile("shipped/billing-support.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, old, new, want string
+	}{
+		{"unknown field in a record", "refunded: 0, status: paid}", "refunded: 0, status: paid, colour: red}",
+			"b.yaml:60:108: systems[1].types[0].records[0].colour: unknown field"},
+		{"reference to a missing record", "", "", ""},
+		{"wrong expression", `"record.plan == 'annual' ? record.amount : int(record.amount / 2)"`, `"record.plan == 'annual' ? record.amount : int(record.amont / 2)"`, `record invoice has no field "amont"`},
+		{"syntax error", `"'refunded'"`, `"'refunded"`, "bad expression"},
+		{"unknown field in outcome", "status: \"'refunded'\"", "state: \"'refunded'\"", `unknown field "state"`},
+		{"unknown field type", "customer: {type: text}", "customer: {type: txt}", `unknown field type "txt"`},
+		{"bad enum value", "refunded: 0, status: paid}", "refunded: 0, status: lost}", "status is one of paid, refunded"},
+		{"version 1", "version: 2", "version: 1", "systems needs version: 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := string(base)
+			if tc.old == "" {
+				// A CRM record listed by hand naming an invoice no one has.
+				src = strings.Replace(src, "        copy: {of: invoice", "        records:\n          - {id: acc-x, invoice: inv-999, amount: 5}\n        generate: {count: 1, fields: {notes: {text: x}}}\n        copy: {of: invoice", 1)
+				tc.want = `no invoice record "inv-999"`
+			} else if !strings.Contains(src, tc.old) {
+				t.Fatalf("the world has no %q", tc.old)
+			} else {
+				src = strings.Replace(src, tc.old, tc.new, 1)
+			}
+			_, err := Load("b.yaml", []byte(src))
+			if err == nil {
+				t.Fatalf("loaded; want an error with %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "b.yaml:") {
+				t.Fatalf("got %v, want b.yaml:line:col … %q", err, tc.want)
+			}
+			if e := err.(ErrorList)[0]; e.Line == 0 || e.Column == 0 {
+				t.Fatalf("error %v has no position", e)
+			}
+		})
+	}
+}
+
+// An outcome may read the records its record's reference fields name
+// (ref.<field>.<field>); a name that is not there is refused where it is.
+func TestOutcomeReadsReferences(t *testing.T) {
+	w := mustLoadFile(t, "shipped/access-requests.yaml")
+	c, _ := w.CaseTemplate("access")
+	o := c.Steps[1].Outcome
+	g, _ := w.RecordType("grant")
+	if got := o.RefFields(g); len(got) != 1 || got[0] != "employee" {
+		t.Fatalf("RefFields = %v, want [employee]", got)
+	}
+	for _, tc := range []struct {
+		emp  map[string]any
+		app  string
+		want string
+	}{
+		{map[string]any{"active": true, "department": "finance"}, "ledger", "write"},
+		{map[string]any{"active": true, "department": "sales"}, "ledger", "read"},
+		{map[string]any{"active": false, "department": "finance"}, "ledger", "none"},
+	} {
+		got, ok := o.Set[0].Expr.Eval(RecordVars(map[string]any{}, map[string]any{"app": tc.app}, map[string]map[string]any{"employee": tc.emp}))
+		if !ok || got != tc.want {
+			t.Errorf("%v on %s: got %v, want %s", tc.emp, tc.app, got, tc.want)
+		}
+	}
+	src, err := os.ReadFile("shipped/access-requests.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ old, new, want string }{
+		{"ref.employee.department == 'finance'", "ref.employee.dept == 'finance'", `record employee has no field "dept"`},
+		{"!ref.employee.active", "!ref.person.active", `record grant has no reference field "person"`},
+	} {
+		old, want := tc.old, tc.want
+		bad := strings.Replace(string(src), old, tc.new, 1)
+		_, err := Load("a.yaml", []byte(bad))
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "a.yaml:1") {
+			t.Errorf("%s: got %v, want a.yaml:line:col … %s", old, err, want)
+		}
+	}
+}
