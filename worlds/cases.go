@@ -365,6 +365,13 @@ func (v *validator) compileExpr(path, src, out string, attrs []Attr) *Expr {
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]
 		}
+		if strings.HasPrefix(msg, "unknown name ") {
+			names := make([]string, 0, len(attrs))
+			for _, a := range attrs {
+				names = append(names, a.Name)
+			}
+			msg += " (it may use the attributes " + strings.Join(names, ", ") + ")"
+		}
 		v.errf(path, "bad expression %q: %s", src, msg)
 		return nil
 	}
@@ -418,16 +425,23 @@ func (v *validator) attrs(path string, in map[string]fileAttr, known []Attr) []A
 		}
 		if fa.OneOf.set {
 			n++
-			a.Kind = AttrChoice
 			a.Choices = v.choices(p+".one_of", fa.OneOf)
+			if a.Kind == "" {
+				a.Kind = AttrChoice
+			}
 		}
 		if fa.Text != "" {
 			n++
-			a.Kind = AttrText
+			if a.Kind == "" {
+				a.Kind = AttrText
+			}
 		}
 		if n != 1 {
 			v.errf(p, "give exactly one of amount, one_of and text")
-			continue
+			if n == 0 {
+				continue
+			}
+			// Kept with one of its kinds, so that its uses are not reported as well.
 		}
 		out = append(out, a)
 	}
@@ -439,6 +453,33 @@ func (v *validator) attrs(path string, in map[string]fileAttr, known []Attr) []A
 		}
 	}
 	return out
+}
+
+// notAmount says why name is not an amount attribute in list ("" when it
+// is one), naming the amount attributes there are.
+func notAmount(list []Attr, name string) string {
+	var amounts []string
+	for _, a := range list {
+		if a.Kind == AttrAmount {
+			amounts = append(amounts, a.Name)
+		}
+	}
+	have := "it has no amount attribute"
+	if len(amounts) > 0 {
+		have = "its amount attributes are " + strings.Join(amounts, ", ")
+	}
+	a, ok := findAttr(list, name)
+	switch {
+	case !ok:
+		return "no such attribute; " + have
+	case a.Kind != AttrAmount:
+		kind := "one_of"
+		if a.Kind == AttrText {
+			kind = "text"
+		}
+		return fmt.Sprintf("it is a %s attribute, not an amount; %s", kind, have)
+	}
+	return ""
 }
 
 func findAttr(list []Attr, name string) (*Attr, bool) {
@@ -494,7 +535,7 @@ func (v *validator) route(path string, r *fileRoute, attrs []Attr, kind string, 
 		v.errf(path+".attribute", "unknown attribute %q", r.Attribute)
 		return nil
 	case a.Kind != AttrChoice:
-		v.errf(path+".attribute", "route by a one_of attribute; %q is %s", r.Attribute, a.Kind)
+		v.errf(path+".attribute", "route by a one_of attribute; %q is an %s attribute", r.Attribute, a.Kind)
 		return nil
 	}
 	for _, val := range slices.Sorted(maps.Keys(r.Map)) {
@@ -576,15 +617,22 @@ func (v *validator) caseSLA(path string, fc *fileCase, c *CaseTemplate, cal *clo
 			c.SLAByPriority[pr] = d
 		}
 	}
-	if c.PriorityExpr == nil {
-		if len(c.Priority) == 0 {
-			if _, ok := s.byPriority[0]; !ok {
-				v.errf(path, "the SLA map has no entry for priority 0, which every case of this template has (it draws no priority)")
+	if fc.Priority.Expr == "" { // an expression can give any priority; a bad one is reported already
+		lists := make([]string, 0, len(s.byPriority))
+		for _, pr := range slices.Sorted(maps.Keys(s.byPriority)) {
+			lists = append(lists, fmt.Sprint(pr))
+		}
+		missing := func(pr int, why string) {
+			if _, ok := s.byPriority[pr]; !ok {
+				v.errf(path, "the SLA by priority has no entry for priority %d, which %s (it lists %s)", pr, why, strings.Join(lists, ", "))
 			}
 		}
+		if len(c.Priority) == 0 {
+			missing(0, "every case of this template has: it draws no priority")
+		}
 		for _, wt := range c.Priority {
-			if _, ok := s.byPriority[wt.Priority]; !ok && wt.Weight > 0 {
-				v.errf(path, "the SLA map has no entry for priority %d, which the template's priority weights can draw", wt.Priority)
+			if wt.Weight > 0 {
+				missing(wt.Priority, "the template's priority weights can draw")
 			}
 		}
 	}
@@ -663,16 +711,16 @@ func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Att
 			attr := r.chainAttr[s.Approval]
 			switch {
 			case attr != "":
-				if a, ok := findAttr(c.Attrs, attr); !ok || a.Kind != AttrAmount {
-					v.errf(sp+".approval", "chain %s reads attribute %q, which is not an amount attribute of template %s", s.Approval, attr, c.ID)
+				if why := notAmount(c.Attrs, attr); why != "" {
+					v.errf(sp+".approval", "chain %s reads attribute %q, which template %s cannot give: %s", s.Approval, attr, c.ID, why)
 				}
 			case s.Charge == "":
 				v.errf(sp+".approval", "chain %s reads no attribute and the step charges nothing: there is no amount to approve", s.Approval)
 			}
 		}
 		if s.Charge != "" {
-			if a, ok := findAttr(c.Attrs, s.Charge); !ok || a.Kind != AttrAmount {
-				v.errf(sp+".charge", "unknown amount attribute %q", s.Charge)
+			if why := notAmount(c.Attrs, s.Charge); why != "" {
+				v.errf(sp+".charge", "cannot charge %q: %s", s.Charge, why)
 			}
 		}
 		c.Steps = append(c.Steps, st)
@@ -689,7 +737,10 @@ func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Att
 		switch state[id] {
 		case 1:
 			i := slices.Index(path, id)
-			v.errf(ids[id]+".deps", "dependency cycle: %s", strings.Join(append(path[i:], id), " -> "))
+			// Reported at the dependency that closes the cycle, as a project's is.
+			from := path[len(path)-1]
+			v.errf(fmt.Sprintf("%s.deps[%d]", strings.TrimSuffix(ids[from], ".id"), slices.Index(byID[from].Deps, id)),
+				"dependency cycle: %s", strings.Join(append(path[i:], id), " -> "))
 			return false
 		case 2:
 			return true
@@ -739,11 +790,11 @@ func (v *validator) caseOpen(path string, fo *fileOpen, c *CaseTemplate, r *refs
 	for _, name := range slices.Sorted(maps.Keys(fo.Bounds)) {
 		b := fo.Bounds[name]
 		bp := path + ".bounds." + name
-		a, ok := findAttr(c.Attrs, name)
-		if !ok || a.Kind != AttrAmount {
-			v.errf(bp, "unknown amount attribute %q", name)
+		if why := notAmount(c.Attrs, name); why != "" {
+			v.errf(bp, "cannot bound %q: %s", name, why)
 			continue
 		}
+		a, _ := findAttr(c.Attrs, name)
 		lo, hi := a.Amount.Range()
 		if b.Min != nil {
 			lo = *b.Min
