@@ -15,8 +15,10 @@ import (
 // per case from the seed, and the steps that apply to it.
 
 // drawAttrs draws a template's attributes (or facts) for case id; given
-// ones (a member's open_case) are kept.
-func (e *Engine) drawAttrs(list []worlds.Attr, id, kind string, given payload.Attrs, vars map[string]any) payload.Attrs {
+// ones (a member's open_case) are kept. A drawn amount is held within
+// bounds, when given (a member's case: what it does not give must be
+// within the bounds too, or the case would be refused when applied).
+func (e *Engine) drawAttrs(list []worlds.Attr, id, kind string, given payload.Attrs, bounds map[string]worlds.Bound, vars map[string]any) payload.Attrs {
 	out := payload.Attrs{}
 	seed := e.cfg.Seed
 	for _, a := range list {
@@ -27,7 +29,11 @@ func (e *Engine) drawAttrs(list []worlds.Attr, id, kind string, given payload.At
 		key := "case/" + id + "/" + kind + "/" + a.Name
 		switch a.Kind {
 		case worlds.AttrAmount:
-			out[a.Name] = a.Amount.Sample(unit(seed, key+"/u"), expo(seed, key+"/e"))
+			x := a.Amount.Sample(unit(seed, key+"/u"), expo(seed, key+"/e"))
+			if b, ok := bounds[a.Name]; ok {
+				x = min(max(x, b.Min), b.Max)
+			}
+			out[a.Name] = x
 		case worlds.AttrChoice:
 			total := 0
 			for _, c := range a.Choices {
@@ -62,10 +68,16 @@ func (e *Engine) drawAttrs(list []worlds.Attr, id, kind string, given payload.At
 }
 
 // openCase builds the case.opened of a new case of template tpl.
-func (e *Engine) openCase(tpl *worlds.CaseTemplate, id string, given payload.Attrs) payload.CaseOpened {
+// member tells whether a member opens it (its amounts are then within the
+// template's open bounds).
+func (e *Engine) openCase(tpl *worlds.CaseTemplate, id string, given payload.Attrs, member bool) payload.CaseOpened {
 	vars := map[string]any{"case": id}
-	attrs := e.drawAttrs(tpl.Attrs, id, "attr", given, vars)
-	facts := e.drawAttrs(tpl.Facts, id, "fact", nil, vars)
+	var bounds map[string]worlds.Bound
+	if member && tpl.Open != nil {
+		bounds = tpl.Open.Bounds
+	}
+	attrs := e.drawAttrs(tpl.Attrs, id, "attr", given, bounds, vars)
+	facts := e.drawAttrs(tpl.Facts, id, "fact", nil, nil, vars)
 	attrVars := payload.Vars(id, attrs)
 	p := payload.CaseOpened{Case: id, Template: tpl.ID, Title: tpl.Title.Render(attrVars), Value: tpl.Value,
 		Attributes: attrs, Facts: facts}
@@ -158,7 +170,7 @@ func (e *Engine) arrivalCase(a *worlds.Arrival, n int, cause uint64) {
 	for {
 		id := a.ID + "-" + strconv.Itoa(n+1)
 		next, more := e.arrivalAt(a, n+1, at)
-		p := e.openCase(tpl, id, nil)
+		p := e.openCase(tpl, id, nil, false)
 		p.Arrival = a.ID
 		p.SetNext(next, more)
 		e.emit(payload.EvCaseOpened, "", cause, p)
