@@ -465,3 +465,158 @@ func TestCaseSeparationRoutesAround(t *testing.T) {
 		t.Errorf("tom approving: refused by %s", rej.Rule)
 	}
 }
+
+// TestOpenCase: max (sales) may open one claim with attributes within
+// their bounds; an unknown template, amounts out of bounds, a second claim
+// (the quota is 1) and a handler opening one are refused, the policy ones
+// by rule open-case.
+func TestOpenCase(t *testing.T) {
+	e := caseEngine(t, 1, "at: [0s, 1h, 2h, 3h, 4h, 5h, 6h, 7h]", "at: [1d]")
+	attrs := func(a payload.Attrs) payload.ActionAttrs { return payload.NewActionAttrs(a) }
+	evs := drive(t, e, func(o org.Observation) sim.Answer {
+		ans := sim.Answer{Member: o.Member, Turn: o.Turn, Actions: []org.Action{}}
+		if o.Turn != 1 {
+			return ans
+		}
+		switch o.Member {
+		case "max":
+			if len(o.Open) != 1 || o.Open[0].Template != "claim" || o.Open[0].Left != 1 {
+				t.Errorf("max may open %+v, want one claim", o.Open)
+			}
+			ans.Actions = []org.Action{
+				{Type: org.ActOpenCase, Template: "claims"},
+				{Type: org.ActOpenCase, Template: "claim", Attributes: attrs(payload.Attrs{"amount": int64(9000)})},
+				{Type: org.ActOpenCase, Template: "claim", Attributes: attrs(payload.Attrs{"line": "boat"})},
+				{Type: org.ActOpenCase, Template: "claim", Attributes: attrs(payload.Attrs{"damage": "found"})},
+				{Type: org.ActOpenCase, Template: "claim", Attributes: attrs(payload.Attrs{"amount": int64(2500), "line": "home"})},
+				{Type: org.ActOpenCase, Template: "claim"},
+			}
+		case "hana":
+			if len(o.Open) != 0 {
+				t.Errorf("hana may open %+v, want nothing", o.Open)
+			}
+			ans.Actions = []org.Action{{Type: org.ActOpenCase, Template: "claim"}}
+		}
+		return ans
+	}, false, 0)
+	mustReplayLive(t, e, evs)
+	want := []string{
+		`hana open_case : open-case: hana (handler) may not open claim cases`,
+		`max open_case : : no case template "claims"`,
+		`max open_case : open-case: attribute amount = 9000 is outside its bounds [100, 5000]`,
+		`max open_case : open-case: attribute line = boat is not one of its values`,
+		`max open_case : : template claim has no attribute "damage"`,
+		`max open_case : open-case: max has opened 1 claim cases, its quota`,
+	}
+	if got := rejections(t, evs); !slices.Equal(got, want) {
+		t.Errorf("refusals:\ngot  %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+	var cases []payload.CaseOpened
+	for _, p := range openedCases(t, evs) {
+		if p.Arrival == "" {
+			cases = append(cases, p)
+		}
+	}
+	if len(cases) != 1 {
+		t.Fatalf("got %d cases opened by members, want 1: %+v", len(cases), cases)
+	}
+	p := cases[0]
+	if amount, _ := p.Attributes.Int("amount"); p.Case != "claim-max-1" || p.OpenedBy != "max" || amount != 2500 ||
+		p.Attributes["line"] != "home" || p.Attributes["ref"] != "C-claim-max-1" || p.Arrival != "" {
+		t.Errorf("opened %+v, want claim-max-1 by max with amount 2500, line home, ref drawn", p)
+	}
+	// Opened cases are worked like any other: the home claim's assessment is a senior's.
+	if got := e.State().Task("claim-max-1.assess").Spec.Role; got != "senior" {
+		t.Errorf("claim-max-1.assess role %s, want senior", got)
+	}
+}
+
+// TestOpenCaseDrawsWithinBounds: the amounts a member does not give are
+// drawn within the template's open bounds (here [100, 200], narrower
+// than the distribution's [100, 6000]).
+func TestOpenCaseDrawsWithinBounds(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		e := caseEngine(t, seed, "max: 5000}", "max: 200}", "quota: 1", "quota: 0")
+		var n int
+		for _, p := range openedCases(t, drive(t, e, greedy, false, 400)) {
+			if p.OpenedBy == "" {
+				continue
+			}
+			n++
+			if amount, _ := p.Attributes.Int("amount"); amount < 100 || amount > 200 {
+				t.Errorf("seed %d: %s opened with amount %d, outside [100, 200]", seed, p.Case, amount)
+			}
+		}
+		if n == 0 {
+			t.Errorf("seed %d: max opened no case", seed)
+		}
+	}
+}
+
+func claimsEngine(tb testing.TB, seed uint64) *sim.Engine {
+	tb.Helper()
+	src, err := worlds.Source("claims")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, _ := mustWorldEngine(tb, "claims.yaml", src, seed)
+	e.Start()
+	return e
+}
+
+// TestClaimsReplayAndRestore: a greedy claims session replays to its
+// state hash, and engines restored from snapshots taken along it (with
+// their cases) play on to the same log.
+func TestClaimsReplayAndRestore(t *testing.T) {
+	full := claimsEngine(t, 3)
+	want := drive(t, full, greedy, false, 0)
+	mustReplayLive(t, full, want)
+	if n := len(full.State().Cases); n < 20 {
+		t.Fatalf("claims opened %d cases, want a session full of them", n)
+	}
+	// A snapshot in the middle keeps the cases, their steps and what is done of them.
+	mid := claimsEngine(t, 3)
+	drive(t, mid, greedy, false, len(want)/2)
+	r, err := org.Restore(mid.State().World, mid.State().Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(r.Cases), len(mid.State().Cases); got != want || got == 0 {
+		t.Fatalf("restored %d cases, want %d", got, want)
+	}
+	for i, c := range mid.State().Cases {
+		rc := r.Case(c.ID)
+		if rc == nil || !slices.Equal(rc.Steps, c.Steps) || rc.DoneAt != c.DoneAt || rc.Breached != c.Breached || r.Cases[i].ID != c.ID {
+			t.Fatalf("case %s restored as %+v, want %+v", c.ID, rc, c)
+		}
+		for _, id := range c.Steps {
+			if r.CaseOf(r.Task(id)) != rc {
+				t.Fatalf("step %s restored without its case", id)
+			}
+		}
+	}
+	live := claimsEngine(t, 3)
+	checkRestores(t, live, 3, 97, want)
+}
+
+// TestCaseQueueBy: a template's queue_by sends home claims to queue q2
+// and every other claim to its queue.
+func TestCaseQueueBy(t *testing.T) {
+	e := caseEngine(t, 1, "queues: [{id: q, served_by: [handler, senior]}]", "queues: [{id: q, served_by: [handler, senior]}, {id: q2, served_by: [handler, senior]}]",
+		"    queue: q\n", "    queue: q\n    queue_by: {attribute: line, map: {home: q2}}\n")
+	evs := drive(t, e, idle, false, 0)
+	n := map[string]int{}
+	for _, p := range openedCases(t, evs) {
+		want := map[string]string{"home": "q2", "motor": "q"}[p.Attributes["line"].(string)]
+		if p.Queue != want {
+			t.Errorf("%s (%s): queue %s, want %s", p.Case, p.Attributes["line"], p.Queue, want)
+		}
+		if tk := e.State().Task(p.Steps[0].ID); tk.Queue != want {
+			t.Errorf("%s: its step is in queue %s, want %s", p.Case, tk.Queue, want)
+		}
+		n[p.Queue]++
+	}
+	if n["q"] == 0 || n["q2"] == 0 {
+		t.Errorf("cases by queue %v: want both queues used", n)
+	}
+}
