@@ -445,8 +445,16 @@ func (v *validator) attrs(path string, in map[string]fileAttr, known []Attr) []A
 		}
 		out = append(out, a)
 	}
-	// Text templates may use every other attribute.
-	all := append(slices.Clone(known), out...)
+	// Text templates may use the attributes known before this list (a
+	// fact's text, the case's attributes) and this list's amounts and
+	// categories, which are drawn before its texts are rendered; not
+	// another text of this list, which may not be rendered yet.
+	all := slices.Clone(known)
+	for _, a := range out {
+		if a.Kind != AttrText {
+			all = append(all, a)
+		}
+	}
 	for i := range out {
 		if out[i].Kind == AttrText {
 			out[i].Text = v.compileText(path+"."+out[i].Name+".text", in[out[i].Name].Text, all)
