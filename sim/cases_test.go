@@ -323,6 +323,14 @@ func scripted(t *testing.T, line string) ([]events.Event, *sim.Engine) {
 	evs := drive(t, e, func(o org.Observation) sim.Answer {
 		return sim.Answer{Member: o.Member, Turn: o.Turn, Actions: append([]org.Action{}, decide(o)...)}
 	}, false, 0)
+	// Once assess is done, a separation rule hides the decision from whom it bars.
+	at := stateAt(t, st.World, evs, completedEvent("a-1.assess"))
+	for _, m := range []string{"hana", "ivan"} {
+		offered := slices.ContainsFunc(at.View(m).Available, func(v org.TaskView) bool { return v.ID == "a-1.decide" })
+		if want := m != assessor; offered != want {
+			t.Errorf("after assess by %s, %s is offered the decision: %v, want %v", assessor, m, offered, want)
+		}
+	}
 	return evs, e
 }
 
@@ -418,6 +426,9 @@ func TestCaseStepsScripted(t *testing.T) {
 	beforePay := stateAt(t, w, evs, completedEvent("a-1.decide"))
 	if beforePay.Case("a-1").Done() {
 		t.Error("the case is done before its last step")
+	}
+	if r := st.Request(st.Task("a-1.decide").Request); r == nil || r.Amount != 4000 || r.Chain != "payouts" || r.Status != org.RequestApproved {
+		t.Errorf("the decision's request %+v: want payouts approving the claim's 4000", r)
 	}
 	if got := st.Budget("t").Spent; got != 4000 {
 		t.Errorf("after the payout, spent %d, want 4000", got)
