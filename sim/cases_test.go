@@ -631,3 +631,44 @@ func TestCaseQueueBy(t *testing.T) {
 		t.Errorf("cases by queue %v: want both queues used", n)
 	}
 }
+
+// TestCaseArrivalsFollowTheirTeamsCalendar: cases of a template whose
+// queue belongs to the Tokyo team arrive in Tokyo's working hours
+// (09:00-17:00 JST, 00:00-08:00 UTC), not the first team's (09:00-17:00 UTC).
+func TestCaseArrivalsFollowTheirTeamsCalendar(t *testing.T) {
+	src := []byte(`version: 2
+name: tokyo
+start: 2026-01-05T09:00:00Z
+horizon: 3d
+roles: [{id: eng}, {id: ops}]
+teams:
+  - {id: home, budget: 100}
+  - {id: tokyo, budget: 100, calendar: {hours: "09:00-17:00", timezone: Asia/Tokyo}}
+members:
+  - {id: alice, role: eng, team: home}
+  - {id: kenji, role: ops, team: tokyo}
+queues: [{id: q, served_by: [ops]}]
+cases:
+  - id: job
+    queue: q
+    steps: [{id: do, role: ops, effort: 1h}]
+arrivals:
+  - {id: a, case: job, process: scheduled, every: 3h}
+`)
+	e, w := mustWorldEngine(t, "tokyo.yaml", src, 1)
+	e.Start()
+	evs := drive(t, e, idle, false, 0)
+	n := 0
+	for _, ev := range evs {
+		if ev.Type != payload.EvCaseOpened {
+			continue
+		}
+		n++
+		if h := w.Calendar.Wall(clock.Time(ev.Time)).UTC().Hour(); h >= 8 {
+			t.Errorf("a case opened at %s, outside Tokyo's working hours", w.Calendar.Wall(clock.Time(ev.Time)).UTC().Format("Mon 15:04 UTC"))
+		}
+	}
+	if n < 4 {
+		t.Errorf("%d cases opened, want several", n)
+	}
+}
