@@ -100,7 +100,9 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 		if m == nil || ev.Actor != p.OpenedBy {
 			return badEvent(ev, "case %q opened by %q, who is not the event's actor", p.Case, p.OpenedBy)
 		}
-		if rej := s.CheckOpenCase(m, Action{Type: ActOpenCase, Template: p.Template, Attributes: payload.NewActionAttrs(p.Attributes)}); rej != nil {
+		// The event holds every attribute, the drawn ones too: a drawn text
+		// may be longer than an agent may send, so sizes are not checked.
+		if rej := s.checkOpenCase(m, Action{Type: ActOpenCase, Template: p.Template, Attributes: payload.NewActionAttrs(p.Attributes)}, false); rej != nil {
 			return refused(ev, rej)
 		}
 	}
@@ -183,6 +185,12 @@ func (s *State) stepDone(t *Task, at clock.Time) {
 // spent, and every attribute given is one of the template's (not a fact)
 // within its bounds.
 func (s *State) CheckOpenCase(m *Member, a Action) *Rejection {
+	return s.checkOpenCase(m, a, true)
+}
+
+// checkOpenCase is CheckOpenCase; sizes says whether to bound the texts
+// given by the message limit.
+func (s *State) checkOpenCase(m *Member, a Action, sizes bool) *Rejection {
 	if a.Template == "" {
 		return Reject(KindMalformed, "open_case needs a template")
 	}
@@ -230,7 +238,7 @@ func (s *State) CheckOpenCase(m *Member, a Action) *Rejection {
 			if _, isStr := val.(string); !isStr {
 				return Reject(KindMalformed, "attribute %s must be text", name)
 			}
-			if str := val.(string); len(str) > s.limits().MessageBytes {
+			if str := val.(string); sizes && len(str) > s.limits().MessageBytes {
 				return Reject(KindMalformed, "attribute %s is %d bytes; the limit is %d", name, len(str), s.limits().MessageBytes)
 			}
 		}

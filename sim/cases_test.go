@@ -451,6 +451,15 @@ func TestCaseStepsScripted(t *testing.T) {
 	if breaches != 1 || !c.Breached {
 		t.Errorf("breaches: %d, case breached %v; want 1, true", breaches, c.Breached)
 	}
+	// The scorecard: the case is done (its value earned) but not within its SLA.
+	sc := policies.Score(st)
+	wantSLA := []policies.PrioritySLA{{Priority: 2, Cases: 1, SLABreaches: 1}}
+	ts := sc.Templates
+	if sc.CasesDone != 1 || sc.CasesInSLA != 0 || !slices.Equal(sc.SLAByPriority, wantSLA) ||
+		len(ts) != 1 || ts[0].Done != 1 || ts[0].Breached != 1 || ts[0].InSLA != 0 || ts[0].Value != 10 {
+		t.Errorf("scorecard: done %d in SLA %d by priority %+v templates %+v; want the case done, breached, by priority %+v, worth 10",
+			sc.CasesDone, sc.CasesInSLA, sc.SLAByPriority, ts, wantSLA)
+	}
 }
 
 // TestCaseSeparationRoutesAround: a senior who assessed a home claim is
@@ -670,5 +679,37 @@ arrivals:
 	}
 	if n < 4 {
 		t.Errorf("%d cases opened, want several", n)
+	}
+}
+
+// TestOpenCaseUnderATightMessageLimit: a session whose message limit (8
+// bytes) is shorter than a drawn text attribute ("C-claim-max-1") still
+// opens a member's case (the engine panicked: the case.opened it emitted
+// was refused by its own apply), while a text the member gives is held to
+// the limit.
+func TestOpenCaseUnderATightMessageLimit(t *testing.T) {
+	w, src := caseWorld(t)
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s", Limits: org.Limits{MessageBytes: 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	evs := drive(t, e, func(o org.Observation) sim.Answer {
+		ans := sim.Answer{Member: o.Member, Turn: o.Turn, Actions: []org.Action{}}
+		if o.Member == "max" && o.Turn == 1 {
+			ans.Actions = []org.Action{
+				{Type: org.ActOpenCase, Template: "claim", Attributes: payload.NewActionAttrs(payload.Attrs{"ref": "a reference too long"})},
+				{Type: org.ActOpenCase, Template: "claim"},
+			}
+		}
+		return ans
+	}, false, 0)
+	mustReplayLive(t, e, evs)
+	want := []string{`max open_case : : attribute ref is 20 bytes; the limit is 8`}
+	if got := rejections(t, evs); !slices.Equal(got, want) {
+		t.Errorf("refusals %q, want %q", got, want)
+	}
+	if c := e.State().Case("claim-max-1"); c == nil || c.Attributes["ref"] != "C-claim-max-1" {
+		t.Errorf("max's case: %+v, want claim-max-1 with ref C-claim-max-1", c)
 	}
 }
