@@ -691,10 +691,16 @@ func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Att
 			if s.Answer != "" {
 				v.errf(sp+".answer", "only a step an NPC performs has an answer")
 			}
-			if v.ref(sp+".role", "role", s.Role, r.roles) && !r.agentHeld[s.Role] {
-				v.errf(sp+".role", "no agent seat holds role %q: give the step to an NPC with npc", s.Role)
+			if v.ref(sp+".role", "role", s.Role, r.roles) {
+				v.stepRole(sp+".role", s.ID, s.Role, c, r)
 			}
-			st.RoleBy = v.route(sp+".role_by", s.RoleBy, c.Attrs, "role", r.roles)
+			if st.RoleBy = v.route(sp+".role_by", s.RoleBy, c.Attrs, "role", r.roles); st.RoleBy != nil {
+				for _, val := range slices.Sorted(maps.Keys(st.RoleBy.Map)) {
+					if role := st.RoleBy.Map[val]; r.roles[role] != "" {
+						v.stepRole(sp+".role_by.map."+val, s.ID, role, c, r)
+					}
+				}
+			}
 			st.Effort = v.dist(sp+".effort", s.Effort, cal, true)
 		}
 		if s.Skill != "" && s.NPC != "" {
@@ -775,6 +781,30 @@ func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Att
 	always := slices.ContainsFunc(c.Steps, func(s CaseStep) bool { return s.When == nil })
 	if !always && len(c.Steps) > 0 {
 		v.errf(p+".steps", "every step has a condition: a case whose conditions all fail would have nothing to do")
+	}
+}
+
+// stepRole checks that a step's role (or one its routing picks) can do
+// it: an agent seat holds the role, and it serves every queue a case of
+// the template may be in (only a role serving a task's queue may claim it).
+func (v *validator) stepRole(path, step, role string, c *CaseTemplate, r *refs) {
+	if !r.agentHeld[role] {
+		v.errf(path, "no agent seat holds role %q: give the step to an NPC with npc", role)
+		return
+	}
+	queues := []string{c.Queue}
+	if c.QueueBy != nil {
+		for _, val := range slices.Sorted(maps.Keys(c.QueueBy.Map)) {
+			if q := c.QueueBy.Map[val]; !slices.Contains(queues, q) {
+				queues = append(queues, q)
+			}
+		}
+	}
+	for _, q := range queues {
+		if _, ok := r.servedBy[q]; ok && !slices.Contains(r.servedBy[q], role) {
+			v.errf(path, "step %q needs role %q, which does not serve queue %q", step, role, q)
+			return
+		}
 	}
 }
 
