@@ -721,7 +721,11 @@ func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Att
 			v.nonNegative(sp+".value", s.Value)
 			st.Value = *s.Value
 		}
-		if s.Approval != "" && v.ref(sp+".approval", "approval chain", s.Approval, r.chains) {
+		if s.Approval != "" && s.NPC != "" {
+			// The NPC completes the step when asked and never asks for an
+			// approval: its completion would be refused, over and over.
+			v.errf(sp+".approval", "a step an NPC performs cannot need an approval: the NPC does not ask for one")
+		} else if s.Approval != "" && v.ref(sp+".approval", "approval chain", s.Approval, r.chains) {
 			attr := r.chainAttr[s.Approval]
 			switch {
 			case attr != "":
