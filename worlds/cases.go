@@ -8,6 +8,8 @@ import (
 	"text/template"
 
 	"github.com/expr-lang/expr"
+	exprast "github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -205,6 +207,35 @@ func (x *Expr) Bool(vars map[string]any) bool {
 	out, err := expr.Run(x.prog, vars)
 	b, _ := out.(bool)
 	return err == nil && b
+}
+
+// literals lists the results x can have when each is an integer written
+// in it (x is one, or a ternary of them), in order; ok is false when x
+// computes its result otherwise (or is nil).
+func (x *Expr) literals() (out []int, ok bool) {
+	if x == nil {
+		return nil, false
+	}
+	tree, err := parser.Parse(x.Source)
+	if err != nil {
+		return nil, false
+	}
+	var walk func(n exprast.Node) bool
+	walk = func(n exprast.Node) bool {
+		switch n := n.(type) {
+		case *exprast.IntegerNode:
+			out = append(out, n.Value)
+			return true
+		case *exprast.ConditionalNode:
+			return walk(n.Exp1) && walk(n.Exp2)
+		}
+		return false
+	}
+	if !walk(tree.Node) {
+		return nil, false
+	}
+	slices.Sort(out)
+	return slices.Compact(out), true
 }
 
 // Int evaluates an integer expression; 0 on failure.
@@ -625,23 +656,31 @@ func (v *validator) caseSLA(path string, fc *fileCase, c *CaseTemplate, cal *clo
 			c.SLAByPriority[pr] = d
 		}
 	}
-	if fc.Priority.Expr == "" { // an expression can give any priority; a bad one is reported already
-		lists := make([]string, 0, len(s.byPriority))
-		for _, pr := range slices.Sorted(maps.Keys(s.byPriority)) {
-			lists = append(lists, fmt.Sprint(pr))
+	lists := make([]string, 0, len(s.byPriority))
+	for _, pr := range slices.Sorted(maps.Keys(s.byPriority)) {
+		lists = append(lists, fmt.Sprint(pr))
+	}
+	missing := func(pr int, why string) {
+		if _, ok := s.byPriority[pr]; !ok {
+			v.errf(path, "the SLA by priority has no entry for priority %d, which %s (it lists %s)", pr, why, strings.Join(lists, ", "))
 		}
-		missing := func(pr int, why string) {
-			if _, ok := s.byPriority[pr]; !ok {
-				v.errf(path, "the SLA by priority has no entry for priority %d, which %s (it lists %s)", pr, why, strings.Join(lists, ", "))
+	}
+	switch {
+	case fc.Priority.Expr != "":
+		// An expression whose results are integers written in it (a
+		// ternary of them) gives those; one that computes its result, any
+		// priority. A bad one is reported already.
+		if prs, ok := c.PriorityExpr.literals(); ok {
+			for _, pr := range prs {
+				missing(pr, "the priority expression can give")
 			}
 		}
-		if len(c.Priority) == 0 {
-			missing(0, "every case of this template has: it draws no priority")
-		}
-		for _, wt := range c.Priority {
-			if wt.Weight > 0 {
-				missing(wt.Priority, "the template's priority weights can draw")
-			}
+	case len(c.Priority) == 0:
+		missing(0, "every case of this template has: it draws no priority")
+	}
+	for _, wt := range c.Priority {
+		if wt.Weight > 0 {
+			missing(wt.Priority, "the template's priority weights can draw")
 		}
 	}
 }

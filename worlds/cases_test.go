@@ -114,6 +114,9 @@ func TestLoadCaseWorld(t *testing.T) {
 	if len(w.Separation) != 2 || w.Arrivals[0].Case != "claim" {
 		t.Errorf("separation %+v, arrival %+v", w.Separation, w.Arrivals[0])
 	}
+	// A priority the expression computes (not one of integers written in
+	// it) may be any: the SLA map is not checked against it.
+	mustLoad(t, "w.yaml", caseEdit(t, "priority: {1: 3, 2: 1}", `priority: "amount % 2 + 1"`, "sla: {1: 2d, 2: 1d}", "sla: {2: 1d}"))
 }
 
 func TestLoadCaseErrors(t *testing.T) {
@@ -184,6 +187,8 @@ w.yaml:38:87: cases[0].steps[2].role_by.attribute: unknown attribute "line"`},
 		{"every step conditional", []string{"{id: intake, role: handler, effort: 1h}", "{id: intake, role: handler, effort: 1h, when: amount > 1}", "deps: [assess], approval", "deps: [assess], when: amount > 1, approval", "{id: pay, role: handler, effort: 15m, deps: [decide],", "{id: pay, role: handler, effort: 15m, deps: [decide], when: amount > 1,", "deps: [inspect], role_by", "deps: [inspect], when: amount > 1, role_by"}, `w.yaml:35:5: cases[0].steps: every step has a condition: a case whose conditions all fail would have nothing to do`},
 		// SLA.
 		{"an SLA map missing a priority the weights can draw", []string{"sla: {1: 2d, 2: 1d}", "sla: {1: 2d}"}, `w.yaml:26:10: cases[0].sla: the SLA by priority has no entry for priority 2, which the template's priority weights can draw (it lists 1)`},
+		{"an SLA map missing a priority the expression can give", []string{"priority: {1: 3, 2: 1}", `priority: "amount > 4000 ? 3 : (amount > 1000 ? 2 : 1)"`},
+			`w.yaml:26:10: cases[0].sla: the SLA by priority has no entry for priority 3, which the priority expression can give (it lists 1, 2)`},
 		{"an SLA map without priority weights", []string{"    priority: {1: 3, 2: 1}\n", ""}, `w.yaml:26:10: cases[0].sla: the SLA by priority has no entry for priority 0, which every case of this template has: it draws no priority (it lists 1, 2)`},
 		// Who may open cases.
 		{"open bounds max below min", []string{"bounds: {amount: {min: 100, max: 4000}}", "bounds: {amount: {min: 4000, max: 100}}"}, `w.yaml:34:74: cases[0].open.bounds.amount.max: max (100) is less than min (4000)`},
