@@ -242,7 +242,7 @@ func (s *State) taskView(t *Task) TaskView {
 // CanTake reports whether member may take task t by role and skill.
 func (s *State) CanTake(member string, t *Task) bool {
 	m := s.members[member]
-	if m == nil || t.Spec.Role != m.Role {
+	if m == nil || t.Spec.Role != m.Role || t.Spec.NPC != "" && t.Spec.NPC != member {
 		return false
 	}
 	if t.Spec.Skill == "" {

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/corpsim/corpsim/clock"
@@ -31,6 +32,9 @@ type CaseScore struct {
 func verifyStep(s *org.State, t *org.Task) string {
 	if t.Case == "" {
 		return ""
+	}
+	if t.Spec.NPC != "" && t.DoneBy != t.Spec.NPC {
+		return fmt.Sprintf("completed by %s; the step is %s's to perform", t.DoneBy, t.Spec.NPC)
 	}
 	if r, why := s.Separated(t, t.DoneBy, false); r != nil {
 		return why

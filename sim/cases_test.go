@@ -382,7 +382,7 @@ func TestCaseStepsScripted(t *testing.T) {
 	w := e.State().World
 	wantRefusals := []string{
 		`hana message a-1.inspect: : step "a-1.inspect" waits on a-1.intake`,
-		`ivan claim a-1.inspect: role-required: task "a-1.inspect" needs role "inspector"; ivan is "handler"`,
+		`ivan claim a-1.inspect: : step "a-1.inspect" is performed by olga when asked: send it a message naming the task`,
 		`hana claim a-1.decide: separation/assessor: separation rule assessor: hana did step assess of case a-1, so may not do step decide`,
 		`hana claim a-1.pay: separation/four-eyes: separation rule four-eyes (four eyes): hana did step intake of case a-1, so may not do step pay`,
 	}
@@ -711,5 +711,65 @@ func TestOpenCaseUnderATightMessageLimit(t *testing.T) {
 	}
 	if c := e.State().Case("claim-max-1"); c == nil || c.Attributes["ref"] != "C-claim-max-1" {
 		t.Errorf("max's case: %+v, want claim-max-1 with ref C-claim-max-1", c)
+	}
+}
+
+// TestNPCStepIsTheNPCs: a member holding the NPC's role (ines, an
+// inspector serving the queue) is never offered an inspection, is refused
+// claiming one, and one she did anyway does not verify; every inspection
+// is olga's. She used to take them and complete them at once (they have no
+// effort), skipping the external inspection, and the rubric counted them.
+func TestNPCStepIsTheNPCs(t *testing.T) {
+	e := caseEngine(t, 1, "  - {id: max, role: sales, team: t}\n", "  - {id: max, role: sales, team: t}\n  - {id: ines, role: inspector, team: t}\n",
+		"queues: [{id: q, served_by: [handler, senior]}]", "queues: [{id: q, served_by: [handler, senior, inspector]}]")
+	tried := false
+	evs := drive(t, e, func(o org.Observation) sim.Answer {
+		if o.Member != "ines" {
+			return greedy(o)
+		}
+		ans := sim.Answer{Member: o.Member, Turn: o.Turn, Actions: []org.Action{}}
+		for _, v := range append(slices.Clone(o.Available), o.Upcoming...) {
+			if v.NPC != "" {
+				t.Errorf("ines is offered %s, olga's step", v.ID)
+			}
+		}
+		if tk := e.State().Task("a-2.inspect"); !tried && tk != nil && e.State().DepsDone(tk) {
+			tried = true
+			ans.Actions = []org.Action{{Type: org.ActClaim, Task: tk.ID}}
+		}
+		return ans
+	}, false, 0)
+	mustReplayLive(t, e, evs)
+	want := []string{`ines claim a-2.inspect: : step "a-2.inspect" is performed by olga when asked: send it a message naming the task`}
+	var got []string
+	for _, r := range rejections(t, evs) {
+		if strings.HasPrefix(r, "ines ") {
+			got = append(got, r)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ines's refusals %q, want %q", got, want)
+	}
+	st := e.State()
+	n := 0
+	for _, tk := range st.Tasks {
+		if tk.Spec.Step == "inspect" && tk.Status == org.StatusDone {
+			n++
+			if tk.DoneBy != "olga" {
+				t.Errorf("%s done by %s, want olga", tk.ID, tk.DoneBy)
+			}
+			if why := policies.Verify(st, tk); why != "" {
+				t.Errorf("%s: %s", tk.ID, why)
+			}
+			// Had ines done it, it would not count.
+			tk.DoneBy = "ines"
+			if why, want := policies.Verify(st, tk), "completed by ines; the step is olga's to perform"; why != want {
+				t.Errorf("%s done by ines: Verify says %q, want %q", tk.ID, why, want)
+			}
+			tk.DoneBy = "olga"
+		}
+	}
+	if n == 0 {
+		t.Error("no inspection done")
 	}
 }
