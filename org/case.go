@@ -300,6 +300,19 @@ func firstPending(t *Task) string {
 // and the member who did a not_do step may not do a did step; no member
 // does two distinct steps.
 func (s *State) Separated(t *Task, member string, approve bool) (*worlds.Separation, string) {
+	return s.separated(t, member, approve, false)
+}
+
+// SeparatedWhenDone is Separated as it stood when t was completed: only
+// the steps done before t (by sequence) bind its doer and approvers. The
+// rubric reads it, so that a step done first is not undone by a later one
+// that broke a rule (the later one is what does not count), and a step
+// counts in the score as it did in the dense reward at its completion.
+func (s *State) SeparatedWhenDone(t *Task, member string, approve bool) (*worlds.Separation, string) {
+	return s.separated(t, member, approve, true)
+}
+
+func (s *State) separated(t *Task, member string, approve, before bool) (*worlds.Separation, string) {
 	c := s.CaseOf(t)
 	if c == nil {
 		return nil, ""
@@ -310,7 +323,7 @@ func (s *State) Separated(t *Task, member string, approve bool) (*worlds.Separat
 			if st == step {
 				continue
 			}
-			if o := s.tasks[StepTaskID(c.ID, st)]; o != nil && o.Status == StatusDone && o.DoneBy == member {
+			if o := s.tasks[StepTaskID(c.ID, st)]; o != nil && o.Status == StatusDone && o.DoneBy == member && (!before || o.DoneSeq < t.DoneSeq) {
 				return st
 			}
 		}

@@ -28,7 +28,8 @@ type CaseScore struct {
 }
 
 // verifyStep adds to a step's verification the separation rules: neither
-// its doer nor any of its approvers may be barred by one.
+// its doer nor any of its approvers may have been barred by one when it was
+// done.
 func verifyStep(s *org.State, t *org.Task) string {
 	if t.Case == "" {
 		return ""
@@ -36,12 +37,12 @@ func verifyStep(s *org.State, t *org.Task) string {
 	if t.Spec.NPC != "" && t.DoneBy != t.Spec.NPC {
 		return fmt.Sprintf("completed by %s; the step is %s's to perform", t.DoneBy, t.Spec.NPC)
 	}
-	if r, why := s.Separated(t, t.DoneBy, false); r != nil {
+	if r, why := s.SeparatedWhenDone(t, t.DoneBy, false); r != nil {
 		return why
 	}
 	if r := s.Request(t.Request); r != nil {
 		for _, st := range r.Steps {
-			if rule, why := s.Separated(t, st.Approver, true); rule != nil {
+			if rule, why := s.SeparatedWhenDone(t, st.Approver, true); rule != nil {
 				return why
 			}
 		}

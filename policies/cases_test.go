@@ -14,7 +14,8 @@ import (
 
 // caseRubricSrc: a claim is taken in by a handler, assessed by a senior,
 // decided by a handler with a senior's approval above 1000 (by someone
-// other than the assessor) and paid out by a handler; it is worth 10 and
+// other than the assessor) and paid out by a handler other than the one
+// who took it in; it is worth 10 and
 // due a working day after it opens, decaying by half per working day late.
 const caseRubricSrc = `version: 2
 name: caserubric
@@ -38,12 +39,13 @@ cases:
     attributes:
       amount: {amount: {min: 100, max: 6000}}
     steps:
-      - {id: intake, role: handler, effort: 1h}
+      - {id: intake, role: handler, effort: 1h, value: 2}
       - {id: assess, role: senior, effort: 1h, deps: [intake]}
       - {id: decide, role: handler, effort: 30m, deps: [assess], approval: payouts}
       - {id: pay, role: handler, effort: 15m, deps: [decide], charge: amount}
 separation:
   - {id: assessor, template: claim, did: [assess], not_do: [decide], not_approve: [decide]}
+  - {id: four-eyes, template: claim, distinct: [intake, pay]}
 scoring: {late_half_life: 1d}
 `
 
@@ -59,7 +61,7 @@ func caseRubricWorld(tb testing.TB) *worlds.World {
 // openClaim adds the case.opened of claim c1 with amount 4000.
 func openClaim(s *script) *script {
 	steps := []payload.TaskSpec{
-		{ID: "c1.intake", Title: "intake", Role: "handler", Effort: clock.Hour, Case: "c1", Step: "intake"},
+		{ID: "c1.intake", Title: "intake", Role: "handler", Effort: clock.Hour, Value: 2, Case: "c1", Step: "intake"},
 		{ID: "c1.assess", Title: "assess", Role: "senior", Effort: clock.Hour, Deps: []string{"c1.intake"}, Case: "c1", Step: "assess"},
 		{ID: "c1.decide", Title: "decide", Role: "handler", Effort: 30 * clock.Minute, Deps: []string{"c1.assess"}, Chain: "payouts", Amount: 4000, Case: "c1", Step: "decide"},
 		{ID: "c1.pay", Title: "pay", Role: "handler", Effort: 15 * clock.Minute, Deps: []string{"c1.decide"}, Purchase: 4000, Case: "c1", Step: "pay"},
@@ -89,6 +91,7 @@ func TestScoreCases(t *testing.T) {
 		play    func(s *script) *script
 		done    bool    // the case counts
 		value   float64 // its value
+		intake  bool    // the intake step (worth 2) counts
 		verdict string  // what Verify says of the step named in step ("" when it verifies)
 		step    string
 	}{
@@ -97,12 +100,12 @@ func TestScoreCases(t *testing.T) {
 			caseDo(s, "sara", "assess", clock.Hour)
 			decideWith(s, "ivan", "tom")
 			return caseDo(s, "ivan", "pay", 15*clock.Minute)
-		}, true, 10, "", "pay"},
+		}, true, 10, true, "", "pay"},
 		{"a step not done", func(s *script) *script {
 			caseDo(s, "hana", "intake", clock.Hour)
 			caseDo(s, "sara", "assess", clock.Hour)
 			return decideWith(s, "ivan", "tom")
-		}, false, 0, "", "decide"},
+		}, false, 0, true, "", "decide"},
 		// Apply does not enforce the policies: a step that a live engine
 		// refuses can be in a log (an engine with other rules, or an edited
 		// log); the rubric still refuses to count it.
@@ -111,7 +114,14 @@ func TestScoreCases(t *testing.T) {
 			caseDo(s, "ivan", "assess", clock.Hour)
 			decideWith(s, "hana", "sara")
 			return caseDo(s, "ivan", "pay", 15*clock.Minute)
-		}, false, 0, "completed by ivan, who does not hold role senior", "assess"},
+		}, false, 0, true, "completed by ivan, who does not hold role senior", "assess"},
+		// The live rule refuses it; a log made under other rules holds it.
+		{"intake and payout by one member, against four eyes", func(s *script) *script {
+			caseDo(s, "hana", "intake", clock.Hour)
+			caseDo(s, "sara", "assess", clock.Hour)
+			decideWith(s, "ivan", "tom")
+			return caseDo(s, "hana", "pay", 15*clock.Minute)
+		}, false, 0, true, "separation rule four-eyes (four eyes): hana did step intake of case c1, so may not do step pay", "pay"},
 		{"an approval by the assessor, whom separation bars", func(s *script) *script {
 			caseDo(s, "hana", "intake", clock.Hour)
 			caseDo(s, "sara", "assess", clock.Hour)
@@ -122,7 +132,7 @@ func TestScoreCases(t *testing.T) {
 			return s.tamper(func(st *org.State) {
 				st.Request("r1").Steps[0].Approver = "sara"
 			})
-		}, false, 0, "separation rule assessor: sara did step assess of case c1, so may not approve step decide", "decide"},
+		}, false, 0, true, "separation rule assessor: sara did step assess of case c1, so may not approve step decide", "decide"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,8 +157,16 @@ func TestScoreCases(t *testing.T) {
 			if sc.Cases != 1 || sc.CasesDone != wantDone || len(sc.Templates) != 1 || sc.Templates[0].Done != wantDone {
 				t.Errorf("scorecard: cases %d done %d templates %+v, want 1 case, %d done", sc.Cases, sc.CasesDone, sc.Templates, wantDone)
 			}
-			if math.Abs(sc.Delivered-tt.value) > 1e-9 {
-				t.Errorf("delivered %v, want %v", sc.Delivered, tt.value)
+			// The step done first is not undone by a later one that broke a rule.
+			if why := policies.Verify(st, st.Task("c1.intake")); (why == "") != tt.intake {
+				t.Errorf("Verify(intake): %q, want it to count: %v", why, tt.intake)
+			}
+			want := tt.value
+			if tt.intake {
+				want += 2
+			}
+			if math.Abs(sc.Delivered-want) > 1e-9 {
+				t.Errorf("delivered %v, want %v", sc.Delivered, want)
 			}
 			if sum := deltaSum(s); s.edits == nil && math.Abs(sum-sc.TeamScore) > 1e-6 {
 				t.Errorf("dense rewards sum to %v, team score %v", sum, sc.TeamScore)
@@ -178,8 +196,8 @@ func TestScoreLateCase(t *testing.T) {
 			t.Errorf("%s late: value %v, want %v", tt.late, got, tt.want)
 		}
 		sc := policies.Score(st)
-		if math.Abs(sc.Delivered-tt.want) > 1e-6 {
-			t.Errorf("%s late: delivered %v, want %v", tt.late, sc.Delivered, tt.want)
+		if math.Abs(sc.Delivered-(tt.want+2)) > 1e-6 { // and the intake's 2, on time
+			t.Errorf("%s late: delivered %v, want %v", tt.late, sc.Delivered, tt.want+2)
 		}
 		if sum := deltaSum(s); math.Abs(sum-sc.TeamScore) > 1e-6 {
 			t.Errorf("%s late: dense rewards sum to %v, team score %v", tt.late, sum, sc.TeamScore)
