@@ -533,7 +533,8 @@ func (s *State) caseViews(o *Observation, m *Member) {
 		}
 	}
 	// NPC steps whose dependencies are done, not asked for yet, that the
-	// member is the one to ask for: it did a step they depend on.
+	// member is the one to ask for: it did a step they depend on, or, when
+	// no member did one (none, or all done by NPCs), it serves the queue.
 	for _, c := range s.Cases {
 		if c.Done() {
 			continue
@@ -543,11 +544,17 @@ func (s *State) caseViews(o *Observation, m *Member) {
 			if t.Spec.NPC == "" || t.Status == StatusDone || !s.DepsDone(t) || s.asked(t) {
 				continue
 			}
-			mine := len(t.deps) == 0 && s.Serves(m.Role, t.Queue)
+			mine, byMember := false, false
 			for _, d := range t.deps {
+				if dm := s.members[d.DoneBy]; dm != nil && !dm.NPC {
+					byMember = true
+				}
 				if d.DoneBy == m.ID {
 					mine = true
 				}
+			}
+			if !byMember {
+				mine = s.Serves(m.Role, t.Queue)
 			}
 			if mine {
 				o.Ask = append(o.Ask, s.taskView(t))

@@ -773,3 +773,27 @@ func TestNPCStepIsTheNPCs(t *testing.T) {
 		t.Error("no inspection done")
 	}
 }
+
+// TestNPCStepAfterAnNPCStep: a second inspection that depends only on
+// the first (both olga's) is offered to ask for to the queue's members, so
+// it is asked for and done; it was offered to nobody (the one to ask was
+// whoever did a step it depends on: here an NPC), and its cases stalled.
+func TestNPCStepAfterAnNPCStep(t *testing.T) {
+	e := caseEngine(t, 1, `      - {id: assess, role: handler, role_by: {attribute: line, map: {home: senior}}, effort: 1h, deps: [intake, inspect]}`,
+		`      - {id: recheck, npc: olga, when: amount > 3000, deps: [inspect], answer: "Rechecked {{.ref}}"}
+      - {id: assess, role: handler, role_by: {attribute: line, map: {home: senior}}, effort: 1h, deps: [intake, recheck]}`)
+	evs := drive(t, e, greedy, false, 0)
+	mustReplayLive(t, e, evs)
+	n := 0
+	for _, c := range e.State().Cases {
+		if tk := e.State().Task(org.StepTaskID(c.ID, "recheck")); tk != nil {
+			n++
+			if tk.Status != org.StatusDone || tk.DoneBy != "olga" {
+				t.Errorf("%s: %s by %q, want done by olga", tk.ID, tk.Status, tk.DoneBy)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no case with a recheck")
+	}
+}
