@@ -533,8 +533,9 @@ func (s *State) caseViews(o *Observation, m *Member) {
 		}
 	}
 	// NPC steps whose dependencies are done, not asked for yet, that the
-	// member is the one to ask for: it did a step they depend on, or, when
-	// no member did one (none, or all done by NPCs), it serves the queue.
+	// member is the one to ask for: it did a step they depend on, or asked
+	// the NPC who did one; when no member did or asked (no dependency), it
+	// serves the queue.
 	for _, c := range s.Cases {
 		if c.Done() {
 			continue
@@ -546,12 +547,12 @@ func (s *State) caseViews(o *Observation, m *Member) {
 			}
 			mine, byMember := false, false
 			for _, d := range t.deps {
-				if dm := s.members[d.DoneBy]; dm != nil && !dm.NPC {
-					byMember = true
+				who := d.DoneBy
+				if dm := s.members[who]; dm != nil && dm.NPC {
+					who = s.askedBy(d)
 				}
-				if d.DoneBy == m.ID {
-					mine = true
-				}
+				byMember = byMember || who != ""
+				mine = mine || who == m.ID
 			}
 			if !byMember {
 				mine = s.Serves(m.Role, t.Queue)
@@ -581,6 +582,16 @@ func (s *State) caseViews(o *Observation, m *Member) {
 		}
 		o.Open = append(o.Open, v)
 	}
+}
+
+// askedBy is the member who last asked t's NPC to perform it, or "".
+func (s *State) askedBy(t *Task) string {
+	for i := len(s.Messages) - 1; i >= 0; i-- {
+		if msg := s.Messages[i]; msg.Task == t.ID && msg.To == t.Spec.NPC {
+			return msg.From
+		}
+	}
+	return ""
 }
 
 // asked reports whether someone has asked t's NPC to perform it and the

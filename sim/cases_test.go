@@ -775,18 +775,32 @@ func TestNPCStepIsTheNPCs(t *testing.T) {
 }
 
 // TestNPCStepAfterAnNPCStep: a second inspection that depends only on
-// the first (both olga's) is offered to ask for to the queue's members, so
-// it is asked for and done; it was offered to nobody (the one to ask was
-// whoever did a step it depends on: here an NPC), and its cases stalled.
+// the first (both olga's) is asked for by whoever asked for the first, and
+// done; it was offered to nobody (the one to ask was whoever did a step it
+// depends on: here an NPC), and its cases stalled.
 func TestNPCStepAfterAnNPCStep(t *testing.T) {
 	e := caseEngine(t, 1, `      - {id: assess, role: handler, role_by: {attribute: line, map: {home: senior}}, effort: 1h, deps: [intake, inspect]}`,
 		`      - {id: recheck, npc: olga, when: amount > 3000, deps: [inspect], answer: "Rechecked {{.ref}}"}
       - {id: assess, role: handler, role_by: {attribute: line, map: {home: senior}}, effort: 1h, deps: [intake, recheck]}`)
 	evs := drive(t, e, greedy, false, 0)
 	mustReplayLive(t, e, evs)
+	askers := map[string][]string{} // step -> who asked for it
+	for _, ev := range evs {
+		if ev.Type == payload.EvMessageSent {
+			var p payload.MessageSent
+			mustJSON(t, ev.Payload, &p)
+			if p.Task != "" {
+				askers[p.Task] = append(askers[p.Task], ev.Actor)
+			}
+		}
+	}
 	n := 0
 	for _, c := range e.State().Cases {
 		if tk := e.State().Task(org.StepTaskID(c.ID, "recheck")); tk != nil {
+			first := askers[org.StepTaskID(c.ID, "inspect")]
+			if got := askers[tk.ID]; len(got) != 1 || len(first) != 1 || got[0] != first[0] {
+				t.Errorf("%s asked for by %v, the inspection by %v: want one ask, by the same member", tk.ID, got, first)
+			}
 			n++
 			if tk.Status != org.StatusDone || tk.DoneBy != "olga" {
 				t.Errorf("%s: %s by %q, want done by olga", tk.ID, tk.Status, tk.DoneBy)
