@@ -103,7 +103,9 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 		if m == nil || ev.Actor != p.OpenedBy {
 			return badEvent(ev, "case %q opened by %q, who is not the event's actor", p.Case, p.OpenedBy)
 		}
-		if rej := s.CheckOpenCase(m, Action{Type: ActOpenCase, Template: p.Template, Attributes: payload.NewActionAttrs(p.Attributes)}); rej != nil {
+		// The event holds every attribute, the drawn ones too: a drawn text
+		// may be longer than an agent may send, so sizes are not checked.
+		if rej := s.checkOpenCase(m, Action{Type: ActOpenCase, Template: p.Template, Attributes: payload.NewActionAttrs(p.Attributes)}, false); rej != nil {
 			return refused(ev, rej)
 		}
 	}
@@ -192,6 +194,12 @@ func (s *State) stepDone(t *Task, at clock.Time) {
 // spent, and every attribute given is one of the template's (not a fact)
 // within its bounds.
 func (s *State) CheckOpenCase(m *Member, a Action) *Rejection {
+	return s.checkOpenCase(m, a, true)
+}
+
+// checkOpenCase is CheckOpenCase; sizes says whether to bound the texts
+// given by the message limit.
+func (s *State) checkOpenCase(m *Member, a Action, sizes bool) *Rejection {
 	if a.Template == "" {
 		return Reject(KindMalformed, "open_case needs a template")
 	}
@@ -239,7 +247,7 @@ func (s *State) CheckOpenCase(m *Member, a Action) *Rejection {
 			if _, isStr := val.(string); !isStr {
 				return Reject(KindMalformed, "attribute %s must be text", name)
 			}
-			if str := val.(string); len(str) > s.limits().MessageBytes {
+			if str := val.(string); sizes && len(str) > s.limits().MessageBytes {
 				return Reject(KindMalformed, "attribute %s is %d bytes; the limit is %d", name, len(str), s.limits().MessageBytes)
 			}
 		}
@@ -301,6 +309,19 @@ func firstPending(t *Task) string {
 // and the member who did a not_do step may not do a did step; no member
 // does two distinct steps.
 func (s *State) Separated(t *Task, member string, approve bool) (*worlds.Separation, string) {
+	return s.separated(t, member, approve, false)
+}
+
+// SeparatedWhenDone is Separated as it stood when t was completed: only
+// the steps done before t (by sequence) bind its doer and approvers. The
+// rubric reads it, so that a step done first is not undone by a later one
+// that broke a rule (the later one is what does not count), and a step
+// counts in the score as it did in the dense reward at its completion.
+func (s *State) SeparatedWhenDone(t *Task, member string, approve bool) (*worlds.Separation, string) {
+	return s.separated(t, member, approve, true)
+}
+
+func (s *State) separated(t *Task, member string, approve, before bool) (*worlds.Separation, string) {
 	c := s.CaseOf(t)
 	if c == nil {
 		return nil, ""
@@ -311,7 +332,7 @@ func (s *State) Separated(t *Task, member string, approve bool) (*worlds.Separat
 			if st == step {
 				continue
 			}
-			if o := s.tasks[StepTaskID(c.ID, st)]; o != nil && o.Status == StatusDone && o.DoneBy == member {
+			if o := s.tasks[StepTaskID(c.ID, st)]; o != nil && o.Status == StatusDone && o.DoneBy == member && (!before || o.DoneSeq < t.DoneSeq) {
 				return st
 			}
 		}

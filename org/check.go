@@ -140,6 +140,10 @@ func (s *State) CheckClaim(m *Member, t *Task, now clock.Time) *Rejection {
 	if t.Hidden {
 		return Reject(KindUnknown, "no task %q", t.ID)
 	}
+	if t.Spec.NPC != "" && t.Spec.NPC != m.ID {
+		// Even a member holding the NPC's role: the stage is the NPC's.
+		return Reject(KindState, "step %q is performed by %s when asked: send it a message naming the task", t.ID, t.Spec.NPC)
+	}
 	if !s.Serves(m.Role, t.Queue) && t.Spec.Role == m.Role && t.Spec.NPC != m.ID {
 		return Reject(KindState, "queue %q is not served by role %q", t.Queue, m.Role)
 	}

@@ -254,7 +254,7 @@ func (s *State) taskView(t *Task) TaskView {
 // CanTake reports whether member may take task t by role and skill.
 func (s *State) CanTake(member string, t *Task) bool {
 	m := s.members[member]
-	if m == nil || t.Spec.Role != m.Role {
+	if m == nil || t.Spec.Role != m.Role || t.Spec.NPC != "" && t.Spec.NPC != member {
 		return false
 	}
 	if t.Spec.Skill == "" {
@@ -563,7 +563,9 @@ func (s *State) caseViews(o *Observation, m *Member) {
 		}
 	}
 	// NPC steps whose dependencies are done, not asked for yet, that the
-	// member is the one to ask for: it did a step they depend on.
+	// member is the one to ask for: it did a step they depend on, or asked
+	// the NPC who did one; when no member did or asked (no dependency), it
+	// serves the queue.
 	for _, c := range s.Cases {
 		if c.Done() {
 			continue
@@ -573,11 +575,17 @@ func (s *State) caseViews(o *Observation, m *Member) {
 			if t.Spec.NPC == "" || t.Status == StatusDone || !s.DepsDone(t) || s.asked(t) {
 				continue
 			}
-			mine := len(t.deps) == 0 && s.Serves(m.Role, t.Queue)
+			mine, byMember := false, false
 			for _, d := range t.deps {
-				if d.DoneBy == m.ID {
-					mine = true
+				who := d.DoneBy
+				if dm := s.members[who]; dm != nil && dm.NPC {
+					who = s.askedBy(d)
 				}
+				byMember = byMember || who != ""
+				mine = mine || who == m.ID
+			}
+			if !byMember {
+				mine = s.Serves(m.Role, t.Queue)
 			}
 			if mine {
 				o.Ask = append(o.Ask, s.taskView(t))
@@ -604,6 +612,16 @@ func (s *State) caseViews(o *Observation, m *Member) {
 		}
 		o.Open = append(o.Open, v)
 	}
+}
+
+// askedBy is the member who last asked t's NPC to perform it, or "".
+func (s *State) askedBy(t *Task) string {
+	for i := len(s.Messages) - 1; i >= 0; i-- {
+		if msg := s.Messages[i]; msg.Task == t.ID && msg.To == t.Spec.NPC {
+			return msg.From
+		}
+	}
+	return ""
 }
 
 // asked reports whether someone has asked t's NPC to perform it and the

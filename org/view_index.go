@@ -73,9 +73,10 @@ func waitingCmp(a, b *Task) int {
 	return readyCmp(a, b)
 }
 
-// offer files t in the offer index if it is an open, visible project task.
+// offer files t in the offer index if it is an open, visible project task
+// or case step; not a step an NPC performs when asked, which no member takes.
 func (s *State) offer(t *Task) {
-	if t.Kind != KindTask && t.Kind != KindStep || t.Status != StatusOpen || t.Hidden || t.ix.in != nil {
+	if t.Kind != KindTask && t.Kind != KindStep || t.Status != StatusOpen || t.Hidden || t.ix.in != nil || t.Spec.NPC != "" {
 		return
 	}
 	k := offerKey{t.Queue, t.Spec.Role, t.Spec.Skill}

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/corpsim/corpsim/clock"
@@ -27,12 +28,16 @@ type CaseScore struct {
 }
 
 // verifyStep adds to a step's verification the separation rules: neither
-// its doer nor any of its approvers may be barred by one.
+// its doer nor any of its approvers may have been barred by one when it was
+// done.
 func verifyStep(s *org.State, t *org.Task) string {
 	if t.Case == "" {
 		return ""
 	}
-	if r, why := s.Separated(t, t.DoneBy, false); r != nil {
+	if t.Spec.NPC != "" && t.DoneBy != t.Spec.NPC {
+		return fmt.Sprintf("completed by %s; the step is %s's to perform", t.DoneBy, t.Spec.NPC)
+	}
+	if r, why := s.SeparatedWhenDone(t, t.DoneBy, false); r != nil {
 		return why
 	}
 	if why := outcomeUnmet(s, t); why != "" {
@@ -40,7 +45,7 @@ func verifyStep(s *org.State, t *org.Task) string {
 	}
 	if r := s.Request(t.Request); r != nil {
 		for _, st := range r.Steps {
-			if rule, why := s.Separated(t, st.Approver, true); rule != nil {
+			if rule, why := s.SeparatedWhenDone(t, st.Approver, true); rule != nil {
 				return why
 			}
 		}

@@ -15,8 +15,9 @@ import (
 // per case from the seed, and the steps that apply to it.
 
 // drawAttrs draws a template's attributes (or facts) for case id; given
-// ones (a member's open_case) are kept, and drawn amounts are kept within
-// bounds (a member's open_case: its template's open bounds), if any.
+// ones (a member's open_case) are kept. A drawn amount is held within
+// bounds, when given (a member's case: what it does not give must be
+// within the bounds too, or the case would be refused when applied).
 func (e *Engine) drawAttrs(list []worlds.Attr, id, kind string, given payload.Attrs, bounds map[string]worlds.Bound, vars map[string]any) payload.Attrs {
 	out := payload.Attrs{}
 	seed := e.cfg.Seed
@@ -69,8 +70,14 @@ func (e *Engine) drawAttrs(list []worlds.Attr, id, kind string, given payload.At
 }
 
 // openCase builds the case.opened of a new case of template tpl.
-func (e *Engine) openCase(tpl *worlds.CaseTemplate, id string, given payload.Attrs, bounds map[string]worlds.Bound) payload.CaseOpened {
+// member tells whether a member opens it (its amounts are then within the
+// template's open bounds).
+func (e *Engine) openCase(tpl *worlds.CaseTemplate, id string, given payload.Attrs, member bool) payload.CaseOpened {
 	vars := map[string]any{"case": id}
+	var bounds map[string]worlds.Bound
+	if member && tpl.Open != nil {
+		bounds = tpl.Open.Bounds
+	}
 	attrs := e.drawAttrs(tpl.Attrs, id, "attr", given, bounds, vars)
 	facts := e.drawAttrs(tpl.Facts, id, "fact", nil, nil, vars)
 	attrVars := payload.Vars(id, attrs)
@@ -166,7 +173,7 @@ func (e *Engine) arrivalCase(a *worlds.Arrival, n int, cause uint64) {
 	for {
 		id := a.ID + "-" + strconv.Itoa(n+1)
 		next, more := e.arrivalAt(a, n+1, at)
-		p := e.openCase(tpl, id, nil, nil)
+		p := e.openCase(tpl, id, nil, false)
 		p.Arrival = a.ID
 		p.SetNext(next, more)
 		e.emit(payload.EvCaseOpened, "", cause, p)

@@ -68,7 +68,7 @@ func (e *Engine) arrivalAt(a *worlds.Arrival, n int, prev clock.Time) (at clock.
 	if a.Count > 0 && float64(n) >= math.Round(float64(a.Count)*load) {
 		return 0, false
 	}
-	cal := e.teamSchedule(e.ticketTeam(&a.Ticket, a.Queue))
+	cal := e.teamSchedule(e.arrivalTeam(a))
 	switch a.Process {
 	case "scheduled":
 		if len(a.At) > 0 {
@@ -133,6 +133,19 @@ func (e *Engine) ticket(t *worlds.Template, id string, key []byte) worlds.Task {
 		}
 	}
 	return def
+}
+
+// arrivalTeam is the team whose calendar an arrival's process follows:
+// its tickets' team, or for an arrival of cases the template's team (its
+// queue's when it names none), as the cases' deadlines do.
+func (e *Engine) arrivalTeam(a *worlds.Arrival) string {
+	if tpl, ok := e.cfg.World.CaseTemplate(a.Case); ok && a.Case != "" {
+		if tpl.Team != "" {
+			return tpl.Team
+		}
+		return e.ticketTeam(&worlds.Template{}, tpl.Queue)
+	}
+	return e.ticketTeam(&a.Ticket, a.Queue)
 }
 
 func (e *Engine) ticketTeam(t *worlds.Template, queue string) string {

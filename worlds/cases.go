@@ -8,6 +8,8 @@ import (
 	"text/template"
 
 	"github.com/expr-lang/expr"
+	exprast "github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -211,6 +213,35 @@ func (x *Expr) Bool(vars map[string]any) bool {
 	return err == nil && b
 }
 
+// literals lists the results x can have when each is an integer written
+// in it (x is one, or a ternary of them), in order; ok is false when x
+// computes its result otherwise (or is nil).
+func (x *Expr) literals() (out []int, ok bool) {
+	if x == nil {
+		return nil, false
+	}
+	tree, err := parser.Parse(x.Source)
+	if err != nil {
+		return nil, false
+	}
+	var walk func(n exprast.Node) bool
+	walk = func(n exprast.Node) bool {
+		switch n := n.(type) {
+		case *exprast.IntegerNode:
+			out = append(out, n.Value)
+			return true
+		case *exprast.ConditionalNode:
+			return walk(n.Exp1) && walk(n.Exp2)
+		}
+		return false
+	}
+	if !walk(tree.Node) {
+		return nil, false
+	}
+	slices.Sort(out)
+	return slices.Compact(out), true
+}
+
 // Int evaluates an integer expression; 0 on failure.
 func (x *Expr) Int(vars map[string]any) int {
 	out, err := expr.Run(x.prog, vars)
@@ -371,6 +402,13 @@ func (v *validator) compileExpr(path, src, out string, attrs []Attr) *Expr {
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]
 		}
+		if strings.HasPrefix(msg, "unknown name ") {
+			names := make([]string, 0, len(attrs))
+			for _, a := range attrs {
+				names = append(names, a.Name)
+			}
+			msg += " (it may use the attributes " + strings.Join(names, ", ") + ")"
+		}
 		v.errf(path, "bad expression %q: %s", src, msg)
 		return nil
 	}
@@ -424,12 +462,16 @@ func (v *validator) attrs(path string, in map[string]fileAttr, known []Attr) []A
 		}
 		if fa.OneOf.set {
 			n++
-			a.Kind = AttrChoice
 			a.Choices = v.choices(p+".one_of", fa.OneOf)
+			if a.Kind == "" {
+				a.Kind = AttrChoice
+			}
 		}
 		if fa.Text != "" {
 			n++
-			a.Kind = AttrText
+			if a.Kind == "" {
+				a.Kind = AttrText
+			}
 		}
 		if fa.Record != "" {
 			n++
@@ -437,18 +479,56 @@ func (v *validator) attrs(path string, in map[string]fileAttr, known []Attr) []A
 		}
 		if n != 1 {
 			v.errf(p, "give exactly one of amount, one_of, text and record")
-			continue
+			if n == 0 {
+				continue
+			}
+			// Kept with one of its kinds, so that its uses are not reported as well.
 		}
 		out = append(out, a)
 	}
-	// Text templates may use every other attribute.
-	all := append(slices.Clone(known), out...)
+	// Text templates may use the attributes known before this list (a
+	// fact's text, the case's attributes) and this list's amounts and
+	// categories, which are drawn before its texts are rendered; not
+	// another text of this list, which may not be rendered yet.
+	all := slices.Clone(known)
+	for _, a := range out {
+		if a.Kind != AttrText {
+			all = append(all, a)
+		}
+	}
 	for i := range out {
 		if out[i].Kind == AttrText {
 			out[i].Text = v.compileText(path+"."+out[i].Name+".text", in[out[i].Name].Text, all)
 		}
 	}
 	return out
+}
+
+// notAmount says why name is not an amount attribute in list ("" when it
+// is one), naming the amount attributes there are.
+func notAmount(list []Attr, name string) string {
+	var amounts []string
+	for _, a := range list {
+		if a.Kind == AttrAmount {
+			amounts = append(amounts, a.Name)
+		}
+	}
+	have := "it has no amount attribute"
+	if len(amounts) > 0 {
+		have = "its amount attributes are " + strings.Join(amounts, ", ")
+	}
+	a, ok := findAttr(list, name)
+	switch {
+	case !ok:
+		return "no such attribute; " + have
+	case a.Kind != AttrAmount:
+		kind := "one_of"
+		if a.Kind == AttrText {
+			kind = "text"
+		}
+		return fmt.Sprintf("it is a %s attribute, not an amount; %s", kind, have)
+	}
+	return ""
 }
 
 func findAttr(list []Attr, name string) (*Attr, bool) {
@@ -504,7 +584,7 @@ func (v *validator) route(path string, r *fileRoute, attrs []Attr, kind string, 
 		v.errf(path+".attribute", "unknown attribute %q", r.Attribute)
 		return nil
 	case a.Kind != AttrChoice:
-		v.errf(path+".attribute", "route by a one_of attribute; %q is %s", r.Attribute, a.Kind)
+		v.errf(path+".attribute", "route by a one_of attribute; %q is an %s attribute", r.Attribute, a.Kind)
 		return nil
 	}
 	for _, val := range slices.Sorted(maps.Keys(r.Map)) {
@@ -591,16 +671,31 @@ func (v *validator) caseSLA(path string, fc *fileCase, c *CaseTemplate, cal *clo
 			c.SLAByPriority[pr] = d
 		}
 	}
-	if c.PriorityExpr == nil {
-		if len(c.Priority) == 0 {
-			if _, ok := s.byPriority[0]; !ok {
-				v.errf(path, "the SLA map has no entry for priority 0, which every case of this template has (it draws no priority)")
+	lists := make([]string, 0, len(s.byPriority))
+	for _, pr := range slices.Sorted(maps.Keys(s.byPriority)) {
+		lists = append(lists, fmt.Sprint(pr))
+	}
+	missing := func(pr int, why string) {
+		if _, ok := s.byPriority[pr]; !ok {
+			v.errf(path, "the SLA by priority has no entry for priority %d, which %s (it lists %s)", pr, why, strings.Join(lists, ", "))
+		}
+	}
+	switch {
+	case fc.Priority.Expr != "":
+		// An expression whose results are integers written in it (a
+		// ternary of them) gives those; one that computes its result, any
+		// priority. A bad one is reported already.
+		if prs, ok := c.PriorityExpr.literals(); ok {
+			for _, pr := range prs {
+				missing(pr, "the priority expression can give")
 			}
 		}
-		for _, wt := range c.Priority {
-			if _, ok := s.byPriority[wt.Priority]; !ok && wt.Weight > 0 {
-				v.errf(path, "the SLA map has no entry for priority %d, which the template's priority weights can draw", wt.Priority)
-			}
+	case len(c.Priority) == 0:
+		missing(0, "every case of this template has: it draws no priority")
+	}
+	for _, wt := range c.Priority {
+		if wt.Weight > 0 {
+			missing(wt.Priority, "the template's priority weights can draw")
 		}
 	}
 }
@@ -650,10 +745,17 @@ func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Att
 			if s.Answer != "" {
 				v.errf(sp+".answer", "only a step an NPC performs has an answer")
 			}
-			if v.ref(sp+".role", "role", s.Role, r.roles) && !r.agentHeld[s.Role] {
-				v.errf(sp+".role", "no agent seat holds role %q: give the step to an NPC with npc", s.Role)
-			}
 			st.RoleBy = v.route(sp+".role_by", s.RoleBy, c.Attrs, "role", r.roles)
+			if v.ref(sp+".role", "role", s.Role, r.roles) {
+				v.stepRole(sp+".role", s.ID, s.Role, c, caseQueues(c, st.RoleBy, ""), r)
+			}
+			if st.RoleBy != nil {
+				for _, val := range slices.Sorted(maps.Keys(st.RoleBy.Map)) {
+					if role := st.RoleBy.Map[val]; r.roles[role] != "" {
+						v.stepRole(sp+".role_by.map."+val, s.ID, role, c, caseQueues(c, st.RoleBy, val), r)
+					}
+				}
+			}
 			st.Effort = v.dist(sp+".effort", s.Effort, cal, true)
 		}
 		if s.Skill != "" && s.NPC != "" {
@@ -674,20 +776,24 @@ func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Att
 			v.nonNegative(sp+".value", s.Value)
 			st.Value = *s.Value
 		}
-		if s.Approval != "" && v.ref(sp+".approval", "approval chain", s.Approval, r.chains) {
+		if s.Approval != "" && s.NPC != "" {
+			// The NPC completes the step when asked and never asks for an
+			// approval: its completion would be refused, over and over.
+			v.errf(sp+".approval", "a step an NPC performs cannot need an approval: the NPC does not ask for one")
+		} else if s.Approval != "" && v.ref(sp+".approval", "approval chain", s.Approval, r.chains) {
 			attr := r.chainAttr[s.Approval]
 			switch {
 			case attr != "":
-				if a, ok := findAttr(c.Attrs, attr); !ok || a.Kind != AttrAmount {
-					v.errf(sp+".approval", "chain %s reads attribute %q, which is not an amount attribute of template %s", s.Approval, attr, c.ID)
+				if why := notAmount(c.Attrs, attr); why != "" {
+					v.errf(sp+".approval", "chain %s reads attribute %q, which template %s cannot give: %s", s.Approval, attr, c.ID, why)
 				}
 			case s.Charge == "":
 				v.errf(sp+".approval", "chain %s reads no attribute and the step charges nothing: there is no amount to approve", s.Approval)
 			}
 		}
 		if s.Charge != "" {
-			if a, ok := findAttr(c.Attrs, s.Charge); !ok || a.Kind != AttrAmount {
-				v.errf(sp+".charge", "unknown amount attribute %q", s.Charge)
+			if why := notAmount(c.Attrs, s.Charge); why != "" {
+				v.errf(sp+".charge", "cannot charge %q: %s", s.Charge, why)
 			}
 		}
 		st.Outcome = v.outcome(sp+".outcome", s.Outcome, c, all, r)
@@ -705,7 +811,10 @@ func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Att
 		switch state[id] {
 		case 1:
 			i := slices.Index(path, id)
-			v.errf(ids[id]+".deps", "dependency cycle: %s", strings.Join(append(path[i:], id), " -> "))
+			// Reported at the dependency that closes the cycle, as a project's is.
+			from := path[len(path)-1]
+			v.errf(fmt.Sprintf("%s.deps[%d]", strings.TrimSuffix(ids[from], ".id"), slices.Index(byID[from].Deps, id)),
+				"dependency cycle: %s", strings.Join(append(path[i:], id), " -> "))
 			return false
 		case 2:
 			return true
@@ -735,6 +844,58 @@ func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Att
 	}
 }
 
+// stepRole checks that a step's role (or one its routing picks) can do
+// it: an agent seat holds the role, and it serves every queue a case of
+// the template may be in (only a role serving a task's queue may claim it).
+func (v *validator) stepRole(path, step, role string, c *CaseTemplate, queues []string, r *refs) {
+	if !r.agentHeld[role] {
+		v.errf(path, "no agent seat holds role %q: give the step to an NPC with npc", role)
+		return
+	}
+	for _, q := range queues {
+		if _, ok := r.servedBy[q]; ok && !slices.Contains(r.servedBy[q], role) {
+			v.errf(path, "step %q needs role %q, which does not serve queue %q", step, role, q)
+			return
+		}
+	}
+}
+
+// caseQueues are the queues a case of template c may be in when its step
+// takes a role from routing roleBy by value val ("" for the step's default
+// role). When the queue and the role are routed by the same attribute,
+// the value that picks the role picks the queue too; otherwise any queue
+// the template routes to may come with it.
+func caseQueues(c *CaseTemplate, roleBy *Route, val string) []string {
+	add := func(qs []string, q string) []string {
+		if !slices.Contains(qs, q) {
+			qs = append(qs, q)
+		}
+		return qs
+	}
+	if c.QueueBy != nil && roleBy != nil && c.QueueBy.Attribute == roleBy.Attribute {
+		if val != "" {
+			return []string{c.QueueBy.Pick(map[string]any{roleBy.Attribute: val}, c.Queue)}
+		}
+		// The default role: the values the role routing leaves alone.
+		var qs []string
+		if a, ok := findAttr(c.Attrs, roleBy.Attribute); ok {
+			for _, ch := range a.Choices {
+				if _, mapped := roleBy.Map[ch.Value]; !mapped {
+					qs = add(qs, c.QueueBy.Pick(map[string]any{roleBy.Attribute: ch.Value}, c.Queue))
+				}
+			}
+		}
+		return qs
+	}
+	qs := []string{c.Queue}
+	if c.QueueBy != nil {
+		for _, v := range slices.Sorted(maps.Keys(c.QueueBy.Map)) {
+			qs = add(qs, c.QueueBy.Map[v])
+		}
+	}
+	return qs
+}
+
 // caseOpen checks who may open cases of a template.
 func (v *validator) caseOpen(path string, fo *fileOpen, c *CaseTemplate, r *refs) {
 	if fo == nil {
@@ -755,11 +916,11 @@ func (v *validator) caseOpen(path string, fo *fileOpen, c *CaseTemplate, r *refs
 	for _, name := range slices.Sorted(maps.Keys(fo.Bounds)) {
 		b := fo.Bounds[name]
 		bp := path + ".bounds." + name
-		a, ok := findAttr(c.Attrs, name)
-		if !ok || a.Kind != AttrAmount {
-			v.errf(bp, "unknown amount attribute %q", name)
+		if why := notAmount(c.Attrs, name); why != "" {
+			v.errf(bp, "cannot bound %q: %s", name, why)
 			continue
 		}
+		a, _ := findAttr(c.Attrs, name)
 		lo, hi := a.Amount.Range()
 		if b.Min != nil {
 			lo = *b.Min

@@ -509,6 +509,11 @@ func fieldsAt(path string) []string {
 		if s.field == "" {
 			continue // an index: the element type is reached below
 		}
+		if t.Kind() == reflect.Map { // a key of a mapping such as a case's attributes
+			for t = t.Elem(); t.Kind() == reflect.Pointer; t = t.Elem() {
+			}
+			continue
+		}
 		f, ok := fieldByTag(t, s.field)
 		if !ok {
 			return nil
