@@ -31,11 +31,11 @@ func TestShippedWorldsRewardWork(t *testing.T) {
 				if g.TeamScore <= i.TeamScore {
 					t.Errorf("seed %d: greedy scored %.2f, idle %.2f; want greedy higher", seed, g.TeamScore, i.TeamScore)
 				}
-				if g.TasksDone+g.TicketsResolved == 0 {
+				if g.TasksDone+g.TicketsResolved+g.CasesDone == 0 {
 					t.Errorf("seed %d: greedy finished nothing", seed)
 				}
-				if i.TasksDone+i.TicketsResolved != 0 {
-					t.Errorf("seed %d: an idle team finished %d tasks and %d tickets", seed, i.TasksDone, i.TicketsResolved)
+				if i.TasksDone+i.TicketsResolved+i.CasesDone != 0 {
+					t.Errorf("seed %d: an idle team finished %d tasks, %d tickets and %d cases", seed, i.TasksDone, i.TicketsResolved, i.CasesDone)
 				}
 			}
 		})
