@@ -2,12 +2,13 @@ package org
 
 import (
 	"fmt"
-	"math"
+	"maps"
 	"slices"
 
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/events/payload/fastjson"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -88,7 +89,7 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 		return badEvent(ev, "unknown queue %q", p.Queue)
 	case len(p.Steps) == 0:
 		return badEvent(ev, "case %q has no steps", p.Case)
-	case !fastFinite(p.Value):
+	case !fastjson.Finite(p.Value):
 		return badEvent(ev, "case %q has a value that is not a finite number", p.Case)
 	}
 	if p.Arrival != "" {
@@ -173,8 +174,6 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 	return nil
 }
 
-func fastFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-
 // stepDone marks t's case done when t was its last step.
 func (s *State) stepDone(t *Task, at clock.Time) {
 	c := s.CaseOf(t)
@@ -222,8 +221,9 @@ func (s *State) checkOpenCase(m *Member, a Action, sizes bool) *Rejection {
 			return Violation("open-case", "%s has opened %d %s cases, its quota", m.ID, n, tpl.ID)
 		}
 	}
-	for _, name := range slicesSortedKeys(a.Attributes.Attrs()) {
-		val := a.Attributes.Attrs()[name]
+	given := a.Attributes.Attrs()
+	for _, name := range slices.Sorted(maps.Keys(given)) {
+		val := given[name]
 		at, ok := findTemplateAttr(tpl, name)
 		if !ok {
 			return Reject(KindMalformed, "template %s has no attribute %q", tpl.ID, name)
@@ -262,15 +262,6 @@ func findTemplateAttr(tpl *worlds.CaseTemplate, name string) (*worlds.Attr, bool
 		}
 	}
 	return nil, false
-}
-
-func slicesSortedKeys(m payload.Attrs) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m { // order: sorted below
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // CheckAskStep reports whether m may ask NPC to to perform step task id:

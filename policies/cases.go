@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/corpsim/corpsim/clock"
@@ -98,19 +99,10 @@ func caseBonus(s *org.State, c *org.Case, value float64) map[string]float64 {
 		total = float64(len(by))
 	}
 	out := map[string]float64{}
-	for _, id := range sortedKeys(by) {
+	for _, id := range slices.Sorted(maps.Keys(by)) {
 		out[id] = value * by[id] / total
 	}
 	return out
-}
-
-func sortedKeys(m map[string]float64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m { // order: sorted below
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // scoreCases adds the cases and their steps to a scorecard.
