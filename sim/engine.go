@@ -179,6 +179,7 @@ type Engine struct {
 	seen       uint64          // the last seq of the state the due members observe
 	reward     policies.Credit // score changes since the last reward event
 	failure    string          // the reason of the last turn.failed (not part of the state)
+	recorded   Recorded        // the rewards the log recorded (not part of the state)
 
 	// Reused buffers and caches of the hot path; none is part of the state.
 	keyBuf    []byte                 // random-draw keys (see key)
@@ -343,6 +344,18 @@ func (e *Engine) EndStateHash() string { return e.endHash }
 // LastFailure is the reason of the session's last turn.failed event, or ""
 // if no turn failed: why the agents could not decide, for a report.
 func (e *Engine) LastFailure() string { return e.failure }
+
+// Recorded is what the reward events of a log said: their team rewards'
+// sum and the rubrics that graded them, in the order they first appear.
+// A log recorded under an older rubric replays and is re-graded by this
+// one; Recorded keeps what it was given at the time.
+type Recorded struct {
+	Team    float64  `json:"team"`
+	Rubrics []string `json:"rubrics,omitempty"`
+}
+
+// Recorded returns the rewards of the events applied (replay) or emitted.
+func (e *Engine) Recorded() Recorded { return e.recorded }
 
 // Ready returns the events emitted since the last Advance and the turns to
 // ask. The Events slice is the engine's: it is valid until the Advance
@@ -697,8 +710,14 @@ func (e *Engine) applyWith(ev events.Event, typed any) error {
 		if err != nil {
 			return fmt.Errorf("sim: reward at seq %d: %w", ev.Seq, err)
 		}
-		if math.Abs(p.Team-e.reward.Team) > 1e-6 {
+		// A log graded under another rubric is re-graded, not refused:
+		// only this rubric's rewards must match (corpsim score).
+		if p.Rubric == policies.RubricVersion && math.Abs(p.Team-e.reward.Team) > 1e-6 {
 			return fmt.Errorf("%w: reward at seq %d records %g, the rubric gives %g", ErrReplayMismatch, ev.Seq, p.Team, e.reward.Team)
+		}
+		e.recorded.Team += p.Team
+		if !slices.Contains(e.recorded.Rubrics, p.Rubric) {
+			e.recorded.Rubrics = append(e.recorded.Rubrics, p.Rubric)
 		}
 	}
 	if err := e.st.ApplyWith(ev, typed); err != nil {

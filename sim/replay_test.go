@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
 )
 
@@ -145,5 +149,65 @@ func TestReplayKeepsOnlyTimersNotYetDue(t *testing.T) {
 				t.Errorf("after %d events the rebuilt engine lacks the live engine's timer %s", len(evs), k)
 			}
 		}
+	}
+}
+
+// TestReplayRegradesAnOlderRubric: a log whose rewards another rubric
+// recorded replays (its rewards are not held to this rubric's) and keeps
+// what it recorded; a log of this rubric whose reward was altered is
+// refused as a mismatch.
+func TestReplayRegradesAnOlderRubric(t *testing.T) {
+	live := mustEngine(t, 11)
+	live.Start()
+	evs := drive(t, live, greedy, false, 0)
+	recode := func(rubric string, shift float64) ([]events.Event, float64) {
+		out := make([]events.Event, len(evs))
+		var sum float64
+		n := 0
+		for i, ev := range evs {
+			out[i] = ev
+			if ev.Type != payload.EvReward {
+				continue
+			}
+			var r payload.Reward
+			if err := json.Unmarshal(ev.Payload, &r); err != nil {
+				t.Fatal(err)
+			}
+			r.Rubric, r.Team = rubric, r.Team+shift
+			sum += r.Team
+			n++
+			b, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i].Payload = b
+		}
+		if n == 0 {
+			t.Fatal("the session recorded no reward")
+		}
+		return out, sum
+	}
+	// The state keeps the sum of the rewards recorded, which the end's
+	// state hash covers: an older rubric's log is consistent with its own
+	// rewards, so the altered one is replayed without its end.
+	old, sum := recode("rubric/0", 5)
+	if last := old[len(old)-1]; last.Type != payload.EvSessionEnded {
+		t.Fatalf("the last event is %s, not session.ended", last.Type)
+	}
+	old = old[:len(old)-1]
+	e, err := sim.RebuildLog(context.Background(), poisonScanner{old}, "s", sim.Config{})
+	if err != nil {
+		t.Fatalf("a log of an older rubric does not replay: %v", err)
+	}
+	rec := e.Recorded()
+	if !slices.Equal(rec.Rubrics, []string{"rubric/0"}) || math.Abs(rec.Team-sum) > 1e-6 {
+		t.Fatalf("Recorded = %+v, want rubric/0 and team %g", rec, sum)
+	}
+	if got := e.State().Reward; math.Abs(got-sum) > 1e-6 {
+		t.Fatalf("replayed state's reward %g, recorded %g", got, sum)
+	}
+	bad, _ := recode(policies.RubricVersion, 5)
+	if _, err := sim.RebuildLog(context.Background(), poisonScanner{bad}, "s", sim.Config{}); !errors.Is(err, sim.ErrReplayMismatch) {
+		t.Fatalf("an altered reward of this rubric: got %v, want ErrReplayMismatch", err)
 	}
 }

@@ -89,7 +89,10 @@ func Score(ctx context.Context, data, id string, logger hclog.Logger) (*RunResul
 	if err != nil {
 		return nil, err
 	}
-	return ResultOf(meta, e), nil
+	res := ResultOf(meta, e)
+	rec := e.Recorded()
+	res.Recorded = &rec
+	return res, nil
 }
 
 // Verify checks every stored event's checksum of session id and replays it

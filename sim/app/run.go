@@ -77,9 +77,12 @@ type RunResult struct {
 	Score     policies.Scorecard `json:"score"`
 	// Failure is why the agents' last failed turn failed (turn.failed), if
 	// any turn failed.
-	Failure string             `json:"failure,omitempty"`
-	Wall    time.Duration      `json:"-"`
-	Meta    events.SessionMeta `json:"-"`
+	Failure string `json:"failure,omitempty"`
+	// Recorded is the reward the log recorded while it ran, and under
+	// which rubric (corpsim score: beside the scorecard re-graded now).
+	Recorded *sim.Recorded      `json:"recorded,omitempty"`
+	Wall     time.Duration      `json:"-"`
+	Meta     events.SessionMeta `json:"-"`
 	Stats
 }
 

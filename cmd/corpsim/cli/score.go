@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -32,6 +34,13 @@ The reward recorded during the run is shown next to it.`,
 				return a.report(res, true)
 			}
 			printScorecard(a.stdout, res)
+			if r := res.Recorded; r != nil && len(r.Rubrics) > 0 {
+				regraded := ""
+				if !slices.Equal(r.Rubrics, []string{res.Score.Rubric}) {
+					regraded = fmt.Sprintf("; re-graded under %s", res.Score.Rubric)
+				}
+				fmt.Fprintf(a.stdout, "recorded reward %.2f under %s%s\n", r.Team, strings.Join(r.Rubrics, ", "), regraded)
+			}
 			printMembers(a.stdout, res.Score)
 			return nil
 		},
