@@ -121,8 +121,10 @@ func TestReportOutcomes(t *testing.T) {
 			Outcomes []struct{ Case string } `json:"outcomes"`
 		} `json:"score"`
 		Outcomes struct {
-			Wrong  int `json:"wrong"`
-			Steps  []struct{ WrongCases []struct{ Summary string } `json:"wrong_cases"` } `json:"steps"`
+			Wrong int `json:"wrong"`
+			Steps []struct {
+				WrongCases []struct{ Summary string } `json:"wrong_cases"`
+			} `json:"steps"`
 			Writes []struct{ Member string } `json:"collateral_writes"`
 		} `json:"outcomes"`
 	}
