@@ -45,6 +45,7 @@ type cheatContent struct {
 	order  []string                  // keys of seen, in the order first read
 	wrote  []org.Action              // the outcome writes it made, in order
 	looked map[string]bool           // record types it searched to look around
+	passed map[string]bool           // outcome steps it found no shortcut for: greedy does them
 	target map[string]string         // shortcut -> the case (or type/id) it was tried on
 }
 
@@ -86,7 +87,7 @@ func (c *Cheater) contentShortcut(o org.Observation) []org.Action {
 	}
 	if c.cc == nil {
 		c.cc = &cheatContent{policy: content{mode: byPolicy}, seen: map[string]org.RecordView{},
-			looked: map[string]bool{}, target: map[string]string{}}
+			looked: map[string]bool{}, passed: map[string]bool{}, target: map[string]string{}}
 	}
 	cc := c.cc
 	cc.remember(o, nil)
@@ -227,13 +228,16 @@ func (c *Cheater) outcomeShortcut(o org.Observation) []org.Action {
 	for _, t := range o.Assigned {
 		if t.Outcome == nil || t.Status != org.StatusClaimed || t.Spent < t.Effort || len(t.Waiting) > 0 ||
 			t.Approval == "needed" || t.Approval == org.RequestPending || t.Approval == org.RequestRejected ||
-			t.NeedsInfo != nil && !t.NeedsInfo.Known {
+			t.NeedsInfo != nil && !t.NeedsInfo.Known || cc.passed[t.ID] {
 			continue
 		}
 		acts, ready := cc.policy.step(o, t)
 		if !ready {
 			return acts // its reads
 		}
+		// Whatever comes of it, the step is looked at once: else its reads
+		// and greedy's would take turns for ever.
+		cc.passed[t.ID] = true
 		if len(acts) != 1 || acts[0].Type != org.ActUpdate {
 			continue
 		}

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -94,7 +95,18 @@ func TestCheaterIsRefusedAndScoresBelowGreedy(t *testing.T) {
 		if name == "support-desk-bench" || name == "portfolio" {
 			continue
 		}
-		t.Run(name, func(t *testing.T) { playCheaters(t, name, seen) })
+		w, err := worlds.Shipped(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(w.Systems) == 0 {
+			t.Run(name, func(t *testing.T) { playCheaters(t, name, 1, seen) })
+			continue
+		}
+		// A content world, over the five seeds eval --seeds 5 plays.
+		for seed := uint64(1); seed <= 5; seed++ {
+			t.Run(fmt.Sprintf("%s/seed-%d", name, seed), func(t *testing.T) { playCheaters(t, name, seed, seen) })
+		}
 	}
 	t.Run("billing-support-no-crm-reads", func(t *testing.T) {
 		src, err := worlds.Source("billing-support")
@@ -109,7 +121,7 @@ func TestCheaterIsRefusedAndScoresBelowGreedy(t *testing.T) {
 		if err := os.WriteFile(path, []byte(narrowed), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		playCheaters(t, path, seen)
+		playCheaters(t, path, 1, seen)
 	})
 	var missing []string
 	for _, s := range agents.Shortcuts {
@@ -123,10 +135,10 @@ func TestCheaterIsRefusedAndScoresBelowGreedy(t *testing.T) {
 	}
 }
 
-// playCheaters plays world name (shipped, or a file) with a team of
-// cheaters and checks every shortcut they tried was refused or caught;
+// playCheaters plays world name (shipped, or a file) on seed with a team
+// of cheaters and checks every shortcut they tried was refused or caught;
 // seen collects the shortcuts tried.
-func playCheaters(t *testing.T, name string, seen map[string]bool) {
+func playCheaters(t *testing.T, name string, seed uint64, seen map[string]bool) {
 	w, _, err := app.LoadWorld(name)
 	if err != nil {
 		t.Fatal(err)
@@ -140,12 +152,12 @@ func playCheaters(t *testing.T, name string, seen map[string]bool) {
 		}
 	}
 	l := memlog.New()
-	res := mustRun(t, app.RunOptions{World: name, Seed: 1, Agents: "greedy", Log: l, Seats: seats, CheckpointEvery: -1})
+	res := mustRun(t, app.RunOptions{World: name, Seed: seed, Agents: "greedy", Log: l, Seats: seats, CheckpointEvery: -1})
 	bar := "greedy"
 	if len(w.Systems) > 0 {
 		bar = "diligent"
 	}
-	ref := mustRun(t, app.RunOptions{World: name, Seed: 1, Agents: bar, Log: memlog.New(), CheckpointEvery: -1})
+	ref := mustRun(t, app.RunOptions{World: name, Seed: seed, Agents: bar, Log: memlog.New(), CheckpointEvery: -1})
 	if res.Score.TeamScore >= ref.Score.TeamScore {
 		t.Errorf("cheaters scored %.2f, %s %.2f; want the cheaters lower", res.Score.TeamScore, bar, ref.Score.TeamScore)
 	}
@@ -172,8 +184,17 @@ func playCheaters(t *testing.T, name string, seen map[string]bool) {
 		}
 	}
 	cards := map[string]policies.OutcomeCard{} // case -> its (last) outcome card
+	done := 0
 	for _, oc := range res.Score.Outcomes {
 		cards[oc.Case] = oc
+		if oc.Done {
+			done++
+		}
+	}
+	// Between shortcuts the cheaters play greedy: they must not stall on
+	// the content (as they did when their reads and greedy's took turns).
+	if n := len(res.Score.Outcomes); n > 0 && done*10 < n*9 {
+		t.Errorf("the cheaters completed %d of %d outcome steps; want at least 90%% (they play greedy between shortcuts)", done, n)
 	}
 	tried := 0
 	for member, c := range cheaters {
