@@ -405,24 +405,26 @@ func (ot *OutcomeTrace) writeText(w io.Writer) {
 // on its outcome.
 const wrongOutcome = "wrong outcome"
 
-// outcomeDetail names, in the wrong_outcome cause's detail, who completed
-// case c's steps with their outcome unmet (no hours: a wrong outcome is a
-// verdict, not a wait).
-func outcomeDetail(st *org.State, c *org.Case, detail map[string]map[string]clock.Duration) {
-	for _, oc := range policies.OutcomeCards(st) {
-		if oc.Case != c.ID || !oc.Wrong {
-			continue
-		}
-		if detail[CauseWrongOutcome] == nil {
-			detail[CauseWrongOutcome] = map[string]clock.Duration{}
-		}
-		detail[CauseWrongOutcome][oc.By+": "+oc.Task] += 0
+// outcomeCauses names, in the wrong_outcome cause's detail, who completed
+// steps with their outcome unmet and how many (no hours: a wrong outcome
+// is a verdict, not a wait), and puts the collateral damage's penalty down
+// to its own cause, naming each writer and how many such writes it made.
+func outcomeCauses(st *org.State, points map[string]float64, detail map[string]map[string]clock.Duration) {
+	if len(st.World.Systems) == 0 {
+		return
 	}
-}
-
-// collateralCause puts the collateral damage's penalty down to its own
-// cause, naming each writer and how many such writes it made.
-func collateralCause(st *org.State, points map[string]float64, detail map[string]map[string]clock.Duration) {
+	wrong := map[string]int{}
+	for _, oc := range policies.OutcomeCards(st) {
+		if oc.Wrong {
+			wrong[oc.By]++
+		}
+	}
+	if len(wrong) > 0 {
+		detail[CauseWrongOutcome] = map[string]clock.Duration{}
+		for _, m := range slices.Sorted(maps.Keys(wrong)) {
+			detail[CauseWrongOutcome][fmt.Sprintf("%s: %s", m, Plural(wrong[m], "wrong outcome"))] += 0
+		}
+	}
 	if st.Collateral == 0 {
 		return
 	}
