@@ -40,28 +40,35 @@ type OutcomeCard struct {
 func OutcomeCards(s *org.State) []OutcomeCard {
 	var out []OutcomeCard
 	for _, c := range s.Cases {
-		for _, o := range c.Outcomes {
-			card := OutcomeCard{Case: c.ID, Template: c.Template, Step: o.Step, Task: org.StepTaskID(c.ID, o.Step),
-				Record: o.Record, ID: o.ID, Done: o.Done, Fields: len(o.Fields)}
-			if t := s.Task(card.Task); t != nil {
-				card.By = t.DoneBy
-			}
-			if o.Done && len(o.Fields) > 0 {
-				r := s.Record(o.Record, o.ID)
-				for _, k := range slices.Sorted(maps.Keys(o.Fields)) {
-					want := o.Fields[k]
-					at := org.SameValue(o.AtDone[k], want)
-					card.Wrong = card.Wrong || !at
-					if at && r != nil && !r.Deleted && org.SameValue(r.Fields[k], want) {
-						card.Right++
-					} else {
-						card.Unmet = append(card.Unmet, k)
-					}
-				}
-				card.Score = round(float64(card.Right) / float64(card.Fields))
-			}
-			out = append(out, card)
+		out = append(out, CaseOutcomeCards(s, c)...)
+	}
+	return out
+}
+
+// CaseOutcomeCards lists the outcomes of case c, as OutcomeCards does.
+func CaseOutcomeCards(s *org.State, c *org.Case) []OutcomeCard {
+	var out []OutcomeCard
+	for _, o := range c.Outcomes {
+		card := OutcomeCard{Case: c.ID, Template: c.Template, Step: o.Step, Task: org.StepTaskID(c.ID, o.Step),
+			Record: o.Record, ID: o.ID, Done: o.Done, Fields: len(o.Fields)}
+		if t := s.Task(card.Task); t != nil {
+			card.By = t.DoneBy
 		}
+		if o.Done && len(o.Fields) > 0 {
+			r := s.Record(o.Record, o.ID)
+			for _, k := range slices.Sorted(maps.Keys(o.Fields)) {
+				want := o.Fields[k]
+				at := org.SameValue(o.AtDone[k], want)
+				card.Wrong = card.Wrong || !at
+				if at && r != nil && !r.Deleted && org.SameValue(r.Fields[k], want) {
+					card.Right++
+				} else {
+					card.Unmet = append(card.Unmet, k)
+				}
+			}
+			card.Score = round(float64(card.Right) / float64(card.Fields))
+		}
+		out = append(out, card)
 	}
 	return out
 }

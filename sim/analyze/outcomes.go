@@ -176,7 +176,7 @@ func (s *Session) authoritative(sys, typ string) bool {
 // outcomeTrace is the outcome of step task t of case c, or nil.
 func (s *Session) outcomeTrace(c *org.Case, t *org.Task) *OutcomeTrace {
 	var ot *OutcomeTrace
-	for _, oc := range policies.OutcomeCards(s.State) {
+	for _, oc := range policies.CaseOutcomeCards(s.State, c) {
 		if oc.Task == t.ID {
 			ot = &OutcomeTrace{OutcomeCard: oc}
 		}
