@@ -131,7 +131,10 @@ func (s *Session) related(typ, id string) []*org.Record {
 		return nil
 	}
 	out := []*org.Record{r}
-	ty, _ := s.World.RecordType(typ)
+	ty, ok := s.World.RecordType(typ)
+	if !ok {
+		return out
+	}
 	for _, f := range ty.Fields {
 		if f.To == "" {
 			continue
