@@ -28,7 +28,8 @@
 // text, as the member's next observation shows them (records.go) — the
 // tools are the world's (agents.ToolDefsFor: its record types and fields
 // in the schemas), and each episode carries in Outcomes the rubric's
-// verdicts on the outcome steps its member completed (wrong ones marked).
+// verdicts on the outcome steps its member completed (wrong ones marked),
+// which a preference pair carries for each side.
 // Rewards come from the rubric on the final state, as corpsim score
 // reports them: a member's reward is its delivered value
 // (policies.MemberCredit.Delivered, the sum of its dense rewards), the team

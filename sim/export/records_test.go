@@ -1,10 +1,12 @@
 package export_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/org"
@@ -136,4 +138,51 @@ func mustScore(tb testing.TB, log events.Log, id string) policies.Scorecard {
 		tb.Fatal(err)
 	}
 	return policies.Score(e.State())
+}
+
+// A preference pair of billing-support episodes carries each side's
+// outcome verdicts: the diligent member's (chosen: it follows the policy's
+// precedence) are all right, the greedy one's (rejected) have wrong ones.
+func TestPairsCarryOutcomes(t *testing.T) {
+	log := memlog.New()
+	diligent := func(o org.Observation) sim.Answer {
+		a, _ := agents.New("diligent", agents.Options{Member: o.Member})
+		acts, _ := a.Decide(context.Background(), o)
+		return sim.Answer{Member: o.Member, Turn: o.Turn, Actions: acts}
+	}
+	mustSession(t, log, "g", "billing-support", 1, greedyOnly)
+	mustSession(t, log, "d", "billing-support", 1, diligent)
+	var eps []export.Episode
+	for _, id := range []string{"g", "d"} {
+		e, err := export.Episodes(context.Background(), log, id, export.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eps = append(eps, e...)
+	}
+	pairs, _ := export.Pairs(eps, export.PairOptions{})
+	checked := 0
+	for _, p := range pairs {
+		if p.ChosenSession != "d" {
+			continue
+		}
+		checked++
+		wrong := 0
+		for _, oc := range p.ChosenOutcomes {
+			if oc.Wrong || oc.By != p.Member {
+				t.Errorf("pair for %s: chosen outcome %+v; want right, by %s", p.Member, oc, p.Member)
+			}
+		}
+		for _, oc := range p.RejectedOutcomes {
+			if oc.Wrong {
+				wrong++
+			}
+		}
+		if len(p.ChosenOutcomes) == 0 || wrong == 0 {
+			t.Errorf("pair for %s: %d chosen outcomes, %d wrong rejected ones; want some of each", p.Member, len(p.ChosenOutcomes), wrong)
+		}
+	}
+	if checked == 0 {
+		t.Fatalf("no pair chose the diligent session (%d pairs)", len(pairs))
+	}
 }
