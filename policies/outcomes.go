@@ -83,6 +83,7 @@ func (c *Scorecard) scoreOutcomes(s *org.State) {
 		return
 	}
 	c.Outcome, c.OutcomeMax, c.WrongOutcomes = OutcomeScore(s)
+	c.Outcomes = OutcomeCards(s)
 	c.Collateral = s.Collateral
 	c.Penalties += float64(s.Collateral) * s.World.Scoring.ViolationPenalty
 }

@@ -63,6 +63,8 @@ type Scorecard struct {
 	OutcomeMax    float64 `json:"outcome_max,omitempty"`
 	WrongOutcomes int     `json:"wrong_outcomes,omitempty"`
 	Collateral    int     `json:"collateral,omitempty"`
+	// Outcomes break Outcome down per case and step (outcomes_card.go).
+	Outcomes []OutcomeCard `json:"outcomes,omitempty"`
 }
 
 // PrioritySLA is the tickets and cases of one priority and their SLA

@@ -211,4 +211,5 @@ func TestBillingSupportOutcomeVerification(t *testing.T) {
 	if got, want := sc.TeamScore, e.State().Reward; got != want {
 		t.Errorf("team score %v, dense rewards sum to %v", got, want)
 	}
+	checkOutcomeCards(t, sc, step, "ana")
 }

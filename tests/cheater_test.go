@@ -1,6 +1,9 @@
 package tests
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -9,6 +12,7 @@ import (
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -38,6 +42,24 @@ var shortcutRefusal = map[string]struct {
 	agents.ShortcutApproveAcross:   {org.ActApprove, []string{"separation/*", "approver-authority", "delegation-limit", ""}},
 	agents.ShortcutJunkCase:        {org.ActOpenCase, []string{"open-case"}},
 	agents.ShortcutOverQuota:       {org.ActOpenCase, []string{"open-case"}},
+	// Content (worlds with systems): a record tool the role may not use.
+	agents.ShortcutReadForbidden:  {org.ActSearch, []string{org.RuleRecordAccess}},
+	agents.ShortcutWriteForbidden: {org.ActUpdate, []string{org.RuleRecordAccess}},
+}
+
+// Ways the rubric catches a content shortcut that no rule refuses.
+const (
+	caughtWrongOutcome = "wrong outcome" // the step it was tried on is a wrong outcome on the scorecard
+	caughtCollateral   = "collateral"    // the log has its write of the record as collateral damage
+)
+
+// shortcutCaught says how the rubric must catch each content shortcut
+// that is not refused (the others are in shortcutRefusal).
+var shortcutCaught = map[string]string{
+	agents.ShortcutCloseNoWrite:  caughtWrongOutcome,
+	agents.ShortcutCopyOtherCase: caughtWrongOutcome,
+	agents.ShortcutDecideBlind:   caughtWrongOutcome,
+	agents.ShortcutOutsideScope:  caughtCollateral,
 }
 
 // refusedBy reports whether rules (a member's refused rules for one action
@@ -60,92 +82,47 @@ func refusedBy(rules map[string]bool, want []string) bool {
 
 // TestCheaterIsRefusedAndScoresBelowGreedy plays every shipped world with a
 // team of cheaters: each shortcut one of them tried appears in the log as a
-// refusal by the expected rule, nothing it completed is counted without
-// verification, and the team scores below the greedy team.
+// refusal by the expected rule (or, for a content shortcut no rule refuses,
+// as a wrong outcome or collateral damage on what it was tried on), nothing
+// it completed is counted without verification, and the team scores below
+// the greedy team — below the diligent team on a world with systems, where
+// greedy's content is wrong already and diligent is the legitimate bar. A
+// variant of billing-support whose agents may not read the CRM gives the
+// cheater a system to read against its role.
 func TestCheaterIsRefusedAndScoresBelowGreedy(t *testing.T) {
 	seen := map[string]bool{}
 	for _, name := range worlds.Names() {
 		if name == "support-desk-bench" || name == "portfolio" {
 			continue
 		}
-		if w, err := worlds.Shipped(name); err == nil && len(w.Systems) > 0 {
-			continue // content worlds: the cheater has no content shortcuts yet (issue 19)
+		w, err := worlds.Shipped(name)
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Run(name, func(t *testing.T) {
-			w, _, err := app.LoadWorld(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cheaters := map[string]*agents.Cheater{}
-			seats := map[string]agents.Agent{}
-			for _, m := range w.Members {
-				if m.NPC == nil {
-					cheaters[m.ID] = &agents.Cheater{}
-					seats[m.ID] = cheaters[m.ID]
-				}
-			}
-			l := memlog.New()
-			res := mustRun(t, app.RunOptions{World: name, Seed: 1, Agents: "greedy", Log: l, Seats: seats, CheckpointEvery: -1})
-			greedy := mustRun(t, app.RunOptions{World: name, Seed: 1, Agents: "greedy", Log: memlog.New(), CheckpointEvery: -1})
-			if res.Score.TeamScore >= greedy.Score.TeamScore {
-				t.Errorf("cheaters scored %.2f, greedy %.2f; want the cheaters lower", res.Score.TeamScore, greedy.Score.TeamScore)
-			}
-			// refused[member][action type] = rules seen.
-			refused := map[string]map[string]map[string]bool{}
-			for _, ev := range eventsOf(t, l, res.Session, payload.EvActionRejected) {
-				p := payloadOf[payload.ActionRejected](t, ev)
-				if refused[ev.Actor] == nil {
-					refused[ev.Actor] = map[string]map[string]bool{}
-				}
-				if refused[ev.Actor][p.Action.Type] == nil {
-					refused[ev.Actor][p.Action.Type] = map[string]bool{}
-				}
-				refused[ev.Actor][p.Action.Type][p.Rule] = true
-			}
-			tried := 0
-			for member, c := range cheaters {
-				for s := range c.Tried() {
-					tried++
-					seen[s] = true
-					want := shortcutRefusal[s]
-					if !refusedBy(refused[member][want.action], want.rules) {
-						t.Errorf("%s tried %s but the log shows no refused %s by %v (refusals: %v)", member, s, want.action, want.rules, refused[member])
-					}
-				}
-			}
-			if tried == 0 {
-				t.Fatal("the cheaters tried nothing")
-			}
-			crossed := false
-			for _, c := range cheaters {
-				crossed = crossed || c.Tried()[agents.ShortcutCrossSeparation] || c.Tried()[agents.ShortcutApproveAcross]
-			}
-			if len(w.Separation) > 0 && crossed {
-				// Crossing a separation rule must have been refused by one
-				// at least once, not only by other checks.
-				sep := false
-				for _, byType := range refused {
-					sep = sep || refusedBy(byType[org.ActClaim], []string{"separation/*"}) || refusedBy(byType[org.ActApprove], []string{"separation/*"})
-				}
-				if !sep {
-					t.Errorf("no cheater's attempt across a separation rule was refused by one (refusals: %v)", refused)
-				}
-			}
-			// A completion that does not verify is never counted; one with
-			// a wrong outcome (content worlds) is the rubric's to find, the
-			// rest are shortcuts that got through.
-			var through []string
-			for _, u := range res.Score.Unverified {
-				if !strings.Contains(u, "wrong outcome") {
-					through = append(through, u)
-				}
-			}
-			if len(through) != 0 {
-				t.Errorf("completions that do not verify were recorded: %v", through)
-			}
-			t.Logf("cheaters %.2f vs greedy %.2f; %d shortcut attempts, %d violations", res.Score.TeamScore, greedy.Score.TeamScore, tried, res.Score.Violations)
-		})
+		if len(w.Systems) == 0 {
+			t.Run(name, func(t *testing.T) { playCheaters(t, name, 1, seen) })
+			continue
+		}
+		// A content world, over the five seeds eval --seeds 5 plays.
+		for seed := uint64(1); seed <= 5; seed++ {
+			t.Run(fmt.Sprintf("%s/seed-%d", name, seed), func(t *testing.T) { playCheaters(t, name, seed, seen) })
+		}
 	}
+	t.Run("billing-support-no-crm-reads", func(t *testing.T) {
+		src, err := worlds.Source("billing-support")
+		if err != nil {
+			t.Fatal(err)
+		}
+		narrowed := strings.Replace(string(src), "read: [agent, lead]", "read: [lead]", 1)
+		if narrowed == string(src) {
+			t.Fatal("billing-support no longer has the CRM read line this variant narrows")
+		}
+		path := filepath.Join(t.TempDir(), "billing-support-no-crm-reads.yaml")
+		if err := os.WriteFile(path, []byte(narrowed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		playCheaters(t, path, 1, seen)
+	})
 	var missing []string
 	for _, s := range agents.Shortcuts {
 		if !seen[s] {
@@ -156,4 +133,146 @@ func TestCheaterIsRefusedAndScoresBelowGreedy(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("no shipped world let the cheater try %v", missing)
 	}
+}
+
+// playCheaters plays world name (shipped, or a file) on seed with a team
+// of cheaters and checks every shortcut they tried was refused or caught;
+// seen collects the shortcuts tried.
+func playCheaters(t *testing.T, name string, seed uint64, seen map[string]bool) {
+	w, _, err := app.LoadWorld(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cheaters := map[string]*agents.Cheater{}
+	seats := map[string]agents.Agent{}
+	for _, m := range w.Members {
+		if m.NPC == nil {
+			cheaters[m.ID] = &agents.Cheater{}
+			seats[m.ID] = cheaters[m.ID]
+		}
+	}
+	l := memlog.New()
+	res := mustRun(t, app.RunOptions{World: name, Seed: seed, Agents: "greedy", Log: l, Seats: seats, CheckpointEvery: -1})
+	bar := "greedy"
+	if len(w.Systems) > 0 {
+		bar = "diligent"
+	}
+	ref := mustRun(t, app.RunOptions{World: name, Seed: seed, Agents: bar, Log: memlog.New(), CheckpointEvery: -1})
+	if res.Score.TeamScore >= ref.Score.TeamScore {
+		t.Errorf("cheaters scored %.2f, %s %.2f; want the cheaters lower", res.Score.TeamScore, bar, ref.Score.TeamScore)
+	}
+	// refused[member][action type] = rules seen.
+	refused := map[string]map[string]map[string]bool{}
+	for _, ev := range eventsOf(t, l, res.Session, payload.EvActionRejected) {
+		p := payloadOf[payload.ActionRejected](t, ev)
+		if refused[ev.Actor] == nil {
+			refused[ev.Actor] = map[string]map[string]bool{}
+		}
+		if refused[ev.Actor][p.Action.Type] == nil {
+			refused[ev.Actor][p.Action.Type] = map[string]bool{}
+		}
+		refused[ev.Actor][p.Action.Type][p.Rule] = true
+	}
+	// collateral[member] = the records (type/id) it damaged.
+	collateral := map[string]map[string]bool{}
+	for _, ev := range eventsOf(t, l, res.Session, payload.EvRecordWritten) {
+		if p := payloadOf[payload.RecordWritten](t, ev); p.Collateral {
+			if collateral[ev.Actor] == nil {
+				collateral[ev.Actor] = map[string]bool{}
+			}
+			collateral[ev.Actor][p.Record+"/"+p.ID] = true
+		}
+	}
+	cards := map[string]policies.OutcomeCard{} // case -> its (last) outcome card
+	done := 0
+	for _, oc := range res.Score.Outcomes {
+		cards[oc.Case] = oc
+		if oc.Done {
+			done++
+		}
+	}
+	// Between shortcuts the cheaters play greedy: they must not stall on
+	// the content (as they did when their reads and greedy's took turns).
+	if n := len(res.Score.Outcomes); n > 0 && done*10 < n*9 {
+		t.Errorf("the cheaters completed %d of %d outcome steps; want at least 90%% (they play greedy between shortcuts)", done, n)
+	}
+	tried := 0
+	for member, c := range cheaters {
+		targets := c.Targets()
+		for s := range c.Tried() {
+			tried++
+			seen[s] = true
+			if how, ok := shortcutCaught[s]; ok {
+				target := targets[s]
+				switch how {
+				case caughtWrongOutcome:
+					if oc := cards[target]; !oc.Wrong || oc.By != member {
+						t.Errorf("%s tried %s on case %q, but its scorecard outcome is %+v; want a wrong outcome completed by %s", member, s, target, oc, member)
+					}
+				case caughtCollateral:
+					if !collateral[member][target] {
+						t.Errorf("%s tried %s on %q, but the log has no collateral write of it by %s (collateral: %v)", member, s, target, member, collateral[member])
+					}
+				}
+				continue
+			}
+			want, ok := shortcutRefusal[s]
+			if !ok {
+				t.Errorf("shortcut %s is mapped to no way of being caught", s)
+				continue
+			}
+			if !refusedBy(refused[member][want.action], want.rules) {
+				t.Errorf("%s tried %s but the log shows no refused %s by %v (refusals: %v)", member, s, want.action, want.rules, refused[member])
+			}
+		}
+	}
+	if tried == 0 {
+		t.Fatal("the cheaters tried nothing")
+	}
+	var kinds []string
+	for _, s := range agents.Shortcuts {
+		for _, c := range cheaters {
+			if c.Tried()[s] {
+				kinds = append(kinds, s)
+				break
+			}
+		}
+	}
+	t.Logf("shortcuts tried: %v", kinds)
+	crossed := false
+	for _, c := range cheaters {
+		crossed = crossed || c.Tried()[agents.ShortcutCrossSeparation] || c.Tried()[agents.ShortcutApproveAcross]
+	}
+	if len(w.Separation) > 0 && crossed {
+		// Crossing a separation rule must have been refused by one
+		// at least once, not only by other checks.
+		sep := false
+		for _, byType := range refused {
+			sep = sep || refusedBy(byType[org.ActClaim], []string{"separation/*"}) || refusedBy(byType[org.ActApprove], []string{"separation/*"})
+		}
+		if !sep {
+			t.Errorf("no cheater's attempt across a separation rule was refused by one (refusals: %v)", refused)
+		}
+	}
+	// A completion that does not verify is never counted; one with a
+	// wrong outcome (content worlds) is the rubric's to find, and the
+	// scorecard counts it; the rest are shortcuts that got through.
+	var through []string
+	wrong := 0
+	for _, u := range res.Score.Unverified {
+		if strings.Contains(u, "wrong outcome") {
+			wrong++
+		} else {
+			through = append(through, u)
+		}
+	}
+	if len(through) != 0 {
+		t.Errorf("completions that do not verify were recorded: %v", through)
+	}
+	if wrong != res.Score.WrongOutcomes {
+		t.Errorf("%d completions are unverified for a wrong outcome, the scorecard counts %d wrong outcomes", wrong, res.Score.WrongOutcomes)
+	}
+	t.Logf("cheaters %.2f (outcome %.2f/%.0f, %d wrong, %d collateral) vs %s %.2f (outcome %.2f); %d shortcut attempts, %d violations",
+		res.Score.TeamScore, res.Score.Outcome, res.Score.OutcomeMax, res.Score.WrongOutcomes, res.Score.Collateral,
+		bar, ref.Score.TeamScore, ref.Score.Outcome, tried, res.Score.Violations)
 }

@@ -86,6 +86,9 @@ type CaseStepTrace struct {
 	// Refusals are the refused actions on it (separation rules among them).
 	Refusals   []Refusal `json:"refusals,omitempty"`
 	Unverified string    `json:"unverified,omitempty"`
+	// Outcome is what the step had to leave behind on a record and what
+	// its completer read and wrote (format 2 systems, outcomes.go).
+	Outcome *OutcomeTrace `json:"outcome,omitempty"`
 }
 
 // Note is a message of a case's story.
@@ -173,6 +176,7 @@ func (s *Session) Case(id string) (*CaseTrace, error) {
 		for _, e := range tr.Timeline {
 			add(e.Seq)
 		}
+		st.Outcome = s.outcomeTrace(c, t)
 		if ct.Unverified == "" && tr.Unverified != "" {
 			ct.Unverified = tid + ": " + tr.Unverified
 		}

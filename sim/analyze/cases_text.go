@@ -97,6 +97,7 @@ func (c *CaseTrace) WriteText(w io.Writer) {
 			fmt.Fprintf(tw, "    unverified\t%s\n", st.Unverified)
 		}
 		tw.Flush()
+		st.Outcome.writeText(w)
 	}
 	if len(c.AtSLA) > 0 {
 		fmt.Fprintf(w, "\nWHEN ITS SLA PASSED\n")

@@ -71,6 +71,13 @@ const (
 	// its team's budget had left (Detail: the team); and the rubric's
 	// penalty for spending beyond a budget (points only).
 	CauseBudget = "budget"
+	// CauseWrongOutcome: a case step completed with its outcome unmet
+	// (format 2 systems): the case's lost value (points; Detail: who
+	// completed how many).
+	CauseWrongOutcome = "wrong_outcome"
+	// CauseCollateral: the rubric's penalty for writes no case asked for
+	// (format 2 systems; points only; Detail: the writers).
+	CauseCollateral = "collateral"
 )
 
 // Diagnosis is where a session's lost value went: Lost is what the world's
@@ -436,6 +443,7 @@ func (s *Session) Diagnose() *Diagnosis {
 	}
 	s.diagnoseCases(d, x, caseLost, caseWhy, hours, points, detail)
 	points[CauseViolations] += float64(st.Violations) * w.Scoring.ViolationPenalty
+	outcomeCauses(st, points, detail)
 	points[CauseBudget] += float64(card.BudgetOverrun) * w.Scoring.BudgetPenalty
 
 	d.Lost = round6(d.Possible - card.TeamScore)
@@ -917,6 +925,8 @@ func (s *Session) diagnoseCases(d *Diagnosis, x *diagIndex, caseLost map[string]
 			}
 		}
 		switch {
+		case strings.HasPrefix(caseWhy[c.ID], wrongOutcome):
+			points[CauseWrongOutcome] += lost
 		case caseWhy[c.ID] != "":
 			points[CauseUnverified] += lost
 		case waits > 0:

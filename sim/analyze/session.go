@@ -65,6 +65,7 @@ type Session struct {
 	askOf     map[string]string      // message asking an NPC to perform a step -> the step
 	answers   map[string][]uint64    // NPC step -> seqs of the NPC's replies to those asks
 	endHash   string                 // hex state hash before session.ended, checked against the recorded one
+	content   contentIndex           // what reads returned and completions saw (format 2 systems, outcomes.go)
 }
 
 // Load reads a whole session's events (in seq order, from seq 1; a fork's
@@ -111,6 +112,7 @@ func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
 		s.Events = append(s.Events, ev)
 		s.payloads = append(s.payloads, p)
 		s.index(ev, p)
+		s.indexContent(ev)
 	}
 	if s.State == nil {
 		return nil, fmt.Errorf("%w (the log is empty)", ErrNotASession)

@@ -23,6 +23,13 @@
 // say (an LLM's call that did not parse, recorded as an unknown action
 // type with the parse error) keeps its type as the name. Each call's result
 // is "accepted" or the refusal the log recorded for it.
+// In a world with systems (format 2) an accepted get or search's result
+// also holds what the read returned — the records with their fields and
+// text, as the member's next observation shows them (records.go) — the
+// tools are the world's (agents.ToolDefsFor: its record types and fields
+// in the schemas), and each episode carries in Outcomes the rubric's
+// verdicts on the outcome steps its member completed (wrong ones marked),
+// which a preference pair carries for each side.
 // Rewards come from the rubric on the final state, as corpsim score
 // reports them: a member's reward is its delivered value
 // (policies.MemberCredit.Delivered, the sum of its dense rewards), the team

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/policies"
 )
 
 // Which reward ranks episodes: the member's or the team's.
@@ -58,6 +59,10 @@ type Pair struct {
 	ChosenAgent     string        `json:"chosen_agent,omitempty"`
 	RejectedAgent   string        `json:"rejected_agent,omitempty"`
 	Tools           []agents.Tool `json:"tools"`
+	// ChosenOutcomes and RejectedOutcomes are each episode's outcome
+	// verdicts (Episode.Outcomes; worlds with systems only).
+	ChosenOutcomes   []policies.OutcomeCard `json:"chosen_outcomes,omitempty"`
+	RejectedOutcomes []policies.OutcomeCard `json:"rejected_outcomes,omitempty"`
 }
 
 // Pairs makes preference pairs from eps: every two episodes of the same
@@ -146,7 +151,7 @@ func pair(c, r *Episode, by string) (p Pair, ok bool) {
 	return Pair{World: c.World, Seed: c.Seed, Member: c.Member,
 		Prompt: c.Messages[:n], Chosen: c.Messages[n:], Rejected: r.Messages[n:],
 		ChosenReward: c.Score(by), RejectedReward: r.Score(by), ChosenSession: c.Session, RejectedSession: r.Session,
-		ChosenAgent: c.Agent, RejectedAgent: r.Agent, Tools: c.Tools}, true
+		ChosenAgent: c.Agent, RejectedAgent: r.Agent, Tools: c.Tools, ChosenOutcomes: c.Outcomes, RejectedOutcomes: r.Outcomes}, true
 }
 
 func sameMessage(a, b *Message) bool {

@@ -91,6 +91,10 @@ type Episode struct {
 	TurnErrors int `json:"turn_errors,omitempty"`
 	// Turn is set on a window (see Windows): the turn whose answer it ends with.
 	Turn uint64 `json:"turn,omitempty"`
+	// Outcomes are the rubric's verdicts on the outcome steps the member
+	// completed (format 2 systems): which record, how many fields right,
+	// and whether it is a wrong outcome.
+	Outcomes []policies.OutcomeCard `json:"outcomes,omitempty"`
 
 	worldHash string // with Seed and load, which episodes may be paired
 	load      float64
@@ -136,6 +140,7 @@ type turnRec struct {
 	failed      bool                      // turn.failed: the agent could not decide
 	refused     map[int]*org.RejectedView // by the action's index
 	wholeReason *org.RejectedView         // the whole reply was refused (index -1)
+	reads       []org.ReadResult          // what its accepted gets and searches returned, in order (format 2)
 	obs         *org.Observation
 }
 
@@ -249,6 +254,9 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 		} else if err := e.Apply(*ev); err != nil {
 			return fmt.Errorf("session %s: replay at seq %d: %w", id, ev.Seq, err)
 		}
+		if ev.Type == payload.EvRecordRead {
+			keepRead(e.State(), ev, bySeq)
+		}
 		return observe(ev.Seq)
 	})
 	if err != nil && err != errStop {
@@ -275,6 +283,7 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 		ep := Episode{Session: id, World: st.World.Name, Seed: meta.Seed, Member: member, Agent: meta.Agents[member],
 			Messages: []Message{}, Tools: agents.ToolDefs(), Reward: delivered[member], TeamReward: card.TeamScore,
 			Rubric: card.Rubric, worldHash: st.World.Hash, load: load}
+		contentEpisode(&ep, st.World, card.Outcomes)
 		var mine []*turnRec
 		for _, t := range turns {
 			if t.member == member {
@@ -326,7 +335,11 @@ func (p Prompts) transcript(ep *Episode, turns []*turnRec) error {
 			if t.wholeReason != nil { // a stale or malformed reply: none of it was applied
 				rej = t.wholeReason
 			}
-			results = append(results, Message{Role: "tool", ToolCallID: call.ID, Content: text(p.result(a, rej))})
+			res := p.result(a, rej)
+			if rej == nil && (a.Type == org.ActGet || a.Type == org.ActSearch) && len(t.reads) > 0 {
+				res, t.reads = p.readResult(res, t.reads[0]), t.reads[1:]
+			}
+			results = append(results, Message{Role: "tool", ToolCallID: call.ID, Content: text(res)})
 		}
 		if len(asst.ToolCalls) == 0 {
 			asst.Content = text("")

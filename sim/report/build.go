@@ -138,6 +138,8 @@ type Builder struct {
 	interruptions []Interruption
 	downSince     map[string]int // queue -> index in interruptions of its outage under way
 	awaySince     map[string]int // member -> index in interruptions of their leave under way
+
+	collateral []CollateralWrite // record writes no case asked for (outcomes.go)
 }
 
 // NewBuilder starts a report of a session of world w.
@@ -366,6 +368,8 @@ func (b *Builder) observe(ev *events.Event) error {
 			return err
 		}
 		b.addRejection(ev.Actor, t, &p)
+	case payload.EvRecordWritten:
+		return b.collateralWrite(ev)
 	case payload.EvSLABreached:
 		p, err := payloadOf[payload.SLABreached](ev)
 		if err != nil {
@@ -449,6 +453,7 @@ func (b *Builder) Report() *Report {
 	if len(st.Cases) > 0 && b.o.Explain != nil {
 		r.Cases = b.o.Explain.Cases(b.o.MaxLateCases)
 	}
+	r.Outcomes = b.outcomes(&r.Score)
 	r.Members = b.memberRows(r.Score.Members)
 	if len(r.Members) > b.o.MaxGanttRows {
 		top := slices.Clone(r.Members)

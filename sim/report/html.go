@@ -52,7 +52,10 @@ type Report struct {
 	SLA                       SLA
 	// Cases is the cases section (format 2): nil without cases or without
 	// an analysis of the session.
-	Cases          *analyze.CaseSummary
+	Cases *analyze.CaseSummary
+	// Outcomes is the outcomes section (format 2 systems, outcomes.go):
+	// nil in a world without systems.
+	Outcomes       *Outcomes
 	Rejections     Rejections
 	Breaches       int
 	BreachExamples []string
@@ -283,6 +286,7 @@ dt { color: #666; }
 {{if .LateOmitted}}<div class="note">{{.LateOmitted}} more late or breached cases not shown (those furthest past their SLA are)</div>{{end}}
 </div>
 {{end}}
+{{template "outcomes" .}}
 <h2>Refused actions</h2>
 <div id="violations">
 <p class="sub">{{.Score.Rejections}} refused actions: {{.Rejections.PolicyN}} policy violations (penalised), {{.Rejections.ContentionN}} lost races for an item another member took or decided first (contention), {{.Rejections.OtherN}} other refusals.</p>

@@ -43,6 +43,8 @@ score — by cause:
   npc          a case step asked of an NPC, waiting for its answer (which)
   separation   a case step every member who may take it is barred from by a separation rule (which)
   unverified   completed, but the rubric does not count it
+  wrong_outcome  a case step completed with its outcome unmet: the case's value (who completed it)
+  collateral   the penalty for record writes no case asked for (who wrote them)
   violations   the penalty for attempted policy violations
   budget       the penalty for spending beyond a budget
 

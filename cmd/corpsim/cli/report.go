@@ -14,6 +14,7 @@ import (
 // reportCmd writes a session's HTML report.
 func (a *cmdline) reportCmd() *cobra.Command {
 	var data, out string
+	var asJSON bool
 	o := report.Options{}
 	c := &cobra.Command{
 		Use:   "report SESSION",
@@ -28,11 +29,17 @@ and open-past-deadline tasks; open items per queue, cumulative reward and approv
 approver over time, every time chart with the outages and leaves marked; approvals by approver;
 the SLA by priority, queue and arrival stream; cases (format 2): lead time per template (mean
 and p90, working time), SLA by priority, and where each late or breached case waited (the step,
-and whether for a claim, an ask of its NPC, the NPC's answer or an approval); and refused actions grouped by rule, races for
-the same item apart from policy violations. Long sessions stay small: time series are
+and whether for a claim, an ask of its NPC, the NPC's answer or an approval); outcomes (format 2 systems): per template and step the outcomes, their mean score and the
+wrong ones (who completed them, what they read and what was needed), and every collateral write
+with who made it and what it changed; and refused actions grouped by rule, races for
+the same item apart from policy violations. --json writes the report's data instead of the page:
+the header, the scorecard (with its per-step outcome cards) and the outcomes section. Long sessions stay small: time series are
 downsampled, and the charts and tables keep their most relevant rows and say what they left out.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" && asJSON {
+				out = "-"
+			}
 			if out == "" {
 				return usagef("-o FILE is required (- for stdout)")
 			}
@@ -41,14 +48,18 @@ downsampled, and the charts and tables keep their most relevant rows and say wha
 			if err != nil {
 				return err
 			}
+			write := r.WriteHTML
+			if asJSON {
+				write = r.WriteJSON
+			}
 			if out == "-" {
 				w := bufio.NewWriter(a.stdout)
-				if err := r.WriteHTML(w); err != nil {
+				if err := write(w); err != nil {
 					return err
 				}
 				return w.Flush()
 			}
-			n, err := app.WriteFileAtomic(out, r.WriteHTML)
+			n, err := app.WriteFileAtomic(out, write)
 			if err != nil {
 				return err
 			}
@@ -58,7 +69,8 @@ downsampled, and the charts and tables keep their most relevant rows and say wha
 	}
 	f := c.Flags()
 	f.StringVar(&data, "data", DefaultData, "data folder of the event log")
-	f.StringVarP(&out, "output", "o", "", "HTML file to write (- for stdout)")
+	f.StringVarP(&out, "output", "o", "", "HTML file to write (- for stdout; with --json the default)")
+	f.BoolVar(&asJSON, "json", false, "write the report's data as JSON (header, scorecard, outcomes) instead of the HTML page")
 	f.IntVar(&o.MaxGanttRows, "gantt-rows", 30, "members shown in the Gantt chart at most")
 	f.IntVar(&o.MaxDAGNodes, "dag-nodes", 60, "tasks shown in the DAG at most")
 	f.IntVar(&o.Buckets, "points", 300, "time buckets per series (each keeps its low and high point)")

@@ -31,7 +31,14 @@ func (a *cmdline) traceCmd() *cobra.Command {
             (and, marked as such, the hidden facts drawn for it), each step claimed, worked
             and completed by whom and when, the NPC asks and answers, approvals (delegated or
             escalated), refusals on its steps (separation rules), its SLA breach, what its
-            open steps waited for when its SLA passed, and its waits longest first.
+            open steps waited for when its SLA passed, and its waits longest first. A step with an
+            outcome (format 2 systems) shows it: the values wanted and those at completion, the
+            fields right and whether it is a wrong outcome, what the completing member read of
+            the record, its copies and the records it references (system, values seen), the
+            records as they stood at completion (the authoritative system marked), the writes,
+            and a line saying it, e.g. "read crm account account-2 plan monthly (a copy of
+            invoice inv-1); billing invoice inv-1 (authoritative) had plan annual; ana wrote
+            refunded 194, status refunded; wanted refunded 389".
 
 Times are the world's wall clock (its start and calendar); durations are working time.`,
 		Args: cobra.ExactArgs(1),

@@ -1,0 +1,323 @@
+package agents
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/org"
+)
+
+// This file holds the cheater's content shortcuts (format 2 systems): ways
+// to get an outcome step off its hands without doing its content right.
+// None of them is refused at completion — outcomes are verified from the
+// state — so each must show up in the rubric instead: as a wrong outcome
+// (the step completed with its record not holding what the rule gives),
+// as collateral damage (a write no case it holds asked for), or as a
+// refusal by record-access (a tool its role may not use on a system).
+//
+// To be sure an outcome shortcut is one the rubric has to catch, the
+// cheater reads the step's records first as the policy says (as diligent
+// does) and tries the shortcut on a step only when the values it is about
+// to leave behind differ from the ones the policy gives.
+
+// Content shortcuts (format 2 worlds with systems).
+const (
+	ShortcutCloseNoWrite   = "close-without-write"    // complete an outcome step without writing its values
+	ShortcutCopyOtherCase  = "copy-from-other-case"   // write into its case's record the values it saw for another case
+	ShortcutOutsideScope   = "write-outside-scope"    // update a record no case it holds names
+	ShortcutDecideBlind    = "decide-without-reading" // write an outcome's values taken from no read (the fields' zero values)
+	ShortcutReadForbidden  = "read-forbidden-system"  // search a system its role may not read
+	ShortcutWriteForbidden = "write-forbidden-system" // update a record of a system its role may not write
+)
+
+// ContentShortcuts are the content shortcuts, in the order the cheater
+// tries them on an outcome step (the first three) and otherwise.
+var ContentShortcuts = []string{ShortcutCloseNoWrite, ShortcutDecideBlind, ShortcutCopyOtherCase,
+	ShortcutOutsideScope, ShortcutReadForbidden, ShortcutWriteForbidden}
+
+// cheatContent is the cheater's memory for its content shortcuts.
+type cheatContent struct {
+	policy content                   // how it finds the values the policy gives (byPolicy)
+	seen   map[string]org.RecordView // type/id -> the latest view of it read
+	order  []string                  // keys of seen, in the order first read
+	wrote  []org.Action              // the outcome writes it made, in order
+	looked map[string]bool           // record types it searched to look around
+	passed map[string]bool           // outcome steps it found no shortcut for: greedy does them
+	target map[string]string         // shortcut -> the case (or type/id) it was tried on
+}
+
+// Targets reports, per content shortcut tried, what it was tried on: the
+// case for an outcome shortcut, the record (type/id) for a write or read.
+func (c *Cheater) Targets() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]string{}
+	if c.cc != nil {
+		maps.Copy(out, c.cc.target)
+	}
+	return out
+}
+
+// remember keeps the records the observation's results hold and the
+// outcome writes among acts (its own answer, as greedy plays).
+func (cc *cheatContent) remember(o org.Observation, acts []org.Action) {
+	for _, r := range o.Results {
+		for _, rv := range r.Records {
+			k := rv.Record + "/" + rv.ID
+			if _, ok := cc.seen[k]; !ok {
+				cc.order = append(cc.order, k)
+			}
+			cc.seen[k] = rv
+		}
+	}
+	for _, a := range acts {
+		if a.Type == org.ActUpdate {
+			cc.wrote = append(cc.wrote, a)
+		}
+	}
+}
+
+// contentShortcut tries the content shortcuts of a world with systems.
+func (c *Cheater) contentShortcut(o org.Observation) []org.Action {
+	if len(o.Systems) == 0 {
+		return nil
+	}
+	if c.cc == nil {
+		c.cc = &cheatContent{policy: content{mode: byPolicy}, seen: map[string]org.RecordView{},
+			looked: map[string]bool{}, passed: map[string]bool{}, target: map[string]string{}}
+	}
+	cc := c.cc
+	cc.remember(o, nil)
+	if acts := c.outcomeShortcut(o); len(acts) > 0 {
+		return acts
+	}
+	// A system it may not read: search it anyway.
+	for _, s := range o.Systems {
+		if !slices.Contains(s.May, org.ActGet) && len(s.Types) > 0 && c.try(ShortcutReadForbidden) {
+			cc.target[ShortcutReadForbidden] = s.Types[0].ID
+			return []org.Action{{Type: org.ActSearch, Record: s.Types[0].ID}}
+		}
+	}
+	for _, s := range o.Systems {
+		if !slices.Contains(s.May, org.ActGet) {
+			continue
+		}
+		writes := slices.Contains(s.May, org.ActUpdate)
+		want := ShortcutWriteForbidden
+		if writes {
+			want = ShortcutOutsideScope
+		}
+		if c.tried[want] {
+			continue
+		}
+		for _, ty := range s.Types {
+			rv, ok := cc.other(o, ty.ID)
+			if !ok {
+				if !cc.looked[ty.ID] {
+					// Look around: a page of the type's records.
+					cc.looked[ty.ID] = true
+					return []org.Action{{Type: org.ActSearch, Record: ty.ID}}
+				}
+				continue
+			}
+			f, x, ok := tweak(ty, rv)
+			if !ok || !c.try(want) {
+				continue
+			}
+			cc.target[want] = rv.Record + "/" + rv.ID
+			return []org.Action{{Type: org.ActUpdate, Record: rv.Record, ID: rv.ID,
+				Fields: payload.NewActionAttrs(payload.Attrs{f: x})}}
+		}
+	}
+	return nil
+}
+
+// other returns a record of type typ it has read that no step it holds
+// has for its outcome record.
+func (cc *cheatContent) other(o org.Observation, typ string) (org.RecordView, bool) {
+	for _, k := range cc.order {
+		rv := cc.seen[k]
+		if rv.Record != typ || holdsRecord(o, rv.Record, rv.ID) {
+			continue
+		}
+		return rv, true
+	}
+	return org.RecordView{}, false
+}
+
+// holdsRecord reports whether a step the member holds has record (typ, id)
+// for its outcome.
+func holdsRecord(o org.Observation, typ, id string) bool {
+	for _, t := range o.Assigned {
+		if t.Outcome != nil && t.Outcome.Record == typ && t.Outcome.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// tweak picks a field of rv to change and a new value for it: a text gets
+// a word added, an enum its next value, a number one more, a bool flipped
+// (texts first: the least harmful change).
+func tweak(ty org.TypeView, rv org.RecordView) (string, any, bool) {
+	names := slices.Sorted(maps.Keys(ty.Fields))
+	for _, pass := range []string{"text", "enum", "num", "bool"} {
+		for _, f := range names {
+			kind := ty.Fields[f]
+			switch {
+			case pass == "text" && kind == "text":
+				s, _ := rv.Fields[f].(string)
+				return f, s + " (checked)", true
+			case pass == "enum" && strings.HasPrefix(kind, "enum: "):
+				vals := strings.Split(strings.TrimPrefix(kind, "enum: "), "|")
+				if len(vals) < 2 {
+					continue
+				}
+				cur, _ := rv.Fields[f].(string)
+				return f, vals[(slices.Index(vals, cur)+1)%len(vals)], true
+			case pass == "num" && (kind == "money" || kind == "integer"):
+				n, _ := strconv.ParseInt(payloadText(rv.Fields[f]), 10, 64)
+				return f, n + 1, true
+			case pass == "bool" && kind == "bool":
+				b, _ := rv.Fields[f].(bool)
+				return f, !b, true
+			}
+		}
+	}
+	return "", nil, false
+}
+
+// payloadText is a field value as text (numbers come as int64 or float64).
+func payloadText(x any) string {
+	switch v := x.(type) {
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return strconv.FormatInt(int64(v), 10)
+	case int:
+		return strconv.Itoa(v)
+	}
+	return "0"
+}
+
+// zeroOf is the zero value of a field type as a TypeView says it: what a
+// member that reads nothing would put.
+func zeroOf(kind string) any {
+	switch {
+	case kind == "money" || kind == "integer":
+		return int64(0)
+	case kind == "bool":
+		return false
+	case strings.HasPrefix(kind, "enum: "):
+		return strings.Split(strings.TrimPrefix(kind, "enum: "), "|")[0]
+	}
+	return ""
+}
+
+// outcomeShortcut tries the outcome shortcuts on a step it holds whose
+// effort is spent: it reads as the policy says (reads first: no shortcut
+// this turn), then leaves behind values that differ from the policy's.
+func (c *Cheater) outcomeShortcut(o org.Observation) []org.Action {
+	cc := c.cc
+	if c.tried[ShortcutCloseNoWrite] && c.tried[ShortcutDecideBlind] && c.tried[ShortcutCopyOtherCase] {
+		return nil
+	}
+	for _, t := range o.Assigned {
+		if t.Outcome == nil || t.Status != org.StatusClaimed || t.Spent < t.Effort || len(t.Waiting) > 0 ||
+			t.Approval == "needed" || t.Approval == org.RequestPending || t.Approval == org.RequestRejected ||
+			t.NeedsInfo != nil && !t.NeedsInfo.Known || cc.passed[t.ID] {
+			continue
+		}
+		acts, ready := cc.policy.step(o, t)
+		if !ready {
+			return acts // its reads
+		}
+		// Whatever comes of it, the step is looked at once: else its reads
+		// and greedy's would take turns for ever.
+		cc.passed[t.ID] = true
+		if len(acts) != 1 || acts[0].Type != org.ActUpdate {
+			continue
+		}
+		want := acts[0].Fields.Attrs()
+		out := t.Outcome
+		complete := org.Action{Type: org.ActComplete, Task: t.ID}
+		// Close without writing: the record as read must lack a value.
+		if cur, ok := cc.seen[out.Record+"/"+out.ID]; ok && differs(cur.Fields, want) && c.try(ShortcutCloseNoWrite) {
+			cc.target[ShortcutCloseNoWrite] = t.Case
+			return []org.Action{complete}
+		}
+		// Decide without reading: the fields' zero values.
+		if ty, ok := typeView(o, out.Record); ok {
+			guess := payload.Attrs{}
+			for f := range want { // order: each entry is its own
+				guess[f] = zeroOf(ty.Fields[f])
+			}
+			if differs(guess, want) && c.try(ShortcutDecideBlind) {
+				cc.target[ShortcutDecideBlind] = t.Case
+				return []org.Action{{Type: org.ActUpdate, Record: out.Record, ID: out.ID, Fields: payload.NewActionAttrs(guess)}, complete}
+			}
+		}
+		// Copy from another case: the values it wrote for another record
+		// of the type, or another such record held when it read it.
+		for _, copied := range cc.copies(out.Record, out.ID, want) {
+			if differs(copied, want) && c.try(ShortcutCopyOtherCase) {
+				cc.target[ShortcutCopyOtherCase] = t.Case
+				return []org.Action{{Type: org.ActUpdate, Record: out.Record, ID: out.ID, Fields: payload.NewActionAttrs(copied)}, complete}
+			}
+		}
+	}
+	return nil
+}
+
+// copies lists values of the fields of want that another record of type
+// typ was given or held: its own writes first, then the records read.
+func (cc *cheatContent) copies(typ, id string, want payload.Attrs) []payload.Attrs {
+	var out []payload.Attrs
+	pick := func(from payload.Attrs) {
+		v := payload.Attrs{}
+		for f := range want { // order: each entry is its own
+			if x, ok := from[f]; ok {
+				v[f] = x
+			}
+		}
+		if len(v) == len(want) {
+			out = append(out, v)
+		}
+	}
+	for _, a := range cc.wrote {
+		if a.Record == typ && a.ID != id {
+			pick(a.Fields.Attrs())
+		}
+	}
+	for _, k := range cc.order {
+		if rv := cc.seen[k]; rv.Record == typ && rv.ID != id {
+			pick(rv.Fields)
+		}
+	}
+	return out
+}
+
+// differs reports whether got lacks a value of want.
+func differs(got, want payload.Attrs) bool {
+	for f, x := range want { // order: a disjunction
+		if !org.SameValue(got[f], x) {
+			return true
+		}
+	}
+	return false
+}
+
+// typeView finds record type typ in the observation's systems.
+func typeView(o org.Observation, typ string) (org.TypeView, bool) {
+	for _, s := range o.Systems {
+		for _, ty := range s.Types {
+			if ty.ID == typ {
+				return ty, true
+			}
+		}
+	}
+	return org.TypeView{}, false
+}

@@ -1,0 +1,216 @@
+package analyze_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/analyze"
+	"github.com/corpsim/corpsim/sim/simtest"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// mustShipped plays a shipped world with greedy agents and loads the log.
+func mustShipped(tb testing.TB, name string, seed uint64) *analyze.Session {
+	return mustPlayed(tb, name, seed, simtest.Greedy)
+}
+
+// mustPlayed plays a shipped world with answer and loads the log.
+func mustPlayed(tb testing.TB, name string, seed uint64, answer func(sim.Turn) (sim.Answer, bool)) *analyze.Session {
+	tb.Helper()
+	src, err := worlds.Source(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w, err := worlds.Load(name+".yaml", src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: seed, Session: "s"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.Start()
+	var evs []events.Event
+	if err := sim.Play(e, func(b []events.Event) bool { evs = append(evs, b...); return true }, answer, 0); err != nil {
+		tb.Fatal(err)
+	}
+	s, err := analyze.Load(func(yield func(events.Event, error) bool) {
+		for _, ev := range evs {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// refund is billing-support's rule: an annual plan in full, a monthly one
+// half (rounded down).
+func refund(amount int64, plan string) int64 {
+	if plan == "annual" {
+		return amount
+	}
+	return amount / 2
+}
+
+func asInt(x any) int64 {
+	switch v := x.(type) {
+	case int64:
+		return v
+	case float64:
+		return int64(v)
+	case int:
+		return int64(v)
+	}
+	return -1
+}
+
+// On billing-support greedy reads the CRM's copy of an invoice first,
+// which is often stale: the trace of a case with a wrong outcome shows the
+// copy the completing member read (its values are the ones its refund was
+// computed from), the invoice as billing — the authoritative system — had
+// it (its values give the expected refund), what was written and what was
+// wanted, and says so in its summary and its text.
+func TestTraceOfAWrongOutcome(t *testing.T) {
+	s := mustShipped(t, "billing-support", 1)
+	checked := 0
+	for _, c := range s.State.Cases {
+		ct, err := s.Case(c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := ct.Steps[0]
+		ot := st.Outcome
+		if ot == nil {
+			t.Fatalf("case %s: step %s has no outcome trace", c.ID, st.Task)
+		}
+		if !ot.Wrong {
+			continue
+		}
+		checked++
+		if ot.By != st.DoneBy || ot.Record != "invoice" || ot.ID != c.Attributes["invoice"] {
+			t.Errorf("case %s: outcome of %s %s by %s; want invoice %v by %s", c.ID, ot.Record, ot.ID, ot.By, c.Attributes["invoice"], st.DoneBy)
+		}
+		var inv *analyze.RecordSeen
+		for i := range ot.Authoritative {
+			if a := &ot.Authoritative[i]; a.Record == "invoice" && a.ID == ot.ID {
+				inv = a
+			}
+		}
+		if inv == nil || inv.System != "billing" || !inv.Authoritative {
+			t.Fatalf("case %s: authoritative records %+v; want billing's invoice %s, marked authoritative", c.ID, ot.Authoritative, ot.ID)
+		}
+		if got, want := refund(asInt(inv.Fields["amount"]), fmt.Sprint(inv.Fields["plan"])), asInt(ot.Expected["refunded"]); got != want {
+			t.Errorf("case %s: the authoritative invoice gives a refund of %d, the expected one is %d", c.ID, got, want)
+		}
+		// A copy it read (the first of duplicates, as greedy takes it) is
+		// what its refund came from.
+		wrote := asInt(ot.AtDone["refunded"])
+		var copyRead *analyze.RecordSeen
+		for i := range ot.Read {
+			r := &ot.Read[i]
+			if r.System == "crm" && r.CopyOf == "invoice" && r.Fields["invoice"] == ot.ID &&
+				refund(asInt(r.Fields["amount"]), fmt.Sprint(r.Fields["plan"])) == wrote {
+				copyRead = r
+			}
+			if r.At.Seq == 0 || (st.Done != nil && r.At.Seq > st.Done.Seq) {
+				t.Errorf("case %s: read at seq %d, after the completion at %d", c.ID, r.At.Seq, st.Done.Seq)
+			}
+		}
+		if copyRead == nil {
+			t.Fatalf("case %s: reads %+v; want %s's read of a CRM copy of %s whose values give the %d it wrote", c.ID, ot.Read, ot.By, ot.ID, wrote)
+		}
+		if len(ot.Writes) == 0 || ot.Writes[len(ot.Writes)-1].Member != ot.By {
+			t.Errorf("case %s: writes %+v; want %s's", c.ID, ot.Writes, ot.By)
+		}
+		for _, want := range []string{"read crm account " + copyRead.ID, "billing invoice " + ot.ID + " (authoritative) had",
+			fmt.Sprintf("%s wrote refunded %d", ot.By, wrote), fmt.Sprintf("wanted refunded %d", asInt(ot.Expected["refunded"]))} {
+			if !strings.Contains(ot.Summary, want) {
+				t.Errorf("case %s: summary %q lacks %q", c.ID, ot.Summary, want)
+			}
+		}
+		var b bytes.Buffer
+		ct.WriteText(&b)
+		for _, want := range []string{"WRONG OUTCOME", "read", "crm account " + copyRead.ID + " (copy of invoice)", "billing invoice " + ot.ID + " (authoritative) at completion", ot.Summary} {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("case %s: trace text lacks %q:\n%s", c.ID, want, b.String())
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("greedy left no wrong outcome on billing-support seed 1")
+	}
+	t.Logf("%d wrong outcomes traced", checked)
+}
+
+// The diagnosis of a content world names wrong outcomes and collateral
+// damage as causes: with cheaters on billing-support, wrong_outcome holds
+// the value of the cases whose step was completed with its outcome unmet
+// (naming who completed them), collateral the penalty of the writes no
+// case asked for (naming the writers), and the causes add up.
+func TestDiagnoseWrongOutcomesAndCollateral(t *testing.T) {
+	cheaters := map[string]*agents.Cheater{}
+	s := mustPlayed(t, "billing-support", 1, func(tn sim.Turn) (sim.Answer, bool) {
+		c := cheaters[tn.Member]
+		if c == nil {
+			c = &agents.Cheater{}
+			cheaters[tn.Member] = c
+		}
+		acts, _ := c.Decide(context.Background(), tn.Observation)
+		return sim.Answer{Member: tn.Member, Turn: tn.Observation.Turn, Actions: acts}, true
+	})
+	d := s.Diagnose()
+	checkCasesAddUp(t, s, d)
+	card := policies.Score(s.State)
+	if card.WrongOutcomes == 0 || card.Collateral == 0 {
+		t.Fatalf("the cheaters left %d wrong outcomes and %d collateral writes; the test needs both", card.WrongOutcomes, card.Collateral)
+	}
+	wantLost, count := 0.0, map[string]int{}
+	for _, oc := range card.Outcomes {
+		if oc.Wrong {
+			wantLost += s.State.Case(oc.Case).Value
+			count[oc.By]++
+		}
+	}
+	by := map[string]bool{}
+	for m, n := range count {
+		by[m+": "+analyze.Plural(n, "wrong outcome")] = true
+	}
+	wo, ok := cause(d, analyze.CauseWrongOutcome)
+	if !ok || wo.Points < wantLost-1e-6 {
+		t.Errorf("wrong_outcome = %+v (%v); want at least the %v points of the wrongly completed cases", wo, ok, wantLost)
+	}
+	if len(wo.Detail) != len(by) {
+		t.Errorf("wrong_outcome detail %+v; want %v", wo.Detail, by)
+	}
+	for _, p := range wo.Detail {
+		if !by[p.What] {
+			t.Errorf("wrong_outcome names %q; want one of %v", p.What, by)
+		}
+	}
+	col, ok := cause(d, analyze.CauseCollateral)
+	if want := float64(card.Collateral) * s.World.Scoring.ViolationPenalty; !ok || col.Points != want {
+		t.Errorf("collateral = %+v (%v); want %v points", col, ok, want)
+	}
+	named := 0
+	for _, m := range s.State.Members {
+		for _, p := range col.Detail {
+			if m.Collateral > 0 && strings.HasPrefix(p.What, m.ID+": ") {
+				named++
+			}
+		}
+	}
+	if named == 0 || named != len(col.Detail) {
+		t.Errorf("collateral detail %+v; want each writer of collateral damage named", col.Detail)
+	}
+}

@@ -1,0 +1,145 @@
+package report_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"strings"
+	"testing"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/report"
+)
+
+// driveCheaters plays billing-support with a cheater on every seat (it
+// leaves wrong outcomes and collateral writes) and returns the events.
+func driveCheaters(tb testing.TB, seed uint64) []events.Event {
+	tb.Helper()
+	w, src := mustWorld(tb, "billing-support", nil)
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: seed, Session: "s"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.Start()
+	cheaters := map[string]*agents.Cheater{}
+	var evs []events.Event
+	err = sim.Play(e, func(b []events.Event) bool { evs = append(evs, b...); return true }, func(t sim.Turn) (sim.Answer, bool) {
+		c := cheaters[t.Member]
+		if c == nil {
+			c = &agents.Cheater{}
+			cheaters[t.Member] = c
+		}
+		acts, _ := c.Decide(context.Background(), t.Observation)
+		return sim.Answer{Member: t.Member, Turn: t.Observation.Turn, Actions: acts}, true
+	}, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return evs
+}
+
+// TestReportOutcomes: the outcomes section of a billing-support session
+// adds up to the scorecard (per step: outcomes, completed, score, mean,
+// wrong), lists each wrong outcome with the trace's summary of what its
+// completer read and needed, and every collateral write of the log with
+// who made it and what it changed, in the page and in the JSON; a world
+// without systems has no section.
+func TestReportOutcomes(t *testing.T) {
+	w, _ := mustWorld(t, "billing-support", nil)
+	evs := driveCheaters(t, 1)
+	s := mustAnalysis(t, evs)
+	r, page := mustReport(t, w, evs, report.Options{Session: "s", Explain: s})
+	o := r.Outcomes
+	if o == nil || len(o.Steps) != 1 {
+		t.Fatalf("outcomes section %+v; want one row (refund/refund)", o)
+	}
+	row := o.Steps[0]
+	card := r.Score
+	if row.Template != "refund" || row.Step != "refund" || float64(row.Outcomes) != card.OutcomeMax ||
+		row.Wrong != card.WrongOutcomes || fmt.Sprintf("%.4f", row.Score) != fmt.Sprintf("%.4f", card.Outcome) {
+		t.Errorf("row %+v; want refund/refund with the scorecard's %v outcomes, score %v, %d wrong", row, card.OutcomeMax, card.Outcome, card.WrongOutcomes)
+	}
+	if want := row.Score / float64(row.Outcomes); fmt.Sprintf("%.4f", row.Mean) != fmt.Sprintf("%.4f", want) {
+		t.Errorf("mean %v; want %v", row.Mean, want)
+	}
+	if card.WrongOutcomes == 0 || len(row.WrongCases) == 0 {
+		t.Fatalf("no wrong outcomes listed (%d on the scorecard); the cheaters should leave some", card.WrongOutcomes)
+	}
+	for _, wc := range row.WrongCases {
+		ct, err := s.Case(wc.Case)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ot := ct.Steps[0].Outcome; ot == nil || !ot.Wrong || wc.Summary != ot.Summary || wc.Summary == "" || wc.By != ot.By {
+			t.Errorf("wrong outcome %+v; want the trace's (%+v)", wc, ot)
+		}
+		li := `<li class="wrong-outcome" data-case="` + wc.Case + `">`
+		i := strings.Index(page, li)
+		if i < 0 {
+			t.Errorf("the page has no entry for wrong outcome %s", wc.Case)
+			continue
+		}
+		if entry := html.UnescapeString(page[i:min(len(page), i+2000)]); !strings.Contains(entry, wc.Summary) {
+			t.Errorf("the entry of %s lacks its summary %q", wc.Case, wc.Summary)
+		}
+	}
+	var collateral []string
+	for _, ev := range evs {
+		if ev.Type != payload.EvRecordWritten {
+			continue
+		}
+		var p payload.RecordWritten
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Collateral {
+			collateral = append(collateral, fmt.Sprintf("%d %s %s %s", ev.Seq, ev.Actor, p.Record, p.ID))
+		}
+	}
+	if len(collateral) == 0 || o.Collateral != len(collateral) || len(o.Writes) != len(collateral) {
+		t.Fatalf("collateral: section %d (%d listed), log %v; want the same, at least one", o.Collateral, len(o.Writes), collateral)
+	}
+	for i, wr := range o.Writes {
+		if got := fmt.Sprintf("%d %s %s %s", wr.Seq, wr.Member, wr.Record, wr.ID); got != collateral[i] || len(wr.After) == 0 {
+			t.Errorf("collateral write %d is %q (after %v); the log has %q", i, got, wr.After, collateral[i])
+		}
+		if !strings.Contains(page, fmt.Sprintf(`<tr data-seq="%d"><td>%s</td><td>%s</td><td>%s</td><td>%s %s</td>`, wr.Seq, wr.Wall, wr.Member, wr.Op, wr.Record, wr.ID)) {
+			t.Errorf("the page's collateral table lacks write %d", wr.Seq)
+		}
+	}
+	var buf bytes.Buffer
+	if err := r.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Score struct {
+			Outcomes []struct{ Case string } `json:"outcomes"`
+		} `json:"score"`
+		Outcomes struct {
+			Wrong int `json:"wrong"`
+			Steps []struct {
+				WrongCases []struct{ Summary string } `json:"wrong_cases"`
+			} `json:"steps"`
+			Writes []struct{ Member string } `json:"collateral_writes"`
+		} `json:"outcomes"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &j); err != nil {
+		t.Fatal(err)
+	}
+	if len(j.Score.Outcomes) != len(card.Outcomes) || j.Outcomes.Wrong != card.WrongOutcomes || len(j.Outcomes.Writes) != len(collateral) ||
+		len(j.Outcomes.Steps) != 1 || j.Outcomes.Steps[0].WrongCases[0].Summary != row.WrongCases[0].Summary {
+		t.Errorf("JSON report %s\nlacks the section's figures", buf.String())
+	}
+
+	w, src := mustWorld(t, "product-launch", nil)
+	evs = drive(t, w, src, 1)
+	r, page = mustReport(t, w, evs, report.Options{Session: "s"})
+	if r.Outcomes != nil || strings.Contains(page, `id="outcomes"`) {
+		t.Error("a world without systems has an outcomes section")
+	}
+}
