@@ -48,10 +48,10 @@ func TestBillingSupportRecords(t *testing.T) {
 	}
 	c, _ := w.CaseTemplate("refund")
 	o := c.Steps[0].Outcome
-	if o == nil || o.Type != "invoice" || len(o.Set) != 2 {
+	if o == nil || o.Type != "invoice" || len(o.Set) != 3 || o.Set[1].Field != "refunded" {
 		t.Fatalf("outcome = %+v", o)
 	}
-	got, ok := o.Set[0].Expr.Eval(RecordVars(map[string]any{}, map[string]any{"plan": "monthly", "amount": int64(301)}, nil))
+	got, ok := o.Set[1].Expr.Eval(RecordVars(map[string]any{}, map[string]any{"plan": "monthly", "amount": int64(301)}, nil))
 	if !ok || got != 150 {
 		t.Fatalf("refunded of a monthly 301 = %v (%v), want 150", got, ok)
 	}
@@ -66,7 +66,7 @@ func TestSystemsErrors(t *testing.T) {
 		name, old, new, want string
 	}{
 		{"unknown field in a record", "refunded: 0, status: paid}", "refunded: 0, status: paid, colour: red}",
-			"b.yaml:60:108: systems[1].types[0].records[0].colour: unknown field"},
+			"b.yaml:67:108: systems[1].types[0].records[0].colour: unknown field"},
 		{"reference to a missing record", "", "", ""},
 		{"wrong expression", `"record.plan == 'annual' ? record.amount : int(record.amount / 2)"`, `"record.plan == 'annual' ? record.amount : int(record.amont / 2)"`, `record invoice has no field "amont"`},
 		{"syntax error", `"'refunded'"`, `"'refunded"`, "bad expression"},
