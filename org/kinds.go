@@ -48,6 +48,29 @@ func NamesCase(text, id string) bool {
 	return slices.Contains(words, strings.ToLower(id))
 }
 
+// ContainsWord reports whether text contains value case-insensitively as
+// words of their own: neither preceded nor followed by a letter, a digit,
+// '-' or '_' (so "450" is not in "4500" nor in the case id "req-450").
+func ContainsWord(text, value string) bool {
+	text, value = strings.ToLower(text), strings.ToLower(value)
+	if value == "" {
+		return false
+	}
+	word := func(b byte) bool { return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' || b == '_' }
+	for i := 0; ; {
+		j := strings.Index(text[i:], value)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(value)
+		if (j == 0 || !word(text[j-1])) && (end == len(text) || !word(text[end])) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
 // factTopic reports whether topic is a fact of a case that member holds.
 func (s *State) factTopic(member, topic string) bool {
 	id, name, ok := strings.Cut(topic, "/")
@@ -200,6 +223,21 @@ func (s *State) applyCaseReopened(ev *events.Event) error {
 	return nil
 }
 
+// reopenPending reports whether a requester has a case to reopen: one
+// closed with an outcome unmet, reopened fewer than MaxReopens times. A
+// session is not complete while one has.
+func (s *State) reopenPending() bool {
+	for _, c := range s.Cases {
+		if !c.Done() || c.Reopens >= MaxReopens {
+			continue
+		}
+		if tpl, ok := s.World.CaseTemplate(c.Template); ok && tpl.Requester != "" && len(c.Unmet()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // caseClosed wakes the requester of a case just closed, so that it reads
 // the outcome and, when one is unmet, reopens the case.
 func (s *State) caseClosed(c *Case, seq uint64) {
@@ -221,8 +259,7 @@ func (s *State) kindDone(c *Case, o *CaseOutcome, t *Task) {
 	case worlds.KindReply:
 		want, _ := o.Fields["carries"].(string)
 		for _, msg := range s.Messages {
-			if msg.From == t.DoneBy && msg.To == tpl.Requester && msg.SentAt >= c.Opened && NamesCase(msg.Text, c.ID) &&
-				strings.Contains(strings.ToLower(msg.Text), strings.ToLower(want)) {
+			if msg.From == t.DoneBy && msg.To == tpl.Requester && msg.SentAt >= c.Opened && NamesCase(msg.Text, c.ID) && ContainsWord(msg.Text, want) {
 				o.AtDone["carries"] = want
 				break
 			}

@@ -12,7 +12,7 @@ import (
 // decision counts when the option chosen was the correct one at
 // completion; a reply when a message from the step's doer to the case's
 // requester, naming the case, contained the expected value
-// (case-insensitively) by completion; a created record per field, as
+// (case-insensitively, as words of their own) by completion; a created record per field, as
 // record fields do (at completion and at the end). A step a requester
 // reopened earns nothing: the task that redoes it is what counts.
 

@@ -32,7 +32,7 @@ var factSpecs = map[reflect.Type]typeSpec{
 		},
 	},
 	reflect.TypeFor[fileReply](): {
-		doc: "A reply to the requester: a message from the step's holder to the requester, naming the case, whose text contains the value (case-insensitively).",
+		doc: "A reply to the requester: a message from the step's holder to the requester, naming the case, whose text contains the value (case-insensitively, as words of their own: 450 is not in 4500).",
 		fields: map[string]fieldSpec{
 			"from":    {doc: "A record attribute whose record the expression reads."},
 			"carries": {doc: "An expression giving the value the reply must contain.", required: true},
