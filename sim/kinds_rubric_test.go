@@ -1,9 +1,13 @@
 package sim_test
 
 import (
+	"bytes"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
@@ -15,6 +19,11 @@ import (
 // note, a reply to the requester) with Ana doing each step as given; a
 // step whose action is nil is left unfinished.
 func kindsPlay(t *testing.T, decide []org.Action, note payload.Attrs, reply string) (*sim.Engine, []payload.ActionRejected) {
+	e, rej, _ := kindsPlayLog(t, decide, note, reply)
+	return e, rej
+}
+
+func kindsPlayLog(t *testing.T, decide []org.Action, note payload.Attrs, reply string) (*sim.Engine, []payload.ActionRejected, []events.Event) {
 	t.Helper()
 	src, err := os.ReadFile("testdata/kinds.yaml")
 	if err != nil {
@@ -82,7 +91,7 @@ func kindsPlay(t *testing.T, decide []org.Action, note payload.Attrs, reply stri
 			rej = append(rej, decode[payload.ActionRejected](t, ev))
 		}
 	}
-	return e, rej
+	return e, rej, evs
 }
 
 // Each outcome kind is verified from the state: right earns it, partly
@@ -153,5 +162,46 @@ func TestDecideIsChecked(t *testing.T) {
 	}
 	if rej := st.CheckDecideStep(st.Member("ana"), st.Task("a-1.note"), "approve"); rej == nil {
 		t.Errorf("ana may decide a step without a decision")
+	}
+}
+
+// A log whose decision or reopening does not hold is refused on replay:
+// an option the step does not have, a reopening by someone who did not
+// ask for the case, or of steps whose outcome was met.
+func TestKindEventsAreChecked(t *testing.T) {
+	_, _, evs := kindsPlayLog(t, []org.Action{{Type: org.ActDecide, Option: "deny"}}, payload.Attrs{"invoice": "inv-1"}, "a-1: 300")
+	for _, tc := range []struct {
+		name, typ string
+		edit      func(ev *events.Event)
+		want      string
+	}{
+		{"an unknown option", payload.EvCaseDecided, func(ev *events.Event) {
+			ev.Payload = bytes.Replace(ev.Payload, []byte(`"deny"`), []byte(`"maybe"`), 1)
+		}, "not an option"},
+		{"a decision by someone else", payload.EvCaseDecided, func(ev *events.Event) { ev.Actor = "cara" }, "not yours to decide"},
+		{"a reopening by a member", payload.EvCaseReopened, func(ev *events.Event) { ev.Actor = "ana" }, "did not ask for case"},
+		{"a reopening of met steps", payload.EvCaseReopened, func(ev *events.Event) {
+			ev.Payload = bytes.Replace(ev.Payload, []byte(`"steps":[`), []byte(`"steps":["tell",`), 1)
+		}, "reopens steps"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := slices.Clone(evs)
+			found := false
+			for i := range bad {
+				if bad[i].Type == tc.typ {
+					bad[i].Payload = slices.Clone(bad[i].Payload)
+					tc.edit(&bad[i])
+					found = true
+					break
+				}
+			}
+			if !found {
+				t.Fatalf("no %s in the log", tc.typ)
+			}
+			_, err := sim.Rebuild(seqOf(bad), "s", sim.Config{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("rebuilt: %v; want an error with %q", err, tc.want)
+			}
+		})
 	}
 }
