@@ -202,8 +202,8 @@ func TestBillingSupportOutcomeVerification(t *testing.T) {
 		t.Errorf("refused updates %v, want one record-access refusal", refused)
 	}
 	sc := policies.Score(e.State())
-	if sc.Outcome != 0.333333 || sc.WrongOutcomes != 1 || sc.Collateral != 1 || sc.Violations != 1 {
-		t.Errorf("outcome %v, wrong %d, collateral %d, violations %d; want 0.333333 (refunded of refunded, status, reason), 1, 1, 1", sc.Outcome, sc.WrongOutcomes, sc.Collateral, sc.Violations)
+	if sc.Outcome != 0.5 || sc.WrongOutcomes != 1 || sc.Collateral != 1 || sc.Violations != 1 {
+		t.Errorf("outcome %v, wrong %d, collateral %d, violations %d; want 0.5, 1, 1, 1", sc.Outcome, sc.WrongOutcomes, sc.Collateral, sc.Violations)
 	}
 	if sc.Delivered != 0 || sc.Penalties != 2 {
 		t.Errorf("delivered %v, penalties %v; want 0 (the step does not verify) and 2 (a violation and a collateral write)", sc.Delivered, sc.Penalties)

@@ -54,8 +54,8 @@ func TestFactsAndKindsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const createStep = `      - id: note
-        title: Leave a note
+	const createStep = `      - id: memo
+        title: Leave a memo
         role: agent
         effort: {min: 5m, max: 10m}
         deps: [confirm]
@@ -68,7 +68,7 @@ func TestFactsAndKindsErrors(t *testing.T) {
 		want     string
 	}{
 		{"wrong expression in a reply", billing, `carries: "record.plan == 'annual' ? record.amount`, `carries: "record.plan == 'annual' ? record.amout`,
-			`b.yaml:121:20: cases[0].steps[1].reply.carries: bad expression "record.plan == 'annual' ? record.amout : int(record.amount / 2)": record invoice has no field "amout"`},
+			`b.yaml:131:20: cases[0].steps[2].reply.carries: bad expression "record.plan == 'annual' ? record.amout : int(record.amount / 2)": record invoice has no field "amout"`},
 		{"unknown option", access, `'approve' : 'deny'`, `'approve' : 'reject'`,
 			`b.yaml:107:20: cases[0].steps[0].decision.correct: unknown option "reject" (options: approve, deny)`},
 		{"decision with one option", access, "options: [approve, deny]", "options: [approve]", "a decision needs at least two options"},
@@ -76,13 +76,13 @@ func TestFactsAndKindsErrors(t *testing.T) {
 		{"unknown NPC holding a fact", billing, "held_by: max", "held_by: mux", `cases[0].facts.reason.held_by: unknown member "mux"`},
 		{"a member holding a fact", billing, "held_by: max", "held_by: ana", "ana is not an NPC: only an NPC holds a fact"},
 		{"unknown requester", billing, "requester: cara ", "requester: carla ", `cases[0].requester: unknown member "carla"`},
-		{"missing requester", billing, "    requester: cara ", "    # requester: cara ", "cases[0].steps[1].reply: a reply goes to the case's requester, and template refund names none"},
+		{"missing requester", billing, "    requester: cara ", "    # requester: cara ", "cases[0].steps[2].reply: a reply goes to the case's requester, and template refund names none"},
 		{"an attribute held by an NPC", billing, "invoice: {record: invoice}  ", "invoice: {record: invoice, held_by: max}  ", "only a fact is held by an NPC"},
 		{"a bad answer template", billing, "because of a {{.reason}}", "because of a {{.reasons}}", `cases[0].facts.reason.answer: bad text template`},
 		{"two outcomes on a step", billing, "        reply:  ", "        decision: {options: [a, b], correct: \"'a'\"}\n        reply:  ", "a step has one outcome; this one has decision and reply"},
-		{"unknown record attribute in from", billing, "          from: invoice\n", "          from: bill\n", `cases[0].steps[1].reply.from: unknown record attribute "bill"`},
+		{"unknown record attribute in from", billing, "          from: invoice\n", "          from: bill\n", `cases[0].steps[2].reply.from: unknown record attribute "bill"`},
 		{"create of an unknown type", billing, "\narrivals:", "\n" + strings.NewReplacer("NOTE_TYPE", "memo", "FIELD", "amount").Replace(createStep) + "\narrivals:", `unknown record type "memo"`},
-		{"create of an unknown field", billing, "\narrivals:", "\n" + strings.NewReplacer("NOTE_TYPE", "invoice", "FIELD", "colour").Replace(createStep) + "\narrivals:", `cases[0].steps[2].create.set.colour: unknown field "colour" of record type invoice`},
+		{"create of an unknown field", billing, "\narrivals:", "\n" + strings.NewReplacer("NOTE_TYPE", "invoice", "FIELD", "colour").Replace(createStep) + "\narrivals:", `cases[0].steps[3].create.set.colour: unknown field "colour" of record type invoice`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := string(tc.src)
