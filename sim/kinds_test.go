@@ -212,8 +212,11 @@ func TestRequesterReopens(t *testing.T) {
 	if sc.Outcome != float64(len(steps)) || sc.WrongOutcomes != 0 {
 		t.Errorf("outcome %v, wrong %d; want %d (every step of requests-1), 0", sc.Outcome, sc.WrongOutcomes, len(steps))
 	}
-	if !policies.CaseDone(st, c) {
-		t.Errorf("the fixed case does not verify")
+	if !policies.CaseDone(st, c) || policies.CaseValue(st, c) == 0 {
+		t.Errorf("the fixed case does not verify or earns nothing")
+	}
+	if got, want := sc.TeamScore, st.Reward; got != want {
+		t.Errorf("team score %v, dense rewards sum to %v", got, want)
 	}
 	// The replaced tasks stay done; they are no longer the case's steps.
 	for _, step := range steps {
@@ -249,5 +252,29 @@ func TestReopenIsBounded(t *testing.T) {
 	}
 	if rej := st.CheckReopen(st.Member("ana"), "requests-1"); rej == nil {
 		t.Errorf("ana, who did not ask for the case, may reopen it")
+	}
+}
+
+// Played by greedy, whose refunds and replies are often wrong, billing-
+// support's requester reopens cases; the dense rewards still add up to
+// the final score, and the session replays to its recorded state.
+func TestReopenedRewardsAddUp(t *testing.T) {
+	for seed := uint64(1); seed <= 2; seed++ {
+		e, evs := playWorld(t, "billing-support", "greedy", seed)
+		n := 0
+		for _, ev := range evs {
+			if ev.Type == payload.EvCaseReopened {
+				n++
+			}
+		}
+		st := e.State()
+		sc := policies.Score(st)
+		if n == 0 || sc.WrongOutcomes == 0 {
+			t.Errorf("seed %d: %d reopenings, %d wrong outcomes; want some of both", seed, n, sc.WrongOutcomes)
+		}
+		if d := sc.TeamScore - st.Reward; d > 1e-6 || d < -1e-6 {
+			t.Errorf("seed %d: team score %v, dense rewards sum to %v", seed, sc.TeamScore, st.Reward)
+		}
+		mustReplayLive(t, e, evs)
 	}
 }
