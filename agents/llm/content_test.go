@@ -74,13 +74,17 @@ func refunder(tb testing.TB) func(chatRequest) (int, []call) {
 					reason = cv.Told["reason"]
 				}
 			}
-			if reason == nil {
+			if _, needs := t.Outcome.Set["reason"]; needs && reason == nil {
 				if !slices.ContainsFunc(o.Awaiting, func(m org.MessageView) bool { return strings.Contains(m.Text, t.Case) }) {
 					add("message", map[string]any{"to": "max", "text": "What is the reason for case " + t.Case + "?"})
 				}
 				continue
 			}
-			add("update", map[string]any{"record": rec, "id": id, "fields": map[string]any{"refunded": refund, "status": "refunded", "reason": reason}})
+			fields := map[string]any{}
+			for f := range t.Outcome.Set {
+				fields[f] = map[string]any{"refunded": refund, "status": "refunded", "reason": reason}[f]
+			}
+			add("update", map[string]any{"record": rec, "id": id, "fields": fields})
 			add("complete", map[string]any{"task": t.ID})
 		}
 		if len(o.Assigned) == 0 && len(o.Available) > 0 {
