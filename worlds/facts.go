@@ -222,6 +222,9 @@ func (v *validator) outcomeKinds(sp string, s *fileCaseStep, st *CaseStep, c *Ca
 			v.errf(p+".record", "unknown record type %q", cr.Record)
 			return
 		}
+		if st.Role != "" && !slices.Contains(r.creators[t.ID], st.Role) {
+			v.errf(p+".record", "role %s may not create %s records (its system lets %s create): the step could never be done", st.Role, t.ID, strings.Join(append([]string{"no role"}, r.creators[t.ID]...)[min(1, len(r.creators[t.ID])):], ", "))
+		}
 		if len(cr.Set) == 0 {
 			v.errf(p+".set", "name the fields the created record must have, each with the expression of its value")
 		}

@@ -82,6 +82,7 @@ func TestFactsAndKindsErrors(t *testing.T) {
 		{"two outcomes on a step", billing, "        reply:  ", "        decision: {options: [a, b], correct: \"'a'\"}\n        reply:  ", "a step has one outcome; this one has decision and reply"},
 		{"unknown record attribute in from", billing, "          from: invoice\n", "          from: bill\n", `cases[0].steps[2].reply.from: unknown record attribute "bill"`},
 		{"create of an unknown type", billing, "\narrivals:", "\n" + strings.NewReplacer("NOTE_TYPE", "memo", "FIELD", "amount").Replace(createStep) + "\narrivals:", `unknown record type "memo"`},
+		{"create by a role that may not", billing, "\narrivals:", "\n" + strings.NewReplacer("NOTE_TYPE", "invoice", "FIELD", "amount").Replace(createStep) + "\narrivals:", `cases[0].steps[3].create.record: role agent may not create invoice records (its system lets no role create)`},
 		{"create of an unknown field", billing, "\narrivals:", "\n" + strings.NewReplacer("NOTE_TYPE", "invoice", "FIELD", "colour").Replace(createStep) + "\narrivals:", `cases[0].steps[3].create.set.colour: unknown field "colour" of record type invoice`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
