@@ -127,8 +127,14 @@ func TestOutcomeKindsRubric(t *testing.T) {
 			if sc.Outcome != tc.outcome || sc.WrongOutcomes != tc.wrong || sc.OutcomeMax != 3 || sc.Collateral != 0 {
 				t.Errorf("outcome %v of %v, wrong %d, collateral %d; want %v of 3, %d, 0", sc.Outcome, sc.OutcomeMax, sc.WrongOutcomes, sc.Collateral, tc.outcome, tc.wrong)
 			}
-			if c := st.Case("a-1"); (c.Reopens == 1) != tc.reopened {
+			c := st.Case("a-1")
+			if (c.Reopens == 1) != tc.reopened {
 				t.Errorf("reopens %d, want reopened %v", c.Reopens, tc.reopened)
+			}
+			// Closed in time (every play here closes it before its SLA), a
+			// case reopened past its SLA breaches it; one never closed too.
+			if c.Breached != (c.DoneAt == 0 || tc.reopened && c.Due < c.DoneAt) {
+				t.Errorf("breached %v; reopened %v, due %d, done %d", c.Breached, tc.reopened, c.Due, c.DoneAt)
 			}
 		})
 	}
