@@ -118,7 +118,7 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 		Opened: clock.Time(ev.Time), OpenedBy: p.OpenedBy, Arrival: p.Arrival, Deadline: p.Deadline, Due: p.Due,
 		Attributes: p.Attributes, Facts: p.Facts, Skipped: slices.Clone(p.Skipped)}
 	for _, x := range p.Expected {
-		if _, ok := tpl.Step(x.Step); !ok || x.Kind == "" && s.Record(x.Record, x.ID) == nil {
+		if _, ok := tpl.Step(x.Step); !ok || x.Kind == "" && s.Record(x.Record, x.ID) == nil || !expectedFits(tpl, &x) {
 			return badEvent(ev, "case %q expects an outcome of step %q on %s %q, which does not exist", p.Case, x.Step, x.Record, x.ID)
 		}
 		c.Outcomes = append(c.Outcomes, CaseOutcome{Expected: x})

@@ -238,6 +238,37 @@ func (s *State) reopenPending() bool {
 	return false
 }
 
+// expectedFits reports whether an expected outcome of a kind other than
+// record fields is the one its step declares (a create's record its
+// type, with fields of that type); true for record fields.
+func expectedFits(tpl *worlds.CaseTemplate, x *payload.Expected) bool {
+	st, ok := tpl.Step(x.Step)
+	if !ok {
+		return false
+	}
+	switch x.Kind {
+	case "":
+		return true
+	case worlds.KindDecision:
+		_, has := x.Fields["option"]
+		return st.Decision != nil && has && len(x.Fields) == 1
+	case worlds.KindReply:
+		_, has := x.Fields["carries"]
+		return st.Reply != nil && has && len(x.Fields) == 1
+	case worlds.KindCreate:
+		if st.Create == nil || x.Record != st.Create.Type {
+			return false
+		}
+		for _, f := range st.Create.Set {
+			if _, has := x.Fields[f.Field]; !has {
+				return false
+			}
+		}
+		return len(x.Fields) == len(st.Create.Set)
+	}
+	return false
+}
+
 // caseClosed wakes the requester of a case just closed, so that it reads
 // the outcome and, when one is unmet, reopens the case.
 func (s *State) caseClosed(c *Case, seq uint64) {

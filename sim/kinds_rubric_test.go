@@ -186,6 +186,12 @@ func TestKindEventsAreChecked(t *testing.T) {
 		}, "not an option"},
 		{"a decision by someone else", payload.EvCaseDecided, func(ev *events.Event) { ev.Actor = "cara" }, "not yours to decide"},
 		{"a reopening by a member", payload.EvCaseReopened, func(ev *events.Event) { ev.Actor = "ana" }, "did not ask for case"},
+		{"an expected decision on a step that makes none", payload.EvCaseOpened, func(ev *events.Event) {
+			ev.Payload = bytes.Replace(ev.Payload, []byte(`"step":"decide","record":""`), []byte(`"step":"tell","record":""`), 1)
+		}, "expects an outcome"},
+		{"an expected create of another type", payload.EvCaseOpened, func(ev *events.Event) {
+			ev.Payload = bytes.Replace(ev.Payload, []byte(`"record":"note"`), []byte(`"record":"invoice"`), 1)
+		}, "expects an outcome"},
 		{"a reopening of met steps", payload.EvCaseReopened, func(ev *events.Event) {
 			ev.Payload = bytes.Replace(ev.Payload, []byte(`"steps":[`), []byte(`"steps":["tell",`), 1)
 		}, "reopens steps"},
