@@ -22,10 +22,16 @@ var decideToolSpec = toolSpec{
 
 // decideFor keeps the decide tool for a world whose case steps make
 // decisions, with their options as the option's enum, and drops it for
-// one whose steps make none.
+// one whose steps make none. In a world with facts held by colleagues or
+// requesters, the message tool says how to ask for a fact and reply.
 func decideFor(w *worlds.World, defs []Tool) []Tool {
 	var options []string
+	facts, replies := false, false
 	for _, c := range w.Cases {
+		replies = replies || c.Requester != ""
+		for _, f := range c.Facts {
+			facts = facts || f.HeldBy != ""
+		}
 		for _, s := range c.Steps {
 			if s.Decision == nil {
 				continue
@@ -35,6 +41,20 @@ func decideFor(w *worlds.World, defs []Tool) []Tool {
 					options = append(options, o)
 				}
 			}
+		}
+	}
+	for i := range defs {
+		fn := &defs[i].Function
+		if fn.Name != org.ActMessage {
+			continue
+		}
+		if facts {
+			fn.Description += " A value of a case that no system holds is known to the colleague its case's \"ask\" names: message them " +
+				"naming the case id and the fact; their answer shows the value under the case's \"told\"."
+		}
+		if replies {
+			fn.Description += " A step whose outcome is a reply (kind \"reply\") is a message to the case's requester (the outcome's \"to\") " +
+				"that names the case id and contains the value the rule gives, as a word of its own."
 		}
 	}
 	if len(options) == 0 {

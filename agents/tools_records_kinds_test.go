@@ -2,6 +2,7 @@ package agents_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/agents"
@@ -24,11 +25,17 @@ func TestDecideToolFollowsTheWorld(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []string
-		found := false
+		found, asks := false, false
 		for _, d := range agents.ToolDefsFor(w) {
 			if d.Function.Name == "decide" {
 				found, got = true, d.Function.Parameters.Properties["option"].Enum
 			}
+			if d.Function.Name == "message" {
+				asks = strings.Contains(d.Function.Description, `"told"`)
+			}
+		}
+		if asks != (tc.world == "billing-support") {
+			t.Errorf("%s: the message tool tells how to ask for a fact: %v", tc.world, asks)
 		}
 		if found != (tc.want != nil) || !slices.Equal(got, tc.want) {
 			t.Errorf("%s: decide tool %v with options %v, want options %v", tc.world, found, got, tc.want)
