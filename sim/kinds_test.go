@@ -278,3 +278,49 @@ func TestReopenedRewardsAddUp(t *testing.T) {
 		mustReplayLive(t, e, evs)
 	}
 }
+
+// A session restored from a snapshot taken after reopenings and
+// decisions, and played on with the same events, ends in the state of the
+// session played through: reopened tasks, decisions and reopen counts are
+// part of the snapshot.
+func TestKindsRestore(t *testing.T) {
+	for _, world := range []string{"billing-support", "access-requests"} {
+		e, evs := playWorld(t, world, "greedy", 1)
+		cut := 0
+		for i, ev := range evs {
+			if ev.Type == payload.EvCaseReopened || ev.Type == payload.EvCaseDecided {
+				cut = i + 1
+				if i > len(evs)/2 {
+					break
+				}
+			}
+		}
+		if cut == 0 {
+			t.Fatalf("%s: no reopening or decision to cut after", world)
+		}
+		w := e.State().World
+		src, _ := worlds.Source(world)
+		cfg := sim.Config{World: w, Source: src, Seed: 1, Session: "s"}
+		re, err := sim.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs[:cut] {
+			if err := re.Apply(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := sim.Restore(cfg, re.Snapshot(), re.StateHash())
+		if err != nil {
+			t.Fatalf("%s: restore after seq %d: %v", world, evs[cut-1].Seq, err)
+		}
+		for _, ev := range evs[cut:] {
+			if err := r.Apply(ev); err != nil {
+				t.Fatalf("%s: %v", world, err)
+			}
+		}
+		if got, want := r.StateHash(), e.StateHash(); got != want {
+			t.Fatalf("%s: restored and replayed: hash %s, live %s", world, got, want)
+		}
+	}
+}
