@@ -144,9 +144,45 @@ func (c *content) step(o org.Observation, t org.TaskView) (acts []org.Action, re
 	if out == nil {
 		return nil, true
 	}
-	// The records the rule reads: the step's record, and those its
-	// reference fields name (ref.<field>.<field>), found by the field's
-	// type in the observation's systems.
+	if c.mode != firstSeen {
+		if asks, wait := c.askFacts(o, t); wait {
+			return asks, false // content_kinds.go
+		}
+	}
+	if out.Kind != "" {
+		return c.kindStep(o, t)
+	}
+	rec, refs, reads := c.records(o, out)
+	if len(reads) > 0 {
+		return reads, false
+	}
+	if rec == nil {
+		return nil, true // nothing it may read: complete as it is
+	}
+	env := worlds.RecordVars(caseVars(o, t.Case), rec, refs)
+	set := payload.Attrs{}
+	for _, f := range slices.Sorted(maps.Keys(out.Set)) {
+		v, err := expr.Eval(out.Set[f], env)
+		if err != nil || v == nil { // nil: a fact it was not told
+			continue
+		}
+		if n, ok := v.(int); ok {
+			v = int64(n)
+		}
+		set[f] = v
+	}
+	if len(set) == 0 {
+		return nil, true
+	}
+	return []org.Action{{Type: org.ActUpdate, Record: out.Record, ID: out.ID, Fields: payload.NewActionAttrs(set)}}, true
+}
+
+// records returns the fields of the record out names (out.Record,
+// out.ID) and of the records its rule reads through its reference fields
+// (ref.<field>.<field>, found by the field's type in the observation's
+// systems), from the source the mode reads; or the reads that fetch them
+// first. rec is nil when there is nothing it may read.
+func (c *content) records(o org.Observation, out *org.OutcomeView) (rec map[string]any, refs map[string]map[string]any, reads []org.Action) {
 	refTypes := map[string]string{} // reference field -> its record type
 	for _, s := range o.Systems {
 		for _, ty := range s.Types {
@@ -160,8 +196,7 @@ func (c *content) step(o org.Observation, t org.TaskView) (acts []org.Action, re
 			}
 		}
 	}
-	refs := map[string]map[string]any{}
-	var rec map[string]any
+	refs = map[string]map[string]any{}
 	if c.mode == truth && c.world != nil {
 		if c.truth == nil {
 			c.truth = map[string]map[string]any{}
@@ -174,48 +209,20 @@ func (c *content) step(o org.Observation, t org.TaskView) (acts []org.Action, re
 			id, _ := rec[name].(string)
 			refs[name] = c.truth[to+"/"+id]
 		}
-	} else {
-		var reads []org.Action
-		var ok bool
-		if rec, ok = c.read(o, out.Record, out.ID, &reads); !ok && len(reads) == 0 {
-			return nil, true // nothing it may read: complete as it is
-		}
-		if rec != nil {
-			for _, name := range slices.Sorted(maps.Keys(refTypes)) {
-				id, _ := rec[name].(string)
-				if f, ok := c.read(o, refTypes[name], id, &reads); ok {
-					refs[name] = f
-				}
+		return rec, refs, nil
+	}
+	rec, _ = c.read(o, out.Record, out.ID, &reads)
+	if rec != nil {
+		for _, name := range slices.Sorted(maps.Keys(refTypes)) {
+			id, _ := rec[name].(string)
+			if f, ok := c.read(o, refTypes[name], id, &reads); ok {
+				refs[name] = f
 			}
 		}
 		if len(reads) > 0 {
 			// Results last one turn: read the step's record again with the others.
-			if rec != nil {
-				c.read(org.Observation{Systems: o.Systems}, out.Record, out.ID, &reads)
-			}
-			return reads, false
+			c.read(org.Observation{Systems: o.Systems}, out.Record, out.ID, &reads)
 		}
 	}
-	vars := map[string]any{"case": t.Case}
-	for _, cv := range o.Cases {
-		if cv.ID == t.Case {
-			vars = payload.Vars(t.Case, cv.Attributes)
-		}
-	}
-	env := worlds.RecordVars(vars, rec, refs)
-	set := payload.Attrs{}
-	for _, f := range slices.Sorted(maps.Keys(out.Set)) {
-		v, err := expr.Eval(out.Set[f], env)
-		if err != nil {
-			continue
-		}
-		if n, ok := v.(int); ok {
-			v = int64(n)
-		}
-		set[f] = v
-	}
-	if len(set) == 0 {
-		return nil, true
-	}
-	return []org.Action{{Type: org.ActUpdate, Record: out.Record, ID: out.ID, Fields: payload.NewActionAttrs(set)}}, true
+	return rec, refs, reads
 }

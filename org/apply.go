@@ -166,6 +166,10 @@ func (s *State) apply(ev *events.Event) error {
 		return s.applyRecordRead(ev)
 	case payload.EvRecordWritten:
 		return s.applyRecordWritten(ev)
+	case payload.EvCaseDecided:
+		return s.applyCaseDecided(ev)
+	case payload.EvCaseReopened:
+		return s.applyCaseReopened(ev)
 	}
 	return badEvent(ev, "unknown event type")
 }
@@ -456,7 +460,7 @@ func (s *State) applyTaskCompleted(ev *events.Event) error {
 	}
 	s.busy(m, p.BusyUntil)
 	if t.Case != "" {
-		s.stepDone(t, clock.Time(ev.Time))
+		s.stepDone(t, clock.Time(ev.Time), ev.Seq)
 	}
 	// Whoever could take a task this one unblocked wants to hear of it.
 	s.wakeForReady(t, ev.Seq)

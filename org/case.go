@@ -46,6 +46,10 @@ type Case struct {
 	// Outcomes are what its steps must leave behind on records (format 2,
 	// records.go); hidden from agents.
 	Outcomes []CaseOutcome `json:"outcomes,omitempty"`
+	// Decisions are the options chosen on its steps (by step id), and
+	// Reopens how many times its requester reopened it (kinds.go).
+	Decisions map[string]string `json:"decisions,omitempty"`
+	Reopens   int               `json:"reopens,omitempty"`
 }
 
 // Done reports whether every step of the case is done.
@@ -114,7 +118,7 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 		Opened: clock.Time(ev.Time), OpenedBy: p.OpenedBy, Arrival: p.Arrival, Deadline: p.Deadline, Due: p.Due,
 		Attributes: p.Attributes, Facts: p.Facts, Skipped: slices.Clone(p.Skipped)}
 	for _, x := range p.Expected {
-		if _, ok := tpl.Step(x.Step); !ok || s.Record(x.Record, x.ID) == nil {
+		if _, ok := tpl.Step(x.Step); !ok || x.Kind == "" && s.Record(x.Record, x.ID) == nil || !expectedFits(tpl, &x) {
 			return badEvent(ev, "case %q expects an outcome of step %q on %s %q, which does not exist", p.Case, x.Step, x.Record, x.ID)
 		}
 		c.Outcomes = append(c.Outcomes, CaseOutcome{Expected: x})
@@ -175,7 +179,7 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 }
 
 // stepDone marks t's case done when t was its last step.
-func (s *State) stepDone(t *Task, at clock.Time) {
+func (s *State) stepDone(t *Task, at clock.Time, seq uint64) {
 	c := s.CaseOf(t)
 	if c == nil || c.Done() {
 		return
@@ -186,6 +190,7 @@ func (s *State) stepDone(t *Task, at clock.Time) {
 		}
 	}
 	c.DoneAt = max(at, 1)
+	s.caseClosed(c, seq)
 }
 
 // CheckOpenCase reports whether m may open a case of action a's template

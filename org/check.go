@@ -89,6 +89,12 @@ func (s *State) Check(m *Member, a Action, now clock.Time) (Checked, *Rejection)
 		}
 	case ActOpenCase:
 		rej = s.CheckOpenCase(m, a)
+	case ActDecide:
+		if c.Task, rej = s.named(a); rej == nil {
+			rej = s.CheckDecideStep(m, c.Task, a.Option)
+		}
+	case ActReopen:
+		rej = s.CheckReopen(m, a.Case)
 	case ActGet, ActSearch, ActUpdate, ActCreate, ActDelete:
 		c.Fields, rej = s.CheckRecord(m, a)
 	case ActWait:
@@ -256,7 +262,7 @@ func (s *State) CheckMessage(m *Member, to, text, replyTo, topic string) *Reject
 	case replyTo != "" && !s.repliable(replyTo, m.ID):
 		return Reject(KindUnknown, "no message %q to %s to reply to", replyTo, m.ID)
 	case topic != "":
-		if w, ok := s.World.Member(m.ID); !ok || w.NPC == nil || w.NPC.Knows[topic] == "" {
+		if w, ok := s.World.Member(m.ID); (!ok || w.NPC == nil || w.NPC.Knows[topic] == "") && !s.factTopic(m.ID, topic) {
 			return Violation("info-source", "%s does not hold %q and cannot pass it on as given information", m.ID, topic)
 		}
 	}

@@ -75,6 +75,10 @@ type CaseOutcome struct {
 	payload.Expected
 	Done   bool          `json:"done,omitempty"`
 	AtDone payload.Attrs `json:"at_done,omitempty"`
+	// Task is the task that completed it; Created the record a create
+	// outcome's holder created (kinds.go).
+	Task    string `json:"task,omitempty"`
+	Created string `json:"created,omitempty"`
 }
 
 func recordKey(typ, id string) string { return typ + "/" + id }
@@ -311,6 +315,9 @@ func (s *State) applyRecordWritten(ev *events.Event) error {
 	case ActDelete:
 		r.Deleted = true
 	}
+	if scoped && p.Op == ActCreate {
+		s.createInScope(m, p.Record, after).Created = p.ID
+	}
 	if !scoped {
 		s.Collateral++
 		m.Collateral++
@@ -323,6 +330,9 @@ func (s *State) applyRecordWritten(ev *events.Event) error {
 // holds: an update of fields their steps must set. Creates and deletes
 // are never asked for (no outcome creates or deletes a record yet).
 func (s *State) scoped(m *Member, op, typ, id string, fields payload.Attrs) bool {
+	if op == ActCreate {
+		return s.createInScope(m, typ, fields) != nil
+	}
 	if op != ActUpdate {
 		return false
 	}
@@ -365,7 +375,11 @@ func (s *State) outcomeDone(t *Task) {
 		if o.Step != t.Spec.Step {
 			continue
 		}
-		o.Done, o.AtDone = true, payload.Attrs{}
+		o.Done, o.AtDone, o.Task = true, payload.Attrs{}, t.ID
+		if o.Kind != "" {
+			s.kindDone(c, o, t)
+			continue
+		}
 		r := s.Record(o.Record, o.ID)
 		for k := range o.Fields { // order: each is its own
 			if r != nil && !r.Deleted {
@@ -400,6 +414,13 @@ type OutcomeView struct {
 	Record string            `json:"record"`
 	ID     string            `json:"id"`
 	Set    map[string]string `json:"set"`
+	// Kind, Options and To are the other outcome kinds' (kinds.go):
+	// decision (Set {"option": rule}, Options), reply (Set {"carries":
+	// rule}, To the requester) or create (Record the type, ID empty).
+	Kind    string   `json:"kind,omitempty"`
+	Options []string `json:"options,omitempty"`
+	To      string   `json:"to,omitempty"`
+	From    string   `json:"from,omitempty"` // the record whose fields the rule reads (record.<field>), as "<type>/<id>"
 }
 
 // recordsView adds to o the systems, the policy and the read results.
@@ -453,10 +474,13 @@ func (s *State) outcomeView(t *Task) *OutcomeView {
 		return nil
 	}
 	st, ok := tpl.Step(t.Spec.Step)
-	if !ok || st.Outcome == nil {
+	if !ok {
 		return nil
 	}
 	for _, o := range c.Outcomes {
+		if o.Step == st.ID && o.Kind != "" {
+			return s.kindView(c, st, &o)
+		}
 		if o.Step == st.ID {
 			v := &OutcomeView{Record: o.Record, ID: o.ID, Set: map[string]string{}}
 			for _, f := range st.Outcome.Set {

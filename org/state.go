@@ -513,7 +513,7 @@ func (s *State) AllDone() bool {
 			return false
 		}
 	}
-	return s.open == 0
+	return s.open == 0 && !s.reopenPending() // kinds.go
 }
 
 // AgentsFailed reports whether the agents failed every turn they were

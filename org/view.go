@@ -67,6 +67,14 @@ type CaseView struct {
 	Done       []string      `json:"done,omitempty"` // its steps done so far
 	// Requests are the pending approval requests of its steps.
 	Requests []string `json:"requests,omitempty"`
+	// Ask names the NPC holding each fact of the case (ask it in a message
+	// naming the case's id and the fact); Told are the facts it told you;
+	// Requester is who asked for the case (replies go to it); Document is
+	// the case's document, shown while you hold one of its steps (kinds.go).
+	Ask       map[string]string `json:"ask,omitempty"`
+	Told      payload.Attrs     `json:"told,omitempty"`
+	Requester string            `json:"requester,omitempty"`
+	Document  string            `json:"document,omitempty"`
 }
 
 // OpenView is a case template a member may open.
@@ -542,6 +550,7 @@ func (s *State) caseViews(o *Observation, m *Member) {
 				v.Requests = append(v.Requests, r.ID)
 			}
 		}
+		s.factsView(&v, c, m)
 		o.Cases = append(o.Cases, v)
 	}
 	for _, list := range [][]TaskView{o.Assigned, o.Available, o.Upcoming} {

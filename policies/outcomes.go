@@ -27,13 +27,16 @@ func outcomeUnmet(s *org.State, t *org.Task) string {
 	if c == nil {
 		return ""
 	}
+	if why := reopenedStep(c, t); why != "" {
+		return why
+	}
 	for _, o := range c.Outcomes {
 		if o.Step != t.Spec.Step || !o.Done {
 			continue
 		}
 		for _, k := range slices.Sorted(maps.Keys(o.Fields)) {
 			if !org.SameValue(o.AtDone[k], o.Fields[k]) {
-				return fmt.Sprintf("wrong outcome: %s %s %s was %v at completion, want %v", o.Record, o.ID, k, jsonText(o.AtDone[k]), jsonText(o.Fields[k]))
+				return fmt.Sprintf("wrong outcome: %s %s was %v at completion, want %v", outcomeName(&o), k, jsonText(o.AtDone[k]), jsonText(o.Fields[k]))
 			}
 		}
 	}
@@ -58,12 +61,11 @@ func OutcomeScore(s *org.State) (score, max float64, wrong int) {
 			if !o.Done || len(o.Fields) == 0 {
 				continue
 			}
-			r := s.Record(o.Record, o.ID)
 			right, met := 0, true
 			for k, want := range o.Fields { // order: a count
 				at := org.SameValue(o.AtDone[k], want)
 				met = met && at
-				if at && r != nil && !r.Deleted && org.SameValue(r.Fields[k], want) {
+				if now, ok := s.OutcomeNow(&o, k); at && ok && org.SameValue(now, want) {
 					right++
 				}
 			}

@@ -106,4 +106,5 @@ func (e *Engine) expected(tpl *worlds.CaseTemplate, p *payload.CaseOpened) {
 		}
 		p.Expected = append(p.Expected, x)
 	}
+	e.expectedKinds(tpl, p, vars)
 }

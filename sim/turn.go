@@ -143,6 +143,8 @@ func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clo
 		e.emit(payload.EvCaseOpened, m.ID, cause, p)
 	case org.ActGet, org.ActSearch, org.ActUpdate, org.ActCreate, org.ActDelete:
 		cursor = e.performRecord(m, c, cause, cursor)
+	case org.ActDecide, org.ActReopen:
+		cursor = e.performKind(m, c, cause, cursor)
 	case org.ActWait:
 		var until clock.Time
 		switch {
@@ -225,6 +227,10 @@ func (e *Engine) npcDecide(id string) Answer {
 			e.acts = append(e.acts, e.npcStep(msg, t)...)
 			continue
 		}
+		if reply, ok := e.factReply(id, msg); ok {
+			e.acts = append(e.acts, reply)
+			continue
+		}
 		reply := org.Action{Type: org.ActMessage, To: msg.From, ReplyTo: msg.ID,
 			Text: "Sorry, I can't help with that. I can tell you about: " + strings.Join(slices.Sorted(maps.Keys(npc.Knows)), ", ")}
 		if len(npc.Knows) == 0 {
@@ -239,6 +245,7 @@ func (e *Engine) npcDecide(id string) Answer {
 		}
 		e.acts = append(e.acts, reply)
 	}
+	e.reopens(id, due)
 	if len(npc.Serves) > 0 {
 		e.npcWork(m, npc)
 	}

@@ -364,6 +364,12 @@ func (e *Engine) scheduleFor(ev events.Event, typed any) {
 		if p.Due > 0 {
 			e.timers.Push(p.Due+1, timer{kind: timerCaseSLA, id: p.Case, cause: seq})
 		}
+	case payload.EvCaseReopened:
+		// A case reopened past its SLA breaches it now (it was not done after all).
+		p, _ := payload.As[payload.CaseReopened](&ev, typed)
+		if c := e.st.Case(p.Case); c != nil && c.Due > 0 {
+			e.timers.Push(max(c.Due+1, clock.Time(ev.Time)), timer{kind: timerCaseSLA, id: p.Case, cause: seq})
+		}
 	case payload.EvMemberLeft:
 		p, _ := payload.As[payload.MemberLeft](&ev, typed)
 		e.timers.Push(p.Until, timer{kind: timerReturn, id: ev.Actor, cause: seq})

@@ -37,6 +37,9 @@ type fileCase struct {
 	Facts      map[string]fileAttr `yaml:"facts"`
 	Open       *fileOpen           `yaml:"open"`
 	Steps      []fileCaseStep      `yaml:"steps"`
+	// Requester and Document are version 2's (facts.go).
+	Requester string `yaml:"requester"`
+	Document  string `yaml:"document"`
 }
 
 // fileCaseStep is one step of a case template.
@@ -56,6 +59,10 @@ type fileCaseStep struct {
 	Answer   string     `yaml:"answer"` // the NPC's reply: a text template over the attributes and facts
 	// Outcome is what the step must leave behind on a record (version 2, systems.go).
 	Outcome *fileOutcome `yaml:"outcome"`
+	// Decision, Reply and Create are the other outcome kinds (facts.go).
+	Decision *fileDecision `yaml:"decision"`
+	Reply    *fileReply    `yaml:"reply"`
+	Create   *fileCreate   `yaml:"create"`
 }
 
 // fileRoute chooses an ID by an attribute's value.
@@ -84,6 +91,10 @@ type fileAttr struct {
 	OneOf  fileChoices    `yaml:"one_of"`
 	Text   string         `yaml:"text"`
 	Record string         `yaml:"record"` // a record of this type, drawn per case (systems.go)
+	// HeldBy and Answer are a fact's (facts.go): the NPC who tells it when
+	// asked about the case, and its reply.
+	HeldBy string `yaml:"held_by"`
+	Answer string `yaml:"answer"`
 }
 
 // fileChoices is a category: a list of equally likely values, or a
@@ -166,6 +177,8 @@ type Attr struct {
 	Choices []Choice
 	Text    *Text
 	Record  string // AttrRecord: the record type
+	HeldBy  string // a fact's: the NPC who tells it when asked (facts.go)
+	Answer  *Text  // and its reply
 }
 
 // Choice is one value of a category and its weight.
@@ -289,6 +302,8 @@ type CaseTemplate struct {
 	Facts         []Attr // by name; hidden from agents
 	Open          *OpenRule
 	Steps         []CaseStep // in file order
+	Requester     string     // the NPC who asked for the case (facts.go); "" for none
+	Document      *Text      // a document the case comes with, over attributes and facts; nil for none
 }
 
 // CaseStep is one step of a case template.
@@ -308,6 +323,10 @@ type CaseStep struct {
 	Answer *Text  // the NPC's reply
 	// Outcome is what it must leave behind on a record (systems.go); nil for none.
 	Outcome *Outcome
+	// Decision, Reply and Create are the other outcome kinds (facts.go).
+	Decision *Decision
+	Reply    *Reply
+	Create   *Create
 }
 
 // OpenRule says which roles may open cases of a template, how many each
@@ -648,6 +667,7 @@ func (v *validator) cases(f *file, w *World, r *refs) {
 			c.Priority = append(c.Priority, Weighted{Priority: pr, Weight: wt})
 		}
 		v.caseSLA(p+".sla", fc, &c, cal)
+		v.caseFacts(p, fc, &c, all, r)
 		v.caseSteps(p, fc, &c, all, r, cal)
 		v.caseOpen(p+".open", fc.Open, &c, r)
 		w.Cases = append(w.Cases, c)
@@ -797,6 +817,7 @@ func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Att
 			}
 		}
 		st.Outcome = v.outcome(sp+".outcome", s.Outcome, c, all, r)
+		v.outcomeKinds(sp, s, &st, c, all, r)
 		c.Steps = append(c.Steps, st)
 	}
 	// Cycles among the steps.

@@ -146,7 +146,7 @@ w.yaml:45:19: arrivals[0].case: an arrival opening cases needs version: 2 (this 
 		{"an answer naming an unknown attribute", []string{`answer: "Damage {{.damage}} on {{.ref}}"`, `answer: "Damage {{.dmg}}"`}, `w.yaml:37:79: cases[0].steps[1].answer: bad text template "Damage {{.dmg}}": map has no entry for key "dmg" (it may use {{.case}}, {{.amount}}, {{.line}}, {{.ref}}, {{.damage}})`},
 		{"a text template that does not parse", []string{`title: "Claim {{.ref}}"`, `title: "Claim {{.ref"`}, `w.yaml:23:12: cases[0].title: bad text template "Claim {{.ref": unclosed action (it may use {{.case}}, {{.amount}}, {{.line}}, {{.ref}})`},
 		// Attribute kinds.
-		{"an unknown attribute kind", []string{"line: {one_of: {motor: 2, home: 1}}", "line: {choice: [motor, home]}"}, `w.yaml:30:14: cases[0].attributes.line.choice: unknown field "choice" (expected one of amount, one_of, text, record)`},
+		{"an unknown attribute kind", []string{"line: {one_of: {motor: 2, home: 1}}", "line: {choice: [motor, home]}"}, `w.yaml:30:14: cases[0].attributes.line.choice: unknown field "choice" (expected one of amount, one_of, text, record, held_by, answer)`},
 		// Its use is reported too: the attribute cannot be kept without a kind.
 		{"an attribute of no kind", []string{"line: {one_of: {motor: 2, home: 1}}", "line: {}"}, `w.yaml:30:13: cases[0].attributes.line: give exactly one of amount, one_of, text and record
 w.yaml:38:87: cases[0].steps[2].role_by.attribute: unknown attribute "line"`},

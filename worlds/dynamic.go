@@ -240,6 +240,7 @@ type refs struct {
 	memberRole                                   map[string]string
 	chainAttr                                    map[string]string // approval chain -> the attribute it reads
 	types                                        map[string]*RecordType
+	creators                                     map[string][]string // record type -> roles that may create it (facts.go)
 }
 
 func (v *validator) dist(path string, d fileDist, cal *clock.Calendar, required bool) Dist {

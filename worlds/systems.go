@@ -377,6 +377,10 @@ func (v *validator) systems(f *file, w *World, r *refs) {
 		for j := range w.Systems[i].Types {
 			t := &w.Systems[i].Types[j]
 			r.types[t.ID] = t
+			if r.creators == nil {
+				r.creators = map[string][]string{}
+			}
+			r.creators[t.ID] = w.Systems[i].Create
 		}
 	}
 	// References, listed records, generation and copies, once every type is known.

@@ -66,7 +66,7 @@ func TestSystemsErrors(t *testing.T) {
 		name, old, new, want string
 	}{
 		{"unknown field in a record", "refunded: 0, status: paid}", "refunded: 0, status: paid, colour: red}",
-			"b.yaml:60:108: systems[1].types[0].records[0].colour: unknown field"},
+			"b.yaml:67:108: systems[1].types[0].records[0].colour: unknown field"},
 		{"reference to a missing record", "", "", ""},
 		{"wrong expression", `"record.plan == 'annual' ? record.amount : int(record.amount / 2)"`, `"record.plan == 'annual' ? record.amount : int(record.amont / 2)"`, `record invoice has no field "amont"`},
 		{"syntax error", `"'refunded'"`, `"'refunded"`, "bad expression"},

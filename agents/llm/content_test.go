@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,23 +42,49 @@ func refunder(tb testing.TB) func(chatRequest) (int, []call) {
 				add("complete", map[string]any{"task": t.ID})
 				continue
 			}
+			rec, id := t.Outcome.Record, t.Outcome.ID
+			if t.Outcome.Kind == "reply" { // the confirmation reads the invoice it names
+				rec, id, _ = strings.Cut(t.Outcome.From, "/")
+			}
 			var inv map[string]any
 			for _, r := range o.Results {
 				for _, rv := range r.Records {
-					if rv.Record == t.Outcome.Record && rv.ID == t.Outcome.ID {
+					if rv.Record == rec && rv.ID == id {
 						inv = rv.Fields
 					}
 				}
 			}
 			if inv == nil {
-				add("get", map[string]any{"record": t.Outcome.Record, "id": t.Outcome.ID})
+				add("get", map[string]any{"record": rec, "id": id})
 				continue
 			}
 			refund, _ := inv["amount"].(int64) // payload.Attrs reads whole numbers as int64
 			if inv["plan"] != "annual" {
 				refund /= 2
 			}
-			add("update", map[string]any{"record": t.Outcome.Record, "id": t.Outcome.ID, "fields": map[string]any{"refunded": refund, "status": "refunded"}})
+			if t.Outcome.Kind == "reply" {
+				add("message", map[string]any{"to": t.Outcome.To, "text": fmt.Sprintf("Case %s: we refunded %d.", t.Case, refund)})
+				add("complete", map[string]any{"task": t.ID})
+				continue
+			}
+			// The reason is in no system: ask the account manager, naming the case.
+			var reason any
+			for _, cv := range o.Cases {
+				if cv.ID == t.Case {
+					reason = cv.Told["reason"]
+				}
+			}
+			if _, needs := t.Outcome.Set["reason"]; needs && reason == nil {
+				if !slices.ContainsFunc(o.Awaiting, func(m org.MessageView) bool { return strings.Contains(m.Text, t.Case) }) {
+					add("message", map[string]any{"to": "max", "text": "What is the reason for case " + t.Case + "?"})
+				}
+				continue
+			}
+			fields := map[string]any{}
+			for f := range t.Outcome.Set {
+				fields[f] = map[string]any{"refunded": refund, "status": "refunded", "reason": reason}[f]
+			}
+			add("update", map[string]any{"record": rec, "id": id, "fields": fields})
 			add("complete", map[string]any{"task": t.ID})
 		}
 		if len(o.Assigned) == 0 && len(o.Available) > 0 {

@@ -65,7 +65,7 @@ func caseField(t reflect.Type, name string) bool {
 	case reflect.TypeFor[org.RequestView]():
 		return name == "TaskAmount"
 	case reflect.TypeFor[org.Action]():
-		return name == "Template" || name == "Attributes" || name == "Record" || name == "ID" || name == "Fields" || name == "Page"
+		return name == "Template" || name == "Attributes" || name == "Record" || name == "ID" || name == "Fields" || name == "Page" || name == "Option" || name == "Case"
 	}
 	return false
 }

@@ -57,6 +57,8 @@ var decoders = map[string]func([]byte) (any, error){
 	EvCaseOpened:        decodeTo[CaseOpened],
 	EvRecordRead:        decodeTo[RecordRead],
 	EvRecordWritten:     decodeTo[RecordWritten],
+	EvCaseDecided:       decodeTo[CaseDecided],
+	EvCaseReopened:      decodeTo[CaseReopened],
 }
 
 func decodeTo[T any](b []byte) (any, error) {

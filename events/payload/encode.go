@@ -83,6 +83,8 @@ func AppendAction(dst []byte, a *Action) []byte {
 		dst = append(append(dst, `,"fields":`...), a.Fields.raw...)
 	}
 	dst = fastjson.AppendKeyIntOmit(dst, `,"page":`, int64(a.Page))
+	dst = fastjson.AppendKeyStringOmit(dst, `,"option":`, a.Option)
+	dst = fastjson.AppendKeyStringOmit(dst, `,"case":`, a.Case)
 	return append(dst, '}')
 }
 

@@ -39,4 +39,9 @@ type Expected struct {
 	Record string `json:"record"` // the record type
 	ID     string `json:"id"`
 	Fields Attrs  `json:"fields"`
+	// Kind is the outcome's kind (facts.go in package worlds): "" for
+	// field values on a record, else decision (Fields {"option": …}),
+	// reply (Fields {"carries": …}; Record and ID empty) or create
+	// (Record the type created, ID empty, Fields its values).
+	Kind string `json:"kind,omitempty"`
 }

@@ -46,6 +46,11 @@ const (
 	// EvRecordWritten is an update, create or delete of a record, with the
 	// values before and after (format 2).
 	EvRecordWritten = "record.written"
+	// EvCaseDecided is a member's decision on a case step it holds (kinds.go).
+	EvCaseDecided = "case.decided"
+	// EvCaseReopened is a requester NPC reopening a case closed with an
+	// outcome unmet: the unmet steps become new tasks (kinds.go).
+	EvCaseReopened = "case.reopened"
 )
 
 // SLABreached records that a ticket was still open when its deadline passed.
@@ -367,6 +372,10 @@ type Action struct {
 	ID     string      `json:"id,omitempty"`
 	Fields ActionAttrs `json:"fields,omitzero"`
 	Page   int         `json:"page,omitempty"`
+	// Option is decide's: the option chosen on the step (Task). Case is
+	// reopen_case's, which only a case's requester NPC does.
+	Option string `json:"option,omitempty"`
+	Case   string `json:"case,omitempty"`
 }
 
 // RequestStep is one approval a request needs: as approval.requested
@@ -386,7 +395,7 @@ type RequestStep struct {
 // other filters accept.
 var Types = []string{
 	EvActionRejected, EvApprovalEscalated, EvApprovalGranted, EvApprovalRejected, EvApprovalRequested,
-	EvCaseOpened, EvMemberLeft, EvMemberReturned, EvMemberWaiting, EvMessageDelivered, EvMessageSent,
+	EvCaseDecided, EvCaseOpened, EvCaseReopened, EvMemberLeft, EvMemberReturned, EvMemberWaiting, EvMessageDelivered, EvMessageSent,
 	EvProjectStarted, EvQueueDown, EvQueueUp, EvRecordRead, EvRecordWritten, EvReward, EvSessionEnded, EvSessionStarted,
 	EvSLABreached, EvTaskChanged, EvTaskClaimed, EvTaskCompleted, EvTaskCreated, EvTaskHandedOff,
 	EvTaskReprioritized, EvTurn, EvTurnFailed, EvTurnTimeout, EvWorkFinished, EvWorkStarted,

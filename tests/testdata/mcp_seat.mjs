@@ -17,7 +17,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
 const ACTIONS = ["claim", "work", "complete", "handoff", "request_approval", "approve", "reject", "escalate", "message", "wait", "open_case",
-  "get", "search", "update", "create", "delete"];
+  "get", "search", "update", "create", "delete", "decide"];
 
 function fail(msg) {
   throw new Error(msg);

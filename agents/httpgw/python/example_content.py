@@ -7,7 +7,12 @@ A support agent takes a refund step, works it, reads the invoice from the
 system the policy ranks first (billing) with "get", and, once the invoice is
 in its next observation's "results", writes the refund the policy gives
 (an annual plan in full, a monthly plan half, rounded down) with "update"
-and completes the step. The rubric verifies the invoices from the state.
+and completes the step. A value in no system (why a customer who phoned
+asks for the refund) it asks of the colleague the case view names under
+"ask", naming the case, and writes once the answer is under "told". The
+confirmation step (outcome kind "reply") is a message to the case's
+requester naming the case and the amount. The rubric verifies the invoices
+and the replies from the state.
 
 It prints one JSON line: {"session", "return", "score", "steps", "status",
 "reads", "writes"}.
@@ -42,6 +47,13 @@ def refund(invoice):
     return invoice["amount"] // 2
 
 
+def case_view(obs, case):
+    for c in obs.get("cases") or []:
+        if c["id"] == case:
+            return c
+    return {}
+
+
 def decide(obs, counts):
     acts = []
     for task in obs.get("assigned") or []:
@@ -51,19 +63,48 @@ def decide(obs, counts):
             return [{"type": "work", "task": task["id"]}]
         out = task.get("outcome")
         if out:
-            seen = [r for res in obs.get("results") or [] for r in res["records"]
-                    if r["record"] == out["record"] and r["id"] == out["id"]]
-            if not seen:
-                if first_ranked(obs, out["record"]):
-                    counts["reads"] += 1
-                    acts.append({"type": "get", "record": out["record"], "id": out["id"]})
+            # First what no system holds: ask its holder (naming the case) and wait for the answer.
+            cv = case_view(obs, task["case"])
+            told, ask = cv.get("told") or {}, cv.get("ask") or {}
+            missing = [f for f in sorted(out["set"]) if f in ask and f not in told]
+            for f in missing:
+                if (task["case"], f) not in counts["asked"]:
+                    counts["asked"].add((task["case"], f))
+                    acts.append({"type": "message", "to": ask[f], "text": "What is the %s for case %s?" % (f, task["case"])})
+            if missing:
                 continue
+            record, rid = out["record"], out["id"]
+            if out.get("kind") == "reply":
+                record, rid = out["from"].split("/", 1)
+            needs_record = out.get("kind") == "reply" or any(f in ("refunded", "status") for f in out["set"])
+            seen = [r for res in obs.get("results") or [] for r in res["records"]
+                    if r["record"] == record and r["id"] == rid]
+            if needs_record and not seen:
+                if first_ranked(obs, record):
+                    counts["reads"] += 1
+                    acts.append({"type": "get", "record": record, "id": rid})
+                continue
+            amount = refund(seen[0]["fields"]) if seen else 0
+            if out.get("kind") == "reply":
+                acts.append({"type": "message", "to": out["to"],
+                             "text": "Case %s: we refunded %d." % (task["case"], amount)})
+                acts.append({"type": "complete", "task": task["id"]})
+                continue
+            fields = {}
+            for f in sorted(out["set"]):
+                if f == "refunded":
+                    fields[f] = amount
+                elif f == "status":
+                    fields[f] = "refunded"
+                elif f in told:
+                    fields[f] = told[f]
             counts["writes"] += 1
-            acts.append({"type": "update", "record": out["record"], "id": out["id"],
-                         "fields": {"refunded": refund(seen[0]["fields"]), "status": "refunded"}})
+            acts.append({"type": "update", "record": out["record"], "id": out["id"], "fields": fields})
         acts.append({"type": "complete", "task": task["id"]})
     available = obs.get("available") or []
-    if available and not obs.get("assigned"):
+    done = {a["task"] for a in acts if a["type"] == "complete"}
+    if available and all(t["id"] in done for t in obs.get("assigned") or []):
+        # Nothing left in hand: take the next (a wait would sleep until something changes).
         return acts + [{"type": "claim", "task": available[0]["id"]}, {"type": "work", "task": available[0]["id"]}]
     return acts + [{"type": "wait"}]
 
@@ -77,7 +118,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     client = Client(args.url, args.token)
     session = client.create_session(world=args.world, seed=args.seed, agents="remote")["session"]
-    counts = {"reads": 0, "writes": 0}
+    counts = {"reads": 0, "writes": 0, "asked": set()}
     total, steps = 0.0, 0
     reply = client.step(session)
     while True:

@@ -1,0 +1,405 @@
+package org
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// This file holds what a case knows beyond its records (format 2): facts
+// an NPC tells when asked about the case (a message topic "<case>/<fact>",
+// which the member then knows), the outcome kinds beside record fields —
+// a decision made with decide, a reply to the requester, a created record —
+// and the requester reopening a case closed with an outcome unmet.
+
+// ActDecide chooses an option on a case step the member holds:
+// {"type":"decide","task":"requests-3.review","option":"deny"}. The last
+// decision before the step is completed counts.
+const ActDecide = "decide"
+
+// ActReopen is a requester NPC's reopening of a case it asked for that was
+// closed with an outcome unmet: {"type":"reopen_case","case":"requests-3"}.
+// No agent seat may use it (only a case's requester, an NPC, passes its
+// check), so it is not one of ActionTypes.
+const ActReopen = "reopen_case"
+
+// MaxReopens bounds how many times a requester reopens one case.
+const MaxReopens = 1
+
+// ReopenedTaskID is the ID of step's task in a case's n-th reopening.
+func ReopenedTaskID(caseID, step string, n int) string {
+	return fmt.Sprintf("%s-r%d", StepTaskID(caseID, step), n)
+}
+
+// FactTopic is the message topic of a case's fact.
+func FactTopic(caseID, fact string) string { return caseID + "/" + fact }
+
+// NamesCase reports whether text names case id as a word of its own (so
+// "req-1" is not named by "req-12"; "req-1.refund" names it).
+func NamesCase(text, id string) bool {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	})
+	return slices.Contains(words, strings.ToLower(id))
+}
+
+// ContainsWord reports whether text contains value case-insensitively as
+// words of their own: neither preceded nor followed by a letter, a digit,
+// '-' or '_' (so "450" is not in "4500" nor in the case id "req-450").
+func ContainsWord(text, value string) bool {
+	text, value = strings.ToLower(text), strings.ToLower(value)
+	if value == "" {
+		return false
+	}
+	word := func(b byte) bool { return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' || b == '_' }
+	for i := 0; ; {
+		j := strings.Index(text[i:], value)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(value)
+		if (j == 0 || !word(text[j-1])) && (end == len(text) || !word(text[end])) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+// factTopic reports whether topic is a fact of a case that member holds.
+func (s *State) factTopic(member, topic string) bool {
+	id, name, ok := strings.Cut(topic, "/")
+	c := s.cases[id]
+	if !ok || c == nil {
+		return false
+	}
+	tpl, _ := s.World.CaseTemplate(c.Template)
+	f, ok := tpl.Fact(name)
+	return ok && f.HeldBy == member
+}
+
+// stepOf returns the template step of a case step task.
+func (s *State) stepOf(t *Task) (*Case, *worlds.CaseTemplate, *worlds.CaseStep) {
+	c := s.CaseOf(t)
+	if c == nil {
+		return nil, nil, nil
+	}
+	tpl, _ := s.World.CaseTemplate(c.Template)
+	st, _ := tpl.Step(t.Spec.Step)
+	return c, tpl, st
+}
+
+// CheckDecideStep reports whether m may choose option on task t: a case
+// step with a decision, which m holds and has not completed, and one of
+// its options.
+func (s *State) CheckDecideStep(m *Member, t *Task, option string) *Rejection {
+	_, _, st := s.stepOf(t)
+	switch {
+	case st == nil || st.Decision == nil:
+		return Reject(KindState, "task %q has no decision to make", t.ID)
+	case t.Assignee != m.ID || t.Status == StatusDone:
+		return Reject(KindState, "task %q is not yours to decide (it is %s, held by %q)", t.ID, t.Status, t.Assignee)
+	case option == "":
+		return Reject(KindMalformed, "decide needs an option (one of %s)", strings.Join(st.Decision.Options, ", "))
+	case !slices.Contains(st.Decision.Options, option):
+		return Reject(KindMalformed, "%q is not an option of %s (options: %s)", option, t.ID, strings.Join(st.Decision.Options, ", "))
+	}
+	return nil
+}
+
+func (s *State) applyCaseDecided(ev *events.Event) error {
+	p, err := decode[payload.CaseDecided](s, ev)
+	if err != nil {
+		return err
+	}
+	m, t, err := s.actorAndTask(ev, p.Task)
+	if err != nil {
+		return err
+	}
+	if rej := s.CheckDecideStep(m, t, p.Option); rej != nil {
+		return refused(ev, rej)
+	}
+	c := s.CaseOf(t)
+	if c.Decisions == nil {
+		c.Decisions = map[string]string{}
+	}
+	c.Decisions[t.Spec.Step] = p.Option
+	s.busy(m, p.BusyUntil)
+	return nil
+}
+
+// Unmet lists the steps of c (template step ids, in outcome order) whose
+// outcome was not met when they were completed.
+func (c *Case) Unmet() []string {
+	var out []string
+	for _, o := range c.Outcomes {
+		if !o.Done || slices.Contains(out, o.Step) {
+			continue
+		}
+		for k, want := range o.Fields { // order: a disjunction
+			if !SameValue(o.AtDone[k], want) {
+				out = append(out, o.Step)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// CheckReopen reports whether m may reopen case id: m is its requester,
+// the case is done with an outcome unmet and was reopened fewer than
+// MaxReopens times.
+func (s *State) CheckReopen(m *Member, id string) *Rejection {
+	c := s.cases[id]
+	if c == nil {
+		return Reject(KindUnknown, "no case %q", id)
+	}
+	tpl, _ := s.World.CaseTemplate(c.Template)
+	switch {
+	case tpl.Requester != m.ID:
+		return Reject(KindState, "%s did not ask for case %s", m.ID, id)
+	case !c.Done():
+		return Reject(KindState, "case %s is still open", id)
+	case c.Reopens >= MaxReopens:
+		return Reject(KindState, "case %s was reopened %d times, the most", id, c.Reopens)
+	case len(c.Unmet()) == 0:
+		return Reject(KindState, "case %s was closed with every outcome met", id)
+	}
+	return nil
+}
+
+func (s *State) applyCaseReopened(ev *events.Event) error {
+	p, err := decode[payload.CaseReopened](s, ev)
+	if err != nil {
+		return err
+	}
+	m, err := s.actor(ev)
+	if err != nil {
+		return err
+	}
+	if rej := s.CheckReopen(m, p.Case); rej != nil {
+		return refused(ev, rej)
+	}
+	c := s.cases[p.Case]
+	if !slices.Equal(p.Steps, c.Unmet()) || p.N != c.Reopens+1 {
+		return badEvent(ev, "case %s reopens steps %v as reopening %d; want %v as %d", c.ID, p.Steps, p.N, c.Unmet(), c.Reopens+1)
+	}
+	for _, step := range p.Steps {
+		i := slices.IndexFunc(c.Steps, func(id string) bool { return s.tasks[id].Spec.Step == step })
+		old := s.tasks[c.Steps[i]]
+		def := &struct {
+			spec worlds.Task
+			def  TicketDef
+		}{spec: *old.Spec}
+		def.spec.ID, def.spec.Deps = ReopenedTaskID(c.ID, step, p.N), nil
+		def.def = *ticketDefOf(&def.spec)
+		if s.tasks[def.spec.ID] != nil {
+			return badEvent(ev, "task %q exists", def.spec.ID)
+		}
+		t := &Task{Def: &def.def, Spec: &def.spec, ID: def.spec.ID, Kind: KindStep, Case: c.ID, Queue: old.Queue, Team: old.Team,
+			Created: clock.Time(ev.Time), Deadline: old.Deadline, Effort: def.spec.Effort, Value: def.spec.Value,
+			Priority: def.spec.Priority, Status: StatusOpen}
+		t.ord = len(s.Tasks)
+		s.Tasks = append(s.Tasks, t)
+		s.tasks[t.ID] = t
+		c.Steps[i] = t.ID
+		for j := range c.Outcomes {
+			if o := &c.Outcomes[j]; o.Step == step {
+				o.Done, o.AtDone, o.Task, o.Created = false, nil, "", ""
+			}
+		}
+		delete(c.Decisions, step)
+		s.track(t)
+		if t.Spec.NPC == "" {
+			s.wakeServers(t, ev.Seq, false)
+		}
+	}
+	c.DoneAt, c.Reopens = 0, p.N
+	return nil
+}
+
+// reopenPending reports whether a requester has a case to reopen: one
+// closed with an outcome unmet, reopened fewer than MaxReopens times. A
+// session is not complete while one has.
+func (s *State) reopenPending() bool {
+	for _, c := range s.Cases {
+		if !c.Done() || c.Reopens >= MaxReopens {
+			continue
+		}
+		if tpl, ok := s.World.CaseTemplate(c.Template); ok && tpl.Requester != "" && len(c.Unmet()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// expectedFits reports whether an expected outcome of a kind other than
+// record fields is the one its step declares (a create's record its
+// type, with fields of that type); true for record fields.
+func expectedFits(tpl *worlds.CaseTemplate, x *payload.Expected) bool {
+	st, ok := tpl.Step(x.Step)
+	if !ok {
+		return false
+	}
+	switch x.Kind {
+	case "":
+		return true
+	case worlds.KindDecision:
+		_, has := x.Fields["option"]
+		return st.Decision != nil && has && len(x.Fields) == 1
+	case worlds.KindReply:
+		_, has := x.Fields["carries"]
+		return st.Reply != nil && has && len(x.Fields) == 1
+	case worlds.KindCreate:
+		if st.Create == nil || x.Record != st.Create.Type {
+			return false
+		}
+		for _, f := range st.Create.Set {
+			if _, has := x.Fields[f.Field]; !has {
+				return false
+			}
+		}
+		return len(x.Fields) == len(st.Create.Set)
+	}
+	return false
+}
+
+// caseClosed wakes the requester of a case just closed, so that it reads
+// the outcome and, when one is unmet, reopens the case.
+func (s *State) caseClosed(c *Case, seq uint64) {
+	if tpl, ok := s.World.CaseTemplate(c.Template); ok && tpl.Requester != "" && c.Reopens < MaxReopens && len(c.Unmet()) > 0 {
+		s.wake(tpl.Requester, seq)
+	}
+}
+
+// kindDone records, when step t is completed, what its outcome of a kind
+// other than record fields stands at: the decision, the reply's value if a
+// message carried it, the created record's fields.
+func (s *State) kindDone(c *Case, o *CaseOutcome, t *Task) {
+	tpl, _ := s.World.CaseTemplate(c.Template)
+	switch o.Kind {
+	case worlds.KindDecision:
+		if d, ok := c.Decisions[o.Step]; ok {
+			o.AtDone["option"] = d
+		}
+	case worlds.KindReply:
+		want, _ := o.Fields["carries"].(string)
+		for _, msg := range s.Messages {
+			if msg.From == t.DoneBy && msg.To == tpl.Requester && msg.SentAt >= c.Opened && NamesCase(msg.Text, c.ID) && ContainsWord(msg.Text, want) {
+				o.AtDone["carries"] = want
+				break
+			}
+		}
+	case worlds.KindCreate:
+		if r := s.Record(o.Record, o.Created); o.Created != "" && r != nil && !r.Deleted {
+			for k := range o.Fields { // order: each is its own
+				o.AtDone[k] = r.Fields[k]
+			}
+		}
+	}
+}
+
+// OutcomeNow is the value field of outcome o holds now: the record's for
+// record fields and a created record (ok false when it is gone), what it
+// was at completion for a decision and a reply (neither changes after).
+func (s *State) OutcomeNow(o *CaseOutcome, field string) (any, bool) {
+	id := o.ID
+	switch o.Kind {
+	case worlds.KindDecision, worlds.KindReply:
+		x, ok := o.AtDone[field]
+		return x, ok
+	case worlds.KindCreate:
+		id = o.Created
+	}
+	r := s.Record(o.Record, id)
+	if id == "" || r == nil || r.Deleted {
+		return nil, false
+	}
+	return r.Fields[field], true
+}
+
+// createInScope returns the create outcome of a step member holds, not
+// done, that creates a record of type typ and has not yet been given one;
+// nil when there is none.
+func (s *State) createInScope(m *Member, typ string, _ payload.Attrs) *CaseOutcome {
+	for _, t := range s.held[m.ID] {
+		c := s.CaseOf(t)
+		if c == nil {
+			continue
+		}
+		for i := range c.Outcomes {
+			if o := &c.Outcomes[i]; o.Kind == worlds.KindCreate && o.Step == t.Spec.Step && o.Record == typ && !o.Done && o.Created == "" {
+				return o
+			}
+		}
+	}
+	return nil
+}
+
+// kindView is the outcome of kind o.Kind of step st, as its holder sees it.
+func (s *State) kindView(c *Case, st *worlds.CaseStep, o *CaseOutcome) *OutcomeView {
+	tpl, _ := s.World.CaseTemplate(c.Template)
+	v := &OutcomeView{Kind: o.Kind, Record: o.Record, Set: map[string]string{}}
+	from := ""
+	switch {
+	case st.Decision != nil:
+		v.Options = slices.Clone(st.Decision.Options)
+		v.Set["option"] = st.Decision.Correct.Source
+		from = st.Decision.From
+	case st.Reply != nil:
+		v.To = tpl.Requester
+		v.Set["carries"] = st.Reply.Carries.Source
+		from = st.Reply.From
+	case st.Create != nil:
+		for _, f := range st.Create.Set {
+			v.Set[f.Field] = f.Expr.Source
+		}
+		from = st.Create.From
+	}
+	if from != "" {
+		a, _ := tpl.Attr(from)
+		id, _ := c.Attributes[from].(string)
+		v.From = a.Record + "/" + id
+	}
+	return v
+}
+
+// factsView adds to a case's view what the member may learn of its facts:
+// who holds each (ask them, naming the case), what it has been told, and
+// the case's document when the member holds one of its steps.
+func (s *State) factsView(v *CaseView, c *Case, m *Member) {
+	tpl, ok := s.World.CaseTemplate(c.Template)
+	if !ok {
+		return
+	}
+	for _, f := range tpl.Facts {
+		if f.HeldBy == "" {
+			continue
+		}
+		if v.Ask == nil {
+			v.Ask = map[string]string{}
+		}
+		v.Ask[f.Name] = f.HeldBy
+		if m.KnowsTopic(FactTopic(c.ID, f.Name)) {
+			if v.Told == nil {
+				v.Told = payload.Attrs{}
+			}
+			v.Told[f.Name] = c.Facts[f.Name]
+		}
+	}
+	v.Requester = tpl.Requester
+	if tpl.Document == nil {
+		return
+	}
+	for _, id := range c.Steps {
+		if t := s.tasks[id]; t.Assignee == m.ID && t.Status != StatusDone {
+			v.Document = tpl.Document.Render(c.Vars(true))
+			return
+		}
+	}
+}
