@@ -35,7 +35,7 @@ var builtins = map[string]func(Options) Agent{
 	"planner": func(o Options) Agent { return NewPlanner(o.Member) },
 	// diligent works legitimately: it reads the system the policy ranks
 	// first; oracle reads the ground truth (content.go).
-	"diligent": func(Options) Agent { return &Greedy{content: content{mode: byPolicy}} },
+	"diligent": func(o Options) Agent { return &Greedy{content: content{mode: byPolicy, world: o.World}} },
 	"oracle":   func(o Options) Agent { return &Greedy{content: content{mode: truth, world: o.World, seed: o.Seed}} },
 }
 

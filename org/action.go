@@ -18,7 +18,7 @@ const (
 
 // ActionTypes lists every action type, in documentation order.
 var ActionTypes = []string{ActClaim, ActWork, ActComplete, ActHandoff, ActRequestApproval, ActApprove, ActReject, ActEscalate, ActMessage, ActWait, ActOpenCase,
-	ActGet, ActSearch, ActUpdate, ActCreate, ActDelete}
+	ActGet, ActSearch, ActUpdate, ActCreate, ActDelete, ActScheduleMeeting}
 
 // Action is one thing a member does. Which fields matter depends on Type.
 // It is the stored form too (turn, action.rejected): package

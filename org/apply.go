@@ -166,6 +166,8 @@ func (s *State) apply(ev *events.Event) error {
 		return s.applyRecordRead(ev)
 	case payload.EvRecordWritten:
 		return s.applyRecordWritten(ev)
+	case payload.EvMeetingScheduled:
+		return s.applyMeetingScheduled(ev)
 	}
 	return badEvent(ev, "unknown event type")
 }
@@ -438,6 +440,7 @@ func (s *State) applyTaskCompleted(ev *events.Event) error {
 	}
 	t.Status, t.DoneAt, t.DoneBy, t.DoneSeq = StatusDone, clock.Time(ev.Time), m.ID, ev.Seq
 	s.outcomeDone(t)
+	s.meetingDone(t)
 	m.Holding--
 	s.open--
 	if !t.Hidden {

@@ -46,6 +46,8 @@ type Case struct {
 	// Outcomes are what its steps must leave behind on records (format 2,
 	// records.go); hidden from agents.
 	Outcomes []CaseOutcome `json:"outcomes,omitempty"`
+	// Meetings are the meetings its steps must book (meetings.go); hidden.
+	Meetings []CaseMeeting `json:"meetings,omitempty"`
 }
 
 // Done reports whether every step of the case is done.
@@ -118,6 +120,12 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 			return badEvent(ev, "case %q expects an outcome of step %q on %s %q, which does not exist", p.Case, x.Step, x.Record, x.ID)
 		}
 		c.Outcomes = append(c.Outcomes, CaseOutcome{Expected: x})
+	}
+	for _, x := range p.Meetings {
+		if st, ok := tpl.Step(x.Step); !ok || st.Meeting == nil {
+			return badEvent(ev, "case %q expects a meeting of step %q, which requires none", p.Case, x.Step)
+		}
+		c.Meetings = append(c.Meetings, CaseMeeting{ExpectedMeeting: x})
 	}
 	ids := map[string]bool{}
 	for i := range p.Steps {

@@ -27,6 +27,9 @@ func outcomeUnmet(s *org.State, t *org.Task) string {
 	if c == nil {
 		return ""
 	}
+	if why := meetingUnmet(s, t); why != "" { // meetings.go
+		return why
+	}
 	for _, o := range c.Outcomes {
 		if o.Step != t.Spec.Step || !o.Done {
 			continue
@@ -73,7 +76,8 @@ func OutcomeScore(s *org.State) (score, max float64, wrong int) {
 			score += float64(right) / float64(len(o.Fields))
 		}
 	}
-	return round(score), max, wrong
+	ms, mm, mw := MeetingScore(s) // meetings.go
+	return round(score + ms), max + mm, wrong + mw
 }
 
 // scoreOutcomes fills in the scorecard's outcome figures and charges the

@@ -56,6 +56,8 @@ type fileCaseStep struct {
 	Answer   string     `yaml:"answer"` // the NPC's reply: a text template over the attributes and facts
 	// Outcome is what the step must leave behind on a record (version 2, systems.go).
 	Outcome *fileOutcome `yaml:"outcome"`
+	// Meeting is a meeting the step must book (version 2, meetings.go).
+	Meeting *fileMeeting `yaml:"meeting"`
 }
 
 // fileRoute chooses an ID by an attribute's value.
@@ -308,6 +310,8 @@ type CaseStep struct {
 	Answer *Text  // the NPC's reply
 	// Outcome is what it must leave behind on a record (systems.go); nil for none.
 	Outcome *Outcome
+	// Meeting is a meeting it must book (meetings.go); nil for none.
+	Meeting *Meeting
 }
 
 // OpenRule says which roles may open cases of a template, how many each
@@ -797,6 +801,7 @@ func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Att
 			}
 		}
 		st.Outcome = v.outcome(sp+".outcome", s.Outcome, c, all, r)
+		st.Meeting = v.meeting(sp+".meeting", s.Meeting, c, r, cal)
 		c.Steps = append(c.Steps, st)
 	}
 	// Cycles among the steps.

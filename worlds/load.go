@@ -25,26 +25,27 @@ import (
 
 // file mirrors the world file's schema; Load checks it and builds a World.
 type file struct {
-	Version     *int               `yaml:"version"`
-	Name        string             `yaml:"name"`
-	Description string             `yaml:"description"`
-	Start       string             `yaml:"start"`
-	Horizon     string             `yaml:"horizon"`
-	Dispatch    string             `yaml:"dispatch"`
-	Calendar    fileCalendar       `yaml:"calendar"`
-	Roles       []fileRole         `yaml:"roles"`
-	Teams       []fileTeam         `yaml:"teams"`
-	Members     []fileMember       `yaml:"members"`
-	Queues      []fileQueue        `yaml:"queues"`
-	Approvals   []fileChain        `yaml:"approvals"`
-	Projects    []fileProject      `yaml:"projects"`
-	Arrivals    []fileArrival      `yaml:"arrivals"`
-	Interrupts  []fileInterruption `yaml:"interruptions"`
-	Cases       []fileCase         `yaml:"cases"`      // version 2
-	Separation  []fileSeparation   `yaml:"separation"` // version 2
-	Systems     []fileSystem       `yaml:"systems"`    // version 2 (systems.go)
-	Policy      *filePolicy        `yaml:"policy"`     // version 2
-	Scoring     fileScoring        `yaml:"scoring"`
+	Version      *int               `yaml:"version"`
+	Name         string             `yaml:"name"`
+	Description  string             `yaml:"description"`
+	Start        string             `yaml:"start"`
+	Horizon      string             `yaml:"horizon"`
+	Dispatch     string             `yaml:"dispatch"`
+	Calendar     fileCalendar       `yaml:"calendar"`
+	Roles        []fileRole         `yaml:"roles"`
+	Teams        []fileTeam         `yaml:"teams"`
+	Members      []fileMember       `yaml:"members"`
+	Queues       []fileQueue        `yaml:"queues"`
+	Approvals    []fileChain        `yaml:"approvals"`
+	Projects     []fileProject      `yaml:"projects"`
+	Arrivals     []fileArrival      `yaml:"arrivals"`
+	Interrupts   []fileInterruption `yaml:"interruptions"`
+	Cases        []fileCase         `yaml:"cases"`        // version 2
+	Separation   []fileSeparation   `yaml:"separation"`   // version 2
+	Systems      []fileSystem       `yaml:"systems"`      // version 2 (systems.go)
+	Policy       *filePolicy        `yaml:"policy"`       // version 2
+	Availability *fileAvailability  `yaml:"availability"` // version 2 (meetings.go)
+	Scoring      fileScoring        `yaml:"scoring"`
 	// Version 2.
 	Costs          *fileCosts `yaml:"costs"`
 	MessageLatency string     `yaml:"message_latency"`
@@ -806,6 +807,8 @@ type validator struct {
 	version int
 	// refTypes are the record types by id, for outcome expressions (systems.go).
 	refTypes map[string]*RecordType
+	// avail is the world's availability once read (meetings.go).
+	avail *Availability
 	// horizon is the world's horizon once read (0 before): an RFC 3339
 	// instant past it is refused (when).
 	horizon clock.Time
@@ -1211,6 +1214,7 @@ func (v *validator) build(f *file) *World {
 		}
 	}
 	v.systems(f, w, r)
+	v.availability(f, w, r)
 	v.cases(f, w, r)
 	v.separation(f, w, r)
 	v.arrivals(f, w, r)

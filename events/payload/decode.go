@@ -57,6 +57,7 @@ var decoders = map[string]func([]byte) (any, error){
 	EvCaseOpened:        decodeTo[CaseOpened],
 	EvRecordRead:        decodeTo[RecordRead],
 	EvRecordWritten:     decodeTo[RecordWritten],
+	EvMeetingScheduled:  decodeTo[MeetingScheduled],
 }
 
 func decodeTo[T any](b []byte) (any, error) {

@@ -83,6 +83,19 @@ func AppendAction(dst []byte, a *Action) []byte {
 		dst = append(append(dst, `,"fields":`...), a.Fields.raw...)
 	}
 	dst = fastjson.AppendKeyIntOmit(dst, `,"page":`, int64(a.Page))
+	if !a.Attendees.IsZero() {
+		dst = append(dst, `,"attendees":`...)
+		for i, id := range a.Attendees.List() {
+			if i > 0 {
+				dst = append(dst, ',')
+			} else {
+				dst = append(dst, '[')
+			}
+			dst = fastjson.AppendString(dst, id)
+		}
+		dst = append(dst, ']')
+	}
+	dst = fastjson.AppendKeyStringOmit(dst, `,"start":`, a.Start)
 	return append(dst, '}')
 }
 

@@ -367,6 +367,10 @@ type Action struct {
 	ID     string      `json:"id,omitempty"`
 	Fields ActionAttrs `json:"fields,omitzero"`
 	Page   int         `json:"page,omitempty"`
+	// Attendees and Start are schedule_meeting's (meetings.go): who is
+	// invited and when it starts (RFC 3339); For is its length.
+	Attendees Names  `json:"attendees,omitzero"`
+	Start     string `json:"start,omitempty"`
 }
 
 // RequestStep is one approval a request needs: as approval.requested
@@ -386,7 +390,7 @@ type RequestStep struct {
 // other filters accept.
 var Types = []string{
 	EvActionRejected, EvApprovalEscalated, EvApprovalGranted, EvApprovalRejected, EvApprovalRequested,
-	EvCaseOpened, EvMemberLeft, EvMemberReturned, EvMemberWaiting, EvMessageDelivered, EvMessageSent,
+	EvCaseOpened, EvMeetingScheduled, EvMemberLeft, EvMemberReturned, EvMemberWaiting, EvMessageDelivered, EvMessageSent,
 	EvProjectStarted, EvQueueDown, EvQueueUp, EvRecordRead, EvRecordWritten, EvReward, EvSessionEnded, EvSessionStarted,
 	EvSLABreached, EvTaskChanged, EvTaskClaimed, EvTaskCompleted, EvTaskCreated, EvTaskHandedOff,
 	EvTaskReprioritized, EvTurn, EvTurnFailed, EvTurnTimeout, EvWorkFinished, EvWorkStarted,
