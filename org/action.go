@@ -17,8 +17,8 @@ const (
 )
 
 // ActionTypes lists every action type, in documentation order.
-var ActionTypes = []string{ActClaim, ActWork, ActComplete, ActHandoff, ActRequestApproval, ActApprove, ActReject, ActEscalate, ActMessage, ActWait, ActOpenCase,
-	ActGet, ActSearch, ActUpdate, ActCreate, ActDelete, ActScheduleMeeting}
+var ActionTypes = []string{ActClaim, ActWork, ActComplete, ActHandoff, ActRequestApproval, ActApprove, ActReject, ActEscalate, ActMessage, ActWait, ActOpenCase, ActScheduleMeeting,
+	ActGet, ActSearch, ActUpdate, ActCreate, ActDelete}
 
 // Action is one thing a member does. Which fields matter depends on Type.
 // It is the stored form too (turn, action.rejected): package

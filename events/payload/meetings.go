@@ -15,10 +15,6 @@ import (
 // in case.opened), and a member books one with schedule_meeting, recorded
 // as meeting.scheduled (EvMeetingScheduled), which books every attendee.
 
-// EvMeetingScheduled is a meeting booked for a case step: every attendee
-// is busy for its span from then on.
-const EvMeetingScheduled = "meeting.scheduled"
-
 // ExpectedMeeting is the meeting a step of a case must book: its
 // attendees, the span its start must fall in, its length, and each
 // attendee's hidden constraints (drawn per seed; known only by asking).

@@ -46,6 +46,9 @@ const (
 	// EvRecordWritten is an update, create or delete of a record, with the
 	// values before and after (format 2).
 	EvRecordWritten = "record.written"
+	// EvMeetingScheduled is a meeting booked for a case step (format 2,
+	// meetings.go).
+	EvMeetingScheduled = "meeting.scheduled"
 )
 
 // SLABreached records that a ticket was still open when its deadline passed.
