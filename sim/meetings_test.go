@@ -1,6 +1,9 @@
 package sim_test
 
 import (
+	"encoding/json"
+
+	"github.com/corpsim/corpsim/events"
 	"strings"
 	"testing"
 	"time"
@@ -288,4 +291,103 @@ func equalBools(a, b []bool) bool {
 		}
 	}
 	return true
+}
+
+// A meeting.scheduled that does not match the state is refused on
+// replay: one naming an unknown attendee, one whose id or span does not
+// match its action, one for a step already booked, one by a member who
+// does not hold the step.
+func TestMeetingScheduledTampered(t *testing.T) {
+	_, evs := playWorld(t, "meetings", "diligent", 1)
+	at := -1
+	for i, ev := range evs {
+		if ev.Type == payload.EvMeetingScheduled {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		t.Fatal("no meeting booked")
+	}
+	orig := decode[payload.MeetingScheduled](t, evs[at])
+	for _, tc := range []struct {
+		name   string
+		change func(p *payload.MeetingScheduled, ev *events.Event)
+	}{
+		{"unknown attendee", func(p *payload.MeetingScheduled, _ *events.Event) { p.Attendees = append(p.Attendees, "nobody") }},
+		{"wrong id", func(p *payload.MeetingScheduled, _ *events.Event) { p.Meeting = "mtg-9" }},
+		{"no length", func(p *payload.MeetingScheduled, _ *events.Event) { p.End = p.Start }},
+		{"not the holder", func(_ *payload.MeetingScheduled, ev *events.Event) {
+			ev.Actor = "colm" + map[bool]string{true: "x"}[ev.Actor == "colm"]
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := orig
+			p.Attendees = append([]string(nil), orig.Attendees...)
+			ev := evs[at]
+			tc.change(&p, &ev)
+			b, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev.Payload = b
+			bad := append(append(append([]events.Event(nil), evs[:at]...), ev), evs[at+1:]...)
+			_, err = sim.Rebuild(seqOf(bad), "s", sim.Config{})
+			if err == nil || !strings.Contains(err.Error(), "meeting.scheduled") {
+				t.Fatalf("the tampered log: %v, want a refused meeting.scheduled", err)
+			}
+		})
+	}
+	// Booked twice: the same event again.
+	twice := append(append(append([]events.Event(nil), evs[:at+1]...), evs[at]), evs[at+1:]...)
+	for i := at + 1; i < len(twice); i++ {
+		twice[i].Seq = twice[i-1].Seq + 1
+	}
+	twice[at+1].ID = events.NewID([32]byte{1}, 0, twice[at+1].Time, twice[at+1].Seq)
+	if _, err := sim.Rebuild(seqOf(twice[:at+2]), "s", sim.Config{}); err == nil || !strings.Contains(err.Error(), "already booked") {
+		t.Fatalf("a step's meeting booked twice on replay: %v, want it refused as already booked", err)
+	}
+}
+
+// A session restored from a snapshot taken halfway through and replayed
+// on ends in the state of the session played through: meetings and the
+// calendars' blocks are in the snapshot.
+func TestMeetingsRestore(t *testing.T) {
+	e, evs := playWorld(t, "meetings", "oracle", 2)
+	w := e.State().World
+	src, _ := worlds.Source("meetings")
+	cfg := sim.Config{World: w, Source: src, Seed: 2, Session: "s"}
+	half := len(evs) / 2
+	re, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs[:half] {
+		if err := re.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := sim.Restore(cfg, re.Snapshot(), re.StateHash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs[half:] {
+		if err := r.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := r.StateHash(), e.StateHash(); got != want {
+		t.Fatalf("restored and replayed: hash %s, live %s", got, want)
+	}
+	booked := 0
+	for _, c := range r.State().Cases {
+		for _, m := range c.Meetings {
+			if m.Booked != nil {
+				booked++
+			}
+		}
+	}
+	if booked == 0 {
+		t.Fatal("no meeting booked after the restore")
+	}
 }
