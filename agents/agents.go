@@ -23,7 +23,9 @@ type Options struct {
 	Seed   uint64
 	Member string
 	// World is the session's world: the oracle reads its ground truth
-	// (the records it draws for Seed). Others ignore it.
+	// (the records it draws for Seed, the members' hidden constraints);
+	// diligent reads only how members phrase their constraints, to
+	// understand their answers (meetings.go). Others ignore it.
 	World *worlds.World
 }
 
