@@ -40,9 +40,8 @@ type content struct {
 	world *worlds.World // truth: the world whose records it reads
 	seed  uint64
 	truth map[string]map[string]any // truth: type/id -> fields, drawn once
-	// rules are the attendees' constraints learnt by asking (byPolicy;
-	// meetings.go): nil for none.
-	rules map[string]*payload.MeetingRule
+	// meet is what it learnt about attendees by asking (byPolicy; meetings.go).
+	meet meetingMemory
 }
 
 // source is where a record's values can be read: a system's record type

@@ -2,7 +2,6 @@ package agents
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/corpsim/corpsim/events/payload"
@@ -26,6 +25,13 @@ import (
 // completed once the observation shows the meeting booked, so a booking
 // refused (a colleague took the slot first) is tried again.
 
+// meetingMemory is what diligent learnt by asking: each attendee's
+// constraint (nil for none) once answered, and whom it asked.
+type meetingMemory struct {
+	rules map[string]*payload.MeetingRule
+	asked map[string]bool
+}
+
 // slot is the granularity of the starts the baselines try.
 const slot = 30 * time.Minute
 
@@ -48,13 +54,14 @@ func (c *content) meeting(o org.Observation, t org.TaskView) (acts []org.Action,
 		c.learn(o)
 		waiting := false
 		for _, id := range mv.Attendees {
-			r, known := c.rules[id]
+			r, known := c.meet.rules[id]
 			switch {
 			case known:
 				if r != nil {
 					rules = append(rules, *r)
 				}
-			case !askedAbout(o, id):
+			case !c.meet.asked[id]:
+				c.meet.asked[id] = true
 				acts = append(acts, org.Action{Type: org.ActMessage, To: id,
 					Text: fmt.Sprintf("Hi %s, I am setting up a meeting (%s): what is your availability? Any constraints I should know about?", id, t.ID)})
 				waiting = true
@@ -81,15 +88,15 @@ func (c *content) meeting(o org.Observation, t org.TaskView) (acts []org.Action,
 // message is matched against the phrasings of its sender's possible
 // constraints, and the answer of a member without one.
 func (c *content) learn(o org.Observation) {
-	if c.rules == nil {
-		c.rules = map[string]*payload.MeetingRule{}
+	if c.meet.rules == nil {
+		c.meet.rules, c.meet.asked = map[string]*payload.MeetingRule{}, map[string]bool{}
 	}
 	if c.world == nil || c.world.Availability == nil {
 		return
 	}
 	for _, m := range o.Inbox {
 		if m.Text == worlds.NoConstraint {
-			c.rules[m.From] = nil
+			c.meet.rules[m.From] = nil
 			continue
 		}
 		name := m.From
@@ -99,22 +106,11 @@ func (c *content) learn(o org.Observation) {
 		for _, k := range c.world.Availability.Constraints[m.From] {
 			if k.Render(name) == m.Text {
 				r := k.Rule
-				c.rules[m.From] = &r
+				c.meet.rules[m.From] = &r
 				break
 			}
 		}
 	}
-}
-
-// askedAbout reports whether a question about availability to member is
-// still unanswered.
-func askedAbout(o org.Observation, member string) bool {
-	for _, m := range o.Awaiting {
-		if m.From == member && strings.Contains(m.Text, "availability") {
-			return true
-		}
-	}
-	return false
 }
 
 // earliestSlot is the earliest start on the half-hour grid, from an hour
