@@ -25,30 +25,30 @@ import (
 
 // file mirrors the world file's schema; Load checks it and builds a World.
 type file struct {
-	Version      *int               `yaml:"version"`
-	Name         string             `yaml:"name"`
-	Description  string             `yaml:"description"`
-	Start        string             `yaml:"start"`
-	Horizon      string             `yaml:"horizon"`
-	Dispatch     string             `yaml:"dispatch"`
-	Calendar     fileCalendar       `yaml:"calendar"`
-	Roles        []fileRole         `yaml:"roles"`
-	Teams        []fileTeam         `yaml:"teams"`
-	Members      []fileMember       `yaml:"members"`
-	Queues       []fileQueue        `yaml:"queues"`
-	Approvals    []fileChain        `yaml:"approvals"`
-	Projects     []fileProject      `yaml:"projects"`
-	Arrivals     []fileArrival      `yaml:"arrivals"`
-	Interrupts   []fileInterruption `yaml:"interruptions"`
-	Cases        []fileCase         `yaml:"cases"`        // version 2
-	Separation   []fileSeparation   `yaml:"separation"`   // version 2
-	Systems      []fileSystem       `yaml:"systems"`      // version 2 (systems.go)
-	Policy       *filePolicy        `yaml:"policy"`       // version 2
-	Availability *fileAvailability  `yaml:"availability"` // version 2 (meetings.go)
-	Scoring      fileScoring        `yaml:"scoring"`
+	Version     *int               `yaml:"version"`
+	Name        string             `yaml:"name"`
+	Description string             `yaml:"description"`
+	Start       string             `yaml:"start"`
+	Horizon     string             `yaml:"horizon"`
+	Dispatch    string             `yaml:"dispatch"`
+	Calendar    fileCalendar       `yaml:"calendar"`
+	Roles       []fileRole         `yaml:"roles"`
+	Teams       []fileTeam         `yaml:"teams"`
+	Members     []fileMember       `yaml:"members"`
+	Queues      []fileQueue        `yaml:"queues"`
+	Approvals   []fileChain        `yaml:"approvals"`
+	Projects    []fileProject      `yaml:"projects"`
+	Arrivals    []fileArrival      `yaml:"arrivals"`
+	Interrupts  []fileInterruption `yaml:"interruptions"`
+	Cases       []fileCase         `yaml:"cases"`      // version 2
+	Separation  []fileSeparation   `yaml:"separation"` // version 2
+	Systems     []fileSystem       `yaml:"systems"`    // version 2 (systems.go)
+	Policy      *filePolicy        `yaml:"policy"`     // version 2
+	Scoring     fileScoring        `yaml:"scoring"`
 	// Version 2.
-	Costs          *fileCosts `yaml:"costs"`
-	MessageLatency string     `yaml:"message_latency"`
+	Costs          *fileCosts        `yaml:"costs"`
+	MessageLatency string            `yaml:"message_latency"`
+	Availability   *fileAvailability `yaml:"availability"` // meetings.go
 }
 
 type fileCalendar struct {
