@@ -2,6 +2,7 @@ package agents
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/corpsim/corpsim/events/payload"
@@ -114,7 +115,8 @@ func (c *content) learn(o org.Observation) {
 }
 
 // earliestSlot is the earliest start on the half-hour grid, from an hour
-// after now, whose meeting fits the window and a working day, overlaps no
+// after now, whose meeting fits the window and the working hours of one
+// of the view's working days, overlaps no
 // attendee's busy block and keeps every rule.
 func earliestSlot(o org.Observation, mv *org.MeetingView, rules []payload.MeetingRule) (time.Time, bool) {
 	from, err1 := time.Parse(time.RFC3339, mv.From)
@@ -151,7 +153,7 @@ func earliestSlot(o org.Observation, mv *org.MeetingView, rules []payload.Meetin
 		ws, we := s.In(loc), e.In(loc)
 		open := time.Date(ws.Year(), ws.Month(), ws.Day(), h1, m1, 0, 0, loc)
 		shut := time.Date(ws.Year(), ws.Month(), ws.Day(), h2, m2, 0, 0, loc)
-		if ws.Before(open) || we.After(shut) || ws.Weekday() == time.Saturday || ws.Weekday() == time.Sunday {
+		if ws.Before(open) || we.After(shut) || !slices.Contains(mv.Days, ws.Format(time.DateOnly)) {
 			continue
 		}
 		free := true

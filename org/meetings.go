@@ -43,6 +43,7 @@ type MeetingView struct {
 	Length    string                `json:"length"`
 	Hours     string                `json:"hours"` // the company's working hours, such as "09:00-17:00", on the wall clock of Zone
 	Zone      string                `json:"zone"`  // IANA time zone of the company calendar
+	Days      []string              `json:"days"`  // the working days the window touches, "2006-01-02" on that wall clock
 	Busy      map[string][]BusySpan `json:"busy"`  // attendee -> busy blocks overlapping the window
 	Booked    *BusySpan             `json:"booked,omitempty"`
 }
@@ -253,6 +254,14 @@ func (s *State) meetingView(t *Task) *MeetingView {
 	ds, de := s.World.Calendar.DayStart, s.World.Calendar.DayEnd
 	if ds == 0 && de == 0 {
 		ds, de = 9*clock.Hour, 17*clock.Hour
+	}
+	cal := &s.World.Calendar
+	from, to := cal.Wall(cm.From), cal.Wall(cm.To)
+	for d := time.Date(from.Year(), from.Month(), from.Day(), 0, 0, 0, 0, from.Location()); !d.After(to); d = d.AddDate(0, 0, 1) {
+		at := clock.Time(d.Add(time.Duration(ds) * time.Millisecond).Sub(cal.Start).Milliseconds())
+		if cal.IsWorking(at) {
+			v.Days = append(v.Days, d.Format(time.DateOnly))
+		}
 	}
 	v.Hours = fmt.Sprintf("%02d:%02d-%02d:%02d", ds/clock.Hour, ds%clock.Hour/clock.Minute, de/clock.Hour, de%clock.Hour/clock.Minute)
 	for _, id := range cm.Attendees {
