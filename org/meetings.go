@@ -1,6 +1,7 @@
 package org
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -112,7 +113,7 @@ func (s *State) Busy(member string, from, to clock.Time) []BusySpan {
 		mtg, _ := r.Fields["meeting"].(string)
 		out = append(out, span{BusySpan{Start: st, End: en, Meeting: mtg}, b, e})
 	}
-	slices.SortStableFunc(out, func(x, y span) int { return int(x.start - y.start) })
+	slices.SortStableFunc(out, func(x, y span) int { return cmp.Compare(x.start, y.start) })
 	spans := make([]BusySpan, len(out))
 	for i := range out {
 		spans[i] = out[i].b

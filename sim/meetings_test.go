@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"encoding/json"
+	"github.com/corpsim/corpsim/clock"
 
 	"github.com/corpsim/corpsim/events"
 	"strings"
@@ -389,5 +390,70 @@ func TestMeetingsRestore(t *testing.T) {
 	}
 	if booked == 0 {
 		t.Fatal("no meeting booked after the restore")
+	}
+}
+
+// Each criterion of a booked meeting fails on its own: the rubric is
+// given a right meeting (the oracle's) changed in one way at a time.
+func TestMeetingCriteria(t *testing.T) {
+	e, _ := playWorld(t, "meetings", "oracle", 1)
+	st := e.State()
+	var cm *org.CaseMeeting
+	for _, c := range st.Cases {
+		if len(c.Meetings) > 0 && c.Meetings[0].Booked != nil {
+			cm = &c.Meetings[0]
+			break
+		}
+	}
+	if cm == nil {
+		t.Fatal("the oracle booked nothing")
+	}
+	if got := policies.MeetingChecks(st, cm); !equalBools(got, []bool{true, true, true, true, true}) {
+		t.Fatalf("the oracle's meeting: %v", got)
+	}
+	b := *cm.Booked
+	a := cm.Attendees[0]
+	busy := st.Busy(a, 0, st.World.Horizon*2)
+	var block clock.Time
+	for _, x := range busy {
+		if x.Meeting == "" {
+			block, _ = st.Instant(x.Start)
+			break
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(m *payload.MeetingScheduled, x *org.CaseMeeting)
+		failed int
+	}{
+		{"an attendee missing", func(m *payload.MeetingScheduled, _ *org.CaseMeeting) { m.Attendees = m.Attendees[1:] }, 0},
+		{"an attendee more", func(m *payload.MeetingScheduled, _ *org.CaseMeeting) { m.Attendees = append(m.Attendees, "cara") }, 0},
+		{"after the window", func(m *payload.MeetingScheduled, x *org.CaseMeeting) {
+			m.Start, m.End = x.To, x.To+clock.Time(x.Length)
+		}, 1},
+		{"at night", func(m *payload.MeetingScheduled, _ *org.CaseMeeting) {
+			m.Start -= 12 * 3_600_000
+			m.End -= 12 * 3_600_000
+		}, 1},
+		{"too short", func(m *payload.MeetingScheduled, _ *org.CaseMeeting) { m.End = m.Start + 60_000 }, 2},
+		{"over a busy block", func(m *payload.MeetingScheduled, x *org.CaseMeeting) {
+			m.Start, m.End = block, block+clock.Time(x.Length)
+		}, 3},
+		{"a constraint broken", func(m *payload.MeetingScheduled, x *org.CaseMeeting) {
+			x.Rules = append(x.Rules, payload.MeetingRule{Member: a, Max: 60_000})
+		}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := b
+			m.Attendees = append([]string(nil), b.Attendees...)
+			x := *cm
+			x.Rules = append([]payload.MeetingRule(nil), cm.Rules...)
+			tc.change(&m, &x)
+			x.Booked = &m
+			got := policies.MeetingChecks(st, &x)
+			if len(got) != 5 || got[tc.failed] {
+				t.Errorf("criteria %v: want %s failed", got, policies.MeetingCriteria[tc.failed])
+			}
+		})
 	}
 }
