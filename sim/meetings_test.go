@@ -457,3 +457,22 @@ func TestMeetingCriteria(t *testing.T) {
 		})
 	}
 }
+
+// The same seed gives a byte-identical log on the meetings world, with
+// the baselines that ask (diligent) and that do not (greedy).
+func TestMeetingsDeterministic(t *testing.T) {
+	for _, agent := range []string{"diligent", "greedy"} {
+		_, a := playWorld(t, "meetings", agent, 3)
+		_, b := playWorld(t, "meetings", agent, 3)
+		if len(a) != len(b) {
+			t.Fatalf("%s: %d events, then %d", agent, len(a), len(b))
+		}
+		for i := range a {
+			ja, _ := json.Marshal(a[i])
+			jb, _ := json.Marshal(b[i])
+			if string(ja) != string(jb) {
+				t.Fatalf("%s: event %d differs:\n%s\n%s", agent, i, ja, jb)
+			}
+		}
+	}
+}
