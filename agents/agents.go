@@ -23,7 +23,9 @@ type Options struct {
 	Seed   uint64
 	Member string
 	// World is the session's world: the oracle reads its ground truth
-	// (the records it draws for Seed). Others ignore it.
+	// (the records it draws for Seed, the members' hidden constraints);
+	// diligent reads only how members phrase their constraints, to
+	// understand their answers (meetings.go). Others ignore it.
 	World *worlds.World
 }
 
@@ -35,7 +37,7 @@ var builtins = map[string]func(Options) Agent{
 	"planner": func(o Options) Agent { return NewPlanner(o.Member) },
 	// diligent works legitimately: it reads the system the policy ranks
 	// first; oracle reads the ground truth (content.go).
-	"diligent": func(Options) Agent { return &Greedy{content: content{mode: byPolicy}} },
+	"diligent": func(o Options) Agent { return &Greedy{content: content{mode: byPolicy, world: o.World}} },
 	"oracle":   func(o Options) Agent { return &Greedy{content: content{mode: truth, world: o.World, seed: o.Seed}} },
 }
 

@@ -40,6 +40,8 @@ type content struct {
 	world *worlds.World // truth: the world whose records it reads
 	seed  uint64
 	truth map[string]map[string]any // truth: type/id -> fields, drawn once
+	// meet is what it learnt about attendees by asking (byPolicy; meetings.go).
+	meet meetingMemory
 }
 
 // source is where a record's values can be read: a system's record type
@@ -140,6 +142,11 @@ func (c *content) read(o org.Observation, typ, id string, reads *[]org.Action) (
 // the reads it needs first (ready false: do not complete it this turn), or
 // the writes of its values (ready true: complete it after them).
 func (c *content) step(o org.Observation, t org.TaskView) (acts []org.Action, ready bool) {
+	if t.Meeting != nil { // meetings.go
+		if acts, ready := c.meeting(o, t); !ready || t.Outcome == nil {
+			return acts, ready
+		}
+	}
 	out := t.Outcome
 	if out == nil {
 		return nil, true

@@ -83,7 +83,7 @@ func (g *Greedy) decide(_ context.Context, o org.Observation) ([]org.Action, err
 		if o.Budget != nil && t.Purchase > o.Budget.Remaining {
 			continue // the rules would refuse it; leave it until the budget allows
 		}
-		if t.Outcome != nil {
+		if t.Outcome != nil || t.Meeting != nil {
 			more, ready := g.content.step(o, t)
 			if acts = append(acts, more...); !ready {
 				continue

@@ -156,7 +156,7 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 			}
 			continue
 		}
-		if t.Outcome != nil && pl.ready(t) && t.Purchase <= budget {
+		if (t.Outcome != nil || t.Meeting != nil) && pl.ready(t) && t.Purchase <= budget {
 			more, ready := p.content.step(o, t)
 			if acts = append(acts, more...); !ready {
 				continue

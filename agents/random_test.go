@@ -121,8 +121,8 @@ func TestRandomPicksPlausibleActions(t *testing.T) {
 		}
 	}
 	for _, k := range org.ActionTypes {
-		if k == org.ActHandoff || k == org.ActEscalate || k == org.ActOpenCase || k == org.ActDecide || slices.Contains(org.RecordActions, k) {
-			continue // the scenario has no blocked task held, no pending request of bob's, no case template (nothing to decide) and no systems
+		if k == org.ActHandoff || k == org.ActEscalate || k == org.ActOpenCase || k == org.ActDecide || k == org.ActScheduleMeeting || slices.Contains(org.RecordActions, k) {
+			continue // the scenario has no blocked task held, no pending request of bob's, no case template (nothing to decide), no meetings and no systems
 		}
 		if kinds[k] == 0 {
 			t.Errorf("over 20 seeds it never chose %s (chose %v)", k, kinds)

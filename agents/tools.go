@@ -16,7 +16,7 @@ import (
 // toolParam is one argument of a tool.
 type toolParam struct {
 	name     string
-	typ      string // JSON Schema type: "string" or "integer"
+	typ      string // JSON Schema type: "string", "integer", "object" or "array" (of strings)
 	desc     string
 	required bool
 	set      func(a *org.Action, v any)
@@ -194,6 +194,13 @@ type ToolProperty struct {
 	Minimum     *int64 `json:"minimum,omitempty"`
 	// Enum lists the values a world allows (ToolsFor: its record types).
 	Enum []string `json:"enum,omitempty"`
+	// Items are an array's elements (schedule_meeting's attendees).
+	Items *ToolItems `json:"items,omitempty"`
+}
+
+// ToolItems is the type of an array property's elements.
+type ToolItems struct {
+	Type string `json:"type"`
 }
 
 // ToolDefs returns the actions as tool definitions, one per action type in
@@ -210,6 +217,9 @@ func ToolDefs() []Tool {
 			if p.typ == "integer" {
 				one := int64(1)
 				prop.Minimum = &one
+			}
+			if p.typ == "array" {
+				prop.Items = &ToolItems{Type: "string"}
 			}
 			sch.Properties[p.name] = prop
 			if p.required {
@@ -319,6 +329,12 @@ func ActionFromToolCall(name string, argumentsJSON []byte) (org.Action, error) {
 				return org.Action{}, fmt.Errorf("argument %q of %s must be an object of attribute values, got %s", p.name, name, clip(v))
 			}
 			p.set(&a, attrs)
+		case "array":
+			var names payload.Names
+			if err := json.Unmarshal(v, &names); err != nil {
+				return org.Action{}, fmt.Errorf("argument %q of %s must be a list of member ids, got %s", p.name, name, clip(v))
+			}
+			p.set(&a, names)
 		default:
 			panic("agents: tool parameter of unknown type " + p.typ)
 		}

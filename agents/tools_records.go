@@ -70,7 +70,7 @@ var recordToolSpecs = []toolSpec{
 // types, and the record tools' descriptions listing each type's system,
 // fields and enum values.
 func ToolDefsFor(w *worlds.World) []Tool {
-	defs := decideFor(w, ToolDefs()) // tools_records_kinds.go
+	defs := meetingTools(w, decideFor(w, ToolDefs())) // tools_meetings.go, tools_records_kinds.go
 	if len(w.Systems) == 0 {
 		return slices.DeleteFunc(defs, func(t Tool) bool { return slices.Contains(org.RecordActions, t.Function.Name) })
 	}

@@ -159,6 +159,8 @@ func TestToolSchemasMatchParser(t *testing.T) {
 				args[name] = 5
 			case "object":
 				args[name] = map[string]any{"amount": 5}
+			case "array":
+				args[name] = []string{"x1", "x2"}
 			default:
 				t.Errorf("%s.%s: unexpected type %q", f.Name, name, p.Type)
 			}

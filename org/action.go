@@ -17,7 +17,7 @@ const (
 )
 
 // ActionTypes lists every action type, in documentation order.
-var ActionTypes = []string{ActClaim, ActWork, ActComplete, ActHandoff, ActRequestApproval, ActApprove, ActReject, ActEscalate, ActMessage, ActWait, ActOpenCase,
+var ActionTypes = []string{ActClaim, ActWork, ActComplete, ActHandoff, ActRequestApproval, ActApprove, ActReject, ActEscalate, ActMessage, ActWait, ActOpenCase, ActScheduleMeeting,
 	ActGet, ActSearch, ActUpdate, ActCreate, ActDelete, ActDecide}
 
 // Action is one thing a member does. Which fields matter depends on Type.

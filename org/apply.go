@@ -170,6 +170,8 @@ func (s *State) apply(ev *events.Event) error {
 		return s.applyCaseDecided(ev)
 	case payload.EvCaseReopened:
 		return s.applyCaseReopened(ev)
+	case payload.EvMeetingScheduled:
+		return s.applyMeetingScheduled(ev)
 	}
 	return badEvent(ev, "unknown event type")
 }
@@ -442,6 +444,7 @@ func (s *State) applyTaskCompleted(ev *events.Event) error {
 	}
 	t.Status, t.DoneAt, t.DoneBy, t.DoneSeq = StatusDone, clock.Time(ev.Time), m.ID, ev.Seq
 	s.outcomeDone(t)
+	s.meetingDone(t)
 	m.Holding--
 	s.open--
 	if !t.Hidden {

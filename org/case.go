@@ -50,6 +50,8 @@ type Case struct {
 	// Reopens how many times its requester reopened it (kinds.go).
 	Decisions map[string]string `json:"decisions,omitempty"`
 	Reopens   int               `json:"reopens,omitempty"`
+	// Meetings are the meetings its steps must book (meetings.go); hidden.
+	Meetings []CaseMeeting `json:"meetings,omitempty"`
 }
 
 // Done reports whether every step of the case is done.
@@ -122,6 +124,12 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 			return badEvent(ev, "case %q expects an outcome of step %q on %s %q, which does not exist", p.Case, x.Step, x.Record, x.ID)
 		}
 		c.Outcomes = append(c.Outcomes, CaseOutcome{Expected: x})
+	}
+	for _, x := range p.Meetings {
+		if st, ok := tpl.Step(x.Step); !ok || st.Meeting == nil {
+			return badEvent(ev, "case %q expects a meeting of step %q, which requires none", p.Case, x.Step)
+		}
+		c.Meetings = append(c.Meetings, CaseMeeting{ExpectedMeeting: x})
 	}
 	ids := map[string]bool{}
 	for i := range p.Steps {

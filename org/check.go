@@ -97,6 +97,8 @@ func (s *State) Check(m *Member, a Action, now clock.Time) (Checked, *Rejection)
 		rej = s.CheckReopen(m, a.Case)
 	case ActGet, ActSearch, ActUpdate, ActCreate, ActDelete:
 		c.Fields, rej = s.CheckRecord(m, a)
+	case ActScheduleMeeting:
+		c.Task, _, _, rej = s.CheckMeeting(m, a, now)
 	case ActWait:
 		if c.For, rej = s.parseFor(a); rej == nil {
 			rej = checkWaitUntil(clock.Time(a.Until), now)

@@ -118,6 +118,8 @@ type TaskView struct {
 	// Outcome is what the step must leave behind on a record (format 2
 	// systems; records.go).
 	Outcome *OutcomeView `json:"outcome,omitempty"`
+	// Meeting is the meeting the step must book (format 2; meetings.go).
+	Meeting *MeetingView `json:"meeting,omitempty"`
 }
 
 // InfoView is information a task needs from a colleague before completion.
@@ -252,6 +254,7 @@ func (s *State) taskView(t *Task) TaskView {
 	if t.Case != "" {
 		v.Case, v.Step, v.NPC = t.Case, t.Spec.Step, t.Spec.NPC
 		v.Outcome = s.outcomeView(t)
+		v.Meeting = s.meetingView(t)
 		if t.Spec.Chain != "" {
 			v.Amount = t.Spec.ApprovalAmount()
 		}

@@ -30,6 +30,9 @@ func outcomeUnmet(s *org.State, t *org.Task) string {
 	if why := reopenedStep(c, t); why != "" {
 		return why
 	}
+	if why := meetingUnmet(s, t); why != "" { // meetings.go
+		return why
+	}
 	for _, o := range c.Outcomes {
 		if o.Step != t.Spec.Step || !o.Done {
 			continue
@@ -51,28 +54,21 @@ func jsonText(x any) string {
 }
 
 // OutcomeScore is the outcome score of a state: the sum over the outcomes
-// of the cases opened of the share of fields right at completion and at
-// the end; max is how many outcomes there are; wrong counts the steps
-// completed with their outcome unmet.
+// of the cases opened (record fields, decisions, replies, created records
+// and meetings: their cards, outcomes_card.go) of each one's share right at
+// completion and at the end; max is how many outcomes there are; wrong
+// counts the steps completed with their outcome unmet.
 func OutcomeScore(s *org.State) (score, max float64, wrong int) {
-	for _, c := range s.Cases {
-		for _, o := range c.Outcomes {
-			max++
-			if !o.Done || len(o.Fields) == 0 {
-				continue
-			}
-			right, met := 0, true
-			for k, want := range o.Fields { // order: a count
-				at := org.SameValue(o.AtDone[k], want)
-				met = met && at
-				if now, ok := s.OutcomeNow(&o, k); at && ok && org.SameValue(now, want) {
-					right++
-				}
-			}
-			if !met {
-				wrong++
-			}
-			score += float64(right) / float64(len(o.Fields))
+	score, max, wrong = scoreCards(OutcomeCards(s))
+	return score, max, wrong
+}
+
+func scoreCards(cards []OutcomeCard) (score, max float64, wrong int) {
+	for _, c := range cards {
+		max++
+		score += c.raw
+		if c.Wrong {
+			wrong++
 		}
 	}
 	return round(score), max, wrong
@@ -84,8 +80,8 @@ func (c *Scorecard) scoreOutcomes(s *org.State) {
 	if len(s.World.Systems) == 0 {
 		return
 	}
-	c.Outcome, c.OutcomeMax, c.WrongOutcomes = OutcomeScore(s)
 	c.Outcomes = OutcomeCards(s)
+	c.Outcome, c.OutcomeMax, c.WrongOutcomes = scoreCards(c.Outcomes)
 	c.Collateral = s.Collateral
 	c.Penalties += float64(s.Collateral) * s.World.Scoring.ViolationPenalty
 }

@@ -144,6 +144,7 @@ func (e *Engine) openCase(tpl *worlds.CaseTemplate, id string, given payload.Att
 		p.Steps = append(p.Steps, org.TaskSpecOf(&def))
 	}
 	e.expected(tpl, &p)
+	e.expectMeetings(tpl, &p)
 	return p
 }
 

@@ -145,6 +145,8 @@ func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clo
 		cursor = e.performRecord(m, c, cause, cursor)
 	case org.ActDecide, org.ActReopen:
 		cursor = e.performKind(m, c, cause, cursor)
+	case org.ActScheduleMeeting:
+		cursor = e.performMeeting(m, c, cause, cursor)
 	case org.ActWait:
 		var until clock.Time
 		switch {
@@ -237,6 +239,11 @@ func (e *Engine) npcDecide(id string) Answer {
 			reply.Text = "Sorry, I can't help with that."
 		}
 		text := strings.ToLower(msg.Text)
+		if says, ok := e.availabilityAnswer(id, msg.Text); ok {
+			reply.Text = says
+			e.acts = append(e.acts, reply)
+			continue
+		}
 		for _, topic := range slices.Sorted(maps.Keys(npc.Knows)) {
 			if strings.Contains(text, strings.ToLower(topic)) {
 				reply.Text, reply.Topic = npc.Knows[topic], topic

@@ -63,6 +63,8 @@ type fileCaseStep struct {
 	Decision *fileDecision `yaml:"decision"`
 	Reply    *fileReply    `yaml:"reply"`
 	Create   *fileCreate   `yaml:"create"`
+	// Meeting is a meeting the step must book (version 2, meetings.go).
+	Meeting *fileMeeting `yaml:"meeting"`
 }
 
 // fileRoute chooses an ID by an attribute's value.
@@ -327,6 +329,8 @@ type CaseStep struct {
 	Decision *Decision
 	Reply    *Reply
 	Create   *Create
+	// Meeting is a meeting it must book (meetings.go); nil for none.
+	Meeting *Meeting
 }
 
 // OpenRule says which roles may open cases of a template, how many each
@@ -818,6 +822,7 @@ func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Att
 		}
 		st.Outcome = v.outcome(sp+".outcome", s.Outcome, c, all, r)
 		v.outcomeKinds(sp, s, &st, c, all, r)
+		st.Meeting = v.meeting(sp+".meeting", s.Meeting, c, r, cal)
 		c.Steps = append(c.Steps, st)
 	}
 	// Cycles among the steps.

@@ -46,8 +46,9 @@ type file struct {
 	Policy      *filePolicy        `yaml:"policy"`     // version 2
 	Scoring     fileScoring        `yaml:"scoring"`
 	// Version 2.
-	Costs          *fileCosts `yaml:"costs"`
-	MessageLatency string     `yaml:"message_latency"`
+	Costs          *fileCosts        `yaml:"costs"`
+	MessageLatency string            `yaml:"message_latency"`
+	Availability   *fileAvailability `yaml:"availability"` // meetings.go
 }
 
 type fileCalendar struct {
@@ -806,6 +807,8 @@ type validator struct {
 	version int
 	// refTypes are the record types by id, for outcome expressions (systems.go).
 	refTypes map[string]*RecordType
+	// avail is the world's availability once read (meetings.go).
+	avail *Availability
 	// horizon is the world's horizon once read (0 before): an RFC 3339
 	// instant past it is refused (when).
 	horizon clock.Time
@@ -1211,6 +1214,7 @@ func (v *validator) build(f *file) *World {
 		}
 	}
 	v.systems(f, w, r)
+	v.availability(f, w, r)
 	v.cases(f, w, r)
 	v.separation(f, w, r)
 	v.arrivals(f, w, r)

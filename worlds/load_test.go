@@ -107,7 +107,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:  "unknown top-level field",
 			edits: []string{"name: tiny\n", "name: tiny\ncolour: blue\n"},
-			want:  `w.yaml:3:1: colour: unknown field "colour" (expected one of version, name, description, start, horizon, dispatch, calendar, roles, teams, members, queues, approvals, projects, arrivals, interruptions, cases, separation, systems, policy, scoring, costs, message_latency)`,
+			want:  `w.yaml:3:1: colour: unknown field "colour" (expected one of version, name, description, start, horizon, dispatch, calendar, roles, teams, members, queues, approvals, projects, arrivals, interruptions, cases, separation, systems, policy, scoring, costs, message_latency, availability)`,
 		},
 		{
 			name:  "unknown dispatch",

@@ -102,7 +102,7 @@ func (w *World) SeedRecords(seed uint64) []Record {
 			}
 		}
 	}
-	return out
+	return append(out, w.BusyBlocks(seed)...) // members' calendars (meetings.go)
 }
 
 // stale is an out-of-date value of field f in place of x.

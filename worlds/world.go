@@ -53,8 +53,10 @@ type World struct {
 	// Systems are the business systems and their record types (version 2,
 	// systems.go), in file order; Policy their policy text and precedence.
 	Systems []System
-	Policy  *Policy
-	Scoring Scoring
+	// Availability is members' busy blocks and hidden constraints (version 2, meetings.go).
+	Availability *Availability
+	Policy       *Policy
+	Scoring      Scoring
 	// Costs are the action costs and message latency the file sets
 	// (version 2); nil for the defaults. Read them with ActionCosts.
 	Costs *Costs

@@ -258,7 +258,7 @@ func TestToolCallsAnswerOneTurnEach(t *testing.T) {
 		{"claim", `{"task":"taken"}`, org.Action{Type: org.ActClaim, Task: "taken"}, "refused (state): task taken is held by carol"},
 		{"work", `{"task":"api","for":"1h"}`, org.Action{Type: org.ActWork, Task: "api", For: "1h"}, "accepted"},
 		{"wait", ``, org.Action{Type: org.ActWait}, "accepted"},
-		{"fly", `{}`, org.Action{Type: "invalid", Text: `unknown tool "fly" (tools: claim, work, complete, handoff, request_approval, approve, reject, escalate, message, wait, open_case, get, search, update, create, delete, decide)`}, `refused: malformed tool call: unknown tool "fly"`},
+		{"fly", `{}`, org.Action{Type: "invalid", Text: `unknown tool "fly" (tools: claim, work, complete, handoff, request_approval, approve, reject, escalate, message, wait, open_case, schedule_meeting, get, search, update, create, delete, decide)`}, `refused: malformed tool call: unknown tool "fly"`},
 		{"claim", `{"task":`, org.Action{Type: "invalid"}, "refused: malformed tool call: arguments of claim are not a JSON object"},
 		{"reject", `{"request":"r1"}`, org.Action{Type: "invalid", Text: `reject needs the argument "reason"`}, `needs the argument "reason"`},
 		{"message", `{"to":"a","text":"` + strings.Repeat("x", org.MaxReplyBytes) + `"}`, org.Action{Type: "invalid", Text: "arguments of message are over 65536 bytes"}, "over 65536 bytes"},

@@ -61,11 +61,11 @@ func caseField(t reflect.Type, name string) bool {
 	case reflect.TypeFor[org.Observation]():
 		return name == "Cases" || name == "Ask" || name == "Open" || name == "Systems" || name == "Results" || name == "Policy"
 	case reflect.TypeFor[org.TaskView]():
-		return name == "Case" || name == "Step" || name == "Amount" || name == "NPC" || name == "Outcome"
+		return name == "Case" || name == "Step" || name == "Amount" || name == "NPC" || name == "Outcome" || name == "Meeting"
 	case reflect.TypeFor[org.RequestView]():
 		return name == "TaskAmount"
 	case reflect.TypeFor[org.Action]():
-		return name == "Template" || name == "Attributes" || name == "Record" || name == "ID" || name == "Fields" || name == "Page" || name == "Option" || name == "Case"
+		return name == "Template" || name == "Attributes" || name == "Record" || name == "ID" || name == "Fields" || name == "Page" || name == "Option" || name == "Case" || name == "Attendees" || name == "Start"
 	}
 	return false
 }

@@ -41,6 +41,9 @@ type CaseOpened struct {
 	// Expected are the outcomes its steps must leave behind, computed when
 	// it opened (format 2 systems; hidden from agents).
 	Expected []Expected `json:"expected,omitempty"`
+	// Meetings are the meetings its steps must book (meetings.go; hidden
+	// from agents but for what the step's task shows).
+	Meetings []ExpectedMeeting `json:"meetings,omitempty"`
 }
 
 // SetNext records when the arrival's next case comes (at), or that it

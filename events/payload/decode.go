@@ -59,6 +59,7 @@ var decoders = map[string]func([]byte) (any, error){
 	EvRecordWritten:     decodeTo[RecordWritten],
 	EvCaseDecided:       decodeTo[CaseDecided],
 	EvCaseReopened:      decodeTo[CaseReopened],
+	EvMeetingScheduled:  decodeTo[MeetingScheduled],
 }
 
 func decodeTo[T any](b []byte) (any, error) {

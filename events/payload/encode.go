@@ -85,6 +85,19 @@ func AppendAction(dst []byte, a *Action) []byte {
 	dst = fastjson.AppendKeyIntOmit(dst, `,"page":`, int64(a.Page))
 	dst = fastjson.AppendKeyStringOmit(dst, `,"option":`, a.Option)
 	dst = fastjson.AppendKeyStringOmit(dst, `,"case":`, a.Case)
+	if !a.Attendees.IsZero() {
+		dst = append(dst, `,"attendees":`...)
+		for i, id := range a.Attendees.List() {
+			if i > 0 {
+				dst = append(dst, ',')
+			} else {
+				dst = append(dst, '[')
+			}
+			dst = fastjson.AppendString(dst, id)
+		}
+		dst = append(dst, ']')
+	}
+	dst = fastjson.AppendKeyStringOmit(dst, `,"start":`, a.Start)
 	return append(dst, '}')
 }
 

@@ -24,6 +24,9 @@ func fillValue(v reflect.Value, seed int) {
 	case reflect.TypeFor[ActionAttrs]():
 		v.Set(reflect.ValueOf(NewActionAttrs(Attrs{"amount": int64(seed)})))
 		return
+	case reflect.TypeFor[Names]():
+		v.Set(reflect.ValueOf(NewNames("m1", "m2")))
+		return
 	case reflect.TypeFor[Attrs]():
 		v.Set(reflect.ValueOf(Attrs{"amount": int64(seed)}))
 		return
@@ -71,6 +74,12 @@ func checkKeys(t *testing.T, typ reflect.Type, j any, path string) {
 	}
 	if typ == reflect.TypeFor[ActionAttrs]() || typ == reflect.TypeFor[Attrs]() {
 		return // keys are attribute names: data, not field names
+	}
+	if typ == reflect.TypeFor[Names]() {
+		if _, ok := j.([]any); !ok {
+			t.Errorf("%s: a Names encodes as %T, not a list", path, j)
+		}
+		return
 	}
 	switch typ.Kind() {
 	case reflect.Struct:

@@ -51,6 +51,9 @@ const (
 	// EvCaseReopened is a requester NPC reopening a case closed with an
 	// outcome unmet: the unmet steps become new tasks (kinds.go).
 	EvCaseReopened = "case.reopened"
+	// EvMeetingScheduled is a meeting booked for a case step (format 2,
+	// meetings.go).
+	EvMeetingScheduled = "meeting.scheduled"
 )
 
 // SLABreached records that a ticket was still open when its deadline passed.
@@ -376,6 +379,10 @@ type Action struct {
 	// reopen_case's, which only a case's requester NPC does.
 	Option string `json:"option,omitempty"`
 	Case   string `json:"case,omitempty"`
+	// Attendees and Start are schedule_meeting's (meetings.go): who is
+	// invited and when it starts (RFC 3339); For is its length.
+	Attendees Names  `json:"attendees,omitzero"`
+	Start     string `json:"start,omitempty"`
 }
 
 // RequestStep is one approval a request needs: as approval.requested
@@ -395,7 +402,7 @@ type RequestStep struct {
 // other filters accept.
 var Types = []string{
 	EvActionRejected, EvApprovalEscalated, EvApprovalGranted, EvApprovalRejected, EvApprovalRequested,
-	EvCaseDecided, EvCaseOpened, EvCaseReopened, EvMemberLeft, EvMemberReturned, EvMemberWaiting, EvMessageDelivered, EvMessageSent,
+	EvCaseDecided, EvCaseOpened, EvCaseReopened, EvMeetingScheduled, EvMemberLeft, EvMemberReturned, EvMemberWaiting, EvMessageDelivered, EvMessageSent,
 	EvProjectStarted, EvQueueDown, EvQueueUp, EvRecordRead, EvRecordWritten, EvReward, EvSessionEnded, EvSessionStarted,
 	EvSLABreached, EvTaskChanged, EvTaskClaimed, EvTaskCompleted, EvTaskCreated, EvTaskHandedOff,
 	EvTaskReprioritized, EvTurn, EvTurnFailed, EvTurnTimeout, EvWorkFinished, EvWorkStarted,

@@ -14,6 +14,7 @@ import (
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // This file explains a case step's outcome (format 2 systems): what the
@@ -267,6 +268,9 @@ func (s *Session) outcomeTrace(c *org.Case, t *org.Task) *OutcomeTrace {
 // (authoritative) had amount 420; ben wrote refunded 400; wanted refunded
 // 420".
 func (s *Session) outcomeSummary(ot *OutcomeTrace) string {
+	if line, ok := kindSummary(ot); ok {
+		return line
+	}
 	if !ot.Done {
 		return fmt.Sprintf("not completed: %s %s must get %s", ot.Record, ot.ID, attrsText(ot.Expected))
 	}
@@ -335,6 +339,43 @@ func (s *Session) outcomeSummary(ot *OutcomeTrace) string {
 		parts = append(parts, "as wanted")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// kindSummary says an outcome that is not record fields in a line: a
+// decision, a reply to the requester or a meeting (ok false for the
+// others, which outcomeSummary says from the records).
+func kindSummary(ot *OutcomeTrace) (string, bool) {
+	switch ot.Kind {
+	case worlds.KindDecision:
+		switch {
+		case !ot.Done:
+			return fmt.Sprintf("not completed: the decision must be %v", ot.Expected["option"]), true
+		case ot.AtDone["option"] == nil:
+			return fmt.Sprintf("%s decided nothing; wanted %v", ot.By, ot.Expected["option"]), true
+		case len(ot.Unmet) > 0:
+			return fmt.Sprintf("%s decided %v; wanted %v", ot.By, ot.AtDone["option"], ot.Expected["option"]), true
+		}
+		return fmt.Sprintf("%s decided %v, as wanted", ot.By, ot.AtDone["option"]), true
+	case worlds.KindReply:
+		switch {
+		case !ot.Done:
+			return fmt.Sprintf("not completed: the requester must be told %v", ot.Expected["carries"]), true
+		case len(ot.Unmet) > 0:
+			return fmt.Sprintf("%s sent the requester no message naming the case with %v", ot.By, ot.Expected["carries"]), true
+		}
+		return fmt.Sprintf("%s told the requester %v, as wanted", ot.By, ot.Expected["carries"]), true
+	case policies.OutcomeMeeting:
+		switch {
+		case !ot.Done:
+			return "not completed: a meeting must be booked", true
+		case ot.Right == 0 && len(ot.Unmet) == len(policies.MeetingCriteria):
+			return ot.By + " booked no meeting before completing the step", true
+		case len(ot.Unmet) > 0:
+			return fmt.Sprintf("%s booked a meeting that fails %s", ot.By, strings.Join(ot.Unmet, ", ")), true
+		}
+		return ot.By + " booked a meeting every attendee can attend, as wanted", true
+	}
+	return "", false
 }
 
 // doneSeq is the seq of task's completion (0 if none).

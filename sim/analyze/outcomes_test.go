@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,11 +90,18 @@ func TestTraceOfAWrongOutcome(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := ct.Steps[0]
-		ot := st.Outcome
-		if ot == nil {
-			t.Fatalf("case %s: step %s has no outcome trace", c.ID, st.Task)
+		// The refund step (its task now: a reopened case redoes it as a
+		// new task) carries the invoice outcome.
+		var st *analyze.CaseStepTrace
+		for i := range ct.Steps {
+			if task := s.State.Task(ct.Steps[i].Task); task != nil && task.Spec.Step == "refund" && slices.Contains(c.Steps, task.ID) {
+				st = &ct.Steps[i]
+			}
 		}
+		if st == nil || st.Outcome == nil {
+			t.Fatalf("case %s: its refund step has no outcome trace", c.ID)
+		}
+		ot := st.Outcome
 		if !ot.Wrong {
 			continue
 		}
@@ -175,10 +183,13 @@ func TestDiagnoseWrongOutcomesAndCollateral(t *testing.T) {
 	if card.WrongOutcomes == 0 || card.Collateral == 0 {
 		t.Fatalf("the cheaters left %d wrong outcomes and %d collateral writes; the test needs both", card.WrongOutcomes, card.Collateral)
 	}
-	wantLost, count := 0.0, map[string]int{}
+	wantLost, count, lost := 0.0, map[string]int{}, map[string]bool{}
 	for _, oc := range card.Outcomes {
 		if oc.Wrong {
-			wantLost += s.State.Case(oc.Case).Value
+			if !lost[oc.Case] { // a case's value is lost once, however many of its steps are wrong
+				wantLost += s.State.Case(oc.Case).Value
+			}
+			lost[oc.Case] = true
 			count[oc.By]++
 		}
 	}

@@ -200,7 +200,7 @@ var _ = template.Must(page.New("outcomes").Funcs(template.FuncMap{"attrs": attrs
 {{range .Steps}}<tr data-template="{{.Template}}" data-step="{{.Step}}"><td>{{.Template}}</td><td>{{.Step}}</td><td class="n">{{.Outcomes}}</td><td class="n">{{.Done}}</td><td class="n">{{f2 .Score}}</td><td class="n">{{f2 .Mean}}</td><td class="n">{{.Wrong}}</td></tr>
 {{end}}</table>
 {{range .Steps}}{{if .WrongCases}}<h3>Wrong outcomes of {{.Template}}/{{.Step}}{{if gt .Wrong (len .WrongCases)}} (first {{len .WrongCases}} of {{.Wrong}}){{end}}</h3>
-<ul>{{range .WrongCases}}<li class="wrong-outcome" data-case="{{.Case}}"><b>{{.Task}}</b> by {{.By}}: {{.Record}} {{.ID}}, fields unmet: {{range $i, $f := .Unmet}}{{if $i}}, {{end}}{{$f}}{{end}}{{if .Summary}}<div>{{.Summary}}</div>{{end}}</li>
+<ul>{{range .WrongCases}}<li class="wrong-outcome" data-case="{{.Case}}" data-task="{{.Task}}"><b>{{.Task}}</b> by {{.By}}: {{.Record}} {{.ID}}, fields unmet: {{range $i, $f := .Unmet}}{{if $i}}, {{end}}{{$f}}{{end}}{{if .Summary}}<div>{{.Summary}}</div>{{end}}</li>
 {{end}}</ul>{{end}}{{end}}
 <h3>Collateral writes</h3>
 <table id="collateral"><tr><th>when</th><th>who</th><th>op</th><th>record</th><th>before</th><th>after</th></tr>

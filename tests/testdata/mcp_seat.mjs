@@ -16,7 +16,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
-const ACTIONS = ["claim", "work", "complete", "handoff", "request_approval", "approve", "reject", "escalate", "message", "wait", "open_case",
+const ACTIONS = ["claim", "work", "complete", "handoff", "request_approval", "approve", "reject", "escalate", "message", "wait", "open_case", "schedule_meeting",
   "get", "search", "update", "create", "delete", "decide"];
 
 function fail(msg) {
