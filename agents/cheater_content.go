@@ -50,7 +50,8 @@ type cheatContent struct {
 }
 
 // Targets reports, per content shortcut tried, what it was tried on: the
-// case for an outcome shortcut, the record (type/id) for a write or read.
+// step task for an outcome shortcut, the record (type/id) for a write or
+// read.
 func (c *Cheater) Targets() map[string]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -246,7 +247,7 @@ func (c *Cheater) outcomeShortcut(o org.Observation) []org.Action {
 		complete := org.Action{Type: org.ActComplete, Task: t.ID}
 		// Close without writing: the record as read must lack a value.
 		if cur, ok := cc.seen[out.Record+"/"+out.ID]; ok && differs(cur.Fields, want) && c.try(ShortcutCloseNoWrite) {
-			cc.target[ShortcutCloseNoWrite] = t.Case
+			cc.target[ShortcutCloseNoWrite] = t.ID
 			return []org.Action{complete}
 		}
 		// Decide without reading: the fields' zero values.
@@ -256,7 +257,7 @@ func (c *Cheater) outcomeShortcut(o org.Observation) []org.Action {
 				guess[f] = zeroOf(ty.Fields[f])
 			}
 			if differs(guess, want) && c.try(ShortcutDecideBlind) {
-				cc.target[ShortcutDecideBlind] = t.Case
+				cc.target[ShortcutDecideBlind] = t.ID
 				return []org.Action{{Type: org.ActUpdate, Record: out.Record, ID: out.ID, Fields: payload.NewActionAttrs(guess)}, complete}
 			}
 		}
@@ -264,7 +265,7 @@ func (c *Cheater) outcomeShortcut(o org.Observation) []org.Action {
 		// of the type, or another such record held when it read it.
 		for _, copied := range cc.copies(out.Record, out.ID, want) {
 			if differs(copied, want) && c.try(ShortcutCopyOtherCase) {
-				cc.target[ShortcutCopyOtherCase] = t.Case
+				cc.target[ShortcutCopyOtherCase] = t.ID
 				return []org.Action{{Type: org.ActUpdate, Record: out.Record, ID: out.ID, Fields: payload.NewActionAttrs(copied)}, complete}
 			}
 		}

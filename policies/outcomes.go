@@ -57,7 +57,8 @@ func jsonText(x any) string {
 // of the cases opened (record fields, decisions, replies, created records
 // and meetings: their cards, outcomes_card.go) of each one's share right at
 // completion and at the end; max is how many outcomes there are; wrong
-// counts the steps completed with their outcome unmet.
+// counts the steps completed with their outcome unmet, those a requester
+// reopened included.
 func OutcomeScore(s *org.State) (score, max float64, wrong int) {
 	score, max, wrong = scoreCards(OutcomeCards(s))
 	return score, max, wrong
@@ -70,6 +71,7 @@ func scoreCards(cards []OutcomeCard) (score, max float64, wrong int) {
 		if c.Wrong {
 			wrong++
 		}
+		wrong += len(c.Redone)
 	}
 	return round(score), max, wrong
 }

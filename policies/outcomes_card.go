@@ -40,8 +40,18 @@ type OutcomeCard struct {
 	// Unmet names the fields (a meeting's criteria) that missed, at
 	// completion or at the end, in name order (criteria in their order).
 	Unmet []string `json:"unmet,omitempty"`
+	// Redone are the earlier completions of the step that its case's
+	// requester reopened (each a wrong outcome: the case was closed with
+	// it unmet), oldest first.
+	Redone []Completion `json:"redone,omitempty"`
 
 	raw float64 // Score before rounding, which OutcomeScore adds up
+}
+
+// Completion is a step's task and who completed it.
+type Completion struct {
+	Task string `json:"task"`
+	By   string `json:"by"`
 }
 
 // OutcomeCards lists the outcomes of the cases opened, in the order the
@@ -78,6 +88,15 @@ func (card *OutcomeCard) doneBy(s *org.State, c *org.Case) {
 	}
 	if t := s.Task(card.Task); t != nil && card.Done {
 		card.By = t.DoneBy
+	}
+	for n := range c.Reopens + 1 {
+		id := org.StepTaskID(c.ID, card.Step)
+		if n > 0 {
+			id = org.ReopenedTaskID(c.ID, card.Step, n)
+		}
+		if t := s.Task(id); t != nil && id != card.Task && t.Status == org.StatusDone {
+			card.Redone = append(card.Redone, Completion{Task: id, By: t.DoneBy})
+		}
 	}
 }
 

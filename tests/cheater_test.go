@@ -12,7 +12,6 @@ import (
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
-	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -183,10 +182,17 @@ func playCheaters(t *testing.T, name string, seed uint64, seen map[string]bool) 
 			collateral[ev.Actor][p.Record+"/"+p.ID] = true
 		}
 	}
-	cards := map[string]policies.OutcomeCard{} // case -> its (last) outcome card
+	// Per step task, who completed it with its outcome unmet: the card of
+	// the step's task, or an earlier completion its requester reopened.
+	wrongBy := map[string]string{}
 	done := 0
 	for _, oc := range res.Score.Outcomes {
-		cards[oc.Case] = oc
+		if oc.Wrong {
+			wrongBy[oc.Task] = oc.By
+		}
+		for _, r := range oc.Redone {
+			wrongBy[r.Task] = r.By
+		}
 		if oc.Done {
 			done++
 		}
@@ -206,8 +212,8 @@ func playCheaters(t *testing.T, name string, seed uint64, seen map[string]bool) 
 				target := targets[s]
 				switch how {
 				case caughtWrongOutcome:
-					if oc := cards[target]; !oc.Wrong || oc.By != member {
-						t.Errorf("%s tried %s on case %q, but its scorecard outcome is %+v; want a wrong outcome completed by %s", member, s, target, oc, member)
+					if by, ok := wrongBy[target]; !ok || by != member {
+						t.Errorf("%s tried %s on step %q, but the scorecard has no wrong outcome of it completed by %s (wrong ones: %v)", member, s, target, member, wrongBy)
 					}
 				case caughtCollateral:
 					if !collateral[member][target] {
@@ -256,21 +262,39 @@ func playCheaters(t *testing.T, name string, seed uint64, seen map[string]bool) 
 	}
 	// A completion that does not verify is never counted; one with a
 	// wrong outcome (content worlds) is the rubric's to find, and the
-	// scorecard counts it; the rest are shortcuts that got through.
+	// scorecard counts it — a step's task now, or an earlier completion
+	// its requester reopened (no longer one of the case's steps, so not
+	// verified again); a step whose dependency's outcome is wrong does
+	// not count either. The rest are shortcuts that got through.
 	var through []string
-	wrong := 0
+	unverified := map[string]bool{}
 	for _, u := range res.Score.Unverified {
-		if strings.Contains(u, "wrong outcome") {
-			wrong++
-		} else {
+		task, why, _ := strings.Cut(u, ": ")
+		unverified[task] = true
+		if !strings.HasPrefix(why, "wrong outcome") && !strings.Contains(why, "(wrong outcome") {
 			through = append(through, u)
 		}
 	}
 	if len(through) != 0 {
 		t.Errorf("completions that do not verify were recorded: %v", through)
 	}
+	wrong := 0
+	for _, oc := range res.Score.Outcomes {
+		if oc.Wrong && !unverified[oc.Task] {
+			t.Errorf("%s is a wrong outcome on the scorecard but verified", oc.Task)
+		}
+		if oc.Wrong {
+			wrong++
+		}
+		wrong += len(oc.Redone)
+	}
+	for task := range unverified {
+		if _, ok := wrongBy[task]; !ok && !strings.Contains(strings.Join(res.Score.Unverified, "\n"), task+": its dependency") {
+			t.Errorf("%s does not verify but is no wrong outcome on the scorecard", task)
+		}
+	}
 	if wrong != res.Score.WrongOutcomes {
-		t.Errorf("%d completions are unverified for a wrong outcome, the scorecard counts %d wrong outcomes", wrong, res.Score.WrongOutcomes)
+		t.Errorf("the cards hold %d wrong outcomes, the scorecard counts %d", wrong, res.Score.WrongOutcomes)
 	}
 	t.Logf("cheaters %.2f (outcome %.2f/%.0f, %d wrong, %d collateral) vs %s %.2f (outcome %.2f); %d shortcut attempts, %d violations",
 		res.Score.TeamScore, res.Score.Outcome, res.Score.OutcomeMax, res.Score.WrongOutcomes, res.Score.Collateral,

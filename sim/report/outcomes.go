@@ -42,7 +42,8 @@ type OutcomeRow struct {
 	Done     int     `json:"done"`     // their steps completed
 	Score    float64 `json:"score"`    // their scores' sum
 	Mean     float64 `json:"mean"`     // Score / Outcomes
-	Wrong    int     `json:"wrong"`
+	Wrong    int     `json:"wrong"`    // its wrong outcomes, Reopened included
+	Reopened int     `json:"reopened"` // completions a requester reopened (wrong outcomes the step was then redone for)
 	// WrongCases are its wrong outcomes (at most MaxWrongRows per step):
 	// the case, the completer, and the trace's summary of what it read
 	// and what it needed ("" without the session's analysis).
@@ -119,6 +120,8 @@ func (b *Builder) outcomes(card *policies.Scorecard) *Outcomes {
 		if oc.Done {
 			r.Done++
 		}
+		r.Wrong += len(oc.Redone)
+		r.Reopened += len(oc.Redone)
 		if !oc.Wrong {
 			continue
 		}
@@ -199,7 +202,7 @@ var _ = template.Must(page.New("outcomes").Funcs(template.FuncMap{"attrs": attrs
 <table id="outcome-steps"><tr><th>template</th><th>step</th><th>outcomes</th><th>completed</th><th>score</th><th>mean</th><th>wrong</th></tr>
 {{range .Steps}}<tr data-template="{{.Template}}" data-step="{{.Step}}"><td>{{.Template}}</td><td>{{.Step}}</td><td class="n">{{.Outcomes}}</td><td class="n">{{.Done}}</td><td class="n">{{f2 .Score}}</td><td class="n">{{f2 .Mean}}</td><td class="n">{{.Wrong}}</td></tr>
 {{end}}</table>
-{{range .Steps}}{{if .WrongCases}}<h3>Wrong outcomes of {{.Template}}/{{.Step}}{{if gt .Wrong (len .WrongCases)}} (first {{len .WrongCases}} of {{.Wrong}}){{end}}</h3>
+{{range .Steps}}{{if .WrongCases}}<h3>Wrong outcomes of {{.Template}}/{{.Step}}{{if gt .Wrong (len .WrongCases)}} (first {{len .WrongCases}} of {{.Wrong}}{{if .Reopened}}; {{.Reopened}} of them reopened by the requester and redone{{end}}){{end}}</h3>
 <ul>{{range .WrongCases}}<li class="wrong-outcome" data-case="{{.Case}}" data-task="{{.Task}}"><b>{{.Task}}</b> by {{.By}}: {{.Record}} {{.ID}}, fields unmet: {{range $i, $f := .Unmet}}{{if $i}}, {{end}}{{$f}}{{end}}{{if .Summary}}<div>{{.Summary}}</div>{{end}}</li>
 {{end}}</ul>{{end}}{{end}}
 <h3>Collateral writes</h3>
