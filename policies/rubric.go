@@ -12,8 +12,14 @@ import (
 	"github.com/corpsim/corpsim/worlds"
 )
 
-// RubricVersion identifies the scoring rules; it is recorded with every score.
-const RubricVersion = "rubric/1"
+// RubricVersion identifies the scoring rules; it is recorded with every
+// score and every reward event. rubric/2 scores the outcome kinds beside
+// record fields (decisions, replies, created records, meetings), counts a
+// step its requester reopened as a wrong outcome that no longer earns,
+// and adds it all up from the outcome cards. A log recorded under
+// rubric/1 replays and is re-graded (corpsim score), its recorded rewards
+// kept beside (sim.Recorded).
+const RubricVersion = "rubric/2"
 
 // Scorecard is a team's result.
 type Scorecard struct {

@@ -49,9 +49,12 @@ type goldenCase struct {
 
 func (c goldenCase) name() string { return fmt.Sprintf("%s-%s-%d", c.world, c.agent, c.seed) }
 
-// goldenCases are every shipped world but support-desk-bench (200,000
-// tickets) with greedy and planner agents and seeds 1 and 2, and the
-// same-instant test world, where an NPC and agents decide at one instant.
+// goldenCases are the shipped worlds of format 1 with greedy and planner
+// agents and seeds 1 and 2 (support-desk-bench, 200,000 tickets, aside),
+// the same-instant test world, where an NPC and agents decide at one
+// instant, and the content worlds of format 2 — records, facts, replies,
+// decisions, reopened cases and meetings — with greedy (which gets content
+// wrong) and diligent (which asks, reads and books legitimately), seed 1.
 func goldenCases() []goldenCase {
 	var out []goldenCase
 	for _, w := range []string{"startup", "procurement", "product-launch", "support-desk", "portfolio"} {
@@ -61,7 +64,13 @@ func goldenCases() []goldenCase {
 			}
 		}
 	}
-	return append(out, goldenCase{world: "same-instant", file: "same-instant.yaml", agent: "greedy", seed: 1})
+	out = append(out, goldenCase{world: "same-instant", file: "same-instant.yaml", agent: "greedy", seed: 1})
+	for _, w := range []string{"billing-support", "access-requests", "meetings"} {
+		for _, a := range []string{"greedy", "diligent"} {
+			out = append(out, goldenCase{world: w, agent: a, seed: 1})
+		}
+	}
+	return out
 }
 
 // TestGolden runs every golden case again with today's code — in process,
@@ -166,7 +175,7 @@ func playGoldenCase(tb testing.TB, c goldenCase) []events.Event {
 	decide := func(t sim.Turn) (sim.Answer, bool) {
 		a := seats[t.Member]
 		if a == nil {
-			if a, err = agents.New(c.agent, agents.Options{Seed: c.seed, Member: t.Member}); err != nil {
+			if a, err = agents.New(c.agent, agents.Options{Seed: c.seed, Member: t.Member, World: w}); err != nil {
 				tb.Fatal(err)
 			}
 			seats[t.Member] = a
