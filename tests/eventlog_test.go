@@ -628,3 +628,32 @@ func TestResumeOfAFinishedSessionRefuses(t *testing.T) {
 		t.Fatalf("after the refused resume the session has %d events, want %d", len(after), s.Events)
 	}
 }
+
+// TestForkContentWorlds: on each content world (records and their writes,
+// facts told, decisions, replies, reopened cases, meetings booked) a fork
+// at the first event, between checkpoints and at the last event continues
+// like its parent with greedy agents — the same events, the same state
+// hash — and verifies.
+func TestForkContentWorlds(t *testing.T) {
+	for _, world := range []string{"billing-support", "access-requests", "meetings"} {
+		t.Run(world, func(t *testing.T) {
+			data := t.TempDir()
+			parent, _ := runRecordingSteps(t, app.RunOptions{World: world, Seed: 2, Agents: "greedy", Data: data, CheckpointEvery: 40})
+			want := storedEvents(t, data, parent.Session)
+			cps := checkpointSeqs(t, data, parent.Session)
+			if len(cps) < 2 {
+				t.Fatalf("want at least 2 checkpoints, got %v", cps)
+			}
+			for _, at := range []uint64{1, (cps[0] + cps[1]) / 2, parent.Events} {
+				fork := cliResult(t, "fork", parent.Session, "--at", seqArg(at), "--data", data)
+				if fork.Events != parent.Events || fork.StateHash != parent.StateHash {
+					t.Fatalf("fork at %d: %d events, state hash %s; want %d, %s", at, fork.Events, fork.StateHash, parent.Events, parent.StateHash)
+				}
+				sameEvents(t, fmt.Sprintf("fork at %d", at), storedEvents(t, data, fork.Session), want)
+				if out, errs, code := runCLI(t, "verify", fork.Session, "--data", data); code != cli.ExitOK {
+					t.Fatalf("verify of the fork at %d: exit %d\n%s%s", at, code, out, errs)
+				}
+			}
+		})
+	}
+}
