@@ -328,8 +328,8 @@ func (s *Session) outcomeSummary(ot *OutcomeTrace) string {
 		}
 	}
 	fields := slices.Sorted(maps.Keys(ot.Expected))
-	if len(wrote) == 0 {
-		parts = append(parts, ot.By+" wrote nothing")
+	if txt := fieldsText(wrote, fields); len(wrote) == 0 || txt == "" {
+		parts = append(parts, ot.By+" wrote nothing the outcome reads")
 	} else {
 		parts = append(parts, fmt.Sprintf("%s wrote %s", ot.By, fieldsText(wrote, fields)))
 	}
@@ -402,14 +402,29 @@ func (ot *OutcomeTrace) writeText(w io.Writer) {
 	if ot == nil {
 		return
 	}
-	verdict := fmt.Sprintf("%d of %d fields right (score %g)", ot.Right, ot.Fields, ot.Score)
+	unit, what := "fields", strings.TrimSpace(ot.Record+" "+ot.ID)
+	switch ot.Kind {
+	case worlds.KindDecision, worlds.KindReply:
+		what = ot.Kind
+	case worlds.KindCreate:
+		what = "create " + ot.Record
+	case policies.OutcomeMeeting:
+		unit, what = "criteria", "meeting"
+	}
+	verdict := fmt.Sprintf("%d of %d %s right (score %g)", ot.Right, ot.Fields, unit, ot.Score)
 	if ot.Wrong {
 		verdict += ", WRONG OUTCOME"
+	}
+	if len(ot.Unmet) > 0 && ot.Done {
+		verdict += "; unmet: " + strings.Join(ot.Unmet, ", ")
+	}
+	if len(ot.Redone) > 0 {
+		verdict += fmt.Sprintf("; reopened by the requester after %s", Plural(len(ot.Redone), "wrong completion"))
 	}
 	if !ot.Done {
 		verdict = "not completed"
 	}
-	fmt.Fprintf(w, "    outcome %s %s: %s\n", ot.Record, ot.ID, verdict)
+	fmt.Fprintf(w, "    outcome %s: %s\n", what, verdict)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "      wanted\t%s\n", attrsText(ot.Expected))
 	if ot.Done {
