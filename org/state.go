@@ -103,6 +103,8 @@ type State struct {
 	// verdicts are the rubric's remembered verifications of done tasks, by
 	// task order (verify_memo.go); not hashed, not in snapshots.
 	verdicts []verdict
+	// offerSets is offersFor's result, reused from call to call.
+	offerSets []*offers
 }
 
 // Member is a seat's state.
