@@ -728,6 +728,11 @@ func (s *State) applyTaskChanged(ev *events.Event) error {
 		return badEvent(ev, "task %q or interruption %d does not apply", p.Task, p.Interruption)
 	}
 	t.Effort += p.Effort
+	if t.Status == StatusDone {
+		// Its verification (effort spent) may change, and with it its
+		// dependents': the rubric verifies again.
+		s.forgetVerdicts()
+	}
 	s.wakeAbout(t, ev.Seq)
 	return nil
 }

@@ -100,6 +100,11 @@ type State struct {
 	lastTask   *Task
 	lastMember *Member
 	bulkOffers bool // index() is filing every task: sort the offer lists once at the end
+	// verdicts are the rubric's remembered verifications of done tasks, by
+	// task order (verify_memo.go); not hashed, not in snapshots.
+	verdicts []verdict
+	// offerSets is offersFor's result, reused from call to call.
+	offerSets []*offers
 }
 
 // Member is a seat's state.
@@ -309,6 +314,7 @@ func New(w *worlds.World) *State {
 
 // index rebuilds the derived indexes from the tasks.
 func (s *State) index() {
+	s.forgetVerdicts()
 	s.open = 0
 	s.held = map[string][]*Task{}
 	s.queueOpen = map[string][]*Task{}

@@ -1,7 +1,6 @@
 package org
 
 import (
-	"container/heap"
 	"fmt"
 	"slices"
 )
@@ -146,8 +145,11 @@ func deleteTask(list []*Task, t *Task, cmp func(a, b *Task) int) []*Task {
 
 // offersFor returns the offer sets of queue that member m (of role) may
 // take from, by skill: the tasks naming no skill, then each of its skills.
+//
+// The slice is the state's, reused by the next call: range over it at
+// once, do not keep it.
 func (s *State) offersFor(queue, role string, skills []string) []*offers {
-	var out []*offers
+	out := s.offerSets[:0]
 	if o := s.offers[offerKey{queue, role, ""}]; o != nil {
 		out = append(out, o)
 	}
@@ -159,54 +161,67 @@ func (s *State) offersFor(queue, role string, skills []string) []*offers {
 			out = append(out, o)
 		}
 	}
+	s.offerSets = out
 	return out
-}
-
-// taskMerge merges sorted task lists into one order, lazily: a heap of
-// the lists' fronts.
-type taskMerge struct {
-	lists [][]*Task
-	cmp   func(a, b *Task) int
-}
-
-func (m *taskMerge) Len() int           { return len(m.lists) }
-func (m *taskMerge) Less(i, j int) bool { return m.cmp(m.lists[i][0], m.lists[j][0]) < 0 }
-func (m *taskMerge) Swap(i, j int)      { m.lists[i], m.lists[j] = m.lists[j], m.lists[i] }
-func (m *taskMerge) Push(x any)         { m.lists = append(m.lists, x.([]*Task)) }
-func (m *taskMerge) Pop() any {
-	n := len(m.lists) - 1
-	x := m.lists[n]
-	m.lists = m.lists[:n]
-	return x
 }
 
 // firstTasks returns the first n tasks of the merge of sorted lists (empty
 // lists allowed) by cmp. The result may share one of the lists' arrays:
 // read it, do not change it.
+//
+// The merge is a binary heap of the lists' fronts, written out rather
+// than through container/heap: a view of a member serving a hundred queues
+// merges a hundred lists, and the interface calls were most of its cost.
+// cmp is a total order on tasks (each ends on the task's place), so the
+// tasks taken, the smallest front each time, do not depend on the heap.
 func firstTasks(lists [][]*Task, cmp func(a, b *Task) int, n int) []*Task {
 	if n <= 0 {
 		return nil
 	}
-	m := &taskMerge{cmp: cmp}
+	h := make([][]*Task, 0, len(lists))
+	total := 0
 	for _, l := range lists {
 		if len(l) > 0 {
-			m.lists = append(m.lists, l)
+			h = append(h, l)
+			total += len(l)
 		}
 	}
-	if len(m.lists) == 1 {
-		return m.lists[0][:min(n, len(m.lists[0]))]
+	switch len(h) {
+	case 0:
+		return nil
+	case 1:
+		return h[0][:min(n, len(h[0]))]
 	}
-	heap.Init(m)
-	var out []*Task
-	for len(out) < n && m.Len() > 0 {
-		l := m.lists[0]
+	down := func(i int) {
+		for {
+			c := 2*i + 1
+			if c >= len(h) {
+				return
+			}
+			if r := c + 1; r < len(h) && cmp(h[r][0], h[c][0]) < 0 {
+				c = r
+			}
+			if cmp(h[c][0], h[i][0]) >= 0 {
+				return
+			}
+			h[i], h[c] = h[c], h[i]
+			i = c
+		}
+	}
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	out := make([]*Task, 0, min(n, total))
+	for len(out) < n && len(h) > 0 {
+		l := h[0]
 		out = append(out, l[0])
 		if len(l) == 1 {
-			heap.Pop(m)
+			h[0] = h[len(h)-1]
+			h = h[:len(h)-1]
 		} else {
-			m.lists[0] = l[1:]
-			heap.Fix(m, 0)
+			h[0] = l[1:]
 		}
+		down(0)
 	}
 	return out
 }

@@ -59,9 +59,9 @@ func CaseDone(s *org.State, c *org.Case) bool {
 	if !c.Done() {
 		return false
 	}
-	v := verifier{s: s, memo: map[string]string{}}
+	v := &verifier{s: s}
 	for _, id := range c.Steps {
-		if v.verify(s.Task(id)) != "" {
+		if v.why(s.Task(id)) != "" {
 			return false
 		}
 	}
@@ -106,7 +106,7 @@ func caseBonus(s *org.State, c *org.Case, value float64) map[string]float64 {
 }
 
 // scoreCases adds the cases and their steps to a scorecard.
-func (c *Scorecard) scoreCases(s *org.State, v verifier, credit map[string]*MemberCredit) {
+func (c *Scorecard) scoreCases(s *org.State, v *verifier, credit map[string]*MemberCredit) {
 	if len(s.Cases) == 0 {
 		return
 	}

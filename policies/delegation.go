@@ -56,3 +56,16 @@ func decidedBeyondLimit(s *org.State, r *org.Request, rs *org.RequestStep) bool 
 	}
 	return false
 }
+
+// leavesFired reports whether every leave of the world that names a
+// delegate has happened: only then can decidedBeyondLimit's answers no
+// longer change (it reads which have).
+func leavesFired(s *org.State) bool {
+	for i := range s.World.Interruptions {
+		in := &s.World.Interruptions[i]
+		if in.Kind == worlds.Leave && in.Delegate != "" && (i >= len(s.Fired) || !s.Fired[i]) {
+			return false
+		}
+	}
+	return true
+}

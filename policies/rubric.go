@@ -96,41 +96,107 @@ type ProjectScore struct {
 // Verify checks a done task from the state alone. It returns "" when the
 // completion counts, else the reason it does not. A dependency must itself
 // verify: work built on a skipped or unverified step does not count.
+//
+// A verification that no later event can change is remembered beside the
+// state (org.State.RememberVerdict), so a completion checks its own task
+// and its direct dependencies' remembered results, not again the whole
+// chain of work beneath it. What is final is decided in check: see final.
 func Verify(s *org.State, t *org.Task) string {
-	if len(t.Spec.Deps) == 0 {
-		return verifier{s: s}.check(t) // nothing to remember
-	}
-	return verifier{s: s, memo: map[string]string{}}.verify(t)
-}
-
-type verifier struct {
-	s    *org.State
-	memo map[string]string
-}
-
-func (v verifier) verify(t *org.Task) string {
-	if why, ok := v.memo[t.ID]; ok {
-		return why
-	}
-	why := v.check(t)
-	v.memo[t.ID] = why
+	v := verifier{s: s}
+	why, _ := v.verify(t)
 	return why
 }
 
-func (v verifier) check(t *org.Task) string {
+// verifier verifies tasks of one state. It remembers in the state the
+// verifications that are final and, for the length of one call, in memo
+// the others (a task reached along several dependency paths is checked
+// once). fresh ignores and leaves alone what the state remembers: the
+// verification as it was before the state remembered any, which tests
+// compare with.
+type verifier struct {
+	s     *org.State
+	memo  map[*org.Task]verdict
+	fresh bool
+}
+
+// verdict is a verification and whether it is final: whether no later
+// event can change it (but one adding effort to a done task, on which the
+// state forgets every remembered verification).
+type verdict struct {
+	why   string
+	final bool
+}
+
+func (v *verifier) verify(t *org.Task) (string, bool) {
+	if !v.fresh {
+		if why, ok := v.s.Verdict(t); ok {
+			return why, true
+		}
+	}
+	if r, ok := v.memo[t]; ok {
+		return r.why, r.final
+	}
+	why, final := v.check(t)
+	switch {
+	case final && !v.fresh:
+		v.s.RememberVerdict(t, why)
+	case len(t.Spec.Deps) > 0 || v.memo != nil:
+		// Remembered for this call only: only a task reached along two
+		// paths needs it, and a task without dependencies has none.
+		if v.memo == nil {
+			v.memo = map[*org.Task]verdict{}
+		}
+		v.memo[t] = verdict{why, final}
+	}
+	return why, final
+}
+
+// why is verify's reason alone.
+func (v *verifier) why(t *org.Task) string {
+	why, _ := v.verify(t)
+	return why
+}
+
+// check verifies t and says whether the result is final. Once a task is
+// done, its status, completion (time, sequence, by whom), effort spent and
+// approval request never change, nor do members' roles, skills and the
+// world; a member's topics only grow, interruptions only fire, and an
+// approved request is never decided again. So a result is final when every
+// dependency's is, unless it is one of: not done yet; completed without
+// the information (the member may learn it later, and the state says it
+// counts then); an approval failure (the request may still be decided); a
+// pass of a purchase's approvals while a leave that delegates may still
+// fire (decidedBeyondLimit reads which have fired); any case step (its
+// separation and outcome rules read records and cases, which move). The
+// effort of a done task can still grow (a change interruption); the state
+// forgets every remembered result when it does.
+func (v *verifier) check(t *org.Task) (string, bool) {
 	s := v.s
 	if t.Status != org.StatusDone {
-		return "not done"
+		return "not done", false
 	}
+	final := t.Case == ""
 	for _, d := range t.Spec.Deps {
 		dt := s.Task(d)
 		if dt.Status != org.StatusDone || dt.DoneSeq > t.DoneSeq {
-			return fmt.Sprintf("completed before its dependency %s", d)
+			// Final as it stands: a dependency done later gets a later
+			// sequence number, and the reason reads the same.
+			return fmt.Sprintf("completed before its dependency %s", d), final
 		}
-		if why := v.verify(dt); why != "" {
-			return fmt.Sprintf("its dependency %s does not count (%s)", d, why)
+		why, depFinal := v.verify(dt)
+		final = final && depFinal
+		if why != "" {
+			return fmt.Sprintf("its dependency %s does not count (%s)", d, why), final
 		}
 	}
+	why := v.own(t, &final)
+	return why, final
+}
+
+// own is check's part about t itself once its dependencies count; it
+// clears *final when the result may still change.
+func (v *verifier) own(t *org.Task, final *bool) string {
+	s := v.s
 	if m := s.Member(t.DoneBy); m == nil || m.Role != t.Spec.Role {
 		return fmt.Sprintf("completed by %s, who does not hold role %s", t.DoneBy, t.Spec.Role)
 	}
@@ -139,6 +205,7 @@ func (v verifier) check(t *org.Task) string {
 	}
 	if in := t.Spec.Info; in != nil {
 		if m := s.Member(t.DoneBy); m == nil || !m.KnowsTopic(in.Topic) {
+			*final = false // it may learn it yet
 			return fmt.Sprintf("completed without %q from %s", in.Topic, in.From)
 		}
 	}
@@ -152,9 +219,13 @@ func (v verifier) check(t *org.Task) string {
 	}
 	steps := s.StepsFor(t)
 	if len(steps) > 0 {
+		if !leavesFired(s) {
+			*final = false
+		}
 		r := s.Request(t.Request)
 		switch {
 		case r == nil || r.Status != org.RequestApproved || r.DecidedAt > t.DoneAt:
+			*final = false // not remembered: cheap, and rare
 			return "purchase completed without an approved request"
 		case r.Task != t.ID || r.Chain != t.Spec.Chain || r.Amount < t.Spec.ApprovalAmount():
 			return fmt.Sprintf("request %s does not cover this purchase", r.ID)
@@ -203,10 +274,10 @@ func ProjectBonus(s *org.State, p *worlds.Project) float64 {
 		// project's size).
 		return 0
 	}
-	v := verifier{s: s, memo: map[string]string{}}
+	v := &verifier{s: s}
 	for _, spec := range p.Tasks {
 		t := s.Task(spec.ID)
-		if t.Status != org.StatusDone || v.verify(t) != "" {
+		if t.Status != org.StatusDone || v.why(t) != "" {
 			return 0
 		}
 		if _, onTime := Earned(s, t); !onTime {
@@ -249,7 +320,7 @@ func Score(s *org.State) Scorecard {
 	}
 	c := Scorecard{Rubric: RubricVersion, World: w.Name, Tasks: static, Violations: s.Violations,
 		Rejections: s.Rejections, Timeouts: s.Timeouts, TurnErrors: s.TurnErrors, Turns: s.Turns, Projects: []ProjectScore{}}
-	v := verifier{s: s, memo: map[string]string{}}
+	v := &verifier{s: s}
 	credit := map[string]*MemberCredit{}
 	for _, m := range s.Members {
 		credit[m.ID] = &MemberCredit{Member: m.ID, Violations: m.Violations}
@@ -351,8 +422,8 @@ func Score(s *org.State) Scorecard {
 
 // count verifies a done task: if it counts it returns what it earned,
 // else it records why not in Unverified.
-func (c *Scorecard) count(s *org.State, v verifier, t *org.Task) (val float64, onTime, ok bool) {
-	if why := v.verify(t); why != "" {
+func (c *Scorecard) count(s *org.State, v *verifier, t *org.Task) (val float64, onTime, ok bool) {
+	if why := v.why(t); why != "" {
 		c.Unverified = append(c.Unverified, t.ID+": "+why)
 		return 0, false, false
 	}
