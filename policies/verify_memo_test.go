@@ -127,6 +127,11 @@ func TestRememberedVerdictsMatchFresh(t *testing.T) {
 					got := policies.Score(e.State())
 					var want []string
 					for _, tk := range e.State().Tasks {
+						// A step its requester reopened is replaced by the
+						// task that redoes it: Score counts only the latter.
+						if c := e.State().CaseOf(tk); c != nil && !slices.Contains(c.Steps, tk.ID) {
+							continue
+						}
 						if tk.Status == org.StatusDone {
 							if why := policies.VerifyFresh(e.State(), tk); why != "" {
 								want = append(want, tk.ID+": "+why)

@@ -209,8 +209,10 @@ func TestRequesterReopens(t *testing.T) {
 		t.Errorf("unmet %v after the fix", u)
 	}
 	sc := policies.Score(st)
-	if sc.Outcome != float64(len(steps)) || sc.WrongOutcomes != 0 {
-		t.Errorf("outcome %v, wrong %d; want %d (every step of requests-1), 0", sc.Outcome, sc.WrongOutcomes, len(steps))
+	// The fixed steps earn their outcomes; their first completions, which
+	// the requester reopened, stay wrong outcomes (each card's Redone).
+	if sc.Outcome != float64(len(steps)) || sc.WrongOutcomes != len(steps) {
+		t.Errorf("outcome %v, wrong %d; want %d (every step of requests-1), %d (the reopened completions)", sc.Outcome, sc.WrongOutcomes, len(steps), len(steps))
 	}
 	if !policies.CaseDone(st, c) || policies.CaseValue(st, c) == 0 {
 		t.Errorf("the fixed case does not verify or earns nothing")
@@ -242,9 +244,11 @@ func TestReopenIsBounded(t *testing.T) {
 	if n != org.MaxReopens || !c.Done() || len(c.Unmet()) != len(c.Steps) {
 		t.Fatalf("%d reopenings, done %v, unmet %v; want %d, true, both steps", n, c.Done(), c.Unmet(), org.MaxReopens)
 	}
+	// Each step was completed wrongly twice: once before the reopening
+	// (counted in its card's Redone), once after.
 	sc := policies.Score(st)
-	if sc.Outcome != 0 || sc.WrongOutcomes != len(c.Steps) || policies.CaseDone(st, c) {
-		t.Errorf("outcome %v, wrong %d, case verifies %v; want 0, %d, false", sc.Outcome, sc.WrongOutcomes, policies.CaseDone(st, c), len(c.Steps))
+	if sc.Outcome != 0 || sc.WrongOutcomes != 2*len(c.Steps) || policies.CaseDone(st, c) {
+		t.Errorf("outcome %v, wrong %d, case verifies %v; want 0, %d, false", sc.Outcome, sc.WrongOutcomes, policies.CaseDone(st, c), 2*len(c.Steps))
 	}
 	// The requester refuses to reopen it again.
 	if rej := st.CheckReopen(st.Member("cara"), "requests-1"); rej == nil {
