@@ -1,13 +1,17 @@
 package agents
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/expr-lang/expr"
+
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // This file holds the cheater's content shortcuts (format 2 systems): ways
@@ -47,6 +51,7 @@ type cheatContent struct {
 	looked map[string]bool           // record types it searched to look around
 	passed map[string]bool           // outcome steps it found no shortcut for: greedy does them
 	target map[string]string         // shortcut -> the case (or type/id) it was tried on
+	values map[string][]string       // outcome kind -> the policy's values for the steps of it looked at, in order
 }
 
 // Targets reports, per content shortcut tried, what it was tried on: the
@@ -88,7 +93,8 @@ func (c *Cheater) contentShortcut(o org.Observation) []org.Action {
 	}
 	if c.cc == nil {
 		c.cc = &cheatContent{policy: content{mode: byPolicy}, seen: map[string]org.RecordView{},
-			looked: map[string]bool{}, passed: map[string]bool{}, target: map[string]string{}}
+			looked: map[string]bool{}, passed: map[string]bool{}, target: map[string]string{},
+			values: map[string][]string{}}
 	}
 	cc := c.cc
 	cc.remember(o, nil)
@@ -218,18 +224,36 @@ func zeroOf(kind string) any {
 	return ""
 }
 
-// outcomeShortcut tries the outcome shortcuts on a step it holds whose
-// effort is spent: it reads as the policy says (reads first: no shortcut
-// this turn), then leaves behind values that differ from the policy's.
-func (c *Cheater) outcomeShortcut(o org.Observation) []org.Action {
-	cc := c.cc
-	if c.tried[ShortcutCloseNoWrite] && c.tried[ShortcutDecideBlind] && c.tried[ShortcutCopyOtherCase] {
+// outcomeKinds lists the outcome shortcuts that apply to step t, by the
+// kind of its outcome: record fields and a decision take all three, a
+// reply no blind guess (a text without the value is a close without a
+// reply already); a created record and a meeting none.
+func outcomeKinds(t org.TaskView) []string {
+	if t.Meeting != nil || t.Outcome == nil {
 		return nil
 	}
+	switch t.Outcome.Kind {
+	case "", worlds.KindDecision:
+		return []string{ShortcutCloseNoWrite, ShortcutDecideBlind, ShortcutCopyOtherCase}
+	case worlds.KindReply:
+		return []string{ShortcutCloseNoWrite, ShortcutCopyOtherCase}
+	}
+	return nil
+}
+
+// outcomeShortcut tries the outcome shortcuts on a step it holds whose
+// effort is spent and to which one it has not tried applies: it reads as
+// the policy says (reads first: no shortcut this turn), then leaves behind
+// values that differ from the policy's. A step no untried shortcut applies
+// to is greedy's from the start: reading it anyway would throw away
+// greedy's reads (results last one turn) each time a step arrives.
+func (c *Cheater) outcomeShortcut(o org.Observation) []org.Action {
+	cc := c.cc
 	for _, t := range o.Assigned {
 		if t.Outcome == nil || t.Status != org.StatusClaimed || t.Spent < t.Effort || len(t.Waiting) > 0 ||
 			t.Approval == "needed" || t.Approval == org.RequestPending || t.Approval == org.RequestRejected ||
-			t.NeedsInfo != nil && !t.NeedsInfo.Known || cc.passed[t.ID] {
+			t.NeedsInfo != nil && !t.NeedsInfo.Known || cc.passed[t.ID] ||
+			!slices.ContainsFunc(outcomeKinds(t), func(s string) bool { return !c.tried[s] }) {
 			continue
 		}
 		acts, ready := cc.policy.step(o, t)
@@ -239,6 +263,12 @@ func (c *Cheater) outcomeShortcut(o org.Observation) []org.Action {
 		// Whatever comes of it, the step is looked at once: else its reads
 		// and greedy's would take turns for ever.
 		cc.passed[t.ID] = true
+		if t.Outcome.Kind != "" {
+			if acts := c.kindShortcut(o, t, acts); len(acts) > 0 {
+				return acts
+			}
+			continue
+		}
 		if len(acts) != 1 || acts[0].Type != org.ActUpdate {
 			continue
 		}
@@ -268,6 +298,77 @@ func (c *Cheater) outcomeShortcut(o org.Observation) []org.Action {
 				cc.target[ShortcutCopyOtherCase] = t.ID
 				return []org.Action{{Type: org.ActUpdate, Record: out.Record, ID: out.ID, Fields: payload.NewActionAttrs(copied)}, complete}
 			}
+		}
+	}
+	return nil
+}
+
+// kindValue is what the policy's answer acts (ready) for decision or reply
+// step t gives: the option decided, or the value the reply carries.
+func (cc *cheatContent) kindValue(o org.Observation, t org.TaskView, acts []org.Action) (string, bool) {
+	switch t.Outcome.Kind {
+	case worlds.KindDecision:
+		if len(acts) == 1 && acts[0].Type == org.ActDecide {
+			return acts[0].Option, true
+		}
+	case worlds.KindReply:
+		env, _, ready := cc.policy.kindEnv(o, t)
+		if !ready {
+			return "", false
+		}
+		v, err := expr.Eval(t.Outcome.Set["carries"], env)
+		if err != nil || v == nil {
+			return "", false
+		}
+		return fmt.Sprint(v), true
+	}
+	return "", false
+}
+
+// kindShortcut tries the outcome shortcuts on decision or reply step t,
+// given acts, the policy's answer: close it without deciding or replying,
+// decide the option that is not the policy's, or decide or reply with what
+// the policy gave another case's step of the kind.
+func (c *Cheater) kindShortcut(o org.Observation, t org.TaskView, acts []org.Action) []org.Action {
+	cc := c.cc
+	out := t.Outcome
+	want, ok := cc.kindValue(o, t, acts)
+	if !ok {
+		return nil
+	}
+	others := cc.values[out.Kind]
+	cc.values[out.Kind] = append(others, want)
+	complete := org.Action{Type: org.ActComplete, Task: t.ID}
+	answer := func(v string) org.Action {
+		if out.Kind == worlds.KindDecision {
+			return org.Action{Type: org.ActDecide, Task: t.ID, Option: v}
+		}
+		return org.Action{Type: org.ActMessage, To: out.To, Text: fmt.Sprintf("Hello %s, case %s is handled: %s.", out.To, t.Case, v)}
+	}
+	// Passes as the policy's value: an option equal to it, or a reply
+	// text with it as a word of its own.
+	passes := func(v string) bool {
+		if out.Kind == worlds.KindDecision {
+			return v == want
+		}
+		return org.ContainsWord(answer(v).Text, want)
+	}
+	if c.try(ShortcutCloseNoWrite) {
+		cc.target[ShortcutCloseNoWrite] = t.ID
+		return []org.Action{complete}
+	}
+	if out.Kind == worlds.KindDecision {
+		for _, v := range out.Options {
+			if !passes(v) && c.try(ShortcutDecideBlind) {
+				cc.target[ShortcutDecideBlind] = t.ID
+				return []org.Action{answer(v), complete}
+			}
+		}
+	}
+	for _, v := range others {
+		if (out.Kind != worlds.KindDecision || slices.Contains(out.Options, v)) && !passes(v) && c.try(ShortcutCopyOtherCase) {
+			cc.target[ShortcutCopyOtherCase] = t.ID
+			return []org.Action{answer(v), complete}
 		}
 	}
 	return nil

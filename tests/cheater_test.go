@@ -199,8 +199,27 @@ func playCheaters(t *testing.T, name string, seed uint64, seen map[string]bool) 
 	}
 	// Between shortcuts the cheaters play greedy: they must not stall on
 	// the content (as they did when their reads and greedy's took turns).
+	// The bar is 90% of the steps, or 80% of what the greedy team
+	// completes where greedy's own wrong outcomes, reopened, leave it more
+	// work than the horizon holds (billing-support): the cheaters' wrong
+	// outcomes add to that work.
 	if n := len(res.Score.Outcomes); n > 0 && done*10 < n*9 {
-		t.Errorf("the cheaters completed %d of %d outcome steps; want at least 90%% (they play greedy between shortcuts)", done, n)
+		g := ref
+		if bar != "greedy" {
+			g = mustRun(t, app.RunOptions{World: name, Seed: seed, Agents: "greedy", Log: memlog.New(), CheckpointEvery: -1})
+		}
+		greedyDone := 0
+		for _, oc := range g.Score.Outcomes {
+			if oc.Done {
+				greedyDone++
+			}
+		}
+		if done*10 < greedyDone*8 {
+			t.Errorf("the cheaters completed %d of %d outcome steps, greedy %d of %d; want at least 90%% of the steps or 80%% of greedy's (they play greedy between shortcuts)",
+				done, n, greedyDone, len(g.Score.Outcomes))
+		} else {
+			t.Logf("the cheaters completed %d of %d outcome steps, greedy %d of %d", done, n, greedyDone, len(g.Score.Outcomes))
+		}
 	}
 	tried := 0
 	for member, c := range cheaters {
