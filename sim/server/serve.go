@@ -362,13 +362,9 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.
 		closeAdapters = func() { lv.Close(); prev() }
 	}
 	srv, ln := httpServer(o, mux, ln, log.Named("http"))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("HTTP gateway stopped", "error", err)
-		}
-	}()
+	// Every address is printed before the first request is served (the
+	// listener is bound: connections wait in its backlog), so a script
+	// that reads them once the gateway answers finds them all.
 	fmt.Fprintf(out, "corpsim HTTP gateway on http://%s/v1\n", ln.Addr())
 	if lv != nil {
 		fmt.Fprintf(out, "corpsim live view on http://%s/live/ (open /live/?token=OPERATOR_TOKEN once)\n", ln.Addr())
@@ -382,6 +378,13 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.
 	if !o.NoOpenEnv {
 		fmt.Fprintf(out, "corpsim OpenEnv environment on http://%s/openenv (WebSocket ws://%[1]s/openenv/ws)\n", ln.Addr())
 	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("HTTP gateway stopped", "error", err)
+		}
+	}()
 	log.Info("serving HTTP", "addr", ln.Addr().String())
 	return func() {
 		closeAdapters() // ends the adapters' connections (WebSockets, MCP streams) first
