@@ -108,16 +108,16 @@ func TestOutcomeKindsRubric(t *testing.T) {
 		reply    string
 		outcome  float64
 		wrong    int
-		reopened bool
+		reopened bool // a wrong close is reopened, and this script redoes it wrongly: two wrong outcomes
 	}{
 		{"right", approve, right, "Case a-1: approved, 300 refunded.", 3, 0, false},
 		{"a later decision counts", []org.Action{{Type: org.ActDecide, Option: "deny"}, {Type: org.ActDecide, Option: "approve"}}, right, "a-1: 300", 3, 0, false},
-		{"partly right record", approve, payload.Attrs{"invoice": "inv-1", "amount": int64(30), "plan": "annual"}, "Case a-1: 300.", 2.666667, 1, true},
-		{"wrong decision", []org.Action{{Type: org.ActDecide, Option: "deny"}}, right, "Case a-1: 300.", 2, 1, true},
-		{"no decision", []org.Action{}, right, "Case a-1: 300.", 2, 1, true},
-		{"reply without the value", approve, right, "Case a-1 is done.", 2, 1, true},
-		{"reply with the value inside another number", approve, right, "Case a-1: 3000.", 2, 1, true},
-		{"reply naming no case", approve, right, "Done: 300.", 2, 1, true},
+		{"partly right record", approve, payload.Attrs{"invoice": "inv-1", "amount": int64(30), "plan": "annual"}, "Case a-1: 300.", 2.666667, 2, true},
+		{"wrong decision", []org.Action{{Type: org.ActDecide, Option: "deny"}}, right, "Case a-1: 300.", 2, 2, true},
+		{"no decision", []org.Action{}, right, "Case a-1: 300.", 2, 2, true},
+		{"reply without the value", approve, right, "Case a-1 is done.", 2, 2, true},
+		{"reply with the value inside another number", approve, right, "Case a-1: 3000.", 2, 2, true},
+		{"reply naming no case", approve, right, "Done: 300.", 2, 2, true},
 		{"unmet: the decision never completed", nil, nil, "", 0, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
