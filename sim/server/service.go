@@ -183,7 +183,11 @@ type session struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	started chan struct{}
-	once    sync.Once
+	// begun is closed once the session is resumable: at once for one in
+	// the log already or waiting for a start message, after its first
+	// durable batch for a new one (see launch).
+	begun chan struct{}
+	once  sync.Once
 
 	mu     sync.Mutex
 	paused bool
@@ -551,7 +555,7 @@ func (s *Service) launch(l launch) error {
 		return err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), meta: meta, engine: e, kinds: kinds,
+	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), begun: make(chan struct{}), meta: meta, engine: e, kinds: kinds,
 		probation: l.probation}
 	if l.paused {
 		ss.paused, ss.resume = true, make(chan struct{})
@@ -590,15 +594,36 @@ func (s *Service) launch(l launch) error {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.queueChanged()
-	if err := s.state.put(id, savedSession{Seats: l.seats, TurnTimeout: l.turnTimeout.String(), JoinTimeout: l.joinTimeout.String(), Paused: l.paused, Via: l.via,
-		Resuming: l.probation.resuming()}); err != nil {
-		log.Warn("cannot record the session for a restart; it will not be resumed automatically", "error", err)
+	// record puts the session in the state file, for a restart.
+	record := func() {
+		if err := s.state.put(id, savedSession{Seats: l.seats, TurnTimeout: l.turnTimeout.String(), JoinTimeout: l.joinTimeout.String(), Paused: l.paused, Via: l.via,
+			Resuming: l.probation.resuming()}); err != nil {
+			log.Warn("cannot record the session for a restart; it will not be resumed automatically", "error", err)
+		}
+		ss.mu.Lock()
+		paused := ss.paused // a pause may have come in before the record was made
+		ss.mu.Unlock()
+		if paused != l.paused {
+			_ = s.state.setPaused(id, paused)
+		}
 	}
-	ss.mu.Lock()
-	paused := ss.paused // a pause may have come in before the record was made
-	ss.mu.Unlock()
-	if paused != l.paused {
-		_ = s.state.setPaused(id, paused)
+	// A new session that runs without a start message begins before
+	// launch returns: its driver makes the first batch (session.started
+	// and what follows up to the first turns) durable, the session is
+	// recorded in the state file, and only then does Create hand it out.
+	// So a session Create returned is resumable however soon the process
+	// stops after it (a pause and a Close at once, or a kill): the state
+	// file never names a session whose log is empty. Its remote seats are
+	// waited for after that batch (Begun), before anyone is asked. Until
+	// it has begun, a shutdown does not cancel it (see shutdown): it stops
+	// at its first gate, interrupted after that batch. A session created
+	// with wait logs nothing until it is started (a restart before that
+	// finds it not in the log: nothing to resume); a resumed or forked one
+	// is in the log already.
+	early := l.fresh && !l.wait
+	if !early {
+		record()
+		close(ss.begun)
 	}
 	go func() {
 		defer s.wg.Done()
@@ -612,7 +637,21 @@ func (s *Service) launch(l launch) error {
 		if pr != nil && (l.wait || len(remote) > 0) {
 			pr.hold() // nothing of it runs while it waits
 		}
-		if s.waitToStart(runCtx, ss, l, remote, log) {
+		var begun func(ctx context.Context) error
+		if early {
+			begun = func(ctx context.Context) error {
+				record()
+				close(ss.begun)
+				if !s.waitToStart(ctx, ss, l, remote, log) {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					return fmt.Errorf("%w: %w", ErrShuttingDown, context.Canceled)
+				}
+				return nil
+			}
+		}
+		if early || s.waitToStart(runCtx, ss, l, remote, log) {
 			observer := s.cfg.Observer
 			if pr != nil {
 				pr.run()
@@ -620,7 +659,7 @@ func (s *Service) launch(l launch) error {
 			}
 			d := driver.New(driver.Config{Log: s.cfg.Log, Conn: s.conn, Seats: asker, Logger: s.logger, TurnTimeout: l.turnTimeout,
 				CheckpointEvery: s.cfg.CheckpointEvery, MaxEvents: s.cfg.MaxEvents, Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
-				Interest: s.cfg.Bus.Interest, Observer: observer, Replica: s.cfg.Replica})
+				Begun: begun, Interest: s.cfg.Bus.Interest, Observer: observer, Replica: s.cfg.Replica})
 			log.Info("session running", "from_seq", e.State().LastSeq, "remote_seats", len(remote))
 			m, err = s.guard(log, meta, func() (events.SessionMeta, error) {
 				if l.fresh {
@@ -668,6 +707,13 @@ func (s *Service) launch(l launch) error {
 			log.Warn("cannot update the state file", "error", err)
 		}
 	}()
+	// A session whose first batch failed has ended (failed, or
+	// interrupted by a full disk) without being recorded; Status and Wait
+	// tell how, as for any session that stops.
+	select {
+	case <-ss.begun:
+	case <-ss.done:
+	}
 	return nil
 }
 
@@ -913,7 +959,16 @@ func (s *Service) shutdown(ctx context.Context, graceful bool) error {
 		}
 		s.mu.Lock()
 		for _, ss := range s.sessions {
-			ss.cancel()
+			// Not before it has begun: a new session's first batch is
+			// made durable (and the session recorded) whatever happens,
+			// so that the session its Create returns can be resumed.
+			go func() {
+				select {
+				case <-ss.begun:
+				case <-ss.done:
+				}
+				ss.cancel()
+			}()
 		}
 		s.mu.Unlock()
 		<-all
