@@ -379,6 +379,9 @@ func tooMany(running, limit int) error {
 // Create makes a session and starts running it in the background: at once
 // if every seat is built in, once its remote seats are subscribed (or the
 // join timeout passes) otherwise, or on a start control message with Wait.
+// Unless created with Wait, the session has begun when Create returns: its
+// first batch (session.started first) is durable and it is in the state
+// file, so a restarted service resumes it however soon this one stops.
 func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.CreateReply, error) {
 	s.mu.Lock()
 	running := s.runningLocked()
@@ -867,7 +870,10 @@ func (s *Service) handleControl(ss *session, msg *nats.Msg) {
 			reply.Error = fmt.Sprintf("unknown op %q (expected start, pause, stop or status)", req.Op)
 		}
 	}
-	st := s.Status(ss.id)
+	// ss itself, not the service's table: the control subject answers
+	// from before the session is registered in it (see launch), as a
+	// session adopted by a worker does the moment its lease is taken.
+	st := s.status(ss)
 	st.Error = reply.Error + st.Error
 	b, _ := json.Marshal(st)
 	_ = msg.Respond(b)
@@ -883,6 +889,13 @@ func (s *Service) Status(id string) wire.ControlReply {
 		r.Error = "no such session"
 		return r
 	}
+	return s.status(ss)
+}
+
+// status reports where session ss stands.
+func (s *Service) status(ss *session) wire.ControlReply {
+	id := ss.id
+	r := wire.ControlReply{Session: id}
 	meta, err := s.cfg.Log.Session(context.Background(), id)
 	if err == nil {
 		r.Status = string(meta.Status)
