@@ -49,6 +49,13 @@ type Config struct {
 	// Gate, if set, is called before each step; it may block (a paused
 	// session) and its error ends the run as if ctx were cancelled.
 	Gate func(ctx context.Context) error
+	// Begun, if set, is called by Run once, when the session's first batch
+	// (session.started and what the engine made up to its first turns) is
+	// durable and published, before any member is asked; it may block (a
+	// session waiting for its seats) and its error ends the run as the
+	// Gate's does. A caller that must not hand out a session before it can
+	// be resumed waits for it. Continue does not call it.
+	Begun func(ctx context.Context) error
 	// CheckpointEvery takes a checkpoint whenever the log passes a multiple
 	// of this many events; negative means never. 0 means the default: at
 	// least DefaultCheckpointEvery events apart, and further apart when the
@@ -211,7 +218,7 @@ func (d *Driver) Run(ctx context.Context, meta events.SessionMeta, e *sim.Engine
 		return meta, fmt.Errorf("driver: %w", err)
 	}
 	e.Start()
-	return d.loop(ctx, meta, e, 0)
+	return d.loop(ctx, meta, e, 0, d.cfg.Begun)
 }
 
 // Continue runs an existing session from where e stands — e was rebuilt from
@@ -228,7 +235,7 @@ func (d *Driver) Continue(ctx context.Context, meta events.SessionMeta, e *sim.E
 	// events (an NPC due alone decides at once) that are not yet stored.
 	last := e.State().LastSeq
 	e.Resume()
-	return d.loop(ctx, meta, e, last)
+	return d.loop(ctx, meta, e, last, nil)
 }
 
 // budget gives e the configured budget of events, if any.
@@ -242,7 +249,9 @@ func (d *Driver) budget(e *sim.Engine) error {
 	return nil
 }
 
-func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engine, last uint64) (events.SessionMeta, error) {
+// loop runs e from last to its end; begun, if not nil, is called once the
+// first batch has landed (see Config.Begun).
+func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engine, last uint64, begun func(context.Context) error) (events.SessionMeta, error) {
 	log := d.logger.With("session", meta.ID)
 	subject := wire.EventsSubject(meta.ID)
 	fail := func(err error) (events.SessionMeta, error) {
@@ -373,10 +382,19 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			inflight = f
 		}
 		e.Advance()
-		if rd.Done || len(rd.Turns) > 0 {
+		if rd.Done || len(rd.Turns) > 0 || (begun != nil && inflight != nil) {
+			// Landing the first batch at once when begun waits for it
+			// changes when it is published, not what is logged: the
+			// batches and checkpoints were cut above.
 			if err := land(); err != nil {
 				return failLanding(err)
 			}
+		}
+		if begun != nil && inflight == nil && last > 0 {
+			if err := begun(ctx); err != nil {
+				return failLanding(err)
+			}
+			begun = nil
 		}
 		if rd.Done {
 			break

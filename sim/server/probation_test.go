@@ -35,8 +35,9 @@ func readState(tb testing.TB, path string) savedState {
 }
 
 // savedSessions makes n sessions on a service with a state file and stops
-// the service while they run (each paused after its first batch, so that
-// each is in the log and in the state file); it returns their IDs.
+// the service while they run (each paused once Create returned it, when
+// its first batch is durable: each is in the log and in the state file);
+// it returns their IDs.
 func savedSessions(t *testing.T, ctx context.Context, log events.Log, bus *natsserver.Server, stateFile string, n int) []string {
 	t.Helper()
 	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger(), StateFile: stateFile})

@@ -183,7 +183,11 @@ type session struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	started chan struct{}
-	once    sync.Once
+	// begun is closed once the session is resumable: at once for one in
+	// the log already or waiting for a start message, after its first
+	// durable batch for a new one (see launch).
+	begun chan struct{}
+	once  sync.Once
 
 	mu     sync.Mutex
 	paused bool
@@ -375,6 +379,9 @@ func tooMany(running, limit int) error {
 // Create makes a session and starts running it in the background: at once
 // if every seat is built in, once its remote seats are subscribed (or the
 // join timeout passes) otherwise, or on a start control message with Wait.
+// Unless created with Wait, the session has begun when Create returns: its
+// first batch (session.started first) is durable and it is in the state
+// file, so a restarted service resumes it however soon this one stops.
 func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.CreateReply, error) {
 	s.mu.Lock()
 	running := s.runningLocked()
@@ -551,7 +558,7 @@ func (s *Service) launch(l launch) error {
 		return err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), meta: meta, engine: e, kinds: kinds,
+	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), begun: make(chan struct{}), meta: meta, engine: e, kinds: kinds,
 		probation: l.probation}
 	if l.paused {
 		ss.paused, ss.resume = true, make(chan struct{})
@@ -590,15 +597,36 @@ func (s *Service) launch(l launch) error {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.queueChanged()
-	if err := s.state.put(id, savedSession{Seats: l.seats, TurnTimeout: l.turnTimeout.String(), JoinTimeout: l.joinTimeout.String(), Paused: l.paused, Via: l.via,
-		Resuming: l.probation.resuming()}); err != nil {
-		log.Warn("cannot record the session for a restart; it will not be resumed automatically", "error", err)
+	// record puts the session in the state file, for a restart.
+	record := func() {
+		if err := s.state.put(id, savedSession{Seats: l.seats, TurnTimeout: l.turnTimeout.String(), JoinTimeout: l.joinTimeout.String(), Paused: l.paused, Via: l.via,
+			Resuming: l.probation.resuming()}); err != nil {
+			log.Warn("cannot record the session for a restart; it will not be resumed automatically", "error", err)
+		}
+		ss.mu.Lock()
+		paused := ss.paused // a pause may have come in before the record was made
+		ss.mu.Unlock()
+		if paused != l.paused {
+			_ = s.state.setPaused(id, paused)
+		}
 	}
-	ss.mu.Lock()
-	paused := ss.paused // a pause may have come in before the record was made
-	ss.mu.Unlock()
-	if paused != l.paused {
-		_ = s.state.setPaused(id, paused)
+	// A new session that runs without a start message begins before
+	// launch returns: its driver makes the first batch (session.started
+	// and what follows up to the first turns) durable, the session is
+	// recorded in the state file, and only then does Create hand it out.
+	// So a session Create returned is resumable however soon the process
+	// stops after it (a pause and a Close at once, or a kill): the state
+	// file never names a session whose log is empty. Its remote seats are
+	// waited for after that batch (Begun), before anyone is asked. Until
+	// it has begun, a shutdown does not cancel it (see shutdown): it stops
+	// at its first gate, interrupted after that batch. A session created
+	// with wait logs nothing until it is started (a restart before that
+	// finds it not in the log: nothing to resume); a resumed or forked one
+	// is in the log already.
+	early := l.fresh && !l.wait
+	if !early {
+		record()
+		close(ss.begun)
 	}
 	go func() {
 		defer s.wg.Done()
@@ -612,7 +640,21 @@ func (s *Service) launch(l launch) error {
 		if pr != nil && (l.wait || len(remote) > 0) {
 			pr.hold() // nothing of it runs while it waits
 		}
-		if s.waitToStart(runCtx, ss, l, remote, log) {
+		var begun func(ctx context.Context) error
+		if early {
+			begun = func(ctx context.Context) error {
+				record()
+				close(ss.begun)
+				if !s.waitToStart(ctx, ss, l, remote, log) {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					return fmt.Errorf("%w: %w", ErrShuttingDown, context.Canceled)
+				}
+				return nil
+			}
+		}
+		if early || s.waitToStart(runCtx, ss, l, remote, log) {
 			observer := s.cfg.Observer
 			if pr != nil {
 				pr.run()
@@ -620,7 +662,7 @@ func (s *Service) launch(l launch) error {
 			}
 			d := driver.New(driver.Config{Log: s.cfg.Log, Conn: s.conn, Seats: asker, Logger: s.logger, TurnTimeout: l.turnTimeout,
 				CheckpointEvery: s.cfg.CheckpointEvery, MaxEvents: s.cfg.MaxEvents, Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
-				Interest: s.cfg.Bus.Interest, Observer: observer, Replica: s.cfg.Replica})
+				Begun: begun, Interest: s.cfg.Bus.Interest, Observer: observer, Replica: s.cfg.Replica})
 			log.Info("session running", "from_seq", e.State().LastSeq, "remote_seats", len(remote))
 			m, err = s.guard(log, meta, func() (events.SessionMeta, error) {
 				if l.fresh {
@@ -668,6 +710,13 @@ func (s *Service) launch(l launch) error {
 			log.Warn("cannot update the state file", "error", err)
 		}
 	}()
+	// A session whose first batch failed has ended (failed, or
+	// interrupted by a full disk) without being recorded; Status and Wait
+	// tell how, as for any session that stops.
+	select {
+	case <-ss.begun:
+	case <-ss.done:
+	}
 	return nil
 }
 
@@ -821,7 +870,10 @@ func (s *Service) handleControl(ss *session, msg *nats.Msg) {
 			reply.Error = fmt.Sprintf("unknown op %q (expected start, pause, stop or status)", req.Op)
 		}
 	}
-	st := s.Status(ss.id)
+	// ss itself, not the service's table: the control subject answers
+	// from before the session is registered in it (see launch), as a
+	// session adopted by a worker does the moment its lease is taken.
+	st := s.status(ss)
 	st.Error = reply.Error + st.Error
 	b, _ := json.Marshal(st)
 	_ = msg.Respond(b)
@@ -837,6 +889,13 @@ func (s *Service) Status(id string) wire.ControlReply {
 		r.Error = "no such session"
 		return r
 	}
+	return s.status(ss)
+}
+
+// status reports where session ss stands.
+func (s *Service) status(ss *session) wire.ControlReply {
+	id := ss.id
+	r := wire.ControlReply{Session: id}
 	meta, err := s.cfg.Log.Session(context.Background(), id)
 	if err == nil {
 		r.Status = string(meta.Status)
@@ -913,7 +972,16 @@ func (s *Service) shutdown(ctx context.Context, graceful bool) error {
 		}
 		s.mu.Lock()
 		for _, ss := range s.sessions {
-			ss.cancel()
+			// Not before it has begun: a new session's first batch is
+			// made durable (and the session recorded) whatever happens,
+			// so that the session its Create returns can be resumed.
+			go func() {
+				select {
+				case <-ss.begun:
+				case <-ss.done:
+				}
+				ss.cancel()
+			}()
 		}
 		s.mu.Unlock()
 		<-all
