@@ -65,10 +65,12 @@ func startHTTPServe(t *testing.T, args ...string) *httpServe {
 			<-s.exited
 		}
 	})
+	// Up when the gateway answers and its address lines (printed in one
+	// write before it serves) have come through the pipe.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if resp, err := http.Get(s.base + "/v1/health"); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK && strings.Contains(s.stdout.String(), "corpsim HTTP gateway on") {
 				break
 			}
 		}

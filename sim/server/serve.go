@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -362,21 +363,25 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.
 		closeAdapters = func() { lv.Close(); prev() }
 	}
 	srv, ln := httpServer(o, mux, ln, log.Named("http"))
-	// Every address is printed before the first request is served (the
-	// listener is bound: connections wait in its backlog), so a script
-	// that reads them once the gateway answers finds them all.
-	fmt.Fprintf(out, "corpsim HTTP gateway on http://%s/v1\n", ln.Addr())
+	// Every address is printed, in one write, before the first request is
+	// served (the listener is bound: connections wait in its backlog), so
+	// a script that reads them once the gateway answers finds them all.
+	var addrs bytes.Buffer
+	fmt.Fprintf(&addrs, "corpsim HTTP gateway on http://%s/v1\n", ln.Addr())
 	if lv != nil {
-		fmt.Fprintf(out, "corpsim live view on http://%s/live/ (open /live/?token=OPERATOR_TOKEN once)\n", ln.Addr())
+		fmt.Fprintf(&addrs, "corpsim live view on http://%s/live/ (open /live/?token=OPERATOR_TOKEN once)\n", ln.Addr())
 	}
 	if !o.NoMCP {
-		fmt.Fprintf(out, "corpsim MCP server on http://%s%s (a seat token as the bearer token picks the seat)\n", ln.Addr(), mcpseat.Path)
+		fmt.Fprintf(&addrs, "corpsim MCP server on http://%s%s (a seat token as the bearer token picks the seat)\n", ln.Addr(), mcpseat.Path)
 	}
 	if !o.NoNemo {
-		fmt.Fprintf(out, "corpsim NeMo Gym resources server on http://%s/nemo\n", ln.Addr())
+		fmt.Fprintf(&addrs, "corpsim NeMo Gym resources server on http://%s/nemo\n", ln.Addr())
 	}
 	if !o.NoOpenEnv {
-		fmt.Fprintf(out, "corpsim OpenEnv environment on http://%s/openenv (WebSocket ws://%[1]s/openenv/ws)\n", ln.Addr())
+		fmt.Fprintf(&addrs, "corpsim OpenEnv environment on http://%s/openenv (WebSocket ws://%[1]s/openenv/ws)\n", ln.Addr())
+	}
+	if _, err := out.Write(addrs.Bytes()); err != nil {
+		log.Warn("cannot print the addresses", "error", err)
 	}
 	done := make(chan struct{})
 	go func() {
