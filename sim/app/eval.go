@@ -215,12 +215,14 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 	n := float64(len(cards))
 	res.Mean = sum / n
 	if len(w.Systems) > 0 {
+		// Sums first, divided once: 7.6, not 7.6000000000000005.
 		var om, ox float64
 		for _, c := range cards {
-			om += c.Outcome / n
-			ox += c.OutcomeMax / n
+			om += c.Outcome
+			ox += c.OutcomeMax
 			res.OutcomeScores = append(res.OutcomeScores, c.Outcome)
 		}
+		om, ox = om/n, ox/n
 		res.OutcomeMean, res.OutcomeMax = &om, &ox
 	}
 	res.Min, res.Max = res.Scores[0], res.Scores[0]
