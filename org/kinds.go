@@ -2,6 +2,7 @@ package org
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -138,17 +139,33 @@ func (s *State) applyCaseDecided(ev *events.Event) error {
 func (c *Case) Unmet() []string {
 	var out []string
 	for _, o := range c.Outcomes {
-		if !o.Done || slices.Contains(out, o.Step) {
-			continue
-		}
-		for k, want := range o.Fields { // order: a disjunction
-			if !SameValue(o.AtDone[k], want) {
+		if !slices.Contains(out, o.Step) {
+			if _, _, ok := c.UnmetField(o.Step); ok {
 				out = append(out, o.Step)
-				break
 			}
 		}
 	}
 	return out
+}
+
+// UnmetField returns the first completed outcome of step (in declaration
+// order) with a field (in name order) that did not hold its expected
+// value at completion; ok is false when the step's outcomes were met or
+// are not completed. It is the one rule of an unmet outcome: the
+// requester reopens by it (Unmet) and the rubric refuses the step by it.
+func (c *Case) UnmetField(step string) (o *CaseOutcome, field string, ok bool) {
+	for i := range c.Outcomes {
+		o := &c.Outcomes[i]
+		if o.Step != step || !o.Done {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(o.Fields)) {
+			if !SameValue(o.AtDone[k], o.Fields[k]) {
+				return o, k, true
+			}
+		}
+	}
+	return nil, "", false
 }
 
 // CheckReopen reports whether m may reopen case id: m is its requester,

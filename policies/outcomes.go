@@ -2,8 +2,6 @@ package policies
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
@@ -33,15 +31,8 @@ func outcomeUnmet(s *org.State, t *org.Task) string {
 	if why := meetingUnmet(s, t); why != "" { // meetings.go
 		return why
 	}
-	for _, o := range c.Outcomes {
-		if o.Step != t.Spec.Step || !o.Done {
-			continue
-		}
-		for _, k := range slices.Sorted(maps.Keys(o.Fields)) {
-			if !org.SameValue(o.AtDone[k], o.Fields[k]) {
-				return fmt.Sprintf("wrong outcome: %s %s was %v at completion, want %v", outcomeName(&o), k, jsonText(o.AtDone[k]), jsonText(o.Fields[k]))
-			}
-		}
+	if o, k, ok := c.UnmetField(t.Spec.Step); ok {
+		return fmt.Sprintf("wrong outcome: %s %s was %v at completion, want %v", outcomeName(o), k, jsonText(o.AtDone[k]), jsonText(o.Fields[k]))
 	}
 	return ""
 }
@@ -53,17 +44,12 @@ func jsonText(x any) string {
 	return fmt.Sprint(x)
 }
 
-// OutcomeScore is the outcome score of a state: the sum over the outcomes
-// of the cases opened (record fields, decisions, replies, created records
-// and meetings: their cards, outcomes_card.go) of each one's share right at
+// scoreCards is the outcome score of the cards of a state (OutcomeCards):
+// the sum over the outcomes of the cases opened (record fields, decisions,
+// replies, created records and meetings) of each one's share right at
 // completion and at the end; max is how many outcomes there are; wrong
 // counts the steps completed with their outcome unmet, those a requester
 // reopened included.
-func OutcomeScore(s *org.State) (score, max float64, wrong int) {
-	score, max, wrong = scoreCards(OutcomeCards(s))
-	return score, max, wrong
-}
-
 func scoreCards(cards []OutcomeCard) (score, max float64, wrong int) {
 	for _, c := range cards {
 		max++

@@ -11,7 +11,7 @@ import (
 // outcome of every case opened — record fields, a decision, a reply, a
 // created record or a meeting — beside the process score, so that a
 // scorecard says which case's which step left what behind. The cards are
-// the outcome score: OutcomeScore adds them up.
+// the outcome score: scoreCards adds them up.
 
 // OutcomeMeeting is the kind of a meeting's card (the other kinds are
 // worlds.KindDecision, KindReply and KindCreate; "" is record fields).
@@ -45,7 +45,7 @@ type OutcomeCard struct {
 	// it unmet), oldest first.
 	Redone []Completion `json:"redone,omitempty"`
 
-	raw float64 // Score before rounding, which OutcomeScore adds up
+	raw float64 // Score before rounding, which scoreCards adds up
 }
 
 // Completion is a step's task and who completed it.
@@ -56,8 +56,8 @@ type Completion struct {
 
 // OutcomeCards lists the outcomes of the cases opened, in the order the
 // cases opened, their outcomes declared, then their meetings. Their
-// scores add up to OutcomeScore's and their Wrong ones to its wrong
-// outcomes.
+// scores add up to the scorecard's outcome and their Wrong ones (with
+// each card's Redone) to its wrong outcomes.
 func OutcomeCards(s *org.State) []OutcomeCard {
 	var out []OutcomeCard
 	for _, c := range s.Cases {
