@@ -130,6 +130,10 @@ func (s *State) apply(ev *events.Event) error {
 		return s.applyWorkFinished(ev)
 	case payload.EvTaskCompleted:
 		return s.applyTaskCompleted(ev)
+	case payload.EvTicketServed:
+		return s.applyTicketServed(ev)
+	case payload.EvTicketResolved:
+		return s.applyTicketResolved(ev)
 	case payload.EvApprovalRequested:
 		return s.applyApprovalRequested(ev)
 	case payload.EvApprovalGranted, payload.EvApprovalRejected:
@@ -315,6 +319,16 @@ func (s *State) applyMemberWaiting(ev *events.Event) error {
 	if rej := checkWaitUntil(p.Until, clock.Time(ev.Time)); rej != nil {
 		return refused(ev, rej)
 	}
+	if p.Seen > 0 {
+		// A simulated colleague waiting without a turn (format 3).
+		if !m.NPC {
+			return badEvent(ev, "%s is not a simulated colleague: its waits follow its turn", m.ID)
+		}
+		if p.Seen >= ev.Seq {
+			return badEvent(ev, "seen %d is not before the event", p.Seen)
+		}
+		m.Seen = p.Seen
+	}
 	if p.Until > 0 {
 		s.busy(m, p.Until)
 	} else {
@@ -368,6 +382,10 @@ func (s *State) applyTaskClaimed(ev *events.Event) error {
 	if err != nil {
 		return err
 	}
+	return s.claim(ev, m, t, p.BusyUntil)
+}
+
+func (s *State) claim(ev *events.Event, m *Member, t *Task, busyUntil clock.Time) error {
 	if rej := s.CheckClaim(m, t, clock.Time(ev.Time)); rej != nil {
 		return refused(ev, rej)
 	}
@@ -379,7 +397,7 @@ func (s *State) applyTaskClaimed(ev *events.Event) error {
 	m.Holding++
 	s.held[m.ID] = append(s.held[m.ID], t)
 	s.claimed[t.Queue]++
-	s.busy(m, p.BusyUntil)
+	s.busy(m, busyUntil)
 	if s.Dispatch != nil {
 		s.Dispatch.newRound(m.Role, ev.Seq) // work was taken: a new round
 	}
@@ -395,14 +413,18 @@ func (s *State) applyWorkStarted(ev *events.Event) error {
 	if err != nil {
 		return err
 	}
+	return s.startWork(ev, m, t, p.Work, p.Until)
+}
+
+func (s *State) startWork(ev *events.Event, m *Member, t *Task, work clock.Duration, until clock.Time) error {
 	if rej := s.CheckWork(m, t, clock.Time(ev.Time)); rej != nil {
 		return refused(ev, rej)
 	}
-	if p.Work <= 0 || p.Work > t.Effort-t.Spent {
-		return badEvent(ev, "work %s on task %q is not within the %s of effort left", p.Work, t.ID, t.Effort-t.Spent)
+	if work <= 0 || work > t.Effort-t.Spent {
+		return badEvent(ev, "work %s on task %q is not within the %s of effort left", work, t.ID, t.Effort-t.Spent)
 	}
-	t.Status, t.WorkUntil, t.Stint = StatusInProgress, p.Until, p.Work
-	s.busy(m, p.Until)
+	t.Status, t.WorkUntil, t.Stint = StatusInProgress, until, work
+	s.busy(m, until)
 	return nil
 }
 
@@ -411,23 +433,41 @@ func (s *State) applyWorkFinished(ev *events.Event) error {
 	if err != nil {
 		return err
 	}
-	t := s.tasks[p.Task]
+	return s.finishWork(ev, p.Task, p.Work)
+}
+
+func (s *State) finishWork(ev *events.Event, task string, work clock.Duration) error {
+	t := s.tasks[task]
 	if t == nil || t.Status != StatusInProgress {
-		return badEvent(ev, "task %q is not in progress", p.Task)
+		return badEvent(ev, "task %q is not in progress", task)
 	}
-	if p.Work != t.Stint {
-		return badEvent(ev, "work %s does not match the stint %s", p.Work, t.Stint)
+	if work != t.Stint {
+		return badEvent(ev, "work %s does not match the stint %s", work, t.Stint)
 	}
 	t.Status, t.WorkUntil, t.Stint = StatusClaimed, 0, 0
-	t.Spent += p.Work
-	if w := s.members[t.Assignee]; w != nil {
-		if r, ok := s.World.Role(w.Role); ok && r.Rate > 0 {
-			if b := s.budgets[w.Team]; b != nil {
-				b.Spent += r.Rate * int64(p.Work) / int64(clock.Hour)
-			}
-		}
+	t.Spent += work
+	if b, cost := s.workCost(t, work); b != nil {
+		b.Spent += cost
 	}
 	return nil
+}
+
+// workCost is what work on t costs its assignee's team, and that team's
+// budget (nil when it has none, or the role is not paid by the hour).
+func (s *State) workCost(t *Task, work clock.Duration) (*Budget, int64) {
+	w := s.members[t.Assignee]
+	if w == nil {
+		return nil, 0
+	}
+	r, ok := s.World.Role(w.Role)
+	if !ok || r.Rate <= 0 {
+		return nil, 0
+	}
+	b := s.budgets[w.Team]
+	if b == nil {
+		return nil, 0
+	}
+	return b, r.Rate * int64(work) / int64(clock.Hour)
 }
 
 func (s *State) applyTaskCompleted(ev *events.Event) error {
@@ -439,6 +479,10 @@ func (s *State) applyTaskCompleted(ev *events.Event) error {
 	if err != nil {
 		return err
 	}
+	return s.complete(ev, m, t, p.BusyUntil)
+}
+
+func (s *State) complete(ev *events.Event, m *Member, t *Task, busyUntil clock.Time) error {
 	if rej := s.CheckComplete(m, t); rej != nil {
 		return refused(ev, rej)
 	}
@@ -461,13 +505,68 @@ func (s *State) applyTaskCompleted(ev *events.Event) error {
 			b.Spent += t.Spec.Purchase
 		}
 	}
-	s.busy(m, p.BusyUntil)
+	s.busy(m, busyUntil)
 	if t.Case != "" {
 		s.stepDone(t, clock.Time(ev.Time), ev.Seq)
 	}
 	// Whoever could take a task this one unblocked wants to hear of it.
 	s.wakeForReady(t, ev.Seq)
 	return nil
+}
+
+// applyTicketServed is a simulated colleague's claim of a ticket and the
+// start of its work on it, without a turn (format 3): what task.claimed
+// and work.started apply, in that order, and the turn's seen.
+func (s *State) applyTicketServed(ev *events.Event) error {
+	p, err := decode[payload.TicketServed](s, ev)
+	if err != nil {
+		return err
+	}
+	m, t, err := s.npcAndTask(ev, p.Task)
+	if err != nil {
+		return err
+	}
+	if p.Seen >= ev.Seq {
+		return badEvent(ev, "seen %d is not before the event", p.Seen)
+	}
+	m.Seen = p.Seen
+	if err := s.claim(ev, m, t, clock.Time(ev.Time)); err != nil {
+		return err
+	}
+	return s.startWork(ev, m, t, p.Work, p.Until)
+}
+
+// applyTicketResolved is the end of a simulated colleague's last stint on
+// a ticket with the ticket done (format 3): what work.finished and
+// task.completed apply, in that order.
+func (s *State) applyTicketResolved(ev *events.Event) error {
+	p, err := decode[payload.TicketResolved](s, ev)
+	if err != nil {
+		return err
+	}
+	m, t, err := s.npcAndTask(ev, p.Task)
+	if err != nil {
+		return err
+	}
+	if t.Assignee != m.ID {
+		return badEvent(ev, "%s does not hold task %q", m.ID, t.ID)
+	}
+	if err := s.finishWork(ev, t.ID, p.Work); err != nil {
+		return err
+	}
+	return s.complete(ev, m, t, clock.Time(ev.Time))
+}
+
+// npcAndTask is actorAndTask for the events only a simulated colleague makes.
+func (s *State) npcAndTask(ev *events.Event, id string) (*Member, *Task, error) {
+	m, t, err := s.actorAndTask(ev, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !m.NPC {
+		return nil, nil, badEvent(ev, "%s is not a simulated colleague: %s is recorded as its turn's actions", m.ID, ev.Type)
+	}
+	return m, t, nil
 }
 
 func (s *State) applyApprovalRequested(ev *events.Event) error {
@@ -828,4 +927,23 @@ func (s *State) applyApprovalEscalated(ev *events.Event) error {
 		s.busy(m, p.BusyUntil)
 	}
 	return nil
+}
+
+// AsIfFinished calls fn with the state as work.finished would leave it for
+// task t, which is in progress, and then puts t (and its team's budget)
+// back as they were. The engine asks it the checks of a completion that
+// the same event would make (ticket.resolved), which run on the state
+// after the work. fn must only read the state.
+func (s *State) AsIfFinished(t *Task, fn func()) {
+	status, until, stint, spent := t.Status, t.WorkUntil, t.Stint, t.Spent
+	b, cost := s.workCost(t, stint)
+	t.Status, t.WorkUntil, t.Stint, t.Spent = StatusClaimed, 0, 0, spent+stint
+	if b != nil {
+		b.Spent += cost
+	}
+	fn()
+	t.Status, t.WorkUntil, t.Stint, t.Spent = status, until, stint, spent
+	if b != nil {
+		b.Spent -= cost
+	}
 }

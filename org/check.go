@@ -158,6 +158,16 @@ func (s *State) CheckClaim(m *Member, t *Task, now clock.Time) *Rejection {
 	return s.queueUp(t, now)
 }
 
+// CheckServe reports whether m may claim task t and start work on it at
+// now, in one event (ticket.served): CheckClaim, and then CheckWork of the
+// claimed task.
+func (s *State) CheckServe(m *Member, t *Task, now clock.Time) *Rejection {
+	if rej := s.CheckClaim(m, t, now); rej != nil {
+		return rej
+	}
+	return s.workable(t, now)
+}
+
 // CheckWork reports whether m may start work on task t at now: m holds it,
 // is not already working on it, effort is left and its queue is not down.
 func (s *State) CheckWork(m *Member, t *Task, now clock.Time) *Rejection {

@@ -46,6 +46,24 @@ func Delta(s *org.State, ev events.Event, typed any) Credit {
 func AddDelta(acc *Credit, s *org.State, ev events.Event, typed any) {
 	switch ev.Type {
 	case payload.EvTaskCompleted, payload.EvWorkFinished, payload.EvActionRejected, payload.EvSLABreached:
+	case payload.EvTicketResolved:
+		// work.finished's and task.completed's, of a ticket outside any
+		// project or case (the only ones the engine resolves so).
+		p, err := payload.As[payload.TicketResolved](&ev, typed)
+		if err != nil {
+			return
+		}
+		acc.Team += workDelta(s, p.Task, p.Work)
+		if c, member, val, ok := completedDelta(s, p.Task); ok {
+			acc.Team += c.Team
+			if member != "" {
+				if acc.Members == nil {
+					acc.Members = map[string]float64{}
+				}
+				acc.Members[member] += val
+			}
+		}
+		return
 	case payload.EvRecordWritten:
 		acc.Team += collateralDelta(s, ev, typed)
 		return
@@ -53,7 +71,11 @@ func AddDelta(acc *Credit, s *org.State, ev events.Event, typed any) {
 		return // changes no score
 	}
 	if ev.Type == payload.EvTaskCompleted {
-		if c, member, val, ok := completedDelta(s, ev, typed); ok {
+		p, err := payload.As[payload.TaskCompleted](&ev, typed)
+		if err != nil {
+			return
+		}
+		if c, member, val, ok := completedDelta(s, p.Task); ok {
 			acc.Team += c.Team
 			if len(c.Members) > 0 {
 				acc.Add(Credit{Members: c.Members})
@@ -72,12 +94,8 @@ func AddDelta(acc *Credit, s *org.State, ev events.Event, typed any) {
 // completedDelta is Delta of a task.completed without a project bonus:
 // the team's change, and the one member credited with val (no map made).
 // ok is false when the event needs the general path.
-func completedDelta(s *org.State, ev events.Event, typed any) (c Credit, member string, val float64, ok bool) {
-	p, err := payload.As[payload.TaskCompleted](&ev, typed)
-	if err != nil {
-		return c, "", 0, true
-	}
-	t := s.Task(p.Task)
+func completedDelta(s *org.State, task string) (c Credit, member string, val float64, ok bool) {
+	t := s.Task(task)
 	if t == nil {
 		return c, "", 0, true
 	}
@@ -156,17 +174,7 @@ func delta(s *org.State, ev events.Event, typed any) Credit {
 		if err != nil {
 			return c
 		}
-		t := s.Task(p.Task)
-		if t == nil {
-			return c
-		}
-		if m := s.Member(t.Assignee); m != nil {
-			if r, ok := w.Role(m.Role); ok && r.Rate > 0 {
-				if b := s.Budget(m.Team); b != nil {
-					c.Team -= overrunCost(s, b, r.Rate*int64(p.Work)/int64(clock.Hour))
-				}
-			}
-		}
+		c.Team += workDelta(s, p.Task, p.Work)
 	case payload.EvActionRejected:
 		if p, err := payload.As[payload.ActionRejected](&ev, typed); err == nil && p.Kind == org.KindPolicy {
 			c.Team -= w.Scoring.ViolationPenalty
@@ -175,6 +183,24 @@ func delta(s *org.State, ev events.Event, typed any) Credit {
 		c.Team -= w.Scoring.SLAPenalty
 	}
 	return c
+}
+
+// workDelta is the change of the team's score that work on task costs:
+// the part of its assignee's pay beyond its team's budget (the assignee's
+// team's Spent already includes it).
+func workDelta(s *org.State, task string, work clock.Duration) float64 {
+	t := s.Task(task)
+	if t == nil {
+		return 0
+	}
+	if m := s.Member(t.Assignee); m != nil {
+		if r, ok := s.World.Role(m.Role); ok && r.Rate > 0 {
+			if b := s.Budget(m.Team); b != nil {
+				return -overrunCost(s, b, r.Rate*int64(work)/int64(clock.Hour))
+			}
+		}
+	}
+	return 0
 }
 
 // overrunCost is the penalty for the part of a spend that went beyond budget

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 )
@@ -26,6 +27,9 @@ type engineSnapshot struct {
 	EndHash    string                `json:"end_hash,omitempty"`
 	Done       bool                  `json:"done,omitempty"`
 	Reward     policies.Credit       `json:"reward"` // score changes not yet paid as a reward event
+	// Format is the session's log format when it is later than 2; a
+	// checkpoint without it was taken of a format-2 session.
+	Format int `json:"format,omitempty"`
 }
 
 type timerSnapshot struct {
@@ -56,6 +60,9 @@ func (e *Engine) Checkpoint() (stateHash string, snapshot []byte) {
 // state would be scanned and copied once more for nothing).
 func (e *Engine) snapshot(state []byte) []byte {
 	sn := engineSnapshot{Version: 1, Pushed: e.pushed, Now: e.now, Seen: e.seen, EndHash: e.endHash, Done: e.done, Reward: e.reward}
+	if e.format > 2 {
+		sn.Format = e.format
+	}
 	for _, it := range e.timers.Items() {
 		sn.Timers = append(sn.Timers, timerSnapshot{At: it.At, Kind: it.Value.kind, ID: it.Value.id, Cause: it.Value.cause})
 	}
@@ -108,6 +115,10 @@ func Restore(cfg Config, data []byte, stateHash string) (*Engine, error) {
 		e.pushed = sn.Pushed
 	}
 	e.now, e.candidates, e.seen, e.endHash, e.done, e.reward = sn.Now, sn.Candidates, sn.Seen, sn.EndHash, sn.Done, sn.Reward
+	e.format = max(sn.Format, 2)
+	if e.format > payload.LogFormat {
+		return nil, fmt.Errorf("sim: checkpoint of a log of format %d, newer than this build's %d", e.format, payload.LogFormat)
+	}
 	e.started = true
 	return e, nil
 }

@@ -60,6 +60,12 @@ type Config struct {
 	// is an error. It is not recorded: an engine rebuilt from a log gets
 	// its caller's (SetMaxEvents).
 	MaxEvents int
+	// LogFormat is the log format a new session writes (session.started
+	// records it): 0 means payload.LogFormat; payload.OldestLogFormat and
+	// later are accepted, so that a test can record a session as an older
+	// build did. An engine that replays, restores or continues a session
+	// writes the format the session recorded.
+	LogFormat int
 }
 
 // Budgets of events per session (Config.MaxEvents).
@@ -191,6 +197,7 @@ type Engine struct {
 	acts      []org.Action  // NPC answers' actions of the instant (see npcDecide)
 	cals      calendars     // schedules by member and team (shifts.go)
 	decoded   payload.Reuse // the payloads apply decodes (replay), reused event after event
+	format    int           // the session's log format (payload.LogFormat for a new one)
 }
 
 // New makes an engine for a world and seed. Call Start for a new session,
@@ -205,6 +212,12 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.MaxEvents < MinMaxEvents {
 		return nil, fmt.Errorf("sim: a budget of %d events is below the minimum of %d", cfg.MaxEvents, MinMaxEvents)
 	}
+	if cfg.LogFormat == 0 {
+		cfg.LogFormat = payload.LogFormat
+	}
+	if cfg.LogFormat < payload.OldestLogFormat || cfg.LogFormat > payload.LogFormat {
+		return nil, fmt.Errorf("sim: log format %d is not one this build writes (%d to %d)", cfg.LogFormat, payload.OldestLogFormat, payload.LogFormat)
+	}
 	e := &Engine{
 		cfg:        cfg,
 		rules:      cfg.Rules,
@@ -215,6 +228,7 @@ func New(cfg Config) (*Engine, error) {
 		npcSpec:    map[string]*worlds.NPC{},
 		limit:      uint64(cfg.MaxEvents - 2),
 		cals:       newCalendars(cfg.World),
+		format:     cfg.LogFormat,
 	}
 	for i := range cfg.World.Members {
 		if m := &cfg.World.Members[i]; m.NPC != nil {
@@ -280,7 +294,7 @@ func (e *Engine) Start() {
 		at, ok := e.arrivalAt(a, 0, a.Start)
 		first = append(first, payload.NextArrival(a.ID, at, ok))
 	}
-	e.emit(payload.EvSessionStarted, "", 0, payload.SessionStarted{Format: payload.LogFormat,
+	e.emit(payload.EvSessionStarted, "", 0, payload.SessionStarted{Format: e.format,
 		World: e.cfg.World.Name, WorldFile: e.cfg.World.File, WorldHash: e.cfg.World.Hash, Seed: e.cfg.Seed,
 		Load: e.load(), Source: string(e.cfg.Source), Arrivals: first, Limits: e.cfg.Limits.Compact(),
 		WorldLimits: recordWorldLimits(e.cfg.WorldLimits)})
@@ -505,6 +519,10 @@ func (e *Engine) Tick() {
 			e.candidates = append(e.candidates, t.id)
 		case timerWork:
 			task := e.st.Task(t.id)
+			if e.resolves(task) {
+				emitVia(e, &e.slots.resolved, payload.EvTicketResolved, task.Assignee, t.cause, payload.TicketResolved{Task: task.ID, Work: task.Stint})
+				continue
+			}
 			emitVia(e, &e.slots.finished, payload.EvWorkFinished, task.Assignee, t.cause, payload.WorkFinished{Task: task.ID, Work: task.Stint})
 		case timerMessage:
 			e.emit(payload.EvMessageDelivered, "", t.cause, payload.MessageDelivered{Message: t.id})
@@ -653,6 +671,8 @@ type payloadSlots struct {
 	finished  payload.WorkFinished
 	completed payload.TaskCompleted
 	waiting   payload.MemberWaiting
+	served    payload.TicketServed
+	resolved  payload.TicketResolved
 }
 
 // emitVia is emit of p, passed through slot (see payloadSlots). Emitting
@@ -732,6 +752,13 @@ func (e *Engine) applyWith(ev events.Event, typed any) error {
 	case payload.EvWorkStarted:
 		p, _ := payload.As[payload.WorkStarted](&ev, typed) // Apply decoded it already
 		e.timers.Push(p.Until, timer{kind: timerWork, id: p.Task, cause: ev.Seq})
+	case payload.EvTicketServed:
+		p, _ := payload.As[payload.TicketServed](&ev, typed)
+		e.timers.Push(p.Until, timer{kind: timerWork, id: p.Task, cause: ev.Seq})
+	case payload.EvSessionStarted:
+		p, _ := payload.As[payload.SessionStarted](&ev, typed)
+		e.format = max(p.Format, payload.OldestLogFormat) // CheckFormat passed it in Apply
+		e.scheduleFor(ev, typed)
 	case payload.EvMessageSent:
 		p, _ := payload.As[payload.MessageSent](&ev, typed)
 		e.timers.Push(p.DeliverAt, timer{kind: timerMessage, id: p.Message, cause: ev.Seq})

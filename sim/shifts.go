@@ -93,7 +93,7 @@ func (e *Engine) wakeAt(m *org.Member) clock.Time {
 func (e *Engine) watchShifts(ev *events.Event, typed any) {
 	var id string
 	switch ev.Type {
-	case payload.EvTaskClaimed:
+	case payload.EvTaskClaimed, payload.EvTicketServed:
 		id = ev.Actor
 	case payload.EvTaskHandedOff:
 		p, _ := payload.As[payload.TaskHandedOff](ev, typed)

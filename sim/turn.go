@@ -19,6 +19,9 @@ import (
 // rules; a refused one becomes an action.rejected event.
 func (e *Engine) takeTurn(a Answer) {
 	m := e.st.Member(a.Member)
+	if m.NPC && e.format >= 3 && e.quietly(m, a) {
+		return
+	}
 	if a.TimedOut {
 		e.emit(payload.EvTurnTimeout, m.ID, m.WakeCause, payload.TurnTimeout{Turn: m.Turn + 1, Seen: e.seen})
 		return
@@ -64,6 +67,76 @@ func (e *Engine) takeTurn(a Answer) {
 	if len(a.Actions) == 0 {
 		emitVia(e, &e.slots.waiting, payload.EvMemberWaiting, m.ID, turnSeq, payload.MemberWaiting{})
 	}
+}
+
+// quietly records a simulated colleague's answer without a turn event
+// (format 3) when it is a serving colleague's routine: taking the next
+// ticket and starting on it (ticket.served), or waiting (member.waiting
+// with seen). Either is one event where a turn and its actions were two
+// or three. It reports false, having emitted nothing, for any other answer,
+// or one that the turn's checks would refuse in part: takeTurn then
+// records it as a turn.
+func (e *Engine) quietly(m *org.Member, a Answer) bool {
+	if len(m.Inbox) > 0 || len(m.Rejected) > 0 || len(m.Results) > 0 {
+		return false // the turn event clears them
+	}
+	cal := e.schedule(m.ID)
+	if cal.AddWork(e.now, 0) != e.now {
+		return false // off shift: the turn's cursor moves
+	}
+	acts := a.Actions
+	switch {
+	case len(acts) == 1 && acts[0].Type == org.ActWait && acts[0].For == "":
+		if _, rej := e.st.Check(m, acts[0], e.now); rej != nil || e.rules.Check(e.st, m.ID, acts[0]) != nil {
+			return false
+		}
+		emitVia(e, &e.slots.waiting, payload.EvMemberWaiting, m.ID, m.WakeCause, payload.MemberWaiting{Until: clock.Time(acts[0].Until), Seen: e.seen})
+		return true
+	case len(acts) == 2 && acts[0].Type == org.ActClaim && acts[1].Type == org.ActWork && acts[0].Task == acts[1].Task && acts[1].For == "":
+		t := e.st.Task(acts[0].Task)
+		if t == nil || e.st.CheckServe(m, t, e.now) != nil ||
+			e.rules.Check(e.st, m.ID, acts[0]) != nil || e.rules.Check(e.st, m.ID, acts[1]) != nil {
+			return false
+		}
+		d := min(e.cfg.World.ActionCosts().Work, t.Effort-t.Spent)
+		emitVia(e, &e.slots.served, payload.EvTicketServed, m.ID, m.WakeCause,
+			payload.TicketServed{Task: t.ID, Work: d, Until: cal.AddWork(e.now, d), Seen: e.seen})
+		return true
+	}
+	return false
+}
+
+// resolves reports whether the stint of ticket t that ends now is
+// recorded as ticket.resolved (format 3) rather than work.finished: a
+// simulated colleague serving queues holds it, is at work now, the stint
+// spends the ticket's last effort, and the completion the colleague makes
+// next passes the turn's checks on the state after the work. A ticket of a
+// case or with a purchase is recorded as in format 2.
+func (e *Engine) resolves(t *org.Task) bool {
+	if e.format < 3 || t.Kind != org.KindTicket || t.Case != "" || t.Project != "" || t.Spec.Purchase > 0 || t.Spent+t.Stint < t.Effort {
+		return false
+	}
+	npc := e.npcSpec[t.Assignee]
+	if npc == nil || len(npc.Serves) == 0 {
+		return false
+	}
+	for _, w := range npc.Absent {
+		if e.now >= w.From && e.now < w.To {
+			return false
+		}
+	}
+	m := e.st.Member(t.Assignee)
+	if len(m.Inbox) > 0 || len(m.Rejected) > 0 || len(m.Results) > 0 || e.schedule(m.ID).AddWork(e.now, 0) != e.now {
+		return false
+	}
+	ok := false
+	e.st.AsIfFinished(t, func() {
+		a := org.Action{Type: org.ActComplete, Task: t.ID}
+		if _, rej := e.st.Check(m, a, e.now); rej == nil {
+			ok = e.rules.Check(e.st, m.ID, a) == nil
+		}
+	})
+	return ok
 }
 
 // failReason is why a turn failed as turn.failed records it: valid UTF-8

@@ -41,20 +41,29 @@ const (
 // A goldenCase is one recorded session: a world (shipped, or a file in
 // testdata/worlds), the built-in agent of every seat, and the seed.
 type goldenCase struct {
-	world string
-	file  string // testdata/worlds/<file>, for a test world; "" for a shipped one
-	agent string
-	seed  uint64
+	world  string
+	file   string // testdata/worlds/<file>, for a test world; "" for a shipped one
+	agent  string
+	seed   uint64
+	format int // the log format recorded (sim.Config.LogFormat); 0 for the current one
 }
 
-func (c goldenCase) name() string { return fmt.Sprintf("%s-%s-%d", c.world, c.agent, c.seed) }
+func (c goldenCase) name() string {
+	n := fmt.Sprintf("%s-%s-%d", c.world, c.agent, c.seed)
+	if c.format != 0 {
+		n += fmt.Sprintf("-format%d", c.format)
+	}
+	return n
+}
 
 // goldenCases are the shipped worlds of format 1 with greedy and planner
 // agents and seeds 1 and 2 (support-desk-bench, 200,000 tickets, aside),
 // the same-instant test world, where an NPC and agents decide at one
 // instant, and the content worlds of format 2 — records, facts, replies,
 // decisions, reopened cases and meetings — with greedy (which gets content
-// wrong) and diligent (which asks, reads and books legitimately), seed 1.
+// wrong) and diligent (which asks, reads and books legitimately), seed 1;
+// a desk of simulated colleagues (npc-desk), and four of them recorded in
+// log format 2 as well (their files end in -format2).
 func goldenCases() []goldenCase {
 	var out []goldenCase
 	for _, w := range []string{"startup", "procurement", "product-launch", "support-desk", "portfolio"} {
@@ -64,11 +73,23 @@ func goldenCases() []goldenCase {
 			}
 		}
 	}
-	out = append(out, goldenCase{world: "same-instant", file: "same-instant.yaml", agent: "greedy", seed: 1})
+	out = append(out, goldenCase{world: "same-instant", file: "same-instant.yaml", agent: "greedy", seed: 1},
+		goldenCase{world: "npc-desk", file: "npc-desk.yaml", agent: "greedy", seed: 1})
 	for _, w := range []string{"billing-support", "access-requests", "meetings"} {
 		for _, a := range []string{"greedy", "diligent"} {
 			out = append(out, goldenCase{world: w, agent: a, seed: 1})
 		}
+	}
+	// Format 2 as the build before format 3 wrote it, byte for byte: a
+	// format-2 session resumed or forked goes on in format 2.
+	for _, c := range []goldenCase{
+		{world: "support-desk", agent: "greedy", seed: 1},
+		{world: "same-instant", file: "same-instant.yaml", agent: "greedy", seed: 1},
+		{world: "npc-desk", file: "npc-desk.yaml", agent: "greedy", seed: 1},
+		{world: "billing-support", agent: "diligent", seed: 1},
+	} {
+		c.format = 2
+		out = append(out, c)
 	}
 	return out
 }
@@ -112,7 +133,7 @@ func TestGolden(t *testing.T) {
 			}
 			checkGoldenReplay(t, c.name(), want, recorded)
 			checkTurnOrder(t, got)
-			if c.file != "" {
+			if c.world == "same-instant" {
 				checkSameInstant(t, got)
 			}
 		})
@@ -164,11 +185,19 @@ func playGoldenCase(tb testing.TB, c goldenCase) []events.Event {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: c.seed, Session: "golden"})
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: c.seed, Session: "golden", LogFormat: c.format})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	e.Start()
+	return playOn(tb, e, w, c)
+}
+
+// playOn plays engine e of world w to its end with c's agents, and returns
+// the events it makes from now on.
+func playOn(tb testing.TB, e *sim.Engine, w *worlds.World, c goldenCase) []events.Event {
+	tb.Helper()
+	var err error
 	seats := map[string]agents.Agent{}
 	var out []events.Event
 	keep := func(b []events.Event) bool { out = append(out, b...); return true }
@@ -341,14 +370,19 @@ func stepTurns(tb testing.TB, lines []string) [][]stepTurn {
 	tb.Helper()
 	var out [][]stepTurn
 	for _, ev := range parseGolden(tb, lines) {
-		if ev.Type != payload.EvTurn {
+		// A decision is a turn, or (format 3) a simulated colleague's
+		// ticket.served or member.waiting with the seq it had seen.
+		if ev.Type != payload.EvTurn && ev.Type != payload.EvTicketServed && ev.Type != payload.EvMemberWaiting {
 			continue
 		}
 		var p struct {
 			Seen uint64 `json:"seen"`
 		}
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
-			tb.Fatalf("turn at seq %d: %v", ev.Seq, err)
+			tb.Fatalf("%s at seq %d: %v", ev.Type, ev.Seq, err)
+		}
+		if ev.Type == payload.EvMemberWaiting && p.Seen == 0 {
+			continue // the wait of a turn
 		}
 		tu := stepTurn{seq: ev.Seq, at: ev.Time, seen: p.Seen, actor: ev.Actor}
 		if n := len(out); n > 0 && out[n-1][0].at == tu.at && out[n-1][0].seen == tu.seen {

@@ -197,8 +197,8 @@ func TestReportInBrowser(t *testing.T) {
 }
 
 // TestReportOf100kEvents reports on a stored session of over 100,000 events
-// (the support-desk-bench world at load 0.1: 20,000 tickets served
-// by 20 NPCs) and checks the page stays small, comes quickly and renders.
+// (the support-desk-bench world at load 0.2: 40,000 tickets served
+// by 20 NPCs, ~3.4 events each in log format 3) and checks the page stays small, comes quickly and renders.
 func TestReportOf100kEvents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 100,000-event session takes a while")
@@ -206,7 +206,7 @@ func TestReportOf100kEvents(t *testing.T) {
 	bin := corpsimBinary(t)
 	data := t.TempDir()
 	runStart := time.Now()
-	out, err := exec.Command(bin, "run", "--world", "support-desk-bench", "--load", "0.1", "--data", data, "--json").Output()
+	out, err := exec.Command(bin, "run", "--world", "support-desk-bench", "--load", "0.2", "--data", data, "--json").Output()
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}

@@ -37,6 +37,8 @@ var decoders = map[string]func([]byte) (any, error){
 	EvTaskHandedOff:     decodeTo[TaskHandedOff],
 	EvTaskClaimed:       decodeTo[TaskClaimed],
 	EvWorkStarted:       decodeTo[WorkStarted],
+	EvTicketServed:      decodeTo[TicketServed],
+	EvTicketResolved:    decodeTo[TicketResolved],
 	EvWorkFinished:      decodeTo[WorkFinished],
 	EvTaskCompleted:     decodeTo[TaskCompleted],
 	EvApprovalRequested: decodeTo[ApprovalRequested],
@@ -173,11 +175,32 @@ var fastDecoders = map[string]fastDecoder{
 	}),
 	EvMemberWaiting: fast(func(r *Reuse) *MemberWaiting { return &r.waiting }, func(d *fastjson.Decoder, p *MemberWaiting) bool {
 		return d.Object(func(key []byte) (uint32, bool) {
-			if string(key) == "until" {
-				return 1, d.Int64((*int64)(&p.Until))
+			switch string(key) {
+			case "until":
+				return 1 << 0, d.Int64((*int64)(&p.Until))
+			case "seen":
+				return 1 << 1, d.Uint64(&p.Seen)
 			}
 			return 0, false
 		})
+	}),
+	EvTicketServed: fast(func(r *Reuse) *TicketServed { return &r.served }, func(d *fastjson.Decoder, p *TicketServed) bool {
+		return d.Object(func(key []byte) (uint32, bool) {
+			switch string(key) {
+			case "task":
+				return 1 << 0, d.Str(&p.Task)
+			case "work":
+				return 1 << 1, d.Int64((*int64)(&p.Work))
+			case "until":
+				return 1 << 2, d.Int64((*int64)(&p.Until))
+			case "seen":
+				return 1 << 3, d.Uint64(&p.Seen)
+			}
+			return 0, false
+		})
+	}),
+	EvTicketResolved: fast(func(r *Reuse) *TicketResolved { return &r.resolved }, func(d *fastjson.Decoder, p *TicketResolved) bool {
+		return taskAnd(d, &p.Task, "work", (*int64)(&p.Work))
 	}),
 }
 
@@ -211,6 +234,8 @@ type Reuse struct {
 	finished  WorkFinished
 	started   WorkStarted
 	waiting   MemberWaiting
+	served    TicketServed
+	resolved  TicketResolved
 }
 
 // taskAnd reads {"task": …, key: n}.

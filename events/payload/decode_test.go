@@ -81,6 +81,9 @@ func TestFastDecodersMatchEncodingJSON(t *testing.T) {
 		sameDecoding(t, EvWorkFinished, enc(WorkFinished{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40))}), true)
 		sameDecoding(t, EvWorkStarted, enc(WorkStarted{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40)), Until: clock.Time(r.Int64N(1 << 40))}), true)
 		sameDecoding(t, EvMemberWaiting, enc(MemberWaiting{Until: clock.Time(r.Int64N(3))}), true)
+		sameDecoding(t, EvMemberWaiting, enc(MemberWaiting{Until: clock.Time(r.Int64N(3)), Seen: r.Uint64N(3)}), true)
+		sameDecoding(t, EvTicketServed, enc(TicketServed{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40)), Until: clock.Time(r.Int64N(1 << 40)), Seen: r.Uint64()}), true)
+		sameDecoding(t, EvTicketResolved, enc(TicketResolved{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40))}), true)
 	}
 	// What the fast decoders refuse still decodes as encoding/json decodes it.
 	for _, c := range []struct{ typ, data string }{
@@ -103,6 +106,9 @@ func FuzzFastDecoders(f *testing.F) {
 	f.Add(EvTurn, []byte(`{"turn":1,"seen":2,"actions":[{"type":"claim","task":"t"}],"busy_until":3}`))
 	f.Add(EvTaskCreated, []byte(`{"task":{"id":"t","title":"T","role":"r","effort":1,"value":1.5,"info":{"from":"a","topic":"b"}},"queue":"q","team":"t","interruption":-1}`))
 	f.Add(EvWorkStarted, []byte(`{"task":"t","work":1,"until":2}`))
+	f.Add(EvTicketServed, []byte(`{"task":"t","work":1,"until":2,"seen":3}`))
+	f.Add(EvTicketResolved, []byte(`{"task":"t","work":1}`))
+	f.Add(EvMemberWaiting, []byte(`{"until":1,"seen":2}`))
 	f.Fuzz(func(t *testing.T, typ string, data []byte) {
 		if fastDecoders[typ] == nil {
 			return

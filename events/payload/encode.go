@@ -11,7 +11,8 @@ import (
 // Append appends the JSON encoding of an event payload to dst. The
 // payloads the engine emits most (a ticket's life: task.created, turn,
 // task.claimed, work.started, work.finished, task.completed,
-// member.waiting, reward) have hand-written encoders; every other value goes
+// member.waiting, reward, and format 3's ticket.served and
+// ticket.resolved) have hand-written encoders; every other value goes
 // through encoding/json. The bytes are exactly json.Marshal's, so a log does
 // not depend on which path wrote it (encode_test.go checks this).
 func Append(dst []byte, payload any) ([]byte, error) {
@@ -48,6 +49,14 @@ func Append(dst []byte, payload any) ([]byte, error) {
 		return p.appendJSON(dst), nil
 	case *MemberWaiting:
 		return p.appendJSON(dst), nil
+	case TicketServed:
+		return p.appendJSON(dst), nil
+	case *TicketServed:
+		return p.appendJSON(dst), nil
+	case TicketResolved:
+		return appendTaskTime(dst, p.Task, `,"work":`, int64(p.Work)), nil
+	case *TicketResolved:
+		return appendTaskTime(dst, p.Task, `,"work":`, int64(p.Work)), nil
 	case Reward:
 		if out, ok := p.appendJSON(dst); ok {
 			return out, nil
@@ -108,11 +117,28 @@ func (p *WorkStarted) appendJSON(dst []byte) []byte {
 }
 
 func (p *MemberWaiting) appendJSON(dst []byte) []byte {
-	if p.Until == 0 {
+	if p.Until == 0 && p.Seen == 0 {
 		return append(dst, "{}"...)
 	}
-	dst = append(dst, `{"until":`...)
-	return append(strconv.AppendInt(dst, int64(p.Until), 10), '}')
+	sep := byte('{')
+	if p.Until != 0 {
+		dst = append(dst, `{"until":`...)
+		dst = strconv.AppendInt(dst, int64(p.Until), 10)
+		sep = ','
+	}
+	if p.Seen != 0 {
+		dst = append(append(dst, sep), `"seen":`...)
+		dst = strconv.AppendUint(dst, p.Seen, 10)
+	}
+	return append(dst, '}')
+}
+
+func (p *TicketServed) appendJSON(dst []byte) []byte {
+	dst = appendTaskTime(dst, p.Task, `,"work":`, int64(p.Work))
+	dst = append(dst[:len(dst)-1], `,"until":`...)
+	dst = strconv.AppendInt(dst, int64(p.Until), 10)
+	dst = append(dst, `,"seen":`...)
+	return append(strconv.AppendUint(dst, p.Seen, 10), '}')
 }
 
 func appendTaskTime(dst []byte, task, key string, n int64) []byte {

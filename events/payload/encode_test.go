@@ -112,8 +112,11 @@ func TestAppendPayloadMatchesEncodingJSON(t *testing.T) {
 		completed := TaskCompleted{Task: randString(r), BusyUntil: clock.Time(r.Int64N(1 << 40))}
 		finished := WorkFinished{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40))}
 		started := WorkStarted{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40)), Until: clock.Time(r.Int64N(1 << 40))}
-		waiting := MemberWaiting{Until: clock.Time(r.Int64N(1<<40)) * clock.Time(r.IntN(2))}
-		for _, v := range []any{claimed, &claimed, completed, &completed, finished, &finished, started, &started, waiting, &waiting, MemberWaiting{}, &MemberWaiting{}} {
+		waiting := MemberWaiting{Until: clock.Time(r.Int64N(1<<40)) * clock.Time(r.IntN(2)), Seen: r.Uint64N(1<<40) * r.Uint64N(2)}
+		served := TicketServed{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40)), Until: clock.Time(r.Int64N(1 << 40)), Seen: r.Uint64()}
+		resolved := TicketResolved{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40))}
+		for _, v := range []any{claimed, &claimed, completed, &completed, finished, &finished, started, &started, waiting, &waiting, MemberWaiting{}, &MemberWaiting{},
+			served, &served, resolved, &resolved, MemberWaiting{Seen: 3}} {
 			sameAsJSON(t, v)
 		}
 

@@ -15,7 +15,17 @@ import (
 //     not record a format.
 //   - 2: every payload is a type of this package with snake_case keys
 //     (task.created's task is a TaskSpec: "id", "title", "effort", …).
-const LogFormat = 2
+//   - 3: a simulated colleague serving queues records a ticket's life in
+//     two events instead of five or six: ticket.served (its turn,
+//     task.claimed and work.started) and ticket.resolved (work.finished,
+//     its turn and task.completed), and waits without a turn
+//     (member.waiting with "seen"). Every format-2 event type means what
+//     it meant, so a format-2 log replays as it did, and a format-2
+//     session resumed or forked goes on writing format 2.
+const LogFormat = 3
+
+// OldestLogFormat is the oldest format this package still reads.
+const OldestLogFormat = 2
 
 // ErrLogFormat is wrapped by CheckFormat's errors.
 var ErrLogFormat = errors.New("payload: log format not supported")
@@ -26,7 +36,7 @@ var ErrLogFormat = errors.New("payload: log format not supported")
 // form than its older events.
 func (p *SessionStarted) CheckFormat() error {
 	f := p.Format
-	if f == LogFormat {
+	if f >= OldestLogFormat && f <= LogFormat {
 		return nil
 	}
 	if f == 0 {
@@ -36,6 +46,6 @@ func (p *SessionStarted) CheckFormat() error {
 	if f > LogFormat {
 		return fmt.Errorf("%w: the log is format %d, newer than this build's format %d: read it with the corpsim that wrote it, or a newer one", ErrLogFormat, f, LogFormat)
 	}
-	return fmt.Errorf("%w: the log is format %d (task.created keyed by Go field names: \"ID\", \"Title\", …); this build reads format %d only. "+
-		"Replay, score or fork it with the corpsim that recorded it, or record it again with this one: %s (with the same agents); corpsim log still prints its events", ErrLogFormat, f, LogFormat, again)
+	return fmt.Errorf("%w: the log is format %d (task.created keyed by Go field names: \"ID\", \"Title\", …); this build reads formats %d to %d. "+
+		"Replay, score or fork it with the corpsim that recorded it, or record it again with this one: %s (with the same agents); corpsim log still prints its events", ErrLogFormat, f, OldestLogFormat, LogFormat, again)
 }

@@ -195,9 +195,10 @@ func TestCheckFormat(t *testing.T) {
 		want   string // a part of the error; "" for none
 	}{
 		{LogFormat, ""},
+		{OldestLogFormat, ""},      // format 2 still replays
 		{0, "the log is format 1"}, // format 1 did not record it
 		{1, "the log is format 1"},
-		{LogFormat + 1, "newer than this build's format 2"},
+		{LogFormat + 1, "the log is format 4, newer than this build's format 3"},
 	}
 	for _, tt := range tests {
 		p := SessionStarted{Format: tt.format, World: "support-desk", Seed: 7}
@@ -207,7 +208,7 @@ func TestCheckFormat(t *testing.T) {
 			t.Errorf("format %d: got %v, want none", tt.format, err)
 		case tt.want != "" && (!errors.Is(err, ErrLogFormat) || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("format %d: got %v, want ErrLogFormat saying %q", tt.format, err, tt.want)
-		case tt.format < LogFormat && !strings.Contains(err.Error(), "corpsim run --world support-desk --seed 7"):
+		case tt.format < OldestLogFormat && !strings.Contains(err.Error(), "corpsim run --world support-desk --seed 7"):
 			t.Errorf("format %d: got %v, want it to say how to record the session again", tt.format, err)
 		}
 	}

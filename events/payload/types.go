@@ -54,6 +54,14 @@ const (
 	// EvMeetingScheduled is a meeting booked for a case step (format 2,
 	// meetings.go).
 	EvMeetingScheduled = "meeting.scheduled"
+	// EvTicketServed is a simulated colleague taking the next ticket of its
+	// queues and starting on it (format 3): what a format-2 log records as
+	// its turn, task.claimed and work.started.
+	EvTicketServed = "ticket.served"
+	// EvTicketResolved is a simulated colleague's last stint on a ticket
+	// ending with the ticket done (format 3): what a format-2 log records as
+	// work.finished, its turn and task.completed.
+	EvTicketResolved = "ticket.resolved"
 )
 
 // SLABreached records that a ticket was still open when its deadline passed.
@@ -283,9 +291,30 @@ type ActionRejected struct {
 }
 
 // MemberWaiting records that a member sleeps until something it can see
-// changes (Until zero) or until Until.
+// changes (Until zero) or until Until. Seen is set when a simulated
+// colleague waits without a turn event (format 3): the last seq it had
+// seen when it decided to, which a turn records otherwise.
 type MemberWaiting struct {
 	Until clock.Time `json:"until,omitempty"`
+	Seen  uint64     `json:"seen,omitempty"`
+}
+
+// TicketServed is a simulated colleague claiming a ticket and starting
+// Work on it, which ends at Until (format 3). Seen is the last seq it had
+// seen when it decided to: it takes no turn event.
+type TicketServed struct {
+	Task  string         `json:"task"`
+	Work  clock.Duration `json:"work"`
+	Until clock.Time     `json:"until"`
+	Seen  uint64         `json:"seen"`
+}
+
+// TicketResolved is the end of the stint of Work a simulated colleague
+// held a ticket's last effort in, with the ticket done (format 3). The
+// actor is the colleague.
+type TicketResolved struct {
+	Task string         `json:"task"`
+	Work clock.Duration `json:"work"`
 }
 
 // TaskClaimed assigns a task to the actor.
@@ -405,7 +434,7 @@ var Types = []string{
 	EvCaseDecided, EvCaseOpened, EvCaseReopened, EvMeetingScheduled, EvMemberLeft, EvMemberReturned, EvMemberWaiting, EvMessageDelivered, EvMessageSent,
 	EvProjectStarted, EvQueueDown, EvQueueUp, EvRecordRead, EvRecordWritten, EvReward, EvSessionEnded, EvSessionStarted,
 	EvSLABreached, EvTaskChanged, EvTaskClaimed, EvTaskCompleted, EvTaskCreated, EvTaskHandedOff,
-	EvTaskReprioritized, EvTurn, EvTurnFailed, EvTurnTimeout, EvWorkFinished, EvWorkStarted,
+	EvTaskReprioritized, EvTicketResolved, EvTicketServed, EvTurn, EvTurnFailed, EvTurnTimeout, EvWorkFinished, EvWorkStarted,
 }
 
 // KnownType reports whether t is one of Types.

@@ -174,6 +174,10 @@ func (s *Session) Describe(seq uint64) string {
 		return fmt.Sprintf("%s of %s's work on %s finished", s.dur(p.Work).Text, who, p.Task)
 	case *payload.TaskCompleted:
 		return fmt.Sprintf("%s completed %s", who, p.Task)
+	case *payload.TicketServed:
+		return fmt.Sprintf("%s took %s from its queue and started %s of work on it (until %s)", who, p.Task, s.dur(p.Work).Text, s.wall(p.Until))
+	case *payload.TicketResolved:
+		return fmt.Sprintf("%s of %s's work on %s finished, and %s completed it", s.dur(p.Work).Text, who, p.Task, who)
 	case *payload.TaskHandedOff:
 		if p.To == "" {
 			return fmt.Sprintf("%s handed %s back to its queue", who, p.Task)

@@ -136,6 +136,10 @@ func decodePayload(ev events.Event) (any, error) {
 		p = &payload.WorkFinished{}
 	case payload.EvTaskCompleted:
 		p = &payload.TaskCompleted{}
+	case payload.EvTicketServed:
+		p = &payload.TicketServed{}
+	case payload.EvTicketResolved:
+		p = &payload.TicketResolved{}
 	case payload.EvTaskHandedOff:
 		p = &payload.TaskHandedOff{}
 	case payload.EvApprovalRequested:
@@ -380,6 +384,19 @@ func (s *Session) index(ev events.Event, p any) {
 		s.seen[ev.Actor] = p.Seen
 	case *payload.TaskClaimed:
 		s.taskHolds[p.Task] = append(s.taskHolds[p.Task], Hold{Member: ev.Actor, From: st})
+	case *payload.MemberWaiting:
+		if p.Seen > 0 { // a colleague's wait without a turn (format 3)
+			s.seen[ev.Actor] = p.Seen
+		}
+	case *payload.TicketServed: // task.claimed and work.started
+		s.seen[ev.Actor] = p.Seen
+		s.taskHolds[p.Task] = append(s.taskHolds[p.Task], Hold{Member: ev.Actor, From: st})
+		s.stints[p.Task] = append(s.stints[p.Task], stint{start: ev.Seq, member: ev.Actor, work: p.Work})
+	case *payload.TicketResolved: // work.finished and task.completed
+		if ss := s.stints[p.Task]; len(ss) > 0 {
+			ss[len(ss)-1].finish = ev.Seq
+		}
+		closeHold(p.Task, "completed")
 	case *payload.TaskHandedOff:
 		if p.To == "" {
 			closeHold(p.Task, "handed back to the queue")

@@ -103,6 +103,10 @@ func taskOf(p any) string {
 		return p.Task
 	case *payload.TaskCompleted:
 		return p.Task
+	case *payload.TicketServed:
+		return p.Task
+	case *payload.TicketResolved:
+		return p.Task
 	case *payload.TaskHandedOff:
 		return p.Task
 	case *payload.ApprovalRequested:

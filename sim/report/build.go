@@ -295,6 +295,21 @@ func (b *Builder) observe(ev *events.Event) error {
 			return err
 		}
 		b.close(b.work, p.Task, LaneWork, p.Task, t)
+	case payload.EvTicketServed: // task.claimed and work.started (format 3)
+		p, err := payloadOf[payload.TicketServed](ev)
+		if err != nil {
+			return err
+		}
+		b.bumpQueue(b.st.Task(p.Task).Queue, -1, t)
+		b.open(b.claims, p.Task, ev.Actor, t, 0)
+		b.open(b.work, p.Task, ev.Actor, t, int64(p.Until))
+	case payload.EvTicketResolved: // work.finished and task.completed (format 3)
+		p, err := payloadOf[payload.TicketResolved](ev)
+		if err != nil {
+			return err
+		}
+		b.close(b.work, p.Task, LaneWork, p.Task, t)
+		b.close(b.claims, p.Task, LaneClaim, p.Task, t)
 	case payload.EvMemberLeft:
 		p, err := payloadOf[payload.MemberLeft](ev)
 		if err != nil {
