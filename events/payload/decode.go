@@ -162,15 +162,7 @@ var fastDecoders = map[string]fastDecoder{
 	}),
 	EvWorkStarted: fast(func(r *Reuse) *WorkStarted { return &r.started }, func(d *fastjson.Decoder, p *WorkStarted) bool {
 		return d.Object(func(key []byte) (uint32, bool) {
-			switch string(key) {
-			case "task":
-				return 1 << 0, d.Str(&p.Task)
-			case "work":
-				return 1 << 1, d.Int64((*int64)(&p.Work))
-			case "until":
-				return 1 << 2, d.Int64((*int64)(&p.Until))
-			}
-			return 0, false
+			return stintKey(d, key, &p.Task, (*int64)(&p.Work), (*int64)(&p.Until))
 		})
 	}),
 	EvMemberWaiting: fast(func(r *Reuse) *MemberWaiting { return &r.waiting }, func(d *fastjson.Decoder, p *MemberWaiting) bool {
@@ -186,17 +178,10 @@ var fastDecoders = map[string]fastDecoder{
 	}),
 	EvTicketServed: fast(func(r *Reuse) *TicketServed { return &r.served }, func(d *fastjson.Decoder, p *TicketServed) bool {
 		return d.Object(func(key []byte) (uint32, bool) {
-			switch string(key) {
-			case "task":
-				return 1 << 0, d.Str(&p.Task)
-			case "work":
-				return 1 << 1, d.Int64((*int64)(&p.Work))
-			case "until":
-				return 1 << 2, d.Int64((*int64)(&p.Until))
-			case "seen":
+			if string(key) == "seen" {
 				return 1 << 3, d.Uint64(&p.Seen)
 			}
-			return 0, false
+			return stintKey(d, key, &p.Task, (*int64)(&p.Work), (*int64)(&p.Until))
 		})
 	}),
 	EvTicketResolved: fast(func(r *Reuse) *TicketResolved { return &r.resolved }, func(d *fastjson.Decoder, p *TicketResolved) bool {
@@ -236,6 +221,20 @@ type Reuse struct {
 	waiting   MemberWaiting
 	served    TicketServed
 	resolved  TicketResolved
+}
+
+// stintKey reads the value of key, one of a stint's "task", "work" and
+// "until" (bits 0–2), or returns 0 for another key.
+func stintKey(d *fastjson.Decoder, key []byte, task *string, work, until *int64) (uint32, bool) {
+	switch string(key) {
+	case "task":
+		return 1 << 0, d.Str(task)
+	case "work":
+		return 1 << 1, d.Int64(work)
+	case "until":
+		return 1 << 2, d.Int64(until)
+	}
+	return 0, false
 }
 
 // taskAnd reads {"task": …, key: n}.
