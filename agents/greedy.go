@@ -21,6 +21,15 @@ import (
 // oracle baselines are Greedy with another content mode.
 type Greedy struct{ content content }
 
+// Omits names what Greedy never reads of an observation: the upcoming
+// tasks, the projects, the queues and its own requests (agents/inprocess
+// has them left out). Greedy must not start reading them while it names
+// them here: TestGreedyOmitsWhatItNeverReads decides every turn of the
+// shipped worlds both ways.
+func (*Greedy) Omits() org.Omit {
+	return org.OmitUpcoming | org.OmitProjects | org.OmitQueues | org.OmitRequests
+}
+
 // Decide implements Agent.
 func (g *Greedy) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
 	acts, err := g.decide(ctx, o)

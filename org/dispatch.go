@@ -130,6 +130,7 @@ func (s *State) left(m *Member, cause uint64) {
 // nil.
 func (s *State) openFor(m *Member) *Task {
 	serves := s.roleServes[m.Role]
+	ro := s.roleOffers[m.Role]
 	var skills []string
 	if w, ok := s.World.Member(m.ID); ok {
 		skills = w.Skills
@@ -139,10 +140,10 @@ func (s *State) openFor(m *Member) *Task {
 			continue
 		}
 		q := &s.World.Queues[i]
-		if s.queues[q.ID].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP {
+		if s.Queues[i].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP {
 			continue
 		}
-		for _, o := range s.offersFor(q.ID, m.Role, skills) {
+		for _, o := range s.offersFor(ro, i, skills) {
 			if len(o.ready) > 0 {
 				return o.ready[0]
 			}

@@ -159,3 +159,24 @@ func (s *State) ScanView(id string) Observation {
 	}
 	return o
 }
+
+// ScanLists are the approvals, requests and awaited replies of member id's
+// view as View found them before the view lists (view_lists.go): by a scan
+// of every request and message. Tests use them as the reference.
+func (s *State) ScanLists(id string) (approvals, requests []RequestView, awaiting []MessageView) {
+	approvals, requests = []RequestView{}, []RequestView{}
+	for _, r := range s.Requests {
+		if r.Status == RequestPending && r.Steps[r.Current].Approver == id {
+			approvals = append(approvals, s.requestView(r))
+		}
+		if r.Requester == id {
+			requests = append(requests, s.requestView(r))
+		}
+	}
+	for _, msg := range s.Messages {
+		if msg.From == id && !msg.Answered {
+			awaiting = append(awaiting, MessageView{ID: msg.ID, From: msg.To, Text: msg.Text, SentAt: msg.SentAt})
+		}
+	}
+	return approvals, requests, awaiting
+}

@@ -28,9 +28,16 @@ type offerKey struct{ queue, role, skill string }
 
 // offers are the open visible project tasks of one offerKey.
 type offers struct {
+	skill   string  // the key's
 	ready   []*Task // dependencies done; by readyCmp
 	waiting []*Task // dependencies pending; by waitingCmp
 }
+
+// roleOffers are the offer sets of one role by the index of their queue in
+// World.Queues, each queue's in the order they were made (one per skill):
+// a view finds a queue's sets by number, not by hashing three strings per
+// queue it serves.
+type roleOffers [][]*offers
 
 // offerPos is where a task is in the offer index, with the sort keys it was
 // filed under (the task's Value and pending count may change before it is
@@ -81,8 +88,18 @@ func (s *State) offer(t *Task) {
 	k := offerKey{t.Queue, t.Spec.Role, t.Spec.Skill}
 	o := s.offers[k]
 	if o == nil {
-		o = &offers{}
+		o = &offers{skill: k.skill}
 		s.offers[k] = o
+		ro := s.roleOffers[k.role]
+		if ro == nil {
+			ro = make(roleOffers, len(s.World.Queues))
+			s.roleOffers[k.role] = ro
+		}
+		qi, ok := s.queueIx[k.queue]
+		if !ok {
+			panic(fmt.Sprintf("org: task %s is in queue %q, which the world does not have", t.ID, k.queue))
+		}
+		ro[qi] = append(ro[qi], o)
 	}
 	n := s.pendingCount(t)
 	t.ix = offerPos{in: o, ready: n == 0, pending: n, value: t.Value}
@@ -143,22 +160,36 @@ func deleteTask(list []*Task, t *Task, cmp func(a, b *Task) int) []*Task {
 	return slices.Delete(list, i, i+1)
 }
 
-// offersFor returns the offer sets of queue that member m (of role) may
-// take from, by skill: the tasks naming no skill, then each of its skills.
+// offersFor returns the offer sets of the queue numbered qi in
+// World.Queues that a member of the role whose sets are ro, with skills,
+// may take from, by skill: the tasks naming no skill, then each of its
+// skills (openFor takes the first ready task in this order).
 //
 // The slice is the state's, reused by the next call: range over it at
 // once, do not keep it.
-func (s *State) offersFor(queue, role string, skills []string) []*offers {
+func (s *State) offersFor(ro roleOffers, qi int, skills []string) []*offers {
 	out := s.offerSets[:0]
-	if o := s.offers[offerKey{queue, role, ""}]; o != nil {
-		out = append(out, o)
+	if ro == nil {
+		return out
 	}
-	for i, sk := range skills {
-		if sk == "" || slices.Contains(skills[:i], sk) {
-			continue
-		}
-		if o := s.offers[offerKey{queue, role, sk}]; o != nil {
+	sets := ro[qi]
+	for _, o := range sets {
+		if o.skill == "" {
 			out = append(out, o)
+			break
+		}
+	}
+	if len(out) < len(sets) {
+		for i, sk := range skills {
+			if sk == "" || slices.Contains(skills[:i], sk) {
+				continue
+			}
+			for _, o := range sets {
+				if o.skill == sk {
+					out = append(out, o)
+					break
+				}
+			}
 		}
 	}
 	s.offerSets = out

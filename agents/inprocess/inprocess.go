@@ -76,6 +76,26 @@ func (s *Seats) Plays(member string) bool {
 	return ok
 }
 
+// Partial is implemented by an agent that never reads some parts of an
+// observation (org.Omit): the greedy baseline does not look at upcoming
+// tasks, projects, queues or its own requests.
+type Partial interface {
+	Omits() org.Omit
+}
+
+// Omits reports the parts of an observation member's agent never reads
+// (those its Partial names; none for another agent or a member these seats
+// do not play), so that the driver need not have them built
+// (driver.PartialSeats).
+func (s *Seats) Omits(member string) org.Omit {
+	if st, ok := s.seats[member]; ok {
+		if p, ok := st.agent.(Partial); ok {
+			return p.Omits()
+		}
+	}
+	return 0
+}
+
 // Ask gives obs to member's agent and returns its actions. It returns
 // ctx's error once ctx ends before the agent answered (the agent, given the
 // same ctx, may still be deciding: its answer is dropped, and its next turn

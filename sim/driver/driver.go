@@ -106,6 +106,16 @@ type Seats interface {
 	Ask(ctx context.Context, session, member string, obs org.Observation) (sim.Answer, error)
 }
 
+// PartialSeats are Seats that say, for each member, which parts of an
+// observation its agent never reads (agents played in process can; an
+// observation sent over the bus is always whole). The driver has the
+// engine leave them out (org.Omit): the agent decides the same, and the
+// engine does not build what nobody reads.
+type PartialSeats interface {
+	Seats
+	Omits(member string) org.Omit
+}
+
 // DefaultMaxInFlight is the bound on turn requests out at once when none is
 // configured: far more than the cores that answer in-process agents, and
 // than the concurrency most model endpoints allow.
@@ -400,7 +410,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			break
 		}
 		if len(rd.Turns) > 0 {
-			e.Step(d.ask(ctx, log, meta.ID, rd.Turns, e.Observe))
+			e.Step(d.ask(ctx, log, meta.ID, rd.Turns, d.observer(e)))
 		} else {
 			e.Tick()
 		}
@@ -420,6 +430,21 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		log.Info("session finished", "events", last, "state_hash", meta.StateHash)
 	}
 	return meta, nil
+}
+
+// observer is how ask builds a member's observation from e: whole, or
+// without what the member's seat says its agent never reads.
+func (d *Driver) observer(e *sim.Engine) func(member string) org.Observation {
+	p, ok := d.seats.(PartialSeats)
+	if !ok {
+		return e.Observe
+	}
+	return func(member string) org.Observation {
+		if omit := p.Omits(member); omit != 0 {
+			return e.ObserveOmitting(member, omit)
+		}
+		return e.Observe(member)
+	}
 }
 
 // ask sends the turns, at most MaxInFlight at once, and waits for the
