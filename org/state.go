@@ -110,7 +110,7 @@ type State struct {
 	readyBuf, waitingBuf [][]*Task
 	// roleOffers are the offer sets by role and queue number (view_index.go);
 	// queueIx numbers the world's queues (static).
-	roleOffers map[string]roleOffers
+	roleOffers map[string]*roleOffers
 	queueIx    map[string]int
 	// lists index the requests and messages views show (view_lists.go).
 	lists viewLists
@@ -354,7 +354,7 @@ func (s *State) index() {
 	s.claimed = map[string]int{}
 	s.shown = map[string]int{}
 	s.offers = map[offerKey]*offers{}
-	s.roleOffers = map[string]roleOffers{}
+	s.roleOffers = map[string]*roleOffers{}
 	s.lists = viewLists{}
 	s.doneIn = map[string]int{}
 	s.bulkOffers = true

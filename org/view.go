@@ -494,28 +494,36 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 	}()
 	var tickets []*Task
 	ready, waiting := 0, 0
-	for i := range served {
-		if !served[i] {
-			continue
-		}
+	// An outage or the WIP limit blocks a queue: its ready work is
+	// counted in Queues, not offered.
+	blocked := func(i int) bool {
 		q := &s.World.Queues[i]
-		// An outage or the WIP limit blocks a queue: its ready work is
-		// counted in Queues, not offered.
-		blocked := s.Queues[i].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP
-		for _, of := range s.offersFor(ro, i, skills) {
+		return s.Queues[i].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP
+	}
+	if ro != nil && served != nil {
+		// The sets that hold a task, in no order: the lists are merged
+		// by a total order below, and only counted otherwise.
+		for _, of := range ro.live {
+			if !served[of.qi] || of.skill != "" && !slices.Contains(skills, of.skill) {
+				continue
+			}
 			if len(of.waiting) > 0 && upcoming {
 				waitingLists = append(waitingLists, of.waiting)
 				waiting += len(of.waiting)
 			}
-			if len(of.ready) > 0 && !blocked {
+			if len(of.ready) > 0 && !blocked(of.qi) {
 				readyLists = append(readyLists, of.ready)
 				ready += len(of.ready)
 			}
 		}
-		if !blocked {
-			// Only the ticket the queue's order lets this member take now.
-			if t := s.queueHead(q, id); t != nil {
-				tickets = append(tickets, t)
+	}
+	if s.openTicketN > 0 {
+		for i := range served {
+			if served[i] && !blocked(i) {
+				// Only the ticket the queue's order lets this member take now.
+				if t := s.queueHead(&s.World.Queues[i], id); t != nil {
+					tickets = append(tickets, t)
+				}
 			}
 		}
 	}

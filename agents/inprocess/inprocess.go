@@ -115,10 +115,10 @@ func (s *Seats) Ask(ctx context.Context, _, member string, obs org.Observation) 
 	}
 	turn := obs.Turn
 	done := make(chan decision, 1)
-	go func() {
+	decisions.run(func() {
 		defer func() { <-st.busy }()
 		done <- st.decide(ctx, obs)
-	}()
+	})
 	select {
 	case d := <-done:
 		if d.err != nil {

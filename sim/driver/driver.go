@@ -387,7 +387,8 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 				f.cp = &events.Checkpoint{Seq: end, StateHash: hash, Data: data}
 				cps.taken(end, len(data))
 			}
-			go d.fly(ctx, meta.ID, issued, f)
+			after := issued
+			workerPool.run(func() { d.fly(ctx, meta.ID, after, f) })
 			issued = f.batch[len(f.batch)-1].Seq
 			inflight = f
 		}
@@ -468,7 +469,7 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 		// most MaxInFlight observations exist at once.
 		obs := observe(turns[i].Member)
 		wg.Add(1)
-		go func(i int) {
+		workerPool.run(func() {
 			defer func() { <-slots; wg.Done() }()
 			member := turns[i].Member
 			rctx, cancel := context.WithTimeout(ctx, d.cfg.TurnTimeout)
@@ -484,7 +485,7 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 			}
 			a.Member = member
 			answers[i] = a
-		}(i)
+		})
 	}
 	wg.Wait()
 	return answers
