@@ -180,3 +180,14 @@ func (s *State) ScanLists(id string) (approvals, requests []RequestView, awaitin
 	}
 	return approvals, requests, awaiting
 }
+
+// StaleDependents returns a task whose count of dependents (which views
+// show) is not the length of its dependents' list, or "".
+func (s *State) StaleDependents() string {
+	for _, t := range s.Tasks {
+		if t.dependents != len(s.dependents[t.ID]) {
+			return t.ID
+		}
+	}
+	return ""
+}

@@ -149,6 +149,7 @@ type Member struct {
 	// world, looked up once (State.defOf); looked is whether they were.
 	def    *worlds.Member
 	team   *worlds.Team
+	budget *Budget
 	looked bool
 }
 
@@ -156,14 +157,27 @@ type Member struct {
 // (nil for none), found once per member and then kept: views ask for them
 // at every turn, and the world does not change.
 func (s *State) defOf(m *Member) (*worlds.Member, *worlds.Team) {
-	if !m.looked {
-		if w, ok := s.World.Member(m.ID); ok {
-			m.def = w
-		}
-		m.team = s.World.Team(m.Team)
-		m.looked = true
-	}
+	s.look(m)
 	return m.def, m.team
+}
+
+// budgetOf returns m's team's budget (nil for none), found once per member:
+// the state's budgets are made with its members (New, Restore) and kept.
+func (s *State) budgetOf(m *Member) *Budget {
+	s.look(m)
+	return m.budget
+}
+
+func (s *State) look(m *Member) {
+	if m.looked {
+		return
+	}
+	if w, ok := s.World.Member(m.ID); ok {
+		m.def = w
+	}
+	m.team = s.World.Team(m.Team)
+	m.budget = s.budgets[m.Team]
+	m.looked = true
 }
 
 // Task kinds.
@@ -206,6 +220,9 @@ type Task struct {
 
 	deps []*Task  // Spec.Deps resolved
 	ix   offerPos // where it is in the offer index (view_index.go)
+	// dependents counts the tasks that list it as a dependency: the
+	// length of State.dependents[ID], which views show at every turn.
+	dependents int
 }
 
 // Queue is a work queue's state.
@@ -455,11 +472,15 @@ func (s *State) Held(member string) []*Task { return s.held[member] }
 func (s *State) link() {
 	clear(s.dependents)
 	for _, t := range s.Tasks {
+		t.dependents = 0
+	}
+	for _, t := range s.Tasks {
 		t.deps = t.deps[:0]
 		for _, d := range t.Spec.Deps {
 			dt := s.tasks[d]
 			t.deps = append(t.deps, dt)
 			s.dependents[d] = append(s.dependents[d], t)
+			dt.dependents++
 		}
 	}
 }

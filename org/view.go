@@ -250,7 +250,7 @@ func (s *State) taskView(t *Task) TaskView {
 			v.NeedsInfo.Known = m.KnowsTopic(in.Topic)
 		}
 	}
-	v.Dependents = len(s.dependents[t.ID])
+	v.Dependents = t.dependents
 	if t.Case != "" {
 		v.Case, v.Step, v.NPC = t.Case, t.Spec.Step, t.Spec.NPC
 		v.Outcome = s.outcomeView(t)
@@ -472,6 +472,9 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 		held = slices.Clone(held)
 		slices.SortFunc(held, byOrd)
 	}
+	if len(held) > 0 {
+		o.Assigned = make([]TaskView, 0, len(held))
+	}
 	for _, t := range held {
 		if !t.Hidden {
 			o.Assigned = append(o.Assigned, s.taskView(t))
@@ -584,7 +587,7 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 		msg := s.messages[mid]
 		o.Inbox = append(o.Inbox, MessageView{ID: msg.ID, From: msg.From, Text: msg.Text, Topic: msg.Topic, SentAt: msg.SentAt})
 	}
-	if b := s.budgets[m.Team]; b != nil {
+	if b := s.budgetOf(m); b != nil {
 		o.Budget = &BudgetView{Team: b.Team, Initial: b.Initial, Spent: b.Spent, Remaining: b.Remaining()}
 	}
 	if omit&OmitProjects == 0 {

@@ -98,10 +98,14 @@ func TestViewListsMatchScan(t *testing.T) {
 
 // mustSameLists fails unless every member's view of st lists the
 // approvals, requests and awaited replies the scan finds, and its views
-// omitting parts are the whole one without them. It returns the most
+// omitting parts are the whole one without them, and every task counts its
+// dependents (TaskView.Dependents) right. It returns the most
 // requests and awaited replies a view listed.
 func mustSameLists(tb testing.TB, st *org.State, where string) (requests, awaiting int) {
 	tb.Helper()
+	if id := st.StaleDependents(); id != "" {
+		tb.Fatalf("%s: task %s counts its dependents wrong", where, id)
+	}
 	for _, m := range st.Members {
 		o := st.View(m.ID)
 		approvals, reqs, waits := st.ScanLists(m.ID)

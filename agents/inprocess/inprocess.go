@@ -48,6 +48,7 @@ type Seats struct {
 // when a turn it did not answer in time is still with it.
 type seat struct {
 	agent agents.Agent
+	omit  org.Omit // what agent never reads (Partial)
 	busy  chan struct{}
 	log   hclog.Logger
 }
@@ -65,7 +66,11 @@ func New(seats map[string]agents.Agent, o Options) *Seats {
 	}
 	s := &Seats{seats: make(map[string]*seat, len(seats))}
 	for m, a := range seats {
-		s.seats[m] = &seat{agent: a, busy: make(chan struct{}, 1), log: logger.With("member", m)}
+		st := &seat{agent: a, busy: make(chan struct{}, 1), log: logger.With("member", m)}
+		if p, ok := a.(Partial); ok {
+			st.omit = p.Omits()
+		}
+		s.seats[m] = st
 	}
 	return s
 }
@@ -89,9 +94,7 @@ type Partial interface {
 // (driver.PartialSeats).
 func (s *Seats) Omits(member string) org.Omit {
 	if st, ok := s.seats[member]; ok {
-		if p, ok := st.agent.(Partial); ok {
-			return p.Omits()
-		}
+		return st.omit
 	}
 	return 0
 }

@@ -469,7 +469,7 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 		// most MaxInFlight observations exist at once.
 		obs := observe(turns[i].Member)
 		wg.Add(1)
-		workerPool.run(func() {
+		one := func() {
 			defer func() { <-slots; wg.Done() }()
 			member := turns[i].Member
 			rctx, cancel := context.WithTimeout(ctx, d.cfg.TurnTimeout)
@@ -485,7 +485,15 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 			}
 			a.Member = member
 			answers[i] = a
-		})
+		}
+		if i == len(turns)-1 {
+			// The last is asked from here, where the answers would be
+			// waited for: a round of one turn (most rounds) hands no
+			// work to another goroutine and waits for no wake-up.
+			one()
+		} else {
+			workerPool.run(one)
+		}
 	}
 	wg.Wait()
 	return answers
