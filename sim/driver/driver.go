@@ -469,7 +469,7 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 		// most MaxInFlight observations exist at once.
 		obs := observe(turns[i].Member)
 		wg.Add(1)
-		one := func() {
+		one := func(obs org.Observation) {
 			defer func() { <-slots; wg.Done() }()
 			member := turns[i].Member
 			rctx, cancel := context.WithTimeout(ctx, d.cfg.TurnTimeout)
@@ -489,10 +489,12 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 		if i == len(turns)-1 {
 			// The last is asked from here, where the answers would be
 			// waited for: a round of one turn (most rounds) hands no
-			// work to another goroutine and waits for no wake-up.
-			one()
+			// work to another goroutine and waits for no wake-up (nor
+			// copies its observation to the heap).
+			one(obs)
 		} else {
-			workerPool.run(one)
+			held := obs // on the heap only here, for the worker
+			workerPool.run(func() { one(held) })
 		}
 	}
 	wg.Wait()
