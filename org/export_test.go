@@ -191,3 +191,37 @@ func (s *State) StaleDependents() string {
 	}
 	return ""
 }
+
+// OpenFor is openFor of member id and, as the reference, the walk it was
+// before the live offer sets: every queue its role serves in the world's
+// order, each queue's offer sets by skill, then its head ticket. They give
+// the IDs of the tasks found ("" for none).
+func (s *State) OpenFor(id string) (got, want string) {
+	m := s.members[id]
+	if t := s.openFor(m); t != nil {
+		got = t.ID
+	}
+	serves := s.roleServes[m.Role]
+	var skills []string
+	if w, ok := s.World.Member(m.ID); ok {
+		skills = w.Skills
+	}
+	for i := range s.World.Queues {
+		if i >= len(serves) || !serves[i] {
+			continue
+		}
+		q := &s.World.Queues[i]
+		if s.queues[q.ID].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP {
+			continue
+		}
+		for _, o := range s.offersFor(s.roleOffers[m.Role], i, skills) {
+			if len(o.ready) > 0 {
+				return got, o.ready[0].ID
+			}
+		}
+		if t := s.queueHead(q, m.ID); t != nil {
+			return got, t.ID
+		}
+	}
+	return got, ""
+}

@@ -98,8 +98,10 @@ func TestViewListsMatchScan(t *testing.T) {
 
 // mustSameLists fails unless every member's view of st lists the
 // approvals, requests and awaited replies the scan finds, and its views
-// omitting parts are the whole one without them, and every task counts its
-// dependents (TaskView.Dependents) right. It returns the most
+// omitting parts are the whole one without them, every task counts its
+// dependents (TaskView.Dependents) right, and the work offered to a member
+// when another passes it on (openFor) is what the walk of every queue
+// finds. It returns the most
 // requests and awaited replies a view listed.
 func mustSameLists(tb testing.TB, st *org.State, where string) (requests, awaiting int) {
 	tb.Helper()
@@ -107,6 +109,9 @@ func mustSameLists(tb testing.TB, st *org.State, where string) (requests, awaiti
 		tb.Fatalf("%s: task %s counts its dependents wrong", where, id)
 	}
 	for _, m := range st.Members {
+		if got, want := st.OpenFor(m.ID); got != want {
+			tb.Fatalf("%s, %s: openFor finds %q, the walk of every queue %q", where, m.ID, got, want)
+		}
 		o := st.View(m.ID)
 		approvals, reqs, waits := st.ScanLists(m.ID)
 		if !reflect.DeepEqual(o.Approvals, approvals) || !reflect.DeepEqual(o.Requests, reqs) || !reflect.DeepEqual(o.Awaiting, waits) {
