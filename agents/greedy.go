@@ -21,6 +21,15 @@ import (
 // oracle baselines are Greedy with another content mode.
 type Greedy struct{ content content }
 
+// Omits names what Greedy never reads of an observation: the upcoming
+// tasks, the projects, the queues and its own requests (agents/inprocess
+// has them left out). Greedy must not start reading them while it names
+// them here: TestGreedyOmitsWhatItNeverReads decides every turn of the
+// shipped worlds both ways.
+func (*Greedy) Omits() org.Omit {
+	return org.OmitUpcoming | org.OmitProjects | org.OmitQueues | org.OmitRequests
+}
+
 // Decide implements Agent.
 func (g *Greedy) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
 	acts, err := g.decide(ctx, o)
@@ -112,11 +121,15 @@ func asked(o org.Observation, member, topic string) bool {
 	return false
 }
 
-// spread reorders the tasks tied for the highest value by a hash of (member, task).
+// spread reorders the tasks tied for the highest value by a hash of
+// (member, task), in a copy of ts when there are ties.
 func spread(member string, ts []org.TaskView) []org.TaskView {
 	n := 1
 	for n < len(ts) && ts[n].Value == ts[0].Value {
 		n++
+	}
+	if n > 1 {
+		ts = slices.Clone(ts)
 	}
 	top := ts[:n]
 	slices.SortStableFunc(top, func(a, b org.TaskView) int {
@@ -133,8 +146,14 @@ func tieHash(member, task string) uint64 {
 	return h.Sum64()
 }
 
-// best returns tasks by value, highest first; ties keep the observation's order.
+// best returns tasks by value, highest first; ties keep the observation's
+// order. When ts are in that order already (a view lists its available
+// tasks so, unless tickets head it) it returns ts itself: read it, do not
+// change it.
 func best(ts []org.TaskView) []org.TaskView {
+	if slices.IsSortedFunc(ts, func(a, b org.TaskView) int { return cmp.Compare(b.Value, a.Value) }) {
+		return ts // the sort below would leave them as they are
+	}
 	out := append([]org.TaskView(nil), ts...)
 	for i := 1; i < len(out); i++ {
 		for j := i; j > 0 && out[j].Value > out[j-1].Value; j-- {

@@ -171,6 +171,7 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 			dt := s.tasks[d]
 			t.deps = append(t.deps, dt)
 			s.dependents[d] = append(s.dependents[d], t)
+			dt.dependents++
 		}
 	}
 	for _, id := range c.Steps {

@@ -1,6 +1,7 @@
 package org
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/corpsim/corpsim/worlds"
@@ -127,28 +128,46 @@ func (s *State) left(m *Member, cause uint64) {
 // openFor returns an open task m may take now, as its view would offer it
 // (a ready project task of its role and skills, or the head ticket of a
 // queue its role serves, in a queue neither down nor at its WIP limit), or
-// nil.
+// nil: the first such by the world's order of queues, a queue's ready tasks
+// (those naming no skill, then each of m's skills) before its head ticket.
 func (s *State) openFor(m *Member) *Task {
 	serves := s.roleServes[m.Role]
+	ro := s.roleOffers[m.Role]
 	var skills []string
-	if w, ok := s.World.Member(m.ID); ok {
+	if w, _ := s.defOf(m); w != nil {
 		skills = w.Skills
 	}
-	for i := range s.World.Queues {
-		if i >= len(serves) || !serves[i] {
-			continue
-		}
+	blocked := func(i int) bool {
 		q := &s.World.Queues[i]
-		if s.queues[q.ID].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP {
-			continue
+		return s.Queues[i].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP
+	}
+	// The first queue with a ready task m may take, from the offer sets
+	// that hold a task (in no order).
+	first := len(serves)
+	if ro != nil {
+		for _, o := range ro.live {
+			if len(o.ready) == 0 || o.qi >= first || !serves[o.qi] ||
+				o.skill != "" && !slices.Contains(skills, o.skill) || blocked(o.qi) {
+				continue
+			}
+			first = o.qi
 		}
-		for _, o := range s.offersFor(q.ID, m.Role, skills) {
+	}
+	if s.openTicketN > 0 {
+		// A head ticket of a queue before it comes first.
+		for i := range first {
+			if serves[i] && !blocked(i) {
+				if t := s.queueHead(&s.World.Queues[i], m.ID); t != nil {
+					return t
+				}
+			}
+		}
+	}
+	if first < len(serves) {
+		for _, o := range s.offersFor(ro, first, skills) {
 			if len(o.ready) > 0 {
 				return o.ready[0]
 			}
-		}
-		if t := s.queueHead(q, m.ID); t != nil {
-			return t
 		}
 	}
 	return nil

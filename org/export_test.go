@@ -159,3 +159,69 @@ func (s *State) ScanView(id string) Observation {
 	}
 	return o
 }
+
+// ScanLists are the approvals, requests and awaited replies of member id's
+// view as View found them before the view lists (view_lists.go): by a scan
+// of every request and message. Tests use them as the reference.
+func (s *State) ScanLists(id string) (approvals, requests []RequestView, awaiting []MessageView) {
+	approvals, requests = []RequestView{}, []RequestView{}
+	for _, r := range s.Requests {
+		if r.Status == RequestPending && r.Steps[r.Current].Approver == id {
+			approvals = append(approvals, s.requestView(r))
+		}
+		if r.Requester == id {
+			requests = append(requests, s.requestView(r))
+		}
+	}
+	for _, msg := range s.Messages {
+		if msg.From == id && !msg.Answered {
+			awaiting = append(awaiting, MessageView{ID: msg.ID, From: msg.To, Text: msg.Text, SentAt: msg.SentAt})
+		}
+	}
+	return approvals, requests, awaiting
+}
+
+// StaleDependents returns a task whose count of dependents (which views
+// show) is not the length of its dependents' list, or "".
+func (s *State) StaleDependents() string {
+	for _, t := range s.Tasks {
+		if t.dependents != len(s.dependents[t.ID]) {
+			return t.ID
+		}
+	}
+	return ""
+}
+
+// OpenFor is openFor of member id and, as the reference, the walk it was
+// before the live offer sets: every queue its role serves in the world's
+// order, each queue's offer sets by skill, then its head ticket. They give
+// the IDs of the tasks found ("" for none).
+func (s *State) OpenFor(id string) (got, want string) {
+	m := s.members[id]
+	if t := s.openFor(m); t != nil {
+		got = t.ID
+	}
+	serves := s.roleServes[m.Role]
+	var skills []string
+	if w, ok := s.World.Member(m.ID); ok {
+		skills = w.Skills
+	}
+	for i := range s.World.Queues {
+		if i >= len(serves) || !serves[i] {
+			continue
+		}
+		q := &s.World.Queues[i]
+		if s.queues[q.ID].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP {
+			continue
+		}
+		for _, o := range s.offersFor(s.roleOffers[m.Role], i, skills) {
+			if len(o.ready) > 0 {
+				return got, o.ready[0].ID
+			}
+		}
+		if t := s.queueHead(q, m.ID); t != nil {
+			return got, t.ID
+		}
+	}
+	return got, ""
+}

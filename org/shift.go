@@ -40,11 +40,10 @@ const maxShiftMates = 16
 // shiftView is what member m sees of its shift, or nil in a world whose
 // member works neither on a shift nor in a team that requires handover.
 func (s *State) shiftView(m *Member) *ShiftView {
-	wm, ok := s.World.Member(m.ID)
-	if !ok {
+	wm, team := s.defOf(m)
+	if wm == nil {
 		return nil
 	}
-	team := s.World.Team(m.Team)
 	handover := team != nil && team.Handover == worlds.HandoverRequired
 	if !wm.OnShift && !handover {
 		return nil

@@ -82,17 +82,18 @@ type State struct {
 	serves     map[string]bool   // role + "/" + queue
 	roleServes map[string][]bool // role -> whether it serves each of World.Queues, by index
 	// Derived indexes, rebuilt by index() after Restore; not hashed.
-	open      int                    // tasks not done
-	held      map[string][]*Task     // member -> tasks assigned and not done
-	queueOpen map[string][]*Task     // queue -> its tickets in arrival order (done ones are dropped lazily)
-	openPrio  map[string]map[int]int // queue -> priority -> its open tickets of that priority
-	claimed   map[string]int         // queue -> items claimed and not done
-	shown     map[string]int         // queue -> its tasks not done and not hidden
-	offers    map[offerKey]*offers   // open visible project tasks by queue, role and skill (view_index.go)
-	doneIn    map[string]int         // project -> its tasks done
-	woken     []string               // members whose Pending or BusyUntil changed since TakeWoken
-	typed     any                    // the payload of the event being applied, when the engine has it (ApplyWith)
-	npcQueues map[string][]string    // NPC member -> the queues it serves (see npcServes)
+	open        int                    // tasks not done
+	held        map[string][]*Task     // member -> tasks assigned and not done
+	queueOpen   map[string][]*Task     // queue -> its tickets in arrival order (done ones are dropped lazily)
+	openPrio    map[string]map[int]int // queue -> priority -> its open tickets of that priority
+	openTicketN int                    // open tickets in all queues (the sum of openPrio)
+	claimed     map[string]int         // queue -> items claimed and not done
+	shown       map[string]int         // queue -> its tasks not done and not hidden
+	offers      map[offerKey]*offers   // open visible project tasks by queue, role and skill (view_index.go)
+	doneIn      map[string]int         // project -> its tasks done
+	woken       []string               // members whose Pending or BusyUntil changed since TakeWoken
+	typed       any                    // the payload of the event being applied, when the engine has it (ApplyWith)
+	npcQueues   map[string][]string    // NPC member -> the queues it serves (see npcServes)
 	// The last task and member looked up: checking one action asks for
 	// the same ones a dozen times (every rule looks them up by ID). This
 	// makes even Task and Member writes, like the rest of State: it is not
@@ -103,8 +104,16 @@ type State struct {
 	// verdicts are the rubric's remembered verifications of done tasks, by
 	// task order (verify_memo.go); not hashed, not in snapshots.
 	verdicts []verdict
-	// offerSets is offersFor's result, reused from call to call.
-	offerSets []*offers
+	// offerSets is offersFor's result, reused from call to call, and
+	// readyBuf and waitingBuf View's lists of offer lists.
+	offerSets            []*offers
+	readyBuf, waitingBuf [][]*Task
+	// roleOffers are the offer sets by role and queue number (view_index.go);
+	// queueIx numbers the world's queues (static).
+	roleOffers map[string]*roleOffers
+	queueIx    map[string]int
+	// lists index the requests and messages views show (view_lists.go).
+	lists viewLists
 }
 
 // Member is a seat's state.
@@ -135,6 +144,40 @@ type Member struct {
 	// case asked for.
 	Results    []ReadResult `json:"results,omitempty"`
 	Collateral int          `json:"collateral,omitempty"`
+
+	// def and team are the member's and its team's definitions in the
+	// world, looked up once (State.defOf); looked is whether they were.
+	def    *worlds.Member
+	team   *worlds.Team
+	budget *Budget
+	looked bool
+}
+
+// defOf returns m's definition in the world (nil for none) and its team's
+// (nil for none), found once per member and then kept: views ask for them
+// at every turn, and the world does not change.
+func (s *State) defOf(m *Member) (*worlds.Member, *worlds.Team) {
+	s.look(m)
+	return m.def, m.team
+}
+
+// budgetOf returns m's team's budget (nil for none), found once per member:
+// the state's budgets are made with its members (New, Restore) and kept.
+func (s *State) budgetOf(m *Member) *Budget {
+	s.look(m)
+	return m.budget
+}
+
+func (s *State) look(m *Member) {
+	if m.looked {
+		return
+	}
+	if w, ok := s.World.Member(m.ID); ok {
+		m.def = w
+	}
+	m.team = s.World.Team(m.Team)
+	m.budget = s.budgets[m.Team]
+	m.looked = true
 }
 
 // Task kinds.
@@ -177,6 +220,9 @@ type Task struct {
 
 	deps []*Task  // Spec.Deps resolved
 	ix   offerPos // where it is in the offer index (view_index.go)
+	// dependents counts the tasks that list it as a dependency: the
+	// length of State.dependents[ID], which views show at every turn.
+	dependents int
 }
 
 // Queue is a work queue's state.
@@ -281,7 +327,9 @@ func New(w *worlds.World) *State {
 			s.tasks[t.ID] = t
 		}
 	}
-	for _, q := range w.Queues {
+	s.queueIx = make(map[string]int, len(w.Queues))
+	for i, q := range w.Queues {
+		s.queueIx[q.ID] = i
 		sq := &Queue{ID: q.ID}
 		s.Queues = append(s.Queues, sq)
 		s.queues[q.ID] = sq
@@ -319,9 +367,12 @@ func (s *State) index() {
 	s.held = map[string][]*Task{}
 	s.queueOpen = map[string][]*Task{}
 	s.openPrio = map[string]map[int]int{}
+	s.openTicketN = 0
 	s.claimed = map[string]int{}
 	s.shown = map[string]int{}
 	s.offers = map[offerKey]*offers{}
+	s.roleOffers = map[string]*roleOffers{}
+	s.lists = viewLists{}
 	s.doneIn = map[string]int{}
 	s.bulkOffers = true
 	for i, t := range s.Tasks {
@@ -366,6 +417,7 @@ func (s *State) countOpen(t *Task, n int) {
 		m = map[int]int{}
 		s.openPrio[t.Queue] = m
 	}
+	s.openTicketN += n
 	if m[t.Priority] += n; m[t.Priority] == 0 {
 		delete(m, t.Priority)
 	}
@@ -420,11 +472,15 @@ func (s *State) Held(member string) []*Task { return s.held[member] }
 func (s *State) link() {
 	clear(s.dependents)
 	for _, t := range s.Tasks {
+		t.dependents = 0
+	}
+	for _, t := range s.Tasks {
 		t.deps = t.deps[:0]
 		for _, d := range t.Spec.Deps {
 			dt := s.tasks[d]
 			t.deps = append(t.deps, dt)
 			s.dependents[d] = append(s.dependents[d], t)
+			dt.dependents++
 		}
 	}
 }

@@ -250,7 +250,7 @@ func (s *State) taskView(t *Task) TaskView {
 			v.NeedsInfo.Known = m.KnowsTopic(in.Topic)
 		}
 	}
-	v.Dependents = len(s.dependents[t.ID])
+	v.Dependents = t.dependents
 	if t.Case != "" {
 		v.Case, v.Step, v.NPC = t.Case, t.Spec.Step, t.Spec.NPC
 		v.Outcome = s.outcomeView(t)
@@ -349,6 +349,9 @@ func (s *State) QueueHead(queue, member string) *Task {
 }
 
 func (s *State) queueHead(q *worlds.Queue, member string) *Task {
+	if s.openTicketN == 0 || len(s.openPrio[q.ID]) == 0 {
+		return nil // no open ticket here (openPrio counts them)
+	}
 	var best *Task
 	top, _ := s.topOpenPriority(q.ID)
 	for _, t := range s.openTickets(q.ID) {
@@ -386,44 +389,92 @@ func (s *State) requestView(r *Request) RequestView {
 	return v
 }
 
+// Omit names parts of an Observation that its reader does without, for
+// ViewOmitting. An agent that never reads them (the greedy baseline, played
+// in process) spares the engine building them; an observation sent over the
+// bus is always whole.
+type Omit uint8
+
+// The parts ViewOmitting may leave out. An omitted list is nil, and its
+// count (UpcomingMore) 0; what the rest of the observation shows is the
+// same as View's (the cases of upcoming tasks are listed in Cases all the
+// same).
+const (
+	OmitUpcoming Omit = 1 << iota // Upcoming, UpcomingMore
+	OmitProjects                  // Projects
+	OmitQueues                    // Queues
+	OmitRequests                  // Requests (the member's own; not Approvals)
+)
+
 // View is what member id sees now. Every slice is in a stable order.
-func (s *State) View(id string) Observation {
+func (s *State) View(id string) Observation { return s.ViewOmitting(id, 0) }
+
+// ViewOmitting is View without the parts omit names.
+func (s *State) ViewOmitting(id string, omit Omit) Observation {
 	m := s.members[id]
 	o := Observation{Member: id, Time: s.Now, Wall: s.World.Calendar.Wall(s.Now).Format("2006-01-02T15:04:05Z07:00"),
 		Horizon: s.World.Horizon, Assigned: []TaskView{}, Available: []TaskView{}, Upcoming: []TaskView{},
 		Approvals: []RequestView{}, Requests: []RequestView{}, Inbox: []MessageView{}, Projects: []ProjectView{}}
+	if omit&OmitUpcoming != 0 {
+		o.Upcoming = nil
+	}
+	if omit&OmitRequests != 0 {
+		o.Requests = nil
+	}
+	if omit&OmitProjects != 0 {
+		o.Projects = nil
+	}
 	if m == nil {
 		return o
 	}
 	o.Role, o.Team, o.Turn, o.OnLeave = m.Role, m.Team, m.Turn+1, m.OnLeave
-	o.Queues = []*QueueView{}
 	o.Rejected = m.Rejected
 	o.Shift = s.shiftView(m)
 	// The queues it serves: by its role, or as an NPC's.
 	served := s.roleServes[m.Role] // by index in World.Queues; nil: none
-	var npcQueues []string
-	if w, ok := s.World.Member(id); ok && w.NPC != nil {
-		npcQueues = w.NPC.Serves
+	var npcQueues, skills []string
+	if w, _ := s.defOf(m); w != nil {
+		skills = w.Skills
+		if w.NPC != nil {
+			npcQueues = w.NPC.Serves
+		}
 	}
-	shows := make([]bool, len(s.World.Queues))
+	var shows []bool // nil: just those its role serves
 	n := 0
-	for i, q := range s.World.Queues {
-		if served != nil && served[i] || slices.Contains(npcQueues, q.ID) {
-			shows[i] = true
-			n++
+	if len(npcQueues) > 0 {
+		shows = make([]bool, len(s.World.Queues))
+		for i, q := range s.World.Queues {
+			if served != nil && served[i] || slices.Contains(npcQueues, q.ID) {
+				shows[i] = true
+				n++
+			}
+		}
+	} else {
+		for _, ok := range served {
+			if ok {
+				n++
+			}
 		}
 	}
-	qvs := make([]QueueView, 0, n) // one allocation for all of them
-	o.Queues = make([]*QueueView, 0, n)
-	for i, q := range s.World.Queues {
-		if shows[i] {
-			qvs = append(qvs, QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.queues[q.ID].DownUntil,
-				Open: s.shown[q.ID] - s.claimed[q.ID], InProgress: s.claimed[q.ID]})
-			o.Queues = append(o.Queues, &qvs[len(qvs)-1])
+	if omit&OmitQueues == 0 {
+		qvs := make([]QueueView, 0, n) // one allocation for all of them
+		o.Queues = make([]*QueueView, 0, n)
+		for i, q := range s.World.Queues {
+			if shows != nil && shows[i] || shows == nil && served != nil && served[i] {
+				qvs = append(qvs, QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.Queues[i].DownUntil,
+					Open: s.shown[q.ID] - s.claimed[q.ID], InProgress: s.claimed[q.ID]})
+				o.Queues = append(o.Queues, &qvs[len(qvs)-1])
+			}
 		}
 	}
-	held := slices.Clone(s.held[id])
-	slices.SortFunc(held, func(a, b *Task) int { return a.ord - b.ord })
+	held := s.held[id]
+	if !slices.IsSortedFunc(held, byOrd) {
+		held = slices.Clone(held)
+		slices.SortFunc(held, byOrd)
+	}
+	if len(held) > 0 {
+		o.Assigned = make([]TaskView, 0, len(held))
+	}
 	for _, t := range held {
 		if !t.Hidden {
 			o.Assigned = append(o.Assigned, s.taskView(t))
@@ -433,33 +484,49 @@ func (s *State) View(id string) Observation {
 	// view_index.go): per queue it serves, the open project tasks of its
 	// role, by skill, already in the order they are listed, and the queue's
 	// head ticket. Only what is listed is looked at; the rest is counted.
-	var skills []string
-	if w, ok := s.World.Member(id); ok {
-		skills = w.Skills
-	}
-	var readyLists, waitingLists [][]*Task
+	ro := s.roleOffers[m.Role]
+	// The upcoming lists are merged only to show them, or the cases of
+	// those it would show.
+	upcoming := omit&OmitUpcoming == 0 || len(s.World.Cases) > 0
+	readyLists, waitingLists := s.readyBuf[:0], s.waitingBuf[:0]
+	defer func() {
+		// Kept for the next view, without the lists they pointed to.
+		clear(readyLists[:cap(readyLists)])
+		clear(waitingLists[:cap(waitingLists)])
+		s.readyBuf, s.waitingBuf = readyLists[:0], waitingLists[:0]
+	}()
 	var tickets []*Task
 	ready, waiting := 0, 0
-	for i := range s.World.Queues {
+	// An outage or the WIP limit blocks a queue: its ready work is
+	// counted in Queues, not offered.
+	blocked := func(i int) bool {
 		q := &s.World.Queues[i]
-		if !shows[i] || served == nil || !served[i] {
-			continue
-		}
-		// An outage or the WIP limit blocks a queue: its ready work is
-		// counted in Queues, not offered.
-		blocked := s.queues[q.ID].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP
-		for _, of := range s.offersFor(q.ID, m.Role, skills) {
-			waitingLists = append(waitingLists, of.waiting)
-			waiting += len(of.waiting)
-			if !blocked {
+		return s.Queues[i].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP
+	}
+	if ro != nil && served != nil {
+		// The sets that hold a task, in no order: the lists are merged
+		// by a total order below, and only counted otherwise.
+		for _, of := range ro.live {
+			if !served[of.qi] || of.skill != "" && !slices.Contains(skills, of.skill) {
+				continue
+			}
+			if len(of.waiting) > 0 && upcoming {
+				waitingLists = append(waitingLists, of.waiting)
+				waiting += len(of.waiting)
+			}
+			if len(of.ready) > 0 && !blocked(of.qi) {
 				readyLists = append(readyLists, of.ready)
 				ready += len(of.ready)
 			}
 		}
-		if !blocked {
-			// Only the ticket the queue's order lets this member take now.
-			if t := s.queueHead(q, id); t != nil {
-				tickets = append(tickets, t)
+	}
+	if s.openTicketN > 0 {
+		for i := range served {
+			if served[i] && !blocked(i) {
+				// Only the ticket the queue's order lets this member take now.
+				if t := s.queueHead(&s.World.Queues[i], id); t != nil {
+					tickets = append(tickets, t)
+				}
 			}
 		}
 	}
@@ -487,27 +554,31 @@ func (s *State) View(id string) Observation {
 		}
 		o.Available = append(o.Available, s.taskView(t))
 	}
-	if waiting > listed {
-		o.UpcomingMore = waiting - listed
-	}
-	up := firstTasks(waitingLists, waitingCmp, listed)
-	o.Upcoming = make([]TaskView, 0, len(up))
-	for _, t := range up {
-		o.Upcoming = append(o.Upcoming, s.taskView(t))
-	}
-	for _, r := range s.Requests {
-		if r.Status == RequestPending && r.Steps[r.Current].Approver == id {
-			o.Approvals = append(o.Approvals, s.requestView(r))
+	var upCases []string // omitted upcoming tasks' cases, which Cases lists all the same
+	if omit&OmitUpcoming == 0 {
+		if waiting > listed {
+			o.UpcomingMore = waiting - listed
 		}
-		if r.Requester == id {
+		up := firstTasks(waitingLists, waitingCmp, listed)
+		o.Upcoming = make([]TaskView, 0, len(up))
+		for _, t := range up {
+			o.Upcoming = append(o.Upcoming, s.taskView(t))
+		}
+	} else if len(s.World.Cases) > 0 {
+		for _, t := range firstTasks(waitingLists, waitingCmp, listed) {
+			if t.Case != "" {
+				upCases = append(upCases, t.Case)
+			}
+		}
+	}
+	s.catchUp()
+	s.listApprovals(&o, id)
+	if omit&OmitRequests == 0 {
+		for _, r := range s.lists.mine[id] {
 			o.Requests = append(o.Requests, s.requestView(r))
 		}
 	}
-	for _, msg := range s.Messages {
-		if msg.From == id && !msg.Answered {
-			o.Awaiting = append(o.Awaiting, MessageView{ID: msg.ID, From: msg.To, Text: msg.Text, SentAt: msg.SentAt})
-		}
-	}
+	s.listAwaiting(&o, id)
 	inbox := m.Inbox
 	if lim := s.limits().Inbox; len(inbox) > lim {
 		inbox, o.InboxMore = inbox[:lim], len(inbox)-lim
@@ -516,22 +587,30 @@ func (s *State) View(id string) Observation {
 		msg := s.messages[mid]
 		o.Inbox = append(o.Inbox, MessageView{ID: msg.ID, From: msg.From, Text: msg.Text, Topic: msg.Topic, SentAt: msg.SentAt})
 	}
-	if b := s.budgets[m.Team]; b != nil {
+	if b := s.budgetOf(m); b != nil {
 		o.Budget = &BudgetView{Team: b.Team, Initial: b.Initial, Spent: b.Spent, Remaining: b.Remaining()}
 	}
-	o.Projects = make([]ProjectView, 0, len(s.World.Projects))
-	for i := range s.World.Projects {
-		p := &s.World.Projects[i]
-		o.Projects = append(o.Projects, ProjectView{ID: p.ID, Title: p.Title, Deadline: p.Deadline, Tasks: len(p.Tasks), Done: s.doneIn[p.ID]})
+	if omit&OmitProjects == 0 {
+		o.Projects = make([]ProjectView, 0, len(s.World.Projects))
+		for i := range s.World.Projects {
+			p := &s.World.Projects[i]
+			o.Projects = append(o.Projects, ProjectView{ID: p.ID, Title: p.Title, Deadline: p.Deadline, Tasks: len(p.Tasks), Done: s.doneIn[p.ID]})
+		}
 	}
-	s.caseViews(&o, m)
+	s.caseViews(&o, m, upCases)
 	s.recordsView(&o, m)
 	return o
 }
 
+// byOrd orders tasks by their place in State.Tasks.
+func byOrd(a, b *Task) int { return a.ord - b.ord }
+
 // caseViews fills in the cases of the steps an observation lists, the NPC
 // steps that wait for the member to ask, and the templates it may open.
-func (s *State) caseViews(o *Observation, m *Member) {
+//
+// upCases are the cases of the upcoming tasks the observation omits, in
+// their order.
+func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 	if len(s.World.Cases) == 0 {
 		return
 	}
@@ -560,6 +639,9 @@ func (s *State) caseViews(o *Observation, m *Member) {
 		for _, t := range list {
 			add(t.Case)
 		}
+	}
+	for _, id := range upCases {
+		add(id)
 	}
 	// And the open cases it has done a step of: their approvals and
 	// progress concern it.

@@ -28,8 +28,37 @@ type offerKey struct{ queue, role, skill string }
 
 // offers are the open visible project tasks of one offerKey.
 type offers struct {
+	skill   string  // the key's
+	qi      int     // the key's queue, by its index in World.Queues
+	live    int     // its index in its roleOffers' live; -1 when empty
 	ready   []*Task // dependencies done; by readyCmp
 	waiting []*Task // dependencies pending; by waitingCmp
+}
+
+// roleOffers are the offer sets of one role: by the index of their queue
+// in World.Queues, each queue's in the order they were made (one per
+// skill), so that a queue's sets are found by number, not by hashing three
+// strings; and those that hold a task (live, in no order), so that a view
+// of a member whose role serves a hundred queues, most of them with
+// nothing open for it, looks at those that do.
+type roleOffers struct {
+	byQueue [][]*offers
+	live    []*offers
+}
+
+// counted keeps o in its role's live sets while it holds a task.
+func (ro *roleOffers) counted(o *offers) {
+	switch n := len(o.ready) + len(o.waiting); {
+	case n > 0 && o.live < 0:
+		o.live = len(ro.live)
+		ro.live = append(ro.live, o)
+	case n == 0 && o.live >= 0:
+		last := ro.live[len(ro.live)-1]
+		ro.live[o.live], last.live = last, o.live
+		ro.live[len(ro.live)-1] = nil
+		ro.live = ro.live[:len(ro.live)-1]
+		o.live = -1
+	}
 }
 
 // offerPos is where a task is in the offer index, with the sort keys it was
@@ -80,10 +109,21 @@ func (s *State) offer(t *Task) {
 	}
 	k := offerKey{t.Queue, t.Spec.Role, t.Spec.Skill}
 	o := s.offers[k]
-	if o == nil {
-		o = &offers{}
-		s.offers[k] = o
+	ro := s.roleOffers[k.role]
+	if ro == nil {
+		ro = &roleOffers{byQueue: make([][]*offers, len(s.World.Queues))}
+		s.roleOffers[k.role] = ro
 	}
+	if o == nil {
+		qi, ok := s.queueIx[k.queue]
+		if !ok {
+			panic(fmt.Sprintf("org: task %s is in queue %q, which the world does not have", t.ID, k.queue))
+		}
+		o = &offers{skill: k.skill, qi: qi, live: -1}
+		s.offers[k] = o
+		ro.byQueue[qi] = append(ro.byQueue[qi], o)
+	}
+	defer ro.counted(o)
 	n := s.pendingCount(t)
 	t.ix = offerPos{in: o, ready: n == 0, pending: n, value: t.Value}
 	if s.bulkOffers {
@@ -115,6 +155,7 @@ func (s *State) unoffer(t *Task) {
 	} else {
 		o.waiting = deleteTask(o.waiting, t, waitingCmp)
 	}
+	s.roleOffers[t.Spec.Role].counted(o)
 	t.ix = offerPos{}
 }
 
@@ -143,22 +184,36 @@ func deleteTask(list []*Task, t *Task, cmp func(a, b *Task) int) []*Task {
 	return slices.Delete(list, i, i+1)
 }
 
-// offersFor returns the offer sets of queue that member m (of role) may
-// take from, by skill: the tasks naming no skill, then each of its skills.
+// offersFor returns the offer sets of the queue numbered qi in
+// World.Queues that a member of the role whose sets are ro, with skills,
+// may take from, by skill: the tasks naming no skill, then each of its
+// skills (openFor takes the first ready task in this order).
 //
 // The slice is the state's, reused by the next call: range over it at
 // once, do not keep it.
-func (s *State) offersFor(queue, role string, skills []string) []*offers {
+func (s *State) offersFor(ro *roleOffers, qi int, skills []string) []*offers {
 	out := s.offerSets[:0]
-	if o := s.offers[offerKey{queue, role, ""}]; o != nil {
-		out = append(out, o)
+	if ro == nil {
+		return out
 	}
-	for i, sk := range skills {
-		if sk == "" || slices.Contains(skills[:i], sk) {
-			continue
-		}
-		if o := s.offers[offerKey{queue, role, sk}]; o != nil {
+	sets := ro.byQueue[qi]
+	for _, o := range sets {
+		if o.skill == "" {
 			out = append(out, o)
+			break
+		}
+	}
+	if len(out) < len(sets) {
+		for i, sk := range skills {
+			if sk == "" || slices.Contains(skills[:i], sk) {
+				continue
+			}
+			for _, o := range sets {
+				if o.skill == sk {
+					out = append(out, o)
+					break
+				}
+			}
 		}
 	}
 	s.offerSets = out

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/corpsim/corpsim/agents"
@@ -30,11 +31,13 @@ func mustSameViews(tb testing.TB, w *worlds.World, st *org.State, where string, 
 	}
 	n := 0
 	for _, m := range st.Members {
-		got, _ := json.Marshal(st.View(m.ID))
+		full := st.View(m.ID)
+		got, _ := json.Marshal(full)
 		want, _ := json.Marshal(st.ScanView(m.ID))
 		if string(got) != string(want) {
 			tb.Fatalf("%s, %s: indexed view\n%s\nscanned view\n%s", where, m.ID, got, want)
 		}
+		mustSameOmitting(tb, st, full, where)
 		if back != nil {
 			rebuilt, _ := json.Marshal(back.View(m.ID))
 			if string(rebuilt) != string(want) {
@@ -44,6 +47,38 @@ func mustSameViews(tb testing.TB, w *worlds.World, st *org.State, where string, 
 		n++
 	}
 	return n
+}
+
+// allOmits are the parts of an observation ViewOmitting may leave out.
+const allOmits = org.OmitUpcoming | org.OmitProjects | org.OmitQueues | org.OmitRequests
+
+// mustSameOmitting fails unless, for each part and for all of them at
+// once, st.ViewOmitting of full's member is full with just that part left
+// out (what it shows of the rest, the cases of upcoming tasks included, is
+// the same).
+func mustSameOmitting(tb testing.TB, st *org.State, full org.Observation, where string) {
+	tb.Helper()
+	for _, omit := range []org.Omit{org.OmitUpcoming, org.OmitProjects, org.OmitQueues, org.OmitRequests, allOmits} {
+		want := full
+		if omit&org.OmitUpcoming != 0 {
+			want.Upcoming, want.UpcomingMore = nil, 0
+		}
+		if omit&org.OmitProjects != 0 {
+			want.Projects = nil
+		}
+		if omit&org.OmitQueues != 0 {
+			want.Queues = nil
+		}
+		if omit&org.OmitRequests != 0 {
+			want.Requests = nil
+		}
+		got := st.ViewOmitting(full.Member, omit)
+		if !reflect.DeepEqual(got, want) {
+			g, _ := json.Marshal(got)
+			w, _ := json.Marshal(want)
+			tb.Fatalf("%s, %s: view omitting %b\n%s\nwant\n%s", where, full.Member, omit, g, w)
+		}
+	}
 }
 
 // The offer index must give every view the scan of every task would: play

@@ -48,6 +48,7 @@ type Seats struct {
 // when a turn it did not answer in time is still with it.
 type seat struct {
 	agent agents.Agent
+	omit  org.Omit // what agent never reads (Partial)
 	busy  chan struct{}
 	log   hclog.Logger
 }
@@ -65,7 +66,11 @@ func New(seats map[string]agents.Agent, o Options) *Seats {
 	}
 	s := &Seats{seats: make(map[string]*seat, len(seats))}
 	for m, a := range seats {
-		s.seats[m] = &seat{agent: a, busy: make(chan struct{}, 1), log: logger.With("member", m)}
+		st := &seat{agent: a, busy: make(chan struct{}, 1), log: logger.With("member", m)}
+		if p, ok := a.(Partial); ok {
+			st.omit = p.Omits()
+		}
+		s.seats[m] = st
 	}
 	return s
 }
@@ -74,6 +79,24 @@ func New(seats map[string]agents.Agent, o Options) *Seats {
 func (s *Seats) Plays(member string) bool {
 	_, ok := s.seats[member]
 	return ok
+}
+
+// Partial is implemented by an agent that never reads some parts of an
+// observation (org.Omit): the greedy baseline does not look at upcoming
+// tasks, projects, queues or its own requests.
+type Partial interface {
+	Omits() org.Omit
+}
+
+// Omits reports the parts of an observation member's agent never reads
+// (those its Partial names; none for another agent or a member these seats
+// do not play), so that the driver need not have them built
+// (driver.PartialSeats).
+func (s *Seats) Omits(member string) org.Omit {
+	if st, ok := s.seats[member]; ok {
+		return st.omit
+	}
+	return 0
 }
 
 // Ask gives obs to member's agent and returns its actions. It returns
@@ -95,10 +118,10 @@ func (s *Seats) Ask(ctx context.Context, _, member string, obs org.Observation) 
 	}
 	turn := obs.Turn
 	done := make(chan decision, 1)
-	go func() {
+	decisions.run(func() {
 		defer func() { <-st.busy }()
 		done <- st.decide(ctx, obs)
-	}()
+	})
 	select {
 	case d := <-done:
 		if d.err != nil {

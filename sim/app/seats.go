@@ -168,6 +168,11 @@ type hosted struct {
 	bus   driver.Seats
 }
 
+// Omits implements driver.PartialSeats: what the agent of a member
+// played in process never reads; nothing for the others (over the bus an
+// observation is whole).
+func (h hosted) Omits(member string) org.Omit { return h.local.Omits(member) }
+
 func (h hosted) Ask(ctx context.Context, session, member string, obs org.Observation) (sim.Answer, error) {
 	if h.local.Plays(member) {
 		return h.local.Ask(ctx, session, member, obs)

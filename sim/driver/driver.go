@@ -106,6 +106,16 @@ type Seats interface {
 	Ask(ctx context.Context, session, member string, obs org.Observation) (sim.Answer, error)
 }
 
+// PartialSeats are Seats that say, for each member, which parts of an
+// observation its agent never reads (agents played in process can; an
+// observation sent over the bus is always whole). The driver has the
+// engine leave them out (org.Omit): the agent decides the same, and the
+// engine does not build what nobody reads.
+type PartialSeats interface {
+	Seats
+	Omits(member string) org.Omit
+}
+
 // DefaultMaxInFlight is the bound on turn requests out at once when none is
 // configured: far more than the cores that answer in-process agents, and
 // than the concurrency most model endpoints allow.
@@ -377,7 +387,8 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 				f.cp = &events.Checkpoint{Seq: end, StateHash: hash, Data: data}
 				cps.taken(end, len(data))
 			}
-			go d.fly(ctx, meta.ID, issued, f)
+			after := issued
+			workerPool.run(func() { d.fly(ctx, meta.ID, after, f) })
 			issued = f.batch[len(f.batch)-1].Seq
 			inflight = f
 		}
@@ -400,7 +411,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			break
 		}
 		if len(rd.Turns) > 0 {
-			e.Step(d.ask(ctx, log, meta.ID, rd.Turns, e.Observe))
+			e.Step(d.ask(ctx, log, meta.ID, rd.Turns, d.observer(e)))
 		} else {
 			e.Tick()
 		}
@@ -420,6 +431,21 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		log.Info("session finished", "events", last, "state_hash", meta.StateHash)
 	}
 	return meta, nil
+}
+
+// observer is how ask builds a member's observation from e: whole, or
+// without what the member's seat says its agent never reads.
+func (d *Driver) observer(e *sim.Engine) func(member string) org.Observation {
+	p, ok := d.seats.(PartialSeats)
+	if !ok {
+		return e.Observe
+	}
+	return func(member string) org.Observation {
+		if omit := p.Omits(member); omit != 0 {
+			return e.ObserveOmitting(member, omit)
+		}
+		return e.Observe(member)
+	}
 }
 
 // ask sends the turns, at most MaxInFlight at once, and waits for the
@@ -443,7 +469,7 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 		// most MaxInFlight observations exist at once.
 		obs := observe(turns[i].Member)
 		wg.Add(1)
-		go func(i int) {
+		one := func(obs org.Observation) {
 			defer func() { <-slots; wg.Done() }()
 			member := turns[i].Member
 			rctx, cancel := context.WithTimeout(ctx, d.cfg.TurnTimeout)
@@ -459,7 +485,17 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 			}
 			a.Member = member
 			answers[i] = a
-		}(i)
+		}
+		if i == len(turns)-1 {
+			// The last is asked from here, where the answers would be
+			// waited for: a round of one turn (most rounds) hands no
+			// work to another goroutine and waits for no wake-up (nor
+			// copies its observation to the heap).
+			one(obs)
+		} else {
+			held := obs // on the heap only here, for the worker
+			workerPool.run(func() { one(held) })
+		}
 	}
 	wg.Wait()
 	return answers
