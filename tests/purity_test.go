@@ -34,6 +34,7 @@ var edgePackages = map[string]string{
 	"events/pebblelog":  "the durable log on Pebble (files)",
 	"events/logtest":    "the Log conformance suite, for tests only",
 	"sim/driver":        "the I/O loop around the engine: the log, the bus, wall-clock turn budgets",
+	"sim/workers":       "goroutines kept between the driver's and the in-process seats' functions (a stack that grew stays grown)",
 	"sim/server":        "the server: sessions over NATS, workers, metrics",
 	"sim/app":           "the application's use cases: the data folder, the log, the bus, seats",
 	"sim/analyze":       "analysis tools over stored logs",

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/corpsim/corpsim/sim/workers"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/agents"
@@ -118,7 +120,7 @@ func (s *Seats) Ask(ctx context.Context, _, member string, obs org.Observation) 
 	}
 	turn := obs.Turn
 	done := make(chan decision, 1)
-	decisions.run(func() {
+	decisions.Run(func() {
 		defer func() { <-st.busy }()
 		done <- st.decide(ctx, obs)
 	})
@@ -232,3 +234,6 @@ func wireStrings(acts []org.Action) []org.Action {
 	}
 	return out
 }
+
+// decisions are the workers agents decide on, shared by all Seats.
+var decisions = workers.New()

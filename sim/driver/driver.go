@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corpsim/corpsim/sim/workers"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
 
@@ -388,7 +390,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 				cps.taken(end, len(data))
 			}
 			after := issued
-			workerPool.run(func() { d.fly(ctx, meta.ID, after, f) })
+			workerPool.Run(func() { d.fly(ctx, meta.ID, after, f) })
 			issued = f.batch[len(f.batch)-1].Seq
 			inflight = f
 		}
@@ -494,7 +496,7 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 			one(obs)
 		} else {
 			held := obs // on the heap only here, for the worker
-			workerPool.run(func() { one(held) })
+			workerPool.Run(func() { one(held) })
 		}
 	}
 	wg.Wait()
@@ -627,3 +629,6 @@ func EndStatus(reason string) events.Status {
 	}
 	return events.StatusFinished
 }
+
+// workerPool runs the turns asked and the batches landed, for all drivers.
+var workerPool = workers.New()
