@@ -454,15 +454,7 @@ func (s *State) arrivedEarlier(a, b *Task) bool {
 	if a.Created != b.Created {
 		return a.Created < b.Created
 	}
-	for _, t := range s.Tasks {
-		if t == a {
-			return true
-		}
-		if t == b {
-			return false
-		}
-	}
-	return false
+	return a.ord < b.ord
 }
 
 // Held returns the tasks member holds (assigned, not done), in the order it took them.

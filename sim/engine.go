@@ -392,13 +392,13 @@ func (e *Engine) Ready() Ready {
 // member only. A caller that asks many members at once builds each
 // observation with Observe as it sends it, so that thousands of them are
 // not held together. Observe must be called before Step, from the
-// goroutine that owns the engine.
+// goroutine that owns the engine. The Turns slice is the engine's, as the
+// Events slice is: read it, do not change it; it is valid until Step.
 func (e *Engine) ReadyIDs() Ready {
 	rd := Ready{Events: e.pending, Done: e.done}
 	e.handed = len(e.pending)
 	if len(e.turns) > 0 {
-		rd.Turns = make([]Turn, len(e.turns))
-		copy(rd.Turns, e.turns)
+		rd.Turns = e.turns[:len(e.turns):len(e.turns)] // no copy per round
 	}
 	return rd
 }
