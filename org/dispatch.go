@@ -137,17 +137,13 @@ func (s *State) openFor(m *Member) *Task {
 	if w, _ := s.defOf(m); w != nil {
 		skills = w.Skills
 	}
-	blocked := func(i int) bool {
-		q := &s.World.Queues[i]
-		return s.Queues[i].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP
-	}
 	// The first queue with a ready task m may take, from the offer sets
 	// that hold a task (in no order).
 	first := len(serves)
 	if ro != nil {
 		for _, o := range ro.live {
 			if len(o.ready) == 0 || o.qi >= first || !serves[o.qi] ||
-				o.skill != "" && !slices.Contains(skills, o.skill) || blocked(o.qi) {
+				o.skill != "" && !slices.Contains(skills, o.skill) || s.queueBlocked(o.qi) {
 				continue
 			}
 			first = o.qi
@@ -156,7 +152,7 @@ func (s *State) openFor(m *Member) *Task {
 	if s.openTicketN > 0 {
 		// A head ticket of a queue before it comes first.
 		for i := range first {
-			if serves[i] && !blocked(i) {
+			if serves[i] && !s.queueBlocked(i) {
 				if t := s.queueHead(&s.World.Queues[i], m.ID); t != nil {
 					return t
 				}

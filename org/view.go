@@ -497,12 +497,8 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 	}()
 	var tickets []*Task
 	ready, waiting := 0, 0
-	// An outage or the WIP limit blocks a queue: its ready work is
-	// counted in Queues, not offered.
-	blocked := func(i int) bool {
-		q := &s.World.Queues[i]
-		return s.Queues[i].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP
-	}
+	// An outage or the WIP limit blocks a queue (queueBlocked): its ready
+	// work is counted in Queues, not offered.
 	if ro != nil && served != nil {
 		// The sets that hold a task, in no order: the lists are merged
 		// by a total order below, and only counted otherwise.
@@ -514,7 +510,7 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 				waitingLists = append(waitingLists, of.waiting)
 				waiting += len(of.waiting)
 			}
-			if len(of.ready) > 0 && !blocked(of.qi) {
+			if len(of.ready) > 0 && !s.queueBlocked(of.qi) {
 				readyLists = append(readyLists, of.ready)
 				ready += len(of.ready)
 			}
@@ -522,7 +518,7 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 	}
 	if s.openTicketN > 0 {
 		for i := range served {
-			if served[i] && !blocked(i) {
+			if served[i] && !s.queueBlocked(i) {
 				// Only the ticket the queue's order lets this member take now.
 				if t := s.queueHead(&s.World.Queues[i], id); t != nil {
 					tickets = append(tickets, t)
@@ -600,6 +596,13 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 	s.caseViews(&o, m, upCases)
 	s.recordsView(&o, m)
 	return o
+}
+
+// queueBlocked reports whether the queue numbered i in World.Queues offers
+// no work now: it is down, or at its WIP limit.
+func (s *State) queueBlocked(i int) bool {
+	q := &s.World.Queues[i]
+	return s.Queues[i].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP
 }
 
 // byOrd orders tasks by their place in State.Tasks.

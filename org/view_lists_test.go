@@ -12,6 +12,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/simtest"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -24,17 +25,7 @@ import (
 // escalated and asked again and whose questions are answered or not, and
 // compare every member's view after every batch, and after a restore.
 func TestViewListsMatchScan(t *testing.T) {
-	ws := map[string]*worlds.World{}
-	for _, name := range worlds.Names() {
-		if name == "support-desk-bench" {
-			continue
-		}
-		w, err := worlds.Shipped(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws[name] = w
-	}
+	ws := simtest.Shipped(t)
 	g, err := worlds.Load("gen.yaml", worlds.Generate(worlds.GenOptions{Seed: 5, Teams: 3, Members: 12, Projects: 3,
 		Tasks: 40, Chains: 6, Stagger: 1, Tickets: 2}))
 	if err != nil {

@@ -54,15 +54,7 @@ func AddDelta(acc *Credit, s *org.State, ev events.Event, typed any) {
 			return
 		}
 		acc.Team += workDelta(s, p.Task, p.Work)
-		if c, member, val, ok := completedDelta(s, p.Task); ok {
-			acc.Team += c.Team
-			if member != "" {
-				if acc.Members == nil {
-					acc.Members = map[string]float64{}
-				}
-				acc.Members[member] += val
-			}
-		}
+		addCompleted(acc, s, p.Task)
 		return
 	case payload.EvRecordWritten:
 		acc.Team += collateralDelta(s, ev, typed)
@@ -75,20 +67,30 @@ func AddDelta(acc *Credit, s *org.State, ev events.Event, typed any) {
 		if err != nil {
 			return
 		}
-		if c, member, val, ok := completedDelta(s, p.Task); ok {
-			acc.Team += c.Team
-			if len(c.Members) > 0 {
-				acc.Add(Credit{Members: c.Members})
-			} else if member != "" {
-				if acc.Members == nil {
-					acc.Members = map[string]float64{}
-				}
-				acc.Members[member] += val
-			}
+		if addCompleted(acc, s, p.Task) {
 			return
 		}
 	}
 	acc.Add(delta(s, ev, typed))
+}
+
+// addCompleted adds to acc the Delta of task's completion when it needs
+// no project bonus or case credit (completedDelta), without making a map
+// for the one member credited; it reports false, adding nothing, when the
+// completion needs the general path.
+func addCompleted(acc *Credit, s *org.State, task string) bool {
+	c, member, val, ok := completedDelta(s, task)
+	if !ok {
+		return false
+	}
+	acc.Team += c.Team
+	if member != "" {
+		if acc.Members == nil {
+			acc.Members = map[string]float64{}
+		}
+		acc.Members[member] += val
+	}
+	return true
 }
 
 // completedDelta is Delta of a task.completed without a project bonus:

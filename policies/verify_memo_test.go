@@ -14,6 +14,7 @@ import (
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/simtest"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -25,17 +26,7 @@ import (
 // delegates.
 func memoWorlds(t *testing.T) map[string]*worlds.World {
 	t.Helper()
-	ws := map[string]*worlds.World{}
-	for _, name := range worlds.Names() {
-		if name == "support-desk-bench" {
-			continue
-		}
-		w, err := worlds.Shipped(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws[name] = w
-	}
+	ws := simtest.Shipped(t)
 	scale := worlds.Generate(worlds.GenOptions{Name: "scale", Seed: 1, Teams: 3, Members: 30, Projects: 3, Tasks: 60,
 		Chains: 4, Stagger: 1, Dispatch: worlds.DispatchOne})
 	changed := append(worlds.Generate(worlds.GenOptions{Name: "changed", Seed: 2, Teams: 2, Members: 8, Projects: 2, Tasks: 30,

@@ -756,9 +756,11 @@ func (e *Engine) applyWith(ev events.Event, typed any) error {
 		p, _ := payload.As[payload.TicketServed](&ev, typed)
 		e.timers.Push(p.Until, timer{kind: timerWork, id: p.Task, cause: ev.Seq})
 	case payload.EvSessionStarted:
+		// Decoded once here, for the format (CheckFormat passed it in
+		// Apply) and for the first arrivals.
 		p, _ := payload.As[payload.SessionStarted](&ev, typed)
-		e.format = max(p.Format, payload.OldestLogFormat) // CheckFormat passed it in Apply
-		e.scheduleFor(ev, typed)
+		e.format = max(p.Format, payload.OldestLogFormat)
+		e.scheduleFor(ev, &p)
 	case payload.EvMessageSent:
 		p, _ := payload.As[payload.MessageSent](&ev, typed)
 		e.timers.Push(p.DeliverAt, timer{kind: timerMessage, id: p.Message, cause: ev.Seq})

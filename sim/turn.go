@@ -77,13 +77,10 @@ func (e *Engine) takeTurn(a Answer) {
 // or one that the turn's checks would refuse in part: takeTurn then
 // records it as a turn.
 func (e *Engine) quietly(m *org.Member, a Answer) bool {
-	if len(m.Inbox) > 0 || len(m.Rejected) > 0 || len(m.Results) > 0 {
-		return false // the turn event clears them
+	if !e.turnless(m) {
+		return false
 	}
 	cal := e.schedule(m.ID)
-	if cal.AddWork(e.now, 0) != e.now {
-		return false // off shift: the turn's cursor moves
-	}
 	acts := a.Actions
 	switch {
 	case len(acts) == 1 && acts[0].Type == org.ActWait && acts[0].For == "":
@@ -106,6 +103,24 @@ func (e *Engine) quietly(m *org.Member, a Answer) bool {
 	return false
 }
 
+// turnless reports whether colleague m may act now without a turn event:
+// the turn would change nothing but its counters, since it would clear no
+// inbox, refusal or read result, and its cursor is now (m is not off
+// shift).
+func (e *Engine) turnless(m *org.Member) bool {
+	return len(m.Inbox) == 0 && len(m.Rejected) == 0 && len(m.Results) == 0 && e.schedule(m.ID).AddWork(e.now, 0) == e.now
+}
+
+// absentAt reports whether npc is away at now, and until when.
+func absentAt(npc *worlds.NPC, now clock.Time) (until clock.Time, away bool) {
+	for _, w := range npc.Absent {
+		if now >= w.From && now < w.To {
+			return w.To, true
+		}
+	}
+	return 0, false
+}
+
 // resolves reports whether the stint of ticket t that ends now is
 // recorded as ticket.resolved (format 3) rather than work.finished: a
 // simulated colleague serving queues holds it, is at work now, the stint
@@ -120,13 +135,11 @@ func (e *Engine) resolves(t *org.Task) bool {
 	if npc == nil || len(npc.Serves) == 0 {
 		return false
 	}
-	for _, w := range npc.Absent {
-		if e.now >= w.From && e.now < w.To {
-			return false
-		}
+	if _, away := absentAt(npc, e.now); away {
+		return false
 	}
 	m := e.st.Member(t.Assignee)
-	if len(m.Inbox) > 0 || len(m.Rejected) > 0 || len(m.Results) > 0 || e.schedule(m.ID).AddWork(e.now, 0) != e.now {
+	if !e.turnless(m) {
 		return false
 	}
 	ok := false
@@ -260,11 +273,9 @@ func (e *Engine) npcDecide(id string) Answer {
 		acts := e.acts[start:len(e.acts):len(e.acts)]
 		return Answer{Member: id, Turn: m.Turn + 1, Actions: acts}
 	}
-	for _, w := range npc.Absent {
-		if e.now >= w.From && e.now < w.To {
-			e.acts = append(e.acts, org.Action{Type: org.ActWait, Until: int64(w.To)})
-			return answer()
-		}
+	if back, away := absentAt(npc, e.now); away {
+		e.acts = append(e.acts, org.Action{Type: org.ActWait, Until: int64(back)})
+		return answer()
 	}
 	var next clock.Time
 	due := func(since clock.Time, key string) bool {

@@ -25,13 +25,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/corpsim/corpsim/sim/workers"
-
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/workers"
 )
 
 // Options configure Seats.

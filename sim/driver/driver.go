@@ -26,8 +26,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/corpsim/corpsim/sim/workers"
-
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
 
@@ -35,6 +33,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/workers"
 )
 
 // Config configures a Driver. Log and Conn are required.

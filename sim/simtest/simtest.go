@@ -48,6 +48,24 @@ func Batches(tb testing.TB, e *sim.Engine) [][]events.Event {
 // (support-desk-bench, 200,000 tickets, is left out).
 var ShippedWorlds = []string{"startup", "procurement", "product-launch", "portfolio", "support-desk"}
 
+// Shipped loads every shipped world but support-desk-bench (200,000
+// tickets), by name: the worlds a test plays in full.
+func Shipped(tb testing.TB) map[string]*worlds.World {
+	tb.Helper()
+	ws := map[string]*worlds.World{}
+	for _, name := range worlds.Names() {
+		if name == "support-desk-bench" {
+			continue
+		}
+		w, err := worlds.Shipped(name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ws[name] = w
+	}
+	return ws
+}
+
 // RandomObservations plays ShippedWorlds with random agents (whose
 // mistakes fill every list of an observation) for at most maxTurns turns
 // each, and returns the JSON of every observation they saw, as the driver
