@@ -42,7 +42,11 @@ func (s *State) Apply(ev events.Event) error {
 	if ev.Seq == 1 && ev.Type != payload.EvSessionStarted {
 		return badEvent(&ev, "the first event must be session.started")
 	}
+	due := len(s.dueToRetire) // completed before this event: they retire after it
 	if err := s.apply(&ev); err != nil {
+		return err
+	}
+	if err := s.retireDue(due); err != nil {
 		return err
 	}
 	s.Now = clock.Time(ev.Time)
@@ -203,6 +207,7 @@ func (s *State) applySessionStarted(ev *events.Event) error {
 		}
 	}
 	s.Limits = p.Limits.WithDefaults()
+	s.Format = p.Format
 	s.seedRecords(p.Seed)
 	for _, an := range p.Arrivals {
 		s.Arrival(an.Arrival).setNext(an.Next())
@@ -511,6 +516,7 @@ func (s *State) complete(ev *events.Event, m *Member, t *Task, busyUntil clock.T
 	}
 	// Whoever could take a task this one unblocked wants to hear of it.
 	s.wakeForReady(t, ev.Seq)
+	s.noteDone(t)
 	return nil
 }
 
@@ -726,8 +732,8 @@ func (s *State) applyTaskCreated(ev *events.Event) error {
 	t := &Task{Def: &def.def, Spec: &def.spec, ID: def.spec.ID, Kind: KindTicket, Queue: p.Queue, Team: p.Team,
 		Created: clock.Time(ev.Time), Deadline: p.Deadline, Effort: def.spec.Effort, Value: def.spec.Value,
 		Priority: def.spec.Priority, Arrival: p.Arrival, Status: StatusOpen}
-	t.ord = len(s.Tasks)
-	s.Tasks = append(s.Tasks, t)
+	t.ord = s.nextOrd()
+	s.list = append(s.list, t)
 	s.tasks[t.ID] = t
 	s.track(t)
 	s.wakeServers(t, ev.Seq, true)
@@ -770,7 +776,7 @@ func (s *State) applyProjectStarted(ev *events.Event) error {
 		return err
 	}
 	found := false
-	for _, t := range s.Tasks {
+	for _, t := range s.list {
 		if t.Project == p.Project && t.Hidden {
 			t.Hidden, found = false, true
 			if t.Status != StatusDone {
@@ -782,7 +788,7 @@ func (s *State) applyProjectStarted(ev *events.Event) error {
 	if !found {
 		return badEvent(ev, "project %q has no hidden tasks", p.Project)
 	}
-	for _, t := range s.Tasks {
+	for _, t := range s.list {
 		if t.Project == p.Project && s.DepsDone(t) {
 			s.wakeServers(t, ev.Seq, false)
 		}

@@ -160,8 +160,8 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 		t := &Task{Def: &def.def, Spec: &def.spec, ID: def.spec.ID, Kind: KindStep, Case: c.ID, Queue: p.Queue, Team: p.Team,
 			Created: clock.Time(ev.Time), Deadline: p.Deadline, Effort: def.spec.Effort, Value: def.spec.Value,
 			Priority: def.spec.Priority, Status: StatusOpen}
-		t.ord = len(s.Tasks)
-		s.Tasks = append(s.Tasks, t)
+		t.ord = s.nextOrd()
+		s.list = append(s.list, t)
 		s.tasks[t.ID] = t
 		c.Steps = append(c.Steps, t.ID)
 	}

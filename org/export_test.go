@@ -59,7 +59,7 @@ func (s *State) ScanView(id string) Observation {
 		// candidate, the queue's other tickets are only counted, so a long
 		// backlog costs a count, not a check per ticket.
 		fifo, headSeen := q.Order != "priority", false
-		for _, t := range s.Tasks {
+		for _, t := range s.Tasks() {
 			if t.Queue != q.ID || t.Status == StatusDone || t.Hidden {
 				continue
 			}
@@ -184,7 +184,7 @@ func (s *State) ScanLists(id string) (approvals, requests []RequestView, awaitin
 // StaleDependents returns a task whose count of dependents (which views
 // show) is not the length of its dependents' list, or "".
 func (s *State) StaleDependents() string {
-	for _, t := range s.Tasks {
+	for _, t := range s.Tasks() {
 		if t.dependents != len(s.dependents[t.ID]) {
 			return t.ID
 		}

@@ -221,8 +221,8 @@ func (s *State) applyCaseReopened(ev *events.Event) error {
 		t := &Task{Def: &def.def, Spec: &def.spec, ID: def.spec.ID, Kind: KindStep, Case: c.ID, Queue: old.Queue, Team: old.Team,
 			Created: clock.Time(ev.Time), Deadline: old.Deadline, Effort: def.spec.Effort, Value: def.spec.Value,
 			Priority: def.spec.Priority, Status: StatusOpen}
-		t.ord = len(s.Tasks)
-		s.Tasks = append(s.Tasks, t)
+		t.ord = s.nextOrd()
+		s.list = append(s.list, t)
 		s.tasks[t.ID] = t
 		c.Steps[i] = t.ID
 		for j := range c.Outcomes {

@@ -33,9 +33,9 @@ func TestSnapshotMatchesEncodingJSON(t *testing.T) {
 				case 1:
 					spec.Deps = []string{randString(r)}
 				}
-				s.Tasks = append(s.Tasks, &Task{Def: ticketDefOf(spec), Spec: spec, ID: spec.ID, Kind: KindTicket, ord: len(s.Tasks) + i})
+				s.list = append(s.list, &Task{Def: ticketDefOf(spec), Spec: spec, ID: spec.ID, Kind: KindTicket, ord: len(s.list) + i})
 			}
-			for _, tk := range s.Tasks {
+			for _, tk := range s.Tasks() {
 				if r.IntN(2) == 0 {
 					continue
 				}
@@ -75,20 +75,20 @@ func TestHashOfManyTasksIsSnapshotDigest(t *testing.T) {
 	s := New(w)
 	for i := range 3000 {
 		spec := &worlds.Task{ID: randString(r) + strconv.Itoa(i), Title: randString(r), Value: randFloat(r)}
-		s.Tasks = append(s.Tasks, &Task{Def: ticketDefOf(spec), Spec: spec, ID: spec.ID, Kind: KindTicket, Queue: randString(r), ord: i})
+		s.list = append(s.list, &Task{Def: ticketDefOf(spec), Spec: spec, ID: spec.ID, Kind: KindTicket, Queue: randString(r), ord: i})
 	}
 	if got, want := s.Hash(), sha256.Sum256(s.Snapshot()); got != want {
 		t.Fatal("Hash of 3,000 tasks is not the SHA-256 of the snapshot")
 	}
-	s.Tasks[2999].Def.Info = &TicketInfo{From: "x"}
+	s.Tasks()[2999].Def.Info = &TicketInfo{From: "x"}
 	if got, want := s.Hash(), sha256.Sum256(s.Snapshot()); got != want {
 		t.Fatal("Hash with a ticket that needs information is not the SHA-256 of the snapshot")
 	}
-	s.Tasks[2999].Value = math.NaN() // the last block falls back to encoding/json, which refuses it
+	s.Tasks()[2999].Value = math.NaN() // the last block falls back to encoding/json, which refuses it
 	if _, err := hashSnapshot(s.snap()); err == nil {
 		t.Fatal("a NaN value hashed")
 	}
-	s.Tasks = nil
+	s.list = nil
 	if got, want := s.Hash(), sha256.Sum256(s.Snapshot()); got != want {
 		t.Fatal("Hash without tasks is not the SHA-256 of the snapshot")
 	}

@@ -42,7 +42,10 @@ type State struct {
 	EndReason string
 
 	Members []*Member // sorted by ID
-	Tasks   []*Task   // the world's in file order, then tickets as they arrive
+	// list is the tasks, the world's in file order, then tickets as they
+	// arrive (Tasks); a retired ticket stays in it until it is compacted
+	// (retire.go).
+	list []*Task
 	// Dispatch is nil unless the world offers work to one seat at a time.
 	Dispatch *Dispatch
 	Requests []*Request
@@ -61,6 +64,11 @@ type State struct {
 	// asked for.
 	Records    []*Record
 	Collateral int
+
+	// Format is the session's log format, from session.started (0 before
+	// it, and for a format-2 session, which did not record one). From
+	// format 4 the state retires done tickets (retire.go).
+	Format int
 
 	Reward     float64 // the sum of the reward events so far
 	Turns      int     // turns taken by all members
@@ -101,9 +109,22 @@ type State struct {
 	lastTask   *Task
 	lastMember *Member
 	bulkOffers bool // index() is filing every task: sort the offer lists once at the end
-	// verdicts are the rubric's remembered verifications of done tasks, by
-	// task order (verify_memo.go); not hashed, not in snapshots.
-	verdicts []verdict
+	// verdictEpoch is the epoch of the rubric's remembered verifications
+	// of done tasks (verify_memo.go): a verdict of an earlier one is
+	// forgotten.
+	verdictEpoch uint64
+	// created counts the tasks ever created: the next one's ord.
+	created int
+	// retired is what the state keeps of its retired tickets, dueToRetire
+	// the done tickets that retire at the next event, judge the rubric's
+	// verdict on them, and kept the retired tickets when keep is set
+	// (retire.go).
+	retired     RetiredTickets
+	holes       int // retired tickets still in list
+	dueToRetire []*Task
+	judge       Judge
+	keep        bool
+	kept        []*Task
 	// offerSets is offersFor's result, reused from call to call, and
 	// readyBuf and waitingBuf View's lists of offer lists.
 	offerSets            []*offers
@@ -190,7 +211,7 @@ const (
 // for a project task, in Def for a ticket. Effort, Value and Priority start
 // as the definition's and change with interruptions.
 type Task struct {
-	ord      int            // its index in State.Tasks (creation order), for ordering views
+	ord      int            // its place among all tasks ever created (creation order), for ordering views
 	Spec     *worlds.Task   `json:"-"`
 	Def      *TicketDef     `json:"def,omitempty"` // a ticket's definition as snapshots keep it
 	ID       string         `json:"id"`
@@ -223,6 +244,9 @@ type Task struct {
 	// dependents counts the tasks that list it as a dependency: the
 	// length of State.dependents[ID], which views show at every turn.
 	dependents int
+	// verdict is the rubric's remembered verification (verify_memo.go).
+	verdict verdict
+	retired bool // it has retired (retire.go)
 }
 
 // Queue is a work queue's state.
@@ -323,7 +347,7 @@ func New(w *worlds.World) *State {
 			t := &Task{Spec: spec, ID: spec.ID, Kind: KindTask, Project: p.ID, Queue: p.Queue, Team: p.Team,
 				Created: p.Start, Deadline: p.Deadline, Hidden: p.Start > 0, Effort: spec.Effort, Value: spec.Value,
 				Priority: spec.Priority, Status: StatusOpen}
-			s.Tasks = append(s.Tasks, t)
+			s.list = append(s.list, t)
 			s.tasks[t.ID] = t
 		}
 	}
@@ -375,12 +399,14 @@ func (s *State) index() {
 	s.lists = viewLists{}
 	s.doneIn = map[string]int{}
 	s.bulkOffers = true
-	for i, t := range s.Tasks {
+	for i, t := range s.list {
 		t.ord = i
 		t.ix = offerPos{}
+		t.verdict = verdict{}
 		s.track(t)
 	}
 	s.bulkOffers = false
+	s.created = len(s.list)
 	for _, o := range s.offers { // order: each list is sorted on its own
 		slices.SortFunc(o.ready, readyCmp)
 		slices.SortFunc(o.waiting, waitingCmp)
@@ -463,10 +489,10 @@ func (s *State) Held(member string) []*Task { return s.held[member] }
 // link resolves the tasks' dependencies to pointers, both ways.
 func (s *State) link() {
 	clear(s.dependents)
-	for _, t := range s.Tasks {
+	for _, t := range s.list {
 		t.dependents = 0
 	}
-	for _, t := range s.Tasks {
+	for _, t := range s.list {
 		t.deps = t.deps[:0]
 		for _, d := range t.Spec.Deps {
 			dt := s.tasks[d]
@@ -736,11 +762,23 @@ type snapshot struct {
 	Cases      []*Case         `json:"cases,omitempty"`       // format 2; omitted when none, as above
 	Records    []*Record       `json:"records,omitempty"`     // format 2 systems; omitted in worlds without
 	Collateral int             `json:"collateral,omitempty"`
+	// Format and Retired: from format 4 (retire.go); omitted before it, as above.
+	Format  int             `json:"format,omitempty"`
+	Retired *RetiredTickets `json:"retired,omitempty"`
 }
 
 func (s *State) snap() snapshot {
-	return snapshot{s.Now, s.LastSeq, s.Ended, s.EndReason, s.Members, s.Tasks, s.Requests, s.Messages, s.Budgets,
-		s.Queues, s.Arrivals, s.Fired, s.Reward, s.Turns, s.Timeouts, s.Rejections, s.Violations, s.customLimits(), s.Dispatch, s.TurnErrors, s.Cases, s.Records, s.Collateral}
+	return snapshot{s.Now, s.LastSeq, s.Ended, s.EndReason, s.Members, s.Tasks(), s.Requests, s.Messages, s.Budgets,
+		s.Queues, s.Arrivals, s.Fired, s.Reward, s.Turns, s.Timeouts, s.Rejections, s.Violations, s.customLimits(), s.Dispatch, s.TurnErrors, s.Cases, s.Records, s.Collateral,
+		s.retiringFormat(), s.Retired()}
+}
+
+// retiringFormat is the format a snapshot records: only one that retires.
+func (s *State) retiringFormat() int {
+	if s.Retiring() {
+		return s.Format
+	}
+	return 0
 }
 
 // customLimits is nil for the default limits, so that the snapshots (and
@@ -781,7 +819,7 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 		return nil, fmt.Errorf("org: snapshot: %w", err)
 	}
 	s := New(w)
-	if len(sn.Members) != len(s.Members) || len(sn.Tasks) < len(s.Tasks) || len(sn.Budgets) != len(s.Budgets) ||
+	if len(sn.Members) != len(s.Members) || len(sn.Tasks) < len(s.list) || len(sn.Budgets) != len(s.Budgets) ||
 		len(sn.Queues) != len(s.Queues) || len(sn.Arrivals) != len(s.Arrivals) || len(sn.Fired) != len(s.Fired) {
 		return nil, errors.New("org: snapshot does not fit the world")
 	}
@@ -795,7 +833,7 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 		sn.Dispatch.fill()
 		s.Dispatch = sn.Dispatch
 	}
-	static := len(s.Tasks)
+	static := len(s.list)
 	for i, m := range sn.Members {
 		if m == nil || m.ID != s.Members[i].ID {
 			return nil, fmt.Errorf("org: snapshot member %d does not fit the world", i)
@@ -808,17 +846,17 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 		case t == nil:
 			return nil, fmt.Errorf("org: snapshot task %d is empty", i)
 		case i < static:
-			if t.ID != s.Tasks[i].ID || t.Def != nil {
+			if t.ID != s.list[i].ID || t.Def != nil {
 				return nil, fmt.Errorf("org: snapshot task %d does not fit the world", i)
 			}
-			t.Spec = s.Tasks[i].Spec
-			s.Tasks[i] = t
+			t.Spec = s.list[i].Spec
+			s.list[i] = t
 		default:
 			if t.Def == nil || t.Def.ID != t.ID || s.tasks[t.ID] != nil {
 				return nil, fmt.Errorf("org: snapshot ticket %d is malformed", i)
 			}
 			t.Spec = t.Def.task()
-			s.Tasks = append(s.Tasks, t)
+			s.list = append(s.list, t)
 		}
 		s.tasks[t.ID] = t
 	}
@@ -884,5 +922,12 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 	s.Now, s.LastSeq, s.Ended, s.EndReason = sn.Now, sn.LastSeq, sn.Ended, sn.EndReason
 	s.Turns, s.Timeouts, s.Rejections, s.Violations, s.Reward = sn.Turns, sn.Timeouts, sn.Rejections, sn.Violations, sn.Reward
 	s.TurnErrors = sn.TurnErrors
+	if sn.Retired != nil && sn.Format < RetiringFormat {
+		return nil, errors.New("org: snapshot has retired tickets but no format that retires them")
+	}
+	s.Format = sn.Format
+	if err := s.restoreRetired(sn.Retired); err != nil {
+		return nil, err
+	}
 	return s, nil
 }

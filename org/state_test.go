@@ -83,10 +83,10 @@ func ids(views []org.TaskView) []string {
 
 func TestNewAndSessionStarted(t *testing.T) {
 	st := org.New(mustWorld(t))
-	if got, want := len(st.Tasks), 14; got != want {
+	if got, want := len(st.Tasks()), 14; got != want {
 		t.Fatalf("tasks: got %d, want %d", got, want)
 	}
-	for _, task := range st.Tasks {
+	for _, task := range st.Tasks() {
 		if task.Status != org.StatusOpen {
 			t.Errorf("task %s: got status %s, want open", task.ID, task.Status)
 		}

@@ -360,7 +360,10 @@ func Score(s *org.State) Scorecard {
 		criticalPath(s, p, credit)
 	}
 	byPriority := slaByPriority(w)
-	for _, t := range s.Tasks {
+	if r := s.Retired(); r != nil {
+		c.addRetired(r, byPriority, credit)
+	}
+	for _, t := range s.Tasks() {
 		if t.Kind != org.KindTicket {
 			continue
 		}
@@ -418,6 +421,43 @@ func Score(s *org.State) Scorecard {
 	c.Penalties = round(c.Penalties)
 	c.Reward = round(s.Reward)
 	return c
+}
+
+// addRetired adds the totals of a state's retired tickets (log format 4),
+// which Score then continues over the live ones.
+func (c *Scorecard) addRetired(r *org.RetiredTickets, byPriority bool, credit map[string]*MemberCredit) {
+	c.Tickets += r.N
+	c.SLABreaches += r.Breached
+	if byPriority {
+		for _, p := range r.ByPriority {
+			e := c.priority(p.Priority)
+			e.Tickets += p.Tickets
+			e.SLABreaches += p.Breached
+		}
+	}
+	c.Unverified = append(c.Unverified, r.Unverified...)
+	c.TicketsResolved += r.Resolved
+	c.TicketsInSLA += r.InSLA
+	c.Delivered += r.Delivered
+	for _, id := range slices.Sorted(maps.Keys(r.Credit)) {
+		if mc := credit[id]; mc != nil {
+			mc.Delivered += r.Credit[id]
+		}
+	}
+}
+
+// Judge is the rubric's verdict on a done ticket as a state of log format 4
+// retires it (org.Judge): what Score would count for it.
+var Judge org.Judge = judge{}
+
+type judge struct{}
+
+func (judge) Judge(s *org.State, t *org.Task) (earned float64, onTime bool, why string) {
+	if why := (&verifier{s: s}).why(t); why != "" {
+		return 0, false, why
+	}
+	earned, onTime = Earned(s, t)
+	return earned, onTime, ""
 }
 
 // count verifies a done task: if it counts it returns what it earned,
@@ -509,7 +549,7 @@ func blocked(s *org.State, credit map[string]*MemberCredit) {
 			}
 		}
 	}
-	for _, t := range s.Tasks {
+	for _, t := range s.Tasks() {
 		if len(t.Spec.Deps) == 0 || !s.DepsDone(t) {
 			continue
 		}

@@ -117,7 +117,7 @@ func TestRememberedVerdictsMatchFresh(t *testing.T) {
 					// it must agree with the fresh verifications too.
 					got := policies.Score(e.State())
 					var want []string
-					for _, tk := range e.State().Tasks {
+					for _, tk := range e.State().Tasks() {
 						// A step its requester reopened is replaced by the
 						// task that redoes it: Score counts only the latter.
 						if c := e.State().CaseOf(tk); c != nil && !slices.Contains(c.Steps, tk.ID) {
@@ -149,7 +149,7 @@ func TestRememberedVerdictsMatchFresh(t *testing.T) {
 // compared and how many st remembers.
 func mustSameVerdicts(tb testing.TB, st *org.State, where string) (compared, remembered int) {
 	tb.Helper()
-	for _, tk := range st.Tasks {
+	for _, tk := range st.Tasks() {
 		if tk.Status != org.StatusDone {
 			continue
 		}

@@ -752,7 +752,7 @@ func TestNPCStepIsTheNPCs(t *testing.T) {
 	}
 	st := e.State()
 	n := 0
-	for _, tk := range st.Tasks {
+	for _, tk := range st.Tasks() {
 		if tk.Spec.Step == "inspect" && tk.Status == org.StatusDone {
 			n++
 			if tk.DoneBy != "olga" {

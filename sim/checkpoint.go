@@ -104,6 +104,7 @@ func Restore(cfg Config, data []byte, stateHash string) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: checkpoint: %w", err)
 	}
+	st.SetJudge(policies.Judge)
 	e.st = st
 	if stateHash != "" && e.StateHash() != stateHash {
 		return nil, fmt.Errorf("%w: checkpoint at seq %d records %s, its state hashes to %s", ErrReplayMismatch, st.LastSeq, stateHash, e.StateHash())
@@ -119,6 +120,7 @@ func Restore(cfg Config, data []byte, stateHash string) (*Engine, error) {
 	if e.format > payload.LogFormat {
 		return nil, fmt.Errorf("sim: checkpoint of a log of format %d, newer than this build's %d", e.format, payload.LogFormat)
 	}
+	st.Format = e.format
 	e.started = true
 	return e, nil
 }

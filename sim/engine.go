@@ -230,6 +230,7 @@ func New(cfg Config) (*Engine, error) {
 		cals:       newCalendars(cfg.World),
 		format:     cfg.LogFormat,
 	}
+	e.st.SetJudge(policies.Judge)
 	for i := range cfg.World.Members {
 		if m := &cfg.World.Members[i]; m.NPC != nil {
 			e.npcSpec[m.ID] = m.NPC
@@ -540,7 +541,7 @@ func (e *Engine) timerValid(at clock.Time, t timer) bool {
 		return m.Pending && e.wakeAt(m) == at
 	case timerWork:
 		task := e.st.Task(t.id)
-		return task.Status == org.StatusInProgress && task.WorkUntil == at
+		return task != nil && task.Status == org.StatusInProgress && task.WorkUntil == at
 	case timerMessage:
 		msg := e.st.Message(t.id)
 		return msg != nil && !msg.Delivered

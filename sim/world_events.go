@@ -300,7 +300,7 @@ func (e *Engine) worldTimerValid(at clock.Time, t timer) bool {
 		fmt.Sscanf(t.id, "%d", &i)
 		return i < len(e.st.Fired) && !e.st.Fired[i]
 	case timerProject:
-		for _, task := range e.st.Tasks {
+		for _, task := range e.st.Tasks() {
 			if task.Project == t.id && task.Hidden {
 				return true
 			}

@@ -45,11 +45,11 @@ func TestFormat3RecordsTheSameWork(t *testing.T) {
 			c2.format, c3.format = 2, 3
 			ev2, ev3 := playGoldenCase(t, c2), playGoldenCase(t, c3)
 			st2, st3 := replayed(t, ev2), replayed(t, ev3)
-			if len(st2.Tasks) != len(st3.Tasks) {
-				t.Fatalf("format 2 made %d tasks, format 3 %d", len(st2.Tasks), len(st3.Tasks))
+			if len(st2.Tasks()) != len(st3.Tasks()) {
+				t.Fatalf("format 2 made %d tasks, format 3 %d", len(st2.Tasks()), len(st3.Tasks()))
 			}
-			for i, a := range st2.Tasks {
-				b := st3.Tasks[i]
+			for i, a := range st2.Tasks() {
+				b := st3.Tasks()[i]
 				if got, want := taskOutcome(b), taskOutcome(a); got != want {
 					t.Errorf("task %d: format 3 %s, format 2 %s", i, got, want)
 				}
@@ -161,7 +161,7 @@ func seqOf(evs []events.Event) func(yield func(events.Event, error) bool) {
 // that recorded it would have appended, byte for byte (the golden
 // npc-desk-greedy-1-format2 was recorded without format 3's events).
 func TestFormat2SessionGoesOnInFormat2(t *testing.T) {
-	for _, format := range []int{2, 3} {
+	for _, format := range []int{2, 3, 4} {
 		c := goldenCase{world: "npc-desk", file: "npc-desk.yaml", agent: "greedy", seed: 1, format: format}
 		full := playGoldenCase(t, c)
 		src, err := os.ReadFile(filepath.Join("testdata/worlds", c.file))

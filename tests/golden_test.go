@@ -63,7 +63,7 @@ func (c goldenCase) name() string {
 // decisions, reopened cases and meetings — with greedy (which gets content
 // wrong) and diligent (which asks, reads and books legitimately), seed 1;
 // a desk of simulated colleagues (npc-desk), and four of them recorded in
-// log format 2 as well (their files end in -format2).
+// log formats 2 and 3 as well (their files end in -format2, -format3).
 func goldenCases() []goldenCase {
 	var out []goldenCase
 	for _, w := range []string{"startup", "procurement", "product-launch", "support-desk", "portfolio"} {
@@ -80,16 +80,18 @@ func goldenCases() []goldenCase {
 			out = append(out, goldenCase{world: w, agent: a, seed: 1})
 		}
 	}
-	// Format 2 as the build before format 3 wrote it, byte for byte: a
-	// format-2 session resumed or forked goes on in format 2.
+	// Formats 2 and 3 as the builds before formats 3 and 4 wrote them,
+	// byte for byte: a session resumed or forked goes on in its format.
 	for _, c := range []goldenCase{
 		{world: "support-desk", agent: "greedy", seed: 1},
 		{world: "same-instant", file: "same-instant.yaml", agent: "greedy", seed: 1},
 		{world: "npc-desk", file: "npc-desk.yaml", agent: "greedy", seed: 1},
 		{world: "billing-support", agent: "diligent", seed: 1},
 	} {
-		c.format = 2
-		out = append(out, c)
+		for _, f := range []int{2, 3} {
+			c.format = f
+			out = append(out, c)
+		}
 	}
 	return out
 }

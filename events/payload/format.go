@@ -22,7 +22,13 @@ import (
 //     (member.waiting with "seen"). Every format-2 event type means what
 //     it meant, so a format-2 log replays as it did, and a format-2
 //     session resumed or forked goes on writing format 2.
-const LogFormat = 3
+//   - 4: the events are format 3's; the state they make retires a plain
+//     ticket at the event after its completion (org's retire.go): its
+//     snapshot is chained into a digest that the state's snapshot and hash
+//     carry, with the rubric's totals of the retired tickets. The events
+//     mean what they meant; the state hashes they are checked against do
+//     not, so a format-3 session goes on in format 3.
+const LogFormat = 4
 
 // OldestLogFormat is the oldest format this package still reads.
 const OldestLogFormat = 2

@@ -198,7 +198,8 @@ func TestCheckFormat(t *testing.T) {
 		{OldestLogFormat, ""},      // format 2 still replays
 		{0, "the log is format 1"}, // format 1 did not record it
 		{1, "the log is format 1"},
-		{LogFormat + 1, "the log is format 4, newer than this build's format 3"},
+		{3, ""}, // format 3 too
+		{LogFormat + 1, "the log is format 5, newer than this build's format 4"},
 	}
 	for _, tt := range tests {
 		p := SessionStarted{Format: tt.format, World: "support-desk", Seed: 7}

@@ -161,6 +161,7 @@ func (s *Session) budgetLeft(x *diagIndex, team string, at clock.Time) (int64, b
 	if x.budget == nil {
 		x.budget = map[string][]left{}
 		st := org.New(s.World)
+		st.SetJudge(policies.Judge)
 		last := map[string]int64{}
 		for _, b := range st.Budgets {
 			last[b.Team] = b.Remaining()
@@ -343,7 +344,7 @@ func (s *Session) Diagnose() *Diagnosis {
 	byID := map[string]*failed{}
 	caseLost := map[string]float64{} // case -> points its steps lost
 	caseWhy := map[string]string{}   // case -> why a step of it does not verify
-	for _, t := range st.Tasks {
+	for _, t := range st.AllTasks() {
 		d.Possible += t.Value
 		d.Items++
 		f := &failed{t: t}

@@ -124,7 +124,7 @@ func Compare(a, b *Session) *Difference {
 	d.Sides = [2]Side{a.side(d.Seq), b.side(d.Seq)}
 	oa, ob := a.outcomes(), b.outcomes()
 	seen := map[string]bool{}
-	for _, list := range [][]*org.Task{a.State.Tasks, b.State.Tasks} {
+	for _, list := range [][]*org.Task{a.State.AllTasks(), b.State.AllTasks()} {
 		for _, t := range list {
 			if seen[t.ID] {
 				continue
@@ -199,7 +199,7 @@ type outcome struct{ key, text string }
 // who and when. Who did it, or when, is not an outcome of its own.
 func (s *Session) outcomes() map[string]outcome {
 	out := map[string]outcome{}
-	for _, t := range s.State.Tasks {
+	for _, t := range s.State.AllTasks() {
 		var o outcome
 		switch {
 		case t.Status != org.StatusDone:

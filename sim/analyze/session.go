@@ -13,6 +13,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -94,6 +95,8 @@ func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
 				return nil, fmt.Errorf("analyze: %w", err)
 			}
 			s.World, s.State, s.Seed = w, org.New(w), p.Seed
+			s.State.SetJudge(policies.Judge)
+			s.State.KeepRetired() // an analysis reads every ticket
 		}
 		p, err := decodePayload(ev)
 		if err != nil {

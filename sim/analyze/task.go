@@ -459,7 +459,7 @@ func (s *Session) meanwhile(t *org.Task, a, b clock.Time) string {
 	}
 	byMember := map[string][]string{}      // member -> "task (time)" of what it held meanwhile
 	heldFor := map[string]clock.Duration{} // member -> working time held, summed over its tasks
-	for _, task := range s.State.Tasks {
+	for _, task := range s.State.AllTasks() {
 		if task.ID == t.ID {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -57,6 +58,7 @@ func (v *View) Apply(ev events.Event) error {
 			return fmt.Errorf("live: the world recorded in the log does not load: %w", err)
 		}
 		v.st, v.seed, v.status = org.New(w), p.Seed, "running"
+		v.st.SetJudge(policies.Judge) // it shows live work: retired tickets go
 	}
 	if ev.Seq <= v.st.LastSeq {
 		return nil
@@ -164,7 +166,7 @@ func (v *View) Snapshot() Snapshot {
 	for i := range out.Queues {
 		rows[out.Queues[i].ID] = &out.Queues[i]
 	}
-	for _, t := range st.Tasks {
+	for _, t := range st.Tasks() {
 		r := rows[t.Queue]
 		if r == nil || t.Hidden {
 			continue

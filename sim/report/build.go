@@ -149,6 +149,8 @@ func NewBuilder(w *worlds.World, o Options) *Builder {
 		spans: map[string]*[lanes][]Interval{}, rejections: map[rejectionKey]*rejectionAcc{},
 		desks: map[string]*desk{}, deskOf: map[string]string{}, since: map[string]int64{}, decided: map[string]int{}, answers: map[string]int{},
 		downSince: map[string]int{}, awaySince: map[string]int{}}
+	b.st.SetJudge(policies.Judge)
+	b.st.KeepRetired() // the report reads every ticket
 	for _, q := range w.Queues {
 		b.queues[q.ID] = &step{}
 	}
@@ -433,7 +435,7 @@ func (b *Builder) Report() *Report {
 		r.Ended = "not ended (still running or interrupted)"
 	}
 	r.Agents = agentSummary(b.o.Agents)
-	for _, t := range st.Tasks {
+	for _, t := range st.AllTasks() {
 		if t.Kind != org.KindTask || t.Deadline == 0 {
 			continue
 		}

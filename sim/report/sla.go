@@ -46,7 +46,7 @@ func sla(st *org.State) SLA {
 		}
 		return r
 	}
-	for _, t := range st.Tasks {
+	for _, t := range st.AllTasks() {
 		if t.Kind != org.KindTicket {
 			continue
 		}

@@ -124,7 +124,7 @@ func (b *Builder) why(r *Report) Why {
 	st := b.st
 	cal := &b.w.Calendar
 	var late []lateItem
-	for _, t := range st.Tasks {
+	for _, t := range st.AllTasks() {
 		if t.Deadline == 0 || t.Hidden {
 			continue
 		}

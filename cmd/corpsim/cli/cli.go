@@ -4,13 +4,16 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -48,12 +51,14 @@ type cmdline struct {
 	logger         hclog.Logger
 	token          string // operator token given on the command line
 	cpuProfile     string // --cpuprofile: write a CPU profile of the command here
+	memProfile     string // --memprofile: write a heap profile at the command's end here
 }
 
 // Main runs corpsim with args (without the program name) and returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := &cmdline{stdout: stdout, stderr: stderr}
 	var profiling *os.File // the --cpuprofile file while the profile runs
+	var heap *heapPeak     // the --memprofile sampler while the command runs
 	root := &cobra.Command{
 		Use:           "corpsim",
 		Short:         "corpsim runs simulated companies that AI agents work inside",
@@ -61,6 +66,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			a.logger = hclog.New(&hclog.LoggerOptions{Name: "corpsim", Level: hclog.LevelFromString(a.logLevel), Output: a.stderr})
+			if a.memProfile != "" {
+				heap = watchHeap()
+			}
 			if a.cpuProfile == "" {
 				return nil
 			}
@@ -78,6 +86,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log level on stderr: trace, debug, info, warn, error")
 	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file (read it with go tool pprof)")
+	root.PersistentFlags().StringVar(&a.memProfile, "memprofile", "", "write a heap profile to this file: what was held when the live heap was largest, and every allocation until then (read it with go tool pprof)")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetArgs(args)
@@ -91,6 +100,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		pprof.StopCPUProfile()
 		if cerr := profiling.Close(); err == nil {
 			err = cerr
+		}
+	}
+	if heap != nil {
+		if perr := heap.write(a.memProfile); err == nil {
+			err = perr
 		}
 	}
 	if err == nil {
@@ -108,6 +122,57 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitMismatch // a damaged store is a session that does not verify
 	}
 	return ExitError
+}
+
+// heapPeak keeps the heap profile of the moment the live heap was largest
+// (within a tenth), sampled every 50 ms while a command runs: the profile
+// --memprofile writes. A profile at the command's end would show nothing,
+// since the session's state is gone by then.
+type heapPeak struct {
+	stop chan struct{}
+	done chan struct{}
+	prof bytes.Buffer
+	err  error
+}
+
+func watchHeap() *heapPeak {
+	h := &heapPeak{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		var kept uint64
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-h.stop:
+				return
+			case <-tick.C:
+			}
+			metrics.Read(sample)
+			if live := sample[0].Value.Uint64(); live > kept+kept/10 {
+				kept = live
+				h.prof.Reset()
+				h.err = pprof.Lookup("heap").WriteTo(&h.prof, 0)
+			}
+		}
+	}()
+	return h
+}
+
+// write stops the sampling and writes the kept profile to path.
+func (h *heapPeak) write(path string) error {
+	close(h.stop)
+	<-h.done
+	if h.err != nil {
+		return h.err
+	}
+	if h.prof.Len() == 0 { // a command shorter than one sample
+		if err := pprof.Lookup("heap").WriteTo(&h.prof, 0); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, h.prof.Bytes(), 0o644)
 }
 
 func isUsage(err error) bool { return app.IsUsage(err) }
