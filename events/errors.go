@@ -37,6 +37,9 @@ var (
 	// beyond the session's last event, or an invalid state hash (see
 	// Checkpoint.Validate). Like a bad batch, it is the caller's bug.
 	ErrBadCheckpoint = errors.New("events: malformed checkpoint")
+	// ErrTrimmed reports a read of events that an in-memory log keeping
+	// only its latest events (memlog.NewWindow) no longer holds.
+	ErrTrimmed = errors.New("events: events no longer kept")
 )
 
 // reasonError is a decoding failure: it prints as ErrCorrupt followed by a

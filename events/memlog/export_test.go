@@ -78,3 +78,11 @@ func (l *Log) RawCheckpoint(id string, seq uint64) []byte {
 	}
 	return nil
 }
+
+// Held returns the number of events session id still holds.
+func (l *Log) Held(id string) int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	s := l.sessions[id]
+	return s.events.len() - s.events.kept
+}

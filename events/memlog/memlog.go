@@ -4,8 +4,10 @@
 // so every Append and Read goes through the events codec and its checksum.
 // The encodings are packed into blocks of 64 KiB, and a full block is
 // compressed with s2 (klauspost/compress): a long --ephemeral run keeps
-// about a third of the bytes it would as one slice per event. Nothing
-// survives Close.
+// about a third of the bytes it would as one slice per event. A Log made
+// with NewWindow keeps only each session's latest events, so that a long
+// run's memory does not grow with its history; a read of older ones is
+// refused with events.ErrTrimmed. Nothing survives Close.
 //
 //	log := memlog.New()
 //	defer log.Close()
@@ -34,6 +36,7 @@ type Log struct {
 	mu       sync.RWMutex
 	sessions map[string]*session
 	scratch  []byte // for compressing a block; guarded by mu
+	keep     int    // events kept per session (at least); 0 for all
 }
 
 var _ events.Log = (*Log)(nil)
@@ -58,9 +61,26 @@ type storedCheckpoint struct {
 
 func (s *session) last() uint64 { return s.forkSeq + uint64(s.events.len()) }
 
-// New returns an empty Log.
+// New returns an empty Log that keeps every event.
 func New() *Log {
 	return &Log{sessions: make(map[string]*session)}
+}
+
+// NewWindow returns an empty Log that keeps at least the latest keep
+// events of each session (every event when keep <= 0): older ones are
+// dropped a compressed block at a time, and reading them is refused with
+// events.ErrTrimmed. It is for runs whose log dies with the process and
+// whose readers (the history an agent asks for) need only its tail.
+func NewWindow(keep int) *Log {
+	l := New()
+	l.keep = max(keep, 0)
+	return l
+}
+
+// trimmed is the error of a read of event seq of session id, which its
+// store no longer keeps.
+func (l *Log) trimmed(id string, seq uint64, st *store, base uint64) error {
+	return fmt.Errorf("%w: session %s seq %d: the in-memory log keeps its latest %d events, from seq %d on", events.ErrTrimmed, id, seq, l.keep, base+1+uint64(st.kept))
 }
 
 func (l *Log) check(ctx context.Context) error {
@@ -241,6 +261,9 @@ func (l *Log) append(ctx context.Context, id string, expectedLast uint64, batch 
 		e := &batch[i]
 		s.events.add(events.EncodedLen(e), func(dst []byte) []byte { return events.AppendEncode(dst, e) }, &l.scratch)
 	}
+	if l.keep > 0 {
+		s.events.trim(l.keep)
+	}
 	return nil
 }
 
@@ -266,6 +289,9 @@ func (l *Log) storedLocked(id string) logcore.StoredFunc {
 			return nil, owner, nil
 		}
 		i := int(seq - s.forkSeq - 1)
+		if i < s.events.kept {
+			return nil, owner, l.trimmed(owner, seq, &s.events, s.forkSeq)
+		}
 		if cached.raw != nil && cached.owner == owner && i >= cached.first && i < cached.first+len(cached.ends) {
 			return eventIn(cached.raw, cached.first, cached.ends, i), owner, nil
 		}
@@ -352,6 +378,9 @@ func (l *Log) scan(ctx context.Context, id string, from uint64, dec *events.Deco
 				return err
 			}
 			i := int(seq - base - 1)
+			if i < st.kept {
+				return l.trimmed(seg.Session, seq, &st, base)
+			}
 			if ends == nil || i < first || i >= first+len(ends) {
 				var err error
 				if raw, first, ends, err = st.blockOf(i, buf); err != nil {

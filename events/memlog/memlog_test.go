@@ -307,3 +307,90 @@ func TestBlocks(t *testing.T) {
 		t.Fatalf("Scan over a corrupt event in a sealed block: %v after %d events", err, n)
 	}
 }
+
+// A window that never fills is a Log like any other.
+func TestConformanceOfAWindow(t *testing.T) {
+	logtest.Run(t, func(t *testing.T) events.Log { return memlog.NewWindow(1 << 30) })
+}
+
+// A window keeps at least its latest events, drops older ones a block at a
+// time, refuses to read them with ErrTrimmed naming the session and seq,
+// and keeps what it holds bounded however long the session runs. Readers
+// started before a trim finish what they began.
+func TestWindowKeepsTheLatest(t *testing.T) {
+	ctx := context.Background()
+	const keep, total = 2000, 60000
+	l := memlog.NewWindow(keep)
+	defer l.Close()
+	if err := l.CreateSession(ctx, events.SessionMeta{ID: "s", Status: events.StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	key := [32]byte{7}
+	payload := []byte(`{"task":"T-000000","work":3600000,"until":1234567,"seen":42}`)
+	var wg sync.WaitGroup
+	maxHeld := 0
+	for seq := uint64(1); seq <= total; seq += 100 {
+		batch := make([]events.Event, 100)
+		for i := range batch {
+			batch[i] = events.Event{ID: events.NewID(key, 0, 0, seq+uint64(i)), Seq: seq + uint64(i), Type: "ticket.served", Payload: payload}
+		}
+		if err := l.Append(ctx, "s", seq-1, batch); err != nil {
+			t.Fatal(err)
+		}
+		if seq%10000 == 1 { // a reader of the whole window, racing the appends
+			wg.Add(1)
+			go func(last uint64) {
+				defer wg.Done()
+				from := last - keep + 1
+				n := 0
+				for ev, err := range l.Read(ctx, "s", from) {
+					if err != nil {
+						t.Errorf("reading the window from %d: %v", from, err)
+						return
+					}
+					if ev.Seq != from+uint64(n) {
+						t.Errorf("read seq %d, want %d", ev.Seq, from+uint64(n))
+						return
+					}
+					if n++; ev.Seq == last {
+						break
+					}
+				}
+			}(seq + 99)
+		}
+		maxHeld = max(maxHeld, l.Held("s"))
+	}
+	wg.Wait()
+	last, err := l.LastSeq(ctx, "s")
+	if err != nil || last != total {
+		t.Fatalf("LastSeq %d, %v; want %d", last, err, total)
+	}
+	n := 0
+	for ev, err := range l.Read(ctx, "s", total-keep+1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Seq != total-keep+1+uint64(n) || string(ev.Payload) != string(payload) {
+			t.Fatalf("event %d of the window is seq %d %s", n, ev.Seq, ev.Payload)
+		}
+		n++
+	}
+	if n != keep {
+		t.Fatalf("the window reads %d events, want %d", n, keep)
+	}
+	for _, from := range []uint64{1, total / 2} {
+		var err error
+		for _, err = range l.Read(ctx, "s", from) {
+			if err != nil {
+				break
+			}
+		}
+		if !errors.Is(err, events.ErrTrimmed) || !strings.Contains(err.Error(), fmt.Sprintf("session s seq %d", from)) {
+			t.Errorf("reading from %d: got %v, want ErrTrimmed naming session s and seq %d", from, err, from)
+		}
+	}
+	// Held counts the events stored: the window, its block's worth more.
+	if maxHeld > 2*keep {
+		t.Errorf("the log held up to %d events, want at most twice the window of %d", maxHeld, keep)
+	}
+}

@@ -31,6 +31,9 @@ type store struct {
 	open   []byte   // raw encodings of events openFirst, openFirst+1, …
 	ends   []uint32 // ends[j] is the end in open of event openFirst+j
 	first  int      // index of the open block's first event
+	// kept is the index of the first event still held: sealed blocks
+	// wholly older than a window's events are dropped (trim).
+	kept int
 }
 
 // sealedBlock is a sealed block of events first, first+1, ….
@@ -45,7 +48,7 @@ func (s *store) len() int { return s.first + len(s.ends) }
 
 // snapshot returns a copy of s that later appends do not change.
 func (s *store) snapshot() store {
-	return store{sealed: slices.Clip(s.sealed), open: slices.Clip(s.open), ends: slices.Clip(s.ends), first: s.first}
+	return store{sealed: slices.Clip(s.sealed), open: slices.Clip(s.open), ends: slices.Clip(s.ends), first: s.first, kept: s.kept}
 }
 
 // add stores an event whose encoding is n bytes, written by enc into dst
@@ -79,9 +82,28 @@ func (s *store) seal(scratch *[]byte) {
 	s.open, s.ends = nil, nil // readers may still hold them
 }
 
+// trim drops the sealed blocks whose events are all older than the latest
+// keep (keep > 0). The kept blocks go into a new array: a reader's
+// snapshot still holds the old one.
+func (s *store) trim(keep int) {
+	k := 0
+	for k < len(s.sealed) && s.sealed[k].first+len(s.sealed[k].ends) <= s.len()-keep {
+		k++
+	}
+	if k == 0 {
+		return
+	}
+	s.sealed = slices.Clone(s.sealed[k:])
+	s.kept = s.first
+	if len(s.sealed) > 0 {
+		s.kept = s.sealed[0].first
+	}
+}
+
 // blockOf returns the block of event i: its raw bytes (decompressed into
 // buf if it is sealed, reusing buf's array when it is large enough), the
-// index of its first event and the events' ends. i must be < s.len().
+// index of its first event and the events' ends. i must be < s.len() and
+// at least s.kept.
 func (s *store) blockOf(i int, buf []byte) (raw []byte, first int, ends []uint32, err error) {
 	if i >= s.first {
 		return s.open, s.first, s.ends, nil

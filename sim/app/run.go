@@ -18,6 +18,7 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
@@ -27,12 +28,15 @@ import (
 
 // RunOptions describe one session run with embedded defaults.
 type RunOptions struct {
-	World       string // shipped name or file path
-	Seed        uint64
-	Load        float64 // scales arrival rates; 0 means 1
-	Agents      string  // "greedy", or "greedy,alice=idle"
-	Data        string  // data folder for the Pebble log
-	Ephemeral   bool    // in-memory log
+	World     string // shipped name or file path
+	Seed      uint64
+	Load      float64 // scales arrival rates; 0 means 1
+	Agents    string  // "greedy", or "greedy,alice=idle"
+	Data      string  // data folder for the Pebble log
+	Ephemeral bool    // in-memory log
+	// KeepEvents is how many of its latest events the in-memory log of an
+	// Ephemeral run keeps (memlog.NewWindow); 0 keeps every one.
+	KeepEvents  int
 	Log         events.Log
 	TurnTimeout time.Duration
 	Logger      hclog.Logger
@@ -237,7 +241,9 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	}
 	log := o.Log
 	if log == nil {
-		if log, err = OpenLog(ctx, o.Data, o.Ephemeral, o.Logger); err != nil {
+		if o.Ephemeral {
+			log = memlog.NewWindow(o.KeepEvents)
+		} else if log, err = OpenLog(ctx, o.Data, false, o.Logger); err != nil {
 			return nil, err
 		}
 		defer log.Close()

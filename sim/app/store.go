@@ -23,6 +23,12 @@ import (
 // DefaultData is the data folder of the command line when none is given.
 const DefaultData = "corpsim-data"
 
+// DefaultKeepEvents is how many of its latest events the in-memory log of
+// an --ephemeral run keeps (--keep-events): a run's memory does not grow
+// with its history, and an agent asking for the history since its last
+// turns finds it.
+const DefaultKeepEvents = 100_000
+
 // OpenLog opens the Pebble log in dir (creating it), or an in-memory log.
 // A session found "running" in a store this process could open is not
 // running anywhere (Pebble locks the folder), so it was interrupted: OpenLog

@@ -35,6 +35,9 @@ const (
 // DefaultData is the data folder used when --data is not given.
 const DefaultData = app.DefaultData
 
+// DefaultKeepEvents is --keep-events' default.
+const DefaultKeepEvents = app.DefaultKeepEvents
+
 type exitError struct {
 	code int
 	err  error

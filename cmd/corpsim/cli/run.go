@@ -54,6 +54,7 @@ and print the scorecard.`,
 	f.StringVar(&o.Agents, "agents", "greedy", "agents for the seats: one name for all, or e.g. greedy,alice=idle (built in: "+strings.Join(agents.Names(), ", ")+")")
 	f.StringVar(&o.Data, "data", DefaultData, "data folder of the event log")
 	f.BoolVar(&o.Ephemeral, "ephemeral", false, "keep the log in memory only")
+	f.IntVar(&o.KeepEvents, "keep-events", DefaultKeepEvents, "with --ephemeral: the latest events the in-memory log keeps, for the history agents ask for (older ones are dropped, and asking for them is refused by name); 0 keeps every event")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	limitFlags(c, &o.Limits)
 	worldLimitFlags(c, &o.WorldLimits)
