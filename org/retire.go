@@ -48,7 +48,7 @@ type Judge interface {
 // retirement order.
 type RetiredTickets struct {
 	N        int    `json:"n"`
-	Digest   string `json:"digest"` // hex SHA-256 chain; "" before the first
+	Digest   string `json:"digest"` // hex SHA-256 chain, d₁ = SHA-256(32 zero bytes ‖ the first); "" before it
 	Breached int    `json:"breached"`
 	// Resolved counts those that verified, InSLA those of them on time,
 	// Delivered what they earned, and Credit what each member earned.
@@ -61,7 +61,8 @@ type RetiredTickets struct {
 	// Unverified are those that did not verify, each "id: why".
 	Unverified []string `json:"unverified,omitempty"`
 
-	digest [32]byte
+	digest       [32]byte
+	lastPriority int // the index in ByPriority last counted
 }
 
 // RetiredPriority counts the retired tickets of one priority.
@@ -80,6 +81,9 @@ func (s *State) Retiring() bool { return s.Format >= RetiringFormat }
 func (s *State) Retired() *RetiredTickets {
 	if !s.Retiring() {
 		return nil
+	}
+	if r := &s.retired; r.N > 0 {
+		r.Digest = hex.EncodeToString(r.digest[:]) // spelt out when asked, not at every retirement
 	}
 	return &s.retired
 }
@@ -158,13 +162,12 @@ func (s *State) retire(t *Task) error {
 	h.Write(r.digest[:])
 	h.Write(b)
 	h.Sum(r.digest[:0])
-	r.Digest = hex.EncodeToString(r.digest[:])
 	r.N++
 	earned, onTime, why := s.judge.Judge(s, t)
 	if t.Breached {
 		r.Breached++
 	}
-	r.countPriority(t.Priority, t.Breached)
+	r.countPriority(t.Spec.Priority, t.Breached)
 	if why != "" {
 		r.Unverified = append(r.Unverified, t.ID+": "+why)
 	} else {
@@ -213,9 +216,14 @@ func (s *State) compact() {
 }
 
 func (r *RetiredTickets) countPriority(p int, breached bool) {
-	i, found := slices.BinarySearchFunc(r.ByPriority, p, func(x RetiredPriority, p int) int { return cmp.Compare(x.Priority, p) })
-	if !found {
-		r.ByPriority = slices.Insert(r.ByPriority, i, RetiredPriority{Priority: p})
+	i := r.lastPriority
+	if i >= len(r.ByPriority) || r.ByPriority[i].Priority != p {
+		var found bool
+		i, found = slices.BinarySearchFunc(r.ByPriority, p, func(x RetiredPriority, p int) int { return cmp.Compare(x.Priority, p) })
+		if !found {
+			r.ByPriority = slices.Insert(r.ByPriority, i, RetiredPriority{Priority: p})
+		}
+		r.lastPriority = i
 	}
 	r.ByPriority[i].Tickets++
 	if breached {
