@@ -209,10 +209,15 @@ func (s *State) Tasks() []*Task {
 	return s.list
 }
 
-// compact takes the retired tickets out of the list.
+// compact takes the retired tickets out of the list. An empty list is nil,
+// as a state's that never had a task: its snapshot says "tasks":null
+// either way, and a restored state's says the same.
 func (s *State) compact() {
 	s.list = slices.DeleteFunc(s.list, func(t *Task) bool { return t.retired })
 	s.holes = 0
+	if len(s.list) == 0 {
+		s.list = nil
+	}
 }
 
 func (r *RetiredTickets) countPriority(p int, breached bool) {

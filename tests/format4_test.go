@@ -14,6 +14,7 @@ import (
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/analyze"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // Log format 4 changes the state, not the record: its events are format
@@ -108,6 +109,10 @@ func TestFormat4RetiresWhatFormat3Keeps(t *testing.T) {
 					t.Errorf("the retiring state still finds retired ticket %s", a.ID)
 				}
 			}
+			// The end state restores from its snapshot to the same snapshot.
+			if rs, err := org.Restore(st4.World, st4.Snapshot()); err != nil || string(rs.Snapshot()) != string(st4.Snapshot()) {
+				t.Errorf("the end state does not restore to itself (%v)", err)
+			}
 			if kept.Hash() != st4.Hash() {
 				t.Error("the analysis's state hash differs from the retiring engine's")
 			}
@@ -184,5 +189,36 @@ func TestFormat4RestoredRetiresTheSame(t *testing.T) {
 	}
 	if restores < 20 {
 		t.Fatalf("only %d restores", restores)
+	}
+}
+
+// When every ticket has retired, the state holds no tasks, and its
+// checkpoint restores to the same hash (an empty list and none encode
+// alike).
+func TestFormat4EmptyStateRestores(t *testing.T) {
+	src, err := worlds.Source("support-desk-bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := worlds.Load("support-desk-bench.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "golden", Load: 0.005})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	evs := playOn(t, e, w, goldenCase{world: "support-desk-bench", agent: "greedy", seed: 1})
+	if n := len(e.State().Tasks()); n != 0 || e.State().Retired().N < 500 {
+		t.Fatalf("%d tasks live, %d retired, after %d events: want every ticket retired", n, e.State().Retired().N, len(evs))
+	}
+	hash, snap := e.Checkpoint()
+	r, err := sim.Restore(sim.Config{World: w, Source: src, Seed: 1, Session: "golden"}, snap, hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StateHash() != e.EndStateHash() && r.StateHash() != e.StateHash() {
+		t.Fatal("the restored state hashes otherwise")
 	}
 }
