@@ -129,6 +129,9 @@ func TestRememberedVerdictsMatchFresh(t *testing.T) {
 							}
 						}
 					}
+					if r := e.State().Retired(); r != nil { // retired tickets: their verdicts as they retired
+						want = append(want, r.Unverified...)
+					}
 					if !sameSet(got.Unverified, want) {
 						t.Fatalf("Score's unverified %q, fresh verification %q", got.Unverified, want)
 					}

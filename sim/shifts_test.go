@@ -215,8 +215,8 @@ func TestShiftTurnsAndHandover(t *testing.T) {
 			done++
 		}
 	}
-	if done != len(e.State().Tasks()) {
-		t.Errorf("%d of %d tickets done, want all", done, len(e.State().Tasks()))
+	if r := e.State().Retired(); done != len(e.State().Tasks()) || r.N == 0 {
+		t.Errorf("%d of %d live tickets done and %d retired, want all done and some retired", done, len(e.State().Tasks()), r.N)
 	}
 	mustReplayLive(t, e, evs)
 }

@@ -220,7 +220,7 @@ func TestDiagnoseAddsUpEverywhere(t *testing.T) {
 				}
 				d := s.Diagnose()
 				possible := 0.0
-				for _, tk := range s.State.Tasks() {
+				for _, tk := range s.State.AllTasks() {
 					possible += tk.Value
 				}
 				for _, p := range s.World.Projects {

@@ -350,7 +350,7 @@ func mustClaimsEdited(tb testing.TB, seed uint64, edit func(string) string) *ana
 func checkCasesAddUp(t *testing.T, s *analyze.Session, d *analyze.Diagnosis) {
 	t.Helper()
 	possible := 0.0
-	for _, tk := range s.State.Tasks() {
+	for _, tk := range s.State.AllTasks() {
 		possible += tk.Value
 	}
 	for _, p := range s.World.Projects {

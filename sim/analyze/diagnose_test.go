@@ -102,7 +102,7 @@ func cause(d *analyze.Diagnosis, name string) (analyze.Cause, bool) {
 func checkAddsUp(t *testing.T, s *analyze.Session, d *analyze.Diagnosis) {
 	t.Helper()
 	possible := 0.0
-	for _, tk := range s.State.Tasks() {
+	for _, tk := range s.State.AllTasks() {
 		possible += tk.Value
 	}
 	for _, p := range s.World.Projects {
