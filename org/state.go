@@ -66,8 +66,9 @@ type State struct {
 	Collateral int
 
 	// Format is the session's log format, from session.started (0 before
-	// it, and for a format-2 session, which did not record one). From
-	// format 4 the state retires done tickets (retire.go).
+	// it). A snapshot records it from format 4 on, so org.Restore of an
+	// older one leaves 0 (sim.Restore sets it from the engine's
+	// checkpoint). From format 4 the state retires done tickets (retire.go).
 	Format int
 
 	Reward     float64 // the sum of the reward events so far
