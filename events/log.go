@@ -5,6 +5,47 @@ import (
 	"iter"
 )
 
+// TrustedAppender is implemented by logs that can append a batch whose
+// payloads the caller encoded itself, skipping the JSON check of every
+// payload (ValidateTrustedBatch); everything else Append checks is checked.
+// The driver uses it for the events the engine made.
+type TrustedAppender interface {
+	AppendTrusted(ctx context.Context, id string, expectedLast uint64, batch []Event) error
+}
+
+// Founder is implemented by logs that can create a session and store its
+// first batch in one durable write: one sync where CreateSession and then
+// Append take two. A fork that goes on at once, and every new session the
+// driver runs, is founded this way (see Found).
+type Founder interface {
+	// CreateSessionWith is CreateSession(m) followed by Append(m.ID,
+	// m.ForkSeq, batch), done atomically: afterwards the session either
+	// exists with every event of batch or does not exist at all. It returns
+	// the errors of both: ErrSessionExists if m.ID is taken (the batch is
+	// not compared: a founded session is not founded twice), ErrBadSession
+	// for bad metadata or fork point, ErrNoSession for a missing parent,
+	// and ErrBadBatch unless batch is a well-formed Append after m.ForkSeq
+	// (see ValidateBatch). It returns only once the write is durable.
+	CreateSessionWith(ctx context.Context, m SessionMeta, batch []Event) error
+}
+
+// Found creates session m with batch as its first events: in one durable
+// write if log is a Founder, else with CreateSession and then Append (the
+// batch checked first; a crash or a failed append between the two leaves
+// the session without the batch).
+func Found(ctx context.Context, log Log, m SessionMeta, batch []Event) error {
+	if f, ok := log.(Founder); ok {
+		return f.CreateSessionWith(ctx, m, batch)
+	}
+	if err := ValidateBatch(m.ID, m.ForkSeq, batch); err != nil {
+		return err
+	}
+	if err := log.CreateSession(ctx, m); err != nil {
+		return err
+	}
+	return log.Append(ctx, m.ID, m.ForkSeq, batch)
+}
+
 // Log is an append-only store of sessions and their events. Implementations
 // (events/memlog, events/pebblelog) are safe for concurrent use and pass the
 // conformance suite in events/logtest.
@@ -23,14 +64,6 @@ import (
 // restore the state from LatestCheckpoint(LastSeq) (or from the world if
 // there is none, ErrNoCheckpoint) and Read the events after the
 // checkpoint's Seq.
-// TrustedAppender is implemented by logs that can append a batch whose
-// payloads the caller encoded itself, skipping the JSON check of every
-// payload (ValidateTrustedBatch); everything else Append checks is checked.
-// The driver uses it for the events the engine made.
-type TrustedAppender interface {
-	AppendTrusted(ctx context.Context, id string, expectedLast uint64, batch []Event) error
-}
-
 type Log interface {
 	// CreateSession stores a new session. It returns an error wrapping
 	// ErrSessionExists if m.ID is taken and ErrBadSession if m is invalid

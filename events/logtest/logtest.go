@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) events.Log) {
 		{"LargePayload", testLargePayload},
 		{"Fork", testFork},
 		{"ForkValidation", testForkValidation},
+		{"Found", testFound},
 		{"Checkpoints", testCheckpoints},
 		{"CheckpointReplace", testCheckpointReplace},
 		{"CheckpointValidation", testCheckpointValidation},

@@ -39,7 +39,11 @@ type Log struct {
 	keep     int    // events kept per session (at least); 0 for all
 }
 
-var _ events.Log = (*Log)(nil)
+var (
+	_ events.Log             = (*Log)(nil)
+	_ events.TrustedAppender = (*Log)(nil)
+	_ events.Founder         = (*Log)(nil)
+)
 
 type session struct {
 	meta    []byte // events.EncodeMeta
@@ -92,6 +96,19 @@ func (l *Log) check(ctx context.Context) error {
 
 // CreateSession implements events.Log.
 func (l *Log) CreateSession(ctx context.Context, m events.SessionMeta) error {
+	return l.create(ctx, m, nil)
+}
+
+// CreateSessionWith implements events.Founder.
+func (l *Log) CreateSessionWith(ctx context.Context, m events.SessionMeta, batch []events.Event) error {
+	if err := events.ValidateBatch(m.ID, m.ForkSeq, batch); err != nil {
+		return err
+	}
+	return l.create(ctx, m, batch)
+}
+
+// create stores session m with batch (validated) as its first events.
+func (l *Log) create(ctx context.Context, m events.SessionMeta, batch []events.Event) error {
 	if err := l.check(ctx); err != nil {
 		return err
 	}
@@ -116,8 +133,21 @@ func (l *Log) CreateSession(ctx context.Context, m events.SessionMeta) error {
 			return err
 		}
 	}
-	l.sessions[m.ID] = &session{meta: b, parent: m.Parent, forkSeq: m.ForkSeq}
+	s := &session{meta: b, parent: m.Parent, forkSeq: m.ForkSeq}
+	l.addLocked(s, batch)
+	l.sessions[m.ID] = s
 	return nil
+}
+
+// addLocked stores batch (checked) at the end of s; l.mu must be held.
+func (l *Log) addLocked(s *session, batch []events.Event) {
+	for i := range batch {
+		e := &batch[i]
+		s.events.add(events.EncodedLen(e), func(dst []byte) []byte { return events.AppendEncode(dst, e) }, &l.scratch)
+	}
+	if l.keep > 0 {
+		s.events.trim(l.keep)
+	}
 }
 
 // UpdateSession implements events.Log.
@@ -257,13 +287,7 @@ func (l *Log) append(ctx context.Context, id string, expectedLast uint64, batch 
 	if err != nil || !write {
 		return err
 	}
-	for i := range batch {
-		e := &batch[i]
-		s.events.add(events.EncodedLen(e), func(dst []byte) []byte { return events.AppendEncode(dst, e) }, &l.scratch)
-	}
-	if l.keep > 0 {
-		s.events.trim(l.keep)
-	}
+	l.addLocked(s, batch)
 	return nil
 }
 

@@ -21,6 +21,15 @@ func TestConformance(t *testing.T) {
 	logtest.Run(t, func(t *testing.T) events.Log { return memlog.New() })
 }
 
+// plainLog hides every optional interface of the Log it holds (Founder,
+// TrustedAppender): the conformance suite then checks the fallbacks, such
+// as events.Found's CreateSession and Append.
+type plainLog struct{ events.Log }
+
+func TestConformanceWithoutOptionalInterfaces(t *testing.T) {
+	logtest.Run(t, func(t *testing.T) events.Log { return plainLog{memlog.New()} })
+}
+
 func TestCorrupt(t *testing.T) {
 	ctx := context.Background()
 	key := [32]byte{1}

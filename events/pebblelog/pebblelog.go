@@ -133,7 +133,11 @@ type Log struct {
 	iters   map[*scanIter]struct{} // iterators of Reads and Scans in progress
 }
 
-var _ events.Log = (*Log)(nil)
+var (
+	_ events.Log             = (*Log)(nil)
+	_ events.TrustedAppender = (*Log)(nil)
+	_ events.Founder         = (*Log)(nil)
+)
 
 // state is the cached state of a session known to exist.
 type state struct {
@@ -461,6 +465,21 @@ func parseSeq(key, prefix []byte) (uint64, bool) {
 
 // CreateSession implements events.Log.
 func (l *Log) CreateSession(ctx context.Context, m events.SessionMeta) error {
+	return l.create(ctx, m, nil)
+}
+
+// CreateSessionWith implements events.Founder: the metadata and the first
+// batch go into one Pebble batch, committed with one sync.
+func (l *Log) CreateSessionWith(ctx context.Context, m events.SessionMeta, batch []events.Event) error {
+	if err := events.ValidateBatch(m.ID, m.ForkSeq, batch); err != nil {
+		return err
+	}
+	return l.create(ctx, m, batch)
+}
+
+// create stores session m and, if batch is not empty, batch as its first
+// events (already validated), in one synced write.
+func (l *Log) create(ctx context.Context, m events.SessionMeta, batch []events.Event) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
@@ -495,11 +514,47 @@ func (l *Log) CreateSession(ctx context.Context, m events.SessionMeta) error {
 			return err
 		}
 	}
-	if err := l.space.need(uint64(len(b)), 4, "new session", true); err != nil {
+	size := 16 + len(metaKey(m.ID)) + len(b) + 2*binary.MaxVarintLen32 + 1 + eventsSize(m.ID, batch)
+	if err := l.space.need(uint64(size), 4, "new session", true); err != nil {
 		return fmt.Errorf("pebblelog: create session %s: %w", m.ID, err)
 	}
-	if err := l.write(func() error { return l.db.Set(metaKey(m.ID), b, l.wopts) }); err != nil {
+	wb := l.db.NewBatchWithSize(size)
+	defer wb.Close()
+	if err := wb.Set(metaKey(m.ID), b, nil); err != nil {
 		return fmt.Errorf("pebblelog: create session %s: %w", m.ID, err)
+	}
+	if err := putEvents(wb, m.ID, batch); err != nil {
+		return fmt.Errorf("pebblelog: create session %s: %w", m.ID, err)
+	}
+	if err := l.write(func() error { return wb.Commit(l.wopts) }); err != nil {
+		return fmt.Errorf("pebblelog: create session %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+// eventsSize is the size of a Pebble batch holding batch's events of session id.
+func eventsSize(id string, batch []events.Event) int {
+	keyLen := len(id) + 3 + 8
+	size := 0
+	for i := range batch {
+		size += keyLen + events.EncodedLen(&batch[i]) + 2*binary.MaxVarintLen32 + 1
+	}
+	return size
+}
+
+// putEvents adds batch's events of session id to b, each encoded in place.
+func putEvents(b *pebble.Batch, id string, batch []events.Event) error {
+	keyLen := len(id) + 3 + 8
+	for i := range batch {
+		e := &batch[i]
+		op := b.SetDeferred(keyLen, events.EncodedLen(e))
+		eventKey(op.Key[:0], id, e.Seq)
+		if v := events.AppendEncode(op.Value[:0], e); len(v) != len(op.Value) {
+			panic(fmt.Sprintf("pebblelog: EncodedLen %d != encoded length %d", len(op.Value), len(v)))
+		}
+		if err := op.Finish(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -651,26 +706,14 @@ func (l *Log) append(ctx context.Context, id string, expectedLast uint64, batch 
 		return err
 	}
 
-	keyLen := len(id) + 3 + 8
-	size := 16 // batch header
-	for i := range batch {
-		size += keyLen + events.EncodedLen(&batch[i]) + 2*binary.MaxVarintLen32 + 1
-	}
+	size := 16 + eventsSize(id, batch) // and the batch header
 	if err := l.space.need(uint64(size), 4, "append", false); err != nil {
 		return fmt.Errorf("pebblelog: append to session %s: %w", id, err)
 	}
 	b := l.db.NewBatchWithSize(size)
 	defer b.Close()
-	for i := range batch {
-		e := &batch[i]
-		op := b.SetDeferred(keyLen, events.EncodedLen(e))
-		eventKey(op.Key[:0], id, e.Seq)
-		if v := events.AppendEncode(op.Value[:0], e); len(v) != len(op.Value) {
-			panic(fmt.Sprintf("pebblelog: EncodedLen %d != encoded length %d", len(op.Value), len(v)))
-		}
-		if err := op.Finish(); err != nil {
-			return fmt.Errorf("pebblelog: append to session %s: %w", id, err)
-		}
+	if err := putEvents(b, id, batch); err != nil {
+		return fmt.Errorf("pebblelog: append to session %s: %w", id, err)
 	}
 	if err := l.write(func() error { return b.Commit(l.wopts) }); err != nil {
 		st.loaded = false // the batch may or may not have landed: reload

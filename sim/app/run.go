@@ -269,14 +269,23 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	}
 	meta := events.SessionMeta{ID: session, World: w.Name, WorldHash: w.Hash, Seed: o.Seed, Agents: seats,
 		Created: time.Now().UTC().Format(time.RFC3339)}
-	return play(ctx, o, log, meta, e, true)
+	return play(ctx, o, log, meta, e, playNew)
 }
 
 // play runs a session's engine with its seats — the agents this process
 // plays, in process or over the bus — and the event feed on the embedded
 // NATS server: a new session from its start (fresh), or an existing one
 // from where e stands.
-func play(ctx context.Context, o RunOptions, log events.Log, meta events.SessionMeta, e *sim.Engine, fresh bool) (*RunResult, error) {
+// How play drives its session.
+type playMode int
+
+const (
+	playNew      playMode = iota // a new session: the driver's Run
+	playContinue                 // a session in the log, resumed: Continue
+	playFork                     // a fork not in the log yet (LoadFork): Fork
+)
+
+func play(ctx context.Context, o RunOptions, log events.Log, meta events.SessionMeta, e *sim.Engine, mode playMode) (*RunResult, error) {
 	logger := orNull(o.Logger)
 	seats, err := BuildSeats(meta, e.State().World, SeatOptions{LLM: o.LLM, Custom: o.Seats, Lenient: true})
 	if err != nil {
@@ -328,9 +337,12 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 		Progress: o.Progress, CheckpointEvery: o.CheckpointEvery, MaxBatch: o.MaxBatch, Interest: srv.Interest, MaxEvents: o.MaxEvents})
 	from := e.State().LastSeq
 	start := time.Now()
-	if fresh {
+	switch mode {
+	case playNew:
 		meta, err = d.Run(ctx, meta, e)
-	} else {
+	case playFork:
+		meta, err = d.Fork(ctx, meta, e)
+	default:
 		meta, err = d.Continue(ctx, meta, e)
 	}
 	if err != nil {

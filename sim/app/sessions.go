@@ -46,7 +46,7 @@ func Resume(ctx context.Context, o RunOptions, id string) (*RunResult, error) {
 			return nil, err
 		}
 	}
-	return play(ctx, o, log, meta, e, false)
+	return play(ctx, o, log, meta, e, playContinue)
 }
 
 // ForkOptions describe a fork or a reset of a stored session.
@@ -107,19 +107,22 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 	meta := events.SessionMeta{ID: ulid.Make().String(), World: parent.World, WorldHash: parent.WorldHash, Seed: seed,
 		Agents: seats, Created: time.Now().UTC().Format(time.RFC3339), Parent: parent.ID, ForkSeq: at,
 		Status: events.StatusInterrupted, LastSeq: at}
-	start := time.Now()
-	if err := log.CreateSession(ctx, meta); err != nil {
-		return events.SessionMeta{}, nil, err
-	}
-	orNull(o.Logger).Info("forked", "session", meta.ID, "parent", parent.ID, "at", at, "took", time.Since(start))
 	if f.CreateOnly {
+		start := time.Now()
+		if err := log.CreateSession(ctx, meta); err != nil {
+			return events.SessionMeta{}, nil, err
+		}
+		orNull(o.Logger).Info("forked", "session", meta.ID, "parent", parent.ID, "at", at, "took", time.Since(start))
 		return meta, nil, nil
 	}
-	e, _, err := driver.Load(ctx, log, meta.ID, 0, seed)
+	// A fork that goes on is founded with its first batch (one durable
+	// write), from an engine built on the parent's prefix.
+	e, _, err := driver.LoadFork(ctx, log, meta)
 	if err != nil {
-		return meta, nil, err
+		return events.SessionMeta{}, nil, err
 	}
-	res, err := play(ctx, o, log, meta, e, false)
+	orNull(o.Logger).Info("forking", "session", meta.ID, "parent", parent.ID, "at", at)
+	res, err := play(ctx, o, log, meta, e, playFork)
 	return meta, res, err
 }
 

@@ -225,11 +225,26 @@ func (d *Driver) Run(ctx context.Context, meta events.SessionMeta, e *sim.Engine
 		return meta, err
 	}
 	meta.Status = events.StatusRunning
-	if err := d.cfg.Log.CreateSession(ctx, meta); err != nil {
-		return meta, fmt.Errorf("driver: %w", err)
-	}
 	e.Start()
-	return d.loop(ctx, meta, e, 0, d.cfg.Begun)
+	// The session is founded with its first batch (events.Found): one
+	// durable write, and no session in the log without its session.started.
+	return d.loop(ctx, meta, e, 0, d.cfg.Begun, true)
+}
+
+// Fork runs fork meta (Parent and ForkSeq set, not yet in the log) from
+// where e stands — e was built with LoadFork — to its end. The fork is
+// founded with its first batch, in one durable write; a fork that makes no
+// event before it ends is created when it ends.
+func (d *Driver) Fork(ctx context.Context, meta events.SessionMeta, e *sim.Engine) (events.SessionMeta, error) {
+	if err := d.budget(e); err != nil {
+		return meta, err
+	}
+	if meta.Parent == "" || e.State().LastSeq != meta.ForkSeq {
+		return meta, fmt.Errorf("driver: fork %s of %q at seq %d: the engine stands at seq %d", meta.ID, meta.Parent, meta.ForkSeq, e.State().LastSeq)
+	}
+	meta.Status = events.StatusRunning
+	e.Resume()
+	return d.loop(ctx, meta, e, meta.ForkSeq, nil, true)
 }
 
 // Continue runs an existing session from where e stands — e was rebuilt from
@@ -246,7 +261,7 @@ func (d *Driver) Continue(ctx context.Context, meta events.SessionMeta, e *sim.E
 	// events (an NPC due alone decides at once) that are not yet stored.
 	last := e.State().LastSeq
 	e.Resume()
-	return d.loop(ctx, meta, e, last, nil)
+	return d.loop(ctx, meta, e, last, nil, false)
 }
 
 // budget gives e the configured budget of events, if any.
@@ -261,10 +276,23 @@ func (d *Driver) budget(e *sim.Engine) error {
 }
 
 // loop runs e from last to its end; begun, if not nil, is called once the
-// first batch has landed (see Config.Begun).
-func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engine, last uint64, begun func(context.Context) error) (events.SessionMeta, error) {
+// first batch has landed (see Config.Begun). If found, the session is not
+// in the log yet: its first batch founds it (events.Found), or, if it ends
+// before it made one, its metadata is created then.
+func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engine, last uint64, begun func(context.Context) error, found bool) (events.SessionMeta, error) {
 	log := d.logger.With("session", meta.ID)
 	subject := wire.EventsSubject(meta.ID)
+	// record stores meta: creates the session if nothing founded it yet.
+	record := func(ctx context.Context, meta events.SessionMeta) error {
+		if found {
+			if err := d.cfg.Log.CreateSession(ctx, meta); err != nil {
+				return err
+			}
+			found = false
+			return nil
+		}
+		return d.cfg.Log.UpdateSession(ctx, meta)
+	}
 	fail := func(err error) (events.SessionMeta, error) {
 		// Stopped from outside, or by a full disk (the store refused a
 		// write; nothing acknowledged is lost and the session can be
@@ -274,7 +302,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			meta.Status = events.StatusFailed
 		}
 		meta.LastSeq = last
-		if uerr := d.cfg.Log.UpdateSession(context.WithoutCancel(ctx), meta); uerr != nil {
+		if uerr := record(context.WithoutCancel(ctx), meta); uerr != nil {
 			log.Error("cannot record session status", "error", uerr)
 		}
 		return meta, err
@@ -306,6 +334,9 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		inflight = nil
 		if err := <-f.done; err != nil {
 			return err
+		}
+		if f.found != nil {
+			found = false
 		}
 		last = f.batch[len(f.batch)-1].Seq
 		if d.cfg.Interest == nil || d.cfg.Interest(subject) {
@@ -342,6 +373,9 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			// seq says so.
 			if aerr := <-inflight.done; aerr == nil {
 				last = inflight.batch[len(inflight.batch)-1].Seq
+				if inflight.found != nil {
+					found = false
+				}
 			}
 			inflight = nil
 		}
@@ -376,6 +410,11 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 				return failLanding(err)
 			}
 			f := &flight{done: make(chan error, 1)}
+			if found && issued == last {
+				// The first batch: it founds the session.
+				m := meta
+				f.found = &m
+			}
 			f.batch = append(spare[:0], rd.Events...) // the engine reuses its array after Advance
 			spare = f.batch
 			for i := range f.batch {
@@ -423,7 +462,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 	meta.Status = EndStatus(e.State().EndReason)
 	meta.LastSeq = last
 	meta.StateHash = e.EndStateHash()
-	if err := d.cfg.Log.UpdateSession(ctx, meta); err != nil {
+	if err := record(ctx, meta); err != nil {
 		return meta, fmt.Errorf("driver: %w", err)
 	}
 	if meta.Status == events.StatusFailed {
@@ -577,6 +616,7 @@ func (b *busSeats) request(ctx context.Context, subject string, data []byte) (*n
 
 // flight is a batch on its way to the log (and the replica).
 type flight struct {
+	found *events.SessionMeta // the session the batch founds (its first), or nil
 	batch []events.Event
 	cp    *events.Checkpoint // taken at the batch's end; stored once it is durable
 	done  chan error         // the append's (and replication's) result
@@ -593,7 +633,12 @@ func (d *Driver) fly(ctx context.Context, session string, last uint64, f *flight
 		}
 	}()
 	start := time.Now()
-	if err := d.append(ctx, session, last, f.batch); err != nil {
+	if f.found != nil {
+		if err := events.Found(ctx, d.cfg.Log, *f.found, f.batch); err != nil {
+			f.done <- fmt.Errorf("driver: create session: %w", err)
+			return
+		}
+	} else if err := d.append(ctx, session, last, f.batch); err != nil {
 		f.done <- fmt.Errorf("driver: append: %w", err)
 		return
 	}

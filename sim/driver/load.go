@@ -56,6 +56,22 @@ func ReadOrigin(ctx context.Context, log events.Log, session string) (Origin, er
 // follows (0 keeps the recorded one). It returns the engine and the number
 // of events replayed after the checkpoint.
 func Load(ctx context.Context, log events.Log, session string, at, seed uint64) (*sim.Engine, int, error) {
+	return load(ctx, log, session, session, at, seed)
+}
+
+// LoadFork builds the engine of fork m before the fork is in the log: its
+// parent's engine after event m.ForkSeq (as Load builds it), named m.ID
+// and going on with m.Seed (0 keeps the recorded one). Driver.Fork then
+// founds the fork with its first batch, one durable write.
+func LoadFork(ctx context.Context, log events.Log, m events.SessionMeta) (*sim.Engine, int, error) {
+	if m.Parent == "" || m.ForkSeq == 0 {
+		return nil, 0, fmt.Errorf("driver: session %s is not a fork (parent %q, fork seq %d)", m.ID, m.Parent, m.ForkSeq)
+	}
+	return load(ctx, log, m.Parent, m.ID, m.ForkSeq, m.Seed)
+}
+
+// load is Load of session's events up to at, for an engine named name.
+func load(ctx context.Context, log events.Log, session, name string, at, seed uint64) (*sim.Engine, int, error) {
 	last, err := log.LastSeq(ctx, session)
 	if err != nil {
 		return nil, 0, err
@@ -73,7 +89,7 @@ func Load(ctx context.Context, log events.Log, session string, at, seed uint64) 
 	if seed == 0 {
 		seed = origin.Seed
 	}
-	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: seed, Session: session, Load: origin.Load, WorldLimits: origin.WorldLimits}
+	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: seed, Session: name, Load: origin.Load, WorldLimits: origin.WorldLimits}
 	var e *sim.Engine
 	from := uint64(1)
 	cp, err := log.LatestCheckpoint(ctx, session, at)
