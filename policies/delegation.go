@@ -14,7 +14,7 @@ type DelegationLimit struct{}
 func (DelegationLimit) Name() string { return "delegation-limit" }
 
 // Check implements Rule.
-func (r DelegationLimit) Check(s *org.State, member string, a org.Action) *org.Rejection {
+func (r DelegationLimit) Check(s *org.State, member string, a *org.Action) *org.Rejection {
 	if a.Type != org.ActApprove && a.Type != org.ActReject {
 		return nil
 	}

@@ -81,7 +81,7 @@ func TestDelegationLimitRule(t *testing.T) {
 			}
 			st := s.add(payload.EvApprovalRequested, "bob", payload.ApprovalRequested{Request: "r2", Task: "load-test-kit", Chain: "purchases", Amount: 8000,
 				Steps: []org.RequestStep{{Role: "lead", Approver: "alice"}, finance}}).grant("alice", "r2", 0).state()
-			rej := policies.DelegationLimit{}.Check(st, tt.member, org.Action{Type: org.ActApprove, Request: "r2"})
+			rej := policies.DelegationLimit{}.Check(st, tt.member, &org.Action{Type: org.ActApprove, Request: "r2"})
 			got := ""
 			if rej != nil {
 				got = rej.Reason

@@ -12,14 +12,14 @@ import (
 // exists and is in a state the action fits).
 type Rule interface {
 	Name() string
-	Check(s *org.State, member string, a org.Action) *org.Rejection
+	Check(s *org.State, member string, a *org.Action) *org.Rejection
 }
 
 // Set is an ordered list of rules; the first that refuses wins.
 type Set []Rule
 
 // Check runs every rule in order.
-func (set Set) Check(s *org.State, member string, a org.Action) *org.Rejection {
+func (set Set) Check(s *org.State, member string, a *org.Action) *org.Rejection {
 	for _, r := range set {
 		if rej := r.Check(s, member, a); rej != nil {
 			return rej
@@ -43,7 +43,7 @@ type CaseSeparation struct{}
 func (CaseSeparation) Name() string { return "separation" }
 
 // Check implements Rule.
-func (r CaseSeparation) Check(s *org.State, member string, a org.Action) *org.Rejection {
+func (r CaseSeparation) Check(s *org.State, member string, a *org.Action) *org.Rejection {
 	if len(s.World.Separation) == 0 {
 		return nil
 	}
@@ -78,7 +78,7 @@ type RoleRequired struct{}
 func (RoleRequired) Name() string { return "role-required" }
 
 // Check implements Rule.
-func (r RoleRequired) Check(s *org.State, member string, a org.Action) *org.Rejection {
+func (r RoleRequired) Check(s *org.State, member string, a *org.Action) *org.Rejection {
 	switch a.Type {
 	case org.ActClaim, org.ActWork, org.ActComplete:
 		t, m := s.Task(a.Task), s.Member(member)
@@ -96,7 +96,7 @@ type DependenciesFirst struct{}
 func (DependenciesFirst) Name() string { return "dependencies-first" }
 
 // Check implements Rule.
-func (r DependenciesFirst) Check(s *org.State, member string, a org.Action) *org.Rejection {
+func (r DependenciesFirst) Check(s *org.State, member string, a *org.Action) *org.Rejection {
 	switch a.Type {
 	case org.ActWork, org.ActComplete:
 		t := s.Task(a.Task)
@@ -117,7 +117,7 @@ type ApprovalRequired struct{}
 func (ApprovalRequired) Name() string { return "approval-required" }
 
 // Check implements Rule.
-func (r ApprovalRequired) Check(s *org.State, member string, a org.Action) *org.Rejection {
+func (r ApprovalRequired) Check(s *org.State, member string, a *org.Action) *org.Rejection {
 	if a.Type != org.ActComplete {
 		return nil
 	}
@@ -150,7 +150,7 @@ type WithinBudget struct{}
 func (WithinBudget) Name() string { return "within-budget" }
 
 // Check implements Rule.
-func (r WithinBudget) Check(s *org.State, member string, a org.Action) *org.Rejection {
+func (r WithinBudget) Check(s *org.State, member string, a *org.Action) *org.Rejection {
 	if a.Type != org.ActComplete {
 		return nil
 	}
@@ -171,7 +171,7 @@ type SeparationOfDuties struct{}
 func (SeparationOfDuties) Name() string { return "separation-of-duties" }
 
 // Check implements Rule.
-func (r SeparationOfDuties) Check(s *org.State, member string, a org.Action) *org.Rejection {
+func (r SeparationOfDuties) Check(s *org.State, member string, a *org.Action) *org.Rejection {
 	if a.Type != org.ActApprove && a.Type != org.ActReject {
 		return nil
 	}
@@ -188,7 +188,7 @@ type ApproverAuthority struct{}
 func (ApproverAuthority) Name() string { return "approver-authority" }
 
 // Check implements Rule.
-func (r ApproverAuthority) Check(s *org.State, member string, a org.Action) *org.Rejection {
+func (r ApproverAuthority) Check(s *org.State, member string, a *org.Action) *org.Rejection {
 	if a.Type != org.ActApprove && a.Type != org.ActReject {
 		return nil
 	}
@@ -210,7 +210,7 @@ type WorkDone struct{}
 func (WorkDone) Name() string { return "work-done" }
 
 // Check implements Rule.
-func (r WorkDone) Check(s *org.State, member string, a org.Action) *org.Rejection {
+func (r WorkDone) Check(s *org.State, member string, a *org.Action) *org.Rejection {
 	if a.Type != org.ActComplete {
 		return nil
 	}
@@ -227,7 +227,7 @@ type SkillRequired struct{}
 func (SkillRequired) Name() string { return "skill-required" }
 
 // Check implements Rule.
-func (r SkillRequired) Check(s *org.State, member string, a org.Action) *org.Rejection {
+func (r SkillRequired) Check(s *org.State, member string, a *org.Action) *org.Rejection {
 	switch a.Type {
 	case org.ActClaim, org.ActWork, org.ActComplete:
 		t := s.Task(a.Task)
@@ -249,7 +249,7 @@ type QueueOrder struct{}
 func (QueueOrder) Name() string { return "queue-order" }
 
 // Check implements Rule.
-func (r QueueOrder) Check(s *org.State, member string, a org.Action) *org.Rejection {
+func (r QueueOrder) Check(s *org.State, member string, a *org.Action) *org.Rejection {
 	if a.Type != org.ActClaim {
 		return nil
 	}
@@ -270,7 +270,7 @@ type WIPLimit struct{}
 func (WIPLimit) Name() string { return "wip-limit" }
 
 // Check implements Rule.
-func (r WIPLimit) Check(s *org.State, member string, a org.Action) *org.Rejection {
+func (r WIPLimit) Check(s *org.State, member string, a *org.Action) *org.Rejection {
 	if a.Type != org.ActClaim {
 		return nil
 	}
@@ -293,7 +293,7 @@ type InfoRequired struct{}
 func (InfoRequired) Name() string { return "info-required" }
 
 // Check implements Rule.
-func (r InfoRequired) Check(s *org.State, member string, a org.Action) *org.Rejection {
+func (r InfoRequired) Check(s *org.State, member string, a *org.Action) *org.Rejection {
 	if a.Type != org.ActComplete {
 		return nil
 	}

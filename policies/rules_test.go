@@ -113,7 +113,7 @@ func TestRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule.Name()+"/"+tt.name, func(t *testing.T) {
-			rej := tt.rule.Check(tt.state(t), tt.member, tt.action)
+			rej := tt.rule.Check(tt.state(t), tt.member, &tt.action)
 			if tt.wantReason == "" {
 				if rej != nil {
 					t.Fatalf("Check: got %v, want nil (allowed)", rej)
@@ -172,7 +172,7 @@ func TestDefaultSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rej := policies.Default().Check(tt.state(t), tt.member, tt.action)
+			rej := policies.Default().Check(tt.state(t), tt.member, &tt.action)
 			got := ""
 			if rej != nil {
 				got = rej.Rule

@@ -476,12 +476,12 @@ func TestCaseSeparationRoutesAround(t *testing.T) {
 	if r == nil || r.Steps[0].Approver != "tom" {
 		t.Fatalf("decide's request %+v: want it routed to tom, sara being barred", r)
 	}
-	rej := policies.Default().Check(st, "sara", org.Action{Type: org.ActApprove, Request: r.ID})
+	rej := policies.Default().Check(st, "sara", &org.Action{Type: org.ActApprove, Request: r.ID})
 	want := "separation rule assessor: sara did step assess of case a-1, so may not approve step decide"
 	if rej == nil || rej.Rule != "separation/assessor" || rej.Reason != want {
 		t.Errorf("sara approving %s: got %+v, want separation/assessor: %s", r.ID, rej, want)
 	}
-	if rej := policies.Default().Check(st, "tom", org.Action{Type: org.ActApprove, Request: r.ID}); rej != nil && strings.HasPrefix(rej.Rule, "separation") {
+	if rej := policies.Default().Check(st, "tom", &org.Action{Type: org.ActApprove, Request: r.ID}); rej != nil && strings.HasPrefix(rej.Rule, "separation") {
 		t.Errorf("tom approving: refused by %s", rej.Rule)
 	}
 }

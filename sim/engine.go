@@ -197,7 +197,10 @@ type Engine struct {
 	acts      []org.Action  // NPC answers' actions of the instant (see npcDecide)
 	cals      calendars     // schedules by member and team (shifts.go)
 	decoded   payload.Reuse // the payloads apply decodes (replay), reused event after event
-	format    int           // the session's log format (payload.LogFormat for a new one)
+	scratch   struct {
+		complete org.Action // the completion resolves checks (see resolves)
+	}
+	format int // the session's log format (payload.LogFormat for a new one)
 }
 
 // New makes an engine for a world and seed. Call Start for a new session,

@@ -56,7 +56,7 @@ func (e *Engine) takeTurn(a Answer) {
 		}
 		c, rej := e.st.Check(m, act, e.now)
 		if rej == nil {
-			rej = e.rules.Check(e.st, m.ID, act)
+			rej = e.rules.Check(e.st, m.ID, &a.Actions[i]) // act's original: a pointer to it does not escape to the heap
 		}
 		if rej != nil {
 			e.reject(m.ID, turnSeq, i, act, rej)
@@ -84,7 +84,7 @@ func (e *Engine) quietly(m *org.Member, a Answer) bool {
 	acts := a.Actions
 	switch {
 	case len(acts) == 1 && acts[0].Type == org.ActWait && acts[0].For == "":
-		if _, rej := e.st.Check(m, acts[0], e.now); rej != nil || e.rules.Check(e.st, m.ID, acts[0]) != nil {
+		if _, rej := e.st.Check(m, acts[0], e.now); rej != nil || e.rules.Check(e.st, m.ID, &acts[0]) != nil {
 			return false
 		}
 		emitVia(e, &e.slots.waiting, payload.EvMemberWaiting, m.ID, m.WakeCause, payload.MemberWaiting{Until: clock.Time(acts[0].Until), Seen: e.seen})
@@ -92,7 +92,7 @@ func (e *Engine) quietly(m *org.Member, a Answer) bool {
 	case len(acts) == 2 && acts[0].Type == org.ActClaim && acts[1].Type == org.ActWork && acts[0].Task == acts[1].Task && acts[1].For == "":
 		t := e.st.Task(acts[0].Task)
 		if t == nil || e.st.CheckServe(m, t, e.now) != nil ||
-			e.rules.Check(e.st, m.ID, acts[0]) != nil || e.rules.Check(e.st, m.ID, acts[1]) != nil {
+			e.rules.Check(e.st, m.ID, &acts[0]) != nil || e.rules.Check(e.st, m.ID, &acts[1]) != nil {
 			return false
 		}
 		d := min(e.cfg.World.ActionCosts().Work, t.Effort-t.Spent)
@@ -144,8 +144,11 @@ func (e *Engine) resolves(t *org.Task) bool {
 	}
 	ok := false
 	e.st.AsIfFinished(t, func() {
-		a := org.Action{Type: org.ActComplete, Task: t.ID}
-		if _, rej := e.st.Check(m, a, e.now); rej == nil {
+		// The engine's own action, reused: one made here would escape to
+		// the heap through the rules' interface.
+		a := &e.scratch.complete
+		*a = org.Action{Type: org.ActComplete, Task: t.ID}
+		if _, rej := e.st.Check(m, *a, e.now); rej == nil {
 			ok = e.rules.Check(e.st, m.ID, a) == nil
 		}
 	})
