@@ -34,7 +34,7 @@ func editRota(tb testing.TB, edits ...string) []byte {
 
 func TestLoadRota(t *testing.T) {
 	w := mustLoad(t, "rota.yaml", mustRota(t))
-	if _, err := load("rota.yaml", mustRota(t), 1, Limits{}); err != nil {
+	if _, err := load("rota.yaml", mustRota(t), 1, Limits{}, nil); err != nil {
 		t.Fatalf("load in parts: %v", err)
 	}
 	if got := w.Calendar.Start.Location().String(); got != "Europe/Warsaw" {
@@ -172,7 +172,7 @@ func TestLoadRotaErrors(t *testing.T) {
 				t.Errorf("Load error:\ngot  %s\nwant %s", got, tt.want)
 			}
 			// Read a part at a time (as a large file is), the same errors.
-			if _, err := load("rota.yaml", editRota(t, tt.edits...), 1, Limits{}); err == nil || err.Error() != tt.want {
+			if _, err := load("rota.yaml", editRota(t, tt.edits...), 1, Limits{}, nil); err == nil || err.Error() != tt.want {
 				t.Errorf("load in parts: got error %v, want %s", err, tt.want)
 			}
 		})

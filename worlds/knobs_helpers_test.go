@@ -16,7 +16,7 @@ func wantLoadError(tb testing.TB, src []byte, want string) {
 	if got := err.Error(); got != want {
 		tb.Errorf("Load error:\ngot  %s\nwant %s", got, want)
 	}
-	if _, err := load("w.yaml", src, 1, Limits{}); err == nil || err.Error() != want {
+	if _, err := load("w.yaml", src, 1, Limits{}, nil); err == nil || err.Error() != want {
 		tb.Errorf("load in parts: got error %v, want %s", err, want)
 	}
 }
@@ -30,7 +30,7 @@ func TestVersion2InParts(t *testing.T) {
 		mustEdit(t, v2(slaArrival("{1: 1, 2: 1}", "{1: 1h, 2: 2h}")...)...),
 	} {
 		a := mustLoad(t, "w.yaml", src)
-		b, err := load("w.yaml", src, 1, Limits{})
+		b, err := load("w.yaml", src, 1, Limits{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

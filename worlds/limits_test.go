@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/goccy/go-yaml"
@@ -339,8 +341,15 @@ func TestLargeFileMistakesInParts(t *testing.T) {
 	if n := countNodes(src); n <= lim.Nodes || len(src) < 3*parts {
 		t.Fatalf("precondition: the file has %d nodes and %d bytes; want it over %d nodes and in parts", n, len(src), lim.Nodes)
 	}
-	if _, err := load("w.yaml", src, parts, lim); err != nil {
+	sequential, err := load("w.yaml", src, parts, lim, nil)
+	if err != nil {
 		t.Fatalf("the file without mistakes: %v", err)
+	}
+	// Parts decoded at once, or last to first, give the same world.
+	for _, par := range runners {
+		if got, err := load("w.yaml", src, parts, lim, par.run); err != nil || !reflect.DeepEqual(got, sequential) {
+			t.Fatalf("the file without mistakes, parts decoded %s: got a different world or %v", par.name, err)
+		}
 	}
 	edit := func(old, new string) []byte {
 		t.Helper()
@@ -348,6 +357,14 @@ func TestLargeFileMistakesInParts(t *testing.T) {
 			t.Fatalf("no %q in the file", old)
 		}
 		return bytes.Replace(src, []byte(old), []byte(new), 1)
+	}
+	twice := func(a, b [2]string) []byte {
+		t.Helper()
+		once := edit(a[0], a[1])
+		if bytes.Count(once, []byte(b[0])) < 1 {
+			t.Fatalf("no %q in the file", b[0])
+		}
+		return bytes.Replace(once, []byte(b[0]), []byte(b[1]), 1)
 	}
 	for _, tt := range []struct {
 		name   string
@@ -359,13 +376,15 @@ func TestLargeFileMistakesInParts(t *testing.T) {
 		{"a YAML syntax error in a part", edit("{id: m00500, role:", "{id: m00500,, role:"), true},
 		{"an unknown field after the lists", append(bytes.Clone(src), "colour: blue\n"...), true},
 		{"a member naming an unknown role", edit("{id: m00900, role: engineer", "{id: m00900, role: enginer"), false},
+		{"mistakes in two parts: the first in the file wins", twice([2]string{"{id: m00300, role:", "{id: m00300, rle:"},
+			[2]string{"{id: p15-t7, role: designer, effort: ", "{id: p15-t7, role: designer, value: [1], effort: "}), true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			want, werr := loadWhole("w.yaml", tt.src)
 			if werr == nil {
 				t.Fatalf("precondition: the edited file loads whole (%q)", want.Name)
 			}
-			_, err := load("w.yaml", tt.src, parts, lim)
+			_, err := load("w.yaml", tt.src, parts, lim, nil)
 			var got, whole ErrorList
 			if !errors.As(err, &got) || !errors.As(werr, &whole) {
 				t.Fatalf("got %v, want an ErrorList like the whole reading's %v", err, werr)
@@ -377,11 +396,17 @@ func TestLargeFileMistakesInParts(t *testing.T) {
 			if g != w {
 				t.Errorf("in parts: %s\nwhole:    %s", &g, &w)
 			}
+			for _, par := range runners {
+				perr := func() error { _, err := load("w.yaml", tt.src, parts, lim, par.run); return err }()
+				if perr == nil || perr.Error() != err.Error() {
+					t.Errorf("parts decoded %s: %v\none at a time: %v", par.name, perr, err)
+				}
+			}
 		})
 	}
 	// A project of 5,000 tasks is one entry, over a limit of 20,000 nodes.
 	big := Generate(GenOptions{Seed: 3, Members: 20, Projects: 2, Tasks: 5000})
-	_, err := LoadLimited("w.yaml", big, Limits{Nodes: 20_000})
+	_, err = LoadLimited("w.yaml", big, Limits{Nodes: 20_000})
 	if err == nil || !strings.Contains(err.Error(), "projects[0]: worlds: over a limit: the part of the list read at once from here holds about") ||
 		!strings.Contains(err.Error(), "(--max-world-nodes); split an entry this large") {
 		t.Fatalf("a project over the limit on its own: got %v", err)
@@ -410,4 +435,25 @@ func TestLimitsRaisedAndRaise(t *testing.T) {
 			t.Errorf("%+v.Raise(%+v): got %+v, want %+v", tt.op, rec, got, tt.want)
 		}
 	}
+}
+
+// runners are Options.Parallel functions a test loads with: every part at
+// once on its own goroutine, and one at a time from the last part to the
+// first (the file's order reversed).
+var runners = []struct {
+	name string
+	run  func(n int, f func(i int))
+}{
+	{"at once", func(n int, f func(int)) {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { f(i) })
+		}
+		wg.Wait()
+	}},
+	{"last to first", func(n int, f func(int)) {
+		for i := n - 1; i >= 0; i-- {
+			f(i)
+		}
+	}},
 }

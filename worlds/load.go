@@ -203,7 +203,7 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 //
 // Load applies the default Limits; LoadLimited takes others.
 func Load(name string, src []byte) (*World, error) {
-	return load(name, src, partBytes, Limits{})
+	return load(name, src, partBytes, Limits{}, nil)
 }
 
 // LoadLimited is Load within lim (zero fields: the defaults). A file over a
@@ -211,22 +211,44 @@ func Load(name string, src []byte) (*World, error) {
 // wraps ErrLimit; its size and nesting are checked before the YAML parser
 // reads it.
 func LoadLimited(name string, src []byte, lim Limits) (*World, error) {
-	if err := lim.Validate(); err != nil {
+	return LoadWith(name, src, Options{Limits: lim})
+}
+
+// Options are how LoadWith reads a world file; the zero value reads it as
+// Load does.
+type Options struct {
+	// Limits are the budgets the file must keep (zero fields: the
+	// defaults); see LoadLimited.
+	Limits Limits
+	// Parallel, if set, calls f(0), f(1), …, f(n-1), as concurrently as it
+	// likes, and returns once every call has returned. The parts of a large
+	// file (its long lists, a part at a time: see loadInParts) are then
+	// decoded at once. It changes how fast a world loads, never what it
+	// loads or which mistake is reported: the parts are put together, and
+	// their first mistake chosen, in file order. The package starts no
+	// goroutine itself; the caller's Parallel does.
+	Parallel func(n int, f func(i int))
+}
+
+// LoadWith is LoadLimited with o's limits, decoding the parts of a large
+// file with o.Parallel when it is set.
+func LoadWith(name string, src []byte, o Options) (*World, error) {
+	if err := o.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	return load(name, src, partBytes, lim)
+	return load(name, src, partBytes, o.Limits, o.Parallel)
 }
 
 // load is Load, reading a file of at least partBytes a part at a time
-// when it can (see loadInParts).
-func load(name string, src []byte, partBytes int, lim Limits) (*World, error) {
+// when it can (see loadInParts), with par if it is not nil.
+func load(name string, src []byte, partBytes int, lim Limits, par func(int, func(int))) (*World, error) {
 	lim = lim.WithDefaults()
 	nodes, e := checkShape(name, src, lim)
 	if e != nil {
 		return nil, ErrorList{e}
 	}
 	large := nodes > lim.Nodes
-	switch w, errs := loadInParts(name, src, partBytes, lim, large); {
+	switch w, errs := loadInParts(name, src, partBytes, lim, large, par); {
 	case w != nil:
 		return w, nil // not errs: a nil ErrorList is a non-nil error
 	case errs != nil:

@@ -48,7 +48,7 @@ var keyLine = regexp.MustCompile(`^([a-z_]+):[ ]*$`)
 // the validator finds with their paths but without line and column,
 // those in a part (YAML, types, unknown fields) where they are in the
 // file, rather than reading the whole file's tree to place them.
-func loadInParts(name string, src []byte, partBytes int, lim Limits, large bool) (*World, ErrorList) {
+func loadInParts(name string, src []byte, partBytes int, lim Limits, large bool, par func(int, func(int))) (*World, ErrorList) {
 	if len(src) < partBytes {
 		return nil, nil
 	}
@@ -87,8 +87,21 @@ func loadInParts(name string, src []byte, partBytes int, lim Limits, large bool)
 					"split an entry this large (a project of thousands of tasks into several projects), or raise the limit",
 					ErrLimit, n, lim.Nodes, FlagNodes)}}
 		}
-		var pf file
-		if _, e := decodePart(name, p.text, &pf); e != nil {
+	}
+	// Each part is decoded on its own (with par, at once), then they are
+	// put together in file order, the first mistake in file order winning.
+	decoded := make([]file, len(c.parts))
+	mistakes := make([]*Error, len(c.parts))
+	decodeOne := func(i int) { _, mistakes[i] = decodePart(name, c.parts[i].text, &decoded[i]) }
+	if par != nil {
+		par(len(c.parts), decodeOne)
+	} else {
+		for i := range c.parts {
+			decodeOne(i)
+		}
+	}
+	for i, p := range c.parts {
+		if e := mistakes[i]; e != nil {
 			if large {
 				p.placeError(e)
 				return nil, ErrorList{e}
@@ -97,7 +110,8 @@ func loadInParts(name string, src []byte, partBytes int, lim Limits, large bool)
 		}
 		// A part holds one list field; append its entries in file order.
 		field := dst.Field(p.field)
-		field.Set(reflect.AppendSlice(field, reflect.ValueOf(pf).Field(p.field)))
+		field.Set(reflect.AppendSlice(field, reflect.ValueOf(decoded[i]).Field(p.field)))
+		decoded[i] = file{} // what it held is in f now
 	}
 	v := &validator{name: name, lim: lim} // no tree: a mistake sends the file to Load's whole reading
 	w := v.build(&f)

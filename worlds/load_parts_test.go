@@ -14,7 +14,7 @@ import (
 
 // loadWhole is Load reading the file whole, never in parts.
 func loadWhole(name string, src []byte) (*World, error) {
-	return load(name, src, math.MaxInt, Limits{Nodes: math.MaxInt})
+	return load(name, src, math.MaxInt, Limits{Nodes: math.MaxInt}, nil)
 }
 
 // mustSameLoad fails unless loading src in parts gives what loading it
@@ -24,7 +24,7 @@ func loadWhole(name string, src []byte) (*World, error) {
 // whether the parts were used.
 func mustSameLoad(tb testing.TB, src []byte) bool {
 	tb.Helper()
-	got, errs := loadInParts("w.yaml", src, 1, Limits{}.WithDefaults(), false)
+	got, errs := loadInParts("w.yaml", src, 1, Limits{}.WithDefaults(), false, nil)
 	if errs != nil {
 		tb.Fatalf("in parts: over a limit: %v", errs)
 	}

@@ -419,7 +419,7 @@ w.yaml:39:29: projects[0].tasks[2].role: task "servers" needs role "engineer", w
 			}
 			// Read a part at a time (as a large file is), the same file
 			// gives the same errors.
-			if _, err := load("w.yaml", src, 1, Limits{}); err == nil || err.Error() != tt.want {
+			if _, err := load("w.yaml", src, 1, Limits{}, nil); err == nil || err.Error() != tt.want {
 				t.Errorf("load in parts: got error %v, want %s", err, tt.want)
 			}
 		})

@@ -23,6 +23,7 @@ import (
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/sim/workers"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -133,8 +134,10 @@ func LoadWorldLimited(name string, lim worlds.Limits) (*worlds.World, []byte, er
 	if err := lim.Validate(); err != nil {
 		return nil, nil, usage(err)
 	}
+	// A large file's long lists are decoded on every processor.
+	opts := worlds.Options{Limits: lim, Parallel: workers.Parallel}
 	if src, err := worlds.Source(name); err == nil {
-		w, err := worlds.LoadLimited(name+".yaml", src, lim)
+		w, err := worlds.LoadWith(name+".yaml", src, opts)
 		return w, src, err
 	}
 	if !strings.ContainsAny(name, "/.") {
@@ -144,7 +147,7 @@ func LoadWorldLimited(name string, lim worlds.Limits) (*worlds.World, []byte, er
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := worlds.LoadLimited(name, src, lim)
+	w, err := worlds.LoadWith(name, src, opts)
 	return w, src, err
 }
 

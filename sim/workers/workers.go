@@ -7,7 +7,12 @@
 // new one starts. The driver and the in-process seats each keep a Pool.
 package workers
 
-import "time"
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
 
 // Idle is how long an idle worker waits for more work before it ends.
 const Idle = time.Second
@@ -40,4 +45,28 @@ func (p *Pool) loop(f func()) {
 			return
 		}
 	}
+}
+
+// Parallel calls f(0), f(1), …, f(n-1) on up to GOMAXPROCS goroutines, each
+// taking the next index as it finishes one, and returns once every call
+// has returned. It is the worlds package's Options.Parallel: CPU-bound
+// work split into parts of about the same size.
+func Parallel(n int, f func(i int)) {
+	k := min(n, runtime.GOMAXPROCS(0))
+	if k <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range k {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
 }
