@@ -3,6 +3,7 @@ package fastjson_test
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -12,7 +13,9 @@ import (
 var tricky = []string{"", "t-1", "a\"b", `back\slash`, "<html>&", "tab\tnew\nline", "\x00\x1f", "é ü 日本", "\u2028\u2029", "bad\xffutf8", "emoji 🙂"}
 
 var floats = []float64{0, 1, -1, 0.5, 1.0 / 3, 1e-6, 9.99e-7, 1e-7, 1e20, 1e21, 1.5e300, -2.5e-10, 123456789.125,
-	math.Copysign(0, -1), math.SmallestNonzeroFloat64, math.MaxFloat64}
+	math.Copysign(0, -1), math.SmallestNonzeroFloat64, math.MaxFloat64,
+	// whole numbers, around the edges of AppendFloat's integer path
+	2, 10, 300, 1500, 123456789, 1e15, 1<<53 - 1, 1 << 53, 1<<53 + 2, 1 << 62, 1 << 63, 1 << 64, 9.2233720368547758e18}
 
 func mustSameString(t *testing.T, s string) {
 	t.Helper()
@@ -43,6 +46,16 @@ func TestAppendLikeEncodingJSON(t *testing.T) {
 	for _, f := range floats {
 		mustSameFloat(t, f)
 		mustSameFloat(t, -f)
+	}
+	// Whole numbers of every magnitude, and their neighbours.
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20_000 {
+		n := float64(r.Int64() >> r.IntN(64))
+		if r.IntN(2) == 0 {
+			n = -n
+		}
+		mustSameFloat(t, n)
+		mustSameFloat(t, math.Nextafter(n, math.Inf(1)))
 	}
 	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
 		if fastjson.Finite(f) {
