@@ -105,7 +105,7 @@ func TestFaultDiskFullServe(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64m"); err != nil {
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=256m"); err != nil {
 		t.Skipf("tmpfs: %v", err)
 	}
 	// Registered before the server's cleanup, so it runs after the server is gone.

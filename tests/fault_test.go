@@ -265,14 +265,14 @@ func TestFaultDiskFull(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=20m"); err != nil {
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=130m"); err != nil {
 		t.Skipf("tmpfs: %v", err)
 	}
 	defer syscall.Unmount(dir, 0)
 	data := filepath.Join(dir, "data")
 	runOut, code := faultRun(t, "run", "--world", "portfolio", "--seed", "1", "--data", data, "--checkpoint-every", "200")
 	if code == 0 {
-		t.Skipf("the run fit in 20 MiB:\n%s", runOut)
+		t.Skipf("the run fit in 130 MiB:\n%s", runOut)
 	}
 	if !strings.Contains(runOut, "space") {
 		t.Errorf("the run on a full disk exited %d without saying so:\n%s", code, runOut)

@@ -683,7 +683,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 				return
 			}
 			mnt := t.TempDir()
-			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", mnt).CombinedOutput(); err != nil {
+			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=140m", "tmpfs", mnt).CombinedOutput(); err != nil {
 				t.Skipf("cannot mount a tmpfs (needs root): %v: %s", err, out)
 			}
 			t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
@@ -757,7 +757,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 func TestDiskFullBallast(t *testing.T) {
 	ctx := context.Background()
 	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", mnt).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", mnt).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs (needs root): %v: %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })

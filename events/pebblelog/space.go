@@ -14,12 +14,16 @@ import (
 )
 
 // DefaultMinFreeSpace is the free disk space Options.MinFreeSpace means
-// when it is 0: room for Pebble to flush its memtables (two of 4 MiB at
-// most) and rotate its WAL, with a margin.
-const DefaultMinFreeSpace = 16 << 20
+// when it is 0: 96 MiB, room for Pebble to flush its memtables (two of
+// MemTableSize at most) and rotate its WAL (a new WAL file takes about a
+// memtable's size at once), with a margin. Between the Append that is
+// refused and the flush at Close, a rotation and a flush took 31 MiB of
+// a 4-reserve disk (TestDiskFullTmpfs): the flushes' half of the reserve
+// must hold that.
+const DefaultMinFreeSpace = 6 * MemTableSize
 
 // BallastName is the file in which a read-write Log holds back disk space
-// for a full disk: a quarter of Options.MinFreeSpace (4 MiB by default),
+// for a full disk: a quarter of Options.MinFreeSpace (24 MiB by default),
 // written at Open when there is room. When another writer fills the disk
 // and a metadata update (a session recorded interrupted) finds no room,
 // or a flush of Pebble's fails for it, the Log deletes the file and the
