@@ -149,19 +149,18 @@ func (s *State) retireDue(n int) error {
 // retire folds done ticket t into the digest and totals and takes it out
 // of the state.
 func (s *State) retire(t *Task) error {
+	// dₙ ‖ the ticket's snapshot bytes, hashed at once: no hasher to make.
+	r := &s.retired
 	var buf [1024]byte
-	b, ok := t.appendJSON(buf[:0])
+	b, ok := t.appendJSON(append(buf[:0], r.digest[:]...))
 	if !ok {
-		var err error
-		if b, err = json.Marshal(t); err != nil {
+		j, err := json.Marshal(t)
+		if err != nil {
 			return fmt.Errorf("org: ticket %s does not encode: %w", t.ID, err)
 		}
+		b = append(append(buf[:0], r.digest[:]...), j...)
 	}
-	r := &s.retired
-	h := sha256.New()
-	h.Write(r.digest[:])
-	h.Write(b)
-	h.Sum(r.digest[:0])
+	r.digest = sha256.Sum256(b)
 	r.N++
 	earned, onTime, why := s.judge.Judge(s, t)
 	if t.Breached {
