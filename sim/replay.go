@@ -99,10 +99,16 @@ func (r *rebuilder) finish() (*Engine, error) {
 // otherwise), checks it against the recorded hash, and returns it with
 // those limits.
 func RecordedWorld(p *payload.SessionStarted) (*worlds.World, worlds.Limits, error) {
+	return RecordedWorldWith(p, nil)
+}
+
+// RecordedWorldWith is RecordedWorld decoding a large file's parts with
+// parallel (worlds.Options.Parallel; nil: one at a time).
+func RecordedWorldWith(p *payload.SessionStarted, parallel func(n int, f func(i int))) (*worlds.World, worlds.Limits, error) {
 	r := p.WorldLimits
 	lim := worlds.Limits{FileBytes: r.FileBytes, Depth: r.Depth, Members: r.Members, Tasks: r.Tasks,
 		Arrivals: r.Arrivals, Burst: r.Burst, MaxLoad: r.MaxLoad, Nodes: r.Nodes}
-	w, err := worlds.LoadLimited(p.WorldFile, []byte(p.Source), lim)
+	w, err := worlds.LoadWith(p.WorldFile, []byte(p.Source), worlds.Options{Limits: lim, Parallel: parallel})
 	if err != nil {
 		return nil, lim, fmt.Errorf("the world recorded in the log does not load: %w", err)
 	}

@@ -1,0 +1,45 @@
+package driver_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// ReadOrigin loads a large recorded world with its parts decoded on every
+// processor (sim.RecordedWorldWith): the world is the one Load reads in
+// one go.
+func TestReadOriginOfALargeWorld(t *testing.T) {
+	src := worlds.Generate(worlds.GenOptions{Seed: 2, Teams: 20, Members: 8000, Projects: 40, Tasks: 200, Chains: 4, Dispatch: worlds.DispatchOne})
+	if len(src) < 3*256<<10 {
+		t.Fatalf("precondition: the world file is %d bytes; want several of the 256 KiB parts it is read in", len(src))
+	}
+	w, err := worlds.Load("big.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	first := e.Ready().Events[:1]
+	ctx := context.Background()
+	log := memlog.New()
+	if err := events.Found(ctx, log, events.SessionMeta{ID: "big", Status: events.StatusInterrupted}, first); err != nil {
+		t.Fatal(err)
+	}
+	o, err := driver.ReadOrigin(ctx, log, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(o.World, w) {
+		t.Fatal("the recorded world read back differs from the world loaded")
+	}
+}
