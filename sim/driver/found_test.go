@@ -7,10 +7,13 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // foundLog is a memlog that counts how sessions are created, and can make
@@ -32,6 +35,38 @@ func (l *foundLog) CreateSessionWith(ctx context.Context, m events.SessionMeta, 
 		return l.failFound
 	}
 	return l.Log.CreateSessionWith(ctx, m, batch)
+}
+
+// parent is a desk session run to its end on a foundLog, with the driver,
+// bus connection and world that ran it.
+type parent struct {
+	log  *foundLog
+	d    *driver.Driver
+	conn *nats.Conn
+	w    *worlds.World
+	meta events.SessionMeta
+}
+
+// runParent runs session id of the desk world cut to n tickets, seed 5,
+// with a driver of cfg (its Log and Conn set here).
+func runParent(t *testing.T, n int, id string, cfg driver.Config) parent {
+	t.Helper()
+	w, src := deskWorld(t, n)
+	cfg.Conn = connect(t, startBus(t), "driver")
+	log := &foundLog{Log: memlog.New()}
+	cfg.Log = log
+	d := driver.New(cfg)
+	sub := answerWatcher(t, cfg.Conn, id)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := d.Run(context.Background(), events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: 5}, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parent{log: log, d: d, conn: cfg.Conn, w: w, meta: m}
 }
 
 // same reports whether two runs' events say the same things (their IDs,
@@ -61,23 +96,9 @@ func readAll(t *testing.T, l events.Log, id string, from uint64) []events.Event 
 // (CreateSession, Load, Continue) does, verifies, and leaves its parent
 // alone.
 func TestRunAndForkFoundTheirSessions(t *testing.T) {
-	w, src := deskWorld(t, 300)
-	bus := startBus(t)
-	conn := connect(t, bus, "driver")
-	ctx := context.Background()
-	log := &foundLog{Log: memlog.New()}
-	d := driver.New(driver.Config{Log: log, Conn: conn, MaxBatch: 64, CheckpointEvery: 100})
-
 	const id = "01J0000000000000000000FNDP"
-	defer answerWatcher(t, conn, id).Unsubscribe()
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pm, err := d.Run(ctx, events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: 5}, e)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := runParent(t, 300, id, driver.Config{MaxBatch: 64, CheckpointEvery: 100})
+	ctx, log, d, conn, w, pm := context.Background(), f.log, f.d, f.conn, f.w, f.meta
 	if got, want := [2]int64{log.creates.Load(), log.founds.Load()}, [2]int64{0, 1}; got != want {
 		t.Fatalf("Run: (CreateSession, CreateSessionWith) calls: got %v, want %v", got, want)
 	}
@@ -138,22 +159,9 @@ func TestRunAndForkFoundTheirSessions(t *testing.T) {
 // there; a fork at its parent's end, which makes no event, is created when
 // it ends.
 func TestForkFoundingFailsOrHasNothingToFound(t *testing.T) {
-	w, src := deskWorld(t, 100)
-	bus := startBus(t)
-	conn := connect(t, bus, "driver")
-	ctx := context.Background()
-	log := &foundLog{Log: memlog.New()}
-	d := driver.New(driver.Config{Log: log, Conn: conn})
 	const id = "01J0000000000000000000FNDQ"
-	defer answerWatcher(t, conn, id).Unsubscribe()
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pm, err := d.Run(ctx, events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: 5}, e)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := runParent(t, 100, id, driver.Config{})
+	ctx, log, d, conn, w, pm := context.Background(), f.log, f.d, f.conn, f.w, f.meta
 
 	t.Run("founding fails", func(t *testing.T) {
 		fork := events.SessionMeta{ID: id + "X", World: w.Name, WorldHash: w.Hash, Seed: 5, Parent: id, ForkSeq: 40, Status: events.StatusInterrupted}
