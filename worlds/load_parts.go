@@ -88,19 +88,20 @@ func loadInParts(name string, src []byte, partBytes int, lim Limits, large bool,
 					ErrLimit, n, lim.Nodes, FlagNodes)}}
 		}
 	}
-	// Each part is decoded on its own (with par, at once), then they are
-	// put together in file order, the first mistake in file order winning.
+	// Each part is decoded on its own — with par, all of them at once
+	// first; without, each as its turn comes, so that the first mistake
+	// stops the reading — and they are put together in file order, the
+	// first mistake in file order winning.
 	decoded := make([]file, len(c.parts))
 	mistakes := make([]*Error, len(c.parts))
 	decodeOne := func(i int) { _, mistakes[i] = decodePart(name, c.parts[i].text, &decoded[i]) }
 	if par != nil {
 		par(len(c.parts), decodeOne)
-	} else {
-		for i := range c.parts {
-			decodeOne(i)
-		}
 	}
 	for i, p := range c.parts {
+		if par == nil {
+			decodeOne(i)
+		}
 		if e := mistakes[i]; e != nil {
 			if large {
 				p.placeError(e)

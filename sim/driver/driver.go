@@ -410,8 +410,9 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 				return failLanding(err)
 			}
 			f := &flight{done: make(chan error, 1)}
-			if found && issued == last {
-				// The first batch: it founds the session.
+			if found {
+				// The first batch (found is cleared once it lands): it
+				// founds the session.
 				m := meta
 				f.found = &m
 			}
