@@ -8,7 +8,6 @@ import (
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
-	"github.com/corpsim/corpsim/worlds"
 )
 
 // This file is the state's transition function: Apply dispatches each
@@ -723,15 +722,10 @@ func (s *State) applyTaskCreated(ev *events.Event) error {
 		a.N++
 		a.setNext(p.Next())
 	}
-	// The definition in its two forms, in one allocation.
-	def := &struct {
-		spec worlds.Task
-		def  TicketDef
-	}{spec: taskOfSpec(&p.Task)}
-	def.def = *ticketDefOf(&def.spec)
-	t := &Task{Def: &def.def, Spec: &def.spec, ID: def.spec.ID, Kind: KindTicket, Queue: p.Queue, Team: p.Team,
-		Created: clock.Time(ev.Time), Deadline: p.Deadline, Effort: def.spec.Effort, Value: def.spec.Value,
-		Priority: def.spec.Priority, Arrival: p.Arrival, Status: StatusOpen}
+	spec := taskOfSpec(&p.Task)
+	t := &Task{Spec: &spec, made: true, ID: spec.ID, Kind: KindTicket, Queue: p.Queue, Team: p.Team,
+		Created: clock.Time(ev.Time), Deadline: p.Deadline, Effort: spec.Effort, Value: spec.Value,
+		Priority: spec.Priority, Arrival: p.Arrival, Status: StatusOpen}
 	t.ord = s.nextOrd()
 	s.list = append(s.list, t)
 	s.tasks[t.ID] = t

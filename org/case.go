@@ -152,14 +152,10 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 	s.Cases = append(s.Cases, c)
 	s.cases[c.ID] = c
 	for i := range p.Steps {
-		def := &struct {
-			spec worlds.Task
-			def  TicketDef
-		}{spec: taskOfSpec(&p.Steps[i])}
-		def.def = *ticketDefOf(&def.spec)
-		t := &Task{Def: &def.def, Spec: &def.spec, ID: def.spec.ID, Kind: KindStep, Case: c.ID, Queue: p.Queue, Team: p.Team,
-			Created: clock.Time(ev.Time), Deadline: p.Deadline, Effort: def.spec.Effort, Value: def.spec.Value,
-			Priority: def.spec.Priority, Status: StatusOpen}
+		spec := taskOfSpec(&p.Steps[i])
+		t := &Task{Spec: &spec, made: true, ID: spec.ID, Kind: KindStep, Case: c.ID, Queue: p.Queue, Team: p.Team,
+			Created: clock.Time(ev.Time), Deadline: p.Deadline, Effort: spec.Effort, Value: spec.Value,
+			Priority: spec.Priority, Status: StatusOpen}
 		t.ord = s.nextOrd()
 		s.list = append(s.list, t)
 		s.tasks[t.ID] = t

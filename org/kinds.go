@@ -209,18 +209,14 @@ func (s *State) applyCaseReopened(ev *events.Event) error {
 	for _, step := range p.Steps {
 		i := slices.IndexFunc(c.Steps, func(id string) bool { return s.tasks[id].Spec.Step == step })
 		old := s.tasks[c.Steps[i]]
-		def := &struct {
-			spec worlds.Task
-			def  TicketDef
-		}{spec: *old.Spec}
-		def.spec.ID, def.spec.Deps = ReopenedTaskID(c.ID, step, p.N), nil
-		def.def = *ticketDefOf(&def.spec)
-		if s.tasks[def.spec.ID] != nil {
-			return badEvent(ev, "task %q exists", def.spec.ID)
+		spec := *old.Spec
+		spec.ID, spec.Deps = ReopenedTaskID(c.ID, step, p.N), nil
+		if s.tasks[spec.ID] != nil {
+			return badEvent(ev, "task %q exists", spec.ID)
 		}
-		t := &Task{Def: &def.def, Spec: &def.spec, ID: def.spec.ID, Kind: KindStep, Case: c.ID, Queue: old.Queue, Team: old.Team,
-			Created: clock.Time(ev.Time), Deadline: old.Deadline, Effort: def.spec.Effort, Value: def.spec.Value,
-			Priority: def.spec.Priority, Status: StatusOpen}
+		t := &Task{Spec: &spec, made: true, ID: spec.ID, Kind: KindStep, Case: c.ID, Queue: old.Queue, Team: old.Team,
+			Created: clock.Time(ev.Time), Deadline: old.Deadline, Effort: spec.Effort, Value: spec.Value,
+			Priority: spec.Priority, Status: StatusOpen}
 		t.ord = s.nextOrd()
 		s.list = append(s.list, t)
 		s.tasks[t.ID] = t

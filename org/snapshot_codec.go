@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/corpsim/corpsim/events/payload/fastjson"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // appendTasks encodes tasks as encoding/json does, without reflection:
@@ -35,13 +36,13 @@ func appendTasks(dst []byte, tasks []*Task) ([]byte, bool) {
 }
 
 func (t *Task) appendJSON(dst []byte) ([]byte, bool) {
-	if !fastjson.Finite(t.Value) || t.Def != nil && !fastjson.Finite(t.Def.Value) {
+	if !fastjson.Finite(t.Value) || t.made && !fastjson.Finite(t.Spec.Value) {
 		return dst, false
 	}
 	dst = append(dst, '{')
-	if t.Def != nil {
+	if t.made {
 		dst = append(dst, `"def":`...)
-		dst = t.Def.appendJSON(dst)
+		dst = appendDef(dst, t.Spec)
 		dst = append(dst, ',')
 	}
 	dst = append(dst, `"id":`...)
@@ -117,8 +118,9 @@ func (t *Task) appendJSON(dst []byte) ([]byte, bool) {
 	return append(dst, '}'), true
 }
 
-// appendJSON encodes a ticket's definition as encoding/json does.
-func (d *TicketDef) appendJSON(dst []byte) []byte {
+// appendDef encodes a made task's definition d as encoding/json encodes
+// ticketDefOf(d), without making it.
+func appendDef(dst []byte, d *worlds.Task) []byte {
 	dst = fastjson.AppendKeyString(dst, `{"ID":`, d.ID)
 	dst = fastjson.AppendKeyString(dst, `,"Title":`, d.Title)
 	dst = fastjson.AppendKeyString(dst, `,"Role":`, d.Role)
@@ -158,14 +160,14 @@ func encodeSnapshot(sn snapshot) ([]byte, error) {
 	}
 	i := bytes.Index(rest, tasksNull)
 	if i < 0 {
-		sn.Tasks = tasks
+		sn.Tasks = withDefs(tasks)
 		return json.Marshal(sn)
 	}
 	out := make([]byte, 0, len(rest)+len(tasks)*512)
 	out = append(out, rest[:i+len(`,"tasks":`)]...)
 	out, ok := appendTasks(out, tasks)
 	if !ok {
-		sn.Tasks = tasks
+		sn.Tasks = withDefs(tasks)
 		return json.Marshal(sn)
 	}
 	return append(out, rest[i+len(tasksNull)-1:]...), nil
@@ -184,7 +186,7 @@ func hashSnapshot(sn snapshot) ([32]byte, error) {
 	}
 	i := bytes.Index(rest, tasksNull)
 	if i < 0 {
-		sn.Tasks = tasks
+		sn.Tasks = withDefs(tasks)
 		return hashJSON(sn)
 	}
 	h := sha256.New()
@@ -204,7 +206,7 @@ func hashSnapshot(sn snapshot) ([32]byte, error) {
 			} else {
 				var ok bool
 				if buf, ok = t.appendJSON(buf); !ok {
-					sn.Tasks = tasks
+					sn.Tasks = withDefs(tasks)
 					return hashJSON(sn)
 				}
 			}
@@ -219,6 +221,25 @@ func hashSnapshot(sn snapshot) ([32]byte, error) {
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum, nil
+}
+
+// withDefs returns tasks with each made task replaced by a copy with its
+// Def set, for encoding/json to encode as appendJSON does (the fallbacks
+// for what only encoding/json may say).
+func withDefs(tasks []*Task) []*Task {
+	if tasks == nil {
+		return nil // encoding/json's null, not []
+	}
+	out := make([]*Task, len(tasks))
+	for i, t := range tasks {
+		if t != nil && t.made {
+			c := *t
+			c.Def = ticketDefOf(t.Spec)
+			t = &c
+		}
+		out[i] = t
+	}
+	return out
 }
 
 func hashJSON(v any) ([32]byte, error) {

@@ -208,13 +208,21 @@ const (
 	KindTicket = "ticket" // brought by an arrival or an urgent interruption
 )
 
-// Task is a task's or a ticket's state. Spec is its definition: in the world
-// for a project task, in Def for a ticket. Effort, Value and Priority start
-// as the definition's and change with interruptions.
+// Task is a task's or a ticket's state. Spec is its definition: the world's
+// for a project task, its event's for a ticket or a case step (made). Effort,
+// Value and Priority start as the definition's and change with
+// interruptions.
 type Task struct {
-	ord      int            // its place among all tasks ever created (creation order), for ordering views
-	Spec     *worlds.Task   `json:"-"`
-	Def      *TicketDef     `json:"def,omitempty"` // a ticket's definition as snapshots keep it
+	ord  int          // its place among all tasks ever created (creation order), for ordering views
+	Spec *worlds.Task `json:"-"`
+	// made is set for a task an event made (a ticket, a case step), whose
+	// definition a snapshot lists ("def", TicketDef's keys), written from
+	// Spec; a project task's is the world's and is not listed.
+	made bool
+	// Def is the definition of a made task decoded from a snapshot, which
+	// Restore turns into Spec; nil in a live state, where Spec alone holds
+	// it (no second copy per ticket). See withDefs.
+	Def      *TicketDef     `json:"def,omitempty"`
 	ID       string         `json:"id"`
 	Kind     string         `json:"kind"`
 	Project  string         `json:"project,omitempty"`
@@ -856,7 +864,7 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 			if t.Def == nil || t.Def.ID != t.ID || s.tasks[t.ID] != nil {
 				return nil, fmt.Errorf("org: snapshot ticket %d is malformed", i)
 			}
-			t.Spec = t.Def.task()
+			t.Spec, t.Def, t.made = t.Def.task(), nil, true
 			s.list = append(s.list, t)
 		}
 		s.tasks[t.ID] = t
