@@ -215,10 +215,6 @@ const (
 type Task struct {
 	ord  int          // its place among all tasks ever created (creation order), for ordering views
 	Spec *worlds.Task `json:"-"`
-	// made is set for a task an event made (a ticket, a case step), whose
-	// definition a snapshot lists ("def", TicketDef's keys), written from
-	// Spec; a project task's is the world's and is not listed.
-	made bool
 	// Def is the definition of a made task decoded from a snapshot, which
 	// Restore turns into Spec; nil in a live state, where Spec alone holds
 	// it (no second copy per ticket). See withDefs.
@@ -256,6 +252,11 @@ type Task struct {
 	// verdict is the rubric's remembered verification (verify_memo.go).
 	verdict verdict
 	retired bool // it has retired (retire.go)
+	// made is set for a task an event made (a ticket, a case step), whose
+	// definition a snapshot lists ("def", TicketDef's keys), written from
+	// Spec; a project task's is the world's and is not listed. (Beside
+	// retired, it takes no room: a Task stays in the 384-byte size class.)
+	made bool
 }
 
 // Queue is a work queue's state.
