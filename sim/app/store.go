@@ -68,6 +68,13 @@ func OpenRead(ctx context.Context, dir string, logger hclog.Logger) (events.Log,
 // a done context (a signal) stopped before Pebble had opened it.
 var ErrOpenInterrupted = errors.New("stopped while opening the store")
 
+// readOnlyCacheSize is the block cache of a store opened to read (replay,
+// verify, report, export, trace, …): these scan a session once, so a
+// cache the size of a writer's only holds blocks never read again. A
+// 688,297-event replay peaked at 280 MB with the writer's 96 MiB and at
+// 195 MB with this, in the same time.
+const readOnlyCacheSize = 16 << 20
+
 // openPebble opens the store in dir; a writer also records the sessions it
 // finds running as interrupted (see OpenLog). Pebble's Open cannot be
 // cancelled, so it runs on a goroutine of its own: if ctx is done first,
@@ -80,7 +87,11 @@ func openPebble(ctx context.Context, dir string, readOnly bool, logger hclog.Log
 	}
 	done := make(chan opened, 1)
 	go func() {
-		l, err := pebblelog.Open(dir, pebblelog.Options{ReadOnly: readOnly, Logger: logger.Named("pebble")})
+		cache := int64(0) // a writer's: pebblelog.DefaultCacheSize
+		if readOnly {
+			cache = readOnlyCacheSize
+		}
+		l, err := pebblelog.Open(dir, pebblelog.Options{ReadOnly: readOnly, CacheSize: cache, Logger: logger.Named("pebble")})
 		done <- opened{l, err}
 	}()
 	var o opened
