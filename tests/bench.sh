@@ -15,6 +15,7 @@
 #   BENCH_TICKETS         tickets of the support desk runs (default 200000, the shipped world)
 #   BENCH_AGENT_TICKETS   tickets of the two agent-seat runs, in process and over the bus (default 20000, at most BENCH_TICKETS)
 #   BENCH_COUNT           -count of the Go micro-benchmarks (BenchmarkFork included); the median is reported (default 3)
+#   BENCH_RUNS            runs of each whole process of the ticket rows (SimPy, the bare loop, corpsim in memory and durable, replay); the median run is reported, with the largest peak RSS (default 5)
 #   BENCH_SESSIONS        concurrent sessions in one process (default 1000); one session alone is run too, as their baseline
 #   BENCH_BIG_TICKETS     tickets of the in-memory run whose peak is compared with the 200,000-ticket run's (default 2000000; 0 skips it)
 #   BENCH_SCALE_MEMBERS   members of the scale world (default 10000)
@@ -38,6 +39,7 @@ TICKETS=${BENCH_TICKETS:-200000}
 AGENT_TICKETS=${BENCH_AGENT_TICKETS:-20000}
 ((AGENT_TICKETS > TICKETS)) && AGENT_TICKETS=$TICKETS
 COUNT=${BENCH_COUNT:-3}
+RUNS=${BENCH_RUNS:-5}
 SESSIONS=${BENCH_SESSIONS:-1000}
 BIG_TICKETS=${BENCH_BIG_TICKETS:-2000000}
 SCALE_MEMBERS=${BENCH_SCALE_MEMBERS:-10000}
@@ -95,6 +97,41 @@ run() {
 		tail -n 20 "$TMP/$name.err" >&2
 	fi
 }
+
+# runs NAME TIMEOUT RATE CMD...: run (above) NAME's CMD $RUNS times, each
+# with @I@ in its arguments replaced by the run's number, and keep as NAME's
+# (its $TMP/NAME.out, WALL_S and RC) the run of the median RATE, a command
+# printing a run's rate from the run's NAME ("$TMP/$1.out", "$TMP/$1.time").
+# RSS_KB is the largest peak of the runs, and SPREAD the rates' range as
+# "min–max". A run of a second swings by 10% on a shared machine; the
+# micro-benchmarks are medians too. A failed or stopped run ends the series
+# and is reported as the step's.
+runs() {
+	local name=$1 limit=$2 rate=$3
+	shift 3
+	local i peak=0 lines=() args=()
+	for ((i = 1; i <= RUNS; i++)); do
+		args=("${@//@I@/$i}")
+		run "$name" "$limit" "${args[@]}"
+		((RC == 0)) || { SPREAD=""; return; }
+		cp "$TMP/$name.out" "$TMP/$name.$i.out"
+		cp "$TMP/$name.time" "$TMP/$name.$i.time"
+		((RSS_KB > peak)) && peak=$RSS_KB
+		lines+=("$("$rate" "$name") $i")
+	done
+	local sorted med
+	sorted=$(printf '%s\n' "${lines[@]}" | sort -g)
+	med=$(sed -n "$(((RUNS + 1) / 2))p" <<<"$sorted" | cut -d' ' -f2)
+	SPREAD="$(fmt_num "$(head -n 1 <<<"$sorted" | cut -d' ' -f1)")–$(fmt_num "$(tail -n 1 <<<"$sorted" | cut -d' ' -f1)")"
+	cp "$TMP/$name.$med.out" "$TMP/$name.out"
+	read -r _ WALL_S < <(tail -n 1 "$TMP/$name.$med.time")
+	RSS_KB=$peak
+}
+# Rates of runs: a peer's tickets/s, a corpsim run's, a replay's events/s
+# over its process's wall.
+peer_rate() { sed -n 's/.*tickets_per_s=\([0-9.]*\).*/\1/p' "$TMP/$1.out"; }
+run_rate() { json "$TMP/$1.out" 'd.get("tickets_per_second", 0)'; }
+replay_rate() { $PY -c 'import sys; print(int(sys.argv[2])/float(open(sys.argv[1]).read().split()[-1]))' "$TMP/$1.time" "$EVENTS"; }
 
 # json FILE EXPR: a field of a JSON document (EXPR in Python over d).
 json() { $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
@@ -191,24 +228,24 @@ ENGINE_TPS=$(gobench "$TMP/engine.out" SupportDeskBench tickets/s)
 ENGINE_EPS=$(gobench "$TMP/engine.out" SupportDeskBench events/s)
 
 # ---- 3. the SimPy peer -------------------------------------------------------
-run simpy "$STEP_TIMEOUT" "$PY" "$PEER" "$TICKETS"
+runs simpy "$STEP_TIMEOUT" peer_rate "$PY" "$PEER" "$TICKETS"
 SIMPY_TPS=""
 if ((RC == 0)); then SIMPY_TPS=$(sed -n 's/.*tickets_per_s=\([0-9.]*\).*/\1/p' "$TMP/simpy.out"); fi
 SIMPY_WALL=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' "$TMP/simpy.out")
 row "SimPy peer (\`simpy_desk.py $TICKETS\`, SimPy $($PY -c 'import SimPy; print(SimPy.__version__)' 2>/dev/null || echo 2))" \
-	"$(fmt_num "$TICKETS")" "${SIMPY_WALL:-—}" "$(fmt_num "$SIMPY_TPS")" "—" "$(fmt_mib "$RSS_KB")" "1.00×" "the baseline of the ticket rows $(status_note "$STEP_TIMEOUT")"
+	"$(fmt_num "$TICKETS")" "${SIMPY_WALL:-—}" "$(fmt_num "$SIMPY_TPS")" "—" "$(fmt_mib "$RSS_KB")" "1.00×" "the baseline of the ticket rows; $RUNS runs: $SPREAD tickets/s $(status_note "$STEP_TIMEOUT")"
 
 # ---- 3b. the bare Go loop: the same desk, nothing recorded -----------------------------
 # Built first, so that its row times the loop, not the compiler.
 go build -o "$TMP/bare_desk" "$BARE"
-run bare "$STEP_TIMEOUT" "$TMP/bare_desk" "$TICKETS"
+runs bare "$STEP_TIMEOUT" peer_rate "$TMP/bare_desk" "$TICKETS"
 BARE_TPS="" BARE_WALL=""
 if ((RC == 0)); then
 	BARE_TPS=$(sed -n 's/.*tickets_per_s=\([0-9.]*\).*/\1/p' "$TMP/bare.out")
 	BARE_WALL=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' "$TMP/bare.out")
 fi
 row "bare Go event loop (\`bare_desk.go $TICKETS\`: a heap, nothing recorded or checked)" \
-	"$(fmt_num "$TICKETS")" "${BARE_WALL:-—}" "$(fmt_num "$BARE_TPS")" "—" "$(fmt_mib "$RSS_KB")" "$(ratio "$BARE_TPS" "$SIMPY_TPS")" "vs SimPy: the limit of the ticket rows $(status_note "$STEP_TIMEOUT")"
+	"$(fmt_num "$TICKETS")" "${BARE_WALL:-—}" "$(fmt_num "$BARE_TPS")" "—" "$(fmt_mib "$RSS_KB")" "$(ratio "$BARE_TPS" "$SIMPY_TPS")" "vs SimPy: the limit of the ticket rows; $RUNS runs: $SPREAD tickets/s $(status_note "$STEP_TIMEOUT")"
 
 # corsim_row NAME LABEL COUNT NOTE: a row from a `corpsim run --json` result.
 corpsim_row() {
@@ -228,8 +265,8 @@ corpsim_row() {
 }
 
 # ---- 4. corpsim in memory ----------------------------------------------------
-run mem "$STEP_TIMEOUT" "$CS" run --world "$WORLD" --ephemeral --json
-corpsim_row mem "corpsim in memory (\`run --ephemeral\`, 20 NPC servers)" "$TICKETS" "vs SimPy (target ≥ 5×); @BARE@ of the bare Go loop (aim ≥ 0.25×); peak RSS target < 100 MiB"
+runs mem "$STEP_TIMEOUT" run_rate "$CS" run --world "$WORLD" --ephemeral --json
+corpsim_row mem "corpsim in memory (\`run --ephemeral\`, 20 NPC servers)" "$TICKETS" "vs SimPy (target ≥ 5×); @BARE@ of the bare Go loop (aim ≥ 0.25×); peak RSS target < 100 MiB; $RUNS runs: $SPREAD tickets/s"
 MEM_RSS_KB=$RSS_KB
 
 # The same desk ten times longer: finished work must not keep the state growing.
@@ -244,20 +281,29 @@ fi
 row "the engine alone (\`BenchmarkSupportDeskBench\`: state machine and NPCs, 10,000 tickets, no log, no bus)" "—" "—" "$(fmt_num "$ENGINE_TPS")" "$(fmt_num "$ENGINE_EPS")" "—" "$(ratio "$ENGINE_TPS" "$SIMPY_TPS")" "vs SimPy: the ceiling of the in-memory run; $(ratio "$ENGINE_TPS" "$BARE_TPS") of the bare Go loop; $(evpt "$ENGINE_EPS" "$ENGINE_TPS") events per ticket"
 
 # ---- 5. corpsim durable, and its replay ------------------------------------------
-run durable "$STEP_TIMEOUT" "$CS" run --world "$WORLD" --data "$TMP/data" --json
-corpsim_row durable "corpsim durable (every event in a synced Pebble batch)" "$TICKETS" "vs SimPy (target ≥ 3×); @BARE@ of the bare Go loop"
+# Each run in a data folder of its own: none compacts another's tables.
+runs durable "$STEP_TIMEOUT" run_rate "$CS" run --world "$WORLD" --data "$TMP/data@I@" --json
+DURABLE_DATA=""
+for ((i = 1; i <= RUNS; i++)); do
+	if [[ -f $TMP/durable.$i.out ]] && cmp -s "$TMP/durable.$i.out" "$TMP/durable.out"; then
+		DURABLE_DATA=$TMP/data$i
+	else
+		rm -rf "$TMP/data$i" # the median run's is replayed below
+	fi
+done
+corpsim_row durable "corpsim durable (every event in a synced Pebble batch)" "$TICKETS" "vs SimPy (target ≥ 3×); @BARE@ of the bare Go loop; $RUNS runs: $SPREAD tickets/s"
 DURABLE_EPS=$LAST_EPS DURABLE_TPS=$LAST_TPS
 REPLAY_EPS=""
 if ((RC == 0)); then
 	SESSION=$(json "$TMP/durable.out" 'd["session"]')
 	EVENTS=$(json "$TMP/durable.out" 'd["events"]')
-	run replay "$STEP_TIMEOUT" "$CS" replay "$SESSION" --data "$TMP/data" --json
+	runs replay "$STEP_TIMEOUT" replay_rate "$CS" replay "$SESSION" --data "$DURABLE_DATA" --json
 	if ((RC == 0)); then
 		[[ $(json "$TMP/replay.out" 'd["match"]') == True ]] || { say "replay: state hash mismatch"; FAILED=1; }
 		REPLAY_EPS=$($PY -c 'import sys; print(int(sys.argv[1])/float(sys.argv[2]))' "$EVENTS" "$WALL_S")
 	fi
 	row "replay of that session (\`corpsim replay\`: borrowed scan, decode, re-apply, hash)" "$(fmt_num "$EVENTS") events" "$WALL_S" "—" \
-		"$(fmt_num "$REPLAY_EPS")" "$(fmt_mib "$RSS_KB")" "$(ratio "$REPLAY_EPS" "$SCAN")" "vs raw Pebble scan (below; target ≥ 0.25×) $(status_note "$STEP_TIMEOUT")"
+		"$(fmt_num "$REPLAY_EPS")" "$(fmt_mib "$RSS_KB")" "$(ratio "$REPLAY_EPS" "$SCAN")" "vs raw Pebble scan (below; target ≥ 0.25×); $RUNS runs: $SPREAD events/s $(status_note "$STEP_TIMEOUT")"
 fi
 
 # ---- 6. agent seats: in process, and across the bus -----------------------------------
@@ -408,9 +454,9 @@ fi
 	echo "- built from commit \`$commit\`${dirty:+ plus uncommitted changes to: $dirty}"
 	echo "- machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) memory, load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "- $(go version); $($PY --version 2>&1) (peer)"
-	echo "- command: \`BENCH_TICKETS=$TICKETS BENCH_AGENT_TICKETS=$AGENT_TICKETS BENCH_COUNT=$COUNT bash tests/bench.sh\`"
+	echo "- command: \`BENCH_TICKETS=$TICKETS BENCH_AGENT_TICKETS=$AGENT_TICKETS BENCH_COUNT=$COUNT BENCH_RUNS=$RUNS bash tests/bench.sh\`"
 	echo
-	echo "Tickets/s and events/s of \`corpsim run\` are over the driver's wall time (\`wall_seconds\` in \`run --json\`: the world loaded, the session to its end); the SimPy peer's over its \`simulate()\`. Peak RSS is the whole process's (GNU time). Go micro-benchmarks: the median of -count=$COUNT. Replay: events / the whole \`corpsim replay\` process wall."
+	echo "Tickets/s and events/s of \`corpsim run\` are over the driver's wall time (\`wall_seconds\` in \`run --json\`: the world loaded, the session to its end); the SimPy peer's over its \`simulate()\`. Peak RSS is the whole process's (GNU time). Go micro-benchmarks: the median of -count=$COUNT. The SimPy peer, the bare loop, corpsim in memory and durable, and replay: the median of $RUNS runs of the whole process (their range in the note), with the largest peak RSS of the $RUNS. Replay: events / the whole \`corpsim replay\` process wall."
 	echo
 	echo "| what | count | wall s | tickets/s | events/s | peak RSS | ratio | ratio to / notes |"
 	echo "|---|---|---|---|---|---|---|---|"
