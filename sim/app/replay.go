@@ -63,10 +63,10 @@ func Replay(ctx context.Context, data, id string, logger hclog.Logger) (ReplayRe
 // and the session's own checkpoints to cut at, in up to k segments at
 // once. The first segment starts from the world, as the one pass does;
 // each other starts from the checkpoint at its cut, restored and checked
-// against its state hash (driver.Load, as a resume does); every segment
-// but the last must end at the state hash of the checkpoint where the next
-// one starts, and the last ends with session.ended, whose Apply checks the
-// hash recorded there. Every event is applied once by the same state
+// against its state hash (driver.LoadFrom, as a resume does, on the world
+// the segments share, loaded once); every segment but the last must end at
+// the state hash of the checkpoint where the next one starts, and the last
+// ends with session.ended, whose Apply checks the hash recorded there. Every event is applied once by the same state
 // machine, and by induction the state at each cut is the one a pass from
 // event 1 reaches, so a mismatch anywhere is found as by that pass; the
 // first error in the order of the events is returned.
@@ -74,6 +74,11 @@ func replayEngine(ctx context.Context, log events.Log, id string, k int) (*sim.E
 	cuts := replayCuts(ctx, log, id, k)
 	if len(cuts) == 0 {
 		return sim.RebuildLog(ctx, log, id, sim.Config{})
+	}
+	// The segments share the world, loaded once.
+	o, err := driver.ReadOrigin(ctx, log, id)
+	if err != nil {
+		return nil, err
 	}
 	n := len(cuts) + 1
 	engines, errs := make([]*sim.Engine, n), make([]error, n)
@@ -85,8 +90,8 @@ func replayEngine(ctx context.Context, log events.Log, id string, k int) (*sim.E
 		var e *sim.Engine
 		var err error
 		if i == 0 {
-			e, err = replayFromWorld(ctx, log, id, end)
-		} else if e, _, err = driver.Load(ctx, log, id, cuts[i-1].Seq, 0); err == nil {
+			e, err = replayFromWorld(ctx, log, o, id, end)
+		} else if e, _, err = driver.LoadFrom(ctx, log, o, id, cuts[i-1].Seq); err == nil {
 			err = replayRange(ctx, log, id, e, cuts[i-1].Seq+1, end)
 		}
 		if err == nil && end != 0 {
@@ -139,13 +144,9 @@ func replayCuts(ctx context.Context, log events.Log, id string, k int) []events.
 	return cuts
 }
 
-// replayFromWorld builds session id's engine from its world and applies
-// its events 1 to end.
-func replayFromWorld(ctx context.Context, log events.Log, id string, end uint64) (*sim.Engine, error) {
-	o, err := driver.ReadOrigin(ctx, log, id)
-	if err != nil {
-		return nil, err
-	}
+// replayFromWorld builds session id's engine from its world (o, read with
+// driver.ReadOrigin) and applies its events 1 to end.
+func replayFromWorld(ctx context.Context, log events.Log, o driver.Origin, id string, end uint64) (*sim.Engine, error) {
 	e, err := sim.New(sim.Config{World: o.World, Source: o.Source, Seed: o.Seed, Session: id, Load: o.Load, WorldLimits: o.WorldLimits})
 	if err != nil {
 		return nil, err

@@ -73,8 +73,26 @@ func LoadFork(ctx context.Context, log events.Log, m events.SessionMeta) (*sim.E
 	return load(ctx, log, m.Parent, m.ID, m.ForkSeq, m.Seed)
 }
 
+// LoadFrom is Load (with the recorded seed) given the session's origin,
+// read already with ReadOrigin: engines of one session built at once, such
+// as a replay's segments, share one world instead of each loading it from
+// its source again (seconds for the 10,000-member world). A loaded World is
+// read-only: no engine changes it.
+func LoadFrom(ctx context.Context, log events.Log, origin Origin, session string, at uint64) (*sim.Engine, int, error) {
+	return loadFrom(ctx, log, origin, session, session, at, 0)
+}
+
 // load is Load of session's events up to at, for an engine named name.
 func load(ctx context.Context, log events.Log, session, name string, at, seed uint64) (*sim.Engine, int, error) {
+	origin, err := ReadOrigin(ctx, log, session)
+	if err != nil {
+		return nil, 0, err
+	}
+	return loadFrom(ctx, log, origin, session, name, at, seed)
+}
+
+// loadFrom is load with session's origin read.
+func loadFrom(ctx context.Context, log events.Log, origin Origin, session, name string, at, seed uint64) (*sim.Engine, int, error) {
 	last, err := log.LastSeq(ctx, session)
 	if err != nil {
 		return nil, 0, err
@@ -84,10 +102,6 @@ func load(ctx context.Context, log events.Log, session, name string, at, seed ui
 			return nil, 0, fmt.Errorf("session %s has %d events; there is no event %d", session, last, at)
 		}
 		at = last
-	}
-	origin, err := ReadOrigin(ctx, log, session)
-	if err != nil {
-		return nil, 0, err
 	}
 	if seed == 0 {
 		seed = origin.Seed
