@@ -2,7 +2,7 @@
 # tests/bench.sh — corpsim's performance, measured side by side in one run
 # (issue 8). From the repository root:
 #
-#   bash tests/bench.sh                     # the full set, about 8 minutes on 2 cores
+#   bash tests/bench.sh                     # the full set, 8-15 minutes on 2 cores
 #   BENCH_TICKETS=20000 bash tests/bench.sh # a quick run
 #
 # It builds the binary once, runs every line below on this machine, and
