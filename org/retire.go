@@ -154,7 +154,7 @@ func (s *State) retire(t *Task) error {
 	var buf [1024]byte
 	b, ok := t.appendJSON(append(buf[:0], r.digest[:]...))
 	if !ok {
-		j, err := json.Marshal(withDefs([]*Task{t})[0])
+		j, err := json.Marshal(t)
 		if err != nil {
 			return fmt.Errorf("org: ticket %s does not encode: %w", t.ID, err)
 		}

@@ -160,14 +160,14 @@ func encodeSnapshot(sn snapshot) ([]byte, error) {
 	}
 	i := bytes.Index(rest, tasksNull)
 	if i < 0 {
-		sn.Tasks = withDefs(tasks)
+		sn.Tasks = tasks
 		return json.Marshal(sn)
 	}
 	out := make([]byte, 0, len(rest)+len(tasks)*512)
 	out = append(out, rest[:i+len(`,"tasks":`)]...)
 	out, ok := appendTasks(out, tasks)
 	if !ok {
-		sn.Tasks = withDefs(tasks)
+		sn.Tasks = tasks
 		return json.Marshal(sn)
 	}
 	return append(out, rest[i+len(tasksNull)-1:]...), nil
@@ -186,7 +186,7 @@ func hashSnapshot(sn snapshot) ([32]byte, error) {
 	}
 	i := bytes.Index(rest, tasksNull)
 	if i < 0 {
-		sn.Tasks = withDefs(tasks)
+		sn.Tasks = tasks
 		return hashJSON(sn)
 	}
 	h := sha256.New()
@@ -206,7 +206,7 @@ func hashSnapshot(sn snapshot) ([32]byte, error) {
 			} else {
 				var ok bool
 				if buf, ok = t.appendJSON(buf); !ok {
-					sn.Tasks = withDefs(tasks)
+					sn.Tasks = tasks
 					return hashJSON(sn)
 				}
 			}
@@ -223,23 +223,29 @@ func hashSnapshot(sn snapshot) ([32]byte, error) {
 	return sum, nil
 }
 
-// withDefs returns tasks with each made task replaced by a copy with its
-// Def set, for encoding/json to encode as appendJSON does (the fallbacks
-// for what only encoding/json may say).
-func withDefs(tasks []*Task) []*Task {
-	if tasks == nil {
-		return nil // encoding/json's null, not []
+// MarshalJSON encodes t as its snapshot lists it: what encoding/json
+// makes of the struct, with a made task's definition ("def") written from
+// Spec, where a live state keeps it (Def is nil there). A figure only
+// encoding/json may say (a non-finite one) is left to it, and refused.
+func (t *Task) MarshalJSON() ([]byte, error) {
+	if b, ok := t.appendJSON(nil); ok {
+		return b, nil
 	}
-	out := make([]*Task, len(tasks))
-	for i, t := range tasks {
-		if t != nil && t.made {
-			c := *t
-			c.Def = ticketDefOf(t.Spec)
-			t = &c
-		}
-		out[i] = t
+	return json.Marshal(t.reflected())
+}
+
+// taskJSON is Task without its methods: encoding/json encodes it by
+// reflection, from its fields and their tags.
+type taskJSON Task
+
+// reflected returns a copy of t for encoding/json to encode by reflection,
+// with a made task's Def set from Spec.
+func (t *Task) reflected() *taskJSON {
+	c := taskJSON(*t)
+	if t.made {
+		c.Def = ticketDefOf(t.Spec)
 	}
-	return out
+	return &c
 }
 
 func hashJSON(v any) ([32]byte, error) {

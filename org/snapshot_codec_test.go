@@ -50,9 +50,19 @@ func TestSnapshotMatchesEncodingJSON(t *testing.T) {
 			if round%5 == 0 && len(s.Members) > 0 {
 				s.Members[0].ID = `"tasks":null` // a string cannot fool the splice
 			}
-			sn := s.snap()
-			sn.Tasks = withDefs(sn.Tasks) // encoding/json needs each ticket's definition as a field
-			want, err := json.Marshal(sn)
+			// Each task as encoding/json encodes its fields by reflection
+			// (with a made task's definition as the Def field)…
+			for _, tk := range s.Tasks() {
+				want, err := json.Marshal(tk.reflected())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, ok := tk.appendJSON(nil); !ok || !bytes.Equal(got, want) {
+					t.Fatalf("%s round %d: task %s encodes by hand as\n%s\nby reflection as\n%s", name, round, tk.ID, got, want)
+				}
+			}
+			// …and the whole snapshot as encoding/json encodes it.
+			want, err := json.Marshal(s.snap())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -217,7 +217,7 @@ type Task struct {
 	Spec *worlds.Task `json:"-"`
 	// Def is the definition of a made task decoded from a snapshot, which
 	// Restore turns into Spec; nil in a live state, where Spec alone holds
-	// it (no second copy per ticket). See withDefs.
+	// it (no second copy per ticket). See MarshalJSON.
 	Def      *TicketDef     `json:"def,omitempty"`
 	ID       string         `json:"id"`
 	Kind     string         `json:"kind"`
