@@ -441,9 +441,33 @@ func (s *State) track(t *Task) {
 		s.claimed[t.Queue]++
 	}
 	if t.Kind == KindTicket && t.Status == StatusOpen {
-		s.queueOpen[t.Queue] = append(s.queueOpen[t.Queue], t)
+		s.enqueue(t)
 		s.countOpen(t, 1)
 	}
+}
+
+// enqueue appends open ticket t to its queue's list (queueOpen), first
+// dropping the tickets no longer open: from the front, as openTickets
+// does, and from all of it once they are most of it (a priority queue
+// takes tickets out of arrival order). Only openTickets dropped them
+// before, when a decision or a view asked for the queue; a replay asks
+// nothing, and its lists kept every ticket ever queued, retired ones
+// included (64 MB of a 200,000-ticket replay's 66 MB live heap).
+func (s *State) enqueue(t *Task) {
+	list := s.openTickets(t.Queue)
+	if n := len(list); n >= 64 && n > 2*s.openIn(t.Queue) {
+		list = slices.DeleteFunc(list, func(o *Task) bool { return o.Status != StatusOpen })
+	}
+	s.queueOpen[t.Queue] = append(list, t)
+}
+
+// openIn counts queue's open tickets.
+func (s *State) openIn(queue string) int {
+	n := 0
+	for _, k := range s.openPrio[queue] { // order: a sum
+		n += k
+	}
+	return n
 }
 
 // countOpen adds n to the open tickets of t's queue at t's priority.

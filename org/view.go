@@ -316,6 +316,7 @@ func (s *State) openTickets(queue string) []*Task {
 		i++
 	}
 	if i > 0 {
+		clear(list[:i]) // the array holds them no longer
 		list = list[i:]
 		s.queueOpen[queue] = list
 	}

@@ -1,11 +1,13 @@
 package sim_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // poisonScanner hands out each event in a buffer that it overwrites as
@@ -210,4 +213,69 @@ func TestReplayRegradesAnOlderRubric(t *testing.T) {
 	if _, err := sim.RebuildLog(context.Background(), poisonScanner{bad}, "s", sim.Config{}); !errors.Is(err, sim.ErrReplayMismatch) {
 		t.Fatalf("an altered reward of this rubric: got %v, want ErrReplayMismatch", err)
 	}
+}
+
+// A replay decides nothing, so nothing asks for a queue's head; the
+// queue's list of tickets in arrival order must still drop those no longer
+// open, or a replayed session holds every ticket it ever queued, retired
+// ones included (64 MB of a 200,000-ticket replay's 66 MB of live heap).
+// The heap an engine holds after replaying 20,000 tickets of the support
+// desk is about that of 2,000, not 18,000 tickets' worth more.
+func TestReplayHoldsNoFinishedTickets(t *testing.T) {
+	held := func(tickets int) int64 {
+		src, err := worlds.Source("support-desk-bench")
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = bytes.Replace(src, []byte("count: 200000"), []byte(fmt.Sprintf("count: %d", tickets)), 1)
+		w, err := worlds.Load("bench.yaml", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := sim.Config{World: w, Source: src, Seed: 42, Session: "s"}
+		e, err := sim.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Start()
+		var all []events.Event
+		err = sim.Play(e, func(evs []events.Event) bool { all = append(all, evs...); return true },
+			func(tn sim.Turn) (sim.Answer, bool) { return greedy(tn.Observation), true }, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := heapInUse()
+		r, err := sim.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range all {
+			if err := r.Apply(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, want := r.StateHash(), e.StateHash(); got != want {
+			t.Fatalf("the replay hashes to %s, the run to %s", got, want)
+		}
+		e = nil
+		n := heapInUse() - before
+		runtime.KeepAlive(r)
+		runtime.KeepAlive(all)
+		return n
+	}
+	small, large := held(2_000), held(20_000)
+	t.Logf("the engine holds %d KiB after replaying 2,000 tickets, %d KiB after 20,000", small>>10, large>>10)
+	// Before the lists dropped closed tickets without being asked, the
+	// 18,000 more tickets held about 11 MB more.
+	if large-small > 3<<20 {
+		t.Errorf("replaying 20,000 tickets holds %d KiB of heap, 2,000 hold %d KiB", large>>10, small>>10)
+	}
+}
+
+// heapInUse is the live heap's size after a collection.
+func heapInUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
