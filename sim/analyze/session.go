@@ -108,7 +108,7 @@ func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
 				return nil, fmt.Errorf("%w: at seq %d the log records %s, its events rebuild %s", ErrMismatch, ev.Seq, end.StateHash, s.endHash)
 			}
 		}
-		if err := s.State.Apply(ev); err != nil {
+		if err := s.State.ApplyWith(ev, p); err != nil { // decoded once
 			return nil, fmt.Errorf("analyze: %w", err)
 		}
 		s.ID = ev.Session
@@ -127,69 +127,76 @@ func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
 
 // decodePayload decodes the payload of the event types analysis looks into.
 func decodePayload(ev events.Event) (any, error) {
-	var p any
 	switch ev.Type {
 	case payload.EvTurnFailed:
-		p = &payload.TurnFailed{}
+		return decodeAs[payload.TurnFailed](&ev)
 	case payload.EvTaskClaimed:
-		p = &payload.TaskClaimed{}
+		return decodeAs[payload.TaskClaimed](&ev)
 	case payload.EvWorkStarted:
-		p = &payload.WorkStarted{}
+		return decodeAs[payload.WorkStarted](&ev)
 	case payload.EvWorkFinished:
-		p = &payload.WorkFinished{}
+		return decodeAs[payload.WorkFinished](&ev)
 	case payload.EvTaskCompleted:
-		p = &payload.TaskCompleted{}
+		return decodeAs[payload.TaskCompleted](&ev)
 	case payload.EvTicketServed:
-		p = &payload.TicketServed{}
+		return decodeAs[payload.TicketServed](&ev)
 	case payload.EvTicketResolved:
-		p = &payload.TicketResolved{}
+		return decodeAs[payload.TicketResolved](&ev)
 	case payload.EvTaskHandedOff:
-		p = &payload.TaskHandedOff{}
+		return decodeAs[payload.TaskHandedOff](&ev)
 	case payload.EvApprovalRequested:
-		p = &payload.ApprovalRequested{}
+		return decodeAs[payload.ApprovalRequested](&ev)
 	case payload.EvApprovalGranted, payload.EvApprovalRejected:
-		p = &payload.ApprovalDecided{}
+		return decodeAs[payload.ApprovalDecided](&ev)
 	case payload.EvApprovalEscalated:
-		p = &payload.ApprovalEscalated{}
+		return decodeAs[payload.ApprovalEscalated](&ev)
 	case payload.EvMemberLeft:
-		p = &payload.MemberLeft{}
+		return decodeAs[payload.MemberLeft](&ev)
 	case payload.EvQueueDown:
-		p = &payload.QueueDown{}
+		return decodeAs[payload.QueueDown](&ev)
 	case payload.EvQueueUp:
-		p = &payload.QueueUp{}
+		return decodeAs[payload.QueueUp](&ev)
 	case payload.EvTaskReprioritized:
-		p = &payload.TaskReprioritized{}
+		return decodeAs[payload.TaskReprioritized](&ev)
 	case payload.EvTaskChanged:
-		p = &payload.TaskChanged{}
+		return decodeAs[payload.TaskChanged](&ev)
 	case payload.EvTaskCreated:
-		p = &payload.TaskCreated{}
+		return decodeAs[payload.TaskCreated](&ev)
 	case payload.EvProjectStarted:
-		p = &payload.ProjectStarted{}
+		return decodeAs[payload.ProjectStarted](&ev)
 	case payload.EvSLABreached:
-		p = &payload.SLABreached{}
+		return decodeAs[payload.SLABreached](&ev)
 	case payload.EvCaseOpened:
-		p = &payload.CaseOpened{}
+		return decodeAs[payload.CaseOpened](&ev)
 	case payload.EvActionRejected:
-		p = &payload.ActionRejected{}
+		return decodeAs[payload.ActionRejected](&ev)
 	case payload.EvTurn:
-		p = &payload.Turn{}
+		return decodeAs[payload.Turn](&ev)
 	case payload.EvMessageSent:
-		p = &payload.MessageSent{}
+		return decodeAs[payload.MessageSent](&ev)
 	case payload.EvMessageDelivered:
-		p = &payload.MessageDelivered{}
+		return decodeAs[payload.MessageDelivered](&ev)
 	case payload.EvSessionEnded:
-		p = &payload.SessionEnded{}
+		return decodeAs[payload.SessionEnded](&ev)
 	case payload.EvReward:
-		p = &payload.Reward{}
+		return decodeAs[payload.Reward](&ev)
 	case payload.EvMemberWaiting:
-		p = &payload.MemberWaiting{}
-	default:
-		return nil, nil
+		return decodeAs[payload.MemberWaiting](&ev)
 	}
-	if err := json.Unmarshal(ev.Payload, p); err != nil {
+	return nil, nil
+}
+
+// decodeAs decodes ev's payload as a T, by the payload package's decoder
+// (fastjson for the hot types, as replay does), and returns it as a *T.
+func decodeAs[T any](ev *events.Event) (any, error) {
+	if v, ok := payload.Decode(ev).(T); ok {
+		return &v, nil
+	}
+	var v T // not decoded: encoding/json says why
+	if err := json.Unmarshal(ev.Payload, &v); err != nil {
 		return nil, fmt.Errorf("analyze: seq %d (%s): %w", ev.Seq, ev.Type, err)
 	}
-	return p, nil
+	return &v, nil
 }
 
 // Event returns the event with seq, or false.

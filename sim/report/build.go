@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -113,6 +112,7 @@ type Builder struct {
 	w       *worlds.World
 	st      *org.State
 	started payload.SessionStarted
+	typed   any // the payload of the event being added, decoded once (payload.Decode)
 
 	queueOpen map[string]int
 	queues    map[string]*step
@@ -167,9 +167,9 @@ func NewBuilder(w *worlds.World, o Options) *Builder {
 	return b
 }
 
-func payloadOf[T any](ev *events.Event) (T, error) {
-	var v T
-	if err := json.Unmarshal(ev.Payload, &v); err != nil {
+func payloadOf[T any](ev *events.Event, typed any) (T, error) {
+	v, err := payload.As[T](ev, typed)
+	if err != nil {
 		return v, fmt.Errorf("report: seq %d (%s): %w", ev.Seq, ev.Type, err)
 	}
 	return v, nil
@@ -178,15 +178,19 @@ func payloadOf[T any](ev *events.Event) (T, error) {
 // Add takes the session's next event. Events must come in sequence order
 // from the first; an event that does not apply is an error.
 func (b *Builder) Add(ev events.Event) error {
+	// The payload decoded once (fastjson for the hot types), for the
+	// state and for what the builder reads of it.
+	b.typed = payload.Decode(&ev)
+	defer func() { b.typed = nil }()
 	switch ev.Type {
 	case payload.EvSessionStarted:
-		p, err := payloadOf[payload.SessionStarted](&ev)
+		p, err := payloadOf[payload.SessionStarted](&ev, b.typed)
 		if err != nil {
 			return err
 		}
 		b.started = p
 	case payload.EvSessionEnded:
-		p, err := payloadOf[payload.SessionEnded](&ev)
+		p, err := payloadOf[payload.SessionEnded](&ev, b.typed)
 		if err != nil {
 			return err
 		}
@@ -197,7 +201,7 @@ func (b *Builder) Add(ev events.Event) error {
 			b.verified = fmt.Sprintf("MISMATCH: recorded %s, replayed %s", p.StateHash, got)
 		}
 	}
-	if err := b.st.Apply(ev); err != nil {
+	if err := b.st.ApplyWith(ev, b.typed); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return b.observe(&ev)
@@ -234,13 +238,13 @@ func (b *Builder) observe(ev *events.Event) error {
 	t := ev.Time
 	switch ev.Type {
 	case payload.EvTaskCreated:
-		p, err := payloadOf[payload.TaskCreated](ev)
+		p, err := payloadOf[payload.TaskCreated](ev, b.typed)
 		if err != nil {
 			return err
 		}
 		b.bumpQueue(p.Queue, 1, t)
 	case payload.EvProjectStarted:
-		p, err := payloadOf[payload.ProjectStarted](ev)
+		p, err := payloadOf[payload.ProjectStarted](ev, b.typed)
 		if err != nil {
 			return err
 		}
@@ -252,7 +256,7 @@ func (b *Builder) observe(ev *events.Event) error {
 	case payload.EvCaseOpened:
 		// A case's steps are open items of their queues, as a project's
 		// tasks are from its start.
-		p, err := payloadOf[payload.CaseOpened](ev)
+		p, err := payloadOf[payload.CaseOpened](ev, b.typed)
 		if err != nil {
 			return err
 		}
@@ -262,14 +266,14 @@ func (b *Builder) observe(ev *events.Event) error {
 			}
 		}
 	case payload.EvTaskClaimed:
-		p, err := payloadOf[payload.TaskClaimed](ev)
+		p, err := payloadOf[payload.TaskClaimed](ev, b.typed)
 		if err != nil {
 			return err
 		}
 		b.bumpQueue(b.st.Task(p.Task).Queue, -1, t)
 		b.open(b.claims, p.Task, ev.Actor, t, 0)
 	case payload.EvTaskHandedOff:
-		p, err := payloadOf[payload.TaskHandedOff](ev)
+		p, err := payloadOf[payload.TaskHandedOff](ev, b.typed)
 		if err != nil {
 			return err
 		}
@@ -280,25 +284,25 @@ func (b *Builder) observe(ev *events.Event) error {
 			b.open(b.claims, p.Task, p.To, t, 0)
 		}
 	case payload.EvTaskCompleted:
-		p, err := payloadOf[payload.TaskCompleted](ev)
+		p, err := payloadOf[payload.TaskCompleted](ev, b.typed)
 		if err != nil {
 			return err
 		}
 		b.close(b.claims, p.Task, LaneClaim, p.Task, t)
 	case payload.EvWorkStarted:
-		p, err := payloadOf[payload.WorkStarted](ev)
+		p, err := payloadOf[payload.WorkStarted](ev, b.typed)
 		if err != nil {
 			return err
 		}
 		b.open(b.work, p.Task, ev.Actor, t, int64(p.Until))
 	case payload.EvWorkFinished:
-		p, err := payloadOf[payload.WorkFinished](ev)
+		p, err := payloadOf[payload.WorkFinished](ev, b.typed)
 		if err != nil {
 			return err
 		}
 		b.close(b.work, p.Task, LaneWork, p.Task, t)
 	case payload.EvTicketServed: // task.claimed and work.started (format 3)
-		p, err := payloadOf[payload.TicketServed](ev)
+		p, err := payloadOf[payload.TicketServed](ev, b.typed)
 		if err != nil {
 			return err
 		}
@@ -306,14 +310,14 @@ func (b *Builder) observe(ev *events.Event) error {
 		b.open(b.claims, p.Task, ev.Actor, t, 0)
 		b.open(b.work, p.Task, ev.Actor, t, int64(p.Until))
 	case payload.EvTicketResolved: // work.finished and task.completed (format 3)
-		p, err := payloadOf[payload.TicketResolved](ev)
+		p, err := payloadOf[payload.TicketResolved](ev, b.typed)
 		if err != nil {
 			return err
 		}
 		b.close(b.work, p.Task, LaneWork, p.Task, t)
 		b.close(b.claims, p.Task, LaneClaim, p.Task, t)
 	case payload.EvMemberLeft:
-		p, err := payloadOf[payload.MemberLeft](ev)
+		p, err := payloadOf[payload.MemberLeft](ev, b.typed)
 		if err != nil {
 			return err
 		}
@@ -323,19 +327,19 @@ func (b *Builder) observe(ev *events.Event) error {
 		b.close(b.leave, ev.Actor, LaneLeave, "leave", t)
 		b.interruptionEnded(b.awaySince, ev.Actor, t)
 	case payload.EvQueueDown:
-		p, err := payloadOf[payload.QueueDown](ev)
+		p, err := payloadOf[payload.QueueDown](ev, b.typed)
 		if err != nil {
 			return err
 		}
 		b.outageStarted(t, p)
 	case payload.EvQueueUp:
-		p, err := payloadOf[payload.QueueUp](ev)
+		p, err := payloadOf[payload.QueueUp](ev, b.typed)
 		if err != nil {
 			return err
 		}
 		b.interruptionEnded(b.downSince, p.Queue, t)
 	case payload.EvApprovalRequested:
-		p, err := payloadOf[payload.ApprovalRequested](ev)
+		p, err := payloadOf[payload.ApprovalRequested](ev, b.typed)
 		if err != nil {
 			return err
 		}
@@ -345,7 +349,7 @@ func (b *Builder) observe(ev *events.Event) error {
 			b.toDesk(p.Request, p.Steps[0].Approver, t)
 		}
 	case payload.EvApprovalGranted, payload.EvApprovalRejected:
-		p, err := payloadOf[payload.ApprovalDecided](ev)
+		p, err := payloadOf[payload.ApprovalDecided](ev, b.typed)
 		if err != nil {
 			return err
 		}
@@ -358,14 +362,14 @@ func (b *Builder) observe(ev *events.Event) error {
 			b.toDesk(p.Request, r.Steps[r.Current].Approver, t)
 		}
 	case payload.EvApprovalEscalated:
-		p, err := payloadOf[payload.ApprovalEscalated](ev)
+		p, err := payloadOf[payload.ApprovalEscalated](ev, b.typed)
 		if err != nil {
 			return err
 		}
 		b.deskEscalated(p.Request, t)
 		b.toDesk(p.Request, p.To, t)
 	case payload.EvMessageSent:
-		p, err := payloadOf[payload.MessageSent](ev)
+		p, err := payloadOf[payload.MessageSent](ev, b.typed)
 		if err != nil {
 			return err
 		}
@@ -373,14 +377,14 @@ func (b *Builder) observe(ev *events.Event) error {
 			b.answers[ev.Actor]++
 		}
 	case payload.EvReward:
-		p, err := payloadOf[payload.Reward](ev)
+		p, err := payloadOf[payload.Reward](ev, b.typed)
 		if err != nil {
 			return err
 		}
 		b.rewardSum += p.Team
 		b.reward.set(t, b.rewardSum)
 	case payload.EvActionRejected:
-		p, err := payloadOf[payload.ActionRejected](ev)
+		p, err := payloadOf[payload.ActionRejected](ev, b.typed)
 		if err != nil {
 			return err
 		}
@@ -388,7 +392,7 @@ func (b *Builder) observe(ev *events.Event) error {
 	case payload.EvRecordWritten:
 		return b.collateralWrite(ev)
 	case payload.EvSLABreached:
-		p, err := payloadOf[payload.SLABreached](ev)
+		p, err := payloadOf[payload.SLABreached](ev, b.typed)
 		if err != nil {
 			return err
 		}

@@ -87,7 +87,7 @@ type caseTracer interface {
 
 // collateralWrite keeps a record.written that is collateral damage.
 func (b *Builder) collateralWrite(ev *events.Event) error {
-	p, err := payloadOf[payload.RecordWritten](ev)
+	p, err := payloadOf[payload.RecordWritten](ev, b.typed)
 	if err != nil || !p.Collateral {
 		return err
 	}
