@@ -167,8 +167,8 @@ func (s *Session) budgetLeft(x *diagIndex, team string, at clock.Time) (int64, b
 			last[b.Team] = b.Remaining()
 			x.budget[b.Team] = []left{{0, b.Remaining()}}
 		}
-		for _, ev := range s.Events {
-			if err := st.Apply(ev); err != nil {
+		for i, ev := range s.Events {
+			if err := st.ApplyWith(ev, s.payloads[i]); err != nil { // decoded by Load
 				break // Load applied them all once: it cannot fail now
 			}
 			for _, b := range st.Budgets {
