@@ -1,7 +1,6 @@
 package sim_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,7 +15,7 @@ import (
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
-	"github.com/corpsim/corpsim/worlds"
+	"github.com/corpsim/corpsim/sim/simtest"
 )
 
 // poisonScanner hands out each event in a buffer that it overwrites as
@@ -223,27 +222,14 @@ func TestReplayRegradesAnOlderRubric(t *testing.T) {
 // desk is about that of 2,000, not 18,000 tickets' worth more.
 func TestReplayHoldsNoFinishedTickets(t *testing.T) {
 	held := func(tickets int) int64 {
-		src, err := worlds.Source("support-desk-bench")
-		if err != nil {
-			t.Fatal(err)
-		}
-		src = bytes.Replace(src, []byte("count: 200000"), []byte(fmt.Sprintf("count: %d", tickets)), 1)
-		w, err := worlds.Load("bench.yaml", src)
-		if err != nil {
-			t.Fatal(err)
-		}
+		w, src := simtest.DeskWorld(t, tickets)
 		cfg := sim.Config{World: w, Source: src, Seed: 42, Session: "s"}
 		e, err := sim.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.Start()
-		var all []events.Event
-		err = sim.Play(e, func(evs []events.Event) bool { all = append(all, evs...); return true },
-			func(tn sim.Turn) (sim.Answer, bool) { return greedy(tn.Observation), true }, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		all := simtest.Events(t, e)
 		before := heapInUse()
 		r, err := sim.New(cfg)
 		if err != nil {

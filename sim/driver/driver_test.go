@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +18,7 @@ import (
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
-	"github.com/corpsim/corpsim/worlds"
+	"github.com/corpsim/corpsim/sim/simtest"
 )
 
 // slowLog makes every append take a while and remembers the last durable
@@ -38,21 +37,6 @@ func (l *slowLog) Append(ctx context.Context, session string, last uint64, batch
 	l.durable.Store(batch[len(batch)-1].Seq)
 	l.appends.Add(1)
 	return nil
-}
-
-// deskWorld is support-desk-bench cut to n tickets, and its source.
-func deskWorld(t *testing.T, n int) (*worlds.World, []byte) {
-	t.Helper()
-	src, err := worlds.Source("support-desk-bench")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src = bytes.Replace(src, []byte("count: 200000"), []byte(fmt.Sprintf("count: %d", n)), 1)
-	w, err := worlds.Load("bench.yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w, src
 }
 
 // startBus starts an embedded NATS server for the test.
@@ -95,7 +79,7 @@ func answerWatcher(t *testing.T, conn *nats.Conn, session string) *nats.Subscrip
 // checkpoints are stored only for durable events and verify against a
 // replay, and the log is the one a run without overlap writes.
 func TestBatchInFlightIsPublishedOnlyOnceDurable(t *testing.T) {
-	w, src := deskWorld(t, 400)
+	w, src := simtest.DeskWorld(t, 400)
 	bus := startBus(t)
 
 	run := func(maxBatch int, log events.Log, watch func(seq uint64)) events.SessionMeta {
@@ -229,7 +213,7 @@ func (r *slowReplica) Replicate(_ context.Context, _ string, batch []events.Even
 // The history responder serves only what has landed: an event stored in
 // the local log but not yet replicated is shown to no one.
 func TestHistoryStopsAtReplicated(t *testing.T) {
-	w, src := deskWorld(t, 300)
+	w, src := simtest.DeskWorld(t, 300)
 	bus := startBus(t)
 	conn := connect(t, bus, "driver")
 	reader := connect(t, bus, "reader")
@@ -302,7 +286,7 @@ func (l *panicLog) Append(ctx context.Context, session string, last uint64, batc
 // A panic in the append, which runs on its own goroutine while the engine
 // goes on, ends the run with an error instead of the process.
 func TestPanicInAppendIsTheRunsError(t *testing.T) {
-	w, src := deskWorld(t, 300)
+	w, src := simtest.DeskWorld(t, 300)
 	bus := startBus(t)
 	conn := connect(t, bus, "driver")
 	const id = "01J0000000000000000000PANC"
@@ -326,7 +310,7 @@ func TestPanicInAppendIsTheRunsError(t *testing.T) {
 // continues: a run that spends it ends "event_limit" with its log within
 // the budget and verified, and Continue gives a rebuilt engine the budget.
 func TestMaxEventsEndsTheSession(t *testing.T) {
-	w, src := deskWorld(t, 5000)
+	w, src := simtest.DeskWorld(t, 5000)
 	bus := startBus(t)
 	const id, max = "01J0000000000000000000BUDG", 700
 	conn := connect(t, bus, "driver")

@@ -13,6 +13,7 @@ import (
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/sim/simtest"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -51,7 +52,7 @@ type parent struct {
 // with a driver of cfg (its Log and Conn set here).
 func runParent(t *testing.T, n int, id string, cfg driver.Config) parent {
 	t.Helper()
-	w, src := deskWorld(t, n)
+	w, src := simtest.DeskWorld(t, n)
 	cfg.Conn = connect(t, startBus(t), "driver")
 	log := &foundLog{Log: memlog.New()}
 	cfg.Log = log

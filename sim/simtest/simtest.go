@@ -5,9 +5,11 @@
 package simtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -16,6 +18,22 @@ import (
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/worlds"
 )
+
+// DeskWorld is the support-desk-bench world cut to n tickets, and its
+// source.
+func DeskWorld(tb testing.TB, n int) (*worlds.World, []byte) {
+	tb.Helper()
+	src, err := worlds.Source("support-desk-bench")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	src = bytes.Replace(src, []byte("count: 200000"), []byte(fmt.Sprintf("count: %d", n)), 1)
+	w, err := worlds.Load("bench.yaml", src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return w, src
+}
 
 // Greedy answers a turn as the built-in greedy agent does.
 func Greedy(t sim.Turn) (sim.Answer, bool) {
