@@ -497,6 +497,13 @@ func (s *State) topOpenPriority(queue string) (top int, ok bool) {
 // reopen puts a ticket back among its queue's open tickets, in arrival order.
 func (s *State) reopen(t *Task) {
 	list := s.queueOpen[t.Queue]
+	s.countOpen(t, 1)
+	if slices.Contains(list, t) {
+		// Its old place is still listed (nothing trimmed it since it was
+		// taken): that place is its place in arrival order, and it is
+		// open again.
+		return
+	}
 	i := len(list)
 	for i > 0 && !s.arrivedEarlier(list[i-1], t) {
 		i--
@@ -505,7 +512,6 @@ func (s *State) reopen(t *Task) {
 	copy(list[i+1:], list[i:])
 	list[i] = t
 	s.queueOpen[t.Queue] = list
-	s.countOpen(t, 1)
 }
 
 // arrivedEarlier reports whether ticket a arrived before ticket b: by

@@ -66,10 +66,11 @@ func Replay(ctx context.Context, data, id string, logger hclog.Logger) (ReplayRe
 // against its state hash (driver.LoadFrom, as a resume does, on the world
 // the segments share, loaded once); every segment but the last must end at
 // the state hash of the checkpoint where the next one starts, and the last
-// ends with session.ended, whose Apply checks the hash recorded there. Every event is applied once by the same state
-// machine, and by induction the state at each cut is the one a pass from
-// event 1 reaches, so a mismatch anywhere is found as by that pass; the
-// first error in the order of the events is returned.
+// ends with session.ended, whose Apply checks the hash recorded there.
+// Every event is applied once by the same state machine, and by induction
+// the state at each cut is the one a pass from event 1 reaches, so a
+// mismatch anywhere is found as by that pass; the first error in the order
+// of the events is returned.
 func replayEngine(ctx context.Context, log events.Log, id string, k int) (*sim.Engine, error) {
 	cuts := replayCuts(ctx, log, id, k)
 	if len(cuts) == 0 {
