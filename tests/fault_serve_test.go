@@ -16,6 +16,7 @@ import (
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/pebblelog"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // feedWatcher records every event a server publishes, of every session.
@@ -94,6 +95,11 @@ func fillDisk(tb testing.TB, path string) int64 {
 // append failed is recorded interrupted, every event the server published
 // (acknowledged) is stored, and the server goes on: it answers, and once
 // there is room again it runs a new session to its end.
+//
+// A session may reach its end while the filler is still writing; it is then
+// finished, complete, and proves nothing about a full disk. The world is long
+// enough that this is rare (a 10-member, 800-task world ended inside the
+// fill's 0.3 s once in CI), and at least one session must be interrupted.
 func TestFaultDiskFullServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real corpsim")
@@ -111,7 +117,7 @@ func TestFaultDiskFullServe(t *testing.T) {
 	// Registered before the server's cleanup, so it runs after the server is gone.
 	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
 	data := filepath.Join(dir, "data")
-	src := mustRead(t, longWorld(t, t.TempDir()))
+	src := mustRead(t, writeWorld(t, t.TempDir(), worlds.GenOptions{Name: "longer", Seed: 5, Members: 10, Tasks: 4000, Chains: 10}))
 	sp := startServe(t, data, "--log-level", "info", "--shutdown-grace", "5s")
 	feeds := watchFeeds(t, sp.url, data)
 	defer func() {
@@ -155,13 +161,19 @@ func TestFaultDiskFullServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	interrupted := 0
 	for _, id := range ids {
 		m, err := l.Session(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Status != events.StatusInterrupted {
-			t.Errorf("session %s is %s after the disk filled, want interrupted", id, m.Status)
+		switch m.Status {
+		case events.StatusInterrupted:
+			interrupted++
+		case events.StatusFinished:
+			t.Logf("session %s reached its end before the disk filled", id)
+		default:
+			t.Errorf("session %s is %s after the disk filled, want interrupted (or finished before it filled)", id, m.Status)
 		}
 		stored := map[uint64][]byte{}
 		for ev, err := range l.Read(ctx, id, 1) {
@@ -180,6 +192,9 @@ func TestFaultDiskFullServe(t *testing.T) {
 			t.Errorf("session %s: metadata records %d events, the log holds %d", id, m.LastSeq, len(stored))
 		}
 		t.Logf("session %s: %d events published, %d stored", id, len(seen), len(stored))
+	}
+	if interrupted == 0 {
+		t.Errorf("no session was interrupted: every one ended before the disk filled, so the test saw no full disk")
 	}
 	for _, id := range ids {
 		if out, errs, code := corpsimIn(t, dir, "verify", id, "--data", data); code != 0 {
