@@ -333,14 +333,19 @@ func (s *State) applyMemberWaiting(ev *events.Event) error {
 		}
 		m.Seen = p.Seen
 	}
-	if p.Until > 0 {
-		s.busy(m, p.Until)
-	} else {
-		// Sleep, unless something it could not have seen woke it meanwhile.
-		m.Pending = m.WakeCause > m.Seen
-		s.passed(m, ev.Seq)
-	}
+	s.wait(m, p.Until, ev.Seq)
 	return nil
+}
+
+// wait is member.waiting's change of m at seq: busy until until, or
+// asleep (until 0) unless something it has not seen woke it meanwhile.
+func (s *State) wait(m *Member, until clock.Time, seq uint64) {
+	if until > 0 {
+		s.busy(m, until)
+		return
+	}
+	m.Pending = m.WakeCause > m.Seen
+	s.passed(m, seq)
 }
 
 func (s *State) applyTaskHandedOff(ev *events.Event) error {
@@ -543,7 +548,8 @@ func (s *State) applyTicketServed(ev *events.Event) error {
 
 // applyTicketResolved is the end of a simulated colleague's last stint on
 // a ticket with the ticket done (format 3): what work.finished and
-// task.completed apply, in that order.
+// task.completed apply, in that order; then, from format 5, the
+// colleague's next step that the event carries (then).
 func (s *State) applyTicketResolved(ev *events.Event) error {
 	p, err := decode[payload.TicketResolved](s, ev)
 	if err != nil {
@@ -556,10 +562,97 @@ func (s *State) applyTicketResolved(ev *events.Event) error {
 	if t.Assignee != m.ID {
 		return badEvent(ev, "%s does not hold task %q", m.ID, t.ID)
 	}
+	next, err := s.checkThen(ev, m, &p)
+	if err != nil {
+		return err
+	}
 	if err := s.finishWork(ev, t.ID, p.Work); err != nil {
 		return err
 	}
-	return s.complete(ev, m, t, clock.Time(ev.Time))
+	if err := s.complete(ev, m, t, clock.Time(ev.Time)); err != nil {
+		return err
+	}
+	return s.then(ev, m, next, &p)
+}
+
+// ThenFormat is the first log format whose ticket.resolved carries the
+// colleague's next step (payload.TicketResolved.Then).
+const ThenFormat = 5
+
+// checkThen checks the next step that ticket.resolved p carries, before
+// the resolve changes anything, and returns the ticket m serves next (nil
+// when it waits, or the event carries no step). The checks are those of
+// the ticket.served or member.waiting the step stands for: none of them
+// reads what the resolve changes (the resolved ticket is not open, so it
+// is not the one served; a wait's bound is the instant's).
+func (s *State) checkThen(ev *events.Event, m *Member, p *payload.TicketResolved) (*Task, error) {
+	if !p.Then() {
+		if p.NextWork != 0 || p.NextUntil != 0 {
+			return nil, badEvent(ev, "next_work or next_until without a next step")
+		}
+		return nil, nil
+	}
+	if s.Format < ThenFormat {
+		return nil, badEvent(ev, "a next step in a log of format %d (format %d records them)", s.Format, ThenFormat)
+	}
+	now := clock.Time(ev.Time)
+	if p.Waits {
+		if p.Next != "" || p.NextWork != 0 {
+			return nil, badEvent(ev, "the next step both waits and serves %q", p.Next)
+		}
+		if rej := checkWaitUntil(p.NextUntil, now); rej != nil {
+			return nil, refused(ev, rej)
+		}
+		return nil, nil
+	}
+	t, err := s.task(ev, p.Next)
+	if err != nil {
+		return nil, err
+	}
+	if rej := s.CheckServe(m, t, now); rej != nil {
+		return nil, refused(ev, rej)
+	}
+	if p.NextWork <= 0 || p.NextWork > t.Effort-t.Spent {
+		return nil, badEvent(ev, "next work %s on task %q is not within the %s of effort left", p.NextWork, t.ID, t.Effort-t.Spent)
+	}
+	return t, nil
+}
+
+// then applies the next step checkThen passed, as the ticket.served (next
+// not nil) or member.waiting of format 4 seen at this event would.
+func (s *State) then(ev *events.Event, m *Member, next *Task, p *payload.TicketResolved) error {
+	if !p.Then() {
+		return nil
+	}
+	m.Seen = ev.Seq
+	if next == nil {
+		s.wait(m, p.NextUntil, ev.Seq)
+		return nil
+	}
+	if err := s.claim(ev, m, next, clock.Time(ev.Time)); err != nil {
+		return err
+	}
+	return s.startWork(ev, m, next, p.NextWork, p.NextUntil)
+}
+
+// ApplyThen adds to the ticket.resolved ev, the last event applied, the
+// next step p carries (p is ev's payload with the step): the engine, which
+// emitted the resolve before its colleague decided, records the decision
+// in the same event (format 5), and the state becomes what Apply of the
+// whole event makes. A step that does not check changes nothing.
+func (s *State) ApplyThen(ev events.Event, p *payload.TicketResolved) error {
+	if ev.Seq != s.LastSeq || ev.Type != payload.EvTicketResolved || !p.Then() {
+		return badEvent(&ev, "not the last event applied, a ticket.resolved, with a next step")
+	}
+	m, err := s.actor(&ev)
+	if err != nil {
+		return err
+	}
+	next, err := s.checkThen(&ev, m, p)
+	if err != nil {
+		return err
+	}
+	return s.then(&ev, m, next, p)
 }
 
 // npcAndTask is actorAndTask for the events only a simulated colleague makes.

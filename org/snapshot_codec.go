@@ -3,7 +3,9 @@ package org
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"strconv"
 
 	"github.com/corpsim/corpsim/events/payload/fastjson"
@@ -254,4 +256,64 @@ func hashJSON(v any) ([32]byte, error) {
 		return [32]byte{}, err
 	}
 	return sha256.Sum256(b), nil
+}
+
+// appendRecord encodes t as the retired digest of log format 5 chains it
+// (RecordFormat): every field its snapshot lists, in a fixed order, with
+// strings length-prefixed, integers as varints, figures as their IEEE 754
+// bits and the flags in one byte. It is a fifth of the snapshot's JSON,
+// and no value is refused. The definition is the Spec's when the snapshot
+// lists it ("def"), else absent; its Deps and Info are there for
+// completeness (a retiring ticket has none).
+func (t *Task) appendRecord(dst []byte) []byte {
+	var flags byte
+	for i, b := range []bool{t.made, t.Hidden, t.Breached, t.made && t.Spec.Info != nil} {
+		if b {
+			flags |= 1 << i
+		}
+	}
+	dst = append(dst, recordVersion, flags)
+	if t.made {
+		d := t.Spec
+		dst = appendStrings(dst, d.ID, d.Title, d.Role)
+		dst = binary.AppendVarint(dst, int64(d.Effort))
+		dst = binary.AppendUvarint(dst, uint64(len(d.Deps)))
+		dst = appendStrings(dst, d.Deps...)
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(d.Value))
+		dst = binary.AppendVarint(dst, d.Purchase)
+		dst = appendStrings(dst, d.Chain, d.Skill)
+		dst = binary.AppendVarint(dst, int64(d.Priority))
+		if d.Info != nil {
+			dst = appendStrings(dst, d.Info.From, d.Info.Topic)
+		}
+		dst = appendStrings(dst, d.Case, d.Step)
+		dst = binary.AppendVarint(dst, d.Amount)
+		dst = appendStrings(dst, d.NPC)
+	}
+	dst = appendStrings(dst, t.ID, t.Kind, t.Project, t.Queue, t.Team)
+	for _, n := range []int64{int64(t.Created), int64(t.Deadline), int64(t.Effort)} {
+		dst = binary.AppendVarint(dst, n)
+	}
+	dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(t.Value))
+	dst = binary.AppendVarint(dst, int64(t.Priority))
+	dst = appendStrings(dst, t.Arrival, t.Case, t.Status, t.Assignee)
+	for _, n := range []int64{int64(t.Spent), int64(t.WorkUntil), int64(t.Stint)} {
+		dst = binary.AppendVarint(dst, n)
+	}
+	dst = appendStrings(dst, t.Request)
+	dst = binary.AppendVarint(dst, int64(t.DoneAt))
+	dst = appendStrings(dst, t.DoneBy)
+	return binary.AppendUvarint(dst, t.DoneSeq)
+}
+
+// recordVersion opens every record appendRecord writes, so that a later
+// layout cannot be read as this one.
+const recordVersion = 1
+
+func appendStrings(dst []byte, ss ...string) []byte {
+	for _, s := range ss {
+		dst = binary.AppendUvarint(dst, uint64(len(s)))
+		dst = append(dst, s...)
+	}
+	return dst
 }

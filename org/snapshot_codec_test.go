@@ -166,3 +166,77 @@ func TestTaskStaysInItsSizeClass(t *testing.T) {
 		t.Fatalf("a Task is %d bytes, over the 384-byte size class", n)
 	}
 }
+
+// The binary record a format-5 state chains a retiring ticket into its
+// digest by commits to every field the ticket's snapshot lists: changing
+// any one of the Task's or its definition's fields changes the record, and
+// strings are length-prefixed, so that moving bytes from one to the next
+// does too.
+func TestRecordCoversEveryField(t *testing.T) {
+	base := func() *Task {
+		return &Task{made: true, Spec: &worlds.Task{ID: "t-1", Title: "Ticket", Role: "server", Effort: 3600, Value: 1.5,
+			Skill: "s", Priority: 2, NPC: "n"}, ID: "t-1", Kind: KindTicket, Queue: "desk", Team: "desk",
+			Created: 10, Deadline: 20, Effort: 3600, Value: 1.5, Priority: 2, Arrival: "a", Status: StatusDone,
+			Assignee: "s01", Spent: 3600, DoneAt: 30, DoneBy: "s01", DoneSeq: 7}
+	}
+	want := base().appendRecord(nil)
+	// mutate sets field f of v (a struct) to a value different from its own.
+	mutate := func(f reflect.Value) bool {
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(f.String() + "x")
+		case reflect.Int, reflect.Int64:
+			f.SetInt(f.Int() + 1)
+		case reflect.Uint64:
+			f.SetUint(f.Uint() + 1)
+		case reflect.Float64:
+			f.SetFloat(f.Float() + 0.25)
+		case reflect.Bool:
+			f.SetBool(!f.Bool())
+		case reflect.Slice:
+			f.Set(reflect.Append(f, reflect.ValueOf("d")))
+		case reflect.Pointer:
+			if !f.IsNil() {
+				return false // the definition: its fields are mutated one by one
+			}
+			f.Set(reflect.New(f.Type().Elem()))
+		default:
+			return false
+		}
+		return true
+	}
+	for _, target := range []string{"task", "def"} {
+		typ := reflect.TypeOf(Task{})
+		if target == "def" {
+			typ = reflect.TypeOf(worlds.Task{})
+		}
+		for i := range typ.NumField() {
+			sf := typ.Field(i)
+			if !sf.IsExported() || sf.Name == "Def" {
+				continue // unexported fields are no part of the snapshot; Def is its decoding carrier
+			}
+			task := base()
+			v := reflect.ValueOf(task).Elem()
+			if target == "def" {
+				v = reflect.ValueOf(task.Spec).Elem()
+			}
+			if !mutate(v.Field(i)) {
+				continue
+			}
+			if got := task.appendRecord(nil); bytes.Equal(got, want) {
+				t.Errorf("%s.%s changed and the record did not", target, sf.Name)
+			}
+		}
+	}
+	a, b := base(), base()
+	a.Queue, a.Team = "desk", "xdesk"
+	b.Queue, b.Team = "deskx", "desk"
+	if bytes.Equal(a.appendRecord(nil), b.appendRecord(nil)) {
+		t.Error("bytes moved from one string to the next left the record unchanged")
+	}
+	unmade := base()
+	unmade.made = false
+	if bytes.Equal(unmade.appendRecord(nil), want) {
+		t.Error("a task whose snapshot lists no def has the record of one that does")
+	}
+}

@@ -201,6 +201,46 @@ type Engine struct {
 		complete org.Action // the completion resolves checks (see resolves)
 	}
 	format int // the session's log format (payload.LogFormat for a new one)
+	// resolved is the ticket.resolved this Tick emitted last (format 5),
+	// which its colleague's next step may be recorded in (see then).
+	resolved resolvedNow
+}
+
+// resolvedNow is a ticket.resolved the engine emitted and has not encoded
+// yet: its seq, its place in pending and its payload.
+type resolvedNow struct {
+	seq uint64
+	at  int
+	p   payload.TicketResolved
+}
+
+// resolve emits the ticket.resolved of task, whose last stint ends now. In
+// format 5 its payload is encoded once its colleague has decided what next
+// (then), or before anything else is emitted or the Tick ends
+// (encodeResolved): the colleague's next step, when it comes first, is
+// recorded in it without encoding it twice.
+func (e *Engine) resolve(task *org.Task, cause uint64) {
+	r := payload.TicketResolved{Task: task.ID, Work: task.Stint}
+	if e.format < org.ThenFormat {
+		emitVia(e, &e.slots.resolved, payload.EvTicketResolved, task.Assignee, cause, r)
+		return
+	}
+	e.encodeResolved()
+	e.slots.resolved = r
+	seq := e.record(payload.EvTicketResolved, task.Assignee, cause, &e.slots.resolved, nil)
+	e.slots.resolved = payload.TicketResolved{}
+	e.resolved = resolvedNow{seq: seq, at: len(e.pending) - 1, p: r}
+}
+
+// encodeResolved encodes the ticket.resolved that resolve left unencoded,
+// if any: no next step is recorded in it any more.
+func (e *Engine) encodeResolved() {
+	if r := &e.resolved; r.seq != 0 {
+		e.slots.resolved = r.p
+		e.pending[r.at].Payload = e.encode(&e.slots.resolved)
+		e.slots.resolved = payload.TicketResolved{}
+		*r = resolvedNow{}
+	}
 }
 
 // New makes an engine for a world and seed. Call Start for a new session,
@@ -491,6 +531,7 @@ func (e *Engine) Tick() {
 	if e.done || len(e.turns) > 0 {
 		return
 	}
+	defer e.encodeResolved() // a next step is recorded in its resolve within this Tick only
 	for {
 		at, t, ok := e.timers.Peek()
 		if !ok {
@@ -524,7 +565,7 @@ func (e *Engine) Tick() {
 		case timerWork:
 			task := e.st.Task(t.id)
 			if e.resolves(task) {
-				emitVia(e, &e.slots.resolved, payload.EvTicketResolved, task.Assignee, t.cause, payload.TicketResolved{Task: task.ID, Work: task.Stint})
+				e.resolve(task, t.cause)
 				continue
 			}
 			emitVia(e, &e.slots.finished, payload.EvWorkFinished, task.Assignee, t.cause, payload.WorkFinished{Task: task.ID, Work: task.Stint})
@@ -651,7 +692,12 @@ func (e *Engine) emit(typ, actor string, cause uint64, typed any) uint64 {
 	if !e.ending && typ != payload.EvSessionStarted && !e.room(1) {
 		return 0
 	}
-	p := e.encode(typed)
+	e.encodeResolved()
+	return e.record(typ, actor, cause, typed, e.encode(typed))
+}
+
+// record makes, applies and queues the event of payload typed, encoded as p.
+func (e *Engine) record(typ, actor string, cause uint64, typed any, p []byte) uint64 {
 	seq := e.st.LastSeq + 1
 	ev := events.Event{
 		ID: events.NewID(e.idKey, e.startMs, int64(e.now), seq), Session: e.cfg.Session,
@@ -752,6 +798,14 @@ func (e *Engine) applyWith(ev events.Event, typed any) error {
 	} else {
 		policies.AddDelta(&e.reward, e.st, ev, typed)
 	}
+	e.follow(&ev, typed)
+	return nil
+}
+
+// follow does what follows an applied event outside the state: the timers
+// it sets, the shifts it watches and the members it woke.
+func (e *Engine) follow(evp *events.Event, typed any) {
+	ev := *evp
 	switch ev.Type {
 	case payload.EvWorkStarted:
 		p, _ := payload.As[payload.WorkStarted](&ev, typed) // Apply decoded it already
@@ -759,6 +813,11 @@ func (e *Engine) applyWith(ev events.Event, typed any) error {
 	case payload.EvTicketServed:
 		p, _ := payload.As[payload.TicketServed](&ev, typed)
 		e.timers.Push(p.Until, timer{kind: timerWork, id: p.Task, cause: ev.Seq})
+	case payload.EvTicketResolved:
+		// The ticket its colleague serves next, if the event says (format 5).
+		if p, _ := payload.As[payload.TicketResolved](&ev, typed); p.Next != "" {
+			e.timers.Push(p.NextUntil, timer{kind: timerWork, id: p.Next, cause: ev.Seq})
+		}
 	case payload.EvSessionStarted:
 		// Decoded once here, for the format (CheckFormat passed it in
 		// Apply) and for the first arrivals.
@@ -792,5 +851,4 @@ func (e *Engine) applyWith(ev events.Event, typed any) error {
 			e.timers.Push(at, timer{kind: timerMember, id: id})
 		}
 	}
-	return nil
 }

@@ -95,6 +95,11 @@ func (e *Engine) watchShifts(ev *events.Event, typed any) {
 	switch ev.Type {
 	case payload.EvTaskClaimed, payload.EvTicketServed:
 		id = ev.Actor
+	case payload.EvTicketResolved: // with the next ticket served (format 5)
+		if p, _ := payload.As[payload.TicketResolved](ev, typed); p.Next == "" {
+			return
+		}
+		id = ev.Actor
 	case payload.EvTaskHandedOff:
 		p, _ := payload.As[payload.TaskHandedOff](ev, typed)
 		id = p.To

@@ -87,7 +87,10 @@ func (e *Engine) quietly(m *org.Member, a Answer) bool {
 		if _, rej := e.st.Check(m, acts[0], e.now); rej != nil || e.rules.Check(e.st, m.ID, &acts[0]) != nil {
 			return false
 		}
-		emitVia(e, &e.slots.waiting, payload.EvMemberWaiting, m.ID, m.WakeCause, payload.MemberWaiting{Until: clock.Time(acts[0].Until), Seen: e.seen})
+		until := clock.Time(acts[0].Until)
+		if !e.then(m, payload.TicketResolved{Waits: true, NextUntil: until}) {
+			emitVia(e, &e.slots.waiting, payload.EvMemberWaiting, m.ID, m.WakeCause, payload.MemberWaiting{Until: until, Seen: e.seen})
+		}
 		return true
 	case len(acts) == 2 && acts[0].Type == org.ActClaim && acts[1].Type == org.ActWork && acts[0].Task == acts[1].Task && acts[1].For == "":
 		t := e.st.Task(acts[0].Task)
@@ -96,11 +99,39 @@ func (e *Engine) quietly(m *org.Member, a Answer) bool {
 			return false
 		}
 		d := min(e.cfg.World.ActionCosts().Work, t.Effort-t.Spent)
-		emitVia(e, &e.slots.served, payload.EvTicketServed, m.ID, m.WakeCause,
-			payload.TicketServed{Task: t.ID, Work: d, Until: cal.AddWork(e.now, d), Seen: e.seen})
+		until := cal.AddWork(e.now, d)
+		if !e.then(m, payload.TicketResolved{Next: t.ID, NextWork: d, NextUntil: until}) {
+			emitVia(e, &e.slots.served, payload.EvTicketServed, m.ID, m.WakeCause,
+				payload.TicketServed{Task: t.ID, Work: d, Until: until, Seen: e.seen})
+		}
 		return true
 	}
 	return false
+}
+
+// then records colleague m's next step (step's Next, NextWork, Waits and
+// NextUntil) in the ticket.resolved of m that this Tick emitted last, when
+// that is the last event and the one m decided on (format 5): the step is
+// then no event of its own, and the resolve's payload is encoded with it.
+// It reports false, changing nothing, otherwise; the step is then its own
+// event, as in format 4.
+func (e *Engine) then(m *org.Member, step payload.TicketResolved) bool {
+	r := e.resolved
+	if r.seq == 0 || r.seq != e.st.LastSeq || r.seq != e.seen || e.pending[r.at].Actor != m.ID {
+		return false
+	}
+	p := &e.slots.resolved
+	*p = r.p
+	p.Next, p.NextWork, p.Waits, p.NextUntil = step.Next, step.NextWork, step.Waits, step.NextUntil
+	ev := &e.pending[r.at]
+	if err := e.st.ApplyThen(*ev, p); err != nil {
+		panic(fmt.Sprintf("sim: a next step the checks passed does not apply: %v", err))
+	}
+	e.resolved = resolvedNow{}
+	ev.Payload = e.encode(p)
+	e.follow(ev, p)
+	*p = payload.TicketResolved{}
+	return true
 }
 
 // turnless reports whether colleague m may act now without a turn event:

@@ -161,7 +161,7 @@ func seqOf(evs []events.Event) func(yield func(events.Event, error) bool) {
 // that recorded it would have appended, byte for byte (the golden
 // npc-desk-greedy-1-format2 was recorded without format 3's events).
 func TestFormat2SessionGoesOnInFormat2(t *testing.T) {
-	for _, format := range []int{2, 3, 4} {
+	for _, format := range []int{2, 3, 4, 5} {
 		c := goldenCase{world: "npc-desk", file: "npc-desk.yaml", agent: "greedy", seed: 1, format: format}
 		full := playGoldenCase(t, c)
 		src, err := os.ReadFile(filepath.Join("testdata/worlds", c.file))

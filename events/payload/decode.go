@@ -185,7 +185,23 @@ var fastDecoders = map[string]fastDecoder{
 		})
 	}),
 	EvTicketResolved: fast(func(r *Reuse) *TicketResolved { return &r.resolved }, func(d *fastjson.Decoder, p *TicketResolved) bool {
-		return taskAnd(d, &p.Task, "work", (*int64)(&p.Work))
+		return d.Object(func(key []byte) (uint32, bool) {
+			switch string(key) {
+			case "task":
+				return 1 << 0, d.Str(&p.Task)
+			case "work":
+				return 1 << 1, d.Int64((*int64)(&p.Work))
+			case "next":
+				return 1 << 2, d.Str(&p.Next)
+			case "next_work":
+				return 1 << 3, d.Int64((*int64)(&p.NextWork))
+			case "waits":
+				return 1 << 4, d.Bool(&p.Waits)
+			case "next_until":
+				return 1 << 5, d.Int64((*int64)(&p.NextUntil))
+			}
+			return 0, false
+		})
 	}),
 }
 

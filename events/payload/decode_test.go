@@ -84,6 +84,8 @@ func TestFastDecodersMatchEncodingJSON(t *testing.T) {
 		sameDecoding(t, EvMemberWaiting, enc(MemberWaiting{Until: clock.Time(r.Int64N(3)), Seen: r.Uint64N(3)}), true)
 		sameDecoding(t, EvTicketServed, enc(TicketServed{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40)), Until: clock.Time(r.Int64N(1 << 40)), Seen: r.Uint64()}), true)
 		sameDecoding(t, EvTicketResolved, enc(TicketResolved{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40))}), true)
+		sameDecoding(t, EvTicketResolved, enc(TicketResolved{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40)), Next: randString(r), NextWork: clock.Duration(r.Int64N(1 << 40)), NextUntil: clock.Time(r.Int64N(1 << 40))}), true)
+		sameDecoding(t, EvTicketResolved, enc(TicketResolved{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40)), Waits: r.IntN(2) == 0, NextUntil: clock.Time(r.Int64N(3))}), true)
 	}
 	// What the fast decoders refuse still decodes as encoding/json decodes it.
 	for _, c := range []struct{ typ, data string }{
@@ -108,6 +110,8 @@ func FuzzFastDecoders(f *testing.F) {
 	f.Add(EvWorkStarted, []byte(`{"task":"t","work":1,"until":2}`))
 	f.Add(EvTicketServed, []byte(`{"task":"t","work":1,"until":2,"seen":3}`))
 	f.Add(EvTicketResolved, []byte(`{"task":"t","work":1}`))
+	f.Add(EvTicketResolved, []byte(`{"task":"t","work":1,"next":"u","next_work":2,"next_until":3}`))
+	f.Add(EvTicketResolved, []byte(`{"task":"t","work":1,"waits":true,"next_until":3}`))
 	f.Add(EvMemberWaiting, []byte(`{"until":1,"seen":2}`))
 	f.Fuzz(func(t *testing.T, typ string, data []byte) {
 		if fastDecoders[typ] == nil {

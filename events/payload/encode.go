@@ -54,9 +54,9 @@ func Append(dst []byte, payload any) ([]byte, error) {
 	case *TicketServed:
 		return p.appendJSON(dst), nil
 	case TicketResolved:
-		return appendTaskTime(dst, p.Task, `,"work":`, int64(p.Work)), nil
+		return p.appendJSON(dst), nil
 	case *TicketResolved:
-		return appendTaskTime(dst, p.Task, `,"work":`, int64(p.Work)), nil
+		return p.appendJSON(dst), nil
 	case Reward:
 		if out, ok := p.appendJSON(dst); ok {
 			return out, nil
@@ -139,6 +139,21 @@ func (p *TicketServed) appendJSON(dst []byte) []byte {
 	dst = strconv.AppendInt(dst, int64(p.Until), 10)
 	dst = append(dst, `,"seen":`...)
 	return append(strconv.AppendUint(dst, p.Seen, 10), '}')
+}
+
+func (p *TicketResolved) appendJSON(dst []byte) []byte {
+	dst = appendTaskTime(dst, p.Task, `,"work":`, int64(p.Work))
+	if !p.Then() && p.NextWork == 0 && p.NextUntil == 0 {
+		return dst
+	}
+	dst = dst[:len(dst)-1]
+	dst = fastjson.AppendKeyStringOmit(dst, `,"next":`, p.Next)
+	dst = fastjson.AppendKeyIntOmit(dst, `,"next_work":`, int64(p.NextWork))
+	if p.Waits {
+		dst = append(dst, `,"waits":true`...)
+	}
+	dst = fastjson.AppendKeyIntOmit(dst, `,"next_until":`, int64(p.NextUntil))
+	return append(dst, '}')
 }
 
 func appendTaskTime(dst []byte, task, key string, n int64) []byte {

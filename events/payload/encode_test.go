@@ -115,8 +115,10 @@ func TestAppendPayloadMatchesEncodingJSON(t *testing.T) {
 		waiting := MemberWaiting{Until: clock.Time(r.Int64N(1<<40)) * clock.Time(r.IntN(2)), Seen: r.Uint64N(1<<40) * r.Uint64N(2)}
 		served := TicketServed{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40)), Until: clock.Time(r.Int64N(1 << 40)), Seen: r.Uint64()}
 		resolved := TicketResolved{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40))}
+		serving := TicketResolved{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40)), Next: randString(r), NextWork: clock.Duration(r.Int64N(1 << 40)), NextUntil: clock.Time(r.Int64N(1 << 40))}
+		waits := TicketResolved{Task: randString(r), Work: clock.Duration(r.Int64N(1 << 40)), Waits: true, NextUntil: clock.Time(r.Int64N(1<<40)) * clock.Time(r.IntN(2))}
 		for _, v := range []any{claimed, &claimed, completed, &completed, finished, &finished, started, &started, waiting, &waiting, MemberWaiting{}, &MemberWaiting{},
-			served, &served, resolved, &resolved, MemberWaiting{Seen: 3}} {
+			served, &served, resolved, &resolved, serving, &serving, waits, &waits, TicketResolved{NextWork: 1}, TicketResolved{NextUntil: -1}, MemberWaiting{Seen: 3}} {
 			sameAsJSON(t, v)
 		}
 

@@ -199,7 +199,7 @@ func TestCheckFormat(t *testing.T) {
 		{0, "the log is format 1"}, // format 1 did not record it
 		{1, "the log is format 1"},
 		{3, ""}, // format 3 too
-		{LogFormat + 1, "the log is format 5, newer than this build's format 4"},
+		{LogFormat + 1, fmt.Sprintf("the log is format %d, newer than this build's format %d", LogFormat+1, LogFormat)},
 	}
 	for _, tt := range tests {
 		p := SessionStarted{Format: tt.format, World: "support-desk", Seed: 7}

@@ -60,7 +60,8 @@ const (
 	EvTicketServed = "ticket.served"
 	// EvTicketResolved is a simulated colleague's last stint on a ticket
 	// ending with the ticket done (format 3): what a format-2 log records as
-	// work.finished, its turn and task.completed.
+	// work.finished, its turn and task.completed; from format 5, with the
+	// colleague's next step (TicketResolved.Then).
 	EvTicketResolved = "ticket.resolved"
 )
 
@@ -312,9 +313,37 @@ type TicketServed struct {
 // TicketResolved is the end of the stint of Work a simulated colleague
 // held a ticket's last effort in, with the ticket done (format 3). The
 // actor is the colleague.
+//
+// From format 5 it also carries the colleague's next step when the
+// colleague took it at once, on the state this event leaves and with no
+// event between: the ticket.served or member.waiting that followed it in
+// format 4, seen this event's seq. Next is the ticket it then takes from
+// its queue and works NextWork on until NextUntil; or Waits: it waits
+// until NextUntil, or, NextUntil 0, until something it can see changes.
+// The step's cause is this event. A resolve without them is followed by
+// whatever the colleague did, as in format 4.
 type TicketResolved struct {
-	Task string         `json:"task"`
-	Work clock.Duration `json:"work"`
+	Task      string         `json:"task"`
+	Work      clock.Duration `json:"work"`
+	Next      string         `json:"next,omitempty"`
+	NextWork  clock.Duration `json:"next_work,omitempty"`
+	Waits     bool           `json:"waits,omitempty"`
+	NextUntil clock.Time     `json:"next_until,omitempty"`
+}
+
+// Then reports whether p carries its colleague's next step (format 5).
+func (p *TicketResolved) Then() bool { return p.Next != "" || p.Waits }
+
+// Served is the ticket.served payload of p's next step when it serves a
+// ticket, seen at seq (the resolve's own).
+func (p *TicketResolved) Served(seq uint64) (TicketServed, bool) {
+	return TicketServed{Task: p.Next, Work: p.NextWork, Until: p.NextUntil, Seen: seq}, p.Next != ""
+}
+
+// Waiting is the member.waiting payload of p's next step when it waits,
+// seen at seq (the resolve's own).
+func (p *TicketResolved) Waiting(seq uint64) (MemberWaiting, bool) {
+	return MemberWaiting{Until: p.NextUntil, Seen: seq}, p.Waits
 }
 
 // TaskClaimed assigns a task to the actor.

@@ -177,7 +177,16 @@ func (s *Session) Describe(seq uint64) string {
 	case *payload.TicketServed:
 		return fmt.Sprintf("%s took %s from its queue and started %s of work on it (until %s)", who, p.Task, s.dur(p.Work).Text, s.wall(p.Until))
 	case *payload.TicketResolved:
-		return fmt.Sprintf("%s of %s's work on %s finished, and %s completed it", s.dur(p.Work).Text, who, p.Task, who)
+		done := fmt.Sprintf("%s of %s's work on %s finished, and %s completed it", s.dur(p.Work).Text, who, p.Task, who)
+		switch {
+		case p.Next != "":
+			return fmt.Sprintf("%s, then took %s from its queue and started %s of work on it (until %s)", done, p.Next, s.dur(p.NextWork).Text, s.wall(p.NextUntil))
+		case p.Waits && p.NextUntil > 0:
+			return fmt.Sprintf("%s, then waits until %s", done, s.wall(p.NextUntil))
+		case p.Waits:
+			return done + ", then waits for news"
+		}
+		return done
 	case *payload.TaskHandedOff:
 		if p.To == "" {
 			return fmt.Sprintf("%s handed %s back to its queue", who, p.Task)
@@ -331,8 +340,9 @@ func (s *Session) ChainFor(task string, seq uint64) []Link {
 		project = t.Project
 	}
 	concerns := func(seq uint64) bool {
-		other := taskOf(s.payload(seq))
-		return other == "" || related[other]
+		p := s.payload(seq)
+		other := taskOf(p)
+		return other == "" || related[other] || related[nextOf(p)]
 	}
 	var steps []step
 	for seq != 0 && len(steps) < maxWalk {

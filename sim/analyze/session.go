@@ -407,6 +407,13 @@ func (s *Session) index(ev events.Event, p any) {
 			ss[len(ss)-1].finish = ev.Seq
 		}
 		closeHold(p.Task, "completed")
+		if p.Then() { // and the colleague's next step (format 5), seen at this event
+			s.seen[ev.Actor] = ev.Seq
+		}
+		if p.Next != "" {
+			s.taskHolds[p.Next] = append(s.taskHolds[p.Next], Hold{Member: ev.Actor, From: st})
+			s.stints[p.Next] = append(s.stints[p.Next], stint{start: ev.Seq, member: ev.Actor, work: p.NextWork})
+		}
 	case *payload.TaskHandedOff:
 		if p.To == "" {
 			closeHold(p.Task, "handed back to the queue")
@@ -489,6 +496,9 @@ func (s *Session) index(ev events.Event, p any) {
 		} else if task := s.askOf[p.ReplyTo]; task != "" {
 			s.answers[task] = append(s.answers[task], ev.Seq)
 		}
+	}
+	if next := nextOf(p); next != "" {
+		s.about[next] = append(s.about[next], ev.Seq)
 	}
 	if task := taskOf(p); task != "" {
 		s.about[task] = append(s.about[task], ev.Seq)

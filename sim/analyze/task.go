@@ -125,6 +125,15 @@ func taskOf(p any) string {
 	return ""
 }
 
+// nextOf is the ticket a format-5 ticket.resolved serves next, if any: a
+// second task the event is about.
+func nextOf(p any) string {
+	if p, ok := p.(*payload.TicketResolved); ok {
+		return p.Next
+	}
+	return ""
+}
+
 // requestOf is the approval request an event is about, if any.
 func requestOf(p any) string {
 	switch p := p.(type) {

@@ -79,7 +79,7 @@ func answerWatcher(t *testing.T, conn *nats.Conn, session string) *nats.Subscrip
 // checkpoints are stored only for durable events and verify against a
 // replay, and the log is the one a run without overlap writes.
 func TestBatchInFlightIsPublishedOnlyOnceDurable(t *testing.T) {
-	w, src := simtest.DeskWorld(t, 400)
+	w, src := simtest.DeskWorld(t, 600)
 	bus := startBus(t)
 
 	run := func(maxBatch int, log events.Log, watch func(seq uint64)) events.SessionMeta {

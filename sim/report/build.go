@@ -309,13 +309,18 @@ func (b *Builder) observe(ev *events.Event) error {
 		b.bumpQueue(b.st.Task(p.Task).Queue, -1, t)
 		b.open(b.claims, p.Task, ev.Actor, t, 0)
 		b.open(b.work, p.Task, ev.Actor, t, int64(p.Until))
-	case payload.EvTicketResolved: // work.finished and task.completed (format 3)
+	case payload.EvTicketResolved: // work.finished and task.completed (format 3), and the next step (format 5)
 		p, err := payloadOf[payload.TicketResolved](ev, b.typed)
 		if err != nil {
 			return err
 		}
 		b.close(b.work, p.Task, LaneWork, p.Task, t)
 		b.close(b.claims, p.Task, LaneClaim, p.Task, t)
+		if p.Next != "" { // and the ticket served next (format 5)
+			b.bumpQueue(b.st.Task(p.Next).Queue, -1, t)
+			b.open(b.claims, p.Next, ev.Actor, t, 0)
+			b.open(b.work, p.Next, ev.Actor, t, int64(p.NextUntil))
+		}
 	case payload.EvMemberLeft:
 		p, err := payloadOf[payload.MemberLeft](ev, b.typed)
 		if err != nil {
