@@ -27,7 +27,7 @@ func (s *State) ScanView(id string) Observation {
 	var upcoming []ranked
 	queues := map[string]*QueueView{}
 	for _, q := range s.World.Queues {
-		if s.Serves(m.Role, q.ID) || s.npcServes(id, q.ID) {
+		if s.Serves(m.Role, q.ID) || s.NPCServes(id, q.ID) {
 			qv := &QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.queues[q.ID].DownUntil}
 			queues[q.ID] = qv
 			o.Queues = append(o.Queues, qv)

@@ -701,7 +701,8 @@ func (s *State) fire(i int) bool {
 	return true
 }
 
-func (s *State) npcServes(member, queue string) bool {
+// NPCServes reports whether member is a simulated colleague serving queue.
+func (s *State) NPCServes(member, queue string) bool {
 	if s.npcQueues == nil {
 		// The world's member list is searched one by one; this is asked
 		// for every NPC at every ticket, so the answer is looked up once.
@@ -736,7 +737,7 @@ func (s *State) wakeServers(t *Task, cause uint64, oneNPC bool) {
 			continue
 		}
 		if m.NPC {
-			if s.npcServes(m.ID, t.Queue) && !npcWoken && !m.Pending {
+			if s.NPCServes(m.ID, t.Queue) && !npcWoken && !m.Pending {
 				s.wake(m.ID, cause)
 				npcWoken = oneNPC
 			}

@@ -420,3 +420,45 @@ func TestDiagnoseSeparation(t *testing.T) {
 		t.Errorf("cause separation = %+v (%v); want points on rule %s (%+v)", c, ok, rule, d.Causes)
 	}
 }
+
+// A ticket that waited in a queue its simulated colleagues serve says who
+// of them could take it and what they held meanwhile; it named no one
+// ("its role serves no one on its queue") before colleagues counted. The
+// desk is support-desk-bench's (20 colleagues, format 5: most tickets are
+// served in the ticket.resolved of the one before).
+func TestWaitNamesTheColleaguesWhoServeTheQueue(t *testing.T) {
+	w, src := simtest.DeskWorld(t, 2000)
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 3, Session: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	evs := simtest.Events(t, e)
+	s, err := analyze.Load(func(yield func(events.Event, error) bool) {
+		for _, ev := range evs {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, task := range s.State.AllTasks() {
+		tr, err := s.Task(task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(tr.Summary, "serves no one") {
+			t.Fatalf("%s: %s", task.ID, tr.Summary)
+		}
+		if strings.Contains(tr.Summary, "members who could take it: s") {
+			named++
+		}
+	}
+	if named == 0 {
+		t.Fatal("no waiting ticket named the colleagues who could take it")
+	}
+	t.Logf("%d of %d tickets name the colleagues who could take them", named, len(s.State.AllTasks()))
+}

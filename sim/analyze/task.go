@@ -487,7 +487,8 @@ func (s *Session) meanwhile(t *org.Task, a, b clock.Time) string {
 	var parts []string
 	eligible := 0
 	for _, m := range s.State.Members {
-		if m.NPC || (t.Spec.Role != "" && m.Role != t.Spec.Role) || !s.State.Serves(m.Role, t.Queue) {
+		if m.NPC && !s.State.NPCServes(m.ID, t.Queue) ||
+			!m.NPC && ((t.Spec.Role != "" && m.Role != t.Spec.Role) || !s.State.Serves(m.Role, t.Queue)) {
 			continue
 		}
 		eligible++
@@ -519,7 +520,7 @@ func (s *Session) meanwhile(t *org.Task, a, b clock.Time) string {
 		parts = append(parts, m.ID+" "+desc)
 	}
 	if eligible == 0 {
-		return "; no member could take it (its role serves no one on its queue)"
+		return "; no member could take it (its role serves no one on its queue, and no simulated colleague serves it)"
 	}
 	out := fmt.Sprintf("; meanwhile the %s who could take it: %s", Plural(eligible, "member"), strings.Join(parts, "; "))
 	if eligible > len(parts) {
