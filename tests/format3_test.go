@@ -44,24 +44,7 @@ func TestFormat3RecordsTheSameWork(t *testing.T) {
 			c2, c3 := c, c
 			c2.format, c3.format = 2, 3
 			ev2, ev3 := playGoldenCase(t, c2), playGoldenCase(t, c3)
-			st2, st3 := replayed(t, ev2), replayed(t, ev3)
-			if len(st2.Tasks()) != len(st3.Tasks()) {
-				t.Fatalf("format 2 made %d tasks, format 3 %d", len(st2.Tasks()), len(st3.Tasks()))
-			}
-			for i, a := range st2.Tasks() {
-				b := st3.Tasks()[i]
-				if got, want := taskOutcome(b), taskOutcome(a); got != want {
-					t.Errorf("task %d: format 3 %s, format 2 %s", i, got, want)
-				}
-			}
-			s2, s3 := policies.Score(st2), policies.Score(st3)
-			if math.Abs(s2.TeamScore-s3.TeamScore) > 1e-9 || s2.TicketsResolved != s3.TicketsResolved || s2.SLABreaches != s3.SLABreaches {
-				t.Errorf("scores: format 3 %.6f (%d resolved, %d breaches), format 2 %.6f (%d, %d)",
-					s3.TeamScore, s3.TicketsResolved, s3.SLABreaches, s2.TeamScore, s2.TicketsResolved, s2.SLABreaches)
-			}
-			if r2, r3 := rewardSum(t, ev2), rewardSum(t, ev3); math.Abs(r2-r3) > 1e-6 || math.Abs(r3-s3.TeamScore) > 1e-6 {
-				t.Errorf("dense rewards: format 3 sums to %.6f, format 2 to %.6f; the score is %.6f", r3, r2, s3.TeamScore)
-			}
+			sameWork(t, 2, 3, ev2, ev3)
 			n2, n3 := typeCounts(ev2), typeCounts(ev3)
 			npcServes := n3[payload.EvTicketServed] > 0
 			if c.file != "" && !npcServes {
@@ -103,6 +86,31 @@ func TestFormat3RefusesAForgedResolution(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("actor %s: Rebuild gave %v, want an error saying %q", tc.actor, err, tc.want)
 		}
+	}
+}
+
+// sameWork checks that the logs evA and evB, the same session recorded
+// in formats a and b, did the same work: every task ends alike (status,
+// holder, done time, spent effort, breach), the scorecards are equal, and
+// so are the dense rewards, which sum to the score.
+func sameWork(t *testing.T, a, b int, evA, evB []events.Event) {
+	t.Helper()
+	stA, stB := replayed(t, evA), replayed(t, evB)
+	if len(stA.Tasks()) != len(stB.Tasks()) {
+		t.Fatalf("format %d keeps %d tasks, format %d %d", a, len(stA.Tasks()), b, len(stB.Tasks()))
+	}
+	for i, x := range stA.Tasks() {
+		if got, want := taskOutcome(stB.Tasks()[i]), taskOutcome(x); got != want {
+			t.Errorf("task %d: format %d %s, format %d %s", i, b, got, a, want)
+		}
+	}
+	sA, sB := policies.Score(stA), policies.Score(stB)
+	if math.Abs(sA.TeamScore-sB.TeamScore) > 1e-9 || sA.TicketsResolved != sB.TicketsResolved || sA.SLABreaches != sB.SLABreaches {
+		t.Errorf("scores: format %d %.6f (%d resolved, %d breaches), format %d %.6f (%d, %d)",
+			b, sB.TeamScore, sB.TicketsResolved, sB.SLABreaches, a, sA.TeamScore, sA.TicketsResolved, sA.SLABreaches)
+	}
+	if rA, rB := rewardSum(t, evA), rewardSum(t, evB); math.Abs(rA-rB) > 1e-6 || math.Abs(rB-sB.TeamScore) > 1e-6 {
+		t.Errorf("dense rewards: format %d sums to %.6f, format %d to %.6f; the score is %.6f", b, rB, a, rA, sB.TeamScore)
 	}
 }
 

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -9,7 +8,6 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
-	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
 )
 
@@ -47,24 +45,7 @@ func TestFormat5RecordsTheSameWork(t *testing.T) {
 			if len(ev5) != len(ev4)-folded {
 				t.Errorf("format 5 holds %d events, format 4 %d, with %d next steps", len(ev5), len(ev4), folded)
 			}
-			st4, st5 := replayed(t, ev4), replayed(t, ev5)
-			if len(st4.Tasks()) != len(st5.Tasks()) {
-				t.Fatalf("format 4 keeps %d tasks, format 5 %d", len(st4.Tasks()), len(st5.Tasks()))
-			}
-			for i, a := range st4.Tasks() {
-				b := st5.Tasks()[i]
-				if got, want := taskOutcome(b), taskOutcome(a); got != want {
-					t.Errorf("task %d: format 5 %s, format 4 %s", i, got, want)
-				}
-			}
-			s4, s5 := policies.Score(st4), policies.Score(st5)
-			if math.Abs(s4.TeamScore-s5.TeamScore) > 1e-9 || s4.TicketsResolved != s5.TicketsResolved || s4.SLABreaches != s5.SLABreaches {
-				t.Errorf("scores: format 5 %.6f (%d resolved, %d breaches), format 4 %.6f (%d, %d)",
-					s5.TeamScore, s5.TicketsResolved, s5.SLABreaches, s4.TeamScore, s4.TicketsResolved, s4.SLABreaches)
-			}
-			if r4, r5 := rewardSum(t, ev4), rewardSum(t, ev5); math.Abs(r4-r5) > 1e-6 {
-				t.Errorf("dense rewards: format 5 sums to %.6f, format 4 to %.6f", r5, r4)
-			}
+			sameWork(t, 4, 5, ev4, ev5)
 			t.Logf("format 4: %d events, format 5: %d (%d next steps)", len(ev4), len(ev5), folded)
 		})
 	}

@@ -36,6 +36,13 @@ func mustClaims(tb testing.TB, seed uint64) *analyze.Session {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return playLoaded(tb, w, src, seed)
+}
+
+// playLoaded plays world w (from src) with seed and greedy agents and
+// loads the log for analysis.
+func playLoaded(tb testing.TB, w *worlds.World, src []byte, seed uint64) *analyze.Session {
+	tb.Helper()
 	e, err := sim.New(sim.Config{World: w, Source: src, Seed: seed, Session: "s"})
 	if err != nil {
 		tb.Fatal(err)
@@ -325,23 +332,7 @@ func mustClaimsEdited(tb testing.TB, seed uint64, edit func(string) string) *ana
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: seed, Session: "s"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	e.Start()
-	evs := simtest.Events(tb, e)
-	s, err := analyze.Load(func(yield func(events.Event, error) bool) {
-		for _, ev := range evs {
-			if !yield(ev, nil) {
-				return
-			}
-		}
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
+	return playLoaded(tb, w, src, seed)
 }
 
 // checkCasesAddUp fails unless d's lost value is the world's possible
@@ -428,22 +419,7 @@ func TestDiagnoseSeparation(t *testing.T) {
 // served in the ticket.resolved of the one before).
 func TestWaitNamesTheColleaguesWhoServeTheQueue(t *testing.T) {
 	w, src := simtest.DeskWorld(t, 2000)
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 3, Session: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Start()
-	evs := simtest.Events(t, e)
-	s, err := analyze.Load(func(yield func(events.Event, error) bool) {
-		for _, ev := range evs {
-			if !yield(ev, nil) {
-				return
-			}
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := playLoaded(t, w, src, 3)
 	named := 0
 	for _, task := range s.State.AllTasks() {
 		tr, err := s.Task(task.ID)
