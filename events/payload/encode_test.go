@@ -173,5 +173,6 @@ func FuzzAppend(f *testing.F) {
 		sameAsJSON(t, TaskCreated{Task: TaskSpec{ID: id, Title: title, Value: value, Effort: clock.Duration(n), Deps: []string{title}, Info: &InfoSpec{From: typ}}, Queue: typ})
 		sameAsJSON(t, Turn{Turn: uint64(n), Actions: []Action{{Type: typ, Task: id, Text: title, Until: n}}})
 		sameAsJSON(t, Reward{Team: value, Members: map[string]float64{id: value, title: -value}, Rubric: typ})
+		sameAsJSON(t, TicketResolved{Task: id, Work: clock.Duration(n), Next: title, NextWork: clock.Duration(-n), Waits: typ == "", NextUntil: clock.Time(n)})
 	})
 }
