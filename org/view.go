@@ -316,8 +316,19 @@ func (s *State) openTickets(queue string) []*Task {
 		i++
 	}
 	if i > 0 {
-		clear(list[:i]) // the array holds them no longer
-		list = list[i:]
+		if rest := len(list) - i; rest <= i {
+			// No more are left than were dropped: they move to the front
+			// of the array (amortized over the dropped), which the queue
+			// keeps. Sliced from the front instead, a short queue's list
+			// shrank its array at every ticket served and grew a new one
+			// at the next arrival: an allocation for most tickets.
+			copy(list, list[i:])
+			clear(list[rest:]) // the array holds them no longer
+			list = list[:rest]
+		} else {
+			clear(list[:i])
+			list = list[i:]
+		}
 		s.queueOpen[queue] = list
 	}
 	return list
