@@ -194,6 +194,25 @@ func StartCluster(dir string, n int, logger hclog.Logger) ([]*Node, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("natsserver: a cluster of %d nodes", n)
 	}
+	// The route ports are picked free, then closed for the nodes to bind:
+	// another process may take one meanwhile, and a node on a loaded
+	// machine may not be ready in time. Either is tried again, on new
+	// ports, in new store folders.
+	var err error
+	for attempt := range 3 {
+		var nodes []*Node
+		nodes, err = startCluster(filepath.Join(dir, fmt.Sprintf("try-%d", attempt+1)), n, logger)
+		if err == nil {
+			return nodes, nil
+		}
+		if logger != nil {
+			logger.Warn("embedded NATS cluster did not start; trying again on new ports", "attempt", attempt+1, "error", err)
+		}
+	}
+	return nil, err
+}
+
+func startCluster(dir string, n int, logger hclog.Logger) ([]*Node, error) {
 	ports, err := freePorts(n)
 	if err != nil {
 		return nil, err
