@@ -361,15 +361,15 @@ func (s *State) applyTaskHandedOff(ev *events.Event) error {
 		return refused(ev, rej)
 	}
 	m.Holding--
-	s.held[m.ID] = removeTask(s.held[m.ID], t)
+	m.held = removeTask(m.held, t)
 	if to := s.members[p.To]; to != nil {
 		t.Assignee = to.ID
 		to.Holding++
-		s.held[to.ID] = append(s.held[to.ID], t)
+		to.held = append(to.held, t)
 		s.wake(to.ID, ev.Seq)
 	} else {
 		t.Status, t.Assignee = StatusOpen, ""
-		s.claimed[t.Queue]--
+		s.queueOf(t).claimed--
 		s.offer(t)
 		if t.Kind == KindTicket {
 			s.reopen(t)
@@ -404,8 +404,8 @@ func (s *State) claim(ev *events.Event, m *Member, t *Task, busyUntil clock.Time
 	}
 	t.Status, t.Assignee = StatusClaimed, m.ID
 	m.Holding++
-	s.held[m.ID] = append(s.held[m.ID], t)
-	s.claimed[t.Queue]++
+	m.held = append(m.held, t)
+	s.queueOf(t).claimed++
 	s.busy(m, busyUntil)
 	if s.Dispatch != nil {
 		s.Dispatch.newRound(m.Role, ev.Seq) // work was taken: a new round
@@ -500,15 +500,18 @@ func (s *State) complete(ev *events.Event, m *Member, t *Task, busyUntil clock.T
 	s.meetingDone(t)
 	m.Holding--
 	s.open--
+	q := s.queueOf(t)
 	if !t.Hidden {
-		s.doneIn[t.Project]++
-		s.shown[t.Queue]--
+		if t.Project != "" {
+			s.doneIn[t.Project]++
+		}
+		q.shown--
 	}
 	for _, d := range s.dependents[t.ID] {
 		s.reoffer(d) // one dependency fewer to wait for
 	}
-	s.claimed[t.Queue]--
-	s.held[m.ID] = removeTask(s.held[m.ID], t)
+	q.claimed--
+	m.held = removeTask(m.held, t)
 	if t.Spec.Purchase > 0 {
 		if b := s.budgets[t.Team]; b != nil {
 			b.Spent += t.Spec.Purchase
@@ -867,7 +870,7 @@ func (s *State) applyProjectStarted(ev *events.Event) error {
 		if t.Project == p.Project && t.Hidden {
 			t.Hidden, found = false, true
 			if t.Status != StatusDone {
-				s.shown[t.Queue]++
+				s.queueOf(t).shown++
 			}
 			s.offer(t)
 		}

@@ -42,7 +42,7 @@ func (s *State) ScanView(id string) Observation {
 	}
 	// Only the member's own tasks and the queues it serves can show: look
 	// at those, not at every task of the session.
-	held := slices.Clone(s.held[id])
+	held := slices.Clone(s.Held(id))
 	slices.SortFunc(held, func(a, b *Task) int { return a.ord - b.ord })
 	for _, t := range held {
 		if !t.Hidden {
@@ -185,7 +185,7 @@ func (s *State) ScanLists(id string) (approvals, requests []RequestView, awaitin
 // show) is not the length of its dependents' list, or "".
 func (s *State) StaleDependents() string {
 	for _, t := range s.Tasks() {
-		if t.dependents != len(s.dependents[t.ID]) {
+		if int(t.dependents) != len(s.dependents[t.ID]) {
 			return t.ID
 		}
 	}

@@ -340,7 +340,7 @@ func (s *State) OutcomeNow(o *CaseOutcome, field string) (any, bool) {
 // done, that creates a record of type typ and has not yet been given one;
 // nil when there is none.
 func (s *State) createInScope(m *Member, typ string, _ payload.Attrs) *CaseOutcome {
-	for _, t := range s.held[m.ID] {
+	for _, t := range m.held {
 		c := s.CaseOf(t)
 		if c == nil {
 			continue

@@ -42,7 +42,7 @@ func TestReleasedTicketKeepsOnePlace(t *testing.T) {
 		}
 		t.Fatalf("queue %s lists %v, want [a b c]", q, ids)
 	}
-	if n := s.openIn(q); n != 3 {
+	if n := s.qs[s.queueIx[q]].openN; n != 3 {
 		t.Fatalf("queue %s counts %d open tickets, want 3", q, n)
 	}
 }

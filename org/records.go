@@ -347,7 +347,7 @@ func (s *State) scoped(m *Member, op, typ, id string, fields payload.Attrs) bool
 // inScope reports whether field of record (typ, id) is one a step that
 // member holds, not done, must set.
 func (s *State) inScope(m *Member, typ, id, field string) bool {
-	for _, t := range s.held[m.ID] {
+	for _, t := range m.held {
 		c := s.CaseOf(t)
 		if c == nil {
 			continue

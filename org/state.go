@@ -91,18 +91,16 @@ type State struct {
 	serves     map[string]bool   // role + "/" + queue
 	roleServes map[string][]bool // role -> whether it serves each of World.Queues, by index
 	// Derived indexes, rebuilt by index() after Restore; not hashed.
-	open        int                    // tasks not done
-	held        map[string][]*Task     // member -> tasks assigned and not done
-	queueOpen   map[string][]*Task     // queue -> its tickets in arrival order (done ones are dropped lazily)
-	openPrio    map[string]map[int]int // queue -> priority -> its open tickets of that priority
-	openTicketN int                    // open tickets in all queues (the sum of openPrio)
-	claimed     map[string]int         // queue -> items claimed and not done
-	shown       map[string]int         // queue -> its tasks not done and not hidden
-	offers      map[offerKey]*offers   // open visible project tasks by queue, role and skill (view_index.go)
-	doneIn      map[string]int         // project -> its tasks done
-	woken       []string               // members whose Pending or BusyUntil changed since TakeWoken
-	typed       any                    // the payload of the event being applied, when the engine has it (ApplyWith)
-	npcQueues   map[string][]string    // NPC member -> the queues it serves (see npcServes)
+	open int // tasks not done
+	// qs are the queues' indexes, by queue number (queueIx), and last those
+	// of the tasks of no queue; a task keeps a pointer to its queue's (qx).
+	qs          []queueIndex
+	openTicketN int                  // open tickets in all queues (the sum of their openN)
+	offers      map[offerKey]*offers // open visible project tasks by queue, role and skill (view_index.go)
+	doneIn      map[string]int       // project -> its tasks done
+	woken       []string             // members whose Pending or BusyUntil changed since TakeWoken
+	typed       any                  // the payload of the event being applied, when the engine has it (ApplyWith)
+	npcQueues   map[string][]string  // NPC member -> the queues it serves (see npcServes)
 	// The last task and member looked up: checking one action asks for
 	// the same ones a dozen times (every rule looks them up by ID). This
 	// makes even Task and Member writes, like the rest of State: it is not
@@ -173,6 +171,9 @@ type Member struct {
 	team   *worlds.Team
 	budget *Budget
 	looked bool
+	// held are the tasks assigned to it and not done, in the order it
+	// took them (a derived index, rebuilt by index()).
+	held []*Task
 }
 
 // defOf returns m's definition in the world (nil for none) and its team's
@@ -246,16 +247,19 @@ type Task struct {
 
 	deps []*Task  // Spec.Deps resolved
 	ix   offerPos // where it is in the offer index (view_index.go)
-	// dependents counts the tasks that list it as a dependency: the
-	// length of State.dependents[ID], which views show at every turn.
-	dependents int
+	// qx is its queue's index (queueOf), looked up once.
+	qx *queueIndex
 	// verdict is the rubric's remembered verification (verify_memo.go).
 	verdict verdict
-	retired bool // it has retired (retire.go)
+	// dependents counts the tasks that list it as a dependency: the
+	// length of State.dependents[ID], which views show at every turn.
+	dependents int32
+	retired    bool // it has retired (retire.go)
 	// made is set for a task an event made (a ticket, a case step), whose
 	// definition a snapshot lists ("def", TicketDef's keys), written from
 	// Spec; a project task's is the world's and is not listed. (Beside
-	// retired, it takes no room: a Task stays in the 384-byte size class.)
+	// dependents and retired, it takes no room: a Task stays in the
+	// 384-byte size class.)
 	made bool
 }
 
@@ -398,12 +402,11 @@ func New(w *worlds.World) *State {
 func (s *State) index() {
 	s.forgetVerdicts()
 	s.open = 0
-	s.held = map[string][]*Task{}
-	s.queueOpen = map[string][]*Task{}
-	s.openPrio = map[string]map[int]int{}
+	for _, m := range s.Members {
+		m.held = nil
+	}
+	s.qs = make([]queueIndex, len(s.World.Queues)+1)
 	s.openTicketN = 0
-	s.claimed = map[string]int{}
-	s.shown = map[string]int{}
 	s.offers = map[offerKey]*offers{}
 	s.roleOffers = map[string]*roleOffers{}
 	s.lists = viewLists{}
@@ -412,6 +415,7 @@ func (s *State) index() {
 	for i, t := range s.list {
 		t.ord = i
 		t.ix = offerPos{}
+		t.qx = nil
 		t.verdict = verdict{}
 		s.track(t)
 	}
@@ -426,19 +430,22 @@ func (s *State) index() {
 // track adds a task to the derived indexes.
 func (s *State) track(t *Task) {
 	if t.Status == StatusDone {
-		if !t.Hidden {
+		if !t.Hidden && t.Project != "" {
 			s.doneIn[t.Project]++
 		}
 		return
 	}
+	q := s.queueOf(t)
 	if !t.Hidden {
-		s.shown[t.Queue]++
+		q.shown++
 	}
 	s.offer(t)
 	s.open++
 	if t.Assignee != "" {
-		s.held[t.Assignee] = append(s.held[t.Assignee], t)
-		s.claimed[t.Queue]++
+		if m := s.members[t.Assignee]; m != nil {
+			m.held = append(m.held, t)
+		}
+		q.claimed++
 	}
 	if t.Kind == KindTicket && t.Status == StatusOpen {
 		s.enqueue(t)
@@ -454,49 +461,24 @@ func (s *State) track(t *Task) {
 // nothing, and its lists kept every ticket ever queued, retired ones
 // included (64 MB of a 200,000-ticket replay's 66 MB live heap).
 func (s *State) enqueue(t *Task) {
-	list := s.openTickets(t.Queue)
-	if n := len(list); n >= 64 && n > 2*s.openIn(t.Queue) {
+	q := s.queueOf(t)
+	list := q.openTickets()
+	if n := len(list); n >= 64 && n > 2*q.openN {
 		list = slices.DeleteFunc(list, func(o *Task) bool { return o.Status != StatusOpen })
 	}
-	s.queueOpen[t.Queue] = append(list, t)
-}
-
-// openIn counts queue's open tickets.
-func (s *State) openIn(queue string) int {
-	n := 0
-	for _, k := range s.openPrio[queue] { // order: a sum
-		n += k
-	}
-	return n
+	q.open = append(list, t)
 }
 
 // countOpen adds n to the open tickets of t's queue at t's priority.
 func (s *State) countOpen(t *Task, n int) {
-	m := s.openPrio[t.Queue]
-	if m == nil {
-		m = map[int]int{}
-		s.openPrio[t.Queue] = m
-	}
 	s.openTicketN += n
-	if m[t.Priority] += n; m[t.Priority] == 0 {
-		delete(m, t.Priority)
-	}
-}
-
-// topOpenPriority is the highest priority of queue's open tickets; ok is
-// false when it has none.
-func (s *State) topOpenPriority(queue string) (top int, ok bool) {
-	for p := range s.openPrio[queue] { // order: a maximum
-		if !ok || p > top {
-			top, ok = p, true
-		}
-	}
-	return top, ok
+	s.queueOf(t).count(t.Priority, n)
 }
 
 // reopen puts a ticket back among its queue's open tickets, in arrival order.
 func (s *State) reopen(t *Task) {
-	list := s.queueOpen[t.Queue]
+	q := s.queueOf(t)
+	list := q.open
 	s.countOpen(t, 1)
 	if slices.Contains(list, t) {
 		// Its old place is still listed (nothing trimmed it since it was
@@ -511,7 +493,7 @@ func (s *State) reopen(t *Task) {
 	list = append(list, nil)
 	copy(list[i+1:], list[i:])
 	list[i] = t
-	s.queueOpen[t.Queue] = list
+	q.open = list
 }
 
 // arrivedEarlier reports whether ticket a arrived before ticket b: by
@@ -524,7 +506,12 @@ func (s *State) arrivedEarlier(a, b *Task) bool {
 }
 
 // Held returns the tasks member holds (assigned, not done), in the order it took them.
-func (s *State) Held(member string) []*Task { return s.held[member] }
+func (s *State) Held(member string) []*Task {
+	if m := s.members[member]; m != nil {
+		return m.held
+	}
+	return nil
+}
 
 // link resolves the tasks' dependencies to pointers, both ways.
 func (s *State) link() {

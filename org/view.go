@@ -250,7 +250,7 @@ func (s *State) taskView(t *Task) TaskView {
 			v.NeedsInfo.Known = m.KnowsTopic(in.Topic)
 		}
 	}
-	v.Dependents = t.dependents
+	v.Dependents = int(t.dependents)
 	if t.Case != "" {
 		v.Case, v.Step, v.NPC = t.Case, t.Spec.Step, t.Spec.NPC
 		v.Outcome = s.outcomeView(t)
@@ -310,7 +310,16 @@ func (s *State) QueueAhead(t *Task, member string) *Task {
 // openTickets returns a queue's open tickets in arrival order, dropping
 // those that are no longer open from the front.
 func (s *State) openTickets(queue string) []*Task {
-	list := s.queueOpen[queue]
+	if i, ok := s.queueIx[queue]; ok {
+		return s.qs[i].openTickets()
+	}
+	return nil
+}
+
+// openTickets returns the queue's open tickets in arrival order,
+// dropping those that are no longer open from the front.
+func (q *queueIndex) openTickets() []*Task {
+	list := q.open
 	i := 0
 	for i < len(list) && list[i].Status != StatusOpen {
 		i++
@@ -329,7 +338,7 @@ func (s *State) openTickets(queue string) []*Task {
 			clear(list[:i])
 			list = list[i:]
 		}
-		s.queueOpen[queue] = list
+		q.open = list
 	}
 	return list
 }
@@ -339,7 +348,7 @@ func (s *State) arrivedBefore(a, b *Task) bool {
 	if a.Created != b.Created {
 		return a.Created < b.Created
 	}
-	for _, o := range s.queueOpen[a.Queue] {
+	for _, o := range s.queueOf(a).open {
 		if o == a {
 			return true
 		}
@@ -361,12 +370,17 @@ func (s *State) QueueHead(queue, member string) *Task {
 }
 
 func (s *State) queueHead(q *worlds.Queue, member string) *Task {
-	if s.openTicketN == 0 || len(s.openPrio[q.ID]) == 0 {
-		return nil // no open ticket here (openPrio counts them)
+	if s.openTicketN == 0 {
+		return nil
 	}
+	qi, ok := s.queueIx[q.ID]
+	if !ok || s.qs[qi].openN == 0 {
+		return nil // no open ticket here
+	}
+	x := &s.qs[qi]
+	top := x.top()
 	var best *Task
-	top, _ := s.topOpenPriority(q.ID)
-	for _, t := range s.openTickets(q.ID) {
+	for _, t := range x.openTickets() {
 		if t.Status != StatusOpen || !s.CanTake(member, t) {
 			continue
 		}
@@ -384,7 +398,12 @@ func (s *State) queueHead(q *worlds.Queue, member string) *Task {
 }
 
 // InProgress counts a queue's items that are claimed and not done.
-func (s *State) InProgress(queue string) int { return s.claimed[queue] }
+func (s *State) InProgress(queue string) int {
+	if i, ok := s.queueIx[queue]; ok {
+		return s.qs[i].claimed
+	}
+	return 0
+}
 
 func (s *State) requestView(r *Request) RequestView {
 	v := RequestView{ID: r.ID, Task: r.Task, Requester: r.Requester, Amount: r.Amount, Step: r.Current,
@@ -474,12 +493,12 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 		for i, q := range s.World.Queues {
 			if shows != nil && shows[i] || shows == nil && served != nil && served[i] {
 				qvs = append(qvs, QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.Queues[i].DownUntil,
-					Open: s.shown[q.ID] - s.claimed[q.ID], InProgress: s.claimed[q.ID]})
+					Open: s.qs[i].shown - s.qs[i].claimed, InProgress: s.qs[i].claimed})
 				o.Queues = append(o.Queues, &qvs[len(qvs)-1])
 			}
 		}
 	}
-	held := s.held[id]
+	held := s.Held(id)
 	if !slices.IsSortedFunc(held, byOrd) {
 		held = slices.Clone(held)
 		slices.SortFunc(held, byOrd)
