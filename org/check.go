@@ -152,7 +152,7 @@ func (s *State) CheckClaim(m *Member, t *Task, now clock.Time) *Rejection {
 		// Even a member holding the NPC's role: the stage is the NPC's.
 		return Reject(KindState, "step %q is performed by %s when asked: send it a message naming the task", t.ID, t.Spec.NPC)
 	}
-	if !s.Serves(m.Role, t.Queue) && t.Spec.Role == m.Role && t.Spec.NPC != m.ID {
+	if !s.servesTask(m.Role, t) && t.Spec.Role == m.Role && t.Spec.NPC != m.ID {
 		return Reject(KindState, "queue %q is not served by role %q", t.Queue, m.Role)
 	}
 	return s.queueUp(t, now)
@@ -321,7 +321,7 @@ func (s *State) workable(t *Task, now clock.Time) *Rejection {
 
 // queueUp refuses work in t's queue while an outage blocks it.
 func (s *State) queueUp(t *Task, now clock.Time) *Rejection {
-	if q := s.Queue(t.Queue); q.Down(now) {
+	if q := s.queueOf(t).q; q != nil && q.Down(now) {
 		return Reject(KindState, "queue %s is down until %d", q.ID, q.DownUntil)
 	}
 	return nil

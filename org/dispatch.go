@@ -69,7 +69,7 @@ func (s *State) offerWork(t *Task, cause uint64) {
 // whether it found one.
 func (s *State) offerNext(t *Task, cause uint64) bool {
 	role := t.Spec.Role
-	if !s.Serves(role, t.Queue) {
+	if !s.servesTask(role, t) {
 		return false
 	}
 	passed := s.Dispatch.Passed[role]

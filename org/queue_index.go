@@ -6,6 +6,8 @@ package org
 // qx, they cost a ticket no lookup by the queue's name; they were five
 // maps keyed by it.
 type queueIndex struct {
+	q       *Queue      // the queue's state (nil for the tasks of no queue)
+	num     int         // the queue's number (queueIx)
 	open    []*Task     // its tickets in arrival order (done and taken ones are dropped lazily)
 	prio    []prioCount // its open tickets by priority, ascending; none counts 0
 	openN   int         // its open tickets (the sum of prio)
@@ -40,6 +42,14 @@ func (q *queueIndex) top() int {
 		return 0
 	}
 	return q.prio[len(q.prio)-1].prio
+}
+
+// servesTask reports whether role serves t's queue (Serves, without
+// building the key).
+func (s *State) servesTask(role string, t *Task) bool {
+	rs := s.roleServes[role]
+	n := s.queueOf(t).num
+	return n < len(rs) && rs[n]
 }
 
 // queueOf returns the index of t's queue: the last of s.qs when t has no

@@ -88,7 +88,6 @@ type State struct {
 	queues   map[string]*Queue
 	// dependents lists, for each task, the tasks that depend on it (static).
 	dependents map[string][]*Task
-	serves     map[string]bool   // role + "/" + queue
 	roleServes map[string][]bool // role -> whether it serves each of World.Queues, by index
 	// Derived indexes, rebuilt by index() after Restore; not hashed.
 	open int // tasks not done
@@ -379,11 +378,9 @@ func New(w *worlds.World) *State {
 	s.Dispatch = newDispatch(w)
 	s.link()
 	s.index()
-	s.serves = map[string]bool{}
 	s.roleServes = map[string][]bool{}
 	for i, q := range w.Queues {
 		for _, r := range q.ServedBy {
-			s.serves[r+"/"+q.ID] = true
 			if s.roleServes[r] == nil {
 				s.roleServes[r] = make([]bool, len(w.Queues))
 			}
@@ -406,6 +403,12 @@ func (s *State) index() {
 		m.held = nil
 	}
 	s.qs = make([]queueIndex, len(s.World.Queues)+1)
+	for i := range s.qs {
+		s.qs[i].num = i
+		if i < len(s.Queues) {
+			s.qs[i].q = s.Queues[i]
+		}
+	}
 	s.openTicketN = 0
 	s.offers = map[offerKey]*offers{}
 	s.roleOffers = map[string]*roleOffers{}
@@ -730,7 +733,7 @@ func (s *State) wakeServers(t *Task, cause uint64, oneNPC bool) {
 			}
 			continue
 		}
-		if s.Dispatch == nil && m.Role == t.Spec.Role && s.Serves(m.Role, t.Queue) {
+		if s.Dispatch == nil && m.Role == t.Spec.Role && s.servesTask(m.Role, t) {
 			s.wake(m.ID, cause)
 		}
 	}

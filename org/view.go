@@ -234,7 +234,9 @@ func (s *State) StepsFor(t *Task) []worlds.Step {
 
 // Serves reports whether role serves queue.
 func (s *State) Serves(role, queue string) bool {
-	return s.serves[role+"/"+queue]
+	i, ok := s.queueIx[queue]
+	rs := s.roleServes[role]
+	return ok && i < len(rs) && rs[i]
 }
 
 func (s *State) taskView(t *Task) TaskView {
@@ -713,7 +715,7 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 				mine = mine || who == m.ID
 			}
 			if !byMember {
-				mine = s.Serves(m.Role, t.Queue)
+				mine = s.servesTask(m.Role, t)
 			}
 			if mine {
 				o.Ask = append(o.Ask, s.taskView(t))
