@@ -818,10 +818,8 @@ func (s *State) applyTaskCreated(ev *events.Event) error {
 		a.N++
 		a.setNext(p.Next())
 	}
-	spec := taskOfSpec(&p.Task)
-	t := &Task{Spec: &spec, made: true, ID: spec.ID, Kind: KindTicket, Queue: p.Queue, Team: p.Team,
-		Created: clock.Time(ev.Time), Deadline: p.Deadline, Effort: spec.Effort, Value: spec.Value,
-		Priority: spec.Priority, Arrival: p.Arrival, Status: StatusOpen}
+	t := newMade(taskOfSpec(&p.Task), Task{Kind: KindTicket, Queue: p.Queue, Team: p.Team,
+		Created: clock.Time(ev.Time), Deadline: p.Deadline, Arrival: p.Arrival})
 	t.ord = s.nextOrd()
 	s.list = append(s.list, t)
 	s.tasks[t.ID] = t

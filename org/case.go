@@ -152,10 +152,8 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 	s.Cases = append(s.Cases, c)
 	s.cases[c.ID] = c
 	for i := range p.Steps {
-		spec := taskOfSpec(&p.Steps[i])
-		t := &Task{Spec: &spec, made: true, ID: spec.ID, Kind: KindStep, Case: c.ID, Queue: p.Queue, Team: p.Team,
-			Created: clock.Time(ev.Time), Deadline: p.Deadline, Effort: spec.Effort, Value: spec.Value,
-			Priority: spec.Priority, Status: StatusOpen}
+		t := newMade(taskOfSpec(&p.Steps[i]), Task{Kind: KindStep, Case: c.ID, Queue: p.Queue, Team: p.Team,
+			Created: clock.Time(ev.Time), Deadline: p.Deadline})
 		t.ord = s.nextOrd()
 		s.list = append(s.list, t)
 		s.tasks[t.ID] = t

@@ -214,9 +214,8 @@ func (s *State) applyCaseReopened(ev *events.Event) error {
 		if s.tasks[spec.ID] != nil {
 			return badEvent(ev, "task %q exists", spec.ID)
 		}
-		t := &Task{Spec: &spec, made: true, ID: spec.ID, Kind: KindStep, Case: c.ID, Queue: old.Queue, Team: old.Team,
-			Created: clock.Time(ev.Time), Deadline: old.Deadline, Effort: spec.Effort, Value: spec.Value,
-			Priority: spec.Priority, Status: StatusOpen}
+		t := newMade(spec, Task{Kind: KindStep, Case: c.ID, Queue: old.Queue, Team: old.Team,
+			Created: clock.Time(ev.Time), Deadline: old.Deadline})
 		t.ord = s.nextOrd()
 		s.list = append(s.list, t)
 		s.tasks[t.ID] = t

@@ -45,6 +45,20 @@ func taskOfSpec(p *payload.TaskSpec) worlds.Task {
 	return t
 }
 
+// newMade returns an open task an event made (a ticket, a case step)
+// from t, with definition spec: its ID, effort, value and priority are
+// spec's. The task and its definition are one allocation.
+func newMade(spec worlds.Task, t Task) *Task {
+	both := &struct {
+		t    Task
+		spec worlds.Task
+	}{t, spec}
+	nt := &both.t
+	nt.Spec, nt.made, nt.Status = &both.spec, true, StatusOpen
+	nt.ID, nt.Effort, nt.Value, nt.Priority = spec.ID, spec.Effort, spec.Value, spec.Priority
+	return nt
+}
+
 // TicketDef is a ticket's definition as a snapshot (a checkpoint, the state
 // hash) stores it. Its keys are the Go field names the snapshot has always
 // used, spelled out in tags: state hashes recorded in older logs stay valid.
