@@ -15,7 +15,7 @@ func (DelegationLimit) Name() string { return "delegation-limit" }
 
 // Check implements Rule.
 func (r DelegationLimit) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if a.Type != org.ActApprove && a.Type != org.ActReject {
+	if !concerns(r, a) {
 		return nil
 	}
 	req := s.Request(a.Request)

@@ -79,12 +79,12 @@ func (RoleRequired) Name() string { return "role-required" }
 
 // Check implements Rule.
 func (r RoleRequired) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	switch a.Type {
-	case org.ActClaim, org.ActWork, org.ActComplete:
-		t, m := s.Task(a.Task), s.Member(member)
-		if t != nil && m != nil && t.Spec.Role != m.Role {
-			return org.Violation(r.Name(), "task %q needs role %q; %s is %q", t.ID, t.Spec.Role, member, m.Role)
-		}
+	if !concerns(r, a) {
+		return nil
+	}
+	t, m := s.Task(a.Task), s.Member(member)
+	if t != nil && m != nil && t.Spec.Role != m.Role {
+		return org.Violation(r.Name(), "task %q needs role %q; %s is %q", t.ID, t.Spec.Role, member, m.Role)
 	}
 	return nil
 }
@@ -97,15 +97,15 @@ func (DependenciesFirst) Name() string { return "dependencies-first" }
 
 // Check implements Rule.
 func (r DependenciesFirst) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	switch a.Type {
-	case org.ActWork, org.ActComplete:
-		t := s.Task(a.Task)
-		if t == nil {
-			return nil
-		}
-		if wait := s.PendingDeps(t); len(wait) > 0 {
-			return org.Violation(r.Name(), "task %q waits on %s, not done yet", t.ID, strings.Join(wait, ", "))
-		}
+	if !concerns(r, a) {
+		return nil
+	}
+	t := s.Task(a.Task)
+	if t == nil {
+		return nil
+	}
+	if wait := s.PendingDeps(t); len(wait) > 0 {
+		return org.Violation(r.Name(), "task %q waits on %s, not done yet", t.ID, strings.Join(wait, ", "))
 	}
 	return nil
 }
@@ -118,7 +118,7 @@ func (ApprovalRequired) Name() string { return "approval-required" }
 
 // Check implements Rule.
 func (r ApprovalRequired) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if a.Type != org.ActComplete {
+	if !concerns(r, a) {
 		return nil
 	}
 	t := s.Task(a.Task)
@@ -151,7 +151,7 @@ func (WithinBudget) Name() string { return "within-budget" }
 
 // Check implements Rule.
 func (r WithinBudget) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if a.Type != org.ActComplete {
+	if !concerns(r, a) {
 		return nil
 	}
 	t := s.Task(a.Task)
@@ -172,7 +172,7 @@ func (SeparationOfDuties) Name() string { return "separation-of-duties" }
 
 // Check implements Rule.
 func (r SeparationOfDuties) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if a.Type != org.ActApprove && a.Type != org.ActReject {
+	if !concerns(r, a) {
 		return nil
 	}
 	if req := s.Request(a.Request); req != nil && req.Requester == member {
@@ -189,7 +189,7 @@ func (ApproverAuthority) Name() string { return "approver-authority" }
 
 // Check implements Rule.
 func (r ApproverAuthority) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if a.Type != org.ActApprove && a.Type != org.ActReject {
+	if !concerns(r, a) {
 		return nil
 	}
 	req := s.Request(a.Request)
@@ -211,7 +211,7 @@ func (WorkDone) Name() string { return "work-done" }
 
 // Check implements Rule.
 func (r WorkDone) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if a.Type != org.ActComplete {
+	if !concerns(r, a) {
 		return nil
 	}
 	if t := s.Task(a.Task); t != nil && t.Spent < t.Effort {
@@ -228,15 +228,15 @@ func (SkillRequired) Name() string { return "skill-required" }
 
 // Check implements Rule.
 func (r SkillRequired) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	switch a.Type {
-	case org.ActClaim, org.ActWork, org.ActComplete:
-		t := s.Task(a.Task)
-		if t == nil || t.Spec.Skill == "" {
-			return nil
-		}
-		if m, ok := s.World.Member(member); ok && !m.HasSkill(t.Spec.Skill) {
-			return org.Violation(r.Name(), "task %q needs skill %q, which %s does not have", t.ID, t.Spec.Skill, member)
-		}
+	if !concerns(r, a) {
+		return nil
+	}
+	t := s.Task(a.Task)
+	if t == nil || t.Spec.Skill == "" {
+		return nil
+	}
+	if m, ok := s.World.Member(member); ok && !m.HasSkill(t.Spec.Skill) {
+		return org.Violation(r.Name(), "task %q needs skill %q, which %s does not have", t.ID, t.Spec.Skill, member)
 	}
 	return nil
 }
@@ -250,7 +250,7 @@ func (QueueOrder) Name() string { return "queue-order" }
 
 // Check implements Rule.
 func (r QueueOrder) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if a.Type != org.ActClaim {
+	if !concerns(r, a) {
 		return nil
 	}
 	t, m := s.Task(a.Task), s.Member(member)
@@ -271,7 +271,7 @@ func (WIPLimit) Name() string { return "wip-limit" }
 
 // Check implements Rule.
 func (r WIPLimit) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if a.Type != org.ActClaim {
+	if !concerns(r, a) {
 		return nil
 	}
 	t := s.Task(a.Task)
@@ -294,7 +294,7 @@ func (InfoRequired) Name() string { return "info-required" }
 
 // Check implements Rule.
 func (r InfoRequired) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if a.Type != org.ActComplete {
+	if !concerns(r, a) {
 		return nil
 	}
 	t, m := s.Task(a.Task), s.Member(member)

@@ -162,6 +162,7 @@ type timer struct {
 type Engine struct {
 	cfg     Config
 	rules   policies.Set
+	book    *policies.Book // rules, filed by action type: what the engine checks with
 	st      *org.State
 	timers  clock.Queue[timer]
 	pushed  map[string]clock.Time // member -> BusyUntil a timer was pushed for
@@ -282,6 +283,7 @@ func New(cfg Config) (*Engine, error) {
 	if e.rules == nil {
 		e.rules = policies.Default()
 	}
+	e.book = e.rules.Compile()
 	h := sha256.New()
 	h.Write([]byte(cfg.World.Hash))
 	var b [8]byte

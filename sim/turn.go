@@ -56,7 +56,7 @@ func (e *Engine) takeTurn(a Answer) {
 		}
 		c, rej := e.st.Check(m, act, e.now)
 		if rej == nil {
-			rej = e.rules.Check(e.st, m.ID, &a.Actions[i]) // act's original: a pointer to it does not escape to the heap
+			rej = e.book.Check(e.st, m.ID, &a.Actions[i]) // act's original: a pointer to it does not escape to the heap
 		}
 		if rej != nil {
 			e.reject(m.ID, turnSeq, i, act, rej)
@@ -84,7 +84,7 @@ func (e *Engine) quietly(m *org.Member, a Answer) bool {
 	acts := a.Actions
 	switch {
 	case len(acts) == 1 && acts[0].Type == org.ActWait && acts[0].For == "":
-		if _, rej := e.st.Check(m, acts[0], e.now); rej != nil || e.rules.Check(e.st, m.ID, &acts[0]) != nil {
+		if _, rej := e.st.Check(m, acts[0], e.now); rej != nil || e.book.Check(e.st, m.ID, &acts[0]) != nil {
 			return false
 		}
 		until := clock.Time(acts[0].Until)
@@ -95,7 +95,7 @@ func (e *Engine) quietly(m *org.Member, a Answer) bool {
 	case len(acts) == 2 && acts[0].Type == org.ActClaim && acts[1].Type == org.ActWork && acts[0].Task == acts[1].Task && acts[1].For == "":
 		t := e.st.Task(acts[0].Task)
 		if t == nil || e.st.CheckServe(m, t, e.now) != nil ||
-			e.rules.Check(e.st, m.ID, &acts[0]) != nil || e.rules.Check(e.st, m.ID, &acts[1]) != nil {
+			e.book.Check(e.st, m.ID, &acts[0]) != nil || e.book.Check(e.st, m.ID, &acts[1]) != nil {
 			return false
 		}
 		d := min(e.cfg.World.ActionCosts().Work, t.Effort-t.Spent)
@@ -180,7 +180,7 @@ func (e *Engine) resolves(t *org.Task) bool {
 		a := &e.scratch.complete
 		*a = org.Action{Type: org.ActComplete, Task: t.ID}
 		if _, rej := e.st.Check(m, *a, e.now); rej == nil {
-			ok = e.rules.Check(e.st, m.ID, a) == nil
+			ok = e.book.Check(e.st, m.ID, a) == nil
 		}
 	})
 	return ok
