@@ -818,8 +818,9 @@ func (s *State) applyTaskCreated(ev *events.Event) error {
 		a.N++
 		a.setNext(p.Next())
 	}
-	t := newMade(taskOfSpec(&p.Task), Task{Kind: KindTicket, Queue: p.Queue, Team: p.Team,
-		Created: clock.Time(ev.Time), Deadline: p.Deadline, Arrival: p.Arrival})
+	t := newMade(&p.Task)
+	t.Kind, t.Queue, t.Team, t.Arrival = KindTicket, p.Queue, p.Team, p.Arrival
+	t.Created, t.Deadline = clock.Time(ev.Time), p.Deadline
 	t.ord = s.nextOrd()
 	s.list = append(s.list, t)
 	s.tasks[t.ID] = t

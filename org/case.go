@@ -152,8 +152,9 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 	s.Cases = append(s.Cases, c)
 	s.cases[c.ID] = c
 	for i := range p.Steps {
-		t := newMade(taskOfSpec(&p.Steps[i]), Task{Kind: KindStep, Case: c.ID, Queue: p.Queue, Team: p.Team,
-			Created: clock.Time(ev.Time), Deadline: p.Deadline})
+		t := newMade(&p.Steps[i])
+		t.Kind, t.Case, t.Queue, t.Team = KindStep, c.ID, p.Queue, p.Team
+		t.Created, t.Deadline = clock.Time(ev.Time), p.Deadline
 		t.ord = s.nextOrd()
 		s.list = append(s.list, t)
 		s.tasks[t.ID] = t

@@ -214,8 +214,11 @@ func (s *State) applyCaseReopened(ev *events.Event) error {
 		if s.tasks[spec.ID] != nil {
 			return badEvent(ev, "task %q exists", spec.ID)
 		}
-		t := newMade(spec, Task{Kind: KindStep, Case: c.ID, Queue: old.Queue, Team: old.Team,
-			Created: clock.Time(ev.Time), Deadline: old.Deadline})
+		t := allocMade()
+		*t.Spec = spec
+		t.fromSpec()
+		t.Kind, t.Case, t.Queue, t.Team = KindStep, c.ID, old.Queue, old.Team
+		t.Created, t.Deadline = clock.Time(ev.Time), old.Deadline
 		t.ord = s.nextOrd()
 		s.list = append(s.list, t)
 		s.tasks[t.ID] = t

@@ -28,35 +28,45 @@ func TaskSpecOf(t *worlds.Task) payload.TaskSpec {
 	return p
 }
 
-// taskOfSpec is the ticket definition task.created records. An empty deps
-// list is nil, however it was written, so that the definition (and the
-// snapshot that holds it) is the same whether the event was decoded or
-// handed over typed.
-func taskOfSpec(p *payload.TaskSpec) worlds.Task {
-	t := worlds.Task{ID: p.ID, Title: p.Title, Role: p.Role, Effort: p.Effort, Value: p.Value,
-		Purchase: p.Purchase, Chain: p.Chain, Skill: p.Skill, Priority: p.Priority}
+// newMade returns an open task an event made (a ticket, a case step)
+// with definition p, which task.created or case.opened records: its ID,
+// effort, value and priority are the definition's. The task and its
+// definition are one allocation, written field by field (a whole struct
+// copied into it costs a write barrier on each of its pointer words while
+// the collector marks; a replay allocates a task every two events). An
+// empty deps list is nil, however it was written, so that the definition
+// (and the snapshot that holds it) is the same whether the event was
+// decoded or handed over typed.
+func newMade(p *payload.TaskSpec) *Task {
+	t := allocMade()
+	d := t.Spec
+	d.ID, d.Title, d.Role, d.Effort, d.Value = p.ID, p.Title, p.Role, p.Effort, p.Value
+	d.Purchase, d.Chain, d.Skill, d.Priority = p.Purchase, p.Chain, p.Skill, p.Priority
 	if len(p.Deps) > 0 {
-		t.Deps = slices.Clone(p.Deps)
+		d.Deps = slices.Clone(p.Deps)
 	}
 	if in := p.Info; in != nil {
-		t.Info = &worlds.Info{From: in.From, Topic: in.Topic}
+		d.Info = &worlds.Info{From: in.From, Topic: in.Topic}
 	}
-	t.Case, t.Step, t.Amount, t.NPC = p.Case, p.Step, p.Amount, p.NPC
+	d.Case, d.Step, d.Amount, d.NPC = p.Case, p.Step, p.Amount, p.NPC
+	t.fromSpec()
 	return t
 }
 
-// newMade returns an open task an event made (a ticket, a case step)
-// from t, with definition spec: its ID, effort, value and priority are
-// spec's. The task and its definition are one allocation.
-func newMade(spec worlds.Task, t Task) *Task {
-	both := &struct {
+// allocMade allocates an open made task and its definition, linked.
+func allocMade() *Task {
+	both := new(struct {
 		t    Task
 		spec worlds.Task
-	}{t, spec}
-	nt := &both.t
-	nt.Spec, nt.made, nt.Status = &both.spec, true, StatusOpen
-	nt.ID, nt.Effort, nt.Value, nt.Priority = spec.ID, spec.Effort, spec.Value, spec.Priority
-	return nt
+	})
+	t := &both.t
+	t.Spec, t.made, t.Status = &both.spec, true, StatusOpen
+	return t
+}
+
+// fromSpec sets t's ID, effort, value and priority from its definition.
+func (t *Task) fromSpec() {
+	t.ID, t.Effort, t.Value, t.Priority = t.Spec.ID, t.Spec.Effort, t.Spec.Value, t.Spec.Priority
 }
 
 // TicketDef is a ticket's definition as a snapshot (a checkpoint, the state
