@@ -10,37 +10,50 @@ type Item[T any] struct {
 	Value T
 }
 
-// before reports whether a pops before b: earlier time first, then earlier
-// insertion.
-func before[T any](a, b *Item[T]) bool {
-	return a.At < b.At || (a.At == b.At && a.Seq < b.Seq)
-}
-
-// compareItems orders Items as a Queue pops them.
-func compareItems[T any](a, b Item[T]) int {
-	switch {
-	case before(&a, &b):
-		return -1
-	case before(&b, &a):
-		return 1
-	}
-	return 0
-}
-
 // Queue is a priority queue of items ordered by (time, seq): items due at the
 // same time pop in insertion order. Since every item has its own sequence
 // number the order is total, so a Queue is deterministic. The zero Queue is
 // empty and ready to use. A Queue is not safe for concurrent use.
+//
+// The heap orders keys of 24 bytes, without pointers; the values stay in
+// their slots while keys move. A heap of whole items moved every value
+// at each step, with a write barrier on each of its pointers while the
+// collector marked.
 type Queue[T any] struct {
-	heap []Item[T] // binary min-heap under before
-	seq  uint64    // sequence number of the last push
+	heap []key   // binary min-heap under before
+	vals []T     // the values, by slot
+	free []int32 // slots of vals no item holds
+	seq  uint64  // sequence number of the last push
+}
+
+// key is a heap entry: an item's time and sequence number, and the slot
+// of vals that holds its value.
+type key struct {
+	At   Time
+	Seq  uint64
+	slot int32
+}
+
+// before reports whether a pops before b: earlier time first, then earlier
+// insertion.
+func (a *key) before(b *key) bool {
+	return a.At < b.At || (a.At == b.At && a.Seq < b.Seq)
 }
 
 // Push adds v, due at time at, and returns its sequence number: 1 for the
 // queue's first push, then 2, 3 and so on.
 func (q *Queue[T]) Push(at Time, v T) uint64 {
 	q.seq++
-	q.heap = append(q.heap, Item[T]{At: at, Seq: q.seq, Value: v})
+	var slot int32
+	if n := len(q.free); n > 0 {
+		slot = q.free[n-1]
+		q.free = q.free[:n-1]
+		q.vals[slot] = v
+	} else {
+		slot = int32(len(q.vals))
+		q.vals = append(q.vals, v)
+	}
+	q.heap = append(q.heap, key{At: at, Seq: q.seq, slot: slot})
 	q.up(len(q.heap) - 1)
 	return q.seq
 }
@@ -51,7 +64,7 @@ func (q *Queue[T]) Peek() (at Time, v T, ok bool) {
 	if len(q.heap) == 0 {
 		return 0, v, false
 	}
-	return q.heap[0].At, q.heap[0].Value, true
+	return q.heap[0].At, q.vals[q.heap[0].slot], true
 }
 
 // Pop removes and returns the item with the earliest time, and among those the
@@ -62,13 +75,16 @@ func (q *Queue[T]) Pop() (at Time, v T, ok bool) {
 		return 0, v, false
 	}
 	top := q.heap[0]
+	v = q.vals[top.slot]
+	var zero T
+	q.vals[top.slot] = zero // drop the reference for the garbage collector
+	q.free = append(q.free, top.slot)
 	q.heap[0] = q.heap[n]
-	q.heap[n] = Item[T]{} // drop the reference for the garbage collector
 	q.heap = q.heap[:n]
 	if n > 0 {
 		q.down(0)
 	}
-	return top.At, top.Value, true
+	return top.At, v, true
 }
 
 // Len returns the number of items in the queue.
@@ -77,44 +93,56 @@ func (q *Queue[T]) Len() int { return len(q.heap) }
 // Items returns a copy of the queue's items in the order Pop would return
 // them, for checkpoints and tests. The queue is unchanged.
 func (q *Queue[T]) Items() []Item[T] {
-	items := slices.Clone(q.heap)
-	slices.SortFunc(items, compareItems[T])
+	keys := slices.Clone(q.heap)
+	slices.SortFunc(keys, func(a, b key) int {
+		switch {
+		case a.before(&b):
+			return -1
+		case b.before(&a):
+			return 1
+		}
+		return 0
+	})
+	items := make([]Item[T], len(keys))
+	for i, k := range keys {
+		items[i] = Item[T]{At: k.At, Seq: k.Seq, Value: q.vals[k.slot]}
+	}
 	return items
 }
 
-// up moves the item at i toward the root until its parent pops before it.
+// up moves the key at i toward the root until its parent pops before it.
 func (q *Queue[T]) up(i int) {
 	h := q.heap
-	item := h[i]
+	k := h[i]
 	for i > 0 {
 		p := (i - 1) / 2
-		if !before(&item, &h[p]) {
+		if !k.before(&h[p]) {
 			break
 		}
 		h[i] = h[p]
 		i = p
 	}
-	h[i] = item
+	h[i] = k
 }
 
-// down moves the item at i toward the leaves until it pops before its children.
+// down moves the key at i toward the leaves until it pops before its children.
 func (q *Queue[T]) down(i int) {
 	h := q.heap
 	n := len(h)
-	item := h[i]
+	k := h[i]
 	for {
 		c := 2*i + 1
 		if c >= n {
 			break
 		}
-		if r := c + 1; r < n && before(&h[r], &h[c]) {
+		if r := c + 1; r < n && h[r].before(&h[c]) {
 			c = r
 		}
-		if !before(&h[c], &item) {
+		if !h[c].before(&k) {
 			break
 		}
 		h[i] = h[c]
 		i = c
 	}
-	h[i] = item
+	h[i] = k
 }

@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"math/rand/v2"
@@ -121,11 +122,19 @@ func TestQueueMatchesReference(t *testing.T) {
 	}
 }
 
+// compareItems orders Items as a Queue pops them: by time, then sequence.
+func compareItems[T any](a, b Item[T]) int {
+	if c := cmp.Compare(a.At, b.At); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Seq, b.Seq)
+}
+
 // boxedHeap is the container/heap baseline for BenchmarkQueuePushPop.
 type boxedHeap []Item[int]
 
 func (h boxedHeap) Len() int           { return len(h) }
-func (h boxedHeap) Less(i, j int) bool { return before(&h[i], &h[j]) }
+func (h boxedHeap) Less(i, j int) bool { return compareItems(h[i], h[j]) < 0 }
 func (h boxedHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *boxedHeap) Push(x any)        { *h = append(*h, x.(Item[int])) }
 func (h *boxedHeap) Pop() any {
