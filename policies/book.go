@@ -20,13 +20,51 @@ type Scoped interface {
 // completion; the Set asked all thirteen default rules each time, the Book
 // asks five, four and eight.
 type Book struct {
-	by   []filed // the types some Scoped rule lists, with their rules
-	rest Set     // the rules asked about any other type (those not Scoped)
+	by   []filed   // the types some Scoped rule lists, with their rules
+	rest []checker // the rules asked about any other type (those not Scoped)
 }
 
 type filed struct {
 	act   string
-	rules Set
+	rules []checker
+}
+
+// checker is a rule as a Book asks it. A default rule's check skips the
+// test of the action's type that its Check makes: the Book filed it by
+// that type already.
+type checker interface {
+	check(s *org.State, member string, a *org.Action) *org.Rejection
+}
+
+// scoped is a default rule: Scoped, with a check of the actions of the
+// types it lists.
+type scoped interface {
+	Scoped
+	checker
+}
+
+// checkScoped is a default rule's Check: r's check of an action of a type
+// it lists, nil for any other.
+func checkScoped(r scoped, s *org.State, member string, a *org.Action) *org.Rejection {
+	if !concerns(r, a) {
+		return nil
+	}
+	return r.check(s, member, a)
+}
+
+// asked is a rule from outside this package, which a Book asks by Check.
+type asked struct{ Rule }
+
+func (r asked) check(s *org.State, member string, a *org.Action) *org.Rejection {
+	return r.Check(s, member, a)
+}
+
+// checkerOf returns how a Book asks rule r.
+func checkerOf(r Rule) checker {
+	if sc, ok := r.(scoped); ok {
+		return sc
+	}
+	return asked{r}
 }
 
 // Compile files set's rules by the action types they concern.
@@ -41,14 +79,14 @@ func (set Set) Compile() *Book {
 				}
 			}
 		} else {
-			b.rest = append(b.rest, r)
+			b.rest = append(b.rest, checkerOf(r))
 		}
 	}
 	for _, a := range acts {
 		f := filed{act: a}
 		for _, r := range set {
 			if sc, ok := r.(Scoped); !ok || slices.Contains(sc.Acts(), a) {
-				f.rules = append(f.rules, r)
+				f.rules = append(f.rules, checkerOf(r))
 			}
 		}
 		b.by = append(b.by, f)
@@ -66,7 +104,12 @@ func (b *Book) Check(s *org.State, member string, a *org.Action) *org.Rejection 
 			break
 		}
 	}
-	return rules.Check(s, member, a)
+	for _, r := range rules {
+		if rej := r.check(s, member, a); rej != nil {
+			return rej
+		}
+	}
+	return nil
 }
 
 // The action types each default rule concerns: its Check allows every

@@ -15,9 +15,10 @@ func (DelegationLimit) Name() string { return "delegation-limit" }
 
 // Check implements Rule.
 func (r DelegationLimit) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if !concerns(r, a) {
-		return nil
-	}
+	return checkScoped(r, s, member, a)
+}
+
+func (r DelegationLimit) check(s *org.State, member string, a *org.Action) *org.Rejection {
 	req := s.Request(a.Request)
 	if req == nil || req.Status != org.RequestPending {
 		return nil

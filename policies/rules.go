@@ -44,6 +44,10 @@ func (CaseSeparation) Name() string { return "separation" }
 
 // Check implements Rule.
 func (r CaseSeparation) Check(s *org.State, member string, a *org.Action) *org.Rejection {
+	return checkScoped(r, s, member, a)
+}
+
+func (r CaseSeparation) check(s *org.State, member string, a *org.Action) *org.Rejection {
 	if len(s.World.Separation) == 0 {
 		return nil
 	}
@@ -79,9 +83,10 @@ func (RoleRequired) Name() string { return "role-required" }
 
 // Check implements Rule.
 func (r RoleRequired) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if !concerns(r, a) {
-		return nil
-	}
+	return checkScoped(r, s, member, a)
+}
+
+func (r RoleRequired) check(s *org.State, member string, a *org.Action) *org.Rejection {
 	t, m := s.Task(a.Task), s.Member(member)
 	if t != nil && m != nil && t.Spec.Role != m.Role {
 		return org.Violation(r.Name(), "task %q needs role %q; %s is %q", t.ID, t.Spec.Role, member, m.Role)
@@ -97,9 +102,10 @@ func (DependenciesFirst) Name() string { return "dependencies-first" }
 
 // Check implements Rule.
 func (r DependenciesFirst) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if !concerns(r, a) {
-		return nil
-	}
+	return checkScoped(r, s, member, a)
+}
+
+func (r DependenciesFirst) check(s *org.State, member string, a *org.Action) *org.Rejection {
 	t := s.Task(a.Task)
 	if t == nil {
 		return nil
@@ -118,9 +124,10 @@ func (ApprovalRequired) Name() string { return "approval-required" }
 
 // Check implements Rule.
 func (r ApprovalRequired) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if !concerns(r, a) {
-		return nil
-	}
+	return checkScoped(r, s, member, a)
+}
+
+func (r ApprovalRequired) check(s *org.State, member string, a *org.Action) *org.Rejection {
 	t := s.Task(a.Task)
 	if t == nil {
 		return nil
@@ -151,9 +158,10 @@ func (WithinBudget) Name() string { return "within-budget" }
 
 // Check implements Rule.
 func (r WithinBudget) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if !concerns(r, a) {
-		return nil
-	}
+	return checkScoped(r, s, member, a)
+}
+
+func (r WithinBudget) check(s *org.State, member string, a *org.Action) *org.Rejection {
 	t := s.Task(a.Task)
 	if t == nil || t.Spec.Purchase == 0 {
 		return nil
@@ -172,9 +180,10 @@ func (SeparationOfDuties) Name() string { return "separation-of-duties" }
 
 // Check implements Rule.
 func (r SeparationOfDuties) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if !concerns(r, a) {
-		return nil
-	}
+	return checkScoped(r, s, member, a)
+}
+
+func (r SeparationOfDuties) check(s *org.State, member string, a *org.Action) *org.Rejection {
 	if req := s.Request(a.Request); req != nil && req.Requester == member {
 		return org.Violation(r.Name(), "%s cannot decide on their own request %s", member, req.ID)
 	}
@@ -189,9 +198,10 @@ func (ApproverAuthority) Name() string { return "approver-authority" }
 
 // Check implements Rule.
 func (r ApproverAuthority) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if !concerns(r, a) {
-		return nil
-	}
+	return checkScoped(r, s, member, a)
+}
+
+func (r ApproverAuthority) check(s *org.State, member string, a *org.Action) *org.Rejection {
 	req := s.Request(a.Request)
 	if req == nil || req.Status != org.RequestPending {
 		return nil
@@ -211,9 +221,10 @@ func (WorkDone) Name() string { return "work-done" }
 
 // Check implements Rule.
 func (r WorkDone) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if !concerns(r, a) {
-		return nil
-	}
+	return checkScoped(r, s, member, a)
+}
+
+func (r WorkDone) check(s *org.State, member string, a *org.Action) *org.Rejection {
 	if t := s.Task(a.Task); t != nil && t.Spent < t.Effort {
 		return org.Violation(r.Name(), "task %q has %s of %s effort spent", t.ID, t.Spent, t.Effort)
 	}
@@ -228,9 +239,10 @@ func (SkillRequired) Name() string { return "skill-required" }
 
 // Check implements Rule.
 func (r SkillRequired) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if !concerns(r, a) {
-		return nil
-	}
+	return checkScoped(r, s, member, a)
+}
+
+func (r SkillRequired) check(s *org.State, member string, a *org.Action) *org.Rejection {
 	t := s.Task(a.Task)
 	if t == nil || t.Spec.Skill == "" {
 		return nil
@@ -250,9 +262,10 @@ func (QueueOrder) Name() string { return "queue-order" }
 
 // Check implements Rule.
 func (r QueueOrder) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if !concerns(r, a) {
-		return nil
-	}
+	return checkScoped(r, s, member, a)
+}
+
+func (r QueueOrder) check(s *org.State, member string, a *org.Action) *org.Rejection {
 	t, m := s.Task(a.Task), s.Member(member)
 	if t == nil || m == nil {
 		return nil
@@ -271,9 +284,10 @@ func (WIPLimit) Name() string { return "wip-limit" }
 
 // Check implements Rule.
 func (r WIPLimit) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if !concerns(r, a) {
-		return nil
-	}
+	return checkScoped(r, s, member, a)
+}
+
+func (r WIPLimit) check(s *org.State, member string, a *org.Action) *org.Rejection {
 	t := s.Task(a.Task)
 	if t == nil {
 		return nil
@@ -294,9 +308,10 @@ func (InfoRequired) Name() string { return "info-required" }
 
 // Check implements Rule.
 func (r InfoRequired) Check(s *org.State, member string, a *org.Action) *org.Rejection {
-	if !concerns(r, a) {
-		return nil
-	}
+	return checkScoped(r, s, member, a)
+}
+
+func (r InfoRequired) check(s *org.State, member string, a *org.Action) *org.Rejection {
 	t, m := s.Task(a.Task), s.Member(member)
 	if t == nil || m == nil || t.Spec.Info == nil {
 		return nil
