@@ -986,7 +986,7 @@ func (s *State) applyQueueUp(ev *events.Event) error {
 	}
 	q.DownUntil = 0
 	for _, m := range s.Members {
-		if !m.OnLeave && (s.Serves(m.Role, q.ID) || s.NPCServes(m.ID, q.ID)) {
+		if !m.OnLeave && (s.Serves(m.Role, q.ID) || s.npcServes(m, q.ID)) {
 			s.wake(m.ID, ev.Seq)
 		}
 	}

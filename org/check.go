@@ -196,7 +196,7 @@ func (s *State) CheckHandoff(m *Member, t *Task, to string) *Rejection {
 		return Reject(KindUnknown, "no member %q", to)
 	case o.ID == m.ID:
 		return Reject(KindMalformed, "handoff to yourself")
-	case o.NPC && !s.NPCServes(o.ID, t.Queue):
+	case o.NPC && !s.npcServes(o, t.Queue):
 		return Reject(KindState, "%s is a colleague the simulation plays and does not take work", o.ID)
 	case !s.CanTake(o.ID, t):
 		return Reject(KindState, "%s cannot take task %q (it needs role %q%s)", o.ID, t.ID, t.Spec.Role, skillNote(t.Spec.Skill))

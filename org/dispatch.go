@@ -153,7 +153,7 @@ func (s *State) openFor(m *Member) *Task {
 		// A head ticket of a queue before it comes first.
 		for i := range first {
 			if serves[i] && !s.queueBlocked(i) {
-				if t := s.queueHead(&s.World.Queues[i], m.ID); t != nil {
+				if t := s.queueHead(i, m); t != nil {
 					return t
 				}
 			}

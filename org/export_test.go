@@ -219,7 +219,7 @@ func (s *State) OpenFor(id string) (got, want string) {
 				return got, o.ready[0].ID
 			}
 		}
-		if t := s.queueHead(q, m.ID); t != nil {
+		if t := s.queueHead(i, m); t != nil {
 			return got, t.ID
 		}
 	}

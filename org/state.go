@@ -99,7 +99,6 @@ type State struct {
 	doneIn      map[string]int       // project -> its tasks done
 	woken       []string             // members whose Pending or BusyUntil changed since TakeWoken
 	typed       any                  // the payload of the event being applied, when the engine has it (ApplyWith)
-	npcQueues   map[string][]string  // NPC member -> the queues it serves (see npcServes)
 	// The last task and member looked up: checking one action asks for
 	// the same ones a dozen times (every rule looks them up by ID). This
 	// makes even Task and Member writes, like the rest of State: it is not
@@ -693,17 +692,16 @@ func (s *State) fire(i int) bool {
 
 // NPCServes reports whether member is a simulated colleague serving queue.
 func (s *State) NPCServes(member, queue string) bool {
-	if s.npcQueues == nil {
-		// The world's member list is searched one by one; this is asked
-		// for every NPC at every ticket, so the answer is looked up once.
-		s.npcQueues = map[string][]string{}
-		for i := range s.World.Members {
-			if w := &s.World.Members[i]; w.NPC != nil {
-				s.npcQueues[w.ID] = w.NPC.Serves
-			}
-		}
-	}
-	return slices.Contains(s.npcQueues[member], queue)
+	m := s.members[member]
+	return m != nil && s.npcServes(m, queue)
+}
+
+// npcServes reports whether m is a simulated colleague serving queue. Its
+// definition is looked up once (defOf): this is asked for every idle
+// colleague at every ticket.
+func (s *State) npcServes(m *Member, queue string) bool {
+	d, _ := s.defOf(m)
+	return d != nil && d.NPC != nil && slices.Contains(d.NPC.Serves, queue)
 }
 
 // wakeAbout wakes whoever a change to t concerns: its assignee, or those who could take it.
@@ -727,7 +725,7 @@ func (s *State) wakeServers(t *Task, cause uint64, oneNPC bool) {
 			continue
 		}
 		if m.NPC {
-			if s.NPCServes(m.ID, t.Queue) && !npcWoken && !m.Pending {
+			if !npcWoken && !m.Pending && s.npcServes(m, t.Queue) {
 				s.wake(m.ID, cause)
 				npcWoken = oneNPC
 			}

@@ -267,14 +267,19 @@ func (s *State) taskView(t *Task) TaskView {
 // CanTake reports whether member may take task t by role and skill.
 func (s *State) CanTake(member string, t *Task) bool {
 	m := s.members[member]
-	if m == nil || t.Spec.Role != m.Role || t.Spec.NPC != "" && t.Spec.NPC != member {
+	return m != nil && s.canTake(m, t)
+}
+
+// canTake is CanTake of member m, its definition looked up once (defOf).
+func (s *State) canTake(m *Member, t *Task) bool {
+	if t.Spec.Role != m.Role || t.Spec.NPC != "" && t.Spec.NPC != m.ID {
 		return false
 	}
 	if t.Spec.Skill == "" {
 		return true
 	}
-	w, ok := s.World.Member(member)
-	return ok && w.HasSkill(t.Spec.Skill)
+	w, _ := s.defOf(m)
+	return w != nil && w.HasSkill(t.Spec.Skill)
 }
 
 // QueueAhead returns the open ticket of t's queue that member must take
@@ -364,26 +369,24 @@ func (s *State) arrivedBefore(a, b *Task) bool {
 // QueueHead returns the open ticket of queue that member must take next by
 // the queue's order, or nil.
 func (s *State) QueueHead(queue, member string) *Task {
-	q, ok := s.World.Queue(queue)
-	if !ok {
+	qi, ok := s.queueIx[queue]
+	m := s.members[member]
+	if !ok || m == nil {
 		return nil
 	}
-	return s.queueHead(q, member)
+	return s.queueHead(qi, m)
 }
 
-func (s *State) queueHead(q *worlds.Queue, member string) *Task {
-	if s.openTicketN == 0 {
-		return nil
-	}
-	qi, ok := s.queueIx[q.ID]
-	if !ok || s.qs[qi].openN == 0 {
+// queueHead is QueueHead of queue number qi, for member m.
+func (s *State) queueHead(qi int, m *Member) *Task {
+	if s.openTicketN == 0 || s.qs[qi].openN == 0 {
 		return nil // no open ticket here
 	}
-	x := &s.qs[qi]
+	q, x := &s.World.Queues[qi], &s.qs[qi]
 	top := x.top()
 	var best *Task
 	for _, t := range x.openTickets() {
-		if t.Status != StatusOpen || !s.CanTake(member, t) {
+		if t.Status != StatusOpen || !s.canTake(m, t) {
 			continue
 		}
 		if q.Order != "priority" || t.Priority == top {
@@ -553,7 +556,7 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 		for i := range served {
 			if served[i] && !s.queueBlocked(i) {
 				// Only the ticket the queue's order lets this member take now.
-				if t := s.queueHead(&s.World.Queues[i], id); t != nil {
+				if t := s.queueHead(i, m); t != nil {
 					tickets = append(tickets, t)
 				}
 			}
