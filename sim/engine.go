@@ -176,7 +176,7 @@ type Engine struct {
 	handed     int
 	turns      []Turn   // outstanding agent turns
 	npcDue     []string // NPCs due at the same instant as turns
-	npcAnswers map[string]Answer
+	npcAnswers []Answer // the answers of npcDue, in its order
 	done       bool
 	started    bool
 	limit      uint64 // the last seq an event other than the end's may have (MaxEvents less the end's two)
@@ -263,16 +263,15 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("sim: log format %d is not one this build writes (%d to %d)", cfg.LogFormat, payload.OldestLogFormat, payload.LogFormat)
 	}
 	e := &Engine{
-		cfg:        cfg,
-		rules:      cfg.Rules,
-		st:         org.New(cfg.World),
-		pushed:     map[string]clock.Time{},
-		npcAnswers: map[string]Answer{},
-		startMs:    cfg.World.Calendar.Start.UnixMilli(),
-		npcSpec:    map[string]*worlds.NPC{},
-		limit:      uint64(cfg.MaxEvents - 2),
-		cals:       newCalendars(cfg.World),
-		format:     cfg.LogFormat,
+		cfg:     cfg,
+		rules:   cfg.Rules,
+		st:      org.New(cfg.World),
+		pushed:  map[string]clock.Time{},
+		startMs: cfg.World.Calendar.Start.UnixMilli(),
+		npcSpec: map[string]*worlds.NPC{},
+		limit:   uint64(cfg.MaxEvents - 2),
+		cals:    newCalendars(cfg.World),
+		format:  cfg.LogFormat,
 	}
 	e.st.SetJudge(policies.Judge)
 	for i := range cfg.World.Members {
@@ -503,14 +502,13 @@ func (e *Engine) Step(answers []Answer) {
 		a.Member = t.Member
 		all = append(all, a)
 	}
-	for _, id := range e.npcDue {
-		all = append(all, e.npcAnswers[id])
-	}
+	all = append(all, e.npcAnswers...)
 	if !slices.IsSortedFunc(all, byMember) {
 		slices.SortFunc(all, byMember)
 	}
 	e.turns, e.npcDue = e.turns[:0], e.npcDue[:0]
-	clear(e.npcAnswers)
+	clear(e.npcAnswers) // drop the references to the actions
+	e.npcAnswers = e.npcAnswers[:0]
 	for i := range all {
 		// A turn records at most its actions, the turn and a wait; one
 		// that does not fit is not taken (the session ends, see settle).
@@ -632,8 +630,9 @@ func (e *Engine) settle() {
 				e.turns = append(e.turns, Turn{Member: id})
 			}
 		}
+		e.npcAnswers = e.npcAnswers[:0] // every due colleague decides on the state of now
 		for _, id := range e.npcDue {
-			e.npcAnswers[id] = e.npcDecide(id)
+			e.npcAnswers = append(e.npcAnswers, e.npcDecide(id))
 		}
 		if len(e.turns) > 0 {
 			return
