@@ -31,15 +31,7 @@ func TestBookRefusesAsTheSet(t *testing.T) {
 				request("bob", "r2", "load-test-kit", 8000, "lead:alice", "finance:frank").grant("alice", "r2", 0).grant("frank", "r2", 1).state()
 		},
 		"frank's stand-in beyond the limit": func(tb testing.TB) *org.State {
-			w := mustWorld(tb, limitedLeave("5000")...)
-			s := newScript(tb, w)
-			s.add(payload.EvMemberLeft, "frank", payload.MemberLeft{InterruptionFired: payload.InterruptionFired{Interruption: 0},
-				Until: w.Calendar.AddWork(0, w.Interruptions[0].For), Delegate: "dave"})
-			s.do("alice", "spec").claim("bob", "build-servers").work("bob", "build-servers", 2*clock.Hour).
-				request("bob", "r1", "build-servers", 3000, "lead:alice").grant("alice", "r1", 0).complete("bob", "build-servers").
-				do("bob", "ci").claim("bob", "load-test-kit").work("bob", "load-test-kit", 2*clock.Hour)
-			return s.add(payload.EvApprovalRequested, "bob", payload.ApprovalRequested{Request: "r2", Task: "load-test-kit", Chain: "purchases", Amount: 8000,
-				Steps: []org.RequestStep{{Role: "lead", Approver: "alice"}, {Role: "finance", Approver: "frank"}}}).grant("alice", "r2", 0).state()
+			return kitAskedOfStandIn(tb, "5000", org.RequestStep{Role: "finance", Approver: "frank"})
 		},
 		"case c1 with intake by hana": func(tb testing.TB) *org.State {
 			s := openClaim(newScript(tb, caseRubricWorld(tb)))

@@ -53,6 +53,21 @@ func TestVerifyDelegationLimit(t *testing.T) {
 	}
 }
 
+// kitAskedOfStandIn is the startup world with frank on leave (dave stands
+// in below limit): build-servers done, and r2 for load-test-kit's 8000
+// granted by alice, its finance step routed to finance.
+func kitAskedOfStandIn(tb testing.TB, limit string, finance org.RequestStep) *org.State {
+	w := mustWorld(tb, limitedLeave(limit)...)
+	s := newScript(tb, w)
+	s.add(payload.EvMemberLeft, "frank", payload.MemberLeft{InterruptionFired: payload.InterruptionFired{Interruption: 0},
+		Until: w.Calendar.AddWork(0, w.Interruptions[0].For), Delegate: "dave"})
+	s.do("alice", "spec").claim("bob", "build-servers").work("bob", "build-servers", 2*clock.Hour).
+		request("bob", "r1", "build-servers", 3000, "lead:alice").grant("alice", "r1", 0).complete("bob", "build-servers").
+		do("bob", "ci").claim("bob", "load-test-kit").work("bob", "load-test-kit", 2*clock.Hour)
+	return s.add(payload.EvApprovalRequested, "bob", payload.ApprovalRequested{Request: "r2", Task: "load-test-kit", Chain: "purchases", Amount: 8000,
+		Steps: []org.RequestStep{{Role: "lead", Approver: "alice"}, finance}}).grant("alice", "r2", 0).state()
+}
+
 // TestDelegationLimitRule: while frank is on leave, dave may decide his
 // steps only below the limit; the refusal names the limit.
 func TestDelegationLimitRule(t *testing.T) {
@@ -66,21 +81,13 @@ func TestDelegationLimitRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := mustWorld(t, limitedLeave(tt.limit)...)
-			s := newScript(t, w)
-			s.add(payload.EvMemberLeft, "frank", payload.MemberLeft{InterruptionFired: payload.InterruptionFired{Interruption: 0},
-				Until: w.Calendar.AddWork(0, w.Interruptions[0].For), Delegate: "dave"})
-			s.do("alice", "spec").claim("bob", "build-servers").work("bob", "build-servers", 2*clock.Hour).
-				request("bob", "r1", "build-servers", 3000, "lead:alice").grant("alice", "r1", 0).complete("bob", "build-servers").
-				do("bob", "ci").claim("bob", "load-test-kit").work("bob", "load-test-kit", 2*clock.Hour)
 			// Routed as the engine routes it: beyond the limit and with no
 			// manager, the finance step waits for frank; within, it is dave's.
 			finance := org.RequestStep{Role: "finance", Approver: "frank"}
 			if tt.limit == "10000" {
 				finance = org.RequestStep{Role: "finance", Approver: "dave", Delegated: true}
 			}
-			st := s.add(payload.EvApprovalRequested, "bob", payload.ApprovalRequested{Request: "r2", Task: "load-test-kit", Chain: "purchases", Amount: 8000,
-				Steps: []org.RequestStep{{Role: "lead", Approver: "alice"}, finance}}).grant("alice", "r2", 0).state()
+			st := kitAskedOfStandIn(t, tt.limit, finance)
 			rej := policies.DelegationLimit{}.Check(st, tt.member, &org.Action{Type: org.ActApprove, Request: "r2"})
 			got := ""
 			if rej != nil {

@@ -34,15 +34,7 @@ func TestBookFilesEachRuleByWhatItRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := worlds.Load(name+".yaml", src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.Start()
+		e := startedEngine(t, name+".yaml", src)
 		n, next := 0, 50
 		err = sim.Play(e, func(evs []events.Event) bool {
 			if n += len(evs); n >= next {

@@ -34,6 +34,22 @@ func mustEngine(tb testing.TB, seed uint64) *sim.Engine {
 	return e
 }
 
+// startedEngine loads the world file named file from src and returns a
+// started engine of it (seed 1, session "s").
+func startedEngine(tb testing.TB, file string, src []byte) *sim.Engine {
+	tb.Helper()
+	w, err := worlds.Load(file, src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.Start()
+	return e
+}
+
 // decider answers a turn; reverse makes the driver hand answers over in reverse order.
 type decider func(org.Observation) sim.Answer
 

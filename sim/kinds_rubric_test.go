@@ -29,15 +29,7 @@ func kindsPlayLog(t *testing.T, decide []org.Action, note payload.Attrs, reply s
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worlds.Load("kinds.yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Start()
+	e := startedEngine(t, "kinds.yaml", src)
 	evs := drive(t, e, func(o org.Observation) sim.Answer {
 		ans := sim.Answer{Member: o.Member, Turn: o.Turn, Actions: []org.Action{{Type: org.ActWait}}}
 		st := e.State()

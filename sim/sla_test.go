@@ -9,7 +9,6 @@ import (
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
-	"github.com/corpsim/corpsim/worlds"
 )
 
 // TestSLAByPriority: a ticket's deadline is its drawn priority's SLA from
@@ -30,15 +29,7 @@ arrivals:
     at: [0s, 30m, 1h, 90m, 2h, 150m, 3h, 210m]
     ticket: {role: eng, effort: 1h, priority: {1: 1, 2: 1}, sla: {1: 6h, 2: 2h}}
 `)
-	w, err := worlds.Load("sla.yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Start()
+	e := startedEngine(t, "sla.yaml", src)
 	evs := drive(t, e, func(o org.Observation) sim.Answer { // nobody works: every ticket breaches
 		return sim.Answer{Member: o.Member, Turn: o.Turn, Actions: []org.Action{}}
 	}, false, 0)
@@ -51,7 +42,7 @@ arrivals:
 			var p payload.TaskCreated
 			mustJSON(t, ev.Payload, &p)
 			want := map[int]clock.Duration{1: 6 * clock.Hour, 2: 2 * clock.Hour}[p.Task.Priority]
-			if got := w.Calendar.WorkBetween(clock.Time(ev.Time), p.Deadline); got != want {
+			if got := e.State().World.Calendar.WorkBetween(clock.Time(ev.Time), p.Deadline); got != want {
 				t.Errorf("%s (priority %d): SLA %s, want %s", p.Task.ID, p.Task.Priority, got, want)
 			}
 			seen[p.Task.Priority]++
