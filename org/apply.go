@@ -80,7 +80,7 @@ func (s *State) ApplyWith(ev events.Event, payload any) error {
 }
 
 func (s *State) actor(ev *events.Event) (*Member, error) {
-	m := s.members[ev.Actor]
+	m := s.Member(ev.Actor)
 	if m == nil {
 		return nil, badEvent(ev, "unknown actor %q", ev.Actor)
 	}
@@ -89,7 +89,7 @@ func (s *State) actor(ev *events.Event) (*Member, error) {
 
 // task returns the task an event names.
 func (s *State) task(ev *events.Event, id string) (*Task, error) {
-	t := s.tasks[id]
+	t := s.Task(id)
 	if t == nil {
 		return nil, badEvent(ev, "unknown task %q", id)
 	}
@@ -464,7 +464,7 @@ func (s *State) finishWork(ev *events.Event, task string, work clock.Duration) e
 // workCost is what work on t costs its assignee's team, and that team's
 // budget (nil when it has none, or the role is not paid by the hour).
 func (s *State) workCost(t *Task, work clock.Duration) (*Budget, int64) {
-	w := s.members[t.Assignee]
+	w := s.Member(t.Assignee)
 	if w == nil {
 		return nil, 0
 	}
@@ -472,7 +472,7 @@ func (s *State) workCost(t *Task, work clock.Duration) (*Budget, int64) {
 	if !ok || r.Rate <= 0 {
 		return nil, 0
 	}
-	b := s.budgets[w.Team]
+	b := s.budgetOf(w)
 	if b == nil {
 		return nil, 0
 	}

@@ -29,7 +29,7 @@ func (s *State) Verdict(t *Task) (why string, ok bool) {
 // caller (the rubric) must only remember a result that no later event can
 // change but that one.
 func (s *State) RememberVerdict(t *Task, why string) {
-	if t.Status != StatusDone || s.tasks[t.ID] != t {
+	if t.Status != StatusDone || s.Task(t.ID) != t {
 		return
 	}
 	t.verdict = verdict{why: why, epoch: s.verdictEpoch + 1}
