@@ -503,7 +503,7 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 			}
 		}
 	}
-	held := s.Held(id)
+	held := m.held
 	if !slices.IsSortedFunc(held, byOrd) {
 		held = slices.Clone(held)
 		slices.SortFunc(held, byOrd)
