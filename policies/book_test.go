@@ -13,10 +13,13 @@ import (
 
 // TestBookRefusesAsTheSet: the default Set compiled into a Book refuses
 // every action exactly as the Set does (the same rule, the same reason),
-// in states where each default rule refuses something: every member, every
-// action type, every task and request. A rule whose Acts left out a type
-// its Check refuses would be skipped by the Book, and another rule (or
-// none) would answer.
+// in states where nine default rules refuse something: every member, every
+// action type, every task and request. It holds the Book's filing, its
+// order and its use of the rules' unexported checks to the Set. A default
+// rule's Check filters by its own Acts, so its check of the types it does
+// not list is nil by construction; what each list must hold is pinned by
+// TestBookFilesEachRuleByWhatItRefuses (sim), which plays every shipped
+// world.
 func TestBookRefusesAsTheSet(t *testing.T) {
 	states := map[string]func(testing.TB) *org.State{
 		"start":        atStart,

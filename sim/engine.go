@@ -161,8 +161,7 @@ type timer struct {
 // Engine is the simulation of one session. It is not safe for concurrent use.
 type Engine struct {
 	cfg     Config
-	rules   policies.Set
-	book    *policies.Book // rules, filed by action type: what the engine checks with
+	book    *policies.Book // the rules (Config.Rules), filed by action type
 	st      *org.State
 	timers  clock.Queue[timer]
 	pushed  map[string]clock.Time // member -> BusyUntil a timer was pushed for
@@ -264,7 +263,6 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{
 		cfg:     cfg,
-		rules:   cfg.Rules,
 		st:      org.New(cfg.World),
 		pushed:  map[string]clock.Time{},
 		startMs: cfg.World.Calendar.Start.UnixMilli(),
@@ -279,10 +277,11 @@ func New(cfg Config) (*Engine, error) {
 			e.npcSpec[m.ID] = m.NPC
 		}
 	}
-	if e.rules == nil {
-		e.rules = policies.Default()
+	rules := cfg.Rules
+	if rules == nil {
+		rules = policies.Default()
 	}
-	e.book = e.rules.Compile()
+	e.book = rules.Compile()
 	h := sha256.New()
 	h.Write([]byte(cfg.World.Hash))
 	var b [8]byte
