@@ -172,7 +172,14 @@ type Member struct {
 	// held are the tasks assigned to it and not done, in the order it
 	// took them (a derived index, rebuilt by index()).
 	held []*Task
+	num  int // its place in State.Members (see Num)
 }
+
+// Num is m's place in its state's Members (the world's members in their
+// order, which is by ID in a loaded world): a dense number from 0 that
+// callers may index their own per-member records by. It is the same in
+// every state of the world (restored, replayed or forked).
+func (m *Member) Num() int { return m.num }
 
 // defOf returns m's definition in the world (nil for none) and its team's
 // (nil for none), found once per member and then kept: views ask for them
@@ -348,7 +355,7 @@ func New(w *worlds.World) *State {
 	}
 	for i := range w.Members {
 		m := &w.Members[i]
-		sm := &Member{ID: m.ID, Role: m.Role, Team: m.Team, NPC: m.NPC != nil}
+		sm := &Member{ID: m.ID, Role: m.Role, Team: m.Team, NPC: m.NPC != nil, num: len(s.Members)}
 		s.Members = append(s.Members, sm)
 		s.members[m.ID] = sm
 	}
@@ -867,6 +874,7 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 		if m == nil || m.ID != s.Members[i].ID {
 			return nil, fmt.Errorf("org: snapshot member %d does not fit the world", i)
 		}
+		m.num = i
 		s.Members[i] = m
 		s.members[m.ID] = m
 	}

@@ -190,7 +190,7 @@ type Engine struct {
 	// Reused buffers and caches of the hot path; none is part of the state.
 	keyBuf    []byte                 // random-draw keys (see key)
 	queueTeam map[string]string      // queue -> team of its tickets without one
-	npcSpec   map[string]*worlds.NPC // member -> its NPC behaviour
+	cols      []colleague            // by org.Member.Num
 	due       []string               // dueNow's result
 	answers   []Answer               // Step's answers in member order
 	slots     payloadSlots
@@ -266,17 +266,12 @@ func New(cfg Config) (*Engine, error) {
 		st:      org.New(cfg.World),
 		pushed:  map[string]clock.Time{},
 		startMs: cfg.World.Calendar.Start.UnixMilli(),
-		npcSpec: map[string]*worlds.NPC{},
 		limit:   uint64(cfg.MaxEvents - 2),
 		cals:    newCalendars(cfg.World),
 		format:  cfg.LogFormat,
 	}
 	e.st.SetJudge(policies.Judge)
-	for i := range cfg.World.Members {
-		if m := &cfg.World.Members[i]; m.NPC != nil {
-			e.npcSpec[m.ID] = m.NPC
-		}
-	}
+	e.cols = newColleagues(cfg.World, e.st)
 	rules := cfg.Rules
 	if rules == nil {
 		rules = policies.Default()

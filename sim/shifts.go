@@ -26,20 +26,26 @@ import (
 // that instant; the timers that watch for it are pushed while applying the
 // events that make a member hold work, so replay rebuilds them.
 
-// calendars are the schedules the engine asks, by member; only members
-// whose schedule is not the company calendar are in the maps.
+// calendars are the schedules the engine asks: by member (colleague,
+// indexed by org.Member.Num) and by team; only teams whose schedule is not
+// the company calendar are in the team map.
 type calendars struct {
-	member   map[string]clock.Schedule
-	shift    map[string]clock.Schedule // members on a shift: asked only within it
-	handover map[string]bool           // agent seats of teams whose handover is required
+	handover map[string]bool // agent seats of teams whose handover is required
 	team     map[string]clock.Schedule
 	armed    map[string]clock.Time // member -> the period end a timer watches (not state)
 	charged  map[string]clock.Time // member -> the period end its last handover violation was at
 }
 
+// colleague is what the engine keeps of one member of the world, looked
+// up once instead of by its ID at every decision.
+type colleague struct {
+	npc   *worlds.NPC    // its behaviour as a simulated colleague; nil for an agent seat
+	sched clock.Schedule // the schedule it works by (see worlds.World.MemberSchedule)
+	shift bool           // on a shift: asked to decide only within it
+}
+
 func newCalendars(w *worlds.World) calendars {
-	c := calendars{member: map[string]clock.Schedule{}, shift: map[string]clock.Schedule{}, handover: map[string]bool{},
-		team: map[string]clock.Schedule{}, armed: map[string]clock.Time{}, charged: map[string]clock.Time{}}
+	c := calendars{handover: map[string]bool{}, team: map[string]clock.Schedule{}, armed: map[string]clock.Time{}, charged: map[string]clock.Time{}}
 	required := map[string]bool{}
 	for i := range w.Teams {
 		t := &w.Teams[i]
@@ -49,24 +55,34 @@ func newCalendars(w *worlds.World) calendars {
 		required[t.ID] = t.Handover == worlds.HandoverRequired
 	}
 	for i := range w.Members {
-		m := &w.Members[i]
-		if m.Schedule != nil {
-			c.member[m.ID] = m.Schedule
-			if m.OnShift {
-				c.shift[m.ID] = m.Schedule
-			}
-		}
-		if required[m.Team] && m.NPC == nil {
+		if m := &w.Members[i]; required[m.Team] && m.NPC == nil {
 			c.handover[m.ID] = true
 		}
 	}
 	return c
 }
 
+// newColleagues makes the engine's record of each member of st, by
+// org.Member.Num.
+func newColleagues(w *worlds.World, st *org.State) []colleague {
+	cols := make([]colleague, len(st.Members))
+	for _, sm := range st.Members {
+		c := &cols[sm.Num()]
+		c.sched = &w.Calendar
+		if m, ok := w.Member(sm.ID); ok {
+			c.npc = m.NPC
+			if m.Schedule != nil {
+				c.sched, c.shift = m.Schedule, m.OnShift
+			}
+		}
+	}
+	return cols
+}
+
 // schedule is the schedule member id works by.
 func (e *Engine) schedule(id string) clock.Schedule {
-	if s, ok := e.cals.member[id]; ok {
-		return s
+	if m := e.st.Member(id); m != nil {
+		return e.cols[m.Num()].sched
 	}
 	return &e.cfg.World.Calendar
 }
@@ -82,8 +98,8 @@ func (e *Engine) teamSchedule(team string) clock.Schedule {
 // wakeAt is when pending member m may be asked next: once it is free and,
 // for a member on a shift, within its shift.
 func (e *Engine) wakeAt(m *org.Member) clock.Time {
-	if s, ok := e.cals.shift[m.ID]; ok {
-		return s.NextWorking(max(m.BusyUntil, e.now))
+	if c := &e.cols[m.Num()]; c.shift {
+		return c.sched.NextWorking(max(m.BusyUntil, e.now))
 	}
 	return m.BusyUntil
 }

@@ -200,7 +200,7 @@ func (e *Engine) fireTimer(t timer) {
 		at := e.now
 		// A burst brings all of its tickets at once; every other process one.
 		for {
-			id := a.ID + "-" + strconv.Itoa(n+1)
+			id := seqID(a.ID, n+1)
 			next, more := e.arrivalAt(a, n+1, at)
 			def := e.ticket(&a.Ticket, id, e.key("ticket/", a.ID, n))
 			team := e.ticketTeam(&a.Ticket, a.Queue)
@@ -236,6 +236,13 @@ func (e *Engine) fireTimer(t timer) {
 			e.emit(payload.EvApprovalEscalated, "", t.cause, payload.ApprovalEscalated{Request: r.ID, Step: t.step, From: t.who, To: to, Reason: "timeout"})
 		}
 	}
+}
+
+// seqID is prefix-n as one allocation.
+func seqID(prefix string, n int) string {
+	var b [48]byte
+	buf := append(append(b[:0], prefix...), '-')
+	return string(strconv.AppendInt(buf, int64(n), 10))
 }
 
 func arrivalByID(w *worlds.World, id string) (*worlds.Arrival, bool) {
