@@ -294,20 +294,29 @@ func (s *State) QueueAhead(t *Task, member string) *Task {
 	if !ok {
 		return nil
 	}
-	for _, o := range s.openTickets(t.Queue) {
+	m := s.Member(member)
+	if m == nil {
+		return nil
+	}
+	x := s.queueOf(t)
+	passed := false // t is behind; the list is in arrival order, so none of its rank after it arrived before it
+	for _, o := range x.openTickets() {
 		if o == t {
-			if q.Order != "priority" {
+			if q.Order != "priority" || t.Priority >= x.top() {
+				// FIFO; or no open ticket ranks higher than t, and those of
+				// its rank behind it arrived after it.
 				return nil
 			}
+			passed = true
 			continue
 		}
-		if o.Status != StatusOpen || !s.CanTake(member, o) {
+		if o.Status != StatusOpen || !s.canTake(m, o) {
 			continue
 		}
 		if q.Order != "priority" {
 			return o // an older one comes first
 		}
-		if o.Priority > t.Priority || o.Priority == t.Priority && s.arrivedBefore(o, t) {
+		if o.Priority > t.Priority || o.Priority == t.Priority && !passed && s.arrivedBefore(o, t) {
 			return o
 		}
 	}
