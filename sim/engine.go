@@ -188,11 +188,11 @@ type Engine struct {
 	recorded   Recorded        // the rewards the log recorded (not part of the state)
 
 	// Reused buffers and caches of the hot path; none is part of the state.
-	keyBuf    []byte                 // random-draw keys (see key)
-	queueTeam map[string]string      // queue -> team of its tickets without one
-	cols      []colleague            // by org.Member.Num
-	due       []string               // dueNow's result
-	answers   []Answer               // Step's answers in member order
+	keyBuf    []byte            // random-draw keys (see key)
+	queueTeam map[string]string // queue -> team of its tickets without one
+	cols      []colleague       // by org.Member.Num
+	due       []string          // dueNow's result
+	answers   []Answer          // Step's answers in member order
 	slots     payloadSlots
 	acts      []org.Action  // NPC answers' actions of the instant (see npcDecide)
 	cals      calendars     // schedules by member and team (shifts.go)
