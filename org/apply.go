@@ -265,6 +265,7 @@ func (s *State) applyTurnTimeout(ev *events.Event) error {
 	m.Turn++
 	m.Seen = p.Seen
 	m.Pending = m.WakeCause > m.Seen
+	s.mayIdle(m)
 	s.Timeouts++
 	s.passed(m, ev.Seq)
 	return nil
@@ -288,6 +289,7 @@ func (s *State) applyTurnFailed(ev *events.Event) error {
 	m.Failed++
 	m.Seen = p.Seen
 	m.Pending = m.WakeCause > m.Seen
+	s.mayIdle(m)
 	s.TurnErrors++
 	s.passed(m, ev.Seq)
 	return nil
@@ -345,6 +347,7 @@ func (s *State) wait(m *Member, until clock.Time, seq uint64) {
 		return
 	}
 	m.Pending = m.WakeCause > m.Seen
+	s.mayIdle(m)
 	s.passed(m, seq)
 }
 
@@ -361,6 +364,7 @@ func (s *State) applyTaskHandedOff(ev *events.Event) error {
 		return refused(ev, rej)
 	}
 	m.Holding--
+	s.mayIdle(m)
 	m.held = removeTask(m.held, t)
 	if to := s.members[p.To]; to != nil {
 		t.Assignee = to.ID
@@ -499,6 +503,7 @@ func (s *State) complete(ev *events.Event, m *Member, t *Task, busyUntil clock.T
 	s.outcomeDone(t)
 	s.meetingDone(t)
 	m.Holding--
+	s.mayIdle(m)
 	s.open--
 	q := s.queueOf(t)
 	if !t.Hidden {
@@ -958,6 +963,7 @@ func (s *State) applyMemberReturned(ev *events.Event) error {
 		return badEvent(ev, "%s is not on leave", m.ID)
 	}
 	m.OnLeave, m.LeaveUntil, m.Delegate = false, 0, ""
+	s.mayIdle(m)
 	s.wake(m.ID, ev.Seq)
 	return nil
 }

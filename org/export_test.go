@@ -225,3 +225,26 @@ func (s *State) OpenFor(id string) (got, want string) {
 	}
 	return got, ""
 }
+
+// Servers returns the members wakeServers would wake for t, found by the
+// index (indexed) or by a look at every member.
+func (s *State) Servers(t *Task, oneNPC, indexed bool) []string {
+	var ids []string
+	add := func(m *Member) { ids = append(ids, m.ID) }
+	if indexed && s.queueOf(t).num < len(s.wakeIx.npcs) {
+		s.servers(t, oneNPC, add)
+	} else {
+		s.serversScanned(t, oneNPC, add)
+	}
+	return ids
+}
+
+// CheckWakeIndex makes every wakeServers call hold its index to a look at
+// every member (a mismatch panics), and returns a func restoring it.
+func CheckWakeIndex() func() {
+	checkWakeIndex = true
+	return func() { checkWakeIndex = false }
+}
+
+// WakeChecks counts the calls of wakeServers checked in s.
+func (s *State) WakeChecks() int { return s.wakeChecks }

@@ -132,6 +132,9 @@ type State struct {
 	queueIx    map[string]int
 	// lists index the requests and messages views show (view_lists.go).
 	lists viewLists
+	// wakeIx indexes the members wakeServers may wake (wake_index.go).
+	wakeIx     wakeIndex
+	wakeChecks int // calls checkServers checked (tests)
 }
 
 // Member is a seat's state.
@@ -384,6 +387,7 @@ func New(w *worlds.World) *State {
 	s.Dispatch = newDispatch(w)
 	s.link()
 	s.index()
+	s.indexMembers()
 	s.roleServes = map[string][]bool{}
 	for i, q := range w.Queues {
 		for _, r := range q.ServedBy {
@@ -719,31 +723,6 @@ func (s *State) wakeAbout(t *Task, cause uint64) {
 	}
 	if t.Status == StatusOpen && !t.Hidden && s.DepsDone(t) {
 		s.wakeServers(t, cause, false)
-	}
-}
-
-// wakeServers wakes who could take the open task t: every agent seat that
-// may do it and holds nothing, and — so that simulated servers do not race —
-// only the first idle NPC serving its queue.
-func (s *State) wakeServers(t *Task, cause uint64, oneNPC bool) {
-	npcWoken := false
-	for _, m := range s.Members {
-		if m.OnLeave || m.Holding > 0 {
-			continue
-		}
-		if m.NPC {
-			if !npcWoken && !m.Pending && s.npcServes(m, t.Queue) {
-				s.wake(m.ID, cause)
-				npcWoken = oneNPC
-			}
-			continue
-		}
-		if s.Dispatch == nil && m.Role == t.Spec.Role && s.servesTask(m.Role, t) {
-			s.wake(m.ID, cause)
-		}
-	}
-	if s.Dispatch != nil {
-		s.offerWork(t, cause)
 	}
 }
 
