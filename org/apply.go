@@ -911,6 +911,9 @@ func (s *State) applyTaskReprioritized(ev *events.Event) error {
 		t.Priority = *p.Priority
 		if open {
 			s.countOpen(t, 1)
+			if s.queueOf(t).byPrio {
+				s.place(t) // into the lane of its new priority
+			}
 		}
 	}
 	s.wakeAbout(t, ev.Seq)

@@ -1,18 +1,181 @@
 package org
 
+import "slices"
+
 // queueIndex is a queue's part of the derived indexes: its open tickets
 // in arrival order, how many are open at each priority, and its items
 // claimed and shown. Kept per queue and reached from a task through its
 // qx, they cost a ticket no lookup by the queue's name; they were five
 // maps keyed by it.
 type queueIndex struct {
-	q       *Queue      // the queue's state (nil for the tasks of no queue)
-	num     int         // the queue's number (queueIx)
-	open    []*Task     // its tickets in arrival order (done and taken ones are dropped lazily)
-	prio    []prioCount // its open tickets by priority, ascending; none counts 0
+	q      *Queue  // the queue's state (nil for the tasks of no queue)
+	num    int     // the queue's number (queueIx)
+	byPrio bool    // served by priority: its open tickets are in a lane per priority
+	lanes  []*lane // its open tickets (see lane), ascending by priority
+	prio   []prioCount // its open tickets by priority, ascending; none counts 0
 	openN   int         // its open tickets (the sum of prio)
 	claimed int         // its items claimed and not done
 	shown   int         // its items not done and not hidden
+}
+
+// lane is a queue's open tickets of one priority (a priority queue), or
+// all of them (a queue served in arrival order, whose one lane is of
+// priority 0), in arrival order: by creation time, then by the order the
+// tasks were made (arrivedEarlier). A ticket taken, or moved to another
+// priority, stays listed until a look drops it (in), so that a ticket
+// released again finds its place still there. A priority queue's head is
+// the first ticket of its highest lane, not one behind the backlog of
+// lower priorities.
+type lane struct {
+	prio int
+	open []*Task
+}
+
+// laneFor returns the lane of priority prio (priority 0 in a queue served
+// in arrival order), adding it if there is none.
+func (q *queueIndex) laneFor(prio int) *lane {
+	if !q.byPrio {
+		prio = 0
+	}
+	i := 0
+	for i < len(q.lanes) && q.lanes[i].prio < prio {
+		i++
+	}
+	if i == len(q.lanes) || q.lanes[i].prio != prio {
+		q.lanes = slices.Insert(q.lanes, i, &lane{prio: prio})
+	}
+	return q.lanes[i]
+}
+
+// in reports whether o is one of lane l's open tickets.
+func (q *queueIndex) in(l *lane, o *Task) bool {
+	return o.Status == StatusOpen && (!q.byPrio || o.Priority == l.prio)
+}
+
+// tickets returns lane l's list, dropping from its front the tickets no
+// longer in it.
+func (q *queueIndex) tickets(l *lane) []*Task {
+	list := l.open
+	i := 0
+	for i < len(list) && !q.in(l, list[i]) {
+		i++
+	}
+	if i > 0 {
+		if rest := len(list) - i; rest <= i {
+			// No more are left than were dropped: they move to the front
+			// of the array (amortized over the dropped), which the lane
+			// keeps. Sliced from the front instead, a short queue's list
+			// shrank its array at every ticket served and grew a new one
+			// at the next arrival: an allocation for most tickets.
+			copy(list, list[i:])
+			clear(list[rest:]) // the array holds them no longer
+			list = list[:rest]
+		} else {
+			clear(list[:i])
+			list = list[i:]
+		}
+		l.open = list
+	}
+	return list
+}
+
+// openIn counts lane l's open tickets.
+func (q *queueIndex) openIn(l *lane) int {
+	if !q.byPrio {
+		return q.openN
+	}
+	for _, c := range q.prio {
+		if c.prio == l.prio {
+			return c.n
+		}
+	}
+	return 0
+}
+
+// enqueue lists open ticket t last in its lane, first dropping the
+// tickets no longer in it: from the front, as tickets does, and from all
+// of it once they are most of it. Only a look at the queue dropped them
+// before, when a decision or a view asked for it; a replay asks nothing,
+// and its lists kept every ticket ever queued, retired ones included (64
+// MB of a 200,000-ticket replay's 66 MB live heap).
+func (s *State) enqueue(t *Task) {
+	q := s.queueOf(t)
+	l := q.laneFor(t.Priority)
+	list := q.tickets(l)
+	if n := len(list); n >= 64 && n > 2*q.openIn(l) {
+		list = slices.DeleteFunc(list, func(o *Task) bool { return !q.in(l, o) })
+	}
+	l.open = append(list, t)
+}
+
+// reopen puts a ticket back among its queue's open tickets, in arrival order.
+func (s *State) reopen(t *Task) {
+	s.countOpen(t, 1)
+	s.place(t)
+}
+
+// place lists open ticket t in its lane at its place in arrival order,
+// unless it is listed there: released again before anything dropped it,
+// or moved back to a priority it had.
+func (s *State) place(t *Task) {
+	q := s.queueOf(t)
+	l := q.laneFor(t.Priority)
+	list := l.open
+	if slices.Contains(list, t) {
+		return
+	}
+	i := len(list)
+	for i > 0 && !s.arrivedEarlier(list[i-1], t) {
+		i--
+	}
+	l.open = slices.Insert(list, i, t)
+}
+
+// queueHead is QueueHead of queue number qi, for member m: the first
+// ticket m may take of the highest lane that has one.
+func (s *State) queueHead(qi int, m *Member) *Task {
+	x := &s.qs[qi]
+	if s.openTicketN == 0 || x.openN == 0 {
+		return nil // no open ticket here
+	}
+	for i := len(x.lanes) - 1; i >= 0; i-- {
+		l := x.lanes[i]
+		for _, t := range x.tickets(l) {
+			if x.in(l, t) && s.canTake(m, t) {
+				return t
+			}
+		}
+	}
+	return nil
+}
+
+// queueAhead is QueueAhead of ticket t of queue x, for member m: the
+// earliest ticket m may take of a higher lane, or of t's lane ahead of t.
+func (s *State) queueAhead(x *queueIndex, t *Task, m *Member) *Task {
+	var ahead *Task
+	for i := len(x.lanes) - 1; i >= 0 && (!x.byPrio || x.lanes[i].prio >= t.Priority); i-- {
+		l := x.lanes[i]
+		own := !x.byPrio || l.prio == t.Priority
+		for _, o := range x.tickets(l) {
+			if o == t {
+				if own {
+					break // those behind it arrived after it
+				}
+				continue // listed here before its priority changed
+			}
+			if !x.in(l, o) || !s.canTake(m, o) {
+				continue
+			}
+			if own && x.byPrio && !s.arrivedBefore(o, t) {
+				break
+			}
+			if ahead == nil || s.arrivedEarlier(o, ahead) {
+				ahead = o
+			}
+			break // the lane's earliest
+		}
+	}
+	return ahead
 }
 
 // prioCount counts a queue's open tickets of one priority.

@@ -82,3 +82,85 @@ func TestShortQueueKeepsItsArray(t *testing.T) {
 		t.Errorf("a ticket served as it arrives allocates %.1f times, want 0", n)
 	}
 }
+
+// openTickets lists the tickets of queue's lanes, the highest lane first,
+// dropping from each lane's front those no longer in it (tests).
+func (s *State) openTickets(queue string) []*Task {
+	x := &s.qs[s.queueIx[queue]]
+	if len(x.lanes) == 1 {
+		return x.tickets(x.lanes[0])
+	}
+	var all []*Task
+	for i := len(x.lanes) - 1; i >= 0; i-- {
+		all = append(all, x.tickets(x.lanes[i])...)
+	}
+	return all
+}
+
+// A priority queue's open ticket whose priority changes moves to the lane
+// of its new priority, at its place in arrival order; moved back, it is
+// listed once in its old lane. The queue's head follows it.
+func TestReprioritizedTicketMovesLane(t *testing.T) {
+	w, err := worlds.Shipped("support-desk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(w)
+	q := w.Queues[0].ID
+	if w.Queues[0].Order != "priority" {
+		t.Fatalf("queue %s is served in arrival order; the test needs a priority queue", q)
+	}
+	var m *Member
+	for _, sm := range s.Members {
+		if sm.Role == "support" {
+			m = sm
+			break
+		}
+	}
+	ticket := func(id string, at clock.Time, prio int) *Task {
+		tk := &Task{Spec: &worlds.Task{ID: id, Role: "support"}, made: true, ID: id, Kind: KindTicket, Queue: q, Created: at, Status: StatusOpen, Priority: prio}
+		tk.ord = s.nextOrd()
+		s.list = append(s.list, tk)
+		s.tasks[id] = tk
+		s.track(tk)
+		return tk
+	}
+	reprioritize := func(tk *Task, prio int) { // as applyTaskReprioritized does
+		s.countOpen(tk, -1)
+		tk.Priority = prio
+		s.countOpen(tk, 1)
+		s.place(tk)
+	}
+	a, b, c := ticket("a", 1, 1), ticket("b", 2, 1), ticket("c", 3, 2)
+	qi := s.queueIx[q]
+	head := func(want *Task) {
+		t.Helper()
+		if got := s.queueHead(qi, m); got != want {
+			t.Fatalf("head %v, want %s", got, want.ID)
+		}
+	}
+	head(c)
+	reprioritize(b, 3)
+	head(b)
+	if ahead := s.QueueAhead(c, m.ID); ahead != b {
+		t.Fatalf("ahead of c: %v, want b", ahead)
+	}
+	if ahead := s.QueueAhead(a, m.ID); ahead != b {
+		t.Fatalf("ahead of a: %v, want b (the earliest of the higher lanes' heads)", ahead)
+	}
+	reprioritize(b, 1)
+	head(c)
+	if ahead := s.QueueAhead(b, m.ID); ahead != a {
+		t.Fatalf("ahead of b: %v, want a (of its rank and earlier than c)", ahead)
+	}
+	c.Status = StatusClaimed
+	s.countOpen(c, -1)
+	head(a)
+	if got := s.openTickets(q); len(got) != 2 || got[0] != a || got[1] != b {
+		ids := make([]string, len(got))
+		for i, tk := range got {
+			ids[i] = tk.ID
+		}
+		t.Fatalf("queue %s lists %v, want [a b]", q, ids)
+	}
+}

@@ -417,6 +417,7 @@ func (s *State) index() {
 		s.qs[i].num = i
 		if i < len(s.Queues) {
 			s.qs[i].q = s.Queues[i]
+			s.qs[i].byPrio = s.World.Queues[i].Order == "priority"
 		}
 	}
 	s.openTicketN = 0
@@ -466,47 +467,10 @@ func (s *State) track(t *Task) {
 	}
 }
 
-// enqueue appends open ticket t to its queue's list (queueOpen), first
-// dropping the tickets no longer open: from the front, as openTickets
-// does, and from all of it once they are most of it (a priority queue
-// takes tickets out of arrival order). Only openTickets dropped them
-// before, when a decision or a view asked for the queue; a replay asks
-// nothing, and its lists kept every ticket ever queued, retired ones
-// included (64 MB of a 200,000-ticket replay's 66 MB live heap).
-func (s *State) enqueue(t *Task) {
-	q := s.queueOf(t)
-	list := q.openTickets()
-	if n := len(list); n >= 64 && n > 2*q.openN {
-		list = slices.DeleteFunc(list, func(o *Task) bool { return o.Status != StatusOpen })
-	}
-	q.open = append(list, t)
-}
-
 // countOpen adds n to the open tickets of t's queue at t's priority.
 func (s *State) countOpen(t *Task, n int) {
 	s.openTicketN += n
 	s.queueOf(t).count(t.Priority, n)
-}
-
-// reopen puts a ticket back among its queue's open tickets, in arrival order.
-func (s *State) reopen(t *Task) {
-	q := s.queueOf(t)
-	list := q.open
-	s.countOpen(t, 1)
-	if slices.Contains(list, t) {
-		// Its old place is still listed (nothing trimmed it since it was
-		// taken): that place is its place in arrival order, and it is
-		// open again.
-		return
-	}
-	i := len(list)
-	for i > 0 && !s.arrivedEarlier(list[i-1], t) {
-		i--
-	}
-	list = append(list, nil)
-	copy(list[i+1:], list[i:])
-	list[i] = t
-	q.open = list
 }
 
 // arrivedEarlier reports whether ticket a arrived before ticket b: by

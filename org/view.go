@@ -290,73 +290,11 @@ func (s *State) QueueAhead(t *Task, member string) *Task {
 	if t.Kind != KindTicket {
 		return nil
 	}
-	q, ok := s.World.Queue(t.Queue)
-	if !ok {
-		return nil
+	x, m := s.queueOf(t), s.Member(member)
+	if x.q == nil || m == nil {
+		return nil // a queue the world does not define, or no such member
 	}
-	m := s.Member(member)
-	if m == nil {
-		return nil
-	}
-	x := s.queueOf(t)
-	passed := false // t is behind; the list is in arrival order, so none of its rank after it arrived before it
-	for _, o := range x.openTickets() {
-		if o == t {
-			if q.Order != "priority" || t.Priority >= x.top() {
-				// FIFO; or no open ticket ranks higher than t, and those of
-				// its rank behind it arrived after it.
-				return nil
-			}
-			passed = true
-			continue
-		}
-		if o.Status != StatusOpen || !s.canTake(m, o) {
-			continue
-		}
-		if q.Order != "priority" {
-			return o // an older one comes first
-		}
-		if o.Priority > t.Priority || o.Priority == t.Priority && !passed && s.arrivedBefore(o, t) {
-			return o
-		}
-	}
-	return nil
-}
-
-// openTickets returns a queue's open tickets in arrival order, dropping
-// those that are no longer open from the front.
-func (s *State) openTickets(queue string) []*Task {
-	if i, ok := s.queueIx[queue]; ok {
-		return s.qs[i].openTickets()
-	}
-	return nil
-}
-
-// openTickets returns the queue's open tickets in arrival order,
-// dropping those that are no longer open from the front.
-func (q *queueIndex) openTickets() []*Task {
-	list := q.open
-	i := 0
-	for i < len(list) && list[i].Status != StatusOpen {
-		i++
-	}
-	if i > 0 {
-		if rest := len(list) - i; rest <= i {
-			// No more are left than were dropped: they move to the front
-			// of the array (amortized over the dropped), which the queue
-			// keeps. Sliced from the front instead, a short queue's list
-			// shrank its array at every ticket served and grew a new one
-			// at the next arrival: an allocation for most tickets.
-			copy(list, list[i:])
-			clear(list[rest:]) // the array holds them no longer
-			list = list[:rest]
-		} else {
-			clear(list[:i])
-			list = list[i:]
-		}
-		q.open = list
-	}
-	return list
+	return s.queueAhead(x, t, m)
 }
 
 // arrivedBefore reports whether ticket a arrived before b.
@@ -364,7 +302,7 @@ func (s *State) arrivedBefore(a, b *Task) bool {
 	if a.Created != b.Created {
 		return a.Created < b.Created
 	}
-	for _, o := range s.queueOf(a).open {
+	for _, o := range s.queueOf(a).laneFor(a.Priority).open {
 		if o == a {
 			return true
 		}
@@ -384,31 +322,6 @@ func (s *State) QueueHead(queue, member string) *Task {
 		return nil
 	}
 	return s.queueHead(qi, m)
-}
-
-// queueHead is QueueHead of queue number qi, for member m.
-func (s *State) queueHead(qi int, m *Member) *Task {
-	if s.openTicketN == 0 || s.qs[qi].openN == 0 {
-		return nil // no open ticket here
-	}
-	q, x := &s.World.Queues[qi], &s.qs[qi]
-	top := x.top()
-	var best *Task
-	for _, t := range x.openTickets() {
-		if t.Status != StatusOpen || !s.canTake(m, t) {
-			continue
-		}
-		if q.Order != "priority" || t.Priority == top {
-			// FIFO; or no open ticket of the queue ranks higher, and the
-			// earliest of its rank wins: the scan need not go on through
-			// the backlog.
-			return t
-		}
-		if best == nil || t.Priority > best.Priority {
-			best = t
-		}
-	}
-	return best
 }
 
 // InProgress counts a queue's items that are claimed and not done.
