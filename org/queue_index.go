@@ -8,11 +8,11 @@ import "slices"
 // qx, they cost a ticket no lookup by the queue's name; they were five
 // maps keyed by it.
 type queueIndex struct {
-	q      *Queue  // the queue's state (nil for the tasks of no queue)
-	num    int     // the queue's number (queueIx)
-	byPrio bool    // served by priority: its open tickets are in a lane per priority
-	lanes  []*lane // its open tickets (see lane), ascending by priority
-	prio   []prioCount // its open tickets by priority, ascending; none counts 0
+	q       *Queue      // the queue's state (nil for the tasks of no queue)
+	num     int         // the queue's number (queueIx)
+	byPrio  bool        // served by priority: its open tickets are in a lane per priority
+	lanes   []*lane     // its open tickets (see lane), ascending by priority
+	prio    []prioCount // its open tickets by priority, ascending; none counts 0
 	openN   int         // its open tickets (the sum of prio)
 	claimed int         // its items claimed and not done
 	shown   int         // its items not done and not hidden
