@@ -52,6 +52,8 @@ type Case struct {
 	Reopens   int               `json:"reopens,omitempty"`
 	// Meetings are the meetings its steps must book (meetings.go); hidden.
 	Meetings []CaseMeeting `json:"meetings,omitempty"`
+
+	steps []*Task // the tasks of Steps, derived (stepsOf)
 }
 
 // Done reports whether every step of the case is done.

@@ -223,6 +223,7 @@ func (s *State) applyCaseReopened(ev *events.Event) error {
 		s.list = append(s.list, t)
 		s.tasks[t.ID] = t
 		c.Steps[i] = t.ID
+		c.steps = nil // looked up again (stepsOf)
 		for j := range c.Outcomes {
 			if o := &c.Outcomes[j]; o.Step == step {
 				o.Done, o.AtDone, o.Task, o.Created = false, nil, "", ""
@@ -235,6 +236,7 @@ func (s *State) applyCaseReopened(ev *events.Event) error {
 		}
 	}
 	c.DoneAt, c.Reopens = 0, p.N
+	s.refileCases()
 	return nil
 }
 

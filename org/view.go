@@ -584,10 +584,9 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 		seen[id] = true
 		v := CaseView{ID: c.ID, Template: c.Template, Title: c.Title, Priority: c.Priority, Value: c.Value, Opened: c.Opened,
 			Deadline: c.Deadline, Due: c.Due, Attributes: c.Attributes, Steps: c.Steps}
-		for _, st := range c.Steps {
-			t := s.tasks[st]
+		for _, t := range s.stepsOf(c) {
 			if t.Status == StatusDone {
-				v.Done = append(v.Done, st)
+				v.Done = append(v.Done, t.ID)
 			}
 			if r := s.requests[t.Request]; r != nil && r.Status == RequestPending {
 				v.Requests = append(v.Requests, r.ID)
@@ -606,12 +605,13 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 	}
 	// And the open cases it has done a step of: their approvals and
 	// progress concern it.
-	for _, c := range s.Cases {
-		if c.Done() || seen[c.ID] {
+	open := s.openCases()
+	for _, c := range open {
+		if seen[c.ID] {
 			continue
 		}
-		for _, id := range c.Steps {
-			if t := s.tasks[id]; t.Status == StatusDone && t.DoneBy == m.ID {
+		for _, t := range s.stepsOf(c) {
+			if t.Status == StatusDone && t.DoneBy == m.ID {
 				add(c.ID)
 				break
 			}
@@ -621,12 +621,8 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 	// member is the one to ask for: it did a step they depend on, or asked
 	// the NPC who did one; when no member did or asked (no dependency), it
 	// serves the queue.
-	for _, c := range s.Cases {
-		if c.Done() {
-			continue
-		}
-		for _, id := range c.Steps {
-			t := s.tasks[id]
+	for _, c := range open {
+		for _, t := range s.stepsOf(c) {
 			if t.Spec.NPC == "" || t.Status == StatusDone || !s.DepsDone(t) || s.asked(t) {
 				continue
 			}
@@ -667,26 +663,4 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 		}
 		o.Open = append(o.Open, v)
 	}
-}
-
-// askedBy is the member who last asked t's NPC to perform it, or "".
-func (s *State) askedBy(t *Task) string {
-	for i := len(s.Messages) - 1; i >= 0; i-- {
-		if msg := s.Messages[i]; msg.Task == t.ID && msg.To == t.Spec.NPC {
-			return msg.From
-		}
-	}
-	return ""
-}
-
-// asked reports whether someone has asked t's NPC to perform it and the
-// NPC has not answered yet.
-func (s *State) asked(t *Task) bool {
-	for i := len(s.Messages) - 1; i >= 0; i-- {
-		msg := s.Messages[i]
-		if msg.Task == t.ID && msg.To == t.Spec.NPC && !msg.Answered {
-			return true
-		}
-	}
-	return false
 }

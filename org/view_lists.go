@@ -11,12 +11,18 @@ package org
 //     request's approver changes as it moves along and is escalated, so it
 //     is not filed by approver);
 //   - awaiting: each member's messages that had no reply when last looked
-//     at (Observation.Awaiting), in the order of State.Messages.
+//     at (Observation.Awaiting), in the order of State.Messages;
+//   - open: the cases that were not done when last looked at, in the order
+//     of State.Cases (Observation.Cases looks at the open ones only);
+//   - about: the messages that name a task (asking its NPC to perform it),
+//     by task, in the order of State.Messages.
 //
-// Requests and messages are only ever appended, a request leaves pending
-// for good and a message once answered stays answered, so the lists are
-// filled lazily: each view files what was appended since the last one and
-// drops from pending and awaiting what it finds decided or answered. They
+// Requests, messages and cases are only ever appended, a request leaves
+// pending for good and a message once answered stays answered, so the
+// lists are filled lazily: each view files what was appended since the
+// last one and drops from pending, awaiting and open what it finds
+// decided, answered or done. A case done can be reopened: that files the
+// cases again from the start (refileCases), once per reopening. They
 // are derived, never hashed nor in snapshots; a state whose slices were
 // replaced (Restore builds a new state) starts them again.
 type viewLists struct {
@@ -27,17 +33,22 @@ type viewLists struct {
 	mine     map[string][]*Request
 	pending  []*Request
 	awaiting map[string][]*Message
+	cases    int   // State.Cases[:cases] are filed
+	lastCase *Case // State.Cases[cases-1] when they were
+	open     []*Case
+	about    map[string][]*Message
 }
 
 // catchUp files the requests and messages appended since the last view.
 func (s *State) catchUp() {
 	l := &s.lists
 	if l.reqs > len(s.Requests) || l.reqs > 0 && s.Requests[l.reqs-1] != l.lastReq ||
-		l.msgs > len(s.Messages) || l.msgs > 0 && s.Messages[l.msgs-1] != l.lastMsg {
+		l.msgs > len(s.Messages) || l.msgs > 0 && s.Messages[l.msgs-1] != l.lastMsg ||
+		l.cases > len(s.Cases) || l.cases > 0 && s.Cases[l.cases-1] != l.lastCase {
 		*l = viewLists{} // not the slices they were filed from
 	}
 	if l.mine == nil {
-		l.mine, l.awaiting = map[string][]*Request{}, map[string][]*Message{}
+		l.mine, l.awaiting, l.about = map[string][]*Request{}, map[string][]*Message{}, map[string][]*Message{}
 	}
 	for _, r := range s.Requests[l.reqs:] {
 		l.mine[r.Requester] = append(l.mine[r.Requester], r)
@@ -52,10 +63,45 @@ func (s *State) catchUp() {
 		if !msg.Answered {
 			l.awaiting[msg.From] = append(l.awaiting[msg.From], msg)
 		}
+		if msg.Task != "" {
+			l.about[msg.Task] = append(l.about[msg.Task], msg)
+		}
 	}
 	if l.msgs = len(s.Messages); l.msgs > 0 {
 		l.lastMsg = s.Messages[l.msgs-1]
 	}
+	for _, c := range s.Cases[l.cases:] {
+		if !c.Done() {
+			l.open = append(l.open, c)
+		}
+	}
+	if l.cases = len(s.Cases); l.cases > 0 {
+		l.lastCase = s.Cases[l.cases-1]
+	}
+}
+
+// openCases returns the cases not done, in the order of State.Cases,
+// dropping from the list those it finds done.
+func (s *State) openCases() []*Case {
+	s.catchUp()
+	l := &s.lists
+	keep := l.open[:0]
+	for _, c := range l.open {
+		if !c.Done() {
+			keep = append(keep, c)
+		}
+	}
+	clear(l.open[len(keep):])
+	l.open = keep
+	return keep
+}
+
+// refileCases files every case again at the next look: one done was
+// reopened, and its place in the list is gone.
+func (s *State) refileCases() {
+	l := &s.lists
+	clear(l.open)
+	l.open, l.cases, l.lastCase = l.open[:0], 0, nil
 }
 
 // listApprovals appends to o the requests waiting for member id's decision,
@@ -98,4 +144,39 @@ func (s *State) listAwaiting(o *Observation, id string) {
 	} else {
 		l.awaiting[id] = keep
 	}
+}
+
+// askedBy returns who last asked t's NPC to perform it, or "" (the
+// messages about t must be filed: catchUp).
+func (s *State) askedBy(t *Task) string {
+	list := s.lists.about[t.ID]
+	for i := len(list) - 1; i >= 0; i-- {
+		if msg := list[i]; msg.To == t.Spec.NPC {
+			return msg.From
+		}
+	}
+	return ""
+}
+
+// asked reports whether someone has asked t's NPC to perform it and the
+// NPC has not answered yet (the messages about t must be filed: catchUp).
+func (s *State) asked(t *Task) bool {
+	for _, msg := range s.lists.about[t.ID] {
+		if msg.To == t.Spec.NPC && !msg.Answered {
+			return true
+		}
+	}
+	return false
+}
+
+// stepsOf returns the tasks of c's steps (Case.Steps), looked up once per
+// case and again after a reopening replaced some (dropSteps).
+func (s *State) stepsOf(c *Case) []*Task {
+	if len(c.steps) != len(c.Steps) {
+		c.steps = make([]*Task, len(c.Steps))
+		for i, id := range c.Steps {
+			c.steps[i] = s.tasks[id]
+		}
+	}
+	return c.steps
 }

@@ -1,0 +1,84 @@
+package org_test
+
+import (
+	"testing"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/simtest"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// TestOpenCasesListIsTheScan plays every shipped world with case
+// templates, with greedy and random agents at a load that keeps many cases
+// open, and holds the list of open cases that views look at to a scan of
+// every case, state after state: the same cases in the same order, cases
+// reopened by their requesters included.
+func TestOpenCasesListIsTheScan(t *testing.T) {
+	reopened, compared := 0, 0
+	for _, name := range worlds.Names() {
+		w, err := worlds.Shipped(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(w.Cases) == 0 || len(w.Arrivals) == 0 {
+			continue
+		}
+		e, err := sim.New(sim.Config{World: w, Seed: 2, Session: "s", Load: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Start()
+		seats := map[string]*agents.Random{}
+		batches := 0
+		err = sim.Play(e, func(evs []events.Event) bool {
+			for _, ev := range evs {
+				if ev.Type == payload.EvCaseReopened {
+					reopened++
+				}
+			}
+			if batches++; batches%10 == 0 {
+				st := e.State()
+				var want []*org.Case
+				for _, c := range st.Cases {
+					if !c.Done() {
+						want = append(want, c)
+					}
+				}
+				got := st.OpenCases()
+				if len(got) != len(want) {
+					t.Fatalf("%s at seq %d: %d open cases listed, %d open", name, st.LastSeq, len(got), len(want))
+				}
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%s at seq %d: open case %d listed is %s, want %s", name, st.LastSeq, i, got[i].ID, want[i].ID)
+					}
+				}
+				compared += len(want)
+			}
+			return batches < 30000
+		}, func(tu sim.Turn) (sim.Answer, bool) {
+			if tu.Observation.Turn%5 != 0 {
+				return simtest.Greedy(tu)
+			}
+			a := seats[tu.Member]
+			if a == nil {
+				a = agents.NewRandom(7, tu.Member)
+				seats[tu.Member] = a
+			}
+			acts, _ := a.Decide(t.Context(), tu.Observation)
+			return sim.Answer{Member: tu.Member, Turn: tu.Observation.Turn, Actions: acts}, true
+		}, 0)
+		if err != nil && err != sim.ErrStopped {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d batches, seq %d, %d cases, ended %v", name, batches, e.State().LastSeq, len(e.State().Cases), e.Done())
+	}
+	t.Logf("%d open cases compared, %d cases reopened", compared, reopened)
+	if compared < 1000 || reopened == 0 {
+		t.Fatalf("%d open cases compared, %d reopened: too few to hold the list to anything", compared, reopened)
+	}
+}
