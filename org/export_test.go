@@ -3,6 +3,8 @@ package org
 import (
 	"slices"
 	"sort"
+
+	"github.com/corpsim/corpsim/clock"
 )
 
 // ScanView is View as it was before the offer index: it looks at every
@@ -251,3 +253,15 @@ func (s *State) WakeChecks() int { return s.wakeChecks }
 
 // OpenCases is the list of open cases views look at (view_lists.go).
 func (s *State) OpenCases() []*Case { return s.openCases() }
+
+// BusyScanned is Busy by a look at every record (the reference of the
+// availability index).
+func (s *State) BusyScanned(member string, from, to clock.Time) []BusySpan {
+	saved := s.busyIx
+	defer func() { s.busyIx = saved }()
+	s.busyIx = busyIndex{of: map[string][]*Record{member: s.Records}, filed: len(s.Records)}
+	if len(s.Records) > 0 {
+		s.busyIx.last = s.Records[len(s.Records)-1]
+	}
+	return s.Busy(member, from, to)
+}

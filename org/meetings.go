@@ -99,7 +99,7 @@ func (s *State) Busy(member string, from, to clock.Time) []BusySpan {
 		start, end clock.Time
 	}
 	var out []span
-	for _, r := range s.Records {
+	for _, r := range s.busyRecords(member) {
 		if r.Type != a.Record || r.Deleted || r.Fields["member"] != member {
 			continue
 		}
@@ -272,4 +272,45 @@ func (s *State) meetingView(t *Task) *MeetingView {
 		v.Booked = &BusySpan{Start: s.RFC3339(b.Start), End: s.RFC3339(b.End), Meeting: b.Meeting}
 	}
 	return v
+}
+
+// busyIndex files the records of the world's availability type by the
+// member they name, in the order of State.Records, so that a member's busy
+// blocks cost its records, not a look at every record of the session.
+// Records are appended; one filed is changed only by a write (update, or
+// a create taking a deleted record's id again), which files them all again
+// at the next look (refile). Derived: never hashed nor in snapshots.
+type busyIndex struct {
+	filed int     // State.Records[:filed] are filed
+	last  *Record // State.Records[filed-1] when they were
+	of    map[string][]*Record
+}
+
+// busyRecords returns the records of the availability type that named
+// member when they were filed (Busy checks each again).
+func (s *State) busyRecords(member string) []*Record {
+	x, typ := &s.busyIx, s.World.Availability.Record
+	if x.filed > len(s.Records) || x.filed > 0 && s.Records[x.filed-1] != x.last {
+		*x = busyIndex{} // not the slice they were filed from
+	}
+	if x.of == nil {
+		x.of = map[string][]*Record{}
+	}
+	for _, r := range s.Records[x.filed:] {
+		if id, ok := r.Fields["member"].(string); ok && r.Type == typ {
+			x.of[id] = append(x.of[id], r)
+		}
+	}
+	if x.filed = len(s.Records); x.filed > 0 {
+		x.last = s.Records[x.filed-1]
+	}
+	return x.of[member]
+}
+
+// refileBusy files the availability records again at the next look: r
+// was written, and the member it names may have changed.
+func (s *State) refileBusy(r *Record) {
+	if a := s.World.Availability; a != nil && r.Type == a.Record {
+		s.busyIx = busyIndex{}
+	}
 }

@@ -304,9 +304,11 @@ func (s *State) applyRecordWritten(ev *events.Event) error {
 		for _, k := range slices.Sorted(maps.Keys(after)) {
 			r.Fields[k] = after[k]
 		}
+		s.refileBusy(r)
 	case ActCreate:
 		if r != nil { // a deleted record's id is taken again
 			r.Fields, r.Deleted = after, false
+			s.refileBusy(r)
 		} else {
 			r = &Record{Type: p.Record, ID: p.ID, Fields: after}
 			s.Records = append(s.Records, r)

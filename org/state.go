@@ -134,7 +134,8 @@ type State struct {
 	lists viewLists
 	// wakeIx indexes the members wakeServers may wake (wake_index.go).
 	wakeIx     wakeIndex
-	wakeChecks int // calls checkServers checked (tests)
+	busyIx     busyIndex // availability records by member (meetings.go)
+	wakeChecks int       // calls checkServers checked (tests)
 }
 
 // Member is a seat's state.
