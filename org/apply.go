@@ -500,6 +500,9 @@ func (s *State) complete(ev *events.Event, m *Member, t *Task, busyUntil clock.T
 		return refused(ev, rej)
 	}
 	t.Status, t.DoneAt, t.DoneBy, t.DoneSeq = StatusDone, clock.Time(ev.Time), m.ID, ev.Seq
+	if t.Case != "" {
+		s.caseStepDone(t, m)
+	}
 	s.outcomeDone(t)
 	s.meetingDone(t)
 	m.Holding--

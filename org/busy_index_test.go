@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
@@ -59,7 +58,7 @@ func TestBusyIndexIsTheScan(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.Start()
-			seats := map[string]*agents.Random{}
+			mixed := simtest.Mixed(3, 9)
 			batches := 0
 			err = sim.Play(e, func(evs []events.Event) bool {
 				for _, ev := range evs {
@@ -85,16 +84,7 @@ func TestBusyIndexIsTheScan(t *testing.T) {
 						return sim.Answer{Member: tu.Member, Turn: tu.Observation.Turn, Actions: []org.Action{act}}, true
 					}
 				}
-				if tu.Observation.Turn%3 != 0 {
-					return simtest.Greedy(tu)
-				}
-				a := seats[tu.Member]
-				if a == nil {
-					a = agents.NewRandom(9, tu.Member)
-					seats[tu.Member] = a
-				}
-				acts, _ := a.Decide(t.Context(), tu.Observation)
-				return sim.Answer{Member: tu.Member, Turn: tu.Observation.Turn, Actions: acts}, true
+				return mixed(tu)
 			}, 0)
 			if err != nil && err != sim.ErrStopped {
 				t.Fatal(err)

@@ -53,7 +53,48 @@ type Case struct {
 	// Meetings are the meetings its steps must book (meetings.go); hidden.
 	Meetings []CaseMeeting `json:"meetings,omitempty"`
 
-	steps []*Task // the tasks of Steps, derived (stepsOf)
+	// Derived from its steps (deriveCase), for views: the tasks of Steps
+	// (stepsOf), the members who did a step, its steps for a simulated
+	// colleague and how many of them are not done.
+	steps    []*Task
+	doers    []string
+	npcSteps []*Task // its steps for a simulated colleague, in step order
+	npcLeft  int
+	listed   uint64 // the State.caseMark of the last view that listed it
+}
+
+// deriveCase works out c's members who did a step and its colleagues'
+// steps not done again, from its steps (a case opened, reopened or
+// restored); a step done keeps them (caseStepDone).
+func (s *State) deriveCase(c *Case) {
+	c.doers, c.npcSteps, c.npcLeft = c.doers[:0], c.npcSteps[:0], 0
+	for _, t := range s.stepsOf(c) {
+		if t.Spec.NPC != "" {
+			c.npcSteps = append(c.npcSteps, t)
+		}
+		switch {
+		case t.Status == StatusDone:
+			if !slices.Contains(c.doers, t.DoneBy) {
+				c.doers = append(c.doers, t.DoneBy)
+			}
+		case t.Spec.NPC != "":
+			c.npcLeft++
+		}
+	}
+}
+
+// caseStepDone notes that m did step t of a case.
+func (s *State) caseStepDone(t *Task, m *Member) {
+	c := s.cases[t.Case]
+	if c == nil {
+		return
+	}
+	if !slices.Contains(c.doers, m.ID) {
+		c.doers = append(c.doers, m.ID)
+	}
+	if t.Spec.NPC != "" {
+		c.npcLeft--
+	}
 }
 
 // Done reports whether every step of the case is done.
@@ -178,6 +219,7 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 			s.wakeServers(t, ev.Seq, false)
 		}
 	}
+	s.deriveCase(c)
 	if p.OpenedBy != "" {
 		s.busy(s.Member(p.OpenedBy), p.BusyUntil)
 	}

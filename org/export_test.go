@@ -1,6 +1,7 @@
 package org
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 
@@ -264,4 +265,18 @@ func (s *State) BusyScanned(member string, from, to clock.Time) []BusySpan {
 		s.busyIx.last = s.Records[len(s.Records)-1]
 	}
 	return s.Busy(member, from, to)
+}
+
+// CaseDerivedErrors lists the cases whose derived members who did a step
+// and colleagues' steps left differ from their steps' (deriveCase).
+func (s *State) CaseDerivedErrors() []string {
+	var errs []string
+	for _, c := range s.Cases {
+		doers, left := slices.Sorted(slices.Values(c.doers)), c.npcLeft
+		s.deriveCase(c)
+		if !slices.Equal(doers, slices.Sorted(slices.Values(c.doers))) || left != c.npcLeft {
+			errs = append(errs, fmt.Sprintf("case %s: kept %v and %d colleagues' steps left, its steps give %v and %d", c.ID, doers, left, c.doers, c.npcLeft))
+		}
+	}
+	return errs
 }

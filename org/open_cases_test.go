@@ -1,9 +1,9 @@
 package org_test
 
 import (
+	"strings"
 	"testing"
 
-	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
@@ -16,7 +16,9 @@ import (
 // templates, with greedy and random agents at a load that keeps many cases
 // open, and holds the list of open cases that views look at to a scan of
 // every case, state after state: the same cases in the same order, cases
-// reopened by their requesters included.
+// reopened by their requesters included. It holds what each case keeps of
+// its steps for views (who did one, its colleagues' steps left) to what
+// its steps say.
 func TestOpenCasesListIsTheScan(t *testing.T) {
 	reopened, compared := 0, 0
 	for _, name := range worlds.Names() {
@@ -32,7 +34,6 @@ func TestOpenCasesListIsTheScan(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.Start()
-		seats := map[string]*agents.Random{}
 		batches := 0
 		err = sim.Play(e, func(evs []events.Event) bool {
 			for _, ev := range evs {
@@ -58,20 +59,12 @@ func TestOpenCasesListIsTheScan(t *testing.T) {
 					}
 				}
 				compared += len(want)
+				if errs := st.CaseDerivedErrors(); len(errs) > 0 {
+					t.Fatalf("%s at seq %d: %s", name, st.LastSeq, strings.Join(errs, "; "))
+				}
 			}
 			return batches < 30000
-		}, func(tu sim.Turn) (sim.Answer, bool) {
-			if tu.Observation.Turn%5 != 0 {
-				return simtest.Greedy(tu)
-			}
-			a := seats[tu.Member]
-			if a == nil {
-				a = agents.NewRandom(7, tu.Member)
-				seats[tu.Member] = a
-			}
-			acts, _ := a.Decide(t.Context(), tu.Observation)
-			return sim.Answer{Member: tu.Member, Turn: tu.Observation.Turn, Actions: acts}, true
-		}, 0)
+		}, simtest.Mixed(5, 7), 0)
 		if err != nil && err != sim.ErrStopped {
 			t.Fatal(err)
 		}

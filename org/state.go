@@ -135,6 +135,7 @@ type State struct {
 	// wakeIx indexes the members wakeServers may wake (wake_index.go).
 	wakeIx     wakeIndex
 	busyIx     busyIndex // availability records by member (meetings.go)
+	caseMark   uint64    // counts the views that listed cases (Case.listed)
 	wakeChecks int       // calls checkServers checked (tests)
 }
 
@@ -899,6 +900,9 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 	s.Records, s.Collateral = sn.Records, sn.Collateral
 	s.link()
 	s.index()
+	for _, c := range s.Cases {
+		s.deriveCase(c)
+	}
 	s.Requests, s.Messages = sn.Requests, sn.Messages
 	s.Now, s.LastSeq, s.Ended, s.EndReason = sn.Now, sn.LastSeq, sn.Ended, sn.EndReason
 	s.Turns, s.Timeouts, s.Rejections, s.Violations, s.Reward = sn.Turns, sn.Timeouts, sn.Rejections, sn.Violations, sn.Reward

@@ -575,13 +575,13 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 	if len(s.World.Cases) == 0 {
 		return
 	}
-	seen := map[string]bool{}
+	s.caseMark++ // a case listed in this view has it
 	add := func(id string) {
 		c := s.cases[id]
-		if c == nil || seen[id] {
+		if c == nil || c.listed == s.caseMark {
 			return
 		}
-		seen[id] = true
+		c.listed = s.caseMark
 		v := CaseView{ID: c.ID, Template: c.Template, Title: c.Title, Priority: c.Priority, Value: c.Value, Opened: c.Opened,
 			Deadline: c.Deadline, Due: c.Due, Attributes: c.Attributes, Steps: c.Steps}
 		for _, t := range s.stepsOf(c) {
@@ -607,14 +607,8 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 	// progress concern it.
 	open := s.openCases()
 	for _, c := range open {
-		if seen[c.ID] {
-			continue
-		}
-		for _, t := range s.stepsOf(c) {
-			if t.Status == StatusDone && t.DoneBy == m.ID {
-				add(c.ID)
-				break
-			}
+		if c.listed != s.caseMark && slices.Contains(c.doers, m.ID) {
+			add(c.ID)
 		}
 	}
 	// NPC steps whose dependencies are done, not asked for yet, that the
@@ -622,8 +616,11 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 	// the NPC who did one; when no member did or asked (no dependency), it
 	// serves the queue.
 	for _, c := range open {
-		for _, t := range s.stepsOf(c) {
-			if t.Spec.NPC == "" || t.Status == StatusDone || !s.DepsDone(t) || s.asked(t) {
+		if c.npcLeft == 0 {
+			continue
+		}
+		for _, t := range c.npcSteps {
+			if t.Status == StatusDone || !s.DepsDone(t) || s.asked(t) {
 				continue
 			}
 			mine, byMember := false, false

@@ -47,12 +47,9 @@ func TestWakeIndexFindsWhomTheScanFinds(t *testing.T) {
 		w    *worlds.World
 	}
 	var ws []world
+	shipped := simtest.Shipped(t)
 	for _, name := range simtest.ShippedWorlds {
-		w, err := worlds.Shipped(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws = append(ws, world{name, w})
+		ws = append(ws, world{name, shipped[name]})
 	}
 	var b strings.Builder
 	b.WriteString(`version: 1

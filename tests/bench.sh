@@ -23,6 +23,9 @@
 #   BENCH_SCALE_SECONDS   wall-time budget of the scale world's session (default 600)
 #   BENCH_STEP_TIMEOUT    seconds before any other step is stopped and reported as timed out (default 600)
 #   BENCH_OPENENV_STEPS   OpenEnv steps timed end to end (default 2000)
+#   BENCH_LOAD_WORLDS     worlds under load, as world:load (default "support-desk:100 portfolio:50
+#                         claims:50 wind-ops:20 meetings:20 desk-2000:1"; desk-2000 is the bench
+#                         desk with 2,000 colleagues and 100,000 tickets)
 #   BENCH_OPENENV_RESET_CONNS, BENCH_OPENENV_RESET_SECONDS   connections resetting, and for how long (default 4, 20)
 #   BENCH_OPENENV_LEVELS  concurrent /openenv/ws sessions tried in turn (default 1000,2000,3000,4000)
 #   BENCH_OPENENV_THINK   pause between one connection's steps, a model's decision time (default 10s)
@@ -164,11 +167,12 @@ ceiling() { $PY -c 'import sys; a,e,t=sys.argv[1:4]; print("" if not a or not e 
 ratio() { $PY -c 'import sys; a,b=sys.argv[1:3]; print("—" if not a or not b or float(b)==0 else "{:.2f}×".format(float(a)/float(b)))' "${1:-}" "${2:-}"; }
 
 ROWS=()
-row() {
+row_text() { # row_text CELL...: a markdown table row
 	local r="|" c
 	for c in "$@"; do r+=" $c |"; done
-	ROWS+=("$r")
+	echo "$r"
 }
+row() { ROWS+=("$(row_text "$@")"); }
 status_note() { # status_note RC: a note for a step that did not finish
 	if ((RC == 124)); then echo "**stopped after its ${1}s limit**"; elif ((RC != 0)); then echo "**error (exit $RC)**"; fi
 }
@@ -358,6 +362,39 @@ SESS_EVENTS=$(gobench "$TMP/sessions.out" ConcurrentSessions events/op)
 SESS_NS=$(gobench "$TMP/sessions.out" ConcurrentSessions ns/op)
 SESS_PEAK=$(gobench "$TMP/sessions.out" ConcurrentSessions peak-running)
 
+# ---- 7b. worlds under load: an observation and a decision cost what they show ------------
+# Shipped worlds at loads that build backlogs (open tickets, open cases,
+# booked meetings), and the bench desk with 2,000 colleagues: whatever a
+# view, a queue's head, a wake-up or a case list looks at must be indexed,
+# or these slow down with the session's length. Trend rows: no peer.
+LOAD_WORLDS=${BENCH_LOAD_WORLDS:-"support-desk:100 portfolio:50 claims:50 wind-ops:20 meetings:20 desk-2000:1"}
+WIDE_DESK=$TMP/desk-2000.yaml
+"$CS" worlds show support-desk-bench | $PY -c '
+import re, sys
+src = sys.stdin.read()
+npc = re.search(r"^  - \{id: s01, (.*)\}$", src, re.M).group(1)
+members = "".join("  - {id: s%04d, %s}\n" % (i, npc) for i in range(1, 2001))
+src = re.sub(r"(?ms)^  - \{id: s01,.*?(?=^\S)", members + "\n", src)
+src = src.replace("name: support-desk-bench", "name: desk-2000").replace("every: 30s", "every: 300ms").replace("count: 200000", "count: 100000")
+sys.stdout.write(src)' >"$WIDE_DESK"
+"$CS" worlds validate "$WIDE_DESK" >&2
+eps_rate() { json "$TMP/$1.out" 'd.get("events_per_second", 0)'; }
+LOAD_ROWS=()
+for wl in $LOAD_WORLDS; do
+	W=${wl%%:*} L=${wl##*:} WF=${wl%%:*}
+	[[ $W == desk-2000 ]] && WF=$WIDE_DESK
+	runs "load_$W" "$STEP_TIMEOUT" eps_rate "$CS" run --world "$WF" --ephemeral --load "$L" --json
+	if ((RC == 0)); then
+		LOAD_ROWS+=("$(row_text "\`$W\` at \`--load $L\`, greedy, in memory" \
+			"$(json "$TMP/load_$W.out" '"{:,} events".format(d["events"])')" \
+			"$(json "$TMP/load_$W.out" '"%.2f" % d.get("wall_seconds", 0)')" \
+			"—" "$(fmt_num "$(eps_rate "load_$W")")" "$(fmt_mib "$RSS_KB")" "—" \
+			"$RUNS runs: $SPREAD events/s; $(json "$TMP/load_$W.out" '"; ".join(x for x in ["{:,} tickets ({:,} resolved)".format(d["score"]["tickets"], d["score"]["tickets_resolved"]) if d["score"].get("tickets") else "", "{:,} cases ({:,} done)".format(d["score"]["cases"], d["score"]["cases_done"]) if d["score"].get("cases") else "", "{:,} turns, ended {}".format(d["score"].get("turns", 0), d["ended"])] if x)')")")
+	else
+		LOAD_ROWS+=("$(row_text "\`$W\` at \`--load $L\`" "—" "—" "—" "—" "—" "—" "$(status_note "$STEP_TIMEOUT")")")
+	fi
+done
+
 # ---- 8. OpenEnv: a step against a raw WebSocket echo; resets; sessions held -------------
 OE_STEPS=${BENCH_OPENENV_STEPS:-2000}
 OE_RESET_CONNS=${BENCH_OPENENV_RESET_CONNS:-4}
@@ -429,6 +466,9 @@ row "one session, generated world: $(fmt_num "$SCALE_MEMBERS") members, $(fmt_nu
 SESS_WALL=$($PY -c 'import sys; v=sys.argv[1]; print("—" if v=="" else "%.1f" % (float(v)/1e9))' "$SESS_NS")
 row "one session of \`support-desk\` alone, greedy in process, in-memory log (20 in a row)" "$(fmt_num "$ONE_EVENTS") events" "—" "$(fmt_num "$ONE_TPS")" "$(fmt_num "$ONE_EPS")" "$(fmt_mib "$ONE_RSS_KB")" "1.00×" "the baseline of the sessions row"
 row "$SESSIONS concurrent sessions of \`support-desk\` in one process, greedy in process (one bus for the feeds), in-memory logs" "$(fmt_num "$SESS_EVENTS") events" "$SESS_WALL" "$(fmt_num "$SESS_TPS")" "$(fmt_num "$SESS_EPS")" "$(fmt_mib "$SESS_RSS_KB")" "$(ratio "$SESS_EPS" "$ONE_EPS")" "all sessions together (started 64 at a time, at most $(fmt_num "$SESS_PEAK") running at once): events/s vs one session alone (target ≥ 0.80×), peak RSS $(ratio "$SESS_RSS_KB" $((2 * 1024 * 1024))) of 2 GiB $(status_note "$STEP_TIMEOUT")"
+
+# The worlds under load.
+ROWS+=("${LOAD_ROWS[@]}")
 
 # The OpenEnv rows.
 row "OpenEnv step round trip, the adapter alone (\`BenchmarkStepRoundTrip\`: /openenv/ws, the gateway answering at once with a $(fmt_num "$OE_MICRO_BYTES")-byte reply)" "—" "—" "—" "$(fmt_num "$(per_s "$OE_MICRO_NS")") steps/s, $(us "$OE_MICRO_NS") each" "—" "$(ratio "$OE_MICRO_NS" "$OE_ECHO_NS")" "latency vs a raw WebSocket echo of the same bytes (target ≤ 2×)"

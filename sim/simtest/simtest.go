@@ -41,6 +41,26 @@ func Greedy(t sim.Turn) (sim.Answer, bool) {
 	return sim.Answer{Member: t.Member, Turn: t.Observation.Turn, Actions: acts}, true
 }
 
+// Mixed answers as the built-in random agent (seeded with seed, one per
+// member) on every every-th turn of a member, and as the greedy agent on
+// the others: greedy play that keeps making the random agent's mistakes
+// (claims refused, records written, handoffs, cases closed wrongly).
+func Mixed(every int, seed uint64) func(sim.Turn) (sim.Answer, bool) {
+	seats := map[string]*agents.Random{}
+	return func(t sim.Turn) (sim.Answer, bool) {
+		if t.Observation.Turn%uint64(every) != 0 {
+			return Greedy(t)
+		}
+		a := seats[t.Member]
+		if a == nil {
+			a = agents.NewRandom(seed, t.Member)
+			seats[t.Member] = a
+		}
+		acts, _ := a.Decide(context.Background(), t.Observation)
+		return sim.Answer{Member: t.Member, Turn: t.Observation.Turn, Actions: acts}, true
+	}
+}
+
 // Events plays a started engine to its end with greedy agents and returns
 // its events.
 func Events(tb testing.TB, e *sim.Engine) []events.Event {
