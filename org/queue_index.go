@@ -10,39 +10,43 @@ import "slices"
 type queueIndex struct {
 	q       *Queue      // the queue's state (nil for the tasks of no queue)
 	num     int         // the queue's number (queueIx)
-	byPrio  bool        // served by priority: its open tickets are in a lane per priority
-	lanes   []*lane     // its open tickets (see lane), ascending by priority
+	byPrio  bool        // served by priority: its open tickets are in lanes by priority (and role)
+	lanes   []*lane     // its open tickets (see lane), by priority, then role
 	prio    []prioCount // its open tickets by priority, ascending; none counts 0
 	openN   int         // its open tickets (the sum of prio)
 	claimed int         // its items claimed and not done
 	shown   int         // its items not done and not hidden
 }
 
-// lane is a queue's open tickets of one priority (a priority queue), or
-// all of them (a queue served in arrival order, whose one lane is of
-// priority 0), in arrival order: by creation time, then by the order the
-// tasks were made (arrivedEarlier). A ticket taken, or moved to another
+// lane is a queue's open tickets of one role and one priority (a priority
+// queue), or of one role (a queue served in arrival order, whose lanes are
+// of priority 0), in arrival order: by creation time, then by the order
+// the tasks were made (arrivedEarlier). A member looks only at the lanes of
+// its role, from the highest priority down: a queue's head is the first
+// ticket it may take there, not one behind a backlog of lower priorities
+// or of other roles' tickets. A ticket taken, or moved to another
 // priority, stays listed until a look drops it (in), so that a ticket
-// released again finds its place still there. A priority queue's head is
-// the first ticket of its highest lane, not one behind the backlog of
-// lower priorities.
+// released again finds its place still there.
 type lane struct {
 	prio int
+	role string
 	open []*Task
+	n    int // its open tickets (countOpen)
 }
 
-// laneFor returns the lane of priority prio (priority 0 in a queue served
-// in arrival order), adding it if there is none.
-func (q *queueIndex) laneFor(prio int) *lane {
+// laneFor returns t's lane, adding it if there is none. Lanes are sorted
+// by priority, then role.
+func (q *queueIndex) laneFor(t *Task) *lane {
+	prio, role := t.Priority, t.Spec.Role
 	if !q.byPrio {
 		prio = 0
 	}
 	i := 0
-	for i < len(q.lanes) && q.lanes[i].prio < prio {
+	for i < len(q.lanes) && (q.lanes[i].prio < prio || q.lanes[i].prio == prio && q.lanes[i].role < role) {
 		i++
 	}
-	if i == len(q.lanes) || q.lanes[i].prio != prio {
-		q.lanes = slices.Insert(q.lanes, i, &lane{prio: prio})
+	if i == len(q.lanes) || q.lanes[i].prio != prio || q.lanes[i].role != role {
+		q.lanes = slices.Insert(q.lanes, i, &lane{prio: prio, role: role})
 	}
 	return q.lanes[i]
 }
@@ -79,19 +83,6 @@ func (q *queueIndex) tickets(l *lane) []*Task {
 	return list
 }
 
-// openIn counts lane l's open tickets.
-func (q *queueIndex) openIn(l *lane) int {
-	if !q.byPrio {
-		return q.openN
-	}
-	for _, c := range q.prio {
-		if c.prio == l.prio {
-			return c.n
-		}
-	}
-	return 0
-}
-
 // enqueue lists open ticket t last in its lane, first dropping the
 // tickets no longer in it: from the front, as tickets does, and from all
 // of it once they are most of it. Only a look at the queue dropped them
@@ -100,9 +91,9 @@ func (q *queueIndex) openIn(l *lane) int {
 // MB of a 200,000-ticket replay's 66 MB live heap).
 func (s *State) enqueue(t *Task) {
 	q := s.queueOf(t)
-	l := q.laneFor(t.Priority)
+	l := q.laneFor(t)
 	list := q.tickets(l)
-	if n := len(list); n >= 64 && n > 2*q.openIn(l) {
+	if n := len(list); n >= 64 && n > 2*l.n {
 		list = slices.DeleteFunc(list, func(o *Task) bool { return !q.in(l, o) })
 	}
 	l.open = append(list, t)
@@ -118,8 +109,7 @@ func (s *State) reopen(t *Task) {
 // unless it is listed there: released again before anything dropped it,
 // or moved back to a priority it had.
 func (s *State) place(t *Task) {
-	q := s.queueOf(t)
-	l := q.laneFor(t.Priority)
+	l := s.queueOf(t).laneFor(t)
 	list := l.open
 	if slices.Contains(list, t) {
 		return
@@ -132,7 +122,7 @@ func (s *State) place(t *Task) {
 }
 
 // queueHead is QueueHead of queue number qi, for member m: the first
-// ticket m may take of the highest lane that has one.
+// ticket m may take of the highest lane of its role that has one.
 func (s *State) queueHead(qi int, m *Member) *Task {
 	x := &s.qs[qi]
 	if s.openTicketN == 0 || x.openN == 0 {
@@ -140,6 +130,9 @@ func (s *State) queueHead(qi int, m *Member) *Task {
 	}
 	for i := len(x.lanes) - 1; i >= 0; i-- {
 		l := x.lanes[i]
+		if l.role != m.Role || l.n == 0 {
+			continue // m may take none of it, or it has none open
+		}
 		for _, t := range x.tickets(l) {
 			if x.in(l, t) && s.canTake(m, t) {
 				return t
@@ -150,24 +143,23 @@ func (s *State) queueHead(qi int, m *Member) *Task {
 }
 
 // queueAhead is QueueAhead of ticket t of queue x, for member m: the
-// earliest ticket m may take of a higher lane, or of t's lane ahead of t.
+// earliest ticket m may take that ranks above t (a higher priority), or
+// with t and arrived earlier. Each lane of m's role gives its first such
+// ticket; the lists are in arrival order.
 func (s *State) queueAhead(x *queueIndex, t *Task, m *Member) *Task {
 	var ahead *Task
 	for i := len(x.lanes) - 1; i >= 0 && (!x.byPrio || x.lanes[i].prio >= t.Priority); i-- {
 		l := x.lanes[i]
-		own := !x.byPrio || l.prio == t.Priority
+		if l.role != m.Role || l.n == 0 {
+			continue
+		}
+		level := !x.byPrio || l.prio == t.Priority // of t's rank
 		for _, o := range x.tickets(l) {
-			if o == t {
-				if own {
-					break // those behind it arrived after it
-				}
-				continue // listed here before its priority changed
-			}
-			if !x.in(l, o) || !s.canTake(m, o) {
+			if o == t || !x.in(l, o) || !s.canTake(m, o) {
 				continue
 			}
-			if own && x.byPrio && !s.arrivedBefore(o, t) {
-				break
+			if level && !s.arrivedEarlier(o, t) {
+				break // it and those behind it arrived after t
 			}
 			if ahead == nil || s.arrivedEarlier(o, ahead) {
 				ahead = o

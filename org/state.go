@@ -469,10 +469,12 @@ func (s *State) track(t *Task) {
 	}
 }
 
-// countOpen adds n to the open tickets of t's queue at t's priority.
+// countOpen adds n to the open tickets of t's queue at t's priority, and of its lane.
 func (s *State) countOpen(t *Task, n int) {
 	s.openTicketN += n
-	s.queueOf(t).count(t.Priority, n)
+	q := s.queueOf(t)
+	q.count(t.Priority, n)
+	q.laneFor(t).n += n
 }
 
 // arrivedEarlier reports whether ticket a arrived before ticket b: by

@@ -297,22 +297,6 @@ func (s *State) QueueAhead(t *Task, member string) *Task {
 	return s.queueAhead(x, t, m)
 }
 
-// arrivedBefore reports whether ticket a arrived before b.
-func (s *State) arrivedBefore(a, b *Task) bool {
-	if a.Created != b.Created {
-		return a.Created < b.Created
-	}
-	for _, o := range s.queueOf(a).laneFor(a.Priority).open {
-		if o == a {
-			return true
-		}
-		if o == b {
-			return false
-		}
-	}
-	return false
-}
-
 // QueueHead returns the open ticket of queue that member must take next by
 // the queue's order, or nil.
 func (s *State) QueueHead(queue, member string) *Task {

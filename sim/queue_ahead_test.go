@@ -102,29 +102,36 @@ func claimOrRelease(o org.Observation) []org.Action {
 	return nil
 }
 
-// churnDesk is a priority queue with tickets of three priorities, some
-// needing a skill only some members have, and a queue served in arrival
-// order; agent seats and serving colleagues share them.
+// churnDesk is a priority queue with tickets of three priorities and two
+// roles, some needing a skill only some members have, and a queue served
+// in arrival order; agent seats and serving colleagues share them, and
+// bursts bring tickets of both roles at the same instants (their order is
+// the order they were made).
 const churnDesk = `version: 1
 name: churn-desk
 start: 2026-01-05T00:00:00Z
 horizon: 4d
 calendar: {hours: "00:00-24:00", workdays: [mon, tue, wed, thu, fri, sat, sun]}
-roles: [{id: support}]
+roles: [{id: support}, {id: ops}]
 teams: [{id: desk}]
 members:
   - {id: ann, role: support, team: desk, skills: [billing]}
   - {id: bob, role: support, team: desk}
   - {id: cy, role: support, team: desk}
+  - {id: dee, role: ops, team: desk}
   - {id: npc1, role: support, team: desk, npc: {reply: {min: 0s, max: 0s}, serves: [desk, back]}}
   - {id: npc2, role: support, team: desk, npc: {reply: {min: 0s, max: 0s}, serves: [back]}}
+  - {id: npc3, role: ops, team: desk, npc: {reply: {min: 0s, max: 0s}, serves: [desk, back]}}
 queues:
-  - {id: desk, served_by: [support], order: priority}
-  - {id: back, served_by: [support], order: fifo}
+  - {id: desk, served_by: [support, ops], order: priority}
+  - {id: back, served_by: [support, ops], order: fifo}
 arrivals:
   - {id: g, queue: desk, process: poisson, every: 20m, ticket: {title: G, role: support, effort: {mean: 30m}, value: 1, priority: {1: 60, 2: 30, 3: 10}}}
   - {id: b, queue: desk, process: poisson, every: 1h, ticket: {title: B, role: support, skill: billing, effort: {mean: 40m}, value: 2, priority: {2: 50, 3: 50}}}
+  - {id: o, queue: desk, process: bursty, burst: 3, every: 2h, ticket: {title: O, role: ops, effort: {mean: 50m}, value: 1, priority: {1: 50, 3: 50}}}
+  - {id: p, queue: desk, process: bursty, burst: 3, every: 2h, ticket: {title: P, role: support, effort: {mean: 50m}, value: 1, priority: {1: 50, 3: 50}}}
   - {id: k, queue: back, process: poisson, every: 30m, ticket: {title: K, role: support, effort: {mean: 20m}, value: 1}}
+  - {id: q, queue: back, process: bursty, burst: 2, every: 90m, ticket: {title: Q, role: ops, effort: {mean: 20m}, value: 1}}
 `
 
 // checkQueueAhead compares QueueAhead with the queue order for every open
