@@ -33,6 +33,17 @@
 //	}
 //	fmt.Printf("%x\n", st.Hash())
 //
+// Beside what it hashes, a State keeps derived indexes, never hashed nor in
+// snapshots and built again by Restore, so that a view, a queue's head, a
+// claim's queue-order check or a wake-up costs what it touches, not the
+// length of the session: a queue's open tickets in lanes by priority and
+// role (queue_index.go); the colleagues that may be idle and the seats of
+// each role, for waking (wake_index.go); pending requests, unanswered
+// messages, open cases and the messages about each task (view_lists.go);
+// the availability records of each member (meetings.go); and, per case,
+// its step tasks, who did one and its colleagues' steps left (case.go).
+// Each is held by a test to the scan it replaces.
+//
 // The package is part of the deterministic core: no I/O, no wall clock, no
 // randomness, and no map iteration reaches events, hashes or observations.
 // A State is not safe for concurrent use.
