@@ -3,19 +3,18 @@ package org
 import "slices"
 
 // queueIndex is a queue's part of the derived indexes: its open tickets
-// in arrival order, how many are open at each priority, and its items
-// claimed and shown. Kept per queue and reached from a task through its
-// qx, they cost a ticket no lookup by the queue's name; they were five
-// maps keyed by it.
+// in lanes (by priority and role, each in arrival order) and how many
+// are open, and its items claimed and shown. Kept per queue and reached
+// from a task through its qx, they cost a ticket no lookup by the queue's
+// name; they were five maps keyed by it.
 type queueIndex struct {
-	q       *Queue      // the queue's state (nil for the tasks of no queue)
-	num     int         // the queue's number (queueIx)
-	byPrio  bool        // served by priority: its open tickets are in lanes by priority (and role)
-	lanes   []*lane     // its open tickets (see lane), by priority, then role
-	prio    []prioCount // its open tickets by priority, ascending; none counts 0
-	openN   int         // its open tickets (the sum of prio)
-	claimed int         // its items claimed and not done
-	shown   int         // its items not done and not hidden
+	q       *Queue  // the queue's state (nil for the tasks of no queue)
+	num     int     // the queue's number (queueIx)
+	byPrio  bool    // served by priority: its open tickets are in lanes by priority (and role)
+	lanes   []*lane // its open tickets (see lane), by priority, then role
+	openN   int     // its open tickets (the sum of its lanes' n)
+	claimed int     // its items claimed and not done
+	shown   int     // its items not done and not hidden
 }
 
 // lane is a queue's open tickets of one role and one priority (a priority
@@ -168,35 +167,6 @@ func (s *State) queueAhead(x *queueIndex, t *Task, m *Member) *Task {
 		}
 	}
 	return ahead
-}
-
-// prioCount counts a queue's open tickets of one priority.
-type prioCount struct{ prio, n int }
-
-// count adds n to the open tickets of priority prio. A queue's tickets
-// have few priorities: the list is short and scanned.
-func (q *queueIndex) count(prio, n int) {
-	q.openN += n
-	i := 0
-	for i < len(q.prio) && q.prio[i].prio < prio {
-		i++
-	}
-	if i == len(q.prio) || q.prio[i].prio != prio {
-		q.prio = append(q.prio, prioCount{})
-		copy(q.prio[i+1:], q.prio[i:])
-		q.prio[i] = prioCount{prio: prio}
-	}
-	if q.prio[i].n += n; q.prio[i].n == 0 {
-		q.prio = append(q.prio[:i], q.prio[i+1:]...)
-	}
-}
-
-// top is the highest priority of the queue's open tickets (0 for none).
-func (q *queueIndex) top() int {
-	if len(q.prio) == 0 {
-		return 0
-	}
-	return q.prio[len(q.prio)-1].prio
 }
 
 // servesTask reports whether role serves t's queue (Serves, without

@@ -473,7 +473,7 @@ func (s *State) track(t *Task) {
 func (s *State) countOpen(t *Task, n int) {
 	s.openTicketN += n
 	q := s.queueOf(t)
-	q.count(t.Priority, n)
+	q.openN += n
 	q.laneFor(t).n += n
 }
 
