@@ -26,9 +26,9 @@ import (
 // that instant; the timers that watch for it are pushed while applying the
 // events that make a member hold work, so replay rebuilds them.
 
-// calendars are the schedules the engine asks: by member (colleague,
-// indexed by org.Member.Num) and by team; only teams whose schedule is not
-// the company calendar are in the team map.
+// calendars are the teams' schedules the engine asks (only those that are
+// not the company calendar) and its watch over handovers; a member's own
+// schedule is in its colleague record.
 type calendars struct {
 	handover map[string]bool // agent seats of teams whose handover is required
 	team     map[string]clock.Schedule
@@ -79,10 +79,13 @@ func newColleagues(w *worlds.World, st *org.State) []colleague {
 	return cols
 }
 
+// col is the engine's record of member m.
+func (e *Engine) col(m *org.Member) *colleague { return &e.cols[m.Num()] }
+
 // schedule is the schedule member id works by.
 func (e *Engine) schedule(id string) clock.Schedule {
 	if m := e.st.Member(id); m != nil {
-		return e.cols[m.Num()].sched
+		return e.col(m).sched
 	}
 	return &e.cfg.World.Calendar
 }
@@ -98,7 +101,7 @@ func (e *Engine) teamSchedule(team string) clock.Schedule {
 // wakeAt is when pending member m may be asked next: once it is free and,
 // for a member on a shift, within its shift.
 func (e *Engine) wakeAt(m *org.Member) clock.Time {
-	if c := &e.cols[m.Num()]; c.shift {
+	if c := e.col(m); c.shift {
 		return c.sched.NextWorking(max(m.BusyUntil, e.now))
 	}
 	return m.BusyUntil

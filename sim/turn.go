@@ -30,7 +30,7 @@ func (e *Engine) takeTurn(a Answer) {
 		e.emit(payload.EvTurnFailed, m.ID, m.WakeCause, payload.TurnFailed{Turn: m.Turn + 1, Seen: e.seen, Reason: failReason(a.Failed)})
 		return
 	}
-	cal := e.cols[m.Num()].sched
+	cal := e.col(m).sched
 	cursor := cal.AddWork(e.now, e.cost(m, e.cfg.World.ActionCosts().Turn))
 	actions := a.Actions
 	if actions == nil {
@@ -80,7 +80,7 @@ func (e *Engine) quietly(m *org.Member, a Answer) bool {
 	if !e.turnless(m) {
 		return false
 	}
-	cal := e.cols[m.Num()].sched
+	cal := e.col(m).sched
 	acts := a.Actions
 	switch {
 	case len(acts) == 1 && acts[0].Type == org.ActWait && acts[0].For == "":
@@ -139,7 +139,7 @@ func (e *Engine) then(m *org.Member, step payload.TicketResolved) bool {
 // inbox, refusal or read result, and its cursor is now (m is not off
 // shift).
 func (e *Engine) turnless(m *org.Member) bool {
-	return len(m.Inbox) == 0 && len(m.Rejected) == 0 && len(m.Results) == 0 && e.cols[m.Num()].sched.AddWork(e.now, 0) == e.now
+	return len(m.Inbox) == 0 && len(m.Rejected) == 0 && len(m.Results) == 0 && e.col(m).sched.AddWork(e.now, 0) == e.now
 }
 
 // absentAt reports whether npc is away at now, and until when.
@@ -163,7 +163,7 @@ func (e *Engine) resolves(t *org.Task) bool {
 		return false
 	}
 	m := e.st.Member(t.Assignee)
-	npc := e.cols[m.Num()].npc
+	npc := e.col(m).npc
 	if npc == nil || len(npc.Serves) == 0 {
 		return false
 	}
@@ -207,7 +207,7 @@ func (e *Engine) reject(member string, cause uint64, i int, a org.Action, r *org
 // perform emits the events of an accepted action starting at cursor; it
 // returns when the member is next free and whether the turn has ended.
 func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clock.Time) (clock.Time, bool) {
-	cal := e.cols[m.Num()].sched
+	cal := e.col(m).sched
 	costs := e.cfg.World.ActionCosts()
 	a := &c.Action
 	switch a.Type {
@@ -298,7 +298,7 @@ func (e *Engine) cost(m *org.Member, d clock.Duration) clock.Duration {
 // until it is back.
 func (e *Engine) npcDecide(id string) Answer {
 	m := e.st.Member(id)
-	c := &e.cols[m.Num()]
+	c := e.col(m)
 	npc, cal := c.npc, c.sched
 	// The actions are appended to the engine's action arena; Step resets it
 	// once every answer of the instant has been taken.
