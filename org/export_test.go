@@ -260,10 +260,8 @@ func (s *State) OpenCases() []*Case { return s.openCases() }
 func (s *State) BusyScanned(member string, from, to clock.Time) []BusySpan {
 	saved := s.busyIx
 	defer func() { s.busyIx = saved }()
-	s.busyIx = busyIndex{of: map[string][]*Record{member: s.Records}, filed: len(s.Records)}
-	if len(s.Records) > 0 {
-		s.busyIx.last = s.Records[len(s.Records)-1]
-	}
+	s.busyIx = busyIndex{of: map[string][]*Record{member: s.Records}}
+	s.busyIx.recs.take(s.Records)
 	return s.Busy(member, from, to)
 }
 

@@ -281,28 +281,24 @@ func (s *State) meetingView(t *Task) *MeetingView {
 // a create taking a deleted record's id again), which files them all again
 // at the next look (refile). Derived: never hashed nor in snapshots.
 type busyIndex struct {
-	filed int     // State.Records[:filed] are filed
-	last  *Record // State.Records[filed-1] when they were
-	of    map[string][]*Record
+	recs filed[Record] // of State.Records
+	of   map[string][]*Record
 }
 
 // busyRecords returns the records of the availability type that named
 // member when they were filed (Busy checks each again).
 func (s *State) busyRecords(member string) []*Record {
 	x, typ := &s.busyIx, s.World.Availability.Record
-	if x.filed > len(s.Records) || x.filed > 0 && s.Records[x.filed-1] != x.last {
+	if !x.recs.of(s.Records) {
 		*x = busyIndex{} // not the slice they were filed from
 	}
 	if x.of == nil {
 		x.of = map[string][]*Record{}
 	}
-	for _, r := range s.Records[x.filed:] {
+	for _, r := range x.recs.take(s.Records) {
 		if id, ok := r.Fields["member"].(string); ok && r.Type == typ {
 			x.of[id] = append(x.of[id], r)
 		}
-	}
-	if x.filed = len(s.Records); x.filed > 0 {
-		x.last = s.Records[x.filed-1]
 	}
 	return x.of[member]
 }

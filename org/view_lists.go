@@ -26,40 +26,56 @@ package org
 // are derived, never hashed nor in snapshots; a state whose slices were
 // replaced (Restore builds a new state) starts them again.
 type viewLists struct {
-	reqs     int      // State.Requests[:reqs] are filed
-	lastReq  *Request // State.Requests[reqs-1] when they were
-	msgs     int      // State.Messages[:msgs] are filed
-	lastMsg  *Message // State.Messages[msgs-1] when they were
+	reqs     filed[Request] // of State.Requests
+	msgs     filed[Message] // of State.Messages
+	cases    filed[Case]    // of State.Cases
 	mine     map[string][]*Request
 	pending  []*Request
 	awaiting map[string][]*Message
-	cases    int   // State.Cases[:cases] are filed
-	lastCase *Case // State.Cases[cases-1] when they were
 	open     []*Case
 	about    map[string][]*Message
 }
 
-// catchUp files the requests and messages appended since the last view.
+// filed is how much of an append-only slice an index has filed: its
+// first n elements, the last of which was last.
+type filed[T any] struct {
+	n    int
+	last *T
+}
+
+// of reports whether list is the slice f filed from: as long, or longer,
+// with the same last element filed.
+func (f *filed[T]) of(list []*T) bool {
+	return f.n <= len(list) && (f.n == 0 || list[f.n-1] == f.last)
+}
+
+// take returns list's elements appended since the last take, and notes
+// them as filed.
+func (f *filed[T]) take(list []*T) []*T {
+	fresh := list[f.n:]
+	if f.n = len(list); f.n > 0 {
+		f.last = list[f.n-1]
+	}
+	return fresh
+}
+
+// catchUp files the requests, messages and cases appended since the last
+// view.
 func (s *State) catchUp() {
 	l := &s.lists
-	if l.reqs > len(s.Requests) || l.reqs > 0 && s.Requests[l.reqs-1] != l.lastReq ||
-		l.msgs > len(s.Messages) || l.msgs > 0 && s.Messages[l.msgs-1] != l.lastMsg ||
-		l.cases > len(s.Cases) || l.cases > 0 && s.Cases[l.cases-1] != l.lastCase {
+	if !l.reqs.of(s.Requests) || !l.msgs.of(s.Messages) || !l.cases.of(s.Cases) {
 		*l = viewLists{} // not the slices they were filed from
 	}
 	if l.mine == nil {
 		l.mine, l.awaiting, l.about = map[string][]*Request{}, map[string][]*Message{}, map[string][]*Message{}
 	}
-	for _, r := range s.Requests[l.reqs:] {
+	for _, r := range l.reqs.take(s.Requests) {
 		l.mine[r.Requester] = append(l.mine[r.Requester], r)
 		if r.Status == RequestPending {
 			l.pending = append(l.pending, r)
 		}
 	}
-	if l.reqs = len(s.Requests); l.reqs > 0 {
-		l.lastReq = s.Requests[l.reqs-1]
-	}
-	for _, msg := range s.Messages[l.msgs:] {
+	for _, msg := range l.msgs.take(s.Messages) {
 		if !msg.Answered {
 			l.awaiting[msg.From] = append(l.awaiting[msg.From], msg)
 		}
@@ -67,16 +83,10 @@ func (s *State) catchUp() {
 			l.about[msg.Task] = append(l.about[msg.Task], msg)
 		}
 	}
-	if l.msgs = len(s.Messages); l.msgs > 0 {
-		l.lastMsg = s.Messages[l.msgs-1]
-	}
-	for _, c := range s.Cases[l.cases:] {
+	for _, c := range l.cases.take(s.Cases) {
 		if !c.Done() {
 			l.open = append(l.open, c)
 		}
-	}
-	if l.cases = len(s.Cases); l.cases > 0 {
-		l.lastCase = s.Cases[l.cases-1]
 	}
 }
 
@@ -101,7 +111,7 @@ func (s *State) openCases() []*Case {
 func (s *State) refileCases() {
 	l := &s.lists
 	clear(l.open)
-	l.open, l.cases, l.lastCase = l.open[:0], 0, nil
+	l.open, l.cases = l.open[:0], filed[Case]{}
 }
 
 // listApprovals appends to o the requests waiting for member id's decision,
