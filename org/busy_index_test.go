@@ -21,7 +21,7 @@ import (
 // every member's busy blocks, found by the index of availability records
 // by member, to those a look at every record finds, state after state.
 func TestBusyIndexIsTheScan(t *testing.T) {
-	compared, writes, moved := 0, 0, 0
+	compared, windowed, writes, moved := 0, 0, 0, 0
 	type world struct {
 		name  string
 		w     *worlds.World
@@ -68,12 +68,24 @@ func TestBusyIndexIsTheScan(t *testing.T) {
 				}
 				if batches++; batches%4 == 0 {
 					st := e.State()
+					// The whole session, and windows of a few hours that
+					// cut blocks at either end, as a meeting's view asks.
+					h := clock.Time(w.Horizon)
+					windows := [][2]clock.Time{{0, h}}
+					for from := clock.Time(batches%7) * 37 * 60_000; from < h; from += 5 * 3600_000 {
+						windows = append(windows, [2]clock.Time{from, from + 3*3600_000 + 17*60_000})
+					}
 					for _, m := range st.Members {
-						got, want := st.Busy(m.ID, 0, clock.Time(w.Horizon)), st.BusyScanned(m.ID, 0, clock.Time(w.Horizon))
-						if !reflect.DeepEqual(got, want) {
-							t.Fatalf("%s at seq %d: %s is busy %v by the index, %v by the scan", name, st.LastSeq, m.ID, got, want)
+						for _, win := range windows {
+							got, want := st.Busy(m.ID, win[0], win[1]), st.BusyScanned(m.ID, win[0], win[1])
+							if !reflect.DeepEqual(got, want) {
+								t.Fatalf("%s at seq %d: %s is busy in [%d, %d) %v by the index, %v by the scan", name, st.LastSeq, m.ID, win[0], win[1], got, want)
+							}
+							compared += len(want)
+							if len(want) > 0 && win[1]-win[0] < h {
+								windowed++
+							}
 						}
-						compared += len(want)
 					}
 				}
 				return batches < 20000
@@ -91,8 +103,8 @@ func TestBusyIndexIsTheScan(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d busy blocks compared, %d writes, %d moves asked", compared, writes, moved)
-	if compared < 10000 || writes < 100 || moved < 20 {
+	t.Logf("%d busy blocks compared (%d windows of a few hours with some), %d writes, %d moves asked", compared, windowed, writes, moved)
+	if compared < 10000 || windowed < 1000 || writes < 100 || moved < 20 {
 		t.Fatalf("%d busy blocks compared, %d writes: too few to hold the index to anything", compared, writes)
 	}
 }

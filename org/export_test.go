@@ -1,6 +1,7 @@
 package org
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -258,11 +259,35 @@ func (s *State) OpenCases() []*Case { return s.openCases() }
 // BusyScanned is Busy by a look at every record (the reference of the
 // availability index).
 func (s *State) BusyScanned(member string, from, to clock.Time) []BusySpan {
-	saved := s.busyIx
-	defer func() { s.busyIx = saved }()
-	s.busyIx = busyIndex{of: map[string][]*Record{member: s.Records}}
-	s.busyIx.recs.take(s.Records)
-	return s.Busy(member, from, to)
+	a := s.World.Availability
+	if a == nil {
+		return nil
+	}
+	type span struct {
+		b          BusySpan
+		start, end clock.Time
+	}
+	var out []span
+	for _, r := range s.Records {
+		if r.Type != a.Record || r.Deleted || r.Fields["member"] != member {
+			continue
+		}
+		st, _ := r.Fields["start"].(string)
+		en, _ := r.Fields["end"].(string)
+		b, ok1 := s.Instant(st)
+		e, ok2 := s.Instant(en)
+		if !ok1 || !ok2 || e <= from || b >= to {
+			continue
+		}
+		mtg, _ := r.Fields["meeting"].(string)
+		out = append(out, span{BusySpan{Start: st, End: en, Meeting: mtg}, b, e})
+	}
+	slices.SortStableFunc(out, func(x, y span) int { return cmp.Compare(x.start, y.start) })
+	spans := make([]BusySpan, len(out))
+	for i := range out {
+		spans[i] = out[i].b
+	}
+	return spans
 }
 
 // CaseDerivedErrors lists the cases whose derived members who did a step

@@ -88,35 +88,32 @@ func (s *State) RFC3339(t clock.Time) string {
 }
 
 // Busy returns member's busy blocks (the availability's records naming
-// it, meetings included) overlapping [from, to), by start.
+// it, meetings included) overlapping [from, to), by start (and in the
+// order of State.Records for the same start).
 func (s *State) Busy(member string, from, to clock.Time) []BusySpan {
 	a := s.World.Availability
 	if a == nil {
 		return nil
 	}
-	type span struct {
-		b          BusySpan
-		start, end clock.Time
-	}
-	var out []span
-	for _, r := range s.busyRecords(member) {
-		if r.Type != a.Record || r.Deleted || r.Fields["member"] != member {
+	l := s.busyRecords(member)
+	var spans []BusySpan
+	// A block that ends after from starts after from - longest.
+	i, _ := slices.BinarySearchFunc(l.recs, from-l.longest+1, func(x busyRecord, t clock.Time) int { return cmp.Compare(x.start, t) })
+	for _, x := range l.recs[i:] {
+		if x.start >= to {
+			break
+		}
+		r := x.r
+		if r.Type != a.Record || r.Deleted || r.Fields["member"] != member || x.end <= from {
 			continue
 		}
 		st, _ := r.Fields["start"].(string)
 		en, _ := r.Fields["end"].(string)
-		b, ok1 := s.Instant(st)
-		e, ok2 := s.Instant(en)
-		if !ok1 || !ok2 || e <= from || b >= to {
-			continue
-		}
 		mtg, _ := r.Fields["meeting"].(string)
-		out = append(out, span{BusySpan{Start: st, End: en, Meeting: mtg}, b, e})
+		spans = append(spans, BusySpan{Start: st, End: en, Meeting: mtg})
 	}
-	slices.SortStableFunc(out, func(x, y span) int { return cmp.Compare(x.start, y.start) })
-	spans := make([]BusySpan, len(out))
-	for i := range out {
-		spans[i] = out[i].b
+	if spans == nil {
+		spans = []BusySpan{}
 	}
 	return spans
 }
@@ -275,32 +272,76 @@ func (s *State) meetingView(t *Task) *MeetingView {
 }
 
 // busyIndex files the records of the world's availability type by the
-// member they name, in the order of State.Records, so that a member's busy
-// blocks cost its records, not a look at every record of the session.
-// Records are appended; one filed is changed only by a write (update, or
-// a create taking a deleted record's id again), which files them all again
-// at the next look (refile). Derived: never hashed nor in snapshots.
+// member they name, by the instant they start (in the order of
+// State.Records for the same start), so that a member's busy blocks in a
+// window cost the blocks around it, not a look (and two RFC 3339 parses)
+// at every record of the session. Records are appended; one filed is
+// changed only by a write (update, or a create taking a deleted record's
+// id again), which files them all again at the next look (refile).
+// Derived: never hashed nor in snapshots.
 type busyIndex struct {
 	recs filed[Record] // of State.Records
-	of   map[string][]*Record
+	of   map[string]*busyList
+}
+
+// busyList is a member's filed availability records whose start and end
+// are RFC 3339 instants, by start, and the longest of their blocks.
+type busyList struct {
+	recs    []busyRecord
+	longest clock.Time
+}
+
+// busyRecord is a filed availability record, with its start and end.
+type busyRecord struct {
+	r          *Record
+	start, end clock.Time
 }
 
 // busyRecords returns the records of the availability type that named
 // member when they were filed (Busy checks each again).
-func (s *State) busyRecords(member string) []*Record {
+func (s *State) busyRecords(member string) *busyList {
 	x, typ := &s.busyIx, s.World.Availability.Record
 	if !x.recs.of(s.Records) {
 		*x = busyIndex{} // not the slice they were filed from
 	}
 	if x.of == nil {
-		x.of = map[string][]*Record{}
+		x.of = map[string]*busyList{}
 	}
 	for _, r := range x.recs.take(s.Records) {
-		if id, ok := r.Fields["member"].(string); ok && r.Type == typ {
-			x.of[id] = append(x.of[id], r)
+		id, ok := r.Fields["member"].(string)
+		if !ok || r.Type != typ {
+			continue
 		}
+		b, ok := readBusy(s, r)
+		if !ok {
+			continue // no block
+		}
+		l := x.of[id]
+		if l == nil {
+			l = &busyList{}
+			x.of[id] = l
+		}
+		// After every block that starts no later: the order of Records.
+		i, _ := slices.BinarySearchFunc(l.recs, b.start+1, func(x busyRecord, t clock.Time) int { return cmp.Compare(x.start, t) })
+		l.recs = slices.Insert(l.recs, i, b)
+		l.longest = max(l.longest, b.end-b.start)
 	}
-	return x.of[member]
+	if l := x.of[member]; l != nil {
+		return l
+	}
+	return &busyList{}
+}
+
+// readBusy reads r's start and end; ok is false when either is not an
+// RFC 3339 instant (the record then makes no busy block).
+func readBusy(s *State, r *Record) (b busyRecord, ok bool) {
+	b.r = r
+	st, _ := r.Fields["start"].(string)
+	en, _ := r.Fields["end"].(string)
+	var ok1, ok2 bool
+	b.start, ok1 = s.Instant(st)
+	b.end, ok2 = s.Instant(en)
+	return b, ok1 && ok2
 }
 
 // refileBusy files the availability records again at the next look: r
