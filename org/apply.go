@@ -517,6 +517,7 @@ func (s *State) complete(ev *events.Event, m *Member, t *Task, busyUntil clock.T
 	}
 	for _, d := range s.dependents[t.ID] {
 		s.reoffer(d) // one dependency fewer to wait for
+		s.depDone(d)
 	}
 	q.claimed--
 	m.held = removeTask(m.held, t)

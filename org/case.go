@@ -55,19 +55,22 @@ type Case struct {
 
 	// Derived from its steps (deriveCase), for views: the tasks of Steps
 	// (stepsOf), the members who did a step, its steps for a simulated
-	// colleague and how many of them are not done.
+	// colleague, how many of them are not done, and how many of those have
+	// every dependency done (a member may be the one to ask for them).
 	steps    []*Task
 	doers    []string
 	npcSteps []*Task // its steps for a simulated colleague, in step order
 	npcLeft  int
+	npcReady int
 	listed   uint64 // the State.caseMark of the last view that listed it
 }
 
 // deriveCase works out c's members who did a step and its colleagues'
-// steps not done again, from its steps (a case opened, reopened or
-// restored); a step done keeps them (caseStepDone).
+// steps not done, and ready, again from its steps (a case opened, reopened
+// or restored, its dependencies linked); a task done keeps them
+// (caseStepDone, depDone).
 func (s *State) deriveCase(c *Case) {
-	c.doers, c.npcSteps, c.npcLeft = c.doers[:0], c.npcSteps[:0], 0
+	c.doers, c.npcSteps, c.npcLeft, c.npcReady = c.doers[:0], c.npcSteps[:0], 0, 0
 	for _, t := range s.stepsOf(c) {
 		if t.Spec.NPC != "" {
 			c.npcSteps = append(c.npcSteps, t)
@@ -79,6 +82,9 @@ func (s *State) deriveCase(c *Case) {
 			}
 		case t.Spec.NPC != "":
 			c.npcLeft++
+			if s.DepsDone(t) {
+				c.npcReady++
+			}
 		}
 	}
 }
@@ -94,6 +100,20 @@ func (s *State) caseStepDone(t *Task, m *Member) {
 	}
 	if t.Spec.NPC != "" {
 		c.npcLeft--
+		if s.DepsDone(t) {
+			c.npcReady-- // ready since its last dependency was done
+		}
+	}
+}
+
+// depDone notes that d, a dependency of t, is done: t, a colleague's step
+// not done, may now be ready.
+func (s *State) depDone(t *Task) {
+	if t.Case == "" || t.Spec.NPC == "" || t.Status == StatusDone || !s.DepsDone(t) {
+		return
+	}
+	if c := s.cases[t.Case]; c != nil {
+		c.npcReady++
 	}
 }
 
@@ -238,6 +258,7 @@ func (s *State) stepDone(t *Task, at clock.Time, seq uint64) {
 		}
 	}
 	c.DoneAt = max(at, 1)
+	s.lists.closed = true // the view lists drop it from the open cases
 	s.caseClosed(c, seq)
 }
 

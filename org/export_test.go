@@ -290,16 +290,20 @@ func (s *State) BusyScanned(member string, from, to clock.Time) []BusySpan {
 	return spans
 }
 
-// CaseDerivedErrors lists the cases whose derived members who did a step
-// and colleagues' steps left differ from their steps' (deriveCase).
+// CaseDerivedErrors lists the cases whose derived members who did a step,
+// colleagues' steps left and ready differ from their steps' (deriveCase).
 func (s *State) CaseDerivedErrors() []string {
 	var errs []string
 	for _, c := range s.Cases {
-		doers, left := slices.Sorted(slices.Values(c.doers)), c.npcLeft
+		doers, left, ready := slices.Sorted(slices.Values(c.doers)), c.npcLeft, c.npcReady
 		s.deriveCase(c)
-		if !slices.Equal(doers, slices.Sorted(slices.Values(c.doers))) || left != c.npcLeft {
-			errs = append(errs, fmt.Sprintf("case %s: kept %v and %d colleagues' steps left, its steps give %v and %d", c.ID, doers, left, c.doers, c.npcLeft))
+		if !slices.Equal(doers, slices.Sorted(slices.Values(c.doers))) || left != c.npcLeft || ready != c.npcReady {
+			errs = append(errs, fmt.Sprintf("case %s: kept %v, %d colleagues' steps left and %d ready, its steps give %v, %d and %d", c.ID, doers, left, ready, c.doers, c.npcLeft, c.npcReady))
 		}
 	}
 	return errs
 }
+
+// NPCReady is how many of c's colleagues' steps not done have every
+// dependency done, as c keeps it.
+func (c *Case) NPCReady() int { return c.npcReady }

@@ -600,7 +600,7 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 	// the NPC who did one; when no member did or asked (no dependency), it
 	// serves the queue.
 	for _, c := range open {
-		if c.npcLeft == 0 {
+		if c.npcReady == 0 {
 			continue
 		}
 		for _, t := range c.npcSteps {

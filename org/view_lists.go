@@ -33,6 +33,7 @@ type viewLists struct {
 	pending  []*Request
 	awaiting map[string][]*Message
 	open     []*Case
+	closed   bool // a case was done since open was last looked at
 	about    map[string][]*Message
 }
 
@@ -91,10 +92,15 @@ func (s *State) catchUp() {
 }
 
 // openCases returns the cases not done, in the order of State.Cases,
-// dropping from the list those it finds done.
+// dropping from the list those it finds done when one was done since the
+// last look.
 func (s *State) openCases() []*Case {
 	s.catchUp()
 	l := &s.lists
+	if !l.closed {
+		return l.open
+	}
+	l.closed = false
 	keep := l.open[:0]
 	for _, c := range l.open {
 		if !c.Done() {
