@@ -307,3 +307,13 @@ func (s *State) CaseDerivedErrors() []string {
 // NPCReady is how many of c's colleagues' steps not done have every
 // dependency done, as c keeps it.
 func (c *Case) NPCReady() int { return c.npcReady }
+
+// RetiredKept returns the records of the tickets the state retired and
+// kept (KeepRetired), in retirement order.
+func (s *State) RetiredKept() [][]byte {
+	out := make([][]byte, len(s.kept))
+	for i, t := range s.kept {
+		out[i] = t.appendRecord(nil)
+	}
+	return out
+}

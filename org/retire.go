@@ -88,6 +88,7 @@ func (s *State) Retired() *RetiredTickets {
 	if !s.Retiring() {
 		return nil
 	}
+	s.settleChain()
 	if r := &s.retired; r.N > 0 {
 		r.Digest = hex.EncodeToString(r.digest[:]) // spelt out when asked, not at every retirement
 	}
@@ -155,23 +156,24 @@ func (s *State) retireDue(n int) error {
 // retire folds done ticket t into the digest and totals and takes it out
 // of the state.
 func (s *State) retire(t *Task) error {
-	// dₙ ‖ the ticket's bytes, hashed at once: no hasher to make.
 	r := &s.retired
-	var buf [1024]byte
-	b, ok := append(buf[:0], r.digest[:]...), true
 	if s.Format >= RecordFormat {
-		b = t.appendRecord(b)
+		s.chain.add(t, &r.digest) // chained on another goroutine
 	} else {
-		b, ok = t.appendJSON(b)
-	}
-	if !ok {
-		j, err := json.Marshal(t)
-		if err != nil {
-			return fmt.Errorf("org: ticket %s does not encode: %w", t.ID, err)
+		// dₙ ‖ the ticket's snapshot JSON, hashed at once: no hasher to
+		// make.
+		s.settleChain()
+		var buf [1024]byte
+		b, ok := t.appendJSON(append(buf[:0], r.digest[:]...))
+		if !ok {
+			j, err := json.Marshal(t)
+			if err != nil {
+				return fmt.Errorf("org: ticket %s does not encode: %w", t.ID, err)
+			}
+			b = append(append(buf[:0], r.digest[:]...), j...)
 		}
-		b = append(append(buf[:0], r.digest[:]...), j...)
+		r.digest = sha256.Sum256(b)
 	}
-	r.digest = sha256.Sum256(b)
 	r.N++
 	earned, onTime, why := s.judge.Judge(s, t)
 	if t.Breached {
@@ -254,6 +256,7 @@ func (t *Task) Retired() bool { return t.retired }
 // due to retire: the retirable done ones still in the state, completed at
 // its last event.
 func (s *State) restoreRetired(r *RetiredTickets) error {
+	s.settleChain()
 	if r != nil {
 		if r.Digest != "" {
 			d, err := hex.DecodeString(r.Digest)
@@ -274,4 +277,75 @@ func (s *State) restoreRetired(r *RetiredTickets) error {
 	}
 	slices.SortStableFunc(s.dueToRetire, func(a, b *Task) int { return cmp.Compare(a.DoneSeq, b.DoneSeq) })
 	return nil
+}
+
+// retireChain chains the records of retired tickets (format 5) into the
+// retired digest off the engine's goroutine: a ticket that retires no
+// longer changes, and nothing reads the digest but a snapshot (Retired),
+// which waits for it. The tickets are handed over in batches, each hashed
+// by a goroutine of its own that starts from the digest the batch before
+// left, so the chain is the same as hashing them one by one as they retire:
+// d₍ₙ₊₁₎ = SHA-256(dₙ ‖ record). No goroutine outlives its batch.
+type retireChain struct {
+	batch []*Task   // retired, not handed over yet
+	last  *chainRun // the batch handed over last, until settled
+}
+
+// chainRun is a batch being hashed: done is closed once digest is the
+// chain's after its last ticket.
+type chainRun struct {
+	done   chan struct{}
+	digest [32]byte
+}
+
+// retireBatch is how many retired tickets are handed over at once: a
+// goroutine's start is a few hundred nanoseconds, a ticket's record and
+// hash a few hundred.
+const retireBatch = 1024
+
+// add chains retired ticket t after the others; d is the digest the
+// chain starts from, the state's, which only settleChain writes while
+// batches are in flight.
+func (c *retireChain) add(t *Task, d *[32]byte) {
+	c.batch = append(c.batch, t)
+	if len(c.batch) < retireBatch {
+		return
+	}
+	prev, batch, start := c.last, c.batch, *d
+	run := &chainRun{done: make(chan struct{})}
+	c.last, c.batch = run, make([]*Task, 0, retireBatch)
+	go func() {
+		d := start
+		if prev != nil {
+			<-prev.done
+			d = prev.digest
+		}
+		run.digest = chainRecords(d, batch)
+		close(run.done)
+	}()
+}
+
+// settleChain waits for the batches in flight and chains the tickets not
+// handed over, so that the retired digest is the chain's after every
+// ticket retired.
+func (s *State) settleChain() {
+	c, d := &s.chain, &s.retired.digest
+	if c.last != nil {
+		<-c.last.done
+		*d, c.last = c.last.digest, nil
+	}
+	if len(c.batch) > 0 {
+		*d = chainRecords(*d, c.batch)
+		clear(c.batch)
+		c.batch = c.batch[:0]
+	}
+}
+
+// chainRecords chains the records of tickets after digest d.
+func chainRecords(d [32]byte, tickets []*Task) [32]byte {
+	var buf [1024]byte
+	for _, t := range tickets {
+		d = sha256.Sum256(t.appendRecord(append(buf[:0], d[:]...)))
+	}
+	return d
 }

@@ -117,7 +117,8 @@ type State struct {
 	// verdict on them, and kept the retired tickets when keep is set
 	// (retire.go).
 	retired     RetiredTickets
-	holes       int // retired tickets still in list
+	chain       retireChain // the retired tickets' records still to chain into retired's digest
+	holes       int         // retired tickets still in list
 	dueToRetire []*Task
 	judge       Judge
 	keep        bool
