@@ -40,11 +40,15 @@
 // role (queue_index.go); the colleagues that may be idle and the seats of
 // each role, for waking (wake_index.go); pending requests, unanswered
 // messages, open cases and the messages about each task (view_lists.go);
-// the availability records of each member (meetings.go); and, per case,
-// its step tasks, who did one and its colleagues' steps left (case.go).
-// Each is held by a test to the scan it replaces.
+// each member's busy blocks by start, their instants read once
+// (meetings.go); and, per case, its step tasks, who did one and its
+// colleagues' steps left and ready to be asked for (case.go). Each is held
+// by a test to the scan it replaces.
 //
 // The package is part of the deterministic core: no I/O, no wall clock, no
 // randomness, and no map iteration reaches events, hashes or observations.
-// A State is not safe for concurrent use.
+// A State is not safe for concurrent use. It does one thing beside its
+// caller's goroutine: the retired tickets' records are chained into their
+// digest by batches on goroutines of their own, which a snapshot waits for
+// (retire.go); the digest is the one hashing them in turn gives.
 package org
