@@ -15,7 +15,7 @@
 #   BENCH_TICKETS         tickets of the support desk runs (default 200000, the shipped world)
 #   BENCH_AGENT_TICKETS   tickets of the two agent-seat runs, in process and over the bus (default 20000, at most BENCH_TICKETS)
 #   BENCH_COUNT           -count of the Go micro-benchmarks (BenchmarkFork included); the median is reported (default 3)
-#   BENCH_RUNS            runs of each whole process of the ticket rows (SimPy, the bare loop, corpsim in memory and durable, replay); the median run is reported, with the largest peak RSS (default 5)
+#   BENCH_RUNS            runs of each whole process of the ticket rows (SimPy, the bare loop, corpsim in memory and durable, replay and its raw scan); the median run is reported, with the largest peak RSS (default 5)
 #   BENCH_SESSIONS        concurrent sessions in one process (default 1000); one session alone is run too, as their baseline
 #   BENCH_BIG_TICKETS     tickets of the in-memory run whose peak is compared with the 200,000-ticket run's (default 2000000; 0 skips it)
 #   BENCH_SCALE_MEMBERS   members of the scale world (default 10000)
@@ -198,6 +198,7 @@ gobuild "$TMP/corpsim" ./cmd/corpsim
 go test -c -o "$TMP/tests.test.linked" ./tests
 cp "$TMP/tests.test.linked" "$TMP/tests.test" && rm -f "$TMP/tests.test.linked"
 gobuild "$TMP/openenvbench" ./tests/openenvbench
+gobuild "$TMP/rawscan" ./tests/rawscan
 CS=$TMP/corpsim
 
 # The shipped benchmark world, or the same with fewer tickets.
@@ -319,8 +320,21 @@ if ((RC == 0)); then
 		[[ $(json "$TMP/replay.out" 'd["match"]') == True ]] || { say "replay: state hash mismatch"; FAILED=1; }
 		REPLAY_EPS=$($PY -c 'import sys; print(int(sys.argv[1])/float(sys.argv[2]))' "$EVENTS" "$WALL_S")
 	fi
-	row "replay of that session (\`corpsim replay\`: borrowed scan, decode, re-apply, hash)" "$(fmt_num "$EVENTS") events" "$WALL_S" "—" \
-		"$(fmt_num "$REPLAY_EPS")" "$(fmt_mib "$RSS_KB")" "$(ratio "$REPLAY_EPS" "$SCAN")" "vs raw Pebble scan (below; target ≥ 0.25×); $RUNS runs: $SPREAD events/s $(status_note "$STEP_TIMEOUT")"
+	REPLAY_ROW=("replay of that session (\`corpsim replay\`: borrowed scan, decode, re-apply, hash)" "$(fmt_num "$EVENTS") events" "$WALL_S" "—"
+		"$(fmt_num "$REPLAY_EPS")" "$(fmt_mib "$RSS_KB")" "$(ratio "$REPLAY_EPS" "$SCAN")")
+	REPLAY_NOTE="vs raw Pebble scan (\`BenchmarkRawPebbleScan\`, below: the keys in a memtable; target ≥ 0.25×); $RUNS runs: $SPREAD events/s $(status_note "$STEP_TIMEOUT")"
+	# The same session's keys as replay reads them: a fresh process opens
+	# the store read-only and iterates them from its tables.
+	COLD_EPS=""
+	runs rawscan "$STEP_TIMEOUT" replay_rate "$TMP/rawscan" -data "$DURABLE_DATA" -session "$SESSION"
+	if ((RC == 0)); then
+		[[ $(json "$TMP/rawscan.out" 'd["keys"]') == "$EVENTS" ]] || { say "rawscan: not the session's $EVENTS keys"; FAILED=1; }
+		COLD_EPS=$($PY -c 'import sys; print(int(sys.argv[1])/float(sys.argv[2]))' "$EVENTS" "$WALL_S")
+		REPLAY_NOTE+="; $(ratio "$REPLAY_EPS" "$COLD_EPS") of the raw scan of the session's own keys from disk (next row)"
+	fi
+	row "${REPLAY_ROW[@]}" "$REPLAY_NOTE"
+	row "raw Pebble scan of that session's keys from disk (\`tests/rawscan\`: a fresh process opens the store read-only, as replay does, and reads every event's value)" "$(fmt_num "$EVENTS") keys" "$WALL_S" "—" \
+		"$(fmt_num "$COLD_EPS")" "$(fmt_mib "$RSS_KB")" "—" "replay's reading alone; $RUNS runs: $SPREAD keys/s $(status_note "$STEP_TIMEOUT")"
 fi
 
 # ---- 6. agent seats: in process, and across the bus -----------------------------------
