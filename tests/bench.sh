@@ -523,7 +523,7 @@ fi
 	echo "- $(go version); $($PY --version 2>&1) (peer)"
 	echo "- command: \`BENCH_TICKETS=$TICKETS BENCH_AGENT_TICKETS=$AGENT_TICKETS BENCH_COUNT=$COUNT BENCH_RUNS=$RUNS bash tests/bench.sh\`"
 	echo
-	echo "Tickets/s and events/s of \`corpsim run\` are over the driver's wall time (\`wall_seconds\` in \`run --json\`: the world loaded, the session to its end); the SimPy peer's over its \`simulate()\`. Peak RSS is the whole process's (GNU time). Go micro-benchmarks: the median of -count=$COUNT. The SimPy peer, the bare loop, corpsim in memory and durable, and replay: the median of $RUNS runs of the whole process (their range in the note), with the largest peak RSS of the $RUNS. Replay: events / the whole \`corpsim replay\` process wall."
+	echo "Tickets/s and events/s of \`corpsim run\` are over the driver's wall time (\`wall_seconds\` in \`run --json\`: the world loaded, the session to its end); the SimPy peer's over its \`simulate()\`. Peak RSS is the whole process's (GNU time). Go micro-benchmarks: the median of -count=$COUNT. The SimPy peer, the bare loop, corpsim in memory and durable, replay and the raw scan of its keys from disk: the median of $RUNS runs of the whole process (their range in the note), with the largest peak RSS of the $RUNS. Replay and that raw scan: events / the whole process wall."
 	echo
 	echo "| what | count | wall s | tickets/s | events/s | peak RSS | ratio | ratio to / notes |"
 	echo "|---|---|---|---|---|---|---|---|"
