@@ -88,12 +88,15 @@ func Decode(ev *events.Event) any { return decode(ev, nil) }
 func DecodeReuse(ev *events.Event, r *Reuse) any { return decode(ev, r) }
 
 func decode(ev *events.Event, r *Reuse) any {
-	dec := decoders[ev.Type]
-	if dec == nil || len(ev.Payload) == 0 {
+	if len(ev.Payload) == 0 {
 		return nil
 	}
 	if v, ok := fastDecode(ev.Type, ev.Payload, r); ok {
 		return v
+	}
+	dec := decoders[ev.Type]
+	if dec == nil {
+		return nil
 	}
 	v, err := dec(ev.Payload)
 	if err != nil {
@@ -237,6 +240,9 @@ type Reuse struct {
 	waiting   MemberWaiting
 	served    TicketServed
 	resolved  TicketResolved
+	// dec reads every payload decoded with this Reuse: one goroutine's,
+	// its interned strings warm from event to event.
+	dec fastjson.Decoder
 }
 
 // stintKey reads the value of key, one of a stint's "task", "work" and
@@ -357,6 +363,12 @@ func fastDecode(typ string, data []byte, r *Reuse) (v any, ok bool) {
 	if dec == nil {
 		return nil, false
 	}
+	if r != nil {
+		d := &r.dec
+		d.Reset(data)
+		v, ok = dec(d, r)
+		return v, d.End() && ok
+	}
 	d := lastDecoder.Swap(nil)
 	if d == nil {
 		d = decoderPool.Get().(*fastjson.Decoder)
@@ -372,8 +384,8 @@ func fastDecode(typ string, data []byte, r *Reuse) (v any, ok bool) {
 
 var decoderPool = sync.Pool{New: func() any { return new(fastjson.Decoder) }}
 
-// lastDecoder is a one-slot cache in front of decoderPool for fastDecode:
-// a replay decodes every payload on one goroutine, one after the other,
-// and two atomic swaps cost less than the pool's Get and Put. The slot
-// also keeps the decoder's interned strings warm across events.
+// lastDecoder is a one-slot cache in front of decoderPool for fastDecode
+// without a Reuse (which has a decoder of its own): a reader decoding
+// payloads one after the other on one goroutine pays two atomic swaps
+// instead of the pool's Get and Put, and finds its interned strings warm.
 var lastDecoder atomic.Pointer[fastjson.Decoder]
