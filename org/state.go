@@ -187,6 +187,11 @@ type Member struct {
 // every state of the world (restored, replayed or forked).
 func (m *Member) Num() int { return m.num }
 
+// Held returns the tasks assigned to m and not done, in the order it took
+// them: State.Held of its ID. The slice is the state's; the caller must
+// not change it.
+func (m *Member) Held() []*Task { return m.held }
+
 // defOf returns m's definition in the world (nil for none) and its team's
 // (nil for none), found once per member and then kept: views ask for them
 // at every turn, and the world does not change.

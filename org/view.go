@@ -308,6 +308,21 @@ func (s *State) QueueHead(queue, member string) *Task {
 	return s.queueHead(qi, m)
 }
 
+// QueueNum is queue id's number, its place in the world's queues: the
+// same in every state of the world, for QueueAt and QueueHeadOf; false for
+// no such queue.
+func (s *State) QueueNum(id string) (int, bool) {
+	qi, ok := s.queueIx[id]
+	return qi, ok
+}
+
+// QueueAt is the queue of number qi (QueueNum).
+func (s *State) QueueAt(qi int) *Queue { return s.qs[qi].q }
+
+// QueueHeadOf is QueueHead of the queue of number qi (QueueNum) for member
+// m, with no lookup by name.
+func (s *State) QueueHeadOf(qi int, m *Member) *Task { return s.queueHead(qi, m) }
+
 // InProgress counts a queue's items that are claimed and not done.
 func (s *State) InProgress(queue string) int {
 	if i, ok := s.queueIx[queue]; ok {

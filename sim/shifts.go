@@ -39,9 +39,10 @@ type calendars struct {
 // colleague is what the engine keeps of one member of the world, looked
 // up once instead of by its ID at every decision.
 type colleague struct {
-	npc   *worlds.NPC    // its behaviour as a simulated colleague; nil for an agent seat
-	sched clock.Schedule // the schedule it works by (see worlds.World.MemberSchedule)
-	shift bool           // on a shift: asked to decide only within it
+	npc    *worlds.NPC    // its behaviour as a simulated colleague; nil for an agent seat
+	serves []int          // the numbers (org.State.QueueNum) of the queues npc serves, in its order
+	sched  clock.Schedule // the schedule it works by (see worlds.World.MemberSchedule)
+	shift  bool           // on a shift: asked to decide only within it
 }
 
 func newCalendars(w *worlds.World) calendars {
@@ -71,6 +72,13 @@ func newColleagues(w *worlds.World, st *org.State) []colleague {
 		c.sched = &w.Calendar
 		if m, ok := w.Member(sm.ID); ok {
 			c.npc = m.NPC
+			if m.NPC != nil {
+				for _, q := range m.NPC.Serves {
+					if qi, ok := st.QueueNum(q); ok { // a loaded world's are all queues
+						c.serves = append(c.serves, qi)
+					}
+				}
+			}
 			if m.Schedule != nil {
 				c.sched, c.shift = m.Schedule, m.OnShift
 			}

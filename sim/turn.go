@@ -372,7 +372,7 @@ func (e *Engine) npcDecide(id string) Answer {
 	}
 	e.reopens(id, due)
 	if len(npc.Serves) > 0 {
-		e.npcWork(m, npc)
+		e.npcWork(m)
 	}
 	if n := len(e.acts); n > start && e.acts[n-1].Type == org.ActWork {
 		return answer()
@@ -388,9 +388,9 @@ func (e *Engine) npcDecide(id string) Answer {
 // npcWork appends to the action arena what a serving NPC does about its
 // work: finish what it holds, then take the next ticket its queues' order
 // gives it and start on it.
-func (e *Engine) npcWork(m *org.Member, npc *worlds.NPC) {
+func (e *Engine) npcWork(m *org.Member) {
 	start := len(e.acts)
-	for _, t := range e.st.Held(m.ID) {
+	for _, t := range m.Held() {
 		if t.Status == org.StatusInProgress {
 			e.acts = e.acts[:start]
 			return
@@ -401,11 +401,11 @@ func (e *Engine) npcWork(m *org.Member, npc *worlds.NPC) {
 		}
 		e.acts = append(e.acts, org.Action{Type: org.ActComplete, Task: t.ID})
 	}
-	for _, q := range npc.Serves {
-		if e.st.Queue(q).Down(e.now) {
+	for _, qi := range e.col(m).serves {
+		if e.st.QueueAt(qi).Down(e.now) {
 			continue
 		}
-		if t := e.st.QueueHead(q, m.ID); t != nil {
+		if t := e.st.QueueHeadOf(qi, m); t != nil {
 			e.acts = append(e.acts, org.Action{Type: org.ActClaim, Task: t.ID}, org.Action{Type: org.ActWork, Task: t.ID})
 			return
 		}
