@@ -12,6 +12,9 @@ package org
 //     is not filed by approver);
 //   - awaiting: each member's messages that had no reply when last looked
 //     at (Observation.Awaiting), in the order of State.Messages;
+//   - inbox: the messages to each member that had no reply when last
+//     looked at, in the order of State.Messages (a simulated colleague
+//     answers them: Unanswered);
 //   - open: the cases that were not done when last looked at, in the order
 //     of State.Cases (Observation.Cases looks at the open ones only);
 //   - about: the messages that name a task (asking its NPC to perform it),
@@ -32,6 +35,7 @@ type viewLists struct {
 	mine     map[string][]*Request
 	pending  []*Request
 	awaiting map[string][]*Message
+	inbox    map[string][]*Message
 	open     []*Case
 	closed   bool // a case was done since open was last looked at
 	about    map[string][]*Message
@@ -69,6 +73,7 @@ func (s *State) catchUp() {
 	}
 	if l.mine == nil {
 		l.mine, l.awaiting, l.about = map[string][]*Request{}, map[string][]*Message{}, map[string][]*Message{}
+		l.inbox = map[string][]*Message{}
 	}
 	for _, r := range l.reqs.take(s.Requests) {
 		l.mine[r.Requester] = append(l.mine[r.Requester], r)
@@ -79,6 +84,7 @@ func (s *State) catchUp() {
 	for _, msg := range l.msgs.take(s.Messages) {
 		if !msg.Answered {
 			l.awaiting[msg.From] = append(l.awaiting[msg.From], msg)
+			l.inbox[msg.To] = append(l.inbox[msg.To], msg)
 		}
 		if msg.Task != "" {
 			l.about[msg.Task] = append(l.about[msg.Task], msg)
@@ -136,6 +142,45 @@ func (s *State) listApprovals(o *Observation, id string) {
 	}
 	clear(l.pending[len(keep):])
 	l.pending = keep
+}
+
+// PendingRequests returns the requests pending, in the order of
+// State.Requests. The slice is the state's, valid until the next event;
+// the caller must not change it.
+func (s *State) PendingRequests() []*Request {
+	s.catchUp()
+	l := &s.lists
+	keep := l.pending[:0]
+	for _, r := range l.pending {
+		if r.Status == RequestPending {
+			keep = append(keep, r)
+		}
+	}
+	clear(l.pending[len(keep):])
+	l.pending = keep
+	return keep
+}
+
+// Unanswered returns the messages to member id that have no reply yet,
+// delivered or not, in the order of State.Messages. The slice is the
+// state's, valid until the next event; the caller must not change it.
+func (s *State) Unanswered(id string) []*Message {
+	s.catchUp()
+	l := &s.lists
+	list := l.inbox[id]
+	keep := list[:0]
+	for _, msg := range list {
+		if !msg.Answered {
+			keep = append(keep, msg)
+		}
+	}
+	clear(list[len(keep):])
+	if len(keep) == 0 {
+		delete(l.inbox, id)
+		return nil
+	}
+	l.inbox[id] = keep
+	return keep
 }
 
 // listAwaiting appends to o member id's messages that have no reply yet,

@@ -323,8 +323,8 @@ func (e *Engine) npcDecide(id string) Answer {
 		}
 		return false
 	}
-	for _, r := range e.st.Requests {
-		if r.Status != org.RequestPending || r.Steps[r.Current].Approver != id {
+	for _, r := range e.st.PendingRequests() {
+		if r.Steps[r.Current].Approver != id {
 			continue
 		}
 		if !due(r.Steps[r.Current].Since, fmt.Sprintf("npc/%s/%s/%d", id, r.ID, r.Current)) {
@@ -336,8 +336,8 @@ func (e *Engine) npcDecide(id string) Answer {
 			e.acts = append(e.acts, org.Action{Type: org.ActApprove, Request: r.ID})
 		}
 	}
-	for _, msg := range e.st.Messages {
-		if msg.To != id || !msg.Delivered || msg.Answered || e.st.Member(msg.From).NPC {
+	for _, msg := range e.st.Unanswered(id) {
+		if !msg.Delivered || e.st.Member(msg.From).NPC {
 			continue
 		}
 		if !due(msg.SentAt, "npc/"+id+"/msg/"+msg.ID) {
