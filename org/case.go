@@ -62,7 +62,11 @@ type Case struct {
 	npcSteps []*Task // its steps for a simulated colleague, in step order
 	npcLeft  int
 	npcReady int
-	listed   uint64 // the State.caseMark of the last view that listed it
+	// num is its place in State.Cases; reopenable says it is in
+	// State.reopenable (see Reopenable).
+	num        int
+	reopenable bool
+	listed     uint64 // the State.caseMark of the last view that listed it
 }
 
 // deriveCase works out c's members who did a step and its colleagues'
@@ -212,6 +216,7 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 			}
 		}
 	}
+	c.num = len(s.Cases)
 	s.Cases = append(s.Cases, c)
 	s.cases[c.ID] = c
 	for i := range p.Steps {

@@ -1,6 +1,7 @@
 package org
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -290,9 +291,46 @@ func expectedFits(tpl *worlds.CaseTemplate, x *payload.Expected) bool {
 // caseClosed wakes the requester of a case just closed, so that it reads
 // the outcome and, when one is unmet, reopens the case.
 func (s *State) caseClosed(c *Case, seq uint64) {
-	if tpl, ok := s.World.CaseTemplate(c.Template); ok && tpl.Requester != "" && c.Reopens < MaxReopens && len(c.Unmet()) > 0 {
+	if s.fileReopenable(c) {
+		tpl, _ := s.World.CaseTemplate(c.Template)
 		s.wake(tpl.Requester, seq)
 	}
+}
+
+// fileReopenable files c among the cases its requester may reopen when it
+// is one: done, with a requester, reopened fewer than MaxReopens times and
+// an outcome unmet. What it reports does not change while c stays done: an
+// outcome is judged on the values its step left (CaseOutcome.AtDone).
+func (s *State) fileReopenable(c *Case) bool {
+	tpl, ok := s.World.CaseTemplate(c.Template)
+	if !ok || tpl.Requester == "" || !c.Done() || c.Reopens >= MaxReopens || len(c.Unmet()) == 0 {
+		return false
+	}
+	if !c.reopenable {
+		c.reopenable = true
+		i, _ := slices.BinarySearchFunc(s.reopenable, c.num, func(x *Case, n int) int { return cmp.Compare(x.num, n) })
+		s.reopenable = slices.Insert(s.reopenable, i, c)
+	}
+	return true
+}
+
+// Reopenable returns the done cases whose requester may reopen them (with
+// a requester, reopened fewer than MaxReopens times, an outcome unmet), in
+// the order of State.Cases: a requester looks at these, not at every case
+// ever closed. The slice is the state's, valid until the next event; the
+// caller must not change it.
+func (s *State) Reopenable() []*Case {
+	keep := s.reopenable[:0]
+	for _, c := range s.reopenable {
+		if c.Done() && c.Reopens < MaxReopens {
+			keep = append(keep, c)
+		} else {
+			c.reopenable = false // reopened: filed again when it closes
+		}
+	}
+	clear(s.reopenable[len(keep):])
+	s.reopenable = keep
+	return keep
 }
 
 // kindDone records, when step t is completed, what its outcome of a kind

@@ -1,6 +1,8 @@
 package org_test
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,5 +80,80 @@ func TestOpenCasesListIsTheScan(t *testing.T) {
 	t.Logf("%d open cases compared (%d with a colleague's step ready), %d cases reopened", compared, ready, reopened)
 	if compared < 1000 || ready < 100 || reopened == 0 {
 		t.Fatalf("%d open cases compared, %d reopened: too few to hold the list to anything", compared, reopened)
+	}
+}
+
+// TestReopenableIsTheScan plays the worlds whose cases have a requester,
+// with three seeds, long enough for cases to close with outcomes unmet and
+// be reopened, and holds the cases a requester looks at (Reopenable) to a
+// scan of every case after every batch: the same cases in the same order,
+// in a state restored from a snapshot too.
+func TestReopenableIsTheScan(t *testing.T) {
+	compared, reopened, restored := 0, 0, 0
+	for _, name := range worlds.Names() {
+		w, err := worlds.Shipped(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		requester := map[string]bool{}
+		for _, c := range w.Cases {
+			requester[c.ID] = c.Requester != ""
+		}
+		if !slices.Contains(slices.Collect(maps.Values(requester)), true) {
+			continue
+		}
+		for seed := uint64(3); seed <= 5; seed++ {
+			e, err := sim.New(sim.Config{World: w, Seed: seed, Session: "s", Load: 6})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Start()
+			batches := 0
+			err = sim.Play(e, func(evs []events.Event) bool {
+				for _, ev := range evs {
+					if ev.Type == payload.EvCaseReopened {
+						reopened++
+					}
+				}
+				st := e.State()
+				var want []*org.Case
+				for _, c := range st.Cases {
+					if requester[c.Template] && c.Done() && c.Reopens < org.MaxReopens && len(c.Unmet()) > 0 {
+						want = append(want, c)
+					}
+				}
+				if got := st.Reopenable(); !slices.Equal(got, want) {
+					t.Fatalf("%s at seq %d: %d cases reopenable by the list, %d by the scan", name, st.LastSeq, len(got), len(want))
+				}
+				compared += len(want)
+				if len(want) > 0 && batches%5 == 0 {
+					// A state restored from a snapshot files them again.
+					rs, err := org.Restore(w, st.Snapshot())
+					if err != nil {
+						t.Fatal(err)
+					}
+					var ids, rids []string
+					for _, c := range want {
+						ids = append(ids, c.ID)
+					}
+					for _, c := range rs.Reopenable() {
+						rids = append(rids, c.ID)
+					}
+					if !slices.Equal(rids, ids) {
+						t.Fatalf("%s at seq %d: restored, %v are reopenable; before, %v", name, st.LastSeq, rids, ids)
+					}
+					restored++
+				}
+				batches++
+				return batches < 30000
+			}, simtest.Mixed(5, 7), 0)
+			if err != nil && err != sim.ErrStopped {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Logf("%d reopenable cases compared, %d cases reopened, %d states restored", compared, reopened, restored)
+	if compared < 200 || reopened < 20 || restored < 10 {
+		t.Fatalf("%d reopenable cases compared, %d reopened: too few to hold the list to anything", compared, reopened)
 	}
 }

@@ -134,10 +134,13 @@ type State struct {
 	// lists index the requests and messages views show (view_lists.go).
 	lists viewLists
 	// wakeIx indexes the members wakeServers may wake (wake_index.go).
-	wakeIx     wakeIndex
-	busyIx     busyIndex // availability records by member (meetings.go)
-	caseMark   uint64    // counts the views that listed cases (Case.listed)
-	wakeChecks int       // calls checkServers checked (tests)
+	wakeIx wakeIndex
+	busyIx busyIndex // availability records by member (meetings.go)
+	// reopenable are the done cases a requester may reopen, by place in
+	// Cases (Reopenable; derived).
+	reopenable []*Case
+	caseMark   uint64 // counts the views that listed cases (Case.listed)
+	wakeChecks int    // calls checkServers checked (tests)
 }
 
 // Member is a seat's state.
@@ -908,7 +911,9 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 	s.Records, s.Collateral = sn.Records, sn.Collateral
 	s.link()
 	s.index()
-	for _, c := range s.Cases {
+	for i, c := range s.Cases {
+		c.num = i
+		s.fileReopenable(c)
 		s.deriveCase(c)
 	}
 	s.Requests, s.Messages = sn.Requests, sn.Messages

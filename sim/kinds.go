@@ -141,12 +141,8 @@ func (e *Engine) reopens(id string, due func(since clock.Time, key string) bool)
 	if !slices.ContainsFunc(e.cfg.World.Cases, func(c worlds.CaseTemplate) bool { return c.Requester == id }) {
 		return
 	}
-	for _, c := range e.st.Cases {
-		if !c.Done() || c.Reopens >= org.MaxReopens {
-			continue
-		}
-		tpl, _ := e.cfg.World.CaseTemplate(c.Template)
-		if tpl.Requester != id || len(c.Unmet()) == 0 {
+	for _, c := range e.st.Reopenable() {
+		if tpl, _ := e.cfg.World.CaseTemplate(c.Template); tpl.Requester != id {
 			continue
 		}
 		if due(c.DoneAt, fmt.Sprintf("npc/%s/reopen/%s/%d", id, c.ID, c.Reopens+1)) {
