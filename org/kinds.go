@@ -43,12 +43,22 @@ func FactTopic(caseID, fact string) string { return caseID + "/" + fact }
 
 // NamesCase reports whether text names case id as a word of its own (so
 // "req-1" is not named by "req-12"; "req-1.refund" names it).
-func NamesCase(text, id string) bool {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+func NamesCase(text, id string) bool { return WordsOf(text).Name(id) }
+
+// CaseWords are the words of a text that may name a case, lower-cased:
+// runs of letters, digits, '-' and '_'. A text asked about many cases is
+// split once.
+type CaseWords []string
+
+// WordsOf splits text into its CaseWords.
+func WordsOf(text string) CaseWords {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
 	})
-	return slices.Contains(words, strings.ToLower(id))
 }
+
+// Name reports whether the words name case id (NamesCase).
+func (w CaseWords) Name(id string) bool { return slices.Contains(w, strings.ToLower(id)) }
 
 // ContainsWord reports whether text contains value case-insensitively as
 // words of their own: neither preceded nor followed by a letter, a digit,
@@ -345,7 +355,10 @@ func (s *State) kindDone(c *Case, o *CaseOutcome, t *Task) {
 		}
 	case worlds.KindReply:
 		want, _ := o.Fields["carries"].(string)
-		for _, msg := range s.Messages {
+		// Messages are in the order sent: those sent since the case
+		// opened are a tail of them.
+		since, _ := slices.BinarySearchFunc(s.Messages, c.Opened, func(m *Message, at clock.Time) int { return cmp.Compare(m.SentAt, at) })
+		for _, msg := range s.Messages[since:] {
 			if msg.From == t.DoneBy && msg.To == tpl.Requester && msg.SentAt >= c.Opened && NamesCase(msg.Text, c.ID) && ContainsWord(msg.Text, want) {
 				o.AtDone["carries"] = want
 				break

@@ -112,11 +112,11 @@ func (e *Engine) factReply(id string, msg *org.Message) (org.Action, bool) {
 	if !slices.ContainsFunc(e.cfg.World.Cases, func(c worlds.CaseTemplate) bool { return len(c.HeldBy(id)) > 0 || c.Requester == id }) {
 		return org.Action{}, false
 	}
-	text := strings.ToLower(msg.Text)
+	text, words := strings.ToLower(msg.Text), org.WordsOf(msg.Text)
 	for _, c := range e.st.Cases {
 		tpl, _ := e.cfg.World.CaseTemplate(c.Template)
 		held := tpl.HeldBy(id)
-		if len(held) == 0 && tpl.Requester != id || !org.NamesCase(msg.Text, c.ID) {
+		if len(held) == 0 && tpl.Requester != id || !words.Name(c.ID) {
 			continue
 		}
 		if len(held) == 0 {
