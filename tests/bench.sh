@@ -23,8 +23,9 @@
 #   BENCH_SCALE_SECONDS   wall-time budget of the scale world's session (default 600)
 #   BENCH_STEP_TIMEOUT    seconds before any other step is stopped and reported as timed out (default 600)
 #   BENCH_OPENENV_STEPS   OpenEnv steps timed end to end (default 2000)
-#   BENCH_LOAD_WORLDS     worlds under load, as world:load (default "support-desk:100 portfolio:50
-#                         claims:50 wind-ops:20 meetings:20 desk-2000:1"; desk-2000 is the bench
+#   BENCH_LOAD_WORLDS     worlds under load, as world:load or world:load:Nd (over N days instead of
+#                         its horizon) (default "support-desk:100 portfolio:50 claims:50 wind-ops:20
+#                         meetings:20 desk-2000:1 billing-support:20:200d"; desk-2000 is the bench
 #                         desk with 2,000 colleagues and 100,000 tickets)
 #   BENCH_OPENENV_RESET_CONNS, BENCH_OPENENV_RESET_SECONDS   connections resetting, and for how long (default 4, 20)
 #   BENCH_OPENENV_LEVELS  concurrent /openenv/ws sessions tried in turn (default 1000,2000,3000,4000)
@@ -381,7 +382,10 @@ SESS_PEAK=$(gobench "$TMP/sessions.out" ConcurrentSessions peak-running)
 # booked meetings), and the bench desk with 2,000 colleagues: whatever a
 # view, a queue's head, a wake-up or a case list looks at must be indexed,
 # or these slow down with the session's length. Trend rows: no peer.
-LOAD_WORLDS=${BENCH_LOAD_WORLDS:-"support-desk:100 portfolio:50 claims:50 wind-ops:20 meetings:20 desk-2000:1"}
+# An entry world:load:Nd runs the world over a horizon of N days instead of
+# its own: a persistent session, whose decisions must not slow down with
+# what it has done.
+LOAD_WORLDS=${BENCH_LOAD_WORLDS:-"support-desk:100 portfolio:50 claims:50 wind-ops:20 meetings:20 desk-2000:1 billing-support:20:200d"}
 WIDE_DESK=$TMP/desk-2000.yaml
 "$CS" worlds show support-desk-bench | $PY -c '
 import re, sys
@@ -395,17 +399,23 @@ sys.stdout.write(src)' >"$WIDE_DESK"
 eps_rate() { json "$TMP/$1.out" 'd.get("events_per_second", 0)'; }
 LOAD_ROWS=()
 for wl in $LOAD_WORLDS; do
-	W=${wl%%:*} L=${wl##*:} WF=${wl%%:*}
+	IFS=: read -r W L H <<<"$wl"
+	WF=$W OVER=""
 	[[ $W == desk-2000 ]] && WF=$WIDE_DESK
-	runs "load_$W" "$STEP_TIMEOUT" eps_rate "$CS" run --world "$WF" --ephemeral --load "$L" --json
+	if [[ -n $H ]]; then
+		WF=$TMP/$W-$H.yaml OVER=" over ${H%d} days"
+		"$CS" worlds show "$W" | sed "s/^horizon: .*/horizon: $H/" >"$WF"
+	fi
+	N=load_$W$H
+	runs "$N" "$STEP_TIMEOUT" eps_rate "$CS" run --world "$WF" --ephemeral --load "$L" --json
 	if ((RC == 0)); then
-		LOAD_ROWS+=("$(row_text "\`$W\` at \`--load $L\`, greedy, in memory" \
-			"$(json "$TMP/load_$W.out" '"{:,} events".format(d["events"])')" \
-			"$(json "$TMP/load_$W.out" '"%.2f" % d.get("wall_seconds", 0)')" \
-			"—" "$(fmt_num "$(eps_rate "load_$W")")" "$(fmt_mib "$RSS_KB")" "—" \
-			"$RUNS runs: $SPREAD events/s; $(json "$TMP/load_$W.out" '"; ".join(x for x in ["{:,} tickets ({:,} resolved)".format(d["score"]["tickets"], d["score"]["tickets_resolved"]) if d["score"].get("tickets") else "", "{:,} cases ({:,} done)".format(d["score"]["cases"], d["score"]["cases_done"]) if d["score"].get("cases") else "", "{:,} turns, ended {}".format(d["score"].get("turns", 0), d["ended"])] if x)')")")
+		LOAD_ROWS+=("$(row_text "\`$W\`$OVER at \`--load $L\`, greedy, in memory" \
+			"$(json "$TMP/$N.out" '"{:,} events".format(d["events"])')" \
+			"$(json "$TMP/$N.out" '"%.2f" % d.get("wall_seconds", 0)')" \
+			"—" "$(fmt_num "$(eps_rate "$N")")" "$(fmt_mib "$RSS_KB")" "—" \
+			"$RUNS runs: $SPREAD events/s; $(json "$TMP/$N.out" '"; ".join(x for x in ["{:,} tickets ({:,} resolved)".format(d["score"]["tickets"], d["score"]["tickets_resolved"]) if d["score"].get("tickets") else "", "{:,} cases ({:,} done)".format(d["score"]["cases"], d["score"]["cases_done"]) if d["score"].get("cases") else "", "{:,} turns, ended {}".format(d["score"].get("turns", 0), d["ended"])] if x)')")")
 	else
-		LOAD_ROWS+=("$(row_text "\`$W\` at \`--load $L\`" "—" "—" "—" "—" "—" "—" "$(status_note "$STEP_TIMEOUT")")")
+		LOAD_ROWS+=("$(row_text "\`$W\`$OVER at \`--load $L\`" "—" "—" "—" "—" "—" "—" "$(status_note "$STEP_TIMEOUT")")")
 	fi
 done
 
