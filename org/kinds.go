@@ -43,7 +43,19 @@ func FactTopic(caseID, fact string) string { return caseID + "/" + fact }
 
 // NamesCase reports whether text names case id as a word of its own (so
 // "req-1" is not named by "req-12"; "req-1.refund" names it).
-func NamesCase(text, id string) bool { return WordsOf(text).Name(id) }
+//
+// It is ContainsWord for an id made of those characters a word may be made
+// of (letters, digits, '-', '_'), and false for any other id, which no
+// word can equal: a search, where splitting every message into its words
+// cost a reply outcome a look at each.
+func NamesCase(text, id string) bool {
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return WordsOf(text).Name(id) // an id with other characters (or not ASCII): the words decide
+		}
+	}
+	return ContainsWord(text, id)
+}
 
 // CaseWords are the words of a text that may name a case, lower-cased:
 // runs of letters, digits, '-' and '_'. A text asked about many cases is
