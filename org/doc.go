@@ -47,8 +47,8 @@
 //
 // The package is part of the deterministic core: no I/O, no wall clock, no
 // randomness, and no map iteration reaches events, hashes or observations.
-// A State is not safe for concurrent use. It does one thing beside its
-// caller's goroutine: the retired tickets' records are chained into their
-// digest by batches on goroutines of their own, which a snapshot waits for
-// (retire.go); the digest is the one hashing them in turn gives.
+// A State is not safe for concurrent use. It starts no goroutine: given
+// a Sequencer by the driver, it hands it the hashing of the tickets it
+// retires, by batches, and a snapshot waits for them (retire.go); the
+// digest is the one hashing them in turn gives.
 package org

@@ -158,7 +158,7 @@ func (s *State) retireDue(n int) error {
 func (s *State) retire(t *Task) error {
 	r := &s.retired
 	if s.Format >= RecordFormat {
-		s.chain.add(t, &r.digest) // chained on another goroutine
+		s.chainRecord(t)
 	} else {
 		// dₙ ‖ the ticket's snapshot JSON, hashed at once: no hasher to
 		// make.
@@ -173,6 +173,7 @@ func (s *State) retire(t *Task) error {
 			b = append(append(buf[:0], r.digest[:]...), j...)
 		}
 		r.digest = sha256.Sum256(b)
+		s.chain.digest = r.digest
 	}
 	r.N++
 	earned, onTime, why := s.judge.Judge(s, t)
@@ -266,6 +267,7 @@ func (s *State) restoreRetired(r *RetiredTickets) error {
 			copy(r.digest[:], d)
 		}
 		s.retired = *r
+		s.chain.digest = r.digest
 	}
 	if !s.Retiring() {
 		return nil
@@ -279,66 +281,73 @@ func (s *State) restoreRetired(r *RetiredTickets) error {
 	return nil
 }
 
-// retireChain chains the records of retired tickets (format 5) into the
-// retired digest off the engine's goroutine: a ticket that retires no
-// longer changes, and nothing reads the digest but a snapshot (Retired),
-// which waits for it. The tickets are handed over in batches, each hashed
-// by a goroutine of its own that starts from the digest the batch before
-// left, so the chain is the same as hashing them one by one as they retire:
-// d₍ₙ₊₁₎ = SHA-256(dₙ ‖ record). No goroutine outlives its batch.
+// A Sequencer runs the functions given to Do one after another, in the
+// order given, off the caller's goroutine; Wait returns once every one
+// given so far has returned. A state hands it the hashing of the tickets
+// it retires (see SetSequencer); the driver provides one (sim/workers'
+// Chain), for the core starts no goroutine of its own.
+type Sequencer interface {
+	Do(f func())
+	Wait()
+}
+
+// SetSequencer makes the state chain the records of the tickets it
+// retires (format 5) into their digest by batches of retireBatch, each
+// run by q after the one before, while the state goes on: a ticket that
+// retires no longer changes, and nothing reads the digest but a snapshot
+// (Retired), which waits for them. The digest is the same as hashing them
+// one by one as they retire. Without a sequencer (nil) each batch is
+// hashed at once.
+func (s *State) SetSequencer(q Sequencer) {
+	s.settleChain()
+	s.seq = q
+}
+
+// retireChain is the running chain of the retired tickets' records:
+// digest after the batches handed over (written by them, read once they
+// are done), and the tickets not handed over yet.
 type retireChain struct {
-	batch []*Task   // retired, not handed over yet
-	last  *chainRun // the batch handed over last, until settled
-}
-
-// chainRun is a batch being hashed: done is closed once digest is the
-// chain's after its last ticket.
-type chainRun struct {
-	done   chan struct{}
 	digest [32]byte
+	batch  []*Task
+	handed bool // batches were handed to the sequencer since the last settle
 }
 
-// retireBatch is how many retired tickets are handed over at once: a
-// goroutine's start is a few hundred nanoseconds, a ticket's record and
-// hash a few hundred.
+// retireBatch is how many retired tickets are hashed at once: a batch
+// handed over costs about what a ticket's record and hash do.
 const retireBatch = 1024
 
-// add chains retired ticket t after the others; d is the digest the
-// chain starts from, the state's, which only settleChain writes while
-// batches are in flight.
-func (c *retireChain) add(t *Task, d *[32]byte) {
+// chainRecord chains retired ticket t after the others.
+func (s *State) chainRecord(t *Task) {
+	c := &s.chain
 	c.batch = append(c.batch, t)
 	if len(c.batch) < retireBatch {
 		return
 	}
-	prev, batch, start := c.last, c.batch, *d
-	run := &chainRun{done: make(chan struct{})}
-	c.last, c.batch = run, make([]*Task, 0, retireBatch)
-	go func() {
-		d := start
-		if prev != nil {
-			<-prev.done
-			d = prev.digest
-		}
-		run.digest = chainRecords(d, batch)
-		close(run.done)
-	}()
+	batch := c.batch
+	c.batch = make([]*Task, 0, retireBatch)
+	if s.seq == nil {
+		c.digest = chainRecords(c.digest, batch)
+		return
+	}
+	c.handed = true
+	s.seq.Do(func() { c.digest = chainRecords(c.digest, batch) })
 }
 
-// settleChain waits for the batches in flight and chains the tickets not
-// handed over, so that the retired digest is the chain's after every
+// settleChain waits for the batches handed over and chains the tickets
+// not handed over, so that the retired digest is the chain's after every
 // ticket retired.
 func (s *State) settleChain() {
-	c, d := &s.chain, &s.retired.digest
-	if c.last != nil {
-		<-c.last.done
-		*d, c.last = c.last.digest, nil
+	c := &s.chain
+	if c.handed {
+		s.seq.Wait()
+		c.handed = false
 	}
 	if len(c.batch) > 0 {
-		*d = chainRecords(*d, c.batch)
+		c.digest = chainRecords(c.digest, c.batch)
 		clear(c.batch)
 		c.batch = c.batch[:0]
 	}
+	s.retired.digest = c.digest
 }
 
 // chainRecords chains the records of tickets after digest d.

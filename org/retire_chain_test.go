@@ -7,18 +7,21 @@ import (
 	"testing"
 
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/simtest"
+	"github.com/corpsim/corpsim/sim/workers"
 	"github.com/corpsim/corpsim/worlds"
 )
 
 // TestRetiredDigestIsTheChainOfEveryTicket plays the bench desk for 6,000
 // tickets, keeping the retired tickets aside, and holds the retired
-// digest, chained by batches off the engine's goroutine, to the chain of
-// every retired ticket's record hashed one by one in retirement order: at
-// the end, and at snapshots taken mid-batch along the way (which wait for
-// the batches in flight). The same session played without those snapshots
-// ends with the same state hash.
+// digest, chained by batches on the driver's sequencer (a workers.Chain),
+// to the chain of every retired ticket's record hashed one by one in
+// retirement order: at the end, and at snapshots taken mid-batch along the
+// way (which wait for the batches in flight). The same session played
+// without those snapshots, and without a sequencer, ends with the same
+// state hash.
 func TestRetiredDigestIsTheChainOfEveryTicket(t *testing.T) {
 	src, err := worlds.Source("support-desk-bench")
 	if err != nil {
@@ -29,8 +32,8 @@ func TestRetiredDigestIsTheChainOfEveryTicket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	play := func(look bool) (hash string, looks int) {
-		e, err := sim.New(sim.Config{World: w, Seed: 3, Session: "s"})
+	play := func(look bool, seq func() org.Sequencer) (hash string, looks int) {
+		e, err := sim.New(sim.Config{World: w, Seed: 3, Session: "s", NewSequencer: seq})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,12 +63,16 @@ func TestRetiredDigestIsTheChainOfEveryTicket(t *testing.T) {
 		}
 		return e.StateHash(), looks
 	}
-	looked, looks := play(true)
+	chain := func() org.Sequencer { return workers.NewChain() }
+	looked, looks := play(true, chain)
 	if looks < 20 {
 		t.Fatalf("%d looks mid-session: too few", looks)
 	}
-	if plain, _ := play(false); plain != looked {
+	if plain, _ := play(false, chain); plain != looked {
 		t.Fatalf("state hash %s with snapshots along the way, %s without", looked, plain)
+	}
+	if at, _ := play(false, nil); at != looked {
+		t.Fatalf("state hash %s chained on the sequencer, %s hashed at once", looked, at)
 	}
 }
 

@@ -117,7 +117,8 @@ type State struct {
 	// verdict on them, and kept the retired tickets when keep is set
 	// (retire.go).
 	retired     RetiredTickets
-	chain       retireChain // the retired tickets' records still to chain into retired's digest
+	chain       retireChain // the retired tickets' records chained into retired's digest (retire.go)
+	seq         Sequencer   // runs the chain's batches, when the driver gave one
 	holes       int         // retired tickets still in list
 	dueToRetire []*Task
 	judge       Judge

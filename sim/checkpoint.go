@@ -105,6 +105,9 @@ func Restore(cfg Config, data []byte, stateHash string) (*Engine, error) {
 		return nil, fmt.Errorf("sim: checkpoint: %w", err)
 	}
 	st.SetJudge(policies.Judge)
+	if e.cfg.NewSequencer != nil {
+		st.SetSequencer(e.cfg.NewSequencer())
+	}
 	e.st = st
 	if stateHash != "" && e.StateHash() != stateHash {
 		return nil, fmt.Errorf("%w: checkpoint at seq %d records %s, its state hashes to %s", ErrReplayMismatch, st.LastSeq, stateHash, e.StateHash())

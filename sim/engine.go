@@ -54,6 +54,10 @@ type Config struct {
 	// session.started, so that its replay, resume and fork load the world
 	// within them (RecordedWorld).
 	WorldLimits worlds.Limits
+	// NewSequencer makes what each state of the engine hands the hashing
+	// of the tickets it retires to, off the engine's goroutine
+	// (org.Sequencer: the driver's workers.Chain); nil hashes them on it.
+	NewSequencer func() org.Sequencer
 	// MaxEvents bounds the events a session appends, session.ended
 	// included: once it is spent the session ends "event_limit" instead of
 	// growing without bound. 0 means DefaultMaxEvents; below MinMaxEvents
@@ -271,6 +275,9 @@ func New(cfg Config) (*Engine, error) {
 		format:  cfg.LogFormat,
 	}
 	e.st.SetJudge(policies.Judge)
+	if cfg.NewSequencer != nil {
+		e.st.SetSequencer(cfg.NewSequencer())
+	}
 	e.cols = newColleagues(cfg.World, e.st)
 	rules := cfg.Rules
 	if rules == nil {

@@ -74,7 +74,7 @@ func Replay(ctx context.Context, data, id string, logger hclog.Logger) (ReplayRe
 func replayEngine(ctx context.Context, log events.Log, id string, k int) (*sim.Engine, error) {
 	cuts := replayCuts(ctx, log, id, k)
 	if len(cuts) == 0 {
-		return sim.RebuildLog(ctx, log, id, sim.Config{})
+		return sim.RebuildLog(ctx, log, id, sim.Config{NewSequencer: driver.NewSequencer})
 	}
 	// The segments share the world, loaded once.
 	o, err := driver.ReadOrigin(ctx, log, id)
@@ -148,7 +148,8 @@ func replayCuts(ctx context.Context, log events.Log, id string, k int) []events.
 // replayFromWorld builds session id's engine from its world (o, read with
 // driver.ReadOrigin) and applies its events 1 to end.
 func replayFromWorld(ctx context.Context, log events.Log, o driver.Origin, id string, end uint64) (*sim.Engine, error) {
-	e, err := sim.New(sim.Config{World: o.World, Source: o.Source, Seed: o.Seed, Session: id, Load: o.Load, WorldLimits: o.WorldLimits})
+	e, err := sim.New(sim.Config{World: o.World, Source: o.Source, Seed: o.Seed, Session: id, Load: o.Load, WorldLimits: o.WorldLimits,
+		NewSequencer: driver.NewSequencer})
 	if err != nil {
 		return nil, err
 	}

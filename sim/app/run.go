@@ -266,7 +266,8 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if err := CheckMaxEvents(o.MaxEvents); err != nil {
 		return nil, err
 	}
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session, Load: o.Load, Limits: o.Limits, WorldLimits: o.WorldLimits})
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session, Load: o.Load, Limits: o.Limits, WorldLimits: o.WorldLimits,
+		NewSequencer: driver.NewSequencer})
 	if err != nil {
 		return nil, err
 	}

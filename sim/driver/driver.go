@@ -146,6 +146,11 @@ type Observer interface {
 // DefaultCheckpointEvery is the checkpoint interval when none is configured.
 const DefaultCheckpointEvery = 1000
 
+// NewSequencer is sim.Config's NewSequencer for the engines of the
+// driver and the application: a workers.Chain, so that a state hashes the
+// tickets it retires on goroutines beside the engine's.
+func NewSequencer() org.Sequencer { return workers.NewChain() }
+
 // DefaultMaxBatch is the group-commit bound when none is configured.
 const DefaultMaxBatch = 4096
 

@@ -106,7 +106,8 @@ func loadFrom(ctx context.Context, log events.Log, origin Origin, session, name 
 	if seed == 0 {
 		seed = origin.Seed
 	}
-	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: seed, Session: name, Load: origin.Load, WorldLimits: origin.WorldLimits}
+	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: seed, Session: name, Load: origin.Load, WorldLimits: origin.WorldLimits,
+		NewSequencer: NewSequencer}
 	var e *sim.Engine
 	from := uint64(1)
 	cp, err := log.LatestCheckpoint(ctx, session, at)

@@ -439,7 +439,8 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 		if err = w.Admit(load, lim); err != nil {
 			return wire.CreateReply{}, err
 		}
-		if e, err = sim.New(sim.Config{World: w, Source: src, Seed: req.Seed, Session: id, Load: req.Load, WorldLimits: s.cfg.WorldLimits}); err != nil {
+		if e, err = sim.New(sim.Config{World: w, Source: src, Seed: req.Seed, Session: id, Load: req.Load, WorldLimits: s.cfg.WorldLimits,
+			NewSequencer: driver.NewSequencer}); err != nil {
 			return wire.CreateReply{}, err
 		}
 		meta = events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: req.Seed}

@@ -714,7 +714,8 @@ func (w *Worker) adoptUnstarted(ctx context.Context, id string, rec owner, saved
 	if err := wd.Admit(load, w.svc.cfg.WorldLimits); err != nil {
 		return fail(err.Error())
 	}
-	eng, err := sim.New(sim.Config{World: wd, Source: src, Seed: meta.Seed, Session: id, Load: rec.Load, WorldLimits: w.svc.cfg.WorldLimits})
+	eng, err := sim.New(sim.Config{World: wd, Source: src, Seed: meta.Seed, Session: id, Load: rec.Load, WorldLimits: w.svc.cfg.WorldLimits,
+		NewSequencer: driver.NewSequencer})
 	if err != nil {
 		return fail(err.Error())
 	}

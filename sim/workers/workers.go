@@ -70,3 +70,36 @@ func Parallel(n int, f func(i int)) {
 	}
 	wg.Wait()
 }
+
+// A Chain runs the functions given to Do one after another, in the order
+// given, each on a goroutine of its own once the one before has returned;
+// Wait returns once every one given so far has. No goroutine outlives its
+// function, so a chain dropped with work under way leaks nothing. It is
+// org's Sequencer, which a state hands the hashing of the tickets it
+// retires. Not safe for concurrent use: one owner gives it work and waits.
+type Chain struct{ last chan struct{} }
+
+// NewChain returns an empty Chain as an org.Sequencer (for sim.Config's
+// NewSequencer).
+func NewChain() *Chain { return &Chain{} }
+
+// Do runs f after the functions given before it.
+func (c *Chain) Do(f func()) {
+	prev, done := c.last, make(chan struct{})
+	c.last = done
+	go func() {
+		if prev != nil {
+			<-prev
+		}
+		f()
+		close(done)
+	}()
+}
+
+// Wait returns once every function given has returned.
+func (c *Chain) Wait() {
+	if c.last != nil {
+		<-c.last
+		c.last = nil
+	}
+}

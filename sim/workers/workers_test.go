@@ -50,3 +50,26 @@ func TestParallelCallsEachIndexOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestChainRunsInOrderOneAtATime gives a Chain functions that append to
+// one slice without a lock: the race detector would see two at once, and
+// the slice says in what order they ran. Wait returns once all have.
+func TestChainRunsInOrderOneAtATime(t *testing.T) {
+	c := NewChain()
+	c.Wait() // nothing given yet
+	var order []int
+	for round := range 3 {
+		for i := range 200 {
+			c.Do(func() { order = append(order, round*200+i) })
+		}
+		c.Wait()
+		if len(order) != (round+1)*200 {
+			t.Fatalf("after round %d's Wait, %d functions had run", round, len(order))
+		}
+	}
+	for i, v := range order {
+		if v != i {
+			t.Fatalf("function %d ran %dth", v, i)
+		}
+	}
+}
