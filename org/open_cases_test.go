@@ -31,20 +31,9 @@ func TestOpenCasesListIsTheScan(t *testing.T) {
 		if len(w.Cases) == 0 || len(w.Arrivals) == 0 {
 			continue
 		}
-		e, err := sim.New(sim.Config{World: w, Seed: 2, Session: "s", Load: 6})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.Start()
 		batches := 0
-		err = sim.Play(e, func(evs []events.Event) bool {
-			for _, ev := range evs {
-				if ev.Type == payload.EvCaseReopened {
-					reopened++
-				}
-			}
+		e := playCases(t, w, 2, &reopened, func(st *org.State) bool {
 			if batches++; batches%10 == 0 {
-				st := e.State()
 				var want []*org.Case
 				for _, c := range st.Cases {
 					if !c.Done() {
@@ -71,10 +60,7 @@ func TestOpenCasesListIsTheScan(t *testing.T) {
 				}
 			}
 			return batches < 30000
-		}, simtest.Mixed(5, 7), 0)
-		if err != nil && err != sim.ErrStopped {
-			t.Fatal(err)
-		}
+		})
 		t.Logf("%s: %d batches, seq %d, %d cases, ended %v", name, batches, e.State().LastSeq, len(e.State().Cases), e.Done())
 	}
 	t.Logf("%d open cases compared (%d with a colleague's step ready), %d cases reopened", compared, ready, reopened)
@@ -103,19 +89,8 @@ func TestReopenableIsTheScan(t *testing.T) {
 			continue
 		}
 		for seed := uint64(3); seed <= 5; seed++ {
-			e, err := sim.New(sim.Config{World: w, Seed: seed, Session: "s", Load: 6})
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.Start()
 			batches := 0
-			err = sim.Play(e, func(evs []events.Event) bool {
-				for _, ev := range evs {
-					if ev.Type == payload.EvCaseReopened {
-						reopened++
-					}
-				}
-				st := e.State()
+			playCases(t, w, seed, &reopened, func(st *org.State) bool {
 				var want []*org.Case
 				for _, c := range st.Cases {
 					if requester[c.Template] && c.Done() && c.Reopens < org.MaxReopens && len(c.Unmet()) > 0 {
@@ -146,14 +121,35 @@ func TestReopenableIsTheScan(t *testing.T) {
 				}
 				batches++
 				return batches < 30000
-			}, simtest.Mixed(5, 7), 0)
-			if err != nil && err != sim.ErrStopped {
-				t.Fatal(err)
-			}
+			})
 		}
 	}
 	t.Logf("%d reopenable cases compared, %d cases reopened, %d states restored", compared, reopened, restored)
 	if compared < 200 || reopened < 20 || restored < 10 {
 		t.Fatalf("%d reopenable cases compared, %d reopened: too few to hold the list to anything", compared, reopened)
 	}
+}
+
+// playCases plays world w at load 6 with seed, greedy and random agents,
+// counting the cases reopened into *reopened and calling each with the
+// state after every batch until it returns false; it returns the engine.
+func playCases(t *testing.T, w *worlds.World, seed uint64, reopened *int, each func(*org.State) bool) *sim.Engine {
+	t.Helper()
+	e, err := sim.New(sim.Config{World: w, Seed: seed, Session: "s", Load: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	err = sim.Play(e, func(evs []events.Event) bool {
+		for _, ev := range evs {
+			if ev.Type == payload.EvCaseReopened {
+				*reopened++
+			}
+		}
+		return each(e.State())
+	}, simtest.Mixed(5, 7), 0)
+	if err != nil && err != sim.ErrStopped {
+		t.Fatal(err)
+	}
+	return e
 }

@@ -1,7 +1,6 @@
 package org_test
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/simtest"
 	"github.com/corpsim/corpsim/sim/workers"
-	"github.com/corpsim/corpsim/worlds"
 )
 
 // TestRetiredDigestIsTheChainOfEveryTicket plays the bench desk for 6,000
@@ -23,15 +21,7 @@ import (
 // without those snapshots, and without a sequencer, ends with the same
 // state hash.
 func TestRetiredDigestIsTheChainOfEveryTicket(t *testing.T) {
-	src, err := worlds.Source("support-desk-bench")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src = bytes.Replace(src, []byte("count: 200000"), []byte("count: 6000"), 1)
-	w, err := worlds.Load("desk-6000.yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, _ := simtest.DeskWorld(t, 6000)
 	play := func(look bool, seq func() org.Sequencer) (hash string, looks int) {
 		e, err := sim.New(sim.Config{World: w, Seed: 3, Session: "s", NewSequencer: seq})
 		if err != nil {
