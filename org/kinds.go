@@ -342,17 +342,14 @@ func (s *State) fileReopenable(c *Case) bool {
 // ever closed. The slice is the state's, valid until the next event; the
 // caller must not change it.
 func (s *State) Reopenable() []*Case {
-	keep := s.reopenable[:0]
-	for _, c := range s.reopenable {
+	s.reopenable = prune(s.reopenable, func(c *Case) bool {
 		if c.Done() && c.Reopens < MaxReopens {
-			keep = append(keep, c)
-		} else {
-			c.reopenable = false // reopened: filed again when it closes
+			return true
 		}
-	}
-	clear(s.reopenable[len(keep):])
-	s.reopenable = keep
-	return keep
+		c.reopenable = false // reopened: filed again when it closes
+		return false
+	})
+	return s.reopenable
 }
 
 // kindDone records, when step t is completed, what its outcome of a kind

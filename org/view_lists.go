@@ -103,19 +103,11 @@ func (s *State) catchUp() {
 func (s *State) openCases() []*Case {
 	s.catchUp()
 	l := &s.lists
-	if !l.closed {
-		return l.open
+	if l.closed {
+		l.closed = false
+		l.open = prune(l.open, func(c *Case) bool { return !c.Done() })
 	}
-	l.closed = false
-	keep := l.open[:0]
-	for _, c := range l.open {
-		if !c.Done() {
-			keep = append(keep, c)
-		}
-	}
-	clear(l.open[len(keep):])
-	l.open = keep
-	return keep
+	return l.open
 }
 
 // refileCases files every case again at the next look: one done was
@@ -129,19 +121,11 @@ func (s *State) refileCases() {
 // listApprovals appends to o the requests waiting for member id's decision,
 // in the order of State.Requests, and drops the decided ones from pending.
 func (s *State) listApprovals(o *Observation, id string) {
-	l := &s.lists
-	keep := l.pending[:0]
-	for _, r := range l.pending {
-		if r.Status != RequestPending {
-			continue
-		}
-		keep = append(keep, r)
+	for _, r := range s.stillPending() {
 		if r.Steps[r.Current].Approver == id {
 			o.Approvals = append(o.Approvals, s.requestView(r))
 		}
 	}
-	clear(l.pending[len(keep):])
-	l.pending = keep
 }
 
 // PendingRequests returns the requests pending, in the order of
@@ -149,16 +133,14 @@ func (s *State) listApprovals(o *Observation, id string) {
 // the caller must not change it.
 func (s *State) PendingRequests() []*Request {
 	s.catchUp()
+	return s.stillPending()
+}
+
+// stillPending drops the decided requests from pending and returns it.
+func (s *State) stillPending() []*Request {
 	l := &s.lists
-	keep := l.pending[:0]
-	for _, r := range l.pending {
-		if r.Status == RequestPending {
-			keep = append(keep, r)
-		}
-	}
-	clear(l.pending[len(keep):])
-	l.pending = keep
-	return keep
+	l.pending = prune(l.pending, func(r *Request) bool { return r.Status == RequestPending })
+	return l.pending
 }
 
 // Unanswered returns the messages to member id that have no reply yet,
@@ -166,45 +148,46 @@ func (s *State) PendingRequests() []*Request {
 // state's, valid until the next event; the caller must not change it.
 func (s *State) Unanswered(id string) []*Message {
 	s.catchUp()
-	l := &s.lists
-	list := l.inbox[id]
-	keep := list[:0]
-	for _, msg := range list {
-		if !msg.Answered {
-			keep = append(keep, msg)
-		}
-	}
-	clear(list[len(keep):])
-	if len(keep) == 0 {
-		delete(l.inbox, id)
-		return nil
-	}
-	l.inbox[id] = keep
-	return keep
+	return pruneOf(s.lists.inbox, id, unanswered)
 }
 
 // listAwaiting appends to o member id's messages that have no reply yet,
 // oldest first, and drops the answered ones from its list.
 func (s *State) listAwaiting(o *Observation, id string) {
-	l := &s.lists
-	list := l.awaiting[id]
-	if len(list) == 0 {
-		return
-	}
-	keep := list[:0]
-	for _, msg := range list {
-		if msg.Answered {
-			continue
-		}
-		keep = append(keep, msg)
+	for _, msg := range pruneOf(s.lists.awaiting, id, unanswered) {
 		o.Awaiting = append(o.Awaiting, MessageView{ID: msg.ID, From: msg.To, Text: msg.Text, SentAt: msg.SentAt})
 	}
-	clear(list[len(keep):])
-	if len(keep) == 0 {
-		delete(l.awaiting, id)
-	} else {
-		l.awaiting[id] = keep
+}
+
+func unanswered(msg *Message) bool { return !msg.Answered }
+
+// prune keeps, in order and in list's own array, the elements keep
+// accepts, and clears the rest of the array, so that it holds no
+// reference to those dropped.
+func prune[T any](list []*T, keep func(*T) bool) []*T {
+	out := list[:0]
+	for _, x := range list {
+		if keep(x) {
+			out = append(out, x)
+		}
 	}
+	clear(list[len(out):])
+	return out
+}
+
+// pruneOf prunes lists[key] (see prune), and drops the key when nothing
+// is kept.
+func pruneOf[T any](lists map[string][]*T, key string, keep func(*T) bool) []*T {
+	list := lists[key]
+	if len(list) == 0 {
+		return nil
+	}
+	if list = prune(list, keep); len(list) == 0 {
+		delete(lists, key)
+		return nil
+	}
+	lists[key] = list
+	return list
 }
 
 // askedBy returns who last asked t's NPC to perform it, or "" (the
