@@ -1,6 +1,7 @@
 package org
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -66,6 +67,7 @@ type Case struct {
 	// State.reopenable (see Reopenable).
 	num        int
 	reopenable bool
+	inReady    bool   // in State.ready (readyCases)
 	listed     uint64 // the State.caseMark of the last view that listed it
 }
 
@@ -83,6 +85,7 @@ func (s *State) deriveCase(c *Case) {
 		case t.Status == StatusDone:
 			if !slices.Contains(c.doers, t.DoneBy) {
 				c.doers = append(c.doers, t.DoneBy)
+				s.fileDoer(c, t.DoneBy)
 			}
 		case t.Spec.NPC != "":
 			c.npcLeft++
@@ -90,6 +93,9 @@ func (s *State) deriveCase(c *Case) {
 				c.npcReady++
 			}
 		}
+	}
+	if c.npcReady > 0 {
+		s.fileReady(c)
 	}
 }
 
@@ -101,6 +107,7 @@ func (s *State) caseStepDone(t *Task, m *Member) {
 	}
 	if !slices.Contains(c.doers, m.ID) {
 		c.doers = append(c.doers, m.ID)
+		s.fileDoer(c, m.ID)
 	}
 	if t.Spec.NPC != "" {
 		c.npcLeft--
@@ -117,9 +124,56 @@ func (s *State) depDone(t *Task) {
 		return
 	}
 	if c := s.cases[t.Case]; c != nil {
-		c.npcReady++
+		if c.npcReady++; c.npcReady == 1 {
+			s.fileReady(c)
+		}
 	}
 }
+
+// fileReady files c among the cases with a colleague's step ready
+// (readyCases), by place in State.Cases, unless it is there.
+func (s *State) fileReady(c *Case) {
+	if !c.inReady {
+		c.inReady = true
+		i, _ := slices.BinarySearchFunc(s.ready, c.num, byNum)
+		s.ready = slices.Insert(s.ready, i, c)
+	}
+}
+
+// readyCases returns the open cases with a colleague's step whose
+// dependencies are done (Case.npcReady), in the order of State.Cases,
+// dropping from its list those with none left.
+func (s *State) readyCases() []*Case {
+	s.ready = prune(s.ready, func(c *Case) bool {
+		if c.npcReady > 0 && !c.Done() {
+			return true
+		}
+		c.inReady = false // filed again when one is ready
+		return false
+	})
+	return s.ready
+}
+
+// fileDoer files c among the cases member id did a step of (byDoer), by
+// place in State.Cases, unless it is there.
+func (s *State) fileDoer(c *Case, id string) {
+	if s.byDoer == nil {
+		s.byDoer = map[string][]*Case{}
+	}
+	list := s.byDoer[id]
+	if i, found := slices.BinarySearchFunc(list, c.num, byNum); !found {
+		s.byDoer[id] = slices.Insert(list, i, c)
+	}
+}
+
+// doerCases returns the open cases member id did a step of, in the order
+// of State.Cases, dropping from its list those done (filed again if
+// reopened) or no longer its (a reopening replaced its steps).
+func (s *State) doerCases(id string) []*Case {
+	return pruneOf(s.byDoer, id, func(c *Case) bool { return !c.Done() && slices.Contains(c.doers, id) })
+}
+
+func byNum(c *Case, n int) int { return cmp.Compare(c.num, n) }
 
 // Done reports whether every step of the case is done.
 func (c *Case) Done() bool { return c.DoneAt != 0 }

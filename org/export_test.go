@@ -317,3 +317,22 @@ func (s *State) RetiredKept() [][]byte {
 	}
 	return out
 }
+
+// DoerCases is the list of open cases member id did a step of that a view
+// looks at (doerCases), and DoerCasesScanned the same by a look at every
+// case.
+func (s *State) DoerCases(id string) []*Case { return s.doerCases(id) }
+
+func (s *State) DoerCasesScanned(id string) []*Case {
+	var out []*Case
+	for _, c := range s.Cases {
+		if !c.Done() && slices.Contains(c.doers, id) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ReadyCases is the list of open cases with a colleague's step ready that
+// a view looks at (readyCases).
+func (s *State) ReadyCases() []*Case { return s.readyCases() }

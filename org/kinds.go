@@ -330,7 +330,7 @@ func (s *State) fileReopenable(c *Case) bool {
 	}
 	if !c.reopenable {
 		c.reopenable = true
-		i, _ := slices.BinarySearchFunc(s.reopenable, c.num, func(x *Case, n int) int { return cmp.Compare(x.num, n) })
+		i, _ := slices.BinarySearchFunc(s.reopenable, c.num, byNum)
 		s.reopenable = slices.Insert(s.reopenable, i, c)
 	}
 	return true

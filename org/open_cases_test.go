@@ -20,9 +20,10 @@ import (
 // every case, state after state: the same cases in the same order, cases
 // reopened by their requesters included. It holds what each case keeps of
 // its steps for views (who did one, its colleagues' steps left and those
-// ready to be asked for) to what its steps say.
+// ready to be asked for) to what its steps say, and each member's list of
+// the open cases it did a step of to the scan.
 func TestOpenCasesListIsTheScan(t *testing.T) {
-	reopened, compared, ready := 0, 0, 0
+	reopened, compared, ready, doers := 0, 0, 0, 0
 	for _, name := range worlds.Names() {
 		w, err := worlds.Shipped(name)
 		if err != nil {
@@ -50,10 +51,21 @@ func TestOpenCasesListIsTheScan(t *testing.T) {
 					}
 				}
 				compared += len(want)
+				var readyWant []*org.Case
 				for _, c := range want {
 					if c.NPCReady() > 0 {
+						readyWant = append(readyWant, c)
 						ready++
 					}
+				}
+				if got := st.ReadyCases(); !slices.Equal(got, readyWant) {
+					t.Fatalf("%s at seq %d: %d open cases with a colleague's step ready by the list, %d by the scan", name, st.LastSeq, len(got), len(readyWant))
+				}
+				for _, m := range st.Members {
+					if got, want := st.DoerCases(m.ID), st.DoerCasesScanned(m.ID); !slices.Equal(got, want) {
+						t.Fatalf("%s at seq %d: %s did a step of %d open cases by its list, %d by the scan", name, st.LastSeq, m.ID, len(got), len(want))
+					}
+					doers += len(st.DoerCasesScanned(m.ID))
 				}
 				if errs := st.CaseDerivedErrors(); len(errs) > 0 {
 					t.Fatalf("%s at seq %d: %s", name, st.LastSeq, strings.Join(errs, "; "))
@@ -63,8 +75,8 @@ func TestOpenCasesListIsTheScan(t *testing.T) {
 		})
 		t.Logf("%s: %d batches, seq %d, %d cases, ended %v", name, batches, e.State().LastSeq, len(e.State().Cases), e.Done())
 	}
-	t.Logf("%d open cases compared (%d with a colleague's step ready), %d cases reopened", compared, ready, reopened)
-	if compared < 1000 || ready < 100 || reopened == 0 {
+	t.Logf("%d open cases compared (%d with a colleague's step ready, %d members' open cases they did a step of), %d cases reopened", compared, ready, doers, reopened)
+	if compared < 1000 || ready < 100 || doers < 1000 || reopened == 0 {
 		t.Fatalf("%d open cases compared, %d reopened: too few to hold the list to anything", compared, reopened)
 	}
 }
@@ -73,7 +85,8 @@ func TestOpenCasesListIsTheScan(t *testing.T) {
 // with three seeds, long enough for cases to close with outcomes unmet and
 // be reopened, and holds the cases a requester looks at (Reopenable) to a
 // scan of every case after every batch: the same cases in the same order,
-// in a state restored from a snapshot too.
+// in a state restored from a snapshot too (with each member's open cases
+// it did a step of, and the open cases with a colleague's step ready).
 func TestReopenableIsTheScan(t *testing.T) {
 	compared, reopened, restored := 0, 0, 0
 	for _, name := range worlds.Names() {
@@ -107,15 +120,16 @@ func TestReopenableIsTheScan(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					var ids, rids []string
-					for _, c := range want {
-						ids = append(ids, c.ID)
-					}
-					for _, c := range rs.Reopenable() {
-						rids = append(rids, c.ID)
-					}
-					if !slices.Equal(rids, ids) {
+					if rids, ids := caseIDs(rs.Reopenable()), caseIDs(want); !slices.Equal(rids, ids) {
 						t.Fatalf("%s at seq %d: restored, %v are reopenable; before, %v", name, st.LastSeq, rids, ids)
+					}
+					if got, want := caseIDs(rs.ReadyCases()), caseIDs(st.ReadyCases()); !slices.Equal(got, want) {
+						t.Fatalf("%s at seq %d: restored, %v have a colleague's step ready; before, %v", name, st.LastSeq, got, want)
+					}
+					for _, m := range rs.Members {
+						if got, want := rs.DoerCases(m.ID), rs.DoerCasesScanned(m.ID); !slices.Equal(got, want) || len(want) != len(st.DoerCasesScanned(m.ID)) {
+							t.Fatalf("%s at seq %d: restored, %s did a step of %d open cases by its list, %d by the scan", name, st.LastSeq, m.ID, len(got), len(want))
+						}
 					}
 					restored++
 				}
@@ -152,4 +166,12 @@ func playCases(t *testing.T, w *worlds.World, seed uint64, reopened *int, each f
 		t.Fatal(err)
 	}
 	return e
+}
+
+func caseIDs(cs []*org.Case) []string {
+	var ids []string
+	for _, c := range cs {
+		ids = append(ids, c.ID)
+	}
+	return ids
 }

@@ -140,6 +140,12 @@ type State struct {
 	// reopenable are the done cases a requester may reopen, by place in
 	// Cases (Reopenable; derived).
 	reopenable []*Case
+	// byDoer files the cases each member did a step of, by place in Cases
+	// (doerCases; derived).
+	byDoer map[string][]*Case
+	// ready are the open cases with a colleague's step ready, by place in
+	// Cases (readyCases; derived).
+	ready      []*Case
 	caseMark   uint64 // counts the views that listed cases (Case.listed)
 	wakeChecks int    // calls checkServers checked (tests)
 }

@@ -604,9 +604,8 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 	}
 	// And the open cases it has done a step of: their approvals and
 	// progress concern it.
-	open := s.openCases()
-	for _, c := range open {
-		if c.listed != s.caseMark && slices.Contains(c.doers, m.ID) {
+	for _, c := range s.doerCases(m.ID) {
+		if c.listed != s.caseMark {
 			add(c.ID)
 		}
 	}
@@ -614,10 +613,7 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 	// member is the one to ask for: it did a step they depend on, or asked
 	// the NPC who did one; when no member did or asked (no dependency), it
 	// serves the queue.
-	for _, c := range open {
-		if c.npcReady == 0 {
-			continue
-		}
+	for _, c := range s.readyCases() {
 		for _, t := range c.npcSteps {
 			if t.Status == StatusDone || !s.DepsDone(t) || s.asked(t) {
 				continue

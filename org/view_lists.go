@@ -182,12 +182,15 @@ func pruneOf[T any](lists map[string][]*T, key string, keep func(*T) bool) []*T 
 	if len(list) == 0 {
 		return nil
 	}
-	if list = prune(list, keep); len(list) == 0 {
+	kept := prune(list, keep)
+	switch {
+	case len(kept) == 0:
 		delete(lists, key)
 		return nil
+	case len(kept) < len(list):
+		lists[key] = kept
 	}
-	lists[key] = list
-	return list
+	return kept
 }
 
 // askedBy returns who last asked t's NPC to perform it, or "" (the
