@@ -317,7 +317,6 @@ func (s *State) stepDone(t *Task, at clock.Time, seq uint64) {
 		}
 	}
 	c.DoneAt = max(at, 1)
-	s.lists.closed = true // the view lists drop it from the open cases
 	s.caseClosed(c, seq)
 }
 

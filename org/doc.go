@@ -39,10 +39,12 @@
 // length of the session: a queue's open tickets in lanes by priority and
 // role (queue_index.go); the colleagues that may be idle and the seats of
 // each role, for waking (wake_index.go); pending requests, unanswered
-// messages, open cases and the messages about each task (view_lists.go);
+// messages and the messages about each task (view_lists.go);
 // each member's busy blocks by start, their instants read once
 // (meetings.go); and, per case, its step tasks, who did one and its
-// colleagues' steps left and ready to be asked for (case.go). Each is held
+// colleagues' steps left and ready to be asked for, with the open cases
+// each member did a step of and those with such a step ready (case.go);
+// the done cases a requester may reopen (kinds.go). Each is held
 // by a test to the scan it replaces.
 //
 // The package is part of the deterministic core: no I/O, no wall clock, no

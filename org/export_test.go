@@ -253,9 +253,6 @@ func CheckWakeIndex() func() {
 // WakeChecks counts the calls of wakeServers checked in s.
 func (s *State) WakeChecks() int { return s.wakeChecks }
 
-// OpenCases is the list of open cases views look at (view_lists.go).
-func (s *State) OpenCases() []*Case { return s.openCases() }
-
 // BusyScanned is Busy by a look at every record (the reference of the
 // availability index).
 func (s *State) BusyScanned(member string, from, to clock.Time) []BusySpan {

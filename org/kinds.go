@@ -260,7 +260,6 @@ func (s *State) applyCaseReopened(ev *events.Event) error {
 	}
 	c.DoneAt, c.Reopens = 0, p.N
 	s.deriveCase(c)
-	s.refileCases()
 	return nil
 }
 

@@ -16,12 +16,12 @@ import (
 
 // TestOpenCasesListIsTheScan plays every shipped world with case
 // templates, with greedy and random agents at a load that keeps many cases
-// open, and holds the list of open cases that views look at to a scan of
-// every case, state after state: the same cases in the same order, cases
-// reopened by their requesters included. It holds what each case keeps of
-// its steps for views (who did one, its colleagues' steps left and those
-// ready to be asked for) to what its steps say, and each member's list of
-// the open cases it did a step of to the scan.
+// open, and holds the lists of open cases that views look at — those with
+// a colleague's step ready, and each member's that it did a step of — to
+// a scan of every case, state after state: the same cases in the same
+// order, cases reopened by their requesters included. It holds what each
+// case keeps of its steps for views (who did one, its colleagues' steps
+// left and those ready to be asked for) to what its steps say.
 func TestOpenCasesListIsTheScan(t *testing.T) {
 	reopened, compared, ready, doers := 0, 0, 0, 0
 	for _, name := range worlds.Names() {
@@ -39,15 +39,6 @@ func TestOpenCasesListIsTheScan(t *testing.T) {
 				for _, c := range st.Cases {
 					if !c.Done() {
 						want = append(want, c)
-					}
-				}
-				got := st.OpenCases()
-				if len(got) != len(want) {
-					t.Fatalf("%s at seq %d: %d open cases listed, %d open", name, st.LastSeq, len(got), len(want))
-				}
-				for i := range want {
-					if got[i] != want[i] {
-						t.Fatalf("%s at seq %d: open case %d listed is %s, want %s", name, st.LastSeq, i, got[i].ID, want[i].ID)
 					}
 				}
 				compared += len(want)

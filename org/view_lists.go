@@ -15,29 +15,24 @@ package org
 //   - inbox: the messages to each member that had no reply when last
 //     looked at, in the order of State.Messages (a simulated colleague
 //     answers them: Unanswered);
-//   - open: the cases that were not done when last looked at, in the order
-//     of State.Cases (Observation.Cases looks at the open ones only);
 //   - about: the messages that name a task (asking its NPC to perform it),
 //     by task, in the order of State.Messages.
 //
-// Requests, messages and cases are only ever appended, a request leaves
-// pending for good and a message once answered stays answered, so the
-// lists are filled lazily: each view files what was appended since the
-// last one and drops from pending, awaiting and open what it finds
-// decided, answered or done. A case done can be reopened: that files the
-// cases again from the start (refileCases), once per reopening. They
-// are derived, never hashed nor in snapshots; a state whose slices were
-// replaced (Restore builds a new state) starts them again.
+// Requests and messages are only ever appended, a request leaves pending
+// for good and a message once answered stays answered, so the lists are
+// filled lazily: each view files what was appended since the last one and
+// drops from pending, awaiting and inbox what it finds decided or
+// answered. (The cases a view looks at are filed by case.go: each
+// member's, and those with a colleague's step ready.) They are derived,
+// never hashed nor in snapshots; a state whose slices were replaced
+// (Restore builds a new state) starts them again.
 type viewLists struct {
 	reqs     filed[Request] // of State.Requests
 	msgs     filed[Message] // of State.Messages
-	cases    filed[Case]    // of State.Cases
 	mine     map[string][]*Request
 	pending  []*Request
 	awaiting map[string][]*Message
 	inbox    map[string][]*Message
-	open     []*Case
-	closed   bool // a case was done since open was last looked at
 	about    map[string][]*Message
 }
 
@@ -64,11 +59,10 @@ func (f *filed[T]) take(list []*T) []*T {
 	return fresh
 }
 
-// catchUp files the requests, messages and cases appended since the last
-// view.
+// catchUp files the requests and messages appended since the last view.
 func (s *State) catchUp() {
 	l := &s.lists
-	if !l.reqs.of(s.Requests) || !l.msgs.of(s.Messages) || !l.cases.of(s.Cases) {
+	if !l.reqs.of(s.Requests) || !l.msgs.of(s.Messages) {
 		*l = viewLists{} // not the slices they were filed from
 	}
 	if l.mine == nil {
@@ -90,32 +84,6 @@ func (s *State) catchUp() {
 			l.about[msg.Task] = append(l.about[msg.Task], msg)
 		}
 	}
-	for _, c := range l.cases.take(s.Cases) {
-		if !c.Done() {
-			l.open = append(l.open, c)
-		}
-	}
-}
-
-// openCases returns the cases not done, in the order of State.Cases,
-// dropping from the list those it finds done when one was done since the
-// last look.
-func (s *State) openCases() []*Case {
-	s.catchUp()
-	l := &s.lists
-	if l.closed {
-		l.closed = false
-		l.open = prune(l.open, func(c *Case) bool { return !c.Done() })
-	}
-	return l.open
-}
-
-// refileCases files every case again at the next look: one done was
-// reopened, and its place in the list is gone.
-func (s *State) refileCases() {
-	l := &s.lists
-	clear(l.open)
-	l.open, l.cases = l.open[:0], filed[Case]{}
 }
 
 // listApprovals appends to o the requests waiting for member id's decision,
