@@ -827,7 +827,7 @@ func (s *State) applyTaskCreated(ev *events.Event) error {
 		a.N++
 		a.setNext(p.Next())
 	}
-	t := newMade(&p.Task)
+	t := s.newMade(&p.Task)
 	t.Kind, t.Queue, t.Team, t.Arrival = KindTicket, p.Queue, p.Team, p.Arrival
 	t.Created, t.Deadline = clock.Time(ev.Time), p.Deadline
 	t.ord = s.nextOrd()

@@ -274,7 +274,7 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 	s.Cases = append(s.Cases, c)
 	s.cases[c.ID] = c
 	for i := range p.Steps {
-		t := newMade(&p.Steps[i])
+		t := s.newMade(&p.Steps[i])
 		t.Kind, t.Case, t.Queue, t.Team = KindStep, c.ID, p.Queue, p.Team
 		t.Created, t.Deadline = clock.Time(ev.Time), p.Deadline
 		t.ord = s.nextOrd()

@@ -237,7 +237,7 @@ func (s *State) applyCaseReopened(ev *events.Event) error {
 		if s.tasks[spec.ID] != nil {
 			return badEvent(ev, "task %q exists", spec.ID)
 		}
-		t := allocMade()
+		t := s.allocMade()
 		*t.Spec = spec
 		t.fromSpec()
 		t.Kind, t.Case, t.Queue, t.Team = KindStep, c.ID, old.Queue, old.Team

@@ -78,6 +78,7 @@ type State struct {
 	Rejections int
 	Violations int // rejections of kind "policy"
 
+	slab     []madeTask // made tasks allocated, not yet used (allocMade)
 	cases    map[string]*Case
 	records  map[string]*Record // type/id
 	members  map[string]*Member
