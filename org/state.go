@@ -98,7 +98,7 @@ type State struct {
 	openTicketN int                  // open tickets in all queues (the sum of their openN)
 	offers      map[offerKey]*offers // open visible project tasks by queue, role and skill (view_index.go)
 	doneIn      map[string]int       // project -> its tasks done
-	woken       []string             // members whose Pending or BusyUntil changed since TakeWoken
+	woken       []*Member            // members whose Pending or BusyUntil changed since TakeWoken
 	typed       any                  // the payload of the event being applied, when the engine has it (ApplyWith)
 	// The last task and member looked up: checking one action asks for
 	// the same ones a dozen times (every rule looks them up by ID). This
@@ -653,7 +653,7 @@ func removeTask(ts []*Task, t *Task) []*Task {
 // stops wanting a turn needs no timer. The engine uses it to find who is
 // due; it is not part of the hash. The slice is valid until the next
 // event is applied: the state reuses its array.
-func (s *State) TakeWoken() []string {
+func (s *State) TakeWoken() []*Member {
 	w := s.woken
 	s.woken = s.woken[:0]
 	return w
@@ -666,7 +666,7 @@ func (s *State) wake(id string, cause uint64) {
 	}
 	m.Pending = true
 	m.WakeCause = cause
-	s.woken = append(s.woken, id)
+	s.woken = append(s.woken, m)
 }
 
 func (s *State) busy(m *Member, until clock.Time) {
@@ -674,7 +674,7 @@ func (s *State) busy(m *Member, until clock.Time) {
 		m.BusyUntil = until
 	}
 	m.Pending = true
-	s.woken = append(s.woken, m.ID)
+	s.woken = append(s.woken, m)
 }
 
 // fire marks interruption i as happened; it reports false if it already had.

@@ -113,7 +113,11 @@ func TestNewAndSessionStarted(t *testing.T) {
 			}
 		})
 	}
-	if got, want := st.TakeWoken(), []string{"alice", "bob", "carol", "dave", "erin"}; !slices.Equal(got, want) {
+	var got []string
+	for _, m := range st.TakeWoken() {
+		got = append(got, m.ID)
+	}
+	if want := []string{"alice", "bob", "carol", "dave", "erin"}; !slices.Equal(got, want) {
 		t.Errorf("TakeWoken: got %v, want %v", got, want)
 	}
 	if got := st.TakeWoken(); len(got) != 0 {

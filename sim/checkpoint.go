@@ -55,11 +55,22 @@ func (e *Engine) Checkpoint() (stateHash string, snapshot []byte) {
 	return hex.EncodeToString(h[:]), e.snapshot(st)
 }
 
+// pushedMap is e.pushed as a checkpoint lists it: by member ID.
+func (e *Engine) pushedMap() map[string]clock.Time {
+	m := make(map[string]clock.Time)
+	for i, p := range e.pushed {
+		if p.set {
+			m[e.st.Members[i].ID] = p.at
+		}
+	}
+	return m
+}
+
 // snapshot encodes the engine around the state's own encoding, which is
 // spliced in rather than passed through encoding/json again (a large
 // state would be scanned and copied once more for nothing).
 func (e *Engine) snapshot(state []byte) []byte {
-	sn := engineSnapshot{Version: 1, Pushed: e.pushed, Now: e.now, Seen: e.seen, EndHash: e.endHash, Done: e.done, Reward: e.reward}
+	sn := engineSnapshot{Version: 1, Pushed: e.pushedMap(), Now: e.now, Seen: e.seen, EndHash: e.endHash, Done: e.done, Reward: e.reward}
 	if e.format > 2 {
 		sn.Format = e.format
 	}
@@ -115,8 +126,10 @@ func Restore(cfg Config, data []byte, stateHash string) (*Engine, error) {
 	for _, t := range sn.Timers {
 		e.timers.Push(t.At, timer{kind: t.Kind, id: t.ID, cause: t.Cause})
 	}
-	if sn.Pushed != nil {
-		e.pushed = sn.Pushed
+	for id, at := range sn.Pushed { // order: each member's entry is set once, by its own number
+		if m := st.Member(id); m != nil {
+			*e.pushedFor(m) = pushed{at: at, set: true}
+		}
 	}
 	e.now, e.candidates, e.seen, e.endHash, e.done, e.reward = sn.Now, sn.Candidates, sn.Seen, sn.EndHash, sn.Done, sn.Reward
 	e.format = max(sn.Format, 2)

@@ -168,7 +168,7 @@ type Engine struct {
 	book    *policies.Book // the rules (Config.Rules), filed by action type
 	st      *org.State
 	timers  clock.Queue[timer]
-	pushed  map[string]clock.Time // member -> BusyUntil a timer was pushed for
+	pushed  []pushed // by member number (Member.Num): the BusyUntil a timer was pushed for
 	idKey   [32]byte
 	startMs int64
 	now     clock.Time
@@ -268,7 +268,6 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg:     cfg,
 		st:      org.New(cfg.World),
-		pushed:  map[string]clock.Time{},
 		startMs: cfg.World.Calendar.Start.UnixMilli(),
 		limit:   uint64(cfg.MaxEvents - 2),
 		cals:    newCalendars(cfg.World),
@@ -804,6 +803,20 @@ func (e *Engine) applyWith(ev events.Event, typed any) error {
 	return nil
 }
 
+// pushed is the time a member's wake timer was last pushed for, if set.
+type pushed struct {
+	at  clock.Time
+	set bool
+}
+
+// pushedFor returns m's entry of e.pushed.
+func (e *Engine) pushedFor(m *org.Member) *pushed {
+	if n := m.Num(); n >= len(e.pushed) {
+		e.pushed = append(e.pushed, make([]pushed, n+1-len(e.pushed))...)
+	}
+	return &e.pushed[m.Num()]
+}
+
 // follow does what follows an applied event outside the state: the timers
 // it sets, the shifts it watches and the members it woke.
 func (e *Engine) follow(evp *events.Event, typed any) {
@@ -841,16 +854,15 @@ func (e *Engine) follow(evp *events.Event, typed any) {
 	if len(e.cals.handover) > 0 {
 		e.watchShifts(&ev, typed)
 	}
-	for _, id := range e.st.TakeWoken() {
-		m := e.st.Member(id)
+	for _, m := range e.st.TakeWoken() {
 		if !m.Pending {
 			continue
 		}
 		if at := e.wakeAt(m); at <= e.now {
-			e.candidates = append(e.candidates, id)
-		} else if e.pushed[id] != at {
-			e.pushed[id] = at
-			e.timers.Push(at, timer{kind: timerMember, id: id})
+			e.candidates = append(e.candidates, m.ID)
+		} else if p := e.pushedFor(m); p.at != at || !p.set {
+			*p = pushed{at: at, set: true}
+			e.timers.Push(at, timer{kind: timerMember, id: m.ID})
 		}
 	}
 }
