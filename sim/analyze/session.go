@@ -74,10 +74,40 @@ type Session struct {
 // every event to a fresh state. An event that does not apply is an error,
 // as is a read error of the sequence.
 func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
+	return LoadWith(evs, LoadOptions{})
+}
+
+// LoadOptions are what LoadWith may be told besides the events.
+type LoadOptions struct {
+	// Events is how many events the log holds (its last seq), when the
+	// caller knows: the session's lists of events and payloads are made
+	// that long at once instead of grown and copied as they fill. 0: not
+	// known.
+	Events uint64
+	// Observe, when set, is called with each event just after it was
+	// applied to the session's State, with its payload as the analysis
+	// decoded it (nil for the types it does not decode), before the next
+	// event is read: another pass over the events (a report) rides on this
+	// one instead of applying every event to a state of its own. s is the
+	// session being loaded: its World and State are set, its indexes are
+	// not complete. An error stops the load and is returned.
+	Observe func(s *Session, ev *events.Event, typed any) error
+}
+
+// maxEventsHint bounds what LoadOptions.Events may make at once, so that a
+// wrong count cannot ask for more memory than the events themselves: past
+// it the lists grow as they fill.
+const maxEventsHint = 1 << 24
+
+// LoadWith is Load, told what o says.
+func LoadWith(evs iter.Seq2[events.Event, error], o LoadOptions) (*Session, error) {
 	s := &Session{taskHolds: map[string][]Hold{}, stints: map[string][]stint{}, approvals: map[string][]*Approval{},
 		requests: map[string]*Approval{}, leaves: map[string][]Leave{}, outages: map[string][]Outage{}, created: map[string]uint64{},
 		after: map[uint64]uint64{}, seen: map[string]uint64{}, lastOf: map[string]uint64{}, about: map[string][]uint64{},
 		caseSeq: map[string]uint64{}, breachSeq: map[string]uint64{}, asks: map[string][]uint64{}, askOf: map[string]string{}, answers: map[string][]uint64{}}
+	if n := min(o.Events, maxEventsHint); n > 0 {
+		s.Events, s.payloads = make([]events.Event, 0, n), make([]any, 0, n)
+	}
 	for ev, err := range evs {
 		if err != nil {
 			return nil, err
@@ -116,6 +146,11 @@ func Load(evs iter.Seq2[events.Event, error]) (*Session, error) {
 		s.payloads = append(s.payloads, p)
 		s.index(ev, p)
 		s.indexContent(ev)
+		if o.Observe != nil {
+			if err := o.Observe(s, &s.Events[len(s.Events)-1], p); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if s.State == nil {
 		return nil, fmt.Errorf("%w (the log is empty)", ErrNotASession)

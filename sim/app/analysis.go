@@ -21,7 +21,7 @@ func LoadAnalysis(ctx context.Context, data, id string, logger hclog.Logger) (*a
 		return nil, err
 	}
 	defer log.Close()
-	s, err := analyze.Load(log.Read(ctx, meta.ID, 1))
+	s, err := analyze.LoadWith(log.Read(ctx, meta.ID, 1), analyze.LoadOptions{Events: meta.LastSeq})
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", meta.ID, err)
 	}
@@ -43,18 +43,21 @@ func BuildReport(ctx context.Context, data, session string, o report.Options, lo
 	defer log.Close()
 	o.Session, o.Agents = meta.ID, meta.Agents
 	o.Parent, o.ForkSeq, o.Seed = meta.Parent, meta.ForkSeq, meta.Seed
-	s, err := analyze.Load(log.Read(ctx, meta.ID, 1))
+	// One pass: the report's builder observes each event as the analysis
+	// applies it, on the analysis's state.
+	var b *report.Builder
+	s, err := analyze.LoadWith(log.Read(ctx, meta.ID, 1), analyze.LoadOptions{Events: meta.LastSeq,
+		Observe: func(s *analyze.Session, ev *events.Event, typed any) error {
+			if b == nil {
+				b = report.NewBuilderOn(s.World, s.State, o)
+			}
+			return b.Observe(ev, typed) // its error is the session's, below
+		}})
 	switch {
 	case err == nil:
 		s.ID, s.Seed = meta.ID, meta.Seed
 		s.Agents, s.Parent, s.ForkSeq = meta.Agents, meta.Parent, meta.ForkSeq
-		o.Explain = s
-		b := report.NewBuilder(s.World, o)
-		for _, ev := range s.Events {
-			if err := b.Add(ev); err != nil {
-				return nil, fmt.Errorf("session %s: %w", meta.ID, err)
-			}
-		}
+		b.SetExplainer(s)
 		return b.Report(), nil
 	case !errors.Is(err, analyze.ErrMismatch):
 		return nil, fmt.Errorf("session %s: %w", meta.ID, err)
@@ -63,7 +66,8 @@ func BuildReport(ctx context.Context, data, session string, o report.Options, lo
 	if err != nil {
 		return nil, err
 	}
-	b := report.NewBuilder(origin.World, o)
+	// A mismatch: the report alone, on a state of its own, to show it.
+	b = report.NewBuilder(origin.World, o)
 	// Borrowed events (Scan): the builder keeps nothing of an event's payload.
 	err = log.Scan(ctx, session, 1, func(ev *events.Event) error {
 		if err := b.Add(*ev); err != nil {

@@ -142,15 +142,31 @@ type Builder struct {
 	collateral []CollateralWrite // record writes no case asked for (outcomes.go)
 }
 
-// NewBuilder starts a report of a session of world w.
+// NewBuilder starts a report of a session of world w, whose events Add
+// takes and applies to a state of the builder's own.
 func NewBuilder(w *worlds.World, o Options) *Builder {
-	b := &Builder{o: o.withDefaults(), w: w, st: org.New(w), queueOpen: map[string]int{}, queues: map[string]*step{},
+	st := org.New(w)
+	st.SetJudge(policies.Judge)
+	st.KeepRetired() // the report reads every ticket
+	return newBuilder(w, st, o)
+}
+
+// NewBuilderOn starts a report of a session of world w whose events
+// another pass applies to st, a state of w from the session's start that
+// keeps its retired tickets and has the rubric's judge (as
+// analyze.LoadWith's): Observe, not Add, takes each event once that pass
+// applied it, and the report is the one Add would have made. The session
+// is then applied once instead of twice.
+func NewBuilderOn(w *worlds.World, st *org.State, o Options) *Builder {
+	return newBuilder(w, st, o)
+}
+
+func newBuilder(w *worlds.World, st *org.State, o Options) *Builder {
+	b := &Builder{o: o.withDefaults(), w: w, st: st, queueOpen: map[string]int{}, queues: map[string]*step{},
 		claims: map[string]opened{}, work: map[string]opened{}, leave: map[string]opened{},
 		spans: map[string]*[lanes][]Interval{}, rejections: map[rejectionKey]*rejectionAcc{},
 		desks: map[string]*desk{}, deskOf: map[string]string{}, since: map[string]int64{}, decided: map[string]int{}, answers: map[string]int{},
 		downSince: map[string]int{}, awaySince: map[string]int{}}
-	b.st.SetJudge(policies.Judge)
-	b.st.KeepRetired() // the report reads every ticket
 	for _, q := range w.Queues {
 		b.queues[q.ID] = &step{}
 	}
@@ -182,29 +198,64 @@ func (b *Builder) Add(ev events.Event) error {
 	// state and for what the builder reads of it.
 	b.typed = payload.Decode(&ev)
 	defer func() { b.typed = nil }()
-	switch ev.Type {
-	case payload.EvSessionStarted:
-		p, err := payloadOf[payload.SessionStarted](&ev, b.typed)
-		if err != nil {
-			return err
-		}
-		b.started = p
-	case payload.EvSessionEnded:
-		p, err := payloadOf[payload.SessionEnded](&ev, b.typed)
-		if err != nil {
-			return err
-		}
-		h := b.st.Hash()
-		if got := hex.EncodeToString(h[:]); got == p.StateHash {
-			b.verified = "replayed state hash matches the recorded one"
-		} else {
-			b.verified = fmt.Sprintf("MISMATCH: recorded %s, replayed %s", p.StateHash, got)
-		}
+	if err := b.before(&ev); err != nil {
+		return err
 	}
 	if err := b.st.ApplyWith(ev, b.typed); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return b.observe(&ev)
+}
+
+// Observe takes the session's next event, which the pass that owns the
+// builder's state (NewBuilderOn) has applied, with the payload it decoded
+// (nil when it did not). That pass checked a session.ended's recorded hash
+// against its state before applying it, and stopped had it differed.
+func (b *Builder) Observe(ev *events.Event, typed any) error {
+	if typed == nil {
+		typed = payload.Decode(ev)
+	}
+	b.typed = typed
+	defer func() { b.typed = nil }()
+	if ev.Type == payload.EvSessionEnded {
+		b.verified = verifiedOK
+	} else if err := b.before(ev); err != nil {
+		return err
+	}
+	return b.observe(ev)
+}
+
+// SetExplainer sets the analysis that answers the "why" section
+// (Options.Explain), for a builder made before the analysis was whole
+// (NewBuilderOn). Report reads it.
+func (b *Builder) SetExplainer(e Explainer) { b.o.Explain = e }
+
+// verifiedOK is what the report says of a replay that matched.
+const verifiedOK = "replayed state hash matches the recorded one"
+
+// before notes what ev says before it is applied: the session's start,
+// and whether the state before its end has the hash it records.
+func (b *Builder) before(ev *events.Event) error {
+	switch ev.Type {
+	case payload.EvSessionStarted:
+		p, err := payloadOf[payload.SessionStarted](ev, b.typed)
+		if err != nil {
+			return err
+		}
+		b.started = p
+	case payload.EvSessionEnded:
+		p, err := payloadOf[payload.SessionEnded](ev, b.typed)
+		if err != nil {
+			return err
+		}
+		h := b.st.Hash()
+		if got := hex.EncodeToString(h[:]); got == p.StateHash {
+			b.verified = verifiedOK
+		} else {
+			b.verified = fmt.Sprintf("MISMATCH: recorded %s, replayed %s", p.StateHash, got)
+		}
+	}
+	return nil
 }
 
 func (b *Builder) bumpQueue(q string, d int, t int64) {

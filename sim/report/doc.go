@@ -29,6 +29,12 @@
 //	r := b.Report()
 //	err := r.WriteHTML(out)
 //
+// That applies the session twice: once for the analysis, once for the
+// report's own state. corpsim report applies it once: the builder rides on
+// the analysis's pass (NewBuilderOn and Observe, from analyze.LoadWith's
+// Observe), reading the analysis's state as each event is applied, and
+// makes the same page.
+//
 // The report stays bounded however long the session: time series are
 // downsampled to a fixed number of buckets (Downsample), Gantt bars closer
 // than a pixel are merged, the Gantt chart, the DAG, the why section and the
