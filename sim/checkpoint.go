@@ -70,6 +70,7 @@ func (e *Engine) pushedMap() map[string]clock.Time {
 // spliced in rather than passed through encoding/json again (a large
 // state would be scanned and copied once more for nothing).
 func (e *Engine) snapshot(state []byte) []byte {
+	e.mustKeepTimers("Snapshot")
 	sn := engineSnapshot{Version: 1, Pushed: e.pushedMap(), Now: e.now, Seen: e.seen, EndHash: e.endHash, Done: e.done, Reward: e.reward}
 	if e.format > 2 {
 		sn.Format = e.format
@@ -124,7 +125,7 @@ func Restore(cfg Config, data []byte, stateHash string) (*Engine, error) {
 		return nil, fmt.Errorf("%w: checkpoint at seq %d records %s, its state hashes to %s", ErrReplayMismatch, st.LastSeq, stateHash, e.StateHash())
 	}
 	for _, t := range sn.Timers {
-		e.timers.Push(t.At, timer{kind: t.Kind, id: t.ID, cause: t.Cause})
+		e.setTimer(t.At, timer{kind: t.Kind, id: t.ID, cause: t.Cause})
 	}
 	for id, at := range sn.Pushed { // order: each member's entry is set once, by its own number
 		if m := st.Member(id); m != nil {

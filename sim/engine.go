@@ -58,6 +58,10 @@ type Config struct {
 	// of the tickets it retires to, off the engine's goroutine
 	// (org.Sequencer: the driver's workers.Chain); nil hashes them on it.
 	NewSequencer func() org.Sequencer
+	// ApplyOnly makes an engine that only re-applies recorded events
+	// (corpsim replay): it keeps no timers, which nothing but the events it
+	// would make next reads, so it cannot Start, Resume or Snapshot.
+	ApplyOnly bool
 	// MaxEvents bounds the events a session appends, session.ended
 	// included: once it is spent the session ends "event_limit" instead of
 	// growing without bound. 0 means DefaultMaxEvents; below MinMaxEvents
@@ -329,6 +333,7 @@ func (e *Engine) Done() bool { return e.done }
 
 // Start opens a new session: it emits session.started and asks every agent seat to decide.
 func (e *Engine) Start() {
+	e.mustKeepTimers("Start")
 	if e.started || e.st.LastSeq != 0 {
 		panic("sim: Start on a started engine")
 	}
@@ -383,6 +388,7 @@ func (e *Engine) Apply(ev events.Event) error {
 // Resume continues a session whose recorded events were applied with Apply:
 // it asks whoever is due now. If the log already ended, Ready reports Done.
 func (e *Engine) Resume() {
+	e.mustKeepTimers("Resume")
 	if e.st.Ended {
 		e.done = true
 		return
@@ -817,6 +823,22 @@ func (e *Engine) pushedFor(m *org.Member) *pushed {
 	return &e.pushed[m.Num()]
 }
 
+// setTimer sets a timer due at at, unless the engine keeps none
+// (Config.ApplyOnly).
+func (e *Engine) setTimer(at clock.Time, t timer) {
+	if !e.cfg.ApplyOnly {
+		e.timers.Push(at, t)
+	}
+}
+
+// mustKeepTimers panics when the engine keeps no timers: what op would do
+// next, or record, depends on them.
+func (e *Engine) mustKeepTimers(op string) {
+	if e.cfg.ApplyOnly {
+		panic("sim: " + op + " of an engine that only re-applies events (Config.ApplyOnly)")
+	}
+}
+
 // follow does what follows an applied event outside the state: the timers
 // it sets, the shifts it watches and the members it woke.
 func (e *Engine) follow(evp *events.Event, typed any) {
@@ -824,14 +846,14 @@ func (e *Engine) follow(evp *events.Event, typed any) {
 	switch ev.Type {
 	case payload.EvWorkStarted:
 		p, _ := payload.As[payload.WorkStarted](&ev, typed) // Apply decoded it already
-		e.timers.Push(p.Until, timer{kind: timerWork, id: p.Task, cause: ev.Seq})
+		e.setTimer(p.Until, timer{kind: timerWork, id: p.Task, cause: ev.Seq})
 	case payload.EvTicketServed:
 		p, _ := payload.As[payload.TicketServed](&ev, typed)
-		e.timers.Push(p.Until, timer{kind: timerWork, id: p.Task, cause: ev.Seq})
+		e.setTimer(p.Until, timer{kind: timerWork, id: p.Task, cause: ev.Seq})
 	case payload.EvTicketResolved:
 		// The ticket its colleague serves next, if the event says (format 5).
 		if p, _ := payload.As[payload.TicketResolved](&ev, typed); p.Next != "" {
-			e.timers.Push(p.NextUntil, timer{kind: timerWork, id: p.Next, cause: ev.Seq})
+			e.setTimer(p.NextUntil, timer{kind: timerWork, id: p.Next, cause: ev.Seq})
 		}
 	case payload.EvSessionStarted:
 		// Decoded once here, for the format (CheckFormat passed it in
@@ -841,7 +863,7 @@ func (e *Engine) follow(evp *events.Event, typed any) {
 		e.scheduleFor(ev, &p)
 	case payload.EvMessageSent:
 		p, _ := payload.As[payload.MessageSent](&ev, typed)
-		e.timers.Push(p.DeliverAt, timer{kind: timerMessage, id: p.Message, cause: ev.Seq})
+		e.setTimer(p.DeliverAt, timer{kind: timerMessage, id: p.Message, cause: ev.Seq})
 	default:
 		e.scheduleFor(ev, typed)
 	case payload.EvSessionEnded:
@@ -854,7 +876,11 @@ func (e *Engine) follow(evp *events.Event, typed any) {
 	if len(e.cals.handover) > 0 {
 		e.watchShifts(&ev, typed)
 	}
-	for _, m := range e.st.TakeWoken() {
+	woken := e.st.TakeWoken()
+	if e.cfg.ApplyOnly {
+		return // nobody is asked: who is due, and when, is for timers
+	}
+	for _, m := range woken {
 		if !m.Pending {
 			continue
 		}
@@ -862,7 +888,7 @@ func (e *Engine) follow(evp *events.Event, typed any) {
 			e.candidates = append(e.candidates, m.ID)
 		} else if p := e.pushedFor(m); p.at != at || !p.set {
 			*p = pushed{at: at, set: true}
-			e.timers.Push(at, timer{kind: timerMember, id: m.ID})
+			e.setTimer(at, timer{kind: timerMember, id: m.ID})
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/simtest"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // poisonScanner hands out each event in a buffer that it overwrites as
@@ -264,4 +265,63 @@ func heapInUse() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+// TestApplyOnlyReplaysTheSameState: an engine that only re-applies events
+// (Config.ApplyOnly, corpsim replay's) reaches the state, hash and
+// recorded rewards a full rebuild reaches, event by event, in worlds with
+// tickets, projects, cases, shifts and meetings; and refuses to go on or
+// to snapshot, which would need the timers it does not keep.
+func TestApplyOnlyReplaysTheSameState(t *testing.T) {
+	for _, name := range []string{"startup", "support-desk", "claims", "wind-ops", "meetings", "billing-support"} {
+		t.Run(name, func(t *testing.T) {
+			src, err := worlds.Source(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			live, w := mustWorldEngine(t, name+".yaml", src, 3)
+			live.Start()
+			evs := drive(t, live, greedy, false, 0)
+			full, err := sim.New(sim.Config{World: w, Source: src, Seed: 3, Session: "s"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			only, err := sim.New(sim.Config{World: w, Source: src, Seed: 3, Session: "s", ApplyOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, ev := range evs {
+				if err := full.Apply(ev); err != nil {
+					t.Fatal(err)
+				}
+				if err := only.Apply(ev); err != nil {
+					t.Fatalf("event %d (%s): %v", ev.Seq, ev.Type, err)
+				}
+				if i%97 == 0 || i == len(evs)-1 {
+					if got, want := only.StateHash(), full.StateHash(); got != want {
+						t.Fatalf("after seq %d: apply-only state %s, full %s", ev.Seq, got, want)
+					}
+				}
+			}
+			if got, want := only.StateHash(), live.StateHash(); got != want {
+				t.Fatalf("final state %s, the live run's %s", got, want)
+			}
+			if got, want := only.EndStateHash(), full.EndStateHash(); got != want || got == "" {
+				t.Fatalf("end hash %q, a full rebuild's %q", got, want)
+			}
+			if got, want := only.Recorded(), full.Recorded(); !slices.Equal(got.Rubrics, want.Rubrics) || got.Team != want.Team {
+				t.Fatalf("recorded rewards %+v, a full rebuild's %+v", got, want)
+			}
+			for op, f := range map[string]func(){"Resume": only.Resume, "Snapshot": func() { only.Snapshot() }} {
+				func() {
+					defer func() {
+						if recover() == nil {
+							t.Errorf("%s of an apply-only engine did not panic", op)
+						}
+					}()
+					f()
+				}()
+			}
+		})
+	}
 }

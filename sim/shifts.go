@@ -148,7 +148,7 @@ func (e *Engine) watchShifts(ev *events.Event, typed any) {
 		return
 	}
 	e.cals.armed[id] = at
-	e.timers.Push(at, timer{kind: timerShiftEnd, id: id})
+	e.setTimer(at, timer{kind: timerShiftEnd, id: id})
 }
 
 // heldAtShiftEnd returns what member id holds undone, if a shift-end

@@ -343,46 +343,46 @@ func (e *Engine) scheduleFor(ev events.Event, typed any) {
 		p, _ := payload.As[payload.SessionStarted](&ev, typed)
 		for _, a := range p.Arrivals {
 			if at, ok := a.Next(); ok {
-				e.timers.Push(at, timer{kind: timerArrival, id: a.Arrival, cause: seq})
+				e.setTimer(at, timer{kind: timerArrival, id: a.Arrival, cause: seq})
 			}
 		}
 		for i, in := range w.Interruptions {
-			e.timers.Push(in.At, timer{kind: timerInterrupt, id: fmt.Sprint(i)})
+			e.setTimer(in.At, timer{kind: timerInterrupt, id: fmt.Sprint(i)})
 		}
 		for _, p := range w.Projects {
 			if p.Start > 0 {
-				e.timers.Push(p.Start, timer{kind: timerProject, id: p.ID})
+				e.setTimer(p.Start, timer{kind: timerProject, id: p.ID})
 			}
 		}
 	case payload.EvTaskCreated:
 		p, _ := payload.As[payload.TaskCreated](&ev, typed)
 		if at, ok := p.Next(); ok && p.Arrival != "" {
-			e.timers.Push(at, timer{kind: timerArrival, id: p.Arrival, cause: seq})
+			e.setTimer(at, timer{kind: timerArrival, id: p.Arrival, cause: seq})
 		}
 		if p.Deadline > 0 {
 			// A ticket open a moment after its deadline has breached its SLA.
-			e.timers.Push(p.Deadline+1, timer{kind: timerSLA, id: p.Task.ID, cause: seq})
+			e.setTimer(p.Deadline+1, timer{kind: timerSLA, id: p.Task.ID, cause: seq})
 		}
 	case payload.EvCaseOpened:
 		p, _ := payload.As[payload.CaseOpened](&ev, typed)
 		if at, ok := p.Next(); ok && p.Arrival != "" {
-			e.timers.Push(at, timer{kind: timerArrival, id: p.Arrival, cause: seq})
+			e.setTimer(at, timer{kind: timerArrival, id: p.Arrival, cause: seq})
 		}
 		if p.Due > 0 {
-			e.timers.Push(p.Due+1, timer{kind: timerCaseSLA, id: p.Case, cause: seq})
+			e.setTimer(p.Due+1, timer{kind: timerCaseSLA, id: p.Case, cause: seq})
 		}
 	case payload.EvCaseReopened:
 		// A case reopened past its SLA breaches it now (it was not done after all).
 		p, _ := payload.As[payload.CaseReopened](&ev, typed)
 		if c := e.st.Case(p.Case); c != nil && c.Due > 0 {
-			e.timers.Push(max(c.Due+1, clock.Time(ev.Time)), timer{kind: timerCaseSLA, id: p.Case, cause: seq})
+			e.setTimer(max(c.Due+1, clock.Time(ev.Time)), timer{kind: timerCaseSLA, id: p.Case, cause: seq})
 		}
 	case payload.EvMemberLeft:
 		p, _ := payload.As[payload.MemberLeft](&ev, typed)
-		e.timers.Push(p.Until, timer{kind: timerReturn, id: ev.Actor, cause: seq})
+		e.setTimer(p.Until, timer{kind: timerReturn, id: ev.Actor, cause: seq})
 	case payload.EvQueueDown:
 		p, _ := payload.As[payload.QueueDown](&ev, typed)
-		e.timers.Push(p.Until, timer{kind: timerQueueUp, id: p.Queue, cause: seq})
+		e.setTimer(p.Until, timer{kind: timerQueueUp, id: p.Queue, cause: seq})
 	case payload.EvApprovalRequested, payload.EvApprovalGranted, payload.EvApprovalEscalated:
 		e.scheduleEscalation(requestOf(&ev, typed), seq)
 	}
@@ -409,7 +409,7 @@ func (e *Engine) scheduleEscalation(id string, seq uint64) {
 		return
 	}
 	at := e.schedule(step.Approver).AddWork(e.now, after)
-	e.timers.Push(at, timer{kind: timerEscalate, id: id, cause: seq, step: r.Current, who: step.Approver})
+	e.setTimer(at, timer{kind: timerEscalate, id: id, cause: seq, step: r.Current, who: step.Approver})
 }
 
 // requestOf returns the request an approval event is about.

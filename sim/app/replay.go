@@ -74,7 +74,7 @@ func Replay(ctx context.Context, data, id string, logger hclog.Logger) (ReplayRe
 func replayEngine(ctx context.Context, log events.Log, id string, k int) (*sim.Engine, error) {
 	cuts := replayCuts(ctx, log, id, k)
 	if len(cuts) == 0 {
-		return sim.RebuildLog(ctx, log, id, sim.Config{NewSequencer: driver.NewSequencer})
+		return sim.RebuildLog(ctx, log, id, sim.Config{NewSequencer: driver.NewSequencer, ApplyOnly: true})
 	}
 	// The segments share the world, loaded once.
 	o, err := driver.ReadOrigin(ctx, log, id)
@@ -92,7 +92,7 @@ func replayEngine(ctx context.Context, log events.Log, id string, k int) (*sim.E
 		var err error
 		if i == 0 {
 			e, err = replayFromWorld(ctx, log, o, id, end)
-		} else if e, _, err = driver.LoadFrom(ctx, log, o, id, cuts[i-1].Seq); err == nil {
+		} else if e, _, err = driver.LoadFrom(ctx, log, o, id, cuts[i-1].Seq, true); err == nil {
 			err = replayRange(ctx, log, id, e, cuts[i-1].Seq+1, end)
 		}
 		if err == nil && end != 0 {
@@ -149,7 +149,7 @@ func replayCuts(ctx context.Context, log events.Log, id string, k int) []events.
 // driver.ReadOrigin) and applies its events 1 to end.
 func replayFromWorld(ctx context.Context, log events.Log, o driver.Origin, id string, end uint64) (*sim.Engine, error) {
 	e, err := sim.New(sim.Config{World: o.World, Source: o.Source, Seed: o.Seed, Session: id, Load: o.Load, WorldLimits: o.WorldLimits,
-		NewSequencer: driver.NewSequencer})
+		NewSequencer: driver.NewSequencer, ApplyOnly: true})
 	if err != nil {
 		return nil, err
 	}

@@ -77,9 +77,11 @@ func LoadFork(ctx context.Context, log events.Log, m events.SessionMeta) (*sim.E
 // read already with ReadOrigin: engines of one session built at once, such
 // as a replay's segments, share one world instead of each loading it from
 // its source again (seconds for the 10,000-member world). A loaded World is
-// read-only: no engine changes it.
-func LoadFrom(ctx context.Context, log events.Log, origin Origin, session string, at uint64) (*sim.Engine, int, error) {
-	return loadFrom(ctx, log, origin, session, session, at, 0)
+// read-only: no engine changes it. With applyOnly, the engine only
+// re-applies events (sim.Config.ApplyOnly): it keeps no timers and cannot
+// go on.
+func LoadFrom(ctx context.Context, log events.Log, origin Origin, session string, at uint64, applyOnly bool) (*sim.Engine, int, error) {
+	return loadFrom(ctx, log, origin, session, session, at, 0, applyOnly)
 }
 
 // load is Load of session's events up to at, for an engine named name.
@@ -88,11 +90,11 @@ func load(ctx context.Context, log events.Log, session, name string, at, seed ui
 	if err != nil {
 		return nil, 0, err
 	}
-	return loadFrom(ctx, log, origin, session, name, at, seed)
+	return loadFrom(ctx, log, origin, session, name, at, seed, false)
 }
 
 // loadFrom is load with session's origin read.
-func loadFrom(ctx context.Context, log events.Log, origin Origin, session, name string, at, seed uint64) (*sim.Engine, int, error) {
+func loadFrom(ctx context.Context, log events.Log, origin Origin, session, name string, at, seed uint64, applyOnly bool) (*sim.Engine, int, error) {
 	last, err := log.LastSeq(ctx, session)
 	if err != nil {
 		return nil, 0, err
@@ -107,7 +109,7 @@ func loadFrom(ctx context.Context, log events.Log, origin Origin, session, name 
 		seed = origin.Seed
 	}
 	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: seed, Session: name, Load: origin.Load, WorldLimits: origin.WorldLimits,
-		NewSequencer: NewSequencer}
+		NewSequencer: NewSequencer, ApplyOnly: applyOnly}
 	var e *sim.Engine
 	from := uint64(1)
 	cp, err := log.LatestCheckpoint(ctx, session, at)
