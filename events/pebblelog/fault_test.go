@@ -21,6 +21,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -700,12 +701,24 @@ func TestDiskFullTmpfs(t *testing.T) {
 				return
 			}
 			ackedFile := filepath.Join(t.TempDir(), "acked.json")
-			cmd := exec.Command(os.Args[0], "-test.run=^TestDiskFullTmpfs$/^MinFreeSpace=-1$", "-test.count=1", "-test.v")
+			// A child that has not finished within childLimit is stopped
+			// with SIGQUIT, so that its goroutines say where it waits.
+			ctx, cancel := context.WithTimeout(context.Background(), childLimit)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestDiskFullTmpfs$/^MinFreeSpace=-1$", "-test.count=1", "-test.v")
+			cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+			cmd.WaitDelay = 10 * time.Second
 			cmd.Env = append(os.Environ(), "CORPSIM_DISKFULL_DIR="+dir, "CORPSIM_DISKFULL_ACKED="+ackedFile)
 			out, err := cmd.CombinedOutput()
 			switch {
 			case err != nil && bytes.Contains(out, []byte("unlock of unlocked mutex")):
 				t.Skipf("Pebble died on the full disk (cockroachdb/pebble#5225): %.300s", out)
+			case err != nil && ctx.Err() != nil && bytes.Contains(out, []byte("pebble/v2.(*commitPipeline).prepare")):
+				// Pebble panicked in one append, which its Log reported
+				// (wedged); another append, already inside Pebble, waits
+				// for ever on the commit pipeline's mutex the panic left
+				// locked. The same Pebble failure as the one above.
+				t.Skipf("Pebble hung on the full disk: an append waits for ever on its commit pipeline after a panic in another (cockroachdb/pebble#5225)")
 			case err != nil:
 				t.Fatalf("the full-disk child failed: %v\n%s", err, out)
 			case !bytes.Contains(out, []byte("--- PASS: TestDiskFullTmpfs/MinFreeSpace=-1")):
@@ -726,6 +739,10 @@ func TestDiskFullTmpfs(t *testing.T) {
 		})
 	}
 }
+
+// childLimit bounds the full-disk child of TestDiskFullTmpfs, which fills
+// its 40 MB disk in seconds.
+const childLimit = 2 * time.Minute
 
 // fillDisk runs four sessions appending at once to a Log in dir, on a
 // small disk, with the given MinFreeSpace, until each is refused, and
