@@ -162,7 +162,7 @@ func (s *Session) Case(id string) (*CaseTrace, error) {
 		for _, seq := range s.answers[tid] {
 			st.Answers = append(st.Answers, s.note(seq))
 		}
-		for _, seq := range s.about[tid] {
+		for _, seq := range s.aboutOf(tid) {
 			if p, ok := s.payload(seq).(*payload.ActionRejected); ok {
 				ev, _ := s.Event(seq)
 				st.Refusals = append(st.Refusals, Refusal{At: s.stampOf(seq), Member: ev.Actor, Action: p.Action.Type, Kind: p.Kind, Rule: p.Rule, Reason: p.Reason})
@@ -281,9 +281,9 @@ func (s *Session) waitingAt(c *org.Case, at clock.Time) []StepWait {
 		}
 		readySt := s.stamp(readySeq, ready)
 		var held *Hold
-		for i, h := range s.taskHolds[id] {
+		for i, h := range s.holds(id) {
 			if h.From.Time <= at && (h.To == nil || h.To.Time > at) {
-				held = &s.taskHolds[id][i]
+				held = &s.holds(id)[i]
 			}
 		}
 		w := StepWait{Task: id}
@@ -310,7 +310,7 @@ func (s *Session) waitingAt(c *org.Case, at clock.Time) []StepWait {
 		default:
 			w.Kind, w.Who, w.Since = "held", held.Member, held.From
 			doing := "not working on it"
-			for _, sn := range s.stints[id] {
+			for _, sn := range s.stintsOf(id) {
 				if ev, _ := s.Event(sn.start); clock.Time(ev.Time) <= at && (sn.finish == 0 || clock.Time(s.Events[sn.finish-1].Time) > at) {
 					doing = "working on it"
 				}

@@ -195,8 +195,9 @@ type busySpan struct {
 func (s *Session) diagIndex() *diagIndex {
 	x := &diagIndex{busy: map[string][]busySpan{}, holds: map[string][]busySpan{}, leave: map[string]spans{}, learnt: map[string]clock.Time{}, refused: map[string]clock.Time{},
 		asked: map[string][]clock.Time{}}
-	for _, task := range slices.Sorted(maps.Keys(s.stints)) {
-		for _, st := range s.stints[task] {
+	ids := slices.Sorted(maps.Keys(s.tasks)) // a task without stints or holds adds nothing below
+	for _, task := range ids {
+		for _, st := range s.stintsOf(task) {
 			ev, _ := s.Event(st.start)
 			to := forever
 			if st.finish != 0 {
@@ -210,8 +211,8 @@ func (s *Session) diagIndex() *diagIndex {
 		slices.SortStableFunc(bs, func(a, b busySpan) int { return cmp.Compare(a.from, b.from) })
 		x.busy[m] = bs
 	}
-	for _, task := range slices.Sorted(maps.Keys(s.taskHolds)) {
-		for _, h := range s.taskHolds[task] {
+	for _, task := range ids {
+		for _, h := range s.holds(task) {
 			to := forever
 			if h.To != nil {
 				to = h.To.Time
@@ -505,7 +506,7 @@ func (s *Session) waitingOn(t *org.Task, at clock.Time, x *diagIndex) []string {
 		if dt.Status == org.StatusDone && dt.DoneAt <= at {
 			continue
 		}
-		for _, h := range s.taskHolds[d] {
+		for _, h := range s.holds(d) {
 			to := forever
 			if h.To != nil {
 				to = h.To.Time
@@ -568,7 +569,7 @@ func (s *Session) diagnoseItem(t *org.Task, x *diagIndex) *tally {
 	if r, ok := s.readyAt(t); ok {
 		cut(r)
 	}
-	for _, h := range s.taskHolds[t.ID] {
+	for _, h := range s.holds(t.ID) {
 		cut(h.From.Time)
 		if h.To != nil {
 			cut(h.To.Time)
@@ -599,7 +600,7 @@ func (s *Session) diagnoseItem(t *org.Task, x *diagIndex) *tally {
 		cut(clock.Time(ev.Time))
 	}
 	if in := t.Spec.Info; in != nil {
-		for _, h := range s.taskHolds[t.ID] {
+		for _, h := range s.holds(t.ID) {
 			if at, ok := x.learnt[h.Member+"\x00"+in.Topic]; ok {
 				cut(at)
 			}
@@ -612,7 +613,7 @@ func (s *Session) diagnoseItem(t *org.Task, x *diagIndex) *tally {
 		}
 	}
 	members := eligible
-	for _, h := range s.taskHolds[t.ID] {
+	for _, h := range s.holds(t.ID) {
 		members = append(members, h.Member)
 	}
 	for _, a := range s.approvals[t.ID] {
@@ -658,7 +659,7 @@ func (s *Session) cannotAsk(t *org.Task, at clock.Time, x *diagIndex, holder str
 		return "", nil, false
 	}
 	var since clock.Time
-	for _, h := range s.taskHolds[t.ID] {
+	for _, h := range s.holds(t.ID) {
 		if h.Member == holder && h.From.Time <= at {
 			since = h.From.Time
 		}
@@ -745,7 +746,7 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 		refused = true
 	}
 	holder := ""
-	for _, h := range s.taskHolds[t.ID] {
+	for _, h := range s.holds(t.ID) {
 		to := forever
 		if h.To != nil {
 			to = h.To.Time

@@ -60,7 +60,7 @@ func (s *Session) Goal(id string) (*GoalTrace, error) {
 	if p == nil {
 		return nil, fmt.Errorf("%w: project %q", ErrUnknown, id)
 	}
-	g := &GoalTrace{Project: id, Team: p.Team, Queue: p.Queue, Started: s.stamp(s.created[id], p.Start)}
+	g := &GoalTrace{Project: id, Team: p.Team, Queue: p.Queue, Started: s.stamp(s.createdSeq(id), p.Start)}
 	if p.Deadline > 0 {
 		st := s.stamp(0, p.Deadline)
 		g.Deadline = &st

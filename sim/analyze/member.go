@@ -58,7 +58,7 @@ func (s *Session) Member(id string) (*MemberTrace, error) {
 	}
 	// Tasks it held, in the order it took them.
 	for _, t := range s.State.AllTasks() {
-		for _, h := range s.taskHolds[t.ID] {
+		for _, h := range s.holds(t.ID) {
 			if h.Member == id {
 				tr.Holds = append(tr.Holds, TaskHold{Task: t.ID, Hold: h})
 			}

@@ -52,14 +52,13 @@ type Session struct {
 	seen   map[string]uint64 // member -> Seen of its latest turn (while loading)
 	lastOf map[string]uint64 // member -> seq of its latest event other than a turn (while loading)
 
-	taskHolds map[string][]Hold      // task -> who held it, in order
-	stints    map[string][]stint     // task -> work stints
+	tasks     map[string]*taskIx // task (or project, for created) -> what the events say of it
+	lastIx    *taskIx            // the entry of tasks last looked up by ix, and its key
+	lastID    string
 	approvals map[string][]*Approval // task -> its approval requests, in order
 	requests  map[string]*Approval   // request id -> approval
 	leaves    map[string][]Leave     // member -> leaves, in order
 	outages   map[string][]Outage    // queue -> outages, in order
-	created   map[string]uint64      // ticket -> seq of its task.created; project -> seq of project.started
-	about     map[string][]uint64    // task -> seqs of the events about it or its approval requests
 	caseSeq   map[string]uint64      // case -> seq of its case.opened
 	breachSeq map[string]uint64      // case -> seq of its sla.breached
 	asks      map[string][]uint64    // NPC step -> seqs of the messages asking its NPC to perform it
@@ -101,9 +100,9 @@ const maxEventsHint = 1 << 24
 
 // LoadWith is Load, told what o says.
 func LoadWith(evs iter.Seq2[events.Event, error], o LoadOptions) (*Session, error) {
-	s := &Session{taskHolds: map[string][]Hold{}, stints: map[string][]stint{}, approvals: map[string][]*Approval{},
-		requests: map[string]*Approval{}, leaves: map[string][]Leave{}, outages: map[string][]Outage{}, created: map[string]uint64{},
-		after: map[uint64]uint64{}, seen: map[string]uint64{}, lastOf: map[string]uint64{}, about: map[string][]uint64{},
+	s := &Session{tasks: map[string]*taskIx{}, approvals: map[string][]*Approval{},
+		requests: map[string]*Approval{}, leaves: map[string][]Leave{}, outages: map[string][]Outage{},
+		after: map[uint64]uint64{}, seen: map[string]uint64{}, lastOf: map[string]uint64{},
 		caseSeq: map[string]uint64{}, breachSeq: map[string]uint64{}, asks: map[string][]uint64{}, askOf: map[string]string{}, answers: map[string][]uint64{}}
 	if n := min(o.Events, maxEventsHint); n > 0 {
 		s.Events, s.payloads = make([]events.Event, 0, n), make([]any, 0, n)
@@ -155,7 +154,7 @@ func LoadWith(evs iter.Seq2[events.Event, error], o LoadOptions) (*Session, erro
 	if s.State == nil {
 		return nil, fmt.Errorf("%w (the log is empty)", ErrNotASession)
 	}
-	s.seen, s.lastOf = nil, nil
+	s.seen, s.lastOf, s.lastIx = nil, nil, nil // loaded: read-only from here on
 	s.close()
 	return s, nil
 }
@@ -394,12 +393,71 @@ func (s *Session) standIn(approver string, now clock.Time) string {
 	return "routed to a stand-in"
 }
 
+// taskIx is what a session's events say of one task: who held it, its
+// work stints, the event that created it (for a project, the one that
+// started it) and the events about it or its approval requests. One entry
+// per task, so that indexing an event looks its task up once.
+type taskIx struct {
+	holds   []Hold
+	stints  []stint
+	created uint64
+	about   []uint64
+}
+
+// ix returns id's entry, made if there is none.
+func (s *Session) ix(id string) *taskIx {
+	if s.lastIx != nil && s.lastID == id {
+		return s.lastIx
+	}
+	x := s.tasks[id]
+	if x == nil {
+		x = &taskIx{}
+		s.tasks[id] = x
+	}
+	s.lastIx, s.lastID = x, id
+	return x
+}
+
+// holds returns who held task id, in order.
+func (s *Session) holds(id string) []Hold {
+	if x := s.tasks[id]; x != nil {
+		return x.holds
+	}
+	return nil
+}
+
+// stintsOf returns task id's work stints, in order.
+func (s *Session) stintsOf(id string) []stint {
+	if x := s.tasks[id]; x != nil {
+		return x.stints
+	}
+	return nil
+}
+
+// createdSeq returns the seq of the event that created task id (started
+// project id), or 0.
+func (s *Session) createdSeq(id string) uint64 {
+	if x := s.tasks[id]; x != nil {
+		return x.created
+	}
+	return 0
+}
+
+// aboutOf returns the seqs of the events about task id or its approval
+// requests.
+func (s *Session) aboutOf(id string) []uint64 {
+	if x := s.tasks[id]; x != nil {
+		return x.about
+	}
+	return nil
+}
+
 // index records what ev says about holds, stints, approvals, leaves and outages.
 func (s *Session) index(ev events.Event, p any) {
 	now := clock.Time(ev.Time)
 	st := s.stamp(ev.Seq, now)
 	closeHold := func(task, end string) {
-		hs := s.taskHolds[task]
+		hs := s.holds(task)
 		if n := len(hs); n > 0 && hs[n-1].To == nil {
 			hs[n-1].To, hs[n-1].End = &st, end
 			hs[n-1].Held = s.work(hs[n-1].From.Time, now)
@@ -428,17 +486,19 @@ func (s *Session) index(ev events.Event, p any) {
 		}
 		s.seen[ev.Actor] = p.Seen
 	case *payload.TaskClaimed:
-		s.taskHolds[p.Task] = append(s.taskHolds[p.Task], Hold{Member: ev.Actor, From: st})
+		x := s.ix(p.Task)
+		x.holds = append(x.holds, Hold{Member: ev.Actor, From: st})
 	case *payload.MemberWaiting:
 		if p.Seen > 0 { // a colleague's wait without a turn (format 3)
 			s.seen[ev.Actor] = p.Seen
 		}
 	case *payload.TicketServed: // task.claimed and work.started
 		s.seen[ev.Actor] = p.Seen
-		s.taskHolds[p.Task] = append(s.taskHolds[p.Task], Hold{Member: ev.Actor, From: st})
-		s.stints[p.Task] = append(s.stints[p.Task], stint{start: ev.Seq, member: ev.Actor, work: p.Work})
+		x := s.ix(p.Task)
+		x.holds = append(x.holds, Hold{Member: ev.Actor, From: st})
+		x.stints = append(x.stints, stint{start: ev.Seq, member: ev.Actor, work: p.Work})
 	case *payload.TicketResolved: // work.finished and task.completed
-		if ss := s.stints[p.Task]; len(ss) > 0 {
+		if ss := s.stintsOf(p.Task); len(ss) > 0 {
 			ss[len(ss)-1].finish = ev.Seq
 		}
 		closeHold(p.Task, "completed")
@@ -446,22 +506,25 @@ func (s *Session) index(ev events.Event, p any) {
 			s.seen[ev.Actor] = ev.Seq
 		}
 		if p.Next != "" {
-			s.taskHolds[p.Next] = append(s.taskHolds[p.Next], Hold{Member: ev.Actor, From: st})
-			s.stints[p.Next] = append(s.stints[p.Next], stint{start: ev.Seq, member: ev.Actor, work: p.NextWork})
+			x := s.ix(p.Next)
+			x.holds = append(x.holds, Hold{Member: ev.Actor, From: st})
+			x.stints = append(x.stints, stint{start: ev.Seq, member: ev.Actor, work: p.NextWork})
 		}
 	case *payload.TaskHandedOff:
 		if p.To == "" {
 			closeHold(p.Task, "handed back to the queue")
 		} else {
 			closeHold(p.Task, "handed to "+p.To)
-			s.taskHolds[p.Task] = append(s.taskHolds[p.Task], Hold{Member: p.To, From: st})
+			x := s.ix(p.Task)
+			x.holds = append(x.holds, Hold{Member: p.To, From: st})
 		}
 	case *payload.TaskCompleted:
 		closeHold(p.Task, "completed")
 	case *payload.WorkStarted:
-		s.stints[p.Task] = append(s.stints[p.Task], stint{start: ev.Seq, member: ev.Actor, work: p.Work})
+		x := s.ix(p.Task)
+		x.stints = append(x.stints, stint{start: ev.Seq, member: ev.Actor, work: p.Work})
 	case *payload.WorkFinished:
-		if ss := s.stints[p.Task]; len(ss) > 0 {
+		if ss := s.stintsOf(p.Task); len(ss) > 0 {
 			ss[len(ss)-1].finish = ev.Seq
 		}
 	case *payload.ApprovalRequested:
@@ -512,13 +575,13 @@ func (s *Session) index(ev events.Event, p any) {
 			outs[len(outs)-1].Up = &st
 		}
 	case *payload.TaskCreated:
-		s.created[p.Task.ID] = ev.Seq
+		s.ix(p.Task.ID).created = ev.Seq
 	case *payload.ProjectStarted:
-		s.created[p.Project] = ev.Seq
+		s.ix(p.Project).created = ev.Seq
 	case *payload.CaseOpened:
 		s.caseSeq[p.Case] = ev.Seq
 		for i := range p.Steps {
-			s.created[p.Steps[i].ID] = ev.Seq
+			s.ix(p.Steps[i].ID).created = ev.Seq
 		}
 	case *payload.SLABreached:
 		if p.Case != "" {
@@ -533,12 +596,15 @@ func (s *Session) index(ev events.Event, p any) {
 		}
 	}
 	if next := nextOf(p); next != "" {
-		s.about[next] = append(s.about[next], ev.Seq)
+		x := s.ix(next)
+		x.about = append(x.about, ev.Seq)
 	}
 	if task := taskOf(p); task != "" {
-		s.about[task] = append(s.about[task], ev.Seq)
+		x := s.ix(task)
+		x.about = append(x.about, ev.Seq)
 	} else if r := s.requests[requestOf(p)]; r != nil {
-		s.about[r.Task] = append(s.about[r.Task], ev.Seq)
+		x := s.ix(r.Task)
+		x.about = append(x.about, ev.Seq)
 	}
 	if ev.Actor != "" && ev.Type != payload.EvTurn && ev.Type != payload.EvTurnTimeout && ev.Type != payload.EvTurnFailed && ev.Type != payload.EvReward {
 		s.lastOf[ev.Actor] = ev.Seq
@@ -554,7 +620,8 @@ func (s *Session) index(ev events.Event, p any) {
 // end of the log, and approval spans learn the approver's leave.
 func (s *Session) close() {
 	end := s.State.Now
-	for _, hs := range s.taskHolds {
+	for _, x := range s.tasks {
+		hs := x.holds
 		for i := range hs {
 			if hs[i].To == nil {
 				hs[i].End = "held at the end"

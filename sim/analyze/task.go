@@ -157,12 +157,12 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 	}
 	end := s.State.Now
 	tr := &TaskTrace{Task: id, Kind: t.Kind, Title: t.Spec.Title, Project: t.Project, Queue: t.Queue, Status: t.Status,
-		Assignee: t.Assignee, Effort: s.dur(t.Effort), Spent: s.dur(t.Spent), Stints: len(s.stints[id]),
-		Created: s.stamp(s.created[id], t.Created), Holds: s.taskHolds[id], Approvals: s.approvals[id]}
+		Assignee: t.Assignee, Effort: s.dur(t.Effort), Spent: s.dur(t.Spent), Stints: len(s.stintsOf(id)),
+		Created: s.stamp(s.createdSeq(id), t.Created), Holds: s.holds(id), Approvals: s.approvals[id]}
 	if t.Project != "" {
 		// A project's tasks appear when it starts: with project.started, or
 		// with the session if the project starts at once.
-		if tr.Created.Seq = s.created[t.Project]; tr.Created.Seq == 0 && t.Created == 0 {
+		if tr.Created.Seq = s.createdSeq(t.Project); tr.Created.Seq == 0 && t.Created == 0 {
 			tr.Created.Seq = 1
 		}
 	}
@@ -180,7 +180,7 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 	for _, d := range t.Spec.Deps {
 		dt := s.State.Task(d)
 		ds := DepState{Task: d, Status: dt.Status, DoneBy: dt.DoneBy}
-		for _, h := range s.taskHolds[d] {
+		for _, h := range s.holds(d) {
 			if !slices.Contains(ds.Holders, h.Member) {
 				ds.Holders = append(ds.Holders, h.Member)
 			}
@@ -207,7 +207,7 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 	if gate != "" && allDone && readyAt > t.Created {
 		dt := s.State.Task(gate)
 		holders := ""
-		if hs := s.taskHolds[gate]; len(hs) > 0 {
+		if hs := s.holds(gate); len(hs) > 0 {
 			var names []string
 			for _, h := range hs {
 				names = append(names, fmt.Sprintf("%s from %s", h.Member, h.From.Human()))
@@ -337,7 +337,7 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 
 	// Every event about the task or its requests.
 	rules := map[string]int{}
-	for _, seq := range s.about[id] {
+	for _, seq := range s.aboutOf(id) {
 		ev, _ := s.Event(seq)
 		add(seq)
 		switch p := s.payload(seq).(type) {
@@ -472,7 +472,7 @@ func (s *Session) meanwhile(t *org.Task, a, b clock.Time) string {
 		if task.ID == t.ID {
 			continue
 		}
-		for _, h := range s.taskHolds[task.ID] {
+		for _, h := range s.holds(task.ID) {
 			from, to := h.From.Time, b
 			if h.To != nil {
 				to = h.To.Time
