@@ -886,7 +886,7 @@ func (e *Engine) follow(evp *events.Event, typed any) {
 		}
 		if at := e.wakeAt(m); at <= e.now {
 			e.candidates = append(e.candidates, m.ID)
-		} else if p := e.pushedFor(m); p.at != at || !p.set {
+		} else if p := e.pushedFor(m); p.at != at { // an entry never set reads 0, as the map it replaced did
 			*p = pushed{at: at, set: true}
 			e.setTimer(at, timer{kind: timerMember, id: m.ID})
 		}
