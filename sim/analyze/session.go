@@ -404,7 +404,9 @@ type taskIx struct {
 	about   []uint64
 }
 
-// ix returns id's entry, made if there is none.
+// ix returns id's entry, made if there is none; while loading, index
+// reaches every entry through it, so that the events about one task look
+// it up once (an entry made empty changes no answer).
 func (s *Session) ix(id string) *taskIx {
 	if s.lastIx != nil && s.lastID == id {
 		return s.lastIx
@@ -457,7 +459,7 @@ func (s *Session) index(ev events.Event, p any) {
 	now := clock.Time(ev.Time)
 	st := s.stamp(ev.Seq, now)
 	closeHold := func(task, end string) {
-		hs := s.holds(task)
+		hs := s.ix(task).holds
 		if n := len(hs); n > 0 && hs[n-1].To == nil {
 			hs[n-1].To, hs[n-1].End = &st, end
 			hs[n-1].Held = s.work(hs[n-1].From.Time, now)
@@ -498,7 +500,7 @@ func (s *Session) index(ev events.Event, p any) {
 		x.holds = append(x.holds, Hold{Member: ev.Actor, From: st})
 		x.stints = append(x.stints, stint{start: ev.Seq, member: ev.Actor, work: p.Work})
 	case *payload.TicketResolved: // work.finished and task.completed
-		if ss := s.stintsOf(p.Task); len(ss) > 0 {
+		if ss := s.ix(p.Task).stints; len(ss) > 0 {
 			ss[len(ss)-1].finish = ev.Seq
 		}
 		closeHold(p.Task, "completed")
@@ -524,7 +526,7 @@ func (s *Session) index(ev events.Event, p any) {
 		x := s.ix(p.Task)
 		x.stints = append(x.stints, stint{start: ev.Seq, member: ev.Actor, work: p.Work})
 	case *payload.WorkFinished:
-		if ss := s.stintsOf(p.Task); len(ss) > 0 {
+		if ss := s.ix(p.Task).stints; len(ss) > 0 {
 			ss[len(ss)-1].finish = ev.Seq
 		}
 	case *payload.ApprovalRequested:
