@@ -312,7 +312,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		}
 		return meta, err
 	}
-	var landed atomic.Uint64 // the last seq shown to anyone (see land)
+	var landed atomic.Uint64 // the last seq the history may serve: durable, replicated, and published next (see land)
 	landed.Store(last)
 	hist, err := d.serveHistory(meta.ID, &landed)
 	if err != nil {
@@ -344,6 +344,12 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			found = false
 		}
 		last = f.batch[len(f.batch)-1].Seq
+		// The history serves the batch before the feed carries it: a
+		// watcher that the feed dropped an event for, and that asks the
+		// history once told, finds it there. Stored after the publishing,
+		// a request made while the rest of the batch was being published
+		// stopped short of what the feed had already dropped.
+		landed.Store(last)
 		if d.cfg.Interest == nil || d.cfg.Interest(subject) {
 			for i := range f.batch {
 				buf = events.AppendJSON(buf[:0], &f.batch[i])
@@ -352,7 +358,6 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 				}
 			}
 		}
-		landed.Store(last)
 		if f.cp != nil {
 			if err := d.cfg.Log.PutCheckpoint(ctx, meta.ID, *f.cp); err != nil {
 				return fmt.Errorf("driver: checkpoint: %w", err)

@@ -23,10 +23,11 @@ import (
 // in the server's log. Either way the watcher knows, and reads what it
 // missed here (tests/slowconsumer_test.go).
 //
-// It serves only what has landed (see the driver's loop: durable, replicated
-// when there is a replica, and published), up to the seq in landed: an
-// event stored locally but not yet replicated is not shown to anyone, and
-// history never runs ahead of the live feed.
+// It serves only what has landed (see the driver's loop: durable, and
+// replicated when there is a replica), up to the seq in landed: an event
+// stored locally but not yet replicated is not shown to anyone. A batch
+// lands before it is published, so every event the feed carries, and may
+// drop, is within a history read made after the drop.
 func (d *Driver) serveHistory(session string, landed *atomic.Uint64) (*nats.Subscription, error) {
 	return d.cfg.Conn.Subscribe(wire.HistorySubject(session), func(msg *nats.Msg) {
 		var req wire.HistoryRequest
