@@ -524,7 +524,9 @@ func (e *Engine) Step(answers []Answer) {
 		all[i] = Answer{} // drop the references to the actions
 	}
 	e.answers = all[:0]
-	clear(e.acts) // every NPC answer is taken: the arena starts again
+	// Every NPC answer is taken: the arena starts again. It is not
+	// cleared: what its old actions name (a few IDs) stays reachable
+	// only until they are overwritten, and never more than its capacity.
 	e.acts = e.acts[:0]
 	e.settle()
 }
@@ -620,6 +622,17 @@ func (e *Engine) settle() {
 		due := e.dueNow()
 		if len(due) == 0 {
 			return
+		}
+		if len(due) == 1 && e.st.Member(due[0]).NPC {
+			// A colleague due alone (the common case of a serving
+			// desk): what Step does with its one answer, without
+			// gathering, sorting and clearing a list of answers.
+			e.seen = e.st.LastSeq
+			if a := e.npcDecide(due[0]); e.room(2 + len(a.Actions)) {
+				e.takeTurn(a)
+			}
+			e.acts = e.acts[:0]
+			continue
 		}
 		if !e.allNPC(due) {
 			// Agents are about to be asked: the score changes since the

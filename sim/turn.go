@@ -300,8 +300,9 @@ func (e *Engine) npcDecide(id string) Answer {
 	m := e.st.Member(id)
 	c := e.col(m)
 	npc, cal := c.npc, c.sched
-	// The actions are appended to the engine's action arena; Step resets it
-	// once every answer of the instant has been taken.
+	// The actions are appended to the engine's action arena; Step (or
+	// settle, for a colleague due alone) resets it once every answer of
+	// the instant has been taken.
 	start := len(e.acts)
 	answer := func() Answer {
 		acts := e.acts[start:len(e.acts):len(e.acts)]
