@@ -40,7 +40,8 @@ type GoalTrace struct {
 	Bonus    bool      `json:"bonus"` // every task verified and on time
 	// CriticalPath is the path as it happened: from the task finished last
 	// (or one still open) back through the dependency that finished last
-	// at each step, listed from the first task to the last.
+	// at each step, listed from the first task to the last. Like Planned,
+	// it passes through the tasks of other projects that gated this one's.
 	CriticalPath []TaskRow `json:"critical_path"`
 	// Planned is the chain of dependencies with the most effort, as the
 	// world file lays it out (the rubric's critical path).
@@ -106,6 +107,15 @@ func (s *Session) Goal(id string) (*GoalTrace, error) {
 	var path []TaskRow
 	for t := last; t != nil; {
 		tr := rows[t.ID]
+		if tr == nil {
+			// A task of another project, which one of this project's
+			// depended on and which gated it.
+			var err error
+			if tr, err = s.Task(t.ID); err != nil {
+				return nil, err
+			}
+			rows[t.ID] = tr
+		}
 		path = append(path, row(tr))
 		for _, d := range tr.Delays {
 			if d.Kind != DelayDependency {
