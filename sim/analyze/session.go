@@ -150,6 +150,12 @@ func LoadWith(evs iter.Seq2[events.Event, error], o LoadOptions) (*Session, erro
 				return nil, err
 			}
 		}
+		if ev.Type == payload.EvTaskCreated {
+			// What a creation says, the state's task keeps; its decoded
+			// payload (a ticket's definition, about a third of the
+			// memory an event takes here) is decoded again if asked.
+			s.payloads[len(s.payloads)-1] = nil
+		}
 	}
 	if s.State == nil {
 		return nil, fmt.Errorf("%w (the log is empty)", ErrNotASession)
@@ -241,7 +247,20 @@ func (s *Session) Event(seq uint64) (events.Event, bool) {
 	return s.Events[seq-1], true
 }
 
-func (s *Session) payload(seq uint64) any { return s.payloads[seq-1] }
+// payload returns the decoded payload of the event with seq (nil for the
+// types analysis does not decode). A task.created's is decoded anew: the
+// session does not keep it (LoadWith).
+func (s *Session) payload(seq uint64) any {
+	if p := s.payloads[seq-1]; p != nil {
+		return p
+	}
+	if ev := &s.Events[seq-1]; ev.Type == payload.EvTaskCreated {
+		if p, err := decodeAs[payload.TaskCreated](ev); err == nil { // LoadWith decoded it once: it cannot fail now
+			return p
+		}
+	}
+	return nil
+}
 
 // Stamp is an instant of the session: simulated milliseconds and the wall
 // clock on the world's calendar.
