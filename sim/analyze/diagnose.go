@@ -168,7 +168,7 @@ func (s *Session) budgetLeft(x *diagIndex, team string, at clock.Time) (int64, b
 			x.budget[b.Team] = []left{{0, b.Remaining()}}
 		}
 		for i, ev := range s.Events {
-			if err := st.ApplyWith(ev, s.payloads[i]); err != nil { // decoded by Load (a task.created is decoded again)
+			if err := st.ApplyWith(ev, s.payloads[i]); err != nil { // decoded by Load (nil for a type decodedAgain: ApplyWith decodes it)
 				break // Load applied them all once: it cannot fail now
 			}
 			for _, b := range st.Budgets {

@@ -150,10 +150,7 @@ func LoadWith(evs iter.Seq2[events.Event, error], o LoadOptions) (*Session, erro
 				return nil, err
 			}
 		}
-		if ev.Type == payload.EvTaskCreated {
-			// What a creation says, the state's task keeps; its decoded
-			// payload (a ticket's definition, about a third of the
-			// memory an event takes here) is decoded again if asked.
+		if decodedAgain(ev.Type) {
 			s.payloads[len(s.payloads)-1] = nil
 		}
 	}
@@ -247,15 +244,26 @@ func (s *Session) Event(seq uint64) (events.Event, bool) {
 	return s.Events[seq-1], true
 }
 
+// decodedAgain reports whether a session keeps the events of type typ
+// without their decoded payloads, which payload decodes again when asked:
+// a ticket's life (created, served, resolved), most of a long session's
+// events, whose decoded payloads were a third of the memory an event took
+// here. What they say, the state's tasks and the index keep; the readers
+// that walk every payload (diagnose, member traces, diff) look for other
+// types.
+func decodedAgain(typ string) bool {
+	return typ == payload.EvTaskCreated || typ == payload.EvTicketServed || typ == payload.EvTicketResolved
+}
+
 // payload returns the decoded payload of the event with seq (nil for the
-// types analysis does not decode). A task.created's is decoded anew: the
-// session does not keep it (LoadWith).
+// types analysis does not decode), decoding again one the session does
+// not keep (decodedAgain).
 func (s *Session) payload(seq uint64) any {
 	if p := s.payloads[seq-1]; p != nil {
 		return p
 	}
-	if ev := &s.Events[seq-1]; ev.Type == payload.EvTaskCreated {
-		if p, err := decodeAs[payload.TaskCreated](ev); err == nil { // LoadWith decoded it once: it cannot fail now
+	if ev := s.Events[seq-1]; decodedAgain(ev.Type) {
+		if p, err := decodePayload(ev); err == nil { // LoadWith decoded it once: it cannot fail now
 			return p
 		}
 	}
