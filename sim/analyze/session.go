@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/corpsim/corpsim/clock"
@@ -66,6 +67,10 @@ type Session struct {
 	answers   map[string][]uint64    // NPC step -> seqs of the NPC's replies to those asks
 	endHash   string                 // hex state hash before session.ended, checked against the recorded one
 	content   contentIndex           // what reads returned and completions saw (format 2 systems, outcomes.go)
+	// byMember maps a member to its holds, made by the first trace that
+	// asks (heldBy).
+	byMember     map[string]*memberHolds
+	byMemberOnce sync.Once
 }
 
 // Load reads a whole session's events (in seq order, from seq 1; a fork's

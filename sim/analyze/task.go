@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -466,24 +467,6 @@ func (s *Session) meanwhile(t *org.Task, a, b clock.Time) string {
 	if t == nil || t.Spec == nil || b <= a {
 		return ""
 	}
-	byMember := map[string][]string{}      // member -> "task (time)" of what it held meanwhile
-	heldFor := map[string]clock.Duration{} // member -> working time held, summed over its tasks
-	for _, task := range s.State.AllTasks() {
-		if task.ID == t.ID {
-			continue
-		}
-		for _, h := range s.holds(task.ID) {
-			from, to := h.From.Time, b
-			if h.To != nil {
-				to = h.To.Time
-			}
-			from, to = max(from, a), min(to, b)
-			if w := s.work(from, to); w.MS > 0 {
-				byMember[h.Member] = append(byMember[h.Member], fmt.Sprintf("%s (%s)", task.ID, w.Text))
-				heldFor[h.Member] += w.MS
-			}
-		}
-	}
 	var parts []string
 	eligible := 0
 	for _, m := range s.State.Members {
@@ -495,10 +478,11 @@ func (s *Session) meanwhile(t *org.Task, a, b clock.Time) string {
 		if len(parts) == maxMeanwhile {
 			continue
 		}
-		what, desc := byMember[m.ID], ""
+		what, heldFor := s.heldMeanwhile(m.ID, t.ID, a, b)
+		desc := ""
 		switch {
 		case len(what) > 3:
-			desc = fmt.Sprintf("held %s for %s in all", Plural(len(what), "other task"), s.dur(heldFor[m.ID]).Text)
+			desc = fmt.Sprintf("held %s for %s in all", Plural(len(what), "other task"), s.dur(heldFor).Text)
 		case len(what) > 0:
 			desc = "held " + strings.Join(what, ", ")
 		}
@@ -527,4 +511,84 @@ func (s *Session) meanwhile(t *org.Task, a, b clock.Time) string {
 		out += fmt.Sprintf("; and %d more", eligible-len(parts))
 	}
 	return out
+}
+
+// heldMeanwhile lists what member held from a to b besides task skip:
+// "task (time)" for each hold that overlaps it by some working time, in
+// the order of the tasks' creation and then of their holds, and the
+// working time they add up to.
+func (s *Session) heldMeanwhile(member, skip string, a, b clock.Time) (what []string, total clock.Duration) {
+	mh := s.heldBy()[member]
+	if mh == nil {
+		return nil, 0
+	}
+	// The holds that begin before b, back to the last that reaches past a.
+	i, _ := slices.BinarySearchFunc(mh.spans, b, func(sp heldSpan, b clock.Time) int { return cmp.Compare(sp.from, b) })
+	var hits []heldSpan
+	for i--; i >= 0 && mh.reach[i] > a; i-- {
+		if mh.spans[i].task != skip {
+			hits = append(hits, mh.spans[i])
+		}
+	}
+	slices.SortFunc(hits, func(x, y heldSpan) int { return cmp.Or(cmp.Compare(x.rank, y.rank), cmp.Compare(x.nth, y.nth)) })
+	for _, sp := range hits {
+		if w := s.work(max(sp.from, a), min(sp.to, b)); w.MS > 0 {
+			what = append(what, fmt.Sprintf("%s (%s)", sp.task, w.Text))
+			total += w.MS
+		}
+	}
+	return what, total
+}
+
+// heldSpan is one hold of a task, as the per-member index has it.
+type heldSpan struct {
+	from, to  clock.Time // to is endOfTime for a hold that lasted to the end of the log
+	rank, nth int        // the task's place among all tasks (creation order), the hold's among the task's
+	task      string
+}
+
+// memberHolds are the holds of one member, by their start, with reach[i]
+// the latest end of spans[:i+1].
+type memberHolds struct {
+	spans []heldSpan
+	reach []clock.Time
+}
+
+const endOfTime = clock.Time(math.MaxInt64)
+
+// heldBy returns the holds of each member, indexed once, at the first
+// trace that asks who held what meanwhile: a member's trace asks it of
+// every task the member held, each of which would otherwise walk every
+// task of the session. Concurrent readers share the one index.
+func (s *Session) heldBy() map[string]*memberHolds {
+	s.byMemberOnce.Do(s.indexHolds)
+	return s.byMember
+}
+
+func (s *Session) indexHolds() {
+	s.byMember = map[string]*memberHolds{}
+	for rank, task := range s.State.AllTasks() {
+		for nth, h := range s.holds(task.ID) {
+			to := endOfTime
+			if h.To != nil {
+				to = h.To.Time
+			}
+			mh := s.byMember[h.Member]
+			if mh == nil {
+				mh = &memberHolds{}
+				s.byMember[h.Member] = mh
+			}
+			mh.spans = append(mh.spans, heldSpan{from: h.From.Time, to: to, rank: rank, nth: nth, task: task.ID})
+		}
+	}
+	for _, mh := range s.byMember { // order: each member's list is its own
+		slices.SortStableFunc(mh.spans, func(x, y heldSpan) int { return cmp.Compare(x.from, y.from) })
+		mh.reach = make([]clock.Time, len(mh.spans))
+		for i, sp := range mh.spans {
+			mh.reach[i] = sp.to
+			if i > 0 {
+				mh.reach[i] = max(sp.to, mh.reach[i-1])
+			}
+		}
+	}
 }
