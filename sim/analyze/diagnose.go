@@ -212,12 +212,12 @@ func (s *Session) diagIndex() *diagIndex {
 		x.busy[m] = bs
 	}
 	for _, task := range ids {
-		for _, h := range s.holds(task) {
+		for _, h := range s.spans(task) {
 			to := forever
-			if h.To != nil {
-				to = h.To.Time
+			if h.to != 0 {
+				to = h.toT
 			}
-			x.holds[h.Member] = append(x.holds[h.Member], busySpan{span{h.From.Time, to}, task})
+			x.holds[h.member] = append(x.holds[h.member], busySpan{span{h.fromT, to}, task})
 		}
 	}
 	for m, ls := range s.leaves { // order: each member's spans are its own
@@ -506,13 +506,13 @@ func (s *Session) waitingOn(t *org.Task, at clock.Time, x *diagIndex) []string {
 		if dt.Status == org.StatusDone && dt.DoneAt <= at {
 			continue
 		}
-		for _, h := range s.holds(d) {
+		for _, h := range s.spans(d) {
 			to := forever
-			if h.To != nil {
-				to = h.To.Time
+			if h.to != 0 {
+				to = h.toT
 			}
-			if h.From.Time <= at && at < to {
-				return one(d + " (held by " + h.Member + ")")
+			if h.fromT <= at && at < to {
+				return one(d + " (held by " + h.member + ")")
 			}
 		}
 		return one(d + " (not held)")
@@ -569,10 +569,10 @@ func (s *Session) diagnoseItem(t *org.Task, x *diagIndex) *tally {
 	if r, ok := s.readyAt(t); ok {
 		cut(r)
 	}
-	for _, h := range s.holds(t.ID) {
-		cut(h.From.Time)
-		if h.To != nil {
-			cut(h.To.Time)
+	for _, h := range s.spans(t.ID) {
+		cut(h.fromT)
+		if h.to != 0 {
+			cut(h.toT)
 		}
 	}
 	for _, a := range s.approvals[t.ID] {
@@ -600,8 +600,8 @@ func (s *Session) diagnoseItem(t *org.Task, x *diagIndex) *tally {
 		cut(clock.Time(ev.Time))
 	}
 	if in := t.Spec.Info; in != nil {
-		for _, h := range s.holds(t.ID) {
-			if at, ok := x.learnt[h.Member+"\x00"+in.Topic]; ok {
+		for _, h := range s.spans(t.ID) {
+			if at, ok := x.learnt[h.member+"\x00"+in.Topic]; ok {
 				cut(at)
 			}
 		}
@@ -613,8 +613,8 @@ func (s *Session) diagnoseItem(t *org.Task, x *diagIndex) *tally {
 		}
 	}
 	members := eligible
-	for _, h := range s.holds(t.ID) {
-		members = append(members, h.Member)
+	for _, h := range s.spans(t.ID) {
+		members = append(members, h.member)
 	}
 	for _, a := range s.approvals[t.ID] {
 		for _, step := range a.Steps {
@@ -659,9 +659,9 @@ func (s *Session) cannotAsk(t *org.Task, at clock.Time, x *diagIndex, holder str
 		return "", nil, false
 	}
 	var since clock.Time
-	for _, h := range s.holds(t.ID) {
-		if h.Member == holder && h.From.Time <= at {
-			since = h.From.Time
+	for _, h := range s.spans(t.ID) {
+		if h.member == holder && h.fromT <= at {
+			since = h.fromT
 		}
 	}
 	refused := false
@@ -746,13 +746,13 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 		refused = true
 	}
 	holder := ""
-	for _, h := range s.holds(t.ID) {
+	for _, h := range s.spans(t.ID) {
 		to := forever
-		if h.To != nil {
-			to = h.To.Time
+		if h.to != 0 {
+			to = h.toT
 		}
-		if h.From.Time <= at && at < to {
-			holder = h.Member
+		if h.fromT <= at && at < to {
+			holder = h.member
 		}
 	}
 	if holder == "" && t.Spec.NPC != "" {

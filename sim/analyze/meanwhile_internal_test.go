@@ -20,13 +20,13 @@ func (s *Session) heldMeanwhileByWalk(member, skip string, a, b clock.Time) (wha
 		if task.ID == skip {
 			continue
 		}
-		for _, h := range s.holds(task.ID) {
-			if h.Member != member {
+		for _, h := range s.spans(task.ID) {
+			if h.member != member {
 				continue
 			}
-			from, to := h.From.Time, b
-			if h.To != nil {
-				to = h.To.Time
+			from, to := h.fromT, b
+			if h.to != 0 {
+				to = h.toT
 			}
 			if w := s.work(max(from, a), min(to, b)); w.MS > 0 {
 				what = append(what, fmt.Sprintf("%s (%s)", task.ID, w.Text))
@@ -74,12 +74,12 @@ func TestHeldMeanwhileIndex(t *testing.T) {
 			var windows [][2]clock.Time
 			var skips []string
 			for _, task := range s.State.AllTasks() {
-				for _, h := range s.holds(task.ID) {
+				for _, h := range s.spans(task.ID) {
 					to := end
-					if h.To != nil {
-						to = h.To.Time
+					if h.to != 0 {
+						to = h.toT
 					}
-					windows = append(windows, [2]clock.Time{h.From.Time - 1, h.From.Time + 1}, [2]clock.Time{h.From.Time, to}, [2]clock.Time{to - clock.Time(clock.Hour), to + clock.Time(clock.Hour)})
+					windows = append(windows, [2]clock.Time{h.fromT - 1, h.fromT + 1}, [2]clock.Time{h.fromT, to}, [2]clock.Time{to - clock.Time(clock.Hour), to + clock.Time(clock.Hour)})
 					skips = append(skips, task.ID)
 				}
 			}

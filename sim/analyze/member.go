@@ -58,9 +58,9 @@ func (s *Session) Member(id string) (*MemberTrace, error) {
 	}
 	// Tasks it held, in the order it took them.
 	for _, t := range s.State.AllTasks() {
-		for _, h := range s.holds(t.ID) {
-			if h.Member == id {
-				tr.Holds = append(tr.Holds, TaskHold{Task: t.ID, Hold: h})
+		for _, h := range s.spans(t.ID) {
+			if h.member == id {
+				tr.Holds = append(tr.Holds, TaskHold{Task: t.ID, Hold: s.writeOut(h)})
 			}
 		}
 	}

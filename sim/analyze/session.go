@@ -430,7 +430,7 @@ func (s *Session) standIn(approver string, now clock.Time) string {
 // started it) and the events about it or its approval requests. One entry
 // per task, so that indexing an event looks its task up once.
 type taskIx struct {
-	holds   []Hold
+	holds   []hold
 	stints  []stint
 	created uint64
 	about   []uint64
@@ -452,12 +452,47 @@ func (s *Session) ix(id string) *taskIx {
 	return x
 }
 
-// holds returns who held task id, in order.
-func (s *Session) holds(id string) []Hold {
+// hold is who held a task from one event to another, as the index keeps
+// it: a Hold without the wall-clock text, which holds writes out when a
+// trace shows it.
+type hold struct {
+	member     string
+	from, to   uint64     // seqs; to is 0 for a hold that lasted to the end of the log
+	fromT, toT clock.Time // their times
+	end        string     // how it ended; "" with to 0
+}
+
+// spans returns who held task id, in order, as the index keeps it.
+func (s *Session) spans(id string) []hold {
 	if x := s.tasks[id]; x != nil {
 		return x.holds
 	}
 	return nil
+}
+
+// holds returns who held task id, in order, written out.
+func (s *Session) holds(id string) []Hold {
+	hs := s.spans(id)
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]Hold, len(hs))
+	for i, h := range hs {
+		out[i] = s.writeOut(h)
+	}
+	return out
+}
+
+// writeOut returns h as a Hold.
+func (s *Session) writeOut(h hold) Hold {
+	out := Hold{Member: h.member, From: s.stamp(h.from, h.fromT), End: h.end}
+	if h.to == 0 {
+		out.End, out.Held = "held at the end", s.work(h.fromT, s.State.Now)
+		return out
+	}
+	to := s.stamp(h.to, h.toT)
+	out.To, out.Held = &to, s.work(h.fromT, h.toT)
+	return out
 }
 
 // stintsOf returns task id's work stints, in order.
@@ -489,12 +524,17 @@ func (s *Session) aboutOf(id string) []uint64 {
 // index records what ev says about holds, stints, approvals, leaves and outages.
 func (s *Session) index(ev events.Event, p any) {
 	now := clock.Time(ev.Time)
-	st := s.stamp(ev.Seq, now)
+	// The event's stamp, written out (its wall clock) only for the few
+	// indexes that keep one: a task's holds keep seqs and times.
+	stamp := func() *Stamp {
+		st := s.stamp(ev.Seq, now)
+		return &st
+	}
+	opened := func(member string) hold { return hold{member: member, from: ev.Seq, fromT: now} }
 	closeHold := func(task, end string) {
 		hs := s.ix(task).holds
-		if n := len(hs); n > 0 && hs[n-1].To == nil {
-			hs[n-1].To, hs[n-1].End = &st, end
-			hs[n-1].Held = s.work(hs[n-1].From.Time, now)
+		if n := len(hs); n > 0 && hs[n-1].to == 0 {
+			hs[n-1].to, hs[n-1].toT, hs[n-1].end = ev.Seq, now, end
 		}
 	}
 	closeStep := func(a *Approval, step int, end string) {
@@ -503,7 +543,7 @@ func (s *Session) index(ev events.Event, p any) {
 		}
 		hs := a.Steps[step].Holds
 		if n := len(hs); n > 0 && hs[n-1].To == nil {
-			hs[n-1].To, hs[n-1].End = &st, end
+			hs[n-1].To, hs[n-1].End = stamp(), end
 		}
 	}
 	openStep := func(a *Approval, step int, approver, via string) {
@@ -511,7 +551,7 @@ func (s *Session) index(ev events.Event, p any) {
 			return
 		}
 		a.Steps[step].Holds = append(a.Steps[step].Holds, ApprovalHold{Request: a.Request, Task: a.Task, Requester: a.Requester, Step: step, Role: a.Steps[step].Role,
-			Approver: approver, Via: via, From: st})
+			Approver: approver, Via: via, From: *stamp()})
 	}
 	switch p := p.(type) {
 	case *payload.Turn:
@@ -521,7 +561,7 @@ func (s *Session) index(ev events.Event, p any) {
 		s.seen[ev.Actor] = p.Seen
 	case *payload.TaskClaimed:
 		x := s.ix(p.Task)
-		x.holds = append(x.holds, Hold{Member: ev.Actor, From: st})
+		x.holds = append(x.holds, opened(ev.Actor))
 	case *payload.MemberWaiting:
 		if p.Seen > 0 { // a colleague's wait without a turn (format 3)
 			s.seen[ev.Actor] = p.Seen
@@ -529,7 +569,7 @@ func (s *Session) index(ev events.Event, p any) {
 	case *payload.TicketServed: // task.claimed and work.started
 		s.seen[ev.Actor] = p.Seen
 		x := s.ix(p.Task)
-		x.holds = append(x.holds, Hold{Member: ev.Actor, From: st})
+		x.holds = append(x.holds, opened(ev.Actor))
 		x.stints = append(x.stints, stint{start: ev.Seq, member: ev.Actor, work: p.Work})
 	case *payload.TicketResolved: // work.finished and task.completed
 		if ss := s.ix(p.Task).stints; len(ss) > 0 {
@@ -541,7 +581,7 @@ func (s *Session) index(ev events.Event, p any) {
 		}
 		if p.Next != "" {
 			x := s.ix(p.Next)
-			x.holds = append(x.holds, Hold{Member: ev.Actor, From: st})
+			x.holds = append(x.holds, opened(ev.Actor))
 			x.stints = append(x.stints, stint{start: ev.Seq, member: ev.Actor, work: p.NextWork})
 		}
 	case *payload.TaskHandedOff:
@@ -550,7 +590,7 @@ func (s *Session) index(ev events.Event, p any) {
 		} else {
 			closeHold(p.Task, "handed to "+p.To)
 			x := s.ix(p.Task)
-			x.holds = append(x.holds, Hold{Member: p.To, From: st})
+			x.holds = append(x.holds, opened(p.To))
 		}
 	case *payload.TaskCompleted:
 		closeHold(p.Task, "completed")
@@ -562,7 +602,7 @@ func (s *Session) index(ev events.Event, p any) {
 			ss[len(ss)-1].finish = ev.Seq
 		}
 	case *payload.ApprovalRequested:
-		a := &Approval{Request: p.Request, Task: p.Task, Requester: ev.Actor, Amount: p.Amount, Requested: st, Status: org.RequestPending}
+		a := &Approval{Request: p.Request, Task: p.Task, Requester: ev.Actor, Amount: p.Amount, Requested: *stamp(), Status: org.RequestPending}
 		for i, step := range p.Steps {
 			a.Steps = append(a.Steps, ApprovalStep{Step: i, Role: step.Role})
 		}
@@ -601,12 +641,12 @@ func (s *Session) index(ev events.Event, p any) {
 			openStep(a, p.Step, p.To, "escalated ("+p.Reason+")")
 		}
 	case *payload.MemberLeft:
-		s.leaves[ev.Actor] = append(s.leaves[ev.Actor], Leave{Member: ev.Actor, Delegate: p.Delegate, From: st, Until: s.stamp(0, p.Until)})
+		s.leaves[ev.Actor] = append(s.leaves[ev.Actor], Leave{Member: ev.Actor, Delegate: p.Delegate, From: *stamp(), Until: s.stamp(0, p.Until)})
 	case *payload.QueueDown:
-		s.outages[p.Queue] = append(s.outages[p.Queue], Outage{Queue: p.Queue, From: st, Until: s.stamp(0, p.Until)})
+		s.outages[p.Queue] = append(s.outages[p.Queue], Outage{Queue: p.Queue, From: *stamp(), Until: s.stamp(0, p.Until)})
 	case *payload.QueueUp:
 		if outs := s.outages[p.Queue]; len(outs) > 0 {
-			outs[len(outs)-1].Up = &st
+			outs[len(outs)-1].Up = stamp()
 		}
 	case *payload.TaskCreated:
 		s.ix(p.Task.ID).created = ev.Seq
@@ -645,7 +685,7 @@ func (s *Session) index(ev events.Event, p any) {
 	}
 	if ev.Type == payload.EvMemberReturned {
 		if ls := s.leaves[ev.Actor]; len(ls) > 0 {
-			ls[len(ls)-1].Returned = &st
+			ls[len(ls)-1].Returned = stamp()
 		}
 	}
 }
@@ -654,15 +694,6 @@ func (s *Session) index(ev events.Event, p any) {
 // end of the log, and approval spans learn the approver's leave.
 func (s *Session) close() {
 	end := s.State.Now
-	for _, x := range s.tasks {
-		hs := x.holds
-		for i := range hs {
-			if hs[i].To == nil {
-				hs[i].End = "held at the end"
-				hs[i].Held = s.work(hs[i].From.Time, end)
-			}
-		}
-	}
 	for _, a := range s.requests {
 		for si := range a.Steps {
 			for hi := range a.Steps[si].Holds {

@@ -181,9 +181,9 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 	for _, d := range t.Spec.Deps {
 		dt := s.State.Task(d)
 		ds := DepState{Task: d, Status: dt.Status, DoneBy: dt.DoneBy}
-		for _, h := range s.holds(d) {
-			if !slices.Contains(ds.Holders, h.Member) {
-				ds.Holders = append(ds.Holders, h.Member)
+		for _, h := range s.spans(d) {
+			if !slices.Contains(ds.Holders, h.member) {
+				ds.Holders = append(ds.Holders, h.member)
 			}
 		}
 		if dt.Status == org.StatusDone {
@@ -568,17 +568,17 @@ func (s *Session) heldBy() map[string]*memberHolds {
 func (s *Session) indexHolds() {
 	s.byMember = map[string]*memberHolds{}
 	for rank, task := range s.State.AllTasks() {
-		for nth, h := range s.holds(task.ID) {
+		for nth, h := range s.spans(task.ID) {
 			to := endOfTime
-			if h.To != nil {
-				to = h.To.Time
+			if h.to != 0 {
+				to = h.toT
 			}
-			mh := s.byMember[h.Member]
+			mh := s.byMember[h.member]
 			if mh == nil {
 				mh = &memberHolds{}
-				s.byMember[h.Member] = mh
+				s.byMember[h.member] = mh
 			}
-			mh.spans = append(mh.spans, heldSpan{from: h.From.Time, to: to, rank: rank, nth: nth, task: task.ID})
+			mh.spans = append(mh.spans, heldSpan{from: h.fromT, to: to, rank: rank, nth: nth, task: task.ID})
 		}
 	}
 	for _, mh := range s.byMember { // order: each member's list is its own
