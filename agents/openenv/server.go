@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -114,8 +115,14 @@ type Server struct {
 
 	mu      sync.Mutex
 	closed  bool
-	conns   map[*websocket.Conn]struct{}
+	conns   map[*websocket.Conn]*deadline
 	handled sync.WaitGroup // WebSocket handlers running
+
+	// The watchdog closes the connections whose deadline passed (see
+	// deadline); it runs from the first connection until Close.
+	watchOnce sync.Once
+	watchStop chan struct{}
+	watchDone chan struct{}
 
 	pending pendingRewards // stateless sessions' rewards before their first step
 }
@@ -126,7 +133,8 @@ func New(ops Ops, cfg Config) *Server {
 		panic(err)
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{ops: ops, cfg: cfg, log: cfg.Logger, rec: cfg.Recorder, conns: map[*websocket.Conn]struct{}{},
+	s := &Server{ops: ops, cfg: cfg, log: cfg.Logger, rec: cfg.Recorder, conns: map[*websocket.Conn]*deadline{},
+		watchStop: make(chan struct{}), watchDone: make(chan struct{}),
 		schema: schemaJSON(), metadata: metadataJSON()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	m := http.NewServeMux()
@@ -179,6 +187,9 @@ func (s *Server) Close() {
 	for _, c := range conns {
 		_ = c.CloseNow()
 	}
+	close(s.watchStop)
+	s.watchOnce.Do(func() { close(s.watchDone) }) // never started
+	<-s.watchDone
 }
 
 // token returns the request's credentials: a bearer token, or the
@@ -253,9 +264,11 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		_ = c.Close(websocket.StatusTryAgainLater, "corpsim is shutting down")
 		return
 	}
-	s.conns[c] = struct{}{}
+	dl := &deadline{}
+	s.conns[c] = dl
 	s.handled.Add(1)
 	s.mu.Unlock()
+	s.watchOnce.Do(func() { go s.watchdog() })
 	s.rec.Opened()
 	defer func() {
 		s.mu.Lock()
@@ -264,12 +277,12 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		s.rec.Closed()
 		s.handled.Done()
 	}()
-	s.serveConn(c)
+	s.serveConn(c, dl)
 }
 
 // serveConn reads, answers and writes frames in turn until the connection
 // ends; then it stops the episode's session.
-func (s *Server) serveConn(c *websocket.Conn) {
+func (s *Server) serveConn(c *websocket.Conn, dl *deadline) {
 	hard := 4 * s.cfg.MaxMessageBytes
 	c.SetReadLimit(hard)
 	e := &episode{srv: s}
@@ -278,7 +291,9 @@ func (s *Server) serveConn(c *websocket.Conn) {
 		_ = c.CloseNow()
 	}()
 	for {
+		dl.set(s.cfg.IdleTimeout)
 		msg, tooBig, err := s.read(c)
+		dl.set(0)
 		if err != nil {
 			if st := websocket.CloseStatus(err); st != websocket.StatusNormalClosure && st != websocket.StatusGoingAway {
 				s.log.Debug("connection ended", "session", e.session, "error", err)
@@ -300,19 +315,26 @@ func (s *Server) serveConn(c *websocket.Conn) {
 			_ = c.Close(websocket.StatusNormalClosure, "")
 			return
 		}
-		if err := s.write(c, reply); err != nil {
+		dl.set(s.cfg.WriteTimeout)
+		err = s.write(c, reply)
+		dl.set(0)
+		if err != nil {
 			s.log.Debug("reply not written; closing", "session", e.session, "error", err)
 			return
 		}
 	}
 }
 
-// read reads the next message within the idle timeout. A message over
-// the limit is read to its end and dropped: tooBig is its size.
+// read reads the next message (the watchdog bounds the wait). A message
+// over the limit is read to its end and dropped: tooBig is its size.
+//
+// Reads and writes take no context: a context that can end costs the
+// WebSocket library a callback registered and removed per frame, and one
+// with a deadline a timer too, which together took 40% of a step's round
+// trip. The connection's deadline and the watchdog bound them instead,
+// and Close closes every connection.
 func (s *Server) read(c *websocket.Conn) (msg *bytes.Buffer, tooBig int64, err error) {
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.IdleTimeout)
-	defer cancel()
-	_, r, err := c.Reader(ctx)
+	_, r, err := c.Reader(context.Background())
 	if err != nil {
 		return nil, 0, err
 	}
@@ -331,9 +353,56 @@ func (s *Server) read(c *websocket.Conn) (msg *bytes.Buffer, tooBig int64, err e
 }
 
 func (s *Server) write(c *websocket.Conn, b []byte) error {
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WriteTimeout)
-	defer cancel()
-	return c.Write(ctx, websocket.MessageText, b)
+	return c.Write(context.Background(), websocket.MessageText, b)
+}
+
+// deadline is when the watchdog closes a connection: while it waits for
+// a frame, the idle timeout after the wait began; while it writes a
+// reply, the write timeout after the write began; never while the frame
+// is handled. Unix nanoseconds, 0 for none.
+type deadline struct{ at atomic.Int64 }
+
+// set sets the deadline d from now, or none for 0.
+func (d *deadline) set(after time.Duration) {
+	if after == 0 {
+		d.at.Store(0)
+		return
+	}
+	d.at.Store(time.Now().Add(after).UnixNano())
+}
+
+// watchTick is how often the watchdog looks: an eighth of the shorter
+// timeout, between 5 ms and a second. A connection is closed at most one
+// tick after its deadline.
+func (s *Server) watchTick() time.Duration {
+	return min(max(min(s.cfg.IdleTimeout, s.cfg.WriteTimeout)/8, 5*time.Millisecond), time.Second)
+}
+
+// watchdog closes the connections whose deadline passed, until Close.
+func (s *Server) watchdog() {
+	defer close(s.watchDone)
+	t := time.NewTicker(s.watchTick())
+	defer t.Stop()
+	var late []*websocket.Conn
+	for {
+		select {
+		case <-s.watchStop:
+			return
+		case now := <-t.C:
+			late = late[:0]
+			s.mu.Lock()
+			for c, d := range s.conns { // order: each connection is closed on its own
+				if at := d.at.Load(); at != 0 && now.UnixNano() > at {
+					late = append(late, c)
+				}
+			}
+			s.mu.Unlock()
+			for _, c := range late {
+				s.log.Debug("connection past its deadline (idle or a reply's write); closing it")
+				_ = c.CloseNow()
+			}
+		}
+	}
 }
 
 // create creates a session; when the caller has just stopped one, a
