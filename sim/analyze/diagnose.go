@@ -192,6 +192,23 @@ type busySpan struct {
 	task string
 }
 
+// candidate is a member who may take the task being diagnosed, with its
+// stints, holds and leaves looked up once: a long wait asks about each
+// of them at every instant where a cause may change.
+type candidate struct {
+	id          string
+	busy, holds []busySpan
+	leave       spans
+}
+
+func (x *diagIndex) candidates(ids []string) []candidate {
+	out := make([]candidate, len(ids))
+	for i, id := range ids {
+		out[i] = candidate{id: id, busy: x.busy[id], holds: x.holds[id], leave: x.leave[id]}
+	}
+	return out
+}
+
 func (s *Session) diagIndex() *diagIndex {
 	x := &diagIndex{busy: map[string][]busySpan{}, holds: map[string][]busySpan{}, leave: map[string]spans{}, learnt: map[string]clock.Time{}, refused: map[string]clock.Time{},
 		asked: map[string][]clock.Time{}}
@@ -267,7 +284,11 @@ func (s *Session) diagIndex() *diagIndex {
 
 // working reports whether member works at instant t, and on which task.
 func (x *diagIndex) working(member string, t clock.Time) (string, bool) {
-	bs := x.busy[member]
+	return workingIn(x.busy[member], t)
+}
+
+// workingIn is working over a member's stints bs.
+func workingIn(bs []busySpan, t clock.Time) (string, bool) {
 	i := sort.Search(len(bs), func(i int) bool { return bs[i].from > t })
 	for j := i - 1; j >= 0 && j >= i-4; j-- { // stints of one member do not overlap
 		if bs[j].has(t) {
@@ -557,12 +578,14 @@ func (s *Session) diagnoseItem(t *org.Task, x *diagIndex) *tally {
 	if life.to <= life.from {
 		return tl
 	}
-	// Every instant where a cause may change.
-	cuts := map[clock.Time]bool{life.from: true, life.to: true}
+	// Every instant where a cause may change (sorted and made unique
+	// below: a list, not a set, since a task waiting long in a busy queue
+	// collects thousands).
+	cuts := []clock.Time{life.from, life.to}
 	cut := func(ts ...clock.Time) {
 		for _, c := range ts {
 			if c > life.from && c < life.to {
-				cuts[c] = true
+				cuts = append(cuts, c)
 			}
 		}
 	}
@@ -635,14 +658,16 @@ func (s *Session) diagnoseItem(t *org.Task, x *diagIndex) *tally {
 			cut(bs[i].from, bs[i].to)
 		}
 	}
-	ts := slices.Sorted(maps.Keys(cuts))
+	slices.Sort(cuts)
+	ts := slices.Compact(cuts)
+	cands := x.candidates(eligible)
 	cal := &s.World.Calendar
 	for i := 0; i+1 < len(ts); i++ {
 		dur := cal.WorkBetween(ts[i], ts[i+1])
 		if dur <= 0 {
 			continue
 		}
-		c, what := s.causeAtWith(t, ts[i], x, eligible)
+		c, what := s.causeAtWith(t, ts[i], x, cands)
 		tl.add(c, what, dur)
 	}
 	return tl
@@ -721,11 +746,11 @@ func (s *Session) causeAt(t *org.Task, at clock.Time, x *diagIndex) (string, []s
 			eligible = append(eligible, m.ID)
 		}
 	}
-	return s.causeAtWith(t, at, x, eligible)
+	return s.causeAtWith(t, at, x, x.candidates(eligible))
 }
 
 // causeAtWith is the cause of t's state at instant at, and its detail.
-func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible []string) (cause string, what []string) {
+func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible []candidate) (cause string, what []string) {
 	if t.Hidden {
 		return CauseNotStarted, one(t.Project)
 	}
@@ -820,7 +845,7 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 		var rule string
 		open := 0
 		for _, m := range eligible {
-			if r, _ := s.State.Separated(t, m, false); r != nil {
+			if r, _ := s.State.Separated(t, m.id, false); r != nil {
 				rule = r.ID
 			} else {
 				open++
@@ -831,10 +856,10 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 		}
 	}
 	away, busy := 0, 0
-	var free []string
+	var free []candidate
 	for _, m := range eligible {
-		switch _, working := x.working(m, at); {
-		case x.leave[m].at(at):
+		switch _, working := workingIn(m.busy, at); {
+		case m.leave.at(at):
 			away++
 		case working:
 			busy++
@@ -853,7 +878,7 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 	var doing []string
 	for _, m := range free {
 		var held []string
-		for _, h := range x.holds[m] {
+		for _, h := range m.holds {
 			if h.has(at) {
 				held = append(held, h.task)
 			}
@@ -861,11 +886,11 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 		slices.Sort(held)
 		switch len(held) {
 		case 0:
-			doing = append(doing, m+" idle")
+			doing = append(doing, m.id+" idle")
 		case 1, 2:
-			doing = append(doing, fmt.Sprintf("%s holding %s, not working on it", m, strings.Join(held, ", ")))
+			doing = append(doing, fmt.Sprintf("%s holding %s, not working on it", m.id, strings.Join(held, ", ")))
 		default:
-			doing = append(doing, fmt.Sprintf("%s holding %d tasks, not working on them", m, len(held)))
+			doing = append(doing, fmt.Sprintf("%s holding %d tasks, not working on them", m.id, len(held)))
 		}
 	}
 	return CauseUnclaimed, doing
