@@ -123,6 +123,7 @@ type Server struct {
 	watchOnce sync.Once
 	watchStop chan struct{}
 	watchDone chan struct{}
+	born      time.Time // deadlines count from it, on the monotonic clock
 
 	pending pendingRewards // stateless sessions' rewards before their first step
 }
@@ -134,7 +135,7 @@ func New(ops Ops, cfg Config) *Server {
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{ops: ops, cfg: cfg, log: cfg.Logger, rec: cfg.Recorder, conns: map[*websocket.Conn]*deadline{},
-		watchStop: make(chan struct{}), watchDone: make(chan struct{}),
+		watchStop: make(chan struct{}), watchDone: make(chan struct{}), born: time.Now(),
 		schema: schemaJSON(), metadata: metadataJSON()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	m := http.NewServeMux()
@@ -291,9 +292,9 @@ func (s *Server) serveConn(c *websocket.Conn, dl *deadline) {
 		_ = c.CloseNow()
 	}()
 	for {
-		dl.set(s.cfg.IdleTimeout)
+		s.arm(dl, s.cfg.IdleTimeout)
 		msg, tooBig, err := s.read(c)
-		dl.set(0)
+		dl.at.Store(0)
 		if err != nil {
 			if st := websocket.CloseStatus(err); st != websocket.StatusNormalClosure && st != websocket.StatusGoingAway {
 				s.log.Debug("connection ended", "session", e.session, "error", err)
@@ -315,9 +316,9 @@ func (s *Server) serveConn(c *websocket.Conn, dl *deadline) {
 			_ = c.Close(websocket.StatusNormalClosure, "")
 			return
 		}
-		dl.set(s.cfg.WriteTimeout)
+		s.arm(dl, s.cfg.WriteTimeout)
 		err = s.write(c, reply)
-		dl.set(0)
+		dl.at.Store(0)
 		if err != nil {
 			s.log.Debug("reply not written; closing", "session", e.session, "error", err)
 			return
@@ -359,16 +360,13 @@ func (s *Server) write(c *websocket.Conn, b []byte) error {
 // deadline is when the watchdog closes a connection: while it waits for
 // a frame, the idle timeout after the wait began; while it writes a
 // reply, the write timeout after the write began; never while the frame
-// is handled. Unix nanoseconds, 0 for none.
+// is handled. Nanoseconds since the server's birth on the monotonic
+// clock (a change of the wall clock moves no deadline), 0 for none.
 type deadline struct{ at atomic.Int64 }
 
-// set sets the deadline d from now, or none for 0.
-func (d *deadline) set(after time.Duration) {
-	if after == 0 {
-		d.at.Store(0)
-		return
-	}
-	d.at.Store(time.Now().Add(after).UnixNano())
+// arm sets d to after from now.
+func (s *Server) arm(d *deadline, after time.Duration) {
+	d.at.Store(int64(time.Since(s.born) + after))
 }
 
 // watchTick is how often the watchdog looks: an eighth of the shorter
@@ -388,11 +386,12 @@ func (s *Server) watchdog() {
 		select {
 		case <-s.watchStop:
 			return
-		case now := <-t.C:
+		case <-t.C:
+			now := int64(time.Since(s.born))
 			late = late[:0]
 			s.mu.Lock()
 			for c, d := range s.conns { // order: each connection is closed on its own
-				if at := d.at.Load(); at != 0 && now.UnixNano() > at {
+				if at := d.at.Load(); at != 0 && now > at {
 					late = append(late, c)
 				}
 			}
