@@ -1,0 +1,74 @@
+package openenv
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/corpsim/corpsim/agents/httpgw"
+)
+
+// FuzzHandleFrame: whatever a client sends on /openenv/ws, the episode
+// answers with one JSON frame of a known type (or, for close, none) and
+// does not panic, before an episode and within one; a step or state it
+// answers is of the episode it holds.
+func FuzzHandleFrame(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"reset","data":{"world":"startup"}}`,
+		benchStepFrame,
+		`{"type":"step","data":{"actions":{"bob":[]}}}`,
+		`{"type":"step","data":null}`,
+		`{"type":"step","data":{"actions":{"bob":[{"type":"claim","task":"t7","x":1}]}}}`,
+		`{"type":"step","data":{"actions":{}},"data":{"actions":{"bob":[]}}}`,
+		`{"type":"state"}`,
+		`{"type":"close"}`,
+		`{"type":5}`,
+		`{"type":"step","extra":1}`,
+		`[]`,
+		`{"type":"step","data":{"actions":{"bob":[]}}} trailing`,
+		`{`,
+		``,
+	} {
+		f.Add(seed, false)
+		f.Add(seed, true)
+	}
+	f.Fuzz(func(t *testing.T, frame string, reset bool) {
+		fake := newFake("bob")
+		fake.script = []httpgw.StepReply{{Observations: obsOf("bob")}, {Observations: obsOf("bob")}, {Observations: obsOf("bob")}}
+		s := New(fake, Config{Logger: hclog.NewNullLogger()})
+		defer s.Close()
+		e := &episode{srv: s}
+		if reset {
+			if out, _ := e.handle(context.Background(), []byte(`{"type":"reset","data":{"world":"startup"}}`)); out == nil {
+				t.Fatal("reset: no reply")
+			}
+		}
+		out, quit := e.handle(context.Background(), []byte(frame))
+		if out == nil {
+			if !quit {
+				t.Fatalf("%q: no reply, and not a close", frame)
+			}
+			return
+		}
+		var r struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("%q: the reply %s is not JSON: %v", frame, out, err)
+		}
+		switch r.Type {
+		case "observation", "state", "error":
+		default:
+			t.Fatalf("%q: a reply of type %q: %s", frame, r.Type, out)
+		}
+		if r.Type == "error" {
+			var d errData
+			if err := json.Unmarshal(r.Data, &d); err != nil || d.Code == "" || d.Message == "" {
+				t.Fatalf("%q: an error without a code or a message: %s", frame, out)
+			}
+		}
+	})
+}
