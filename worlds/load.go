@@ -197,6 +197,11 @@ func (l ErrorList) Error() string {
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
+// IsID reports whether s has the form of a world's IDs (of its members,
+// teams, queues, tasks…): lower-case letters, digits, '-' and '_',
+// beginning with a letter or a digit.
+func IsID(s string) bool { return idPattern.MatchString(s) }
+
 // Load decodes and validates a world file. name is used in error messages
 // and as World.File. On error the result is nil and the error is an
 // ErrorList naming file, line, column and field path of every mistake found.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/httpgw"
@@ -141,6 +142,12 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request) (*session, bool) {
 	}
 	if strings.TrimSpace(rw.Member) == "" {
 		s.fail(w, http.StatusBadRequest, CodeBadRequest, `the task row names no "member": the seat the model plays`)
+		return nil, false
+	}
+	if !worlds.IsID(rw.Member) {
+		// Refused before a session is made: such a name would also be
+		// read as part of the agents' list it goes into ("member=remote").
+		s.fail(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf(`the task row's "member" %q is not a member's ID (lower-case letters, digits, '-' and '_')`, clipped(rw.Member)))
 		return nil, false
 	}
 	if rw.Load != nil && *rw.Load == 0 {
@@ -663,4 +670,17 @@ func (s *Server) handleClose(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleTools(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(toolsJSON)
+}
+
+// clipped is s cut to its first 64 bytes (at a character's start) and
+// "…", for an error message that quotes what a client sent.
+func clipped(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -562,3 +562,21 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// TestMemberMustBeAnID: a row's member that is not a member's ID (a comma
+// or an equals sign would be read as part of the agents' list it goes
+// into) is refused before any session is made.
+func TestMemberMustBeAnID(t *testing.T) {
+	ops := newFake()
+	h := mustHarness(t, ops, nemogym.Config{})
+	for _, member := range []string{",0", "bob=greedy", " bob", "Bob", "a b"} {
+		body, _ := json.Marshal(map[string]string{"world": "startup", "member": member})
+		code, out, _ := h.post(h.client(), "seed_session", string(body))
+		if code != http.StatusBadRequest || !strings.Contains(string(out), "is not a member's ID") {
+			t.Errorf("member %q: %d %s, want 400 naming it not a member's ID", member, code, out)
+		}
+	}
+	if len(ops.created) != 0 {
+		t.Fatalf("sessions created: %+v", ops.created)
+	}
+}
