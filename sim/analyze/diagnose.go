@@ -201,6 +201,7 @@ type candidate struct {
 	leave       spans
 }
 
+// candidates returns the members ids with their indexes.
 func (x *diagIndex) candidates(ids []string) []candidate {
 	out := make([]candidate, len(ids))
 	for i, id := range ids {
