@@ -216,6 +216,7 @@ func TestServeBudgets(t *testing.T) {
 		{"burst", `{"source":` + string(burst) + `,"agents":"greedy"}`, "brings 1000000000 tickets at one instant, above the limit of 10000 (--max-burst)"},
 		{"unknown field", `{"world":"startup","agents":"greedy","sed":3}`, `unknown field "sed"`},
 		{"trailing data", `{"world":"startup","agents":"greedy"} {}`, "trailing data"},
+		{"a trailing brace", `{"world":"startup","agents":"greedy"}}`, "trailing data"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := natsCreate(tc.body); !strings.Contains(got, tc.want) {

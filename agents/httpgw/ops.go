@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -88,7 +89,9 @@ func decodeStrict(body []byte, v any, emptyOK bool) error {
 	if err := dec.Decode(v); err != nil {
 		return errorf(http.StatusBadRequest, "malformed request: %v", err)
 	}
-	if dec.More() {
+	// Anything but the end after the value, a closing bracket included
+	// (which dec.More would take for the end of an enclosing one).
+	if _, err := dec.Token(); err != io.EOF {
 		return errorf(http.StatusBadRequest, "malformed request: trailing data after the JSON object")
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,5 +131,21 @@ func TestOperationsRefuseByKind(t *testing.T) {
 	}
 	if httpgw.StatusOf(nil) != http.StatusOK || httpgw.StatusOf(errors.New("x")) != http.StatusInternalServerError {
 		t.Fatal("StatusOf of nil / a plain error")
+	}
+}
+
+// TestDecodeCreateRefusesTrailingData: anything after the request's JSON
+// object is refused, a closing bracket or brace included, which a check
+// for a next element (json.Decoder.More) takes for the end of an
+// enclosing value; spaces are not data.
+func TestDecodeCreateRefusesTrailingData(t *testing.T) {
+	for _, body := range []string{`{"world":"startup"}}`, `{"world":"startup"}]`, `{"world":"startup"} {}`, `{"world":"startup"} x`, `{"world":"startup"},`} {
+		_, err := httpgw.DecodeCreate([]byte(body))
+		if httpgw.StatusOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "trailing data") {
+			t.Errorf("%s: %v, want a 400 naming the trailing data", body, err)
+		}
+	}
+	if _, err := httpgw.DecodeCreate([]byte("{\"world\":\"startup\"} \n\t")); err != nil {
+		t.Fatalf("spaces after the object: %v", err)
 	}
 }

@@ -47,7 +47,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,6 +61,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/httpgw"
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
@@ -273,7 +273,7 @@ func (s *Service) handleCreate(msg *nats.Msg) {
 		return
 	}
 	var reply wire.CreateReply
-	if req, err := decodeCreate(msg.Data); err != nil {
+	if req, err := httpgw.DecodeCreate(msg.Data); err != nil { // as POST /v1/sessions decodes it
 		reply.Error = err.Error()
 	} else if r, err := s.Create(context.Background(), req); err != nil {
 		reply.Error = err.Error()
@@ -282,32 +282,6 @@ func (s *Service) handleCreate(msg *nats.Msg) {
 	}
 	b, _ := json.Marshal(reply)
 	_ = msg.Respond(b)
-}
-
-// decodeCreate reads a create request as the HTTP gateway does: an unknown
-// field or trailing data is refused, naming it, and so is an explicit
-// "load": 0 (an omitted load is 1; wire.CreateRequest.Load cannot tell
-// them apart).
-func decodeCreate(data []byte) (wire.CreateRequest, error) {
-	var req struct {
-		wire.CreateRequest
-		Load *float64 `json:"load,omitempty"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return wire.CreateRequest{}, fmt.Errorf("malformed request: %w", err)
-	}
-	if dec.More() {
-		return wire.CreateRequest{}, errors.New("malformed request: trailing data after the JSON object")
-	}
-	if req.Load != nil {
-		if *req.Load == 0 {
-			return wire.CreateRequest{}, worlds.CheckLoad(0, 0)
-		}
-		req.CreateRequest.Load = *req.Load
-	}
-	return req.CreateRequest, nil
 }
 
 func (s *Service) handleList(msg *nats.Msg) {
