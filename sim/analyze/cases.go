@@ -281,9 +281,10 @@ func (s *Session) waitingAt(c *org.Case, at clock.Time) []StepWait {
 		}
 		readySt := s.stamp(readySeq, ready)
 		var held *Hold
-		for i, h := range s.holds(id) {
-			if h.From.Time <= at && (h.To == nil || h.To.Time > at) {
-				held = &s.holds(id)[i]
+		for _, h := range s.spans(id) {
+			if h.fromT <= at && (h.to == 0 || h.toT > at) {
+				out := s.writeOut(h)
+				held = &out
 			}
 		}
 		w := StepWait{Task: id}
