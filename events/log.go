@@ -13,6 +13,24 @@ type TrustedAppender interface {
 	AppendTrusted(ctx context.Context, id string, expectedLast uint64, batch []Event) error
 }
 
+// Pipeliner is implemented by logs that can take a session's next batch
+// before the one before it is durable, so that a writer keeps two batches
+// in flight and their syncs overlap with its work (the driver does, for
+// the events the engine made).
+type Pipeliner interface {
+	// AppendPipelined is AppendTrusted in two steps. It returns once the
+	// batch is ordered: its events are in the log, a Read may see them, and
+	// the session's next append may follow them at once. durable then
+	// blocks until the batch is durable and returns the rest of the
+	// append's error; the caller must call it exactly once (the log cannot
+	// close before it has), and must not treat the batch as acknowledged
+	// before it returned nil. A batch that was ordered after one whose
+	// durable failed is not durable either: durable reports the failure
+	// for it too. On an error from AppendPipelined itself nothing was
+	// appended and durable is nil.
+	AppendPipelined(ctx context.Context, id string, expectedLast uint64, batch []Event) (durable func() error, err error)
+}
+
 // Founder is implemented by logs that can create a session and store its
 // first batch in one durable write: one sync where CreateSession and then
 // Append take two. A fork that goes on at once, and every new session the

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) events.Log) {
 		{"EventsAreCopies", testEventsAreCopies},
 		{"BadBatch", testBadBatch},
 		{"TrustedAppend", testTrustedAppend},
+		{"PipelinedAppend", testPipelinedAppend},
 		{"StaleExpectation", testStaleExpectation},
 		{"IdempotentRetry", testIdempotentRetry},
 		{"OverlapConflict", testOverlapConflict},
@@ -924,4 +926,63 @@ func testTrustedAppend(t *testing.T, l events.Log) {
 		t.Fatal("AppendTrusted over stored events with other content: no error")
 	}
 	wantLastSeq(t, l, "s", 3)
+}
+
+// testPipelinedAppend: a log that offers AppendPipelined takes a session's
+// next batch before the one before it is durable, shows both once they are
+// ordered, and refuses what Append refuses (a gap, other content over
+// stored events, a batch after a missing session) with no wait to call.
+func testPipelinedAppend(t *testing.T, l events.Log) {
+	pl, ok := l.(events.Pipeliner)
+	if !ok {
+		t.Skip("the log has no AppendPipelined")
+	}
+	ctx := context.Background()
+	mustCreate(t, l, meta("s"))
+	first, second := mkEvents(1, 3, "a"), mkEvents(4, 2, "a")
+	d1, err := pl.AppendPipelined(ctx, "s", 0, first)
+	if err != nil {
+		t.Fatalf("AppendPipelined of 1..3: %v", err)
+	}
+	d2, err := pl.AppendPipelined(ctx, "s", 3, second)
+	if err != nil {
+		t.Fatalf("AppendPipelined of 4..5 before 1..3 is durable: %v", err)
+	}
+	wantEvents(t, "two batches ordered, then Read", mustRead(t, l, "s", 1), withSession("s", append(slices.Clone(first), second...)))
+	if err := d1(); err != nil {
+		t.Fatalf("durable of 1..3: %v", err)
+	}
+	if err := d2(); err != nil {
+		t.Fatalf("durable of 4..5: %v", err)
+	}
+	wantLastSeq(t, l, "s", 5)
+	for _, c := range []struct {
+		name    string
+		session string
+		after   uint64
+		batch   []events.Event
+	}{
+		{"a gap", "s", 6, mkEvents(7, 1, "a")},
+		{"other content over stored events", "s", 4, mkEvents(5, 1, "b")},
+		{"a missing session", "nobody", 0, mkEvents(1, 1, "a")},
+	} {
+		d, err := pl.AppendPipelined(ctx, c.session, c.after, c.batch)
+		if err == nil {
+			t.Errorf("AppendPipelined with %s: no error", c.name)
+			if d != nil {
+				_ = d()
+			}
+		} else if d != nil {
+			t.Errorf("AppendPipelined with %s failed (%v) but gave a wait to call", c.name, err)
+		}
+	}
+	wantLastSeq(t, l, "s", 5)
+	// The same batch again is stored already: ordered at once, and durable.
+	d, err := pl.AppendPipelined(ctx, "s", 3, second)
+	if err != nil || d == nil {
+		t.Fatalf("AppendPipelined of stored events: %v", err)
+	}
+	if err := d(); err != nil {
+		t.Fatalf("durable of stored events: %v", err)
+	}
 }

@@ -541,6 +541,76 @@ func TestDiskFullInPebble(t *testing.T) {
 	}
 }
 
+// TestDiskFullPipelined is TestDiskFullInPebble for writers that keep two
+// batches in flight (AppendPipelined): each batch is acknowledged only when
+// its durable wait returned nil, and nothing acknowledged is lost; a batch
+// ordered after the failure is not acknowledged.
+func TestDiskFullPipelined(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewCrashableMem()
+	var full syncBool
+	l := mustOpen(t, "db", pebblelog.Options{FS: fullFS(mem, &full), MinFreeSpace: -1, Logger: testLogger(t)})
+	const sessions = 4
+	acked := make([]uint64, sessions)
+	errs := make([]error, sessions)
+	for s := range sessions {
+		mustCreate(t, l, meta(fmt.Sprintf("s%d", s)))
+	}
+	var wg sync.WaitGroup
+	for s := range sessions {
+		id := fmt.Sprintf("s%d", s)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var wait func() error // the batch in flight before the last one
+			var waitEnd uint64
+			for last := uint64(0); ; last += 4 {
+				if last == 200 && s == 0 {
+					full.Set(true)
+				}
+				next, err := l.AppendPipelined(ctx, id, last, mkEvents(last+1, 4))
+				if wait != nil {
+					if werr := wait(); werr != nil && err == nil {
+						err = werr
+					} else if werr == nil {
+						acked[s] = waitEnd
+					}
+				}
+				if err != nil {
+					if next != nil {
+						_ = next()
+					}
+					errs[s] = err
+					return
+				}
+				wait, waitEnd = next, last+4
+			}
+		}()
+	}
+	wg.Wait()
+	for s, err := range errs {
+		if !errors.Is(err, pebblelog.ErrFailed) || !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("session s%d: pipelined append on a full disk: got %v, want ErrFailed and ENOSPC", s, err)
+		}
+	}
+	if err := l.Close(); !errors.Is(err, pebblelog.ErrFailed) {
+		t.Fatalf("Close after the failure: got %v, want ErrFailed", err)
+	}
+	full.Set(false)
+	l = mustOpen(t, "db", pebblelog.Options{FS: mem.CrashClone(vfs.CrashCloneCfg{})})
+	defer l.Close()
+	for s := range sessions {
+		id := fmt.Sprintf("s%d", s)
+		last, err := l.LastSeq(ctx, id)
+		if err != nil || last < acked[s] || acked[s] == 0 {
+			t.Fatalf("session %s after reopen: last seq %d, %v; acknowledged %d", id, last, err, acked[s])
+		}
+		if evs, err := readAll(l, id, 1); err != nil || uint64(len(evs)) != last {
+			t.Fatalf("session %s after reopen: read %d events, %v; want %d", id, len(evs), err, last)
+		}
+	}
+}
+
 // TestDiskFullReserve fills the disk as the Log sees it: Appends, new
 // sessions and checkpoints are refused with ENOSPC before Pebble meets a
 // full disk, the Log goes on, the session can be recorded interrupted, and

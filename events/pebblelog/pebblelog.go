@@ -145,6 +145,7 @@ var (
 	_ events.Log             = (*Log)(nil)
 	_ events.TrustedAppender = (*Log)(nil)
 	_ events.Founder         = (*Log)(nil)
+	_ events.Pipeliner       = (*Log)(nil)
 )
 
 // state is the cached state of a session known to exist.
@@ -697,46 +698,123 @@ func (l *Log) AppendTrusted(ctx context.Context, id string, expectedLast uint64,
 }
 
 func (l *Log) append(ctx context.Context, id string, expectedLast uint64, batch []events.Event, validate func(string, uint64, []events.Event) error) error {
-	if err := events.ValidSessionID(id); err != nil {
-		return err
-	}
-	if err := validate(id, expectedLast, batch); err != nil {
-		return err
-	}
-	if err := l.beginWrite(ctx); err != nil {
-		return err
-	}
-	defer l.mu.RUnlock()
-	st, err := l.state(id)
+	durable, err := l.appendOrdered(ctx, id, expectedLast, batch, validate, false)
 	if err != nil {
 		return err
+	}
+	return durable()
+}
+
+// AppendPipelined implements events.Pipeliner. The batch is applied to
+// Pebble without waiting for its WAL sync (a batch is visible before its
+// sync in any case); durable waits for the sync. Pebble writes the WAL in
+// the order batches are applied, so a batch that reached the disk has every
+// batch ordered before it there too.
+func (l *Log) AppendPipelined(ctx context.Context, id string, expectedLast uint64, batch []events.Event) (func() error, error) {
+	return l.appendOrdered(ctx, id, expectedLast, batch, events.ValidateTrustedBatch, !l.noSync())
+}
+
+// appendOrdered checks and applies batch after expectedLast, holding the
+// session's lock, and returns the wait for its sync: done before it
+// returns unless pipelined. The shared lock of the Log is held until that
+// wait returns, so Close waits for it.
+func (l *Log) appendOrdered(ctx context.Context, id string, expectedLast uint64, batch []events.Event, validate func(string, uint64, []events.Event) error, pipelined bool) (durable func() error, err error) {
+	if err := events.ValidSessionID(id); err != nil {
+		return nil, err
+	}
+	if err := validate(id, expectedLast, batch); err != nil {
+		return nil, err
+	}
+	if err := l.beginWrite(ctx); err != nil {
+		return nil, err
+	}
+	st, b, err := l.applyBatch(id, expectedLast, batch, pipelined)
+	if err != nil {
+		l.mu.RUnlock()
+		return nil, err
+	}
+	if b == nil { // durable already, or nothing to write
+		l.mu.RUnlock()
+		return func() error { return nil }, nil
+	}
+	return func() error {
+		defer l.mu.RUnlock()
+		defer b.Close()
+		if err := l.write(b.SyncWait); err != nil {
+			// A failed WAL write or sync, which Commit would have
+			// reported to Fatalf (see write): the Log's failure, so that
+			// nothing is written after it.
+			l.sink.fail("pebble: fatal commit error: "+err.Error(), err)
+			err = l.sink.failure()
+			st.mu.Lock()
+			st.loaded = false // the batch may or may not have landed: reload
+			st.mu.Unlock()
+			return fmt.Errorf("pebblelog: append to session %s: %w", id, err)
+		}
+		return nil
+	}, nil
+}
+
+// applyBatch appends batch after expectedLast under the session's lock,
+// with l.mu held shared: committed with the Log's write options, or, if
+// pipelined, applied without waiting for its sync and returned for the
+// caller to wait for and close. It returns a nil batch when there was
+// nothing to write (the events are stored already).
+func (l *Log) applyBatch(id string, expectedLast uint64, batch []events.Event, pipelined bool) (*state, *pebble.Batch, error) {
+	st, err := l.state(id)
+	if err != nil {
+		return nil, nil, err
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	last, err := l.lastLocked(id, st)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	write, err := logcore.CheckAppend(id, last, expectedLast, batch, l.storedFunc(id, st))
 	if err != nil || !write {
-		return err
+		return nil, nil, err
 	}
 
 	size := 16 + eventsSize(id, batch) // and the batch header
 	if err := l.space.need(uint64(size), 4, "append", false); err != nil {
-		return fmt.Errorf("pebblelog: append to session %s: %w", id, err)
+		return nil, nil, fmt.Errorf("pebblelog: append to session %s: %w", id, err)
 	}
 	b := l.db.NewBatchWithSize(size)
-	defer b.Close()
-	if err := putEvents(b, id, batch); err != nil {
-		return fmt.Errorf("pebblelog: append to session %s: %w", id, err)
+	commit := func() error { return b.Commit(l.wopts) }
+	applied := false // pipelined, and in Pebble's commit pipeline
+	if pipelined {
+		commit = func() error {
+			err := l.db.ApplyNoSyncWait(b, l.wopts)
+			applied = err == nil
+			return err
+		}
 	}
-	if err := l.write(func() error { return b.Commit(l.wopts) }); err != nil {
+	err = putEvents(b, id, batch)
+	if err == nil {
+		err = l.write(commit)
+	}
+	if err != nil {
+		switch {
+		case applied:
+			// Applied, and then Pebble reported a failure: its sync
+			// must be waited for before the batch is closed.
+			_ = b.SyncWait()
+			b.Close()
+		case !pipelined:
+			b.Close()
+		}
+		// Else a pipelined batch Pebble refused, or panicked on, is left
+		// to the collector: it may still be in the commit pipeline.
 		st.loaded = false // the batch may or may not have landed: reload
-		return fmt.Errorf("pebblelog: append to session %s: %w", id, err)
+		return nil, nil, fmt.Errorf("pebblelog: append to session %s: %w", id, err)
 	}
 	st.last = expectedLast + uint64(len(batch))
-	return nil
+	if !pipelined {
+		b.Close()
+		return st, nil, nil
+	}
+	return st, b, nil
 }
 
 // storedFunc returns a logcore.StoredFunc reading the history of session
