@@ -27,6 +27,14 @@ type slowLog struct {
 	events.Log
 	durable atomic.Uint64
 	appends atomic.Int64
+	early   atomic.Int64 // checkpoints stored before the events they stand at were durable
+}
+
+func (l *slowLog) PutCheckpoint(ctx context.Context, session string, cp events.Checkpoint) error {
+	if cp.Seq > l.durable.Load() {
+		l.early.Add(1)
+	}
+	return l.Log.PutCheckpoint(ctx, session, cp)
 }
 
 func (l *slowLog) Append(ctx context.Context, session string, last uint64, batch []events.Event) error {
@@ -37,6 +45,47 @@ func (l *slowLog) Append(ctx context.Context, session string, last uint64, batch
 	l.durable.Store(batch[len(batch)-1].Seq)
 	l.appends.Add(1)
 	return nil
+}
+
+// slowPipelinedLog is a slowLog that takes a session's next batch before the
+// last is durable (events.Pipeliner): a batch is ordered at once and made
+// durable a while later, after the batch before it, as a WAL syncs. It
+// remembers the most batches that were ordered and not yet durable.
+type slowPipelinedLog struct {
+	slowLog
+	mu         sync.Mutex
+	synced     *sync.Cond
+	pending    int
+	maxPending int
+}
+
+func newSlowPipelinedLog(l events.Log) *slowPipelinedLog {
+	p := &slowPipelinedLog{slowLog: slowLog{Log: l}}
+	p.synced = sync.NewCond(&p.mu)
+	return p
+}
+
+func (l *slowPipelinedLog) AppendPipelined(ctx context.Context, session string, last uint64, batch []events.Event) (func() error, error) {
+	if err := l.Log.Append(ctx, session, last, batch); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.pending++
+	l.maxPending = max(l.maxPending, l.pending)
+	l.mu.Unlock()
+	return func() error {
+		time.Sleep(2 * time.Millisecond)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for l.durable.Load() != last {
+			l.synced.Wait()
+		}
+		l.durable.Store(batch[len(batch)-1].Seq)
+		l.appends.Add(1)
+		l.pending--
+		l.synced.Broadcast()
+		return nil
+	}, nil
 }
 
 // startBus starts an embedded NATS server for the test.
@@ -123,58 +172,85 @@ func TestBatchInFlightIsPublishedOnlyOnceDurable(t *testing.T) {
 		return meta
 	}
 
-	slow := &slowLog{Log: memlog.New()}
-	var mu sync.Mutex
-	var got []uint64
-	early := 0
-	meta := run(32, slow, func(seq uint64) {
-		if seq == 0 { // the run ended: wait until the feed carried the whole log
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				mu.Lock()
-				n := len(got)
-				mu.Unlock()
-				if uint64(n) >= slow.durable.Load() {
-					return
+	// check runs the desk with batches of 32 over log and checks its feed
+	// and log; slow is log's slowLog, whose appends take a while and which
+	// remembers the durable seq.
+	check := func(t *testing.T, log events.Log, slow *slowLog) events.SessionMeta {
+		t.Helper()
+		var mu sync.Mutex
+		var got []uint64
+		early := 0
+		meta := run(32, log, func(seq uint64) {
+			if seq == 0 { // the run ended: wait until the feed carried the whole log
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+					mu.Lock()
+					n := len(got)
+					mu.Unlock()
+					if uint64(n) >= slow.durable.Load() {
+						return
+					}
 				}
+				return
 			}
-			return
-		}
+			mu.Lock()
+			defer mu.Unlock()
+			if seq > slow.durable.Load() {
+				early++
+			}
+			got = append(got, seq)
+		})
 		mu.Lock()
 		defer mu.Unlock()
-		if seq > slow.durable.Load() {
-			early++
+		if early > 0 {
+			t.Errorf("%d events were published before their batch was durable", early)
 		}
-		got = append(got, seq)
-	})
-	mu.Lock()
-	defer mu.Unlock()
-	if early > 0 {
-		t.Errorf("%d events were published before their batch was durable", early)
-	}
-	if uint64(len(got)) != meta.LastSeq {
-		seen := map[uint64]bool{}
-		for _, s := range got {
-			seen[s] = true
+		if uint64(len(got)) != meta.LastSeq {
+			seen := map[uint64]bool{}
+			for _, s := range got {
+				seen[s] = true
+			}
+			var missing []uint64
+			for s := uint64(1); s <= meta.LastSeq; s++ {
+				if !seen[s] {
+					missing = append(missing, s)
+				}
+			}
+			t.Fatalf("the feed carried %d events, the log has %d; missing %v", len(got), meta.LastSeq, missing[:min(len(missing), 20)])
 		}
-		var missing []uint64
-		for s := uint64(1); s <= meta.LastSeq; s++ {
-			if !seen[s] {
-				missing = append(missing, s)
+		for i, seq := range got {
+			if seq != uint64(i+1) {
+				t.Fatalf("feed event %d has seq %d", i, seq)
 			}
 		}
-		t.Fatalf("the feed carried %d events, the log has %d; missing %v", len(got), meta.LastSeq, missing[:min(len(missing), 20)])
-	}
-	for i, seq := range got {
-		if seq != uint64(i+1) {
-			t.Fatalf("feed event %d has seq %d", i, seq)
+		if slow.appends.Load() < 40 {
+			t.Fatalf("only %d appends: the test did not run many batches", slow.appends.Load())
 		}
+		if n := slow.early.Load(); n > 0 {
+			t.Errorf("%d checkpoints were stored before their batch was durable", n)
+		}
+		r := driver.Verify(context.Background(), log, meta)
+		if !r.OK || r.Checkpoints < 2 {
+			t.Fatalf("verify: %+v", r)
+		}
+		return meta
 	}
-	if slow.appends.Load() < 40 {
-		t.Fatalf("only %d appends: the test did not run many batches", slow.appends.Load())
-	}
-	r := driver.Verify(context.Background(), slow, meta)
-	if !r.OK || r.Checkpoints < 2 {
-		t.Fatalf("verify: %+v", r)
+	slow := &slowLog{Log: memlog.New()}
+	var meta events.SessionMeta
+	t.Run("one batch in flight", func(t *testing.T) { meta = check(t, slow, slow) })
+	pipelined := newSlowPipelinedLog(memlog.New())
+	t.Run("two batches in flight", func(t *testing.T) {
+		pmeta := check(t, pipelined, &pipelined.slowLog)
+		if pmeta.LastSeq != meta.LastSeq || pmeta.StateHash != meta.StateHash {
+			t.Fatalf("one in flight: %d events, %s; two: %d events, %s", meta.LastSeq, meta.StateHash, pmeta.LastSeq, pmeta.StateHash)
+		}
+		pipelined.mu.Lock()
+		defer pipelined.mu.Unlock()
+		if pipelined.maxPending != 2 {
+			t.Fatalf("at most %d batches were ordered and not yet durable at once, want 2 (the driver's depth)", pipelined.maxPending)
+		}
+	})
+	if t.Failed() {
+		return
 	}
 
 	// One event per batch (every append waited for) writes the same log.
