@@ -407,3 +407,41 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatal("Open with a negative cache size: got nil error, want one")
 	}
 }
+
+// Tables hold their events in blocks of about BlockSize before
+// compression, not Pebble's default 4 KiB (a scan allocates one block at a
+// time).
+func TestTablesHaveLargeBlocks(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, pebblelog.Options{})
+	mustCreate(t, l, meta("s1"))
+	evs := mkEvents(1, 20000)
+	for i := range evs {
+		evs[i].Payload = json.RawMessage(fmt.Sprintf(`{"n":%d,"note":%q}`, evs[i].Seq, strings.Repeat("x", 100)))
+	}
+	for i := 0; i < len(evs); i += 1000 {
+		mustAppend(t, l, "s1", uint64(i), evs[i:i+1000])
+	}
+	if err := l.Close(); err != nil { // flushes the memtable to a table
+		t.Fatal(err)
+	}
+	l = mustOpen(t, dir, pebblelog.Options{ReadOnly: true})
+	defer l.Close()
+	levels, err := l.DB().SSTables(pebble.WithProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw, blocks uint64
+	for _, tables := range levels {
+		for _, tb := range tables {
+			raw += tb.Properties.RawKeySize + tb.Properties.RawValueSize
+			blocks += tb.Properties.NumDataBlocks
+		}
+	}
+	if blocks == 0 {
+		t.Fatal("no data blocks in any table")
+	}
+	if per := raw / blocks; per < pebblelog.BlockSize*3/4 {
+		t.Fatalf("%d bytes of keys and values in %d data blocks: %d per block, want about %d", raw, blocks, per, pebblelog.BlockSize)
+	}
+}
