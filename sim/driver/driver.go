@@ -341,13 +341,16 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		}
 		f := flying[0]
 		flying = flying[1:]
-		if err := <-f.done; err != nil {
+		err := <-f.done
+		if f.stored {
+			if f.found != nil {
+				found = false
+			}
+			last = f.batch[len(f.batch)-1].Seq
+		}
+		if err != nil {
 			return err
 		}
-		if f.found != nil {
-			found = false
-		}
-		last = f.batch[len(f.batch)-1].Seq
 		// The history serves the batch before the feed carries it: a
 		// watcher that the feed dropped an event for, and that asks the
 		// history once told, finds it there. Stored after the publishing,
@@ -390,13 +393,12 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		// order, up to the first that failed.
 		ok := true
 		for _, f := range flying {
-			if aerr := <-f.done; aerr == nil && ok {
+			<-f.done
+			if ok = ok && f.stored; ok {
 				last = f.batch[len(f.batch)-1].Seq
 				if f.found != nil {
 					found = false
 				}
-			} else {
-				ok = false
 			}
 		}
 		flying = nil
@@ -654,7 +656,10 @@ type flight struct {
 	// batch may be appended after it) or its append failed (orderErr).
 	ordered  chan struct{}
 	orderErr error
-	done     chan error // the append's (and replication's) result
+	// stored is set, before done is sent, once the batch is durable and
+	// replicated: its checkpoint may still have failed.
+	stored bool
+	done   chan error // the append's, replication's and checkpoint's result
 }
 
 // depth is how many batches a run keeps in flight: two when the log takes
@@ -725,6 +730,7 @@ func (d *Driver) fly(ctx context.Context, session string, last uint64, f, before
 			return
 		}
 	}
+	f.stored = true
 	if f.cp != nil {
 		// Stored here, not where the batch lands: a checkpoint is a
 		// synced write of its own, which the engine waited for at every

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -380,6 +381,53 @@ func TestPanicInAppendIsTheRunsError(t *testing.T) {
 	if last, _ := log.LastSeq(context.Background(), id); meta.Status != events.StatusFailed || meta.LastSeq != last || last == 0 || last > 500 {
 		t.Fatalf("recorded %s at seq %d; the log holds %d", meta.Status, meta.LastSeq, last)
 	}
+}
+
+// cpFailLog refuses every checkpoint.
+type cpFailLog struct{ events.Log }
+
+func (cpFailLog) PutCheckpoint(context.Context, string, events.Checkpoint) error {
+	return errors.New("no room for checkpoints")
+}
+
+// A checkpoint that cannot be stored ends the run with its error, and the
+// session's last seq still counts the batch it stood at, which is durable.
+func TestFailedCheckpointKeepsItsBatch(t *testing.T) {
+	w, src := simtest.DeskWorld(t, 300)
+	bus := startBus(t)
+	conn := connect(t, bus, "driver")
+	const id = "01J0000000000000000000CKPT"
+	defer answerWatcher(t, conn, id).Unsubscribe()
+	for _, c := range []struct {
+		name string
+		log  events.Log
+	}{
+		{"one batch in flight", cpFailLog{memlog.New()}},
+		{"two batches in flight", cpFailPipelined{cpFailLog{newSlowPipelinedLog(memlog.New())}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := driver.New(driver.Config{Log: c.log, Conn: conn, MaxBatch: 64, CheckpointEvery: 200})
+			meta, err := d.Run(context.Background(), events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: 5}, e)
+			if err == nil || !strings.Contains(err.Error(), "no room for checkpoints") {
+				t.Fatalf("run ended with %v, want the checkpoint's error", err)
+			}
+			last, _ := c.log.LastSeq(context.Background(), id)
+			if meta.Status != events.StatusFailed || meta.LastSeq != last || last < 200 {
+				t.Fatalf("recorded %s at seq %d; the log holds %d", meta.Status, meta.LastSeq, last)
+			}
+		})
+	}
+}
+
+// cpFailPipelined is a cpFailLog over a log that takes two batches at once.
+type cpFailPipelined struct{ cpFailLog }
+
+func (l cpFailPipelined) AppendPipelined(ctx context.Context, session string, last uint64, batch []events.Event) (func() error, error) {
+	return l.Log.(events.Pipeliner).AppendPipelined(ctx, session, last, batch)
 }
 
 // The driver's MaxEvents is the session's budget, also for a session it
