@@ -742,15 +742,20 @@ func (l *Log) appendOrdered(ctx context.Context, id string, expectedLast uint64,
 	if err := l.beginWrite(ctx); err != nil {
 		return nil, err
 	}
+	handed := false // the shared lock, to the wait returned
+	defer func() {
+		if !handed { // a panic included
+			l.mu.RUnlock()
+		}
+	}()
 	st, b, err := l.applyBatch(id, expectedLast, batch, pipelined)
 	if err != nil {
-		l.mu.RUnlock()
 		return nil, err
 	}
 	if b == nil { // durable already, or nothing to write
-		l.mu.RUnlock()
 		return func() error { return nil }, nil
 	}
+	handed = true
 	return func() error {
 		defer l.mu.RUnlock()
 		defer b.Close()
@@ -796,9 +801,10 @@ func (l *Log) applyBatch(id string, expectedLast uint64, batch []events.Event, p
 	}
 	b := l.db.NewBatchWithSize(size)
 	commit := func() error { return b.Commit(l.wopts) }
-	applied := false // pipelined, and in Pebble's commit pipeline
+	tried, applied := false, false // pipelined: handed to Pebble; in its commit pipeline
 	if pipelined {
 		commit = func() error {
+			tried = true
 			err := l.db.ApplyNoSyncWait(b, l.wopts)
 			applied = err == nil
 			return err
@@ -815,7 +821,7 @@ func (l *Log) applyBatch(id string, expectedLast uint64, batch []events.Event, p
 			// must be waited for before the batch is closed.
 			_ = b.SyncWait()
 			b.Close()
-		case !pipelined:
+		case !tried:
 			b.Close()
 		}
 		// Else a pipelined batch Pebble refused, or panicked on, is left
