@@ -132,7 +132,7 @@ func TestBatchInFlightIsPublishedOnlyOnceDurable(t *testing.T) {
 	w, src := simtest.DeskWorld(t, 600)
 	bus := startBus(t)
 
-	run := func(maxBatch int, log events.Log, watch func(seq uint64)) events.SessionMeta {
+	run := func(t *testing.T, maxBatch int, log events.Log, watch func(seq uint64)) events.SessionMeta {
 		t.Helper()
 		const id = "01J0000000000000000000PIPE"
 		conn := connect(t, bus, "driver")
@@ -181,7 +181,7 @@ func TestBatchInFlightIsPublishedOnlyOnceDurable(t *testing.T) {
 		var mu sync.Mutex
 		var got []uint64
 		early := 0
-		meta := run(32, log, func(seq uint64) {
+		meta := run(t, 32, log, func(seq uint64) {
 			if seq == 0 { // the run ended: wait until the feed carried the whole log
 				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 					mu.Lock()
@@ -256,7 +256,7 @@ func TestBatchInFlightIsPublishedOnlyOnceDurable(t *testing.T) {
 
 	// One event per batch (every append waited for) writes the same log.
 	one := memlog.New()
-	meta1 := run(1, one, nil)
+	meta1 := run(t, 1, one, nil)
 	if meta1.LastSeq != meta.LastSeq || meta1.StateHash != meta.StateHash {
 		t.Fatalf("batches of 32: %d events, %s; of 1: %d events, %s", meta.LastSeq, meta.StateHash, meta1.LastSeq, meta1.StateHash)
 	}
