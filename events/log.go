@@ -27,7 +27,9 @@ type Pipeliner interface {
 	// before it returned nil. A batch that was ordered after one whose
 	// durable failed is not durable either: durable reports the failure
 	// for it too. On an error from AppendPipelined itself nothing was
-	// appended and durable is nil.
+	// appended and durable is nil. A write to the log that begins after
+	// AppendPipelined returned (a checkpoint, say) is ordered after the
+	// batch: once that write is durable, so is the batch.
 	AppendPipelined(ctx context.Context, id string, expectedLast uint64, batch []Event) (durable func() error, err error)
 }
 

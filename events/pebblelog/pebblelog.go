@@ -722,8 +722,9 @@ func (l *Log) append(ctx context.Context, id string, expectedLast uint64, batch 
 // AppendPipelined implements events.Pipeliner. The batch is applied to
 // Pebble without waiting for its WAL sync (a batch is visible before its
 // sync in any case); durable waits for the sync. Pebble writes the WAL in
-// the order batches are applied, so a batch that reached the disk has every
-// batch ordered before it there too.
+// the order batches are applied, and a synced write returns once the WAL
+// is synced up to it, so a write that reached the disk has every batch
+// ordered before it there too.
 func (l *Log) AppendPipelined(ctx context.Context, id string, expectedLast uint64, batch []events.Event) (func() error, error) {
 	return l.appendOrdered(ctx, id, expectedLast, batch, events.ValidateTrustedBatch, !l.noSync())
 }

@@ -324,11 +324,11 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 	// Batches in flight: appended (and replicated) by their own goroutines
 	// while the engine makes the next one, one at a time, or two when the
 	// log takes a session's next batch before the last is durable (see
-	// depth). A batch's checkpoint is stored by its append once the batch
-	// is durable. The batches land in order — are published, their
-	// progress reported — before a batch beyond the depth leaves, before
-	// anyone is asked, and before the run ends, so nothing is shown to
-	// anybody before it is durable.
+	// depth). A batch's checkpoint is stored by its append, after the batch
+	// is ordered, so never durable before it. The batches land in order —
+	// are published, their progress reported — before a batch beyond the
+	// depth leaves, before anyone is asked, and before the run ends, so
+	// nothing is shown to anybody before it is durable.
 	var (
 		flying []*flight
 		spares [][]events.Event // copies of landed batches, reused
@@ -651,7 +651,7 @@ func (b *busSeats) request(ctx context.Context, subject string, data []byte) (*n
 type flight struct {
 	found *events.SessionMeta // the session the batch founds (its first), or nil
 	batch []events.Event
-	cp    *events.Checkpoint // taken at the batch's end; stored by fly once the batch is durable
+	cp    *events.Checkpoint // taken at the batch's end; stored by fly, durable only with the batch
 	// ordered is closed once the batch is ordered in the log (the next
 	// batch may be appended after it) or its append failed (orderErr).
 	ordered  chan struct{}
@@ -712,6 +712,15 @@ func (d *Driver) fly(ctx context.Context, session string, last uint64, f, before
 		err = fmt.Errorf("driver: append: %w", err)
 	}
 	order(err)
+	var cpErr error
+	cpEarly := err == nil && durable != nil && f.cp != nil && d.cfg.Replica == nil
+	if cpEarly {
+		// Stored at once: the batch is ordered before it (see
+		// events.Pipeliner), so the checkpoint's own synced write makes
+		// both durable, one sync where storing it after the batch's sync
+		// took two.
+		cpErr = d.cfg.Log.PutCheckpoint(ctx, session, *f.cp)
+	}
 	if err == nil && durable != nil {
 		if err = durable(); err != nil {
 			err = fmt.Errorf("driver: append: %w", err)
@@ -731,14 +740,15 @@ func (d *Driver) fly(ctx context.Context, session string, last uint64, f, before
 		}
 	}
 	f.stored = true
-	if f.cp != nil {
+	if f.cp != nil && !cpEarly {
 		// Stored here, not where the batch lands: a checkpoint is a
 		// synced write of its own, which the engine waited for at every
 		// checkpoint (160 ms of a 1.3 s durable support-desk-bench run).
-		if err := d.cfg.Log.PutCheckpoint(ctx, session, *f.cp); err != nil {
-			f.done <- fmt.Errorf("driver: checkpoint: %w", err)
-			return
-		}
+		cpErr = d.cfg.Log.PutCheckpoint(ctx, session, *f.cp)
+	}
+	if cpErr != nil {
+		f.done <- fmt.Errorf("driver: checkpoint: %w", cpErr)
+		return
 	}
 	f.done <- nil
 }

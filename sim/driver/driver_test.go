@@ -49,13 +49,18 @@ func (l *slowLog) Append(ctx context.Context, session string, last uint64, batch
 }
 
 // slowPipelinedLog is a slowLog that takes a session's next batch before the
-// last is durable (events.Pipeliner): a batch is ordered at once and made
-// durable a while later, after the batch before it, as a WAL syncs. It
-// remembers the most batches that were ordered and not yet durable.
+// last is durable (events.Pipeliner): a batch is ordered at once and
+// becomes durable a while later, after the batch before it, as a WAL
+// syncs, whether or not anyone waits for it. A checkpoint is a synced
+// write: it is stored once everything ordered before it is durable, and
+// one that stands beyond what was ordered is counted. It remembers the most
+// batches that were ordered and not yet durable.
 type slowPipelinedLog struct {
 	slowLog
 	mu         sync.Mutex
 	synced     *sync.Cond
+	ordered    uint64 // the last seq ordered
+	unordered  int    // checkpoints stored beyond the last seq ordered
 	pending    int
 	maxPending int
 }
@@ -70,23 +75,40 @@ func (l *slowPipelinedLog) AppendPipelined(ctx context.Context, session string, 
 	if err := l.Log.Append(ctx, session, last, batch); err != nil {
 		return nil, err
 	}
+	end := batch[len(batch)-1].Seq
 	l.mu.Lock()
+	l.ordered = end
 	l.pending++
 	l.maxPending = max(l.maxPending, l.pending)
 	l.mu.Unlock()
-	return func() error {
+	synced := make(chan struct{})
+	go func() {
 		time.Sleep(2 * time.Millisecond)
 		l.mu.Lock()
-		defer l.mu.Unlock()
 		for l.durable.Load() != last {
 			l.synced.Wait()
 		}
-		l.durable.Store(batch[len(batch)-1].Seq)
+		l.durable.Store(end)
 		l.appends.Add(1)
 		l.pending--
 		l.synced.Broadcast()
-		return nil
-	}, nil
+		l.mu.Unlock()
+		close(synced)
+	}()
+	return func() error { <-synced; return nil }, nil
+}
+
+func (l *slowPipelinedLog) PutCheckpoint(ctx context.Context, session string, cp events.Checkpoint) error {
+	l.mu.Lock()
+	if cp.Seq > l.ordered {
+		l.unordered++ // it would wait for ever: store it now, to be counted
+	} else {
+		for l.durable.Load() < l.ordered {
+			l.synced.Wait()
+		}
+	}
+	l.mu.Unlock()
+	return l.slowLog.PutCheckpoint(ctx, session, cp)
 }
 
 // startBus starts an embedded NATS server for the test.
@@ -248,6 +270,9 @@ func TestBatchInFlightIsPublishedOnlyOnceDurable(t *testing.T) {
 		defer pipelined.mu.Unlock()
 		if pipelined.maxPending != 2 {
 			t.Fatalf("at most %d batches were ordered and not yet durable at once, want 2 (the driver's depth)", pipelined.maxPending)
+		}
+		if pipelined.unordered > 0 {
+			t.Fatalf("%d checkpoints were stored before their batch was ordered", pipelined.unordered)
 		}
 	})
 	if t.Failed() {
