@@ -23,7 +23,10 @@ import (
 // Options configure the embedded server. The zero value is an in-process
 // server without a listening port.
 type Options struct {
-	Listen string        // "127.0.0.1:4222" to accept network clients; "" for in-process only
+	// Listen is "127.0.0.1:4222" to accept network clients, "" for
+	// in-process only. Port 0 picks a free port, as net.Listen does
+	// (ClientURL names it); NATS itself would take 0 for its default, 4222.
+	Listen string
 	Logger hclog.Logger  // nil: silent
 	Ready  time.Duration // how long to wait for the server to start; 0 means 10s
 	// Auth, if set, decides who may connect and what each may do; nil lets
@@ -65,6 +68,9 @@ func Start(o Options) (*Server, error) {
 			return nil, err
 		}
 		opts.Host, opts.Port = host, port
+		if port == 0 {
+			opts.Port = server.RANDOM_PORT
+		}
 	}
 	if o.Auth != nil {
 		opts.CustomClientAuthentication = o.Auth
