@@ -42,7 +42,13 @@ type stack struct {
 	rec      *countingRecorder
 }
 
+// testLogger logs to tb at Warn and above; for a fuzz test, nowhere (an
+// F's Log may not be called while its fuzz target runs, and the server
+// logs from its own goroutines).
 func testLogger(tb testing.TB) hclog.Logger {
+	if _, fuzz := tb.(*testing.F); fuzz {
+		return hclog.NewNullLogger()
+	}
 	return hclog.New(&hclog.LoggerOptions{Name: tb.Name(), Level: hclog.Warn, Output: tbWriter{tb}})
 }
 
