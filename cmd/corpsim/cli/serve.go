@@ -62,7 +62,7 @@ Every create request's world and load are checked against the world budgets
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.Listen, "listen", "127.0.0.1:4222", "address of the embedded NATS server")
+	f.StringVar(&o.Listen, "listen", "127.0.0.1:4222", "address of the embedded NATS server (port 0 takes a free one, printed and written to DATA/bus.url)")
 	f.StringVar(&o.NATS, "nats", "", "use this external NATS server or cluster instead of an embedded one (its configuration enforces who may do what)")
 	f.StringVar(&o.NATSToken, "nats-token", "", "token corpsim presents to the external NATS server")
 	f.StringVar(&o.HTTP, "http", "", "also serve the HTTP/JSON gateway on this address, e.g. 127.0.0.1:8080")
