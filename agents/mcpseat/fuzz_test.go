@@ -106,7 +106,7 @@ func FuzzRequests(f *testing.F) {
 		default:
 			t.Fatalf("the request failed: %v", err) // a dropped connection: a panic, say
 		}
-		if err == nil && !known[resp.StatusCode] {
+		if resp != nil && !known[resp.StatusCode] { // its body may have been cut by the deadline
 			t.Fatalf("status %d is not one the MCP server documents: %.300s", resp.StatusCode, b)
 		}
 		resp, b, err = send(http.MethodPost, witness, witnessSession, "2025-11-25", list)
