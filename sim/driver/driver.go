@@ -335,6 +335,14 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		issued = last           // last seq handed to an append
 		depth  = d.depth()
 	)
+	// tally counts a batch made durable in the session's last seq (and
+	// its founding, if it founded the session).
+	tally := func(f *flight) {
+		last = f.batch[len(f.batch)-1].Seq
+		if f.found != nil {
+			found = false
+		}
+	}
 	land := func() error {
 		if len(flying) == 0 {
 			return nil
@@ -343,10 +351,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		flying = flying[1:]
 		err := <-f.done
 		if f.stored {
-			if f.found != nil {
-				found = false
-			}
-			last = f.batch[len(f.batch)-1].Seq
+			tally(f)
 		}
 		if err != nil {
 			return err
@@ -395,10 +400,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		for _, f := range flying {
 			<-f.done
 			if ok = ok && f.stored; ok {
-				last = f.batch[len(f.batch)-1].Seq
-				if f.found != nil {
-					found = false
-				}
+				tally(f)
 			}
 		}
 		flying = nil
