@@ -74,6 +74,7 @@ type rules struct {
 	srcStart, srcEnd Duration
 	srcDays          [7]bool
 	srcHolidays      int
+	srcBegin         time.Time // Start, whose location continuous depends on
 
 	dayStart, dayEnd Duration
 	dayLen           Duration // dayEnd - dayStart, > 0
@@ -82,7 +83,20 @@ type rules struct {
 	days             [7]bool
 	perWeek          int64   // number of working weekdays, 1..7
 	holidays         []int64 // sorted day numbers of holidays that fall on working weekdays
+	// continuous says that every instant from Start on is working time:
+	// 00:00-24:00 on all seven days, no holiday, and a location whose UTC
+	// offset never changes after Start. Working time is then time, and the
+	// methods answer by arithmetic (see inSpan).
+	continuous bool
 }
+
+// continuousSpan bounds the instants and spans the continuous fast paths
+// answer: far before the last day (lastDay), whose results saturate.
+const continuousSpan = maxTime / 4
+
+// inSpan reports whether t lies from Start on and within continuousSpan of
+// it, where a continuous calendar's working time is plain time.
+func inSpan(t Time) bool { return t >= 0 && t <= continuousSpan }
 
 // Validate reports whether the calendar is well formed: DayStart and DayEnd
 // lie in [0, 24h] with DayStart before DayEnd (or are both zero, meaning
@@ -141,7 +155,7 @@ func hours(ds, de Duration) (Duration, Duration) {
 }
 
 func (c *Calendar) build() *rules {
-	r := &rules{srcStart: c.DayStart, srcEnd: c.DayEnd, srcDays: c.Workdays, srcHolidays: len(c.Holidays)}
+	r := &rules{srcStart: c.DayStart, srcEnd: c.DayEnd, srcDays: c.Workdays, srcHolidays: len(c.Holidays), srcBegin: c.Start}
 	r.dayStart, r.dayEnd = hours(c.DayStart, c.DayEnd)
 	r.dayLen = r.dayEnd - r.dayStart
 	r.overnight = r.dayEnd > fullDay
@@ -166,6 +180,8 @@ func (c *Calendar) build() *rules {
 	}
 	slices.Sort(r.holidays)
 	r.holidays = slices.Compact(r.holidays)
+	_, zoneEnd := c.Start.ZoneBounds()
+	r.continuous = r.dayStart == 0 && r.dayEnd == fullDay && r.perWeek == 7 && len(r.holidays) == 0 && zoneEnd.IsZero()
 	return r
 }
 
@@ -173,7 +189,7 @@ func (c *Calendar) build() *rules {
 // changed since, or freshly built ones. It never writes to c.
 func (c *Calendar) resolved() *rules {
 	if r := c.rules; r != nil && r.srcStart == c.DayStart && r.srcEnd == c.DayEnd &&
-		r.srcDays == c.Workdays && r.srcHolidays == len(c.Holidays) {
+		r.srcDays == c.Workdays && r.srcHolidays == len(c.Holidays) && r.srcBegin == c.Start {
 		return r
 	}
 	return c.build()
@@ -349,6 +365,9 @@ func (c *Calendar) uniform(n int64) (u int64, mid Time) {
 // on a working day that is not a holiday.
 func (c *Calendar) IsWorking(t Time) bool {
 	r := c.resolved()
+	if r.continuous && inSpan(t) {
+		return true
+	}
 	last := c.lastDay()
 	for n := c.firstDay(r, t); n < last; n++ {
 		if r.isWorkday(n) {
@@ -373,6 +392,9 @@ func (c *Calendar) IsWorking(t Time) bool {
 // the next working period.
 func (c *Calendar) NextWorking(t Time) Time {
 	r := c.resolved()
+	if r.continuous && inSpan(t) {
+		return t
+	}
 	last := c.lastDay()
 	for n := c.firstDay(r, t); n < last; n++ {
 		if r.isWorkday(n) {
@@ -391,12 +413,22 @@ func (c *Calendar) NextWorking(t Time) Time {
 // the next morning. Long spans are cheap: whole weeks, and whole spans
 // between UTC offset changes, are skipped arithmetically, so the cost grows
 // with the number of daylight saving changes crossed (two a year where they
-// apply), not with the number of days.
+// apply), not with the number of days. On a calendar that works every instant (00:00-24:00 on
+// all seven days, no holidays, a zone without offset changes: a 24/7
+// operation) it is t+work, with no day looked at.
 func (c *Calendar) AddWork(t Time, work Duration) Time {
 	if work <= 0 {
 		return t
 	}
 	r := c.resolved()
+	if r.continuous && inSpan(t) && work <= Duration(continuousSpan) {
+		return t.Add(work)
+	}
+	return c.addWork(r, t, work)
+}
+
+// addWork is AddWork by the days of the calendar, for work > 0.
+func (c *Calendar) addWork(r *rules, t Time, work Duration) Time {
 	last := c.lastDay()
 	for n := c.firstDay(r, t); n < last; {
 		if work > r.weekLen {
@@ -439,6 +471,14 @@ func (c *Calendar) WorkBetween(a, b Time) Duration {
 		return 0
 	}
 	r := c.resolved()
+	if r.continuous && inSpan(a) && inSpan(b) {
+		return b.Sub(a)
+	}
+	return c.workBetween(r, a, b)
+}
+
+// workBetween is WorkBetween by the days of the calendar, for a < b.
+func (c *Calendar) workBetween(r *rules, a, b Time) Duration {
 	last := c.lastDay()
 	var total Duration
 	extra := max(0, r.dayEnd-fullDay) // how far a period reaches into the next day
