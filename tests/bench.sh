@@ -15,7 +15,7 @@
 #   BENCH_TICKETS         tickets of the support desk runs (default 200000, the shipped world)
 #   BENCH_AGENT_TICKETS   tickets of the two agent-seat runs, in process and over the bus (default 20000, at most BENCH_TICKETS)
 #   BENCH_COUNT           -count of the Go micro-benchmarks (BenchmarkFork included); the median is reported (default 3)
-#   BENCH_RUNS            runs of each whole process of the ticket rows (SimPy, the bare loop, corpsim in memory and durable, replay and its raw scan); the median run is reported, with the largest peak RSS (default 5)
+#   BENCH_RUNS            runs of each whole process of the ticket rows (SimPy, the bare loop, corpsim in memory and durable, replay and its raw scan); the median run is reported, with the largest peak RSS, and the first four run in rounds, one of each back to back, whose ratios to the peer's run of the same round are reported too (default 5)
 #   BENCH_SESSIONS        concurrent sessions in one process (default 1000); one session alone is run too, as their baseline
 #   BENCH_BIG_TICKETS     tickets of the in-memory run whose peak is compared with the 200,000-ticket run's (default 2000000; 0 skips it)
 #   BENCH_SCALE_MEMBERS   members of the scale world (default 10000)
@@ -102,34 +102,76 @@ run() {
 	fi
 }
 
-# runs NAME TIMEOUT RATE CMD...: run (above) NAME's CMD $RUNS times, each
-# with @I@ in its arguments replaced by the run's number, and keep as NAME's
-# (its $TMP/NAME.out, WALL_S and RC) the run of the median RATE, a command
-# printing a run's rate from the run's NAME ("$TMP/$1.out", "$TMP/$1.time").
-# RSS_KB is the largest peak of the runs, and SPREAD the rates' range as
-# "min–max". A run of a second swings by 10% on a shared machine; the
-# micro-benchmarks are medians too. A failed or stopped run ends the series
-# and is reported as the step's.
-runs() {
-	local name=$1 limit=$2 rate=$3
-	shift 3
-	local i peak=0 lines=() args=()
-	for ((i = 1; i <= RUNS; i++)); do
-		args=("${@//@I@/$i}")
-		run "$name" "$limit" "${args[@]}"
-		((RC == 0)) || { SPREAD=""; return; }
-		cp "$TMP/$name.out" "$TMP/$name.$i.out"
-		cp "$TMP/$name.time" "$TMP/$name.$i.time"
-		((RSS_KB > peak)) && peak=$RSS_KB
-		lines+=("$("$rate" "$name") $i")
-	done
-	local sorted med
-	sorted=$(printf '%s\n' "${lines[@]}" | sort -g)
+# run_one NAME I TIMEOUT RATE CMD...: run I of NAME's series: run (above)
+# CMD, and note the run's rate (a command printing it from the run's NAME:
+# "$TMP/$1.out", "$TMP/$1.time")
+# and peak RSS in $TMP/NAME.rates. A failed or stopped run ends the series:
+# its RC is kept in $TMP/NAME.rc and the series' later runs are skipped.
+run_one() {
+	local name=$1 i=$2 limit=$3 rate=$4
+	shift 4
+	[[ -f $TMP/$name.rc ]] && return 0
+	run "$name" "$limit" "$@"
+	if ((RC != 0)); then
+		echo "$RC" >"$TMP/$name.rc"
+		return 0
+	fi
+	cp "$TMP/$name.out" "$TMP/$name.$i.out"
+	cp "$TMP/$name.time" "$TMP/$name.$i.time"
+	echo "$("$rate" "$name") $i $RSS_KB" >>"$TMP/$name.rates"
+}
+
+# series_start NAME...: forget the series of these names.
+series_start() {
+	local name
+	for name in "$@"; do rm -f "$TMP/$name.rates" "$TMP/$name.rc"; done
+}
+
+# series_end NAME: NAME's series as one step. RC is that of the run that
+# ended it (0 when all $RUNS ran); for a whole series, NAME's
+# $TMP/NAME.out and WALL_S are its run of the median rate, RSS_KB the
+# largest peak of the runs, and SPREAD the rates' range as "min–max".
+series_end() {
+	local name=$1 sorted med
+	if [[ -f $TMP/$name.rc ]]; then
+		RC=$(cat "$TMP/$name.rc") SPREAD=""
+		return
+	fi
+	RC=0
+	sorted=$(sort -g "$TMP/$name.rates")
 	med=$(sed -n "$(((RUNS + 1) / 2))p" <<<"$sorted" | cut -d' ' -f2)
 	SPREAD="$(fmt_num "$(head -n 1 <<<"$sorted" | cut -d' ' -f1)")–$(fmt_num "$(tail -n 1 <<<"$sorted" | cut -d' ' -f1)")"
 	cp "$TMP/$name.$med.out" "$TMP/$name.out"
 	read -r _ WALL_S < <(tail -n 1 "$TMP/$name.$med.time")
-	RSS_KB=$peak
+	RSS_KB=$(cut -d' ' -f3 "$TMP/$name.rates" | sort -g | tail -n 1)
+}
+
+# runs NAME TIMEOUT RATE CMD...: NAME's series of $RUNS runs of CMD (see
+# run_one), one after another, as one step (see series_end). A run of a
+# second swings by 10% on a shared machine; the micro-benchmarks are
+# medians too.
+runs() {
+	local name=$1 limit=$2 rate=$3 i
+	shift 3
+	series_start "$name"
+	for ((i = 1; i <= RUNS; i++)); do run_one "$name" "$i" "$limit" "$rate" "$@"; done
+	series_end "$name"
+}
+
+# paired A B: the ratios of series A's rates to series B's run by run (run
+# I of A against run I of B, made in the same round), as "the median×
+# (min–max×)"; empty unless both series are whole.
+paired() {
+	[[ -f $TMP/$1.rates && -f $TMP/$2.rates && ! -f $TMP/$1.rc && ! -f $TMP/$2.rc ]] || return 0
+	$PY - "$TMP/$1.rates" "$TMP/$2.rates" <<'PY'
+import statistics, sys
+def rates(path):
+    return {int(i): float(r) for r, i, _ in (l.split() for l in open(path) if l.strip())}
+a, b = rates(sys.argv[1]), rates(sys.argv[2])
+rs = sorted(a[i] / b[i] for i in a if i in b and b[i] > 0)
+if rs:
+    print("{:.2f}× ({:.2f}–{:.2f}×)".format(statistics.median(rs), rs[0], rs[-1]))
+PY
 }
 # Rates of runs: a peer's tickets/s, a corpsim run's, a replay's events/s
 # over its process's wall.
@@ -246,8 +288,30 @@ run engine "$STEP_TIMEOUT" go test -run=NONE -bench='^BenchmarkSupportDeskBench$
 ENGINE_TPS=$(gobench "$TMP/engine.out" SupportDeskBench tickets/s)
 ENGINE_EPS=$(gobench "$TMP/engine.out" SupportDeskBench events/s)
 
-# ---- 3. the SimPy peer -------------------------------------------------------
-runs simpy "$STEP_TIMEOUT" peer_rate "$PY" "$PEER" "$TICKETS"
+# ---- 3. the ticket rows' whole processes, in rounds ----------------------------
+# Round I runs the SimPy peer, the bare Go loop, corpsim in memory and
+# corpsim durable once each, back to back: besides each series' median,
+# a ratio is also taken within each round (paired), since this machine's
+# speed drifts from minute to minute and the peer's the most. The bare
+# loop is built first, so that its row times the loop, not the compiler.
+gobuild "$TMP/bare_desk" "$BARE"
+series_start simpy bare mem durable
+for ((i = 1; i <= RUNS; i++)); do
+	run_one simpy "$i" "$STEP_TIMEOUT" peer_rate "$PY" "$PEER" "$TICKETS"
+	run_one bare "$i" "$STEP_TIMEOUT" peer_rate "$TMP/bare_desk" "$TICKETS"
+	run_one mem "$i" "$STEP_TIMEOUT" run_rate "$CS" run --world "$WORLD" --ephemeral --json
+	# Each durable run in a data folder of its own: none compacts another's tables.
+	run_one durable "$i" "$STEP_TIMEOUT" run_rate "$CS" run --world "$WORLD" --data "$TMP/data$i" --json
+done
+# paired_note A: series A's ratio to the peer within each round, for a row's note.
+paired_note() {
+	local p
+	p=$(paired "$1" simpy)
+	[[ -n $p ]] && echo "; paired with the peer's run of the same round: $p"
+	return 0
+}
+
+series_end simpy
 SIMPY_TPS=""
 if ((RC == 0)); then SIMPY_TPS=$(sed -n 's/.*tickets_per_s=\([0-9.]*\).*/\1/p' "$TMP/simpy.out"); fi
 SIMPY_WALL=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' "$TMP/simpy.out")
@@ -255,16 +319,14 @@ row "SimPy peer (\`simpy_desk.py $TICKETS\`, SimPy $($PY -c 'import SimPy; print
 	"$(fmt_num "$TICKETS")" "${SIMPY_WALL:-—}" "$(fmt_num "$SIMPY_TPS")" "—" "$(fmt_mib "$RSS_KB")" "1.00×" "the baseline of the ticket rows; $RUNS runs: $SPREAD tickets/s $(status_note "$STEP_TIMEOUT")"
 
 # ---- 3b. the bare Go loop: the same desk, nothing recorded -----------------------------
-# Built first, so that its row times the loop, not the compiler.
-gobuild "$TMP/bare_desk" "$BARE"
-runs bare "$STEP_TIMEOUT" peer_rate "$TMP/bare_desk" "$TICKETS"
+series_end bare
 BARE_TPS="" BARE_WALL=""
 if ((RC == 0)); then
 	BARE_TPS=$(sed -n 's/.*tickets_per_s=\([0-9.]*\).*/\1/p' "$TMP/bare.out")
 	BARE_WALL=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' "$TMP/bare.out")
 fi
 row "bare Go event loop (\`bare_desk.go $TICKETS\`: a heap, nothing recorded or checked)" \
-	"$(fmt_num "$TICKETS")" "${BARE_WALL:-—}" "$(fmt_num "$BARE_TPS")" "—" "$(fmt_mib "$RSS_KB")" "$(ratio "$BARE_TPS" "$SIMPY_TPS")" "vs SimPy: the limit of the ticket rows; $RUNS runs: $SPREAD tickets/s $(status_note "$STEP_TIMEOUT")"
+	"$(fmt_num "$TICKETS")" "${BARE_WALL:-—}" "$(fmt_num "$BARE_TPS")" "—" "$(fmt_mib "$RSS_KB")" "$(ratio "$BARE_TPS" "$SIMPY_TPS")" "vs SimPy: the limit of the ticket rows; $RUNS runs: $SPREAD tickets/s$(paired_note bare) $(status_note "$STEP_TIMEOUT")"
 
 # corsim_row NAME LABEL COUNT NOTE: a row from a `corpsim run --json` result.
 corpsim_row() {
@@ -284,8 +346,8 @@ corpsim_row() {
 }
 
 # ---- 4. corpsim in memory ----------------------------------------------------
-runs mem "$STEP_TIMEOUT" run_rate "$CS" run --world "$WORLD" --ephemeral --json
-corpsim_row mem "corpsim in memory (\`run --ephemeral\`, 20 NPC servers)" "$TICKETS" "vs SimPy (target ≥ 5×); @BARE@ of the bare Go loop (aim ≥ 0.25×); peak RSS target < 100 MiB; $RUNS runs: $SPREAD tickets/s"
+series_end mem
+corpsim_row mem "corpsim in memory (\`run --ephemeral\`, 20 NPC servers)" "$TICKETS" "vs SimPy (target ≥ 5×); @BARE@ of the bare Go loop (aim ≥ 0.25×); peak RSS target < 100 MiB; $RUNS runs: $SPREAD tickets/s$(paired_note mem)"
 MEM_RSS_KB=$RSS_KB
 
 # The same desk ten times longer: finished work must not keep the state growing.
@@ -300,8 +362,7 @@ fi
 row "the engine alone (\`BenchmarkSupportDeskBench\`: state machine and NPCs, 10,000 tickets, no log, no bus)" "—" "—" "$(fmt_num "$ENGINE_TPS")" "$(fmt_num "$ENGINE_EPS")" "—" "$(ratio "$ENGINE_TPS" "$SIMPY_TPS")" "vs SimPy: the ceiling of the in-memory run; $(ratio "$ENGINE_TPS" "$BARE_TPS") of the bare Go loop; $(evpt "$ENGINE_EPS" "$ENGINE_TPS") events per ticket"
 
 # ---- 5. corpsim durable, and its replay ------------------------------------------
-# Each run in a data folder of its own: none compacts another's tables.
-runs durable "$STEP_TIMEOUT" run_rate "$CS" run --world "$WORLD" --data "$TMP/data@I@" --json
+series_end durable
 DURABLE_DATA=""
 for ((i = 1; i <= RUNS; i++)); do
 	if [[ -f $TMP/durable.$i.out ]] && cmp -s "$TMP/durable.$i.out" "$TMP/durable.out"; then
@@ -310,7 +371,7 @@ for ((i = 1; i <= RUNS; i++)); do
 		rm -rf "$TMP/data$i" # the median run's is replayed below
 	fi
 done
-corpsim_row durable "corpsim durable (every event in a synced Pebble batch)" "$TICKETS" "vs SimPy (target ≥ 3×); @BARE@ of the bare Go loop; $RUNS runs: $SPREAD tickets/s"
+corpsim_row durable "corpsim durable (every event in a synced Pebble batch)" "$TICKETS" "vs SimPy (target ≥ 3×); @BARE@ of the bare Go loop; $RUNS runs: $SPREAD tickets/s$(paired_note durable)"
 DURABLE_EPS=$LAST_EPS DURABLE_TPS=$LAST_TPS
 REPLAY_EPS=""
 if ((RC == 0)); then
@@ -533,7 +594,7 @@ fi
 	echo "- $(go version); $($PY --version 2>&1) (peer)"
 	echo "- command: \`BENCH_TICKETS=$TICKETS BENCH_AGENT_TICKETS=$AGENT_TICKETS BENCH_COUNT=$COUNT BENCH_RUNS=$RUNS bash tests/bench.sh\`"
 	echo
-	echo "Tickets/s and events/s of \`corpsim run\` are over the driver's wall time (\`wall_seconds\` in \`run --json\`: the world loaded, the session to its end); the SimPy peer's over its \`simulate()\`. Peak RSS is the whole process's (GNU time). Go micro-benchmarks: the median of -count=$COUNT. The SimPy peer, the bare loop, corpsim in memory and durable, replay and the raw scan of its keys from disk: the median of $RUNS runs of the whole process (their range in the note), with the largest peak RSS of the $RUNS. Replay and that raw scan: events / the whole process wall."
+	echo "Tickets/s and events/s of \`corpsim run\` are over the driver's wall time (\`wall_seconds\` in \`run --json\`: the world loaded, the session to its end); the SimPy peer's over its \`simulate()\`. Peak RSS is the whole process's (GNU time). Go micro-benchmarks: the median of -count=$COUNT. The SimPy peer, the bare loop, corpsim in memory and durable, replay and the raw scan of its keys from disk: the median of $RUNS runs of the whole process (their range in the note), with the largest peak RSS of the $RUNS. The first four run in $RUNS rounds, each round one run of each back to back; a ticket row's *paired* ratio is the median of its runs' ratios to the peer's run of the same round (and their range), which this machine's drift between minutes moves less than the ratio of the medians. Replay and that raw scan: events / the whole process wall."
 	echo
 	echo "| what | count | wall s | tickets/s | events/s | peak RSS | ratio | ratio to / notes |"
 	echo "|---|---|---|---|---|---|---|---|"
