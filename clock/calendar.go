@@ -413,9 +413,9 @@ func (c *Calendar) NextWorking(t Time) Time {
 // the next morning. Long spans are cheap: whole weeks, and whole spans
 // between UTC offset changes, are skipped arithmetically, so the cost grows
 // with the number of daylight saving changes crossed (two a year where they
-// apply), not with the number of days. On a calendar that works every instant (00:00-24:00 on
-// all seven days, no holidays, a zone without offset changes: a 24/7
-// operation) it is t+work, with no day looked at.
+// apply), not with the number of days. On a calendar that works every
+// instant (00:00-24:00 on all seven days, no holidays, a zone without
+// offset changes: a 24/7 operation) it is t+work, with no day looked at.
 func (c *Calendar) AddWork(t Time, work Duration) Time {
 	if work <= 0 {
 		return t

@@ -103,10 +103,10 @@ run() {
 }
 
 # run_one NAME I TIMEOUT RATE CMD...: run I of NAME's series: run (above)
-# CMD, and note the run's rate (a command printing it from the run's NAME:
-# "$TMP/$1.out", "$TMP/$1.time")
-# and peak RSS in $TMP/NAME.rates. A failed or stopped run ends the series:
-# its RC is kept in $TMP/NAME.rc and the series' later runs are skipped.
+# CMD, and note the run's rate (RATE is a command printing it from the
+# run's NAME: "$TMP/$1.out", "$TMP/$1.time") and peak RSS in
+# $TMP/NAME.rates. A failed or stopped run ends the series: its RC is kept
+# in $TMP/NAME.rc and the series' later runs are skipped.
 run_one() {
 	local name=$1 i=$2 limit=$3 rate=$4
 	shift 4
@@ -130,11 +130,12 @@ series_start() {
 # series_end NAME: NAME's series as one step. RC is that of the run that
 # ended it (0 when all $RUNS ran); for a whole series, NAME's
 # $TMP/NAME.out and WALL_S are its run of the median rate, RSS_KB the
-# largest peak of the runs, and SPREAD the rates' range as "min–max".
+# largest peak of the runs, and SPREAD the rates' range as "min–max"; for
+# one that ended early, WALL_S, RSS_KB and SPREAD are empty.
 series_end() {
 	local name=$1 sorted med
 	if [[ -f $TMP/$name.rc ]]; then
-		RC=$(cat "$TMP/$name.rc") SPREAD=""
+		RC=$(cat "$TMP/$name.rc") WALL_S="" RSS_KB="" SPREAD=""
 		return
 	fi
 	RC=0
@@ -382,7 +383,7 @@ if ((RC == 0)); then
 		[[ $(json "$TMP/replay.out" 'd["match"]') == True ]] || { say "replay: state hash mismatch"; FAILED=1; }
 		REPLAY_EPS=$($PY -c 'import sys; print(int(sys.argv[1])/float(sys.argv[2]))' "$EVENTS" "$WALL_S")
 	fi
-	REPLAY_ROW=("replay of that session (\`corpsim replay\`: borrowed scan, decode, re-apply, hash)" "$(fmt_num "$EVENTS") events" "$WALL_S" "—"
+	REPLAY_ROW=("replay of that session (\`corpsim replay\`: borrowed scan, decode, re-apply, hash)" "$(fmt_num "$EVENTS") events" "${WALL_S:-—}" "—"
 		"$(fmt_num "$REPLAY_EPS")" "$(fmt_mib "$RSS_KB")" "$(ratio "$REPLAY_EPS" "$SCAN")")
 	REPLAY_NOTE="vs raw Pebble scan (\`BenchmarkRawPebbleScan\`, below: the keys in a memtable; target ≥ 0.25×); $RUNS runs: $SPREAD events/s $(status_note "$STEP_TIMEOUT")"
 	# The same session's keys as replay reads them: a fresh process opens
@@ -395,7 +396,7 @@ if ((RC == 0)); then
 		REPLAY_NOTE+="; $(ratio "$REPLAY_EPS" "$COLD_EPS") of the raw scan of the session's own keys from disk (next row)"
 	fi
 	row "${REPLAY_ROW[@]}" "$REPLAY_NOTE"
-	row "raw Pebble scan of that session's keys from disk (\`tests/rawscan\`: a fresh process opens the store read-only, as replay does, and reads every event's value)" "$(fmt_num "$EVENTS") keys" "$WALL_S" "—" \
+	row "raw Pebble scan of that session's keys from disk (\`tests/rawscan\`: a fresh process opens the store read-only, as replay does, and reads every event's value)" "$(fmt_num "$EVENTS") keys" "${WALL_S:-—}" "—" \
 		"$(fmt_num "$COLD_EPS")" "$(fmt_mib "$RSS_KB")" "—" "replay's reading alone; $RUNS runs: $SPREAD keys/s $(status_note "$STEP_TIMEOUT")"
 fi
 
