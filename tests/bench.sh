@@ -15,7 +15,7 @@
 #   BENCH_TICKETS         tickets of the support desk runs (default 200000, the shipped world)
 #   BENCH_AGENT_TICKETS   tickets of the two agent-seat runs, in process and over the bus (default 20000, at most BENCH_TICKETS)
 #   BENCH_COUNT           -count of the Go micro-benchmarks (BenchmarkFork included); the median is reported (default 3)
-#   BENCH_RUNS            runs of each whole process of the ticket rows (SimPy, the bare loop, corpsim in memory and durable, replay and its raw scan); the median run is reported, with the largest peak RSS, and the first four run in rounds, one of each back to back, whose ratios to the peer's run of the same round are reported too (default 5)
+#   BENCH_RUNS            runs of each whole process of the ticket rows (SimPy, the bare loop, corpsim in memory and durable, replay and its raw scan); the median run is reported, with the largest peak RSS. They run in rounds, one of each back to back: the first four together, whose ratios to the peer's run of the same round are reported too, and replay with its raw scan, paired the same way (default 5)
 #   BENCH_SESSIONS        concurrent sessions in one process (default 1000); one session alone is run too, as their baseline
 #   BENCH_BIG_TICKETS     tickets of the in-memory run whose peak is compared with the 200,000-ticket run's (default 2000000; 0 skips it)
 #   BENCH_SCALE_MEMBERS   members of the scale world (default 10000)
@@ -378,7 +378,15 @@ REPLAY_EPS=""
 if ((RC == 0)); then
 	SESSION=$(json "$TMP/durable.out" 'd["session"]')
 	EVENTS=$(json "$TMP/durable.out" 'd["events"]')
-	runs replay "$STEP_TIMEOUT" replay_rate "$CS" replay "$SESSION" --data "$DURABLE_DATA" --json
+	# Replay and the raw scan of the same keys from disk (a fresh process
+	# opens the store read-only and iterates them from its tables, as replay
+	# reads them) in rounds, as the ticket rows: their ratio is paired too.
+	series_start replay rawscan
+	for ((i = 1; i <= RUNS; i++)); do
+		run_one replay "$i" "$STEP_TIMEOUT" replay_rate "$CS" replay "$SESSION" --data "$DURABLE_DATA" --json
+		run_one rawscan "$i" "$STEP_TIMEOUT" replay_rate "$TMP/rawscan" -data "$DURABLE_DATA" -session "$SESSION"
+	done
+	series_end replay
 	if ((RC == 0)); then
 		[[ $(json "$TMP/replay.out" 'd["match"]') == True ]] || { say "replay: state hash mismatch"; FAILED=1; }
 		REPLAY_EPS=$($PY -c 'import sys; print(int(sys.argv[1])/float(sys.argv[2]))' "$EVENTS" "$WALL_S")
@@ -386,14 +394,14 @@ if ((RC == 0)); then
 	REPLAY_ROW=("replay of that session (\`corpsim replay\`: borrowed scan, decode, re-apply, hash)" "$(fmt_num "$EVENTS") events" "${WALL_S:-—}" "—"
 		"$(fmt_num "$REPLAY_EPS")" "$(fmt_mib "$RSS_KB")" "$(ratio "$REPLAY_EPS" "$SCAN")")
 	REPLAY_NOTE="vs raw Pebble scan (\`BenchmarkRawPebbleScan\`, below: the keys in a memtable; target ≥ 0.25×); $RUNS runs: $SPREAD events/s $(status_note "$STEP_TIMEOUT")"
-	# The same session's keys as replay reads them: a fresh process opens
-	# the store read-only and iterates them from its tables.
 	COLD_EPS=""
-	runs rawscan "$STEP_TIMEOUT" replay_rate "$TMP/rawscan" -data "$DURABLE_DATA" -session "$SESSION"
+	series_end rawscan
 	if ((RC == 0)); then
 		[[ $(json "$TMP/rawscan.out" 'd["keys"]') == "$EVENTS" ]] || { say "rawscan: not the session's $EVENTS keys"; FAILED=1; }
 		COLD_EPS=$($PY -c 'import sys; print(int(sys.argv[1])/float(sys.argv[2]))' "$EVENTS" "$WALL_S")
 		REPLAY_NOTE+="; $(ratio "$REPLAY_EPS" "$COLD_EPS") of the raw scan of the session's own keys from disk (next row)"
+		PAIRED=$(paired replay rawscan)
+		if [[ -n $PAIRED ]]; then REPLAY_NOTE+=", paired by round $PAIRED"; fi
 	fi
 	row "${REPLAY_ROW[@]}" "$REPLAY_NOTE"
 	row "raw Pebble scan of that session's keys from disk (\`tests/rawscan\`: a fresh process opens the store read-only, as replay does, and reads every event's value)" "$(fmt_num "$EVENTS") keys" "${WALL_S:-—}" "—" \
@@ -595,7 +603,7 @@ fi
 	echo "- $(go version); $($PY --version 2>&1) (peer)"
 	echo "- command: \`BENCH_TICKETS=$TICKETS BENCH_AGENT_TICKETS=$AGENT_TICKETS BENCH_COUNT=$COUNT BENCH_RUNS=$RUNS bash tests/bench.sh\`"
 	echo
-	echo "Tickets/s and events/s of \`corpsim run\` are over the driver's wall time (\`wall_seconds\` in \`run --json\`: the world loaded, the session to its end); the SimPy peer's over its \`simulate()\`. Peak RSS is the whole process's (GNU time). Go micro-benchmarks: the median of -count=$COUNT. The SimPy peer, the bare loop, corpsim in memory and durable, replay and the raw scan of its keys from disk: the median of $RUNS runs of the whole process (their range in the note), with the largest peak RSS of the $RUNS. The first four run in $RUNS rounds, each round one run of each back to back; a ticket row's *paired* ratio is the median of its runs' ratios to the peer's run of the same round (and their range), which this machine's drift between minutes moves less than the ratio of the medians. Replay and that raw scan: events / the whole process wall."
+	echo "Tickets/s and events/s of \`corpsim run\` are over the driver's wall time (\`wall_seconds\` in \`run --json\`: the world loaded, the session to its end); the SimPy peer's over its \`simulate()\`. Peak RSS is the whole process's (GNU time). Go micro-benchmarks: the median of -count=$COUNT. The SimPy peer, the bare loop, corpsim in memory and durable, replay and the raw scan of its keys from disk: the median of $RUNS runs of the whole process (their range in the note), with the largest peak RSS of the $RUNS. The first four run in $RUNS rounds, each round one run of each back to back; a ticket row's *paired* ratio is the median of its runs' ratios to the peer's run of the same round (and their range), which this machine's drift between minutes moves less than the ratio of the medians. Replay and its raw scan run in rounds too, and their ratio is paired the same way. Replay and that raw scan: events / the whole process wall."
 	echo
 	echo "| what | count | wall s | tickets/s | events/s | peak RSS | ratio | ratio to / notes |"
 	echo "|---|---|---|---|---|---|---|---|"
