@@ -85,7 +85,7 @@ type rules struct {
 	holidays         []int64 // sorted day numbers of holidays that fall on working weekdays
 	// continuous says that every instant from Start on is working time:
 	// 00:00-24:00 on all seven days, no holiday, and a location whose UTC
-	// offset never changes after Start. Working time is then time, and the
+	// offset never changes after Start (steadyOffset). Working time is then time, and the
 	// methods answer by arithmetic (see inSpan).
 	continuous bool
 }
@@ -180,9 +180,29 @@ func (c *Calendar) build() *rules {
 	}
 	slices.Sort(r.holidays)
 	r.holidays = slices.Compact(r.holidays)
-	_, zoneEnd := c.Start.ZoneBounds()
-	r.continuous = r.dayStart == 0 && r.dayEnd == fullDay && r.perWeek == 7 && len(r.holidays) == 0 && zoneEnd.IsZero()
+	r.continuous = r.dayStart == 0 && r.dayEnd == fullDay && r.perWeek == 7 && len(r.holidays) == 0 && steadyOffset(c.Start)
 	return r
+}
+
+// steadyOffset reports whether the UTC offset of w's location never
+// changes after w. A zone may end where the zone database's explicit
+// transitions do (2038 for many) and go on with the same offset, as for a
+// country that gave up summer time: such ends are followed. A location
+// that still changes within a few zones, or that cannot be told within
+// them, is not steady.
+func steadyOffset(w time.Time) bool {
+	_, offset := w.Zone()
+	for range 8 {
+		_, end := w.ZoneBounds()
+		if end.IsZero() {
+			return true
+		}
+		if _, next := end.Zone(); next != offset {
+			return false
+		}
+		w = end
+	}
+	return false
 }
 
 // resolved returns the rules prepared by Validate if the calendar has not

@@ -18,9 +18,11 @@ func byDays(c *Calendar) *Calendar {
 // TestContinuousCalendarIsPlainTime holds the continuous fast paths to the
 // walk over the days they skip: for a calendar that works every instant,
 // AddWork, WorkBetween, NextWorking and IsWorking answer the same as the
-// days do, at random instants and spans from Start on, across a Start with
-// milliseconds and a fixed zone. Calendars with a gap, a holiday or a
-// zone whose offset changes are not continuous.
+// days do, at random instants and spans from Start on and across 2038,
+// where the zone database's explicit transitions end, for a Start with
+// milliseconds, a fixed zone and zones that gave up summer time (one whose
+// listed zone ends in 2038 with the same offset). Calendars with a gap, a
+// holiday or a zone whose offset changes are not continuous.
 func TestContinuousCalendarIsPlainTime(t *testing.T) {
 	all := [7]bool{true, true, true, true, true, true, true}
 	start := time.Date(2026, 3, 2, 9, 30, 0, 123_456_789, time.UTC)
@@ -28,10 +30,13 @@ func TestContinuousCalendarIsPlainTime(t *testing.T) {
 		{Start: start, DayStart: 0, DayEnd: fullDay, Workdays: all},
 		{Start: start.In(time.FixedZone("IST", 5*3600+1800)), DayEnd: fullDay, Workdays: all},
 		{Start: time.Time{}, DayEnd: fullDay, Workdays: all},
+		{Start: start.In(mustLocation(t, "America/Sao_Paulo")), DayEnd: fullDay, Workdays: all},
+		{Start: start.In(mustLocation(t, "America/Phoenix")), DayEnd: fullDay, Workdays: all},
 	}
 	berlin := mustLocation(t, "Europe/Berlin")
 	notContinuous := map[string]Calendar{
-		"a zone with summer time":   {Start: start.In(berlin), DayEnd: fullDay, Workdays: all},
+		"a zone with summer time":                 {Start: start.In(berlin), DayEnd: fullDay, Workdays: all},
+		"summer time ending for good after Start": {Start: time.Date(2018, 12, 1, 0, 0, 0, 0, mustLocation(t, "America/Sao_Paulo")), DayEnd: fullDay, Workdays: all},
 		"a holiday":                 {Start: start, DayEnd: fullDay, Workdays: all, Holidays: []string{"2026-12-25"}},
 		"weekdays only":             {Start: start, DayEnd: fullDay},
 		"a night off":               {Start: start, DayStart: 0, DayEnd: 23 * Hour, Workdays: all},
@@ -59,6 +64,9 @@ func TestContinuousCalendarIsPlainTime(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				w = Duration(rng.Int64N(int64(10 * Minute)))
 			}
+			if rng.IntN(8) == 0 { // about the end of 2038's listed transitions
+				a = Time(time.Date(2038, 1, 1, 0, 0, 0, 0, time.UTC).Sub(fast.Start).Milliseconds()) + Time(rng.Int64N(int64(60*fullDay)))
+			}
 			b := a.Add(w)
 			if got, want := fast.AddWork(a, w), slow.AddWork(a, w); got != want {
 				t.Fatalf("calendar %d: AddWork(%s, %s) = %s, by the days %s", i, show(fast, a), w, show(fast, got), show(fast, want))
@@ -73,7 +81,8 @@ func TestContinuousCalendarIsPlainTime(t *testing.T) {
 				t.Fatalf("calendar %d: IsWorking(%s) = %v, by the days %v", i, show(fast, a), got, want)
 			}
 		}
-		// Before Start and past the span, the days answer.
+		// Before Start and past the span the fast paths are not taken:
+		// the days answer, as they do for the byDays copy.
 		for _, a := range []Time{-1, -Time(fullDay), continuousSpan + 1} {
 			if got, want := fast.AddWork(a, Hour), slow.AddWork(a, Hour); got != want {
 				t.Errorf("calendar %d: AddWork(%d, 1h) = %d, by the days %d", i, a, got, want)
