@@ -55,6 +55,16 @@ func New(name string, o Options) (Agent, error) {
 	return f(o), nil
 }
 
+// The built-in agents decide at once: from the observation alone, with no
+// I/O and no waiting, so that seats may ask them on their own goroutine
+// (agents/inprocess.Immediate). The llm agent, which calls a model, is
+// not one of them.
+func (Idle) Immediate() bool     { return true }
+func (*Greedy) Immediate() bool  { return true } // diligent and oracle too
+func (*Cheater) Immediate() bool { return true }
+func (*Random) Immediate() bool  { return true }
+func (*Planner) Immediate() bool { return true }
+
 // Idle always waits.
 type Idle struct{}
 

@@ -48,10 +48,11 @@ type Seats struct {
 // so that it is given one turn at a time, as agents.Agent requires, even
 // when a turn it did not answer in time is still with it.
 type seat struct {
-	agent agents.Agent
-	omit  org.Omit // what agent never reads (Partial)
-	busy  chan struct{}
-	log   hclog.Logger
+	agent     agents.Agent
+	omit      org.Omit // what agent never reads (Partial)
+	immediate bool     // agent decides at once (Immediate): asked on the asking goroutine
+	busy      chan struct{}
+	log       hclog.Logger
 }
 
 // ErrNotPlayed is Ask's error for a member these seats do not play: its
@@ -71,6 +72,9 @@ func New(seats map[string]agents.Agent, o Options) *Seats {
 		if p, ok := a.(Partial); ok {
 			st.omit = p.Omits()
 		}
+		if i, ok := a.(Immediate); ok {
+			st.immediate = i.Immediate()
+		}
 		s.seats[m] = st
 	}
 	return s
@@ -80,6 +84,26 @@ func New(seats map[string]agents.Agent, o Options) *Seats {
 func (s *Seats) Plays(member string) bool {
 	_, ok := s.seats[member]
 	return ok
+}
+
+// Immediate is implemented by an agent that decides at once: work bounded
+// by its observation, no I/O, no waiting (the built-in agents but llm).
+// Seats ask it on the goroutine that asks (Ask, and the driver's rounds:
+// ImmediateSeats), instead of handing each turn to a worker and waiting
+// to be woken with the answer, which costs several times what such an
+// agent takes to decide. Its turn budget is then not enforced: it cannot
+// be waited past, as it does not wait. An agent that may block or call
+// out must not be Immediate.
+type Immediate interface {
+	Immediate() bool
+}
+
+// Immediate reports whether member's agent decides at once (Immediate), so
+// that the driver asks it on its own goroutine (driver.ImmediateSeats);
+// false for a member these seats do not play.
+func (s *Seats) Immediate(member string) bool {
+	st, ok := s.seats[member]
+	return ok && st.immediate
 }
 
 // Partial is implemented by an agent that never reads some parts of an
@@ -118,27 +142,35 @@ func (s *Seats) Ask(ctx context.Context, _, member string, obs org.Observation) 
 		return sim.Answer{}, fmt.Errorf("inprocess: the agent is still deciding its previous turn: %w", ctx.Err())
 	}
 	turn := obs.Turn
-	done := make(chan decision, 1)
-	decisions.Run(func() {
-		defer func() { <-st.busy }()
-		done <- st.decide(ctx, obs)
-	})
-	select {
-	case d := <-done:
-		if d.err != nil {
-			if ctx.Err() != nil {
-				return sim.Answer{}, ctx.Err() // it failed because its budget ran out: a timeout
-			}
-			why := d.err.Error()
-			if why == "" {
-				why = "the agent failed"
-			}
-			return sim.Answer{Turn: turn, Failed: why}, nil
+	var d decision
+	if st.immediate {
+		// It decides at once: handing its turn to another goroutine, and
+		// waking this one for the answer, would cost more than deciding.
+		d = st.decide(ctx, obs)
+		<-st.busy
+	} else {
+		done := make(chan decision, 1)
+		decisions.Run(func() {
+			defer func() { <-st.busy }()
+			done <- st.decide(ctx, obs)
+		})
+		select {
+		case d = <-done:
+		case <-ctx.Done():
+			return sim.Answer{}, ctx.Err()
 		}
-		return answer(turn, d.acts), nil
-	case <-ctx.Done():
-		return sim.Answer{}, ctx.Err()
 	}
+	if d.err != nil {
+		if ctx.Err() != nil {
+			return sim.Answer{}, ctx.Err() // it failed because its budget ran out: a timeout
+		}
+		why := d.err.Error()
+		if why == "" {
+			why = "the agent failed"
+		}
+		return sim.Answer{Turn: turn, Failed: why}, nil
+	}
+	return answer(turn, d.acts), nil
 }
 
 // decision is what an agent's Decide gave.

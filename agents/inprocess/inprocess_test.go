@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,17 +101,25 @@ func TestAsk(t *testing.T) {
 // turn.failed), as agents/natshost replies for it; one that fails because
 // its budget ran out times out.
 func TestAgentThatFailsGivesAFailedAnswer(t *testing.T) {
-	s := New(map[string]agents.Agent{
-		"err": decider(func(context.Context, org.Observation) ([]org.Action, error) {
+	failing := map[string]decider{
+		"err": func(context.Context, org.Observation) ([]org.Action, error) {
 			return []org.Action{{Type: "wait"}}, errors.New("no")
-		}),
-		"empty": decider(func(context.Context, org.Observation) ([]org.Action, error) { return nil, errors.New("") }),
-		"panic": decider(func(context.Context, org.Observation) ([]org.Action, error) { panic("boom") }),
-	}, Options{})
+		},
+		"empty": func(context.Context, org.Observation) ([]org.Action, error) { return nil, errors.New("") },
+		"panic": func(context.Context, org.Observation) ([]org.Action, error) { panic("boom") },
+	}
+	seats := map[string]agents.Agent{}
+	for m, d := range failing {
+		seats[m] = d
+		seats[m+"-at-once"] = immediate{d} // asked on this goroutine: the same answers
+	}
+	s := New(seats, Options{})
 	for m, why := range map[string]string{"err": "no", "empty": "the agent failed", "panic": "agent panicked: boom"} {
-		got, err := s.Ask(context.Background(), "s", m, org.Observation{Turn: 2})
-		if want := (sim.Answer{Turn: 2, Failed: why}); err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: got %+v, %v; want %+v", m, got, err, want)
+		for _, m := range []string{m, m + "-at-once"} {
+			got, err := s.Ask(context.Background(), "s", m, org.Observation{Turn: 2})
+			if want := (sim.Answer{Turn: 2, Failed: why}); err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: got %+v, %v; want %+v", m, got, err, want)
+			}
 		}
 	}
 	late := New(map[string]agents.Agent{"bob": decider(func(ctx context.Context, _ org.Observation) ([]org.Action, error) {
@@ -157,5 +167,77 @@ func TestSlowAgentTimesOutAndGetsOneTurnAtATime(t *testing.T) {
 	}
 	if m := most.Load(); m != 1 {
 		t.Fatalf("turns the agent had at once: got %d, want 1", m)
+	}
+}
+
+// immediate is a decider that says it decides at once (Immediate).
+type immediate struct{ decider }
+
+func (immediate) Immediate() bool { return true }
+
+// notImmediate says it does not.
+type notImmediate struct{ decider }
+
+func (notImmediate) Immediate() bool { return false }
+
+// goroutine returns the ID of the calling goroutine, from its stack's
+// first line ("goroutine 7 [running]:").
+func goroutine(t *testing.T) string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, ok := strings.CutPrefix(string(buf), "goroutine ")
+	if !ok {
+		t.Fatalf("a stack that does not begin with its goroutine: %q", buf)
+	}
+	return id[:strings.IndexByte(id, ' ')]
+}
+
+// An agent that decides at once (Immediate) is asked on the goroutine that
+// asks; any other agent (one that says it is not, or says nothing) on
+// another, so that its turn's budget can end the wait for it.
+func TestImmediateAgentDecidesOnTheAskingGoroutine(t *testing.T) {
+	var mu sync.Mutex
+	on := map[string]string{}
+	record := func(member string) decider {
+		return func(context.Context, org.Observation) ([]org.Action, error) {
+			id := goroutine(t)
+			mu.Lock()
+			on[member] = id
+			mu.Unlock()
+			return []org.Action{{Type: org.ActWait}}, nil
+		}
+	}
+	s := New(map[string]agents.Agent{
+		"now":   immediate{record("now")},
+		"later": record("later"),
+		"no":    notImmediate{record("no")},
+	}, Options{})
+	here := goroutine(t)
+	for m, want := range map[string]bool{"now": true, "later": false, "no": false} {
+		if got := s.Immediate(m); got != want {
+			t.Errorf("Immediate(%s): got %v, want %v", m, got, want)
+		}
+		got, err := s.Ask(context.Background(), "s", m, org.Observation{Turn: 5})
+		if want := (sim.Answer{Turn: 5, Actions: []org.Action{{Type: org.ActWait}}}); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: got %+v, %v; want %+v", m, got, err, want)
+		}
+		mu.Lock()
+		if asked := on[m] == here; asked != want {
+			t.Errorf("%s decided on goroutine %s, the asking one is %s: want the asking one %v", m, on[m], here, want)
+		}
+		mu.Unlock()
+	}
+	if s.Immediate("alice") {
+		t.Error("Immediate of a member these seats do not play: got true")
+	}
+	// The built-in agents decide at once.
+	for _, name := range agents.Names() {
+		a, err := agents.New(name, agents.Options{Seed: 1, Member: "bob"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i, ok := a.(Immediate); !ok || !i.Immediate() {
+			t.Errorf("built-in agent %s is not Immediate", name)
+		}
 	}
 }

@@ -173,6 +173,10 @@ type hosted struct {
 // observation is whole).
 func (h hosted) Omits(member string) org.Omit { return h.local.Omits(member) }
 
+// Immediate implements driver.ImmediateSeats: a member played in process
+// by an agent that decides at once; none over the bus.
+func (h hosted) Immediate(member string) bool { return h.local.Immediate(member) }
+
 func (h hosted) Ask(ctx context.Context, session, member string, obs org.Observation) (sim.Answer, error) {
 	if h.local.Plays(member) {
 		return h.local.Ask(ctx, session, member, obs)

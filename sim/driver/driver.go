@@ -117,6 +117,17 @@ type PartialSeats interface {
 	Omits(member string) org.Omit
 }
 
+// ImmediateSeats are Seats that say, for each member, whether its agent
+// answers at once (played in process by an agent that neither waits nor
+// calls out: agents/inprocess.Immediate). The driver asks those in turn on
+// its own goroutine, instead of handing each to a worker and being woken
+// with the answer, which costs more than their decisions; the others are
+// asked at once, each on a worker, as before.
+type ImmediateSeats interface {
+	Seats
+	Immediate(member string) bool
+}
+
 // DefaultMaxInFlight is the bound on turn requests out at once when none is
 // configured: far more than the cores that answer in-process agents, and
 // than the concurrency most model endpoints allow.
@@ -530,6 +541,7 @@ func (d *Driver) observer(e *sim.Engine) func(member string) org.Observation {
 // thousands of members holds at most MaxInFlight of them.
 func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turns []sim.Turn, observe func(member string) org.Observation) []sim.Answer {
 	answers := make([]sim.Answer, len(turns))
+	imm, _ := d.seats.(ImmediateSeats)
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, d.cfg.MaxInFlight)
 	for i := range turns {
@@ -561,11 +573,12 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 			a.Member = member
 			answers[i] = a
 		}
-		if i == len(turns)-1 {
+		if i == len(turns)-1 || (imm != nil && imm.Immediate(turns[i].Member)) {
 			// The last is asked from here, where the answers would be
 			// waited for: a round of one turn (most rounds) hands no
 			// work to another goroutine and waits for no wake-up (nor
-			// copies its observation to the heap).
+			// copies its observation to the heap). So is an agent that
+			// answers at once (ImmediateSeats).
 			one(obs)
 		} else {
 			held := obs // on the heap only here, for the worker
