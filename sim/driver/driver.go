@@ -474,7 +474,14 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 				before = flying[n-1]
 			}
 			after := issued
-			workerPool.Run(func() { d.fly(ctx, meta.ID, after, f, before) })
+			if rd.Done || len(rd.Turns) > 0 || begun != nil {
+				// Landed at once below (landAll): flown from here, it hands
+				// no work to a worker and waits for no wake-up, which in a
+				// world of many seats cost more than an in-memory append.
+				d.fly(ctx, meta.ID, after, f, before)
+			} else {
+				workerPool.Run(func() { d.fly(ctx, meta.ID, after, f, before) })
+			}
 			issued = f.batch[len(f.batch)-1].Seq
 			flying = append(flying, f)
 		}

@@ -46,10 +46,31 @@ func (s *greedySeats) Ask(ctx context.Context, _, member string, obs org.Observa
 	return sim.Answer{Turn: obs.Turn, Actions: acts}, err
 }
 
+// appendsOn is an events.Log that records on which goroutine each batch
+// was appended.
+type appendsOn struct {
+	events.Log
+	mu sync.Mutex
+	on []string
+}
+
+func (l *appendsOn) Append(ctx context.Context, session string, last uint64, batch []events.Event) error {
+	id := goroutineID()
+	l.mu.Lock()
+	l.on = append(l.on, id)
+	l.mu.Unlock()
+	return l.Log.Append(ctx, session, last, batch)
+}
+
 // mustRunSeats plays a generated world of 16 seats (all due at once at its
 // start, and often together after) through a Driver run on this goroutine,
 // and returns its events.
 func mustRunSeats(t *testing.T, seats driver.Seats) []events.Event {
+	t.Helper()
+	return mustRunSeatsOn(t, seats, memlog.New())
+}
+
+func mustRunSeatsOn(t *testing.T, seats driver.Seats, log events.Log) []events.Event {
 	t.Helper()
 	src := worlds.Generate(worlds.GenOptions{Seed: 2, Teams: 2, Members: 16, Projects: 2, Tasks: 24, Chains: 4})
 	w, err := worlds.Load("gen.yaml", src)
@@ -71,7 +92,6 @@ func mustRunSeats(t *testing.T, seats driver.Seats) []events.Event {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := memlog.New()
 	d := driver.New(driver.Config{Log: log, Conn: conn, Seats: seats})
 	meta := events.SessionMeta{ID: session, World: w.Name, WorldHash: w.Hash, Seed: 1}
 	if _, err := d.Run(context.Background(), meta, e); err != nil {
@@ -135,6 +155,39 @@ func TestImmediateSeatsAreAskedOnTheDriversGoroutine(t *testing.T) {
 		b, _ := json.Marshal(usual[i])
 		if string(a) != string(b) {
 			t.Fatalf("event %d: got\n%s\nwith some members asked at once, want\n%s", i+1, a, b)
+		}
+	}
+}
+
+// A batch that must be durable before the turns after it are asked is
+// appended on the driver's goroutine (handing it to a worker and waiting
+// to be woken cost more than an in-memory append); the same log results.
+func TestBatchBeforeTurnsIsAppendedOnTheDriversGoroutine(t *testing.T) {
+	seats := func() *greedySeats {
+		return &greedySeats{immediate: map[string]bool{}, asked: map[string][]string{}}
+	}
+	l := &appendsOn{Log: memlog.New()}
+	here := goroutineID()
+	got := mustRunSeatsOn(t, seats(), l)
+	driverAppends := 0
+	for _, id := range l.on {
+		if id == here {
+			driverAppends++
+		}
+	}
+	if driverAppends == 0 {
+		t.Fatalf("none of %d batches was appended on the driver's goroutine %s", len(l.on), here)
+	}
+	t.Logf("%d of %d batches appended on the driver's goroutine", driverAppends, len(l.on))
+	want := mustRunSeats(t, seats())
+	if len(got) != len(want) {
+		t.Fatalf("events: got %d, want %d", len(got), len(want))
+	}
+	for i := range got {
+		a, _ := json.Marshal(got[i])
+		b, _ := json.Marshal(want[i])
+		if string(a) != string(b) {
+			t.Fatalf("event %d: got\n%s\nwant\n%s", i+1, a, b)
 		}
 	}
 }
