@@ -2,20 +2,17 @@ package driver_test
 
 import (
 	"context"
-	"encoding/json"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
-	"github.com/corpsim/corpsim/worlds"
 )
 
 // goroutineID is the calling goroutine's ID, from its stack's first line.
@@ -33,6 +30,10 @@ type greedySeats struct {
 	immediate map[string]bool
 	mu        sync.Mutex
 	asked     map[string][]string // member -> the goroutine of each of its turns
+}
+
+func newGreedySeats() *greedySeats {
+	return &greedySeats{immediate: map[string]bool{}, asked: map[string][]string{}}
 }
 
 func (s *greedySeats) Immediate(member string) bool { return s.immediate[member] }
@@ -62,49 +63,11 @@ func (l *appendsOn) Append(ctx context.Context, session string, last uint64, bat
 	return l.Log.Append(ctx, session, last, batch)
 }
 
-// mustRunSeats plays a generated world of 16 seats (all due at once at its
-// start, and often together after) through a Driver run on this goroutine,
-// and returns its events.
-func mustRunSeats(t *testing.T, seats driver.Seats) []events.Event {
+// mustRunSeats plays genWorld through a Driver run on this goroutine
+// that asks seats, into log, and returns its events.
+func mustRunSeats(t *testing.T, seats driver.Seats, log events.Log) []events.Event {
 	t.Helper()
-	return mustRunSeatsOn(t, seats, memlog.New())
-}
-
-func mustRunSeatsOn(t *testing.T, seats driver.Seats, log events.Log) []events.Event {
-	t.Helper()
-	src := worlds.Generate(worlds.GenOptions{Seed: 2, Teams: 2, Members: 16, Projects: 2, Tasks: 24, Chains: 4})
-	w, err := worlds.Load("gen.yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	conn, err := srv.Connect("driver")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	const session = "s-immediate"
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: session})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := driver.New(driver.Config{Log: log, Conn: conn, Seats: seats})
-	meta := events.SessionMeta{ID: session, World: w.Name, WorldHash: w.Hash, Seed: 1}
-	if _, err := d.Run(context.Background(), meta, e); err != nil {
-		t.Fatal(err)
-	}
-	var evs []events.Event
-	for ev, err := range log.Read(context.Background(), session, 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, ev)
-	}
-	return evs
+	return playGen(t, "s-immediate", driver.Config{Log: log, Seats: seats}, nil)
 }
 
 // The members whose seats answer at once (ImmediateSeats) are asked on the
@@ -112,21 +75,14 @@ func mustRunSeatsOn(t *testing.T, seats driver.Seats, log events.Log) []events.E
 // which the driver asks itself), and the log is the same as when every
 // member is asked the usual way.
 func TestImmediateSeatsAreAskedOnTheDriversGoroutine(t *testing.T) {
-	src := worlds.Generate(worlds.GenOptions{Seed: 2, Teams: 2, Members: 16, Projects: 2, Tasks: 24, Chains: 4})
-	w, err := worlds.Load("gen.yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	some := &greedySeats{immediate: map[string]bool{}, asked: map[string][]string{}}
-	var members []string
-	for i, m := range w.Members {
-		if m.NPC == nil {
-			members = append(members, m.ID)
-			some.immediate[m.ID] = i%2 == 0
-		}
+	w, _ := genWorld(t)
+	some := newGreedySeats()
+	members := seatsOf(w)
+	for i, m := range members {
+		some.immediate[m] = i%2 == 0
 	}
 	here := goroutineID()
-	mixed := mustRunSeats(t, some)
+	mixed := mustRunSeats(t, some, memlog.New())
 	elsewhere := 0
 	for _, m := range members {
 		if len(some.asked[m]) == 0 {
@@ -145,30 +101,16 @@ func TestImmediateSeatsAreAskedOnTheDriversGoroutine(t *testing.T) {
 		t.Error("no turn of a member that does not answer at once was asked on a worker")
 	}
 
-	none := &greedySeats{immediate: map[string]bool{}, asked: map[string][]string{}}
-	usual := mustRunSeats(t, none)
-	if len(mixed) != len(usual) {
-		t.Fatalf("events: got %d with some members asked at once, %d without", len(mixed), len(usual))
-	}
-	for i := range mixed {
-		a, _ := json.Marshal(mixed[i])
-		b, _ := json.Marshal(usual[i])
-		if string(a) != string(b) {
-			t.Fatalf("event %d: got\n%s\nwith some members asked at once, want\n%s", i+1, a, b)
-		}
-	}
+	sameEvents(t, mixed, mustRunSeats(t, newGreedySeats(), memlog.New()), "with some members asked at once")
 }
 
 // A batch that must be durable before the turns after it are asked is
 // appended on the driver's goroutine (handing it to a worker and waiting
 // to be woken cost more than an in-memory append); the same log results.
 func TestBatchBeforeTurnsIsAppendedOnTheDriversGoroutine(t *testing.T) {
-	seats := func() *greedySeats {
-		return &greedySeats{immediate: map[string]bool{}, asked: map[string][]string{}}
-	}
 	l := &appendsOn{Log: memlog.New()}
 	here := goroutineID()
-	got := mustRunSeatsOn(t, seats(), l)
+	got := mustRunSeats(t, newGreedySeats(), l)
 	driverAppends := 0
 	for _, id := range l.on {
 		if id == here {
@@ -179,15 +121,5 @@ func TestBatchBeforeTurnsIsAppendedOnTheDriversGoroutine(t *testing.T) {
 		t.Fatalf("none of %d batches was appended on the driver's goroutine %s", len(l.on), here)
 	}
 	t.Logf("%d of %d batches appended on the driver's goroutine", driverAppends, len(l.on))
-	want := mustRunSeats(t, seats())
-	if len(got) != len(want) {
-		t.Fatalf("events: got %d, want %d", len(got), len(want))
-	}
-	for i := range got {
-		a, _ := json.Marshal(got[i])
-		b, _ := json.Marshal(want[i])
-		if string(a) != string(b) {
-			t.Fatalf("event %d: got\n%s\nwant\n%s", i+1, a, b)
-		}
-	}
+	sameEvents(t, got, mustRunSeats(t, newGreedySeats(), memlog.New()), "recording each append's goroutine")
 }
