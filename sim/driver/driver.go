@@ -562,12 +562,17 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 		// Built here, on the engine's goroutine, once a slot is free: at
 		// most MaxInFlight observations exist at once.
 		obs := observe(turns[i].Member)
+		immediate := imm != nil && imm.Immediate(turns[i].Member)
 		wg.Add(1)
 		one := func(obs org.Observation) {
 			defer func() { <-slots; wg.Done() }()
 			member := turns[i].Member
-			rctx, cancel := context.WithTimeout(ctx, d.cfg.TurnTimeout)
-			defer cancel()
+			rctx := ctx // an agent that answers at once waits for nothing: no budget to time
+			if !immediate {
+				var cancel context.CancelFunc
+				rctx, cancel = context.WithTimeout(ctx, d.cfg.TurnTimeout)
+				defer cancel()
+			}
 			start := time.Now()
 			a, err := d.seats.Ask(rctx, session, member, obs)
 			if d.cfg.Observer != nil {
@@ -580,7 +585,7 @@ func (d *Driver) ask(ctx context.Context, log hclog.Logger, session string, turn
 			a.Member = member
 			answers[i] = a
 		}
-		if i == len(turns)-1 || (imm != nil && imm.Immediate(turns[i].Member)) {
+		if i == len(turns)-1 || immediate {
 			// The last is asked from here, where the answers would be
 			// waited for: a round of one turn (most rounds) hands no
 			// work to another goroutine and waits for no wake-up (nor

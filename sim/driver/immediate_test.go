@@ -24,24 +24,29 @@ func goroutineID() string {
 }
 
 // greedySeats answers every member with the greedy agent, records on which
-// goroutine each turn was asked, and says that the members immediate
-// names answer at once (driver.ImmediateSeats).
+// goroutine each turn was asked and whether it had a budget, and says that
+// the members immediate names answer at once (driver.ImmediateSeats).
 type greedySeats struct {
 	immediate map[string]bool
 	mu        sync.Mutex
 	asked     map[string][]string // member -> the goroutine of each of its turns
+	budgeted  map[string]int      // member -> its turns asked with a deadline
 }
 
 func newGreedySeats() *greedySeats {
-	return &greedySeats{immediate: map[string]bool{}, asked: map[string][]string{}}
+	return &greedySeats{immediate: map[string]bool{}, asked: map[string][]string{}, budgeted: map[string]int{}}
 }
 
 func (s *greedySeats) Immediate(member string) bool { return s.immediate[member] }
 
 func (s *greedySeats) Ask(ctx context.Context, _, member string, obs org.Observation) (sim.Answer, error) {
 	id := goroutineID()
+	_, budget := ctx.Deadline()
 	s.mu.Lock()
 	s.asked[member] = append(s.asked[member], id)
+	if budget {
+		s.budgeted[member]++
+	}
 	s.mu.Unlock()
 	acts, err := (&agents.Greedy{}).Decide(ctx, obs)
 	return sim.Answer{Turn: obs.Turn, Actions: acts}, err
@@ -71,9 +76,10 @@ func mustRunSeats(t *testing.T, seats driver.Seats, log events.Log) []events.Eve
 }
 
 // The members whose seats answer at once (ImmediateSeats) are asked on the
-// driver's goroutine, the others each on a worker (all but a round's last,
-// which the driver asks itself), and the log is the same as when every
-// member is asked the usual way.
+// driver's goroutine, without a turn budget to time (they wait for
+// nothing), the others each on a worker (all but a round's last, which the
+// driver asks itself) within their budget, and the log is the same as when
+// every member is asked the usual way.
 func TestImmediateSeatsAreAskedOnTheDriversGoroutine(t *testing.T) {
 	w, _ := genWorld(t)
 	some := newGreedySeats()
@@ -87,6 +93,13 @@ func TestImmediateSeatsAreAskedOnTheDriversGoroutine(t *testing.T) {
 	for _, m := range members {
 		if len(some.asked[m]) == 0 {
 			t.Fatalf("member %s was never asked", m)
+		}
+		want := len(some.asked[m]) // every turn within its budget
+		if some.immediate[m] {
+			want = 0
+		}
+		if some.budgeted[m] != want {
+			t.Errorf("member %s (answers at once: %v): %d of its %d turns came with a budget, want %d", m, some.immediate[m], some.budgeted[m], len(some.asked[m]), want)
 		}
 		for i, id := range some.asked[m] {
 			if some.immediate[m] && id != here {
