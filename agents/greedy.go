@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 
@@ -104,8 +103,7 @@ func (g *Greedy) decide(_ context.Context, o org.Observation) ([]org.Action, err
 	// preferring among equals one picked by a hash of our ID, so that
 	// colleagues do not all reach for the same one.
 	if ts := best(o.Available); len(ts) > 0 {
-		ts = spread(o.Member, ts)
-		t := ts[0]
+		t := &ts[spreadFirst(o.Member, ts)]
 		return append(acts, org.Action{Type: org.ActClaim, Task: t.ID}, org.Action{Type: org.ActWork, Task: t.ID, For: shiftStint(o, "")}), nil
 	}
 	return append(acts, shiftWait(o, 0)), nil
@@ -121,29 +119,35 @@ func asked(o org.Observation, member, topic string) bool {
 	return false
 }
 
-// spread reorders the tasks tied for the highest value by a hash of
-// (member, task), in a copy of ts when there are ties.
-func spread(member string, ts []org.TaskView) []org.TaskView {
-	n := 1
-	for n < len(ts) && ts[n].Value == ts[0].Value {
-		n++
+// spreadFirst returns the index in ts of the task member takes among
+// those tied for the highest value (ts[0]'s, ts sorted by value): the one
+// whose hash of (member, task) is least, the earliest of equal hashes —
+// the first of the ties sorted stably by that hash, found without copying
+// or sorting them (a desk's 50 equal tickets were a copy of 50 task views
+// and a sort, at every turn).
+func spreadFirst(member string, ts []org.TaskView) int {
+	first, least := 0, tieHash(member, ts[0].ID)
+	for i := 1; i < len(ts) && ts[i].Value == ts[0].Value; i++ {
+		if h := tieHash(member, ts[i].ID); h < least {
+			first, least = i, h
+		}
 	}
-	if n > 1 {
-		ts = slices.Clone(ts)
-	}
-	top := ts[:n]
-	slices.SortStableFunc(top, func(a, b org.TaskView) int {
-		return cmp.Compare(tieHash(member, a.ID), tieHash(member, b.ID))
-	})
-	return ts
+	return first
 }
 
+// tieHash is the 64-bit FNV-1a hash of member, a zero byte and task
+// (hash/fnv's New64a over those bytes), computed without allocating.
 func tieHash(member, task string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(member))
-	h.Write([]byte{0})
-	h.Write([]byte(task))
-	return h.Sum64()
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(member); i++ {
+		h = (h ^ uint64(member[i])) * prime
+	}
+	h *= prime // the zero byte: h ^ 0 is h
+	for i := 0; i < len(task); i++ {
+		h = (h ^ uint64(task[i])) * prime
+	}
+	return h
 }
 
 // best returns tasks by value, highest first; ties keep the observation's
