@@ -82,7 +82,7 @@ fork score, marginal contribution and, with --shapley, its Shapley estimate; the
 	f.StringVar(&o.Baseline, "baseline", "idle", "built-in agent that plays each seat in its fork (idle, greedy, planner, random, cheater)")
 	f.IntVar(&o.Shapley, "shapley", 0, "also estimate Shapley values from this many sampled permutations of the seats")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the Shapley permutations")
-	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn in the forks")
+	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn in the forks (the llm agent's and a remote seat's; the other built-in agents decide at once and are not timed)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }
