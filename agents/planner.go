@@ -328,8 +328,8 @@ type plan struct {
 	o     org.Observation
 	cfg   plannerConfig
 	known map[string]bool
-	byID  map[string]org.TaskView
-	kids  map[string][]string // task -> visible tasks that depend on it
+	left  map[string]clock.Duration // task -> its effort left (the first view of it listed)
+	kids  map[string][]string       // task -> visible tasks that depend on it
 	tails map[string]clock.Duration
 	// cutoff is the money per unit of value above which a purchase is
 	// not worth funding now (+Inf: any is).
@@ -337,13 +337,13 @@ type plan struct {
 }
 
 func newPlan(o org.Observation, cfg plannerConfig, known map[string]bool) *plan {
-	pl := &plan{o: o, cfg: cfg, known: known, cutoff: math.Inf(1), byID: map[string]org.TaskView{}, kids: map[string][]string{}, tails: map[string]clock.Duration{}}
+	pl := &plan{o: o, cfg: cfg, known: known, cutoff: math.Inf(1), left: map[string]clock.Duration{}, kids: map[string][]string{}, tails: map[string]clock.Duration{}}
 	for _, list := range [][]org.TaskView{o.Assigned, o.Available, o.Upcoming} {
 		for _, t := range list {
-			if _, dup := pl.byID[t.ID]; dup {
+			if _, dup := pl.left[t.ID]; dup {
 				continue
 			}
-			pl.byID[t.ID] = t
+			pl.left[t.ID] = max(0, t.Effort-t.Spent) // not the whole view: a map of 300-byte copies
 			for _, d := range t.Deps {
 				pl.kids[d] = append(pl.kids[d], t.ID)
 			}
@@ -460,12 +460,11 @@ func (pl *plan) tail(id string) clock.Duration {
 		return d
 	}
 	pl.tails[id] = 0 // cycles cannot happen in a valid world; this guards anyway
-	t := pl.byID[id]
 	var best clock.Duration
 	for _, k := range pl.kids[id] {
 		best = max(best, pl.tail(k))
 	}
-	d := max(0, t.Effort-t.Spent) + best
+	d := pl.left[id] + best
 	pl.tails[id] = d
 	return d
 }
