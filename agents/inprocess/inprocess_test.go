@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/simtest"
 )
 
 // overBus is the answer the NATS path gives for acts: the reply natshost
@@ -180,18 +180,6 @@ type notImmediate struct{ decider }
 
 func (notImmediate) Immediate() bool { return false }
 
-// goroutine returns the ID of the calling goroutine, from its stack's
-// first line ("goroutine 7 [running]:").
-func goroutine(t *testing.T) string {
-	buf := make([]byte, 64)
-	buf = buf[:runtime.Stack(buf, false)]
-	id, ok := strings.CutPrefix(string(buf), "goroutine ")
-	if !ok {
-		t.Fatalf("a stack that does not begin with its goroutine: %q", buf)
-	}
-	return id[:strings.IndexByte(id, ' ')]
-}
-
 // An agent that decides at once (Immediate) is asked on the goroutine that
 // asks; any other agent (one that says it is not, or says nothing) on
 // another, so that its turn's budget can end the wait for it.
@@ -200,7 +188,7 @@ func TestImmediateAgentDecidesOnTheAskingGoroutine(t *testing.T) {
 	on := map[string]string{}
 	record := func(member string) decider {
 		return func(context.Context, org.Observation) ([]org.Action, error) {
-			id := goroutine(t)
+			id := simtest.GoroutineID()
 			mu.Lock()
 			on[member] = id
 			mu.Unlock()
@@ -212,7 +200,7 @@ func TestImmediateAgentDecidesOnTheAskingGoroutine(t *testing.T) {
 		"later": record("later"),
 		"no":    notImmediate{record("no")},
 	}, Options{})
-	here := goroutine(t)
+	here := simtest.GoroutineID()
 	for m, want := range map[string]bool{"now": true, "later": false, "no": false} {
 		if got := s.Immediate(m); got != want {
 			t.Errorf("Immediate(%s): got %v, want %v", m, got, want)

@@ -16,6 +16,7 @@ import (
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/app"
+	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -171,6 +172,29 @@ func TestSeatThatDoesNotAnswerTimesOutBothWays(t *testing.T) {
 	for i := range in {
 		if !bytes.Equal(in[i], bus[i]) {
 			t.Fatalf("event %d differs:\nin process    %q\nover the bus  %q", i+1, in[i], bus[i])
+		}
+	}
+}
+
+// The seats Host asks in process tell the driver which members answer at
+// once (driver.ImmediateSeats), so that it asks them on its own goroutine:
+// the built-in agents, not an agent that may wait (deaf, like llm), nor a
+// member asked over the bus.
+func TestHostSaysWhichSeatsAnswerAtOnce(t *testing.T) {
+	s := &app.Seats{Agents: map[string]agents.Agent{"bob": &agents.Greedy{}, "ann": agents.NewPlanner("ann"),
+		"deaf": deaf{release: make(chan struct{})}}}
+	seats, stop, err := s.Host(app.HostOptions{Session: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	imm, ok := seats.(driver.ImmediateSeats)
+	if !ok {
+		t.Fatalf("Host's in-process seats (%T) do not say which members answer at once", seats)
+	}
+	for m, want := range map[string]bool{"bob": true, "ann": true, "deaf": false, "remote": false} {
+		if got := imm.Immediate(m); got != want {
+			t.Errorf("Immediate(%s): got %v, want %v", m, got, want)
 		}
 	}
 }

@@ -441,6 +441,9 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			e.Tick()
 			rd = e.ReadyIDs()
 		}
+		// The batch lands before the loop goes on when something waits for
+		// it to be durable: the turns to ask, the end, a session to begin.
+		landNow := rd.Done || len(rd.Turns) > 0 || begun != nil
 		if len(rd.Events) > 0 {
 			for len(flying) >= depth {
 				if err := land(); err != nil {
@@ -474,7 +477,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 				before = flying[n-1]
 			}
 			after := issued
-			if rd.Done || len(rd.Turns) > 0 || begun != nil {
+			if landNow {
 				// Landed at once below (landAll): flown from here, it hands
 				// no work to a worker and waits for no wake-up, which in a
 				// world of many seats cost more than an in-memory append.
@@ -486,7 +489,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			flying = append(flying, f)
 		}
 		e.Advance()
-		if rd.Done || len(rd.Turns) > 0 || (begun != nil && len(flying) > 0) {
+		if landNow {
 			// Landing the first batch at once when begun waits for it
 			// changes when it is published, not what is logged: the
 			// batches and checkpoints were cut above.
@@ -542,7 +545,8 @@ func (d *Driver) observer(e *sim.Engine) func(member string) org.Observation {
 }
 
 // ask sends the turns, at most MaxInFlight at once, and waits for the
-// answers, each within the turn budget. It owns turns: each observation is
+// answers, each within the turn budget (but those of seats that answer at
+// once, ImmediateSeats, asked here in turn with none). It owns turns: each observation is
 // built with observe when its turn is about to be asked (on the caller's
 // goroutine, which owns the engine) and handed to Seats, so that a round of
 // thousands of members holds at most MaxInFlight of them.

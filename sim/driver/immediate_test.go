@@ -2,8 +2,6 @@ package driver_test
 
 import (
 	"context"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 
@@ -13,15 +11,8 @@ import (
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/sim/simtest"
 )
-
-// goroutineID is the calling goroutine's ID, from its stack's first line.
-func goroutineID() string {
-	buf := make([]byte, 64)
-	buf = buf[:runtime.Stack(buf, false)]
-	id := strings.TrimPrefix(string(buf), "goroutine ")
-	return id[:strings.IndexByte(id, ' ')]
-}
 
 // greedySeats answers every member with the greedy agent, records on which
 // goroutine each turn was asked and whether it had a budget, and says that
@@ -40,7 +31,7 @@ func newGreedySeats() *greedySeats {
 func (s *greedySeats) Immediate(member string) bool { return s.immediate[member] }
 
 func (s *greedySeats) Ask(ctx context.Context, _, member string, obs org.Observation) (sim.Answer, error) {
-	id := goroutineID()
+	id := simtest.GoroutineID()
 	_, budget := ctx.Deadline()
 	s.mu.Lock()
 	s.asked[member] = append(s.asked[member], id)
@@ -61,7 +52,7 @@ type appendsOn struct {
 }
 
 func (l *appendsOn) Append(ctx context.Context, session string, last uint64, batch []events.Event) error {
-	id := goroutineID()
+	id := simtest.GoroutineID()
 	l.mu.Lock()
 	l.on = append(l.on, id)
 	l.mu.Unlock()
@@ -87,7 +78,7 @@ func TestImmediateSeatsAreAskedOnTheDriversGoroutine(t *testing.T) {
 	for i, m := range members {
 		some.immediate[m] = i%2 == 0
 	}
-	here := goroutineID()
+	here := simtest.GoroutineID()
 	mixed := mustRunSeats(t, some, memlog.New())
 	elsewhere := 0
 	for _, m := range members {
@@ -122,7 +113,7 @@ func TestImmediateSeatsAreAskedOnTheDriversGoroutine(t *testing.T) {
 // to be woken cost more than an in-memory append); the same log results.
 func TestBatchBeforeTurnsIsAppendedOnTheDriversGoroutine(t *testing.T) {
 	l := &appendsOn{Log: memlog.New()}
-	here := goroutineID()
+	here := simtest.GoroutineID()
 	got := mustRunSeats(t, newGreedySeats(), l)
 	driverAppends := 0
 	for _, id := range l.on {

@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/agents"
@@ -143,4 +145,17 @@ func RandomObservations(tb testing.TB, seed uint64, maxTurns int) [][]byte {
 		}
 	}
 	return out
+}
+
+// GoroutineID returns the ID of the calling goroutine, from the first line
+// of its stack ("goroutine 7 [running]:"): what a test compares to tell on
+// which goroutine something ran (an agent deciding, a log appending).
+func GoroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, ok := strings.CutPrefix(string(buf), "goroutine ")
+	if i := strings.IndexByte(id, ' '); ok && i > 0 {
+		return id[:i]
+	}
+	panic(fmt.Sprintf("simtest: a stack that does not begin with its goroutine: %q", buf))
 }
