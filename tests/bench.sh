@@ -121,9 +121,7 @@ run_one() {
 	echo "$("$rate" "$name") $i $RSS_KB" >>"$TMP/$name.rates"
 }
 
-# series_start NAME...: forget the series of these names. A series is
-# $RUNS runs of one command (run_one), because a run of a second swings
-# by 10% on a shared machine; the micro-benchmarks are medians too.
+# series_start NAME...: forget the series of these names.
 series_start() {
 	local name
 	for name in "$@"; do rm -f "$TMP/$name.rates" "$TMP/$name.rc"; done
@@ -147,6 +145,18 @@ series_end() {
 	cp "$TMP/$name.$med.out" "$TMP/$name.out"
 	read -r _ WALL_S < <(tail -n 1 "$TMP/$name.$med.time")
 	RSS_KB=$(cut -d' ' -f3 "$TMP/$name.rates" | sort -g | tail -n 1)
+}
+
+# runs NAME TIMEOUT RATE CMD...: NAME's series of $RUNS runs of CMD (see
+# run_one), one after another, as one step (see series_end). A run of a
+# second swings by 10% on a shared machine; the micro-benchmarks are
+# medians too.
+runs() {
+	local name=$1 limit=$2 rate=$3 i
+	shift 3
+	series_start "$name"
+	for ((i = 1; i <= RUNS; i++)); do run_one "$name" "$i" "$limit" "$rate" "$@"; done
+	series_end "$name"
 }
 
 # paired A B: the ratios of series A's rates to series B's run by run (run
