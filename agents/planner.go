@@ -50,7 +50,12 @@ type Planner struct {
 	cfg    plannerConfig
 	known  map[string]bool     // topics colleagues told it
 	seen   map[string]purchase // every purchase task it has seen
-	parked map[string]bool     // tickets it claimed to hold unfunded
+	// byPrice are seen's purchases by price (ties in task order) and
+	// seenTotal their amounts summed in task order (cutoff): worked out
+	// again only when seen has grown, since its entries never change.
+	byPrice   []purchase
+	seenTotal float64
+	parked    map[string]bool // tickets it claimed to hold unfunded
 	// content is how it does a step's outcome: the first values it sees (content.go).
 	content content
 }
@@ -88,9 +93,11 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 		return !slices.ContainsFunc(o.Assigned, func(t org.TaskView) bool { return t.ID == id })
 	})
 	for _, list := range [][]org.TaskView{o.Assigned, o.Available, o.Upcoming} {
-		for _, t := range list {
-			if _, ok := p.seen[t.ID]; !ok && t.Purchase > 0 {
-				p.seen[t.ID] = purchase{amount: t.Purchase, value: t.Value}
+		for i := range list {
+			if t := &list[i]; t.Purchase > 0 {
+				if _, ok := p.seen[t.ID]; !ok {
+					p.seen[t.ID] = purchase{amount: t.Purchase, value: t.Value}
+				}
 			}
 		}
 	}
@@ -266,18 +273,22 @@ func (p *Planner) cutoff(o org.Observation) float64 {
 	if b == nil || len(p.seen) < minSeen || o.Time <= 0 || o.Horizon <= o.Time {
 		return math.Inf(1)
 	}
-	ps := make([]purchase, 0, len(p.seen))
-	var total float64
-	for _, id := range slices.Sorted(maps.Keys(p.seen)) {
-		ps = append(ps, p.seen[id])
-		total += float64(p.seen[id].amount)
+	if len(p.byPrice) != len(p.seen) {
+		ps := make([]purchase, 0, len(p.seen))
+		var total float64
+		for _, id := range slices.Sorted(maps.Keys(p.seen)) {
+			ps = append(ps, p.seen[id])
+			total += float64(p.seen[id].amount)
+		}
+		slices.SortStableFunc(ps, func(x, y purchase) int { return cmp.Compare(x.price(), y.price()) })
+		p.byPrice, p.seenTotal = ps, total
 	}
+	ps, total := p.byPrice, p.seenTotal
 	ahead := total / float64(o.Time) * float64(o.Horizon-o.Time)
 	if ahead <= float64(b.Remaining) {
 		return math.Inf(1)
 	}
 	share := float64(b.Remaining) / ahead
-	slices.SortStableFunc(ps, func(x, y purchase) int { return cmp.Compare(x.price(), y.price()) })
 	var sum float64
 	for i, x := range ps {
 		sum += float64(x.amount) / total
@@ -328,28 +339,73 @@ type plan struct {
 	o     org.Observation
 	cfg   plannerConfig
 	known map[string]bool
-	left  map[string]clock.Duration // task -> its effort left (the first view of it listed)
-	kids  map[string][]string       // task -> visible tasks that depend on it
-	tails map[string]clock.Duration
 	// cutoff is the money per unit of value above which a purchase is
 	// not worth funding now (+Inf: any is).
 	cutoff float64
+	// The chains the tails are worked out on, indexed at the first tail
+	// asked for (chains): a decision among tickets alone asks none.
+	chained bool
+	place   map[string]int32 // visible task -> its place, in the order first listed
+	left    []clock.Duration // by place: the effort left on the task (as first listed)
+	from    []int32          // by place: kids[from[i]:from[i+1]] are the places of the visible tasks that depend on it
+	kids    []int32
+	tails   []clock.Duration // by place: its tail once worked out (done)
+	done    []uint8          // by place: 0 not yet, 1 being worked out, 2 done
 }
 
 func newPlan(o org.Observation, cfg plannerConfig, known map[string]bool) *plan {
-	pl := &plan{o: o, cfg: cfg, known: known, cutoff: math.Inf(1), left: map[string]clock.Duration{}, kids: map[string][]string{}, tails: map[string]clock.Duration{}}
-	for _, list := range [][]org.TaskView{o.Assigned, o.Available, o.Upcoming} {
-		for _, t := range list {
-			if _, dup := pl.left[t.ID]; dup {
+	return &plan{o: o, cfg: cfg, known: known, cutoff: math.Inf(1)}
+}
+
+// chains indexes the visible tasks (Assigned, Available, Upcoming; a task
+// listed twice as first listed) and who depends on whom among them. Views
+// are read in place, never copied (each is about 300 bytes), and the
+// dependents are one list cut by place, not a list a task.
+func (pl *plan) chains() {
+	pl.chained = true
+	lists := [...][]org.TaskView{pl.o.Assigned, pl.o.Available, pl.o.Upcoming}
+	n := len(lists[0]) + len(lists[1]) + len(lists[2])
+	pl.place = make(map[string]int32, n)
+	pl.left = make([]clock.Duration, 0, n)
+	firsts := make([]*org.TaskView, 0, n)
+	for _, list := range lists {
+		for i := range list {
+			t := &list[i]
+			if _, dup := pl.place[t.ID]; dup {
 				continue
 			}
-			pl.left[t.ID] = max(0, t.Effort-t.Spent) // not the whole view: a map of 300-byte copies
-			for _, d := range t.Deps {
-				pl.kids[d] = append(pl.kids[d], t.ID)
+			pl.place[t.ID] = int32(len(firsts))
+			pl.left = append(pl.left, max(0, t.Effort-t.Spent))
+			firsts = append(firsts, t)
+		}
+	}
+	// Count each task's dependents, cut the list by those counts, then
+	// fill it in listing order.
+	pl.from = make([]int32, len(firsts)+1)
+	edges := 0
+	for _, t := range firsts {
+		for _, d := range t.Deps {
+			if k, ok := pl.place[d]; ok {
+				pl.from[k+1]++
+				edges++
 			}
 		}
 	}
-	return pl
+	for k := range firsts {
+		pl.from[k+1] += pl.from[k]
+	}
+	pl.kids = make([]int32, edges)
+	next := slices.Clone(pl.from[:len(firsts)])
+	for c, t := range firsts {
+		for _, d := range t.Deps {
+			if k, ok := pl.place[d]; ok {
+				pl.kids[next[k]] = int32(c)
+				next[k]++
+			}
+		}
+	}
+	pl.tails = make([]clock.Duration, len(firsts))
+	pl.done = make([]uint8, len(firsts))
 }
 
 // budgetLeft is what the team may still spend on purchases, or a large
@@ -454,19 +510,34 @@ func (pl *plan) backlog(queue string) bool {
 }
 
 // tail is the work on the longest chain from t through the tasks it can
-// see waiting on it: an estimate of t's critical path to the goal.
+// see waiting on it: an estimate of t's critical path to the goal. A task
+// not visible has none.
 func (pl *plan) tail(id string) clock.Duration {
-	if d, ok := pl.tails[id]; ok {
-		return d
+	if !pl.chained {
+		pl.chains()
 	}
-	pl.tails[id] = 0 // cycles cannot happen in a valid world; this guards anyway
+	k, ok := pl.place[id]
+	if !ok {
+		return 0
+	}
+	return pl.tailAt(k)
+}
+
+// tailAt is the tail of the task at place k.
+func (pl *plan) tailAt(k int32) clock.Duration {
+	switch pl.done[k] {
+	case 1:
+		return 0 // cycles cannot happen in a valid world; this guards anyway
+	case 2:
+		return pl.tails[k]
+	}
+	pl.done[k] = 1
 	var best clock.Duration
-	for _, k := range pl.kids[id] {
-		best = max(best, pl.tail(k))
+	for _, c := range pl.kids[pl.from[k]:pl.from[k+1]] {
+		best = max(best, pl.tailAt(c))
 	}
-	d := pl.left[id] + best
-	pl.tails[id] = d
-	return d
+	pl.tails[k], pl.done[k] = pl.left[k]+best, 2
+	return pl.tails[k]
 }
 
 // compare orders tasks most urgent first.

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"math"
 	"testing"
 
 	"github.com/corpsim/corpsim/clock"
@@ -31,6 +32,34 @@ func TestPlanTailIsTheEffortLeftOnTheLongestChain(t *testing.T) {
 	} {
 		if got := pl.tail(id); got != want {
 			t.Errorf("tail(%s): got %v, want %v", id, got, want)
+		}
+	}
+}
+
+// The cutoff worked out from the purchases seen is the same whether the
+// planner kept its sorted purchases from an earlier decision or sorts
+// them afresh: it sorts again once it has seen more.
+func TestCutoffFollowsThePurchasesSeen(t *testing.T) {
+	o := org.Observation{Time: clock.Time(10 * clock.Hour), Horizon: clock.Time(100 * clock.Hour), Budget: &org.BudgetView{Remaining: 500}}
+	see := func(p *Planner, n int) {
+		for i := range n {
+			id := string(rune('a'+i%26)) + string(rune('a'+i/26))
+			if _, ok := p.seen[id]; !ok {
+				p.seen[id] = purchase{amount: int64(10 + i*7%13), value: float64(1 + i*5%11)}
+			}
+		}
+	}
+	kept := NewPlanner("m")
+	for _, n := range []int{4, 6, 9, 9, 30, 31} {
+		see(kept, n)
+		fresh := NewPlanner("m")
+		see(fresh, n)
+		got, want := kept.cutoff(o), fresh.cutoff(o)
+		if got != want {
+			t.Errorf("%d purchases seen: cutoff %v after earlier decisions, %v afresh", n, got, want)
+		}
+		if n >= 9 && math.IsInf(want, 1) {
+			t.Errorf("%d purchases seen: the test's budget should be short (cutoff +Inf)", n)
 		}
 	}
 }
