@@ -196,6 +196,28 @@ type RejectedView struct {
 // seen session.started).
 func (s *State) limits() Limits { return s.Limits.WithDefaults() }
 
+// waitingOn is PendingDeps for a view, which already shares the spec's
+// list of dependencies (Deps): that same list when none is done, nothing
+// when all are, else a list just long enough. A view is built at every
+// turn for every task it lists, and most upcoming tasks wait on all their
+// dependencies.
+func (s *State) waitingOn(t *Task) []string {
+	n := s.pendingCount(t)
+	switch {
+	case n == 0:
+		return nil
+	case n == len(t.deps) && len(t.deps) == len(t.Spec.Deps):
+		return slices.Clip(t.Spec.Deps) // t.deps[i] is Spec.Deps[i]'s task (link)
+	}
+	out := make([]string, 0, n)
+	for _, d := range t.deps {
+		if d.Status != StatusDone {
+			out = append(out, d.ID)
+		}
+	}
+	return out
+}
+
 func (s *State) pendingCount(t *Task) int {
 	n := 0
 	for _, d := range t.deps {
@@ -243,7 +265,7 @@ func (s *State) taskView(t *Task) TaskView {
 	v := TaskView{
 		ID: t.ID, Kind: t.Kind, Title: t.Spec.Title, Project: t.Project, Queue: t.Queue, Role: t.Spec.Role, Skill: t.Spec.Skill,
 		Status: t.Status, Assignee: t.Assignee, Effort: t.Effort, Spent: t.Spent, Value: t.Value, Priority: t.Priority,
-		Deps: t.Spec.Deps, Waiting: s.PendingDeps(t), Created: t.Created, Deadline: t.Deadline,
+		Deps: t.Spec.Deps, Waiting: s.waitingOn(t), Created: t.Created, Deadline: t.Deadline,
 		Purchase: t.Spec.Purchase, Approval: s.ApprovalStatus(t), Request: t.Request, WorkUntil: t.WorkUntil,
 	}
 	if in := t.Spec.Info; in != nil {
