@@ -3,7 +3,8 @@
 // It stores each event in its encoded form, exactly as a durable log would,
 // so every Append and Read goes through the events codec and its checksum.
 // The encodings are packed into blocks of 64 KiB, and a full block is
-// compressed with s2 (klauspost/compress): a long --ephemeral run keeps
+// compressed with s2 (klauspost/compress), on a goroutine of its own, so
+// that the appender does not wait for it: a long --ephemeral run keeps
 // about a third of the bytes it would as one slice per event. A Log made
 // with NewWindow keeps only each session's latest events, so that a long
 // run's memory does not grow with its history; a read of older ones is
@@ -35,8 +36,7 @@ type Log struct {
 
 	mu       sync.RWMutex
 	sessions map[string]*session
-	scratch  []byte // for compressing a block; guarded by mu
-	keep     int    // events kept per session (at least); 0 for all
+	keep     int // events kept per session (at least); 0 for all
 }
 
 var (
@@ -143,7 +143,7 @@ func (l *Log) create(ctx context.Context, m events.SessionMeta, batch []events.E
 func (l *Log) addLocked(s *session, batch []events.Event) {
 	for i := range batch {
 		e := &batch[i]
-		s.events.add(events.EncodedLen(e), func(dst []byte) []byte { return events.AppendEncode(dst, e) }, &l.scratch)
+		s.events.add(events.EncodedLen(e), func(dst []byte) []byte { return events.AppendEncode(dst, e) })
 	}
 	if l.keep > 0 {
 		s.events.trim(l.keep)
@@ -319,11 +319,11 @@ func (l *Log) storedLocked(id string) logcore.StoredFunc {
 		if cached.raw != nil && cached.owner == owner && i >= cached.first && i < cached.first+len(cached.ends) {
 			return eventIn(cached.raw, cached.first, cached.ends, i), owner, nil
 		}
-		raw, first, ends, err := s.events.blockOf(i, nil)
+		raw, first, ends, own, err := s.events.blockOf(i, nil)
 		if err != nil {
 			return nil, owner, &events.CorruptError{Session: owner, Seq: seq, Err: err}
 		}
-		if i < s.events.first { // a sealed block, decompressed for this call
+		if own { // a sealed block, decompressed for this call
 			cached.owner, cached.first, cached.raw, cached.ends = owner, first, raw, ends
 		}
 		return eventIn(raw, first, ends, i), owner, nil
@@ -406,11 +406,14 @@ func (l *Log) scan(ctx context.Context, id string, from uint64, dec *events.Deco
 				return l.trimmed(seg.Session, seq, &st, base)
 			}
 			if ends == nil || i < first || i >= first+len(ends) {
-				var err error
-				if raw, first, ends, err = st.blockOf(i, buf); err != nil {
+				var (
+					own bool
+					err error
+				)
+				if raw, first, ends, own, err = st.blockOf(i, buf); err != nil {
 					return &events.CorruptError{Session: seg.Session, Seq: seq, Err: fmt.Errorf("block of seq %d: %w", base+1+uint64(first), err)}
 				}
-				if i < st.first { // a sealed block, decompressed into buf
+				if own { // a sealed block, decompressed into buf
 					buf = raw
 				}
 			}

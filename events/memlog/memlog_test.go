@@ -198,8 +198,21 @@ func TestScanEveryBitFlip(t *testing.T) {
 
 // TestBlocks stores enough events to seal many blocks and checks reads
 // from every seq, a fork inside a sealed block, corruption inside one, and
-// scans racing appends.
+// scans racing appends: with sealed blocks compressed on goroutines of
+// their own (as a Log does: read raw or compressed, whichever is in),
+// compressed at once, never compressed (read raw), and every other one
+// compressed (a scan that decompresses into its buffer must never take a
+// raw block's bytes for that buffer).
 func TestBlocks(t *testing.T) {
+	for _, when := range []string{"later", "now", "never", "some"} {
+		t.Run(when, func(t *testing.T) {
+			defer memlog.CompressSealed(when)()
+			testBlocks(t, when)
+		})
+	}
+}
+
+func testBlocks(t *testing.T, when string) {
 	ctx := context.Background()
 	l := memlog.New()
 	defer l.Close()
@@ -229,6 +242,14 @@ func TestBlocks(t *testing.T) {
 	}
 	if n := l.Blocks("p"); n < 5 {
 		t.Fatalf("sealed blocks: got %d, want several", n)
+	}
+	switch n, c := l.Blocks("p"), l.Compressed("p"); {
+	case when == "now" && c != n:
+		t.Fatalf("compressed at once: %d of %d sealed blocks compressed", c, n)
+	case when == "never" && c != 0:
+		t.Fatalf("never compressed: %d of %d sealed blocks compressed", c, n)
+	case when == "some" && (c == 0 || c == n):
+		t.Fatalf("every other one compressed: %d of %d sealed blocks compressed", c, n)
 	}
 	read := func(id string, from uint64) ([]events.Event, []events.Event) {
 		var got []events.Event

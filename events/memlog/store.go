@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/s2"
 )
@@ -40,8 +42,35 @@ type store struct {
 type sealedBlock struct {
 	first int
 	ends  []uint32 // the end of each event in the raw block
-	data  []byte   // s2 block encoding of the raw block
+	body  *blockBody
 }
+
+// blockBody holds a sealed block's bytes: the raw block as it was sealed,
+// then its s2 encoding once the compression (handed to a goroutine of its
+// own: see seal) has finished. Either is never modified; a reader loads
+// whichever is there.
+type blockBody struct{ p atomic.Pointer[blockBytes] }
+
+type blockBytes struct {
+	b          []byte
+	compressed bool // b is the s2 block encoding of the raw block
+}
+
+// compress replaces the raw bytes of b by their s2 encoding, copied out
+// of a pooled buffer at its length (s2.Encode's is sized for the worst
+// case).
+func (b *blockBody) compress() {
+	raw := b.p.Load().b
+	buf := scratchPool.Get().(*[]byte)
+	if n := s2.MaxEncodedLen(len(raw)); cap(*buf) < n {
+		*buf = make([]byte, n)
+	}
+	data := slices.Clone(s2.Encode((*buf)[:cap(*buf)], raw))
+	scratchPool.Put(buf)
+	b.p.Store(&blockBytes{b: data, compressed: true})
+}
+
+var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // len returns the number of events stored.
 func (s *store) len() int { return s.first + len(s.ends) }
@@ -52,11 +81,10 @@ func (s *store) snapshot() store {
 }
 
 // add stores an event whose encoding is n bytes, written by enc into dst
-// (which has room for n bytes) and returned. scratch is a buffer add may
-// use (and grow) while it seals a block.
-func (s *store) add(n int, enc func(dst []byte) []byte, scratch *[]byte) {
+// (which has room for n bytes) and returned.
+func (s *store) add(n int, enc func(dst []byte) []byte) {
 	if len(s.ends) > 0 && len(s.open)+n > cap(s.open) {
-		s.seal(scratch)
+		s.seal()
 	}
 	if cap(s.open)-len(s.open) < n {
 		s.open = make([]byte, 0, max(blockSize, n))
@@ -69,18 +97,22 @@ func (s *store) add(n int, enc func(dst []byte) []byte, scratch *[]byte) {
 	s.ends = append(s.ends, uint32(len(s.open)))
 }
 
-// seal compresses the open block and starts a new one. The compressed
-// block is copied out of scratch at its length: s2.Encode's own buffer is
-// sized for the worst case.
-func (s *store) seal(scratch *[]byte) {
-	if n := s2.MaxEncodedLen(len(s.open)); cap(*scratch) < n {
-		*scratch = make([]byte, n)
-	}
-	data := slices.Clone(s2.Encode((*scratch)[:cap(*scratch)], s.open))
-	s.sealed = append(s.sealed, sealedBlock{first: s.first, ends: slices.Clone(s.ends), data: data})
+// seal closes the open block and starts a new one. The block is
+// compressed on a goroutine of its own: the appender (a run's driver,
+// landing a batch before its turns) does not wait for s2, and the block is
+// read raw until its encoding is in.
+func (s *store) seal() {
+	body := new(blockBody)
+	body.p.Store(&blockBytes{b: s.open})
+	s.sealed = append(s.sealed, sealedBlock{first: s.first, ends: slices.Clone(s.ends), body: body})
 	s.first += len(s.ends)
 	s.open, s.ends = nil, nil // readers may still hold them
+	compressSealed(body)
 }
+
+// compressSealed starts the compression of a block just sealed (a variable
+// for the tests, which also compress at once or never).
+var compressSealed = func(b *blockBody) { go b.compress() }
 
 // trim drops the sealed blocks whose events are all older than the latest
 // keep (keep > 0). The kept blocks go into a new array: a reader's
@@ -101,33 +133,39 @@ func (s *store) trim(keep int) {
 }
 
 // blockOf returns the block of event i: its raw bytes (decompressed into
-// buf if it is sealed, reusing buf's array when it is large enough), the
-// index of its first event and the events' ends. i must be < s.len() and
-// at least s.kept.
-func (s *store) blockOf(i int, buf []byte) (raw []byte, first int, ends []uint32, err error) {
+// buf if it is sealed and compressed, reusing buf's array when it is large
+// enough; own then says so, and the caller may pass them as buf again), the
+// index of its first event and the events' ends. Otherwise the bytes are
+// the store's, never to be written. i must be < s.len() and at least
+// s.kept.
+func (s *store) blockOf(i int, buf []byte) (raw []byte, first int, ends []uint32, own bool, err error) {
 	if i >= s.first {
-		return s.open, s.first, s.ends, nil
+		return s.open, s.first, s.ends, false, nil
 	}
 	k := sort.Search(len(s.sealed), func(k int) bool { return s.sealed[k].first > i }) - 1
 	b := &s.sealed[k]
-	n, err := s2.DecodedLen(b.data)
+	body := b.body.p.Load()
+	if !body.compressed {
+		return body.b, b.first, b.ends, false, nil
+	}
+	n, err := s2.DecodedLen(body.b)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, false, err
 	}
 	if cap(buf) < n {
 		buf = make([]byte, n)
 	}
-	raw, err = s2.Decode(buf[:n], b.data)
+	raw, err = s2.Decode(buf[:n], body.b)
 	if err == nil && len(raw) != int(b.ends[len(b.ends)-1]) {
 		err = fmt.Errorf("block of %d bytes, its events end at %d", len(raw), b.ends[len(b.ends)-1])
 	}
-	return raw, b.first, b.ends, err
+	return raw, b.first, b.ends, true, err
 }
 
 // event returns the stored encoding of event i, aliasing the store's
 // memory (or buf's) when it can; i must be < s.len().
 func (s *store) event(i int, buf []byte) ([]byte, error) {
-	raw, first, ends, err := s.blockOf(i, buf)
+	raw, first, ends, _, err := s.blockOf(i, buf)
 	if err != nil {
 		return nil, err
 	}
