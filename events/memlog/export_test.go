@@ -23,7 +23,7 @@ func (l *Log) Corrupt(id string, seq uint64, b []byte) {
 		if uint64(i) == seq-s.forkSeq-1 {
 			ev = b
 		}
-		again.add(len(ev), func(dst []byte) []byte { return append(dst, ev...) })
+		again.add(len(ev), func(dst []byte) []byte { return append(dst, ev...) }, nil)
 	}
 	s.events = again
 }
@@ -85,32 +85,6 @@ func (l *Log) Held(id string) int {
 	defer l.mu.RUnlock()
 	s := l.sessions[id]
 	return s.events.len() - s.events.kept
-}
-
-// CompressSealed sets when a sealed block is compressed until restore is
-// called: "later" (on a goroutine of its own, as a Log does), "now" (on
-// the appender's goroutine), "never" (it is read raw) or "some" (every
-// other block now, the others never: a read crosses both kinds). Tests that call
-// it must not run in parallel.
-func CompressSealed(when string) (restore func()) {
-	was := compressSealed
-	switch when {
-	case "later":
-	case "now":
-		compressSealed = func(b *blockBody) { b.compress() }
-	case "never":
-		compressSealed = func(*blockBody) {}
-	case "some": // every other block at once, the others never
-		n := 0
-		compressSealed = func(b *blockBody) {
-			if n++; n%2 == 0 {
-				b.compress()
-			}
-		}
-	default:
-		panic("memlog: CompressSealed: " + when)
-	}
-	return func() { compressSealed = was }
 }
 
 // Compressed returns how many of session id's sealed blocks are

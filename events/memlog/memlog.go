@@ -3,8 +3,9 @@
 // It stores each event in its encoded form, exactly as a durable log would,
 // so every Append and Read goes through the events codec and its checksum.
 // The encodings are packed into blocks of 64 KiB, and a full block is
-// compressed with s2 (klauspost/compress), on a goroutine of its own, so
-// that the appender does not wait for it: a long --ephemeral run keeps
+// compressed with s2 (klauspost/compress) — beside the appender when the
+// Log is made with Options.Beside, so that it does not wait: a long
+// --ephemeral run keeps
 // about a third of the bytes it would as one slice per event. A Log made
 // with NewWindow keeps only each session's latest events, so that a long
 // run's memory does not grow with its history; a read of older ones is
@@ -36,7 +37,8 @@ type Log struct {
 
 	mu       sync.RWMutex
 	sessions map[string]*session
-	keep     int // events kept per session (at least); 0 for all
+	keep     int          // events kept per session (at least); 0 for all
+	beside   func(func()) // runs a sealed block's compression (Options.Beside); nil: at once
 }
 
 var (
@@ -66,19 +68,31 @@ type storedCheckpoint struct {
 func (s *session) last() uint64 { return s.forkSeq + uint64(s.events.len()) }
 
 // New returns an empty Log that keeps every event.
-func New() *Log {
-	return &Log{sessions: make(map[string]*session)}
-}
+func New() *Log { return NewWith(Options{}) }
 
 // NewWindow returns an empty Log that keeps at least the latest keep
 // events of each session (every event when keep <= 0): older ones are
 // dropped a compressed block at a time, and reading them is refused with
 // events.ErrTrimmed. It is for runs whose log dies with the process and
 // whose readers (the history an agent asks for) need only its tail.
-func NewWindow(keep int) *Log {
-	l := New()
-	l.keep = max(keep, 0)
-	return l
+func NewWindow(keep int) *Log { return NewWith(Options{Keep: keep}) }
+
+// Options are how NewWith makes a Log; the zero value makes New's.
+type Options struct {
+	// Keep is NewWindow's: the latest events each session keeps at least
+	// (0: every event).
+	Keep int
+	// Beside, if set, runs the compression of a block just sealed (work),
+	// as concurrently as it likes: a run's driver, which appends the batch
+	// its turns wait for on its own goroutine, then does not wait for s2.
+	// The block is read raw until work has returned. The package starts
+	// no goroutine itself; nil compresses on the appender's goroutine.
+	Beside func(work func())
+}
+
+// NewWith returns an empty Log made as o says.
+func NewWith(o Options) *Log {
+	return &Log{sessions: make(map[string]*session), keep: max(o.Keep, 0), beside: o.Beside}
 }
 
 // trimmed is the error of a read of event seq of session id, which its
@@ -143,7 +157,7 @@ func (l *Log) create(ctx context.Context, m events.SessionMeta, batch []events.E
 func (l *Log) addLocked(s *session, batch []events.Event) {
 	for i := range batch {
 		e := &batch[i]
-		s.events.add(events.EncodedLen(e), func(dst []byte) []byte { return events.AppendEncode(dst, e) })
+		s.events.add(events.EncodedLen(e), func(dst []byte) []byte { return events.AppendEncode(dst, e) }, l.beside)
 	}
 	if l.keep > 0 {
 		s.events.trim(l.keep)

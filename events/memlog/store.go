@@ -46,9 +46,9 @@ type sealedBlock struct {
 }
 
 // blockBody holds a sealed block's bytes: the raw block as it was sealed,
-// then its s2 encoding once the compression (handed to a goroutine of its
-// own: see seal) has finished. Either is never modified; a reader loads
-// whichever is there.
+// then its s2 encoding once the compression (run beside the appender when
+// the Log has Options.Beside: see seal) has finished. Either is never
+// modified; a reader loads whichever is there.
 type blockBody struct{ p atomic.Pointer[blockBytes] }
 
 type blockBytes struct {
@@ -81,10 +81,11 @@ func (s *store) snapshot() store {
 }
 
 // add stores an event whose encoding is n bytes, written by enc into dst
-// (which has room for n bytes) and returned.
-func (s *store) add(n int, enc func(dst []byte) []byte) {
+// (which has room for n bytes) and returned. A block it seals is
+// compressed by beside (nil: at once; see seal).
+func (s *store) add(n int, enc func(dst []byte) []byte, beside func(func())) {
 	if len(s.ends) > 0 && len(s.open)+n > cap(s.open) {
-		s.seal()
+		s.seal(beside)
 	}
 	if cap(s.open)-len(s.open) < n {
 		s.open = make([]byte, 0, max(blockSize, n))
@@ -98,21 +99,21 @@ func (s *store) add(n int, enc func(dst []byte) []byte) {
 }
 
 // seal closes the open block and starts a new one. The block is
-// compressed on a goroutine of its own: the appender (a run's driver,
-// landing a batch before its turns) does not wait for s2, and the block is
-// read raw until its encoding is in.
-func (s *store) seal() {
+// compressed by beside, which may run it on another goroutine (Options.
+// Beside): the block is read raw until its encoding is in. With no beside
+// it is compressed at once.
+func (s *store) seal(beside func(func())) {
 	body := new(blockBody)
 	body.p.Store(&blockBytes{b: s.open})
 	s.sealed = append(s.sealed, sealedBlock{first: s.first, ends: slices.Clone(s.ends), body: body})
 	s.first += len(s.ends)
 	s.open, s.ends = nil, nil // readers may still hold them
-	compressSealed(body)
+	if beside == nil {
+		body.compress()
+	} else {
+		beside(body.compress)
+	}
 }
-
-// compressSealed starts the compression of a block just sealed (a variable
-// for the tests, which also compress at once or never).
-var compressSealed = func(b *blockBody) { go b.compress() }
 
 // trim drops the sealed blocks whose events are all older than the latest
 // keep (keep > 0). The kept blocks go into a new array: a reader's

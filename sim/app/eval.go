@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/corpsim/corpsim/agents/natsserver"
-	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -158,7 +157,7 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 			defer func() { <-sem }()
 			r := ro
 			r.World, r.Agents, r.Load, r.Seed = o.World, o.Agents, o.Load, o.FirstSeed+uint64(i)
-			r.Log, r.Bus, r.CheckpointEvery, r.Progress = memlog.New(), srv, -1, nil
+			r.Log, r.Bus, r.CheckpointEvery, r.Progress = newMemLog(0), srv, -1, nil
 			res, err := Run(ctx, r)
 			if err != nil {
 				errs[i] = fmt.Errorf("seed %d: %w", r.Seed, err)

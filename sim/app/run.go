@@ -18,7 +18,6 @@ import (
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
@@ -245,7 +244,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	log := o.Log
 	if log == nil {
 		if o.Ephemeral {
-			log = memlog.NewWindow(o.KeepEvents)
+			log = newMemLog(o.KeepEvents)
 		} else if log, err = OpenLog(ctx, o.Data, false, o.Logger); err != nil {
 			return nil, err
 		}

@@ -29,6 +29,14 @@ const DefaultData = "corpsim-data"
 // turns finds it.
 const DefaultKeepEvents = 100_000
 
+// newMemLog is an in-memory log keeping the latest keep events of each
+// session (0: every one), whose sealed blocks are compressed on goroutines
+// of their own: the driver, which appends the batch its turns wait for,
+// does not wait for s2.
+func newMemLog(keep int) *memlog.Log {
+	return memlog.NewWith(memlog.Options{Keep: keep, Beside: func(work func()) { go work() }})
+}
+
 // OpenLog opens the Pebble log in dir (creating it), or an in-memory log.
 // A session found "running" in a store this process could open is not
 // running anywhere (Pebble locks the folder), so it was interrupted: OpenLog
@@ -37,7 +45,7 @@ const DefaultKeepEvents = 100_000
 // returns an error wrapping ctx's (see ErrOpenInterrupted).
 func OpenLog(ctx context.Context, dir string, ephemeral bool, logger hclog.Logger) (events.Log, error) {
 	if ephemeral {
-		return memlog.New(), nil
+		return newMemLog(0), nil
 	}
 	if logger == nil {
 		logger = hclog.NewNullLogger()

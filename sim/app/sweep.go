@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/corpsim/corpsim/agents/natsserver"
-	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim/report"
 	"github.com/corpsim/corpsim/worlds"
@@ -188,7 +187,7 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 			}
 			r := ro
 			r.World, r.Agents, r.Load, r.Seed = o.World, o.Agents[j.agents], o.Loads[j.load], o.FirstSeed+uint64(j.seed)
-			r.Log, r.Bus, r.CheckpointEvery, r.Progress = memlog.New(), srv, -1, nil
+			r.Log, r.Bus, r.CheckpointEvery, r.Progress = newMemLog(0), srv, -1, nil
 			res, err := Run(ctx, r)
 			if err != nil {
 				errs[i] = fmt.Errorf("load %g, agents %s, seed %d: %w", r.Load, r.Agents, r.Seed, err)
