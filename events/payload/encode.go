@@ -61,6 +61,10 @@ func Append(dst []byte, payload any) ([]byte, error) {
 		if out, ok := p.appendJSON(dst); ok {
 			return out, nil
 		}
+	case ActionRejected:
+		return p.appendJSON(dst), nil
+	case *ActionRejected:
+		return p.appendJSON(dst), nil
 	}
 	b, err := json.Marshal(payload)
 	if err != nil {
@@ -107,6 +111,18 @@ func AppendAction(dst []byte, a *Action) []byte {
 		dst = append(dst, ']')
 	}
 	dst = fastjson.AppendKeyStringOmit(dst, `,"start":`, a.Start)
+	return append(dst, '}')
+}
+
+// appendJSON writes p as json.Marshal does: the action as AppendAction
+// (a turn's actions too), the rule left out when empty.
+func (p *ActionRejected) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"index":`...)
+	dst = strconv.AppendInt(dst, int64(p.Index), 10)
+	dst = AppendAction(append(dst, `,"action":`...), &p.Action)
+	dst = fastjson.AppendString(append(dst, `,"kind":`...), p.Kind)
+	dst = fastjson.AppendKeyStringOmit(dst, `,"rule":`, p.Rule)
+	dst = fastjson.AppendString(append(dst, `,"reason":`...), p.Reason)
 	return append(dst, '}')
 }
 

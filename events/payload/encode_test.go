@@ -133,7 +133,15 @@ func TestAppendPayloadMatchesEncodingJSON(t *testing.T) {
 			}
 		}
 		sameAsJSON(t, rw)
+
+		rej := ActionRejected{Index: r.IntN(12) - 1, Action: randAction(r), Kind: randString(r), Reason: randString(r)}
+		if r.IntN(2) == 0 {
+			rej.Rule = randString(r)
+		}
+		sameAsJSON(t, rej)
+		sameAsJSON(t, &rej)
 	}
+	sameAsJSON(t, ActionRejected{})
 	// Other payloads take encoding/json's path.
 	sameAsJSON(t, QueueUp{Queue: "desk"})
 }
@@ -174,5 +182,6 @@ func FuzzAppend(f *testing.F) {
 		sameAsJSON(t, Turn{Turn: uint64(n), Actions: []Action{{Type: typ, Task: id, Text: title, Until: n}}})
 		sameAsJSON(t, Reward{Team: value, Members: map[string]float64{id: value, title: -value}, Rubric: typ})
 		sameAsJSON(t, TicketResolved{Task: id, Work: clock.Duration(n), Next: title, NextWork: clock.Duration(-n), Waits: typ == "", NextUntil: clock.Time(n)})
+		sameAsJSON(t, ActionRejected{Index: int(n), Action: Action{Type: typ, Task: id, Reason: title, Until: n}, Kind: typ, Rule: id, Reason: title})
 	})
 }
