@@ -3,10 +3,9 @@
 // It stores each event in its encoded form, exactly as a durable log would,
 // so every Append and Read goes through the events codec and its checksum.
 // The encodings are packed into blocks of 64 KiB, and a full block is
-// compressed with s2 (klauspost/compress) — beside the appender when the
-// Log is made with Options.Beside, so that it does not wait: a long
-// --ephemeral run keeps
-// about a third of the bytes it would as one slice per event. A Log made
+// compressed with s2 (klauspost/compress), beside the appender when the
+// Log is made with Options.Beside: a long --ephemeral run keeps about a
+// third of the bytes it would as one slice per event. A Log made
 // with NewWindow keeps only each session's latest events, so that a long
 // run's memory does not grow with its history; a read of older ones is
 // refused with events.ErrTrimmed. Nothing survives Close.
