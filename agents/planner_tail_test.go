@@ -10,7 +10,8 @@ import (
 
 // A task's tail is the effort left on the longest chain through the tasks
 // seen waiting on it: its own effort less what was spent, then the longest
-// of its dependents' tails. A task listed twice counts as first listed.
+// of its dependents' tails. A task listed twice counts as first listed; a
+// task not seen has no tail.
 func TestPlanTailIsTheEffortLeftOnTheLongestChain(t *testing.T) {
 	view := func(id string, effort, spent clock.Duration, deps ...string) org.TaskView {
 		return org.TaskView{ID: id, Kind: org.KindTask, Effort: effort, Spent: spent, Deps: deps}
@@ -32,6 +33,21 @@ func TestPlanTailIsTheEffortLeftOnTheLongestChain(t *testing.T) {
 	} {
 		if got := pl.tail(id); got != want {
 			t.Errorf("tail(%s): got %v, want %v", id, got, want)
+		}
+	}
+	// A dependency on a task not seen is no chain, and a cycle (which a
+	// valid world cannot have) ends where it began: each task's tail is
+	// its effort left and that of the tasks after it around the cycle.
+	o = org.Observation{Available: []org.TaskView{
+		view("p", 2*clock.Hour, 0, "q", "hidden"), view("q", 3*clock.Hour, 0, "p"), view("r", clock.Hour, 0, "hidden"),
+	}}
+	pl = newPlan(o, plannerConfig{nearTail: clock.Hour}, map[string]bool{})
+	for _, c := range []struct {
+		id   string
+		want clock.Duration
+	}{{"p", 5 * clock.Hour}, {"q", 3 * clock.Hour}, {"r", clock.Hour}, {"hidden", 0}} {
+		if got := pl.tail(c.id); got != c.want {
+			t.Errorf("cycle: tail(%s): got %v, want %v", c.id, got, c.want)
 		}
 	}
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // A view's waiting_on is what PendingDeps says of the task, whether it
-// waits on all of its dependencies (the view then shares the spec's list,
-// which appending to must not change), on some, or on none: play a
+// waits on all of its dependencies (the view then shares the spec's
+// list), on some, or on none: play a
 // generated world with chains and compare every listed task of every
 // member's view after every batch.
 func TestViewWaitingIsThePendingDependencies(t *testing.T) {
@@ -43,12 +43,7 @@ func TestViewWaitingIsThePendingDependencies(t *testing.T) {
 					case len(want) == 0:
 						none++
 					case len(want) == len(task.Spec.Deps):
-						all++
-						before := slices.Clone(task.Spec.Deps)
-						_ = append(v.Waiting, "appended")
-						if !slices.Equal(task.Spec.Deps, before) {
-							t.Fatalf("appending to %s's waiting_on changed its spec's deps: %q", v.ID, task.Spec.Deps)
-						}
+						all++ // the shared list is clipped: TestWaitingOnSharesTheSpecListClipped
 					default:
 						some++
 					}

@@ -23,7 +23,7 @@ func (l *Log) Corrupt(id string, seq uint64, b []byte) {
 		if uint64(i) == seq-s.forkSeq-1 {
 			ev = b
 		}
-		again.add(len(ev), func(dst []byte) []byte { return append(dst, ev...) }, nil)
+		again.add(len(ev), func(dst []byte) []byte { return append(dst, ev...) }, l.beside)
 	}
 	s.events = again
 }

@@ -355,9 +355,19 @@ func TestConformanceOfAWindow(t *testing.T) {
 // and keeps what it holds bounded however long the session runs. Readers
 // started before a trim finish what they began.
 func TestWindowKeepsTheLatest(t *testing.T) {
+	t.Run("compressed at once", func(t *testing.T) { testWindowKeepsTheLatest(t, memlog.NewWindow(windowKeep)) })
+	// As run --ephemeral makes it: compressed on goroutines of their own.
+	t.Run("compressed beside", func(t *testing.T) {
+		testWindowKeepsTheLatest(t, memlog.NewWith(memlog.Options{Keep: windowKeep, Beside: func(work func()) { go work() }}))
+	})
+}
+
+// windowKeep is the window of TestWindowKeepsTheLatest.
+const windowKeep = 2000
+
+func testWindowKeepsTheLatest(t *testing.T, l *memlog.Log) {
 	ctx := context.Background()
-	const keep, total = 2000, 60000
-	l := memlog.NewWindow(keep)
+	const keep, total = windowKeep, 60000
 	defer l.Close()
 	if err := l.CreateSession(ctx, events.SessionMeta{ID: "s", Status: events.StatusRunning}); err != nil {
 		t.Fatal(err)

@@ -80,6 +80,39 @@ func randAction(r *rand.Rand) Action {
 	if r.IntN(2) == 0 {
 		a.Until = r.Int64N(1<<40) - 1<<39
 	}
+	// The case, record and meeting tools' fields, each at times.
+	for _, f := range []*string{&a.Template, &a.Record, &a.ID, &a.Option, &a.Case, &a.Start} {
+		if r.IntN(8) == 0 {
+			*f = randString(r)
+		}
+	}
+	attrs := func() ActionAttrs {
+		m := Attrs{}
+		for range r.IntN(3) + 1 {
+			if r.IntN(2) == 0 {
+				m[randString(r)] = r.Int64N(1<<40) - 1<<39
+			} else {
+				m[randString(r)] = randString(r)
+			}
+		}
+		return NewActionAttrs(m)
+	}
+	if r.IntN(8) == 0 {
+		a.Attributes = attrs()
+	}
+	if r.IntN(8) == 0 {
+		a.Fields = attrs()
+	}
+	if r.IntN(8) == 0 {
+		a.Page = r.IntN(100) - 10
+	}
+	if r.IntN(8) == 0 {
+		ids := make([]string, r.IntN(3)+1)
+		for i := range ids {
+			ids[i] = "m-" + randString(r)
+		}
+		a.Attendees = NewNames(ids...)
+	}
 	return a
 }
 
