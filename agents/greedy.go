@@ -120,15 +120,26 @@ func asked(o org.Observation, member, topic string) bool {
 }
 
 // spreadFirst returns the index in ts of the task member takes among
-// those tied for the highest value (ts[0]'s, ts sorted by value): the one
-// whose hash of (member, task) is least, the earliest of equal hashes —
-// the first of the ties sorted stably by that hash, found without copying
-// or sorting them (a desk's 50 equal tickets were a copy of 50 task views
-// and a sort, at every turn).
+// those tied for the highest value (ts[0]'s, ts sorted by value): see
+// leastHashed.
 func spreadFirst(member string, ts []org.TaskView) int {
-	first, least := 0, tieHash(member, ts[0].ID)
-	for i := 1; i < len(ts) && ts[i].Value == ts[0].Value; i++ {
-		if h := tieHash(member, ts[i].ID); h < least {
+	n := 1
+	for n < len(ts) && ts[n].Value == ts[0].Value {
+		n++
+	}
+	return leastHashed(member, ts[:n])
+}
+
+// leastHashed returns the index in ties (tasks as good as each other, at
+// least one) of the one member takes: the one whose hash of (member,
+// task) is least, the earliest of equal hashes — the first of the ties
+// sorted stably by that hash, found without copying or sorting them (a
+// desk's 50 equal tickets were a copy of 50 task views and a sort, at
+// every turn). Colleagues so spread over equal work instead of colliding.
+func leastHashed(member string, ties []org.TaskView) int {
+	first, least := 0, tieHash(member, ties[0].ID)
+	for i := 1; i < len(ties); i++ {
+		if h := tieHash(member, ties[i].ID); h < least {
 			first, least = i, h
 		}
 	}

@@ -204,8 +204,7 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 	}
 	if len(options) > 0 {
 		pl.sort(options)
-		options = pl.spread(p.member, options)
-		best := options[0]
+		best := options[pl.spread(p.member, options)]
 		// What we hold goes first, but a ticket within its SLA goes before
 		// project work: it is worth more per hour, and it is due sooner.
 		if pick == nil || pl.class(best) == classTicket && pl.class(*pick) != classTicket {
@@ -343,14 +342,14 @@ type plan struct {
 	// not worth funding now (+Inf: any is).
 	cutoff float64
 	// The chains the tails are worked out on, indexed at the first tail
-	// asked for (chains): a decision among tickets alone asks none.
-	chained bool
-	place   map[string]int32 // visible task -> its place, in the order first listed
-	left    []clock.Duration // by place: the effort left on the task (as first listed)
-	from    []int32          // by place: kids[from[i]:from[i+1]] are the places of the visible tasks that depend on it
-	kids    []int32
-	tails   []clock.Duration // by place: its tail once worked out (done)
-	done    []uint8          // by place: 0 not yet, 1 being worked out, 2 done
+	// asked for (chains; place is nil before): a decision among tickets
+	// alone asks none.
+	place map[string]int32 // visible task -> its place, in the order first listed
+	left  []clock.Duration // by place: the effort left on the task (as first listed)
+	from  []int32          // by place: kids[from[i]:from[i+1]] are the places of the visible tasks that depend on it
+	kids  []int32
+	tails []clock.Duration // by place: its tail once worked out (done)
+	done  []uint8          // by place: 0 not yet, 1 being worked out, 2 done
 }
 
 func newPlan(o org.Observation, cfg plannerConfig, known map[string]bool) *plan {
@@ -362,7 +361,6 @@ func newPlan(o org.Observation, cfg plannerConfig, known map[string]bool) *plan 
 // are read in place, never copied (each is about 300 bytes), and the
 // dependents are one list cut by place, not a list a task.
 func (pl *plan) chains() {
-	pl.chained = true
 	lists := [...][]org.TaskView{pl.o.Assigned, pl.o.Available, pl.o.Upcoming}
 	n := len(lists[0]) + len(lists[1]) + len(lists[2])
 	pl.place = make(map[string]int32, n)
@@ -513,7 +511,7 @@ func (pl *plan) backlog(queue string) bool {
 // see waiting on it: an estimate of t's critical path to the goal. A task
 // not visible has none.
 func (pl *plan) tail(id string) clock.Duration {
-	if !pl.chained {
+	if pl.place == nil {
 		pl.chains()
 	}
 	k, ok := pl.place[id]
@@ -590,14 +588,12 @@ func (pl *plan) sort(ts []org.TaskView) {
 	slices.SortStableFunc(ts, pl.compare)
 }
 
-// spread reorders the options as good as the first by a hash of (member, task).
-func (pl *plan) spread(member string, ts []org.TaskView) []org.TaskView {
+// spread returns the index of the option member takes among those as good
+// as the first (ts sorted by compare): see leastHashed.
+func (pl *plan) spread(member string, ts []org.TaskView) int {
 	n := 1
 	for n < len(ts) && pl.equal(ts[0], ts[n]) {
 		n++
 	}
-	slices.SortStableFunc(ts[:n], func(a, b org.TaskView) int {
-		return cmp.Compare(tieHash(member, a.ID), tieHash(member, b.ID))
-	})
-	return ts
+	return leastHashed(member, ts[:n])
 }
