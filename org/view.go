@@ -197,25 +197,18 @@ type RejectedView struct {
 func (s *State) limits() Limits { return s.Limits.WithDefaults() }
 
 // waitingOn is PendingDeps for a view, which already shares the spec's
-// list of dependencies (Deps): that same list when none is done, nothing
-// when all are, else a list just long enough. A view is built at every
+// list of dependencies (Deps): that same list, clipped, when none is done,
+// and nothing when all are, with no list made. A view is built at every
 // turn for every task it lists, and most upcoming tasks wait on all their
 // dependencies.
 func (s *State) waitingOn(t *Task) []string {
-	n := s.pendingCount(t)
-	switch {
+	switch n := s.pendingCount(t); {
 	case n == 0:
 		return nil
 	case n == len(t.deps) && len(t.deps) == len(t.Spec.Deps):
 		return slices.Clip(t.Spec.Deps) // t.deps[i] is Spec.Deps[i]'s task (link)
 	}
-	out := make([]string, 0, n)
-	for _, d := range t.deps {
-		if d.Status != StatusDone {
-			out = append(out, d.ID)
-		}
-	}
-	return out
+	return s.PendingDeps(t)
 }
 
 func (s *State) pendingCount(t *Task) int {
