@@ -18,6 +18,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/pebblelog"
+	"github.com/corpsim/corpsim/sim/workers"
 )
 
 // DefaultData is the data folder of the command line when none is given.
@@ -30,12 +31,16 @@ const DefaultData = "corpsim-data"
 const DefaultKeepEvents = 100_000
 
 // newMemLog is an in-memory log keeping the latest keep events of each
-// session (0: every one), whose sealed blocks are compressed on goroutines
-// of their own: the driver, which appends the batch its turns wait for,
-// does not wait for s2.
+// session (0: every one), whose sealed blocks are compressed by the
+// compressors' workers: the driver, which appends the batch its turns wait
+// for, does not wait for s2.
 func newMemLog(keep int) *memlog.Log {
-	return memlog.NewWith(memlog.Options{Keep: keep, Beside: func(work func()) { go work() }})
+	return memlog.NewWith(memlog.Options{Keep: keep, Beside: compressors.Run})
 }
+
+// compressors compress the in-memory logs' sealed blocks (newMemLog), on
+// workers that stay a while, as the driver's land its batches.
+var compressors = workers.New()
 
 // OpenLog opens the Pebble log in dir (creating it), or an in-memory log.
 // A session found "running" in a store this process could open is not

@@ -4,7 +4,8 @@
 // goroutine's stack starts small and is copied each time it doubles, and at
 // tens of thousands of turns a second that copying was a tenth of a
 // session's CPU. A function waits for no other: when no worker is idle, a
-// new one starts. The driver and the in-process seats each keep a Pool.
+// new one starts. The driver, the in-process seats and the in-memory logs'
+// compression (sim/app) each keep a Pool.
 package workers
 
 import (
