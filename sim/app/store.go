@@ -35,8 +35,13 @@ const DefaultKeepEvents = 100_000
 // compressors' workers: the driver, which appends the batch its turns wait
 // for, does not wait for s2.
 func newMemLog(keep int) *memlog.Log {
-	return memlog.NewWith(memlog.Options{Keep: keep, Beside: compressors.Run})
+	return memlog.NewWith(memlog.Options{Keep: keep, Beside: compressBeside})
 }
+
+// compressBeside runs the compression of the in-memory logs' sealed blocks
+// (newMemLog) on compressors' workers. A variable so that a test can see
+// that the logs of run, eval and sweep hand their blocks to it.
+var compressBeside = compressors.Run
 
 // compressors compress the in-memory logs' sealed blocks (newMemLog), on
 // workers that stay a while, as the driver's land its batches.
