@@ -369,7 +369,7 @@ func (s *State) applyTaskHandedOff(ev *events.Event) error {
 	if to := s.members[p.To]; to != nil {
 		t.Assignee = to.ID
 		to.Holding++
-		to.held = append(to.held, t)
+		to.hold(t)
 		s.wake(to.ID, ev.Seq)
 	} else {
 		t.Status, t.Assignee = StatusOpen, ""
@@ -408,7 +408,7 @@ func (s *State) claim(ev *events.Event, m *Member, t *Task, busyUntil clock.Time
 	}
 	t.Status, t.Assignee = StatusClaimed, m.ID
 	m.Holding++
-	m.held = append(m.held, t)
+	m.hold(t)
 	s.queueOf(t).claimed++
 	s.busy(m, busyUntil)
 	if s.Dispatch != nil {

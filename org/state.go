@@ -186,8 +186,8 @@ type Member struct {
 	team   *worlds.Team
 	budget *Budget
 	looked bool
-	// held are the tasks assigned to it and not done, in the order it
-	// took them (a derived index, rebuilt by index()).
+	// held are the tasks assigned to it and not done, in creation order
+	// (a derived index, rebuilt by index(); see hold).
 	held []*Task
 	num  int // its place in State.Members (see Num)
 }
@@ -198,8 +198,8 @@ type Member struct {
 // every state of the world (restored, replayed or forked).
 func (m *Member) Num() int { return m.num }
 
-// Held returns the tasks assigned to m and not done, in the order it took
-// them: State.Held of its ID. The slice is the state's; the caller must
+// Held returns the tasks assigned to m and not done, in creation order:
+// State.Held of its ID. The slice is the state's; the caller must
 // not change it.
 func (m *Member) Held() []*Task { return m.held }
 
@@ -476,7 +476,7 @@ func (s *State) track(t *Task) {
 	s.open++
 	if t.Assignee != "" {
 		if m := s.members[t.Assignee]; m != nil {
-			m.held = append(m.held, t)
+			m.hold(t)
 		}
 		q.claimed++
 	}
@@ -503,7 +503,8 @@ func (s *State) arrivedEarlier(a, b *Task) bool {
 	return a.ord < b.ord
 }
 
-// Held returns the tasks member holds (assigned, not done), in the order it took them.
+// Held returns the tasks member holds (assigned, not done), in creation
+// order (the order of State.Tasks, as views list them).
 func (s *State) Held(member string) []*Task {
 	if m := s.members[member]; m != nil {
 		return m.held
@@ -636,6 +637,19 @@ func (s *State) AgentsFailed() bool {
 		}
 	}
 	return true
+}
+
+// hold adds t to what m holds, in creation order: what m holds, and so
+// what a simulated colleague works on first, the tasks a handover
+// violation names and the outcome a record created counts for, is the
+// same in a state restored from a snapshot (which lists tasks, not the
+// order they were taken in) as in the state that took them.
+func (m *Member) hold(t *Task) {
+	i := len(m.held)
+	for i > 0 && m.held[i-1].ord > t.ord { // most often taken last-created: no move
+		i--
+	}
+	m.held = slices.Insert(m.held, i, t)
 }
 
 func removeTask(ts []*Task, t *Task) []*Task {

@@ -439,11 +439,7 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 			}
 		}
 	}
-	held := m.held
-	if !slices.IsSortedFunc(held, byOrd) {
-		held = slices.Clone(held)
-		slices.SortFunc(held, byOrd)
-	}
+	held := m.held // in creation order (Member.hold)
 	if len(held) > 0 {
 		o.Assigned = make([]TaskView, 0, len(held))
 	}
