@@ -50,6 +50,10 @@ func (s *State) ScanView(id string) Observation {
 	slices.SortFunc(held, func(a, b *Task) int { return a.ord - b.ord })
 	for _, t := range held {
 		if !t.Hidden {
+			if len(o.Assigned) == s.limits().Listed {
+				o.AssignedMore++
+				continue
+			}
 			o.Assigned = append(o.Assigned, s.taskView(t))
 		}
 	}

@@ -20,10 +20,12 @@ type Observation struct {
 	Wall    string     `json:"wall"` // the same instant on the world's calendar (RFC 3339)
 	Horizon clock.Time `json:"horizon"`
 
-	Assigned  []TaskView `json:"assigned"`  // tasks you hold that are not done
+	Assigned  []TaskView `json:"assigned"`  // tasks you hold that are not done, oldest first
 	Available []TaskView `json:"available"` // open tasks you may take whose dependencies are done, most valuable first
 	Upcoming  []TaskView `json:"upcoming"`  // open tasks you may take, still waiting on dependencies, nearest first
-	// AvailableMore and UpcomingMore count the tasks left out of lists cut at the session's listed limit.
+	// AssignedMore, AvailableMore and UpcomingMore count the tasks left out
+	// of lists cut at the session's listed limit.
+	AssignedMore  int            `json:"assigned_more,omitempty"`
 	AvailableMore int            `json:"available_more,omitempty"`
 	UpcomingMore  int            `json:"upcoming_more,omitempty"`
 	Approvals     []RequestView  `json:"approvals"`            // requests waiting for your decision
@@ -439,13 +441,20 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 			}
 		}
 	}
-	held := m.held // in creation order (Member.hold)
-	if len(held) > 0 {
-		o.Assigned = make([]TaskView, 0, len(held))
+	// What it holds, oldest first (Member.hold keeps them in creation
+	// order), cut at the listed limit like the lists below: a member that
+	// holds thousands is shown what it can use, and its view costs that.
+	listed := s.limits().Listed
+	if len(m.held) > 0 {
+		o.Assigned = make([]TaskView, 0, min(len(m.held), listed))
 	}
-	for _, t := range held {
-		if !t.Hidden {
+	for _, t := range m.held {
+		switch {
+		case t.Hidden:
+		case len(o.Assigned) < listed:
 			o.Assigned = append(o.Assigned, s.taskView(t))
+		default:
+			o.AssignedMore++
 		}
 	}
 	// What the member may take comes from the offer index (see
@@ -494,7 +503,6 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 			}
 		}
 	}
-	listed := s.limits().Listed
 	// Long lists are cut to the listed limit, most valuable (and, upcoming, nearest)
 	// first; *More say how many were left out. The tickets at the heads of
 	// the queues (one per queue) are never cut: a queue must not starve

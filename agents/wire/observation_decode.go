@@ -174,6 +174,8 @@ func (d *viewDecoder) observation(o *org.Observation) bool {
 			return 1 << 22, d.Int(&o.InboxMore)
 		case "shift":
 			return 1 << 23, d.shiftView(&o.Shift)
+		case "assigned_more":
+			return 1 << 24, d.Int(&o.AssignedMore)
 		}
 		return 0, false
 	})

@@ -32,6 +32,7 @@ func AppendObservation(dst []byte, o *org.Observation) ([]byte, error) {
 	dst = fastjson.AppendList(dst, `,"assigned":`, o.Assigned, appendTaskView)
 	dst = fastjson.AppendList(dst, `,"available":`, o.Available, appendTaskView)
 	dst = fastjson.AppendList(dst, `,"upcoming":`, o.Upcoming, appendTaskView)
+	dst = fastjson.AppendKeyIntOmit(dst, `,"assigned_more":`, int64(o.AssignedMore))
 	dst = fastjson.AppendKeyIntOmit(dst, `,"available_more":`, int64(o.AvailableMore))
 	dst = fastjson.AppendKeyIntOmit(dst, `,"upcoming_more":`, int64(o.UpcomingMore))
 	dst = fastjson.AppendList(dst, `,"approvals":`, o.Approvals, appendRequestView)

@@ -322,7 +322,7 @@ func TestAppendObservation(t *testing.T) {
 		{"nil queue", org.Observation{Queues: []*org.QueueView{nil, {ID: "q"}}}},
 		{"floats", org.Observation{Upcoming: []org.TaskView{{Value: 1e-7}, {Value: 1e21}, {Value: -0.0}, {Value: 123456789.125}, {Value: 1e-6}, {Value: 5e-324}}}},
 		{"strings", org.Observation{Member: "\u2028<a>&\"\\\x00\x1f\x7f", Team: "a\xffb", Role: "héllo 😀"}},
-		{"extremes", org.Observation{Turn: math.MaxUint64, Time: math.MinInt64, Horizon: math.MaxInt64, AvailableMore: -1}},
+		{"extremes", org.Observation{Turn: math.MaxUint64, Time: math.MinInt64, Horizon: math.MaxInt64, AssignedMore: math.MaxInt, AvailableMore: -1}},
 		{"nan", nan},
 		{"infinity", org.Observation{Assigned: []org.TaskView{{Value: math.Inf(-1)}}}},
 	}

@@ -6,8 +6,9 @@ import "fmt"
 // recorded in session.started, so replay, forks and resumes use the
 // session's own limits. Zero fields take the defaults.
 type Limits struct {
-	// Listed bounds the Available and Upcoming lists of an observation; the
-	// tasks left out are counted in AvailableMore and UpcomingMore.
+	// Listed bounds the Assigned, Available and Upcoming lists of an
+	// observation; the tasks left out are counted in AssignedMore,
+	// AvailableMore and UpcomingMore.
 	Listed int `json:"listed,omitempty"`
 	// Inbox bounds the messages one observation delivers, oldest first;
 	// InboxMore counts the rest, which the next turns deliver (paged, never

@@ -67,7 +67,7 @@ and print the scorecard.`,
 // session.started, so forks and resumes keep them).
 func limitFlags(c *cobra.Command, l *org.Limits) {
 	f := c.Flags()
-	f.IntVar(&l.Listed, "max-listed", org.DefaultListed, "tasks per list (available, upcoming) in an observation; the rest are counted")
+	f.IntVar(&l.Listed, "max-listed", org.DefaultListed, "tasks per list (assigned, available, upcoming) in an observation; the rest are counted")
 	f.IntVar(&l.Inbox, "max-inbox", org.DefaultInbox, "messages one observation delivers; the rest wait for the next turns (paged, never dropped)")
 	f.IntVar(&l.MessageBytes, "max-message-bytes", org.DefaultMessageBytes, "longest message text an agent may send; longer ones are refused")
 }
