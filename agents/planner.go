@@ -42,13 +42,14 @@ import (
 // so colleagues spread over them instead of colliding.
 //
 // It is deterministic: the same observations give the same actions. It
-// remembers what colleagues told it and the purchases it has seen. Make one
-// per member (New does); it is safe for concurrent use.
+// remembers the purchases it has seen (its budget's cutoff) and the tickets
+// it holds unfunded; whether it knows what a task needs it reads from the
+// view, so that a planner made anew for a resumed session asks no colleague
+// again. Make one per member (New does); it is safe for concurrent use.
 type Planner struct {
 	mu     sync.Mutex
 	member string
 	cfg    plannerConfig
-	known  map[string]bool     // topics colleagues told it
 	seen   map[string]purchase // every purchase task it has seen
 	// byPrice are seen's purchases by price (ties in task order) and
 	// seenTotal their amounts summed in task order (cutoff): worked out
@@ -68,7 +69,7 @@ type plannerConfig struct {
 
 // NewPlanner makes a Planner for member.
 func NewPlanner(member string) *Planner {
-	return &Planner{member: member, cfg: plannerConfig{nearTail: clock.Hour}, known: map[string]bool{}, seen: map[string]purchase{}, parked: map[string]bool{}}
+	return &Planner{member: member, cfg: plannerConfig{nearTail: clock.Hour}, seen: map[string]purchase{}, parked: map[string]bool{}}
 }
 
 // Decide implements Agent.
@@ -82,11 +83,6 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 	defer p.mu.Unlock()
 	if p.member == "" {
 		p.member = o.Member
-	}
-	for _, m := range o.Inbox {
-		if m.Topic != "" {
-			p.known[m.Topic] = true
-		}
 	}
 	maps.DeleteFunc(p.parked, func(id string, _ bool) bool {
 		// Done, or another took it first.
@@ -116,13 +112,13 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 		// The shift ends soon and the team requires handing work over.
 		return append(append(acts, handoffs(o)...), org.Action{Type: org.ActWait}), nil
 	}
-	pl := newPlan(o, p.cfg, p.known)
+	pl := newPlan(o, p.cfg)
 	pl.cutoff = p.cutoff(o)
 	budget := pl.budgetLeft()
 	asked := map[string]bool{} // from/topic asked this turn
 	ask := func(t org.TaskView) {
 		in := t.NeedsInfo
-		if in == nil || in.Known || p.known[in.Topic] || in.From == o.Member || asked[in.From+"/"+in.Topic] || pl.awaiting(in.From, in.Topic) {
+		if in == nil || in.Known || in.From == o.Member || asked[in.From+"/"+in.Topic] || pl.awaiting(in.From, in.Topic) {
 			return
 		}
 		asked[in.From+"/"+in.Topic] = true
@@ -214,10 +210,6 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 	if pick != nil && !held {
 		t := *pick
 		acts = append(acts, org.Action{Type: org.ActClaim, Task: t.ID})
-		t.NeedsInfo = copyInfo(t.NeedsInfo)
-		if t.NeedsInfo != nil {
-			t.NeedsInfo.Known = false
-		}
 		ask(t)
 		if t.Approval == "needed" && approvalFits(o) {
 			acts = append(acts, org.Action{Type: org.ActRequestApproval, Task: t.ID})
@@ -316,14 +308,6 @@ func (p *Planner) stint(t org.TaskView) string {
 	return p.cfg.stint
 }
 
-func copyInfo(in *org.InfoView) *org.InfoView {
-	if in == nil {
-		return nil
-	}
-	c := *in
-	return &c
-}
-
 // Task classes, most urgent first.
 const (
 	classTicket   = iota // a ticket within its SLA
@@ -335,9 +319,8 @@ const (
 
 // plan is what the planner derives from one observation.
 type plan struct {
-	o     org.Observation
-	cfg   plannerConfig
-	known map[string]bool
+	o   org.Observation
+	cfg plannerConfig
 	// cutoff is the money per unit of value above which a purchase is
 	// not worth funding now (+Inf: any is).
 	cutoff float64
@@ -352,8 +335,8 @@ type plan struct {
 	done  []uint8          // by place: 0 not yet, 1 being worked out, 2 done
 }
 
-func newPlan(o org.Observation, cfg plannerConfig, known map[string]bool) *plan {
-	return &plan{o: o, cfg: cfg, known: known, cutoff: math.Inf(1)}
+func newPlan(o org.Observation, cfg plannerConfig) *plan {
+	return &plan{o: o, cfg: cfg, cutoff: math.Inf(1)}
 }
 
 // chains indexes the visible tasks (Assigned, Available, Upcoming; a task
@@ -449,7 +432,7 @@ func (pl *plan) ready(t org.TaskView) bool {
 	if len(t.Waiting) > 0 {
 		return false
 	}
-	if in := t.NeedsInfo; in != nil && !in.Known && !pl.known[in.Topic] {
+	if in := t.NeedsInfo; in != nil && !in.Known {
 		return false
 	}
 	return t.Approval == "" || t.Approval == org.RequestApproved

@@ -22,7 +22,7 @@ func TestPlanTailIsTheEffortLeftOnTheLongestChain(t *testing.T) {
 		Available: []org.TaskView{view("b", 3*clock.Hour, 0, "a"), view("d", clock.Hour, 0, "a"), view("a", 9*clock.Hour, 0)},
 		Upcoming:  []org.TaskView{view("c", 4*clock.Hour, clock.Hour, "b")},
 	}
-	pl := newPlan(o, plannerConfig{nearTail: clock.Hour}, map[string]bool{})
+	pl := newPlan(o, plannerConfig{nearTail: clock.Hour})
 	for id, want := range map[string]clock.Duration{
 		"c": 3 * clock.Hour,
 		"b": 6 * clock.Hour,
@@ -41,7 +41,7 @@ func TestPlanTailIsTheEffortLeftOnTheLongestChain(t *testing.T) {
 	o = org.Observation{Available: []org.TaskView{
 		view("p", 2*clock.Hour, 0, "q", "hidden"), view("q", 3*clock.Hour, 0, "p"), view("r", clock.Hour, 0, "hidden"),
 	}}
-	pl = newPlan(o, plannerConfig{nearTail: clock.Hour}, map[string]bool{})
+	pl = newPlan(o, plannerConfig{nearTail: clock.Hour})
 	for _, c := range []struct {
 		id   string
 		want clock.Duration

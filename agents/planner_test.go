@@ -186,7 +186,8 @@ func TestPlannerAsksForInformationOnce(t *testing.T) {
 	o.Turn++
 	o.Inbox = nil
 	next := ticket("outage-2", 3, 3)
-	next.NeedsInfo = &org.InfoView{From: "omar", Topic: "status-page"}
+	// An open task's known is the viewer's: the view says it knows.
+	next.NeedsInfo = &org.InfoView{From: "omar", Topic: "status-page", Known: true}
 	o.Assigned, o.Available = nil, []org.TaskView{next}
 	if got := find(decide(t, p, o), org.ActMessage); len(got) != 0 {
 		t.Fatalf("asked again for what omar already said: %+v", got)

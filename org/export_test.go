@@ -128,14 +128,14 @@ func (s *State) ScanView(id string) Observation {
 			o.AvailableMore = len(avail) - i
 			break
 		}
-		o.Available = append(o.Available, s.taskView(t))
+		o.Available = append(o.Available, s.openView(t, m))
 	}
 	for i, r := range upcoming {
 		if i == listed {
 			o.UpcomingMore = len(upcoming) - i
 			break
 		}
-		o.Upcoming = append(o.Upcoming, s.taskView(r.t))
+		o.Upcoming = append(o.Upcoming, s.openView(r.t, m))
 	}
 	for _, r := range s.Requests {
 		if r.Status == RequestPending && r.Steps[r.Current].Approver == id {

@@ -128,7 +128,7 @@ type TaskView struct {
 type InfoView struct {
 	From  string `json:"from"`
 	Topic string `json:"topic"`
-	Known bool   `json:"known"` // the assignee has it
+	Known bool   `json:"known"` // the assignee has it (of an open task: you have it)
 }
 
 // QueueView is a queue as one of its servers sees it.
@@ -254,6 +254,16 @@ func (s *State) Serves(role, queue string) bool {
 	i, ok := s.queueIx[queue]
 	rs := s.roleServes[role]
 	return ok && i < len(rs) && rs[i]
+}
+
+// openView is taskView of open task t as member m sees it: whether the
+// information it needs is known is m's to say, since m would hold it.
+func (s *State) openView(t *Task, m *Member) TaskView {
+	v := s.taskView(t)
+	if v.NeedsInfo != nil && t.Assignee == "" {
+		v.NeedsInfo.Known = m.KnowsTopic(v.NeedsInfo.Topic)
+	}
+	return v
 }
 
 func (s *State) taskView(t *Task) TaskView {
@@ -524,7 +534,7 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 				continue // a separation rule bars the member from it
 			}
 		}
-		o.Available = append(o.Available, s.taskView(t))
+		o.Available = append(o.Available, s.openView(t, m))
 	}
 	var upCases []string // omitted upcoming tasks' cases, which Cases lists all the same
 	if omit&OmitUpcoming == 0 {
@@ -534,7 +544,7 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 		up := firstTasks(waitingLists, waitingCmp, listed)
 		o.Upcoming = make([]TaskView, 0, len(up))
 		for _, t := range up {
-			o.Upcoming = append(o.Upcoming, s.taskView(t))
+			o.Upcoming = append(o.Upcoming, s.openView(t, m))
 		}
 	} else if len(s.World.Cases) > 0 {
 		for _, t := range firstTasks(waitingLists, waitingCmp, listed) {

@@ -1,11 +1,13 @@
 package sim_test
 
 import (
+	"context"
 	"iter"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
@@ -46,7 +48,7 @@ func TestRestoredCheckpointContinuesTheSameLog(t *testing.T) {
 			continue // 200,000 tickets; support-desk is the same machinery
 		}
 		t.Run(name, func(t *testing.T) {
-			want, cuts := restoredRuns(t, name, 2, 8)
+			want, cuts := restoredRuns(t, name, 2, 8, func() decider { return hoarder })
 			listed := 0 // handover violations naming more than one task
 			for _, ev := range want {
 				if ev.Type == payload.EvActionRejected {
@@ -67,10 +69,48 @@ func TestRestoredCheckpointContinuesTheSameLog(t *testing.T) {
 	}
 }
 
-// restoredRuns plays world at load with hoarders, takes n checkpoints at
-// steps evenly spaced over the run, and holds the continuation from each
-// to the whole run's log. It returns the whole log and the number of cuts.
-func restoredRuns(t *testing.T, world string, load float64, n int) ([]events.Event, int) {
+// TestRestoredPlannersContinueTheSameLog is the same with planners, each
+// resumed engine asking fresh ones, as a resumed process does: what they
+// decide must not hang on what they saw before the cut. It did: a planner
+// remembered the topics colleagues had told it, and a fresh one asked
+// again (product-launch, support-desk); it now reads whether it knows a
+// topic from the view (InfoView.Known, of an open task the viewer's).
+//
+// procurement is left out: the planner estimates the rate at which
+// purchases come from those it has seen since the session began, and a
+// fresh planner has seen too few to hold a dear one back.
+func TestRestoredPlannersContinueTheSameLog(t *testing.T) {
+	planners := func() decider {
+		ps := map[string]*agents.Planner{}
+		return func(o org.Observation) sim.Answer {
+			p := ps[o.Member]
+			if p == nil {
+				p = agents.NewPlanner(o.Member)
+				ps[o.Member] = p
+			}
+			acts, err := p.Decide(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sim.Answer{Member: o.Member, Turn: o.Turn, Actions: acts}
+		}
+	}
+	for _, name := range worlds.Names() {
+		if name == "support-desk-bench" || name == "procurement" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			want, cuts := restoredRuns(t, name, 2, 8, planners)
+			t.Logf("%d events, %d cuts", len(want), cuts)
+		})
+	}
+}
+
+// restoredRuns plays world at load with the agents newAgents makes, takes
+// n checkpoints at steps evenly spaced over the run, and holds the
+// continuation from each, played by agents made anew, to the whole run's
+// log. It returns the whole log and the number of cuts.
+func restoredRuns(t *testing.T, world string, load float64, n int, newAgents func() decider) ([]events.Event, int) {
 	t.Helper()
 	src, err := worlds.Source(world)
 	if err != nil {
@@ -82,7 +122,7 @@ func restoredRuns(t *testing.T, world string, load float64, n int) ([]events.Eve
 	}
 	cfg := sim.Config{World: w, Source: src, Seed: 2, Session: "s", Load: load}
 	steps := 0 // the run's, counted by a first run (the engine is deterministic)
-	for range play(t, cfg) {
+	for range play(t, cfg, newAgents()) {
 		steps++
 	}
 	type cut struct {
@@ -93,7 +133,7 @@ func restoredRuns(t *testing.T, world string, load float64, n int) ([]events.Eve
 	var want []events.Event
 	var cuts []cut
 	step := 0
-	for full, rd := range play(t, cfg) {
+	for full, rd := range play(t, cfg, newAgents()) {
 		want = append(want, rd.Events...)
 		if step++; step%max(steps/(n+1), 1) == 0 && len(cuts) < n {
 			h, cp := full.Checkpoint()
@@ -106,16 +146,16 @@ func restoredRuns(t *testing.T, world string, load float64, n int) ([]events.Eve
 			t.Fatalf("cut at %d events: %v", c.events, err)
 		}
 		e.Resume()
-		rest := drive(t, e, hoarder, false, 0)
+		rest := drive(t, e, newAgents(), false, 0)
 		equalLogs(t, append(slices.Clone(want[:c.events]), rest...), want)
 	}
 	return want, len(cuts)
 }
 
-// play yields each step of a run of cfg with hoarders, as Ready returned
-// it, with the engine between Ready and Step, where the driver takes its
-// checkpoints.
-func play(t *testing.T, cfg sim.Config) iter.Seq2[*sim.Engine, sim.Ready] {
+// play yields each step of a run of cfg with agents decide, as Ready
+// returned it, with the engine between Ready and Step, where the driver
+// takes its checkpoints.
+func play(t *testing.T, cfg sim.Config, decide decider) iter.Seq2[*sim.Engine, sim.Ready] {
 	return func(yield func(*sim.Engine, sim.Ready) bool) {
 		e, err := sim.New(cfg)
 		if err != nil {
@@ -135,7 +175,7 @@ func play(t *testing.T, cfg sim.Config) iter.Seq2[*sim.Engine, sim.Ready] {
 			}
 			var ans []sim.Answer
 			for _, tu := range rd.Turns {
-				ans = append(ans, hoarder(tu.Observation))
+				ans = append(ans, decide(tu.Observation))
 			}
 			e.Step(ans)
 		}
