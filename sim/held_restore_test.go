@@ -69,40 +69,50 @@ func TestRestoredCheckpointContinuesTheSameLog(t *testing.T) {
 	}
 }
 
-// TestRestoredPlannersContinueTheSameLog is the same with planners, each
-// resumed engine asking fresh ones, as a resumed process does: what they
-// decide must not hang on what they saw before the cut. It did: a planner
-// remembered the topics colleagues had told it, and a fresh one asked
-// again (product-launch, support-desk); it now reads whether it knows a
-// topic from the view (InfoView.Known, of an open task the viewer's).
+// TestRestoredAgentsContinueTheSameLog is the same with the built-in
+// agents, each resumed engine asking agents made anew, as a resumed
+// process, a fork or a worker's hand-off does: what they decide must not
+// hang on what they saw before the cut. The planner's did: it remembered
+// the topics colleagues had told it, and one made anew asked again
+// (product-launch, support-desk); it now reads whether it knows a topic
+// from the view (InfoView.Known, of an open task the viewer's).
 //
-// procurement is left out: the planner estimates the rate at which
-// purchases come from those it has seen since the session began, and a
-// fresh planner has seen too few to hold a dear one back.
-func TestRestoredPlannersContinueTheSameLog(t *testing.T) {
-	planners := func() decider {
-		ps := map[string]*agents.Planner{}
-		return func(o org.Observation) sim.Answer {
-			p := ps[o.Member]
-			if p == nil {
-				p = agents.NewPlanner(o.Member)
-				ps[o.Member] = p
+// What is left out keeps memory a restart loses, as the README says: the
+// planner's estimate of the rate purchases come at (from those it has seen
+// since the session began; procurement), and what diligent learnt by
+// asking attendees about their availability (meetings). random draws from
+// one stream per member and the cheater remembers its shortcuts: neither
+// is here.
+func TestRestoredAgentsContinueTheSameLog(t *testing.T) {
+	forgets := map[string]string{"planner": "procurement", "diligent": "meetings"}
+	for _, kind := range []string{"greedy", "diligent", "oracle", "idle", "planner"} {
+		for _, name := range worlds.Names() {
+			if name == "support-desk-bench" || forgets[kind] == name {
+				continue
 			}
-			acts, err := p.Decide(context.Background(), o)
+			w, err := worlds.Shipped(name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return sim.Answer{Member: o.Member, Turn: o.Turn, Actions: acts}
+			seats := func() decider {
+				made := map[string]agents.Agent{}
+				return func(o org.Observation) sim.Answer {
+					a := made[o.Member]
+					if a == nil {
+						if a, err = agents.New(kind, agents.Options{Seed: 2, Member: o.Member, World: w}); err != nil {
+							t.Fatal(err)
+						}
+						made[o.Member] = a
+					}
+					acts, err := a.Decide(context.Background(), o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return sim.Answer{Member: o.Member, Turn: o.Turn, Actions: acts}
+				}
+			}
+			t.Run(kind+"/"+name, func(t *testing.T) { restoredRuns(t, name, 2, 4, seats) })
 		}
-	}
-	for _, name := range worlds.Names() {
-		if name == "support-desk-bench" || name == "procurement" {
-			continue
-		}
-		t.Run(name, func(t *testing.T) {
-			want, cuts := restoredRuns(t, name, 2, 8, planners)
-			t.Logf("%d events, %d cuts", len(want), cuts)
-		})
 	}
 }
 
