@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
-	"sync"
 
 	"github.com/corpsim/corpsim/org"
 )
@@ -19,23 +18,24 @@ import (
 // progress sometimes and mistakes sometimes (completing a purchase nobody
 // approved, rejecting a valid request, idle chatter).
 //
-// It draws from its own PCG stream keyed by (seed, member), never from the
-// global source: given the same seed, member and observations it returns the
-// same actions. Make one per member (New does); it is safe for concurrent
-// use, though a member's turns come one at a time.
+// Each turn it draws from a PCG stream of its own keyed by (seed, member,
+// turn), never from the global source, and chats with the colleagues that
+// turn's observation shows: given the same seed, member and observation it
+// returns the same actions, remembering nothing between turns, so that one
+// made anew for a resumed or forked session decides as the first would
+// have. Make one per member (New does); it is safe for concurrent use.
 type Random struct {
-	mu     sync.Mutex
-	rng    *rand.Rand
-	member string
-	seen   []string // colleagues it has seen, in the order first seen
+	seed, stream uint64
+	member       string
 }
 
-// NewRandom makes a Random agent for member drawing from the stream (seed, member).
+// NewRandom makes a Random agent for member drawing from the streams
+// (seed, member, turn).
 func NewRandom(seed uint64, member string) *Random {
 	h := fnv.New64a()
 	h.Write([]byte("agents/random/"))
 	h.Write([]byte(member))
-	return &Random{rng: rand.New(rand.NewPCG(seed, h.Sum64())), member: member}
+	return &Random{seed: seed, stream: h.Sum64(), member: member}
 }
 
 // waits are the durations a random agent waits for when it holds work, so
@@ -44,9 +44,8 @@ var waits = []string{"15m", "30m", "1h", "2h"}
 
 // Decide implements Agent.
 func (r *Random) Decide(_ context.Context, o org.Observation) ([]org.Action, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.see(o)
+	rng := rand.New(rand.NewPCG(r.seed^o.Turn*0x9e3779b97f4a7c15, r.stream))
+	seen := r.colleagues(o)
 	var opts []org.Action
 	for _, t := range o.Available {
 		opts = append(opts, org.Action{Type: org.ActClaim, Task: t.ID})
@@ -59,14 +58,14 @@ func (r *Random) Decide(_ context.Context, o org.Observation) ([]org.Action, err
 			if len(t.Waiting) == 0 {
 				opts = append(opts, org.Action{Type: org.ActWork, Task: t.ID})
 			}
-		} else if t.Approval == "" || t.Approval == org.RequestApproved || t.Approval == "needed" && r.rng.IntN(4) == 0 {
+		} else if t.Approval == "" || t.Approval == org.RequestApproved || t.Approval == "needed" && rng.IntN(4) == 0 {
 			// Now and then it forgets to ask for the approval a purchase needs.
 			opts = append(opts, org.Action{Type: org.ActComplete, Task: t.ID})
 		}
 		if t.Approval == "needed" || t.Approval == org.RequestRejected {
 			opts = append(opts, org.Action{Type: org.ActRequestApproval, Task: t.ID})
 		}
-		if len(t.Waiting) > 0 && r.rng.IntN(4) == 0 {
+		if len(t.Waiting) > 0 && rng.IntN(4) == 0 {
 			// Now and then it gives up a task that cannot move yet.
 			opts = append(opts, org.Action{Type: org.ActHandoff, Task: t.ID})
 		}
@@ -76,7 +75,7 @@ func (r *Random) Decide(_ context.Context, o org.Observation) ([]org.Action, err
 		}
 	}
 	for _, q := range o.Requests {
-		if q.Status == org.RequestPending && r.rng.IntN(3) == 0 {
+		if q.Status == org.RequestPending && rng.IntN(3) == 0 {
 			opts = append(opts, org.Action{Type: org.ActEscalate, Request: q.ID})
 		}
 	}
@@ -85,22 +84,22 @@ func (r *Random) Decide(_ context.Context, o org.Observation) ([]org.Action, err
 			org.Action{Type: org.ActReject, Request: q.ID, Reason: "I am not convinced this purchase is needed."})
 	}
 	work := len(opts)
-	if len(r.seen) > 0 && r.rng.IntN(4) == 0 {
-		to := r.seen[r.rng.IntN(len(r.seen))]
-		opts = append(opts, org.Action{Type: org.ActMessage, To: to, Text: chatter[r.rng.IntN(len(chatter))]})
+	if len(seen) > 0 && rng.IntN(4) == 0 {
+		to := seen[rng.IntN(len(seen))]
+		opts = append(opts, org.Action{Type: org.ActMessage, To: to, Text: chatter[rng.IntN(len(chatter))]})
 	}
 	// Waiting is always an option; waiting for a while when it holds work,
 	// so that it comes back to it.
 	wait := org.Action{Type: org.ActWait}
 	if len(o.Assigned) > 0 {
-		wait.For = waits[r.rng.IntN(len(waits))]
+		wait.For = waits[rng.IntN(len(waits))]
 	}
 	if work == 0 {
 		return []org.Action{wait}, nil
 	}
 	opts = append(opts, wait)
-	a := opts[r.rng.IntN(len(opts))]
-	if a.Type == org.ActClaim && r.rng.IntN(2) == 0 {
+	a := opts[rng.IntN(len(opts))]
+	if a.Type == org.ActClaim && rng.IntN(2) == 0 {
 		// Start on it at once, half the time.
 		return []org.Action{a, {Type: org.ActWork, Task: a.Task}}, nil
 	}
@@ -114,11 +113,13 @@ var chatter = []string{
 	"Can you take a look when you have a minute?",
 }
 
-// see remembers the colleagues an observation shows.
-func (r *Random) see(o org.Observation) {
+// colleagues returns the colleagues an observation shows, in the order
+// first shown.
+func (r *Random) colleagues(o org.Observation) []string {
+	var seen []string
 	add := func(id string) {
-		if id != "" && id != r.member && !slices.Contains(r.seen, id) {
-			r.seen = append(r.seen, id)
+		if id != "" && id != r.member && !slices.Contains(seen, id) {
+			seen = append(seen, id)
 		}
 	}
 	for _, m := range o.Inbox {
@@ -141,4 +142,5 @@ func (r *Random) see(o org.Observation) {
 			}
 		}
 	}
+	return seen
 }

@@ -77,15 +77,17 @@ func TestRestoredCheckpointContinuesTheSameLog(t *testing.T) {
 // (product-launch, support-desk); it now reads whether it knows a topic
 // from the view (InfoView.Known, of an open task the viewer's).
 //
+// random drew from one stream per member from the session's start, so a
+// fresh one drew other numbers; its draws are now keyed by turn too.
+//
 // What is left out keeps memory a restart loses, as the README says: the
 // planner's estimate of the rate purchases come at (from those it has seen
 // since the session began; procurement), and what diligent learnt by
-// asking attendees about their availability (meetings). random draws from
-// one stream per member and the cheater remembers its shortcuts: neither
-// is here.
+// asking attendees about their availability (meetings). The cheater
+// remembers its shortcuts: it is not here.
 func TestRestoredAgentsContinueTheSameLog(t *testing.T) {
 	forgets := map[string]string{"planner": "procurement", "diligent": "meetings"}
-	for _, kind := range []string{"greedy", "diligent", "oracle", "idle", "planner"} {
+	for _, kind := range []string{"greedy", "diligent", "oracle", "idle", "planner", "random"} {
 		for _, name := range worlds.Names() {
 			if name == "support-desk-bench" || forgets[kind] == name {
 				continue
