@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"iter"
 	"slices"
 	"strings"
 	"testing"
@@ -63,28 +64,43 @@ func greedy(o org.Observation) sim.Answer {
 func drive(tb testing.TB, e *sim.Engine, decide decider, reverse bool, limit int) []events.Event {
 	tb.Helper()
 	var out []events.Event
-	for i := 0; ; i++ {
-		if i > 1_000_000 {
-			tb.Fatal("engine does not finish")
+	for rd := range steps(tb, e, decide, reverse) {
+		if out = append(out, rd.Events...); limit > 0 && len(out) >= limit {
+			break
 		}
-		rd := e.Ready()
-		out = append(out, rd.Events...)
-		e.Advance()
-		if rd.Done || (limit > 0 && len(out) >= limit) {
-			return out
+	}
+	return out
+}
+
+// steps runs e like the driver does, without I/O, and yields each step as
+// Ready returned it (its events the caller's), with e between Ready and
+// Step, where the driver takes its checkpoints. reverse answers the turns
+// in reverse order.
+func steps(tb testing.TB, e *sim.Engine, decide decider, reverse bool) iter.Seq[sim.Ready] {
+	return func(yield func(sim.Ready) bool) {
+		for i := 0; ; i++ {
+			if i > 1_000_000 {
+				tb.Fatal("engine does not finish")
+			}
+			rd := e.Ready()
+			rd.Events = slices.Clone(rd.Events) // Advance lets the engine reuse them
+			e.Advance()
+			if !yield(rd) || rd.Done {
+				return
+			}
+			if len(rd.Turns) == 0 {
+				e.Tick()
+				continue
+			}
+			var ans []sim.Answer
+			for _, t := range rd.Turns {
+				ans = append(ans, decide(t.Observation))
+			}
+			if reverse {
+				slices.Reverse(ans)
+			}
+			e.Step(ans)
 		}
-		if len(rd.Turns) == 0 {
-			e.Tick()
-			continue
-		}
-		var ans []sim.Answer
-		for _, t := range rd.Turns {
-			ans = append(ans, decide(t.Observation))
-		}
-		if reverse {
-			slices.Reverse(ans)
-		}
-		e.Step(ans)
 	}
 }
 

@@ -164,9 +164,7 @@ func restoredRuns(t *testing.T, world string, load float64, n int, newAgents fun
 	return want, len(cuts)
 }
 
-// play yields each step of a run of cfg with agents decide, as Ready
-// returned it, with the engine between Ready and Step, where the driver
-// takes its checkpoints.
+// play yields each step of a run of cfg with agents decide (see steps).
 func play(t *testing.T, cfg sim.Config, decide decider) iter.Seq2[*sim.Engine, sim.Ready] {
 	return func(yield func(*sim.Engine, sim.Ready) bool) {
 		e, err := sim.New(cfg)
@@ -174,22 +172,10 @@ func play(t *testing.T, cfg sim.Config, decide decider) iter.Seq2[*sim.Engine, s
 			t.Fatal(err)
 		}
 		e.Start()
-		for {
-			rd := e.Ready()
-			rd.Events = slices.Clone(rd.Events) // Advance lets the engine reuse them
-			e.Advance()
-			if !yield(e, rd) || rd.Done {
+		for rd := range steps(t, e, decide, false) {
+			if !yield(e, rd) {
 				return
 			}
-			if len(rd.Turns) == 0 {
-				e.Tick()
-				continue
-			}
-			var ans []sim.Answer
-			for _, tu := range rd.Turns {
-				ans = append(ans, decide(tu.Observation))
-			}
-			e.Step(ans)
 		}
 	}
 }
