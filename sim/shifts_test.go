@@ -259,9 +259,8 @@ func TestShiftSnapshotRestore(t *testing.T) {
 			live, w := mustWorldEngine(t, "rota.yaml", mustRotaSource(t), 5)
 			live.Start()
 			var got []events.Event
-			restores := 0
-			for i := 0; ; i++ {
-				rd := live.Ready()
+			restores, i := 0, 0
+			for rd := range steps(t, live, decide, false) {
 				got = append(got, rd.Events...)
 				if i%9 == 0 {
 					r, err := sim.Restore(sim.Config{World: w, Seed: 5, Session: "s"}, live.Snapshot(), live.StateHash())
@@ -272,19 +271,7 @@ func TestShiftSnapshotRestore(t *testing.T) {
 					equalLogs(t, append(append([]events.Event{}, got...), drive(t, r, decide, false, 0)...), want)
 					restores++
 				}
-				live.Advance()
-				if rd.Done {
-					break
-				}
-				if len(rd.Turns) == 0 {
-					live.Tick()
-					continue
-				}
-				var ans []sim.Answer
-				for _, tu := range rd.Turns {
-					ans = append(ans, decide(tu.Observation))
-				}
-				live.Step(ans)
+				i++
 			}
 			if restores < 10 {
 				t.Errorf("only %d restores", restores)
