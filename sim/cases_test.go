@@ -616,7 +616,7 @@ func TestClaimsReplayAndRestore(t *testing.T) {
 		}
 	}
 	live := claimsEngine(t, 3)
-	checkRestores(t, live, 3, 97, want)
+	checkRestores(t, live, sim.Config{World: live.State().World, Seed: 3, Session: "s"}, 97, want, greedyAgents)
 }
 
 // TestCaseQueueBy: a template's queue_by sends home claims to queue q2

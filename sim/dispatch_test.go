@@ -144,7 +144,8 @@ func TestDispatchOneReplaysAndRestores(t *testing.T) {
 		t.Fatal("the state's snapshot loses its dispatch")
 	}
 
-	checkRestores(t, dispatchEngine(t, worlds.DispatchOne, 11), 11, 5, want)
+	live := dispatchEngine(t, worlds.DispatchOne, 11)
+	checkRestores(t, live, sim.Config{World: live.State().World, Seed: 11, Session: "s"}, 5, want, greedyAgents)
 }
 
 // TestDispatchOneDoesAsMuchOnShippedWorlds plays every shipped world with

@@ -291,7 +291,7 @@ func TestSnapshotRestoreContinuesTheSameLog(t *testing.T) {
 
 	live := mustEngine(t, 13)
 	live.Start()
-	if boundaries := checkRestores(t, live, 13, 7, want); boundaries < 50 {
+	if boundaries := checkRestores(t, live, sim.Config{World: live.State().World, Seed: 13, Session: "s"}, 7, want, greedyAgents); boundaries < 50 {
 		t.Fatalf("only %d batch boundaries", boundaries)
 	}
 	if _, err := sim.Restore(sim.Config{World: live.State().World, Seed: 13}, live.Snapshot(), "00"); err == nil {
@@ -299,41 +299,33 @@ func TestSnapshotRestoreContinuesTheSameLog(t *testing.T) {
 	}
 }
 
-// checkRestores plays the started engine live to its end with greedy
-// agents, and at every every-th batch boundary restores a new engine
-// (seed seed) from live's snapshot and checks that, played on, it makes
-// the rest of want. It returns the number of batch boundaries.
-func checkRestores(t *testing.T, live *sim.Engine, seed uint64, every int, want []events.Event) int {
+// checkRestores plays the started engine live to its end with the agents
+// newAgents makes, and at every every-th batch boundary (between Ready and
+// Step, as the driver takes its checkpoints) restores a new engine, made
+// with cfg, from live's snapshot, and checks that, played on by agents
+// made anew (as a resumed process, a fork or a worker's hand-off asks
+// them), it makes the rest of want. It returns the number of batch
+// boundaries.
+func checkRestores(t *testing.T, live *sim.Engine, cfg sim.Config, every int, want []events.Event, newAgents func() decider) int {
 	t.Helper()
 	var got []events.Event
 	boundaries := 0
-	for {
-		rd := live.Ready()
+	for rd := range steps(t, live, newAgents(), false) {
 		got = append(got, rd.Events...)
 		if boundaries%every == 0 {
-			snap := live.Snapshot()
-			r, err := sim.Restore(sim.Config{World: live.State().World, Seed: seed, Session: "s"}, snap, live.StateHash())
+			r, err := sim.Restore(cfg, live.Snapshot(), live.StateHash())
 			if err != nil {
 				t.Fatalf("restore at seq %d: %v", live.State().LastSeq, err)
 			}
 			r.Resume()
-			rest := drive(t, r, greedy, false, 0)
+			rest := drive(t, r, newAgents(), false, 0)
 			// The restored engine has no pending events: its first Ready starts after the snapshot.
-			equalLogs(t, append(append([]events.Event{}, got...), rest...), want)
+			equalLogs(t, append(slices.Clone(got), rest...), want)
 		}
 		boundaries++
-		live.Advance()
-		if rd.Done {
-			return boundaries
-		}
-		if len(rd.Turns) == 0 {
-			live.Tick()
-			continue
-		}
-		var ans []sim.Answer
-		for _, tu := range rd.Turns {
-			ans = append(ans, greedy(tu.Observation))
-		}
-		live.Step(ans)
 	}
+	return boundaries
 }
+
+// greedyAgents makes greedy deciders, for checkRestores.
+func greedyAgents() decider { return greedy }

@@ -2,7 +2,6 @@ package sim_test
 
 import (
 	"context"
-	"iter"
 	"slices"
 	"strings"
 	"testing"
@@ -118,10 +117,9 @@ func TestRestoredAgentsContinueTheSameLog(t *testing.T) {
 	}
 }
 
-// restoredRuns plays world at load with the agents newAgents makes, takes
-// n checkpoints at steps evenly spaced over the run, and holds the
-// continuation from each, played by agents made anew, to the whole run's
-// log. It returns the whole log and the number of cuts.
+// restoredRuns plays world at load with the agents newAgents makes and
+// checks the continuations of about n restores evenly spaced over the run
+// (checkRestores). It returns the whole log and the number of restores.
 func restoredRuns(t *testing.T, world string, load float64, n int, newAgents func() decider) ([]events.Event, int) {
 	t.Helper()
 	src, err := worlds.Source(world)
@@ -133,49 +131,23 @@ func restoredRuns(t *testing.T, world string, load float64, n int, newAgents fun
 		t.Fatal(err)
 	}
 	cfg := sim.Config{World: w, Source: src, Seed: 2, Session: "s", Load: load}
-	steps := 0 // the run's, counted by a first run (the engine is deterministic)
-	for range play(t, cfg, newAgents()) {
-		steps++
+	full, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	type cut struct {
-		events     int
-		hash       string
-		checkpoint []byte
-	}
+	full.Start()
 	var want []events.Event
-	var cuts []cut
-	step := 0
-	for full, rd := range play(t, cfg, newAgents()) {
+	boundaries := 0
+	for rd := range steps(t, full, newAgents(), false) {
 		want = append(want, rd.Events...)
-		if step++; step%max(steps/(n+1), 1) == 0 && len(cuts) < n {
-			h, cp := full.Checkpoint()
-			cuts = append(cuts, cut{len(want), h, cp})
-		}
+		boundaries++
 	}
-	for _, c := range cuts {
-		e, err := sim.Restore(cfg, c.checkpoint, c.hash)
-		if err != nil {
-			t.Fatalf("cut at %d events: %v", c.events, err)
-		}
-		e.Resume()
-		rest := drive(t, e, newAgents(), false, 0)
-		equalLogs(t, append(slices.Clone(want[:c.events]), rest...), want)
+	live, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return want, len(cuts)
-}
-
-// play yields each step of a run of cfg with agents decide (see steps).
-func play(t *testing.T, cfg sim.Config, decide decider) iter.Seq2[*sim.Engine, sim.Ready] {
-	return func(yield func(*sim.Engine, sim.Ready) bool) {
-		e, err := sim.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.Start()
-		for rd := range steps(t, e, decide, false) {
-			if !yield(e, rd) {
-				return
-			}
-		}
-	}
+	live.Start()
+	every := max(boundaries/n, 1)
+	checkRestores(t, live, cfg, every, want, newAgents)
+	return want, (boundaries + every - 1) / every
 }

@@ -258,21 +258,8 @@ func TestShiftSnapshotRestore(t *testing.T) {
 			want := drive(t, full, decide, false, 0)
 			live, w := mustWorldEngine(t, "rota.yaml", mustRotaSource(t), 5)
 			live.Start()
-			var got []events.Event
-			restores, i := 0, 0
-			for rd := range steps(t, live, decide, false) {
-				got = append(got, rd.Events...)
-				if i%9 == 0 {
-					r, err := sim.Restore(sim.Config{World: w, Seed: 5, Session: "s"}, live.Snapshot(), live.StateHash())
-					if err != nil {
-						t.Fatalf("restore at seq %d: %v", live.State().LastSeq, err)
-					}
-					r.Resume()
-					equalLogs(t, append(append([]events.Event{}, got...), drive(t, r, decide, false, 0)...), want)
-					restores++
-				}
-				i++
-			}
+			boundaries := checkRestores(t, live, sim.Config{World: w, Seed: 5, Session: "s"}, 9, want, func() decider { return decide })
+			restores := (boundaries + 8) / 9
 			if restores < 10 {
 				t.Errorf("only %d restores", restores)
 			}
