@@ -13,7 +13,9 @@ import (
 
 // Agent decides what a member does. Decide is called with one observation
 // at a time per member; implementations keeping state per member must be
-// created per member (New does that).
+// created per member (New does that). One whose decisions hang on earlier
+// observations says so with a Remembers() bool method: a session resumed,
+// forked or taken over shows it its member's past turns first.
 type Agent interface {
 	Decide(ctx context.Context, obs org.Observation) ([]org.Action, error)
 }
@@ -64,6 +66,20 @@ func (*Greedy) Immediate() bool  { return true } // diligent and oracle too
 func (*Cheater) Immediate() bool { return true }
 func (*Random) Immediate() bool  { return true }
 func (*Planner) Immediate() bool { return true }
+
+// Remembers reports whether the agent decides on what earlier observations
+// showed it as well as on the one it is given. A session resumed, forked
+// or handed to another worker is played by agents made anew; one that
+// remembers is first shown the observations of its member's past turns
+// (sim.Recall, in sim/app and the server), so that it goes on as the one
+// it replaces would have. The planner remembers the purchases it has seen
+// (its budget's cutoff) and the tickets it holds unfunded, diligent what
+// attendees told it of their availability, the cheater the shortcuts it
+// tried and the case steps it held. The others decide on the observation
+// alone.
+func (*Planner) Remembers() bool  { return true }
+func (*Cheater) Remembers() bool  { return true }
+func (g *Greedy) Remembers() bool { return g.content.mode == byPolicy }
 
 // Idle always waits.
 type Idle struct{}

@@ -43,9 +43,10 @@ import (
 //
 // It is deterministic: the same observations give the same actions. It
 // remembers the purchases it has seen (its budget's cutoff) and the tickets
-// it holds unfunded; whether it knows what a task needs it reads from the
-// view, so that a planner made anew for a resumed session asks no colleague
-// again. Make one per member (New does); it is safe for concurrent use.
+// it holds unfunded (Remembers: a planner made anew for a resumed or forked
+// session is shown its member's past turns first); whether it knows what a
+// task needs it reads from the view. Make one per member (New does); it is
+// safe for concurrent use.
 type Planner struct {
 	mu     sync.Mutex
 	member string

@@ -304,13 +304,13 @@ func TestSnapshotRestoreContinuesTheSameLog(t *testing.T) {
 // Step, as the driver takes its checkpoints) restores a new engine, made
 // with cfg, from live's snapshot, and checks that, played on by agents
 // made anew (as a resumed process, a fork or a worker's hand-off asks
-// them), it makes the rest of want. It returns the number of batch
-// boundaries.
-func checkRestores(t *testing.T, live *sim.Engine, cfg sim.Config, every int, want []events.Event, newAgents func() decider) int {
+// them, given the events so far as past), it makes the rest of want. It
+// returns the number of batch boundaries.
+func checkRestores(t *testing.T, live *sim.Engine, cfg sim.Config, every int, want []events.Event, newAgents func(past []events.Event) decider) int {
 	t.Helper()
 	var got []events.Event
 	boundaries := 0
-	for rd := range steps(t, live, newAgents(), false) {
+	for rd := range steps(t, live, newAgents(nil), false) {
 		got = append(got, rd.Events...)
 		if boundaries%every == 0 {
 			r, err := sim.Restore(cfg, live.Snapshot(), live.StateHash())
@@ -318,7 +318,7 @@ func checkRestores(t *testing.T, live *sim.Engine, cfg sim.Config, every int, wa
 				t.Fatalf("restore at seq %d: %v", live.State().LastSeq, err)
 			}
 			r.Resume()
-			rest := drive(t, r, newAgents(), false, 0)
+			rest := drive(t, r, newAgents(got), false, 0)
 			// The restored engine has no pending events: its first Ready starts after the snapshot.
 			equalLogs(t, append(slices.Clone(got), rest...), want)
 		}
@@ -328,4 +328,4 @@ func checkRestores(t *testing.T, live *sim.Engine, cfg sim.Config, every int, wa
 }
 
 // greedyAgents makes greedy deciders, for checkRestores.
-func greedyAgents() decider { return greedy }
+func greedyAgents([]events.Event) decider { return greedy }

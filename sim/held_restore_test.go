@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -47,7 +48,7 @@ func TestRestoredCheckpointContinuesTheSameLog(t *testing.T) {
 			continue // 200,000 tickets; support-desk is the same machinery
 		}
 		t.Run(name, func(t *testing.T) {
-			want, cuts := restoredRuns(t, name, 2, 8, func() decider { return hoarder })
+			want, cuts := restoredRuns(t, name, 2, 8, func([]events.Event) decider { return hoarder })
 			listed := 0 // handover violations naming more than one task
 			for _, ev := range want {
 				if ev.Type == payload.EvActionRejected {
@@ -79,48 +80,127 @@ func TestRestoredCheckpointContinuesTheSameLog(t *testing.T) {
 // random drew from one stream per member from the session's start, so a
 // fresh one drew other numbers; its draws are now keyed by turn too.
 //
-// What is left out keeps memory a restart loses, as the README says: the
-// planner's estimate of the rate purchases come at (from those it has seen
-// since the session began; procurement), and what diligent learnt by
-// asking attendees about their availability (meetings). The cheater
-// remembers its shortcuts: it is not here.
+// The agents that remember (agents' Remembers: the planner's estimate of
+// the rate purchases come at, in procurement; what diligent learnt by
+// asking attendees about their availability, in meetings; the cheater's
+// shortcuts and held steps) are shown their members' past turns first
+// (sim.Recall), as sim/app and the server show them, and must decide each
+// as the log recorded it.
 func TestRestoredAgentsContinueTheSameLog(t *testing.T) {
-	forgets := map[string]string{"planner": "procurement", "diligent": "meetings"}
-	for _, kind := range []string{"greedy", "diligent", "oracle", "idle", "planner", "random"} {
+	for _, kind := range []string{"greedy", "diligent", "oracle", "idle", "planner", "random", "cheater"} {
 		for _, name := range worlds.Names() {
-			if name == "support-desk-bench" || forgets[kind] == name {
+			if name == "support-desk-bench" {
 				continue
 			}
 			w, err := worlds.Shipped(name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			seats := func() decider {
-				made := map[string]agents.Agent{}
-				return func(o org.Observation) sim.Answer {
-					a := made[o.Member]
-					if a == nil {
-						if a, err = agents.New(kind, agents.Options{Seed: 2, Member: o.Member, World: w}); err != nil {
+			recalled := 0
+			t.Run(kind+"/"+name, func(t *testing.T) {
+				restoredRuns(t, name, 2, 4, func(past []events.Event) decider {
+					seats := madeAnew(t, kind, w)
+					recalled += recallPast(t, past, w, seats)
+					return func(o org.Observation) sim.Answer {
+						acts, err := seats(o.Member).Decide(context.Background(), o)
+						if err != nil {
 							t.Fatal(err)
 						}
-						made[o.Member] = a
+						return sim.Answer{Member: o.Member, Turn: o.Turn, Actions: acts}
 					}
-					acts, err := a.Decide(context.Background(), o)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return sim.Answer{Member: o.Member, Turn: o.Turn, Actions: acts}
+				})
+				if remembers(seats0(t, kind, w)) && recalled == 0 {
+					t.Fatalf("%s remembers, but no past turn was recalled", kind)
 				}
-			}
-			t.Run(kind+"/"+name, func(t *testing.T) { restoredRuns(t, name, 2, 4, seats) })
+			})
 		}
 	}
+}
+
+// madeAnew returns the agents of kind for world w, each made the first
+// time its member is named.
+func madeAnew(t *testing.T, kind string, w *worlds.World) func(member string) agents.Agent {
+	made := map[string]agents.Agent{}
+	return func(member string) agents.Agent {
+		a := made[member]
+		if a == nil {
+			var err error
+			if a, err = agents.New(kind, agents.Options{Seed: 2, Member: member, World: w}); err != nil {
+				t.Fatal(err)
+			}
+			made[member] = a
+		}
+		return a
+	}
+}
+
+// seats0 is an agent of kind, to ask what its kind does.
+func seats0(t *testing.T, kind string, w *worlds.World) agents.Agent {
+	return madeAnew(t, kind, w)(w.Members[0].ID)
+}
+
+// remembers reports whether a says it remembers what it was shown.
+func remembers(a agents.Agent) bool {
+	r, ok := a.(interface{ Remembers() bool })
+	return ok && r.Remembers()
+}
+
+// recallPast shows the agent seats of w that remember their turns in past
+// (sim.Recall over the events), checking each decision against the
+// recorded one, and returns how many turns it showed.
+func recallPast(t *testing.T, past []events.Event, w *worlds.World, seats func(member string) agents.Agent) int {
+	t.Helper()
+	if len(past) == 0 {
+		return 0
+	}
+	omits := map[string]org.Omit{}
+	for _, m := range w.Members {
+		if a := seats(m.ID); m.NPC == nil && remembers(a) {
+			var omit org.Omit
+			if p, ok := a.(interface{ Omits() org.Omit }); ok {
+				omit = p.Omits()
+			}
+			omits[m.ID] = omit
+		}
+	}
+	n, err := sim.Recall(context.Background(), eventSlice(past), "s", past[len(past)-1].Seq, sim.Config{}, omits, func(s sim.Shown) error {
+		acts, err := seats(s.Observation.Member).Decide(context.Background(), s.Observation)
+		if err != nil {
+			return err
+		}
+		if acts == nil {
+			acts = []org.Action{}
+		}
+		if !reflect.DeepEqual(acts, s.Recorded) {
+			t.Fatalf("%s's turn at seq %d, shown again, decided %+v; the log recorded %+v", s.Observation.Member, s.Seq, acts, s.Recorded)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// eventSlice is a session's events in memory, read as a log (sim.Scanner).
+type eventSlice []events.Event
+
+func (l eventSlice) Scan(ctx context.Context, _ string, from uint64, fn func(*events.Event) error) error {
+	for i := range l {
+		if l[i].Seq < from {
+			continue
+		}
+		if err := fn(&l[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // restoredRuns plays world at load with the agents newAgents makes and
 // checks the continuations of about n restores evenly spaced over the run
 // (checkRestores). It returns the whole log and the number of restores.
-func restoredRuns(t *testing.T, world string, load float64, n int, newAgents func() decider) ([]events.Event, int) {
+func restoredRuns(t *testing.T, world string, load float64, n int, newAgents func(past []events.Event) decider) ([]events.Event, int) {
 	t.Helper()
 	src, err := worlds.Source(world)
 	if err != nil {
@@ -138,7 +218,7 @@ func restoredRuns(t *testing.T, world string, load float64, n int, newAgents fun
 	full.Start()
 	var want []events.Event
 	boundaries := 0
-	for rd := range steps(t, full, newAgents(), false) {
+	for rd := range steps(t, full, newAgents(nil), false) {
 		want = append(want, rd.Events...)
 		boundaries++
 	}

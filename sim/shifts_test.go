@@ -258,7 +258,7 @@ func TestShiftSnapshotRestore(t *testing.T) {
 			want := drive(t, full, decide, false, 0)
 			live, w := mustWorldEngine(t, "rota.yaml", mustRotaSource(t), 5)
 			live.Start()
-			boundaries := checkRestores(t, live, sim.Config{World: w, Seed: 5, Session: "s"}, 9, want, func() decider { return decide })
+			boundaries := checkRestores(t, live, sim.Config{World: w, Seed: 5, Session: "s"}, 9, want, func([]events.Event) decider { return decide })
 			restores := (boundaries + 8) / 9
 			if restores < 10 {
 				t.Errorf("only %d restores", restores)
