@@ -295,6 +295,17 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 		return nil, err
 	}
 	meta.Agents = seats.Assigned
+	if mode != playNew {
+		// Agents made anew that remember are shown the turns before this
+		// one; a fork not in the log yet has its parent's up to the fork.
+		session := meta.ID
+		if mode == playFork {
+			session = meta.Parent
+		}
+		if _, err := Recall(ctx, log, session, e.State().LastSeq, seats, logger); err != nil {
+			return nil, err
+		}
+	}
 	srv := o.Bus
 	if srv == nil {
 		var auth *natsserver.Auth

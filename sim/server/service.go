@@ -511,6 +511,13 @@ func (s *Service) launch(l launch) error {
 	}
 	remote, kinds := seats.Remote, seats.Kinds
 	log := s.logger.With("session", id)
+	if !l.fresh {
+		// A resume, a fork or a hand-off: the agents made here that
+		// remember are shown their members' turns so far.
+		if _, err := app.Recall(context.Background(), s.cfg.Log, id, e.State().LastSeq, seats, log); err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+	}
 	if s.cfg.Hooks.Starting != nil {
 		if err := s.cfg.Hooks.Starting(context.Background(), Launched{Meta: meta, TurnTimeout: l.turnTimeout, JoinTimeout: l.joinTimeout,
 			Wait: l.wait, Load: l.load}); err != nil {

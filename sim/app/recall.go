@@ -1,0 +1,88 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/corpsim/corpsim/agents/inprocess"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
+)
+
+// remembering is an agent whose decisions hang on what it was shown
+// before (agents: the planner, diligent, the cheater).
+type remembering interface{ Remembers() bool }
+
+// Recalled is what Recall did: the past turns it showed the agents that
+// remember, and how many of them an agent decided otherwise than the log
+// recorded (0 when the agents are deterministic and the session was
+// played by agents of the same kinds).
+type Recalled struct {
+	Turns, Differed int
+}
+
+// Recall shows the agents of seats that remember (an agent's Remembers
+// method) the turns their members took in session up to event upto, in
+// order, each with the observation it was given then (sim.Recall), so that
+// a resumed, forked or handed-over session goes on as it would have with
+// the agents it began with. Each agent decides every past turn again and
+// the decision is dropped. A decision other than the recorded answer is
+// counted (Differed, logged at info with the rest): the member's agent is
+// not the one that played it (a fork or resume with other agents, where
+// the new agent still learns what its member was shown), or it does not
+// decide deterministically. Nothing is read when no seat remembers.
+func Recall(ctx context.Context, log sim.Scanner, session string, upto uint64, seats *Seats, logger hclog.Logger) (Recalled, error) {
+	omits := map[string]org.Omit{}
+	for member, a := range seats.Agents {
+		if r, ok := a.(remembering); !ok || !r.Remembers() {
+			continue
+		}
+		var omit org.Omit
+		if p, ok := a.(inprocess.Partial); ok {
+			omit = p.Omits()
+		}
+		omits[member] = omit
+	}
+	var res Recalled
+	if len(omits) == 0 {
+		return res, nil
+	}
+	logger = orNull(logger)
+	start := time.Now()
+	n, err := sim.Recall(ctx, log, session, upto, sim.Config{}, omits, func(s sim.Shown) error {
+		acts, err := seats.Agents[s.Observation.Member].Decide(ctx, s.Observation)
+		if err != nil {
+			return fmt.Errorf("recalling %s's turn at seq %d: %w", s.Observation.Member, s.Seq, err)
+		}
+		if !sameActions(acts, s.Recorded) {
+			if res.Differed == 0 {
+				logger.Debug("the first past turn decided otherwise than the log recorded", "session", session, "member", s.Observation.Member, "seq", s.Seq)
+			}
+			res.Differed++
+		}
+		return nil
+	})
+	res.Turns = n
+	if err != nil {
+		return res, fmt.Errorf("session %s: %w", session, err)
+	}
+	logger.Info("agents shown their past turns", "session", session, "members", len(omits), "turns", n, "differed", res.Differed,
+		"took", time.Since(start).Round(time.Millisecond))
+	return res, nil
+}
+
+// sameActions reports whether decided are the actions recorded: equal as
+// the log writes them.
+func sameActions(decided, recorded []org.Action) bool {
+	if len(decided) != len(recorded) {
+		return false
+	}
+	a, err1 := json.Marshal(decided)
+	b, err2 := json.Marshal(recorded)
+	return err1 == nil && err2 == nil && bytes.Equal(a, b)
+}

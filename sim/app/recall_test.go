@@ -1,0 +1,68 @@
+package app_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/sim/app"
+)
+
+// Recall shows the agents that remember every turn their members took, and
+// only them: the planners of a planner session decide each as recorded;
+// diligent agents put in their seats decide otherwise, and are counted;
+// greedy ones remember nothing and nothing is read.
+func TestRecallShowsThePastToAgentsThatRemember(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	res, err := app.Run(ctx, app.RunOptions{World: "procurement", Seed: 3, Agents: "planner", Data: data, Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, meta, err := app.OpenSession(ctx, data, res.Session, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	turns := 0
+	for ev, err := range log.Read(ctx, meta.ID, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, seat := meta.Agents[ev.Actor]; seat && ev.Type == payload.EvTurn {
+			turns++ // a simulated colleague's turns are not an agent's
+		}
+	}
+	origin := res.Session
+	w, _, err := app.LoadWorld("procurement")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		agent           string
+		turns, differed func(n int) bool
+	}{
+		{"planner", func(n int) bool { return n == turns }, func(n int) bool { return n == 0 }},
+		{"diligent", func(n int) bool { return n == turns }, func(n int) bool { return n > 0 }},
+		{"greedy", func(n int) bool { return n == 0 }, func(n int) bool { return n == 0 }},
+	} {
+		m := meta
+		m.Agents = map[string]string{}
+		for member := range meta.Agents {
+			m.Agents[member] = tc.agent
+		}
+		seats, err := app.BuildSeats(m, w, app.SeatOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := app.Recall(ctx, log, origin, meta.LastSeq, seats, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tc.turns(got.Turns) || !tc.differed(got.Differed) {
+			t.Errorf("%s: recalled %d turns (the session has %d), %d decided otherwise", tc.agent, got.Turns, turns, got.Differed)
+		}
+	}
+}

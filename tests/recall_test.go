@@ -1,0 +1,61 @@
+package tests
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/sim/app"
+)
+
+// TestForkAndResumeWithAgentsThatRemember forks finished sessions played
+// by agents that remember what they were shown (the planner's estimate of
+// the rate purchases come at, diligent's answers about availability, the
+// cheater's shortcuts and held steps) at points spread over each run, and
+// resumes forks made with --create-only: each must finish with its
+// parent's log, byte for byte, as TestForkContinuesLikeItsParent wants of
+// greedy. The agents made anew for the fork are shown their members' past
+// turns first (app.Recall). Without that, each case here diverges: two of
+// the six planner cuts, every diligent and cheater cut.
+func TestForkAndResumeWithAgentsThatRemember(t *testing.T) {
+	for _, tc := range []struct {
+		world, agents string
+		seed          uint64
+	}{
+		{"procurement", "planner", 3},
+		{"meetings", "diligent", 2},
+		{"claims", "cheater", 2},
+	} {
+		t.Run(tc.agents+"/"+tc.world, func(t *testing.T) {
+			data := t.TempDir()
+			parent, steps := runRecordingSteps(t, app.RunOptions{World: tc.world, Seed: tc.seed, Agents: tc.agents, Data: data,
+				CheckpointEvery: 100, MaxBatch: 1})
+			want := storedEvents(t, data, parent.Session)
+			const cuts = 6
+			if len(steps) < 4*cuts {
+				t.Fatalf("only %d steps", len(steps))
+			}
+			for i := 1; i <= cuts; i++ {
+				at := steps[i*len(steps)/(cuts+1)]
+				var fork *app.RunResult
+				how := "fork"
+				if i%2 == 0 {
+					how = "resume of a fork made with --create-only"
+					var meta events.SessionMeta
+					out := mustCLI(t, "fork", parent.Session, "--at", seqArg(at), "--create-only", "--data", data, "--json")
+					if err := json.Unmarshal([]byte(out), &meta); err != nil {
+						t.Fatalf("fork --create-only --json: %v in %s", err, out)
+					}
+					fork = cliResult(t, "resume", meta.ID, "--data", data)
+				} else {
+					fork = cliResult(t, "fork", parent.Session, "--at", seqArg(at), "--data", data)
+				}
+				if fork.Events != parent.Events || fork.StateHash != parent.StateHash {
+					t.Errorf("%s at seq %d: %d events, state hash %s; the parent has %d, %s", how, at, fork.Events, fork.StateHash, parent.Events, parent.StateHash)
+					continue
+				}
+				sameEvents(t, how, storedEvents(t, data, fork.Session), want)
+			}
+		})
+	}
+}
