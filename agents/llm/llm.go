@@ -232,6 +232,48 @@ func (a *Agent) Decide(ctx context.Context, o org.Observation) ([]org.Action, er
 	if err != nil {
 		return nil, err // the turn is not kept: the next observation supersedes it
 	}
+	acts := c.answered(t, ans, a.opts.MaxHistory)
+	a.logger.Debug("llm turn", "member", o.Member, "turn", o.Turn, "actions", len(acts))
+	return acts, nil
+}
+
+// Remembers says that the agent keeps the last turns of each member's
+// conversation (Options.MaxHistory; none when negative): a session
+// resumed, forked or taken over gives it its members' past turns (Recall)
+// rather than opening the model's conversation anew.
+func (a *Agent) Remembers() bool { return a.opts.MaxHistory > 0 }
+
+// Recall takes a past turn of o.Member into its conversation as if the
+// model had answered it with recorded, asking no model: the observation as
+// the user's message, the recorded actions as the assistant's tool calls,
+// and their results as the next observation tells them, as Decide keeps a
+// turn. What the model wrote besides its tool calls is not in the log, and
+// an action recorded as invalid (a call that did not parse) cannot be said
+// as the call it came from: both are left out.
+func (a *Agent) Recall(o org.Observation, recorded []org.Action) error {
+	c := a.conversation(o)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.report(o.Rejected)
+	user, err := ObservationMessage(o)
+	if err != nil {
+		return err
+	}
+	c.n++
+	var ans answer
+	for _, act := range recorded {
+		if name, args, err := agents.ToolCallFromAction(act); err == nil {
+			ans.calls = append(ans.calls, rawCall{name: name, arguments: string(args)})
+		}
+	}
+	c.answered(turn{user: message{Role: "user", Content: text(user)}}, ans, a.opts.MaxHistory)
+	return nil
+}
+
+// answered keeps turn t with the model's answer ans (at most maxHistory
+// turns before it) and returns the actions its tool calls become; their
+// results wait for the next observation (report).
+func (c *conversation) answered(t turn, ans answer, maxHistory int) []org.Action {
 	asst := message{Role: "assistant", Content: ans.content}
 	acts := []org.Action{}
 	for i, tc := range ans.calls {
@@ -259,11 +301,10 @@ func (a *Agent) Decide(ctx context.Context, o org.Observation) ([]org.Action, er
 	}
 	t.assistant = &asst
 	c.turns = append(c.turns, t)
-	if keep := max(a.opts.MaxHistory, 0) + 1; len(c.turns) > keep {
+	if keep := max(maxHistory, 0) + 1; len(c.turns) > keep {
 		c.turns = append([]turn(nil), c.turns[len(c.turns)-keep:]...)
 	}
-	a.logger.Debug("llm turn", "member", o.Member, "turn", o.Turn, "actions", len(acts))
-	return acts, nil
+	return acts
 }
 
 // argumentsOf returns a tool call's arguments as the JSON text they hold:

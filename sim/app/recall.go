@@ -15,8 +15,15 @@ import (
 )
 
 // remembering is an agent whose decisions hang on what it was shown
-// before (agents: the planner, diligent, the cheater).
+// before (agents: the planner, diligent, the cheater; the llm agent).
 type remembering interface{ Remembers() bool }
+
+// recaller is a remembering agent that takes a past turn with its
+// recorded answer instead of deciding it again (the llm agent, whose
+// conversation keeps the last turns and which would ask a model).
+type recaller interface {
+	Recall(o org.Observation, recorded []org.Action) error
+}
 
 // Recalled is what Recall did: the past turns it showed the agents that
 // remember, and how many of them an agent decided otherwise than the log
@@ -28,15 +35,18 @@ type Recalled struct {
 
 // Recall shows the agents of seats that remember (an agent's Remembers
 // method) the turns their members took in session up to event upto, in
-// order, each with the observation it was given then (sim.Recall), so that
-// a resumed, forked or handed-over session goes on as it would have with
-// the agents it began with. Each agent decides every past turn again and
-// the decision is dropped. A decision other than the recorded answer is
+// order, each with the observation it was given then (sim.Recall) as an
+// observation of session playing (the session that goes on: a fork's own
+// ID when session is its parent), so that a resumed, forked or
+// handed-over session goes on as it would have with the agents it began
+// with. An agent with a Recall method takes each turn with its recorded
+// answer. Any other decides every past turn again and the decision is
+// dropped. A decision other than the recorded answer is
 // counted (Differed, logged at info with the rest): the member's agent is
 // not the one that played it (a fork or resume with other agents, where
 // the new agent still learns what its member was shown), or it does not
 // decide deterministically. Nothing is read when no seat remembers.
-func Recall(ctx context.Context, log sim.Scanner, session string, upto uint64, seats *Seats, logger hclog.Logger) (Recalled, error) {
+func Recall(ctx context.Context, log sim.Scanner, session, playing string, upto uint64, seats *Seats, logger hclog.Logger) (Recalled, error) {
 	omits := map[string]org.Omit{}
 	for member, a := range seats.Agents {
 		if r, ok := a.(remembering); !ok || !r.Remembers() {
@@ -55,7 +65,12 @@ func Recall(ctx context.Context, log sim.Scanner, session string, upto uint64, s
 	logger = orNull(logger)
 	start := time.Now()
 	n, err := sim.Recall(ctx, log, session, upto, sim.Config{}, omits, func(s sim.Shown) error {
-		acts, err := seats.Agents[s.Observation.Member].Decide(ctx, s.Observation)
+		s.Observation.Session = playing
+		a := seats.Agents[s.Observation.Member]
+		if r, ok := a.(recaller); ok {
+			return r.Recall(s.Observation, s.Recorded)
+		}
+		acts, err := a.Decide(ctx, s.Observation)
 		if err != nil {
 			return fmt.Errorf("recalling %s's turn at seq %d: %w", s.Observation.Member, s.Seq, err)
 		}

@@ -57,7 +57,7 @@ func TestRecallShowsThePastToAgentsThatRemember(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := app.Recall(ctx, log, origin, meta.LastSeq, seats, nil)
+		got, err := app.Recall(ctx, log, origin, origin, meta.LastSeq, seats, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

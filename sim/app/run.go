@@ -302,7 +302,7 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 		if mode == playFork {
 			session = meta.Parent
 		}
-		if _, err := Recall(ctx, log, session, e.State().LastSeq, seats, logger); err != nil {
+		if _, err := Recall(ctx, log, session, meta.ID, e.State().LastSeq, seats, logger); err != nil {
 			return nil, err
 		}
 	}

@@ -514,7 +514,7 @@ func (s *Service) launch(l launch) error {
 	if !l.fresh {
 		// A resume, a fork or a hand-off: the agents made here that
 		// remember are shown their members' turns so far.
-		if _, err := app.Recall(context.Background(), s.cfg.Log, id, e.State().LastSeq, seats, log); err != nil {
+		if _, err := app.Recall(context.Background(), s.cfg.Log, id, id, e.State().LastSeq, seats, log); err != nil {
 			return fmt.Errorf("server: %w", err)
 		}
 	}

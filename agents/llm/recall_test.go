@@ -1,0 +1,111 @@
+package llm_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/llm"
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/sim/app"
+)
+
+// A fork of a session with an llm seat gives the new llm agent the seat's
+// past turns (app.Recall, llm's Recall): the model's first request in the
+// fork carries the same conversation as the parent's request for that
+// turn (the same observations, tool calls and tool results), where an
+// agent made anew would have sent the observation alone.
+func TestForkKeepsTheModelsConversation(t *testing.T) {
+	play := sensible(t)
+	f, srv := mustServe(t, func(req chatRequest) (int, []call) {
+		status, calls := play(req)
+		for i := range calls {
+			calls[i].id = "" // the agent numbers the calls, as it numbers recalled ones
+		}
+		return status, calls
+	})
+	newBob := func() *llm.Agent {
+		return mustAgent(t, llm.Options{BaseURL: srv.URL + "/v1", Model: "fake", APIKey: "k", MaxHistory: 3})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	data := t.TempDir()
+	o := app.RunOptions{World: "startup", Seed: 3, Agents: "greedy", Data: data, TurnTimeout: 20 * time.Second, Logger: hclog.NewNullLogger()}
+	o.Seats = map[string]agents.Agent{"bob": newBob()}
+	parent, err := app.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// bob's turns: the state each saw (where a fork may start: the end of
+	// a step) and the conversation the model was sent for it.
+	sent := map[uint64][]chatMessage{}
+	for _, req := range f.requests() {
+		sent[lastObservation(t, req).Turn] = req.Messages
+	}
+	seen := bobSeen(t, data, parent.Session)
+	if len(seen) < 8 {
+		t.Fatalf("bob took %d turns", len(seen))
+	}
+	turn := uint64(len(seen) / 2) // the fork starts at the state this turn saw, and asks it again
+	o.Seats = map[string]agents.Agent{"bob": newBob()}
+	before := len(f.requests())
+	fork, res, err := app.Fork(ctx, o, app.ForkOptions{Parent: parent.Session, At: seen[turn]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StateHash != parent.StateHash {
+		t.Errorf("the fork ended with state hash %s, its parent with %s", res.StateHash, parent.StateHash)
+	}
+	first := f.requests()[before]
+	o1 := lastObservation(t, first)
+	want, ok := sent[o1.Turn]
+	if !ok || o1.Turn != turn {
+		t.Fatalf("the fork first asked bob turn %d, want %d", o1.Turn, turn)
+	}
+	g, w := messagesJSON(t, first.Messages), messagesJSON(t, want)
+	g = strings.ReplaceAll(g, fork.ID, parent.Session)
+	if g != w {
+		t.Errorf("the fork's first request to the model differs from the parent's for turn %d:\ngot  %s\nwant %s", o1.Turn, g, w)
+	}
+	if len(first.Messages) < 6 {
+		t.Errorf("the fork's first request carries %d messages: no history", len(first.Messages))
+	}
+}
+
+func messagesJSON(t *testing.T, m []chatMessage) string {
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// bobSeen returns, by bob's turn number, the seq of the state each of his
+// turns saw (index 0 unused).
+func bobSeen(t *testing.T, data, session string) []uint64 {
+	t.Helper()
+	log, _, err := app.OpenSession(context.Background(), data, session, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	seen := []uint64{0}
+	for ev, err := range log.Read(context.Background(), session, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == payload.EvTurn && ev.Actor == "bob" {
+			var p payload.Turn
+			if err := json.Unmarshal(ev.Payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			seen = append(seen, p.Seen)
+		}
+	}
+	return seen
+}
