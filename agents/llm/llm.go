@@ -212,27 +212,12 @@ func (a *Agent) conversation(o org.Observation) *conversation {
 // does now. An HTTP error, an error answer or a timeout is returned as an
 // error; malformed tool calls become InvalidAction actions.
 func (a *Agent) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
-	c := a.conversation(o)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.report(o.Rejected)
-	user, err := ObservationMessage(o)
-	if err != nil {
-		return nil, err
-	}
-	c.n++
-	t := turn{user: message{Role: "user", Content: text(user)}}
-	history := c.turns
-	if a.opts.MaxHistory < 0 {
-		history = nil
-	} else if len(history) > a.opts.MaxHistory {
-		history = history[len(history)-a.opts.MaxHistory:]
-	}
-	ans, err := a.ask(ctx, c.system, history, t.user)
+	acts, err := a.take(o, func(system message, history []turn, user message) (answer, error) {
+		return a.ask(ctx, system, history, user)
+	})
 	if err != nil {
 		return nil, err // the turn is not kept: the next observation supersedes it
 	}
-	acts := c.answered(t, ans, a.opts.MaxHistory)
 	a.logger.Debug("llm turn", "member", o.Member, "turn", o.Turn, "actions", len(acts))
 	return acts, nil
 }
@@ -251,23 +236,46 @@ func (a *Agent) Remembers() bool { return a.opts.MaxHistory > 0 }
 // an action recorded as invalid (a call that did not parse) cannot be said
 // as the call it came from: both are left out.
 func (a *Agent) Recall(o org.Observation, recorded []org.Action) error {
+	_, err := a.take(o, func(message, []turn, message) (answer, error) {
+		var ans answer
+		for _, act := range recorded {
+			if name, args, err := agents.ToolCallFromAction(act); err == nil {
+				ans.calls = append(ans.calls, rawCall{name: name, arguments: string(args)})
+			}
+		}
+		return ans, nil
+	})
+	return err
+}
+
+// take is one turn of o.Member's conversation: it tells the model the
+// results of the last turn's calls (report), gets the answer to o given
+// the system prompt and the history kept before it, and keeps the turn (at
+// most MaxHistory turns before it). It returns the actions the answer's
+// tool calls become; their results wait for the next observation. When
+// get fails the turn is not kept.
+func (a *Agent) take(o org.Observation, get func(system message, history []turn, user message) (answer, error)) ([]org.Action, error) {
 	c := a.conversation(o)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.report(o.Rejected)
 	user, err := ObservationMessage(o)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c.n++
-	var ans answer
-	for _, act := range recorded {
-		if name, args, err := agents.ToolCallFromAction(act); err == nil {
-			ans.calls = append(ans.calls, rawCall{name: name, arguments: string(args)})
-		}
+	t := turn{user: message{Role: "user", Content: text(user)}}
+	history := c.turns
+	if a.opts.MaxHistory < 0 {
+		history = nil
+	} else if len(history) > a.opts.MaxHistory {
+		history = history[len(history)-a.opts.MaxHistory:]
 	}
-	c.answered(turn{user: message{Role: "user", Content: text(user)}}, ans, a.opts.MaxHistory)
-	return nil
+	ans, err := get(c.system, history, t.user)
+	if err != nil {
+		return nil, err
+	}
+	return c.answered(t, ans, a.opts.MaxHistory), nil
 }
 
 // answered keeps turn t with the model's answer ans (at most maxHistory
