@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,6 +69,73 @@ func TestForkedPlannersRememberThePast(t *testing.T) {
 		}
 		if m.LastSeq != parent.LastSeq || m.StateHash != parent.StateHash {
 			t.Errorf("fork at %d: %s with %d events, state hash %s; the parent has %d, %s", at, m.Status, m.LastSeq, m.StateHash, parent.LastSeq, parent.StateHash)
+		}
+	}
+}
+
+// A service restarted while planners play a session resumes it with
+// planners made anew, shown their members' past turns first: the session
+// ends as it would have without the restart. The gate holds the session
+// once its log passes cut events, and the service is closed under it.
+func TestRestartedPlannersRememberThePast(t *testing.T) {
+	bus := mustBus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	create := wire.CreateRequest{World: "procurement", Seed: 3, Agents: "planner"}
+	whole := func() events.SessionMeta {
+		svc, err := New(Config{Log: memlog.New(), Bus: bus, Logger: hclog.NewNullLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer svc.Close()
+		r, err := svc.Create(ctx, create)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := svc.Wait(ctx, r.Session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}()
+	for _, cut := range []uint64{148, 321} {
+		log := memlog.New()
+		stateFile := filepath.Join(t.TempDir(), "serve-state.json")
+		held := make(chan struct{})
+		var once sync.Once
+		gate := func(ctx context.Context, id string) error {
+			if last, _ := log.LastSeq(ctx, id); last < cut {
+				return nil
+			}
+			once.Do(func() { close(held) })
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger(), StateFile: stateFile, Hooks: Hooks{Gate: gate}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := svc.Create(ctx, create)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-held
+		svc.Close()
+		at, _ := log.LastSeq(ctx, r.Session)
+		svc2, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger(), StateFile: stateFile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := svc2.ResumeSaved(ctx); err != nil || len(got) != 1 {
+			t.Fatalf("resumed %v, %v; want the session", got, err)
+		}
+		m, err := svc2.Wait(ctx, r.Session)
+		svc2.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.LastSeq != whole.LastSeq || m.StateHash != whole.StateHash {
+			t.Errorf("restarted at seq %d: %s with %d events, state hash %s; without the restart %d, %s", at, m.Status, m.LastSeq, m.StateHash, whole.LastSeq, whole.StateHash)
 		}
 	}
 }
