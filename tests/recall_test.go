@@ -54,6 +54,9 @@ func TestForkAndResumeWithAgentsThatRemember(t *testing.T) {
 					t.Errorf("%s at seq %d: %d events, state hash %s; the parent has %d, %s", how, at, fork.Events, fork.StateHash, parent.Events, parent.StateHash)
 					continue
 				}
+				if r := fork.Recalled; r == nil || r.Turns == 0 || r.Differed != 0 {
+					t.Errorf("%s at seq %d: recalled %+v, want past turns shown, each decided as recorded", how, at, r)
+				}
 				sameEvents(t, how, storedEvents(t, data, fork.Session), want)
 			}
 		})

@@ -30,7 +30,8 @@ type recaller interface {
 // recorded (0 when the agents are deterministic and the session was
 // played by agents of the same kinds).
 type Recalled struct {
-	Turns, Differed int
+	Turns    int `json:"turns"`
+	Differed int `json:"differed"`
 }
 
 // Recall shows the agents of seats that remember (an agent's Remembers

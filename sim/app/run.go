@@ -84,7 +84,11 @@ type RunResult struct {
 	Failure string `json:"failure,omitempty"`
 	// Recorded is the reward the log recorded while it ran, and under
 	// which rubric (corpsim score: beside the scorecard re-graded now).
-	Recorded *sim.Recorded      `json:"recorded,omitempty"`
+	Recorded *sim.Recorded `json:"recorded,omitempty"`
+	// Recalled is what the agents that remember were shown of the
+	// session's past before a resume or a fork went on (Recall); nil when
+	// none was.
+	Recalled *Recalled          `json:"recalled,omitempty"`
 	Wall     time.Duration      `json:"-"`
 	Meta     events.SessionMeta `json:"-"`
 	Stats
@@ -295,6 +299,7 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 		return nil, err
 	}
 	meta.Agents = seats.Assigned
+	var recalled *Recalled
 	if mode != playNew {
 		// Agents made anew that remember are shown the turns before this
 		// one; a fork not in the log yet has its parent's up to the fork.
@@ -302,8 +307,12 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 		if mode == playFork {
 			session = meta.Parent
 		}
-		if _, err := Recall(ctx, log, session, meta.ID, e.State().LastSeq, seats, logger); err != nil {
+		r, err := Recall(ctx, log, session, meta.ID, e.State().LastSeq, seats, logger)
+		if err != nil {
 			return nil, err
+		}
+		if r.Turns > 0 {
+			recalled = &r
 		}
 	}
 	srv := o.Bus
@@ -363,6 +372,7 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 		return nil, fmt.Errorf("session %s: %w", meta.ID, err)
 	}
 	res := ResultOf(meta, e)
+	res.Recalled = recalled
 	statsOf(res, from, time.Since(start))
 	return res, nil
 }

@@ -209,6 +209,11 @@ func printScorecard(w io.Writer, r *app.RunResult) {
 		fmt.Fprintf(tw, "turn errors\t%d  (the agents could not decide; the last: %s)\n", s.TurnErrors, r.Failure)
 	}
 	fmt.Fprintf(tw, "turns\t%d\n", s.Turns)
+	if rc := r.Recalled; rc != nil {
+		// Before a resume or a fork went on, its agents that remember were shown their past.
+		fmt.Fprintf(tw, "recalled\t%s before the cut shown again to the agents that remember, %d decided otherwise than recorded\n",
+			analyze.Plural(rc.Turns, "past turn"), rc.Differed)
+	}
 	fmt.Fprintf(tw, "events\t%d\n", r.Events)
 	fmt.Fprintf(tw, "state hash\t%s\n", r.StateHash)
 	if r.WallSeconds > 0 {
