@@ -299,6 +299,7 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 		return nil, err
 	}
 	meta.Agents = seats.Assigned
+	defer seats.Forget(meta.ID)
 	var recalled *Recalled
 	if mode != playNew {
 		// Agents made anew that remember are shown the turns before this

@@ -129,6 +129,21 @@ func BuildSeats(meta events.SessionMeta, w *worlds.World, o SeatOptions) (*Seats
 	return s, nil
 }
 
+// forgetter is an agent that keeps something of each session it plays
+// (the llm agent: its conversations) until told the session is over.
+type forgetter interface{ Forget(session string) }
+
+// Forget tells the agents of these seats that session is over, so that
+// one playing many sessions (a server's llm agent, eval's seeds) drops
+// what it kept of it.
+func (s *Seats) Forget(session string) {
+	for _, a := range s.Agents {
+		if f, ok := a.(forgetter); ok {
+			f.Forget(session)
+		}
+	}
+}
+
 // HostOptions configure Host.
 type HostOptions struct {
 	Session string

@@ -15,6 +15,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/org"
 )
 
 // A fork created on the service is played by agents made anew; those that
@@ -137,5 +138,55 @@ func TestRestartedPlannersRememberThePast(t *testing.T) {
 		if m.LastSeq != whole.LastSeq || m.StateHash != whole.StateHash {
 			t.Errorf("restarted at seq %d: %s with %d events, state hash %s; without the restart %d, %s", at, m.Status, m.LastSeq, m.StateHash, whole.LastSeq, whole.StateHash)
 		}
+	}
+}
+
+// forgetful is an llm stand-in that waits every turn and notes which
+// sessions it was told are over.
+type forgetful struct {
+	mu     sync.Mutex
+	forgot []string
+}
+
+func (*forgetful) Decide(context.Context, org.Observation) ([]org.Action, error) {
+	return []org.Action{{Type: org.ActWait}}, nil
+}
+
+func (f *forgetful) Forget(session string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forgot = append(f.forgot, session)
+}
+
+// The server's llm agent plays every session's llm seats and keeps a
+// conversation per session and seat: once a session ends it is told to
+// drop that session's, or a server running for days would keep them all.
+func TestEndedSessionIsForgottenByTheLLMAgent(t *testing.T) {
+	llm := &forgetful{}
+	svc, err := New(Config{Log: memlog.New(), Bus: mustBus(t), Logger: hclog.NewNullLogger(), LLM: llm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := svc.Create(ctx, wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy,bob=llm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Wait(ctx, r.Session); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		llm.mu.Lock()
+		forgot := slices.Clone(llm.forgot)
+		llm.mu.Unlock()
+		if slices.Contains(forgot, r.Session) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the llm agent was told to forget %v, not the ended session %s", forgot, r.Session)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -511,13 +511,6 @@ func (s *Service) launch(l launch) error {
 	}
 	remote, kinds := seats.Remote, seats.Kinds
 	log := s.logger.With("session", id)
-	if !l.fresh {
-		// A resume, a fork or a hand-off: the agents made here that
-		// remember are shown their members' turns so far.
-		if _, err := app.Recall(context.Background(), s.cfg.Log, id, id, e.State().LastSeq, seats, log); err != nil {
-			return fmt.Errorf("server: %w", err)
-		}
-	}
 	if s.cfg.Hooks.Starting != nil {
 		if err := s.cfg.Hooks.Starting(context.Background(), Launched{Meta: meta, TurnTimeout: l.turnTimeout, JoinTimeout: l.joinTimeout,
 			Wait: l.wait, Load: l.load}); err != nil {
@@ -534,10 +527,24 @@ func (s *Service) launch(l launch) error {
 	}
 	// Built-in and llm seats are played in process; remote ones answer
 	// on the bus.
-	asker, stopSeats, err := seats.Host(app.HostOptions{Session: id, Conn: s.conn, Logger: log, Timeout: l.turnTimeout})
+	asker, stopHosted, err := seats.Host(app.HostOptions{Session: id, Conn: s.conn, Logger: log, Timeout: l.turnTimeout})
 	if err != nil {
 		abandon(err)
 		return err
+	}
+	stopSeats := func() {
+		stopHosted()
+		seats.Forget(id) // the llm agent serves every session: it drops this one's conversations
+	}
+	if !l.fresh {
+		// A resume, a fork or a hand-off: the agents made here that
+		// remember are shown their members' turns so far.
+		if _, err := app.Recall(context.Background(), s.cfg.Log, id, id, e.State().LastSeq, seats, log); err != nil {
+			stopSeats()
+			err = fmt.Errorf("server: %w", err)
+			abandon(err)
+			return err
+		}
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), begun: make(chan struct{}), meta: meta, engine: e, kinds: kinds,
