@@ -63,7 +63,7 @@ func Recall(ctx context.Context, log Scanner, session string, upto uint64, base 
 		turns = append(turns, asked{seen: t.Seen, seq: ev.Seq, member: ev.Actor, actions: t.Actions})
 		return nil
 	})
-	if err != nil && err != errStop {
+	if err != nil && !errors.Is(err, errStop) {
 		return 0, err
 	}
 	if len(turns) == 0 {
@@ -92,7 +92,7 @@ func Recall(ctx context.Context, log Scanner, session string, upto uint64, base 
 		}
 		return ctx.Err()
 	})
-	if err != nil && err != errStop {
+	if err != nil && !errors.Is(err, errStop) {
 		return next, err
 	}
 	if next < len(turns) {

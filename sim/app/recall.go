@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/inprocess"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
@@ -42,8 +43,9 @@ type Recalled struct {
 // handed-over session goes on as it would have with the agents it began
 // with. An agent with a Recall method takes each turn with its recorded
 // answer. Any other decides every past turn again and the decision is
-// dropped. A decision other than the recorded answer is
-// counted (Differed, logged at info with the rest): the member's agent is
+// dropped. A decision other than the recorded answer is counted
+// (Differed; the count is logged at info, the first such turn at debug):
+// the member's agent is
 // not the one that played it (a fork or resume with other agents, where
 // the new agent still learns what its member was shown), or it does not
 // decide deterministically. Nothing is read when no seat remembers.
@@ -67,13 +69,12 @@ func Recall(ctx context.Context, log sim.Scanner, session, playing string, upto 
 	start := time.Now()
 	n, err := sim.Recall(ctx, log, session, upto, sim.Config{}, omits, func(s sim.Shown) error {
 		s.Observation.Session = playing
-		a := seats.Agents[s.Observation.Member]
-		if r, ok := a.(recaller); ok {
-			return r.Recall(s.Observation, s.Recorded)
-		}
-		acts, err := a.Decide(ctx, s.Observation)
+		acts, recalled, err := showTurn(ctx, seats.Agents[s.Observation.Member], s)
 		if err != nil {
 			return fmt.Errorf("recalling %s's turn at seq %d: %w", s.Observation.Member, s.Seq, err)
+		}
+		if recalled {
+			return nil
 		}
 		if !sameActions(acts, s.Recorded) {
 			if res.Differed == 0 {
@@ -92,11 +93,48 @@ func Recall(ctx context.Context, log sim.Scanner, session, playing string, upto 
 	return res, nil
 }
 
+// RecallOrWarn is Recall for a session about to go on: a recall that
+// fails (an agent that errs or panics on a past turn, a log it cannot
+// read) leaves the agents without their past and says so in a warning,
+// rather than keeping the session from going on: what the agents
+// remember is theirs, the session's log and state are whole. It returns
+// nil when nothing was recalled.
+func RecallOrWarn(ctx context.Context, log sim.Scanner, session, playing string, upto uint64, seats *Seats, logger hclog.Logger) *Recalled {
+	r, err := Recall(ctx, log, session, playing, upto, seats, logger)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		orNull(logger).Warn("the agents that remember go on without their past: it could not be shown to them", "session", playing, "error", err)
+		return nil
+	case err != nil || r.Turns == 0:
+		return nil // stopped: the session's driver says so
+	}
+	return &r
+}
+
+// showTurn shows agent a past turn s: it takes the recorded answer when it
+// can (recaller, recalled true), else decides again and returns what it
+// decided. A panic is an error, as the live seats make it a failed turn.
+func showTurn(ctx context.Context, a agents.Agent, s sim.Shown) (acts []org.Action, recalled bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the agent panicked: %v", p)
+		}
+	}()
+	if r, ok := a.(recaller); ok {
+		return nil, true, r.Recall(s.Observation, s.Recorded)
+	}
+	acts, err = a.Decide(ctx, s.Observation)
+	return acts, false, err
+}
+
 // sameActions reports whether decided are the actions recorded: equal as
-// the log writes them.
+// the log writes them (no actions are recorded as an empty list).
 func sameActions(decided, recorded []org.Action) bool {
 	if len(decided) != len(recorded) {
 		return false
+	}
+	if len(decided) == 0 {
+		return true
 	}
 	a, err1 := json.Marshal(decided)
 	b, err2 := json.Marshal(recorded)

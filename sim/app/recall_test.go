@@ -2,11 +2,14 @@ package app_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/app"
 )
 
@@ -64,5 +67,49 @@ func TestRecallShowsThePastToAgentsThatRemember(t *testing.T) {
 		if !tc.turns(got.Turns) || !tc.differed(got.Differed) {
 			t.Errorf("%s: recalled %d turns (the session has %d), %d decided otherwise", tc.agent, got.Turns, turns, got.Differed)
 		}
+	}
+}
+
+// panicky remembers, and panics when asked.
+type panicky struct{}
+
+func (panicky) Remembers() bool { return true }
+func (panicky) Decide(context.Context, org.Observation) ([]org.Action, error) {
+	panic("a defect")
+}
+
+// A past turn an agent cannot be shown (it panics, here) leaves the agents
+// without their past, with a warning; it neither stops the session about
+// to go on nor takes the process down.
+func TestRecallThatFailsLeavesTheAgentsWithoutTheirPast(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	res, err := app.Run(ctx, app.RunOptions{World: "startup", Seed: 1, Agents: "greedy", Data: data, Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, meta, err := app.OpenSession(ctx, data, res.Session, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	w, _, err := app.LoadWorld("startup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seats, err := app.BuildSeats(meta, w, app.SeatOptions{Custom: map[string]agents.Agent{"bob": panicky{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Recall(ctx, log, meta.ID, meta.ID, meta.LastSeq, seats, nil); err == nil || !strings.Contains(err.Error(), "panicked: a defect") {
+		t.Fatalf("Recall: %v, want the panic as an error", err)
+	}
+	var warned strings.Builder
+	logger := hclog.New(&hclog.LoggerOptions{Output: &warned, Level: hclog.Warn})
+	if r := app.RecallOrWarn(ctx, log, meta.ID, meta.ID, meta.LastSeq, seats, logger); r != nil {
+		t.Fatalf("RecallOrWarn: %+v, want nothing recalled", r)
+	}
+	if !strings.Contains(warned.String(), "go on without their past") {
+		t.Fatalf("no warning: %q", warned.String())
 	}
 }

@@ -308,13 +308,7 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 		if mode == playFork {
 			session = meta.Parent
 		}
-		r, err := Recall(ctx, log, session, meta.ID, e.State().LastSeq, seats, logger)
-		if err != nil {
-			return nil, err
-		}
-		if r.Turns > 0 {
-			recalled = &r
-		}
+		recalled = RecallOrWarn(ctx, log, session, meta.ID, e.State().LastSeq, seats, logger)
 	}
 	srv := o.Bus
 	if srv == nil {

@@ -536,16 +536,6 @@ func (s *Service) launch(l launch) error {
 		stopHosted()
 		seats.Forget(id) // the llm agent serves every session: it drops this one's conversations
 	}
-	if !l.fresh {
-		// A resume, a fork or a hand-off: the agents made here that
-		// remember are shown their members' turns so far.
-		if _, err := app.Recall(context.Background(), s.cfg.Log, id, id, e.State().LastSeq, seats, log); err != nil {
-			stopSeats()
-			err = fmt.Errorf("server: %w", err)
-			abandon(err)
-			return err
-		}
-	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), begun: make(chan struct{}), meta: meta, engine: e, kinds: kinds,
 		probation: l.probation}
@@ -657,6 +647,10 @@ func (s *Service) launch(l launch) error {
 				if l.fresh {
 					return d.Run(runCtx, meta, e)
 				}
+				// A resume, a fork or a hand-off: the agents made here
+				// that remember are shown their members' turns so far,
+				// in the background of Create and of a restart.
+				app.RecallOrWarn(runCtx, s.cfg.Log, id, id, e.State().LastSeq, seats, log)
 				return d.Continue(runCtx, meta, e)
 			})
 		} else {
