@@ -19,7 +19,9 @@ import (
 // past turns (app.Recall, llm's Recall): the model's first request in the
 // fork carries the same conversation as the parent's request for that
 // turn (the same observations, tool calls and tool results), where an
-// agent made anew would have sent the observation alone.
+// agent made anew would have sent the observation alone. The endpoint
+// here gives no call IDs and no text, so that the agent numbers the calls
+// in both runs: an endpoint's own IDs and text are not in the log.
 func TestForkKeepsTheModelsConversation(t *testing.T) {
 	play := sensible(t)
 	f, srv := mustServe(t, func(req chatRequest) (int, []call) {
