@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/app"
@@ -19,16 +20,7 @@ import (
 // greedy ones remember nothing and nothing is read.
 func TestRecallShowsThePastToAgentsThatRemember(t *testing.T) {
 	ctx := context.Background()
-	data := t.TempDir()
-	res, err := app.Run(ctx, app.RunOptions{World: "procurement", Seed: 3, Agents: "planner", Data: data, Logger: hclog.NewNullLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log, meta, err := app.OpenSession(ctx, data, res.Session, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
+	log, meta := stored(t, "procurement", 3, "planner")
 	turns := 0
 	for ev, err := range log.Read(ctx, meta.ID, 1) {
 		if err != nil {
@@ -38,7 +30,7 @@ func TestRecallShowsThePastToAgentsThatRemember(t *testing.T) {
 			turns++ // a simulated colleague's turns are not an agent's
 		}
 	}
-	origin := res.Session
+	origin := meta.ID
 	w, _, err := app.LoadWorld("procurement")
 	if err != nil {
 		t.Fatal(err)
@@ -83,16 +75,7 @@ func (panicky) Decide(context.Context, org.Observation) ([]org.Action, error) {
 // to go on nor takes the process down.
 func TestRecallThatFailsLeavesTheAgentsWithoutTheirPast(t *testing.T) {
 	ctx := context.Background()
-	data := t.TempDir()
-	res, err := app.Run(ctx, app.RunOptions{World: "startup", Seed: 1, Agents: "greedy", Data: data, Logger: hclog.NewNullLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log, meta, err := app.OpenSession(ctx, data, res.Session, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
+	log, meta := stored(t, "startup", 1, "greedy")
 	w, _, err := app.LoadWorld("startup")
 	if err != nil {
 		t.Fatal(err)
@@ -112,4 +95,22 @@ func TestRecallThatFailsLeavesTheAgentsWithoutTheirPast(t *testing.T) {
 	if !strings.Contains(warned.String(), "go on without their past") {
 		t.Fatalf("no warning: %q", warned.String())
 	}
+}
+
+// stored runs world with agents into a data folder of the test's and
+// returns the log, open (closed when the test ends), and the session.
+func stored(t *testing.T, world string, seed uint64, agents string) (events.Log, events.SessionMeta) {
+	t.Helper()
+	ctx := context.Background()
+	data := t.TempDir()
+	res, err := app.Run(ctx, app.RunOptions{World: world, Seed: seed, Agents: agents, Data: data, Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, meta, err := app.OpenSession(ctx, data, res.Session, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	return log, meta
 }

@@ -18,6 +18,20 @@ import (
 	"github.com/corpsim/corpsim/org"
 )
 
+// played creates a session on svc and waits for it to end.
+func played(t *testing.T, ctx context.Context, svc *Service, req wire.CreateRequest) events.SessionMeta {
+	t.Helper()
+	r, err := svc.Create(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := svc.Wait(ctx, r.Session)
+	if err != nil {
+		t.Fatalf("session %s: %v", r.Session, err)
+	}
+	return m
+}
+
 // A fork created on the service is played by agents made anew; those that
 // remember (here planners, estimating the rate purchases come at from the
 // ones they have seen) are shown their members' past turns first, so the
@@ -33,13 +47,9 @@ func TestForkedPlannersRememberThePast(t *testing.T) {
 	defer svc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r, err := svc.Create(ctx, wire.CreateRequest{World: "procurement", Seed: 3, Agents: "planner"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent, err := svc.Wait(ctx, r.Session)
-	if err != nil || parent.Status != events.StatusFinished {
-		t.Fatalf("parent: %s, %v", parent.Status, err)
+	parent := played(t, ctx, svc, wire.CreateRequest{World: "procurement", Seed: 3, Agents: "planner"})
+	if parent.Status != events.StatusFinished {
+		t.Fatalf("parent: %s", parent.Status)
 	}
 	var seen []uint64
 	for ev, err := range log.Read(ctx, parent.ID, 1) {
@@ -60,14 +70,7 @@ func TestForkedPlannersRememberThePast(t *testing.T) {
 	}
 	for i := 1; i <= 6; i++ {
 		at := seen[i*len(seen)/7]
-		f, err := svc.Create(ctx, wire.CreateRequest{Parent: parent.ID, ForkSeq: at, Agents: "planner"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := svc.Wait(ctx, f.Session)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := played(t, ctx, svc, wire.CreateRequest{Parent: parent.ID, ForkSeq: at, Agents: "planner"})
 		if m.LastSeq != parent.LastSeq || m.StateHash != parent.StateHash {
 			t.Errorf("fork at %d: %s with %d events, state hash %s; the parent has %d, %s", at, m.Status, m.LastSeq, m.StateHash, parent.LastSeq, parent.StateHash)
 		}
@@ -89,15 +92,7 @@ func TestRestartedPlannersRememberThePast(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer svc.Close()
-		r, err := svc.Create(ctx, create)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := svc.Wait(ctx, r.Session)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
+		return played(t, ctx, svc, create)
 	}()
 	for _, cut := range []uint64{148, 321} {
 		log := memlog.New()
@@ -170,22 +165,16 @@ func TestEndedSessionIsForgottenByTheLLMAgent(t *testing.T) {
 	defer svc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := svc.Create(ctx, wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy,bob=llm"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.Wait(ctx, r.Session); err != nil {
-		t.Fatal(err)
-	}
+	m := played(t, ctx, svc, wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy,bob=llm"})
 	for {
 		llm.mu.Lock()
 		forgot := slices.Clone(llm.forgot)
 		llm.mu.Unlock()
-		if slices.Contains(forgot, r.Session) {
+		if slices.Contains(forgot, m.ID) {
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("the llm agent was told to forget %v, not the ended session %s", forgot, r.Session)
+			t.Fatalf("the llm agent was told to forget %v, not the ended session %s", forgot, m.ID)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
