@@ -81,6 +81,20 @@ func (*Planner) Remembers() bool  { return true }
 func (*Cheater) Remembers() bool  { return true }
 func (g *Greedy) Remembers() bool { return g.content.mode == byPolicy }
 
+// Memory says whether agent a remembers what it was shown (its Remembers
+// method) and what of an observation it never reads (its Omits method, as
+// agents/inprocess leaves out): how a recall of its member's past turns
+// shows them to it (sim.Recall).
+func Memory(a Agent) (omit org.Omit, remembers bool) {
+	if r, ok := a.(interface{ Remembers() bool }); !ok || !r.Remembers() {
+		return 0, false
+	}
+	if p, ok := a.(interface{ Omits() org.Omit }); ok {
+		omit = p.Omits()
+	}
+	return omit, true
+}
+
 // Idle always waits.
 type Idle struct{}
 

@@ -109,7 +109,7 @@ func TestRestoredAgentsContinueTheSameLog(t *testing.T) {
 						return sim.Answer{Member: o.Member, Turn: o.Turn, Actions: acts}
 					}
 				})
-				if remembers(seats0(t, kind, w)) && recalled == 0 {
+				if _, remembers := agents.Memory(seats0(t, kind, w)); remembers && recalled == 0 {
 					t.Fatalf("%s remembers, but no past turn was recalled", kind)
 				}
 			})
@@ -139,12 +139,6 @@ func seats0(t *testing.T, kind string, w *worlds.World) agents.Agent {
 	return madeAnew(t, kind, w)(w.Members[0].ID)
 }
 
-// remembers reports whether a says it remembers what it was shown.
-func remembers(a agents.Agent) bool {
-	r, ok := a.(interface{ Remembers() bool })
-	return ok && r.Remembers()
-}
-
 // recallPast shows the agent seats of w that remember their turns in past
 // (sim.Recall over the events), checking each decision against the
 // recorded one, and returns how many turns it showed.
@@ -155,11 +149,7 @@ func recallPast(t *testing.T, past []events.Event, w *worlds.World, seats func(m
 	}
 	omits := map[string]org.Omit{}
 	for _, m := range w.Members {
-		if a := seats(m.ID); m.NPC == nil && remembers(a) {
-			var omit org.Omit
-			if p, ok := a.(interface{ Omits() org.Omit }); ok {
-				omit = p.Omits()
-			}
+		if omit, ok := agents.Memory(seats(m.ID)); m.NPC == nil && ok {
 			omits[m.ID] = omit
 		}
 	}

@@ -10,14 +10,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/agents"
-	"github.com/corpsim/corpsim/agents/inprocess"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
 )
-
-// remembering is an agent whose decisions hang on what it was shown
-// before (agents: the planner, diligent, the cheater; the llm agent).
-type remembering interface{ Remembers() bool }
 
 // recaller is a remembering agent that takes a past turn with its
 // recorded answer instead of deciding it again (the llm agent, whose
@@ -35,8 +30,8 @@ type Recalled struct {
 	Differed int `json:"differed"`
 }
 
-// Recall shows the agents of seats that remember (an agent's Remembers
-// method) the turns their members took in session up to event upto, in
+// Recall shows the agents of seats that remember (agents.Memory: the
+// planner, diligent, the cheater, the llm agent) the turns their members took in session up to event upto, in
 // order, each with the observation it was given then (sim.Recall) as an
 // observation of session playing (the session that goes on: a fork's own
 // ID when session is its parent), so that a resumed, forked or
@@ -52,14 +47,9 @@ type Recalled struct {
 func Recall(ctx context.Context, log sim.Scanner, session, playing string, upto uint64, seats *Seats, logger hclog.Logger) (Recalled, error) {
 	omits := map[string]org.Omit{}
 	for member, a := range seats.Agents {
-		if r, ok := a.(remembering); !ok || !r.Remembers() {
-			continue
+		if omit, ok := agents.Memory(a); ok {
+			omits[member] = omit
 		}
-		var omit org.Omit
-		if p, ok := a.(inprocess.Partial); ok {
-			omit = p.Omits()
-		}
-		omits[member] = omit
 	}
 	var res Recalled
 	if len(omits) == 0 {
