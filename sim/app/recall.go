@@ -31,19 +31,19 @@ type Recalled struct {
 }
 
 // Recall shows the agents of seats that remember (agents.Memory: the
-// planner, diligent, the cheater, the llm agent) the turns their members took in session up to event upto, in
-// order, each with the observation it was given then (sim.Recall) as an
-// observation of session playing (the session that goes on: a fork's own
-// ID when session is its parent), so that a resumed, forked or
-// handed-over session goes on as it would have with the agents it began
-// with. An agent with a Recall method takes each turn with its recorded
-// answer. Any other decides every past turn again and the decision is
-// dropped. A decision other than the recorded answer is counted
-// (Differed; the count is logged at info, the first such turn at debug):
-// the member's agent is
-// not the one that played it (a fork or resume with other agents, where
-// the new agent still learns what its member was shown), or it does not
-// decide deterministically. Nothing is read when no seat remembers.
+// planner, diligent, the cheater, the llm agent) the turns their members
+// took in session up to event upto, in order, each with the observation
+// it was given then (sim.Recall) as an observation of session playing (the
+// session that goes on: a fork's own ID when session is its parent), so
+// that a resumed, forked or handed-over session goes on as it would have
+// with the agents it began with. An agent with a Recall method takes each
+// turn with its recorded answer. Any other decides every past turn again
+// and the decision is dropped. A decision other than the recorded answer
+// is counted (Differed; the count is logged at info, the first such turn
+// at debug): the member's agent is not the one that played it (a fork or
+// resume with other agents, where the new agent still learns what its
+// member was shown), or it does not decide deterministically. Nothing is
+// read when no seat remembers.
 func Recall(ctx context.Context, log sim.Scanner, session, playing string, upto uint64, seats *Seats, logger hclog.Logger) (Recalled, error) {
 	omits := map[string]org.Omit{}
 	for member, a := range seats.Agents {
