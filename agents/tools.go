@@ -73,8 +73,8 @@ var toolSpecs = []toolSpec{
 		desc: "Mark a task you hold as done. Costs 15 minutes. It counts only when all of its rules hold, and each is refused as a policy " +
 			"violation (a penalty for the team) otherwise: its whole effort is spent (work-done), its dependencies are done (dependencies-first), " +
 			"you hold its role and skill, you have the information it needs from a colleague (info-required: see needs_info), " +
-			"its purchase has an approved request (approval-required) and fits your team's remaining budget (within-budget). " +
-			"A completed purchase is charged to the team's budget. Completing unblocks the tasks that depend on this one.",
+			"its purchase has an approved request (approval-required) and fits the remaining budget it is paid from (within-budget): your team's, " +
+			"or the one its charges name. A completed purchase is charged to that budget. Completing unblocks the tasks that depend on this one.",
 		params: []toolParam{paramTask(`ID of a task you hold whose effort is spent ("spent" equals "effort").`)},
 	},
 	{
@@ -99,7 +99,7 @@ var toolSpecs = []toolSpec{
 		name: org.ActApprove,
 		desc: "Approve a request waiting for your decision (listed in \"approvals\"). Costs 10 minutes. Approve only a valid request: " +
 			"the requester holds the task (task_assignee equals requester), the amount equals the task's purchase (task_purchase), " +
-			"and your team's remaining budget covers it; otherwise reject it with a reason. " +
+			"and the remaining budget it is paid from covers it (your team's, or the one its task_charges name); otherwise reject it with a reason. " +
 			"Refused as a policy violation when it is your own request (separation-of-duties), when you stand in for a colleague on leave and it is beyond the leave's delegation limit (delegation-limit), or when it waits for someone else (approver-authority).",
 		params: []toolParam{paramRequest},
 	},

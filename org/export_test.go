@@ -54,7 +54,7 @@ func (s *State) ScanView(id string) Observation {
 				o.AssignedMore++
 				continue
 			}
-			o.Assigned = append(o.Assigned, s.taskView(t))
+			o.Assigned = append(o.Assigned, s.taskView(t, m))
 		}
 	}
 	for _, q := range s.World.Queues {
@@ -139,10 +139,10 @@ func (s *State) ScanView(id string) Observation {
 	}
 	for _, r := range s.Requests {
 		if r.Status == RequestPending && r.Steps[r.Current].Approver == id {
-			o.Approvals = append(o.Approvals, s.requestView(r))
+			o.Approvals = append(o.Approvals, s.requestView(r, m))
 		}
 		if r.Requester == id {
-			o.Requests = append(o.Requests, s.requestView(r))
+			o.Requests = append(o.Requests, s.requestView(r, m))
 		}
 	}
 	for _, msg := range s.Messages {
@@ -173,12 +173,13 @@ func (s *State) ScanView(id string) Observation {
 // of every request and message. Tests use them as the reference.
 func (s *State) ScanLists(id string) (approvals, requests []RequestView, awaiting []MessageView) {
 	approvals, requests = []RequestView{}, []RequestView{}
+	m := s.members[id]
 	for _, r := range s.Requests {
 		if r.Status == RequestPending && r.Steps[r.Current].Approver == id {
-			approvals = append(approvals, s.requestView(r))
+			approvals = append(approvals, s.requestView(r, m))
 		}
 		if r.Requester == id {
-			requests = append(requests, s.requestView(r))
+			requests = append(requests, s.requestView(r, m))
 		}
 	}
 	for _, msg := range s.Messages {

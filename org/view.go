@@ -88,29 +88,34 @@ type OpenView struct {
 
 // TaskView is a task as a member sees it.
 type TaskView struct {
-	ID         string         `json:"id"`
-	Kind       string         `json:"kind"` // task or ticket
-	Title      string         `json:"title"`
-	Project    string         `json:"project,omitempty"`
-	Queue      string         `json:"queue"`
-	Role       string         `json:"role"`
-	Skill      string         `json:"skill,omitempty"`
-	Priority   int            `json:"priority,omitempty"`
-	Created    clock.Time     `json:"created"`
-	NeedsInfo  *InfoView      `json:"needs_info,omitempty"`
-	Status     string         `json:"status"`
-	Assignee   string         `json:"assignee,omitempty"`
-	Effort     clock.Duration `json:"effort"`
-	Spent      clock.Duration `json:"spent"`
-	Value      float64        `json:"value"`
-	Deps       []string       `json:"deps,omitempty"`
-	Waiting    []string       `json:"waiting_on,omitempty"` // dependencies not yet done
-	Deadline   clock.Time     `json:"deadline"`
-	Purchase   int64          `json:"purchase,omitempty"`
-	Approval   string         `json:"approval,omitempty"` // "needed", "pending", "approved" or "rejected"; empty when none is needed
-	Request    string         `json:"request,omitempty"`
-	WorkUntil  clock.Time     `json:"work_until,omitempty"`
-	Dependents int            `json:"dependents"` // tasks that list this one as a dependency
+	ID        string         `json:"id"`
+	Kind      string         `json:"kind"` // task or ticket
+	Title     string         `json:"title"`
+	Project   string         `json:"project,omitempty"`
+	Queue     string         `json:"queue"`
+	Role      string         `json:"role"`
+	Skill     string         `json:"skill,omitempty"`
+	Priority  int            `json:"priority,omitempty"`
+	Created   clock.Time     `json:"created"`
+	NeedsInfo *InfoView      `json:"needs_info,omitempty"`
+	Status    string         `json:"status"`
+	Assignee  string         `json:"assignee,omitempty"`
+	Effort    clock.Duration `json:"effort"`
+	Spent     clock.Duration `json:"spent"`
+	Value     float64        `json:"value"`
+	Deps      []string       `json:"deps,omitempty"`
+	Waiting   []string       `json:"waiting_on,omitempty"` // dependencies not yet done
+	Deadline  clock.Time     `json:"deadline"`
+	Purchase  int64          `json:"purchase,omitempty"`
+	// Charges is the budget the purchase is paid from when it is not
+	// yours (the observation's budget): a step of another team's case, a
+	// project of another team. The within-budget rule and an NPC
+	// approver read that budget.
+	Charges    *BudgetView `json:"charges,omitempty"`
+	Approval   string      `json:"approval,omitempty"` // "needed", "pending", "approved" or "rejected"; empty when none is needed
+	Request    string      `json:"request,omitempty"`
+	WorkUntil  clock.Time  `json:"work_until,omitempty"`
+	Dependents int         `json:"dependents"` // tasks that list this one as a dependency
 	// A case step's (format 2): its case, the template's step, the amount
 	// its approval reads, and the NPC who performs it when asked.
 	Case   string `json:"case,omitempty"`
@@ -155,6 +160,9 @@ type RequestView struct {
 	// TaskAssignee and TaskPurchase let an approver check the request against the task.
 	TaskAssignee string `json:"task_assignee"`
 	TaskPurchase int64  `json:"task_purchase"`
+	// TaskCharges is the budget the task's purchase is paid from when it
+	// is not the viewer's (the observation's budget).
+	TaskCharges *BudgetView `json:"task_charges,omitempty"`
 	// TaskAmount is, for a case step, the amount the approval reads (a
 	// case attribute, which need not be spending; format 2).
 	TaskAmount int64 `json:"task_amount,omitempty"`
@@ -259,19 +267,23 @@ func (s *State) Serves(role, queue string) bool {
 // openView is taskView of open task t as member m sees it: whether the
 // information it needs is known is m's to say, since m would hold it.
 func (s *State) openView(t *Task, m *Member) TaskView {
-	v := s.taskView(t)
+	v := s.taskView(t, m)
 	if v.NeedsInfo != nil && t.Assignee == "" {
 		v.NeedsInfo.Known = m.KnowsTopic(v.NeedsInfo.Topic)
 	}
 	return v
 }
 
-func (s *State) taskView(t *Task) TaskView {
+// taskView is task t as member m sees it.
+func (s *State) taskView(t *Task, m *Member) TaskView {
 	v := TaskView{
 		ID: t.ID, Kind: t.Kind, Title: t.Spec.Title, Project: t.Project, Queue: t.Queue, Role: t.Spec.Role, Skill: t.Spec.Skill,
 		Status: t.Status, Assignee: t.Assignee, Effort: t.Effort, Spent: t.Spent, Value: t.Value, Priority: t.Priority,
 		Deps: t.Spec.Deps, Waiting: s.waitingOn(t), Created: t.Created, Deadline: t.Deadline,
 		Purchase: t.Spec.Purchase, Approval: s.ApprovalStatus(t), Request: t.Request, WorkUntil: t.WorkUntil,
+	}
+	if t.Spec.Purchase > 0 {
+		v.Charges = s.charges(t, m)
 	}
 	if in := t.Spec.Info; in != nil {
 		v.NeedsInfo = &InfoView{From: in.From, Topic: in.Topic}
@@ -358,7 +370,18 @@ func (s *State) InProgress(queue string) int {
 	return 0
 }
 
-func (s *State) requestView(r *Request) RequestView {
+// charges is the budget t's purchase is paid from as member m sees it
+// (BudgetView), or nil when that is m's own team's or none.
+func (s *State) charges(t *Task, m *Member) *BudgetView {
+	b := s.budgets[t.Team]
+	if b == nil || m != nil && b == s.budgetOf(m) {
+		return nil
+	}
+	return &BudgetView{Team: b.Team, Initial: b.Initial, Spent: b.Spent, Remaining: b.Remaining()}
+}
+
+// requestView is request r as member m sees it.
+func (s *State) requestView(r *Request, m *Member) RequestView {
 	v := RequestView{ID: r.ID, Task: r.Task, Requester: r.Requester, Amount: r.Amount, Step: r.Current,
 		Status: r.Status, Reason: r.Reason}
 	if r.Current < len(r.Steps) {
@@ -366,6 +389,9 @@ func (s *State) requestView(r *Request) RequestView {
 	}
 	if t := s.tasks[r.Task]; t != nil {
 		v.TaskAssignee, v.TaskPurchase = t.Assignee, t.Spec.Purchase
+		if t.Spec.Purchase > 0 {
+			v.TaskCharges = s.charges(t, m)
+		}
 		if t.Case != "" {
 			v.TaskAmount = t.Spec.ApprovalAmount()
 		}
@@ -462,7 +488,7 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 		switch {
 		case t.Hidden:
 		case len(o.Assigned) < listed:
-			o.Assigned = append(o.Assigned, s.taskView(t))
+			o.Assigned = append(o.Assigned, s.taskView(t, m))
 		default:
 			o.AssignedMore++
 		}
@@ -554,10 +580,10 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 		}
 	}
 	s.catchUp()
-	s.listApprovals(&o, id)
+	s.listApprovals(&o, m)
 	if omit&OmitRequests == 0 {
 		for _, r := range s.lists.mine[id] {
-			o.Requests = append(o.Requests, s.requestView(r))
+			o.Requests = append(o.Requests, s.requestView(r, m))
 		}
 	}
 	s.listAwaiting(&o, id)
@@ -660,7 +686,7 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 				mine = s.servesTask(m.Role, t)
 			}
 			if mine {
-				o.Ask = append(o.Ask, s.taskView(t))
+				o.Ask = append(o.Ask, s.taskView(t, m))
 				add(c.ID)
 			}
 		}

@@ -86,12 +86,12 @@ func (s *State) catchUp() {
 	}
 }
 
-// listApprovals appends to o the requests waiting for member id's decision,
+// listApprovals appends to o the requests waiting for member m's decision,
 // in the order of State.Requests, and drops the decided ones from pending.
-func (s *State) listApprovals(o *Observation, id string) {
+func (s *State) listApprovals(o *Observation, m *Member) {
 	for _, r := range s.stillPending() {
-		if r.Steps[r.Current].Approver == id {
-			o.Approvals = append(o.Approvals, s.requestView(r))
+		if r.Steps[r.Current].Approver == m.ID {
+			o.Approvals = append(o.Approvals, s.requestView(r, m))
 		}
 	}
 }

@@ -227,6 +227,8 @@ func (d *viewDecoder) taskView(t *org.TaskView) bool {
 			return 1 << 17, d.Int64((*int64)(&t.Deadline))
 		case "purchase":
 			return 1 << 18, d.Int64(&t.Purchase)
+		case "charges":
+			return 1 << 23, d.budgetView(&t.Charges)
 		case "approval":
 			return 1 << 19, d.Str(&t.Approval)
 		case "request":
@@ -321,6 +323,8 @@ func (d *viewDecoder) requestViews(v *[]org.RequestView) bool {
 				return 1 << 9, d.Str(&r.TaskAssignee)
 			case "task_purchase":
 				return 1 << 10, d.Int64(&r.TaskPurchase)
+			case "task_charges":
+				return 1 << 11, d.budgetView(&r.TaskCharges)
 			}
 			return 0, false
 		})

@@ -42,13 +42,7 @@ func AppendObservation(dst []byte, o *org.Observation) ([]byte, error) {
 	if len(o.Awaiting) > 0 {
 		dst = fastjson.AppendList(dst, `,"awaiting":`, o.Awaiting, appendMessageView)
 	}
-	if b := o.Budget; b != nil {
-		dst = fastjson.AppendKeyString(dst, `,"budget":{"team":`, b.Team)
-		dst = fastjson.AppendKeyInt(dst, `,"initial":`, b.Initial)
-		dst = fastjson.AppendKeyInt(dst, `,"spent":`, b.Spent)
-		dst = fastjson.AppendKeyInt(dst, `,"remaining":`, b.Remaining)
-		dst = append(dst, '}')
-	}
+	dst = appendBudgetView(dst, `,"budget":{"team":`, o.Budget)
 	dst = fastjson.AppendList(dst, `,"queues":`, o.Queues, func(q **org.QueueView, dst []byte) []byte {
 		if *q == nil {
 			return append(dst, "null"...)
@@ -108,6 +102,7 @@ func appendTaskView(t *org.TaskView, dst []byte) []byte {
 	}
 	dst = fastjson.AppendKeyInt(dst, `,"deadline":`, int64(t.Deadline))
 	dst = fastjson.AppendKeyIntOmit(dst, `,"purchase":`, t.Purchase)
+	dst = appendBudgetView(dst, `,"charges":{"team":`, t.Charges)
 	dst = fastjson.AppendKeyStringOmit(dst, `,"approval":`, t.Approval)
 	dst = fastjson.AppendKeyStringOmit(dst, `,"request":`, t.Request)
 	dst = fastjson.AppendKeyIntOmit(dst, `,"work_until":`, int64(t.WorkUntil))
@@ -137,6 +132,20 @@ func appendRequestView(r *org.RequestView, dst []byte) []byte {
 	dst = fastjson.AppendKeyStringOmit(dst, `,"reason":`, r.Reason)
 	dst = fastjson.AppendKeyString(dst, `,"task_assignee":`, r.TaskAssignee)
 	dst = fastjson.AppendKeyInt(dst, `,"task_purchase":`, r.TaskPurchase)
+	dst = appendBudgetView(dst, `,"task_charges":{"team":`, r.TaskCharges)
+	return append(dst, '}')
+}
+
+// appendBudgetView appends b after key (which opens its object and names
+// its first field), or nothing when b is nil (the fields are omitempty).
+func appendBudgetView(dst []byte, key string, b *org.BudgetView) []byte {
+	if b == nil {
+		return dst
+	}
+	dst = fastjson.AppendKeyString(dst, key, b.Team)
+	dst = fastjson.AppendKeyInt(dst, `,"initial":`, b.Initial)
+	dst = fastjson.AppendKeyInt(dst, `,"spent":`, b.Spent)
+	dst = fastjson.AppendKeyInt(dst, `,"remaining":`, b.Remaining)
 	return append(dst, '}')
 }
 
