@@ -81,14 +81,14 @@ func (g *Greedy) decide(_ context.Context, o org.Observation) ([]org.Action, err
 		}
 		switch t.Approval {
 		case "needed", org.RequestRejected:
-			if (o.Budget == nil || t.Purchase <= o.Budget.Remaining) && approvalFits(o) {
+			if affords(o, t.Charges, t.Purchase) && approvalFits(o) {
 				acts = append(acts, org.Action{Type: org.ActRequestApproval, Task: t.ID})
 			}
 			continue
 		case org.RequestPending:
 			continue
 		}
-		if o.Budget != nil && t.Purchase > o.Budget.Remaining {
+		if !affords(o, t.Charges, t.Purchase) {
 			continue // the rules would refuse it; leave it until the budget allows
 		}
 		if t.Outcome != nil || t.Meeting != nil {
@@ -101,10 +101,17 @@ func (g *Greedy) decide(_ context.Context, o org.Observation) ([]org.Action, err
 	}
 	// Nothing we hold can move now: take the most valuable ready task,
 	// preferring among equals one picked by a hash of our ID, so that
-	// colleagues do not all reach for the same one.
+	// colleagues do not all reach for the same one, and work on it unless
+	// its effort is spent (a task handed over once done). One the budget
+	// cannot pay for is taken all the same: the head of a queue served in
+	// order blocks the tickets behind it until someone holds it.
 	if ts := best(o.Available); len(ts) > 0 {
 		t := &ts[spreadFirst(o.Member, ts)]
-		return append(acts, org.Action{Type: org.ActClaim, Task: t.ID}, org.Action{Type: org.ActWork, Task: t.ID, For: shiftStint(o, "")}), nil
+		acts = append(acts, org.Action{Type: org.ActClaim, Task: t.ID})
+		if t.Spent < t.Effort {
+			acts = append(acts, org.Action{Type: org.ActWork, Task: t.ID, For: shiftStint(o, "")})
+		}
+		return acts, nil
 	}
 	return append(acts, shiftWait(o, 0)), nil
 }
@@ -189,9 +196,9 @@ func invalidRequest(o org.Observation, r org.RequestView) string {
 		return "the amount does not match the case's amount"
 	case r.TaskAmount == 0 && r.Amount != r.TaskPurchase:
 		return "the amount does not match the task's purchase"
-	case r.TaskAmount != 0 && o.Budget != nil && r.TaskPurchase > o.Budget.Remaining:
+	case r.TaskAmount != 0 && !affords(o, r.TaskCharges, r.TaskPurchase):
 		return "not enough budget left"
-	case r.TaskAmount == 0 && o.Budget != nil && r.Amount > o.Budget.Remaining:
+	case r.TaskAmount == 0 && !affords(o, r.TaskCharges, r.Amount):
 		return "not enough budget left"
 	}
 	return ""

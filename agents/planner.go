@@ -115,7 +115,7 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 	}
 	pl := newPlan(o, p.cfg)
 	pl.cutoff = p.cutoff(o)
-	budget := pl.budgetLeft()
+	budget := newPurse(o)
 	asked := map[string]bool{} // from/topic asked this turn
 	ask := func(t org.TaskView) {
 		in := t.NeedsInfo
@@ -135,12 +135,12 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 		}
 		ask(t)
 		if p.parked[t.ID] {
-			if !pl.fund(t, budget) {
+			if !pl.fund(t, budget.left(t.Charges)) {
 				continue // parked: not worth the money now; neither asked for nor worked on
 			}
 			delete(p.parked, t.ID)
 		}
-		if t.Purchase > budget && t.Approval != org.RequestApproved {
+		if t.Purchase > budget.left(t.Charges) && t.Approval != org.RequestApproved {
 			continue // the rules would refuse it; leave it until the budget allows
 		}
 		switch t.Approval {
@@ -160,15 +160,15 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 			}
 			continue
 		}
-		if (t.Outcome != nil || t.Meeting != nil) && pl.ready(t) && t.Purchase <= budget {
+		if (t.Outcome != nil || t.Meeting != nil) && pl.ready(t) && t.Purchase <= budget.left(t.Charges) {
 			more, ready := p.content.step(o, t)
 			if acts = append(acts, more...); !ready {
 				continue
 			}
 		}
-		if pl.ready(t) && t.Purchase <= budget {
+		if pl.ready(t) && t.Purchase <= budget.left(t.Charges) {
 			acts = append(acts, org.Action{Type: org.ActComplete, Task: t.ID})
-			budget -= t.Purchase
+			budget.spend(t.Charges, t.Purchase)
 		}
 	}
 	// What to work on next: the most urgent of what we hold and what we may take.
@@ -181,7 +181,7 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 	var options []org.TaskView
 	var park *org.TaskView
 	for _, t := range o.Available {
-		if !pl.fund(t, budget) {
+		if !pl.fund(t, budget.left(t.Charges)) {
 			// Not worth the money now. A ticket heading its queue blocks the
 			// queue while nobody takes it: hold it unfunded ("park" it). One
 			// the budget cannot cover must go; a dear one only if the queue
@@ -190,7 +190,7 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 			switch {
 			case t.Kind != org.KindTicket:
 				continue
-			case t.Purchase > budget || len(p.parked) == 0 && pl.canPark(t.Queue):
+			case t.Purchase > budget.left(t.Charges) || len(p.parked) == 0 && pl.canPark(t.Queue):
 				if park == nil {
 					park = &t
 				}
@@ -230,8 +230,10 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 		}
 	}
 	switch {
-	case pick != nil:
+	case pick != nil && pick.Spent < pick.Effort:
 		return append(acts, org.Action{Type: org.ActWork, Task: pick.ID, For: shiftStint(o, p.stint(*pick))}), nil
+	case pick != nil:
+		return acts, nil // taken with its effort spent (handed over once done): completed next turn
 	case wake > 0:
 		return append(acts, shiftWait(o, wake)), nil
 	}
@@ -388,15 +390,6 @@ func (pl *plan) chains() {
 	}
 	pl.tails = make([]clock.Duration, len(firsts))
 	pl.done = make([]uint8, len(firsts))
-}
-
-// budgetLeft is what the team may still spend on purchases, or a large
-// number when the member sees no budget.
-func (pl *plan) budgetLeft() int64 {
-	if pl.o.Budget == nil {
-		return 1 << 62
-	}
-	return pl.o.Budget.Remaining
 }
 
 // fund reports whether a purchase task is worth its money now: the budget

@@ -13,6 +13,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/wire"
+	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/simtest"
@@ -86,7 +87,7 @@ func (d decider) Decide(ctx context.Context, obs org.Observation) ([]org.Action,
 func TestAsk(t *testing.T) {
 	s := New(map[string]agents.Agent{"bob": &agents.Greedy{}}, Options{})
 	ctx := context.Background()
-	obs := org.Observation{Member: "bob", Turn: 3, Available: []org.TaskView{{ID: "api", Value: 3}}}
+	obs := org.Observation{Member: "bob", Turn: 3, Available: []org.TaskView{{ID: "api", Value: 3, Effort: clock.Hour}}}
 	got, err := s.Ask(ctx, "s", "bob", obs)
 	want := sim.Answer{Turn: 3, Actions: []org.Action{{Type: org.ActClaim, Task: "api"}, {Type: org.ActWork, Task: "api"}}}
 	if err != nil || !reflect.DeepEqual(got, want) {

@@ -121,7 +121,7 @@ func TestAnswer(t *testing.T) {
 	}{
 		{"bad observation", `{"turn":`, `{"turn":0,"actions":[]}`},
 		{"nothing to do", `{"turn":4,"member":"bob"}`, `{"turn":4,"actions":[{"type":"wait"}]}`},
-		{"a task", `{"turn":2,"member":"bob","available":[{"id":"api","value":3}]}`,
+		{"a task", `{"turn":2,"member":"bob","available":[{"id":"api","value":3,"effort":3600000}]}`,
 			`{"turn":2,"actions":[{"type":"claim","task":"api"},{"type":"work","task":"api"}]}`},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,110 @@
+package agents_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/org"
+)
+
+// ops is another team's budget, with left of it remaining.
+func ops(left int64) *org.BudgetView {
+	return &org.BudgetView{Team: "ops", Initial: 1000, Spent: 1000 - left, Remaining: left}
+}
+
+// bought is a purchase of 500 bob holds, worked and approved, paid from
+// charges (nil: bob's own budget, 20000 left).
+func bought(id string, charges *org.BudgetView) org.TaskView {
+	t := held(task(id, clock.Hour, 5), clock.Hour)
+	t.Purchase, t.Approval, t.Charges = 500, org.RequestApproved, charges
+	return t
+}
+
+func ofType(acts []org.Action, typ string) []string {
+	var out []string
+	for _, a := range acts {
+		if a.Type == typ {
+			out = append(out, a.Task+a.Request)
+		}
+	}
+	return out
+}
+
+// TestAgentsSpendTheBudgetATaskCharges: greedy and the planner complete a
+// purchase only when the budget it is paid from covers it — another
+// team's when the task charges it, whatever their own team has left — and
+// the planner draws each budget down by what it completes in the turn.
+// An approver rejects a request its task's budget cannot pay.
+func TestAgentsSpendTheBudgetATaskCharges(t *testing.T) {
+	greedy, err := agents.New("greedy", agents.Options{Member: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		held []org.TaskView
+		want []string
+	}{
+		{"own budget", []org.TaskView{bought("a", nil)}, []string{"a"}},
+		{"another's, too little", []org.TaskView{bought("a", ops(100))}, nil},
+		{"another's, enough", []org.TaskView{bought("a", ops(600))}, []string{"a"}},
+		{"another's, enough for one", []org.TaskView{bought("a", ops(600)), bought("b", ops(600)), bought("c", nil)}, []string{"a", "c"}},
+	} {
+		for name, a := range map[string]agents.Agent{"greedy": greedy, "planner": planner()} {
+			t.Run(name+"/"+tt.name, func(t *testing.T) {
+				o := observe()
+				o.Assigned = tt.held
+				got := ofType(decide(t, a, o), org.ActComplete)
+				want := tt.want
+				if name == "greedy" && tt.name == "another's, enough for one" {
+					// Greedy keeps no account within a turn: it asks
+					// for both, and the rules refuse the second.
+					want = []string{"a", "b", "c"}
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("completes %v; want %v", got, want)
+				}
+			})
+		}
+	}
+	for _, left := range []int64{100, 600} {
+		t.Run(fmt.Sprintf("approver, %d left", left), func(t *testing.T) {
+			o := observe()
+			o.Approvals = []org.RequestView{{ID: "r1", Task: "a", Requester: "carol", Amount: 500, Role: "engineer", Approver: "bob",
+				Status: org.RequestPending, TaskAssignee: "carol", TaskPurchase: 500, TaskCharges: ops(left)}}
+			acts := decide(t, greedy, o)
+			rejected, approved := ofType(acts, org.ActReject), ofType(acts, org.ActApprove)
+			if left < 500 && (len(rejected) != 1 || len(approved) != 0) || left >= 500 && (len(rejected) != 0 || len(approved) != 1) {
+				t.Fatalf("with %d left: rejects %v, approves %v", left, rejected, approved)
+			}
+		})
+	}
+}
+
+// TestAgentsTakeAWorkedTaskWithoutWorkingOnIt: a task handed over with its
+// effort spent is taken and not worked on (the engine refuses work on it:
+// nothing is left to do but complete it).
+func TestAgentsTakeAWorkedTaskWithoutWorkingOnIt(t *testing.T) {
+	greedy, err := agents.New("greedy", agents.Options{Member: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, a := range map[string]agents.Agent{"greedy": greedy, "planner": planner()} {
+		t.Run(name, func(t *testing.T) {
+			o := observe()
+			done := task("done", clock.Hour, 5)
+			done.Spent = clock.Hour
+			o.Available = []org.TaskView{done}
+			acts := decide(t, a, o)
+			if got := ofType(acts, org.ActClaim); !slices.Equal(got, []string{"done"}) {
+				t.Fatalf("claims %v in %v; want done", got, acts)
+			}
+			if got := ofType(acts, org.ActWork); len(got) != 0 {
+				t.Fatalf("works on %v; nothing is left to do", got)
+			}
+		})
+	}
+}
