@@ -143,7 +143,7 @@ func (s *State) openFor(m *Member) *Task {
 	if ro != nil {
 		for _, o := range ro.live {
 			if len(o.ready) == 0 || o.qi >= first || !serves[o.qi] ||
-				o.skill != "" && !slices.Contains(skills, o.skill) || s.queueBlocked(o.qi) {
+				o.skill != "" && !slices.Contains(skills, o.skill) || s.queueBlocked(o.qi, s.Now) {
 				continue
 			}
 			first = o.qi
@@ -152,7 +152,7 @@ func (s *State) openFor(m *Member) *Task {
 	if s.openTicketN > 0 {
 		// A head ticket of a queue before it comes first.
 		for i := range first {
-			if serves[i] && !s.queueBlocked(i) {
+			if serves[i] && !s.queueBlocked(i, s.Now) {
 				if t := s.queueHead(i, m); t != nil {
 					return t
 				}

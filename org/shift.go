@@ -37,9 +37,10 @@ type ShiftMate struct {
 // maxShiftMates bounds ShiftView.Next.
 const maxShiftMates = 16
 
-// shiftView is what member m sees of its shift, or nil in a world whose
-// member works neither on a shift nor in a team that requires handover.
-func (s *State) shiftView(m *Member) *ShiftView {
+// shiftView is what member m sees of its shift at now, or nil in a world
+// whose member works neither on a shift nor in a team that requires
+// handover.
+func (s *State) shiftView(m *Member, now clock.Time) *ShiftView {
 	wm, team := s.defOf(m)
 	if wm == nil {
 		return nil
@@ -48,7 +49,7 @@ func (s *State) shiftView(m *Member) *ShiftView {
 	if !wm.OnShift && !handover {
 		return nil
 	}
-	v := &ShiftView{Ends: s.World.MemberSchedule(m.ID).PeriodEnd(s.Now), Handover: handover}
+	v := &ShiftView{Ends: s.World.MemberSchedule(m.ID).PeriodEnd(now), Handover: handover}
 	for i := range s.World.Members {
 		o := &s.World.Members[i]
 		if o.Team != m.Team || o.ID == m.ID || o.NPC != nil {
@@ -58,7 +59,7 @@ func (s *State) shiftView(m *Member) *ShiftView {
 			continue
 		}
 		sch := s.World.MemberSchedule(o.ID)
-		v.Next = append(v.Next, ShiftMate{ID: o.ID, Role: o.Role, From: sch.NextWorking(v.Ends), Until: sch.PeriodEnd(s.Now)})
+		v.Next = append(v.Next, ShiftMate{ID: o.ID, Role: o.Role, From: sch.NextWorking(v.Ends), Until: sch.PeriodEnd(now)})
 	}
 	slices.SortStableFunc(v.Next, func(a, b ShiftMate) int { return cmp.Compare(a.From, b.From) })
 	if len(v.Next) > maxShiftMates {

@@ -420,9 +420,18 @@ const (
 func (s *State) View(id string) Observation { return s.ViewOmitting(id, 0) }
 
 // ViewOmitting is View without the parts omit names.
-func (s *State) ViewOmitting(id string, omit Omit) Observation {
+func (s *State) ViewOmitting(id string, omit Omit) Observation { return s.ViewAt(id, omit, s.Now) }
+
+// ViewAt is ViewOmitting at instant now: the state as its last event left
+// it, seen at now (no earlier than Now, the time of that event). A member
+// woken by a timer that records nothing (the end of its wait, of its last
+// turn's cost, the start of its shift) is asked later than the last event
+// and sees the time of its turn, its shift as it is then and the queues
+// that are up then.
+func (s *State) ViewAt(id string, omit Omit, now clock.Time) Observation {
+	now = max(now, s.Now)
 	m := s.members[id]
-	o := Observation{Member: id, Time: s.Now, Wall: s.World.Calendar.Wall(s.Now).Format("2006-01-02T15:04:05Z07:00"),
+	o := Observation{Member: id, Time: now, Wall: s.World.Calendar.Wall(now).Format("2006-01-02T15:04:05Z07:00"),
 		Horizon: s.World.Horizon, Assigned: []TaskView{}, Available: []TaskView{}, Upcoming: []TaskView{},
 		Approvals: []RequestView{}, Requests: []RequestView{}, Inbox: []MessageView{}, Projects: []ProjectView{}}
 	if omit&OmitUpcoming != 0 {
@@ -439,7 +448,7 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 	}
 	o.Role, o.Team, o.Turn, o.OnLeave = m.Role, m.Team, m.Turn+1, m.OnLeave
 	o.Rejected = m.Rejected
-	o.Shift = s.shiftView(m)
+	o.Shift = s.shiftView(m, now)
 	// The queues it serves: by its role, or as an NPC's.
 	served := s.roleServes[m.Role] // by index in World.Queues; nil: none
 	var npcQueues, skills []string
@@ -523,7 +532,7 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 				waitingLists = append(waitingLists, of.waiting)
 				waiting += len(of.waiting)
 			}
-			if len(of.ready) > 0 && !s.queueBlocked(of.qi) {
+			if len(of.ready) > 0 && !s.queueBlocked(of.qi, now) {
 				readyLists = append(readyLists, of.ready)
 				ready += len(of.ready)
 			}
@@ -531,7 +540,7 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 	}
 	if s.openTicketN > 0 {
 		for i := range served {
-			if served[i] && !s.queueBlocked(i) {
+			if served[i] && !s.queueBlocked(i, now) {
 				// Only the ticket the queue's order lets this member take now.
 				if t := s.queueHead(i, m); t != nil {
 					tickets = append(tickets, t)
@@ -611,10 +620,10 @@ func (s *State) ViewOmitting(id string, omit Omit) Observation {
 }
 
 // queueBlocked reports whether the queue numbered i in World.Queues offers
-// no work now: it is down, or at its WIP limit.
-func (s *State) queueBlocked(i int) bool {
+// no work at now: it is down, or at its WIP limit.
+func (s *State) queueBlocked(i int, now clock.Time) bool {
 	q := &s.World.Queues[i]
-	return s.Queues[i].Down(s.Now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP
+	return s.Queues[i].Down(now) || q.WIP > 0 && s.InProgress(q.ID) >= q.WIP
 }
 
 // byOrd orders tasks by their place in State.Tasks.

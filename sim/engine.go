@@ -468,11 +468,7 @@ func (e *Engine) Advance() {
 	e.handed = 0
 }
 
-func (e *Engine) observe(id string) org.Observation {
-	o := e.st.View(id)
-	o.Session = e.cfg.Session
-	return o
-}
+func (e *Engine) observe(id string) org.Observation { return e.observeAt(id, 0, e.now) }
 
 // Step applies the answers to the outstanding turns, in member-ID order, and
 // moves on to whoever is due next at the same instant. Answers for members

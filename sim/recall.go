@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
@@ -31,8 +32,8 @@ type Shown struct {
 // estimates, what colleagues told it) would decide otherwise than the one
 // it replaces. Recall gives it that past. Each turn's observation is the
 // member's view of the state after the event the turn saw
-// (payload.Turn.Seen): all turns of a round see that state, and a view is
-// the state's alone. It reads the log twice: the turns first, then every
+// (payload.Turn.Seen), at the turn's time: all turns of a round see that
+// state, and a view is the state's and its instant's alone. It reads the log twice: the turns first, then every
 // event up to the last one seen, re-applied to an engine that keeps no
 // timers (Config.ApplyOnly), with the views taken between.
 func Recall(ctx context.Context, log Scanner, session string, upto uint64, base Config, omits map[string]org.Omit, show func(Shown) error) (int, error) {
@@ -41,6 +42,7 @@ func Recall(ctx context.Context, log Scanner, session string, upto uint64, base 
 	}
 	type asked struct {
 		seen, seq uint64
+		at        clock.Time // the turn's: when it was asked
 		member    string
 		actions   []org.Action
 	}
@@ -60,7 +62,7 @@ func Recall(ctx context.Context, log Scanner, session string, upto uint64, base 
 		if err := json.Unmarshal(ev.Payload, &t); err != nil {
 			return &events.CorruptError{Session: session, Seq: ev.Seq, Err: err}
 		}
-		turns = append(turns, asked{seen: t.Seen, seq: ev.Seq, member: ev.Actor, actions: t.Actions})
+		turns = append(turns, asked{seen: t.Seen, seq: ev.Seq, at: clock.Time(ev.Time), member: ev.Actor, actions: t.Actions})
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStop) {
@@ -85,7 +87,7 @@ func Recall(ctx context.Context, log Scanner, session string, upto uint64, base 
 		}
 		for ; next < len(turns) && turns[next].seen == ev.Seq; next++ {
 			t := turns[next]
-			o := r.e.ObserveOmitting(t.member, omits[t.member])
+			o := r.e.observeAt(t.member, omits[t.member], t.at)
 			if err := show(Shown{Seq: t.seq, Observation: o, Recorded: t.actions}); err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
@@ -134,6 +135,7 @@ func (ep *Episode) Windows(history int) []Episode {
 type turnRec struct {
 	member      string
 	seq, seen   uint64
+	at          clock.Time // when it was asked: the time of its event
 	turn        uint64
 	actions     []org.Action
 	timedOut    bool
@@ -166,7 +168,7 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 		last = ev.Seq
 		switch ev.Type {
 		case payload.EvTurn, payload.EvTurnTimeout, payload.EvTurnFailed:
-			t := &turnRec{member: ev.Actor, seq: ev.Seq, timedOut: ev.Type == payload.EvTurnTimeout, failed: ev.Type == payload.EvTurnFailed}
+			t := &turnRec{member: ev.Actor, seq: ev.Seq, at: clock.Time(ev.Time), timedOut: ev.Type == payload.EvTurnTimeout, failed: ev.Type == payload.EvTurnFailed}
 			if t.failed {
 				var p payload.TurnFailed
 				if err := json.Unmarshal(ev.Payload, &p); err != nil {
@@ -226,7 +228,7 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 			if m := st.Member(t.member); m == nil || m.NPC {
 				continue
 			}
-			v := st.View(t.member)
+			v := st.ViewAt(t.member, 0, t.at)
 			if v.Turn != t.turn {
 				return fmt.Errorf("export: session %s: %s's turn at seq %d is turn %d, but the state at seq %d says turn %d",
 					id, t.member, t.seq, t.turn, seq, v.Turn)
