@@ -28,9 +28,16 @@ from corpsim_client import Client
 MAX_ACTIONS = 16  # org.MaxActions: a longer reply is rejected whole
 
 
+def budget_left(obs, charges):
+    """What the budget a purchase is paid from has left: charges (another
+    team's budget, shown on the task or request), else the member's own;
+    None when the observation shows neither."""
+    return (charges or obs.get("budget") or {}).get("remaining")
+
+
 def invalid_request(obs, req):
     """Why an approval request should be rejected, or "" (the greedy baseline's checks)."""
-    budget = (obs.get("budget") or {}).get("remaining")
+    budget = budget_left(obs, req.get("task_charges"))
     if req["requester"] == obs["member"]:
         return "cannot approve my own request"
     if req.get("task_assignee") != req["requester"]:
@@ -45,7 +52,6 @@ def invalid_request(obs, req):
 def decide(obs, rng, epsilon):
     """The actions for one observation."""
     acts = []
-    budget = (obs.get("budget") or {}).get("remaining")
     for req in obs.get("approvals") or []:
         why = invalid_request(obs, req)
         if why:
@@ -67,6 +73,7 @@ def decide(obs, rng, epsilon):
                              "text": "Hi %s, could you tell me about %s? I need it for %s." % (info["from"], info["topic"], task["id"])})
             continue
         approval = task.get("approval", "")
+        budget = budget_left(obs, task.get("charges"))
         if approval in ("needed", "rejected"):
             if budget is None or task.get("purchase", 0) <= budget:
                 acts.append({"type": "request_approval", "task": task["id"]})
@@ -79,7 +86,9 @@ def decide(obs, rng, epsilon):
     available = obs.get("available") or []
     if available:
         task = rng.choice(available) if rng.random() < epsilon else available[0]
-        acts += [{"type": "claim", "task": task["id"]}, {"type": "work", "task": task["id"]}]
+        acts.append({"type": "claim", "task": task["id"]})
+        if task.get("spent", 0) < task.get("effort", 0):  # one handed over once done is only completed
+            acts.append({"type": "work", "task": task["id"]})
         return acts[-MAX_ACTIONS:]
     acts.append({"type": "wait"})
     return acts[-MAX_ACTIONS:]
