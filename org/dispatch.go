@@ -142,7 +142,7 @@ func (s *State) openFor(m *Member) *Task {
 	first := len(serves)
 	if ro != nil {
 		for _, o := range ro.live {
-			if len(o.ready) == 0 || o.qi >= first || !serves[o.qi] ||
+			if o.readyN() == 0 || o.qi >= first || !serves[o.qi] ||
 				o.skill != "" && !slices.Contains(skills, o.skill) || s.queueBlocked(o.qi, s.Now) {
 				continue
 			}
@@ -161,8 +161,8 @@ func (s *State) openFor(m *Member) *Task {
 	}
 	if first < len(serves) {
 		for _, o := range s.offersFor(ro, first, skills) {
-			if len(o.ready) > 0 {
-				return o.ready[0]
+			if t := o.first(); t != nil {
+				return t
 			}
 		}
 	}

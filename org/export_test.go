@@ -109,10 +109,16 @@ func (s *State) ScanView(id string) Observation {
 	// first; *More say how many were left out. The tickets at the heads of
 	// the queues (one per queue) are never cut: a queue must not starve
 	// because its tickets are worth less than the project work.
+	// Tasks whose purchase the budget they charge cannot pay come after
+	// the rest (tickets are never dear: a queue's head stays its head).
+	dear := func(t *Task) bool { return t.Kind != KindTicket && !s.payable(t) }
 	sort.SliceStable(avail, func(i, j int) bool {
 		ti, tj := avail[i].Kind == KindTicket, avail[j].Kind == KindTicket
 		if ti != tj && len(avail) > listed {
 			return ti
+		}
+		if di, dj := dear(avail[i]), dear(avail[j]); di != dj {
+			return dj
 		}
 		return avail[i].Value > avail[j].Value
 	})

@@ -129,6 +129,13 @@ type State struct {
 	// readyBuf and waitingBuf View's lists of offer lists.
 	offerSets            []*offers
 	readyBuf, waitingBuf [][]*Task
+	// dearLists and offeredBuf are View's lists of dear lists and of the
+	// offer sets it lists from; demoteBuf and dearBuf demote's. All are
+	// reused from call to call.
+	dearLists  [][]*Task
+	offeredBuf []*offers
+	demoteBuf  [][]*Task
+	dearBuf    []*Task
 	// roleOffers are the offer sets by role and queue number (view_index.go);
 	// queueIx numbers the world's queues (static).
 	roleOffers map[string]*roleOffers

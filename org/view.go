@@ -510,12 +510,15 @@ func (s *State) ViewAt(id string, omit Omit, now clock.Time) Observation {
 	// The upcoming lists are merged only to show them, or the cases of
 	// those it would show.
 	upcoming := omit&OmitUpcoming == 0 || len(s.World.Cases) > 0
-	readyLists, waitingLists := s.readyBuf[:0], s.waitingBuf[:0]
+	readyLists, dearLists, waitingLists := s.readyBuf[:0], s.dearLists[:0], s.waitingBuf[:0]
+	offered := s.offeredBuf[:0] // the sets whose ready tasks it may take now
 	defer func() {
 		// Kept for the next view, without the lists they pointed to.
 		clear(readyLists[:cap(readyLists)])
+		clear(dearLists[:cap(dearLists)])
 		clear(waitingLists[:cap(waitingLists)])
-		s.readyBuf, s.waitingBuf = readyLists[:0], waitingLists[:0]
+		clear(offered[:cap(offered)])
+		s.readyBuf, s.dearLists, s.waitingBuf, s.offeredBuf = readyLists[:0], dearLists[:0], waitingLists[:0], offered[:0]
 	}()
 	var tickets []*Task
 	ready, waiting := 0, 0
@@ -532,10 +535,20 @@ func (s *State) ViewAt(id string, omit Omit, now clock.Time) Observation {
 				waitingLists = append(waitingLists, of.waiting)
 				waiting += len(of.waiting)
 			}
-			if len(of.ready) > 0 && !s.queueBlocked(of.qi, now) {
-				readyLists = append(readyLists, of.ready)
-				ready += len(of.ready)
+			if of.readyN() > 0 && !s.queueBlocked(of.qi, now) {
+				offered = append(offered, of)
+				ready += of.readyN()
 			}
+		}
+	}
+	// What it may take that the budget it charges can pay comes first.
+	s.demote(offered, listed)
+	for _, of := range offered {
+		if len(of.ready) > 0 {
+			readyLists = append(readyLists, of.ready)
+		}
+		if len(of.dear) > 0 {
+			dearLists = append(dearLists, of.dear)
 		}
 	}
 	if s.openTicketN > 0 {
@@ -552,7 +565,9 @@ func (s *State) ViewAt(id string, omit Omit, now clock.Time) Observation {
 	// first; *More say how many were left out. The tickets at the heads of
 	// the queues (one per queue) are never cut: a queue must not starve
 	// because its tickets are worth less than the project work. Ties go to
-	// the task earlier in Tasks.
+	// the task earlier in Tasks. Tasks whose purchase the budget they
+	// charge can no longer pay (dear) come after the others: a backlog of
+	// them must not hide the work that can be done.
 	slices.SortFunc(tickets, valueCmp)
 	var avail []*Task
 	if total := ready + len(tickets); total > listed {
@@ -561,6 +576,9 @@ func (s *State) ViewAt(id string, omit Omit, now clock.Time) Observation {
 		avail = append(avail, firstTasks(readyLists, valueCmp, listed-len(avail))...)
 	} else {
 		avail = firstTasks(append(readyLists, tickets), valueCmp, listed)
+	}
+	if len(dearLists) > 0 && len(avail) < listed {
+		avail = append(slices.Clip(avail), firstTasks(dearLists, valueCmp, listed-len(avail))...)
 	}
 	o.Available = make([]TaskView, 0, len(avail))
 	for _, t := range avail {

@@ -1,6 +1,8 @@
 package org_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/clock"
@@ -95,5 +97,40 @@ func TestATaskShowsTheBudgetItCharges(t *testing.T) {
 	approvals, requests, _ := st.ScanLists("bob")
 	if len(approvals) != 0 || len(requests) != 1 || requests[0].TaskCharges == nil || *requests[0].TaskCharges != want {
 		t.Fatalf("bob's requests %+v; want r1 with task_charges %+v", requests, want)
+	}
+}
+
+// TestDearTasksAreListedLast: a task whose purchase the budget it charges
+// can no longer pay is listed after the tasks that can be done, however
+// valuable: a backlog of such tasks, cut at the listed limit, hid the work
+// a member could do. The view moves them aside as it finds them, and a
+// restored state, which has moved none, shows the same.
+func TestDearTasksAreListedLast(t *testing.T) {
+	src := strings.Replace(chargedWorld, "value: 1, purchase: 500", "value: 9, purchase: 500", 1)
+	w, err := worlds.Load("charged.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, listed := range []int{1, 2} {
+		st := org.New(w)
+		mustApply(t, st, ev(t, 1, 0, payload.EvSessionStarted, "", payload.SessionStarted{Format: payload.LogFormat, World: "charged", Seed: 1,
+			Limits: payload.Limits{Listed: listed}}))
+		want := []string{"fix", "buy"}[:listed]
+		for _, member := range []string{"bob", "olga", "bob"} {
+			o := st.View(member)
+			if got := ids(o.Available); !slices.Equal(got, want) || o.AvailableMore != 2-listed {
+				t.Fatalf("listed %d: %s sees %v and %d more; want %v and %d more", listed, member, got, o.AvailableMore, want, 2-listed)
+			}
+			if scan := st.ScanView(member); !slices.Equal(ids(scan.Available), want) {
+				t.Fatalf("listed %d: the scan of %s's view lists %v; want %v", listed, member, ids(scan.Available), want)
+			}
+		}
+		back, err := org.Restore(w, st.Snapshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(back.View("bob").Available); !slices.Equal(got, want) {
+			t.Fatalf("listed %d: restored, bob sees %v; want %v", listed, got, want)
+		}
 	}
 }

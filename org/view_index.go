@@ -18,7 +18,14 @@ import (
 //     waiting, ordered by dependencies not done (fewest first), then value,
 //     then place;
 //   - when a task is done its dependents move (fewer pending, perhaps to
-//     ready); when a task's value changes it moves.
+//     ready); when a task's value changes it moves;
+//   - a ready task whose purchase the budget it charges can no longer pay
+//     moves from ready to dear (same order) when a view finds it among
+//     the ready tasks it would list (demote): a budget never grows and a
+//     purchase never changes, so it stays dear. Which ready tasks are
+//     dear yet depends on the views taken, not on the state alone, so
+//     nothing but a view's order may read the split: ready and dear
+//     together are the ready tasks.
 //
 // Tickets are not in it: a view offers at most one ticket per queue, the
 // queue's head (QueueHead), found from the queue's open tickets.
@@ -32,8 +39,27 @@ type offers struct {
 	qi      int     // the key's queue, by its index in World.Queues
 	live    int     // its index in its roleOffers' live; -1 when empty
 	ready   []*Task // dependencies done; by readyCmp
+	dear    []*Task // ready, and found unpayable (demote); by readyCmp
 	waiting []*Task // dependencies pending; by waitingCmp
+	buys    int     // the tasks in ready with a purchase
 }
+
+// first is the first ready task of o, dear or not, by readyCmp; nil for none.
+func (o *offers) first() *Task {
+	switch {
+	case len(o.dear) == 0:
+		if len(o.ready) == 0 {
+			return nil
+		}
+		return o.ready[0]
+	case len(o.ready) == 0 || readyCmp(o.dear[0], o.ready[0]) < 0:
+		return o.dear[0]
+	}
+	return o.ready[0]
+}
+
+// readyN counts o's ready tasks, dear or not.
+func (o *offers) readyN() int { return len(o.ready) + len(o.dear) }
 
 // roleOffers are the offer sets of one role: by the index of their queue
 // in World.Queues, each queue's in the order they were made (one per
@@ -48,7 +74,7 @@ type roleOffers struct {
 
 // counted keeps o in its role's live sets while it holds a task.
 func (ro *roleOffers) counted(o *offers) {
-	switch n := len(o.ready) + len(o.waiting); {
+	switch n := o.readyN() + len(o.waiting); {
 	case n > 0 && o.live < 0:
 		o.live = len(ro.live)
 		ro.live = append(ro.live, o)
@@ -67,6 +93,7 @@ func (ro *roleOffers) counted(o *offers) {
 type offerPos struct {
 	in      *offers // nil: not offered
 	ready   bool
+	dear    bool // in dear (ready too)
 	pending int
 	value   float64
 }
@@ -132,6 +159,7 @@ func (s *State) offer(t *Task) {
 		// pointer moves for 100,000 tasks at every New and Restore).
 		if t.ix.ready {
 			o.ready = append(o.ready, t)
+			o.buys += buys(t)
 		} else {
 			o.waiting = append(o.waiting, t)
 		}
@@ -139,6 +167,7 @@ func (s *State) offer(t *Task) {
 	}
 	if t.ix.ready {
 		o.ready = insertTask(o.ready, t, readyCmp)
+		o.buys += buys(t)
 	} else {
 		o.waiting = insertTask(o.waiting, t, waitingCmp)
 	}
@@ -150,13 +179,72 @@ func (s *State) unoffer(t *Task) {
 	if o == nil {
 		return
 	}
-	if t.ix.ready {
+	switch {
+	case t.ix.dear:
+		o.dear = deleteTask(o.dear, t, readyCmp)
+	case t.ix.ready:
 		o.ready = deleteTask(o.ready, t, readyCmp)
-	} else {
+		o.buys -= buys(t)
+	default:
 		o.waiting = deleteTask(o.waiting, t, waitingCmp)
 	}
 	s.roleOffers[t.Spec.Role].counted(o)
 	t.ix = offerPos{}
+}
+
+// buys is 1 for a task with a purchase, else 0.
+func buys(t *Task) int {
+	if t.Spec.Purchase > 0 {
+		return 1
+	}
+	return 0
+}
+
+// payable reports whether the budget t charges (its team's) can pay its
+// purchase: true without a purchase or a budget.
+func (s *State) payable(t *Task) bool {
+	b := s.budgets[t.Team]
+	return t.Spec.Purchase <= 0 || b == nil || t.Spec.Purchase <= b.Remaining()
+}
+
+// demote moves to their sets' dear lists the ready tasks of sets that are
+// not payable, until the first n ready tasks of the sets together, by
+// value, are payable: a view lists the payable ones first. Each task
+// moves once (it stays dear), so a view pays for the tasks it moves and a
+// merge of n tasks per round that moved any; sets whose ready tasks buy
+// nothing are not looked at.
+func (s *State) demote(sets []*offers, n int) {
+	for {
+		lists := s.demoteBuf[:0]
+		for _, o := range sets {
+			if o.buys > 0 {
+				lists = append(lists, o.ready)
+			}
+		}
+		s.demoteBuf = lists
+		if len(lists) == 0 {
+			return
+		}
+		dear := s.dearBuf[:0] // apart from the lists: moving changes them
+		for _, t := range firstTasks(lists, valueCmp, n) {
+			if !s.payable(t) {
+				dear = append(dear, t)
+			}
+		}
+		clear(lists)
+		s.dearBuf = dear[:0]
+		if len(dear) == 0 {
+			return
+		}
+		for _, t := range dear {
+			o := t.ix.in
+			o.ready = deleteTask(o.ready, t, readyCmp)
+			o.buys--
+			o.dear = insertTask(o.dear, t, readyCmp)
+			t.ix.dear = true
+		}
+		clear(dear)
+	}
 }
 
 // reoffer files t again after its value or its dependencies changed.

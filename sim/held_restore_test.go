@@ -196,6 +196,12 @@ func restoredRuns(t *testing.T, world string, load float64, n int, newAgents fun
 	if err != nil {
 		t.Fatal(err)
 	}
+	return restoredRunsOf(t, world, src, load, n, newAgents)
+}
+
+// restoredRunsOf is restoredRuns of the world file src.
+func restoredRunsOf(t *testing.T, world string, src []byte, load float64, n int, newAgents func(past []events.Event) decider) ([]events.Event, int) {
+	t.Helper()
 	w, err := worlds.Load(world+".yaml", src)
 	if err != nil {
 		t.Fatal(err)
