@@ -108,3 +108,36 @@ func TestAgentsTakeAWorkedTaskWithoutWorkingOnIt(t *testing.T) {
 		})
 	}
 }
+
+// TestGreedyLeavesWhatNoBudgetCanPay: greedy does not take a task whose
+// purchase the budget it charges cannot pay (budgets are never refilled),
+// however valuable, but for a ticket: the head of a queue served in order
+// blocks the tickets behind it until someone holds it.
+func TestGreedyLeavesWhatNoBudgetCanPay(t *testing.T) {
+	greedy, err := agents.New("greedy", agents.Options{Member: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dear := task("dear", clock.Hour, 9)
+	dear.Purchase, dear.Charges = 500, ops(100)
+	cheap := task("cheap", clock.Hour, 1)
+	dearTicket := ticket("dear-ticket", 1, 9)
+	dearTicket.Purchase, dearTicket.Charges = 500, ops(100)
+	for _, tt := range []struct {
+		name      string
+		available []org.TaskView
+		want      []string
+	}{
+		{"a dear task and a cheap one", []org.TaskView{dear, cheap}, []string{"cheap"}},
+		{"a dear task alone", []org.TaskView{dear}, nil},
+		{"a dear ticket", []org.TaskView{dearTicket, cheap}, []string{"dear-ticket"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := observe()
+			o.Available = tt.available
+			if got := ofType(decide(t, greedy, o), org.ActClaim); !slices.Equal(got, tt.want) {
+				t.Fatalf("claims %v; want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -102,10 +102,12 @@ func (g *Greedy) decide(_ context.Context, o org.Observation) ([]org.Action, err
 	// Nothing we hold can move now: take the most valuable ready task,
 	// preferring among equals one picked by a hash of our ID, so that
 	// colleagues do not all reach for the same one, and work on it unless
-	// its effort is spent (a task handed over once done). One the budget
-	// cannot pay for is taken all the same: the head of a queue served in
-	// order blocks the tickets behind it until someone holds it.
-	if ts := best(o.Available); len(ts) > 0 {
+	// its effort is spent (a task handed over once done). A task whose
+	// purchase the budget it charges cannot pay is left (budgets are not
+	// refilled; the view lists such tasks last), but for a ticket: the head
+	// of a queue served in order blocks the tickets behind it until someone
+	// holds it.
+	if ts := best(affordable(o)); len(ts) > 0 {
 		t := &ts[spreadFirst(o.Member, ts)]
 		acts = append(acts, org.Action{Type: org.ActClaim, Task: t.ID})
 		if t.Spent < t.Effort {
@@ -114,6 +116,17 @@ func (g *Greedy) decide(_ context.Context, o org.Observation) ([]org.Action, err
 		return acts, nil
 	}
 	return append(acts, shiftWait(o, 0)), nil
+}
+
+// affordable returns the tasks o offers but those that are not tickets
+// and whose purchase the budget they charge cannot pay: o.Available itself
+// when there are none.
+func affordable(o org.Observation) []org.TaskView {
+	dear := func(t org.TaskView) bool { return t.Kind != org.KindTicket && !affords(o, t.Charges, t.Purchase) }
+	if !slices.ContainsFunc(o.Available, dear) {
+		return o.Available
+	}
+	return slices.DeleteFunc(slices.Clone(o.Available), dear)
 }
 
 // asked reports whether a question about topic to member is still unanswered.

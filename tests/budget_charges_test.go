@@ -22,7 +22,10 @@ import (
 // it they compared each order with their own team's budget and asked the
 // rules again every turn (greedy: 1,127 refusals; over 112 days, 145,044
 // and a team score of −143,603 instead of +8,948). A worked order handed
-// over at a shift's end is taken without asking to work on it again.
+// over at a shift's end is taken without asking to work on it again. And
+// greedy no longer takes orders nobody can pay for, so it never holds more
+// at a shift's end than it can hand over in time: no violation at all
+// (greedy broke the handover rule 15 times before).
 func TestAgentsSeeTheBudgetTheirWorkCharges(t *testing.T) {
 	src, err := worlds.Source("wind-ops")
 	if err != nil {
@@ -53,6 +56,9 @@ func TestAgentsSeeTheBudgetTheirWorkCharges(t *testing.T) {
 				}
 			}
 			t.Logf("%s: %d events, team score %.1f, %d orders completed, %d rejections", agents, res.Events, res.Score.TeamScore, orders, res.Score.Rejections)
+			if res.Score.Violations != 0 {
+				t.Errorf("%d violations; want none", res.Score.Violations)
+			}
 			if budget != 0 || worked != 0 {
 				t.Errorf("%d within-budget refusals and %d refused works on worked tasks; want none", budget, worked)
 			}

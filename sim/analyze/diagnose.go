@@ -67,9 +67,10 @@ const (
 	// may take it is barred from it by a separation-of-duties rule
 	// (format 2; Detail: the rule).
 	CauseSeparation = "separation"
-	// CauseBudget: held, its work done, while its purchase was more than
-	// its team's budget had left (Detail: the team); and the rubric's
-	// penalty for spending beyond a budget (points only).
+	// CauseBudget: held with its work done, or ready and open, while its
+	// purchase was more than its team's budget had left (Detail: the
+	// team); and the rubric's penalty for spending beyond a budget
+	// (points only).
 	CauseBudget = "budget"
 	// CauseWrongOutcome: a case step completed with its outcome unmet
 	// (format 2 systems): the case's lost value (points; Detail: who
@@ -836,6 +837,13 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 			return CauseRework, one(holder)
 		}
 		return CauseHeld, one(holder + " (holding it)")
+	}
+	if p := t.Spec.Purchase; p > 0 {
+		// Nobody could have completed it: whoever took it would have
+		// held it done and unpaid.
+		if r, ok := s.budgetLeft(x, t.Team, at); ok && r < p {
+			return CauseBudget, one("team " + t.Team + " short of its purchase")
+		}
 	}
 	if len(eligible) == 0 {
 		return CauseCapacity, one("nobody may take it")
