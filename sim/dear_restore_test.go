@@ -2,13 +2,12 @@ package sim_test
 
 import (
 	"context"
-	"regexp"
 	"testing"
 
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
-	"github.com/corpsim/corpsim/worlds"
+	"github.com/corpsim/corpsim/sim/simtest"
 )
 
 // TestRestoredAgentsContinueWhenBudgetsRunOut: wind-ops over 28 days
@@ -19,15 +18,7 @@ import (
 // them differently: what they show, and so every continuation, must be the
 // same.
 func TestRestoredAgentsContinueWhenBudgetsRunOut(t *testing.T) {
-	src, err := worlds.Source("wind-ops")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src = regexp.MustCompile(`(?m)^horizon: .*$`).ReplaceAll(src, []byte("horizon: 28d"))
-	w, err := worlds.Load("wind-ops.yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, src := simtest.ShippedOver(t, "wind-ops", "28d")
 	for _, kind := range []string{"greedy", "planner"} {
 		t.Run(kind, func(t *testing.T) {
 			dear := 0 // listed tasks their budget cannot pay

@@ -3,14 +3,13 @@ package tests
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim/app"
-	"github.com/corpsim/corpsim/worlds"
+	"github.com/corpsim/corpsim/sim/simtest"
 )
 
 // TestAgentsSeeTheBudgetTheirWorkCharges runs wind-ops over 28 days
@@ -27,11 +26,7 @@ import (
 // at a shift's end than it can hand over in time: no violation at all
 // (greedy broke the handover rule 15 times before).
 func TestAgentsSeeTheBudgetTheirWorkCharges(t *testing.T) {
-	src, err := worlds.Source("wind-ops")
-	if err != nil {
-		t.Fatal(err)
-	}
-	longer := regexp.MustCompile(`(?m)^horizon: .*$`).ReplaceAll(src, []byte("horizon: 28d"))
+	_, longer := simtest.ShippedOver(t, "wind-ops", "28d")
 	file := filepath.Join(t.TempDir(), "wind-ops-28d.yaml")
 	if err := os.WriteFile(file, longer, 0o644); err != nil {
 		t.Fatal(err)

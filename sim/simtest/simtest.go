@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -31,6 +32,23 @@ func DeskWorld(tb testing.TB, n int) (*worlds.World, []byte) {
 	}
 	src = bytes.Replace(src, []byte("count: 200000"), []byte(fmt.Sprintf("count: %d", n)), 1)
 	w, err := worlds.Load("bench.yaml", src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return w, src
+}
+
+// ShippedOver is the source of shipped world name over horizon (such as
+// "28d") instead of its own, and the world it loads to: a session longer
+// than its world, where budgets run out and backlogs build.
+func ShippedOver(tb testing.TB, name, horizon string) (*worlds.World, []byte) {
+	tb.Helper()
+	src, err := worlds.Source(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	src = regexp.MustCompile(`(?m)^horizon: .*$`).ReplaceAll(src, []byte("horizon: "+horizon))
+	w, err := worlds.Load(name+".yaml", src)
 	if err != nil {
 		tb.Fatal(err)
 	}
