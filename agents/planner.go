@@ -91,7 +91,7 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 	})
 	for _, list := range [][]org.TaskView{o.Assigned, o.Available, o.Upcoming} {
 		for i := range list {
-			if t := &list[i]; t.Purchase > 0 {
+			if t := &list[i]; t.Purchase > 0 && t.Charges == nil { // its own team's purchases (cutoff)
 				if _, ok := p.seen[t.ID]; !ok {
 					p.seen[t.ID] = purchase{amount: t.Purchase, value: t.Value}
 				}
@@ -393,16 +393,17 @@ func (pl *plan) chains() {
 }
 
 // fund reports whether a purchase task is worth its money now: the budget
-// covers it and, for a ticket, its price is within the cutoff. (Project
-// purchases are always worth it: the project's other tasks wait on them.)
+// covers it and, for a ticket its own team pays for, its price is within
+// the cutoff. (Project purchases are always worth it: the project's other
+// tasks wait on them.)
 func (pl *plan) fund(t org.TaskView, budget int64) bool {
 	switch {
 	case t.Purchase <= 0:
 		return true
 	case t.Purchase > budget:
 		return false
-	case t.Kind != org.KindTicket:
-		return true
+	case t.Kind != org.KindTicket || t.Charges != nil:
+		return true // the cutoff rations its own team's budget
 	}
 	return t.Value > 0 && float64(t.Purchase)/t.Value <= pl.cutoff
 }

@@ -230,8 +230,10 @@ func (s *State) OpenFor(id string) (got, want string) {
 			continue
 		}
 		for _, o := range s.offersFor(s.roleOffers[m.Role], i, skills) {
-			if len(o.ready) > 0 {
-				return got, o.ready[0].ID
+			// Ready tasks, dear or not (demote moves them apart).
+			ready := append(slices.Clone(o.ready), o.dear...)
+			if len(ready) > 0 {
+				return got, slices.MinFunc(ready, readyCmp).ID
 			}
 		}
 		if t := s.queueHead(i, m); t != nil {

@@ -21,7 +21,7 @@ type Observation struct {
 	Horizon clock.Time `json:"horizon"`
 
 	Assigned  []TaskView `json:"assigned"`  // tasks you hold that are not done, oldest first
-	Available []TaskView `json:"available"` // open tasks you may take whose dependencies are done, most valuable first
+	Available []TaskView `json:"available"` // open tasks you may take whose dependencies are done, most valuable first, those no budget can pay (not tickets) last
 	Upcoming  []TaskView `json:"upcoming"`  // open tasks you may take, still waiting on dependencies, nearest first
 	// AssignedMore, AvailableMore and UpcomingMore count the tasks left out
 	// of lists cut at the session's listed limit.
@@ -177,7 +177,8 @@ type MessageView struct {
 	SentAt clock.Time `json:"sent_at"`
 }
 
-// BudgetView is the member's team budget.
+// BudgetView is a team's budget: the member's (Observation.Budget), or the
+// one a purchase is paid from (TaskView.Charges, RequestView.TaskCharges).
 type BudgetView struct {
 	Team      string `json:"team"`
 	Initial   int64  `json:"initial"`
@@ -371,7 +372,9 @@ func (s *State) InProgress(queue string) int {
 }
 
 // charges is the budget t's purchase is paid from as member m sees it
-// (BudgetView), or nil when that is m's own team's or none.
+// (BudgetView), or nil when that is m's own team's, or when t's team has
+// no budget (no world loads such a task: every task has a team, and every
+// team a budget, if only of 0).
 func (s *State) charges(t *Task, m *Member) *BudgetView {
 	b := s.budgets[t.Team]
 	if b == nil || m != nil && b == s.budgetOf(m) {

@@ -124,6 +124,11 @@ func TestDearTasksAreListedLast(t *testing.T) {
 			if scan := st.ScanView(member); !slices.Equal(ids(scan.Available), want) {
 				t.Fatalf("listed %d: the scan of %s's view lists %v; want %v", listed, member, ids(scan.Available), want)
 			}
+			// What the dispatcher offers does not depend on what views
+			// moved aside: the most valuable ready task, dear or not.
+			if got, want := st.OpenFor(member); got != "buy" || want != "buy" {
+				t.Fatalf("listed %d: open for %s: %q, the walk %q; want buy", listed, member, got, want)
+			}
 		}
 		back, err := org.Restore(w, st.Snapshot())
 		if err != nil {

@@ -19,7 +19,7 @@ import (
 // show that budget (charges), so greedy and the planner leave an order it
 // cannot pay for alone: no within-budget refusal. Before the views showed
 // it they compared each order with their own team's budget and asked the
-// rules again every turn (greedy: 1,127 refusals; over 112 days, 145,044
+// rules again every turn (greedy: 1,127 violations; over 112 days, 145,044
 // and a team score of −143,603 instead of +8,948). A worked order handed
 // over at a shift's end is taken without asking to work on it again. And
 // greedy no longer takes orders nobody can pay for, so it never holds more

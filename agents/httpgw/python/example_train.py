@@ -83,7 +83,11 @@ def decide(obs, rng, epsilon):
         if budget is not None and task.get("purchase", 0) > budget:
             continue
         acts.append({"type": "complete", "task": task["id"]})
-    available = obs.get("available") or []
+    # Tasks whose purchase no budget can pay any more are left, but for a
+    # ticket: a queue's head blocks the tickets behind it until someone takes it.
+    available = [t for t in obs.get("available") or []
+                 if t.get("kind") == "ticket" or budget_left(obs, t.get("charges")) is None
+                 or t.get("purchase", 0) <= budget_left(obs, t.get("charges"))]
     if available:
         task = rng.choice(available) if rng.random() < epsilon else available[0]
         acts.append({"type": "claim", "task": task["id"]})
