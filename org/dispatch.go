@@ -131,7 +131,7 @@ func (s *State) left(m *Member, cause uint64) {
 // nil: the first such by the world's order of queues, a queue's ready tasks
 // (those naming no skill, then each of m's skills) before its head ticket.
 // A ready task no budget can pay counts (the view lists it last), and which
-// ready tasks a view has moved aside (demote) never changes the answer.
+// ready tasks a view has moved aside (firstPayable) never changes the answer.
 func (s *State) openFor(m *Member) *Task {
 	serves := s.roleServes[m.Role]
 	ro := s.roleOffers[m.Role]

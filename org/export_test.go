@@ -165,7 +165,7 @@ func (s *State) ScanView(id string) Observation {
 		o.Inbox = append(o.Inbox, MessageView{ID: msg.ID, From: msg.From, Text: msg.Text, Topic: msg.Topic, SentAt: msg.SentAt})
 	}
 	if b := s.budgets[m.Team]; b != nil {
-		o.Budget = &BudgetView{Team: b.Team, Initial: b.Initial, Spent: b.Spent, Remaining: b.Remaining()}
+		o.Budget = b.view()
 	}
 	for i := range s.World.Projects {
 		p := &s.World.Projects[i]
@@ -230,7 +230,7 @@ func (s *State) OpenFor(id string) (got, want string) {
 			continue
 		}
 		for _, o := range s.offersFor(s.roleOffers[m.Role], i, skills) {
-			// Ready tasks, dear or not (demote moves them apart).
+			// Ready tasks, dear or not (firstPayable moves them apart).
 			ready := append(slices.Clone(o.ready), o.dear...)
 			if len(ready) > 0 {
 				return got, slices.MinFunc(ready, readyCmp).ID

@@ -125,17 +125,14 @@ type State struct {
 	judge       Judge
 	keep        bool
 	kept        []*Task
-	// offerSets is offersFor's result, reused from call to call, and
-	// readyBuf and waitingBuf View's lists of offer lists.
+	// offerSets is offersFor's result; waitingBuf and dearLists View's
+	// lists of offer lists, offeredBuf the offer sets it lists from;
+	// readyBuf and dearBuf firstPayable's. All are reused from call to call.
 	offerSets            []*offers
 	readyBuf, waitingBuf [][]*Task
-	// dearLists and offeredBuf are View's lists of dear lists and of the
-	// offer sets it lists from; demoteBuf and dearBuf demote's. All are
-	// reused from call to call.
-	dearLists  [][]*Task
-	offeredBuf []*offers
-	demoteBuf  [][]*Task
-	dearBuf    []*Task
+	dearLists            [][]*Task
+	offeredBuf           []*offers
+	dearBuf              []*Task
 	// roleOffers are the offer sets by role and queue number (view_index.go);
 	// queueIx numbers the world's queues (static).
 	roleOffers map[string]*roleOffers

@@ -380,6 +380,11 @@ func (s *State) charges(t *Task, m *Member) *BudgetView {
 	if b == nil || m != nil && b == s.budgetOf(m) {
 		return nil
 	}
+	return b.view()
+}
+
+// view is b as an observation shows it.
+func (b *Budget) view() *BudgetView {
 	return &BudgetView{Team: b.Team, Initial: b.Initial, Spent: b.Spent, Remaining: b.Remaining()}
 }
 
@@ -513,15 +518,14 @@ func (s *State) ViewAt(id string, omit Omit, now clock.Time) Observation {
 	// The upcoming lists are merged only to show them, or the cases of
 	// those it would show.
 	upcoming := omit&OmitUpcoming == 0 || len(s.World.Cases) > 0
-	readyLists, dearLists, waitingLists := s.readyBuf[:0], s.dearLists[:0], s.waitingBuf[:0]
+	dearLists, waitingLists := s.dearLists[:0], s.waitingBuf[:0]
 	offered := s.offeredBuf[:0] // the sets whose ready tasks it may take now
 	defer func() {
 		// Kept for the next view, without the lists they pointed to.
-		clear(readyLists[:cap(readyLists)])
 		clear(dearLists[:cap(dearLists)])
 		clear(waitingLists[:cap(waitingLists)])
 		clear(offered[:cap(offered)])
-		s.readyBuf, s.dearLists, s.waitingBuf, s.offeredBuf = readyLists[:0], dearLists[:0], waitingLists[:0], offered[:0]
+		s.dearLists, s.waitingBuf, s.offeredBuf = dearLists[:0], waitingLists[:0], offered[:0]
 	}()
 	var tickets []*Task
 	ready, waiting := 0, 0
@@ -542,16 +546,6 @@ func (s *State) ViewAt(id string, omit Omit, now clock.Time) Observation {
 				offered = append(offered, of)
 				ready += of.readyN()
 			}
-		}
-	}
-	// What it may take that the budget it charges can pay comes first.
-	s.demote(offered, listed)
-	for _, of := range offered {
-		if len(of.ready) > 0 {
-			readyLists = append(readyLists, of.ready)
-		}
-		if len(of.dear) > 0 {
-			dearLists = append(dearLists, of.dear)
 		}
 	}
 	if s.openTicketN > 0 {
@@ -576,9 +570,15 @@ func (s *State) ViewAt(id string, omit Omit, now clock.Time) Observation {
 	if total := ready + len(tickets); total > listed {
 		o.AvailableMore = total - listed
 		avail = append(avail, tickets[:min(len(tickets), listed)]...)
-		avail = append(avail, firstTasks(readyLists, valueCmp, listed-len(avail))...)
+		avail = append(avail, s.firstPayable(offered, listed-len(avail))...)
 	} else {
-		avail = firstTasks(append(readyLists, tickets), valueCmp, listed)
+		avail = firstTasks([][]*Task{s.firstPayable(offered, listed), tickets}, valueCmp, listed)
+	}
+	// Then those no budget can pay, which firstPayable moved aside.
+	for _, of := range offered {
+		if len(of.dear) > 0 {
+			dearLists = append(dearLists, of.dear)
+		}
 	}
 	if len(dearLists) > 0 && len(avail) < listed {
 		avail = append(slices.Clip(avail), firstTasks(dearLists, valueCmp, listed-len(avail))...)
@@ -626,7 +626,7 @@ func (s *State) ViewAt(id string, omit Omit, now clock.Time) Observation {
 		o.Inbox = append(o.Inbox, MessageView{ID: msg.ID, From: msg.From, Text: msg.Text, Topic: msg.Topic, SentAt: msg.SentAt})
 	}
 	if b := s.budgetOf(m); b != nil {
-		o.Budget = &BudgetView{Team: b.Team, Initial: b.Initial, Spent: b.Spent, Remaining: b.Remaining()}
+		o.Budget = b.view()
 	}
 	if omit&OmitProjects == 0 {
 		o.Projects = make([]ProjectView, 0, len(s.World.Projects))

@@ -21,7 +21,7 @@ import (
 //     ready); when a task's value changes it moves;
 //   - a ready task whose purchase the budget it charges can no longer pay
 //     moves from ready to dear (same order) when a view finds it among
-//     the ready tasks it would list (demote): a budget never grows and a
+//     the ready tasks it would list (firstPayable): a budget never grows and a
 //     purchase never changes, so it stays dear. Which ready tasks are
 //     dear yet depends on the views taken, not on the state alone, so
 //     nothing but a view's order may read the split: ready and dear
@@ -39,7 +39,7 @@ type offers struct {
 	qi      int     // the key's queue, by its index in World.Queues
 	live    int     // its index in its roleOffers' live; -1 when empty
 	ready   []*Task // dependencies done; by readyCmp
-	dear    []*Task // ready, and found unpayable (demote); by readyCmp
+	dear    []*Task // ready, and found unpayable (firstPayable); by readyCmp
 	waiting []*Task // dependencies pending; by waitingCmp
 	buys    int     // the tasks in ready with a purchase
 }
@@ -207,34 +207,39 @@ func (s *State) payable(t *Task) bool {
 	return t.Spec.Purchase <= 0 || b == nil || t.Spec.Purchase <= b.Remaining()
 }
 
-// demote moves to their sets' dear lists the ready tasks of sets that are
-// not payable, until the first n ready tasks of the sets together, by
-// value, are payable: a view lists the payable ones first. Each task
-// moves once (it stays dear), so a view pays for the tasks it moves and a
-// merge of n tasks per round that moved any; sets whose ready tasks buy
-// nothing are not looked at.
-func (s *State) demote(sets []*offers, n int) {
+// firstPayable returns the first n ready tasks of sets together, by
+// value, whose purchase the budget they charge can pay: a view lists them
+// first. The ready tasks it finds on the way that no budget can pay move to
+// their sets' dear lists, once (a budget never grows and a purchase never
+// changes: they stay dear), so a view pays for the tasks it moves and a
+// merge of n tasks per round that moved any; when no set's ready tasks
+// buy anything it is the one merge the view makes anyway. The result may
+// share a set's ready array (firstTasks): read it, do not keep it past the
+// next change of the index.
+func (s *State) firstPayable(sets []*offers, n int) []*Task {
 	for {
-		lists := s.demoteBuf[:0]
+		lists, buys := s.readyBuf[:0], false
 		for _, o := range sets {
-			if o.buys > 0 {
+			if len(o.ready) > 0 {
 				lists = append(lists, o.ready)
+				buys = buys || o.buys > 0
 			}
 		}
-		s.demoteBuf = lists
-		if len(lists) == 0 {
-			return
+		first := firstTasks(lists, valueCmp, n)
+		clear(lists) // kept for the next view, without the lists they pointed to
+		s.readyBuf = lists[:0]
+		if !buys {
+			return first
 		}
 		dear := s.dearBuf[:0] // apart from the lists: moving changes them
-		for _, t := range firstTasks(lists, valueCmp, n) {
+		for _, t := range first {
 			if !s.payable(t) {
 				dear = append(dear, t)
 			}
 		}
-		clear(lists)
 		s.dearBuf = dear[:0]
 		if len(dear) == 0 {
-			return
+			return first
 		}
 		for _, t := range dear {
 			o := t.ix.in

@@ -33,9 +33,10 @@ type Shown struct {
 // it replaces. Recall gives it that past. Each turn's observation is the
 // member's view of the state after the event the turn saw
 // (payload.Turn.Seen), at the turn's time: all turns of a round see that
-// state, and a view is the state's and its instant's alone. It reads the log twice: the turns first, then every
-// event up to the last one seen, re-applied to an engine that keeps no
-// timers (Config.ApplyOnly), with the views taken between.
+// state, and a view is the state's and its instant's alone. It reads the
+// log twice: the turns first, then every event up to the last one seen,
+// re-applied to an engine that keeps no timers (Config.ApplyOnly), with
+// the views taken between.
 func Recall(ctx context.Context, log Scanner, session string, upto uint64, base Config, omits map[string]org.Omit, show func(Shown) error) (int, error) {
 	if len(omits) == 0 || upto == 0 {
 		return 0, nil
