@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/events"
@@ -58,6 +59,13 @@ func TestForkAndResumeWithAgentsThatRemember(t *testing.T) {
 					t.Errorf("%s at seq %d: recalled %+v, want past turns shown, each decided as recorded", how, at, r)
 				}
 				sameEvents(t, how, storedEvents(t, data, fork.Session), want)
+			}
+			if tc.agents == "planner" {
+				// The scorecard says the same in words.
+				out := mustCLI(t, "fork", parent.Session, "--at", seqArg(steps[len(steps)/2]), "--data", data)
+				if !strings.Contains(out, "recalled") || !strings.Contains(out, "0 decided otherwise than recorded") {
+					t.Errorf("the fork's scorecard has no recalled line saying no past turn was decided otherwise:\n%s", out)
+				}
 			}
 		})
 	}
