@@ -32,7 +32,7 @@
 // turns. A session resumed or forked gives a new Agent its seats' past
 // turns (Recall, from the log: the observations and the recorded actions
 // as its tool calls, numbered by the agent; the model's text is not in the
-// log), so the model's conversation goes on. It is an edge
-// package: it does I/O and is not deterministic; the event log records
-// what it did, so a session it played replays exactly.
+// log), so the model's conversation goes on. It is an edge package: it
+// does I/O and is not deterministic; the event log records what it did, so
+// a session it played replays exactly.
 package llm
