@@ -273,6 +273,7 @@ func TestSeatIsolation(t *testing.T) {
 	for _, r := range stale[:min(3, len(stale))] {
 		spy.Publish(r, first)
 	}
+	seen := len(stale) // the spy's subscription stays open: read it under the lock
 	mu.Unlock()
 	spy.Flush()
 
@@ -281,7 +282,7 @@ func TestSeatIsolation(t *testing.T) {
 	if meta.StateHash != res.StateHash {
 		t.Fatalf("the attempts changed the world: state %s, want %s", meta.StateHash, res.StateHash)
 	}
-	t.Logf("%d turn requests seen by the spy; world unchanged (%s)", len(stale), fmt.Sprint(meta.LastSeq))
+	t.Logf("%d turn requests seen by the spy; world unchanged (%s)", seen, fmt.Sprint(meta.LastSeq))
 }
 
 // TestServiceOnExternalNATS: the service runs on a NATS server it does not
