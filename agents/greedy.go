@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/org"
 )
 
@@ -21,12 +22,12 @@ import (
 type Greedy struct{ content content }
 
 // Omits names what Greedy never reads of an observation: the upcoming
-// tasks, the projects, the queues and its own requests (agents/inprocess
-// has them left out). Greedy must not start reading them while it names
+// tasks, the projects and its own requests (agents/inprocess has them
+// left out). It reads the queues: a queue that is down refuses work. Greedy must not start reading them while it names
 // them here: TestGreedyOmitsWhatItNeverReads decides every turn of the
 // shipped worlds both ways.
 func (*Greedy) Omits() org.Omit {
-	return org.OmitUpcoming | org.OmitProjects | org.OmitQueues | org.OmitRequests
+	return org.OmitUpcoming | org.OmitProjects | org.OmitRequests
 }
 
 // Decide implements Agent.
@@ -64,12 +65,20 @@ func (g *Greedy) decide(_ context.Context, o org.Observation) ([]org.Action, err
 			acts = append(acts, org.Action{Type: org.ActHandoff, Task: t.ID})
 		}
 	}
-	// Finish what we hold, most valuable first.
+	// Finish what we hold, most valuable first. Work in a queue that is
+	// down waits until it is back (the rules refuse it until then).
+	var back clock.Time // the earliest a queue we hold work in is back
 	for _, t := range best(o.Assigned) {
 		if t.Status == org.StatusInProgress || len(t.Waiting) > 0 || barred[t.ID] {
 			continue
 		}
 		if t.Spent < t.Effort {
+			if up := downUntil(o, t.Queue); up > 0 {
+				if back == 0 || up < back {
+					back = up
+				}
+				continue
+			}
 			return append(acts, org.Action{Type: org.ActWork, Task: t.ID, For: shiftStint(o, "")}), nil
 		}
 		if in := t.NeedsInfo; in != nil && !in.Known {
@@ -115,7 +124,20 @@ func (g *Greedy) decide(_ context.Context, o org.Observation) ([]org.Action, err
 		}
 		return acts, nil
 	}
-	return append(acts, shiftWait(o, 0)), nil
+	return append(acts, shiftWait(o, back)), nil
+}
+
+// downUntil is when queue is back if o shows it down, else 0.
+func downUntil(o org.Observation, queue string) clock.Time {
+	if queue == "" {
+		return 0
+	}
+	for _, q := range o.Queues {
+		if q.ID == queue && q.DownUntil > o.Time {
+			return q.DownUntil
+		}
+	}
+	return 0
 }
 
 // affordable returns the tasks o offers but those that are not tickets
