@@ -17,7 +17,9 @@ var ErrNotASession = errors.New("sim: log does not begin with session.started")
 
 // Rebuild replays a session's recorded events into a new engine. The world
 // comes from the log itself (session.started records the world file), so a
-// log replays without the file it was made from. The returned engine's state
+// log replays without the file it was made from; a base.World whose hash is
+// the one recorded is that world, loaded already, and is used as it is (a
+// loaded World is read-only). The returned engine's state
 // is the state after the last event; call Resume to continue a session that
 // did not end. A session.ended whose state hash differs from the replayed
 // state's is an error wrapping ErrReplayMismatch.
@@ -71,9 +73,12 @@ func (r *rebuilder) apply(ev *events.Event) error {
 		if err := p.CheckFormat(); err != nil {
 			return fmt.Errorf("sim: %w", err)
 		}
-		w, lim, err := RecordedWorld(&p)
-		if err != nil {
-			return fmt.Errorf("sim: %w", err)
+		w, lim := r.base.World, recordedLimits(&p)
+		if w == nil || w.Hash != p.WorldHash {
+			var err error
+			if w, lim, err = RecordedWorld(&p); err != nil {
+				return fmt.Errorf("sim: %w", err)
+			}
 		}
 		cfg := r.base
 		cfg.World, cfg.Source, cfg.Seed, cfg.Session, cfg.Load = w, []byte(p.Source), p.Seed, r.session, p.Load
@@ -105,9 +110,7 @@ func RecordedWorld(p *payload.SessionStarted) (*worlds.World, worlds.Limits, err
 // RecordedWorldWith is RecordedWorld decoding a large file's parts with
 // parallel (worlds.Options.Parallel; nil: one at a time).
 func RecordedWorldWith(p *payload.SessionStarted, parallel func(n int, f func(i int))) (*worlds.World, worlds.Limits, error) {
-	r := p.WorldLimits
-	lim := worlds.Limits{FileBytes: r.FileBytes, Depth: r.Depth, Members: r.Members, Tasks: r.Tasks,
-		Arrivals: r.Arrivals, Burst: r.Burst, MaxLoad: r.MaxLoad, Nodes: r.Nodes}
+	lim := recordedLimits(p)
 	w, err := worlds.LoadWith(p.WorldFile, []byte(p.Source), worlds.Options{Limits: lim, Parallel: parallel})
 	if err != nil {
 		return nil, lim, fmt.Errorf("the world recorded in the log does not load: %w", err)
@@ -116,6 +119,14 @@ func RecordedWorldWith(p *payload.SessionStarted, parallel func(n int, f func(i 
 		return nil, lim, fmt.Errorf("recorded world hash %s does not match its source (%s)", p.WorldHash, w.Hash)
 	}
 	return w, lim, nil
+}
+
+// recordedLimits are the world limits session.started p recorded (the
+// ones its session raised; zero fields: the defaults).
+func recordedLimits(p *payload.SessionStarted) worlds.Limits {
+	r := p.WorldLimits
+	return worlds.Limits{FileBytes: r.FileBytes, Depth: r.Depth, Members: r.Members, Tasks: r.Tasks,
+		Arrivals: r.Arrivals, Burst: r.Burst, MaxLoad: r.MaxLoad, Nodes: r.Nodes}
 }
 
 // recordWorldLimits is what session.started records of lim: the limits

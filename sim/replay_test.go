@@ -325,3 +325,49 @@ func TestApplyOnlyReplaysTheSameState(t *testing.T) {
 		})
 	}
 }
+
+// TestRebuildUsesTheWorldItIsGiven: a rebuild given the session's world,
+// loaded already (base.World, its hash the one recorded), plays on it
+// rather than loading it again from the log (a recall at a fork did, for
+// seconds with the largest worlds), and ends in the same state; a world
+// of another hash is not taken for it.
+func TestRebuildUsesTheWorldItIsGiven(t *testing.T) {
+	live := mustEngine(t, 3)
+	live.Start()
+	evs := drive(t, live, greedy, false, 0)
+	world := live.State().World
+	other, err := worlds.Load("startup.yaml", []byte(string(mustSource(t, "startup"))+"\n# another file\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Hash == world.Hash {
+		t.Fatal("a changed file has the same hash")
+	}
+	for _, tt := range []struct {
+		name  string
+		given *worlds.World
+		same  bool
+	}{{"none", nil, false}, {"the session's", world, true}, {"another", other, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := sim.RebuildLog(context.Background(), poisonScanner{evs}, "s", sim.Config{World: tt.given})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := e.State().World; (got == world) != tt.same || got == other {
+				t.Errorf("played on the given world: %v; want %v", got == world, tt.same)
+			}
+			if e.State().Hash() != live.State().Hash() {
+				t.Error("the rebuilt state differs from the live one")
+			}
+		})
+	}
+}
+
+func mustSource(tb testing.TB, name string) []byte {
+	tb.Helper()
+	src, err := worlds.Source(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return src
+}

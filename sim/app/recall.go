@@ -57,7 +57,7 @@ func Recall(ctx context.Context, log sim.Scanner, session, playing string, upto 
 	}
 	logger = orNull(logger)
 	start := time.Now()
-	n, err := sim.Recall(ctx, log, session, upto, sim.Config{}, omits, func(s sim.Shown) error {
+	n, err := sim.Recall(ctx, log, session, upto, sim.Config{World: seats.World}, omits, func(s sim.Shown) error {
 		s.Observation.Session = playing
 		acts, recalled, err := showTurn(ctx, seats.Agents[s.Observation.Member], s)
 		if err != nil {

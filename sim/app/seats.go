@@ -32,6 +32,10 @@ type Seats struct {
 	// (an llm seat stays "llm").
 	Assigned map[string]string
 	Kinds    map[string]int // seats by kind: builtin, llm, custom, remote
+	// World is the world the seats' session plays, loaded (BuildSeats'
+	// w): Recall rebuilds the past states on it rather than loading it
+	// again from the log (seconds for the largest worlds). Nil: loaded.
+	World *worlds.World
 }
 
 // SeatOptions are what BuildSeats cannot read from a session's metadata.
@@ -78,7 +82,7 @@ func AssignSeats(spec string, w *worlds.World, allowRemote, haveLLM bool) (map[s
 // built-in agents seeded from the session's seed and their member, the
 // llm agent, custom agents, and remote seats.
 func BuildSeats(meta events.SessionMeta, w *worlds.World, o SeatOptions) (*Seats, error) {
-	s := &Seats{Agents: map[string]agents.Agent{}, Assigned: maps.Clone(meta.Agents), Kinds: map[string]int{}}
+	s := &Seats{Agents: map[string]agents.Agent{}, Assigned: maps.Clone(meta.Agents), Kinds: map[string]int{}, World: w}
 	if s.Assigned == nil {
 		s.Assigned = map[string]string{}
 	}
