@@ -3,13 +3,13 @@ package app
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
 )
@@ -118,15 +118,24 @@ func showTurn(ctx context.Context, a agents.Agent, s sim.Shown) (acts []org.Acti
 }
 
 // sameActions reports whether decided are the actions recorded: equal as
-// the log writes them (no actions are recorded as an empty list).
+// the log writes them (no actions are recorded as an empty list). Equal
+// actions are written alike, so only those that differ as values are
+// written out to compare (a recall of 116,000 planner turns spent more
+// writing both lists as JSON than deciding them).
 func sameActions(decided, recorded []org.Action) bool {
 	if len(decided) != len(recorded) {
 		return false
 	}
-	if len(decided) == 0 {
-		return true
+	var a, b []byte
+	for i := range decided {
+		if decided[i] == recorded[i] {
+			continue
+		}
+		a = payload.AppendAction(a[:0], &decided[i])
+		b = payload.AppendAction(b[:0], &recorded[i])
+		if !bytes.Equal(a, b) {
+			return false
+		}
 	}
-	a, err1 := json.Marshal(decided)
-	b, err2 := json.Marshal(recorded)
-	return err1 == nil && err2 == nil && bytes.Equal(a, b)
+	return true
 }
