@@ -422,6 +422,7 @@ const (
 	OmitProjects                  // Projects
 	OmitQueues                    // Queues
 	OmitRequests                  // Requests (the member's own; not Approvals)
+	OmitQueuesUp                  // of Queues, those that are up: it lists the ones down (nil: none)
 )
 
 // View is what member id sees now. Every slice is in a stable order.
@@ -483,11 +484,21 @@ func (s *State) ViewAt(id string, omit Omit, now clock.Time) Observation {
 			}
 		}
 	}
-	if omit&OmitQueues == 0 {
+	shown := func(i int) bool { return shows != nil && shows[i] || shows == nil && served != nil && served[i] }
+	downOnly := omit&OmitQueuesUp != 0
+	if downOnly {
+		n = 0
+		for i := range s.World.Queues {
+			if shown(i) && s.Queues[i].Down(now) {
+				n++
+			}
+		}
+	}
+	if omit&OmitQueues == 0 && (n > 0 || !downOnly) {
 		qvs := make([]QueueView, 0, n) // one allocation for all of them
 		o.Queues = make([]*QueueView, 0, n)
 		for i, q := range s.World.Queues {
-			if shows != nil && shows[i] || shows == nil && served != nil && served[i] {
+			if shown(i) && (!downOnly || s.Queues[i].Down(now)) {
 				qvs = append(qvs, QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.Queues[i].DownUntil,
 					Open: s.qs[i].shown - s.qs[i].claimed, InProgress: s.qs[i].claimed})
 				o.Queues = append(o.Queues, &qvs[len(qvs)-1])

@@ -50,7 +50,7 @@ func mustSameViews(tb testing.TB, w *worlds.World, st *org.State, where string, 
 }
 
 // allOmits are the parts of an observation ViewOmitting may leave out.
-const allOmits = org.OmitUpcoming | org.OmitProjects | org.OmitQueues | org.OmitRequests
+const allOmits = org.OmitUpcoming | org.OmitProjects | org.OmitQueues | org.OmitRequests | org.OmitQueuesUp
 
 // mustSameOmitting fails unless, for each part and for all of them at
 // once, st.ViewOmitting of full's member is full with just that part left
@@ -58,7 +58,7 @@ const allOmits = org.OmitUpcoming | org.OmitProjects | org.OmitQueues | org.Omit
 // the same).
 func mustSameOmitting(tb testing.TB, st *org.State, full org.Observation, where string) {
 	tb.Helper()
-	for _, omit := range []org.Omit{org.OmitUpcoming, org.OmitProjects, org.OmitQueues, org.OmitRequests, allOmits} {
+	for _, omit := range []org.Omit{org.OmitUpcoming, org.OmitProjects, org.OmitQueues, org.OmitRequests, org.OmitQueuesUp, allOmits &^ org.OmitQueues, allOmits} {
 		want := full
 		if omit&org.OmitUpcoming != 0 {
 			want.Upcoming, want.UpcomingMore = nil, 0
@@ -66,8 +66,16 @@ func mustSameOmitting(tb testing.TB, st *org.State, full org.Observation, where 
 		if omit&org.OmitProjects != 0 {
 			want.Projects = nil
 		}
-		if omit&org.OmitQueues != 0 {
+		switch {
+		case omit&org.OmitQueues != 0:
 			want.Queues = nil
+		case omit&org.OmitQueuesUp != 0:
+			want.Queues = nil
+			for _, q := range full.Queues {
+				if q.DownUntil > full.Time {
+					want.Queues = append(want.Queues, q)
+				}
+			}
 		}
 		if omit&org.OmitRequests != 0 {
 			want.Requests = nil
