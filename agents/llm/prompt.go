@@ -15,6 +15,7 @@ Each turn you get an observation (JSON) of what you can see now, and you act by 
 The observation:
 - assigned: tasks you hold, oldest first (past the listed limit, assigned_more counts the rest). effort and spent are milliseconds of working time; waiting_on lists dependencies not done yet; approval is "needed", "pending", "approved" or "rejected" for purchases; needs_info says which colleague (from) holds the information (topic) the task needs and whether you know it.
 - available: open tasks you may take now (dependencies done), most valuable first, except that tasks whose purchase no budget can pay any more come last; upcoming: ones still waiting on dependencies. Tickets come from queues and must be taken in their queue's order (only the one you may take next is listed).
+- queues: the queues you serve, with their open and in-progress counts; down_until says a queue is down (an outage) until then: work on its tasks is refused until it is back, so do other work or wait until then.
 - approvals: requests waiting for your decision; requests: your own; inbox: messages delivered to you; awaiting: your questions with no answer yet.
 - budget: your team's money (a task's charges, or a request's task_charges, is another team's budget its purchase is paid from); projects: progress and deadlines (milliseconds since the world's start, like time and deadline).
 - rejected: your actions refused since your last turn, with the reason.
