@@ -107,11 +107,15 @@ func RecordedWorld(p *payload.SessionStarted) (*worlds.World, worlds.Limits, err
 	return RecordedWorldWith(p, nil)
 }
 
-// RecordedWorldWith is RecordedWorld decoding a large file's parts with
-// parallel (worlds.Options.Parallel; nil: one at a time).
-func RecordedWorldWith(p *payload.SessionStarted, parallel func(n int, f func(i int))) (*worlds.World, worlds.Limits, error) {
+// RecordedWorldWith is RecordedWorld loading the file with load (nil:
+// worlds.LoadLimited), such as one that decodes a large file's parts at
+// once or returns a world loaded already from the same bytes.
+func RecordedWorldWith(p *payload.SessionStarted, load func(name string, src []byte, lim worlds.Limits) (*worlds.World, error)) (*worlds.World, worlds.Limits, error) {
 	lim := recordedLimits(p)
-	w, err := worlds.LoadWith(p.WorldFile, []byte(p.Source), worlds.Options{Limits: lim, Parallel: parallel})
+	if load == nil {
+		load = worlds.LoadLimited
+	}
+	w, err := load(p.WorldFile, []byte(p.Source), lim)
 	if err != nil {
 		return nil, lim, fmt.Errorf("the world recorded in the log does not load: %w", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim"
-	"github.com/corpsim/corpsim/sim/workers"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -41,9 +40,10 @@ func ReadOrigin(ctx context.Context, log events.Log, session string) (Origin, er
 		if err := p.CheckFormat(); err != nil {
 			return Origin{}, fmt.Errorf("session %s: %w", session, err)
 		}
-		// A large world's parts are decoded on every processor: a fork or a
-		// resume of the 10,000-member world waits half as long for it.
-		w, lim, err := sim.RecordedWorldWith(&p, workers.Parallel)
+		// A world loaded already is not read again (LoadWorld), and a large
+		// one's parts are decoded on every processor: a fork or a resume of
+		// the 10,000-member world waits half as long for it.
+		w, lim, err := sim.RecordedWorldWith(&p, LoadWorld)
 		if err != nil {
 			return Origin{}, fmt.Errorf("session %s: %w", session, err)
 		}

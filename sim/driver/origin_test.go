@@ -13,8 +13,7 @@ import (
 )
 
 // ReadOrigin loads a large recorded world with its parts decoded on every
-// processor (sim.RecordedWorldWith): the world is the one Load reads in
-// one go.
+// processor (LoadWorld): the world is the one Load reads in one go.
 func TestReadOriginOfALargeWorld(t *testing.T) {
 	src := worlds.Generate(worlds.GenOptions{Seed: 2, Teams: 20, Members: 8000, Projects: 40, Tasks: 200, Chains: 4, Dispatch: worlds.DispatchOne})
 	if len(src) < 3*256<<10 {

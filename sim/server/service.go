@@ -407,7 +407,7 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 			name = req.World + ".yaml"
 		}
 		var err error
-		if w, err = worlds.LoadLimited(name, src, lim); err != nil {
+		if w, err = driver.LoadWorld(name, src, lim); err != nil { // read once for all its sessions
 			return wire.CreateReply{}, err
 		}
 		if err = w.Admit(load, lim); err != nil {

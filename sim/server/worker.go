@@ -700,7 +700,7 @@ func (w *Worker) adoptUnstarted(ctx context.Context, id string, rec owner, saved
 	if err != nil {
 		return fail("its world is not a shipped one (its source is not kept in the cluster)")
 	}
-	wd, err := worlds.LoadLimited(meta.World+".yaml", src, w.svc.cfg.WorldLimits)
+	wd, err := driver.LoadWorld(meta.World+".yaml", src, w.svc.cfg.WorldLimits)
 	if err != nil {
 		return fail(err.Error())
 	}
