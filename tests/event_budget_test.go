@@ -2,6 +2,8 @@ package tests
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,7 +12,8 @@ import (
 
 // TestMaxEventsFlag: `run --max-events N` ends the session "event_limit"
 // with at most N events, and the stored log verifies; a budget below the
-// minimum is a usage error for run and serve.
+// minimum is a usage error for run and serve, which leaves nothing behind
+// (serve wrote its operator token into the data folder first).
 func TestMaxEventsFlag(t *testing.T) {
 	data := t.TempDir()
 	out, errs, code := runCLI(t, "run", "--world", "support-desk", "--data", data, "--max-events", "400", "--json")
@@ -31,12 +34,17 @@ func TestMaxEventsFlag(t *testing.T) {
 	if _, errs, code := runCLI(t, "verify", res.Session, "--data", data); code != cli.ExitOK {
 		t.Fatalf("verify exited %d: %s", code, errs)
 	}
+	untouched := filepath.Join(t.TempDir(), "data")
 	for _, cmd := range [][]string{
-		{"run", "--ephemeral", "--max-events", "2"},
-		{"serve", "--ephemeral", "--listen", "", "--max-events", "-1"},
+		{"run", "--ephemeral", "--data", untouched, "--max-events", "2"},
+		{"serve", "--ephemeral", "--data", untouched, "--listen", "", "--max-events", "-1"},
+		{"serve", "--data", untouched, "--listen", "", "--max-events", "-1"},
 	} {
 		if _, errs, code := runCLI(t, cmd...); code != cli.ExitUsage || !strings.Contains(errs, "--max-events") {
 			t.Errorf("%v: exit %d (%s), want %d naming --max-events", cmd, code, errs, cli.ExitUsage)
+		}
+		if _, err := os.Stat(untouched); err == nil {
+			t.Fatalf("%v: a usage error made the data folder", cmd)
 		}
 	}
 }

@@ -114,15 +114,6 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if out == nil {
 		out = io.Discard
 	}
-	tokenFile := ""
-	if o.OperatorToken == "" {
-		tokenFile = filepath.Join(o.Data, app.OperatorTokenFile)
-		tok, err := app.OperatorToken(o.Data, false)
-		if err != nil {
-			return err
-		}
-		o.OperatorToken = tok
-	}
 	// The server's own messages (observations, pages of history) must fit.
 	if o.MaxMessage < MinMessage || o.MaxMessage > 64<<20 {
 		return app.Usagef("--max-message must be between %d (1 MiB) and %d (64 MiB) bytes", MinMessage, 64<<20)
@@ -144,6 +135,16 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	if o.Worker != "" && (o.NATS == "" || o.Ephemeral) {
 		return app.Usagef("--worker needs --nats URL (the cluster) and a --data folder of its own (not --ephemeral)")
+	}
+	// The flags are checked: a usage error leaves nothing behind.
+	tokenFile := ""
+	if o.OperatorToken == "" {
+		tokenFile = filepath.Join(o.Data, app.OperatorTokenFile)
+		tok, err := app.OperatorToken(o.Data, false)
+		if err != nil {
+			return err
+		}
+		o.OperatorToken = tok
 	}
 	store, err := app.OpenLog(ctx, o.Data, o.Ephemeral, log)
 	if err != nil {
