@@ -3,7 +3,6 @@ package sim
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -59,8 +58,8 @@ func Recall(ctx context.Context, log Scanner, session string, upto uint64, base 
 		if _, ok := omits[ev.Actor]; !ok {
 			return nil
 		}
-		var t payload.Turn
-		if err := json.Unmarshal(ev.Payload, &t); err != nil {
+		t, err := payload.As[payload.Turn](ev, payload.Decode(ev)) // without reflection
+		if err != nil {
 			return &events.CorruptError{Session: session, Seq: ev.Seq, Err: err}
 		}
 		turns = append(turns, asked{seen: t.Seen, seq: ev.Seq, at: clock.Time(ev.Time), member: ev.Actor, actions: t.Actions})
