@@ -336,7 +336,7 @@ func TestRebuildUsesTheWorldItIsGiven(t *testing.T) {
 	live.Start()
 	evs := drive(t, live, greedy, false, 0)
 	world := live.State().World
-	other, err := worlds.Load("startup.yaml", []byte(string(mustSource(t, "startup"))+"\n# another file\n"))
+	other, err := worlds.Load("startup.yaml", []byte(string(simtest.Source(t, "startup"))+"\n# another file\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,13 +361,4 @@ func TestRebuildUsesTheWorldItIsGiven(t *testing.T) {
 			}
 		})
 	}
-}
-
-func mustSource(tb testing.TB, name string) []byte {
-	tb.Helper()
-	src, err := worlds.Source(name)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return src
 }

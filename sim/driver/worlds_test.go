@@ -18,7 +18,7 @@ import (
 // error every time; and the least recently used world is let go once more
 // are kept.
 func TestLoadWorldReadsAFileOnce(t *testing.T) {
-	src := mustSource(t, "procurement")
+	src := simtest.Source(t, "procurement")
 	first, err := driver.LoadWorld("procurement.yaml", src, worlds.Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestLoadWorldReadsAFileOnce(t *testing.T) {
 // before is event for event the one played on a world of its own.
 func TestSessionsOnASharedWorldAreTheirOwn(t *testing.T) {
 	for _, name := range []string{"product-launch", "support-desk", "procurement"} {
-		src := mustSource(t, name)
+		src := simtest.Source(t, name)
 		shared, err := driver.LoadWorld(name+".yaml", src, worlds.Limits{})
 		if err != nil {
 			t.Fatal(err)
@@ -102,13 +102,4 @@ func TestSessionsOnASharedWorldAreTheirOwn(t *testing.T) {
 			t.Errorf("%s: a session on the shared world played otherwise (%d events, %d on its own)", name, len(got), len(want))
 		}
 	}
-}
-
-func mustSource(tb testing.TB, name string) []byte {
-	tb.Helper()
-	src, err := worlds.Source(name)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return src
 }

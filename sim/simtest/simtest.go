@@ -22,6 +22,16 @@ import (
 	"github.com/corpsim/corpsim/worlds"
 )
 
+// Source is the file of the shipped world name.
+func Source(tb testing.TB, name string) []byte {
+	tb.Helper()
+	src, err := worlds.Source(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return src
+}
+
 // DeskWorld is the support-desk-bench world cut to n tickets, and its
 // source.
 func DeskWorld(tb testing.TB, n int) (*worlds.World, []byte) {
