@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/org"
 )
 
@@ -67,17 +66,15 @@ func (g *Greedy) decide(_ context.Context, o org.Observation) ([]org.Action, err
 		}
 	}
 	// Finish what we hold, most valuable first. Work in a queue that is
-	// down waits until it is back (the rules refuse it until then).
-	var back clock.Time // the earliest a queue we hold work in is back
+	// down waits until it is back (the rules refuse it until then; the
+	// queue's coming back wakes those who serve it, so the wait below
+	// needs no end, and anything else that changes wakes us too).
 	for _, t := range best(o.Assigned) {
 		if t.Status == org.StatusInProgress || len(t.Waiting) > 0 || barred[t.ID] {
 			continue
 		}
 		if t.Spent < t.Effort {
-			if up := downUntil(o, t.Queue); up > 0 {
-				if back == 0 || up < back {
-					back = up
-				}
+			if queueDown(o, t.Queue) {
 				continue
 			}
 			return append(acts, org.Action{Type: org.ActWork, Task: t.ID, For: shiftStint(o, "")}), nil
@@ -125,20 +122,17 @@ func (g *Greedy) decide(_ context.Context, o org.Observation) ([]org.Action, err
 		}
 		return acts, nil
 	}
-	return append(acts, shiftWait(o, back)), nil
+	return append(acts, shiftWait(o, 0)), nil
 }
 
-// downUntil is when queue is back if o shows it down, else 0.
-func downUntil(o org.Observation, queue string) clock.Time {
-	if queue == "" {
-		return 0
-	}
+// queueDown reports whether o shows queue down.
+func queueDown(o org.Observation, queue string) bool {
 	for _, q := range o.Queues {
 		if q.ID == queue && q.DownUntil > o.Time {
-			return q.DownUntil
+			return true
 		}
 	}
-	return 0
+	return false
 }
 
 // affordable returns the tasks o offers but those that are not tickets

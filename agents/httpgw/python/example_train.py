@@ -35,13 +35,11 @@ def budget_left(obs, charges):
     return (charges or obs.get("budget") or {}).get("remaining")
 
 
-def down_until(obs, queue):
-    """When queue is back if the observation shows it down, else 0: work
-    in a queue that is down is refused until then."""
-    for q in obs.get("queues") or []:
-        if q["id"] == queue and q.get("down_until", 0) > obs["time"]:
-            return q["down_until"]
-    return 0
+def queue_down(obs, queue):
+    """Whether the observation shows queue down: work in it is refused
+    until it is back (its coming back wakes those who serve it)."""
+    return any(q["id"] == queue and q.get("down_until", 0) > obs["time"]
+               for q in obs.get("queues") or [])
 
 
 def invalid_request(obs, req):
@@ -67,14 +65,11 @@ def decide(obs, rng, epsilon):
             acts.append({"type": "reject", "request": req["id"], "reason": why})
         else:
             acts.append({"type": "approve", "request": req["id"]})
-    back = 0  # the earliest a queue we hold work in is back
     for task in sorted(obs.get("assigned") or [], key=lambda t: -t.get("value", 0)):
         if task["status"] == "in_progress" or task.get("waiting_on"):
             continue
         if task.get("spent", 0) < task.get("effort", 0):
-            up = down_until(obs, task.get("queue"))
-            if up:
-                back = min(back, up) if back else up
+            if queue_down(obs, task.get("queue")):
                 continue
             acts.append({"type": "work", "task": task["id"]})  # work ends the turn
             return acts[:MAX_ACTIONS]
@@ -108,7 +103,7 @@ def decide(obs, rng, epsilon):
         if task.get("spent", 0) < task.get("effort", 0):  # one handed over once done is only completed
             acts.append({"type": "work", "task": task["id"]})
         return acts[-MAX_ACTIONS:]
-    acts.append({"type": "wait", "until": back} if back else {"type": "wait"})
+    acts.append({"type": "wait"})
     return acts[-MAX_ACTIONS:]
 
 
