@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/sim/workers"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -21,7 +22,8 @@ import (
 // again when asked again.
 func LoadWorld(name string, src []byte, lim worlds.Limits) (*worlds.World, error) {
 	sum := sha256.Sum256(src)
-	key := worldKey{file: name, hash: hex.EncodeToString(sum[:]), lim: lim}
+	// Limits left at their defaults and given as the defaults are one key.
+	key := worldKey{file: name, hash: hex.EncodeToString(sum[:]), lim: lim.WithDefaults()}
 	if w := loaded.get(key); w != nil {
 		return w, nil
 	}
@@ -29,22 +31,49 @@ func LoadWorld(name string, src []byte, lim worlds.Limits) (*worlds.World, error
 	if err != nil {
 		return nil, err
 	}
-	loaded.put(key, w, len(src))
-	return w, nil
+	return loaded.put(key, w, weight(w, len(src))), nil
+}
+
+// weight estimates the memory world w takes, loaded from a file of size
+// bytes: about half a megabyte and 6 to 10 times the file (a 1.5 MB file
+// of 2,000 members and 20,000 tasks: 9 MB), and 48 bytes for each holiday of its calendars,
+// which a long horizon multiplies apart from the file (a weekly rotation
+// lists every week a member is off).
+func weight(w *worlds.World, size int) int {
+	n := 512<<10 + 10*size // a small world takes about half a megabyte
+	seen := map[*clock.Calendar]bool{}
+	add := func(c *clock.Calendar) {
+		if c != nil && !seen[c] {
+			seen[c] = true
+			n += 48 * len(c.Holidays)
+		}
+	}
+	add(&w.Calendar)
+	for i := range w.Teams {
+		add(w.Teams[i].Calendar)
+		for k := range w.Teams[i].Shifts {
+			add(&w.Teams[i].Shifts[k].Calendar)
+		}
+	}
+	for i := range w.Members {
+		if r, ok := w.Members[i].Schedule.(clock.Rota); ok {
+			for _, c := range r {
+				add(c)
+			}
+		}
+	}
+	return n
 }
 
 // The worlds a process keeps loaded: the most recently used, at most
-// keptWorlds of them and keptBytes of their files together. A loaded
-// world takes about 6 to 10 times its file's bytes in memory (a 1.5 MB
-// file of 2,000 members and 20,000 tasks: 9 MB), and a small one about
-// 0.5 MB, so what is kept stays under about 160 MB whatever files
-// strangers send. A file larger than keptBytes is loaded every time.
-const (
+// keptWorlds of them and keptBytes of their estimated memory (weight)
+// together, whatever files strangers send. A world heavier than keptBytes
+// is loaded every time.
+var (
 	keptWorlds = 16
-	keptBytes  = 16 << 20
+	keptBytes  = 256 << 20
+	loaded     = &worldCache{}
 )
-
-var loaded = &worldCache{}
 
 type worldKey struct {
 	file, hash string // hash: hex SHA-256 of the file's bytes (World.Hash)
@@ -61,7 +90,7 @@ type worldCache struct {
 type keptWorld struct {
 	key   worldKey
 	world *worlds.World
-	size  int
+	size  int // weight
 }
 
 func (c *worldCache) get(key worldKey) *worlds.World {
@@ -77,15 +106,17 @@ func (c *worldCache) get(key worldKey) *worlds.World {
 	return nil
 }
 
-func (c *worldCache) put(key worldKey, w *worlds.World, size int) {
+// put keeps w, of weight size, under key, and returns the world kept
+// under key: w, or the one another caller loaded meanwhile.
+func (c *worldCache) put(key worldKey, w *worlds.World, size int) *worlds.World {
 	if size > keptBytes {
-		return
+		return w
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, k := range c.kept {
 		if k.key == key {
-			return // loaded meanwhile by another caller
+			return k.world // loaded meanwhile by another caller: share it
 		}
 	}
 	c.kept = append(c.kept, keptWorld{key: key, world: w, size: size})
@@ -94,4 +125,5 @@ func (c *worldCache) put(key worldKey, w *worlds.World, size int) {
 		c.bytes -= c.kept[0].size
 		c.kept = slices.Delete(c.kept, 0, 1)
 	}
+	return w
 }

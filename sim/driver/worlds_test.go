@@ -3,6 +3,7 @@ package driver_test
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/events"
@@ -71,11 +72,12 @@ func TestLoadWorldReadsAFileOnce(t *testing.T) {
 	}
 }
 
-// Sessions share the worlds LoadWorld keeps, so playing one must not
+// Sessions share the worlds LoadWorld keeps, so playing one (cases,
+// calendars and shifts, systems and meetings included) must not
 // change its world: a session played on a world another session played
 // before is event for event the one played on a world of its own.
 func TestSessionsOnASharedWorldAreTheirOwn(t *testing.T) {
-	for _, name := range []string{"product-launch", "support-desk", "procurement"} {
+	for _, name := range []string{"product-launch", "support-desk", "procurement", "wind-ops", "claims", "billing-support", "meetings"} {
 		src := simtest.Source(t, name)
 		shared, err := driver.LoadWorld(name+".yaml", src, worlds.Limits{})
 		if err != nil {
@@ -101,5 +103,34 @@ func TestSessionsOnASharedWorldAreTheirOwn(t *testing.T) {
 		if got, want := play(shared, 3), play(own, 3); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: a session on the shared world played otherwise (%d events, %d on its own)", name, len(got), len(want))
 		}
+	}
+}
+
+// What LoadWorld keeps is bounded by the worlds' weight, not their files':
+// a small file whose long horizon lays out years of rotated shifts weighs
+// its calendars, and one heavier than the bound is loaded every time.
+func TestLoadWorldKeepsWhatItsBoundHolds(t *testing.T) {
+	defer driver.KeepWorlds(16, 2<<20)()
+	src := simtest.Source(t, "wind-ops")
+	long := []byte(strings.Replace(string(src), "horizon: 14d", "horizon: 3650d", 1))
+	if string(long) == string(src) {
+		t.Fatal("precondition: wind-ops's horizon is not 14d")
+	}
+	short, err := driver.LoadWorld("wind-ops.yaml", src, worlds.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heavy, err := driver.LoadWorld("wind-ops.yaml", long, worlds.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws, wl := driver.WorldWeight(short, len(src)), driver.WorldWeight(heavy, len(long)); ws >= 2<<20 || wl <= 2<<20 {
+		t.Fatalf("precondition: weights %d (14 days) and %d (ten years) do not straddle the bound", ws, wl)
+	}
+	if again, _ := driver.LoadWorld("wind-ops.yaml", src, worlds.Limits{}.WithDefaults()); again != short {
+		t.Error("the world under the bound was not kept (or default limits given explicitly are another key)")
+	}
+	if again, _ := driver.LoadWorld("wind-ops.yaml", long, worlds.Limits{}); again == heavy {
+		t.Error("a world heavier than the bound was kept")
 	}
 }
