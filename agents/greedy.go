@@ -23,9 +23,9 @@ type Greedy struct{ content content }
 // Omits names what Greedy never reads of an observation: the upcoming
 // tasks, the projects, its own requests and the queues that are up
 // (agents/inprocess has them left out). It reads the queues that are
-// down: they refuse work until they are back. Greedy must not start reading them while it names
-// them here: TestGreedyOmitsWhatItNeverReads decides every turn of the
-// shipped worlds both ways.
+// down: they refuse work until they are back. Greedy must not start
+// reading what it names here: TestGreedyOmitsWhatItNeverReads decides
+// every turn of the shipped worlds both ways.
 func (*Greedy) Omits() org.Omit {
 	return org.OmitUpcoming | org.OmitProjects | org.OmitRequests | org.OmitQueuesUp
 }

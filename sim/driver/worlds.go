@@ -36,9 +36,9 @@ func LoadWorld(name string, src []byte, lim worlds.Limits) (*worlds.World, error
 
 // weight estimates the memory world w takes, loaded from a file of size
 // bytes: about half a megabyte and 6 to 10 times the file (a 1.5 MB file
-// of 2,000 members and 20,000 tasks: 9 MB), and 48 bytes for each holiday of its calendars,
-// which a long horizon multiplies apart from the file (a weekly rotation
-// lists every week a member is off).
+// of 2,000 members and 20,000 tasks: 9 MB), and 48 bytes for each holiday
+// of its calendars, which a long horizon multiplies apart from the file
+// (a weekly rotation lists every week a member is off).
 func weight(w *worlds.World, size int) int {
 	n := 512<<10 + 10*size // a small world takes about half a megabyte
 	seen := map[*clock.Calendar]bool{}
