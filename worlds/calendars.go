@@ -242,6 +242,9 @@ func (v *validator) calendars(f *file, w *World) {
 	}
 	onShifts := map[string][]*Shift{} // member -> its shifts
 	rotated := map[string]clock.Schedule{}
+	if !v.rotationsFit(f, w) {
+		return
+	}
 	for i, ft := range f.Teams {
 		if i >= len(w.Teams) {
 			break
@@ -439,6 +442,40 @@ func (v *validator) coverPhase(path string, t *Team, w *World, roleOf map[string
 				week = fmt.Sprintf(" in week %d of the rotation", k+1)
 			}
 			v.errf(path, "24/7 coverage leaves queue %q unserved at %s%s: no shift has a member serving it then", q.ID, weekTime(at), week)
+			return false
+		}
+	}
+	return true
+}
+
+// maxRotationDays bounds the days off the weekly rotations of a world lay
+// out, about 48 bytes each once loaded: 4,000,000 is about 200 MB, as much
+// as the largest worlds the other limits admit. Without it a file of a
+// few megabytes, thousands of rotating teams on a century's horizon,
+// would take tens of gigabytes to load.
+const maxRotationDays = 4_000_000
+
+// rotationsFit counts the days off the weekly rotations of f would lay
+// out before any is (a long horizon multiplies them apart from the file's
+// size), and refuses the world for a limit at the rotate field of the team
+// that takes them past maxRotationDays.
+func (v *validator) rotationsFit(f *file, w *World) bool {
+	weeks := int(w.Horizon/clock.Time(7*24*clock.Hour)) + 2 + rotationMargin
+	days := 0
+	for i, ft := range f.Teams {
+		if ft.Rotate != RotateWeekly || len(ft.Shifts) < 2 || len(ft.Shifts) > maxShifts {
+			continue
+		}
+		lists := 0
+		for _, s := range ft.Shifts {
+			if len(s.Members) > 0 {
+				lists++
+			}
+		}
+		if days += lists * (len(ft.Shifts) - 1) * 7 * weeks; days > maxRotationDays {
+			v.errf(fmt.Sprintf("teams[%d].rotate", i), "%v: the weekly rotations lay out about %d days off over the horizon, above the limit of %d (a shorter horizon, fewer shifts or fewer teams rotating)",
+				ErrLimit, days, maxRotationDays)
+			v.overLimit++
 			return false
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -456,4 +457,46 @@ var runners = []struct {
 			f(i)
 		}
 	}},
+}
+
+// Weekly rotations lay out every week a member is off over the horizon,
+// which a long horizon multiplies apart from the file: past
+// maxRotationDays the world is refused for a limit at its rotate field,
+// before the days are laid out; a horizon of ten years loads, and the
+// members of one shift list share one rota.
+func TestRotationDaysLimit(t *testing.T) {
+	src, err := Source("wind-ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(h string) []byte { return []byte(strings.Replace(string(src), "horizon: 14d", "horizon: "+h, 1)) }
+	w, err := Load("wind-ops.yaml", with("3650d"))
+	if err != nil {
+		t.Fatalf("ten years: %v", err)
+	}
+	shared := 0
+	for i := range w.Members {
+		for k := range w.Members {
+			if i < k && w.Members[i].Team == w.Members[k].Team && w.Members[i].OnShift && w.Members[k].OnShift &&
+				reflect.ValueOf(w.Members[i].Schedule).Pointer() == reflect.ValueOf(w.Members[k].Schedule).Pointer() {
+				shared++
+			}
+		}
+	}
+	if shared == 0 {
+		t.Error("no two members of a shift list share its rota")
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = Load("wind-ops.yaml", with("365000d"))
+	runtime.ReadMemStats(&after)
+	var el ErrorList
+	if !errors.As(err, &el) || !slices.ContainsFunc(el, func(e *Error) bool {
+		return e.Path == "teams[1].rotate" && e.Line > 0 && strings.Contains(e.Msg, ErrLimit.Error()) && strings.Contains(e.Msg, "days off over the horizon")
+	}) {
+		t.Fatalf("a thousand years: %v; want a limit refused at teams[1].rotate with its position", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Errorf("refusing it allocated %d MiB, want the refusal before the days are laid out", grew>>20)
+	}
 }
