@@ -7,6 +7,3 @@ func KeepWorlds(n, bytes int) (restore func()) {
 	keptWorlds, keptBytes, loaded = n, bytes, &worldCache{}
 	return func() { keptWorlds, keptBytes, loaded = oldN, oldBytes, &worldCache{} }
 }
-
-// WorldWeight is weight.
-var WorldWeight = weight

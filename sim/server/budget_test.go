@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // The service's MaxEvents is every session's budget: a session that spends
@@ -40,4 +43,58 @@ func TestServiceMaxEvents(t *testing.T) {
 	if got := e.State().EndReason; got != "event_limit" {
 		t.Fatalf("ended %q, want event_limit", got)
 	}
+}
+
+// MaxWorldMemory bounds the estimated memory of the worlds the running
+// sessions play: more sessions of a world already running are admitted
+// (it counts once), a session of another world that would pass the bound
+// is refused naming the flag, and admitted once the others have ended.
+func TestServiceMaxWorldMemory(t *testing.T) {
+	desk, err := driver.LoadWorld("support-desk.yaml", mustSource(t, "support-desk"), worlds.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, err := driver.LoadWorld("procurement.yaml", mustSource(t, "procurement"), worlds.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := New(Config{Log: memlog.New(), Bus: mustBus(t), Logger: hclog.NewNullLogger(),
+		MaxWorldMemory: int64(driver.WorldWeight(desk) + driver.WorldWeight(proc) - 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var held []string
+	for seed := uint64(1); seed <= 3; seed++ { // waiting for a start message: running until stopped
+		r, err := svc.Create(ctx, wire.CreateRequest{World: "support-desk", Seed: seed, Agents: "greedy", Wait: true})
+		if err != nil {
+			t.Fatalf("session %d of the world already running: %v", seed, err)
+		}
+		held = append(held, r.Session)
+	}
+	_, err = svc.Create(ctx, wire.CreateRequest{World: "procurement", Seed: 1, Agents: "greedy", Wait: true})
+	if !errors.Is(err, ErrTooManySessions) || !strings.Contains(err.Error(), "--max-world-memory") {
+		t.Fatalf("a session of another world past the bound: %v; want it refused naming --max-world-memory", err)
+	}
+	for _, id := range held {
+		svc.mu.Lock()
+		ss := svc.sessions[id]
+		svc.mu.Unlock()
+		ss.cancel()
+		<-ss.done
+	}
+	if _, err := svc.Create(ctx, wire.CreateRequest{World: "procurement", Seed: 1, Agents: "greedy", Wait: true}); err != nil {
+		t.Fatalf("once the others ended: %v", err)
+	}
+}
+
+func mustSource(tb testing.TB, name string) []byte {
+	tb.Helper()
+	src, err := worlds.Source(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return src
 }

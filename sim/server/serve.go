@@ -45,6 +45,7 @@ type ServeOptions struct {
 	JoinTimeout     time.Duration
 	MaxSessions     int
 	MaxSeats        int           // seats of one session
+	MaxWorldMemory  int64         // bytes of the running sessions' worlds (0: DefaultMaxWorldMemory)
 	MaxMessage      int64         // bytes: NATS max_payload and the HTTP gateway's request bodies
 	Metrics         string        // address of the /metrics listener; "" for none
 	ShutdownGrace   time.Duration // how long running sessions may take to stop once ctx is done
@@ -118,8 +119,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if o.MaxMessage < MinMessage || o.MaxMessage > 64<<20 {
 		return app.Usagef("--max-message must be between %d (1 MiB) and %d (64 MiB) bytes", MinMessage, 64<<20)
 	}
-	if o.MaxSessions <= 0 || o.MaxSeats <= 0 {
-		return app.Usagef("--max-sessions and --max-seats must be positive")
+	if o.MaxSessions <= 0 || o.MaxSeats <= 0 || o.MaxWorldMemory < 0 {
+		return app.Usagef("--max-sessions, --max-seats and --max-world-memory must be positive")
 	}
 	if err := app.CheckMaxEvents(o.MaxEvents); err != nil {
 		return err
@@ -212,7 +213,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		observer = live.Observers{m, hub}
 	}
 	svcCfg := Config{Log: store, Bus: bus, Auth: auth, Logger: log, TurnTimeout: o.TurnTimeout,
-		JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, MaxSeats: o.MaxSeats, WorldLimits: o.WorldLimits, CheckpointEvery: o.CheckpointEvery, MaxEvents: o.MaxEvents,
+		JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, MaxSeats: o.MaxSeats, MaxWorldMemory: o.MaxWorldMemory, WorldLimits: o.WorldLimits, CheckpointEvery: o.CheckpointEvery, MaxEvents: o.MaxEvents,
 		LLM: o.LLM, Observer: observer, StateFile: stateFile}
 	var worker *Worker
 	if o.Worker != "" {

@@ -84,6 +84,11 @@ type Config struct {
 	MaxEvents       int // events one session may append; 0 means sim.DefaultMaxEvents
 	MaxSessions     int // running at once; 0 means DefaultMaxSessions
 	MaxSeats        int // seats (members played) of one session; 0 means DefaultMaxSeats
+	// MaxWorldMemory bounds the estimated memory of the worlds the running
+	// sessions play (driver.WorldWeight; a world several sessions play
+	// counts once): a create beyond it is refused. 0 means
+	// DefaultMaxWorldMemory.
+	MaxWorldMemory int64
 	// WorldLimits bound every create request's world and load (zero
 	// fields: the defaults), checked before the session is made.
 	WorldLimits worlds.Limits
@@ -137,7 +142,9 @@ type Hooks struct {
 // Defaults of Config's limits.
 const (
 	DefaultMaxSessions = 1000
-	DefaultMaxSeats    = 1000
+	// DefaultMaxWorldMemory is Config.MaxWorldMemory's default: 8 GiB.
+	DefaultMaxWorldMemory = 8 << 30
+	DefaultMaxSeats       = 1000
 )
 
 // Errors of Create.
@@ -193,7 +200,9 @@ type session struct {
 	paused bool
 	resume chan struct{}
 	meta   events.SessionMeta
-	engine *sim.Engine // nil once the session ended
+	engine *sim.Engine   // nil once the session ended
+	world  *worlds.World // the world it plays (read-only), for MaxWorldMemory
+	weight int64         // driver.WorldWeight(world)
 	err    error
 	// endTime and endScore are the ended session's simulated time and team score.
 	endTime  int64
@@ -220,11 +229,14 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxSessions == 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
+	if cfg.MaxWorldMemory == 0 {
+		cfg.MaxWorldMemory = DefaultMaxWorldMemory
+	}
 	if cfg.MaxSeats == 0 {
 		cfg.MaxSeats = DefaultMaxSeats
 	}
-	if cfg.MaxSessions < 0 || cfg.MaxSeats < 0 {
-		return nil, errors.New("server: MaxSessions and MaxSeats may not be negative")
+	if cfg.MaxSessions < 0 || cfg.MaxSeats < 0 || cfg.MaxWorldMemory < 0 {
+		return nil, errors.New("server: MaxSessions, MaxSeats and MaxWorldMemory may not be negative")
 	}
 	if err := cfg.WorldLimits.Validate(); err != nil {
 		return nil, err
@@ -343,6 +355,33 @@ func (s *Service) runningLocked() int {
 		}
 	}
 	return n
+}
+
+// worldsOverLocked refuses a session of world w when the worlds of the
+// running sessions and w would take more than MaxWorldMemory: a world
+// several sessions play (by hash: loaded once or not) counts once, so
+// thousands of sessions of one world take its memory once, and a
+// stranger's distinct large worlds cannot add up past the bound. s.mu is
+// held.
+func (s *Service) worldsOverLocked(ns *session) error {
+	counted := map[string]bool{ns.world.Hash: true}
+	total := ns.weight
+	for _, ss := range s.sessions {
+		select {
+		case <-ss.done:
+			continue
+		default:
+		}
+		if !counted[ss.world.Hash] {
+			counted[ss.world.Hash] = true
+			total += ss.weight
+		}
+	}
+	if total <= s.cfg.MaxWorldMemory {
+		return nil
+	}
+	return fmt.Errorf("%w: the worlds of the running sessions and this one would take about %.1f MiB, above the %.1f MiB this server holds (serve --max-world-memory); try again when one ends",
+		ErrTooManySessions, float64(total)/(1<<20), float64(s.cfg.MaxWorldMemory)/(1<<20))
 }
 
 func tooMany(running, limit int) error {
@@ -537,7 +576,7 @@ func (s *Service) launch(l launch) error {
 		seats.Forget(id) // the llm agent serves every session: it drops this one's conversations
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), begun: make(chan struct{}), meta: meta, engine: e, kinds: kinds,
+	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), begun: make(chan struct{}), meta: meta, engine: e, world: e.State().World, weight: int64(driver.WorldWeight(e.State().World)), kinds: kinds,
 		probation: l.probation}
 	if l.paused {
 		ss.paused, ss.resume = true, make(chan struct{})
@@ -563,6 +602,8 @@ func (s *Service) launch(l launch) error {
 	} else if running := s.runningLocked(); l.limited && running >= s.cfg.MaxSessions {
 		// Checked again under the lock: creates racing past Create's check.
 		refused = tooMany(running, s.cfg.MaxSessions)
+	} else if l.limited {
+		refused = s.worldsOverLocked(ss)
 	}
 	if refused != nil {
 		s.mu.Unlock()
