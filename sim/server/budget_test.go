@@ -13,6 +13,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/sim/simtest"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -50,11 +51,11 @@ func TestServiceMaxEvents(t *testing.T) {
 // (it counts once), a session of another world that would pass the bound
 // is refused naming the flag, and admitted once the others have ended.
 func TestServiceMaxWorldMemory(t *testing.T) {
-	desk, err := driver.LoadWorld("support-desk.yaml", mustSource(t, "support-desk"), worlds.Limits{})
+	desk, err := driver.LoadWorld("support-desk.yaml", simtest.Source(t, "support-desk"), worlds.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc, err := driver.LoadWorld("procurement.yaml", mustSource(t, "procurement"), worlds.Limits{})
+	proc, err := driver.LoadWorld("procurement.yaml", simtest.Source(t, "procurement"), worlds.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,13 +89,4 @@ func TestServiceMaxWorldMemory(t *testing.T) {
 	if _, err := svc.Create(ctx, wire.CreateRequest{World: "procurement", Seed: 1, Agents: "greedy", Wait: true}); err != nil {
 		t.Fatalf("once the others ended: %v", err)
 	}
-}
-
-func mustSource(tb testing.TB, name string) []byte {
-	tb.Helper()
-	src, err := worlds.Source(name)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return src
 }
