@@ -468,40 +468,33 @@ func (s *State) ViewAt(id string, omit Omit, now clock.Time) Observation {
 		}
 	}
 	var shows []bool // nil: just those its role serves
-	n := 0
 	if len(npcQueues) > 0 {
 		shows = make([]bool, len(s.World.Queues))
 		for i, q := range s.World.Queues {
-			if served != nil && served[i] || slices.Contains(npcQueues, q.ID) {
-				shows[i] = true
-				n++
-			}
-		}
-	} else {
-		for _, ok := range served {
-			if ok {
-				n++
-			}
+			shows[i] = served != nil && served[i] || slices.Contains(npcQueues, q.ID)
 		}
 	}
-	shown := func(i int) bool { return shows != nil && shows[i] || shows == nil && served != nil && served[i] }
-	downOnly := omit&OmitQueuesUp != 0
-	if downOnly {
-		n = 0
+	if omit&OmitQueues == 0 {
+		// Those it serves; with OmitQueuesUp, those of them that are down.
+		listed := func(i int) bool {
+			return (shows != nil && shows[i] || shows == nil && served != nil && served[i]) &&
+				(omit&OmitQueuesUp == 0 || s.Queues[i].Down(now))
+		}
+		n := 0
 		for i := range s.World.Queues {
-			if shown(i) && s.Queues[i].Down(now) {
+			if listed(i) {
 				n++
 			}
 		}
-	}
-	if omit&OmitQueues == 0 && (n > 0 || !downOnly) {
-		qvs := make([]QueueView, 0, n) // one allocation for all of them
-		o.Queues = make([]*QueueView, 0, n)
-		for i, q := range s.World.Queues {
-			if shown(i) && (!downOnly || s.Queues[i].Down(now)) {
-				qvs = append(qvs, QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.Queues[i].DownUntil,
-					Open: s.qs[i].shown - s.qs[i].claimed, InProgress: s.qs[i].claimed})
-				o.Queues = append(o.Queues, &qvs[len(qvs)-1])
+		if n > 0 || omit&OmitQueuesUp == 0 {
+			qvs := make([]QueueView, 0, n) // one allocation for all of them
+			o.Queues = make([]*QueueView, 0, n)
+			for i, q := range s.World.Queues {
+				if listed(i) {
+					qvs = append(qvs, QueueView{ID: q.ID, Order: q.Order, WIP: q.WIP, DownUntil: s.Queues[i].DownUntil,
+						Open: s.qs[i].shown - s.qs[i].claimed, InProgress: s.qs[i].claimed})
+					o.Queues = append(o.Queues, &qvs[len(qvs)-1])
+				}
 			}
 		}
 	}
