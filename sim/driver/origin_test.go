@@ -41,4 +41,8 @@ func TestReadOriginOfALargeWorld(t *testing.T) {
 	if !reflect.DeepEqual(o.World, w) {
 		t.Fatal("the recorded world read back differs from the world loaded")
 	}
+	// A second fork or resume of the session shares the world loaded.
+	if again, err := driver.ReadOrigin(ctx, log, "big"); err != nil || again.World != o.World {
+		t.Fatalf("the origin read again loaded its world again (%v)", err)
+	}
 }

@@ -75,6 +75,12 @@ func TestServiceMaxWorldMemory(t *testing.T) {
 		}
 		held = append(held, r.Session)
 	}
+	svc.mu.Lock()
+	first, second := svc.sessions[held[0]].world, svc.sessions[held[1]].world
+	svc.mu.Unlock()
+	if first != second {
+		t.Error("two sessions of one world each loaded it: they should share it (driver.LoadWorld)")
+	}
 	_, err = svc.Create(ctx, wire.CreateRequest{World: "procurement", Seed: 1, Agents: "greedy", Wait: true})
 	if !errors.Is(err, ErrTooManySessions) || !strings.Contains(err.Error(), "--max-world-memory") {
 		t.Fatalf("a session of another world past the bound: %v; want it refused naming --max-world-memory", err)
