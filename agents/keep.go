@@ -1,0 +1,128 @@
+package agents
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/corpsim/corpsim/events/payload"
+)
+
+// A Keeper is an agent that remembers (Remembers) and can write down what
+// it remembers, and take it back: a session's checkpoints keep what its
+// agents remembered, so that a fork or resume from far into a long
+// session shows its agents made anew only the turns since the last
+// checkpoint (sim/app's Recall) rather than every turn since the first.
+//
+// TakeMemory of what KeepMemory wrote must leave a fresh agent of the
+// same kind and member deciding every later turn as the one that wrote
+// it would have: the memory is everything the agent's decisions depend on
+// besides the observation. KeepMemory's bytes are a function of that
+// memory alone (maps are written in key order). Neither is called while
+// the agent decides.
+type Keeper interface {
+	KeepMemory() ([]byte, error)
+	TakeMemory(memory []byte) error
+}
+
+// meetingsKept is a meetingMemory written down: the rules attendees told
+// (null for one who said it has none) and who was asked, by member.
+type meetingsKept struct {
+	Rules map[string]*payload.MeetingRule `json:"rules"`
+	Asked []string                        `json:"asked,omitempty"` // sorted
+}
+
+func (m *meetingMemory) keep() *meetingsKept {
+	if m.rules == nil && m.asked == nil {
+		return nil // it never read an inbox for answers
+	}
+	return &meetingsKept{Rules: m.rules, Asked: slices.Sorted(maps.Keys(m.asked))}
+}
+
+func (m *meetingMemory) take(k *meetingsKept) {
+	*m = meetingMemory{}
+	if k == nil {
+		return
+	}
+	m.rules, m.asked = map[string]*payload.MeetingRule{}, map[string]bool{}
+	for id, r := range k.Rules { // order: fills a map
+		if r != nil {
+			c := *r
+			c.Days = slices.Clone(r.Days)
+			r = &c
+		}
+		m.rules[id] = r
+	}
+	for _, id := range k.Asked {
+		m.asked[id] = true
+	}
+}
+
+// plannerKept is what the planner remembers, written down.
+type plannerKept struct {
+	Seen     map[string]purchaseKept `json:"seen,omitempty"`
+	Parked   []string                `json:"parked,omitempty"` // sorted
+	Meetings *meetingsKept           `json:"meetings,omitempty"`
+}
+
+type purchaseKept struct {
+	Amount int64   `json:"amount"`
+	Value  float64 `json:"value"`
+}
+
+// KeepMemory implements Keeper: the purchases it has seen, the tickets it
+// holds unfunded and what attendees told it.
+func (p *Planner) KeepMemory() ([]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := plannerKept{Parked: slices.Sorted(maps.Keys(p.parked)), Meetings: p.content.meet.keep()}
+	if len(p.seen) > 0 {
+		k.Seen = make(map[string]purchaseKept, len(p.seen))
+		for id, s := range p.seen { // order: fills a map
+			k.Seen[id] = purchaseKept{Amount: s.amount, Value: s.value}
+		}
+	}
+	return json.Marshal(&k)
+}
+
+// TakeMemory implements Keeper.
+func (p *Planner) TakeMemory(memory []byte) error {
+	var k plannerKept
+	if err := json.Unmarshal(memory, &k); err != nil {
+		return fmt.Errorf("agents: planner memory: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen, p.parked = make(map[string]purchase, len(k.Seen)), make(map[string]bool, len(k.Parked))
+	for id, s := range k.Seen { // order: fills a map
+		p.seen[id] = purchase{amount: s.Amount, value: s.Value}
+	}
+	for _, id := range k.Parked {
+		p.parked[id] = true
+	}
+	p.byPrice, p.seenTotal = nil, 0 // worked out again from seen
+	p.content.meet.take(k.Meetings)
+	return nil
+}
+
+// greedyKept is what diligent remembers (what attendees told it),
+// written down; greedy and oracle remember nothing.
+type greedyKept struct {
+	Meetings *meetingsKept `json:"meetings,omitempty"`
+}
+
+// KeepMemory implements Keeper.
+func (g *Greedy) KeepMemory() ([]byte, error) {
+	return json.Marshal(greedyKept{Meetings: g.content.meet.keep()})
+}
+
+// TakeMemory implements Keeper.
+func (g *Greedy) TakeMemory(memory []byte) error {
+	var k greedyKept
+	if err := json.Unmarshal(memory, &k); err != nil {
+		return fmt.Errorf("agents: greedy memory: %w", err)
+	}
+	g.content.meet.take(k.Meetings)
+	return nil
+}
