@@ -30,6 +30,10 @@ type engineSnapshot struct {
 	// Format is the session's log format when it is later than 2; a
 	// checkpoint without it was taken of a format-2 session.
 	Format int `json:"format,omitempty"`
+	// Memory is what the session's agents remembered at this point, as
+	// the driver gave it (CheckpointWith): opaque to the engine, which
+	// carries it for a recall (sim/app) and restores nothing from it.
+	Memory json.RawMessage `json:"memory,omitempty"`
 }
 
 type timerSnapshot struct {
@@ -44,16 +48,27 @@ type timerSnapshot struct {
 // to decide but not yet answered are recorded as due, so a restored engine
 // asks them again.
 func (e *Engine) Snapshot() []byte {
-	return e.snapshot(e.st.Snapshot())
+	return e.snapshot(e.st.Snapshot(), nil)
 }
 
 // Checkpoint returns the state hash and the Snapshot together, encoding the
 // state once for both.
 func (e *Engine) Checkpoint() (stateHash string, snapshot []byte) {
+	return e.CheckpointWith(nil)
+}
+
+// CheckpointWith is Checkpoint with memory, what the session's agents
+// remember at this point (a JSON value, or nil for none), kept in the
+// snapshot: an engine Restored from it returns it from Memory.
+func (e *Engine) CheckpointWith(memory json.RawMessage) (stateHash string, snapshot []byte) {
 	st := e.st.Snapshot()
 	h := sha256.Sum256(st)
-	return hex.EncodeToString(h[:]), e.snapshot(st)
+	return hex.EncodeToString(h[:]), e.snapshot(st, memory)
 }
+
+// Memory is what the agents remembered at the checkpoint the engine was
+// Restored from (CheckpointWith), or nil.
+func (e *Engine) Memory() json.RawMessage { return e.memory }
 
 // pushedMap is e.pushed as a checkpoint lists it: by member ID.
 func (e *Engine) pushedMap() map[string]clock.Time {
@@ -69,9 +84,9 @@ func (e *Engine) pushedMap() map[string]clock.Time {
 // snapshot encodes the engine around the state's own encoding, which is
 // spliced in rather than passed through encoding/json again (a large
 // state would be scanned and copied once more for nothing).
-func (e *Engine) snapshot(state []byte) []byte {
+func (e *Engine) snapshot(state []byte, memory json.RawMessage) []byte {
 	e.mustKeepTimers("Snapshot")
-	sn := engineSnapshot{Version: 1, Pushed: e.pushedMap(), Now: e.now, Seen: e.seen, EndHash: e.endHash, Done: e.done, Reward: e.reward}
+	sn := engineSnapshot{Version: 1, Pushed: e.pushedMap(), Now: e.now, Seen: e.seen, EndHash: e.endHash, Done: e.done, Reward: e.reward, Memory: memory}
 	if e.format > 2 {
 		sn.Format = e.format
 	}
@@ -133,6 +148,7 @@ func Restore(cfg Config, data []byte, stateHash string) (*Engine, error) {
 		}
 	}
 	e.now, e.candidates, e.seen, e.endHash, e.done, e.reward = sn.Now, sn.Candidates, sn.Seen, sn.EndHash, sn.Done, sn.Reward
+	e.memory = sn.Memory
 	e.format = max(sn.Format, 2)
 	if e.format > payload.LogFormat {
 		return nil, fmt.Errorf("sim: checkpoint of a log of format %d, newer than this build's %d", e.format, payload.LogFormat)

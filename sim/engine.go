@@ -212,6 +212,7 @@ type Engine struct {
 	// resolved is the ticket.resolved this Tick emitted last (format 5),
 	// which its colleague's next step may be recorded in (see then).
 	resolved resolvedNow
+	memory   json.RawMessage // the agents' memory in the checkpoint it was restored from (Memory)
 }
 
 // resolvedNow is a ticket.resolved the engine emitted and has not encoded

@@ -63,33 +63,69 @@ type rebuilder struct {
 
 func (r *rebuilder) apply(ev *events.Event) error {
 	if r.e == nil {
-		if ev.Type != payload.EvSessionStarted || ev.Seq != 1 {
-			return fmt.Errorf("%w (first event is seq %d, %s)", ErrNotASession, ev.Seq, ev.Type)
-		}
-		var p payload.SessionStarted
-		if err := json.Unmarshal(ev.Payload, &p); err != nil {
-			return fmt.Errorf("sim: session.started: %w", err)
-		}
-		if err := p.CheckFormat(); err != nil {
-			return fmt.Errorf("sim: %w", err)
-		}
-		w, lim := r.base.World, recordedLimits(&p)
-		if w == nil || w.Hash != p.WorldHash {
-			var err error
-			if w, lim, err = RecordedWorld(&p); err != nil {
-				return fmt.Errorf("sim: %w", err)
-			}
-		}
-		cfg := r.base
-		cfg.World, cfg.Source, cfg.Seed, cfg.Session, cfg.Load = w, []byte(p.Source), p.Seed, r.session, p.Load
-		cfg.WorldLimits = lim
-		e, err := New(cfg)
+		cfg, err := r.config(ev)
 		if err != nil {
 			return err
 		}
-		r.e = e
+		if r.e, err = New(cfg); err != nil {
+			return err
+		}
 	}
 	return r.e.Apply(*ev)
+}
+
+// config is the engine's configuration for the session whose first event
+// is ev (session.started): the base's, with the recorded world (base's
+// World when it has the recorded hash), seed, load and limits.
+func (r *rebuilder) config(ev *events.Event) (Config, error) {
+	if ev.Type != payload.EvSessionStarted || ev.Seq != 1 {
+		return Config{}, fmt.Errorf("%w (first event is seq %d, %s)", ErrNotASession, ev.Seq, ev.Type)
+	}
+	var p payload.SessionStarted
+	if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		return Config{}, fmt.Errorf("sim: session.started: %w", err)
+	}
+	if err := p.CheckFormat(); err != nil {
+		return Config{}, fmt.Errorf("sim: %w", err)
+	}
+	w, lim := r.base.World, recordedLimits(&p)
+	if w == nil || w.Hash != p.WorldHash {
+		var err error
+		if w, lim, err = RecordedWorld(&p); err != nil {
+			return Config{}, fmt.Errorf("sim: %w", err)
+		}
+	}
+	cfg := r.base
+	cfg.World, cfg.Source, cfg.Seed, cfg.Session, cfg.Load = w, []byte(p.Source), p.Seed, r.session, p.Load
+	cfg.WorldLimits = lim
+	return cfg, nil
+}
+
+// restore makes the rebuilder's engine from checkpoint cp of its session
+// (whose first event it reads from log for the world): the events after
+// cp.Seq are then applied to it.
+func (r *rebuilder) restore(ctx context.Context, log Scanner, cp events.Checkpoint) error {
+	var cfg Config
+	errStop := errors.New("stop")
+	err := log.Scan(ctx, r.session, 1, func(ev *events.Event) error {
+		var err error
+		if cfg, err = r.config(ev); err != nil {
+			return err
+		}
+		return errStop
+	})
+	switch {
+	case err == nil:
+		return fmt.Errorf("%w (the log is empty)", ErrNotASession)
+	case !errors.Is(err, errStop):
+		return err
+	}
+	e, err := Restore(cfg, cp.Data, cp.StateHash)
+	if err != nil {
+		return fmt.Errorf("sim: session %s: checkpoint at seq %d: %w", r.session, cp.Seq, err)
+	}
+	r.e = e
+	return nil
 }
 
 func (r *rebuilder) finish() (*Engine, error) {

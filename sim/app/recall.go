@@ -3,12 +3,17 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
@@ -28,6 +33,10 @@ type recaller interface {
 type Recalled struct {
 	Turns    int `json:"turns"`
 	Differed int `json:"differed"`
+	// FromCheckpoint is the seq of the checkpoint whose memory of the
+	// agents they took before the turns after it were shown (0: every
+	// turn from the first was shown).
+	FromCheckpoint uint64 `json:"from_checkpoint,omitempty"`
 }
 
 // Recall shows the agents of seats that remember (agents.Memory: the
@@ -44,6 +53,13 @@ type Recalled struct {
 // resume with other agents, where the new agent still learns what its
 // member was shown), or it does not decide deterministically. Nothing is
 // read when no seat remembers.
+//
+// When every seat that remembers is an agents.Keeper of the kind that
+// played its member, and the latest checkpoint up to upto kept what those
+// agents remembered (Seats.Memory, which the driver asks at each
+// checkpoint), they take that memory and are shown only the turns since
+// (Recalled.FromCheckpoint): a cost of the events since the checkpoint,
+// not of the session so far. Otherwise every turn from the first is shown.
 func Recall(ctx context.Context, log sim.Scanner, session, playing string, upto uint64, seats *Seats, logger hclog.Logger) (Recalled, error) {
 	omits := map[string]org.Omit{}
 	for member, a := range seats.Agents {
@@ -57,7 +73,7 @@ func Recall(ctx context.Context, log sim.Scanner, session, playing string, upto 
 	}
 	logger = orNull(logger)
 	start := time.Now()
-	n, err := sim.Recall(ctx, log, session, upto, sim.Config{World: seats.World}, omits, func(s sim.Shown) error {
+	show := func(s sim.Shown) error {
 		s.Observation.Session = playing
 		acts, recalled, err := showTurn(ctx, seats.Agents[s.Observation.Member], s)
 		if err != nil {
@@ -73,14 +89,110 @@ func Recall(ctx context.Context, log sim.Scanner, session, playing string, upto 
 			res.Differed++
 		}
 		return nil
-	})
-	res.Turns = n
+	}
+	base := sim.Config{World: seats.World}
+	n, from, err := recallFromCheckpoint(ctx, log, session, upto, base, seats, omits, show)
+	if errors.Is(err, sim.ErrNoMemory) {
+		logger.Debug("the agents are shown every past turn", "session", session, "why", err)
+		n, from, err = 0, 0, nil
+		n, err = sim.Recall(ctx, log, session, upto, base, omits, show)
+	}
+	res.Turns, res.FromCheckpoint = n, from
 	if err != nil {
 		return res, fmt.Errorf("session %s: %w", session, err)
 	}
 	logger.Info("agents shown their past turns", "session", session, "members", len(omits), "turns", n, "differed", res.Differed,
-		"took", time.Since(start).Round(time.Millisecond))
+		"from_checkpoint", from, "took", time.Since(start).Round(time.Millisecond))
 	return res, nil
+}
+
+// checkpoints is how Recall finds the latest checkpoint of a session (an
+// events.Log's method).
+type checkpoints interface {
+	LatestCheckpoint(ctx context.Context, session string, atOrBefore uint64) (events.Checkpoint, error)
+}
+
+// recallFromCheckpoints is false only in tests, which compare a recall
+// from a checkpoint with one from the first event.
+var recallFromCheckpoints = true
+
+// recallFromCheckpoint recalls from the latest checkpoint of session up to
+// upto that keeps what the agents remembered (sim.RecallFrom): each seat
+// that remembers takes its member's memory, kept there by an agent of the
+// same kind, and is shown the turns since. It returns the turns shown and
+// the checkpoint's seq, or an error wrapping sim.ErrNoMemory, having
+// shown nothing, when there is no such checkpoint: Recall then shows
+// every turn from the first.
+func recallFromCheckpoint(ctx context.Context, log sim.Scanner, session string, upto uint64, base sim.Config, seats *Seats,
+	omits map[string]org.Omit, show func(sim.Shown) error) (int, uint64, error) {
+	cl, ok := log.(checkpoints)
+	if !ok || !recallFromCheckpoints {
+		return 0, 0, fmt.Errorf("%w: the log keeps no checkpoints", sim.ErrNoMemory)
+	}
+	cp, err := cl.LatestCheckpoint(ctx, session, upto)
+	if err != nil {
+		// None, or one that cannot be read: the first event is always there.
+		return 0, 0, fmt.Errorf("%w: %w", sim.ErrNoMemory, err)
+	}
+	n, err := sim.RecallFrom(ctx, log, session, cp, upto, base, omits, func(memory json.RawMessage) error {
+		return seats.takeMemory(memory, omits)
+	}, show)
+	return n, cp.Seq, err
+}
+
+// keptAgent is what one seat's agent remembered, in a checkpoint: the
+// kind of agent (Seats.Assigned) and its memory (agents.Keeper).
+type keptAgent struct {
+	Agent  string          `json:"agent"`
+	Memory json.RawMessage `json:"memory"`
+}
+
+// Memory is what the seats' agents that remember have in memory now, by
+// member (for driver.Config.Memory): nil when none remembers, or when one
+// cannot say what it remembers (it is no agents.Keeper), since a recall
+// from a checkpoint needs every one's.
+func (s *Seats) Memory() (json.RawMessage, error) {
+	kept := map[string]keptAgent{}
+	for member, a := range s.Agents {
+		if _, remembers := agents.Memory(a); !remembers {
+			continue
+		}
+		k, ok := a.(agents.Keeper)
+		if !ok {
+			return nil, nil
+		}
+		b, err := k.KeepMemory()
+		if err != nil {
+			return nil, fmt.Errorf("%s's agent: %w", member, err)
+		}
+		kept[member] = keptAgent{Agent: s.Assigned[member], Memory: b}
+	}
+	if len(kept) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(kept)
+}
+
+// takeMemory gives each seat that remembers (omits) its member's memory
+// from a checkpoint's (Memory). It refuses with sim.ErrNoMemory, giving
+// none, unless every one has its member's, kept by an agent of its kind.
+func (s *Seats) takeMemory(memory json.RawMessage, omits map[string]org.Omit) error {
+	var kept map[string]keptAgent
+	if err := json.Unmarshal(memory, &kept); err != nil {
+		return fmt.Errorf("%w: %w", sim.ErrNoMemory, err)
+	}
+	for member := range omits {
+		k, ok := kept[member]
+		if _, keeps := s.Agents[member].(agents.Keeper); !ok || !keeps || k.Agent != s.Assigned[member] {
+			return fmt.Errorf("%w: no memory of %s's %s agent", sim.ErrNoMemory, member, s.Assigned[member])
+		}
+	}
+	for _, member := range slices.Sorted(maps.Keys(omits)) {
+		if err := s.Agents[member].(agents.Keeper).TakeMemory(kept[member].Memory); err != nil {
+			return fmt.Errorf("%s's agent: %w", member, err)
+		}
+	}
+	return nil
 }
 
 // RecallOrWarn is Recall for a session about to go on: a recall that
@@ -95,7 +207,7 @@ func RecallOrWarn(ctx context.Context, log sim.Scanner, session, playing string,
 	case err != nil && ctx.Err() == nil:
 		orNull(logger).Warn("the agents that remember go on without their past: it could not be shown to them", "session", playing, "error", err)
 		return nil
-	case err != nil || r.Turns == 0:
+	case err != nil || r.Turns == 0 && r.FromCheckpoint == 0:
 		return nil // stopped: the session's driver says so
 	}
 	return &r

@@ -17,18 +17,31 @@ import (
 // Recall shows the agents that remember every turn their members took, and
 // only them: the planners of a planner session decide each as recorded;
 // diligent agents put in their seats decide otherwise, and are counted;
-// greedy ones remember nothing and nothing is read.
+// greedy ones remember nothing and nothing is read. Planners take what
+// the session's planners remembered at its last checkpoint and are shown
+// the turns since; diligent agents cannot take a planner's memory and are
+// shown every turn.
 func TestRecallShowsThePastToAgentsThatRemember(t *testing.T) {
 	ctx := context.Background()
 	log, meta := stored(t, "procurement", 3, "planner")
-	turns := 0
+	cp, err := log.LatestCheckpoint(ctx, meta.ID, meta.LastSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns, since := 0, 0
 	for ev, err := range log.Read(ctx, meta.ID, 1) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, seat := meta.Agents[ev.Actor]; seat && ev.Type == payload.EvTurn {
 			turns++ // a simulated colleague's turns are not an agent's
+			if ev.Seq > cp.Seq {
+				since++
+			}
 		}
+	}
+	if since == 0 || since == turns {
+		t.Fatalf("the last checkpoint, at seq %d, is followed by %d of the %d turns: nothing to tell apart", cp.Seq, since, turns)
 	}
 	origin := meta.ID
 	w, _, err := app.LoadWorld("procurement")
@@ -38,10 +51,11 @@ func TestRecallShowsThePastToAgentsThatRemember(t *testing.T) {
 	for _, tc := range []struct {
 		agent           string
 		turns, differed func(n int) bool
+		from            uint64
 	}{
-		{"planner", func(n int) bool { return n == turns }, func(n int) bool { return n == 0 }},
-		{"diligent", func(n int) bool { return n == turns }, func(n int) bool { return n > 0 }},
-		{"greedy", func(n int) bool { return n == 0 }, func(n int) bool { return n == 0 }},
+		{"planner", func(n int) bool { return n == since }, func(n int) bool { return n == 0 }, cp.Seq},
+		{"diligent", func(n int) bool { return n == turns }, func(n int) bool { return n > 0 }, 0},
+		{"greedy", func(n int) bool { return n == 0 }, func(n int) bool { return n == 0 }, 0},
 	} {
 		m := meta
 		m.Agents = map[string]string{}
@@ -56,8 +70,9 @@ func TestRecallShowsThePastToAgentsThatRemember(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !tc.turns(got.Turns) || !tc.differed(got.Differed) {
-			t.Errorf("%s: recalled %d turns (the session has %d), %d decided otherwise", tc.agent, got.Turns, turns, got.Differed)
+		if !tc.turns(got.Turns) || !tc.differed(got.Differed) || got.FromCheckpoint != tc.from {
+			t.Errorf("%s: recalled %d turns from the checkpoint at %d (the session has %d, %d after its last checkpoint at %d), %d decided otherwise",
+				tc.agent, got.Turns, got.FromCheckpoint, turns, since, cp.Seq, got.Differed)
 		}
 	}
 }

@@ -19,6 +19,7 @@ package driver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -88,6 +89,15 @@ type Config struct {
 	// is spent the session ends "event_limit". 0 keeps the engine's (by
 	// default sim.DefaultMaxEvents).
 	MaxEvents int
+	// Memory, if set, returns what the session's agents remember now (a
+	// JSON value, or nil when it cannot be said), and each checkpoint
+	// keeps it (sim.Engine.CheckpointWith): a fork or resume from far
+	// into the session shows its agents only the turns since (sim/app's
+	// Recall). It is called on the driver's goroutine between turns, when
+	// no agent decides, and no more after a turn that timed out or failed:
+	// an agent may have changed what it remembers for a turn the log does
+	// not record.
+	Memory func() (json.RawMessage, error)
 }
 
 // Seats are how the driver asks members to decide: a turn (its member and
@@ -332,6 +342,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 	defer hist.Unsubscribe()
 	var buf []byte
 	cps := checkpointer{every: d.cfg.CheckpointEvery, last: last}
+	forgot := false // a turn timed out or failed: Memory is not asked again
 	// Batches in flight: appended (and replicated) by their own goroutines
 	// while the engine makes the next one, one at a time, or two when the
 	// log takes a session's next batch before the last is durable (see
@@ -468,7 +479,15 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			if end := f.batch[len(f.batch)-1].Seq; cps.due(end) {
 				// The engine stands at the batch's end: its checkpoint is
 				// taken now and stored once the batch is durable.
-				hash, data := e.Checkpoint()
+				var mem json.RawMessage
+				if d.cfg.Memory != nil && !forgot {
+					var err error
+					if mem, err = d.cfg.Memory(); err != nil {
+						log.Warn("the checkpoint keeps no memory of the agents", "seq", end, "error", err)
+						mem = nil
+					}
+				}
+				hash, data := e.CheckpointWith(mem)
 				f.cp = &events.Checkpoint{Seq: end, StateHash: hash, Data: data}
 				cps.taken(end, len(data))
 			}
@@ -507,7 +526,11 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			break
 		}
 		if len(rd.Turns) > 0 {
-			e.Step(d.ask(ctx, log, meta.ID, rd.Turns, d.observer(e)))
+			answers := d.ask(ctx, log, meta.ID, rd.Turns, d.observer(e))
+			for i := 0; i < len(answers) && !forgot; i++ {
+				forgot = answers[i].TimedOut || answers[i].Failed != "" || answers[i].Malformed != ""
+			}
+			e.Step(answers)
 		} else {
 			e.Tick()
 		}

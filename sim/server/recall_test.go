@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,10 +38,45 @@ func played(t *testing.T, ctx context.Context, svc *Service, req wire.CreateRequ
 // ones they have seen) are shown their members' past turns first, so the
 // fork of a finished session with the same seed and agents ends as its
 // parent did. The fork points are states turns saw: the ends of steps.
-// Without the recall, two of these six forks end otherwise.
+// Without the recall, two of these six forks end otherwise. With a
+// checkpoint every 50 events, the planners take what the parent's planners
+// remembered at the last one before the fork (the log says so) and are
+// shown the turns since.
 func TestForkedPlannersRememberThePast(t *testing.T) {
-	log := memlog.New()
-	svc, err := New(Config{Log: log, Bus: mustBus(t), Logger: hclog.NewNullLogger()})
+	for _, every := range []int{0, 50} {
+		var said syncBuilder
+		logger := hclog.New(&hclog.LoggerOptions{Output: &said, Level: hclog.Info})
+		forkPlanners(t, Config{Log: memlog.New(), Bus: mustBus(t), Logger: logger, CheckpointEvery: every})
+		if from := strings.Count(said.String(), "from_checkpoint=") - strings.Count(said.String(), "from_checkpoint=0"); (from > 0) != (every > 0) {
+			t.Errorf("checkpoints every %d events: %d of the forks recalled from a checkpoint", every, from)
+		}
+	}
+}
+
+// syncBuilder is a strings.Builder safe for concurrent writes.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// forkPlanners plays a planner session on a service of cfg and forks it
+// at six points: each fork must end as its parent did.
+func forkPlanners(t *testing.T, cfg Config) {
+	t.Helper()
+	log := cfg.Log
+	svc, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

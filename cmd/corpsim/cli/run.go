@@ -211,8 +211,13 @@ func printScorecard(w io.Writer, r *app.RunResult) {
 	fmt.Fprintf(tw, "turns\t%d\n", s.Turns)
 	if rc := r.Recalled; rc != nil {
 		// Before a resume or a fork went on, its agents that remember were shown their past.
-		fmt.Fprintf(tw, "recalled\t%s before the cut shown again to the agents that remember, %d decided otherwise than recorded\n",
-			analyze.Plural(rc.Turns, "past turn"), rc.Differed)
+		// From a checkpoint that kept what they remembered, only the turns since.
+		since := "before the cut"
+		if rc.FromCheckpoint > 0 {
+			since = fmt.Sprintf("since the checkpoint at seq %d, which kept what they remembered,", rc.FromCheckpoint)
+		}
+		fmt.Fprintf(tw, "recalled\t%s %s shown again to the agents that remember, %d decided otherwise than recorded\n",
+			analyze.Plural(rc.Turns, "past turn"), since, rc.Differed)
 	}
 	fmt.Fprintf(tw, "events\t%d\n", r.Events)
 	fmt.Fprintf(tw, "state hash\t%s\n", r.StateHash)

@@ -1,0 +1,101 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/corpsim/corpsim/events"
+)
+
+// A recall from a checkpoint leaves the agents remembering what a recall
+// from the first event does: at each checkpoint of sessions of the
+// planner (purchases seen, tickets parked) and diligent (what attendees
+// said), and between them. At a checkpoint's own seq nothing is shown,
+// so what the agents took is what the live agents had when it was taken.
+func TestRecallFromACheckpointRemembersAsFromTheFirstEvent(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		world, agents string
+		seed          uint64
+		every         int // events between checkpoints
+	}{
+		{"procurement", "planner", 3, 100},
+		{"meetings", "diligent", 2, 20},
+	} {
+		t.Run(tc.agents+"/"+tc.world, func(t *testing.T) {
+			data := t.TempDir()
+			res, err := Run(ctx, RunOptions{World: tc.world, Seed: tc.seed, Agents: tc.agents, Data: data, CheckpointEvery: tc.every, Logger: hclog.NewNullLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			log, meta, err := OpenSession(ctx, data, res.Session, hclog.NewNullLogger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer log.Close()
+			cps, err := log.Checkpoints(ctx, meta.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cps) < 4 {
+				t.Fatalf("%d checkpoints", len(cps))
+			}
+			var cuts []uint64
+			for i := 1; i <= 4; i++ {
+				at := cps[i*(len(cps)-1)/4].Seq
+				cuts = append(cuts, at, min(at+37, meta.LastSeq))
+			}
+			remembered := 0
+			for _, at := range cuts {
+				from, withCp := recallInto(t, log, meta, at, true)
+				fromFirst, whole := recallInto(t, log, meta, at, false)
+				if from.FromCheckpoint == 0 || from.FromCheckpoint > at || fromFirst.FromCheckpoint != 0 {
+					t.Fatalf("at seq %d: recalled from the checkpoints at %d and %d, want one at or before %d, then none",
+						at, from.FromCheckpoint, fromFirst.FromCheckpoint, at)
+				}
+				if from.Turns >= fromFirst.Turns && fromFirst.Turns > 0 || from.Differed != 0 || fromFirst.Differed != 0 {
+					t.Errorf("at seq %d: %+v from the checkpoint, %+v from the first event", at, from, fromFirst)
+				}
+				if !bytes.Equal(withCp, whole) {
+					t.Fatalf("at seq %d, the agents recalled from the checkpoint at %d remember\n%s\nand from the first event\n%s", at, from.FromCheckpoint, withCp, whole)
+				}
+				if strings.Count(string(whole), `"memory":{}`) < len(meta.Agents) {
+					remembered++
+				}
+			}
+			if remembered == 0 {
+				t.Fatalf("the agents remembered nothing at any cut: nothing was compared")
+			}
+		})
+	}
+}
+
+// recallInto builds the seats of meta's agents, shows them their turns up
+// to at (from the latest checkpoint, or from the first event), and returns
+// what was recalled and what they then remember.
+func recallInto(t *testing.T, log events.Log, meta events.SessionMeta, at uint64, fromCheckpoints bool) (Recalled, []byte) {
+	t.Helper()
+	defer func(was bool) { recallFromCheckpoints = was }(recallFromCheckpoints)
+	recallFromCheckpoints = fromCheckpoints
+	w, _, err := LoadWorld(meta.World)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seats, err := BuildSeats(meta, w, SeatOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Recall(context.Background(), log, meta.ID, meta.ID, at, seats, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := seats.Memory()
+	if err != nil || mem == nil {
+		t.Fatalf("Memory: %s, %v", mem, err)
+	}
+	return r, mem
+}
