@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -79,6 +80,12 @@ func recall(ctx context.Context, log Scanner, session string, cp *events.Checkpo
 	}
 	from := uint64(1)
 	if cp != nil {
+		// Its snapshot names the field whenever it kept a memory (the
+		// name may also be found elsewhere in it): a checkpoint without
+		// one is not restored for nothing.
+		if !bytes.Contains(cp.Data, []byte(`"memory":`)) {
+			return 0, fmt.Errorf("%w: the checkpoint at seq %d keeps no memory of the agents", ErrNoMemory, cp.Seq)
+		}
 		from = cp.Seq + 1
 	}
 	var turns []asked

@@ -99,3 +99,35 @@ func recallInto(t *testing.T, log events.Log, meta events.SessionMeta, at uint64
 	}
 	return r, mem
 }
+
+// Checkpoints of a session whose agents cannot all say what they remember
+// (the cheater) keep no memory, and planners put in its seats are shown
+// every turn from the first.
+func TestRecallFromCheckpointsThatKeptNoMemory(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	res, err := Run(ctx, RunOptions{World: "procurement", Seed: 3, Agents: "cheater", Data: data, CheckpointEvery: 100, Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, meta, err := OpenSession(ctx, data, res.Session, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	cp, err := log.LatestCheckpoint(ctx, meta.ID, meta.LastSeq)
+	if err != nil || cp.Seq < 100 {
+		t.Fatalf("latest checkpoint at %d: %v", cp.Seq, err)
+	}
+	if bytes.Contains(cp.Data, []byte(`"memory":`)) {
+		t.Fatalf("a checkpoint of cheaters keeps a memory")
+	}
+	for member := range meta.Agents {
+		meta.Agents[member] = "planner"
+	}
+	r, _ := recallInto(t, log, meta, meta.LastSeq, true)
+	whole, _ := recallInto(t, log, meta, meta.LastSeq, false)
+	if r.FromCheckpoint != 0 || r.Turns != whole.Turns || r.Turns == 0 {
+		t.Fatalf("recalled %+v, want every turn from the first as %+v", r, whole)
+	}
+}

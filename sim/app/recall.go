@@ -129,6 +129,11 @@ func recallFromCheckpoint(ctx context.Context, log sim.Scanner, session string, 
 	if !ok || !recallFromCheckpoints {
 		return 0, 0, fmt.Errorf("%w: the log keeps no checkpoints", sim.ErrNoMemory)
 	}
+	for member := range omits {
+		if _, keeps := seats.Agents[member].(agents.Keeper); !keeps {
+			return 0, 0, fmt.Errorf("%w: %s's %s agent cannot take what it remembered", sim.ErrNoMemory, member, seats.Assigned[member])
+		}
+	}
 	cp, err := cl.LatestCheckpoint(ctx, session, upto)
 	if err != nil {
 		// None, or one that cannot be read: the first event is always there.
