@@ -91,7 +91,7 @@ Every create request's world and load are checked against the world budgets
 	f.BoolVar(&openEnv, "openenv", true, "serve the OpenEnv protocol under /openenv on the --http listener (WebSocket /openenv/ws; --openenv=false turns it off)")
 	f.DurationVar(&o.OpenEnvIdleTimeout, "openenv-idle-timeout", 10*time.Minute, "close an OpenEnv WebSocket connection that sends nothing for this long (its session is stopped)")
 	worldLimitFlags(c, &o.WorldLimits)
-	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: adaptive, at least 1000 events apart and further as the state grows; negative: never)")
+	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: adaptive, at least 1000 events apart, further as the state grows, nearer while agents that remember take turns; negative: never)")
 	f.IntVar(&o.MaxEvents, "max-events", sim.DefaultMaxEvents, "events one session may append; once they are spent it ends with reason event_limit")
 	f.StringVar(&o.Worker, "worker", "", "run as the worker NAME of a cluster (needs --nats): take sessions through the queue group "+server.WorkerQueue+", replicate their logs to JetStream, adopt the sessions of dead workers")
 	f.IntVar(&o.Replicas, "replicas", 0, "worker mode: replicas of the log stream and buckets (0: 3 if the cluster has them, else 1)")
