@@ -27,16 +27,7 @@ func TestRecallFromACheckpointRemembersAsFromTheFirstEvent(t *testing.T) {
 		{"meetings", "diligent", 2, 20},
 	} {
 		t.Run(tc.agents+"/"+tc.world, func(t *testing.T) {
-			data := t.TempDir()
-			res, err := Run(ctx, RunOptions{World: tc.world, Seed: tc.seed, Agents: tc.agents, Data: data, CheckpointEvery: tc.every, Logger: hclog.NewNullLogger()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			log, meta, err := OpenSession(ctx, data, res.Session, hclog.NewNullLogger())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer log.Close()
+			log, meta := checkpointed(t, tc.world, tc.seed, tc.agents, tc.every)
 			cps, err := log.Checkpoints(ctx, meta.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -105,16 +96,7 @@ func recallInto(t *testing.T, log events.Log, meta events.SessionMeta, at uint64
 // every turn from the first.
 func TestRecallFromCheckpointsThatKeptNoMemory(t *testing.T) {
 	ctx := context.Background()
-	data := t.TempDir()
-	res, err := Run(ctx, RunOptions{World: "procurement", Seed: 3, Agents: "cheater", Data: data, CheckpointEvery: 100, Logger: hclog.NewNullLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log, meta, err := OpenSession(ctx, data, res.Session, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
+	log, meta := checkpointed(t, "procurement", 3, "cheater", 100)
 	cp, err := log.LatestCheckpoint(ctx, meta.ID, meta.LastSeq)
 	if err != nil || cp.Seq < 100 {
 		t.Fatalf("latest checkpoint at %d: %v", cp.Seq, err)
@@ -130,4 +112,23 @@ func TestRecallFromCheckpointsThatKeptNoMemory(t *testing.T) {
 	if r.FromCheckpoint != 0 || r.Turns != whole.Turns || r.Turns == 0 {
 		t.Fatalf("recalled %+v, want every turn from the first as %+v", r, whole)
 	}
+}
+
+// checkpointed runs world with agents into a data folder of the test's,
+// with a checkpoint every so many events, and returns the log, open
+// (closed when the test ends), and the session.
+func checkpointed(t *testing.T, world string, seed uint64, agents string, every int) (events.Log, events.SessionMeta) {
+	t.Helper()
+	ctx := context.Background()
+	data := t.TempDir()
+	res, err := Run(ctx, RunOptions{World: world, Seed: seed, Agents: agents, Data: data, CheckpointEvery: every, Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, meta, err := OpenSession(ctx, data, res.Session, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	return log, meta
 }
