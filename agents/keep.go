@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/org"
 )
 
 // A Keeper is an agent that remembers (Remembers) and can write down what
@@ -125,4 +126,92 @@ func (g *Greedy) TakeMemory(memory []byte) error {
 	}
 	g.content.meet.take(k.Meetings)
 	return nil
+}
+
+// cheaterKept is what the cheater remembers, written down: the shortcuts
+// it tried, the case steps it held and those that waited on them, the
+// templates it opened cases of, and its content shortcuts' memory.
+type cheaterKept struct {
+	Tried   []string            `json:"tried,omitempty"` // sorted
+	Cases   *cheaterCasesKept   `json:"cases,omitempty"`
+	Content *cheaterContentKept `json:"content,omitempty"`
+}
+
+type cheaterCasesKept struct {
+	Held   []string                `json:"held,omitempty"` // sorted
+	After  map[string]org.TaskView `json:"after,omitempty"`
+	Opened map[string]int          `json:"opened,omitempty"`
+}
+
+type cheaterContentKept struct {
+	Meetings *meetingsKept             `json:"meetings,omitempty"`
+	Seen     map[string]org.RecordView `json:"seen,omitempty"`
+	Order    []string                  `json:"order,omitempty"`
+	Wrote    []org.Action              `json:"wrote,omitempty"`
+	Looked   []string                  `json:"looked,omitempty"` // sorted
+	Passed   []string                  `json:"passed,omitempty"` // sorted
+	Target   map[string]string         `json:"target,omitempty"`
+	Values   map[string][]string       `json:"values,omitempty"`
+}
+
+// KeepMemory implements Keeper.
+func (c *Cheater) KeepMemory() ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := cheaterKept{Tried: slices.Sorted(maps.Keys(c.tried))}
+	if c.held != nil {
+		k.Cases = &cheaterCasesKept{Held: slices.Sorted(maps.Keys(c.held)), After: c.after, Opened: c.opened}
+	}
+	if cc := c.cc; cc != nil {
+		k.Content = &cheaterContentKept{Meetings: cc.policy.meet.keep(), Seen: cc.seen, Order: cc.order, Wrote: cc.wrote,
+			Looked: slices.Sorted(maps.Keys(cc.looked)), Passed: slices.Sorted(maps.Keys(cc.passed)), Target: cc.target, Values: cc.values}
+	}
+	return json.Marshal(&k)
+}
+
+// TakeMemory implements Keeper.
+func (c *Cheater) TakeMemory(memory []byte) error {
+	var k cheaterKept
+	if err := json.Unmarshal(memory, &k); err != nil {
+		return fmt.Errorf("agents: cheater memory: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tried = setOf(k.Tried)
+	c.held, c.after, c.opened = nil, nil, nil
+	if k.Cases != nil {
+		c.held, c.after, c.opened = setOf(k.Cases.Held), k.Cases.After, k.Cases.Opened
+		if c.after == nil {
+			c.after = map[string]org.TaskView{}
+		}
+		if c.opened == nil {
+			c.opened = map[string]int{}
+		}
+	}
+	c.cc = nil
+	if kc := k.Content; kc != nil {
+		cc := &cheatContent{policy: content{mode: byPolicy}, seen: kc.Seen, order: kc.Order, wrote: kc.Wrote,
+			looked: setOf(kc.Looked), passed: setOf(kc.Passed), target: kc.Target, values: kc.Values}
+		cc.policy.meet.take(kc.Meetings)
+		if cc.seen == nil {
+			cc.seen = map[string]org.RecordView{}
+		}
+		if cc.target == nil {
+			cc.target = map[string]string{}
+		}
+		if cc.values == nil {
+			cc.values = map[string][]string{}
+		}
+		c.cc = cc
+	}
+	return nil
+}
+
+// setOf is the set of keys, as the agents keep them: a map to true.
+func setOf(keys []string) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
 }

@@ -17,7 +17,7 @@ func TestMemoryOfTheBuiltInAgents(t *testing.T) {
 	}{
 		"idle": {}, "random": {}, "greedy": {}, "oracle": {},
 		"planner":  {remembers: true, keeps: true},
-		"cheater":  {remembers: true},
+		"cheater":  {remembers: true, keeps: true},
 		"diligent": {remembers: true, keeps: true, omit: greedyOmits},
 	}
 	for _, name := range agents.Names() {

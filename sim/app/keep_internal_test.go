@@ -8,7 +8,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
 )
 
 // A recall from a checkpoint leaves the agents remembering what a recall
@@ -25,6 +27,7 @@ func TestRecallFromACheckpointRemembersAsFromTheFirstEvent(t *testing.T) {
 	}{
 		{"procurement", "planner", 3, 100},
 		{"meetings", "diligent", 2, 20},
+		{"claims", "cheater", 2, 100},
 	} {
 		t.Run(tc.agents+"/"+tc.world, func(t *testing.T) {
 			log, meta := checkpointed(t, tc.world, tc.seed, tc.agents, tc.every)
@@ -91,18 +94,29 @@ func recallInto(t *testing.T, log events.Log, meta events.SessionMeta, at uint64
 	return r, mem
 }
 
+// forgetful remembers, decides as greedy, and cannot say what it
+// remembers.
+type forgetful struct{ greedy agents.Greedy }
+
+func (*forgetful) Remembers() bool { return true }
+
+func (f *forgetful) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
+	return f.greedy.Decide(ctx, o)
+}
+
 // Checkpoints of a session whose agents cannot all say what they remember
-// (the cheater) keep no memory, and planners put in its seats are shown
-// every turn from the first.
+// (one planner played by an agent that is no agents.Keeper) keep no
+// memory, and planners put in its seats are shown every turn from the
+// first.
 func TestRecallFromCheckpointsThatKeptNoMemory(t *testing.T) {
 	ctx := context.Background()
-	log, meta := checkpointed(t, "procurement", 3, "cheater", 100)
+	log, meta := checkpointedWith(t, "procurement", 3, "planner", 100, map[string]agents.Agent{"amy": &forgetful{}})
 	cp, err := log.LatestCheckpoint(ctx, meta.ID, meta.LastSeq)
 	if err != nil || cp.Seq < 100 {
 		t.Fatalf("latest checkpoint at %d: %v", cp.Seq, err)
 	}
 	if bytes.Contains(cp.Data, []byte(`"memory":`)) {
-		t.Fatalf("a checkpoint of cheaters keeps a memory")
+		t.Fatalf("a checkpoint keeps a memory, one of its agents no Keeper")
 	}
 	for member := range meta.Agents {
 		meta.Agents[member] = "planner"
@@ -119,9 +133,16 @@ func TestRecallFromCheckpointsThatKeptNoMemory(t *testing.T) {
 // (closed when the test ends), and the session.
 func checkpointed(t *testing.T, world string, seed uint64, agents string, every int) (events.Log, events.SessionMeta) {
 	t.Helper()
+	return checkpointedWith(t, world, seed, agents, every, nil)
+}
+
+// checkpointedWith is checkpointed with the members of custom played by
+// their agents.
+func checkpointedWith(t *testing.T, world string, seed uint64, spec string, every int, custom map[string]agents.Agent) (events.Log, events.SessionMeta) {
+	t.Helper()
 	ctx := context.Background()
 	data := t.TempDir()
-	res, err := Run(ctx, RunOptions{World: world, Seed: seed, Agents: agents, Data: data, CheckpointEvery: every, Logger: hclog.NewNullLogger()})
+	res, err := Run(ctx, RunOptions{World: world, Seed: seed, Agents: spec, Seats: custom, Data: data, CheckpointEvery: every, Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
