@@ -84,7 +84,7 @@ func Recall(ctx context.Context, log sim.Scanner, session, playing string, upto 
 		}
 		if !sameActions(acts, s.Recorded) {
 			if res.Differed == 0 {
-				logger.Debug("the first past turn decided otherwise than the log recorded", "session", session, "member", s.Observation.Member, "seq", s.Seq)
+				logger.Debug("the first past turn decided otherwise than the log recorded", "read_from", session, "member", s.Observation.Member, "seq", s.Seq)
 			}
 			res.Differed++
 		}
@@ -93,7 +93,7 @@ func Recall(ctx context.Context, log sim.Scanner, session, playing string, upto 
 	base := sim.Config{World: seats.World}
 	n, from, err := recallFromCheckpoint(ctx, log, session, upto, base, seats, omits, show)
 	if errors.Is(err, sim.ErrNoMemory) {
-		logger.Debug("the agents are shown every past turn", "session", session, "why", err)
+		logger.Debug("the agents are shown every past turn", "read_from", session, "why", err)
 		n, from, err = 0, 0, nil
 		n, err = sim.Recall(ctx, log, session, upto, base, omits, show)
 	}
@@ -101,7 +101,7 @@ func Recall(ctx context.Context, log sim.Scanner, session, playing string, upto 
 	if err != nil {
 		return res, fmt.Errorf("session %s: %w", session, err)
 	}
-	logger.Info("agents shown their past turns", "session", session, "members", len(omits), "turns", n, "differed", res.Differed,
+	logger.Info("agents shown their past turns", "read_from", session, "members", len(omits), "turns", n, "differed", res.Differed,
 		"from_checkpoint", from, "took", time.Since(start).Round(time.Millisecond))
 	return res, nil
 }
