@@ -73,13 +73,20 @@ func TestRecallFromACheckpointRemembersAsFromTheFirstEvent(t *testing.T) {
 // what was recalled and what they then remember.
 func recallInto(t *testing.T, log events.Log, meta events.SessionMeta, at uint64, fromCheckpoints bool) (Recalled, []byte) {
 	t.Helper()
+	return recallIntoWith(t, log, meta, at, fromCheckpoints, nil)
+}
+
+// recallIntoWith is recallInto with the members of custom played by their
+// agents.
+func recallIntoWith(t *testing.T, log events.Log, meta events.SessionMeta, at uint64, fromCheckpoints bool, custom map[string]agents.Agent) (Recalled, []byte) {
+	t.Helper()
 	defer func(was bool) { recallFromCheckpoints = was }(recallFromCheckpoints)
 	recallFromCheckpoints = fromCheckpoints
 	w, _, err := LoadWorld(meta.World)
 	if err != nil {
 		t.Fatal(err)
 	}
-	seats, err := BuildSeats(meta, w, SeatOptions{})
+	seats, err := BuildSeats(meta, w, SeatOptions{Custom: custom})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,4 +159,24 @@ func checkpointedWith(t *testing.T, world string, seed uint64, spec string, ever
 	}
 	t.Cleanup(func() { log.Close() })
 	return log, meta
+}
+
+// plannerLike and plannerToo are custom agents, planners both, of two Go
+// types.
+type plannerLike struct{ *agents.Planner }
+type plannerToo struct{ *agents.Planner }
+
+// A custom agent takes the memory a custom agent of its own Go type kept,
+// and not one of another type's: every custom seat is of the kind
+// "custom".
+func TestRecallFromCheckpointsOfCustomAgents(t *testing.T) {
+	log, meta := checkpointedWith(t, "procurement", 3, "planner", 100, map[string]agents.Agent{"amy": &plannerLike{agents.NewPlanner("amy")}})
+	if meta.Agents["amy"] != "custom" {
+		t.Fatalf("amy is played by %q", meta.Agents["amy"])
+	}
+	same, _ := recallIntoWith(t, log, meta, meta.LastSeq, true, map[string]agents.Agent{"amy": &plannerLike{agents.NewPlanner("amy")}})
+	other, _ := recallIntoWith(t, log, meta, meta.LastSeq, true, map[string]agents.Agent{"amy": &plannerToo{agents.NewPlanner("amy")}})
+	if same.FromCheckpoint == 0 || other.FromCheckpoint != 0 || other.Turns <= same.Turns {
+		t.Fatalf("recalled %+v with the same type, %+v with another: want the checkpoint taken by the same type only", same, other)
+	}
 }

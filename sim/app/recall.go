@@ -146,9 +146,11 @@ func recallFromCheckpoint(ctx context.Context, log sim.Scanner, session string, 
 }
 
 // keptAgent is what one seat's agent remembered, in a checkpoint: the
-// kind of agent (Seats.Assigned) and its memory (agents.Keeper).
+// kind of agent (Seats.Assigned), its Go type (custom agents are all of
+// the kind "custom") and its memory (agents.Keeper).
 type keptAgent struct {
 	Agent  string          `json:"agent"`
+	Type   string          `json:"type"`
 	Memory json.RawMessage `json:"memory"`
 }
 
@@ -170,7 +172,7 @@ func (s *Seats) Memory() (json.RawMessage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s's agent: %w", member, err)
 		}
-		kept[member] = keptAgent{Agent: s.Assigned[member], Memory: b}
+		kept[member] = keptAgent{Agent: s.Assigned[member], Type: fmt.Sprintf("%T", a), Memory: b}
 	}
 	if len(kept) == 0 {
 		return nil, nil
@@ -180,7 +182,8 @@ func (s *Seats) Memory() (json.RawMessage, error) {
 
 // takeMemory gives each seat that remembers (omits) its member's memory
 // from a checkpoint's (Memory). It refuses with sim.ErrNoMemory, giving
-// none, unless every one has its member's, kept by an agent of its kind.
+// none, unless every one has its member's, kept by an agent of its kind
+// and Go type.
 func (s *Seats) takeMemory(memory json.RawMessage, omits map[string]org.Omit) error {
 	var kept map[string]keptAgent
 	if err := json.Unmarshal(memory, &kept); err != nil {
@@ -188,8 +191,9 @@ func (s *Seats) takeMemory(memory json.RawMessage, omits map[string]org.Omit) er
 	}
 	for member := range omits {
 		k, ok := kept[member]
-		if _, keeps := s.Agents[member].(agents.Keeper); !ok || !keeps || k.Agent != s.Assigned[member] {
-			return fmt.Errorf("%w: no memory of %s's %s agent", sim.ErrNoMemory, member, s.Assigned[member])
+		a := s.Agents[member]
+		if _, keeps := a.(agents.Keeper); !ok || !keeps || k.Agent != s.Assigned[member] || k.Type != fmt.Sprintf("%T", a) {
+			return fmt.Errorf("%w: no memory of %s's %s agent (%T)", sim.ErrNoMemory, member, s.Assigned[member], a)
 		}
 	}
 	for _, member := range slices.Sorted(maps.Keys(omits)) {
