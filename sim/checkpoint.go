@@ -67,7 +67,7 @@ func (e *Engine) CheckpointWith(memory json.RawMessage) (stateHash string, snaps
 }
 
 // Memory is what the agents remembered at the checkpoint the engine was
-// Restored from (CheckpointWith), or nil.
+// Restored from (CheckpointWith), or nil; nil once it Resumes.
 func (e *Engine) Memory() json.RawMessage { return e.memory }
 
 // pushedMap is e.pushed as a checkpoint lists it: by member ID.

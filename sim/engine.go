@@ -390,6 +390,7 @@ func (e *Engine) Apply(ev events.Event) error {
 // it asks whoever is due now. If the log already ended, Ready reports Done.
 func (e *Engine) Resume() {
 	e.mustKeepTimers("Resume")
+	e.memory = nil // what the agents remembered is a recall's, on an engine of its own
 	if e.st.Ended {
 		e.done = true
 		return
