@@ -46,17 +46,9 @@ func (m *meetingMemory) take(k *meetingsKept) {
 	if k == nil {
 		return
 	}
-	m.rules, m.asked = map[string]*payload.MeetingRule{}, map[string]bool{}
-	for id, r := range k.Rules { // order: fills a map
-		if r != nil {
-			c := *r
-			c.Days = slices.Clone(r.Days)
-			r = &c
-		}
-		m.rules[id] = r
-	}
-	for _, id := range k.Asked {
-		m.asked[id] = true
+	m.rules, m.asked = k.Rules, setOf(k.Asked) // k is the memory's own, decoded for this
+	if m.rules == nil {
+		m.rules = map[string]*payload.MeetingRule{}
 	}
 }
 

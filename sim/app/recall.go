@@ -180,10 +180,11 @@ func (s *Seats) Memory() (json.RawMessage, error) {
 	return json.Marshal(kept)
 }
 
-// takeMemory gives each seat that remembers (omits) its member's memory
-// from a checkpoint's (Memory). It refuses with sim.ErrNoMemory, giving
-// none, unless every one has its member's, kept by an agent of its kind
-// and Go type.
+// takeMemory gives each seat that remembers (omits), every one an
+// agents.Keeper (recallFromCheckpoint checks), its member's memory from a
+// checkpoint's (Memory). It refuses with sim.ErrNoMemory, giving none,
+// unless every one has its member's, kept by an agent of its kind and Go
+// type.
 func (s *Seats) takeMemory(memory json.RawMessage, omits map[string]org.Omit) error {
 	var kept map[string]keptAgent
 	if err := json.Unmarshal(memory, &kept); err != nil {
@@ -192,7 +193,7 @@ func (s *Seats) takeMemory(memory json.RawMessage, omits map[string]org.Omit) er
 	for member := range omits {
 		k, ok := kept[member]
 		a := s.Agents[member]
-		if _, keeps := a.(agents.Keeper); !ok || !keeps || k.Agent != s.Assigned[member] || k.Type != fmt.Sprintf("%T", a) {
+		if !ok || k.Agent != s.Assigned[member] || k.Type != fmt.Sprintf("%T", a) {
 			return fmt.Errorf("%w: no memory of %s's %s agent (%T)", sim.ErrNoMemory, member, s.Assigned[member], a)
 		}
 	}
