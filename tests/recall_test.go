@@ -71,6 +71,9 @@ func TestForkAndResumeWithAgentsThatRemember(t *testing.T) {
 				if !strings.Contains(out, "recalled") || !strings.Contains(out, "0 decided otherwise than recorded") {
 					t.Errorf("the fork's scorecard has no recalled line saying no past turn was decided otherwise:\n%s", out)
 				}
+				if !strings.Contains(out, "since the checkpoint at seq ") {
+					t.Errorf("the fork's scorecard does not say which checkpoint its agents took their memory from:\n%s", out)
+				}
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 )
 
@@ -178,5 +180,77 @@ func TestRecallFromCheckpointsOfCustomAgents(t *testing.T) {
 	other, _ := recallIntoWith(t, log, meta, meta.LastSeq, true, map[string]agents.Agent{"amy": &plannerToo{agents.NewPlanner("amy")}})
 	if same.FromCheckpoint == 0 || other.FromCheckpoint != 0 || other.Turns <= same.Turns {
 		t.Fatalf("recalled %+v with the same type, %+v with another: want the checkpoint taken by the same type only", same, other)
+	}
+}
+
+// failsOnce is a planner whose n-th decision fails.
+type failsOnce struct {
+	*agents.Planner
+	n, asked int
+}
+
+func (f *failsOnce) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
+	if f.asked++; f.asked == f.n {
+		return nil, errors.New("the endpoint is down")
+	}
+	return f.Planner.Decide(ctx, o)
+}
+
+// Checkpoints keep the agents' memory until a turn fails (its agent may
+// have changed what it remembers for a turn the log records as failed),
+// and none after it.
+func TestCheckpointsKeepNoMemoryAfterAFailedTurn(t *testing.T) {
+	ctx := context.Background()
+	log, meta := checkpointedWith(t, "procurement", 3, "planner", 50, map[string]agents.Agent{"amy": &failsOnce{Planner: agents.NewPlanner("amy"), n: 20}})
+	var failed uint64
+	for ev, err := range log.Read(ctx, meta.ID, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == payload.EvTurnFailed && failed == 0 {
+			failed = ev.Seq
+		}
+	}
+	cps, err := log.Checkpoints(ctx, meta.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after int
+	for _, c := range cps {
+		cp, err := log.LatestCheckpoint(ctx, meta.ID, c.Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := bytes.Contains(cp.Data, []byte(`"memory":`))
+		switch {
+		case cp.Seq < failed && kept:
+			before++
+		case cp.Seq > failed && !kept:
+			after++
+		default:
+			t.Errorf("the checkpoint at %d keeps a memory: %v (the turn at %d failed)", cp.Seq, kept, failed)
+		}
+	}
+	if failed == 0 || before == 0 || after == 0 {
+		t.Fatalf("turn failed at %d; %d checkpoints with memory before it, %d without after it", failed, before, after)
+	}
+}
+
+// The adaptive spacing takes checkpoints nearer while they keep the
+// agents' memory: a planner session has more of them than the same
+// session whose one agent cannot say what it remembers.
+func TestCheckpointsFollowTheTurnsOfAgentsThatRemember(t *testing.T) {
+	ctx := context.Background()
+	count := func(custom map[string]agents.Agent) int {
+		log, meta := checkpointedWith(t, "portfolio", 1, "planner", 0, custom)
+		cps, err := log.Checkpoints(ctx, meta.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(cps)
+	}
+	kept, none := count(nil), count(map[string]agents.Agent{"m00001": &forgetful{}})
+	if kept <= none {
+		t.Fatalf("%d checkpoints keeping memory, %d keeping none: want more of the first", kept, none)
 	}
 }
