@@ -10,31 +10,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/corpsim/corpsim/agents/natsserver"
+	"github.com/corpsim/corpsim/sim/simtest"
 )
 
 // lockedBuffer collects a process's output while it runs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type lockedBuffer = simtest.Buffer
 
 // TestPythonClientTrains runs the Python example training loop
 // (agents/httpgw/python/example_train.py, standard library only) against a

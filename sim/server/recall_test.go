@@ -17,6 +17,7 @@ import (
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim/simtest"
 )
 
 // played creates a session on svc and waits for it to end.
@@ -44,31 +45,13 @@ func played(t *testing.T, ctx context.Context, svc *Service, req wire.CreateRequ
 // shown the turns since.
 func TestForkedPlannersRememberThePast(t *testing.T) {
 	for _, every := range []int{0, 50} {
-		var said syncBuilder
+		var said simtest.Buffer
 		logger := hclog.New(&hclog.LoggerOptions{Output: &said, Level: hclog.Info})
 		forkPlanners(t, Config{Log: memlog.New(), Bus: mustBus(t), Logger: logger, CheckpointEvery: every})
 		if from := strings.Count(said.String(), "from_checkpoint=") - strings.Count(said.String(), "from_checkpoint=0"); (from > 0) != (every > 0) {
 			t.Errorf("checkpoints every %d events: %d of the forks recalled from a checkpoint", every, from)
 		}
 	}
-}
-
-// syncBuilder is a strings.Builder safe for concurrent writes.
-type syncBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuilder) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuilder) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // forkPlanners plays a planner session on a service of cfg and forks it

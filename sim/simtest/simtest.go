@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/corpsim/corpsim/agents"
@@ -21,6 +22,25 @@ import (
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/worlds"
 )
+
+// Buffer is a bytes.Buffer safe for concurrent use: what a process or a
+// logger writes while the test reads it.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // Source is the file of the shipped world name.
 func Source(tb testing.TB, name string) []byte {
