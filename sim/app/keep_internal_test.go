@@ -196,43 +196,65 @@ func (f *failsOnce) Decide(ctx context.Context, o org.Observation) ([]org.Action
 	return f.Planner.Decide(ctx, o)
 }
 
-// Checkpoints keep the agents' memory until a turn fails (its agent may
-// have changed what it remembers for a turn the log records as failed),
-// and none after it.
+// greedyFailsOnce is a greedy colleague, who remembers nothing, whose
+// n-th decision fails.
+type greedyFailsOnce struct {
+	agents.Greedy
+	n, asked int
+}
+
+func (f *greedyFailsOnce) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
+	if f.asked++; f.asked == f.n {
+		return nil, errors.New("the endpoint is down")
+	}
+	return f.Greedy.Decide(ctx, o)
+}
+
+// Checkpoints keep the agents' memory until a turn of an agent that
+// remembers fails (it may have changed what it remembers for a turn the
+// log records as failed), and none after it. A colleague's failed turn,
+// one who remembers nothing, changes no memory: the checkpoints after it
+// keep it still.
 func TestCheckpointsKeepNoMemoryAfterAFailedTurn(t *testing.T) {
 	ctx := context.Background()
-	log, meta := checkpointedWith(t, "procurement", 3, "planner", 50, map[string]agents.Agent{"amy": &failsOnce{Planner: agents.NewPlanner("amy"), n: 20}})
-	var failed uint64
-	for ev, err := range log.Read(ctx, meta.ID, 1) {
+	for _, remembers := range []bool{true, false} {
+		amy := agents.Agent(&failsOnce{Planner: agents.NewPlanner("amy"), n: 20})
+		if !remembers {
+			amy = &greedyFailsOnce{n: 20}
+		}
+		log, meta := checkpointedWith(t, "procurement", 3, "planner", 50, map[string]agents.Agent{"amy": amy})
+		var failed uint64
+		for ev, err := range log.Read(ctx, meta.ID, 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Type == payload.EvTurnFailed && failed == 0 {
+				failed = ev.Seq
+			}
+		}
+		cps, err := log.Checkpoints(ctx, meta.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.Type == payload.EvTurnFailed && failed == 0 {
-			failed = ev.Seq
+		var before, after int
+		for _, c := range cps {
+			cp, err := log.LatestCheckpoint(ctx, meta.ID, c.Seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept := bytes.Contains(cp.Data, []byte(`"memory":`))
+			switch {
+			case cp.Seq < failed && kept:
+				before++
+			case cp.Seq > failed && kept != remembers:
+				after++
+			default:
+				t.Errorf("amy remembers: %v; the checkpoint at %d keeps a memory: %v (amy's turn at %d failed)", remembers, cp.Seq, kept, failed)
+			}
 		}
-	}
-	cps, err := log.Checkpoints(ctx, meta.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var before, after int
-	for _, c := range cps {
-		cp, err := log.LatestCheckpoint(ctx, meta.ID, c.Seq)
-		if err != nil {
-			t.Fatal(err)
+		if failed == 0 || before == 0 || after == 0 {
+			t.Fatalf("amy remembers: %v; her turn failed at %d; %d checkpoints with memory before it, %d as they should be after it", remembers, failed, before, after)
 		}
-		kept := bytes.Contains(cp.Data, []byte(`"memory":`))
-		switch {
-		case cp.Seq < failed && kept:
-			before++
-		case cp.Seq > failed && !kept:
-			after++
-		default:
-			t.Errorf("the checkpoint at %d keeps a memory: %v (the turn at %d failed)", cp.Seq, kept, failed)
-		}
-	}
-	if failed == 0 || before == 0 || after == 0 {
-		t.Fatalf("turn failed at %d; %d checkpoints with memory before it, %d without after it", failed, before, after)
 	}
 }
 

@@ -180,6 +180,14 @@ func (s *Seats) Memory() (json.RawMessage, error) {
 	return json.Marshal(kept)
 }
 
+// Remembers reports whether member's seat is played here by an agent
+// that remembers what it is shown (for driver.Config.Remembers); a remote
+// seat's agent keeps its own memory.
+func (s *Seats) Remembers(member string) bool {
+	_, remembers := agents.Memory(s.Agents[member])
+	return remembers
+}
+
 // takeMemory gives each seat that remembers (omits), every one an
 // agents.Keeper (recallFromCheckpoint checks), its member's memory from a
 // checkpoint's (Memory). It refuses with sim.ErrNoMemory, giving none,

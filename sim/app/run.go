@@ -353,7 +353,7 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 
 	d := driver.New(driver.Config{Log: log, Conn: conn, Seats: asker, Logger: logger, TurnTimeout: o.TurnTimeout,
 		Progress: o.Progress, CheckpointEvery: o.CheckpointEvery, MaxBatch: o.MaxBatch, Interest: srv.Interest, MaxEvents: o.MaxEvents,
-		Memory: seats.Memory})
+		Memory: seats.Memory, Remembers: seats.Remembers})
 	from := e.State().LastSeq
 	start := time.Now()
 	switch mode {

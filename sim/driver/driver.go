@@ -98,6 +98,12 @@ type Config struct {
 	// an agent may have changed what it remembers for a turn the log does
 	// not record.
 	Memory func() (json.RawMessage, error)
+	// Remembers, if set, says which members' agents remember what they
+	// are shown: only a turn of theirs that timed out or failed stops
+	// Memory being asked (a remote seat's, or a colleague's that
+	// remembers nothing, changes no memory Memory reports). nil means
+	// every member's.
+	Remembers func(member string) bool
 }
 
 // Seats are how the driver asks members to decide: a turn (its member and
@@ -364,7 +370,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 	defer hist.Unsubscribe()
 	var buf []byte
 	cps := checkpointer{every: d.cfg.CheckpointEvery, last: last}
-	forgot := false // a turn timed out or failed: Memory is not asked again
+	forgot := false // a turn of a member that remembers timed out or failed: Memory is not asked again
 	// Batches in flight: appended (and replicated) by their own goroutines
 	// while the engine makes the next one, one at a time, or two when the
 	// log takes a session's next batch before the last is durable (see
@@ -551,7 +557,8 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			cps.asked(len(rd.Turns))
 			answers := d.ask(ctx, log, meta.ID, rd.Turns, d.observer(e))
 			for i := 0; i < len(answers) && !forgot; i++ {
-				forgot = answers[i].TimedOut || answers[i].Failed != "" || answers[i].Malformed != ""
+				a := &answers[i]
+				forgot = (a.TimedOut || a.Failed != "" || a.Malformed != "") && (d.cfg.Remembers == nil || d.cfg.Remembers(a.Member))
 			}
 			e.Step(answers)
 		} else {

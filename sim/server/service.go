@@ -682,7 +682,7 @@ func (s *Service) launch(l launch) error {
 			}
 			d := driver.New(driver.Config{Log: s.cfg.Log, Conn: s.conn, Seats: asker, Logger: s.logger, TurnTimeout: l.turnTimeout,
 				CheckpointEvery: s.cfg.CheckpointEvery, MaxEvents: s.cfg.MaxEvents, Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
-				Begun: begun, Interest: s.cfg.Bus.Interest, Observer: observer, Replica: s.cfg.Replica, Memory: seats.Memory})
+				Begun: begun, Interest: s.cfg.Bus.Interest, Observer: observer, Replica: s.cfg.Replica, Memory: seats.Memory, Remembers: seats.Remembers})
 			log.Info("session running", "from_seq", e.State().LastSeq, "remote_seats", len(remote))
 			m, err = s.guard(log, meta, func() (events.SessionMeta, error) {
 				if l.fresh {
