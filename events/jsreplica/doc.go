@@ -72,6 +72,21 @@
 // lost acknowledgement) are retried for Config.RetryFor, each retry
 // starting from the stream's last message.
 //
+// # Checkpoints
+//
+// An object store, CheckpointBucket ("CORPSIM_CHECKPOINTS"), holds the
+// latest checkpoint of each session, named by its ID, in the encoding the
+// local log stores (events.EncodeCheckpoint, with its CRC-32C) and its seq
+// in the object's metadata. The driver gives each checkpoint to
+// Replica.ReplicateCheckpoint once the log stores it, after the batch it
+// ends is replicated (sim/driver's CheckpointReplica), so a replicated
+// checkpoint never follows events the stream lacks; a failure there is
+// logged and the session goes on. A worker that restores a session calls
+// RestoreCheckpoints after Restore: driver.Load then rebuilds the state
+// from that checkpoint, and the agents that remember take what it kept of
+// their memory, instead of starting from event 1. Only the latest is
+// kept: a session is restored to go on from its end.
+//
 // # Session metadata
 //
 // A small KeyValue bucket, Bucket ("CORPSIM_SESSIONS"), holds each
@@ -95,5 +110,6 @@
 //	// on another worker, after the first one died:
 //	js, _ := jetstream.New(nc)
 //	last, err := jsreplica.Restore(ctx, js, session, localLog)
+//	_, err = jsreplica.RestoreCheckpoints(ctx, js, session, localLog)
 //	e, _, err := driver.Load(ctx, localLog, session, 0, 0)
 package jsreplica

@@ -162,6 +162,8 @@ type Replica struct {
 	stream jetstream.Stream
 	kv     jetstream.KeyValue
 	log    hclog.Logger
+	// checkpoints is CheckpointBucket (see ReplicateCheckpoint).
+	checkpoints jetstream.ObjectStore
 
 	mu       sync.Mutex
 	sessions map[string]tip // what the stream is known to hold, by session
@@ -190,7 +192,11 @@ func New(ctx context.Context, nc *nats.Conn, c Config) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Replica{cfg: c, js: js, stream: st, kv: kv, log: c.Logger, sessions: map[string]tip{}}, nil
+	obs, err := ensureCheckpoints(ctx, js, c)
+	if err != nil {
+		return nil, err
+	}
+	return &Replica{cfg: c, js: js, stream: st, kv: kv, log: c.Logger, checkpoints: obs, sessions: map[string]tip{}}, nil
 }
 
 // JetStream is the context the Replica publishes with.

@@ -36,9 +36,11 @@ const maxForkDepth = 64
 // follow each other without a gap from the fork point (0 for a session
 // that is not a fork) up to the subject's last message when Restore began;
 // anything else is an error wrapping events.ErrCorrupt, and dst then holds
-// the events before it. Restore does not take checkpoints: sim/driver.Load
-// replays from the first event, and the driver takes new ones as it goes.
-// The session must not be written while it is restored.
+// the events before it. Restore copies events only: RestoreCheckpoints
+// then copies the latest checkpoint replicated for the session (and its
+// fork chain), which sim/driver.Load rebuilds the state from; without
+// one, Load replays from the first event. The session must not be written
+// while it is restored.
 func Restore(ctx context.Context, js jetstream.JetStream, session string, dst events.Log) (uint64, error) {
 	return restore(ctx, js, session, dst, 0)
 }

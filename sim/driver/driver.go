@@ -157,6 +157,17 @@ type Replica interface {
 	Replicate(ctx context.Context, session string, batch []events.Event) error
 }
 
+// CheckpointReplica is a Replica that also keeps checkpoints: the driver
+// gives it each checkpoint once the log stores it, after the batch the
+// checkpoint ends is replicated, so that whoever restores the session from
+// the replica rebuilds its state, and its agents' memory, from there
+// instead of from the first event. A failure is logged and the run goes
+// on: the replica's events are whole without it.
+type CheckpointReplica interface {
+	Replica
+	ReplicateCheckpoint(ctx context.Context, session string, cp events.Checkpoint) error
+}
+
 // Observer watches a running session, for metrics. The driver calls it
 // from its own goroutines (Turn concurrently for the members asked at one
 // instant), so it must be safe for concurrent use, must not block, and
@@ -833,6 +844,12 @@ func (d *Driver) fly(ctx context.Context, session string, last uint64, f, before
 	if cpErr != nil {
 		f.done <- fmt.Errorf("driver: checkpoint: %w", cpErr)
 		return
+	}
+	if cr, ok := d.cfg.Replica.(CheckpointReplica); ok && f.cp != nil {
+		if err := cr.ReplicateCheckpoint(ctx, session, *f.cp); err != nil && ctx.Err() == nil {
+			d.logger.Warn("checkpoint not replicated; a restore of the session will replay from an earlier one",
+				"session", session, "seq", f.cp.Seq, "error", err)
+		}
 	}
 	f.done <- nil
 }

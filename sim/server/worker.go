@@ -646,6 +646,7 @@ func (w *Worker) adopt(ctx context.Context, id string) error {
 		log.Info("the session's log had ended; recorded it, not resumed", "status", meta.Status, "reason", end.Reason, "events", last)
 		return nil
 	}
+	cp := w.restoreCheckpoints(ctx, id)
 	meta.Status, meta.LastSeq = events.StatusInterrupted, last
 	if err := w.log.UpdateSession(ctx, meta); err != nil {
 		return err
@@ -653,7 +654,7 @@ func (w *Worker) adopt(ctx context.Context, id string) error {
 	if _, err := w.svc.resume(ctx, id, saved); err != nil {
 		return err
 	}
-	log.Info("adopted an orphaned session", "at_seq", last)
+	log.Info("adopted an orphaned session", "at_seq", last, "checkpoint", cp)
 	return nil
 }
 
@@ -784,8 +785,26 @@ func (w *Worker) runningMetas(ctx context.Context) ([]events.SessionMeta, error)
 // fetch restores a session another worker runs or ran (a fork's parent)
 // from the stream into the worker's log.
 func (w *Worker) fetch(ctx context.Context, session string) error {
-	_, err := jsreplica.Restore(ctx, w.js, session, w.log)
-	return err
+	if _, err := jsreplica.Restore(ctx, w.js, session, w.log); err != nil {
+		return err
+	}
+	w.restoreCheckpoints(ctx, session)
+	return nil
+}
+
+// restoreCheckpoints copies the checkpoints replicated for a session just
+// restored, and for its fork chain, into the worker's log, so that it is
+// rebuilt from the latest one (and its agents' memory with it) instead of
+// from event 1. Without them it still is, from the events: a failure is
+// only a warning. It returns the seq of the session's own checkpoint
+// restored (0: none).
+func (w *Worker) restoreCheckpoints(ctx context.Context, session string) uint64 {
+	seq, err := jsreplica.RestoreCheckpoints(ctx, w.js, session, w.log)
+	if err != nil {
+		w.logger.Warn("replicated checkpoint not restored; the session is rebuilt from an earlier one or from event 1",
+			"session", session, "error", err)
+	}
+	return seq
 }
 
 func (w *Worker) list(ctx context.Context) ([]events.SessionMeta, error) {
@@ -860,6 +879,26 @@ func (f fencedReplica) Replicate(ctx context.Context, session string, batch []ev
 		w.mu.Unlock()
 	}
 	return err
+}
+
+// ReplicateCheckpoint replicates a checkpoint of one of the worker's
+// sessions while its lease holds. Its failure does not hand the session
+// off: the stream's events are whole without it.
+func (f fencedReplica) ReplicateCheckpoint(ctx context.Context, session string, cp events.Checkpoint) error {
+	w := f.w
+	w.mu.Lock()
+	l := w.held[session]
+	var end time.Time
+	if l != nil && !l.lost {
+		end = w.leaseEnd(l)
+	}
+	w.mu.Unlock()
+	if end.IsZero() || time.Now().After(end) {
+		return ErrLeaseLost
+	}
+	ctx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	return w.replica.ReplicateCheckpoint(ctx, session, cp)
 }
 
 // ClusterSession is a session as the cluster knows it: its recorded

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +26,7 @@ import (
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/sim/simtest"
 )
 
 type tbWriter struct{ tb testing.TB }
@@ -57,6 +60,13 @@ func mustWorker(tb testing.TB, node *natsserver.Node, name string, maxSessions i
 // mustWorkerLLM is mustWorker with llm playing the seats given to "llm".
 func mustWorkerLLM(tb testing.TB, node *natsserver.Node, name string, maxSessions int, wc WorkerConfig, llm agents.Agent) (*Worker, events.Log) {
 	tb.Helper()
+	return mustWorkerWith(tb, node, name, wc, Config{Logger: testLogger(tb), MaxSessions: maxSessions, TurnTimeout: 20 * time.Second, LLM: llm})
+}
+
+// mustWorkerWith starts worker name with the service configuration cfg,
+// on its own in-memory log and the node's bus.
+func mustWorkerWith(tb testing.TB, node *natsserver.Node, name string, wc WorkerConfig, cfg Config) (*Worker, events.Log) {
+	tb.Helper()
 	bus := natsserver.External{URL: node.ClientURL()}
 	nc, err := bus.Connect("worker-" + name)
 	if err != nil {
@@ -64,8 +74,8 @@ func mustWorkerLLM(tb testing.TB, node *natsserver.Node, name string, maxSession
 	}
 	l := memlog.New()
 	wc.Name, wc.Conn = name, nc
-	w, err := NewWorker(context.Background(), wc, Config{Log: l, Bus: bus, Logger: testLogger(tb), MaxSessions: maxSessions,
-		TurnTimeout: 20 * time.Second, LLM: llm})
+	cfg.Log, cfg.Bus = l, bus
+	w, err := NewWorker(context.Background(), wc, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -366,6 +376,78 @@ func TestWorkerShutdownHandsOffAndForks(t *testing.T) {
 		if rep := driver.Verify(ctx, l, rm); !rep.OK || rep.StateHash != m.StateHash {
 			t.Fatalf("session %s: verify %+v, want hash %s", id, rep, m.StateHash)
 		}
+	}
+}
+
+// A worker that adopts a session restores its latest replicated
+// checkpoint along with its events: it rebuilds the state from there, its
+// planners take what the first worker's planners remembered there, and
+// they are shown only the turns since. The session ends as it does when
+// nothing is handed off. Without the checkpoint's replication the adopter
+// has none at or before the point it continues from.
+func TestWorkerAdoptsFromTheReplicatedCheckpoint(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	create := wire.CreateRequest{World: "portfolio", Seed: 1, Agents: "planner"}
+	whole := func() events.SessionMeta {
+		svc, err := New(Config{Log: memlog.New(), Bus: mustBus(t), Logger: hclog.NewNullLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer svc.Close()
+		return played(t, ctx, svc, create)
+	}()
+	node := mustNode(t)
+	wc := WorkerConfig{LeaseTTL: 30 * time.Second, RenewEvery: time.Second, ScanEvery: time.Second / 4}
+	a, _ := mustWorkerWith(t, node, "a", wc, Config{Logger: testLogger(t), CheckpointEvery: 500})
+	op, err := client.Dial(node.ClientURL(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	js, _ := jetstream.New(op.Conn())
+	r, err := op.Create(ctx, create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for streamed(t, ctx, js, r.Session) < 3000 {
+		if ctx.Err() != nil {
+			t.Fatal("the session did not get going")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var said simtest.Buffer
+	_, blog := mustWorkerWith(t, node, "b", wc, Config{Logger: hclog.New(&hclog.LoggerOptions{Output: &said, Level: hclog.Info}), CheckpointEvery: 500})
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	if err := a.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	scancel()
+	m := waitMeta(t, ctx, js, r.Session, events.StatusFinished)
+	if m.LastSeq != whole.LastSeq || m.StateHash != whole.StateHash {
+		t.Errorf("handed off: %d events, state hash %s; without a hand-off %d, %s", m.LastSeq, m.StateHash, whole.LastSeq, whole.StateHash)
+	}
+	out := said.String()
+	adopted := regexp.MustCompile(`adopted an orphaned session: .*at_seq=(\d+) checkpoint=(\d+)`).FindStringSubmatch(out)
+	recalled := regexp.MustCompile(`agents shown their past turns: .*from_checkpoint=(\d+)`).FindStringSubmatch(out)
+	if adopted == nil || recalled == nil {
+		t.Fatalf("worker b did not say it adopted the session and recalled its planners' past:\n%s", out)
+	}
+	t.Logf("%s / %s", adopted[0], recalled[0])
+	at, _ := strconv.ParseUint(adopted[1], 10, 64)
+	cp, _ := strconv.ParseUint(adopted[2], 10, 64)
+	if cp == 0 || cp > at || recalled[1] != adopted[2] {
+		t.Fatalf("adopted at seq %d from the checkpoint at %d, the planners recalled from the one at %s; want one replicated before the hand-off, used by both", at, cp, recalled[1])
+	}
+	if got, err := blog.LatestCheckpoint(ctx, r.Session, at); err != nil || got.Seq != cp {
+		t.Fatalf("worker b's latest checkpoint at or before %d: %d, %v; want %d", at, got.Seq, err, cp)
+	}
+	bm, err := blog.Session(ctx, r.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := driver.Verify(ctx, blog, bm); !rep.OK || rep.StateHash != whole.StateHash {
+		t.Fatalf("verify worker b's log, its checkpoints with it: %+v", rep)
 	}
 }
 
