@@ -579,6 +579,7 @@ func (w *Worker) busy(id string) bool {
 // continues it. The caller holds its lease.
 func (w *Worker) adopt(ctx context.Context, id string) error {
 	log := w.logger.With("session", id)
+	start := time.Now()
 	w.replica.Forget(id)
 	var rec owner
 	if e, err := w.owners.Get(ctx, id); err == nil {
@@ -589,6 +590,7 @@ func (w *Worker) adopt(ctx context.Context, id string) error {
 		return err
 	}
 	last, err := jsreplica.Restore(ctx, w.js, id, w.log)
+	copied := time.Since(start)
 	if errors.Is(err, jsreplica.ErrGap) {
 		// This worker ran the session before and stored a batch the stream
 		// never got: the stream has nothing after it, so publish it.
@@ -654,7 +656,8 @@ func (w *Worker) adopt(ctx context.Context, id string) error {
 	if _, err := w.svc.resume(ctx, id, saved); err != nil {
 		return err
 	}
-	log.Info("adopted an orphaned session", "at_seq", last, "checkpoint", cp)
+	log.Info("adopted an orphaned session", "at_seq", last, "checkpoint", cp,
+		"copied", copied.Round(time.Millisecond), "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
