@@ -846,9 +846,12 @@ func (d *Driver) fly(ctx context.Context, session string, last uint64, f, before
 		return
 	}
 	if cr, ok := d.cfg.Replica.(CheckpointReplica); ok && f.cp != nil {
+		start := time.Now()
 		if err := cr.ReplicateCheckpoint(ctx, session, *f.cp); err != nil && ctx.Err() == nil {
 			d.logger.Warn("checkpoint not replicated; a restore of the session will replay from an earlier one",
 				"session", session, "seq", f.cp.Seq, "error", err)
+		} else if err == nil {
+			d.logger.Debug("checkpoint replicated", "session", session, "seq", f.cp.Seq, "bytes", len(f.cp.Data), "took", time.Since(start))
 		}
 	}
 	f.done <- nil
