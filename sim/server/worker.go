@@ -863,19 +863,12 @@ type fencedReplica struct{ w *Worker }
 
 func (f fencedReplica) Replicate(ctx context.Context, session string, batch []events.Event) error {
 	w := f.w
-	w.mu.Lock()
-	l := w.held[session]
-	var end time.Time
-	if l != nil && !l.lost {
-		end = w.leaseEnd(l)
+	ctx, cancel, err := f.withinLease(ctx, session)
+	if err != nil {
+		return err
 	}
-	w.mu.Unlock()
-	if end.IsZero() || time.Now().After(end) {
-		return ErrLeaseLost
-	}
-	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
-	err := w.replica.Replicate(ctx, session, batch)
+	err = w.replica.Replicate(ctx, session, batch)
 	if err != nil {
 		w.mu.Lock()
 		w.replFailed[session] = true
@@ -888,6 +881,17 @@ func (f fencedReplica) Replicate(ctx context.Context, session string, batch []ev
 // sessions while its lease holds. Its failure does not hand the session
 // off: the stream's events are whole without it.
 func (f fencedReplica) ReplicateCheckpoint(ctx context.Context, session string, cp events.Checkpoint) error {
+	ctx, cancel, err := f.withinLease(ctx, session)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return f.w.replica.ReplicateCheckpoint(ctx, session, cp)
+}
+
+// withinLease returns ctx cut at the end of the worker's lease on session,
+// or ErrLeaseLost if it holds none now.
+func (f fencedReplica) withinLease(ctx context.Context, session string) (context.Context, context.CancelFunc, error) {
 	w := f.w
 	w.mu.Lock()
 	l := w.held[session]
@@ -897,11 +901,10 @@ func (f fencedReplica) ReplicateCheckpoint(ctx context.Context, session string, 
 	}
 	w.mu.Unlock()
 	if end.IsZero() || time.Now().After(end) {
-		return ErrLeaseLost
+		return nil, nil, ErrLeaseLost
 	}
 	ctx, cancel := context.WithDeadline(ctx, end)
-	defer cancel()
-	return w.replica.ReplicateCheckpoint(ctx, session, cp)
+	return ctx, cancel, nil
 }
 
 // ClusterSession is a session as the cluster knows it: its recorded
