@@ -139,3 +139,30 @@ func restoreCheckpoint(ctx context.Context, obs jetstream.ObjectStore, meta even
 	}
 	return seq, nil
 }
+
+// Checkpoints returns the seq of each session's latest replicated
+// checkpoint, by session ID: how far back a worker that adopts it
+// replays from. A cluster that replicated none gives an empty map.
+func Checkpoints(ctx context.Context, js jetstream.JetStream) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	obs, err := js.ObjectStore(ctx, CheckpointBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jsreplica: bucket %s: %w", CheckpointBucket, err)
+	}
+	infos, err := obs.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jsreplica: bucket %s: %w", CheckpointBucket, err)
+	}
+	for _, info := range infos {
+		if seq, err := strconv.ParseUint(info.Metadata[seqKey], 10, 64); err == nil {
+			out[info.Name] = seq
+		}
+	}
+	return out, nil
+}

@@ -57,6 +57,9 @@ func TestReplicateAndRestoreCheckpoints(t *testing.T) {
 	}
 	js := r.JetStream()
 
+	if got, err := jsreplica.Checkpoints(ctx, js); err != nil || len(got) != 1 || got["c"] != latest.Seq {
+		t.Fatalf("the checkpoints listed: %v, %v; want c's at %d", got, err, latest.Seq)
+	}
 	dst := memlog.New()
 	if _, err := jsreplica.RestoreCheckpoints(ctx, js, "c", dst); !errors.Is(err, events.ErrNoSession) {
 		t.Fatalf("checkpoints restored before the session's events: %v", err)
@@ -129,5 +132,8 @@ func TestReplicateAndRestoreCheckpoints(t *testing.T) {
 	}
 	if seq, err := jsreplica.RestoreCheckpoints(ctx, js, "c", memlog.New()); err != nil || seq != 0 {
 		t.Fatalf("without the bucket: %d, %v", seq, err)
+	}
+	if got, err := jsreplica.Checkpoints(ctx, js); err != nil || len(got) != 0 {
+		t.Fatalf("the checkpoints listed without the bucket: %v, %v", got, err)
 	}
 }

@@ -915,6 +915,9 @@ type ClusterSession struct {
 	Events uint64 `json:"events"`
 	Leased string `json:"leased_by,omitempty"`
 	Worker string `json:"worker,omitempty"`
+	// Checkpoint is the seq of the latest checkpoint replicated (0: none):
+	// a worker that adopts the session rebuilds it from there.
+	Checkpoint uint64 `json:"checkpoint,omitempty"`
 }
 
 // ClusterSessions lists the sessions of a cluster of workers.
@@ -947,9 +950,13 @@ func ClusterSessions(ctx context.Context, js jetstream.JetStream) ([]ClusterSess
 			owners[id] = o.Worker
 		}
 	}
+	cps, err := jsreplica.Checkpoints(ctx, js)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]ClusterSession, 0, len(ss))
 	for _, s := range ss {
-		out = append(out, ClusterSession{SessionMeta: s.Meta, Events: s.Events, Leased: leases[s.ID], Worker: owners[s.ID]})
+		out = append(out, ClusterSession{SessionMeta: s.Meta, Events: s.Events, Leased: leases[s.ID], Worker: owners[s.ID], Checkpoint: cps[s.ID]})
 	}
 	return out, nil
 }

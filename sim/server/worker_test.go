@@ -449,6 +449,17 @@ func TestWorkerAdoptsFromTheReplicatedCheckpoint(t *testing.T) {
 	if rep := driver.Verify(ctx, blog, bm); !rep.OK || rep.StateHash != whole.StateHash {
 		t.Fatalf("verify worker b's log, its checkpoints with it: %+v", rep)
 	}
+	// The cluster's listing names the latest checkpoint replicated: one of
+	// worker b's, taken after the hand-off.
+	all, err := ClusterSessions(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range all {
+		if s.ID == r.Session && (s.Checkpoint <= at || s.Checkpoint > s.Events) {
+			t.Errorf("the cluster lists its latest checkpoint at %d (%d events, adopted at %d)", s.Checkpoint, s.Events, at)
+		}
+	}
 }
 
 func waitMetaNow(js jetstream.JetStream, id string) events.SessionMeta {

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -135,7 +136,7 @@ func (a *cmdline) clusterSessions(cmd *cobra.Command, url, token, world, status 
 		return jsonLines(a, out)
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tWORLD\tSEED\tSTATUS\tEVENTS\tWORKER\tCREATED")
+	fmt.Fprintln(tw, "SESSION\tWORLD\tSEED\tSTATUS\tEVENTS\tCHECKPOINT\tWORKER\tCREATED")
 	for _, s := range out {
 		st, worker := string(s.Status), s.Worker
 		if st == "" {
@@ -146,7 +147,11 @@ func (a *cmdline) clusterSessions(cmd *cobra.Command, url, token, world, status 
 		} else if s.Leased != "" {
 			worker = s.Leased
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", s.ID, s.World, s.Seed, st, s.Events, worker, s.Created)
+		cp := "-"
+		if s.Checkpoint > 0 {
+			cp = strconv.FormatUint(s.Checkpoint, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n", s.ID, s.World, s.Seed, st, s.Events, cp, worker, s.Created)
 	}
 	return tw.Flush()
 }
