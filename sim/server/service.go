@@ -207,6 +207,8 @@ type session struct {
 	// endTime and endScore are the ended session's simulated time and team score.
 	endTime  int64
 	endScore float64
+	// progress is the running session's, once it runs (nil before).
+	progress *progress
 	// stopped: an operator's stop, not a shutdown, ended the session.
 	stopped bool
 	kinds   map[string]int // seats by kind (builtin, remote, llm)
@@ -660,6 +662,13 @@ func (s *Service) launch(l launch) error {
 		if pr != nil && (l.wait || len(remote) > 0) {
 			pr.hold() // nothing of it runs while it waits
 		}
+		// What status says of the session until it ends: where it stands
+		// now (a resumed or forked one not at 0), then as its batches land.
+		st := e.State()
+		prog := newProgress(nil, int64(st.Now), policies.Score(st).TeamScore)
+		ss.mu.Lock()
+		ss.progress = prog
+		ss.mu.Unlock()
 		var begun func(ctx context.Context) error
 		if early {
 			begun = func(ctx context.Context) error {
@@ -680,6 +689,7 @@ func (s *Service) launch(l launch) error {
 				pr.run()
 				pr.inner, observer = observer, pr
 			}
+			prog.inner, observer = observer, prog
 			d := driver.New(driver.Config{Log: s.cfg.Log, Conn: s.conn, Seats: asker, Logger: s.logger, TurnTimeout: l.turnTimeout,
 				CheckpointEvery: s.cfg.CheckpointEvery, MaxEvents: s.cfg.MaxEvents, Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
 				Begun: begun, Interest: s.cfg.Bus.Interest, Observer: observer, Replica: s.cfg.Replica, Memory: seats.Memory, Remembers: seats.Remembers})
@@ -938,7 +948,11 @@ func (s *Service) status(ss *session) wire.ControlReply {
 		if ss.paused {
 			r.Status = "paused"
 		}
+		prog := ss.progress
 		ss.mu.Unlock()
+		if prog != nil {
+			r.Time, r.Score = prog.now()
+		}
 	}
 	return r
 }

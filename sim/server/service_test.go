@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim/driver"
 )
 
@@ -225,5 +227,101 @@ func TestListShowsEndTheStoreMissed(t *testing.T) {
 	last, _ := log.LastSeq(ctx, r.Session)
 	if got := metas[0]; got.Status != events.StatusInterrupted || got.LastSeq != last {
 		t.Fatalf("listed %s at %d; want interrupted at %d", got.Status, got.LastSeq, last)
+	}
+}
+
+// status tells where a running session stands: the simulated time of its
+// last durable event and its team score so far, the sum of the rewards
+// logged (it said 0 for both until the session ended). A session resumed
+// after a restart starts from where its log stands, paused or not.
+func TestStatusOfARunningSession(t *testing.T) {
+	bus := mustBus(t)
+	log := memlog.New()
+	stateFile := filepath.Join(t.TempDir(), "serve-state.json")
+	op, err := bus.Connect("operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	control := func(id string, o wire.ControlOp) wire.ControlReply {
+		t.Helper()
+		req, _ := json.Marshal(wire.ControlRequest{Op: o})
+		msg, err := op.Request(wire.ControlSubject(id), req, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r wire.ControlReply
+		if err := json.Unmarshal(msg.Data, &r); err != nil || r.Error != "" {
+			t.Fatalf("%s: %s, %v", o, r.Error, err)
+		}
+		return r
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// stands is the time of the log's last event and the sum of its rewards.
+	stands := func(id string) (uint64, int64, float64) {
+		t.Helper()
+		var last uint64
+		var at int64
+		var score float64
+		for ev, err := range log.Read(ctx, id, 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			last, at = ev.Seq, ev.Time
+			if ev.Type == payload.EvReward {
+				var r payload.Reward
+				if err := json.Unmarshal(ev.Payload, &r); err != nil {
+					t.Fatal(err)
+				}
+				score += r.Team
+			}
+		}
+		return last, at, score
+	}
+	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger(), StateFile: stateFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ana never answers: each of her turns costs the turn timeout, which
+	// keeps the session running long enough.
+	r, err := svc.Create(ctx, wire.CreateRequest{World: "support-desk", Seed: 2, Agents: "greedy,ana=remote", TurnTimeout: "20ms", JoinTimeout: "100ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.Session
+	for {
+		if last, _ := log.LastSeq(ctx, id); last >= 400 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the session did not get going")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	control(id, wire.OpPause)
+	var st wire.ControlReply
+	for prev := uint64(0); ; prev = st.Events { // until the batch in flight has landed
+		time.Sleep(50 * time.Millisecond)
+		if st = control(id, wire.OpStatus); st.Events == prev {
+			break
+		}
+	}
+	last, at, score := stands(id)
+	if st.Status != "paused" || st.Events != last || st.Time != at || st.Score != score || score <= 0 {
+		t.Fatalf("status %+v; the log stands at event %d, time %d, score %v", st, last, at, score)
+	}
+	svc.Close()
+	svc2, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger(), StateFile: stateFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc2.Close()
+	if _, err := svc2.ResumeSaved(ctx); err != nil {
+		t.Fatal(err)
+	}
+	last, at, score = stands(id)
+	if st = control(id, wire.OpStatus); st.Status != "paused" || st.Events != last || st.Time != at || math.Abs(st.Score-score) > 1e-6 {
+		t.Fatalf("resumed: status %+v; the log stands at event %d, time %d, score %v", st, last, at, score)
 	}
 }
