@@ -646,6 +646,13 @@ func (s *Service) launch(l launch) error {
 	// finds it not in the log: nothing to resume); a resumed or forked one
 	// is in the log already.
 	early := l.fresh && !l.wait
+	// What status says of the session until it ends: where it stands now
+	// (a resumed or forked one not at 0), then as its batches land.
+	st := e.State()
+	prog := newProgress(nil, int64(st.Now), policies.Score(st).TeamScore)
+	ss.mu.Lock()
+	ss.progress = prog
+	ss.mu.Unlock()
 	if !early {
 		record()
 		close(ss.begun)
@@ -662,13 +669,6 @@ func (s *Service) launch(l launch) error {
 		if pr != nil && (l.wait || len(remote) > 0) {
 			pr.hold() // nothing of it runs while it waits
 		}
-		// What status says of the session until it ends: where it stands
-		// now (a resumed or forked one not at 0), then as its batches land.
-		st := e.State()
-		prog := newProgress(nil, int64(st.Now), policies.Score(st).TeamScore)
-		ss.mu.Lock()
-		ss.progress = prog
-		ss.mu.Unlock()
 		var begun func(ctx context.Context) error
 		if early {
 			begun = func(ctx context.Context) error {
