@@ -90,7 +90,7 @@ func TestCrashAndResume(t *testing.T) {
 	want := encodedLog(t, ref, refRes.Session)
 	t.Logf("reference run: %d events", len(want))
 
-	session := ""
+	session, listed := "", ""
 	done := 0
 	var last uint64 // the store's last seq after the previous kill
 	for i := 0; i <= kills; i++ {
@@ -119,6 +119,18 @@ func TestCrashAndResume(t *testing.T) {
 				c.Close()
 				t.Fatal("a connection without the operator token was admitted")
 			}
+			// sessions --nats lists the running session, the operator
+			// token read from the data folder: its ID is what log
+			// --follow needs, and run prints it only at its end.
+			out, errs, code := runCLI(t, "sessions", "--nats", "nats://"+addr, "--data", data, "--json")
+			var cs struct {
+				ID     string `json:"id"`
+				Status string `json:"status"`
+			}
+			if code != 0 || json.Unmarshal([]byte(out), &cs) != nil || cs.Status != "running" {
+				t.Fatalf("sessions --nats exited %d: %s%s", code, out, errs)
+			}
+			listed = cs.ID
 		}
 		if _, err := nc.Subscribe("corpsim.v1.s.*.events", w.handle); err != nil {
 			t.Fatal(err)
@@ -165,6 +177,9 @@ func TestCrashAndResume(t *testing.T) {
 		nc.Close()
 		done++
 		session = sessionOf(t, w, session)
+		if session != listed {
+			t.Fatalf("sessions --nats listed %s; the run played %s", listed, session)
+		}
 
 		// Every acknowledged event is stored, gapless and readable.
 		last = checkStore(t, data, session, w)

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,10 +14,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/natsserver"
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
@@ -338,6 +341,26 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 		return nil, err
 	}
 	defer conn.Close()
+	if o.Listen != "" {
+		// corpsim sessions --nats, as a serve answers it: this one
+		// session, as its log holds it now (its ID is what log --follow
+		// needs, and run prints it only at the end).
+		listed, err := conn.Subscribe(wire.ListSubject, func(msg *nats.Msg) {
+			m, err := log.Session(context.Background(), meta.ID)
+			if err != nil {
+				m = meta
+			}
+			if last, err := log.LastSeq(context.Background(), meta.ID); err == nil {
+				m.LastSeq = last
+			}
+			b, _ := json.Marshal([]events.SessionMeta{m})
+			_ = msg.Respond(b)
+		})
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = listed.Unsubscribe() }()
+	}
 	ho := HostOptions{Session: meta.ID, Conn: conn, OverBus: o.SeatsOverBus, Logger: logger, Timeout: o.TurnTimeout}
 	if o.SeatsOverBus {
 		if ho.HostConn, err = srv.Connect("agents"); err != nil {

@@ -133,7 +133,7 @@ func openPebble(ctx context.Context, dir string, readOnly bool, logger hclog.Log
 	if err != nil {
 		if isLocked(err) {
 			if url := ReadBusURL(dir); url != "" {
-				return nil, &InUseError{fmt.Sprintf("data folder %s is in use by a running corpsim (its bus: %s); use --nats %s to follow it", dir, url, url)}
+				return nil, &InUseError{fmt.Sprintf("data folder %s is in use by a running corpsim (its bus: %s); use --nats %s to follow it (corpsim sessions --nats %s lists its sessions)", dir, url, url, url)}
 			}
 			return nil, &InUseError{fmt.Sprintf("data folder %s is in use by another corpsim process", dir)}
 		}

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -25,6 +27,7 @@ import (
 	"github.com/corpsim/corpsim/agents/openenv"
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/jsreplica"
 	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/sim/live"
@@ -534,13 +537,27 @@ func serveMetrics(o ServeOptions, m *metrics.Metrics, out io.Writer, log hclog.L
 
 // ListCluster lists the sessions of the cluster at the NATS URL (its
 // metadata bucket and log stream), with the worker holding each running
-// session's lease; token, if set, is presented to the server.
+// session's lease; token, if set, is presented to the server. A corpsim
+// that is no cluster of workers (serve, or run --listen, on its embedded
+// server) keeps no log stream: its own list (wire.ListSubject) is asked
+// instead, and only the metadata is known.
 func ListCluster(ctx context.Context, url, token string) ([]ClusterSession, error) {
-	opts := []nats.Option{nats.Name("corpsim sessions")}
+	// A permission refused to the stream's API is no cluster: the check
+	// below stops waiting for an answer that will not come.
+	denied := make(chan struct{})
+	var once sync.Once
+	opts := []nats.Option{nats.Name("corpsim sessions"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			once.Do(func() { close(denied) })
+		}
+	})}
 	if token != "" {
 		opts = append(opts, nats.Token(token))
 	}
 	nc, err := nats.Connect(url, opts...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		return nil, fmt.Errorf("%w: give the operator token (--token, or --data with the server's data folder)", err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -551,5 +568,52 @@ func ListCluster(ctx context.Context, url, token string) ([]ClusterSession, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	// A server without JetStream answers at once; one whose permissions
+	// refuse the stream's API says so on the side (denied).
+	sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
+	go func() {
+		select {
+		case <-denied:
+			scancel()
+		case <-sctx.Done():
+		}
+	}()
+	_, serr := js.Stream(sctx, jsreplica.Stream)
+	scancel()
+	select {
+	case <-denied:
+		serr = errors.New("its JetStream API is not permitted to this user")
+	default:
+	}
+	if serr != nil {
+		metas, err := listSessions(ctx, nc)
+		if err != nil {
+			return nil, fmt.Errorf("no cluster log stream (%w), and the server's list: %w", serr, err)
+		}
+		out := make([]ClusterSession, 0, len(metas))
+		for _, m := range metas {
+			out = append(out, ClusterSession{SessionMeta: m, Events: m.LastSeq, Alone: true})
+		}
+		return out, nil
+	}
 	return ClusterSessions(ctx, js)
+}
+
+// listSessions asks the corpsim at nc for its sessions' metadata.
+func listSessions(ctx context.Context, nc *nats.Conn) ([]events.SessionMeta, error) {
+	msg, err := nc.RequestWithContext(ctx, wire.ListSubject, []byte("{}"))
+	if err != nil {
+		return nil, err
+	}
+	var metas []events.SessionMeta
+	if err := json.Unmarshal(msg.Data, &metas); err != nil {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(msg.Data, &e) == nil && e.Error != "" {
+			return nil, errors.New(e.Error)
+		}
+		return nil, fmt.Errorf("the list's reply: %w", err)
+	}
+	return metas, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -323,5 +324,36 @@ func TestStatusOfARunningSession(t *testing.T) {
 	last, at, score = stands(id)
 	if st = control(id, wire.OpStatus); st.Status != "paused" || st.Events != last || st.Time != at || math.Abs(st.Score-score) > 1e-6 {
 		t.Fatalf("resumed: status %+v; the log stands at event %d, time %d, score %v", st, last, at, score)
+	}
+}
+
+// corpsim sessions --nats lists the sessions of a serve (or a run
+// --listen) too, which keeps no cluster log stream: from its own list,
+// with the operator token. Without it the connection is refused with a
+// hint.
+func TestListSessionsOfAServe(t *testing.T) {
+	const token = "operator-secret"
+	bus, err := natsserver.Start(natsserver.Options{Listen: "127.0.0.1:0", Auth: natsserver.NewAuth(token)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bus.Shutdown)
+	svc, err := New(Config{Log: memlog.New(), Bus: bus, Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m := played(t, ctx, svc, wire.CreateRequest{World: "startup", Seed: 4, Agents: "greedy"})
+	got, err := ListCluster(ctx, bus.ClientURL(), token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != m.ID || got[0].Events != m.LastSeq || got[0].Status != events.StatusFinished {
+		t.Fatalf("listed %+v; want session %s, finished with %d events", got, m.ID, m.LastSeq)
+	}
+	if _, err := ListCluster(ctx, bus.ClientURL(), ""); err == nil || !strings.Contains(err.Error(), "--token") {
+		t.Fatalf("without the token: %v; want a refusal that names --token", err)
 	}
 }

@@ -918,6 +918,9 @@ type ClusterSession struct {
 	// Checkpoint is the seq of the latest checkpoint replicated (0: none):
 	// a worker that adopts the session rebuilds it from there.
 	Checkpoint uint64 `json:"checkpoint,omitempty"`
+	// Alone: listed by a corpsim that is no cluster of workers (a serve,
+	// a run --listen), which leases nothing.
+	Alone bool `json:"-"`
 }
 
 // ClusterSessions lists the sessions of a cluster of workers.

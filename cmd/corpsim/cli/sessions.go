@@ -27,13 +27,16 @@ func (a *cmdline) sessionsCmd() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "sessions",
-		Short: "List the sessions in the data folder (or, with --nats, of a cluster of serve --worker processes)",
+		Short: "List the sessions in the data folder (or, with --nats, of the corpsim serving there: a cluster of serve --worker processes, a serve, a run --listen)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if status != "" && !events.Status(status).Valid() {
 				return usagef("--status %q: want running, finished, interrupted or failed", status)
 			}
 			if natsURL != "" {
+				if token == "" {
+					token = app.ReadOperatorToken(data) // a serve or run --listen on this data folder
+				}
 				return a.clusterSessions(cmd, natsURL, token, world, status, asJSON)
 			}
 			log, err := app.OpenExisting(cmd.Context(), data, a.logger)
@@ -80,8 +83,8 @@ func (a *cmdline) sessionsCmd() *cobra.Command {
 	f.StringVar(&world, "world", "", "only sessions of this world: a shipped world's name, a world's name, or a world file (matched by its name and its content)")
 	f.StringVar(&status, "status", "", "only sessions with this status: running, finished, interrupted, failed")
 	f.BoolVar(&asJSON, "json", false, "print JSON Lines")
-	f.StringVar(&natsURL, "nats", "", "list the sessions of the cluster at this NATS URL (its JetStream metadata) instead of a data folder")
-	f.StringVar(&token, "token", "", "token to present to the NATS server (with --nats)")
+	f.StringVar(&natsURL, "nats", "", "list the sessions of the corpsim at this NATS URL instead of a data folder: a cluster's JetStream metadata, or a serve's (or run --listen's) own list")
+	f.StringVar(&token, "token", "", "token to present to the NATS server (with --nats; default: the --data folder's operator.token, if any)")
 	return c
 }
 
@@ -142,9 +145,12 @@ func (a *cmdline) clusterSessions(cmd *cobra.Command, url, token, world, status 
 		if st == "" {
 			st = "?"
 		}
-		if s.Status == events.StatusRunning && s.Leased == "" {
+		switch {
+		case s.Alone:
+			worker = "-" // no cluster
+		case s.Status == events.StatusRunning && s.Leased == "":
 			worker = "(none: awaiting adoption)"
-		} else if s.Leased != "" {
+		case s.Leased != "":
 			worker = s.Leased
 		}
 		cp := "-"
