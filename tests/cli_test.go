@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -94,5 +96,19 @@ func TestCLIErrors(t *testing.T) {
 				t.Fatalf("got exit %d and %q, want exit %d and a message containing %q", code, errs, tc.code, tc.want)
 			}
 		})
+	}
+}
+
+// serve --http on an external NATS server has no operator token unless
+// given one: refused as a usage error naming the flag, before anything is
+// made (it exited with an internal field's name once connected).
+func TestServeHTTPOnExternalNATSNeedsAToken(t *testing.T) {
+	untouched := filepath.Join(t.TempDir(), "data")
+	_, errs, code := runCLI(t, "serve", "--nats", "nats://127.0.0.1:1", "--worker", "w1", "--data", untouched, "--http", "127.0.0.1:0")
+	if code != cli.ExitUsage || !strings.Contains(errs, "--operator-token") {
+		t.Fatalf("exit %d (%s), want %d naming --operator-token", code, errs, cli.ExitUsage)
+	}
+	if _, err := os.Stat(untouched); err == nil {
+		t.Fatal("a usage error made the data folder")
 	}
 }

@@ -140,6 +140,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if o.Worker != "" && (o.NATS == "" || o.Ephemeral) {
 		return app.Usagef("--worker needs --nats URL (the cluster) and a --data folder of its own (not --ephemeral)")
 	}
+	if o.HTTP != "" && o.NATS != "" && o.OperatorToken == "" && o.NATSToken == "" {
+		// No DATA/operator.token is made for an external server, and the
+		// gateway's operator endpoints must not be open to all.
+		return app.Usagef("--http with --nats needs --operator-token T: the bearer token of the gateway's operator endpoints, also presented to the NATS server (with --nats-token, give the same)")
+	}
 	// The flags are checked: a usage error leaves nothing behind.
 	tokenFile := ""
 	if o.OperatorToken == "" {
@@ -333,6 +338,7 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.
 	if natsURL == "" {
 		return nil, nil, app.Usagef("--http needs the NATS server to listen (--listen ADDR)")
 	}
+
 	gw, err := httpgw.New(httpgw.Config{NATSURL: natsURL, OperatorToken: o.OperatorToken,
 		Logger: log.Named("http"), TurnWait: o.TurnTimeout, MaxRequestBytes: o.MaxMessage})
 	if err != nil {
