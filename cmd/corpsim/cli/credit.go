@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/sim/app"
 )
 
@@ -79,7 +80,7 @@ fork score, marginal contribution and, with --shapley, its Shapley estimate; the
 	}
 	f := c.Flags()
 	f.StringVar(&ro.Data, "data", DefaultData, "data folder of the event log (the forks are kept there)")
-	f.StringVar(&o.Baseline, "baseline", "idle", "built-in agent that plays each seat in its fork (idle, greedy, planner, random, cheater)")
+	f.StringVar(&o.Baseline, "baseline", "idle", "built-in agent that plays each seat in its fork: "+strings.Join(agents.Names(), ", "))
 	f.IntVar(&o.Shapley, "shapley", 0, "also estimate Shapley values from this many sampled permutations of the seats")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the Shapley permutations")
 	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn in the forks (the llm agent's and a remote seat's; the other built-in agents decide at once and are not timed)")
