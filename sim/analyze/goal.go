@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"github.com/corpsim/corpsim/clock"
@@ -59,7 +58,11 @@ func (s *Session) Goal(id string) (*GoalTrace, error) {
 		}
 	}
 	if p == nil {
-		return nil, fmt.Errorf("%w: project %q", ErrUnknown, id)
+		ids := make([]string, len(s.World.Projects))
+		for i := range s.World.Projects {
+			ids[i] = s.World.Projects[i].ID
+		}
+		return nil, unknown("project", id, ids)
 	}
 	g := &GoalTrace{Project: id, Team: p.Team, Queue: p.Queue, Started: s.stamp(s.createdSeq(id), p.Start)}
 	if p.Deadline > 0 {

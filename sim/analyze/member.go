@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"github.com/corpsim/corpsim/clock"
@@ -47,7 +46,11 @@ type MemberTrace struct {
 func (s *Session) Member(id string) (*MemberTrace, error) {
 	m := s.State.Member(id)
 	if m == nil {
-		return nil, fmt.Errorf("%w: member %q", ErrUnknown, id)
+		ids := make([]string, len(s.State.Members))
+		for i, m := range s.State.Members {
+			ids[i] = m.ID
+		}
+		return nil, unknown("member", id, ids)
 	}
 	tr := &MemberTrace{Member: id, Role: m.Role, Team: m.Team, NPC: m.NPC, Leaves: s.leaves[id], Timeouts: 0}
 	seqs := map[uint64]bool{}

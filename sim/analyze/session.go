@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -724,3 +725,20 @@ func (s *Session) close() {
 		}
 	}
 }
+
+// unknown is ErrUnknown for the kind of thing named id, with the names
+// the session knows of that kind (the first dozen, sorted, and how many
+// more) so that a typo can be mended.
+func unknown(kind, id string, known []string) error {
+	if len(known) == 0 {
+		return fmt.Errorf("%w: %s %q (the session has none)", ErrUnknown, kind, id)
+	}
+	known = slices.Sorted(slices.Values(known))
+	const most = 12
+	list := strings.Join(known[:min(len(known), most)], ", ")
+	if n := len(known) - most; n > 0 {
+		list += fmt.Sprintf(", and %d more", n)
+	}
+	return fmt.Errorf("%w: %s %q (the session's: %s)", ErrUnknown, kind, id, list)
+}
+

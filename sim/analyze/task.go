@@ -154,7 +154,17 @@ func requestOf(p any) string {
 func (s *Session) Task(id string) (*TaskTrace, error) {
 	t := s.State.Task(id)
 	if t == nil {
-		return nil, fmt.Errorf("%w: task %q", ErrUnknown, id)
+		projects := map[string]bool{}
+		for i := range s.World.Projects {
+			projects[s.World.Projects[i].ID] = true
+		}
+		var ids []string
+		for k := range s.tasks {
+			if !projects[k] {
+				ids = append(ids, k)
+			}
+		}
+		return nil, unknown("task", id, ids)
 	}
 	end := s.State.Now
 	tr := &TaskTrace{Task: id, Kind: t.Kind, Title: t.Spec.Title, Project: t.Project, Queue: t.Queue, Status: t.Status,
