@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/sim/analyze"
 	"github.com/corpsim/corpsim/sim/app"
 )
 
@@ -59,7 +60,7 @@ func printMembers(w io.Writer, s policies.Scorecard) {
 	fmt.Fprintln(tw, "MEMBER\tDELIVERED\tSHARE\tCRITICAL PATH\tVIOLATIONS\tBLOCKED OTHERS\tSENT\tANSWERED")
 	for _, m := range s.Members {
 		fmt.Fprintf(tw, "%s\t%.2f\t%.1f%%\t%.1f%%\t%d\t%s\t%d\t%d\n", m.Member, m.Delivered, 100*m.Share, 100*m.Critical,
-			m.Violations, m.BlockedOthers, m.MessagesSent, m.MessagesAnswered)
+			m.Violations, analyze.FormatWork(m.BlockedOthers, 0), m.MessagesSent, m.MessagesAnswered)
 	}
 	tw.Flush()
 }
