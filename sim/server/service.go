@@ -473,6 +473,11 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 		if at == 0 {
 			at = 1
 		}
+		if last, err := s.cfg.Log.LastSeq(ctx, parent.ID); err != nil {
+			return wire.CreateReply{}, err
+		} else if at > last {
+			return wire.CreateReply{}, fmt.Errorf("%w: fork_seq %d is beyond the end of session %s, which has %d events", events.ErrBadSession, at, parent.ID, last)
+		}
 		seed := req.Seed
 		if seed == 0 {
 			seed = parent.Seed

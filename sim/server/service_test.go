@@ -357,3 +357,25 @@ func TestListSessionsOfAServe(t *testing.T) {
 		t.Fatalf("without the token: %v; want a refusal that names --token", err)
 	}
 }
+
+// A fork past the end of its parent is refused naming the parent and its
+// length (it named the fork, which was never made), and leaves nothing.
+func TestForkBeyondTheEndIsRefused(t *testing.T) {
+	log := memlog.New()
+	svc, err := New(Config{Log: log, Bus: mustBus(t), Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m := played(t, ctx, svc, wire.CreateRequest{World: "startup", Seed: 4, Agents: "greedy"})
+	_, err = svc.Create(ctx, wire.CreateRequest{Parent: m.ID, ForkSeq: m.LastSeq + 1, Agents: "greedy"})
+	want := fmt.Sprintf("fork_seq %d is beyond the end of session %s, which has %d events", m.LastSeq+1, m.ID, m.LastSeq)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("fork past the end: %v; want %q", err, want)
+	}
+	if all, err := log.Sessions(ctx); err != nil || len(all) != 1 {
+		t.Fatalf("sessions after the refusal: %d, %v; want the parent alone", len(all), err)
+	}
+}
