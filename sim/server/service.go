@@ -938,6 +938,8 @@ func (s *Service) status(ss *session) wire.ControlReply {
 	meta, err := s.cfg.Log.Session(context.Background(), id)
 	if err == nil {
 		r.Status = string(meta.Status)
+	} else if errors.Is(err, events.ErrNoSession) {
+		r.Status = "created" // waiting for its start message, or its first batch (as the gateway says)
 	}
 	r.Events, _ = s.cfg.Log.LastSeq(context.Background(), id)
 	select {

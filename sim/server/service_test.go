@@ -379,3 +379,25 @@ func TestForkBeyondTheEndIsRefused(t *testing.T) {
 		t.Fatalf("sessions after the refusal: %d, %v; want the parent alone", len(all), err)
 	}
 }
+
+// A session created with wait says "created" until it is started, as the
+// gateway's record of one does (it said "").
+func TestStatusOfASessionWaitingForItsStart(t *testing.T) {
+	svc, err := New(Config{Log: memlog.New(), Bus: mustBus(t), Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := svc.Create(ctx, wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.mu.Lock()
+	ss := svc.sessions[r.Session]
+	svc.mu.Unlock()
+	if st := svc.status(ss); st.Status != "created" || st.Events != 0 {
+		t.Fatalf("status before the start: %+v; want created with no events", st)
+	}
+}
