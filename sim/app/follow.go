@@ -94,8 +94,18 @@ func (o LogOptions) follow(ctx context.Context, url string, from uint64, p *prin
 	data, session := o.Data, o.Session
 	p.last = from - 1
 	closed := make(chan struct{})
+	logger := orNull(o.Logger)
 	opts := []nats.Option{nats.Name("corpsim log --follow"), nats.NoReconnect(),
-		nats.ClosedHandler(func(*nats.Conn) { close(closed) })}
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
+		// Events the feed drops while the printer is busy (a slow
+		// consumer) are asked for again: nothing to tell the user.
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrSlowConsumer) {
+				logger.Debug("the event feed dropped events; they are asked for again", "error", err)
+				return
+			}
+			logger.Warn("the event feed", "error", err)
+		})}
 	if tok := o.Token; tok != "" {
 		opts = append(opts, nats.Token(tok))
 	} else if tok := ReadOperatorToken(data); tok != "" {
