@@ -741,4 +741,3 @@ func unknown(kind, id string, known []string) error {
 	}
 	return fmt.Errorf("%w: %s %q (the session's: %s)", ErrUnknown, kind, id, list)
 }
-
