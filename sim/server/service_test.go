@@ -99,18 +99,16 @@ func TestPanickingSessionFailsAlone(t *testing.T) {
 	}
 }
 
-// A session paused by its operator stays paused across a restart of the
-// service: resumed from the state file, it waits until a start.
-func TestPauseSurvivesRestart(t *testing.T) {
-	bus := mustBus(t)
-	log := memlog.New()
-	stateFile := filepath.Join(t.TempDir(), "serve-state.json")
+// operatorControl connects to bus as the operator and returns a function
+// that sends a session a control message and fails the test on an error.
+func operatorControl(t *testing.T, bus *natsserver.Server) func(id string, o wire.ControlOp) wire.ControlReply {
+	t.Helper()
 	op, err := bus.Connect("operator")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer op.Close()
-	control := func(id string, o wire.ControlOp) wire.ControlReply {
+	t.Cleanup(op.Close)
+	return func(id string, o wire.ControlOp) wire.ControlReply {
 		t.Helper()
 		req, _ := json.Marshal(wire.ControlRequest{Op: o})
 		msg, err := op.Request(wire.ControlSubject(id), req, 5*time.Second)
@@ -123,6 +121,15 @@ func TestPauseSurvivesRestart(t *testing.T) {
 		}
 		return r
 	}
+}
+
+// A session paused by its operator stays paused across a restart of the
+// service: resumed from the state file, it waits until a start.
+func TestPauseSurvivesRestart(t *testing.T) {
+	bus := mustBus(t)
+	log := memlog.New()
+	stateFile := filepath.Join(t.TempDir(), "serve-state.json")
+	control := operatorControl(t, bus)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -239,24 +246,7 @@ func TestStatusOfARunningSession(t *testing.T) {
 	bus := mustBus(t)
 	log := memlog.New()
 	stateFile := filepath.Join(t.TempDir(), "serve-state.json")
-	op, err := bus.Connect("operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer op.Close()
-	control := func(id string, o wire.ControlOp) wire.ControlReply {
-		t.Helper()
-		req, _ := json.Marshal(wire.ControlRequest{Op: o})
-		msg, err := op.Request(wire.ControlSubject(id), req, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r wire.ControlReply
-		if err := json.Unmarshal(msg.Data, &r); err != nil || r.Error != "" {
-			t.Fatalf("%s: %s, %v", o, r.Error, err)
-		}
-		return r
-	}
+	control := operatorControl(t, bus)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// stands is the time of the log's last event and the sum of its rewards.
