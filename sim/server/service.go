@@ -321,7 +321,9 @@ func (s *Service) handleList(msg *nats.Msg) {
 // recorded running that this service ran and saw end with how it ended:
 // the driver's record of the end can fail (a disk full to the last byte)
 // while the service knows the session stopped. The store catches up at
-// the next read-write open, which records such a session interrupted.
+// the next read-write open, which records such a session interrupted. A
+// session that still runs here gets its events so far (its stored
+// metadata's LastSeq is the one it resumed from).
 func (s *Service) overlayEnded(metas []events.SessionMeta) {
 	for i := range metas {
 		if metas[i].Status != events.StatusRunning {
@@ -336,6 +338,9 @@ func (s *Service) overlayEnded(metas []events.SessionMeta) {
 		select {
 		case <-ss.done:
 		default:
+			if last, err := s.cfg.Log.LastSeq(context.Background(), metas[i].ID); err == nil {
+				metas[i].LastSeq = last
+			}
 			continue
 		}
 		ss.mu.Lock()

@@ -302,6 +302,16 @@ func TestStatusOfARunningSession(t *testing.T) {
 	if st.Status != "paused" || st.Events != last || st.Time != at || st.Score != score || score <= 0 {
 		t.Fatalf("status %+v; the log stands at event %d, time %d, score %v", st, last, at, score)
 	}
+	// The session list says the same of its events (its stored metadata
+	// still says 0).
+	lister, err := bus.Connect("lister")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lister.Close()
+	if metas, err := listSessions(ctx, lister); err != nil || len(metas) != 1 || metas[0].LastSeq != last {
+		t.Fatalf("listed %+v, %v; want the session with %d events", metas, err, last)
+	}
 	svc.Close()
 	svc2, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger(), StateFile: stateFile})
 	if err != nil {
