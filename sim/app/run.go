@@ -345,12 +345,13 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 		// corpsim sessions --nats, as a serve answers it: this one
 		// session, as its log holds it now (its ID is what log --follow
 		// needs, and run prints it only at the end).
+		id, known := meta.ID, meta // meta is the driver's from here on
 		listed, err := conn.Subscribe(wire.ListSubject, func(msg *nats.Msg) {
-			m, err := log.Session(context.Background(), meta.ID)
+			m, err := log.Session(context.Background(), id)
 			if err != nil {
-				m = meta
+				m = known
 			}
-			if last, err := log.LastSeq(context.Background(), meta.ID); err == nil {
+			if last, err := log.LastSeq(context.Background(), id); err == nil {
 				m.LastSeq = last
 			}
 			b, _ := json.Marshal([]events.SessionMeta{m})

@@ -338,7 +338,6 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.
 	if natsURL == "" {
 		return nil, nil, app.Usagef("--http needs the NATS server to listen (--listen ADDR)")
 	}
-
 	gw, err := httpgw.New(httpgw.Config{NATSURL: natsURL, OperatorToken: o.OperatorToken,
 		Logger: log.Named("http"), TurnWait: o.TurnTimeout, MaxRequestBytes: o.MaxMessage})
 	if err != nil {
