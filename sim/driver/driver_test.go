@@ -506,3 +506,67 @@ func TestMaxEventsEndsTheSession(t *testing.T) {
 		t.Fatalf("continued from 300: %d events, ended %q; want at most %d, ended %q", fm.LastSeq, c.State().EndReason, max, sim.EndEventLimit)
 	}
 }
+
+// checkpointReplica is a slowReplica that also keeps checkpoints, and
+// fails to when fail is set.
+type checkpointReplica struct {
+	slowReplica
+	fail    bool
+	mu      sync.Mutex
+	given   []uint64 // the checkpoints' seqs
+	beyond  int      // checkpoints given past the events replicated
+	written int      // checkpoints kept
+}
+
+func (r *checkpointReplica) ReplicateCheckpoint(_ context.Context, _ string, cp events.Checkpoint) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.given = append(r.given, cp.Seq)
+	if cp.Seq > r.replicated.Load() {
+		r.beyond++
+	}
+	if r.fail {
+		return errors.New("the object store is down")
+	}
+	r.written++
+	return nil
+}
+
+// A replica that keeps checkpoints is given each one after the batch it
+// ends is replicated; one that fails to keep them does not stop the run,
+// whose log is the same.
+func TestCheckpointsAreReplicatedAfterTheirBatch(t *testing.T) {
+	w, src := simtest.DeskWorld(t, 300)
+	bus := startBus(t)
+	conn := connect(t, bus, "driver")
+	var hashes []string
+	for _, fail := range []bool{false, true} {
+		id := "01J0000000000000000000CPR" + map[bool]string{false: "A", true: "B"}[fail]
+		sub := answerWatcher(t, conn, id)
+		replica := &checkpointReplica{fail: fail}
+		e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		log := memlog.New()
+		d := driver.New(driver.Config{Log: log, Conn: conn, MaxBatch: 16, CheckpointEvery: 100, Replica: replica})
+		meta, err := d.Run(context.Background(), events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: 5}, e)
+		sub.Unsubscribe()
+		if err != nil {
+			t.Fatalf("replica failing: %v: %v", fail, err)
+		}
+		cps, err := log.Checkpoints(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replica.mu.Lock()
+		if len(cps) == 0 || len(replica.given) != len(cps) || replica.beyond > 0 || replica.written != map[bool]int{false: len(cps), true: 0}[fail] {
+			t.Errorf("replica failing: %v: %d checkpoints stored, %d given to the replica (%d past its events), %d kept", fail, len(cps), len(replica.given), replica.beyond, replica.written)
+		}
+		replica.mu.Unlock()
+		hashes = append(hashes, meta.StateHash)
+	}
+	if hashes[0] != hashes[1] {
+		t.Fatalf("state hashes %v: a failing checkpoint replica changed the run", hashes)
+	}
+}
