@@ -94,7 +94,7 @@ func Recall(ctx context.Context, log sim.Scanner, session, playing string, upto 
 	n, from, err := recallFromCheckpoint(ctx, log, session, upto, base, seats, omits, show)
 	if errors.Is(err, sim.ErrNoMemory) {
 		logger.Debug("the agents are shown every past turn", "read_from", session, "why", err)
-		n, from, err = 0, 0, nil
+		from = 0
 		n, err = sim.Recall(ctx, log, session, upto, base, omits, show)
 	}
 	res.Turns, res.FromCheckpoint = n, from

@@ -94,9 +94,9 @@ type Config struct {
 	// keeps it (sim.Engine.CheckpointWith): a fork or resume from far
 	// into the session shows its agents only the turns since (sim/app's
 	// Recall). It is called on the driver's goroutine between turns, when
-	// no agent decides, and no more after a turn that timed out or failed:
-	// an agent may have changed what it remembers for a turn the log does
-	// not record.
+	// no agent decides, and no more after a turn of a member that
+	// remembers (Remembers) timed out or failed: its agent may have
+	// changed what it remembers for a turn the log does not record.
 	Memory func() (json.RawMessage, error)
 	// Remembers, if set, says which members' agents remember what they
 	// are shown: only a turn of theirs that timed out or failed stops
