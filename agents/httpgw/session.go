@@ -289,12 +289,12 @@ func (s *session) recordLocked(ev events.Event) {
 	if ev.Type != payload.EvReward {
 		return
 	}
-	var r payload.Reward
-	if err := json.Unmarshal(ev.Payload, &r); err != nil {
+	r, err := payload.TeamReward(&ev)
+	if err != nil {
 		s.log.Error("undecodable reward", "seq", ev.Seq, "error", err)
 		return
 	}
-	s.reward += r.Team
+	s.reward += r
 	s.rewards = append(s.rewards, ev)
 }
 
@@ -428,14 +428,8 @@ func (s *session) upTo(seq uint64) ([]events.Event, float64, bool) {
 }
 
 func teamReward(e events.Event) float64 {
-	if e.Type != payload.EvReward {
-		return 0
-	}
-	var r payload.Reward
-	if json.Unmarshal(e.Payload, &r) != nil {
-		return 0
-	}
-	return r.Team
+	r, _ := payload.TeamReward(&e) // one that does not decode counts for nothing
+	return r
 }
 
 // probe asks the server whether the session still runs. When nobody

@@ -2,6 +2,7 @@ package payload
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -389,3 +390,17 @@ var decoderPool = sync.Pool{New: func() any { return new(fastjson.Decoder) }}
 // payloads one after the other on one goroutine pays two atomic swaps
 // instead of the pool's Get and Put, and finds its interned strings warm.
 var lastDecoder atomic.Pointer[fastjson.Decoder]
+
+// TeamReward is the team's reward in ev when it is a reward event (0 for
+// any other event): its payload's "team", what a session's team score is
+// the sum of. A reward that does not decode is an error.
+func TeamReward(ev *events.Event) (float64, error) {
+	if ev.Type != EvReward {
+		return 0, nil
+	}
+	r, err := As[Reward](ev, nil)
+	if err != nil {
+		return 0, fmt.Errorf("payload: reward at seq %d: %w", ev.Seq, err)
+	}
+	return r.Team, nil
+}

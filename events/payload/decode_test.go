@@ -133,3 +133,22 @@ func FuzzFastDecoders(f *testing.F) {
 		sameDecoding(t, typ, data, false)
 	})
 }
+
+// TeamReward reads a reward event's team delta, 0 from any other event,
+// and reports a reward that does not decode.
+func TestTeamReward(t *testing.T) {
+	for _, tc := range []struct {
+		ev      events.Event
+		want    float64
+		wantErr bool
+	}{
+		{events.Event{Type: EvReward, Payload: json.RawMessage(`{"team":2.5,"members":{"a":1},"rubric":"rubric/2"}`)}, 2.5, false},
+		{events.Event{Type: EvTaskCreated, Payload: json.RawMessage(`{"team":9}`)}, 0, false},
+		{events.Event{Type: EvReward, Seq: 7, Payload: json.RawMessage(`{"team":"x"}`)}, 0, true},
+	} {
+		got, err := TeamReward(&tc.ev)
+		if got != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("%s %s: %v, %v; want %v (error: %v)", tc.ev.Type, tc.ev.Payload, got, err, tc.want, tc.wantErr)
+		}
+	}
+}

@@ -38,10 +38,8 @@ func (p *progress) Appended(session string, batch []events.Event, d time.Duratio
 	}
 	var add float64
 	for i := range batch {
-		if ev := &batch[i]; ev.Type == payload.EvReward {
-			if r, err := payload.As[payload.Reward](ev, payload.Decode(ev)); err == nil {
-				add += r.Team
-			}
+		if r, err := payload.TeamReward(&batch[i]); err == nil {
+			add += r
 		}
 	}
 	p.mu.Lock()
