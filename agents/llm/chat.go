@@ -35,7 +35,7 @@ type chatResponse struct {
 
 // askChat asks a chat-completions endpoint: the system message, the
 // history's messages and the new observation as messages.
-func (a *Agent) askChat(ctx context.Context, system message, history []turn, user message) (answer, error) {
+func (a *Agent) askChat(ctx context.Context, tools json.RawMessage, system message, history []turn, user message) (answer, error) {
 	msgs := []message{system}
 	for _, h := range history {
 		msgs = append(msgs, h.user)
@@ -45,7 +45,7 @@ func (a *Agent) askChat(ctx context.Context, system message, history []turn, use
 		}
 	}
 	msgs = append(msgs, user)
-	data, err := a.post(ctx, chatRequest{Model: a.opts.Model, Messages: msgs, Tools: a.tools, ToolChoice: "auto", Temperature: a.opts.Temperature})
+	data, err := a.post(ctx, chatRequest{Model: a.opts.Model, Messages: msgs, Tools: tools, ToolChoice: "auto", Temperature: a.opts.Temperature})
 	if err != nil {
 		return answer{}, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // InvalidAction is the type of the action a malformed tool call becomes; its
@@ -97,11 +98,12 @@ type Agent struct {
 	opts     Options
 	client   *http.Client
 	endpoint string
-	tools    json.RawMessage
+	tools    json.RawMessage // every action's tool, for seats of no known world
 	logger   hclog.Logger
 
-	mu    sync.Mutex
-	convs map[string]*conversation // session/member -> conversation
+	mu     sync.Mutex
+	convs  map[string]*conversation   // session/member -> conversation
+	worlds map[string]json.RawMessage // world hash -> its tools, encoded (In)
 }
 
 var _ agents.Agent = (*Agent)(nil)
@@ -122,15 +124,52 @@ func New(o Options) (*Agent, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	a := &Agent{opts: o, client: client, logger: logger, convs: map[string]*conversation{}}
+	a := &Agent{opts: o, client: client, logger: logger, convs: map[string]*conversation{}, worlds: map[string]json.RawMessage{}}
 	base := strings.TrimRight(o.BaseURL, "/")
 	if o.API == APIResponses {
-		a.endpoint, a.tools = base+"/responses", responsesTools()
+		a.endpoint = base + "/responses"
 	} else {
 		a.opts.API = APIChat
-		a.endpoint, a.tools = base+"/chat/completions", json.RawMessage(agents.Tools())
+		a.endpoint = base + "/chat/completions"
 	}
+	a.tools = a.encodeTools(agents.ToolDefs())
 	return a, nil
+}
+
+// In returns the agent for the seats of a session of world w: the same
+// model, client and conversations, offering the model w's tools
+// (agents.ToolDefsFor, as `corpsim tools --world` lists them: the record
+// tools only in a world with systems, naming its record types and fields,
+// schedule_meeting only where members keep calendars, message describing
+// its cases' decisions). Decide itself offers every action's tool.
+func (a *Agent) In(w *worlds.World) agents.Agent {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	tools, ok := a.worlds[w.Hash]
+	if !ok || w.Hash == "" { // a world made in code, not loaded, has no hash
+		if len(a.worlds) >= maxWorlds {
+			clear(a.worlds)
+		}
+		tools = a.encodeTools(agents.ToolDefsFor(w))
+		if w.Hash != "" {
+			a.worlds[w.Hash] = tools
+		}
+	}
+	return &seat{Agent: a, tools: tools}
+}
+
+// maxWorlds bounds the worlds whose tools an Agent keeps encoded.
+const maxWorlds = 64
+
+// seat is an Agent playing in one world: its turns offer that world's tools.
+type seat struct {
+	*Agent
+	tools json.RawMessage
+}
+
+// Decide implements agents.Agent with the seat's world's tools.
+func (s *seat) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
+	return s.decide(ctx, s.tools, o)
 }
 
 // Name says what plays the seat, for session metadata: "llm/" and the model.
@@ -212,8 +251,12 @@ func (a *Agent) conversation(o org.Observation) *conversation {
 // does now. An HTTP error, an error answer or a timeout is returned as an
 // error; malformed tool calls become InvalidAction actions.
 func (a *Agent) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
+	return a.decide(ctx, a.tools, o)
+}
+
+func (a *Agent) decide(ctx context.Context, tools json.RawMessage, o org.Observation) ([]org.Action, error) {
 	acts, err := a.take(o, func(system message, history []turn, user message) (answer, error) {
-		return a.ask(ctx, system, history, user)
+		return a.ask(ctx, tools, system, history, user)
 	})
 	if err != nil {
 		return nil, err // the turn is not kept: the next observation supersedes it
@@ -373,11 +416,23 @@ type rawCall struct {
 
 // ask sends the conversation (system prompt, history, the new observation)
 // in the API the agent speaks and returns the answer.
-func (a *Agent) ask(ctx context.Context, system message, history []turn, user message) (answer, error) {
+func (a *Agent) ask(ctx context.Context, tools json.RawMessage, system message, history []turn, user message) (answer, error) {
 	if a.opts.API == APIResponses {
-		return a.askResponses(ctx, system, history, user)
+		return a.askResponses(ctx, tools, system, history, user)
 	}
-	return a.askChat(ctx, system, history, user)
+	return a.askChat(ctx, tools, system, history, user)
+}
+
+// encodeTools is defs as the agent's API lists tools.
+func (a *Agent) encodeTools(defs []agents.Tool) json.RawMessage {
+	if a.opts.API == APIResponses {
+		return responsesTools(defs)
+	}
+	b, err := json.Marshal(defs)
+	if err != nil {
+		panic("llm: tools do not encode: " + err.Error())
+	}
+	return b
 }
 
 // apiError is the error object OpenAI-compatible endpoints answer with.

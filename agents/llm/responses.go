@@ -28,10 +28,8 @@ type responsesTool struct {
 	Strict bool `json:"strict"`
 }
 
-// responsesTools returns the actions as Responses function tools, in
-// org.ActionTypes order.
-func responsesTools() json.RawMessage {
-	defs := agents.ToolDefs()
+// responsesTools returns defs as Responses function tools, in their order.
+func responsesTools(defs []agents.Tool) json.RawMessage {
 	tools := make([]responsesTool, len(defs))
 	for i, d := range defs {
 		tools[i] = responsesTool{Type: "function", Name: d.Function.Name, Description: d.Function.Description, Parameters: d.Function.Parameters}
@@ -133,8 +131,8 @@ func inputItems(history []turn, user message) []any {
 // failed, or that carries an error or no output, is an error; function_call
 // items become the turn's tool calls, the text of message items its
 // content, and other items (reasoning) are not kept.
-func (a *Agent) askResponses(ctx context.Context, system message, history []turn, user message) (answer, error) {
-	req := responsesRequest{Model: a.opts.Model, Input: inputItems(history, user), Tools: a.tools, ToolChoice: "auto",
+func (a *Agent) askResponses(ctx context.Context, tools json.RawMessage, system message, history []turn, user message) (answer, error) {
+	req := responsesRequest{Model: a.opts.Model, Input: inputItems(history, user), Tools: tools, ToolChoice: "auto",
 		Temperature: a.opts.Temperature}
 	if system.Content != nil {
 		req.Instructions = *system.Content

@@ -226,3 +226,60 @@ func TestEvalOfAFailingEndpointIsAnError(t *testing.T) {
 		t.Fatalf("eval result %+v; want both seeds failed with the endpoint's error, and no scores", res)
 	}
 }
+
+// A seat played by the llm agent is offered its world's tools
+// (agents.ToolDefsFor), as `corpsim tools --world` lists them: no record
+// tools in startup, which has no systems, and in billing-support the record
+// tools naming its record types. The agent alone (Decide) offers every
+// action.
+func TestASeatIsOfferedItsWorldsTools(t *testing.T) {
+	for _, world := range []string{"startup", "billing-support"} {
+		t.Run(world, func(t *testing.T) {
+			w, _, err := app.LoadWorld(world)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seat string
+			for _, m := range w.Members {
+				if m.NPC == nil {
+					seat = m.ID
+					break
+				}
+			}
+			f, srv := mustServe(t, script())
+			agent := mustAgent(t, llm.Options{BaseURL: srv.URL + "/v1", Model: "m"})
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			res, err := app.Run(ctx, app.RunOptions{World: world, Seed: 1, Agents: "greedy," + seat + "=llm", LLM: agent,
+				Log: memlog.New(), TurnTimeout: 20 * time.Second, MaxEvents: 2000})
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			reqs := f.requests()
+			if len(reqs) == 0 {
+				t.Fatalf("%s was never asked (ended %s, %d events)", seat, res.Ended, res.Meta.LastSeq)
+			}
+			want := agents.ToolDefsFor(w)
+			for i, r := range reqs {
+				if len(r.Tools) != len(want) {
+					t.Fatalf("request %d offers %d tools, want the world's %d", i, len(r.Tools), len(want))
+				}
+				for j, tool := range r.Tools {
+					got, _ := json.Marshal(tool["function"])
+					exp, _ := json.Marshal(want[j].Function)
+					var a, b any
+					_ = json.Unmarshal(got, &a)
+					_ = json.Unmarshal(exp, &b)
+					if fmt.Sprint(a) != fmt.Sprint(b) {
+						t.Fatalf("request %d: tool %d is\n%s\nwant\n%s", i, j, got, exp)
+					}
+				}
+			}
+			hasCreate := strings.Contains(fmt.Sprint(reqs[0].Tools), `name:create`)
+			if hasCreate != (len(w.Systems) > 0) {
+				t.Errorf("the record tool create offered: %v; the world has %d systems", hasCreate, len(w.Systems))
+			}
+			t.Logf("%s: %d requests, %d tools each", seat, len(reqs), len(want))
+		})
+	}
+}

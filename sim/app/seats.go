@@ -112,6 +112,9 @@ func BuildSeats(meta events.SessionMeta, w *worlds.World, o SeatOptions) (*Seats
 				return nil, ErrNoLLM
 			}
 			s.Agents[member] = o.LLM
+			if in, ok := o.LLM.(worldly); ok {
+				s.Agents[member] = in.In(w)
+			}
 			s.Kinds["llm"]++
 			continue
 		}
@@ -131,6 +134,12 @@ func BuildSeats(meta events.SessionMeta, w *worlds.World, o SeatOptions) (*Seats
 		}
 	}
 	return s, nil
+}
+
+// worldly is an agent that plays each world with what fits it (the llm
+// agent: the world's tools, agents.ToolDefsFor).
+type worldly interface {
+	In(w *worlds.World) agents.Agent
 }
 
 // forgetter is an agent that keeps something of each session it plays

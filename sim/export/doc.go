@@ -25,9 +25,7 @@
 // is "accepted" or the refusal the log recorded for it.
 // In a world with systems (format 2) an accepted get or search's result
 // also holds what the read returned — the records with their fields and
-// text, as the member's next observation shows them (records.go) — the
-// tools are the world's (agents.ToolDefsFor: its record types and fields
-// in the schemas), and each episode carries in Outcomes the rubric's
+// text, as the member's next observation shows them (records.go), and each episode carries in Outcomes the rubric's
 // verdicts on the outcome steps its member completed (wrong ones marked),
 // which a preference pair carries for each side.
 // Rewards come from the rubric on the final state, as corpsim score

@@ -77,7 +77,7 @@ type Episode struct {
 	Member   string        `json:"member"`
 	Agent    string        `json:"agent"` // what played the seat, from the session's metadata
 	Messages []Message     `json:"messages"`
-	Tools    []agents.Tool `json:"tools"`
+	Tools    []agents.Tool `json:"tools"` // the world's (agents.ToolDefsFor), as the llm agent offers them
 	// Reward is the member's delivered value and TeamReward the team
 	// score, by Rubric on the session's last state (corpsim score).
 	Reward     float64 `json:"reward"`
@@ -283,7 +283,7 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 	slices.Sort(members)
 	for _, member := range members {
 		ep := Episode{Session: id, World: st.World.Name, Seed: meta.Seed, Member: member, Agent: meta.Agents[member],
-			Messages: []Message{}, Tools: agents.ToolDefs(), Reward: delivered[member], TeamReward: card.TeamScore,
+			Messages: []Message{}, Tools: agents.ToolDefsFor(st.World), Reward: delivered[member], TeamReward: card.TeamScore,
 			Rubric: card.Rubric, worldHash: st.World.Hash, load: load}
 		contentEpisode(&ep, st.World, card.Outcomes)
 		var mine []*turnRec

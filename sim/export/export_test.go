@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -246,6 +247,7 @@ func TestEpisodesShowWhatTheAgentsSaw(t *testing.T) {
 	sent := mustSession(t, log, "s1", "startup", 3, team(3))
 	evs := readAll(t, log, "s1")
 	eps := mustEpisodes(t, log, "s1", export.Options{})
+	w, _ := mustWorld(t, "startup")
 	if len(eps) != 5 {
 		t.Fatalf("got %d episodes, want one per agent seat (5)", len(eps))
 	}
@@ -286,7 +288,7 @@ func TestEpisodesShowWhatTheAgentsSaw(t *testing.T) {
 			if d := ep.Reward - dense[mc.Member]; d > 1e-6 || d < -1e-6 {
 				t.Errorf("reward %g, but the member's dense rewards add up to %g", ep.Reward, dense[mc.Member])
 			}
-			if ep.Session != "s1" || ep.World != "startup" || ep.Seed != 3 || ep.Agent != "test" || len(ep.Tools) != len(org.ActionTypes) {
+			if ep.Session != "s1" || ep.World != "startup" || ep.Seed != 3 || ep.Agent != "test" || !reflect.DeepEqual(ep.Tools, agents.ToolDefsFor(w)) {
 				t.Errorf("episode header %s %s %d %s, %d tools", ep.Session, ep.World, ep.Seed, ep.Agent, len(ep.Tools))
 			}
 			turns := recordedTurns(evs, mc.Member)

@@ -3,7 +3,6 @@ package export
 import (
 	"encoding/json"
 
-	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
@@ -28,13 +27,12 @@ func keepRead(st *org.State, ev *events.Event, bySeq map[uint64]*turnRec) {
 	t.reads = append(t.reads, m.Results[len(m.Results)-1])
 }
 
-// contentEpisode gives an episode of a world with systems the world's
-// tools and its member's outcome verdicts.
+// contentEpisode gives an episode of a world with systems its member's
+// outcome verdicts.
 func contentEpisode(ep *Episode, w *worlds.World, cards []policies.OutcomeCard) {
 	if len(w.Systems) == 0 {
 		return
 	}
-	ep.Tools = agents.ToolDefsFor(w)
 	for _, oc := range cards {
 		if oc.By == ep.Member {
 			ep.Outcomes = append(ep.Outcomes, oc)
