@@ -17,6 +17,7 @@
 //	POST /nemo/step          {"response": {"output": [function_call items]}, …} -> {"observation","reward","terminated","truncated","info"}
 //	POST /nemo/close         ends the session (stops it if it still runs)
 //	GET  /nemo/tools         the tools, as Responses API function tools
+//	                         (?world=W: those of shipped world W's sessions)
 //
 // The row's other fields (responses_create_params, …) are ignored. agents
 // is as for corpsim run (default greedy) and may not mark seats remote:
@@ -25,7 +26,9 @@
 // # Tools
 //
 // The tools are the actions of agents.Tools (claim, work, …, wait) and
-// observe. A call of an action answers the member's waiting turn with that
+// observe; with ?world=W, W's actions as agents.ToolDefsFor lists them
+// (the record tools only in a world with systems, naming its record types
+// and fields) and observe, for a row's responses_create_params.tools. A call of an action answers the member's waiting turn with that
 // one action, then waits for the next turn and returns what came of it:
 //
 //	{"output": {"result": "accepted" | "refused (kind, rule R): reason" | …,

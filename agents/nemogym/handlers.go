@@ -667,9 +667,19 @@ func (s *Server) handleClose(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"session": ss.id, "closed": true})
 }
 
-func (s *Server) handleTools(w http.ResponseWriter, _ *http.Request) {
+// handleTools answers every action's tool, or with ?world=W the tools of
+// a session of shipped world W.
+func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
+	b := toolsJSON
+	if name := r.URL.Query().Get("world"); name != "" {
+		var err error
+		if b, err = toolsOfWorld(name); err != nil {
+			s.fail(w, http.StatusNotFound, CodeBadRequest, err.Error())
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(toolsJSON)
+	_, _ = w.Write(b)
 }
 
 // clipped is s cut to its first 64 bytes (at a character's start) and

@@ -10,6 +10,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -18,12 +19,14 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/httpgw"
 	"github.com/corpsim/corpsim/agents/nemogym"
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // fakeOps stands in for the gateway: each session's member is asked turn
@@ -551,6 +554,52 @@ func TestToolsAreResponsesFunctionTools(t *testing.T) {
 	}
 	if want := append(slices.Clone(org.ActionTypes), "observe"); !slices.Equal(names, want) {
 		t.Errorf("tools %v, want %v", names, want)
+	}
+}
+
+// GET /nemo/tools?world=W lists the tools of W's sessions, as `corpsim
+// tools --world W` does, then observe; an unknown world is a 404 naming
+// the shipped ones.
+func TestToolsOfAWorld(t *testing.T) {
+	h := mustHarness(t, newFake(), nemogym.Config{})
+	get := func(query string) (int, []byte) {
+		resp, err := http.Get(h.http.URL + "/nemo/tools" + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	for _, world := range []string{"startup", "billing-support"} {
+		w, err := worlds.Shipped(world)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, body := get("?world=" + world)
+		var got []nemogym.Tool
+		if err := json.Unmarshal(body, &got); code != http.StatusOK || err != nil {
+			t.Fatalf("%s: %d %v: %.200s", world, code, err, body)
+		}
+		want := nemogym.ToolsOf(w)
+		if len(want) != len(agents.ToolDefsFor(w))+1 || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %d tools, want the world's %d and observe", world, len(got), len(agents.ToolDefsFor(w)))
+		}
+		var create *nemogym.Tool
+		for i := range got {
+			if got[i].Name == "create" {
+				create = &got[i]
+			}
+		}
+		if (create != nil) != (len(w.Systems) > 0) {
+			t.Errorf("%s: create listed %v with %d systems", world, create != nil, len(w.Systems))
+		}
+		if create != nil && !slices.Contains(create.Parameters.Properties["record"].Enum, w.Systems[0].Types[0].ID) {
+			t.Errorf("%s: create's record enum %v lacks %s", world, create.Parameters.Properties["record"].Enum, w.Systems[0].Types[0].ID)
+		}
+	}
+	if code, body := get("?world=atlantis"); code != http.StatusNotFound || !strings.Contains(string(body), "startup") {
+		t.Errorf("an unknown world: %d %s, want 404 naming the shipped worlds", code, body)
 	}
 }
 

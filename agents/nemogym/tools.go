@@ -2,8 +2,10 @@ package nemogym
 
 import (
 	"encoding/json"
+	"sync"
 
 	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // Tool is a tool in the Responses API's function-tool shape, as NeMo Gym
@@ -24,8 +26,15 @@ const observeDescription = "See your observation now: waits until you are asked 
 
 // Tools returns the adapter's tools: every action of agents.ToolDefs, in
 // its order, then observe.
-func Tools() []Tool {
-	defs := agents.ToolDefs()
+func Tools() []Tool { return tools(agents.ToolDefs()) }
+
+// ToolsOf returns the tools of a session of world w: its actions as
+// `corpsim tools --world` lists them (agents.ToolDefsFor: the record tools
+// only in a world with systems, naming its record types and fields), then
+// observe.
+func ToolsOf(w *worlds.World) []Tool { return tools(agents.ToolDefsFor(w)) }
+
+func tools(defs []agents.Tool) []Tool {
 	out := make([]Tool, 0, len(defs)+1)
 	for _, d := range defs {
 		out = append(out, Tool{Type: "function", Name: d.Function.Name, Description: d.Function.Description, Parameters: d.Function.Parameters})
@@ -35,10 +44,30 @@ func Tools() []Tool {
 }
 
 // toolsJSON is GET /nemo/tools' answer.
-var toolsJSON = func() []byte {
-	b, err := json.Marshal(Tools())
+var toolsJSON = encodeTools(Tools())
+
+func encodeTools(t []Tool) []byte {
+	b, err := json.Marshal(t)
 	if err != nil {
 		panic("nemogym: tools do not encode: " + err.Error())
 	}
 	return append(b, '\n')
-}()
+}
+
+// worldTools are GET /nemo/tools?world=W's answers, by shipped world.
+var worldTools sync.Map // name -> []byte
+
+// toolsOfWorld is the encoded tools of the shipped world name, or an error
+// naming the shipped worlds.
+func toolsOfWorld(name string) ([]byte, error) {
+	if b, ok := worldTools.Load(name); ok {
+		return b.([]byte), nil
+	}
+	w, err := worlds.Shipped(name)
+	if err != nil {
+		return nil, err
+	}
+	b := encodeTools(ToolsOf(w))
+	worldTools.Store(name, b)
+	return b, nil
+}
