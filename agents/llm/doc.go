@@ -7,7 +7,8 @@
 // explains the job and the rules, then for every turn the observation as a
 // user message, the model's tool calls, and one tool message per call saying
 // whether the engine accepted it — together with the actions as tools
-// (agents.Tools), and turns the tool calls of the answer into actions with
+// (the seat's world's, agents.ToolDefsFor, for an agent a session's seats
+// got from Agent.In; every action's, agents.ToolDefs, for Decide), and turns the tool calls of the answer into actions with
 // agents.ActionFromToolCall. A tool call that does not parse (unknown tool,
 // bad arguments) becomes an action of type InvalidAction carrying the reason,
 // which the engine refuses and records like any malformed action; it never
