@@ -14,6 +14,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/pebblelog"
 )
 
 // synthetic makes n events of session from seq 1, with payloads of about
@@ -116,11 +117,30 @@ func BenchmarkRestore(b *testing.B) {
 	if err := r.PutSession(ctx, events.SessionMeta{ID: "r", Status: events.StatusRunning}); err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
-	for range b.N {
-		if _, err := jsreplica.Restore(ctx, r.JetStream(), "r", memlog.New()); err != nil {
-			b.Fatal(err)
+	b.Run("memlog", func(b *testing.B) {
+		for range b.N {
+			if _, err := jsreplica.Restore(ctx, r.JetStream(), "r", memlog.New()); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "events/s")
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "events/s")
+	})
+	// Into a synced Pebble log, as a worker adopting a session restores.
+	b.Run("pebble", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			l, err := pebblelog.Open(b.TempDir(), pebblelog.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if _, err := jsreplica.Restore(ctx, r.JetStream(), "r", l); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			l.Close()
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "events/s")
+	})
 }

@@ -3,9 +3,11 @@ package jsreplica_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -587,5 +589,54 @@ func TestRestoreFork(t *testing.T) {
 	}
 	if _, err := jsreplica.Restore(ctx, r.JetStream(), "f", memlog.New()); err == nil {
 		t.Fatal("restored a fork without its metadata")
+	}
+}
+
+// failingAppends is a log whose appends fail from the nth on.
+type failingAppends struct {
+	events.Log
+	n, calls int
+}
+
+func (l *failingAppends) Append(ctx context.Context, session string, after uint64, batch []events.Event) error {
+	l.calls++
+	if l.calls >= l.n {
+		return errors.New("the disk is full")
+	}
+	return l.Log.Append(ctx, session, after, batch)
+}
+
+// A restore copies a session over several fetches (4,096 messages each),
+// an event of 6 MB among them, appending each batch while the next is
+// fetched; an append that fails stops it with the batches before it kept
+// and the error naming their seqs.
+func TestRestoreFetchesWhileItAppends(t *testing.T) {
+	ctx := context.Background()
+	_, nc := mustServer(t)
+	r := mustReplica(t, nc, jsreplica.Config{})
+	evs := synthetic(10_000)
+	evs[5_000].Payload = json.RawMessage(`{"note":"` + strings.Repeat("x", 6<<20) + `"}`)
+	for i := 0; i < len(evs); i += 1000 {
+		if err := r.Replicate(ctx, "big", evs[i:i+1000]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meta := events.SessionMeta{ID: "big", Status: events.StatusRunning}
+	if err := r.PutSession(ctx, meta); err != nil {
+		t.Fatal(err)
+	}
+	dst := memlog.New()
+	if n, err := jsreplica.Restore(ctx, r.JetStream(), "big", dst); err != nil || n != 10_000 {
+		t.Fatalf("restore: %d, %v; want 10000", n, err)
+	}
+	equalEvents(t, mustRead(t, dst, "big"), evs)
+
+	bad := &failingAppends{Log: memlog.New(), n: 3}
+	n, err := jsreplica.Restore(ctx, r.JetStream(), "big", bad)
+	if err == nil || !strings.Contains(err.Error(), "append seqs 2049-3072: the disk is full") || n != 2048 {
+		t.Fatalf("restore with the third append failing: %d, %v; want 2048 and the append's error", n, err)
+	}
+	if got := mustRead(t, bad.Log, "big"); len(got) != 2048 {
+		t.Fatalf("the log kept %d events, want the 2048 appended before the failure", len(got))
 	}
 }
