@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
@@ -117,6 +118,34 @@ func roles(rs []string) string {
 	}
 	return strings.Join(rs, ", ")
 }
+
+// ToolsJSONFor is ToolDefsFor(w) as compact JSON. The encodings of the
+// last worlds asked are kept, by hash: a server hands them to the remote
+// seats of every session it makes. The bytes returned are shared: do not
+// change them.
+func ToolsJSONFor(w *worlds.World) json.RawMessage {
+	toolsCache.mu.Lock()
+	defer toolsCache.mu.Unlock()
+	if b, ok := toolsCache.byHash[w.Hash]; ok && w.Hash != "" {
+		return b
+	}
+	b, err := json.Marshal(ToolDefsFor(w))
+	if err != nil {
+		panic("agents: tools do not encode: " + err.Error())
+	}
+	if w.Hash != "" { // a world made in code, not loaded, has none
+		if len(toolsCache.byHash) >= 64 {
+			clear(toolsCache.byHash)
+		}
+		toolsCache.byHash[w.Hash] = b
+	}
+	return b
+}
+
+var toolsCache = struct {
+	mu     sync.Mutex
+	byHash map[string]json.RawMessage
+}{byHash: map[string]json.RawMessage{}}
 
 // ToolsFor is ToolDefsFor as indented JSON.
 func ToolsFor(w *worlds.World) []byte {

@@ -20,10 +20,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // mcpSDK is the official MCP TypeScript SDK, pinned.
@@ -255,7 +257,15 @@ func runMCPClient(t *testing.T, node, script string, args ...string) ([]map[stri
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(filepath.Dir(script), "node_modules"))
+	startup, err := worlds.Shipped("startup") // the sessions' world: the seat is offered its tools
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tools []string
+	for _, d := range agents.ToolDefsFor(startup) {
+		tools = append(tools, d.Function.Name)
+	}
+	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(filepath.Dir(script), "node_modules"), "CORPSIM_TOOLS="+strings.Join(tools, ","))
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -133,6 +133,17 @@ func (g *Gateway) SeatOf(tok string) (session, member string, ok bool) {
 	return st.session.id, st.member, true
 }
 
+// SeatTools returns the tools of the world of the session a seat token
+// reaches (wire.CreateReply.Tools: `corpsim tools --world` as compact
+// JSON), or nil for an unknown token or a session whose server sent none.
+func (g *Gateway) SeatTools(tok string) json.RawMessage {
+	st := g.seatFor(tok)
+	if st == nil {
+		return nil
+	}
+	return st.session.tools
+}
+
 // ForkRequest is the body of fork and reset.
 type ForkRequest struct {
 	At          uint64 `json:"at"`

@@ -1,6 +1,7 @@
 package httpgw_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/server"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // TestOperationsPlayASeat: the Go operations the adapters build on play a
@@ -36,6 +38,15 @@ func TestOperationsPlayASeat(t *testing.T) {
 	}
 	if _, _, ok := g.SeatOf(s.operator); ok {
 		t.Fatal("SeatOf(operator token) names a seat")
+	}
+	// The reply and the seat carry the world's tools, as `corpsim tools --world startup` lists them.
+	startup, err := worlds.Shipped("startup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := agents.ToolsJSONFor(startup)
+	if !bytes.Equal(reply.Tools, want) || !bytes.Equal(g.SeatTools(bob.Token), want) || g.SeatTools(s.operator) != nil {
+		t.Fatalf("tools: the reply's %.80s, the seat's %.80s; want startup's %.80s, and none for the operator", reply.Tools, g.SeatTools(bob.Token), want)
 	}
 	if _, err := g.Observe(ctx, s.operator, time.Millisecond); httpgw.StatusOf(err) != http.StatusForbidden {
 		t.Fatalf("Observe with the operator token: %v, want 403", err)

@@ -40,7 +40,8 @@ type session struct {
 	id       string
 	parent   string
 	forkSeq  uint64
-	agents   string // the agents spec it was created with: its forks' default
+	agents   string          // the agents spec it was created with: its forks' default
+	tools    json.RawMessage // its world's tools (wire.CreateReply.Tools); nil if the server sent none
 	turnWait time.Duration
 	log      hclog.Logger
 	stepMu   sync.Mutex // one step at a time
@@ -87,7 +88,7 @@ type heldTurn struct {
 }
 
 func newSession(g *Gateway, reply wire.CreateReply, req wire.CreateRequest, turnWait time.Duration) *session {
-	s := &session{g: g, id: reply.Session, parent: req.Parent, agents: req.Agents, turnWait: turnWait,
+	s := &session{g: g, id: reply.Session, parent: req.Parent, agents: req.Agents, tools: reply.Tools, turnWait: turnWait,
 		log: g.log.With("session", reply.Session), changed: make(chan struct{}), seats: map[string]*seat{},
 		shown: map[string]uint64{}, prefixKnown: req.Parent == ""}
 	if req.Parent != "" {

@@ -19,9 +19,13 @@
 //
 // Tools (tools/list, in name order):
 //
-//   - every action of `corpsim tools` (agents.ToolDefs: claim, work,
-//     complete, handoff, request_approval, approve, reject, escalate,
-//     message, wait), with its JSON Schema as inputSchema. A call answers
+//   - every action of the seat's world, as `corpsim tools --world` lists
+//     them (agents.ToolDefsFor, from Ops.SeatTools: claim, work, complete,
+//     handoff, request_approval, approve, reject, escalate, message, wait,
+//     open_case, and the record, meeting and decision tools where the
+//     world has them; every action, agents.ToolDefs, for a seat whose
+//     world's tools the gateway does not know), with its JSON Schema as
+//     inputSchema. A call answers
 //     the seat's waiting turn with that one action (waiting up to
 //     Config.ActWait for a turn when none waits yet) and returns the
 //     answer as structuredContent (session, member, turn, forwarded,

@@ -28,6 +28,7 @@ import (
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/server"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // stack is a corpsim server (embedded NATS with per-seat auth, the session
@@ -239,52 +240,69 @@ func observeTurn(tb testing.TB, cs *mcp.ClientSession) observed {
 	return observed{}
 }
 
+// A seat is offered its world's actions as tools (agents.ToolDefsFor, as
+// `corpsim tools --world` lists them: no record tools in startup, which has
+// no systems; in billing-support the record tools naming its record types)
+// and observe, on every protocol revision.
 func TestToolsAreTheActions(t *testing.T) {
 	s := startStack(t, mcpseat.Config{})
-	reply := s.create(t, wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy,bob=remote", Wait: true})
-	for _, version := range []string{"2025-11-25", "2026-07-28"} {
-		t.Run(version, func(t *testing.T) {
-			cs := mustConnect(t, s, reply.Seats["bob"].Token, version)
-			if got := cs.InitializeResult().ProtocolVersion; got != version {
-				t.Fatalf("negotiated %s, want %s", got, version)
-			}
-			res, err := cs.ListTools(context.Background(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			byName := map[string]*mcp.Tool{}
-			var names []string
-			for _, tool := range res.Tools {
-				byName[tool.Name] = tool
-				names = append(names, tool.Name)
-			}
-			want := append(slices.Clone(org.ActionTypes), mcpseat.ObserveTool)
-			slices.Sort(want)
-			if !slices.Equal(names, want) {
-				t.Fatalf("tools %v, want %v (in name order)", names, want)
-			}
-			for _, d := range agents.ToolDefs() {
-				tool := byName[d.Function.Name]
-				got, _ := json.Marshal(tool.InputSchema)
-				var g, w any
-				wantB, _ := json.Marshal(d.Function.Parameters)
-				_ = json.Unmarshal(got, &g)
-				_ = json.Unmarshal(wantB, &w)
-				if fmt.Sprint(g) != fmt.Sprint(w) {
-					t.Errorf("%s: inputSchema %s, want the tool's parameters %s", d.Function.Name, got, wantB)
+	for _, world := range []struct{ name, seat string }{{"startup", "bob"}, {"billing-support", "ana"}} {
+		w, err := worlds.Shipped(world.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defs := agents.ToolDefsFor(w)
+		reply := s.create(t, wire.CreateRequest{World: world.name, Seed: 1, Agents: "greedy," + world.seat + "=remote", Wait: true})
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
+			t.Run(world.name+"/"+version, func(t *testing.T) {
+				cs := mustConnect(t, s, reply.Seats[world.seat].Token, version)
+				if got := cs.InitializeResult().ProtocolVersion; got != version {
+					t.Fatalf("negotiated %s, want %s", got, version)
 				}
-				if !strings.HasPrefix(tool.Description, d.Function.Description) {
-					t.Errorf("%s: the description does not start with the action's", d.Function.Name)
+				res, err := cs.ListTools(context.Background(), nil)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if ir := cs.InitializeResult(); !strings.Contains(ir.Instructions, "observe") {
-				t.Errorf("instructions %q do not say how to play", ir.Instructions)
-			}
-			rs, err := cs.ListResources(context.Background(), nil)
-			if err != nil || len(rs.Resources) != 1 || rs.Resources[0].URI != mcpseat.ObservationURI {
-				t.Fatalf("resources %+v, %v: want the one observation resource", rs, err)
-			}
-		})
+				byName := map[string]*mcp.Tool{}
+				var names []string
+				for _, tool := range res.Tools {
+					byName[tool.Name] = tool
+					names = append(names, tool.Name)
+				}
+				want := []string{mcpseat.ObserveTool}
+				for _, d := range defs {
+					want = append(want, d.Function.Name)
+				}
+				slices.Sort(want)
+				if !slices.Equal(names, want) {
+					t.Fatalf("tools %v, want %v (in name order)", names, want)
+				}
+				if has := byName["create"] != nil; has != (len(w.Systems) > 0) {
+					t.Errorf("the record tool create offered: %v; the world has %d systems", has, len(w.Systems))
+				}
+				for _, d := range defs {
+					tool := byName[d.Function.Name]
+					got, _ := json.Marshal(tool.InputSchema)
+					var g, w any
+					wantB, _ := json.Marshal(d.Function.Parameters)
+					_ = json.Unmarshal(got, &g)
+					_ = json.Unmarshal(wantB, &w)
+					if fmt.Sprint(g) != fmt.Sprint(w) {
+						t.Errorf("%s: inputSchema %s, want the tool's parameters %s", d.Function.Name, got, wantB)
+					}
+					if !strings.HasPrefix(tool.Description, d.Function.Description) {
+						t.Errorf("%s: the description does not start with the action's", d.Function.Name)
+					}
+				}
+				if ir := cs.InitializeResult(); !strings.Contains(ir.Instructions, "observe") {
+					t.Errorf("instructions %q do not say how to play", ir.Instructions)
+				}
+				rs, err := cs.ListResources(context.Background(), nil)
+				if err != nil || len(rs.Resources) != 1 || rs.Resources[0].URI != mcpseat.ObservationURI {
+					t.Fatalf("resources %+v, %v: want the one observation resource", rs, err)
+				}
+			})
+		}
 	}
 }
 
@@ -807,8 +825,12 @@ func TestProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != len(org.ActionTypes)+1 {
-		t.Fatalf("tools through the proxy: %d, %v", len(tools.Tools), err)
+	startup, err := worlds.Shipped("startup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(agents.ToolDefsFor(startup)) + 1; err != nil || len(tools.Tools) != want {
+		t.Fatalf("tools through the proxy: %d, %v; want startup's %d", len(tools.Tools), err, want)
 	}
 	o := observeTurn(t, cs)
 	if o.Member != "bob" || o.Turn == 0 {

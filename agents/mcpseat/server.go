@@ -2,6 +2,7 @@ package mcpseat
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/httpgw"
 	"github.com/corpsim/corpsim/org"
 )
@@ -24,6 +26,9 @@ import (
 type Ops interface {
 	IsOperator(token string) bool
 	SeatOf(token string) (session, member string, ok bool)
+	// SeatTools is the seat's world's tools (agents.ToolDefsFor as JSON),
+	// or nil when they are not known: the seat is offered every action.
+	SeatTools(token string) json.RawMessage
 	Observe(ctx context.Context, token string, wait time.Duration) (httpgw.Observation, error)
 	Answer(ctx context.Context, token string, actions []org.Action, wait time.Duration) (httpgw.ActReply, error)
 }
@@ -144,11 +149,12 @@ type Server struct {
 	log hclog.Logger
 	rec Recorder
 
-	// legacy serves protocol revisions up to 2025-11-25 with MCP sessions
-	// (Mcp-Session-Id, bound to the seat); modern serves 2026-07-28,
-	// which has no sessions. Both have the same tools and resource.
-	legacy, modern *mcp.Server
-	legacySDK      http.Handler // the SDK's handler of legacy
+	// every serves the seats whose world's tools are not known: every
+	// action's tool. worlds serves the others, by their tools' JSON, up to
+	// maxWorlds of them (a seat of a world dropped gets it again).
+	every     *servers
+	worlds    map[string]*servers
+	legacySDK http.Handler // the SDK's handler of the legacy servers
 	// legacyH and modernH check the bearer token, then serve.
 	legacyH, modernH http.Handler
 
@@ -169,11 +175,11 @@ func New(ops Ops, cfg Config) *Server {
 	s := &Server{cfg: cfg, ops: ops, log: cfg.Logger, rec: cfg.Recorder,
 		open: map[*mcp.ServerSession]string{}, bySeat: map[string][]*mcp.ServerSession{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.legacy, s.modern = s.newMCPServer(), s.newMCPServer()
+	s.every, s.worlds = s.newServers(agents.ToolDefs()), map[string]*servers{}
 	sl := newSlog(s.log.Named("sdk"))
-	s.legacySDK = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.legacy },
+	s.legacySDK = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s.serversOf(seatOfRequest(r)).legacy },
 		&mcp.StreamableHTTPOptions{Logger: sl, SessionTimeout: cfg.IdleTimeout, MaxRequestBodyBytes: cfg.MaxRequestBytes})
-	modernSDK := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.modern },
+	modernSDK := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s.serversOf(seatOfRequest(r)).modern },
 		&mcp.StreamableHTTPOptions{Logger: sl, Stateless: true, MaxRequestBodyBytes: cfg.MaxRequestBytes, PropagateRequestCancellation: true})
 	checked := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{Scopes: []string{Scope}, AllowMissingExpiration: true})
 	s.legacyH, s.modernH = checked(http.HandlerFunc(s.serveLegacy)), checked(modernSDK)
@@ -269,16 +275,60 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request) {
 	}
 	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
 		if st := seatOfRequest(r); st != nil {
-			s.track(id, st.key())
+			s.track(s.serversOf(st).legacy, id, st.key())
 		}
 	}
 }
 
-// track counts the new legacy session id against seat, closing the seat's
-// oldest beyond MaxSessionsPerSeat, and uncounts it once it ends.
-func (s *Server) track(id, seat string) {
+// servers are the two MCP servers of one set of tools: legacy serves
+// protocol revisions up to 2025-11-25 with MCP sessions (Mcp-Session-Id,
+// bound to the seat), modern serves 2026-07-28, which has no sessions.
+// Both have the same tools and resource.
+type servers struct{ legacy, modern *mcp.Server }
+
+func (s *Server) newServers(defs []agents.Tool) *servers {
+	tools := ToolsOf(defs)
+	return &servers{legacy: s.newMCPServer(tools), modern: s.newMCPServer(tools)}
+}
+
+// maxWorlds bounds the worlds a Server keeps MCP servers for.
+const maxWorlds = 64
+
+// serversOf returns the servers of seat st's world's tools, made at the
+// first seat of the world; every action's for a seat whose world's tools
+// are not known (or that do not decode).
+func (s *Server) serversOf(st *seat) *servers {
+	if st == nil {
+		return s.every
+	}
+	raw := s.ops.SeatTools(st.token)
+	if len(raw) == 0 {
+		return s.every
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sv, ok := s.worlds[string(raw)]; ok {
+		return sv
+	}
+	var defs []agents.Tool
+	if err := json.Unmarshal(raw, &defs); err != nil || len(defs) == 0 {
+		s.log.Warn("a seat's tools do not decode: it is offered every action", "seat", st.key(), "error", err)
+		return s.every
+	}
+	if len(s.worlds) >= maxWorlds {
+		clear(s.worlds) // sessions open on them go on; new ones make them again
+	}
+	sv := s.newServers(defs)
+	s.worlds[string(raw)] = sv
+	return sv
+}
+
+// track counts the new legacy session id of server srv against seat,
+// closing the seat's oldest beyond MaxSessionsPerSeat, and uncounts it once
+// it ends.
+func (s *Server) track(srv *mcp.Server, id, seat string) {
 	var ss *mcp.ServerSession
-	for x := range s.legacy.Sessions() {
+	for x := range srv.Sessions() {
 		if x.ID() == id {
 			ss = x
 			break

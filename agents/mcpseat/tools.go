@@ -41,13 +41,17 @@ const actSuffix = " This call answers your waiting turn with this one action and
 	"if none waits yet, the call waits for one a while). The result says which turn was answered; the engine's verdict on the action, " +
 	"a refusal included, is in your next observation (\"rejected\")."
 
-// Tools returns the seat's tools as MCP tool definitions: every action of
-// agents.ToolDefs (the actions of `corpsim tools`, with their JSON Schemas
-// as inputSchema), then observe.
-func Tools() []*mcp.Tool {
+// Tools returns the tools of a seat whose world is not known as MCP tool
+// definitions: every action of agents.ToolDefs (the actions of `corpsim
+// tools`, with their JSON Schemas as inputSchema), then observe.
+func Tools() []*mcp.Tool { return ToolsOf(agents.ToolDefs()) }
+
+// ToolsOf returns the MCP tools of a seat offered the actions defs (its
+// world's, agents.ToolDefsFor: `corpsim tools --world`), then observe.
+func ToolsOf(defs []agents.Tool) []*mcp.Tool {
 	var out []*mcp.Tool
 	no := false
-	for _, d := range agents.ToolDefs() {
+	for _, d := range defs {
 		schema, err := json.Marshal(d.Function.Parameters)
 		if err != nil {
 			panic("mcpseat: a tool schema does not encode: " + err.Error())
@@ -69,7 +73,7 @@ func Tools() []*mcp.Tool {
 const observeSchema = `{"type":"object","properties":{"wait":{"type":"number","minimum":0,"maximum":300,` +
 	`"description":"How many seconds to wait for your turn at most (default 30)."}},"required":[],"additionalProperties":false}`
 
-func (s *Server) newMCPServer() *mcp.Server {
+func (s *Server) newMCPServer(tools []*mcp.Tool) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "corpsim", Title: "corpsim seat", Version: wire.Version}, &mcp.ServerOptions{
 		Instructions: Instructions,
 		Logger:       newSlog(s.log.Named("sdk")),
@@ -77,7 +81,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}},
 		SetCacheable: cacheable,
 	})
-	for _, t := range Tools() {
+	for _, t := range tools {
 		if t.Name == ObserveTool {
 			srv.AddTool(t, s.observe)
 		} else {
@@ -92,15 +96,19 @@ func (s *Server) newMCPServer() *mcp.Server {
 	return srv
 }
 
-// cacheable sets the cache hints of results (2026-07-28): the lists are
-// the same for every seat and do not change while the server runs; the
-// observation is the seat's alone and stale at once.
+// cacheable sets the cache hints of results (2026-07-28): a seat's tools
+// are its world's and do not change while the server runs, the other
+// lists are the same for every seat; the observation is the seat's alone
+// and stale at once.
 func cacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
-	if _, ok := req.(*mcp.ReadResourceRequest); ok {
+	switch req.(type) {
+	case *mcp.ReadResourceRequest:
 		c.TTLMs, c.CacheScope = 0, "private"
-		return
+	case *mcp.ListToolsRequest:
+		c.TTLMs, c.CacheScope = int(time.Hour/time.Millisecond), "private"
+	default:
+		c.TTLMs, c.CacheScope = int(time.Hour/time.Millisecond), "public"
 	}
-	c.TTLMs, c.CacheScope = int(time.Hour/time.Millisecond), "public"
 }
 
 // countErrors records the JSON-RPC errors the server answers (an unknown

@@ -16,7 +16,11 @@
 //	subj := wire.TurnSubject("01J…", "alice") // "corpsim.v1.s.01J….a.alice.turn"
 package wire
 
-import "github.com/corpsim/corpsim/events"
+import (
+	"encoding/json"
+
+	"github.com/corpsim/corpsim/events"
+)
 
 // Version is the protocol version in every subject.
 const Version = "v1"
@@ -84,7 +88,11 @@ const ViaHTTP = "http"
 type CreateReply struct {
 	Session string          `json:"session"`
 	Seats   map[string]Seat `json:"seats,omitempty"` // member -> credentials, for remote seats
-	Error   string          `json:"error,omitempty"`
+	// Tools are the session's world's actions as tool definitions in the
+	// OpenAI function-calling format (`corpsim tools --world`), when it
+	// has remote seats: what a model playing one of them can call.
+	Tools json.RawMessage `json:"tools,omitempty"`
+	Error string          `json:"error,omitempty"`
 }
 
 // Seat is a remote seat's credentials: connect with Token, answer turns on Subject.

@@ -521,6 +521,9 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 			reply.Seats[member] = wire.Seat{Session: id, Member: member, Subject: wire.TurnSubject(id, member)}
 		}
 	}
+	if len(reply.Seats) > 0 {
+		reply.Tools = agents.ToolsJSONFor(w)
+	}
 	run := launch{meta: meta, engine: e, fresh: fresh, wait: req.Wait, turnTimeout: turnTimeout, joinTimeout: joinTimeout,
 		seats: reply.Seats, limited: true, load: req.Load, via: req.Via}
 	if err := s.launch(run); err != nil {

@@ -16,8 +16,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
-const ACTIONS = ["claim", "work", "complete", "handoff", "request_approval", "approve", "reject", "escalate", "message", "wait", "open_case", "schedule_meeting",
-  "get", "search", "update", "create", "delete", "decide"];
+// The seat's world's actions (`corpsim tools --world`), as the test gives them.
+const ACTIONS = (process.env.CORPSIM_TOOLS || "").split(",").filter(Boolean);
+if (!ACTIONS.length) fail("CORPSIM_TOOLS names no tools");
 
 function fail(msg) {
   throw new Error(msg);
