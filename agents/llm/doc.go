@@ -33,7 +33,11 @@
 // turns. A session resumed or forked gives a new Agent its seats' past
 // turns (Recall, from the log: the observations and the recorded actions
 // as its tool calls, numbered by the agent; the model's text is not in the
-// log), so the model's conversation goes on. It is an edge package: it
+// log), so the model's conversation goes on. The seats a session gets from
+// Agent.In are agents.Keepers: a checkpoint keeps each one's conversation
+// as the model was sent it (its text and the endpoint's call IDs too), and
+// a fork or resume from it takes that back and is shown only the turns
+// since. It is an edge package: it
 // does I/O and is not deterministic; the event log records what it did, so
 // a session it played replays exactly.
 package llm

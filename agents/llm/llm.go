@@ -136,13 +136,15 @@ func New(o Options) (*Agent, error) {
 	return a, nil
 }
 
-// In returns the agent for the seats of a session of world w: the same
+// In returns the agent for member's seat of session, of world w: the same
 // model, client and conversations, offering the model w's tools
 // (agents.ToolDefsFor, as `corpsim tools --world` lists them: the record
 // tools only in a world with systems, naming its record types and fields,
 // schedule_meeting only where members keep calendars, message describing
-// its cases' decisions). Decide itself offers every action's tool.
-func (a *Agent) In(w *worlds.World) agents.Agent {
+// its cases' decisions). Decide itself offers every action's tool. The
+// seat is an agents.Keeper: a checkpoint keeps the member's conversation,
+// and a fork from it takes the conversation back (KeepMemory).
+func (a *Agent) In(w *worlds.World, session, member string) agents.Agent {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	tools, ok := a.worlds[w.Hash]
@@ -155,16 +157,99 @@ func (a *Agent) In(w *worlds.World) agents.Agent {
 			a.worlds[w.Hash] = tools
 		}
 	}
-	return &seat{Agent: a, tools: tools}
+	return &seat{Agent: a, tools: tools, session: session, member: member}
 }
 
 // maxWorlds bounds the worlds whose tools an Agent keeps encoded.
 const maxWorlds = 64
 
-// seat is an Agent playing in one world: its turns offer that world's tools.
+// seat is an Agent playing one member of one session: its turns offer
+// that session's world's tools.
 type seat struct {
 	*Agent
-	tools json.RawMessage
+	tools           json.RawMessage
+	session, member string
+}
+
+var _ agents.Keeper = (*seat)(nil)
+
+// kept is a member's conversation written down (seat.KeepMemory).
+type kept struct {
+	Session string     `json:"session"` // where it was kept: its observations name it
+	System  message    `json:"system"`
+	Turns   []keptTurn `json:"turns"`
+	Sent    []keptCall `json:"sent,omitempty"`
+	N       int        `json:"n"`
+}
+
+type keptTurn struct {
+	User      message   `json:"user"`
+	Assistant *message  `json:"assistant,omitempty"`
+	Results   []message `json:"results,omitempty"`
+}
+
+type keptCall struct {
+	ID      string     `json:"id"`
+	Action  org.Action `json:"action"`
+	Invalid string     `json:"invalid,omitempty"`
+	Dropped string     `json:"dropped,omitempty"`
+}
+
+// KeepMemory implements agents.Keeper: the member's conversation as the
+// model is sent it (the system prompt, the turns kept, what the model said
+// and called, with its own call IDs and text, and the calls whose results
+// the next observation tells); null before its first turn.
+func (s *seat) KeepMemory() ([]byte, error) {
+	s.mu.Lock()
+	c := s.convs[s.session+"/"+s.member]
+	s.mu.Unlock()
+	if c == nil {
+		return []byte("null"), nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := kept{Session: s.session, System: c.system, Turns: make([]keptTurn, len(c.turns)), N: c.n}
+	for i, t := range c.turns {
+		k.Turns[i] = keptTurn{User: t.user, Assistant: t.assistant, Results: t.results}
+	}
+	for _, sc := range c.sent {
+		k.Sent = append(k.Sent, keptCall{ID: sc.id, Action: sc.action, Invalid: sc.invalid, Dropped: sc.dropped})
+	}
+	return json.Marshal(&k)
+}
+
+// TakeMemory implements agents.Keeper: the member's conversation becomes
+// the one KeepMemory wrote, its observations naming this seat's session
+// instead of the one it was kept in (a fork's parent).
+func (s *seat) TakeMemory(memory []byte) error {
+	var k *kept
+	if err := json.Unmarshal(memory, &k); err != nil {
+		return fmt.Errorf("llm: %s's memory: %w", s.member, err)
+	}
+	key := s.session + "/" + s.member
+	if k == nil {
+		s.mu.Lock()
+		delete(s.convs, key)
+		s.mu.Unlock()
+		return nil
+	}
+	rename := func(m message) message {
+		if m.Content != nil && k.Session != "" && k.Session != s.session {
+			m.Content = text(strings.ReplaceAll(*m.Content, `"session":"`+k.Session+`"`, `"session":"`+s.session+`"`))
+		}
+		return m
+	}
+	c := &conversation{system: k.System, n: k.N, turns: make([]turn, len(k.Turns))}
+	for i, t := range k.Turns {
+		c.turns[i] = turn{user: rename(t.User), assistant: t.Assistant, results: t.Results}
+	}
+	for _, sc := range k.Sent {
+		c.sent = append(c.sent, sentCall{id: sc.ID, action: sc.Action, invalid: sc.Invalid, dropped: sc.Dropped})
+	}
+	s.mu.Lock()
+	s.convs[key] = c
+	s.mu.Unlock()
+	return nil
 }
 
 // Decide implements agents.Agent with the seat's world's tools.

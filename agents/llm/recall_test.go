@@ -111,3 +111,80 @@ func bobSeen(t *testing.T, data, session string) []uint64 {
 	}
 	return seen
 }
+
+// A session's checkpoints keep an llm seat's conversation (the seat is an
+// agents.Keeper), and a fork from far into it takes the conversation from
+// the latest checkpoint and is shown only the turns since: the model's
+// first request in the fork is still the parent's request for that turn.
+func TestForkFromACheckpointKeepsTheModelsConversation(t *testing.T) {
+	play := sensible(t)
+	f, srv := mustServe(t, func(req chatRequest) (int, []call) {
+		status, calls := play(req)
+		for i := range calls {
+			calls[i].id = "" // the agent numbers the calls, as it numbers recalled ones
+		}
+		return status, calls
+	})
+	newLLM := func() *llm.Agent {
+		return mustAgent(t, llm.Options{BaseURL: srv.URL + "/v1", Model: "fake", APIKey: "k", MaxHistory: 3})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	data := t.TempDir()
+	o := app.RunOptions{World: "startup", Seed: 3, Agents: "greedy,bob=llm", LLM: newLLM(), Data: data, CheckpointEvery: 20,
+		TurnTimeout: 20 * time.Second, Logger: hclog.NewNullLogger()}
+	parent, err := app.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := map[uint64][]chatMessage{}
+	for _, req := range f.requests() {
+		sent[lastObservation(t, req).Turn] = req.Messages
+	}
+	seen := bobSeen(t, data, parent.Session)
+	if len(seen) < 8 {
+		t.Fatalf("bob took %d turns", len(seen))
+	}
+	// Forks at bob's later turns: some right at a checkpoint, some with
+	// turns of his between the checkpoint and the fork.
+	o.Agents = "" // the parent's seats: bob is llm's
+	between := 0
+	for turn := uint64(len(seen) - 2); turn > uint64(len(seen)/2); turn-- {
+		o.LLM = newLLM()
+		before := len(f.requests())
+		fork, res, err := app.Fork(ctx, o, app.ForkOptions{Parent: parent.Session, At: seen[turn]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StateHash != parent.StateHash {
+			t.Errorf("turn %d: the fork ended with state hash %s, its parent with %s", turn, res.StateHash, parent.StateHash)
+		}
+		if res.Recalled == nil || res.Recalled.FromCheckpoint == 0 || res.Recalled.Turns >= int(turn)-1 {
+			t.Fatalf("turn %d: recalled %+v; want bob's conversation from a checkpoint and fewer than his %d past turns shown", turn, res.Recalled, turn-1)
+		}
+		if res.Recalled.Turns > 0 {
+			between++
+		}
+		first := f.requests()[before]
+		o1 := lastObservation(t, first)
+		want, ok := sent[o1.Turn]
+		if !ok || o1.Turn != turn {
+			t.Fatalf("the fork first asked bob turn %d, want %d", o1.Turn, turn)
+		}
+		g, w := messagesJSON(t, first.Messages), messagesJSON(t, want)
+		if strings.Contains(g, parent.Session) {
+			t.Errorf("turn %d: the fork's first request names the parent session: the observations it kept should name the fork", turn)
+		}
+		g = strings.ReplaceAll(g, fork.ID, parent.Session)
+		if g != w {
+			t.Errorf("the fork's first request to the model differs from the parent's for turn %d:\ngot  %s\nwant %s", o1.Turn, g, w)
+		}
+		if len(first.Messages) < 6 {
+			t.Errorf("turn %d: the fork's first request carries %d messages: no history", turn, len(first.Messages))
+		}
+		t.Logf("fork at seq %d (bob's turn %d): %d turns shown since the checkpoint at %d", seen[turn], turn, res.Recalled.Turns, res.Recalled.FromCheckpoint)
+	}
+	if between == 0 {
+		t.Error("no fork had turns of bob's between its checkpoint and the fork point")
+	}
+}

@@ -113,7 +113,7 @@ func BuildSeats(meta events.SessionMeta, w *worlds.World, o SeatOptions) (*Seats
 			}
 			s.Agents[member] = o.LLM
 			if in, ok := o.LLM.(worldly); ok {
-				s.Agents[member] = in.In(w)
+				s.Agents[member] = in.In(w, meta.ID, member)
 			}
 			s.Kinds["llm"]++
 			continue
@@ -136,10 +136,11 @@ func BuildSeats(meta events.SessionMeta, w *worlds.World, o SeatOptions) (*Seats
 	return s, nil
 }
 
-// worldly is an agent that plays each world with what fits it (the llm
-// agent: the world's tools, agents.ToolDefsFor).
+// worldly is an agent that plays each seat with what fits it (the llm
+// agent: the world's tools, agents.ToolDefsFor, and the member's
+// conversation kept at checkpoints).
 type worldly interface {
-	In(w *worlds.World) agents.Agent
+	In(w *worlds.World, session, member string) agents.Agent
 }
 
 // forgetter is an agent that keeps something of each session it plays
