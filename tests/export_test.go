@@ -22,6 +22,7 @@ import (
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim/app"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // The tests in this file play real sessions (driver, embedded NATS, Pebble),
@@ -207,10 +208,14 @@ func TestExportSFT(t *testing.T) {
 	cards := map[string]policies.Scorecard{a.Session: scorecard(t, data, a.Session), b.Session: scorecard(t, data, b.Session)}
 	turns := map[string]map[string][]turnOf{a.Session: answeredTurns(t, data, a.Session), b.Session: answeredTurns(t, data, b.Session)}
 	calls, refusals := 0, 0
+	startup, err := worlds.Shipped("startup")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, ep := range eps {
 		want := []string{a.Session, b.Session}[i/5]
-		if ep.Session != want || ep.World != "startup" || ep.Seed != 4 || len(ep.Tools) != len(org.ActionTypes) {
-			t.Fatalf("line %d: %s %s seed %d with %d tools, want session %s, startup, seed 4, every tool", i+1, ep.Session, ep.World, ep.Seed, len(ep.Tools), want)
+		if ep.Session != want || ep.World != "startup" || ep.Seed != 4 || len(ep.Tools) != len(agents.ToolDefsFor(startup)) {
+			t.Fatalf("line %d: %s %s seed %d with %d tools, want session %s, startup, seed 4, startup's %d tools", i+1, ep.Session, ep.World, ep.Seed, len(ep.Tools), want, len(agents.ToolDefsFor(startup)))
 		}
 		agent := map[string]string{a.Session: "custom", b.Session: "random"}[ep.Session]
 		if ep.Agent != agent {

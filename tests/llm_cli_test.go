@@ -165,3 +165,104 @@ func TestFailedTurnsCounted(t *testing.T) {
 		t.Error("the report does not show the failed turns")
 	}
 }
+
+// TestForkAndResumeAnLLMSession: `corpsim fork` and `corpsim resume` of a
+// session with an llm seat play it with --llm-model (the session's own
+// seats; before, the seat was left to nobody and each of its turns waited
+// out its timeout), take its conversation from the latest checkpoint, and
+// without --llm-model refuse at once (exit 2), naming the seat, with
+// nothing stored.
+func TestForkAndResumeAnLLMSession(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{
+			"role": "assistant", "content": "",
+			"tool_calls": []any{map[string]any{"id": "c1", "type": "function", "function": map[string]any{"name": "wait", "arguments": "{}"}}},
+		}}}})
+	}))
+	defer srv.Close()
+	data := filepath.Join(t.TempDir(), "data")
+	llmFlags := []string{"--llm-base-url", srv.URL + "/v1", "--llm-model", "fake"}
+	out, errs, code := runCLI(t, append([]string{"run", "--data", data, "--json", "--world", "support-desk", "--agents", "greedy,ana=llm",
+		"--checkpoint-every", "500"}, llmFlags...)...)
+	if code != 0 {
+		t.Fatalf("run exited %d: %s", code, errs)
+	}
+	var parent struct {
+		Session   string `json:"session"`
+		Events    uint64 `json:"events"`
+		StateHash string `json:"state_hash"`
+	}
+	if err := json.Unmarshal([]byte(out), &parent); err != nil {
+		t.Fatal(err)
+	}
+	// Fork where one of ana's later turns began (the state it saw: the end
+	// of a step), so that the fork plays on as the parent did.
+	out, _, _ = runCLI(t, "log", parent.Session, "--data", data, "--type", "turn")
+	var seen []uint64
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev struct {
+			Actor   string `json:"actor"`
+			Payload struct {
+				Seen uint64 `json:"seen"`
+			} `json:"payload"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err == nil && ev.Actor == "ana" {
+			seen = append(seen, ev.Payload.Seen)
+		}
+	}
+	if len(seen) < 20 {
+		t.Fatalf("ana took %d turns", len(seen))
+	}
+	at := fmt.Sprint(seen[len(seen)-10])
+	_, errs, code = runCLI(t, "fork", parent.Session, "--at", at, "--data", data, "--turn-timeout", "1s")
+	if code != 2 || !strings.Contains(errs, "a fork of session "+parent.Session+" plays ana with the llm agent: give --llm-model") {
+		t.Fatalf("fork without --llm-model: exit %d, %s; want 2 naming ana", code, errs)
+	}
+	out, _, _ = runCLI(t, "sessions", "--data", data, "--json")
+	if n := strings.Count(out, `"id"`); n != 1 {
+		t.Fatalf("%d sessions stored after the refused fork, want the parent alone: %s", n, out)
+	}
+	before := calls.Load()
+	out, errs, code = runCLI(t, append([]string{"fork", parent.Session, "--at", at, "--data", data, "--json"}, llmFlags...)...)
+	if code != 0 {
+		t.Fatalf("fork exited %d: %s", code, errs)
+	}
+	var fork struct {
+		Session   string `json:"session"`
+		Events    uint64 `json:"events"`
+		StateHash string `json:"state_hash"`
+		Recalled  struct {
+			Turns          int    `json:"turns"`
+			FromCheckpoint uint64 `json:"from_checkpoint"`
+		} `json:"recalled"`
+	}
+	if err := json.Unmarshal([]byte(out), &fork); err != nil {
+		t.Fatal(err)
+	}
+	if fork.StateHash != parent.StateHash || fork.Events != parent.Events || calls.Load() == before {
+		t.Fatalf("the fork: %+v after %d calls; want the parent's %d events and state, ana asked", fork, calls.Load()-before, parent.Events)
+	}
+	if fork.Recalled.FromCheckpoint == 0 {
+		t.Errorf("the fork recalled %+v; want ana's conversation from a checkpoint", fork.Recalled)
+	}
+	out, errs, code = runCLI(t, "fork", parent.Session, "--at", at, "--data", data, "--create-only", "--json")
+	if code != 0 {
+		t.Fatalf("fork --create-only exited %d: %s", code, errs)
+	}
+	var created struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(out), &created); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code = runCLI(t, "resume", created.ID, "--data", data); code != 2 || !strings.Contains(errs, "session "+created.ID+" plays ana") {
+		t.Fatalf("resume without --llm-model: exit %d, %s; want 2 naming ana", code, errs)
+	}
+	out, errs, code = runCLI(t, append([]string{"resume", created.ID, "--data", data, "--json"}, llmFlags...)...)
+	if code != 0 || !strings.Contains(out, parent.StateHash) {
+		t.Fatalf("resume exited %d: %s %s; want the parent's state hash", code, errs, out)
+	}
+	t.Logf("fork at %s: recalled %d turns since the checkpoint at %d", at, fork.Recalled.Turns, fork.Recalled.FromCheckpoint)
+}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -211,12 +213,40 @@ func logWarnings(logger hclog.Logger, w *worlds.World) {
 
 // ParseAgents assigns an agent to every agent seat of w from a spec such as
 // "greedy" or "greedy,alice=idle": a bare name is the default for all seats.
-func ParseAgents(spec string, w *worlds.World) (map[string]string, error) {
-	seats, err := agents.Assign(spec, w, false)
+// "llm" names the llm agent, which haveLLM says is configured.
+func ParseAgents(spec string, w *worlds.World, haveLLM bool) (map[string]string, error) {
+	seats, err := AssignSeats(spec, w, false, haveLLM)
+	if errors.Is(err, ErrNoLLM) {
+		return nil, Usagef("--agents names llm, but no llm agent is configured (--llm-model)")
+	}
 	if err != nil {
 		return nil, Usagef("--%v", err)
 	}
 	return seats, nil
+}
+
+// needLLM refuses to play seats assigned the llm agent (a resumed or
+// forked session's own) without one: nobody would answer their turns, and
+// each would wait out its timeout.
+func needLLM(meta events.SessionMeta, o RunOptions, mode playMode) error {
+	if o.LLM != nil {
+		return nil
+	}
+	var seats []string
+	for _, m := range slices.Sorted(maps.Keys(meta.Agents)) {
+		if _, custom := o.Seats[m]; meta.Agents[m] == "llm" && !custom {
+			seats = append(seats, m)
+		}
+	}
+	if len(seats) == 0 {
+		return nil
+	}
+	whose := "session " + meta.ID
+	if mode == playFork { // not in the log: nothing was stored
+		whose = "a fork of session " + meta.Parent
+	}
+	return Usagef("%s plays %s with the llm agent: give --llm-model (and --llm-base-url) to play them, or --agents to play them otherwise",
+		whose, strings.Join(seats, ", "))
 }
 
 // Run runs one new session end to end: the world, the log, the embedded
@@ -297,6 +327,9 @@ const (
 
 func play(ctx context.Context, o RunOptions, log events.Log, meta events.SessionMeta, e *sim.Engine, mode playMode) (*RunResult, error) {
 	logger := orNull(o.Logger)
+	if err := needLLM(meta, o, mode); err != nil {
+		return nil, err
+	}
 	seats, err := BuildSeats(meta, e.State().World, SeatOptions{LLM: o.LLM, Custom: o.Seats, Lenient: true})
 	if err != nil {
 		return nil, err

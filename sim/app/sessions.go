@@ -42,7 +42,7 @@ func Resume(ctx context.Context, o RunOptions, id string) (*RunResult, error) {
 	meta.Reason = "" // resumed by hand: whatever stopped it is for its new end to say
 	orNull(o.Logger).Info("resuming", "session", meta.ID, "at_seq", e.State().LastSeq, "replayed", n)
 	if o.Agents != "" {
-		if meta.Agents, err = ParseAgents(o.Agents, e.State().World); err != nil {
+		if meta.Agents, err = ParseAgents(o.Agents, e.State().World, o.LLM != nil); err != nil {
 			return nil, err
 		}
 	}
@@ -100,7 +100,7 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 	}
 	seats := parent.Agents
 	if o.Agents != "" {
-		if seats, err = ParseAgents(o.Agents, origin.World); err != nil {
+		if seats, err = ParseAgents(o.Agents, origin.World, o.LLM != nil); err != nil {
 			return events.SessionMeta{}, nil, err
 		}
 	}

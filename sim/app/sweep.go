@@ -144,7 +144,7 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 	logWarnings(ro.Logger, w)
 	ro.quiet = true
 	for _, a := range o.Agents {
-		if _, err := ParseAgents(a, w); err != nil {
+		if _, err := ParseAgents(a, w, false); err != nil {
 			return nil, err
 		}
 	}

@@ -27,12 +27,14 @@ func (l *llmFlags) add(c *cobra.Command) {
 	f.Float64Var(&l.temperature, "llm-temperature", 0, "sampling temperature (default: the endpoint's)")
 }
 
-// agent makes the llm agent when the --agents spec names it.
+// agent makes the llm agent when the --agents spec names it, or, for a
+// stored session's own seats (spec "": fork, reset and resume), when
+// --llm-model is given.
 func (l *llmFlags) agent(cmd *cobra.Command, spec string, a *cmdline) (agents.Agent, error) {
 	if l.api != llm.APIChat && l.api != llm.APIResponses {
 		return nil, usagef("--llm-api is %q: it takes %s or %s", l.api, llm.APIChat, llm.APIResponses)
 	}
-	if !agents.MentionsLLM(spec) {
+	if !agents.MentionsLLM(spec) && (spec != "" || l.model == "") {
 		return nil, nil
 	}
 	o := llm.Options{BaseURL: l.baseURL, API: l.api, Model: l.model, APIKey: os.Getenv(l.keyEnv), MaxHistory: l.history, Logger: a.logger}

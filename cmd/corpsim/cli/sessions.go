@@ -165,12 +165,17 @@ func (a *cmdline) clusterSessions(cmd *cobra.Command, url, token, world, status 
 func (a *cmdline) resumeCmd() *cobra.Command {
 	o := app.RunOptions{}
 	var asJSON bool
+	var lf llmFlags
 	c := &cobra.Command{
 		Use:   "resume SESSION",
 		Short: "Continue an interrupted session from its last durable event",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.prepare(&o, asJSON)
+			var err error
+			if o.LLM, err = lf.agent(cmd, o.Agents, a); err != nil {
+				return err
+			}
 			res, err := app.Resume(cmd.Context(), o, args[0])
 			if err != nil {
 				return err
@@ -183,6 +188,7 @@ func (a *cmdline) resumeCmd() *cobra.Command {
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	worldLimitFlags(c, &o.WorldLimits)
 	playFlags(c, &o)
+	lf.add(c)
 	return c
 }
 
@@ -190,6 +196,7 @@ func (a *cmdline) forkCmd(reset bool) *cobra.Command {
 	o := app.RunOptions{}
 	fo := app.ForkOptions{Reset: reset}
 	var asJSON bool
+	var lf llmFlags
 	use, short := "fork SESSION --at SEQ", "Make a new session sharing SESSION's events up to SEQ (no copy), and continue it"
 	if reset {
 		use, short = "reset SESSION", "Start a fresh episode of SESSION's world and seed in a new session"
@@ -201,6 +208,10 @@ func (a *cmdline) forkCmd(reset bool) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.prepare(&o, asJSON)
 			fo.Parent, fo.Seed, fo.SeedSet = args[0], o.Seed, cmd.Flags().Changed("seed")
+			var err error
+			if o.LLM, err = lf.agent(cmd, o.Agents, a); err != nil {
+				return err
+			}
 			meta, res, err := app.Fork(cmd.Context(), o, fo)
 			if err != nil {
 				return err
@@ -226,6 +237,7 @@ func (a *cmdline) forkCmd(reset bool) *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	worldLimitFlags(c, &o.WorldLimits)
 	playFlags(c, &o)
+	lf.add(c)
 	return c
 }
 
