@@ -23,17 +23,7 @@ import (
 // here gives no call IDs and no text, so that the agent numbers the calls
 // in both runs: an endpoint's own IDs and text are not in the log.
 func TestForkKeepsTheModelsConversation(t *testing.T) {
-	play := sensible(t)
-	f, srv := mustServe(t, func(req chatRequest) (int, []call) {
-		status, calls := play(req)
-		for i := range calls {
-			calls[i].id = "" // the agent numbers the calls, as it numbers recalled ones
-		}
-		return status, calls
-	})
-	newBob := func() *llm.Agent {
-		return mustAgent(t, llm.Options{BaseURL: srv.URL + "/v1", Model: "fake", APIKey: "k", MaxHistory: 3})
-	}
+	f, newBob := numberedEndpoint(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	data := t.TempDir()
@@ -43,16 +33,7 @@ func TestForkKeepsTheModelsConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// bob's turns: the state each saw (where a fork may start: the end of
-	// a step) and the conversation the model was sent for it.
-	sent := map[uint64][]chatMessage{}
-	for _, req := range f.requests() {
-		sent[lastObservation(t, req).Turn] = req.Messages
-	}
-	seen := bobSeen(t, data, parent.Session)
-	if len(seen) < 8 {
-		t.Fatalf("bob took %d turns", len(seen))
-	}
+	sent, seen := bobsTurns(t, f, data, parent.Session)
 	turn := uint64(len(seen) / 2) // the fork starts at the state this turn saw, and asks it again
 	o.Seats = map[string]agents.Agent{"bob": newBob()}
 	before := len(f.requests())
@@ -63,19 +44,61 @@ func TestForkKeepsTheModelsConversation(t *testing.T) {
 	if res.StateHash != parent.StateHash {
 		t.Errorf("the fork ended with state hash %s, its parent with %s", res.StateHash, parent.StateHash)
 	}
-	first := f.requests()[before]
+	firstAsParent(t, f.requests()[before], sent, turn, fork.ID, parent.Session)
+}
+
+// numberedEndpoint serves sensible answers with no call IDs, so that the
+// agent numbers the calls, as it numbers recalled ones; newLLM makes an
+// agent asking it, keeping 3 turns.
+func numberedEndpoint(t *testing.T) (f *fake, newLLM func() *llm.Agent) {
+	play := sensible(t)
+	f, srv := mustServe(t, func(req chatRequest) (int, []call) {
+		status, calls := play(req)
+		for i := range calls {
+			calls[i].id = ""
+		}
+		return status, calls
+	})
+	return f, func() *llm.Agent {
+		return mustAgent(t, llm.Options{BaseURL: srv.URL + "/v1", Model: "fake", APIKey: "k", MaxHistory: 3})
+	}
+}
+
+// bobsTurns returns bob's turns in session: the conversation the model was
+// sent for each, by turn, and the state each saw (where a fork may start:
+// the end of a step; index 0 unused).
+func bobsTurns(t *testing.T, f *fake, data, session string) (sent map[uint64][]chatMessage, seen []uint64) {
+	t.Helper()
+	sent = map[uint64][]chatMessage{}
+	for _, req := range f.requests() {
+		sent[lastObservation(t, req).Turn] = req.Messages
+	}
+	seen = bobSeen(t, data, session)
+	if len(seen) < 8 {
+		t.Fatalf("bob took %d turns", len(seen))
+	}
+	return sent, seen
+}
+
+// firstAsParent checks that first, a fork's first request, asks bob's turn
+// turn with the conversation the parent sent for it, its observations
+// naming the fork.
+func firstAsParent(t *testing.T, first chatRequest, sent map[uint64][]chatMessage, turn uint64, fork, parent string) {
+	t.Helper()
 	o1 := lastObservation(t, first)
 	want, ok := sent[o1.Turn]
 	if !ok || o1.Turn != turn {
 		t.Fatalf("the fork first asked bob turn %d, want %d", o1.Turn, turn)
 	}
 	g, w := messagesJSON(t, first.Messages), messagesJSON(t, want)
-	g = strings.ReplaceAll(g, fork.ID, parent.Session)
-	if g != w {
+	if strings.Contains(g, parent) {
+		t.Errorf("turn %d: the fork's first request names the parent session: its observations should name the fork", turn)
+	}
+	if g = strings.ReplaceAll(g, fork, parent); g != w {
 		t.Errorf("the fork's first request to the model differs from the parent's for turn %d:\ngot  %s\nwant %s", o1.Turn, g, w)
 	}
 	if len(first.Messages) < 6 {
-		t.Errorf("the fork's first request carries %d messages: no history", len(first.Messages))
+		t.Errorf("turn %d: the fork's first request carries %d messages: no history", turn, len(first.Messages))
 	}
 }
 
@@ -117,17 +140,7 @@ func bobSeen(t *testing.T, data, session string) []uint64 {
 // the latest checkpoint and is shown only the turns since: the model's
 // first request in the fork is still the parent's request for that turn.
 func TestForkFromACheckpointKeepsTheModelsConversation(t *testing.T) {
-	play := sensible(t)
-	f, srv := mustServe(t, func(req chatRequest) (int, []call) {
-		status, calls := play(req)
-		for i := range calls {
-			calls[i].id = "" // the agent numbers the calls, as it numbers recalled ones
-		}
-		return status, calls
-	})
-	newLLM := func() *llm.Agent {
-		return mustAgent(t, llm.Options{BaseURL: srv.URL + "/v1", Model: "fake", APIKey: "k", MaxHistory: 3})
-	}
+	f, newLLM := numberedEndpoint(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	data := t.TempDir()
@@ -137,14 +150,7 @@ func TestForkFromACheckpointKeepsTheModelsConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent := map[uint64][]chatMessage{}
-	for _, req := range f.requests() {
-		sent[lastObservation(t, req).Turn] = req.Messages
-	}
-	seen := bobSeen(t, data, parent.Session)
-	if len(seen) < 8 {
-		t.Fatalf("bob took %d turns", len(seen))
-	}
+	sent, seen := bobsTurns(t, f, data, parent.Session)
 	// Forks at bob's later turns: some right at a checkpoint, some with
 	// turns of his between the checkpoint and the fork.
 	o.Agents = "" // the parent's seats: bob is llm's
@@ -165,23 +171,7 @@ func TestForkFromACheckpointKeepsTheModelsConversation(t *testing.T) {
 		if res.Recalled.Turns > 0 {
 			between++
 		}
-		first := f.requests()[before]
-		o1 := lastObservation(t, first)
-		want, ok := sent[o1.Turn]
-		if !ok || o1.Turn != turn {
-			t.Fatalf("the fork first asked bob turn %d, want %d", o1.Turn, turn)
-		}
-		g, w := messagesJSON(t, first.Messages), messagesJSON(t, want)
-		if strings.Contains(g, parent.Session) {
-			t.Errorf("turn %d: the fork's first request names the parent session: the observations it kept should name the fork", turn)
-		}
-		g = strings.ReplaceAll(g, fork.ID, parent.Session)
-		if g != w {
-			t.Errorf("the fork's first request to the model differs from the parent's for turn %d:\ngot  %s\nwant %s", o1.Turn, g, w)
-		}
-		if len(first.Messages) < 6 {
-			t.Errorf("turn %d: the fork's first request carries %d messages: no history", turn, len(first.Messages))
-		}
+		firstAsParent(t, f.requests()[before], sent, turn, fork.ID, parent.Session)
 		t.Logf("fork at seq %d (bob's turn %d): %d turns shown since the checkpoint at %d", seen[turn], turn, res.Recalled.Turns, res.Recalled.FromCheckpoint)
 	}
 	if between == 0 {
