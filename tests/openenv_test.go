@@ -17,8 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // openenvServer is a `corpsim serve --http` process for the OpenEnv tests.
@@ -114,6 +116,7 @@ type openenvPlayed struct {
 	Score     *float64 `json:"score"`
 	Codes     []string `json:"codes"`
 	Close     int      `json:"close"`
+	Tools     []string `json:"tools"` // reset's, by name
 	State     struct {
 		EpisodeID string   `json:"episode_id"`
 		StepCount int      `json:"step_count"`
@@ -182,6 +185,17 @@ func TestOpenEnvThirdPartyClient(t *testing.T) {
 		}
 		if p.State.EpisodeID != p.Session || p.State.StepCount != p.Steps || !p.State.Done || p.Close != 1000 {
 			t.Fatalf("state %+v and close %d: want episode %s, %d steps, done; close 1000", p.State, p.Close, p.Session, p.Steps)
+		}
+		w, err := worlds.Shipped(tc.world)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tools []string
+		for _, d := range agents.ToolDefsFor(w) {
+			tools = append(tools, d.Function.Name)
+		}
+		if !slices.Equal(p.Tools, tools) {
+			t.Fatalf("reset's tools %v, want %s's %v", p.Tools, tc.world, tools)
 		}
 		if tc.seats != nil && !slices.Equal(p.State.Seats, tc.seats) {
 			t.Fatalf("the connection played %v, want %v", p.State.Seats, tc.seats)

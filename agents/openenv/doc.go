@@ -58,7 +58,9 @@
 // the seats asked to decide now (each an org.Observation, exactly as a
 // seat sees it over NATS), with "episode_id" and, once "done", the
 // session's "status" and final "score", and any "warnings" of the
-// gateway (actions of unknown types, answers that came too late). A
+// gateway (actions of unknown types, answers that came too late); reset's
+// also has "tools", the world's actions as tool definitions in the OpenAI
+// function-calling format (`corpsim tools --world`). A
 // step's data is {"actions": {member: [action…]}}: it answers every turn
 // the previous observation showed (a member without an entry waits) and
 // returns the next turns. "reward" is the team reward recorded since the

@@ -108,6 +108,9 @@ type (
 		Status    string                     `json:"status,omitempty"` // once done
 		Score     *float64                   `json:"score,omitempty"`  // once done
 		Warnings  []string                   `json:"warnings,omitempty"`
+		// Tools, in reset's observation, are the world's actions as tool
+		// definitions (wire.CreateReply.Tools: `corpsim tools --world`).
+		Tools json.RawMessage `json:"tools,omitempty"`
 	}
 	stateFrame struct {
 		Type string `json:"type"` // "state"
@@ -329,6 +332,7 @@ func (e *episode) reset(ctx context.Context, data []byte) (any, error) {
 		return nil, opError("reset: the first observation", err, false)
 	}
 	obs := e.observe(sr)
+	obs.Data.Observation.Tools = reply.Tools
 	// Rewards before the first observation go with the first step,
 	// unless there will be none.
 	if !obs.Data.Done {
@@ -436,6 +440,9 @@ func appendObservation(dst []byte, f *obsFrame) []byte {
 	}
 	if len(o.Warnings) > 0 {
 		dst = appendValue(append(dst, `,"warnings":`...), o.Warnings)
+	}
+	if len(o.Tools) > 0 {
+		dst = append(append(dst, `,"tools":`...), o.Tools...)
 	}
 	dst = appendValue(append(dst, `},"reward":`...), f.Data.Reward)
 	dst = appendValue(append(dst, `,"done":`...), f.Data.Done)

@@ -34,6 +34,9 @@ type fakeOps struct {
 	stepBlock chan struct{}
 }
 
+// fakeTools are the tools of every session fakeOps makes.
+const fakeTools = `[{"type":"function","function":{"name":"wait"}}]`
+
 func newFake(seats ...string) *fakeOps {
 	return &fakeOps{seats: seats, cursor: map[string]int{}}
 }
@@ -60,7 +63,7 @@ func (f *fakeOps) Create(_ context.Context, req wire.CreateRequest) (wire.Create
 	}
 	f.n++
 	id := fmt.Sprintf("s%d", f.n)
-	r := wire.CreateReply{Session: id, Seats: map[string]wire.Seat{}}
+	r := wire.CreateReply{Session: id, Seats: map[string]wire.Seat{}, Tools: json.RawMessage(fakeTools)}
 	for _, m := range f.seats {
 		r.Seats[m] = wire.Seat{Session: id, Member: m, Token: "tok-" + m}
 	}
@@ -124,6 +127,7 @@ type reply struct {
 			EpisodeID string                     `json:"episode_id"`
 			Status    string                     `json:"status"`
 			Score     *float64                   `json:"score"`
+			Tools     json.RawMessage            `json:"tools"`
 		} `json:"observation"`
 		Reward    *float64 `json:"reward"`
 		Done      bool     `json:"done"`
@@ -285,6 +289,9 @@ func TestEpisode(t *testing.T) {
 	if r.Data.Reward == nil || *r.Data.Reward != 0 {
 		t.Fatalf("reset's reward %v, want 0 (its rewards go with the first step)", r.Data.Reward)
 	}
+	if string(r.Data.Observation.Tools) != fakeTools {
+		t.Fatalf("reset's tools %s, want the create reply's %s", r.Data.Observation.Tools, fakeTools)
+	}
 	creates, _, _ := f.snapshot()
 	if len(creates) != 1 || creates[0].World != "startup" || creates[0].Seed != 7 || creates[0].Agents != "remote" {
 		t.Fatalf("create requests %+v, want startup, seed 7, every seat remote", creates)
@@ -296,8 +303,8 @@ func TestEpisode(t *testing.T) {
 		`{"type":"step","data":{}}`,
 	} {
 		r, _ = send(t, e, frame)
-		if r.Type != "observation" || r.Data.Reward == nil {
-			t.Fatalf("step %d: %+v", i+1, r)
+		if r.Type != "observation" || r.Data.Reward == nil || r.Data.Observation.Tools != nil {
+			t.Fatalf("step %d: %+v (tools come with reset alone)", i+1, r)
 		}
 		total += *r.Data.Reward
 		if want := i == 2; r.Data.Done != want {
@@ -454,6 +461,7 @@ func TestAppendObservation(t *testing.T) {
 		{Type: "observation", Data: obsData{Observation: observation{Seats: map[string]json.RawMessage{"bob": obs[2]}, EpisodeID: "s1", Status: "finished", Score: &score,
 			Warnings: []string{`bob: unknown action type "fly" <&>`, "ünïcode \u2028"}}, Reward: -1e-7, Done: true}},
 		{Type: "observation", Data: obsData{Observation: observation{Seats: map[string]json.RawMessage{"bob": obs[3]}, EpisodeID: "s1"}, Reward: 1e21}},
+		{Type: "observation", Data: obsData{Observation: observation{Seats: map[string]json.RawMessage{"bob": obs[4]}, EpisodeID: "s1", Tools: json.RawMessage(fakeTools)}}},
 	} {
 		want, err := json.Marshal(tc)
 		if err != nil {

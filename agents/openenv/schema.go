@@ -93,6 +93,8 @@ func observationSchema() map[string]any {
 			"status":     map[string]any{"type": "string", "enum": []string{"finished", "interrupted", "stopped"}, "description": "once done"},
 			"score":      map[string]any{"type": "number", "description": "once done: the final team score"},
 			"warnings":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+			"tools": map[string]any{"type": "array", "items": map[string]any{"type": "object"},
+				"description": "reset's observation only: the world's actions as tool definitions in the OpenAI function-calling format (corpsim tools --world)"},
 		},
 		"required": []string{"seats", "episode_id"},
 		"$defs":    defs,

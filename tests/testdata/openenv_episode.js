@@ -89,6 +89,7 @@ async function play(url, token, world, seed, agents, maxMessage) {
   if (r.type !== "observation") throw new Error("second reset: " + JSON.stringify(r).slice(0, 300));
   const session = r.data.observation.episode_id;
   if (session === abandoned) throw new Error("the second reset did not make a new session");
+  const tools = (r.data.observation.tools || []).map((t) => t.function.name);
   let ret = r.data.reward || 0;
   codes.push(expectError(await c.send({ type: "step", data: { acts: {} } }), "VALIDATION_ERROR"));
   codes.push(expectError(await c.send({ type: "step", data: { actions: { nobody: [] } } }), "VALIDATION_ERROR"));
@@ -110,7 +111,7 @@ async function play(url, token, world, seed, agents, maxMessage) {
   const closeCode = await new Promise((res) => c.ws.on("close", (code) => res(code)));
   console.log(JSON.stringify({
     session, abandoned, return: ret, steps, asked, status: r.data.observation.status, score: r.data.observation.score,
-    state: st.data, codes, close: closeCode,
+    state: st.data, codes, close: closeCode, tools,
   }));
 }
 
