@@ -17,6 +17,7 @@ import (
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/app"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // responsesGreedy is an OpenAI Responses endpoint (POST /v1/responses)
@@ -31,6 +32,16 @@ type responsesGreedy struct {
 	requests int
 	accepted int
 	fail     bool // answer every request 500
+}
+
+// startupTools is how many tools a seat of startup is offered (the
+// sessions' world): its actions as `corpsim tools --world startup` lists them.
+func startupTools(t testing.TB) int {
+	w, err := worlds.Shipped("startup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(agents.ToolDefsFor(w))
 }
 
 func (f *responsesGreedy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -54,8 +65,8 @@ func (f *responsesGreedy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Input) == 0 || req.Messages != nil ||
-		len(req.Tools) != len(org.ActionTypes) || req.Tools[0].Type != "function" || req.Tools[0].Name == "" || req.Instructions == "" {
-		f.t.Errorf("a request not in the Responses shape (%v)", err)
+		len(req.Tools) != startupTools(f.t) || req.Tools[0].Type != "function" || req.Tools[0].Name == "" || req.Instructions == "" {
+		f.t.Errorf("a request not in the Responses shape, or not offering startup's %d tools (%d; %v)", startupTools(f.t), len(req.Tools), err)
 		http.Error(w, "not a Responses request", http.StatusBadRequest)
 		return
 	}
