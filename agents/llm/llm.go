@@ -142,8 +142,9 @@ func New(o Options) (*Agent, error) {
 // tools only in a world with systems, naming its record types and fields,
 // schedule_meeting only where members keep calendars, message describing
 // its cases' decisions). Decide itself offers every action's tool. The
-// seat is an agents.Keeper: a checkpoint keeps the member's conversation,
-// and a fork from it takes the conversation back (KeepMemory).
+// seat is an agents.Keeper: a checkpoint keeps the member's conversation
+// (KeepMemory), and a fork from it takes the conversation back
+// (TakeMemory).
 func (a *Agent) In(w *worlds.World, session, member string) agents.Agent {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -173,8 +174,15 @@ type seat struct {
 
 var _ agents.Keeper = (*seat)(nil)
 
-// kept is a member's conversation written down (seat.KeepMemory).
+// keptVersion is the version of kept's shape: a change of it (or of the
+// message and action types it holds) is a new version, and a memory of
+// another is refused.
+const keptVersion = 1
+
+// kept is a member's conversation written down (seat.KeepMemory), in
+// version keptVersion of its shape.
 type kept struct {
+	V       int        `json:"v"`
 	Session string     `json:"session"` // where it was kept: its observations name it
 	System  message    `json:"system"`
 	Turns   []keptTurn `json:"turns"`
@@ -208,7 +216,7 @@ func (s *seat) KeepMemory() ([]byte, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := kept{Session: s.session, System: c.system, Turns: make([]keptTurn, len(c.turns)), N: c.n}
+	k := kept{V: keptVersion, Session: s.session, System: c.system, Turns: make([]keptTurn, len(c.turns)), N: c.n}
 	for i, t := range c.turns {
 		k.Turns[i] = keptTurn{User: t.user, Assistant: t.assistant, Results: t.results}
 	}
@@ -225,6 +233,9 @@ func (s *seat) TakeMemory(memory []byte) error {
 	var k *kept
 	if err := json.Unmarshal(memory, &k); err != nil {
 		return fmt.Errorf("llm: %s's memory: %w", s.member, err)
+	}
+	if k != nil && k.V != keptVersion {
+		return fmt.Errorf("llm: %s's memory is of version %d, this agent takes %d", s.member, k.V, keptVersion)
 	}
 	key := s.session + "/" + s.member
 	if k == nil {

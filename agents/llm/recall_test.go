@@ -178,3 +178,38 @@ func TestForkFromACheckpointKeepsTheModelsConversation(t *testing.T) {
 		t.Error("no fork had turns of bob's between its checkpoint and the fork point")
 	}
 }
+
+// A seat's memory names the version of its shape; a memory of another
+// version is refused, and one of the same taken, into the seat's session.
+func TestSeatMemoryVersion(t *testing.T) {
+	_, srv := mustServe(t, script())
+	a := mustAgent(t, llm.Options{BaseURL: srv.URL + "/v1", Model: "m"})
+	w, _, err := app.LoadWorld("startup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seat := a.In(w, "s1", "bob")
+	if _, err := seat.Decide(context.Background(), obs(1)); err != nil {
+		t.Fatal(err)
+	}
+	mem, err := seat.(agents.Keeper).KeepMemory()
+	if err != nil || !strings.HasPrefix(string(mem), `{"v":1,"session":"s1"`) {
+		t.Fatalf("memory %.60s, %v", mem, err)
+	}
+	other := a.In(w, "s2", "bob").(agents.Keeper)
+	if err := other.TakeMemory([]byte(strings.Replace(string(mem), `"v":1`, `"v":2`, 1))); err == nil || !strings.Contains(err.Error(), "version 2") {
+		t.Fatalf("a memory of version 2: %v, want it refused", err)
+	}
+	if err := other.TakeMemory(mem); err != nil {
+		t.Fatal(err)
+	}
+	again, err := other.KeepMemory()
+	// The session, and the observation in the user message (JSON in a JSON string), name s2.
+	want := strings.NewReplacer(`"session":"s1"`, `"session":"s2"`, `\"session\":\"s1\"`, `\"session\":\"s2\"`).Replace(string(mem))
+	if want == string(mem) || !strings.Contains(want, `\"session\":\"s2\"`) {
+		t.Fatalf("the kept observation does not name the session: %.300s", mem)
+	}
+	if err != nil || string(again) != want {
+		t.Fatalf("taken and kept again: %.200s (%v); want the memory, in session s2", again, err)
+	}
+}

@@ -825,11 +825,14 @@ func TestProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools through the proxy: %v", err)
+	}
 	startup, err := worlds.Shipped("startup")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(agents.ToolDefsFor(startup)) + 1; err != nil || len(tools.Tools) != want {
+	if want := len(agents.ToolDefsFor(startup)) + 1; len(tools.Tools) != want {
 		t.Fatalf("tools through the proxy: %d, %v; want startup's %d", len(tools.Tools), err, want)
 	}
 	o := observeTurn(t, cs)

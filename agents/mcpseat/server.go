@@ -177,12 +177,15 @@ func New(ops Ops, cfg Config) *Server {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.every, s.worlds = s.newServers(agents.ToolDefs()), map[string]*servers{}
 	sl := newSlog(s.log.Named("sdk"))
-	s.legacySDK = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s.serversOf(seatOfRequest(r)).legacy },
+	s.legacySDK = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return serversOfRequest(r).legacy },
 		&mcp.StreamableHTTPOptions{Logger: sl, SessionTimeout: cfg.IdleTimeout, MaxRequestBodyBytes: cfg.MaxRequestBytes})
-	modernSDK := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s.serversOf(seatOfRequest(r)).modern },
+	modernSDK := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return serversOfRequest(r).modern },
 		&mcp.StreamableHTTPOptions{Logger: sl, Stateless: true, MaxRequestBodyBytes: cfg.MaxRequestBytes, PropagateRequestCancellation: true})
 	checked := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{Scopes: []string{Scope}, AllowMissingExpiration: true})
-	s.legacyH, s.modernH = checked(http.HandlerFunc(s.serveLegacy)), checked(modernSDK)
+	s.legacyH = checked(http.HandlerFunc(s.serveLegacy))
+	s.modernH = checked(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		modernSDK.ServeHTTP(w, s.withServers(r))
+	}))
 	return s
 }
 
@@ -258,6 +261,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // at capacity; once it has opened one, the session is counted against its
 // seat.
 func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request) {
+	r = s.withServers(r)
 	opening := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
 	if opening {
 		s.mu.Lock()
@@ -275,7 +279,7 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request) {
 	}
 	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
 		if st := seatOfRequest(r); st != nil {
-			s.track(s.serversOf(st).legacy, id, st.key())
+			s.track(serversOfRequest(r).legacy, id, st.key())
 		}
 	}
 }
@@ -290,6 +294,17 @@ func (s *Server) newServers(defs []agents.Tool) *servers {
 	tools := ToolsOf(defs)
 	return &servers{legacy: s.newMCPServer(tools), modern: s.newMCPServer(tools)}
 }
+
+// serversKey is the request context's key of the servers that serve it.
+type serversKey struct{}
+
+// withServers is r with the servers of its seat's tools in its context,
+// chosen once for the request: the SDK's getServer and track read them.
+func (s *Server) withServers(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), serversKey{}, s.serversOf(seatOfRequest(r))))
+}
+
+func serversOfRequest(r *http.Request) *servers { return r.Context().Value(serversKey{}).(*servers) }
 
 // maxWorlds bounds the worlds a Server keeps MCP servers for.
 const maxWorlds = 64
@@ -316,7 +331,10 @@ func (s *Server) serversOf(st *seat) *servers {
 		return s.every
 	}
 	if len(s.worlds) >= maxWorlds {
-		clear(s.worlds) // sessions open on them go on; new ones make them again
+		for k := range s.worlds { // one, any: sessions open on it go on, its next seat makes it again
+			delete(s.worlds, k)
+			break
+		}
 	}
 	sv := s.newServers(defs)
 	s.worlds[string(raw)] = sv

@@ -674,7 +674,7 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 	if name := r.URL.Query().Get("world"); name != "" {
 		var err error
 		if b, err = toolsOfWorld(name); err != nil {
-			s.fail(w, http.StatusNotFound, CodeBadRequest, err.Error())
+			s.fail(w, http.StatusNotFound, CodeNoWorld, err.Error())
 			return
 		}
 	}

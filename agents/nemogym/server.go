@@ -39,6 +39,7 @@ type Recorder interface {
 // The codes of the errors the adapter answers, for Recorder.Failed.
 const (
 	CodeBadRequest   = "bad_request"  // a body that is not the JSON it should be
+	CodeNoWorld      = "no_world"     // GET /nemo/tools?world= names no shipped world
 	CodeTooLarge     = "too_large"    // a body over its limit
 	CodeNoSession    = "no_session"   // no cookie, or one of no session held
 	CodeCapacity     = "capacity"     // no room for another session

@@ -136,8 +136,8 @@ func copyEvents(ctx context.Context, js jetstream.JetStream, session string, dst
 	ap := startAppender(ctx, dst, session, have)
 	err := fetchEvents(ctx, js, session, dst, forkSeq, have, end, ap.give)
 	last, aerr := ap.stop()
-	if err == nil {
-		err = aerr
+	if aerr != nil {
+		err = aerr // a failed append stops the fetches, which may fail on their own before they learn of it
 	}
 	return last, err
 }

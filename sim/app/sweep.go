@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim/report"
@@ -144,6 +145,9 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 	logWarnings(ro.Logger, w)
 	ro.quiet = true
 	for _, a := range o.Agents {
+		if agents.MentionsLLM(a) {
+			return nil, Usagef("--agents %q: a sweep plays built-in agents only, not llm", a)
+		}
 		if _, err := ParseAgents(a, w, false); err != nil {
 			return nil, err
 		}

@@ -25,9 +25,13 @@
 // is "accepted" or the refusal the log recorded for it.
 // In a world with systems (format 2) an accepted get or search's result
 // also holds what the read returned — the records with their fields and
-// text, as the member's next observation shows them (records.go), and each episode carries in Outcomes the rubric's
-// verdicts on the outcome steps its member completed (wrong ones marked),
-// which a preference pair carries for each side.
+// text, as the member's next observation shows them (records.go), and
+// each episode carries in Outcomes the rubric's verdicts on the outcome
+// steps its member completed (wrong ones marked), which a preference pair
+// carries for each side.
+// An episode's tools are its world's (agents.ToolDefsFor, `corpsim tools
+// --world`), as the llm agent offers them since 2026-12-05; a session its
+// seats played before then was offered every action's.
 // Rewards come from the rubric on the final state, as corpsim score
 // reports them: a member's reward is its delivered value
 // (policies.MemberCredit.Delivered, the sum of its dense rewards), the team
