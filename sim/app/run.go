@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -225,30 +223,6 @@ func ParseAgents(spec string, w *worlds.World, haveLLM bool) (map[string]string,
 	return seats, nil
 }
 
-// needLLM refuses to play seats assigned the llm agent (a resumed or
-// forked session's own) without one: nobody would answer their turns, and
-// each would wait out its timeout.
-func needLLM(meta events.SessionMeta, o RunOptions, mode playMode) error {
-	if o.LLM != nil {
-		return nil
-	}
-	var seats []string
-	for _, m := range slices.Sorted(maps.Keys(meta.Agents)) {
-		if _, custom := o.Seats[m]; meta.Agents[m] == "llm" && !custom {
-			seats = append(seats, m)
-		}
-	}
-	if len(seats) == 0 {
-		return nil
-	}
-	whose := "session " + meta.ID
-	if mode == playFork { // not in the log: nothing was stored
-		whose = "a fork of session " + meta.Parent
-	}
-	return Usagef("%s plays %s with the llm agent: give --llm-model (and --llm-base-url) to play them, or --agents to play them otherwise",
-		whose, strings.Join(seats, ", "))
-}
-
 // Run runs one new session end to end: the world, the log, the embedded
 // NATS server (the event feed), the seats (in process, or over the bus with
 // SeatsOverBus), the driver; it returns the scorecard.
@@ -327,10 +301,16 @@ const (
 
 func play(ctx context.Context, o RunOptions, log events.Log, meta events.SessionMeta, e *sim.Engine, mode playMode) (*RunResult, error) {
 	logger := orNull(o.Logger)
-	if err := needLLM(meta, o, mode); err != nil {
-		return nil, err
-	}
 	seats, err := BuildSeats(meta, e.State().World, SeatOptions{LLM: o.LLM, Custom: o.Seats, Lenient: true})
+	var noLLM *NoLLMError
+	if errors.As(err, &noLLM) {
+		whose := "session " + meta.ID
+		if mode == playFork { // not in the log: nothing was stored
+			whose = "a fork of session " + meta.Parent
+		}
+		return nil, Usagef("%s plays %s with the llm agent: give --llm-model (and --llm-base-url) to play them, or --agents to play them otherwise",
+			whose, strings.Join(noLLM.Seats, ", "))
+	}
 	if err != nil {
 		return nil, err
 	}

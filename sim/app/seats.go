@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -45,16 +46,27 @@ type SeatOptions struct {
 	// (each must be a seat of the session); the session records them
 	// "custom", except llm seats.
 	Custom map[string]agents.Agent
-	// Lenient leaves a seat whose agent this process cannot make (a
-	// "custom" seat of a resumed session, an llm seat without LLM)
-	// unplayed: it is asked over the bus like a remote seat, and its turns
-	// time out if nobody answers. Without it such a seat is an error.
+	// Lenient leaves a seat whose built-in agent this process cannot make
+	// (a "custom" seat of a resumed session) unplayed: it is asked over the
+	// bus like a remote seat, and its turns time out if nobody answers.
+	// Without it such a seat is an error. Seats assigned "llm" without LLM
+	// are an error either way (NoLLMError): nobody would answer them.
 	Lenient bool
 }
 
 // ErrNoLLM is BuildSeats' error for a seat assigned "llm" without an
 // llm agent to play it.
 var ErrNoLLM = errors.New("the agents name llm, but no llm agent is configured")
+
+// NoLLMError is BuildSeats' error for seats assigned "llm" without an llm
+// agent to play them: it names them, and is ErrNoLLM.
+type NoLLMError struct{ Seats []string } // sorted
+
+func (e *NoLLMError) Error() string {
+	return ErrNoLLM.Error() + " (seats " + strings.Join(e.Seats, ", ") + ")"
+}
+
+func (e *NoLLMError) Unwrap() error { return ErrNoLLM }
 
 // AssignSeats reads an agents spec for world w — one agent for every seat
 // ("greedy"), or a default and per-member choices
@@ -86,6 +98,7 @@ func BuildSeats(meta events.SessionMeta, w *worlds.World, o SeatOptions) (*Seats
 	if s.Assigned == nil {
 		s.Assigned = map[string]string{}
 	}
+	var noLLM []string
 	for _, member := range slices.Sorted(maps.Keys(meta.Agents)) {
 		name := meta.Agents[member]
 		if _, ok := w.Member(member); !ok {
@@ -106,10 +119,8 @@ func BuildSeats(meta events.SessionMeta, w *worlds.World, o SeatOptions) (*Seats
 			continue
 		case "llm":
 			if o.LLM == nil {
-				if o.Lenient {
-					continue
-				}
-				return nil, ErrNoLLM
+				noLLM = append(noLLM, member)
+				continue
 			}
 			s.Agents[member] = o.LLM
 			if in, ok := o.LLM.(worldly); ok {
@@ -127,6 +138,9 @@ func BuildSeats(meta events.SessionMeta, w *worlds.World, o SeatOptions) (*Seats
 		}
 		s.Agents[member] = a
 		s.Kinds["builtin"]++
+	}
+	if len(noLLM) > 0 {
+		return nil, &NoLLMError{Seats: noLLM}
 	}
 	for member := range o.Custom {
 		if _, ok := meta.Agents[member]; !ok {
