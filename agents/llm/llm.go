@@ -101,9 +101,8 @@ type Agent struct {
 	tools    json.RawMessage // every action's tool, for seats of no known world
 	logger   hclog.Logger
 
-	mu     sync.Mutex
-	convs  map[string]*conversation   // session/member -> conversation
-	worlds map[string]json.RawMessage // world hash -> its tools, encoded (In)
+	mu    sync.Mutex
+	convs map[string]*conversation // session/member -> conversation
 }
 
 var _ agents.Agent = (*Agent)(nil)
@@ -124,7 +123,7 @@ func New(o Options) (*Agent, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	a := &Agent{opts: o, client: client, logger: logger, convs: map[string]*conversation{}, worlds: map[string]json.RawMessage{}}
+	a := &Agent{opts: o, client: client, logger: logger, convs: map[string]*conversation{}}
 	base := strings.TrimRight(o.BaseURL, "/")
 	if o.API == APIResponses {
 		a.endpoint = base + "/responses"
@@ -132,7 +131,10 @@ func New(o Options) (*Agent, error) {
 		a.opts.API = APIChat
 		a.endpoint = base + "/chat/completions"
 	}
-	a.tools = a.encodeTools(agents.ToolDefs())
+	a.tools = json.RawMessage(agents.Tools())
+	if a.opts.API == APIResponses {
+		a.tools = responsesTools(agents.ToolDefs())
+	}
 	return a, nil
 }
 
@@ -146,23 +148,12 @@ func New(o Options) (*Agent, error) {
 // (KeepMemory), and a fork from it takes the conversation back
 // (TakeMemory).
 func (a *Agent) In(w *worlds.World, session, member string) agents.Agent {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	tools, ok := a.worlds[w.Hash]
-	if !ok || w.Hash == "" { // a world made in code, not loaded, has no hash
-		if len(a.worlds) >= maxWorlds {
-			clear(a.worlds)
-		}
-		tools = a.encodeTools(agents.ToolDefsFor(w))
-		if w.Hash != "" {
-			a.worlds[w.Hash] = tools
-		}
+	tools := agents.ToolsJSONFor(w) // chat completions' shape, kept by world
+	if a.opts.API == APIResponses {
+		tools = responsesTools(agents.ToolDefsFor(w))
 	}
 	return &seat{Agent: a, tools: tools, session: session, member: member}
 }
-
-// maxWorlds bounds the worlds whose tools an Agent keeps encoded.
-const maxWorlds = 64
 
 // seat is an Agent playing one member of one session: its turns offer
 // that session's world's tools.
@@ -517,18 +508,6 @@ func (a *Agent) ask(ctx context.Context, tools json.RawMessage, system message, 
 		return a.askResponses(ctx, tools, system, history, user)
 	}
 	return a.askChat(ctx, tools, system, history, user)
-}
-
-// encodeTools is defs as the agent's API lists tools.
-func (a *Agent) encodeTools(defs []agents.Tool) json.RawMessage {
-	if a.opts.API == APIResponses {
-		return responsesTools(defs)
-	}
-	b, err := json.Marshal(defs)
-	if err != nil {
-		panic("llm: tools do not encode: " + err.Error())
-	}
-	return b
 }
 
 // apiError is the error object OpenAI-compatible endpoints answer with.
