@@ -29,6 +29,7 @@ import (
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/server"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // stack is a corpsim server (embedded NATS with per-seat auth, the session
@@ -318,6 +319,13 @@ func TestObserveActPlaysASession(t *testing.T) {
 	reply := s.create(t, req)
 	if len(reply.Seats) != 2 || reply.Seats["bob"].Token == "" {
 		t.Fatalf("got seats %v, want bob and carol with tokens", reply.Seats)
+	}
+	startup, err := worlds.Shipped("startup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(reply.Tools, agents.ToolsJSONFor(startup)) {
+		t.Fatalf("POST /v1/sessions answered tools %.80s, want startup's (corpsim tools --world startup)", reply.Tools)
 	}
 	s.playAll(t, reply)
 	meta := s.wait(t, reply.Session)
