@@ -361,8 +361,9 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 		id, known := meta.ID, meta // meta is the driver's from here on
 		listed, err := conn.Subscribe(wire.ListSubject, func(msg *nats.Msg) {
 			m, err := log.Session(context.Background(), id)
-			if err != nil {
+			if err != nil { // not in the log before its first batch: running all the same
 				m = known
+				m.Status = events.StatusRunning
 			}
 			if last, err := log.LastSeq(context.Background(), id); err == nil {
 				m.LastSeq = last
