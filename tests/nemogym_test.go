@@ -12,6 +12,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/app"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // nemoClient is a NeMo Gym client's view of the /nemo routes: plain HTTP
@@ -91,11 +93,44 @@ func (n *nemoClient) call(tool string, args any) nemoOutput {
 func (n *nemoClient) seed(row map[string]any) string {
 	n.t.Helper()
 	code, body := n.post("seed_session", row)
-	var reply struct{ Session, Member string }
+	var reply struct {
+		Session, Member string
+		Tools           []nemoTool
+	}
 	if code != http.StatusOK || json.Unmarshal(body, &reply) != nil || reply.Session == "" {
 		n.t.Fatalf("seed_session: %d %s", code, body)
 	}
+	// The reply lists the member's tools: its world's actions, as
+	// `corpsim tools --world` does, then observe.
+	checkNemoTools(n.t, "seed_session", reply.Tools, row["world"].(string))
 	return reply.Session
+}
+
+// nemoTool is what a test reads of a tool a NeMo Gym route lists.
+type nemoTool struct{ Type, Name string }
+
+// checkNemoTools checks that tools are a session of world's: its actions,
+// as `corpsim tools --world` lists them, then observe.
+func checkNemoTools(t testing.TB, route string, tools []nemoTool, world string) {
+	t.Helper()
+	w, err := worlds.Shipped(world)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got []string
+	for _, d := range agents.ToolDefsFor(w) {
+		want = append(want, d.Function.Name)
+	}
+	want = append(want, "observe")
+	for _, tl := range tools {
+		if tl.Type != "function" {
+			t.Errorf("%s: tool %s of type %q, want function", route, tl.Name, tl.Type)
+		}
+		got = append(got, tl.Name)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s lists the tools %v, want %v", route, got, want)
+	}
 }
 
 // nemoRow is a task row as a NeMo Gym dataset holds it: the corpsim fields
@@ -388,14 +423,16 @@ func TestNemoGymResetStep(t *testing.T) {
 	var reset struct {
 		Observation *string `json:"observation"`
 		Info        struct {
-			Session               string `json:"session"`
-			Turn                  uint64 `json:"turn"`
-			SupportsExplicitClose bool   `json:"supports_explicit_close"`
+			Session               string     `json:"session"`
+			Turn                  uint64     `json:"turn"`
+			SupportsExplicitClose bool       `json:"supports_explicit_close"`
+			Tools                 []nemoTool `json:"tools"`
 		} `json:"info"`
 	}
 	if code != http.StatusOK || json.Unmarshal(body, &reset) != nil || reset.Observation == nil || reset.Info.Turn == 0 || !reset.Info.SupportsExplicitClose {
 		t.Fatalf("reset: %d %s", code, body)
 	}
+	checkNemoTools(t, "reset", reset.Info.Tools, "startup")
 	text := *reset.Observation
 	var total float64
 	steps, outputs := 0, 0

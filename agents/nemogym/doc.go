@@ -10,7 +10,7 @@
 // sent again on every answer, as NeMo Gym's session middleware does: its
 // value is a random secret, so a cookie reaches its own session only.
 //
-//	POST /nemo/seed_session  the task row {"world","seed","load","agents","member","turn_timeout"} -> {"session","member"}
+//	POST /nemo/seed_session  the task row {"world","seed","load","agents","member","turn_timeout"} -> {"session","member","tools"}
 //	POST /nemo/{tool}        a tool's JSON arguments -> {"output": {...}}
 //	POST /nemo/verify        any JSON object -> the same object with "reward" and "reward_components"
 //	POST /nemo/reset         the task row -> {"observation": text|null, "info": {...}}  (Gymnasium style)
@@ -28,7 +28,9 @@
 // The tools are the actions of agents.Tools (claim, work, …, wait) and
 // observe; with ?world=W, W's actions as agents.ToolDefsFor lists them
 // (the record tools only in a world with systems, naming its record types
-// and fields) and observe, for a row's responses_create_params.tools. A call of an action answers the member's waiting turn with that
+// and fields) and observe, for a row's responses_create_params.tools. seed_session's
+// reply and reset's info carry the tools of the session made (its world's,
+// a row's source world too). A call of an action answers the member's waiting turn with that
 // one action, then waits for the next turn and returns what came of it:
 //
 //	{"output": {"result": "accepted" | "refused (kind, rule R): reason" | …,

@@ -191,6 +191,12 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request) (*session, bool) {
 		return nil, false
 	}
 	ss := &session{id: reply.Session, member: rw.Member, token: reply.Seats[rw.Member].Token}
+	if ss.tools, err = responsesTools(reply.Tools); err != nil {
+		s.unreserve()
+		s.stop(ss)
+		s.fail(w, http.StatusBadGateway, CodeServer, fmt.Sprintf("session %s: %v (it was stopped)", reply.Session, err))
+		return nil, false
+	}
 	if ss.token == "" || len(reply.Seats) != 1 {
 		s.unreserve()
 		s.stop(ss)
@@ -212,7 +218,7 @@ func (s *Server) handleSeed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setCookie(w, ss)
-	writeJSON(w, http.StatusOK, map[string]string{"session": ss.id, "member": ss.member})
+	writeJSON(w, http.StatusOK, map[string]any{"session": ss.id, "member": ss.member, "tools": ss.tools})
 }
 
 // session finds the session of r's cookie, marked busy, with its lock held
@@ -248,7 +254,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	setCookie(w, ss)
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
-	info := map[string]any{"session": ss.id, "member": ss.member, "supports_explicit_close": true}
+	info := map[string]any{"session": ss.id, "member": ss.member, "supports_explicit_close": true, "tools": ss.tools}
 	obs, err := s.ops.Observe(ctx, ss.token, s.cfg.TurnWait)
 	var text *string
 	switch {

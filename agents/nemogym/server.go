@@ -149,6 +149,7 @@ type session struct {
 	id     string // the corpsim session
 	member string
 	token  string // the seat's token
+	tools  []Tool // what the member may call: its world's actions and observe
 
 	// Guarded by Server.mu:
 	last time.Time // when a request last began or ended

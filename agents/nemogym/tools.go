@@ -2,6 +2,7 @@ package nemogym
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/corpsim/corpsim/agents"
@@ -41,6 +42,20 @@ func tools(defs []agents.Tool) []Tool {
 	}
 	return append(out, Tool{Type: "function", Name: "observe", Description: observeDescription,
 		Parameters: agents.ToolSchema{Type: "object", Properties: map[string]agents.ToolProperty{}, Required: []string{}}})
+}
+
+// responsesTools returns the tools of a session from its create reply's
+// tools (wire.CreateReply.Tools: its world's actions in the chat shape),
+// and observe; every action when the reply has none.
+func responsesTools(chat json.RawMessage) ([]Tool, error) {
+	if len(chat) == 0 {
+		return Tools(), nil
+	}
+	var defs []agents.Tool
+	if err := json.Unmarshal(chat, &defs); err != nil {
+		return nil, fmt.Errorf("its tools do not decode: %v", err)
+	}
+	return tools(defs), nil
 }
 
 // toolsJSON is GET /nemo/tools' answer.
