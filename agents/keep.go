@@ -21,7 +21,9 @@ import (
 // it would have: the memory is everything the agent's decisions depend on
 // besides the observation. KeepMemory's bytes are a function of that
 // memory alone (maps are written in key order). Neither is called while
-// the agent decides.
+// the agent decides. A TakeMemory that errs may have taken part of the
+// memory: a recall gives it back what it wrote before (KeepMemory of the
+// agent still fresh), and shows it every turn from the first.
 type Keeper interface {
 	KeepMemory() ([]byte, error)
 	TakeMemory(memory []byte) error

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -180,6 +181,81 @@ func TestRecallFromCheckpointsOfCustomAgents(t *testing.T) {
 	other, _ := recallIntoWith(t, log, meta, meta.LastSeq, true, map[string]agents.Agent{"amy": &plannerToo{agents.NewPlanner("amy")}})
 	if same.FromCheckpoint == 0 || other.FromCheckpoint != 0 || other.Turns <= same.Turns {
 		t.Fatalf("recalled %+v with the same type, %+v with another: want the checkpoint taken by the same type only", same, other)
+	}
+}
+
+// refusesMemory is a planner that takes the first memory it is given and
+// then says it was of another version (the worst a Keeper can do), and
+// takes any later one.
+type refusesMemory struct {
+	*agents.Planner
+	given int
+}
+
+func (r *refusesMemory) TakeMemory(memory []byte) error {
+	if err := r.Planner.TakeMemory(memory); err != nil {
+		return err
+	}
+	if r.given++; r.given == 1 {
+		return errors.New("a memory of another version")
+	}
+	return nil
+}
+
+// countsTurns is a planner that also remembers how many turns it
+// decided: shown a turn twice, it remembers otherwise.
+type countsTurns struct {
+	*agents.Planner
+	turns int
+}
+
+type countsTurnsKept struct {
+	Turns   int             `json:"turns"`
+	Planner json.RawMessage `json:"planner"`
+}
+
+func (c *countsTurns) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
+	c.turns++
+	return c.Planner.Decide(ctx, o)
+}
+
+func (c *countsTurns) KeepMemory() ([]byte, error) {
+	p, err := c.Planner.KeepMemory()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(countsTurnsKept{Turns: c.turns, Planner: p})
+}
+
+func (c *countsTurns) TakeMemory(memory []byte) error {
+	var k countsTurnsKept
+	if err := json.Unmarshal(memory, &k); err != nil {
+		return err
+	}
+	c.turns = k.Turns
+	return c.Planner.TakeMemory(k.Planner)
+}
+
+// A seat that refuses its memory from a checkpoint, after another took
+// its own, leaves every seat as it was: they are all shown every turn
+// from the first, and remember what a recall from the first event leaves
+// (amy, who took hers first, would otherwise count her turns before the
+// checkpoint twice).
+func TestRecallWhenOneSeatRefusesItsMemory(t *testing.T) {
+	seats := func() map[string]agents.Agent {
+		return map[string]agents.Agent{"amy": &countsTurns{Planner: agents.NewPlanner("amy")}, "mia": &refusesMemory{Planner: agents.NewPlanner("mia")}}
+	}
+	log, meta := checkpointedWith(t, "procurement", 3, "planner", 100, seats())
+	r, mem := recallIntoWith(t, log, meta, meta.LastSeq, true, seats())
+	whole, want := recallIntoWith(t, log, meta, meta.LastSeq, false, seats())
+	if r.FromCheckpoint != 0 || r.Turns != whole.Turns || r.Turns == 0 {
+		t.Fatalf("recalled %+v, want every turn from the first as %+v", r, whole)
+	}
+	if !bytes.Equal(mem, want) {
+		t.Fatalf("the seats remember\n%s\nafter one refused its memory, and\n%s\nrecalled from the first event", mem, want)
+	}
+	if _, fresh := recallIntoWith(t, log, meta, 1, false, seats()); bytes.Equal(want, fresh) {
+		t.Fatalf("the seats remember nothing after the session: nothing was compared")
 	}
 }
 

@@ -192,7 +192,11 @@ func (s *Seats) Remembers(member string) bool {
 // agents.Keeper (recallFromCheckpoint checks), its member's memory from a
 // checkpoint's (Memory). It refuses with sim.ErrNoMemory, giving none,
 // unless every one has its member's, kept by an agent of its kind and Go
-// type.
+// type, and takes it: when one refuses its memory (one of another version
+// of the agent), those that took theirs are given back what they
+// remembered before, so that Recall shows them every turn from the first
+// as agents that took nothing. Only when that fails too is the error not
+// sim.ErrNoMemory.
 func (s *Seats) takeMemory(memory json.RawMessage, omits map[string]org.Omit) error {
 	var kept map[string]keptAgent
 	if err := json.Unmarshal(memory, &kept); err != nil {
@@ -205,10 +209,27 @@ func (s *Seats) takeMemory(memory json.RawMessage, omits map[string]org.Omit) er
 			return fmt.Errorf("%w: no memory of %s's %s agent (%T)", sim.ErrNoMemory, member, s.Assigned[member], a)
 		}
 	}
-	for _, member := range slices.Sorted(maps.Keys(omits)) {
-		if err := s.Agents[member].(agents.Keeper).TakeMemory(kept[member].Memory); err != nil {
-			return fmt.Errorf("%s's agent: %w", member, err)
+	members := slices.Sorted(maps.Keys(omits))
+	before := make([][]byte, len(members))
+	for i, member := range members {
+		b, err := s.Agents[member].(agents.Keeper).KeepMemory()
+		if err != nil {
+			return fmt.Errorf("%w: %s's agent cannot say what it remembers: %w", sim.ErrNoMemory, member, err)
 		}
+		before[i] = b
+	}
+	for i, member := range members {
+		err := s.Agents[member].(agents.Keeper).TakeMemory(kept[member].Memory)
+		if err == nil {
+			continue
+		}
+		refused := fmt.Errorf("%s's agent refused its memory: %w", member, err)
+		for j := range i + 1 { // the one that refused may have taken part of it
+			if err := s.Agents[members[j]].(agents.Keeper).TakeMemory(before[j]); err != nil {
+				return fmt.Errorf("%w; and %s's agent could not be given back what it remembered before: %w", refused, members[j], err)
+			}
+		}
+		return fmt.Errorf("%w: %w", sim.ErrNoMemory, refused)
 	}
 	return nil
 }
