@@ -251,6 +251,26 @@ func toolSpecFor(name string) (*toolSpec, bool) {
 	return nil, false
 }
 
+// ActionFromOfferedToolCall is ActionFromToolCall for a seat offered only
+// the tools named offered (a world's, ToolNames of ToolDefsFor; nil: every
+// action's): a call of any other is an unknown tool, and the error lists
+// those offered, not every action's.
+func ActionFromOfferedToolCall(offered []string, name string, argumentsJSON []byte) (org.Action, error) {
+	if offered != nil && !slices.Contains(offered, name) {
+		return org.Action{}, fmt.Errorf("unknown tool %q (tools: %s)", name, strings.Join(offered, ", "))
+	}
+	return ActionFromToolCall(name, argumentsJSON)
+}
+
+// ToolNames returns the names of defs, in their order.
+func ToolNames(defs []Tool) []string {
+	names := make([]string, len(defs))
+	for i, d := range defs {
+		names[i] = d.Function.Name
+	}
+	return names
+}
+
 // ActionFromToolCall turns a tool call into an action, strictly: an unknown
 // tool, arguments that are not one JSON object, an unknown argument, a
 // missing or blank required one, or one of the wrong type is an error with

@@ -143,8 +143,9 @@ func nemoRow(seed int, member string) map[string]any {
 
 // playGreedy plays the session greedily through the tools, one action per
 // call, the first of greedy's for each observation, until it has ended;
-// before the first action it makes the three calls every adapter must
-// survive: an unknown tool, arguments that do not parse, and arguments
+// before the first action it makes the four calls every adapter must
+// survive: an unknown tool, a tool of worlds with systems (startup, whose
+// session it plays, has none), arguments that do not parse, and arguments
 // over the reply limit. It returns the number of calls.
 func playGreedy(t *testing.T, n *nemoClient) (calls int, final nemoOutput) {
 	t.Helper()
@@ -152,12 +153,18 @@ func playGreedy(t *testing.T, n *nemoClient) (calls int, final nemoOutput) {
 	if out.Turn == 0 || out.Observation == nil {
 		t.Fatalf("observe: %+v; want the first turn's observation", out)
 	}
+	startup, err := worlds.Shipped("startup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	offered := strings.Join(agents.ToolNames(agents.ToolDefsFor(startup)), ", ")
 	bad := []struct {
 		tool string
 		args []byte
 		want string
 	}{
-		{"fly", []byte(`{}`), `unknown tool "fly"`},
+		{"fly", []byte(`{}`), `unknown tool "fly" (tools: ` + offered + ")"},
+		{"get", []byte(`{"record":"account","id":"a1"}`), `unknown tool "get" (tools: ` + offered + ")"},
 		{"claim", []byte(`{"task":`), "not a JSON object"},
 		{"message", []byte(`{"to":"alice","text":"` + strings.Repeat("x", org.MaxReplyBytes) + `"}`), "over 65536 bytes"},
 	}
@@ -381,8 +388,8 @@ func TestNemoGymSeedToolsVerify(t *testing.T) {
 			malformed = append(malformed, p.Kind+": "+p.Action.Text)
 		}
 	}
-	if len(malformed) != 3 || !strings.Contains(malformed[0], `unknown tool "fly"`) || !strings.HasPrefix(malformed[0], "malformed") {
-		t.Errorf("the log records bob's malformed calls as %q; want the 3, kind malformed", malformed)
+	if len(malformed) != 4 || !strings.Contains(malformed[0], `unknown tool "fly"`) || !strings.Contains(malformed[1], `unknown tool "get"`) || !strings.HasPrefix(malformed[0], "malformed") {
+		t.Errorf("the log records bob's malformed calls as %q; want the 4, kind malformed", malformed)
 	}
 	for _, want := range []string{`corpsim_adapter_steps_total{adapter="nemo"}`, `corpsim_adapter_errors_total{adapter="nemo",code="no_session"}`,
 		`corpsim_adapter_errors_total{adapter="nemo",code="capacity"}`, `corpsim_adapter_errors_total{adapter="nemo",code="bad_call"}`,

@@ -148,11 +148,12 @@ func New(o Options) (*Agent, error) {
 // (KeepMemory), and a fork from it takes the conversation back
 // (TakeMemory).
 func (a *Agent) In(w *worlds.World, session, member string) agents.Agent {
+	defs := agents.ToolDefsFor(w)
 	tools := agents.ToolsJSONFor(w) // chat completions' shape, kept by world
 	if a.opts.API == APIResponses {
-		tools = responsesTools(agents.ToolDefsFor(w))
+		tools = responsesTools(defs)
 	}
-	return &seat{Agent: a, tools: tools, session: session, member: member}
+	return &seat{Agent: a, tools: tools, names: agents.ToolNames(defs), session: session, member: member}
 }
 
 // seat is an Agent playing one member of one session: its turns offer
@@ -160,6 +161,7 @@ func (a *Agent) In(w *worlds.World, session, member string) agents.Agent {
 type seat struct {
 	*Agent
 	tools           json.RawMessage
+	names           []string // of tools: a call of another is unknown
 	session, member string
 }
 
@@ -256,7 +258,7 @@ func (s *seat) TakeMemory(memory []byte) error {
 
 // Decide implements agents.Agent with the seat's world's tools.
 func (s *seat) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
-	return s.decide(ctx, s.tools, o)
+	return s.decide(ctx, s.tools, s.names, o)
 }
 
 // Name says what plays the seat, for session metadata: "llm/" and the model.
@@ -338,11 +340,13 @@ func (a *Agent) conversation(o org.Observation) *conversation {
 // does now. An HTTP error, an error answer or a timeout is returned as an
 // error; malformed tool calls become InvalidAction actions.
 func (a *Agent) Decide(ctx context.Context, o org.Observation) ([]org.Action, error) {
-	return a.decide(ctx, a.tools, o)
+	return a.decide(ctx, a.tools, nil, o)
 }
 
-func (a *Agent) decide(ctx context.Context, tools json.RawMessage, o org.Observation) ([]org.Action, error) {
-	acts, err := a.take(o, func(system message, history []turn, user message) (answer, error) {
+// decide asks the model about o offering tools, those named names (nil:
+// every action's).
+func (a *Agent) decide(ctx context.Context, tools json.RawMessage, names []string, o org.Observation) ([]org.Action, error) {
+	acts, err := a.take(o, names, func(system message, history []turn, user message) (answer, error) {
 		return a.ask(ctx, tools, system, history, user)
 	})
 	if err != nil {
@@ -366,7 +370,7 @@ func (a *Agent) Remembers() bool { return a.opts.MaxHistory > 0 }
 // an action recorded as invalid (a call that did not parse) cannot be said
 // as the call it came from: both are left out.
 func (a *Agent) Recall(o org.Observation, recorded []org.Action) error {
-	_, err := a.take(o, func(message, []turn, message) (answer, error) {
+	_, err := a.take(o, nil, func(message, []turn, message) (answer, error) {
 		var ans answer
 		for _, act := range recorded {
 			if name, args, err := agents.ToolCallFromAction(act); err == nil {
@@ -382,9 +386,10 @@ func (a *Agent) Recall(o org.Observation, recorded []org.Action) error {
 // results of the last turn's calls (report), gets the answer to o given
 // the system prompt and the history kept before it, and keeps the turn (at
 // most MaxHistory turns before it). It returns the actions the answer's
-// tool calls become; their results wait for the next observation. When
-// get fails the turn is not kept.
-func (a *Agent) take(o org.Observation, get func(system message, history []turn, user message) (answer, error)) ([]org.Action, error) {
+// tool calls become (a call of a tool not among offered, unless nil, is an
+// unknown tool); their results wait for the next observation. When get
+// fails the turn is not kept.
+func (a *Agent) take(o org.Observation, offered []string, get func(system message, history []turn, user message) (answer, error)) ([]org.Action, error) {
 	c := a.conversation(o)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -405,13 +410,14 @@ func (a *Agent) take(o org.Observation, get func(system message, history []turn,
 	if err != nil {
 		return nil, err
 	}
-	return c.answered(t, ans, a.opts.MaxHistory), nil
+	return c.answered(t, ans, a.opts.MaxHistory, offered), nil
 }
 
 // answered keeps turn t with the model's answer ans (at most maxHistory
-// turns before it) and returns the actions its tool calls become; their
+// turns before it) and returns the actions its tool calls become (a call
+// of a tool not among offered, unless nil, is an unknown tool); their
 // results wait for the next observation (report).
-func (c *conversation) answered(t turn, ans answer, maxHistory int) []org.Action {
+func (c *conversation) answered(t turn, ans answer, maxHistory int, offered []string) []org.Action {
 	asst := message{Role: "assistant", Content: ans.content}
 	acts := []org.Action{}
 	for i, tc := range ans.calls {
@@ -424,7 +430,7 @@ func (c *conversation) answered(t turn, ans answer, maxHistory int) []org.Action
 		if len(acts) >= org.MaxActions {
 			s.dropped = fmt.Sprintf("not sent: at most %d actions per turn", org.MaxActions)
 		} else {
-			act, err := agents.ActionFromToolCall(tc.name, []byte(tc.arguments))
+			act, err := agents.ActionFromOfferedToolCall(offered, tc.name, []byte(tc.arguments))
 			if err != nil {
 				s.invalid = err.Error()
 				act = org.Action{Type: InvalidAction, Text: err.Error()}

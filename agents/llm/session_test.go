@@ -246,14 +246,32 @@ func TestASeatIsOfferedItsWorldsTools(t *testing.T) {
 					break
 				}
 			}
-			f, srv := mustServe(t, script())
+			// Its first turn calls get, a tool of worlds with systems only.
+			f, srv := mustServe(t, script([]call{{"g", "get", `{"record":"account","id":"a1"}`}}))
 			agent := mustAgent(t, llm.Options{BaseURL: srv.URL + "/v1", Model: "m"})
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
+			log := memlog.New()
 			res, err := app.Run(ctx, app.RunOptions{World: world, Seed: 1, Agents: "greedy," + seat + "=llm", LLM: agent,
-				Log: memlog.New(), TurnTimeout: 20 * time.Second, MaxEvents: 2000})
+				Log: log, TurnTimeout: 20 * time.Second, MaxEvents: 2000})
 			if err != nil {
 				t.Fatalf("run: %v", err)
+			}
+			// Offered, get reaches the engine; not offered, it is an
+			// unknown tool, and the reason lists the tools offered.
+			var invalid []string
+			for ev, err := range log.Read(ctx, res.Session, 1) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				var p payload.ActionRejected
+				if ev.Type == payload.EvActionRejected && ev.Actor == seat && json.Unmarshal(ev.Payload, &p) == nil && p.Action.Type == llm.InvalidAction {
+					invalid = append(invalid, p.Action.Text)
+				}
+			}
+			unknown := fmt.Sprintf(`unknown tool "get" (tools: %s)`, strings.Join(agents.ToolNames(agents.ToolDefsFor(w)), ", "))
+			if offered := len(w.Systems) > 0; offered && len(invalid) != 0 || !offered && (len(invalid) != 1 || invalid[0] != unknown) {
+				t.Errorf("the call of get was refused as invalid %q; want %q only where it is not offered", invalid, unknown)
 			}
 			reqs := f.requests()
 			if len(reqs) == 0 {

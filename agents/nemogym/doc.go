@@ -38,7 +38,8 @@
 //
 // observe waits for the member's turn and returns {"turn", "observation",
 // "done"} (with "status" and "score" once the session has ended). Tool
-// errors are outputs, not HTTP errors: a call of an unknown tool, or with
+// errors are outputs, not HTTP errors: a call of an unknown tool (one the
+// session's world does not offer, too: get in a world without systems), or with
 // arguments that do not parse (or are over org.MaxReplyBytes), answers the
 // turn with an action of type "invalid" carrying the reason, which the
 // engine refuses as malformed and records, exactly as for the LLM agent;

@@ -197,6 +197,11 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request) (*session, bool) {
 		s.fail(w, http.StatusBadGateway, CodeServer, fmt.Sprintf("session %s: %v (it was stopped)", reply.Session, err))
 		return nil, false
 	}
+	for _, t := range ss.tools {
+		if t.Name != "observe" {
+			ss.actions = append(ss.actions, t.Name)
+		}
+	}
 	if ss.token == "" || len(reply.Seats) != 1 {
 		s.unreserve()
 		s.stop(ss)
@@ -378,12 +383,13 @@ func results(acts []org.Action, next httpgw.Observation, failed *toolOutput) []s
 }
 
 // callOf turns a tool call into the action it answers a turn with: one of
-// type invalidAction, carrying the reason, when it does not parse.
-func callOf(name string, args []byte, tooBig bool) (org.Action, bool) {
+// type invalidAction, carrying the reason, when it does not parse or is
+// of no tool among offered (the session's actions).
+func callOf(offered []string, name string, args []byte, tooBig bool) (org.Action, bool) {
 	if tooBig {
 		return org.Action{Type: invalidAction, Text: fmt.Sprintf("arguments of %s are over %d bytes", name, org.MaxReplyBytes)}, false
 	}
-	a, err := agents.ActionFromToolCall(name, args)
+	a, err := agents.ActionFromOfferedToolCall(offered, name, args)
 	if err != nil {
 		return org.Action{Type: invalidAction, Text: err.Error()}, false
 	}
@@ -410,7 +416,7 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"output": s.observe(ctx, ss)})
 		return
 	}
-	act, ok := callOf(name, args, tooBig)
+	act, ok := callOf(ss.actions, name, args, tooBig)
 	if !ok {
 		s.cfg.Recorder.Failed(CodeBadCall)
 	}
@@ -502,7 +508,7 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		args := argumentsOf(c.Arguments)
-		act, ok := callOf(c.Name, []byte(args), len(args) > org.MaxReplyBytes)
+		act, ok := callOf(ss.actions, c.Name, []byte(args), len(args) > org.MaxReplyBytes)
 		if !ok {
 			s.cfg.Recorder.Failed(CodeBadCall)
 		}
