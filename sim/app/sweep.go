@@ -100,11 +100,12 @@ type SweepResult struct {
 	Runs []SweepRun `json:"runs,omitempty"`
 }
 
-// onTimeRate is the share of a run's work (project tasks and tickets) that
-// was done, verified and on time (tickets: within their SLA).
+// onTimeRate is the share of a run's work (project tasks, tickets and
+// cases, as its completion counts them) that was done, verified and on
+// time (tickets and cases: within their SLA).
 func onTimeRate(s policies.Scorecard) float64 {
-	if n := s.Tasks + s.Tickets; n > 0 {
-		return float64(s.OnTime+s.TicketsInSLA) / float64(n)
+	if n := s.Tasks + s.Tickets + s.Cases; n > 0 {
+		return float64(s.OnTime+s.TicketsInSLA+s.CasesInSLA) / float64(n)
 	}
 	return 0
 }

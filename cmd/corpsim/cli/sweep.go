@@ -49,7 +49,7 @@ func (a *cmdline) sweepCmd() *cobra.Command {
 		Short: "Run a world over loads × agents × seeds; table, CSV and a completion-vs-load SVG",
 		Long: `Run every (load, agents, seed) of a world in memory, as eval runs each seed, and report
 per load and agents the mean and standard deviation over seeds of the completion rate, the
-on-time rate (work done and verified by its deadline or SLA, over all work) and the team score;
+on-time rate (work done and verified by its deadline or SLA, over all work: tasks, tickets and cases) and the team score;
 in a world with cases, each case template's cases done of those opened.
 With -o DIR it writes DIR/sweep.csv, DIR/sweep.svg (completion against load, one line per
 agents) and DIR/diagnose.jsonl (each run's diagnosis, for corpsim diagnose --sweep DIR). --agents is a comma-separated list of agent names; to compare mixed seatings, separate
