@@ -470,6 +470,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	}
 	e := &episode{srv: s, session: reply.Session}
 	obs := e.observe(sr)
+	obs.Data.Observation.Tools = reply.Tools
 	if !obs.Data.Done {
 		s.pending.put(reply.Session, obs.Data.Reward)
 		obs.Data.Reward = 0

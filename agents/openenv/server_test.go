@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -295,6 +296,11 @@ func TestStatelessRoutes(t *testing.T) {
 	}
 	if len(out) != 3 {
 		t.Fatalf("reset answered %v, want exactly observation, reward, done (OpenEnv's ResetResponse)", out)
+	}
+	var want any
+	_ = json.Unmarshal([]byte(fakeTools), &want)
+	if !reflect.DeepEqual(obs["tools"], want) {
+		t.Fatalf("reset's observation has the tools %v, want the create reply's %s", obs["tools"], fakeTools)
 	}
 	for _, tc := range []struct {
 		name, body string

@@ -745,6 +745,8 @@ func (s *Service) launch(l launch) error {
 			// Kept in the state file (with its seats' tokens) for a restart.
 			log.Info("session interrupted by shutdown; a restarted serve on the same data resumes it", "status", m.Status, "last_seq", m.LastSeq)
 			return
+		case stopped && errors.Is(err, context.Canceled):
+			log.Info("session stopped by an operator", "status", m.Status, "last_seq", m.LastSeq)
 		case err != nil:
 			log.Warn("session stopped", "status", m.Status, "last_seq", m.LastSeq, "error", err)
 		default:
@@ -953,7 +955,9 @@ func (s *Service) status(ss *session) wire.ControlReply {
 	select {
 	case <-ss.done:
 		ss.mu.Lock()
-		if ss.err != nil {
+		// An operator's stop ends the session by cancelling it: that is
+		// what was asked, not an error.
+		if ss.err != nil && !(ss.stopped && errors.Is(ss.err, context.Canceled)) {
 			r.Error = ss.err.Error()
 		}
 		r.Time, r.Score = ss.endTime, ss.endScore

@@ -123,6 +123,30 @@ func operatorControl(t *testing.T, bus *natsserver.Server) func(id string, o wir
 	}
 }
 
+// An operator's stop answers the session's status, interrupted, with no
+// error: the session ended as asked (it said "context canceled", which the
+// clients returned as the stop's error).
+func TestStopAnswersNoError(t *testing.T) {
+	bus := mustBus(t)
+	log := memlog.New()
+	control := operatorControl(t, bus) // fails on a reply's error
+	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	r, err := svc.Create(context.Background(), wire.CreateRequest{World: "support-desk-bench", Load: 0.1, Seed: 3, Agents: "greedy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := control(r.Session, wire.OpStop); st.Status != string(events.StatusInterrupted) {
+		t.Fatalf("stop answered %+v, want the session interrupted", st)
+	}
+	if m, err := svc.Wait(context.Background(), r.Session); m.Status != events.StatusInterrupted {
+		t.Fatalf("the stopped session: %s, %v; want interrupted", m.Status, err)
+	}
+}
+
 // A session paused by its operator stays paused across a restart of the
 // service: resumed from the state file, it waits until a start.
 func TestPauseSurvivesRestart(t *testing.T) {
