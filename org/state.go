@@ -1,9 +1,9 @@
 package org
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	segjson "github.com/segmentio/encoding/json"
 	"slices"
 
 	"github.com/corpsim/corpsim/clock"
@@ -833,7 +833,7 @@ func (s *State) Hash() [32]byte {
 // snapshot fits the world (same members and tasks).
 func Restore(w *worlds.World, data []byte) (*State, error) {
 	var sn snapshot
-	if err := json.Unmarshal(data, &sn); err != nil {
+	if err := segjson.Unmarshal(data, &sn); err != nil {
 		return nil, fmt.Errorf("org: snapshot: %w", err)
 	}
 	s := New(w)
