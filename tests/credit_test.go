@@ -137,6 +137,19 @@ func TestCreditStartup(t *testing.T) {
 	if best.Member != "alice" || best.Marginal != res.Score {
 		t.Fatalf("largest marginal %s %v; want alice with the whole score %v", best.Member, best.Marginal, res.Score)
 	}
+
+	// --members credits only the seats named, one fork each, with the
+	// marginals of the whole credit.
+	some := creditResult(t, "credit", run.Session, "--data", data, "--members", "dave,alice")
+	if len(some.Seats) != 2 || len(some.Forks) != 2 || some.Seats[0].Member != "alice" || some.Seats[1].Member != "dave" {
+		t.Fatalf("--members dave,alice credited %+v in %d forks; want alice and dave, one fork each", some.Seats, len(some.Forks))
+	}
+	for _, s := range some.Seats {
+		i := slices.IndexFunc(res.Seats, func(w app.SeatCredit) bool { return w.Member == s.Member })
+		if w := res.Seats[i]; s.Marginal != w.Marginal || s.FirstAction != w.FirstAction {
+			t.Errorf("%s: %+v with --members, %+v in the whole credit", s.Member, s, w)
+		}
+	}
 }
 
 // TestCreditUsage: a baseline that is no built-in agent, or a negative
@@ -147,9 +160,13 @@ func TestCreditUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"credit", run.Session, "--data", data, "--baseline", "nobody"},
 		{"credit", run.Session, "--data", data, "--shapley", "-1"},
+		{"credit", run.Session, "--data", data, "--members", "nobody"},
+		{"credit", run.Session, "--data", data, "--members", "ada", "--shapley", "2"},
 	} {
 		if _, errs, code := runCLI(t, args...); code != cli.ExitUsage {
 			t.Errorf("corpsim %s: exit %d (%s); want 2", strings.Join(args, " "), code, errs)
+		} else {
+			t.Logf("corpsim %s: %s", strings.Join(args[2:], " "), strings.TrimSpace(errs))
 		}
 	}
 }

@@ -22,6 +22,14 @@ type CreditOptions struct {
 	Baseline string // built-in agent that plays a seat in its counterfactual; "" means idle
 	Shapley  int    // permutations of a sampled Shapley estimate; 0 for none
 	Seed     uint64 // seed of the permutations
+	// Members are the seats to credit (nil: every seat): one fork each, for
+	// a session of thousands of seats where a fork per seat takes hours.
+	// A Shapley estimate needs every seat, so it cannot be given with them.
+	Members []string
+	// Progress, when set, is told after each fork how many are done of
+	// how many (the Shapley estimate's, which are sampled, not counted
+	// ahead: total counts the marginal forks only).
+	Progress func(done, total int)
 }
 
 // SeatCredit is one seat's counterfactual credit.
@@ -111,6 +119,22 @@ func Credit(ctx context.Context, ro RunOptions, o CreditOptions) (*CreditResult,
 			return nil, Usagef("seat %s is played by %q, which credit cannot ask again: only sessions of built-in agents can be forked for credit", m, meta.Agents[m])
 		}
 	}
+	credited := seats
+	if len(o.Members) > 0 {
+		if o.Shapley > 0 {
+			return nil, Usagef("--shapley estimates every seat's value and needs a fork of every seat; --members credits only some")
+		}
+		credited = nil
+		for _, m := range o.Members {
+			if _, ok := meta.Agents[m]; !ok {
+				return nil, Usagef("--members: session %s has no seat %q (its %d seats: %s)", meta.ID, m, len(seats), firstOf(seats, 10))
+			}
+			if !slices.Contains(credited, m) {
+				credited = append(credited, m)
+			}
+		}
+		slices.Sort(credited)
+	}
 	parent, err := Score(ctx, ro.Data, meta.ID, ro.Logger)
 	if err != nil {
 		return nil, err
@@ -168,6 +192,9 @@ func Credit(ctx context.Context, ro RunOptions, o CreditOptions) (*CreditResult,
 		}
 		res.Forks = append(res.Forks, CreditFork{Session: fm.ID, At: at(out), Baseline: out, Score: fr.Score.TeamScore})
 		forkOf[in.Key()] = fm.ID
+		if o.Progress != nil {
+			o.Progress(len(res.Forks), len(credited))
+		}
 		return fr.Score.TeamScore, nil
 	}
 	// Each seat's marginal fork: every seat but it as in the session. The
@@ -183,7 +210,7 @@ func Credit(ctx context.Context, ro RunOptions, o CreditOptions) (*CreditResult,
 		}
 		return x, err
 	}
-	for _, m := range seats {
+	for _, m := range credited {
 		var in analyze.Coalition
 		for _, s := range seats {
 			if s != m {
@@ -216,5 +243,13 @@ func Credit(ctx context.Context, ro RunOptions, o CreditOptions) (*CreditResult,
 }
 
 var errStop = errors.New("app: stop")
+
+// firstOf lists the first n of names, and how many more there are.
+func firstOf(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
