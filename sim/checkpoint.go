@@ -124,8 +124,11 @@ func Restore(cfg Config, data []byte, stateHash string) (*Engine, error) {
 	// A checkpoint is decoded with segmentio's drop-in decoder of
 	// encoding/json (org.Restore's state too): most of a fork's or
 	// resume's load was encoding/json's scanning of the snapshot (three
-	// passes over the state's bytes), and it took half the time. What it
-	// decodes is checked: the restored state's hash against the recorded.
+	// passes over the state's bytes), and it takes half the time.
+	// The restore tests (checkRestores: every shipped world, cut at many
+	// points) check that a restored engine writes its snapshot again byte
+	// for byte; a load also checks the restored state's hash against the
+	// one recorded with the checkpoint.
 	var sn engineSnapshot
 	if err := segjson.Unmarshal(data, &sn); err != nil {
 		return nil, fmt.Errorf("sim: checkpoint: %w", err)

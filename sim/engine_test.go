@@ -313,9 +313,19 @@ func checkRestores(t *testing.T, live *sim.Engine, cfg sim.Config, every int, wa
 	for rd := range steps(t, live, newAgents(nil), false) {
 		got = append(got, rd.Events...)
 		if boundaries%every == 0 {
-			r, err := sim.Restore(cfg, live.Snapshot(), live.StateHash())
+			snap := live.Snapshot()
+			r, err := sim.Restore(cfg, snap, live.StateHash())
 			if err != nil {
 				t.Fatalf("restore at seq %d: %v", live.State().LastSeq, err)
+			}
+			// What the checkpoint's decoder (not encoding/json's) read is
+			// what was written: the restored engine writes it again.
+			if again := r.Snapshot(); !bytes.Equal(again, snap) {
+				k := 0
+				for k < len(again) && k < len(snap) && again[k] == snap[k] {
+					k++
+				}
+				t.Fatalf("restored at seq %d, the engine's snapshot differs at byte %d:\n got %.200s\nwant %.200s", live.State().LastSeq, k, again[k:], snap[k:])
 			}
 			r.Resume()
 			rest := drive(t, r, newAgents(got), false, 0)

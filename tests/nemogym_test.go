@@ -439,6 +439,13 @@ func TestNemoGymResetStep(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal(body, &reset) != nil || reset.Observation == nil || reset.Info.Turn == 0 || !reset.Info.SupportsExplicitClose {
 		t.Fatalf("reset: %d %s", code, body)
 	}
+	// A step answers with the next observation: reset offers the
+	// actions, not observe.
+	if n := len(reset.Info.Tools); n == 0 || reset.Info.Tools[n-1].Name != "observe" {
+		reset.Info.Tools = append(reset.Info.Tools, nemoTool{Type: "function", Name: "observe"})
+	} else {
+		t.Errorf("reset's info lists observe among its tools")
+	}
 	checkNemoTools(t, "reset", reset.Info.Tools, "startup")
 	text := *reset.Observation
 	var total float64

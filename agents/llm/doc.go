@@ -8,9 +8,10 @@
 // user message, the model's tool calls, and one tool message per call saying
 // whether the engine accepted it — together with the actions as tools
 // (the seat's world's, agents.ToolDefsFor, for an agent a session's seats
-// got from Agent.In; every action's, agents.ToolDefs, for Decide), and turns the tool calls of the answer into actions with
-// agents.ActionFromToolCall. A tool call that does not parse (unknown tool,
-// bad arguments) becomes an action of type InvalidAction carrying the reason,
+// got from Agent.In; every action's, agents.ToolDefs, for Decide), and
+// turns the tool calls of the answer into actions with
+// agents.ActionFromOfferedToolCall. A tool call that does not parse (an
+// unknown tool, one the seat was not offered too, or bad arguments) becomes an action of type InvalidAction carrying the reason,
 // which the engine refuses and records like any malformed action; it never
 // stops the session. An HTTP error or a timeout is returned by Decide: the
 // host then sends no actions and the engine records an empty turn.

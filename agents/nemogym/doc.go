@@ -28,10 +28,12 @@
 // The tools are the actions of agents.Tools (claim, work, …, wait) and
 // observe; with ?world=W, W's actions as agents.ToolDefsFor lists them
 // (the record tools only in a world with systems, naming its record types
-// and fields) and observe, for a row's responses_create_params.tools. seed_session's
-// reply and reset's info carry the tools of the session made (its world's,
-// a row's source world too). A call of an action answers the member's waiting turn with that
-// one action, then waits for the next turn and returns what came of it:
+// and fields) and observe, for a row's responses_create_params.tools.
+// seed_session's reply carries the tools of the session made (its world's,
+// a row's source world too), and reset's info its actions' (a step returns
+// the next observation: observe is not one of its tools). A call of an
+// action answers the member's waiting turn with that one action, then
+// waits for the next turn and returns what came of it:
 //
 //	{"output": {"result": "accepted" | "refused (kind, rule R): reason" | …,
 //	            "turn": 8, "observation": {…}, "done": false}}

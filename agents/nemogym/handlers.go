@@ -197,9 +197,11 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request) (*session, bool) {
 		s.fail(w, http.StatusBadGateway, CodeServer, fmt.Sprintf("session %s: %v (it was stopped)", reply.Session, err))
 		return nil, false
 	}
+	ss.actions = make([]string, 0, len(ss.tools)) // never nil: nil would accept every action
 	for _, t := range ss.tools {
 		if t.Name != "observe" {
 			ss.actions = append(ss.actions, t.Name)
+			ss.stepTools = append(ss.stepTools, t)
 		}
 	}
 	if ss.token == "" || len(reply.Seats) != 1 {
@@ -259,7 +261,9 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	setCookie(w, ss)
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
-	info := map[string]any{"session": ss.id, "member": ss.member, "supports_explicit_close": true, "tools": ss.tools}
+	// A step answers each observation with the model's calls and returns
+	// the next: its tools are the actions, without observe.
+	info := map[string]any{"session": ss.id, "member": ss.member, "supports_explicit_close": true, "tools": ss.stepTools}
 	obs, err := s.ops.Observe(ctx, ss.token, s.cfg.TurnWait)
 	var text *string
 	switch {

@@ -145,12 +145,13 @@ type Server struct {
 // session is one NeMo Gym session: the corpsim session and the seat the
 // model plays.
 type session struct {
-	key     string // the cookie's value
-	id      string // the corpsim session
-	member  string
-	token   string   // the seat's token
-	tools   []Tool   // what the member may call: its world's actions and observe
-	actions []string // the names of tools' actions: a call of another is unknown
+	key       string // the cookie's value
+	id        string // the corpsim session
+	member    string
+	token     string   // the seat's token
+	tools     []Tool   // what the member may call: its world's actions and observe
+	actions   []string // the names of tools' actions: a call of another is unknown
+	stepTools []Tool   // tools but observe: reset's, for step, which answers with the next observation
 
 	// Guarded by Server.mu:
 	last time.Time // when a request last began or ended

@@ -70,7 +70,7 @@ type CreditResult struct {
 }
 
 // Credit forks stored session o.Session of the log in ro.Data once per
-// seat, at the seat's first action, with that seat played by the baseline
+// seat (of o.Members, when given), at the seat's first action, with that seat played by the baseline
 // and every other seat by its agent in the session (the built-in agents
 // decide again from there, seeded as in the session), plays each fork to
 // its end and reports each seat's marginal contribution: the session's

@@ -211,7 +211,10 @@ type session struct {
 	progress *progress
 	// stopped: an operator's stop, not a shutdown, ended the session.
 	stopped bool
-	kinds   map[string]int // seats by kind (builtin, remote, llm)
+	// stopAsked: the session ended cancelled by an operator's stop (set
+	// as it ends): its error is what was asked, not reported.
+	stopAsked bool
+	kinds     map[string]int // seats by kind (builtin, remote, llm)
 	// probation, for a resumed session, clears its resuming mark once it
 	// has shown it runs; nil otherwise.
 	probation *probation
@@ -726,6 +729,8 @@ func (s *Service) launch(l launch) error {
 		}
 		ss.mu.Lock()
 		ss.meta, ss.err = m, err
+		// Ended by an operator's stop, as asked: not an error to report.
+		ss.stopAsked = ss.stopped && errors.Is(err, context.Canceled) && !errors.Is(err, ErrShuttingDown)
 		// Keep what status reports of an ended session, not its engine: a
 		// server runs sessions for days, and each engine holds its whole
 		// state and payload buffers.
@@ -734,7 +739,7 @@ func (s *Service) launch(l launch) error {
 			ss.endTime, ss.endScore = int64(st.Now), policies.Score(st).TeamScore
 		}
 		ss.engine = nil
-		stopped := ss.stopped
+		stopped, asked := ss.stopped, ss.stopAsked
 		ss.mu.Unlock()
 		pr.end() // the process outlived it
 		if s.cfg.Hooks.Ended != nil {
@@ -745,7 +750,7 @@ func (s *Service) launch(l launch) error {
 			// Kept in the state file (with its seats' tokens) for a restart.
 			log.Info("session interrupted by shutdown; a restarted serve on the same data resumes it", "status", m.Status, "last_seq", m.LastSeq)
 			return
-		case stopped && errors.Is(err, context.Canceled):
+		case asked:
 			log.Info("session stopped by an operator", "status", m.Status, "last_seq", m.LastSeq)
 		case err != nil:
 			log.Warn("session stopped", "status", m.Status, "last_seq", m.LastSeq, "error", err)
@@ -957,7 +962,7 @@ func (s *Service) status(ss *session) wire.ControlReply {
 		ss.mu.Lock()
 		// An operator's stop ends the session by cancelling it: that is
 		// what was asked, not an error.
-		if ss.err != nil && !(ss.stopped && errors.Is(ss.err, context.Canceled)) {
+		if ss.err != nil && !ss.stopAsked {
 			r.Error = ss.err.Error()
 		}
 		r.Time, r.Score = ss.endTime, ss.endScore
