@@ -198,11 +198,8 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request) (*session, bool) {
 		return nil, false
 	}
 	ss.actions = make([]string, 0, len(ss.tools)) // never nil: nil would accept every action
-	for _, t := range ss.tools {
-		if t.Name != "observe" {
-			ss.actions = append(ss.actions, t.Name)
-			ss.stepTools = append(ss.stepTools, t)
-		}
+	for _, t := range ss.actionTools() {
+		ss.actions = append(ss.actions, t.Name)
 	}
 	if ss.token == "" || len(reply.Seats) != 1 {
 		s.unreserve()
@@ -263,7 +260,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	// A step answers each observation with the model's calls and returns
 	// the next: its tools are the actions, without observe.
-	info := map[string]any{"session": ss.id, "member": ss.member, "supports_explicit_close": true, "tools": ss.stepTools}
+	info := map[string]any{"session": ss.id, "member": ss.member, "supports_explicit_close": true, "tools": ss.actionTools()}
 	obs, err := s.ops.Observe(ctx, ss.token, s.cfg.TurnWait)
 	var text *string
 	switch {

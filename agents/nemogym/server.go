@@ -145,13 +145,12 @@ type Server struct {
 // session is one NeMo Gym session: the corpsim session and the seat the
 // model plays.
 type session struct {
-	key       string // the cookie's value
-	id        string // the corpsim session
-	member    string
-	token     string   // the seat's token
-	tools     []Tool   // what the member may call: its world's actions and observe
-	actions   []string // the names of tools' actions: a call of another is unknown
-	stepTools []Tool   // tools but observe: reset's, for step, which answers with the next observation
+	key     string // the cookie's value
+	id      string // the corpsim session
+	member  string
+	token   string   // the seat's token
+	tools   []Tool   // what the member may call: its world's actions and observe
+	actions []string // the names of tools' actions: a call of another is unknown
 
 	// Guarded by Server.mu:
 	last time.Time // when a request last began or ended
@@ -161,6 +160,10 @@ type session struct {
 	score float64    // the team score the last step or reset reported
 	ended bool       // the session is known to have ended
 }
+
+// actionTools are the session's tools but observe, which tools puts last:
+// reset's, for step, which answers with the next observation.
+func (ss *session) actionTools() []Tool { return ss.tools[:len(ss.tools)-1] }
 
 // New makes the adapter over ops. Close it when done.
 func New(ops Ops, cfg Config) *Server {
