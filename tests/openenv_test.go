@@ -206,6 +206,23 @@ func TestOpenEnvThirdPartyClient(t *testing.T) {
 		played = append(played, p)
 	}
 
+	// The stateless routes, with Node's own fetch: reset lists the world's
+	// tools as /ws does, and the steps' rewards add up to the score.
+	var sl struct {
+		Session       string
+		Tools         []string
+		Steps         int
+		Return, Score float64
+		Status        string
+	}
+	if err := json.Unmarshal(runNode("stateless", "http://"+srv.http, srv.token, "startup", "7", "greedy,bob=remote"), &sl); err != nil {
+		t.Fatalf("stateless: %v", err)
+	}
+	if want := played[0].Tools; !slices.Equal(sl.Tools, want) || sl.Status != "finished" || sl.Steps == 0 || math.Abs(sl.Return-sl.Score) > 1e-6 {
+		t.Fatalf("stateless episode %+v: want startup's tools %v, finished after some steps with a return equal to its score", sl, want)
+	}
+	t.Logf("stateless: %d steps, return %.2f", sl.Steps, sl.Return)
+
 	// Refused: an unknown token, and a seat's token (made by /v1).
 	body := `{"world":"startup","seed":1,"agents":"greedy,bob=remote","wait":true}` // never started: it holds nothing up
 	req, _ := http.NewRequest("POST", "http://"+srv.http+"/v1/sessions", strings.NewReader(body))

@@ -5,6 +5,7 @@
 //   node openenv_episode.js refuse  WS_URL TOKEN
 //   node openenv_episode.js abrupt  WS_URL TOKEN WORLD SEED AGENTS
 //   node openenv_episode.js hold    WS_URL TOKEN WORLD SEED AGENTS
+//   node openenv_episode.js stateless HTTP_URL TOKEN WORLD SEED AGENTS
 //
 // play: misbehaves first (a frame that is not JSON, an unknown type, a step
 // before reset, a malformed step, a frame over MAX_MESSAGE bytes), checks
@@ -148,11 +149,37 @@ async function hold(url, token, world, seed, agents) {
   await new Promise((resolve) => c.ws.on("close", (code) => { console.log(JSON.stringify({ closed: code })); resolve(); }));
 }
 
+// stateless: plays an episode over the stateless HTTP routes with Node's
+// own fetch (URL is http://HOST:PORT): POST /openenv/reset, then
+// POST /openenv/step with its episode_id until done; prints the session,
+// reset's tool names, the steps, the return and the final score.
+async function stateless(url, token, world, seed, agents) {
+  const post = async (path, body) => {
+    const res = await fetch(url + path, { method: "POST", headers: { Authorization: "Bearer " + token, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    const out = await res.json();
+    if (res.status !== 200) throw new Error(path + ": " + res.status + " " + JSON.stringify(out).slice(0, 300));
+    return out;
+  };
+  let r = await post("/openenv/reset", { world, seed, agents });
+  const session = r.observation.episode_id;
+  const tools = (r.observation.tools || []).map((t) => t.function.name);
+  let ret = r.reward || 0, steps = 0;
+  while (!r.done) {
+    if (++steps > 5000) throw new Error("no end within 5000 steps");
+    const actions = {};
+    for (const [m, o] of Object.entries(r.observation.seats)) actions[m] = decide(o);
+    r = await post("/openenv/step", { episode_id: session, action: { actions } });
+    ret += r.reward || 0;
+  }
+  console.log(JSON.stringify({ session, tools, steps, return: ret, status: r.observation.status, score: r.observation.score }));
+}
+
 (async () => {
   const [mode, url, token, world, seed, agents, maxMessage] = process.argv.slice(2);
   if (mode === "play") await play(url, token, world, Number(seed), agents, Number(maxMessage));
   else if (mode === "refuse") await refuse(url, token);
   else if (mode === "abrupt") await abrupt(url, token, world, Number(seed), agents);
   else if (mode === "hold") await hold(url, token, world, Number(seed), agents);
+  else if (mode === "stateless") await stateless(url, token, world, Number(seed), agents);
   else throw new Error("unknown mode " + mode);
 })().catch((e) => { console.error(e.stack || String(e)); process.exit(1); });
