@@ -79,7 +79,7 @@ func TestCrashAndResume(t *testing.T) {
 	bin := corpsimBinary(t)
 	dir := t.TempDir()
 	world := filepath.Join(dir, "crash.yaml")
-	if err := os.WriteFile(world, worlds.Generate(worlds.GenOptions{Seed: 5, Members: 10, Tasks: 1500, Chains: 10}), 0o644); err != nil {
+	if err := os.WriteFile(world, worlds.Generate(worlds.GenOptions{Seed: 5, Members: 10, Tasks: 4000, Chains: 10}), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
@@ -182,7 +182,15 @@ func TestCrashAndResume(t *testing.T) {
 		}
 
 		// Every acknowledged event is stored, gapless and readable.
-		last = checkStore(t, data, session, w)
+		var ended bool
+		if last, ended = checkStore(t, data, session, w); ended {
+			// The signal came after the session's end was recorded (the
+			// built-in agents are asked within batches: the last ones
+			// land in a few milliseconds).
+			done--
+			t.Logf("run %d: the session finished before the kill", i)
+			break
+		}
 	}
 	if done < kills {
 		t.Fatalf("killed %d times, want %d: the session is too short", done, kills)
@@ -254,8 +262,9 @@ func sessionOf(t *testing.T, w *busWatcher, known string) string {
 }
 
 // checkStore opens the store after a kill and checks it against what the
-// bus saw; it returns the store's last seq.
-func checkStore(t *testing.T, data, session string, w *busWatcher) uint64 {
+// bus saw; it returns the store's last seq, and whether the session had
+// finished when the process was killed.
+func checkStore(t *testing.T, data, session string, w *busWatcher) (uint64, bool) {
 	t.Helper()
 	l, err := app.OpenLog(context.Background(), data, false, nil) // marks the session interrupted
 	if err != nil {
@@ -267,8 +276,8 @@ func checkStore(t *testing.T, data, session string, w *busWatcher) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if meta.Status != events.StatusInterrupted {
-		t.Fatalf("after SIGKILL the session is %s, want interrupted", meta.Status)
+	if meta.Status != events.StatusInterrupted && meta.Status != events.StatusFinished {
+		t.Fatalf("after SIGKILL the session is %s, want interrupted (or finished, had it ended first)", meta.Status)
 	}
 	last, err := l.LastSeq(ctx, session)
 	if err != nil {
@@ -297,5 +306,5 @@ func checkStore(t *testing.T, data, session string, w *busWatcher) uint64 {
 	if want-1 != last {
 		t.Fatal(fmt.Sprintf("read %d events, last seq %d", want-1, last))
 	}
-	return last
+	return last, meta.Status == events.StatusFinished
 }

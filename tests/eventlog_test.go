@@ -214,7 +214,10 @@ func TestForkContinuesLikeItsParent(t *testing.T) {
 // with deterministic agents it may or may not continue as the parent did.
 func TestForkInsideAStep(t *testing.T) {
 	data := t.TempDir()
-	parent, steps := runRecordingSteps(t, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Data: data})
+	// The seats asked over the bus: a batch is made durable before every
+	// round of turns, so that Progress reports each round (the built-in
+	// agents played in process are asked within batches).
+	parent, steps := runRecordingSteps(t, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Data: data, SeatsOverBus: true})
 	want := storedEvents(t, data, parent.Session)
 	var inside []uint64
 	for i := 1; i < len(steps) && len(inside) < 3; i++ {

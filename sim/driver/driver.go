@@ -388,8 +388,10 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 	// depth). A batch's checkpoint is stored by its append, after the batch
 	// is ordered, so never durable before it. The batches land in order —
 	// are published, their progress reported — before a batch beyond the
-	// depth leaves, before anyone is asked, and before the run ends, so
-	// nothing is shown to anybody before it is durable.
+	// depth leaves, before anyone outside this process is asked, and
+	// before the run ends, so nothing is shown outside before it is
+	// durable. The seats that answer at once (ImmediateSeats) of a session
+	// with no Gate are asked within a batch.
 	var (
 		flying []*flight
 		spares [][]events.Event // copies of landed batches, reused
@@ -484,16 +486,38 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			}
 		}
 		rd := e.ReadyIDs() // observations are built as the turns are sent (ask)
-		// Group commit: while nobody has to be asked, let the engine run on
-		// and persist what it made in one batch. Nothing is published (so
-		// nothing is acknowledged) before it is durable.
-		for !rd.Done && len(rd.Turns) == 0 && len(rd.Events) < d.cfg.MaxBatch {
-			e.Tick()
+		// Group commit: while nobody outside this process has to be asked,
+		// let the engine run on and persist what it made in one batch. The
+		// seats that answer at once are asked here, in the batch: an agent
+		// in this process that shows nobody what it saw needs nothing
+		// durable first (were the process to crash, it and what it saw
+		// would go together, and a resume asks it again from the log).
+		// Nothing is published (so nothing is acknowledged) before it is
+		// durable.
+		// A batch also ends where a checkpoint falls due, so that batches
+		// of many turns keep checkpoints as close as those of one.
+		counted := 0 // rd.Events counted by cps
+		count := func() bool {
+			for ; counted < len(rd.Events); counted++ {
+				cps.logged(len(rd.Events[counted].Payload) + eventOverhead)
+			}
+			return counted > 0 && cps.due(rd.Events[counted-1].Seq)
+		}
+		for !rd.Done && len(rd.Events) < d.cfg.MaxBatch && !count() {
+			if len(rd.Turns) == 0 {
+				e.Tick()
+			} else if d.immediate(rd.Turns) {
+				forgot = d.answer(ctx, log, meta.ID, e, &cps, rd.Turns, forgot)
+			} else {
+				break
+			}
 			rd = e.ReadyIDs()
 		}
 		// The batch lands before the loop goes on when something waits for
-		// it to be durable: the turns to ask, the end, a session to begin.
-		landNow := rd.Done || len(rd.Turns) > 0 || begun != nil
+		// it to be durable: a seat outside to ask, the end, a session to
+		// begin; and when it founds the session, which the next batch
+		// appends to.
+		landNow := rd.Done || begun != nil || found || (len(rd.Turns) > 0 && !d.immediate(rd.Turns))
 		if len(rd.Events) > 0 {
 			for len(flying) >= depth {
 				if err := land(); err != nil {
@@ -512,9 +536,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 				spare, spares = spares[n-1], spares[:n-1]
 			}
 			f.batch = append(spare[:0], rd.Events...) // the engine reuses its array after Advance
-			for i := range f.batch {
-				cps.logged(len(f.batch[i].Payload) + eventOverhead)
-			}
+			count()
 			if end := f.batch[len(f.batch)-1].Seq; cps.due(end) {
 				// The engine stands at the batch's end: its checkpoint is
 				// taken now and stored once the batch is durable.
@@ -565,13 +587,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			break
 		}
 		if len(rd.Turns) > 0 {
-			cps.asked(len(rd.Turns))
-			answers := d.ask(ctx, log, meta.ID, rd.Turns, d.observer(e))
-			for i := 0; i < len(answers) && !forgot; i++ {
-				a := &answers[i]
-				forgot = (a.TimedOut || a.Failed != "" || a.Malformed != "") && (d.cfg.Remembers == nil || d.cfg.Remembers(a.Member))
-			}
-			e.Step(answers)
+			forgot = d.answer(ctx, log, meta.ID, e, &cps, rd.Turns, forgot)
 		} else {
 			e.Tick()
 		}
@@ -591,6 +607,37 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		log.Info("session finished", "events", last, "state_hash", meta.StateHash)
 	}
 	return meta, nil
+}
+
+// answer asks the members of turns and steps the engine with their
+// answers. It returns whether Memory is no longer asked: forgot, or a turn
+// of a member that remembers timed out or failed.
+func (d *Driver) answer(ctx context.Context, log hclog.Logger, session string, e *sim.Engine, cps *checkpointer, turns []sim.Turn, forgot bool) bool {
+	cps.asked(len(turns))
+	answers := d.ask(ctx, log, session, turns, d.observer(e))
+	for i := 0; i < len(answers) && !forgot; i++ {
+		a := &answers[i]
+		forgot = (a.TimedOut || a.Failed != "" || a.Malformed != "") && (d.cfg.Remembers == nil || d.cfg.Remembers(a.Member))
+	}
+	e.Step(answers)
+	return forgot
+}
+
+// immediate reports whether the members of turns are asked within a
+// batch: every one is played by a seat that answers at once
+// (ImmediateSeats), and the session has no Gate (a served session is
+// gated, paused or stopped, before each turn, as before every batch).
+func (d *Driver) immediate(turns []sim.Turn) bool {
+	imm, ok := d.seats.(ImmediateSeats)
+	if !ok || d.cfg.Gate != nil {
+		return false
+	}
+	for i := range turns {
+		if !imm.Immediate(turns[i].Member) {
+			return false
+		}
+	}
+	return true
 }
 
 // observer is how ask builds a member's observation from e: whole, or

@@ -127,3 +127,66 @@ func TestBatchBeforeTurnsIsAppendedOnTheDriversGoroutine(t *testing.T) {
 	t.Logf("%d of %d batches appended on the driver's goroutine", driverAppends, len(l.on))
 	sameEvents(t, got, mustRunSeats(t, newGreedySeats(), memlog.New()), "recording each append's goroutine")
 }
+
+// The turns of seats that answer at once are asked within a batch: a
+// session played only by them is persisted in a few large batches, cut at
+// the checkpoints, where seats asked the usual way need one batch durable
+// before every round of turns; the log is the same. With a Gate (a served
+// session, which can be paused before any turn) every round is still a
+// batch of its own.
+func TestImmediateSeatsShareBatches(t *testing.T) {
+	w, _ := genWorld(t)
+	all := newGreedySeats()
+	for _, m := range seatsOf(w) {
+		all.immediate[m] = true
+	}
+	batched := &appendsOn{Log: memlog.New()}
+	got := mustRunSeats(t, all, batched)
+	usual := &appendsOn{Log: memlog.New()}
+	sameEvents(t, got, mustRunSeats(t, newGreedySeats(), usual), "with every member asked within a batch")
+	gated := &appendsOn{Log: memlog.New()}
+	gates := 0
+	sameEvents(t, got, playGen(t, "s-immediate", driver.Config{Log: gated, Seats: all, Gate: func(context.Context) error { gates++; return nil }}, nil), "gated")
+	t.Logf("%d events: %d appends asked within batches, %d asked the usual way, %d gated (%d gates)", len(got), len(batched.on), len(usual.on), len(gated.on), gates)
+	if len(usual.on) < 10 || len(batched.on)*5 > len(usual.on) {
+		t.Fatalf("%d appends with the turns asked within batches, %d the usual way; want at most a fifth", len(batched.on), len(usual.on))
+	}
+	if len(gated.on) != len(usual.on) {
+		t.Fatalf("a gated session made %d appends; want one per round, %d, as the usual way", len(gated.on), len(usual.on))
+	}
+}
+
+// A batch of turns asked within it ends where a checkpoint falls due: a
+// session played by seats that answer at once keeps every checkpoint of
+// one asked the usual way, each within a round of its place.
+func TestImmediateSeatsKeepTheirCheckpoints(t *testing.T) {
+	w, _ := genWorld(t)
+	all := newGreedySeats()
+	for _, m := range seatsOf(w) {
+		all.immediate[m] = true
+	}
+	const every = 200
+	checkpoints := func(seats driver.Seats) []uint64 {
+		log := memlog.New()
+		playGen(t, "s-cp", driver.Config{Log: log, Seats: seats, CheckpointEvery: every}, nil)
+		cps, err := log.Checkpoints(context.Background(), "s-cp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var at []uint64
+		for _, cp := range cps {
+			at = append(at, cp.Seq)
+		}
+		return at
+	}
+	batched, usual := checkpoints(all), checkpoints(newGreedySeats())
+	t.Logf("checkpoints asked within batches %v, the usual way %v", batched, usual)
+	if len(batched) != len(usual) || len(usual) < 5 {
+		t.Fatalf("checkpoints at %v asked within batches, at %v the usual way; want as many, at least 5", batched, usual)
+	}
+	for i, at := range batched {
+		if at/every != usual[i]/every || at > usual[i] {
+			t.Errorf("checkpoint %d at %d asked within batches, at %d the usual way: want it in the same interval of %d, no later", i, at, usual[i], every)
+		}
+	}
+}
