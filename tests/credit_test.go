@@ -138,6 +138,24 @@ func TestCreditStartup(t *testing.T) {
 		t.Fatalf("largest marginal %s %v; want alice with the whole score %v", best.Member, best.Marginal, res.Score)
 	}
 
+	// The forks played one at a time or all five at once: the same
+	// credit, the forks listed in the seats' order either way.
+	for _, parallel := range []string{"1", "5"} {
+		again := creditResult(t, "credit", run.Session, "--data", data, "--parallel", parallel)
+		if len(again.Seats) != len(res.Seats) || len(again.Forks) != len(res.Seats) {
+			t.Fatalf("--parallel %s: %d seats in %d forks; want %d and %d", parallel, len(again.Seats), len(again.Forks), len(res.Seats), len(res.Seats))
+		}
+		for i, s := range again.Seats {
+			w := res.Seats[i]
+			if s.Member != w.Member || s.FirstAction != w.FirstAction || s.ForkScore != w.ForkScore || s.Marginal != w.Marginal {
+				t.Errorf("--parallel %s: %+v; the default credit gave %+v", parallel, s, w)
+			}
+			if f := again.Forks[i]; f.Session != s.Fork || !slices.Equal(f.Baseline, []string{s.Member}) || f.Score != s.ForkScore {
+				t.Errorf("--parallel %s: fork %d is %+v; want %s's (%s, score %v)", parallel, i, f, s.Member, s.Fork, s.ForkScore)
+			}
+		}
+	}
+
 	// --members credits only the seats named, one fork each, with the
 	// marginals of the whole credit.
 	some := creditResult(t, "credit", run.Session, "--data", data, "--members", "dave,alice")

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/natsserver"
@@ -26,6 +29,10 @@ type CreditOptions struct {
 	// a session of thousands of seats where a fork per seat takes hours.
 	// A Shapley estimate needs every seat, so it cannot be given with them.
 	Members []string
+	// Parallel is how many forks are played at once (0: one per core).
+	// Each is a whole session: a 2,000-seat one holds its state per fork.
+	// The Shapley estimate's forks are played one at a time.
+	Parallel int
 	// Progress, when set, is told after each fork how many are done of
 	// how many (the Shapley estimate's, which are sampled, not counted
 	// ahead: total counts the marginal forks only).
@@ -66,14 +73,14 @@ type CreditResult struct {
 	Shapley     int          `json:"shapley,omitempty"`
 	ShapleySeed uint64       `json:"shapley_seed,omitempty"`
 	Empty       *float64     `json:"empty_score,omitempty"`
-	Forks       []CreditFork `json:"forks"` // every fork made, in the order made; each is kept in the data folder
+	Forks       []CreditFork `json:"forks"` // every fork made: the seats' own in their order, then the Shapley estimate's as made; each is kept in the data folder
 }
 
 // Credit forks stored session o.Session of the log in ro.Data once per
 // seat (of o.Members, when given), at the seat's first action, with that seat played by the baseline
 // and every other seat by its agent in the session (the built-in agents
 // decide again from there, seeded as in the session), plays each fork to
-// its end and reports each seat's marginal contribution: the session's
+// its end (o.Parallel of them at once) and reports each seat's marginal contribution: the session's
 // team score minus the fork's. With Shapley > 0 it also estimates Shapley
 // values from that many sampled permutations of the seats (seeded by
 // Seed): each coalition not in the session is a fork at the earliest first
@@ -165,12 +172,16 @@ func Credit(ctx context.Context, ro RunOptions, o CreditOptions) (*CreditResult,
 		}
 		return a
 	}
-	all := analyze.Coalition(seats)
-	forkOf := map[string]string{} // coalition -> its fork
-	value := func(in analyze.Coalition) (float64, error) {
-		if in.Key() == all.Key() {
-			return res.Score, nil
-		}
+	// One store for every fork, so that they can be played at once.
+	store, err := OpenLog(ctx, ro.Data, false, ro.Logger)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	ro.Log = store
+	// play forks the session with the seats not in coalition in played by
+	// the baseline, and plays the fork to its end.
+	play := func(ctx context.Context, in analyze.Coalition) (CreditFork, error) {
 		var out []string
 		spec := make([]string, 0, len(seats))
 		for _, m := range seats {
@@ -185,44 +196,62 @@ func Credit(ctx context.Context, ro RunOptions, o CreditOptions) (*CreditResult,
 		r.Agents = strings.Join(spec, ",")
 		fm, fr, err := Fork(ctx, r, ForkOptions{Parent: meta.ID, At: at(out)})
 		if err != nil {
-			return 0, fmt.Errorf("fork of %s at %d with %s played by %s: %w", meta.ID, at(out), strings.Join(out, ", "), o.Baseline, err)
+			return CreditFork{}, fmt.Errorf("fork of %s at %d with %s played by %s: %w", meta.ID, at(out), strings.Join(out, ", "), o.Baseline, err)
 		}
 		if err := fr.Err(); err != nil {
+			return CreditFork{}, err
+		}
+		return CreditFork{Session: fm.ID, At: at(out), Baseline: out, Score: fr.Score.TeamScore}, nil
+	}
+	all := analyze.Coalition(seats)
+	forkOf := map[string]string{} // coalition -> its fork
+	cache := map[string]float64{} // coalition -> its score
+	made := func(in analyze.Coalition, f CreditFork) {
+		res.Forks = append(res.Forks, f)
+		forkOf[in.Key()], cache[in.Key()] = f.Session, f.Score
+	}
+	// Each seat's marginal fork, every seat but it as in the session, is
+	// played beside the others (o.Parallel at once); they are listed in
+	// the seats' order whatever order they end in.
+	ins := make([]analyze.Coalition, len(credited))
+	for i, m := range credited {
+		for _, s := range seats {
+			if s != m {
+				ins[i] = append(ins[i], s)
+			}
+		}
+	}
+	forks, err := playAll(ctx, ins, o.Parallel, play, func(done int) {
+		if o.Progress != nil {
+			o.Progress(done, len(credited))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range credited {
+		made(ins[i], forks[i])
+		res.Seats = append(res.Seats, SeatCredit{Member: m, Agent: meta.Agents[m], FirstAction: first[m], Fork: forks[i].Session, ForkScore: forks[i].Score,
+			Marginal: round6(res.Score - forks[i].Score)})
+	}
+	// The Shapley estimate asks for coalitions one at a time, the
+	// marginal ones again from the cache.
+	cached := func(in analyze.Coalition) (float64, error) {
+		if in.Key() == all.Key() {
+			return res.Score, nil
+		}
+		if x, ok := cache[in.Key()]; ok {
+			return x, nil
+		}
+		f, err := play(ctx, in)
+		if err != nil {
 			return 0, err
 		}
-		res.Forks = append(res.Forks, CreditFork{Session: fm.ID, At: at(out), Baseline: out, Score: fr.Score.TeamScore})
-		forkOf[in.Key()] = fm.ID
+		made(in, f)
 		if o.Progress != nil {
 			o.Progress(len(res.Forks), len(credited))
 		}
-		return fr.Score.TeamScore, nil
-	}
-	// Each seat's marginal fork: every seat but it as in the session. The
-	// Shapley estimate asks the same coalitions again from its cache.
-	cache := map[string]float64{}
-	cached := func(c analyze.Coalition) (float64, error) {
-		if x, ok := cache[c.Key()]; ok {
-			return x, nil
-		}
-		x, err := value(c)
-		if err == nil {
-			cache[c.Key()] = x
-		}
-		return x, err
-	}
-	for _, m := range credited {
-		var in analyze.Coalition
-		for _, s := range seats {
-			if s != m {
-				in = append(in, s)
-			}
-		}
-		score, err := cached(in)
-		if err != nil {
-			return nil, err
-		}
-		res.Seats = append(res.Seats, SeatCredit{Member: m, Agent: meta.Agents[m], FirstAction: first[m], Fork: forkOf[in.Key()], ForkScore: score,
-			Marginal: round6(res.Score - score)})
+		return f.Score, nil
 	}
 	if o.Shapley > 0 {
 		sh, err := analyze.ShapleyEstimate(seats, o.Shapley, o.Seed, cached)
@@ -240,6 +269,52 @@ func Credit(ctx context.Context, ro RunOptions, o CreditOptions) (*CreditResult,
 		res.Shapley, res.ShapleySeed, res.Empty = o.Shapley, o.Seed, &empty
 	}
 	return res, nil
+}
+
+// playAll plays the forks of coalitions ins, up to parallel at once (0:
+// one per core), and returns them in the order of ins; done is told how
+// many have ended after each one does. The first error stops the forks
+// not yet begun and cancels those under way, and is returned.
+func playAll(ctx context.Context, ins []analyze.Coalition, parallel int, play func(context.Context, analyze.Coalition) (CreditFork, error), done func(int)) ([]CreditFork, error) {
+	if parallel <= 0 {
+		parallel = runtime.GOMAXPROCS(0)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	forks := make([]CreditFork, len(ins))
+	var (
+		mu    sync.Mutex
+		ended int
+		first error
+		next  atomic.Int64
+		wg    sync.WaitGroup
+	)
+	for range min(parallel, len(ins)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(ins) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				f, err := play(ctx, ins[i])
+				mu.Lock()
+				if err != nil && first == nil {
+					first = err
+					cancel()
+				}
+				forks[i] = f
+				ended++
+				if err == nil {
+					done(ended)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	if first != nil {
+		return nil, first
+	}
+	return forks, nil
 }
 
 var errStop = errors.New("app: stop")

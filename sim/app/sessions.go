@@ -59,7 +59,8 @@ type ForkOptions struct {
 	CreateOnly bool // create the session without running it (Resume runs it later)
 }
 
-// Fork makes a new session in the log in o.Data that shares f.Parent's
+// Fork makes a new session in the log in o.Data (or in o.Log, open, when
+// given: Credit plays its forks at once in one) that shares f.Parent's
 // events up to f.At (no copy), with o.Agents if given (else the parent's),
 // and continues it unless f.CreateOnly. It returns the new session's
 // metadata and, when it ran, its result.
@@ -67,11 +68,15 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 	if err := CheckMaxEvents(o.MaxEvents); err != nil {
 		return events.SessionMeta{}, nil, err
 	}
-	log, parent, err := OpenSessionWrite(ctx, o.Data, f.Parent, o.Logger)
+	log, parent, err := o.Log, events.SessionMeta{}, error(nil)
+	if log != nil {
+		parent, err = sessionIn(ctx, log, o.Data, f.Parent)
+	} else if log, parent, err = OpenSessionWrite(ctx, o.Data, f.Parent, o.Logger); err == nil {
+		defer log.Close()
+	}
 	if err != nil {
 		return events.SessionMeta{}, nil, err
 	}
-	defer log.Close()
 	at := f.At
 	if f.Reset {
 		at = 1

@@ -200,15 +200,21 @@ func openSession(ctx context.Context, data, id string, readOnly bool, logger hcl
 	if err != nil {
 		return nil, events.SessionMeta{}, err
 	}
-	meta, err := log.Session(ctx, id)
+	meta, err := sessionIn(ctx, log, data, id)
 	if err != nil {
 		log.Close()
-		if errors.Is(err, events.ErrNoSession) || errors.Is(err, events.ErrBadSession) {
-			return nil, meta, fmt.Errorf("no session %s in %s", id, data)
-		}
 		return nil, meta, err
 	}
 	return log, meta, nil
+}
+
+// sessionIn is session id's metadata in log, the log of data folder data.
+func sessionIn(ctx context.Context, log events.Log, data, id string) (events.SessionMeta, error) {
+	meta, err := log.Session(ctx, id)
+	if errors.Is(err, events.ErrNoSession) || errors.Is(err, events.ErrBadSession) {
+		return meta, fmt.Errorf("no session %s in %s", id, data)
+	}
+	return meta, err
 }
 
 const busURLFile = "bus.url"

@@ -28,7 +28,7 @@ anything but wait), with that seat played by --baseline from there and every oth
 agent in the session (the built-in agents decide again, seeded as in the session), play each
 fork to its end, and report each seat's marginal contribution to the team score: the session's
 score minus its fork's (with --members, only those seats'; one fork each, for a session of many
-seats). With --shapley K, also estimate Shapley values from K permutations of
+seats; --parallel of them are played at once). With --shapley K, also estimate Shapley values from K permutations of
 the seats drawn from --seed (the same seed, the same estimate): a coalition is played as in the
 session by its seats and by the baseline for the others, from the earliest first action of
 those. Deterministic agents make the result reproducible.
@@ -97,6 +97,7 @@ fork score, marginal contribution and, with --shapley, its Shapley estimate; the
 	f.StringVar(&o.Baseline, "baseline", "idle", "built-in agent that plays each seat in its fork: "+strings.Join(agents.Names(), ", "))
 	f.IntVar(&o.Shapley, "shapley", 0, "also estimate Shapley values from this many sampled permutations of the seats")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the Shapley permutations")
+	f.IntVar(&o.Parallel, "parallel", 0, "forks played at once (0: one per core); the Shapley estimate's are played one at a time")
 	f.StringSliceVar(&o.Members, "members", nil, "credit only these seats (comma-separated; default every seat): one fork each, for a session of many seats")
 	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn in the forks (the llm agent's and a remote seat's; the other built-in agents decide at once and are not timed)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
