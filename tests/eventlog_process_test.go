@@ -164,7 +164,10 @@ func TestLogFollowsARunningSession(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	world := longWorld(t, dir)
 	addr := freeAddr(t)
-	p := startCorpsim(t, dir, "run", "--world", world, "--seed", "3", "--data", data, "--listen", addr, "--json")
+	// The seats asked over the bus: each round of turns waits for its
+	// batch to be durable, so the run is still going when the followers
+	// start (played in process, its batches are thousands of events).
+	p := startCorpsim(t, dir, "run", "--world", world, "--seed", "3", "--data", data, "--listen", addr, "--seats-over-bus", "--json")
 	w := watchBus(t, addr, data, p)
 	waitForSeq(t, w, p, 1500) // more than one history page (wire.MaxHistoryPage) behind
 	session, seen := w.state()
@@ -261,7 +264,9 @@ func TestResumeInterruptedWithOtherAgents(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	world := longWorld(t, dir)
 	addr := freeAddr(t)
-	p := startCorpsim(t, dir, "run", "--world", world, "--seed", "3", "--data", data, "--listen", addr)
+	// Over the bus, so that the run is still going when it is killed (see
+	// TestLogFollowsARunningSession).
+	p := startCorpsim(t, dir, "run", "--world", world, "--seed", "3", "--data", data, "--listen", addr, "--seats-over-bus")
 	w := watchBus(t, addr, data, p)
 	waitForSeq(t, w, p, 300)
 	session, _ := w.state()
