@@ -494,8 +494,9 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		// would go together, and a resume asks it again from the log).
 		// Nothing is published (so nothing is acknowledged) before it is
 		// durable.
-		// A batch also ends where a checkpoint falls due, so that batches
-		// of many turns keep checkpoints as close as those of one.
+		// A batch also ends before a round of turns where a checkpoint
+		// falls due, as it did when every round ended one: the checkpoints
+		// stay where they were.
 		counted := 0 // rd.Events counted by cps
 		count := func() bool {
 			for ; counted < len(rd.Events); counted++ {
@@ -503,10 +504,10 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			}
 			return counted > 0 && cps.due(rd.Events[counted-1].Seq)
 		}
-		for !rd.Done && len(rd.Events) < d.cfg.MaxBatch && !count() {
+		for !rd.Done && len(rd.Events) < d.cfg.MaxBatch {
 			if len(rd.Turns) == 0 {
 				e.Tick()
-			} else if d.immediate(rd.Turns) {
+			} else if d.immediate(rd.Turns) && !count() {
 				forgot = d.answer(ctx, log, meta.ID, e, &cps, rd.Turns, forgot)
 			} else {
 				break
