@@ -171,7 +171,7 @@ func TestCrashAndResume(t *testing.T) {
 			session = sessionOf(t, w, session)
 			break
 		}
-		time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+		time.Sleep(time.Duration(rng.IntN(8)) * time.Millisecond) // a batch of in-process turns lands every few ms
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		<-exited
 		nc.Close()

@@ -471,7 +471,10 @@ func TestCancelledRunIsInterrupted(t *testing.T) {
 	data := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := app.Run(ctx, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Data: data, Logger: testLogger(t),
+	// A checkpoint every 50 events: the greedy seats, played in process,
+	// are asked within batches, which end before a round where one falls
+	// due; with the default the whole session is one batch.
+	_, err := app.Run(ctx, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Data: data, Logger: testLogger(t), CheckpointEvery: 50,
 		Progress: func(seq uint64, _ int64) {
 			if seq >= 100 {
 				cancel()
@@ -492,6 +495,9 @@ func TestCancelledRunIsInterrupted(t *testing.T) {
 	}
 	res := cliResult(t, "resume", m.ID, "--data", data)
 	fresh := cliResult(t, "run", "--seed", "7", "--data", data)
+	if m.LastSeq >= fresh.Events {
+		t.Fatalf("the run was interrupted at seq %d of %d: after its end", m.LastSeq, fresh.Events)
+	}
 	sameEvents(t, "resumed vs uninterrupted", storedEvents(t, data, m.ID), storedEvents(t, data, fresh.Session))
 	if res.StateHash != fresh.StateHash {
 		t.Fatalf("resumed state hash %s, uninterrupted %s", res.StateHash, fresh.StateHash)

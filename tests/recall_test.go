@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -64,6 +65,26 @@ func TestForkAndResumeWithAgentsThatRemember(t *testing.T) {
 					t.Errorf("%s at seq %d: recalled from the checkpoint at %d; want one at or before the cut", how, at, r.FromCheckpoint)
 				}
 				sameEvents(t, how, storedEvents(t, data, fork.Session), want)
+			}
+			// Recorded as `run` records it, the agents asked within
+			// batches: a checkpoint falls at a batch's end with a round
+			// of turns still to ask, and keeps what they remember then.
+			// A fork at each continues as the session did.
+			batched := cliResult(t, "run", "--world", tc.world, "--seed", strconv.FormatUint(tc.seed, 10), "--agents", tc.agents,
+				"--data", data, "--checkpoint-every", "100")
+			if batched.StateHash != parent.StateHash || batched.Events != parent.Events {
+				t.Fatalf("recorded with batches: %d events, %s; with a batch per step: %d, %s", batched.Events, batched.StateHash, parent.Events, parent.StateHash)
+			}
+			cps := checkpointSeqs(t, data, batched.Session)
+			if len(cps) == 0 {
+				t.Fatal("recorded with batches: no checkpoint")
+			}
+			for _, at := range cps[:min(3, len(cps))] {
+				fork := cliResult(t, "fork", batched.Session, "--at", seqArg(at), "--data", data)
+				if r := fork.Recalled; fork.StateHash != parent.StateHash || r == nil || r.FromCheckpoint != at || r.Differed != 0 {
+					t.Errorf("fork at the checkpoint at %d of the batched session: state hash %s (want %s), recalled %+v", at, fork.StateHash, parent.StateHash, fork.Recalled)
+				}
+				sameEvents(t, "fork at a checkpoint of the batched session", storedEvents(t, data, fork.Session), want)
 			}
 			if tc.agents == "planner" {
 				// The scorecard says the same in words.

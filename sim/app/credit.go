@@ -31,7 +31,10 @@ type CreditOptions struct {
 	Members []string
 	// Parallel is how many forks are played at once (0: one per core).
 	// Each is a whole session: a 2,000-seat one holds its state per fork.
-	// The Shapley estimate's forks are played one at a time.
+	// The Shapley estimate's forks are played one at a time, and so are
+	// all when RunOptions gives Seats, LLM or Progress (the caller's, made
+	// for one session at a time). A fork that fails stops the others: those
+	// under way are kept in the data folder, interrupted.
 	Parallel int
 	// Progress, when set, is told after each fork how many are done of
 	// how many (the Shapley estimate's, which are sampled, not counted
@@ -204,11 +207,10 @@ func Credit(ctx context.Context, ro RunOptions, o CreditOptions) (*CreditResult,
 		return CreditFork{Session: fm.ID, At: at(out), Baseline: out, Score: fr.Score.TeamScore}, nil
 	}
 	all := analyze.Coalition(seats)
-	forkOf := map[string]string{} // coalition -> its fork
 	cache := map[string]float64{} // coalition -> its score
 	made := func(in analyze.Coalition, f CreditFork) {
 		res.Forks = append(res.Forks, f)
-		forkOf[in.Key()], cache[in.Key()] = f.Session, f.Score
+		cache[in.Key()] = f.Score
 	}
 	// Each seat's marginal fork, every seat but it as in the session, is
 	// played beside the others (o.Parallel at once); they are listed in
@@ -221,7 +223,11 @@ func Credit(ctx context.Context, ro RunOptions, o CreditOptions) (*CreditResult,
 			}
 		}
 	}
-	forks, err := playAll(ctx, ins, o.Parallel, play, func(done int) {
+	parallel := o.Parallel
+	if ro.Seats != nil || ro.LLM != nil || ro.Progress != nil {
+		parallel = 1 // agents or a callback of the caller's, made for one session at a time
+	}
+	forks, err := playAll(ctx, ins, parallel, play, func(done int) {
 		if o.Progress != nil {
 			o.Progress(done, len(credited))
 		}

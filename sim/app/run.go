@@ -57,7 +57,9 @@ type RunOptions struct {
 	CheckpointEvery int
 	// Limits bound observations and messages of a new session (zero fields: the defaults).
 	Limits org.Limits
-	// MaxBatch bounds the events persisted in one append between agent turns (0: the driver's default; 1: every step on its own).
+	// MaxBatch bounds the events persisted in one append (0: the driver's
+	// default; 1: every step on its own, the turns of built-in agents
+	// played in process included).
 	MaxBatch int
 	// MaxEvents is the session's budget of events (0: sim.DefaultMaxEvents);
 	// once it is spent the session ends "event_limit".

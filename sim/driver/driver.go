@@ -67,8 +67,10 @@ type Config struct {
 	// event feed is not encoded or published while nobody listens (late
 	// subscribers read what they missed from the history responder).
 	Interest func(subject string) bool
-	// MaxBatch bounds the events persisted in one append while no agent has
-	// to be asked (group commit); 0 means DefaultMaxBatch.
+	// MaxBatch bounds the events persisted in one append while no agent
+	// outside the process has to be asked (group commit; the seats that
+	// answer at once are asked within a batch); 0 means DefaultMaxBatch.
+	// A batch may pass it by what the step that reached it made.
 	MaxBatch int
 	// Observer, if set, is told of every durable batch and every agent
 	// turn (for metrics); nil means none.
@@ -504,10 +506,10 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			}
 			return counted > 0 && cps.due(rd.Events[counted-1].Seq)
 		}
-		for !rd.Done && len(rd.Events) < d.cfg.MaxBatch {
+		for !rd.Done && len(rd.Events) < d.cfg.MaxBatch && ctx.Err() == nil {
 			if len(rd.Turns) == 0 {
 				e.Tick()
-			} else if d.immediate(rd.Turns) && !count() {
+			} else if begun == nil && d.immediate(rd.Turns) && !count() {
 				forgot = d.answer(ctx, log, meta.ID, e, &cps, rd.Turns, forgot)
 			} else {
 				break
@@ -627,10 +629,11 @@ func (d *Driver) answer(ctx context.Context, log hclog.Logger, session string, e
 // immediate reports whether the members of turns are asked within a
 // batch: every one is played by a seat that answers at once
 // (ImmediateSeats), and the session has no Gate (a served session is
-// gated, paused or stopped, before each turn, as before every batch).
+// gated, paused or stopped, before each turn, as before every batch) and
+// no Replica (whose copy comes before anything is shown to an agent).
 func (d *Driver) immediate(turns []sim.Turn) bool {
 	imm, ok := d.seats.(ImmediateSeats)
-	if !ok || d.cfg.Gate != nil {
+	if !ok || d.cfg.Gate != nil || d.cfg.Replica != nil {
 		return false
 	}
 	for i := range turns {
