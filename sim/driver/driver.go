@@ -498,7 +498,8 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		// durable.
 		// A batch also ends before a round of turns where a checkpoint
 		// falls due, as it did when every round ended one: the checkpoints
-		// stay where they were.
+		// stay where they were, but where a batch reaches MaxBatch between
+		// two rounds (its cut then falls elsewhere than before).
 		counted := 0 // rd.Events counted by cps
 		count := func() bool {
 			for ; counted < len(rd.Events); counted++ {
