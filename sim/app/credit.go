@@ -6,16 +6,15 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim/analyze"
+	"github.com/corpsim/corpsim/sim/workers"
 )
 
 // CreditOptions describe a counterfactual credit assignment of a stored
@@ -282,9 +281,6 @@ func Credit(ctx context.Context, ro RunOptions, o CreditOptions) (*CreditResult,
 // many have ended after each one does. The first error stops the forks
 // not yet begun and cancels those under way, and is returned.
 func playAll(ctx context.Context, ins []analyze.Coalition, parallel int, play func(context.Context, analyze.Coalition) (CreditFork, error), done func(int)) ([]CreditFork, error) {
-	if parallel <= 0 {
-		parallel = runtime.GOMAXPROCS(0)
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	forks := make([]CreditFork, len(ins))
@@ -292,28 +288,24 @@ func playAll(ctx context.Context, ins []analyze.Coalition, parallel int, play fu
 		mu    sync.Mutex
 		ended int
 		first error
-		next  atomic.Int64
-		wg    sync.WaitGroup
 	)
-	for range min(parallel, len(ins)) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(ins) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
-				f, err := play(ctx, ins[i])
-				mu.Lock()
-				if err != nil && first == nil {
-					first = err
-					cancel()
-				}
-				forks[i] = f
-				ended++
-				if err == nil {
-					done(ended)
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	workers.ParallelN(parallel, len(ins), func(i int) {
+		if ctx.Err() != nil {
+			return
+		}
+		f, err := play(ctx, ins[i])
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && first == nil {
+			first = err
+			cancel()
+		}
+		forks[i] = f
+		ended++
+		if err == nil {
+			done(ended)
+		}
+	})
 	if first == nil {
 		first = ctx.Err()
 	}

@@ -52,8 +52,16 @@ func (p *Pool) loop(f func()) {
 // taking the next index as it finishes one, and returns once every call
 // has returned. It is the worlds package's Options.Parallel: CPU-bound
 // work split into parts of about the same size.
-func Parallel(n int, f func(i int)) {
-	k := min(n, runtime.GOMAXPROCS(0))
+func Parallel(n int, f func(i int)) { ParallelN(0, n, f) }
+
+// ParallelN is Parallel on up to k goroutines (k <= 0: GOMAXPROCS), for
+// work whose parts wait as well as compute (credit's forks, each a
+// session with its own syncs).
+func ParallelN(k, n int, f func(i int)) {
+	if k <= 0 {
+		k = runtime.GOMAXPROCS(0)
+	}
+	k = min(k, n)
 	if k <= 1 {
 		for i := range n {
 			f(i)

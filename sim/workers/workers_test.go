@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Every function given to Run runs exactly once, whether a worker is idle
@@ -47,6 +48,32 @@ func TestParallelCallsEachIndexOnce(t *testing.T) {
 			if c := calls[i].Load(); c != 1 {
 				t.Fatalf("n=%d: f(%d) called %d times, want once", n, i, c)
 			}
+		}
+	}
+}
+
+// ParallelN runs at most k calls at once, each index once, and more than
+// one at once when k allows it (each call sleeps a millisecond, so the
+// goroutines' calls overlap).
+func TestParallelNBoundsTheCallsAtOnce(t *testing.T) {
+	for _, k := range []int{1, 2, 5} {
+		var now, most atomic.Int32
+		calls := make([]atomic.Int32, 40)
+		ParallelN(k, len(calls), func(i int) {
+			n := now.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(time.Millisecond)
+			calls[i].Add(1)
+			now.Add(-1)
+		})
+		for i := range calls {
+			if c := calls[i].Load(); c != 1 {
+				t.Fatalf("k=%d: f(%d) called %d times, want once", k, i, c)
+			}
+		}
+		if m := int(most.Load()); m > k || k > 1 && m < 2 {
+			t.Fatalf("k=%d: %d calls at once at most; want at most %d, and more than one", k, m, k)
 		}
 	}
 }
