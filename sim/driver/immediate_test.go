@@ -154,6 +154,36 @@ func TestImmediateSeatsShareBatches(t *testing.T) {
 	if len(gated.on) != len(usual.on) {
 		t.Fatalf("a gated session made %d appends; want one per round, %d, as the usual way", len(gated.on), len(usual.on))
 	}
+	// A Replica's copy comes before anything is shown to an agent, as
+	// the Gate's asking does: every round a batch of its own too.
+	replicated := &appendsOn{Log: memlog.New()}
+	sameEvents(t, got, playGen(t, "s-immediate", driver.Config{Log: replicated, Seats: all, Replica: &slowReplica{}}, nil), "replicated")
+	if len(replicated.on) != len(usual.on) {
+		t.Fatalf("a replicated session made %d appends; want one per round, %d, as the usual way", len(replicated.on), len(usual.on))
+	}
+}
+
+// Begun runs before any member is asked, those asked within a batch too.
+func TestBegunRunsBeforeAnyTurn(t *testing.T) {
+	w, _ := genWorld(t)
+	all := newGreedySeats()
+	for _, m := range seatsOf(w) {
+		all.immediate[m] = true
+	}
+	asked := -1
+	begun := func(context.Context) error {
+		all.mu.Lock()
+		defer all.mu.Unlock()
+		asked = 0
+		for _, turns := range all.asked {
+			asked += len(turns)
+		}
+		return nil
+	}
+	playGen(t, "s-begun", driver.Config{Log: memlog.New(), Seats: all, Begun: begun}, nil)
+	if asked != 0 {
+		t.Fatalf("Begun ran after %d turns were asked (-1: never); want before any", asked)
+	}
 }
 
 // A batch of turns asked within it ends where a checkpoint falls due: a
