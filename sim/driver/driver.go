@@ -48,9 +48,20 @@ type Config struct {
 	TurnTimeout time.Duration // wall-clock budget of one turn; 0 means 30s
 	// Progress, if set, is called after every durable batch with the session's last seq and simulated time.
 	Progress func(seq uint64, simTime int64)
-	// Gate, if set, is called before each step; it may block (a paused
-	// session) and its error ends the run as if ctx were cancelled.
+	// Gate, if set, is called before each step that follows a durable
+	// batch, once the batches made so far are durable; it may block (a
+	// paused session) and its error ends the run as if ctx were
+	// cancelled.
 	Gate func(ctx context.Context) error
+	// Open, if set with Gate, says without blocking whether Gate would
+	// let the session go on at once. While it does, the seats that answer
+	// at once (ImmediateSeats) of a gated session are asked within a
+	// batch, as in a session with no Gate; once it does not, the batch
+	// lands and Gate is called before they are asked. When Open says no,
+	// Gate must block or fail (a pause, a stop); were it to return at
+	// once, the round is asked after it all the same. nil: a gated
+	// session lands a batch before every round of turns.
+	Open func() bool
 	// Begun, if set, is called by Run once, when the session's first batch
 	// (session.started and what the engine made up to its first turns) is
 	// durable and published, before any member is asked; it may block (a
@@ -393,7 +404,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 	// depth leaves, before anyone outside this process is asked, and
 	// before the run ends, so nothing is shown outside before it is
 	// durable. The seats that answer at once (ImmediateSeats) of a session
-	// with no Gate are asked within a batch.
+	// with no Gate, or with a Gate that is Open, are asked within a batch.
 	var (
 		flying []*flight
 		spares [][]events.Event // copies of landed batches, reused
@@ -471,10 +482,21 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		flying = nil
 		return fail(err)
 	}
+	// gated: Gate let this step go on, so its round is asked, open or
+	// not. open: the gate, if any, lets a round of immediate seats be
+	// asked now, without the batch landing first.
+	gated := false
+	open := func() bool {
+		if d.cfg.Gate == nil || gated {
+			return true
+		}
+		return d.cfg.Open()
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return failLanding(err)
 		}
+		gated = false
 		if d.cfg.Gate != nil && issued > 0 {
 			// Not before the session's first batch, so that every session
 			// that was created begins its log with session.started (a
@@ -486,6 +508,7 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			if err := d.cfg.Gate(ctx); err != nil {
 				return failLanding(err)
 			}
+			gated = true
 		}
 		rd := e.ReadyIDs() // observations are built as the turns are sent (ask)
 		// Group commit: while nobody outside this process has to be asked,
@@ -507,21 +530,31 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			}
 			return counted > 0 && cps.due(rd.Events[counted-1].Seq)
 		}
+		closed := false // the gate was not open for the round of turns ready
 		for !rd.Done && len(rd.Events) < d.cfg.MaxBatch && ctx.Err() == nil {
 			if len(rd.Turns) == 0 {
 				e.Tick()
 			} else if begun == nil && d.immediate(rd.Turns) && !count() {
+				if closed = !open(); closed {
+					break
+				}
 				forgot = d.answer(ctx, log, meta.ID, e, &cps, rd.Turns, forgot)
+				gated = false
 			} else {
 				break
 			}
 			rd = e.ReadyIDs()
 		}
+		// held: a round of immediate seats that a gate not open holds back
+		// until the batch has landed and the gate has let it go on (Open
+		// asked once a round).
+		imm := len(rd.Turns) > 0 && d.immediate(rd.Turns)
+		held := imm && (closed || !open())
 		// The batch lands before the loop goes on when something waits for
 		// it to be durable: a seat outside to ask, the end, a session to
-		// begin; and when it founds the session, which the next batch
-		// appends to.
-		landNow := rd.Done || begun != nil || found || (len(rd.Turns) > 0 && !d.immediate(rd.Turns))
+		// begin, a gate; and when it founds the session, which the next
+		// batch appends to.
+		landNow := rd.Done || begun != nil || found || (len(rd.Turns) > 0 && !imm) || held
 		if len(rd.Events) > 0 {
 			for len(flying) >= depth {
 				if err := land(); err != nil {
@@ -590,6 +623,9 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		if rd.Done {
 			break
 		}
+		if held {
+			continue // asked once the gate lets them (above)
+		}
 		if len(rd.Turns) > 0 {
 			forgot = d.answer(ctx, log, meta.ID, e, &cps, rd.Turns, forgot)
 		} else {
@@ -629,12 +665,12 @@ func (d *Driver) answer(ctx context.Context, log hclog.Logger, session string, e
 
 // immediate reports whether the members of turns are asked within a
 // batch: every one is played by a seat that answers at once
-// (ImmediateSeats), and the session has no Gate (a served session is
-// gated, paused or stopped, before each turn, as before every batch) and
-// no Replica (whose copy comes before anything is shown to an agent).
+// (ImmediateSeats), the session has no Replica (whose copy comes before
+// anything is shown to an agent), and no Gate or one that says when it is
+// Open (a served session, paused or stopped before a turn).
 func (d *Driver) immediate(turns []sim.Turn) bool {
 	imm, ok := d.seats.(ImmediateSeats)
-	if !ok || d.cfg.Gate != nil || d.cfg.Replica != nil {
+	if !ok || (d.cfg.Gate != nil && d.cfg.Open == nil) || d.cfg.Replica != nil {
 		return false
 	}
 	for i := range turns {

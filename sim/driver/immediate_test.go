@@ -220,3 +220,88 @@ func TestImmediateSeatsKeepTheirCheckpoints(t *testing.T) {
 		}
 	}
 }
+
+// A gated session whose Gate says when it is Open (a served one, which an
+// operator can pause) asks the seats that answer at once within a batch
+// while it is open, as a session with no Gate does, and the same log
+// results. Once the gate closes (a pause), no turn is asked before
+// everything made so far is durable and the Gate has let the session go
+// on; then it batches again.
+func TestOpenGateSharesBatches(t *testing.T) {
+	w, _ := genWorld(t)
+	all := newGreedySeats()
+	for _, m := range seatsOf(w) {
+		all.immediate[m] = true
+	}
+	asked := func() int {
+		all.mu.Lock()
+		defer all.mu.Unlock()
+		n := 0
+		for _, turns := range all.asked {
+			n += len(turns)
+		}
+		return n
+	}
+	usual := &appendsOn{Log: memlog.New()}
+	want := mustRunSeats(t, newGreedySeats(), usual)
+	all.asked = map[string][]string{}
+
+	log := &appendsOn{Log: memlog.New()}
+	const pauseAt = 60 // Open says no once, when this many turns were asked
+	var (
+		opens, gates   int
+		closedAt       = -1 // turns asked when Open said no
+		gatedAt        = -1 // turns asked when the Gate ran after it
+		durableAtGate  uint64
+		turnsAtGate    int
+		pausedGateSeen bool
+	)
+	open := func() bool {
+		opens++
+		if closedAt < 0 && asked() >= pauseAt {
+			closedAt = asked()
+			return false
+		}
+		return true
+	}
+	gate := func(ctx context.Context) error {
+		gates++
+		if closedAt >= 0 && !pausedGateSeen {
+			pausedGateSeen = true
+			gatedAt = asked()
+			last, err := log.LastSeq(ctx, "s-immediate")
+			if err != nil {
+				return err
+			}
+			durableAtGate = last
+			for e, err := range log.Read(ctx, "s-immediate", 1) {
+				if err != nil {
+					return err
+				}
+				if e.Type == "turn" {
+					turnsAtGate++
+				}
+			}
+		}
+		return nil
+	}
+	got := playGen(t, "s-immediate", driver.Config{Log: log, Seats: all, Gate: gate, Open: open}, nil)
+	sameEvents(t, got, want, "gated with an open gate")
+	t.Logf("%d events: %d appends with an open gate (%d gates, %d asked whether open), %d asked the usual way; closed at %d turns, gated at %d, %d turns durable at seq %d",
+		len(got), len(log.on), gates, opens, len(usual.on), closedAt, gatedAt, turnsAtGate, durableAtGate)
+	if len(log.on)*4 > len(usual.on) {
+		t.Fatalf("%d appends with an open gate, %d the usual way; want at most a quarter", len(log.on), len(usual.on))
+	}
+	if !pausedGateSeen {
+		t.Fatal("the Gate never ran after Open said no")
+	}
+	if gatedAt != closedAt {
+		t.Fatalf("Open said no after %d turns, but %d were asked before the Gate ran", closedAt, gatedAt)
+	}
+	if turnsAtGate != closedAt {
+		t.Fatalf("when the Gate ran %d turns were asked, %d durable (to seq %d): a paused session shows everything it made", closedAt, turnsAtGate, durableAtGate)
+	}
+	if asked() <= closedAt+10 {
+		t.Fatalf("%d turns asked in all, %d before the pause: the session did not go on", asked(), closedAt)
+	}
+}

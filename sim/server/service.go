@@ -706,9 +706,16 @@ func (s *Service) launch(l launch) error {
 				pr.inner, observer = observer, pr
 			}
 			prog.inner, observer = observer, prog
-			d := driver.New(driver.Config{Log: s.cfg.Log, Conn: s.conn, Seats: asker, Logger: s.logger, TurnTimeout: l.turnTimeout,
+			dc := driver.Config{Log: s.cfg.Log, Conn: s.conn, Seats: asker, Logger: s.logger, TurnTimeout: l.turnTimeout,
 				CheckpointEvery: s.cfg.CheckpointEvery, MaxEvents: s.cfg.MaxEvents, Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
-				Begun: begun, Interest: s.cfg.Bus.Interest, Observer: observer, Replica: s.cfg.Replica, Memory: seats.Memory, Remembers: seats.Remembers})
+				Begun: begun, Interest: s.cfg.Bus.Interest, Observer: observer, Replica: s.cfg.Replica, Memory: seats.Memory, Remembers: seats.Remembers}
+			if s.cfg.Hooks.Gate == nil {
+				// Nothing but a pause or a stop holds it (a worker's
+				// gate also asks whether it still holds the lease): its
+				// in-process seats are asked within a batch while open.
+				dc.Open = func() bool { return s.open(ss) }
+			}
+			d := driver.New(dc)
 			log.Info("session running", "from_seq", e.State().LastSeq, "remote_seats", len(remote))
 			m, err = s.guard(log, meta, func() (events.SessionMeta, error) {
 				if l.fresh {
@@ -846,6 +853,17 @@ func (s *Service) waitForSeats(ctx context.Context, id string, remote []string, 
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+}
+
+// open reports whether gate would let session ss go on at once: the
+// service is not stopping and the session is not paused.
+func (s *Service) open(ss *session) bool {
+	if s.isStopping() {
+		return false
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return !ss.paused
 }
 
 // gate runs before each of a session's steps: it holds a paused session,

@@ -425,3 +425,54 @@ func TestStatusOfASessionWaitingForItsStart(t *testing.T) {
 		t.Fatalf("status before the start: %+v; want created with no events", st)
 	}
 }
+
+// countingObserver counts a service's durable batches and turns.
+type countingObserver struct {
+	mu             sync.Mutex
+	batches, turns int
+}
+
+func (o *countingObserver) Appended(string, []events.Event, time.Duration) {
+	o.mu.Lock()
+	o.batches++
+	o.mu.Unlock()
+}
+
+func (o *countingObserver) Turn(string, string, time.Duration, bool) {
+	o.mu.Lock()
+	o.turns++
+	o.mu.Unlock()
+}
+
+// A served session whose seats are all built-in agents played in the
+// process asks them within a batch, as run does, instead of landing a
+// batch before every round of turns; it still finishes whole.
+func TestServedBuiltInSeatsShareBatches(t *testing.T) {
+	bus := mustBus(t)
+	log := memlog.New()
+	obs := &countingObserver{}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger(), Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	r, err := svc.Create(ctx, wire.CreateRequest{World: "support-desk", Seed: 2, Agents: "greedy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := svc.Wait(ctx, r.Session)
+	if err != nil || m.Status != events.StatusFinished {
+		t.Fatalf("%s, %v; want finished", m.Status, err)
+	}
+	if res := driver.Verify(ctx, log, m); !res.OK {
+		t.Fatalf("verify: %v", res.Problems)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	t.Logf("%d events, %d turns, %d durable batches", m.LastSeq, obs.turns, obs.batches)
+	if obs.turns < 100 || obs.batches*10 > obs.turns {
+		t.Fatalf("%d durable batches for %d turns; want the turns asked within batches (at most one batch per ten turns)", obs.batches, obs.turns)
+	}
+}
