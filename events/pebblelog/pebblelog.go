@@ -144,6 +144,8 @@ type Log struct {
 
 	// metaMu serializes writes of session metadata.
 	metaMu sync.Mutex
+	// ends shares the flushes of sessions that end at once.
+	ends flushGroup
 
 	statesMu sync.Mutex
 	states   map[string]*state // sessions known to exist
@@ -604,13 +606,33 @@ func (l *Log) UpdateSession(ctx context.Context, m events.SessionMeta) error {
 		return err
 	}
 	defer l.mu.RUnlock()
+	if err := l.setMeta(&m, b); err != nil {
+		return err
+	}
+	if m.Status != events.StatusRunning && !l.noSync() {
+		// The session's end, and the last seq its metadata records, go to
+		// a table: a WAL damaged later cannot take them. Sessions that
+		// end at once share a flush.
+		if err := l.ends.do(l.flush); err != nil {
+			if ferr := l.sink.failure(); ferr != nil {
+				return fmt.Errorf("pebblelog: update session %s: %w", m.ID, ferr)
+			}
+			l.sink.log.Warn("session end left in the WAL only: the flush failed", "session", m.ID, "error", err)
+		}
+	}
+	return nil
+}
+
+// setMeta stores m, encoded as b, over the session's metadata, if
+// logcore.CheckUpdate allows it; l.mu must be held.
+func (l *Log) setMeta(m *events.SessionMeta, b []byte) error {
 	l.metaMu.Lock()
 	defer l.metaMu.Unlock()
 	old, err := l.getMeta(m.ID)
 	if err != nil {
 		return err
 	}
-	if err := logcore.CheckUpdate(&old, &m); err != nil {
+	if err := logcore.CheckUpdate(&old, m); err != nil {
 		return err
 	}
 	if err := l.space.need(uint64(len(b)), 1, "metadata update", true); err != nil {
@@ -618,16 +640,6 @@ func (l *Log) UpdateSession(ctx context.Context, m events.SessionMeta) error {
 	}
 	if err := l.write(func() error { return l.db.Set(metaKey(m.ID), b, l.wopts) }); err != nil {
 		return fmt.Errorf("pebblelog: update session %s: %w", m.ID, err)
-	}
-	if m.Status != events.StatusRunning && !l.noSync() {
-		// The session's end, and the last seq its metadata records, go to
-		// a table: a WAL damaged later cannot take them.
-		if err := l.flush(); err != nil {
-			if ferr := l.sink.failure(); ferr != nil {
-				return fmt.Errorf("pebblelog: update session %s: %w", m.ID, ferr)
-			}
-			l.sink.log.Warn("session end left in the WAL only: the flush failed", "session", m.ID, "error", err)
-		}
 	}
 	return nil
 }
