@@ -623,8 +623,11 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		if rd.Done {
 			break
 		}
-		if held {
-			continue // asked once the gate lets them (above)
+		if held || (len(rd.Turns) > 0 && d.cfg.Gate != nil && issued > 0 && !gated) {
+			// Asked once the gate lets them (above): a round held back, or
+			// one whose seats are outside the process after rounds asked
+			// within the batch since Gate last ran. The batch has landed.
+			continue
 		}
 		if len(rd.Turns) > 0 {
 			forgot = d.answer(ctx, log, meta.ID, e, &cps, rd.Turns, forgot)

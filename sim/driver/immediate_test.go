@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -303,5 +304,68 @@ func TestOpenGateSharesBatches(t *testing.T) {
 	}
 	if asked() <= closedAt+10 {
 		t.Fatalf("%d turns asked in all, %d before the pause: the session did not go on", asked(), closedAt)
+	}
+}
+
+// pausingSeats is greedySeats whose immediate members pause the session
+// (as an operator might, after any round): until the Gate runs again, no
+// round may be asked. It records every turn of a member outside the
+// process asked while paused, in a round after the one that paused.
+type pausingSeats struct {
+	*greedySeats
+	pmu       sync.Mutex
+	paused    bool
+	pausedAt  int64 // simulated time of the round that paused
+	violation []string
+}
+
+func (s *pausingSeats) Ask(ctx context.Context, session, member string, obs org.Observation) (sim.Answer, error) {
+	s.pmu.Lock()
+	if s.immediate[member] {
+		s.paused, s.pausedAt = true, int64(obs.Time)
+	} else if s.paused && int64(obs.Time) != s.pausedAt {
+		s.violation = append(s.violation, fmt.Sprintf("%s at %d (paused at %d)", member, obs.Time, s.pausedAt))
+	}
+	s.pmu.Unlock()
+	return s.greedySeats.Ask(ctx, session, member, obs)
+}
+
+// A round of a seat outside the process that comes after rounds asked
+// within a batch waits for the Gate as any round did before: a session
+// paused in between asks nobody until it is let go on.
+func TestGateRunsBeforeARoundOutsideAfterBatchedRounds(t *testing.T) {
+	w, _ := genWorld(t)
+	s := &pausingSeats{greedySeats: newGreedySeats()}
+	members := seatsOf(w)
+	for i, m := range members {
+		s.immediate[m] = i%4 != 0
+	}
+	open := func() bool {
+		s.pmu.Lock()
+		defer s.pmu.Unlock()
+		return !s.paused
+	}
+	gates := 0
+	gate := func(context.Context) error {
+		s.pmu.Lock()
+		defer s.pmu.Unlock()
+		gates++
+		s.paused = false
+		return nil
+	}
+	got := playGen(t, "s-immediate", driver.Config{Log: memlog.New(), Seats: s, Gate: gate, Open: open}, nil)
+	sameEvents(t, got, mustRunSeats(t, newGreedySeats(), memlog.New()), "paused after every round")
+	outside := 0
+	for m, turns := range s.asked {
+		if !s.immediate[m] {
+			outside += len(turns)
+		}
+	}
+	t.Logf("%d events, %d gates, %d turns of members outside the process", len(got), gates, outside)
+	if outside < 20 {
+		t.Fatalf("members outside the process were asked %d times; want a session that asks them often", outside)
+	}
+	if len(s.violation) > 0 {
+		t.Fatalf("%d turns outside the process asked while paused, before the Gate ran: %v", len(s.violation), s.violation)
 	}
 }
