@@ -16,8 +16,9 @@ type flushGroup struct {
 
 // flushCall is one flush and the callers it answers.
 type flushCall struct {
-	done chan struct{}
-	err  error
+	done  chan struct{}
+	err   error
+	panic any // what the flush panicked with, raised again in each caller
 }
 
 // do returns the error of a flush (made by calling flush) that began after
@@ -34,6 +35,10 @@ func (g *flushGroup) do(flush func() error) error {
 	}
 	g.mu.Unlock()
 	<-c.done
+	if c.panic != nil {
+		// As if the caller had flushed: a session's guard records it.
+		panic(c.panic)
+	}
 	return c.err
 }
 
@@ -41,11 +46,17 @@ func (g *flushGroup) do(flush func() error) error {
 // for, until none waits.
 func (g *flushGroup) run(c *flushCall, flush func() error) {
 	for c != nil {
-		c.err = flush()
+		c.panic, c.err = call(flush)
 		close(c.done)
 		g.mu.Lock()
 		c, g.next = g.next, nil
 		g.busy = c != nil
 		g.mu.Unlock()
 	}
+}
+
+// call returns flush's error, or what it panicked with.
+func call(flush func() error) (p any, err error) {
+	defer func() { p = recover() }()
+	return nil, flush()
 }

@@ -77,3 +77,21 @@ func TestFlushGroupSharesTheNextFlush(t *testing.T) {
 		t.Fatalf("a lone caller was answered by flush %v, want the last, %d", err, answered())
 	}
 }
+
+// A flush that panics (Pebble's broken invariant) panics in the callers it
+// answers, as if each had flushed itself, and not on the group's own
+// goroutine, where nothing could recover it; the group goes on.
+func TestFlushGroupPanicsInItsCallers(t *testing.T) {
+	var g flushGroup
+	got := func() (p any) {
+		defer func() { p = recover() }()
+		_ = g.do(func() error { panic("broken invariant") })
+		return nil
+	}()
+	if got != "broken invariant" {
+		t.Fatalf("the caller recovered %v, want the flush's panic", got)
+	}
+	if err := g.do(func() error { return nil }); err != nil {
+		t.Fatalf("the next flush: %v", err)
+	}
+}
