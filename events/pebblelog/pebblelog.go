@@ -58,6 +58,7 @@ import (
 
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/internal/logcore"
+	"github.com/corpsim/corpsim/sim/workers"
 )
 
 // Options configures Open. The zero value means defaults: the OS file
@@ -145,7 +146,7 @@ type Log struct {
 	// metaMu serializes writes of session metadata.
 	metaMu sync.Mutex
 	// ends shares the flushes of sessions that end at once.
-	ends flushGroup
+	ends workers.Group
 
 	statesMu sync.Mutex
 	states   map[string]*state // sessions known to exist
@@ -613,7 +614,7 @@ func (l *Log) UpdateSession(ctx context.Context, m events.SessionMeta) error {
 		// The session's end, and the last seq its metadata records, go to
 		// a table: a WAL damaged later cannot take them. Sessions that
 		// end at once share a flush.
-		if err := l.ends.do(l.flush); err != nil {
+		if err := l.ends.Do(l.flush); err != nil {
 			if ferr := l.sink.failure(); ferr != nil {
 				return fmt.Errorf("pebblelog: update session %s: %w", m.ID, ferr)
 			}

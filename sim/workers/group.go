@@ -1,0 +1,65 @@
+package workers
+
+import "sync"
+
+// A Group shares a durable write between the callers that want one at
+// once, as a group commit shares a sync: each caller of Do is answered by
+// a call of f that began after it called, and the callers that come while
+// one runs share the next. f writes what is current when it runs (the
+// pebblelog's flush of a memtable, a state file rewritten whole), so one
+// call answers every caller that came before it began. The zero value is
+// ready; it is safe for concurrent use. Every caller of one Group must give
+// it the same f: the call that answers it may be another's.
+type Group struct {
+	mu   sync.Mutex
+	busy bool       // a call runs
+	next *groupCall // the callers waiting for the call after it
+}
+
+// groupCall is one call and the callers it answers.
+type groupCall struct {
+	done  chan struct{}
+	err   error
+	panic any // what the call panicked with, raised again in each caller
+}
+
+// Do returns the error of a call of f that began after Do was called. If
+// that call panicked, Do panics with the same value, as if the caller had
+// made it.
+func (g *Group) Do(f func() error) error {
+	g.mu.Lock()
+	if g.next == nil {
+		g.next = &groupCall{done: make(chan struct{})}
+	}
+	c := g.next
+	if !g.busy {
+		g.busy, g.next = true, nil
+		go g.run(c, f)
+	}
+	g.mu.Unlock()
+	<-c.done
+	if c.panic != nil {
+		panic(c.panic)
+	}
+	return c.err
+}
+
+// run makes call c, then the one the callers that came meanwhile wait
+// for, until none waits. No call is made for nobody: each has callers
+// waiting for it.
+func (g *Group) run(c *groupCall, f func() error) {
+	for c != nil {
+		c.panic, c.err = call(f)
+		close(c.done)
+		g.mu.Lock()
+		c, g.next = g.next, nil
+		g.busy = c != nil
+		g.mu.Unlock()
+	}
+}
+
+// call returns f's error, or what it panicked with.
+func call(f func() error) (p any, err error) {
+	defer func() { p = recover() }()
+	return nil, f()
+}
