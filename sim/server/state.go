@@ -16,6 +16,7 @@ import (
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/sim/workers"
 )
 
 // savedSession is what the state file keeps of a session the service runs:
@@ -53,12 +54,15 @@ type savedState struct {
 }
 
 // stateFile keeps savedState in a file, rewritten whole (write to a
-// temporary file, sync, rename) on every change. A nil *stateFile keeps
-// nothing. Safe for concurrent use.
+// temporary file, sync, rename) after every change: a change returns once
+// a rewrite begun after it is durable, and the changes made while one is
+// written share the next (sessions created and ended at once by many
+// clients). A nil *stateFile keeps nothing. Safe for concurrent use.
 type stateFile struct {
-	path string
-	mu   sync.Mutex
-	st   savedState
+	path   string
+	mu     sync.Mutex // guards st
+	st     savedState
+	writes workers.Group
 }
 
 func openState(path string) (*stateFile, error) {
@@ -87,9 +91,9 @@ func (f *stateFile) put(id string, s savedSession) error {
 		return nil
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.st.Sessions[id] = s
-	return f.write()
+	f.mu.Unlock()
+	return f.writes.Do(f.write)
 }
 
 // setPaused records whether session id is paused, if the file keeps it.
@@ -98,14 +102,15 @@ func (f *stateFile) setPaused(id string, paused bool) error {
 		return nil
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	saved, ok := f.st.Sessions[id]
 	if !ok || saved.Paused == paused {
+		f.mu.Unlock()
 		return nil
 	}
 	saved.Paused = paused
 	f.st.Sessions[id] = saved
-	return f.write()
+	f.mu.Unlock()
+	return f.writes.Do(f.write)
 }
 
 // setResuming records when a resume of session id began ("" clears it),
@@ -115,14 +120,15 @@ func (f *stateFile) setResuming(id, since string) error {
 		return nil
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	saved, ok := f.st.Sessions[id]
 	if !ok || saved.Resuming == since {
+		f.mu.Unlock()
 		return nil
 	}
 	saved.Resuming = since
 	f.st.Sessions[id] = saved
-	return f.write()
+	f.mu.Unlock()
+	return f.writes.Do(f.write)
 }
 
 func (f *stateFile) remove(id string) error {
@@ -130,12 +136,13 @@ func (f *stateFile) remove(id string) error {
 		return nil
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if _, ok := f.st.Sessions[id]; !ok {
+		f.mu.Unlock()
 		return nil
 	}
 	delete(f.st.Sessions, id)
-	return f.write()
+	f.mu.Unlock()
+	return f.writes.Do(f.write)
 }
 
 // saved returns the recorded sessions, by ID.
@@ -152,8 +159,12 @@ func (f *stateFile) saved() map[string]savedSession {
 	return out
 }
 
+// write rewrites the file with the state as it is now; f.writes runs it,
+// one at a time.
 func (f *stateFile) write() error {
+	f.mu.Lock()
 	b, err := json.MarshalIndent(f.st, "", "  ")
+	f.mu.Unlock()
 	if err != nil {
 		return err
 	}

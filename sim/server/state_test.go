@@ -1,8 +1,10 @@
 package server
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,6 +70,52 @@ func TestSavedTimeouts(t *testing.T) {
 		turn, join := savedSession{TurnTimeout: c.turn, JoinTimeout: c.join}.timeouts(30*time.Second, time.Minute)
 		if turn != c.wantTurn || join != c.wantJoin {
 			t.Errorf("timeouts(%q, %q) = %v, %v; want %v, %v", c.turn, c.join, turn, join, c.wantTurn, c.wantJoin)
+		}
+	}
+}
+
+// Changes made at once (sessions created and ended together by many
+// clients) share rewrites of the state file, and each returns once one
+// begun after it is durable: read back, the file holds exactly the
+// sessions put and not removed, as the last change left them.
+func TestStateFileChangesAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), StateFileName)
+	f, err := openState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			id := fmt.Sprintf("s%02d", i)
+			if err := f.put(id, savedSession{TurnTimeout: fmt.Sprintf("%ds", i)}); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := f.setPaused(id, true); err != nil {
+				t.Error(err)
+			}
+			if i%2 == 1 {
+				if err := f.remove(id); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	back, err := openState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := back.saved()
+	if len(got) != n/2 {
+		t.Fatalf("the file holds %d sessions, want %d", len(got), n/2)
+	}
+	for i := 0; i < n; i += 2 {
+		id := fmt.Sprintf("s%02d", i)
+		if s, ok := got[id]; !ok || !s.Paused || s.TurnTimeout != fmt.Sprintf("%ds", i) {
+			t.Fatalf("session %s in the file: %+v (%v); want it paused, turn timeout %ds", id, s, ok, i)
 		}
 	}
 }
