@@ -321,8 +321,14 @@ func (e *episode) reset(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	stopped := e.abandon(ctx)
-	reply, err := e.srv.create(ctx, req, stopped)
+	// The previous session is stopped while the next one is created and
+	// shows its first observation (two sessions' syncs at once instead of
+	// one after the other), and before the reset answers.
+	stopping := e.stop(ctx)
+	if stopping != nil {
+		defer stopping()
+	}
+	reply, err := e.srv.create(ctx, req, stopping != nil)
 	if err != nil {
 		return nil, opError("reset", err, true)
 	}
@@ -341,22 +347,35 @@ func (e *episode) reset(ctx context.Context, data []byte) (any, error) {
 	return obs, nil
 }
 
-// abandon stops the episode's session if it still runs; it reports whether
-// it stopped one.
-func (e *episode) abandon(ctx context.Context) bool {
+// abandon stops the episode's session if it still runs, and returns once
+// it has.
+func (e *episode) abandon(ctx context.Context) {
+	if stopping := e.stop(ctx); stopping != nil {
+		stopping()
+	}
+}
+
+// stop begins stopping the episode's session if it still runs, and
+// returns a func that waits until it has (nil when none runs). The
+// episode is over at once.
+func (e *episode) stop(ctx context.Context) (wait func()) {
 	if e.session == "" || e.done {
-		return false
+		return nil
 	}
-	id := e.session
+	srv, id, steps := e.srv, e.session, e.steps // e is reused for the next episode meanwhile
 	e.done, e.status = true, "stopped"
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
-	defer cancel()
-	if _, err := e.srv.ops.Control(sctx, id, wire.OpStop); err != nil {
-		e.srv.log.Warn("could not stop an abandoned session", "session", id, "error", err)
-		return false
-	}
-	e.srv.log.Debug("session stopped: its connection left it", "session", id, "steps", e.steps)
-	return true
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+		defer cancel()
+		if _, err := srv.ops.Control(sctx, id, wire.OpStop); err != nil {
+			srv.log.Warn("could not stop an abandoned session", "session", id, "error", err)
+			return
+		}
+		srv.log.Debug("session stopped: its connection left it", "session", id, "steps", steps)
+	}()
+	return func() { <-done }
 }
 
 func (e *episode) step(ctx context.Context, data []byte) (any, error) {

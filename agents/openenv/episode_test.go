@@ -32,6 +32,9 @@ type fakeOps struct {
 	cursor    map[string]int
 	stopped   chan string // gets each stopped session, if not nil
 	stepBlock chan struct{}
+	stopWaits chan struct{} // a stop waits for it to close, if not nil
+	onCreate  func()        // called by each Create, if not nil
+	stopsDone int           // stops that returned
 }
 
 // fakeTools are the tools of every session fakeOps makes.
@@ -53,6 +56,9 @@ func (f *fakeOps) SeatOf(tok string) (string, string, bool) {
 func (f *fakeOps) Create(_ context.Context, req wire.CreateRequest) (wire.CreateReply, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.onCreate != nil {
+		f.onCreate()
+	}
 	f.creates = append(f.creates, req)
 	if len(f.createErr) > 0 {
 		err := f.createErr[0]
@@ -94,10 +100,18 @@ func (f *fakeOps) Step(_ context.Context, id string, req httpgw.StepRequest, _ t
 func (f *fakeOps) Control(_ context.Context, id string, op wire.ControlOp) (wire.ControlReply, error) {
 	f.mu.Lock()
 	f.controls = append(f.controls, id+" "+string(op))
-	ch := f.stopped
+	ch, wait := f.stopped, f.stopWaits
 	f.mu.Unlock()
 	if ch != nil && op == wire.OpStop {
 		ch <- id
+	}
+	if wait != nil && op == wire.OpStop {
+		<-wait
+	}
+	if op == wire.OpStop {
+		f.mu.Lock()
+		f.stopsDone++
+		f.mu.Unlock()
 	}
 	return wire.ControlReply{Session: id, Status: "interrupted"}, nil
 }
@@ -384,6 +398,42 @@ func TestSecondResetStopsTheFirst(t *testing.T) {
 	}
 	if len(controls) != 2 || controls[1] != "s2 stop" {
 		t.Fatalf("controls %v", controls)
+	}
+}
+
+// A reset stops the episode it leaves while it creates the next (the two
+// sessions' writes at once, not one after the other), and answers only
+// once the stop has returned.
+func TestResetStopsWhileItCreates(t *testing.T) {
+	f := newFake("bob")
+	f.script = []httpgw.StepReply{{Observations: obsOf("bob")}, {Observations: obsOf("bob")}}
+	s := newTestServer(t, f, Config{})
+	e := &episode{srv: s}
+	send(t, e, `{"type":"reset","data":{"world":"startup"}}`)
+	// The stop of s1 returns only once s2 is being created: a reset that
+	// stopped first and created after would never get there.
+	release := make(chan struct{})
+	f.mu.Lock()
+	f.stopWaits = release
+	f.onCreate = func() { close(release) }
+	f.mu.Unlock()
+	done := make(chan reply, 1)
+	go func() {
+		r, _ := send(t, e, `{"type":"reset","data":{"world":"startup"}}`)
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		if r.Type != "observation" || r.Data.Observation.EpisodeID != "s2" {
+			t.Fatalf("second reset: %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reset waited for the stop before it created the next session")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopsDone != 1 {
+		t.Fatalf("the reset answered with %d stops returned, want the one of s1", f.stopsDone)
 	}
 }
 

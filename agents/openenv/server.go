@@ -404,8 +404,8 @@ func (s *Server) watchdog() {
 	}
 }
 
-// create creates a session; when the caller has just stopped one, a
-// capacity refusal is retried briefly, while the server frees its place.
+// create creates a session; when the caller is stopping one, a capacity
+// refusal is retried briefly, while the server frees its place.
 func (s *Server) create(ctx context.Context, req wire.CreateRequest, stopped bool) (wire.CreateReply, error) {
 	for i := 0; ; i++ {
 		reply, err := s.ops.Create(ctx, req)
