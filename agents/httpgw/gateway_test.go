@@ -962,3 +962,33 @@ func TestStoppedElsewhere(t *testing.T) {
 		t.Fatalf("observe after a stop elsewhere: %v %v %v", obs, done, err)
 	}
 }
+
+// TestFastSessionEndsFinished: a session of NPCs publishes its feed faster
+// than the gateway's handler records it; once it has ended on the server,
+// a status asked meanwhile waits for the handler to catch up and answers
+// finished with the whole score, not stopped with what had been recorded.
+func TestFastSessionEndsFinished(t *testing.T) {
+	s := startStack(t, httpgw.Config{})
+	reply := s.create(t, wire.CreateRequest{World: "support-desk-bench", Seed: 3, Agents: "greedy", Load: 0.2})
+	deadline := time.Now().Add(3 * time.Minute)
+	var st wire.ControlReply
+	for {
+		code, b := s.call(t, "POST", "/v1/sessions/"+reply.Session+"/control", s.operator, wire.ControlRequest{Op: wire.OpStatus})
+		st = mustJSON[wire.ControlReply](t, code, http.StatusOK, b)
+		if st.Status != string(events.StatusRunning) && st.Status != "created" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %+v after 3 minutes", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	m, err := s.log.Session(context.Background(), reply.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("status %+v; the log: %s, %d events", st, m.Status, m.LastSeq)
+	if st.Status != "finished" || st.Events != m.LastSeq || st.Score != 40000 {
+		t.Fatalf("status %+v; want finished with the log's %d events and the score of 40,000 tickets resolved", st, m.LastSeq)
+	}
+}

@@ -433,9 +433,15 @@ func teamReward(e events.Event) float64 {
 	return r
 }
 
+// probeQuiet is how long the feed of a session that no longer answers
+// must bring nothing, with nothing of it left to handle, before the
+// gateway takes it for stopped without session.ended.
+const probeQuiet = 500 * time.Millisecond
+
 // probe asks the server whether the session still runs. When nobody
 // answers its control subject any more it has ended: if the feed does not
-// bring session.ended promptly, it stopped without it.
+// bring session.ended once what it holds is handled, it stopped without
+// it.
 func (s *session) probe(ctx context.Context) {
 	if s.hasEnded() {
 		return
@@ -445,19 +451,30 @@ func (s *session) probe(ctx context.Context) {
 		return
 	}
 	// Events published before the session stopped reach us before the
-	// flush's PONG; give the feed's handler a moment to record them.
+	// flush's PONG; their handler may still be far behind (a session of
+	// NPCs publishes faster than one handler decodes), so the gateway
+	// waits while it records more or has more queued, and gives up only
+	// once the feed is quiet.
 	_ = s.g.op.FlushTimeout(time.Second)
-	deadline := time.After(500 * time.Millisecond)
+	quiet := time.NewTimer(probeQuiet)
+	defer quiet.Stop()
 	for {
 		s.mu.Lock()
-		ended, ch := s.ended, s.changed
+		ended, ch, feed := s.ended, s.changed, s.feed
 		s.mu.Unlock()
 		if ended {
 			return
 		}
 		select {
 		case <-ch:
-		case <-deadline:
+			quiet.Reset(probeQuiet)
+		case <-quiet.C:
+			if feed != nil {
+				if n, _, err := feed.Pending(); err == nil && n > 0 {
+					quiet.Reset(probeQuiet)
+					continue
+				}
+			}
 			s.finish(statusStopped)
 			return
 		case <-ctx.Done():
