@@ -92,7 +92,10 @@
 // "finished" once session.ended arrived, the server's status for a stop
 // sent through the gateway ("interrupted"), or "stopped" when the session
 // went away otherwise (stopped by another operator, or failed), which a
-// waiting long poll or step notices within a few seconds.
+// waiting long poll or step notices within a few seconds of its feed
+// falling quiet: a session that ended while the gateway was still
+// recording its feed (a session of NPCs publishes faster than one handler
+// decodes) is answered once what the feed brought is recorded.
 //
 // # Restarts
 //
