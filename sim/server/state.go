@@ -59,10 +59,12 @@ type savedState struct {
 // written share the next (sessions created and ended at once by many
 // clients). A nil *stateFile keeps nothing. Safe for concurrent use.
 type stateFile struct {
-	path   string
-	mu     sync.Mutex // guards st
-	st     savedState
-	writes workers.Group
+	path    string
+	mu      sync.Mutex // guards st, changes and durable
+	st      savedState
+	changes uint64 // changes made to st
+	durable uint64 // changes in the file, synced
+	writes  workers.Group
 }
 
 func openState(path string) (*stateFile, error) {
@@ -92,8 +94,7 @@ func (f *stateFile) put(id string, s savedSession) error {
 	}
 	f.mu.Lock()
 	f.st.Sessions[id] = s
-	f.mu.Unlock()
-	return f.writes.Do(f.write)
+	return f.commitLocked(true)
 }
 
 // setPaused records whether session id is paused, if the file keeps it.
@@ -104,13 +105,11 @@ func (f *stateFile) setPaused(id string, paused bool) error {
 	f.mu.Lock()
 	saved, ok := f.st.Sessions[id]
 	if !ok || saved.Paused == paused {
-		f.mu.Unlock()
-		return nil
+		return f.commitLocked(false)
 	}
 	saved.Paused = paused
 	f.st.Sessions[id] = saved
-	f.mu.Unlock()
-	return f.writes.Do(f.write)
+	return f.commitLocked(true)
 }
 
 // setResuming records when a resume of session id began ("" clears it),
@@ -122,13 +121,11 @@ func (f *stateFile) setResuming(id, since string) error {
 	f.mu.Lock()
 	saved, ok := f.st.Sessions[id]
 	if !ok || saved.Resuming == since {
-		f.mu.Unlock()
-		return nil
+		return f.commitLocked(false)
 	}
 	saved.Resuming = since
 	f.st.Sessions[id] = saved
-	f.mu.Unlock()
-	return f.writes.Do(f.write)
+	return f.commitLocked(true)
 }
 
 func (f *stateFile) remove(id string) error {
@@ -137,11 +134,26 @@ func (f *stateFile) remove(id string) error {
 	}
 	f.mu.Lock()
 	if _, ok := f.st.Sessions[id]; !ok {
-		f.mu.Unlock()
-		return nil
+		return f.commitLocked(false)
 	}
 	delete(f.st.Sessions, id)
+	return f.commitLocked(true)
+}
+
+// commitLocked releases f.mu and returns once the state as it stands is
+// in the file, synced: at once if it already is, else after a rewrite
+// begun now. A call that changed nothing waits too, when another's change
+// to the same value is not durable yet (a pause recorded by the session's
+// start and by the operator at once: neither returns before it is).
+func (f *stateFile) commitLocked(changed bool) error {
+	if changed {
+		f.changes++
+	}
+	pending := f.durable < f.changes
 	f.mu.Unlock()
+	if !pending {
+		return nil
+	}
 	return f.writes.Do(f.write)
 }
 
@@ -164,10 +176,22 @@ func (f *stateFile) saved() map[string]savedSession {
 func (f *stateFile) write() error {
 	f.mu.Lock()
 	b, err := json.MarshalIndent(f.st, "", "  ")
+	changes := f.changes
 	f.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	if err := f.writeFile(b); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.durable = max(f.durable, changes)
+	f.mu.Unlock()
+	return nil
+}
+
+// writeFile replaces the file with b, durably.
+func (f *stateFile) writeFile(b []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".serve-state-*")
 	if err != nil {
 		return err

@@ -119,3 +119,35 @@ func TestStateFileChangesAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A change that finds its value already set still returns only once the
+// file holds it: the change that set it may not be durable yet (a pause
+// recorded by the session and by its operator at once).
+func TestStateFileUnchangedWaitsForDurable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), StateFileName)
+	f, err := openState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.put("s1", savedSession{}); err != nil {
+		t.Fatal(err)
+	}
+	// Another caller's change, made but not yet written (its rewrite
+	// under way).
+	f.mu.Lock()
+	saved := f.st.Sessions["s1"]
+	saved.Paused = true
+	f.st.Sessions["s1"] = saved
+	f.changes++
+	f.mu.Unlock()
+	if err := f.setPaused("s1", true); err != nil {
+		t.Fatal(err)
+	}
+	back, err := openState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := back.saved()["s1"]; !ok || !s.Paused {
+		t.Fatalf("setPaused returned with the file holding %+v (%v); want s1 paused", s, ok)
+	}
+}
