@@ -328,7 +328,13 @@ func (e *episode) reset(ctx context.Context, data []byte) (any, error) {
 	if stopping != nil {
 		defer stopping()
 	}
-	reply, err := e.srv.create(ctx, req, stopping != nil)
+	reply, err := e.srv.create(ctx, req, false)
+	if err != nil && stopping != nil && httpgw.StatusOf(err) == http.StatusServiceUnavailable {
+		// At capacity: the stopped session's place is free once its stop
+		// has returned (the retries wait for the server to let it go).
+		stopping()
+		reply, err = e.srv.create(ctx, req, true)
+	}
 	if err != nil {
 		return nil, opError("reset", err, true)
 	}

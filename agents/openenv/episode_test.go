@@ -413,9 +413,10 @@ func TestResetStopsWhileItCreates(t *testing.T) {
 	// The stop of s1 returns only once s2 is being created: a reset that
 	// stopped first and created after would never get there.
 	release := make(chan struct{})
+	var once sync.Once
 	f.mu.Lock()
 	f.stopWaits = release
-	f.onCreate = func() { close(release) }
+	f.onCreate = func() { once.Do(func() { close(release) }) }
 	f.mu.Unlock()
 	done := make(chan reply, 1)
 	go func() {
@@ -434,6 +435,36 @@ func TestResetStopsWhileItCreates(t *testing.T) {
 	defer f.mu.Unlock()
 	if f.stopsDone != 1 {
 		t.Fatalf("the reset answered with %d stops returned, want the one of s1", f.stopsDone)
+	}
+}
+
+// A reset refused for capacity while it stops the session it leaves waits
+// for that stop, which frees a place, and creates again.
+func TestResetAtCapacityWaitsForItsStop(t *testing.T) {
+	f := newFake("bob")
+	f.script = []httpgw.StepReply{{Observations: obsOf("bob")}, {Observations: obsOf("bob")}}
+	s := newTestServer(t, f, Config{})
+	e := &episode{srv: s}
+	send(t, e, `{"type":"reset","data":{"world":"startup"}}`)
+	release := make(chan struct{})
+	var stopsAtCreate []int
+	f.mu.Lock()
+	f.createErr = []error{&httpgw.Error{Status: http.StatusServiceUnavailable, Msg: "too many sessions (1 running)"}}
+	f.stopWaits = release
+	f.onCreate = func() { stopsAtCreate = append(stopsAtCreate, f.stopsDone) } // f.mu is held
+	f.mu.Unlock()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		close(release)
+	}()
+	r, _ := send(t, e, `{"type":"reset","data":{"world":"startup"}}`)
+	if r.Type != "observation" || r.Data.Observation.EpisodeID != "s2" {
+		t.Fatalf("reset at capacity: %+v", r)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(stopsAtCreate) != 2 || stopsAtCreate[0] != 0 || stopsAtCreate[1] != 1 {
+		t.Fatalf("stops returned at each create: %v; want [0 1] (refused while stopping, created once stopped)", stopsAtCreate)
 	}
 }
 
