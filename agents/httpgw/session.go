@@ -435,8 +435,12 @@ func teamReward(e events.Event) float64 {
 
 // probeQuiet is how long the feed of a session that no longer answers
 // must bring nothing, with nothing of it left to handle, before the
-// gateway takes it for stopped without session.ended.
-const probeQuiet = 500 * time.Millisecond
+// gateway asks again and takes it for stopped without session.ended;
+// probeMax is the longest it waits for a feed that keeps busy.
+const (
+	probeQuiet = 500 * time.Millisecond
+	probeMax   = 30 * time.Second
+)
 
 // probe asks the server whether the session still runs. When nobody
 // answers its control subject any more it has ended: if the feed does not
@@ -458,6 +462,8 @@ func (s *session) probe(ctx context.Context) {
 	_ = s.g.op.FlushTimeout(time.Second)
 	quiet := time.NewTimer(probeQuiet)
 	defer quiet.Stop()
+	limit := time.NewTimer(probeMax)
+	defer limit.Stop()
 	for {
 		s.mu.Lock()
 		ended, ch, feed := s.ended, s.changed, s.feed
@@ -468,6 +474,7 @@ func (s *session) probe(ctx context.Context) {
 		select {
 		case <-ch:
 			quiet.Reset(probeQuiet)
+			continue
 		case <-quiet.C:
 			if feed != nil {
 				if n, _, err := feed.Pending(); err == nil && n > 0 {
@@ -475,11 +482,19 @@ func (s *session) probe(ctx context.Context) {
 					continue
 				}
 			}
-			s.finish(statusStopped)
-			return
+		case <-limit.C:
 		case <-ctx.Done():
 			return
 		}
+		// Quiet, or busy for too long: a session that answers again (its
+		// lease taken over, resumed) runs; one that does not stopped.
+		if _, err := s.g.control(ctx, s.id, wire.OpStatus); !errors.Is(err, nats.ErrNoResponders) {
+			return
+		}
+		if !s.hasEnded() {
+			s.finish(statusStopped)
+		}
+		return
 	}
 }
 
