@@ -401,15 +401,23 @@ func TestSecondResetStopsTheFirst(t *testing.T) {
 	}
 }
 
-// A reset stops the episode it leaves while it creates the next (the two
-// sessions' writes at once, not one after the other), and answers only
-// once the stop has returned.
-func TestResetStopsWhileItCreates(t *testing.T) {
+// episodeUnderWay returns an episode reset once (session s1, bob remote)
+// on a fake whose sessions show bob two observations.
+func episodeUnderWay(t *testing.T) (*fakeOps, *episode) {
+	t.Helper()
 	f := newFake("bob")
 	f.script = []httpgw.StepReply{{Observations: obsOf("bob")}, {Observations: obsOf("bob")}}
 	s := newTestServer(t, f, Config{})
 	e := &episode{srv: s}
 	send(t, e, `{"type":"reset","data":{"world":"startup"}}`)
+	return f, e
+}
+
+// A reset stops the episode it leaves while it creates the next (the two
+// sessions' writes at once, not one after the other), and answers only
+// once the stop has returned.
+func TestResetStopsWhileItCreates(t *testing.T) {
+	f, e := episodeUnderWay(t)
 	// The stop of s1 returns only once s2 is being created: a reset that
 	// stopped first and created after would never get there.
 	release := make(chan struct{})
@@ -441,11 +449,7 @@ func TestResetStopsWhileItCreates(t *testing.T) {
 // A reset refused for capacity while it stops the session it leaves waits
 // for that stop, which frees a place, and creates again.
 func TestResetAtCapacityWaitsForItsStop(t *testing.T) {
-	f := newFake("bob")
-	f.script = []httpgw.StepReply{{Observations: obsOf("bob")}, {Observations: obsOf("bob")}}
-	s := newTestServer(t, f, Config{})
-	e := &episode{srv: s}
-	send(t, e, `{"type":"reset","data":{"world":"startup"}}`)
+	f, e := episodeUnderWay(t)
 	release := make(chan struct{})
 	var stopsAtCreate []int
 	f.mu.Lock()
