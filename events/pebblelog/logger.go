@@ -128,10 +128,11 @@ func (s *sink) flushEnd(info pebble.FlushInfo) {
 	if info.Err == nil || info.Err.Error() == "pebble: empty table" {
 		return
 	}
-	if errors.Is(info.Err, syscall.ENOSPC) && (s.space == nil || !s.space.release("for a flush")) {
+	if errors.Is(info.Err, syscall.ENOSPC) && (s.space == nil || (!s.space.release("for a flush") && !s.space.pace("a flush"))) {
 		// Pebble would retry it at once and without end, and block
 		// writes once the memtables pile up. With the ballast's room,
-		// its next try may go through.
+		// its next try may go through; without, it waits for room
+		// (roomFS). A Log that cannot tell its free space cannot wait.
 		s.fail("flush: "+info.Err.Error(), info.Err)
 	}
 	s.flushMu.Lock()
@@ -153,8 +154,9 @@ func (s *sink) failure() error {
 // while reading is logged (the read itself returns the error, which the
 // Log passes on with session and seq); background errors are logged, with
 // repeats of the same error thinned out; a flush that fails for a full
-// disk deletes the ballast, if it is there, for Pebble's next try, and is
-// otherwise a failure, since Pebble would retry it without end; a failed
+// disk deletes the ballast, if it is there, for Pebble's next try, and
+// otherwise makes Pebble's tables wait for room (roomFS), as a compaction
+// that fails for a full disk does; a failed
 // flush also wakes up Log.flush; each change of the MANIFEST is recorded
 // (see record).
 func (s *sink) listener() *pebble.EventListener {
@@ -172,6 +174,8 @@ func (s *sink) listener() *pebble.EventListener {
 		CompactionEnd: func(info pebble.CompactionInfo) {
 			if info.Err == nil {
 				s.recordManifest()
+			} else if errors.Is(info.Err, syscall.ENOSPC) && s.space != nil {
+				s.space.pace("a compaction")
 			}
 		},
 		ManifestCreated: func(info pebble.ManifestCreateInfo) {

@@ -210,7 +210,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		fs:       fs,
 		dir:      dir,
 		sink:     s,
-		space:    &space{fs: fs, dir: dir, reserve: reserve, log: logger},
+		space:    &space{fs: fs, dir: dir, reserve: reserve, log: logger, stop: make(chan struct{})},
 		states:   make(map[string]*state),
 		iters:    make(map[*scanIter]struct{}),
 	}
@@ -250,8 +250,11 @@ func (l *Log) open(cacheSize int64) (err error) {
 	}
 	if l.readOnly {
 		po.FS = readLockFS(l.fs)
-	} else if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
-		return err
+	} else {
+		if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+			return err
+		}
+		po.FS = roomFS{FS: l.fs, space: l.space}
 	}
 	// The Log holds the lock itself, so that the record of a clean close
 	// is checked, and written, with no other writer in the folder.
@@ -1214,6 +1217,7 @@ func (l *Log) Checkpoints(ctx context.Context, id string) ([]events.Checkpoint, 
 // closeDB closes the database, records a clean close of a read-write Log
 // that did not fail (see CloseRecordName), and releases the folder's lock.
 func (l *Log) closeDB() error {
+	l.space.halt() // Pebble's Close waits for a flush that waits for room
 	err := l.db.Close()
 	if err == nil && !l.readOnly && l.sink.failure() == nil {
 		l.sink.recordMu.Lock()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
@@ -28,20 +29,22 @@ const DefaultMinFreeSpace = 6 * MemTableSize
 // and a metadata update (a session recorded interrupted) finds no room,
 // or a flush of Pebble's fails for it, the Log deletes the file and the
 // update, or Pebble's next try of the flush, uses the space it held (a
-// flush that fails again stops the Log: see ErrFailed); the file is
+// flush that fails again waits for room: see roomFS); the file is
 // written again once the disk has room. The folder's other
 // users (Pebble) ignore it; deleting it by hand is harmless.
 const BallastName = "pebblelog-ballast"
 
 // space keeps the Log's writes away from a full disk. Pebble does not
 // expect to meet one: a failed WAL write stops the database (see
-// ErrFailed), a failed WAL rotation panics, and a failed flush is retried
-// without end. So the Log refuses an Append or a checkpoint, with an error
+// ErrFailed), a failed WAL rotation panics, and a failed flush or
+// compaction is retried at once and without end. So the Log refuses an Append or a checkpoint, with an error
 // wrapping syscall.ENOSPC, once the disk's free space falls below the
 // reserve, and keeps the last quarter of it for metadata updates (a
 // session recorded interrupted) and half of it for flushes. Pebble then
 // meets a full disk only if another writer fills it faster; the ballast
-// (BallastName) holds the metadata's quarter back for that case.
+// (BallastName) holds the metadata's quarter back for that case, and
+// Pebble's tables then wait for room (see roomFS) instead of failing
+// again as fast as Pebble can retry them.
 //
 // Free space is asked of the file system (statfs) again when the bytes
 // written since the last look could have eaten a sixteenth of the
@@ -70,6 +73,13 @@ type space struct {
 	// noBallast is set when the ballast could not be written for another
 	// reason than a full disk: the Log does not try again.
 	noBallast bool
+	// pacing is set from when a flush or compaction of Pebble's failed
+	// for a full disk, with no ballast left to make room for its retry,
+	// to when a table waiting for room (roomFS) found it.
+	pacing bool
+
+	stop     chan struct{} // closed by halt: tables stop waiting for room
+	stopOnce sync.Once
 }
 
 // ballastSize is the size of the ballast file: the metadata's share of
@@ -131,6 +141,88 @@ func (s *space) release(why string) bool {
 	s.releaseLocked(why)
 	s.released = true
 	return true
+}
+
+// pace makes the tables Pebble writes next wait for room (roomFS), after a
+// flush or compaction of what failed for a full disk; it reports false
+// when the Log cannot tell its free space (no reserve), and so cannot
+// wait for room.
+func (s *space) pace(what string) bool {
+	if s.reserve == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.pacing {
+		s.pacing = true
+		s.log.Warn("disk full: "+what+" failed; Pebble's writes of tables wait for room, the data stays in the WAL meanwhile",
+			"free", s.free, "room", s.reserve/2)
+	}
+	return true
+}
+
+// tablePoll is how often a table waiting for room (roomFS) asks the file
+// system for its free space; each try of Pebble's waits at least this.
+const tablePoll = 250 * time.Millisecond
+
+// awaitRoom returns at once unless the Log is pacing Pebble's tables
+// (pace); then it waits at least tablePoll, and until the disk has the
+// flushes' half of the reserve free or the Log closes (halt; then it
+// returns an error wrapping syscall.ENOSPC, and Pebble's next try, if the
+// database is not closing yet, waits again).
+func (s *space) awaitRoom(name string) error {
+	s.mu.Lock()
+	pacing := s.pacing
+	s.mu.Unlock()
+	if !pacing {
+		return nil
+	}
+	t := time.NewTicker(tablePoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return fmt.Errorf("create %s: %w: the log closed while the table waited for room", name, syscall.ENOSPC)
+		case <-t.C:
+		}
+		s.mu.Lock()
+		if !s.pacing {
+			s.mu.Unlock()
+			return nil
+		}
+		if !s.look() || s.free >= s.reserve/2 {
+			s.pacing = false
+			s.log.Info("disk has room again: Pebble's writes of tables go on", "free", s.free)
+			s.mu.Unlock()
+			return nil
+		}
+		s.mu.Unlock()
+	}
+}
+
+// halt ends every wait for room (awaitRoom), for good: the Log closes.
+func (s *space) halt() { s.stopOnce.Do(func() { close(s.stop) }) }
+
+// roomFS is the file system a read-write Log gives Pebble. Pebble retries
+// a flush or compaction that failed at once and without end: on a disk
+// that another writer filled, each try creates a table, fails to write it
+// and deletes it, as fast as the machine goes, while the WAL keeps what
+// the flush was for. While the Log is pacing (space.pace), Create of a
+// table waits for room (space.awaitRoom) first; the Log goes on, and the
+// flush goes through once the disk has room again.
+type roomFS struct {
+	vfs.FS
+	space *space
+}
+
+// Create implements vfs.FS.
+func (f roomFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	if strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".blob") {
+		if err := f.space.awaitRoom(f.PathBase(name)); err != nil {
+			return nil, err
+		}
+	}
+	return f.FS.Create(name, category)
 }
 
 // releaseLocked deletes the ballast; s.mu is held and s.ballast set.
