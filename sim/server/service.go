@@ -52,7 +52,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -314,8 +316,7 @@ func (s *Service) handleList(msg *nats.Msg) {
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"error": err.Error()})
 	} else {
-		s.overlayEnded(metas)
-		b, _ = json.Marshal(metas)
+		b, _ = json.Marshal(s.overlayEnded(metas))
 	}
 	_ = msg.Respond(b)
 }
@@ -326,8 +327,11 @@ func (s *Service) handleList(msg *nats.Msg) {
 // while the service knows the session stopped. The store catches up at
 // the next read-write open, which records such a session interrupted. A
 // session that still runs here gets its events so far (its stored
-// metadata's LastSeq is the one it resumed from).
-func (s *Service) overlayEnded(metas []events.SessionMeta) {
+// metadata's LastSeq is the one it resumed from). A session this service
+// ran that ended before its first batch was stored (a full disk) is not in
+// the store at all: it is added, as it ended, so that a client given its
+// id by Create can learn how it ended once its control subject is gone.
+func (s *Service) overlayEnded(metas []events.SessionMeta) []events.SessionMeta {
 	for i := range metas {
 		if metas[i].Status != events.StatusRunning {
 			continue
@@ -352,6 +356,32 @@ func (s *Service) overlayEnded(metas []events.SessionMeta) {
 		}
 		ss.mu.Unlock()
 	}
+	listed := make(map[string]bool, len(metas))
+	for _, m := range metas {
+		listed[m.ID] = true
+	}
+	s.mu.Lock()
+	var missing []*session
+	for id, ss := range s.sessions {
+		if !listed[id] {
+			missing = append(missing, ss)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(missing, func(a, b *session) int { return strings.Compare(a.id, b.id) })
+	for _, ss := range missing {
+		select {
+		case <-ss.done:
+		default:
+			continue // held for a start, or its first batch is on its way
+		}
+		ss.mu.Lock()
+		if m := ss.meta; m.Status != events.StatusRunning && m.Status != "" {
+			metas = append(metas, m)
+		}
+		ss.mu.Unlock()
+	}
+	return metas
 }
 
 // runningLocked counts the sessions not yet ended; s.mu is held.

@@ -212,6 +212,13 @@ func (l *fullLog) Append(ctx context.Context, id string, last uint64, b []events
 	return l.Log.Append(ctx, id, last, b)
 }
 
+func (l *fullLog) CreateSession(ctx context.Context, m events.SessionMeta) error {
+	if l.full.Load() {
+		return fmt.Errorf("create: %w", syscall.ENOSPC)
+	}
+	return l.Log.CreateSession(ctx, m)
+}
+
 func (l *fullLog) UpdateSession(ctx context.Context, m events.SessionMeta) error {
 	if l.full.Load() {
 		return fmt.Errorf("update: %w", syscall.ENOSPC)
@@ -221,7 +228,9 @@ func (l *fullLog) UpdateSession(ctx context.Context, m events.SessionMeta) error
 
 // A session whose append meets a full disk, where even its end cannot be
 // recorded, is listed as it ended (interrupted, at its last durable seq),
-// not as the running session its stored metadata still says.
+// not as the running session its stored metadata still says. A session
+// created on the full disk, of which the store holds nothing, is listed
+// too, interrupted at 0: Create gave out its id.
 func TestListShowsEndTheStoreMissed(t *testing.T) {
 	bus := mustBus(t)
 	log := &fullLog{Log: memlog.New()}
@@ -259,6 +268,28 @@ func TestListShowsEndTheStoreMissed(t *testing.T) {
 	last, _ := log.LastSeq(ctx, r.Session)
 	if got := metas[0]; got.Status != events.StatusInterrupted || got.LastSeq != last {
 		t.Fatalf("listed %s at %d; want interrupted at %d", got.Status, got.LastSeq, last)
+	}
+
+	r2, err := svc.Create(ctx, wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Wait(ctx, r2.Session); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("a session created on the full disk ended with %v; want ENOSPC", err)
+	}
+	if _, err := log.Session(ctx, r2.Session); err == nil {
+		t.Fatal("precondition: the store holds the session created on the full disk")
+	}
+	msg, err = op.RequestWithContext(ctx, wire.ListSubject, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metas = nil
+	if err := json.Unmarshal(msg.Data, &metas); err != nil || len(metas) != 2 {
+		t.Fatalf("list: %s, %v; want both sessions", msg.Data, err)
+	}
+	if got := metas[1]; got.ID != r2.Session || got.Status != events.StatusInterrupted || got.LastSeq != 0 || got.World != "startup" {
+		t.Fatalf("listed %+v; want %s, world startup, interrupted at 0", got, r2.Session)
 	}
 }
 
