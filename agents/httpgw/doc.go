@@ -85,10 +85,10 @@
 //
 // # Ended sessions
 //
-// The server stops answering a session's control and history subjects when
-// the session ends, so the gateway answers for the sessions it created from
-// its record of their feed: events, score (the sum of the reward events,
-// which the engine keeps equal to the rubric's team score) and status —
+// The server stops answering a session's control subject when the session
+// ends, so the gateway answers for the sessions it created from its record
+// of their feed: events, score (the sum of the reward events, which the
+// engine keeps equal to the rubric's team score) and status —
 // "finished" once session.ended arrived, the server's status for a stop
 // sent through the gateway ("interrupted"), or "stopped" when the session
 // went away otherwise (stopped by another operator, or failed), which a
@@ -96,6 +96,16 @@
 // falling quiet: a session that ended while the gateway was still
 // recording its feed (a session of NPCs publishes faster than one handler
 // decodes) is answered once what the feed brought is recorded.
+//
+// The record holds a session's latest Config.RecordEvents events (20,000
+// by default; a session of NPCs makes hundreds of thousands, and the
+// gateway held every one, 580 MB for two support-desk-bench sessions),
+// with the running sum of its rewards at each reward event, so the score
+// and a fork's score at any point still count every reward. Older events
+// are read from the server's log: the server answers the history subject
+// of an ended session (a worker of a cluster does not; then 410 Gone names
+// corpsim log). A step lists at most that many reward events since the
+// previous step, sums all of them, and warns of those it did not list.
 //
 // # Restarts
 //

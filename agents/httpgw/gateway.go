@@ -44,10 +44,21 @@ type Config struct {
 	// DefaultMaxRequestBytes. Seats' answers have their own, protocol-wide
 	// bound (org.MaxReplyBytes).
 	MaxRequestBytes int64
+	// RecordEvents is how many of a session's latest events the gateway
+	// keeps in its record, and how many reward events a step that has not
+	// come yet lists: a long session of NPCs makes hundreds of thousands.
+	// Older events are read from the server's log (the history subject),
+	// and older rewards still count in the score and in the next step's
+	// sum. 0 means DefaultRecordEvents.
+	RecordEvents int
 }
 
 // DefaultMaxRequestBytes is Config.MaxRequestBytes' default.
 const DefaultMaxRequestBytes = 8 << 20
+
+// DefaultRecordEvents is Config.RecordEvents' default: about 10 MiB of
+// events at a support desk's few hundred bytes each.
+const DefaultRecordEvents = 20000
 
 // Validate reports what is wrong with c.
 func (c Config) Validate() error {
@@ -56,8 +67,8 @@ func (c Config) Validate() error {
 		return errors.New("httpgw: NATSURL is required")
 	case c.OperatorToken == "":
 		return errors.New("httpgw: OperatorToken is required")
-	case c.TurnWait < 0 || c.Retain < 0 || c.Gather < 0 || c.MaxRequestBytes < 0:
-		return errors.New("httpgw: TurnWait, Retain, Gather and MaxRequestBytes may not be negative")
+	case c.TurnWait < 0 || c.Retain < 0 || c.Gather < 0 || c.MaxRequestBytes < 0 || c.RecordEvents < 0:
+		return errors.New("httpgw: TurnWait, Retain, Gather, MaxRequestBytes and RecordEvents may not be negative")
 	}
 	return nil
 }
@@ -107,6 +118,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.Gather == 0 {
 		cfg.Gather = 10 * time.Millisecond
+	}
+	if cfg.RecordEvents == 0 {
+		cfg.RecordEvents = DefaultRecordEvents
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -381,6 +395,10 @@ func (g *Gateway) history(ctx context.Context, id string, from uint64, limit int
 	var resp wire.HistoryResponse
 	if err := g.request(ctx, wire.HistorySubject(id), wire.HistoryRequest{From: from, Limit: limit}, &resp, historyTimeout); err != nil {
 		return resp, err
+	}
+	if resp.NoSession {
+		// As before servers answered for ended sessions: nobody serves it.
+		return resp, fmt.Errorf("%w: %s", nats.ErrNoResponders, resp.Error)
 	}
 	if resp.Error != "" {
 		return resp, errors.New(resp.Error)

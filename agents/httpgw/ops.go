@@ -310,9 +310,12 @@ func (g *Gateway) Events(ctx context.Context, id string, from uint64, limit int)
 		return EventsReply{}, err
 	}
 	from, limit = max(from, 1), min(max(limit, 1), wire.MaxHistoryPage)
-	if s := g.session(id); s != nil && s.hasEnded() {
+	s := g.session(id)
+	if s != nil && s.hasEnded() {
 		// As Control: the server is letting go of the session's subjects.
-		return s.eventsPage(from, limit), nil
+		if page, ok := s.eventsPage(from, limit); ok {
+			return page, nil
+		}
 	}
 	resp, err := g.history(ctx, id, from, limit)
 	if err == nil {
@@ -325,20 +328,29 @@ func (g *Gateway) Events(ctx context.Context, id string, from uint64, limit int)
 		}
 		return out, nil
 	}
-	s := g.session(id)
 	if !errors.Is(err, nats.ErrNoResponders) || s == nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return EventsReply{}, errorf(http.StatusNotFound, "session %s is not running and the gateway holds no record of it", id)
 		}
 		return EventsReply{}, natsErr(err, "events")
 	}
-	return s.eventsPage(from, limit), nil
+	page, ok := s.eventsPage(from, limit)
+	if !ok {
+		return EventsReply{}, errorf(http.StatusGone, "events of session %s before %d are no longer held by the gateway (it keeps the last %d) and no server serves its log: read them with corpsim log %s on the server's data",
+			id, page.Next, g.cfg.RecordEvents, id)
+	}
+	return page, nil
 }
 
-// eventsPage serves events from the gateway's record.
-func (s *session) eventsPage(from uint64, limit int) EventsReply {
+// eventsPage serves events from the gateway's record. It reports false,
+// with the first seq the record holds as Next, when the record no longer
+// holds the event at from (see Config.RecordEvents).
+func (s *session) eventsPage(from uint64, limit int) (EventsReply, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.trimmed && len(s.own) > 0 && from < s.own[0].Seq {
+		return EventsReply{Next: s.own[0].Seq}, false
+	}
 	out := EventsReply{Session: s.id, Events: []events.Event{}, Last: s.last, Source: "gateway",
 		Complete: !s.gaps && s.prefixKnown && (s.prefix != nil || s.forkSeq == 0)}
 	for _, list := range [][]events.Event{s.prefix, s.own} {
@@ -348,12 +360,12 @@ func (s *session) eventsPage(from uint64, limit int) EventsReply {
 			}
 			if len(out.Events) == limit {
 				out.Next = e.Seq
-				return out
+				return out, true
 			}
 			out.Events = append(out.Events, e)
 		}
 	}
-	return out
+	return out, true
 }
 
 // ScoreReply is the body of GET score.
@@ -652,11 +664,15 @@ func (g *Gateway) Step(ctx context.Context, id string, req StepRequest, wait tim
 			s.shown[m] = h.turn
 		}
 	}
-	for _, ev := range s.rewards[s.stepCursor:] {
+	for _, ev := range s.rewards {
 		out.RewardEvents = append(out.RewardEvents, ev)
 		out.Rewards += teamReward(ev)
 	}
-	s.stepCursor = len(s.rewards)
+	if s.unlistedN > 0 {
+		out.Rewards += s.unlisted
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d earlier reward events since the previous step are not listed (the gateway keeps the last %d); rewards includes them", s.unlistedN, len(s.rewards)))
+	}
+	s.rewards, s.unlisted, s.unlistedN = nil, 0, 0
 	if s.ended {
 		out.Done, out.Status = true, s.status
 		score, complete := s.scoreLocked()

@@ -1,6 +1,7 @@
 package httpgw
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -54,17 +55,22 @@ type session struct {
 	status  string
 	endedAt time.Time
 	// last is the last seq recorded from the feed (a fork's ForkSeq before
-	// its first); own holds the feed's events, gaps says one was lost.
-	last uint64
-	own  []events.Event
-	gaps bool
+	// its first); own holds the feed's latest events (Config.RecordEvents,
+	// up to twice that between trims; trimmed says older ones were
+	// dropped), gaps says one was lost.
+	last    uint64
+	own     []events.Event
+	trimmed bool
+	gaps    bool
 	// A fork's events up to ForkSeq come from its parent, not from its feed.
 	prefixKnown  bool
 	prefix       []events.Event // nil when only prefixReward is known
 	prefixReward float64
 	reward       float64        // the team deltas of the feed's reward events
-	rewards      []events.Event // the feed's reward events
-	stepCursor   int            // rewards[:stepCursor] were reported by step
+	marks        []rewardMark   // reward after each of the feed's reward events
+	rewards      []events.Event // the feed's reward events no step has listed yet (the latest Config.RecordEvents)
+	unlisted     float64        // the team deltas of those dropped from rewards
+	unlistedN    int            // how many were dropped
 	shown        map[string]uint64
 }
 
@@ -284,8 +290,18 @@ func (s *session) onEvent(msg *nats.Msg) {
 	}
 }
 
+// rewardMark is the sum of a session's feed's rewards up to seq.
+type rewardMark struct {
+	seq    uint64
+	reward float64
+}
+
 func (s *session) recordLocked(ev events.Event) {
+	keep := s.g.cfg.RecordEvents
 	s.own = append(s.own, ev)
+	if len(s.own) >= 2*keep {
+		s.own, s.trimmed = slices.Clone(s.own[len(s.own)-keep:]), true
+	}
 	s.last = ev.Seq
 	if ev.Type != payload.EvReward {
 		return
@@ -296,7 +312,16 @@ func (s *session) recordLocked(ev events.Event) {
 		return
 	}
 	s.reward += r
+	s.marks = append(s.marks, rewardMark{ev.Seq, s.reward})
 	s.rewards = append(s.rewards, ev)
+	if len(s.rewards) >= 2*keep {
+		drop := len(s.rewards) - keep
+		for _, e := range s.rewards[:drop] {
+			s.unlisted += teamReward(e)
+		}
+		s.unlistedN += drop
+		s.rewards = slices.Clone(s.rewards[drop:])
+	}
 }
 
 // fetch reads events from..to (inclusive) over the session's history subject.
@@ -360,9 +385,19 @@ func (s *session) learnPrefix(ctx context.Context) {
 		return
 	}
 	if p := s.g.session(s.parent); p != nil {
-		if evs, reward, ok := p.upTo(s.forkSeq); ok {
+		if evs, reward, ok := p.upTo(s.forkSeq); ok && (evs != nil || s.forkSeq > maxPrefixFetch) {
 			s.setPrefix(evs, reward)
 			return
+		} else if ok {
+			// Only the sum is held: fetch the events below, keeping it
+			// if that fails.
+			defer func() {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				if !s.prefixKnown {
+					s.prefixReward, s.prefixKnown = reward, true
+				}
+			}()
 		}
 	}
 	if s.forkSeq > maxPrefixFetch {
@@ -407,12 +442,27 @@ func (s *session) setPrefix(evs []events.Event, reward float64) {
 }
 
 // upTo returns the session's events with seq <= seq and their rewards'
-// team sum, if the record holds all of them.
+// team sum, if the record holds all of them; when it holds only the sum
+// (older events were trimmed, or a fork's prefix events were not
+// learnt), the events are nil.
 func (s *session) upTo(seq uint64) ([]events.Event, float64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.prefixKnown || s.gaps || s.last < seq || (s.prefix == nil && s.forkSeq > 0) {
+	if !s.prefixKnown || s.gaps || s.last < seq {
 		return nil, 0, false
+	}
+	if seq <= s.forkSeq {
+		if s.prefix == nil {
+			return nil, 0, false
+		}
+	} else if s.trimmed || (s.prefix == nil && s.forkSeq > 0) {
+		// The sum of the rewards up to seq: the prefix's and the feed's.
+		i, _ := slices.BinarySearchFunc(s.marks, seq+1, func(m rewardMark, t uint64) int { return cmp.Compare(m.seq, t) })
+		reward := s.prefixReward
+		if i > 0 {
+			reward += s.marks[i-1].reward
+		}
+		return nil, reward, true
 	}
 	var out []events.Event
 	reward := 0.0

@@ -10,7 +10,7 @@
 //
 //	corpsim.v1.s.<session>.a.<member>.turn   request: org.Observation; reply: org.Reply
 //	corpsim.v1.s.<session>.events            every durable event, as JSON, in sequence order
-//	corpsim.v1.s.<session>.history           request: HistoryRequest; reply: HistoryResponse (stored events of a running session)
+//	corpsim.v1.s.<session>.history           request: HistoryRequest; reply: HistoryResponse (stored events: a running session's from its driver, an ended one's from the server's log)
 //	corpsim.v1.s.<session>.control           session control (reserved)
 //
 //	subj := wire.TurnSubject("01J…", "alice") // "corpsim.v1.s.01J….a.alice.turn"
@@ -18,6 +18,7 @@ package wire
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/corpsim/corpsim/events"
 )
@@ -118,8 +119,21 @@ type ControlReply struct {
 	Error   string  `json:"error,omitempty"`
 }
 
-// HistorySubject answers requests for a running session's stored events.
+// HistorySubject answers requests for a session's stored events: a
+// running session's driver answers them, up to what has landed, and a
+// server answers for the sessions of its log that it does not run (a
+// cluster's workers do not).
 func HistorySubject(session string) string { return prefix + session + ".history" }
+
+// HistorySession returns the session of a HistorySubject.
+func HistorySession(subject string) (string, bool) {
+	rest, ok := strings.CutPrefix(subject, prefix)
+	if !ok {
+		return "", false
+	}
+	id, ok := strings.CutSuffix(rest, ".history")
+	return id, ok && id != "" && !strings.ContainsAny(id, ".*>")
+}
 
 // MaxHistoryPage bounds the events in one history response.
 const MaxHistoryPage = 1000
@@ -131,8 +145,10 @@ type HistoryRequest struct {
 }
 
 // HistoryResponse carries a page of events and the session's last seq.
+// NoSession says the log holds no such session (Error says so too).
 type HistoryResponse struct {
-	Events []events.Event `json:"events"`
-	Last   uint64         `json:"last"`
-	Error  string         `json:"error,omitempty"`
+	Events    []events.Event `json:"events"`
+	Last      uint64         `json:"last"`
+	Error     string         `json:"error,omitempty"`
+	NoSession bool           `json:"no_session,omitempty"`
 }

@@ -3,11 +3,13 @@ package driver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/corpsim/corpsim/agents/wire"
+	"github.com/corpsim/corpsim/events"
 )
 
 // serveHistory answers history requests for a running session from its log,
@@ -32,31 +34,43 @@ func (d *Driver) serveHistory(session string, landed *atomic.Uint64) (*nats.Subs
 	return d.cfg.Conn.Subscribe(wire.HistorySubject(session), func(msg *nats.Msg) {
 		var req wire.HistoryRequest
 		_ = json.Unmarshal(msg.Data, &req)
-		limit := req.Limit
-		if limit <= 0 || limit > wire.MaxHistoryPage {
-			limit = wire.MaxHistoryPage
-		}
-		resp := wire.HistoryResponse{}
-		ctx := context.Background()
-		if last, err := d.cfg.Log.LastSeq(ctx, session); err != nil {
-			resp.Error = err.Error()
-		} else {
-			resp.Last = min(last, landed.Load())
-			for ev, err := range d.cfg.Log.Read(ctx, session, max(req.From, 1)) {
-				if err != nil {
-					resp.Error = err.Error()
-					break
-				}
-				if len(resp.Events) == limit || ev.Seq > resp.Last {
-					break
-				}
-				resp.Events = append(resp.Events, ev)
-			}
-		}
-		b, err := json.Marshal(resp)
-		if err != nil {
-			b, _ = json.Marshal(wire.HistoryResponse{Error: err.Error()})
-		}
-		_ = msg.Respond(b)
+		RespondHistory(msg, HistoryPage(context.Background(), d.cfg.Log, session, req, landed.Load()))
 	})
+}
+
+// HistoryPage reads a page of session's stored events for req from log, up
+// to seq upTo (what may be shown: see serveHistory) and at most
+// wire.MaxHistoryPage of them. A failure is the response's Error.
+func HistoryPage(ctx context.Context, log events.Log, session string, req wire.HistoryRequest, upTo uint64) wire.HistoryResponse {
+	limit := req.Limit
+	if limit <= 0 || limit > wire.MaxHistoryPage {
+		limit = wire.MaxHistoryPage
+	}
+	resp := wire.HistoryResponse{}
+	last, err := log.LastSeq(ctx, session)
+	if err != nil {
+		resp.Error, resp.NoSession = err.Error(), errors.Is(err, events.ErrNoSession)
+		return resp
+	}
+	resp.Last = min(last, upTo)
+	for ev, err := range log.Read(ctx, session, max(req.From, 1)) {
+		if err != nil {
+			resp.Error = err.Error()
+			break
+		}
+		if len(resp.Events) == limit || ev.Seq > resp.Last {
+			break
+		}
+		resp.Events = append(resp.Events, ev)
+	}
+	return resp
+}
+
+// RespondHistory answers msg with resp.
+func RespondHistory(msg *nats.Msg, resp wire.HistoryResponse) {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		b, _ = json.Marshal(wire.HistoryResponse{Error: err.Error()})
+	}
+	_ = msg.Respond(b)
 }

@@ -51,6 +51,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -196,6 +197,9 @@ type session struct {
 	// the log already or waiting for a start message, after its first
 	// durable batch for a new one (see launch).
 	begun chan struct{}
+	// driving is closed when its driver starts, which then answers its
+	// history subject (see handleHistory).
+	driving chan struct{}
 	once  sync.Once
 
 	mu     sync.Mutex
@@ -283,8 +287,49 @@ func New(cfg Config) (*Service, error) {
 		s.Close()
 		return nil, err
 	}
-	s.subs = append(s.subs, create, list)
+	history, err := s.conn.Subscribe(wire.HistorySubject("*"), s.handleHistory)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.subs = append(s.subs, create, list, history)
 	return s, s.conn.Flush()
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// handleHistory answers a history request for a session whose driver is
+// not running here from the log: one that ended (everything it stored is
+// durable), one stored and not resumed here, one held for its start or its
+// seats (nothing of it is stored yet, or only what it stored before a
+// restart). A running session's driver answers its own, up to what has
+// landed: the service stays silent. A session the log does not hold gets
+// NoSession. A worker of a cluster does not subscribe: its log is not the
+// cluster's.
+func (s *Service) handleHistory(msg *nats.Msg) {
+	id, ok := wire.HistorySession(msg.Subject)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	ss := s.sessions[id]
+	s.mu.Unlock()
+	if ss != nil && isClosed(ss.driving) && !isClosed(ss.done) {
+		return
+	}
+	var req wire.HistoryRequest
+	_ = json.Unmarshal(msg.Data, &req)
+	ctx, cancel := context.WithTimeout(context.Background(), listFor)
+	defer cancel()
+	driver.RespondHistory(msg, driver.HistoryPage(ctx, s.cfg.Log, id, req, math.MaxUint64))
 }
 
 func (s *Service) handleCreate(msg *nats.Msg) {
@@ -624,7 +669,7 @@ func (s *Service) launch(l launch) error {
 		seats.Forget(id) // the llm agent serves every session: it drops this one's conversations
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), begun: make(chan struct{}), meta: meta, engine: e, world: e.State().World, weight: int64(driver.WorldWeight(e.State().World)), kinds: kinds,
+	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), begun: make(chan struct{}), driving: make(chan struct{}), meta: meta, engine: e, world: e.State().World, weight: int64(driver.WorldWeight(e.State().World)), kinds: kinds,
 		probation: l.probation}
 	if l.paused {
 		ss.paused, ss.resume = true, make(chan struct{})
@@ -746,6 +791,7 @@ func (s *Service) launch(l launch) error {
 				dc.Open = func() bool { return s.open(ss) }
 			}
 			d := driver.New(dc)
+			close(ss.driving)
 			log.Info("session running", "from_seq", e.State().LastSeq, "remote_seats", len(remote))
 			m, err = s.guard(log, meta, func() (events.SessionMeta, error) {
 				if l.fresh {

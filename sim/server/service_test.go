@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -505,5 +506,79 @@ func TestServedBuiltInSeatsShareBatches(t *testing.T) {
 	t.Logf("%d events, %d turns, %d durable batches", m.LastSeq, obs.turns, obs.batches)
 	if obs.turns < 100 || obs.batches*10 > obs.turns {
 		t.Fatalf("%d durable batches for %d turns; want the turns asked within batches (at most one batch per ten turns)", obs.batches, obs.turns)
+	}
+}
+
+// The service answers history requests for the sessions of its log that it
+// does not run: an ended one's events, page by page, from its log; a
+// session it never heard of, or one held for its start (nothing of it is
+// stored yet), gets NoSession at once, not a timeout.
+func TestHistoryOfSessionsNotRunning(t *testing.T) {
+	bus := mustBus(t)
+	log := memlog.New()
+	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	op, err := bus.Connect("operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	history := func(id string, from uint64, limit int) wire.HistoryResponse {
+		t.Helper()
+		b, _ := json.Marshal(wire.HistoryRequest{From: from, Limit: limit})
+		msg, err := op.RequestWithContext(ctx, wire.HistorySubject(id), b)
+		if err != nil {
+			t.Fatalf("history of %s: %v", id, err)
+		}
+		var resp wire.HistoryResponse
+		if err := json.Unmarshal(msg.Data, &resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	r, err := svc.Create(ctx, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := svc.Wait(ctx, r.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []events.Event
+	for from := uint64(1); from <= m.LastSeq; {
+		page := history(r.Session, from, 100)
+		if page.Error != "" || page.Last != m.LastSeq || len(page.Events) == 0 || len(page.Events) > 100 {
+			t.Fatalf("page from %d: %d events, last %d, error %q; want up to 100, last %d", from, len(page.Events), page.Last, page.Error, m.LastSeq)
+		}
+		got = append(got, page.Events...)
+		from = page.Events[len(page.Events)-1].Seq + 1
+	}
+	i := 0
+	for ev, err := range log.Read(ctx, r.Session, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i >= len(got) || !bytes.Equal(events.Encode(&got[i]), events.Encode(&ev)) {
+			t.Fatalf("event %d of the history differs from the log's", ev.Seq)
+		}
+		i++
+	}
+	if i != len(got) {
+		t.Fatalf("history served %d events, the log holds %d", len(got), i)
+	}
+	if page := history("01J0000000000000000000NONE", 1, 0); !page.NoSession || page.Error == "" {
+		t.Fatalf("history of an unknown session: %+v; want NoSession", page)
+	}
+	held, err := svc.Create(ctx, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := history(held.Session, 1, 0); !page.NoSession || len(page.Events) != 0 {
+		t.Fatalf("history of a session held for its start: %+v; want NoSession (nothing of it is stored yet)", page)
 	}
 }

@@ -1,0 +1,103 @@
+package httpgw_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/httpgw"
+	"github.com/corpsim/corpsim/agents/wire"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
+)
+
+// TestRecordKeepsTheLatestEvents: the gateway keeps only the latest
+// Config.RecordEvents of a session's events (a long session of NPCs makes
+// hundreds of thousands), and loses nothing by it: every event of an ended
+// session is still served (older ones from the server's log), the score
+// and a fork's score still count every reward, and a step that comes late
+// sums rewards it no longer lists, saying so.
+func TestRecordKeepsTheLatestEvents(t *testing.T) {
+	const keep = 8
+	s := startStack(t, httpgw.Config{RecordEvents: keep})
+	req := wire.CreateRequest{World: "startup", Seed: 7, Agents: "remote"}
+	reply := s.create(t, req)
+	ret, last, _ := s.stepAll(t, reply.Session, &agents.Greedy{})
+	meta := s.wait(t, reply.Session)
+	score := s.svc.Status(reply.Session).Score
+	if !near(ret, score) || last.Score == nil || !near(*last.Score, score) {
+		t.Fatalf("steps' rewards %.6f, last step's score %v; want the team score %.6f", ret, last.Score, score)
+	}
+	if meta.LastSeq < 10*keep {
+		t.Fatalf("precondition: %d events, too few to trim a record of %d", meta.LastSeq, keep)
+	}
+
+	// Every event, from the first: the record holds the last few only.
+	got := s.allEvents(t, reply.Session)
+	var want []events.Event
+	for ev, err := range s.log.Read(context.Background(), reply.Session, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, ev)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("the events endpoint served %d events, the log holds %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(events.Encode(&got[i]), events.Encode(&want[i])) {
+			t.Fatalf("event %d served differs from the log's", want[i].Seq)
+		}
+	}
+	code, b := s.call(t, "GET", fmt.Sprintf("/v1/sessions/%s/events?from=1&limit=5", reply.Session), s.operator, nil)
+	if page := mustJSON[httpgw.EventsReply](t, code, http.StatusOK, b); page.Source != "server" || !page.Complete || len(page.Events) != 5 {
+		t.Fatalf("the first events of an ended session: source %s, complete %v, %d events; want 5 from the server's log", page.Source, page.Complete, len(page.Events))
+	}
+	code, b = s.call(t, "GET", fmt.Sprintf("/v1/sessions/%s/events?from=%d", reply.Session, meta.LastSeq-2), s.operator, nil)
+	if page := mustJSON[httpgw.EventsReply](t, code, http.StatusOK, b); page.Source != "gateway" || len(page.Events) != 3 {
+		t.Fatalf("the last events: source %s, %d events; want 3 from the gateway's record", page.Source, len(page.Events))
+	}
+	code, b = s.call(t, "GET", "/v1/sessions/"+reply.Session+"/score", s.operator, nil)
+	if sc := mustJSON[httpgw.ScoreReply](t, code, http.StatusOK, b); !sc.Complete || !near(sc.Score, score) {
+		t.Fatalf("score %.6f complete %v; want %.6f complete", sc.Score, sc.Complete, score)
+	}
+
+	// A fork early in the session: what was earned before it is counted
+	// from the record's running sums, not from events it dropped.
+	mid := uint64(keep)
+	code, b = s.call(t, "POST", "/v1/sessions/"+reply.Session+"/fork", s.operator, map[string]any{"at": mid})
+	fork := mustJSON[wire.CreateReply](t, code, http.StatusCreated, b)
+	ret3, last3, _ := s.stepAll(t, fork.Session, &agents.Greedy{})
+	s.wait(t, fork.Session)
+	final := s.svc.Status(fork.Session).Score
+	atFork := 0.0
+	for _, ev := range want[:mid] {
+		if ev.Type == payload.EvReward {
+			var p payload.Reward
+			_ = json.Unmarshal(ev.Payload, &p)
+			atFork += p.Team
+		}
+	}
+	if last3.Score == nil || !near(*last3.Score, final) || !near(ret3, final-atFork) {
+		t.Fatalf("fork at %d: score %v, return %.6f; want %.6f and %.6f", mid, last3.Score, ret3, final, final-atFork)
+	}
+
+	// A session no one steps until it has ended: the step sums every
+	// reward, lists the last ones, and says what it left out.
+	npc := s.create(t, wire.CreateRequest{World: "support-desk", Seed: 3, Agents: "greedy"})
+	s.wait(t, npc.Session)
+	code, b = s.call(t, "POST", "/v1/sessions/"+npc.Session+"/step?wait=30s", s.operator, httpgw.StepRequest{})
+	r := mustJSON[httpgw.StepReply](t, code, http.StatusOK, b)
+	npcScore := s.svc.Status(npc.Session).Score
+	if !r.Done || !near(r.Rewards, npcScore) || len(r.RewardEvents) > 2*keep {
+		t.Fatalf("a late step: done %v, rewards %.6f, %d reward events; want done, %.6f, at most %d listed", r.Done, r.Rewards, len(r.RewardEvents), npcScore, 2*keep)
+	}
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "not listed") {
+		t.Fatalf("a late step's warnings: %q; want one saying earlier reward events are not listed", r.Warnings)
+	}
+}
