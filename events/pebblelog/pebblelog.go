@@ -51,6 +51,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -210,7 +211,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		fs:       fs,
 		dir:      dir,
 		sink:     s,
-		space:    &space{fs: fs, dir: dir, reserve: reserve, log: logger, stop: make(chan struct{})},
+		space:    &space{fs: fs, dir: dir, reserve: reserve, log: logger, waits: make(chan struct{}), stop: make(chan struct{})},
 		states:   make(map[string]*state),
 		iters:    make(map[*scanIter]struct{}),
 	}
@@ -290,6 +291,7 @@ func (l *Log) open(cacheSize int64) (err error) {
 		return err
 	}
 	if err := l.sink.failure(); err != nil {
+		l.space.halt()
 		_ = l.db.Close()
 		return err
 	}
@@ -1235,11 +1237,18 @@ func (l *Log) noSync() bool { return l.wopts == pebble.NoSync }
 
 // flush writes the memtable to a table and waits until it is there, or
 // until Pebble fails to write it (then the data stays in the WAL, synced,
-// and flush returns the error) or fails for good.
+// and flush returns the error) or fails for good, or a table waits for
+// room (space.pace; an error wrapping syscall.ENOSPC).
 func (l *Log) flush() error {
 	if err := l.space.need(0, 2, "flush", true); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
+	// need saw the room free: a flush of Pebble's waiting for room
+	// (roomFS) goes on. If a table waits again (the disk filled), this
+	// flush would wait with it for as long as the disk stays full,
+	// holding up a session's end or Close: it returns instead, the data
+	// in the synced WAL.
+	waiting := l.space.roomSeen()
 	failedFlush := l.sink.flushFailed()
 	var done <-chan struct{}
 	if err := l.write(func() (err error) {
@@ -1255,6 +1264,8 @@ func (l *Log) flush() error {
 		return fmt.Errorf("flush: %w", l.sink.lastFlushErr())
 	case <-l.sink.failed:
 		return l.sink.failure()
+	case <-waiting:
+		return fmt.Errorf("flush: %w: Pebble's tables wait for room on the log's disk", syscall.ENOSPC)
 	}
 }
 

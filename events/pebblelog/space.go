@@ -78,6 +78,9 @@ type space struct {
 	// to when a table waiting for room (roomFS) found it.
 	pacing bool
 
+	// waits is closed (and replaced) each time a table begins to wait
+	// for room, so that a flush waiting for its table stops waiting.
+	waits    chan struct{}
 	stop     chan struct{} // closed by halt: tables stop waiting for room
 	stopOnce sync.Once
 }
@@ -148,17 +151,31 @@ func (s *space) release(why string) bool {
 // when the Log cannot tell its free space (no reserve), and so cannot
 // wait for room.
 func (s *space) pace(what string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.reserve == 0 {
 		return false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.pacing {
 		s.pacing = true
 		s.log.Warn("disk full: "+what+" failed; Pebble's writes of tables wait for room, the data stays in the WAL meanwhile",
 			"free", s.free, "room", s.reserve/2)
 	}
 	return true
+}
+
+// roomSeen tells the space that a flush found its room free (need, which
+// asks the file system): tables waiting for room may go on. It returns a
+// channel closed when a table begins to wait again, so that a flush
+// waiting for its table stops waiting.
+func (s *space) roomSeen() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pacing {
+		s.pacing = false
+		s.log.Info("disk has room again: Pebble's writes of tables go on", "free", s.free)
+	}
+	return s.waits
 }
 
 // tablePoll is how often a table waiting for room (roomFS) asks the file
@@ -173,6 +190,10 @@ const tablePoll = 250 * time.Millisecond
 func (s *space) awaitRoom(name string) error {
 	s.mu.Lock()
 	pacing := s.pacing
+	if pacing {
+		close(s.waits)
+		s.waits = make(chan struct{})
+	}
 	s.mu.Unlock()
 	if !pacing {
 		return nil

@@ -322,14 +322,27 @@ func (s *Service) handleHistory(msg *nats.Msg) {
 	s.mu.Lock()
 	ss := s.sessions[id]
 	s.mu.Unlock()
-	if ss != nil && isClosed(ss.driving) && !isClosed(ss.done) {
-		return
+	ctx, cancel := context.WithTimeout(context.Background(), listFor)
+	defer cancel()
+	upTo := uint64(math.MaxUint64)
+	if ss != nil && !isClosed(ss.done) {
+		// Its driver starts under ss.mu (see launch): what the log holds
+		// now was stored before, durable, and its own batches, which may
+		// be read before they are synced, come after.
+		ss.mu.Lock()
+		if isClosed(ss.driving) {
+			ss.mu.Unlock()
+			return
+		}
+		last, err := s.cfg.Log.LastSeq(ctx, id)
+		ss.mu.Unlock()
+		if err == nil {
+			upTo = last
+		}
 	}
 	var req wire.HistoryRequest
 	_ = json.Unmarshal(msg.Data, &req)
-	ctx, cancel := context.WithTimeout(context.Background(), listFor)
-	defer cancel()
-	driver.RespondHistory(msg, driver.HistoryPage(ctx, s.cfg.Log, id, req, math.MaxUint64))
+	driver.RespondHistory(msg, driver.HistoryPage(ctx, s.cfg.Log, id, req, upTo))
 }
 
 func (s *Service) handleCreate(msg *nats.Msg) {
@@ -413,18 +426,21 @@ func (s *Service) overlayEnded(metas []events.SessionMeta) []events.SessionMeta 
 		}
 	}
 	s.mu.Unlock()
-	slices.SortFunc(missing, func(a, b *session) int { return strings.Compare(a.id, b.id) })
+	added := false
 	for _, ss := range missing {
-		select {
-		case <-ss.done:
-		default:
-			continue // held for a start, or its first batch is on its way
+		if !isClosed(ss.done) || !isClosed(ss.driving) {
+			// Held for a start, or its first batch is on its way; or it
+			// stopped before it ran (nothing of it was to be stored).
+			continue
 		}
 		ss.mu.Lock()
 		if m := ss.meta; m.Status != events.StatusRunning && m.Status != "" {
-			metas = append(metas, m)
+			metas, added = append(metas, m), true
 		}
 		ss.mu.Unlock()
+	}
+	if added {
+		slices.SortStableFunc(metas, func(a, b events.SessionMeta) int { return strings.Compare(a.ID, b.ID) })
 	}
 	return metas
 }
@@ -791,7 +807,9 @@ func (s *Service) launch(l launch) error {
 				dc.Open = func() bool { return s.open(ss) }
 			}
 			d := driver.New(dc)
-			close(ss.driving)
+			ss.mu.Lock()
+			close(ss.driving) // see handleHistory
+			ss.mu.Unlock()
 			log.Info("session running", "from_seq", e.State().LastSeq, "remote_seats", len(remote))
 			m, err = s.guard(log, meta, func() (events.SessionMeta, error) {
 				if l.fresh {
