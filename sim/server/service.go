@@ -200,7 +200,7 @@ type session struct {
 	// driving is closed when its driver starts, which then answers its
 	// history subject (see handleHistory).
 	driving chan struct{}
-	once  sync.Once
+	once    sync.Once
 
 	mu     sync.Mutex
 	paused bool
