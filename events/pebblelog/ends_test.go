@@ -6,8 +6,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/pebblelog"
@@ -19,7 +21,21 @@ import (
 func TestSessionsEndingAtOnceShareFlushes(t *testing.T) {
 	const sessions, each = 24, 40
 	fs := vfs.NewCrashableMem()
-	l := mustOpen(t, "db", pebblelog.Options{FS: fs})
+	// The first flush's table is held until the other ends have come (on a
+	// loaded machine they can come over many milliseconds, and each late
+	// one would make a flush of its own, as it should).
+	var holding sync.Once
+	held, release := make(chan struct{}), make(chan struct{})
+	wrapped := errorfs.Wrap(fs, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpCreate && strings.HasSuffix(op.Path, ".sst") {
+			holding.Do(func() {
+				close(held)
+				<-release
+			})
+		}
+		return nil
+	}))
+	l := mustOpen(t, "db", pebblelog.Options{FS: wrapped})
 	ids := make([]string, sessions)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("s%02d", i)
@@ -29,13 +45,20 @@ func TestSessionsEndingAtOnceShareFlushes(t *testing.T) {
 	before := l.DB().Metrics().Flush.Count
 	start := make(chan struct{})
 	var wg sync.WaitGroup
+	var called sync.WaitGroup
+	called.Add(sessions)
 	for _, id := range ids {
 		wg.Go(func() {
 			<-start
+			called.Done()
 			finish(t, l, id, each)
 		})
 	}
 	close(start)
+	<-held
+	called.Wait()
+	time.Sleep(50 * time.Millisecond) // from called to waiting in the flush group
+	close(release)
 	wg.Wait()
 	flushes := l.DB().Metrics().Flush.Count - before
 	t.Logf("%d sessions ended at once: %d flushes", sessions, flushes)

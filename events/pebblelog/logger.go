@@ -63,7 +63,8 @@ type sink struct {
 	// when Pebble fails to write it (Pebble would retry it without end).
 	flushMu  sync.Mutex
 	flushErr chan struct{}
-	lastErr  error // of the last failed flush
+	flushOK  chan struct{} // closed (and replaced) at each flush that went through
+	lastErr  error         // of the last failed flush
 
 	// mu guards the repeat counter of background errors: Pebble retries a
 	// failed flush or compaction at once and again, so the same error can
@@ -107,7 +108,7 @@ func (s *sink) fail(msg string, cause error) {
 }
 
 func newSink(log hclog.Logger) *sink {
-	return &sink{log: log, failed: make(chan struct{}), flushErr: make(chan struct{})}
+	return &sink{log: log, failed: make(chan struct{}), flushErr: make(chan struct{}), flushOK: make(chan struct{})}
 }
 
 // flushFailed returns a channel closed at the next failed flush.
@@ -115,6 +116,14 @@ func (s *sink) flushFailed() <-chan struct{} {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
 	return s.flushErr
+}
+
+// flushSucceeded returns a channel closed at the next flush that goes
+// through.
+func (s *sink) flushSucceeded() <-chan struct{} {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	return s.flushOK
 }
 
 // lastFlushErr returns the error of the last failed flush.
@@ -126,6 +135,10 @@ func (s *sink) lastFlushErr() error {
 
 func (s *sink) flushEnd(info pebble.FlushInfo) {
 	if info.Err == nil || info.Err.Error() == "pebble: empty table" {
+		s.flushMu.Lock()
+		defer s.flushMu.Unlock()
+		close(s.flushOK)
+		s.flushOK = make(chan struct{})
 		return
 	}
 	if errors.Is(info.Err, syscall.ENOSPC) && (s.space == nil || (!s.space.release("for a flush") && !s.space.pace("a flush"))) {

@@ -52,6 +52,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -211,9 +212,10 @@ func Open(dir string, opts Options) (*Log, error) {
 		fs:       fs,
 		dir:      dir,
 		sink:     s,
-		space:    &space{fs: fs, dir: dir, reserve: reserve, log: logger, waits: make(chan struct{}), stop: make(chan struct{})},
-		states:   make(map[string]*state),
-		iters:    make(map[*scanIter]struct{}),
+		space: &space{fs: fs, dir: dir, reserve: reserve, log: logger,
+			waits: make(chan struct{}), nudge: make(chan struct{}, 1), stop: make(chan struct{})},
+		states: make(map[string]*state),
+		iters:  make(map[*scanIter]struct{}),
 	}
 	s.space = l.space
 	if !opts.ReadOnly {
@@ -1237,18 +1239,37 @@ func (l *Log) noSync() bool { return l.wopts == pebble.NoSync }
 
 // flush writes the memtable to a table and waits until it is there, or
 // until Pebble fails to write it (then the data stays in the WAL, synced,
-// and flush returns the error) or fails for good, or a table waits for
-// room (space.pace; an error wrapping syscall.ENOSPC).
+// and flush returns the error) or fails for good, or a table of Pebble's
+// waits for room (space.pace; an error wrapping syscall.ENOSPC).
 func (l *Log) flush() error {
 	if err := l.space.need(0, 2, "flush", true); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
-	// need saw the room free: a flush of Pebble's waiting for room
-	// (roomFS) goes on. If a table waits again (the disk filled), this
-	// flush would wait with it for as long as the disk stays full,
-	// holding up a session's end or Close: it returns instead, the data
-	// in the synced WAL.
-	waiting := l.space.roomSeen()
+	// While a flush of Pebble's waits for room (roomFS), Pebble would
+	// hold this one, and every write, behind it (a write stall) for as
+	// long as the disk stays full: a session's end or Close would wait
+	// that long. So the waiting flush is asked to look for room now
+	// (need saw some), and this one goes on only once that one went
+	// through; otherwise it returns, its data in the synced WAL.
+	errWaiting := fmt.Errorf("flush: %w: Pebble's tables wait for room on the log's disk", syscall.ENOSPC)
+	if paced, waiting := l.space.paced(); paced {
+		flushed, failedFlush := l.sink.flushSucceeded(), l.sink.flushFailed()
+		l.space.nudgeRoom()
+		t := time.NewTimer(2 * tablePoll)
+		defer t.Stop()
+		select {
+		case <-flushed:
+		case <-failedFlush:
+			return fmt.Errorf("flush: %w", l.sink.lastFlushErr())
+		case <-waiting:
+			return errWaiting
+		case <-t.C:
+			return errWaiting
+		case <-l.sink.failed:
+			return l.sink.failure()
+		}
+	}
+	_, waiting := l.space.paced()
 	failedFlush := l.sink.flushFailed()
 	var done <-chan struct{}
 	if err := l.write(func() (err error) {
@@ -1265,7 +1286,7 @@ func (l *Log) flush() error {
 	case <-l.sink.failed:
 		return l.sink.failure()
 	case <-waiting:
-		return fmt.Errorf("flush: %w: Pebble's tables wait for room on the log's disk", syscall.ENOSPC)
+		return errWaiting
 	}
 }
 

@@ -78,9 +78,11 @@ type space struct {
 	// to when a table waiting for room (roomFS) found it.
 	pacing bool
 
-	// waits is closed (and replaced) each time a table begins to wait
-	// for room, so that a flush waiting for its table stops waiting.
+	// waits is closed (and replaced) each time a table waiting for room
+	// finds none, so that a flush waiting for that table stops waiting;
+	// nudge makes a waiting table look at once.
 	waits    chan struct{}
+	nudge    chan struct{}
 	stop     chan struct{} // closed by halt: tables stop waiting for room
 	stopOnce sync.Once
 }
@@ -164,18 +166,20 @@ func (s *space) pace(what string) bool {
 	return true
 }
 
-// roomSeen tells the space that a flush found its room free (need, which
-// asks the file system): tables waiting for room may go on. It returns a
-// channel closed when a table begins to wait again, so that a flush
-// waiting for its table stops waiting.
-func (s *space) roomSeen() <-chan struct{} {
+// paced reports whether Pebble's tables wait for room (pace), and returns
+// a channel closed the next time a table waiting for room finds none.
+func (s *space) paced() (bool, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pacing {
-		s.pacing = false
-		s.log.Info("disk has room again: Pebble's writes of tables go on", "free", s.free)
+	return s.pacing, s.waits
+}
+
+// nudgeRoom makes a table waiting for room look for it now.
+func (s *space) nudgeRoom() {
+	select {
+	case s.nudge <- struct{}{}:
+	default:
 	}
-	return s.waits
 }
 
 // tablePoll is how often a table waiting for room (roomFS) asks the file
@@ -183,17 +187,13 @@ func (s *space) roomSeen() <-chan struct{} {
 const tablePoll = 250 * time.Millisecond
 
 // awaitRoom returns at once unless the Log is pacing Pebble's tables
-// (pace); then it waits at least tablePoll, and until the disk has the
+// (pace); then it waits at least tablePoll (or a nudge), and until the disk has the
 // flushes' half of the reserve free or the Log closes (halt; then it
 // returns an error wrapping syscall.ENOSPC, and Pebble's next try, if the
 // database is not closing yet, waits again).
 func (s *space) awaitRoom(name string) error {
 	s.mu.Lock()
 	pacing := s.pacing
-	if pacing {
-		close(s.waits)
-		s.waits = make(chan struct{})
-	}
 	s.mu.Unlock()
 	if !pacing {
 		return nil
@@ -205,6 +205,7 @@ func (s *space) awaitRoom(name string) error {
 		case <-s.stop:
 			return fmt.Errorf("create %s: %w: the log closed while the table waited for room", name, syscall.ENOSPC)
 		case <-t.C:
+		case <-s.nudge:
 		}
 		s.mu.Lock()
 		if !s.pacing {
@@ -217,6 +218,8 @@ func (s *space) awaitRoom(name string) error {
 			s.mu.Unlock()
 			return nil
 		}
+		close(s.waits)
+		s.waits = make(chan struct{})
 		s.mu.Unlock()
 	}
 }
