@@ -458,18 +458,25 @@ func TestStepRewardsSumToTheScore(t *testing.T) {
 	}
 
 	// A fork in the middle: the steps' rewards are what was earned after the fork point.
-	mid := meta.LastSeq / 2
-	code, b = s.call(t, "POST", "/v1/sessions/"+reply.Session+"/fork", s.operator, map[string]any{"at": mid})
-	fork := mustJSON[wire.CreateReply](t, code, http.StatusCreated, b)
-	ret3, last3, _ := s.stepAll(t, fork.Session, &agents.Greedy{})
-	s.wait(t, fork.Session)
+	s.forkAndStep(t, reply.Session, meta.LastSeq/2)
+}
+
+// forkAndStep forks session at event at, steps the fork to its end with
+// greedy, and checks that its steps' rewards are what was earned after the
+// fork point and its last step's score the fork's final score.
+func (s *stack) forkAndStep(tb testing.TB, session string, at uint64) {
+	tb.Helper()
+	code, b := s.call(tb, "POST", "/v1/sessions/"+session+"/fork", s.operator, map[string]any{"at": at})
+	fork := mustJSON[wire.CreateReply](tb, code, http.StatusCreated, b)
+	ret, last, _ := s.stepAll(tb, fork.Session, &agents.Greedy{})
+	s.wait(tb, fork.Session)
 	final := s.svc.Status(fork.Session).Score
 	atFork := 0.0
-	for ev, err := range s.log.Read(context.Background(), reply.Session, 1) {
+	for ev, err := range s.log.Read(context.Background(), session, 1) {
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
-		if ev.Seq > mid {
+		if ev.Seq > at {
 			break
 		}
 		if ev.Type == payload.EvReward {
@@ -478,8 +485,8 @@ func TestStepRewardsSumToTheScore(t *testing.T) {
 			atFork += p.Team
 		}
 	}
-	if last3.Score == nil || !near(*last3.Score, final) || !near(ret3, final-atFork) {
-		t.Fatalf("fork at %d: score %v, return %.6f; want %.6f and %.6f (%.6f earned before the fork)", mid, last3.Score, ret3, final, final-atFork, atFork)
+	if last.Score == nil || !near(*last.Score, final) || !near(ret, final-atFork) {
+		tb.Fatalf("fork at %d: score %v, return %.6f; want %.6f and %.6f (%.6f earned before the fork)", at, last.Score, ret, final, final-atFork, atFork)
 	}
 }
 

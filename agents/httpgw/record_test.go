@@ -3,7 +3,6 @@ package httpgw_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/corpsim/corpsim/agents/httpgw"
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
-	"github.com/corpsim/corpsim/events/payload"
 )
 
 // TestRecordKeepsTheLatestEvents: the gateway keeps only the latest
@@ -69,23 +67,7 @@ func TestRecordKeepsTheLatestEvents(t *testing.T) {
 
 	// A fork early in the session: what was earned before it is counted
 	// from the record's running sums, not from events it dropped.
-	mid := uint64(keep)
-	code, b = s.call(t, "POST", "/v1/sessions/"+reply.Session+"/fork", s.operator, map[string]any{"at": mid})
-	fork := mustJSON[wire.CreateReply](t, code, http.StatusCreated, b)
-	ret3, last3, _ := s.stepAll(t, fork.Session, &agents.Greedy{})
-	s.wait(t, fork.Session)
-	final := s.svc.Status(fork.Session).Score
-	atFork := 0.0
-	for _, ev := range want[:mid] {
-		if ev.Type == payload.EvReward {
-			var p payload.Reward
-			_ = json.Unmarshal(ev.Payload, &p)
-			atFork += p.Team
-		}
-	}
-	if last3.Score == nil || !near(*last3.Score, final) || !near(ret3, final-atFork) {
-		t.Fatalf("fork at %d: score %v, return %.6f; want %.6f and %.6f", mid, last3.Score, ret3, final, final-atFork)
-	}
+	s.forkAndStep(t, reply.Session, keep)
 
 	// A session no one steps until it has ended: the step sums every
 	// reward, lists the last ones, and says what it left out.

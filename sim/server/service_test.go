@@ -26,6 +26,17 @@ import (
 )
 
 // mustBus starts an in-process NATS server that the test shuts down.
+// mustService starts a Service on bus and log, closed when the test ends.
+func mustService(tb testing.TB, bus *natsserver.Server, log events.Log) *Service {
+	tb.Helper()
+	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { svc.Close() })
+	return svc
+}
+
 func mustBus(tb testing.TB) *natsserver.Server {
 	tb.Helper()
 	bus, err := natsserver.Start(natsserver.Options{})
@@ -129,13 +140,8 @@ func operatorControl(t *testing.T, bus *natsserver.Server) func(id string, o wir
 // clients returned as the stop's error).
 func TestStopAnswersNoError(t *testing.T) {
 	bus := mustBus(t)
-	log := memlog.New()
 	control := operatorControl(t, bus) // fails on a reply's error
-	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
+	svc := mustService(t, bus, memlog.New())
 	r, err := svc.Create(context.Background(), wire.CreateRequest{World: "support-desk-bench", Load: 0.1, Seed: 3, Agents: "greedy"})
 	if err != nil {
 		t.Fatal(err)
@@ -235,11 +241,7 @@ func (l *fullLog) UpdateSession(ctx context.Context, m events.SessionMeta) error
 func TestListShowsEndTheStoreMissed(t *testing.T) {
 	bus := mustBus(t)
 	log := &fullLog{Log: memlog.New()}
-	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
+	svc := mustService(t, bus, log)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r, err := svc.Create(ctx, wire.CreateRequest{World: "support-desk", Seed: 3, Agents: "greedy"})
@@ -516,11 +518,7 @@ func TestServedBuiltInSeatsShareBatches(t *testing.T) {
 func TestHistoryOfSessionsNotRunning(t *testing.T) {
 	bus := mustBus(t)
 	log := memlog.New()
-	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
+	svc := mustService(t, bus, log)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	op, err := bus.Connect("operator")
