@@ -165,6 +165,7 @@ type Server struct {
 	mu       sync.Mutex
 	closed   bool
 	inflight sync.WaitGroup
+	watchers sync.WaitGroup                  // the goroutines that forget a session once it ends (track)
 	open     map[*mcp.ServerSession]string   // open legacy session -> its seat
 	bySeat   map[string][]*mcp.ServerSession // seat -> its open sessions, oldest first
 }
@@ -193,7 +194,9 @@ func New(ops Ops, cfg Config) *Server {
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }
 
 // Close refuses new requests (503), ends the tool calls being served and
-// every open MCP session, and waits for the requests in flight.
+// every open MCP session, and waits for the requests in flight and for
+// each session's bookkeeping (Sessions is 0 once it returns; CI under
+// -race saw 1 when Close did not wait for it).
 func (s *Server) Close() {
 	s.mu.Lock()
 	if s.closed {
@@ -211,6 +214,7 @@ func (s *Server) Close() {
 		_ = ss.Close()
 	}
 	s.inflight.Wait()
+	s.watchers.Wait()
 }
 
 // protocolHeader is the request header naming the protocol revision
@@ -362,6 +366,7 @@ func (s *Server) track(srv *mcp.Server, id, seat string) {
 		return
 	}
 	s.open[ss] = seat
+	s.watchers.Add(1) // the goroutine below; Close waits for it (under s.mu, before closed)
 	list := append(s.bySeat[seat], ss)
 	var evict []*mcp.ServerSession
 	if over := len(list) - s.cfg.MaxSessionsPerSeat; over > 0 {
@@ -376,6 +381,7 @@ func (s *Server) track(srv *mcp.Server, id, seat string) {
 		_ = old.Close()
 	}
 	go func() {
+		defer s.watchers.Done()
 		_ = ss.Wait()
 		s.mu.Lock()
 		delete(s.open, ss)

@@ -180,6 +180,7 @@ type Service struct {
 	sessions map[string]*session
 	closed   bool
 	wg       sync.WaitGroup
+	menders  sync.WaitGroup // see mend
 	// stopping is closed by Shutdown: drivers stop before their next step.
 	stopping chan struct{}
 	state    *stateFile
@@ -861,8 +862,21 @@ func (s *Service) launch(l launch) error {
 		if s.cfg.Auth != nil {
 			s.cfg.Auth.RemoveSession(id)
 		}
+		unsaved := false
 		if err := s.state.remove(id); err != nil {
 			log.Warn("cannot update the state file", "error", err)
+			unsaved = true
+		}
+		unrecorded := false
+		if err != nil {
+			// The driver's record of the end can fail (a disk that another
+			// program filled to the last byte): the log still says running.
+			stored, serr := s.cfg.Log.Session(context.Background(), id)
+			unrecorded = serr == nil && stored.Status == events.StatusRunning && m.Status != events.StatusRunning
+		}
+		if unrecorded || unsaved {
+			s.menders.Add(1)
+			go s.mend(log, ss, m, unrecorded, unsaved)
 		}
 	}()
 	// A session whose first batch failed has ended (failed, or
@@ -873,6 +887,55 @@ func (s *Service) launch(l launch) error {
 	case <-ss.done:
 	}
 	return nil
+}
+
+// mendEvery is how often mend tries again.
+const mendEvery = time.Second
+
+// mend records what a session's end could not (a full disk): its status
+// in the log (status), its removal from the state file (state). It tries
+// every mendEvery until both are done, and once more when the service
+// shuts down (Shutdown waits for it). Until then the listing shows the
+// session as it ended (overlayEnded), and a read-write open of the store
+// records a session left running interrupted. It gives up when the
+// session runs again here (a resume): its records are the new run's.
+func (s *Service) mend(log hclog.Logger, ss *session, m events.SessionMeta, status, state bool) {
+	defer s.menders.Done()
+	try := func() {
+		s.mu.Lock()
+		again := s.sessions[m.ID] != ss
+		s.mu.Unlock()
+		if again {
+			status, state = false, false
+			return
+		}
+		if status {
+			ctx, cancel := context.WithTimeout(context.Background(), listFor)
+			err := s.cfg.Log.UpdateSession(ctx, m)
+			cancel()
+			if err == nil {
+				status = false
+				log.Info("recorded the session's end once the log took it", "status", m.Status, "last_seq", m.LastSeq)
+			}
+		}
+		if state && s.state.remove(m.ID) == nil {
+			state = false
+		}
+	}
+	t := time.NewTicker(mendEvery)
+	defer t.Stop()
+	for status || state {
+		select {
+		case <-t.C:
+			try()
+		case <-s.stopping:
+			try()
+			if status || state {
+				log.Warn("the session's end is still not recorded; the next read-write open of the store records it interrupted", "log_recorded", !status, "state_file_updated", !state)
+			}
+			return
+		}
+	}
 }
 
 // guard runs a session and turns a panic in it (a defect in the engine,
@@ -1160,6 +1223,7 @@ func (s *Service) shutdown(ctx context.Context, graceful bool) error {
 		s.mu.Unlock()
 		<-all
 	}
+	s.menders.Wait() // each tries once more, now that it is stopping
 	if first {
 		s.qmu.Lock()
 		if s.create != nil {

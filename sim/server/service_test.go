@@ -237,7 +237,8 @@ func (l *fullLog) UpdateSession(ctx context.Context, m events.SessionMeta) error
 // recorded, is listed as it ended (interrupted, at its last durable seq),
 // not as the running session its stored metadata still says. A session
 // created on the full disk, of which the store holds nothing, is listed
-// too, interrupted at 0: Create gave out its id.
+// too, interrupted at 0: Create gave out its id. Once the disk has room,
+// the service records the end the store missed.
 func TestListShowsEndTheStoreMissed(t *testing.T) {
 	bus := mustBus(t)
 	log := &fullLog{Log: memlog.New()}
@@ -293,6 +294,26 @@ func TestListShowsEndTheStoreMissed(t *testing.T) {
 	}
 	if got := metas[1]; got.ID != r2.Session || got.Status != events.StatusInterrupted || got.LastSeq != 0 || got.World != "startup" {
 		t.Fatalf("listed %+v; want %s, world startup, interrupted at 0", got, r2.Session)
+	}
+
+	// Room again: the service records the end the store missed.
+	log.full.Store(false)
+	for {
+		stored, err := log.Session(ctx, r.Session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored.Status == events.StatusInterrupted && stored.LastSeq == last {
+			break
+		}
+		if stored.Status != events.StatusRunning {
+			t.Fatalf("the store records %s at %d; want interrupted at %d", stored.Status, stored.LastSeq, last)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the end the store missed was not recorded once it had room")
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
