@@ -173,6 +173,9 @@ func testFaultDiskFullServe(t *testing.T, hostile bool) {
 	filled := fillDisk(t, filepath.Join(dir, "filler"))
 	t.Logf("filled the disk with %d MiB", filled>>20)
 	stopFilling, filling := make(chan struct{}), make(chan struct{})
+	var stopOnce sync.Once
+	stop := func() { stopOnce.Do(func() { close(stopFilling) }) }
+	t.Cleanup(stop) // a failure below must not leave the writer going
 	if hostile {
 		go func() {
 			defer close(filling)
@@ -185,7 +188,7 @@ func testFaultDiskFullServe(t *testing.T, hostile bool) {
 		st := sp.waitFor(t, id, "its end", 2*time.Minute, func(st wire.ControlReply) bool { return st.Status != "running" })
 		t.Logf("session %s: %s at %d events", id, st.Status, st.Events)
 	}
-	close(stopFilling)
+	stop()
 	<-filling
 	if hostile {
 		if err := os.Remove(filepath.Join(dir, "filler2")); err != nil {

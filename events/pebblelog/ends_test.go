@@ -55,7 +55,11 @@ func TestSessionsEndingAtOnceShareFlushes(t *testing.T) {
 		})
 	}
 	close(start)
-	<-held
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("no end made a flush within a minute")
+	}
 	called.Wait()
 	time.Sleep(50 * time.Millisecond) // from called to waiting in the flush group
 	close(release)

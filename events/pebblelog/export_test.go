@@ -22,3 +22,7 @@ func (l *Log) ForgetCache() {
 
 // CheckpointKey returns the key of session id's checkpoint at seq.
 func CheckpointKey(id string, seq uint64) []byte { return checkpointKey(nil, id, seq) }
+
+// Pace makes Pebble's tables wait for room, as a compaction that failed for
+// a full disk does.
+func (l *Log) Pace() { l.space.pace("a compaction (test)") }

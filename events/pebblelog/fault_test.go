@@ -1054,6 +1054,43 @@ func TestFlushFullDiskUsesBallast(t *testing.T) {
 	}
 }
 
+// TestPacingWithoutAWaitingTable: a compaction that failed for a full disk
+// makes tables wait for room, and Pebble may not try it again for a while.
+// A session's end that finds its room free then flushes as usual: nothing
+// else would end the pacing, and every end would stay in the WAL alone.
+func TestPacingWithoutAWaitingTable(t *testing.T) {
+	mem := vfs.NewMem()
+	mem.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 100 << 20, TotalBytes: 200 << 20})
+	var warned syncBool
+	logger := hclog.New(&hclog.LoggerOptions{Output: warnSpotter{&warned}, Level: hclog.Warn})
+	l := mustOpen(t, "db", pebblelog.Options{FS: mem, MinFreeSpace: 1 << 20, Logger: logger})
+	mustCreate(t, l, meta("s1"))
+	appendN(t, l, "s1", 0, 10)
+	before := l.DB().Metrics().Flush.Count
+	l.Pace()
+	warned.Set(false)
+	finish(t, l, "s1", 10)
+	if warned.Get() {
+		t.Fatal("the end was left in the WAL alone")
+	}
+	if n := l.DB().Metrics().Flush.Count - before; n != 1 {
+		t.Fatalf("the end made %d flushes, want 1", n)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// warnSpotter sets its flag when the log says the end was left in the WAL.
+type warnSpotter struct{ b *syncBool }
+
+func (w warnSpotter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), "left in the WAL") {
+		w.b.Set(true)
+	}
+	return len(p), nil
+}
+
 // TestPipelinedBatchDurableWithALaterWrite: a synced write made after
 // AppendPipelined returned (a checkpoint, as the driver stores one) makes
 // the batch durable too, before its own wait is called: a crash then keeps

@@ -213,7 +213,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		dir:      dir,
 		sink:     s,
 		space: &space{fs: fs, dir: dir, reserve: reserve, log: logger,
-			waits: make(chan struct{}), nudge: make(chan struct{}, 1), stop: make(chan struct{})},
+			waits: make(chan struct{}), found: make(chan struct{}), nudge: make(chan struct{}, 1), stop: make(chan struct{})},
 		states: make(map[string]*state),
 		iters:  make(map[*scanIter]struct{}),
 	}
@@ -247,6 +247,11 @@ func (l *Log) open(cacheSize int64) (err error) {
 		MemTableSize:          MemTableSize,
 		L0CompactionThreshold: 8,
 		L0StopWritesThreshold: 24,
+		// Pebble's default of 2 memtables' worth stalls a flush asked
+		// (AsyncFlush, a session's end) while another flush runs, holding
+		// the commit pipeline; behind a flush that waits for room on a
+		// full disk (roomFS), that stall held every write and Close.
+		MemTableStopWritesThreshold: 4,
 	}
 	for i := range po.Levels {
 		po.Levels[i].BlockSize = BlockSize
@@ -1246,31 +1251,37 @@ func (l *Log) flush() error {
 		return fmt.Errorf("flush: %w", err)
 	}
 	// While a flush of Pebble's waits for room (roomFS), Pebble would
-	// hold this one, and every write, behind it (a write stall) for as
-	// long as the disk stays full: a session's end or Close would wait
-	// that long. So the waiting flush is asked to look for room now
-	// (need saw some), and this one goes on only once that one went
-	// through; otherwise it returns, its data in the synced WAL.
+	// hold this one behind it, and every write with it (a write stall,
+	// holding the commit pipeline that Close needs), for as long as the
+	// disk stays full. So the waiting flush is asked to look for room now
+	// (need saw some), and this one goes on once that one found room or
+	// went through; otherwise it returns, its data in the synced WAL.
+	// (MemTableStopWritesThreshold keeps a flush asked while another
+	// runs from stalling: one of Pebble's own may begin and fail between
+	// this check and AsyncFlush.)
 	errWaiting := fmt.Errorf("flush: %w: Pebble's tables wait for room on the log's disk", syscall.ENOSPC)
-	if paced, waiting := l.space.paced(); paced {
-		flushed, failedFlush := l.sink.flushSucceeded(), l.sink.flushFailed()
+	flushed, failedFlush := l.sink.flushSucceeded(), l.sink.flushFailed()
+	if g := l.space.gate(true); g.pacing {
 		l.space.nudgeRoom()
 		t := time.NewTimer(2 * tablePoll)
 		defer t.Stop()
 		select {
 		case <-flushed:
+		case <-g.found:
 		case <-failedFlush:
 			return fmt.Errorf("flush: %w", l.sink.lastFlushErr())
-		case <-waiting:
-			return errWaiting
-		case <-t.C:
+		case <-g.waits:
 			return errWaiting
 		case <-l.sink.failed:
 			return l.sink.failure()
+		case <-t.C:
+			if l.space.gate(false).pacing {
+				return errWaiting
+			}
 		}
+		failedFlush = l.sink.flushFailed()
 	}
-	_, waiting := l.space.paced()
-	failedFlush := l.sink.flushFailed()
+	waiting := l.space.gate(false).waits
 	var done <-chan struct{}
 	if err := l.write(func() (err error) {
 		done, err = l.db.AsyncFlush()

@@ -79,10 +79,13 @@ type space struct {
 	pacing bool
 
 	// waits is closed (and replaced) each time a table waiting for room
-	// finds none, so that a flush waiting for that table stops waiting;
-	// nudge makes a waiting table look at once.
+	// finds none, and found when one finds room, so that a flush waiting
+	// for that table stops waiting; nudge makes a waiting table look at
+	// once; waiting counts the tables waiting.
 	waits    chan struct{}
+	found    chan struct{}
 	nudge    chan struct{}
+	waiting  int
 	stop     chan struct{} // closed by halt: tables stop waiting for room
 	stopOnce sync.Once
 }
@@ -166,12 +169,25 @@ func (s *space) pace(what string) bool {
 	return true
 }
 
-// paced reports whether Pebble's tables wait for room (pace), and returns
-// a channel closed the next time a table waiting for room finds none.
-func (s *space) paced() (bool, <-chan struct{}) {
+// pacingGate is what Log.flush needs to know of the pacing.
+type pacingGate struct {
+	pacing bool            // Pebble's tables wait for room
+	waits  <-chan struct{} // closed the next time a waiting table finds no room
+	found  <-chan struct{} // closed the next time a waiting table finds room
+}
+
+// gate returns the pacing as it stands. When roomSeen (a flush's need just
+// saw its room free) and no table waits (pacing began with a compaction
+// that Pebble does not retry at once, or a retry is yet to come), the
+// pacing ends here: nothing else would end it.
+func (s *space) gate(roomSeen bool) pacingGate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pacing, s.waits
+	if s.pacing && roomSeen && s.waiting == 0 {
+		s.pacing = false
+		s.log.Info("disk has room again: Pebble's writes of tables go on", "free", s.free)
+	}
+	return pacingGate{pacing: s.pacing, waits: s.waits, found: s.found}
 }
 
 // nudgeRoom makes a table waiting for room look for it now.
@@ -194,10 +210,18 @@ const tablePoll = 250 * time.Millisecond
 func (s *space) awaitRoom(name string) error {
 	s.mu.Lock()
 	pacing := s.pacing
+	if pacing {
+		s.waiting++
+	}
 	s.mu.Unlock()
 	if !pacing {
 		return nil
 	}
+	defer func() {
+		s.mu.Lock()
+		s.waiting--
+		s.mu.Unlock()
+	}()
 	t := time.NewTicker(tablePoll)
 	defer t.Stop()
 	for {
@@ -215,6 +239,8 @@ func (s *space) awaitRoom(name string) error {
 		if !s.look() || s.free >= s.reserve/2 {
 			s.pacing = false
 			s.log.Info("disk has room again: Pebble's writes of tables go on", "free", s.free)
+			close(s.found)
+			s.found = make(chan struct{})
 			s.mu.Unlock()
 			return nil
 		}

@@ -868,7 +868,8 @@ func (s *Service) launch(l launch) error {
 			unsaved = true
 		}
 		unrecorded := false
-		if err != nil {
+		// A worker of a cluster leaves it to the lease and the hand-off.
+		if err != nil && s.cfg.Queue == "" && s.cfg.Replica == nil && s.cfg.Hooks.Gate == nil {
 			// The driver's record of the end can fail (a disk that another
 			// program filled to the last byte): the log still says running.
 			stored, serr := s.cfg.Log.Session(context.Background(), id)
@@ -902,10 +903,12 @@ const mendEvery = time.Second
 func (s *Service) mend(log hclog.Logger, ss *session, m events.SessionMeta, status, state bool) {
 	defer s.menders.Done()
 	try := func() {
+		// Under s.mu: a resume registers its run under it, before it
+		// writes anything, so this write comes either before the new
+		// run's or not at all.
 		s.mu.Lock()
-		again := s.sessions[m.ID] != ss
-		s.mu.Unlock()
-		if again {
+		defer s.mu.Unlock()
+		if s.sessions[m.ID] != ss {
 			status, state = false, false
 			return
 		}
