@@ -664,15 +664,12 @@ func (g *Gateway) Step(ctx context.Context, id string, req StepRequest, wait tim
 			s.shown[m] = h.turn
 		}
 	}
-	for _, ev := range s.rewards {
-		out.RewardEvents = append(out.RewardEvents, ev)
-		out.Rewards += teamReward(ev)
+	out.RewardEvents = append(out.RewardEvents, s.rewards...)
+	out.Rewards = s.reward - s.stepped
+	if s.unlisted > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d earlier reward events since the previous step are not listed (the gateway keeps the last %d); rewards includes them", s.unlisted, s.g.cfg.RecordEvents))
 	}
-	if s.unlistedN > 0 {
-		out.Rewards += s.unlisted
-		out.Warnings = append(out.Warnings, fmt.Sprintf("%d earlier reward events since the previous step are not listed (the gateway keeps the last %d); rewards includes them", s.unlistedN, len(s.rewards)))
-	}
-	s.rewards, s.unlisted, s.unlistedN = nil, 0, 0
+	s.rewards, s.unlisted, s.stepped = nil, 0, s.reward
 	if s.ended {
 		out.Done, out.Status = true, s.status
 		score, complete := s.scoreLocked()

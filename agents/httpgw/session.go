@@ -69,8 +69,8 @@ type session struct {
 	reward       float64        // the team deltas of the feed's reward events
 	marks        []rewardMark   // reward after each of the feed's reward events
 	rewards      []events.Event // the feed's reward events no step has listed yet (the latest Config.RecordEvents)
-	unlisted     float64        // the team deltas of those dropped from rewards
-	unlistedN    int            // how many were dropped
+	unlisted     int            // how many of those were dropped from rewards
+	stepped      float64        // reward at the previous step
 	shown        map[string]uint64
 }
 
@@ -315,11 +315,10 @@ func (s *session) recordLocked(ev events.Event) {
 	s.marks = append(s.marks, rewardMark{ev.Seq, s.reward})
 	s.rewards = append(s.rewards, ev)
 	if len(s.rewards) >= 2*keep {
+		// Step reports what was earned since the previous step from
+		// reward (see stepped), not from the events it lists.
 		drop := len(s.rewards) - keep
-		for _, e := range s.rewards[:drop] {
-			s.unlisted += teamReward(e)
-		}
-		s.unlistedN += drop
+		s.unlisted += drop
 		s.rewards = slices.Clone(s.rewards[drop:])
 	}
 }

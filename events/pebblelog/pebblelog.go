@@ -1242,6 +1242,10 @@ func (l *Log) closeDB() error {
 // noSync reports whether writes skip the fsync (Options.NoSync).
 func (l *Log) noSync() bool { return l.wopts == pebble.NoSync }
 
+// errTablesWait is what a flush returns while Pebble's tables wait for
+// room (space.pace).
+var errTablesWait = fmt.Errorf("flush: %w: Pebble's tables wait for room on the log's disk", syscall.ENOSPC)
+
 // flush writes the memtable to a table and waits until it is there, or
 // until Pebble fails to write it (then the data stays in the WAL, synced,
 // and flush returns the error) or fails for good, or a table of Pebble's
@@ -1259,7 +1263,6 @@ func (l *Log) flush() error {
 	// (MemTableStopWritesThreshold keeps a flush asked while another
 	// runs from stalling: one of Pebble's own may begin and fail between
 	// this check and AsyncFlush.)
-	errWaiting := fmt.Errorf("flush: %w: Pebble's tables wait for room on the log's disk", syscall.ENOSPC)
 	flushed, failedFlush := l.sink.flushSucceeded(), l.sink.flushFailed()
 	if g := l.space.gate(true); g.pacing {
 		l.space.nudgeRoom()
@@ -1271,12 +1274,12 @@ func (l *Log) flush() error {
 		case <-failedFlush:
 			return fmt.Errorf("flush: %w", l.sink.lastFlushErr())
 		case <-g.waits:
-			return errWaiting
+			return errTablesWait
 		case <-l.sink.failed:
 			return l.sink.failure()
 		case <-t.C:
 			if l.space.gate(false).pacing {
-				return errWaiting
+				return errTablesWait
 			}
 		}
 		failedFlush = l.sink.flushFailed()
@@ -1297,7 +1300,7 @@ func (l *Log) flush() error {
 	case <-l.sink.failed:
 		return l.sink.failure()
 	case <-waiting:
-		return errWaiting
+		return errTablesWait
 	}
 }
 

@@ -184,10 +184,17 @@ func (s *space) gate(roomSeen bool) pacingGate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pacing && roomSeen && s.waiting == 0 {
-		s.pacing = false
-		s.log.Info("disk has room again: Pebble's writes of tables go on", "free", s.free)
+		s.unpaceLocked()
 	}
 	return pacingGate{pacing: s.pacing, waits: s.waits, found: s.found}
+}
+
+// unpaceLocked ends the pacing: the disk has room; s.mu is held.
+func (s *space) unpaceLocked() {
+	s.pacing = false
+	s.log.Info("disk has room again: Pebble's writes of tables go on", "free", s.free)
+	close(s.found)
+	s.found = make(chan struct{})
 }
 
 // nudgeRoom makes a table waiting for room look for it now.
@@ -237,10 +244,7 @@ func (s *space) awaitRoom(name string) error {
 			return nil
 		}
 		if !s.look() || s.free >= s.reserve/2 {
-			s.pacing = false
-			s.log.Info("disk has room again: Pebble's writes of tables go on", "free", s.free)
-			close(s.found)
-			s.found = make(chan struct{})
+			s.unpaceLocked()
 			s.mu.Unlock()
 			return nil
 		}

@@ -868,8 +868,9 @@ func (s *Service) launch(l launch) error {
 			unsaved = true
 		}
 		unrecorded := false
-		// A worker of a cluster leaves it to the lease and the hand-off.
-		if err != nil && s.cfg.Queue == "" && s.cfg.Replica == nil && s.cfg.Hooks.Gate == nil {
+		// A worker of a cluster (Queue) leaves it to the lease and the
+		// hand-off.
+		if err != nil && s.cfg.Queue == "" {
 			// The driver's record of the end can fail (a disk that another
 			// program filled to the last byte): the log still says running.
 			stored, serr := s.cfg.Log.Session(context.Background(), id)
