@@ -182,6 +182,15 @@ func (e Event) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes the form written by MarshalJSON. The ID must be a
 // valid 26-character ULID; a null payload decodes as an empty one.
 func (e *Event) UnmarshalJSON(b []byte) error {
+	if e.unmarshalFast(b) {
+		return nil
+	}
+	return e.unmarshalJSON(b)
+}
+
+// unmarshalJSON is UnmarshalJSON with encoding/json, for what
+// unmarshalFast does not read.
+func (e *Event) unmarshalJSON(b []byte) error {
 	var j struct {
 		eventJSON
 		ID string `json:"id"`

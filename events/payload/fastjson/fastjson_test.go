@@ -1,6 +1,7 @@
 package fastjson_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -170,5 +171,34 @@ func FuzzDecoder(f *testing.F) {
 	f.Add([]byte(`{"s":"\u00e9\n","l":[]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		mustDecodeLikeJSON(t, data)
+	})
+}
+
+// FuzzRaw checks that Raw reads exactly the values encoding/json's scanner
+// accepts (nested at most 10,000 deep) and keeps their bytes as
+// json.RawMessage does.
+func FuzzRaw(f *testing.F) {
+	f.Add([]byte(` {"a":[1,-0.5e+3,"\u00e9\n",true,false,null,{}],"b":[]} `))
+	f.Add([]byte(`"x` + "\xff" + `"`))
+	f.Add([]byte(`[01]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var d fastjson.Decoder
+		d.Reset(data)
+		var raw []byte
+		read := d.Raw(&raw, 0) && d.End()
+		valid := json.Valid(data)
+		if read != valid {
+			t.Fatalf("Raw read %q: %v; json.Valid: %v", data, read, valid)
+		}
+		if !read {
+			return
+		}
+		var want json.RawMessage
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(raw, want) {
+			t.Fatalf("Raw kept %q of %q, json.RawMessage %q", raw, data, want)
+		}
 	})
 }

@@ -338,24 +338,8 @@ func (d *Decoder) Float64(v *float64) bool {
 	}
 	d.space()
 	start := d.i
-	d.next('-')
-	if !d.intPart() {
+	if !d.skipNumber() {
 		return false
-	}
-	if d.i < len(d.data) && d.data[d.i] == '.' {
-		d.i++
-		if !d.someDigits() {
-			return false
-		}
-	}
-	if d.i < len(d.data) && (d.data[d.i] == 'e' || d.data[d.i] == 'E') {
-		d.i++
-		if d.i < len(d.data) && (d.data[d.i] == '+' || d.data[d.i] == '-') {
-			d.i++
-		}
-		if !d.someDigits() {
-			return false
-		}
 	}
 	f, err := strconv.ParseFloat(string(d.data[start:d.i]), 64)
 	*v = f
@@ -377,4 +361,154 @@ func (d *Decoder) someDigits() bool {
 		d.i++
 	}
 	return d.i > start
+}
+
+// maxDepth is how deeply Raw follows nested arrays and objects: encoding/json
+// refuses input nested more deeply than 10,000, and so does Raw (its caller
+// falls back and gets encoding/json's error).
+const maxDepth = 10000
+
+// Raw reads one JSON value of any kind (null included) and sets *b to a copy
+// of its bytes, as json.RawMessage keeps them: what lies between the value's
+// first and last byte, whitespace inside it included. It checks the value as
+// encoding/json's scanner does, depth being how many arrays and objects are
+// open around it (the scanner counts them too); it fails on anything that
+// scanner refuses.
+func (d *Decoder) Raw(b *[]byte, depth int) bool {
+	d.space()
+	start := d.i
+	if !d.skip(depth) {
+		return false
+	}
+	*b = append((*b)[:0:0], d.data[start:d.i]...)
+	return true
+}
+
+// skip reads one JSON value at depth (the arrays and objects open around it).
+func (d *Decoder) skip(depth int) bool {
+	d.space()
+	if d.i == len(d.data) {
+		return false
+	}
+	switch c := d.data[d.i]; {
+	case c == '{':
+		if depth == maxDepth {
+			return false
+		}
+		d.i++
+		if d.next('}') {
+			return true
+		}
+		for {
+			if !d.next('"') || !d.skipString() || !d.next(':') || !d.skip(depth+1) {
+				return false
+			}
+			if d.next(',') {
+				continue
+			}
+			return d.next('}')
+		}
+	case c == '[':
+		if depth == maxDepth {
+			return false
+		}
+		d.i++
+		if d.next(']') {
+			return true
+		}
+		for {
+			if !d.skip(depth + 1) {
+				return false
+			}
+			if d.next(',') {
+				continue
+			}
+			return d.next(']')
+		}
+	case c == '"':
+		d.i++
+		return d.skipString()
+	case c == '-' || c >= '0' && c <= '9':
+		return d.skipNumber()
+	}
+	return d.Literal("true") || d.Literal("false") || d.Literal("null")
+}
+
+// skipString reads the rest of a string whose opening quote was read:
+// no control characters, and only JSON's escapes. Other bytes, invalid
+// UTF-8 among them, pass as encoding/json's scanner lets them.
+func (d *Decoder) skipString() bool {
+	for d.i < len(d.data) {
+		c := d.data[d.i]
+		d.i++
+		switch {
+		case c == '"':
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			if d.i == len(d.data) {
+				return false
+			}
+			e := d.data[d.i]
+			d.i++
+			switch e {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(d.data)-d.i < 4 {
+					return false
+				}
+				for _, h := range d.data[d.i : d.i+4] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return false
+					}
+				}
+				d.i += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// skipNumber reads a number as JSON spells it: a minus, an integer part,
+// a fraction, an exponent.
+func (d *Decoder) skipNumber() bool {
+	d.next('-')
+	if !d.intPart() {
+		return false
+	}
+	if d.i < len(d.data) && d.data[d.i] == '.' {
+		d.i++
+		if !d.someDigits() {
+			return false
+		}
+	}
+	if d.i < len(d.data) && (d.data[d.i] == 'e' || d.data[d.i] == 'E') {
+		d.i++
+		if d.i < len(d.data) && (d.data[d.i] == '+' || d.data[d.i] == '-') {
+			d.i++
+		}
+		return d.someDigits()
+	}
+	return true
+}
+
+// Plain reads a string of printable ASCII without escapes (not null) and
+// returns its bytes, borrowed from the data given to Reset. Any other
+// string fails, for its caller to read with encoding/json.
+func (d *Decoder) Plain() ([]byte, bool) {
+	if !d.next('"') {
+		return nil, false
+	}
+	start := d.i
+	for d.i < len(d.data) && plain[d.data[d.i]] {
+		d.i++
+	}
+	if d.i == len(d.data) || d.data[d.i] != '"' {
+		return nil, false
+	}
+	d.i++
+	return d.data[start : d.i-1], true
 }
