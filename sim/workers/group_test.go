@@ -2,6 +2,7 @@ package workers
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -105,5 +106,61 @@ func TestGroupPanicsInItsCallers(t *testing.T) {
 	broken.Store(false)
 	if err := g.Do(f); err != nil {
 		t.Fatalf("the next call: %v", err)
+	}
+}
+
+// A call that ends its goroutine (runtime.Goexit: a test's FailNow inside
+// f) ends the callers it answers the same way, instead of leaving them and
+// every later caller waiting for a call that never returns; the group goes
+// on, the calls already asked for included.
+func TestGroupGoexitsInItsCallers(t *testing.T) {
+	var g Group
+	var (
+		holding = make(chan struct{})
+		release = make(chan struct{})
+		calls   atomic.Int32
+	)
+	// The first call holds until a second caller waits, then exits.
+	f := func() error {
+		if calls.Add(1) == 1 {
+			close(holding)
+			<-release
+			runtime.Goexit()
+		}
+		return nil
+	}
+	first := make(chan bool)
+	go func() {
+		returned := false
+		defer func() { first <- returned }()
+		_ = g.Do(f)
+		returned = true
+	}()
+	<-holding
+	// A caller that comes while the first call runs waits for the next.
+	second := make(chan error)
+	go func() { second <- g.Do(f) }()
+	for !g.waiting() {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	select {
+	case returned := <-first:
+		if returned {
+			t.Fatal("Do returned from a call that called runtime.Goexit")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the caller of a call that called runtime.Goexit still waits")
+	}
+	select {
+	case err := <-second:
+		if err != nil {
+			t.Fatalf("the call after it: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the caller waiting for the next call still waits")
+	}
+	if err := g.Do(f); err != nil {
+		t.Fatalf("a later call: %v", err)
 	}
 }
