@@ -392,39 +392,11 @@ func (d *Decoder) skip(depth int) bool {
 	}
 	switch c := d.data[d.i]; {
 	case c == '{':
-		if depth == maxDepth {
-			return false
-		}
-		d.i++
-		if d.next('}') {
-			return true
-		}
-		for {
-			if !d.next('"') || !d.skipString() || !d.next(':') || !d.skip(depth+1) {
-				return false
-			}
-			if d.next(',') {
-				continue
-			}
-			return d.next('}')
-		}
+		return d.skipList('}', depth, func() bool {
+			return d.next('"') && d.skipString() && d.next(':') && d.skip(depth+1)
+		})
 	case c == '[':
-		if depth == maxDepth {
-			return false
-		}
-		d.i++
-		if d.next(']') {
-			return true
-		}
-		for {
-			if !d.skip(depth + 1) {
-				return false
-			}
-			if d.next(',') {
-				continue
-			}
-			return d.next(']')
-		}
+		return d.skipList(']', depth, func() bool { return d.skip(depth + 1) })
 	case c == '"':
 		d.i++
 		return d.skipString()
@@ -432,6 +404,24 @@ func (d *Decoder) skip(depth int) bool {
 		return d.skipNumber()
 	}
 	return d.Literal("true") || d.Literal("false") || d.Literal("null")
+}
+
+// skipList reads an object or an array at depth, whose opening byte is
+// next: its members (elem reads one) separated by commas, then end.
+func (d *Decoder) skipList(end byte, depth int, elem func() bool) bool {
+	if depth == maxDepth {
+		return false
+	}
+	d.i++
+	if d.next(end) {
+		return true
+	}
+	for elem() {
+		if !d.next(',') {
+			return d.next(end)
+		}
+	}
+	return false
 }
 
 // skipString reads the rest of a string whose opening quote was read:
