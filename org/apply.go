@@ -3,6 +3,8 @@ package org
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/corpsim/corpsim/clock"
@@ -460,7 +462,7 @@ func (s *State) finishWork(ev *events.Event, task string, work clock.Duration) e
 	t.Status, t.WorkUntil, t.Stint = StatusClaimed, 0, 0
 	t.Spent += work
 	if b, cost := s.workCost(t, work); b != nil {
-		b.Spent += cost
+		b.Spent = AddSat(b.Spent, cost)
 	}
 	return nil
 }
@@ -480,7 +482,33 @@ func (s *State) workCost(t *Task, work clock.Duration) (*Budget, int64) {
 	if b == nil {
 		return nil, 0
 	}
-	return b, r.Rate * int64(work) / int64(clock.Hour)
+	return b, hourly(r.Rate, work)
+}
+
+// hourly is rate × work / one hour, rounded down as integer division does
+// it, without the product's overflow: a world's rate and a long stint
+// multiply past int64 (1e12 an hour for three days), which wrapped a
+// budget's spending negative, so that an overrun scored as none. What
+// does not fit an int64 is the largest one.
+func hourly(rate int64, work clock.Duration) int64 {
+	if rate <= 0 || work <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(rate), uint64(work))
+	if hi >= uint64(clock.Hour) {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, uint64(clock.Hour))
+	return int64(min(q, math.MaxInt64))
+}
+
+// AddSat is a + b for amounts of money (b >= 0), the largest int64 where
+// it does not fit: spending that only grows never wraps negative.
+func AddSat(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 func (s *State) applyTaskCompleted(ev *events.Event) error {
@@ -523,7 +551,7 @@ func (s *State) complete(ev *events.Event, m *Member, t *Task, busyUntil clock.T
 	m.held = removeTask(m.held, t)
 	if t.Spec.Purchase > 0 {
 		if b := s.budgets[t.Team]; b != nil {
-			b.Spent += t.Spec.Purchase
+			b.Spent = AddSat(b.Spent, t.Spec.Purchase)
 		}
 	}
 	s.busy(m, busyUntil)
@@ -1046,12 +1074,14 @@ func (s *State) AsIfFinished(t *Task, fn func()) {
 	status, until, stint, spent := t.Status, t.WorkUntil, t.Stint, t.Spent
 	b, cost := s.workCost(t, stint)
 	t.Status, t.WorkUntil, t.Stint, t.Spent = StatusClaimed, 0, 0, spent+stint
+	var before int64
 	if b != nil {
-		b.Spent += cost
+		before = b.Spent
+		b.Spent = AddSat(before, cost)
 	}
 	fn()
 	t.Status, t.WorkUntil, t.Stint, t.Spent = status, until, stint, spent
 	if b != nil {
-		b.Spent -= cost
+		b.Spent = before
 	}
 }

@@ -394,7 +394,7 @@ func Score(s *org.State) Scorecard {
 	}
 	var over int64
 	for _, b := range s.Budgets {
-		over += Overrun(b)
+		over = org.AddSat(over, Overrun(b))
 	}
 	c.BudgetOverrun = over
 	c.Penalties = float64(s.Violations)*w.Scoring.ViolationPenalty + float64(c.SLABreaches)*w.Scoring.SLAPenalty +

@@ -853,16 +853,24 @@ func (v *validator) needs(version int, path, what string) bool {
 	return false
 }
 
-// errf records an error at path (in display form, e.g. "projects[0].tasks[1].effort"),
-// located at the node there or, when the field is missing, at the mapping that lacks it.
 // finite reports x at path unless it is a finite number (YAML writes
-// .nan and .inf): a value or penalty that is not one cannot be ordered,
-// summed or recorded.
+// .nan and .inf) of at most MaxNumber in size: a value or penalty that is
+// not one cannot be ordered, summed or recorded, and a score adds up
+// millions of them (1e308 twice is +Inf, which no event can record).
 func (v *validator) finite(path string, x *float64) {
-	if x != nil && (math.IsNaN(*x) || math.IsInf(*x, 0)) {
+	switch {
+	case x == nil:
+	case math.IsNaN(*x) || math.IsInf(*x, 0):
 		v.errf(path, "%v is not a finite number", *x)
+	case math.Abs(*x) > MaxNumber:
+		v.errf(path, "%v is larger than %g: a score adds up millions of them", *x, MaxNumber)
 	}
 }
+
+// MaxNumber is the largest value or penalty a world may give (in size):
+// the most tasks and tickets a session holds (Limits) times it stays far
+// inside what a float64 sums exactly enough and records.
+const MaxNumber = 1e12
 
 // nonNegative reports x at path if it is below zero.
 func (v *validator) nonNegative(path string, x *float64) {
@@ -878,6 +886,8 @@ func (v *validator) warnf(path, format string, args ...any) {
 	v.warnings = append(v.warnings, e)
 }
 
+// errf records an error at path (in display form, e.g. "projects[0].tasks[1].effort"),
+// located at the node there or, when the field is missing, at the mapping that lacks it.
 func (v *validator) errf(path, format string, args ...any) {
 	e := &Error{File: v.name, Path: path, Msg: fmt.Sprintf(format, args...)}
 	e.Line, e.Column, _ = locate(v.root, path)
