@@ -304,17 +304,23 @@ const (
 func play(ctx context.Context, o RunOptions, log events.Log, meta events.SessionMeta, e *sim.Engine, mode playMode) (*RunResult, error) {
 	logger := orNull(o.Logger)
 	seats, err := BuildSeats(meta, e.State().World, SeatOptions{LLM: o.LLM, Custom: o.Seats, Lenient: true})
+	whose := "session " + meta.ID
+	if mode == playFork { // not in the log: nothing was stored
+		whose = "a fork of session " + meta.Parent
+	}
 	var noLLM *NoLLMError
 	if errors.As(err, &noLLM) {
-		whose := "session " + meta.ID
-		if mode == playFork { // not in the log: nothing was stored
-			whose = "a fork of session " + meta.Parent
-		}
 		return nil, Usagef("%s plays %s with the llm agent: give --llm-model (and --llm-base-url) to play them, or --agents to play them otherwise",
 			whose, strings.Join(noLLM.Seats, ", "))
 	}
 	if err != nil {
 		return nil, err
+	}
+	if len(seats.Remote) > 0 && o.Bus == nil {
+		// Nobody can reach a remote seat here: only corpsim serve gives
+		// one its credentials. Each turn would wait out its timeout.
+		return nil, Usagef("%s plays %s remotely, which only corpsim serve does: give --agents to play them here (e.g. --agents %s=greedy), or leave it to a serve of its data folder",
+			whose, strings.Join(seats.Remote, ", "), seats.Remote[0])
 	}
 	meta.Agents = seats.Assigned
 	defer seats.Forget(meta.ID)
