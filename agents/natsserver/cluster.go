@@ -91,14 +91,12 @@ func StartNode(o NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natsserver: node %s: %w", o.Name, err)
 	}
-	ns.Start()
 	ready := o.Ready
 	if ready == 0 {
 		ready = 10 * time.Second
 	}
-	if !ns.ReadyForConnections(ready) {
-		ns.Shutdown()
-		return nil, fmt.Errorf("natsserver: node %s did not start", o.Name)
+	if err := startServer(ns, ready, "node "+o.Name); err != nil {
+		return nil, err
 	}
 	logger := o.Logger
 	if logger == nil {

@@ -11,7 +11,6 @@
 package natsserver
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -79,14 +78,12 @@ func Start(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natsserver: %w", err)
 	}
-	ns.Start()
 	ready := o.Ready
 	if ready == 0 {
 		ready = 10 * time.Second
 	}
-	if !ns.ReadyForConnections(ready) {
-		ns.Shutdown()
-		return nil, errors.New("natsserver: embedded NATS server did not start")
+	if err := startServer(ns, ready, "embedded NATS server"); err != nil {
+		return nil, err
 	}
 	logger := o.Logger
 	if logger == nil {

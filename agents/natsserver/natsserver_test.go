@@ -1,6 +1,7 @@
 package natsserver_test
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -34,5 +35,23 @@ func TestListenOnPortZeroPicksAFreePort(t *testing.T) {
 	}
 	if urls[0] == urls[1] {
 		t.Fatalf("both servers at %s", urls[0])
+	}
+}
+
+// A port already taken is reported at once with the reason, where the
+// start waited its 10 seconds and said only that it did not start.
+func TestStartSaysWhyItCannotListen(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	srv, err := natsserver.Start(natsserver.Options{Listen: l.Addr().String(), Ready: 2 * time.Minute})
+	if err == nil {
+		srv.Shutdown()
+		t.Fatalf("started on %s, which another listener holds", l.Addr())
+	}
+	if !strings.Contains(err.Error(), "address already in use") || !strings.Contains(err.Error(), l.Addr().String()) {
+		t.Fatalf("the error does not say why: %v", err)
 	}
 }
