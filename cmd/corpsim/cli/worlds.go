@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -93,11 +95,13 @@ not stop a run) and exit 0 if it has no mistake.`,
 		Short: "Generate a world file of a given size (deterministic in its flags)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			if g.Dispatch != "" && g.Dispatch != worlds.DispatchAll && g.Dispatch != worlds.DispatchOne {
-				return usagef("--dispatch %q: expected %s or %s", g.Dispatch, worlds.DispatchAll, worlds.DispatchOne)
+			if err := checkGen(g); err != nil {
+				return err
 			}
 			src := worlds.Generate(g)
-			if _, err := worlds.Load("generated", src); err != nil {
+			if _, err := worlds.Load("generated", src); errors.Is(err, worlds.ErrLimit) {
+				return usagef("the world asked for is over a world limit (ask for fewer teams, members or tasks): %v", err)
+			} else if err != nil {
 				return fmt.Errorf("generated world does not load (a bug): %w", err)
 			}
 			if out == "" || out == "-" {
@@ -122,4 +126,37 @@ not stop a run) and exit 0 if it has no mistake.`,
 	f.StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
 	c.AddCommand(gen, a.worldsSchemaCmd())
 	return c
+}
+
+// checkGen refuses the sizes worlds gen cannot make as asked, which
+// Generate would otherwise round up or replace by its defaults.
+func checkGen(g worlds.GenOptions) error {
+	for _, f := range []struct {
+		flag string
+		n    int
+	}{{"teams", g.Teams}, {"members", g.Members}, {"projects", g.Projects}, {"tasks", g.Tasks}, {"chains", g.Chains}} {
+		if f.n < 1 {
+			return usagef("--%s %d: at least 1", f.flag, f.n)
+		}
+	}
+	if g.Members < 3*g.Teams {
+		return usagef("--members %d: each of the %d teams has a lead, a designer and an engineer, so at least %d", g.Members, g.Teams, 3*g.Teams)
+	}
+	if g.Chains > g.Tasks {
+		return usagef("--chains %d: a project of %d tasks has at most %d chains", g.Chains, g.Tasks, g.Tasks)
+	}
+	if g.Stagger < 0 || g.Tickets < 0 {
+		return usagef("--stagger %d, --tickets %d: neither may be negative", g.Stagger, g.Tickets)
+	}
+	if g.Horizon != "" {
+		if d, err := clock.ParseDuration(g.Horizon, 8*clock.Hour); err != nil {
+			return usagef("--horizon: %v", err)
+		} else if d <= 0 {
+			return usagef("--horizon %s: must be positive", g.Horizon)
+		}
+	}
+	if g.Dispatch != "" && g.Dispatch != worlds.DispatchAll && g.Dispatch != worlds.DispatchOne {
+		return usagef("--dispatch %q: expected %s or %s", g.Dispatch, worlds.DispatchAll, worlds.DispatchOne)
+	}
+	return nil
 }

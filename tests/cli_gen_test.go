@@ -1,0 +1,39 @@
+package tests
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+)
+
+// worlds gen refuses sizes it cannot make as asked, as usage errors naming
+// the flag, where it rounded them up or replaced them by its defaults
+// (--teams -1 made 1 team, --teams 5 --members 2 made 15 members) or
+// called a bad --horizon a bug; what it can make loads.
+func TestWorldsGenRefusesWhatItCannotMake(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--teams", "-1"}, "--teams -1: at least 1"},
+		{[]string{"--members", "0"}, "--members 0: at least 1"},
+		{[]string{"--tasks", "0"}, "--tasks 0: at least 1"},
+		{[]string{"--projects", "0"}, "--projects 0: at least 1"},
+		{[]string{"--teams", "5", "--members", "2"}, "--members 2: each of the 5 teams has a lead, a designer and an engineer, so at least 15"},
+		{[]string{"--tasks", "2", "--chains", "3"}, "--chains 3: a project of 2 tasks has at most 2 chains"},
+		{[]string{"--tickets", "-5"}, "neither may be negative"},
+		{[]string{"--horizon", "-3d"}, "--horizon: clock: invalid duration"},
+		{[]string{"--horizon", "0d"}, "--horizon 0d: must be positive"},
+		{[]string{"--dispatch", "some"}, `--dispatch "some": expected all or one`},
+	} {
+		out, errs, code := runCLI(t, append([]string{"worlds", "gen"}, tc.args...)...)
+		if code != cli.ExitUsage || !strings.Contains(errs, tc.want) || out != "" {
+			t.Errorf("worlds gen %s: exit %d, %q; want exit %d saying %q and nothing written", strings.Join(tc.args, " "), code, errs, cli.ExitUsage, tc.want)
+		}
+	}
+	out, errs, code := runCLI(t, "worlds", "gen", "--teams", "2", "--members", "6", "--tasks", "3", "--chains", "3", "--horizon", "30d")
+	if code != cli.ExitOK || !strings.Contains(out, "horizon: 30d") {
+		t.Fatalf("worlds gen at the smallest sizes: exit %d, %s", code, errs)
+	}
+}
