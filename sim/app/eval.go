@@ -112,14 +112,8 @@ func goals(s policies.Scorecard) map[string]bool {
 // Eval runs Seeds episodes of a world, in parallel, in memory, over one
 // embedded NATS server, and reports the spread of scores, pass@1 and pass^k.
 func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error) {
-	if o.Seeds < 1 {
-		return nil, Usagef("--seeds must be at least 1")
-	}
-	if o.Parallel <= 0 {
-		o.Parallel = runtime.GOMAXPROCS(0)
-	}
-	if o.FirstSeed == 0 {
-		o.FirstSeed = 1
+	if err := checkEpisodes(&o.FirstSeed, o.Seeds, &o.Parallel); err != nil {
+		return nil, err
 	}
 	// Checked once, before any seed runs: the load, the world and what its
 	// arrivals would bring at that load.
@@ -257,4 +251,27 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 	res.PassAt1 = float64(allPass) / n
 	res.PassK = allPass == len(cards)
 	return res, nil
+}
+
+// checkEpisodes checks the seeds and the parallelism of an eval or a
+// sweep: at least one seed, none past the largest (seeds first,
+// first+1, … would wrap to 0), no negative --parallel. A first seed of 0
+// is 1; a parallelism of 0, one episode per core.
+func checkEpisodes(first *uint64, seeds int, parallel *int) error {
+	if seeds < 1 {
+		return Usagef("--seeds must be at least 1")
+	}
+	if *first == 0 {
+		*first = 1
+	}
+	if *first > math.MaxUint64-uint64(seeds-1) {
+		return Usagef("--first-seed %d with --seeds %d: the last seed would pass %d", *first, seeds, uint64(math.MaxUint64))
+	}
+	if *parallel < 0 {
+		return Usagef("--parallel %d: at least 0 (0: one per core)", *parallel)
+	}
+	if *parallel == 0 {
+		*parallel = runtime.GOMAXPROCS(0)
+	}
+	return nil
 }

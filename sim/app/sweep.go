@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -114,8 +113,8 @@ func onTimeRate(s policies.Scorecard) float64 {
 // over one embedded NATS server, each run exactly as Eval runs it, and
 // reports completion, on-time rate and team score per (load, agents).
 func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, error) {
-	if o.Seeds < 1 {
-		return nil, Usagef("--seeds must be at least 1")
+	if err := checkEpisodes(&o.FirstSeed, o.Seeds, &o.Parallel); err != nil {
+		return nil, err
 	}
 	if len(o.Loads) == 0 || len(o.Agents) == 0 {
 		return nil, Usagef("--loads and --agents need at least one value each")
@@ -127,12 +126,6 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 		if err := worlds.CheckLoad(l, ro.WorldLimits.WithDefaults().MaxLoad); err != nil {
 			return nil, usage(fmt.Errorf("--loads: %w", err))
 		}
-	}
-	if o.Parallel <= 0 {
-		o.Parallel = runtime.GOMAXPROCS(0)
-	}
-	if o.FirstSeed == 0 {
-		o.FirstSeed = 1
 	}
 	w, _, err := LoadWorldLimited(o.World, ro.WorldLimits)
 	if err != nil {

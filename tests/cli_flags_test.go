@@ -37,3 +37,24 @@ func TestWorldsGenRefusesWhatItCannotMake(t *testing.T) {
 		t.Fatalf("worlds gen at the smallest sizes: exit %d, %s", code, errs)
 	}
 }
+
+// eval and sweep refuse seeds that would wrap past the largest to 0, and
+// a negative --parallel, instead of running seed 0 or one per core.
+func TestEpisodesRefuseSeedsThatWrap(t *testing.T) {
+	for _, args := range [][]string{
+		{"eval", "--world", "startup", "--seeds", "2", "--first-seed", "18446744073709551615"},
+		{"sweep", "--world", "startup", "--seeds", "3", "--first-seed", "18446744073709551614", "--loads", "1", "--agents", "greedy"},
+	} {
+		out, errs, code := runCLI(t, args...)
+		if code != cli.ExitUsage || !strings.Contains(errs, "the last seed would pass 18446744073709551615") || out != "" {
+			t.Errorf("%s: exit %d, %q; want a usage error", strings.Join(args, " "), code, errs)
+		}
+	}
+	if _, errs, code := runCLI(t, "eval", "--world", "startup", "--seeds", "2", "--parallel", "-3"); code != cli.ExitUsage || !strings.Contains(errs, "--parallel -3") {
+		t.Errorf("eval --parallel -3: exit %d, %q; want a usage error", code, errs)
+	}
+	out, errs, code := runCLI(t, "eval", "--world", "startup", "--seeds", "1", "--first-seed", "18446744073709551615", "--json")
+	if code != cli.ExitOK || !strings.Contains(out, "18446744073709551615") {
+		t.Fatalf("eval of the largest seed alone: exit %d, %s", code, errs)
+	}
+}
