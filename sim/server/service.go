@@ -537,6 +537,9 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 	var meta events.SessionMeta
 	var w *worlds.World
 	fresh := req.Parent == ""
+	if fresh && req.World != "" && req.Source != "" {
+		return wire.CreateReply{}, errors.New("server: give a world's name (world) or its text (source), not both")
+	}
 	if fresh {
 		src := []byte(req.Source)
 		name := "request.yaml"

@@ -23,9 +23,9 @@ import (
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/worlds"
 )
 
-// mustBus starts an in-process NATS server that the test shuts down.
 // mustService starts a Service on bus and log, closed when the test ends.
 func mustService(tb testing.TB, bus *natsserver.Server, log events.Log) *Service {
 	tb.Helper()
@@ -37,6 +37,7 @@ func mustService(tb testing.TB, bus *natsserver.Server, log events.Log) *Service
 	return svc
 }
 
+// mustBus starts an in-process NATS server that the test shuts down.
 func mustBus(tb testing.TB) *natsserver.Server {
 	tb.Helper()
 	bus, err := natsserver.Start(natsserver.Options{})
@@ -456,6 +457,26 @@ func TestForkBeyondTheEndIsRefused(t *testing.T) {
 	}
 	if all, err := log.Sessions(ctx); err != nil || len(all) != 1 {
 		t.Fatalf("sessions after the refusal: %d, %v; want the parent alone", len(all), err)
+	}
+}
+
+// A request that names a world and gives a world's text is refused
+// before anything is made: which one it meant cannot be told (the text
+// was played, the name ignored without a word).
+func TestCreateRefusesWorldAndSource(t *testing.T) {
+	log := memlog.New()
+	svc := mustService(t, mustBus(t), log)
+	ctx := context.Background()
+	src, err := worlds.Source("startup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.Create(ctx, wire.CreateRequest{World: "claims", Source: string(src), Agents: "greedy"})
+	if err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Fatalf("world and source: %v; want a refusal", err)
+	}
+	if all, err := log.Sessions(ctx); err != nil || len(all) != 0 {
+		t.Fatalf("%d sessions after the refusal, %v", len(all), err)
 	}
 }
 
