@@ -842,6 +842,16 @@ func (s *Service) launch(l launch) error {
 		if !errors.Is(err, ErrPanicked) { // else the state may be half-changed
 			st := ss.engine.State()
 			ss.endTime, ss.endScore = int64(st.Now), policies.Score(st).TeamScore
+			if ss.progress != nil {
+				// The time of the log's last event; and its score where
+				// the engine went on past what the log holds (a stop
+				// cancels the batch in flight).
+				var score float64
+				ss.endTime, score = ss.progress.now()
+				if st.LastSeq != m.LastSeq {
+					ss.endScore = score
+				}
+			}
 		}
 		ss.engine = nil
 		stopped, asked := ss.stopped, ss.stopAsked

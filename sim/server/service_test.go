@@ -143,16 +143,35 @@ func TestStopAnswersNoError(t *testing.T) {
 	bus := mustBus(t)
 	control := operatorControl(t, bus) // fails on a reply's error
 	svc := mustService(t, bus, memlog.New())
-	r, err := svc.Create(context.Background(), wire.CreateRequest{World: "support-desk-bench", Load: 0.1, Seed: 3, Agents: "greedy"})
+	r, err := svc.Create(context.Background(), wire.CreateRequest{World: "support-desk-bench", Load: 1, Seed: 3, Agents: "greedy"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := control(r.Session, wire.OpStop); st.Status != string(events.StatusInterrupted) {
+	// Stopped while it runs, a batch in flight.
+	for st := control(r.Session, wire.OpStatus); st.Events < 20000 && st.Status != string(events.StatusFinished); st = control(r.Session, wire.OpStatus) {
+		time.Sleep(time.Millisecond)
+	}
+	st := control(r.Session, wire.OpStop)
+	if st.Status != string(events.StatusInterrupted) {
 		t.Fatalf("stop answered %+v, want the session interrupted", st)
 	}
-	if m, err := svc.Wait(context.Background(), r.Session); m.Status != events.StatusInterrupted {
+	m, err := svc.Wait(context.Background(), r.Session)
+	if m.Status != events.StatusInterrupted {
 		t.Fatalf("the stopped session: %s, %v; want interrupted", m.Status, err)
 	}
+	// The answer is the log's: its last event and that event's time (the
+	// engine had gone on past them, with the batch the stop cancelled).
+	var last events.Event
+	for ev, err := range svc.cfg.Log.Read(context.Background(), r.Session, m.LastSeq) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = ev
+	}
+	if st.Events != m.LastSeq || last.Seq != m.LastSeq || st.Time != last.Time {
+		t.Fatalf("stop answered events %d at time %d; the log ends with event %d at time %d", st.Events, st.Time, last.Seq, last.Time)
+	}
+	t.Logf("stopped at event %d, time %d", st.Events, st.Time)
 }
 
 // A session paused by its operator stays paused across a restart of the
