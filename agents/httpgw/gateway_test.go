@@ -1005,3 +1005,50 @@ func TestFastSessionEndsFinished(t *testing.T) {
 		t.Fatalf("status %+v; want finished with the log's %d events and the score of 40,000 tickets resolved", st, m.LastSeq)
 	}
 }
+
+// What a client sent wrong is said in JSON's terms, not Go's, and a
+// control operation that cannot happen is refused: one on a session that
+// no server runs is 404 (it was "nats: no responders available for
+// request"), a start or a pause of an ended session 409 (it was 200).
+func TestErrorsSayWhatWasWrong(t *testing.T) {
+	s := startStack(t, httpgw.Config{})
+	for _, tc := range []struct {
+		body []byte
+		want string
+	}{
+		{[]byte(`[]`), "the body is a JSON array; expected an object"},
+		{[]byte(`{"world": 5, "agents": "greedy"}`), `field "world" is a JSON number; expected a string`},
+		{[]byte(`{"world": "startup", "seed": -1, "agents": "greedy"}`), `field "seed" is a JSON number -1; expected a whole number in range`},
+		{[]byte(`{"world": "startup",`), "the JSON ends early"},
+		{[]byte(`{"world" "startup"}`), "not JSON at byte 10"},
+		{[]byte(`{"wrld": "startup"}`), `unknown field "wrld"`},
+	} {
+		code, b := s.call(t, "POST", "/v1/sessions", s.operator, tc.body)
+		e := mustJSON[struct{ Error string }](t, code, http.StatusBadRequest, b)
+		if !strings.Contains(e.Error, tc.want) || strings.Contains(e.Error, "Go value") {
+			t.Errorf("create %s: %s; want it saying %q", tc.body, e.Error, tc.want)
+		}
+	}
+	code, b := s.call(t, "POST", "/v1/sessions/01M00000000000000000000NON/control", s.operator, wire.ControlRequest{Op: wire.OpStatus})
+	if e := mustJSON[struct{ Error string }](t, code, http.StatusNotFound, b); !strings.Contains(e.Error, "no running session 01M00000000000000000000NON answers status") {
+		t.Errorf("control of no session: %s", e.Error)
+	}
+	r := s.create(t, wire.CreateRequest{World: "startup", Seed: 3, Agents: "greedy"})
+	for {
+		code, b := s.call(t, "POST", "/v1/sessions/"+r.Session+"/control", s.operator, wire.ControlRequest{Op: wire.OpStatus})
+		if st := mustJSON[wire.ControlReply](t, code, http.StatusOK, b); st.Status == string(events.StatusFinished) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, op := range []wire.ControlOp{wire.OpStart, wire.OpPause} {
+		code, b := s.call(t, "POST", "/v1/sessions/"+r.Session+"/control", s.operator, wire.ControlRequest{Op: op})
+		if e := mustJSON[struct{ Error string }](t, code, http.StatusConflict, b); !strings.Contains(e.Error, "has ended (finished)") {
+			t.Errorf("%s of a finished session: %s", op, e.Error)
+		}
+	}
+	code, b = s.call(t, "POST", "/v1/sessions/"+r.Session+"/control", s.operator, wire.ControlRequest{Op: wire.OpStop})
+	if st := mustJSON[wire.ControlReply](t, code, http.StatusOK, b); st.Status != string(events.StatusFinished) {
+		t.Errorf("stop of a finished session: %+v; want its status, as done already", st)
+	}
+}

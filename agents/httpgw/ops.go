@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -87,7 +88,7 @@ func decodeStrict(body []byte, v any, emptyOK bool) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return errorf(http.StatusBadRequest, "malformed request: %v", err)
+		return errorf(http.StatusBadRequest, "malformed request: %s", describeJSON(err))
 	}
 	// Anything but the end after the value, a closing bracket included
 	// (which dec.More would take for the end of an enclosing one).
@@ -95,6 +96,54 @@ func decodeStrict(body []byte, v any, emptyOK bool) error {
 		return errorf(http.StatusBadRequest, "malformed request: trailing data after the JSON object")
 	}
 	return nil
+}
+
+// describeJSON says what encoding/json found wrong with a request body in
+// the body's terms (JSON kinds, field names, byte offsets) rather than the
+// Go types it was decoded into.
+func describeJSON(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field == "":
+		return fmt.Sprintf("the body is a JSON %s; expected an object", typeErr.Value)
+	case errors.As(err, &typeErr):
+		// The field's path, without the Go structs embedded on the way
+		// (CreateRequest.world): JSON keys here are lower case.
+		var path []string
+		for _, k := range strings.Split(typeErr.Field, ".") {
+			if k != "" && (k[0] < 'A' || k[0] > 'Z') {
+				path = append(path, k)
+			}
+		}
+		return fmt.Sprintf("field %q is a JSON %s; expected %s", strings.Join(path, "."), typeErr.Value, jsonKind(typeErr.Type))
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("not JSON at byte %d: %s", syntaxErr.Offset, strings.TrimPrefix(err.Error(), "json: "))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the JSON ends early"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKind names what JSON a value of type t is read from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number in range"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
 }
 
 // DecodeCreate decodes a create request strictly, as POST /v1/sessions
@@ -232,6 +281,16 @@ func (g *Gateway) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 	return s.credentials(reply), nil
 }
 
+// endedReply answers an operation on an ended session: its status and a
+// stop (done already) as recorded; a start or a pause, which cannot
+// happen any more, with 409 naming how it ended.
+func endedReply(r wire.ControlReply, op wire.ControlOp) (wire.ControlReply, error) {
+	if op == wire.OpStart || op == wire.OpPause {
+		return r, errorf(http.StatusConflict, "session %s has ended (%s): it cannot be %s", r.Session, r.Status, map[wire.ControlOp]string{wire.OpStart: "started", wire.OpPause: "paused"}[op])
+	}
+	return r, nil
+}
+
 // Control sends a control operation (start, pause, stop, status) to a
 // session; for an ended session the gateway created it answers from its
 // record.
@@ -249,12 +308,15 @@ func (g *Gateway) Control(ctx context.Context, id string, op wire.ControlOp) (wi
 		// Its feed brought session.ended (or the gateway saw it stop): the
 		// server is letting go of its control subject, and a request sent
 		// just as it does may be dropped unanswered rather than refused.
-		return s.controlReply(), nil
+		return endedReply(s.controlReply(), op)
 	}
 	reply, err := g.control(ctx, id, op)
 	if errors.Is(err, nats.ErrNoResponders) && s != nil {
 		s.probe(ctx)
-		return s.controlReply(), nil
+		return endedReply(s.controlReply(), op)
+	}
+	if errors.Is(err, nats.ErrNoResponders) {
+		return reply, errorf(http.StatusNotFound, "no running session %s answers %s: it has ended, or there is none (GET /v1/sessions lists them)", id, op)
 	}
 	if err != nil {
 		return reply, natsErr(err, "control %s", op)
