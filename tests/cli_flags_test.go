@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,5 +58,23 @@ func TestEpisodesRefuseSeedsThatWrap(t *testing.T) {
 	out, errs, code := runCLI(t, "eval", "--world", "startup", "--seeds", "1", "--first-seed", "18446744073709551615", "--json")
 	if code != cli.ExitOK || !strings.Contains(out, "18446744073709551615") {
 		t.Fatalf("eval of the largest seed alone: exit %d, %s", code, errs)
+	}
+}
+
+// A --memprofile that cannot be written is said before the command runs
+// (it ran the whole session, printed its scorecard, then failed); one that
+// can is written at the end.
+func TestMemProfilePathCheckedFirst(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "missing", "m.prof")
+	out, errs, code := runCLI(t, "--memprofile", bad, "run", "--ephemeral")
+	if code == cli.ExitOK || out != "" || !strings.Contains(errs, bad) {
+		t.Errorf("--memprofile %s: exit %d, stdout %q, stderr %q; want a refusal naming it before anything runs", bad, code, out, errs)
+	}
+	good := filepath.Join(t.TempDir(), "m.prof")
+	if _, errs, code := runCLI(t, "--memprofile", good, "run", "--ephemeral"); code != cli.ExitOK {
+		t.Fatalf("--memprofile %s: exit %d, %s", good, code, errs)
+	}
+	if fi, err := os.Stat(good); err != nil || fi.Size() == 0 {
+		t.Fatalf("the profile: %v, %v", fi, err)
 	}
 }

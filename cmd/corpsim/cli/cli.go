@@ -70,7 +70,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			a.logger = hclog.New(&hclog.LoggerOptions{Name: "corpsim", Level: hclog.LevelFromString(a.logLevel), Output: a.stderr})
 			if a.memProfile != "" {
-				heap = watchHeap()
+				// Created now, so that a path it cannot write is said
+				// before the command runs, not after.
+				f, err := os.Create(a.memProfile)
+				if err != nil {
+					return err
+				}
+				heap = watchHeap(f)
 			}
 			if a.cpuProfile == "" {
 				return nil
@@ -106,7 +112,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if heap != nil {
-		if perr := heap.write(a.memProfile); err == nil {
+		if perr := heap.write(); err == nil {
 			err = perr
 		}
 	}
@@ -132,14 +138,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // --memprofile writes. A profile at the command's end would show nothing,
 // since the session's state is gone by then.
 type heapPeak struct {
+	out  *os.File // where write puts it
 	stop chan struct{}
 	done chan struct{}
 	prof bytes.Buffer
 	err  error
 }
 
-func watchHeap() *heapPeak {
-	h := &heapPeak{stop: make(chan struct{}), done: make(chan struct{})}
+func watchHeap(out *os.File) *heapPeak {
+	h := &heapPeak{out: out, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(h.done)
 		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
@@ -163,19 +170,21 @@ func watchHeap() *heapPeak {
 	return h
 }
 
-// write stops the sampling and writes the kept profile to path.
-func (h *heapPeak) write(path string) error {
+// write stops the sampling and writes the kept profile to its file.
+func (h *heapPeak) write() error {
 	close(h.stop)
 	<-h.done
-	if h.err != nil {
-		return h.err
+	err := h.err
+	if err == nil && h.prof.Len() == 0 { // a command shorter than one sample
+		err = pprof.Lookup("heap").WriteTo(&h.prof, 0)
 	}
-	if h.prof.Len() == 0 { // a command shorter than one sample
-		if err := pprof.Lookup("heap").WriteTo(&h.prof, 0); err != nil {
-			return err
-		}
+	if err == nil {
+		_, err = h.out.Write(h.prof.Bytes())
 	}
-	return os.WriteFile(path, h.prof.Bytes(), 0o644)
+	if cerr := h.out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func isUsage(err error) bool { return app.IsUsage(err) }
