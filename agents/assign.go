@@ -37,6 +37,9 @@ func Assign(spec string, w *worlds.World, allowRemote bool) (map[string]string, 
 		if m.NPC != nil {
 			return nil, fmt.Errorf("agents: %s is an NPC, not an agent seat", member)
 		}
+		if prev, twice := per[member]; twice {
+			return nil, fmt.Errorf("agents %q gives %s two agents (%s and %s)", spec, member, prev, name)
+		}
 		per[member] = name
 	}
 	out := map[string]string{}

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,5 +77,36 @@ func TestMemProfilePathCheckedFirst(t *testing.T) {
 	}
 	if fi, err := os.Stat(good); err != nil || fi.Size() == 0 {
 		t.Fatalf("the profile: %v, %v", fi, err)
+	}
+}
+
+// log --type takes several types, repeated or as a list (the last one
+// given was the only one printed).
+func TestLogPrintsSeveralTypes(t *testing.T) {
+	data := t.TempDir()
+	out, errs, code := runCLI(t, "run", "--data", data, "--json")
+	if code != cli.ExitOK {
+		t.Fatalf("run: %d %s", code, errs)
+	}
+	var res struct{ Session string }
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--type", "turn", "--type", "reward"}, {"--type", "turn,reward"}} {
+		out, errs, code := runCLI(t, append([]string{"log", res.Session, "--data", data}, args...)...)
+		if code != cli.ExitOK {
+			t.Fatalf("log %v: %d %s", args, code, errs)
+		}
+		seen := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var ev struct{ Type string }
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatal(err)
+			}
+			seen[ev.Type]++
+		}
+		if len(seen) != 2 || seen["turn"] == 0 || seen["reward"] == 0 {
+			t.Errorf("log %v printed %v; want turns and rewards only", args, seen)
+		}
 	}
 }

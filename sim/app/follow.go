@@ -22,11 +22,11 @@ import (
 type LogOptions struct {
 	Data    string // data folder of the log
 	Session string
-	From    uint64 // first sequence number; 0 means 1
-	Type    string // only events of this type ("": all)
-	Follow  bool   // tail a running session through NATS until it ends
-	NATS    string // NATS URL of the running corpsim ("": DATA/bus.url)
-	Token   string // operator token of the running corpsim ("": DATA/operator.token)
+	From    uint64   // first sequence number; 0 means 1
+	Types   []string // only events of these types (none: all)
+	Follow  bool     // tail a running session through NATS until it ends
+	NATS    string   // NATS URL of the running corpsim ("": DATA/bus.url)
+	Token   string   // operator token of the running corpsim ("": DATA/operator.token)
 	Logger  hclog.Logger
 }
 
@@ -34,12 +34,19 @@ type LogOptions struct {
 // log; with Follow, from the corpsim running it (through its bus) until
 // session.ended, and from the data folder once that process is gone.
 func PrintLog(ctx context.Context, o LogOptions, out io.Writer) error {
-	if o.Type != "" && !payload.KnownType(o.Type) {
-		return Usagef("--type %q is not an event type; the types are %s", o.Type, strings.Join(payload.Types, ", "))
+	var types map[string]bool
+	for _, t := range o.Types {
+		if !payload.KnownType(t) {
+			return Usagef("--type %q is not an event type; the types are %s", t, strings.Join(payload.Types, ", "))
+		}
+		if types == nil {
+			types = map[string]bool{}
+		}
+		types[t] = true
 	}
 	w := bufio.NewWriter(out)
 	defer w.Flush()
-	p := &printer{w: w, typ: o.Type}
+	p := &printer{w: w, types: types}
 	from := max(o.From, 1)
 	natsURL := o.NATS
 	if natsURL == "" {
@@ -63,9 +70,9 @@ func PrintLog(ctx context.Context, o LogOptions, out io.Writer) error {
 }
 
 type printer struct {
-	w    *bufio.Writer
-	typ  string
-	last uint64
+	w     *bufio.Writer
+	types map[string]bool // nil: every type
+	last  uint64
 }
 
 func (p *printer) print(ev events.Event) error {
@@ -73,7 +80,7 @@ func (p *printer) print(ev events.Event) error {
 		return nil
 	}
 	p.last = ev.Seq
-	if p.typ != "" && ev.Type != p.typ {
+	if p.types != nil && !p.types[ev.Type] {
 		return nil
 	}
 	b, err := json.Marshal(ev)

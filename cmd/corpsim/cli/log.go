@@ -23,7 +23,7 @@ must have been started with --listen (its address is in DATA/bus.url), or give -
 	f := c.Flags()
 	f.StringVar(&o.Data, "data", DefaultData, "data folder of the event log")
 	f.Uint64Var(&o.From, "from", 1, "first sequence number to print")
-	f.StringVar(&o.Type, "type", "", "print only events of this type")
+	f.StringSliceVar(&o.Types, "type", nil, "print only events of these types (repeat the flag, or separate them with commas)")
 	f.BoolVar(&o.Follow, "follow", false, "tail a running session through NATS until it ends")
 	f.StringVar(&o.Token, "token", "", "operator token of the running corpsim (default: DATA/operator.token)")
 	f.StringVar(&o.NATS, "nats", "", "NATS URL of the running corpsim (default: DATA/bus.url)")
