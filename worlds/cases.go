@@ -409,6 +409,88 @@ func zeroVars(attrs []Attr) map[string]any {
 	return vars
 }
 
+// tryExpr runs x, compiled, on the probes of attrs (see exprProbes), and
+// reports at path the first run that fails (an integer divided by zero, a
+// modulo by zero: at run time it made a condition false and a priority 0,
+// without a word) or whose result check refuses ("" accepts; nil checks
+// nothing). A failure for values no probe has is still possible.
+func (v *validator) tryExpr(path string, x *Expr, attrs []Attr, check func(out any) string) {
+	if x == nil {
+		return
+	}
+	for _, vars := range exprProbes(attrs) {
+		out, err := expr.Run(x.prog, vars)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+			if i := strings.IndexByte(msg, '\n'); i >= 0 {
+				msg = msg[:i]
+			}
+			msg = "fails: " + msg
+		} else if check != nil {
+			msg = check(out)
+		}
+		if msg != "" {
+			v.errf(path, "expression %q, for %s, %s", x.Source, describeVars(vars, attrs), msg)
+			return
+		}
+	}
+}
+
+// exprProbes are the attribute values an expression is tried on at load:
+// the first value of every attribute, then each attribute's other values
+// one at a time. An amount's values are what its distribution can draw at
+// its edges and in its middle; a choice's, each of its values.
+func exprProbes(attrs []Attr) []map[string]any {
+	values := make([][]any, len(attrs))
+	for i, a := range attrs {
+		switch a.Kind {
+		case AttrAmount:
+			d := a.Amount
+			switch d.Kind {
+			case "exp":
+				values[i] = []any{int(d.Mean), 1, int(10 * d.Mean)}
+			case "uniform":
+				values[i] = []any{int(d.Min), int(d.Max), int(d.Min + (d.Max-d.Min)/2)}
+			default:
+				values[i] = []any{int(d.Fixed)}
+			}
+		case AttrChoice:
+			for _, c := range a.Choices {
+				values[i] = append(values[i], c.Value)
+			}
+		}
+		if len(values[i]) == 0 {
+			values[i] = []any{""}
+		}
+	}
+	base := zeroVars(attrs)
+	for i, a := range attrs {
+		base[a.Name] = values[i][0]
+	}
+	out := []map[string]any{base}
+	for i, a := range attrs {
+		for _, val := range values[i][1:] {
+			vars := maps.Clone(base)
+			vars[a.Name] = val
+			out = append(out, vars)
+		}
+	}
+	return out
+}
+
+// describeVars writes vars as name=value, in the attributes' order.
+func describeVars(vars map[string]any, attrs []Attr) string {
+	parts := make([]string, 0, len(attrs))
+	for _, a := range attrs {
+		parts = append(parts, fmt.Sprintf("%s=%#v", a.Name, vars[a.Name]))
+	}
+	if len(parts) == 0 {
+		return "no attributes"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // compileExpr compiles src against the attributes' types; out is "bool"
 // or "int".
 func (v *validator) compileExpr(path, src, out string, attrs []Attr) *Expr {
@@ -662,6 +744,9 @@ func (v *validator) cases(f *file, w *World, r *refs) {
 		// Priority: weights or an expression.
 		if fc.Priority.Expr != "" {
 			c.PriorityExpr = v.compileExpr(p+".priority", fc.Priority.Expr, "int", c.Attrs)
+			if !fc.SLA.isMap { // else caseSLA tries it, with its results
+				v.tryExpr(p+".priority", c.PriorityExpr, c.Attrs, nil)
+			}
 		}
 		for _, pr := range slices.Sorted(maps.Keys(fc.Priority.Weights)) {
 			wt := fc.Priority.Weights[pr]
@@ -713,6 +798,16 @@ func (v *validator) caseSLA(path string, fc *fileCase, c *CaseTemplate, cal *clo
 			for _, pr := range prs {
 				missing(pr, "the priority expression can give")
 			}
+		} else {
+			// One that computes it: what it gives for the probes.
+			v.tryExpr(strings.TrimSuffix(path, ".sla")+".priority", c.PriorityExpr, c.Attrs, func(out any) string {
+				if pr, ok := out.(int); ok {
+					if _, ok := s.byPriority[pr]; !ok {
+						return fmt.Sprintf("gives priority %d, which the SLA by priority has no entry for (it lists %s)", pr, strings.Join(lists, ", "))
+					}
+				}
+				return ""
+			})
 		}
 	case len(c.Priority) == 0:
 		missing(0, "every case of this template has: it draws no priority")
@@ -794,6 +889,7 @@ func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Att
 		}
 		if s.When != "" {
 			st.When = v.compileExpr(sp+".when", s.When, "bool", c.Attrs)
+			v.tryExpr(sp+".when", st.When, c.Attrs, nil)
 		}
 		if s.Value != nil {
 			v.finite(sp+".value", s.Value)

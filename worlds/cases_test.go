@@ -115,8 +115,9 @@ func TestLoadCaseWorld(t *testing.T) {
 		t.Errorf("separation %+v, arrival %+v", w.Separation, w.Arrivals[0])
 	}
 	// A priority the expression computes (not one of integers written in
-	// it) may be any: the SLA map is not checked against it.
-	mustLoad(t, "w.yaml", caseEdit(t, "priority: {1: 3, 2: 1}", `priority: "amount % 2 + 1"`, "sla: {1: 2d, 2: 1d}", "sla: {2: 1d}"))
+	// it) is tried on the attributes' edges and middles: those must be in
+	// the SLA map (below, TestLoadCaseErrors); others cannot be known.
+	mustLoad(t, "w.yaml", caseEdit(t, "priority: {1: 3, 2: 1}", `priority: "amount % 2 + 1"`))
 }
 
 func TestLoadCaseErrors(t *testing.T) {
@@ -189,6 +190,12 @@ w.yaml:38:87: cases[0].steps[2].role_by.attribute: unknown attribute "line"`},
 		{"an SLA map missing a priority the weights can draw", []string{"sla: {1: 2d, 2: 1d}", "sla: {1: 2d}"}, `w.yaml:26:10: cases[0].sla: the SLA by priority has no entry for priority 2, which the template's priority weights can draw (it lists 1)`},
 		{"an SLA map missing a priority the expression can give", []string{"priority: {1: 3, 2: 1}", `priority: "amount > 4000 ? 3 : (amount > 1000 ? 2 : 1)"`},
 			`w.yaml:26:10: cases[0].sla: the SLA by priority has no entry for priority 3, which the priority expression can give (it lists 1, 2)`},
+		{"an SLA map missing a priority the expression computes", []string{"priority: {1: 3, 2: 1}", `priority: "amount / 2500 + 1"`},
+			`w.yaml:27:15: cases[0].priority: expression "amount / 2500 + 1", for amount=5000, line="home", ref="", gives priority 3, which the SLA by priority has no entry for (it lists 1, 2)`},
+		{"a priority expression that fails", []string{"priority: {1: 3, 2: 1}", `priority: "amount > 3000 ? 2 : amount % 0"`},
+			`w.yaml:27:15: cases[0].priority: expression "amount > 3000 ? 2 : amount % 0", for amount=100, line="home", ref="", fails: runtime error: integer divide by zero (1:28)`},
+		{"a condition that fails", []string{"when: amount > 2000", "when: amount % 0 > 1"},
+			`w.yaml:37:40: cases[0].steps[1].when: expression "amount % 0 > 1", for amount=100, line="home", ref="", fails: runtime error: integer divide by zero (1:8)`},
 		{"an SLA map without priority weights", []string{"    priority: {1: 3, 2: 1}\n", ""}, `w.yaml:26:10: cases[0].sla: the SLA by priority has no entry for priority 0, which every case of this template has: it draws no priority (it lists 1, 2)`},
 		// Who may open cases.
 		{"open bounds max below min", []string{"bounds: {amount: {min: 100, max: 4000}}", "bounds: {amount: {min: 4000, max: 100}}"}, `w.yaml:34:74: cases[0].open.bounds.amount.max: max (100) is less than min (4000)`},
