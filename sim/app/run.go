@@ -275,7 +275,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if err := o.Limits.Validate(); err != nil {
 		return nil, Usagef("%v", err)
 	}
-	if err := CheckMaxEvents(o.MaxEvents); err != nil {
+	if err := checkPlay(o); err != nil {
 		return nil, err
 	}
 	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session, Load: o.Load, Limits: o.Limits, WorldLimits: o.WorldLimits,
@@ -424,6 +424,22 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 func CheckMaxEvents(n int) error {
 	if n < 0 || 0 < n && n < sim.MinMaxEvents {
 		return Usagef("--max-events must be at least %d (or 0 for the default, %d), got %d", sim.MinMaxEvents, sim.DefaultMaxEvents, n)
+	}
+	return nil
+}
+
+// checkPlay refuses the options of a session to play that cannot mean
+// what they say: --max-events (CheckMaxEvents), a negative --keep-events
+// or --turn-timeout (a negative budget timed every turn out at once).
+func checkPlay(o RunOptions) error {
+	if err := CheckMaxEvents(o.MaxEvents); err != nil {
+		return err
+	}
+	if o.KeepEvents < 0 {
+		return Usagef("--keep-events %d: at least 0 (0 keeps every event)", o.KeepEvents)
+	}
+	if o.TurnTimeout < 0 {
+		return Usagef("--turn-timeout %s: at least 0 (0: 30s)", o.TurnTimeout)
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 // last durable event, with o.Agents from here on if given (else the
 // session's). It refuses a finished session.
 func Resume(ctx context.Context, o RunOptions, id string) (*RunResult, error) {
-	if err := CheckMaxEvents(o.MaxEvents); err != nil {
+	if err := checkPlay(o); err != nil {
 		return nil, err
 	}
 	log, meta, err := OpenSessionWrite(ctx, o.Data, id, o.Logger)
@@ -65,7 +65,7 @@ type ForkOptions struct {
 // and continues it unless f.CreateOnly. It returns the new session's
 // metadata and, when it ran, its result.
 func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta, *RunResult, error) {
-	if err := CheckMaxEvents(o.MaxEvents); err != nil {
+	if err := checkPlay(o); err != nil {
 		return events.SessionMeta{}, nil, err
 	}
 	log, parent, err := o.Log, events.SessionMeta{}, error(nil)

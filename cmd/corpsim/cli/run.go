@@ -99,7 +99,7 @@ func explicitLoad(cmd *cobra.Command, load float64) error {
 // playFlags are the flags of every command that plays a session.
 func playFlags(c *cobra.Command, o *app.RunOptions) {
 	f := c.Flags()
-	f.DurationVar(&o.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn (the llm agent's and a remote seat's; the other built-in agents decide at once and are not timed)")
+	f.DurationVar(&o.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn, 0 meaning 30s (the llm agent's and a remote seat's; the other built-in agents decide at once and are not timed)")
 	f.StringVar(&o.Listen, "listen", "", "let network clients reach the embedded NATS server at this address (e.g. 127.0.0.1:4222; port 0 takes a free one); written to DATA/bus.url")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: adaptive, at least 1000 events apart, further as the state grows, nearer while agents that remember take turns; none with --ephemeral; negative: never)")
 	f.IntVar(&o.MaxEvents, "max-events", sim.DefaultMaxEvents, "events a session may append; once they are spent it ends with reason event_limit")

@@ -156,7 +156,7 @@ its mean share within SLA is shown) and the budget (budget: no overrun).`,
 	f.IntVar(&o.Seeds, "seeds", 5, "number of episodes (seeds first-seed, first-seed+1, …)")
 	f.Uint64Var(&o.FirstSeed, "first-seed", 1, "seed of the first episode")
 	f.IntVar(&o.Parallel, "parallel", 0, "episodes run at once (0: one per core)")
-	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn (the llm agent's and a remote seat's; the other built-in agents decide at once and are not timed)")
+	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn, 0 meaning 30s (the llm agent's and a remote seat's; the other built-in agents decide at once and are not timed)")
 	seatsFlag(c, &ro)
 	worldLimitFlags(c, &ro.WorldLimits)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")

@@ -111,7 +111,7 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 	f.Uint64Var(&o.FirstSeed, "first-seed", 1, "seed of the first episode")
 	f.IntVar(&o.Parallel, "parallel", 0, "episodes run at once (0: one per core)")
 	f.StringVarP(&out, "output", "o", "", "folder to write sweep.csv and sweep.svg to")
-	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn (the llm agent's and a remote seat's; the other built-in agents decide at once and are not timed)")
+	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn, 0 meaning 30s (the llm agent's and a remote seat's; the other built-in agents decide at once and are not timed)")
 	seatsFlag(c, &ro)
 	worldLimitFlags(c, &ro.WorldLimits)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
