@@ -71,6 +71,8 @@ func TestCLIErrors(t *testing.T) {
 		{"agent for an NPC", []string{"run", "--agents", "greedy,frank=idle", "--ephemeral"}, cli.ExitUsage, "frank is an NPC"},
 		{"a negative --keep-events", []string{"run", "--ephemeral", "--keep-events", "-1"}, cli.ExitUsage, "--keep-events -1: at least 0"},
 		{"a negative --turn-timeout", []string{"run", "--ephemeral", "--turn-timeout", "-1s"}, cli.ExitUsage, "--turn-timeout -1s: at least 0"},
+		{"a load twice in a sweep", []string{"sweep", "--world", "startup", "--loads", "1,1", "--agents", "greedy"}, cli.ExitUsage, "--loads gives 1 twice"},
+		{"agents twice in a sweep", []string{"sweep", "--world", "startup", "--loads", "1", "--agents", "greedy,greedy"}, cli.ExitUsage, `--agents gives "greedy" twice`},
 		{"two agents for a seat", []string{"run", "--agents", "greedy,bob=idle,bob=planner", "--ephemeral"}, cli.ExitUsage, "gives bob two agents (idle and planner)"},
 		{"an unknown type among several", []string{"log", "S", "--type", "turn,bogus.type", "--data", "DATA"}, cli.ExitUsage, `--type "bogus.type" is not an event type`},
 		{"unknown session", []string{"replay", "NOSUCH", "--data", "DATA"}, cli.ExitError, "no session NOSUCH"},

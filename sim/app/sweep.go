@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -118,6 +119,18 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 	}
 	if len(o.Loads) == 0 || len(o.Agents) == 0 {
 		return nil, Usagef("--loads and --agents need at least one value each")
+	}
+	// A value given twice would run the same cells twice and print them
+	// as two.
+	for i, l := range o.Loads {
+		if slices.Contains(o.Loads[:i], l) {
+			return nil, Usagef("--loads gives %v twice", l)
+		}
+	}
+	for i, a := range o.Agents {
+		if slices.Contains(o.Agents[:i], a) {
+			return nil, Usagef("--agents gives %q twice", a)
+		}
 	}
 	if err := ro.WorldLimits.Validate(); err != nil {
 		return nil, usage(err)
