@@ -122,6 +122,8 @@ func TestLoadValidationHoles(t *testing.T) {
 			"w.yaml:37:51: projects[0].tasks[0].value: 1e+308 is larger than 1e+12: a score adds up millions of them"},
 		{"a penalty a score cannot sum", withSection("scoring: {sla_penalty: 2e12}\n"),
 			"w.yaml:40:24: scoring.sla_penalty: 2e+12 is larger than 1e+12: a score adds up millions of them"},
+		{"a fraction of a budget", []string{"budget: 20000}", "budget: 1.5}"}, "w.yaml:14:42: teams[0].budget: expected an integer, got 1.5"},
+		{"a budget past an integer", []string{"budget: 20000}", "budget: 1e400}"}, "w.yaml:14:42: teams[0].budget: number 1e400 is out of range for an integer"},
 		{"a negative ticket value", withSection("arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, ticket: {role: engineer, effort: 1h, value: -2}}\n"),
 			"w.yaml:41:102: arrivals[0].ticket.value: must not be negative, got -2"},
 		{"a leave after the horizon", withSection("interruptions:\n  - {at: 20d, kind: leave, member: bob, for: 1d}\n"),
@@ -502,5 +504,15 @@ func TestRotationDaysLimit(t *testing.T) {
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
 		t.Errorf("refusing it allocated %d MiB, want the refusal before the days are laid out", grew>>20)
+	}
+}
+
+// An integer may be written as a whole number with a fraction or an
+// exponent (2.0e4); one with a fraction left is refused (above), where the
+// YAML library kept its whole part.
+func TestLoadWholeNumbersWrittenAsFloats(t *testing.T) {
+	w := mustLoad(t, "w.yaml", mustEdit(t, "budget: 20000}", "budget: 2.0e4}"))
+	if b := w.Teams[0].Budget; b != 20000 {
+		t.Fatalf("budget 2.0e4 loaded as %d", b)
 	}
 }

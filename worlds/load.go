@@ -296,6 +296,9 @@ func load(name string, src []byte, partBytes int, lim Limits, par func(int, func
 	if e := checkAliases(name, root); e != nil {
 		return nil, ErrorList{e}
 	}
+	if e := fractionsIntoInts(name, root); e != nil {
+		return nil, ErrorList{e}
+	}
 	var f file
 	if err := guard(func() error {
 		// Duplicate keys were reported above; allowing them here lets an
@@ -505,6 +508,9 @@ func fromYAMLError(name string, root ast.Node, err error) *Error {
 			e.Msg += " (expected one of " + strings.Join(known, ", ") + ")"
 		}
 		return e // positioned at the unknown key itself
+	case errors.As(err, &te) && te.Token != nil && te.SrcType.Kind() == reflect.String && numberLike.MatchString(te.Token.Value):
+		// A number YAML could not hold as one (1e400) arrives as a string.
+		e.Msg = fmt.Sprintf("number %s is out of range for %s", te.Token.Value, kindName(te.DstType.String()))
 	case errors.As(err, &te):
 		e.Msg = fmt.Sprintf("expected %s, got %s", kindName(te.DstType.String()), kindName(te.SrcType.String()))
 	case errors.As(err, &ut):
@@ -524,6 +530,9 @@ func fromYAMLError(name string, root ast.Node, err error) *Error {
 	}
 	return e
 }
+
+// numberLike matches a plain scalar written as a number.
+var numberLike = regexp.MustCompile(`^[-+]?([0-9][0-9_]*)?\.?[0-9]+([eE][-+]?[0-9]+)?$`)
 
 // fieldsAt lists the fields allowed in the mapping that holds the field at
 // path (a display path such as "projects[0].tasks[1].owner"), in schema order.

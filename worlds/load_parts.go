@@ -151,6 +151,9 @@ func decodePart(name string, src []byte, f *file) (ast.Node, *Error) {
 	if e := checkAliases(name, root); e != nil {
 		return nil, e
 	}
+	if e := fractionsIntoInts(name, root); e != nil {
+		return nil, e
+	}
 	if err := guard(func() error {
 		return yaml.NodeToValue(root, f, yaml.DisallowUnknownField(), yaml.AllowDuplicateMapKey())
 	}); err != nil {

@@ -1,0 +1,104 @@
+package worlds
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+)
+
+// fractionsIntoInts reports the first number with a fraction written where
+// the file format wants an integer (budget: 1.5): the YAML library keeps
+// its whole part without a word. It follows the file structs from root as
+// the decoder does; a type that reads itself (UnmarshalYAML) checks its own.
+func fractionsIntoInts(name string, root ast.Node) *Error {
+	var walk func(n ast.Node, t reflect.Type, path string) *Error
+	walk = func(n ast.Node, t reflect.Type, path string) *Error {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if reflect.PointerTo(t).Implements(selfReading) {
+			return nil
+		}
+		switch n := n.(type) {
+		case *ast.TagNode:
+			return walk(n.Value, t, path)
+		case *ast.FloatNode:
+			if isInt(t.Kind()) {
+				if f, err := strconv.ParseFloat(n.GetToken().Value, 64); err == nil && f != math.Trunc(f) {
+					tk := n.GetToken()
+					return &Error{File: name, Line: tk.Position.Line, Column: tk.Position.Column, Path: path,
+						Msg: fmt.Sprintf("expected an integer, got %s", tk.Value)}
+				}
+			}
+		case *ast.SequenceNode:
+			if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+				return nil
+			}
+			for i, v := range n.Values {
+				if e := walk(v, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); e != nil {
+					return e
+				}
+			}
+		case *ast.MappingNode:
+			for _, mv := range n.Values {
+				if e := walk(mv, t, path); e != nil {
+					return e
+				}
+			}
+		case *ast.MappingValueNode:
+			key := keyText(n.Key)
+			var vt reflect.Type
+			switch t.Kind() {
+			case reflect.Map:
+				vt = t.Elem()
+			case reflect.Struct:
+				vt = fieldType(t, key)
+			}
+			if vt == nil {
+				return nil // unknown or merged ("<<"): the decoder says what
+			}
+			p := key
+			if path != "" {
+				p = path + "." + key
+			}
+			return walk(n.Value, vt, p)
+		}
+		return nil
+	}
+	return walk(root, reflect.TypeFor[file](), "")
+}
+
+// selfReading is the interface of the file types that read themselves.
+var selfReading = reflect.TypeFor[interface{ UnmarshalYAML(ast.Node) error }]()
+
+// fieldType is the type of t's field named key in YAML (embedded structs'
+// fields included), or nil.
+func fieldType(t reflect.Type, key string) reflect.Type {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if f.Anonymous && tag == "" {
+			if ft := fieldType(f.Type, key); ft != nil {
+				return ft
+			}
+			continue
+		}
+		if tag == key {
+			return f.Type
+		}
+	}
+	return nil
+}
+
+func isInt(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
