@@ -978,7 +978,15 @@ func (s *Service) guard(log hclog.Logger, meta events.SessionMeta, run func() (e
 			m.LastSeq = last
 		}
 		m.Status = events.StatusFailed
-		if uerr := s.cfg.Log.UpdateSession(ctx, m); uerr != nil {
+		m.Reason = fmt.Sprintf("the session panicked: %v", r)
+		uerr := s.cfg.Log.UpdateSession(ctx, m)
+		if errors.Is(uerr, events.ErrNoSession) {
+			// It panicked before its first batch was stored: record it,
+			// failed and empty, so that it is listed after a restart too.
+			m.LastSeq = 0
+			uerr = s.cfg.Log.CreateSession(ctx, m)
+		}
+		if uerr != nil {
 			log.Error("cannot record the session failed", "error", uerr)
 		}
 	}()

@@ -98,8 +98,8 @@ func TestPanickingSessionFailsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	last, _ := log.LastSeq(ctx, bad)
-	if meta.Status != events.StatusFailed || meta.LastSeq != last || last == 0 {
-		t.Fatalf("the panicking session is recorded %s at seq %d; the log holds %d events", meta.Status, meta.LastSeq, last)
+	if meta.Status != events.StatusFailed || meta.LastSeq != last || last == 0 || meta.Reason != "the session panicked: a defect in session "+bad {
+		t.Fatalf("the panicking session is recorded %s at seq %d (%q); the log holds %d events", meta.Status, meta.LastSeq, meta.Reason, last)
 	}
 	for _, id := range []string{good, create(15)} {
 		m, err := svc.Wait(ctx, id)
@@ -109,6 +109,26 @@ func TestPanickingSessionFailsAlone(t *testing.T) {
 		if r := driver.Verify(ctx, log, m); !r.OK {
 			t.Fatalf("session %s does not verify: %v", id, r.Problems)
 		}
+	}
+}
+
+// A session that panics before anything of it was stored (its first
+// batch, which spans a whole short session of built-in seats) is recorded
+// failed, empty, with why: it was lost, gone from the store's listing and,
+// after a restart, from every listing.
+func TestSessionPanickingBeforeItsFirstBatchIsRecorded(t *testing.T) {
+	log := memlog.New()
+	svc := mustService(t, mustBus(t), log)
+	ctx := context.Background()
+	meta := events.SessionMeta{ID: "01M00000000000000000000PAN", World: "startup", Seed: 3, Agents: map[string]string{"bob": "greedy"},
+		Created: time.Now().UTC().Format(time.RFC3339), Status: events.StatusRunning}
+	_, err := svc.guard(hclog.NewNullLogger(), meta, func() (events.SessionMeta, error) { panic("payload does not encode: +Inf") })
+	if !errors.Is(err, ErrPanicked) {
+		t.Fatalf("guard: %v, want ErrPanicked", err)
+	}
+	got, err := log.Session(ctx, meta.ID)
+	if err != nil || got.Status != events.StatusFailed || got.LastSeq != 0 || got.Reason != "the session panicked: payload does not encode: +Inf" {
+		t.Fatalf("recorded %+v, %v; want failed with no events, saying why", got, err)
 	}
 }
 
