@@ -79,7 +79,7 @@ queues:
   - {id: front, served_by: [server], order: priority}
   - {id: back, served_by: [server], order: fifo}
 arrivals:
-  - {id: f, queue: front, process: poisson, every: 20s, count: 3000, ticket: {title: F, role: server, effort: {mean: 40m}, value: 1, priority: {"1": 0.7, "3": 0.3}}}
+  - {id: f, queue: front, process: poisson, every: 20s, count: 3000, ticket: {title: F, role: server, effort: {mean: 40m}, value: 1, priority: {"1": 7, "3": 3}}}
   - {id: b, queue: back, process: poisson, every: 40s, count: 1500, ticket: {title: B, role: server, effort: {mean: 30m}, value: 1}}
 interruptions:
   - {at: 2h, kind: leave, member: m002, for: 6h}
