@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,5 +109,42 @@ func TestLogPrintsSeveralTypes(t *testing.T) {
 		if len(seen) != 2 || seen["turn"] == 0 || seen["reward"] == 0 {
 			t.Errorf("log %v printed %v; want turns and rewards only", args, seen)
 		}
+	}
+}
+
+// score's recorded reward is every reward event the session logged, also
+// when it rebuilds the state from a checkpoint (it counted only the
+// rewards after the last one: 49.74 of 427.75 for support-desk seed 1).
+func TestScoreRecordsEveryReward(t *testing.T) {
+	data := t.TempDir()
+	out, errs, code := runCLI(t, "run", "--world", "support-desk", "--seed", "1", "--data", data, "--checkpoint-every", "500", "--json")
+	if code != cli.ExitOK {
+		t.Fatalf("run: %d %s", code, errs)
+	}
+	var res struct{ Session string }
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ = runCLI(t, "log", res.Session, "--data", data, "--type", "reward")
+	var logged float64
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev struct{ Payload struct{ Team float64 } }
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		logged += ev.Payload.Team
+	}
+	out, errs, code = runCLI(t, "score", res.Session, "--data", data, "--json")
+	var sc struct {
+		Score struct {
+			TeamScore float64 `json:"team_score"`
+		}
+		Recorded struct{ Team float64 }
+	}
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &sc) != nil {
+		t.Fatalf("score: %d %s", code, errs)
+	}
+	if math.Abs(sc.Recorded.Team-logged) > 1e-6 || math.Abs(logged-sc.Score.TeamScore) > 1e-6 || logged == 0 {
+		t.Fatalf("score records %g; the log's rewards add up to %g, the team score is %g", sc.Recorded.Team, logged, sc.Score.TeamScore)
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/analyze"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/sim/report"
@@ -89,14 +92,54 @@ func Score(ctx context.Context, data, id string, logger hclog.Logger) (*RunResul
 		return nil, err
 	}
 	defer log.Close()
-	e, _, err := driver.Load(ctx, log, meta.ID, 0, 0)
+	e, replayed, err := driver.Load(ctx, log, meta.ID, 0, 0)
 	if err != nil {
 		return nil, err
 	}
 	res := ResultOf(meta, e)
 	rec := e.Recorded()
+	// The engine counts the rewards of the events it applied: those after
+	// the checkpoint it was loaded from. The ones before are read here.
+	if from := e.State().LastSeq - uint64(replayed); from > 0 {
+		if rec, err = recordedUpTo(ctx, log, meta.ID, from, rec); err != nil {
+			return nil, err
+		}
+	}
 	res.Recorded = &rec
 	return res, nil
+}
+
+// recordedUpTo adds to after (the rewards recorded past seq upTo) those of
+// session's reward events up to upTo, their rubrics first.
+func recordedUpTo(ctx context.Context, log events.Log, session string, upTo uint64, after sim.Recorded) (sim.Recorded, error) {
+	var rec sim.Recorded
+	err := log.Scan(ctx, session, 1, func(ev *events.Event) error {
+		if ev.Seq > upTo {
+			return errStop
+		}
+		if ev.Type != payload.EvReward {
+			return nil
+		}
+		p, err := payload.As[payload.Reward](ev, nil)
+		if err != nil {
+			return fmt.Errorf("session %s: reward at seq %d: %w", session, ev.Seq, err)
+		}
+		rec.Team += p.Team
+		if !slices.Contains(rec.Rubrics, p.Rubric) {
+			rec.Rubrics = append(rec.Rubrics, p.Rubric)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return sim.Recorded{}, err
+	}
+	rec.Team += after.Team
+	for _, r := range after.Rubrics {
+		if !slices.Contains(rec.Rubrics, r) {
+			rec.Rubrics = append(rec.Rubrics, r)
+		}
+	}
+	return rec, nil
 }
 
 // Verify checks every stored event's checksum of session id and replays it
