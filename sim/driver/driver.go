@@ -372,6 +372,17 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 		return d.cfg.Log.UpdateSession(ctx, meta)
 	}
 	fail := func(err error) (events.SessionMeta, error) {
+		if st := e.State(); st.EndReason != "" && st.LastSeq == last && last > 0 && e.EndStateHash() != "" {
+			// Stopped just as it ended, its end durable (session.ended
+			// stored, a stop coming before it was recorded): finished,
+			// whatever asked it to stop.
+			meta.Status, meta.LastSeq, meta.StateHash = EndStatus(st.EndReason), last, e.EndStateHash()
+			if uerr := record(context.WithoutCancel(ctx), meta); uerr != nil {
+				return meta, fmt.Errorf("driver: %w", uerr)
+			}
+			log.Info("session finished as it was stopped", "events", last, "state_hash", meta.StateHash)
+			return meta, nil
+		}
 		// Stopped from outside, or by a full disk (the store refused a
 		// write; nothing acknowledged is lost and the session can be
 		// resumed once there is room): interrupted. Anything else: failed.
@@ -641,7 +652,8 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 	meta.Status = EndStatus(e.State().EndReason)
 	meta.LastSeq = last
 	meta.StateHash = e.EndStateHash()
-	if err := record(ctx, meta); err != nil {
+	// Its end is durable: a stop asked now does not make it interrupted.
+	if err := record(context.WithoutCancel(ctx), meta); err != nil {
 		return meta, fmt.Errorf("driver: %w", err)
 	}
 	if meta.Status == events.StatusFailed {

@@ -17,6 +17,7 @@ import (
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/sim/simtest"
@@ -568,5 +569,47 @@ func TestCheckpointsAreReplicatedAfterTheirBatch(t *testing.T) {
 	}
 	if hashes[0] != hashes[1] {
 		t.Fatalf("state hashes %v: a failing checkpoint replica changed the run", hashes)
+	}
+}
+
+// cancelAtEnd is a driver.Observer that cancels the run's context once a
+// batch holding session.ended is durable: a stop that comes just as the
+// session ends.
+type cancelAtEnd struct{ cancel context.CancelFunc }
+
+func (c cancelAtEnd) Appended(_ string, batch []events.Event, _ time.Duration) {
+	if batch[len(batch)-1].Type == payload.EvSessionEnded {
+		c.cancel()
+	}
+}
+func (cancelAtEnd) Turn(string, string, time.Duration, bool) {}
+
+// A session stopped once its end is durable is finished, with no error:
+// its log is whole (it was recorded interrupted, and run exited 1 with no
+// scorecard for a complete episode).
+func TestStopAtTheEndFinishes(t *testing.T) {
+	w, src := simtest.DeskWorld(t, 300)
+	bus := startBus(t)
+	const id = "01J0000000000000000000STEN"
+	conn := connect(t, bus, "driver")
+	defer answerWatcher(t, conn, id).Unsubscribe()
+	log := memlog.New()
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := driver.New(driver.Config{Log: log, Conn: conn, Observer: cancelAtEnd{cancel}})
+	meta, err := d.Run(ctx, events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: 5}, e)
+	if err != nil || meta.Status != events.StatusFinished {
+		t.Fatalf("stopped at its end: %s, %v; want finished", meta.Status, err)
+	}
+	stored, err := log.Session(context.Background(), id)
+	if err != nil || stored.Status != events.StatusFinished || stored.StateHash == "" {
+		t.Fatalf("recorded %+v, %v; want finished with its hash", stored, err)
+	}
+	if r := driver.Verify(context.Background(), log, stored); !r.OK {
+		t.Fatalf("verify: %+v", r)
 	}
 }
