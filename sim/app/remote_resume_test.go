@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"path/filepath"
 	"strings"
@@ -63,5 +64,33 @@ func TestResumeRefusesRemoteSeatsNobodyCanReach(t *testing.T) {
 	played, err := app.Resume(ctx, o, served.ID)
 	if err != nil || played.Ended != "complete" {
 		t.Fatalf("resume --agents greedy: %+v, %v", played, err)
+	}
+}
+
+// A session recorded failed before any of its events was stored (a server
+// does so for one that panicked at once) is said to be so by every command
+// that reads one session, not reported as damage (verify's exit 3).
+func TestEmptyFailedSessionIsNotDamage(t *testing.T) {
+	ctx := context.Background()
+	data := filepath.Join(t.TempDir(), "data")
+	log, err := app.OpenLog(ctx, data, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := events.SessionMeta{ID: "01M00000000000000000000EMP", World: "startup", Seed: 3, Agents: map[string]string{"bob": "greedy"},
+		Created: time.Now().UTC().Format(time.RFC3339), Status: events.StatusFailed, Reason: "the session panicked: a defect"}
+	if err := log.CreateSession(ctx, meta); err != nil {
+		t.Fatal(err)
+	}
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, _, verr := app.Verify(ctx, data, meta.ID, nil)
+	_, rerr := app.Resume(ctx, app.RunOptions{Data: data}, meta.ID)
+	_, serr := app.Score(ctx, data, meta.ID, nil)
+	for what, err := range map[string]error{"verify": verr, "resume": rerr, "score": serr} {
+		if err == nil || errors.Is(err, events.ErrCorrupt) || !strings.Contains(err.Error(), "failed before any of its events was stored (the session panicked: a defect)") {
+			t.Errorf("%s: %v; want it saying the session failed before storing anything, not damage", what, err)
+		}
 	}
 }

@@ -201,11 +201,24 @@ func openSession(ctx context.Context, data, id string, readOnly bool, logger hcl
 		return nil, events.SessionMeta{}, err
 	}
 	meta, err := sessionIn(ctx, log, data, id)
+	if err == nil && meta.LastSeq == 0 && meta.Parent == "" && meta.Status == events.StatusFailed {
+		// Recorded failed before any of its events was stored (a server
+		// does so for a session that panicked at once): nothing to read,
+		// and no damage either.
+		err = fmt.Errorf("session %s failed before any of its events was stored (%s): it has nothing to read or resume", meta.ID, orUnknown(meta.Reason))
+	}
 	if err != nil {
 		log.Close()
 		return nil, meta, err
 	}
 	return log, meta, nil
+}
+
+func orUnknown(reason string) string {
+	if reason == "" {
+		return "no reason recorded"
+	}
+	return reason
 }
 
 // sessionIn is session id's metadata in log, the log of data folder data.

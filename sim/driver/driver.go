@@ -355,8 +355,9 @@ func (d *Driver) budget(e *sim.Engine) error {
 
 // loop runs e from last to its end; begun, if not nil, is called once the
 // first batch has landed (see Config.Begun). If found, the session is not
-// in the log yet: its first batch founds it (events.Found), or, if it ends
-// before it made one, its metadata is created then.
+// in the log yet: its first batch founds it (events.Found), or, if it
+// fails before it made one, its metadata is created then (one stopped
+// before it made one stays out of the log).
 func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engine, last uint64, begun func(context.Context) error, found bool) (events.SessionMeta, error) {
 	log := d.logger.With("session", meta.ID)
 	subject := wire.EventsSubject(meta.ID)
@@ -391,6 +392,12 @@ func (d *Driver) loop(ctx context.Context, meta events.SessionMeta, e *sim.Engin
 			meta.Status = events.StatusFailed
 		}
 		meta.LastSeq = last
+		if found && meta.Status == events.StatusInterrupted {
+			// Stopped before its first batch was stored: nothing of it
+			// is in the log, and an empty session could not be resumed
+			// (a session is never in the log without its first events).
+			return meta, err
+		}
 		if uerr := record(context.WithoutCancel(ctx), meta); uerr != nil {
 			log.Error("cannot record session status", "error", uerr)
 		}

@@ -613,3 +613,27 @@ func TestStopAtTheEndFinishes(t *testing.T) {
 		t.Fatalf("verify: %+v", r)
 	}
 }
+
+// A session stopped before its first batch is stored stays out of the log
+// (it was recorded interrupted and empty: resume, replay and score could
+// not read it, and verify took it for damage).
+func TestStopBeforeTheFirstBatchStoresNothing(t *testing.T) {
+	w, src := simtest.DeskWorld(t, 300)
+	bus := startBus(t)
+	const id = "01J0000000000000000000STBF"
+	conn := connect(t, bus, "driver")
+	log := memlog.New()
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	meta, err := driver.New(driver.Config{Log: log, Conn: conn}).Run(ctx, events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: 5}, e)
+	if !errors.Is(err, context.Canceled) || meta.Status != events.StatusInterrupted {
+		t.Fatalf("stopped at once: %s, %v; want interrupted, context canceled", meta.Status, err)
+	}
+	if m, err := log.Session(context.Background(), id); !errors.Is(err, events.ErrNoSession) {
+		t.Fatalf("the log holds %+v, %v; want no such session", m, err)
+	}
+}
