@@ -207,11 +207,24 @@ func TestForkContinuesLikeItsParent(t *testing.T) {
 	}
 }
 
+// insideTurn reports whether a fork after event at of the events evs
+// (evs[i] is event i+1) falls between a turn and what its actions did.
+func insideTurn(evs []events.Event, at uint64) bool {
+	if at >= uint64(len(evs)) {
+		return false
+	}
+	c := evs[at].Cause
+	return c != 0 && c <= at && evs[c-1].Type == "turn"
+}
+
 // TestForkInsideAStep forks at an event in the middle of what one step
 // produced (several members' actions applied together, or several timers
 // firing at one instant). The fork keeps the parent's events up to there,
 // asks the members due at that instant again, and must finish and verify;
 // with deterministic agents it may or may not continue as the parent did.
+// A point between a member's turn and what its actions did is refused,
+// naming the points on either side: the fork would keep the turn without
+// its actions (the member busy, none applied).
 func TestForkInsideAStep(t *testing.T) {
 	data := t.TempDir()
 	// The seats asked over the bus: a batch is made durable before every
@@ -220,10 +233,27 @@ func TestForkInsideAStep(t *testing.T) {
 	parent, steps := runRecordingSteps(t, app.RunOptions{World: "startup", Seed: 7, Agents: "greedy", Data: data, SeatsOverBus: true})
 	want := storedEvents(t, data, parent.Session)
 	var inside []uint64
+	var split uint64 // a point inside a turn
 	for i := 1; i < len(steps) && len(inside) < 3; i++ {
-		if steps[i]-steps[i-1] >= 3 {
-			inside = append(inside, steps[i-1]+1)
+		if steps[i]-steps[i-1] < 3 {
+			continue
 		}
+		for at := steps[i-1] + 1; at < steps[i]; at++ {
+			if !insideTurn(want, at) {
+				inside = append(inside, at)
+				break
+			}
+			if split == 0 {
+				split = at
+			}
+		}
+	}
+	if split == 0 {
+		t.Fatal("no point inside a turn to fork at")
+	}
+	_, errs, code := runCLI(t, "fork", parent.Session, "--at", seqArg(split), "--data", data)
+	if code != cli.ExitUsage || !strings.Contains(errs, "to ask") || !strings.Contains(errs, "to keep the turn") {
+		t.Errorf("fork inside a turn, at %d: exit %d, %s; want a usage error naming where to fork instead", split, code, errs)
 	}
 	// And where the next thing the parent did was an NPC's turn: on resume
 	// the NPC decides at once, before any agent is asked, so the fork's first

@@ -28,6 +28,7 @@ import (
 	"github.com/corpsim/corpsim/events/memlog"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/sim/server"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -461,11 +462,47 @@ func TestStepRewardsSumToTheScore(t *testing.T) {
 	s.forkAndStep(t, reply.Session, meta.LastSeq/2)
 }
 
+// TestForkInsideATurnIsRefused: a fork between a member's turn and the
+// events its actions made would keep the turn without them (the member
+// busy, its actions "accepted" in an export, none applied); it is refused
+// with 400, naming the points on either side.
+func TestForkInsideATurnIsRefused(t *testing.T) {
+	s := startStack(t, httpgw.Config{})
+	reply := s.create(t, wire.CreateRequest{World: "startup", Seed: 3, Agents: "greedy"})
+	meta := s.wait(t, reply.Session)
+	var turn events.Event
+	for ev, err := range s.log.Read(context.Background(), reply.Session, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if turn.Seq != 0 && ev.Cause == turn.Seq {
+			break
+		}
+		turn = events.Event{}
+		if ev.Type == payload.EvTurn {
+			turn = ev
+		}
+	}
+	if turn.Seq == 0 || turn.Seq >= meta.LastSeq {
+		t.Fatal("no turn followed by what its actions did")
+	}
+	code, b := s.call(t, "POST", "/v1/sessions/"+reply.Session+"/fork", s.operator, map[string]any{"at": turn.Seq})
+	e := mustJSON[struct{ Error string }](t, code, http.StatusBadRequest, b)
+	if want := fmt.Sprintf("event %d is %s's turn", turn.Seq, turn.Actor); !strings.Contains(e.Error, want) || !strings.Contains(e.Error, fmt.Sprintf("fork at %d to ask %s again", turn.Seq-1, turn.Actor)) {
+		t.Fatalf("fork inside a turn: %s; want it saying %q and where to fork instead", e.Error, want)
+	}
+}
+
 // forkAndStep forks session at event at, steps the fork to its end with
 // greedy, and checks that its steps' rewards are what was earned after the
 // fork point and its last step's score the fork's final score.
 func (s *stack) forkAndStep(tb testing.TB, session string, at uint64) {
 	tb.Helper()
+	// Not between a turn and what its actions did, which is refused
+	// (TestForkInsideATurnIsRefused): the nearest point before.
+	for at > 1 && driver.CheckForkPoint(context.Background(), s.log, session, at) != nil {
+		at--
+	}
 	code, b := s.call(tb, "POST", "/v1/sessions/"+session+"/fork", s.operator, map[string]any{"at": at})
 	fork := mustJSON[wire.CreateReply](tb, code, http.StatusCreated, b)
 	ret, last, _ := s.stepAll(tb, fork.Session, &agents.Greedy{})

@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -91,6 +93,11 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 			return events.SessionMeta{}, nil, Usagef("--at %d is beyond the end of session %s, which has %d events", at, parent.ID, last)
 		}
 		return events.SessionMeta{}, nil, Usagef("fork needs --at SEQ (1 to %d)", last)
+	}
+	if err := driver.CheckForkPoint(ctx, log, parent.ID, at); errors.Is(err, driver.ErrInsideTurn) {
+		return events.SessionMeta{}, nil, Usagef("--at %d: %v", at, strings.TrimPrefix(err.Error(), driver.ErrInsideTurn.Error()+": "))
+	} else if err != nil {
+		return events.SessionMeta{}, nil, err
 	}
 	seed := parent.Seed
 	if f.SeedSet {

@@ -21,6 +21,7 @@ import (
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/sim/simtest"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // slowLog makes every append take a while and remembers the last durable
@@ -460,16 +461,8 @@ func (l cpFailPipelined) AppendPipelined(ctx context.Context, session string, la
 // continues: a run that spends it ends "event_limit" with its log within
 // the budget and verified, and Continue gives a rebuilt engine the budget.
 func TestMaxEventsEndsTheSession(t *testing.T) {
-	w, src := simtest.DeskWorld(t, 5000)
-	bus := startBus(t)
 	const id, max = "01J0000000000000000000BUDG", 700
-	conn := connect(t, bus, "driver")
-	defer answerWatcher(t, conn, id).Unsubscribe()
-	log := memlog.New()
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, src, e, conn, log := deskSession(t, id, 5000)
 	d := driver.New(driver.Config{Log: log, Conn: conn, MaxEvents: max, CheckpointEvery: 100})
 	meta, err := d.Run(context.Background(), events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: 5}, e)
 	if err != nil {
@@ -572,6 +565,22 @@ func TestCheckpointsAreReplicatedAfterTheirBatch(t *testing.T) {
 	}
 }
 
+// deskSession is the engine of session id of the bench desk cut to
+// tickets tickets (seed 5), with its world and source, the driver's
+// connection to a bus of its own (watched for answers) and an in-memory log.
+func deskSession(t *testing.T, id string, tickets int) (*worlds.World, []byte, *sim.Engine, *nats.Conn, *memlog.Log) {
+	t.Helper()
+	w, src := simtest.DeskWorld(t, tickets)
+	conn := connect(t, startBus(t), "driver")
+	watch := answerWatcher(t, conn, id)
+	t.Cleanup(func() { _ = watch.Unsubscribe() })
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, src, e, conn, memlog.New()
+}
+
 // cancelAtEnd is a driver.Observer that cancels the run's context once a
 // batch holding session.ended is durable: a stop that comes just as the
 // session ends.
@@ -588,16 +597,8 @@ func (cancelAtEnd) Turn(string, string, time.Duration, bool) {}
 // its log is whole (it was recorded interrupted, and run exited 1 with no
 // scorecard for a complete episode).
 func TestStopAtTheEndFinishes(t *testing.T) {
-	w, src := simtest.DeskWorld(t, 300)
-	bus := startBus(t)
 	const id = "01J0000000000000000000STEN"
-	conn := connect(t, bus, "driver")
-	defer answerWatcher(t, conn, id).Unsubscribe()
-	log := memlog.New()
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, _, e, conn, log := deskSession(t, id, 300)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	d := driver.New(driver.Config{Log: log, Conn: conn, Observer: cancelAtEnd{cancel}})
@@ -618,15 +619,8 @@ func TestStopAtTheEndFinishes(t *testing.T) {
 // (it was recorded interrupted and empty: resume, replay and score could
 // not read it, and verify took it for damage).
 func TestStopBeforeTheFirstBatchStoresNothing(t *testing.T) {
-	w, src := simtest.DeskWorld(t, 300)
-	bus := startBus(t)
 	const id = "01J0000000000000000000STBF"
-	conn := connect(t, bus, "driver")
-	log := memlog.New()
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, _, e, conn, log := deskSession(t, id, 300)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	meta, err := driver.New(driver.Config{Log: log, Conn: conn}).Run(ctx, events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: 5}, e)

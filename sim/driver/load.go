@@ -180,3 +180,45 @@ func LoggedEnd(ctx context.Context, log events.Log, id string, last uint64) (pay
 	}
 	return end, false, nil
 }
+
+// ErrInsideTurn marks a fork point that falls between a member's turn and
+// the events its actions made: a fork there would keep the turn (the
+// member busy, its actions said) without what they did.
+var ErrInsideTurn = errors.New("driver: the fork point falls inside a turn")
+
+// CheckForkPoint refuses a fork of session after event at that falls
+// between a turn and the events its actions made (their cause is the
+// turn), naming the two points around it: at the turn's seq minus one,
+// the member is asked again; after its actions, the turn stands.
+func CheckForkPoint(ctx context.Context, log events.Log, session string, at uint64) error {
+	var turn uint64
+	end := at
+	for ev, err := range log.Read(ctx, session, at+1) {
+		if err != nil {
+			return err
+		}
+		if turn == 0 {
+			if ev.Cause == 0 || ev.Cause > at {
+				return nil
+			}
+			turn = ev.Cause
+		} else if ev.Cause != turn {
+			break
+		}
+		end = ev.Seq
+	}
+	if turn == 0 {
+		return nil // at is the last event
+	}
+	for ev, err := range log.Read(ctx, session, turn) {
+		if err != nil {
+			return err
+		}
+		if ev.Type != payload.EvTurn {
+			return nil
+		}
+		return fmt.Errorf("%w: event %d is %s's turn and %d–%d what its actions did: fork at %d to ask %s again, or at %d to keep the turn",
+			ErrInsideTurn, turn, ev.Actor, turn+1, end, turn-1, ev.Actor, end)
+	}
+	return nil
+}

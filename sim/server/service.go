@@ -581,6 +581,11 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 		} else if at > last {
 			return wire.CreateReply{}, fmt.Errorf("%w: fork_seq %d is beyond the end of session %s, which has %d events", events.ErrBadSession, at, parent.ID, last)
 		}
+		if err := driver.CheckForkPoint(ctx, s.cfg.Log, parent.ID, at); errors.Is(err, driver.ErrInsideTurn) {
+			return wire.CreateReply{}, fmt.Errorf("%w: fork_seq %d: %s", events.ErrBadSession, at, strings.TrimPrefix(err.Error(), driver.ErrInsideTurn.Error()+": "))
+		} else if err != nil {
+			return wire.CreateReply{}, err
+		}
 		seed := req.Seed
 		if seed == 0 {
 			seed = parent.Seed
