@@ -35,13 +35,12 @@ const (
 	ShortcutDecideBlind    = "decide-without-reading" // write an outcome's values taken from no read (the fields' zero values)
 	ShortcutReadForbidden  = "read-forbidden-system"  // search a system its role may not read
 	ShortcutWriteForbidden = "write-forbidden-system" // update a record of a system its role may not write
-	ShortcutHedgeReply     = "hedge-reply"            // reply with the right value and a wrong one beside it ("610 or 611")
 )
 
 // ContentShortcuts are the content shortcuts, in the order the cheater
 // tries them on an outcome step (the first three) and otherwise.
 var ContentShortcuts = []string{ShortcutCloseNoWrite, ShortcutDecideBlind, ShortcutCopyOtherCase,
-	ShortcutOutsideScope, ShortcutReadForbidden, ShortcutWriteForbidden, ShortcutHedgeReply}
+	ShortcutOutsideScope, ShortcutReadForbidden, ShortcutWriteForbidden}
 
 // cheatContent is the cheater's memory for its content shortcuts.
 type cheatContent struct {
@@ -352,7 +351,7 @@ func (c *Cheater) kindShortcut(o org.Observation, t org.TaskView, acts []org.Act
 		if out.Kind == worlds.KindDecision {
 			return v == want
 		}
-		return org.StatesOnly(answer(v).Text, want)
+		return org.ContainsWord(answer(v).Text, want)
 	}
 	if c.try(ShortcutCloseNoWrite) {
 		cc.target[ShortcutCloseNoWrite] = t.ID
@@ -369,14 +368,6 @@ func (c *Cheater) kindShortcut(o org.Observation, t org.TaskView, acts []org.Act
 	for _, v := range others {
 		if (out.Kind != worlds.KindDecision || slices.Contains(out.Options, v)) && !passes(v) && c.try(ShortcutCopyOtherCase) {
 			cc.target[ShortcutCopyOtherCase] = t.ID
-			return []org.Action{answer(v), complete}
-		}
-	}
-	// The right value with a wrong one beside it: a reply that hedges
-	// tells its reader nothing.
-	if n, err := strconv.Atoi(want); out.Kind == worlds.KindReply && err == nil {
-		if v := fmt.Sprintf("%s or %d", want, n+1); !passes(v) && c.try(ShortcutHedgeReply) {
-			cc.target[ShortcutHedgeReply] = t.ID
 			return []org.Action{answer(v), complete}
 		}
 	}

@@ -95,38 +95,6 @@ func ContainsWord(text, value string) bool {
 	}
 }
 
-// StatesOnly reports whether text tells value (ContainsWord) and, when
-// value is a whole number, no other: every number standing as a word of
-// its own is value. A reply that lists every amount the answer might be,
-// or hedges ("610 or 305"), tells its reader nothing, and must not be
-// scored as telling the right one. Numbers inside other words (the case
-// id "req-450", an invoice "inv-7", a date 2026-01-05) are not stated
-// amounts.
-func StatesOnly(text, value string) bool {
-	if !ContainsWord(text, value) {
-		return false
-	}
-	if !allDigits(value) {
-		return true
-	}
-	want := strings.TrimLeft(value, "0")
-	for _, w := range WordsOf(text) {
-		if allDigits(w) && strings.TrimLeft(w, "0") != want {
-			return false
-		}
-	}
-	return true
-}
-
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
-
 // factTopic reports whether topic is a fact of a case that member holds.
 func (s *State) factTopic(member, topic string) bool {
 	id, name, ok := strings.Cut(topic, "/")
@@ -399,7 +367,7 @@ func (s *State) kindDone(c *Case, o *CaseOutcome, t *Task) {
 		// opened are a tail of them.
 		since, _ := slices.BinarySearchFunc(s.Messages, c.Opened, func(m *Message, at clock.Time) int { return cmp.Compare(m.SentAt, at) })
 		for _, msg := range s.Messages[since:] {
-			if msg.From == t.DoneBy && msg.To == tpl.Requester && msg.SentAt >= c.Opened && NamesCase(msg.Text, c.ID) && StatesOnly(msg.Text, want) {
+			if msg.From == t.DoneBy && msg.To == tpl.Requester && msg.SentAt >= c.Opened && NamesCase(msg.Text, c.ID) && ContainsWord(msg.Text, want) {
 				o.AtDone["carries"] = want
 				break
 			}

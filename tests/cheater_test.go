@@ -58,7 +58,6 @@ var shortcutCaught = map[string]string{
 	agents.ShortcutCloseNoWrite:  caughtWrongOutcome,
 	agents.ShortcutCopyOtherCase: caughtWrongOutcome,
 	agents.ShortcutDecideBlind:   caughtWrongOutcome,
-	agents.ShortcutHedgeReply:    caughtWrongOutcome,
 	agents.ShortcutOutsideScope:  caughtCollateral,
 }
 
