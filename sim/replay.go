@@ -166,7 +166,7 @@ func RecordedWorldWith(p *payload.SessionStarted, load func(name string, src []b
 func recordedLimits(p *payload.SessionStarted) worlds.Limits {
 	r := p.WorldLimits
 	return worlds.Limits{FileBytes: r.FileBytes, Depth: r.Depth, Members: r.Members, Tasks: r.Tasks,
-		Arrivals: r.Arrivals, Burst: r.Burst, MaxLoad: r.MaxLoad, Nodes: r.Nodes}
+		Arrivals: r.Arrivals, Burst: r.Burst, MaxLoad: r.MaxLoad, Nodes: r.Nodes, Recorded: true}
 }
 
 // recordWorldLimits is what session.started records of lim: the limits

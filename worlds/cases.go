@@ -3,6 +3,7 @@ package worlds
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"text/template"
@@ -415,7 +416,7 @@ func zeroVars(attrs []Attr) map[string]any {
 // without a word) or whose result check refuses ("" accepts; nil checks
 // nothing). A failure for values no probe has is still possible.
 func (v *validator) tryExpr(path string, x *Expr, attrs []Attr, check func(out any) string) {
-	if x == nil {
+	if x == nil || v.lim.Recorded {
 		return
 	}
 	for _, vars := range exprProbes(attrs) {
@@ -425,6 +426,12 @@ func (v *validator) tryExpr(path string, x *Expr, attrs []Attr, check func(out a
 			msg = err.Error()
 			if i := strings.IndexByte(msg, '\n'); i >= 0 {
 				msg = msg[:i]
+			}
+			if !strings.Contains(msg, "divide by zero") {
+				// A probe a case cannot have (a text attribute is probed
+				// empty) may fail where no case would: only arithmetic
+				// that fails whatever the text is reported.
+				continue
 			}
 			msg = "fails: " + msg
 		} else if check != nil {
@@ -449,7 +456,7 @@ func exprProbes(attrs []Attr) []map[string]any {
 			d := a.Amount
 			switch d.Kind {
 			case "exp":
-				values[i] = []any{int(d.Mean), 1, int(10 * d.Mean)}
+				values[i] = []any{int(d.Mean), 1, int(min(d.Mean, math.MaxInt64/10) * 10)}
 			case "uniform":
 				values[i] = []any{int(d.Min), int(d.Max), int(d.Min + (d.Max-d.Min)/2)}
 			default:
@@ -457,7 +464,9 @@ func exprProbes(attrs []Attr) []map[string]any {
 			}
 		case AttrChoice:
 			for _, c := range a.Choices {
-				values[i] = append(values[i], c.Value)
+				if c.Weight > 0 { // one never drawn is no probe
+					values[i] = append(values[i], c.Value)
+				}
 			}
 		}
 		if len(values[i]) == 0 {
@@ -798,6 +807,7 @@ func (v *validator) caseSLA(path string, fc *fileCase, c *CaseTemplate, cal *clo
 			for _, pr := range prs {
 				missing(pr, "the priority expression can give")
 			}
+			v.tryExpr(strings.TrimSuffix(path, ".sla")+".priority", c.PriorityExpr, c.Attrs, nil)
 		} else {
 			// One that computes it: what it gives for the probes.
 			v.tryExpr(strings.TrimSuffix(path, ".sla")+".priority", c.PriorityExpr, c.Attrs, func(out any) string {

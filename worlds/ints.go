@@ -13,8 +13,13 @@ import (
 // fractionsIntoInts reports the first number with a fraction written where
 // the file format wants an integer (budget: 1.5): the YAML library keeps
 // its whole part without a word. It follows the file structs from root as
-// the decoder does; a type that reads itself (UnmarshalYAML) checks its own.
-func fractionsIntoInts(name string, root ast.Node) *Error {
+// the decoder does; a type that reads itself (UnmarshalYAML) is not
+// followed (its weights and amounts are not checked), nor is an alias. A
+// recorded file (lim.Recorded) is not checked: it reads as it did then.
+func fractionsIntoInts(name string, root ast.Node, lim Limits) *Error {
+	if lim.Recorded {
+		return nil
+	}
 	var walk func(n ast.Node, t reflect.Type, path string) *Error
 	walk = func(n ast.Node, t reflect.Type, path string) *Error {
 		for t.Kind() == reflect.Pointer {
@@ -25,6 +30,8 @@ func fractionsIntoInts(name string, root ast.Node) *Error {
 		}
 		switch n := n.(type) {
 		case *ast.TagNode:
+			return walk(n.Value, t, path)
+		case *ast.AnchorNode:
 			return walk(n.Value, t, path)
 		case *ast.FloatNode:
 			if isInt(t.Kind()) {

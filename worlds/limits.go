@@ -44,6 +44,12 @@ type Limits struct {
 	// written in block style, each part within the limit; a file that
 	// cannot be is refused.
 	Nodes int
+	// Recorded says the file is one a session recorded, read again to
+	// replay, verify, resume or fork it: the checks added since it may
+	// have been recorded (MaxNumber, a fraction where an integer goes,
+	// the case expressions' probes) are not made, so that it reads as it
+	// did then. Never recorded itself.
+	Recorded bool
 }
 
 // Default limits (Limits' zero fields).

@@ -516,3 +516,27 @@ func TestLoadWholeNumbersWrittenAsFloats(t *testing.T) {
 		t.Fatalf("budget 2.0e4 loaded as %d", b)
 	}
 }
+
+// A file a session recorded is read as it was then: the checks added
+// since (a value above MaxNumber, a fraction where an integer goes, a
+// case expression that fails on a probe) do not refuse it, so that the
+// session still replays, verifies, resumes and forks.
+func TestRecordedFilesSkipTheChecksAddedSince(t *testing.T) {
+	for name, src := range map[string][]byte{
+		"a fraction":     mustEdit(t, "budget: 20000}", "budget: 1500.5}"),
+		"a large value":  mustEdit(t, "{id: spec, role: lead, effort: 1d}", "{id: spec, role: lead, effort: 1d, value: 1e13}"),
+		"a failing when": caseEdit(t, "when: amount > 2000", "when: amount % 0 > 1"),
+	} {
+		if _, err := LoadLimited("w.yaml", src, Limits{}); err == nil {
+			t.Errorf("%s: loaded today", name)
+		}
+		w, err := LoadLimited("w.yaml", src, Limits{Recorded: true})
+		if err != nil {
+			t.Errorf("%s, recorded: %v", name, err)
+			continue
+		}
+		if name == "a fraction" && w.Teams[0].Budget != 1500 {
+			t.Errorf("a recorded budget of 1500.5 reads %d, as the YAML library read it then (1500)", w.Teams[0].Budget)
+		}
+	}
+}

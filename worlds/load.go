@@ -296,7 +296,7 @@ func load(name string, src []byte, partBytes int, lim Limits, par func(int, func
 	if e := checkAliases(name, root); e != nil {
 		return nil, ErrorList{e}
 	}
-	if e := fractionsIntoInts(name, root); e != nil {
+	if e := fractionsIntoInts(name, root, lim); e != nil {
 		return nil, ErrorList{e}
 	}
 	var f file
@@ -871,7 +871,7 @@ func (v *validator) finite(path string, x *float64) {
 	case x == nil:
 	case math.IsNaN(*x) || math.IsInf(*x, 0):
 		v.errf(path, "%v is not a finite number", *x)
-	case math.Abs(*x) > MaxNumber:
+	case math.Abs(*x) > MaxNumber && !v.lim.Recorded:
 		v.errf(path, "%v is larger than %g: a score adds up millions of them", *x, MaxNumber)
 	}
 }

@@ -63,7 +63,7 @@ func loadInParts(name string, src []byte, partBytes int, lim Limits, large bool,
 		return nil, nil
 	}
 	var f file
-	root, e := decodePart(name, c.rest, &f)
+	root, e := decodePart(name, c.rest, &f, lim)
 	if e != nil {
 		if large {
 			c.restError(e)
@@ -94,7 +94,7 @@ func loadInParts(name string, src []byte, partBytes int, lim Limits, large bool,
 	// first mistake in file order winning.
 	decoded := make([]file, len(c.parts))
 	mistakes := make([]*Error, len(c.parts))
-	decodeOne := func(i int) { _, mistakes[i] = decodePart(name, c.parts[i].text, &decoded[i]) }
+	decodeOne := func(i int) { _, mistakes[i] = decodePart(name, c.parts[i].text, &decoded[i], lim) }
 	if par != nil {
 		par(len(c.parts), decodeOne)
 	}
@@ -131,7 +131,7 @@ func loadInParts(name string, src []byte, partBytes int, lim Limits, large bool,
 
 // decodePart decodes one YAML document as Load does, into f, and returns its
 // tree, or the first mistake Load would report (or a failure of the library).
-func decodePart(name string, src []byte, f *file) (ast.Node, *Error) {
+func decodePart(name string, src []byte, f *file, lim Limits) (ast.Node, *Error) {
 	var astFile *ast.File
 	if err := guard(func() (err error) {
 		astFile, err = parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
@@ -151,7 +151,7 @@ func decodePart(name string, src []byte, f *file) (ast.Node, *Error) {
 	if e := checkAliases(name, root); e != nil {
 		return nil, e
 	}
-	if e := fractionsIntoInts(name, root); e != nil {
+	if e := fractionsIntoInts(name, root, lim); e != nil {
 		return nil, e
 	}
 	if err := guard(func() error {
