@@ -40,6 +40,16 @@ func TestWorldsGenRefusesWhatItCannotMake(t *testing.T) {
 	if code != cli.ExitOK || !strings.Contains(out, "horizon: 30d") {
 		t.Fatalf("worlds gen at the smallest sizes: exit %d, %s", code, errs)
 	}
+	// Defaults not given are raised to fit the sizes asked, as before.
+	for _, args := range [][]string{{"--teams", "3"}, {"--tasks", "2"}} {
+		if _, errs, code := runCLI(t, append([]string{"worlds", "gen"}, args...)...); code != cli.ExitOK {
+			t.Errorf("worlds gen %v: exit %d, %s; want the defaults raised to fit", args, code, errs)
+		}
+	}
+	// A world over a limit is a usage error naming it, not a bug.
+	if _, errs, code := runCLI(t, "worlds", "gen", "--members", "30000"); code != cli.ExitUsage || !strings.Contains(errs, "over a world limit") || strings.Contains(errs, "a bug") {
+		t.Errorf("worlds gen --members 30000: exit %d, %s", code, errs)
+	}
 }
 
 // eval and sweep refuse seeds that would wrap past the largest to 0, and

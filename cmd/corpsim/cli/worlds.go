@@ -1,9 +1,9 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -94,12 +94,20 @@ not stop a run) and exit 0 if it has no mistake.`,
 		Use:   "gen",
 		Short: "Generate a world file of a given size (deterministic in its flags)",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Defaults that do not fit the sizes asked are raised as
+			// Generate raises them; sizes asked that do not fit are refused.
+			if !cmd.Flags().Changed("members") {
+				g.Members = max(g.Members, 3*g.Teams)
+			}
+			if !cmd.Flags().Changed("chains") {
+				g.Chains = min(g.Chains, g.Tasks)
+			}
 			if err := checkGen(g); err != nil {
 				return err
 			}
 			src := worlds.Generate(g)
-			if _, err := worlds.Load("generated", src); errors.Is(err, worlds.ErrLimit) {
+			if _, err := worlds.Load("generated", src); err != nil && strings.Contains(err.Error(), worlds.ErrLimit.Error()) {
 				return usagef("the world asked for is over a world limit (ask for fewer teams, members or tasks): %v", err)
 			} else if err != nil {
 				return fmt.Errorf("generated world does not load (a bug): %w", err)
