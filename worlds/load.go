@@ -508,7 +508,8 @@ func fromYAMLError(name string, root ast.Node, err error) *Error {
 			e.Msg += " (expected one of " + strings.Join(known, ", ") + ")"
 		}
 		return e // positioned at the unknown key itself
-	case errors.As(err, &te) && te.Token != nil && te.SrcType.Kind() == reflect.String && numberLike.MatchString(te.Token.Value):
+	case errors.As(err, &te) && te.Token != nil && te.SrcType.Kind() == reflect.String && isNumberKind(te.DstType.Kind()) &&
+		te.Token.Type != token.DoubleQuoteType && te.Token.Type != token.SingleQuoteType && numberLike.MatchString(te.Token.Value):
 		// A number YAML could not hold as one (1e400) arrives as a string.
 		e.Msg = fmt.Sprintf("number %s is out of range for %s", te.Token.Value, kindName(te.DstType.String()))
 	case errors.As(err, &te):
@@ -529,6 +530,11 @@ func fromYAMLError(name string, root ast.Node, err error) *Error {
 		}
 	}
 	return e
+}
+
+// isNumberKind reports whether k holds a number.
+func isNumberKind(k reflect.Kind) bool {
+	return isInt(k) || k == reflect.Float32 || k == reflect.Float64
 }
 
 // numberLike matches a plain scalar written as a number.

@@ -313,6 +313,11 @@ func (g *Gateway) Control(ctx context.Context, id string, op wire.ControlOp) (wi
 	reply, err := g.control(ctx, id, op)
 	if errors.Is(err, nats.ErrNoResponders) && s != nil {
 		s.probe(ctx)
+		if !s.hasEnded() {
+			// It answers again (a worker took it over, it resumed):
+			// the operation never reached it.
+			return reply, errorf(http.StatusServiceUnavailable, "session %s did not answer %s while it moved (a hand-off, a resume): ask again", id, op)
+		}
 		return endedReply(s.controlReply(), op)
 	}
 	if errors.Is(err, nats.ErrNoResponders) {
