@@ -111,7 +111,7 @@ func TestCLIWorldBudgets(t *testing.T) {
 	// Each budget's flag, on each command.
 	data := t.TempDir()
 	first := cliResult(t, "run", "--seed", "2", "--data", data)
-	out, errs, code := runCLI(t, "fork", first.Session, "--at", "3", "--create-only", "--json", "--data", data)
+	out, errs, code := runCLI(t, "fork", first.Session, "--at", "1", "--create-only", "--json", "--data", data) // before alice's first turn (2, its actions 3 and 4)
 	var forked struct{ ID string }
 	if code != cli.ExitOK || json.Unmarshal([]byte(out), &forked) != nil {
 		t.Fatalf("fork --create-only: exit %d\n%s%s", code, out, errs)
@@ -134,7 +134,7 @@ func TestCLIWorldBudgets(t *testing.T) {
 		{"run --max-members", []string{"run", "--ephemeral", "--max-members", "5"}, "(--max-members)"},
 		{"eval --max-members", []string{"eval", "--seeds", "1", "--max-members", "5"}, "(--max-members)"},
 		{"sweep --max-load", []string{"sweep", "--world", "startup", "--loads", "1,4", "--seeds", "1", "--max-load", "3"}, "load 4 is above the limit of 3 (--max-load)"},
-		{"fork --max-members", []string{"fork", first.Session, "--at", "3", "--data", data, "--max-members", "5"}, "(--max-members)"},
+		{"fork --max-members", []string{"fork", first.Session, "--at", "1", "--data", data, "--max-members", "5"}, "(--max-members)"},
 		{"reset --max-load", []string{"reset", first.Session, "--data", data, "--max-load", "0.5"}, "load 1 is above the limit of 0.5 (--max-load)"},
 		{"resume --max-tasks", []string{"resume", forked.ID, "--data", data, "--max-tasks", "1"}, "(--max-tasks)"},
 	} {

@@ -64,6 +64,9 @@ func TestInboxPagingInALiveRun(t *testing.T) {
 		t.Fatalf("a second run ended with %s after %d events, want %s after %d", again.StateHash, again.Events, res.StateHash, res.Events)
 	}
 	at := evs[len(evs)/3].Seq
+	for insideTurn(evs, at) { // not between a turn and what it did (refused)
+		at--
+	}
 	fork := cliResult(t, "fork", res.Session, "--at", seqArg(at), "--agents", "idle", "--data", data)
 	checkPaging(t, storedEvents(t, data, fork.Session), 2)
 	if out, errs, code := runCLI(t, "verify", fork.Session, "--data", data); code != cli.ExitOK {
