@@ -423,10 +423,7 @@ func (v *validator) tryExpr(path string, x *Expr, attrs []Attr, check func(out a
 		out, err := expr.Run(x.prog, vars)
 		msg := ""
 		if err != nil {
-			msg = err.Error()
-			if i := strings.IndexByte(msg, '\n'); i >= 0 {
-				msg = msg[:i]
-			}
+			msg = exprError(err)
 			if !strings.Contains(msg, "divide by zero") {
 				// A probe a case cannot have (a text attribute is probed
 				// empty) may fail where no case would: only arithmetic
@@ -500,6 +497,13 @@ func describeVars(vars map[string]any, attrs []Attr) string {
 	return strings.Join(parts, ", ")
 }
 
+// exprError is the first line of an expression's error (expr adds the
+// source and a caret below it).
+func exprError(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return msg
+}
+
 // compileExpr compiles src against the attributes' types; out is "bool"
 // or "int".
 func (v *validator) compileExpr(path, src, out string, attrs []Attr) *Expr {
@@ -512,10 +516,7 @@ func (v *validator) compileExpr(path, src, out string, attrs []Attr) *Expr {
 	}
 	prog, err := expr.Compile(src, opts...)
 	if err != nil {
-		msg := err.Error()
-		if i := strings.IndexByte(msg, '\n'); i >= 0 {
-			msg = msg[:i]
-		}
+		msg := exprError(err)
 		if strings.HasPrefix(msg, "unknown name ") {
 			names := make([]string, 0, len(attrs))
 			for _, a := range attrs {

@@ -5,7 +5,6 @@ import (
 	"math"
 	"reflect"
 	"strconv"
-	"strings"
 
 	"github.com/goccy/go-yaml/ast"
 )
@@ -63,7 +62,9 @@ func fractionsIntoInts(name string, root ast.Node, lim Limits) *Error {
 			case reflect.Map:
 				vt = t.Elem()
 			case reflect.Struct:
-				vt = fieldType(t, key)
+				if f, ok := fieldByTag(t, key); ok {
+					vt = f.Type
+				}
 			}
 			if vt == nil {
 				return nil // unknown or merged ("<<"): the decoder says what
@@ -81,25 +82,6 @@ func fractionsIntoInts(name string, root ast.Node, lim Limits) *Error {
 
 // selfReading is the interface of the file types that read themselves.
 var selfReading = reflect.TypeFor[interface{ UnmarshalYAML(ast.Node) error }]()
-
-// fieldType is the type of t's field named key in YAML (embedded structs'
-// fields included), or nil.
-func fieldType(t reflect.Type, key string) reflect.Type {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if f.Anonymous && tag == "" {
-			if ft := fieldType(f.Type, key); ft != nil {
-				return ft
-			}
-			continue
-		}
-		if tag == key {
-			return f.Type
-		}
-	}
-	return nil
-}
 
 func isInt(k reflect.Kind) bool {
 	switch k {

@@ -648,11 +648,7 @@ func (v *validator) compileOutcome(path, src string, all []Attr, t *RecordType) 
 	prog, err := expr.Compile(src, expr.Env(env), expr.DisableBuiltin("now"), expr.DisableBuiltin("date"),
 		expr.DisableBuiltin("timezone"), expr.DisableBuiltin("duration"))
 	if err != nil {
-		msg := err.Error()
-		if i := strings.IndexByte(msg, '\n'); i >= 0 {
-			msg = msg[:i]
-		}
-		v.errf(path, "bad expression %q: %s", src, msg)
+		v.errf(path, "bad expression %q: %s", src, exprError(err))
 		return nil
 	}
 	var bad []string
