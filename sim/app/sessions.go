@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -94,8 +93,9 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 		}
 		return events.SessionMeta{}, nil, Usagef("fork needs --at SEQ (1 to %d)", last)
 	}
-	if err := driver.CheckForkPoint(ctx, log, parent.ID, at); errors.Is(err, driver.ErrInsideTurn) {
-		return events.SessionMeta{}, nil, Usagef("--at %d: %v", at, strings.TrimPrefix(err.Error(), driver.ErrInsideTurn.Error()+": "))
+	var inside *driver.InsideTurnError
+	if err := driver.CheckForkPoint(ctx, log, parent.ID, at); errors.As(err, &inside) {
+		return events.SessionMeta{}, nil, Usagef("--at %d: %v", at, inside)
 	} else if err != nil {
 		return events.SessionMeta{}, nil, err
 	}

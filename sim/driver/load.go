@@ -181,15 +181,24 @@ func LoggedEnd(ctx context.Context, log events.Log, id string, last uint64) (pay
 	return end, false, nil
 }
 
-// ErrInsideTurn marks a fork point that falls between a member's turn and
-// the events its actions made: a fork there would keep the turn (the
-// member busy, its actions said) without what they did.
-var ErrInsideTurn = errors.New("driver: the fork point falls inside a turn")
+// InsideTurnError is CheckForkPoint's refusal of a fork point that falls
+// between a member's turn and the events its actions made: a fork there
+// would keep the turn (the member busy, its actions said) without what
+// they did.
+type InsideTurnError struct {
+	Member string
+	Turn   uint64 // the turn's seq
+	End    uint64 // the last event its actions made
+}
 
-// CheckForkPoint refuses a fork of session after event at that falls
-// between a turn and the events its actions made (their cause is the
-// turn), naming the two points around it: at the turn's seq minus one,
-// the member is asked again; after its actions, the turn stands.
+func (e *InsideTurnError) Error() string {
+	return fmt.Sprintf("event %d is %s's turn and %d–%d what its actions did: fork at %d to ask %s again, or at %d to keep the turn",
+		e.Turn, e.Member, e.Turn+1, e.End, e.Turn-1, e.Member, e.End)
+}
+
+// CheckForkPoint refuses, with an *InsideTurnError, a fork of session
+// after event at that falls between a turn and the events its actions
+// made (their cause is the turn).
 func CheckForkPoint(ctx context.Context, log events.Log, session string, at uint64) error {
 	var turn uint64
 	end := at
@@ -217,8 +226,7 @@ func CheckForkPoint(ctx context.Context, log events.Log, session string, at uint
 		if ev.Type != payload.EvTurn {
 			return nil
 		}
-		return fmt.Errorf("%w: event %d is %s's turn and %d–%d what its actions did: fork at %d to ask %s again, or at %d to keep the turn",
-			ErrInsideTurn, turn, ev.Actor, turn+1, end, turn-1, ev.Actor, end)
+		return &InsideTurnError{Member: ev.Actor, Turn: turn, End: end}
 	}
 	return nil
 }

@@ -581,8 +581,9 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 		} else if at > last {
 			return wire.CreateReply{}, fmt.Errorf("%w: fork_seq %d is beyond the end of session %s, which has %d events", events.ErrBadSession, at, parent.ID, last)
 		}
-		if err := driver.CheckForkPoint(ctx, s.cfg.Log, parent.ID, at); errors.Is(err, driver.ErrInsideTurn) {
-			return wire.CreateReply{}, fmt.Errorf("%w: fork_seq %d: %s", events.ErrBadSession, at, strings.TrimPrefix(err.Error(), driver.ErrInsideTurn.Error()+": "))
+		var inside *driver.InsideTurnError
+		if err := driver.CheckForkPoint(ctx, s.cfg.Log, parent.ID, at); errors.As(err, &inside) {
+			return wire.CreateReply{}, fmt.Errorf("%w: fork_seq %d: %v", events.ErrBadSession, at, inside)
 		} else if err != nil {
 			return wire.CreateReply{}, err
 		}
