@@ -631,3 +631,33 @@ func TestStopBeforeTheFirstBatchStoresNothing(t *testing.T) {
 		t.Fatalf("the log holds %+v, %v; want no such session", m, err)
 	}
 }
+
+// A session stored before a check was added to the world format (here a
+// budget with a fraction, which the YAML library read as its whole part)
+// still verifies: its recorded world is read as it was then.
+func TestRecordedWorldReadsAsItWasThen(t *testing.T) {
+	_, src := simtest.DeskWorld(t, 300)
+	src = bytes.Replace(src, []byte("budget: 0}"), []byte("budget: 0.5}"), 1)
+	if _, err := worlds.Load("bench.yaml", src); err == nil {
+		t.Fatal("a budget of 0.5 loads today; the test needs a world that does not")
+	}
+	w, err := worlds.LoadLimited("bench.yaml", src, worlds.Limits{Recorded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "01J0000000000000000000RECW"
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t, startBus(t), "driver")
+	defer answerWatcher(t, conn, id).Unsubscribe()
+	log := memlog.New()
+	meta, err := driver.New(driver.Config{Log: log, Conn: conn}).Run(context.Background(), events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: 5}, e)
+	if err != nil || meta.Status != events.StatusFinished {
+		t.Fatalf("run: %s, %v", meta.Status, err)
+	}
+	if r := driver.Verify(context.Background(), log, meta); !r.OK {
+		t.Fatalf("a session of a world recorded before the check does not verify: %+v", r)
+	}
+}
