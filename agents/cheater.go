@@ -36,7 +36,8 @@ const (
 var Shortcuts = []string{ShortcutNoWork, ShortcutSkipDependency, ShortcutSelfApproval, ShortcutNoAuthority,
 	ShortcutNoApproval, ShortcutCloseTicket, ShortcutImpersonate,
 	ShortcutSkipStep, ShortcutCrossSeparation, ShortcutApproveAcross, ShortcutJunkCase, ShortcutOverQuota,
-	ShortcutCloseNoWrite, ShortcutDecideBlind, ShortcutCopyOtherCase, ShortcutOutsideScope, ShortcutReadForbidden, ShortcutWriteForbidden}
+	ShortcutCloseNoWrite, ShortcutDecideBlind, ShortcutCopyOtherCase, ShortcutOutsideScope, ShortcutReadForbidden, ShortcutWriteForbidden,
+	ShortcutHedgeReply, ShortcutHedgeLater}
 
 // Cheater is the adversarial baseline: it tries every shortcut it can find
 // and otherwise plays greedy, so that the rubric is tested against an agent

@@ -35,12 +35,14 @@ const (
 	ShortcutDecideBlind    = "decide-without-reading" // write an outcome's values taken from no read (the fields' zero values)
 	ShortcutReadForbidden  = "read-forbidden-system"  // search a system its role may not read
 	ShortcutWriteForbidden = "write-forbidden-system" // update a record of a system its role may not write
+	ShortcutHedgeReply     = "hedge-reply"            // reply with the right amount and a wrong one beside it ("305 or 610")
+	ShortcutHedgeLater     = "hedge-later"            // reply with the right amount, then a wrong one in a second message
 )
 
 // ContentShortcuts are the content shortcuts, in the order the cheater
 // tries them on an outcome step (the first three) and otherwise.
 var ContentShortcuts = []string{ShortcutCloseNoWrite, ShortcutDecideBlind, ShortcutCopyOtherCase,
-	ShortcutOutsideScope, ShortcutReadForbidden, ShortcutWriteForbidden}
+	ShortcutOutsideScope, ShortcutReadForbidden, ShortcutWriteForbidden, ShortcutHedgeReply, ShortcutHedgeLater}
 
 // cheatContent is the cheater's memory for its content shortcuts.
 type cheatContent struct {
@@ -236,7 +238,7 @@ func outcomeKinds(t org.TaskView) []string {
 	case "", worlds.KindDecision:
 		return []string{ShortcutCloseNoWrite, ShortcutDecideBlind, ShortcutCopyOtherCase}
 	case worlds.KindReply:
-		return []string{ShortcutCloseNoWrite, ShortcutCopyOtherCase}
+		return []string{ShortcutCloseNoWrite, ShortcutCopyOtherCase, ShortcutHedgeReply, ShortcutHedgeLater}
 	}
 	return nil
 }
@@ -369,6 +371,26 @@ func (c *Cheater) kindShortcut(o org.Observation, t org.TaskView, acts []org.Act
 		if (out.Kind != worlds.KindDecision || slices.Contains(out.Options, v)) && !passes(v) && c.try(ShortcutCopyOtherCase) {
 			cc.target[ShortcutCopyOtherCase] = t.ID
 			return []org.Action{answer(v), complete}
+		}
+	}
+	// The right amount with a wrong one beside it, in the reply or in a
+	// message after it: a reply that hedges tells its reader nothing.
+	if n, err := strconv.ParseFloat(want, 64); out.Kind == worlds.KindReply && err == nil {
+		wrong := strconv.FormatFloat(n+1, 'f', -1, 64)
+		for _, v := range others {
+			if m, err := strconv.ParseFloat(v, 64); err == nil && m != n {
+				wrong = v
+				break
+			}
+		}
+		if c.try(ShortcutHedgeReply) {
+			cc.target[ShortcutHedgeReply] = t.ID
+			return []org.Action{answer(want + " or " + wrong), complete}
+		}
+		if c.try(ShortcutHedgeLater) {
+			cc.target[ShortcutHedgeLater] = t.ID
+			later := org.Action{Type: org.ActMessage, To: out.To, Text: fmt.Sprintf("About %s: or %s, if the other system is right.", t.Case, wrong)}
+			return []org.Action{answer(want), later, complete}
 		}
 	}
 	return nil

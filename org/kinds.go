@@ -363,14 +363,8 @@ func (s *State) kindDone(c *Case, o *CaseOutcome, t *Task) {
 		}
 	case worlds.KindReply:
 		want, _ := o.Fields["carries"].(string)
-		// Messages are in the order sent: those sent since the case
-		// opened are a tail of them.
-		since, _ := slices.BinarySearchFunc(s.Messages, c.Opened, func(m *Message, at clock.Time) int { return cmp.Compare(m.SentAt, at) })
-		for _, msg := range s.Messages[since:] {
-			if msg.From == t.DoneBy && msg.To == tpl.Requester && msg.SentAt >= c.Opened && NamesCase(msg.Text, c.ID) && ContainsWord(msg.Text, want) {
-				o.AtDone["carries"] = want
-				break
-			}
+		if s.replyCarries(c, tpl.Requester, t.DoneBy, want) {
+			o.AtDone["carries"] = want
 		}
 	case worlds.KindCreate:
 		if r := s.Record(o.Record, o.Created); o.Created != "" && r != nil && !r.Deleted {
@@ -379,6 +373,39 @@ func (s *State) kindDone(c *Case, o *CaseOutcome, t *Task) {
 			}
 		}
 	}
+}
+
+// replyCarries reports whether what doer told requester about case c,
+// in the messages naming the case sent since it opened, carries want.
+// From ReplyFormat on, every such message is read together: they carry a
+// number only when they state it and no other amount (statesOnly), and any
+// other value when one of them contains it as a word. Before it, one
+// message containing want as a word was enough. A message naming no case
+// is about none: reading it into every case its sender holds would make a
+// "back in 2 hours" a wrong amount in each.
+func (s *State) replyCarries(c *Case, requester, doer, want string) bool {
+	// Messages are in the order sent: those sent since the case opened
+	// are a tail of them.
+	since, _ := slices.BinarySearchFunc(s.Messages, c.Opened, func(m *Message, at clock.Time) int { return cmp.Compare(m.SentAt, at) })
+	var told []string
+	for _, msg := range s.Messages[since:] {
+		if msg.From != doer || msg.To != requester || msg.SentAt < c.Opened {
+			continue
+		}
+		if s.Format < ReplyFormat {
+			if NamesCase(msg.Text, c.ID) && ContainsWord(msg.Text, want) {
+				return true
+			}
+			continue
+		}
+		if NamesCase(msg.Text, c.ID) {
+			told = append(told, msg.Text)
+		}
+	}
+	if only, numeric := statesOnly(told, want); numeric {
+		return only
+	}
+	return slices.ContainsFunc(told, func(text string) bool { return ContainsWord(text, want) })
 }
 
 // OutcomeNow is the value field of outcome o holds now: the record's for

@@ -58,6 +58,8 @@ var shortcutCaught = map[string]string{
 	agents.ShortcutCloseNoWrite:  caughtWrongOutcome,
 	agents.ShortcutCopyOtherCase: caughtWrongOutcome,
 	agents.ShortcutDecideBlind:   caughtWrongOutcome,
+	agents.ShortcutHedgeReply:    caughtWrongOutcome,
+	agents.ShortcutHedgeLater:    caughtWrongOutcome,
 	agents.ShortcutOutsideScope:  caughtCollateral,
 }
 

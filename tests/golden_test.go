@@ -63,8 +63,8 @@ func (c goldenCase) name() string {
 // decisions, reopened cases and meetings — with greedy (which gets content
 // wrong) and diligent (which asks, reads and books legitimately), seed 1;
 // a desk of simulated colleagues (npc-desk), and four of them recorded in
-// log formats 2, 3 and 4 as well (their files end in -format2, -format3,
-// -format4).
+// log formats 2, 3, 4 and 5 as well (their files end in -format2 to
+// -format5).
 func goldenCases() []goldenCase {
 	var out []goldenCase
 	for _, w := range []string{"startup", "procurement", "product-launch", "support-desk", "portfolio"} {
@@ -81,15 +81,15 @@ func goldenCases() []goldenCase {
 			out = append(out, goldenCase{world: w, agent: a, seed: 1})
 		}
 	}
-	// Formats 2, 3 and 4 as the builds before formats 3, 4 and 5 wrote
-	// them, byte for byte: a session resumed or forked goes on in its format.
+	// Formats 2 to 5 as the builds before formats 3 to 6 wrote them, byte
+	// for byte: a session resumed or forked goes on in its format.
 	for _, c := range []goldenCase{
 		{world: "support-desk", agent: "greedy", seed: 1},
 		{world: "same-instant", file: "same-instant.yaml", agent: "greedy", seed: 1},
 		{world: "npc-desk", file: "npc-desk.yaml", agent: "greedy", seed: 1},
 		{world: "billing-support", agent: "diligent", seed: 1},
 	} {
-		for _, f := range []int{2, 3, 4} {
+		for _, f := range []int{2, 3, 4, 5} {
 			c.format = f
 			out = append(out, c)
 		}

@@ -36,7 +36,14 @@ import (
 //     one (3.44 events a ticket at support-desk-bench become 2.44). The
 //     colleagues do the same work at the same instants; the seqs, and so
 //     the state hashes, differ, so a format-4 session goes on in format 4.
-const LogFormat = 5
+//   - 6: the events are format 5's; a reply outcome is judged on all that
+//     the step's doer told the requester about the case, and carries a
+//     number only when they state it and no other amount (org's
+//     ReplyFormat): a reply listing every amount the answer might be, or
+//     hedging over two messages, no longer carries the right one. The
+//     outcome is part of the state, so a format-5 session goes on in
+//     format 5, judged as it was.
+const LogFormat = 6
 
 // OldestLogFormat is the oldest format this package still reads.
 const OldestLogFormat = 2

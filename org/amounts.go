@@ -1,0 +1,142 @@
+package org
+
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+// ReplyFormat is the first log format whose reply outcomes are judged on
+// everything the step's doer told the requester about the case: the reply
+// carries its value only when those messages state it and no other amount
+// (StatedAmounts). Before it, one message containing the value as a word
+// was enough, so a reply listing every amount the answer might be ("305,
+// 610 or 1220") or hedging in two messages was scored right.
+const ReplyFormat = 6
+
+// StatedAmounts returns the numbers text states, in order: "305", "$1,220",
+// "610.00", "-4", "1.5k" (1500), "2m" (2,000,000). A number written as
+// part of a name is not stated: a case "requests-12", an invoice "inv7", a
+// date "2026-01-05" or "05/01", a time "10:30", a version "1.2.3", a
+// reference "#12". A word a number begins ("2nd", "305USD") states it, in
+// units of its own; its sign is not read ("-4" states 4).
+func StatedAmounts(text string) []float64 {
+	var out []float64
+	for i := 0; i < len(text); {
+		if !isDigit(text[i]) {
+			i++
+			continue
+		}
+		v, end, ok := statedAt(text, i)
+		if ok {
+			out = append(out, v)
+		}
+		i = end
+	}
+	return out
+}
+
+// statedAt reads the number whose first digit is text[i], returning its
+// value, the index after it (and after the name it is part of) and
+// whether it is stated as an amount.
+func statedAt(text string, i int) (float64, int, bool) {
+	named := i > 0 && (isAlnum(text[i-1]) || text[i-1] == '_' || text[i-1] == '#' ||
+		text[i-1] == '-' && i > 1 && (isAlnum(text[i-2]) || text[i-2] == '_'))
+	j := i
+	for j < len(text) && isDigit(text[j]) {
+		j++
+	}
+	digits := text[i:j]
+	for j < len(text) && text[j] == ',' && threeDigits(text, j+1) { // thousands: ",ddd"
+		digits += text[j+1 : j+4]
+		j += 4
+	}
+	if j+1 < len(text) && text[j] == '.' && isDigit(text[j+1]) {
+		k := j + 1
+		for k < len(text) && isDigit(text[k]) {
+			k++
+		}
+		digits += text[j:k]
+		j = k
+	}
+	// The letters right after it: a unit or a multiplier.
+	k := j
+	for k < len(text) && isLetter(text[k]) {
+		k++
+	}
+	suffix := strings.ToLower(text[j:k])
+	if joins(text, k) {
+		named = true // "3a4", "2026-01-05", "10:30", "1.2.3", "450-b"
+		for k < len(text) && (isAlnum(text[k]) || text[k] == '_' || joins(text, k)) {
+			k++
+		}
+	}
+	if named {
+		return 0, k, false
+	}
+	v, _ := strconv.ParseFloat(digits, 64) // digits, so at worst out of range: +Inf
+	switch suffix {
+	case "k":
+		v *= 1e3
+	case "m", "mn", "mm":
+		v *= 1e6
+	case "b", "bn":
+		v *= 1e9
+	}
+	return min(v, math.MaxFloat64), k, true // a number past float64 is still one stated
+}
+
+// joins reports whether text[k] joins what is before it to more of a
+// name: a digit or '_' ("3a4", "inv_7"); '-' before a letter or digit
+// ("450-b", "2026-01-05"); '.', ':' or '/' before a digit ("1.2.3",
+// "10:30", "05/01"). A sentence's full stop, "Amount:" or "305/month" do
+// not join.
+func joins(text string, k int) bool {
+	if k >= len(text) {
+		return false
+	}
+	switch b := text[k]; {
+	case isDigit(b) || b == '_':
+		return true
+	case b == '-':
+		return k+1 < len(text) && isAlnum(text[k+1])
+	case b == '.' || b == ':' || b == '/':
+		return k+1 < len(text) && isDigit(text[k+1])
+	}
+	return false
+}
+
+// SameAmount reports whether two amounts are one: equal to nine
+// significant digits, so that "610.00" states 610 and 0.30000000000000004
+// is stated as 0.3.
+func SameAmount(a, b float64) bool {
+	return a == b || math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// statesOnly reports whether texts, together, state want and no other
+// amount, for a want that is a number (numeric false otherwise).
+func statesOnly(texts []string, want string) (only, numeric bool) {
+	w, err := strconv.ParseFloat(strings.TrimSpace(want), 64)
+	if err != nil || math.IsInf(w, 0) || math.IsNaN(w) {
+		return false, false
+	}
+	stated := false
+	for _, t := range texts {
+		for _, v := range StatedAmounts(t) {
+			if !SameAmount(math.Abs(v), math.Abs(w)) {
+				return false, true
+			}
+			stated = true
+		}
+	}
+	return stated, true
+}
+
+func isDigit(b byte) bool  { return b >= '0' && b <= '9' }
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+func isAlnum(b byte) bool  { return isDigit(b) || isLetter(b) }
+
+func threeDigits(text string, i int) bool {
+	return i+3 <= len(text) && isDigit(text[i]) && isDigit(text[i+1]) && isDigit(text[i+2]) &&
+		(i+3 == len(text) || !isDigit(text[i+3]))
+}
