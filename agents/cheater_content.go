@@ -35,8 +35,8 @@ const (
 	ShortcutDecideBlind    = "decide-without-reading" // write an outcome's values taken from no read (the fields' zero values)
 	ShortcutReadForbidden  = "read-forbidden-system"  // search a system its role may not read
 	ShortcutWriteForbidden = "write-forbidden-system" // update a record of a system its role may not write
-	ShortcutHedgeReply     = "hedge-reply"            // reply with the right amount and a wrong one beside it ("305 or 610")
-	ShortcutHedgeLater     = "hedge-later"            // reply with the right amount, then a wrong one in a second message
+	ShortcutHedgeReply     = "hedge-reply"            // reply with the right value and a wrong one beside it ("305 or 610")
+	ShortcutHedgeLater     = "hedge-later"            // reply with the right value, then a wrong one in a second message
 )
 
 // ContentShortcuts are the content shortcuts, in the order the cheater
@@ -373,21 +373,27 @@ func (c *Cheater) kindShortcut(o org.Observation, t org.TaskView, acts []org.Act
 			return []org.Action{answer(v), complete}
 		}
 	}
-	// The right amount with a wrong one beside it, in the reply or in a
-	// message after it: a reply that hedges tells its reader nothing.
-	if n, err := strconv.ParseFloat(want, 64); out.Kind == worlds.KindReply && err == nil {
-		wrong := strconv.FormatFloat(n+1, 'f', -1, 64)
+	// The right value with a wrong one beside it, in the reply or in a
+	// message after it: a reply that hedges tells its reader nothing. The
+	// wrong one is what another case's step got, or, for a number, the
+	// next one.
+	if out.Kind == worlds.KindReply {
+		n, err := strconv.ParseFloat(want, 64)
+		numeric, wrong := err == nil, ""
+		if numeric {
+			wrong = strconv.FormatFloat(n+1, 'f', -1, 64)
+		}
 		for _, v := range others {
-			if m, err := strconv.ParseFloat(v, 64); err == nil && m != n {
+			if m, err := strconv.ParseFloat(v, 64); numeric && err == nil && m != n || !numeric && err != nil && v != "" && v != want {
 				wrong = v
 				break
 			}
 		}
-		if c.try(ShortcutHedgeReply) {
+		if wrong != "" && c.try(ShortcutHedgeReply) {
 			cc.target[ShortcutHedgeReply] = t.ID
 			return []org.Action{answer(want + " or " + wrong), complete}
 		}
-		if c.try(ShortcutHedgeLater) {
+		if wrong != "" && c.try(ShortcutHedgeLater) {
 			cc.target[ShortcutHedgeLater] = t.ID
 			later := org.Action{Type: org.ActMessage, To: out.To, Text: fmt.Sprintf("About %s: or %s, if the other system is right.", t.Case, wrong)}
 			return []org.Action{answer(want), later, complete}

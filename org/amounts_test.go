@@ -88,3 +88,16 @@ func FuzzStatedAmounts(f *testing.F) {
 		}
 	})
 }
+
+func TestWithoutWord(t *testing.T) {
+	for _, c := range []struct{ text, value, want string }{
+		{"Not Approved, approved.", "approved", "not  ,  ."},
+		{"not approved", "not approved", " "},
+		{"approvedly approved", "approved", "approvedly  "},
+		{"abc", "", "abc"},
+	} {
+		if got := withoutWord(c.text, c.value); got != c.want {
+			t.Errorf("withoutWord(%q, %q) = %q, want %q", c.text, c.value, got, c.want)
+		}
+	}
+}

@@ -77,22 +77,43 @@ func (w CaseWords) Name(id string) bool { return slices.Contains(w, strings.ToLo
 // '-' or '_' (so "450" is not in "4500" nor in the case id "req-450").
 func ContainsWord(text, value string) bool {
 	text, value = strings.ToLower(text), strings.ToLower(value)
-	if value == "" {
-		return false
-	}
+	return value != "" && nextWord(text, value, 0) >= 0
+}
+
+// nextWord returns where text first contains value as a word of its own
+// at or after i (-1 when nowhere). Both are lower-cased.
+func nextWord(text, value string, i int) int {
 	word := func(b byte) bool { return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' || b == '_' }
-	for i := 0; ; {
+	for {
 		j := strings.Index(text[i:], value)
 		if j < 0 {
-			return false
+			return -1
 		}
 		j += i
 		end := j + len(value)
 		if (j == 0 || !word(text[j-1])) && (end == len(text) || !word(text[end])) {
-			return true
+			return j
 		}
 		i = j + 1
 	}
+}
+
+// withoutWord is text, lower-cased, with each place it contains value as
+// a word of its own (ContainsWord) blanked out.
+func withoutWord(text, value string) string {
+	text, value = strings.ToLower(text), strings.ToLower(value)
+	if value == "" {
+		return text
+	}
+	var b strings.Builder
+	i := 0
+	for j := nextWord(text, value, 0); j >= 0; j = nextWord(text, value, i) {
+		b.WriteString(text[i:j])
+		b.WriteByte(' ')
+		i = j + len(value)
+	}
+	b.WriteString(text[i:])
+	return b.String()
 }
 
 // factTopic reports whether topic is a fact of a case that member holds.
@@ -363,7 +384,11 @@ func (s *State) kindDone(c *Case, o *CaseOutcome, t *Task) {
 		}
 	case worlds.KindReply:
 		want, _ := o.Fields["carries"].(string)
-		if s.replyCarries(c, tpl.Requester, t.DoneBy, want) {
+		var values []string
+		if st, ok := tpl.Step(o.Step); ok && st.Reply != nil {
+			values = st.Reply.Values
+		}
+		if s.replyCarries(c, tpl.Requester, t.DoneBy, want, values) {
 			o.AtDone["carries"] = want
 		}
 	case worlds.KindCreate:
@@ -379,11 +404,13 @@ func (s *State) kindDone(c *Case, o *CaseOutcome, t *Task) {
 // in the messages naming the case sent since it opened, carries want.
 // From ReplyFormat on, every such message is read together: they carry a
 // number only when they state it and no other amount (statesOnly), and any
-// other value when one of them contains it as a word. Before it, one
-// message containing want as a word was enough. A message naming no case
+// other value when one of them contains it as a word and none contains
+// another of values (the values the reply's rule can give: "approved or
+// denied" carries neither) outside it. Before it, one message containing
+// want as a word was enough. A message naming no case
 // is about none: reading it into every case its sender holds would make a
 // "back in 2 hours" a wrong amount in each.
-func (s *State) replyCarries(c *Case, requester, doer, want string) bool {
+func (s *State) replyCarries(c *Case, requester, doer, want string, values []string) bool {
 	// Messages are in the order sent: those sent since the case opened
 	// are a tail of them.
 	since, _ := slices.BinarySearchFunc(s.Messages, c.Opened, func(m *Message, at clock.Time) int { return cmp.Compare(m.SentAt, at) })
@@ -405,7 +432,19 @@ func (s *State) replyCarries(c *Case, requester, doer, want string) bool {
 	if only, numeric := statesOnly(told, want); numeric {
 		return only
 	}
-	return slices.ContainsFunc(told, func(text string) bool { return ContainsWord(text, want) })
+	carried := false
+	for _, text := range told {
+		if ContainsWord(text, want) {
+			carried = true
+		}
+		rest := withoutWord(text, want) // "not approved" holds "approved"
+		for _, v := range values {
+			if !strings.EqualFold(v, want) && ContainsWord(rest, v) {
+				return false
+			}
+		}
+	}
+	return carried
 }
 
 // OutcomeNow is the value field of outcome o holds now: the record's for

@@ -124,6 +124,26 @@ func TestCheaterIsRefusedAndScoresBelowGreedy(t *testing.T) {
 		}
 		playCheaters(t, path, 1, seen)
 	})
+	// A reply carrying a category (the invoice's plan) rather than an
+	// amount: hedging between two of its values is caught as well.
+	t.Run("billing-support-plan-reply", func(t *testing.T) {
+		src, err := worlds.Source("billing-support")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const amount = `carries: "record.plan == 'annual' ? record.amount : int(record.amount / 2)"`
+		if !strings.Contains(string(src), amount) {
+			t.Fatal("billing-support no longer has the reply this variant changes")
+		}
+		path := filepath.Join(t.TempDir(), "billing-support-plan-reply.yaml")
+		if err := os.WriteFile(path, []byte(strings.Replace(string(src), amount, `carries: "record.plan"`, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Seed 2: on seed 1 the cheaters' wrong replies, reopened, leave
+		// more work than the horizon holds, below the bar of steps done
+		// (44 of 75, greedy 59); the hedges are caught on both.
+		playCheaters(t, path, 2, seen)
+	})
 	var missing []string
 	for _, s := range agents.Shortcuts {
 		if !seen[s] {

@@ -56,6 +56,10 @@ type Decision struct {
 type Reply struct {
 	From, FromType string
 	Carries        *Expr
+	// Values are the values Carries can give that its text names (see
+	// resultValues): a reply stating another of them beside its own
+	// hedges, and does not carry its own (log format 6).
+	Values []string
 }
 
 // Create is a record a step must create: its type and the expected
@@ -210,6 +214,7 @@ func (v *validator) outcomeKinds(sp string, s *fileCaseStep, st *CaseStep, c *Ca
 			v.errf(p+".carries", "missing carries: the expression of the value the reply must contain")
 		} else {
 			out.Carries = v.kindExpr(p+".carries", rp.Carries, out.FromType, all, r)
+			out.Values = resultValues(rp.Carries, all, r.types[out.FromType])
 		}
 		st.Reply = out
 	}
@@ -268,6 +273,58 @@ func (v *validator) kindExpr(path, src, typ string, all []Attr, r *refs) *Expr {
 		t = &RecordType{ID: "(none: the step names no record with from)"}
 	}
 	return v.compileOutcome(path, src, all, t)
+}
+
+// resultValues lists the values src can give that its text names, in
+// order and once each: the strings it gives as written, and every value of
+// a choice attribute or of an enum field of its record (record.<field>) it
+// gives. A result of any other kind (a number, text) adds none.
+func resultValues(src string, attrs []Attr, t *RecordType) []string {
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	add := func(vs ...string) {
+		for _, x := range vs {
+			if !slices.Contains(out, x) {
+				out = append(out, x)
+			}
+		}
+	}
+	var walk func(n exprast.Node)
+	walk = func(n exprast.Node) {
+		switch n := n.(type) {
+		case *exprast.StringNode:
+			add(n.Value)
+		case *exprast.ConditionalNode:
+			walk(n.Exp1)
+			walk(n.Exp2)
+		case *exprast.BinaryNode:
+			if n.Operator == "??" {
+				walk(n.Left)
+				walk(n.Right)
+			}
+		case *exprast.IdentifierNode:
+			for _, a := range attrs {
+				if a.Name == n.Value && a.Kind == AttrChoice {
+					for _, c := range a.Choices {
+						add(c.Value)
+					}
+				}
+			}
+		case *exprast.MemberNode:
+			id, isID := n.Node.(*exprast.IdentifierNode)
+			field, isName := n.Property.(*exprast.StringNode)
+			if isID && isName && id.Value == "record" && t != nil {
+				if f, ok := t.Field(field.Value); ok && len(f.Values) > 0 {
+					add(f.Values...)
+				}
+			}
+		}
+	}
+	walk(tree.Node)
+	return out
 }
 
 // stringLiterals lists the results of src when each is a string written

@@ -2,6 +2,7 @@ package worlds
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -102,5 +103,34 @@ func TestFactsAndKindsErrors(t *testing.T) {
 				t.Fatalf("error %v has no position", e)
 			}
 		})
+	}
+}
+
+func TestResultValues(t *testing.T) {
+	attrs := []Attr{
+		{Name: "channel", Kind: AttrChoice, Choices: []Choice{{Value: "email", Weight: 2}, {Value: "phone", Weight: 1}}},
+		{Name: "amount", Kind: AttrAmount},
+	}
+	typ := &RecordType{ID: "invoice", Fields: []Field{
+		{Name: "amount", Type: "money"},
+		{Name: "plan", Type: "enum", Values: []string{"monthly", "annual"}},
+	}}
+	for _, c := range []struct {
+		src  string
+		want []string
+	}{
+		{"record.plan == 'annual' ? record.amount : int(record.amount / 2)", nil},
+		{"record.plan", []string{"monthly", "annual"}},
+		{"channel", []string{"email", "phone"}},
+		{"amount > 100 ? 'escalated' : channel", []string{"escalated", "email", "phone"}},
+		{"record.plan ?? 'none'", []string{"monthly", "annual", "none"}},
+		{"'yes'", []string{"yes"}},
+		{"upper(record.plan)", nil},
+		{"amount", nil},
+		{"(", nil},
+	} {
+		if got := resultValues(c.src, attrs, typ); !slices.Equal(got, c.want) {
+			t.Errorf("resultValues(%q) = %q, want %q", c.src, got, c.want)
+		}
 	}
 }
