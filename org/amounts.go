@@ -7,7 +7,8 @@ import (
 )
 
 // ReplyFormat is the first log format whose reply outcomes are judged on
-// everything the step's doer told the requester about the case: the reply
+// everything the step's doer told the requester about the case since the
+// step's task was created (State.Told): the reply
 // carries its value only when those messages state it and no other amount
 // (StatedAmounts). Before it, one message containing the value as a word
 // was enough, so a reply listing every amount the answer might be ("305,

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -96,6 +97,32 @@ func nextWord(text, value string, i int) int {
 		}
 		i = j + 1
 	}
+}
+
+// Told returns the messages the doer of case c's step t sent requester
+// naming the case, by instant until, in the order sent: what the step's
+// reply outcome is judged on. From ReplyFormat on they are those sent
+// since t was created (a step redone after its case was reopened is judged
+// on the reply that redoes it, not on the one that was wrong), before it
+// those since the case opened.
+func (s *State) Told(c *Case, t *Task, requester string, until clock.Time) []*Message {
+	from := c.Opened
+	if s.Format >= ReplyFormat {
+		from = max(from, t.Created)
+	}
+	// Messages are in the order sent: those sent since from are a tail
+	// of them.
+	since, _ := slices.BinarySearchFunc(s.Messages, from, func(m *Message, at clock.Time) int { return cmp.Compare(m.SentAt, at) })
+	var out []*Message
+	for _, m := range s.Messages[since:] {
+		if m.SentAt > until {
+			break
+		}
+		if m.From == t.DoneBy && m.To == requester && m.SentAt >= from && NamesCase(m.Text, c.ID) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // withoutWord is text, lower-cased, with each place it contains value as
@@ -388,7 +415,7 @@ func (s *State) kindDone(c *Case, o *CaseOutcome, t *Task) {
 		if st, ok := tpl.Step(o.Step); ok && st.Reply != nil {
 			values = st.Reply.Values
 		}
-		if s.replyCarries(c, tpl.Requester, t.DoneBy, want, values) {
+		if s.replyCarries(c, t, tpl.Requester, want, values) {
 			o.AtDone["carries"] = want
 		}
 	case worlds.KindCreate:
@@ -410,30 +437,20 @@ func (s *State) kindDone(c *Case, o *CaseOutcome, t *Task) {
 // want as a word was enough. A message naming no case
 // is about none: reading it into every case its sender holds would make a
 // "back in 2 hours" a wrong amount in each.
-func (s *State) replyCarries(c *Case, requester, doer, want string, values []string) bool {
-	// Messages are in the order sent: those sent since the case opened
-	// are a tail of them.
-	since, _ := slices.BinarySearchFunc(s.Messages, c.Opened, func(m *Message, at clock.Time) int { return cmp.Compare(m.SentAt, at) })
-	var told []string
-	for _, msg := range s.Messages[since:] {
-		if msg.From != doer || msg.To != requester || msg.SentAt < c.Opened {
-			continue
-		}
-		if s.Format < ReplyFormat {
-			if NamesCase(msg.Text, c.ID) && ContainsWord(msg.Text, want) {
-				return true
-			}
-			continue
-		}
-		if NamesCase(msg.Text, c.ID) {
-			told = append(told, msg.Text)
-		}
+func (s *State) replyCarries(c *Case, t *Task, requester, want string, values []string) bool {
+	told := s.Told(c, t, requester, math.MaxInt64)
+	if s.Format < ReplyFormat {
+		return slices.ContainsFunc(told, func(m *Message) bool { return ContainsWord(m.Text, want) })
 	}
-	if only, numeric := statesOnly(told, want); numeric {
+	texts := make([]string, len(told))
+	for i, m := range told {
+		texts[i] = m.Text
+	}
+	if only, numeric := statesOnly(texts, want); numeric {
 		return only
 	}
 	carried := false
-	for _, text := range told {
+	for _, text := range texts {
 		if ContainsWord(text, want) {
 			carried = true
 		}

@@ -2,6 +2,9 @@ package tests
 
 import (
 	"context"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/agents"
@@ -79,4 +82,68 @@ func TestFormat6JudgesHedgedReplies(t *testing.T) {
 			t.Errorf("format %d: the cheaters hedged %d replies; want both shortcuts tried", format, hedged)
 		}
 	}
+}
+
+// A step redone after its case was reopened is judged on the reply that
+// redoes it: an agent whose first reply of each case is wrong, and whose
+// redo is right, has every redone reply met in format 6 (the wrong first
+// reply still stands in the messages since the case opened).
+func TestFormat6JudgesARedoneReplyOnItsOwn(t *testing.T) {
+	src, err := worlds.Source("billing-support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := worlds.Load("billing-support.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	seats := map[string]agents.Agent{}
+	lied := map[string]bool{} // cases whose first reply was one off
+	handled := regexp.MustCompile(`case (\S+) is handled: (\d+)\.$`)
+	decide := func(turn sim.Turn) (sim.Answer, bool) {
+		a := seats[turn.Member]
+		if a == nil {
+			if a, err = agents.New("diligent", agents.Options{Seed: 1, Member: turn.Member, World: w}); err != nil {
+				t.Fatal(err)
+			}
+			seats[turn.Member] = a
+		}
+		acts, _ := a.Decide(context.Background(), turn.Observation)
+		for i, act := range acts {
+			if m := handled.FindStringSubmatch(act.Text); act.Type == org.ActMessage && m != nil && !lied[m[1]] {
+				lied[m[1]] = true
+				n, _ := strconv.Atoi(m[2])
+				acts[i].Text = strings.TrimSuffix(act.Text, m[2]+".") + strconv.Itoa(n+1) + "."
+			}
+		}
+		if acts == nil {
+			acts = []org.Action{}
+		}
+		return sim.Answer{Member: turn.Member, Turn: turn.Observation.Turn, Actions: acts}, true
+	}
+	if err := sim.Play(e, func([]events.Event) bool { return true }, decide, 0); err != nil {
+		t.Fatal(err)
+	}
+	redone := 0
+	for _, oc := range policies.Score(e.State()).Outcomes {
+		if oc.Kind != worlds.KindReply || !lied[oc.Case] || !oc.Done {
+			continue
+		}
+		if len(oc.Redone) == 0 {
+			continue // not reopened by the end (its case was not done yet)
+		}
+		redone++
+		if oc.Wrong || len(oc.Unmet) > 0 {
+			t.Errorf("%s: the redone reply is right and was judged wrong (unmet %v)", oc.Task, oc.Unmet)
+		}
+	}
+	if redone == 0 {
+		t.Fatal("no reply was redone; the test needs some")
+	}
+	t.Logf("%d replies redone right after a wrong first one", redone)
 }

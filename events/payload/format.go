@@ -37,7 +37,8 @@ import (
 //     colleagues do the same work at the same instants; the seqs, and so
 //     the state hashes, differ, so a format-4 session goes on in format 4.
 //   - 6: the events are format 5's; a reply outcome is judged on all that
-//     the step's doer told the requester about the case, and carries a
+//     the step's doer told the requester about the case since the step's
+//     task was created (a redone step: since the reopening), and carries a
 //     number only when they state it and no other amount (org's
 //     ReplyFormat): a reply listing every amount the answer might be, or
 //     hedging over two messages, no longer carries the right one. The

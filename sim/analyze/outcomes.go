@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -71,6 +72,9 @@ type OutcomeTrace struct {
 	// stood when the step was completed.
 	Authoritative []RecordSeen       `json:"authoritative,omitempty"`
 	Writes        []RecordWriteTrace `json:"writes,omitempty"`
+	// Told is, for a reply, what the completing member told the requester
+	// about the case by completion (org.State.Told): what it is judged on.
+	Told []string `json:"told,omitempty"`
 	// Summary says it in a line: what was read where, what the
 	// authoritative system had, what was written and what was wanted.
 	Summary string `json:"summary,omitempty"`
@@ -214,6 +218,11 @@ func (s *Session) outcomeTrace(c *org.Case, t *org.Task) *OutcomeTrace {
 	if t.DoneSeq != 0 {
 		doneAt = s.stampOf(t.DoneSeq)
 	}
+	if tpl, ok := s.World.CaseTemplate(c.Template); ok && ot.Kind == worlds.KindReply && ot.By != "" && t.DoneSeq != 0 {
+		for _, m := range s.State.Told(c, t, tpl.Requester, doneAt.Time) {
+			ot.Told = append(ot.Told, m.Text)
+		}
+	}
 	for _, r := range auth {
 		ty, _ := s.World.RecordType(r.Type)
 		ot.Authoritative = append(ot.Authoritative, RecordSeen{At: doneAt, System: ty.System, Record: r.Type, ID: r.ID,
@@ -341,6 +350,18 @@ func (s *Session) outcomeSummary(ot *OutcomeTrace) string {
 	return strings.Join(parts, "; ")
 }
 
+// quoteAll quotes texts, each cut to 120 bytes, joined by " then ".
+func quoteAll(texts []string) string {
+	q := make([]string, len(texts))
+	for i, t := range texts {
+		if len(t) > 120 {
+			t = strings.ToValidUTF8(t[:120], "") + "…"
+		}
+		q[i] = strconv.Quote(t)
+	}
+	return strings.Join(q, " then ")
+}
+
 // kindSummary says an outcome that is not record fields in a line: a
 // decision, a reply to the requester or a meeting (ok false for the
 // others, which outcomeSummary says from the records).
@@ -360,8 +381,10 @@ func kindSummary(ot *OutcomeTrace) (string, bool) {
 		switch {
 		case !ot.Done:
 			return fmt.Sprintf("not completed: the requester must be told %v", ot.Expected["carries"]), true
+		case len(ot.Unmet) > 0 && len(ot.Told) == 0:
+			return fmt.Sprintf("%s sent the requester no message naming the case; wanted %v", ot.By, ot.Expected["carries"]), true
 		case len(ot.Unmet) > 0:
-			return fmt.Sprintf("%s sent the requester no message naming the case with %v", ot.By, ot.Expected["carries"]), true
+			return fmt.Sprintf("%s told the requester %s; wanted %v, and no other value", ot.By, quoteAll(ot.Told), ot.Expected["carries"]), true
 		}
 		return fmt.Sprintf("%s told the requester %v, as wanted", ot.By, ot.Expected["carries"]), true
 	case policies.OutcomeMeeting:

@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/analyze"
@@ -224,4 +226,59 @@ func TestDiagnoseWrongOutcomesAndCollateral(t *testing.T) {
 	if named == 0 || named != len(col.Detail) {
 		t.Errorf("collateral detail %+v; want each writer of collateral damage named", col.Detail)
 	}
+}
+
+// A reply judged wrong says what its doer told the requester: with
+// cheaters on billing-support some replies hedge ("305 or 610"), and their
+// traces quote every message the reply was judged on.
+func TestReplyTraceQuotesWhatWasTold(t *testing.T) {
+	cheaters := map[string]*agents.Cheater{}
+	s := mustPlayed(t, "billing-support", 1, func(tn sim.Turn) (sim.Answer, bool) {
+		c := cheaters[tn.Member]
+		if c == nil {
+			c = &agents.Cheater{}
+			cheaters[tn.Member] = c
+		}
+		acts, _ := c.Decide(context.Background(), tn.Observation)
+		return sim.Answer{Member: tn.Member, Turn: tn.Observation.Turn, Actions: acts}, true
+	})
+	hedged, right := 0, 0
+	for _, c := range s.State.Cases {
+		ct, err := s.Case(c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range ct.Steps {
+			ot := st.Outcome
+			if ot == nil || ot.Kind != worlds.KindReply || !ot.Done {
+				continue
+			}
+			want := fmt.Sprint(ot.Expected["carries"])
+			if len(ot.Unmet) == 0 {
+				right++
+				if len(ot.Told) == 0 || !strings.Contains(ot.Summary, "as wanted") {
+					t.Errorf("%s: met, told %q, summary %q", st.Task, ot.Told, ot.Summary)
+				}
+				continue
+			}
+			if len(ot.Told) == 0 {
+				if !strings.Contains(ot.Summary, "no message naming the case") {
+					t.Errorf("%s: nothing told, summary %q", st.Task, ot.Summary)
+				}
+				continue
+			}
+			for _, m := range ot.Told {
+				if !strings.Contains(ot.Summary, strconv.Quote(m)) {
+					t.Errorf("%s: summary %q does not quote %q", st.Task, ot.Summary, m)
+				}
+			}
+			if slices.ContainsFunc(ot.Told, func(m string) bool { return org.ContainsWord(m, want) }) {
+				hedged++ // the right value, and another
+			}
+		}
+	}
+	if hedged == 0 || right == 0 {
+		t.Fatalf("%d hedged replies and %d right ones traced; the test needs both", hedged, right)
+	}
+	t.Logf("%d hedged replies and %d right ones traced", hedged, right)
 }
