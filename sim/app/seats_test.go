@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -196,5 +197,37 @@ func TestHostSaysWhichSeatsAnswerAtOnce(t *testing.T) {
 		if got := imm.Immediate(m); got != want {
 			t.Errorf("Immediate(%s): got %v, want %v", m, got, want)
 		}
+	}
+}
+
+// A session that panics on the driver's goroutine (a defect in the engine,
+// or here in the caller's progress function; an agent's panic is a failed
+// turn) is recorded failed, saying why, with the events stored before the
+// panic, and run returns the error: the process goes on, and the session
+// is not left running, to be recorded interrupted and resumed into the
+// same panic.
+func TestRunRecordsAPanicFailed(t *testing.T) {
+	l := memlog.New()
+	ctx := context.Background()
+	const session = "panics"
+	_, err := app.Run(ctx, app.RunOptions{World: "startup", Seed: 1, Agents: "greedy", Log: l, Session: session,
+		CheckpointEvery: -1, Progress: func(seq uint64, _ int64) {
+			if seq > 100 {
+				panic("a defect in the progress function")
+			}
+		}})
+	if !errors.Is(err, app.ErrPanicked) || !strings.Contains(err.Error(), "a defect in the progress function") {
+		t.Fatalf("Run: %v; want ErrPanicked saying what panicked", err)
+	}
+	meta, err := l.Session(ctx, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := l.LastSeq(ctx, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Status != events.StatusFailed || meta.Reason != "the session panicked: a defect in the progress function" || meta.LastSeq != last || last == 0 {
+		t.Fatalf("recorded %+v (log holds %d events); want failed, saying why, with its events", meta, last)
 	}
 }

@@ -976,23 +976,8 @@ func (s *Service) guard(log hclog.Logger, meta events.SessionMeta, run func() (e
 		log.Error("session panicked; recorded failed", "panic", r, "stack", string(debug.Stack()))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		m = meta
-		if stored, serr := s.cfg.Log.Session(ctx, meta.ID); serr == nil {
-			m = stored
-		}
-		if last, lerr := s.cfg.Log.LastSeq(ctx, meta.ID); lerr == nil {
-			m.LastSeq = last
-		}
-		m.Status = events.StatusFailed
-		m.Reason = fmt.Sprintf("the session panicked: %v", r)
-		uerr := s.cfg.Log.UpdateSession(ctx, m)
-		if errors.Is(uerr, events.ErrNoSession) {
-			// It panicked before its first batch was stored: record it,
-			// failed and empty, so that it is listed after a restart too.
-			m.LastSeq = 0
-			uerr = s.cfg.Log.CreateSession(ctx, m)
-		}
-		if uerr != nil {
+		var uerr error
+		if m, uerr = driver.RecordFailed(ctx, s.cfg.Log, meta, fmt.Sprintf("the session panicked: %v", r)); uerr != nil {
 			log.Error("cannot record the session failed", "error", uerr)
 		}
 	}()
