@@ -125,24 +125,6 @@ func (s *State) Told(c *Case, t *Task, requester string, until clock.Time) []*Me
 	return out
 }
 
-// withoutWord is text, lower-cased, with each place it contains value as
-// a word of its own (ContainsWord) blanked out.
-func withoutWord(text, value string) string {
-	text, value = strings.ToLower(text), strings.ToLower(value)
-	if value == "" {
-		return text
-	}
-	var b strings.Builder
-	i := 0
-	for j := nextWord(text, value, 0); j >= 0; j = nextWord(text, value, i) {
-		b.WriteString(text[i:j])
-		b.WriteByte(' ')
-		i = j + len(value)
-	}
-	b.WriteString(text[i:])
-	return b.String()
-}
-
 // factTopic reports whether topic is a fact of a case that member holds.
 func (s *State) factTopic(member, topic string) bool {
 	id, name, ok := strings.Cut(topic, "/")
@@ -427,16 +409,13 @@ func (s *State) kindDone(c *Case, o *CaseOutcome, t *Task) {
 	}
 }
 
-// replyCarries reports whether what doer told requester about case c,
-// in the messages naming the case sent since it opened, carries want.
-// From ReplyFormat on, every such message is read together: they carry a
-// number only when they state it and no other amount (statesOnly), and any
-// other value when one of them contains it as a word and none contains
-// another of values (the values the reply's rule can give: "approved or
-// denied" carries neither) outside it. Before it, one message containing
-// want as a word was enough. A message naming no case
-// is about none: reading it into every case its sender holds would make a
-// "back in 2 hours" a wrong amount in each.
+// replyCarries reports whether what the doer of case c's step t told
+// requester (Told) carries want. From ReplyFormat on, every such message
+// is read together, each for what it says about c (aboutCase): they carry
+// a number only when they state it and no other amount (statesOnly), and
+// any other value when they state it and no other of values, the values
+// the reply's rule can give (statesValue: "approved or denied" carries
+// neither). Before it, one message containing want as a word was enough.
 func (s *State) replyCarries(c *Case, t *Task, requester, want string, values []string) bool {
 	told := s.Told(c, t, requester, math.MaxInt64)
 	if s.Format < ReplyFormat {
@@ -444,24 +423,12 @@ func (s *State) replyCarries(c *Case, t *Task, requester, want string, values []
 	}
 	texts := make([]string, len(told))
 	for i, m := range told {
-		texts[i] = m.Text
+		texts[i] = s.aboutCase(m.Text, c.ID)
 	}
 	if only, numeric := statesOnly(texts, want); numeric {
 		return only
 	}
-	carried := false
-	for _, text := range texts {
-		if ContainsWord(text, want) {
-			carried = true
-		}
-		rest := withoutWord(text, want) // "not approved" holds "approved"
-		for _, v := range values {
-			if !strings.EqualFold(v, want) && ContainsWord(rest, v) {
-				return false
-			}
-		}
-	}
-	return carried
+	return statesValue(texts, want, values)
 }
 
 // OutcomeNow is the value field of outcome o holds now: the record's for

@@ -94,6 +94,11 @@ func goldenCases() []goldenCase {
 			out = append(out, c)
 		}
 	}
+	// Cheaters who hedge their replies, judged right in format 5 (its file
+	// was recorded by the build before format 6, with today's cheater) and
+	// wrong in format 6.
+	out = append(out, goldenCase{world: "billing-support", agent: "cheater", seed: 1},
+		goldenCase{world: "billing-support", agent: "cheater", seed: 1, format: 5})
 	return out
 }
 

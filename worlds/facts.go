@@ -278,7 +278,8 @@ func (v *validator) kindExpr(path, src, typ string, all []Attr, r *refs) *Expr {
 // resultValues lists the values src can give that its text names, in
 // order and once each: the strings it gives as written, and every value of
 // a choice attribute or of an enum field of its record (record.<field>) it
-// gives. A result of any other kind (a number, text) adds none.
+// gives, also through ?., a let, or string, lower, upper or trim. A result
+// of any other kind (a number, text, another function's) adds none.
 func resultValues(src string, attrs []Attr, t *RecordType) []string {
 	tree, err := parser.Parse(src)
 	if err != nil {
@@ -292,6 +293,7 @@ func resultValues(src string, attrs []Attr, t *RecordType) []string {
 			}
 		}
 	}
+	lets := map[string]exprast.Node{} // let bindings in scope
 	var walk func(n exprast.Node)
 	walk = func(n exprast.Node) {
 		switch n := n.(type) {
@@ -305,7 +307,26 @@ func resultValues(src string, attrs []Attr, t *RecordType) []string {
 				walk(n.Left)
 				walk(n.Right)
 			}
+		case *exprast.ChainNode: // record?.plan
+			walk(n.Node)
+		case *exprast.BuiltinNode: // a value written otherwise: the same value to a reader
+			if len(n.Arguments) == 1 && slices.Contains([]string{"string", "lower", "upper", "trim"}, n.Name) {
+				walk(n.Arguments[0])
+			}
+		case *exprast.VariableDeclaratorNode:
+			outer, had := lets[n.Name]
+			lets[n.Name] = n.Value
+			walk(n.Expr)
+			if delete(lets, n.Name); had {
+				lets[n.Name] = outer
+			}
 		case *exprast.IdentifierNode:
+			if v, ok := lets[n.Value]; ok {
+				delete(lets, n.Value) // its value is read in the scope it was bound in
+				walk(v)
+				lets[n.Value] = v
+				return
+			}
 			for _, a := range attrs {
 				if a.Name == n.Value && a.Kind == AttrChoice {
 					for _, c := range a.Choices {

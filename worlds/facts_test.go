@@ -125,7 +125,12 @@ func TestResultValues(t *testing.T) {
 		{"amount > 100 ? 'escalated' : channel", []string{"escalated", "email", "phone"}},
 		{"record.plan ?? 'none'", []string{"monthly", "annual", "none"}},
 		{"'yes'", []string{"yes"}},
-		{"upper(record.plan)", nil},
+		{"upper(record.plan)", []string{"monthly", "annual"}},
+		{"record?.plan", []string{"monthly", "annual"}},
+		{"let p = record.plan; p", []string{"monthly", "annual"}},
+		{"let channel = 'x'; channel", []string{"x"}},
+		{"string(channel) + '!'", nil},
+		{"replace(record.plan, 'a', 'b')", nil},
 		{"amount", nil},
 		{"(", nil},
 	} {

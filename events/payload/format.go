@@ -39,7 +39,8 @@ import (
 //   - 6: the events are format 5's; a reply outcome is judged on all that
 //     the step's doer told the requester about the case since the step's
 //     task was created (a redone step: since the reopening), and carries a
-//     number only when they state it and no other amount (org's
+//     number only when they state it and no other amount, another value
+//     only when they state no other value the reply's rule can give (org's
 //     ReplyFormat): a reply listing every amount the answer might be, or
 //     hedging over two messages, no longer carries the right one. The
 //     outcome is part of the state, so a format-5 session goes on in

@@ -1,18 +1,21 @@
 package org
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // ReplyFormat is the first log format whose reply outcomes are judged on
 // everything the step's doer told the requester about the case since the
-// step's task was created (State.Told): the reply
-// carries its value only when those messages state it and no other amount
-// (StatedAmounts). Before it, one message containing the value as a word
-// was enough, so a reply listing every amount the answer might be ("305,
-// 610 or 1220") or hedging in two messages was scored right.
+// step's task was created (State.Told, aboutCase): the reply carries a
+// number only when those messages state it and no other amount
+// (StatedAmounts), another value only when they state no other value its
+// rule can give (statesValue). Before it, one message containing the value
+// as a word was enough, so a reply listing every amount the answer might
+// be ("305, 610 or 1220") or hedging in two messages was scored right.
 const ReplyFormat = 6
 
 // StatedAmounts returns the numbers text states, in order: "305", "$1,220",
@@ -131,6 +134,104 @@ func statesOnly(texts []string, want string) (only, numeric bool) {
 		}
 	}
 	return stated, true
+}
+
+// statesValue reports whether texts, together, state want and no other of
+// values as words of their own, case-insensitively. Longer values are
+// found first and blanked out, so that "not approved" states that and not
+// "approved" as well.
+func statesValue(texts []string, want string, values []string) bool {
+	vals := []string{strings.ToLower(want)}
+	for _, v := range values {
+		if v = strings.ToLower(v); v != "" && !slices.Contains(vals, v) {
+			vals = append(vals, v)
+		}
+	}
+	slices.SortStableFunc(vals, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	want = strings.ToLower(want)
+	stated := false
+	for _, text := range texts {
+		rest := strings.ToLower(text)
+		for _, v := range vals {
+			if nextWord(rest, v, 0) < 0 {
+				continue
+			}
+			if v != want {
+				return false
+			}
+			stated = true
+			rest = withoutWord(rest, v)
+		}
+	}
+	return stated
+}
+
+// withoutWord is text, lower-cased, with each place it contains value as
+// a word of its own (ContainsWord) blanked out.
+func withoutWord(text, value string) string {
+	text, value = strings.ToLower(text), strings.ToLower(value)
+	if value == "" {
+		return text
+	}
+	var b strings.Builder
+	i := 0
+	for j := nextWord(text, value, 0); j >= 0; j = nextWord(text, value, i) {
+		b.WriteString(text[i:j])
+		b.WriteByte(' ')
+		i = j + len(value)
+	}
+	b.WriteString(text[i:])
+	return b.String()
+}
+
+// aboutCase is what text says about case id. A message naming no other
+// case (by an ID as written) is about id whole; one naming others too is
+// read clause by clause (clauses end at a comma, a semicolon or a
+// sentence's end followed by a space, or at a new line), keeping those
+// that name id: "requests-3: 305, requests-4: 610" says 305 about
+// requests-3, and a clause naming both cases says what it says about each.
+func (s *State) aboutCase(text, id string) string {
+	if !s.namesOther(text, id) {
+		return text
+	}
+	var about []string
+	for len(text) > 0 {
+		end := clauseEnd(text)
+		if clause := text[:end]; NamesCase(clause, id) {
+			about = append(about, clause)
+		}
+		text = text[end:]
+	}
+	return strings.Join(about, "\n")
+}
+
+// namesOther reports whether text names a case of the state other than id.
+func (s *State) namesOther(text, id string) bool {
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) {
+		if s.cases[w] != nil && !strings.EqualFold(w, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// clauseEnd returns the length of text's first clause, its separator
+// included: up to a new line, or a ',', ';', '.', '!' or '?' followed by
+// a space or a new line; the whole text when none.
+func clauseEnd(text string) int {
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '\n':
+			return i + 1
+		case ',', ';', '.', '!', '?':
+			if i+1 < len(text) && (text[i+1] == ' ' || text[i+1] == '\n') {
+				return i + 2
+			}
+		}
+	}
+	return len(text)
 }
 
 func isDigit(b byte) bool  { return b >= '0' && b <= '9' }

@@ -101,3 +101,47 @@ func TestWithoutWord(t *testing.T) {
 		}
 	}
 }
+
+func TestStatesValue(t *testing.T) {
+	values := []string{"approved", "not approved", "partial refund", "refund"}
+	for _, c := range []struct {
+		texts []string
+		want  string
+		ok    bool
+	}{
+		{[]string{"r-1: approved."}, "approved", true},
+		{[]string{"r-1: Not Approved."}, "not approved", true},
+		{[]string{"r-1: not approved."}, "approved", false}, // the longer value is stated
+		{[]string{"r-1: approved or not approved"}, "approved", false},
+		{[]string{"r-1: approved", "r-1: not approved after all"}, "approved", false},
+		{[]string{"r-1: a partial refund"}, "refund", false},
+		{[]string{"r-1: a refund"}, "refund", true},
+		{[]string{"r-1: a refund", "r-1: the refund is sent"}, "refund", true},
+		{[]string{"r-1: done"}, "approved", false},
+		{[]string{"r-1: gold"}, "gold", true}, // a value the rule's text does not name
+	} {
+		if got := statesValue(c.texts, c.want, values); got != c.ok {
+			t.Errorf("statesValue(%q, %q) = %v, want %v", c.texts, c.want, got, c.ok)
+		}
+	}
+}
+
+func TestAboutCase(t *testing.T) {
+	s := &State{cases: map[string]*Case{"requests-3": {}, "requests-4": {}, "requests-12": {}}}
+	for _, c := range []struct{ text, id, want string }{
+		{"Hello cara, case requests-3 is handled: 305.", "requests-3", "Hello cara, case requests-3 is handled: 305."},
+		{"requests-3: done. The refund is 305.", "requests-3", "requests-3: done. The refund is 305."},
+		{"Refunds done: requests-3 305, requests-4 610.", "requests-3", "Refunds done: requests-3 305, "},
+		{"Refunds done: requests-3 305, requests-4 610.", "requests-4", "requests-4 610."},
+		{"305 for requests-3; 610 for requests-4", "requests-3", "305 for requests-3; "},
+		{"requests-3 1,220, requests-4 610", "requests-3", "requests-3 1,220, "},
+		{"requests-3\nrequests-4: 610", "requests-3", "requests-3\n"},
+		{"requests-3 and requests-4: 305 and 610", "requests-4", "requests-3 and requests-4: 305 and 610"},
+		{"requests-3 and requests-12", "requests-12", "requests-3 and requests-12"},
+		{"requests-3 and requests-99: 305", "requests-3", "requests-3 and requests-99: 305"}, // no case requests-99
+	} {
+		if got := s.aboutCase(c.text, c.id); got != c.want {
+			t.Errorf("aboutCase(%q, %q) = %q, want %q", c.text, c.id, got, c.want)
+		}
+	}
+}
