@@ -686,6 +686,11 @@ func (e *Engine) allNPC(ids []string) bool {
 	return true
 }
 
+// Unpaid is the team score's change since the last reward event, which
+// the next one pays: the team score less Unpaid is the sum of the rewards
+// the log holds.
+func (e *Engine) Unpaid() float64 { return e.reward.Team }
+
 // payReward emits the score change since the last reward, if any.
 func (e *Engine) payReward() {
 	if e.reward.Zero() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -339,3 +341,40 @@ func checkRestores(t *testing.T, live *sim.Engine, cfg sim.Config, every int, wa
 
 // greedyAgents makes greedy deciders, for checkRestores.
 func greedyAgents([]events.Event) decider { return greedy }
+
+// The team score less Unpaid is the sum of the rewards the log holds, at
+// every point a session can be rebuilt at: what a resumed session's
+// running score starts from (its next reward pays Unpaid). Some cut points
+// must have something unpaid, or the test shows nothing.
+func TestUnpaidIsTheScoreTheRewardsDoNotHoldYet(t *testing.T) {
+	_, evs := playWorld(t, "billing-support", "greedy", 1)
+	unpaid := 0
+	for cut := 1; cut < len(evs); cut += 7 {
+		e, err := sim.Rebuild(func(yield func(events.Event, error) bool) {
+			for _, ev := range evs[:cut] {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+		}, "s", sim.Config{})
+		if err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+		paid := 0.0
+		for i := range evs[:cut] {
+			if r, err := payload.TeamReward(&evs[i]); err == nil {
+				paid += r
+			}
+		}
+		if got := policies.Score(e.State()).TeamScore - e.Unpaid(); math.Abs(got-paid) > 1e-6 {
+			t.Fatalf("cut %d: score %v less unpaid %v is %v; the rewards before it sum to %v",
+				cut, policies.Score(e.State()).TeamScore, e.Unpaid(), got, paid)
+		}
+		if e.Unpaid() != 0 {
+			unpaid++
+		}
+	}
+	if unpaid == 0 {
+		t.Fatal("no cut point had anything unpaid")
+	}
+}

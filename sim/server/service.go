@@ -766,7 +766,11 @@ func (s *Service) launch(l launch) error {
 	// What status says of the session until it ends: where it stands now
 	// (a resumed or forked one not at 0), then as its batches land.
 	st := e.State()
-	prog := newProgress(nil, int64(st.Now), policies.Score(st).TeamScore)
+	// Its score as the log's rewards hold it: the rubric's less what the
+	// next reward pays (a resumed session's first reward pays the change
+	// since the last one before the resume, which the rubric's score
+	// already counts).
+	prog := newProgress(nil, int64(st.Now), policies.Score(st).TeamScore-e.Unpaid())
 	ss.mu.Lock()
 	ss.progress = prog
 	ss.mu.Unlock()
