@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // ReplyFormat is the first log format whose reply outcomes are judged on
@@ -25,8 +27,26 @@ const ReplyFormat = 6
 // reference "#12". A word a number begins ("2nd", "305USD") states it, in
 // units of its own; its sign is not read ("-4" states 4).
 func StatedAmounts(text string) []float64 {
+	text = foldDigits(text)
 	var out []float64
 	for i := 0; i < len(text); {
+		if text[i] >= utf8.RuneSelf {
+			// Digits of another script: a number, whose value no amount
+			// is taken to have (so it is never the one wanted).
+			r, n := utf8.DecodeRuneInString(text[i:])
+			if !unicode.IsDigit(r) {
+				i += n
+				continue
+			}
+			for i < len(text) {
+				if r, n = utf8.DecodeRuneInString(text[i:]); !unicode.IsDigit(r) {
+					break
+				}
+				i += n
+			}
+			out = append(out, math.MaxFloat64)
+			continue
+		}
 		if !isDigit(text[i]) {
 			i++
 			continue
@@ -40,6 +60,21 @@ func StatedAmounts(text string) []float64 {
 	return out
 }
 
+// foldDigits writes full-width digits (U+FF10 to U+FF19) as ASCII ones.
+func foldDigits(text string) string {
+	if !strings.ContainsFunc(text, isFullWidthDigit) {
+		return text
+	}
+	return strings.Map(func(r rune) rune {
+		if isFullWidthDigit(r) {
+			return '0' + r - '\uff10'
+		}
+		return r
+	}, text)
+}
+
+func isFullWidthDigit(r rune) bool { return r >= '\uff10' && r <= '\uff19' }
+
 // statedAt reads the number whose first digit is text[i], returning its
 // value, the index after it (and after the name it is part of) and
 // whether it is stated as an amount.
@@ -51,11 +86,15 @@ func statedAt(text string, i int) (float64, int, bool) {
 		j++
 	}
 	digits := text[i:j]
+	point := i > 0 && text[i-1] == '.' && (i == 1 || !isAlnum(text[i-2]) && text[i-2] != '_')
+	if point {
+		digits = "0." + digits // ".5k"
+	}
 	for j < len(text) && text[j] == ',' && threeDigits(text, j+1) { // thousands: ",ddd"
 		digits += text[j+1 : j+4]
 		j += 4
 	}
-	if j+1 < len(text) && text[j] == '.' && isDigit(text[j+1]) {
+	if !point && j+1 < len(text) && text[j] == '.' && isDigit(text[j+1]) {
 		k := j + 1
 		for k < len(text) && isDigit(text[k]) {
 			k++

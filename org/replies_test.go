@@ -34,6 +34,11 @@ func TestStatedAmounts(t *testing.T) {
 		{"1,22", []float64{1, 22}}, // not a thousands group
 		{"1,2345", []float64{1, 2345}},
 		{"9" + strings.Repeat("0", 400), []float64{math.MaxFloat64}},
+		{".5k or 0.25", []float64{500, 0.25}},
+		{".5.3", nil},
+		{"３０５ or ６１０", []float64{305, 610}},             // full-width
+		{"305 or ٦١٠", []float64{305, math.MaxFloat64}}, // Arabic-Indic: a number, of no amount's value
+		{"naïve 305", []float64{305}},
 	} {
 		if got := StatedAmounts(c.text); !slices.Equal(got, c.want) {
 			t.Errorf("StatedAmounts(%q) = %v, want %v", c.text, got, c.want)
@@ -56,6 +61,9 @@ func TestStatesOnly(t *testing.T) {
 		{[]string{"case requests-3: 305", "requests-3: or 610"}, "305", false, true},
 		{[]string{"case requests-3: 305", "requests-3: 305 again"}, "305", true, true},
 		{[]string{"case requests-3: 305k"}, "305", false, true},
+		{[]string{"case requests-3: ３０５"}, "305", true, true},
+		{[]string{"case requests-3: 305 or ６１０"}, "305", false, true},
+		{[]string{"case requests-3: 305 or ٣٠٥"}, "305", false, true},
 		{[]string{"case requests-3: 3050"}, "305", false, true},
 		{[]string{"case requests-3 is handled"}, "305", false, true},
 		{nil, "305", false, true},
