@@ -15,6 +15,26 @@ import (
 	"github.com/corpsim/corpsim/worlds"
 )
 
+// startBilling starts a billing-support session of seed 1 in log format
+// format (0: the current one).
+func startBilling(t *testing.T, format int) (*sim.Engine, *worlds.World) {
+	t.Helper()
+	src, err := worlds.Source("billing-support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := worlds.Load("billing-support.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s", LogFormat: format})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	return e, w
+}
+
 // Log format 6 judges a reply on all that its doer told the requester
 // about the case: a reply hedging between the right amount and a wrong one,
 // in one message or two, is a wrong outcome. A format-5 session, resumed or
@@ -23,19 +43,7 @@ import (
 // were taken of.
 func TestFormat6JudgesHedgedReplies(t *testing.T) {
 	for _, format := range []int{5, 6} {
-		src, err := worlds.Source("billing-support")
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := worlds.Load("billing-support.yaml", src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s", LogFormat: format})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.Start()
+		e, _ := startBilling(t, format)
 		cheaters := map[string]*agents.Cheater{}
 		decide := func(turn sim.Turn) (sim.Answer, bool) {
 			c := cheaters[turn.Member]
@@ -89,19 +97,8 @@ func TestFormat6JudgesHedgedReplies(t *testing.T) {
 // redo is right, has every redone reply met in format 6 (the wrong first
 // reply still stands in the messages since the case opened).
 func TestFormat6JudgesARedoneReplyOnItsOwn(t *testing.T) {
-	src, err := worlds.Source("billing-support")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := worlds.Load("billing-support.yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Start()
+	e, w := startBilling(t, 0)
+	var err error
 	seats := map[string]agents.Agent{}
 	lied := map[string]bool{} // cases whose first reply was one off
 	handled := regexp.MustCompile(`case (\S+) is handled: (\d+)\.$`)

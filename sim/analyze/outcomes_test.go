@@ -163,14 +163,10 @@ func TestTraceOfAWrongOutcome(t *testing.T) {
 	t.Logf("%d wrong outcomes traced", checked)
 }
 
-// The diagnosis of a content world names wrong outcomes and collateral
-// damage as causes: with cheaters on billing-support, wrong_outcome holds
-// the value of the cases whose step was completed with its outcome unmet
-// (naming who completed them), collateral the penalty of the writes no
-// case asked for (naming the writers), and the causes add up.
-func TestDiagnoseWrongOutcomesAndCollateral(t *testing.T) {
+// cheating answers every turn as a cheater of the member's own would.
+func cheating() func(sim.Turn) (sim.Answer, bool) {
 	cheaters := map[string]*agents.Cheater{}
-	s := mustPlayed(t, "billing-support", 1, func(tn sim.Turn) (sim.Answer, bool) {
+	return func(tn sim.Turn) (sim.Answer, bool) {
 		c := cheaters[tn.Member]
 		if c == nil {
 			c = &agents.Cheater{}
@@ -178,7 +174,16 @@ func TestDiagnoseWrongOutcomesAndCollateral(t *testing.T) {
 		}
 		acts, _ := c.Decide(context.Background(), tn.Observation)
 		return sim.Answer{Member: tn.Member, Turn: tn.Observation.Turn, Actions: acts}, true
-	})
+	}
+}
+
+// The diagnosis of a content world names wrong outcomes and collateral
+// damage as causes: with cheaters on billing-support, wrong_outcome holds
+// the value of the cases whose step was completed with its outcome unmet
+// (naming who completed them), collateral the penalty of the writes no
+// case asked for (naming the writers), and the causes add up.
+func TestDiagnoseWrongOutcomesAndCollateral(t *testing.T) {
+	s := mustPlayed(t, "billing-support", 1, cheating())
 	d := s.Diagnose()
 	checkCasesAddUp(t, s, d)
 	card := policies.Score(s.State)
@@ -232,16 +237,7 @@ func TestDiagnoseWrongOutcomesAndCollateral(t *testing.T) {
 // cheaters on billing-support some replies hedge ("305 or 610"), and their
 // traces quote every message the reply was judged on.
 func TestReplyTraceQuotesWhatWasTold(t *testing.T) {
-	cheaters := map[string]*agents.Cheater{}
-	s := mustPlayed(t, "billing-support", 1, func(tn sim.Turn) (sim.Answer, bool) {
-		c := cheaters[tn.Member]
-		if c == nil {
-			c = &agents.Cheater{}
-			cheaters[tn.Member] = c
-		}
-		acts, _ := c.Decide(context.Background(), tn.Observation)
-		return sim.Answer{Member: tn.Member, Turn: tn.Observation.Turn, Actions: acts}, true
-	})
+	s := mustPlayed(t, "billing-support", 1, cheating())
 	hedged, right := 0, 0
 	for _, c := range s.State.Cases {
 		ct, err := s.Case(c.ID)
