@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -302,30 +301,8 @@ const (
 	playFork                     // a fork not in the log yet (LoadFork): Fork
 )
 
-// ErrPanicked is the error of a session that panicked (see guard).
-var ErrPanicked = errors.New("the session panicked")
-
-// guard runs a session and turns a panic in it (a defect in the engine or
-// an agent played in this process) into the session's failure, recorded
-// in log with the reason and its last durable seq, rather than the end of
-// the process with the session left running.
-func guard(logger hclog.Logger, log events.Log, meta events.SessionMeta, run func() (events.SessionMeta, error)) (m events.SessionMeta, err error) {
-	defer func() {
-		r := recover()
-		if r == nil {
-			return
-		}
-		err = fmt.Errorf("%w: %v (recorded failed)", ErrPanicked, r)
-		logger.Error("session panicked; recorded failed", "panic", r, "stack", string(debug.Stack()))
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		var uerr error
-		if m, uerr = driver.RecordFailed(ctx, log, meta, fmt.Sprintf("the session panicked: %v", r)); uerr != nil {
-			err = fmt.Errorf("%w; and it cannot be recorded failed: %v", err, uerr)
-		}
-	}()
-	return run()
-}
+// ErrPanicked is the error of a session that panicked: driver.ErrPanicked.
+var ErrPanicked = driver.ErrPanicked
 
 func play(ctx context.Context, o RunOptions, log events.Log, meta events.SessionMeta, e *sim.Engine, mode playMode) (*RunResult, error) {
 	logger := orNull(o.Logger)
@@ -428,7 +405,7 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 		Memory: seats.Memory, Remembers: seats.Remembers})
 	from := e.State().LastSeq
 	start := time.Now()
-	meta, err = guard(logger, log, meta, func() (events.SessionMeta, error) {
+	meta, err = driver.Guard(logger, log, meta, func() (events.SessionMeta, error) {
 		switch mode {
 		case playNew:
 			return d.Run(ctx, meta, e)

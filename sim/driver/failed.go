@@ -3,9 +3,41 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/events"
 )
+
+// ErrPanicked is the error of a session that panicked (see Guard).
+var ErrPanicked = errors.New("the session panicked")
+
+// Guard runs a session and turns a panic in it (a defect in the engine, a
+// hook or an agent host) into the session's failure, recorded in l with
+// the reason and its last durable seq (RecordFailed), rather than the end
+// of the process and its other sessions with the session left running.
+// The error wraps ErrPanicked.
+func Guard(logger hclog.Logger, l events.Log, meta events.SessionMeta, run func() (events.SessionMeta, error)) (m events.SessionMeta, err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		err = fmt.Errorf("%w: %v", ErrPanicked, r)
+		logger.Error("session panicked; recorded failed", "panic", r, "stack", string(debug.Stack()))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var uerr error
+		if m, uerr = RecordFailed(ctx, l, meta, fmt.Sprintf("the session panicked: %v", r)); uerr != nil {
+			logger.Error("cannot record the session failed", "error", uerr)
+			err = fmt.Errorf("%w; and it cannot be recorded failed: %v", err, uerr)
+		}
+	}()
+	return run()
+}
 
 // RecordFailed records session meta in l as failed for reason, with the
 // last seq its log holds, and returns what it recorded. A session that

@@ -52,7 +52,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -157,8 +156,9 @@ var (
 	ErrShuttingDown    = errors.New("server: shutting down")
 )
 
-// ErrPanicked is the error of a session that panicked (see guard).
-var ErrPanicked = errors.New("server: the session panicked")
+// ErrPanicked is the error of a session that panicked (see guard):
+// driver.ErrPanicked.
+var ErrPanicked = driver.ErrPanicked
 
 // Bus is where the service runs: the embedded server (*natsserver.Server) or
 // an external one (natsserver.External).
@@ -965,27 +965,13 @@ func (s *Service) mend(log hclog.Logger, ss *session, m events.SessionMeta, stat
 	}
 }
 
-// guard runs a session and turns a panic in it (a defect in the engine,
-// a hook or an agent host) into the session's failure: the service and
-// its other sessions go on, and the session is recorded failed, with its
-// last durable seq, so that neither a restart nor another worker runs it
-// again into the same panic.
-func (s *Service) guard(log hclog.Logger, meta events.SessionMeta, run func() (events.SessionMeta, error)) (m events.SessionMeta, err error) {
-	defer func() {
-		r := recover()
-		if r == nil {
-			return
-		}
-		err = fmt.Errorf("%w: %v", ErrPanicked, r)
-		log.Error("session panicked; recorded failed", "panic", r, "stack", string(debug.Stack()))
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		var uerr error
-		if m, uerr = driver.RecordFailed(ctx, s.cfg.Log, meta, fmt.Sprintf("the session panicked: %v", r)); uerr != nil {
-			log.Error("cannot record the session failed", "error", uerr)
-		}
-	}()
-	return run()
+// guard runs a session as driver.Guard does: a panic in it (a defect in
+// the engine, a hook or an agent host) is the session's failure, recorded
+// with its last durable seq, so that neither a restart nor another worker
+// runs it again into the same panic, and the service and its other
+// sessions go on.
+func (s *Service) guard(log hclog.Logger, meta events.SessionMeta, run func() (events.SessionMeta, error)) (events.SessionMeta, error) {
+	return driver.Guard(log, s.cfg.Log, meta, run)
 }
 
 // waitToStart holds a session until it may run: a start control message
