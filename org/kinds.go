@@ -425,7 +425,7 @@ func (s *State) replyCarries(c *Case, t *Task, requester, want string, values []
 	for i, m := range told {
 		texts[i] = s.aboutCase(m.Text, c.ID)
 	}
-	if only, numeric := statesOnly(texts, want); numeric {
+	if only, numeric := statesOnly(texts, want, s.isName); numeric {
 		return only
 	}
 	return statesValue(texts, want, values)

@@ -3,6 +3,7 @@ package org
 import (
 	"cmp"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,14 +21,21 @@ import (
 // be ("305, 610 or 1220") or hedging in two messages was scored right.
 const ReplyFormat = 6
 
-// StatedAmounts returns the numbers text states, in order: "305", "$1,220",
-// "610.00", "-4", "1.5k" (1500), "2m" (2,000,000). A number written as
-// part of a name is not stated: a case "requests-12", an invoice "inv7", a
-// date "2026-01-05" or "05/01", a time "10:30", a version "1.2.3", a
-// reference "#12". A word a number begins ("2nd", "305USD") states it, in
-// units of its own; its sign is not read ("-4" states 4).
-func StatedAmounts(text string) []float64 {
-	text = foldDigits(text)
+// StatedAmounts returns the numbers text states, in order: "305",
+// "$1,220", "610.00", "152,50" (a decimal comma), "-4" (its sign is not
+// read: 4), "1.5k" (1500), "2m" (2,000,000), and any number written among
+// letters or signs: "USD1112", "#610", "x610", "31-126" (31 and 126),
+// "05/01" (5 and 1), "2nd" (2). What is not a number is a word name
+// reports is a name (the ID of a case, a member, a record, a task: "req-12",
+// "inv-7", never digits alone), an ISO date ("2026-01-05") and a clock time
+// ("10:30", "10:30:15"). A name is a run of letters, digits, '-' and '_'
+// as written; name nil knows none.
+//
+// The reading fails closed: a number it cannot place is stated, so a reply
+// hedging in any notation states more than one amount, and a right reply
+// holds no number but its amount, IDs, dates and times.
+func StatedAmounts(text string, name func(word string) bool) []float64 {
+	text = blankNames(foldDigits(text), name)
 	var out []float64
 	for i := 0; i < len(text); {
 		if text[i] >= utf8.RuneSelf {
@@ -51,13 +59,96 @@ func StatedAmounts(text string) []float64 {
 			i++
 			continue
 		}
-		v, end, ok := statedAt(text, i)
-		if ok {
-			out = append(out, v)
-		}
+		v, end := amountAt(text, i)
+		out = append(out, v)
 		i = end
 	}
 	return out
+}
+
+// dateTime finds ISO dates (with a time of day, seconds, fraction and zone
+// after them or not) and clock times.
+var dateTime = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?|[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?`)
+
+// blankNames is text with its dates, times and names (StatedAmounts)
+// written as spaces. A date or time joined to more digits ("12026-01-05",
+// "10:305") is none.
+func blankNames(text string, name func(string) bool) string {
+	b := []byte(text)
+	blank := func(i, j int) {
+		for ; i < j; i++ {
+			b[i] = ' '
+		}
+	}
+	for _, m := range dateTime.FindAllStringIndex(text, -1) {
+		if (m[0] == 0 || !isDigit(text[m[0]-1])) && (m[1] == len(text) || !isDigit(text[m[1]])) {
+			blank(m[0], m[1])
+		}
+	}
+	if name != nil {
+		for i := 0; i < len(b); {
+			if !isWordByte(b[i]) {
+				i++
+				continue
+			}
+			j, digits, other := i, false, false
+			for ; j < len(b) && isWordByte(b[j]); j++ {
+				digits = digits || isDigit(b[j])
+				other = other || !isDigit(b[j])
+			}
+			if digits && other && name(string(b[i:j])) { // digits alone are a number
+				blank(i, j)
+			}
+			i = j
+		}
+	}
+	return string(b)
+}
+
+// amountAt reads the number whose first digit is text[i]: its digits, a
+// '.' before them after no letter, digit, '-' or '_' (".5", " $.5"), thousands groups
+// (",ddd"), a decimal point or comma (",5", ",50": a comma before one or
+// two digits and no more), and a multiplier right after it ("k", "m",
+// "mn", "mm", "b", "bn", ended by no letter). It returns the value and the
+// index after the number (before any unit written after it: "305USD").
+func amountAt(text string, i int) (float64, int) {
+	j := i
+	for j < len(text) && isDigit(text[j]) {
+		j++
+	}
+	digits := text[i:j]
+	point := i > 0 && text[i-1] == '.' && (i == 1 || !isWordByte(text[i-2]))
+	if point {
+		digits = "0." + digits // ".5k"
+	}
+	for j < len(text) && text[j] == ',' && threeDigits(text, j+1) {
+		digits += text[j+1 : j+4]
+		j += 4
+	}
+	if !point && j+1 < len(text) && (text[j] == '.' || text[j] == ',') && isDigit(text[j+1]) {
+		k := j + 1
+		for k < len(text) && isDigit(text[k]) {
+			k++
+		}
+		if text[j] == '.' || k-j <= 3 { // ",5" and ",50"; ",5000" is a list
+			digits += "." + text[j+1:k]
+			j = k
+		}
+	}
+	v, _ := strconv.ParseFloat(digits, 64) // digits, so at worst out of range: +Inf
+	k := j
+	for k < len(text) && isLetter(text[k]) {
+		k++
+	}
+	switch strings.ToLower(text[j:k]) {
+	case "k":
+		v *= 1e3
+	case "m", "mn", "mm":
+		v *= 1e6
+	case "b", "bn":
+		v *= 1e9
+	}
+	return min(v, math.MaxFloat64), j // a number past float64 is still one stated
 }
 
 // foldDigits writes full-width digits (U+FF10 to U+FF19) as ASCII ones.
@@ -75,80 +166,6 @@ func foldDigits(text string) string {
 
 func isFullWidthDigit(r rune) bool { return r >= '\uff10' && r <= '\uff19' }
 
-// statedAt reads the number whose first digit is text[i], returning its
-// value, the index after it (and after the name it is part of) and
-// whether it is stated as an amount.
-func statedAt(text string, i int) (float64, int, bool) {
-	named := i > 0 && (isAlnum(text[i-1]) || text[i-1] == '_' || text[i-1] == '#' ||
-		text[i-1] == '-' && i > 1 && (isAlnum(text[i-2]) || text[i-2] == '_'))
-	j := i
-	for j < len(text) && isDigit(text[j]) {
-		j++
-	}
-	digits := text[i:j]
-	point := i > 0 && text[i-1] == '.' && (i == 1 || !isAlnum(text[i-2]) && text[i-2] != '_')
-	if point {
-		digits = "0." + digits // ".5k"
-	}
-	for j < len(text) && text[j] == ',' && threeDigits(text, j+1) { // thousands: ",ddd"
-		digits += text[j+1 : j+4]
-		j += 4
-	}
-	if !point && j+1 < len(text) && text[j] == '.' && isDigit(text[j+1]) {
-		k := j + 1
-		for k < len(text) && isDigit(text[k]) {
-			k++
-		}
-		digits += text[j:k]
-		j = k
-	}
-	// The letters right after it: a unit or a multiplier.
-	k := j
-	for k < len(text) && isLetter(text[k]) {
-		k++
-	}
-	suffix := strings.ToLower(text[j:k])
-	if joins(text, k) {
-		named = true // "3a4", "2026-01-05", "10:30", "1.2.3", "450-b"
-		for k < len(text) && (isAlnum(text[k]) || text[k] == '_' || joins(text, k)) {
-			k++
-		}
-	}
-	if named {
-		return 0, k, false
-	}
-	v, _ := strconv.ParseFloat(digits, 64) // digits, so at worst out of range: +Inf
-	switch suffix {
-	case "k":
-		v *= 1e3
-	case "m", "mn", "mm":
-		v *= 1e6
-	case "b", "bn":
-		v *= 1e9
-	}
-	return min(v, math.MaxFloat64), k, true // a number past float64 is still one stated
-}
-
-// joins reports whether text[k] joins what is before it to more of a
-// name: a digit or '_' ("3a4", "inv_7"); '-' before a letter or digit
-// ("450-b", "2026-01-05"); '.', ':' or '/' before a digit ("1.2.3",
-// "10:30", "05/01"). A sentence's full stop, "Amount:" or "305/month" do
-// not join.
-func joins(text string, k int) bool {
-	if k >= len(text) {
-		return false
-	}
-	switch b := text[k]; {
-	case isDigit(b) || b == '_':
-		return true
-	case b == '-':
-		return k+1 < len(text) && isAlnum(text[k+1])
-	case b == '.' || b == ':' || b == '/':
-		return k+1 < len(text) && isDigit(text[k+1])
-	}
-	return false
-}
-
 // SameAmount reports whether two amounts are one: equal to nine
 // significant digits, so that "610.00" states 610 and 0.30000000000000004
 // is stated as 0.3.
@@ -157,15 +174,16 @@ func SameAmount(a, b float64) bool {
 }
 
 // statesOnly reports whether texts, together, state want and no other
-// amount, for a want that is a number (numeric false otherwise).
-func statesOnly(texts []string, want string) (only, numeric bool) {
+// amount (StatedAmounts, with names those name knows), for a want that is
+// a number (numeric false otherwise).
+func statesOnly(texts []string, want string, name func(string) bool) (only, numeric bool) {
 	w, err := strconv.ParseFloat(strings.TrimSpace(want), 64)
 	if err != nil || math.IsInf(w, 0) || math.IsNaN(w) {
 		return false, false
 	}
 	stated := false
 	for _, t := range texts {
-		for _, v := range StatedAmounts(t) {
+		for _, v := range StatedAmounts(t, name) {
 			if !SameAmount(math.Abs(v), math.Abs(w)) {
 				return false, true
 			}
@@ -176,21 +194,22 @@ func statesOnly(texts []string, want string) (only, numeric bool) {
 }
 
 // statesValue reports whether texts, together, state want and no other of
-// values as words of their own, case-insensitively. Longer values are
+// values as words of their own, case-insensitively and with '-', '_' and
+// spaces alike ("Half-Refund" states "half refund"). Longer values are
 // found first and blanked out, so that "not approved" states that and not
 // "approved" as well.
 func statesValue(texts []string, want string, values []string) bool {
-	vals := []string{strings.ToLower(want)}
+	want = plainWords(want)
+	vals := []string{want}
 	for _, v := range values {
-		if v = strings.ToLower(v); v != "" && !slices.Contains(vals, v) {
+		if v = plainWords(v); v != "" && !slices.Contains(vals, v) {
 			vals = append(vals, v)
 		}
 	}
 	slices.SortStableFunc(vals, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
-	want = strings.ToLower(want)
 	stated := false
 	for _, text := range texts {
-		rest := strings.ToLower(text)
+		rest := plainWords(text)
 		for _, v := range vals {
 			if nextWord(rest, v, 0) < 0 {
 				continue
@@ -203,6 +222,14 @@ func statesValue(texts []string, want string, values []string) bool {
 		}
 	}
 	return stated
+}
+
+// plainWords is text lower-cased, its runs of '-', '_' and spaces written
+// as one space and trimmed.
+func plainWords(text string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return r == '-' || r == '_' || unicode.IsSpace(r)
+	}), " ")
 }
 
 // withoutWord is text, lower-cased, with each place it contains value as
@@ -224,19 +251,27 @@ func withoutWord(text, value string) string {
 }
 
 // aboutCase is what text says about case id. A message naming no other
-// case (by an ID as written) is about id whole; one naming others too is
-// read clause by clause (clauses end at a comma, a semicolon or a
-// sentence's end followed by a space, or at a new line), keeping those
-// that name id: "requests-3: 305, requests-4: 610" says 305 about
-// requests-3, and a clause naming both cases says what it says about each.
+// case is about id whole. One naming others too is read clause by clause
+// (clauses end at a comma, a semicolon or a sentence's end followed by a
+// space, or at a new line): a clause naming cases is about those, a
+// clause naming none about the cases the last one naming any was about,
+// and the clauses before the first naming any about every case. So
+// "requests-3: 305, requests-4: 610" says 305 about requests-3, and
+// "requests-4: 133, or 266. cc requests-3" says 133 and 266 about
+// requests-4.
 func (s *State) aboutCase(text, id string) string {
 	if !s.namesOther(text, id) {
 		return text
 	}
 	var about []string
+	mine := true // the clauses before any case is named are about each
 	for len(text) > 0 {
 		end := clauseEnd(text)
-		if clause := text[:end]; NamesCase(clause, id) {
+		clause := text[:end]
+		if words := WordsOf(clause); slices.ContainsFunc(words, func(w string) bool { return s.cases[w] != nil }) {
+			mine = words.Name(id)
+		}
+		if mine {
 			about = append(about, clause)
 		}
 		text = text[end:]
@@ -244,13 +279,28 @@ func (s *State) aboutCase(text, id string) string {
 	return strings.Join(about, "\n")
 }
 
-// namesOther reports whether text names a case of the state other than id.
+// namesOther reports whether text names a case of the state other than
+// id, case-insensitively (as NamesCase names id).
 func (s *State) namesOther(text, id string) bool {
-	for _, w := range strings.FieldsFunc(text, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
-	}) {
-		if s.cases[w] != nil && !strings.EqualFold(w, id) {
-			return true
+	id = strings.ToLower(id)
+	return slices.ContainsFunc(WordsOf(text), func(w string) bool { return w != id && s.cases[w] != nil })
+}
+
+// isName reports whether word, a run of letters, digits, '-' and '_' as
+// written, is the ID of a case, a member, a task or a record of the state:
+// a name, whose digits state no amount (StatedAmounts). A world's IDs are
+// lower-case, so they are found in any case; a record an agent created is
+// found as written or in lower case.
+func (s *State) isName(word string) bool {
+	lower := strings.ToLower(word)
+	if s.cases[lower] != nil || s.members[lower] != nil || s.tasks[lower] != nil {
+		return true
+	}
+	for i := range s.World.Systems {
+		for _, t := range s.World.Systems[i].Types {
+			if s.records[recordKey(t.ID, word)] != nil || s.records[recordKey(t.ID, lower)] != nil {
+				return true
+			}
 		}
 	}
 	return false
@@ -273,9 +323,9 @@ func clauseEnd(text string) int {
 	return len(text)
 }
 
-func isDigit(b byte) bool  { return b >= '0' && b <= '9' }
-func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
-func isAlnum(b byte) bool  { return isDigit(b) || isLetter(b) }
+func isDigit(b byte) bool    { return b >= '0' && b <= '9' }
+func isLetter(b byte) bool   { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+func isWordByte(b byte) bool { return isDigit(b) || isLetter(b) || b == '-' || b == '_' }
 
 func threeDigits(text string, i int) bool {
 	return i+3 <= len(text) && isDigit(text[i]) && isDigit(text[i+1]) && isDigit(text[i+2]) &&

@@ -5,7 +5,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/corpsim/corpsim/worlds"
 )
+
+// names knows the IDs of the tests' states.
+func names(word string) bool {
+	return slices.Contains([]string{"requests-3", "requests-12", "inv-7", "inv_8", "inv9", "req-450-b", "cara"}, strings.ToLower(word))
+}
 
 func TestStatedAmounts(t *testing.T) {
 	for _, c := range []struct {
@@ -25,24 +32,36 @@ func TestStatedAmounts(t *testing.T) {
 		{"305/month", []float64{305}},
 		{"done.305.Thanks", []float64{305}},
 		{"50% of 610", []float64{50, 610}},
-		// Numbers written as part of a name are not stated.
-		{"requests-12 inv-7 inv_8 inv9 req-450-b", nil},
-		{"on 2026-01-05 at 10:30, 05/01, v1.2.3 and 1.2.3", nil},
-		{"ticket #12", nil},
-		{"3a4 and x86_64", nil},
+		// Names, dates and times are not numbers, written in any case.
+		{"requests-12 inv-7 inv_8 inv9 req-450-b REQUESTS-3 Inv-7", nil},
+		{"on 2026-01-05 at 10:30, at 2026-01-05T10:30:15Z and 9:05:59", nil},
 		{"", nil},
-		{"1,22", []float64{1, 22}}, // not a thousands group
+		// Every other number is stated, whatever is written around it:
+		// a hedge cannot hide in a name-like word.
+		{"USD1112 or x610 or #610 or 610_ or 1516-ish", []float64{1112, 610, 610, 610, 1516}},
+		{"31-126", []float64{31, 126}},
+		{"610/1220", []float64{610, 1220}},
+		{"ticket #12, 05/01, v1.2.3", []float64{12, 5, 1, 1.2, 3}},
+		{"requests-99 inv-77 requests-3x", []float64{99, 77, 3}}, // not IDs of the state
+		{"3a4 and x86_64", []float64{3, 4, 86, 64}},
+		{"12026-01-05 10:305", []float64{12026, 1, 5, 10, 305}}, // joined to more digits: no date, no time
+		{"1,22", []float64{1.22}},                               // a decimal comma
+		{"€152,00 and 152,5", []float64{152, 152.5}},
 		{"1,2345", []float64{1, 2345}},
 		{"9" + strings.Repeat("0", 400), []float64{math.MaxFloat64}},
 		{".5k or 0.25", []float64{500, 0.25}},
-		{".5.3", nil},
+		{".5.3", []float64{0.5, 3}},
+		{"2mo and 3kg", []float64{2, 3}},                // units, not multipliers
 		{"３０５ or ６１０", []float64{305, 610}},             // full-width
 		{"305 or ٦١٠", []float64{305, math.MaxFloat64}}, // Arabic-Indic: a number, of no amount's value
 		{"naïve 305", []float64{305}},
 	} {
-		if got := StatedAmounts(c.text); !slices.Equal(got, c.want) {
+		if got := StatedAmounts(c.text, names); !slices.Equal(got, c.want) {
 			t.Errorf("StatedAmounts(%q) = %v, want %v", c.text, got, c.want)
 		}
+	}
+	if got := StatedAmounts("inv-7", nil); !slices.Equal(got, []float64{7}) {
+		t.Errorf("StatedAmounts knowing no names = %v, want [7]", got)
 	}
 }
 
@@ -61,6 +80,11 @@ func TestStatesOnly(t *testing.T) {
 		{[]string{"case requests-3: 305", "requests-3: or 610"}, "305", false, true},
 		{[]string{"case requests-3: 305", "requests-3: 305 again"}, "305", true, true},
 		{[]string{"case requests-3: 305k"}, "305", false, true},
+		{[]string{"case requests-3: USD305"}, "305", true, true},
+		{[]string{"case requests-3: USD305 (or USD610)"}, "305", false, true},
+		{[]string{"case requests-3: €305,00"}, "305", true, true},
+		{[]string{"case requests-3: 305, see inv-7 of 2026-01-05"}, "305", true, true},
+		{[]string{"case requests-3: 305, see inv-8"}, "305", false, true}, // no record inv-8
 		{[]string{"case requests-3: ３０５"}, "305", true, true},
 		{[]string{"case requests-3: 305 or ６１０"}, "305", false, true},
 		{[]string{"case requests-3: 305 or ٣٠٥"}, "305", false, true},
@@ -69,7 +93,7 @@ func TestStatesOnly(t *testing.T) {
 		{nil, "305", false, true},
 		{[]string{"case requests-3: approved"}, "approved", false, false},
 	} {
-		only, numeric := statesOnly(c.texts, c.want)
+		only, numeric := statesOnly(c.texts, c.want, names)
 		if only != c.only || numeric != c.numeric {
 			t.Errorf("statesOnly(%q, %q) = %v, %v; want %v, %v", c.texts, c.want, only, numeric, c.only, c.numeric)
 		}
@@ -81,17 +105,17 @@ func TestStatesOnly(t *testing.T) {
 // written after a space at the end of the text is stated after the text's
 // own, which it does not change.
 func FuzzStatedAmounts(f *testing.F) {
-	for _, s := range []string{"305 or 610", "$1,220.50", "req-12", "1.5k", "2026-01-05 10:30", "9,999,999,999.999", ",,1,,", "1e5", "3-", "7."} {
+	for _, s := range []string{"305 or 610", "$1,220.50", "req-12", "requests-3", "inv-7 2026-01-05", "10:3", "1.5k", "2026-01-05 10:30", "9,999,999,999.999", ",,1,,", "1e5", "3-", "7."} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		got := StatedAmounts(text)
+		got := StatedAmounts(text, names)
 		for _, v := range got {
 			if v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 				t.Fatalf("StatedAmounts(%q) gave %v", text, v)
 			}
 		}
-		if after := StatedAmounts(text + " 42"); !slices.Equal(after, append(slices.Clip(got), 42)) {
+		if after := StatedAmounts(text+" 42", names); !slices.Equal(after, append(slices.Clip(got), 42)) {
 			t.Fatalf("StatedAmounts(%q) = %v, and with \" 42\" after it %v", text, got, after)
 		}
 	})
@@ -127,6 +151,9 @@ func TestStatesValue(t *testing.T) {
 		{[]string{"r-1: a refund", "r-1: the refund is sent"}, "refund", true},
 		{[]string{"r-1: done"}, "approved", false},
 		{[]string{"r-1: gold"}, "gold", true}, // a value the rule's text does not name
+		{[]string{"r-1: a Partial-Refund"}, "partial refund", true},
+		{[]string{"r-1: a partial  refund"}, "partial_refund", true},
+		{[]string{"r-1: a partial-refund, or a refund"}, "partial refund", false},
 	} {
 		if got := statesValue(c.texts, c.want, values); got != c.ok {
 			t.Errorf("statesValue(%q, %q) = %v, want %v", c.texts, c.want, got, c.ok)
@@ -147,9 +174,38 @@ func TestAboutCase(t *testing.T) {
 		{"requests-3 and requests-4: 305 and 610", "requests-4", "requests-3 and requests-4: 305 and 610"},
 		{"requests-3 and requests-12", "requests-12", "requests-3 and requests-12"},
 		{"requests-3 and requests-99: 305", "requests-3", "requests-3 and requests-99: 305"}, // no case requests-99
+		// A clause naming no case is about the one named last before it.
+		{"requests-4: refunded 133, or 266, or 500. cc requests-3", "requests-4", "requests-4: refunded 133, \nor 266, \nor 500. "},
+		{"requests-4: refunded 133, or 266, or 500. cc requests-3", "requests-3", "cc requests-3"},
+		// and those before any names one about each.
+		{"Refunds: 305, 610. requests-3 and requests-4 done", "requests-3", "Refunds: 305, \n610. \nrequests-3 and requests-4 done"},
+		{"Refunds: 305, 610. requests-3, then requests-4: 610", "requests-3", "Refunds: 305, \n610. \nrequests-3, "},
+		// Cases are named in any case.
+		{"REQUESTS-3: 305, Requests-4: 610", "requests-3", "REQUESTS-3: 305, "},
+		{"requests-3: 305, Requests-4: 610", "REQUESTS-3", "requests-3: 305, "},
 	} {
 		if got := s.aboutCase(c.text, c.id); got != c.want {
 			t.Errorf("aboutCase(%q, %q) = %q, want %q", c.text, c.id, got, c.want)
+		}
+	}
+}
+
+func TestIsName(t *testing.T) {
+	w := &worlds.World{Systems: []worlds.System{{ID: "billing", Types: []worlds.RecordType{{ID: "invoice"}, {ID: "note"}}}}}
+	s := &State{
+		World:   w,
+		cases:   map[string]*Case{"requests-3": {}},
+		members: map[string]*Member{"bot7": {}},
+		tasks:   map[string]*Task{"t-12": {}},
+		records: map[string]*Record{"invoice/inv-7": {}, "note/N-9": {}},
+	}
+	for word, want := range map[string]bool{
+		"requests-3": true, "REQUESTS-3": true, "bot7": true, "T-12": true, "inv-7": true, "Inv-7": true,
+		"N-9": true, "n-9": false, // an agent's record, as written or lower-case
+		"requests-4": false, "inv-8": false, "billing": false, "invoice/inv-7": false,
+	} {
+		if got := s.isName(word); got != want {
+			t.Errorf("isName(%q) = %v, want %v", word, got, want)
 		}
 	}
 }

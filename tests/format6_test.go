@@ -2,9 +2,9 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/agents"
@@ -92,15 +92,14 @@ func TestFormat6JudgesHedgedReplies(t *testing.T) {
 	}
 }
 
-// A step redone after its case was reopened is judged on the reply that
-// redoes it: an agent whose first reply of each case is wrong, and whose
-// redo is right, has every redone reply met in format 6 (the wrong first
-// reply still stands in the messages since the case opened).
-func TestFormat6JudgesARedoneReplyOnItsOwn(t *testing.T) {
+// playDiligent plays a billing-support session of diligent agents, their
+// replies ("case X is handled: N.") rewritten as rewrite writes them (it
+// returns "" to keep one), and scores it.
+func playDiligent(t *testing.T, rewrite func(caseID string, amount int) string) policies.Scorecard {
+	t.Helper()
 	e, w := startBilling(t, 0)
 	var err error
 	seats := map[string]agents.Agent{}
-	lied := map[string]bool{} // cases whose first reply was one off
 	handled := regexp.MustCompile(`case (\S+) is handled: (\d+)\.$`)
 	decide := func(turn sim.Turn) (sim.Answer, bool) {
 		a := seats[turn.Member]
@@ -112,10 +111,11 @@ func TestFormat6JudgesARedoneReplyOnItsOwn(t *testing.T) {
 		}
 		acts, _ := a.Decide(context.Background(), turn.Observation)
 		for i, act := range acts {
-			if m := handled.FindStringSubmatch(act.Text); act.Type == org.ActMessage && m != nil && !lied[m[1]] {
-				lied[m[1]] = true
+			if m := handled.FindStringSubmatch(act.Text); act.Type == org.ActMessage && m != nil {
 				n, _ := strconv.Atoi(m[2])
-				acts[i].Text = strings.TrimSuffix(act.Text, m[2]+".") + strconv.Itoa(n+1) + "."
+				if text := rewrite(m[1], n); text != "" {
+					acts[i].Text = text
+				}
 			}
 		}
 		if acts == nil {
@@ -126,8 +126,71 @@ func TestFormat6JudgesARedoneReplyOnItsOwn(t *testing.T) {
 	if err := sim.Play(e, func([]events.Event) bool { return true }, decide, 0); err != nil {
 		t.Fatal(err)
 	}
+	return policies.Score(e.State())
+}
+
+// Format 6 reads every number a reply states, in whatever notation, as an
+// amount, but for the IDs of the state's cases, members, tasks and
+// records, dates and times: a hedge hidden in a name-like word, a unit, a
+// range or a clause naming no case is a wrong outcome, and a right amount
+// written with a currency, a decimal comma, an ID, a date or an upper-case
+// case ID is a right one.
+func TestFormat6ReadsEveryNotation(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		write string // %[1]s the case, %[2]d the amount, %[3]d twice it
+		right bool
+	}{
+		{"plain", "case %[1]s is handled: %[2]d, refunded on 2026-01-05 at 10:30.", true},
+		{"currency", "case %[1]s is handled: USD%[2]d (€%[2]d,00), see invoice inv-0 and ask max.", true},
+		{"upper-case", "CASE %[1]s is handled: %[2]d.", true},
+		{"other case", "case %[1]s is handled: %[2]d. requests-1 and requests-2 are not mine.", true},
+		{"currency hedge", "case %[1]s is handled: USD%[2]d, or USD%[3]d.", false},
+		{"range hedge", "case %[1]s is handled: %[2]d-%[3]d.", false},
+		{"slash hedge", "case %[1]s is handled: %[2]d/%[3]d.", false},
+		{"reference hedge", "case %[1]s is handled: %[2]d (#%[3]d).", false},
+		{"suffix hedge", "case %[1]s is handled: %[2]d or %[3]d-ish.", false},
+		{"clause hedge", "case %[1]s is handled: %[2]d, or %[3]d. cc requests-1", false},
+		{"leading hedge", "Refunded %[3]d, or %[2]d. Cases %[1]s and requests-1 handled.", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rewrote := map[string]bool{}
+			card := playDiligent(t, func(id string, n int) string {
+				rewrote[id] = true
+				return fmt.Sprintf(c.write, id, n, 2*n)
+			})
+			judged := 0
+			for _, oc := range card.Outcomes {
+				if oc.Kind != worlds.KindReply || !oc.Done || !rewrote[oc.Case] || len(oc.Redone) > 0 {
+					continue
+				}
+				judged++
+				if oc.Wrong == c.right {
+					t.Errorf("%s: %q judged wrong=%v (unmet %v)", oc.Task, fmt.Sprintf(c.write, oc.Case, 305, 610), oc.Wrong, oc.Unmet)
+				}
+			}
+			if judged == 0 {
+				t.Fatal("no rewritten reply was judged; the test needs some")
+			}
+		})
+	}
+}
+
+// A step redone after its case was reopened is judged on the reply that
+// redoes it: an agent whose first reply of each case is wrong, and whose
+// redo is right, has every redone reply met in format 6 (the wrong first
+// reply still stands in the messages since the case opened).
+func TestFormat6JudgesARedoneReplyOnItsOwn(t *testing.T) {
+	lied := map[string]bool{} // cases whose first reply was one off
+	card := playDiligent(t, func(id string, n int) string {
+		if lied[id] {
+			return ""
+		}
+		lied[id] = true
+		return fmt.Sprintf("case %s is handled: %d.", id, n+1)
+	})
 	redone := 0
-	for _, oc := range policies.Score(e.State()).Outcomes {
+	for _, oc := range card.Outcomes {
 		if oc.Kind != worlds.KindReply || !lied[oc.Case] || !oc.Done {
 			continue
 		}
