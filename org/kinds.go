@@ -411,7 +411,7 @@ func (s *State) kindDone(c *Case, o *CaseOutcome, t *Task) {
 
 // replyCarries reports whether what the doer of case c's step t told
 // requester (Told) carries want. From ReplyFormat on, every such message
-// is read together, each for what it says about c (aboutCase): they carry
+// is read together, each for what it says about c (AboutCase): they carry
 // a number only when they state it and no other amount (statesOnly), and
 // any other value when they state it and no other of values, the values
 // the reply's rule can give (statesValue: "approved or denied" carries
@@ -423,7 +423,7 @@ func (s *State) replyCarries(c *Case, t *Task, requester, want string, values []
 	}
 	texts := make([]string, len(told))
 	for i, m := range told {
-		texts[i] = s.aboutCase(m.Text, c.ID)
+		texts[i] = s.AboutCase(m.Text, c.ID)
 	}
 	if only, numeric := statesOnly(texts, want, s.isName); numeric {
 		return only

@@ -13,7 +13,7 @@ import (
 
 // ReplyFormat is the first log format whose reply outcomes are judged on
 // everything the step's doer told the requester about the case since the
-// step's task was created (State.Told, aboutCase): the reply carries a
+// step's task was created (State.Told, AboutCase): the reply carries a
 // number only when those messages state it and no other amount
 // (StatedAmounts), another value only when they state no other value its
 // rule can give (statesValue). Before it, one message containing the value
@@ -250,7 +250,8 @@ func withoutWord(text, value string) string {
 	return b.String()
 }
 
-// aboutCase is what text says about case id. A message naming no other
+// AboutCase is what text says about case id, as a reply outcome of
+// log format ReplyFormat on reads it. A message naming no other
 // case is about id whole. One naming others too is read clause by clause
 // (clauses end at a comma, a semicolon or a sentence's end followed by a
 // space, or at a new line): a clause naming cases is about those, a
@@ -259,7 +260,7 @@ func withoutWord(text, value string) string {
 // "requests-3: 305, requests-4: 610" says 305 about requests-3, and
 // "requests-4: 133, or 266. cc requests-3" says 133 and 266 about
 // requests-4.
-func (s *State) aboutCase(text, id string) string {
+func (s *State) AboutCase(text, id string) string {
 	if !s.namesOther(text, id) {
 		return text
 	}

@@ -184,8 +184,8 @@ func TestAboutCase(t *testing.T) {
 		{"REQUESTS-3: 305, Requests-4: 610", "requests-3", "REQUESTS-3: 305, "},
 		{"requests-3: 305, Requests-4: 610", "REQUESTS-3", "requests-3: 305, "},
 	} {
-		if got := s.aboutCase(c.text, c.id); got != c.want {
-			t.Errorf("aboutCase(%q, %q) = %q, want %q", c.text, c.id, got, c.want)
+		if got := s.AboutCase(c.text, c.id); got != c.want {
+			t.Errorf("AboutCase(%q, %q) = %q, want %q", c.text, c.id, got, c.want)
 		}
 	}
 }
