@@ -9,6 +9,10 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // ReplyFormat is the first log format whose reply outcomes are judged on
@@ -25,29 +29,33 @@ const ReplyFormat = 6
 // "$1,220", "610.00", "152,50" (a decimal comma), "-4" (its sign is not
 // read: 4), "1.5k" (1500), "2m" (2,000,000), and any number written among
 // letters or signs: "USD1112", "#610", "x610", "31-126" (31 and 126),
-// "05/01" (5 and 1), "2nd" (2). What is not a number is a word name
+// "05/01" (5 and 1), "2nd" (2), read as it reads (readable: "⁶¹⁰" is
+// 610); a number in another script's digits or numerals is stated as
+// math.MaxFloat64, equal to no amount. What is not a number is a word name
 // reports is a name (the ID of a case, a member, a record, a task: "req-12",
-// "inv-7", never digits alone), an ISO date ("2026-01-05") and a clock time
-// ("10:30", "10:30:15"). A name is a run of letters, digits, '-' and '_'
-// as written; name nil knows none.
+// "inv-7", "requests-3.confirm"; with a letter and a digit, so never "-610"
+// or "31-126"), an ISO date ("2026-01-05") and a clock time ("10:30",
+// "10:30:15"). A name is a run of letters, digits, '-' and '_' as written,
+// or such runs joined by single dots; name nil knows none.
 //
 // The reading fails closed: a number it cannot place is stated, so a reply
 // hedging in any notation states more than one amount, and a right reply
 // holds no number but its amount, IDs, dates and times.
 func StatedAmounts(text string, name func(word string) bool) []float64 {
-	text = blankNames(foldDigits(text), name)
+	text = blankNames(readable(text), name)
 	var out []float64
 	for i := 0; i < len(text); {
 		if text[i] >= utf8.RuneSelf {
-			// Digits of another script: a number, whose value no amount
-			// is taken to have (so it is never the one wanted).
+			// Digits (or numerals) of another script: a number, whose
+			// value no amount is taken to have (so it is never the one
+			// wanted).
 			r, n := utf8.DecodeRuneInString(text[i:])
-			if !unicode.IsDigit(r) {
+			if !unicode.IsNumber(r) {
 				i += n
 				continue
 			}
 			for i < len(text) {
-				if r, n = utf8.DecodeRuneInString(text[i:]); !unicode.IsDigit(r) {
+				if r, n = utf8.DecodeRuneInString(text[i:]); !unicode.IsNumber(r) {
 					break
 				}
 				i += n
@@ -71,7 +79,8 @@ func StatedAmounts(text string, name func(word string) bool) []float64 {
 var dateTime = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?|[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?`)
 
 // blankNames is text with its dates, times and names (StatedAmounts)
-// written as spaces. A date or time joined to more digits ("12026-01-05",
+// written as spaces. A name has a letter and a digit (digits alone, or
+// with '-' and '_', are a number: "-610", "31-126"). A date or time joined to more digits ("12026-01-05",
 // "10:305") is none.
 func blankNames(text string, name func(string) bool) string {
 	b := []byte(text)
@@ -91,13 +100,29 @@ func blankNames(text string, name func(string) bool) string {
 				i++
 				continue
 			}
-			j, digits, other := i, false, false
-			for ; j < len(b) && isWordByte(b[j]); j++ {
-				digits = digits || isDigit(b[j])
-				other = other || !isDigit(b[j])
+			// A word, and the words joined to it by single dots (a
+			// task's ID: "requests-3.confirm"): the whole, or each word.
+			j, dots := i, []int{}
+			for {
+				for j < len(b) && isWordByte(b[j]) {
+					j++
+				}
+				if j+1 < len(b) && b[j] == '.' && isWordByte(b[j+1]) {
+					dots = append(dots, j)
+					j++
+					continue
+				}
+				break
 			}
-			if digits && other && name(string(b[i:j])) { // digits alone are a number
+			if len(dots) > 0 && isNameWord(b[i:j]) && name(string(b[i:j])) {
 				blank(i, j)
+			} else {
+				for _, end := range append(dots, j) {
+					if isNameWord(b[i:end]) && name(string(b[i:end])) {
+						blank(i, end)
+					}
+					i = end + 1
+				}
 			}
 			i = j
 		}
@@ -116,13 +141,14 @@ func amountAt(text string, i int) (float64, int) {
 	for j < len(text) && isDigit(text[j]) {
 		j++
 	}
-	digits := text[i:j]
+	digits := make([]byte, 0, 24)
 	point := i > 0 && text[i-1] == '.' && (i == 1 || !isWordByte(text[i-2]))
 	if point {
-		digits = "0." + digits // ".5k"
+		digits = append(digits, "0."...) // ".5k"
 	}
+	digits = append(digits, text[i:j]...)
 	for j < len(text) && text[j] == ',' && threeDigits(text, j+1) {
-		digits += text[j+1 : j+4]
+		digits = append(digits, text[j+1:j+4]...)
 		j += 4
 	}
 	if !point && j+1 < len(text) && (text[j] == '.' || text[j] == ',') && isDigit(text[j+1]) {
@@ -131,11 +157,11 @@ func amountAt(text string, i int) (float64, int) {
 			k++
 		}
 		if text[j] == '.' || k-j <= 3 { // ",5" and ",50"; ",5000" is a list
-			digits += "." + text[j+1:k]
+			digits = append(append(digits, '.'), text[j+1:k]...)
 			j = k
 		}
 	}
-	v, _ := strconv.ParseFloat(digits, 64) // digits, so at worst out of range: +Inf
+	v, _ := strconv.ParseFloat(string(digits), 64) // digits, so at worst out of range: +Inf
 	k := j
 	for k < len(text) && isLetter(text[k]) {
 		k++
@@ -151,20 +177,29 @@ func amountAt(text string, i int) (float64, int) {
 	return min(v, math.MaxFloat64), j // a number past float64 is still one stated
 }
 
-// foldDigits writes full-width digits (U+FF10 to U+FF19) as ASCII ones.
-func foldDigits(text string) string {
-	if !strings.ContainsFunc(text, isFullWidthDigit) {
+// readable is text as it reads: in Unicode's compatibility form (NFKC:
+// full-width, superscript and circled digits are digits, full-width
+// letters are letters) and without its format characters (zero-width
+// spaces, soft hyphens), so that "⁶¹⁰", "６１０" and "6\u200b10" are 610 and
+// "den\u00adied" is "denied".
+func readable(text string) string {
+	ascii := true
+	for i := 0; i < len(text); i++ {
+		if text[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
 		return text
 	}
 	return strings.Map(func(r rune) rune {
-		if isFullWidthDigit(r) {
-			return '0' + r - '\uff10'
+		if unicode.Is(unicode.Cf, r) {
+			return -1
 		}
 		return r
-	}, text)
+	}, norm.NFKC.String(text))
 }
-
-func isFullWidthDigit(r rune) bool { return r >= '\uff10' && r <= '\uff19' }
 
 // SameAmount reports whether two amounts are one: equal to nine
 // significant digits, so that "610.00" states 610 and 0.30000000000000004
@@ -199,7 +234,9 @@ func statesOnly(texts []string, want string, name func(string) bool) (only, nume
 // found first and blanked out, so that "not approved" states that and not
 // "approved" as well.
 func statesValue(texts []string, want string, values []string) bool {
-	want = plainWords(want)
+	if want = plainWords(want); want == "" {
+		return false // as ContainsWord: an empty value is in no text
+	}
 	vals := []string{want}
 	for _, v := range values {
 		if v = plainWords(v); v != "" && !slices.Contains(vals, v) {
@@ -224,10 +261,10 @@ func statesValue(texts []string, want string, values []string) bool {
 	return stated
 }
 
-// plainWords is text lower-cased, its runs of '-', '_' and spaces written
-// as one space and trimmed.
+// plainWords is text as it reads (readable), lower-cased, its runs of
+// '-', '_' and spaces written as one space and trimmed.
 func plainWords(text string) string {
-	return strings.Join(strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(readable(text)), func(r rune) bool {
 		return r == '-' || r == '_' || unicode.IsSpace(r)
 	}), " ")
 }
@@ -251,33 +288,76 @@ func withoutWord(text, value string) string {
 }
 
 // AboutCase is what text says about case id, as a reply outcome of
-// log format ReplyFormat on reads it. A message naming no other
-// case is about id whole. One naming others too is read clause by clause
-// (clauses end at a comma, a semicolon or a sentence's end followed by a
-// space, or at a new line): a clause naming cases is about those, a
-// clause naming none about the cases the last one naming any was about,
-// and the clauses before the first naming any about every case. So
-// "requests-3: 305, requests-4: 610" says 305 about requests-3, and
-// "requests-4: 133, or 266. cc requests-3" says 133 and 266 about
-// requests-4.
+// log format ReplyFormat on reads it. A message naming no other case is
+// about id whole. One naming others too is read clause by clause (clauses
+// end at a comma, a semicolon or a sentence's end followed by a space, or
+// at a new line, a tab, a '|' or a dash between spaces): a clause naming
+// cases is about those, a clause naming none about the cases the last one
+// naming any was about, and the clauses before the first naming any about
+// every case. What is about other cases only is left out when it is true
+// of one of them: it states the value one of its reply outcomes carries
+// and no other (otherCase). So "requests-3: 305, requests-4: 610" says 305
+// about requests-3 when requests-4's reply carries 610, and
+// "requests-3: 305, or as with requests-4, 610" says 610 about requests-3
+// too when it does not.
 func (s *State) AboutCase(text, id string) string {
 	if !s.namesOther(text, id) {
 		return text
 	}
+	type group struct {
+		cases      []string // the cases it is about; nil: every case
+		start, end int      // its clauses, text[start:end]
+	}
+	var groups []group
+	for at := 0; at < len(text); {
+		end := at + clauseEnd(text[at:])
+		named := slices.DeleteFunc(WordsOf(text[at:end]), func(w string) bool { return s.cases[w] == nil })
+		if len(named) > 0 || len(groups) == 0 {
+			groups = append(groups, group{cases: named, start: at})
+		}
+		groups[len(groups)-1].end = end
+		at = end
+	}
+	id = strings.ToLower(id)
 	var about []string
-	mine := true // the clauses before any case is named are about each
-	for len(text) > 0 {
-		end := clauseEnd(text)
-		clause := text[:end]
-		if words := WordsOf(clause); slices.ContainsFunc(words, func(w string) bool { return s.cases[w] != nil }) {
-			mine = words.Name(id)
+	for _, g := range groups {
+		said := text[g.start:g.end]
+		if g.cases == nil || slices.Contains(g.cases, id) ||
+			!slices.ContainsFunc(g.cases, func(other string) bool { return s.trueOf(s.cases[other], said) }) {
+			about = append(about, said)
 		}
-		if mine {
-			about = append(about, clause)
-		}
-		text = text[end:]
 	}
 	return strings.Join(about, "\n")
+}
+
+// trueOf reports whether text states the value one of case c's reply
+// outcomes carries, and no other (statesOnly, statesValue).
+func (s *State) trueOf(c *Case, text string) bool {
+	tpl, ok := s.World.CaseTemplate(c.Template)
+	if !ok {
+		return false
+	}
+	for i := range c.Outcomes {
+		o := &c.Outcomes[i]
+		if o.Kind != worlds.KindReply {
+			continue
+		}
+		want, _ := o.Fields["carries"].(string)
+		if only, numeric := statesOnly([]string{text}, want, s.isName); numeric {
+			if only {
+				return true
+			}
+			continue
+		}
+		var values []string
+		if st, ok := tpl.Step(o.Step); ok && st.Reply != nil {
+			values = st.Reply.Values
+		}
+		if statesValue([]string{text}, want, values) {
+			return true
+		}
+	}
+	return false
 }
 
 // namesOther reports whether text names a case of the state other than
@@ -285,6 +365,11 @@ func (s *State) AboutCase(text, id string) string {
 func (s *State) namesOther(text, id string) bool {
 	id = strings.ToLower(id)
 	return slices.ContainsFunc(WordsOf(text), func(w string) bool { return w != id && s.cases[w] != nil })
+}
+
+// namesAnyCase reports whether text names a case of the state.
+func (s *State) namesAnyCase(text string) bool {
+	return slices.ContainsFunc(WordsOf(text), func(w string) bool { return s.cases[w] != nil })
 }
 
 // isName reports whether word, a run of letters, digits, '-' and '_' as
@@ -308,24 +393,38 @@ func (s *State) isName(word string) bool {
 }
 
 // clauseEnd returns the length of text's first clause, its separator
-// included: up to a new line, or a ',', ';', '.', '!' or '?' followed by
-// a space or a new line; the whole text when none.
+// included: up to a new line, a carriage return, a tab or a '|'; a ',',
+// ';', '.', '!' or '?' followed by white space; or a dash (-, – or —)
+// between spaces. The whole text when none.
 func clauseEnd(text string) int {
 	for i := 0; i < len(text); i++ {
 		switch text[i] {
-		case '\n':
+		case '\n', '\r', '\t', '|':
 			return i + 1
 		case ',', ';', '.', '!', '?':
-			if i+1 < len(text) && (text[i+1] == ' ' || text[i+1] == '\n') {
-				return i + 2
+			if r, n := utf8.DecodeRuneInString(text[i+1:]); n > 0 && unicode.IsSpace(r) {
+				return i + 1 + n
+			}
+		case ' ':
+			for _, dash := range []string{" - ", " \u2013 ", " \u2014 "} {
+				if strings.HasPrefix(text[i:], dash) {
+					return i + len(dash)
+				}
 			}
 		}
 	}
 	return len(text)
 }
 
-func isDigit(b byte) bool    { return b >= '0' && b <= '9' }
-func isLetter(b byte) bool   { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+func isDigit(b byte) bool  { return b >= '0' && b <= '9' }
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+
+// isNameWord reports whether w may be a name with digits: it has a letter
+// and a digit.
+func isNameWord(w []byte) bool {
+	return slices.ContainsFunc(w, isLetter) && slices.ContainsFunc(w, isDigit)
+}
+
 func isWordByte(b byte) bool { return isDigit(b) || isLetter(b) || b == '-' || b == '_' }
 
 func threeDigits(text string, i int) bool {

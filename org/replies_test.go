@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/worlds"
 )
 
 // names knows the IDs of the tests' states.
 func names(word string) bool {
-	return slices.Contains([]string{"requests-3", "requests-12", "inv-7", "inv_8", "inv9", "req-450-b", "cara"}, strings.ToLower(word))
+	return slices.Contains([]string{"requests-3", "requests-12", "inv-7", "inv_8", "inv9", "req-450-b", "cara",
+		"requests-3.confirm-r1", "-610", "31-126"}, strings.ToLower(word))
 }
 
 func TestStatedAmounts(t *testing.T) {
@@ -51,8 +53,15 @@ func TestStatedAmounts(t *testing.T) {
 		{"9" + strings.Repeat("0", 400), []float64{math.MaxFloat64}},
 		{".5k or 0.25", []float64{500, 0.25}},
 		{".5.3", []float64{0.5, 3}},
-		{"2mo and 3kg", []float64{2, 3}},                // units, not multipliers
-		{"３０５ or ６１０", []float64{305, 610}},             // full-width
+		{"2mo and 3kg", []float64{2, 3}},                            // units, not multipliers
+		{"３０５ or ６１０", []float64{305, 610}},                         // full-width
+		{"305 or ⁶¹⁰ or ₆₁₀ or ⑥①⓪", []float64{305, 610, 610, 610}}, // what Unicode calls the same digits
+		{"305 or 6\u200b10, r\u00adequests-3", []float64{305, 610}}, // format characters are not read
+		{"305 or ⅥⅩ", []float64{305}},                               // a numeral of letters, as words: not read
+		{"305 or ↉", []float64{305, 0, 3}},                          // 0⁄3
+		{"305 or ↂ", []float64{305, math.MaxFloat64}},               // a numeral of no digits
+		{"task requests-3.confirm-r1, requests-3.refund", []float64{}},
+		{"-610 and 31-126 are numbers, never names", []float64{610, 31, 126}},
 		{"305 or ٦١٠", []float64{305, math.MaxFloat64}}, // Arabic-Indic: a number, of no amount's value
 		{"naïve 305", []float64{305}},
 	} {
@@ -154,6 +163,10 @@ func TestStatesValue(t *testing.T) {
 		{[]string{"r-1: a Partial-Refund"}, "partial refund", true},
 		{[]string{"r-1: a partial  refund"}, "partial_refund", true},
 		{[]string{"r-1: a partial-refund, or a refund"}, "partial refund", false},
+		{[]string{"r-1: approved, or not ａｐｐｒｏｖｅｄ"}, "approved", false}, // full-width
+		{[]string{"r-1: a partial re\u00adfund"}, "refund", false},      // a soft hyphen
+		{[]string{"r-1: a partial\u200b refund"}, "refund", false},      // a zero-width space
+		{[]string{"r-1: approved"}, "", false},                          // an empty value is in no text
 	} {
 		if got := statesValue(c.texts, c.want, values); got != c.ok {
 			t.Errorf("statesValue(%q, %q) = %v, want %v", c.texts, c.want, got, c.ok)
@@ -161,25 +174,45 @@ func TestStatesValue(t *testing.T) {
 	}
 }
 
+// replyState is a state of three cases whose replies carry 305, 610 and
+// 1220.
+func replyState() *State {
+	w := &worlds.World{Cases: []worlds.CaseTemplate{{ID: "refund", Steps: []worlds.CaseStep{{ID: "confirm"}}}}}
+	reply := func(carries string) *Case {
+		return &Case{Template: "refund", Outcomes: []CaseOutcome{{Expected: payload.Expected{Step: "confirm", Kind: worlds.KindReply, Fields: payload.Attrs{"carries": carries}}}}}
+	}
+	return &State{World: w, cases: map[string]*Case{"requests-3": reply("305"), "requests-4": reply("610"), "requests-12": reply("1220")}}
+}
+
 func TestAboutCase(t *testing.T) {
-	s := &State{cases: map[string]*Case{"requests-3": {}, "requests-4": {}, "requests-12": {}}}
+	s := replyState()
 	for _, c := range []struct{ text, id, want string }{
 		{"Hello cara, case requests-3 is handled: 305.", "requests-3", "Hello cara, case requests-3 is handled: 305."},
 		{"requests-3: done. The refund is 305.", "requests-3", "requests-3: done. The refund is 305."},
+		// What is true of another case is about that one.
 		{"Refunds done: requests-3 305, requests-4 610.", "requests-3", "Refunds done: requests-3 305, "},
 		{"Refunds done: requests-3 305, requests-4 610.", "requests-4", "requests-4 610."},
-		{"305 for requests-3; 610 for requests-4", "requests-3", "305 for requests-3; "},
 		{"requests-3 1,220, requests-4 610", "requests-3", "requests-3 1,220, "},
 		{"requests-3\nrequests-4: 610", "requests-3", "requests-3\n"},
+		{"requests-3: 305 | requests-4: 610", "requests-3", "requests-3: 305 |"},
+		{"requests-3: 305 \u2014 requests-4: 610", "requests-3", "requests-3: 305 \u2014 "},
+		{"requests-3: 305.\u00a0requests-4: 610", "requests-3", "requests-3: 305.\u00a0"},
+		// A clause naming several cases is about each.
 		{"requests-3 and requests-4: 305 and 610", "requests-4", "requests-3 and requests-4: 305 and 610"},
 		{"requests-3 and requests-12", "requests-12", "requests-3 and requests-12"},
 		{"requests-3 and requests-99: 305", "requests-3", "requests-3 and requests-99: 305"}, // no case requests-99
 		// A clause naming no case is about the one named last before it.
-		{"requests-4: refunded 133, or 266, or 500. cc requests-3", "requests-4", "requests-4: refunded 133, \nor 266, \nor 500. "},
-		{"requests-4: refunded 133, or 266, or 500. cc requests-3", "requests-3", "cc requests-3"},
+		{"requests-4: refunded 133, or 266, or 500. cc requests-3", "requests-4", "requests-4: refunded 133, or 266, or 500. \ncc requests-3"},
+		{"requests-4: refunded 133, or 266, or 500. cc requests-3", "requests-3", "requests-4: refunded 133, or 266, or 500. \ncc requests-3"}, // not true of requests-4
+		{"requests-4: refunded 610. cc requests-3", "requests-3", "cc requests-3"},
+		{"305 for requests-3; 610 for requests-4", "requests-3", "305 for requests-3; "},
 		// and those before any names one about each.
-		{"Refunds: 305, 610. requests-3 and requests-4 done", "requests-3", "Refunds: 305, \n610. \nrequests-3 and requests-4 done"},
-		{"Refunds: 305, 610. requests-3, then requests-4: 610", "requests-3", "Refunds: 305, \n610. \nrequests-3, "},
+		{"Refunds: 305, 610. requests-3 and requests-4 done", "requests-3", "Refunds: 305, 610. \nrequests-3 and requests-4 done"},
+		{"Refunds: 305, 610. requests-3, then requests-4: 610", "requests-3", "Refunds: 305, 610. \nrequests-3, "},
+		// What is not true of the other case is about this one too.
+		{"requests-3: 305, or as with requests-4, 610", "requests-3", "requests-3: 305, "}, // true of requests-4
+		{"requests-3: 305, or as with requests-4, 1220", "requests-3", "requests-3: 305, \nor as with requests-4, 1220"},
+		{"requests-3: 305; requests-4 policy would give 610 or 1220", "requests-3", "requests-3: 305; \nrequests-4 policy would give 610 or 1220"},
 		// Cases are named in any case.
 		{"REQUESTS-3: 305, Requests-4: 610", "requests-3", "REQUESTS-3: 305, "},
 		{"requests-3: 305, Requests-4: 610", "REQUESTS-3", "requests-3: 305, "},
@@ -208,4 +241,30 @@ func TestIsName(t *testing.T) {
 			t.Errorf("isName(%q) = %v, want %v", word, got, want)
 		}
 	}
+}
+
+// FuzzAboutCase: any message is read for each case without a panic; what
+// it says about a case is its own clauses (each found in the text); and a
+// message naming no other case is about the case whole.
+func FuzzAboutCase(f *testing.F) {
+	for _, s := range []string{"requests-3: 305, requests-4: 610", "305 for requests-3; 610 for requests-4 | requests-12 — 1220", "requests-4: 1. cc requests-3", "\t,.;|", "requests-3.\u00a0requests-4"} {
+		f.Add(s)
+	}
+	s := replyState()
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, id := range []string{"requests-3", "requests-4"} {
+			about := s.AboutCase(text, id)
+			if !s.namesOther(text, id) {
+				if about != text {
+					t.Fatalf("AboutCase(%q, %q) = %q; it names no other case", text, id, about)
+				}
+				continue
+			}
+			for _, part := range strings.Split(about, "\n") {
+				if !strings.Contains(text, part) {
+					t.Fatalf("AboutCase(%q, %q) gave %q, not in the text", text, id, part)
+				}
+			}
+		}
+	})
 }

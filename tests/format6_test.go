@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/agents"
@@ -93,9 +94,9 @@ func TestFormat6JudgesHedgedReplies(t *testing.T) {
 }
 
 // playDiligent plays a billing-support session of diligent agents, their
-// replies ("case X is handled: N.") rewritten as rewrite writes them (it
-// returns "" to keep one), and scores it.
-func playDiligent(t *testing.T, rewrite func(caseID string, amount int) string) policies.Scorecard {
+// replies ("case X is handled: N.") rewritten as the messages rewrite
+// writes (none to keep one), and scores it.
+func playDiligent(t *testing.T, rewrite func(caseID string, amount int) []string) policies.Scorecard {
 	t.Helper()
 	e, w := startBilling(t, 0)
 	var err error
@@ -109,13 +110,22 @@ func playDiligent(t *testing.T, rewrite func(caseID string, amount int) string) 
 			}
 			seats[turn.Member] = a
 		}
-		acts, _ := a.Decide(context.Background(), turn.Observation)
-		for i, act := range acts {
-			if m := handled.FindStringSubmatch(act.Text); act.Type == org.ActMessage && m != nil {
-				n, _ := strconv.Atoi(m[2])
-				if text := rewrite(m[1], n); text != "" {
-					acts[i].Text = text
-				}
+		decided, _ := a.Decide(context.Background(), turn.Observation)
+		var acts []org.Action
+		for _, act := range decided {
+			m := handled.FindStringSubmatch(act.Text)
+			if act.Type != org.ActMessage || m == nil {
+				acts = append(acts, act)
+				continue
+			}
+			n, _ := strconv.Atoi(m[2])
+			texts := rewrite(m[1], n)
+			if texts == nil {
+				texts = []string{act.Text}
+			}
+			for _, text := range texts {
+				act.Text = text
+				acts = append(acts, act)
 			}
 		}
 		if acts == nil {
@@ -139,25 +149,33 @@ func TestFormat6ReadsEveryNotation(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		write string // %[1]s the case, %[2]d the amount, %[3]d twice it
+		then  string // a message after it, naming no case ("" none)
 		right bool
 	}{
-		{"plain", "case %[1]s is handled: %[2]d, refunded on 2026-01-05 at 10:30.", true},
-		{"currency", "case %[1]s is handled: USD%[2]d (€%[2]d,00), see invoice inv-0 and ask max.", true},
-		{"upper-case", "CASE %[1]s is handled: %[2]d.", true},
-		{"other case", "case %[1]s is handled: %[2]d. requests-1 and requests-2 are not mine.", true},
-		{"currency hedge", "case %[1]s is handled: USD%[2]d, or USD%[3]d.", false},
-		{"range hedge", "case %[1]s is handled: %[2]d-%[3]d.", false},
-		{"slash hedge", "case %[1]s is handled: %[2]d/%[3]d.", false},
-		{"reference hedge", "case %[1]s is handled: %[2]d (#%[3]d).", false},
-		{"suffix hedge", "case %[1]s is handled: %[2]d or %[3]d-ish.", false},
-		{"clause hedge", "case %[1]s is handled: %[2]d, or %[3]d. cc requests-1", false},
-		{"leading hedge", "Refunded %[3]d, or %[2]d. Cases %[1]s and requests-1 handled.", false},
+		{"plain", "case %[1]s is handled: %[2]d, refunded on 2026-01-05 at 10:30.", "", true},
+		{"currency", "case %[1]s is handled: USD%[2]d (€%[2]d,00), see invoice inv-0 and ask max.", "", true},
+		{"upper-case", "CASE %[1]s is handled: %[2]d.", "", true},
+		{"other case", "case %[1]s is handled: %[2]d. requests-1 and requests-2 are not mine.", "", true},
+		{"currency hedge", "case %[1]s is handled: USD%[2]d, or USD%[3]d.", "", false},
+		{"range hedge", "case %[1]s is handled: %[2]d-%[3]d.", "", false},
+		{"slash hedge", "case %[1]s is handled: %[2]d/%[3]d.", "", false},
+		{"reference hedge", "case %[1]s is handled: %[2]d (#%[3]d).", "", false},
+		{"suffix hedge", "case %[1]s is handled: %[2]d or %[3]d-ish.", "", false},
+		{"clause hedge", "case %[1]s is handled: %[2]d, or %[3]d. cc requests-1", "", false},
+		{"other-case hedge", "case %[1]s is handled: %[2]d, or as with requests-1, %[3]d.", "", false},
+		{"chatty", "case %[1]s is handled: %[2]d.", "Thanks for your patience, Cara. Ana", true},
+		{"later correction", "case %[1]s is handled: %[2]d.", "Correction: it may be %[3]d.", false},
+		{"leading hedge", "Refunded %[3]d, or %[2]d. Cases %[1]s and requests-1 handled.", "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rewrote := map[string]bool{}
-			card := playDiligent(t, func(id string, n int) string {
+			card := playDiligent(t, func(id string, n int) []string {
 				rewrote[id] = true
-				return fmt.Sprintf(c.write, id, n, 2*n)
+				texts := []string{fmt.Sprintf(c.write, id, n, 2*n)}
+				if c.then != "" {
+					texts = append(texts, strings.NewReplacer("%[1]s", id, "%[3]d", strconv.Itoa(2*n)).Replace(c.then))
+				}
+				return texts
 			})
 			judged := 0
 			for _, oc := range card.Outcomes {
@@ -182,12 +200,12 @@ func TestFormat6ReadsEveryNotation(t *testing.T) {
 // reply still stands in the messages since the case opened).
 func TestFormat6JudgesARedoneReplyOnItsOwn(t *testing.T) {
 	lied := map[string]bool{} // cases whose first reply was one off
-	card := playDiligent(t, func(id string, n int) string {
+	card := playDiligent(t, func(id string, n int) []string {
 		if lied[id] {
-			return ""
+			return nil
 		}
 		lied[id] = true
-		return fmt.Sprintf("case %s is handled: %d.", id, n+1)
+		return []string{fmt.Sprintf("case %s is handled: %d.", id, n+1)}
 	})
 	redone := 0
 	for _, oc := range card.Outcomes {
