@@ -376,7 +376,7 @@ func (s *State) namesAnyCase(text string) bool {
 // written, is the ID of a case, a member, a task or a record of the state:
 // a name, whose digits state no amount (StatedAmounts). A world's IDs are
 // lower-case, so they are found in any case; a record an agent created is
-// found as written or in lower case.
+// found as written or in lower case, until it is deleted.
 func (s *State) isName(word string) bool {
 	lower := strings.ToLower(word)
 	if s.cases[lower] != nil || s.members[lower] != nil || s.tasks[lower] != nil {
@@ -384,8 +384,10 @@ func (s *State) isName(word string) bool {
 	}
 	for i := range s.World.Systems {
 		for _, t := range s.World.Systems[i].Types {
-			if s.records[recordKey(t.ID, word)] != nil || s.records[recordKey(t.ID, lower)] != nil {
-				return true
+			for _, id := range [...]string{word, lower} {
+				if r := s.records[recordKey(t.ID, id)]; r != nil && !r.Deleted {
+					return true
+				}
 			}
 		}
 	}

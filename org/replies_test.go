@@ -230,11 +230,12 @@ func TestIsName(t *testing.T) {
 		cases:   map[string]*Case{"requests-3": {}},
 		members: map[string]*Member{"bot7": {}},
 		tasks:   map[string]*Task{"t-12": {}},
-		records: map[string]*Record{"invoice/inv-7": {}, "note/N-9": {}},
+		records: map[string]*Record{"invoice/inv-7": {}, "note/N-9": {}, "note/n-10": {Deleted: true}},
 	}
 	for word, want := range map[string]bool{
 		"requests-3": true, "REQUESTS-3": true, "bot7": true, "T-12": true, "inv-7": true, "Inv-7": true,
 		"N-9": true, "n-9": false, // an agent's record, as written or lower-case
+		"n-10":       false, // deleted
 		"requests-4": false, "inv-8": false, "billing": false, "invoice/inv-7": false,
 	} {
 		if got := s.isName(word); got != want {
