@@ -103,10 +103,8 @@ func nextWord(text, value string, i int) int {
 // naming the case, by instant until, in the order sent: what the step's
 // reply outcome is judged on. From ReplyFormat on they are those sent
 // since t was created (a step redone after its case was reopened is judged
-// on the reply that redoes it, not on the one that was wrong), and those
-// naming no case at all count too (a "correction: 610" after "requests-3:
-// 305" is about every case its reader waits on); before it those since the
-// case opened, naming it.
+// on the reply that redoes it, not on the one that was wrong), before it
+// those since the case opened.
 func (s *State) Told(c *Case, t *Task, requester string, until clock.Time) []*Message {
 	from := c.Opened
 	if s.Format >= ReplyFormat {
@@ -120,8 +118,7 @@ func (s *State) Told(c *Case, t *Task, requester string, until clock.Time) []*Me
 		if m.SentAt > until {
 			break
 		}
-		if m.From == t.DoneBy && m.To == requester && m.SentAt >= from &&
-			(NamesCase(m.Text, c.ID) || s.Format >= ReplyFormat && !s.namesAnyCase(m.Text)) {
+		if m.From == t.DoneBy && m.To == requester && m.SentAt >= from && NamesCase(m.Text, c.ID) {
 			out = append(out, m)
 		}
 	}

@@ -11,8 +11,6 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
-
-	"github.com/corpsim/corpsim/worlds"
 )
 
 // ReplyFormat is the first log format whose reply outcomes are judged on
@@ -290,74 +288,36 @@ func withoutWord(text, value string) string {
 // AboutCase is what text says about case id, as a reply outcome of
 // log format ReplyFormat on reads it. A message naming no other case is
 // about id whole. One naming others too is read clause by clause (clauses
-// end at a comma, a semicolon or a sentence's end followed by a space, or
-// at a new line, a tab, a '|' or a dash between spaces): a clause naming
-// cases is about those, a clause naming none about the cases the last one
-// naming any was about, and the clauses before the first naming any about
-// every case. What is about other cases only is left out when it is true
-// of one of them: it states the value one of its reply outcomes carries
-// and no other (otherCase). So "requests-3: 305, requests-4: 610" says 305
-// about requests-3 when requests-4's reply carries 610, and
-// "requests-3: 305, or as with requests-4, 610" says 610 about requests-3
-// too when it does not.
+// end at a comma, a semicolon or a sentence's end followed by a space,
+// before a '(', or at a new line, a tab, a '|' or a dash between spaces): a clause naming cases is about those, a clause naming none
+// about the cases the last one naming any was about, and the clauses
+// before the first naming any about every case. So "requests-3: 305,
+// requests-4: 610" says 305 about requests-3, and "requests-4: 133, or
+// 266. cc requests-3" says 133 and 266 about requests-4.
+//
+// What a message says about a case depends on the text and on which cases
+// exist, never on the value the case's reply should carry: a hedge whose
+// other value is read as about another case (or not read at all) commits
+// this case to the one value read, and earns nothing the commitment
+// would not.
 func (s *State) AboutCase(text, id string) string {
 	if !s.namesOther(text, id) {
 		return text
 	}
-	type group struct {
-		cases      []string // the cases it is about; nil: every case
-		start, end int      // its clauses, text[start:end]
-	}
-	var groups []group
-	for at := 0; at < len(text); {
-		end := at + clauseEnd(text[at:])
-		named := slices.DeleteFunc(WordsOf(text[at:end]), func(w string) bool { return s.cases[w] == nil })
-		if len(named) > 0 || len(groups) == 0 {
-			groups = append(groups, group{cases: named, start: at})
-		}
-		groups[len(groups)-1].end = end
-		at = end
-	}
 	id = strings.ToLower(id)
 	var about []string
-	for _, g := range groups {
-		said := text[g.start:g.end]
-		if g.cases == nil || slices.Contains(g.cases, id) ||
-			!slices.ContainsFunc(g.cases, func(other string) bool { return s.trueOf(s.cases[other], said) }) {
-			about = append(about, said)
+	mine := true // the clauses before any case is named are about each
+	for at := 0; at < len(text); {
+		end := at + clauseEnd(text[at:])
+		if words := WordsOf(text[at:end]); slices.ContainsFunc(words, func(w string) bool { return s.cases[w] != nil }) {
+			mine = slices.Contains(words, id)
 		}
+		if mine {
+			about = append(about, text[at:end])
+		}
+		at = end
 	}
 	return strings.Join(about, "\n")
-}
-
-// trueOf reports whether text states the value one of case c's reply
-// outcomes carries, and no other (statesOnly, statesValue).
-func (s *State) trueOf(c *Case, text string) bool {
-	tpl, ok := s.World.CaseTemplate(c.Template)
-	if !ok {
-		return false
-	}
-	for i := range c.Outcomes {
-		o := &c.Outcomes[i]
-		if o.Kind != worlds.KindReply {
-			continue
-		}
-		want, _ := o.Fields["carries"].(string)
-		if only, numeric := statesOnly([]string{text}, want, s.isName); numeric {
-			if only {
-				return true
-			}
-			continue
-		}
-		var values []string
-		if st, ok := tpl.Step(o.Step); ok && st.Reply != nil {
-			values = st.Reply.Values
-		}
-		if statesValue([]string{text}, want, values) {
-			return true
-		}
-	}
-	return false
 }
 
 // namesOther reports whether text names a case of the state other than
@@ -365,11 +325,6 @@ func (s *State) trueOf(c *Case, text string) bool {
 func (s *State) namesOther(text, id string) bool {
 	id = strings.ToLower(id)
 	return slices.ContainsFunc(WordsOf(text), func(w string) bool { return w != id && s.cases[w] != nil })
-}
-
-// namesAnyCase reports whether text names a case of the state.
-func (s *State) namesAnyCase(text string) bool {
-	return slices.ContainsFunc(WordsOf(text), func(w string) bool { return s.cases[w] != nil })
 }
 
 // isName reports whether word, a run of letters, digits, '-' and '_' as
@@ -396,8 +351,9 @@ func (s *State) isName(word string) bool {
 
 // clauseEnd returns the length of text's first clause, its separator
 // included: up to a new line, a carriage return, a tab or a '|'; a ',',
-// ';', '.', '!' or '?' followed by white space; or a dash (-, – or —)
-// between spaces. The whole text when none.
+// ';', '.', '!' or '?' followed by white space; a dash (-, – or —)
+// between spaces; or up to a '(' (not included). The whole text when
+// none.
 func clauseEnd(text string) int {
 	for i := 0; i < len(text); i++ {
 		switch text[i] {
@@ -407,10 +363,14 @@ func clauseEnd(text string) int {
 			if r, n := utf8.DecodeRuneInString(text[i+1:]); n > 0 && unicode.IsSpace(r) {
 				return i + 1 + n
 			}
+		case '(':
+			if i > 0 {
+				return i
+			}
 		case ' ':
-			for _, dash := range []string{" - ", " \u2013 ", " \u2014 "} {
-				if strings.HasPrefix(text[i:], dash) {
-					return i + len(dash)
+			for _, sep := range []string{" - ", " \u2013 ", " \u2014 "} {
+				if strings.HasPrefix(text[i:], sep) {
+					return i + len(sep)
 				}
 			}
 		}

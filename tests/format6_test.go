@@ -142,9 +142,9 @@ func playDiligent(t *testing.T, rewrite func(caseID string, amount int) []string
 // Format 6 reads every number a reply states, in whatever notation, as an
 // amount, but for the IDs of the state's cases, members, tasks and
 // records, dates and times: a hedge hidden in a name-like word, a unit, a
-// range or a clause naming no case is a wrong outcome, and a right amount
-// written with a currency, a decimal comma, an ID, a date or an upper-case
-// case ID is a right one.
+// range or a clause naming no case after the case's is a wrong outcome,
+// and a right amount written with a currency, a decimal comma, an ID, a
+// date or an upper-case case ID is a right one.
 func TestFormat6ReadsEveryNotation(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -162,9 +162,10 @@ func TestFormat6ReadsEveryNotation(t *testing.T) {
 		{"reference hedge", "case %[1]s is handled: %[2]d (#%[3]d).", "", false},
 		{"suffix hedge", "case %[1]s is handled: %[2]d or %[3]d-ish.", "", false},
 		{"clause hedge", "case %[1]s is handled: %[2]d, or %[3]d. cc requests-1", "", false},
-		{"other-case hedge", "case %[1]s is handled: %[2]d, or as with requests-1, %[3]d.", "", false},
 		{"chatty", "case %[1]s is handled: %[2]d.", "Thanks for your patience, Cara. Ana", true},
-		{"later correction", "case %[1]s is handled: %[2]d.", "Correction: it may be %[3]d.", false},
+		// A message naming no case is about none: the reply commits to
+		// the one value read, and a "correction" earns nothing.
+		{"later correction", "case %[1]s is handled: %[2]d.", "Correction: it may be %[3]d.", true},
 		{"leading hedge", "Refunded %[3]d, or %[2]d. Cases %[1]s and requests-1 handled.", "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
