@@ -636,6 +636,23 @@ func TestVerifyFindsCorruption(t *testing.T) {
 		}
 	})
 
+	// Every command that reads the whole log names the corrupt event.
+	for _, args := range [][]string{
+		{"score", p.Session},
+		{"diagnose", p.Session},
+		{"trace", p.Session, "--member", "ana"},
+		{"export", p.Session, "--format", "jsonl"},
+		{"diff", q.Session, p.Session},
+		{"report", p.Session, "--output", filepath.Join(t.TempDir(), "r.html")},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			_, errs, code := runCLI(t, append(args, "--data", data)...)
+			if code == cli.ExitOK || !strings.Contains(errs, corrupt) || strings.Contains(errs, "panic") {
+				t.Fatalf("%s: got exit %d and %q, want a failure naming %q", args[0], code, errs, corrupt)
+			}
+		})
+	}
+
 	cps := checkpointSeqs(t, data, q.Session)
 	last := cps[len(cps)-1]
 	flipBit(t, data, storeKey("c", q.Session, last))
