@@ -3,6 +3,7 @@ package worlds
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -215,6 +216,9 @@ func (v *validator) outcomeKinds(sp string, s *fileCaseStep, st *CaseStep, c *Ca
 		} else {
 			out.Carries = v.kindExpr(p+".carries", rp.Carries, out.FromType, all, r)
 			out.Values = resultValues(rp.Carries, all, r.types[out.FromType])
+			if out.Carries != nil && len(out.Values) == 0 && v.givesString(out.Carries, all, r.types[out.FromType]) {
+				v.warnf(p+".carries", "the values %q gives cannot be listed (give string literals, a choice attribute or an enum field record.<field>): a reply stating several is judged on the wanted one alone, so \"a or b\" is right for either", rp.Carries)
+			}
 		}
 		st.Reply = out
 	}
@@ -273,6 +277,21 @@ func (v *validator) kindExpr(path, src, typ string, all []Attr, r *refs) *Expr {
 		t = &RecordType{ID: "(none: the step names no record with from)"}
 	}
 	return v.compileOutcome(path, src, all, t)
+}
+
+// givesString reports whether x, over record type t (nil: none), gives a
+// string: as its compiler typed it, or at the zero values of what it reads
+// (a record's field is of no type the compiler knows).
+func (v *validator) givesString(x *Expr, all []Attr, t *RecordType) bool {
+	if typ := x.prog.Node().Type(); typ != nil && typ.Kind() == reflect.String {
+		return true
+	}
+	if t == nil {
+		t = &RecordType{}
+	}
+	got, ok := x.Eval(v.zeroEnv(all, t))
+	_, isString := got.(string)
+	return ok && isString
 }
 
 // resultValues lists the values src can give that its text names, in

@@ -139,3 +139,34 @@ func TestResultValues(t *testing.T) {
 		}
 	}
 }
+
+// A reply whose carries gives a string its text does not list (a text
+// field, a function's result) is loaded with a warning: a reply hedging
+// between values of it cannot be told from a right one.
+func TestReplyValuesUnlistedWarn(t *testing.T) {
+	billing, err := os.ReadFile("shipped/billing-support.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const carries = `carries: "record.plan == 'annual' ? record.amount : int(record.amount / 2)"`
+	for src, warn := range map[string]bool{ // order: each is its own
+		`carries: "record.plan == 'annual' ? record.amount : int(record.amount / 2)"`: false, // a number
+		`carries: "record.plan"`:                           false, // an enum field: its values
+		`carries: "record.amount > 500 ? 'big' : 'small'"`: false, // literals
+		`carries: "record.customer"`:                       true,  // a text field
+		`carries: "upper(record.customer)"`:                true,
+		`carries: "record.plan + '-' + record.status"`:     true,
+	} {
+		w, err := Load("b.yaml", []byte(strings.Replace(string(billing), carries, src, 1)))
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		got := strings.Contains(w.Warnings.Error(), "cannot be listed")
+		if got != warn {
+			t.Errorf("%s: warned %v, want %v (warnings: %v)", src, got, warn, w.Warnings)
+		}
+		if warn && !strings.Contains(w.Warnings.Error(), "b.yaml:131:20: cases[0].steps[2].reply.carries:") {
+			t.Errorf("%s: the warning names no place: %v", src, w.Warnings)
+		}
+	}
+}

@@ -630,9 +630,9 @@ func (o *Outcome) RefFields(t *RecordType) []string {
 	return out
 }
 
-// compileOutcome compiles an outcome expression; a name of record it
-// reads must be a field of the record type.
-func (v *validator) compileOutcome(path, src string, all []Attr, t *RecordType) *Expr {
+// zeroEnv is the variables an outcome's expression over record type t
+// sees, each at its type's zero value: what it is compiled against.
+func (v *validator) zeroEnv(all []Attr, t *RecordType) map[string]any {
 	zero := map[string]any{}
 	refs := map[string]map[string]any{}
 	for _, f := range t.Fields {
@@ -644,8 +644,13 @@ func (v *validator) compileOutcome(path, src string, all []Attr, t *RecordType) 
 			}
 		}
 	}
-	env := RecordVars(zeroVars(all), zero, refs)
-	prog, err := expr.Compile(src, expr.Env(env), expr.DisableBuiltin("now"), expr.DisableBuiltin("date"),
+	return RecordVars(zeroVars(all), zero, refs)
+}
+
+// compileOutcome compiles an outcome expression; a name of record it
+// reads must be a field of the record type.
+func (v *validator) compileOutcome(path, src string, all []Attr, t *RecordType) *Expr {
+	prog, err := expr.Compile(src, expr.Env(v.zeroEnv(all, t)), expr.DisableBuiltin("now"), expr.DisableBuiltin("date"),
 		expr.DisableBuiltin("timezone"), expr.DisableBuiltin("duration"))
 	if err != nil {
 		v.errf(path, "bad expression %q: %s", src, exprError(err))
