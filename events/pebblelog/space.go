@@ -276,7 +276,48 @@ func (f roomFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, e
 			return nil, err
 		}
 	}
-	return f.FS.Create(name, category)
+	file, err := f.FS.Create(name, category)
+	return f.wal(name, file), err
+}
+
+// ReuseForWrite implements vfs.FS: Pebble recycles its WAL files.
+func (f roomFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	file, err := f.FS.ReuseForWrite(oldname, newname, category)
+	return f.wal(newname, file), err
+}
+
+// wal wraps file, if it is a WAL's, as a walFile.
+func (f roomFS) wal(name string, file vfs.File) vfs.File {
+	if file == nil || !strings.HasSuffix(name, ".log") {
+		return file
+	}
+	return walFile{File: file, space: f.space}
+}
+
+// walFile is a WAL file of Pebble's. A write to it that fails for a full
+// disk stops the database (ErrFailed): it happens when another writer
+// fills the disk between the Log's look at its free space and the
+// commit. Such a write deletes the ballast, if it is there, and tries the
+// rest of its bytes once more, in the room it held; the Log's own check then
+// refuses the next Append, and the sessions' ends are recorded, as on a
+// disk that filled more slowly (CI saw a disk filled at once stop the log
+// for good).
+type walFile struct {
+	vfs.File
+	space *space
+}
+
+// Write implements vfs.File.
+func (f walFile) Write(p []byte) (int, error) {
+	n, err := f.File.Write(p)
+	if err == nil || !errors.Is(err, syscall.ENOSPC) {
+		return n, err
+	}
+	// Once more, in the room the ballast held: deleted now, or just
+	// before by a metadata write that met the same full disk.
+	f.space.release("for a write of the WAL")
+	m, err := f.File.Write(p[n:])
+	return n + m, err
 }
 
 // releaseLocked deletes the ballast; s.mu is held and s.ballast set.
