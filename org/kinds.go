@@ -409,21 +409,32 @@ func (s *State) kindDone(c *Case, o *CaseOutcome, t *Task) {
 	}
 }
 
-// replyCarries reports whether what the doer of case c's step t told
-// requester (Told) carries want. From ReplyFormat on, every such message
-// is read together, each for what it says about c (AboutCase): they carry
-// a number only when they state it and no other amount (statesOnly), and
-// any other value when they state it and no other of values, the values
-// the reply's rule can give (statesValue: "approved or denied" carries
-// neither). Before it, one message containing want as a word was enough.
-func (s *State) replyCarries(c *Case, t *Task, requester, want string, values []string) bool {
-	told := s.Told(c, t, requester, math.MaxInt64)
-	if s.Format < ReplyFormat {
-		return slices.ContainsFunc(told, func(m *Message) bool { return ContainsWord(m.Text, want) })
-	}
+// ToldAbout is what the messages Told returns say about case c, as its
+// reply outcome reads them: from ReplyFormat on, the clauses of each about
+// c (AboutCase), before it each message whole.
+func (s *State) ToldAbout(c *Case, t *Task, requester string, until clock.Time) []string {
+	told := s.Told(c, t, requester, until)
 	texts := make([]string, len(told))
 	for i, m := range told {
-		texts[i] = s.AboutCase(m.Text, c.ID)
+		texts[i] = m.Text
+		if s.Format >= ReplyFormat {
+			texts[i] = s.AboutCase(m.Text, c.ID)
+		}
+	}
+	return texts
+}
+
+// replyCarries reports whether what the doer of case c's step t told
+// requester about c (ToldAbout) carries want. From ReplyFormat on, the
+// texts are read together: they carry a number only when they state it and
+// no other amount (statesOnly), and any other value when they state it and
+// no other of values, the values the reply's rule can give (statesValue:
+// "approved or denied" carries neither). Before it, one message containing
+// want as a word was enough.
+func (s *State) replyCarries(c *Case, t *Task, requester, want string, values []string) bool {
+	texts := s.ToldAbout(c, t, requester, math.MaxInt64)
+	if s.Format < ReplyFormat {
+		return slices.ContainsFunc(texts, func(text string) bool { return ContainsWord(text, want) })
 	}
 	if only, numeric := statesOnly(texts, want, s.isName); numeric {
 		return only

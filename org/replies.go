@@ -78,8 +78,8 @@ var dateTime = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-
 
 // blankNames is text with its dates, times and names (StatedAmounts)
 // written as spaces. A name has a letter and a digit (digits alone, or
-// with '-' and '_', are a number: "-610", "31-126"). A date or time joined to more digits ("12026-01-05",
-// "10:305") is none.
+// with '-' and '_', are a number: "-610", "31-126"). A date or time joined
+// to more digits ("12026-01-05", "10:305") is none.
 func blankNames(text string, name func(string) bool) string {
 	b := []byte(text)
 	blank := func(i, j int) {
@@ -100,7 +100,8 @@ func blankNames(text string, name func(string) bool) string {
 			}
 			// A word, and the words joined to it by single dots (a
 			// task's ID: "requests-3.confirm"): the whole, or each word.
-			j, dots := i, []int{}
+			j := i
+			var dots []int
 			for {
 				for j < len(b) && isWordByte(b[j]) {
 					j++
@@ -129,8 +130,8 @@ func blankNames(text string, name func(string) bool) string {
 }
 
 // amountAt reads the number whose first digit is text[i]: its digits, a
-// '.' before them after no letter, digit, '-' or '_' (".5", " $.5"), thousands groups
-// (",ddd"), a decimal point or comma (",5", ",50": a comma before one or
+// '.' before them after no letter, digit, '-' or '_' (".5", " $.5"),
+// thousands groups (",ddd"), a decimal point or comma (",5", ",50": a comma before one or
 // two digits and no more), and a multiplier right after it ("k", "m",
 // "mn", "mm", "b", "bn", ended by no letter). It returns the value and the
 // index after the number (before any unit written after it: "305USD").

@@ -110,39 +110,16 @@ func TestCheaterIsRefusedAndScoresBelowGreedy(t *testing.T) {
 		}
 	}
 	t.Run("billing-support-no-crm-reads", func(t *testing.T) {
-		src, err := worlds.Source("billing-support")
-		if err != nil {
-			t.Fatal(err)
-		}
-		narrowed := strings.Replace(string(src), "read: [agent, lead]", "read: [lead]", 1)
-		if narrowed == string(src) {
-			t.Fatal("billing-support no longer has the CRM read line this variant narrows")
-		}
-		path := filepath.Join(t.TempDir(), "billing-support-no-crm-reads.yaml")
-		if err := os.WriteFile(path, []byte(narrowed), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		playCheaters(t, path, 1, seen)
+		playCheaters(t, variantWorld(t, "billing-support", "read: [agent, lead]", "read: [lead]"), 1, seen)
 	})
 	// A reply carrying a category (the invoice's plan) rather than an
 	// amount: hedging between two of its values is caught as well.
 	t.Run("billing-support-plan-reply", func(t *testing.T) {
-		src, err := worlds.Source("billing-support")
-		if err != nil {
-			t.Fatal(err)
-		}
 		const amount = `carries: "record.plan == 'annual' ? record.amount : int(record.amount / 2)"`
-		if !strings.Contains(string(src), amount) {
-			t.Fatal("billing-support no longer has the reply this variant changes")
-		}
-		path := filepath.Join(t.TempDir(), "billing-support-plan-reply.yaml")
-		if err := os.WriteFile(path, []byte(strings.Replace(string(src), amount, `carries: "record.plan"`, 1)), 0o644); err != nil {
-			t.Fatal(err)
-		}
 		// Seed 2: on seed 1 the cheaters' wrong replies, reopened, leave
 		// more work than the horizon holds, below the bar of steps done
 		// (44 of 75, greedy 59); the hedges are caught on both.
-		playCheaters(t, path, 2, seen)
+		playCheaters(t, variantWorld(t, "billing-support", amount, `carries: "record.plan"`), 2, seen)
 	})
 	var missing []string
 	for _, s := range agents.Shortcuts {
@@ -340,4 +317,23 @@ func playCheaters(t *testing.T, name string, seed uint64, seen map[string]bool) 
 	t.Logf("cheaters %.2f (outcome %.2f/%.0f, %d wrong, %d collateral) vs %s %.2f (outcome %.2f); %d shortcut attempts, %d violations",
 		res.Score.TeamScore, res.Score.Outcome, res.Score.OutcomeMax, res.Score.WrongOutcomes, res.Score.Collateral,
 		bar, ref.Score.TeamScore, ref.Score.Outcome, tried, res.Score.Violations)
+}
+
+// variantWorld writes shipped world name with its first old replaced by
+// new into a file of its own and returns its path; a world that no longer
+// has old fails the test.
+func variantWorld(t *testing.T, name, old, new string) string {
+	t.Helper()
+	src, err := worlds.Source(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(src), old) {
+		t.Fatalf("%s no longer has %q, which this variant changes", name, old)
+	}
+	path := filepath.Join(t.TempDir(), name+"-variant.yaml")
+	if err := os.WriteFile(path, []byte(strings.Replace(string(src), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -73,9 +73,8 @@ type OutcomeTrace struct {
 	Authoritative []RecordSeen       `json:"authoritative,omitempty"`
 	Writes        []RecordWriteTrace `json:"writes,omitempty"`
 	// Told is, for a reply, what the completing member told the requester
-	// about the case by completion (org.State.Told; from log format
-	// org.ReplyFormat on, the clauses of each about the case, AboutCase):
-	// what it is judged on.
+	// about the case by completion, as the rubric reads it
+	// (org.State.ToldAbout): what it is judged on.
 	Told []string `json:"told,omitempty"`
 	// Summary says it in a line: what was read where, what the
 	// authoritative system had, what was written and what was wanted.
@@ -221,13 +220,7 @@ func (s *Session) outcomeTrace(c *org.Case, t *org.Task) *OutcomeTrace {
 		doneAt = s.stampOf(t.DoneSeq)
 	}
 	if tpl, ok := s.World.CaseTemplate(c.Template); ok && ot.Kind == worlds.KindReply && ot.By != "" && t.DoneSeq != 0 {
-		for _, m := range s.State.Told(c, t, tpl.Requester, doneAt.Time) {
-			text := m.Text
-			if s.State.Format >= org.ReplyFormat {
-				text = s.State.AboutCase(text, c.ID) // the clauses it is judged on
-			}
-			ot.Told = append(ot.Told, text)
-		}
+		ot.Told = s.State.ToldAbout(c, t, tpl.Requester, doneAt.Time)
 	}
 	for _, r := range auth {
 		ty, _ := s.World.RecordType(r.Type)

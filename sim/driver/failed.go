@@ -17,7 +17,7 @@ var ErrPanicked = errors.New("the session panicked")
 
 // Guard runs a session and turns a panic in it (a defect in the engine, a
 // hook or an agent host) into the session's failure, recorded in l with
-// the reason and its last durable seq (RecordFailed), rather than the end
+// the reason and its last durable seq (recordFailed), rather than the end
 // of the process and its other sessions with the session left running.
 // The error wraps ErrPanicked.
 func Guard(logger hclog.Logger, l events.Log, meta events.SessionMeta, run func() (events.SessionMeta, error)) (m events.SessionMeta, err error) {
@@ -31,7 +31,7 @@ func Guard(logger hclog.Logger, l events.Log, meta events.SessionMeta, run func(
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var uerr error
-		if m, uerr = RecordFailed(ctx, l, meta, fmt.Sprintf("the session panicked: %v", r)); uerr != nil {
+		if m, uerr = recordFailed(ctx, l, meta, fmt.Sprintf("the session panicked: %v", r)); uerr != nil {
 			logger.Error("cannot record the session failed", "error", uerr)
 			err = fmt.Errorf("%w; and it cannot be recorded failed: %v", err, uerr)
 		}
@@ -39,14 +39,14 @@ func Guard(logger hclog.Logger, l events.Log, meta events.SessionMeta, run func(
 	return run()
 }
 
-// RecordFailed records session meta in l as failed for reason, with the
+// recordFailed records session meta in l as failed for reason, with the
 // last seq its log holds, and returns what it recorded. A session that
 // failed before its first batch was stored (not in l yet) is recorded
-// failed and empty, so that every reader lists it and says why. A
-// session's runner calls it when the session panicked (a defect in the
-// engine, a hook or an agent): neither a restart nor another worker
-// should run it again into the same panic.
-func RecordFailed(ctx context.Context, l events.Log, meta events.SessionMeta, reason string) (events.SessionMeta, error) {
+// failed and empty, so that every reader lists it and says why. Guard
+// calls it when the session panicked (a defect in the engine, a hook or
+// an agent): neither a restart nor another worker should run it again
+// into the same panic.
+func recordFailed(ctx context.Context, l events.Log, meta events.SessionMeta, reason string) (events.SessionMeta, error) {
 	m := meta
 	if stored, err := l.Session(ctx, meta.ID); err == nil {
 		m = stored
