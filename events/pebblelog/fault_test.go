@@ -482,15 +482,20 @@ func fullFS(fs vfs.FS, full *syncBool) vfs.FS {
 	}))
 }
 
+// stillFull is the FullDiskWait of the tests whose disk stays full: the
+// writes of Pebble's wait that long for room, then the Log stops.
+const stillFull = 200 * time.Millisecond
+
 // TestDiskFullInPebble fills the disk under Pebble (the Log's own reserve
-// turned off): the Append that meets it fails with an error that tells a
-// full disk, every operation after it fails, Close returns, and nothing
-// acknowledged is lost. Several sessions append at once.
+// turned off) for longer than FullDiskWait: the Append that meets it fails
+// with an error that tells a full disk, every operation after it fails,
+// Close returns, and nothing acknowledged is lost. Several sessions append
+// at once.
 func TestDiskFullInPebble(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewCrashableMem()
 	var full syncBool
-	l := mustOpen(t, "db", pebblelog.Options{FS: fullFS(mem, &full), MinFreeSpace: -1, Logger: testLogger(t)})
+	l := mustOpen(t, "db", pebblelog.Options{FS: fullFS(mem, &full), MinFreeSpace: -1, FullDiskWait: stillFull, Logger: testLogger(t)})
 	const sessions = 6
 	acked := make([]uint64, sessions)
 	var wg sync.WaitGroup
@@ -531,6 +536,99 @@ func TestDiskFullInPebble(t *testing.T) {
 	wantAcknowledged(t, mem, acked)
 }
 
+// TestDiskFullWaitsForRoom fills the disk under Pebble (the Log's own
+// reserve turned off, as when another writer fills it between the Log's
+// look and the commit) for less than FullDiskWait: the Appends Pebble took
+// wait, reads go on meanwhile, and once the disk has room they go through
+// and the Log goes on, with nothing lost and no failure (Pebble stops its
+// database at a failed WAL write: CI saw it stop a served log for good).
+func TestDiskFullWaitsForRoom(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewCrashableMem()
+	var full syncBool
+	l := mustOpen(t, "db", pebblelog.Options{FS: fullFS(mem, &full), MinFreeSpace: -1, FullDiskWait: time.Minute, Logger: testLogger(t)})
+	const sessions = 3
+	for s := range sessions {
+		id := fmt.Sprintf("s%d", s)
+		mustCreate(t, l, meta(id))
+		if err := l.Append(ctx, id, 0, mkEvents(1, 8)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full.Set(true)
+	done := make(chan error, sessions)
+	for s := range sessions {
+		go func() { done <- l.Append(ctx, fmt.Sprintf("s%d", s), 8, mkEvents(9, 8)) }()
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("an Append on a full disk returned %v; want it to wait for room", err)
+	case <-time.After(5 * pebblelog.FullDiskPoll):
+	}
+	// Reads go on while the writes wait (Pebble shows a batch it took
+	// before its sync, so the waiting one may be read too).
+	if evs, err := readAll(l, "s1", 1); err != nil || len(evs) < 8 {
+		t.Fatalf("a read while the disk is full: %d events, %v; want the 8 stored", len(evs), err)
+	}
+	if ms, err := l.Sessions(ctx); err != nil || len(ms) != sessions {
+		t.Fatalf("Sessions while the disk is full: %d, %v", len(ms), err)
+	}
+	full.Set(false)
+	for range sessions {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("an Append that waited for room: %v; want it stored", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the Appends waiting for room did not return once the disk had room")
+		}
+	}
+	for s := range sessions {
+		id := fmt.Sprintf("s%d", s)
+		if err := l.Append(ctx, id, 16, mkEvents(17, 4)); err != nil {
+			t.Fatalf("session %s: an Append after the disk had room again: %v", id, err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v; want no failure", err)
+	}
+	wantAcknowledged(t, mem, []uint64{20, 20, 20})
+}
+
+// TestDiskFullWaitEndsAtClose: a Close while a write of the WAL waits for
+// room on a disk that stays full ends the wait, and returns; the Append
+// that waited fails, and nothing acknowledged before is lost.
+func TestDiskFullWaitEndsAtClose(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewCrashableMem()
+	var full syncBool
+	l := mustOpen(t, "db", pebblelog.Options{FS: fullFS(mem, &full), MinFreeSpace: -1, FullDiskWait: time.Hour, Logger: testLogger(t)})
+	mustCreate(t, l, meta("s0"))
+	if err := l.Append(ctx, "s0", 0, mkEvents(1, 8)); err != nil {
+		t.Fatal(err)
+	}
+	full.Set(true)
+	done := make(chan error, 1)
+	go func() { done <- l.Append(ctx, "s0", 8, mkEvents(9, 8)) }()
+	time.Sleep(3 * pebblelog.FullDiskPoll)
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	select {
+	case err := <-closed:
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Errorf("Close with a write waiting for room: %v; want the full disk named", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not end the wait for room")
+	}
+	if err := <-done; !errors.Is(err, pebblelog.ErrFailed) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("the Append that waited: %v; want ErrFailed and ENOSPC", err)
+	}
+	full.Set(false)
+	wantAcknowledged(t, mem, []uint64{8})
+}
+
 // wantAcknowledged reopens the log in mem as a crash would leave it and
 // checks that session s<i> holds at least acked[i] events, all readable.
 func wantAcknowledged(t *testing.T, mem *vfs.MemFS, acked []uint64) {
@@ -557,7 +655,7 @@ func TestDiskFullPipelined(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewCrashableMem()
 	var full syncBool
-	l := mustOpen(t, "db", pebblelog.Options{FS: fullFS(mem, &full), MinFreeSpace: -1, Logger: testLogger(t)})
+	l := mustOpen(t, "db", pebblelog.Options{FS: fullFS(mem, &full), MinFreeSpace: -1, FullDiskWait: stillFull, Logger: testLogger(t)})
 	const sessions = 4
 	acked := make([]uint64, sessions)
 	errs := make([]error, sessions)
@@ -820,7 +918,7 @@ const childLimit = 2 * time.Minute
 // acknowledged.
 func fillDisk(t *testing.T, dir string, reserve int64) []uint64 {
 	ctx := context.Background()
-	l := mustOpen(t, dir, pebblelog.Options{MinFreeSpace: reserve, Logger: testLogger(t)})
+	l := mustOpen(t, dir, pebblelog.Options{MinFreeSpace: reserve, FullDiskWait: stillFull, Logger: testLogger(t)})
 	const sessions = 4
 	acked := make([]uint64, sessions)
 	errs := make([]error, sessions)
@@ -884,6 +982,88 @@ func checkFullDisk(t *testing.T, dir string, reserve int64, acked []uint64) {
 		m, err := r.Session(ctx, id)
 		if reserve == 0 && (err != nil || m.Status != events.StatusInterrupted || m.LastSeq != acked[s]) {
 			t.Fatalf("session %s: metadata %+v, %v; want interrupted at %d", id, m, err, acked[s])
+		}
+	}
+}
+
+// TestDiskFullTmpfsFreed: another writer fills a real disk (a small
+// tmpfs, root only) to its last byte under sessions appending with no
+// reserve, so that Pebble's WAL meets the full disk, and frees it a second
+// later. The writes wait for room (FullDiskWait) instead of stopping the
+// database: every session goes on to its end, and every event is there
+// after a reopen.
+func TestDiskFullTmpfsFreed(t *testing.T) {
+	ctx := context.Background()
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root): %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+	dir := filepath.Join(mnt, "db")
+	logs := &syncBuffer{}
+	l := mustOpen(t, dir, pebblelog.Options{MinFreeSpace: -1, FullDiskWait: time.Minute,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})})
+	const sessions, each = 3, 4000
+	for s := range sessions {
+		mustCreate(t, l, meta(fmt.Sprintf("s%d", s)))
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, sessions)
+	filled := make(chan struct{})
+	for s := range sessions {
+		id := fmt.Sprintf("s%d", s)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for last := uint64(0); last < each; last += 20 {
+				if last == 400 && s == 0 {
+					close(filled)
+				}
+				if err := l.Append(ctx, id, last, bigEvents(last+1, 20)); err != nil {
+					errs[s] = fmt.Errorf("append after %d: %w", last, err)
+					return
+				}
+			}
+		}()
+	}
+	<-filled
+	filler := filepath.Join(mnt, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	f.Close()
+	time.Sleep(time.Second)
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for s, err := range errs {
+		if err != nil {
+			t.Fatalf("session s%d, on a disk full for a second: %v\n%s", s, err, logs.String())
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v\n%s", err, logs.String())
+	}
+	if !strings.Contains(logs.String(), "waits for room") {
+		t.Logf("no write of Pebble's met the full disk (the sessions' appends were between commits); the test proves less:\n%s", logs.String())
+	}
+	r := mustOpen(t, dir, pebblelog.Options{ReadOnly: true})
+	defer r.Close()
+	for s := range sessions {
+		id := fmt.Sprintf("s%d", s)
+		if evs, err := readAll(r, id, 1); err != nil || len(evs) != each {
+			t.Fatalf("session %s after reopen: read %d events, %v; want %d", id, len(evs), err, each)
 		}
 	}
 }

@@ -17,7 +17,8 @@ var (
 	// ErrFailed reports that Pebble met an error it cannot go on from:
 	// a failed write or sync of the WAL (a full disk, an I/O error), a
 	// failed write of the MANIFEST, a file that should exist and does not.
-	// Pebble reports these through its logger's Fatalf and does not expect
+	// (A write of the WAL or the MANIFEST that meets a full disk waits for
+	// room first: Options.FullDiskWait.) Pebble reports these through its logger's Fatalf and does not expect
 	// it to return; the Log records the first one instead, and from then on
 	// every operation returns it (an Append in progress too, even one whose
 	// own batch Pebble took). Nothing acknowledged before is lost: the Log

@@ -26,8 +26,9 @@
 // *events.CorruptError naming the session, the seq and the table
 // ("file 000012"); a damaged store found at Open (a MANIFEST, a WAL) is a
 // *CorruptFileError; both wrap events.ErrCorrupt. A write Pebble cannot
-// recover from (the WAL on a full or failing disk) stops the Log with
-// ErrFailed instead of exiting the process, and the Log keeps
+// recover from (the WAL on a failing disk, or on a full one for longer
+// than Options.FullDiskWait) stops the Log with ErrFailed instead of
+// exiting the process, and the Log keeps
 // Options.MinFreeSpace free so that a full disk is usually met as a
 // refused Append (syscall.ENOSPC) while the Log goes on; a ballast file
 // (BallastName) holds back room to record sessions' ends when another
@@ -96,9 +97,38 @@ type Options struct {
 	// writer fills. 0 means
 	// DefaultMinFreeSpace; a negative value turns the check off.
 	MinFreeSpace int64
+	// FullDiskWait is how long a write of the WAL (or of the MANIFEST)
+	// that meets a full disk waits for room, trying again every
+	// FullDiskPoll, before the Log stops (ErrFailed). Pebble stops its
+	// database at such a write; a wait keeps it going when another writer
+	// fills the disk for a while and then frees room. Meanwhile every write
+	// that Pebble took waits with it, the Log refuses new ones for room
+	// (syscall.ENOSPC, as on a disk that filled slowly, unless
+	// MinFreeSpace turned its check off) and reads go on;
+	// Close ends the wait. 0 means DefaultFullDiskWait; a negative value:
+	// no wait.
+	FullDiskWait time.Duration
 	// Logger receives Pebble's messages (Info, Error, and the fatal ones
 	// that stop the Log; see ErrFailed); nil means hclog.NewNullLogger().
 	Logger hclog.Logger
+}
+
+// DefaultFullDiskWait is Options.FullDiskWait when it is 0.
+const DefaultFullDiskWait = time.Minute
+
+// FullDiskPoll is how often a write of the WAL waiting for room on a full
+// disk tries again (Options.FullDiskWait).
+const FullDiskPoll = 100 * time.Millisecond
+
+// walWait returns the wait Options.FullDiskWait o means.
+func walWait(o time.Duration) time.Duration {
+	switch {
+	case o < 0:
+		return 0
+	case o == 0:
+		return DefaultFullDiskWait
+	}
+	return o
 }
 
 // MemTableSize is the size of Pebble's memtables. At Pebble's default of
@@ -212,7 +242,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		fs:       fs,
 		dir:      dir,
 		sink:     s,
-		space: &space{fs: fs, dir: dir, reserve: reserve, log: logger,
+		space: &space{fs: fs, dir: dir, reserve: reserve, log: logger, walWait: walWait(opts.FullDiskWait), walStop: make(chan struct{}),
 			waits: make(chan struct{}), found: make(chan struct{}), nudge: make(chan struct{}, 1), stop: make(chan struct{})},
 		states: make(map[string]*state),
 		iters:  make(map[*scanIter]struct{}),
@@ -1318,6 +1348,9 @@ func (l *Log) flush() error {
 // After a failure (ErrFailed) Close still closes the database, and
 // returns the failure.
 func (l *Log) Close() error {
+	// A write of the WAL waiting for room (Options.FullDiskWait) holds the
+	// writes Pebble took, and so mu: it fails now, and them with it.
+	l.space.endWALWait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed.Load() {

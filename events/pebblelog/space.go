@@ -3,6 +3,7 @@ package pebblelog
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -88,6 +89,13 @@ type space struct {
 	waiting  int
 	stop     chan struct{} // closed by halt: tables stop waiting for room
 	stopOnce sync.Once
+
+	// walWait is how long a write of the WAL or the MANIFEST that met a
+	// full disk waits for room (Options.FullDiskWait; 0: not at all);
+	// walStop, closed by endWALWait when the Log closes, ends the wait.
+	walWait    time.Duration
+	walStop    chan struct{}
+	walStopped sync.Once
 }
 
 // ballastSize is the size of the ballast file: the metadata's share of
@@ -286,28 +294,33 @@ func (f roomFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCat
 	return f.wal(newname, file), err
 }
 
-// wal wraps file, if it is a WAL's, as a walFile.
+// wal wraps file, if it is the WAL's or the MANIFEST's, as a walFile.
 func (f roomFS) wal(name string, file vfs.File) vfs.File {
-	if file == nil || !strings.HasSuffix(name, ".log") {
+	if file == nil || !strings.HasSuffix(name, ".log") && !strings.HasPrefix(f.PathBase(name), "MANIFEST-") {
 		return file
 	}
-	return walFile{File: file, space: f.space}
+	return walFile{File: file, space: f.space, name: f.PathBase(name)}
 }
 
-// walFile is a WAL file of Pebble's. A write to it that fails for a full
-// disk stops the database (ErrFailed): it happens when another writer
-// fills the disk between the Log's look at its free space and the
+// walFile is a WAL or MANIFEST file of Pebble's. A write to it that fails
+// for a full disk stops the database (ErrFailed): it happens when another
+// writer fills the disk between the Log's look at its free space and the
 // commit. Such a write deletes the ballast, if it is there, and tries the
 // rest of its bytes once more, in the room it held; the Log's own check then
 // refuses the next Append, and the sessions' ends are recorded, as on a
 // disk that filled more slowly (CI saw a disk filled at once stop the log
-// for good).
+// for good). With no room there either, it waits for room (space.awaitWAL):
+// a disk that another writer filled for a while does not stop the Log.
 type walFile struct {
 	vfs.File
 	space *space
+	name  string
 }
 
-// Write implements vfs.File.
+// Write implements vfs.File. A write that failed with ENOSPC wrote none of
+// the bytes it did not count, so trying the rest again appends exactly
+// once. A failed sync is never tried again: the kernel may have dropped
+// the pages it failed to write.
 func (f walFile) Write(p []byte) (int, error) {
 	n, err := f.File.Write(p)
 	if err == nil || !errors.Is(err, syscall.ENOSPC) {
@@ -317,8 +330,50 @@ func (f walFile) Write(p []byte) (int, error) {
 	// before by a metadata write that met the same full disk.
 	f.space.release("for a write of the WAL")
 	m, err := f.File.Write(p[n:])
-	return n + m, err
+	n += m
+	if err == nil || !errors.Is(err, syscall.ENOSPC) {
+		return n, err
+	}
+	return f.space.awaitWAL(f.name, f.File, p, n, err)
 }
+
+// awaitWAL tries the write of p[n:] to w again every FullDiskPoll while it
+// fails for a full disk, for at most walWait or until the Log closes
+// (endWALWait), and returns the bytes of p written and the last error. err
+// is the write's error so far.
+func (s *space) awaitWAL(name string, w io.Writer, p []byte, n int, err error) (int, error) {
+	if s.walWait <= 0 {
+		return n, err
+	}
+	start := time.Now()
+	s.log.Warn("disk full: a write of Pebble's waits for room; every write of the log waits with it, new ones are refused, reads go on",
+		"file", name, "bytes", len(p)-n, "for_at_most", s.walWait)
+	t := time.NewTicker(FullDiskPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.walStop:
+			return n, fmt.Errorf("%w (the log closed while the write waited for room)", err)
+		case <-t.C:
+		}
+		var m int
+		m, err = w.Write(p[n:])
+		n += m
+		if err == nil || !errors.Is(err, syscall.ENOSPC) {
+			if err == nil {
+				s.log.Info("disk full: the write of Pebble's that waited for room went through", "file", name, "waited", time.Since(start).Round(time.Millisecond))
+			}
+			return n, err
+		}
+		if time.Since(start) >= s.walWait {
+			return n, fmt.Errorf("%w (no room in %s: Options.FullDiskWait)", err, s.walWait)
+		}
+	}
+}
+
+// endWALWait ends every write waiting for room (awaitWAL), for good: the
+// Log closes.
+func (s *space) endWALWait() { s.walStopped.Do(func() { close(s.walStop) }) }
 
 // releaseLocked deletes the ballast; s.mu is held and s.ballast set.
 func (s *space) releaseLocked(why string) {

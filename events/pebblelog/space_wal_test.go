@@ -2,8 +2,10 @@ package pebblelog
 
 import (
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
@@ -62,7 +64,7 @@ func TestWALWriteUsesBallast(t *testing.T) {
 	}
 
 	room := roomFS{FS: fs, space: sp}
-	for name, wal := range map[string]bool{"000004.log": true, "000005.sst": false, "MANIFEST-000001": false} {
+	for name, wal := range map[string]bool{"000004.log": true, "000005.sst": false, "MANIFEST-000001": true, "OPTIONS-000003": false} {
 		f, err := room.Create(name, vfs.WriteCategoryUnspecified)
 		if err != nil {
 			t.Fatal(err)
@@ -76,5 +78,45 @@ func TestWALWriteUsesBallast(t *testing.T) {
 		t.Fatal(err)
 	} else if _, ok := f.(walFile); !ok {
 		t.Errorf("a recycled WAL file is not wrapped")
+	}
+}
+
+// A write of the WAL that meets a disk that stays full waits for room, up
+// to walWait, trying again every FullDiskPoll; once the disk has room, it
+// writes the rest of its bytes, each once. It gives up at walWait, or at
+// once when the Log closes.
+func TestWALWriteWaitsForRoom(t *testing.T) {
+	sp := &space{fs: vfs.NewMem(), log: hclog.NewNullLogger(), walWait: time.Minute, walStop: make(chan struct{})}
+	full := &fullFile{fails: 5, room: 2}
+	w := walFile{File: full, space: sp, name: "000004.log"}
+	start := time.Now()
+	if n, err := w.Write([]byte("0123456789abcdef")); n != 16 || err != nil || string(full.data) != "0123456789abcdef" {
+		t.Fatalf("a WAL write on a disk full for 5 tries: wrote %d (%q), %v; want all of it, once", n, full.data, err)
+	}
+	if waited := time.Since(start); waited < 3*FullDiskPoll {
+		t.Fatalf("it waited %v; want at least 3 polls of %v", waited, FullDiskPoll)
+	}
+
+	sp.walWait = 3 * FullDiskPoll
+	full.fails = 1 << 30
+	if _, err := w.Write([]byte("x")); !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "FullDiskWait") {
+		t.Fatalf("a WAL write on a disk full for longer than the wait: %v; want ENOSPC naming FullDiskWait", err)
+	}
+
+	sp.walWait = time.Hour
+	go func() { time.Sleep(2 * FullDiskPoll); sp.endWALWait() }()
+	if _, err := w.Write([]byte("y")); !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("a WAL write waiting when the log closes: %v; want ENOSPC, the log closed", err)
+	}
+
+	sp.walWait = 0 // Options.FullDiskWait < 0
+	full.fails = 1
+	full.room = 0
+	if n, err := (walFile{File: full, space: sp}).Write([]byte("z")); n != 1 || err != nil {
+		t.Fatalf("no wait, the disk full once: %d, %v; want the one retry to write it", n, err)
+	}
+	full.fails = 2
+	if _, err := (walFile{File: full, space: sp}).Write([]byte("z")); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("no wait, the disk full twice: %v; want ENOSPC at once", err)
 	}
 }
