@@ -538,7 +538,8 @@ func TestDiskFullInPebble(t *testing.T) {
 
 // TestDiskFullWaitsForRoom fills the disk under Pebble (the Log's own
 // reserve turned off, as when another writer fills it between the Log's
-// look and the commit) for less than FullDiskWait: the Appends Pebble took
+// look and the commit) for a while, FullDiskWait at its default (until the
+// Log closes): the Appends Pebble took
 // wait, reads go on meanwhile, and once the disk has room they go through
 // and the Log goes on, with nothing lost and no failure (Pebble stops its
 // database at a failed WAL write: CI saw it stop a served log for good).
@@ -546,7 +547,7 @@ func TestDiskFullWaitsForRoom(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewCrashableMem()
 	var full syncBool
-	l := mustOpen(t, "db", pebblelog.Options{FS: fullFS(mem, &full), MinFreeSpace: -1, FullDiskWait: time.Minute, Logger: testLogger(t)})
+	l := mustOpen(t, "db", pebblelog.Options{FS: fullFS(mem, &full), MinFreeSpace: -1, Logger: testLogger(t)})
 	const sessions = 3
 	for s := range sessions {
 		id := fmt.Sprintf("s%d", s)
@@ -603,7 +604,7 @@ func TestDiskFullWaitEndsAtClose(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewCrashableMem()
 	var full syncBool
-	l := mustOpen(t, "db", pebblelog.Options{FS: fullFS(mem, &full), MinFreeSpace: -1, FullDiskWait: time.Hour, Logger: testLogger(t)})
+	l := mustOpen(t, "db", pebblelog.Options{FS: fullFS(mem, &full), MinFreeSpace: -1, Logger: testLogger(t)})
 	mustCreate(t, l, meta("s0"))
 	if err := l.Append(ctx, "s0", 0, mkEvents(1, 8)); err != nil {
 		t.Fatal(err)
@@ -1001,7 +1002,7 @@ func TestDiskFullTmpfsFreed(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
 	dir := filepath.Join(mnt, "db")
 	logs := &syncBuffer{}
-	l := mustOpen(t, dir, pebblelog.Options{MinFreeSpace: -1, FullDiskWait: time.Minute,
+	l := mustOpen(t, dir, pebblelog.Options{MinFreeSpace: -1,
 		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})})
 	const sessions, each = 3, 4000
 	for s := range sessions {

@@ -100,36 +100,23 @@ type Options struct {
 	// FullDiskWait is how long a write of the WAL (or of the MANIFEST)
 	// that meets a full disk waits for room, trying again every
 	// FullDiskPoll, before the Log stops (ErrFailed). Pebble stops its
-	// database at such a write; a wait keeps it going when another writer
-	// fills the disk for a while and then frees room. Meanwhile every write
-	// that Pebble took waits with it, the Log refuses new ones for room
-	// (syscall.ENOSPC, as on a disk that filled slowly, unless
-	// MinFreeSpace turned its check off) and reads go on;
-	// Close ends the wait. 0 means DefaultFullDiskWait; a negative value:
-	// no wait.
+	// database at such a write (and can end the process, when it met the
+	// full disk switching to a new WAL file); waiting keeps the Log going
+	// when another writer fills the disk, once there is room again.
+	// Meanwhile the writes that Pebble took wait with it, the Log refuses
+	// new ones for room (syscall.ENOSPC, as on a disk that filled slowly,
+	// unless MinFreeSpace turned its check off) and reads go on. 0 means
+	// until the Log closes (Close ends the wait); a negative value: no
+	// wait.
 	FullDiskWait time.Duration
 	// Logger receives Pebble's messages (Info, Error, and the fatal ones
 	// that stop the Log; see ErrFailed); nil means hclog.NewNullLogger().
 	Logger hclog.Logger
 }
 
-// DefaultFullDiskWait is Options.FullDiskWait when it is 0.
-const DefaultFullDiskWait = time.Minute
-
 // FullDiskPoll is how often a write of the WAL waiting for room on a full
 // disk tries again (Options.FullDiskWait).
 const FullDiskPoll = 100 * time.Millisecond
-
-// walWait returns the wait Options.FullDiskWait o means.
-func walWait(o time.Duration) time.Duration {
-	switch {
-	case o < 0:
-		return 0
-	case o == 0:
-		return DefaultFullDiskWait
-	}
-	return o
-}
 
 // MemTableSize is the size of Pebble's memtables. At Pebble's default of
 // 4 MiB, flushes and compactions took 2.3 s of CPU in a 3.3 s durable
@@ -242,7 +229,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		fs:       fs,
 		dir:      dir,
 		sink:     s,
-		space: &space{fs: fs, dir: dir, reserve: reserve, log: logger, walWait: walWait(opts.FullDiskWait), walStop: make(chan struct{}),
+		space: &space{fs: fs, dir: dir, reserve: reserve, log: logger, walWait: opts.FullDiskWait, walStop: make(chan struct{}),
 			waits: make(chan struct{}), found: make(chan struct{}), nudge: make(chan struct{}, 1), stop: make(chan struct{})},
 		states: make(map[string]*state),
 		iters:  make(map[*scanIter]struct{}),

@@ -91,7 +91,8 @@ type space struct {
 	stopOnce sync.Once
 
 	// walWait is how long a write of the WAL or the MANIFEST that met a
-	// full disk waits for room (Options.FullDiskWait; 0: not at all);
+	// full disk waits for room (Options.FullDiskWait; 0: until the Log
+	// closes; negative: not at all);
 	// walStop, closed by endWALWait when the Log closes, ends the wait.
 	walWait    time.Duration
 	walStop    chan struct{}
@@ -326,6 +327,9 @@ func (f walFile) Write(p []byte) (int, error) {
 	if err == nil || !errors.Is(err, syscall.ENOSPC) {
 		return n, err
 	}
+	// The Log's next write asks the disk's free space afresh, and so is
+	// refused for room before Pebble takes it.
+	f.space.stale()
 	// Once more, in the room the ballast held: deleted now, or just
 	// before by a metadata write that met the same full disk.
 	f.space.release("for a write of the WAL")
@@ -337,17 +341,33 @@ func (f walFile) Write(p []byte) (int, error) {
 	return f.space.awaitWAL(f.name, f.File, p, n, err)
 }
 
+// waitText says how long a write waits for room.
+func waitText(d time.Duration) string {
+	if d == 0 {
+		return "until the log closes"
+	}
+	return d.String()
+}
+
+// stale makes the next need ask the file system for the free space: a
+// write met a full disk that the last look did not see.
+func (s *space) stale() {
+	s.mu.Lock()
+	s.known = false
+	s.mu.Unlock()
+}
+
 // awaitWAL tries the write of p[n:] to w again every FullDiskPoll while it
-// fails for a full disk, for at most walWait or until the Log closes
-// (endWALWait), and returns the bytes of p written and the last error. err
-// is the write's error so far.
+// fails for a full disk, until the Log closes (endWALWait) or for at most
+// walWait if it is positive, and returns the bytes of p written and the
+// last error. err is the write's error so far.
 func (s *space) awaitWAL(name string, w io.Writer, p []byte, n int, err error) (int, error) {
-	if s.walWait <= 0 {
+	if s.walWait < 0 {
 		return n, err
 	}
 	start := time.Now()
 	s.log.Warn("disk full: a write of Pebble's waits for room; every write of the log waits with it, new ones are refused, reads go on",
-		"file", name, "bytes", len(p)-n, "for_at_most", s.walWait)
+		"file", name, "bytes", len(p)-n, "for_at_most", waitText(s.walWait))
 	t := time.NewTicker(FullDiskPoll)
 	defer t.Stop()
 	for {
@@ -365,7 +385,7 @@ func (s *space) awaitWAL(name string, w io.Writer, p []byte, n int, err error) (
 			}
 			return n, err
 		}
-		if time.Since(start) >= s.walWait {
+		if s.walWait > 0 && time.Since(start) >= s.walWait {
 			return n, fmt.Errorf("%w (no room in %s: Options.FullDiskWait)", err, s.walWait)
 		}
 	}

@@ -41,7 +41,7 @@ func TestWALWriteUsesBallast(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	sp := &space{fs: fs, reserve: 4 << 20, log: hclog.NewNullLogger(), ballast: true}
+	sp := &space{fs: fs, reserve: 4 << 20, log: hclog.NewNullLogger(), ballast: true, walWait: -1, known: true}
 
 	full := &fullFile{fails: 1, room: 3}
 	w := walFile{File: full, space: sp}
@@ -50,6 +50,9 @@ func TestWALWriteUsesBallast(t *testing.T) {
 	}
 	if _, err := fs.Stat(BallastName); sp.ballast || !sp.released || err == nil {
 		t.Fatalf("after the write: ballast %v, released %v, file %v; want it deleted", sp.ballast, sp.released, err)
+	}
+	if sp.known {
+		t.Fatal("after a WAL write met a full disk, the Log's next write would not ask the disk's free space afresh")
 	}
 
 	// The ballast gone (here by the write before; as often by a session's
@@ -81,12 +84,13 @@ func TestWALWriteUsesBallast(t *testing.T) {
 	}
 }
 
-// A write of the WAL that meets a disk that stays full waits for room, up
-// to walWait, trying again every FullDiskPoll; once the disk has room, it
-// writes the rest of its bytes, each once. It gives up at walWait, or at
-// once when the Log closes.
+// A write of the WAL that meets a disk that stays full waits for room (for
+// walWait if positive, else until the Log closes), trying again every
+// FullDiskPoll; once the disk has room, it writes the rest of its bytes,
+// each once. It gives up at walWait, or at once when the Log closes.
 func TestWALWriteWaitsForRoom(t *testing.T) {
-	sp := &space{fs: vfs.NewMem(), log: hclog.NewNullLogger(), walWait: time.Minute, walStop: make(chan struct{})}
+	stop := make(chan struct{})
+	sp := &space{fs: vfs.NewMem(), log: hclog.NewNullLogger(), walStop: stop} // walWait 0: until the Log closes
 	full := &fullFile{fails: 5, room: 2}
 	w := walFile{File: full, space: sp, name: "000004.log"}
 	start := time.Now()
@@ -103,13 +107,13 @@ func TestWALWriteWaitsForRoom(t *testing.T) {
 		t.Fatalf("a WAL write on a disk full for longer than the wait: %v; want ENOSPC naming FullDiskWait", err)
 	}
 
-	sp.walWait = time.Hour
-	go func() { time.Sleep(2 * FullDiskPoll); sp.endWALWait() }()
+	sp.walWait = 0
+	go func() { time.Sleep(2 * FullDiskPoll); close(stop) }()
 	if _, err := w.Write([]byte("y")); !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("a WAL write waiting when the log closes: %v; want ENOSPC, the log closed", err)
 	}
 
-	sp.walWait = 0 // Options.FullDiskWait < 0
+	sp.walWait = -1 // Options.FullDiskWait < 0
 	full.fails = 1
 	full.room = 0
 	if n, err := (walFile{File: full, space: sp}).Write([]byte("z")); n != 1 || err != nil {
