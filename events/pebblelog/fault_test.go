@@ -597,9 +597,11 @@ func TestDiskFullWaitsForRoom(t *testing.T) {
 	wantAcknowledged(t, mem, []uint64{20, 20, 20})
 }
 
-// TestDiskFullWaitEndsAtClose: a Close while a write of the WAL waits for
-// room on a disk that stays full ends the wait, and returns; the Append
-// that waited fails, and nothing acknowledged before is lost.
+// TestDiskFullWaitEndsAtClose: StopWaiting (a process stopping) while a
+// write of the WAL waits for room on a disk that stays full ends the wait:
+// the Append that waited fails; Close returns naming the full disk, and
+// nothing acknowledged before is lost. Close ends a wait too (it calls
+// StopWaiting first).
 func TestDiskFullWaitEndsAtClose(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewCrashableMem()
@@ -613,6 +615,20 @@ func TestDiskFullWaitEndsAtClose(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- l.Append(ctx, "s0", 8, mkEvents(9, 8)) }()
 	time.Sleep(3 * pebblelog.FullDiskPoll)
+	select {
+	case err := <-done:
+		t.Fatalf("an Append on a full disk returned %v; want it to wait for room", err)
+	default:
+	}
+	l.StopWaiting() // a signal: the process stops
+	select {
+	case err := <-done:
+		if !errors.Is(err, pebblelog.ErrFailed) || !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("the Append that waited, after StopWaiting: %v; want ErrFailed and ENOSPC", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("StopWaiting did not end the wait for room")
+	}
 	closed := make(chan error, 1)
 	go func() { closed <- l.Close() }()
 	select {
@@ -622,9 +638,6 @@ func TestDiskFullWaitEndsAtClose(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Close did not end the wait for room")
-	}
-	if err := <-done; !errors.Is(err, pebblelog.ErrFailed) || !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("the Append that waited: %v; want ErrFailed and ENOSPC", err)
 	}
 	full.Set(false)
 	wantAcknowledged(t, mem, []uint64{8})

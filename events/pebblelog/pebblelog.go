@@ -1256,6 +1256,13 @@ func (l *Log) closeDB() error {
 	return errors.Join(err, l.lock.Close())
 }
 
+// StopWaiting ends, now and for good, the waits for room of the writes
+// that met a full disk (Options.FullDiskWait): a waiting write fails, and
+// with it the Log (ErrFailed), so that the operations waiting on it
+// return. A process that stops (a signal) calls it, so as not to wait for
+// a disk another program filled; Close calls it too.
+func (l *Log) StopWaiting() { l.space.endWALWait() }
+
 // noSync reports whether writes skip the fsync (Options.NoSync).
 func (l *Log) noSync() bool { return l.wopts == pebble.NoSync }
 

@@ -145,6 +145,10 @@ func openPebble(ctx context.Context, dir string, readOnly bool, logger hclog.Log
 		// writer would record them), without a write.
 		return stoppedLog{l}, nil
 	}
+	// A write that met a full disk waits for room (pebblelog's
+	// FullDiskWait) until the command stops: then it fails, so that the
+	// sessions waiting on it stop too, and the process exits.
+	context.AfterFunc(ctx, l.StopWaiting)
 	metas, err := l.Sessions(ctx)
 	if err != nil {
 		l.Close()
