@@ -151,6 +151,7 @@ func (g *Gateway) routes() {
 		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	})
 	m.HandleFunc("POST /v1/sessions", g.operator(g.handleCreate))
+	m.HandleFunc("GET /v1/sessions", g.operator(g.handleList))
 	m.HandleFunc("POST /v1/sessions/{id}/fork", g.operator(g.handleFork))
 	m.HandleFunc("POST /v1/sessions/{id}/reset", g.operator(g.handleReset))
 	m.HandleFunc("POST /v1/sessions/{id}/control", g.operator(g.handleControl))

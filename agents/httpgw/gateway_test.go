@@ -653,6 +653,8 @@ func TestTokensReachOnlyTheirSeat(t *testing.T) {
 		{"act with a lower-case scheme and a wrong token", "POST", bobAct, "Bob " + bob.Token, good, 401},
 		{"create with a seat token", "POST", "/v1/sessions", bob.Token, wire.CreateRequest{World: "startup", Agents: "greedy"}, 403},
 		{"create without a token", "POST", "/v1/sessions", "", wire.CreateRequest{World: "startup", Agents: "greedy"}, 401},
+		{"list with a seat token", "GET", "/v1/sessions", bob.Token, nil, 403},
+		{"list without a token", "GET", "/v1/sessions", "", nil, 401},
 		{"control with a seat token", "POST", "/v1/sessions/" + id + "/control", bob.Token, wire.ControlRequest{Op: wire.OpStop}, 403},
 		{"control with a wrong token", "POST", "/v1/sessions/" + id + "/control", "x", wire.ControlRequest{Op: wire.OpStop}, 401},
 		{"step with a seat token", "POST", "/v1/sessions/" + id + "/step?wait=0", bob.Token, httpgw.StepRequest{Actions: map[string][]org.Action{"bob": good.Actions}}, 403},
@@ -1087,5 +1089,37 @@ func TestErrorsSayWhatWasWrong(t *testing.T) {
 	code, b = s.call(t, "POST", "/v1/sessions/"+r.Session+"/control", s.operator, wire.ControlRequest{Op: wire.OpStop})
 	if st := mustJSON[wire.ControlReply](t, code, http.StatusOK, b); st.Status != string(events.StatusFinished) {
 		t.Errorf("stop of a finished session: %+v; want its status, as done already", st)
+	}
+}
+
+// GET /v1/sessions lists the server's sessions (what the operator's
+// errors point to), all of them or those of one status; a status that is
+// none is refused with the ones there are.
+func TestListSessions(t *testing.T) {
+	s := startStack(t, httpgw.Config{})
+	a := s.create(t, wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy"})
+	b := s.create(t, wire.CreateRequest{World: "startup", Seed: 2, Agents: "greedy,bob=remote", Wait: true})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := s.svc.Wait(ctx, a.Session); err != nil {
+		t.Fatal(err)
+	}
+	code, body := s.call(t, "GET", "/v1/sessions", s.operator, nil)
+	all := mustJSON[httpgw.ListReply](t, code, http.StatusOK, body)
+	status := map[string]events.Status{}
+	for _, m := range all.Sessions {
+		status[m.ID] = m.Status
+	}
+	if status[a.Session] != events.StatusFinished || status[b.Session] != events.StatusRunning {
+		t.Fatalf("GET /v1/sessions: %s; want %s finished and %s running", body, a.Session, b.Session)
+	}
+	code, body = s.call(t, "GET", "/v1/sessions?status=finished", s.operator, nil)
+	fin := mustJSON[httpgw.ListReply](t, code, http.StatusOK, body)
+	if len(fin.Sessions) != 1 || fin.Sessions[0].ID != a.Session {
+		t.Fatalf("GET /v1/sessions?status=finished: %s; want %s alone", body, a.Session)
+	}
+	code, body = s.call(t, "GET", "/v1/sessions?status=done", s.operator, nil)
+	if code != http.StatusBadRequest || !strings.Contains(string(body), "want running, finished") {
+		t.Fatalf("GET /v1/sessions?status=done: HTTP %d %s; want 400 naming the statuses", code, body)
 	}
 }

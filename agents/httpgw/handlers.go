@@ -160,6 +160,15 @@ func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+func (g *Gateway) handleList(w http.ResponseWriter, r *http.Request) {
+	out, err := g.List(r.Context(), r.URL.Query().Get("status"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 func (g *Gateway) handleScore(w http.ResponseWriter, r *http.Request) {
 	out, err := g.Score(r.Context(), r.PathValue("id"))
 	if err != nil {

@@ -449,6 +449,45 @@ type ScoreReply struct {
 	Source   string  `json:"source"`   // "gateway" or "server"
 }
 
+// ListReply is the answer of GET /v1/sessions.
+type ListReply struct {
+	Sessions []events.SessionMeta `json:"sessions"`
+}
+
+// List returns the metadata of the sessions the server behind the gateway
+// lists (wire.ListSubject: those of its store, and those it runs), those of
+// the given status only if status is not empty.
+func (g *Gateway) List(ctx context.Context, status string) (ListReply, error) {
+	switch events.Status(status) {
+	case "", events.StatusRunning, events.StatusFinished, events.StatusInterrupted, events.StatusFailed:
+	default:
+		return ListReply{}, errorf(http.StatusBadRequest, "status=%q: want running, finished, interrupted or failed", status)
+	}
+	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
+	defer cancel()
+	msg, err := g.op.RequestWithContext(ctx, wire.ListSubject, []byte("{}"))
+	if err != nil {
+		return ListReply{}, natsErr(err, "list sessions")
+	}
+	var metas []events.SessionMeta
+	if err := json.Unmarshal(msg.Data, &metas); err != nil {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(msg.Data, &e) == nil && e.Error != "" {
+			return ListReply{}, errorf(http.StatusServiceUnavailable, "list sessions: %s", e.Error)
+		}
+		return ListReply{}, errorf(http.StatusBadGateway, "list sessions: bad reply: %v", err)
+	}
+	out := ListReply{Sessions: make([]events.SessionMeta, 0, len(metas))}
+	for _, m := range metas {
+		if status == "" || m.Status == events.Status(status) {
+			out.Sessions = append(out.Sessions, m)
+		}
+	}
+	return out, nil
+}
+
 // Score reports a session's team score so far.
 func (g *Gateway) Score(ctx context.Context, id string) (ScoreReply, error) {
 	if err := checkID(id); err != nil {

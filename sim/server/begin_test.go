@@ -186,3 +186,57 @@ func TestCloseRacingCreate(t *testing.T) {
 		t.Fatalf("the resumed session does not verify: %v", r.Problems)
 	}
 }
+
+// TestWaitingSessionDiscardedByShutdown: a session created with wait and
+// never started has nothing in the log, so a shutdown cannot leave it for
+// a restart: it is discarded and said so (Discarded), not kept in the
+// state file as one the next serve resumes (a restart dropped it
+// silently, after the stop had promised to resume it). A session created
+// with wait and started is kept as before.
+func TestWaitingSessionDiscardedByShutdown(t *testing.T) {
+	bus := mustBus(t)
+	log := memlog.New()
+	stateFile := filepath.Join(t.TempDir(), "serve-state.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger(), StateFile: stateFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	waiting, err := svc.Create(ctx, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := svc.Create(ctx, wire.CreateRequest{World: "support-desk", Seed: 20, Agents: "greedy", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := bus.Connect("operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	for _, o := range []wire.ControlOp{wire.OpStart, wire.OpPause} {
+		req, _ := json.Marshal(wire.ControlRequest{Op: o})
+		if _, err := op.Request(wire.ControlSubject(started.Session), req, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := time.Now().Add(time.Minute)
+	for last, _ := log.LastSeq(ctx, started.Session); last == 0; last, _ = log.LastSeq(ctx, started.Session) {
+		if time.Now().After(waitFor) {
+			t.Fatal("the started session logged nothing")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := svc.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if saved := svc.Saved(); len(saved) != 1 || saved[0] != started.Session {
+		t.Fatalf("the state file keeps %v; want only the started session %s", saved, started.Session)
+	}
+	if gone := svc.Discarded(); len(gone) != 1 || gone[0] != waiting.Session {
+		t.Fatalf("discarded %v; want the session never started, %s", gone, waiting.Session)
+	}
+}

@@ -319,6 +319,10 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	} else {
 		fmt.Fprintln(out, "corpsim stopped")
 	}
+	if gone := svc.Discarded(); len(gone) > 0 {
+		fmt.Fprintf(out, "%d session(s) created with wait and never started were discarded (nothing of them was logged): %s\n",
+			len(gone), strings.Join(gone, " "))
+	}
 	return nil
 }
 

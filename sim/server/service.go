@@ -176,11 +176,12 @@ type Service struct {
 	conn   *nats.Conn // drivers (the event feed, remote seats' turns) and control
 	subs   []*nats.Subscription
 
-	mu       sync.Mutex
-	sessions map[string]*session
-	closed   bool
-	wg       sync.WaitGroup
-	menders  sync.WaitGroup // see mend
+	mu        sync.Mutex
+	sessions  map[string]*session
+	discarded []string // sessions a shutdown discarded (Discarded)
+	closed    bool
+	wg        sync.WaitGroup
+	menders   sync.WaitGroup // see mend
 	// stopping is closed by Shutdown: drivers stop before their next step.
 	stopping chan struct{}
 	state    *stateFile
@@ -786,6 +787,7 @@ func (s *Service) launch(l launch) error {
 		defer ctl.Unsubscribe()
 		defer cancel()
 		m, err := meta, error(nil)
+		unlogged := false // a new session stopped before its first batch
 		pr := l.probation
 		if pr != nil && (l.wait || len(remote) > 0) {
 			pr.hold() // nothing of it runs while it waits
@@ -836,7 +838,9 @@ func (s *Service) launch(l launch) error {
 				return d.Continue(runCtx, meta, e)
 			})
 		} else {
-			// Stopped before it began: nothing ran, nothing was logged.
+			// Stopped before it began: nothing ran, nothing was logged
+			// (of a new session, nothing at all: see early).
+			unlogged = l.fresh
 			m.Status, err = events.StatusInterrupted, context.Canceled
 			if s.isStopping() {
 				err = fmt.Errorf("%w: the session had not started", ErrShuttingDown)
@@ -867,14 +871,22 @@ func (s *Service) launch(l launch) error {
 		stopped, asked := ss.stopped, ss.stopAsked
 		ss.mu.Unlock()
 		pr.end() // the process outlived it
+		byShutdown := m.Status == events.StatusInterrupted && s.isStopping() && !stopped
 		if s.cfg.Hooks.Ended != nil {
-			s.cfg.Hooks.Ended(m, err, m.Status == events.StatusInterrupted && s.isStopping() && !stopped)
+			s.cfg.Hooks.Ended(m, err, byShutdown && !unlogged)
 		}
 		switch {
-		case m.Status == events.StatusInterrupted && s.isStopping() && !stopped:
+		case byShutdown && !unlogged:
 			// Kept in the state file (with its seats' tokens) for a restart.
 			log.Info("session interrupted by shutdown; a restarted serve on the same data resumes it", "status", m.Status, "last_seq", m.LastSeq)
 			return
+		case byShutdown:
+			// Created to wait for a start that never came: nothing of it
+			// is in the log, so no restart could resume it.
+			log.Warn("session created with wait and never started: discarded by shutdown (nothing of it was logged)")
+			s.mu.Lock()
+			s.discarded = append(s.discarded, id)
+			s.mu.Unlock()
 		case asked:
 			log.Info("session stopped by an operator", "status", m.Status, "last_seq", m.LastSeq)
 		case err != nil:
@@ -1254,6 +1266,15 @@ func (s *Service) Close() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = s.shutdown(ctx, false)
+}
+
+// Discarded returns the IDs of the sessions a shutdown discarded: those
+// created with wait and never started, of which nothing was logged (see
+// Saved), in the order they ended.
+func (s *Service) Discarded() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.discarded)
 }
 
 // Saved returns the sessions ResumeSaved would continue now: those the
