@@ -391,6 +391,8 @@ func (s *Service) handleList(msg *nats.Msg) {
 // ran that ended before its first batch was stored (a full disk) is not in
 // the store at all: it is added, as it ended, so that a client given its
 // id by Create can learn how it ended once its control subject is gone.
+// One held for its start (created with wait), not in the store yet, is
+// added running at seq 0.
 func (s *Service) overlayEnded(metas []events.SessionMeta) []events.SessionMeta {
 	for i := range metas {
 		if metas[i].Status != events.StatusRunning {
@@ -430,9 +432,19 @@ func (s *Service) overlayEnded(metas []events.SessionMeta) []events.SessionMeta 
 	s.mu.Unlock()
 	added := false
 	for _, ss := range missing {
+		if !isClosed(ss.done) && !isClosed(ss.started) && !isClosed(ss.driving) {
+			// Held for a start (created with wait): listed running at
+			// seq 0, so that its creator finds it before it starts.
+			ss.mu.Lock()
+			m := ss.meta
+			ss.mu.Unlock()
+			m.Status, m.LastSeq = events.StatusRunning, 0
+			metas, added = append(metas, m), true
+			continue
+		}
 		if !isClosed(ss.done) || !isClosed(ss.driving) {
-			// Held for a start, or its first batch is on its way; or it
-			// stopped before it ran (nothing of it was to be stored).
+			// Its first batch is on its way; or it stopped before it ran
+			// (nothing of it was to be stored).
 			continue
 		}
 		ss.mu.Lock()
