@@ -300,12 +300,8 @@ func load(name string, src []byte, partBytes int, lim Limits, par func(int, func
 		return nil, ErrorList{e}
 	}
 	var f file
-	if err := guard(func() error {
-		// Duplicate keys were reported above; allowing them here lets an
-		// explicit key override one merged in with "<<", as YAML says.
-		return yaml.NodeToValue(root, &f, yaml.DisallowUnknownField(), yaml.AllowDuplicateMapKey())
-	}); err != nil {
-		return nil, ErrorList{fromYAMLError(name, root, err)}
+	if errs := decodeAll(name, root, &f); len(errs) > 0 {
+		return nil, errs
 	}
 	v := &validator{name: name, root: root, lim: lim}
 	w := v.build(&f)
@@ -324,6 +320,83 @@ func load(name string, src []byte, partBytes int, lim Limits, par func(int, func
 	w.File = name
 	w.Warnings = v.warnings
 	return w, nil
+}
+
+// maxDecodeErrors bounds the mistakes decodeAll reports of one file.
+const maxDecodeErrors = 50
+
+// decodeAll decodes root into *f, reporting every unknown field and every
+// value of the wrong type, not only the first (the library stops at the
+// first): after each, it takes the offending key out of the tree (a list
+// entry becomes null, so that the entries after it keep their index) and
+// decodes again, until the tree decodes or a mistake cannot be taken out.
+// The errors are in the file's order.
+func decodeAll(name string, root ast.Node, f *file) ErrorList {
+	var errs ErrorList
+	for len(errs) < maxDecodeErrors {
+		*f = file{}
+		err := guard(func() error {
+			// Duplicate keys were reported above; allowing them here lets
+			// an explicit key override one merged in with "<<", as YAML
+			// says.
+			return yaml.NodeToValue(root, f, yaml.DisallowUnknownField(), yaml.AllowDuplicateMapKey())
+		})
+		if err == nil {
+			break
+		}
+		errs = append(errs, fromYAMLError(name, root, err))
+		var ye yaml.Error
+		if !errors.As(err, &ye) || ye.GetToken() == nil || !prune(root, ye.GetToken()) {
+			break
+		}
+	}
+	sort.SliceStable(errs, func(i, j int) bool {
+		if errs[i].Line != errs[j].Line {
+			return errs[i].Line < errs[j].Line
+		}
+		return errs[i].Column < errs[j].Column
+	})
+	return errs
+}
+
+// prune takes out of the tree under n the key (with its value) whose key
+// or value is token tk, or makes null the list entry that is tk, and
+// reports whether it found one.
+func prune(n ast.Node, tk *token.Token) bool {
+	switch n := n.(type) {
+	case *ast.DocumentNode:
+		return prune(n.Body, tk)
+	case *ast.TagNode:
+		return prune(n.Value, tk)
+	case *ast.AnchorNode:
+		return prune(n.Value, tk)
+	case *ast.MappingNode:
+		for i, mv := range n.Values {
+			if mv.Key != nil && mv.Key.GetToken() == tk || mv.Value != nil && mv.Value.GetToken() == tk {
+				n.Values = append(n.Values[:i:i], n.Values[i+1:]...)
+				return true
+			}
+			if prune(mv.Value, tk) {
+				return true
+			}
+		}
+	case *ast.MappingValueNode:
+		return prune(n.Value, tk)
+	case *ast.SequenceNode:
+		for i, v := range n.Values {
+			if v == nil {
+				continue
+			}
+			if t := v.GetToken(); t == tk {
+				n.Values[i] = ast.Null(token.New("null", "null", t.Position))
+				return true
+			}
+			if prune(v, tk) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // yamlPanic is returned by guard when the YAML library panics.

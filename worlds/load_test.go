@@ -691,3 +691,39 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// Every unknown field and every value of the wrong type is reported, in
+// the file's order, not only the first (the YAML library stops at the
+// first); a list entry of the wrong type keeps the index of the entries
+// after it.
+func TestLoadReportsEveryDecodeMistake(t *testing.T) {
+	src := mustEdit(t,
+		"{id: engineer, title: Engineer}", "{id: engineer, titel: Engineer}",
+		"budget: 20000}", "budget: lots}",
+		"{id: bob, name: Bob, role: engineer, team: product}", "{id: bob, name: Bob, role: engineer, team: product, colour: red}",
+		"      - {id: api, role: engineer, effort: 3d, deps: [spec]}", "      - oops\n      - {id: api, role: engineer, effort: 3d, deps: [spec], wibble: 1}",
+	)
+	_, err := Load("w.yaml", src)
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("Load: %v; want an ErrorList", err)
+	}
+	want := []string{
+		"w.yaml:11:20: roles[1].titel: unknown field",
+		"w.yaml:14:42: teams[0].budget: expected an integer, got a string",
+		"w.yaml:17:57: members[1].colour: unknown field",
+		"w.yaml:38:9: projects[0].tasks[1]: expected",
+		"w.yaml:39:",
+	}
+	if len(list) != len(want) {
+		t.Fatalf("got %d mistakes, want %d:\n%v", len(list), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(list[i].Error(), w) {
+			t.Errorf("mistake %d: %s\nwant it to begin %q", i, list[i], w)
+		}
+	}
+	if !strings.Contains(list[4].Error(), "projects[0].tasks[2].wibble: unknown field") {
+		t.Errorf("the entry after the one of the wrong type: %s; want tasks[2] named (its index kept)", list[4])
+	}
+}

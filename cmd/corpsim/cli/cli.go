@@ -22,6 +22,7 @@ import (
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim/analyze"
 	"github.com/corpsim/corpsim/sim/app"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // Exit codes.
@@ -119,7 +120,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintln(stderr, "corpsim:", err)
+	var list worlds.ErrorList
+	if errors.As(err, &list) {
+		// A world file's mistakes, one per line, each line beginning
+		// with file:line:column as a compiler's do, for editors and tools.
+		fmt.Fprintln(stderr, list.Error())
+	} else {
+		fmt.Fprintln(stderr, "corpsim:", err)
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
