@@ -415,6 +415,9 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 		return d.Continue(ctx, meta, e)
 	})
 	if err != nil {
+		if meta.Status == events.StatusInterrupted && !o.Ephemeral {
+			return nil, fmt.Errorf("session %s interrupted at seq %d, its last durable event (corpsim resume %s continues it): %w", meta.ID, meta.LastSeq, meta.ID, err)
+		}
 		return nil, fmt.Errorf("session %s: %w", meta.ID, err)
 	}
 	res := ResultOf(meta, e)

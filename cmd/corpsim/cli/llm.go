@@ -42,6 +42,9 @@ func (l *llmFlags) agent(cmd *cobra.Command, spec string, a *cmdline) (agents.Ag
 		t := l.temperature
 		o.Temperature = &t
 	}
+	if l.model == "" {
+		return nil, usagef("--agents names llm, which needs a model: --llm-model (and --llm-base-url, --llm-key-env for another endpoint than OpenAI's)")
+	}
 	ag, err := llm.New(o)
 	if err != nil {
 		return nil, usagef("--agents names llm: %v", err)

@@ -98,7 +98,7 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 				return err
 			}
 			if out != "" {
-				fmt.Fprintf(a.stdout, "\nwrote %s and %s\n", filepath.Join(out, "sweep.csv"), filepath.Join(out, "sweep.svg"))
+				fmt.Fprintf(a.stdout, "\nwrote %s, %s and %s\n", filepath.Join(out, "sweep.csv"), filepath.Join(out, "sweep.svg"), filepath.Join(out, app.SweepDiagnoses))
 			}
 			return nil
 		},
@@ -110,7 +110,7 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 	f.IntVar(&o.Seeds, "seeds", 3, "episodes per (load, agents): seeds first-seed, first-seed+1, …")
 	f.Uint64Var(&o.FirstSeed, "first-seed", 1, "seed of the first episode")
 	f.IntVar(&o.Parallel, "parallel", 0, "episodes run at once (0: one per core)")
-	f.StringVarP(&out, "output", "o", "", "folder to write sweep.csv and sweep.svg to")
+	f.StringVarP(&out, "output", "o", "", "folder to write sweep.csv, sweep.svg and "+app.SweepDiagnoses+" (for diagnose --sweep) to")
 	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn, 0 meaning 30s (the llm agent's and a remote seat's; the other built-in agents decide at once and are not timed)")
 	seatsFlag(c, &ro)
 	worldLimitFlags(c, &ro.WorldLimits)

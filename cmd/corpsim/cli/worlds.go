@@ -38,9 +38,9 @@ func (a *cmdline) worldsCmd() *cobra.Command {
 	var lim worlds.Limits
 	var load float64
 	validate := &cobra.Command{
-		Use:   "validate FILE",
-		Short: "Check a world file and report every mistake with file, line, column and field",
-		Long: `Check a world file and report every mistake with file, line, column and field, and
+		Use:   "validate FILE|NAME",
+		Short: "Check a world file (or a shipped world) and report every mistake with file, line, column and field",
+		Long: `Check a world file (or a shipped world, by name) and report every mistake with file, line, column and field, and
 whether a session of it fits the limits at --load; print its warnings (mistakes that do
 not stop a run) and exit 0 if it has no mistake.`,
 		Args: cobra.ExactArgs(1),
@@ -54,11 +54,10 @@ not stop a run) and exit 0 if it has no mistake.`,
 			if err := worlds.CheckLoad(load, lim.WithDefaults().MaxLoad); err != nil {
 				return usage(err)
 			}
-			src, err := app.ReadWorldFile(args[0], lim)
-			if err != nil {
-				return withCode(ExitError, err)
+			w, _, err := app.LoadWorldLimited(args[0], lim) // a file, or a shipped world by name
+			if isUsage(err) {
+				return err
 			}
-			w, err := worlds.LoadLimited(args[0], src, lim)
 			if err == nil {
 				err = w.Admit(load, lim)
 			}
@@ -154,7 +153,10 @@ func checkGen(g worlds.GenOptions) error {
 		return usagef("--chains %d: a project of %d tasks has at most %d chains", g.Chains, g.Tasks, g.Tasks)
 	}
 	if g.Stagger < 0 || g.Tickets < 0 {
-		return usagef("--stagger %d, --tickets %d: neither may be negative", g.Stagger, g.Tickets)
+		if g.Stagger < 0 {
+			return usagef("--stagger %d: may not be negative", g.Stagger)
+		}
+		return usagef("--tickets %d: may not be negative", g.Tickets)
 	}
 	if g.Horizon != "" {
 		if d, err := clock.ParseDuration(g.Horizon, 8*clock.Hour); err != nil {
