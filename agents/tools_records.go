@@ -72,6 +72,12 @@ var recordToolSpecs = []toolSpec{
 // fields and enum values.
 func ToolDefsFor(w *worlds.World) []Tool {
 	defs := meetingTools(w, decideFor(w, ToolDefs())) // tools_meetings.go, tools_records_kinds.go
+	if len(w.Cases) == 0 {
+		// No case templates: no case to open, nor one to reopen.
+		defs = slices.DeleteFunc(defs, func(t Tool) bool {
+			return t.Function.Name == org.ActOpenCase || t.Function.Name == org.ActReopen
+		})
+	}
 	if len(w.Systems) == 0 {
 		return slices.DeleteFunc(defs, func(t Tool) bool { return slices.Contains(org.RecordActions, t.Function.Name) })
 	}

@@ -307,6 +307,12 @@ func TestToolsForWorld(t *testing.T) {
 		if slices.Contains(org.RecordActions, d.Function.Name) {
 			t.Errorf("startup has the record tool %s", d.Function.Name)
 		}
+		if d.Function.Name == org.ActOpenCase {
+			t.Errorf("startup, a world with no case template, has the tool %s", d.Function.Name)
+		}
+	}
+	if !slices.ContainsFunc(defs, func(d agents.Tool) bool { return d.Function.Name == org.ActOpenCase }) {
+		t.Errorf("billing-support, a world with case templates, has no %s tool", org.ActOpenCase)
 	}
 }
 
