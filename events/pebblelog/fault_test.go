@@ -170,11 +170,14 @@ type outcome struct {
 	err    map[string]error
 	status map[string]events.SessionMeta
 	last   map[string]uint64
+	// lastErr is LastSeq's error: a reverse seek, which must name the
+	// same first unreadable event as the forward read.
+	lastErr map[string]error
 }
 
 func openAndRead(tb testing.TB, fs vfs.FS, ro bool) outcome {
 	tb.Helper()
-	o := outcome{n: map[string]int{}, err: map[string]error{}, status: map[string]events.SessionMeta{}, last: map[string]uint64{}}
+	o := outcome{n: map[string]int{}, err: map[string]error{}, status: map[string]events.SessionMeta{}, last: map[string]uint64{}, lastErr: map[string]error{}}
 	l, err := pebblelog.Open("db", pebblelog.Options{FS: fs, ReadOnly: ro})
 	if err != nil {
 		o.open = err
@@ -186,6 +189,9 @@ func openAndRead(tb testing.TB, fs vfs.FS, ro bool) outcome {
 		o.list = err
 	}
 	for _, id := range []string{"done", "live"} {
+		// The last seq first, as a fork or a score asks it before any
+		// read: a reverse seek into the session's last block.
+		o.last[id], o.lastErr[id] = l.LastSeq(ctx, id)
 		var prev uint64
 		err := l.Scan(ctx, id, 1, func(e *events.Event) error {
 			if e.Seq != prev+1 {
@@ -197,7 +203,6 @@ func openAndRead(tb testing.TB, fs vfs.FS, ro bool) outcome {
 		})
 		o.err[id] = err
 		o.status[id], _ = l.Session(ctx, id)
-		o.last[id], _ = l.LastSeq(ctx, id)
 	}
 	return o
 }
@@ -243,6 +248,12 @@ func TestCorruptTable(t *testing.T) {
 				}
 				o.wantCorruptOrAll(t, what, "done", doneEvents)
 				o.wantCorruptOrAll(t, what, "live", liveEvents)
+				for id, err := range o.lastErr {
+					var ce *events.CorruptError
+					if err != nil && (!errors.As(err, &ce) || o.err[id] != nil && ce.Seq != uint64(o.n[id])+1) {
+						t.Fatalf("%s: session %s: LastSeq: %v; want a *events.CorruptError naming seq %d, the first a read cannot read", what, id, err, o.n[id]+1)
+					}
+				}
 				for id, err := range o.err {
 					if err == nil {
 						continue
@@ -1309,4 +1320,79 @@ func TestPipelinedBatchDurableWithALaterWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantAcknowledged(t, crashed, []uint64{40})
+}
+
+// TestDamagedLastBlock: the block holding a session's last events is
+// damaged and the rest whole (its first events in the blocks before it,
+// its metadata in an older table). Its last seq, a reverse seek that a
+// fork and a score ask first, names the first event a read cannot read, as
+// the read does, not the session's first (it said seq 1); a fork at an
+// event before the damage shares what is whole and is made.
+func TestDamagedLastBlock(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "db")
+	l := mustOpen(t, dir, pebblelog.Options{})
+	mustCreate(t, l, meta("s1"))
+	if err := l.Close(); err != nil { // the metadata in a table of its own
+		t.Fatal(err)
+	}
+	l = mustOpen(t, dir, pebblelog.Options{})
+	mustAppend(t, l, "s1", 0, bigEvents(1, 100))
+	if err := l.Close(); err != nil { // the events in a table of four blocks
+		t.Fatal(err)
+	}
+	ssts, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if err != nil || len(ssts) < 2 {
+		t.Fatalf("tables %v, %v; want two", ssts, err)
+	}
+	last := ssts[len(ssts)-1] // the newest: names sort by number
+	b, err := os.ReadFile(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last data block is found from the end of the table, a byte
+	// flipped at a time: the first whose damage a read meets after most
+	// of the events (the index block and the footer after it fail at
+	// once, or at the open).
+	var damaged uint64
+	var ce *events.CorruptError
+	for off := len(b) - 64; off > len(b)/2 && damaged == 0; off -= 64 {
+		c := bytes.Clone(b)
+		c[off] ^= 0xff
+		if err := os.WriteFile(last, c, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := pebblelog.Open(dir, pebblelog.Options{ReadOnly: true})
+		if err != nil {
+			continue
+		}
+		evs, rerr := readAll(r, "s1", 1)
+		r.Close()
+		if len(evs) >= 50 && errors.As(rerr, &ce) && ce.Seq == uint64(len(evs))+1 {
+			damaged = ce.Seq
+		}
+	}
+	if damaged == 0 {
+		t.Fatal("no byte of the table's second half damages its last data block")
+	}
+
+	l = mustOpen(t, dir, pebblelog.Options{}) // nothing cached
+	defer l.Close()
+	_, lerr := l.LastSeq(ctx, "s1")
+	if !errors.As(lerr, &ce) || ce.Session != "s1" || ce.Seq != damaged {
+		t.Fatalf("LastSeq of a session whose last block is damaged: %v; want a *events.CorruptError at seq %d, as a read", lerr, damaged)
+	}
+	fork := meta("f1")
+	fork.Parent, fork.ForkSeq = "s1", 30
+	if err := l.CreateSession(ctx, fork); err != nil {
+		t.Fatalf("a fork at seq 30 of a session damaged from seq %d: %v; want it made", damaged, err)
+	}
+	if evs, err := readAll(l, "f1", 1); err != nil || len(evs) != 30 {
+		t.Fatalf("the fork's events: %d, %v; want the 30 it shares", len(evs), err)
+	}
+	fork = meta("f2")
+	fork.Parent, fork.ForkSeq = "s1", 100
+	if err := l.CreateSession(ctx, fork); !errors.Is(err, events.ErrCorrupt) {
+		t.Fatalf("a fork at seq 100, in the damage: %v; want the corruption reported", err)
+	}
 }

@@ -512,10 +512,50 @@ func (l *Log) lastLocked(id string, st *state) (uint64, error) {
 		last = seq
 	}
 	if err := it.Error(); err != nil {
-		return 0, storageErr(id, st.forkSeq+1, err)
+		return 0, l.locateDamage(id, st, err)
 	}
 	st.last, st.loaded = last, true
 	return last, nil
+}
+
+// locateDamage returns the error of a read of session id's last event that
+// failed with err (a damaged block), naming the first of its events that
+// cannot be read, as a read from its first event would: the reverse seek
+// knows only that some block near the end is damaged. It reads the session
+// forward, so only on this error path.
+func (l *Log) locateDamage(id string, st *state, err error) error {
+	prefix := eventPrefix(id)
+	it, ierr := l.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if ierr != nil {
+		return storageErr(id, st.forkSeq+1, err)
+	}
+	defer it.Close()
+	good := st.forkSeq
+	for valid := it.First(); valid; valid = it.Next() {
+		seq, ok := parseSeq(it.Key(), prefix)
+		if !ok || seq != good+1 {
+			break
+		}
+		if _, verr := it.ValueAndErr(); verr != nil {
+			return storageErr(id, seq, verr)
+		}
+		good = seq
+	}
+	if ferr := it.Error(); ferr != nil {
+		err = ferr
+	}
+	return storageErr(id, good+1, err)
+}
+
+// readable reports whether event seq of session id, stored by id itself,
+// can be read.
+func (l *Log) readable(id string, seq uint64) bool {
+	v, closer, err := l.db.Get(eventKey(nil, id, seq))
+	if err != nil {
+		return false
+	}
+	defer closer.Close()
+	return len(v) > 0
 }
 
 func parseSeq(key, prefix []byte) (uint64, bool) {
@@ -570,6 +610,12 @@ func (l *Log) create(ctx context.Context, m events.SessionMeta, batch []events.E
 		p.mu.Lock()
 		last, err := l.lastLocked(m.Parent, p)
 		p.mu.Unlock()
+		if err != nil && errors.Is(err, events.ErrCorrupt) && m.ForkSeq > p.forkSeq && l.readable(m.Parent, m.ForkSeq) {
+			// The parent's end is damaged: the fork may still share what
+			// is whole up to its fork point (a read of its events reports
+			// any damage in what it shares).
+			last, err = m.ForkSeq, nil
+		}
 		if err != nil {
 			return err
 		}

@@ -82,9 +82,10 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 	if f.Reset {
 		at = 1
 	}
-	// The metadata's LastSeq is only updated when a run stops; the log knows.
-	last, err := log.LastSeq(ctx, parent.ID)
-	if err != nil {
+	// The metadata's LastSeq is only updated when a run stops; the log
+	// knows. A log damaged after the fork point still gives what it shares.
+	last, err := driver.LastWhole(ctx, log, parent.ID)
+	if err != nil && (at == 0 || at > last) {
 		return events.SessionMeta{}, nil, err
 	}
 	if at == 0 || at > last {

@@ -84,6 +84,19 @@ func LoadFrom(ctx context.Context, log events.Log, origin Origin, session string
 	return loadFrom(ctx, log, origin, session, session, at, 0, applyOnly)
 }
 
+// LastWhole returns the last seq of session: its last event's, or, when a
+// read of its end meets damage (a *events.CorruptError at seq D), D-1, the
+// last event a read from its start reaches, with that error: a fork or a
+// replay up to an event before the damage can still be made.
+func LastWhole(ctx context.Context, log events.Log, session string) (uint64, error) {
+	last, err := log.LastSeq(ctx, session)
+	var ce *events.CorruptError
+	if err != nil && errors.As(err, &ce) && ce.Session == session && ce.Seq > 0 {
+		return ce.Seq - 1, err
+	}
+	return last, err
+}
+
 // load is Load of session's events up to at, for an engine named name.
 func load(ctx context.Context, log events.Log, session, name string, at, seed uint64) (*sim.Engine, int, error) {
 	origin, err := ReadOrigin(ctx, log, session)
@@ -95,8 +108,8 @@ func load(ctx context.Context, log events.Log, session, name string, at, seed ui
 
 // loadFrom is load with session's origin read.
 func loadFrom(ctx context.Context, log events.Log, origin Origin, session, name string, at, seed uint64, applyOnly bool) (*sim.Engine, int, error) {
-	last, err := log.LastSeq(ctx, session)
-	if err != nil {
+	last, err := LastWhole(ctx, log, session)
+	if err != nil && (at == 0 || at > last) {
 		return nil, 0, err
 	}
 	if at == 0 || at > last {
