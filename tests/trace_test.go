@@ -196,7 +196,7 @@ func TestTraceLateBecauseApproverOnLeave(t *testing.T) {
 	}{
 		{[]string{"trace", res.Session}, cli.ExitUsage, "exactly one of --task, --member, --goal or --case"},
 		{[]string{"trace", res.Session, "--task", "order", "--member", "ann"}, cli.ExitUsage, "exactly one of"},
-		{[]string{"trace", res.Session, "--task", "nope"}, cli.ExitError, `no such task, member or project: task "nope" (the session's: `},
+		{[]string{"trace", res.Session, "--task", "nope"}, cli.ExitError, `no such task, member, project or case: task "nope" (the session's: `},
 		{[]string{"trace", res.Session, "--member", "anne"}, cli.ExitError, `member "anne" (the session's: ann, bob)`},
 		{[]string{"trace", "NOSUCH", "--task", "order"}, cli.ExitError, "no session NOSUCH"},
 	} {

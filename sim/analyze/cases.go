@@ -122,7 +122,7 @@ type StepWait struct {
 func (s *Session) Case(id string) (*CaseTrace, error) {
 	c := s.State.Case(id)
 	if c == nil {
-		return nil, fmt.Errorf("%w: case %q", ErrUnknown, id)
+		return nil, unknown("case", id, s.State.CaseIDs())
 	}
 	end := s.State.Now
 	ct := &CaseTrace{Case: id, Template: c.Template, Title: c.Title, Queue: c.Queue, Team: c.Team, Priority: c.Priority, Value: c.Value,

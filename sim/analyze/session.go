@@ -23,7 +23,7 @@ import (
 // Errors of the package.
 var (
 	ErrNotASession = errors.New("analyze: the log does not begin with session.started")
-	ErrUnknown     = errors.New("analyze: no such task, member or project")
+	ErrUnknown     = errors.New("no such task, member, project or case")
 	ErrMismatch    = errors.New("analyze: replayed state hash differs from the recorded one")
 )
 
