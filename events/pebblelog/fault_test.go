@@ -876,18 +876,14 @@ func TestDiskFullTmpfs(t *testing.T) {
 	}
 	for _, reserve := range []int64{0, -1} {
 		t.Run(fmt.Sprintf("MinFreeSpace=%d", reserve), func(t *testing.T) {
-			mnt := t.TempDir()
 			// Room for the reserve (DefaultMinFreeSpace), a WAL file
 			// (110% of a memtable) and some events; without a reserve,
 			// the WAL file and some events, so the disk fills soon.
-			size := "size=140m"
+			size := "140m"
 			if reserve < 0 {
-				size = "size=40m"
+				size = "40m"
 			}
-			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", size, "tmpfs", mnt).CombinedOutput(); err != nil {
-				t.Skipf("cannot mount a tmpfs (needs root): %v: %s", err, out)
-			}
-			t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+			mnt := mountTmpfs(t, size)
 			dir := filepath.Join(mnt, "db")
 			if reserve == 0 {
 				checkFullDisk(t, dir, reserve, fillDisk(t, dir, reserve))
@@ -931,6 +927,19 @@ func TestDiskFullTmpfs(t *testing.T) {
 			checkFullDisk(t, dir, reserve, acked)
 		})
 	}
+}
+
+// mountTmpfs mounts a tmpfs of size (as mount's size=) on a folder of the
+// test's, unmounted at its end; it skips the test where that cannot be done
+// (it needs root).
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root): %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+	return mnt
 }
 
 // childLimit bounds the full-disk child of TestDiskFullTmpfs, which fills
@@ -1019,11 +1028,7 @@ func checkFullDisk(t *testing.T, dir string, reserve int64, acked []uint64) {
 // after a reopen.
 func TestDiskFullTmpfsFreed(t *testing.T) {
 	ctx := context.Background()
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root): %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+	mnt := mountTmpfs(t, "200m")
 	dir := filepath.Join(mnt, "db")
 	logs := &syncBuffer{}
 	l := mustOpen(t, dir, pebblelog.Options{MinFreeSpace: -1,
@@ -1100,11 +1105,7 @@ func TestDiskFullTmpfsFreed(t *testing.T) {
 // ballast is written again.
 func TestDiskFullBallast(t *testing.T) {
 	ctx := context.Background()
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root): %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+	mnt := mountTmpfs(t, "200m")
 	dir := filepath.Join(mnt, "db")
 	l := mustOpen(t, dir, pebblelog.Options{Logger: testLogger(t)})
 	defer l.Close()

@@ -212,17 +212,9 @@ func TestWaitingSessionDiscardedByShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op, err := bus.Connect("operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer op.Close()
-	for _, o := range []wire.ControlOp{wire.OpStart, wire.OpPause} {
-		req, _ := json.Marshal(wire.ControlRequest{Op: o})
-		if _, err := op.Request(wire.ControlSubject(started.Session), req, 5*time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
+	control := operatorControl(t, bus)
+	control(started.Session, wire.OpStart)
+	control(started.Session, wire.OpPause)
 	waitFor := time.Now().Add(time.Minute)
 	for last, _ := log.LastSeq(ctx, started.Session); last == 0; last, _ = log.LastSeq(ctx, started.Session) {
 		if time.Now().After(waitFor) {
