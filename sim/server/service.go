@@ -884,15 +884,19 @@ func (s *Service) launch(l launch) error {
 		ss.mu.Unlock()
 		pr.end() // the process outlived it
 		byShutdown := m.Status == events.StatusInterrupted && s.isStopping() && !stopped
+		// A new session stopped before it logged anything cannot be
+		// resumed from the log; a worker of a cluster (Queue) hands it
+		// off all the same (another worker adopts it from its request).
+		discard := byShutdown && unlogged && s.cfg.Queue == ""
 		if s.cfg.Hooks.Ended != nil {
-			s.cfg.Hooks.Ended(m, err, byShutdown && !unlogged)
+			s.cfg.Hooks.Ended(m, err, byShutdown && !discard)
 		}
 		switch {
-		case byShutdown && !unlogged:
+		case byShutdown && !discard:
 			// Kept in the state file (with its seats' tokens) for a restart.
 			log.Info("session interrupted by shutdown; a restarted serve on the same data resumes it", "status", m.Status, "last_seq", m.LastSeq)
 			return
-		case byShutdown:
+		case discard:
 			// Created to wait for a start that never came: nothing of it
 			// is in the log, so no restart could resume it.
 			log.Warn("session created with wait and never started: discarded by shutdown (nothing of it was logged)")
