@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
@@ -424,7 +425,25 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 func writeError(w http.ResponseWriter, code int, format string, args ...any) {
-	writeJSON(w, code, errorReply{Error: fmt.Sprintf(format, args...)})
+	writeJSON(w, code, errorReply{Error: ClipMessage(fmt.Sprintf(format, args...))})
+}
+
+// maxErrorBytes bounds an error's message in a reply: a message quoting
+// what the request sent (a world's name, an agents list) must not send a
+// large request back whole.
+const maxErrorBytes = 4 << 10
+
+// ClipMessage returns msg cut to maxErrorBytes (on a character boundary),
+// saying how long it was.
+func ClipMessage(msg string) string {
+	if len(msg) <= maxErrorBytes {
+		return msg
+	}
+	cut := maxErrorBytes
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes of message cut)", msg[:cut], len(msg)-cut)
 }
 
 // natsStatus maps an error of a NATS request to an HTTP status.

@@ -1123,3 +1123,17 @@ func TestListSessions(t *testing.T) {
 		t.Fatalf("GET /v1/sessions?status=done: HTTP %d %s; want 400 naming the statuses", code, body)
 	}
 }
+
+// An error quoting what the request sent does not send a large request
+// back whole: its message is cut, saying by how much.
+func TestErrorMessagesAreClipped(t *testing.T) {
+	s := startStack(t, httpgw.Config{})
+	huge := strings.Repeat("é", 1<<20) // 2 MiB, two bytes a character
+	code, b := s.call(t, "POST", "/v1/sessions", s.operator, wire.CreateRequest{World: huge, Agents: "greedy"})
+	if code != http.StatusBadRequest || len(b) > 8<<10 || !strings.Contains(string(b), "bytes of message cut") {
+		t.Fatalf("a create naming a 2 MiB world: HTTP %d, %d bytes; want 400 and a message cut short", code, len(b))
+	}
+	if !json.Valid(b) {
+		t.Fatalf("the cut message is not valid JSON: %.200s", b)
+	}
+}

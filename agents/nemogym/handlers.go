@@ -3,6 +3,7 @@ package nemogym
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,6 +128,16 @@ func marksRemote(spec string) bool {
 	return false
 }
 
+// operator reports whether r carries the operator token; with none
+// configured, every request does.
+func (s *Server) operator(r *http.Request) bool {
+	if s.cfg.OperatorToken == "" {
+		return true
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.OperatorToken)) == 1
+}
+
 // open makes a session from the row in r's body (seed_session, reset); it
 // has answered the error when ok is false. A session the request's cookie
 // named is dropped first (and stopped).
@@ -160,6 +171,15 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request) (*session, bool) {
 	}
 	if marksRemote(spec) {
 		s.fail(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf(`the task row's agents %q make seats remote; the model plays "member" (%s), built-in agents the others`, spec, rw.Member))
+		return nil, false
+	}
+	if (strings.TrimSpace(rw.Source) != "" || agents.MentionsLLM(spec)) && !s.operator(r) {
+		what := `carries a world file's text ("source")`
+		if strings.TrimSpace(rw.Source) == "" {
+			what = "names the llm agent"
+		}
+		s.fail(w, http.StatusForbidden, CodeForbidden, "the task row "+what+
+			", which needs the operator token (Authorization: Bearer …): these routes take none, so that rows of shipped worlds and built-in agents run for anyone who reaches them")
 		return nil, false
 	}
 	if c, err := r.Cookie(CookieName); err == nil {

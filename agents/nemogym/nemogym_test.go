@@ -629,3 +629,48 @@ func TestMemberMustBeAnID(t *testing.T) {
 		t.Fatalf("sessions created: %+v", ops.created)
 	}
 }
+
+// The routes take no token, so a row that carries a world file's text or
+// names the llm agent (a world of any size, the model endpoint's credits)
+// needs the operator token; rows of shipped worlds and built-in agents run
+// for anyone. Nothing is created for a row refused.
+func TestRowsOfSourceOrLLMNeedTheOperatorToken(t *testing.T) {
+	h := mustHarness(t, newFake(), nemogym.Config{OperatorToken: "op-secret"})
+	post := func(body, token string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest("POST", h.http.URL+"/nemo/seed_session", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := h.client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	source := `{"source":"version: 1\nname: w\n","member":"bob"}`
+	llm := `{"world":"startup","agents":"greedy,alice=llm","member":"bob"}`
+	for _, body := range []string{source, llm} {
+		for _, tok := range []string{"", "wrong"} {
+			if code, b := post(body, tok); code != http.StatusForbidden || !strings.Contains(b, "operator token") {
+				t.Fatalf("%s with token %q: %d %s; want 403 naming the operator token", body, tok, code, b)
+			}
+		}
+	}
+	if n := len(h.ops.created); n != 0 {
+		t.Fatalf("%d sessions created for rows refused", n)
+	}
+	if code, b := post(`{"world":"startup","member":"bob"}`, ""); code != http.StatusOK {
+		t.Fatalf("a shipped world's row without a token: %d %s", code, b)
+	}
+	for _, body := range []string{source, llm} {
+		if code, b := post(body, "op-secret"); code != http.StatusOK {
+			t.Fatalf("%s with the operator token: %d %s", body, code, b)
+		}
+	}
+}

@@ -49,6 +49,7 @@ const (
 	CodeDisconnected = "disconnected" // the client went away mid-request
 	CodeServer       = "server_error" // the corpsim server failed or did not answer
 	CodeClosing      = "closing"      // the adapter is closing
+	CodeForbidden    = "forbidden"    // a row that needs the operator token (source, llm) without it
 )
 
 // Defaults of Config's zero fields.
@@ -85,6 +86,13 @@ type Config struct {
 	PlayOutTimeout time.Duration
 	// Now is the wall clock of idle timeouts; nil: time.Now.
 	Now func() time.Time
+	// OperatorToken, when set, is asked (Authorization: Bearer) of a task
+	// row that carries a world file's text ("source") or names the llm
+	// agent: the routes take no token (NeMo Gym's clients send none), and
+	// such a row would let anyone who reaches them run a world of any
+	// size or spend the model endpoint's credits. Rows of shipped worlds
+	// and built-in agents need none.
+	OperatorToken string
 }
 
 func (c Config) withDefaults() Config {
@@ -399,5 +407,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // fail answers an HTTP error {"detail": msg} and records it.
 func (s *Server) fail(w http.ResponseWriter, status int, code, msg string) {
 	s.cfg.Recorder.Failed(code)
-	writeJSON(w, status, map[string]string{"detail": msg})
+	writeJSON(w, status, map[string]string{"detail": httpgw.ClipMessage(msg)})
 }

@@ -449,7 +449,7 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 	}
 	if !o.NoNemo {
 		ng := nemogym.New(gw, nemogym.Config{Logger: log.Named("nemo"), Recorder: m.Adapter("nemo"),
-			MaxSessions: o.MaxSessions, MaxBodyBytes: o.MaxMessage, TurnWait: o.TurnTimeout})
+			MaxSessions: o.MaxSessions, MaxBodyBytes: o.MaxMessage, TurnWait: o.TurnTimeout, OperatorToken: o.OperatorToken})
 		mux.Handle("/nemo/", ng.Handler())
 		closers = append(closers, ng.Close)
 		endOthers := endSessions
