@@ -33,7 +33,20 @@ type ServerOptions struct {
 	MaxConns       int
 	MaxHeaderBytes int          // 0: 64 KiB
 	Logger         hclog.Logger // nil: silent
+	// BodyBudget bounds the request bodies held at once, in bytes: a
+	// request whose body would take the total past it is answered "503"
+	// with Retry-After before its body is read (a body is read whole
+	// into memory, so a thousand connections each sending the largest
+	// body took gigabytes). A body counts for its Content-Length, or for
+	// MaxBodyBytes when it has none (chunked) or a larger one (the routes
+	// refuse more than that). 0: DefaultBodyBudget.
+	BodyBudget int64
+	// MaxBodyBytes is the largest body a route takes; 0: 16 MiB.
+	MaxBodyBytes int64
 }
+
+// DefaultBodyBudget is ServerOptions.BodyBudget's default.
+const DefaultBodyBudget = 256 << 20
 
 // DefaultMaxConns is ServerOptions.MaxConns' default.
 const DefaultMaxConns = 1024
@@ -54,6 +67,12 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	if o.MaxHeaderBytes == 0 {
 		o.MaxHeaderBytes = 64 << 10
 	}
+	if o.BodyBudget == 0 {
+		o.BodyBudget = DefaultBodyBudget
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = 16 << 20
+	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
@@ -62,7 +81,8 @@ func (o ServerOptions) withDefaults() ServerOptions {
 
 // Validate reports a negative option.
 func (o ServerOptions) Validate() error {
-	if o.ReadHeaderTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 || o.MaxConns < 0 || o.MaxHeaderBytes < 0 {
+	if o.ReadHeaderTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 || o.MaxConns < 0 || o.MaxHeaderBytes < 0 ||
+		o.BodyBudget < 0 || o.MaxBodyBytes < 0 {
 		return errors.New("httpgw: server timeouts and limits may not be negative")
 	}
 	return nil
@@ -73,7 +93,7 @@ func (o ServerOptions) Validate() error {
 func NewServer(h http.Handler, o ServerOptions) *http.Server {
 	o = o.withDefaults()
 	return &http.Server{
-		Handler:           h,
+		Handler:           budgeted(h, o.BodyBudget, o.MaxBodyBytes),
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		ReadTimeout:       o.ReadTimeout,
 		WriteTimeout:      o.WriteTimeout,
@@ -81,6 +101,40 @@ func NewServer(h http.Handler, o ServerOptions) *http.Server {
 		MaxHeaderBytes:    o.MaxHeaderBytes,
 		ErrorLog:          o.Logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
+}
+
+// budgeted is h behind a budget of the request bodies held at once
+// (ServerOptions.BodyBudget).
+func budgeted(h http.Handler, budget, most int64) http.Handler {
+	var mu sync.Mutex
+	var held int64
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			h.ServeHTTP(w, r)
+			return
+		}
+		n := r.ContentLength
+		if n < 0 || n > most {
+			n = most
+		}
+		mu.Lock()
+		ok := held+n <= budget
+		if ok {
+			held += n
+		}
+		mu.Unlock()
+		if !ok {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, "the server is reading as many request bodies as it holds at once (%d MiB); try again shortly", budget>>20)
+			return
+		}
+		defer func() {
+			mu.Lock()
+			held -= n
+			mu.Unlock()
+		}()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // LimitListener returns a listener that holds at most max connections open

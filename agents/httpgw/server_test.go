@@ -193,3 +193,48 @@ func TestLimitRefusalWithGoClient(t *testing.T) {
 		t.Errorf("the client logged:\n%s", logged.String())
 	}
 }
+
+// Request bodies held at once are bounded (BodyBudget): while slow clients
+// hold bodies that fill it, one more is answered 503 with Retry-After
+// before its body is read; once they are done, it is taken. A request
+// with no body is never held back.
+func TestBodyBudget(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%d", len(b))
+	})
+	addr, _ := serveHardened(t, h, httpgw.ServerOptions{BodyBudget: 1 << 20, MaxBodyBytes: 1 << 20})
+	// Two slow clients declare 700 KiB and 324 KiB (the whole budget), and
+	// send a byte.
+	var slow []net.Conn
+	for _, n := range []int{700 << 10, 324 << 10} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\nx", n)
+		slow = append(slow, c)
+	}
+	time.Sleep(200 * time.Millisecond) // their handlers hold their bodies' budget
+	if got := rawRequest(t, addr, "POST", "/x", "", []byte("hello")); !strings.Contains(got, "503") {
+		t.Fatalf("a body while the budget is held: %q; want 503", got)
+	}
+	if got := rawRequest(t, addr, "GET", "/x", "", nil); !strings.Contains(got, "200") {
+		t.Fatalf("a request with no body: %q; want 200", got)
+	}
+	for _, c := range slow {
+		c.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := rawRequest(t, addr, "POST", "/x", "", []byte("hello"))
+		if strings.Contains(got, "200") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a body once the slow clients left: %q; want 200", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

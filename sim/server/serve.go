@@ -512,7 +512,8 @@ func adoptHTTPSeats(ctx context.Context, gw *httpgw.Gateway, svc *Service, out i
 // most o.HTTPMaxConns connections open (one more is answered 503), so that
 // idle or slow clients cannot hold the process's file descriptors.
 func httpServer(o ServeOptions, h http.Handler, ln net.Listener, log hclog.Logger) (*http.Server, net.Listener) {
-	so := httpgw.ServerOptions{MaxConns: o.HTTPMaxConns, IdleTimeout: o.HTTPIdleTimeout, ReadTimeout: o.HTTPReadTimeout, Logger: log}
+	so := httpgw.ServerOptions{MaxConns: o.HTTPMaxConns, IdleTimeout: o.HTTPIdleTimeout, ReadTimeout: o.HTTPReadTimeout, Logger: log,
+		MaxBodyBytes: max(o.MaxMessage, nemogym.DefaultMaxVerifyBytes)}
 	return httpgw.NewServer(h, so), httpgw.LimitListener(ln, o.HTTPMaxConns, log)
 }
 
