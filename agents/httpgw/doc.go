@@ -58,7 +58,9 @@
 //     data, more than org.MaxActions actions): 400 with the parser's
 //     sentence, and the body is forwarded, so the turn is used up and its
 //     rejection recorded in the log — the session goes on, exactly as if the
-//     seat had sent that reply over NATS;
+//     seat had sent that reply over NATS; unless the body names another
+//     turn than the waiting one (a "turn" key and a number found in it: a
+//     retry of a reply a cut connection lost), which is 409, as below;
 //   - a well-formed reply whose "turn" is not the waiting turn (a stale or
 //     replayed reply; 0 counts as not echoing it): 409, nothing forwarded,
 //     the turn stays waiting;

@@ -795,6 +795,17 @@ func TestBadRepliesAreRecorded(t *testing.T) {
 	if code, r := s.act(t, bob, org.Reply{Turn: obs.Turn - 1}); code != http.StatusConflict || r.Forwarded {
 		t.Fatalf("stale act: got HTTP %d %+v", code, r)
 	}
+	// A malformed reply that says it answers an earlier turn (a retry of
+	// one a cut connection lost) is refused as stale, not forwarded: it
+	// would use up the turn waiting now.
+	for _, body := range []string{`{"turn": %d, "actions": [`, `{"turn":%d,"actions":[{"type":"wait"}`} {
+		b := []byte(fmt.Sprintf(body, obs.Turn-1))
+		code, out := s.call(t, "POST", seatPath(reply.Session, "bob", "act"), bob.Token, b)
+		var r httpgw.ActReply
+		if err := json.Unmarshal(out, &r); err != nil || code != http.StatusConflict || r.Forwarded || r.Turn != obs.Turn {
+			t.Fatalf("a malformed retry of turn %d with turn %d waiting: HTTP %d %s; want 409, not forwarded", obs.Turn-1, obs.Turn, code, out)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	acts, _ := (&agents.Greedy{}).Decide(ctx, *obs)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -605,6 +606,37 @@ type ActReply struct {
 	Warnings  []string `json:"warnings,omitempty"`
 }
 
+// statedTurn finds the turn a reply that does not parse says it answers:
+// the number after its first "turn" key, if there is one.
+func statedTurn(body []byte) (uint64, bool) {
+	i := bytes.Index(body, []byte(`"turn"`))
+	if i < 0 {
+		return 0, false
+	}
+	rest := bytes.TrimLeft(body[i+len(`"turn"`):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return 0, false
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	n := 0
+	for n < len(rest) && n < 20 && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	if n == 0 || n < len(rest) && (rest[n] == '.' || rest[n] == 'e' || rest[n] == 'E') {
+		return 0, false
+	}
+	t, err := strconv.ParseUint(string(rest[:n]), 10, 64)
+	return t, err == nil
+}
+
+// errOr returns err's text, or what if err is nil.
+func errOr(err error, what string) string {
+	if err == nil {
+		return what
+	}
+	return err.Error()
+}
+
 // Act forwards body, unchanged, as the reply to the seat's waiting turn,
 // so the engine's own parser decides what is recorded (see the package
 // documentation, "Answering turns"). The ActReply is filled on refusals
@@ -650,6 +682,16 @@ func (g *Gateway) Act(_ context.Context, tok string, body []byte) (ActReply, err
 		s.mu.Unlock()
 		out.Turn = h.turn
 		return refuse(http.StatusConflict, "reply answers turn %d, but turn %d is waiting: echo the observation's turn", parsed.Turn, h.turn)
+	case tooBig || perr != nil:
+		// A reply that does not parse is forwarded for the engine to
+		// record malformed, using up the waiting turn; not when it says
+		// it answers another (a client retrying a reply a cut connection
+		// lost used up the next turn, and the next).
+		if t, ok := statedTurn(body); ok && t != h.turn {
+			s.mu.Unlock()
+			out.Turn = h.turn
+			return refuse(http.StatusConflict, "reply answers turn %d, but turn %d is waiting (the reply does not parse either: %v)", t, h.turn, errOr(perr, "over the size limit"))
+		}
 	}
 	st.held = nil
 	s.broadcastLocked()
