@@ -184,8 +184,8 @@ func StepTaskID(caseID, step string) string { return caseID + "." + step }
 // Case returns a case by ID.
 func (s *State) Case(id string) *Case { return s.cases[id] }
 
-// CaseIDs returns the IDs of the session's cases, in no order.
-func (s *State) CaseIDs() []string { return slices.Collect(maps.Keys(s.cases)) }
+// CaseIDs returns the IDs of the session's cases, sorted.
+func (s *State) CaseIDs() []string { return slices.Sorted(maps.Keys(s.cases)) }
 
 // CaseOf returns the case a step task belongs to, or nil.
 func (s *State) CaseOf(t *Task) *Case {
