@@ -50,8 +50,21 @@ func TestClusterR3SurvivesOneNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes[2].Shutdown()
-	if _, err := js.Publish(ctx, "t.a", []byte("2")); err != nil {
-		t.Fatalf("publish with 2 of 3 nodes: %v", err)
+	// As a client does while the stream elects a new leader: a publish
+	// sent to the one that went away is never answered, so it is sent
+	// again (with its ID, so that the stream keeps it once) until one is
+	// acknowledged. CI saw one publish wait out the whole 30 s.
+	var perr error
+	for ctx.Err() == nil {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		_, perr = js.Publish(pctx, "t.a", []byte("2"), jetstream.WithMsgID("2"))
+		pcancel()
+		if perr == nil {
+			break
+		}
+	}
+	if perr != nil {
+		t.Fatalf("publish with 2 of 3 nodes: %v", perr)
 	}
 	// Another node serves the stream: both messages are there.
 	nc2, err := nodes[1].Connect("reader")
