@@ -306,13 +306,7 @@ func load(name string, src []byte, partBytes int, lim Limits, par func(int, func
 	v := &validator{name: name, root: root, lim: lim}
 	w := v.build(&f)
 	if len(v.errs) > 0 {
-		sort.SliceStable(v.errs, func(i, j int) bool {
-			a, b := v.errs[i], v.errs[j]
-			if a.Line != b.Line {
-				return a.Line < b.Line
-			}
-			return a.Column < b.Column
-		})
+		v.errs.sortByPosition()
 		return nil, v.errs
 	}
 	sum := sha256.Sum256(src)
@@ -350,13 +344,19 @@ func decodeAll(name string, root ast.Node, f *file) ErrorList {
 			break
 		}
 	}
-	sort.SliceStable(errs, func(i, j int) bool {
-		if errs[i].Line != errs[j].Line {
-			return errs[i].Line < errs[j].Line
-		}
-		return errs[i].Column < errs[j].Column
-	})
+	errs.sortByPosition()
 	return errs
+}
+
+// sortByPosition puts l in the file's order (line, then column), keeping
+// the order of mistakes at one position.
+func (l ErrorList) sortByPosition() {
+	sort.SliceStable(l, func(i, j int) bool {
+		if l[i].Line != l[j].Line {
+			return l[i].Line < l[j].Line
+		}
+		return l[i].Column < l[j].Column
+	})
 }
 
 // prune takes out of the tree under n the key (with its value) whose key

@@ -547,17 +547,6 @@ func (l *Log) locateDamage(id string, st *state, err error) error {
 	return storageErr(id, good+1, err)
 }
 
-// readable reports whether event seq of session id, stored by id itself,
-// can be read.
-func (l *Log) readable(id string, seq uint64) bool {
-	v, closer, err := l.db.Get(eventKey(nil, id, seq))
-	if err != nil {
-		return false
-	}
-	defer closer.Close()
-	return len(v) > 0
-}
-
 func parseSeq(key, prefix []byte) (uint64, bool) {
 	if len(key) != len(prefix)+8 || !bytes.HasPrefix(key, prefix) {
 		return 0, false
@@ -610,10 +599,10 @@ func (l *Log) create(ctx context.Context, m events.SessionMeta, batch []events.E
 		p.mu.Lock()
 		last, err := l.lastLocked(m.Parent, p)
 		p.mu.Unlock()
-		if err != nil && errors.Is(err, events.ErrCorrupt) && m.ForkSeq > p.forkSeq && l.readable(m.Parent, m.ForkSeq) {
-			// The parent's end is damaged: the fork may still share what
-			// is whole up to its fork point (a read of its events reports
-			// any damage in what it shares).
+		if ce := (*events.CorruptError)(nil); errors.As(err, &ce) && ce.Session == m.Parent && m.ForkSeq < ce.Seq {
+			// The parent is damaged after the fork point (the error names
+			// the first event a read cannot read, see locateDamage): the
+			// fork shares only what is whole.
 			last, err = m.ForkSeq, nil
 		}
 		if err != nil {
