@@ -472,6 +472,11 @@ func TestNemoGymResetStep(t *testing.T) {
 		if steps == 2 {
 			output = append(output, map[string]any{"type": "function_call", "call_id": "bad", "name": "teleport", "arguments": "{}"})
 		}
+		if steps == 3 { // over the limit: the turn is refused whole, and the log says so
+			for i := len(output) - 1; i <= org.MaxActions; i++ {
+				output = append(output, map[string]any{"type": "function_call", "call_id": fmt.Sprintf("over_%d", i), "name": "teleport", "arguments": "{}"})
+			}
+		}
 		code, body := n.post("step", map[string]any{"responses_create_params": map[string]any{"input": "Play bob."},
 			"response": map[string]any{"id": "resp", "output": output}})
 		var st struct {
@@ -495,6 +500,14 @@ func TestNemoGymResetStep(t *testing.T) {
 			t.Fatalf("step %d: %d tool outputs for %d calls: %s", steps, len(st.Info.ToolOutputs), want, body)
 		}
 		outputs += len(st.Info.ToolOutputs)
+		if steps == 3 {
+			want := fmt.Sprintf("refused (malformed): reply has %d actions; the limit is %d", len(output)-1, org.MaxActions)
+			for _, o := range st.Info.ToolOutputs {
+				if !strings.Contains(o.Output, want) {
+					t.Errorf("the output of %s in a step of %d calls: %q; want it to say %q", o.CallID, len(output)-1, o.Output, want)
+				}
+			}
+		}
 		if steps == 2 {
 			last := st.Info.ToolOutputs[len(st.Info.ToolOutputs)-1]
 			if last.CallID != "bad" || !strings.Contains(last.Output, `unknown tool \"teleport\"`) {
@@ -516,6 +529,9 @@ func TestNemoGymResetStep(t *testing.T) {
 		t.Errorf("close: %d %s", code, body)
 	}
 	sp.stop(t, 20*time.Second)
+	if out, errs, code := runCLI(t, "log", "--data", data, "--type", "action.rejected", reset.Info.Session); code != 0 || !strings.Contains(out, "the limit is 16") {
+		t.Errorf("the log of the session holds no rejection of the step over the limit (exit %d, %s):\n%s", code, errs, out)
+	}
 	res := scoreOf(t, data, reset.Info.Session)
 	if math.Abs(total-res.Score.TeamScore) > 1e-6 || res.Score.TeamScore <= 0 {
 		t.Errorf("the steps' rewards add up to %g; corpsim score says %g", total, res.Score.TeamScore)

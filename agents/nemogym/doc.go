@@ -59,8 +59,9 @@
 // Config.PlayOutTimeout stops the session and reports the score so far.
 //
 // step is one turn in the Gymnasium style: the function_call items of the
-// model's response are that turn's actions (in order, at most
-// org.MaxActions); it returns the next observation as text (the
+// model's response are that turn's actions (in order; more than
+// org.MaxActions are refused together, as a malformed reply the log
+// records, and every call's output says so); it returns the next observation as text (the
 // observation's JSON), the team reward since the previous step or reset,
 // terminated once the session finished, truncated once it ended otherwise,
 // and info.tool_outputs, one {"call_id","output"} per call. The step

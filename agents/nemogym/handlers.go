@@ -325,8 +325,14 @@ func (s *Server) turn(ctx context.Context, ss *session, acts []org.Action) (next
 	if err != nil {
 		return cur, false, &toolOutput{Error: "the actions do not encode: " + err.Error()}
 	}
-	if _, err := s.ops.Act(ctx, ss.token, body); err != nil {
-		return cur, false, s.errorOutput(ctx, err)
+	if rep, err := s.ops.Act(ctx, ss.token, body); err != nil {
+		if !rep.Forwarded {
+			return cur, false, s.errorOutput(ctx, err)
+		}
+		// Refused whole (too many actions, too long), and forwarded for
+		// the engine to record: the turn was used; the next observation
+		// lists the refusal (results).
+		s.cfg.Recorder.Failed(CodeBadCall)
 	}
 	next, err = s.ops.Observe(ctx, ss.token, s.cfg.TurnWait)
 	switch {
@@ -373,6 +379,16 @@ func results(acts []org.Action, next httpgw.Observation, failed *toolOutput) []s
 		}
 		_ = json.Unmarshal(next.Body, &o)
 		rejected = o.Rejected
+	}
+	for _, r := range rejected {
+		if r.Kind == org.KindMalformed && r.Action == (org.Action{}) {
+			// The reply was refused whole (too many actions, too long):
+			// none of its actions was taken.
+			for i := range out {
+				out[i] = "refused (malformed): " + r.Reason + "; none of this turn's calls was taken"
+			}
+			return out
+		}
 	}
 	used := make([]bool, len(rejected))
 	for i, a := range acts {
@@ -521,13 +537,14 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 			calls = append(calls, c)
 		}
 	}
+	// Every call is sent, as the other seats send every action: a reply
+	// of more than org.MaxActions is refused whole by the engine (malformed,
+	// recorded in the log with its count), and every output says so. Sending
+	// the first ones and dropping the rest would leave the dropped calls in
+	// no log.
 	var acts []org.Action
 	outputs := make([]string, len(calls))
-	for i, c := range calls {
-		if i >= org.MaxActions {
-			outputs[i] = fmt.Sprintf("not sent: at most %d actions per turn", org.MaxActions)
-			continue
-		}
+	for _, c := range calls {
 		args := argumentsOf(c.Arguments)
 		act, ok := callOf(ss.actions, c.Name, []byte(args), len(args) > org.MaxReplyBytes)
 		if !ok {
