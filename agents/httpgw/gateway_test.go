@@ -1129,8 +1129,16 @@ func TestListSessions(t *testing.T) {
 	if len(fin.Sessions) != 1 || fin.Sessions[0].ID != a.Session {
 		t.Fatalf("GET /v1/sessions?status=finished: %s; want %s alone", body, a.Session)
 	}
+	if code, body := s.call(t, "POST", "/v1/sessions/"+b.Session+"/control", s.operator, map[string]string{"op": "pause"}); code != http.StatusOK {
+		t.Fatalf("pause: HTTP %d %s", code, body)
+	}
+	code, body = s.call(t, "GET", "/v1/sessions?status=paused", s.operator, nil)
+	paused := mustJSON[httpgw.ListReply](t, code, http.StatusOK, body)
+	if len(paused.Sessions) != 1 || paused.Sessions[0].ID != b.Session || paused.Sessions[0].Status != wire.StatusPaused {
+		t.Fatalf("GET /v1/sessions?status=paused: %s; want %s alone, paused", body, b.Session)
+	}
 	code, body = s.call(t, "GET", "/v1/sessions?status=done", s.operator, nil)
-	if code != http.StatusBadRequest || !strings.Contains(string(body), "want running, finished") {
+	if code != http.StatusBadRequest || !strings.Contains(string(body), "want running, paused, finished") {
 		t.Fatalf("GET /v1/sessions?status=done: HTTP %d %s; want 400 naming the statuses", code, body)
 	}
 }

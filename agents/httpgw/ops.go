@@ -456,13 +456,14 @@ type ListReply struct {
 }
 
 // List returns the metadata of the sessions the server behind the gateway
-// lists (wire.ListSubject: those of its store, and those it runs), those of
-// the given status only if status is not empty.
+// lists (wire.ListSubject: those of its store, and those it runs, a paused
+// one as wire.StatusPaused), those of the given status only if status is
+// not empty.
 func (g *Gateway) List(ctx context.Context, status string) (ListReply, error) {
 	switch events.Status(status) {
-	case "", events.StatusRunning, events.StatusFinished, events.StatusInterrupted, events.StatusFailed:
+	case "", events.StatusRunning, events.StatusFinished, events.StatusInterrupted, events.StatusFailed, wire.StatusPaused:
 	default:
-		return ListReply{}, errorf(http.StatusBadRequest, "status=%q: want running, finished, interrupted or failed", status)
+		return ListReply{}, errorf(http.StatusBadRequest, "status=%q: want running, paused, finished, interrupted or failed", status)
 	}
 	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
 	defer cancel()

@@ -48,6 +48,11 @@ const (
 	ListSubject   = SessionsPrefix + "list"   // {} -> []events.SessionMeta
 )
 
+// StatusPaused is the status a server's list (ListSubject) and a control
+// reply give a running session an operator paused: the log knows no such
+// status (it records the session running), only the server running it.
+const StatusPaused = "paused"
+
 // ControlOp names a session control operation.
 type ControlOp string
 

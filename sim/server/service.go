@@ -387,7 +387,8 @@ func (s *Service) handleList(msg *nats.Msg) {
 // while the service knows the session stopped. The store catches up at
 // the next read-write open, which records such a session interrupted. A
 // session that still runs here gets its events so far (its stored
-// metadata's LastSeq is the one it resumed from). A session this service
+// metadata's LastSeq is the one it resumed from), and is listed
+// wire.StatusPaused while an operator holds it paused. A session this service
 // ran that ended before its first batch was stored (a full disk) is not in
 // the store at all: it is added, as it ended, so that a client given its
 // id by Create can learn how it ended once its control subject is gone.
@@ -410,6 +411,11 @@ func (s *Service) overlayEnded(metas []events.SessionMeta) []events.SessionMeta 
 			if last, err := s.cfg.Log.LastSeq(context.Background(), metas[i].ID); err == nil {
 				metas[i].LastSeq = last
 			}
+			ss.mu.Lock()
+			if ss.paused {
+				metas[i].Status = wire.StatusPaused
+			}
+			ss.mu.Unlock()
 			continue
 		}
 		ss.mu.Lock()
@@ -437,8 +443,11 @@ func (s *Service) overlayEnded(metas []events.SessionMeta) []events.SessionMeta 
 			// seq 0, so that its creator finds it before it starts.
 			ss.mu.Lock()
 			m := ss.meta
-			ss.mu.Unlock()
 			m.Status, m.LastSeq = events.StatusRunning, 0
+			if ss.paused {
+				m.Status = wire.StatusPaused
+			}
+			ss.mu.Unlock()
 			metas, added = append(metas, m), true
 			continue
 		}
@@ -1179,7 +1188,7 @@ func (s *Service) status(ss *session) wire.ControlReply {
 	default:
 		ss.mu.Lock()
 		if ss.paused {
-			r.Status = "paused"
+			r.Status = wire.StatusPaused
 		}
 		prog := ss.progress
 		ss.mu.Unlock()

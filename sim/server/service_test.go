@@ -422,14 +422,14 @@ func TestStatusOfARunningSession(t *testing.T) {
 		t.Fatalf("status %+v; the log stands at event %d, time %d, score %v", st, last, at, score)
 	}
 	// The session list says the same of its events (its stored metadata
-	// still says 0).
+	// still says 0), and that it is paused (the log says running).
 	lister, err := bus.Connect("lister")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lister.Close()
-	if metas, err := listSessions(ctx, lister); err != nil || len(metas) != 1 || metas[0].LastSeq != last {
-		t.Fatalf("listed %+v, %v; want the session with %d events", metas, err, last)
+	if metas, err := listSessions(ctx, lister); err != nil || len(metas) != 1 || metas[0].LastSeq != last || metas[0].Status != wire.StatusPaused {
+		t.Fatalf("listed %+v, %v; want the session paused with %d events", metas, err, last)
 	}
 	svc.Close()
 	svc2, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger(), StateFile: stateFile})

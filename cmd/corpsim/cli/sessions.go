@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim/analyze"
 	"github.com/corpsim/corpsim/sim/app"
@@ -30,8 +31,11 @@ func (a *cmdline) sessionsCmd() *cobra.Command {
 		Short: "List the sessions in the data folder (or, with --nats, of the corpsim serving there: a cluster of serve --worker processes, a serve, a run --listen)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if status != "" && !events.Status(status).Valid() {
-				return usagef("--status %q: want running, finished, interrupted or failed", status)
+			switch {
+			case status == wire.StatusPaused && natsURL == "":
+				return usagef("sessions --status paused: only the server running a session knows it paused (the log records it running); add --nats URL")
+			case status != "" && status != wire.StatusPaused && !events.Status(status).Valid():
+				return usagef("sessions --status %q: want running, paused (with --nats), finished, interrupted or failed", status)
 			}
 			if natsURL != "" {
 				if token == "" {
@@ -81,7 +85,7 @@ func (a *cmdline) sessionsCmd() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&data, "data", DefaultData, "data folder of the event log")
 	f.StringVar(&world, "world", "", "only sessions of this world: a shipped world's name, a world's name, or a world file (matched by its name and its content)")
-	f.StringVar(&status, "status", "", "only sessions with this status: running, finished, interrupted, failed")
+	f.StringVar(&status, "status", "", "only sessions with this status: running, paused (with --nats: an operator paused it), finished, interrupted, failed")
 	f.BoolVar(&asJSON, "json", false, "print JSON Lines")
 	f.StringVar(&natsURL, "nats", "", "list the sessions of the corpsim at this NATS URL instead of a data folder: a cluster's JetStream metadata, or a serve's (or run --listen's) own list")
 	f.StringVar(&token, "token", "", "token to present to the NATS server (with --nats; default: the --data folder's operator.token, if any)")
