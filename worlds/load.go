@@ -273,6 +273,13 @@ func load(name string, src []byte, partBytes int, lim Limits, par func(int, func
 		return err
 	}); err != nil {
 		e := fromYAMLError(name, nil, err)
+		if l, c, hint := unclosedHint(src, e.Line, e.Column); hint != "" {
+			// The mistake is where the string or collection opened: the
+			// parser noticed it only where the text stopped making sense.
+			e.Msg = fmt.Sprintf("%s; the parser stopped at line %d, column %d: %s", hint, e.Line, e.Column, strings.TrimPrefix(e.Msg, "YAML syntax error: "))
+			e.Msg = "YAML syntax error: " + e.Msg
+			e.Line, e.Column = l, c
+		}
 		e.Path = syntaxPath(src, e.Line)
 		return nil, ErrorList{e}
 	}

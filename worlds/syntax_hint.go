@@ -1,0 +1,136 @@
+package worlds
+
+import (
+	"fmt"
+	"strings"
+)
+
+// unclosedHint names what the YAML parser's position does not: a quoted
+// string or a flow collection ({…}, […]) opened on an earlier line and not
+// closed where it should have been. The parser notices such a mistake only
+// where the text that follows stops making sense, often a line or more
+// later ("',' or '}' must be specified" on the next entry). It returns the
+// line and column that opened it and what is wrong there, or 0, 0 and "".
+//
+// It reads the source up to the error's position as YAML's indicators go,
+// not as a parser: a quote opens a string only where a scalar begins (so
+// "Bob's desk" opens none), a comment starts at a '#' after a space, block
+// scalars (| and >) are skipped, and brackets count only where they are
+// indicators. A string may span lines in YAML; one that does and ends at
+// the error's line is named too (an unclosed quote closed by the next
+// quote the file holds).
+func unclosedHint(src []byte, line, col int) (int, int, string) {
+	if line < 2 {
+		return 0, 0, ""
+	}
+	lines := strings.Split(string(src), "\n")
+	if line > len(lines) {
+		line = len(lines)
+	}
+	type open struct {
+		ch        byte
+		line, col int
+	}
+	var (
+		flow    []open // the flow collections open at this point
+		quote   byte   // '"' or '\'' while in a quoted string
+		quoteAt open   // where it opened
+		spanned open   // where the last string that spanned lines opened, if it closed on the error's line
+		block   = -1   // the indent of the key whose block scalar is being skipped; -1: none
+	)
+	for i := 0; i < line; i++ {
+		text := strings.TrimRight(lines[i], "\r")
+		n := i + 1
+		indent := len(text) - len(strings.TrimLeft(text, " "))
+		if block >= 0 && quote == 0 {
+			if strings.TrimSpace(text) == "" || indent > block {
+				continue
+			}
+			block = -1
+		}
+		end := len(text)
+		if n == line && col >= 1 && col-1 < end {
+			end = col - 1 // up to the error's position
+		}
+		start := true // a scalar may begin here
+		for j := 0; j < end; j++ {
+			c := text[j]
+			if quote != 0 {
+				switch {
+				case quote == '"' && c == '\\':
+					j++
+				case quote == '\'' && c == '\'' && j+1 < len(text) && text[j+1] == '\'':
+					j++
+				case c == quote:
+					if quoteAt.line < n && n == line {
+						spanned = quoteAt
+					}
+					quote, start = 0, false
+				}
+				continue
+			}
+			switch {
+			case c == ' ' || c == '\t':
+				continue
+			case c == '#' && (j == 0 || text[j-1] == ' ' || text[j-1] == '\t'):
+				j = end // a comment, to the end of the line
+				continue
+			case start && (c == '"' || c == '\''):
+				quote, quoteAt = c, open{c, n, j + 1}
+				continue
+			case start && (c == '[' || c == '{'):
+				flow = append(flow, open{c, n, j + 1})
+				continue
+			case len(flow) > 0 && (c == ']' || c == '}'):
+				if want := map[byte]byte{']': '[', '}': '{'}[c]; flow[len(flow)-1].ch == want {
+					flow = flow[:len(flow)-1]
+				}
+				start = false
+				continue
+			case len(flow) > 0 && c == ',':
+				start = true
+				continue
+			case c == '-' && start && (j+1 == len(text) || text[j+1] == ' '):
+				continue // a block sequence's entry: a scalar may follow
+			case c == ':' && (j+1 == len(text) || text[j+1] == ' ' || (len(flow) > 0 && strings.IndexByte(",]}", text[j+1]) >= 0)):
+				start = true
+				if len(flow) == 0 {
+					if rest := strings.TrimSpace(stripComment(text[j+1:])); rest != "" && (rest[0] == '|' || rest[0] == '>') {
+						block = indent
+						j = end
+					}
+				}
+				continue
+			}
+			start = false
+		}
+	}
+	switch {
+	case quote != 0:
+		return quoteAt.line, quoteAt.col, fmt.Sprintf("the %s string opened here is not closed", quoteName(quote))
+	case spanned.line > 0:
+		return spanned.line, spanned.col, fmt.Sprintf("the %s string opened here runs on to line %d (is its closing quote missing?)", quoteName(spanned.ch), line)
+	case len(flow) > 0 && flow[len(flow)-1].line < line:
+		o := flow[len(flow)-1]
+		return o.line, o.col, fmt.Sprintf("the %c opened here is not closed (a missing %s?)", o.ch, map[byte]string{'[': "]", '{': "}"}[o.ch])
+	}
+	return 0, 0, ""
+}
+
+// quoteName says which quote a string opened with.
+func quoteName(q byte) string {
+	if q == '"' {
+		return `"…"`
+	}
+	return `'…'`
+}
+
+// stripComment cuts a trailing comment off a line's plain text.
+func stripComment(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '#' && (i == 0 || s[i-1] == ' ' || s[i-1] == '\t') {
+			return s[:i]
+		}
+	}
+	return s
+}
