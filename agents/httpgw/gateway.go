@@ -33,6 +33,12 @@ type Config struct {
 	// Retain is how long an ended session's record (its seat tokens, events
 	// and rewards) is kept. 0 means 10 minutes.
 	Retain time.Duration
+	// RetainBytes bounds the records of ended sessions kept together (their
+	// events' estimated size in memory): past it, the records of the
+	// sessions that ended first are forgotten before their Retain is up
+	// (their stored events and score stay readable from the server's log).
+	// 0 means DefaultRetainBytes.
+	RetainBytes int64
 	// Gather is how long step waits for more turns once one has arrived
 	// and some remote seats have none: the engine asks every member due
 	// at an instant at once, so their requests arrive within a few
@@ -57,6 +63,10 @@ type Config struct {
 // DefaultMaxRequestBytes is Config.MaxRequestBytes' default.
 const DefaultMaxRequestBytes = 8 << 20
 
+// DefaultRetainBytes is Config.RetainBytes' default: the records of a few
+// thousand ended sessions of the shipped worlds.
+const DefaultRetainBytes = 256 << 20
+
 // DefaultRecordEvents is Config.RecordEvents' default: about 10 MiB of
 // events at a support desk's few hundred bytes each.
 const DefaultRecordEvents = 20000
@@ -68,8 +78,8 @@ func (c Config) Validate() error {
 		return errors.New("httpgw: NATSURL is required")
 	case c.OperatorToken == "":
 		return errors.New("httpgw: OperatorToken is required")
-	case c.TurnWait < 0 || c.Retain < 0 || c.Gather < 0 || c.MaxRequestBytes < 0 || c.RecordEvents < 0:
-		return errors.New("httpgw: TurnWait, Retain, Gather, MaxRequestBytes and RecordEvents may not be negative")
+	case c.TurnWait < 0 || c.Retain < 0 || c.RetainBytes < 0 || c.Gather < 0 || c.MaxRequestBytes < 0 || c.RecordEvents < 0:
+		return errors.New("httpgw: TurnWait, Retain, RetainBytes, Gather, MaxRequestBytes and RecordEvents may not be negative")
 	}
 	return nil
 }
@@ -101,6 +111,11 @@ type Gateway struct {
 	sessions  map[string]*session
 	tokens    map[string]*seat // seat token -> seat
 	lastSweep time.Time
+	// ended lists the ended sessions whose records are kept, in the order
+	// they ended; endedBytes is the sum of their retained sizes
+	// (Config.RetainBytes).
+	ended      []*session
+	endedBytes int64
 }
 
 // New connects to the server's NATS with the operator token.
@@ -113,6 +128,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.Retain == 0 {
 		cfg.Retain = 10 * time.Minute
+	}
+	if cfg.RetainBytes == 0 {
+		cfg.RetainBytes = DefaultRetainBytes
 	}
 	if cfg.MaxRequestBytes == 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
@@ -232,11 +250,57 @@ func (g *Gateway) sweep() {
 		if !old {
 			continue
 		}
-		delete(g.sessions, id)
-		for _, st := range s.seats {
+		g.dropLocked(id, s)
+		s.log.Debug("forgot an ended session")
+	}
+}
+
+// dropLocked forgets session s, known as id; g.mu is held.
+func (g *Gateway) dropLocked(id string, s *session) {
+	delete(g.sessions, id)
+	for _, st := range s.seats {
+		if g.tokens[st.token] == st {
 			delete(g.tokens, st.token)
 		}
-		s.log.Debug("forgot an ended session")
+	}
+	g.endedBytes -= s.retained
+	s.retained = 0
+}
+
+// keepEnded counts the record of s, which has just ended, among those
+// kept, and forgets the records of the sessions that ended first while
+// they are over Config.RetainBytes together (the newest is kept whatever
+// its size: Config.RecordEvents bounds it).
+func (g *Gateway) keepEnded(s *session) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.keepEndedLocked(s)
+}
+
+// keepEndedLocked is keepEnded with g.mu held. A session not registered
+// yet is counted when it is (register); one forgotten already (a failed
+// create, Close), or counted already, is not.
+func (g *Gateway) keepEndedLocked(s *session) {
+	if g.sessions[s.id] != s || s.retained > 0 {
+		return
+	}
+	size := s.recordSize()
+	s.retained = size
+	g.endedBytes += size
+	g.ended = append(g.ended, s)
+	for g.endedBytes > g.cfg.RetainBytes && len(g.ended) > 1 {
+		old := g.ended[0]
+		g.ended[0] = nil
+		g.ended = g.ended[1:]
+		if old.retained > 0 && g.sessions[old.id] == old {
+			g.dropLocked(old.id, old)
+			old.log.Debug("forgot an ended session: the records of ended sessions are over their bound", "retain_bytes", g.cfg.RetainBytes)
+		}
+	}
+	// Entries of sessions the sweep forgot leave the front as they come.
+	for len(g.ended) > 0 && g.ended[0].retained == 0 && g.ended[0] != s {
+		g.ended[0] = nil
+		g.ended = g.ended[1:]
 	}
 }
 
@@ -245,7 +309,8 @@ func (g *Gateway) forget(s *session) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.sessions[s.id] == s {
-		delete(g.sessions, s.id)
+		g.dropLocked(s.id, s)
+		return
 	}
 	for _, st := range s.seats {
 		if g.tokens[st.token] == st {
@@ -470,6 +535,9 @@ func (g *Gateway) register(s *session) bool {
 	g.sessions[s.id] = s
 	for _, st := range s.seats {
 		g.tokens[st.token] = st
+	}
+	if s.hasEnded() { // it ended before it was known here
+		g.keepEndedLocked(s)
 	}
 	return true
 }

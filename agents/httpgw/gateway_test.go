@@ -911,6 +911,41 @@ func TestTokensExpire(t *testing.T) {
 	}
 }
 
+// TestEndedRecordsAreBounded: past Config.RetainBytes, the records of the
+// sessions that ended first are forgotten (their tokens with them) before
+// their Retain is up; the newest ended session's is kept.
+func TestEndedRecordsAreBounded(t *testing.T) {
+	s := startStack(t, httpgw.Config{RetainBytes: 1})
+	var replies []wire.CreateReply
+	for seed := range uint64(3) {
+		reply := s.create(t, wire.CreateRequest{World: "startup", Seed: seed + 1, Agents: "greedy,bob=remote"})
+		s.playAll(t, reply)
+		s.wait(t, reply.Session)
+		replies = append(replies, reply)
+	}
+	known := func(r wire.CreateReply) int {
+		var code int
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			var err error
+			if code, _, err = s.try(context.Background(), "GET", seatPath(r.Session, "bob", "observation")+"?wait=0", r.Seats["bob"].Token, nil); err != nil {
+				t.Fatal(err)
+			}
+			if code != http.StatusOK || r.Session == replies[len(replies)-1].Session {
+				break // forgotten, or the newest (kept: no wait for a change)
+			}
+		}
+		return code
+	}
+	for i, r := range replies[:2] {
+		if code := known(r); code != http.StatusUnauthorized {
+			t.Errorf("session %d of 3, ended, over a bound of 1 byte: its seat's token answers HTTP %d; want 401 (forgotten)", i+1, code)
+		}
+	}
+	if code := known(replies[2]); code != http.StatusOK {
+		t.Errorf("the newest ended session: its seat's token answers HTTP %d; want 200 (its record kept)", code)
+	}
+}
+
 // TestCloseEndsEverything: Close returns long polls and steps at once and
 // leaves none of the gateway's goroutines or connections behind.
 func TestCloseEndsEverything(t *testing.T) {

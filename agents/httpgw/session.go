@@ -72,6 +72,9 @@ type session struct {
 	unlisted     int            // how many of those were dropped from rewards
 	stepped      float64        // reward at the previous step
 	shown        map[string]uint64
+	// retained is the size of the record counted against
+	// Config.RetainBytes once the session ended; guarded by the gateway's mu.
+	retained int64
 }
 
 // seat is a remote seat the gateway plays: its own NATS connection,
@@ -371,6 +374,25 @@ func (s *session) finish(status string) {
 		nc.Close()
 	}
 	s.log.Debug("session over for the gateway", "status", status)
+	s.g.keepEnded(s)
+}
+
+// eventOverhead estimates what an events.Event holds besides its payload:
+// the struct and its strings.
+const eventOverhead = 160
+
+// recordSize estimates the memory the session's record holds: its events,
+// a fork's prefix and the rewards no step has listed.
+func (s *session) recordSize() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := int64(1024 + 64*len(s.marks))
+	for _, evs := range [][]events.Event{s.own, s.prefix, s.rewards} {
+		for i := range evs {
+			n += eventOverhead + int64(len(evs[i].Payload)+len(evs[i].Type)+len(evs[i].Actor))
+		}
+	}
+	return n
 }
 
 // learnPrefix learns a fork's events up to its fork point: from the
