@@ -46,6 +46,7 @@ type fakeOps struct {
 	full     bool          // Create answers 503
 	block    chan struct{} // when set, Observe waits on it (or ctx)
 	observed chan struct{} // when set, told of every Observe
+	stopGate func(context.Context) // when set, called by every stop before it is done
 }
 
 func newFake() *fakeOps {
@@ -67,7 +68,10 @@ func (f *fakeOps) Create(_ context.Context, req wire.CreateRequest) (wire.Create
 	return wire.CreateReply{Session: id, Seats: map[string]wire.Seat{member: {Session: id, Member: member, Token: tok}}}, nil
 }
 
-func (f *fakeOps) Control(_ context.Context, id string, op wire.ControlOp) (wire.ControlReply, error) {
+func (f *fakeOps) Control(ctx context.Context, id string, op wire.ControlOp) (wire.ControlReply, error) {
+	if f.stopGate != nil && op == wire.OpStop {
+		f.stopGate(ctx)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if op == wire.OpStop {
@@ -506,6 +510,47 @@ func TestStep(t *testing.T) {
 	code, body, _ = h.post(c, "step", `{"response":{"output":[]}}`)
 	if code != http.StatusOK || json.Unmarshal(body, &st) != nil || st.Reward != 6 || !st.Terminated || st.Truncated || st.Observation != nil {
 		t.Fatalf("the last step: %d %s; want reward 6, terminated", code, body)
+	}
+}
+
+// TestEndSessionsStopsSeveralAtOnce: a shutdown stops the sessions
+// together, not one after another (a thousand took longer than serve's
+// grace). Each stop waits until another is in flight too, or for a
+// second: one at a time, none would ever see another.
+func TestEndSessionsStopsSeveralAtOnce(t *testing.T) {
+	ops := newFake()
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	together := make(chan struct{})
+	var once sync.Once
+	ops.stopGate = func(ctx context.Context) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		if inFlight >= 2 {
+			once.Do(func() { close(together) })
+		}
+		mu.Unlock()
+		select {
+		case <-together:
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	}
+	h := mustHarness(t, ops, nemogym.Config{})
+	const sessions = 4
+	for i := range sessions {
+		h.seed(h.client(), fmt.Sprintf("m%d", i))
+	}
+	h.srv.EndSessions()
+	if len(ops.stopped) != sessions || most < 2 {
+		t.Fatalf("EndSessions stopped %d of %d sessions, at most %d at once; want all, several at once", len(ops.stopped), sessions, most)
+	}
+	if h.srv.Len() != 0 {
+		t.Fatalf("%d sessions held after EndSessions", h.srv.Len())
 	}
 }
 

@@ -229,15 +229,27 @@ func (s *Server) EndSessions() {
 	}
 	clear(s.sessions)
 	s.mu.Unlock()
+	// Several at once: one after another, a thousand sessions took longer
+	// than serve's grace for its shutdown.
+	sem := make(chan struct{}, stopsAtOnce)
+	var wg sync.WaitGroup
 	for _, ss := range all {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if _, err := s.ops.Control(ctx, ss.id, wire.OpStop); err != nil {
-			s.log.Debug("stop", "session", ss.id, "error", err)
-		}
-		cancel()
-		s.cfg.Recorder.Closed()
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := s.ops.Control(ctx, ss.id, wire.OpStop); err != nil {
+				s.log.Debug("stop", "session", ss.id, "error", err)
+			}
+			s.cfg.Recorder.Closed()
+		})
 	}
+	wg.Wait()
 }
+
+// stopsAtOnce is how many sessions EndSessions stops at once.
+const stopsAtOnce = 32
 
 // Len is the number of sessions held.
 func (s *Server) Len() int {
