@@ -159,3 +159,22 @@ func TestScoreRecordsEveryReward(t *testing.T) {
 		t.Fatalf("score records %g; the log's rewards add up to %g, the team score is %g", sc.Recorded.Team, logged, sc.Score.TeamScore)
 	}
 }
+
+// A usage error of a subcommand names the command, as its flag errors do:
+// a script running several learns which one it called wrong.
+func TestUsageErrorsNameTheirCommand(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report", "01ARZ3NDEKTSV4RRFFQ69G5FAV"}, "corpsim: report: -o FILE is required"},
+		{[]string{"log", "--type", "nosuch", "01ARZ3NDEKTSV4RRFFQ69G5FAV"}, `corpsim: log: --type "nosuch" is not an event type`},
+		{[]string{"worlds", "gen", "--members", "1"}, "corpsim: worlds gen: --members 1:"},
+		{[]string{"sessions", "--status", "paused"}, "corpsim: sessions --status paused: only the server running a session knows it paused"},
+	} {
+		_, errs, code := runCLI(t, c.args...)
+		if code != 2 || !strings.HasPrefix(errs, c.want) {
+			t.Errorf("corpsim %s: exit %d, %q; want exit 2 and a message beginning %q", strings.Join(c.args, " "), code, errs, c.want)
+		}
+	}
+}

@@ -104,8 +104,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		a.traceCmd(), a.diffCmd(), a.reportCmd(), a.exportCmd(), a.sweepCmd(), a.soakCmd(), a.diagnoseCmd(), a.creditCmd())
 	root.SetFlagErrorFunc(flagError)
 	usageArgs(root)
-	err := root.ExecuteContext(ctx)
+	ran, err := root.ExecuteContextC(ctx)
 	err = cobraUsage(err)
+	err = namedUsage(ran, err)
 	if profiling != nil {
 		pprof.StopCPUProfile()
 		if cerr := profiling.Close(); err == nil {
@@ -215,6 +216,22 @@ func cmdPrefix(c *cobra.Command) string {
 		return strings.TrimSpace(p) + ": "
 	}
 	return ""
+}
+
+// namedUsage begins a usage error of a subcommand with the command's name,
+// if its message does not already: "corpsim: report: -o FILE is required",
+// not "corpsim: -o FILE is required", which left a script's author to
+// guess which of its commands was meant.
+func namedUsage(c *cobra.Command, err error) error {
+	var ue *app.UsageError
+	if c == nil || !errors.As(err, &ue) || ue.Err != nil {
+		return err // not a usage error, or a refusal that names its own source
+	}
+	name := strings.TrimSuffix(cmdPrefix(c), ": ")
+	if name == "" || strings.HasPrefix(ue.Msg, name+":") || strings.HasPrefix(ue.Msg, name+" ") {
+		return err
+	}
+	return &app.UsageError{Msg: name + ": " + err.Error(), Err: err}
 }
 
 // valueKind describes what a flag of pflag type typ takes.
