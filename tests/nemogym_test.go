@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -594,5 +595,40 @@ func TestNemoGymShutdownEndsItsSessions(t *testing.T) {
 	m, err := l.Session(context.Background(), session)
 	if err != nil || m.Status != events.StatusInterrupted {
 		t.Fatalf("the NeMo Gym session is %v (%v), want interrupted", m.Status, err)
+	}
+}
+
+// TestNemoGymMaxSessions: --nemo-max-sessions bounds the NeMo Gym
+// sessions below the server's own capacity (the routes take no token), and
+// the server still runs sessions of the authenticated seats past it.
+func TestNemoGymMaxSessions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real corpsim")
+	}
+	data, haddr := filepath.Join(t.TempDir(), "data"), freeAddr(t)
+	sp := startServe(t, data, "--http", haddr, "--nemo-max-sessions", "1")
+	newNemoClient(t, haddr).seed(nemoRow(3, "bob"))
+	code, body := newNemoClient(t, haddr).post("seed_session", nemoRow(4, "bob"))
+	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "already holds 1 NeMo Gym sessions") {
+		t.Fatalf("a second NeMo Gym session past --nemo-max-sessions 1: %d %s; want 503", code, body)
+	}
+	token, err := os.ReadFile(filepath.Join(data, "operator.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", "http://"+haddr+"/v1/sessions", strings.NewReader(`{"world":"startup","seed":5,"agents":"greedy"}`))
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("an operator's session beside the NeMo Gym one: HTTP %d %s; want 201", resp.StatusCode, b)
+	}
+	sp.stop(t, 20*time.Second)
+	if _, errs, code := runCLI(t, "serve", "--data", t.TempDir(), "--max-sessions", "2", "--nemo-max-sessions", "3"); code != 2 || !strings.Contains(errs, "--nemo-max-sessions 3") {
+		t.Errorf("--nemo-max-sessions above --max-sessions: exit %d, %s; want a usage error", code, errs)
 	}
 }

@@ -77,6 +77,12 @@ type ServeOptions struct {
 	// a listener of their own (http://ADDR/seed_session, …), as NeMo Gym's
 	// clients address a resources server: without a path prefix.
 	NemoListen string
+	// NemoMaxSessions bounds the NeMo Gym sessions held at once (0:
+	// MaxSessions). Its routes take no token (NeMo Gym's clients send
+	// none), so anyone who reaches them can seed sessions: set below
+	// MaxSessions, it keeps the rest of the server's capacity for the
+	// authenticated seats.
+	NemoMaxSessions int
 	// NoOpenEnv leaves the OpenEnv routes (/openenv/…, package openenv) off
 	// the --http listener (--openenv=false); OpenEnvIdleTimeout closes an
 	// OpenEnv connection idle that long (0: 10m).
@@ -124,6 +130,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	if o.MaxSessions <= 0 || o.MaxSeats <= 0 || o.MaxWorldMemory < 0 {
 		return app.Usagef("--max-sessions, --max-seats and --max-world-memory must be positive")
+	}
+	if o.NemoMaxSessions < 0 || o.NemoMaxSessions > o.MaxSessions {
+		return app.Usagef("--nemo-max-sessions %d: between 1 and --max-sessions (%d), or 0 for --max-sessions", o.NemoMaxSessions, o.MaxSessions)
 	}
 	if err := app.CheckMaxEvents(o.MaxEvents); err != nil {
 		return err
@@ -448,8 +457,12 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 		closers = append(closers, srv.Close)
 	}
 	if !o.NoNemo {
+		nemoMax := o.NemoMaxSessions
+		if nemoMax == 0 {
+			nemoMax = o.MaxSessions
+		}
 		ng := nemogym.New(gw, nemogym.Config{Logger: log.Named("nemo"), Recorder: m.Adapter("nemo"),
-			MaxSessions: o.MaxSessions, MaxBodyBytes: o.MaxMessage, TurnWait: o.TurnTimeout, OperatorToken: o.OperatorToken})
+			MaxSessions: nemoMax, MaxBodyBytes: o.MaxMessage, TurnWait: o.TurnTimeout, OperatorToken: o.OperatorToken})
 		mux.Handle("/nemo/", ng.Handler())
 		closers = append(closers, ng.Close)
 		endOthers := endSessions
