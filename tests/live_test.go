@@ -144,3 +144,105 @@ func TestLivePageInBrowser(t *testing.T) {
 	t.Logf("live page: %d events at first, %d while running, %d after a reload, %s at the end with %d events, score %.2f; screenshots in %s",
 		first.Events, updated.Events, reloaded.Events, ended.Status, ended.Events, ended.Score, shots)
 }
+
+// TestLiveListsHeldAndPausedSessions: the live view's index lists what
+// the server lists, not only what its store holds: a session created to
+// wait for its start (nothing of it is stored yet) has a row and a page
+// whose stream starts empty and follows it once it starts; a paused
+// session's row says paused.
+func TestLiveListsHeldAndPausedSessions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real corpsim")
+	}
+	data, haddr := filepath.Join(t.TempDir(), "data"), freeAddr(t)
+	sp := startServe(t, data, "--http", haddr)
+	defer sp.stop(t, 20*time.Second)
+	tok, err := os.ReadFile(filepath.Join(data, "operator.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, base := strings.TrimSpace(string(tok)), "http://"+haddr
+	create := func(req wire.CreateRequest) string {
+		code, body := httpDo(t.Context(), "POST", base+"/v1/sessions", op, req)
+		var reply wire.CreateReply
+		if code != http.StatusCreated || json.Unmarshal(body, &reply) != nil {
+			t.Fatalf("create: %d %s", code, body)
+		}
+		return reply.Session
+	}
+	control := func(id, opName string) {
+		if code, body := httpDo(t.Context(), "POST", base+"/v1/sessions/"+id+"/control", op, map[string]string{"op": opName}); code != http.StatusOK {
+			t.Fatalf("%s %s: %d %s", opName, id, code, body)
+		}
+	}
+	held := create(wire.CreateRequest{World: "startup", Seed: 3, Agents: "greedy", Wait: true})
+	paused := create(wire.CreateRequest{World: "startup", Seed: 4, Agents: "greedy,bob=remote", TurnTimeout: "1h"})
+	control(paused, "pause")
+	defer control(paused, "stop") // before the server's shutdown, which would wait for bob's hour
+
+	code, index := httpDo(t.Context(), "GET", base+"/live/", op, nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET /live/: %d %s", code, index)
+	}
+	row := func(id string) string {
+		i := strings.Index(string(index), ">"+id+"</a>")
+		if i < 0 {
+			return ""
+		}
+		end := strings.Index(string(index[i:]), "</tr>")
+		return string(index[i : i+end])
+	}
+	if r := row(held); !strings.Contains(r, `class="running"`) {
+		t.Errorf("the session held for its start in /live/: %q; want a row, running", r)
+	}
+	if r := row(paused); !strings.Contains(r, `class="paused"`) {
+		t.Errorf("the paused session in /live/: %q; want a row, paused", r)
+	}
+	if code, page := httpDo(t.Context(), "GET", base+"/live/"+held, op, nil); code != http.StatusOK {
+		t.Fatalf("the held session's page: %d %s", code, page)
+	}
+
+	// Its stream: an empty snapshot now, then the session once it starts.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	rq, _ := http.NewRequestWithContext(ctx, "GET", base+"/live/"+held+"/stream", nil)
+	rq.Header.Set("Authorization", "Bearer "+op)
+	resp, err := http.DefaultClient.Do(rq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("the held session's stream: %d %s", resp.StatusCode, b)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	snapshots, started := 0, false
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "data: ") {
+			continue
+		}
+		var snap struct {
+			Events uint64 `json:"events"`
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &snap); err != nil {
+			continue // the end event's data
+		}
+		snapshots++
+		if snapshots == 1 {
+			if snap.Events != 0 {
+				t.Fatalf("the first snapshot of a session held for its start has %d events; want 0", snap.Events)
+			}
+			control(held, "start")
+			started = true
+			continue
+		}
+		if started && snap.Events > 0 {
+			return // it follows the session from its start
+		}
+	}
+	t.Fatalf("the stream ended after %d snapshots without the started session's events: %v", snapshots, sc.Err())
+}

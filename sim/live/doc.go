@@ -12,7 +12,7 @@
 // opened, so a reload shows the same session at once, and for sessions
 // that have ended.
 //
-//	GET /live/                 the sessions (running first)
+//	GET /live/                 the sessions (running and paused first)
 //	GET /live/{id}             a session's page
 //	GET /live/{id}/stream      text/event-stream: "snapshot" events (JSON Snapshot), then "end"
 //

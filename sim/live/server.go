@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 )
 
@@ -150,7 +151,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	slices.SortStableFunc(metas, func(a, b events.SessionMeta) int {
-		if ra, rb := a.Status == events.StatusRunning, b.Status == events.StatusRunning; ra != rb {
+		if ra, rb := going(a.Status), going(b.Status); ra != rb {
 			if ra {
 				return -1
 			}
@@ -168,6 +169,10 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		s.lg.Warn("live index", "error", err)
 	}
 }
+
+// going tells a session that has not ended: running, or paused (a status
+// the server's list gives, wire.StatusPaused).
+func going(st events.Status) bool { return st == events.StatusRunning || st == wire.StatusPaused }
 
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
@@ -329,7 +334,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 
 var indexPage = template.Must(template.New("index").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>corpsim · live</title>
-<style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}td,th{padding:.2em .8em;text-align:left;border-bottom:1px solid #ddd}.running{color:#0a7d20;font-weight:600}</style>
+<style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}td,th{padding:.2em .8em;text-align:left;border-bottom:1px solid #ddd}.running{color:#0a7d20;font-weight:600}.paused{color:#8a5a00;font-weight:600}</style>
 </head><body><h1>corpsim sessions</h1>
 <table id="sessions"><thead><tr><th>session</th><th>world</th><th>seed</th><th>status</th><th>events</th><th>created</th></tr></thead><tbody>
 {{range .Sessions}}<tr><td><a href="/live/{{.ID}}">{{.ID}}</a></td><td>{{.World}}</td><td>{{.Seed}}</td><td class="{{.Status}}">{{.Status}}</td><td>{{.LastSeq}}</td><td>{{.Created}}</td></tr>

@@ -282,7 +282,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		// The gateway takes back the seats of the resumed sessions
 		// before it takes requests, so that their clients' tokens
 		// work from the first request.
-		stop, endSessions, err := serveHTTP(o, url, m, store, hub, out, log, func(gw *httpgw.Gateway) {
+		stop, endSessions, err := serveHTTP(o, url, m, liveLog{Log: store, svc: svc}, hub, out, log, func(gw *httpgw.Gateway) {
 			resume()
 			if worker == nil {
 				adoptHTTPSeats(ctx, gw, svc, out, log)
@@ -347,7 +347,7 @@ func unjoin(err error) []error {
 // server at natsURL; before is called with the gateway before it listens.
 // The returned stop ends its long polls, shuts the HTTP server down and
 // closes the gateway.
-func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store events.Log, hub *live.Hub, out io.Writer, log hclog.Logger, before func(*httpgw.Gateway)) (stop, endSessions func(), err error) {
+func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store live.Log, hub *live.Hub, out io.Writer, log hclog.Logger, before func(*httpgw.Gateway)) (stop, endSessions func(), err error) {
 	if natsURL == "" {
 		return nil, nil, app.Usagef("--http needs the NATS server to listen (--listen ADDR)")
 	}

@@ -364,21 +364,57 @@ func (s *Service) handleCreate(msg *nats.Msg) {
 }
 
 func (s *Service) handleList(msg *nats.Msg) {
-	list := s.cfg.Log.Sessions
-	if s.cfg.Hooks.List != nil {
-		list = s.cfg.Hooks.List
-	}
 	// Bounded: a request of the listing lost with a node is never answered.
 	ctx, cancel := context.WithTimeout(context.Background(), listFor)
 	defer cancel()
-	metas, err := list(ctx)
+	metas, err := s.List(ctx)
 	var b []byte
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"error": err.Error()})
 	} else {
-		b, _ = json.Marshal(s.overlayEnded(metas))
+		b, _ = json.Marshal(metas)
 	}
 	_ = msg.Respond(b)
+}
+
+// List returns the sessions the service lists (wire.ListSubject): those of
+// its store, with how the sessions it ran ended, a session it holds for
+// its start running at seq 0, a paused one wire.StatusPaused.
+func (s *Service) List(ctx context.Context) ([]events.SessionMeta, error) {
+	list := s.cfg.Log.Sessions
+	if s.cfg.Hooks.List != nil {
+		list = s.cfg.Hooks.List
+	}
+	metas, err := list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.overlayEnded(metas), nil
+}
+
+// held returns the metadata of session id if the service holds it for its
+// start (created with wait): not in the store yet.
+func (s *Service) held(id string) (events.SessionMeta, bool) {
+	s.mu.Lock()
+	ss := s.sessions[id]
+	s.mu.Unlock()
+	if ss == nil {
+		return events.SessionMeta{}, false
+	}
+	return ss.heldMeta()
+}
+
+// heldMeta returns the session's metadata, running at seq 0, if it is
+// held for its start (created with wait); ok is false otherwise.
+func (ss *session) heldMeta() (m events.SessionMeta, ok bool) {
+	if isClosed(ss.done) || isClosed(ss.started) || isClosed(ss.driving) {
+		return m, false
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	m = ss.meta
+	m.Status, m.LastSeq = events.StatusRunning, 0
+	return m, true
 }
 
 // overlayEnded replaces, in metas, the stored metadata of a session still
@@ -438,12 +474,10 @@ func (s *Service) overlayEnded(metas []events.SessionMeta) []events.SessionMeta 
 	s.mu.Unlock()
 	added := false
 	for _, ss := range missing {
-		if !isClosed(ss.done) && !isClosed(ss.started) && !isClosed(ss.driving) {
+		if m, ok := ss.heldMeta(); ok {
 			// Held for a start (created with wait): listed running at
 			// seq 0, so that its creator finds it before it starts.
 			ss.mu.Lock()
-			m := ss.meta
-			m.Status, m.LastSeq = events.StatusRunning, 0
 			if ss.paused {
 				m.Status = wire.StatusPaused
 			}
