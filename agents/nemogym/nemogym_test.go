@@ -43,9 +43,9 @@ type fakeOps struct {
 	refused  map[string][]org.RejectedView
 	endAfter int
 	score    float64
-	full     bool          // Create answers 503
-	block    chan struct{} // when set, Observe waits on it (or ctx)
-	observed chan struct{} // when set, told of every Observe
+	full     bool                  // Create answers 503
+	block    chan struct{}         // when set, Observe waits on it (or ctx)
+	observed chan struct{}         // when set, told of every Observe
 	stopGate func(context.Context) // when set, called by every stop before it is done
 }
 
