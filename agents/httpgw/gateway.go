@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -227,6 +228,7 @@ func (g *Gateway) Close() {
 		all = append(all, s)
 	}
 	g.sessions, g.tokens = map[string]*session{}, map[string]*seat{}
+	g.ended, g.endedBytes = nil, 0
 	g.mu.Unlock()
 	for _, s := range all {
 		s.finish(statusClosed)
@@ -253,6 +255,13 @@ func (g *Gateway) sweep() {
 		g.dropLocked(id, s)
 		s.log.Debug("forgot an ended session")
 	}
+	g.pruneEndedLocked()
+}
+
+// pruneEndedLocked takes the sessions forgotten since they ended out of
+// g.ended, which would keep their records; g.mu is held.
+func (g *Gateway) pruneEndedLocked() {
+	g.ended = slices.DeleteFunc(g.ended, func(s *session) bool { return s.retained == 0 })
 }
 
 // dropLocked forgets session s, known as id; g.mu is held.
@@ -297,11 +306,6 @@ func (g *Gateway) keepEndedLocked(s *session) {
 			old.log.Debug("forgot an ended session: the records of ended sessions are over their bound", "retain_bytes", g.cfg.RetainBytes)
 		}
 	}
-	// Entries of sessions the sweep forgot leave the front as they come.
-	for len(g.ended) > 0 && g.ended[0].retained == 0 && g.ended[0] != s {
-		g.ended[0] = nil
-		g.ended = g.ended[1:]
-	}
 }
 
 // forget removes a session at once (a failed create).
@@ -310,6 +314,7 @@ func (g *Gateway) forget(s *session) {
 	defer g.mu.Unlock()
 	if g.sessions[s.id] == s {
 		g.dropLocked(s.id, s)
+		g.pruneEndedLocked()
 		return
 	}
 	for _, st := range s.seats {

@@ -944,6 +944,24 @@ func TestEndedRecordsAreBounded(t *testing.T) {
 	if code := known(replies[2]); code != http.StatusOK {
 		t.Errorf("the newest ended session: its seat's token answers HTTP %d; want 200 (its record kept)", code)
 	}
+	if n := httpgw.EndedHeld(s.gw); n != 1 {
+		t.Errorf("the gateway holds %d ended sessions' records; want 1, the newest", n)
+	}
+}
+
+// TestSweptRecordsAreLetGo: the records the sweep forgets (Config.Retain)
+// are let go at once, not when the next session ends.
+func TestSweptRecordsAreLetGo(t *testing.T) {
+	s := startStack(t, httpgw.Config{Retain: time.Millisecond})
+	reply := s.create(t, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy,bob=remote"})
+	s.playAll(t, reply)
+	s.wait(t, reply.Session)
+	for deadline := time.Now().Add(10 * time.Second); httpgw.EndedHeld(s.gw) != 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway still holds %d ended sessions' records after their Retain", httpgw.EndedHeld(s.gw))
+		}
+		s.call(t, "GET", "/v1/sessions/"+reply.Session+"/score", s.operator, nil) // a request sweeps
+	}
 }
 
 // TestCloseEndsEverything: Close returns long polls and steps at once and
