@@ -3,6 +3,7 @@ package worlds
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // unclosedHint names what the YAML parser's position does not: a quoted
@@ -49,10 +50,11 @@ func unclosedHint(src []byte, line, col int) (int, int, string) {
 			block = -1
 		}
 		end := len(text)
-		if n == line && col >= 1 && col-1 < end {
-			end = col - 1 // up to the error's position
+		if n == line && col >= 1 {
+			end = byteAt(text, col-1) // up to the error's position (columns count characters)
 		}
 		start := true // a scalar may begin here
+		key := indent // where the scalar being read began: a key's column, before its ':'
 		for j := 0; j < end; j++ {
 			c := text[j]
 			if quote != 0 {
@@ -76,10 +78,10 @@ func unclosedHint(src []byte, line, col int) (int, int, string) {
 				j = end // a comment, to the end of the line
 				continue
 			case start && (c == '"' || c == '\''):
-				quote, quoteAt = c, open{c, n, j + 1}
+				quote, quoteAt = c, open{c, n, utf8.RuneCountInString(text[:j]) + 1}
 				continue
 			case start && (c == '[' || c == '{'):
-				flow = append(flow, open{c, n, j + 1})
+				flow = append(flow, open{c, n, utf8.RuneCountInString(text[:j]) + 1})
 				continue
 			case len(flow) > 0 && (c == ']' || c == '}'):
 				if want := map[byte]byte{']': '[', '}': '{'}[c]; flow[len(flow)-1].ch == want {
@@ -90,17 +92,22 @@ func unclosedHint(src []byte, line, col int) (int, int, string) {
 			case len(flow) > 0 && c == ',':
 				start = true
 				continue
-			case c == '-' && start && (j+1 == len(text) || text[j+1] == ' '):
-				continue // a block sequence's entry: a scalar may follow
-			case c == ':' && (j+1 == len(text) || text[j+1] == ' ' || (len(flow) > 0 && strings.IndexByte(",]}", text[j+1]) >= 0)):
-				start = true
-				if len(flow) == 0 {
-					if rest := strings.TrimSpace(stripComment(text[j+1:])); rest != "" && (rest[0] == '|' || rest[0] == '>') {
-						block = indent
-						j = end
-					}
+			case c == '-' && start && (j+1 == len(text) || isBlank(text[j+1])):
+				// A block sequence's entry: a scalar may follow, or a
+				// block scalar, whose lines are indented past the '-'.
+				if blockScalar(text[j+1:]) {
+					block, j = j, end
 				}
 				continue
+			case c == ':' && (j+1 == len(text) || isBlank(text[j+1]) || (len(flow) > 0 && strings.IndexByte(",]}", text[j+1]) >= 0)):
+				start = true
+				if len(flow) == 0 && blockScalar(text[j+1:]) {
+					block, j = key, end // its lines are indented past its key
+				}
+				continue
+			}
+			if start {
+				key = j
 			}
 			start = false
 		}
@@ -123,6 +130,28 @@ func quoteName(q byte) string {
 		return `"…"`
 	}
 	return `'…'`
+}
+
+// isBlank tells YAML's separating white space.
+func isBlank(c byte) bool { return c == ' ' || c == '\t' }
+
+// blockScalar tells whether rest, what follows a ':' or a '-', begins a
+// block scalar (| or >, with their indicators).
+func blockScalar(rest string) bool {
+	rest = strings.TrimSpace(stripComment(rest))
+	return rest != "" && (rest[0] == '|' || rest[0] == '>')
+}
+
+// byteAt is the byte offset of the character at index chars of text (the
+// parser counts columns in characters), or len(text) past its end.
+func byteAt(text string, chars int) int {
+	for i := range text {
+		if chars == 0 {
+			return i
+		}
+		chars--
+	}
+	return len(text)
 }
 
 // stripComment cuts a trailing comment off a line's plain text.

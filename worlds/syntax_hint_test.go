@@ -56,6 +56,25 @@ func TestSyntaxHintIgnoresWhatIsNoOpening(t *testing.T) {
 	if l, c, hint := unclosedHint([]byte("a: 'it''s\nb: 1\n"), 2, 1); l != 1 || c != 4 || !strings.Contains(hint, "'…' string opened here is not closed") {
 		t.Fatalf("an unclosed single-quoted string with an escaped quote: %d:%d %q", l, c, hint)
 	}
+	// Review: columns count characters, as the parser's do; a block
+	// scalar may be a list's entry; a tab may follow a key's colon.
+	for _, c := range []struct {
+		name      string
+		src       string
+		line, col int
+		wantLine  int
+		wantCol   int
+	}{
+		{"a missing comma after a closed string of accented letters", "x: 1\nm: {id: carol, name: \"Zoë Ünal Çelik\" role: engineer}\n", 2, 40, 0, 0},
+		{"a quote after accented letters", "a: [Zoë, \"Ünal\nb: 1\n", 2, 1, 1, 10},
+		{"a block scalar as a list's entry", "notes:\n  - |\n    \"a quoted line\n  - fine\nx: {a: 1\ny: 2\n", 6, 2, 5, 4},
+		{"a tab after the colon", "hours:\t\"09:00\nx: 1\n", 2, 1, 1, 8},
+	} {
+		l, col, hint := unclosedHint([]byte(c.src), c.line, c.col)
+		if l != c.wantLine || col != c.wantCol {
+			t.Errorf("%s: hint at %d:%d (%q); want %d:%d", c.name, l, col, hint, c.wantLine, c.wantCol)
+		}
+	}
 }
 
 const hintWorld = `version: 1
