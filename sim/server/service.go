@@ -392,6 +392,13 @@ func (s *Service) List(ctx context.Context) ([]events.SessionMeta, error) {
 	return s.overlayEnded(metas), nil
 }
 
+// listsPaused tells whether the list gives a paused session
+// wire.StatusPaused: a lone server does; a worker of a cluster does not,
+// since one worker answers each listing (a queue group) and knows only the
+// sessions it runs: the listing would name some paused sessions and not
+// others, differently each time.
+func (s *Service) listsPaused() bool { return s.cfg.Queue == "" }
+
 // held returns the metadata of session id if the service holds it for its
 // start (created with wait): not in the store yet.
 func (s *Service) held(id string) (events.SessionMeta, bool) {
@@ -447,11 +454,13 @@ func (s *Service) overlayEnded(metas []events.SessionMeta) []events.SessionMeta 
 			if last, err := s.cfg.Log.LastSeq(context.Background(), metas[i].ID); err == nil {
 				metas[i].LastSeq = last
 			}
-			ss.mu.Lock()
-			if ss.paused {
-				metas[i].Status = wire.StatusPaused
+			if s.listsPaused() {
+				ss.mu.Lock()
+				if ss.paused {
+					metas[i].Status = wire.StatusPaused
+				}
+				ss.mu.Unlock()
 			}
-			ss.mu.Unlock()
 			continue
 		}
 		ss.mu.Lock()
@@ -478,7 +487,7 @@ func (s *Service) overlayEnded(metas []events.SessionMeta) []events.SessionMeta 
 			// Held for a start (created with wait): listed running at
 			// seq 0, so that its creator finds it before it starts.
 			ss.mu.Lock()
-			if ss.paused {
+			if ss.paused && s.listsPaused() {
 				m.Status = wire.StatusPaused
 			}
 			ss.mu.Unlock()

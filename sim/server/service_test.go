@@ -661,3 +661,45 @@ func TestHistoryOfSessionsNotRunning(t *testing.T) {
 		t.Fatalf("history of a session held for its start: %+v; want NoSession (nothing of it is stored yet)", page)
 	}
 }
+
+// A worker of a cluster lists a paused session running: one worker
+// answers each listing and knows only its own sessions, so a listing that
+// said paused would name some paused sessions and not others.
+func TestWorkerListsPausedRunning(t *testing.T) {
+	bus := mustBus(t)
+	control := operatorControl(t, bus)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	svc, err := New(Config{Log: memlog.New(), Bus: bus, Logger: hclog.NewNullLogger(), Queue: "workers"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	r, err := svc.Create(ctx, wire.CreateRequest{World: "support-desk", Seed: 2, Agents: "greedy,ana=remote", TurnTimeout: "20ms", JoinTimeout: "100ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	control(r.Session, wire.OpPause)
+	if st := control(r.Session, wire.OpStatus); st.Status != wire.StatusPaused {
+		t.Fatalf("status %q; want paused", st.Status)
+	}
+	for {
+		metas, err := svc.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range metas {
+			if m.ID != r.Session {
+				continue
+			}
+			if m.Status != events.StatusRunning {
+				t.Fatalf("a worker lists its paused session %s; want running", m.Status)
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the session was never listed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

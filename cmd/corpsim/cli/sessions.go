@@ -132,6 +132,9 @@ func (a *cmdline) clusterSessions(cmd *cobra.Command, url, token, world, status 
 	if err != nil {
 		return err
 	}
+	if status == wire.StatusPaused && len(all) > 0 && !all[0].Alone {
+		return usagef("sessions --status paused: a cluster of workers lists its paused sessions running (each worker knows only its own); ask a session's status with its control subject")
+	}
 	out := all[:0]
 	for _, s := range all {
 		if (world == "" || s.World == world) && (status == "" || string(s.Status) == status) {
