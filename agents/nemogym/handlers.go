@@ -304,47 +304,48 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 // turn answers the member's waiting turn with acts and waits for the next:
 // cur is the observation answered, next what came after. An error output
 // (non-nil) says why nothing, or nothing more, could be done; sent says
-// whether acts reached the engine.
-func (s *Server) turn(ctx context.Context, ss *session, acts []org.Action) (next httpgw.Observation, sent bool, failed *toolOutput) {
+// whether acts reached the engine; refused, if set, is why the engine
+// refuses the reply whole (too many actions, too long: it records the turn
+// malformed and takes none of them).
+func (s *Server) turn(ctx context.Context, ss *session, acts []org.Action) (next httpgw.Observation, sent bool, refused string, failed *toolOutput) {
 	cur, err := s.ops.Observe(ctx, ss.token, s.cfg.TurnWait)
 	switch {
 	case err != nil:
-		return cur, false, s.errorOutput(ctx, err)
+		return cur, false, "", s.errorOutput(ctx, err)
 	case cur.Done:
 		out := s.endOutput(ctx, ss, cur.Status)
 		out.Error = fmt.Sprintf("session %s has ended (%s)", ss.id, cur.Status)
-		return cur, false, &out
+		return cur, false, "", &out
 	case cur.Turn == 0:
 		s.cfg.Recorder.Failed(CodeNoTurn)
-		return cur, false, &toolOutput{Error: fmt.Sprintf("no turn came for %s within %v: call observe, or try again", ss.member, s.cfg.TurnWait)}
+		return cur, false, "", &toolOutput{Error: fmt.Sprintf("no turn came for %s within %v: call observe, or try again", ss.member, s.cfg.TurnWait)}
 	}
 	if acts == nil {
 		acts = []org.Action{}
 	}
 	body, err := json.Marshal(org.Reply{Turn: cur.Turn, Actions: acts})
 	if err != nil {
-		return cur, false, &toolOutput{Error: "the actions do not encode: " + err.Error()}
+		return cur, false, "", &toolOutput{Error: "the actions do not encode: " + err.Error()}
 	}
 	if rep, err := s.ops.Act(ctx, ss.token, body); err != nil {
 		if !rep.Forwarded {
-			return cur, false, s.errorOutput(ctx, err)
+			return cur, false, "", s.errorOutput(ctx, err)
 		}
-		// Refused whole (too many actions, too long), and forwarded for
-		// the engine to record: the turn was used; the next observation
-		// lists the refusal (results).
-		s.cfg.Recorder.Failed(CodeBadCall)
+		// Refused whole, and forwarded for the engine to record: the
+		// turn was used.
+		refused = rep.Error
 	}
 	next, err = s.ops.Observe(ctx, ss.token, s.cfg.TurnWait)
 	switch {
 	case err != nil:
 		out := s.errorOutput(ctx, err)
 		out.Result = "sent"
-		return next, true, out
+		return next, true, refused, out
 	case next.Done:
 		out := s.endOutput(ctx, ss, next.Status)
-		return next, true, &out
+		return next, true, refused, &out
 	}
-	return next, true, nil
+	return next, true, refused, nil
 }
 
 // errorOutput is the output of an operation's refusal.
@@ -370,8 +371,20 @@ func (s *Server) endOutput(ctx context.Context, ss *session, status string) tool
 
 // results says what came of each action answered, from the refusals the
 // next observation lists ("rejected").
-func results(acts []org.Action, next httpgw.Observation, failed *toolOutput) []string {
+func results(acts []org.Action, next httpgw.Observation, refused string, failed *toolOutput) []string {
 	out := make([]string, len(acts))
+	if refused != "" {
+		// The reply was refused whole: none of its actions was taken.
+		// (The next observation lists the refusal too, but a list that
+		// still shows an earlier turn's would mislabel this one.)
+		for i, a := range acts {
+			out[i] = "refused (malformed): " + refused + "; none of this turn's calls was taken"
+			if a.Type == invalidAction {
+				out[i] = "refused: malformed tool call: " + a.Text + "; and " + out[i]
+			}
+		}
+		return out
+	}
 	var rejected []org.RejectedView
 	if next.Body != nil {
 		var o struct {
@@ -379,16 +392,6 @@ func results(acts []org.Action, next httpgw.Observation, failed *toolOutput) []s
 		}
 		_ = json.Unmarshal(next.Body, &o)
 		rejected = o.Rejected
-	}
-	for _, r := range rejected {
-		if r.Kind == org.KindMalformed && r.Action == (org.Action{}) {
-			// The reply was refused whole (too many actions, too long):
-			// none of its actions was taken.
-			for i := range out {
-				out[i] = "refused (malformed): " + r.Reason + "; none of this turn's calls was taken"
-			}
-			return out
-		}
 	}
 	used := make([]bool, len(rejected))
 	for i, a := range acts {
@@ -457,13 +460,13 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		s.cfg.Recorder.Failed(CodeBadCall)
 	}
-	next, sent, failed := s.turn(ctx, ss, []org.Action{act})
+	next, sent, refused, failed := s.turn(ctx, ss, []org.Action{act})
 	var out toolOutput
 	if failed != nil {
 		out = *failed
 	}
 	if sent {
-		out.Result = results([]org.Action{act}, next, failed)[0]
+		out.Result = results([]org.Action{act}, next, refused, failed)[0]
 	}
 	if failed == nil || failed.Done {
 		out.Turn, out.Observation = next.Turn, next.Body
@@ -554,9 +557,9 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
-	next, sent, failed := s.turn(ctx, ss, acts)
+	next, sent, refused, failed := s.turn(ctx, ss, acts)
 	if sent {
-		copy(outputs, results(acts, next, failed))
+		copy(outputs, results(acts, next, refused, failed))
 	} else if failed != nil {
 		for i := range acts {
 			outputs[i] = "not sent: " + failed.Error

@@ -47,6 +47,7 @@ type fakeOps struct {
 	block    chan struct{}         // when set, Observe waits on it (or ctx)
 	observed chan struct{}         // when set, told of every Observe
 	stopGate func(context.Context) // when set, called by every stop before it is done
+	stale    []org.RejectedView    // listed in every observation after an act, as a refusal an earlier turn left
 }
 
 func newFake() *fakeOps {
@@ -124,7 +125,7 @@ func (f *fakeOps) Act(_ context.Context, tok string, body []byte) (httpgw.ActRep
 		return httpgw.ActReply{}, &httpgw.Error{Status: http.StatusConflict, Msg: "stale"}
 	}
 	f.answered[tok] = append(f.answered[tok], r.Actions)
-	f.refused[tok] = nil
+	f.refused[tok] = slices.Clone(f.stale)
 	for _, a := range r.Actions {
 		if a.Type == org.ActClaim && a.Task == "taken" {
 			f.refused[tok] = append(f.refused[tok], org.RejectedView{Action: a, Kind: "state", Reason: "task taken is held by carol"})
@@ -551,6 +552,23 @@ func TestEndSessionsStopsSeveralAtOnce(t *testing.T) {
 	}
 	if h.srv.Len() != 0 {
 		t.Fatalf("%d sessions held after EndSessions", h.srv.Len())
+	}
+}
+
+// A refusal of a whole reply that an earlier turn left in the observation
+// (the engine clears it at the member's next turn, not at a timeout) does
+// not label this step's calls: only the reply's own refusal does.
+func TestStepIgnoresAnEarlierWholeRefusal(t *testing.T) {
+	ops := newFake()
+	ops.stale = []org.RejectedView{{Kind: org.KindMalformed, Reason: "reply has 17 actions; the limit is 16"}}
+	h := mustHarness(t, ops, nemogym.Config{})
+	c := h.client()
+	if code, body, _ := h.post(c, "reset", `{"member":"bob"}`); code != http.StatusOK {
+		t.Fatalf("reset: %d %s", code, body)
+	}
+	code, body, _ := h.post(c, "step", `{"response":{"output":[{"type":"function_call","call_id":"a","name":"work","arguments":"{\"task\":\"api\"}"}]}}`)
+	if code != http.StatusOK || !strings.Contains(string(body), `"output":"{\"result\":\"accepted\"}"`) {
+		t.Fatalf("step: %d %s; want the call accepted", code, body)
 	}
 }
 
