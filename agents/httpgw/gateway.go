@@ -286,6 +286,19 @@ func (g *Gateway) keepEnded(s *session) {
 	g.keepEndedLocked(s)
 }
 
+// recount counts the record of s, if it ended and is counted, at its size
+// now (a fork's prefix learnt after its end).
+func (g *Gateway) recount(s *session) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s.retained == 0 || g.sessions[s.id] != s {
+		return
+	}
+	size := s.recordSize()
+	g.endedBytes += size - s.retained
+	s.retained = size
+}
+
 // keepEndedLocked is keepEnded with g.mu held. A session not registered
 // yet is counted when it is (register); one forgotten already (a failed
 // create, Close), or counted already, is not.

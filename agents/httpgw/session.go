@@ -458,8 +458,9 @@ func (s *session) hasPrefix() bool {
 
 func (s *session) setPrefix(evs []events.Event, reward float64) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.prefix, s.prefixReward, s.prefixKnown = evs, reward, true
+	s.mu.Unlock()
+	s.g.recount(s) // learnt after the session ended: its record grew
 }
 
 // upTo returns the session's events with seq <= seq and their rewards'
