@@ -45,6 +45,59 @@ type Record struct {
 	ID      string        `json:"id"`
 	Fields  payload.Attrs `json:"fields"`
 	Deleted bool          `json:"deleted,omitempty"`
+	// Truth, from log format TruthFormat on, is the record as the seed and
+	// the cases' own steps left it, once a collateral write (one no case
+	// step in the writer's hands asked for) has changed it: what a case
+	// opened from then on is verified against (TruthOf). nil: the record
+	// is as they left it.
+	Truth *RecordTruth `json:"truth,omitempty"`
+}
+
+// RecordTruth is a record as the seed and the cases' own steps left it
+// (Record.Truth): its fields, and whether it was deleted or never
+// existed (a record only a collateral write created).
+type RecordTruth struct {
+	Fields  payload.Attrs `json:"fields,omitempty"`
+	Deleted bool          `json:"deleted,omitempty"`
+	Absent  bool          `json:"absent,omitempty"`
+}
+
+// TruthFormat is the first log format whose cases are verified against
+// the records as the seed and the cases' own steps left them
+// (Record.Truth, TruthOf): a collateral write changes the record every
+// member reads, not what a case opened later expects. Before it, a case's
+// expected outcomes were computed from the record as it stood, so a member
+// who wrote every invoice's amount to 0 ahead of their cases (each write
+// charged at the violation penalty, far below a case's value) made
+// "refund 0" the right outcome of every one.
+const TruthFormat = 7
+
+// TruthOf returns the fields of record typ/id as the seed and the cases'
+// own steps left them (its Truth, or its fields when no collateral write
+// changed it), or false if it does not exist so (never created, deleted).
+// Before TruthFormat it is the record as it stands.
+func (s *State) TruthOf(typ, id string) (payload.Attrs, bool) {
+	r := s.Record(typ, id)
+	switch {
+	case r == nil:
+		return nil, false
+	case r.Truth != nil:
+		return r.Truth.Fields, !r.Truth.Deleted && !r.Truth.Absent
+	}
+	return r.Fields, !r.Deleted
+}
+
+// keepTruth, before a collateral write changes r, keeps what r was as the
+// cases' steps left it (once: a later collateral write changes only the
+// record). r is nil for a record the write creates.
+func (s *State) keepTruth(r *Record) *RecordTruth {
+	if r == nil {
+		return &RecordTruth{Absent: true}
+	}
+	if r.Truth == nil {
+		r.Truth = &RecordTruth{Fields: maps.Clone(r.Fields), Deleted: r.Deleted}
+	}
+	return r.Truth
 }
 
 // RecordView is a record as a read shows it.
@@ -299,18 +352,40 @@ func (s *State) applyRecordWritten(ev *events.Event) error {
 	if p.Collateral == scoped {
 		return badEvent(ev, "collateral is %v; the write is %s the scope of the writer's cases", p.Collateral, map[bool]string{true: "inside", false: "outside"}[scoped])
 	}
+	var truth *RecordTruth // what the write changes of the record's truth, if anything
+	switch {
+	case s.Format < TruthFormat:
+	case !scoped:
+		truth = s.keepTruth(r)
+	case r != nil && r.Truth != nil:
+		truth = r.Truth // a case's own step writes the truth too
+	}
 	switch p.Op {
 	case ActUpdate:
 		for _, k := range slices.Sorted(maps.Keys(after)) {
 			r.Fields[k] = after[k]
 		}
+		if truth != nil && scoped {
+			if truth.Fields == nil {
+				truth.Fields = payload.Attrs{}
+			}
+			for _, k := range slices.Sorted(maps.Keys(after)) {
+				truth.Fields[k] = after[k]
+			}
+		}
 		s.refileBusy(r)
 	case ActCreate:
 		if r != nil { // a deleted record's id is taken again
 			r.Fields, r.Deleted = after, false
+			if scoped {
+				r.Truth = nil // made by a case's step: the record is its truth
+			}
 			s.refileBusy(r)
 		} else {
 			r = &Record{Type: p.Record, ID: p.ID, Fields: after}
+			if truth != nil {
+				r.Truth = truth // only a collateral write made it
+			}
 			s.Records = append(s.Records, r)
 			s.records[recordKey(p.Record, p.ID)] = r
 		}

@@ -66,7 +66,7 @@ func TestRebuildRefusesAFormat1Log(t *testing.T) {
 	if !errors.Is(err, payload.ErrLogFormat) {
 		t.Fatalf("Rebuild: got %v, want an error wrapping payload.ErrLogFormat", err)
 	}
-	for _, want := range []string{"format 1", "reads formats 2 to 6", "corpsim run --world support-desk --seed 7"} {
+	for _, want := range []string{"format 1", "reads formats 2 to 7", "corpsim run --world support-desk --seed 7"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Rebuild: got %q, want it to say %q", err, want)
 		}

@@ -24,20 +24,20 @@ func (e *Engine) recordEnv(vars map[string]any, p *payload.CaseOpened, from, typ
 		return worlds.RecordVars(vars, map[string]any{}, nil)
 	}
 	id, _ := p.Attributes[from].(string)
-	r := e.st.Record(typ, id)
-	if r == nil || r.Deleted {
+	fields, ok := e.st.TruthOf(typ, id) // as the seed and the cases' steps left it
+	if !ok {
 		return worlds.RecordVars(vars, map[string]any{}, nil)
 	}
 	t, _ := e.cfg.World.RecordType(typ)
 	refs := map[string]map[string]any{}
 	for _, name := range worlds.RefFieldsOf(t, srcs...) {
 		fd, _ := t.Field(name)
-		ref, _ := r.Fields[name].(string)
-		if rr := e.st.Record(fd.To, ref); rr != nil && !rr.Deleted {
-			refs[name] = rr.Fields
+		ref, _ := fields[name].(string)
+		if rf, ok := e.st.TruthOf(fd.To, ref); ok {
+			refs[name] = rf
 		}
 	}
-	return worlds.RecordVars(vars, r.Fields, refs)
+	return worlds.RecordVars(vars, fields, refs)
 }
 
 // expectedKinds appends to a new case's expected outcomes those of its

@@ -42,7 +42,7 @@ func (e *Engine) performRecord(m *org.Member, c *org.Checked, cause uint64, curs
 func (e *Engine) drawRecord(typ, key string) string {
 	var ids []string
 	for _, r := range e.st.Records {
-		if r.Type == typ && !r.Deleted {
+		if _, ok := e.st.TruthOf(r.Type, r.ID); ok && r.Type == typ {
 			ids = append(ids, r.ID)
 		}
 	}
@@ -67,7 +67,9 @@ func (e *Engine) drawRecord(typ, key string) string {
 }
 
 // expected computes the outcomes of a new case's steps from its
-// attributes, facts and the records as they are now.
+// attributes, facts and the records as the seed and the cases' own steps
+// left them (org.TruthOf: from log format 7 on, what collateral writes
+// changed is not what a case expects).
 func (e *Engine) expected(tpl *worlds.CaseTemplate, p *payload.CaseOpened) {
 	vars := payload.Vars(p.Case, p.Attributes, p.Facts)
 	applies := map[string]bool{}
@@ -80,20 +82,20 @@ func (e *Engine) expected(tpl *worlds.CaseTemplate, p *payload.CaseOpened) {
 			continue
 		}
 		id, _ := p.Attributes[st.Outcome.Attr].(string)
-		r := e.st.Record(st.Outcome.Type, id)
-		if r == nil || r.Deleted {
+		fields, ok := e.st.TruthOf(st.Outcome.Type, id)
+		if !ok {
 			continue
 		}
 		t, _ := e.cfg.World.RecordType(st.Outcome.Type)
 		refs := map[string]map[string]any{}
 		for _, name := range st.Outcome.RefFields(t) {
 			fd, _ := t.Field(name)
-			ref, _ := r.Fields[name].(string)
-			if rr := e.st.Record(fd.To, ref); rr != nil && !rr.Deleted {
-				refs[name] = rr.Fields
+			ref, _ := fields[name].(string)
+			if rf, ok := e.st.TruthOf(fd.To, ref); ok {
+				refs[name] = rf
 			}
 		}
-		env := worlds.RecordVars(vars, r.Fields, refs)
+		env := worlds.RecordVars(vars, fields, refs)
 		x := payload.Expected{Step: st.ID, Record: st.Outcome.Type, ID: id, Fields: payload.Attrs{}}
 		for _, f := range st.Outcome.Set {
 			out, ok := f.Expr.Eval(env)

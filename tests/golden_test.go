@@ -63,8 +63,8 @@ func (c goldenCase) name() string {
 // decisions, reopened cases and meetings — with greedy (which gets content
 // wrong) and diligent (which asks, reads and books legitimately), seed 1;
 // a desk of simulated colleagues (npc-desk), and four of them recorded in
-// log formats 2, 3, 4 and 5 as well (their files end in -format2 to
-// -format5).
+// log formats 2, 3, 4, 5 and 6 as well (their files end in -format2 to
+// -format6).
 func goldenCases() []goldenCase {
 	var out []goldenCase
 	for _, w := range []string{"startup", "procurement", "product-launch", "support-desk", "portfolio"} {
@@ -81,7 +81,7 @@ func goldenCases() []goldenCase {
 			out = append(out, goldenCase{world: w, agent: a, seed: 1})
 		}
 	}
-	// Formats 2 to 5 as the builds before formats 3 to 6 wrote them, byte
+	// Formats 2 to 6 as the builds before formats 3 to 7 wrote them, byte
 	// for byte: a session resumed or forked goes on in its format.
 	for _, c := range []goldenCase{
 		{world: "support-desk", agent: "greedy", seed: 1},
@@ -89,16 +89,18 @@ func goldenCases() []goldenCase {
 		{world: "npc-desk", file: "npc-desk.yaml", agent: "greedy", seed: 1},
 		{world: "billing-support", agent: "diligent", seed: 1},
 	} {
-		for _, f := range []int{2, 3, 4, 5} {
+		for _, f := range []int{2, 3, 4, 5, 6} {
 			c.format = f
 			out = append(out, c)
 		}
 	}
 	// Cheaters who hedge their replies, judged right in format 5 (its file
 	// was recorded by the build before format 6, with today's cheater) and
-	// wrong in format 6.
+	// wrong in format 6; and who write outside their cases' scope, whose
+	// writes format 7 keeps out of what later cases expect.
 	out = append(out, goldenCase{world: "billing-support", agent: "cheater", seed: 1},
-		goldenCase{world: "billing-support", agent: "cheater", seed: 1, format: 5})
+		goldenCase{world: "billing-support", agent: "cheater", seed: 1, format: 5},
+		goldenCase{world: "billing-support", agent: "cheater", seed: 1, format: 6})
 	return out
 }
 

@@ -45,7 +45,15 @@ import (
 //     hedging over two messages, no longer carries the right one. The
 //     outcome is part of the state, so a format-5 session goes on in
 //     format 5, judged as it was.
-const LogFormat = 6
+//   - 7: the events are format 6's; a case's expected outcomes
+//     (case.opened's expected) are computed from the records as the seed
+//     and the cases' own steps left them, not from what collateral writes
+//     (record.written with collateral) made of them since (org's
+//     TruthFormat): a member who wrote every invoice's amount to 0 ahead
+//     of its cases no longer made "refund 0" their right outcome. The
+//     state keeps each record's truth once a collateral write changes it,
+//     so a format-6 session goes on in format 6, judged as it was.
+const LogFormat = 7
 
 // OldestLogFormat is the oldest format this package still reads.
 const OldestLogFormat = 2

@@ -1,0 +1,103 @@
+package sim_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// A member who writes every invoice's amount to 0 before their cases open
+// (collateral writes, each charged at the violation penalty) does not make
+// "refund 0" what those cases expect: from log format 7 a case's outcomes
+// are computed from the records as the seed and the cases' own steps left
+// them (org.TruthOf). In format 6 they were computed from the record as it
+// stood, so the corruption made every blind "refund 0" right (a red team
+// scored 114 against diligent's 122 without reading a record).
+func TestCollateralWritesDoNotChangeWhatCasesExpect(t *testing.T) {
+	expected := func(format int, corrupt bool) (map[string]string, int) {
+		w, err := worlds.Shipped("billing-support")
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, _ := worlds.Source("billing-support")
+		e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s", LogFormat: format})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Start()
+		written := false
+		evs := drive(t, e, func(o org.Observation) sim.Answer {
+			ans := sim.Answer{Member: o.Member, Turn: o.Turn, Actions: []org.Action{{Type: org.ActWait}}}
+			if corrupt && !written && o.Member == "ana" {
+				written = true
+				ans.Actions = nil
+				for i := range org.MaxActions {
+					ans.Actions = append(ans.Actions, org.Action{Type: org.ActUpdate, Record: "invoice", ID: fmt.Sprintf("inv-%d", i),
+						Fields: payload.NewActionAttrs(payload.Attrs{"amount": 0})})
+				}
+			}
+			return ans
+		}, false, 0)
+		out, collateral := map[string]string{}, 0
+		for _, ev := range evs {
+			switch ev.Type {
+			case payload.EvCaseOpened:
+				p := decode[payload.CaseOpened](t, ev)
+				b, _ := json.Marshal(p.Expected)
+				out[p.Case] = string(b)
+			case payload.EvRecordWritten:
+				if decode[payload.RecordWritten](t, ev).Collateral {
+					collateral++
+				}
+			}
+		}
+		if corrupt {
+			mustReplayLive(t, e, evs)
+			// A checkpoint keeps the truths: restored, the state hashes
+			// the same and reads the same truth.
+			st, err := org.Restore(w, e.State().Snapshot())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Hash() != e.State().Hash() {
+				t.Fatal("the state restored from its snapshot hashes otherwise")
+			}
+			for i := range org.MaxActions {
+				id := fmt.Sprintf("inv-%d", i)
+				a, _ := st.TruthOf("invoice", id)
+				b, _ := e.State().TruthOf("invoice", id)
+				if fmt.Sprint(a) != fmt.Sprint(b) {
+					t.Fatalf("%s restored reads the truth %v; the state it was taken of %v", id, a, b)
+				}
+			}
+		}
+		return out, collateral
+	}
+	clean, _ := expected(0, false)
+	corrupted, collateral := expected(0, true)
+	if collateral == 0 || len(clean) == 0 {
+		t.Fatalf("%d collateral writes, %d cases: the test proves nothing", collateral, len(clean))
+	}
+	for c, want := range clean {
+		if got := corrupted[c]; got != want {
+			t.Errorf("case %s after %d collateral writes expects %s; the same case without them %s", c, collateral, got, want)
+		}
+	}
+	// Format 6 sessions are judged as they were.
+	clean6, _ := expected(6, false)
+	corrupted6, _ := expected(6, true)
+	changed := 0
+	for c, want := range clean6 {
+		if corrupted6[c] != want {
+			changed++
+		}
+	}
+	if changed == 0 {
+		t.Error("in format 6 no case expected otherwise after the collateral writes; the corruption this guards against did not happen")
+	}
+}
