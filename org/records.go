@@ -72,6 +72,11 @@ type RecordTruth struct {
 // "refund 0" the right outcome of every one.
 const TruthFormat = 7
 
+// RedoDepsFormat is the first log format whose rubric takes a case step's
+// dependency that its requester reopened as the task that redoes it
+// (policies' redoneAs): a step that stood counts once the redo does.
+const RedoDepsFormat = 7
+
 // TruthOf returns the fields of record typ/id as the seed and the cases'
 // own steps left them (its Truth, or its fields when no collateral write
 // changed it), or false if it does not exist so (never created, deleted).

@@ -178,6 +178,20 @@ func (v *verifier) check(t *org.Task) (string, bool) {
 	final := t.Case == ""
 	for _, d := range t.Spec.Deps {
 		dt := s.Task(d)
+		if redo := redoneAs(s, dt); redo != nil {
+			// The requester reopened the dependency and it was redone as a
+			// new task: a step that stood (its outcome met) counts once the
+			// redo does, done before it or after.
+			if redo.Status != org.StatusDone {
+				return fmt.Sprintf("its dependency %s was reopened and its redo %s is not done", d, redo.ID), false
+			}
+			why, depFinal := v.verify(redo)
+			final = final && depFinal
+			if why != "" {
+				return fmt.Sprintf("its dependency %s was redone as %s, which does not count (%s)", d, redo.ID, why), final
+			}
+			continue
+		}
 		if dt.Status != org.StatusDone || dt.DoneSeq > t.DoneSeq {
 			// Final as it stands: a dependency done later gets a later
 			// sequence number, and the reason reads the same.
@@ -191,6 +205,28 @@ func (v *verifier) check(t *org.Task) (string, bool) {
 	}
 	why := v.own(t, &final)
 	return why, final
+}
+
+// redoneAs returns the task that redoes case step dt since its requester
+// reopened the case, from log format org.RedoDepsFormat on; nil if dt is
+// still one of its case's steps (or the log is older). Before that format
+// a step that stood kept depending on the replaced task, which never
+// counts again: fixing only the wrong step earned nothing for the right
+// ones after it, and getting those wrong too (redone as well) earned more.
+func redoneAs(s *org.State, dt *org.Task) *org.Task {
+	if s.Format < org.RedoDepsFormat || dt.Case == "" {
+		return nil
+	}
+	c := s.CaseOf(dt)
+	if c == nil || reopenedStep(c, dt) == "" {
+		return nil
+	}
+	for _, id := range c.Steps {
+		if t := s.Task(id); t != nil && t.Spec.Step == dt.Spec.Step {
+			return t
+		}
+	}
+	return nil
 }
 
 // own is check's part about t itself once its dependencies count; it

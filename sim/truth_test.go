@@ -1,9 +1,16 @@
 package sim_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strings"
 	"testing"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/policies"
 
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
@@ -100,4 +107,88 @@ func TestCollateralWritesDoNotChangeWhatCasesExpect(t *testing.T) {
 	if changed == 0 {
 		t.Error("in format 6 no case expected otherwise after the collateral writes; the corruption this guards against did not happen")
 	}
+}
+
+// A case whose refund was wrong is reopened and only the refund redone; the
+// confirmation and note that stood (their outcomes met) count once the redo
+// does, from log format 7 (policies' redoneAs). In format 6 they kept
+// depending on the replaced refund, which never counts again: fixing only
+// what was wrong earned nothing for the rest, and getting the rest wrong
+// too earned more. The dense rewards add up to the final score both ways.
+func TestStepsThatStoodCountOnceTheirRedoDoes(t *testing.T) {
+	play := func(format int) (float64, int, *sim.Engine, []events.Event) {
+		w, err := worlds.Shipped("billing-support")
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, _ := worlds.Source("billing-support")
+		e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s", LogFormat: format})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seats := map[string]agents.Agent{}
+		for _, m := range w.Members {
+			a, err := agents.New("diligent", agents.Options{Seed: 1, Member: m.ID, World: w})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seats[m.ID] = a
+		}
+		skewed := map[string]bool{} // the invoices whose first refund was written off by one
+		e.Start()
+		var evs []events.Event
+		err = sim.Play(e, func(b []events.Event) bool { evs = append(evs, b...); return true }, func(tn sim.Turn) (sim.Answer, bool) {
+			acts, _ := seats[tn.Member].Decide(context.Background(), tn.Observation)
+			for i, a := range acts {
+				if a.Type != org.ActUpdate || a.Record != "invoice" || skewed[a.ID] {
+					continue
+				}
+				fields := a.Fields.Attrs()
+				var v float64
+				switch x := fields["refunded"].(type) {
+				case float64:
+					v = x
+				case int64:
+					v = float64(x)
+				case int:
+					v = float64(x)
+				default:
+					continue
+				}
+				fields["refunded"] = v + 1
+				acts[i].Fields = payload.NewActionAttrs(fields)
+				skewed[a.ID] = true
+			}
+			return sim.Answer{Member: tn.Member, Turn: tn.Observation.Turn, Actions: acts}, true
+		}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reopened := 0
+		for _, ev := range evs {
+			if ev.Type == payload.EvCaseReopened {
+				reopened++
+			}
+		}
+		sc := policies.Score(e.State())
+		if d := sc.TeamScore - e.State().Reward; math.Abs(d) > 1e-6 {
+			t.Errorf("format %d: team score %v, dense rewards sum to %v", format, sc.TeamScore, e.State().Reward)
+		}
+		return sc.TeamScore, reopened, e, evs
+	}
+	score7, reopened, e, evs := play(0)
+	score6, _, _, _ := play(6)
+	if reopened == 0 {
+		t.Fatal("no case was reopened: the test proves nothing")
+	}
+	mustReplayLive(t, e, evs)
+	if score7 <= score6 {
+		t.Errorf("%d cases reopened for their refund alone: team score %v in format 7, %v in format 6; want the steps that stood to count in 7", reopened, score7, score6)
+	}
+	for _, u := range policies.Score(e.State()).Unverified {
+		if strings.Contains(u, "does not count (wrong outcome: the requester reopened") {
+			t.Errorf("a step that stood does not count: %s", u)
+		}
+	}
+	t.Logf("%d reopened; team score %v (format 7), %v (format 6)", reopened, score7, score6)
 }

@@ -52,7 +52,10 @@ import (
 //     TruthFormat): a member who wrote every invoice's amount to 0 ahead
 //     of its cases no longer made "refund 0" their right outcome. The
 //     state keeps each record's truth once a collateral write changes it,
-//     so a format-6 session goes on in format 6, judged as it was.
+//     so a format-6 session goes on in format 6, judged as it was. And a
+//     case step that stood when its requester reopened the case depends
+//     on the task that redoes a reopened dependency, not on the replaced
+//     one, which never counts again (org's RedoDepsFormat).
 const LogFormat = 7
 
 // OldestLogFormat is the oldest format this package still reads.
