@@ -27,15 +27,7 @@ import (
 // scored 114 against diligent's 122 without reading a record).
 func TestCollateralWritesDoNotChangeWhatCasesExpect(t *testing.T) {
 	expected := func(format int, corrupt bool) (map[string]string, int) {
-		w, err := worlds.Shipped("billing-support")
-		if err != nil {
-			t.Fatal(err)
-		}
-		src, _ := worlds.Source("billing-support")
-		e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s", LogFormat: format})
-		if err != nil {
-			t.Fatal(err)
-		}
+		w, e := billingSeed1(t, format)
 		e.Start()
 		written := false
 		evs := drive(t, e, func(o org.Observation) sim.Answer {
@@ -117,15 +109,7 @@ func TestCollateralWritesDoNotChangeWhatCasesExpect(t *testing.T) {
 // too earned more. The dense rewards add up to the final score both ways.
 func TestStepsThatStoodCountOnceTheirRedoDoes(t *testing.T) {
 	play := func(format int) (float64, int, *sim.Engine, []events.Event) {
-		w, err := worlds.Shipped("billing-support")
-		if err != nil {
-			t.Fatal(err)
-		}
-		src, _ := worlds.Source("billing-support")
-		e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s", LogFormat: format})
-		if err != nil {
-			t.Fatal(err)
-		}
+		w, e := billingSeed1(t, format)
 		seats := map[string]agents.Agent{}
 		for _, m := range w.Members {
 			a, err := agents.New("diligent", agents.Options{Seed: 1, Member: m.ID, World: w})
@@ -137,7 +121,7 @@ func TestStepsThatStoodCountOnceTheirRedoDoes(t *testing.T) {
 		skewed := map[string]bool{} // the invoices whose first refund was written off by one
 		e.Start()
 		var evs []events.Event
-		err = sim.Play(e, func(b []events.Event) bool { evs = append(evs, b...); return true }, func(tn sim.Turn) (sim.Answer, bool) {
+		err := sim.Play(e, func(b []events.Event) bool { evs = append(evs, b...); return true }, func(tn sim.Turn) (sim.Answer, bool) {
 			acts, _ := seats[tn.Member].Decide(context.Background(), tn.Observation)
 			for i, a := range acts {
 				if a.Type != org.ActUpdate || a.Record != "invoice" || skewed[a.ID] {
@@ -191,4 +175,20 @@ func TestStepsThatStoodCountOnceTheirRedoDoes(t *testing.T) {
 		}
 	}
 	t.Logf("%d reopened; team score %v (format 7), %v (format 6)", reopened, score7, score6)
+}
+
+// billingSeed1 makes an engine of billing-support, seed 1, recording log
+// format format (0: the current one).
+func billingSeed1(t *testing.T, format int) (*worlds.World, *sim.Engine) {
+	t.Helper()
+	w, err := worlds.Shipped("billing-support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := worlds.Source("billing-support")
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s", LogFormat: format})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, e
 }
