@@ -183,7 +183,7 @@ func (v *verifier) check(t *org.Task) (string, bool) {
 			// new task: a step that stood (its outcome met) counts once the
 			// redo does, done before it or after.
 			if redo.Status != org.StatusDone {
-				return fmt.Sprintf("its dependency %s was reopened and its redo %s is not done", d, redo.ID), false
+				return fmt.Sprintf("its dependency %s does not count (wrong outcome: the requester reopened case %s, and its redo %s is not done)", d, dt.Case, redo.ID), false
 			}
 			why, depFinal := v.verify(redo)
 			final = final && depFinal

@@ -170,7 +170,7 @@ func TestStepsThatStoodCountOnceTheirRedoDoes(t *testing.T) {
 		t.Errorf("%d cases reopened for their refund alone: team score %v in format 7, %v in format 6; want the steps that stood to count in 7", reopened, score7, score6)
 	}
 	for _, u := range policies.Score(e.State()).Unverified {
-		if strings.Contains(u, "does not count (wrong outcome: the requester reopened") {
+		if strings.Contains(u, "and the step was redone as a new task)") {
 			t.Errorf("a step that stood does not count: %s", u)
 		}
 	}
