@@ -83,10 +83,15 @@ const RedoDepsFormat = 7
 // Before TruthFormat it is the record as it stands.
 func (s *State) TruthOf(typ, id string) (payload.Attrs, bool) {
 	r := s.Record(typ, id)
-	switch {
-	case r == nil:
+	if r == nil {
 		return nil, false
-	case r.Truth != nil:
+	}
+	return r.TrueFields()
+}
+
+// TrueFields is TruthOf of r.
+func (r *Record) TrueFields() (payload.Attrs, bool) {
+	if r.Truth != nil {
 		return r.Truth.Fields, !r.Truth.Deleted && !r.Truth.Absent
 	}
 	return r.Fields, !r.Deleted

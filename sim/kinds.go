@@ -24,20 +24,33 @@ func (e *Engine) recordEnv(vars map[string]any, p *payload.CaseOpened, from, typ
 		return worlds.RecordVars(vars, map[string]any{}, nil)
 	}
 	id, _ := p.Attributes[from].(string)
-	fields, ok := e.st.TruthOf(typ, id) // as the seed and the cases' steps left it
+	env, ok := e.truthEnv(vars, typ, id, func(t *worlds.RecordType) []string { return worlds.RefFieldsOf(t, srcs...) })
 	if !ok {
 		return worlds.RecordVars(vars, map[string]any{}, nil)
 	}
+	return env
+}
+
+// truthEnv is the environment of a case's expressions about record
+// typ/id: vars, the record's fields and those of the records its
+// reference fields (refFields of its type) name, each as the seed and the
+// cases' own steps left it (org.TruthOf); false if the record does not
+// exist so.
+func (e *Engine) truthEnv(vars map[string]any, typ, id string, refFields func(*worlds.RecordType) []string) (map[string]any, bool) {
+	fields, ok := e.st.TruthOf(typ, id)
+	if !ok {
+		return nil, false
+	}
 	t, _ := e.cfg.World.RecordType(typ)
 	refs := map[string]map[string]any{}
-	for _, name := range worlds.RefFieldsOf(t, srcs...) {
+	for _, name := range refFields(t) {
 		fd, _ := t.Field(name)
 		ref, _ := fields[name].(string)
 		if rf, ok := e.st.TruthOf(fd.To, ref); ok {
 			refs[name] = rf
 		}
 	}
-	return worlds.RecordVars(vars, fields, refs)
+	return worlds.RecordVars(vars, fields, refs), true
 }
 
 // expectedKinds appends to a new case's expected outcomes those of its

@@ -42,7 +42,7 @@ func (e *Engine) performRecord(m *org.Member, c *org.Checked, cause uint64, curs
 func (e *Engine) drawRecord(typ, key string) string {
 	var ids []string
 	for _, r := range e.st.Records {
-		if _, ok := e.st.TruthOf(r.Type, r.ID); ok && r.Type == typ {
+		if _, ok := r.TrueFields(); ok && r.Type == typ {
 			ids = append(ids, r.ID)
 		}
 	}
@@ -82,20 +82,11 @@ func (e *Engine) expected(tpl *worlds.CaseTemplate, p *payload.CaseOpened) {
 			continue
 		}
 		id, _ := p.Attributes[st.Outcome.Attr].(string)
-		fields, ok := e.st.TruthOf(st.Outcome.Type, id)
+		env, ok := e.truthEnv(vars, st.Outcome.Type, id, st.Outcome.RefFields)
 		if !ok {
 			continue
 		}
 		t, _ := e.cfg.World.RecordType(st.Outcome.Type)
-		refs := map[string]map[string]any{}
-		for _, name := range st.Outcome.RefFields(t) {
-			fd, _ := t.Field(name)
-			ref, _ := fields[name].(string)
-			if rf, ok := e.st.TruthOf(fd.To, ref); ok {
-				refs[name] = rf
-			}
-		}
-		env := worlds.RecordVars(vars, fields, refs)
 		x := payload.Expected{Step: st.ID, Record: st.Outcome.Type, ID: id, Fields: payload.Attrs{}}
 		for _, f := range st.Outcome.Set {
 			out, ok := f.Expr.Eval(env)
