@@ -392,12 +392,21 @@ func (s *Service) List(ctx context.Context) ([]events.SessionMeta, error) {
 	return s.overlayEnded(metas), nil
 }
 
-// listsPaused tells whether the list gives a paused session
-// wire.StatusPaused: a lone server does; a worker of a cluster does not,
-// since one worker answers each listing (a queue group) and knows only the
-// sessions it runs: the listing would name some paused sessions and not
-// others, differently each time.
-func (s *Service) listsPaused() bool { return s.cfg.Queue == "" }
+// markPaused sets m's status to wire.StatusPaused if an operator holds
+// session ss paused and the list says so: a lone server's does; a worker
+// of a cluster's does not, since one worker answers each listing (a queue
+// group) and knows only the sessions it runs: the listing would name some
+// paused sessions and not others, differently each time.
+func (s *Service) markPaused(ss *session, m *events.SessionMeta) {
+	if s.cfg.Queue != "" {
+		return
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.paused {
+		m.Status = wire.StatusPaused
+	}
+}
 
 // held returns the metadata of session id if the service holds it for its
 // start (created with wait): not in the store yet.
@@ -454,13 +463,7 @@ func (s *Service) overlayEnded(metas []events.SessionMeta) []events.SessionMeta 
 			if last, err := s.cfg.Log.LastSeq(context.Background(), metas[i].ID); err == nil {
 				metas[i].LastSeq = last
 			}
-			if s.listsPaused() {
-				ss.mu.Lock()
-				if ss.paused {
-					metas[i].Status = wire.StatusPaused
-				}
-				ss.mu.Unlock()
-			}
+			s.markPaused(ss, &metas[i])
 			continue
 		}
 		ss.mu.Lock()
@@ -486,11 +489,7 @@ func (s *Service) overlayEnded(metas []events.SessionMeta) []events.SessionMeta 
 		if m, ok := ss.heldMeta(); ok {
 			// Held for a start (created with wait): listed running at
 			// seq 0, so that its creator finds it before it starts.
-			ss.mu.Lock()
-			if ss.paused && s.listsPaused() {
-				m.Status = wire.StatusPaused
-			}
-			ss.mu.Unlock()
+			s.markPaused(ss, &m)
 			metas, added = append(metas, m), true
 			continue
 		}
@@ -1371,7 +1370,7 @@ func (s *Service) Counts() (sessions, seats map[string]int) {
 			sessions[string(ss.meta.Status)]++
 		default:
 			if ss.paused {
-				sessions["paused"]++
+				sessions[wire.StatusPaused]++
 			} else {
 				sessions["running"]++
 			}
