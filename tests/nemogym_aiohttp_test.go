@@ -42,8 +42,10 @@ func aiohttpPython(t *testing.T) string {
 // replacing the last, verify) and gymnasium_agent's (reset, step, close)
 // each play bob to the session's end with a plain policy; verify's reward
 // and the steps' rewards equal the team score `corpsim score` recomputes
-// from the log, and verify's member component bob's delivered value. A
-// call without the session's cookie, or with a forged one, reaches none.
+// from the log, and verify's member component bob's delivered value. One
+// step sends 17 calls, one more than a turn takes: every output says the
+// turn was refused whole. A call without the session's cookie, or with a
+// forged one, reaches none.
 func TestNemoGymAiohttpRollouts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real corpsim")
@@ -73,6 +75,7 @@ func TestNemoGymAiohttpRollouts(t *testing.T) {
 		Rewards      float64 `json:"rewards"`
 		Calls        int     `json:"calls"`
 		Steps        int     `json:"steps"`
+		OverLimit    int     `json:"over_limit"` // the calls of the step of 17, each refused
 		Status       string  `json:"status"`
 		Terminated   bool    `json:"terminated"`
 	}
@@ -98,6 +101,9 @@ func TestNemoGymAiohttpRollouts(t *testing.T) {
 		t.Errorf("verify's member component %g; bob delivered %g", simple.MemberReward, bob)
 	}
 	res = scoreOf(t, data, gym.Session)
+	if gym.OverLimit != 17 {
+		t.Errorf("gymnasium_agent's step of 17 calls: %d outputs refused; want all 17", gym.OverLimit)
+	}
 	if !gym.Terminated || gym.Status != "finished" || res.Score.TeamScore <= 0 || math.Abs(gym.Rewards-res.Score.TeamScore) > 1e-6 {
 		t.Errorf("gymnasium_agent's rollout: %+v; corpsim score says %g", gym, res.Score.TeamScore)
 	}

@@ -107,7 +107,7 @@ async def gymnasium_flow(client, base, row):
     reset = json.loads(raw)
     if reset["info"].get("supports_explicit_close") is not True:
         raise RuntimeError(f"reset does not offer close: {raw[:300]!r}")
-    text, rewards, steps, last = reset["observation"], 0.0, 0, None
+    text, rewards, steps, last, over_limit = reset["observation"], 0.0, 0, None, 0
     while True:
         steps += 1
         if steps > 5000:
@@ -115,14 +115,24 @@ async def gymnasium_flow(client, base, row):
         name, args = decide(json.loads(text), last)
         item = {"type": "function_call", "id": f"fc_{steps}", "call_id": f"call_{steps}", "name": name,
                 "arguments": json.dumps(args), "status": "completed"}
-        body = {"responses_create_params": row["responses_create_params"], "response": {"id": f"resp_{steps}", "output": [item]}}
+        items = [item]
+        if steps == 2:
+            # A response of 17 calls, one more than a turn takes: refused
+            # whole, each call's output saying so.
+            items += [dict(item, id=f"fc_{steps}_{i}", call_id=f"call_{steps}_{i}") for i in range(16)]
+        body = {"responses_create_params": row["responses_create_params"], "response": {"id": f"resp_{steps}", "output": items}}
         status, raw, cookies = await post(client, base + "/step", body, env_cookies)
         if status != 200:
             raise RuntimeError(f"step {steps}: {status} {raw[:300]!r}")
         st = json.loads(raw)
         outs = st["info"]["tool_outputs"]
-        if len(outs) != 1 or outs[0]["call_id"] != item["call_id"]:
+        if [o["call_id"] for o in outs] != [i["call_id"] for i in items]:
             raise RuntimeError(f"step {steps}: tool outputs {outs}")
+        if len(items) > 1:
+            results = [json.loads(o["output"]).get("result", "") for o in outs]
+            if not all(r.startswith("refused (malformed): reply has 17 actions; the limit is 16") for r in results):
+                raise RuntimeError(f"step {steps}: 17 calls answered {results[:2]}")
+            over_limit = len(results)
         last = (name, args) if json.loads(outs[0]["output"]).get("result", "").startswith("refused") else None
         rewards += st["reward"]
         if st["terminated"] or st["truncated"]:
@@ -131,7 +141,7 @@ async def gymnasium_flow(client, base, row):
     status, raw, _ = await post(client, base + "/close", {}, env_cookies)
     if status != 200:
         raise RuntimeError(f"close: {status} {raw[:300]!r}")
-    return {"flow": "gymnasium", "session": reset["info"]["session"], "rewards": rewards, "steps": steps,
+    return {"flow": "gymnasium", "session": reset["info"]["session"], "rewards": rewards, "steps": steps, "over_limit": over_limit,
             "terminated": st["terminated"], "status": st["info"].get("status")}
 
 
