@@ -179,6 +179,19 @@ func TestLiveListsHeldAndPausedSessions(t *testing.T) {
 	paused := create(wire.CreateRequest{World: "startup", Seed: 4, Agents: "greedy,bob=remote", TurnTimeout: "1h"})
 	control(paused, "pause")
 	defer control(paused, "stop") // before the server's shutdown, which would wait for bob's hour
+	// A session created later that has ended: by creation alone it would
+	// be listed first (newest first); the paused one goes before it.
+	time.Sleep(1100 * time.Millisecond) // a later creation second
+	finished := create(wire.CreateRequest{World: "startup", Seed: 5, Agents: "greedy"})
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		_, body := httpDo(t.Context(), "GET", base+"/v1/sessions?status=finished", op, nil)
+		if strings.Contains(string(body), finished) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s did not finish: %s", finished, body)
+		}
+	}
 
 	code, index := httpDo(t.Context(), "GET", base+"/live/", op, nil)
 	if code != http.StatusOK {
@@ -197,6 +210,9 @@ func TestLiveListsHeldAndPausedSessions(t *testing.T) {
 	}
 	if r := row(paused); !strings.Contains(r, `class="paused"`) {
 		t.Errorf("the paused session in /live/: %q; want a row, paused", r)
+	}
+	if p, f := strings.Index(string(index), ">"+paused+"</a>"), strings.Index(string(index), ">"+finished+"</a>"); p < 0 || f < 0 || p > f {
+		t.Errorf("/live/ lists the paused session at %d, the later finished one at %d; want the paused one first", p, f)
 	}
 	if code, page := httpDo(t.Context(), "GET", base+"/live/"+held, op, nil); code != http.StatusOK {
 		t.Fatalf("the held session's page: %d %s", code, page)
