@@ -272,16 +272,7 @@ func load(name string, src []byte, partBytes int, lim Limits, par func(int, func
 		astFile, err = parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
 		return err
 	}); err != nil {
-		e := fromYAMLError(name, nil, err)
-		if l, c, hint := unclosedHint(src, e.Line, e.Column); hint != "" {
-			// The mistake is where the string or collection opened: the
-			// parser noticed it only where the text stopped making sense.
-			e.Msg = fmt.Sprintf("%s; the parser stopped at line %d, column %d: %s", hint, e.Line, e.Column, strings.TrimPrefix(e.Msg, "YAML syntax error: "))
-			e.Msg = "YAML syntax error: " + e.Msg
-			e.Line, e.Column = l, c
-		}
-		e.Path = syntaxPath(src, e.Line)
-		return nil, ErrorList{e}
+		return nil, ErrorList{syntaxError(name, src, err)}
 	}
 	if len(astFile.Docs) == 0 || astFile.Docs[0].Body == nil {
 		return nil, ErrorList{{File: name, Msg: "empty world file"}}
@@ -549,6 +540,20 @@ func keyText(k ast.MapKeyNode) string {
 		return tk.Value
 	}
 	return k.String()
+}
+
+// syntaxError is the *Error of a parser's err on src: placed where a
+// quote or bracket left open opened (unclosedHint; the parser noticed it
+// only where the text stopped making sense), with the parser's own
+// position in the message, and the field there where it can be known.
+func syntaxError(name string, src []byte, err error) *Error {
+	e := fromYAMLError(name, nil, err)
+	if l, c, hint := unclosedHint(src, e.Line, e.Column); hint != "" {
+		e.Msg = fmt.Sprintf("YAML syntax error: %s; the parser stopped at line %d, column %d: %s", hint, e.Line, e.Column, strings.TrimPrefix(e.Msg, "YAML syntax error: "))
+		e.Line, e.Column = l, c
+	}
+	e.Path = syntaxPath(src, e.Line)
+	return e
 }
 
 // fromYAMLError turns a parser or decoder error into an *Error with position and path.

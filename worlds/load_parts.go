@@ -137,9 +137,7 @@ func decodePart(name string, src []byte, f *file, lim Limits) (ast.Node, *Error)
 		astFile, err = parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
 		return err
 	}); err != nil {
-		e := fromYAMLError(name, nil, err)
-		e.Path = syntaxPath(src, e.Line) // of the part: placeError shifts its index
-		return nil, e
+		return nil, syntaxError(name, src, err) // of the part: placeError shifts its line and index
 	}
 	if len(astFile.Docs) != 1 || astFile.Docs[0].Body == nil {
 		return nil, &Error{File: name, Msg: "not one YAML document"}
