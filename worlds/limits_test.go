@@ -420,6 +420,50 @@ func TestLargeFileMistakesInParts(t *testing.T) {
 	}
 }
 
+// TestLargeFileNotCutSaysWhere: a file over the node limit that cannot be
+// read a part at a time because of one line says which line and why — an
+// unclosed bracket where it opened, a quote where it is — rather than only
+// that the file is too large.
+func TestLargeFileNotCutSaysWhere(t *testing.T) {
+	const parts = 32 << 10
+	src := Generate(GenOptions{Seed: 3, Teams: 10, Members: 1000, Projects: 20, Tasks: 50})
+	lim := Limits{Nodes: 20_000}.WithDefaults()
+	if _, err := load("w.yaml", src, parts, lim, nil); err != nil || countNodes(src) <= lim.Nodes {
+		t.Fatalf("precondition: the file is over the limit and loads in parts: %v", err)
+	}
+	for _, tc := range []struct {
+		name, old, new string
+		at             string // what the error points at, in new
+		want           string
+	}{
+		{"a bracket left open", "  - {id: m00500, role: engineer, team: team10}\n", "  - {id: m00500, role: engineer, team: team10\n",
+			"{", `the "{" opened here does not close on its line (is its closing bracket missing?)`},
+		{"a quote", "  - {id: m00500, role: ", "  - {id: m00500, name: 'Ann', role: ",
+			"'", `"'" is not read a part at a time`},
+		{"a bracket closing nothing", "  - {id: m00500, role: engineer, team: team10}", "  - {id: m00500, role: engineer, team: team10}]",
+			"]", `the "]" here closes no bracket opened on its line`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !bytes.Contains(src, []byte(tc.old)) {
+				t.Fatalf("the generated world has no %q", tc.old)
+			}
+			bad := bytes.Replace(src, []byte(tc.old), []byte(tc.new), 1)
+			line := bytes.Count(bad[:bytes.Index(bad, []byte(tc.new))], []byte("\n")) + 1
+			col := strings.Index(tc.new, tc.at) + 1
+			_, err := load("w.yaml", bad, parts, lim, nil)
+			var errs ErrorList
+			if !errors.As(err, &errs) {
+				t.Fatalf("got %v, want an ErrorList", err)
+			}
+			e := errs[0]
+			if e.Line != line || e.Column != col || !strings.HasPrefix(e.Msg, ErrLimit.Error()) ||
+				!strings.Contains(e.Msg, "above the limit of") || !strings.Contains(e.Msg, "this file cannot be read in parts because of this spot: "+tc.want) {
+				t.Errorf("got %s\nwant line %d, column %d: …because of this spot: %s", e, line, col, tc.want)
+			}
+		})
+	}
+}
+
 // TestLimitsRaisedAndRaise: what a session records of its limits (those
 // above the defaults) and how a resume combines them with the operator's.
 func TestLimitsRaisedAndRaise(t *testing.T) {

@@ -244,6 +244,21 @@ func LoadWith(name string, src []byte, o Options) (*World, error) {
 	return load(name, src, partBytes, o.Limits, o.Parallel)
 }
 
+// tooLarge is the mistake of a file of nodes YAML nodes, above the limit
+// read at once, that could not be read a part at a time; stop, if known,
+// is what kept it from being cut into parts, and places the mistake there.
+func tooLarge(name string, nodes int, lim Limits, stop *cutStop) *Error {
+	e := &Error{File: name, Msg: fmt.Sprintf("%v: about %d YAML nodes, above the limit of %d read at once (%s); "+
+		"a larger world is read a part at a time when its long lists (members, projects, …) are in block style, "+
+		"one \"- \" entry after another, each line plain (no quotes, anchors, tags or block scalars)",
+		ErrLimit, nodes, lim.Nodes, FlagNodes)}
+	if stop != nil && stop.why != "" {
+		e.Line, e.Column = stop.line, stop.col
+		e.Msg += fmt.Sprintf("; this file cannot be read in parts because of this spot: %s", stop.why)
+	}
+	return e
+}
+
 // load is Load, reading a file of at least partBytes a part at a time
 // when it can (see loadInParts), with par if it is not nil.
 func load(name string, src []byte, partBytes int, lim Limits, par func(int, func(int))) (*World, error) {
@@ -252,18 +267,14 @@ func load(name string, src []byte, partBytes int, lim Limits, par func(int, func
 	if e != nil {
 		return nil, ErrorList{e}
 	}
-	large := nodes > lim.Nodes
-	switch w, errs := loadInParts(name, src, partBytes, lim, large, par); {
+	switch w, errs := loadInParts(name, src, partBytes, lim, nodes, par); {
 	case w != nil:
 		return w, nil // not errs: a nil ErrorList is a non-nil error
 	case errs != nil:
 		return nil, errs
 	}
-	if large {
-		return nil, ErrorList{{File: name, Msg: fmt.Sprintf("%v: about %d YAML nodes, above the limit of %d read at once (%s); "+
-			"a larger world is read a part at a time when its long lists (members, projects, …) are in block style, "+
-			"one \"- \" entry after another, each line plain (no quotes, anchors, tags or block scalars)",
-			ErrLimit, nodes, lim.Nodes, FlagNodes)}}
+	if nodes > lim.Nodes {
+		return nil, ErrorList{tooLarge(name, nodes, lim, nil)}
 	}
 	// Duplicate keys are allowed by the parser and reported below, with the
 	// field's path and both positions.

@@ -40,7 +40,7 @@ const partBytes = 256 << 10
 // of a block-style section.
 var keyLine = regexp.MustCompile(`^([a-z_]+):[ ]*$`)
 
-// loadInParts loads a large world file a part at a time (see above). It
+// loadInParts loads a world file of nodes YAML nodes a part at a time (see above). It
 // returns nil when it does not apply or finds any mistake; Load then reads
 // the file whole. The exceptions are a file whose only mistakes are
 // limits it is over (a world too large), and a file too large to be read
@@ -48,11 +48,15 @@ var keyLine = regexp.MustCompile(`^([a-z_]+):[ ]*$`)
 // the validator finds with their paths but without line and column,
 // those in a part (YAML, types, unknown fields) where they are in the
 // file, rather than reading the whole file's tree to place them.
-func loadInParts(name string, src []byte, partBytes int, lim Limits, large bool, par func(int, func(int))) (*World, ErrorList) {
+func loadInParts(name string, src []byte, partBytes int, lim Limits, nodes int, par func(int, func(int))) (*World, ErrorList) {
 	if len(src) < partBytes {
 		return nil, nil
 	}
+	large := nodes > lim.Nodes
 	c, ok := cutParts(src, partBytes)
+	if !ok && large {
+		return nil, ErrorList{tooLarge(name, nodes, lim, &c.stop)}
+	}
 	if !ok || len(c.parts) == 0 {
 		return nil, nil
 	}
@@ -224,6 +228,15 @@ type cutFile struct {
 	restLines []int  // the file's line of each line of rest
 	cuts      []*cut
 	parts     []part
+	// stop is where and why a file could not be cut, when it could not.
+	stop cutStop
+}
+
+// cutStop is the first thing that kept cutParts from cutting a file: its
+// line and column (1-based; 0 for the whole file) and why.
+type cutStop struct {
+	line, col int
+	why       string
 }
 
 // restError moves e, a mistake found in the rest, to its line in the file.
@@ -257,8 +270,16 @@ func (c *cutFile) overLimit(name string, lim Limits) ErrorList {
 // exactly where the next line at the entries' indentation starts with "-",
 // so cutting there changes nothing the parser sees within an entry.
 func cutParts(src []byte, partBytes int) (c cutFile, ok bool) {
-	if bytes.ContainsAny(src, "\r\t") || bytes.HasPrefix(src, []byte("\xef\xbb\xbf")) {
+	stop := func(line, col int, why string) (cutFile, bool) {
+		c.stop = cutStop{line, col, why}
 		return c, false
+	}
+	if bytes.HasPrefix(src, []byte("\xef\xbb\xbf")) {
+		return stop(1, 1, "it starts with a byte order mark")
+	}
+	if i := bytes.IndexAny(src, "\r\t"); i >= 0 {
+		line := bytes.Count(src[:i], []byte("\n")) + 1
+		return stop(line, i-bytes.LastIndexByte(src[:i], '\n'), "it has a tab or a carriage return")
 	}
 	lines := bytes.SplitAfter(src, []byte("\n"))
 	keep := func(i int) { // line i (0-based) goes to the rest
@@ -276,7 +297,8 @@ func cutParts(src []byte, partBytes int) (c cutFile, ok bool) {
 			continue
 		}
 		if line[0] == '-' || line[0] == '.' || line[0] == '%' || line[0] == '{' || line[0] == '[' {
-			return c, false // documents, directives, flow style or a list at the top
+			// documents, directives, flow style or a list at the top
+			return stop(i+1, 1, "a document, directive, flow collection or list at the top level")
 		}
 		keep(i)
 		i++
@@ -321,8 +343,8 @@ func cutParts(src []byte, partBytes int) (c cutFile, ok bool) {
 		for j := i; j < end; j++ {
 			l := lines[j]
 			if !isBlankOrComment(l) {
-				if !plainLine(l) {
-					return c, false
+				if col, why := plainLine(l); why != "" {
+					return stop(j+1, col, why)
 				}
 				switch in := indentOf(l); {
 				case in == indent && isEntry(l, indent):
@@ -332,7 +354,8 @@ func cutParts(src []byte, partBytes int) (c cutFile, ok bool) {
 					}
 					ct.entries++
 				case in <= indent:
-					return c, false // not an entry, not inside one
+					// not an entry, not inside one
+					return stop(j+1, in+1, fmt.Sprintf("a line of %s that is not a \"- \" entry at its indentation nor inside one", ct.key))
 				}
 			}
 			if cur == nil {
@@ -365,29 +388,34 @@ func isEntry(line []byte, indent int) bool {
 	return len(t) > 0 && t[0] == '-' && (len(t) == 1 || t[1] == ' ' || t[1] == '\n')
 }
 
-// plainLine reports a line with none of the YAML that can reach past its
-// line or make one entry depend on another: quotes, anchors and aliases,
-// tags, block scalars, merge keys and complex keys, directives, reserved
-// characters, and brackets that do not close on the line.
-func plainLine(line []byte) bool {
-	if bytes.ContainsAny(line, "\"'&*!|><%@`?\\") {
-		return false
+// plainLine reports what in a line is not plain, if anything, with its
+// column (why is "" for a plain line): YAML that can reach past its line
+// or make one entry depend on another — quotes, anchors and aliases, tags,
+// block scalars, merge keys and complex keys, directives, reserved
+// characters — and brackets that do not close on the line.
+func plainLine(line []byte) (col int, why string) {
+	if i := bytes.IndexAny(line, "\"'&*!|><%@`?\\"); i >= 0 {
+		return i + 1, fmt.Sprintf("%q is not read a part at a time (quotes, anchors, aliases, tags and block scalars are not)", string(line[i]))
 	}
-	var open []byte
-	for _, c := range line {
+	var open []int // the columns of the brackets open
+	for i, c := range line {
 		switch c {
 		case '{', '[':
-			open = append(open, c)
+			open = append(open, i)
 		case '}', ']':
 			want := byte('{')
 			if c == ']' {
 				want = '['
 			}
-			if len(open) == 0 || open[len(open)-1] != want {
-				return false
+			if len(open) == 0 || line[open[len(open)-1]] != want {
+				return i + 1, fmt.Sprintf("the %q here closes no bracket opened on its line", string(c))
 			}
 			open = open[:len(open)-1]
 		}
 	}
-	return len(open) == 0
+	if len(open) > 0 {
+		i := open[len(open)-1]
+		return i + 1, fmt.Sprintf("the %q opened here does not close on its line (is its closing bracket missing?)", string(line[i]))
+	}
+	return 0, ""
 }

@@ -24,7 +24,7 @@ func loadWhole(name string, src []byte) (*World, error) {
 // whether the parts were used.
 func mustSameLoad(tb testing.TB, src []byte) bool {
 	tb.Helper()
-	got, errs := loadInParts("w.yaml", src, 1, Limits{}.WithDefaults(), false, nil)
+	got, errs := loadInParts("w.yaml", src, 1, Limits{}.WithDefaults(), 0, nil)
 	if errs != nil {
 		tb.Fatalf("in parts: over a limit: %v", errs)
 	}
