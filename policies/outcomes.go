@@ -74,6 +74,46 @@ func (c *Scorecard) scoreOutcomes(s *org.State) {
 	c.Penalties += float64(s.Collateral) * s.World.Scoring.ViolationPenalty
 }
 
+// WrongPenalties is what the wrong completions of case steps cost under
+// the world's scoring.wrong_penalty: one penalty for every completion of a
+// step whose outcome was unmet, a completion its requester reopened
+// included (each was unmet when done). The dense rewards charge each at
+// its task.completed (wrongDelta), so that they add up to the score.
+func WrongPenalties(s *org.State) float64 {
+	pen := s.World.Scoring.WrongPenalty
+	if pen == 0 {
+		return 0
+	}
+	n := 0
+	for _, c := range s.Cases {
+		for _, id := range c.Steps {
+			cur := s.Task(id)
+			if cur == nil {
+				continue
+			}
+			for r := range c.Reopens + 1 {
+				tid := org.StepTaskID(c.ID, cur.Spec.Step)
+				if r > 0 {
+					tid = org.ReopenedTaskID(c.ID, cur.Spec.Step, r)
+				}
+				if t := s.Task(tid); t != nil && t.Status == org.StatusDone && outcomeUnmet(s, t) != "" {
+					n++
+				}
+			}
+		}
+	}
+	return float64(n) * pen
+}
+
+// wrongDelta is the dense reward of case step t's completion for its
+// outcome: the wrong penalty when it was completed with its outcome unmet.
+func wrongDelta(s *org.State, t *org.Task) float64 {
+	if pen := s.World.Scoring.WrongPenalty; pen > 0 && t.Case != "" && outcomeUnmet(s, t) != "" {
+		return -pen
+	}
+	return 0
+}
+
 // collateralDelta is the dense reward of a record.written: the collateral
 // damage's cost, as scoreOutcomes charges it.
 func collateralDelta(s *org.State, ev events.Event, typed any) float64 {

@@ -135,6 +135,7 @@ func delta(s *org.State, ev events.Event, typed any) Credit {
 				c.Team -= overrunCost(s, b, t.Spec.Purchase)
 			}
 		}
+		c.Team += wrongDelta(s, t)
 		if Verify(s, t) != "" {
 			return c
 		}

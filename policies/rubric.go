@@ -346,8 +346,9 @@ type MemberCredit struct {
 // LateHalfLife of working time it was completed past its deadline (a
 // project's deadline, or a ticket's SLA). A project whose tasks are all
 // verified and on time earns its bonus value too. Every attempted policy
-// violation costs ViolationPenalty, every SLA breach SLAPenalty, and every
-// unit of spending beyond a team's budget BudgetPenalty.
+// violation costs ViolationPenalty, every SLA breach SLAPenalty, every
+// unit of spending beyond a team's budget BudgetPenalty, and every case
+// step completed with its outcome unmet WrongPenalty (WrongPenalties).
 func Score(s *org.State) Scorecard {
 	w := s.World
 	static := 0
@@ -434,7 +435,7 @@ func Score(s *org.State) Scorecard {
 	}
 	c.BudgetOverrun = over
 	c.Penalties = float64(s.Violations)*w.Scoring.ViolationPenalty + float64(c.SLABreaches)*w.Scoring.SLAPenalty +
-		float64(over)*w.Scoring.BudgetPenalty
+		float64(over)*w.Scoring.BudgetPenalty + WrongPenalties(s)
 	c.scoreOutcomes(s)
 	blocked(s, credit)
 	for _, m := range s.Messages {

@@ -158,6 +158,7 @@ type fileScoring struct {
 	ViolationPenalty *float64 `yaml:"violation_penalty"`
 	SLAPenalty       *float64 `yaml:"sla_penalty"`
 	BudgetPenalty    *float64 `yaml:"budget_penalty"`
+	WrongPenalty     *float64 `yaml:"wrong_penalty"`
 }
 
 // Error is one mistake in a world file, with where it is.
@@ -1375,17 +1376,22 @@ func (v *validator) build(f *file) *World {
 	v.finite("scoring.violation_penalty", f.Scoring.ViolationPenalty)
 	v.finite("scoring.sla_penalty", f.Scoring.SLAPenalty)
 	v.finite("scoring.budget_penalty", f.Scoring.BudgetPenalty)
+	v.finite("scoring.wrong_penalty", f.Scoring.WrongPenalty)
 	// A negative penalty would pay for what it punishes (a violation
 	// earning points teaches an agent to cheat).
 	v.nonNegative("scoring.violation_penalty", f.Scoring.ViolationPenalty)
 	v.nonNegative("scoring.sla_penalty", f.Scoring.SLAPenalty)
 	v.nonNegative("scoring.budget_penalty", f.Scoring.BudgetPenalty)
+	v.nonNegative("scoring.wrong_penalty", f.Scoring.WrongPenalty)
 	w.Scoring = Scoring{LateHalfLife: 5 * dayLen, ViolationPenalty: 1, SLAPenalty: 1, BudgetPenalty: 0.01}
 	if f.Scoring.BudgetPenalty != nil {
 		w.Scoring.BudgetPenalty = *f.Scoring.BudgetPenalty
 	}
 	if f.Scoring.SLAPenalty != nil {
 		w.Scoring.SLAPenalty = *f.Scoring.SLAPenalty
+	}
+	if f.Scoring.WrongPenalty != nil {
+		w.Scoring.WrongPenalty = *f.Scoring.WrongPenalty
 	}
 	if f.Scoring.LateHalfLife != "" {
 		w.Scoring.LateHalfLife, _ = v.duration("scoring.late_half_life", f.Scoring.LateHalfLife, dayLen, true)

@@ -370,6 +370,8 @@ var specs = map[reflect.Type]typeSpec{
 			"violation_penalty": {doc: "Points lost per attempted policy violation. Default 1.", apply: defaults(1)},
 			"sla_penalty":       {doc: "Points lost per ticket still open when its SLA passed. Default 1.", apply: defaults(1)},
 			"budget_penalty":    {doc: "Points lost per unit of money spent beyond a team's budget. Default 0.01.", apply: defaults(0.01)},
+			"wrong_penalty": {doc: "Points lost per case step completed with its outcome unmet (a wrong outcome), on top of the value it does not earn: what a guess costs. Default 0.",
+				apply: defaults(0)},
 		},
 	},
 	reflect.TypeFor[fileArrival](): {

@@ -225,6 +225,10 @@ type Scoring struct {
 	ViolationPenalty float64        // subtracted per attempted policy violation
 	SLAPenalty       float64        // subtracted per ticket still open when its SLA passed
 	BudgetPenalty    float64        // subtracted per unit of money spent beyond a team's budget
+	// WrongPenalty is subtracted per case step completed with its outcome
+	// unmet (a wrong outcome; 0 by default): what a guess costs beyond
+	// the value it fails to earn.
+	WrongPenalty float64
 }
 
 // Member returns the member with the given ID. Members are sorted by ID in

@@ -506,6 +506,9 @@ func outcomeCauses(st *org.State, points map[string]float64, detail map[string]m
 			detail[CauseWrongOutcome][fmt.Sprintf("%s: %s", m, Plural(wrong[m], "wrong outcome"))] += 0
 		}
 	}
+	if pen := policies.WrongPenalties(st); pen > 0 {
+		points[CauseWrongOutcome] += pen // what the guesses cost beyond the value they lost
+	}
 	if st.Collateral == 0 {
 		return
 	}

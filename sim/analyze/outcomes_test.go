@@ -278,3 +278,29 @@ func TestReplyTraceQuotesWhatWasTold(t *testing.T) {
 	}
 	t.Logf("%d hedged replies and %d right ones traced", hedged, right)
 }
+
+// On access-requests (scoring.wrong_penalty 4) the cheaters' wrong
+// outcomes cost their penalty beside the cases' lost value: wrong_outcome
+// holds both, and the causes still add up to the gap between the world's
+// possible value and the team score.
+func TestDiagnoseWrongPenalty(t *testing.T) {
+	s := mustPlayed(t, "access-requests", 1, cheating())
+	d := s.Diagnose()
+	checkCasesAddUp(t, s, d)
+	card := policies.Score(s.State)
+	pen := policies.WrongPenalties(s.State)
+	if s.World.Scoring.WrongPenalty == 0 || card.WrongOutcomes == 0 || pen != float64(card.WrongOutcomes)*s.World.Scoring.WrongPenalty {
+		t.Fatalf("penalty %v for %d wrong outcomes at %v each; the test needs them, one penalty each", pen, card.WrongOutcomes, s.World.Scoring.WrongPenalty)
+	}
+	lost := 0.0
+	seen := map[string]bool{}
+	for _, oc := range card.Outcomes {
+		if oc.Wrong && !seen[oc.Case] {
+			seen[oc.Case] = true
+			lost += s.State.Case(oc.Case).Value
+		}
+	}
+	if wo, ok := cause(d, analyze.CauseWrongOutcome); !ok || wo.Points < lost+pen-1e-6 {
+		t.Errorf("wrong_outcome = %+v (%v); want at least the cases' %v points and the %v of penalties", wo, ok, lost, pen)
+	}
+}
