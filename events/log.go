@@ -66,6 +66,20 @@ func Found(ctx context.Context, log Log, m SessionMeta, batch []Event) error {
 	return log.Append(ctx, m.ID, m.ForkSeq, batch)
 }
 
+// Deleter is implemented by logs that can delete a session: what a
+// trainer's thousands of finished rollouts would otherwise keep on disk.
+type Deleter interface {
+	// DeleteSession removes session id — its metadata, its own events and
+	// its checkpoints — in one durable write, and returns how many of its
+	// own events it held. It returns an error wrapping ErrNoSession if
+	// there is no such session, and ErrBadSession if a fork of it exists
+	// (the fork reads its prefix from it): delete the forks first. A
+	// session being written must not be deleted: its writer's next append
+	// or checkpoint fails with ErrNoSession, and one in flight may leave
+	// keys of no session behind.
+	DeleteSession(ctx context.Context, id string) (n int, err error)
+}
+
 // Log is an append-only store of sessions and their events. Implementations
 // (events/memlog, events/pebblelog) are safe for concurrent use and pass the
 // conformance suite in events/logtest.

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) events.Log) {
 		{"Fork", testFork},
 		{"ForkValidation", testForkValidation},
 		{"Found", testFound},
+		{"Delete", testDelete},
 		{"Checkpoints", testCheckpoints},
 		{"CheckpointReplace", testCheckpointReplace},
 		{"CheckpointValidation", testCheckpointValidation},

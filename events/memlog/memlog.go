@@ -22,6 +22,7 @@ import (
 	"iter"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -44,6 +45,7 @@ var (
 	_ events.Log             = (*Log)(nil)
 	_ events.TrustedAppender = (*Log)(nil)
 	_ events.Founder         = (*Log)(nil)
+	_ events.Deleter         = (*Log)(nil)
 )
 
 type session struct {
@@ -591,4 +593,33 @@ func (l *Log) Close() error {
 		return events.ErrClosed
 	}
 	return nil
+}
+
+// DeleteSession implements events.Deleter.
+func (l *Log) DeleteSession(ctx context.Context, id string) (int, error) {
+	if err := events.ValidSessionID(id); err != nil {
+		return 0, err
+	}
+	if err := l.check(ctx); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.sessions[id]
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", events.ErrNoSession, id)
+	}
+	var forks []string
+	for child, c := range l.sessions {
+		if c.parent == id {
+			forks = append(forks, child)
+		}
+	}
+	if len(forks) > 0 {
+		slices.Sort(forks)
+		return 0, fmt.Errorf("%w: session %s has forks that read their first events from it (%s): delete them first",
+			events.ErrBadSession, id, strings.Join(forks, ", "))
+	}
+	delete(l.sessions, id)
+	return int(s.last() - s.forkSeq), nil
 }

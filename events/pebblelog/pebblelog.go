@@ -50,6 +50,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -179,6 +180,7 @@ var (
 	_ events.TrustedAppender = (*Log)(nil)
 	_ events.Founder         = (*Log)(nil)
 	_ events.Pipeliner       = (*Log)(nil)
+	_ events.Deleter         = (*Log)(nil)
 )
 
 // state is the cached state of a session known to exist.
@@ -186,9 +188,10 @@ type state struct {
 	parent  string // immutable
 	forkSeq uint64 // immutable
 
-	mu     sync.Mutex // serializes Appends to the session
-	loaded bool       // last is valid
-	last   uint64
+	mu      sync.Mutex // serializes Appends to the session
+	loaded  bool       // last is valid
+	last    uint64
+	deleted bool // DeleteSession removed the session: nothing more is written to it
 }
 
 // Open opens (creating if needed, unless opts.ReadOnly) the log stored in
@@ -864,6 +867,9 @@ func (l *Log) applyBatch(id string, expectedLast uint64, batch []events.Event, p
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.deleted {
+		return nil, nil, fmt.Errorf("%w: %s (deleted)", events.ErrNoSession, id)
+	}
 	last, err := l.lastLocked(id, st)
 	if err != nil {
 		return nil, nil, err
@@ -1153,6 +1159,9 @@ func (l *Log) PutCheckpoint(ctx context.Context, id string, cp events.Checkpoint
 	// the write need not hold up the session's Appends.
 	st.mu.Lock()
 	last, err := l.lastLocked(id, st)
+	if st.deleted {
+		err = fmt.Errorf("%w: %s (deleted)", events.ErrNoSession, id)
+	}
 	st.mu.Unlock()
 	if err != nil {
 		return err
@@ -1408,6 +1417,107 @@ func (l *Log) Close() error {
 	errs = append(errs, l.sink.failure())
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("pebblelog: close: %w", err)
+	}
+	return nil
+}
+
+// DeleteSession implements events.Deleter: the session's event and
+// checkpoint keys are deleted as two ranges and its metadata as one key, in
+// one synced batch; the space returns as Pebble compacts the ranges (see
+// Compact).
+func (l *Log) DeleteSession(ctx context.Context, id string) (int, error) {
+	if err := events.ValidSessionID(id); err != nil {
+		return 0, err
+	}
+	if err := l.beginWrite(ctx); err != nil {
+		return 0, err
+	}
+	defer l.mu.RUnlock()
+	l.metaMu.Lock() // no fork of it is created meanwhile
+	defer l.metaMu.Unlock()
+	m, err := l.getMeta(id)
+	if err != nil {
+		return 0, err
+	}
+	forks, err := l.forksOf(id)
+	if err != nil {
+		return 0, err
+	}
+	if len(forks) > 0 {
+		return 0, fmt.Errorf("%w: session %s has forks that read their first events from it (%s): delete them first",
+			events.ErrBadSession, id, strings.Join(forks, ", "))
+	}
+	st, err := l.state(id)
+	if err != nil {
+		return 0, err
+	}
+	st.mu.Lock() // waits for an append in progress
+	defer st.mu.Unlock()
+	last, err := l.lastLocked(id, st)
+	if err != nil {
+		var ce *events.CorruptError
+		if !errors.As(err, &ce) {
+			return 0, err
+		}
+		last = m.ForkSeq // a damaged session may be deleted; its count is unknown
+	}
+	b := l.db.NewBatch()
+	defer b.Close()
+	ep, cp := eventPrefix(id), checkpointPrefix(id)
+	for _, err := range []error{b.DeleteRange(ep, prefixEnd(ep), nil), b.DeleteRange(cp, prefixEnd(cp), nil), b.Delete(metaKey(id), nil)} {
+		if err != nil {
+			return 0, fmt.Errorf("pebblelog: delete session %s: %w", id, err)
+		}
+	}
+	if err := l.write(func() error { return b.Commit(l.wopts) }); err != nil {
+		return 0, fmt.Errorf("pebblelog: delete session %s: %w", id, err)
+	}
+	st.deleted = true
+	l.statesMu.Lock()
+	delete(l.states, id)
+	l.statesMu.Unlock()
+	return int(last - m.ForkSeq), nil
+}
+
+// forksOf returns the sessions whose parent is id; l.mu must be held.
+func (l *Log) forksOf(id string) ([]string, error) {
+	prefix := []byte("m/")
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, fmt.Errorf("pebblelog: list sessions: %w", err)
+	}
+	defer it.Close()
+	var out []string
+	for ok := it.First(); ok; ok = it.Next() {
+		child := string(it.Key()[len(prefix):])
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, storageErr(child, 0, err)
+		}
+		m, err := decodeMeta(child, v)
+		if err != nil {
+			return nil, err
+		}
+		if m.Parent == id {
+			out = append(out, child)
+		}
+	}
+	return out, it.Error()
+}
+
+// Compact compacts the key ranges of sessions deleted, so that their space
+// returns now rather than when Pebble would have compacted them.
+func (l *Log) Compact(ctx context.Context, ids ...string) error {
+	if err := l.beginWrite(ctx); err != nil {
+		return err
+	}
+	defer l.mu.RUnlock()
+	for _, id := range ids {
+		for _, p := range [][]byte{eventPrefix(id), checkpointPrefix(id)} {
+			if err := l.db.Compact(ctx, p, prefixEnd(p), true); err != nil {
+				return fmt.Errorf("pebblelog: compact session %s: %w", id, err)
+			}
+		}
 	}
 	return nil
 }

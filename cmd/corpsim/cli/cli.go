@@ -100,7 +100,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetArgs(args)
-	root.AddCommand(a.runCmd(), a.replayCmd(), a.logCmd(), a.sessionsCmd(), a.resumeCmd(), a.forkCmd(false), a.forkCmd(true), a.verifyCmd(), a.scoreCmd(), a.evalCmd(), a.serveCmd(), a.mcpCmd(), a.toolsCmd(), a.worldsCmd(),
+	root.AddCommand(a.runCmd(), a.replayCmd(), a.logCmd(), a.sessionsCmd(), a.resumeCmd(), a.forkCmd(false), a.forkCmd(true), a.verifyCmd(), a.deleteCmd(), a.scoreCmd(), a.evalCmd(), a.serveCmd(), a.mcpCmd(), a.toolsCmd(), a.worldsCmd(),
 		a.traceCmd(), a.diffCmd(), a.reportCmd(), a.exportCmd(), a.sweepCmd(), a.soakCmd(), a.diagnoseCmd(), a.creditCmd())
 	root.SetFlagErrorFunc(flagError)
 	usageArgs(root)

@@ -282,3 +282,37 @@ func (a *cmdline) verifyCmd() *cobra.Command {
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }
+
+func (a *cmdline) deleteCmd() *cobra.Command {
+	var data string
+	var asJSON, forks bool
+	c := &cobra.Command{
+		Use:   "delete SESSION...",
+		Short: "Delete sessions from the data folder: their events, checkpoints and metadata, giving the space back",
+		Long: `Delete sessions from the data folder: their events, checkpoints and metadata, in one
+durable write each, then compact their keys so that the space returns at once. A session
+that has forks (they read their first events from it) is refused unless --forks, which
+deletes every fork under it too. The data folder must not be in use (a serve, a run).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			done, err := app.Delete(cmd.Context(), data, args, forks, a.logger)
+			if asJSON {
+				if done == nil {
+					done = []app.Deleted{}
+				}
+				if jerr := json.NewEncoder(a.stdout).Encode(map[string]any{"deleted": done}); jerr != nil {
+					return jerr
+				}
+			} else {
+				for _, d := range done {
+					fmt.Fprintf(a.stdout, "deleted %s (%s)\n", d.Session, analyze.Plural(d.Events, "event"))
+				}
+			}
+			return err
+		},
+	}
+	c.Flags().StringVar(&data, "data", DefaultData, "data folder of the event log")
+	c.Flags().BoolVar(&forks, "forks", false, "delete the sessions' forks too (and theirs)")
+	c.Flags().BoolVar(&asJSON, "json", false, `print {"deleted": [{"session", "events"}]} as JSON`)
+	return c
+}

@@ -1,0 +1,101 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+
+	"github.com/corpsim/corpsim/events"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Deleted is one session Delete removed, with how many of its own events
+// it held.
+type Deleted struct {
+	Session string `json:"session"`
+	Events  int    `json:"events"`
+}
+
+// compacter is the log that can give the space of deleted sessions back
+// at once (pebblelog).
+type compacter interface {
+	Compact(ctx context.Context, ids ...string) error
+}
+
+// Delete removes sessions ids from the log in data — their metadata,
+// events and checkpoints — and compacts their keys, so that their space
+// returns now. A session with forks is refused unless withForks, which
+// deletes every fork under it too, the deepest first. It returns what it
+// deleted, in the order deleted, also on an error partway.
+func Delete(ctx context.Context, data string, ids []string, withForks bool, logger hclog.Logger) ([]Deleted, error) {
+	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no data folder %s", data)
+	}
+	log, err := OpenLog(ctx, data, false, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	d, ok := log.(events.Deleter)
+	if !ok {
+		return nil, errors.New("this log cannot delete sessions")
+	}
+	all, err := log.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	children := map[string][]string{}
+	known := map[string]bool{}
+	for _, m := range all {
+		known[m.ID] = true
+		if m.Parent != "" {
+			children[m.Parent] = append(children[m.Parent], m.ID)
+		}
+	}
+	var order []string // children before their parents
+	seen := map[string]bool{}
+	var visit func(id string)
+	visit = func(id string) {
+		if seen[id] {
+			return
+		}
+		seen[id] = true
+		if withForks {
+			for _, c := range children[id] {
+				visit(c)
+			}
+		}
+		order = append(order, id)
+	}
+	for _, id := range ids {
+		if !known[id] {
+			return nil, fmt.Errorf("%w: %s in %s", events.ErrNoSession, id, data)
+		}
+		visit(id)
+	}
+	var done []Deleted
+	for _, id := range order {
+		n, err := d.DeleteSession(ctx, id)
+		if err != nil {
+			if errors.Is(err, events.ErrBadSession) && len(children[id]) > 0 {
+				err = fmt.Errorf("%w (--forks deletes them too)", err)
+			}
+			return done, err
+		}
+		done = append(done, Deleted{Session: id, Events: n})
+	}
+	if c, ok := log.(compacter); ok {
+		gone := make([]string, len(done))
+		for i, x := range done {
+			gone[i] = x.Session
+		}
+		slices.Sort(gone)
+		if err := c.Compact(ctx, gone...); err != nil {
+			return done, fmt.Errorf("deleted, but their space was not given back yet: %w", err)
+		}
+	}
+	return done, nil
+}

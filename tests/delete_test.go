@@ -1,0 +1,85 @@
+package tests
+
+import (
+	"encoding/json"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+)
+
+// corpsim delete on a real Pebble data folder: a session with a fork is
+// refused and nothing goes; with --forks the fork goes first, then the
+// session; the other session is untouched and still verifies; the space of
+// the 200,000-ticket bench session comes back at once (its keys are
+// compacted); an unknown session is refused by name.
+func TestDeleteGivesTheSpaceBack(t *testing.T) {
+	data := t.TempDir()
+	keep := cliResult(t, "run", "--seed", "1", "--data", data)
+	big := cliResult(t, "run", "--world", "support-desk-bench", "--seed", "1", "--data", data)
+	out, errs, code := runCLI(t, "fork", big.Session, "--at", "1000", "--create-only", "--json", "--data", data)
+	var fork struct{ ID string }
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &fork) != nil || fork.ID == "" {
+		t.Fatalf("fork --create-only: exit %d\n%s%s", code, out, errs)
+	}
+	before := folderBytes(t, data)
+
+	_, errs, code = runCLI(t, "delete", big.Session, "--data", data)
+	if code == cli.ExitOK || !strings.Contains(errs, "has forks that read their first events from it ("+fork.ID+")") || !strings.Contains(errs, "--forks deletes them too") {
+		t.Fatalf("delete of a session with a fork: exit %d, %q", code, errs)
+	}
+	if got := mustCLI(t, "sessions", "--data", data); !strings.Contains(got, big.Session) || !strings.Contains(got, fork.ID) {
+		t.Fatalf("a refused delete took something:\n%s", got)
+	}
+
+	out = mustCLI(t, "delete", big.Session, "--forks", "--json", "--data", data)
+	var res struct {
+		Deleted []struct {
+			Session string
+			Events  int
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Deleted) != 2 ||
+		res.Deleted[0].Session != fork.ID || res.Deleted[0].Events != 0 ||
+		res.Deleted[1].Session != big.Session || res.Deleted[1].Events != int(big.Events) {
+		t.Fatalf("delete --forks --json: %v\n%s; want the fork (0 events of its own), then %s (%d)", err, out, big.Session, big.Events)
+	}
+	after := folderBytes(t, data)
+	if after*2 > before {
+		t.Errorf("the data folder holds %d bytes after the delete, %d before; want the bench session's space back", after, before)
+	}
+	list := mustCLI(t, "sessions", "--data", data)
+	if strings.Contains(list, big.Session) || strings.Contains(list, fork.ID) || !strings.Contains(list, keep.Session) {
+		t.Errorf("sessions after the delete:\n%s", list)
+	}
+	if out := mustCLI(t, "verify", keep.Session, "--data", data); !strings.Contains(out, ": ok (state hash "+keep.StateHash+")") {
+		t.Errorf("the session kept does not verify: %s", out)
+	}
+	_, errs, code = runCLI(t, "delete", big.Session, "--data", data)
+	if code == cli.ExitOK || !strings.Contains(errs, "no such session: "+big.Session) {
+		t.Errorf("delete of a deleted session: exit %d, %q", code, errs)
+	}
+	t.Logf("data folder: %d bytes before, %d after", before, after)
+}
+
+// folderBytes is the size of the files under dir.
+func folderBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
