@@ -22,11 +22,20 @@ func playContent(tb testing.TB, agent string, seed uint64) (*sim.Engine, []event
 // playWorld plays a shipped world with one built-in agent on every seat.
 func playWorld(tb testing.TB, world, agent string, seed uint64) (*sim.Engine, []events.Event) {
 	tb.Helper()
-	w, err := worlds.Shipped(world)
+	src, err := worlds.Source(world)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	src, _ := worlds.Source(world)
+	return playSource(tb, world+".yaml", src, agent, seed)
+}
+
+// playSource is playWorld of the world file src, named name.
+func playSource(tb testing.TB, name string, src []byte, agent string, seed uint64) (*sim.Engine, []events.Event) {
+	tb.Helper()
+	w, err := worlds.Load(name, src)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	e, err := sim.New(sim.Config{World: w, Source: src, Seed: seed, Session: "s"})
 	if err != nil {
 		tb.Fatal(err)

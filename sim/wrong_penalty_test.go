@@ -2,11 +2,9 @@ package sim_test
 
 import (
 	"bytes"
-	"context"
 	"math"
 	"testing"
 
-	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/policies"
@@ -29,31 +27,7 @@ func TestWrongPenaltyChargesEachWrongCompletion(t *testing.T) {
 			t.Fatal(err)
 		}
 		src = bytes.Replace(src, []byte("scoring:\n"), []byte("scoring:\n"+extra), 1)
-		w, err := worlds.Load("billing-support.yaml", src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		seats := map[string]agents.Agent{}
-		for _, m := range w.Members {
-			a, err := agents.New("greedy", agents.Options{Seed: 1, Member: m.ID, World: w})
-			if err != nil {
-				t.Fatal(err)
-			}
-			seats[m.ID] = a
-		}
-		e.Start()
-		var evs []events.Event
-		err = sim.Play(e, func(b []events.Event) bool { evs = append(evs, b...); return true }, func(tn sim.Turn) (sim.Answer, bool) {
-			acts, _ := seats[tn.Member].Decide(context.Background(), tn.Observation)
-			return sim.Answer{Member: tn.Member, Turn: tn.Observation.Turn, Actions: acts}, true
-		}, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		e, evs := playSource(t, "billing-support.yaml", src, "greedy", 1)
 		return policies.Score(e.State()), e, evs
 	}
 	free, _, evs0 := play("")

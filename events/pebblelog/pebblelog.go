@@ -730,34 +730,43 @@ func (l *Log) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
 		return nil, err
 	}
 	defer l.mu.RUnlock()
+	var out []events.SessionMeta
+	if err := l.eachMeta(func(m events.SessionMeta) { out = append(out, m) }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachMeta calls fn with every session's metadata, by ID; l.mu must be
+// held.
+func (l *Log) eachMeta(fn func(events.SessionMeta)) error {
 	prefix := []byte("m/")
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
-		return nil, fmt.Errorf("pebblelog: list sessions: %w", err)
+		return fmt.Errorf("pebblelog: list sessions: %w", err)
 	}
 	defer it.Close()
-	var out []events.SessionMeta
 	id := ""
 	for ok := it.First(); ok; ok = it.Next() {
 		id = string(it.Key()[len(prefix):])
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return nil, storageErr(id, 0, err)
+			return storageErr(id, 0, err)
 		}
 		m, err := decodeMeta(id, v)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, m)
+		fn(m)
 	}
 	if err := it.Error(); err != nil {
 		err = fmt.Errorf("list sessions (after %q): %w", id, err)
 		if pebble.IsCorruptionError(err) {
-			return nil, corruptFile(err)
+			return corruptFile(err)
 		}
-		return nil, fmt.Errorf("pebblelog: %w", err)
+		return fmt.Errorf("pebblelog: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
 // LastSeq implements events.Log.
@@ -1481,28 +1490,13 @@ func (l *Log) DeleteSession(ctx context.Context, id string) (int, error) {
 
 // forksOf returns the sessions whose parent is id; l.mu must be held.
 func (l *Log) forksOf(id string) ([]string, error) {
-	prefix := []byte("m/")
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return nil, fmt.Errorf("pebblelog: list sessions: %w", err)
-	}
-	defer it.Close()
 	var out []string
-	for ok := it.First(); ok; ok = it.Next() {
-		child := string(it.Key()[len(prefix):])
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return nil, storageErr(child, 0, err)
-		}
-		m, err := decodeMeta(child, v)
-		if err != nil {
-			return nil, err
-		}
+	err := l.eachMeta(func(m events.SessionMeta) {
 		if m.Parent == id {
-			out = append(out, child)
+			out = append(out, m.ID)
 		}
-	}
-	return out, it.Error()
+	})
+	return out, err
 }
 
 // Compact compacts the key ranges of sessions deleted, so that their space
