@@ -17,8 +17,8 @@ import (
 // billing-support (refunds from the stale CRM, so wrong, reopened and
 // redone) plays the same session with and without it, and the team score
 // differs by the penalty times the wrong outcomes the scorecard counts.
-// The dense rewards add up to the score, the session replays to its
-// recorded rewards, and the analysis puts the penalty under wrong_outcome.
+// The dense rewards add up to the score and the session replays to its
+// recorded rewards (the diagnosis: TestDiagnoseWrongPenalty).
 func TestWrongPenaltyChargesEachWrongCompletion(t *testing.T) {
 	const pen = 3
 	play := func(extra string) (policies.Scorecard, *sim.Engine, []events.Event) {

@@ -62,6 +62,18 @@ func TestDeleteGivesTheSpaceBack(t *testing.T) {
 		t.Errorf("delete of a deleted session: exit %d, %q", code, errs)
 	}
 	t.Logf("data folder: %d bytes before, %d after", before, after)
+
+	// A session and its fork both named need no --forks, in either order.
+	other := cliResult(t, "run", "--seed", "2", "--data", data)
+	out, errs, code = runCLI(t, "fork", other.Session, "--at", "1", "--create-only", "--json", "--data", data)
+	var fork2 struct{ ID string }
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &fork2) != nil {
+		t.Fatalf("fork --create-only: exit %d\n%s%s", code, out, errs)
+	}
+	out = mustCLI(t, "delete", other.Session, fork2.ID, "--data", data)
+	if want := "deleted " + fork2.ID + " (0 events)\ndeleted " + other.Session + " ("; !strings.HasPrefix(out, want) {
+		t.Errorf("delete SESSION FORK: %q; want the fork first, %q…", out, want)
+	}
 }
 
 // folderBytes is the size of the files under dir.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 )
@@ -442,6 +443,8 @@ func TestLargeFileNotCutSaysWhere(t *testing.T) {
 			"'", `"'" is not read a part at a time`},
 		{"a bracket closing nothing", "  - {id: m00500, role: engineer, team: team10}", "  - {id: m00500, role: engineer, team: team10}]",
 			"]", `the "]" here closes no bracket opened on its line`},
+		{"a quote after accents (columns are characters)", "  - {id: m00500, role: ", "  - {id: m00500, name: Zoë Ærø, nick: 'Z', role: ",
+			"'", `"'" is not read a part at a time`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !bytes.Contains(src, []byte(tc.old)) {
@@ -449,7 +452,7 @@ func TestLargeFileNotCutSaysWhere(t *testing.T) {
 			}
 			bad := bytes.Replace(src, []byte(tc.old), []byte(tc.new), 1)
 			line := bytes.Count(bad[:bytes.Index(bad, []byte(tc.new))], []byte("\n")) + 1
-			col := strings.Index(tc.new, tc.at) + 1
+			col := utf8.RuneCountInString(tc.new[:strings.Index(tc.new, tc.at)]) + 1
 			_, err := load("w.yaml", bad, parts, lim, nil)
 			var errs ErrorList
 			if !errors.As(err, &errs) {

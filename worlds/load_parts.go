@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -233,7 +234,8 @@ type cutFile struct {
 }
 
 // cutStop is the first thing that kept cutParts from cutting a file: its
-// line and column (1-based; 0 for the whole file) and why.
+// line and column (1-based, the column in characters as the parser
+// counts them) and why.
 type cutStop struct {
 	line, col int
 	why       string
@@ -279,7 +281,8 @@ func cutParts(src []byte, partBytes int) (c cutFile, ok bool) {
 	}
 	if i := bytes.IndexAny(src, "\r\t"); i >= 0 {
 		line := bytes.Count(src[:i], []byte("\n")) + 1
-		return stop(line, i-bytes.LastIndexByte(src[:i], '\n'), "it has a tab or a carriage return")
+		start := bytes.LastIndexByte(src[:i], '\n') + 1
+		return stop(line, utf8.RuneCount(src[start:i])+1, "it has a tab or a carriage return")
 	}
 	lines := bytes.SplitAfter(src, []byte("\n"))
 	keep := func(i int) { // line i (0-based) goes to the rest
@@ -389,13 +392,13 @@ func isEntry(line []byte, indent int) bool {
 }
 
 // plainLine reports what in a line is not plain, if anything, with its
-// column (why is "" for a plain line): YAML that can reach past its line
+// column in characters (why is "" for a plain line): YAML that can reach past its line
 // or make one entry depend on another — quotes, anchors and aliases, tags,
 // block scalars, merge keys and complex keys, directives, reserved
 // characters — and brackets that do not close on the line.
 func plainLine(line []byte) (col int, why string) {
 	if i := bytes.IndexAny(line, "\"'&*!|><%@`?\\"); i >= 0 {
-		return i + 1, fmt.Sprintf("%q is not read a part at a time (quotes, anchors, aliases, tags and block scalars are not)", string(line[i]))
+		return utf8.RuneCount(line[:i]) + 1, fmt.Sprintf("%q is not read a part at a time (quotes, anchors, aliases, tags and block scalars are not)", string(line[i]))
 	}
 	var open []int // the columns of the brackets open
 	for i, c := range line {
@@ -408,14 +411,14 @@ func plainLine(line []byte) (col int, why string) {
 				want = '['
 			}
 			if len(open) == 0 || line[open[len(open)-1]] != want {
-				return i + 1, fmt.Sprintf("the %q here closes no bracket opened on its line", string(c))
+				return utf8.RuneCount(line[:i]) + 1, fmt.Sprintf("the %q here closes no bracket opened on its line", string(c))
 			}
 			open = open[:len(open)-1]
 		}
 	}
 	if len(open) > 0 {
 		i := open[len(open)-1]
-		return i + 1, fmt.Sprintf("the %q opened here does not close on its line (is its closing bracket missing?)", string(line[i]))
+		return utf8.RuneCount(line[:i]) + 1, fmt.Sprintf("the %q opened here does not close on its line (is its closing bracket missing?)", string(line[i]))
 	}
 	return 0, ""
 }

@@ -72,6 +72,13 @@ func TestMeetingsAvailability(t *testing.T) {
 	if len(seen) != 4 || !seen["No meetings before 13:00 on Mondays, Wednesdays and Fridays."] || !seen["Tuesdays and Thursdays I start at 13:00."] {
 		t.Errorf("dev's constraints over 20 seeds: %v, want all four", seen)
 	}
+	said := map[string]bool{} // lou's rules, the third a template over its max
+	for seed := uint64(1); seed <= 30; seed++ {
+		said[a.Constraint(seed, "lou").Render("Lou")] = true
+	}
+	if !said["Nothing longer than 1h, please."] || !said["Not on Fridays: I am in court."] || len(said) != 3 {
+		t.Errorf("lou's constraints over 30 seeds: %v, want the three, {{.max}} rendered", said)
+	}
 	if a.Constraint(1, "cara") != nil || a.Answer(1, "cara", "Cara") != NoConstraint {
 		t.Error("cara has a constraint")
 	}

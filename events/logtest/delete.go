@@ -2,6 +2,7 @@ package logtest
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/corpsim/corpsim/events"
@@ -54,7 +55,8 @@ func testDelete(t *testing.T, l events.Log) {
 		t.Fatalf("Sessions after the deletes: %+v, %v; want q alone", all, err)
 	}
 	wantEvents(t, "Read(q)", mustRead(t, l, "q", 1), withSession("q", q))
-	// The ID is free again, with nothing of the old session in it.
+	// The IDs are free again, with nothing of the old sessions in them:
+	// p a session of its own, f now a fork of q at another point.
 	mustCreate(t, l, meta("p"))
 	wantLastSeq(t, l, "p", 0)
 	if got := mustRead(t, l, "p", 1); len(got) != 0 {
@@ -65,4 +67,12 @@ func testDelete(t *testing.T, l events.Log) {
 	}
 	mustAppend(t, l, "p", 0, mkEvents(1, 2, "new"))
 	wantLastSeq(t, l, "p", 2)
+	f = meta("f")
+	f.Parent, f.ForkSeq = "q", 1
+	mustCreate(t, l, f)
+	wantLastSeq(t, l, "f", 1)
+	wantEvents(t, "Read(f) of the new fork", mustRead(t, l, "f", 1), withSession("q", q[:1]))
+	if _, err := l.LatestCheckpoint(ctx, "f", 10); !errors.Is(err, events.ErrNoCheckpoint) {
+		t.Fatalf("the new fork f finds a checkpoint (%v); the deleted f's went with it", err)
+	}
 }

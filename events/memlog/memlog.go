@@ -22,7 +22,6 @@ import (
 	"iter"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -617,8 +616,7 @@ func (l *Log) DeleteSession(ctx context.Context, id string) (int, error) {
 	}
 	if len(forks) > 0 {
 		slices.Sort(forks)
-		return 0, fmt.Errorf("%w: session %s has forks that read their first events from it (%s): delete them first",
-			events.ErrBadSession, id, strings.Join(forks, ", "))
+		return 0, logcore.HasForks(id, forks)
 	}
 	delete(l.sessions, id)
 	return int(s.last() - s.forkSeq), nil

@@ -192,6 +192,10 @@ type state struct {
 	loaded  bool       // last is valid
 	last    uint64
 	deleted bool // DeleteSession removed the session: nothing more is written to it
+	// writing is held shared by a checkpoint's write, from its check to
+	// its commit, and exclusively by DeleteSession: no checkpoint lands
+	// after the session is gone.
+	writing sync.RWMutex
 }
 
 // Open opens (creating if needed, unless opts.ReadOnly) the log stored in
@@ -472,22 +476,19 @@ func decodeMeta(id string, v []byte) (events.SessionMeta, error) {
 // state returns the cached state of session id, loading its metadata if
 // needed; l.mu must be held. Unknown sessions are not cached.
 func (l *Log) state(id string) (*state, error) {
+	// The metadata is read and the entry made under statesMu, which
+	// DeleteSession holds from its write to the entry's removal: a state
+	// cached is never of a session deleted meanwhile.
 	l.statesMu.Lock()
-	st, ok := l.states[id]
-	l.statesMu.Unlock()
-	if ok {
+	defer l.statesMu.Unlock()
+	if st, ok := l.states[id]; ok {
 		return st, nil
 	}
 	m, err := l.getMeta(id)
 	if err != nil {
 		return nil, err
 	}
-	l.statesMu.Lock()
-	defer l.statesMu.Unlock()
-	if st, ok := l.states[id]; ok {
-		return st, nil
-	}
-	st = &state{parent: m.Parent, forkSeq: m.ForkSeq}
+	st := &state{parent: m.Parent, forkSeq: m.ForkSeq}
 	l.states[id] = st
 	return st, nil
 }
@@ -731,15 +732,20 @@ func (l *Log) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
 	}
 	defer l.mu.RUnlock()
 	var out []events.SessionMeta
-	if err := l.eachMeta(func(m events.SessionMeta) { out = append(out, m) }); err != nil {
+	err := l.eachMeta(func(_ string, m events.SessionMeta, err error) error {
+		out = append(out, m)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// eachMeta calls fn with every session's metadata, by ID; l.mu must be
-// held.
-func (l *Log) eachMeta(fn func(events.SessionMeta)) error {
+// eachMeta calls fn with every session's ID and metadata, by ID, or the
+// error of metadata it cannot read, and stops at the first error fn
+// returns; l.mu must be held.
+func (l *Log) eachMeta(fn func(id string, m events.SessionMeta, err error) error) error {
 	prefix := []byte("m/")
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
@@ -749,15 +755,16 @@ func (l *Log) eachMeta(fn func(events.SessionMeta)) error {
 	id := ""
 	for ok := it.First(); ok; ok = it.Next() {
 		id = string(it.Key()[len(prefix):])
+		var m events.SessionMeta
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return storageErr(id, 0, err)
+			err = storageErr(id, 0, err)
+		} else {
+			m, err = decodeMeta(id, v)
 		}
-		m, err := decodeMeta(id, v)
-		if err != nil {
+		if err := fn(id, m, err); err != nil {
 			return err
 		}
-		fn(m)
 	}
 	if err := it.Error(); err != nil {
 		err = fmt.Errorf("list sessions (after %q): %w", id, err)
@@ -1166,6 +1173,8 @@ func (l *Log) PutCheckpoint(ctx context.Context, id string, cp events.Checkpoint
 	}
 	// The last seq only grows, so the check stays true after the unlock:
 	// the write need not hold up the session's Appends.
+	st.writing.RLock()
+	defer st.writing.RUnlock()
 	st.mu.Lock()
 	last, err := l.lastLocked(id, st)
 	if st.deleted {
@@ -1445,30 +1454,37 @@ func (l *Log) DeleteSession(ctx context.Context, id string) (int, error) {
 	l.metaMu.Lock() // no fork of it is created meanwhile
 	defer l.metaMu.Unlock()
 	m, err := l.getMeta(id)
-	if err != nil {
+	var ce *events.CorruptError
+	damaged := errors.As(err, &ce) // its own metadata unreadable: deleted all the same, its count unknown
+	if err != nil && !damaged {
 		return 0, err
 	}
-	forks, err := l.forksOf(id)
+	forks, unknown, err := l.forksOf(id)
 	if err != nil {
 		return 0, err
 	}
 	if len(forks) > 0 {
-		return 0, fmt.Errorf("%w: session %s has forks that read their first events from it (%s): delete them first",
-			events.ErrBadSession, id, strings.Join(forks, ", "))
+		return 0, logcore.HasForks(id, forks)
 	}
-	st, err := l.state(id)
-	if err != nil {
-		return 0, err
+	if len(unknown) > 0 {
+		return 0, fmt.Errorf("%w: the metadata of %s is damaged, so whether it forks from %s is unknown: delete it first",
+			events.ErrBadSession, strings.Join(unknown, ", "), id)
 	}
-	st.mu.Lock() // waits for an append in progress
-	defer st.mu.Unlock()
-	last, err := l.lastLocked(id, st)
-	if err != nil {
-		var ce *events.CorruptError
-		if !errors.As(err, &ce) {
+	n := 0
+	var st *state
+	if !damaged {
+		if st, err = l.state(id); err != nil {
 			return 0, err
 		}
-		last = m.ForkSeq // a damaged session may be deleted; its count is unknown
+		st.writing.Lock() // no checkpoint in flight
+		defer st.writing.Unlock()
+		st.mu.Lock() // no append in flight
+		defer st.mu.Unlock()
+		if last, err := l.lastLocked(id, st); err == nil {
+			n = int(last - m.ForkSeq)
+		} else if !errors.As(err, &ce) {
+			return 0, err
+		} // damaged events: deleted all the same, their count unknown
 	}
 	b := l.db.NewBatch()
 	defer b.Close()
@@ -1478,25 +1494,39 @@ func (l *Log) DeleteSession(ctx context.Context, id string) (int, error) {
 			return 0, fmt.Errorf("pebblelog: delete session %s: %w", id, err)
 		}
 	}
+	// statesMu from the write to the entry's removal: no state() caches
+	// the session anew in between (see state).
+	l.statesMu.Lock()
+	defer l.statesMu.Unlock()
 	if err := l.write(func() error { return b.Commit(l.wopts) }); err != nil {
 		return 0, fmt.Errorf("pebblelog: delete session %s: %w", id, err)
 	}
-	st.deleted = true
-	l.statesMu.Lock()
+	if st != nil {
+		st.deleted = true // st.mu is held: an append waiting for it finds the session gone
+	}
 	delete(l.states, id)
-	l.statesMu.Unlock()
-	return int(last - m.ForkSeq), nil
+	return n, nil
 }
 
-// forksOf returns the sessions whose parent is id; l.mu must be held.
-func (l *Log) forksOf(id string) ([]string, error) {
-	var out []string
-	err := l.eachMeta(func(m events.SessionMeta) {
-		if m.Parent == id {
-			out = append(out, m.ID)
+// forksOf returns the sessions whose parent is id, and those whose
+// metadata cannot be read (their parent is unknown); l.metaMu must be
+// held, so that no fork is created meanwhile.
+func (l *Log) forksOf(id string) (forks, unknown []string, err error) {
+	err = l.eachMeta(func(child string, m events.SessionMeta, err error) error {
+		var ce *events.CorruptError
+		switch {
+		case errors.As(err, &ce):
+			if child != id {
+				unknown = append(unknown, child)
+			}
+		case err != nil:
+			return err
+		case m.Parent == id:
+			forks = append(forks, child)
 		}
+		return nil
 	})
-	return out, err
+	return forks, unknown, err
 }
 
 // Compact compacts the key ranges of sessions deleted, so that their space

@@ -27,9 +27,10 @@ type compacter interface {
 
 // Delete removes sessions ids from the log in data — their metadata,
 // events and checkpoints — and compacts their keys, so that their space
-// returns now. A session with forks is refused unless withForks, which
-// deletes every fork under it too, the deepest first. It returns what it
-// deleted, in the order deleted, also on an error partway.
+// returns now. Sessions listed are deleted forks first; a session with a
+// fork not listed is refused unless withForks, which deletes every fork
+// under it too, the deepest first. It returns what it deleted, in the
+// order deleted, also on an error partway.
 func Delete(ctx context.Context, data string, ids []string, withForks bool, logger hclog.Logger) ([]Deleted, error) {
 	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no data folder %s", data)
@@ -43,9 +44,13 @@ func Delete(ctx context.Context, data string, ids []string, withForks bool, logg
 	if !ok {
 		return nil, errors.New("this log cannot delete sessions")
 	}
+	// The sessions in an order that deletes forks before the session they
+	// read from: those listed always, the others with withForks. A listing
+	// that fails (metadata damaged somewhere) leaves the order given, and
+	// the log refuses what it must.
 	all, err := log.Sessions(ctx)
-	if err != nil {
-		return nil, err
+	if err != nil && withForks {
+		return nil, fmt.Errorf("the forks cannot be found: %w", err)
 	}
 	children := map[string][]string{}
 	known := map[string]bool{}
@@ -55,26 +60,33 @@ func Delete(ctx context.Context, data string, ids []string, withForks bool, logg
 			children[m.Parent] = append(children[m.Parent], m.ID)
 		}
 	}
-	var order []string // children before their parents
-	seen := map[string]bool{}
-	var visit func(id string)
-	visit = func(id string) {
-		if seen[id] {
-			return
-		}
-		seen[id] = true
-		if withForks {
-			for _, c := range children[id] {
-				visit(c)
-			}
-		}
-		order = append(order, id)
-	}
+	listed := map[string]bool{}
 	for _, id := range ids {
-		if !known[id] {
-			return nil, fmt.Errorf("%w: %s in %s", events.ErrNoSession, id, data)
+		listed[id] = true
+	}
+	order := ids
+	if err == nil {
+		order = nil
+		seen := map[string]bool{}
+		var visit func(id string)
+		visit = func(id string) {
+			if seen[id] {
+				return
+			}
+			seen[id] = true
+			for _, c := range children[id] {
+				if withForks || listed[c] {
+					visit(c)
+				}
+			}
+			order = append(order, id)
 		}
-		visit(id)
+		for _, id := range ids {
+			if !known[id] {
+				return nil, fmt.Errorf("%w: %s in %s", events.ErrNoSession, id, data)
+			}
+			visit(id)
+		}
 	}
 	var done []Deleted
 	for _, id := range order {

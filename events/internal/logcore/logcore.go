@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"strings"
 
 	"github.com/corpsim/corpsim/events"
 )
@@ -148,3 +149,10 @@ func ReadVia(scan func(fn func(*events.Event) error) error) iter.Seq2[events.Eve
 
 // errStop ends the scan under a Read whose consumer stopped.
 var errStop = errors.New("logcore: stop")
+
+// HasForks is the refusal of DeleteSession for session id, which forks
+// read their first events from (forks, sorted).
+func HasForks(id string, forks []string) error {
+	return fmt.Errorf("%w: session %s has forks that read their first events from it (%s): delete them first",
+		events.ErrBadSession, id, strings.Join(forks, ", "))
+}
