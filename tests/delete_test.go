@@ -3,11 +3,13 @@ package tests
 import (
 	"encoding/json"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+	"github.com/corpsim/corpsim/sim/server"
 )
 
 // corpsim delete on a real Pebble data folder: a session with a fork is
@@ -70,7 +72,17 @@ func TestDeleteGivesTheSpaceBack(t *testing.T) {
 	if code != cli.ExitOK || json.Unmarshal([]byte(out), &fork2) != nil {
 		t.Fatalf("fork --create-only: exit %d\n%s%s", code, out, errs)
 	}
+	// A serve stopped while it ran them would continue them at its next
+	// start: the delete takes them out of its state file, and only them.
+	state := filepath.Join(data, server.StateFileName)
+	saved := `{"sessions": {"` + other.Session + `": {}, "` + fork2.ID + `": {"paused": true}, "KEEP": {}}}`
+	if err := os.WriteFile(state, []byte(saved), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	out = mustCLI(t, "delete", other.Session, fork2.ID, "--data", data)
+	if b, err := os.ReadFile(state); err != nil || strings.Contains(string(b), other.Session) || strings.Contains(string(b), fork2.ID) || !strings.Contains(string(b), "KEEP") {
+		t.Errorf("the serve's state file after the delete: %s, %v", b, err)
+	}
 	if want := "deleted " + fork2.ID + " (0 events)\ndeleted " + other.Session + " ("; !strings.HasPrefix(out, want) {
 		t.Errorf("delete SESSION FORK: %q; want the fork first, %q…", out, want)
 	}

@@ -362,3 +362,23 @@ func (s *Service) resume(ctx context.Context, id string, saved savedSession) (*p
 	s.logger.Info("session resumed", "session", id, "at_seq", at, "replayed", n, "remote", len(seats))
 	return p, nil
 }
+
+// ForgetSessions takes sessions ids out of the state file of a serve that
+// used data (no serve must be running on it), so that a serve started
+// there later does not try to continue sessions deleted meanwhile
+// (corpsim delete). A folder without a state file is left as it is.
+func ForgetSessions(data string, ids []string) error {
+	f, err := openState(filepath.Join(data, StateFileName))
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(f.path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	for _, id := range ids {
+		if err := f.remove(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}

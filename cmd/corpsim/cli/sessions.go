@@ -292,10 +292,19 @@ func (a *cmdline) deleteCmd() *cobra.Command {
 		Long: `Delete sessions from the data folder: their events, checkpoints and metadata, in one
 durable write each, then compact their keys so that the space returns at once. A session
 that has forks (they read their first events from it) is refused unless --forks, which
-deletes every fork under it too. The data folder must not be in use (a serve, a run).`,
+deletes every fork under it too. The data folder must not be in use (a serve, a run); a
+serve's record of the sessions it was running (serve-state.json) forgets those deleted.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			done, err := app.Delete(cmd.Context(), data, args, forks, a.logger)
+			gone := make([]string, len(done))
+			for i, d := range done {
+				gone[i] = d.Session
+			}
+			if ferr := server.ForgetSessions(data, gone); ferr != nil && err == nil {
+				// A serve started here later would try to continue them.
+				err = fmt.Errorf("deleted, but not taken out of %s: %w", server.StateFileName, ferr)
+			}
 			if asJSON {
 				if done == nil {
 					done = []app.Deleted{}
