@@ -609,7 +609,7 @@ func (l *Log) DeleteSession(ctx context.Context, id string) (int, error) {
 		return 0, fmt.Errorf("%w: %s", events.ErrNoSession, id)
 	}
 	var forks []string
-	for child, c := range l.sessions {
+	for child, c := range l.sessions { // order: the forks are sorted below
 		if c.parent == id {
 			forks = append(forks, child)
 		}
