@@ -290,9 +290,10 @@ func (a *cmdline) deleteCmd() *cobra.Command {
 		Use:   "delete SESSION...",
 		Short: "Delete sessions from the data folder: their events, checkpoints and metadata, giving the space back",
 		Long: `Delete sessions from the data folder: their events, checkpoints and metadata, in one
-durable write each, then compact their keys so that the space returns at once. A session
-that has forks (they read their first events from it) is refused unless --forks, which
-deletes every fork under it too. The data folder must not be in use (a serve, a run); a
+durable write each, then compact their keys so that the space returns at once. Forks
+(they read their first events from their session) go before their session; a session with
+a fork not named beside it is refused unless --forks, which deletes every fork under it
+too. The data folder must not be in use (a serve, a run); a
 serve's record of the sessions it was running (serve-state.json) forgets those deleted.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
