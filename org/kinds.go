@@ -39,6 +39,16 @@ func ReopenedTaskID(caseID, step string, n int) string {
 	return fmt.Sprintf("%s-r%d", StepTaskID(caseID, step), n)
 }
 
+// StepTasks returns the IDs of the tasks step has had in case c: its
+// first, then each reopening's (ReopenedTaskID), in that order.
+func (c *Case) StepTasks(step string) []string {
+	ids := []string{StepTaskID(c.ID, step)}
+	for n := 1; n <= c.Reopens; n++ {
+		ids = append(ids, ReopenedTaskID(c.ID, step, n))
+	}
+	return ids
+}
+
 // FactTopic is the message topic of a case's fact.
 func FactTopic(caseID, fact string) string { return caseID + "/" + fact }
 

@@ -91,11 +91,7 @@ func WrongPenalties(s *org.State) float64 {
 			if cur == nil {
 				continue
 			}
-			for r := range c.Reopens + 1 {
-				tid := org.StepTaskID(c.ID, cur.Spec.Step)
-				if r > 0 {
-					tid = org.ReopenedTaskID(c.ID, cur.Spec.Step, r)
-				}
+			for _, tid := range c.StepTasks(cur.Spec.Step) {
 				if t := s.Task(tid); t != nil && t.Status == org.StatusDone && outcomeUnmet(s, t) != "" {
 					n++
 				}

@@ -89,11 +89,7 @@ func (card *OutcomeCard) doneBy(s *org.State, c *org.Case) {
 	if t := s.Task(card.Task); t != nil && card.Done {
 		card.By = t.DoneBy
 	}
-	for n := range c.Reopens + 1 {
-		id := org.StepTaskID(c.ID, card.Step)
-		if n > 0 {
-			id = org.ReopenedTaskID(c.ID, card.Step, n)
-		}
+	for _, id := range c.StepTasks(card.Step) {
 		if t := s.Task(id); t != nil && id != card.Task && t.Status == org.StatusDone {
 			card.Redone = append(card.Redone, Completion{Task: id, By: t.DoneBy})
 		}
