@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -22,10 +23,14 @@ type Agent interface {
 
 // Options configure a built-in agent.
 type Options struct {
-	Seed   uint64
+	Seed uint64
+	// Truth is the seed the session's hidden rules and facts were drawn
+	// with (its draw seed: the session's seed unless an operator's secret
+	// keyed its draws); 0 means Seed. Only the oracle reads it.
+	Truth  uint64
 	Member string
 	// World is the session's world: the oracle reads its ground truth
-	// (the records it draws for Seed, the members' hidden constraints);
+	// (the records it draws for Truth, the members' hidden constraints);
 	// diligent reads only how members phrase their constraints, to
 	// understand their answers (meetings.go). Others ignore it.
 	World *worlds.World
@@ -40,7 +45,9 @@ var builtins = map[string]func(Options) Agent{
 	// diligent works legitimately: it reads the system the policy ranks
 	// first; oracle reads the ground truth (content.go).
 	"diligent": func(o Options) Agent { return &Greedy{content: content{mode: byPolicy, world: o.World}} },
-	"oracle":   func(o Options) Agent { return &Greedy{content: content{mode: truth, world: o.World, seed: o.Seed}} },
+	"oracle": func(o Options) Agent {
+		return &Greedy{content: content{mode: truth, world: o.World, seed: cmp.Or(o.Truth, o.Seed)}}
+	},
 }
 
 // Names lists the built-in agents.

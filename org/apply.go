@@ -209,7 +209,7 @@ func (s *State) applySessionStarted(ev *events.Event) error {
 	}
 	s.Limits = p.Limits.WithDefaults()
 	s.Format = p.Format
-	s.seedRecords(p.Seed)
+	s.seedRecords(p.DrawSeed())
 	for _, an := range p.Arrivals {
 		s.Arrival(an.Arrival).setNext(an.Next())
 	}

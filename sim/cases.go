@@ -20,7 +20,7 @@ import (
 // within the bounds too, or the case would be refused when applied).
 func (e *Engine) drawAttrs(list []worlds.Attr, id, kind string, given payload.Attrs, bounds map[string]worlds.Bound, vars map[string]any) payload.Attrs {
 	out := payload.Attrs{}
-	seed := e.cfg.Seed
+	seed := e.draws
 	for _, a := range list {
 		if v, ok := given[a.Name]; ok {
 			out[a.Name] = v
@@ -96,7 +96,7 @@ func (e *Engine) openCase(tpl *worlds.CaseTemplate, id string, given payload.Att
 	case tpl.PriorityExpr != nil:
 		p.Priority = tpl.PriorityExpr.Int(attrVars)
 	case len(tpl.Priority) > 0:
-		p.Priority = pickWeighted(tpl.Priority, unit(e.cfg.Seed, "case/"+id+"/priority"))
+		p.Priority = pickWeighted(tpl.Priority, unit(e.draws, "case/"+id+"/priority"))
 	}
 	cal := e.teamSchedule(team)
 	if tpl.Deadline > 0 {
@@ -124,7 +124,7 @@ func (e *Engine) openCase(tpl *worlds.CaseTemplate, id string, given payload.Att
 			Chain: st.Chain, Priority: p.Priority, Case: id, Step: st.ID, NPC: st.NPC}
 		if st.NPC == "" {
 			key := "case/" + tid + "/effort"
-			def.Effort = clock.Duration(st.Effort.Sample(unit(e.cfg.Seed, key+"/u"), expo(e.cfg.Seed, key+"/e")))
+			def.Effort = clock.Duration(st.Effort.Sample(unit(e.draws, key+"/u"), expo(e.draws, key+"/e")))
 		}
 		for _, d := range st.Deps {
 			if applies[d] {

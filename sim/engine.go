@@ -68,8 +68,16 @@ type Config struct {
 	// is an error. It is not recorded: an engine rebuilt from a log gets
 	// its caller's (SetMaxEvents).
 	MaxEvents int
+	// DrawKey, when set, is what every draw of the session is made with
+	// besides the seed (payload.DrawSeed): payload.NewDrawKey of an
+	// operator's secret and the session's root seed, recorded in
+	// session.started. An engine rebuilt from a log takes the recorded
+	// one (the driver's Origin), so replay, forks and resumes need no
+	// secret. nil draws from the seed alone.
+	DrawKey []byte
 	// LogFormat is the log format a new session writes (session.started
-	// records it): 0 means payload.LogFormat; payload.OldestLogFormat and
+	// records it): 0 means payload.LogFormat with a DrawKey and the format
+	// before payload.DrawKeyFormat without one; payload.OldestLogFormat and
 	// later are accepted, so that a test can record a session as an older
 	// build did. An engine that replays, restores or continues a session
 	// writes the format the session recorded.
@@ -208,7 +216,8 @@ type Engine struct {
 	scratch   struct {
 		complete org.Action // the completion resolves checks (see resolves)
 	}
-	format int // the session's log format (payload.LogFormat for a new one)
+	format int    // the session's log format (payload.LogFormat for a new one)
+	draws  uint64 // what every draw is made with: payload.DrawSeed(cfg.Seed, cfg.DrawKey)
 	// resolved is the ticket.resolved this Tick emitted last (format 5),
 	// which its colleague's next step may be recorded in (see then).
 	resolved resolvedNow
@@ -264,11 +273,20 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.MaxEvents < MinMaxEvents {
 		return nil, fmt.Errorf("sim: a budget of %d events is below the minimum of %d", cfg.MaxEvents, MinMaxEvents)
 	}
+	if n := len(cfg.DrawKey); n != 0 && n != payload.DrawKeyBytes {
+		return nil, fmt.Errorf("sim: a draw key of %d bytes (payload.NewDrawKey makes %d)", n, payload.DrawKeyBytes)
+	}
 	if cfg.LogFormat == 0 {
-		cfg.LogFormat = payload.LogFormat
+		cfg.LogFormat = payload.DrawKeyFormat - 1
+		if cfg.DrawKey != nil {
+			cfg.LogFormat = payload.LogFormat
+		}
 	}
 	if cfg.LogFormat < payload.OldestLogFormat || cfg.LogFormat > payload.LogFormat {
 		return nil, fmt.Errorf("sim: log format %d is not one this build writes (%d to %d)", cfg.LogFormat, payload.OldestLogFormat, payload.LogFormat)
+	}
+	if cfg.DrawKey != nil && cfg.LogFormat < payload.DrawKeyFormat {
+		return nil, fmt.Errorf("sim: log format %d cannot record a draw key (format %d and later do)", cfg.LogFormat, payload.DrawKeyFormat)
 	}
 	e := &Engine{
 		cfg:     cfg,
@@ -277,6 +295,7 @@ func New(cfg Config) (*Engine, error) {
 		limit:   uint64(cfg.MaxEvents - 2),
 		cals:    newCalendars(cfg.World),
 		format:  cfg.LogFormat,
+		draws:   payload.DrawSeed(cfg.Seed, cfg.DrawKey),
 	}
 	e.st.SetJudge(policies.Judge)
 	if cfg.NewSequencer != nil {
@@ -326,6 +345,12 @@ func (e *Engine) room(n int) bool {
 // State is the engine's current state. Callers must not change it.
 func (e *Engine) State() *org.State { return e.st }
 
+// DrawSeed is the seed the engine's draws are made with from now on (the
+// session's seed, unless it was started with a draw key): what the
+// world's hidden rules and facts were drawn from, for an agent that is
+// told them (the oracle).
+func (e *Engine) DrawSeed() uint64 { return e.draws }
+
 // Now is the current simulated time.
 func (e *Engine) Now() clock.Time { return e.now }
 
@@ -348,7 +373,7 @@ func (e *Engine) Start() {
 	e.emit(payload.EvSessionStarted, "", 0, payload.SessionStarted{Format: e.format,
 		World: e.cfg.World.Name, WorldFile: e.cfg.World.File, WorldHash: e.cfg.World.Hash, Seed: e.cfg.Seed,
 		Load: e.load(), Source: string(e.cfg.Source), Arrivals: first, Limits: e.cfg.Limits.Compact(),
-		WorldLimits: recordWorldLimits(e.cfg.WorldLimits)})
+		WorldLimits: recordWorldLimits(e.cfg.WorldLimits), DrawKey: e.cfg.DrawKey})
 	e.settle()
 }
 

@@ -57,7 +57,7 @@ func (e *Engine) drawRecord(typ, key string) string {
 			}
 		}
 	}
-	start := int(unit(e.cfg.Seed, key) * float64(len(ids)))
+	start := int(unit(e.draws, key) * float64(len(ids)))
 	for i := range ids {
 		if id := ids[(start+i)%len(ids)]; !taken[id] {
 			return id

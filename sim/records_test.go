@@ -31,18 +31,25 @@ func playWorld(tb testing.TB, world, agent string, seed uint64) (*sim.Engine, []
 
 // playSource is playWorld of the world file src, named name.
 func playSource(tb testing.TB, name string, src []byte, agent string, seed uint64) (*sim.Engine, []events.Event) {
+	return playKeyed(tb, name, src, agent, seed, nil, nil)
+}
+
+// playKeyed is playSource of a session whose draws are keyed with key
+// (sim.Config.DrawKey; nil: none), calling seen, if set, with every
+// observation before its agent decides.
+func playKeyed(tb testing.TB, name string, src []byte, agent string, seed uint64, key []byte, seen func(org.Observation)) (*sim.Engine, []events.Event) {
 	tb.Helper()
 	w, err := worlds.Load(name, src)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: seed, Session: "s"})
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: seed, Session: "s", DrawKey: key})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	seats := map[string]agents.Agent{}
 	for _, m := range w.Members {
-		a, err := agents.New(agent, agents.Options{Seed: seed, Member: m.ID, World: w})
+		a, err := agents.New(agent, agents.Options{Seed: seed, Truth: e.DrawSeed(), Member: m.ID, World: w})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -51,6 +58,9 @@ func playSource(tb testing.TB, name string, src []byte, agent string, seed uint6
 	e.Start()
 	var evs []events.Event
 	err = sim.Play(e, func(b []events.Event) bool { evs = append(evs, b...); return true }, func(t sim.Turn) (sim.Answer, bool) {
+		if seen != nil {
+			seen(t.Observation)
+		}
 		acts, _ := seats[t.Member].Decide(context.Background(), t.Observation)
 		return sim.Answer{Member: t.Member, Turn: t.Observation.Turn, Actions: acts}, true
 	}, 0)

@@ -97,6 +97,7 @@ func (r *rebuilder) config(ev *events.Event) (Config, error) {
 	}
 	cfg := r.base
 	cfg.World, cfg.Source, cfg.Seed, cfg.Session, cfg.Load = w, []byte(p.Source), p.Seed, r.session, p.Load
+	cfg.DrawKey = p.DrawKey
 	cfg.WorldLimits = lim
 	return cfg, nil
 }

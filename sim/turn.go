@@ -314,7 +314,7 @@ func (e *Engine) npcDecide(id string) Answer {
 	}
 	var next clock.Time
 	due := func(since clock.Time, key string) bool {
-		lat := uniform(e.cfg.Seed, key, int64(npc.ReplyMin), int64(npc.ReplyMax))
+		lat := uniform(e.draws, key, int64(npc.ReplyMin), int64(npc.ReplyMax))
 		at := cal.AddWork(since, clock.Duration(lat))
 		if at <= e.now {
 			return true

@@ -84,7 +84,7 @@ func (e *Engine) arrivalAt(a *worlds.Arrival, n int, prev clock.Time) (at clock.
 			at = cal.AddWork(prev, clock.Duration(float64(a.Every)/load))
 		}
 	case "poisson":
-		gap := expo(e.cfg.Seed, e.key("arrival/", a.ID, n)) * float64(a.Every) / load
+		gap := expo(e.draws, e.key("arrival/", a.ID, n)) * float64(a.Every) / load
 		at = cal.AddWork(cal.NextWorking(prev), clock.Duration(gap))
 	case "bursty":
 		burst := max(1, int(math.Round(float64(a.Burst)*load)))
@@ -111,7 +111,7 @@ func (e *Engine) arrivalAt(a *worlds.Arrival, n int, prev clock.Time) (at clock.
 // ticket makes the definition of a ticket from a template.
 func (e *Engine) ticket(t *worlds.Template, id string, key []byte) worlds.Task {
 	def := worlds.Task{ID: id, Title: t.Title, Role: t.Role, Skill: t.Skill, Value: t.Value, Chain: t.Chain, Info: t.Info}
-	seed := e.cfg.Seed
+	seed := e.draws
 	def.Effort = clock.Duration(t.Effort.Sample(unit(seed, e.keyWith(key, "/effort/u")), expo(seed, e.keyWith(key, "/effort/e"))))
 	if t.Purchase.Kind != "" {
 		def.Purchase = t.Purchase.Sample(unit(seed, e.keyWith(key, "/purchase/u")), expo(seed, e.keyWith(key, "/purchase/e")))

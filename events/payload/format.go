@@ -56,7 +56,21 @@ import (
 //     case step that stood when its requester reopened the case depends
 //     on the task that redoes a reopened dependency, not on the replaced
 //     one, which never counts again (org's RedoDepsFormat).
-const LogFormat = 7
+//   - 8: the events are format 7's; session.started carries a draw key
+//     (draw_key, from an operator's secret: NewDrawKey), and every random
+//     draw of the session, its hidden rules and facts included, is made
+//     with DrawSeed(seed, key) instead of the seed itself, so that
+//     knowing a session's seed no longer gives its hidden truth away. A
+//     session without a key is written in format 7, byte for byte: only a
+//     keyed session needs this build (or a newer one) to be read, and an
+//     older build refuses it by name rather than replaying it with the
+//     seed's draws.
+const LogFormat = DrawKeyFormat
+
+// DrawKeyFormat is the first format whose session.started may carry a
+// draw key (SessionStarted.DrawKey); a new session without one is written
+// in the format before it.
+const DrawKeyFormat = 8
 
 // OldestLogFormat is the oldest format this package still reads.
 const OldestLogFormat = 2
@@ -70,6 +84,9 @@ var ErrLogFormat = errors.New("payload: log format not supported")
 // form than its older events.
 func (p *SessionStarted) CheckFormat() error {
 	f := p.Format
+	if len(p.DrawKey) > 0 && (f < DrawKeyFormat || len(p.DrawKey) != DrawKeyBytes) {
+		return fmt.Errorf("%w: the log is format %d with a draw key of %d bytes; only format %d and later carry one, of %d bytes", ErrLogFormat, f, len(p.DrawKey), DrawKeyFormat, DrawKeyBytes)
+	}
 	if f >= OldestLogFormat && f <= LogFormat {
 		return nil
 	}

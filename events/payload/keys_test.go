@@ -36,7 +36,7 @@ func fillValue(v reflect.Value, seed int) {
 		v.SetString(fmt.Sprintf("s%d", seed))
 	case reflect.Int, reflect.Int64:
 		v.SetInt(int64(seed + 1))
-	case reflect.Uint64:
+	case reflect.Uint64, reflect.Uint8:
 		v.SetUint(uint64(seed) + 1)
 	case reflect.Float64:
 		v.SetFloat(float64(seed) + 0.5)

@@ -97,6 +97,12 @@ type SessionStarted struct {
 	// WorldLimits are the world budgets the session was started with
 	// where raised above the defaults.
 	WorldLimits WorldLimits `json:"world_limits,omitzero"`
+	// DrawKey, when set (format 8 and later), is what the session's draws
+	// are made with besides the seed (DrawSeed): NewDrawKey of the
+	// operator's secret and the seed. The log keeps it so that replay,
+	// forks and resumes draw what the session drew without the secret;
+	// it must not reach the agents (the operator's events endpoints only).
+	DrawKey []byte `json:"draw_key,omitempty"`
 }
 
 // ArrivalNext says when an arrival process brings its first ticket. "at": 0

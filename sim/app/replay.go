@@ -148,8 +148,9 @@ func replayCuts(ctx context.Context, log events.Log, id string, k int) []events.
 // replayFromWorld builds session id's engine from its world (o, read with
 // driver.ReadOrigin) and applies its events 1 to end.
 func replayFromWorld(ctx context.Context, log events.Log, o driver.Origin, id string, end uint64) (*sim.Engine, error) {
-	e, err := sim.New(sim.Config{World: o.World, Source: o.Source, Seed: o.Seed, Session: id, Load: o.Load, WorldLimits: o.WorldLimits,
-		NewSequencer: driver.NewSequencer, ApplyOnly: true})
+	cfg := o.Config(id, 0)
+	cfg.ApplyOnly = true
+	e, err := sim.New(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
@@ -31,8 +32,13 @@ import (
 
 // RunOptions describe one session run with embedded defaults.
 type RunOptions struct {
-	World     string // shipped name or file path
-	Seed      uint64
+	World string // shipped name or file path
+	Seed  uint64
+	// Secret, when set, keys the session's draws (payload.NewDrawKey):
+	// its hidden rules and facts, its arrivals and efforts can no longer
+	// be worked out from its seed by whoever lacks the secret. The log
+	// records the key, not the secret.
+	Secret    []byte
 	Load      float64 // scales arrival rates; 0 means 1
 	Agents    string  // "greedy", or "greedy,alice=idle"
 	Data      string  // data folder for the Pebble log
@@ -279,7 +285,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		return nil, err
 	}
 	e, err := sim.New(sim.Config{World: w, Source: src, Seed: o.Seed, Session: session, Load: o.Load, Limits: o.Limits, WorldLimits: o.WorldLimits,
-		NewSequencer: driver.NewSequencer})
+		DrawKey: payload.NewDrawKey(o.Secret, o.Seed), NewSequencer: driver.NewSequencer})
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +312,7 @@ var ErrPanicked = driver.ErrPanicked
 
 func play(ctx context.Context, o RunOptions, log events.Log, meta events.SessionMeta, e *sim.Engine, mode playMode) (*RunResult, error) {
 	logger := orNull(o.Logger)
-	seats, err := BuildSeats(meta, e.State().World, SeatOptions{LLM: o.LLM, Custom: o.Seats, Lenient: true})
+	seats, err := BuildSeats(meta, e.State().World, SeatOptions{LLM: o.LLM, Custom: o.Seats, Lenient: true, Truth: e.DrawSeed()})
 	whose := "session " + meta.ID
 	if mode == playFork { // not in the log: nothing was stored
 		whose = "a fork of session " + meta.Parent

@@ -52,6 +52,10 @@ type SeatOptions struct {
 	// Without it such a seat is an error. Seats assigned "llm" without LLM
 	// are an error either way (NoLLMError): nobody would answer them.
 	Lenient bool
+	// Truth is the seed the session's hidden rules and facts were drawn
+	// with (sim.Engine.DrawSeed), which the agents told them (the oracle)
+	// read; other agents draw from the session's seed.
+	Truth uint64
 }
 
 // ErrNoLLM is BuildSeats' error for a seat assigned "llm" without an
@@ -129,7 +133,7 @@ func BuildSeats(meta events.SessionMeta, w *worlds.World, o SeatOptions) (*Seats
 			s.Kinds["llm"]++
 			continue
 		}
-		a, err := agents.New(name, agents.Options{Seed: meta.Seed, Member: member, World: w})
+		a, err := agents.New(name, agents.Options{Seed: meta.Seed, Truth: o.Truth, Member: member, World: w})
 		if err != nil {
 			if o.Lenient {
 				continue

@@ -21,6 +21,20 @@ type Origin struct {
 	// WorldLimits are the world budgets the session recorded (the ones it
 	// raised; zero fields: the defaults), within which World was loaded.
 	WorldLimits worlds.Limits
+	// DrawKey is the draw key the session recorded (nil: none), which its
+	// engines draw with (sim.Config.DrawKey).
+	DrawKey []byte
+}
+
+// Config is the engine configuration of the session's events, named
+// session and going on with seed (0: the recorded one), with the
+// driver's sequencer. Callers set the rest (ApplyOnly, MaxEvents).
+func (o Origin) Config(session string, seed uint64) sim.Config {
+	if seed == 0 {
+		seed = o.Seed
+	}
+	return sim.Config{World: o.World, Source: o.Source, Seed: seed, Session: session, Load: o.Load, WorldLimits: o.WorldLimits,
+		DrawKey: o.DrawKey, NewSequencer: NewSequencer}
 }
 
 // ReadOrigin reads a session's first event (its root ancestor's, for a fork)
@@ -47,7 +61,7 @@ func ReadOrigin(ctx context.Context, log events.Log, session string) (Origin, er
 		if err != nil {
 			return Origin{}, fmt.Errorf("session %s: %w", session, err)
 		}
-		return Origin{World: w, Source: []byte(p.Source), Seed: p.Seed, Load: p.Load, WorldLimits: lim}, nil
+		return Origin{World: w, Source: []byte(p.Source), Seed: p.Seed, Load: p.Load, WorldLimits: lim, DrawKey: p.DrawKey}, nil
 	}
 	return Origin{}, fmt.Errorf("%w (session %s is empty)", sim.ErrNotASession, session)
 }
@@ -118,11 +132,8 @@ func loadFrom(ctx context.Context, log events.Log, origin Origin, session, name 
 		}
 		at = last
 	}
-	if seed == 0 {
-		seed = origin.Seed
-	}
-	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: seed, Session: name, Load: origin.Load, WorldLimits: origin.WorldLimits,
-		NewSequencer: NewSequencer, ApplyOnly: applyOnly}
+	cfg := origin.Config(name, seed)
+	cfg.ApplyOnly = applyOnly
 	var e *sim.Engine
 	from := uint64(1)
 	cp, err := log.LatestCheckpoint(ctx, session, at)

@@ -1,12 +1,15 @@
 package driver_test
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"reflect"
 	"testing"
 
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/worlds"
@@ -44,5 +47,49 @@ func TestReadOriginOfALargeWorld(t *testing.T) {
 	// A second fork or resume of the session shares the world loaded.
 	if again, err := driver.ReadOrigin(ctx, log, "big"); err != nil || again.World != o.World {
 		t.Fatalf("the origin read again loaded its world again (%v)", err)
+	}
+}
+
+// A keyed session's engines draw with its recorded key, without the
+// secret: a resume with its own seed, a fork going on with another seed
+// with that seed and the key; an unkeyed session's with the seed alone.
+func TestLoadKeepsTheDrawKey(t *testing.T) {
+	src, err := worlds.Source("meetings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := worlds.Load("meetings.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	log := memlog.New()
+	key := payload.NewDrawKey([]byte("secret"), 5)
+	for id, k := range map[string][]byte{"keyed": key, "plain": nil} { // order: each session is its own
+		e, err := sim.New(sim.Config{World: w, Source: src, Seed: 5, Session: id, DrawKey: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Start()
+		if err := events.Found(ctx, log, events.SessionMeta{ID: id, Status: events.StatusInterrupted}, e.Ready().Events[:1]); err != nil {
+			t.Fatal(err)
+		}
+		o, err := driver.ReadOrigin(ctx, log, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(o.DrawKey, k) {
+			t.Fatalf("%s: origin's key %x, want %x", id, o.DrawKey, k)
+		}
+		for _, seed := range []uint64{0, 9} {
+			got, _, err := driver.Load(ctx, log, id, 0, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := payload.DrawSeed(cmp.Or(seed, 5), k)
+			if got.DrawSeed() != want {
+				t.Errorf("%s loaded with seed %d: draw seed %d, want %d", id, seed, got.DrawSeed(), want)
+			}
+		}
 	}
 }

@@ -47,8 +47,8 @@ func verify(ctx context.Context, log events.Log, meta events.SessionMeta, r *Ver
 	// The engine only re-applies (no timers) and hashes the tickets it
 	// retires beside itself, as a replay's do: what is checked is state
 	// hashes, which neither changes.
-	cfg := sim.Config{World: origin.World, Source: origin.Source, Seed: origin.Seed, Session: meta.ID, Load: origin.Load, WorldLimits: origin.WorldLimits,
-		NewSequencer: NewSequencer, ApplyOnly: true}
+	cfg := origin.Config(meta.ID, 0)
+	cfg.ApplyOnly = true
 	e, err := sim.New(cfg)
 	if err != nil {
 		problem("%v", err)

@@ -67,6 +67,9 @@ type ServeOptions struct {
 	HTTPReadTimeout time.Duration
 	// NoLive turns off the live view (/live/ on the --http listener).
 	NoLive bool
+	// Secret keys the draws of the sessions this server creates
+	// (Config.Secret); nil draws from their seeds alone.
+	Secret []byte
 	// NoMCP leaves the MCP server (/mcp, package mcpseat) off the --http
 	// listener (--mcp=false).
 	NoMCP bool
@@ -229,7 +232,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		hub = live.NewHub()
 		observer = live.Observers{m, hub}
 	}
-	svcCfg := Config{Log: store, Bus: bus, Auth: auth, Logger: log, TurnTimeout: o.TurnTimeout,
+	svcCfg := Config{Log: store, Bus: bus, Auth: auth, Logger: log, TurnTimeout: o.TurnTimeout, Secret: o.Secret,
 		JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, MaxSeats: o.MaxSeats, MaxWorldMemory: o.MaxWorldMemory, WorldLimits: o.WorldLimits, CheckpointEvery: o.CheckpointEvery, MaxEvents: o.MaxEvents,
 		LLM: o.LLM, Observer: observer, StateFile: stateFile}
 	var worker *Worker

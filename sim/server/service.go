@@ -67,6 +67,7 @@ import (
 	"github.com/corpsim/corpsim/agents/natsserver"
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/app"
@@ -94,6 +95,12 @@ type Config struct {
 	// WorldLimits bound every create request's world and load (zero
 	// fields: the defaults), checked before the session is made.
 	WorldLimits worlds.Limits
+	// Secret keys the draws of every session created fresh
+	// (payload.NewDrawKey; app.RunOptions.Secret): the agents cannot work
+	// a session's hidden rules and facts out from its seed. A cluster's
+	// workers must share it. Forks and resumes use the key their log
+	// recorded.
+	Secret []byte
 	// LLM plays the seats a create request gives to "llm"; nil refuses them.
 	LLM agents.Agent
 	// Observer, if set, watches every session's driver (metrics).
@@ -622,7 +629,7 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 			return wire.CreateReply{}, err
 		}
 		if e, err = sim.New(sim.Config{World: w, Source: src, Seed: req.Seed, Session: id, Load: req.Load, WorldLimits: s.cfg.WorldLimits,
-			NewSequencer: driver.NewSequencer}); err != nil {
+			DrawKey: payload.NewDrawKey(s.cfg.Secret, req.Seed), NewSequencer: driver.NewSequencer}); err != nil {
 			return wire.CreateReply{}, err
 		}
 		meta = events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: req.Seed}
@@ -724,7 +731,7 @@ type launch struct {
 // launch hosts a session's built-in seats and runs it in the background.
 func (s *Service) launch(l launch) error {
 	id, meta, e := l.meta.ID, l.meta, l.engine
-	seats, err := app.BuildSeats(meta, e.State().World, app.SeatOptions{LLM: s.cfg.LLM})
+	seats, err := app.BuildSeats(meta, e.State().World, app.SeatOptions{LLM: s.cfg.LLM, Truth: e.DrawSeed()})
 	if errors.Is(err, app.ErrNoLLM) {
 		return errors.New("server: the agents name llm, but this server has no llm agent (serve --llm-model)")
 	}

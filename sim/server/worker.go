@@ -18,6 +18,7 @@ import (
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/worlds"
@@ -719,7 +720,7 @@ func (w *Worker) adoptUnstarted(ctx context.Context, id string, rec owner, saved
 		return fail(err.Error())
 	}
 	eng, err := sim.New(sim.Config{World: wd, Source: src, Seed: meta.Seed, Session: id, Load: rec.Load, WorldLimits: w.svc.cfg.WorldLimits,
-		NewSequencer: driver.NewSequencer})
+		DrawKey: payload.NewDrawKey(w.svc.cfg.Secret, meta.Seed), NewSequencer: driver.NewSequencer})
 	if err != nil {
 		return fail(err.Error())
 	}

@@ -24,6 +24,7 @@ func (a *cmdline) runCmd() *cobra.Command {
 	o := app.RunOptions{}
 	var asJSON bool
 	var lf llmFlags
+	var sf secretFlag
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Run a world to its horizon and print the scorecard",
@@ -37,6 +38,9 @@ and print the scorecard.`,
 			}
 			a.prepare(&o, asJSON)
 			var err error
+			if o.Secret, err = sf.read(); err != nil {
+				return err
+			}
 			if o.LLM, err = lf.agent(cmd, o.Agents, a); err != nil {
 				return err
 			}
@@ -59,6 +63,7 @@ and print the scorecard.`,
 	limitFlags(c, &o.Limits)
 	worldLimitFlags(c, &o.WorldLimits)
 	playFlags(c, &o)
+	sf.add(c)
 	lf.add(c)
 	return c
 }

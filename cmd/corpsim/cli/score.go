@@ -70,6 +70,7 @@ func (a *cmdline) evalCmd() *cobra.Command {
 	ro := app.RunOptions{}
 	var asJSON bool
 	var lf llmFlags
+	var sf secretFlag
 	c := &cobra.Command{
 		Use:   "eval",
 		Short: "Run a world over K seeds and report mean, spread, pass@1 and pass^k",
@@ -85,6 +86,9 @@ its mean share within SLA is shown) and the budget (budget: no overrun).`,
 			}
 			ro.Logger = a.logger
 			var err error
+			if ro.Secret, err = sf.read(); err != nil {
+				return err
+			}
 			if ro.LLM, err = lf.agent(cmd, o.Agents, a); err != nil {
 				return err
 			}
@@ -158,6 +162,7 @@ its mean share within SLA is shown) and the budget (budget: no overrun).`,
 	f.IntVar(&o.Parallel, "parallel", 0, "episodes run at once (0: one per core)")
 	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn, 0 meaning 30s (the llm agent's and a remote seat's; the other built-in agents decide at once and are not timed)")
 	seatsFlag(c, &ro)
+	sf.add(c)
 	worldLimitFlags(c, &ro.WorldLimits)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	lf.add(c)

@@ -15,6 +15,7 @@ func (a *cmdline) serveCmd() *cobra.Command {
 	o := server.ServeOptions{}
 	var mcpOn bool // --mcp
 	var lf llmFlags
+	var sf secretFlag
 	var nemo bool    // --nemo
 	var openEnv bool // --openenv
 	c := &cobra.Command{
@@ -53,6 +54,10 @@ Every create request's world and load are checked against the world budgets
 				if o.LLM, err = lf.agent(cmd, "llm", a); err != nil {
 					return err
 				}
+			}
+			var err error
+			if o.Secret, err = sf.read(); err != nil {
+				return err
 			}
 			o.Logger, o.Stdout = a.logger, a.stdout
 			o.NoMCP = !mcpOn
@@ -97,6 +102,7 @@ Every create request's world and load are checked against the world budgets
 	f.StringVar(&o.Worker, "worker", "", "run as the worker NAME of a cluster (needs --nats): take sessions through the queue group "+server.WorkerQueue+", replicate their logs to JetStream, adopt the sessions of dead workers")
 	f.IntVar(&o.Replicas, "replicas", 0, "worker mode: replicas of the log stream and buckets (0: 3 if the cluster has them, else 1)")
 	f.DurationVar(&o.LeaseTTL, "lease-ttl", server.DefaultLeaseTTL, "worker mode: a session's lease; a dead worker's sessions are adopted after it expires")
+	sf.add(c)
 	lf.add(c)
 	return c
 }

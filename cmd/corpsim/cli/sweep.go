@@ -44,6 +44,7 @@ func (a *cmdline) sweepCmd() *cobra.Command {
 	ro := app.RunOptions{}
 	var loads, agentList, out string
 	var asJSON bool
+	var sf secretFlag
 	c := &cobra.Command{
 		Use:   "sweep",
 		Short: "Run a world over loads × agents × seeds; table, CSV and a completion-vs-load SVG",
@@ -61,6 +62,9 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 				return err
 			}
 			o.Agents = splitAgents(agentList)
+			if ro.Secret, err = sf.read(); err != nil {
+				return err
+			}
 			ro.Logger = a.logger
 			progress := isTerminal(a.stderr) && !asJSON
 			if progress {
@@ -113,6 +117,7 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 	f.StringVarP(&out, "output", "o", "", "folder to write sweep.csv, sweep.svg and "+app.SweepDiagnoses+" (for diagnose --sweep) to")
 	f.DurationVar(&ro.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn, 0 meaning 30s (the llm agent's and a remote seat's; the other built-in agents decide at once and are not timed)")
 	seatsFlag(c, &ro)
+	sf.add(c)
 	worldLimitFlags(c, &ro.WorldLimits)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c

@@ -1,0 +1,67 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+)
+
+// corpsim run with --secret-file (or $CORPSIM_SECRET) keys the session's
+// draws on a real Pebble log: the same secret and seed make the same
+// session, the file's final line break is not part of the secret, another
+// secret or none makes another; the keyed session replays, verifies and
+// forks with another seed without the secret; eval takes it too; an empty
+// or missing secret file is refused by name before anything runs.
+func TestSecretKeysTheSession(t *testing.T) {
+	data := t.TempDir()
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", "--world", "meetings", "--seed", "3", "--agents", "diligent", "--data", data}
+	keyed := cliResult(t, append(args, "--secret-file", file)...)
+	again := cliResult(t, append(args, "--secret-file", file)...)
+	plain := cliResult(t, args...)
+	t.Setenv(cli.SecretEnv, "s3cret")
+	fromEnv := cliResult(t, args...)
+	t.Setenv(cli.SecretEnv, "another")
+	other := cliResult(t, args...)
+	t.Setenv(cli.SecretEnv, "")
+	if keyed.StateHash != again.StateHash || keyed.StateHash != fromEnv.StateHash {
+		t.Fatalf("one secret and seed made sessions %s, %s and (from $%s) %s", keyed.StateHash, again.StateHash, cli.SecretEnv, fromEnv.StateHash)
+	}
+	if keyed.StateHash == plain.StateHash || keyed.StateHash == other.StateHash {
+		t.Fatalf("the keyed session %s is the unkeyed one (%s) or another secret's (%s)", keyed.StateHash, plain.StateHash, other.StateHash)
+	}
+	evs := storedEvents(t, data, keyed.Session)
+	if first := string(evs[0].Payload); !strings.Contains(first, `"format":8`) || !strings.Contains(first, `"draw_key":"`) || strings.Contains(first, "s3cret") {
+		t.Fatalf("the keyed session.started (format 8, a draw key, never the secret): %.300s", first)
+	}
+	if first := string(storedEvents(t, data, plain.Session)[0].Payload); !strings.Contains(first, `"format":7`) || strings.Contains(first, "draw_key") {
+		t.Fatalf("the unkeyed session.started (format 7, no key): %.300s", first)
+	}
+	if out := mustCLI(t, "replay", keyed.Session, "--data", data); !strings.Contains(out, "state hash matches") {
+		t.Fatalf("replay of the keyed session: %s", out)
+	}
+	fork := cliResult(t, "fork", keyed.Session, "--at", "15", "--seed", "9", "--agents", "diligent", "--data", data)
+	if out := mustCLI(t, "verify", fork.Session, "--data", data); !strings.Contains(out, ": ok (state hash "+fork.StateHash+")") {
+		t.Fatalf("verify of the keyed session's fork: %s", out)
+	}
+	if out := mustCLI(t, "eval", "--world", "meetings", "--agents", "oracle", "--seeds", "2", "--secret-file", file); !strings.Contains(out, "team score") {
+		t.Fatalf("eval --secret-file: %s", out)
+	}
+
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for f, want := range map[string]string{empty: "--secret-file " + empty + " is empty", filepath.Join(data, "none"): "--secret-file: open "} { // order: each case is its own
+		_, errs, code := runCLI(t, "run", "--world", "meetings", "--ephemeral", "--secret-file", f)
+		if code != cli.ExitUsage || !strings.Contains(errs, want) {
+			t.Errorf("run --secret-file %s: exit %d, %q; want %d saying %q", f, code, errs, cli.ExitUsage, want)
+		}
+	}
+}
