@@ -351,6 +351,9 @@ func (e *Engine) State() *org.State { return e.st }
 // told them (the oracle).
 func (e *Engine) DrawSeed() uint64 { return e.draws }
 
+// Keyed reports whether the session's draws are keyed (Config.DrawKey).
+func (e *Engine) Keyed() bool { return e.cfg.DrawKey != nil }
+
 // Now is the current simulated time.
 func (e *Engine) Now() clock.Time { return e.now }
 

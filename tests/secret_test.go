@@ -36,6 +36,9 @@ func TestSecretKeysTheSession(t *testing.T) {
 	if keyed.StateHash == plain.StateHash || keyed.StateHash == other.StateHash {
 		t.Fatalf("the keyed session %s is the unkeyed one (%s) or another secret's (%s)", keyed.StateHash, plain.StateHash, other.StateHash)
 	}
+	if !keyed.Keyed || !fromEnv.Keyed || plain.Keyed {
+		t.Fatalf("results' keyed: %v (--secret-file), %v ($%s), %v (none)", keyed.Keyed, fromEnv.Keyed, cli.SecretEnv, plain.Keyed)
+	}
 	evs := storedEvents(t, data, keyed.Session)
 	if first := string(evs[0].Payload); !strings.Contains(first, `"format":8`) || !strings.Contains(first, `"draw_key":"`) || strings.Contains(first, "s3cret") {
 		t.Fatalf("the keyed session.started (format 8, a draw key, never the secret): %.300s", first)
@@ -47,10 +50,13 @@ func TestSecretKeysTheSession(t *testing.T) {
 		t.Fatalf("replay of the keyed session: %s", out)
 	}
 	fork := cliResult(t, "fork", keyed.Session, "--at", "15", "--seed", "9", "--agents", "diligent", "--data", data)
+	if !fork.Keyed {
+		t.Error("the keyed session's fork does not say it is keyed")
+	}
 	if out := mustCLI(t, "verify", fork.Session, "--data", data); !strings.Contains(out, ": ok (state hash "+fork.StateHash+")") {
 		t.Fatalf("verify of the keyed session's fork: %s", out)
 	}
-	if out := mustCLI(t, "eval", "--world", "meetings", "--agents", "oracle", "--seeds", "2", "--secret-file", file); !strings.Contains(out, "team score") {
+	if out := mustCLI(t, "eval", "--world", "meetings", "--agents", "oracle", "--seeds", "2", "--secret-file", file); !strings.Contains(out, "team score") || !strings.Contains(out, "draws keyed by a secret") {
 		t.Fatalf("eval --secret-file: %s", out)
 	}
 

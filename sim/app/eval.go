@@ -55,6 +55,7 @@ type EvalResult struct {
 	Agents     string       `json:"agents"`
 	Load       float64      `json:"load"`
 	Seeds      []uint64     `json:"seeds"`
+	Keyed      bool         `json:"keyed,omitempty"` // the draws were keyed with a secret (RunResult.Keyed)
 	Rubric     string       `json:"rubric"`
 	Scores     []float64    `json:"scores"`
 	Mean       float64      `json:"mean"`
@@ -167,7 +168,7 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 			return nil, err
 		}
 	}
-	res := &EvalResult{World: o.World, Agents: o.Agents, Load: o.Load, Rubric: policies.RubricVersion, Wall: time.Since(start).Round(time.Millisecond).String()}
+	res := &EvalResult{World: o.World, Agents: o.Agents, Load: o.Load, Keyed: len(ro.Secret) > 0, Rubric: policies.RubricVersion, Wall: time.Since(start).Round(time.Millisecond).String()}
 	if res.Load == 0 {
 		res.Load = 1
 	}

@@ -79,9 +79,13 @@ type RunOptions struct {
 
 // RunResult is what a run produced.
 type RunResult struct {
-	Session   string             `json:"session"`
-	World     string             `json:"world"`
-	Seed      uint64             `json:"seed"`
+	Session string `json:"session"`
+	World   string `json:"world"`
+	Seed    uint64 `json:"seed"`
+	// Keyed says that the session's draws were keyed with an operator's
+	// secret (RunOptions.Secret): its world is not the one its seed alone
+	// draws.
+	Keyed     bool               `json:"keyed,omitempty"`
 	Events    uint64             `json:"events"`
 	StateHash string             `json:"state_hash"`
 	Ended     string             `json:"ended"`
@@ -477,7 +481,7 @@ func (r *RunResult) Err() error {
 func ResultOf(meta events.SessionMeta, e *sim.Engine) *RunResult {
 	st := e.State()
 	w := st.World
-	res := &RunResult{Session: meta.ID, World: w.Name, Seed: meta.Seed, Events: st.LastSeq,
+	res := &RunResult{Session: meta.ID, World: w.Name, Seed: meta.Seed, Keyed: e.Keyed(), Events: st.LastSeq,
 		Ended: st.EndReason, SimTime: w.Calendar.Wall(st.Now).Format(time.RFC3339), Agents: meta.Agents,
 		Parent: meta.Parent, ForkSeq: meta.ForkSeq, Score: policies.Score(st), Meta: meta, Failure: e.LastFailure()}
 	if st.Ended {

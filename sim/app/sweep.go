@@ -93,6 +93,7 @@ type SweepResult struct {
 	World  string       `json:"world"`
 	Rubric string       `json:"rubric"`
 	Seeds  int          `json:"seeds"`
+	Keyed  bool         `json:"keyed,omitempty"` // the draws were keyed with a secret (RunResult.Keyed)
 	Points []SweepPoint `json:"points"`
 	Wall   string       `json:"wall"`
 	// Runs are the runs' diagnoses in the sweep's order (load, agents,
@@ -229,7 +230,7 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 			return nil, err
 		}
 	}
-	res := &SweepResult{World: w.Name, Rubric: policies.RubricVersion, Seeds: o.Seeds, Runs: runs}
+	res := &SweepResult{World: w.Name, Rubric: policies.RubricVersion, Seeds: o.Seeds, Keyed: len(ro.Secret) > 0, Runs: runs}
 	for i := 0; i < len(jobs); i += o.Seeds {
 		j := jobs[i]
 		p := SweepPoint{Load: o.Loads[j.load], Agents: o.Agents[j.agents]}

@@ -165,7 +165,7 @@ func printScorecard(w io.Writer, r *app.RunResult) {
 	s := r.Score
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "session\t%s\n", r.Session)
-	fmt.Fprintf(tw, "world\t%s (seed %d)\n", r.World, r.Seed)
+	fmt.Fprintf(tw, "world\t%s (seed %d%s)\n", r.World, r.Seed, keyedNote(r.Keyed))
 	names := map[string]int{}
 	for _, n := range r.Agents {
 		names[n]++

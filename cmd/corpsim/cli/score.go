@@ -112,7 +112,7 @@ its mean share within SLA is shown) and the budget (budget: no overrun).`,
 				return failed
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "world\t%s (load %g)\n", res.World, res.Load)
+			fmt.Fprintf(tw, "world\t%s (load %g%s)\n", res.World, res.Load, keyedNote(res.Keyed))
 			fmt.Fprintf(tw, "agents\t%s\n", res.Agents)
 			fmt.Fprintf(tw, "seeds\t%d (%d..%d), %s, %s\n", len(res.Seeds), res.Seeds[0], res.Seeds[len(res.Seeds)-1], res.Wall, res.Rubric)
 			fmt.Fprintf(tw, "team score\tmean %.2f  sd %.2f  min %.2f  max %.2f\n", res.Mean, res.StdDev, res.Min, res.Max)

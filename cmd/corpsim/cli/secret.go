@@ -53,3 +53,12 @@ func (s *secretFlag) read() ([]byte, error) {
 	}
 	return b, nil
 }
+
+// keyedNote is what a result's world line adds for sessions whose draws
+// were keyed with a secret.
+func keyedNote(keyed bool) string {
+	if keyed {
+		return ", draws keyed by a secret"
+	}
+	return ""
+}

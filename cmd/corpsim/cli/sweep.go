@@ -97,7 +97,7 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(res)
 			}
-			fmt.Fprintf(a.stdout, "world %s, %d seeds from %d, %s, %s\n\n", res.World, res.Seeds, max(o.FirstSeed, 1), res.Wall, res.Rubric)
+			fmt.Fprintf(a.stdout, "world %s, %d seeds from %d%s, %s, %s\n\n", res.World, res.Seeds, max(o.FirstSeed, 1), keyedNote(res.Keyed), res.Wall, res.Rubric)
 			if err := printSweep(a.stdout, res); err != nil {
 				return err
 			}
