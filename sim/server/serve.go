@@ -48,6 +48,7 @@ type ServeOptions struct {
 	JoinTimeout     time.Duration
 	MaxSessions     int
 	MaxSeats        int           // seats of one session
+	KeepEnded       int           // ended sessions whose records are kept (Config.KeepEnded)
 	MaxWorldMemory  int64         // bytes of the running sessions' worlds (0: DefaultMaxWorldMemory)
 	MaxMessage      int64         // bytes: NATS max_payload and the HTTP gateway's request bodies
 	Metrics         string        // address of the /metrics listener; "" for none
@@ -233,7 +234,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		observer = live.Observers{m, hub}
 	}
 	svcCfg := Config{Log: store, Bus: bus, Auth: auth, Logger: log, TurnTimeout: o.TurnTimeout, Secret: o.Secret,
-		JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, MaxSeats: o.MaxSeats, MaxWorldMemory: o.MaxWorldMemory, WorldLimits: o.WorldLimits, CheckpointEvery: o.CheckpointEvery, MaxEvents: o.MaxEvents,
+		JoinTimeout: o.JoinTimeout, MaxSessions: o.MaxSessions, MaxSeats: o.MaxSeats, KeepEnded: o.KeepEnded, MaxWorldMemory: o.MaxWorldMemory, WorldLimits: o.WorldLimits, CheckpointEvery: o.CheckpointEvery, MaxEvents: o.MaxEvents,
 		LLM: o.LLM, Observer: observer, StateFile: stateFile}
 	var worker *Worker
 	if o.Worker != "" {

@@ -87,6 +87,13 @@ type Config struct {
 	MaxEvents       int // events one session may append; 0 means sim.DefaultMaxEvents
 	MaxSessions     int // running at once; 0 means DefaultMaxSessions
 	MaxSeats        int // seats (members played) of one session; 0 means DefaultMaxSeats
+	// KeepEnded bounds the ended sessions whose records the service keeps
+	// (Status, Wait, the listing's overlay of how they ended), the latest
+	// to end; 0 means DefaultKeepEnded. An older one is answered as one
+	// that ended before a restart: from its log. Without the bound a
+	// server that runs sessions for weeks (a NeMo Gym or OpenEnv trainer's
+	// rollouts) grows by every session it ever ran.
+	KeepEnded int
 	// MaxWorldMemory bounds the estimated memory of the worlds the running
 	// sessions play (driver.WorldWeight; a world several sessions play
 	// counts once): a create beyond it is refused. 0 means
@@ -154,6 +161,8 @@ const (
 	// DefaultMaxWorldMemory is Config.MaxWorldMemory's default: 8 GiB.
 	DefaultMaxWorldMemory = 8 << 30
 	DefaultMaxSeats       = 1000
+	// DefaultKeepEnded is Config.KeepEnded's default.
+	DefaultKeepEnded = 10000
 )
 
 // Errors of Create.
@@ -186,9 +195,12 @@ type Service struct {
 	mu        sync.Mutex
 	sessions  map[string]*session
 	discarded []string // sessions a shutdown discarded (Discarded)
-	closed    bool
-	wg        sync.WaitGroup
-	menders   sync.WaitGroup // see mend
+	// ended are the sessions that ended here whose records are kept, the
+	// earliest to end first (Config.KeepEnded).
+	ended   []*session
+	closed  bool
+	wg      sync.WaitGroup
+	menders sync.WaitGroup // see mend
 	// stopping is closed by Shutdown: drivers stop before their next step.
 	stopping chan struct{}
 	state    *stateFile
@@ -248,6 +260,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.MaxSessions == 0 {
 		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.KeepEnded == 0 {
+		cfg.KeepEnded = DefaultKeepEnded
 	}
 	if cfg.MaxWorldMemory == 0 {
 		cfg.MaxWorldMemory = DefaultMaxWorldMemory
@@ -544,6 +559,9 @@ func (s *Service) worldsOverLocked(ns *session) error {
 		case <-ss.done:
 			continue
 		default:
+		}
+		if ss.world == nil {
+			continue // ended, and finishing (keepEnded let its world go)
 		}
 		if !counted[ss.world.Hash] {
 			counted[ss.world.Hash] = true
@@ -940,6 +958,7 @@ func (s *Service) launch(l launch) error {
 		ss.engine = nil
 		stopped, asked := ss.stopped, ss.stopAsked
 		ss.mu.Unlock()
+		s.keepEnded(ss)
 		pr.end() // the process outlived it
 		byShutdown := m.Status == events.StatusInterrupted && s.isStopping() && !stopped
 		// A new session stopped before it logged anything cannot be
@@ -998,6 +1017,28 @@ func (s *Service) launch(l launch) error {
 	case <-ss.done:
 	}
 	return nil
+}
+
+// keepEnded adds ended session ss to the records kept, and forgets the
+// earliest ended ones beyond Config.KeepEnded: a session answered as one
+// that ended before a restart (its log says how). It lets go of the world
+// ss played (MaxWorldMemory counts the running sessions' only).
+func (s *Service) keepEnded(ss *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss.world = nil
+	s.ended = append(s.ended, ss)
+	for len(s.ended) > s.cfg.KeepEnded {
+		old := s.ended[0]
+		if !isClosed(old.done) {
+			break // still finishing (its state file, its mend): next time
+		}
+		s.ended[0] = nil
+		s.ended = s.ended[1:]
+		if s.sessions[old.id] == old { // not the same ID running again (a hand-off back)
+			delete(s.sessions, old.id)
+		}
+	}
 }
 
 // mendEvery is how often mend tries again.

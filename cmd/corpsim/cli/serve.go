@@ -78,6 +78,7 @@ Every create request's world and load are checked against the world budgets
 	f.DurationVar(&o.JoinTimeout, "join-timeout", 60*time.Second, "how long a new session waits for its remote seats")
 	f.IntVar(&o.MaxSessions, "max-sessions", server.DefaultMaxSessions, "sessions running at once; a create beyond it is refused")
 	f.IntVar(&o.MaxSeats, "max-seats", server.DefaultMaxSeats, "seats (members played) of one session; a create beyond it is refused")
+	f.IntVar(&o.KeepEnded, "keep-ended", server.DefaultKeepEnded, "ended sessions whose status and score the server keeps in memory, the latest to end; earlier ones are answered from the log, as after a restart")
 	f.Int64Var(&o.MaxWorldMemory, "max-world-memory", server.DefaultMaxWorldMemory, "bytes of memory the worlds of the running sessions may take, as estimated from their members, tasks and calendars (a world several sessions play counts once); a create beyond it is refused")
 	f.Int64Var(&o.MaxMessage, "max-message", server.DefaultMaxMessage, "largest message in bytes (at least 1 MiB): the embedded NATS server's max_payload and the HTTP gateway's request bodies (create, fork, reset)")
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9090 (also on the --http listener)")
