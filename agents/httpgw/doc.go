@@ -32,6 +32,7 @@
 //	POST /v1/sessions/{id}/step                         operator  {"actions":{member:[action…]}} -> StepReply
 //	GET  /v1/sessions/{id}/events?from=N&limit=M        operator  stored events -> EventsReply
 //	GET  /v1/sessions/{id}/score                        operator  -> ScoreReply
+//	DELETE /v1/sessions/{id}[?forks=true]               operator  -> wire.DeleteReply: the session (with its forks, deepest first), not running, deleted from the server's log; 404 unknown, 409 running or with forks
 //	GET  /v1/sessions/{id}/seats/{member}/observation?wait=30s   seat   long-poll -> org.Observation | {"done":true} | 204
 //	POST /v1/sessions/{id}/seats/{member}/act           seat      org.Reply -> ActReply
 //	GET  /v1/health                                     none      {"ok":true}

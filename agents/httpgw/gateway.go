@@ -178,6 +178,7 @@ func (g *Gateway) routes() {
 	m.HandleFunc("POST /v1/sessions/{id}/step", g.operator(g.handleStep))
 	m.HandleFunc("GET /v1/sessions/{id}/events", g.operator(g.handleEvents))
 	m.HandleFunc("GET /v1/sessions/{id}/score", g.operator(g.handleScore))
+	m.HandleFunc("DELETE /v1/sessions/{id}", g.operator(g.handleDelete))
 	m.HandleFunc("GET /v1/sessions/{id}/seats/{member}/observation", g.seatOnly(g.handleObserve))
 	m.HandleFunc("POST /v1/sessions/{id}/seats/{member}/act", g.seatOnly(g.handleAct))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -169,6 +169,34 @@ func (g *Gateway) handleList(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// handleDelete is DELETE /v1/sessions/{id}[?forks=true]: 200 with
+// {"deleted":[{"session","events"}…]}; an error's body also lists what was
+// deleted before it.
+func (g *Gateway) handleDelete(w http.ResponseWriter, r *http.Request) {
+	forks := false
+	if v := r.URL.Query().Get("forks"); v != "" {
+		var err error
+		if forks, err = strconv.ParseBool(v); err != nil {
+			writeError(w, http.StatusBadRequest, "forks=%q: want true or false", v)
+			return
+		}
+	}
+	done, err := g.Delete(r.Context(), []string{r.PathValue("id")}, forks)
+	if err != nil {
+		writeJSON(w, StatusOf(err), wire.DeleteReply{Deleted: orEmpty(done), Error: err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.DeleteReply{Deleted: orEmpty(done)})
+}
+
+// orEmpty is d, or an empty list for nil (JSON [] rather than null).
+func orEmpty(d []wire.Deleted) []wire.Deleted {
+	if d == nil {
+		return []wire.Deleted{}
+	}
+	return d
+}
+
 func (g *Gateway) handleScore(w http.ResponseWriter, r *http.Request) {
 	out, err := g.Score(r.Context(), r.PathValue("id"))
 	if err != nil {

@@ -490,6 +490,42 @@ func (g *Gateway) List(ctx context.Context, status string) (ListReply, error) {
 	return out, nil
 }
 
+// Delete asks the server to delete sessions that are not running
+// (wire.DeleteSubject): with forks, every fork under them first. It
+// returns what was deleted, also beside an error partway; the gateway
+// forgets the sessions deleted. A session named that the server does not
+// hold is a 404, one running or with forks not named a 409.
+func (g *Gateway) Delete(ctx context.Context, ids []string, forks bool) ([]wire.Deleted, error) {
+	for _, id := range ids {
+		if err := checkID(id); err != nil {
+			return nil, err
+		}
+	}
+	var reply wire.DeleteReply
+	if err := g.request(ctx, wire.DeleteSubject, wire.DeleteRequest{Sessions: ids, Forks: forks}, &reply, controlTimeout); err != nil {
+		return nil, natsErr(err, "delete sessions")
+	}
+	g.mu.Lock()
+	for _, d := range reply.Deleted {
+		if s := g.sessions[d.Session]; s != nil {
+			g.dropLocked(d.Session, s)
+		}
+	}
+	g.pruneEndedLocked()
+	g.mu.Unlock()
+	if reply.Error == "" {
+		return reply.Deleted, nil
+	}
+	status := http.StatusInternalServerError
+	switch reply.Code {
+	case wire.DeleteNoSession:
+		status = http.StatusNotFound
+	case wire.DeleteRunning, wire.DeleteRefused:
+		status = http.StatusConflict
+	}
+	return reply.Deleted, errorf(status, "%s", reply.Error)
+}
+
 // Score reports a session's team score so far.
 func (g *Gateway) Score(ctx context.Context, id string) (ScoreReply, error) {
 	if err := checkID(id); err != nil {

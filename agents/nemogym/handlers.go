@@ -185,7 +185,7 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request) (*session, bool) {
 	if c, err := r.Cookie(CookieName); err == nil {
 		if old := s.remove(c.Value); old != nil {
 			s.log.Debug("session replaced", "session", old.id)
-			s.stop(old)
+			s.drop(old)
 		}
 	}
 	room, closing := s.reserve()
@@ -715,6 +715,7 @@ func (s *Server) handleClose(w http.ResponseWriter, r *http.Request) {
 	defer done()
 	s.remove(ss.key)
 	s.stopLocked(ss)
+	s.discard(ss)
 	w.Header().Del("Set-Cookie") // the session's, set by s.session: replaced by its expiry
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	writeJSON(w, http.StatusOK, map[string]any{"session": ss.id, "closed": true})

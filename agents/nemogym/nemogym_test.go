@@ -37,6 +37,7 @@ type fakeOps struct {
 	n        int
 	created  []wire.CreateRequest
 	stopped  []string
+	deleted  []string                  // sessions Delete was asked for, each after its stop
 	answered map[string][][]org.Action // by token
 	turn     map[string]uint64         // by token: the turn waiting
 	ended    map[string]bool
@@ -80,6 +81,20 @@ func (f *fakeOps) Control(ctx context.Context, id string, op wire.ControlOp) (wi
 		f.ended["tok-"+id] = true
 	}
 	return wire.ControlReply{Session: id, Status: "interrupted"}, nil
+}
+
+func (f *fakeOps) Delete(_ context.Context, ids []string, _ bool) ([]wire.Deleted, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []wire.Deleted
+	for _, id := range ids {
+		if !slices.Contains(f.stopped, id) && !f.ended[id] {
+			return out, fmt.Errorf("%s runs: stop it first", id)
+		}
+		f.deleted = append(f.deleted, id)
+		out = append(out, wire.Deleted{Session: id})
+	}
+	return out, nil
 }
 
 func (f *fakeOps) Score(_ context.Context, id string) (httpgw.ScoreReply, error) {
@@ -734,6 +749,39 @@ func TestRowsOfSourceOrLLMNeedTheOperatorToken(t *testing.T) {
 	for _, body := range []string{source, llm} {
 		if code, b := post(body, "op-secret"); code != http.StatusOK {
 			t.Fatalf("%s with the operator token: %d %s", body, code, b)
+		}
+	}
+}
+
+// With Discard, a session the adapter drops — closed, replaced by a new
+// seed_session on the same cookie, or idle — is stopped, then its log
+// deleted; without it, nothing is deleted.
+func TestDiscardDeletesDroppedSessions(t *testing.T) {
+	for _, discard := range []bool{false, true} {
+		ops := newFake()
+		h := mustHarness(t, ops, nemogym.Config{IdleTimeout: time.Minute, Discard: discard})
+		closed, replaced, idle := h.client(), h.client(), h.client()
+		h.seed(closed, "bob")   // s1
+		h.seed(replaced, "bob") // s2
+		h.seed(idle, "carol")   // s3
+		if code, body, _ := h.post(closed, "close", `{}`); code != http.StatusOK {
+			t.Fatalf("close: %d %s", code, body)
+		}
+		h.seed(replaced, "carol") // s4 replaces s2
+		h.clock.add(2 * time.Minute)
+		h.post(replaced, "observe", ``) // s4 is not idle
+		if n := h.srv.Sweep(); n != 1 {
+			t.Fatalf("swept %d sessions, want s3", n)
+		}
+		ops.mu.Lock()
+		deleted, stopped := slices.Clone(ops.deleted), slices.Clone(ops.stopped)
+		ops.mu.Unlock()
+		want := []string{"s1", "s2", "s3"}
+		if !discard {
+			want = nil
+		}
+		if !slices.Equal(stopped, []string{"s1", "s2", "s3"}) || !slices.Equal(deleted, want) {
+			t.Errorf("discard %v: stopped %v, deleted %v; want s1–s3 stopped, %v deleted", discard, stopped, deleted, want)
 		}
 	}
 }

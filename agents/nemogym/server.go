@@ -23,6 +23,7 @@ type Ops interface {
 	Events(ctx context.Context, id string, from uint64, limit int) (httpgw.EventsReply, error)
 	Observe(ctx context.Context, token string, wait time.Duration) (httpgw.Observation, error)
 	Act(ctx context.Context, token string, body []byte) (httpgw.ActReply, error)
+	Delete(ctx context.Context, ids []string, forks bool) ([]wire.Deleted, error)
 }
 
 var _ Ops = (*httpgw.Gateway)(nil)
@@ -93,6 +94,12 @@ type Config struct {
 	// size or spend the model endpoint's credits. Rows of shipped worlds
 	// and built-in agents need none.
 	OperatorToken string
+	// Discard deletes a session's log once the adapter drops it (closed,
+	// replaced by a new seed_session, or idle) and it has stopped, unless
+	// it has forks: a trainer's thousands of rollouts then take no disk
+	// once verified. The sessions still held when the server shuts down
+	// are stopped and kept.
+	Discard bool
 }
 
 func (c Config) withDefaults() Config {
@@ -288,9 +295,30 @@ func (s *Server) sweep() int {
 	for _, ss := range idle {
 		s.log.Info("idle session dropped", "session", ss.id, "member", ss.member)
 		s.cfg.Recorder.Closed()
-		s.stop(ss)
+		s.drop(ss)
 	}
 	return len(idle)
+}
+
+// drop stops ss's corpsim session (stop) and, with Config.Discard,
+// deletes its log.
+func (s *Server) drop(ss *session) {
+	s.stop(ss)
+	s.discard(ss)
+}
+
+// discard deletes the log of ss, which has stopped, with Config.Discard.
+func (s *Server) discard(ss *session) {
+	if !s.cfg.Discard {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.ops.Delete(ctx, []string{ss.id}, false); err != nil {
+		s.log.Warn("cannot discard the session's log", "session", ss.id, "error", err)
+		return
+	}
+	s.log.Debug("session discarded", "session", ss.id)
 }
 
 // stop stops ss's corpsim session unless it is known to have ended.

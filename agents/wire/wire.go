@@ -12,6 +12,9 @@
 //	corpsim.v1.s.<session>.events            every durable event, as JSON, in sequence order
 //	corpsim.v1.s.<session>.history           request: HistoryRequest; reply: HistoryResponse (stored events: a running session's from its driver, an ended one's from the server's log)
 //	corpsim.v1.s.<session>.control           session control (reserved)
+//	corpsim.v1.sessions.create               request: CreateRequest; reply: CreateReply (operator)
+//	corpsim.v1.sessions.list                 request: {}; reply: []events.SessionMeta (operator)
+//	corpsim.v1.sessions.delete               request: DeleteRequest; reply: DeleteReply (operator)
 //
 //	subj := wire.TurnSubject("01J…", "alice") // "corpsim.v1.s.01J….a.alice.turn"
 package wire
@@ -46,7 +49,42 @@ const SessionsPrefix = "corpsim." + Version + ".sessions."
 const (
 	CreateSubject = SessionsPrefix + "create" // CreateRequest -> CreateReply
 	ListSubject   = SessionsPrefix + "list"   // {} -> []events.SessionMeta
+	DeleteSubject = SessionsPrefix + "delete" // DeleteRequest -> DeleteReply
 )
+
+// DeleteRequest asks a server to delete sessions that are not running
+// from its log: their metadata, events and checkpoints. A session with
+// forks is refused unless Forks, which deletes every fork under it first.
+type DeleteRequest struct {
+	Sessions []string `json:"sessions"`
+	Forks    bool     `json:"forks,omitempty"`
+}
+
+// DeleteReply lists what a delete removed, in the order removed (forks
+// before the session they read from), also when it stopped on an error
+// partway.
+type DeleteReply struct {
+	Deleted []Deleted `json:"deleted"`
+	Error   string    `json:"error,omitempty"`
+	// Code says what kind of refusal Error is: DeleteNoSession,
+	// DeleteRunning, DeleteRefused (a fork not named, a bad ID), or empty
+	// for another failure.
+	Code string `json:"code,omitempty"`
+}
+
+// DeleteReply's codes.
+const (
+	DeleteNoSession = "no_session" // a session named is not in the log
+	DeleteRunning   = "running"    // a session to delete runs: stop it first
+	DeleteRefused   = "refused"    // it has forks not named, or a bad ID
+)
+
+// Deleted is one session deleted, with how many events of its own it held
+// (a fork's shared prefix is its parent's).
+type Deleted struct {
+	Session string `json:"session"`
+	Events  int    `json:"events"`
+}
 
 // StatusPaused is the status a server's list (ListSubject) and a control
 // reply give a running session an operator paused: the log knows no such

@@ -8,16 +8,14 @@ import (
 	"os"
 	"slices"
 
+	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/hashicorp/go-hclog"
 )
 
 // Deleted is one session Delete removed, with how many of its own events
 // it held.
-type Deleted struct {
-	Session string `json:"session"`
-	Events  int    `json:"events"`
-}
+type Deleted = wire.Deleted
 
 // compacter is the log that can give the space of deleted sessions back
 // at once (pebblelog).
@@ -40,6 +38,28 @@ func Delete(ctx context.Context, data string, ids []string, withForks bool, logg
 		return nil, err
 	}
 	defer log.Close()
+	done, err := DeleteFrom(ctx, log, ids, withForks, nil)
+	if err != nil || len(done) == 0 {
+		return done, err
+	}
+	if c, ok := log.(compacter); ok {
+		gone := make([]string, len(done))
+		for i, x := range done {
+			gone[i] = x.Session
+		}
+		slices.Sort(gone)
+		if err := c.Compact(ctx, gone...); err != nil {
+			return done, fmt.Errorf("deleted, but their space was not given back yet: %w", err)
+		}
+	}
+	return done, nil
+}
+
+// DeleteFrom is Delete on an open log, without the compaction: the space
+// returns as the log compacts in its own time. busy, if set, is asked of
+// every session about to be deleted, before any is: an error refuses the
+// whole delete (a session still running).
+func DeleteFrom(ctx context.Context, log events.Log, ids []string, withForks bool, busy func(id string) error) ([]Deleted, error) {
 	d, ok := log.(events.Deleter)
 	if !ok {
 		return nil, errors.New("this log cannot delete sessions")
@@ -83,9 +103,16 @@ func Delete(ctx context.Context, data string, ids []string, withForks bool, logg
 		}
 		for _, id := range ids {
 			if !known[id] {
-				return nil, fmt.Errorf("%w: %s in %s", events.ErrNoSession, id, data)
+				return nil, fmt.Errorf("%w: %s", events.ErrNoSession, id)
 			}
 			visit(id)
+		}
+	}
+	if busy != nil {
+		for _, id := range order {
+			if err := busy(id); err != nil {
+				return nil, err
+			}
 		}
 	}
 	var done []Deleted
@@ -98,16 +125,6 @@ func Delete(ctx context.Context, data string, ids []string, withForks bool, logg
 			return done, err
 		}
 		done = append(done, Deleted{Session: id, Events: n})
-	}
-	if c, ok := log.(compacter); ok {
-		gone := make([]string, len(done))
-		for i, x := range done {
-			gone[i] = x.Session
-		}
-		slices.Sort(gone)
-		if err := c.Compact(ctx, gone...); err != nil {
-			return done, fmt.Errorf("deleted, but their space was not given back yet: %w", err)
-		}
 	}
 	return done, nil
 }

@@ -87,6 +87,9 @@ type ServeOptions struct {
 	// MaxSessions, it keeps the rest of the server's capacity for the
 	// authenticated seats.
 	NemoMaxSessions int
+	// NemoDiscard deletes a NeMo Gym session's log once the adapter drops
+	// it (nemogym.Config.Discard).
+	NemoDiscard bool
 	// NoOpenEnv leaves the OpenEnv routes (/openenv/…, package openenv) off
 	// the --http listener (--openenv=false); OpenEnvIdleTimeout closes an
 	// OpenEnv connection idle that long (0: 10m).
@@ -132,8 +135,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if o.MaxMessage < MinMessage || o.MaxMessage > 64<<20 {
 		return app.Usagef("--max-message must be between %d (1 MiB) and %d (64 MiB) bytes", MinMessage, 64<<20)
 	}
-	if o.MaxSessions <= 0 || o.MaxSeats <= 0 || o.MaxWorldMemory < 0 {
-		return app.Usagef("--max-sessions, --max-seats and --max-world-memory must be positive")
+	if o.MaxSessions <= 0 || o.MaxSeats <= 0 || o.MaxWorldMemory < 0 || o.KeepEnded < 0 {
+		return app.Usagef("--max-sessions, --max-seats, --max-world-memory and --keep-ended must be positive")
+	}
+	if o.NemoDiscard && o.Worker != "" {
+		return app.Usagef("--nemo-discard deletes sessions from this server's log, and a worker of a cluster deletes none (the log is the cluster's)")
 	}
 	if o.NemoMaxSessions < 0 || o.NemoMaxSessions > o.MaxSessions {
 		return app.Usagef("--nemo-max-sessions %d: between 1 and --max-sessions (%d), or 0 for --max-sessions", o.NemoMaxSessions, o.MaxSessions)
@@ -466,7 +472,8 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 			nemoMax = o.MaxSessions
 		}
 		ng := nemogym.New(gw, nemogym.Config{Logger: log.Named("nemo"), Recorder: m.Adapter("nemo"),
-			MaxSessions: nemoMax, MaxBodyBytes: o.MaxMessage, TurnWait: o.TurnTimeout, OperatorToken: o.OperatorToken})
+			MaxSessions: nemoMax, MaxBodyBytes: o.MaxMessage, TurnWait: o.TurnTimeout, OperatorToken: o.OperatorToken,
+			Discard: o.NemoDiscard})
 		mux.Handle("/nemo/", ng.Handler())
 		closers = append(closers, ng.Close)
 		endOthers := endSessions

@@ -316,7 +316,12 @@ func New(cfg Config) (*Service, error) {
 		s.Close()
 		return nil, err
 	}
-	s.subs = append(s.subs, create, list, history)
+	del, err := s.conn.Subscribe(wire.DeleteSubject, s.handleDelete)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.subs = append(s.subs, create, list, history, del)
 	return s, s.conn.Flush()
 }
 
@@ -397,6 +402,80 @@ func (s *Service) handleList(msg *nats.Msg) {
 		b, _ = json.Marshal(metas)
 	}
 	_ = msg.Respond(b)
+}
+
+func (s *Service) handleDelete(msg *nats.Msg) {
+	var req wire.DeleteRequest
+	var reply wire.DeleteReply
+	if err := json.Unmarshal(msg.Data, &req); err != nil {
+		reply.Error = "malformed request: " + err.Error()
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), listFor)
+		reply.Deleted, err = s.Delete(ctx, req.Sessions, req.Forks)
+		cancel()
+		if err != nil {
+			reply.Error = err.Error()
+			switch {
+			case errors.Is(err, events.ErrNoSession):
+				reply.Code = wire.DeleteNoSession
+			case errors.Is(err, ErrRunning):
+				reply.Code = wire.DeleteRunning
+			case errors.Is(err, events.ErrBadSession):
+				reply.Code = wire.DeleteRefused
+			}
+		}
+	}
+	if reply.Deleted == nil {
+		reply.Deleted = []wire.Deleted{}
+	}
+	b, _ := json.Marshal(reply)
+	_ = msg.Respond(b)
+}
+
+// ErrRunning is Delete's error for a session that runs here.
+var ErrRunning = errors.New("server: session running")
+
+// Delete removes sessions ids from the service's log (app.DeleteFrom:
+// forks first; a session with a fork not named is refused unless
+// withForks) and forgets them. A session that runs here, or is held for
+// its start, is refused before anything is deleted: stop it first. The
+// space returns as the store compacts. A worker of a cluster deletes
+// nothing: its log is the cluster's.
+func (s *Service) Delete(ctx context.Context, ids []string, withForks bool) ([]wire.Deleted, error) {
+	if s.cfg.Queue != "" {
+		return nil, errors.New("server: a worker of a cluster does not delete sessions (the log is the cluster's)")
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("server: no session to delete")
+	}
+	// Under s.mu: no session is launched meanwhile, so none of those
+	// found not running starts before it is gone.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	busy := func(id string) error {
+		if ss := s.sessions[id]; ss != nil && !isClosed(ss.done) {
+			return fmt.Errorf("%w: %s runs here; stop it first (control op stop), then delete it", ErrRunning, id)
+		}
+		return nil
+	}
+	for _, id := range ids { // also one held for its start, not in the log yet
+		if err := busy(id); err != nil {
+			return nil, err
+		}
+	}
+	done, err := app.DeleteFrom(ctx, s.cfg.Log, ids, withForks, busy)
+	for _, d := range done {
+		if ss := s.sessions[d.Session]; ss != nil && isClosed(ss.done) {
+			delete(s.sessions, d.Session)
+		}
+		if rerr := s.state.remove(d.Session); rerr != nil {
+			s.logger.Warn("cannot update the state file", "session", d.Session, "error", rerr)
+		}
+	}
+	if len(done) > 0 {
+		s.logger.Info("sessions deleted", "sessions", len(done), "first", done[0].Session)
+	}
+	return done, err
 }
 
 // List returns the sessions the service lists (wire.ListSubject): those of
