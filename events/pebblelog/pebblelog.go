@@ -476,9 +476,10 @@ func decodeMeta(id string, v []byte) (events.SessionMeta, error) {
 // state returns the cached state of session id, loading its metadata if
 // needed; l.mu must be held. Unknown sessions are not cached.
 func (l *Log) state(id string) (*state, error) {
-	// The metadata is read and the entry made under statesMu, which
-	// DeleteSession holds from its write to the entry's removal: a state
-	// cached is never of a session deleted meanwhile.
+	// The metadata is read and the entry made under statesMu; a session
+	// being deleted stays cached from before DeleteSession's write to
+	// after it, so a state cached is never of a session deleted
+	// meanwhile.
 	l.statesMu.Lock()
 	defer l.statesMu.Unlock()
 	if st, ok := l.states[id]; ok {
@@ -1494,17 +1495,21 @@ func (l *Log) DeleteSession(ctx context.Context, id string) (int, error) {
 			return 0, fmt.Errorf("pebblelog: delete session %s: %w", id, err)
 		}
 	}
-	// statesMu from the write to the entry's removal: no state() caches
-	// the session anew in between (see state).
-	l.statesMu.Lock()
-	defer l.statesMu.Unlock()
+	// The session's entry stays cached (st, cached by l.state above) from
+	// before the write until after it: a state() meanwhile finds it rather
+	// than reading the metadata, so none caches the session anew from
+	// metadata about to go (see state). Other sessions' appends go on
+	// during the write. A session whose metadata is damaged has no entry,
+	// and a state() of it reads the damage, which is not cached.
 	if err := l.write(func() error { return b.Commit(l.wopts) }); err != nil {
 		return 0, fmt.Errorf("pebblelog: delete session %s: %w", id, err)
 	}
 	if st != nil {
 		st.deleted = true // st.mu is held: an append waiting for it finds the session gone
 	}
-	delete(l.states, id)
+	l.statesMu.Lock()
+	delete(l.states, id) // st, or an entry of damaged metadata cached before the damage
+	l.statesMu.Unlock()
 	return n, nil
 }
 
