@@ -75,6 +75,10 @@ func TestServeDeletesSessions(t *testing.T) {
 	if code, r := del(a, ""); code != http.StatusNotFound {
 		t.Fatalf("DELETE of a deleted session: %d %+v; want 404", code, r)
 	}
+	// The same over NATS, the operator's client: nothing to delete twice.
+	if done, err := sp.op.Delete(ctx, []string{fork}, false); err == nil || len(done) != 0 || !strings.Contains(err.Error(), "no such session") {
+		t.Fatalf("NATS delete of a deleted fork: %v, %v; want no such session", done, err)
+	}
 	if code, _ := httpDo(ctx, http.MethodDelete, base+"/"+b, "not-the-token", nil); code != http.StatusUnauthorized {
 		t.Fatalf("DELETE without the operator token: %d, want 401", code)
 	}

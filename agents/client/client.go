@@ -61,6 +61,20 @@ func (o *Operator) Control(ctx context.Context, session string, op wire.ControlO
 	return reply, nil
 }
 
+// Delete asks the server to delete sessions that are not running from its
+// log (wire.DeleteSubject), with forks every fork under them first. It
+// returns what was deleted, also beside an error partway.
+func (o *Operator) Delete(ctx context.Context, sessions []string, forks bool) ([]wire.Deleted, error) {
+	var reply wire.DeleteReply
+	if err := o.request(ctx, wire.DeleteSubject, wire.DeleteRequest{Sessions: sessions, Forks: forks}, &reply); err != nil {
+		return nil, err
+	}
+	if reply.Error != "" {
+		return reply.Deleted, errors.New(reply.Error)
+	}
+	return reply.Deleted, nil
+}
+
 func (o *Operator) request(ctx context.Context, subject string, req, reply any) error {
 	b, err := json.Marshal(req)
 	if err != nil {

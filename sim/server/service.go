@@ -448,6 +448,27 @@ func (s *Service) Delete(ctx context.Context, ids []string, withForks bool) ([]w
 	if len(ids) == 0 {
 		return nil, errors.New("server: no session to delete")
 	}
+	// A session that has ended but is still finishing here (its state
+	// file, its seats; a client that saw it finished asks at once) is
+	// waited for, before s.mu, which its finish takes.
+	for _, id := range ids {
+		s.mu.Lock()
+		ss := s.sessions[id]
+		s.mu.Unlock()
+		if ss == nil {
+			continue
+		}
+		ss.mu.Lock()
+		ending := ss.engine == nil // let go of once it ended
+		ss.mu.Unlock()
+		if ending {
+			select {
+			case <-ss.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
 	// Under s.mu: no session is launched meanwhile, so none of those
 	// found not running starts before it is gone.
 	s.mu.Lock()
