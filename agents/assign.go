@@ -67,10 +67,19 @@ func Assign(spec string, w *worlds.World, allowRemote bool) (map[string]string, 
 }
 
 // MentionsLLM reports whether an agents spec gives any seat to the llm agent.
-func MentionsLLM(spec string) bool {
+func MentionsLLM(spec string) bool { return mentions(spec, "llm") }
+
+// MentionsTruth reports whether an agents spec gives any seat to an agent
+// told the world's hidden truth (the oracle): such a seat's actions show
+// what the work is meant to find out, for its seed, to whoever plays
+// beside it.
+func MentionsTruth(spec string) bool { return mentions(spec, "oracle") }
+
+// mentions reports whether an agents spec gives any seat to agent name.
+func mentions(spec, name string) bool {
 	for _, part := range strings.Split(spec, ",") {
 		part = strings.TrimSpace(part)
-		if part == "llm" || strings.HasSuffix(part, "=llm") {
+		if part == name || strings.HasSuffix(part, "="+name) {
 			return true
 		}
 	}

@@ -173,10 +173,17 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request) (*session, bool) {
 		s.fail(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf(`the task row's agents %q make seats remote; the model plays "member" (%s), built-in agents the others`, spec, rw.Member))
 		return nil, false
 	}
-	if (strings.TrimSpace(rw.Source) != "" || agents.MentionsLLM(spec)) && !s.operator(r) {
+	if (strings.TrimSpace(rw.Source) != "" || agents.MentionsLLM(spec) || agents.MentionsTruth(spec)) && !s.operator(r) {
 		what := `carries a world file's text ("source")`
-		if strings.TrimSpace(rw.Source) == "" {
+		switch {
+		case strings.TrimSpace(rw.Source) != "":
+		case agents.MentionsLLM(spec):
 			what = "names the llm agent"
+		default:
+			// Its bookings and writes would tell the model playing
+			// beside it the seed's hidden rules and facts, which every
+			// session of that seed shares.
+			what = "names the oracle, which is told the hidden truth"
 		}
 		s.fail(w, http.StatusForbidden, CodeForbidden, "the task row "+what+
 			", which needs the operator token (Authorization: Bearer …): these routes take none, so that rows of shipped worlds and built-in agents run for anyone who reaches them")

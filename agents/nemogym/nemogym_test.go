@@ -708,11 +708,12 @@ func TestMemberMustBeAnID(t *testing.T) {
 	}
 }
 
-// The routes take no token, so a row that carries a world file's text or
+// The routes take no token, so a row that carries a world file's text,
 // names the llm agent (a world of any size, the model endpoint's credits)
-// needs the operator token; rows of shipped worlds and built-in agents run
+// or names the oracle (told the seed's hidden truth, which its actions
+// show the model beside it) needs the operator token; rows of shipped worlds and built-in agents run
 // for anyone. Nothing is created for a row refused.
-func TestRowsOfSourceOrLLMNeedTheOperatorToken(t *testing.T) {
+func TestRowsOfSourceLLMOrOracleNeedTheOperatorToken(t *testing.T) {
 	h := mustHarness(t, newFake(), nemogym.Config{OperatorToken: "op-secret"})
 	post := func(body, token string) (int, string) {
 		t.Helper()
@@ -733,7 +734,8 @@ func TestRowsOfSourceOrLLMNeedTheOperatorToken(t *testing.T) {
 	}
 	source := `{"source":"version: 1\nname: w\n","member":"bob"}`
 	llm := `{"world":"startup","agents":"greedy,alice=llm","member":"bob"}`
-	for _, body := range []string{source, llm} {
+	oracle := `{"world":"meetings","agents":"greedy,colm=oracle","member":"cara"}`
+	for _, body := range []string{source, llm, oracle} {
 		for _, tok := range []string{"", "wrong"} {
 			if code, b := post(body, tok); code != http.StatusForbidden || !strings.Contains(b, "operator token") {
 				t.Fatalf("%s with token %q: %d %s; want 403 naming the operator token", body, tok, code, b)
@@ -746,7 +748,7 @@ func TestRowsOfSourceOrLLMNeedTheOperatorToken(t *testing.T) {
 	if code, b := post(`{"world":"startup","member":"bob"}`, ""); code != http.StatusOK {
 		t.Fatalf("a shipped world's row without a token: %d %s", code, b)
 	}
-	for _, body := range []string{source, llm} {
+	for _, body := range []string{source, llm, oracle} {
 		if code, b := post(body, "op-secret"); code != http.StatusOK {
 			t.Fatalf("%s with the operator token: %d %s", body, code, b)
 		}
