@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -24,10 +23,11 @@ type Agent interface {
 // Options configure a built-in agent.
 type Options struct {
 	Seed uint64
-	// Truth is the seed the session's hidden rules and facts were drawn
-	// with (its draw seed: the session's seed unless an operator's secret
-	// keyed its draws); 0 means Seed. Only the oracle reads it.
-	Truth  uint64
+	// Truth are the draws the session's hidden rules and facts come from
+	// (its seed, and its draw key if an operator's secret keyed it:
+	// sim.Engine.Draws); nil means Seed's, unkeyed. Only the oracle reads
+	// it.
+	Truth  *worlds.Draws
 	Member string
 	// World is the session's world: the oracle reads its ground truth
 	// (the records it draws for Truth, the members' hidden constraints);
@@ -46,7 +46,11 @@ var builtins = map[string]func(Options) Agent{
 	// first; oracle reads the ground truth (content.go).
 	"diligent": func(o Options) Agent { return &Greedy{content: content{mode: byPolicy, world: o.World}} },
 	"oracle": func(o Options) Agent {
-		return &Greedy{content: content{mode: truth, world: o.World, seed: cmp.Or(o.Truth, o.Seed)}}
+		d := worlds.NewDraws(o.Seed, nil)
+		if o.Truth != nil {
+			d = *o.Truth
+		}
+		return &Greedy{content: content{mode: truth, world: o.World, draws: d}}
 	},
 }
 

@@ -22,7 +22,7 @@ import (
 //     well, content taken as it comes;
 //   - byPolicy (diligent): the system the policy ranks first, as the
 //     policy text says;
-//   - truth (oracle): the records as the world draws them for the seed,
+//   - truth (oracle): the records as the world draws them with the session's draws,
 //     read from the world itself: the upper bound.
 
 // contentMode says where an agent takes the values an outcome reads.
@@ -38,7 +38,7 @@ const (
 type content struct {
 	mode  contentMode
 	world *worlds.World // truth: the world whose records it reads
-	seed  uint64
+	draws worlds.Draws
 	truth map[string]map[string]any // truth: type/id -> fields, drawn once
 	// meet is what it learnt about attendees by asking (byPolicy; meetings.go).
 	meet meetingMemory
@@ -207,7 +207,7 @@ func (c *content) records(o org.Observation, out *org.OutcomeView) (rec map[stri
 	if c.mode == truth && c.world != nil {
 		if c.truth == nil {
 			c.truth = map[string]map[string]any{}
-			for _, r := range c.world.SeedRecords(c.seed) {
+			for _, r := range c.world.SeedRecords(c.draws) {
 				c.truth[r.Type+"/"+r.ID] = r.Fields
 			}
 		}

@@ -20,7 +20,7 @@ import (
 //     availability, waits for the replies, and keeps to what they say (it
 //     understands a reply by the phrasings the world gives its members, as
 //     a reader of the text would);
-//   - truth (oracle): read from the world and the seed.
+//   - truth (oracle): read from the world and the session's draws.
 //
 // The booking and the step's completion come in separate turns: the step is
 // completed once the observation shows the meeting booked, so a booking
@@ -47,7 +47,7 @@ func (c *content) meeting(o org.Observation, t org.TaskView) (acts []org.Action,
 	switch c.mode {
 	case truth:
 		for _, id := range mv.Attendees {
-			if k := c.world.Availability.Constraint(c.seed, id); k != nil {
+			if k := c.world.Availability.Constraint(c.draws, id); k != nil {
 				rules = append(rules, k.Rule)
 			}
 		}

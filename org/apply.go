@@ -10,6 +10,7 @@ import (
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // This file is the state's transition function: Apply dispatches each
@@ -207,9 +208,12 @@ func (s *State) applySessionStarted(ev *events.Event) error {
 			return badEvent(ev, "arrival %q: at_zero with at %d", an.Arrival, an.At)
 		}
 	}
+	if n := len(p.DrawKey); n != 0 && n != payload.DrawKeyBytes {
+		return badEvent(ev, "a draw key of %d bytes, not %d", n, payload.DrawKeyBytes)
+	}
 	s.Limits = p.Limits.WithDefaults()
 	s.Format = p.Format
-	s.seedRecords(p.DrawSeed())
+	s.seedRecords(worlds.NewDraws(p.Seed, p.DrawKey))
 	for _, an := range p.Arrivals {
 		s.Arrival(an.Arrival).setNext(an.Next())
 	}

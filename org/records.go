@@ -149,12 +149,12 @@ func recordKey(typ, id string) string { return typ + "/" + id }
 // Record returns a record (deleted ones too), or nil.
 func (s *State) Record(typ, id string) *Record { return s.records[recordKey(typ, id)] }
 
-// seedRecords draws the world's records for the session's seed.
-func (s *State) seedRecords(seed uint64) {
+// seedRecords draws the world's records with the session's draws.
+func (s *State) seedRecords(d worlds.Draws) {
 	if len(s.World.Systems) == 0 || len(s.Records) > 0 {
 		return
 	}
-	for _, r := range s.World.SeedRecords(seed) {
+	for _, r := range s.World.SeedRecords(d) {
 		rec := &Record{Type: r.Type, ID: r.ID, Fields: payload.Attrs(r.Fields)}
 		s.Records = append(s.Records, rec)
 		s.records[recordKey(r.Type, r.ID)] = rec

@@ -5,7 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"strconv"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/events"
@@ -15,14 +20,13 @@ import (
 	"github.com/corpsim/corpsim/worlds"
 )
 
-// A session keyed with an operator's secret makes every draw with its
-// draw seed, not its seed: it is the session an unkeyed run of seed
-// DrawSeed(seed, key) makes, event for event (only the event IDs, drawn
-// from the public seed, session.started and the state hash differ). A draw left on the
-// public seed anywhere in the engine or the state (a hidden rule, a
-// record, an arrival, an effort, a colleague's reply) makes the two
-// differ. The key and the draw seed never reach an observation, the log
-// records the key (format 8), and the keyed log replays to its state.
+// A session keyed with an operator's secret draws with its key: the same
+// key and seed make the same session, event for event; another key, or
+// none, another. Its hidden truth is what the world draws with the
+// engine's keyed draws (each meeting's rules, every record), the key never
+// reaches an observation, the log records it (format 8), and the keyed
+// log replays to its state without the secret. That no draw is made
+// another way is TestDrawsMadeInOnePlace's.
 func TestDrawKeyKeysEveryDraw(t *testing.T) {
 	for _, run := range []struct{ world, agent string }{
 		{"meetings", "oracle"}, {"meetings", "diligent"}, // diligent asks: the answers are drawn
@@ -36,7 +40,6 @@ func TestDrawKeyKeysEveryDraw(t *testing.T) {
 			}
 			const seed = 3
 			key := payload.NewDrawKey([]byte("operator's secret"), seed)
-			draws := payload.DrawSeed(seed, key)
 			var buf bytes.Buffer
 			looks := 0
 			seen := func(o org.Observation) {
@@ -45,9 +48,9 @@ func TestDrawKeyKeysEveryDraw(t *testing.T) {
 					t.Fatal(err)
 				}
 				looks++
-				for _, s := range []string{base64.StdEncoding.EncodeToString(key), hex.EncodeToString(key), strconv.FormatUint(draws, 10)} {
+				for _, s := range []string{base64.StdEncoding.EncodeToString(key), hex.EncodeToString(key)} {
 					if bytes.Contains(buf.Bytes(), []byte(s)) {
-						t.Fatalf("an observation of %s shows the draws' key or seed %s", o.Member, s)
+						t.Fatalf("an observation of %s shows the draw key", o.Member)
 					}
 				}
 			}
@@ -55,18 +58,24 @@ func TestDrawKeyKeysEveryDraw(t *testing.T) {
 			if looks == 0 {
 				t.Fatal("no observation was made")
 			}
-			if keyed.DrawSeed() != draws {
-				t.Fatalf("engine's draw seed %d, want %d", keyed.DrawSeed(), draws)
-			}
-			_, pev := playKeyed(t, world+".yaml", src, agent, draws, nil, nil)
-			if len(kev) != len(pev) {
-				t.Fatalf("keyed session: %d events; unkeyed session of its draw seed: %d", len(kev), len(pev))
+			_, again := playKeyed(t, world+".yaml", src, agent, seed, key, nil)
+			equalLogs(t, kev, again)
+			_, plain := playKeyed(t, world+".yaml", src, agent, seed, nil, nil)
+			_, other := playKeyed(t, world+".yaml", src, agent, seed, payload.NewDrawKey([]byte("another"), seed), nil)
+			for name, evs := range map[string][]events.Event{"unkeyed": plain, "another key's": other} { // order: each comparison is its own
+				same := len(evs) == len(kev)
+				for i := 1; same && i < len(kev); i++ {
+					same = bytes.Equal(evs[i].Payload, kev[i].Payload)
+				}
+				if same {
+					t.Errorf("the keyed session is the %s", name)
+				}
 			}
 			var ks, ps payload.SessionStarted
 			if err := json.Unmarshal(kev[0].Payload, &ks); err != nil {
 				t.Fatal(err)
 			}
-			if err := json.Unmarshal(pev[0].Payload, &ps); err != nil {
+			if err := json.Unmarshal(plain[0].Payload, &ps); err != nil {
 				t.Fatal(err)
 			}
 			if ks.Format != payload.DrawKeyFormat || !bytes.Equal(ks.DrawKey, key) || ks.Seed != seed {
@@ -75,30 +84,46 @@ func TestDrawKeyKeysEveryDraw(t *testing.T) {
 			if ps.Format != payload.DrawKeyFormat-1 || ps.DrawKey != nil {
 				t.Fatalf("unkeyed session.started: format %d, key %x; want format %d and none", ps.Format, ps.DrawKey, payload.DrawKeyFormat-1)
 			}
-			ka, _ := json.Marshal(ks.Arrivals)
-			pa, _ := json.Marshal(ps.Arrivals)
-			if !bytes.Equal(ka, pa) {
-				t.Fatalf("first arrivals differ: %s vs %s", ka, pa)
+			// The hidden truth is the keyed draws'.
+			w, d := keyed.State().World, keyed.Draws()
+			if !d.Keyed() || d.Seed() != seed {
+				t.Fatalf("engine's draws: keyed %v, seed %d", d.Keyed(), d.Seed())
 			}
-			// session.ended's state hash covers the state's format, which
-			// differs; the rest of every event is the same.
-			for i := 1; i < len(kev); i++ {
-				k, p := kev[i], pev[i]
-				if k.Type == payload.EvSessionEnded && p.Type == k.Type {
-					k.Payload, p.Payload = nil, nil
-				}
-				if k.Seq != p.Seq || k.Time != p.Time || k.Type != p.Type || k.Actor != p.Actor || !bytes.Equal(k.Payload, p.Payload) {
-					t.Fatalf("event %d differs: keyed %s %s %s; unkeyed of the draw seed %s %s %s", k.Seq, k.Type, k.Actor, k.Payload, p.Type, p.Actor, p.Payload)
+			st := org.New(w)
+			if err := st.Apply(kev[0]); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range w.SeedRecords(d) {
+				if got := st.Record(r.Type, r.ID); got == nil || !sameFields(got.Fields, r.Fields) {
+					t.Fatalf("record %s/%s at the start: %v; the keyed draws make %v", r.Type, r.ID, got, r.Fields)
 				}
 			}
-			// Another key draws another session.
-			_, other := playKeyed(t, world+".yaml", src, agent, seed, payload.NewDrawKey([]byte("another"), seed), nil)
-			same := len(other) == len(kev)
-			for i := 1; same && i < len(kev); i++ {
-				same = bytes.Equal(other[i].Payload, kev[i].Payload)
+			rules := 0
+			for _, ev := range kev {
+				if ev.Type != payload.EvCaseOpened {
+					continue
+				}
+				var p payload.CaseOpened
+				if err := json.Unmarshal(ev.Payload, &p); err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range p.Meetings {
+					var want []payload.MeetingRule
+					for _, a := range m.Attendees {
+						if c := w.Availability.Constraint(d, a); c != nil {
+							want = append(want, c.Rule)
+						}
+					}
+					got, _ := json.Marshal(m.Rules)
+					exp, _ := json.Marshal(want)
+					if !bytes.Equal(got, exp) {
+						t.Fatalf("case %s: meeting rules %s; the keyed draws make %s", p.Case, got, exp)
+					}
+					rules += len(want)
+				}
 			}
-			if same {
-				t.Fatal("two keys drew the same session")
+			if world == "meetings" && rules == 0 {
+				t.Fatal("no meeting rule was checked")
 			}
 			// The keyed log replays to its state without the secret.
 			back, err := sim.Rebuild(func(yield func(events.Event, error) bool) {
@@ -111,10 +136,80 @@ func TestDrawKeyKeysEveryDraw(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if back.StateHash() != keyed.StateHash() || back.DrawSeed() != draws {
-				t.Fatalf("rebuilt: state hash %s, draw seed %d; live: %s, %d", back.StateHash(), back.DrawSeed(), keyed.StateHash(), draws)
+			if back.StateHash() != keyed.StateHash() || !back.Draws().Keyed() {
+				t.Fatalf("rebuilt: state hash %s, keyed %v; live: %s", back.StateHash(), back.Draws().Keyed(), keyed.StateHash())
 			}
 		})
+	}
+}
+
+// sameFields compares a record's fields as JSON.
+func sameFields(a payload.Attrs, b map[string]any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+// Every draw is a worlds.Draws' (the engine's, the state's records', the
+// oracle's truth), and Draws are made in three places only, each from the
+// session's seed and its draw key: a draw that forgot the key (a
+// NewDraws(seed, nil) elsewhere) would draw what the public seed gives
+// away.
+func TestDrawsMadeInOnePlace(t *testing.T) {
+	want := map[string]string{
+		"sim/engine.go":    "worlds.NewDraws(cfg.Seed, cfg.DrawKey)",
+		"org/apply.go":     "worlds.NewDraws(p.Seed, p.DrawKey)",
+		"agents/agents.go": "worlds.NewDraws(o.Seed, nil)", // the oracle told no truth: an unkeyed session's
+	}
+	root := filepath.Join("..")
+	found := map[string]string{}
+	err := filepath.WalkDir(root, func(path string, de os.DirEntry, err error) error {
+		if err != nil || de.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, src, 0)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			name := ""
+			switch fn := call.Fun.(type) {
+			case *ast.SelectorExpr:
+				name = fn.Sel.Name
+			case *ast.Ident:
+				name = fn.Name
+			}
+			if name == "NewDraws" {
+				text := string(src[fset.Position(call.Pos()).Offset:fset.Position(call.End()).Offset])
+				if prev, ok := found[rel]; ok {
+					t.Errorf("%s makes draws twice: %s and %s", rel, prev, text)
+				}
+				found[rel] = text
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, text := range found { // order: each call is checked on its own
+		if want[file] != text {
+			t.Errorf("%s makes draws with %s; draws are made only by %v", file, text, want)
+		}
+	}
+	if len(found) != len(want) {
+		t.Errorf("draws made in %v; want %v", found, want)
 	}
 }
 

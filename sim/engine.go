@@ -69,7 +69,7 @@ type Config struct {
 	// its caller's (SetMaxEvents).
 	MaxEvents int
 	// DrawKey, when set, is what every draw of the session is made with
-	// besides the seed (payload.DrawSeed): payload.NewDrawKey of an
+	// besides the seed (worlds.NewDraws): payload.NewDrawKey of an
 	// operator's secret and the session's root seed, recorded in
 	// session.started. An engine rebuilt from a log takes the recorded
 	// one (the driver's Origin), so replay, forks and resumes need no
@@ -216,8 +216,8 @@ type Engine struct {
 	scratch   struct {
 		complete org.Action // the completion resolves checks (see resolves)
 	}
-	format int    // the session's log format (payload.LogFormat for a new one)
-	draws  uint64 // what every draw is made with: payload.DrawSeed(cfg.Seed, cfg.DrawKey)
+	format int          // the session's log format (payload.LogFormat for a new one)
+	draws  worlds.Draws // what every draw is made with: cfg.Seed, and cfg.DrawKey if set
 	// resolved is the ticket.resolved this Tick emitted last (format 5),
 	// which its colleague's next step may be recorded in (see then).
 	resolved resolvedNow
@@ -295,7 +295,7 @@ func New(cfg Config) (*Engine, error) {
 		limit:   uint64(cfg.MaxEvents - 2),
 		cals:    newCalendars(cfg.World),
 		format:  cfg.LogFormat,
-		draws:   payload.DrawSeed(cfg.Seed, cfg.DrawKey),
+		draws:   worlds.NewDraws(cfg.Seed, cfg.DrawKey),
 	}
 	e.st.SetJudge(policies.Judge)
 	if cfg.NewSequencer != nil {
@@ -345,11 +345,10 @@ func (e *Engine) room(n int) bool {
 // State is the engine's current state. Callers must not change it.
 func (e *Engine) State() *org.State { return e.st }
 
-// DrawSeed is the seed the engine's draws are made with from now on (the
-// session's seed, unless it was started with a draw key): what the
-// world's hidden rules and facts were drawn from, for an agent that is
-// told them (the oracle).
-func (e *Engine) DrawSeed() uint64 { return e.draws }
+// Draws are the draws the engine makes from now on (the session's seed,
+// and its draw key if it was started with one): what the world's hidden
+// rules drawn from now on come from, for an agent told them (the oracle).
+func (e *Engine) Draws() worlds.Draws { return e.draws }
 
 // Keyed reports whether the session's draws are keyed (Config.DrawKey).
 func (e *Engine) Keyed() bool { return e.cfg.DrawKey != nil }

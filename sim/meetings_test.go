@@ -200,7 +200,7 @@ func TestMeetingBookAskAndVerify(t *testing.T) {
 	if m, ok := w.Member(asked); ok {
 		name = m.Name
 	}
-	if want := w.Availability.Answer(1, asked, name); reply != want || reply == "" {
+	if want := w.Availability.Answer(worlds.NewDraws(1, nil), asked, name); reply != want || reply == "" {
 		t.Errorf("%s answered %q, want %q", asked, reply, want)
 	}
 	for _, r := range st.Records {

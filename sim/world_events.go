@@ -26,14 +26,14 @@ func (e *Engine) load() float64 {
 	return e.cfg.Load
 }
 
-// unit returns a uniform number in [0, 1) drawn for (seed, key).
-func unit[K ~string | ~[]byte](seed uint64, key K) float64 {
-	return float64(draw(seed, key)>>11) / (1 << 53)
+// unit returns a uniform number in [0, 1) drawn for key.
+func unit[K ~string | ~[]byte](d worlds.Draws, key K) float64 {
+	return float64(draw(d, key)>>11) / (1 << 53)
 }
 
-// expo returns an exponential number with mean 1 drawn for (seed, key).
-func expo[K ~string | ~[]byte](seed uint64, key K) float64 {
-	return -math.Log(1 - unit(seed, key))
+// expo returns an exponential number with mean 1 drawn for key.
+func expo[K ~string | ~[]byte](d worlds.Draws, key K) float64 {
+	return -math.Log(1 - unit(d, key))
 }
 
 // key returns, in the engine's reused key buffer, prefix, id, "/" and n:

@@ -99,18 +99,18 @@ type Meeting struct {
 	Length    clock.Duration
 }
 
-// Constraint returns member's hidden constraint for seed, or nil.
-func (a *Availability) Constraint(seed uint64, member string) *Constraint {
+// Constraint returns member's hidden constraint drawn by d, or nil.
+func (a *Availability) Constraint(d Draws, member string) *Constraint {
 	if a == nil || len(a.Constraints[member]) == 0 {
 		return nil
 	}
 	cs := a.Constraints[member]
-	return &cs[int(unitDraw(seed, "availability/"+member)*float64(len(cs)))]
+	return &cs[int(d.Unit("availability/"+member)*float64(len(cs)))]
 }
 
 // Answer is what member says when asked about its availability.
-func (a *Availability) Answer(seed uint64, member, name string) string {
-	c := a.Constraint(seed, member)
+func (a *Availability) Answer(d Draws, member, name string) string {
+	c := a.Constraint(d, member)
 	if c == nil {
 		return NoConstraint
 	}
@@ -284,8 +284,8 @@ func (v *validator) meeting(path string, fm *fileMeeting, c *CaseTemplate, r *re
 
 // Expect resolves a step's meeting for a case opened at opened with vars
 // (its attributes): the attendees and the window's instants on the
-// company calendar, and each attendee's constraint for seed.
-func (w *World) Expect(m *Meeting, step string, opened clock.Time, vars map[string]any, seed uint64) payload.ExpectedMeeting {
+// company calendar, and each attendee's constraint drawn by d.
+func (w *World) Expect(m *Meeting, step string, opened clock.Time, vars map[string]any, d Draws) payload.ExpectedMeeting {
 	x := payload.ExpectedMeeting{Step: step, Length: m.Length}
 	seen := map[string]bool{}
 	add := func(id string) {
@@ -307,17 +307,17 @@ func (w *World) Expect(m *Meeting, step string, opened clock.Time, vars map[stri
 	}
 	x.To = w.Calendar.AddWork(opened, m.To)
 	for _, id := range x.Attendees {
-		if c := w.Availability.Constraint(seed, id); c != nil {
+		if c := w.Availability.Constraint(d, id); c != nil {
 			x.Rules = append(x.Rules, c.Rule)
 		}
 	}
 	return x
 }
 
-// BusyBlocks draws the busy blocks of the members' calendars for seed:
+// BusyBlocks draws the busy blocks of the members' calendars with d:
 // records of the availability's type, ids busy-<member>-<n>, each within
 // the company's working hours on a working day.
-func (w *World) BusyBlocks(seed uint64) []Record {
+func (w *World) BusyBlocks(d Draws) []Record {
 	a := w.Availability
 	if a == nil {
 		return nil
@@ -356,16 +356,16 @@ func (w *World) BusyBlocks(seed uint64) []Record {
 		n := 0
 		for di, ws := range starts {
 			key := fmt.Sprintf("busy/%s/%d", m, di)
-			count := a.PerMin + int(unitDraw(seed, key+"/n")*float64(a.PerMax-a.PerMin+1))
+			count := a.PerMin + int(d.Unit(key+"/n")*float64(a.PerMax-a.PerMin+1))
 			used := make([]bool, slots)
 			for k := range count {
 				kk := key + "/" + strconv.Itoa(k)
 				steps := int((a.LenMax - a.LenMin) / slot)
-				length := int(a.LenMin/slot) + int(unitDraw(seed, kk+"/len")*float64(steps+1))
+				length := int(a.LenMin/slot) + int(d.Unit(kk+"/len")*float64(steps+1))
 				if length > slots {
 					continue
 				}
-				first := int(unitDraw(seed, kk+"/at") * float64(slots-length+1))
+				first := int(d.Unit(kk+"/at") * float64(slots-length+1))
 				if slices.Contains(used[first:first+length], true) {
 					continue
 				}

@@ -19,7 +19,7 @@ func TestMeetingsAvailability(t *testing.T) {
 	if a == nil || a.Record != "busy" || len(a.Members) != 5 || a.PerMin != 0 || a.PerMax != 2 || a.LenMax != 2*clock.Hour {
 		t.Fatalf("availability = %+v", a)
 	}
-	one, again, other := w.BusyBlocks(1), w.BusyBlocks(1), w.BusyBlocks(2)
+	one, again, other := w.BusyBlocks(NewDraws(1, nil)), w.BusyBlocks(NewDraws(1, nil)), w.BusyBlocks(NewDraws(2, nil))
 	if len(one) == 0 || len(one) != len(again) {
 		t.Fatalf("seed 1 drew %d blocks, then %d", len(one), len(again))
 	}
@@ -56,14 +56,14 @@ func TestMeetingsAvailability(t *testing.T) {
 	if len(byMember) != 5 {
 		t.Errorf("calendars of %d members, want 5", len(byMember))
 	}
-	recs := w.SeedRecords(1)
+	recs := w.SeedRecords(NewDraws(1, nil))
 	if n := len(recs); n != len(one) {
 		t.Errorf("SeedRecords has %d records, want the %d busy blocks", n, len(one))
 	}
 	// One constraint per member per seed, said in words.
 	seen := map[string]bool{}
 	for seed := uint64(1); seed <= 20; seed++ {
-		c := a.Constraint(seed, "dev")
+		c := a.Constraint(NewDraws(seed, nil), "dev")
 		if c == nil {
 			t.Fatal("dev has no constraint")
 		}
@@ -74,12 +74,12 @@ func TestMeetingsAvailability(t *testing.T) {
 	}
 	said := map[string]bool{} // lou's rules, the third a template over its max
 	for seed := uint64(1); seed <= 30; seed++ {
-		said[a.Constraint(seed, "lou").Render("Lou")] = true
+		said[a.Constraint(NewDraws(seed, nil), "lou").Render("Lou")] = true
 	}
 	if !said["Nothing longer than 1h, please."] || !said["Not on Fridays: I am in court."] || len(said) != 3 {
 		t.Errorf("lou's constraints over 30 seeds: %v, want the three, {{.max}} rendered", said)
 	}
-	if a.Constraint(1, "cara") != nil || a.Answer(1, "cara", "Cara") != NoConstraint {
+	if a.Constraint(NewDraws(1, nil), "cara") != nil || a.Answer(NewDraws(1, nil), "cara", "Cara") != NoConstraint {
 		t.Error("cara has a constraint")
 	}
 	c, _ := w.CaseTemplate("design-review")
@@ -87,7 +87,7 @@ func TestMeetingsAvailability(t *testing.T) {
 	if m == nil || len(m.Attendees) != 1 || m.Attendees[0] != "lou" || len(m.Attrs) != 2 || m.Length != clock.Hour || m.To != 4*8*clock.Hour {
 		t.Fatalf("meeting = %+v", m)
 	}
-	x := w.Expect(m, "book", 0, map[string]any{"designer": "dana", "engineer": "eli"}, 1)
+	x := w.Expect(m, "book", 0, map[string]any{"designer": "dana", "engineer": "eli"}, NewDraws(1, nil))
 	if strings.Join(x.Attendees, ",") != "lou,dana,eli" || x.From != 0 || x.To != w.Calendar.AddWork(0, 32*clock.Hour) || len(x.Rules) != 3 {
 		t.Errorf("expected meeting %+v", x)
 	}

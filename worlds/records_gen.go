@@ -11,9 +11,9 @@ import (
 // them, some stale and some duplicated. The draws are keyed by what they
 // are for, so the same (world, seed) always gives the same records.
 
-// SeedRecords returns every record of the world for seed, by system and
+// SeedRecords returns every record of the world drawn by d, by system and
 // type in file order, each type's records in id order of creation.
-func (w *World) SeedRecords(seed uint64) []Record {
+func (w *World) SeedRecords(d Draws) []Record {
 	var out []Record
 	byType := map[string][]int{} // type -> indexes in out
 	add := func(r Record) {
@@ -42,9 +42,9 @@ func (w *World) SeedRecords(seed uint64) []Record {
 					key := "record/" + t.ID + "/" + id + "/" + a.Name
 					switch a.Kind {
 					case AttrAmount:
-						rec.Fields[a.Name] = a.Amount.Sample(unitDraw(seed, key+"/u"), -math.Log(1-unitDraw(seed, key+"/e")))
+						rec.Fields[a.Name] = a.Amount.Sample(d.Unit(key+"/u"), -math.Log(1-d.Unit(key+"/e")))
 					case AttrChoice:
-						rec.Fields[a.Name] = pickChoice(a.Choices, unitDraw(seed, key))
+						rec.Fields[a.Name] = pickChoice(a.Choices, d.Unit(key))
 					case AttrText:
 						vars := map[string]any{"case": id}
 						for k, x := range rec.Fields { // order: each entry is copied on its own
@@ -53,7 +53,7 @@ func (w *World) SeedRecords(seed uint64) []Record {
 						rec.Fields[a.Name] = a.Text.Render(vars)
 					case AttrRecord:
 						if ix := byType[a.Record]; len(ix) > 0 {
-							rec.Fields[a.Name] = out[ix[int(unitDraw(seed, key)*float64(len(ix)))]].ID
+							rec.Fields[a.Name] = out[ix[int(d.Unit(key)*float64(len(ix)))]].ID
 						}
 					}
 				}
@@ -78,7 +78,7 @@ func (w *World) SeedRecords(seed uint64) []Record {
 			for _, oi := range byType[t.Copy.Of] {
 				orig := out[oi]
 				copies := 1
-				if unitDraw(seed, "copy/"+t.ID+"/"+orig.ID+"/dup") < t.Copy.Duplicates {
+				if d.Unit("copy/"+t.ID+"/"+orig.ID+"/dup") < t.Copy.Duplicates {
 					copies = 2
 				}
 				for k := range copies {
@@ -92,17 +92,17 @@ func (w *World) SeedRecords(seed uint64) []Record {
 						rec.Fields[name] = cloneValue(orig.Fields[name])
 					}
 					key := "copy/" + t.ID + "/" + orig.ID + "/" + strconv.Itoa(k)
-					if len(t.Copy.Fields) > 0 && (k > 0 || unitDraw(seed, key+"/stale") < t.Copy.Stale) {
-						name := t.Copy.Fields[int(unitDraw(seed, key+"/field")*float64(len(t.Copy.Fields)))]
+					if len(t.Copy.Fields) > 0 && (k > 0 || d.Unit(key+"/stale") < t.Copy.Stale) {
+						name := t.Copy.Fields[int(d.Unit(key+"/field")*float64(len(t.Copy.Fields)))]
 						f, _ := t.Field(name)
-						rec.Fields[name] = stale(f, rec.Fields[name], unitDraw(seed, key+"/by"))
+						rec.Fields[name] = stale(f, rec.Fields[name], d.Unit(key+"/by"))
 					}
 					add(rec)
 				}
 			}
 		}
 	}
-	return append(out, w.BusyBlocks(seed)...) // members' calendars (meetings.go)
+	return append(out, w.BusyBlocks(d)...) // members' calendars (meetings.go)
 }
 
 // stale is an out-of-date value of field f in place of x.
@@ -159,22 +159,4 @@ func cloneValue(x any) any {
 		return slices.Clone(l)
 	}
 	return x
-}
-
-// unitDraw is a number in [0, 1) for (seed, key).
-func unitDraw(seed uint64, key string) float64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(key); i++ {
-		h ^= uint64(key[i])
-		h *= 1099511628211
-	}
-	x := seed ^ splitmix64(h)
-	return float64(splitmix64(x)>>11) / (1 << 53)
-}
-
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
 }

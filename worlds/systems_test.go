@@ -21,8 +21,8 @@ func mustLoadFile(tb testing.TB, path string) *World {
 
 func TestBillingSupportRecords(t *testing.T) {
 	w := mustLoadFile(t, "shipped/billing-support.yaml")
-	recs := w.SeedRecords(1)
-	again := w.SeedRecords(1)
+	recs := w.SeedRecords(NewDraws(1, nil))
+	again := w.SeedRecords(NewDraws(1, nil))
 	var inv, acc, stale int
 	byID := map[string]Record{}
 	for i, r := range recs {

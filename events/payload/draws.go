@@ -28,24 +28,3 @@ func NewDrawKey(secret []byte, seed uint64) []byte {
 	h.Write(n[:])
 	return h.Sum(nil)
 }
-
-// DrawSeed is the seed the draws of a session going on with seed are made
-// with: seed itself without a key; with one, the first 8 bytes of SHA-256
-// of the key and the seed, which cannot be worked back from the seed or
-// from what the draws made. A fork that goes on with another seed keeps
-// its session's key, so its draws need no secret either.
-func DrawSeed(seed uint64, key []byte) uint64 {
-	if len(key) == 0 {
-		return seed
-	}
-	h := sha256.New()
-	h.Write(key)
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], seed)
-	h.Write(n[:])
-	return binary.BigEndian.Uint64(h.Sum(nil))
-}
-
-// DrawSeed is the seed the session's first draws were made with (its
-// records', its first arrivals').
-func (p *SessionStarted) DrawSeed() uint64 { return DrawSeed(p.Seed, p.DrawKey) }

@@ -12,9 +12,6 @@ func TestDrawKey(t *testing.T) {
 	if NewDrawKey(nil, 7) != nil || NewDrawKey([]byte{}, 7) != nil {
 		t.Fatal("an empty secret made a key")
 	}
-	if got := DrawSeed(7, nil); got != 7 {
-		t.Fatalf("DrawSeed without a key = %d, want the seed itself", got)
-	}
 	k := NewDrawKey([]byte("s3cret"), 7)
 	if len(k) != DrawKeyBytes {
 		t.Fatalf("key of %d bytes, want %d", len(k), DrawKeyBytes)
@@ -30,22 +27,14 @@ func TestDrawKey(t *testing.T) {
 			t.Fatalf("two inputs made key %x", k)
 		}
 	}
-	d := DrawSeed(7, k)
-	if d == 7 || d == DrawSeed(8, k) || d == DrawSeed(7, NewDrawKey([]byte("other"), 7)) {
-		t.Fatalf("keyed draw seed %d: want one unlike the seed's, another seed's and another key's", d)
-	}
-	p := SessionStarted{Format: DrawKeyFormat, Seed: 7, DrawKey: k}
-	if p.DrawSeed() != d {
-		t.Fatalf("SessionStarted.DrawSeed = %d, want %d", p.DrawSeed(), d)
-	}
 	// The key goes through the log's JSON and back.
-	b, err := json.Marshal(p)
+	b, err := json.Marshal(SessionStarted{Format: DrawKeyFormat, Seed: 7, DrawKey: k})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var back SessionStarted
-	if err := json.Unmarshal(b, &back); err != nil || back.DrawSeed() != d {
-		t.Fatalf("after JSON (%s): draw seed %d, err %v; want %d", b, back.DrawSeed(), err, d)
+	if err := json.Unmarshal(b, &back); err != nil || !bytes.Equal(back.DrawKey, k) {
+		t.Fatalf("after JSON (%s): key %x, err %v; want %x", b, back.DrawKey, err, k)
 	}
 	// Without a key the field is not written: an unkeyed session.started
 	// is what format 7 wrote.

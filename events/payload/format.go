@@ -59,8 +59,9 @@ import (
 //   - 8: the events are format 7's; session.started carries a draw key
 //     (draw_key, from an operator's secret: NewDrawKey), and every random
 //     draw of the session, its hidden rules and facts included, is made
-//     with DrawSeed(seed, key) instead of the seed itself, so that
-//     knowing a session's seed no longer gives its hidden truth away. A
+//     with AES-256 under that key (worlds.Draws) instead of from the
+//     seed alone, so that knowing a session's seed, or some of its draws,
+//     no longer gives its hidden truth away. A
 //     session without a key is written in format 7, byte for byte: only a
 //     keyed session needs this build (or a newer one) to be read, and an
 //     older build refuses it by name rather than replaying it with the

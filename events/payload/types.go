@@ -98,7 +98,7 @@ type SessionStarted struct {
 	// where raised above the defaults.
 	WorldLimits WorldLimits `json:"world_limits,omitzero"`
 	// DrawKey, when set (format 8 and later), is what the session's draws
-	// are made with besides the seed (DrawSeed): NewDrawKey of the
+	// are made with besides the seed (worlds.NewDraws): NewDrawKey of the
 	// operator's secret and the seed. The log keeps it so that replay,
 	// forks and resumes draw what the session drew without the secret;
 	// it must not reach the agents (the operator's events endpoints only).

@@ -316,7 +316,8 @@ var ErrPanicked = driver.ErrPanicked
 
 func play(ctx context.Context, o RunOptions, log events.Log, meta events.SessionMeta, e *sim.Engine, mode playMode) (*RunResult, error) {
 	logger := orNull(o.Logger)
-	seats, err := BuildSeats(meta, e.State().World, SeatOptions{LLM: o.LLM, Custom: o.Seats, Lenient: true, Truth: e.DrawSeed()})
+	truth := e.Draws()
+	seats, err := BuildSeats(meta, e.State().World, SeatOptions{LLM: o.LLM, Custom: o.Seats, Lenient: true, Truth: &truth})
 	whose := "session " + meta.ID
 	if mode == playFork { // not in the log: nothing was stored
 		whose = "a fork of session " + meta.Parent

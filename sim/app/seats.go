@@ -52,10 +52,10 @@ type SeatOptions struct {
 	// Without it such a seat is an error. Seats assigned "llm" without LLM
 	// are an error either way (NoLLMError): nobody would answer them.
 	Lenient bool
-	// Truth is the seed the session's hidden rules and facts were drawn
-	// with (sim.Engine.DrawSeed), which the agents told them (the oracle)
-	// read; other agents draw from the session's seed.
-	Truth uint64
+	// Truth are the draws the session's hidden rules and facts come from
+	// (sim.Engine.Draws), which the agents told them (the oracle) read;
+	// nil: the session's seed's, unkeyed.
+	Truth *worlds.Draws
 }
 
 // ErrNoLLM is BuildSeats' error for a seat assigned "llm" without an

@@ -86,9 +86,9 @@ func TestLoadKeepsTheDrawKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := payload.DrawSeed(cmp.Or(seed, 5), k)
-			if got.DrawSeed() != want {
-				t.Errorf("%s loaded with seed %d: draw seed %d, want %d", id, seed, got.DrawSeed(), want)
+			want := worlds.NewDraws(cmp.Or(seed, 5), k)
+			if d := got.Draws(); d.Seed() != want.Seed() || d.Keyed() != (k != nil) || worlds.Draw(d, "probe") != worlds.Draw(want, "probe") {
+				t.Errorf("%s loaded with seed %d: draws of seed %d, keyed %v; want seed %d with the recorded key", id, seed, d.Seed(), d.Keyed(), want.Seed())
 			}
 		}
 	}

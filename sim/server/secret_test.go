@@ -15,6 +15,7 @@ import (
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // A server with a secret keys the sessions it creates: session.started
@@ -85,7 +86,7 @@ func TestServedSessionsAreKeyed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := payload.DrawSeed(9, p.DrawKey); e.DrawSeed() != want {
-		t.Fatalf("fork's draw seed %d, want %d", e.DrawSeed(), want)
+	if d, want := e.Draws(), worlds.NewDraws(9, p.DrawKey); d.Seed() != 9 || worlds.Draw(d, "probe") != worlds.Draw(want, "probe") {
+		t.Fatalf("fork's draws: seed %d, keyed %v; want seed 9 with the recorded key", d.Seed(), d.Keyed())
 	}
 }
