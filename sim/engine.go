@@ -350,6 +350,9 @@ func (e *Engine) State() *org.State { return e.st }
 // rules drawn from now on come from, for an agent told them (the oracle).
 func (e *Engine) Draws() worlds.Draws { return e.draws }
 
+// DrawKey is the session's draw key (Config.DrawKey; nil: none).
+func (e *Engine) DrawKey() []byte { return slices.Clone(e.cfg.DrawKey) }
+
 // Keyed reports whether the session's draws are keyed (Config.DrawKey).
 func (e *Engine) Keyed() bool { return e.cfg.DrawKey != nil }
 

@@ -134,6 +134,10 @@ type Launched struct {
 	TurnTimeout, JoinTimeout time.Duration
 	Wait                     bool    // held until a start control message
 	Load                     float64 // the create request's load (a new session)
+	// DrawKey is the session's draw key (sim.Config.DrawKey; nil: none),
+	// so that a worker that starts it in another's stead draws what its
+	// creator would have, whatever its own secret.
+	DrawKey []byte
 }
 
 // Hooks are called by a Service around the sessions it runs.
@@ -860,7 +864,7 @@ func (s *Service) launch(l launch) error {
 	remote, kinds := seats.Remote, seats.Kinds
 	log := s.logger.With("session", id)
 	if s.cfg.Hooks.Starting != nil {
-		if err := s.cfg.Hooks.Starting(context.Background(), Launched{Meta: meta, TurnTimeout: l.turnTimeout, JoinTimeout: l.joinTimeout,
+		if err := s.cfg.Hooks.Starting(context.Background(), Launched{Meta: meta, TurnTimeout: l.turnTimeout, JoinTimeout: l.joinTimeout, DrawKey: e.DrawKey(),
 			Wait: l.wait, Load: l.load}); err != nil {
 			return err
 		}

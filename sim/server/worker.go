@@ -18,7 +18,6 @@ import (
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/jsreplica"
-	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
 	"github.com/corpsim/corpsim/worlds"
@@ -278,6 +277,10 @@ type owner struct {
 	// stored its first event yet (created with wait and not started).
 	Wait bool    `json:"wait,omitempty"`
 	Load float64 `json:"load,omitempty"`
+	// DrawKey is the session's draw key (Launched.DrawKey): a session
+	// started by another worker draws with its creator's key, whatever
+	// the adopter's secret.
+	DrawKey []byte `json:"draw_key,omitempty"`
 }
 
 func (w *Worker) starting(ctx context.Context, la Launched) error {
@@ -296,7 +299,7 @@ func (w *Worker) starting(ctx context.Context, la Launched) error {
 		w.mu.Unlock()
 	}
 	rec, _ := json.Marshal(owner{Worker: w.cfg.Name, TurnTimeout: la.TurnTimeout.String(), JoinTimeout: la.JoinTimeout.String(),
-		Wait: la.Wait, Load: la.Load})
+		Wait: la.Wait, Load: la.Load, DrawKey: la.DrawKey})
 	if _, err := w.owners.Put(ctx, id, rec); err != nil {
 		w.logger.Warn("cannot record the session's owner", "session", id, "error", err)
 	}
@@ -720,7 +723,7 @@ func (w *Worker) adoptUnstarted(ctx context.Context, id string, rec owner, saved
 		return fail(err.Error())
 	}
 	eng, err := sim.New(sim.Config{World: wd, Source: src, Seed: meta.Seed, Session: id, Load: rec.Load, WorldLimits: w.svc.cfg.WorldLimits,
-		DrawKey: payload.NewDrawKey(w.svc.cfg.Secret, meta.Seed), NewSequencer: driver.NewSequencer})
+		DrawKey: rec.DrawKey, NewSequencer: driver.NewSequencer})
 	if err != nil {
 		return fail(err.Error())
 	}
