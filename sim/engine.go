@@ -75,6 +75,11 @@ type Config struct {
 	// one (the driver's Origin), so replay, forks and resumes need no
 	// secret. nil draws from the seed alone.
 	DrawKey []byte
+	// RootSeed, when set, is the seed the session's session.started
+	// recorded, where the engine goes on with another (a fork's Seed):
+	// the colleagues' hidden rules are the session's from its start,
+	// drawn with it, as its records are. nil: Seed is the root's.
+	RootSeed *uint64
 	// LogFormat is the log format a new session writes (session.started
 	// records it): 0 means payload.LogFormat with a DrawKey and the format
 	// before payload.DrawKeyFormat without one; payload.OldestLogFormat and
@@ -218,6 +223,7 @@ type Engine struct {
 	}
 	format int          // the session's log format (payload.LogFormat for a new one)
 	draws  worlds.Draws // what every draw is made with: cfg.Seed, and cfg.DrawKey if set
+	truth  worlds.Draws // the hidden rules': the root's seed (Config.RootSeed) and cfg.DrawKey
 	// resolved is the ticket.resolved this Tick emitted last (format 5),
 	// which its colleague's next step may be recorded in (see then).
 	resolved resolvedNow
@@ -297,6 +303,10 @@ func New(cfg Config) (*Engine, error) {
 		format:  cfg.LogFormat,
 		draws:   worlds.NewDraws(cfg.Seed, cfg.DrawKey),
 	}
+	e.truth = e.draws
+	if cfg.RootSeed != nil && *cfg.RootSeed != cfg.Seed {
+		e.truth = worlds.NewDraws(*cfg.RootSeed, cfg.DrawKey)
+	}
 	e.st.SetJudge(policies.Judge)
 	if cfg.NewSequencer != nil {
 		e.st.SetSequencer(cfg.NewSequencer())
@@ -345,10 +355,15 @@ func (e *Engine) room(n int) bool {
 // State is the engine's current state. Callers must not change it.
 func (e *Engine) State() *org.State { return e.st }
 
-// Draws are the draws the engine makes from now on (the session's seed,
-// and its draw key if it was started with one): what the world's hidden
-// rules drawn from now on come from, for an agent told them (the oracle).
+// Draws are the draws the engine makes from now on (the seed it goes on
+// with, and the session's draw key if it was started with one).
 func (e *Engine) Draws() worlds.Draws { return e.draws }
+
+// Truth are the draws the session's hidden truth comes from — its records
+// and its colleagues' hidden rules, drawn with the seed it started with
+// (and its draw key), also in a fork that goes on with another seed — for
+// an agent told them (the oracle).
+func (e *Engine) Truth() worlds.Draws { return e.truth }
 
 // DrawKey is the session's draw key (Config.DrawKey; nil: none).
 func (e *Engine) DrawKey() []byte { return slices.Clone(e.cfg.DrawKey) }

@@ -66,14 +66,16 @@ func TestRebuildRefusesAFormat1Log(t *testing.T) {
 	if !errors.Is(err, payload.ErrLogFormat) {
 		t.Fatalf("Rebuild: got %v, want an error wrapping payload.ErrLogFormat", err)
 	}
-	for _, want := range []string{"format 1", "reads formats 2 to 7", "corpsim run --world support-desk --seed 7"} {
+	for _, want := range []string{"format 1", "reads formats 2 to 8", "corpsim run --world support-desk --seed 7"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Rebuild: got %q, want it to say %q", err, want)
 		}
 	}
 }
 
-// The engine records the format it writes, and a log it wrote is read back.
+// The engine records the format it writes — the newest with a draw key,
+// the one before without (an unkeyed log stays readable by the builds
+// before keys) — and a log it wrote is read back.
 func TestEngineRecordsTheLogFormat(t *testing.T) {
 	src, err := worlds.Source("support-desk")
 	if err != nil {
@@ -83,17 +85,19 @@ func TestEngineRecordsTheLogFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Start()
-	first := e.Ready().Events[0]
-	p, err := payload.As[payload.SessionStarted](&first, nil)
-	if err != nil || p.Format != payload.LogFormat {
-		t.Fatalf("session.started: format %d, %v; want %d", p.Format, err, payload.LogFormat)
-	}
-	if _, err := sim.Rebuild(seqOf([]events.Event{first}), "s", sim.Config{}); err != nil {
-		t.Fatalf("Rebuild of the engine's own session.started: %v", err)
+	for key, want := range map[string]int{"": payload.DrawKeyFormat - 1, "s3cret": payload.LogFormat} { // order: each case is its own
+		e, err := sim.New(sim.Config{World: w, Source: src, Seed: 7, DrawKey: payload.NewDrawKey([]byte(key), 7)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Start()
+		first := e.Ready().Events[0]
+		p, err := payload.As[payload.SessionStarted](&first, nil)
+		if err != nil || p.Format != want {
+			t.Fatalf("secret %q: session.started: format %d, %v; want %d", key, p.Format, err, want)
+		}
+		if _, err := sim.Rebuild(seqOf([]events.Event{first}), "s", sim.Config{}); err != nil {
+			t.Fatalf("Rebuild of the engine's own session.started: %v", err)
+		}
 	}
 }

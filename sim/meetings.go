@@ -26,7 +26,7 @@ func (e *Engine) expectMeetings(tpl *worlds.CaseTemplate, p *payload.CaseOpened)
 		if st.Meeting == nil || !applies[st.ID] {
 			continue
 		}
-		p.Meetings = append(p.Meetings, e.cfg.World.Expect(st.Meeting, st.ID, e.now, vars, e.draws))
+		p.Meetings = append(p.Meetings, e.cfg.World.Expect(st.Meeting, st.ID, e.now, vars, e.truth))
 	}
 }
 
@@ -61,5 +61,5 @@ func (e *Engine) availabilityAnswer(id, text string) (string, bool) {
 	if m, ok := e.cfg.World.Member(id); ok && m.Name != "" {
 		name = m.Name
 	}
-	return a.Answer(e.draws, id, name), true
+	return a.Answer(e.truth, id, name), true
 }

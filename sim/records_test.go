@@ -48,7 +48,7 @@ func playKeyed(tb testing.TB, name string, src []byte, agent string, seed uint64
 		tb.Fatal(err)
 	}
 	seats := map[string]agents.Agent{}
-	truth := e.Draws()
+	truth := e.Truth()
 	for _, m := range w.Members {
 		a, err := agents.New(agent, agents.Options{Seed: seed, Truth: &truth, Member: m.ID, World: w})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+	"github.com/corpsim/corpsim/sim/app"
 )
 
 // corpsim run with --secret-file (or $CORPSIM_SECRET) keys the session's
@@ -68,6 +69,29 @@ func TestSecretKeysTheSession(t *testing.T) {
 		_, errs, code := runCLI(t, "run", "--world", "meetings", "--ephemeral", "--secret-file", f)
 		if code != cli.ExitUsage || !strings.Contains(errs, want) {
 			t.Errorf("run --secret-file %s: exit %d, %q; want %d saying %q", f, code, errs, cli.ExitUsage, want)
+		}
+	}
+}
+
+// A fork that goes on with another seed keeps its session's hidden truth
+// — the records it started with, its colleagues' hidden rules — and the
+// oracle is told that truth: on billing-support it gets every outcome
+// right in the fork as in its parent, keyed or not (it scored 0, with
+// two thirds of its outcomes wrong, when it read records drawn for the
+// fork's seed).
+func TestOracleForkedWithAnotherSeed(t *testing.T) {
+	data := t.TempDir()
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, keyed := range [][]string{nil, {"--secret-file", file}} {
+		root := cliResult(t, append([]string{"run", "--world", "billing-support", "--seed", "1", "--agents", "oracle", "--data", data}, keyed...)...)
+		fork := cliResult(t, "fork", root.Session, "--at", "1", "--seed", "9", "--agents", "oracle", "--data", data)
+		for name, r := range map[string]*app.RunResult{"session": root, "fork": fork} { // order: each result is its own
+			if s := r.Score; s.OutcomeMax == 0 || s.Outcome != s.OutcomeMax {
+				t.Errorf("keyed %v: the oracle's %s got %g of %g outcomes right", keyed != nil, name, s.Outcome, s.OutcomeMax)
+			}
 		}
 	}
 }

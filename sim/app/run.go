@@ -316,7 +316,7 @@ var ErrPanicked = driver.ErrPanicked
 
 func play(ctx context.Context, o RunOptions, log events.Log, meta events.SessionMeta, e *sim.Engine, mode playMode) (*RunResult, error) {
 	logger := orNull(o.Logger)
-	truth := e.Draws()
+	truth := e.Truth()
 	seats, err := BuildSeats(meta, e.State().World, SeatOptions{LLM: o.LLM, Custom: o.Seats, Lenient: true, Truth: &truth})
 	whose := "session " + meta.ID
 	if mode == playFork { // not in the log: nothing was stored

@@ -33,8 +33,9 @@ func (o Origin) Config(session string, seed uint64) sim.Config {
 	if seed == 0 {
 		seed = o.Seed
 	}
+	root := o.Seed
 	return sim.Config{World: o.World, Source: o.Source, Seed: seed, Session: session, Load: o.Load, WorldLimits: o.WorldLimits,
-		DrawKey: o.DrawKey, NewSequencer: NewSequencer}
+		DrawKey: o.DrawKey, RootSeed: &root, NewSequencer: NewSequencer}
 }
 
 // ReadOrigin reads a session's first event (its root ancestor's, for a fork)

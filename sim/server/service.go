@@ -853,7 +853,7 @@ type launch struct {
 // launch hosts a session's built-in seats and runs it in the background.
 func (s *Service) launch(l launch) error {
 	id, meta, e := l.meta.ID, l.meta, l.engine
-	truth := e.Draws()
+	truth := e.Truth()
 	seats, err := app.BuildSeats(meta, e.State().World, app.SeatOptions{LLM: s.cfg.LLM, Truth: &truth})
 	if errors.Is(err, app.ErrNoLLM) {
 		return errors.New("server: the agents name llm, but this server has no llm agent (serve --llm-model)")
