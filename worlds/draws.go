@@ -51,9 +51,15 @@ func Draw[L ~string | ~[]byte](d Draws, label L) uint64 {
 		h ^= uint64(label[i])
 		h *= 1099511628211
 	}
-	if d.block == nil {
-		return splitmix64(d.seed ^ splitmix64(h))
+	if d.block != nil {
+		return d.keyed(h)
 	}
+	return splitmix64(d.seed ^ splitmix64(h))
+}
+
+// keyed is a keyed draw of the label hashed h: the first 8 bytes of the
+// AES block of the seed and h.
+func (d Draws) keyed(h uint64) uint64 {
 	var b [aes.BlockSize]byte
 	binary.LittleEndian.PutUint64(b[:8], d.seed)
 	binary.LittleEndian.PutUint64(b[8:], h)
