@@ -17,6 +17,7 @@ import (
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/simtest"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -216,11 +217,8 @@ func TestDrawsMadeInOnePlace(t *testing.T) {
 // A draw key of the wrong length, or one given to an older log format, is
 // refused before anything runs.
 func TestDrawKeyRefused(t *testing.T) {
-	src, err := worlds.Source("meetings")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := worlds.Load("meetings.yaml", src)
+	src := simtest.Source(t, "meetings")
+	w, err := worlds.Shipped("meetings")
 	if err != nil {
 		t.Fatal(err)
 	}

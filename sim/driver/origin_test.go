@@ -12,6 +12,7 @@ import (
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
+	"github.com/corpsim/corpsim/sim/simtest"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -54,11 +55,8 @@ func TestReadOriginOfALargeWorld(t *testing.T) {
 // secret: a resume with its own seed, a fork going on with another seed
 // with that seed and the key; an unkeyed session's with the seed alone.
 func TestLoadKeepsTheDrawKey(t *testing.T) {
-	src, err := worlds.Source("meetings")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := worlds.Load("meetings.yaml", src)
+	src := simtest.Source(t, "meetings")
+	w, err := worlds.Shipped("meetings")
 	if err != nil {
 		t.Fatal(err)
 	}

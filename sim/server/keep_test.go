@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
@@ -17,15 +15,9 @@ import (
 // of the worlds of all that ended: a server that runs sessions for weeks
 // does not grow by every session it ran.
 func TestServiceKeepsTheLatestEnded(t *testing.T) {
-	bus := mustBus(t)
-	log := memlog.New()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger(), KeepEnded: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
+	svc := mustServiceWith(t, Config{Log: memlog.New(), Bus: mustBus(t), KeepEnded: 3})
 	var ids []string
 	for i := range 8 {
 		r, err := svc.Create(ctx, wire.CreateRequest{World: "meetings", Seed: uint64(i + 1), Agents: "greedy"})

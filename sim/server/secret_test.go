@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
@@ -29,11 +27,7 @@ func TestServedSessionsAreKeyed(t *testing.T) {
 	secret := []byte("operator's secret")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger(), Secret: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
+	svc := mustServiceWith(t, Config{Log: log, Bus: bus, Secret: secret})
 	finish := func(req wire.CreateRequest) events.SessionMeta {
 		t.Helper()
 		r, err := svc.Create(ctx, req)

@@ -29,7 +29,17 @@ import (
 // mustService starts a Service on bus and log, closed when the test ends.
 func mustService(tb testing.TB, bus *natsserver.Server, log events.Log) *Service {
 	tb.Helper()
-	svc, err := New(Config{Log: log, Bus: bus, Logger: hclog.NewNullLogger()})
+	return mustServiceWith(tb, Config{Log: log, Bus: bus})
+}
+
+// mustServiceWith starts a Service of cfg (silent unless it names a
+// logger), closed when the test ends.
+func mustServiceWith(tb testing.TB, cfg Config) *Service {
+	tb.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	svc, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
