@@ -47,6 +47,10 @@ func TestSecretKeysTheSession(t *testing.T) {
 	if first := string(storedEvents(t, data, plain.Session)[0].Payload); !strings.Contains(first, `"format":7`) || strings.Contains(first, "draw_key") {
 		t.Fatalf("the unkeyed session.started (format 7, no key): %.300s", first)
 	}
+	// Training data does not carry the key.
+	if out := mustCLI(t, "export", keyed.Session, "--format", "jsonl", "--data", data); strings.Contains(out, "draw_key\"") || !strings.Contains(out, `"draw_key_withheld":true`) {
+		t.Fatalf("export --format jsonl of the keyed session: %.400s", out)
+	}
 	if out := mustCLI(t, "replay", keyed.Session, "--data", data); !strings.Contains(out, "state hash matches") {
 		t.Fatalf("replay of the keyed session: %s", out)
 	}

@@ -88,6 +88,16 @@ func TestServeDeletesSessions(t *testing.T) {
 	if code, body := n.post("close", map[string]any{}); code != http.StatusOK {
 		t.Fatalf("/nemo/close: %d %s", code, body)
 	}
+	// A rollout verified (played to its end) and then closed, as NeMo
+	// Gym's clients do: closed the instant it ended, while the server
+	// still finishes it.
+	verified := n.seed(nemoRow(5, "alice"))
+	if code, body := n.post("verify", map[string]any{}); code != http.StatusOK {
+		t.Fatalf("/nemo/verify: %d %s", code, body)
+	}
+	if code, body := n.post("close", map[string]any{}); code != http.StatusOK {
+		t.Fatalf("/nemo/close after verify: %d %s", code, body)
+	}
 
 	code, lb := httpDo(ctx, http.MethodGet, base, tok, nil)
 	var list struct{ Sessions []events.SessionMeta }
@@ -102,7 +112,7 @@ func TestServeDeletesSessions(t *testing.T) {
 	want := []string{b, held}
 	slices.Sort(want)
 	if !slices.Equal(ids, want) {
-		t.Fatalf("sessions listed %v; want %v (not %s, %s, nor the NeMo rollout %s)", ids, want, a, fork, rollout)
+		t.Fatalf("sessions listed %v; want %v (not %s, %s, nor the NeMo rollouts %s, %s)", ids, want, a, fork, rollout, verified)
 	}
 	if _, err := sp.op.Control(ctx, held, wire.OpStop); err != nil {
 		t.Fatal(err)
@@ -112,7 +122,7 @@ func TestServeDeletesSessions(t *testing.T) {
 		t.Fatalf("verify of the session kept: %s", out)
 	}
 	listed := mustCLI(t, "sessions", "--data", data)
-	for _, gone := range []string{a, fork, rollout} {
+	for _, gone := range []string{a, fork, rollout, verified} {
 		if strings.Contains(listed, gone) {
 			t.Errorf("deleted session %s is still in the folder:\n%s", gone, listed)
 		}

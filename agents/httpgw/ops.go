@@ -42,6 +42,9 @@ import (
 type Error struct {
 	Status int
 	Msg    string
+	// Code, when set, says what kind of refusal it is (Delete's: the
+	// wire.DeleteReply codes).
+	Code string
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -523,7 +526,9 @@ func (g *Gateway) Delete(ctx context.Context, ids []string, forks bool) ([]wire.
 	case wire.DeleteRunning, wire.DeleteRefused:
 		status = http.StatusConflict
 	}
-	return reply.Deleted, errorf(status, "%s", reply.Error)
+	e := errorf(status, "%s", reply.Error)
+	e.Code = reply.Code
+	return reply.Deleted, e
 }
 
 // Score reports a session's team score so far.

@@ -208,6 +208,12 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request) (*session, bool) {
 	defer cancel()
 	req := wire.CreateRequest{World: rw.World, Source: rw.Source, Seed: rw.Seed, Agents: spec + "," + rw.Member + "=" + agents.Remote,
 		TurnTimeout: rw.TurnTimeout}
+	if !s.operator(r) {
+		// A row anyone may send draws apart from the operator's sessions
+		// (on a server with a secret): a side session of an evaluation's
+		// seed, played or watched, tells nothing of its hidden truth.
+		req.DrawDomain = wire.DrawDomainOpen
+	}
 	if rw.Load != nil {
 		req.Load = *rw.Load
 	}

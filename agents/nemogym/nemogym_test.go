@@ -33,22 +33,25 @@ import (
 // after turn until it has answered endAfter of them (0: never ends); a
 // claim of task "taken" is refused in the next observation.
 type fakeOps struct {
-	mu       sync.Mutex
-	n        int
-	created  []wire.CreateRequest
-	stopped  []string
-	deleted  []string                  // sessions Delete was asked for, each after its stop
-	answered map[string][][]org.Action // by token
-	turn     map[string]uint64         // by token: the turn waiting
-	ended    map[string]bool
-	refused  map[string][]org.RejectedView
-	endAfter int
-	score    float64
-	full     bool                  // Create answers 503
-	block    chan struct{}         // when set, Observe waits on it (or ctx)
-	observed chan struct{}         // when set, told of every Observe
-	stopGate func(context.Context) // when set, called by every stop before it is done
-	stale    []org.RejectedView    // listed in every observation after an act, as a refusal an earlier turn left
+	mu      sync.Mutex
+	n       int
+	created []wire.CreateRequest
+	stopped []string
+	deleted []string // sessions Delete was asked for, each after its stop
+	// finishing counts the Deletes of a session refused as running
+	// before one succeeds (a session ended and still finishing).
+	finishing map[string]int
+	answered  map[string][][]org.Action // by token
+	turn      map[string]uint64         // by token: the turn waiting
+	ended     map[string]bool
+	refused   map[string][]org.RejectedView
+	endAfter  int
+	score     float64
+	full      bool                  // Create answers 503
+	block     chan struct{}         // when set, Observe waits on it (or ctx)
+	observed  chan struct{}         // when set, told of every Observe
+	stopGate  func(context.Context) // when set, called by every stop before it is done
+	stale     []org.RejectedView    // listed in every observation after an act, as a refusal an earlier turn left
 }
 
 func newFake() *fakeOps {
@@ -88,6 +91,10 @@ func (f *fakeOps) Delete(_ context.Context, ids []string, _ bool) ([]wire.Delete
 	defer f.mu.Unlock()
 	var out []wire.Deleted
 	for _, id := range ids {
+		if f.finishing[id] > 0 { // ended, still finishing on the server
+			f.finishing[id]--
+			return out, &httpgw.Error{Status: http.StatusConflict, Msg: id + " runs here", Code: wire.DeleteRunning}
+		}
 		if !slices.Contains(f.stopped, id) && !f.ended[id] {
 			return out, fmt.Errorf("%s runs: stop it first", id)
 		}
@@ -753,6 +760,17 @@ func TestRowsOfSourceLLMOrOracleNeedTheOperatorToken(t *testing.T) {
 			t.Fatalf("%s with the operator token: %d %s", body, code, b)
 		}
 	}
+	// The row sent without a token draws in the open domain, apart from
+	// the operator's sessions; those with it, in the operator's.
+	h.ops.mu.Lock()
+	defer h.ops.mu.Unlock()
+	var domains []string
+	for _, c := range h.ops.created {
+		domains = append(domains, c.DrawDomain)
+	}
+	if want := []string{wire.DrawDomainOpen, "", "", ""}; !slices.Equal(domains, want) {
+		t.Errorf("draw domains of the sessions created: %q, want %q", domains, want)
+	}
 }
 
 // With Discard, a session the adapter drops — closed, replaced by a new
@@ -761,6 +779,7 @@ func TestRowsOfSourceLLMOrOracleNeedTheOperatorToken(t *testing.T) {
 func TestDiscardDeletesDroppedSessions(t *testing.T) {
 	for _, discard := range []bool{false, true} {
 		ops := newFake()
+		ops.finishing = map[string]int{"s1": 2} // refused twice, then deleted
 		h := mustHarness(t, ops, nemogym.Config{IdleTimeout: time.Minute, Discard: discard})
 		closed, replaced, idle := h.client(), h.client(), h.client()
 		h.seed(closed, "bob")   // s1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -314,11 +315,26 @@ func (s *Server) discard(ss *session) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := s.ops.Delete(ctx, []string{ss.id}, false); err != nil {
-		s.log.Warn("cannot discard the session's log", "session", ss.id, "error", err)
+	// A session the adapter saw end (its last observation) may still be
+	// finishing on the server for a moment: refused as running, it is
+	// asked again.
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		_, err := s.ops.Delete(ctx, []string{ss.id}, false)
+		var e *httpgw.Error
+		if errors.As(err, &e) && e.Code == wire.DeleteRunning {
+			select {
+			case <-time.After(wait):
+				continue
+			case <-ctx.Done():
+			}
+		}
+		if err != nil {
+			s.log.Warn("cannot discard the session's log", "session", ss.id, "error", err)
+			return
+		}
+		s.log.Debug("session discarded", "session", ss.id)
 		return
 	}
-	s.log.Debug("session discarded", "session", ss.id)
 }
 
 // stop stops ss's corpsim session unless it is known to have ended.

@@ -123,7 +123,18 @@ type CreateRequest struct {
 	// after a restart tells that client again (server.SavedSeats), so that
 	// the seats' owners come back with the tokens they had.
 	Via string `json:"via,omitempty"`
+	// DrawDomain, on a server with a secret, keys the session's draws
+	// apart from the sessions of another domain: the same seed draws
+	// another hidden truth in each. The NeMo Gym adapter sets
+	// DrawDomainOpen for the rows anyone who reaches its routes may send,
+	// so that a side session there tells nothing of the operator's
+	// sessions of that seed. Empty: the operator's domain.
+	DrawDomain string `json:"draw_domain,omitempty"`
 }
+
+// DrawDomainOpen is CreateRequest.DrawDomain of sessions started without
+// the operator token (NeMo Gym's rows).
+const DrawDomainOpen = "open"
 
 // ViaHTTP is CreateRequest.Via for sessions created through the HTTP gateway.
 const ViaHTTP = "http"

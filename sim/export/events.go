@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 )
 
 // WriteEvents writes the events of each session in ids to w as JSON Lines,
@@ -27,6 +28,12 @@ func WriteEvents(ctx context.Context, w io.Writer, log Log, ids []string) (int, 
 			ev := *borrowed
 			stored := ev.Session
 			ev.Session = id
+			if ev.Type == payload.EvSessionStarted {
+				var err error
+				if ev.Payload, err = withholdDrawKey(ev.Payload); err != nil {
+					return &events.CorruptError{Session: id, Seq: ev.Seq, Err: err}
+				}
+			}
 			b, err := json.Marshal(ev)
 			if err != nil {
 				return err
@@ -60,4 +67,25 @@ func WriteLines[T any](w io.Writer, vs []T) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// withholdDrawKey is a session.started payload without its draw key (a
+// session keyed by an operator's secret), which says so instead
+// ("draw_key_withheld": true): training data is shared, and the key
+// would give away the hidden truth of every session of that secret and
+// seed. Without a key the payload is returned as it is.
+func withholdDrawKey(b []byte) ([]byte, error) {
+	var p payload.SessionStarted
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, err
+	}
+	if len(p.DrawKey) == 0 {
+		return b, nil
+	}
+	p.DrawKey = nil
+	out, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	return append(out[:len(out)-1], `,"draw_key_withheld":true}`...), nil
 }

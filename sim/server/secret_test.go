@@ -44,6 +44,21 @@ func TestServedSessionsAreKeyed(t *testing.T) {
 		return m
 	}
 	m := finish(wire.CreateRequest{World: "meetings", Seed: 3, Agents: "oracle"})
+	open := finish(wire.CreateRequest{World: "meetings", Seed: 3, Agents: "oracle", DrawDomain: wire.DrawDomainOpen})
+	keyOf := func(id string) []byte {
+		t.Helper()
+		for ev, err := range log.Read(ctx, id, 1) {
+			var p payload.SessionStarted
+			if err != nil || json.Unmarshal(ev.Payload, &p) != nil {
+				t.Fatalf("session.started of %s: %v", id, err)
+			}
+			return p.DrawKey
+		}
+		return nil
+	}
+	if a, b := keyOf(open.ID), keyOf(m.ID); len(a) == 0 || bytes.Equal(a, b) {
+		t.Fatalf("the open domain's key %x; the operator's %x: want another key", a, b)
+	}
 	var first *events.Event
 	for ev, err := range log.Read(ctx, m.ID, 1) {
 		if err != nil {

@@ -751,7 +751,7 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 			return wire.CreateReply{}, err
 		}
 		if e, err = sim.New(sim.Config{World: w, Source: src, Seed: req.Seed, Session: id, Load: req.Load, WorldLimits: s.cfg.WorldLimits,
-			DrawKey: payload.NewDrawKey(s.cfg.Secret, req.Seed), NewSequencer: driver.NewSequencer}); err != nil {
+			DrawKey: payload.NewDrawKey(domainSecret(s.cfg.Secret, req.DrawDomain), req.Seed), NewSequencer: driver.NewSequencer}); err != nil {
 			return wire.CreateReply{}, err
 		}
 		meta = events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: req.Seed}
@@ -1122,6 +1122,16 @@ func (s *Service) launch(l launch) error {
 	case <-ss.done:
 	}
 	return nil
+}
+
+// domainSecret is the secret of a draw domain (wire.CreateRequest.
+// DrawDomain): the secret itself for the operator's (empty), else the
+// secret and the domain's name; nil without a secret.
+func domainSecret(secret []byte, domain string) []byte {
+	if len(secret) == 0 || domain == "" {
+		return secret
+	}
+	return append(append(append([]byte{}, secret...), 0), domain...)
 }
 
 // keepEnded adds ended session ss to the records kept, and forgets the
