@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corpsim/corpsim/agents/wire"
+	"github.com/corpsim/corpsim/cmd/corpsim/cli"
 	"github.com/corpsim/corpsim/events"
 )
 
@@ -113,6 +114,10 @@ func TestServeDeletesSessions(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(ids, want) {
 		t.Fatalf("sessions listed %v; want %v (not %s, %s, nor the NeMo rollouts %s, %s)", ids, want, a, fork, rollout, verified)
+	}
+	// The folder is the running serve's: the CLI says how to delete there.
+	if _, errs, code := runCLI(t, "delete", b, "--data", data); code == cli.ExitOK || !strings.Contains(errs, "DELETE /v1/sessions/{id}") {
+		t.Fatalf("corpsim delete beside the running serve: exit %d, %q", code, errs)
 	}
 	if _, err := sp.op.Control(ctx, held, wire.OpStop); err != nil {
 		t.Fatal(err)

@@ -34,6 +34,9 @@ func Delete(ctx context.Context, data string, ids []string, withForks bool, logg
 		return nil, fmt.Errorf("no data folder %s", data)
 	}
 	log, err := OpenLog(ctx, data, false, logger)
+	if iu := (*InUseError)(nil); errors.As(err, &iu) {
+		return nil, &InUseError{iu.msg + "; a running serve deletes its sessions itself: DELETE /v1/sessions/{id} on its --http gateway, or corpsim.v1.sessions.delete on its bus, with the operator token"}
+	}
 	if err != nil {
 		return nil, err
 	}
