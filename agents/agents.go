@@ -25,7 +25,7 @@ type Options struct {
 	Seed uint64
 	// Truth are the draws the session's hidden rules and facts come from
 	// (its seed, and its draw key if an operator's secret keyed it:
-	// sim.Engine.Draws); nil means Seed's, unkeyed. Only the oracle reads
+	// sim.Engine.Truth); nil means Seed's, unkeyed. Only the oracle reads
 	// it.
 	Truth  *worlds.Draws
 	Member string

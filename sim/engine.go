@@ -369,7 +369,7 @@ func (e *Engine) Truth() worlds.Draws { return e.truth }
 func (e *Engine) DrawKey() []byte { return slices.Clone(e.cfg.DrawKey) }
 
 // Keyed reports whether the session's draws are keyed (Config.DrawKey).
-func (e *Engine) Keyed() bool { return e.cfg.DrawKey != nil }
+func (e *Engine) Keyed() bool { return e.draws.Keyed() }
 
 // Now is the current simulated time.
 func (e *Engine) Now() clock.Time { return e.now }

@@ -53,7 +53,7 @@ type SeatOptions struct {
 	// are an error either way (NoLLMError): nobody would answer them.
 	Lenient bool
 	// Truth are the draws the session's hidden rules and facts come from
-	// (sim.Engine.Draws), which the agents told them (the oracle) read;
+	// (sim.Engine.Truth), which the agents told them (the oracle) read;
 	// nil: the session's seed's, unkeyed.
 	Truth *worlds.Draws
 }
