@@ -63,3 +63,71 @@ func TestServiceKeepsTheLatestEnded(t *testing.T) {
 		t.Fatalf("listing: %d sessions, %v; want all 8", len(metas), err)
 	}
 }
+
+// endHold is a log that holds the session's driver once its end is
+// recorded (the metadata updated to finished), until released: the window
+// in which status reads the session finished from the log while the
+// service is still finishing it.
+type endHold struct {
+	events.Log
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (h *endHold) UpdateSession(ctx context.Context, m events.SessionMeta) error {
+	err := h.Log.UpdateSession(ctx, m)
+	if m.Status == events.StatusFinished {
+		close(h.held)
+		<-h.release
+	}
+	return err
+}
+
+func (h *endHold) DeleteSession(ctx context.Context, id string) (int, error) {
+	return h.Log.(events.Deleter).DeleteSession(ctx, id)
+}
+
+// A client that saw a session finished and deletes it at once is not
+// refused as running while the service is still finishing it: Delete
+// waits for the finish (it was refused 409 in CI: a serve's status read
+// the end from the log before the session let go of its engine).
+func TestDeleteWaitsForAFinishingSession(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h := &endHold{Log: memlog.New(), held: make(chan struct{}), release: make(chan struct{})}
+	svc := mustServiceWith(t, Config{Log: h, Bus: mustBus(t)})
+	released := false
+	t.Cleanup(func() { // before the service's Close, which waits for it
+		if !released {
+			close(h.release)
+		}
+	})
+	r, err := svc.Create(ctx, wire.CreateRequest{World: "meetings", Seed: 1, Agents: "greedy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-h.held
+	if st := svc.Status(r.Session); st.Status != string(events.StatusFinished) {
+		t.Fatalf("status while finishing: %+v; want finished (from the log)", st)
+	}
+	type result struct {
+		done []wire.Deleted
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		done, err := svc.Delete(ctx, []string{r.Session}, false)
+		got <- result{done, err}
+	}()
+	select {
+	case res := <-got:
+		t.Fatalf("Delete answered before the session finished: %+v, %v", res.done, res.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(h.release)
+	released = true
+	res := <-got
+	if res.err != nil || len(res.done) != 1 || res.done[0].Session != r.Session {
+		t.Fatalf("Delete of a session that finished: %+v, %v", res.done, res.err)
+	}
+}

@@ -439,6 +439,10 @@ func (s *Service) handleDelete(msg *nats.Msg) {
 // ErrRunning is Delete's error for a session that runs here.
 var ErrRunning = errors.New("server: session running")
 
+// endingWait is how long Delete waits for a session whose end is in the
+// log to finish here before it refuses it as running.
+const endingWait = 10 * time.Second
+
 // Delete removes sessions ids from the service's log (app.DeleteFrom:
 // forks first; a session with a fork not named is refused unless
 // withForks) and forgets them. A session that runs here, or is held for
@@ -465,11 +469,30 @@ func (s *Service) Delete(ctx context.Context, ids []string, withForks bool) ([]w
 		ss.mu.Lock()
 		ending := ss.engine == nil // let go of once it ended
 		ss.mu.Unlock()
+		var limit *time.Timer
+		if !ending {
+			// Its end is in the log (status says finished) before the
+			// engine is let go of: a client that saw it asks in between.
+			// Waited for a while only: a session resumed from an
+			// interrupted end and held for its start is running.
+			meta, err := s.cfg.Log.Session(ctx, id)
+			if ending = err == nil && meta.Status != events.StatusRunning; ending {
+				limit = time.NewTimer(endingWait)
+			}
+		}
 		if ending {
+			var expired <-chan time.Time
+			if limit != nil {
+				expired = limit.C
+			}
 			select {
 			case <-ss.done:
+			case <-expired: // still running: refused below
 			case <-ctx.Done():
 				return nil, ctx.Err()
+			}
+			if limit != nil {
+				limit.Stop()
 			}
 		}
 	}
