@@ -45,7 +45,11 @@ func aiohttpPython(t *testing.T) string {
 // from the log, and verify's member component bob's delivered value. One
 // step sends 17 calls, one more than a turn takes: every output says the
 // turn was refused whole. A call without the session's cookie, or with a
-// forged one, reaches none.
+// forged one, reaches none. The routes that hold no session answer as
+// NeMo Gym's base resources server does: /aggregate_metrics (the last call
+// of its rollout collection, through simple_agent) the statistics of the
+// replies it is sent, checked against Python's statistics module, and
+// /reverify_mode "unsupported".
 func TestNemoGymAiohttpRollouts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real corpsim")
@@ -78,6 +82,10 @@ func TestNemoGymAiohttpRollouts(t *testing.T) {
 		OverLimit    int     `json:"over_limit"` // the calls of the step of 17, each refused
 		Status       string  `json:"status"`
 		Terminated   bool    `json:"terminated"`
+		// The aggregate line: the routes without a session.
+		ReverifyMode string  `json:"reverify_mode"`
+		Checked      int     `json:"checked"`
+		MeanReward   float64 `json:"mean_reward"`
 	}
 	var got []rollout
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
@@ -88,11 +96,16 @@ func TestNemoGymAiohttpRollouts(t *testing.T) {
 		}
 		got = append(got, r)
 	}
-	if len(got) != 2 || got[0].Flow != "simple" || got[1].Flow != "gymnasium" {
-		t.Fatalf("nemo_rollout.py printed %s; want the simple and the gymnasium flows", out)
+	if len(got) != 3 || got[0].Flow != "simple" || got[1].Flow != "gymnasium" || got[2].Flow != "aggregate" {
+		t.Fatalf("nemo_rollout.py printed %s; want the simple and the gymnasium flows, then the aggregate", out)
 	}
 	sp.stop(t, 20*time.Second)
-	simple, gym := got[0], got[1]
+	simple, gym, agg := got[0], got[1], got[2]
+	// The script checked every statistic against its own; the mean reward
+	// is the verified rollout's and the two it made up (1.5 and -2).
+	if agg.ReverifyMode != "unsupported" || agg.Checked < 30 || math.Abs(agg.MeanReward-(simple.Reward+1.5-2)/3) > 1e-9 {
+		t.Errorf("aggregate_metrics and reverify_mode: %+v (simple reward %g)", agg, simple.Reward)
+	}
 	res := scoreOf(t, data, simple.Session)
 	if simple.Status != "finished" || res.Score.TeamScore <= 0 || math.Abs(simple.Reward-res.Score.TeamScore) > 1e-6 {
 		t.Errorf("simple_agent's rollout: %+v; corpsim score says %g", simple, res.Score.TeamScore)

@@ -18,6 +18,9 @@
 //	POST /nemo/close         ends the session (stops it if it still runs)
 //	GET  /nemo/tools         the tools, as Responses API function tools
 //	                         (?world=W: those of shipped world W's sessions)
+//	POST /nemo/aggregate_metrics  {"verify_responses": [...]} -> {"group_level_metrics","agent_metrics","key_metrics"}
+//	                         (no session: what NeMo Gym's rollout collection asks at its end)
+//	GET  /nemo/reverify_mode "unsupported": verify reads the session's state, not the stored rollout
 //
 // The row's other fields (responses_create_params, …) are ignored. agents
 // is as for corpsim run (default greedy) and may not mark seats remote:

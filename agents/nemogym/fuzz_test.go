@@ -32,6 +32,8 @@ func FuzzRoutes(f *testing.F) {
 		{"tools", ``},
 		{"claim", `[`},
 		{"message", `{"to":"carol","text":"` + strings.Repeat("x", 5000) + `"}`},
+		{"aggregate_metrics", `{"verify_responses":[{"_ng_task_index":0,"reward":1,"response":{"usage":{"n":true}}},{"_ng_task_index":-9e300,"reward":1e308}]}`},
+		{"aggregate_metrics", `{"verify_responses":[{"reward":"1"},{},null]}`},
 	} {
 		f.Add(seed.route, seed.body, false)
 		f.Add(seed.route, seed.body, true)

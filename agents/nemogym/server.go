@@ -200,6 +200,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /nemo/verify", s.handleVerify)
 	mux.HandleFunc("POST /nemo/close", s.handleClose)
 	mux.HandleFunc("GET /nemo/tools", s.handleTools)
+	mux.HandleFunc("POST /nemo/aggregate_metrics", s.handleAggregate)
+	mux.HandleFunc("GET /nemo/reverify_mode", s.handleReverifyMode)
 	mux.HandleFunc("POST /nemo/{tool}", s.handleTool)
 	return mux
 }

@@ -12,12 +12,16 @@ usage: nemo_rollout.py BASE_URL WORLD SEED MEMBER
 
 BASE_URL is where the routes are (http://host:port/nemo). Prints one JSON
 line per flow: {"flow": "simple", "session", "reward", "calls", ...} and
-{"flow": "gymnasium", "session", "rewards", "steps", ...}, then exits 0;
-anything unexpected raises and exits non-zero.
+{"flow": "gymnasium", "session", "rewards", "steps", ...}, then
+{"flow": "aggregate", "reverify_mode", "checked", "mean_reward"}: the two
+routes a collection's end and `gym eval reverify` call, the metrics checked
+against statistics computed here; then exits 0. Anything unexpected raises
+and exits non-zero.
 """
 
 import asyncio
 import json
+import statistics
 import sys
 
 import aiohttp
@@ -92,7 +96,7 @@ async def simple_flow(client, base, row):
     v = json.loads(raw)
     if v.get("task_id") != row["task_id"]:
         raise RuntimeError(f"verify did not echo the row: {raw[:300]!r}")
-    return {"flow": "simple", "session": seeded["session"], "reward": v["reward"],
+    return v, {"flow": "simple", "session": seeded["session"], "reward": v["reward"],
             "member_reward": v["reward_components"]["member"], "calls": calls, "refused": refused,
             "status": v["corpsim"]["status"]}
 
@@ -145,6 +149,86 @@ async def gymnasium_flow(client, base, row):
             "terminated": st["terminated"], "status": st["info"].get("status")}
 
 
+def numbers(vr):
+    """A reply's numeric fields as NeMo Gym's RewardProfiler keeps them:
+    ints, floats and bools (as 0/1), its response's usage merged in."""
+    merged = dict(vr)
+    merged.update((vr.get("response") or {}).get("usage") or {})
+    out = {}
+    for k, v in merged.items():
+        if k in ("_ng_task_index", "_ng_rollout_index"):
+            continue
+        if isinstance(v, bool):
+            out[k] = int(v)
+        elif isinstance(v, (int, float)):
+            out[k] = v
+    return out
+
+
+def describe(rows):
+    """pandas' describe as RewardProfiler.describe_dataframe makes it."""
+    cols = sorted({k for r in rows for k in r})
+    out = {}
+    stds = {}
+    for c in cols:
+        xs = [r[c] for r in rows if c in r]
+        out["mean/" + c] = statistics.fmean(xs)
+        out["max/" + c] = max(xs)
+        out["min/" + c] = min(xs)
+        out["median/" + c] = statistics.median(xs)
+        if len(xs) > 1:
+            stds[c] = statistics.stdev(xs)
+    if not stds:  # every std NaN: 0 for the columns no row lacks
+        stds = {c: 0.0 for c in cols if all(c in r for r in rows)}
+    out.update(("std/" + c, v) for c, v in stds.items())
+    return out
+
+
+def close_enough(got, want, where):
+    if set(got) != set(want):
+        raise RuntimeError(f"{where}: keys {sorted(got)} != {sorted(want)}")
+    for k, w in want.items():
+        if abs(float(got[k]) - float(w)) > 1e-9 * max(1.0, abs(float(w))):
+            raise RuntimeError(f"{where}: {k} = {got[k]}, want {w}")
+
+
+async def aggregate_flow(client, base, verified):
+    """The end of ng_collect_rollouts (simple_agent forwards its
+    /aggregate_metrics to the resources server), and gym eval reverify's
+    question: neither holds a session, so no cookie is sent."""
+    async with client.get(base + "/reverify_mode") as resp:
+        if resp.status != 200:
+            raise RuntimeError(f"reverify_mode: {resp.status} {(await resp.read())[:300]!r}")
+        mode = json.loads(await resp.read())
+    # The replies as the collection sends them: stripped of the response
+    # (all but its usage) and the input, indexed by task and rollout.
+    first = {k: v for k, v in verified.items() if k not in ("response", "responses_create_params")}
+    replies = [dict(first, _ng_task_index=0, _ng_rollout_index=0),
+               {"_ng_task_index": 0, "_ng_rollout_index": 1, "reward": 1.5, "seed": 7,
+                "response": {"usage": {"input_tokens": 10, "output_tokens": 5}}},
+               {"_ng_task_index": 1, "_ng_rollout_index": 0, "reward": -2.0, "resolved": True}]
+    status, raw, _ = await post(client, base + "/aggregate_metrics", {"verify_responses": replies}, None)
+    if status != 200:
+        raise RuntimeError(f"aggregate_metrics: {status} {raw[:300]!r}")
+    got = json.loads(raw)
+    rows = [numbers(r) for r in replies]
+    want_agent = describe(rows)
+    close_enough(got["agent_metrics"], want_agent, "agent_metrics")
+    close_enough(got["key_metrics"], {k: v for k, v in want_agent.items() if k.startswith("mean/")}, "key_metrics")
+    groups = got["group_level_metrics"]
+    if [g["_ng_task_index"] for g in groups] != [0, 1]:
+        raise RuntimeError(f"group_level_metrics: tasks {[g.get('_ng_task_index') for g in groups]}")
+    checked = 0
+    for g, task_rows in zip(groups, (rows[:2], rows[2:])):
+        stats = {k: v for k, v in g.items() if "/" in k}
+        close_enough(stats, describe(task_rows), f"task {g['_ng_task_index']}")
+        if g["num_rollouts"] != len(task_rows) or len(g["rollout_infos"]) != len(task_rows):
+            raise RuntimeError(f"task {g['_ng_task_index']}: {g['num_rollouts']} rollouts")
+        checked += len(stats)
+    return {"flow": "aggregate", "reverify_mode": mode, "checked": checked + len(want_agent),
+            "mean_reward": got["agent_metrics"]["mean/reward"]}
+
+
 async def main(base, world, seed, member):
     row = {"world": world, "seed": seed, "member": member, "task_id": f"{world}-{seed}-{member}",
            "responses_create_params": {"input": [{"role": "user", "content": f"Play {member}."}]}}
@@ -155,8 +239,10 @@ async def main(base, world, seed, member):
             status, raw, _ = await post(client, base + "/observe", {}, cookies)
             if status < 400:
                 raise RuntimeError(f"observe with cookies {cookies}: {status} {raw[:300]!r}")
-        print(json.dumps(await simple_flow(client, base, row)), flush=True)
+        verified, simple = await simple_flow(client, base, row)
+        print(json.dumps(simple), flush=True)
         print(json.dumps(await gymnasium_flow(client, base, dict(row, seed=seed + 1))), flush=True)
+        print(json.dumps(await aggregate_flow(client, base, verified)), flush=True)
 
 
 if __name__ == "__main__":

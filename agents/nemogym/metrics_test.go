@@ -1,0 +1,90 @@
+package nemogym_test
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/corpsim/corpsim/agents/nemogym"
+)
+
+// The routes that hold no session: /aggregate_metrics answers the
+// statistics NeMo Gym's RewardProfiler makes of the replies it is sent
+// (per task and over all; a usage's counts and true fields count; the
+// sample standard deviation; a task of one rollout gets 0 where no field
+// has two values), takes no cookie, and refuses a body that is not the
+// request with 422; /reverify_mode answers "unsupported".
+func TestAggregateMetrics(t *testing.T) {
+	s := nemogym.New(newFake(), nemogym.Config{})
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	post := func(body string) (int, map[string]any) {
+		t.Helper()
+		resp, err := http.Post(srv.URL+"/nemo/aggregate_metrics", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	code, out := post(`{"verify_responses": [
+		{"_ng_task_index": 0, "_ng_rollout_index": 1, "reward": 3, "task_id": "x", "corpsim": {"status": "finished"}},
+		{"_ng_task_index": 0, "_ng_rollout_index": 0, "reward": 1, "response": {"usage": {"output_tokens": 4}}},
+		{"_ng_task_index": 2, "_ng_rollout_index": 0, "reward": 8, "resolved": true}]}`)
+	if code != http.StatusOK {
+		t.Fatalf("aggregate_metrics: %d %v", code, out)
+	}
+	agent := out["agent_metrics"].(map[string]any)
+	want := map[string]float64{
+		"mean/reward": 4, "max/reward": 8, "min/reward": 1, "median/reward": 3, "std/reward": math.Sqrt(13),
+		"mean/output_tokens": 4, "max/output_tokens": 4, "min/output_tokens": 4, "median/output_tokens": 4,
+		"mean/resolved": 1, "max/resolved": 1, "min/resolved": 1, "median/resolved": 1,
+	}
+	if len(agent) != len(want) {
+		t.Errorf("agent_metrics %v; want the keys of %v", agent, want)
+	}
+	for k, w := range want {
+		if g, ok := agent[k].(float64); !ok || math.Abs(g-w) > 1e-12 {
+			t.Errorf("agent_metrics[%s] = %v, want %g", k, agent[k], w)
+		}
+	}
+	if key := out["key_metrics"].(map[string]any); len(key) != 3 || key["mean/reward"] != 4.0 {
+		t.Errorf("key_metrics %v; want the three means", key)
+	}
+	groups := out["group_level_metrics"].([]any)
+	if len(groups) != 2 {
+		t.Fatalf("group_level_metrics %v; want tasks 0 and 2", groups)
+	}
+	g0, g2 := groups[0].(map[string]any), groups[1].(map[string]any)
+	if g0["_ng_task_index"] != 0.0 || g0["mean/reward"] != 2.0 || g0["std/reward"] != math.Sqrt2 || g0["num_rollouts"] != 2.0 {
+		t.Errorf("task 0: %v", g0)
+	}
+	if infos := g0["rollout_infos"].([]any); len(infos) != 2 || infos[0].(map[string]any)["rollout_id"] != "0:0" {
+		t.Errorf("task 0's rollout_infos %v; want 0:0 first", infos)
+	}
+	if g2["_ng_task_index"] != 2.0 || g2["std/reward"] != 0.0 || g2["std/resolved"] != 0.0 || g2["mean/resolved"] != 1.0 {
+		t.Errorf("task 2 (one rollout): %v; want std 0", g2)
+	}
+	if code, out := post(`{"verify_responses": []}`); code != http.StatusOK || len(out["agent_metrics"].(map[string]any)) != 0 {
+		t.Errorf("no replies: %d %v", code, out)
+	}
+	if code, _ := post(`{"verify_responses": 3}`); code != http.StatusUnprocessableEntity {
+		t.Errorf("a body that is not the request: %d, want 422", code)
+	}
+	resp, err := http.Get(srv.URL + "/nemo/reverify_mode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(b)) != `"unsupported"` {
+		t.Errorf("reverify_mode: %d %s", resp.StatusCode, b)
+	}
+}
