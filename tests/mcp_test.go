@@ -248,6 +248,9 @@ type mcpOutcome struct {
 	Turns   int            `json:"turns"`
 	Refused int            `json:"refused"`
 	Actions map[string]int `json:"actions"`
+	// The nemo mode's: verify's reward and the session it verified.
+	Reward   float64 `json:"reward"`
+	Verified string  `json:"verified"`
 }
 
 // runMCPClient runs the client script and returns its output lines and
@@ -412,6 +415,39 @@ func TestMCPClientPlaysASeat(t *testing.T) {
 		}
 	}
 	t.Logf("http: bob played %d turns, score %.2f; stdio: %d turns, score %.2f", outcome.Turns, ret, so.Turns, sret)
+}
+
+// TestNemoGymMCPAgent: an agent on the official MCP TypeScript SDK plays
+// a NeMo Gym session as NeMo Gym's MCP-native agents (claude_code_agent)
+// do: seed_session on a real `corpsim serve --http`, the endpoint and the
+// X-NeMo-Gym-Session-Token header its reply's "mcp" names (a forged token
+// refused), the seat played to the session's end over MCP, then verify
+// with the session's cookie: its reward is the score `corpsim score`
+// recomputes from the log, and every turn of the seat was the client's.
+func TestNemoGymMCPAgent(t *testing.T) {
+	node, script := installMCPSDK(t)
+	srv := startHTTPServe(t, "--turn-timeout", "2m")
+	lines, outcome := runMCPClient(t, node, script, "nemo", srv.base+"/nemo")
+	if outcome.Member != "bob" || outcome.Status != "finished" || outcome.Turns == 0 || outcome.Verified != outcome.Session {
+		t.Fatalf("outcome %+v: want bob's session played to its end and verified", outcome)
+	}
+	refusals := 0
+	for _, l := range lines {
+		if _, ok := l["refused"]; ok {
+			refusals++
+		}
+	}
+	if refusals != 1 {
+		t.Errorf("%d refusals; want the forged token's", refusals)
+	}
+	turns, timeouts := srv.memberTurns(t, outcome.Session, "bob")
+	if timeouts != 0 || turns != outcome.Turns {
+		t.Fatalf("bob's log: %d turns, %d timed out; the client answered %d", turns, timeouts, outcome.Turns)
+	}
+	srv.stop(t)
+	if got := logScore(t, srv.data, outcome.Session); math.Abs(got-outcome.Reward) > 1e-6 {
+		t.Errorf("verify's reward %.6f; corpsim score says %.6f", outcome.Reward, got)
+	}
 }
 
 // TestMCPOff: --mcp=false leaves /mcp off the listener.

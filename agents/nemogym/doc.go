@@ -21,6 +21,8 @@
 //	POST /nemo/aggregate_metrics  {"verify_responses": [...]} -> {"group_level_metrics","agent_metrics","key_metrics"}
 //	                         (no session: what NeMo Gym's rollout collection asks at its end)
 //	GET  /nemo/reverify_mode "unsupported": verify reads the session's state, not the stored rollout
+//	*    /nemo/mcp           streamable HTTP MCP with seed_session's X-NeMo-Gym-Session-Token
+//	                         (Config.MCP: the seat's MCP server; seed_session's reply's "mcp" names it)
 //
 // The row's other fields (responses_create_params, …) are ignored. agents
 // is as for corpsim run (default greedy) and may not mark seats remote:

@@ -255,7 +255,12 @@ func (s *Server) handleSeed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setCookie(w, ss)
-	writeJSON(w, http.StatusOK, map[string]any{"session": ss.id, "member": ss.member, "tools": ss.tools})
+	reply := map[string]any{"session": ss.id, "member": ss.member, "tools": ss.tools}
+	if s.cfg.MCP != nil {
+		reply[MCPMetadataKey] = mcpMetadata{ServerName: MCPServerName, URLPath: "/mcp", Transport: "http",
+			Headers: map[string]string{MCPTokenHeader: ss.key}}
+	}
+	writeJSON(w, http.StatusOK, reply)
 }
 
 // session finds the session of r's cookie, marked busy, with its lock held

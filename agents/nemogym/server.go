@@ -101,6 +101,14 @@ type Config struct {
 	// once verified. The sessions still held when the server shuts down
 	// are stopped and kept.
 	Discard bool
+	// MCP, when set, is the serve's MCP server (package mcpseat, which
+	// takes a seat token as its bearer token): seed_session's reply then
+	// offers the session's seat over MCP, as NeMo Gym's resources servers
+	// that expose their tools over MCP do ("mcp": a url_path and the
+	// X-NeMo-Gym-Session-Token header its MCP-native agents send, Claude
+	// Code's among them), and /nemo/mcp hands such requests to it under
+	// the seat's token. Nil: no MCP.
+	MCP http.Handler
 }
 
 func (c Config) withDefaults() Config {
@@ -202,6 +210,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /nemo/tools", s.handleTools)
 	mux.HandleFunc("POST /nemo/aggregate_metrics", s.handleAggregate)
 	mux.HandleFunc("GET /nemo/reverify_mode", s.handleReverifyMode)
+	if s.cfg.MCP != nil {
+		// Streamable HTTP's three methods (each more specific than a tool's route).
+		for _, m := range []string{"POST", "GET", "DELETE"} {
+			mux.HandleFunc(m+" /nemo/mcp", s.handleMCP)
+		}
+	}
 	mux.HandleFunc("POST /nemo/{tool}", s.handleTool)
 	return mux
 }

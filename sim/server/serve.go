@@ -461,9 +461,11 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 		endOpenEnv := endSessions
 		endSessions = func() { endOpenEnv(); oe.Close() } // idempotent: closeAll calls it again
 	}
+	var mcp http.Handler // the MCP server, which the NeMo Gym routes also offer
 	if !o.NoMCP {
 		srv := mcpseat.New(gw, mcpseat.Config{Logger: log.Named("mcp"), MaxRequestBytes: o.MaxMessage, Recorder: m.Adapter("mcp")})
-		mux.Handle(mcpseat.Path, srv.Handler())
+		mcp = srv.Handler()
+		mux.Handle(mcpseat.Path, mcp)
 		closers = append(closers, srv.Close)
 	}
 	if !o.NoNemo {
@@ -473,7 +475,7 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 		}
 		ng := nemogym.New(gw, nemogym.Config{Logger: log.Named("nemo"), Recorder: m.Adapter("nemo"),
 			MaxSessions: nemoMax, MaxBodyBytes: o.MaxMessage, TurnWait: o.TurnTimeout, OperatorToken: o.OperatorToken,
-			Discard: o.NemoDiscard})
+			Discard: o.NemoDiscard, MCP: mcp})
 		mux.Handle("/nemo/", ng.Handler())
 		closers = append(closers, ng.Close)
 		endOthers := endSessions

@@ -9,6 +9,11 @@
 //       checks that neither reaches this seat.
 //   node mcp_seat.mjs stdio CORPSIM_BINARY URL TOKEN
 //       stdio to `CORPSIM_BINARY mcp --url URL`, the token in CORPSIM_SEAT_TOKEN.
+//   node mcp_seat.mjs nemo BASE_URL
+//       as NeMo Gym's MCP-native agents (claude_code_agent) do against a
+//       resources server at BASE_URL (the serve's /nemo): seed_session, the
+//       MCP endpoint and headers its reply's "mcp" names, then verify with
+//       the session's cookie.
 //
 // It prints one JSON object per line; the last one is the outcome:
 // {"outcome": {"session", "member", "status", "turns", …}}.
@@ -205,6 +210,38 @@ async function main() {
     say({ connected: "stdio", server: client.getServerVersion() });
     const outcome = await play(client);
     await client.close();
+    say({ outcome });
+  } else if (mode === "nemo") {
+    const [base] = rest;
+    const post = (path, body, headers = {}) =>
+      fetch(base + path, { method: "POST", headers: { "Content-Type": "application/json", ...headers }, body: JSON.stringify(body) });
+    const row = { world: "startup", seed: 8, member: "bob", task_id: "startup-8-bob", responses_create_params: { input: [] } };
+    const seeded = await post("/seed_session", row);
+    if (!seeded.ok) fail(`seed_session: ${seeded.status} ${await seeded.text()}`);
+    const cookie = (seeded.headers.get("set-cookie") || "").split(";")[0];
+    const seed = await seeded.json();
+    const m = seed.mcp;
+    if (!cookie || !m || m.transport !== "http" || !m.url_path || !m.headers || !m.headers["X-NeMo-Gym-Session-Token"]) {
+      fail(`seed_session offers no MCP: ${JSON.stringify(seed).slice(0, 300)}`);
+    }
+    // The URL as claude_code_agent makes it: the resources server's base and url_path.
+    const url = base.replace(/\/$/, "") + "/" + m.url_path.replace(/^\//, "");
+    await refused("a token of no session", async () => {
+      const c = new Client({ name: "intruder", version: "1.0.0" });
+      await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { "X-NeMo-Gym-Session-Token": "forged" } } }));
+    });
+    const client = new Client({ name: "corpsim-e2e-nemo", version: "1.0.0" });
+    const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: m.headers } });
+    await client.connect(transport);
+    say({ connected: url, server_name: m.server_name, protocol: transport.protocolVersion });
+    const outcome = await play(client);
+    await client.close();
+    // The CLI has exited: the agent verifies with the session's cookie.
+    const verified = await post("/verify", { ...row, response: { id: "resp", output: [] } }, { Cookie: cookie });
+    if (!verified.ok) fail(`verify: ${verified.status} ${await verified.text()}`);
+    const v = await verified.json();
+    outcome.reward = v.reward;
+    outcome.verified = v.corpsim.session;
     say({ outcome });
   } else {
     fail(`unknown mode ${mode}`);
