@@ -254,7 +254,16 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	dl := &deadline{}
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled,
+		// A client's keepalive ping is a sign of life: it moves the idle
+		// deadline, if one is armed (between a reply and the next frame).
+		OnPingReceived: func(context.Context, []byte) bool {
+			if at := dl.idle.Load(); at != 0 {
+				dl.idle.CompareAndSwap(at, s.after(s.cfg.IdleTimeout))
+			}
+			return true
+		}})
 	if err != nil {
 		s.log.Debug("WebSocket upgrade refused", "error", err)
 		return
@@ -265,7 +274,6 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		_ = c.Close(websocket.StatusTryAgainLater, "corpsim is shutting down")
 		return
 	}
-	dl := &deadline{}
 	s.conns[c] = dl
 	s.handled.Add(1)
 	s.mu.Unlock()
@@ -281,49 +289,77 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	s.serveConn(c, dl)
 }
 
-// serveConn reads, answers and writes frames in turn until the connection
-// ends; then it stops the episode's session.
+// serveConn reads the connection's frames and answers them one after
+// another until it ends; then it stops the episode's session. A frame is
+// answered on a goroutine of its own while this one reads on: the
+// WebSocket library answers a client's pings only while it reads, and
+// OpenEnv's Python client (the websockets package's defaults) drops a
+// connection whose ping goes unanswered for 20 seconds, which a step or
+// reset waiting for the member's turn could take. A connection waiting for
+// its next frame holds this goroutine alone.
 func (s *Server) serveConn(c *websocket.Conn, dl *deadline) {
-	hard := 4 * s.cfg.MaxMessageBytes
-	c.SetReadLimit(hard)
+	c.SetReadLimit(4 * s.cfg.MaxMessageBytes)
 	e := &episode{srv: s}
+	var answering chan struct{} // closed once the frame being answered is; nil: none
 	defer func() {
+		if answering != nil {
+			<-answering
+		}
 		e.abandon(s.ctx)
 		_ = c.CloseNow()
 	}()
+	s.arm(&dl.idle, s.cfg.IdleTimeout)
 	for {
-		s.arm(dl, s.cfg.IdleTimeout)
 		msg, tooBig, err := s.read(c)
-		dl.at.Store(0)
+		if answering != nil { // one frame at a time, in order
+			<-answering
+			answering = nil
+		}
+		dl.idle.Store(0)
 		if err != nil {
 			if st := websocket.CloseStatus(err); st != websocket.StatusNormalClosure && st != websocket.StatusGoingAway {
 				s.log.Debug("connection ended", "session", e.session, "error", err)
 			}
 			return
 		}
-		var reply []byte
-		quit := false
-		if tooBig > 0 {
-			s.rec.Failed(CodeValidation)
-			reply = encode(errFrame{Type: "error", Data: errData{Code: CodeValidation,
-				Message: fmt.Sprintf("message of %d bytes is over this server's limit of %d bytes; it was dropped", tooBig, s.cfg.MaxMessageBytes)}})
-		} else {
-			reply, quit = e.handle(s.ctx, msg.Bytes())
-		}
-		putBuf(msg)
-		if quit {
-			e.abandon(s.ctx)
-			_ = c.Close(websocket.StatusNormalClosure, "")
-			return
-		}
-		s.arm(dl, s.cfg.WriteTimeout)
-		err = s.write(c, reply)
-		dl.at.Store(0)
-		if err != nil {
-			s.log.Debug("reply not written; closing", "session", e.session, "error", err)
-			return
-		}
+		done := make(chan struct{})
+		answering = done
+		go func() {
+			defer close(done)
+			s.answer(c, dl, e, msg, tooBig)
+		}()
 	}
+}
+
+// answer answers frame msg (or, tooBig > 0, a frame of that size that was
+// dropped) and arms the idle deadline; a close frame or a reply it cannot
+// write closes the connection, which ends serveConn's read.
+func (s *Server) answer(c *websocket.Conn, dl *deadline, e *episode, msg *bytes.Buffer, tooBig int64) {
+	var reply []byte
+	quit := false
+	if tooBig > 0 {
+		s.rec.Failed(CodeValidation)
+		reply = encode(errFrame{Type: "error", Data: errData{Code: CodeValidation,
+			Message: fmt.Sprintf("message of %d bytes is over this server's limit of %d bytes; it was dropped", tooBig, s.cfg.MaxMessageBytes)}})
+	} else {
+		reply, quit = e.handle(s.ctx, msg.Bytes())
+	}
+	putBuf(msg)
+	if quit {
+		e.abandon(s.ctx)
+		_ = c.Close(websocket.StatusNormalClosure, "")
+		return
+	}
+	s.arm(&dl.write, s.cfg.WriteTimeout)
+	err := s.write(c, reply)
+	dl.write.Store(0)
+	if err != nil {
+		s.log.Debug("reply not written; closing", "session", e.session, "error", err)
+		_ = c.CloseNow()
+		return
+	}
+	// Idle from the reply on, until the next frame (or ping) comes.
+	s.arm(&dl.idle, s.cfg.IdleTimeout)
 }
 
 // read reads the next message (the watchdog bounds the wait). A message
@@ -362,12 +398,18 @@ func (s *Server) write(c *websocket.Conn, b []byte) error {
 // reply, the write timeout after the write began; never while the frame
 // is handled. Nanoseconds since the server's birth on the monotonic
 // clock (a change of the wall clock moves no deadline), 0 for none.
-type deadline struct{ at atomic.Int64 }
+// deadline holds a connection's two deadlines, as times since the
+// server's birth; 0 is none: idle, armed from a reply until the next frame,
+// and write, armed while a reply is written.
+type deadline struct{ idle, write atomic.Int64 }
 
 // arm sets d to after from now.
-func (s *Server) arm(d *deadline, after time.Duration) {
-	d.at.Store(int64(time.Since(s.born) + after))
+func (s *Server) arm(d *atomic.Int64, after time.Duration) {
+	d.Store(s.after(after))
 }
+
+// after is the time after from now, as a deadline holds it.
+func (s *Server) after(d time.Duration) int64 { return int64(time.Since(s.born) + d) }
 
 // watchTick is how often the watchdog looks: an eighth of the shorter
 // timeout, between 5 ms and a second. A connection is closed at most one
@@ -391,7 +433,7 @@ func (s *Server) watchdog() {
 			late = late[:0]
 			s.mu.Lock()
 			for c, d := range s.conns { // order: each connection is closed on its own
-				if at := d.at.Load(); at != 0 && now > at {
+				if at, wt := d.idle.Load(), d.write.Load(); (at != 0 && now > at) || (wt != 0 && now > wt) {
 					late = append(late, c)
 				}
 			}
