@@ -867,3 +867,74 @@ func TestProxy(t *testing.T) {
 		t.Fatal("the proxy did not end when its client closed")
 	}
 }
+
+// TestProxyCancelLeavesOtherCalls: a call the local client cancels
+// through `corpsim mcp` ends alone: the proxy does not take the
+// cancellation for a broken connection (it had, warning that the server
+// could not be reached and closing its upstream session under every other
+// call), and another call in flight at that moment is answered by the
+// server.
+func TestProxyCancelLeavesOtherCalls(t *testing.T) {
+	s := startStack(t, mcpseat.Config{})
+	// Held for its start: bob's observe waits its whole wait.
+	reply := s.create(t, wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy,bob=remote", Wait: true})
+	local, remote := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logged lockedBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &logged, Level: hclog.Warn})
+	go func() {
+		_ = mcpseat.Proxy(ctx, local, mcpseat.ProxyConfig{URL: s.url, Token: reply.Seats["bob"].Token, Logger: logger})
+	}()
+	c := mcp.NewClient(&mcp.Implementation{Name: "local", Version: "v0"}, nil)
+	cs, err := c.Connect(ctx, remote, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	type result struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	other := make(chan result, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "observe", Arguments: map[string]any{"wait": 2}})
+		other <- result{res, err}
+	}()
+	cctx, stop := context.WithCancel(ctx)
+	cancelled := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "observe", Arguments: map[string]any{"wait": 30}})
+		cancelled <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // both in flight
+	stop()
+	if err := <-cancelled; err == nil {
+		t.Fatal("the cancelled call was answered")
+	}
+	r := <-other
+	if r.err != nil || r.res.IsError {
+		t.Fatalf("the other call in flight: %v, %s; want the server's answer", r.err, textOf(r.res))
+	}
+	if strings.Contains(logged.String(), "could not be reached") {
+		t.Errorf("the proxy took the cancellation for a broken connection:\n%s", logged.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

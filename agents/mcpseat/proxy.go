@@ -222,6 +222,12 @@ func forwardTool(up *upstream, log hclog.Logger) mcp.ToolHandler {
 		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments})
 		if err != nil {
+			if ctx.Err() != nil {
+				// The local client cancelled this call (or went away):
+				// the connection is not broken, and closing it would
+				// fail every other call in flight.
+				return nil, ctx.Err()
+			}
 			if !isTransport(err) {
 				return nil, err // the server's own JSON-RPC error (an unknown tool), as it gave it
 			}
@@ -240,7 +246,7 @@ func forwardResource(up *upstream) mcp.ResourceHandler {
 			return nil, err
 		}
 		res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: req.Params.URI})
-		if err != nil && isTransport(err) {
+		if err != nil && ctx.Err() == nil && isTransport(err) { // not a cancellation (forwardTool)
 			up.broke(cs)
 		}
 		return res, err

@@ -61,7 +61,7 @@ const (
 	DefaultMaxSessions        = 4096
 	DefaultMaxSessionsPerSeat = 4
 	DefaultObserveWait        = 30 * time.Second
-	DefaultMaxWait            = 5 * time.Minute
+	DefaultMaxWait            = 50 * time.Second // under the TypeScript SDK's 60 s request timeout
 	DefaultActWait            = 30 * time.Second
 )
 
@@ -86,8 +86,10 @@ type Config struct {
 	// DefaultMaxSessionsPerSeat.
 	MaxSessionsPerSeat int
 	// ObserveWait is how long observe waits for the seat's turn when the
-	// call does not say; MaxWait the most a call may ask. Keep ObserveWait
-	// under MCP clients' request timeouts (the TypeScript SDK's is 60s).
+	// call does not say; MaxWait the most a call may ask (a longer wait is
+	// cut to it). Keep both under MCP clients' request timeouts (the
+	// TypeScript SDK's is 60 s: a call it gives up on fails, however long
+	// the model asked to wait).
 	// 0: DefaultObserveWait, DefaultMaxWait.
 	ObserveWait, MaxWait time.Duration
 	// ActWait is how long an action tool call waits for the seat's turn

@@ -70,8 +70,8 @@ func ToolsOf(defs []agents.Tool) []*mcp.Tool {
 	return out
 }
 
-const observeSchema = `{"type":"object","properties":{"wait":{"type":"number","minimum":0,"maximum":300,` +
-	`"description":"How many seconds to wait for your turn at most (default 30)."}},"required":[],"additionalProperties":false}`
+const observeSchema = `{"type":"object","properties":{"wait":{"type":"number","minimum":0,"maximum":50,` +
+	`"description":"How many seconds to wait for your turn at most (default 30, at most 50)."}},"required":[],"additionalProperties":false}`
 
 func (s *Server) newMCPServer(tools []*mcp.Tool) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "corpsim", Title: "corpsim seat", Version: wire.Version}, &mcp.ServerOptions{
