@@ -140,8 +140,9 @@ type (
 var resetKeys = []string{"agents", "episode_id", "join_timeout", "load", "seed", "source", "turn_timeout", "world"}
 
 // parseReset turns a reset's data into a create request; prev is the
-// connection's previous one (nil: none), replayed when data names no world.
-func parseReset(data []byte, prev *wire.CreateRequest) (wire.CreateRequest, error) {
+// connection's previous one (nil: none), replayed when data names no world;
+// with neither, world (Config.DefaultWorld, if set) is played.
+func parseReset(data []byte, prev *wire.CreateRequest, world string) (wire.CreateRequest, error) {
 	fields := map[string]json.RawMessage{}
 	if d := bytes.TrimSpace(data); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
 		if err := json.Unmarshal(d, &fields); err != nil {
@@ -165,9 +166,9 @@ func parseReset(data []byte, prev *wire.CreateRequest) (wire.CreateRequest, erro
 			delete(fields, k) // OpenEnv clients send "seed": null for "no seed"
 		}
 	}
-	_, world := fields["world"]
+	_, named := fields["world"]
 	_, source := fields["source"]
-	if !world && !source && prev != nil {
+	if !named && !source && prev != nil {
 		// Replay the previous request, with what this one gives.
 		base := map[string]json.RawMessage{}
 		b, err := json.Marshal(prev)
@@ -182,10 +183,15 @@ func parseReset(data []byte, prev *wire.CreateRequest) (wire.CreateRequest, erro
 				fields[k] = base[k]
 			}
 		}
-		world, source = prev.World != "", prev.Source != ""
+		named, source = prev.World != "", prev.Source != ""
 	}
-	if !world && !source {
-		return wire.CreateRequest{}, validation(`reset needs "world" (a shipped world's name, as corpsim worlds lists them) or "source" (a world file's text)`)
+	if !named && !source && world != "" {
+		// OpenEnv's generic clients reset with no arguments.
+		b, _ := json.Marshal(world)
+		fields["world"], named = b, true
+	}
+	if !named && !source {
+		return wire.CreateRequest{}, validation(`reset needs "world" (a shipped world's name, as corpsim worlds lists them) or "source" (a world file's text); this server has no default world (corpsim serve --openenv-world)`)
 	}
 	if _, ok := fields["agents"]; !ok {
 		fields["agents"] = json.RawMessage(`"remote"`) // every agent seat is the connection's
@@ -317,7 +323,7 @@ func (e *episode) reset(ctx context.Context, data []byte) (any, error) {
 	if e.hasReq {
 		prev = &e.req
 	}
-	req, err := parseReset(data, prev)
+	req, err := parseReset(data, prev, e.srv.cfg.DefaultWorld)
 	if err != nil {
 		return nil, err
 	}

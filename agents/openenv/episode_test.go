@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -555,5 +556,42 @@ func TestAppendObservation(t *testing.T) {
 		if got := appendObservation(nil, &tc); string(got) != string(want) {
 			t.Fatalf("case %d:\n got %s\nwant %s", i, got, want)
 		}
+	}
+}
+
+// TestDefaultWorld: with Config.DefaultWorld (serve --openenv-world), a
+// reset that names no world — reset() of OpenEnv's generic clients, with
+// no arguments or a seed alone — plays it; a world named, or the
+// connection's previous one, comes first. Without one such a reset is
+// refused, naming the flag.
+func TestDefaultWorld(t *testing.T) {
+	f := newFake("bob")
+	s := newTestServer(t, f, Config{DefaultWorld: "meetings"})
+	e := &episode{srv: s}
+	for _, frame := range []string{`{"type":"reset"}`, `{"type":"reset","data":{"seed":4}}`} {
+		if r, _ := send(t, e, frame); r.Type != "observation" {
+			t.Fatalf("%s with a default world: %+v", frame, r)
+		}
+	}
+	if r, _ := send(t, e, `{"type":"reset","data":{"world":"startup"}}`); r.Type != "observation" {
+		t.Fatalf("a reset naming its world: %+v", r)
+	}
+	if r, _ := send(t, e, `{"type":"reset","data":{"seed":5}}`); r.Type != "observation" {
+		t.Fatalf("a reset after it: %+v", r)
+	}
+	creates, _, _ := f.snapshot()
+	var got []string
+	for _, c := range creates {
+		got = append(got, fmt.Sprintf("%s/%d", c.World, c.Seed))
+	}
+	if want := []string{"meetings/0", "meetings/4", "startup/0", "startup/5"}; !slices.Equal(got, want) {
+		t.Fatalf("sessions created %v; want %v (the default, then the world named and kept)", got, want)
+	}
+
+	bare := &episode{srv: newTestServer(t, newFake("bob"), Config{})}
+	r, _ := send(t, bare, `{"type":"reset"}`)
+	wantCode(t, r, CodeValidation)
+	if !strings.Contains(r.Data.Message, "--openenv-world") {
+		t.Fatalf("a reset naming no world, no default: %q; want the flag named", r.Data.Message)
 	}
 }

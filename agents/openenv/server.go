@@ -58,6 +58,11 @@ type Config struct {
 	// WriteTimeout bounds writing one reply to a slow client; past it the
 	// connection is closed. 0 means 10s.
 	WriteTimeout time.Duration
+	// DefaultWorld is the shipped world a reset plays when it names none
+	// and its connection played none before: OpenEnv's generic clients
+	// (and trainers' harnesses over them) call reset() with no arguments.
+	// Empty: such a reset is refused, naming what it lacks.
+	DefaultWorld string
 }
 
 // Validate reports a negative setting.
@@ -495,7 +500,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, err := parseReset(body, nil)
+	req, err := parseReset(body, nil, s.cfg.DefaultWorld)
 	if err != nil {
 		s.fail(w, err)
 		return

@@ -95,6 +95,9 @@ type ServeOptions struct {
 	// OpenEnv connection idle that long (0: 10m).
 	NoOpenEnv          bool
 	OpenEnvIdleTimeout time.Duration
+	// OpenEnvWorld is the shipped world an OpenEnv reset that names none
+	// plays (openenv.Config.DefaultWorld; --openenv-world).
+	OpenEnvWorld string
 	// WorldLimits bound every create request's world and load (zero
 	// fields: the defaults).
 	WorldLimits worlds.Limits
@@ -155,6 +158,14 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	if err := o.WorldLimits.Validate(); err != nil {
 		return &app.UsageError{Msg: err.Error(), Err: err}
+	}
+	if o.OpenEnvWorld != "" {
+		if o.HTTP == "" || o.NoOpenEnv {
+			return app.Usagef("--openenv-world is the OpenEnv routes' default world: it needs --http, and --openenv")
+		}
+		if _, err := worlds.Shipped(o.OpenEnvWorld); err != nil {
+			return app.Usagef("--openenv-world %q: %v", o.OpenEnvWorld, err)
+		}
 	}
 	if o.Worker != "" && (o.NATS == "" || o.Ephemeral) {
 		return app.Usagef("--worker needs --nats URL (the cluster) and a --data folder of its own (not --ephemeral)")
@@ -455,7 +466,7 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 	}
 	if !o.NoOpenEnv {
 		oe := openenv.New(gw, openenv.Config{Logger: log.Named("openenv"), Recorder: m.Adapter("openenv"),
-			MaxMessageBytes: o.MaxMessage, IdleTimeout: o.OpenEnvIdleTimeout})
+			MaxMessageBytes: o.MaxMessage, IdleTimeout: o.OpenEnvIdleTimeout, DefaultWorld: o.OpenEnvWorld})
 		mux.Handle("/openenv/", oe.Handler())
 		closers = append(closers, oe.Close)
 		endOpenEnv := endSessions
