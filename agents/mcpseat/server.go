@@ -57,7 +57,7 @@ const Scope = "corpsim.seat"
 // Defaults of Config's zero fields.
 const (
 	DefaultMaxRequestBytes    = mcp.DefaultMaxRequestBodyBytes // 4 MiB
-	DefaultIdleTimeout        = 10 * time.Minute
+	DefaultIdleTimeout        = time.Hour                      // a model may think long between calls; the TypeScript SDK does not open another session on a 404
 	DefaultMaxSessions        = 4096
 	DefaultMaxSessionsPerSeat = 4
 	DefaultObserveWait        = 30 * time.Second
