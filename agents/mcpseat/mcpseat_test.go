@@ -28,6 +28,7 @@ import (
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/server"
+	"github.com/corpsim/corpsim/sim/simtest"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -881,7 +882,7 @@ func TestProxyCancelLeavesOtherCalls(t *testing.T) {
 	local, remote := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logged lockedBuffer
+	var logged simtest.Buffer
 	logger := hclog.New(&hclog.LoggerOptions{Output: &logged, Level: hclog.Warn})
 	go func() {
 		_ = mcpseat.Proxy(ctx, local, mcpseat.ProxyConfig{URL: s.url, Token: reply.Seats["bob"].Token, Logger: logger})
@@ -919,22 +920,4 @@ func TestProxyCancelLeavesOtherCalls(t *testing.T) {
 	if strings.Contains(logged.String(), "could not be reached") {
 		t.Errorf("the proxy took the cancellation for a broken connection:\n%s", logged.String())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
