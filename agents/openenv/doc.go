@@ -23,8 +23,8 @@
 //	GET  /openenv/metadata  none      the environment's name, description, version
 //
 // The operator token authorises /ws, /reset and /step, sent as
-// "Authorization: Bearer TOKEN" — or, for clients that cannot set headers
-// (OpenEnv's EnvClient sets none), as HTTP Basic credentials whose
+// "Authorization: Bearer TOKEN" (OpenEnv's newer EnvClient takes headers)
+// — or, for clients that cannot set headers, as HTTP Basic credentials whose
 // password is the token: a base URL http://corpsim:TOKEN@HOST:PORT/openenv
 // makes Python's websockets, httpx and requests, and Node's ws, send them.
 // No token, or an unknown one, is refused with 401 before the upgrade; a
