@@ -202,22 +202,28 @@ func describe(rs []rollout) map[string]any {
 			anyStd = true
 		}
 	}
+	// A statistic that overflows (values near the float64 limit) is left
+	// out: JSON has no infinity.
+	put := func(k string, v float64) {
+		if !math.IsInf(v, 0) && !math.IsNaN(v) {
+			out[k] = v
+		}
+	}
 	for k, xs := range values { // order: into a map
 		sorted := slices.Clone(xs)
 		slices.Sort(sorted)
-		sum := 0.0
-		for _, x := range xs {
-			sum += x
+		mean := 0.0
+		for i, x := range xs {
+			mean += (x - mean) / float64(i+1) // a running mean: no sum to overflow
 		}
-		mean := sum / float64(len(xs))
-		out["mean/"+k] = mean
-		out["max/"+k] = sorted[len(sorted)-1]
-		out["min/"+k] = sorted[0]
+		put("mean/"+k, mean)
+		put("max/"+k, sorted[len(sorted)-1])
+		put("min/"+k, sorted[0])
 		n := len(sorted)
 		if n%2 == 1 {
-			out["median/"+k] = sorted[n/2]
+			put("median/"+k, sorted[n/2])
 		} else {
-			out["median/"+k] = (sorted[n/2-1] + sorted[n/2]) / 2
+			put("median/"+k, sorted[n/2-1]/2+sorted[n/2]/2)
 		}
 		switch {
 		case n > 1:
@@ -225,7 +231,7 @@ func describe(rs []rollout) map[string]any {
 			for _, x := range xs {
 				ss += (x - mean) * (x - mean)
 			}
-			out["std/"+k] = math.Sqrt(ss / float64(n-1))
+			put("std/"+k, math.Sqrt(ss/float64(n-1)))
 		case !anyStd && n == len(rs):
 			out["std/"+k] = 0.0
 		}

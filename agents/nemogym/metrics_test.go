@@ -75,6 +75,11 @@ func TestAggregateMetrics(t *testing.T) {
 	if code, out := post(`{"verify_responses": []}`); code != http.StatusOK || len(out["agent_metrics"].(map[string]any)) != 0 {
 		t.Errorf("no replies: %d %v", code, out)
 	}
+	// Values at the float64 limit: what overflows is left out, not a 500.
+	if code, out := post(`{"verify_responses": [{"reward": 1e308}, {"reward": 1e308}, {"reward": -1e308}]}`); code != http.StatusOK ||
+		out["agent_metrics"].(map[string]any)["max/reward"] != 1e308 {
+		t.Errorf("rewards at the float64 limit: %d %v", code, out)
+	}
 	if code, _ := post(`{"verify_responses": 3}`); code != http.StatusUnprocessableEntity {
 		t.Errorf("a body that is not the request: %d, want 422", code)
 	}
