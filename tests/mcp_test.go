@@ -421,9 +421,12 @@ func TestMCPClientPlaysASeat(t *testing.T) {
 // a NeMo Gym session as NeMo Gym's MCP-native agents (claude_code_agent)
 // do: seed_session on a real `corpsim serve --http`, the endpoint and the
 // X-NeMo-Gym-Session-Token header its reply's "mcp" names (a forged token
-// refused), the seat played to the session's end over MCP, then verify
-// with the session's cookie: its reward is the score `corpsim score`
-// recomputes from the log, and every turn of the seat was the client's.
+// refused; the token and the cookie are two secrets, neither opening the
+// other's routes), the seat played to the session's end over MCP, then
+// verify with the session's cookie: its reward is the score `corpsim
+// score` recomputes from the log, and every turn of the seat was the
+// client's. The client leaves its MCP session open, as an agent's CLI
+// that exits does: closing the NeMo Gym session closes it.
 func TestNemoGymMCPAgent(t *testing.T) {
 	node, script := installMCPSDK(t)
 	srv := startHTTPServe(t, "--turn-timeout", "2m")
@@ -437,8 +440,17 @@ func TestNemoGymMCPAgent(t *testing.T) {
 			refusals++
 		}
 	}
-	if refusals != 1 {
-		t.Errorf("%d refusals; want the forged token's", refusals)
+	if refusals != 2 {
+		t.Errorf("%d refusals; want the forged token's and the cookie's", refusals)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		n := srv.metric(t, `corpsim_adapter_sessions{adapter="mcp"}`)
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v MCP sessions open after the NeMo Gym session closed; want 0", n)
+		}
 	}
 	turns, timeouts := srv.memberTurns(t, outcome.Session, "bob")
 	if timeouts != 0 || turns != outcome.Turns {

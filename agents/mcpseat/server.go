@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -194,6 +195,24 @@ func New(ops Ops, cfg Config) *Server {
 
 // Handler serves MCP's streamable HTTP transport at Path.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }
+
+// ServeHTTP serves /mcp, as Handler does.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, r) }
+
+// CloseSeat closes the MCP sessions open on member's seat of session: an
+// adapter that handed the seat to a client (NeMo Gym's /nemo/mcp) calls it
+// when it lets the seat go, so that they do not wait out IdleTimeout
+// holding places of MaxSessions.
+func (s *Server) CloseSeat(session, member string) {
+	st := seat{session: session, member: member}
+	s.mu.Lock()
+	open := slices.Clone(s.bySeat[st.key()])
+	s.mu.Unlock()
+	for _, ss := range open {
+		s.log.Debug("MCP session closed: its seat was let go", "seat", st.key(), "mcp_session", ss.ID())
+		_ = ss.Close()
+	}
+}
 
 // Close refuses new requests (503), ends the tool calls being served and
 // every open MCP session, and waits for the requests in flight and for

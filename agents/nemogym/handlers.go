@@ -258,7 +258,7 @@ func (s *Server) handleSeed(w http.ResponseWriter, r *http.Request) {
 	reply := map[string]any{"session": ss.id, "member": ss.member, "tools": ss.tools}
 	if s.cfg.MCP != nil {
 		reply[MCPMetadataKey] = mcpMetadata{ServerName: MCPServerName, URLPath: "/mcp", Transport: "http",
-			Headers: map[string]string{MCPTokenHeader: ss.key}}
+			Headers: map[string]string{MCPTokenHeader: ss.mcpKey}}
 	}
 	writeJSON(w, http.StatusOK, reply)
 }

@@ -35,7 +35,8 @@ type mcpMetadata struct {
 }
 
 // handleMCP serves /nemo/mcp: the session named by the request's
-// X-NeMo-Gym-Session-Token (the value of its cookie) is kept busy while
+// X-NeMo-Gym-Session-Token (a token of its own, not its cookie: it reaches
+// nothing but this route) is kept busy while
 // the request lasts (an agent that plays over MCP alone is not idle), and
 // the request goes to the MCP server with the seat's token as its bearer
 // token, the session token taken off. A request without a token of a
@@ -43,7 +44,7 @@ type mcpMetadata struct {
 func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request) {
 	tok := r.Header.Get(MCPTokenHeader)
 	s.mu.Lock()
-	ss := s.sessions[tok]
+	ss := s.mcpKeys[tok]
 	if ss != nil && tok != "" {
 		ss.busy++
 		ss.last = s.cfg.Now()

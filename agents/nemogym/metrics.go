@@ -1,21 +1,26 @@
 package nemogym
 
 import (
-	"bytes"
+	"bufio"
 	"cmp"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 )
 
 // NeMo Gym's resources servers also answer two routes that hold no
 // session: /aggregate_metrics, which its rollout collection calls (through
-// simple_agent, which forwards it to the resources server) once every
-// rollout is verified, and /reverify_mode, which `gym eval reverify` asks
-// before it verifies stored rollouts again. Without them a collection
-// against corpsim failed at its last step.
+// simple_agent or gymnasium_agent, which forward it to the resources
+// server) once every rollout is verified, and /reverify_mode, which `gym
+// eval reverify` asks before it verifies stored rollouts again. Without
+// them a collection against corpsim failed at its last step.
 
 // The keys NeMo Gym gives a rollout's task and its place among the task's
 // rollouts (nemo_gym.global_config).
@@ -34,207 +39,509 @@ func (s *Server) handleReverifyMode(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, ReverifyMode)
 }
 
-// aggregateRequest is /aggregate_metrics' body (NeMo Gym's
-// AggregateMetricsRequest): verify's replies, stripped of their response
-// (all but its usage) and input, each with its task and rollout index.
-type aggregateRequest struct {
-	VerifyResponses []map[string]json.RawMessage `json:"verify_responses"`
-}
+// The bounds of /aggregate_metrics, a route anyone who reaches the server
+// may call: its body (Config.MaxAggregateBytes), the replies it may hold
+// and the distinct numeric fields among them. The body is read as a
+// stream: a reply takes a few dozen bytes once read, whatever its size in
+// the body, and one aggregate is computed at a time.
+const (
+	DefaultMaxAggregateBytes = 256 << 20 // a collection of ~400,000 corpsim rollouts
+	MaxAggregateReplies      = 1 << 20
+	MaxAggregateFields       = 256
+)
 
-// Aggregate is /aggregate_metrics' reply (NeMo Gym's AggregateMetrics, as
-// its default RewardProfiler makes it): for every numeric field of the
-// replies (reward, reward_components' own top-level copies, a usage's
-// counts; true counts 1), its mean, max, min, median and sample standard
-// deviation, keyed "stat/field", over each task's rollouts
-// (group_level_metrics, by task index) and over all (agent_metrics);
-// key_metrics are agent_metrics' means.
-type Aggregate struct {
-	GroupLevel []map[string]any `json:"group_level_metrics"`
-	Agent      map[string]any   `json:"agent_metrics"`
-	Key        map[string]any   `json:"key_metrics"`
-}
-
+// handleAggregate answers /aggregate_metrics: the body is NeMo Gym's
+// AggregateMetricsRequest ({"verify_responses": [...]}: verify's replies,
+// stripped of their response but its usage, each with its task and rollout
+// index); the reply is its AggregateMetrics as NeMo Gym's default
+// RewardProfiler makes it: for every numeric field of the replies (true
+// counts 1; a usage's counts merged in, over a field of the same name), its
+// mean, max, min, median and sample standard deviation, keyed
+// "stat/field", over each task's replies (group_level_metrics, by task
+// index, with rollout_infos) and over all (agent_metrics); key_metrics are
+// agent_metrics' means.
 func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
-	b, ok := s.body(w, r, s.cfg.MaxVerifyBytes)
-	if !ok {
+	select {
+	case s.aggregating <- struct{}{}:
+		defer func() { <-s.aggregating }()
+	case <-r.Context().Done():
 		return
 	}
-	var req aggregateRequest
-	if err := json.Unmarshal(b, &req); err != nil {
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxAggregateBytes)
+	a, err := readAggregate(r.Context(), bufio.NewReaderSize(body, 64<<10))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		s.fail(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("aggregate_metrics: the body is over this server's limit of %d bytes", s.cfg.MaxAggregateBytes))
+		return
+	case r.Context().Err() != nil:
+		s.cfg.Recorder.Failed(CodeDisconnected)
+		return
+	case err != nil:
 		s.fail(w, http.StatusUnprocessableEntity, CodeBadRequest, "aggregate_metrics: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, aggregate(req.VerifyResponses))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	out := bufio.NewWriterSize(w, 64<<10)
+	a.write(out)
+	_ = out.Flush()
 }
 
-// rollout is one verify reply's numbers: its indexes and its numeric fields.
-type rollout struct {
+// aggregate is what /aggregate_metrics read: the replies, each its indexes
+// and numeric fields (by number: names holds them).
+type aggregate struct {
+	names   []string
+	number  map[string]int
+	replies []reply
+}
+
+type reply struct {
 	task, index int64
-	fields      map[string]float64
+	fields      []field
 }
 
-// numbersOf reads a reply's numeric fields, and those of its
-// response.usage (NeMo Gym merges the usage into the reply's fields).
-func numbersOf(vr map[string]json.RawMessage) rollout {
-	r := rollout{fields: map[string]float64{}}
-	add := func(k string, raw json.RawMessage) {
-		if x, ok := numberOf(raw); ok {
-			r.fields[k] = x
-		}
+type field struct {
+	name int
+	v    float64
+}
+
+// readAggregate reads an AggregateMetricsRequest from r, a token at a time.
+func readAggregate(ctx context.Context, r io.Reader) (*aggregate, error) {
+	a := &aggregate{number: map[string]int{}}
+	dec := json.NewDecoder(r)
+	if err := expectDelim(dec, '{', "the body"); err != nil {
+		return nil, err
 	}
-	if resp, ok := vr["response"]; ok {
-		var rs struct {
-			Usage map[string]json.RawMessage `json:"usage"`
+	for dec.More() {
+		k, err := key(dec)
+		if err != nil {
+			return nil, err
 		}
-		if json.Unmarshal(resp, &rs) == nil {
-			for k, v := range rs.Usage { // order: into a map
-				add(k, v)
+		if k != "verify_responses" {
+			if _, _, err := scalar(dec); err != nil {
+				return nil, err
 			}
+			continue
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		if tok == nil {
+			continue
+		}
+		if d, ok := tok.(json.Delim); !ok || d != '[' {
+			return nil, errors.New(`"verify_responses" is not a list`)
+		}
+		for dec.More() {
+			if len(a.replies) >= MaxAggregateReplies {
+				return nil, fmt.Errorf("more than %d verify responses", MaxAggregateReplies)
+			}
+			if len(a.replies)%4096 == 0 && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			rp, err := a.readReply(dec)
+			if err != nil {
+				return nil, fmt.Errorf("verify response %d: %w", len(a.replies), err)
+			}
+			a.replies = append(a.replies, rp)
+		}
+		if _, err := dec.Token(); err != nil { // ']'
+			return nil, err
 		}
 	}
-	for k, v := range vr { // order: into a map
+	if _, err := dec.Token(); err != nil { // '}'
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	return a, nil
+}
+
+// readReply reads one verify reply (null reads as {}).
+func (a *aggregate) readReply(dec *json.Decoder) (reply, error) {
+	var rp reply
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return rp, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return rp, errors.New("not a JSON object")
+	}
+	var usage []field
+	for dec.More() {
+		k, err := key(dec)
+		if err != nil {
+			return rp, err
+		}
 		switch k {
-		case taskIndexKey:
-			x, _ := numberOf(v)
-			r.task = int64(x)
-		case rolloutIndexKey:
-			x, _ := numberOf(v)
-			r.index = int64(x)
+		case taskIndexKey, rolloutIndexKey:
+			v, ok, err := scalar(dec)
+			if err != nil {
+				return rp, err
+			}
+			if !ok || v != math.Trunc(v) || math.Abs(v) > 1<<53 {
+				return rp, fmt.Errorf("%q is not an integer", k)
+			}
+			if k == taskIndexKey {
+				rp.task = int64(v)
+			} else {
+				rp.index = int64(v)
+			}
+		case "response":
+			if usage, err = a.readUsage(dec, usage); err != nil {
+				return rp, err
+			}
 		default:
-			add(k, v)
-		}
-	}
-	return r
-}
-
-// numberOf reads a JSON number or boolean (true is 1), as NeMo Gym keeps
-// a reply's int, float and bool fields.
-func numberOf(raw json.RawMessage) (float64, bool) {
-	raw = bytes.TrimSpace(raw)
-	switch {
-	case len(raw) == 0:
-		return 0, false
-	case string(raw) == "true":
-		return 1, true
-	case string(raw) == "false":
-		return 0, true
-	case raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'):
-		var x float64
-		if json.Unmarshal(raw, &x) != nil {
-			return 0, false
-		}
-		return x, true
-	}
-	return 0, false
-}
-
-// aggregate computes what /aggregate_metrics answers for replies vrs.
-func aggregate(vrs []map[string]json.RawMessage) Aggregate {
-	out := Aggregate{GroupLevel: []map[string]any{}, Agent: map[string]any{}, Key: map[string]any{}}
-	if len(vrs) == 0 {
-		return out
-	}
-	all := make([]rollout, len(vrs))
-	for i, vr := range vrs {
-		all[i] = numbersOf(vr)
-	}
-	byTask := map[int64][]rollout{}
-	for _, r := range all {
-		byTask[r.task] = append(byTask[r.task], r)
-	}
-	tasks := make([]int64, 0, len(byTask))
-	for t := range byTask { // order: sorted below
-		tasks = append(tasks, t)
-	}
-	slices.Sort(tasks)
-	for _, t := range tasks {
-		rs := byTask[t]
-		g := describe(rs)
-		g[taskIndexKey] = t
-		g["sample"] = map[string]any{"agent_ref": map[string]string{"name": "agent"}}
-		g["num_rollouts"], g["expected_num_rollouts"], g["missing_num_rollouts"] = len(rs), len(rs), 0
-		g["reward_profile_completion_pct"] = 100.0
-		infos := make([]map[string]any, len(rs))
-		for i, r := range rs {
-			info := map[string]any{"rollout_id": jsonInt(r.task) + ":" + jsonInt(r.index), taskIndexKey: r.task, rolloutIndexKey: r.index}
-			for k, x := range r.fields { // order: into a map
-				info[k] = x
+			v, ok, err := scalar(dec)
+			if err != nil {
+				return rp, err
 			}
-			infos[i] = info
-		}
-		slices.SortStableFunc(infos, func(a, b map[string]any) int {
-			return cmp.Compare(a[rolloutIndexKey].(int64), b[rolloutIndexKey].(int64))
-		})
-		g["rollout_infos"] = infos
-		out.GroupLevel = append(out.GroupLevel, g)
-	}
-	out.Agent = describe(all)
-	for k, v := range out.Agent { // order: into a map
-		if strings.HasPrefix(k, "mean/") {
-			out.Key[k] = v
+			if ok {
+				if rp.fields, err = a.set(rp.fields, k, v); err != nil {
+					return rp, err
+				}
+			}
 		}
 	}
-	return out
+	if _, err := dec.Token(); err != nil { // '}'
+		return rp, err
+	}
+	for _, f := range usage { // NeMo Gym merges the usage over the reply's fields
+		rp.fields = put(rp.fields, f)
+	}
+	return rp, nil
 }
 
-func jsonInt(n int64) string {
-	b, _ := json.Marshal(n)
-	return string(b)
-}
-
-// describe is RewardProfiler's describe_dataframe over rollouts rs: for
-// each field any of them has, "mean/", "max/", "min/", "median/" and
-// "std/" of the values they have (a rollout without it is left out, as
-// pandas skips NaN). The standard deviation is the sample's (n-1); of a
-// single value it is undefined and left out, unless no field has one, when
-// the fields every rollout has get 0 (as NeMo Gym does).
-func describe(rs []rollout) map[string]any {
-	values := map[string][]float64{}
-	for _, r := range rs {
-		for k, x := range r.fields { // order: each field's values are in rs's order
-			values[k] = append(values[k], x)
+// readUsage reads a reply's response, keeping the numbers of its usage.
+func (a *aggregate) readUsage(dec *json.Decoder, usage []field) ([]field, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return usage, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		if ok {
+			return usage, skip(dec)
+		}
+		return usage, nil
+	}
+	for dec.More() {
+		k, err := key(dec)
+		if err != nil {
+			return usage, err
+		}
+		if k != "usage" {
+			if _, _, err := scalar(dec); err != nil {
+				return usage, err
+			}
+			continue
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			return usage, err
+		}
+		if d, ok := tok.(json.Delim); !ok || d != '{' {
+			if ok {
+				if err := skip(dec); err != nil {
+					return usage, err
+				}
+			}
+			continue
+		}
+		for dec.More() {
+			k, err := key(dec)
+			if err != nil {
+				return usage, err
+			}
+			v, ok, err := scalar(dec)
+			if err != nil {
+				return usage, err
+			}
+			if ok {
+				if usage, err = a.set(usage, k, v); err != nil {
+					return usage, err
+				}
+			}
+		}
+		if _, err := dec.Token(); err != nil { // usage's '}'
+			return usage, err
 		}
 	}
-	out := map[string]any{}
-	anyStd := false
-	for _, xs := range values { // order: a boolean
+	_, err = dec.Token() // response's '}'
+	return usage, err
+}
+
+// set sets field k of fs to v.
+func (a *aggregate) set(fs []field, k string, v float64) ([]field, error) {
+	n, ok := a.number[k]
+	if !ok {
+		if len(a.names) >= MaxAggregateFields {
+			return fs, fmt.Errorf("more than %d distinct numeric fields", MaxAggregateFields)
+		}
+		n = len(a.names)
+		a.number[k] = n
+		a.names = append(a.names, k)
+	}
+	return put(fs, field{n, v}), nil
+}
+
+func put(fs []field, f field) []field {
+	for i := range fs {
+		if fs[i].name == f.name {
+			fs[i].v = f.v
+			return fs
+		}
+	}
+	return append(fs, f)
+}
+
+func key(dec *json.Decoder) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	k, ok := tok.(string)
+	if !ok {
+		return "", errors.New("an object key is not a string")
+	}
+	return k, nil
+}
+
+// scalar reads the next value: a number, or a boolean (true is 1), with ok;
+// anything else (a string, null, an object or a list) is read past.
+func scalar(dec *json.Decoder) (v float64, ok bool, err error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return 0, false, err
+	}
+	switch t := tok.(type) {
+	case float64:
+		return t, true, nil
+	case bool:
+		if t {
+			return 1, true, nil
+		}
+		return 0, true, nil
+	case json.Delim:
+		return 0, false, skip(dec)
+	}
+	return 0, false, nil
+}
+
+// skip reads past the rest of an object or list whose opening it read.
+func skip(dec *json.Decoder) error {
+	for depth := 1; depth > 0; {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+	}
+	return nil
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim, what string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("%s is not a JSON object", what)
+	}
+	return nil
+}
+
+// write writes a's AggregateMetrics to w, the keys of each object in a
+// fixed order.
+func (a *aggregate) write(w *bufio.Writer) {
+	slices.SortStableFunc(a.replies, func(x, y reply) int {
+		return cmp.Or(cmp.Compare(x.task, y.task), cmp.Compare(x.index, y.index))
+	})
+	// Each field's name in key order, with its number.
+	order := make([]int, len(a.names))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return strings.Compare(a.names[x], a.names[y]) })
+	var b []byte
+	var st stats
+	b = append(b, `{"group_level_metrics":[`...)
+	for i, j := 0, 0; i < len(a.replies); i = j {
+		for j = i; j < len(a.replies) && a.replies[j].task == a.replies[i].task; j++ {
+		}
+		group := a.replies[i:j]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		st.of(group, len(a.names))
+		b = append(b, '{')
+		b = append(b, `"_ng_task_index":`...)
+		b = strconv.AppendInt(b, group[0].task, 10)
+		b = append(b, `,"expected_num_rollouts":`...)
+		b = strconv.AppendInt(b, int64(len(group)), 10)
+		b = append(b, `,"missing_num_rollouts":0,"num_rollouts":`...)
+		b = strconv.AppendInt(b, int64(len(group)), 10)
+		b = append(b, `,"reward_profile_completion_pct":100,"rollout_infos":[`...)
+		for k, rp := range group {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"_ng_rollout_index":`...)
+			b = strconv.AppendInt(b, rp.index, 10)
+			b = append(b, `,"_ng_task_index":`...)
+			b = strconv.AppendInt(b, rp.task, 10)
+			for _, n := range order {
+				for _, f := range rp.fields {
+					if f.name == n {
+						b = appendKey(b, a.names[n])
+						b = appendFloat(b, f.v)
+					}
+				}
+			}
+			b = append(b, `,"rollout_id":"`...)
+			b = strconv.AppendInt(b, rp.task, 10)
+			b = append(b, ':')
+			b = strconv.AppendInt(b, rp.index, 10)
+			b = append(b, `"}`...)
+			if len(b) > 32<<10 {
+				_, _ = w.Write(b)
+				b = b[:0]
+			}
+		}
+		b = append(b, `],"sample":{"agent_ref":{"name":"agent"}}`...)
+		b = st.append(b, a.names, order, "")
+		b = append(b, '}')
+	}
+	st.of(a.replies, len(a.names))
+	b = append(b, `],"agent_metrics":{`...)
+	b = firstKey(b, st.append(b, a.names, order, ""))
+	b = append(b, `},"key_metrics":{`...)
+	b = firstKey(b, st.append(b, a.names, order, "mean"))
+	b = append(b, "}}\n"...)
+	_, _ = w.Write(b)
+}
+
+// firstKey is after, which is before with keys appended (each after a
+// comma), without the comma before the first.
+func firstKey(before, after []byte) []byte {
+	if len(after) > len(before) {
+		return append(after[:len(before)], after[len(before)+1:]...)
+	}
+	return after
+}
+
+// stats are the statistics of one set of replies, by field number.
+type stats struct {
+	values [][]float64 // each field's values, in the replies' order
+	n      int         // the replies
+	anyStd bool        // some field has two values or more
+}
+
+func (st *stats) of(rs []reply, fields int) {
+	if cap(st.values) < fields {
+		st.values = make([][]float64, fields)
+	}
+	st.values = st.values[:fields]
+	for i := range st.values {
+		st.values[i] = st.values[i][:0]
+	}
+	st.n, st.anyStd = len(rs), false
+	for _, rp := range rs {
+		for _, f := range rp.fields {
+			st.values[f.name] = append(st.values[f.name], f.v)
+		}
+	}
+	for _, xs := range st.values {
 		if len(xs) > 1 {
-			anyStd = true
+			st.anyStd = true
 		}
 	}
-	// A statistic that overflows (values near the float64 limit) is left
-	// out: JSON has no infinity.
-	put := func(k string, v float64) {
-		if !math.IsInf(v, 0) && !math.IsNaN(v) {
-			out[k] = v
-		}
+}
+
+// append appends ,"stat/field":value for each statistic of each field
+// with values (only stat's when it is set), keys in order. As pandas
+// does: the mean, max, min and median of the values a field has; the
+// sample standard deviation of two or more, and 0 where no field has two
+// and the field is in every reply. A statistic that overflows (values near
+// the float64 limit) is left out: JSON has no infinity.
+func (st *stats) append(b []byte, names []string, order []int, only string) []byte {
+	type stat struct {
+		name string
+		of   func(xs, sorted []float64) (float64, bool)
 	}
-	for k, xs := range values { // order: into a map
-		sorted := slices.Clone(xs)
-		slices.Sort(sorted)
-		mean := 0.0
-		for i, x := range xs {
-			mean += (x - mean) / float64(i+1) // a running mean: no sum to overflow
-		}
-		put("mean/"+k, mean)
-		put("max/"+k, sorted[len(sorted)-1])
-		put("min/"+k, sorted[0])
-		n := len(sorted)
-		if n%2 == 1 {
-			put("median/"+k, sorted[n/2])
-		} else {
-			put("median/"+k, sorted[n/2-1]/2+sorted[n/2]/2)
-		}
-		switch {
-		case n > 1:
-			ss := 0.0
-			for _, x := range xs {
-				ss += (x - mean) * (x - mean)
+	all := []stat{ // in key order: "max/" < "mean/" < "median/" < "min/" < "std/"
+		{"max", func(_, s []float64) (float64, bool) { return s[len(s)-1], true }},
+		{"mean", func(xs, _ []float64) (float64, bool) { return mean(xs), true }},
+		{"median", func(_, s []float64) (float64, bool) {
+			n := len(s)
+			if n%2 == 1 {
+				return s[n/2], true
 			}
-			put("std/"+k, math.Sqrt(ss/float64(n-1)))
-		case !anyStd && n == len(rs):
-			out["std/"+k] = 0.0
+			return s[n/2-1]/2 + s[n/2]/2, true
+		}},
+		{"min", func(_, s []float64) (float64, bool) { return s[0], true }},
+		{"std", func(xs, _ []float64) (float64, bool) {
+			if len(xs) > 1 {
+				m, ss := mean(xs), 0.0
+				for _, x := range xs {
+					ss += (x - m) * (x - m)
+				}
+				return math.Sqrt(ss / float64(len(xs)-1)), true
+			}
+			return 0, !st.anyStd && len(xs) == st.n
+		}},
+	}
+	var sorted []float64
+	for _, s := range all {
+		if only != "" && s.name != only {
+			continue
+		}
+		for _, n := range order {
+			xs := st.values[n]
+			if len(xs) == 0 {
+				continue
+			}
+			sorted = append(sorted[:0], xs...)
+			slices.Sort(sorted)
+			v, ok := s.of(xs, sorted)
+			if !ok || math.IsInf(v, 0) || math.IsNaN(v) {
+				continue
+			}
+			b = appendKey(b, s.name+"/"+names[n])
+			b = appendFloat(b, v)
 		}
 	}
-	return out
+	return b
+}
+
+// mean is a running mean: no sum to overflow.
+func mean(xs []float64) float64 {
+	m := 0.0
+	for i, x := range xs {
+		m += (x - m) / float64(i+1)
+	}
+	return m
+}
+
+// appendKey appends ,"k": with k as a JSON string.
+func appendKey(b []byte, k string) []byte {
+	b = append(b, ',')
+	q, _ := json.Marshal(k)
+	b = append(b, q...)
+	return append(b, ':')
+}
+
+func appendFloat(b []byte, v float64) []byte {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.AppendInt(b, int64(v), 10)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
 }

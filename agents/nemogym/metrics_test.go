@@ -2,12 +2,16 @@ package nemogym_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/corpsim/corpsim/agents/nemogym"
 )
@@ -80,6 +84,27 @@ func TestAggregateMetrics(t *testing.T) {
 		out["agent_metrics"].(map[string]any)["max/reward"] != 1e308 {
 		t.Errorf("rewards at the float64 limit: %d %v", code, out)
 	}
+	// A usage's count is merged over the reply's field of that name.
+	if _, out := post(`{"verify_responses": [{"output_tokens": 1, "response": {"usage": {"output_tokens": 9}}}]}`); out["agent_metrics"].(map[string]any)["mean/output_tokens"] != 9.0 {
+		t.Errorf("a usage's count under a field of the same name: %v; want the usage's 9", out)
+	}
+	// The bounds: what a stranger may send is read as a stream, to a point.
+	var many strings.Builder
+	many.WriteString(`{"verify_responses": [{`)
+	for i := range nemogym.MaxAggregateFields + 1 {
+		if i > 0 {
+			many.WriteString(",")
+		}
+		fmt.Fprintf(&many, `"f%d": 1`, i)
+	}
+	many.WriteString(`}]}`)
+	if code, out := post(many.String()); code != http.StatusUnprocessableEntity || !strings.Contains(fmt.Sprint(out), "distinct numeric fields") {
+		t.Errorf("%d distinct fields: %d %v; want 422", nemogym.MaxAggregateFields+1, code, out)
+	}
+	empties := `{"verify_responses": [{}` + strings.Repeat(`,{}`, nemogym.MaxAggregateReplies) + `]}`
+	if code, out := post(empties); code != http.StatusUnprocessableEntity || !strings.Contains(fmt.Sprint(out), "verify responses") {
+		t.Errorf("%d replies: %d %v; want 422", nemogym.MaxAggregateReplies+1, code, out)
+	}
 	if code, _ := post(`{"verify_responses": 3}`); code != http.StatusUnprocessableEntity {
 		t.Errorf("a body that is not the request: %d, want 422", code)
 	}
@@ -91,5 +116,74 @@ func TestAggregateMetrics(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(b)) != `"unsupported"` {
 		t.Errorf("reverify_mode: %d %s", resp.StatusCode, b)
+	}
+}
+
+// fakeMCP is an MCPServer that records the seats it closes.
+type fakeMCP struct {
+	mu     sync.Mutex
+	closed []string
+}
+
+func (f *fakeMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Bearer", r.Header.Get("Authorization"))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (f *fakeMCP) CloseSeat(session, member string) {
+	f.mu.Lock()
+	f.closed = append(f.closed, session+"/"+member)
+	f.mu.Unlock()
+}
+
+// With an MCP server, seed_session's reply offers /nemo/mcp with a token
+// of its own (not the cookie), which reaches the MCP server under the
+// seat's token; a session dropped as idle has its seat's MCP sessions
+// closed, and its token reaches nothing any more.
+func TestMCPSessionsEndWithTheirSession(t *testing.T) {
+	ops, mcp := newFake(), &fakeMCP{}
+	h := mustHarness(t, ops, nemogym.Config{IdleTimeout: time.Minute, MCP: mcp})
+	c := h.client()
+	code, body, _ := h.post(c, "seed_session", `{"member":"bob"}`)
+	var seeded struct {
+		MCP struct {
+			URLPath string            `json:"url_path"`
+			Headers map[string]string `json:"headers"`
+		} `json:"mcp"`
+	}
+	if code != http.StatusOK || json.Unmarshal(body, &seeded) != nil || seeded.MCP.URLPath != "/mcp" {
+		t.Fatalf("seed_session: %d %s", code, body)
+	}
+	tok := seeded.MCP.Headers[nemogym.MCPTokenHeader]
+	mcpPost := func() *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, h.http.URL+"/nemo/mcp", strings.NewReader(`{}`))
+		req.Header.Set(nemogym.MCPTokenHeader, tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := mcpPost(); resp.StatusCode != http.StatusNoContent || !strings.HasPrefix(resp.Header.Get("X-Bearer"), "Bearer ") {
+		t.Fatalf("/nemo/mcp: %d, bearer %q; want the MCP server's answer under the seat's token", resp.StatusCode, resp.Header.Get("X-Bearer"))
+	}
+	for _, ck := range c.Jar.Cookies(mustURL(t, h.http.URL)) {
+		if ck.Value == tok {
+			t.Fatal("the MCP token is the cookie")
+		}
+	}
+	h.clock.add(2 * time.Minute)
+	if n := h.srv.Sweep(); n != 1 {
+		t.Fatalf("swept %d", n)
+	}
+	mcp.mu.Lock()
+	closed := slices.Clone(mcp.closed)
+	mcp.mu.Unlock()
+	if len(closed) != 1 || !strings.HasSuffix(closed[0], "/bob") {
+		t.Fatalf("MCP seats closed %v; want bob's", closed)
+	}
+	if resp := mcpPost(); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/nemo/mcp after the session was dropped: %d, want 401", resp.StatusCode)
 	}
 }

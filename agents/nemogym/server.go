@@ -78,6 +78,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxVerifyBytes bounds verify's body (the row and the whole rollout).
 	MaxVerifyBytes int64
+	// MaxAggregateBytes bounds aggregate_metrics' body (every rollout's
+	// stripped reply). 0: DefaultMaxAggregateBytes.
+	MaxAggregateBytes int64
 	// TurnWait is how long a tool call, step or reset waits for the
 	// member's turn.
 	TurnWait time.Duration
@@ -108,7 +111,15 @@ type Config struct {
 	// X-NeMo-Gym-Session-Token header its MCP-native agents send, Claude
 	// Code's among them), and /nemo/mcp hands such requests to it under
 	// the seat's token. Nil: no MCP.
-	MCP http.Handler
+	MCP MCPServer
+}
+
+// MCPServer is the MCP server /nemo/mcp hands requests to (mcpseat.Server).
+type MCPServer interface {
+	http.Handler
+	// CloseSeat closes the MCP sessions open on a seat, once the NeMo
+	// Gym session that holds it is closed, replaced or dropped.
+	CloseSeat(session, member string)
 }
 
 func (c Config) withDefaults() Config {
@@ -123,6 +134,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxAggregateBytes <= 0 {
+		c.MaxAggregateBytes = DefaultMaxAggregateBytes
 	}
 	if c.MaxVerifyBytes <= 0 {
 		c.MaxVerifyBytes = DefaultMaxVerifyBytes
@@ -162,14 +176,18 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session // by cookie value
-	reserved int                 // slots taken by seeds under way
-	closed   bool
+	mcpKeys  map[string]*session // by X-NeMo-Gym-Session-Token (Config.MCP)
+
+	aggregating chan struct{} // held by the aggregate_metrics under way
+	reserved    int           // slots taken by seeds under way
+	closed      bool
 }
 
 // session is one NeMo Gym session: the corpsim session and the seat the
 // model plays.
 type session struct {
 	key     string // the cookie's value
+	mcpKey  string // the X-NeMo-Gym-Session-Token of /nemo/mcp; "" without MCP
 	id      string // the corpsim session
 	member  string
 	token   string   // the seat's token
@@ -194,7 +212,7 @@ func New(ops Ops, cfg Config) *Server {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{ops: ops, cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		sessions: map[string]*session{}}
+		sessions: map[string]*session{}, mcpKeys: map[string]*session{}, aggregating: make(chan struct{}, 1)}
 	go s.sweepEvery(min(max(cfg.IdleTimeout/4, time.Second), time.Minute))
 	return s
 }
@@ -232,6 +250,7 @@ func (s *Server) Close() {
 	s.closed = true
 	n := len(s.sessions)
 	clear(s.sessions)
+	clear(s.mcpKeys)
 	s.mu.Unlock()
 	s.cancel()
 	<-s.done
@@ -252,6 +271,7 @@ func (s *Server) EndSessions() {
 		all = append(all, ss)
 	}
 	clear(s.sessions)
+	clear(s.mcpKeys)
 	s.mu.Unlock()
 	// Several at once: one after another, a thousand sessions took longer
 	// than serve's grace for its shutdown.
@@ -266,6 +286,7 @@ func (s *Server) EndSessions() {
 			if _, err := s.ops.Control(ctx, ss.id, wire.OpStop); err != nil {
 				s.log.Debug("stop", "session", ss.id, "error", err)
 			}
+			s.closeMCP(ss)
 			s.cfg.Recorder.Closed()
 		})
 	}
@@ -305,6 +326,7 @@ func (s *Server) sweep() int {
 	for key, ss := range s.sessions { // order: each expired entry is collected; the stops below do not depend on order
 		if ss.busy == 0 && now.Sub(ss.last) > s.cfg.IdleTimeout {
 			delete(s.sessions, key)
+			delete(s.mcpKeys, ss.mcpKey)
 			idle = append(idle, ss)
 		}
 	}
@@ -312,6 +334,7 @@ func (s *Server) sweep() int {
 	for _, ss := range idle {
 		s.log.Info("idle session dropped", "session", ss.id, "member", ss.member)
 		s.cfg.Recorder.Closed()
+		s.closeMCP(ss)
 		s.drop(ss)
 	}
 	return len(idle)
@@ -406,6 +429,12 @@ func (s *Server) add(ss *session) bool {
 	ss.key = rand.Text()
 	ss.last = s.cfg.Now()
 	s.sessions[ss.key] = ss
+	if s.cfg.MCP != nil {
+		// A token of its own, which reaches /nemo/mcp alone: it is written
+		// into the agent CLI's MCP configuration, which the model may read.
+		ss.mcpKey = rand.Text()
+		s.mcpKeys[ss.mcpKey] = ss
+	}
 	s.cfg.Recorder.Opened()
 	return true
 }
@@ -419,13 +448,25 @@ func (s *Server) unreserve() {
 // remove drops the session of cookie key; it returns it, or nil.
 func (s *Server) remove(key string) *session {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	ss := s.sessions[key]
 	if ss != nil {
 		delete(s.sessions, key)
+		delete(s.mcpKeys, ss.mcpKey)
 		s.cfg.Recorder.Closed()
 	}
+	s.mu.Unlock()
+	if ss != nil {
+		s.closeMCP(ss)
+	}
 	return ss
+}
+
+// closeMCP closes the MCP sessions open on ss's seat, which the adapter no
+// longer holds.
+func (s *Server) closeMCP(ss *session) {
+	if s.cfg.MCP != nil && ss.mcpKey != "" {
+		s.cfg.MCP.CloseSeat(ss.id, ss.member)
+	}
 }
 
 // acquire finds the session of r's cookie and marks it busy; release

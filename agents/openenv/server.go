@@ -300,8 +300,10 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 // WebSocket library answers a client's pings only while it reads, and
 // OpenEnv's Python client (the websockets package's defaults) drops a
 // connection whose ping goes unanswered for 20 seconds, which a step or
-// reset waiting for the member's turn could take. A connection waiting for
-// its next frame holds this goroutine alone.
+// reset waiting for the member's turn could take. The reading stays one
+// frame ahead: a client that sends a frame before the last one's answer
+// (OpenEnv's does not) gets no pong until that answer is written. A
+// connection waiting for its next frame holds this goroutine alone.
 func (s *Server) serveConn(c *websocket.Conn, dl *deadline) {
 	c.SetReadLimit(4 * s.cfg.MaxMessageBytes)
 	e := &episode{srv: s}

@@ -472,11 +472,11 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 		endOpenEnv := endSessions
 		endSessions = func() { endOpenEnv(); oe.Close() } // idempotent: closeAll calls it again
 	}
-	var mcp http.Handler // the MCP server, which the NeMo Gym routes also offer
+	var mcp nemogym.MCPServer // the MCP server, which the NeMo Gym routes also offer
 	if !o.NoMCP {
 		srv := mcpseat.New(gw, mcpseat.Config{Logger: log.Named("mcp"), MaxRequestBytes: o.MaxMessage, Recorder: m.Adapter("mcp")})
-		mcp = srv.Handler()
-		mux.Handle(mcpseat.Path, mcp)
+		mcp = srv
+		mux.Handle(mcpseat.Path, srv)
 		closers = append(closers, srv.Close)
 	}
 	if !o.NoNemo {

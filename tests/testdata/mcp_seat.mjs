@@ -230,18 +230,27 @@ async function main() {
       const c = new Client({ name: "intruder", version: "1.0.0" });
       await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { "X-NeMo-Gym-Session-Token": "forged" } } }));
     });
+    // The MCP token and the cookie are two secrets: neither opens the other's routes.
+    await refused("the cookie's value as the MCP token", async () => {
+      const c = new Client({ name: "intruder", version: "1.0.0" });
+      await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { "X-NeMo-Gym-Session-Token": cookie.split("=")[1] } } }));
+    });
+    const asCookie = await post("/observe", {}, { Cookie: "corpsim_nemo=" + m.headers["X-NeMo-Gym-Session-Token"] });
+    if (asCookie.status < 400) fail(`the MCP token reached a cookie's route: ${asCookie.status}`);
     const client = new Client({ name: "corpsim-e2e-nemo", version: "1.0.0" });
     const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: m.headers } });
     await client.connect(transport);
     say({ connected: url, server_name: m.server_name, protocol: transport.protocolVersion });
     const outcome = await play(client);
-    await client.close();
-    // The CLI has exited: the agent verifies with the session's cookie.
+    // The CLI exits without ending its MCP session (the server closes it
+    // with the NeMo Gym session); the agent verifies with the cookie, then closes.
     const verified = await post("/verify", { ...row, response: { id: "resp", output: [] } }, { Cookie: cookie });
     if (!verified.ok) fail(`verify: ${verified.status} ${await verified.text()}`);
     const v = await verified.json();
     outcome.reward = v.reward;
     outcome.verified = v.corpsim.session;
+    const closed = await post("/close", {}, { Cookie: cookie });
+    if (!closed.ok) fail(`close: ${closed.status} ${await closed.text()}`);
     say({ outcome });
   } else {
     fail(`unknown mode ${mode}`);
