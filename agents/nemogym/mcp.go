@@ -60,4 +60,12 @@ func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request) {
 	r2.Header.Set("Authorization", "Bearer "+ss.token)
 	r2.URL.Path, r2.URL.RawPath = "/mcp", ""
 	s.cfg.MCP.ServeHTTP(w, r2)
+	// An MCP session this request opened while the NeMo Gym session was
+	// let go escaped that CloseSeat: close it now.
+	s.mu.Lock()
+	gone := s.mcpKeys[tok] != ss
+	s.mu.Unlock()
+	if gone {
+		s.closeMCP(ss)
+	}
 }

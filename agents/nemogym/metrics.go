@@ -10,9 +10,11 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // NeMo Gym's resources servers also answer two routes that hold no
@@ -61,9 +63,15 @@ const (
 // index, with rollout_infos) and over all (agent_metrics); key_metrics are
 // agent_metrics' means.
 func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
+	wait := time.NewTimer(aggregateWait)
+	defer wait.Stop()
 	select {
 	case s.aggregating <- struct{}{}:
 		defer func() { <-s.aggregating }()
+	case <-wait.C:
+		w.Header().Set("Retry-After", "5")
+		s.fail(w, http.StatusServiceUnavailable, CodeCapacity, "aggregate_metrics: another aggregate is under way; try again")
+		return
 	case <-r.Context().Done():
 		return
 	}
@@ -74,19 +82,42 @@ func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &tooBig):
 		s.fail(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("aggregate_metrics: the body is over this server's limit of %d bytes", s.cfg.MaxAggregateBytes))
 		return
-	case r.Context().Err() != nil:
-		s.cfg.Recorder.Failed(CodeDisconnected)
+	case err != nil && (r.Context().Err() != nil || errors.Is(err, os.ErrDeadlineExceeded)):
+		// The body did not arrive: the read timed out, or the client went away.
+		s.fail(w, http.StatusBadRequest, CodeDisconnected, "aggregate_metrics: reading the body: "+err.Error())
 		return
 	case err != nil:
 		s.fail(w, http.StatusUnprocessableEntity, CodeBadRequest, "aggregate_metrics: "+err.Error())
 		return
 	}
+	// The answer may be large; a client that does not read it holds the
+	// one aggregate slot no longer than this.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(aggregateWrite))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	out := bufio.NewWriterSize(w, 64<<10)
 	a.write(out)
 	_ = out.Flush()
 }
+
+// aggregateWait is how long an aggregate waits for the one under way;
+// aggregateWrite bounds the writing of its answer.
+const (
+	aggregateWait  = 10 * time.Second
+	aggregateWrite = time.Minute
+)
+
+// errBad marks what is wrong with a body that parsed as JSON.
+var errBad = errors.New("bad request")
+
+// bad is an error of errBad.
+func bad(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errBad}, args...)...)
+}
+
+// maxDepth bounds the nesting of a value read past (the JSON decoder
+// keeps a word for each level open): Python's own parser stops near it.
+const maxDepth = 1000
 
 // aggregate is what /aggregate_metrics read: the replies, each its indexes
 // and numeric fields (by number: names holds them).
@@ -128,15 +159,16 @@ func readAggregate(ctx context.Context, r io.Reader) (*aggregate, error) {
 		if err != nil {
 			return nil, err
 		}
+		a.replies = a.replies[:0] // a key given twice: the last one counts, as in Python
 		if tok == nil {
 			continue
 		}
 		if d, ok := tok.(json.Delim); !ok || d != '[' {
-			return nil, errors.New(`"verify_responses" is not a list`)
+			return nil, bad(`"verify_responses" is not a list`)
 		}
 		for dec.More() {
 			if len(a.replies) >= MaxAggregateReplies {
-				return nil, fmt.Errorf("more than %d verify responses", MaxAggregateReplies)
+				return nil, bad("more than %d verify responses", MaxAggregateReplies)
 			}
 			if len(a.replies)%4096 == 0 && ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -155,7 +187,7 @@ func readAggregate(ctx context.Context, r io.Reader) (*aggregate, error) {
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("trailing data after the JSON object")
+		return nil, bad("trailing data after the JSON object")
 	}
 	return a, nil
 }
@@ -168,7 +200,7 @@ func (a *aggregate) readReply(dec *json.Decoder) (reply, error) {
 		return rp, err
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return rp, errors.New("not a JSON object")
+		return rp, bad("not a JSON object")
 	}
 	var usage []field
 	for dec.More() {
@@ -183,7 +215,7 @@ func (a *aggregate) readReply(dec *json.Decoder) (reply, error) {
 				return rp, err
 			}
 			if !ok || v != math.Trunc(v) || math.Abs(v) > 1<<53 {
-				return rp, fmt.Errorf("%q is not an integer", k)
+				return rp, bad("%q is not an integer", k)
 			}
 			if k == taskIndexKey {
 				rp.task = int64(v)
@@ -191,7 +223,7 @@ func (a *aggregate) readReply(dec *json.Decoder) (reply, error) {
 				rp.index = int64(v)
 			}
 		case "response":
-			if usage, err = a.readUsage(dec, usage); err != nil {
+			if usage, err = a.readUsage(dec, usage[:0]); err != nil { // the last response counts
 				return rp, err
 			}
 		default:
@@ -278,7 +310,7 @@ func (a *aggregate) set(fs []field, k string, v float64) ([]field, error) {
 	n, ok := a.number[k]
 	if !ok {
 		if len(a.names) >= MaxAggregateFields {
-			return fs, fmt.Errorf("more than %d distinct numeric fields", MaxAggregateFields)
+			return fs, bad("more than %d distinct numeric fields", MaxAggregateFields)
 		}
 		n = len(a.names)
 		a.number[k] = n
@@ -304,7 +336,7 @@ func key(dec *json.Decoder) (string, error) {
 	}
 	k, ok := tok.(string)
 	if !ok {
-		return "", errors.New("an object key is not a string")
+		return "", bad("an object key is not a string")
 	}
 	return k, nil
 }
@@ -330,7 +362,8 @@ func scalar(dec *json.Decoder) (v float64, ok bool, err error) {
 	return 0, false, nil
 }
 
-// skip reads past the rest of an object or list whose opening it read.
+// skip reads past the rest of an object or list whose opening it read,
+// nested at most maxDepth deep.
 func skip(dec *json.Decoder) error {
 	for depth := 1; depth > 0; {
 		tok, err := dec.Token()
@@ -339,7 +372,9 @@ func skip(dec *json.Decoder) error {
 		}
 		if d, ok := tok.(json.Delim); ok {
 			if d == '{' || d == '[' {
-				depth++
+				if depth++; depth > maxDepth {
+					return bad("values nested more than %d deep", maxDepth)
+				}
 			} else {
 				depth--
 			}
@@ -354,7 +389,7 @@ func expectDelim(dec *json.Decoder, want json.Delim, what string) error {
 		return err
 	}
 	if d, ok := tok.(json.Delim); !ok || d != want {
-		return fmt.Errorf("%s is not a JSON object", what)
+		return bad("%s is not a JSON object", what)
 	}
 	return nil
 }
@@ -399,6 +434,9 @@ func (a *aggregate) write(w *bufio.Writer) {
 			b = append(b, `,"_ng_task_index":`...)
 			b = strconv.AppendInt(b, rp.task, 10)
 			for _, n := range order {
+				if a.names[n] == "rollout_id" {
+					continue // the key below
+				}
 				for _, f := range rp.fields {
 					if f.name == n {
 						b = appendKey(b, a.names[n])
@@ -522,8 +560,16 @@ func (st *stats) append(b []byte, names []string, order []int, only string) []by
 	return b
 }
 
-// mean is a running mean: no sum to overflow.
+// mean is the sum over the count, as pandas makes it; a running mean
+// where the sum overflows.
 func mean(xs []float64) float64 {
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+	}
+	if !math.IsInf(sum, 0) {
+		return sum / float64(len(xs))
+	}
 	m := 0.0
 	for i, x := range xs {
 		m += (x - m) / float64(i+1)

@@ -88,7 +88,16 @@ func TestAggregateMetrics(t *testing.T) {
 	if _, out := post(`{"verify_responses": [{"output_tokens": 1, "response": {"usage": {"output_tokens": 9}}}]}`); out["agent_metrics"].(map[string]any)["mean/output_tokens"] != 9.0 {
 		t.Errorf("a usage's count under a field of the same name: %v; want the usage's 9", out)
 	}
+	// The mean is pandas' (a sum over a count); a key given twice counts
+	// once, the last, as Python reads it.
+	if _, out := post(`{"verify_responses": [{"reward": 0}, {"reward": 1, "response": {"usage": {"n": 5}}, "response": {"usage": {"m": 1}}}, {"reward": 0}]}`); out["agent_metrics"].(map[string]any)["mean/reward"] != 1.0/3 ||
+		out["agent_metrics"].(map[string]any)["mean/n"] != nil {
+		t.Errorf("rewards 0, 1, 0 and a response given twice: %v; want the mean 1/3 and the last response's usage", out["agent_metrics"])
+	}
 	// The bounds: what a stranger may send is read as a stream, to a point.
+	if code, out := post(`{"verify_responses": [{"x": ` + strings.Repeat("[", 100000) + `}]}`); code != http.StatusUnprocessableEntity || !strings.Contains(fmt.Sprint(out), "nested") {
+		t.Errorf("values nested 100,000 deep: %d %v; want 422", code, out)
+	}
 	var many strings.Builder
 	many.WriteString(`{"verify_responses": [{`)
 	for i := range nemogym.MaxAggregateFields + 1 {
