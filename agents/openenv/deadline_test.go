@@ -57,7 +57,7 @@ func TestWatchdogDeadlines(t *testing.T) {
 		f := newFake("bob")
 		f.script = []httpgw.StepReply{{Observations: obsOf("bob")}, {Observations: obsOf("bob")}}
 		slow := &slowStep{fakeOps: f, nth: 2, delay: 600 * time.Millisecond}
-		s := newTestServer(t, slow, Config{})
+		s := newTestServer(t, slow, Config{ReadAheadAfter: 50 * time.Millisecond})
 		base := startHTTP(t, s)
 		c := dial(t, base, "Bearer op")
 		roundTrip(t, c, `{"type":"reset","data":{"world":"startup"}}`)
