@@ -107,14 +107,6 @@ const (
 	aggregateWrite = time.Minute
 )
 
-// errBad marks what is wrong with a body that parsed as JSON.
-var errBad = errors.New("bad request")
-
-// bad is an error of errBad.
-func bad(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{errBad}, args...)...)
-}
-
 // maxDepth bounds the nesting of a value read past (the JSON decoder
 // keeps a word for each level open): Python's own parser stops near it.
 const maxDepth = 1000
@@ -164,11 +156,11 @@ func readAggregate(ctx context.Context, r io.Reader) (*aggregate, error) {
 			continue
 		}
 		if d, ok := tok.(json.Delim); !ok || d != '[' {
-			return nil, bad(`"verify_responses" is not a list`)
+			return nil, fmt.Errorf(`"verify_responses" is not a list`)
 		}
 		for dec.More() {
 			if len(a.replies) >= MaxAggregateReplies {
-				return nil, bad("more than %d verify responses", MaxAggregateReplies)
+				return nil, fmt.Errorf("more than %d verify responses", MaxAggregateReplies)
 			}
 			if len(a.replies)%4096 == 0 && ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -187,7 +179,7 @@ func readAggregate(ctx context.Context, r io.Reader) (*aggregate, error) {
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, bad("trailing data after the JSON object")
+		return nil, fmt.Errorf("trailing data after the JSON object")
 	}
 	return a, nil
 }
@@ -200,7 +192,7 @@ func (a *aggregate) readReply(dec *json.Decoder) (reply, error) {
 		return rp, err
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return rp, bad("not a JSON object")
+		return rp, fmt.Errorf("not a JSON object")
 	}
 	var usage []field
 	for dec.More() {
@@ -215,7 +207,7 @@ func (a *aggregate) readReply(dec *json.Decoder) (reply, error) {
 				return rp, err
 			}
 			if !ok || v != math.Trunc(v) || math.Abs(v) > 1<<53 {
-				return rp, bad("%q is not an integer", k)
+				return rp, fmt.Errorf("%q is not an integer", k)
 			}
 			if k == taskIndexKey {
 				rp.task = int64(v)
@@ -310,7 +302,7 @@ func (a *aggregate) set(fs []field, k string, v float64) ([]field, error) {
 	n, ok := a.number[k]
 	if !ok {
 		if len(a.names) >= MaxAggregateFields {
-			return fs, bad("more than %d distinct numeric fields", MaxAggregateFields)
+			return fs, fmt.Errorf("more than %d distinct numeric fields", MaxAggregateFields)
 		}
 		n = len(a.names)
 		a.number[k] = n
@@ -336,7 +328,7 @@ func key(dec *json.Decoder) (string, error) {
 	}
 	k, ok := tok.(string)
 	if !ok {
-		return "", bad("an object key is not a string")
+		return "", fmt.Errorf("an object key is not a string")
 	}
 	return k, nil
 }
@@ -373,7 +365,7 @@ func skip(dec *json.Decoder) error {
 		if d, ok := tok.(json.Delim); ok {
 			if d == '{' || d == '[' {
 				if depth++; depth > maxDepth {
-					return bad("values nested more than %d deep", maxDepth)
+					return fmt.Errorf("values nested more than %d deep", maxDepth)
 				}
 			} else {
 				depth--
@@ -389,7 +381,7 @@ func expectDelim(dec *json.Decoder, want json.Delim, what string) error {
 		return err
 	}
 	if d, ok := tok.(json.Delim); !ok || d != want {
-		return bad("%s is not a JSON object", what)
+		return fmt.Errorf("%s is not a JSON object", what)
 	}
 	return nil
 }
