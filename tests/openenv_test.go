@@ -223,6 +223,36 @@ func TestOpenEnvThirdPartyClient(t *testing.T) {
 	}
 	t.Logf("stateless: %d steps, return %.2f", sl.Steps, sl.Return)
 
+	// OpenEnv's tool calling, as its MCPToolClient plays: list_tools, one
+	// call_tool a turn, some as MCP tools/call in "mcp" frames.
+	var tc struct {
+		Session, Status string
+		Return          float64
+		Score           *float64
+		Calls, Steps    int
+		MCPCalls        int `json:"mcp_calls"`
+		Before, Tools   []string
+		MCPTools        []string `json:"mcp_tools"`
+		Errors          []any
+	}
+	if err := json.Unmarshal(runNode("tools", ws, srv.token, "startup", "7", "greedy,bob=remote"), &tc); err != nil {
+		t.Fatalf("tools: %v", err)
+	}
+	t.Logf("tool calling: %d calls (%d over mcp), return %.2f, errors %v", tc.Calls, tc.MCPCalls, tc.Return, tc.Errors)
+	if want := append(agents.ToolNames(agents.ToolDefs()), "observe"); !slices.Equal(tc.Before, want) {
+		t.Fatalf("list_tools before reset %v, want every action's and observe, %v (no --openenv-world)", tc.Before, want)
+	}
+	if want := append(slices.Clip(played[0].Tools), "observe"); !slices.Equal(tc.Tools, want) || !slices.Equal(tc.MCPTools, want) {
+		t.Fatalf("list_tools %v and tools/list %v, want startup's %v", tc.Tools, tc.MCPTools, want)
+	}
+	if fmt.Sprint(tc.Errors) != "[tool_not_found invalid_args -32601]" {
+		t.Fatalf("errors %v, want tool_not_found, invalid_args and -32601", tc.Errors)
+	}
+	if tc.Status != "finished" || tc.Score == nil || math.Abs(*tc.Score-tc.Return) > 1e-6 || tc.MCPCalls == 0 || tc.Steps != tc.Calls {
+		t.Fatalf("tool-calling episode %+v: want finished, some calls over mcp, every call a step, a return equal to its score", tc)
+	}
+	played = append(played, openenvPlayed{Session: tc.Session, Return: tc.Return}) // corpsim score checks it below
+
 	// Refused: an unknown token, and a seat's token (made by /v1).
 	body := `{"world":"startup","seed":1,"agents":"greedy,bob=remote","wait":true}` // never started: it holds nothing up
 	req, _ := http.NewRequest("POST", "http://"+srv.http+"/v1/sessions", strings.NewReader(body))
@@ -265,7 +295,7 @@ func TestOpenEnvThirdPartyClient(t *testing.T) {
 	srv.stop(t)
 	t.Logf("stop: %.1fs", time.Since(began).Seconds())
 
-	for _, p := range append(played, after) {
+	for _, p := range append(played, after) { // the tool-calling episode among them
 		out, err := exec.Command(srv.bin, "score", p.Session, "--data", srv.data, "--json").Output()
 		if err != nil {
 			t.Fatalf("corpsim score %s: %v\n%s", p.Session, err, out)

@@ -72,6 +72,43 @@
 // steps' rewards (verifiers does) get the score too. "done" is true once
 // the session has ended; stepping it again is a SESSION_ERROR.
 //
+// # Tool calling
+//
+// OpenEnv's MCPToolClient plays by tools, one call a step, and corpsim
+// answers it on the same connection. A step whose data has a "type" is one
+// of OpenEnv's MCP actions:
+//
+//	{"type":"step","data":{"type":"list_tools"}}
+//	{"type":"step","data":{"type":"call_tool","tool_name":"claim","arguments":{"task":"api"}}}
+//
+//	{"type":"observation","data":{"observation":{"tools":[{"name","description","input_schema"}…],"episode_id":…},"reward":0,"done":false}}
+//	{"type":"observation","data":{"observation":{"tool_name":"claim","result":{"seats":{…},"episode_id":…},"error":null},"reward":1,"done":false}}
+//
+// list_tools lists the episode's world's actions (before any reset,
+// Config.DefaultWorld's, or without it every action's) and observe; it
+// needs no reset and is not a step. observe shows the waiting turn again
+// without answering it, or waits for the next when none waits:
+// MCPToolClient reads reset's observation as a tool list ("tools"), so a
+// tool-calling client sees its first turn by observe. call_tool answers the waiting turn of the
+// connection's one asked seat ("member" names it when several are asked)
+// with the one action its tool makes, as agents.ActionFromToolCall reads
+// it; its "result" is the observation that followed, its reward and done
+// the step's. A call that cannot be that action sends nothing and answers
+// "error" (OpenEnv's ToolError): tool_not_found, invalid_args (bad
+// arguments, a seat not asked), or execution_error when no turn waits —
+// then wait or observe waits for the next turn. The engine's verdict on an action
+// that was sent, a rejection included, is in the next observation, as for
+// every transport.
+//
+// An "mcp" frame carries MCP's JSON-RPC 2.0 (tools/list with inputSchema,
+// tools/call with the same "member"), answered {"type":"mcp","data":
+// {jsonrpc response}}: a call's result is MCP's CallToolResult, the
+// observation that followed as structuredContent and as JSON text,
+// isError for a call that cannot be an action. Its reward is reported
+// with the connection's next observation frame (a step's, list_tools'
+// included), so that the rewards still add up to the score. Other methods
+// are -32601; a malformed request -32600.
+//
 // state's data has "episode_id" (the session ID, null before the first
 // reset) and "step_count" (the episode's steps), and "done", "status",
 // "world", "seed" and "seats" (the remote members).
@@ -85,7 +122,7 @@
 // An error reply never closes the connection, and the episode goes on:
 //
 //	INVALID_JSON      the frame is not JSON
-//	UNKNOWN_TYPE      "type" is missing or not reset, step, state or close
+//	UNKNOWN_TYPE      "type" is missing or not reset, step, state, mcp or close
 //	VALIDATION_ERROR  bad fields: unknown keys, a bad create request or action,
 //	                  a member that is not a remote seat, a frame over the limit
 //	EXECUTION_ERROR   the server failed or did not answer in time
@@ -105,7 +142,8 @@
 // "episode_id". POST /openenv/step takes {"action": <step data>,
 // "episode_id": "…", "timeout_s": S} and answers the same shape. They
 // keep nothing per client: the session runs until it ends or is stopped
-// (its unanswered turns time out meanwhile, as on /v1). Errors are HTTP
+// (its unanswered turns time out meanwhile, as on /v1); tool actions are
+// refused there (a connection knows the turns it was asked). Errors are HTTP
 // statuses with {"detail": message, "code": one of the codes above}: 401,
 // 403, 404 (unknown episode), 409 (the episode has ended), 413, 422
 // (validation), 502/504 (execution) and 503 (capacity).

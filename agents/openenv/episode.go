@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/agents/httpgw"
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/org"
@@ -244,12 +245,19 @@ type episode struct {
 	req     wire.CreateRequest // the current (or last) session's create request
 	hasReq  bool
 	seats   []string // the remote members
+	asked   []string // the remote members the last observation asked to decide
 	steps   int
 	done    bool
 	status  string
-	// pending is reward recorded before the first observation, reported
-	// with the first step.
+	// pending is reward recorded before the first observation, or by
+	// an "mcp" frame's tool call, reported with the next step.
 	pending float64
+	// rawTools are the world's tools as the create reply gave them;
+	// tools, decoded once a tool action needs them (tools.go).
+	rawTools json.RawMessage
+	tools    []agents.Tool
+	// last is the last observation shown, its reward reported (observe).
+	last obsFrame
 }
 
 // handle answers one frame. quit is true for close.
@@ -287,21 +295,27 @@ func (e *episode) dispatch(ctx context.Context, msg []byte) (any, bool, error) {
 	f := inFrame{Type: fields["type"], Data: fields["data"]}
 	var typ string
 	if err := json.Unmarshal(f.Type, &typ); err != nil || len(f.Type) == 0 {
-		return nil, false, errorf(CodeUnknownType, http.StatusBadRequest, `unknown message type %s (want "reset", "step", "state" or "close")`, orNone(f.Type))
+		return nil, false, errorf(CodeUnknownType, http.StatusBadRequest, `unknown message type %s (want "reset", "step", "state", "mcp" or "close")`, orNone(f.Type))
 	}
 	switch typ {
 	case "reset":
 		out, err := e.reset(ctx, f.Data)
 		return out, false, err
 	case "step":
+		if isToolAction(f.Data) {
+			out, err := e.toolStep(ctx, f.Data) // OpenEnv's MCPToolClient (tools.go)
+			return out, false, err
+		}
 		out, err := e.step(ctx, f.Data)
 		return out, false, err
+	case "mcp":
+		return e.mcp(ctx, f.Data), false, nil
 	case "state":
 		return stateFrame{Type: "state", Data: e.state()}, false, nil
 	case "close":
 		return nil, true, nil
 	}
-	return nil, false, errorf(CodeUnknownType, http.StatusBadRequest, `unknown message type %q (want "reset", "step", "state" or "close")`, clip(typ))
+	return nil, false, errorf(CodeUnknownType, http.StatusBadRequest, `unknown message type %q (want "reset", "step", "state", "mcp" or "close")`, clip(typ))
 }
 
 func orNone(raw json.RawMessage) string {
@@ -344,7 +358,7 @@ func (e *episode) reset(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, opError("reset", err, true)
 	}
-	*e = episode{srv: e.srv, session: reply.Session, req: req, hasReq: true, seats: slices.Sorted(maps.Keys(reply.Seats))}
+	*e = episode{srv: e.srv, session: reply.Session, req: req, hasReq: true, seats: slices.Sorted(maps.Keys(reply.Seats)), rawTools: reply.Tools}
 	sr, err := e.srv.ops.Step(ctx, e.session, httpgw.StepRequest{}, e.srv.cfg.StepWait)
 	if err != nil {
 		return nil, opError("reset: the first observation", err, false)
@@ -356,6 +370,8 @@ func (e *episode) reset(ctx context.Context, data []byte) (any, error) {
 	if !obs.Data.Done {
 		e.pending, obs.Data.Reward = obs.Data.Reward, 0
 	}
+	e.last = obs
+	e.last.Data.Observation.Tools, e.last.Data.Reward = nil, 0
 	return obs, nil
 }
 
@@ -403,17 +419,15 @@ func (e *episode) step(ctx context.Context, data []byte) (any, error) {
 	}
 	sr, err := e.srv.ops.Step(ctx, e.session, req, e.srv.cfg.StepWait)
 	if err != nil {
-		pe := opError("step", err, false)
-		if httpgw.StatusOf(err) == http.StatusNotFound {
-			e.done, e.status = true, "stopped"
-		}
-		return nil, pe
+		return nil, e.stepFailed(err)
 	}
 	e.steps++
 	e.srv.rec.Stepped()
 	obs := e.observe(sr)
 	obs.Data.Reward += e.pending
 	e.pending = 0
+	e.last = obs
+	e.last.Data.Reward = 0
 	return obs, nil
 }
 
@@ -423,6 +437,7 @@ func (e *episode) observe(sr httpgw.StepReply) obsFrame {
 	if o.Seats == nil {
 		o.Seats = map[string]json.RawMessage{}
 	}
+	e.asked = slices.Sorted(maps.Keys(o.Seats))
 	if sr.Done {
 		e.done, e.status = true, sr.Status
 		o.Status, o.Score = sr.Status, sr.Score

@@ -36,6 +36,7 @@ type fakeOps struct {
 	stopWaits chan struct{} // a stop waits for it to close, if not nil
 	onCreate  func()        // called by each Create, if not nil
 	stopsDone int           // stops that returned
+	tools     string        // the sessions' tools, if not fakeTools
 }
 
 // fakeTools are the tools of every session fakeOps makes.
@@ -71,6 +72,9 @@ func (f *fakeOps) Create(_ context.Context, req wire.CreateRequest) (wire.Create
 	f.n++
 	id := fmt.Sprintf("s%d", f.n)
 	r := wire.CreateReply{Session: id, Seats: map[string]wire.Seat{}, Tools: json.RawMessage(fakeTools)}
+	if f.tools != "" {
+		r.Tools = json.RawMessage(f.tools)
+	}
 	for _, m := range f.seats {
 		r.Seats[m] = wire.Seat{Session: id, Member: m, Token: "tok-" + m}
 	}
@@ -240,7 +244,6 @@ func TestMalformedFrames(t *testing.T) {
 		{"no type", `{"data":{}}`, CodeUnknownType},
 		{"a number type", `{"type":5}`, CodeUnknownType},
 		{"an unknown type", `{"type":"jump"}`, CodeUnknownType},
-		{"MCP, which corpsim serves at /mcp", `{"type":"mcp","data":{}}`, CodeUnknownType},
 		{"an unknown field", `{"type":"state","extra":1}`, CodeValidation},
 		{"reset with an unknown field", `{"type":"reset","data":{"world":"startup","speed":2}}`, CodeValidation},
 		{"reset without a world", `{"type":"reset","data":{"seed":3}}`, CodeValidation},

@@ -24,6 +24,13 @@ func FuzzHandleFrame(f *testing.F) {
 		`{"type":"step","data":{"actions":{}},"data":{"actions":{"bob":[]}}}`,
 		`{"type":"state"}`,
 		`{"type":"close"}`,
+		`{"type":"step","data":{"type":"list_tools"}}`,
+		`{"type":"step","data":{"type":"call_tool","tool_name":"wait","arguments":{}}}`,
+		`{"type":"step","data":{"type":"call_tool","tool_name":"observe","arguments":null,"member":"bob"}}`,
+		`{"type":"step","data":{"type":"call_tool","tool_name":"claim","arguments":[1]}}`,
+		`{"type":"mcp","data":{"jsonrpc":"2.0","method":"tools/call","params":{"name":"wait"},"id":1}}`,
+		`{"type":"mcp","data":{"jsonrpc":"2.0","method":"tools/list","id":{"a":1}}}`,
+		`{"type":"mcp","data":null}`,
 		`{"type":5}`,
 		`{"type":"step","extra":1}`,
 		`[]`,
@@ -61,6 +68,11 @@ func FuzzHandleFrame(f *testing.F) {
 		}
 		switch r.Type {
 		case "observation", "state", "error":
+		case "mcp":
+			var d rpcResponse
+			if err := json.Unmarshal(r.Data, &d); err != nil || d.JSONRPC != "2.0" || (d.Result == nil) == (d.Error == nil) {
+				t.Fatalf("%q: an mcp reply without exactly one of result and error: %s", frame, out)
+			}
 		default:
 			t.Fatalf("%q: a reply of type %q: %s", frame, r.Type, out)
 		}

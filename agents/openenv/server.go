@@ -140,6 +140,8 @@ type Server struct {
 	born      time.Time // deadlines count from it, on the monotonic clock
 
 	pending pendingRewards // stateless sessions' rewards before their first step
+
+	defaultToolsState // Config.DefaultWorld's tools, for list_tools before a reset (tools.go)
 }
 
 // New returns a Server over ops. It panics on an invalid cfg (see Validate).
@@ -569,6 +571,10 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.EpisodeID == "" {
 		s.fail(w, validation(`step needs "episode_id": the session that reset returned (stateless steps keep no connection)`))
+		return
+	}
+	if isToolAction(req.Action) {
+		s.fail(w, validation(`step: tool actions (list_tools, call_tool) are answered on /openenv/ws, where a connection knows the turns it was asked`))
 		return
 	}
 	sreq, err := parseStep(req.Action)

@@ -6,6 +6,7 @@
 //   node openenv_episode.js abrupt  WS_URL TOKEN WORLD SEED AGENTS
 //   node openenv_episode.js hold    WS_URL TOKEN WORLD SEED AGENTS
 //   node openenv_episode.js stateless HTTP_URL TOKEN WORLD SEED AGENTS
+//   node openenv_episode.js tools   WS_URL TOKEN WORLD SEED AGENTS   (AGENTS: one seat remote)
 //
 // play: misbehaves first (a frame that is not JSON, an unknown type, a step
 // before reset, a malformed step, a frame over MAX_MESSAGE bytes), checks
@@ -18,6 +19,11 @@
 // refuse: connects with TOKEN and prints the HTTP status of the refusal.
 // abrupt: resets, steps once, and drops the TCP connection without a close
 // frame.
+// tools: plays as OpenEnv's MCPToolClient does (openenv.core.mcp_client):
+// list_tools before and after reset, observe, then one call_tool a turn — the first
+// action the policy above chooses — every third one as MCP's tools/call in
+// an "mcp" frame instead; a bad tool, bad arguments and an unknown MCP
+// method first. Its return sums every observation frame's reward.
 const WebSocket = require("ws");
 
 function decide(o) {
@@ -174,6 +180,68 @@ async function stateless(url, token, world, seed, agents) {
   console.log(JSON.stringify({ session, tools, steps, return: ret, status: r.observation.status, score: r.observation.score }));
 }
 
+async function tools(url, token, world, seed, agents) {
+  const c = await client(url, token);
+  const expect = (r, ok, what) => { if (!ok) throw new Error(what + ": " + JSON.stringify(r).slice(0, 400)); return r; };
+  let r = await c.send({ type: "step", data: { type: "list_tools" } });
+  expect(r, r.type === "observation" && r.data.observation.episode_id === null, "list_tools before reset");
+  const before = r.data.observation.tools.map((t) => t.name);
+  r = expect(await c.send({ type: "reset", data: { world, seed, agents } }), true, "reset");
+  expect(r, r.type === "observation", "reset");
+  const session = r.data.observation.episode_id;
+  let ret = r.data.reward || 0;
+  let done = r.data.done;
+  // MCPToolClient reads reset's observation as a tool list ("tools"): it
+  // sees the first turn by observe.
+  r = await c.send({ type: "step", data: { type: "call_tool", tool_name: "observe", arguments: {} } });
+  expect(r, r.type === "observation" && r.data.observation.tool_name === "observe" && r.data.observation.result.episode_id === session, "observe");
+  let obs = r.data.observation.result;
+  ret += r.data.reward;
+  r = await c.send({ type: "step", data: { type: "list_tools" } });
+  expect(r, r.type === "observation" && r.data.observation.episode_id === session, "list_tools");
+  for (const t of r.data.observation.tools) expect(t, t.input_schema && t.input_schema.type === "object", "a tool's input_schema");
+  const names = r.data.observation.tools.map((t) => t.name);
+  ret += r.data.reward;
+  r = await c.send({ type: "mcp", data: { jsonrpc: "2.0", method: "tools/list", params: {}, id: 1 } });
+  expect(r, r.type === "mcp" && r.data.id === 1 && r.data.result, "mcp tools/list");
+  const mcpNames = r.data.result.tools.map((t) => t.name);
+  const errors = [];
+  r = await c.send({ type: "step", data: { type: "call_tool", tool_name: "fly", arguments: {} } });
+  errors.push(expect(r, r.data.observation && r.data.observation.error, "call_tool fly").data.observation.error.error_type);
+  r = await c.send({ type: "step", data: { type: "call_tool", tool_name: "claim", arguments: {} } });
+  errors.push(expect(r, r.data.observation && r.data.observation.error, "call_tool claim {}").data.observation.error.error_type);
+  r = await c.send({ type: "mcp", data: { jsonrpc: "2.0", method: "resources/list", id: 2 } });
+  errors.push(expect(r, r.type === "mcp" && r.data.error, "mcp resources/list").data.error.code);
+  let calls = 0, mcpCalls = 0, id = 10;
+  while (!done) {
+    if (calls > 5000) throw new Error("no end within 5000 calls");
+    const seat = Object.values(obs.seats || {})[0];
+    const { type, ...args } = seat ? decide(seat)[0] : { type: "wait" };
+    if (calls % 3 === 2) {
+      r = await c.send({ type: "mcp", data: { jsonrpc: "2.0", method: "tools/call", params: { name: type, arguments: args }, id: id } });
+      expect(r, r.type === "mcp" && r.data.id === id && r.data.result && !r.data.result.isError, "mcp tools/call " + type);
+      obs = r.data.result.structuredContent;
+      expect(r, JSON.stringify(JSON.parse(r.data.result.content[0].text)) === JSON.stringify(obs), "the text content is the structured content");
+      done = obs.status !== undefined;
+      mcpCalls++; id++;
+    } else {
+      r = await c.send({ type: "step", data: { type: "call_tool", tool_name: type, arguments: args } });
+      expect(r, r.type === "observation" && r.data.observation.tool_name === type && r.data.observation.error === null, "call_tool " + type);
+      obs = r.data.observation.result;
+      ret += r.data.reward;
+      done = r.data.done;
+    }
+    calls++;
+  }
+  // An mcp call's reward comes with the next observation frame.
+  r = await c.send({ type: "step", data: { type: "list_tools" } });
+  ret += r.data.reward;
+  const st = await c.send({ type: "state" });
+  c.ws.close();
+  console.log(JSON.stringify({ session, return: ret, score: obs.score, status: obs.status, calls, mcp_calls: mcpCalls,
+    steps: st.data.step_count, before, tools: names, mcp_tools: mcpNames, errors }));
+}
+
 (async () => {
   const [mode, url, token, world, seed, agents, maxMessage] = process.argv.slice(2);
   if (mode === "play") await play(url, token, world, Number(seed), agents, Number(maxMessage));
@@ -181,5 +249,6 @@ async function stateless(url, token, world, seed, agents) {
   else if (mode === "abrupt") await abrupt(url, token, world, Number(seed), agents);
   else if (mode === "hold") await hold(url, token, world, Number(seed), agents);
   else if (mode === "stateless") await stateless(url, token, world, Number(seed), agents);
+  else if (mode === "tools") await tools(url, token, world, Number(seed), agents);
   else throw new Error("unknown mode " + mode);
 })().catch((e) => { console.error(e.stack || String(e)); process.exit(1); });

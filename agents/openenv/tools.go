@@ -1,0 +1,439 @@
+package openenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/corpsim/corpsim/agents"
+	"github.com/corpsim/corpsim/agents/httpgw"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/worlds"
+)
+
+// Tool calling: OpenEnv's MCPToolClient (openenv.core.mcp_client) plays an
+// environment by steps whose data is a ListToolsAction,
+// {"type":"list_tools"}, or a CallToolAction, {"type":"call_tool",
+// "tool_name":…, "arguments":{…}}, and reads the observations back as a
+// ListToolsObservation ("tools") or a CallToolObservation ("tool_name",
+// "result", "error"). The frame type "mcp" carries MCP's own JSON-RPC
+// (tools/list, tools/call) over the same connection. Both are the same
+// tools: the episode's world's actions (`corpsim tools --world`), each
+// call answering one seat's turn with one action.
+
+// OpenEnv's ToolErrorType values (openenv.core.env_server.mcp_types).
+const (
+	toolNotFound   = "tool_not_found"
+	toolInvalid    = "invalid_args"
+	toolExecution  = "execution_error"
+	jsonrpcVersion = "2.0"
+)
+
+// JSON-RPC 2.0 error codes.
+const (
+	rpcInvalidRequest = -32600
+	rpcMethodNotFound = -32601
+	rpcInvalidParams  = -32602
+	rpcServerError    = -32000
+)
+
+// observeTool is the tool that shows the turn waiting now without
+// answering it, as corpsim's MCP server's observe does: a tool-calling
+// client sees reset's observation as a list of tools, so it observes next.
+const observeTool = "observe"
+
+var observeDef = agents.Tool{Type: "function", Function: agents.ToolFunction{
+	Name: observeTool,
+	Description: "See the turn you are asked to decide now, without answering it: your observation (what you hold, can take, " +
+		"must approve, your inbox). Call it first after reset. When no turn waits, it waits for the next one. Then answer the " +
+		"turn with one action's tool; its result is your next observation.",
+	Parameters: agents.ToolSchema{Type: "object", Properties: map[string]agents.ToolProperty{}, Required: []string{}},
+}}
+
+// listed are the tools list_tools and tools/list show: the world's, then observe.
+func (e *episode) listed() []agents.Tool { return append(slices.Clip(e.toolsOf()), observeDef) }
+
+// toolAction is a step's data that names an OpenEnv tool action.
+type toolAction struct {
+	Type      string          `json:"type"` // list_tools or call_tool
+	ToolName  string          `json:"tool_name"`
+	Arguments json.RawMessage `json:"arguments"`
+	// Member names the seat whose turn a call answers; needed only when
+	// several of the connection's seats are asked at once.
+	Member   string         `json:"member"`
+	Metadata map[string]any `json:"metadata"`
+}
+
+// isToolAction reports whether a step's data is an object with a "type"
+// key (corpsim's own step data has none).
+func isToolAction(data []byte) bool {
+	d := bytes.TrimSpace(data)
+	if len(d) == 0 || d[0] != '{' {
+		return false
+	}
+	var probe struct {
+		Type json.RawMessage `json:"type"`
+	}
+	return json.Unmarshal(d, &probe) == nil && len(probe.Type) > 0
+}
+
+func parseToolAction(data []byte) (toolAction, error) {
+	dec := json.NewDecoder(bytes.NewReader(bytes.TrimSpace(data)))
+	dec.DisallowUnknownFields()
+	var a toolAction
+	if err := dec.Decode(&a); err != nil {
+		return a, validation(`step data: %v (a tool action is {"type": "list_tools"} or {"type": "call_tool", "tool_name": …, "arguments": {…}})`, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return a, validation("step data: trailing data after the JSON object")
+	}
+	switch a.Type {
+	case "list_tools":
+		if a.ToolName != "" || len(a.Arguments) > 0 || a.Member != "" {
+			return a, validation(`step data: list_tools takes no "tool_name", "arguments" or "member"`)
+		}
+	case "call_tool":
+		if a.ToolName == "" {
+			return a, validation(`step data: call_tool needs "tool_name" (list_tools lists them)`)
+		}
+	default:
+		return a, validation(`step data: unknown action type %q (want "list_tools", "call_tool", or no "type": {"actions": {member: [action, …]}})`, clip(a.Type))
+	}
+	return a, nil
+}
+
+// Reply observations of the tool actions.
+type (
+	// oeTool is OpenEnv's Tool: name, description, input_schema.
+	oeTool struct {
+		Name        string            `json:"name"`
+		Description string            `json:"description"`
+		InputSchema agents.ToolSchema `json:"input_schema"`
+	}
+	// mcpTool is MCP's Tool, as tools/list lists it.
+	mcpTool struct {
+		Name        string            `json:"name"`
+		Description string            `json:"description"`
+		InputSchema agents.ToolSchema `json:"inputSchema"`
+	}
+	toolsFrame struct {
+		Type string    `json:"type"` // "observation"
+		Data toolsData `json:"data"`
+	}
+	toolsData struct {
+		Observation toolsObservation `json:"observation"`
+		Reward      float64          `json:"reward"`
+		Done        bool             `json:"done"`
+	}
+	// toolsObservation is OpenEnv's ListToolsObservation.
+	toolsObservation struct {
+		Tools     []oeTool `json:"tools"`
+		EpisodeID *string  `json:"episode_id"`
+	}
+	callFrame struct {
+		Type string   `json:"type"` // "observation"
+		Data callData `json:"data"`
+	}
+	callData struct {
+		Observation callObservation `json:"observation"`
+		Reward      float64         `json:"reward"`
+		Done        bool            `json:"done"`
+	}
+	// callObservation is OpenEnv's CallToolObservation: the result is the
+	// observation that followed the call (the seats asked next, the end).
+	callObservation struct {
+		ToolName string       `json:"tool_name"`
+		Result   *observation `json:"result"`
+		Error    *toolError   `json:"error"`
+	}
+	toolError struct {
+		Type    string `json:"error_type"`
+		Message string `json:"message"`
+	}
+)
+
+// toolsOf returns the tools of the episode's world: the create reply's,
+// before the first reset Config.DefaultWorld's, and without either every
+// action's.
+func (e *episode) toolsOf() []agents.Tool {
+	if e.tools != nil {
+		return e.tools
+	}
+	if len(e.rawTools) > 0 {
+		var defs []agents.Tool
+		if err := json.Unmarshal(e.rawTools, &defs); err == nil {
+			e.tools = defs
+			return defs
+		}
+		e.srv.log.Warn("the session's tools do not decode: listing every action's", "session", e.session)
+	}
+	if e.session == "" {
+		if defs := e.srv.defaultTools(); defs != nil {
+			return defs
+		}
+	}
+	e.tools = agents.ToolDefs()
+	return e.tools
+}
+
+// defaultTools are Config.DefaultWorld's tools (nil without one).
+func (s *Server) defaultTools() []agents.Tool {
+	s.defaultOnce.Do(func() {
+		if s.cfg.DefaultWorld == "" {
+			return
+		}
+		w, err := worlds.Shipped(s.cfg.DefaultWorld)
+		if err != nil {
+			s.log.Warn("the default world does not load: listing every action's tools", "world", s.cfg.DefaultWorld, "error", err)
+			return
+		}
+		s.defaults = agents.ToolDefsFor(w)
+	})
+	return s.defaults
+}
+
+// toolStep answers a step whose data is a tool action.
+func (e *episode) toolStep(ctx context.Context, data []byte) (any, error) {
+	a, err := parseToolAction(data)
+	if err != nil {
+		return nil, err
+	}
+	if a.Type == "list_tools" {
+		// Like OpenEnv's, it needs no reset, and it is no step.
+		defs := e.listed()
+		obs := toolsObservation{Tools: make([]oeTool, len(defs))}
+		for i, d := range defs {
+			obs.Tools[i] = oeTool{Name: d.Function.Name, Description: d.Function.Description, InputSchema: d.Function.Parameters}
+		}
+		if e.session != "" {
+			id := e.session
+			obs.EpisodeID = &id
+		}
+		// Its reward is what no observation reported yet (an "mcp"
+		// frame's calls), so that the rewards still add up to the score.
+		out := toolsFrame{Type: "observation", Data: toolsData{Observation: obs, Reward: e.pending, Done: e.done}}
+		e.pending = 0
+		return out, nil
+	}
+	obs, reward, terr, err := e.call(ctx, a.ToolName, a.Arguments, a.Member)
+	if err != nil {
+		return nil, err
+	}
+	out := callFrame{Type: "observation", Data: callData{Observation: callObservation{ToolName: a.ToolName, Error: terr}}}
+	if terr == nil {
+		out.Data.Observation.Result = &obs.Data.Observation
+		out.Data.Reward, out.Data.Done = reward, obs.Data.Done
+	}
+	out.Data.Done = out.Data.Done || e.done
+	return out, nil
+}
+
+// call answers one seat's turn with the action a tool call makes, and
+// returns the observation that followed and its reward (the episode's
+// pending rewards included). A call that cannot be an action — an unknown
+// tool, bad arguments, a seat not asked — is a tool error and sends
+// nothing: the turn still waits. An episode that is missing or has ended
+// is a protocol error, as for any step.
+func (e *episode) call(ctx context.Context, name string, args json.RawMessage, member string) (obsFrame, float64, *toolError, error) {
+	if e.session == "" {
+		return obsFrame{}, 0, nil, errorf(CodeSession, http.StatusConflict, "no episode on this connection: send reset first")
+	}
+	if e.done {
+		return obsFrame{}, 0, nil, errorf(CodeSession, http.StatusConflict, "episode %s has ended (%s): send reset for another", e.session, e.status)
+	}
+	if bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
+		args = nil
+	}
+	if name == observeTool {
+		return e.observeCall(ctx, args)
+	}
+	offered := agents.ToolNames(e.listed())
+	if !slices.Contains(offered, name) {
+		return obsFrame{}, 0, &toolError{toolNotFound, fmt.Sprintf("unknown tool %q (tools: %s)", clip(name), strings.Join(offered, ", "))}, nil
+	}
+	act, err := agents.ActionFromToolCall(name, args)
+	if err != nil {
+		return obsFrame{}, 0, &toolError{toolInvalid, err.Error()}, nil
+	}
+	if member != "" && !slices.Contains(e.seats, member) {
+		return obsFrame{}, 0, &toolError{toolInvalid, fmt.Sprintf("%q is not a seat of this episode (seats: %s)", clip(member), strings.Join(e.seats, ", "))}, nil
+	}
+	var req httpgw.StepRequest
+	switch {
+	case len(e.asked) == 0 && act.Type == org.ActWait:
+		// No turn waits (the last step's wait ran out): wait answers
+		// nothing and waits for the next turn.
+	case len(e.asked) == 0:
+		return obsFrame{}, 0, &toolError{toolExecution, "no turn of this connection's seats waits now (the last observation asked none), so nothing was done: call wait to wait for the next"}, nil
+	case member != "" && !slices.Contains(e.asked, member):
+		return obsFrame{}, 0, &toolError{toolInvalid, fmt.Sprintf("%s is not asked to decide now (asked: %s)", member, strings.Join(e.asked, ", "))}, nil
+	case member == "" && len(e.asked) > 1:
+		return obsFrame{}, 0, &toolError{toolInvalid, fmt.Sprintf(`%d seats are asked now (%s): name the one this call is for with "member"`, len(e.asked), strings.Join(e.asked, ", "))}, nil
+	default:
+		if member == "" {
+			member = e.asked[0]
+		}
+		req.Actions = map[string][]org.Action{member: {act}}
+	}
+	sr, err := e.srv.ops.Step(ctx, e.session, req, e.srv.cfg.StepWait)
+	if err != nil {
+		return obsFrame{}, 0, nil, e.stepFailed(err)
+	}
+	e.steps++
+	e.srv.rec.Stepped()
+	obs := e.observe(sr)
+	reward := obs.Data.Reward + e.pending
+	e.pending = 0
+	e.last = obs
+	e.last.Data.Reward = 0 // reported now
+	return obs, reward, nil, nil
+}
+
+// observeCall answers observe: the last observation again (reward: what
+// no observation reported yet), or, when it asked no seat, the next one.
+func (e *episode) observeCall(ctx context.Context, args json.RawMessage) (obsFrame, float64, *toolError, error) {
+	if a := bytes.TrimSpace(args); len(a) > 0 {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(a, &m); err != nil || len(m) > 0 {
+			return obsFrame{}, 0, &toolError{toolInvalid, "observe takes no arguments"}, nil
+		}
+	}
+	if len(e.asked) == 0 {
+		sr, err := e.srv.ops.Step(ctx, e.session, httpgw.StepRequest{}, e.srv.cfg.StepWait)
+		if err != nil {
+			return obsFrame{}, 0, nil, e.stepFailed(err)
+		}
+		e.steps++
+		e.srv.rec.Stepped()
+		e.last = e.observe(sr)
+	}
+	reward := e.last.Data.Reward + e.pending
+	e.last.Data.Reward, e.pending = 0, 0 // reported now
+	return e.last, reward, nil, nil
+}
+
+// stepFailed maps a failed step's error, noting a session that is gone.
+func (e *episode) stepFailed(err error) error {
+	if httpgw.StatusOf(err) == http.StatusNotFound {
+		e.done, e.status = true, "stopped"
+	}
+	return opError("step", err, false)
+}
+
+// rpcRequest is a JSON-RPC 2.0 request of an "mcp" frame.
+type rpcRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	ID      json.RawMessage `json:"id"`
+}
+
+type (
+	mcpFrame struct {
+		Type string      `json:"type"` // "mcp"
+		Data rpcResponse `json:"data"`
+	}
+	rpcResponse struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  any             `json:"result,omitempty"`
+		Error   *rpcError       `json:"error,omitempty"`
+	}
+	rpcError struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	// callResult is MCP's CallToolResult.
+	callResult struct {
+		Content           []textContent `json:"content"`
+		StructuredContent any           `json:"structuredContent,omitempty"`
+		IsError           bool          `json:"isError"`
+	}
+	textContent struct {
+		Type string `json:"type"` // "text"
+		Text string `json:"text"`
+	}
+)
+
+// mcp answers an "mcp" frame: MCP's tools/list and tools/call as JSON-RPC
+// 2.0 over the connection, as OpenEnv's server does. A call's reward is
+// reported with the connection's next observation, so that the rewards of
+// an episode still add up to its score.
+func (e *episode) mcp(ctx context.Context, data []byte) any {
+	var req rpcRequest
+	out := mcpFrame{Type: "mcp", Data: rpcResponse{JSONRPC: jsonrpcVersion, ID: json.RawMessage("null")}}
+	fail := func(code int, format string, args ...any) any {
+		out.Data.Error = &rpcError{Code: code, Message: fmt.Sprintf(format, args...)}
+		e.srv.rec.Failed(CodeValidation)
+		return out
+	}
+	dec := json.NewDecoder(bytes.NewReader(bytes.TrimSpace(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return fail(rpcInvalidRequest, "invalid request: %v (want {\"jsonrpc\": \"2.0\", \"method\": …, \"params\": {…}, \"id\": …})", err)
+	}
+	if id := bytes.TrimSpace(req.ID); len(id) > 0 && (id[0] == '"' || id[0] == '-' || (id[0] >= '0' && id[0] <= '9') || string(id) == "null") && len(id) <= 256 {
+		out.Data.ID = id
+	}
+	if req.JSONRPC != jsonrpcVersion || req.Method == "" {
+		return fail(rpcInvalidRequest, `invalid request: "jsonrpc" must be "2.0" and "method" given`)
+	}
+	switch req.Method {
+	case "tools/list":
+		defs := e.listed()
+		tools := make([]mcpTool, len(defs))
+		for i, d := range defs {
+			tools[i] = mcpTool{Name: d.Function.Name, Description: d.Function.Description, InputSchema: d.Function.Parameters}
+		}
+		out.Data.Result = map[string]any{"tools": tools}
+		return out
+	case "tools/call":
+		var p struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+			Member    string          `json:"member"`
+		}
+		if err := json.Unmarshal(orEmpty(req.Params), &p); err != nil || p.Name == "" {
+			return fail(rpcInvalidParams, `invalid params: tools/call needs {"name": …, "arguments": {…}}`)
+		}
+		obs, reward, terr, err := e.call(ctx, p.Name, p.Arguments, p.Member)
+		if err != nil {
+			var pe *protoError
+			if !errors.As(err, &pe) {
+				pe = &protoError{msg: err.Error()}
+			}
+			return fail(rpcServerError, "%s", pe.msg)
+		}
+		if terr != nil {
+			out.Data.Result = callResult{Content: []textContent{{"text", terr.Message}}, IsError: true}
+			return out
+		}
+		e.pending += reward // reported with the next observation frame
+		text, _ := json.Marshal(obs.Data.Observation)
+		out.Data.Result = callResult{Content: []textContent{{"text", string(text)}}, StructuredContent: obs.Data.Observation}
+		return out
+	}
+	out.Data.Error = &rpcError{Code: rpcMethodNotFound, Message: fmt.Sprintf("method not found: %s (this server answers tools/list and tools/call)", clip(req.Method))}
+	e.srv.rec.Failed(CodeUnknownType)
+	return out
+}
+
+func orEmpty(b json.RawMessage) []byte {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return []byte("{}")
+	}
+	return b
+}
+
+// defaultToolsState is the Server's cache of Config.DefaultWorld's tools.
+type defaultToolsState struct {
+	defaultOnce sync.Once
+	defaults    []agents.Tool
+}
