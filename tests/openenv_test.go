@@ -253,11 +253,55 @@ func TestOpenEnvThirdPartyClient(t *testing.T) {
 	}
 	played = append(played, openenvPlayed{Session: tc.Session, Return: tc.Return}) // corpsim score checks it below
 
+	// What `openenv validate http://ADDR/openenv` asks of a running server
+	// beyond /health, /metadata and /schema: an OpenAPI document of the 1.x
+	// standard in simulation mode, a JSON-RPC /mcp; and the state of an
+	// episode the stateless routes played.
+	resp, err := http.Get("http://" + srv.http + "/openenv/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var api struct {
+		Info  struct{ Version string }
+		Paths map[string]any
+	}
+	err = json.NewDecoder(resp.Body).Decode(&api)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || !strings.HasPrefix(api.Info.Version, "1.") || api.Paths["/reset"] == nil || api.Paths["/step"] == nil || api.Paths["/state"] == nil {
+		t.Fatalf("openapi.json: %d %v %+v", resp.StatusCode, err, api.Info)
+	}
+	resp, err = http.Post("http://"+srv.http+"/openenv/mcp", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rpc struct{ JSONRPC string }
+	err = json.NewDecoder(resp.Body).Decode(&rpc)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || rpc.JSONRPC != "2.0" {
+		t.Fatalf("POST /openenv/mcp {}: %d %v %+v", resp.StatusCode, err, rpc)
+	}
+	req, _ := http.NewRequest("GET", "http://"+srv.http+"/openenv/state?episode_id="+sl.Session, nil)
+	req.Header.Set("Authorization", "Bearer "+srv.token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		StepCount int `json:"step_count"`
+		Done      bool
+		Status    string
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || st.StepCount != sl.Steps || !st.Done || st.Status != "finished" {
+		t.Fatalf("state of the stateless episode: %d %v %+v, want %d steps, finished", resp.StatusCode, err, st, sl.Steps)
+	}
+
 	// Refused: an unknown token, and a seat's token (made by /v1).
 	body := `{"world":"startup","seed":1,"agents":"greedy,bob=remote","wait":true}` // never started: it holds nothing up
-	req, _ := http.NewRequest("POST", "http://"+srv.http+"/v1/sessions", strings.NewReader(body))
+	req, _ = http.NewRequest("POST", "http://"+srv.http+"/v1/sessions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+srv.token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,12 @@
 //	GET  /openenv/health    none      {"status":"healthy"}
 //	GET  /openenv/schema    none      JSON Schemas of the action, the observation and the state
 //	GET  /openenv/metadata  none      the environment's name, description, version
+//	GET  /openenv/openapi.json none   the routes as OpenAPI 3.1 (info.version: OpenEnv's HTTP standard, 1.x)
+//	GET  /openenv/state     none/operator  a fresh environment's state; ?episode_id=S that session's
+//	POST /openenv/mcp       none      JSON-RPC: tools/list (calls are answered on /ws and at /mcp)
+//
+// These are what `openenv validate http://HOST:PORT/openenv` checks of a
+// running server.
 //
 // The operator token authorises /ws, /reset and /step, sent as
 // "Authorization: Bearer TOKEN" (OpenEnv's newer EnvClient takes headers)

@@ -163,8 +163,11 @@ func New(ops Ops, cfg Config) *Server {
 	})
 	m.HandleFunc("GET /openenv/schema", func(w http.ResponseWriter, _ *http.Request) { writeRaw(w, s.schema) })
 	m.HandleFunc("GET /openenv/metadata", func(w http.ResponseWriter, _ *http.Request) { writeRaw(w, s.metadata) })
+	m.HandleFunc("GET /openenv/openapi.json", func(w http.ResponseWriter, _ *http.Request) { writeRaw(w, openapiJSON()) })
+	m.HandleFunc("GET /openenv/state", s.handleState)
+	m.HandleFunc("POST /openenv/mcp", s.handleMCP)
 	m.HandleFunc("/openenv/", func(w http.ResponseWriter, r *http.Request) {
-		writeDetail(w, http.StatusNotFound, "", "no route %s %s (OpenEnv routes: GET /openenv/ws, /health, /schema, /metadata; POST /openenv/reset, /step)", r.Method, r.URL.Path)
+		writeDetail(w, http.StatusNotFound, "", "no route %s %s (OpenEnv routes: GET /openenv/ws, /health, /schema, /metadata, /state, /openapi.json; POST /openenv/reset, /step, /mcp)", r.Method, r.URL.Path)
 	})
 	s.mux = m
 	return s
@@ -602,8 +605,77 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, obs.Data)
 }
 
+// handleState answers GET /openenv/state: without episode_id a fresh
+// environment's state (as OpenEnv's stateless /state answers), with it
+// that session's, to the operator.
+func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("episode_id")
+	if id == "" {
+		writeJSON(w, http.StatusOK, (&episode{}).state())
+		return
+	}
+	if !s.authorize(w, r) {
+		return
+	}
+	reply, err := s.ops.Control(r.Context(), id, wire.OpStatus)
+	if err != nil {
+		s.fail(w, opError("state", err, false))
+		return
+	}
+	st := state{EpisodeID: &id, StepCount: s.pending.steps(id), Status: reply.Status, Seats: []string{}}
+	switch reply.Status {
+	case "created", "running", wire.StatusPaused:
+	default:
+		st.Done = true
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// handleMCP answers POST /openenv/mcp, OpenEnv's production-mode JSON-RPC
+// route, with the tools a session there would have (tools/list). Its
+// calls, which need a seat's turn, are answered where a connection holds
+// one: /ws (call_tool steps, "mcp" frames) and corpsim's own /mcp.
+func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.rawBody(w, r) // JSON-RPC answers a body that is not JSON itself
+	if !ok {
+		return
+	}
+	e := &episode{srv: s}
+	out := rpcResponse{JSONRPC: jsonrpcVersion, ID: json.RawMessage("null")}
+	var req rpcRequest
+	switch err := json.Unmarshal(body, &req); {
+	case err != nil:
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			out.Error = &rpcError{Code: rpcParseError, Message: "parse error: " + err.Error()}
+		} else {
+			out.Error = &rpcError{Code: rpcInvalidRequest, Message: "invalid request: " + err.Error()}
+		}
+	case req.Method == "tools/call", req.Method == "openenv/session/create", req.Method == "openenv/session/close":
+		out.ID = rpcID(req.ID)
+		out.Error = &rpcError{Code: rpcMethodNotFound, Message: fmt.Sprintf("%s is not served on this route: tool calls answer a seat's turn, "+
+			"on /openenv/ws (call_tool steps or mcp frames) or on corpsim's MCP server at /mcp (a seat's token)", req.Method)}
+	default:
+		f := e.mcp(r.Context(), body) // validates the request (counting a refusal); answers tools/list
+		writeJSON(w, http.StatusOK, f.(mcpFrame).Data)
+		return
+	}
+	s.rec.Failed(CodeValidation)
+	writeJSON(w, http.StatusOK, out)
+}
+
 // body reads a stateless request's body within MaxMessageBytes.
 func (s *Server) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	b, ok := s.rawBody(w, r)
+	if ok && len(bytes.TrimSpace(b)) > 0 && !json.Valid(b) {
+		s.fail(w, errorf(CodeInvalidJSON, http.StatusBadRequest, "the request body is not JSON"))
+		return nil, false
+	}
+	return b, ok
+}
+
+// rawBody reads a request's body within MaxMessageBytes, whatever it holds.
+func (s *Server) rawBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -613,10 +685,6 @@ func (s *Server) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 		} else {
 			s.fail(w, errorf(CodeValidation, http.StatusBadRequest, "reading the request body: %v", err))
 		}
-		return nil, false
-	}
-	if len(bytes.TrimSpace(b)) > 0 && !json.Valid(b) {
-		s.fail(w, errorf(CodeInvalidJSON, http.StatusBadRequest, "the request body is not JSON"))
 		return nil, false
 	}
 	return b, true
@@ -636,42 +704,71 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 }
 
 // pendingRewards holds, per stateless session, the reward recorded before
-// its first observation until its first step reports it. Only non-zero
-// rewards are kept, and for at most an hour.
+// its first observation until its first step reports it, and the steps
+// answered (GET /openenv/state). An entry is kept for an hour after its
+// session's last reset or step.
 type pendingRewards struct {
-	mu sync.Mutex
-	m  map[string]pendingReward
+	mu    sync.Mutex
+	m     map[string]pendingReward
+	swept time.Time // the stale entries were last dropped then
 }
 
 type pendingReward struct {
 	reward float64
+	steps  int
 	at     time.Time
 }
 
-func (p *pendingRewards) put(id string, r float64) {
-	if r == 0 {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// touch returns id's entry, made or kept for another hour, after dropping
+// the stale ones.
+func (p *pendingRewards) touch(id string) *pendingReward {
 	if p.m == nil {
 		p.m = map[string]pendingReward{}
 	}
 	now := time.Now()
-	for k, v := range p.m { // order: each stale entry is deleted on its own; nothing else happens
-		if now.Sub(v.at) > time.Hour {
-			delete(p.m, k)
+	if now.Sub(p.swept) > time.Minute {
+		p.swept = now
+		for k, v := range p.m { // order: each stale entry is deleted on its own; nothing else happens
+			if now.Sub(v.at) > time.Hour {
+				delete(p.m, k)
+			}
 		}
 	}
-	p.m[id] = pendingReward{reward: r, at: now}
+	v := p.m[id]
+	v.at = now
+	p.m[id] = v
+	return &v
 }
 
+func (p *pendingRewards) put(id string, r float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v := p.touch(id)
+	v.reward = r
+	p.m[id] = *v
+}
+
+// take returns the reward id's session left for its first step, and
+// counts the step.
 func (p *pendingRewards) take(id string) float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v := p.m[id]
-	delete(p.m, id)
-	return v.reward
+	v := p.touch(id)
+	r := v.reward
+	v.reward = 0
+	v.steps++
+	p.m[id] = *v
+	return r
+}
+
+// steps returns the steps answered for id's session on the stateless route.
+func (p *pendingRewards) steps(id string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if v, ok := p.m[id]; ok && time.Since(v.at) <= time.Hour {
+		return v.steps
+	}
+	return 0
 }
 
 // ---- responses -----------------------------------------------------------

@@ -38,6 +38,7 @@ const (
 
 // JSON-RPC 2.0 error codes.
 const (
+	rpcParseError     = -32700
 	rpcInvalidRequest = -32600
 	rpcMethodNotFound = -32601
 	rpcInvalidParams  = -32602
@@ -379,9 +380,7 @@ func (e *episode) mcp(ctx context.Context, data []byte) any {
 	if err := dec.Decode(&req); err != nil {
 		return fail(rpcInvalidRequest, "invalid request: %v (want {\"jsonrpc\": \"2.0\", \"method\": …, \"params\": {…}, \"id\": …})", err)
 	}
-	if id := bytes.TrimSpace(req.ID); len(id) > 0 && (id[0] == '"' || id[0] == '-' || (id[0] >= '0' && id[0] <= '9') || string(id) == "null") && len(id) <= 256 {
-		out.Data.ID = id
-	}
+	out.Data.ID = rpcID(req.ID)
 	if req.JSONRPC != jsonrpcVersion || req.Method == "" {
 		return fail(rpcInvalidRequest, `invalid request: "jsonrpc" must be "2.0" and "method" given`)
 	}
@@ -423,6 +422,16 @@ func (e *episode) mcp(ctx context.Context, data []byte) any {
 	out.Data.Error = &rpcError{Code: rpcMethodNotFound, Message: fmt.Sprintf("method not found: %s (this server answers tools/list and tools/call)", clip(req.Method))}
 	e.srv.rec.Failed(CodeUnknownType)
 	return out
+}
+
+// rpcID is a request's id to answer with: a string or a number (of at
+// most 256 bytes), else null.
+func rpcID(raw json.RawMessage) json.RawMessage {
+	id := bytes.TrimSpace(raw)
+	if len(id) > 0 && len(id) <= 256 && (id[0] == '"' || id[0] == '-' || (id[0] >= '0' && id[0] <= '9')) {
+		return id
+	}
+	return json.RawMessage("null")
 }
 
 func orEmpty(b json.RawMessage) []byte {
