@@ -124,28 +124,20 @@ type (
 		Description string            `json:"description"`
 		InputSchema agents.ToolSchema `json:"inputSchema"`
 	}
-	toolsFrame struct {
-		Type string    `json:"type"` // "observation"
-		Data toolsData `json:"data"`
+	// toolFrame is the observation frame of a tool action.
+	toolFrame[O any] struct {
+		Type string      `json:"type"` // "observation"
+		Data toolData[O] `json:"data"`
 	}
-	toolsData struct {
-		Observation toolsObservation `json:"observation"`
-		Reward      float64          `json:"reward"`
-		Done        bool             `json:"done"`
+	toolData[O any] struct {
+		Observation O       `json:"observation"`
+		Reward      float64 `json:"reward"`
+		Done        bool    `json:"done"`
 	}
 	// toolsObservation is OpenEnv's ListToolsObservation.
 	toolsObservation struct {
 		Tools     []oeTool `json:"tools"`
 		EpisodeID *string  `json:"episode_id"`
-	}
-	callFrame struct {
-		Type string   `json:"type"` // "observation"
-		Data callData `json:"data"`
-	}
-	callData struct {
-		Observation callObservation `json:"observation"`
-		Reward      float64         `json:"reward"`
-		Done        bool            `json:"done"`
 	}
 	// callObservation is OpenEnv's CallToolObservation: the result is the
 	// observation that followed the call (the seats asked next, the end).
@@ -219,7 +211,7 @@ func (e *episode) toolStep(ctx context.Context, data []byte) (any, error) {
 		}
 		// Its reward is what no observation reported yet (an "mcp"
 		// frame's calls), so that the rewards still add up to the score.
-		out := toolsFrame{Type: "observation", Data: toolsData{Observation: obs, Reward: e.pending, Done: e.done}}
+		out := toolFrame[toolsObservation]{Type: "observation", Data: toolData[toolsObservation]{Observation: obs, Reward: e.pending, Done: e.done}}
 		e.pending = 0
 		return out, nil
 	}
@@ -227,7 +219,7 @@ func (e *episode) toolStep(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := callFrame{Type: "observation", Data: callData{Observation: callObservation{ToolName: a.ToolName, Error: terr}}}
+	out := toolFrame[callObservation]{Type: "observation", Data: toolData[callObservation]{Observation: callObservation{ToolName: a.ToolName, Error: terr}}}
 	if terr == nil {
 		out.Data.Observation.Result = &obs.Data.Observation
 		out.Data.Reward, out.Data.Done = reward, obs.Data.Done
