@@ -223,35 +223,50 @@ func TestOpenEnvThirdPartyClient(t *testing.T) {
 	}
 	t.Logf("stateless: %d steps, return %.2f", sl.Steps, sl.Return)
 
-	// OpenEnv's tool calling, as its MCPToolClient plays: list_tools, one
-	// call_tool a turn, some as MCP tools/call in "mcp" frames.
-	var tc struct {
-		Session, Status string
-		Return          float64
-		Score           *float64
-		Calls, Steps    int
-		MCPCalls        int `json:"mcp_calls"`
-		Before, Tools   []string
-		MCPTools        []string `json:"mcp_tools"`
-		Errors          []any
+	// OpenEnv's tool calling, as its MCPToolClient plays: list_tools,
+	// observe, one call_tool a turn naming no seat, some as MCP tools/call
+	// in "mcp" frames; with one seat remote, and with every seat remote
+	// (several asked at once: the calls are sent together).
+	for i, ep := range []struct{ world, agents string }{{"startup", "greedy,bob=remote"}, {"startup", ""}} {
+		var tc struct {
+			Session, Status string
+			Return          float64
+			Score           *float64
+			Calls, Steps    int
+			MCPCalls        int `json:"mcp_calls"`
+			MaxSeats        int `json:"max_seats"`
+			Seats           []string
+			Before, Tools   []string
+			MCPTools        []string `json:"mcp_tools"`
+			Errors          []any
+		}
+		if err := json.Unmarshal(runNode("tools", ws, srv.token, ep.world, "7", ep.agents), &tc); err != nil {
+			t.Fatalf("tools: %v", err)
+		}
+		t.Logf("tool calling on %s: %d calls (%d over mcp) in %d steps, up to %d seats asked at once, return %.2f, errors %v",
+			ep.world, tc.Calls, tc.MCPCalls, tc.Steps, tc.MaxSeats, tc.Return, tc.Errors)
+		if want := append(agents.ToolNames(agents.ToolDefs()), "observe"); !slices.Equal(tc.Before, want) {
+			t.Fatalf("list_tools before reset %v, want every action's and observe, %v (no --openenv-world)", tc.Before, want)
+		}
+		w, err := worlds.Shipped(ep.world)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := append(agents.ToolNames(agents.ToolDefsFor(w)), "observe"); !slices.Equal(tc.Tools, want) || !slices.Equal(tc.MCPTools, want) {
+			t.Fatalf("list_tools %v and tools/list %v, want %s's %v", tc.Tools, tc.MCPTools, ep.world, want)
+		}
+		if fmt.Sprint(tc.Errors) != "[tool_not_found invalid_args -32601]" {
+			t.Fatalf("errors %v, want tool_not_found, invalid_args and -32601", tc.Errors)
+		}
+		if tc.Status != "finished" || tc.Score == nil || math.Abs(*tc.Score-tc.Return) > 1e-6 || tc.MCPCalls == 0 || tc.Steps == 0 || tc.Steps > tc.Calls {
+			t.Fatalf("tool-calling episode %+v: want finished, some calls over mcp, a return equal to its score", tc)
+		}
+		if i == 1 && (len(tc.Seats) < 2 || tc.MaxSeats < 2 || tc.Steps >= tc.Calls) {
+			t.Fatalf("every seat remote: seats %v, at most %d asked at once, %d steps for %d calls: want several seats asked together, their calls sent in fewer steps",
+				tc.Seats, tc.MaxSeats, tc.Steps, tc.Calls)
+		}
+		played = append(played, openenvPlayed{Session: tc.Session, Return: tc.Return}) // corpsim score checks it below
 	}
-	if err := json.Unmarshal(runNode("tools", ws, srv.token, "startup", "7", "greedy,bob=remote"), &tc); err != nil {
-		t.Fatalf("tools: %v", err)
-	}
-	t.Logf("tool calling: %d calls (%d over mcp), return %.2f, errors %v", tc.Calls, tc.MCPCalls, tc.Return, tc.Errors)
-	if want := append(agents.ToolNames(agents.ToolDefs()), "observe"); !slices.Equal(tc.Before, want) {
-		t.Fatalf("list_tools before reset %v, want every action's and observe, %v (no --openenv-world)", tc.Before, want)
-	}
-	if want := append(slices.Clip(played[0].Tools), "observe"); !slices.Equal(tc.Tools, want) || !slices.Equal(tc.MCPTools, want) {
-		t.Fatalf("list_tools %v and tools/list %v, want startup's %v", tc.Tools, tc.MCPTools, want)
-	}
-	if fmt.Sprint(tc.Errors) != "[tool_not_found invalid_args -32601]" {
-		t.Fatalf("errors %v, want tool_not_found, invalid_args and -32601", tc.Errors)
-	}
-	if tc.Status != "finished" || tc.Score == nil || math.Abs(*tc.Score-tc.Return) > 1e-6 || tc.MCPCalls == 0 || tc.Steps != tc.Calls {
-		t.Fatalf("tool-calling episode %+v: want finished, some calls over mcp, every call a step, a return equal to its score", tc)
-	}
-	played = append(played, openenvPlayed{Session: tc.Session, Return: tc.Return}) // corpsim score checks it below
 
 	// What `openenv validate http://ADDR/openenv` asks of a running server
 	// beyond /health, /metadata and /schema: an OpenAPI document of the 1.x

@@ -92,28 +92,34 @@
 //
 // list_tools lists the episode's world's actions (before any reset,
 // Config.DefaultWorld's, or without it every action's) and observe; it
-// needs no reset and is not a step. observe shows the waiting turn again
-// without answering it, or waits for the next when none waits:
-// MCPToolClient reads reset's observation as a tool list ("tools"), so a
-// tool-calling client sees its first turn by observe. call_tool answers the waiting turn of the
-// connection's one asked seat ("member" names it when several are asked)
+// needs no reset, is not a step and reports no reward. observe shows the
+// turns waiting now without answering them, or waits for the next when
+// none waits, and after the end shows the end: MCPToolClient reads
+// reset's observation as a tool list ("tools"), so a tool-calling client
+// sees its first turn by observe. call_tool answers one asked seat's turn
 // with the one action its tool makes, as agents.ActionFromToolCall reads
-// it; its "result" is the observation that followed, its reward and done
-// the step's. A call that cannot be that action sends nothing and answers
-// "error" (OpenEnv's ToolError): tool_not_found, invalid_args (bad
-// arguments, a seat not asked), or execution_error when no turn waits —
-// then wait or observe waits for the next turn. The engine's verdict on an action
-// that was sent, a rejection included, is in the next observation, as for
-// every transport.
+// it: the seat "member" names, or the first one whose turn has no call
+// yet (MCPToolClient's CallToolAction has no member). A step answers
+// every turn shown, so while other asked seats wait the call is kept and
+// answers their observation ("result" shows only them), with no reward and
+// no step; the call of the last sends them all and its "result" is the
+// observation that followed, its reward and done the step's (a plain
+// step sends the calls kept for the turns it does not answer). A call
+// that cannot be that action sends nothing and answers "error" (OpenEnv's
+// ToolError): tool_not_found, invalid_args (bad arguments, a seat not
+// asked or answered already), or execution_error when no turn waits —
+// then wait or observe waits for the next turn. The engine's verdict on
+// an action that was sent, a rejection included, is in the next
+// observation, as for every transport.
 //
 // An "mcp" frame carries MCP's JSON-RPC 2.0 (tools/list with inputSchema,
 // tools/call with the same "member"), answered {"type":"mcp","data":
 // {jsonrpc response}}: a call's result is MCP's CallToolResult, the
 // observation that followed as structuredContent and as JSON text,
 // isError for a call that cannot be an action. Its reward is reported
-// with the connection's next observation frame (a step's, list_tools'
-// included), so that the rewards still add up to the score. Other methods
-// are -32601; a malformed request -32600.
+// with the connection's next step or call (observe's, after the end too),
+// so that the rewards still add up to the score. Other methods are
+// -32601; a malformed request -32600.
 //
 // state's data has "episode_id" (the session ID, null before the first
 // reset) and "step_count" (the episode's steps), and "done", "status",

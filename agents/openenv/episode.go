@@ -256,8 +256,10 @@ type episode struct {
 	// tools, decoded once a tool action needs them (tools.go).
 	rawTools json.RawMessage
 	tools    []agents.Tool
-	// last is the last observation shown, its reward reported (observe).
-	last obsFrame
+	// last is the last observation shown, its reward reported (observe);
+	// queued, the tool calls made of its turns so far (tools.go).
+	last   obsFrame
+	queued map[string][]org.Action
 }
 
 // handle answers one frame. quit is true for close.
@@ -417,6 +419,16 @@ func (e *episode) step(ctx context.Context, data []byte) (any, error) {
 	if e.done {
 		return nil, errorf(CodeSession, http.StatusConflict, "episode %s has ended (%s): send reset for another", e.session, e.status)
 	}
+	for _, m := range slices.Sorted(maps.Keys(e.queued)) {
+		// Turns answered by tool calls go with the step, unless it answers them too.
+		if _, ok := req.Actions[m]; !ok {
+			if req.Actions == nil {
+				req.Actions = map[string][]org.Action{}
+			}
+			req.Actions[m] = e.queued[m]
+		}
+	}
+	e.queued = nil
 	sr, err := e.srv.ops.Step(ctx, e.session, req, e.srv.cfg.StepWait)
 	if err != nil {
 		return nil, e.stepFailed(err)

@@ -3,6 +3,7 @@ package openenv
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -80,6 +81,65 @@ func FuzzHandleFrame(f *testing.F) {
 			var d errData
 			if err := json.Unmarshal(r.Data, &d); err != nil || d.Code == "" || d.Message == "" {
 				t.Fatalf("%q: an error without a code or a message: %s", frame, out)
+			}
+		}
+	})
+}
+
+// FuzzFrameSequence: a sequence of frames (one a line) on a connection
+// whose two seats are asked at once: every frame is answered with a frame
+// of a known type, nothing panics, and the rewards the observation frames
+// report never exceed what the steps brought (every reward is reported at
+// most once; the tests of each route check it is reported at all).
+func FuzzFrameSequence(f *testing.F) {
+	for _, seed := range []string{
+		"{\"type\":\"reset\",\"data\":{\"world\":\"startup\"}}\n{\"type\":\"step\",\"data\":{\"type\":\"call_tool\",\"tool_name\":\"wait\",\"arguments\":{}}}\n{\"type\":\"step\",\"data\":{\"type\":\"call_tool\",\"tool_name\":\"wait\"}}",
+		"{\"type\":\"reset\",\"data\":{\"world\":\"startup\"}}\n{\"type\":\"mcp\",\"data\":{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"name\":\"wait\",\"member\":\"carol\"},\"id\":1}}\n{\"type\":\"step\",\"data\":{\"actions\":{}}}\n{\"type\":\"step\",\"data\":{\"type\":\"call_tool\",\"tool_name\":\"observe\"}}",
+		"{\"type\":\"reset\",\"data\":{\"world\":\"startup\"}}\n{\"type\":\"step\",\"data\":{\"type\":\"list_tools\"}}\n{\"type\":\"state\"}\n{\"type\":\"reset\",\"data\":{}}\n{\"type\":\"step\",\"data\":{\"type\":\"call_tool\",\"tool_name\":\"observe\"}}",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, frames string) {
+		fake := newFake("bob", "carol")
+		fake.tools = `[{"type":"function","function":{"name":"wait"}},{"type":"function","function":{"name":"claim"}}]`
+		for i := range 6 {
+			fake.script = append(fake.script, httpgw.StepReply{Observations: obsOf(), Rewards: 1})
+			if i%2 == 0 {
+				fake.script[i].Observations = obsOf("bob", "carol")
+			}
+		}
+		s := New(fake, Config{Logger: hclog.NewNullLogger()})
+		defer s.Close()
+		e := &episode{srv: s}
+		reported := 0.0
+		for i, frame := range strings.SplitN(frames, "\n", 12) {
+			if i == 11 {
+				break
+			}
+			out, quit := e.handle(context.Background(), []byte(frame))
+			if quit {
+				return
+			}
+			var r struct {
+				Type string `json:"type"`
+				Data struct {
+					Reward *float64 `json:"reward"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(out, &r); err != nil {
+				t.Fatalf("%q: the reply %s is not JSON: %v", frame, out, err)
+			}
+			switch r.Type {
+			case "observation", "state", "error", "mcp":
+			default:
+				t.Fatalf("%q: a reply of type %q", frame, r.Type)
+			}
+			if r.Type == "observation" && r.Data.Reward != nil {
+				reported += *r.Data.Reward
+			}
+			_, _, steps := fake.snapshot()
+			if given := float64(min(len(steps), len(fake.script))); reported > given+1e-9 {
+				t.Fatalf("after %q: observation frames reported %v of rewards, the %d steps brought %v", frame, reported, len(steps), given)
 			}
 		}
 	})

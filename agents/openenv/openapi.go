@@ -84,14 +84,21 @@ var openapiJSON = sync.OnceValue(func() []byte {
 	}
 	rpc := map[string]any{
 		"type":        "object",
-		"description": "JSON-RPC 2.0",
+		"description": "JSON-RPC 2.0: a request (method) or a response (result or error)",
+		"required":    []string{"jsonrpc"},
+		"oneOf": []any{
+			map[string]any{"required": []string{"method"}, "not": map[string]any{"anyOf": []any{map[string]any{"required": []string{"result"}}, map[string]any{"required": []string{"error"}}}}},
+			map[string]any{"required": []string{"id", "result"}, "not": map[string]any{"required": []string{"error"}}},
+			map[string]any{"required": []string{"id", "error"}, "not": map[string]any{"required": []string{"result"}}},
+		},
+		"additionalProperties": false,
 		"properties": map[string]any{
 			"jsonrpc": map[string]any{"const": "2.0"},
 			"method":  map[string]any{"type": "string"},
 			"params":  map[string]any{"type": "object"},
 			"id":      map[string]any{"type": []string{"string", "integer", "null"}},
 			"result":  map[string]any{},
-			"error": map[string]any{"type": "object", "properties": map[string]any{
+			"error": map[string]any{"type": "object", "required": []string{"code", "message"}, "properties": map[string]any{
 				"code": map[string]any{"type": "integer"}, "message": map[string]any{"type": "string"}}},
 		},
 	}

@@ -149,6 +149,12 @@ func TestOpenAPIDocument(t *testing.T) {
 	b, _ = io.ReadAll(res.Body)
 	res.Body.Close()
 	fits("JSONRPC", string(b))
+	fits("JSONRPC", `{"jsonrpc":"2.0","method":"tools/list","id":1}`)
+	for _, bad := range []string{`{}`, `{"jsonrpc":"2.0","id":1}`, `{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}`, `{"jsonrpc":"2.0","id":1,"result":{},"x":1}`} {
+		if err := validate(t, compiled["JSONRPC"], bad); err == nil {
+			t.Fatalf("the JSONRPC schema takes %s", bad)
+		}
+	}
 }
 
 // TestHTTPState: GET /openenv/state without episode_id is a fresh

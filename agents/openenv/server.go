@@ -631,12 +631,17 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
+// maxMCPBody bounds a request to POST /openenv/mcp.
+const maxMCPBody = 64 << 10
+
 // handleMCP answers POST /openenv/mcp, OpenEnv's production-mode JSON-RPC
 // route, with the tools a session there would have (tools/list). Its
 // calls, which need a seat's turn, are answered where a connection holds
 // one: /ws (call_tool steps, "mcp" frames) and corpsim's own /mcp.
 func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.rawBody(w, r) // JSON-RPC answers a body that is not JSON itself
+	// Open to all, and it answers tools/list alone: a small body. JSON-RPC
+	// answers a body that is not JSON itself.
+	body, ok := s.rawBody(w, r, min(maxMCPBody, s.cfg.MaxMessageBytes))
 	if !ok {
 		return
 	}
@@ -666,7 +671,7 @@ func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request) {
 
 // body reads a stateless request's body within MaxMessageBytes.
 func (s *Server) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	b, ok := s.rawBody(w, r)
+	b, ok := s.rawBody(w, r, s.cfg.MaxMessageBytes)
 	if ok && len(bytes.TrimSpace(b)) > 0 && !json.Valid(b) {
 		s.fail(w, errorf(CodeInvalidJSON, http.StatusBadRequest, "the request body is not JSON"))
 		return nil, false
@@ -674,14 +679,14 @@ func (s *Server) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	return b, ok
 }
 
-// rawBody reads a request's body within MaxMessageBytes, whatever it holds.
-func (s *Server) rawBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes))
+// rawBody reads a request's body within limit bytes, whatever it holds.
+func (s *Server) rawBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			w.Header().Set("Connection", "close")
-			s.fail(w, errorf(CodeValidation, http.StatusRequestEntityTooLarge, "request body is over this server's limit of %d bytes", s.cfg.MaxMessageBytes))
+			s.fail(w, errorf(CodeValidation, http.StatusRequestEntityTooLarge, "request body is over this route's limit of %d bytes", limit))
 		} else {
 			s.fail(w, errorf(CodeValidation, http.StatusBadRequest, "reading the request body: %v", err))
 		}

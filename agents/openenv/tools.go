@@ -209,11 +209,9 @@ func (e *episode) toolStep(ctx context.Context, data []byte) (any, error) {
 			id := e.session
 			obs.EpisodeID = &id
 		}
-		// Its reward is what no observation reported yet (an "mcp"
-		// frame's calls), so that the rewards still add up to the score.
-		out := toolFrame[toolsObservation]{Type: "observation", Data: toolData[toolsObservation]{Observation: obs, Reward: e.pending, Done: e.done}}
-		e.pending = 0
-		return out, nil
+		// No reward: MCPToolClient.list_tools drops it (pending waits
+		// for the next call or step).
+		return toolFrame[toolsObservation]{Type: "observation", Data: toolData[toolsObservation]{Observation: obs, Done: e.done}}, nil
 	}
 	obs, reward, terr, err := e.call(ctx, a.ToolName, a.Arguments, a.Member)
 	if err != nil {
@@ -228,24 +226,29 @@ func (e *episode) toolStep(ctx context.Context, data []byte) (any, error) {
 	return out, nil
 }
 
-// call answers one seat's turn with the action a tool call makes, and
-// returns the observation that followed and its reward (the episode's
-// pending rewards included). A call that cannot be an action — an unknown
-// tool, bad arguments, a seat not asked — is a tool error and sends
-// nothing: the turn still waits. An episode that is missing or has ended
-// is a protocol error, as for any step.
+// call answers one seat's turn with the action a tool call makes. A step
+// answers every turn the last observation showed, so when several seats
+// were asked the calls are kept, by seat, until each has one: a call
+// before then returns the seats still waiting, with no reward and no step;
+// the last sends them together and returns the observation that followed
+// and its reward (with the episode's pending rewards). A call names its
+// seat with member, or takes the first one still waiting. A call that
+// cannot be an action — an unknown tool, bad arguments, a seat not asked
+// or answered already — is a tool error and sends nothing. An episode that
+// is missing or has ended is a protocol error, as for any step (observe
+// still shows the end, and the rewards not reported yet).
 func (e *episode) call(ctx context.Context, name string, args json.RawMessage, member string) (obsFrame, float64, *toolError, error) {
 	if e.session == "" {
 		return obsFrame{}, 0, nil, errorf(CodeSession, http.StatusConflict, "no episode on this connection: send reset first")
-	}
-	if e.done {
-		return obsFrame{}, 0, nil, errorf(CodeSession, http.StatusConflict, "episode %s has ended (%s): send reset for another", e.session, e.status)
 	}
 	if bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
 		args = nil
 	}
 	if name == observeTool {
 		return e.observeCall(ctx, args)
+	}
+	if e.done {
+		return obsFrame{}, 0, nil, errorf(CodeSession, http.StatusConflict, "episode %s has ended (%s): send reset for another", e.session, e.status)
 	}
 	offered := agents.ToolNames(e.listed())
 	if !slices.Contains(offered, name) {
@@ -258,22 +261,30 @@ func (e *episode) call(ctx context.Context, name string, args json.RawMessage, m
 	if member != "" && !slices.Contains(e.seats, member) {
 		return obsFrame{}, 0, &toolError{toolInvalid, fmt.Sprintf("%q is not a seat of this episode (seats: %s)", clip(member), strings.Join(e.seats, ", "))}, nil
 	}
+	waiting := e.waiting()
 	var req httpgw.StepRequest
 	switch {
 	case len(e.asked) == 0 && act.Type == org.ActWait:
 		// No turn waits (the last step's wait ran out): wait answers
 		// nothing and waits for the next turn.
 	case len(e.asked) == 0:
-		return obsFrame{}, 0, &toolError{toolExecution, "no turn of this connection's seats waits now (the last observation asked none), so nothing was done: call wait to wait for the next"}, nil
+		return obsFrame{}, 0, &toolError{toolExecution, "no turn of this connection's seats waits now (the last observation asked none), so nothing was done: call wait or observe to wait for the next"}, nil
 	case member != "" && !slices.Contains(e.asked, member):
 		return obsFrame{}, 0, &toolError{toolInvalid, fmt.Sprintf("%s is not asked to decide now (asked: %s)", member, strings.Join(e.asked, ", "))}, nil
-	case member == "" && len(e.asked) > 1:
-		return obsFrame{}, 0, &toolError{toolInvalid, fmt.Sprintf(`%d seats are asked now (%s): name the one this call is for with "member"`, len(e.asked), strings.Join(e.asked, ", "))}, nil
+	case member != "" && !slices.Contains(waiting, member):
+		return obsFrame{}, 0, &toolError{toolInvalid, fmt.Sprintf("%s's turn has its call already; the step goes once %s have theirs", member, strings.Join(waiting, ", "))}, nil
 	default:
 		if member == "" {
-			member = e.asked[0]
+			member = waiting[0]
 		}
-		req.Actions = map[string][]org.Action{member: {act}}
+		if e.queued == nil {
+			e.queued = map[string][]org.Action{}
+		}
+		e.queued[member] = []org.Action{act}
+		if len(e.queued) < len(e.asked) {
+			return e.waitingFrame(), 0, nil, nil
+		}
+		req.Actions, e.queued = e.queued, nil
 	}
 	sr, err := e.srv.ops.Step(ctx, e.session, req, e.srv.cfg.StepWait)
 	if err != nil {
@@ -289,8 +300,35 @@ func (e *episode) call(ctx context.Context, name string, args json.RawMessage, m
 	return obs, reward, nil, nil
 }
 
-// observeCall answers observe: the last observation again (reward: what
-// no observation reported yet), or, when it asked no seat, the next one.
+// waiting returns the asked seats whose turn has no call yet, in order.
+func (e *episode) waiting() []string {
+	out := make([]string, 0, len(e.asked))
+	for _, m := range e.asked {
+		if _, ok := e.queued[m]; !ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// waitingFrame is the last observation with the seats whose turn has a
+// call left out, and no reward.
+func (e *episode) waitingFrame() obsFrame {
+	f := e.last
+	f.Data.Reward = 0
+	if len(e.queued) > 0 {
+		seats := make(map[string]json.RawMessage, len(f.Data.Observation.Seats))
+		for _, m := range e.waiting() {
+			seats[m] = f.Data.Observation.Seats[m]
+		}
+		f.Data.Observation.Seats = seats
+	}
+	return f
+}
+
+// observeCall answers observe: the seats waiting now again (reward: what
+// no observation reported yet), or, when none was asked, the next turns.
+// After the end it shows the end.
 func (e *episode) observeCall(ctx context.Context, args json.RawMessage) (obsFrame, float64, *toolError, error) {
 	if a := bytes.TrimSpace(args); len(a) > 0 {
 		var m map[string]json.RawMessage
@@ -298,7 +336,7 @@ func (e *episode) observeCall(ctx context.Context, args json.RawMessage) (obsFra
 			return obsFrame{}, 0, &toolError{toolInvalid, "observe takes no arguments"}, nil
 		}
 	}
-	if len(e.asked) == 0 {
+	if len(e.asked) == 0 && !e.done {
 		sr, err := e.srv.ops.Step(ctx, e.session, httpgw.StepRequest{}, e.srv.cfg.StepWait)
 		if err != nil {
 			return obsFrame{}, 0, nil, e.stepFailed(err)
@@ -309,7 +347,7 @@ func (e *episode) observeCall(ctx context.Context, args json.RawMessage) (obsFra
 	}
 	reward := e.last.Data.Reward + e.pending
 	e.last.Data.Reward, e.pending = 0, 0 // reported now
-	return e.last, reward, nil, nil
+	return e.waitingFrame(), reward, nil, nil
 }
 
 // stepFailed maps a failed step's error, noting a session that is gone.
@@ -362,11 +400,12 @@ type (
 func (e *episode) mcp(ctx context.Context, data []byte) any {
 	var req rpcRequest
 	out := mcpFrame{Type: "mcp", Data: rpcResponse{JSONRPC: jsonrpcVersion, ID: json.RawMessage("null")}}
-	fail := func(code int, format string, args ...any) any {
+	failAs := func(label string, code int, format string, args ...any) any {
 		out.Data.Error = &rpcError{Code: code, Message: fmt.Sprintf(format, args...)}
-		e.srv.rec.Failed(CodeValidation)
+		e.srv.rec.Failed(label)
 		return out
 	}
+	fail := func(code int, format string, args ...any) any { return failAs(CodeValidation, code, format, args...) }
 	dec := json.NewDecoder(bytes.NewReader(bytes.TrimSpace(data)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -398,9 +437,9 @@ func (e *episode) mcp(ctx context.Context, data []byte) any {
 		if err != nil {
 			var pe *protoError
 			if !errors.As(err, &pe) {
-				pe = &protoError{msg: err.Error()}
+				pe = &protoError{code: CodeExecution, msg: err.Error()}
 			}
-			return fail(rpcServerError, "%s", pe.msg)
+			return failAs(pe.code, rpcServerError, "%s", pe.msg)
 		}
 		if terr != nil {
 			out.Data.Result = callResult{Content: []textContent{{"text", terr.Message}}, IsError: true}

@@ -165,7 +165,6 @@ func TestCallTool(t *testing.T) {
 		{"a tool the world lacks", `{"type":"call_tool","tool_name":"approve","arguments":{"request":"r1"}}`, toolNotFound, "unknown tool"},
 		{"a missing argument", `{"type":"call_tool","tool_name":"claim","arguments":{}}`, toolInvalid, `"task"`},
 		{"an unknown argument", `{"type":"call_tool","tool_name":"claim","arguments":{"task":"a","speed":2}}`, toolInvalid, "speed"},
-		{"two seats asked, none named", `{"type":"call_tool","tool_name":"claim","arguments":{"task":"a"}}`, toolInvalid, "bob, carol"},
 		{"a member not of the episode", `{"type":"call_tool","tool_name":"claim","arguments":{"task":"a"},"member":"zed"}`, toolInvalid, "not a seat"},
 	} {
 		r := sendTool(t, e, `{"type":"step","data":`+tc.data+`}`)
@@ -189,19 +188,36 @@ func TestCallTool(t *testing.T) {
 	}
 
 	total := 1.0 // observe's
-	r = sendTool(t, e, `{"type":"step","data":{"type":"call_tool","tool_name":"claim","arguments":{"task":"api"},"member":"carol"}}`)
+	// Two seats asked: the first call is kept for the first seat waiting
+	// and shows the other; the second, for carol, sends both.
+	r = sendTool(t, e, `{"type":"step","data":{"type":"call_tool","tool_name":"claim","arguments":{"task":"api"}}}`)
 	o := r.Data.Observation
-	if r.Type != "observation" || o == nil || o.ToolName != "claim" || o.Error != nil || o.Result == nil || r.Data.Reward == nil {
-		t.Fatalf("call_tool claim: %+v", r)
+	var res observation
+	if r.Type != "observation" || o == nil || o.ToolName != "claim" || o.Error != nil || o.Result == nil || *r.Data.Reward != 0 ||
+		json.Unmarshal(*o.Result, &res) != nil || len(res.Seats) != 1 || res.Seats["carol"] == nil {
+		t.Fatalf("the first of two seats' calls: %+v, want carol still waiting, no reward", r)
+	}
+	if n := len(steps()) - before; n != 0 {
+		t.Fatalf("a call with a seat still waiting sent %d steps", n)
+	}
+	r = sendTool(t, e, `{"type":"step","data":{"type":"call_tool","tool_name":"claim","arguments":{"task":"b"},"member":"bob"}}`)
+	if o := r.Data.Observation; o.Error == nil || o.Error.Type != toolInvalid || !strings.Contains(o.Error.Message, "carol") {
+		t.Fatalf("a second call for bob's turn: %+v, want invalid_args naming carol, who still waits", r)
+	}
+	r = sendTool(t, e, `{"type":"step","data":{"type":"call_tool","tool_name":"work","arguments":{"task":"api"},"member":"carol"}}`)
+	o = r.Data.Observation
+	if r.Type != "observation" || o == nil || o.ToolName != "work" || o.Error != nil || o.Result == nil || r.Data.Reward == nil {
+		t.Fatalf("call_tool work: %+v", r)
 	}
 	total += *r.Data.Reward
-	var res observation
+	res = observation{}
 	if err := json.Unmarshal(*o.Result, &res); err != nil || res.EpisodeID != "s1" || len(res.Seats) != 1 || res.Seats["bob"] == nil {
 		t.Fatalf("the call's result %s (%v): want the next observation, bob asked", *o.Result, err)
 	}
 	st := steps()
-	if got := st[len(st)-1].Actions; len(got) != 1 || !slices.Equal(got["carol"], []org.Action{{Type: "claim", Task: "api"}}) {
-		t.Fatalf("the call sent %+v, want carol's claim of api alone", got)
+	if got := st[len(st)-1].Actions; len(st) != before+1 || len(got) != 2 || !slices.Equal(got["bob"], []org.Action{{Type: "claim", Task: "api"}}) ||
+		!slices.Equal(got["carol"], []org.Action{{Type: "work", Task: "api"}}) {
+		t.Fatalf("the calls sent %+v in %d steps, want bob's claim and carol's work in one", got, len(st)-before)
 	}
 
 	// One seat asked: a call needs no member. Then none asked: a call other
@@ -234,7 +250,7 @@ func TestCallTool(t *testing.T) {
 		t.Fatalf("call_tool after the end: %+v, want SESSION_ERROR", r)
 	}
 	if rs, _ := send(t, e, `{"type":"state"}`); rs.Data.StepCount != 4 {
-		t.Fatalf("state counts %d steps, want the 4 calls that stepped", rs.Data.StepCount)
+		t.Fatalf("state counts %d steps, want the 4 that the calls made", rs.Data.StepCount)
 	}
 }
 
@@ -301,10 +317,25 @@ func TestMCPFrames(t *testing.T) {
 	if err := json.Unmarshal([]byte(ok.Content[0].Text), &text); err != nil || text.EpisodeID != "s1" {
 		t.Fatalf("tools/call's text %q is not the observation's JSON: %v", ok.Content[0].Text, err)
 	}
-	// The call's reward (2) goes with the next observation frame.
-	rs := sendTool(t, e, `{"type":"step","data":{"type":"call_tool","tool_name":"wait","arguments":{}}}`)
-	if rs.Data.Reward == nil || *rs.Data.Reward != 3 || !rs.Data.Done {
-		t.Fatalf("the step after an mcp call: %+v, want its reward 1 and the call's 2, done", rs.Data)
+	// The call's reward (2) and the next's (1), which ends the episode,
+	// wait for the next observation frame: list_tools takes none, a step
+	// after the end is refused, observe shows the end with them.
+	r = sendTool(t, e, `{"type":"mcp","data":{"jsonrpc":"2.0","method":"tools/call","params":{"name":"wait","arguments":{}},"id":4}}`)
+	if err := json.Unmarshal(r.Data.Result, &ok); err != nil || ok.IsError || ok.StructuredContent.Status != "finished" || ok.StructuredContent.Score == nil {
+		t.Fatalf("the last tools/call: %s (%v), want the end with its score", r.Data.Result, err)
+	}
+	if r := sendTool(t, e, `{"type":"step","data":{"type":"list_tools"}}`); *r.Data.Reward != 0 || !r.Data.Done {
+		t.Fatalf("list_tools after the end: %+v, want reward 0 and done", r.Data)
+	}
+	if r, _ := send(t, e, `{"type":"step","data":{"actions":{}}}`); r.Data.Code != CodeSession {
+		t.Fatalf("a step after the end: %+v, want SESSION_ERROR", r)
+	}
+	rs := sendTool(t, e, `{"type":"step","data":{"type":"call_tool","tool_name":"observe"}}`)
+	if rs.Data.Reward == nil || *rs.Data.Reward != 3 || !rs.Data.Done || rs.Data.Observation.Error != nil {
+		t.Fatalf("observe after an mcp call ended the episode: %+v, want the calls' 2 and 1, done", rs.Data)
+	}
+	if rs := sendTool(t, e, `{"type":"step","data":{"type":"call_tool","tool_name":"observe"}}`); *rs.Data.Reward != 0 {
+		t.Fatalf("observe again: %+v, want reward 0 (reported once)", rs.Data)
 	}
 }
 
@@ -329,5 +360,27 @@ func TestObserveWaits(t *testing.T) {
 	_, _, st := f.snapshot()
 	if len(st) != 3 || st[2].Actions != nil {
 		t.Fatalf("steps %+v, want reset's, wait's and one answering nothing", st)
+	}
+}
+
+// TestStepTakesQueuedCalls: a plain step sends the tool calls already made
+// of the turns it does not answer itself.
+func TestStepTakesQueuedCalls(t *testing.T) {
+	f := newFake("bob", "carol")
+	f.tools = toolsJSON(t, "claim", "wait")
+	f.script = []httpgw.StepReply{{Observations: obsOf("bob", "carol")}, {Observations: obsOf("bob")}}
+	e := &episode{srv: newTestServer(t, f, Config{})}
+	send(t, e, `{"type":"reset","data":{"world":"startup"}}`)
+	sendTool(t, e, `{"type":"step","data":{"type":"call_tool","tool_name":"claim","arguments":{"task":"api"}}}`)
+	if r, _ := send(t, e, `{"type":"step","data":{"actions":{"carol":[{"type":"wait"}]}}}`); r.Type != "observation" {
+		t.Fatalf("step: %+v", r)
+	}
+	_, _, st := f.snapshot()
+	got := st[len(st)-1].Actions
+	if len(st) != 2 || !slices.Equal(got["bob"], []org.Action{{Type: "claim", Task: "api"}}) || !slices.Equal(got["carol"], []org.Action{{Type: "wait"}}) {
+		t.Fatalf("the step sent %+v, want bob's call and carol's wait", got)
+	}
+	if len(e.queued) != 0 {
+		t.Fatalf("calls %v still kept after the step sent them", e.queued)
 	}
 }

@@ -6,7 +6,7 @@
 //   node openenv_episode.js abrupt  WS_URL TOKEN WORLD SEED AGENTS
 //   node openenv_episode.js hold    WS_URL TOKEN WORLD SEED AGENTS
 //   node openenv_episode.js stateless HTTP_URL TOKEN WORLD SEED AGENTS
-//   node openenv_episode.js tools   WS_URL TOKEN WORLD SEED AGENTS   (AGENTS: one seat remote)
+//   node openenv_episode.js tools   WS_URL TOKEN WORLD SEED AGENTS   (AGENTS "": every seat remote)
 //
 // play: misbehaves first (a frame that is not JSON, an unknown type, a step
 // before reset, a malformed step, a frame over MAX_MESSAGE bytes), checks
@@ -20,10 +20,12 @@
 // abrupt: resets, steps once, and drops the TCP connection without a close
 // frame.
 // tools: plays as OpenEnv's MCPToolClient does (openenv.core.mcp_client):
-// list_tools before and after reset, observe, then one call_tool a turn — the first
-// action the policy above chooses — every third one as MCP's tools/call in
-// an "mcp" frame instead; a bad tool, bad arguments and an unknown MCP
-// method first. Its return sums every observation frame's reward.
+// list_tools before and after reset, observe, then one call_tool a turn
+// naming no seat — the first action the policy above chooses for the first
+// seat shown — every third one as MCP's tools/call in an "mcp" frame
+// instead; a bad tool, bad arguments and an unknown MCP method first. Its
+// return sums the rewards of reset, observe and the call_tool steps (not
+// list_tools', which MCPToolClient drops), and observe's after the end.
 const WebSocket = require("ws");
 
 function decide(o) {
@@ -186,22 +188,21 @@ async function tools(url, token, world, seed, agents) {
   let r = await c.send({ type: "step", data: { type: "list_tools" } });
   expect(r, r.type === "observation" && r.data.observation.episode_id === null, "list_tools before reset");
   const before = r.data.observation.tools.map((t) => t.name);
-  r = expect(await c.send({ type: "reset", data: { world, seed, agents } }), true, "reset");
+  r = await c.send({ type: "reset", data: agents ? { world, seed, agents } : { world, seed } });
   expect(r, r.type === "observation", "reset");
   const session = r.data.observation.episode_id;
   let ret = r.data.reward || 0;
-  let done = r.data.done;
   // MCPToolClient reads reset's observation as a tool list ("tools"): it
   // sees the first turn by observe.
   r = await c.send({ type: "step", data: { type: "call_tool", tool_name: "observe", arguments: {} } });
   expect(r, r.type === "observation" && r.data.observation.tool_name === "observe" && r.data.observation.result.episode_id === session, "observe");
-  let obs = r.data.observation.result;
+  let obs = r.data.observation.result, done = r.data.done;
   ret += r.data.reward;
+  // list_tools' reward is not counted: MCPToolClient.list_tools drops it.
   r = await c.send({ type: "step", data: { type: "list_tools" } });
   expect(r, r.type === "observation" && r.data.observation.episode_id === session, "list_tools");
   for (const t of r.data.observation.tools) expect(t, t.input_schema && t.input_schema.type === "object", "a tool's input_schema");
   const names = r.data.observation.tools.map((t) => t.name);
-  ret += r.data.reward;
   r = await c.send({ type: "mcp", data: { jsonrpc: "2.0", method: "tools/list", params: {}, id: 1 } });
   expect(r, r.type === "mcp" && r.data.id === 1 && r.data.result, "mcp tools/list");
   const mcpNames = r.data.result.tools.map((t) => t.name);
@@ -212,34 +213,44 @@ async function tools(url, token, world, seed, agents) {
   errors.push(expect(r, r.data.observation && r.data.observation.error, "call_tool claim {}").data.observation.error.error_type);
   r = await c.send({ type: "mcp", data: { jsonrpc: "2.0", method: "resources/list", id: 2 } });
   errors.push(expect(r, r.type === "mcp" && r.data.error, "mcp resources/list").data.error.code);
-  let calls = 0, mcpCalls = 0, id = 10;
+  // One call a turn, naming no seat (MCPToolClient's CallToolAction has
+  // no such field): each answers the first seat still waiting.
+  let calls = 0, mcpCalls = 0, id = 10, lastMCP = false, maxSeats = 0;
   while (!done) {
-    if (calls > 5000) throw new Error("no end within 5000 calls");
-    const seat = Object.values(obs.seats || {})[0];
-    const { type, ...args } = seat ? decide(seat)[0] : { type: "wait" };
+    if (calls > 20000) throw new Error("no end within 20000 calls");
+    const seats = Object.values(obs.seats || {});
+    maxSeats = Math.max(maxSeats, seats.length);
+    const { type, ...args } = seats.length ? decide(seats[0])[0] : { type: "wait" };
     if (calls % 3 === 2) {
       r = await c.send({ type: "mcp", data: { jsonrpc: "2.0", method: "tools/call", params: { name: type, arguments: args }, id: id } });
       expect(r, r.type === "mcp" && r.data.id === id && r.data.result && !r.data.result.isError, "mcp tools/call " + type);
       obs = r.data.result.structuredContent;
       expect(r, JSON.stringify(JSON.parse(r.data.result.content[0].text)) === JSON.stringify(obs), "the text content is the structured content");
       done = obs.status !== undefined;
-      mcpCalls++; id++;
+      mcpCalls++; id++; lastMCP = true;
     } else {
       r = await c.send({ type: "step", data: { type: "call_tool", tool_name: type, arguments: args } });
       expect(r, r.type === "observation" && r.data.observation.tool_name === type && r.data.observation.error === null, "call_tool " + type);
       obs = r.data.observation.result;
       ret += r.data.reward;
       done = r.data.done;
+      lastMCP = false;
     }
     calls++;
   }
-  // An mcp call's reward comes with the next observation frame.
-  r = await c.send({ type: "step", data: { type: "list_tools" } });
-  ret += r.data.reward;
+  let after = 0;
+  if (lastMCP) {
+    // The reward of an mcp call comes with the next observation: after
+    // the end, observe's.
+    r = await c.send({ type: "step", data: { type: "call_tool", tool_name: "observe", arguments: {} } });
+    expect(r, r.type === "observation" && r.data.done && r.data.observation.result.status, "observe after the end");
+    ret += r.data.reward;
+    after = r.data.reward;
+  }
   const st = await c.send({ type: "state" });
   c.ws.close();
   console.log(JSON.stringify({ session, return: ret, score: obs.score, status: obs.status, calls, mcp_calls: mcpCalls,
-    steps: st.data.step_count, before, tools: names, mcp_tools: mcpNames, errors }));
+    max_seats: maxSeats, steps: st.data.step_count, seats: st.data.seats, before, tools: names, mcp_tools: mcpNames, errors, after }));
 }
 
 (async () => {
