@@ -118,7 +118,8 @@
 // observation that followed as structuredContent and as JSON text,
 // isError for a call that cannot be an action. Its reward is reported
 // with the connection's next step or call (observe's, after the end too),
-// so that the rewards still add up to the score. Other methods are
+// so that the rewards still add up to the score; a reset before that
+// leaves them with the episode it ends. Other methods are
 // -32601; a malformed request -32600.
 //
 // state's data has "episode_id" (the session ID, null before the first

@@ -393,7 +393,7 @@ func (e *episode) stop(ctx context.Context) (wait func()) {
 		return nil
 	}
 	srv, id, steps := e.srv, e.session, e.steps // e is reused for the next episode meanwhile
-	e.done, e.status = true, "stopped"
+	e.end("stopped")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -428,11 +428,11 @@ func (e *episode) step(ctx context.Context, data []byte) (any, error) {
 			req.Actions[m] = e.queued[m]
 		}
 	}
-	e.queued = nil
 	sr, err := e.srv.ops.Step(ctx, e.session, req, e.srv.cfg.StepWait)
 	if err != nil {
-		return nil, e.stepFailed(err)
+		return nil, e.stepFailed(err) // nothing was sent: the kept calls stay
 	}
+	e.queued = nil
 	e.steps++
 	e.srv.rec.Stepped()
 	obs := e.observe(sr)

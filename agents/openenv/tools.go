@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -284,12 +285,15 @@ func (e *episode) call(ctx context.Context, name string, args json.RawMessage, m
 		if len(e.queued) < len(e.asked) {
 			return e.waitingFrame(), 0, nil, nil
 		}
-		req.Actions, e.queued = e.queued, nil
+		req.Actions = maps.Clone(e.queued)
 	}
 	sr, err := e.srv.ops.Step(ctx, e.session, req, e.srv.cfg.StepWait)
 	if err != nil {
+		// Nothing was sent: the earlier calls stay kept, this one is answered by the error.
+		delete(e.queued, member)
 		return obsFrame{}, 0, nil, e.stepFailed(err)
 	}
+	e.queued = nil
 	e.steps++
 	e.srv.rec.Stepped()
 	obs := e.observe(sr)
@@ -350,10 +354,19 @@ func (e *episode) observeCall(ctx context.Context, args json.RawMessage) (obsFra
 	return e.waitingFrame(), reward, nil, nil
 }
 
+// end notes an end the gateway did not report (a stop, a session gone):
+// no turn waits any more, and observe shows the end.
+func (e *episode) end(status string) {
+	e.done, e.status, e.asked, e.queued = true, status, nil, nil
+	e.last.Type, e.last.Data.Done = "observation", true
+	e.last.Data.Observation.Seats = map[string]json.RawMessage{}
+	e.last.Data.Observation.EpisodeID, e.last.Data.Observation.Status = e.session, status
+}
+
 // stepFailed maps a failed step's error, noting a session that is gone.
 func (e *episode) stepFailed(err error) error {
 	if httpgw.StatusOf(err) == http.StatusNotFound {
-		e.done, e.status = true, "stopped"
+		e.end("stopped")
 	}
 	return opError("step", err, false)
 }

@@ -2,6 +2,8 @@ package openenv
 
 import (
 	"encoding/json"
+	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -382,5 +384,136 @@ func TestStepTakesQueuedCalls(t *testing.T) {
 	}
 	if len(e.queued) != 0 {
 		t.Fatalf("calls %v still kept after the step sent them", e.queued)
+	}
+}
+
+func twoSeatsAsked(t *testing.T) (*fakeOps, *episode) {
+	t.Helper()
+	f := newFake("bob", "carol")
+	f.tools = toolsJSON(t, "claim", "wait")
+	f.script = []httpgw.StepReply{{Observations: obsOf("bob", "carol")}, {Observations: obsOf("bob", "carol"), Rewards: 1}}
+	e := &episode{srv: newTestServer(t, f, Config{})}
+	send(t, e, `{"type":"reset","data":{"world":"startup"}}`)
+	return f, e
+}
+
+func (f *fakeOps) failSteps(err error) {
+	f.mu.Lock()
+	f.stepErr = err
+	f.mu.Unlock()
+}
+
+// TestCallsKeptThroughAFailedStep: a step the gateway refuses sent
+// nothing, so the calls kept before it stay kept, and a call naming no
+// seat still goes to the seat that waits (a 400 of a plain step; a 409 of
+// the call that would have sent them, whose own call is dropped).
+func TestCallsKeptThroughAFailedStep(t *testing.T) {
+	for _, tc := range []struct{ name, failing string }{
+		{"a plain step", `{"type":"step","data":{"actions":{"zed":[]}}}`},
+		{"the last call", `{"type":"step","data":{"type":"call_tool","tool_name":"wait","arguments":{}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, e := twoSeatsAsked(t)
+			sendTool(t, e, `{"type":"step","data":{"type":"call_tool","tool_name":"claim","arguments":{"task":"api"}}}`) // kept: bob's
+			f.failSteps(&httpgw.Error{Status: http.StatusConflict, Msg: "another step of the session is running"})
+			if r, _ := send(t, e, tc.failing); r.Type != "error" {
+				t.Fatalf("a refused step answered %+v", r)
+			}
+			f.failSteps(nil)
+			sendTool(t, e, `{"type":"step","data":{"type":"call_tool","tool_name":"wait","arguments":{}}}`) // carol's
+			_, _, st := f.snapshot()
+			got := st[len(st)-1].Actions
+			if !slices.Equal(got["bob"], []org.Action{{Type: "claim", Task: "api"}}) || !slices.Equal(got["carol"], []org.Action{{Type: "wait"}}) {
+				t.Fatalf("after the refused step the calls sent %+v, want bob's claim and carol's wait", got)
+			}
+		})
+	}
+}
+
+// TestObserveAfterTheSessionIsGone: once a step finds the session gone,
+// observe shows the end, not the turns that waited.
+func TestObserveAfterTheSessionIsGone(t *testing.T) {
+	f, e := twoSeatsAsked(t)
+	sendTool(t, e, `{"type":"step","data":{"type":"call_tool","tool_name":"claim","arguments":{"task":"api"}}}`)
+	f.failSteps(&httpgw.Error{Status: http.StatusNotFound, Msg: "unknown session"})
+	if r, _ := send(t, e, `{"type":"step","data":{"actions":{}}}`); r.Data.Code != CodeSession {
+		t.Fatalf("a step of a session gone: %+v, want SESSION_ERROR", r)
+	}
+	r := sendTool(t, e, `{"type":"step","data":{"type":"call_tool","tool_name":"observe"}}`)
+	var res observation
+	if o := r.Data.Observation; o == nil || o.Result == nil || json.Unmarshal(*o.Result, &res) != nil || len(res.Seats) != 0 || res.Status != "stopped" || !r.Data.Done {
+		t.Fatalf("observe after the session went: %+v, want the end (stopped), no seat", r)
+	}
+}
+
+// TestRewardsAddUpInAnyOrder: whatever frames a client sends — calls with
+// and without a seat, plain steps, observe, list_tools, mcp calls, state —
+// the rewards its observation frames report add up to what the steps
+// brought, each once, once it observes after the end.
+func TestRewardsAddUpInAnyOrder(t *testing.T) {
+	frames := []string{
+		`{"type":"step","data":{"type":"call_tool","tool_name":"wait","arguments":{}}}`,
+		`{"type":"step","data":{"type":"call_tool","tool_name":"wait","arguments":{},"member":"bob"}}`,
+		`{"type":"step","data":{"type":"call_tool","tool_name":"wait","arguments":{},"member":"carol"}}`,
+		`{"type":"step","data":{"type":"call_tool","tool_name":"observe"}}`,
+		`{"type":"step","data":{"type":"list_tools"}}`,
+		`{"type":"step","data":{"actions":{}}}`,
+		`{"type":"step","data":{"actions":{"carol":[]}}}`,
+		`{"type":"mcp","data":{"jsonrpc":"2.0","method":"tools/call","params":{"name":"wait"},"id":1}}`,
+		`{"type":"mcp","data":{"jsonrpc":"2.0","method":"tools/call","params":{"name":"wait","member":"carol"},"id":1}}`,
+		`{"type":"mcp","data":{"jsonrpc":"2.0","method":"tools/call","params":{"name":"observe"},"id":1}}`,
+		`{"type":"state"}`,
+	}
+	const observe, plainStep = 3, 5
+	for seed := range uint64(2000) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		f := newFake("bob", "carol")
+		f.tools = toolsJSON(t, "claim", "wait")
+		for i := range 8 {
+			r := httpgw.StepReply{Observations: obsOf(), Rewards: float64(i + 1)}
+			switch rng.IntN(3) {
+			case 0:
+				r.Observations = obsOf("bob", "carol")
+			case 1:
+				r.Observations = obsOf("carol")
+			}
+			f.script = append(f.script, r)
+		}
+		e := &episode{srv: New(f, Config{})}
+		reported := 0.0
+		var sent []string
+		do := func(frame string) {
+			out, _ := e.handle(t.Context(), []byte(frame))
+			var r struct {
+				Type string `json:"type"`
+				Data struct {
+					Reward *float64 `json:"reward"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(out, &r); err != nil {
+				t.Fatalf("%s: %s is not JSON", frame, out)
+			}
+			if r.Type == "observation" && r.Data.Reward != nil {
+				reported += *r.Data.Reward
+			}
+			sent = append(sent, frame+" -> "+string(out))
+		}
+		do(`{"type":"reset","data":{"world":"startup"}}`)
+		for range 14 {
+			do(frames[rng.IntN(len(frames))])
+		}
+		for i := 0; i < 20 && !e.done; i++ {
+			do(frames[plainStep])
+		}
+		do(frames[observe])
+		e.srv.Close()
+		_, _, st := f.snapshot()
+		want := 0.0
+		for i := range min(len(st), len(f.script)) {
+			want += f.script[i].Rewards
+		}
+		if reported != want || !e.done {
+			t.Fatalf("seed %d: the frames reported %v of rewards, the steps brought %v (done %v):\n%s", seed, reported, want, e.done, strings.Join(sent, "\n"))
+		}
 	}
 }
