@@ -132,11 +132,25 @@ func TestAggregateMetrics(t *testing.T) {
 type fakeMCP struct {
 	mu     sync.Mutex
 	closed []string
+	// entered, when set, gets a value as a request arrives, which then
+	// waits for hold: an MCP session it opens is opened after whatever the
+	// test does meanwhile.
+	entered, hold chan struct{}
 }
 
 func (f *fakeMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.entered != nil {
+		f.entered <- struct{}{}
+		<-f.hold
+	}
 	w.Header().Set("X-Bearer", r.Header.Get("Authorization"))
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func (f *fakeMCP) closes() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.closed)
 }
 
 func (f *fakeMCP) CloseSeat(session, member string) {
@@ -194,5 +208,50 @@ func TestMCPSessionsEndWithTheirSession(t *testing.T) {
 	}
 	if resp := mcpPost(); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("/nemo/mcp after the session was dropped: %d, want 401", resp.StatusCode)
+	}
+}
+
+// An MCP request under way while its NeMo Gym session is closed may open
+// an MCP session after the close has closed the seat's: the seat's MCP
+// sessions are closed again once that request has returned.
+func TestMCPRequestRacingClose(t *testing.T) {
+	ops := newFake()
+	mcp := &fakeMCP{entered: make(chan struct{}), hold: make(chan struct{})}
+	h := mustHarness(t, ops, nemogym.Config{IdleTimeout: time.Minute, MCP: mcp})
+	c := h.client()
+	code, body, _ := h.post(c, "seed_session", `{"member":"bob"}`)
+	var seeded struct {
+		MCP struct {
+			Headers map[string]string `json:"headers"`
+		} `json:"mcp"`
+	}
+	if code != http.StatusOK || json.Unmarshal(body, &seeded) != nil {
+		t.Fatalf("seed_session: %d %s", code, body)
+	}
+	done := make(chan int)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, h.http.URL+"/nemo/mcp", strings.NewReader(`{}`))
+		req.Header.Set(nemogym.MCPTokenHeader, seeded.MCP.Headers[nemogym.MCPTokenHeader])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	<-mcp.entered // the request is in the MCP server
+	if code, body, _ := h.post(c, "close", `{}`); code != http.StatusOK {
+		t.Fatalf("close: %d %s", code, body)
+	}
+	if got := mcp.closes(); len(got) != 1 {
+		t.Fatalf("the close closed the seat's MCP sessions %d times, want once", len(got))
+	}
+	close(mcp.hold) // the request opens its MCP session now, after the close
+	if code := <-done; code != http.StatusNoContent {
+		t.Fatalf("the racing request: %d", code)
+	}
+	if got := mcp.closes(); len(got) != 2 || got[1] != got[0] {
+		t.Fatalf("the seat's MCP sessions were closed %v; want again once the racing request returned", got)
 	}
 }
