@@ -298,6 +298,7 @@ func (g *Gateway) recount(s *session) {
 	size := s.recordSize()
 	g.endedBytes += size - s.retained
 	s.retained = size
+	g.trimEndedLocked()
 }
 
 // keepEndedLocked is keepEnded with g.mu held. A session not registered
@@ -311,6 +312,13 @@ func (g *Gateway) keepEndedLocked(s *session) {
 	s.retained = size
 	g.endedBytes += size
 	g.ended = append(g.ended, s)
+	g.trimEndedLocked()
+}
+
+// trimEndedLocked forgets the records of the sessions that ended first
+// while the records kept are over Config.RetainBytes together (the newest
+// is kept whatever its size); g.mu is held.
+func (g *Gateway) trimEndedLocked() {
 	for g.endedBytes > g.cfg.RetainBytes && len(g.ended) > 1 {
 		old := g.ended[0]
 		g.ended[0] = nil
