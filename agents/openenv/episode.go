@@ -304,10 +304,6 @@ func (e *episode) dispatch(ctx context.Context, msg []byte) (any, bool, error) {
 		out, err := e.reset(ctx, f.Data)
 		return out, false, err
 	case "step":
-		if isToolAction(f.Data) {
-			out, err := e.toolStep(ctx, f.Data) // OpenEnv's MCPToolClient (tools.go)
-			return out, false, err
-		}
 		out, err := e.step(ctx, f.Data)
 		return out, false, err
 	case "mcp":
@@ -410,6 +406,12 @@ func (e *episode) stop(ctx context.Context) (wait func()) {
 
 func (e *episode) step(ctx context.Context, data []byte) (any, error) {
 	req, err := parseStep(data)
+	if err != nil && isToolAction(data) {
+		// Not corpsim's step data, which has no "type": one of OpenEnv's
+		// MCP actions (MCPToolClient; tools.go). Looked for only here, so
+		// that a step costs no second parse.
+		return e.toolStep(ctx, data)
+	}
 	if err != nil {
 		return nil, err
 	}

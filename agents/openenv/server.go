@@ -576,11 +576,10 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, validation(`step needs "episode_id": the session that reset returned (stateless steps keep no connection)`))
 		return
 	}
-	if isToolAction(req.Action) {
-		s.fail(w, validation(`step: tool actions (list_tools, call_tool) are answered on /openenv/ws, where a connection knows the turns it was asked`))
-		return
-	}
 	sreq, err := parseStep(req.Action)
+	if err != nil && isToolAction(req.Action) {
+		err = validation(`step: tool actions (list_tools, call_tool) are answered on /openenv/ws, where a connection knows the turns it was asked`)
+	}
 	if err != nil {
 		s.fail(w, err)
 		return
