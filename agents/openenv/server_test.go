@@ -312,6 +312,7 @@ func TestStatelessRoutes(t *testing.T) {
 		{"an unknown field", `{"action":{"actions":{}},"episode_id":"s1","x":1}`, 422, CodeValidation},
 		{"a bad action", `{"action":{"actionz":{}},"episode_id":"s1"}`, 422, CodeValidation},
 		{"a bad timeout", `{"action":{"actions":{}},"episode_id":"s1","timeout_s":0}`, 422, CodeValidation},
+		{"a tool action (answered on /ws)", `{"action":{"type":"list_tools"},"episode_id":"s1"}`, 422, CodeValidation},
 		{"too large", `{"action":{"actions":{}},"episode_id":"s1","request_id":"` + strings.Repeat("x", 5000) + `"}`, 413, CodeValidation},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
