@@ -120,12 +120,7 @@ func FuzzFrameSequence(f *testing.F) {
 			if quit {
 				return
 			}
-			var r struct {
-				Type string `json:"type"`
-				Data struct {
-					Reward *float64 `json:"reward"`
-				} `json:"data"`
-			}
+			var r rewarded
 			if err := json.Unmarshal(out, &r); err != nil {
 				t.Fatalf("%q: the reply %s is not JSON: %v", frame, out, err)
 			}

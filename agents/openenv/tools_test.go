@@ -46,6 +46,14 @@ type toolReply struct {
 	} `json:"data"`
 }
 
+// rewarded is a reply frame's type and reward, if it has one.
+type rewarded struct {
+	Type string `json:"type"`
+	Data struct {
+		Reward *float64 `json:"reward"`
+	} `json:"data"`
+}
+
 func sendTool(t *testing.T, e *episode, frame string) toolReply {
 	t.Helper()
 	out, _ := e.handle(t.Context(), []byte(frame))
@@ -484,12 +492,7 @@ func TestRewardsAddUpInAnyOrder(t *testing.T) {
 		var sent []string
 		do := func(frame string) {
 			out, _ := e.handle(t.Context(), []byte(frame))
-			var r struct {
-				Type string `json:"type"`
-				Data struct {
-					Reward *float64 `json:"reward"`
-				} `json:"data"`
-			}
+			var r rewarded
 			if err := json.Unmarshal(out, &r); err != nil {
 				t.Fatalf("%s: %s is not JSON", frame, out)
 			}
