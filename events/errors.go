@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors. Errors returned by this package and by every Log
@@ -41,6 +42,20 @@ var (
 	// only its latest events (memlog.NewWindow) no longer holds.
 	ErrTrimmed = errors.New("events: events no longer kept")
 )
+
+// ForksError refuses deleting a session that forks read their first
+// events from. It unwraps to ErrBadSession.
+type ForksError struct {
+	Session string
+	Forks   []string
+}
+
+func (e *ForksError) Error() string {
+	return fmt.Sprintf("%v: session %s has forks that read their first events from it (%s): delete them first",
+		ErrBadSession, e.Session, strings.Join(e.Forks, ", "))
+}
+
+func (e *ForksError) Unwrap() error { return ErrBadSession }
 
 // reasonError is a decoding failure: it prints as ErrCorrupt followed by a
 // precise reason and unwraps to ErrCorrupt.

@@ -117,18 +117,29 @@ func EncodeMeta(m *SessionMeta) ([]byte, error) {
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
 }
 
+// MetaBody checks the length and checksum of the stored form written by
+// EncodeMeta and returns its JSON, not decoded: what DecodeMeta decodes.
+// Errors wrap ErrCorrupt.
+func MetaBody(b []byte) ([]byte, error) {
+	if len(b) < checksumLen+2 {
+		return nil, corruptf("truncated metadata: %d bytes", len(b))
+	}
+	body := b[:len(b)-checksumLen]
+	want := binary.BigEndian.Uint32(b[len(body):])
+	if got := crc32.Checksum(body, castagnoli); got != want {
+		return nil, corruptf("metadata checksum mismatch: stored %08x, computed %08x", want, got)
+	}
+	return body, nil
+}
+
 // DecodeMeta decodes the stored form written by EncodeMeta into *m,
 // replacing all of its fields. It checks the length and checksum before
 // parsing. Errors wrap ErrCorrupt; on error *m is unchanged. DecodeMeta never
 // panics.
 func DecodeMeta(b []byte, m *SessionMeta) error {
-	if len(b) < checksumLen+2 {
-		return corruptf("truncated metadata: %d bytes", len(b))
-	}
-	body := b[:len(b)-checksumLen]
-	want := binary.BigEndian.Uint32(b[len(body):])
-	if got := crc32.Checksum(body, castagnoli); got != want {
-		return corruptf("metadata checksum mismatch: stored %08x, computed %08x", want, got)
+	body, err := MetaBody(b)
+	if err != nil {
+		return err
 	}
 	var out SessionMeta
 	if err := json.Unmarshal(body, &out); err != nil {

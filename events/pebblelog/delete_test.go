@@ -3,10 +3,14 @@ package pebblelog_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/pebblelog"
@@ -86,5 +90,92 @@ func TestDeleteWithDamagedMetadata(t *testing.T) {
 	}
 	if all, err := l.Sessions(ctx); err != nil || len(all) != 0 {
 		t.Fatalf("Sessions: %v, %v; want none", all, err)
+	}
+}
+
+// BenchmarkDeleteAmongSessions: deleting one session of a store that holds
+// n others, synced. The log looks for the session's forks among every
+// session's metadata, decoding only those that name it; the baseline,
+// Pebble's own, deletes the same three key ranges in a synced batch.
+func BenchmarkDeleteAmongSessions(b *testing.B) {
+	for _, n := range []int{100, 10_000} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			l := mustOpen(b, b.TempDir(), pebblelog.Options{})
+			defer l.Close()
+			ctx := context.Background()
+			for i := range n {
+				if err := l.CreateSession(ctx, deleteMeta(fmt.Sprintf("s%05d", i), "", 0)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				id := fmt.Sprintf("d%07d", i)
+				if err := l.CreateSession(ctx, deleteMeta(id, "", 0)); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, err := l.DeleteSession(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("raw-pebble", func(b *testing.B) {
+		db := openRaw(b, b.TempDir())
+		for i := range b.N {
+			b.StopTimer()
+			key := []byte(fmt.Sprintf("m/d%07d", i))
+			if err := db.Set(key, []byte("x"), pebble.Sync); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			batch := db.NewBatch()
+			for _, p := range []string{"e/", "c/"} {
+				lo := []byte(p + string(key[2:]) + "/")
+				if err := batch.DeleteRange(lo, append(slices.Clone(lo[:len(lo)-1]), '0'), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := batch.Delete(key, nil); err != nil {
+				b.Fatal(err)
+			}
+			if err := batch.Commit(pebble.Sync); err != nil {
+				b.Fatal(err)
+			}
+			batch.Close()
+		}
+	})
+}
+
+// The forks of a session are found among sessions whose metadata names it
+// elsewhere too (an agent called like it), and only those whose parent it
+// is refuse its delete.
+func TestDeleteFindsForksAmongNamesakes(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), pebblelog.Options{NoSync: true})
+	defer l.Close()
+	ctx := context.Background()
+	namesake := deleteMeta("n", "", 0)
+	namesake.Agents = map[string]string{"p": "greedy", "alice": "p"}
+	for _, m := range []events.SessionMeta{deleteMeta("p", "", 0), namesake, deleteMeta("other", "", 0)} {
+		if err := l.CreateSession(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Append(ctx, "p", 0, mkEvents(1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CreateSession(ctx, deleteMeta("f", "p", 2)); err != nil {
+		t.Fatal(err)
+	}
+	var fe *events.ForksError
+	if _, err := l.DeleteSession(ctx, "p"); !errors.As(err, &fe) || !slices.Equal(fe.Forks, []string{"f"}) || !errors.Is(err, events.ErrBadSession) {
+		t.Fatalf("DeleteSession(p) with its fork f: %v; want a ForksError naming f alone", err)
+	}
+	for _, id := range []string{"f", "p", "n"} {
+		if _, err := l.DeleteSession(ctx, id); err != nil {
+			t.Fatalf("DeleteSession(%s): %v", id, err)
+		}
 	}
 }

@@ -747,6 +747,18 @@ func (l *Log) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
 // error of metadata it cannot read, and stops at the first error fn
 // returns; l.mu must be held.
 func (l *Log) eachMeta(fn func(id string, m events.SessionMeta, err error) error) error {
+	return l.eachMetaRaw(func(id string, v []byte, err error) error {
+		var m events.SessionMeta
+		if err == nil {
+			m, err = decodeMeta(id, v)
+		}
+		return fn(id, m, err)
+	})
+}
+
+// eachMetaRaw is eachMeta with every session's stored metadata, not
+// decoded (valid until fn returns), or the error of reading it.
+func (l *Log) eachMetaRaw(fn func(id string, v []byte, err error) error) error {
 	prefix := []byte("m/")
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
@@ -756,14 +768,11 @@ func (l *Log) eachMeta(fn func(id string, m events.SessionMeta, err error) error
 	id := ""
 	for ok := it.First(); ok; ok = it.Next() {
 		id = string(it.Key()[len(prefix):])
-		var m events.SessionMeta
 		v, err := it.ValueAndErr()
 		if err != nil {
 			err = storageErr(id, 0, err)
-		} else {
-			m, err = decodeMeta(id, v)
 		}
-		if err := fn(id, m, err); err != nil {
+		if err := fn(id, v, err); err != nil {
 			return err
 		}
 	}
@@ -1516,8 +1525,25 @@ func (l *Log) DeleteSession(ctx context.Context, id string) (int, error) {
 // forksOf returns the sessions whose parent is id, and those whose
 // metadata cannot be read (their parent is unknown); l.metaMu must be
 // held, so that no fork is created meanwhile.
+//
+// Metadata whose checksum holds and whose JSON does not hold id as a
+// string cannot name it as its parent, and is not decoded: with 10,000
+// sessions, decoding every one made each delete about 60 ms.
 func (l *Log) forksOf(id string) (forks, unknown []string, err error) {
-	err = l.eachMeta(func(child string, m events.SessionMeta, err error) error {
+	quoted := []byte(`"` + id + `"`) // a session ID needs no escaping in JSON (events.ValidSessionID)
+	err = l.eachMetaRaw(func(child string, v []byte, err error) error {
+		var m events.SessionMeta
+		if err == nil {
+			var body []byte
+			if body, err = events.MetaBody(v); err == nil && !bytes.Contains(body, quoted) {
+				return nil
+			}
+			if err == nil {
+				m, err = decodeMeta(child, v)
+			} else {
+				err = &events.CorruptError{Session: child, Key: string(metaKey(child)), Err: err}
+			}
+		}
 		var ce *events.CorruptError
 		switch {
 		case errors.As(err, &ce):

@@ -71,7 +71,11 @@ func DeleteFrom(ctx context.Context, log events.Log, ids []string, withForks boo
 	// read from: those listed always, the others with withForks. A listing
 	// that fails (metadata damaged somewhere) leaves the order given, and
 	// the log refuses what it must.
-	all, err := log.Sessions(ctx)
+	var all []events.SessionMeta
+	var err error
+	if withForks || len(ids) > 1 {
+		all, err = log.Sessions(ctx)
+	} // else one session alone: its log refuses it while forks read from it, naming them, without a listing of every session
 	if err != nil && withForks {
 		return nil, fmt.Errorf("the forks cannot be found: %w", err)
 	}
@@ -88,7 +92,7 @@ func DeleteFrom(ctx context.Context, log events.Log, ids []string, withForks boo
 		listed[id] = true
 	}
 	order := ids
-	if err == nil {
+	if err == nil && all != nil {
 		order = nil
 		seen := map[string]bool{}
 		var visit func(id string)
@@ -122,7 +126,8 @@ func DeleteFrom(ctx context.Context, log events.Log, ids []string, withForks boo
 	for _, id := range order {
 		n, err := d.DeleteSession(ctx, id)
 		if err != nil {
-			if errors.Is(err, events.ErrBadSession) && len(children[id]) > 0 {
+			var fe *events.ForksError
+			if errors.As(err, &fe) || errors.Is(err, events.ErrBadSession) && len(children[id]) > 0 {
 				err = fmt.Errorf("%w (--forks deletes them too)", err)
 			}
 			return done, err

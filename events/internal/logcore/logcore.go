@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"iter"
 	"math"
-	"strings"
 
 	"github.com/corpsim/corpsim/events"
 )
@@ -153,6 +152,5 @@ var errStop = errors.New("logcore: stop")
 // HasForks is the refusal of DeleteSession for session id, which forks
 // read their first events from (forks, sorted).
 func HasForks(id string, forks []string) error {
-	return fmt.Errorf("%w: session %s has forks that read their first events from it (%s): delete them first",
-		events.ErrBadSession, id, strings.Join(forks, ", "))
+	return &events.ForksError{Session: id, Forks: forks}
 }
