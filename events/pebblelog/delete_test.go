@@ -2,8 +2,10 @@ package pebblelog_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"strings"
 	"sync"
@@ -177,5 +179,46 @@ func TestDeleteFindsForksAmongNamesakes(t *testing.T) {
 		if _, err := l.DeleteSession(ctx, id); err != nil {
 			t.Fatalf("DeleteSession(%s): %v", id, err)
 		}
+	}
+}
+
+// A fork whose metadata is damaged in a way its checksum does not show —
+// another session's metadata under its key, or JSON that does not parse
+// stored with a good checksum — has an unknown parent: deleting the
+// session it may fork from is refused, as for any damaged metadata.
+func TestDeleteBesideDamageTheChecksumMisses(t *testing.T) {
+	withSum := func(body string) []byte {
+		return binary.BigEndian.AppendUint32([]byte(body), crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli)))
+	}
+	other, err := events.EncodeMeta(&events.SessionMeta{ID: "o", Status: events.StatusRunning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, stored := range map[string][]byte{ // order: independent subtests
+		"another session's metadata": other,
+		"bad JSON, good checksum":    withSum(`{"id":"f","parent":`),
+		"its own ID, cut short":      withSum(`{"id":"f","world":"startup"`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := mustOpen(t, t.TempDir(), pebblelog.Options{NoSync: true})
+			defer l.Close()
+			ctx := context.Background()
+			if err := l.CreateSession(ctx, deleteMeta("p", "", 0)); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Append(ctx, "p", 0, mkEvents(1, 3)); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.CreateSession(ctx, deleteMeta("f", "p", 2)); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.DB().Set(pebblelog.MetaKey("f"), stored, nil); err != nil {
+				t.Fatal(err)
+			}
+			l.ForgetCache()
+			if _, err := l.DeleteSession(ctx, "p"); !errors.Is(err, events.ErrBadSession) || !strings.Contains(err.Error(), "the metadata of f is damaged") {
+				t.Fatalf("DeleteSession(p) beside f, damaged: %v; want refused (f's parent unknown)", err)
+			}
+		})
 	}
 }
