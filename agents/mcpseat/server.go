@@ -193,10 +193,11 @@ func New(ops Ops, cfg Config) *Server {
 	return s
 }
 
-// Handler serves MCP's streamable HTTP transport at Path.
-func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }
+// Handler serves MCP's streamable HTTP transport at Path: the Server
+// itself.
+func (s *Server) Handler() http.Handler { return s }
 
-// ServeHTTP serves /mcp, as Handler does.
+// ServeHTTP serves MCP's streamable HTTP transport (at Path).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, r) }
 
 // CloseSeat closes the MCP sessions open on member's seat of session: an

@@ -245,7 +245,6 @@ type episode struct {
 	req     wire.CreateRequest // the current (or last) session's create request
 	hasReq  bool
 	seats   []string // the remote members
-	asked   []string // the remote members the last observation asked to decide
 	steps   int
 	done    bool
 	status  string
@@ -451,7 +450,6 @@ func (e *episode) observe(sr httpgw.StepReply) obsFrame {
 	if o.Seats == nil {
 		o.Seats = map[string]json.RawMessage{}
 	}
-	e.asked = slices.Sorted(maps.Keys(o.Seats))
 	if sr.Done {
 		e.done, e.status = true, sr.Status
 		o.Status, o.Score = sr.Status, sr.Score

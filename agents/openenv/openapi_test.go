@@ -212,7 +212,18 @@ func TestHTTPMCP(t *testing.T) {
 			t.Fatalf("%s: %d %+v (%v), want error %d saying %q, id %s", tc.body, res.StatusCode, r, err, tc.code, tc.says, tc.id)
 		}
 	}
-	res, err := http.Post(base+"/openenv/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","method":"tools/list","params":{},"id":1}`))
+	// Open to all, and answering tools/list alone: a body over 64 KiB is
+	// refused unread.
+	big := `{"jsonrpc":"2.0","method":"tools/list","params":{"x":"` + strings.Repeat("x", maxMCPBody) + `"},"id":1}`
+	res, err := http.Post(base+"/openenv/mcp", "application/json", strings.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a body of %d bytes: %d, want 413", len(big), res.StatusCode)
+	}
+	res, err = http.Post(base+"/openenv/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","method":"tools/list","params":{},"id":1}`))
 	if err != nil {
 		t.Fatal(err)
 	}

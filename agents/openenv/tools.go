@@ -262,16 +262,17 @@ func (e *episode) call(ctx context.Context, name string, args json.RawMessage, m
 	if member != "" && !slices.Contains(e.seats, member) {
 		return obsFrame{}, 0, &toolError{toolInvalid, fmt.Sprintf("%q is not a seat of this episode (seats: %s)", clip(member), strings.Join(e.seats, ", "))}, nil
 	}
+	asked := e.asked()
 	waiting := e.waiting()
 	var req httpgw.StepRequest
 	switch {
-	case len(e.asked) == 0 && act.Type == org.ActWait:
+	case len(asked) == 0 && act.Type == org.ActWait:
 		// No turn waits (the last step's wait ran out): wait answers
 		// nothing and waits for the next turn.
-	case len(e.asked) == 0:
+	case len(asked) == 0:
 		return obsFrame{}, 0, &toolError{toolExecution, "no turn of this connection's seats waits now (the last observation asked none), so nothing was done: call wait or observe to wait for the next"}, nil
-	case member != "" && !slices.Contains(e.asked, member):
-		return obsFrame{}, 0, &toolError{toolInvalid, fmt.Sprintf("%s is not asked to decide now (asked: %s)", member, strings.Join(e.asked, ", "))}, nil
+	case member != "" && !slices.Contains(asked, member):
+		return obsFrame{}, 0, &toolError{toolInvalid, fmt.Sprintf("%s is not asked to decide now (asked: %s)", member, strings.Join(asked, ", "))}, nil
 	case member != "" && !slices.Contains(waiting, member):
 		return obsFrame{}, 0, &toolError{toolInvalid, fmt.Sprintf("%s's turn has its call already; the step goes once %s have theirs", member, strings.Join(waiting, ", "))}, nil
 	default:
@@ -282,7 +283,7 @@ func (e *episode) call(ctx context.Context, name string, args json.RawMessage, m
 			e.queued = map[string][]org.Action{}
 		}
 		e.queued[member] = []org.Action{act}
-		if len(e.queued) < len(e.asked) {
+		if len(e.queued) < len(asked) {
 			return e.waitingFrame(), 0, nil, nil
 		}
 		req.Actions = maps.Clone(e.queued)
@@ -304,10 +305,15 @@ func (e *episode) call(ctx context.Context, name string, args json.RawMessage, m
 	return obs, reward, nil, nil
 }
 
+// asked returns the seats the last observation asked to decide, in order:
+// looked at only by the tool calls, not at every step.
+func (e *episode) asked() []string { return slices.Sorted(maps.Keys(e.last.Data.Observation.Seats)) }
+
 // waiting returns the asked seats whose turn has no call yet, in order.
 func (e *episode) waiting() []string {
-	out := make([]string, 0, len(e.asked))
-	for _, m := range e.asked {
+	asked := e.asked()
+	out := make([]string, 0, len(asked))
+	for _, m := range asked {
 		if _, ok := e.queued[m]; !ok {
 			out = append(out, m)
 		}
@@ -340,7 +346,7 @@ func (e *episode) observeCall(ctx context.Context, args json.RawMessage) (obsFra
 			return obsFrame{}, 0, &toolError{toolInvalid, "observe takes no arguments"}, nil
 		}
 	}
-	if len(e.asked) == 0 && !e.done {
+	if len(e.last.Data.Observation.Seats) == 0 && !e.done {
 		sr, err := e.srv.ops.Step(ctx, e.session, httpgw.StepRequest{}, e.srv.cfg.StepWait)
 		if err != nil {
 			return obsFrame{}, 0, nil, e.stepFailed(err)
@@ -357,7 +363,7 @@ func (e *episode) observeCall(ctx context.Context, args json.RawMessage) (obsFra
 // end notes an end the gateway did not report (a stop, a session gone):
 // no turn waits any more, and observe shows the end.
 func (e *episode) end(status string) {
-	e.done, e.status, e.asked, e.queued = true, status, nil, nil
+	e.done, e.status, e.queued = true, status, nil
 	e.last.Type, e.last.Data.Done = "observation", true
 	e.last.Data.Observation.Seats = map[string]json.RawMessage{}
 	e.last.Data.Observation.EpisodeID, e.last.Data.Observation.Status = e.session, status
