@@ -1397,3 +1397,63 @@ func TestDamagedLastBlock(t *testing.T) {
 		t.Fatalf("a fork at seq 100, in the damage: %v; want the corruption reported", err)
 	}
 }
+
+// TestMissingMarker removes the empty marker files that name the store's
+// MANIFEST and its format (some copy and sync tools skip empty files), and
+// the MANIFEST itself: Open refuses each as damage, read-write and
+// read-only, and removes nothing. Without the check, Pebble took a folder
+// without its MANIFEST marker for a new store and, opened read-write,
+// deleted every table and WAL of the old one. The message names the file
+// that restores the marker; restored, the store opens whole.
+func TestMissingMarker(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		img := crashImage(t, clean)
+		marker := files(t, img, "marker.manifest.")
+		if len(marker) != 1 {
+			t.Fatalf("manifest markers: %q, want one", marker)
+		}
+		for _, gone := range []string{marker[0], files(t, img, "marker.format-version.")[0], files(t, img, "MANIFEST-")[0]} {
+			fs := img.CrashClone(vfs.CrashCloneCfg{})
+			if err := fs.Remove(fs.PathJoin("db", gone)); err != nil {
+				t.Fatal(err)
+			}
+			before := len(files(t, fs, ""))
+			for _, ro := range []bool{false, true} {
+				o := openAndRead(t, fs, ro)
+				var cf *pebblelog.CorruptFileError
+				if !errors.As(o.open, &cf) || !errors.Is(o.open, events.ErrCorrupt) {
+					t.Fatalf("clean %v, %s removed (read-only %v): Open got %v (read %v), want a *CorruptFileError", clean, gone, ro, o.open, o.n)
+				}
+				if gone == marker[0] && !strings.Contains(o.open.Error(), "an empty file named "+marker[0]+" restores") {
+					t.Fatalf("clean %v, %s removed: %v, want the name of the marker to restore", clean, gone, o.open)
+				}
+			}
+			if after := len(files(t, fs, "")); after != before || len(files(t, fs, ".sst")) == 0 {
+				t.Fatalf("clean %v, %s removed: a refused Open changed the folder (%d files, then %d)", clean, gone, before, after)
+			}
+			if gone == marker[0] {
+				writeFile(t, fs, fs.PathJoin("db", gone), nil)
+				if o := openAndRead(t, fs, false); o.open != nil || o.n["done"] != doneEvents {
+					t.Fatalf("clean %v, the marker restored: %+v", clean, o)
+				}
+			}
+		}
+	}
+	// A folder with no data yet opens as a new store: empty, or with only
+	// the MANIFEST of a creation that stopped before its marker.
+	fs := vfs.NewMem()
+	if err := fs.MkdirAll("db", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if o := openAndRead(t, fs, false); o.open != nil {
+		t.Fatalf("an empty folder: %v", o.open)
+	}
+	fs = vfs.NewMem()
+	if err := fs.MkdirAll("db", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, fs, fs.PathJoin("db", "MANIFEST-000001"), []byte("x"))
+	if o := openAndRead(t, fs, false); o.open != nil {
+		t.Fatalf("a folder with a MANIFEST and no marker, table or WAL: %v", o.open)
+	}
+}

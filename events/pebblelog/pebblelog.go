@@ -300,6 +300,9 @@ func (l *Log) open(cacheSize int64) (err error) {
 			_ = l.lock.Close()
 		}
 	}()
+	if err := checkManifestMarker(l.fs, l.dir); err != nil {
+		return err
+	}
 	recorded, err := checkCloseRecord(l.fs, l.dir, l.sink.log)
 	if err != nil {
 		return err

@@ -1,0 +1,107 @@
+package pebblelog
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/atomicfs"
+)
+
+// checkManifestMarker refuses a folder whose MANIFEST marker
+// (marker.manifest.NNNNNN.MANIFEST-NNNNNN, an empty file that names the
+// current MANIFEST) is gone while the folder still holds the store's data:
+// tables, WALs or the record of a clean close. Pebble would take such a
+// folder for a new store, write a fresh MANIFEST, and — opened read-write —
+// delete the tables and WALs the old one listed: every session in them.
+// (An empty marker file is easy to lose: some copy and sync tools skip
+// empty files.) A folder with no data, or only a MANIFEST (a store whose
+// creation stopped before its marker was written), opens as before; so
+// does a store of an older Pebble, which names its MANIFEST in CURRENT. A
+// marker that names a MANIFEST no longer there, or a store without its
+// format-version marker, is refused as damaged too (Pebble refuses both,
+// in words of its own).
+func checkManifestMarker(fsys vfs.FS, dir string) error {
+	names, err := fsys.List(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
+		return nil // no store yet
+	}
+	if err != nil {
+		return err
+	}
+	marked, err := atomicfs.ReadMarker(fsys, dir, "manifest")
+	if err != nil {
+		return err
+	}
+	if marked != "" {
+		// Pebble refuses these too, not as damage (exit 1, its own words).
+		if !slices.Contains(names, marked) {
+			return &CorruptFileError{Path: fsys.PathJoin(dir, marked), Err: errors.New("the store's MANIFEST (its list of tables), named by its marker, is missing; nothing was changed: restore the folder from a copy")}
+		}
+		if v, err := atomicfs.ReadMarker(fsys, dir, "format-version"); err != nil || v == "" {
+			if err == nil {
+				err = errors.New("the store's format-version marker (a file named marker.format-version.NNNNNN.NNN) is missing; nothing was changed: restore it from a copy of the folder")
+			}
+			return &CorruptFileError{Err: err}
+		}
+		return nil
+	}
+	var tables, wals int
+	var manifests []string
+	record := false
+	for _, n := range names {
+		switch {
+		case n == "CURRENT":
+			return nil
+		case n == CloseRecordName:
+			record = true
+		case strings.HasPrefix(n, "MANIFEST-"):
+			manifests = append(manifests, n)
+		case storeFile(n, ".sst"), storeFile(n, ".blob"):
+			tables++
+		case storeFile(n, ".log"):
+			wals++
+		}
+	}
+	if tables == 0 && wals == 0 && !record {
+		return nil
+	}
+	msg := fmt.Sprintf("the MANIFEST marker (a file named marker.manifest.NNNNNN.MANIFEST-NNNNNN) is missing, while the folder holds %d table(s) and %d WAL(s) of the store", tables, wals)
+	if record {
+		msg += " and the record of its last clean close (" + CloseRecordName + ")"
+	}
+	msg += ": opened, Pebble would take it for a new store and delete them. Nothing was changed"
+	if len(manifests) > 0 {
+		slices.SortFunc(manifests, func(a, b string) int { return manifestNum(a) - manifestNum(b) })
+		latest := manifests[len(manifests)-1]
+		msg += fmt.Sprintf("; if %s is the store's MANIFEST (the latest of %d), an empty file named %s restores the marker", latest, len(manifests),
+			fmt.Sprintf("marker.manifest.%06d.%s", 1, latest))
+	} else {
+		msg += "; no MANIFEST is left either: restore the folder from a copy"
+	}
+	return &CorruptFileError{Err: errors.New(msg)}
+}
+
+// storeFile reports whether name is a file of Pebble's numbered by its
+// name before suffix: 000123.sst, 000123.log, 000123-001.log (a WAL
+// segment after a failover).
+func storeFile(name, suffix string) bool {
+	num, ok := strings.CutSuffix(name, suffix)
+	if !ok || num == "" {
+		return false
+	}
+	num, _, _ = strings.Cut(num, "-")
+	_, err := strconv.ParseUint(num, 10, 64)
+	return err == nil
+}
+
+// manifestNum is the number of MANIFEST-NNNNNN (0 when it has none).
+func manifestNum(name string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(name, "MANIFEST-"))
+	return n
+}
