@@ -133,7 +133,7 @@ func ExplainEnd(reason string) string {
 	case EndHorizon:
 		return "simulated time reached the world's horizon"
 	case EndQuiescent:
-		return "nothing was left to happen before the horizon: no arrival, timer or return was due and no member had work it could do (work may remain that no one can take)"
+		return "nothing was left to happen before the horizon: no arrival, timer, message or return was due, and every member was waiting with nothing due to wake it (a member who waits is asked again only when something changes; work may remain that no one took or could take)"
 	case EndAgentsFailed:
 		return "the agents failed every turn they were asked (their backend could not decide)"
 	case EndEventLimit:

@@ -57,6 +57,17 @@ func TestCLIRunThenReplay(t *testing.T) {
 	if code != cli.ExitOK || json.Unmarshal([]byte(out), &rep) != nil || !rep.Match || rep.Replayed != res.StateHash || rep.Events != res.Events {
 		t.Fatalf("replay --json exited %d with %s", code, out)
 	}
+	// A session that did not end has no final hash: its replay says so
+	// and exits 0 (3 is for a hash that differs, or damage).
+	out, errs, code = runCLI(t, "fork", res.Session, "--at", "38", "--create-only", "--data", data)
+	fork := regexp.MustCompile(`session (\S+): fork of`).FindStringSubmatch(out)
+	if code != cli.ExitOK || fork == nil {
+		t.Fatalf("fork --create-only exited %d:\n%s%s", code, out, errs)
+	}
+	out, errs, code = runCLI(t, "replay", fork[1], "--data", data)
+	if code != cli.ExitOK || !strings.Contains(out, "replayed 38 events") || !strings.Contains(out, "no final hash to check") {
+		t.Fatalf("replay of a session that did not end exited %d:\n%s%s", code, out, errs)
+	}
 }
 
 func TestCLIErrors(t *testing.T) {
@@ -85,6 +96,11 @@ func TestCLIErrors(t *testing.T) {
 		{"bad duration", []string{"run", "--turn-timeout", "5x"}, cli.ExitUsage, `--turn-timeout "5x" is not a duration`},
 		{"misspelt command", []string{"runn"}, cli.ExitUsage, `unknown command "runn" (did you mean run?)`},
 		{"unknown event type", []string{"log", "S", "--type", "bogus.type", "--data", "DATA"}, cli.ExitUsage, `--type "bogus.type" is not an event type; the types are action.rejected,`},
+		// Where the output cannot go is said before the work (a sweep can
+		// take hours), naming the path given, not a temporary file.
+		{"a sweep's -o under a file", []string{"sweep", "--world", "startup", "--loads", "1", "--agents", "greedy", "-o", "FILE/sub"}, cli.ExitError, "/sub: mkdir "},
+		{"a report into no folder", []string{"report", "S", "--data", "DATA", "-o", "/nonexistent/r.html"}, cli.ExitError, "write /nonexistent/r.html: no folder /nonexistent"},
+		{"a report onto a folder", []string{"report", "S", "--data", "DATA", "-o", "DATA"}, cli.ExitError, ": it is a folder; name a file"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,6 +108,13 @@ func TestCLIErrors(t *testing.T) {
 			for i, a := range args {
 				if a == "DATA" {
 					args[i] = t.TempDir()
+				}
+				if rest, ok := strings.CutPrefix(a, "FILE"); ok {
+					f := filepath.Join(t.TempDir(), "file")
+					if err := os.WriteFile(f, nil, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					args[i] = f + rest
 				}
 			}
 			_, errs, code := runCLI(t, args...)

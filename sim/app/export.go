@@ -196,6 +196,9 @@ func writeOutput(path string, stdout io.Writer, write func(io.Writer) (string, e
 	if path == "" || path == "-" {
 		return write(stdout)
 	}
+	if err := CheckWritable(path); err != nil {
+		return "", err
+	}
 	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
@@ -212,7 +215,7 @@ func writeOutput(path string, stdout io.Writer, write func(io.Writer) (string, e
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("write %s: %w", path, unwrapPath(err))
 	}
 	defer os.Remove(f.Name()) // after a successful rename there is nothing left to remove
 	what, err := write(f)
@@ -226,7 +229,7 @@ func writeOutput(path string, stdout io.Writer, write func(io.Writer) (string, e
 		return "", err
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
-		return "", err
+		return "", fmt.Errorf("write %s: %w", path, unwrapPath(err))
 	}
 	return what + " to " + path, nil
 }

@@ -298,11 +298,15 @@ func ReadOperatorToken(dir string) string {
 }
 
 // WriteFileAtomic writes a file through a temporary one in the same folder,
-// so a failed write leaves no half file; it returns the bytes written.
+// so a failed write leaves no half file; it returns the bytes written. Its
+// errors name path (not the temporary file) and say what is wrong with it.
 func WriteFileAtomic(path string, write func(io.Writer) error) (int64, error) {
+	if err := CheckWritable(path); err != nil {
+		return 0, err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".corpsim-*.tmp")
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("write %s: %w", path, unwrapPath(err))
 	}
 	defer os.Remove(tmp.Name())
 	cw := &countWriter{w: bufio.NewWriter(tmp)}
@@ -312,15 +316,55 @@ func WriteFileAtomic(path string, write func(io.Writer) error) (int64, error) {
 	}
 	if err := cw.w.(*bufio.Writer).Flush(); err != nil {
 		tmp.Close()
-		return 0, err
+		return 0, fmt.Errorf("write %s: %w", path, unwrapPath(err))
 	}
 	if err := tmp.Close(); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("write %s: %w", path, unwrapPath(err))
 	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("write %s: %w", path, unwrapPath(err))
 	}
-	return cw.n, os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return 0, fmt.Errorf("write %s: %w", path, unwrapPath(err))
+	}
+	return cw.n, nil
+}
+
+// CheckWritable reports, before any work is done for it, why a file could
+// not be written at path: its folder missing or not a folder, path a
+// folder. It checks what it can without writing.
+func CheckWritable(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("write %s: it is a folder; name a file", path)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("write %s: no folder %s", path, dir)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("write %s: %s is not a folder", path, dir)
+	case err != nil:
+		return fmt.Errorf("write %s: %w", path, unwrapPath(err))
+	case !fi.IsDir():
+		return fmt.Errorf("write %s: %s is not a folder", path, dir)
+	}
+	return nil
+}
+
+// unwrapPath returns the error of a *fs.PathError or *os.LinkError without
+// the path it names (a temporary file's, which the caller replaces by its
+// own).
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }
 
 type countWriter struct {

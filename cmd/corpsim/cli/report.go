@@ -43,6 +43,11 @@ downsampled, and the charts and tables keep their most relevant rows and say wha
 			if out == "" {
 				return usagef("-o FILE is required (- for stdout)")
 			}
+			if out != "-" {
+				if err := app.CheckWritable(out); err != nil {
+					return err // before reading the session
+				}
+			}
 			start := time.Now()
 			r, err := app.BuildReport(cmd.Context(), data, args[0], o, a.logger)
 			if err != nil {

@@ -71,6 +71,15 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 				o.Progress = func(done, total int) { fmt.Fprintf(a.stderr, "\r\033[Ksweep: %d/%d runs", done, total) }
 			}
 			o.Diagnose = out != "" // for corpsim diagnose --sweep
+			if out != "" {
+				// Checked before the runs: a sweep can take hours.
+				if err := os.MkdirAll(out, 0o755); err != nil {
+					return fmt.Errorf("-o %s: %w", out, err)
+				}
+				if err := app.CheckWritable(filepath.Join(out, "sweep.csv")); err != nil {
+					return err
+				}
+			}
 			res, err := app.Sweep(cmd.Context(), o, ro)
 			if progress {
 				fmt.Fprint(a.stderr, "\r\033[K")
@@ -78,28 +87,26 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 			if err != nil {
 				return err
 			}
+			// The results are printed even when the files cannot be
+			// written (a folder removed meanwhile, a full disk).
+			var werr error
 			if out != "" {
-				if err := os.MkdirAll(out, 0o755); err != nil {
-					return err
-				}
-				if _, err := app.WriteFileAtomic(filepath.Join(out, "sweep.csv"), res.WriteCSV); err != nil {
-					return err
-				}
-				if _, err := app.WriteFileAtomic(filepath.Join(out, "sweep.svg"), res.Chart().WriteSVG); err != nil {
-					return err
-				}
-				if _, err := app.WriteFileAtomic(filepath.Join(out, app.SweepDiagnoses), res.WriteDiagnoses); err != nil {
-					return err
-				}
+				werr = writeSweep(out, res)
 			}
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				if err := enc.Encode(res); err != nil {
+					return err
+				}
+				return werr
 			}
 			fmt.Fprintf(a.stdout, "world %s, %d seeds from %d%s, %s, %s\n\n", res.World, res.Seeds, max(o.FirstSeed, 1), keyedNote(res.Keyed), res.Wall, res.Rubric)
 			if err := printSweep(a.stdout, res); err != nil {
 				return err
+			}
+			if werr != nil {
+				return werr
 			}
 			if out != "" {
 				fmt.Fprintf(a.stdout, "\nwrote %s, %s and %s\n", filepath.Join(out, "sweep.csv"), filepath.Join(out, "sweep.svg"), filepath.Join(out, app.SweepDiagnoses))
@@ -154,4 +161,20 @@ func splitAgents(s string) []string {
 		}
 	}
 	return out
+}
+
+// writeSweep writes res's CSV, chart and diagnoses into folder out.
+func writeSweep(out string, res *app.SweepResult) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("-o %s: %w", out, err)
+	}
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{{"sweep.csv", res.WriteCSV}, {"sweep.svg", res.Chart().WriteSVG}, {app.SweepDiagnoses, res.WriteDiagnoses}} {
+		if _, err := app.WriteFileAtomic(filepath.Join(out, f.name), f.write); err != nil {
+			return err
+		}
+	}
+	return nil
 }
