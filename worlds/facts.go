@@ -243,7 +243,7 @@ func (v *validator) outcomeKinds(sp string, s *fileCaseStep, st *CaseStep, c *Ca
 				v.errf(fp, "unknown field %q of record type %s (its fields: %s)", name, t.ID, strings.Join(t.fieldNames(), ", "))
 				continue
 			}
-			if x := v.kindExpr(fp, cr.Set[name], out.FromType, all, r); x != nil {
+			if x := v.kindExpr(fp, cr.Set[name], out.FromType, all, r); x != nil && v.settable(fp, x, t, name) {
 				out.Set = append(out.Set, OutcomeField{Field: name, Expr: x})
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -459,6 +460,13 @@ func (v *validator) systems(f *file, w *World, r *refs) {
 					}
 				}
 				t.Generate = g
+				// A listed record under an ID the block also makes would
+				// be two records of one key (get finds one, search both).
+				for k, rec := range ft.Records {
+					if id, _ := rec["id"].v.(string); generatedID(t, id) {
+						v.errf(fmt.Sprintf("%s.records[%d].id", tp, k), "record id %q is one the generate block makes too (%s-1 to %s-%d): pick another id, or another prefix", id, g.Prefix, g.Prefix, g.Count)
+					}
+				}
 			}
 			if fc := ft.Copy; fc != nil {
 				cp := tp + ".copy"
@@ -577,7 +585,7 @@ func (v *validator) outcome(path string, fo *fileOutcome, c *CaseTemplate, all [
 			continue
 		}
 		v.refTypes = r.types
-		if x := v.compileOutcome(fp, fo.Set[name], all, t); x != nil {
+		if x := v.compileOutcome(fp, fo.Set[name], all, t); x != nil && v.settable(fp, x, t, name) {
 			o.Set = append(o.Set, OutcomeField{Field: name, Expr: x})
 		}
 	}
@@ -690,6 +698,67 @@ func (v *validator) compileOutcome(path, src string, all []Attr, t *RecordType) 
 		return nil
 	}
 	return &Expr{Source: src, prog: prog}
+}
+
+// settable reports whether field name of t can hold what x gives, and
+// refuses it otherwise: a constant the field refuses (a value not of an
+// enum, a word for a number) or a type it cannot take (a number or a truth
+// value for a text). The verifier expects such a field untouched, which
+// no reading of the step says.
+func (v *validator) settable(path string, x *Expr, t *RecordType, name string) bool {
+	fd, ok := t.Field(name)
+	if !ok {
+		return true
+	}
+	node := x.prog.Node()
+	var lit any
+	switch n := node.(type) {
+	case *exprast.StringNode:
+		lit = n.Value
+	case *exprast.IntegerNode:
+		lit = n.Value
+	case *exprast.FloatNode:
+		lit = n.Value
+	case *exprast.BoolNode:
+		lit = n.Value
+	}
+	if lit != nil {
+		if _, err := fd.Normalize(lit); err != nil {
+			v.errf(path, "%s can never be the value of field %s of %s: %v", x.Source, name, t.ID, err)
+			return false
+		}
+		return true
+	}
+	rt := node.Type()
+	if rt == nil {
+		return true
+	}
+	var gives string
+	switch rt.Kind() {
+	case reflect.String:
+		gives = "a text"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		gives = "a number"
+	case reflect.Bool:
+		gives = "true or false"
+	default:
+		return true // not known before it runs
+	}
+	fits := false
+	switch fd.Type {
+	case FieldInteger, FieldMoney:
+		fits = gives != "true or false" // a text may hold a whole number
+	case FieldBool:
+		fits = gives != "a number"
+	case FieldList:
+	default:
+		fits = gives == "a text"
+	}
+	if !fits {
+		v.errf(path, "%s gives %s; field %s of %s is %s", x.Source, gives, name, t.ID, fd.Type)
+	}
+	return fits
 }
 
 // Eval evaluates an expression to any value; ok is false when it fails.

@@ -74,6 +74,13 @@ func TestSystemsErrors(t *testing.T) {
 		{"unknown field type", "customer: {type: text}", "customer: {type: txt}", `unknown field type "txt"`},
 		{"bad enum value", "refunded: 0, status: paid}", "refunded: 0, status: lost}", "status is one of paid, refunded"},
 		{"version 1", "version: 2", "version: 1", "systems needs version: 2"},
+		// An outcome no field can hold: the verifier would expect the
+		// field untouched.
+		{"an outcome outside the enum", "status: \"'refunded'\"", "status: \"'refundd'\"", "b.yaml:113:21: cases[0].steps[0].outcome.set.status: 'refundd' can never be the value of field status of invoice: status is one of paid, refunded"},
+		{"a number for an enum", "status: \"'refunded'\"", "status: \"42\"", "status needs a text, got 42"},
+		{"a word for money", `refunded: "record.plan == 'annual' ? record.amount : int(record.amount / 2)"`, `refunded: "'lots'"`, "refunded needs a whole number, got lots"},
+		{"a truth value for money", `refunded: "record.plan == 'annual' ? record.amount : int(record.amount / 2)"`, `refunded: "record.plan == 'annual'"`, "gives true or false; field refunded of invoice is money"},
+		{"a listed record the generate block makes too", "{id: inv-0,", "{id: inv-1,", `b.yaml:67:18: systems[1].types[0].records[0].id: record id "inv-1" is one the generate block makes too (inv-1 to inv-40)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := string(base)
