@@ -225,3 +225,50 @@ func TestArrivalAtZeroOldLogMeansNever(t *testing.T) {
 		t.Fatal("at_zero with at 5 applies; want an error")
 	}
 }
+
+// TestVanishingLoad plays arrival processes at loads so small that their
+// gaps, divided by the load, leave the range of a time: no ticket comes
+// after such a gap. Overflowed, a gap was negative, which working time
+// takes for none, and every ticket came at one instant without end (a
+// stranger's load of 1e-300 held a server's memory until it was killed;
+// CheckLoad now refuses loads below worlds.MinLoad, and this is the
+// engine's own guard).
+func TestVanishingLoad(t *testing.T) {
+	for _, spec := range []string{
+		"    process: poisson\n    every: 12m",
+		"    process: scheduled\n    every: 2h",
+		"    process: scheduled\n    at: [0d, 1d]",
+	} {
+		for _, load := range []float64{1e-300, 1e-15} {
+			w, src := mustArrivalWorld(t, "3d", spec)
+			e, err := sim.New(sim.Config{World: w, Source: src, Seed: 3, Session: "s", Load: load})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.SetMaxEvents(10_000); err != nil {
+				t.Fatal(err)
+			}
+			e.Start()
+			tickets := 0
+			if err := sim.Play(e, func(b []events.Event) bool {
+				for _, ev := range b {
+					if ev.Type == payload.EvTaskCreated {
+						tickets++
+					}
+				}
+				return true
+			}, waiter, 0); err != nil {
+				t.Fatal(err)
+			}
+			if reason := e.State().EndReason; reason == sim.EndEventLimit || tickets > 1 {
+				t.Fatalf("%q at load %g: %d tickets, ended %s; want at most the first and an end before the budget", spec, load, tickets, reason)
+			}
+		}
+	}
+	if err := worlds.CheckLoad(worlds.MinLoad/2, 0); err == nil {
+		t.Fatalf("CheckLoad(%g) passed; want a load below the least refused", worlds.MinLoad/2)
+	}
+	if err := worlds.CheckLoad(worlds.MinLoad, 0); err != nil {
+		t.Fatalf("CheckLoad(MinLoad): %v", err)
+	}
+}

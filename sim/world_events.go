@@ -73,19 +73,26 @@ func (e *Engine) arrivalAt(a *worlds.Arrival, n int, prev clock.Time) (at clock.
 	case "scheduled":
 		if len(a.At) > 0 {
 			// A load of 2 brings each scheduled ticket twice; 0.5 every other one.
-			idx := int(float64(n) / load)
-			if idx >= len(a.At) {
+			idx := float64(n) / load
+			if !(idx < float64(len(a.At))) {
 				return 0, false
 			}
-			at = a.At[idx]
+			at = a.At[int(idx)]
 		} else if n == 0 {
 			at = cal.NextWorking(prev)
 		} else {
-			at = cal.AddWork(prev, clock.Duration(float64(a.Every)/load))
+			gap, ok := workGap(float64(a.Every) / load)
+			if !ok {
+				return 0, false
+			}
+			at = cal.AddWork(prev, gap)
 		}
 	case "poisson":
-		gap := expo(e.draws, e.key("arrival/", a.ID, n)) * float64(a.Every) / load
-		at = cal.AddWork(cal.NextWorking(prev), clock.Duration(gap))
+		gap, ok := workGap(expo(e.draws, e.key("arrival/", a.ID, n)) * float64(a.Every) / load)
+		if !ok {
+			return 0, false
+		}
+		at = cal.AddWork(cal.NextWorking(prev), gap)
 	case "bursty":
 		burst := max(1, int(math.Round(float64(a.Burst)*load)))
 		if n%burst != 0 {
@@ -107,6 +114,22 @@ func (e *Engine) arrivalAt(a *worlds.Arrival, n int, prev clock.Time) (at clock.
 	}
 	return max(at, e.now), true
 }
+
+// workGap is a gap of x milliseconds of working time; ok is false when x
+// is not a number or so long (a world's huge gap at a small load) that it
+// would overflow a time: no ticket comes after such a gap. (Overflowed, a
+// gap was negative, which working time takes for none: every ticket came
+// at the same instant, without end.)
+func workGap(x float64) (gap clock.Duration, ok bool) {
+	if !(x >= 0 && x < maxGap) {
+		return 0, false
+	}
+	return clock.Duration(x), true
+}
+
+// maxGap bounds workGap: about 36,000 years of working time, past any
+// horizon, and far from overflowing the times it is added to.
+const maxGap = float64(1 << 60)
 
 // ticket makes the definition of a ticket from a template.
 func (e *Engine) ticket(t *worlds.Template, id string, key []byte) worlds.Task {

@@ -188,6 +188,11 @@ func writeCloseRecord(fsys vfs.FS, dir string) error {
 	if err != nil {
 		return err
 	}
+	return putCloseRecord(fsys, dir, b)
+}
+
+// putCloseRecord writes b as CloseRecordName, durably.
+func putCloseRecord(fsys vfs.FS, dir string, b []byte) error {
 	tmp := fsys.PathJoin(dir, CloseRecordName+".tmp")
 	f, err := fsys.Create(tmp, vfs.WriteCategoryUnspecified)
 	if err != nil {
@@ -211,12 +216,34 @@ func writeCloseRecord(fsys vfs.FS, dir string) error {
 }
 
 // removeCloseRecord removes CloseRecordName durably, before a read-write
-// open lets Pebble change the MANIFEST.
-func removeCloseRecord(fsys vfs.FS, dir string) error {
-	if err := fsys.Remove(fsys.PathJoin(dir, CloseRecordName)); err != nil {
-		return err
+// open lets Pebble change the MANIFEST. It returns a func that puts the
+// record back as it was if the MANIFEST is still what it was then: for an
+// open that Pebble refused before it wrote anything (a table missing), so
+// that the refusal takes no check from the next open.
+func removeCloseRecord(fsys vfs.FS, dir string) (putBack func(), err error) {
+	recPath := fsys.PathJoin(dir, CloseRecordName)
+	f, err := fsys.Open(recPath)
+	if err != nil {
+		return nil, err
 	}
-	return syncDir(fsys, dir)
+	rec, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	path, size, sum, _, err := manifestState(fsys, dir, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := fsys.Remove(recPath); err != nil {
+		return nil, err
+	}
+	putBack = func() {
+		if p, sz, sm, _, err := manifestState(fsys, dir, 0); err == nil && p == path && sz == size && sm == sum {
+			_ = putCloseRecord(fsys, dir, rec)
+		}
+	}
+	return putBack, syncDir(fsys, dir)
 }
 
 func syncDir(fsys vfs.FS, dir string) error {

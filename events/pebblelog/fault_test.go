@@ -1457,3 +1457,34 @@ func TestMissingMarker(t *testing.T) {
 		t.Fatalf("a folder with a MANIFEST and no marker, table or WAL: %v", o.open)
 	}
 }
+
+// TestMissingTable removes a table the MANIFEST lists, or cuts it short:
+// Open refuses the store as damaged (Pebble's own consistency check, a
+// plain error, told apart), read-write and read-only, and changes nothing.
+func TestMissingTable(t *testing.T) {
+	img := crashImage(t, true)
+	tables := files(t, img, ".sst")
+	if len(tables) == 0 {
+		t.Fatal("no table in the store")
+	}
+	for _, cut := range []bool{false, true} {
+		fs := img.CrashClone(vfs.CrashCloneCfg{})
+		path := fs.PathJoin("db", tables[0])
+		if cut {
+			fs = damage(t, img, tables[0], func(b []byte) []byte { return b[:len(b)/2] })
+		} else if err := fs.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		before := files(t, fs, "")
+		for _, ro := range []bool{false, true} {
+			o := openAndRead(t, fs, ro)
+			var cf *pebblelog.CorruptFileError
+			if !errors.As(o.open, &cf) || !errors.Is(o.open, events.ErrCorrupt) || !strings.Contains(o.open.Error(), "restore the folder from a copy") {
+				t.Fatalf("%s cut %v (read-only %v): Open got %v, want a *CorruptFileError", tables[0], cut, ro, o.open)
+			}
+		}
+		if after := files(t, fs, ""); !slices.Equal(before, after) {
+			t.Fatalf("%s cut %v: a refused Open changed the folder: %q, then %q", tables[0], cut, before, after)
+		}
+	}
+}

@@ -105,3 +105,12 @@ func manifestNum(name string) int {
 	n, _ := strconv.Atoi(strings.TrimPrefix(name, "MANIFEST-"))
 	return n
 }
+
+// tableGone reports whether err is Pebble's refusal, at open, of a store
+// whose MANIFEST lists a table that is not in the folder or not of the
+// size it was written with (its consistency check; Pebble returns it as
+// a plain error, not a corruption error, so it is told by its words).
+func tableGone(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "object size mismatch") || strings.Contains(msg, "unknown to the objstorage provider")
+}

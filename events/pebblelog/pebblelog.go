@@ -307,9 +307,10 @@ func (l *Log) open(cacheSize int64) (err error) {
 	if err != nil {
 		return err
 	}
+	var putBack func()
 	if !l.readOnly {
 		if recorded {
-			if err := removeCloseRecord(l.fs, l.dir); err != nil {
+			if putBack, err = removeCloseRecord(l.fs, l.dir); err != nil {
 				return err
 			}
 		}
@@ -319,8 +320,14 @@ func (l *Log) open(cacheSize int64) (err error) {
 	}
 	l.db, err = pebble.Open(l.dir, po)
 	if err != nil {
+		if putBack != nil {
+			putBack()
+		}
 		if pebble.IsCorruptionError(err) {
 			return corruptOpen(l.fs, l.dir, err)
+		}
+		if tableGone(err) {
+			return &CorruptFileError{Err: fmt.Errorf("a table the store's MANIFEST lists is missing or not the size it was written with (%w); nothing was changed: restore the folder from a copy", err)}
 		}
 		return err
 	}

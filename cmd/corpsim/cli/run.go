@@ -54,7 +54,7 @@ and print the scorecard.`,
 	f := c.Flags()
 	f.StringVar(&o.World, "world", "startup", "shipped world name or world file path")
 	f.Uint64Var(&o.Seed, "seed", 1, "root seed of the session")
-	f.Float64Var(&o.Load, "load", 1, "scale the world's arrival rates and counts (0.25, 0.5, 1, 2, …)")
+	f.Float64Var(&o.Load, "load", 1, "scale the world's arrival rates and counts (0.25, 0.5, 1, 2, …; at least 0.001)")
 	f.StringVar(&o.Agents, "agents", "greedy", "agents for the seats: one name for all, or e.g. greedy,alice=idle (built in: "+strings.Join(agents.Names(), ", ")+"; llm: a model behind an OpenAI-compatible endpoint, see --llm-model)")
 	f.StringVar(&o.Data, "data", DefaultData, "data folder of the event log")
 	f.BoolVar(&o.Ephemeral, "ephemeral", false, "keep the log in memory only")
