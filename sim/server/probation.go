@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
 )
 
@@ -211,4 +213,65 @@ func (s *Service) failStopped(ctx context.Context, id string) error {
 	}
 	meta.Status, meta.Reason = events.StatusFailed, ReasonStoppedResuming
 	return s.cfg.Log.UpdateSession(ctx, meta)
+}
+
+// probationSeats are a resumed session's seats, which tell its probation
+// that the session waits while a seat outside the process (remote) has a
+// turn: nothing of the session runs until it answers, which may take the
+// whole turn budget, and a mark left meanwhile made a restart after
+// another session killed the process record this one failed too.
+type probationSeats struct {
+	driver.Seats
+	pr     *probation
+	remote map[string]bool
+
+	mu      sync.Mutex
+	waiting int // remote turns out
+}
+
+// withProbation returns seats that hold pr while a member of remote has a
+// turn (seats themselves when there is no probation or no remote seat).
+func withProbation(seats driver.Seats, pr *probation, remote []string) driver.Seats {
+	if pr == nil || len(remote) == 0 {
+		return seats
+	}
+	ps := &probationSeats{Seats: seats, pr: pr, remote: map[string]bool{}}
+	for _, m := range remote {
+		ps.remote[m] = true
+	}
+	return ps
+}
+
+// Ask implements driver.Seats.
+func (s *probationSeats) Ask(ctx context.Context, session, member string, obs org.Observation) (sim.Answer, error) {
+	if !s.remote[member] {
+		return s.Seats.Ask(ctx, session, member, obs)
+	}
+	s.mu.Lock()
+	if s.waiting++; s.waiting == 1 {
+		s.pr.hold()
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.waiting--; s.waiting == 0 {
+			s.pr.run()
+		}
+		s.mu.Unlock()
+	}()
+	return s.Seats.Ask(ctx, session, member, obs)
+}
+
+// Omits implements driver.PartialSeats, as the seats wrapped do.
+func (s *probationSeats) Omits(member string) org.Omit {
+	if p, ok := s.Seats.(driver.PartialSeats); ok {
+		return p.Omits(member)
+	}
+	return 0
+}
+
+// Immediate implements driver.ImmediateSeats, as the seats wrapped do.
+func (s *probationSeats) Immediate(member string) bool {
+	i, ok := s.Seats.(driver.ImmediateSeats)
+	return ok && i.Immediate(member)
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/memlog"
+	"github.com/corpsim/corpsim/org"
+	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/driver"
 )
 
@@ -220,4 +222,81 @@ func readStateFile(path string) map[string]savedSession {
 		return nil
 	}
 	return f.saved()
+}
+
+// gatedSeats answer a member's turn once release is closed (at once for
+// the others), answering at once for "local" as an agent played in process.
+type gatedSeats struct {
+	asked   chan string
+	release chan struct{}
+}
+
+func (g *gatedSeats) Ask(ctx context.Context, _, member string, obs org.Observation) (sim.Answer, error) {
+	if member != "local" {
+		g.asked <- member
+		<-g.release
+	}
+	return sim.Answer{Member: member, Turn: obs.Turn}, nil
+}
+
+func (g *gatedSeats) Immediate(member string) bool { return member == "local" }
+
+// TestRemoteTurnHoldsTheMark: while a resumed session waits for its remote
+// seats' answers, it is not marked as being resumed (nothing of it runs:
+// a restart after another session killed the process would record it
+// failed); once the last answer is in it is marked again, until it has
+// shown it runs. A turn of a seat played in process changes nothing, and
+// the seats wrapped still say which answer at once.
+func TestRemoteTurnHoldsTheMark(t *testing.T) {
+	stateFile := filepath.Join(t.TempDir(), "serve-state.json")
+	svc, err := New(Config{Log: memlog.New(), Bus: mustBus(t), Logger: hclog.NewNullLogger(), StateFile: stateFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	const id = "01M97TFN65H1VT6WZQ1FJJ3YPY"
+	if err := svc.state.put(id, savedSession{}); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := svc.markResuming(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := func() bool { return readStateFile(stateFile)[id].Resuming != "" }
+	if !marked() {
+		t.Fatal("not marked once resuming")
+	}
+	g := &gatedSeats{asked: make(chan string, 2), release: make(chan struct{})}
+	seats := withProbation(g, pr, []string{"a", "b"})
+	if imm, ok := seats.(driver.ImmediateSeats); !ok || !imm.Immediate("local") || imm.Immediate("a") {
+		t.Fatal("the wrapped seats do not say which answer at once as the seats they wrap")
+	}
+	if _, err := seats.Ask(context.Background(), id, "local", org.Observation{}); err != nil || !marked() {
+		t.Fatalf("a seat played in process: %v, marked %v; want the mark kept", err, marked())
+	}
+	var wg sync.WaitGroup
+	for _, m := range []string{"a", "b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := seats.Ask(context.Background(), id, m, org.Observation{}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	<-g.asked
+	<-g.asked
+	if marked() {
+		t.Fatal("marked while both remote turns are out")
+	}
+	select {
+	case <-pr.settled:
+	default:
+		t.Fatal("a session waiting for its remote seats has not settled: the next saved session would wait for it")
+	}
+	close(g.release)
+	wg.Wait()
+	if !marked() {
+		t.Fatal("not marked again once the remote answers are in and it runs")
+	}
 }

@@ -1029,7 +1029,7 @@ func (s *Service) launch(l launch) error {
 				pr.inner, observer = observer, pr
 			}
 			prog.inner, observer = observer, prog
-			dc := driver.Config{Log: s.cfg.Log, Conn: s.conn, Seats: asker, Logger: s.logger, TurnTimeout: l.turnTimeout,
+			dc := driver.Config{Log: s.cfg.Log, Conn: s.conn, Seats: withProbation(asker, pr, remote), Logger: s.logger, TurnTimeout: l.turnTimeout,
 				CheckpointEvery: s.cfg.CheckpointEvery, MaxEvents: s.cfg.MaxEvents, Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
 				Begun: begun, Interest: s.cfg.Bus.Interest, Observer: observer, Replica: s.cfg.Replica, Memory: seats.Memory, Remembers: seats.Remembers}
 			if s.cfg.Hooks.Gate == nil {
