@@ -43,6 +43,13 @@ type ServerOptions struct {
 	BodyBudget int64
 	// MaxBodyBytes is the largest body a route takes; 0: 16 MiB.
 	MaxBodyBytes int64
+	// Open tells the requests of routes that anyone may send a body to,
+	// with no token (NeMo Gym's): their bodies are held in a budget of
+	// their own, OpenBodyBudget (0: a quarter of BodyBudget), so that
+	// strangers sending slow bodies there cannot hold every body of the
+	// operator's and the seats' routes back. nil: none.
+	Open           func(r *http.Request) bool
+	OpenBodyBudget int64
 }
 
 // DefaultBodyBudget is ServerOptions.BodyBudget's default.
@@ -73,6 +80,9 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = 16 << 20
 	}
+	if o.OpenBodyBudget == 0 {
+		o.OpenBodyBudget = o.BodyBudget / 4
+	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
@@ -82,7 +92,7 @@ func (o ServerOptions) withDefaults() ServerOptions {
 // Validate reports a negative option.
 func (o ServerOptions) Validate() error {
 	if o.ReadHeaderTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 || o.MaxConns < 0 || o.MaxHeaderBytes < 0 ||
-		o.BodyBudget < 0 || o.MaxBodyBytes < 0 {
+		o.BodyBudget < 0 || o.MaxBodyBytes < 0 || o.OpenBodyBudget < 0 {
 		return errors.New("httpgw: server timeouts and limits may not be negative")
 	}
 	return nil
@@ -93,7 +103,7 @@ func (o ServerOptions) Validate() error {
 func NewServer(h http.Handler, o ServerOptions) *http.Server {
 	o = o.withDefaults()
 	return &http.Server{
-		Handler:           budgeted(h, o.BodyBudget, o.MaxBodyBytes),
+		Handler:           budgeted(h, o),
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		ReadTimeout:       o.ReadTimeout,
 		WriteTimeout:      o.WriteTimeout,
@@ -104,37 +114,54 @@ func NewServer(h http.Handler, o ServerOptions) *http.Server {
 }
 
 // budgeted is h behind a budget of the request bodies held at once
-// (ServerOptions.BodyBudget).
-func budgeted(h http.Handler, budget, most int64) http.Handler {
-	var mu sync.Mutex
-	var held int64
+// (ServerOptions.BodyBudget), and another for the open routes' (Open).
+func budgeted(h http.Handler, o ServerOptions) http.Handler {
+	shared := &bodyBudget{most: o.BodyBudget}
+	open := &bodyBudget{most: o.OpenBodyBudget}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 			h.ServeHTTP(w, r)
 			return
 		}
 		n := r.ContentLength
-		if n < 0 || n > most {
-			n = most
+		if n < 0 || n > o.MaxBodyBytes {
+			n = o.MaxBodyBytes
 		}
-		mu.Lock()
-		ok := held+n <= budget
-		if ok {
-			held += n
+		b := shared
+		if o.Open != nil && o.Open(r) {
+			b = open
 		}
-		mu.Unlock()
-		if !ok {
+		if !b.take(n) {
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, "the server is reading as many request bodies as it holds at once (%d MiB); try again shortly", budget>>20)
+			writeError(w, http.StatusServiceUnavailable, "the server is reading as many request bodies as it holds at once (%d MiB); try again shortly", b.most>>20)
 			return
 		}
-		defer func() {
-			mu.Lock()
-			held -= n
-			mu.Unlock()
-		}()
+		defer b.give(n)
 		h.ServeHTTP(w, r)
 	})
+}
+
+// bodyBudget counts the bytes of the request bodies held, up to most.
+type bodyBudget struct {
+	mu   sync.Mutex
+	held int64
+	most int64
+}
+
+func (b *bodyBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held+n > b.most {
+		return false
+	}
+	b.held += n
+	return true
+}
+
+func (b *bodyBudget) give(n int64) {
+	b.mu.Lock()
+	b.held -= n
+	b.mu.Unlock()
 }
 
 // LimitListener returns a listener that holds at most max connections open

@@ -238,3 +238,38 @@ func TestBodyBudget(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// The open routes' bodies (Open: routes anyone may send a body to) are
+// held in a budget of their own: strangers filling it with slow bodies
+// hold back the open routes' bodies only, not the others'.
+func TestOpenBodyBudget(t *testing.T) {
+	started := make(chan struct{}, 2)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/open/x" {
+			started <- struct{}{}
+		}
+		b, err := io.ReadAll(r.Body)
+		if r.URL.Path == "/open/x" {
+			t.Logf("a slow body ended: %d bytes, %v", len(b), err)
+		}
+		fmt.Fprintf(w, "%d", len(b))
+	})
+	addr, _ := serveHardened(t, h, httpgw.ServerOptions{BodyBudget: 4 << 20, OpenBodyBudget: 1 << 20, MaxBodyBytes: 1 << 20,
+		Open: func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/open/") }})
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /open/x HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\nx", 512<<10)
+	}
+	<-started
+	<-started // their handlers hold the open budget
+	if got := rawRequest(t, addr, "POST", "/open/y", "", []byte("hello")); !strings.Contains(got, "503") {
+		t.Fatalf("an open route's body while its budget is held: %q; want 503", got)
+	}
+	if got := rawRequest(t, addr, "POST", "/x", "", []byte("hello")); !strings.Contains(got, "200") {
+		t.Fatalf("another route's body while the open budget is held: %q; want 200", got)
+	}
+}
