@@ -239,7 +239,7 @@ func TestNemoGymSeedToolsVerify(t *testing.T) {
 		t.Skip("starts a real corpsim")
 	}
 	data, haddr := filepath.Join(t.TempDir(), "data"), freeAddr(t)
-	sp := startServe(t, data, "--http", haddr, "--max-sessions", "2", "--max-message", "1048576")
+	sp := startServe(t, data, "--http", haddr, "--max-sessions", "2", "--nemo-max-sessions", "2", "--max-message", "1048576")
 	if !strings.Contains(sp.stdout.String(), "corpsim NeMo Gym resources server on http://"+haddr+"/nemo") {
 		t.Errorf("serve does not say it serves /nemo:\n%s", sp.stdout.String())
 	}
@@ -290,7 +290,7 @@ func TestNemoGymSeedToolsVerify(t *testing.T) {
 
 	// Capacity: a third session is refused, not crashed on.
 	if code, body := newNemoClient(t, haddr).post("seed_session", nemoRow(6, "erin")); code != http.StatusServiceUnavailable || !strings.Contains(string(body), "NeMo Gym sessions") {
-		t.Errorf("a third seed with --max-sessions 2: %d %s; want 503", code, body)
+		t.Errorf("a third seed with --max-sessions 2 and --nemo-max-sessions 2: %d %s; want 503", code, body)
 	}
 
 	for _, tc := range []struct {
@@ -626,6 +626,14 @@ func TestNemoGymMaxSessions(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("an operator's session beside the NeMo Gym one: HTTP %d %s; want 201", resp.StatusCode, b)
+	}
+	sp.stop(t, 20*time.Second)
+	// By default strangers hold at most half of --max-sessions.
+	haddr = freeAddr(t)
+	sp = startServe(t, filepath.Join(t.TempDir(), "data"), "--http", haddr, "--max-sessions", "2")
+	newNemoClient(t, haddr).seed(nemoRow(3, "bob"))
+	if code, body := newNemoClient(t, haddr).post("seed_session", nemoRow(4, "bob")); code != http.StatusServiceUnavailable || !strings.Contains(string(body), "already holds 1 NeMo Gym sessions") {
+		t.Fatalf("a second NeMo Gym session with --max-sessions 2 and no --nemo-max-sessions: %d %s; want 503", code, body)
 	}
 	sp.stop(t, 20*time.Second)
 	if _, errs, code := runCLI(t, "serve", "--data", t.TempDir(), "--max-sessions", "2", "--nemo-max-sessions", "3"); code != 2 || !strings.Contains(errs, "--nemo-max-sessions 3") {

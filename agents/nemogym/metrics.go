@@ -42,14 +42,17 @@ func (s *Server) handleReverifyMode(w http.ResponseWriter, _ *http.Request) {
 }
 
 // The bounds of /aggregate_metrics, a route anyone who reaches the server
-// may call: its body (Config.MaxAggregateBytes), the replies it may hold
-// and the distinct numeric fields among them. The body is read as a
-// stream: a reply takes a few dozen bytes once read, whatever its size in
-// the body, and one aggregate is computed at a time.
+// may call: its body (Config.MaxAggregateBytes), the replies it may hold,
+// the distinct numeric fields among them and the numeric values of all of
+// them (Config.MaxAggregateValues). The body is read as a stream: a reply takes a few dozen bytes once
+// read and 24 more a numeric value, whatever its size in the body, and one
+// aggregate is computed at a time. (Before the bound of values, a body of
+// 150,000 replies of 256 short fields each took 2 GB.)
 const (
-	DefaultMaxAggregateBytes = 256 << 20 // a collection of ~400,000 corpsim rollouts
-	MaxAggregateReplies      = 1 << 20
-	MaxAggregateFields       = 256
+	DefaultMaxAggregateBytes  = 256 << 20 // a collection of ~400,000 corpsim rollouts
+	MaxAggregateReplies       = 1 << 20
+	MaxAggregateFields        = 256
+	DefaultMaxAggregateValues = 8 << 20 // ~200 MiB once read; a corpsim rollout has about ten
 )
 
 // handleAggregate answers /aggregate_metrics: the body is NeMo Gym's
@@ -76,7 +79,7 @@ func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxAggregateBytes)
-	a, err := readAggregate(r.Context(), bufio.NewReaderSize(body, 64<<10))
+	a, err := readAggregate(r.Context(), bufio.NewReaderSize(body, 64<<10), s.cfg.MaxAggregateValues)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
@@ -117,6 +120,7 @@ type aggregate struct {
 	names   []string
 	number  map[string]int
 	replies []reply
+	values  int // the numeric fields of all the replies
 }
 
 type reply struct {
@@ -130,7 +134,7 @@ type field struct {
 }
 
 // readAggregate reads an AggregateMetricsRequest from r, a token at a time.
-func readAggregate(ctx context.Context, r io.Reader) (*aggregate, error) {
+func readAggregate(ctx context.Context, r io.Reader, maxValues int) (*aggregate, error) {
 	a := &aggregate{number: map[string]int{}}
 	dec := json.NewDecoder(r)
 	if err := expectDelim(dec, '{', "the body"); err != nil {
@@ -168,6 +172,9 @@ func readAggregate(ctx context.Context, r io.Reader) (*aggregate, error) {
 			rp, err := a.readReply(dec)
 			if err != nil {
 				return nil, fmt.Errorf("verify response %d: %w", len(a.replies), err)
+			}
+			if a.values += len(rp.fields); a.values > maxValues {
+				return nil, fmt.Errorf("more than %d numeric values in all the verify responses", maxValues)
 			}
 			a.replies = append(a.replies, rp)
 		}

@@ -114,6 +114,46 @@ func TestAggregateMetrics(t *testing.T) {
 	if code, out := post(empties); code != http.StatusUnprocessableEntity || !strings.Contains(fmt.Sprint(out), "verify responses") {
 		t.Errorf("%d replies: %d %v; want 422", nemogym.MaxAggregateReplies+1, code, out)
 	}
+	// The values of all the replies together are bounded too (a reply of
+	// many short fields took 24 bytes a value once read: 150,000 replies
+	// of 256 fields took 2 GB).
+	few := nemogym.New(newFake(), nemogym.Config{MaxAggregateValues: 1000})
+	defer few.Close()
+	fewSrv := httptest.NewServer(few.Handler())
+	defer fewSrv.Close()
+	wide := func(replies int) string {
+		var b strings.Builder
+		b.WriteString(`{"verify_responses": [`)
+		for r := range replies {
+			if r > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString("{")
+			for i := range 10 {
+				if i > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, `"f%d": 1`, i)
+			}
+			b.WriteString("}")
+		}
+		b.WriteString(`]}`)
+		return b.String()
+	}
+	for _, tc := range []struct {
+		body string
+		want int
+	}{{wide(101), http.StatusUnprocessableEntity}, {wide(100), http.StatusOK}} {
+		resp, err := http.Post(fewSrv.URL+"/nemo/aggregate_metrics", "application/json", strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || (tc.want != http.StatusOK && !strings.Contains(string(b), "more than 1000 numeric values")) {
+			t.Errorf("a body of %d bytes against a bound of 1,000 values: %d %s; want %d", len(tc.body), resp.StatusCode, b, tc.want)
+		}
+	}
 	if code, _ := post(`{"verify_responses": 3}`); code != http.StatusUnprocessableEntity {
 		t.Errorf("a body that is not the request: %d, want 422", code)
 	}

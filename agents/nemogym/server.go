@@ -81,6 +81,10 @@ type Config struct {
 	// MaxAggregateBytes bounds aggregate_metrics' body (every rollout's
 	// stripped reply). 0: DefaultMaxAggregateBytes.
 	MaxAggregateBytes int64
+	// MaxAggregateValues bounds the numeric values of all the replies an
+	// aggregate_metrics body holds (what it takes once read). 0:
+	// DefaultMaxAggregateValues.
+	MaxAggregateValues int
 	// TurnWait is how long a tool call, step or reset waits for the
 	// member's turn.
 	TurnWait time.Duration
@@ -137,6 +141,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxAggregateBytes <= 0 {
 		c.MaxAggregateBytes = DefaultMaxAggregateBytes
+	}
+	if c.MaxAggregateValues <= 0 {
+		c.MaxAggregateValues = DefaultMaxAggregateValues
 	}
 	if c.MaxVerifyBytes <= 0 {
 		c.MaxVerifyBytes = DefaultMaxVerifyBytes

@@ -145,7 +145,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return app.Usagef("--nemo-discard deletes sessions from this server's log, and a worker of a cluster deletes none (the log is the cluster's)")
 	}
 	if o.NemoMaxSessions < 0 || o.NemoMaxSessions > o.MaxSessions {
-		return app.Usagef("--nemo-max-sessions %d: between 1 and --max-sessions (%d), or 0 for --max-sessions", o.NemoMaxSessions, o.MaxSessions)
+		return app.Usagef("--nemo-max-sessions %d: between 1 and --max-sessions (%d), or 0 for half of --max-sessions", o.NemoMaxSessions, o.MaxSessions)
 	}
 	if err := app.CheckMaxEvents(o.MaxEvents); err != nil {
 		return err
@@ -482,7 +482,10 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 	if !o.NoNemo {
 		nemoMax := o.NemoMaxSessions
 		if nemoMax == 0 {
-			nemoMax = o.MaxSessions
+			// Its routes take no token: by default strangers who reach
+			// them hold at most half the sessions, and the authenticated
+			// seats keep the rest.
+			nemoMax = max(1, o.MaxSessions/2)
 		}
 		ng := nemogym.New(gw, nemogym.Config{Logger: log.Named("nemo"), Recorder: m.Adapter("nemo"),
 			MaxSessions: nemoMax, MaxBodyBytes: o.MaxMessage, TurnWait: o.TurnTimeout, OperatorToken: o.OperatorToken,

@@ -93,7 +93,7 @@ Every create request's world and load are checked against the world budgets
 	})
 	f.BoolVar(&mcpOn, "mcp", true, "serve a Model Context Protocol server per seat at /mcp on the --http listener (a seat token as the bearer token picks the seat); --mcp=false turns it off")
 	f.StringVar(&o.NemoListen, "nemo-listen", "", "also serve the NeMo Gym routes at the root of this address (NeMo Gym's clients add no path prefix), e.g. 127.0.0.1:8090")
-	f.IntVar(&o.NemoMaxSessions, "nemo-max-sessions", 0, "NeMo Gym sessions held at once (0: --max-sessions); its routes take no token, so below --max-sessions it keeps the rest for the authenticated seats")
+	f.IntVar(&o.NemoMaxSessions, "nemo-max-sessions", 0, "NeMo Gym sessions held at once (0: half of --max-sessions); its routes take no token, so below --max-sessions it keeps the rest for the authenticated seats")
 	f.BoolVar(&o.NemoDiscard, "nemo-discard", false, "delete a NeMo Gym session's log once it is closed, replaced or idle (and stopped), so that a trainer's rollouts take no disk once verified; by default they are kept for replay and analysis")
 	f.BoolVar(&nemo, "nemo", true, "serve NeMo Gym's resources-server routes under /nemo on the --http listener (--nemo=false turns them off)")
 	f.BoolVar(&openEnv, "openenv", true, "serve the OpenEnv protocol under /openenv on the --http listener (WebSocket /openenv/ws; --openenv=false turns it off)")
