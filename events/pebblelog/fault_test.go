@@ -1488,3 +1488,55 @@ func TestMissingTable(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactOverDamage: the compaction that gives a deleted session's
+// space back reads the tables it spans; a damaged one is reported as
+// damage (events.ErrCorrupt, the file named), not as Pebble's raw error.
+// Bytes flipped across the session's table: each delete and compaction
+// either passes or reports the damage so.
+func TestCompactOverDamage(t *testing.T) {
+	// A session of many blocks: the delete reads its first and last
+	// events and its metadata, the compaction every block.
+	img := vfs.NewCrashableMem()
+	w := mustOpen(t, "db", pebblelog.Options{FS: img})
+	mustCreate(t, w, meta("done"))
+	appendN(t, w, "done", 0, 4000)
+	finish(t, w, "done", 4000)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tables := files(t, img, ".sst")
+	size := len(readFile(t, img, img.PathJoin("db", tables[0])))
+	ctx := context.Background()
+	compacted := 0
+	for off := 64; off < size; off += size / 40 {
+		fs := damage(t, img, tables[0], flipAt(off))
+		l, err := pebblelog.Open("db", pebblelog.Options{FS: fs, Logger: hclog.NewNullLogger()})
+		if err != nil {
+			if !errors.Is(err, events.ErrCorrupt) {
+				t.Fatalf("byte %d flipped: open: %v; want damage", off, err)
+			}
+			continue
+		}
+		if _, err := l.DeleteSession(ctx, "done"); err != nil {
+			if !errors.Is(err, events.ErrCorrupt) {
+				t.Fatalf("byte %d flipped: delete: %v; want damage", off, err)
+			}
+			l.Close()
+			continue
+		}
+		err = l.Compact(ctx, "done")
+		var cf *pebblelog.CorruptFileError
+		switch {
+		case err == nil:
+		case errors.Is(err, events.ErrCorrupt) && errors.As(err, &cf) && strings.HasSuffix(cf.Path, tables[0]):
+			compacted++
+		default:
+			t.Fatalf("byte %d flipped: compact: %v; want a *CorruptFileError naming %s", off, err, tables[0])
+		}
+		l.Close()
+	}
+	if compacted == 0 {
+		t.Fatal("no flipped byte left the delete to its compaction: the test shows nothing")
+	}
+}

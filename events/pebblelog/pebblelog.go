@@ -1584,6 +1584,11 @@ func (l *Log) Compact(ctx context.Context, ids ...string) error {
 	for _, id := range ids {
 		for _, p := range [][]byte{eventPrefix(id), checkpointPrefix(id)} {
 			if err := l.db.Compact(ctx, p, prefixEnd(p), true); err != nil {
+				if pebble.IsCorruptionError(err) {
+					// A damaged table the compaction had to read: its
+					// file named, errors.Is(err, events.ErrCorrupt).
+					return fmt.Errorf("pebblelog: compact session %s: %w", id, corruptFile(err))
+				}
 				return fmt.Errorf("pebblelog: compact session %s: %w", id, err)
 			}
 		}
