@@ -30,6 +30,9 @@ func Assign(spec string, w *worlds.World, allowRemote bool) (map[string]string, 
 			def = part
 			continue
 		}
+		if name = strings.TrimSpace(name); name == "" {
+			return nil, fmt.Errorf("agents %q gives %s no agent after its =", spec, member)
+		}
 		m, found := w.Member(member)
 		if !found {
 			return nil, fmt.Errorf("agents: world %s has no member %q", w.Name, member)

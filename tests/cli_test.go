@@ -80,6 +80,7 @@ func TestCLIErrors(t *testing.T) {
 		{"unknown world", []string{"run", "--world", "nowhere", "--ephemeral"}, cli.ExitUsage, `no shipped world "nowhere"`},
 		{"unknown agent", []string{"run", "--agents", "genius", "--ephemeral"}, cli.ExitUsage, `unknown agent "genius"`},
 		{"agent for an NPC", []string{"run", "--agents", "greedy,frank=idle", "--ephemeral"}, cli.ExitUsage, "frank is an NPC"},
+		{"no agent after =", []string{"run", "--agents", "greedy,alice=", "--ephemeral"}, cli.ExitUsage, "gives alice no agent after its ="},
 		{"a negative --keep-events", []string{"run", "--ephemeral", "--keep-events", "-1"}, cli.ExitUsage, "--keep-events -1: at least 0"},
 		{"a negative --turn-timeout", []string{"run", "--ephemeral", "--turn-timeout", "-1s"}, cli.ExitUsage, "--turn-timeout -1s: at least 0"},
 		{"a load twice in a sweep", []string{"sweep", "--world", "startup", "--loads", "1,1", "--agents", "greedy"}, cli.ExitUsage, "--loads gives 1 twice"},

@@ -60,7 +60,7 @@ func TestDeleteGivesTheSpaceBack(t *testing.T) {
 		t.Errorf("the session kept does not verify: %s", out)
 	}
 	_, errs, code = runCLI(t, "delete", big.Session, "--data", data)
-	if code == cli.ExitOK || !strings.Contains(errs, "no such session: "+big.Session) {
+	if code == cli.ExitOK || !strings.Contains(errs, "no session "+big.Session+" in "+data) {
 		t.Errorf("delete of a deleted session: exit %d, %q", code, errs)
 	}
 	t.Logf("data folder: %d bytes before, %d after", before, after)

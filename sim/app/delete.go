@@ -42,6 +42,11 @@ func Delete(ctx context.Context, data string, ids []string, withForks bool, logg
 	}
 	defer log.Close()
 	done, err := DeleteFrom(ctx, log, ids, withForks, nil)
+	if ns := (*noSessionError)(nil); errors.As(err, &ns) {
+		return nil, fmt.Errorf("no session %s in %s; nothing was deleted", ns.id, data)
+	} else if errors.Is(err, events.ErrNoSession) && len(ids) == 1 && len(done) == 0 {
+		return nil, fmt.Errorf("no session %s in %s", ids[0], data)
+	}
 	if err != nil || len(done) == 0 {
 		return done, err
 	}
@@ -110,7 +115,7 @@ func DeleteFrom(ctx context.Context, log events.Log, ids []string, withForks boo
 		}
 		for _, id := range ids {
 			if !known[id] {
-				return nil, fmt.Errorf("%w: %s", events.ErrNoSession, id)
+				return nil, &noSessionError{id}
 			}
 			visit(id)
 		}
@@ -136,3 +141,11 @@ func DeleteFrom(ctx context.Context, log events.Log, ids []string, withForks boo
 	}
 	return done, nil
 }
+
+// noSessionError is DeleteFrom's refusal of an ID the log does not hold
+// (errors.Is events.ErrNoSession), before anything is deleted.
+type noSessionError struct{ id string }
+
+func (e *noSessionError) Error() string { return events.ErrNoSession.Error() + ": " + e.id }
+
+func (e *noSessionError) Unwrap() error { return events.ErrNoSession }
