@@ -265,10 +265,15 @@ func TestVanishingLoad(t *testing.T) {
 			}
 		}
 	}
-	if err := worlds.CheckLoad(worlds.MinLoad/2, 0); err == nil {
-		t.Fatalf("CheckLoad(%g) passed; want a load below the least refused", worlds.MinLoad/2)
+	// A new session is refused such a load; one recorded at it is read
+	// again at it (resume, fork, a worker adopting it).
+	if err := worlds.CheckNewLoad(worlds.MinLoad/2, 0); err == nil {
+		t.Fatalf("CheckNewLoad(%g) passed; want a load below the least refused", worlds.MinLoad/2)
 	}
-	if err := worlds.CheckLoad(worlds.MinLoad, 0); err != nil {
-		t.Fatalf("CheckLoad(MinLoad): %v", err)
+	if err := worlds.CheckNewLoad(worlds.MinLoad, 0); err != nil {
+		t.Fatalf("CheckNewLoad(MinLoad): %v", err)
+	}
+	if err := worlds.CheckLoad(worlds.MinLoad/2, 0); err != nil {
+		t.Fatalf("CheckLoad(%g), a recorded session's: %v", worlds.MinLoad/2, err)
 	}
 }

@@ -127,7 +127,7 @@ func workGap(x float64) (gap clock.Duration, ok bool) {
 	return clock.Duration(x), true
 }
 
-// maxGap bounds workGap: about 36,000 years of working time, past any
+// maxGap bounds workGap: about 36 million years of working time, past any
 // horizon, and far from overflowing the times it is added to.
 const maxGap = float64(1 << 60)
 

@@ -99,7 +99,7 @@ func TestCLIErrors(t *testing.T) {
 		{"unknown event type", []string{"log", "S", "--type", "bogus.type", "--data", "DATA"}, cli.ExitUsage, `--type "bogus.type" is not an event type; the types are action.rejected,`},
 		// Where the output cannot go is said before the work (a sweep can
 		// take hours), naming the path given, not a temporary file.
-		{"a sweep's -o under a file", []string{"sweep", "--world", "startup", "--loads", "1", "--agents", "greedy", "-o", "FILE/sub"}, cli.ExitError, "/sub: mkdir "},
+		{"a sweep's -o under a file", []string{"sweep", "--world", "startup", "--loads", "1", "--agents", "greedy", "-o", "FILE/sub"}, cli.ExitError, "/file is not a folder"},
 		{"a report into no folder", []string{"report", "S", "--data", "DATA", "-o", "/nonexistent/r.html"}, cli.ExitError, "write /nonexistent/r.html: no folder /nonexistent"},
 		{"a report onto a folder", []string{"report", "S", "--data", "DATA", "-o", "DATA"}, cli.ExitError, ": it is a folder; name a file"},
 	}

@@ -200,6 +200,12 @@ func TestFaultCorruptStore(t *testing.T) {
 		if code != 3 || !strings.Contains(out, "10 events missing") {
 			t.Fatalf("verify after losing 10 events exited %d, want 3 naming them:\n%s", code, out)
 		}
+		// replay too: a log without the end its metadata records is
+		// damage, not a session that did not end.
+		out, code = faultRun(t, "replay", s, "--data", data)
+		if code != 3 || !strings.Contains(out, "10 events missing") {
+			t.Fatalf("replay after losing 10 events exited %d, want 3 naming them:\n%s", code, out)
+		}
 	})
 }
 

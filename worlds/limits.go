@@ -159,12 +159,14 @@ const (
 // ErrorList entry's message) and by Admit.
 var ErrLimit = errors.New("worlds: over a limit")
 
-// MinLoad is the least load a session may run at: a thousandth of the
-// world's arrivals, its gaps a thousand times as long.
+// MinLoad is the least load a new session may run at (CheckNewLoad): a
+// thousandth of the world's arrivals, its gaps a thousand times as long.
 const MinLoad = 1e-3
 
 // CheckLoad reports a load factor that a session cannot run at: not a
-// finite number, below MinLoad, or above max (0: DefaultMaxLoad).
+// finite number, not above zero, or above max (0: DefaultMaxLoad). A
+// session recorded at a load is read again at it (resume, fork, a worker
+// adopting it); a new one is checked by CheckNewLoad.
 func CheckLoad(load, max float64) error {
 	if max == 0 {
 		max = DefaultMaxLoad
@@ -174,12 +176,23 @@ func CheckLoad(load, max float64) error {
 		return fmt.Errorf("load %v is not a finite number (a load is a factor such as 0.5, 1 or 2)", load)
 	case load <= 0:
 		return fmt.Errorf("load %v must be more than zero (a load is a factor such as 0.5, 1 or 2)", load)
-	case load < MinLoad:
-		// Gaps are divided by the load: a vanishing one overflowed them
-		// into arrivals that never stopped coming at one instant.
-		return fmt.Errorf("load %v is below the least of %v (a load is a factor such as 0.5, 1 or 2)", load, MinLoad)
 	case load > max:
 		return fmt.Errorf("%w: load %v is above the limit of %v (%s)", ErrLimit, load, max, FlagMaxLoad)
+	}
+	return nil
+}
+
+// CheckNewLoad is CheckLoad for a session about to be made: a load below
+// MinLoad is refused too. (Gaps are divided by the load: a vanishing one
+// overflowed them into arrivals that never stopped coming at one instant;
+// the engine now brings no ticket after a gap too long for a time, and
+// sessions recorded at such loads still resume.)
+func CheckNewLoad(load, max float64) error {
+	if err := CheckLoad(load, max); err != nil {
+		return err
+	}
+	if load < MinLoad {
+		return fmt.Errorf("load %v is below the least of %v (a load is a factor such as 0.5, 1 or 2)", load, MinLoad)
 	}
 	return nil
 }

@@ -463,7 +463,7 @@ func (v *validator) systems(f *file, w *World, r *refs) {
 				// A listed record under an ID the block also makes would
 				// be two records of one key (get finds one, search both).
 				for k, rec := range ft.Records {
-					if id, _ := rec["id"].v.(string); generatedID(t, id) {
+					if id, _ := rec["id"].v.(string); !v.lim.Recorded && generatedID(t, id, true) {
 						v.errf(fmt.Sprintf("%s.records[%d].id", tp, k), "record id %q is one the generate block makes too (%s-1 to %s-%d): pick another id, or another prefix", id, g.Prefix, g.Prefix, g.Count)
 					}
 				}
@@ -526,7 +526,7 @@ func (v *validator) systems(f *file, w *World, r *refs) {
 					if fd.Type != FieldReference || ref == "" || ids[fd.To] == nil {
 						continue
 					}
-					if !ids[fd.To][ref] && !generatedID(r.types[fd.To], ref) {
+					if !ids[fd.To][ref] && !generatedID(r.types[fd.To], ref, !v.lim.Recorded) {
 						v.errf(fmt.Sprintf("systems[%d].types[%d].records[%d].%s", i, j, k, fd.Name), "no %s record %q", fd.To, ref)
 					}
 				}
@@ -543,13 +543,22 @@ func (v *validator) systems(f *file, w *World, r *refs) {
 	}
 }
 
-// generatedID reports whether id is one a type's generation makes.
-func generatedID(t *RecordType, id string) bool {
+// generatedID reports whether id is one a type's generation makes:
+// exactly as it spells them when strict (inv-01 and inv-+1 are not inv-1);
+// otherwise as the loader read them before it looked so closely, which a
+// recorded world is read by.
+func generatedID(t *RecordType, id string, strict bool) bool {
 	if t == nil || t.Generate == nil {
 		return false
 	}
 	n, err := strconv.Atoi(strings.TrimPrefix(id, t.Generate.Prefix+"-"))
-	return err == nil && strings.HasPrefix(id, t.Generate.Prefix+"-") && n >= 1 && n <= t.Generate.Count
+	if err != nil || n < 1 || n > t.Generate.Count {
+		return false
+	}
+	if strict {
+		return id == t.Generate.Prefix+"-"+strconv.Itoa(n)
+	}
+	return strings.HasPrefix(id, t.Generate.Prefix+"-")
 }
 
 func (t *RecordType) fieldNames() []string {
@@ -707,8 +716,8 @@ func (v *validator) compileOutcome(path, src string, all []Attr, t *RecordType) 
 // no reading of the step says.
 func (v *validator) settable(path string, x *Expr, t *RecordType, name string) bool {
 	fd, ok := t.Field(name)
-	if !ok {
-		return true
+	if !ok || v.lim.Recorded {
+		return true // a recorded world reads as it did then
 	}
 	node := x.prog.Node()
 	var lit any

@@ -1439,6 +1439,22 @@ func TestMissingMarker(t *testing.T) {
 			}
 		}
 	}
+	// A store whose creation stopped before its format-version marker
+	// (written last, after the MANIFEST, its marker and the first WAL)
+	// has no table, and opens.
+	fresh := vfs.NewCrashableMem()
+	if err := mustOpen(t, "db", pebblelog.Options{FS: fresh}).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.Remove(fresh.PathJoin("db", files(t, fresh, "marker.format-version.")[0])); err != nil {
+		t.Fatal(err)
+	}
+	if len(files(t, fresh, ".sst")) != 0 {
+		t.Fatal("a store with no session has a table")
+	}
+	if o := openAndRead(t, fresh, false); o.open != nil {
+		t.Fatalf("a store made up to its format-version marker: %v", o.open)
+	}
 	// A folder with no data yet opens as a new store: empty, or with only
 	// the MANIFEST of a creation that stopped before its marker.
 	fs := vfs.NewMem()
@@ -1486,6 +1502,16 @@ func TestMissingTable(t *testing.T) {
 		if after := files(t, fs, ""); !slices.Equal(before, after) {
 			t.Fatalf("%s cut %v: a refused Open changed the folder: %q, then %q", tables[0], cut, before, after)
 		}
+	}
+	// An open refused for room leaves the record of the last clean close
+	// too (it is checked before the record is removed).
+	fs := img.CrashClone(vfs.CrashCloneCfg{})
+	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 1, TotalBytes: 200 << 20})
+	if _, err := pebblelog.Open("db", pebblelog.Options{FS: fs}); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Open with a byte free: %v, want ENOSPC", err)
+	}
+	if got := files(t, fs, pebblelog.CloseRecordName); len(got) != 1 {
+		t.Fatalf("an open refused for room removed the record of the last clean close (%q)", got)
 	}
 }
 

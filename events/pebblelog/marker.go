@@ -23,9 +23,9 @@ import (
 // empty files.) A folder with no data, or only a MANIFEST (a store whose
 // creation stopped before its marker was written), opens as before; so
 // does a store of an older Pebble, which names its MANIFEST in CURRENT. A
-// marker that names a MANIFEST no longer there, or a store without its
-// format-version marker, is refused as damaged too (Pebble refuses both,
-// in words of its own).
+// marker that names a MANIFEST no longer there, or a store with tables
+// and without its format-version marker, is refused as damaged too
+// (Pebble refuses both, in words of its own).
 func checkManifestMarker(fsys vfs.FS, dir string) error {
 	names, err := fsys.List(dir)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
@@ -34,30 +34,13 @@ func checkManifestMarker(fsys vfs.FS, dir string) error {
 	if err != nil {
 		return err
 	}
-	marked, err := atomicfs.ReadMarker(fsys, dir, "manifest")
-	if err != nil {
-		return err
-	}
-	if marked != "" {
-		// Pebble refuses these too, not as damage (exit 1, its own words).
-		if !slices.Contains(names, marked) {
-			return &CorruptFileError{Path: fsys.PathJoin(dir, marked), Err: errors.New("the store's MANIFEST (its list of tables), named by its marker, is missing; nothing was changed: restore the folder from a copy")}
-		}
-		if v, err := atomicfs.ReadMarker(fsys, dir, "format-version"); err != nil || v == "" {
-			if err == nil {
-				err = errors.New("the store's format-version marker (a file named marker.format-version.NNNNNN.NNN) is missing; nothing was changed: restore it from a copy of the folder")
-			}
-			return &CorruptFileError{Err: err}
-		}
-		return nil
-	}
 	var tables, wals int
 	var manifests []string
-	record := false
+	record, current := false, false
 	for _, n := range names {
 		switch {
 		case n == "CURRENT":
-			return nil
+			current = true
 		case n == CloseRecordName:
 			record = true
 		case strings.HasPrefix(n, "MANIFEST-"):
@@ -68,7 +51,28 @@ func checkManifestMarker(fsys vfs.FS, dir string) error {
 			wals++
 		}
 	}
-	if tables == 0 && wals == 0 && !record {
+	marked, err := atomicfs.ReadMarker(fsys, dir, "manifest")
+	if err != nil {
+		return err
+	}
+	if marked != "" {
+		// Pebble refuses these too, not as damage (exit 1, its own words).
+		if !slices.Contains(names, marked) {
+			return &CorruptFileError{Path: fsys.PathJoin(dir, marked), Err: errors.New("the store's MANIFEST (its list of tables), named by its marker, is missing; nothing was changed: restore the folder from a copy")}
+		}
+		// The format-version marker is written last when a store is
+		// made (after the MANIFEST, its marker and the first WAL): a
+		// store whose creation stopped before it has no table, and
+		// Pebble opens it. With tables, it was lost.
+		if v, err := atomicfs.ReadMarker(fsys, dir, "format-version"); tables > 0 && (err != nil || v == "") {
+			if err == nil {
+				err = errors.New("the store's format-version marker (a file named marker.format-version.NNNNNN.NNN) is missing; nothing was changed: restore it from a copy of the folder")
+			}
+			return &CorruptFileError{Err: err}
+		}
+		return nil
+	}
+	if current || tables == 0 && wals == 0 && !record {
 		return nil
 	}
 	msg := fmt.Sprintf("the MANIFEST marker (a file named marker.manifest.NNNNNN.MANIFEST-NNNNNN) is missing, while the folder holds %d table(s) and %d WAL(s) of the store", tables, wals)

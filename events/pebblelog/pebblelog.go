@@ -309,13 +309,14 @@ func (l *Log) open(cacheSize int64) (err error) {
 	}
 	var putBack func()
 	if !l.readOnly {
+		// Checked first: a refusal for room leaves the record in place.
+		if err := checkOpenSpace(l.fs, l.dir); err != nil {
+			return err
+		}
 		if recorded {
 			if putBack, err = removeCloseRecord(l.fs, l.dir); err != nil {
 				return err
 			}
-		}
-		if err := checkOpenSpace(l.fs, l.dir); err != nil {
-			return err
 		}
 	}
 	l.db, err = pebble.Open(l.dir, po)

@@ -121,7 +121,7 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 	if err := ro.WorldLimits.Validate(); err != nil {
 		return nil, usage(err)
 	}
-	if err := worlds.CheckLoad(loadOr1(o.Load), ro.WorldLimits.WithDefaults().MaxLoad); err != nil {
+	if err := worlds.CheckNewLoad(loadOr1(o.Load), ro.WorldLimits.WithDefaults().MaxLoad); err != nil {
 		return nil, usage(err)
 	}
 	w, _, err := LoadWorldLimited(o.World, ro.WorldLimits)

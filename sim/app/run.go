@@ -244,7 +244,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if err := o.WorldLimits.Validate(); err != nil {
 		return nil, usage(err)
 	}
-	if err := worlds.CheckLoad(loadOr1(o.Load), o.WorldLimits.WithDefaults().MaxLoad); err != nil {
+	if err := worlds.CheckNewLoad(loadOr1(o.Load), o.WorldLimits.WithDefaults().MaxLoad); err != nil {
 		return nil, usage(err)
 	}
 	w, src, err := LoadWorldLimited(o.World, o.WorldLimits)

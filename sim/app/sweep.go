@@ -137,7 +137,7 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 		return nil, usage(err)
 	}
 	for _, l := range o.Loads {
-		if err := worlds.CheckLoad(l, ro.WorldLimits.WithDefaults().MaxLoad); err != nil {
+		if err := worlds.CheckNewLoad(l, ro.WorldLimits.WithDefaults().MaxLoad); err != nil {
 			return nil, usage(fmt.Errorf("--loads: %w", err))
 		}
 	}

@@ -224,17 +224,17 @@ func readStateFile(path string) map[string]savedSession {
 	return f.saved()
 }
 
-// gatedSeats answer a member's turn once release is closed (at once for
-// the others), answering at once for "local" as an agent played in process.
+// gatedSeats answer a member's turn once its release channel is closed
+// (at once for "local", as an agent played in process).
 type gatedSeats struct {
 	asked   chan string
-	release chan struct{}
+	release map[string]chan struct{}
 }
 
 func (g *gatedSeats) Ask(ctx context.Context, _, member string, obs org.Observation) (sim.Answer, error) {
 	if member != "local" {
 		g.asked <- member
-		<-g.release
+		<-g.release[member]
 	}
 	return sim.Answer{Member: member, Turn: obs.Turn}, nil
 }
@@ -266,7 +266,7 @@ func TestRemoteTurnHoldsTheMark(t *testing.T) {
 	if !marked() {
 		t.Fatal("not marked once resuming")
 	}
-	g := &gatedSeats{asked: make(chan string, 2), release: make(chan struct{})}
+	g := &gatedSeats{asked: make(chan string, 2), release: map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}}
 	seats := withProbation(g, pr, []string{"a", "b"})
 	if imm, ok := seats.(driver.ImmediateSeats); !ok || !imm.Immediate("local") || imm.Immediate("a") {
 		t.Fatal("the wrapped seats do not say which answer at once as the seats they wrap")
@@ -274,11 +274,10 @@ func TestRemoteTurnHoldsTheMark(t *testing.T) {
 	if _, err := seats.Ask(context.Background(), id, "local", org.Observation{}); err != nil || !marked() {
 		t.Fatalf("a seat played in process: %v, marked %v; want the mark kept", err, marked())
 	}
-	var wg sync.WaitGroup
+	answered := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}
 	for _, m := range []string{"a", "b"} {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer close(answered[m])
 			if _, err := seats.Ask(context.Background(), id, m, org.Observation{}); err != nil {
 				t.Error(err)
 			}
@@ -294,8 +293,13 @@ func TestRemoteTurnHoldsTheMark(t *testing.T) {
 	default:
 		t.Fatal("a session waiting for its remote seats has not settled: the next saved session would wait for it")
 	}
-	close(g.release)
-	wg.Wait()
+	close(g.release["a"])
+	<-answered["a"]
+	if marked() {
+		t.Fatal("marked again once one answer is in while the other turn is out")
+	}
+	close(g.release["b"])
+	<-answered["b"]
 	if !marked() {
 		t.Fatal("not marked again once the remote answers are in and it runs")
 	}

@@ -81,9 +81,9 @@ type ServeOptions struct {
 	// a listener of their own (http://ADDR/seed_session, …), as NeMo Gym's
 	// clients address a resources server: without a path prefix.
 	NemoListen string
-	// NemoMaxSessions bounds the NeMo Gym sessions held at once (0:
-	// MaxSessions). Its routes take no token (NeMo Gym's clients send
-	// none), so anyone who reaches them can seed sessions: set below
+	// NemoMaxSessions bounds the NeMo Gym sessions held at once (0: half
+	// of MaxSessions). Its routes take no token (NeMo Gym's clients send
+	// none), so anyone who reaches them can seed sessions: below
 	// MaxSessions, it keeps the rest of the server's capacity for the
 	// authenticated seats.
 	NemoMaxSessions int

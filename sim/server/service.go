@@ -745,14 +745,18 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 	if load == 0 {
 		load = 1
 	}
-	if err := worlds.CheckLoad(load, lim.WithDefaults().MaxLoad); err != nil {
+	fresh := req.Parent == ""
+	check := worlds.CheckLoad
+	if fresh {
+		check = worlds.CheckNewLoad
+	}
+	if err := check(load, lim.WithDefaults().MaxLoad); err != nil {
 		return wire.CreateReply{}, err
 	}
 	id := ulid.Make().String()
 	var e *sim.Engine
 	var meta events.SessionMeta
 	var w *worlds.World
-	fresh := req.Parent == ""
 	if fresh && req.World != "" && req.Source != "" {
 		return wire.CreateReply{}, errors.New("server: give a world's name (world) or its text (source), not both")
 	}

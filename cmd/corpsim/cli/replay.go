@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/app"
 )
@@ -41,12 +42,23 @@ func (a *cmdline) replayCmd() *cobra.Command {
 				fmt.Fprintf(a.stdout, "session %s: replayed %d events; state hash %s; the session did not end (status %s), so there is no final hash to check\n",
 					id, res.Events, res.Replayed, meta.Status)
 			}
-			if !res.Match && res.Ended {
+			if res.Match {
+				return nil
+			}
+			if res.Ended {
 				return withCode(ExitMismatch, fmt.Errorf("session %s: state hash not verified", id))
 			}
 			// A session that did not end (interrupted, running, a fork
 			// made with --create-only) replays whole and has no final
 			// hash to check: not damage (verify checks its checkpoints).
+			// One whose metadata says it ended, and whose log does not
+			// hold that end, lost the log's tail: damage.
+			if err := events.CheckEnd(meta, res.Events); err != nil {
+				return withCode(ExitMismatch, err)
+			}
+			if meta.StateHash != "" {
+				return withCode(ExitMismatch, fmt.Errorf("session %s: its metadata records the final state hash %s, but its log (%d events) holds no end", id, meta.StateHash, res.Events))
+			}
 			return nil
 		},
 	}

@@ -2,13 +2,16 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -72,12 +75,10 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 			}
 			o.Diagnose = out != "" // for corpsim diagnose --sweep
 			if out != "" {
-				// Checked before the runs: a sweep can take hours.
-				if err := os.MkdirAll(out, 0o755); err != nil {
+				// Checked before the runs (a sweep can take hours), and
+				// made after them (a sweep refused leaves no folder).
+				if err := checkFolder(out); err != nil {
 					return fmt.Errorf("-o %s: %w", out, err)
-				}
-				if err := app.CheckWritable(filepath.Join(out, "sweep.csv")); err != nil {
-					return err
 				}
 			}
 			res, err := app.Sweep(cmd.Context(), o, ro)
@@ -177,4 +178,22 @@ func writeSweep(out string, res *app.SweepResult) error {
 		}
 	}
 	return nil
+}
+
+// checkFolder reports why folder dir could not be made (or written into,
+// if it is there) without making it: the nearest part of its path that
+// exists must be a folder.
+func checkFolder(dir string) error {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("%s is not a folder", p)
+			}
+			return nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) || filepath.Dir(p) == p {
+			return err
+		}
+	}
 }

@@ -51,7 +51,7 @@ not stop a run) and exit 0 if it has no mistake.`,
 			if err := lim.Validate(); err != nil {
 				return usage(err)
 			}
-			if err := worlds.CheckLoad(load, lim.WithDefaults().MaxLoad); err != nil {
+			if err := worlds.CheckNewLoad(load, lim.WithDefaults().MaxLoad); err != nil {
 				return usage(err)
 			}
 			w, _, err := app.LoadWorldLimited(args[0], lim) // a file, or a shipped world by name
