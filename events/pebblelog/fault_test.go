@@ -1455,6 +1455,26 @@ func TestMissingMarker(t *testing.T) {
 	if o := openAndRead(t, fresh, false); o.open != nil {
 		t.Fatalf("a store made up to its format-version marker: %v", o.open)
 	}
+	// With data in its WAL only (a crash before the first flush), the
+	// store that lost that marker is refused as damaged, and kept.
+	walOnly := vfs.NewCrashableMem()
+	lw := mustOpen(t, "db", pebblelog.Options{FS: walOnly})
+	mustCreate(t, lw, meta("s"))
+	appendN(t, lw, "s", 0, 20)
+	crashed := walOnly.CrashClone(vfs.CrashCloneCfg{})
+	lw.Close()
+	if err := crashed.Remove(crashed.PathJoin("db", files(t, crashed, "marker.format-version.")[0])); err != nil {
+		t.Fatal(err)
+	}
+	if len(files(t, crashed, ".sst")) != 0 {
+		t.Fatal("the crashed store has a table: the case is not data in the WAL only")
+	}
+	for _, ro := range []bool{false, true} {
+		o := openAndRead(t, crashed, ro)
+		if !errors.Is(o.open, events.ErrCorrupt) || !strings.Contains(o.open.Error(), "format-version marker") {
+			t.Fatalf("data in the WAL only, its format-version marker lost (read-only %v): %v; want damage", ro, o.open)
+		}
+	}
 	// A folder with no data yet opens as a new store: empty, or with only
 	// the MANIFEST of a creation that stopped before its marker.
 	fs := vfs.NewMem()

@@ -327,6 +327,12 @@ func (l *Log) open(cacheSize int64) (err error) {
 		if pebble.IsCorruptionError(err) {
 			return corruptOpen(l.fs, l.dir, err)
 		}
+		if errors.Is(err, pebble.ErrDBNotPristine) {
+			// Only a store without its format-version marker is opened as
+			// one being made; with data in it (a WAL's), the marker was
+			// lost (marker.go).
+			return &CorruptFileError{Err: fmt.Errorf("the store's format-version marker (a file named marker.format-version.NNNNNN.NNN) is missing while it holds data (%w); nothing was changed: restore it from a copy of the folder", err)}
+		}
 		if tableGone(err) {
 			return &CorruptFileError{Err: fmt.Errorf("a table the store's MANIFEST lists is missing or not the size it was written with (%w); nothing was changed: restore the folder from a copy", err)}
 		}

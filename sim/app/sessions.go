@@ -148,6 +148,7 @@ func admitOrigin(o driver.Origin, lim worlds.Limits) error {
 		return usage(err)
 	}
 	lim = lim.Raise(o.WorldLimits)
+	lim.Recorded = true // a recorded world reads as it did then
 	if lim.WithDefaults() != o.WorldLimits.WithDefaults() {
 		if _, err := worlds.LoadLimited(o.World.File, o.Source, lim); err != nil {
 			return err

@@ -9,7 +9,7 @@ import (
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
-	"github.com/corpsim/corpsim/worlds"
+	"github.com/corpsim/corpsim/sim"
 )
 
 // maxLatest is how many of the latest events a snapshot lists.
@@ -53,9 +53,11 @@ func (v *View) Apply(ev events.Event) error {
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return fmt.Errorf("live: session.started: %w", err)
 		}
-		w, err := worlds.Load(p.WorldFile, []byte(p.Source))
+		// Read as it was recorded: within the limits the session ran
+		// under, without the checks added since.
+		w, _, err := sim.RecordedWorld(&p)
 		if err != nil {
-			return fmt.Errorf("live: the world recorded in the log does not load: %w", err)
+			return fmt.Errorf("live: %w", err)
 		}
 		v.st, v.seed, v.status = org.New(w), p.Seed, "running"
 		v.st.SetJudge(policies.Judge) // it shows live work: retired tickets go

@@ -182,7 +182,7 @@ func writeSweep(out string, res *app.SweepResult) error {
 
 // checkFolder reports why folder dir could not be made (or written into,
 // if it is there) without making it: the nearest part of its path that
-// exists must be a folder.
+// exists must be a folder this process may write in.
 func checkFolder(dir string) error {
 	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
 		fi, err := os.Stat(p)
@@ -190,7 +190,13 @@ func checkFolder(dir string) error {
 			if !fi.IsDir() {
 				return fmt.Errorf("%s is not a folder", p)
 			}
+			if err := syscall.Access(p, 2|1); err != nil { // W_OK|X_OK
+				return fmt.Errorf("cannot write in %s: %w", p, err)
+			}
 			return nil
+		}
+		if _, lerr := os.Lstat(p); lerr == nil {
+			return fmt.Errorf("%s is a link to nothing", p)
 		}
 		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) || filepath.Dir(p) == p {
 			return err
