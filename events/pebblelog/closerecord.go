@@ -136,15 +136,10 @@ func manifestState(fsys vfs.FS, dir string, prefix int64) (path string, size int
 // logged and ignored.
 func checkCloseRecord(fsys vfs.FS, dir string, log hclog.Logger) (bool, error) {
 	recPath := fsys.PathJoin(dir, CloseRecordName)
-	f, err := fsys.Open(recPath)
+	b, err := readAllFS(fsys, recPath)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	b, err := io.ReadAll(f)
-	f.Close()
 	if err != nil {
 		return false, err
 	}
@@ -222,12 +217,7 @@ func putCloseRecord(fsys vfs.FS, dir string, b []byte) error {
 // that the refusal takes no check from the next open.
 func removeCloseRecord(fsys vfs.FS, dir string) (putBack func(), err error) {
 	recPath := fsys.PathJoin(dir, CloseRecordName)
-	f, err := fsys.Open(recPath)
-	if err != nil {
-		return nil, err
-	}
-	rec, err := io.ReadAll(f)
-	f.Close()
+	rec, err := readAllFS(fsys, recPath)
 	if err != nil {
 		return nil, err
 	}
@@ -256,4 +246,14 @@ func syncDir(fsys vfs.FS, dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// readAllFS returns the content of the file at path in fsys.
+func readAllFS(fsys vfs.FS, path string) ([]byte, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
