@@ -44,11 +44,14 @@ type ServerOptions struct {
 	// MaxBodyBytes is the largest body a route takes; 0: 16 MiB.
 	MaxBodyBytes int64
 	// Open tells the requests of routes that anyone may send a body to,
-	// with no token (NeMo Gym's): their bodies are held in a budget of
-	// their own, OpenBodyBudget (0: a quarter of BodyBudget), so that
-	// strangers sending slow bodies there cannot hold every body of the
-	// operator's and the seats' routes back. nil: none.
-	Open           func(r *http.Request) bool
+	// with no token (NeMo Gym's), and the most bytes each route's body
+	// holds (limit): their bodies are held in a budget of their own,
+	// OpenBodyBudget (0: a quarter of BodyBudget), so that strangers
+	// sending slow bodies there cannot hold every body of the operator's
+	// and the seats' routes back, and a body of unknown length (chunked)
+	// or longer than its route takes counts for the route's limit, not
+	// for MaxBodyBytes. nil: none.
+	Open           func(r *http.Request) (limit int64, open bool)
 	OpenBodyBudget int64
 }
 
@@ -123,13 +126,15 @@ func budgeted(h http.Handler, o ServerOptions) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		n := r.ContentLength
-		if n < 0 || n > o.MaxBodyBytes {
-			n = o.MaxBodyBytes
+		b, most := shared, o.MaxBodyBytes
+		if o.Open != nil {
+			if limit, ok := o.Open(r); ok {
+				b, most = open, min(most, limit)
+			}
 		}
-		b := shared
-		if o.Open != nil && o.Open(r) {
-			b = open
+		n := r.ContentLength
+		if n < 0 || n > most {
+			n = most // the route reads no more
 		}
 		if !b.take(n) {
 			w.Header().Set("Retry-After", "1")

@@ -255,7 +255,7 @@ func TestOpenBodyBudget(t *testing.T) {
 		fmt.Fprintf(w, "%d", len(b))
 	})
 	addr, _ := serveHardened(t, h, httpgw.ServerOptions{BodyBudget: 4 << 20, OpenBodyBudget: 1 << 20, MaxBodyBytes: 1 << 20,
-		Open: func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/open/") }})
+		Open: func(r *http.Request) (int64, bool) { return 1 << 20, strings.HasPrefix(r.URL.Path, "/open/") }})
 	for range 2 {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -271,5 +271,44 @@ func TestOpenBodyBudget(t *testing.T) {
 	}
 	if got := rawRequest(t, addr, "POST", "/x", "", []byte("hello")); !strings.Contains(got, "200") {
 		t.Fatalf("another route's body while the open budget is held: %q; want 200", got)
+	}
+}
+
+// A body of unknown length (chunked) to an open route counts for that
+// route's limit, not for the largest any route takes: three held to a
+// route of 256 KiB leave room in a budget of 1 MiB, a fourth fills it.
+func TestOpenBodyBudgetChunked(t *testing.T) {
+	started := make(chan struct{}, 4)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/open/x" {
+			started <- struct{}{}
+		}
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%d", len(b))
+	})
+	addr, _ := serveHardened(t, h, httpgw.ServerOptions{BodyBudget: 4 << 20, OpenBodyBudget: 1 << 20, MaxBodyBytes: 4 << 20,
+		Open: func(r *http.Request) (int64, bool) { return 256 << 10, strings.HasPrefix(r.URL.Path, "/open/") }})
+	hold := func() {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "POST /open/x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n")
+		select {
+		case <-started:
+		case <-time.After(time.Minute):
+			t.Fatal("a chunked body to the open route was never taken (refused for the budget?)")
+		}
+	}
+	for range 3 {
+		hold()
+	}
+	if got := rawRequest(t, addr, "POST", "/open/y", "", []byte("hello")); !strings.Contains(got, "200") {
+		t.Fatalf("a body beside three chunked ones of a 256 KiB route, in a budget of 1 MiB: %q; want 200", got)
+	}
+	hold()
+	if got := rawRequest(t, addr, "POST", "/open/y", "", []byte("hello")); !strings.Contains(got, "503") {
+		t.Fatalf("a body beside four chunked ones: %q; want 503", got)
 	}
 }

@@ -1,6 +1,7 @@
 package nemogym
 
 import (
+	"strings"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -225,6 +226,20 @@ func New(ops Ops, cfg Config) *Server {
 }
 
 // Handler serves the routes, with their /nemo prefix.
+// BodyLimit is the most bytes the body of a request to path may hold (a
+// path of Handler's, /nemo/…, or of the same routes at the root of a
+// listener of their own): what a budget of the bodies held at once
+// charges a request to it whose length is not given (httpgw's Open).
+func (s *Server) BodyLimit(path string) int64 {
+	switch strings.TrimPrefix(path, "/nemo") {
+	case "/verify":
+		return s.cfg.MaxVerifyBytes
+	case "/aggregate_metrics":
+		return s.cfg.MaxAggregateBytes
+	}
+	return s.cfg.MaxBodyBytes
+}
+
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /nemo/seed_session", s.handleSeed)

@@ -395,7 +395,7 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store live.Lo
 		mux.Handle("/metrics", m.Handler())
 	}
 	mux.Handle("/", gw.Handler())
-	closeAdapters, endSessions, err := mountAdapters(mux, gw, o, m, out, log)
+	closeAdapters, endSessions, open, err := mountAdapters(mux, gw, o, m, out, log)
 	if err != nil {
 		_ = ln.Close()
 		gw.Close()
@@ -406,7 +406,7 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store live.Lo
 		prev := closeAdapters
 		closeAdapters = func() { lv.Close(); prev() }
 	}
-	srv, ln := httpServer(o, mux, ln, log.Named("http"))
+	srv, ln := httpServer(o, mux, ln, log.Named("http"), open)
 	// Every address is printed, in one write, before the first request is
 	// served (the listener is bound: connections wait in its backlog), so
 	// a script that reads them once the gateway answers finds them all.
@@ -455,8 +455,10 @@ func serveHTTP(o ServeOptions, natsURL string, m *metrics.Metrics, store live.Lo
 // endSessions stops the sessions that belong to an adapter's connections
 // or cookies (OpenEnv: one environment per WebSocket; NeMo Gym: sessions
 // named by cookies this process alone knows): serve calls it before it shuts the service down, so that a
-// restart does not resume sessions no connection controls any more.
-func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *metrics.Metrics, out io.Writer, log hclog.Logger) (closeAll, endSessions func(), err error) {
+// restart does not resume sessions no connection controls any more. open
+// tells the requests of the routes that take bodies from anyone (NeMo
+// Gym's), for the server's budget of bodies (httpgw.ServerOptions.Open).
+func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *metrics.Metrics, out io.Writer, log hclog.Logger) (closeAll, endSessions func(), open func(*http.Request) (int64, bool), err error) {
 	var closers []func()
 	endSessions = func() {}
 	closeAll = func() {
@@ -491,6 +493,12 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 			MaxSessions: nemoMax, MaxBodyBytes: o.MaxMessage, TurnWait: o.TurnTimeout, OperatorToken: o.OperatorToken,
 			Discard: o.NemoDiscard, MCP: mcp})
 		mux.Handle("/nemo/", ng.Handler())
+		open = func(r *http.Request) (int64, bool) {
+			if !strings.HasPrefix(r.URL.Path, "/nemo/") {
+				return 0, false
+			}
+			return ng.BodyLimit(r.URL.Path), true
+		}
 		closers = append(closers, ng.Close)
 		endOthers := endSessions
 		endSessions = func() { endOthers(); ng.EndSessions() }
@@ -498,7 +506,7 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 			ln, err := net.Listen("tcp", o.NemoListen)
 			if err != nil {
 				closeAll()
-				return nil, nil, fmt.Errorf("--nemo-listen: %w", err)
+				return nil, nil, nil, fmt.Errorf("--nemo-listen: %w", err)
 			}
 			// The same routes at the root: /seed_session is /nemo/seed_session.
 			h := ng.Handler()
@@ -507,7 +515,7 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 				r2.URL.Path, r2.URL.RawPath = "/nemo"+r.URL.Path, ""
 				h.ServeHTTP(w, r2)
 			})
-			srv, ln := httpServer(o, root, ln, log.Named("nemo"))
+			srv, ln := httpServer(o, root, ln, log.Named("nemo"), func(r *http.Request) (int64, bool) { return ng.BodyLimit(r.URL.Path), true })
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
@@ -526,7 +534,7 @@ func mountAdapters(mux *http.ServeMux, gw *httpgw.Gateway, o ServeOptions, m *me
 			})
 		}
 	}
-	return closeAll, endSessions, nil
+	return closeAll, endSessions, open, nil
 }
 
 // adoptHTTPSeats gives the HTTP gateway back the remote seats it played
@@ -551,13 +559,12 @@ func adoptHTTPSeats(ctx context.Context, gw *httpgw.Gateway, svc *Service, out i
 // httpServer is the HTTP server of h on ln with every timeout set and at
 // most o.HTTPMaxConns connections open (one more is answered 503), so that
 // idle or slow clients cannot hold the process's file descriptors.
-func httpServer(o ServeOptions, h http.Handler, ln net.Listener, log hclog.Logger) (*http.Server, net.Listener) {
+func httpServer(o ServeOptions, h http.Handler, ln net.Listener, log hclog.Logger, open func(*http.Request) (int64, bool)) (*http.Server, net.Listener) {
+	// NeMo Gym's routes take bodies from anyone (its clients send no
+	// token): theirs (open) do not count against the operator's and the
+	// seats'.
 	so := httpgw.ServerOptions{MaxConns: o.HTTPMaxConns, IdleTimeout: o.HTTPIdleTimeout, ReadTimeout: o.HTTPReadTimeout, Logger: log,
-		MaxBodyBytes: max(o.MaxMessage, nemogym.DefaultMaxVerifyBytes),
-		// NeMo Gym's routes take bodies from anyone (its clients send no
-		// token): theirs do not count against the operator's and the
-		// seats'.
-		Open: func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/nemo/") }}
+		MaxBodyBytes: max(o.MaxMessage, nemogym.DefaultMaxVerifyBytes), Open: open}
 	return httpgw.NewServer(h, so), httpgw.LimitListener(ln, o.HTTPMaxConns, log)
 }
 
@@ -569,7 +576,7 @@ func serveMetrics(o ServeOptions, m *metrics.Metrics, out io.Writer, log hclog.L
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
-	srv, ln := httpServer(o, mux, ln, log.Named("metrics"))
+	srv, ln := httpServer(o, mux, ln, log.Named("metrics"), nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
