@@ -1,12 +1,12 @@
 package nemogym
 
 import (
-	"strings"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
