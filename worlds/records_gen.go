@@ -33,7 +33,7 @@ func (w *World) SeedRecords(d Draws) []Record {
 				continue
 			}
 			for n := 1; n <= t.Generate.Count; n++ {
-				id := t.Generate.Prefix + "-" + strconv.Itoa(n)
+				id := t.Generate.ID(n)
 				rec := Record{Type: t.ID, ID: id, Fields: map[string]any{}}
 				for _, f := range t.Fields {
 					rec.Fields[f.Name] = f.Zero()

@@ -140,6 +140,9 @@ type RecordGen struct {
 	Fields []Attr // drawn like case attributes; a record attribute draws a reference
 }
 
+// ID is the ID of the nth record the block makes (from 1): PREFIX-n.
+func (g *RecordGen) ID(n int) string { return g.Prefix + "-" + strconv.Itoa(n) }
+
 // Copy says a type's records copy fields of another type's records.
 type Copy struct {
 	Of, Key           string
@@ -556,7 +559,7 @@ func generatedID(t *RecordType, id string, strict bool) bool {
 		return false
 	}
 	if strict {
-		return id == t.Generate.Prefix+"-"+strconv.Itoa(n)
+		return id == t.Generate.ID(n)
 	}
 	return strings.HasPrefix(id, t.Generate.Prefix+"-")
 }

@@ -225,7 +225,6 @@ func New(ops Ops, cfg Config) *Server {
 	return s
 }
 
-// Handler serves the routes, with their /nemo prefix.
 // BodyLimit is the most bytes the body of a request to path may hold (a
 // path of Handler's, /nemo/…, or of the same routes at the root of a
 // listener of their own): what a budget of the bodies held at once
@@ -240,6 +239,7 @@ func (s *Server) BodyLimit(path string) int64 {
 	return s.cfg.MaxBodyBytes
 }
 
+// Handler serves the routes, with their /nemo prefix.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /nemo/seed_session", s.handleSeed)
