@@ -352,6 +352,31 @@ func CheckWritable(path string) error {
 	return nil
 }
 
+// CheckFolder reports, before any work is done for it, why folder dir
+// could not be made (or written into, if it is there), without making it,
+// as CheckWritable does for a file: the nearest part of its path that
+// exists must be a folder this process may write in.
+func CheckFolder(dir string) error {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("%s is not a folder", p)
+			}
+			if err := syscall.Access(p, 2|1); err != nil { // W_OK|X_OK
+				return fmt.Errorf("cannot write in %s: %w", p, err)
+			}
+			return nil
+		}
+		if _, lerr := os.Lstat(p); lerr == nil {
+			return fmt.Errorf("%s is a link to nothing", p)
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) || filepath.Dir(p) == p {
+			return err
+		}
+	}
+}
+
 // unwrapPath returns the error of a *fs.PathError or *os.LinkError without
 // the path it names (a temporary file's, which the caller replaces by its
 // own).

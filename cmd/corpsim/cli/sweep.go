@@ -2,16 +2,13 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -77,7 +74,7 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 			if out != "" {
 				// Checked before the runs (a sweep can take hours), and
 				// made after them (a sweep refused leaves no folder).
-				if err := checkFolder(out); err != nil {
+				if err := app.CheckFolder(out); err != nil {
 					return fmt.Errorf("-o %s: %w", out, err)
 				}
 			}
@@ -178,28 +175,4 @@ func writeSweep(out string, res *app.SweepResult) error {
 		}
 	}
 	return nil
-}
-
-// checkFolder reports why folder dir could not be made (or written into,
-// if it is there) without making it: the nearest part of its path that
-// exists must be a folder this process may write in.
-func checkFolder(dir string) error {
-	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
-		fi, err := os.Stat(p)
-		if err == nil {
-			if !fi.IsDir() {
-				return fmt.Errorf("%s is not a folder", p)
-			}
-			if err := syscall.Access(p, 2|1); err != nil { // W_OK|X_OK
-				return fmt.Errorf("cannot write in %s: %w", p, err)
-			}
-			return nil
-		}
-		if _, lerr := os.Lstat(p); lerr == nil {
-			return fmt.Errorf("%s is a link to nothing", p)
-		}
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) || filepath.Dir(p) == p {
-			return err
-		}
-	}
 }
