@@ -239,21 +239,24 @@ func TestBodyBudget(t *testing.T) {
 	}
 }
 
+// holding reads each request's body and answers its length; a request
+// to /open/x (a slow body, held) says on started that its handler took it.
+func holding(started chan<- struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/open/x" {
+			started <- struct{}{}
+		}
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%d", len(b))
+	})
+}
+
 // The open routes' bodies (Open: routes anyone may send a body to) are
 // held in a budget of their own: strangers filling it with slow bodies
 // hold back the open routes' bodies only, not the others'.
 func TestOpenBodyBudget(t *testing.T) {
 	started := make(chan struct{}, 2)
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/open/x" {
-			started <- struct{}{}
-		}
-		b, err := io.ReadAll(r.Body)
-		if r.URL.Path == "/open/x" {
-			t.Logf("a slow body ended: %d bytes, %v", len(b), err)
-		}
-		fmt.Fprintf(w, "%d", len(b))
-	})
+	h := holding(started)
 	addr, _ := serveHardened(t, h, httpgw.ServerOptions{BodyBudget: 4 << 20, OpenBodyBudget: 1 << 20, MaxBodyBytes: 1 << 20,
 		Open: func(r *http.Request) (int64, bool) { return 1 << 20, strings.HasPrefix(r.URL.Path, "/open/") }})
 	for range 2 {
@@ -279,13 +282,7 @@ func TestOpenBodyBudget(t *testing.T) {
 // route of 256 KiB leave room in a budget of 1 MiB, a fourth fills it.
 func TestOpenBodyBudgetChunked(t *testing.T) {
 	started := make(chan struct{}, 4)
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/open/x" {
-			started <- struct{}{}
-		}
-		b, _ := io.ReadAll(r.Body)
-		fmt.Fprintf(w, "%d", len(b))
-	})
+	h := holding(started)
 	addr, _ := serveHardened(t, h, httpgw.ServerOptions{BodyBudget: 4 << 20, OpenBodyBudget: 1 << 20, MaxBodyBytes: 4 << 20,
 		Open: func(r *http.Request) (int64, bool) { return 256 << 10, strings.HasPrefix(r.URL.Path, "/open/") }})
 	hold := func() {
