@@ -640,3 +640,71 @@ func TestNemoGymMaxSessions(t *testing.T) {
 		t.Errorf("--nemo-max-sessions above --max-sessions: exit %d, %s; want a usage error", code, errs)
 	}
 }
+
+// TestNemoGymBodiesApart: strangers holding slow bodies on the NeMo Gym
+// routes (which take no token) fill only those routes' budget of bodies
+// (64 MiB, a quarter of the server's), each counting at most its route's
+// limit (--max-message, 1 MiB here, for a chunked body): the operator's
+// create is answered meanwhile, and one holder let go leaves room again.
+func TestNemoGymBodiesApart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real corpsim")
+	}
+	data, haddr := filepath.Join(t.TempDir(), "data"), freeAddr(t)
+	startServe(t, data, "--http", haddr, "--max-message", "1048576")
+	hold := func() net.Conn {
+		c, err := net.Dial("tcp", haddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "POST /nemo/seed_session HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n")
+		return c
+	}
+	var held []net.Conn
+	for range 64 {
+		held = append(held, hold())
+	}
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	probe := newNemoClient(t, haddr)
+	// until answers when the budget's state is as wanted: a body of {} is
+	// 400 (no member) once taken, 503 while the budget is full. It waits
+	// well within the read timeout (a minute), which would let every
+	// held body go.
+	until := func(code int, what string) {
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			got, body := probe.post("seed_session", []byte(`{}`))
+			if got == code {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: a NeMo Gym seed got %d %s; want %d", what, got, body, code)
+			}
+		}
+	}
+	until(http.StatusServiceUnavailable, "64 chunked bodies held")
+	token, err := os.ReadFile(filepath.Join(data, "operator.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", "http://"+haddr+"/v1/sessions", strings.NewReader(`{"world":"startup","seed":5,"agents":"greedy"}`))
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("the operator's create while strangers hold NeMo Gym's bodies: %d %s; want 201", resp.StatusCode, b)
+	}
+	// The last one held was taken too (each counts 1 MiB, not the 16 MiB
+	// the largest route takes, which would have let 4 in): let go, it
+	// leaves room.
+	held[len(held)-1].Close()
+	held = held[:len(held)-1]
+	until(http.StatusBadRequest, "63 chunked bodies held, each counting 1 MiB of 64")
+}
