@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -560,13 +561,22 @@ func keyText(k ast.MapKeyNode) string {
 // position in the message, and the field there where it can be known.
 func syntaxError(name string, src []byte, err error) *Error {
 	e := fromYAMLError(name, nil, err)
+	syntax := yamlSyntax
+	if rest, ok := strings.CutPrefix(e.Msg, yamlSyntax); ok && strings.EqualFold(filepath.Ext(name), ".json") {
+		// JSON is read as the YAML it is, but its writer knows it as JSON.
+		syntax = "JSON syntax error: "
+		e.Msg = syntax + rest
+	}
 	if l, c, hint := unclosedHint(src, e.Line, e.Column); hint != "" {
-		e.Msg = fmt.Sprintf("YAML syntax error: %s; the parser stopped at line %d, column %d: %s", hint, e.Line, e.Column, strings.TrimPrefix(e.Msg, "YAML syntax error: "))
+		e.Msg = fmt.Sprintf("%s%s; the parser stopped at line %d, column %d: %s", syntax, hint, e.Line, e.Column, strings.TrimPrefix(e.Msg, syntax))
 		e.Line, e.Column = l, c
 	}
 	e.Path = syntaxPath(src, e.Line)
 	return e
 }
+
+// yamlSyntax begins the message of an error of the parser.
+const yamlSyntax = "YAML syntax error: "
 
 // fromYAMLError turns a parser or decoder error into an *Error with position and path.
 func fromYAMLError(name string, root ast.Node, err error) *Error {
@@ -585,7 +595,7 @@ func fromYAMLError(name string, root ast.Node, err error) *Error {
 	}
 	if root == nil {
 		// The parser failed: there is no tree to name a path in.
-		e.Msg = "YAML syntax error: " + e.Msg
+		e.Msg = yamlSyntax + e.Msg
 		return e
 	}
 	if tk != nil {

@@ -496,6 +496,28 @@ func TestLoadJSON(t *testing.T) {
 	}
 }
 
+// TestJSONSyntaxError: a JSON world's syntax error is called one (the
+// file is read by the YAML parser, which its writer need not know), with
+// the place and hint a YAML file's gets; a YAML file's is still YAML's.
+func TestJSONSyntaxError(t *testing.T) {
+	src := []byte("{\n  \"version\": 1,\n  \"name\": \"j\",\n  \"roles\": [{\"id\": \"eng\"}\n}\n")
+	for _, c := range []struct{ name, want string }{
+		{"w.json", `w.json:4:12: JSON syntax error: the [ opened here is not closed (a missing ]?)`},
+		{"W.JSON", `W.JSON:4:12: JSON syntax error: the [ opened here is not closed (a missing ]?)`},
+		{"w.yaml", `w.yaml:4:12: YAML syntax error: the [ opened here is not closed (a missing ]?)`},
+	} {
+		for parts, read := range map[string]func() error{
+			"whole":    func() error { _, err := Load(c.name, src); return err },
+			"in parts": func() error { _, err := load(c.name, src, 1, Limits{}, nil); return err },
+		} {
+			err := read()
+			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+				t.Errorf("%s, %s: got %v, want it to begin %s", c.name, parts, err, c.want)
+			}
+		}
+	}
+}
+
 func TestLoadStartup(t *testing.T) {
 	w, err := Shipped("startup")
 	if err != nil {
