@@ -119,8 +119,7 @@ func NewServer(h http.Handler, o ServerOptions) *http.Server {
 // budgeted is h behind a budget of the request bodies held at once
 // (ServerOptions.BodyBudget), and another for the open routes' (Open).
 func budgeted(h http.Handler, o ServerOptions) http.Handler {
-	shared := &bodyBudget{most: o.BodyBudget}
-	open := &bodyBudget{most: o.OpenBodyBudget}
+	shared, open := NewBudget(o.BodyBudget), NewBudget(o.OpenBodyBudget)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 			h.ServeHTTP(w, r)
@@ -136,24 +135,30 @@ func budgeted(h http.Handler, o ServerOptions) http.Handler {
 		if n < 0 || n > most {
 			n = most // the route reads no more
 		}
-		if !b.take(n) {
+		if !b.Take(n) {
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, "the server is reading as many request bodies as it holds at once (%d MiB); try again shortly", b.most>>20)
+			writeError(w, http.StatusServiceUnavailable, "the server is reading as many request bodies as it holds at once (%d MiB); try again shortly", b.Most()>>20)
 			return
 		}
-		defer b.give(n)
+		defer b.Give(n)
 		h.ServeHTTP(w, r)
 	})
 }
 
-// bodyBudget counts the bytes of the request bodies held, up to most.
-type bodyBudget struct {
+// Budget counts bytes that clients make the server hold at once (request
+// bodies, WebSocket frames), up to a most. Safe for concurrent use.
+type Budget struct {
 	mu   sync.Mutex
 	held int64
 	most int64
 }
 
-func (b *bodyBudget) take(n int64) bool {
+// NewBudget is a Budget of most bytes.
+func NewBudget(most int64) *Budget { return &Budget{most: most} }
+
+// Take holds n bytes more, or reports false, holding nothing, when that
+// would take the total past the most.
+func (b *Budget) Take(n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.held+n > b.most {
@@ -163,11 +168,22 @@ func (b *bodyBudget) take(n int64) bool {
 	return true
 }
 
-func (b *bodyBudget) give(n int64) {
+// Give gives back n bytes that Take held.
+func (b *Budget) Give(n int64) {
 	b.mu.Lock()
 	b.held -= n
 	b.mu.Unlock()
 }
+
+// Held is the bytes held now.
+func (b *Budget) Held() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held
+}
+
+// Most is the budget's size.
+func (b *Budget) Most() int64 { return b.most }
 
 // LimitListener returns a listener that holds at most max connections open
 // (0: DefaultMaxConns). A connection beyond that is not queued: it is

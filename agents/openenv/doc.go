@@ -139,14 +139,18 @@
 //	VALIDATION_ERROR  bad fields: unknown keys, a bad create request or action,
 //	                  a member that is not a remote seat, a frame over the limit
 //	EXECUTION_ERROR   the server failed or did not answer in time
-//	CAPACITY_REACHED  the server already runs --max-sessions sessions (reset)
+//	CAPACITY_REACHED  the server already runs --max-sessions sessions (reset),
+//	                  or the connections hold Config.FrameBudget of frames (any
+//	                  frame: it was dropped)
 //	SESSION_ERROR     no episode (step before reset), the episode has ended,
 //	                  or the session is gone
 //
 // A frame over Config.MaxMessageBytes is read to its end and dropped,
 // and answered VALIDATION_ERROR; one over four times that closes the
 // connection (status 1009), as does a connection idle (no frame) for
-// Config.IdleTimeout.
+// Config.IdleTimeout. The frames held at once by all connections, from
+// their first byte until they are answered, are bounded by
+// Config.FrameBudget.
 //
 // # Stateless routes
 //

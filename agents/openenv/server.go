@@ -47,6 +47,15 @@ type Config struct {
 	// stateless routes); one over 4× closes the connection. 0 means
 	// httpgw.DefaultMaxRequestBytes (corpsim serve passes --max-message).
 	MaxMessageBytes int64
+	// FrameBudget bounds the bytes of the frames held at once by every
+	// connection together (a frame is held whole, as it is read, until it
+	// is answered): a frame that would take the total past it is read to
+	// its end, dropped, and answered CAPACITY_REACHED, so that clients
+	// trickling large frames (pings keep a connection in the middle of a
+	// frame alive) cannot hold the server's memory. 0 means
+	// httpgw.DefaultBodyBudget, and never less than two frames of
+	// MaxMessageBytes.
+	FrameBudget int64
 	// IdleTimeout closes a connection that sends no frame for this long
 	// (stopping its session). 0 means 10 minutes.
 	IdleTimeout time.Duration
@@ -73,8 +82,8 @@ type Config struct {
 
 // Validate reports a negative setting.
 func (c Config) Validate() error {
-	if c.MaxMessageBytes < 0 || c.IdleTimeout < 0 || c.StepWait < 0 || c.WriteTimeout < 0 {
-		return errors.New("openenv: MaxMessageBytes, IdleTimeout, StepWait and WriteTimeout may not be negative")
+	if c.MaxMessageBytes < 0 || c.FrameBudget < 0 || c.IdleTimeout < 0 || c.StepWait < 0 || c.WriteTimeout < 0 {
+		return errors.New("openenv: MaxMessageBytes, FrameBudget, IdleTimeout, StepWait and WriteTimeout may not be negative")
 	}
 	return nil
 }
@@ -88,6 +97,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = httpgw.DefaultMaxRequestBytes
+	}
+	if c.FrameBudget == 0 {
+		c.FrameBudget = max(httpgw.DefaultBodyBudget, 2*c.MaxMessageBytes)
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 10 * time.Minute
@@ -141,6 +153,8 @@ type Server struct {
 
 	pending pendingRewards // stateless sessions' rewards before their first step
 
+	frames *httpgw.Budget // the bytes of the frames held (Config.FrameBudget)
+
 	defaultToolsState // Config.DefaultWorld's tools, for list_tools before a reset (tools.go)
 }
 
@@ -151,7 +165,7 @@ func New(ops Ops, cfg Config) *Server {
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{ops: ops, cfg: cfg, log: cfg.Logger, rec: cfg.Recorder, conns: map[*websocket.Conn]*deadline{},
-		watchStop: make(chan struct{}), watchDone: make(chan struct{}), born: time.Now(),
+		watchStop: make(chan struct{}), watchDone: make(chan struct{}), born: time.Now(), frames: httpgw.NewBudget(cfg.FrameBudget),
 		schema: schemaJSON(), metadata: metadataJSON()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	m := http.NewServeMux()
@@ -325,9 +339,8 @@ func (s *Server) serveConn(c *websocket.Conn, dl *deadline) {
 		e.abandon(s.ctx)
 		_ = c.CloseNow()
 		if ahead != nil {
-			if f := <-ahead; f.msg != nil { // its read ends with the connection
-				putBuf(f.msg)
-			}
+			f := <-ahead // its read ends with the connection
+			s.release(&f)
 		}
 	}()
 	s.arm(&dl.idle, s.cfg.IdleTimeout)
@@ -336,7 +349,7 @@ func (s *Server) serveConn(c *websocket.Conn, dl *deadline) {
 		if ahead != nil {
 			f, ahead = <-ahead, nil
 		} else {
-			f.msg, f.tooBig, f.err = s.read(c)
+			f = s.read(c)
 		}
 		dl.idle.Store(0)
 		if f.err != nil {
@@ -346,12 +359,8 @@ func (s *Server) serveConn(c *websocket.Conn, dl *deadline) {
 			return
 		}
 		next := make(chan frame, 1)
-		readOn := time.AfterFunc(s.cfg.ReadAheadAfter, func() {
-			var f frame
-			f.msg, f.tooBig, f.err = s.read(c)
-			next <- f
-		})
-		ok := s.answer(c, dl, e, f.msg, f.tooBig)
+		readOn := time.AfterFunc(s.cfg.ReadAheadAfter, func() { next <- s.read(c) })
+		ok := s.answer(c, dl, e, &f)
 		if !readOn.Stop() {
 			ahead = next // reading on: the next frame comes from there
 		}
@@ -364,24 +373,42 @@ func (s *Server) serveConn(c *websocket.Conn, dl *deadline) {
 // frame is a message read, or the error that ended the reading.
 type frame struct {
 	msg    *bytes.Buffer
-	tooBig int64
+	held   int64 // the bytes msg holds of the server's frame budget
+	tooBig int64 // > 0: a message of this size was dropped, over the limit
+	busy   int64 // > 0: a message of this size was dropped, the budget full
 	err    error
 }
 
-// answer answers frame msg (or, tooBig > 0, a frame of that size that was
-// dropped) and arms the idle deadline. It reports false when the
-// connection is to end: a close frame, or a reply it could not write.
-func (s *Server) answer(c *websocket.Conn, dl *deadline, e *episode, msg *bytes.Buffer, tooBig int64) bool {
+// release gives f's buffer back, and its bytes to the frame budget.
+func (s *Server) release(f *frame) {
+	if f.msg != nil {
+		putBuf(f.msg)
+		f.msg = nil
+	}
+	s.frames.Give(f.held)
+	f.held = 0
+}
+
+// answer answers f (or the dropping of a frame too big or read while the
+// frame budget was full) and arms the idle deadline. It reports false
+// when the connection is to end: a close frame, or a reply it could not
+// write.
+func (s *Server) answer(c *websocket.Conn, dl *deadline, e *episode, f *frame) bool {
 	var reply []byte
 	quit := false
-	if tooBig > 0 {
+	switch {
+	case f.tooBig > 0:
 		s.rec.Failed(CodeValidation)
 		reply = encode(errFrame{Type: "error", Data: errData{Code: CodeValidation,
-			Message: fmt.Sprintf("message of %d bytes is over this server's limit of %d bytes; it was dropped", tooBig, s.cfg.MaxMessageBytes)}})
-	} else {
-		reply, quit = e.handle(s.ctx, msg.Bytes())
+			Message: fmt.Sprintf("message of %d bytes is over this server's limit of %d bytes; it was dropped", f.tooBig, s.cfg.MaxMessageBytes)}})
+	case f.busy > 0:
+		s.rec.Failed(CodeCapacityReached)
+		reply = encode(errFrame{Type: "error", Data: errData{Code: CodeCapacityReached,
+			Message: fmt.Sprintf("message of %d bytes dropped: the server is holding as many messages as it can at once (%d MiB); send it again shortly", f.busy, s.cfg.FrameBudget>>20)}})
+	default:
+		reply, quit = e.handle(s.ctx, f.msg.Bytes())
 	}
-	putBuf(msg)
+	s.release(f)
 	if quit {
 		e.abandon(s.ctx)
 		_ = c.Close(websocket.StatusNormalClosure, "")
@@ -399,31 +426,60 @@ func (s *Server) answer(c *websocket.Conn, dl *deadline, e *episode, msg *bytes.
 	return true
 }
 
-// read reads the next message (the watchdog bounds the wait). A message
-// over the limit is read to its end and dropped: tooBig is its size.
+// read reads the next message (the watchdog bounds the wait), holding
+// the bytes its buffer takes in the server's frame budget as it grows. A
+// message over the limit, or one the budget has no room for, is read to
+// its end and dropped (tooBig, busy: its size).
 //
 // Reads and writes take no context: a context that can end costs the
 // WebSocket library a callback registered and removed per frame, and one
 // with a deadline a timer too, which together took 40% of a step's round
 // trip. The connection's deadline and the watchdog bound them instead,
 // and Close closes every connection.
-func (s *Server) read(c *websocket.Conn) (msg *bytes.Buffer, tooBig int64, err error) {
+func (s *Server) read(c *websocket.Conn) frame {
 	_, r, err := c.Reader(context.Background())
 	if err != nil {
-		return nil, 0, err
+		return frame{err: err}
 	}
-	buf := getBuf()
-	n, err := buf.ReadFrom(io.LimitReader(r, s.cfg.MaxMessageBytes+1))
-	if err == nil && n > s.cfg.MaxMessageBytes {
-		var rest int64
-		rest, err = io.Copy(io.Discard, r)
-		tooBig = n + rest
+	f := frame{msg: getBuf()}
+	lr := io.LimitReader(r, s.cfg.MaxMessageBytes+1)
+	var n int64
+	for {
+		if f.msg.Available() == 0 {
+			f.msg.Grow(min(max(f.msg.Cap(), 512), int(s.cfg.MaxMessageBytes+1-n)))
+		}
+		if grown := int64(f.msg.Cap()) - f.held; grown > 0 {
+			if !s.frames.Take(grown) {
+				f.busy = 1 // set to the size below
+				break
+			}
+			f.held += grown
+		}
+		b := f.msg.AvailableBuffer()
+		m, rerr := lr.Read(b[:cap(b)])
+		f.msg.Write(b[:m])
+		n += int64(m)
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			s.release(&f)
+			return frame{err: rerr}
+		}
 	}
-	if err != nil {
-		putBuf(buf)
-		return nil, 0, err
+	if f.busy > 0 || n > s.cfg.MaxMessageBytes {
+		s.release(&f) // before the rest comes, which may be slow
+		rest, err := io.Copy(io.Discard, r)
+		if err != nil {
+			return frame{err: err}
+		}
+		if f.busy > 0 {
+			f.busy = n + rest
+		} else {
+			f.tooBig = n + rest
+		}
 	}
-	return buf, tooBig, nil
+	return f
 }
 
 func (s *Server) write(c *websocket.Conn, b []byte) error {

@@ -466,3 +466,106 @@ func TestConnectionsAreCheap(t *testing.T) {
 		t.Fatalf("%d creates, %d steps; want %d, %d", len(creates), len(steps), n, 2*n)
 	}
 }
+
+// TestFrameBudget: the frames the connections hold at once are bounded
+// (Config.FrameBudget). A frame that finds the budget full is read to its
+// end, dropped and answered CAPACITY_REACHED, and its connection goes on;
+// connections trickling large frames hold no more than the budget, and
+// every byte comes back once their frames are answered.
+func TestFrameBudget(t *testing.T) {
+	const limit = 64 << 10
+	f := newFake("bob")
+	f.script = []httpgw.StepReply{{Observations: obsOf("bob")}, {Observations: obsOf("bob")}}
+	s := newTestServer(t, f, Config{MaxMessageBytes: limit, FrameBudget: 4 * limit})
+	base := startHTTP(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waitHeld := func(what string, ok func(held int64) bool) int64 {
+		t.Helper()
+		last, since := int64(-1), time.Now()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			held := s.frames.Held()
+			if held > s.frames.Most() {
+				t.Fatalf("%s: %d bytes held, over the budget of %d", what, held, s.frames.Most())
+			}
+			if held != last {
+				last, since = held, time.Now()
+			}
+			if ok(held) && time.Since(since) > 100*time.Millisecond {
+				return held
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d bytes held", what, held)
+			}
+		}
+	}
+
+	// A frame while the budget is full is dropped, and named; the
+	// connection goes on, and is answered once there is room.
+	c := dial(t, base, "Bearer op")
+	if !s.frames.Take(s.frames.Most()) {
+		t.Fatal("the budget is not free at the start")
+	}
+	r := roundTrip(t, c, `{"type":"reset","data":{"world":"startup"}}`)
+	wantCode(t, r, CodeCapacityReached)
+	if !strings.Contains(r.Data.Message, "(0 MiB)") || !strings.Contains(r.Data.Message, "message of 43 bytes") {
+		t.Errorf("message %q names neither the frame nor the budget", r.Data.Message)
+	}
+	s.frames.Give(s.frames.Most())
+	if r := roundTrip(t, c, `{"type":"reset","data":{"world":"startup"}}`); r.Type != "observation" {
+		t.Fatalf("reset once there is room: %+v", r)
+	}
+
+	// Six connections trickle frames of nearly the limit, and stop in
+	// their middle: about four fit the budget.
+	holders := make([]*websocket.Conn, 6)
+	writers := make([]io.WriteCloser, len(holders))
+	for i := range holders {
+		holders[i] = dial(t, base, "Bearer op")
+		w, err := holders[i].Writer(ctx, websocket.MessageText)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range (limit - 4096) / 4096 {
+			if _, err := w.Write(bytes.Repeat([]byte(" "), 4096)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		writers[i] = w
+	}
+	if held := waitHeld("frames trickled", func(held int64) bool { return held > 2*limit }); held > 4*limit {
+		t.Fatalf("%d bytes held", held)
+	}
+	// Their ends come: the frames held are answered (all blanks, no JSON),
+	// the others dropped for want of room.
+	codes := map[string]int{}
+	for i, w := range writers {
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_, b, err := holders[i].Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r reply
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("reply %s: %v", b, err)
+		}
+		codes[r.Data.Code]++
+	}
+	if codes[CodeCapacityReached] == 0 || codes[CodeInvalidJSON] < 2 || codes[CodeCapacityReached]+codes[CodeInvalidJSON] != len(holders) {
+		t.Errorf("the trickled frames' answers: %v; want some INVALID_JSON (held and read) and some CAPACITY_REACHED (no room)", codes)
+	}
+	waitHeld("every frame answered", func(held int64) bool { return held == 0 })
+	// A frame cut by its connection's end gives its bytes back too.
+	w, err := holders[0].Writer(ctx, websocket.MessageText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(bytes.Repeat([]byte(" "), 32<<10)); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld("a frame begun", func(held int64) bool { return held > 16<<10 })
+	_ = holders[0].CloseNow()
+	waitHeld("its connection closed", func(held int64) bool { return held == 0 })
+}
