@@ -1340,6 +1340,9 @@ func (v *validator) build(f *file) *World {
 			} else if t.Approval != "" {
 				v.errf(tp+".approval", "task %q names an approval chain but makes no purchase", t.ID)
 			}
+			if i := slices.IndexFunc(w.Teams, func(tm Team) bool { return tm.ID == pr.Team }); i >= 0 && t.Purchase > w.Teams[i].Budget {
+				v.warnf(tp+".purchase", "task %q buys for %d, more than team %s's whole budget (%d): the within-budget rule refuses its completion, so it can never be done", t.ID, t.Purchase, pr.Team, w.Teams[i].Budget)
+			}
 			proj.Tasks = append(proj.Tasks, task)
 		}
 		w.Projects = append(w.Projects, proj)

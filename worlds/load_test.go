@@ -496,6 +496,21 @@ func TestLoadJSON(t *testing.T) {
 	}
 }
 
+// TestPurchaseAboveBudget: a purchase larger than its team's whole budget
+// can never be paid (within-budget refuses its completion): a warning
+// naming the task's field, not a mistake (a world may mean it, to test
+// the rule); one within the budget warns nothing.
+func TestPurchaseAboveBudget(t *testing.T) {
+	w := mustLoad(t, "w.yaml", mustEdit(t, "budget: 20000", "budget: 2500"))
+	want := `w.yaml:39:61: projects[0].tasks[2].purchase: task "servers" buys for 3000, more than team product's whole budget (2500)`
+	if len(w.Warnings) != 1 || !strings.HasPrefix(w.Warnings.Error(), want) {
+		t.Errorf("warnings %v; want one beginning %s", w.Warnings, want)
+	}
+	if w := mustLoad(t, "w.yaml", mustEdit(t, "budget: 20000", "budget: 3000")); len(w.Warnings) != 0 {
+		t.Errorf("a purchase of the whole budget: warnings %v; want none", w.Warnings)
+	}
+}
+
 // TestJSONSyntaxError: a JSON world's syntax error is called one (the
 // file is read by the YAML parser, which its writer need not know), with
 // the place and hint a YAML file's gets; a YAML file's is still YAML's.
