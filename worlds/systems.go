@@ -715,14 +715,39 @@ func (v *validator) compileOutcome(path, src string, all []Attr, t *RecordType) 
 // settable reports whether field name of t can hold what x gives, and
 // refuses it otherwise: a constant the field refuses (a value not of an
 // enum, a word for a number) or a type it cannot take (a number or a truth
-// value for a text). The verifier expects such a field untouched, which
-// no reading of the step says.
+// value for a text), in any result x can give (each branch of a condition,
+// each side of ??). The verifier expects such a field untouched, which no
+// reading of the step says.
 func (v *validator) settable(path string, x *Expr, t *RecordType, name string) bool {
 	fd, ok := t.Field(name)
 	if !ok || v.lim.Recorded {
 		return true // a recorded world reads as it did then
 	}
-	node := x.prog.Node()
+	for _, leaf := range results(x.prog.Node(), nil) {
+		if !v.fits(path, x, leaf, t, name, fd) {
+			return false
+		}
+	}
+	return true
+}
+
+// results are the nodes whose value node's value can be: the branches of
+// a condition and the sides of ?? (through both), else node itself.
+func results(node exprast.Node, out []exprast.Node) []exprast.Node {
+	switch n := node.(type) {
+	case *exprast.ConditionalNode:
+		return results(n.Exp2, results(n.Exp1, out))
+	case *exprast.BinaryNode:
+		if n.Operator == "??" {
+			return results(n.Right, results(n.Left, out))
+		}
+	}
+	return append(out, node)
+}
+
+// fits reports whether field name (fd) of t can hold what node, a result
+// of x, gives, and refuses it otherwise (see settable).
+func (v *validator) fits(path string, x *Expr, node exprast.Node, t *RecordType, name string, fd *Field) bool {
 	var lit any
 	switch n := node.(type) {
 	case *exprast.StringNode:
@@ -736,7 +761,7 @@ func (v *validator) settable(path string, x *Expr, t *RecordType, name string) b
 	}
 	if lit != nil {
 		if _, err := fd.Normalize(lit); err != nil {
-			v.errf(path, "%s can never be the value of field %s of %s: %v", x.Source, name, t.ID, err)
+			v.errf(path, "%s can never be the value of field %s of %s: %v", constText(x, node), name, t.ID, err)
 			return false
 		}
 		return true
@@ -771,6 +796,15 @@ func (v *validator) settable(path string, x *Expr, t *RecordType, name string) b
 		v.errf(path, "%s gives %s; field %s of %s is %s", x.Source, gives, name, t.ID, fd.Type)
 	}
 	return fits
+}
+
+// constText names the constant node of x: x's source when it is the
+// whole expression, else the constant as written.
+func constText(x *Expr, node exprast.Node) string {
+	if node == x.prog.Node() {
+		return x.Source
+	}
+	return node.String()
 }
 
 // Eval evaluates an expression to any value; ok is false when it fails.

@@ -82,6 +82,11 @@ func TestSystemsErrors(t *testing.T) {
 		// field untouched.
 		{"an outcome outside the enum", "status: \"'refunded'\"", "status: \"'refundd'\"", "b.yaml:113:21: cases[0].steps[0].outcome.set.status: 'refundd' can never be the value of field status of invoice: status is one of paid, refunded"},
 		{"a number for an enum", "status: \"'refunded'\"", "status: \"42\"", "status needs a text, got 42"},
+		// Each result a condition or ?? can give is checked, not only a
+		// constant standing alone.
+		{"a branch outside the enum", "status: \"'refunded'\"", "status: \"record.plan == 'annual' ? 'refunded' : 'payd'\"", `b.yaml:113:21: cases[0].steps[0].outcome.set.status: "payd" can never be the value of field status of invoice: status is one of paid, refunded`},
+		{"a word for money in a branch", `refunded: "record.plan == 'annual' ? record.amount : int(record.amount / 2)"`, `refunded: "record.plan == 'annual' ? record.amount : 'half'"`, "refunded needs a whole number, got half"},
+		{"a truth value after ??", `refunded: "record.plan == 'annual' ? record.amount : int(record.amount / 2)"`, `refunded: "nil ?? true"`, "true can never be the value of field refunded of invoice: refunded needs a whole number, got true"},
 		{"a word for money", `refunded: "record.plan == 'annual' ? record.amount : int(record.amount / 2)"`, `refunded: "'lots'"`, "refunded needs a whole number, got lots"},
 		{"a truth value for money", `refunded: "record.plan == 'annual' ? record.amount : int(record.amount / 2)"`, `refunded: "record.plan == 'annual'"`, "gives true or false; field refunded of invoice is money"},
 		{"a listed record the generate block makes too", "{id: inv-0,", "{id: inv-1,", `b.yaml:67:18: systems[1].types[0].records[0].id: record id "inv-1" is one the generate block makes too (inv-1 to inv-40)`},
