@@ -1306,6 +1306,9 @@ func (v *validator) build(f *file) *World {
 					v.errf(tp+".role", "task %q needs role %q, which does not serve queue %q", t.ID, t.Role, pr.Queue)
 				}
 			}
+			if t.Skill != "" && !slices.ContainsFunc(f.Members, func(m fileMember) bool { return m.Role == t.Role && slices.Contains(m.Skills, t.Skill) }) {
+				v.errf(tp+".skill", "task %q needs skill %q, which no member of role %q has", t.ID, t.Skill, t.Role)
+			}
 			task := Task{ID: t.ID, Title: t.Title, Role: t.Role, Purchase: t.Purchase, Skill: t.Skill, Priority: t.Priority}
 			task.Effort, _ = v.duration(tp+".effort", t.Effort, dayLen, true)
 			task.Value = float64(task.Effort) / float64(clock.Hour)

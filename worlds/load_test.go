@@ -161,6 +161,13 @@ func TestLoadErrors(t *testing.T) {
 			want:  `w.yaml:32:41: projects[0].<<.team: duplicate key "team" (first at line 32)`,
 		},
 		{
+			// A skill only a member of another role has is as unusable as
+			// one nobody has: the task's role must do it.
+			name:  "a skill no member of the task's role has",
+			edits: []string{"{id: alice, name: Alice, role: lead, team: product}", "{id: alice, name: Alice, role: lead, team: product, skills: [go]}", "effort: 2h, purchase: 3000", "effort: 2h, skill: go, purchase: 3000"},
+			want:  `w.yaml:39:58: projects[0].tasks[2].skill: task "servers" needs skill "go", which no member of role "engineer" has`,
+		},
+		{
 			name: "YAML syntax error",
 			src:  "version: 1\nname: [tiny\n",
 			want: `w.yaml:2:7: name: YAML syntax error: sequence end token ']' not found`,
