@@ -200,15 +200,51 @@ type candidate struct {
 	id          string
 	busy, holds []busySpan
 	leave       spans
+	sched       clock.Schedule // its shift or team calendar; nil: the company's
 }
 
 // candidates returns the members ids with their indexes.
-func (x *diagIndex) candidates(ids []string) []candidate {
+func (s *Session) candidates(x *diagIndex, ids []string) []candidate {
 	out := make([]candidate, len(ids))
 	for i, id := range ids {
 		out[i] = candidate{id: id, busy: x.busy[id], holds: x.holds[id], leave: x.leave[id]}
+		if m, ok := s.World.Member(id); ok {
+			out[i].sched = m.Schedule
+		}
 	}
 	return out
+}
+
+// offDuty reports whether m is outside its own working hours at at (a
+// member without hours of its own works the company's, which the spans
+// of a diagnosis count in).
+func (m *candidate) offDuty(at clock.Time) bool {
+	return m.sched != nil && !m.sched.IsWorking(at)
+}
+
+// maxShiftCuts bounds the instants one member's working hours add to a
+// task's diagnosis (a year of two shifts a day is 730).
+const maxShiftCuts = 4096
+
+// shiftCuts calls cut at each start and end of m's working periods from
+// from to to, at most maxShiftCuts of them.
+func shiftCuts(m *candidate, from, to clock.Time, cut func(...clock.Time)) {
+	if m.sched == nil {
+		return
+	}
+	for n, t := 0, from; t < to && n < maxShiftCuts; n++ {
+		var next clock.Time
+		if m.sched.IsWorking(t) {
+			next = m.sched.PeriodEnd(t)
+		} else {
+			next = m.sched.NextWorking(t)
+		}
+		if next <= t {
+			return
+		}
+		cut(next)
+		t = next
+	}
 }
 
 func (s *Session) diagIndex() *diagIndex {
@@ -660,9 +696,12 @@ func (s *Session) diagnoseItem(t *org.Task, x *diagIndex) *tally {
 			cut(bs[i].from, bs[i].to)
 		}
 	}
+	cands := s.candidates(x, eligible)
+	for i := range cands {
+		shiftCuts(&cands[i], life.from, life.to, cut)
+	}
 	slices.Sort(cuts)
 	ts := slices.Compact(cuts)
-	cands := x.candidates(eligible)
 	cal := &s.World.Calendar
 	for i := 0; i+1 < len(ts); i++ {
 		dur := cal.WorkBetween(ts[i], ts[i+1])
@@ -748,7 +787,7 @@ func (s *Session) causeAt(t *org.Task, at clock.Time, x *diagIndex) (string, []s
 			eligible = append(eligible, m.ID)
 		}
 	}
-	return s.causeAtWith(t, at, x, x.candidates(eligible))
+	return s.causeAtWith(t, at, x, s.candidates(x, eligible))
 }
 
 // causeAtWith is the cause of t's state at instant at, and its detail.
@@ -866,12 +905,15 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 	}
 	away, busy := 0, 0
 	var free []candidate
+	var off []string
 	for _, m := range eligible {
 		switch _, working := workingIn(m.busy, at); {
 		case m.leave.at(at):
 			away++
 		case working:
 			busy++
+		case m.offDuty(at):
+			off = append(off, m.id)
 		default:
 			free = append(free, m)
 		}
@@ -879,6 +921,9 @@ func (s *Session) causeAtWith(t *org.Task, at clock.Time, x *diagIndex, eligible
 	switch {
 	case away == len(eligible):
 		return CauseLeave, one("everyone who may take it")
+	case len(free) == 0 && len(off) > 0:
+		// Nobody who may take it on duty: too few hands at that hour.
+		return CauseCapacity, one(strings.Join(off, ", ") + " off shift")
 	case len(free) == 0:
 		return CauseCapacity, nil
 	}

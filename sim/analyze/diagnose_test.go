@@ -227,3 +227,64 @@ func TestAggregateIsTheMean(t *testing.T) {
 		t.Fatalf("capacity share %v; want 13/15", sh)
 	}
 }
+
+// shiftWorldSrc: dee works days, nat nights; four 3h tickets with a 4h SLA
+// arrive at 09:00, while only dee is on shift.
+const shiftWorldSrc = `version: 2
+name: shift-diag
+start: 2026-06-01T00:00:00Z
+horizon: 2d
+calendar: {hours: "00:00-24:00", workdays: [mon, tue, wed, thu, fri, sat, sun], timezone: UTC}
+roles: [{id: op}]
+teams:
+  - id: desk
+    coverage: 24/7
+    shifts:
+      - {id: day, hours: "08:00-20:00", members: [dee]}
+      - {id: night, hours: "20:00-08:00", members: [nat]}
+members:
+  - {id: dee, role: op, team: desk}
+  - {id: nat, role: op, team: desk}
+queues: [{id: q, served_by: [op]}]
+arrivals:
+  - id: t
+    queue: q
+    process: scheduled
+    at: [9h, 9h, 9h, 9h]
+    ticket: {title: Job, role: op, effort: 3h, value: 5, sla: 4h}
+`
+
+// TestDiagnoseOffShift: a ticket that waits while the only member free to
+// take it is off shift waits for capacity (too few hands at that hour),
+// not unclaimed with that member idle; the trace of its wait says who was
+// on shift.
+func TestDiagnoseOffShift(t *testing.T) {
+	w, err := worlds.Load("shift.yaml", []byte(shiftWorldSrc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := playLoaded(t, w, []byte(shiftWorldSrc), 1)
+	d := s.Diagnose()
+	if d.Lost <= 0 {
+		t.Fatalf("nothing lost: %+v", d)
+	}
+	var capacity *analyze.Cause
+	for i, c := range d.Causes {
+		if c.Cause == analyze.CauseUnclaimed && c.Points > 0 {
+			t.Errorf("unclaimed lost %.2f points (%v): nat was off shift, not idle", c.Points, c.Detail)
+		}
+		if c.Cause == analyze.CauseCapacity {
+			capacity = &d.Causes[i]
+		}
+	}
+	if capacity == nil || capacity.Points != d.Lost || len(capacity.Detail) == 0 || !strings.Contains(capacity.Detail[0].What, "nat off shift") {
+		t.Errorf("capacity: %+v; want all %.2f points lost, nat off shift", capacity, d.Lost)
+	}
+	tr, err := s.Task("t-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tr.Summary, "nat held nothing and was off shift throughout") || !strings.Contains(tr.Summary, "dee held t-1") {
+		t.Errorf("t-3's summary: %s; want nat off shift throughout and what dee held", tr.Summary)
+	}
+}

@@ -508,6 +508,19 @@ func (s *Session) meanwhile(t *org.Task, a, b clock.Time) string {
 				desc += fmt.Sprintf("was on leave for %s of it (#%d)", w.Text, l.From.Seq)
 			}
 		}
+		if wm, ok := s.World.Member(m.ID); ok && wm.Schedule != nil {
+			// Its own hours (a shift, its team's calendar): whether it
+			// was there to take it at all.
+			shift := "was off shift throughout"
+			if on := wm.Schedule.WorkBetween(a, b); on > 0 {
+				shift = "was on shift for " + s.dur(on).Text + " of it"
+			}
+			if desc == "" {
+				desc = "held nothing and " + shift
+			} else {
+				desc += "; " + shift
+			}
+		}
 		if desc == "" {
 			desc = "held nothing"
 		}
