@@ -46,19 +46,24 @@ type PairOptions struct {
 // observation), then each one's continuation, which begins with the first
 // assistant message in which they differ or after which they do.
 type Pair struct {
-	World           string        `json:"world"`
-	Seed            uint64        `json:"seed"`
-	Member          string        `json:"member"`
-	Prompt          []Message     `json:"prompt"`
-	Chosen          []Message     `json:"chosen"`
-	Rejected        []Message     `json:"rejected"`
-	ChosenReward    float64       `json:"chosen_reward"`
-	RejectedReward  float64       `json:"rejected_reward"`
-	ChosenSession   string        `json:"chosen_session"`
-	RejectedSession string        `json:"rejected_session"`
-	ChosenAgent     string        `json:"chosen_agent,omitempty"`
-	RejectedAgent   string        `json:"rejected_agent,omitempty"`
-	Tools           []agents.Tool `json:"tools"`
+	World           string    `json:"world"`
+	Seed            uint64    `json:"seed"`
+	Member          string    `json:"member"`
+	Prompt          []Message `json:"prompt"`
+	Chosen          []Message `json:"chosen"`
+	Rejected        []Message `json:"rejected"`
+	ChosenReward    float64   `json:"chosen_reward"`
+	RejectedReward  float64   `json:"rejected_reward"`
+	ChosenSession   string    `json:"chosen_session"`
+	RejectedSession string    `json:"rejected_session"`
+	ChosenAgent     string    `json:"chosen_agent,omitempty"`
+	RejectedAgent   string    `json:"rejected_agent,omitempty"`
+	// ChosenForkedFrom and RejectedForkedFrom are each episode's
+	// Episode.ForkedFrom: the turns up to that point were the parent's
+	// agents', not ChosenAgent's or RejectedAgent's.
+	ChosenForkedFrom   string        `json:"chosen_forked_from,omitempty"`
+	RejectedForkedFrom string        `json:"rejected_forked_from,omitempty"`
+	Tools              []agents.Tool `json:"tools"`
 	// ChosenOutcomes and RejectedOutcomes are each episode's outcome
 	// verdicts (Episode.Outcomes; worlds with systems only).
 	ChosenOutcomes   []policies.OutcomeCard `json:"chosen_outcomes,omitempty"`
@@ -66,28 +71,33 @@ type Pair struct {
 }
 
 // Pairs makes preference pairs from eps: every two episodes of the same
-// world (same world file), seed, load and member, from different sessions,
+// world (same world file), seed (and seed event 1 was drawn with), draw
+// key, load and member, from different sessions,
 // whose rewards (by o.By) differ by more than o.Margin, the higher one
 // chosen, provided they share their system prompt and first observation. Pairs come in the order of eps. alone lists, in the order of eps,
 // the sessions that share their world, seed and load with no other session
 // of eps: they make no pairs.
 func Pairs(eps []Episode, o PairOptions) (pairs []Pair, alone []string) {
+	// Episodes pair when they played the same situation: the world, the
+	// seed event 1 was drawn with and the one they went on with, the draw
+	// key, the load.
 	type key struct {
-		world, member string
-		seed          uint64
-		load          float64
+		world, member, drawKey string
+		root, seed             uint64
+		load                   float64
 	}
 	groups := map[key][]int{}
 	var order []key
 	sessions := map[key]map[string]bool{} // member "" : the sessions of a world, seed and load
 	for i := range eps {
 		ep := &eps[i]
-		k := key{ep.worldHash, ep.Member, ep.Seed, ep.load}
+		k := key{ep.worldHash, ep.Member, ep.key, ep.root, ep.Seed, ep.load}
 		if groups[k] == nil {
 			order = append(order, k)
 		}
 		groups[k] = append(groups[k], i)
-		s := key{world: ep.worldHash, seed: ep.Seed, load: ep.load}
+		s := k
+		s.member = ""
 		if sessions[s] == nil {
 			sessions[s] = map[string]bool{}
 		}
@@ -100,7 +110,7 @@ func Pairs(eps []Episode, o PairOptions) (pairs []Pair, alone []string) {
 			continue
 		}
 		seen[ep.Session] = true
-		if len(sessions[key{world: ep.worldHash, seed: ep.Seed, load: ep.load}]) < 2 {
+		if len(sessions[key{world: ep.worldHash, drawKey: ep.key, root: ep.root, seed: ep.Seed, load: ep.load}]) < 2 {
 			alone = append(alone, ep.Session)
 		}
 	}
@@ -151,7 +161,7 @@ func pair(c, r *Episode, by string) (p Pair, ok bool) {
 	return Pair{World: c.World, Seed: c.Seed, Member: c.Member,
 		Prompt: c.Messages[:n], Chosen: c.Messages[n:], Rejected: r.Messages[n:],
 		ChosenReward: c.Score(by), RejectedReward: r.Score(by), ChosenSession: c.Session, RejectedSession: r.Session,
-		ChosenAgent: c.Agent, RejectedAgent: r.Agent, Tools: c.Tools, ChosenOutcomes: c.Outcomes, RejectedOutcomes: r.Outcomes}, true
+		ChosenAgent: c.Agent, RejectedAgent: r.Agent, ChosenForkedFrom: c.ForkedFrom, RejectedForkedFrom: r.ForkedFrom, Tools: c.Tools, ChosenOutcomes: c.Outcomes, RejectedOutcomes: r.Outcomes}, true
 }
 
 func sameMessage(a, b *Message) bool {

@@ -36,7 +36,13 @@ func transcript(script string) []Message {
 
 func ep(session, world string, seed uint64, member string, reward, team float64, script string) Episode {
 	return Episode{Session: session, World: world, Seed: seed, Member: member, Reward: reward, TeamReward: team,
-		Messages: transcript(script), worldHash: "hash-" + world}
+		Messages: transcript(script), worldHash: "hash-" + world, root: seed}
+}
+
+// with is e with its draw key's digest and the seed its event 1 was drawn with.
+func with(e Episode, key string, root uint64) Episode {
+	e.key, e.root = key, root
+	return e
 }
 
 func roles(msgs []Message) string {
@@ -85,6 +91,17 @@ func TestPairs(t *testing.T) {
 			[]Episode{ep("A", "w", 1, "bob", 10, 0, base), ep("B", "w", 2, "bob", 20, 0, base), ep("C", "v", 1, "bob", 30, 0, base),
 				ep("D", "w", 2, "bob", 0, 0, "s u:o1 a:wait")},
 			PairOptions{}, []string{"bob B>D s u:o1 | a:claim t:ok u:o2 a:work t:ok | a:wait"}, []string{"A", "C"}},
+		// The same world, seed and load, another situation: draws keyed by
+		// a secret, or a fork that went on with seed 2 from seed 1's start.
+		{"a keyed session and an unkeyed one are alone",
+			[]Episode{ep("A", "w", 1, "bob", 10, 0, base), with(ep("B", "w", 1, "bob", 20, 0, "s u:o1 a:wait"), "k1", 1)},
+			PairOptions{}, nil, []string{"A", "B"}},
+		{"sessions keyed alike pair",
+			[]Episode{with(ep("A", "w", 1, "bob", 10, 0, base), "k1", 1), with(ep("B", "w", 1, "bob", 20, 0, "s u:o1 a:wait"), "k1", 1)},
+			PairOptions{}, []string{"bob B>A s u:o1 | a:wait | a:claim t:ok u:o2 a:work t:ok"}, nil},
+		{"a reseeded fork and a run of its seed are alone",
+			[]Episode{ep("A", "w", 2, "bob", 10, 0, base), with(ep("B", "w", 2, "bob", 20, 0, "s u:o1 a:wait"), "", 1)},
+			PairOptions{}, nil, []string{"A", "B"}},
 		{"only the same member",
 			[]Episode{ep("A", "w", 1, "bob", 10, 0, base), ep("A", "w", 1, "carol", 0, 0, "s u:o1 a:wait"),
 				ep("B", "w", 1, "bob", 10, 0, "s u:o1 a:wait"), ep("B", "w", 1, "carol", 5, 0, base)},

@@ -2,6 +2,8 @@ package export
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -88,6 +90,12 @@ type Episode struct {
 	// could not decide (turn.failed: its backend failed), which the
 	// transcript leaves out.
 	Turns      int `json:"turns"`
+	// ForkedFrom is a fork's "PARENT@SEQ": its events up to SEQ, and the
+	// first InheritedTurns of Turns among them (of a window's turns, for
+	// a window), were played by the parent's agents (and seed), not by
+	// Agent.
+	ForkedFrom     string `json:"forked_from,omitempty"`
+	InheritedTurns int    `json:"inherited_turns,omitempty"`
 	TimedOut   int `json:"timed_out,omitempty"`
 	TurnErrors int `json:"turn_errors,omitempty"`
 	// Turn is set on a window (see Windows): the turn whose answer it ends with.
@@ -97,15 +105,19 @@ type Episode struct {
 	// and whether it is a wrong outcome.
 	Outcomes []policies.OutcomeCard `json:"outcomes,omitempty"`
 
-	worldHash string // with Seed and load, which episodes may be paired
+	worldHash string // with Seed, root, key and load, which episodes may be paired
 	load      float64
+	root      uint64 // the seed event 1 was drawn with (Seed goes on from a fork's point)
+	key       string // a digest of the session's draw key ("": none)
 	spans     []span // the answered turns' messages
+	forkSeq   uint64 // a fork's point (ForkedFrom)
 }
 
 // span is where an answered turn's messages are in an Episode: its
 // observation at user, its answer at user+1, then its results.
 type span struct {
 	turn uint64
+	seq  uint64 // the turn's event
 	user int
 }
 
@@ -122,6 +134,12 @@ func (ep *Episode) Windows(history int) []Episode {
 	for i, sp := range ep.spans {
 		w := *ep
 		w.Turn, w.spans = sp.turn, nil
+		w.InheritedTurns = 0 // of the window's turns
+		for _, in := range ep.spans[max(0, i-history) : i+1] {
+			if in.seq <= ep.forkSeq {
+				w.InheritedTurns++
+			}
+		}
 		from := ep.spans[max(0, i-history)].user
 		w.Messages = make([]Message, 0, ep.spans[0].user+sp.user+2-from)
 		w.Messages = append(w.Messages, ep.Messages[:ep.spans[0].user]...) // the system prompt
@@ -221,7 +239,11 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 	}
 	// Pass 2: replay, and build each observation after the event it saw.
 	var e *sim.Engine
-	var load float64
+	var (
+		load float64
+		root uint64
+		key  string
+	)
 	observe := func(seq uint64) error {
 		st := e.State()
 		for _, t := range need[seq] {
@@ -252,7 +274,11 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 			}
 			var p payload.SessionStarted
 			_ = json.Unmarshal(ev.Payload, &p) // Rebuild decoded it already
-			load = p.Load
+			load, root = p.Load, p.Seed
+			if len(p.DrawKey) > 0 {
+				sum := sha256.Sum256(p.DrawKey)
+				key = hex.EncodeToString(sum[:8])
+			}
 		} else if err := e.Apply(*ev); err != nil {
 			return fmt.Errorf("session %s: replay at seq %d: %w", id, ev.Seq, err)
 		}
@@ -284,7 +310,10 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 	for _, member := range members {
 		ep := Episode{Session: id, World: st.World.Name, Seed: meta.Seed, Member: member, Agent: meta.Agents[member],
 			Messages: []Message{}, Tools: agents.ToolDefsFor(st.World), Reward: delivered[member], TeamReward: card.TeamScore,
-			Rubric: card.Rubric, worldHash: st.World.Hash, load: load}
+			Rubric: card.Rubric, worldHash: st.World.Hash, load: load, root: root, key: key}
+		if meta.Parent != "" {
+			ep.ForkedFrom, ep.forkSeq = fmt.Sprintf("%s@%d", meta.Parent, meta.ForkSeq), meta.ForkSeq
+		}
 		contentEpisode(&ep, st.World, card.Outcomes)
 		var mine []*turnRec
 		for _, t := range turns {
@@ -294,6 +323,11 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 		}
 		if err := o.Prompts.transcript(&ep, mine); err != nil {
 			return nil, fmt.Errorf("export: session %s, %s: %w", id, member, err)
+		}
+		for _, sp := range ep.spans {
+			if sp.seq <= ep.forkSeq {
+				ep.InheritedTurns++
+			}
 		}
 		out = append(out, ep)
 	}
@@ -325,7 +359,7 @@ func (p Prompts) transcript(ep *Episode, turns []*turnRec) error {
 		if err != nil {
 			return err
 		}
-		sp := span{turn: t.turn, user: len(ep.Messages)}
+		sp := span{turn: t.turn, seq: t.seq, user: len(ep.Messages)}
 		ep.Messages = append(ep.Messages, Message{Role: "user", Content: text(user)})
 		ep.Turns++
 		asst := Message{Role: "assistant"}

@@ -463,6 +463,18 @@ func TestForkSharesItsParentsPrefix(t *testing.T) {
 	if pb.Reward <= fb.Reward {
 		t.Fatalf("bob delivered %g working and %g idling; want more working", pb.Reward, fb.Reward)
 	}
+	// The fork says where it began, and which of its turns its parent's
+	// agents played: bob's first two.
+	if want := fmt.Sprintf("parent@%d", at); fb.ForkedFrom != want || fb.InheritedTurns != 2 || pb.ForkedFrom != "" || pb.InheritedTurns != 0 {
+		t.Errorf("fork: forked from %q, %d inherited turns; parent: %q, %d; want %s, 2 and none", fb.ForkedFrom, fb.InheritedTurns, pb.ForkedFrom, pb.InheritedTurns, want)
+	}
+	var inherited []int
+	for _, w := range fb.Windows(0) {
+		inherited = append(inherited, w.InheritedTurns)
+	}
+	if len(inherited) < 3 || inherited[0] != 1 || inherited[1] != 1 || inherited[2] != 0 {
+		t.Errorf("the fork's windows (no history) hold %v inherited turns; want 1, 1, then 0", inherited)
+	}
 	pairs, alone := export.Pairs(append(sorted(pe), sorted(fe)...), export.PairOptions{})
 	if len(alone) != 0 {
 		t.Errorf("alone: %v, want none", alone)
@@ -478,6 +490,9 @@ func TestForkSharesItsParentsPrefix(t *testing.T) {
 	}
 	if bob.ChosenSession != "parent" || bob.RejectedSession != "fork" || bob.ChosenReward != pb.Reward || bob.RejectedReward != fb.Reward {
 		t.Errorf("pair %s %g over %s %g, want parent %g over fork %g", bob.ChosenSession, bob.ChosenReward, bob.RejectedSession, bob.RejectedReward, pb.Reward, fb.Reward)
+	}
+	if bob.ChosenForkedFrom != "" || bob.RejectedForkedFrom != fb.ForkedFrom {
+		t.Errorf("pair: forked from %q and %q; want none and %q", bob.ChosenForkedFrom, bob.RejectedForkedFrom, fb.ForkedFrom)
 	}
 	if len(bob.Prompt) != shared || bob.Chosen[0].Role != "assistant" || bob.Rejected[0].Role != "assistant" {
 		t.Errorf("prompt of %d messages (want %d), continuations begin with %s and %s", len(bob.Prompt), shared, bob.Chosen[0].Role, bob.Rejected[0].Role)
