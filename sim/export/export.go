@@ -89,15 +89,15 @@ type Episode struct {
 	// asked and did not answer in time, and TurnErrors those its agent
 	// could not decide (turn.failed: its backend failed), which the
 	// transcript leaves out.
-	Turns int `json:"turns"`
+	Turns      int `json:"turns"`
+	TimedOut   int `json:"timed_out,omitempty"`
+	TurnErrors int `json:"turn_errors,omitempty"`
 	// ForkedFrom is a fork's "PARENT@SEQ": its events up to SEQ, and the
 	// first InheritedTurns of Turns among them (of a window's turns, for
 	// a window), were played by the parent's agents (and seed), not by
 	// Agent.
 	ForkedFrom     string `json:"forked_from,omitempty"`
 	InheritedTurns int    `json:"inherited_turns,omitempty"`
-	TimedOut       int    `json:"timed_out,omitempty"`
-	TurnErrors     int    `json:"turn_errors,omitempty"`
 	// Turn is set on a window (see Windows): the turn whose answer it ends with.
 	Turn uint64 `json:"turn,omitempty"`
 	// Outcomes are the rubric's verdicts on the outcome steps the member
