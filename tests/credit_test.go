@@ -170,6 +170,33 @@ func TestCreditStartup(t *testing.T) {
 	}
 }
 
+// TestCreditOfAFork: a fork's seats played only from its fork point (its
+// parent's agents before): its counterfactuals start there, not at the
+// seats' first actions inside the parent's part, so that the others are
+// replayed as in the session. A fork of a greedy session played idle from
+// its middle, credited against the idle baseline, is its own counterfactual:
+// every marginal is 0 (from the seats' first actions every seat was idle
+// from the start, and each marginal was the greedy part's score).
+func TestCreditOfAFork(t *testing.T) {
+	data := t.TempDir()
+	run := cliResult(t, "run", "--world", "startup", "--data", data)
+	var fork *app.RunResult
+	for at := run.Events / 2; at > 1 && fork == nil; at-- {
+		if _, _, code := runCLI(t, "fork", run.Session, "--at", seqArg(at), "--agents", "idle", "--create-only", "--data", data); code == cli.ExitOK {
+			fork = cliResult(t, "fork", run.Session, "--at", seqArg(at), "--agents", "idle", "--data", data)
+		}
+	}
+	if fork == nil || fork.Score.TeamScore == 0 {
+		t.Fatalf("no fork of %s played idle from its middle with a score: %+v", run.Session, fork)
+	}
+	res := creditResult(t, "credit", fork.Session, "--data", data)
+	for _, s := range res.Seats {
+		if s.Marginal != 0 {
+			t.Errorf("%s: marginal %v (fork %s scored %v of %v); want 0: the fork is idle from its fork point", s.Member, s.Marginal, s.Fork, s.ForkScore, res.Score)
+		}
+	}
+}
+
 // TestCreditUsage: a baseline that is no built-in agent, or a negative
 // --shapley, is a usage error (exit 2).
 func TestCreditUsage(t *testing.T) {

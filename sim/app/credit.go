@@ -160,7 +160,10 @@ func Credit(ctx context.Context, ro RunOptions, o CreditOptions) (*CreditResult,
 	}
 	// at is where a coalition's fork starts: before the first action of
 	// the earliest of the seats the baseline plays (a seat that never had
-	// a turn: from the start).
+	// a turn: from the start), and for a session that is itself a fork
+	// not before its fork point: its parent's agents played up to there,
+	// not the seats credited, so the others are replayed as in the session
+	// only from there.
 	at := func(out []string) uint64 {
 		a := uint64(0)
 		for _, m := range out {
@@ -171,6 +174,9 @@ func Credit(ctx context.Context, ro RunOptions, o CreditOptions) (*CreditResult,
 			if a == 0 || f-1 < a {
 				a = f - 1
 			}
+		}
+		if meta.Parent != "" {
+			a = max(a, meta.ForkSeq)
 		}
 		return a
 	}
