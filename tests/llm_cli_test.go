@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/corpsim/corpsim/sim/analyze"
+	"github.com/corpsim/corpsim/sim/app"
 )
 
 // TestRunWithLLMSeat: `corpsim run --agents greedy,bob=llm` plays bob with
@@ -88,6 +89,20 @@ func TestRunWithUnreachableLLMFails(t *testing.T) {
 	out, errs, code = runCLI(t, "eval", "--seeds", "2", "--agents", "llm", "--llm-base-url", url, "--llm-model", "m")
 	if code != 1 || !strings.Contains(errs, "no seed gave a result") {
 		t.Fatalf("eval exited %d (%s; %s), want 1 saying no seed gave a result", code, errs, out)
+	}
+	// Only bob's seat failing, the others pass every goal: eval gives the
+	// seeds' results, and says per seed how many turns failed.
+	out, errs, code = runCLI(t, "eval", "--seeds", "2", "--agents", "greedy,bob=llm", "--llm-base-url", url, "--llm-model", "m", "--json")
+	var ev app.EvalResult
+	if err := json.Unmarshal([]byte(out), &ev); code != 0 || err != nil {
+		t.Fatalf("eval with bob's llm unreachable: exit %d, %v: %s %s", code, err, out, errs)
+	}
+	if len(ev.TurnErrors) != 2 || ev.TurnErrors[0] == 0 || ev.TurnErrors[1] == 0 || len(ev.Timeouts) != 2 {
+		t.Errorf("eval's turn errors %v, timeouts %v; want bob's failed turns in each of the 2 seeds", ev.TurnErrors, ev.Timeouts)
+	}
+	out, _, _ = runCLI(t, "eval", "--seeds", "2", "--agents", "greedy,bob=llm", "--llm-base-url", url, "--llm-model", "m")
+	if want := fmt.Sprintf("%d failed (their agent's backend), 0 timed out, in seeds 1, 2", ev.TurnErrors[0]+ev.TurnErrors[1]); !strings.Contains(out, want) {
+		t.Errorf("eval's table does not say %q:\n%s", want, out)
 	}
 }
 

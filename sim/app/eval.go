@@ -71,6 +71,12 @@ type EvalResult struct {
 	OutcomeMean   *float64  `json:"outcome_mean,omitempty"`
 	OutcomeMax    *float64  `json:"outcome_max,omitempty"`
 	OutcomeScores []float64 `json:"outcome_scores,omitempty"`
+	// TurnErrors and Timeouts are, per seed (as Scores), the turns whose
+	// agent failed (turn.failed: its backend) and those not answered in
+	// time: a seat that never acted can leave the others to pass every
+	// goal, which the scores alone do not say.
+	TurnErrors []int `json:"turn_errors"`
+	Timeouts   []int `json:"timeouts"`
 	// PassAt1 and PassK count a run as passed when every goal passed in it.
 	PassAt1 float64 `json:"pass_at_1"`
 	PassK   bool    `json:"pass_k"`
@@ -192,6 +198,7 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 	for i, c := range cards {
 		res.Seeds = append(res.Seeds, seeds[i])
 		res.Scores = append(res.Scores, c.TeamScore)
+		res.TurnErrors, res.Timeouts = append(res.TurnErrors, c.TurnErrors), append(res.Timeouts, c.Timeouts)
 		sum += c.TeamScore
 		res.Completion += c.Completion / float64(len(cards))
 		every := true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -121,6 +122,9 @@ its mean share within SLA is shown) and the budget (budget: no overrun).`,
 				fmt.Fprintf(tw, "outcome\tmean %.2f of %.2f\n", *res.OutcomeMean, *res.OutcomeMax)
 			}
 			fmt.Fprintf(tw, "all goals\tpass@1 %.2f  pass^%d %s\n", res.PassAt1, len(res.Seeds), yesNo(res.PassK))
+			if line := turnTrouble(res); line != "" {
+				fmt.Fprintf(tw, "turns\t%s\n", line)
+			}
 			tw.Flush()
 			fmt.Fprintln(a.stdout)
 			tw = tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
@@ -174,4 +178,22 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// turnTrouble says how many turns of an evaluation's seeds failed or timed
+// out, and in which seeds; "" when none did.
+func turnTrouble(res *app.EvalResult) string {
+	var failed, late int
+	var seeds []string
+	for i, seed := range res.Seeds {
+		failed, late = failed+res.TurnErrors[i], late+res.Timeouts[i]
+		if res.TurnErrors[i]+res.Timeouts[i] > 0 {
+			seeds = append(seeds, strconv.FormatUint(seed, 10))
+		}
+	}
+	if len(seeds) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d failed (their agent's backend), %d timed out, in seeds %s: those seats did not act then",
+		failed, late, strings.Join(seeds, ", "))
 }
