@@ -523,11 +523,22 @@ func TestPurchaseAboveBudget(t *testing.T) {
 // the place and hint a YAML file's gets; a YAML file's is still YAML's.
 func TestJSONSyntaxError(t *testing.T) {
 	src := []byte("{\n  \"version\": 1,\n  \"name\": \"j\",\n  \"roles\": [{\"id\": \"eng\"}\n}\n")
-	for _, c := range []struct{ name, want string }{
-		{"w.json", `w.json:4:12: JSON syntax error: the [ opened here is not closed (a missing ]?)`},
-		{"W.JSON", `W.JSON:4:12: JSON syntax error: the [ opened here is not closed (a missing ]?)`},
-		{"w.yaml", `w.yaml:4:12: YAML syntax error: the [ opened here is not closed (a missing ]?)`},
+	// Every bracket closed, a comma doubled: the mistake is where the
+	// parser stopped, not at the { before it, which is always open in JSON.
+	doubled := []byte("{\n  \"version\": 1,\n  \"name\": \"j\",\n  \"roles\": [{\"id\": \"eng\"}],,\n  \"teams\": []\n}\n")
+	for _, c := range []struct {
+		name, want string
+		comma      bool
+	}{
+		{"w.json", `w.json:4:12: JSON syntax error: the [ opened here is not closed (a missing ]?)`, false},
+		{"W.JSON", `W.JSON:4:12: JSON syntax error: the [ opened here is not closed (a missing ]?)`, false},
+		{"w.yaml", `w.yaml:4:12: YAML syntax error: the [ opened here is not closed (a missing ]?)`, false},
+		{"w.json", `w.json:4:28: JSON syntax error: could not find flow map content`, true},
 	} {
+		src := src
+		if c.comma {
+			src = doubled
+		}
 		for parts, read := range map[string]func() error{
 			"whole":    func() error { _, err := Load(c.name, src); return err },
 			"in parts": func() error { _, err := load(c.name, src, 1, Limits{}, nil); return err },

@@ -28,16 +28,49 @@ func unclosedHint(src []byte, line, col int) (int, int, string) {
 	if line > len(lines) {
 		line = len(lines)
 	}
-	type open struct {
-		ch        byte
-		line, col int
+	st := scanIndicators(lines, line, col)
+	switch {
+	case st.quote != 0:
+		return st.quoteAt.line, st.quoteAt.col, fmt.Sprintf("the %s string opened here is not closed", quoteName(st.quote))
+	case st.spanned.line > 0:
+		return st.spanned.line, st.spanned.col, fmt.Sprintf("the %s string opened here runs on to line %d (is its closing quote missing?)", quoteName(st.spanned.ch), line)
+	case len(st.flow) > 0 && st.flow[len(st.flow)-1].line < line:
+		if whole := scanIndicators(lines, len(lines), 0); len(whole.flow) == 0 && whole.quote == 0 {
+			// Every bracket the file opens it closes: the mistake is
+			// where the parser stopped (a doubled comma, say), not a
+			// bracket left open before it, as it always is in JSON.
+			return 0, 0, ""
+		}
+		o := st.flow[len(st.flow)-1]
+		return o.line, o.col, fmt.Sprintf("the %c opened here is not closed (a missing %s?)", o.ch, map[byte]string{'[': "]", '{': "}"}[o.ch])
 	}
+	return 0, 0, ""
+}
+
+// opened is a quote or a flow collection's bracket, where it opened.
+type opened struct {
+	ch        byte
+	line, col int
+}
+
+// indicators is what scanIndicators found open at a position.
+type indicators struct {
+	flow    []opened // the flow collections open at this point
+	quote   byte     // '"' or '\'' while in a quoted string
+	quoteAt opened   // where it opened
+	spanned opened   // where the last string that spanned lines opened, if it closed on the position's line
+}
+
+// scanIndicators reads lines up to line and column col (0: the whole
+// line) as unclosedHint says, and returns what is open there.
+func scanIndicators(lines []string, line, col int) indicators {
+	type open = opened
 	var (
-		flow    []open // the flow collections open at this point
-		quote   byte   // '"' or '\'' while in a quoted string
-		quoteAt open   // where it opened
-		spanned open   // where the last string that spanned lines opened, if it closed on the error's line
-		block   = -1   // the indent of the key whose block scalar is being skipped; -1: none
+		flow    []open
+		quote   byte
+		quoteAt open
+		spanned open
+		block   = -1 // the indent of the key whose block scalar is being skipped; -1: none
 	)
 	for i := 0; i < line; i++ {
 		text := strings.TrimRight(lines[i], "\r")
@@ -112,16 +145,7 @@ func unclosedHint(src []byte, line, col int) (int, int, string) {
 			start = false
 		}
 	}
-	switch {
-	case quote != 0:
-		return quoteAt.line, quoteAt.col, fmt.Sprintf("the %s string opened here is not closed", quoteName(quote))
-	case spanned.line > 0:
-		return spanned.line, spanned.col, fmt.Sprintf("the %s string opened here runs on to line %d (is its closing quote missing?)", quoteName(spanned.ch), line)
-	case len(flow) > 0 && flow[len(flow)-1].line < line:
-		o := flow[len(flow)-1]
-		return o.line, o.col, fmt.Sprintf("the %c opened here is not closed (a missing %s?)", o.ch, map[byte]string{'[': "]", '{': "}"}[o.ch])
-	}
-	return 0, 0, ""
+	return indicators{flow: flow, quote: quote, quoteAt: quoteAt, spanned: spanned}
 }
 
 // quoteName says which quote a string opened with.
