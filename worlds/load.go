@@ -1417,8 +1417,37 @@ func (v *validator) build(f *file) *World {
 	}
 	if len(v.errs) == 0 {
 		v.checkSize(f, w, v.lim)
+		v.warnRecordsRunOut(w)
 	}
 	return w
+}
+
+// warnRecordsRunOut warns of a case arrival expected to bring more cases
+// than a record type it draws from has records: a case draws one that no
+// earlier case named while there is one, and then one an earlier case
+// named, whose outcome the two then write over each other.
+func (v *validator) warnRecordsRunOut(w *World) {
+	for i := range w.Arrivals {
+		a := &w.Arrivals[i]
+		c := slices.IndexFunc(w.Cases, func(t CaseTemplate) bool { return t.ID == a.Case })
+		if a.Case == "" || c < 0 {
+			continue
+		}
+		for _, at := range w.Cases[c].Attrs {
+			t, ok := w.RecordType(at.Record)
+			if at.Kind != AttrRecord || !ok {
+				continue
+			}
+			have := len(t.Records)
+			if t.Generate != nil {
+				have += t.Generate.Count
+			}
+			if n := w.ExpectedTickets(a, 1); n > float64(have) {
+				v.warnf(fmt.Sprintf("arrivals[%d]", i), "about %.0f %s cases arrive at load 1, each drawing one %s record (attribute %s), of which there are %d: once each was named, a case shares its record with an earlier one, and their outcomes write over each other (make more records)",
+					n, a.Case, at.Record, at.Name, have)
+			}
+		}
+	}
 }
 
 // ref checks that id names a defined thing of kind; it reports and returns false if not.

@@ -169,3 +169,28 @@ func TestOutcomeReadsReferences(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordsRunOut: cases expected to outnumber the records they draw
+// from are warned of at their arrival (a case would then share its
+// record, and its outcome, with an earlier one); enough records, none.
+func TestRecordsRunOut(t *testing.T) {
+	src, err := Source("billing-support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := Load("b.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Warnings) != 0 {
+		t.Fatalf("billing-support (41 invoices) warns: %v", w.Warnings)
+	}
+	few := strings.Replace(string(src), "count: 40", "count: 5", 1)
+	if w, err = Load("b.yaml", []byte(few)); err != nil {
+		t.Fatal(err)
+	}
+	want := "b.yaml:134:5: arrivals[0]: about 25 refund cases arrive at load 1, each drawing one invoice record (attribute invoice), of which there are 6"
+	if len(w.Warnings) != 1 || !strings.HasPrefix(w.Warnings.Error(), want) {
+		t.Errorf("warnings %v; want one beginning %s", w.Warnings, want)
+	}
+}
