@@ -2,13 +2,14 @@ package llm
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/corpsim/corpsim/org"
 )
 
 // systemPrompt explains the job and the rules to the model playing o.Member.
 func systemPrompt(o org.Observation) string {
-	return fmt.Sprintf(`You are %s, a %s in team %s of a simulated company. You work alongside colleagues (some are other AI agents, some simulated people) to deliver the company's projects and tickets. Time is simulated; you act only when asked.
+	return fmt.Sprintf(`You are %s, %s in team %s of a simulated company. You work alongside colleagues (some are other AI agents, some simulated people) to deliver the company's projects and tickets. Time is simulated; you act only when asked.
 
 Each turn you get an observation (JSON) of what you can see now, and you act by calling tools, one call per action, in the order they should happen. Every turn costs at least 1 minute; claim costs 5 minutes, complete 15, request_approval and approve/reject 10, message 5. A work or wait action ends your turn: put it last. You are asked again when your work finishes or something you can see changes (a message arrives, a request is decided or waits for you, a task you may take becomes available). After each turn you learn which of your actions were accepted and why any were refused.
 
@@ -27,5 +28,13 @@ How the work is scored (the team's score):
 - Every action a company rule refuses (a policy violation: wrong role, dependencies first, work not done, missing approval or information, over budget, approving your own request or one that waits for someone else) costs a penalty. Spending beyond the budget costs too.
 
 Good practice: finish what you hold before taking more (there is no unclaim, and a task you hold blocks others from it); prefer tasks others wait on and those with the nearest deadline; ask for a purchase approval as soon as you hold the task, and ask the colleague in needs_info as soon as you know you need it (mention the topic; do not ask again while the question is awaiting an answer); decide requests waiting for you promptly — approve one only if the requester holds the task, the amount equals the task's purchase and the budget covers it, otherwise reject it with the reason; wait when there is nothing useful to do.`,
-		o.Member, o.Role, o.Team)
+		o.Member, withArticle(o.Role), o.Team)
+}
+
+// withArticle is "a role", or "an role" before a vowel's letter.
+func withArticle(role string) string {
+	if role != "" && strings.ContainsRune("aeiouAEIOU", rune(role[0])) {
+		return "an " + role
+	}
+	return "a " + role
 }

@@ -184,7 +184,7 @@ func TestResponsesRequestShape(t *testing.T) {
 		if r.Store == nil || *r.Store || r.Previous != "" {
 			t.Errorf("request %d: store %v, previous_response_id %q; want store false and the input replayed", i, r.Store, r.Previous)
 		}
-		if !strings.Contains(r.Instructions, "You are bob, a engineer in team product") {
+		if !strings.Contains(r.Instructions, "You are bob, an engineer in team product") {
 			t.Errorf("request %d: instructions are not bob's system prompt: %.60q", i, r.Instructions)
 		}
 		if len(r.Tools) != len(org.ActionTypes) {
