@@ -57,6 +57,7 @@ type exportedEpisode struct {
 	Seed       uint64            `json:"seed"`
 	Member     string            `json:"member"`
 	Agent      string            `json:"agent"`
+	Status     string            `json:"status"`
 	Messages   []exportedMessage `json:"messages"`
 	Tools      []agents.Tool     `json:"tools"`
 	Reward     float64           `json:"reward"`
@@ -227,7 +228,7 @@ func TestExportSFT(t *testing.T) {
 			t.Errorf("%s/%s: rewards %g and %g, corpsim score says %g and %g", ep.Session, ep.Member, ep.Reward, ep.TeamReward, d, card.TeamScore)
 		}
 		msgs := ep.Messages
-		if len(msgs) == 0 || msgs[0].Role != "system" || !strings.HasPrefix(msgs[0].text(), "You are "+ep.Member+", a ") {
+		if len(msgs) == 0 || msgs[0].Role != "system" || !strings.HasPrefix(msgs[0].text(), "You are "+ep.Member+", a") {
 			t.Fatalf("%s/%s: the transcript does not open with the LLM agent's system prompt", ep.Session, ep.Member)
 		}
 		k := 1
@@ -366,6 +367,34 @@ func TestExportDPO(t *testing.T) {
 	out, _, code = runCLI(t, "export", g.Session, r.Session, "--format", "dpo", "--margin", "1000", "--data", data)
 	if code != cli.ExitOK || out != "" {
 		t.Fatalf("--margin 1000: exit %d, output %.200q", code, out)
+	}
+
+	// A session that did not end (a fork made and not run): its rewards
+	// are what was earned where it stopped. dpo leaves it out, saying so;
+	// sft exports it, each line saying its status, and says so.
+	var stopped string
+	for at := g.Events / 2; at > 1 && stopped == ""; at-- {
+		if o, _, code := runCLI(t, "fork", g.Session, "--at", seqArg(at), "--agents", "random", "--create-only", "--json", "--data", data); code == cli.ExitOK {
+			var m struct{ ID string }
+			if err := json.Unmarshal([]byte(o), &m); err != nil {
+				t.Fatal(err)
+			}
+			stopped = m.ID
+		}
+	}
+	out, errs, code = runCLI(t, "export", g.Session, r.Session, stopped, "--format", "dpo", "--data", data)
+	if code != cli.ExitOK || !strings.Contains(errs, "session "+stopped+" is interrupted, not finished: its rewards are partial, so it makes no pairs") ||
+		len(strings.Split(strings.TrimSpace(out), "\n")) != wantPairs {
+		t.Fatalf("dpo with an interrupted session: exit %d, %d lines (want %d), stderr:\n%s", code, len(strings.Split(strings.TrimSpace(out), "\n")), wantPairs, errs)
+	}
+	sft := filepath.Join(t.TempDir(), "sft.jsonl")
+	if _, errs, code = runCLI(t, "export", stopped, "--format", "sft", "-o", sft, "--data", data); code != cli.ExitOK || !strings.Contains(errs, "session "+stopped+" is interrupted, not finished") {
+		t.Fatalf("sft of an interrupted session: exit %d, stderr:\n%s", code, errs)
+	}
+	for _, ep := range readJSONL[exportedEpisode](t, sft) {
+		if ep.Status != "interrupted" {
+			t.Errorf("%s's episode says status %q; want interrupted", ep.Member, ep.Status)
+		}
 	}
 }
 

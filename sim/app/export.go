@@ -68,17 +68,27 @@ func Export(ctx context.Context, o ExportOptions, ids []string, stdout io.Writer
 	if len(uniq) == 0 {
 		return "", Usagef("export needs at least one session")
 	}
-	log, _, err := OpenSession(ctx, o.Data, uniq[0], o.Logger)
+	log, first, err := OpenSession(ctx, o.Data, uniq[0], o.Logger)
 	if err != nil {
 		return "", err
 	}
 	defer log.Close()
+	metas := []events.SessionMeta{first}
 	for _, id := range uniq[1:] {
-		if _, err := log.Session(ctx, id); err != nil {
+		m, err := log.Session(ctx, id)
+		if err != nil {
 			if errors.Is(err, events.ErrNoSession) || errors.Is(err, events.ErrBadSession) {
 				return "", fmt.Errorf("no session %s in %s", id, o.Data)
 			}
 			return "", err
+		}
+		metas = append(metas, m)
+	}
+	for _, m := range metas {
+		if m.Status != events.StatusFinished && o.Format != "dpo" && o.Notice != nil {
+			// Its episodes end where it stopped, with what it had earned
+			// (dpo leaves it out: exportDPO).
+			o.Notice(fmt.Sprintf("session %s is %s, not finished: its data ends at event %d (each sft line says its status)", m.ID, m.Status, m.LastSeq))
 		}
 	}
 	return writeOutput(o.Out, stdout, func(w io.Writer) (string, error) {
@@ -162,6 +172,14 @@ func exportDPO(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 		eps, _, err := episodes(ctx, log, id)
 		if err != nil {
 			return "", err
+		}
+		if len(eps) > 0 && eps[0].Status != string(events.StatusFinished) {
+			// Its rewards are what it had earned where it stopped: no
+			// measure against a session played to its end.
+			if o.Notice != nil {
+				o.Notice(fmt.Sprintf("session %s is %s, not finished: its rewards are partial, so it makes no pairs", id, eps[0].Status))
+			}
+			continue
 		}
 		all = append(all, eps...)
 	}

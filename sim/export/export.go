@@ -73,11 +73,15 @@ type FunctionCall struct {
 
 // Episode is one member's session as a chat transcript: one SFT example.
 type Episode struct {
-	Session  string        `json:"session"`
-	World    string        `json:"world"`
-	Seed     uint64        `json:"seed"`
-	Member   string        `json:"member"`
-	Agent    string        `json:"agent"` // what played the seat, from the session's metadata
+	Session string `json:"session"`
+	World   string `json:"world"`
+	Seed    uint64 `json:"seed"`
+	Member  string `json:"member"`
+	Agent   string `json:"agent"` // what played the seat, from the session's metadata
+	// Status is the session's: "finished", or "interrupted" (stopped, or
+	// not yet resumed) or "failed", whose episodes end where it stopped
+	// and whose rewards are what it had earned by then.
+	Status   string        `json:"status"`
 	Messages []Message     `json:"messages"`
 	Tools    []agents.Tool `json:"tools"` // the world's (agents.ToolDefsFor), as the llm agent offers them
 	// Reward is the member's delivered value and TeamReward the team
@@ -308,7 +312,7 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 	}
 	slices.Sort(members)
 	for _, member := range members {
-		ep := Episode{Session: id, World: st.World.Name, Seed: meta.Seed, Member: member, Agent: meta.Agents[member],
+		ep := Episode{Session: id, World: st.World.Name, Seed: meta.Seed, Member: member, Agent: meta.Agents[member], Status: string(meta.Status),
 			Messages: []Message{}, Tools: agents.ToolDefsFor(st.World), Reward: delivered[member], TeamReward: card.TeamScore,
 			Rubric: card.Rubric, worldHash: st.World.Hash, load: load, root: root, key: key}
 		if meta.Parent != "" {
