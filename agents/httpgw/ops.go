@@ -19,6 +19,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/worlds"
 )
@@ -325,6 +326,13 @@ func (g *Gateway) Control(ctx context.Context, id string, op wire.ControlOp) (wi
 		return endedReply(s.controlReply(), op)
 	}
 	if errors.Is(err, nats.ErrNoResponders) {
+		if op == wire.OpStatus || op == wire.OpStop {
+			// An ended session the gateway holds no record of (it ran
+			// before a restart): its stored log says where it stands.
+			if st, err := g.storedScore(ctx, id); err == nil {
+				return endedReply(wire.ControlReply{Session: id, Status: st.Status, Events: st.Events, Time: st.Time, Score: st.Score}, op)
+			}
+		}
 		return reply, errorf(http.StatusNotFound, "no running session %s answers %s: it has ended, or there is none (GET /v1/sessions lists them)", id, op)
 	}
 	if err != nil {
@@ -546,7 +554,10 @@ func (g *Gateway) Score(ctx context.Context, id string) (ScoreReply, error) {
 	}
 	if err != nil && !(errors.Is(err, nats.ErrNoResponders) && s != nil) {
 		if errors.Is(err, nats.ErrNoResponders) {
-			return ScoreReply{}, errorf(http.StatusNotFound, "session %s is not running and the gateway holds no record of it", id)
+			// Not running, and not the gateway's (a session it ran before
+			// a restart, or another gateway's): its stored log, if a
+			// server serves it, holds every reward.
+			return g.storedScore(ctx, id)
 		}
 		return ScoreReply{}, natsErr(err, "score")
 	}
@@ -570,6 +581,41 @@ func (g *Gateway) Score(ctx context.Context, id string) (ScoreReply, error) {
 		}
 	}
 	return out, nil
+}
+
+// maxStoredScore bounds the events the gateway reads to score a stored
+// session (storedScore): beyond it, corpsim score on the server's data.
+const maxStoredScore = 1_000_000
+
+// storedScore is the score of a session no server runs and the gateway
+// holds no record of, summed from the rewards of its stored log as the
+// server's history serves it: "finished" when it ends with session.ended,
+// else "interrupted"; 404 when no server serves its log.
+func (g *Gateway) storedScore(ctx context.Context, id string) (ScoreReply, error) {
+	out := ScoreReply{Session: id, Status: string(events.StatusInterrupted), Complete: true, Source: "server"}
+	for from := uint64(1); ; {
+		resp, err := g.history(ctx, id, from, wire.MaxHistoryPage)
+		if errors.Is(err, nats.ErrNoResponders) {
+			return ScoreReply{}, errorf(http.StatusNotFound, "session %s is not running and the gateway holds no record of it", id)
+		}
+		if err != nil {
+			return ScoreReply{}, natsErr(err, "score")
+		}
+		for _, e := range resp.Events {
+			out.Score += teamReward(e)
+			out.Events, out.Time = e.Seq, e.Time
+			if e.Type == payload.EvSessionEnded {
+				out.Status = string(events.StatusFinished)
+			}
+		}
+		n := len(resp.Events)
+		if n == 0 || resp.Events[n-1].Seq >= resp.Last {
+			return out, nil
+		}
+		if from = resp.Events[n-1].Seq + 1; from > maxStoredScore {
+			return ScoreReply{}, errorf(http.StatusUnprocessableEntity, "session %s has more than %d events, more than the gateway reads to score it: use corpsim score %s on the server's data", id, maxStoredScore, id)
+		}
+	}
 }
 
 // Observation is what Observe found for a seat.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -81,5 +82,40 @@ func TestRecordKeepsTheLatestEvents(t *testing.T) {
 	}
 	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "not listed") {
 		t.Fatalf("a late step's warnings: %q; want one saying earlier reward events are not listed", r.Warnings)
+	}
+}
+
+// TestScoreOfAStoredSession: a gateway that holds no record of an ended
+// session (it was restarted, or another gateway created it) scores it from
+// the server's stored log, and says where it stands, instead of 404.
+func TestScoreOfAStoredSession(t *testing.T) {
+	s := startStack(t, httpgw.Config{})
+	reply := s.create(t, wire.CreateRequest{World: "startup", Seed: 7, Agents: "greedy"})
+	meta := s.wait(t, reply.Session)
+	score := s.svc.Status(reply.Session).Score
+
+	fresh, err := httpgw.New(httpgw.Config{NATSURL: s.natsURL, OperatorToken: s.operator, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(fresh.Handler())
+	t.Cleanup(func() { fresh.Close(); srv.Close() })
+	other := &stack{base: srv.URL, operator: s.operator}
+
+	code, b := other.call(t, "GET", "/v1/sessions/"+reply.Session+"/score", s.operator, nil)
+	sc := mustJSON[httpgw.ScoreReply](t, code, http.StatusOK, b)
+	if sc.Source != "server" || !sc.Complete || !near(sc.Score, score) || sc.Status != "finished" || sc.Events != meta.LastSeq {
+		t.Fatalf("the score of a stored session: %+v; want %.6f, finished at %d, complete, from the server", sc, score, meta.LastSeq)
+	}
+	code, b = other.call(t, "POST", "/v1/sessions/"+reply.Session+"/control", s.operator, wire.ControlRequest{Op: wire.OpStatus})
+	if st := mustJSON[wire.ControlReply](t, code, http.StatusOK, b); st.Status != "finished" || st.Events != meta.LastSeq || !near(st.Score, score) {
+		t.Fatalf("the status of a stored session: %+v", st)
+	}
+	code, b = other.call(t, "POST", "/v1/sessions/"+reply.Session+"/control", s.operator, wire.ControlRequest{Op: wire.OpStart})
+	if code != http.StatusNotFound && code != http.StatusConflict {
+		t.Fatalf("start of a stored session: %d %s; want it refused", code, b)
+	}
+	if code, b = other.call(t, "GET", "/v1/sessions/01M985ZZZZZZZZZZZZZZZZZZZZ/score", s.operator, nil); code != http.StatusNotFound {
+		t.Fatalf("the score of no session: %d %s; want 404", code, b)
 	}
 }
