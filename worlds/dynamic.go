@@ -24,7 +24,7 @@ type fileArrival struct {
 	At      []string     `yaml:"at"`      // scheduled: instants (working time from the start) instead of every
 	Start   string       `yaml:"start"`
 	Until   string       `yaml:"until"`
-	Count   int          `yaml:"count"` // stop after this many (before load scaling)
+	Count   *int         `yaml:"count"` // stop after this many (before load scaling); nil: no limit
 	Ticket  fileTemplate `yaml:"ticket"`
 	Case    string       `yaml:"case"` // version 2: the process opens cases of this template instead of tickets
 }
@@ -359,7 +359,10 @@ func (v *validator) arrivals(f *file, w *World, r *refs) {
 	for i, a := range f.Arrivals {
 		p := fmt.Sprintf("arrivals[%d]", i)
 		v.checkID(p+".id", "arrival", a.ID, seen)
-		out := Arrival{ID: a.ID, Queue: a.Queue, Process: a.Process, Burst: a.Burst, Count: a.Count}
+		out := Arrival{ID: a.ID, Queue: a.Queue, Process: a.Process, Burst: a.Burst}
+		if a.Count != nil {
+			out.Count = *a.Count
+		}
 		if a.Case == "" {
 			v.ref(p+".queue", "queue", a.Queue, r.queues)
 		}
@@ -391,8 +394,9 @@ func (v *validator) arrivals(f *file, w *World, r *refs) {
 		if w.Horizon > 0 && out.Start >= w.Horizon {
 			v.errf(p+".start", "%s falls at or after the horizon: the process would bring no ticket", a.Start)
 		}
-		if a.Count < 0 {
-			v.errf(p+".count", "count must not be negative, got %d", a.Count)
+		if a.Count != nil && *a.Count < 1 {
+			// 0 would read as no limit, the opposite of what it says.
+			v.errf(p+".count", "count must be at least 1, got %d (leave it out for no limit)", *a.Count)
 		}
 		defaultChain := ""
 		if len(w.Approvals) == 1 {

@@ -161,6 +161,21 @@ func TestLoadErrors(t *testing.T) {
 			want:  `w.yaml:32:41: projects[0].<<.team: duplicate key "team" (first at line 32)`,
 		},
 		{
+			// 0 would read as no limit, the opposite of what it says.
+			name: "an arrival's count of 0",
+			src: `version: 1
+name: t
+start: 2026-01-05T09:00:00Z
+horizon: 5d
+roles: [{id: r}]
+teams: [{id: t}]
+members: [{id: m, role: r, team: t}]
+queues: [{id: q, served_by: [r]}]
+arrivals: [{id: a, queue: q, process: poisson, every: 1h, count: 0, ticket: {title: T, role: r, effort: 1h}}]
+`,
+			want: `w.yaml:9:66: arrivals[0].count: count must be at least 1, got 0 (leave it out for no limit)`,
+		},
+		{
 			// A skill only a member of another role has is as unusable as
 			// one nobody has: the task's role must do it.
 			name:  "a skill no member of the task's role has",

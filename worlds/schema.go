@@ -386,7 +386,7 @@ var specs = map[reflect.Type]typeSpec{
 			"at":     {doc: "scheduled: instants (working time from the start, or from version 2 RFC 3339 instants) instead of every, such as [1d, 2d4h].", apply: offsets},
 			"start":  {doc: "When the first ticket may arrive, in working time from the start, or (version 2) an RFC 3339 instant.", apply: when},
 			"until":  {doc: "When arrivals stop, in working time from the start, or (version 2) an RFC 3339 instant. Omitted: the horizon.", apply: when},
-			"count":  {doc: "Stop after this many tickets (before load scaling); 0 for no limit.", apply: atLeast(0)},
+			"count":  {doc: "Stop after this many tickets (before load scaling); leave it out for no limit.", apply: atLeast(1)},
 			"ticket": {doc: "The tickets the process brings. Required unless case is given."},
 			"case":   {doc: "Version 2: the id of the case template whose cases the process opens, instead of tickets.", apply: id},
 		},
