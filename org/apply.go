@@ -965,15 +965,23 @@ func (s *State) applyTaskChanged(ev *events.Event) error {
 	if t == nil || p.Effort < 0 || !s.fire(p.Interruption) {
 		return badEvent(ev, "task %q or interruption %d does not apply", p.Task, p.Interruption)
 	}
+	if t.Status == StatusDone && s.Format >= ChangeFormat {
+		return nil // delivered before the change: it stands as done
+	}
 	t.Effort += p.Effort
 	if t.Status == StatusDone {
-		// Its verification (effort spent) may change, and with it its
-		// dependents': the rubric verifies again.
+		// Format 8 and before: its verification (effort spent) may change,
+		// and with it its dependents': the rubric verifies again.
 		s.forgetVerdicts()
 	}
 	s.wakeAbout(t, ev.Seq)
 	return nil
 }
+
+// ChangeFormat is the log format from which a requirement change that
+// lands on a task already done leaves it as it was delivered (see
+// payload.LogFormat's 9).
+const ChangeFormat = 9
 
 func (s *State) applyMemberLeft(ev *events.Event) error {
 	p, err := decode[payload.MemberLeft](s, ev)

@@ -79,11 +79,11 @@ func TestDrawKeyKeysEveryDraw(t *testing.T) {
 			if err := json.Unmarshal(plain[0].Payload, &ps); err != nil {
 				t.Fatal(err)
 			}
-			if ks.Format != payload.DrawKeyFormat || !bytes.Equal(ks.DrawKey, key) || ks.Seed != seed {
-				t.Fatalf("keyed session.started: format %d, key %x, seed %d; want format %d, the key, seed %d", ks.Format, ks.DrawKey, ks.Seed, payload.DrawKeyFormat, seed)
+			if ks.Format != payload.LogFormat || !bytes.Equal(ks.DrawKey, key) || ks.Seed != seed {
+				t.Fatalf("keyed session.started: format %d, key %x, seed %d; want format %d, the key, seed %d", ks.Format, ks.DrawKey, ks.Seed, payload.LogFormat, seed)
 			}
-			if ps.Format != payload.DrawKeyFormat-1 || ps.DrawKey != nil {
-				t.Fatalf("unkeyed session.started: format %d, key %x; want format %d and none", ps.Format, ps.DrawKey, payload.DrawKeyFormat-1)
+			if ps.Format != payload.LogFormat || ps.DrawKey != nil {
+				t.Fatalf("unkeyed session.started: format %d, key %x; want format %d and none", ps.Format, ps.DrawKey, payload.LogFormat)
 			}
 			// The hidden truth is the keyed draws'.
 			w, d := keyed.State().World, keyed.Draws()

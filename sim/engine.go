@@ -81,8 +81,7 @@ type Config struct {
 	// drawn with it, as its records are. nil: Seed is the root's.
 	RootSeed *uint64
 	// LogFormat is the log format a new session writes (session.started
-	// records it): 0 means payload.LogFormat with a DrawKey and the format
-	// before payload.DrawKeyFormat without one; payload.OldestLogFormat and
+	// records it): 0 means payload.LogFormat; payload.OldestLogFormat and
 	// later are accepted, so that a test can record a session as an older
 	// build did. An engine that replays, restores or continues a session
 	// writes the format the session recorded.
@@ -283,10 +282,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("sim: a draw key of %d bytes (payload.NewDrawKey makes %d)", n, payload.DrawKeyBytes)
 	}
 	if cfg.LogFormat == 0 {
-		cfg.LogFormat = payload.DrawKeyFormat - 1
-		if cfg.DrawKey != nil {
-			cfg.LogFormat = payload.LogFormat
-		}
+		cfg.LogFormat = payload.LogFormat
 	}
 	if cfg.LogFormat < payload.OldestLogFormat || cfg.LogFormat > payload.LogFormat {
 		return nil, fmt.Errorf("sim: log format %d is not one this build writes (%d to %d)", cfg.LogFormat, payload.OldestLogFormat, payload.LogFormat)

@@ -66,16 +66,15 @@ func TestRebuildRefusesAFormat1Log(t *testing.T) {
 	if !errors.Is(err, payload.ErrLogFormat) {
 		t.Fatalf("Rebuild: got %v, want an error wrapping payload.ErrLogFormat", err)
 	}
-	for _, want := range []string{"format 1", "reads formats 2 to 8", "corpsim run --world support-desk --seed 7"} {
+	for _, want := range []string{"format 1", "reads formats 2 to 9", "corpsim run --world support-desk --seed 7"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Rebuild: got %q, want it to say %q", err, want)
 		}
 	}
 }
 
-// The engine records the format it writes — the newest with a draw key,
-// the one before without (an unkeyed log stays readable by the builds
-// before keys) — and a log it wrote is read back.
+// The engine records the format it writes — the newest, with a draw key
+// or without — and a log it wrote is read back.
 func TestEngineRecordsTheLogFormat(t *testing.T) {
 	src, err := worlds.Source("support-desk")
 	if err != nil {
@@ -85,7 +84,7 @@ func TestEngineRecordsTheLogFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for key, want := range map[string]int{"": payload.DrawKeyFormat - 1, "s3cret": payload.LogFormat} { // order: each case is its own
+	for key, want := range map[string]int{"": payload.LogFormat, "s3cret": payload.LogFormat} { // order: each case is its own
 		e, err := sim.New(sim.Config{World: w, Source: src, Seed: 7, DrawKey: payload.NewDrawKey([]byte(key), 7)})
 		if err != nil {
 			t.Fatal(err)

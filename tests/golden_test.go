@@ -81,7 +81,7 @@ func goldenCases() []goldenCase {
 			out = append(out, goldenCase{world: w, agent: a, seed: 1})
 		}
 	}
-	// Formats 2 to 6 as the builds before formats 3 to 7 wrote them, byte
+	// Formats 2 to 7 as the builds before formats 3 to 9 wrote them, byte
 	// for byte: a session resumed or forked goes on in its format.
 	for _, c := range []goldenCase{
 		{world: "support-desk", agent: "greedy", seed: 1},
@@ -89,7 +89,7 @@ func goldenCases() []goldenCase {
 		{world: "npc-desk", file: "npc-desk.yaml", agent: "greedy", seed: 1},
 		{world: "billing-support", agent: "diligent", seed: 1},
 	} {
-		for _, f := range []int{2, 3, 4, 5, 6} {
+		for _, f := range []int{2, 3, 4, 5, 6, 7} {
 			c.format = f
 			out = append(out, c)
 		}

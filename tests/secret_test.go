@@ -41,11 +41,11 @@ func TestSecretKeysTheSession(t *testing.T) {
 		t.Fatalf("results' keyed: %v (--secret-file), %v ($%s), %v (none)", keyed.Keyed, fromEnv.Keyed, cli.SecretEnv, plain.Keyed)
 	}
 	evs := storedEvents(t, data, keyed.Session)
-	if first := string(evs[0].Payload); !strings.Contains(first, `"format":8`) || !strings.Contains(first, `"draw_key":"`) || strings.Contains(first, "s3cret") {
-		t.Fatalf("the keyed session.started (format 8, a draw key, never the secret): %.300s", first)
+	if first := string(evs[0].Payload); !strings.Contains(first, `"format":9`) || !strings.Contains(first, `"draw_key":"`) || strings.Contains(first, "s3cret") {
+		t.Fatalf("the keyed session.started (format 9, a draw key, never the secret): %.300s", first)
 	}
-	if first := string(storedEvents(t, data, plain.Session)[0].Payload); !strings.Contains(first, `"format":7`) || strings.Contains(first, "draw_key") {
-		t.Fatalf("the unkeyed session.started (format 7, no key): %.300s", first)
+	if first := string(storedEvents(t, data, plain.Session)[0].Payload); !strings.Contains(first, `"format":9`) || strings.Contains(first, "draw_key") {
+		t.Fatalf("the unkeyed session.started (format 9, no key): %.300s", first)
 	}
 	// Training data does not carry the key.
 	if out := mustCLI(t, "export", keyed.Session, "--format", "jsonl", "--data", data); strings.Contains(out, "draw_key\"") || !strings.Contains(out, `"draw_key_withheld":true`) {

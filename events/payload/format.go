@@ -66,7 +66,16 @@ import (
 //     keyed session needs this build (or a newer one) to be read, and an
 //     older build refuses it by name rather than replaying it with the
 //     seed's draws.
-const LogFormat = DrawKeyFormat
+//   - 9: the events are format 8's (a draw key optional); a requirement
+//     change (task.changed, an interruption) that lands on a task already
+//     done does not apply to it: the work was delivered before the
+//     change, and stands (org's ChangeFormat). In format 8 and before the
+//     task took the new effort and lost its verification, and its
+//     dependents theirs, with no reward event to say so: the rewards
+//     summed to more than the team score, and nothing could redo the
+//     task. The state differs, so a format-8 (or 7) session goes on in
+//     its format. Every new session is written in format 9, keyed or not.
+const LogFormat = 9
 
 // DrawKeyFormat is the first format whose session.started may carry a
 // draw key (SessionStarted.DrawKey); a new session without one is written

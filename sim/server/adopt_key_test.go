@@ -78,8 +78,8 @@ func TestAdoptedUnstartedSessionKeepsItsKey(t *testing.T) {
 			var p payload.SessionStarted
 			_ = json.Unmarshal(first.Payload, &p)
 			want := payload.NewDrawKey([]byte("s3cret"), 1)
-			if p.Format != payload.DrawKeyFormat || !bytes.Equal(p.DrawKey, want) {
-				t.Fatalf("b (secret %q) started it in format %d with key %x; want format %d with a's key %x", bSecret, p.Format, p.DrawKey, payload.DrawKeyFormat, want)
+			if p.Format != payload.LogFormat || !bytes.Equal(p.DrawKey, want) {
+				t.Fatalf("b (secret %q) started it in format %d with key %x; want format %d with a's key %x", bSecret, p.Format, p.DrawKey, payload.LogFormat, want)
 			}
 		})
 	}

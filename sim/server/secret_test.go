@@ -71,8 +71,8 @@ func TestServedSessionsAreKeyed(t *testing.T) {
 	if err := json.Unmarshal(first.Payload, &p); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(p.DrawKey, payload.NewDrawKey(secret, 3)) || p.Format != payload.DrawKeyFormat {
-		t.Fatalf("served session.started: format %d, key %x; want format %d and the secret's key", p.Format, p.DrawKey, payload.DrawKeyFormat)
+	if !bytes.Equal(p.DrawKey, payload.NewDrawKey(secret, 3)) || p.Format != payload.LogFormat {
+		t.Fatalf("served session.started: format %d, key %x; want format %d and the secret's key", p.Format, p.DrawKey, payload.LogFormat)
 	}
 	var ended payload.SessionEnded
 	for ev, err := range log.Read(ctx, m.ID, m.LastSeq) {
