@@ -141,7 +141,9 @@ var toolSpecs = []toolSpec{
 	{
 		name: org.ActWait,
 		desc: "Do nothing more this turn. Without arguments you are asked again when something you can see changes " +
-			"(a message arrives, a request is decided or waits for you, a task you could take becomes available, your work finishes); " +
+			"(a message arrives, a request is decided or waits for you, a task you could take becomes available, your work finishes; " +
+			"a new ticket, or a task handed back to its queue, wakes only those holding nothing: while you hold a task you cannot work on yet, " +
+			"wait with \"for\" to look again); " +
 			"with \"for\" or \"until\" you are asked again then at the latest. It ends your turn. Every turn costs at least 1 minute.",
 		params: []toolParam{
 			{name: "for", typ: "string", desc: `Wait this long, in working time: a positive duration such as "30m" or "2h".`,
