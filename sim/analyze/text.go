@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -284,6 +286,12 @@ func (d *Difference) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "first divergence at seq %d (%s differ; %d events shared before it)\n", d.Seq, strings.Join(d.Fields, ", "), d.Seq-1)
 	eventLine(w, "A", d.A, d.AWall, d.AText)
 	eventLine(w, "B", d.B, d.BWall, d.BText)
+	if d.A != nil && d.B != nil && d.AText == d.BText {
+		// The one-line summaries are alike: name what differs.
+		if keys := payloadKeysApart(d.A.Payload, d.B.Payload); len(keys) > 0 {
+			fmt.Fprintf(w, "  their payloads differ in %s\n", strings.Join(keys, ", "))
+		}
+	}
 	if d.IDsFrom != 0 && d.IDsFrom < d.Seq {
 		fmt.Fprintf(w, "event IDs differ from seq %d (another seed), while the events stay the same until seq %d\n", d.IDsFrom, d.Seq)
 	}
@@ -298,7 +306,7 @@ func (d *Difference) WriteText(w io.Writer) {
 		row("tasks done", "%s", fmt.Sprintf("%d/%d", A.TasksDone, A.Tasks), fmt.Sprintf("%d/%d", B.TasksDone, B.Tasks))
 		row("on time", "%d", A.OnTime, B.OnTime)
 	}
-	row("late", "%d", A.Late, B.Late)
+	row("late (tasks and tickets)", "%d", A.Late, B.Late)
 	if A.Tickets+B.Tickets > 0 {
 		row("tickets resolved", "%s", fmt.Sprintf("%d/%d", A.Resolved, A.Tickets), fmt.Sprintf("%d/%d", B.Resolved, B.Tickets))
 		row("within SLA", "%d", A.InSLA, B.InSLA)
@@ -384,4 +392,37 @@ func AgentSummary(agents map[string]string) string {
 		parts = append(parts, fmt.Sprintf("%s×%d", kind, count[kind]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// payloadKeysApart lists, sorted, the top-level keys of two JSON objects
+// whose values differ (one missing counts); nil when either is no object.
+func payloadKeysApart(a, b []byte) []string {
+	var ma, mb map[string]json.RawMessage
+	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil {
+		return nil
+	}
+	var keys []string
+	for k, va := range ma { // order: sorted below
+		if vb, ok := mb[k]; !ok || !bytes.Equal(va, vb) {
+			keys = append(keys, fmt.Sprintf("%s (%s, %s)", k, orAbsent(va), orAbsent(mb[k])))
+		}
+	}
+	for k, vb := range mb { // order: sorted below
+		if _, ok := ma[k]; !ok {
+			keys = append(keys, fmt.Sprintf("%s (%s, %s)", k, "absent", orAbsent(vb)))
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// orAbsent is v as written, cut to 60 bytes, or "absent".
+func orAbsent(v json.RawMessage) string {
+	switch {
+	case v == nil:
+		return "absent"
+	case len(v) > 60:
+		return string(v[:57]) + "…"
+	}
+	return string(v)
 }
