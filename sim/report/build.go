@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/events/payload"
 	"github.com/corpsim/corpsim/org"
@@ -96,6 +97,7 @@ const (
 type Interval struct {
 	From, To int64
 	Label    string
+	Work     int64 // the working time within it, by the member's hours (its shift, team or the company's calendar)
 }
 
 type opened struct {
@@ -281,7 +283,12 @@ func (b *Builder) close(m map[string]opened, key string, lane int, label string,
 		sp = &[lanes][]Interval{}
 		b.spans[o.member] = sp
 	}
-	sp[lane] = append(sp[lane], Interval{From: o.since, To: max(t, o.since), Label: label})
+	to := max(t, o.since)
+	var sched clock.Schedule = &b.w.Calendar
+	if m, ok := b.w.Member(o.member); ok && m.Schedule != nil {
+		sched = m.Schedule
+	}
+	sp[lane] = append(sp[lane], Interval{From: o.since, To: to, Label: label, Work: int64(sched.WorkBetween(clock.Time(o.since), clock.Time(to)))})
 }
 
 // observe updates the series and spans after ev was applied.

@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"github.com/corpsim/corpsim/clock"
+	"github.com/corpsim/corpsim/sim/analyze"
 )
 
 // Bar is a run of a Gantt lane in pixels: intervals closer than a pixel are
 // merged into one bar, which says how many it holds.
 type Bar struct {
 	X0, X1 int   // pixels from the timeline's left edge, X1 > X0
-	Busy   int64 // simulated milliseconds covered by the intervals merged
+	Busy   int64 // working time within the intervals merged (Interval.Work), in milliseconds
 	N      int   // intervals merged
 	Labels []string
 }
@@ -37,6 +38,9 @@ type Gantt struct {
 	Note  string // what was left out
 	// Interruptions are marked as bands across every row.
 	Interruptions []Interruption
+	// DayLen is the calendar's working day, in milliseconds: the tooltips'
+	// working times count days of it.
+	DayLen int64
 }
 
 // maxBarLabels is how many task names a merged bar lists in its tooltip.
@@ -63,20 +67,20 @@ func coalesce(iv []Interval, end int64, width, gap int) []Bar {
 		if n := len(out); n > 0 && x0 <= out[n-1].X1+gap {
 			b := &out[n-1]
 			b.X1 = max(b.X1, x1)
-			b.Busy += x.To - x.From
+			b.Busy += x.Work
 			b.N++
 			if len(b.Labels) < maxBarLabels && !slices.Contains(b.Labels, x.Label) {
 				b.Labels = append(b.Labels, x.Label)
 			}
 			continue
 		}
-		out = append(out, Bar{X0: x0, X1: x1, Busy: x.To - x.From, N: 1, Labels: []string{x.Label}})
+		out = append(out, Bar{X0: x0, X1: x1, Busy: x.Work, N: 1, Labels: []string{x.Label}})
 	}
 	return out
 }
 
 func (b *Builder) gantt(end int64) Gantt {
-	g := Gantt{End: end, Width: b.o.Width - ganttLabelW - 20}
+	g := Gantt{End: end, Width: b.o.Width - ganttLabelW - 20, DayLen: int64(b.w.Calendar.DayLength())}
 	g.Ticks = WallTicks(&b.w.Calendar)(0, float64(max(end, 1)))
 	type cand struct {
 		row   GanttRow
@@ -92,7 +96,7 @@ func (b *Builder) gantt(end int64) Gantt {
 		c := cand{row: GanttRow{Member: m.ID, Role: m.Role}, ivs: sp}
 		for l := range lanes {
 			for _, x := range sp[l] {
-				c.row.Busy[l] += x.To - x.From
+				c.row.Busy[l] += x.Work
 			}
 		}
 		// Relevance: work counts most, then holding, then leave.
@@ -183,11 +187,11 @@ func (g Gantt) WriteSVG(w io.Writer) error {
 		rv := ganttRowView{Y: y, LabelY: y + ganttRowH/2, Stripe: i%2 == 1,
 			Label: truncate(r.Member+" · "+r.Role, 24),
 			Tip: fmt.Sprintf("%s (%s): work %s, held %s, leave %s", r.Member, r.Role,
-				human(r.Busy[LaneWork]), human(r.Busy[LaneClaim]), human(r.Busy[LaneLeave]))}
+				g.work(r.Busy[LaneWork]), g.work(r.Busy[LaneClaim]), g.work(r.Busy[LaneLeave]))}
 		for l, bars := range r.Bars {
 			st := laneStyle[l]
 			for _, bar := range bars {
-				rv.Bars = append(rv.Bars, ganttBar{X: x0 + bar.X0, Y: y + st.Y, W: bar.X1 - bar.X0, Lane: st, Tip: barTitle(r.Member, st.Name, bar)})
+				rv.Bars = append(rv.Bars, ganttBar{X: x0 + bar.X0, Y: y + st.Y, W: bar.X1 - bar.X0, Lane: st, Tip: barTitle(r.Member, st.Name, bar, g.work)})
 			}
 		}
 		v.Rows = append(v.Rows, rv)
@@ -195,13 +199,16 @@ func (g Gantt) WriteSVG(w io.Writer) error {
 	return execSVG(w, "gantt", v)
 }
 
-func barTitle(member, lane string, bar Bar) string {
+func barTitle(member, lane string, bar Bar, work func(int64) string) string {
 	s := member + " " + lane + ": " + strings.Join(bar.Labels, ", ")
 	if bar.N > len(bar.Labels) {
 		s += fmt.Sprintf(" (+%d more)", bar.N-len(bar.Labels))
 	}
-	return s + ", " + human(bar.Busy)
+	return s + ", " + work(bar.Busy)
 }
 
-// human writes simulated milliseconds of wall-clock span for people ("3h45m", "154d").
-func human(ms int64) string { return clock.Duration(ms).Human() }
+// work writes milliseconds of working time for people, in working days of
+// g's calendar ("2d1h30m", "45m").
+func (g *Gantt) work(ms int64) string {
+	return analyze.FormatWork(clock.Duration(ms), clock.Duration(g.DayLen))
+}

@@ -119,7 +119,7 @@ func TestCoalesceBoundsBars(t *testing.T) {
 	var busy int64
 	for i := range 10_000 {
 		from := int64(i) * 1000
-		iv = append(iv, report.Interval{From: from, To: from + 400, Label: "t"})
+		iv = append(iv, report.Interval{From: from, To: from + 400, Label: "t", Work: 400})
 		busy += 400
 	}
 	bars := report.Coalesce(iv, 10_000_000, 800)
@@ -142,7 +142,7 @@ func TestCoalesceBoundsBars(t *testing.T) {
 		t.Fatalf("bars cover %d ms in %d intervals, want %d ms in %d", sum, n, busy, len(iv))
 	}
 	// Far apart intervals stay apart.
-	far := report.Coalesce([]report.Interval{{0, 10, "a"}, {500, 510, "b"}}, 1000, 100)
+	far := report.Coalesce([]report.Interval{{From: 0, To: 10, Label: "a"}, {From: 500, To: 510, Label: "b"}}, 1000, 100)
 	if len(far) != 2 || far[0].Labels[0] != "a" || far[1].X0 != 50 {
 		t.Fatalf("got %+v, want two bars, the second at x=50", far)
 	}
@@ -647,5 +647,33 @@ func TestGanttLastTickInside(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), `text-anchor="start">a much longer first label of this axis<`) || !strings.Contains(b.String(), `text-anchor="end">a long last label<`) {
 		t.Errorf("line chart edge ticks not anchored inside:\n%s", b.String())
+	}
+}
+
+// TestGanttTooltipsCountWorkingTime: a leave of two working days from a
+// Friday spans a weekend; the Gantt's tooltip says 2d (working days, as
+// every duration of the report), not the 4d of the calendar it spans.
+func TestGanttTooltipsCountWorkingTime(t *testing.T) {
+	src := []byte(`version: 1
+name: leave-weekend
+start: 2026-01-09T09:00:00Z
+horizon: 10d
+roles: [{id: eng}]
+teams: [{id: t}]
+members: [{id: bob, role: eng, team: t}, {id: ann, role: eng, team: t}]
+queues: [{id: q, served_by: [eng]}]
+projects:
+  - {id: p, team: t, queue: q, deadline: 8d, tasks: [{id: a, role: eng, effort: 1h}]}
+interruptions:
+  - {at: 1h, kind: leave, member: ann, for: 2d}
+`)
+	w, err := worlds.Load("w.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, page := mustReport(t, w, drive(t, w, src, 1), report.Options{Session: "s"})
+	if !strings.Contains(page, ", leave 2d</title>") {
+		i := strings.Index(page, "ann (eng)")
+		t.Errorf("ann's Gantt tooltip does not say leave 2d (working days): %.200s", page[max(i, 0):])
 	}
 }
