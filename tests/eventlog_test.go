@@ -355,10 +355,6 @@ func TestForkErrors(t *testing.T) {
 		{"--at beyond the end", []string{"fork", parent.Session, "--at", seqArg(parent.Events + 1)}, cli.ExitUsage,
 			fmt.Sprintf("--at %d is beyond the end of session %s, which has %s events", parent.Events+1, parent.Session, last)},
 		{"bad session id", []string{"fork", "no/such", "--at", "1"}, cli.ExitError, "no session no/such"},
-		// Event 1 holds seed 7's first draws: another seed from there would
-		// be neither session.
-		{"another seed at event 1", []string{"fork", parent.Session, "--at", "1", "--seed", "8"}, cli.ExitUsage,
-			"a fork at event 1 (a reset) plays seed 7, which its first event was drawn with; for seed 8 from the start, create a new session"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -405,15 +401,6 @@ func TestResetEqualsAFreshRun(t *testing.T) {
 	out := mustCLI(t, "sessions", "--data", data)
 	if !strings.Contains(out, first.Session+"@1") {
 		t.Fatalf("sessions does not show the reset's parent %s@1:\n%s", first.Session, out)
-	}
-	// A fork that went on with another seed shares event 1, drawn with
-	// seed 11: its reset is seed 11's fresh run again, not a mix of both
-	// seeds listed as the fork's.
-	reseeded := cliResult(t, "fork", first.Session, "--at", seqArg(first.Events), "--seed", "12", "--data", data)
-	again := cliResult(t, "reset", reseeded.Session, "--data", data)
-	sameEvents(t, "the reset of a reseeded fork vs a fresh run", storedEvents(t, data, again.Session), storedEvents(t, data, fresh.Session))
-	if again.StateHash != fresh.StateHash || again.Seed != 11 {
-		t.Fatalf("the reset of a fork with seed 12: seed %d, hash %s; want seed 11, hash %s", again.Seed, again.StateHash, fresh.StateHash)
 	}
 }
 

@@ -458,16 +458,6 @@ func TestStepRewardsSumToTheScore(t *testing.T) {
 		t.Fatalf("reset's final score %v, want %.6f", last2.Score, ret)
 	}
 
-	// A reset with another seed would share event 1, drawn with seed 7, and
-	// go on with the other: neither episode. It is refused, naming what
-	// plays seed 8; the seed it has is taken.
-	code, b = s.call(t, "POST", "/v1/sessions/"+reply.Session+"/reset", s.operator, []byte(`{"seed":8}`))
-	if code != http.StatusBadRequest || !strings.Contains(string(b), "plays seed 7") || !strings.Contains(string(b), "POST /v1/sessions") {
-		t.Fatalf("a reset with seed 8: %d %s; want 400 naming seed 7 and POST /v1/sessions", code, b)
-	}
-	code, b = s.call(t, "POST", "/v1/sessions/"+reply.Session+"/reset", s.operator, []byte(`{"seed":7}`))
-	mustJSON[wire.CreateReply](t, code, http.StatusCreated, b)
-
 	// A fork in the middle: the steps' rewards are what was earned after the fork point.
 	s.forkAndStep(t, reply.Session, meta.LastSeq/2)
 }

@@ -100,13 +100,13 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 	} else if err != nil {
 		return events.SessionMeta{}, nil, err
 	}
+	seed := parent.Seed
+	if f.SeedSet {
+		seed = f.Seed
+	}
 	origin, err := driver.ReadOrigin(ctx, log, parent.ID)
 	if err != nil {
 		return events.SessionMeta{}, nil, err
-	}
-	seed, err := driver.ForkSeed(origin, parent.Seed, at, f.Seed, f.SeedSet)
-	if err != nil {
-		return events.SessionMeta{}, nil, usage(err)
 	}
 	if err := admitOrigin(origin, o.WorldLimits); err != nil {
 		return events.SessionMeta{}, nil, fmt.Errorf("session %s: %w", parent.ID, err)

@@ -38,24 +38,6 @@ func (o Origin) Config(session string, seed uint64) sim.Config {
 		DrawKey: o.DrawKey, RootSeed: &root, NewSequencer: NewSequencer}
 }
 
-// ForkSeed is the seed a fork of a session at event at goes on with:
-// asked when set, else its parent's (parentSeed) — and at event 1 (a
-// reset) the seed the session's first event was drawn with (o.Seed): that
-// event, which the fork shares, holds the seed's first draws, so a reset
-// with another seed would be neither session, however it was listed. It
-// refuses another seed there, naming what does play it from the start.
-func ForkSeed(o Origin, parentSeed uint64, at uint64, asked uint64, set bool) (uint64, error) {
-	switch {
-	case at == 1 && set && asked != o.Seed:
-		return 0, fmt.Errorf("a fork at event 1 (a reset) plays seed %d, which its first event was drawn with; for seed %d from the start, create a new session of the world (run --seed %d, or POST /v1/sessions)", o.Seed, asked, asked)
-	case at == 1:
-		return o.Seed, nil
-	case set:
-		return asked, nil
-	}
-	return parentSeed, nil
-}
-
 // ReadOrigin reads a session's first event (its root ancestor's, for a fork)
 // and loads the world it recorded.
 func ReadOrigin(ctx context.Context, log events.Log, session string) (Origin, error) {

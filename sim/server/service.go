@@ -807,13 +807,9 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 		} else if err != nil {
 			return wire.CreateReply{}, err
 		}
-		origin, err := driver.ReadOrigin(ctx, s.cfg.Log, parent.ID)
-		if err != nil {
-			return wire.CreateReply{}, err
-		}
-		seed, err := driver.ForkSeed(origin, parent.Seed, at, req.Seed, req.Seed != 0)
-		if err != nil {
-			return wire.CreateReply{}, fmt.Errorf("%w: %v", events.ErrBadSession, err)
+		seed := req.Seed
+		if seed == 0 {
+			seed = parent.Seed
 		}
 		meta = events.SessionMeta{ID: id, World: parent.World, WorldHash: parent.WorldHash, Seed: seed, Parent: parent.ID,
 			ForkSeq: at, Status: events.StatusInterrupted, LastSeq: at, Created: time.Now().UTC().Format(time.RFC3339)}
