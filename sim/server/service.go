@@ -51,6 +51,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -458,44 +459,49 @@ func (s *Service) Delete(ctx context.Context, ids []string, withForks bool) ([]w
 	}
 	// A session that has ended but is still finishing here (its state
 	// file, its seats; a client that saw it finished asks at once) is
-	// waited for, before s.mu, which its finish takes.
-	for _, id := range ids {
+	// waited for, before s.mu, which its finish takes: each named, and
+	// with withForks every session held here, since the forks deleted with
+	// them are found only under s.mu (a reset a client saw finish, deleted
+	// with its parent at once, was refused as running).
+	wait := ids
+	if withForks {
+		s.mu.Lock()
+		wait = slices.Sorted(maps.Keys(s.sessions))
+		s.mu.Unlock()
+	}
+	limit, stop := context.WithTimeout(ctx, endingWait) // one wait for them all
+	defer stop()
+	for _, id := range wait {
 		s.mu.Lock()
 		ss := s.sessions[id]
 		s.mu.Unlock()
-		if ss == nil {
+		if ss == nil || isClosed(ss.done) {
 			continue
 		}
 		ss.mu.Lock()
 		ending := ss.engine == nil // let go of once it ended
 		ss.mu.Unlock()
-		var limit *time.Timer
-		if !ending {
+		expired := limit.Done()
+		if ending {
+			expired = nil
+		} else {
 			// Its end is in the log (status says finished) before the
 			// engine is let go of: a client that saw it asks in between.
 			// Waited for a while only: a session resumed from an
 			// interrupted end and held for its start is running.
 			meta, err := s.cfg.Log.Session(ctx, id)
-			if ending = err == nil && meta.Status != events.StatusRunning; ending {
-				limit = time.NewTimer(endingWait)
+			if ending = err == nil && meta.Status != events.StatusRunning; !ending {
+				continue
 			}
 		}
-		if ending {
-			var expired <-chan time.Time
-			if limit != nil {
-				expired = limit.C
-			}
-			select {
-			case <-ss.done:
-			case <-expired: // still running: refused below
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			if limit != nil {
-				limit.Stop()
-			}
+		select {
+		case <-ss.done:
+		case <-expired: // still running: refused below
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
+	stop()
 	// Under s.mu: no session is launched meanwhile, so none of those
 	// found not running starts before it is gone.
 	s.mu.Lock()
