@@ -890,6 +890,8 @@ func (v *validator) caseSteps(p string, fc *fileCase, c *CaseTemplate, all []Att
 		}
 		if s.Skill != "" && s.NPC != "" {
 			v.errf(sp+".skill", "a step an NPC performs needs no skill")
+		} else if s.RoleBy == nil {
+			v.skillHeld(sp+".skill", "step", s.ID, s.Role, s.Skill)
 		}
 		for k, d := range s.Deps {
 			if ids[d] == "" {

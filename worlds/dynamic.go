@@ -292,6 +292,7 @@ func (v *validator) template(path string, t *fileTemplate, queue string, r *refs
 	if out.Title == "" {
 		out.Title = "ticket"
 	}
+	v.skillHeld(path+".skill", "ticket", out.Title, t.Role, t.Skill)
 	if v.ref(path+".role", "role", t.Role, r.roles) && queue != "" && r.queues[queue] != "" {
 		if !slices.Contains(r.servedBy[queue], t.Role) {
 			v.errf(path+".role", "tickets need role %q, which does not serve queue %q", t.Role, queue)
@@ -394,7 +395,7 @@ func (v *validator) arrivals(f *file, w *World, r *refs) {
 		if w.Horizon > 0 && out.Start >= w.Horizon {
 			v.errf(p+".start", "%s falls at or after the horizon: the process would bring no ticket", a.Start)
 		}
-		if a.Count != nil && *a.Count < 1 {
+		if a.Count != nil && *a.Count < 1 && !v.lim.Recorded { // a recorded world reads as it did then (0: no limit)
 			// 0 would read as no limit, the opposite of what it says.
 			v.errf(p+".count", "count must be at least 1, got %d (leave it out for no limit)", *a.Count)
 		}

@@ -561,13 +561,13 @@ func keyText(k ast.MapKeyNode) string {
 // position in the message, and the field there where it can be known.
 func syntaxError(name string, src []byte, err error) *Error {
 	e := fromYAMLError(name, nil, err)
-	syntax := yamlSyntax
-	if rest, ok := strings.CutPrefix(e.Msg, yamlSyntax); ok && strings.EqualFold(filepath.Ext(name), ".json") {
+	syntax, json := yamlSyntax, strings.EqualFold(filepath.Ext(name), ".json")
+	if rest, ok := strings.CutPrefix(e.Msg, yamlSyntax); ok && json {
 		// JSON is read as the YAML it is, but its writer knows it as JSON.
 		syntax = "JSON syntax error: "
 		e.Msg = syntax + rest
 	}
-	if l, c, hint := unclosedHint(src, e.Line, e.Column); hint != "" {
+	if l, c, hint := unclosedHint(src, e.Line, e.Column, json); hint != "" {
 		e.Msg = fmt.Sprintf("%s%s; the parser stopped at line %d, column %d: %s", syntax, hint, e.Line, e.Column, strings.TrimPrefix(e.Msg, syntax))
 		e.Line, e.Column = l, c
 	}
@@ -946,6 +946,9 @@ type validator struct {
 	name string
 	root ast.Node
 	lim  Limits // with defaults
+	// roleSkills holds role+"\x00"+skill for the skills some member of a
+	// role has (skillHeld), from the file's members.
+	roleSkills map[string]bool
 	errs ErrorList
 	// overLimit counts the errors in errs that are refusals for a limit.
 	overLimit int
@@ -1055,6 +1058,12 @@ var weekdays = map[string]time.Weekday{
 
 func (v *validator) build(f *file) *World {
 	w := &World{Version: Version, Name: f.Name, Description: f.Description}
+	v.roleSkills = map[string]bool{}
+	for _, m := range f.Members {
+		for _, sk := range m.Skills {
+			v.roleSkills[m.Role+"\x00"+sk] = true
+		}
+	}
 	switch {
 	case f.Version == nil:
 		v.errf("version", "missing version (this corpsim reads versions 1 to %d)", Version)
@@ -1306,9 +1315,7 @@ func (v *validator) build(f *file) *World {
 					v.errf(tp+".role", "task %q needs role %q, which does not serve queue %q", t.ID, t.Role, pr.Queue)
 				}
 			}
-			if t.Skill != "" && !slices.ContainsFunc(f.Members, func(m fileMember) bool { return m.Role == t.Role && slices.Contains(m.Skills, t.Skill) }) {
-				v.errf(tp+".skill", "task %q needs skill %q, which no member of role %q has", t.ID, t.Skill, t.Role)
-			}
+			v.skillHeld(tp+".skill", "task", t.ID, t.Role, t.Skill)
 			task := Task{ID: t.ID, Title: t.Title, Role: t.Role, Purchase: t.Purchase, Skill: t.Skill, Priority: t.Priority}
 			task.Effort, _ = v.duration(tp+".effort", t.Effort, dayLen, true)
 			task.Value = float64(task.Effort) / float64(clock.Hour)
@@ -1422,6 +1429,16 @@ func (v *validator) build(f *file) *World {
 	return w
 }
 
+// skillHeld refuses, at path, a skill no member of role has: what needs
+// it could never be claimed (as one of a role nobody holds). A recorded
+// world reads as it did then.
+func (v *validator) skillHeld(path, what, id, role, skill string) {
+	if skill == "" || role == "" || v.lim.Recorded || v.roleSkills[role+"\x00"+skill] {
+		return
+	}
+	v.errf(path, "%s %q needs skill %q, which no member of role %q has", what, id, skill, role)
+}
+
 // warnRecordsRunOut warns of a case arrival expected to bring more cases
 // than a record type it draws from has records: a case draws one that no
 // earlier case named while there is one, and then one an earlier case
@@ -1433,9 +1450,13 @@ func (v *validator) warnRecordsRunOut(w *World) {
 		if a.Case == "" || c < 0 {
 			continue
 		}
-		for _, at := range w.Cases[c].Attrs {
+		tpl := &w.Cases[c]
+		for _, at := range tpl.Attrs {
 			t, ok := w.RecordType(at.Record)
-			if at.Kind != AttrRecord || !ok {
+			written := slices.ContainsFunc(tpl.Steps, func(st CaseStep) bool { return st.Outcome != nil && st.Outcome.Attr == at.Name })
+			// Only a record a step's outcome writes is drawn fresh (and can
+			// be written over); a copied type has as many as its source.
+			if at.Kind != AttrRecord || !ok || !written || t.Copy != nil {
 				continue
 			}
 			have := len(t.Records)

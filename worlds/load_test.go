@@ -797,3 +797,37 @@ func TestLoadReportsEveryDecodeMistake(t *testing.T) {
 		t.Errorf("the entry after the one of the wrong type: %s; want tasks[2] named (its index kept)", list[4])
 	}
 }
+
+// TestRecordedWorldsSkipNewChecks: a world read back from a session's log
+// (Limits.Recorded) is read as it was when the session began: the checks
+// added since — a skill no member of the role has (on a task, a ticket or
+// a case step), an arrival's count of 0 (no limit then) — refuse it only
+// as a new world.
+func TestRecordedWorldsSkipNewChecks(t *testing.T) {
+	src := []byte(`version: 2
+name: old
+start: 2026-01-05T09:00:00Z
+horizon: 5d
+roles: [{id: eng}]
+teams: [{id: t}]
+members: [{id: bob, role: eng, team: t}]
+queues: [{id: q, served_by: [eng]}]
+projects:
+  - {id: p, team: t, queue: q, deadline: 3d, tasks: [{id: a, role: eng, effort: 1h, skill: rust}]}
+arrivals:
+  - {id: n, queue: q, process: poisson, every: 1h, count: 0, ticket: {title: T, role: eng, effort: 1h, skill: rust}}
+`)
+	_, err := Load("w.yaml", src)
+	for _, want := range []string{`projects[0].tasks[0].skill: task "a" needs skill "rust"`, `arrivals[0].ticket.skill: ticket "T" needs skill "rust"`, "arrivals[0].count: count must be at least 1"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a new world: %v; want %s", err, want)
+		}
+	}
+	w, err := LoadLimited("w.yaml", src, Limits{Recorded: true})
+	if err != nil {
+		t.Fatalf("the same world read back from a log: %v", err)
+	}
+	if w.Arrivals[0].Count != 0 {
+		t.Errorf("count 0 read back as %d; want 0 (no limit)", w.Arrivals[0].Count)
+	}
+}

@@ -20,7 +20,12 @@ import (
 // indicators. A string may span lines in YAML; one that does and ends at
 // the error's line is named too (an unclosed quote closed by the next
 // quote the file holds).
-func unclosedHint(src []byte, line, col int) (int, int, string) {
+//
+// In a JSON file (json), where every line lies inside an open bracket, a
+// bracket is blamed only when the file as a whole leaves one open: a
+// doubled comma is where the parser stopped. (A YAML file's later plain
+// text may hold a ] or } that would seem to close it.)
+func unclosedHint(src []byte, line, col int, json bool) (int, int, string) {
 	if line < 2 {
 		return 0, 0, ""
 	}
@@ -35,10 +40,9 @@ func unclosedHint(src []byte, line, col int) (int, int, string) {
 	case st.spanned.line > 0:
 		return st.spanned.line, st.spanned.col, fmt.Sprintf("the %s string opened here runs on to line %d (is its closing quote missing?)", quoteName(st.spanned.ch), line)
 	case len(st.flow) > 0 && st.flow[len(st.flow)-1].line < line:
-		if whole := scanIndicators(lines, len(lines), 0); len(whole.flow) == 0 && whole.quote == 0 {
+		if whole := scanIndicators(lines, len(lines), 0); json && len(whole.flow) == 0 && whole.quote == 0 {
 			// Every bracket the file opens it closes: the mistake is
-			// where the parser stopped (a doubled comma, say), not a
-			// bracket left open before it, as it always is in JSON.
+			// where the parser stopped (a doubled comma, say).
 			return 0, 0, ""
 		}
 		o := st.flow[len(st.flow)-1]
