@@ -949,7 +949,7 @@ type validator struct {
 	// roleSkills holds role+"\x00"+skill for the skills some member of a
 	// role has (skillHeld), from the file's members.
 	roleSkills map[string]bool
-	errs ErrorList
+	errs       ErrorList
 	// overLimit counts the errors in errs that are refusals for a limit.
 	overLimit int
 	// warnings are mistakes that do not stop a run (World.Warnings).
