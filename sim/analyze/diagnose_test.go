@@ -288,3 +288,38 @@ func TestDiagnoseOffShift(t *testing.T) {
 		t.Errorf("t-3's summary: %s; want nat off shift throughout and what dee held", tr.Summary)
 	}
 }
+
+// TestTraceOfAChangeAfterDone: from format 9 a requirement change that
+// lands on a task already done leaves it as delivered, and its trace
+// puts no wait down to the change.
+func TestTraceOfAChangeAfterDone(t *testing.T) {
+	src := `version: 1
+name: change-late
+start: 2026-01-05T09:00:00Z
+horizon: 5d
+roles: [{id: eng}]
+teams: [{id: t}]
+members: [{id: bob, role: eng, team: t}]
+queues: [{id: q, served_by: [eng]}]
+projects:
+  - {id: p, team: t, queue: q, deadline: 4d, tasks: [{id: spec, role: eng, effort: 2h}]}
+interruptions:
+  - {at: 2d, kind: change, task: spec, effort: +4h}
+`
+	w, err := worlds.Load("w.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := playLoaded(t, w, []byte(src), 1).Task("spec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range tr.Delays {
+		if d.Kind == analyze.DelayChange {
+			t.Errorf("a change after spec was done is a delay: %s", d.Text)
+		}
+	}
+	if tr.Outcome != "on_time" && tr.Outcome != "on time" {
+		t.Errorf("spec's outcome %q; want on time", tr.Outcome)
+	}
+}

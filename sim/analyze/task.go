@@ -355,6 +355,11 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 		case *payload.ActionRejected:
 			rules[ruleOf(p)]++
 		case *payload.TaskChanged:
+			if s.State.Format >= org.ChangeFormat && t.Status == org.StatusDone && t.DoneAt <= clock.Time(ev.Time) {
+				// It landed on the work delivered, which stands (format 9):
+				// no delay (the timeline lists the event).
+				continue
+			}
 			w := s.dur(p.Effort)
 			tr.Delays = append(tr.Delays, Delay{Kind: DelayChange, From: s.stampOf(ev.Seq), To: s.stampOf(ev.Seq), Waited: w, Seq: ev.Seq,
 				Text: fmt.Sprintf("its requirements changed at %s (#%d): +%s of effort%s", s.wall(clock.Time(ev.Time)), ev.Seq, w.Text, note(p.Note))})
