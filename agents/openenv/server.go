@@ -99,7 +99,7 @@ func (c Config) withDefaults() Config {
 		c.MaxMessageBytes = httpgw.DefaultMaxRequestBytes
 	}
 	if c.FrameBudget == 0 {
-		c.FrameBudget = max(httpgw.DefaultBodyBudget, 2*c.MaxMessageBytes)
+		c.FrameBudget = max(httpgw.DefaultBodyBudget, 2*(c.MaxMessageBytes+1)) // a frame of the limit holds a byte more (read to tell it is not over)
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 10 * time.Minute
@@ -445,15 +445,23 @@ func (s *Server) read(c *websocket.Conn) frame {
 	lr := io.LimitReader(r, s.cfg.MaxMessageBytes+1)
 	var n int64
 	for {
-		if f.msg.Available() == 0 {
-			f.msg.Grow(min(max(f.msg.Cap(), 512), int(s.cfg.MaxMessageBytes+1-n)))
-		}
-		if grown := int64(f.msg.Cap()) - f.held; grown > 0 {
-			if !s.frames.Take(grown) {
+		if f.msg.Available() == 0 && int64(f.msg.Cap()) <= s.cfg.MaxMessageBytes {
+			// Grown by hand, held before it is made: bytes.Buffer.Grow
+			// may make twice what a frame needs (a frame of the limit
+			// took twice the limit), this at most the limit and a byte.
+			want := min(max(2*int64(f.msg.Cap()), 512), s.cfg.MaxMessageBytes+1)
+			if !s.hold(&f, want) {
 				f.busy = 1 // set to the size below
 				break
 			}
-			f.held += grown
+			grown := make([]byte, f.msg.Len(), want)
+			copy(grown, f.msg.Bytes())
+			putBuf(f.msg)
+			f.msg = bytes.NewBuffer(grown)
+		}
+		if !s.hold(&f, int64(f.msg.Cap())) {
+			f.busy = 1
+			break
 		}
 		b := f.msg.AvailableBuffer()
 		m, rerr := lr.Read(b[:cap(b)])
@@ -480,6 +488,20 @@ func (s *Server) read(c *websocket.Conn) frame {
 		}
 	}
 	return f
+}
+
+// hold takes from the frame budget what f needs to hold size bytes, more
+// than it holds; it reports false, holding nothing more, when there is no
+// room.
+func (s *Server) hold(f *frame, size int64) bool {
+	if size <= f.held {
+		return true
+	}
+	if !s.frames.Take(size - f.held) {
+		return false
+	}
+	f.held = size
+	return true
 }
 
 func (s *Server) write(c *websocket.Conn, b []byte) error {

@@ -568,4 +568,20 @@ func TestFrameBudget(t *testing.T) {
 	waitHeld("a frame begun", func(held int64) bool { return held > 16<<10 })
 	_ = holders[0].CloseNow()
 	waitHeld("its connection closed", func(held int64) bool { return held == 0 })
+
+	// A frame of the limit holds the limit and a byte (read to tell it is
+	// not over), not the twice the limit a doubling buffer would.
+	w, err = holders[1].Writer(ctx, websocket.MessageText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range limit / 4096 {
+		if _, err := w.Write(bytes.Repeat([]byte(" "), 4096)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() { _ = holders[1].Ping(ctx) }() // a control frame flushes what the writer buffers
+	if held := waitHeld("a frame of the limit", func(held int64) bool { return held > limit }); held > limit+1 {
+		t.Errorf("a frame of %d bytes holds %d of the budget; want at most %d", limit, held, limit+1)
+	}
 }
