@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/corpsim/corpsim/events"
 )
@@ -12,14 +13,18 @@ import (
 // one-line summaries read alike (a work of another length, which the
 // summary leaves out) are followed by the payload keys that differ.
 func TestDiffNamesWhatItsSummariesHide(t *testing.T) {
-	a := &events.Event{Seq: 101, Type: "turn", Actor: "bob", Payload: []byte(`{"turn":4,"actions":[{"type":"work","task":"help-4","for":"41m58s"}],"seen":100}`)}
-	b := &events.Event{Seq: 101, Type: "turn", Actor: "bob", Payload: []byte(`{"turn":4,"actions":[{"type":"work","task":"help-4","for":"40m"}],"seen":100,"extra":1}`)}
-	d := &Difference{Diverged: true, Seq: 101, Fields: []string{"payload"}, A: a, B: b, AText: "work help-4", BText: "work help-4"}
+	a := &events.Event{Seq: 101, Type: "turn", Actor: "bob", Payload: []byte(`{"turn":4,"actions":[{"type":"claim","task":"alarms-1.triage"},{"type":"work","task":"alarms-1.triage","for":"41m58s"}],"seen":100,"note":"é"}`)}
+	b := &events.Event{Seq: 101, Type: "turn", Actor: "bob", Payload: []byte(`{"turn":4,"actions":[{"type":"claim","task":"alarms-1.triage"},{"type":"work","task":"alarms-1.triage","for":"40m"}],"seen":100,"extra":1,"note":"ê"}`)}
+	d := &Difference{Diverged: true, Seq: 101, Fields: []string{"payload"}, A: a, B: b, AText: "claim alarms-1.triage, work alarms-1.triage", BText: "claim alarms-1.triage, work alarms-1.triage"}
 	var out bytes.Buffer
 	d.WriteText(&out)
-	want := `their payloads differ in actions ([{"type":"work","task":"help-4","for":"41m58s"}], [{"type":"work","task":"help-4","for":"40m"}]), extra (absent, 1)`
+	// Long values are shown where they differ, far into them.
+	want := `their payloads differ in actions (…s-1.triage","for":"41m58s"}], …s-1.triage","for":"40m"}]), extra (absent, 1), note ("é", "ê")`
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("diff text lacks %q:\n%s", want, out.String())
+	}
+	if !utf8.Valid(out.Bytes()) {
+		t.Errorf("diff text is not UTF-8: %q", out.String())
 	}
 	d.BText = "wait"
 	out.Reset()

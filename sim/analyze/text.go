@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/corpsim/corpsim/events"
 )
@@ -395,7 +396,8 @@ func AgentSummary(agents map[string]string) string {
 }
 
 // payloadKeysApart lists, sorted, the top-level keys of two JSON objects
-// whose values differ (one missing counts); nil when either is no object.
+// whose values differ (one missing counts), each with both values from a
+// little before where they first differ; nil when either is no object.
 func payloadKeysApart(a, b []byte) []string {
 	var ma, mb map[string]json.RawMessage
 	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil {
@@ -403,26 +405,43 @@ func payloadKeysApart(a, b []byte) []string {
 	}
 	var keys []string
 	for k, va := range ma { // order: sorted below
-		if vb, ok := mb[k]; !ok || !bytes.Equal(va, vb) {
-			keys = append(keys, fmt.Sprintf("%s (%s, %s)", k, orAbsent(va), orAbsent(mb[k])))
+		vb, ok := mb[k]
+		switch {
+		case !ok:
+			keys = append(keys, fmt.Sprintf("%s (%s, absent)", k, around(va, 0)))
+		case !bytes.Equal(va, vb):
+			at := 0
+			for at < len(va) && at < len(vb) && va[at] == vb[at] {
+				at++
+			}
+			keys = append(keys, fmt.Sprintf("%s (%s, %s)", k, around(va, at), around(vb, at)))
 		}
 	}
 	for k, vb := range mb { // order: sorted below
 		if _, ok := ma[k]; !ok {
-			keys = append(keys, fmt.Sprintf("%s (%s, %s)", k, "absent", orAbsent(vb)))
+			keys = append(keys, fmt.Sprintf("%s (absent, %s)", k, around(vb, 0)))
 		}
 	}
 	slices.Sort(keys)
 	return keys
 }
 
-// orAbsent is v as written, cut to 60 bytes, or "absent".
-func orAbsent(v json.RawMessage) string {
-	switch {
-	case v == nil:
-		return "absent"
-	case len(v) > 60:
-		return string(v[:57]) + "…"
+// around is v from a little before byte at to a little after, with "…"
+// where it was cut, never inside a character.
+func around(v json.RawMessage, at int) string {
+	from, to := max(at-20, 0), min(at+40, len(v))
+	for from > 0 && !utf8.RuneStart(v[from]) {
+		from--
 	}
-	return string(v)
+	for to < len(v) && !utf8.RuneStart(v[to]) {
+		to++
+	}
+	s := string(v[from:to])
+	if from > 0 {
+		s = "…" + s
+	}
+	if to < len(v) {
+		s += "…"
+	}
+	return s
 }
