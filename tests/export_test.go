@@ -320,7 +320,7 @@ func TestExportDPO(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatalf("export exited %d: %s", code, errs)
 	}
-	if !strings.Contains(errs, "session "+x.Session+" (world startup, seed 3) shares its world and seed with no other session") {
+	if !strings.Contains(errs, "session "+x.Session+" (world startup, seed 3) shares its world and seed, and its draw key, load and seed at event 1, with no other session") {
 		t.Errorf("stderr does not say that seed 3 pairs with nothing:\n%s", errs)
 	}
 	cards := map[string]policies.Scorecard{g.Session: g.Score, r.Session: r.Score}
@@ -360,7 +360,7 @@ func TestExportDPO(t *testing.T) {
 
 	// Different seeds: no pairs, and stderr says why.
 	out, errs, code = runCLI(t, "export", g.Session, x.Session, "--format", "dpo", "--data", data)
-	if code != cli.ExitOK || out != "" || strings.Count(errs, "shares its world and seed with no other session") != 2 {
+	if code != cli.ExitOK || out != "" || strings.Count(errs, "with no other session given: no pairs") != 2 {
 		t.Fatalf("different seeds: exit %d, %d bytes of pairs, stderr:\n%s", code, len(out), errs)
 	}
 	// A margin above every difference leaves no pairs.

@@ -88,7 +88,11 @@ func Export(ctx context.Context, o ExportOptions, ids []string, stdout io.Writer
 		if m.Status != events.StatusFinished && o.Format != "dpo" && o.Notice != nil {
 			// Its episodes end where it stopped, with what it had earned
 			// (dpo leaves it out: exportDPO).
-			o.Notice(fmt.Sprintf("session %s is %s, not finished: its data ends at event %d (each sft line says its status)", m.ID, m.Status, m.LastSeq))
+			what := "its events end there"
+			if o.Format == "sft" {
+				what = "each line says its status"
+			}
+			o.Notice(fmt.Sprintf("session %s is %s, not finished: its data ends at event %d (%s)", m.ID, m.Status, m.LastSeq, what))
 		}
 	}
 	return writeOutput(o.Out, stdout, func(w io.Writer) (string, error) {
@@ -193,7 +197,7 @@ func exportDPO(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 			}
 		}
 		if o.Notice != nil {
-			o.Notice(fmt.Sprintf("session %s (world %s, seed %d) shares its world and seed with no other session given: no pairs", id, ep.World, ep.Seed))
+			o.Notice(fmt.Sprintf("session %s (world %s, seed %d) shares its world and seed, and its draw key, load and seed at event 1, with no other session given: no pairs", id, ep.World, ep.Seed))
 		}
 	}
 	if err := export.WriteLines(w, pairs); err != nil {

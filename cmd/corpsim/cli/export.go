@@ -25,10 +25,11 @@ reward is at least X. --history N cuts each episode into one line per turn, as a
 N earlier turns (--llm-history N) is asked: the system prompt, up to N earlier turns, then the
 turn's observation and the answer; each line says its "turn".
 
---format dpo: preference pairs of two sessions of the same world and seed, for the same member,
-whose rewards differ by more than --margin: the messages both share (at least the system prompt
-and the first observation) as the prompt, and each one's continuation as chosen (the higher
-reward) and rejected. Sessions that share their world and seed with no other make no pairs.
+--format dpo: preference pairs of two sessions of the same world and seed (and the same draw key,
+load and seed at event 1: the same situation), for the same member, whose rewards differ by more
+than --margin: the messages both share (at least the system prompt and the first observation) as
+the prompt, and each one's continuation as chosen (the higher reward) and rejected. Sessions that
+share their situation with no other make no pairs; sessions that did not finish make none.
 
 --format jsonl: every event of the sessions, one per line, as corpsim log prints them; each line
 names the session it was exported as (and "stored_in" for the events a fork shares with its parent).
