@@ -85,13 +85,14 @@ func Pairs(eps []Episode, o PairOptions) (pairs []Pair, alone []string) {
 		world, member, drawKey string
 		root, seed             uint64
 		load                   float64
+		format                 int // the log format: the rules they were judged by
 	}
 	groups := map[key][]int{}
 	var order []key
 	sessions := map[key]map[string]bool{} // member "" : the sessions of a world, seed and load
 	for i := range eps {
 		ep := &eps[i]
-		k := key{ep.worldHash, ep.Member, ep.key, ep.root, ep.Seed, ep.load}
+		k := key{ep.worldHash, ep.Member, ep.key, ep.root, ep.Seed, ep.load, ep.format}
 		if groups[k] == nil {
 			order = append(order, k)
 		}
@@ -110,7 +111,7 @@ func Pairs(eps []Episode, o PairOptions) (pairs []Pair, alone []string) {
 			continue
 		}
 		seen[ep.Session] = true
-		if len(sessions[key{world: ep.worldHash, drawKey: ep.key, root: ep.root, seed: ep.Seed, load: ep.load}]) < 2 {
+		if len(sessions[key{world: ep.worldHash, drawKey: ep.key, root: ep.root, seed: ep.Seed, load: ep.load, format: ep.format}]) < 2 {
 			alone = append(alone, ep.Session)
 		}
 	}

@@ -113,6 +113,7 @@ type Episode struct {
 	load      float64
 	root      uint64 // the seed event 1 was drawn with (Seed goes on from a fork's point)
 	key       string // a digest of the session's draw key ("": none)
+	format    int    // its log format: the rules it was judged by
 	spans     []span // the answered turns' messages
 	forkSeq   uint64 // a fork's point (ForkedFrom)
 }
@@ -244,9 +245,10 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 	// Pass 2: replay, and build each observation after the event it saw.
 	var e *sim.Engine
 	var (
-		load float64
-		root uint64
-		key  string
+		load   float64
+		root   uint64
+		key    string
+		format int
 	)
 	observe := func(seq uint64) error {
 		st := e.State()
@@ -278,7 +280,7 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 			}
 			var p payload.SessionStarted
 			_ = json.Unmarshal(ev.Payload, &p) // Rebuild decoded it already
-			load, root = p.Load, p.Seed
+			load, root, format = p.Load, p.Seed, p.Format
 			if len(p.DrawKey) > 0 {
 				sum := sha256.Sum256(p.DrawKey)
 				key = hex.EncodeToString(sum[:8])
@@ -314,7 +316,7 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 	for _, member := range members {
 		ep := Episode{Session: id, World: st.World.Name, Seed: meta.Seed, Member: member, Agent: meta.Agents[member], Status: string(meta.Status),
 			Messages: []Message{}, Tools: agents.ToolDefsFor(st.World), Reward: delivered[member], TeamReward: card.TeamScore,
-			Rubric: card.Rubric, worldHash: st.World.Hash, load: load, root: root, key: key}
+			Rubric: card.Rubric, worldHash: st.World.Hash, load: load, root: root, key: key, format: format}
 		if meta.Parent != "" {
 			ep.ForkedFrom, ep.forkSeq = fmt.Sprintf("%s@%d", meta.Parent, meta.ForkSeq), meta.ForkSeq
 		}
