@@ -590,7 +590,9 @@ const maxStoredScore = 1_000_000
 // storedScore is the score of a session no server runs and the gateway
 // holds no record of, summed from the rewards of its stored log as the
 // server's history serves it: "finished" when it ends with session.ended,
-// else "interrupted"; 404 when no server serves its log.
+// else "interrupted" (the history does not tell a failed session from
+// one stopped); 404 when no server serves its log, 422 past
+// maxStoredScore events.
 func (g *Gateway) storedScore(ctx context.Context, id string) (ScoreReply, error) {
 	out := ScoreReply{Session: id, Status: string(events.StatusInterrupted), Complete: true, Source: "server"}
 	for from := uint64(1); ; {
@@ -600,6 +602,9 @@ func (g *Gateway) storedScore(ctx context.Context, id string) (ScoreReply, error
 		}
 		if err != nil {
 			return ScoreReply{}, natsErr(err, "score")
+		}
+		if resp.Last > maxStoredScore {
+			return ScoreReply{}, errorf(http.StatusUnprocessableEntity, "session %s has %d events, more than the %d the gateway reads to score it: use corpsim score %s on the server's data", id, resp.Last, maxStoredScore, id)
 		}
 		for _, e := range resp.Events {
 			out.Score += teamReward(e)
@@ -612,9 +617,7 @@ func (g *Gateway) storedScore(ctx context.Context, id string) (ScoreReply, error
 		if n == 0 || resp.Events[n-1].Seq >= resp.Last {
 			return out, nil
 		}
-		if from = resp.Events[n-1].Seq + 1; from > maxStoredScore {
-			return ScoreReply{}, errorf(http.StatusUnprocessableEntity, "session %s has more than %d events, more than the gateway reads to score it: use corpsim score %s on the server's data", id, maxStoredScore, id)
-		}
+		from = resp.Events[n-1].Seq + 1
 	}
 }
 
