@@ -567,7 +567,7 @@ func syntaxError(name string, src []byte, err error) *Error {
 		syntax = "JSON syntax error: "
 		e.Msg = syntax + rest
 	}
-	if l, c, hint := unclosedHint(src, e.Line, e.Column, json); hint != "" {
+	if l, c, hint := unclosedHint(src, e.Line, e.Column); hint != "" {
 		e.Msg = fmt.Sprintf("%s%s; the parser stopped at line %d, column %d: %s", syntax, hint, e.Line, e.Column, strings.TrimPrefix(e.Msg, syntax))
 		e.Line, e.Column = l, c
 	}

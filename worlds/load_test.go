@@ -549,6 +549,9 @@ func TestJSONSyntaxError(t *testing.T) {
 		{"W.JSON", `W.JSON:4:12: JSON syntax error: the [ opened here is not closed (a missing ]?)`, false},
 		{"w.yaml", `w.yaml:4:12: YAML syntax error: the [ opened here is not closed (a missing ]?)`, false},
 		{"w.json", `w.json:4:28: JSON syntax error: could not find flow map content`, true},
+		// JSON sent as a create request's source is named request.yaml:
+		// the file's brackets decide, not its name.
+		{"request.yaml", `request.yaml:4:28: YAML syntax error: could not find flow map content`, true},
 	} {
 		src := src
 		if c.comma {

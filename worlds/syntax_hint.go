@@ -21,11 +21,11 @@ import (
 // the error's line is named too (an unclosed quote closed by the next
 // quote the file holds).
 //
-// In a JSON file (json), where every line lies inside an open bracket, a
-// bracket is blamed only when the file as a whole leaves one open: a
-// doubled comma is where the parser stopped. (A YAML file's later plain
-// text may hold a ] or } that would seem to close it.)
-func unclosedHint(src []byte, line, col int, json bool) (int, int, string) {
+// A bracket is blamed only when the file as a whole leaves one open (see
+// scanIndicators' whole): in JSON, or YAML written in flow style, every
+// line lies inside an open bracket, and a doubled comma is where the
+// parser stopped.
+func unclosedHint(src []byte, line, col int) (int, int, string) {
 	if line < 2 {
 		return 0, 0, ""
 	}
@@ -33,14 +33,14 @@ func unclosedHint(src []byte, line, col int, json bool) (int, int, string) {
 	if line > len(lines) {
 		line = len(lines)
 	}
-	st := scanIndicators(lines, line, col)
+	st := scanIndicators(lines, line, col, false)
 	switch {
 	case st.quote != 0:
 		return st.quoteAt.line, st.quoteAt.col, fmt.Sprintf("the %s string opened here is not closed", quoteName(st.quote))
 	case st.spanned.line > 0:
 		return st.spanned.line, st.spanned.col, fmt.Sprintf("the %s string opened here runs on to line %d (is its closing quote missing?)", quoteName(st.spanned.ch), line)
 	case len(st.flow) > 0 && st.flow[len(st.flow)-1].line < line:
-		if whole := scanIndicators(lines, len(lines), 0); json && len(whole.flow) == 0 && whole.quote == 0 {
+		if whole := scanIndicators(lines, len(lines), 0, true); len(whole.flow) == 0 && whole.quote == 0 && !whole.broken {
 			// Every bracket the file opens it closes: the mistake is
 			// where the parser stopped (a doubled comma, say).
 			return 0, 0, ""
@@ -63,18 +63,27 @@ type indicators struct {
 	quote   byte     // '"' or '\'' while in a quoted string
 	quoteAt opened   // where it opened
 	spanned opened   // where the last string that spanned lines opened, if it closed on the position's line
+	broken  bool     // a bracket's text ended with the bracket open (see scanIndicators' whole)
 }
 
 // scanIndicators reads lines up to line and column col (0: the whole
 // line) as unclosedHint says, and returns what is open there.
-func scanIndicators(lines []string, line, col int) indicators {
+//
+// With whole, a line indented no further than the line that opened the
+// outermost bracket still open, and not closing it, ends that bracket's
+// text: YAML's flow content runs on only indented past it. The brackets
+// open then are left open (broken), and a ] or } in the plain text that
+// follows closes none of them.
+func scanIndicators(lines []string, line, col int, whole bool) indicators {
 	type open = opened
 	var (
-		flow    []open
-		quote   byte
-		quoteAt open
-		spanned open
-		block   = -1 // the indent of the key whose block scalar is being skipped; -1: none
+		flow       []open
+		flowIndent int // the indent of the line that opened flow[0]
+		broken     bool
+		quote      byte
+		quoteAt    open
+		spanned    open
+		block      = -1 // the indent of the key whose block scalar is being skipped; -1: none
 	)
 	for i := 0; i < line; i++ {
 		text := strings.TrimRight(lines[i], "\r")
@@ -85,6 +94,13 @@ func scanIndicators(lines []string, line, col int) indicators {
 				continue
 			}
 			block = -1
+		}
+		if trimmed := strings.TrimSpace(text); whole && quote == 0 && len(flow) > 0 && trimmed != "" && !strings.HasPrefix(trimmed, "#") &&
+			indent <= flowIndent && trimmed[0] != ']' && trimmed[0] != '}' {
+			flow, broken = nil, true
+		}
+		if len(flow) == 0 {
+			flowIndent = indent
 		}
 		end := len(text)
 		if n == line && col >= 1 {
@@ -149,7 +165,7 @@ func scanIndicators(lines []string, line, col int) indicators {
 			start = false
 		}
 	}
-	return indicators{flow: flow, quote: quote, quoteAt: quoteAt, spanned: spanned}
+	return indicators{flow: flow, broken: broken, quote: quote, quoteAt: quoteAt, spanned: spanned}
 }
 
 // quoteName says which quote a string opened with.

@@ -50,10 +50,10 @@ func TestSyntaxHintIgnoresWhatIsNoOpening(t *testing.T) {
 		"x: 1",
 		"\tbad: tab",
 	}, "\n")
-	if l, c, hint := unclosedHint([]byte(src), 8, 1, false); hint != "" {
+	if l, c, hint := unclosedHint([]byte(src), 8, 1); hint != "" {
 		t.Fatalf("got a hint at %d:%d: %s; want none", l, c, hint)
 	}
-	if l, c, hint := unclosedHint([]byte("a: 'it''s\nb: 1\n"), 2, 1, false); l != 1 || c != 4 || !strings.Contains(hint, "'…' string opened here is not closed") {
+	if l, c, hint := unclosedHint([]byte("a: 'it''s\nb: 1\n"), 2, 1); l != 1 || c != 4 || !strings.Contains(hint, "'…' string opened here is not closed") {
 		t.Fatalf("an unclosed single-quoted string with an escaped quote: %d:%d %q", l, c, hint)
 	}
 	// Review: columns count characters, as the parser's do; a block
@@ -70,7 +70,7 @@ func TestSyntaxHintIgnoresWhatIsNoOpening(t *testing.T) {
 		{"a block scalar as a list's entry", "notes:\n  - |\n    \"a quoted line\n  - fine\nx: {a: 1\ny: 2\n", 6, 2, 5, 4},
 		{"a tab after the colon", "hours:\t\"09:00\nx: 1\n", 2, 1, 1, 8},
 	} {
-		l, col, hint := unclosedHint([]byte(c.src), c.line, c.col, false)
+		l, col, hint := unclosedHint([]byte(c.src), c.line, c.col)
 		if l != c.wantLine || col != c.wantCol {
 			t.Errorf("%s: hint at %d:%d (%q); want %d:%d", c.name, l, col, hint, c.wantLine, c.wantCol)
 		}
@@ -104,7 +104,7 @@ func FuzzUnclosedHint(f *testing.F) {
 	f.Add([]byte(hintWorld), 9, 15)
 	f.Add([]byte("a: 'it''s\nb: {c: \"d\\\"\n"), 2, 1)
 	f.Fuzz(func(t *testing.T, src []byte, line, col int) {
-		l, _, hint := unclosedHint(src, line, col, false)
+		l, _, hint := unclosedHint(src, line, col)
 		if hint != "" && (l < 1 || l > line) {
 			t.Fatalf("hint at line %d for an error at line %d: %s", l, line, hint)
 		}
@@ -119,5 +119,16 @@ func TestHintPastALaterBracket(t *testing.T) {
 	_, err := Load("w.yaml", []byte(src))
 	if err == nil || !strings.Contains(err.Error(), "the [ opened here is not closed") {
 		t.Errorf("got %v; want the [ on line 5 named", err)
+	}
+}
+
+// TestNoHintForAClosedFlow: YAML written in flow style over several lines
+// with a doubled comma inside: the [ is closed on the last line, and the
+// mistake is where the parser stopped.
+func TestNoHintForAClosedFlow(t *testing.T) {
+	src := "version: 1\nname: x\nroles: [{id: r}]\nteams: [{id: t}]\nmembers: [\n  {id: a, role: r, team: t},,\n  {id: b, role: r, team: t}\n]\n"
+	_, err := Load("w.yaml", []byte(src))
+	if err == nil || strings.Contains(err.Error(), "opened here") || !strings.HasPrefix(err.Error(), "w.yaml:6:") {
+		t.Errorf("got %v; want the parser's place on line 6, no bracket blamed", err)
 	}
 }

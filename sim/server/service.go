@@ -463,7 +463,11 @@ func (s *Service) Delete(ctx context.Context, ids []string, withForks bool) ([]w
 	// with withForks every session held here, since the forks deleted with
 	// them are found only under s.mu (a reset a client saw finish, deleted
 	// with its parent at once, was refused as running).
+	named := map[string]bool{}
 	wait := ids
+	for _, id := range ids {
+		named[id] = true
+	}
 	if withForks {
 		s.mu.Lock()
 		wait = slices.Sorted(maps.Keys(s.sessions))
@@ -487,16 +491,24 @@ func (s *Service) Delete(ctx context.Context, ids []string, withForks bool) ([]w
 		} else {
 			// Its end is in the log (status says finished) before the
 			// engine is let go of: a client that saw it asks in between.
-			// Waited for a while only: a session resumed from an
-			// interrupted end and held for its start is running.
+			// Waited for a while only: a session named, resumed from an
+			// interrupted end and held for its start, is running. One
+			// not named (a fork, perhaps) only once its end is recorded:
+			// a fork made and held for its start is "interrupted" too,
+			// and would hold the delete for the whole wait.
 			meta, err := s.cfg.Log.Session(ctx, id)
-			if ending = err == nil && meta.Status != events.StatusRunning; !ending {
+			ending = err == nil && meta.Status != events.StatusRunning &&
+				(named[id] || meta.Status == events.StatusFinished || meta.Status == events.StatusFailed)
+			if !ending {
 				continue
 			}
 		}
 		select {
 		case <-ss.done:
 		case <-expired: // still running: refused below
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
