@@ -355,7 +355,7 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 		case *payload.ActionRejected:
 			rules[ruleOf(p)]++
 		case *payload.TaskChanged:
-			if s.State.Format >= org.ChangeFormat && t.Status == org.StatusDone && t.DoneAt <= clock.Time(ev.Time) {
+			if s.State.Format >= org.ChangeFormat && t.Status == org.StatusDone && t.DoneSeq < ev.Seq {
 				// It landed on the work delivered, which stands (format 9):
 				// no delay (the timeline lists the event).
 				continue
