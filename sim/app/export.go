@@ -197,7 +197,7 @@ func exportDPO(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 			}
 		}
 		if o.Notice != nil {
-			o.Notice(fmt.Sprintf("session %s (world %s, seed %d) shares its world and seed, and its draw key, load and seed at event 1, with no other session given: no pairs", id, ep.World, ep.Seed))
+			o.Notice(fmt.Sprintf("session %s (world %s, seed %d) shares its world and seed, and its draw key, load, seed at event 1 and log format, with no other session given: no pairs", id, ep.World, ep.Seed))
 		}
 	}
 	if err := export.WriteLines(w, pairs); err != nil {
