@@ -69,11 +69,12 @@ type indicators struct {
 // scanIndicators reads lines up to line and column col (0: the whole
 // line) as unclosedHint says, and returns what is open there.
 //
-// With whole, a line indented no further than the line that opened the
-// outermost bracket still open, and not closing it, ends that bracket's
-// text: YAML's flow content runs on only indented past it. The brackets
-// open then are left open (broken), and a ] or } in the plain text that
-// follows closes none of them.
+// With whole, a line that begins a block entry (a "- " or a plain "key:")
+// indented no further than the line that opened the outermost bracket
+// still open ends that bracket's text: the brackets open then are left
+// open (broken), and a ] or } in the plain text that follows closes none
+// of them. (Flow text may run on at its line's indent, and JSON's lines
+// begin with a quote or a bracket: neither is a block entry.)
 func scanIndicators(lines []string, line, col int, whole bool) indicators {
 	type open = opened
 	var (
@@ -95,8 +96,7 @@ func scanIndicators(lines []string, line, col int, whole bool) indicators {
 			}
 			block = -1
 		}
-		if trimmed := strings.TrimSpace(text); whole && quote == 0 && len(flow) > 0 && trimmed != "" && !strings.HasPrefix(trimmed, "#") &&
-			indent <= flowIndent && trimmed[0] != ']' && trimmed[0] != '}' {
+		if whole && quote == 0 && len(flow) > 0 && indent <= flowIndent && blockEntry(strings.TrimSpace(text)) {
 			flow, broken = nil, true
 		}
 		if len(flow) == 0 {
@@ -166,6 +166,21 @@ func scanIndicators(lines []string, line, col int, whole bool) indicators {
 		}
 	}
 	return indicators{flow: flow, broken: broken, quote: quote, quoteAt: quoteAt, spanned: spanned}
+}
+
+// blockEntry tells whether a line's text (trimmed) begins a block
+// sequence's entry or a block mapping's plain key.
+func blockEntry(t string) bool {
+	if t == "-" || strings.HasPrefix(t, "- ") {
+		return true
+	}
+	k, _, ok := strings.Cut(t, ":")
+	if !ok || k == "" || !(k[0] == '_' || k[0] >= 'a' && k[0] <= 'z' || k[0] >= 'A' && k[0] <= 'Z') {
+		return false
+	}
+	rest := t[len(k)+1:]
+	return strings.IndexFunc(k, func(r rune) bool { return r == ' ' || r == '{' || r == '[' || r == ',' || r == '"' }) < 0 &&
+		(rest == "" || rest[0] == ' ' || rest[0] == '\t')
 }
 
 // quoteName says which quote a string opened with.

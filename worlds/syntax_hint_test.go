@@ -132,3 +132,19 @@ func TestNoHintForAClosedFlow(t *testing.T) {
 		t.Errorf("got %v; want the parser's place on line 6, no bracket blamed", err)
 	}
 }
+
+// TestNoHintWhateverTheIndent: JSON indented with tabs or not at all, and
+// YAML whose flow text runs on at its line's indent, with a doubled comma
+// later: no bracket is blamed, the place is where the parser stopped.
+func TestNoHintWhateverTheIndent(t *testing.T) {
+	for name, src := range map[string]string{ // order: each case is its own
+		"tabs.json":   "{\n\t\"version\": 1,\n\t\"name\": \"x\",\n\t\"roles\": [{\"id\": \"r\"}],,\n\t\"teams\": []\n}\n",
+		"flat.json":   "{\n\"version\": 1,\n\"name\": \"x\",\n\"roles\": [{\"id\": \"r\"}],,\n\"teams\": []\n}\n",
+		"runson.yaml": "version: 1\nname: x\ncalendar:\n  workdays: [mon, tue,\n  wed, thu, fri]\nroles: [{id: r}]\nmembers: [\n  {id: a, role: r},,\n  {id: b, role: r}\n]\n",
+	} {
+		_, err := Load(name, []byte(src))
+		if err == nil || strings.Contains(err.Error(), "opened here") {
+			t.Errorf("%s: got %v; want the parser's place, no bracket blamed", name, err)
+		}
+	}
+}

@@ -72,7 +72,7 @@ type Pair struct {
 
 // Pairs makes preference pairs from eps: every two episodes of the same
 // world (same world file), seed (and seed event 1 was drawn with), draw
-// key, load and member, from different sessions,
+// key, load, log format and member, from different sessions,
 // whose rewards (by o.By) differ by more than o.Margin, the higher one
 // chosen, provided they share their system prompt and first observation. Pairs come in the order of eps. alone lists, in the order of eps,
 // the sessions that share their world, seed and load with no other session

@@ -463,11 +463,7 @@ func (s *Service) Delete(ctx context.Context, ids []string, withForks bool) ([]w
 	// with withForks every session held here, since the forks deleted with
 	// them are found only under s.mu (a reset a client saw finish, deleted
 	// with its parent at once, was refused as running).
-	named := map[string]bool{}
 	wait := ids
-	for _, id := range ids {
-		named[id] = true
-	}
 	if withForks {
 		s.mu.Lock()
 		wait = slices.Sorted(maps.Keys(s.sessions))
@@ -489,17 +485,17 @@ func (s *Service) Delete(ctx context.Context, ids []string, withForks bool) ([]w
 		if ending {
 			expired = nil
 		} else {
-			// Its end is in the log (status says finished) before the
-			// engine is let go of: a client that saw it asks in between.
-			// Waited for a while only: a session named, resumed from an
-			// interrupted end and held for its start, is running. One
-			// not named (a fork, perhaps) only once its end is recorded:
-			// a fork made and held for its start is "interrupted" too,
-			// and would hold the delete for the whole wait.
+			// Its end is in the log (finished, failed, or interrupted by a
+			// stop) before the engine is let go of: a client that saw it
+			// asks in between. One held for its start, whose driver has
+			// not begun (a fork made to wait, a session resumed from an
+			// interrupted end), is running, though its log says
+			// interrupted: refused below, not waited for.
+			if !isClosed(ss.driving) {
+				continue
+			}
 			meta, err := s.cfg.Log.Session(ctx, id)
-			ending = err == nil && meta.Status != events.StatusRunning &&
-				(named[id] || meta.Status == events.StatusFinished || meta.Status == events.StatusFailed)
-			if !ending {
+			if ending = err == nil && meta.Status != events.StatusRunning; !ending {
 				continue
 			}
 		}
