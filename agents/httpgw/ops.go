@@ -326,9 +326,11 @@ func (g *Gateway) Control(ctx context.Context, id string, op wire.ControlOp) (wi
 		return endedReply(s.controlReply(), op)
 	}
 	if errors.Is(err, nats.ErrNoResponders) {
-		if op == wire.OpStatus || op == wire.OpStop {
+		if op == wire.OpStatus {
 			// An ended session the gateway holds no record of (it ran
-			// before a restart): its stored log says where it stands.
+			// before a restart): its stored log says where it stands. (A
+			// stop is not answered so: a session whose log has no end may
+			// be resumed by its server later, which the stop did not stop.)
 			if st, err := g.storedScore(ctx, id); err == nil {
 				return endedReply(wire.ControlReply{Session: id, Status: st.Status, Events: st.Events, Time: st.Time, Score: st.Score}, op)
 			}

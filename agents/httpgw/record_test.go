@@ -111,9 +111,11 @@ func TestScoreOfAStoredSession(t *testing.T) {
 	if st := mustJSON[wire.ControlReply](t, code, http.StatusOK, b); st.Status != "finished" || st.Events != meta.LastSeq || !near(st.Score, score) {
 		t.Fatalf("the status of a stored session: %+v", st)
 	}
-	code, b = other.call(t, "POST", "/v1/sessions/"+reply.Session+"/control", s.operator, wire.ControlRequest{Op: wire.OpStart})
-	if code != http.StatusNotFound && code != http.StatusConflict {
-		t.Fatalf("start of a stored session: %d %s; want it refused", code, b)
+	for _, op := range []wire.ControlOp{wire.OpStart, wire.OpStop} {
+		code, b = other.call(t, "POST", "/v1/sessions/"+reply.Session+"/control", s.operator, wire.ControlRequest{Op: op})
+		if code != http.StatusNotFound {
+			t.Fatalf("%s of a stored session: %d %s; want 404 (no running session answers it)", op, code, b)
+		}
 	}
 	if code, b = other.call(t, "GET", "/v1/sessions/01M985ZZZZZZZZZZZZZZZZZZZZ/score", s.operator, nil); code != http.StatusNotFound {
 		t.Fatalf("the score of no session: %d %s; want 404", code, b)
