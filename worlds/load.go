@@ -1304,6 +1304,7 @@ func (v *validator) build(f *file) *World {
 		if len(pr.Tasks) == 0 {
 			v.errf(p+".tasks", "project %q has no tasks", pr.ID)
 		}
+		team := slices.IndexFunc(w.Teams, func(tm Team) bool { return tm.ID == pr.Team }) // its budget, for the purchases' warning
 		for j, t := range pr.Tasks {
 			tp := fmt.Sprintf("%s.tasks[%d]", p, j)
 			if v.ref(tp+".role", "role", t.Role, roles) {
@@ -1350,8 +1351,8 @@ func (v *validator) build(f *file) *World {
 			} else if t.Approval != "" {
 				v.errf(tp+".approval", "task %q names an approval chain but makes no purchase", t.ID)
 			}
-			if i := slices.IndexFunc(w.Teams, func(tm Team) bool { return tm.ID == pr.Team }); i >= 0 && t.Purchase > w.Teams[i].Budget {
-				v.warnf(tp+".purchase", "task %q buys for %d, more than team %s's whole budget (%d): the within-budget rule refuses its completion, so it can never be done", t.ID, t.Purchase, pr.Team, w.Teams[i].Budget)
+			if team >= 0 && t.Purchase > w.Teams[team].Budget {
+				v.warnf(tp+".purchase", "task %q buys for %d, more than team %s's whole budget (%d): the within-budget rule refuses its completion, so it can never be done", t.ID, t.Purchase, pr.Team, w.Teams[team].Budget)
 			}
 			proj.Tasks = append(proj.Tasks, task)
 		}
