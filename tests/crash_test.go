@@ -195,6 +195,7 @@ func TestCrashAndResume(t *testing.T) {
 			t.Logf("run %d: the session finished before the kill", i)
 			break
 		}
+		t.Logf("run %d: killed at event %d, %d past its target", i, last, int64(last)-int64(target))
 	}
 	if done < kills {
 		t.Fatalf("killed %d times, want %d: the session is too short", done, kills)
