@@ -275,7 +275,7 @@ func (s *State) applyCaseOpened(ev *events.Event) error {
 	}
 	c.num = len(s.Cases)
 	s.Cases = append(s.Cases, c)
-	s.cases[c.ID] = c
+	s.fileCase(c)
 	for i := range p.Steps {
 		t := s.newMade(&p.Steps[i])
 		t.Kind, t.Case, t.Queue, t.Team = KindStep, c.ID, p.Queue, p.Team

@@ -120,6 +120,9 @@ func (s *State) Told(c *Case, t *Task, requester string, until clock.Time) []*Me
 	if s.Format >= ReplyFormat {
 		from = max(from, t.Created)
 	}
+	if pos, ok := s.naming(c.ID); ok {
+		return s.toldIndexed(pos, from, until, t.DoneBy, requester)
+	}
 	// Messages are in the order sent: those sent since from are a tail
 	// of them.
 	since, _ := slices.BinarySearchFunc(s.Messages, from, func(m *Message, at clock.Time) int { return cmp.Compare(m.SentAt, at) })
@@ -517,6 +520,28 @@ func (s *State) kindView(c *Case, st *worlds.CaseStep, o *CaseOutcome) *OutcomeV
 	return v
 }
 
+// askOf is who holds each of a template's facts (CaseView.Ask): the same
+// map for every view of its cases, made once, and read only.
+func (s *State) askOf(tpl *worlds.CaseTemplate) map[string]string {
+	if ask, ok := s.asks[tpl.ID]; ok {
+		return ask
+	}
+	var ask map[string]string
+	for _, f := range tpl.Facts {
+		if f.HeldBy != "" {
+			if ask == nil {
+				ask = map[string]string{}
+			}
+			ask[f.Name] = f.HeldBy
+		}
+	}
+	if s.asks == nil {
+		s.asks = map[string]map[string]string{}
+	}
+	s.asks[tpl.ID] = ask
+	return ask
+}
+
 // factsView adds to a case's view what the member may learn of its facts:
 // who holds each (ask them, naming the case), what it has been told, and
 // the case's document when the member holds one of its steps.
@@ -525,14 +550,11 @@ func (s *State) factsView(v *CaseView, c *Case, m *Member) {
 	if !ok {
 		return
 	}
+	v.Ask = s.askOf(tpl)
 	for _, f := range tpl.Facts {
 		if f.HeldBy == "" {
 			continue
 		}
-		if v.Ask == nil {
-			v.Ask = map[string]string{}
-		}
-		v.Ask[f.Name] = f.HeldBy
 		if m.KnowsTopic(FactTopic(c.ID, f.Name)) {
 			if v.Told == nil {
 				v.Told = payload.Attrs{}
@@ -544,8 +566,8 @@ func (s *State) factsView(v *CaseView, c *Case, m *Member) {
 	if tpl.Document == nil {
 		return
 	}
-	for _, id := range c.Steps {
-		if t := s.tasks[id]; t.Assignee == m.ID && t.Status != StatusDone {
+	for _, t := range s.stepsOf(c) {
+		if t.Assignee == m.ID && t.Status != StatusDone {
 			v.Document = tpl.Document.Render(c.Vars(true))
 			return
 		}

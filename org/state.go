@@ -106,7 +106,14 @@ type State struct {
 	// safe for concurrent use, readers included.
 	lastTask   *Task
 	lastMember *Member
-	bulkOffers bool // index() is filing every task: sort the offer lists once at the end
+	namedIx    namedIndex                   // the messages naming each case (told_index.go)
+	asks       map[string]map[string]string // template -> who holds each of its facts (askOf)
+	// folded are the cases whose IDs are not lower-case, by their
+	// lower-cased IDs; namedRecords counts the case outcomes naming each
+	// record, by recordKey (named_index.go).
+	folded       map[string][]*Case
+	namedRecords map[string]int
+	bulkOffers   bool // index() is filing every task: sort the offer lists once at the end
 	// verdictEpoch is the epoch of the rubric's remembered verifications
 	// of done tasks (verify_memo.go): a verdict of an earlier one is
 	// forgotten.
@@ -922,7 +929,7 @@ func Restore(w *worlds.World, data []byte) (*State, error) {
 				return nil, fmt.Errorf("org: snapshot case %s names step %q it does not hold", c.ID, id)
 			}
 		}
-		s.cases[c.ID] = c
+		s.fileCase(c)
 	}
 	s.Cases = sn.Cases
 	for _, r := range sn.Records {

@@ -73,6 +73,7 @@ type CaseView struct {
 	// naming the case's id and the fact); Told are the facts it told you;
 	// Requester is who asked for the case (replies go to it); Document is
 	// the case's document, shown while you hold one of its steps (kinds.go).
+	// Ask is the same map in every view of the template's cases: read only.
 	Ask       map[string]string `json:"ask,omitempty"`
 	Told      payload.Attrs     `json:"told,omitempty"`
 	Requester string            `json:"requester,omitempty"`
@@ -664,6 +665,8 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 		return
 	}
 	s.caseMark++ // a case listed in this view has it
+	doer := s.doerCases(m.ID)
+	o.Cases = slices.Grow(o.Cases, len(doer)+len(upCases)+8) // a view of a member with a backlog lists thousands
 	add := func(id string) {
 		c := s.cases[id]
 		if c == nil || c.listed == s.caseMark {
@@ -693,7 +696,7 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 	}
 	// And the open cases it has done a step of: their approvals and
 	// progress concern it.
-	for _, c := range s.doerCases(m.ID) {
+	for _, c := range doer {
 		if c.listed != s.caseMark {
 			add(c.ID)
 		}

@@ -126,10 +126,10 @@ func (e *Engine) factReply(id string, msg *org.Message) (org.Action, bool) {
 		return org.Action{}, false
 	}
 	text, words := strings.ToLower(msg.Text), org.WordsOf(msg.Text)
-	for _, c := range e.st.Cases {
+	for _, c := range e.st.CasesNamedBy(words) {
 		tpl, _ := e.cfg.World.CaseTemplate(c.Template)
 		held := tpl.HeldBy(id)
-		if len(held) == 0 && tpl.Requester != id || !words.Name(c.ID) {
+		if len(held) == 0 && tpl.Requester != id {
 			continue
 		}
 		if len(held) == 0 {

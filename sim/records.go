@@ -49,17 +49,9 @@ func (e *Engine) drawRecord(typ, key string) string {
 	if len(ids) == 0 {
 		return ""
 	}
-	taken := map[string]bool{}
-	for _, c := range e.st.Cases {
-		for _, o := range c.Outcomes {
-			if o.Record == typ {
-				taken[o.ID] = true
-			}
-		}
-	}
 	start := int(unit(e.draws, key) * float64(len(ids)))
 	for i := range ids {
-		if id := ids[(start+i)%len(ids)]; !taken[id] {
+		if id := ids[(start+i)%len(ids)]; !e.st.RecordNamed(typ, id) {
 			return id
 		}
 	}

@@ -24,7 +24,7 @@
 #   BENCH_STEP_TIMEOUT    seconds before any other step is stopped and reported as timed out (default 600)
 #   BENCH_OPENENV_STEPS   OpenEnv steps timed end to end (default 2000)
 #   BENCH_LOAD_WORLDS     worlds under load, as world:load or world:load:Nd (over N days instead of
-#                         its horizon) (default "support-desk:100 portfolio:50 claims:50 wind-ops:20
+#                         its horizon, arrivals lasting as long) (default "support-desk:100 portfolio:50 claims:50 wind-ops:20
 #                         meetings:20 desk-2000:1 billing-support:20:200d"; desk-2000 is the bench
 #                         desk with 2,000 colleagues and 100,000 tickets)
 #   BENCH_OPENENV_RESET_CONNS, BENCH_OPENENV_RESET_SECONDS   connections resetting, and for how long (default 4, 20)
@@ -453,7 +453,8 @@ SESS_PEAK=$(gobench "$TMP/sessions.out" ConcurrentSessions peak-running)
 # view, a queue's head, a wake-up or a case list looks at must be indexed,
 # or these slow down with the session's length. Trend rows: no peer.
 # An entry world:load:Nd runs the world over a horizon of N days instead of
-# its own: a persistent session, whose decisions must not slow down with
+# its own, its arrivals lasting as long (an arrival's `until:` set to N
+# days): a persistent session, whose decisions must not slow down with
 # what it has done.
 LOAD_WORLDS=${BENCH_LOAD_WORLDS:-"support-desk:100 portfolio:50 claims:50 wind-ops:20 meetings:20 desk-2000:1 billing-support:20:200d"}
 WIDE_DESK=$TMP/desk-2000.yaml
@@ -474,7 +475,7 @@ for wl in $LOAD_WORLDS; do
 	[[ $W == desk-2000 ]] && WF=$WIDE_DESK
 	if [[ -n $H ]]; then
 		WF=$TMP/$W-$H.yaml OVER=" over ${H%d} days"
-		"$CS" worlds show "$W" | sed "s/^horizon: .*/horizon: $H/" >"$WF"
+		"$CS" worlds show "$W" | sed "s/^horizon: .*/horizon: $H/; s/^    until: .*/    until: $H/" >"$WF"
 	fi
 	N=load_$W$H
 	runs "$N" "$STEP_TIMEOUT" eps_rate "$CS" run --world "$WF" --ephemeral --load "$L" --json
