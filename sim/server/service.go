@@ -199,6 +199,11 @@ type Service struct {
 
 	mu        sync.Mutex
 	sessions  map[string]*session
+	// forking are the forks Create has put in the log and not yet
+	// launched (or given up): a delete of their parent with its forks
+	// must refuse them as it refuses a running one, not delete them
+	// under the launch.
+	forking map[string]bool
 	discarded []string // sessions a shutdown discarded (Discarded)
 	// ended are the sessions that ended here whose records are kept, the
 	// earliest to end first (Config.KeepEnded).
@@ -518,6 +523,9 @@ func (s *Service) Delete(ctx context.Context, ids []string, withForks bool) ([]w
 		if ss := s.sessions[id]; ss != nil && !isClosed(ss.done) {
 			return fmt.Errorf("%w: %s runs here; stop it first (control op stop), then delete it", ErrRunning, id)
 		}
+		if s.forking[id] {
+			return fmt.Errorf("%w: %s is a fork being created here; stop it once it runs, then delete it", ErrRunning, id)
+		}
 		return nil
 	}
 	for _, id := range ids { // also one held for its start, not in the log yet
@@ -827,6 +835,17 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 		}
 		meta = events.SessionMeta{ID: id, World: parent.World, WorldHash: parent.WorldHash, Seed: seed, Parent: parent.ID,
 			ForkSeq: at, Status: events.StatusInterrupted, LastSeq: at, Created: time.Now().UTC().Format(time.RFC3339)}
+		s.mu.Lock()
+		if s.forking == nil {
+			s.forking = map[string]bool{}
+		}
+		s.forking[id] = true // until launched: below, launch has it in s.sessions
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.forking, id)
+			s.mu.Unlock()
+		}()
 		if err := s.cfg.Log.CreateSession(ctx, meta); err != nil {
 			return wire.CreateReply{}, err
 		}
