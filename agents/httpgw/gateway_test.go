@@ -1209,3 +1209,21 @@ func TestErrorMessagesAreClipped(t *testing.T) {
 		t.Fatalf("the cut message is not valid JSON: %.200s", b)
 	}
 }
+
+// TestForkOfNoSessionIs404: a fork or reset of a session no log has is
+// 404, with or without its agents named (both were 400, the second
+// telling the client to name the agents).
+func TestForkOfNoSessionIs404(t *testing.T) {
+	s := startStack(t, httpgw.Config{})
+	missing := "01M98H0000000000000000000Z"
+	for _, body := range []map[string]any{{"at": 1}, {"at": 1, "agents": "greedy"}} {
+		code, b := s.call(t, "POST", "/v1/sessions/"+missing+"/fork", s.operator, body)
+		if code != http.StatusNotFound || !strings.Contains(string(b), "no session") && !strings.Contains(string(b), "no such session") {
+			t.Errorf("fork %v of no session: %d %s; want 404 saying there is none", body, code, b)
+		}
+	}
+	code, b := s.call(t, "POST", "/v1/sessions/"+missing+"/reset", s.operator, map[string]any{})
+	if code != http.StatusNotFound || !strings.Contains(string(b), "no session") && !strings.Contains(string(b), "no such session") {
+		t.Errorf("reset of no session: %d %s; want 404 saying there is none", code, b)
+	}
+}

@@ -218,6 +218,13 @@ func (g *Gateway) Fork(ctx context.Context, parent string, f ForkRequest) (wire.
 	}
 	if f.Agents == "" {
 		p := g.session(parent)
+		if p == nil {
+			// One it holds no record of may be in no log at all (deleted,
+			// mistyped): that is a 404, not a request to mend.
+			if _, err := g.history(ctx, parent, 1, 1); errors.Is(err, nats.ErrNoResponders) {
+				return wire.CreateReply{}, errorf(http.StatusNotFound, "no session %s: no server has it in its log", parent)
+			}
+		}
 		if p == nil || p.agents == "" {
 			return wire.CreateReply{}, errorf(http.StatusBadRequest, `the gateway did not create session %s in this process (or has forgotten it): name the "agents"`, parent)
 		}
@@ -252,6 +259,9 @@ func (g *Gateway) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 	if reply.Error != "" {
 		if strings.Contains(reply.Error, "too many sessions") {
 			return wire.CreateReply{}, errorf(http.StatusServiceUnavailable, "%s", reply.Error)
+		}
+		if req.Parent != "" && strings.Contains(reply.Error, events.ErrNoSession.Error()) {
+			return wire.CreateReply{}, errorf(http.StatusNotFound, "%s", reply.Error) // a fork or reset of a session no log has
 		}
 		return wire.CreateReply{}, errorf(http.StatusBadRequest, "%s", reply.Error)
 	}

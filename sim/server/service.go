@@ -197,13 +197,13 @@ type Service struct {
 	conn   *nats.Conn // drivers (the event feed, remote seats' turns) and control
 	subs   []*nats.Subscription
 
-	mu        sync.Mutex
-	sessions  map[string]*session
+	mu       sync.Mutex
+	sessions map[string]*session
 	// forking are the forks Create has put in the log and not yet
 	// launched (or given up): a delete of their parent with its forks
 	// must refuse them as it refuses a running one, not delete them
 	// under the launch.
-	forking map[string]bool
+	forking   map[string]bool
 	discarded []string // sessions a shutdown discarded (Discarded)
 	// ended are the sessions that ended here whose records are kept, the
 	// earliest to end first (Config.KeepEnded).
