@@ -19,8 +19,12 @@ import (
 // wrong.
 func ParseReply(raw []byte) (org.Reply, error) {
 	var r org.Reply
-	if len(raw) > org.MaxReplyBytes {
-		return r, fmt.Errorf("reply is %d bytes; the limit is %d", len(raw), org.MaxReplyBytes)
+	if n := len(raw); n > org.MaxReplyBytes {
+		more := ""
+		if n == org.MaxReplyBytes+1 {
+			more = " or more" // what a reader that stops past the limit forwards (the HTTP gateway's act)
+		}
+		return r, fmt.Errorf("reply is %d bytes%s; the limit is %d", n, more, org.MaxReplyBytes)
 	}
 	if !fastReply(raw, &r) {
 		var err error

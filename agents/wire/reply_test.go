@@ -1,6 +1,8 @@
 package wire_test
 
 import (
+	"bytes"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -79,4 +81,19 @@ func FuzzParseReplyFast(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) { mustParseLikeEncodingJSON(t, raw) })
+}
+
+// A reply cut one byte past the limit (what the HTTP gateway forwards of
+// a longer body) is "65537 bytes or more", not 65537 bytes (a review saw
+// 100 KB and 9 MB bodies recorded as 65,537 bytes); a longer one read
+// whole says its length.
+func TestParseReplyTooLongSaysItsSize(t *testing.T) {
+	for n, want := range map[int]string{
+		org.MaxReplyBytes + 1:  fmt.Sprintf("reply is %d bytes or more; the limit is %d", org.MaxReplyBytes+1, org.MaxReplyBytes),
+		org.MaxReplyBytes + 10: fmt.Sprintf("reply is %d bytes; the limit is %d", org.MaxReplyBytes+10, org.MaxReplyBytes),
+	} {
+		if _, err := wire.ParseReply(bytes.Repeat([]byte(" "), n)); err == nil || err.Error() != want {
+			t.Errorf("%d bytes: %v; want %q", n, err, want)
+		}
+	}
 }
