@@ -1449,6 +1449,15 @@ func (s *Service) status(ss *session) wire.ControlReply {
 			r.Error = ss.err.Error()
 		}
 		r.Time, r.Score = ss.endTime, ss.endScore
+		if r.Status == "created" {
+			// Ended with nothing in the log: stopped while held for its
+			// start (or its first batch refused by a full disk). It is
+			// over, and no status a client waits out may say otherwise.
+			r.Status = string(events.StatusInterrupted)
+			if st := ss.meta.Status; st == events.StatusFailed {
+				r.Status = string(st)
+			}
+		}
 		ss.mu.Unlock()
 	default:
 		ss.mu.Lock()

@@ -166,6 +166,29 @@ func operatorControl(t *testing.T, bus *natsserver.Server) func(id string, o wir
 	}
 }
 
+// A session held for its start (created with wait) and stopped before it
+// is over: its status says interrupted, not created, though nothing of it
+// is in the log (a client waiting for a status other than created or
+// running waited until the gateway forgot it, then got 404).
+func TestStopBeforeStartEndsTheSession(t *testing.T) {
+	bus := mustBus(t)
+	control := operatorControl(t, bus)
+	svc := mustService(t, bus, memlog.New())
+	r, err := svc.Create(context.Background(), wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := control(r.Session, wire.OpStatus); st.Status != "created" {
+		t.Fatalf("held for its start: %+v, want created", st)
+	}
+	if st := control(r.Session, wire.OpStop); st.Status != string(events.StatusInterrupted) {
+		t.Fatalf("stop before the start answered %+v, want interrupted", st)
+	}
+	if st := svc.Status(r.Session); st.Status != string(events.StatusInterrupted) {
+		t.Fatalf("status after the stop: %+v, want interrupted", st)
+	}
+}
+
 // An operator's stop answers the session's status, interrupted, with no
 // error: the session ended as asked (it said "context canceled", which the
 // clients returned as the stop's error).
