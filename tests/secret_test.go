@@ -37,6 +37,18 @@ func TestSecretKeysTheSession(t *testing.T) {
 	if keyed.StateHash == plain.StateHash || keyed.StateHash == other.StateHash {
 		t.Fatalf("the keyed session %s is the unkeyed one (%s) or another secret's (%s)", keyed.StateHash, plain.StateHash, other.StateHash)
 	}
+	// The final line break alone is not the secret's: CRLF is one; a
+	// second line break is part of it (every trailing CR and LF was
+	// dropped, so that such secrets collided).
+	for text, same := range map[string]bool{"s3cret\r\n": true, "s3cret\n\n": false} { // order: each case is its own
+		f := filepath.Join(t.TempDir(), "secret")
+		if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if r := cliResult(t, append(args, "--secret-file", f)...); (r.StateHash == keyed.StateHash) != same {
+			t.Errorf("secret file %q: session %s, %q's %s; want them the same: %v", text, r.StateHash, "s3cret\n", keyed.StateHash, same)
+		}
+	}
 	if !keyed.Keyed || !fromEnv.Keyed || plain.Keyed {
 		t.Fatalf("results' keyed: %v (--secret-file), %v ($%s), %v (none)", keyed.Keyed, fromEnv.Keyed, cli.SecretEnv, plain.Keyed)
 	}

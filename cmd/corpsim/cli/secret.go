@@ -47,7 +47,11 @@ func (s *secretFlag) read() ([]byte, error) {
 	if len(b) > maxSecretBytes {
 		return nil, usage(fmt.Errorf("--secret-file %s: larger than %d bytes, which no secret needs (is it the right file?)", s.file, maxSecretBytes))
 	}
-	b = bytes.TrimRight(b, "\r\n")
+	// Its final line break alone (as an editor or echo ends the file):
+	// "s\n\n" is another secret than "s\n".
+	if b2, ok := bytes.CutSuffix(b, []byte("\n")); ok {
+		b, _ = bytes.CutSuffix(b2, []byte("\r"))
+	}
 	if len(b) == 0 {
 		return nil, usage(fmt.Errorf("--secret-file %s is empty", s.file))
 	}
