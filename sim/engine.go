@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -386,8 +387,11 @@ func (e *Engine) Start() {
 		at, ok := e.arrivalAt(a, 0, a.Start)
 		first = append(first, payload.NextArrival(a.ID, at, ok))
 	}
+	// The file's name, not the path it was read by: the same file run
+	// from another folder makes the same log, and the operator's folders
+	// are not in it (nor in the training data exported from it).
 	e.emit(payload.EvSessionStarted, "", 0, payload.SessionStarted{Format: e.format,
-		World: e.cfg.World.Name, WorldFile: e.cfg.World.File, WorldHash: e.cfg.World.Hash, Seed: e.cfg.Seed,
+		World: e.cfg.World.Name, WorldFile: fileName(e.cfg.World.File), WorldHash: e.cfg.World.Hash, Seed: e.cfg.Seed,
 		Load: e.load(), Source: string(e.cfg.Source), Arrivals: first, Limits: e.cfg.Limits.Compact(),
 		WorldLimits: recordWorldLimits(e.cfg.WorldLimits), DrawKey: e.cfg.DrawKey})
 	e.settle()
@@ -819,6 +823,15 @@ func (e *Engine) encode(typed any) []byte {
 	}
 	e.arena = b
 	return b[start:len(b):len(b)]
+}
+
+// fileName is the last element of a world file's path; "" for a world
+// read from no file.
+func fileName(path string) string {
+	if path == "" {
+		return ""
+	}
+	return filepath.Base(path)
 }
 
 // arenaBlock is the size of the blocks event payloads are encoded into.
