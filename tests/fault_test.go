@@ -206,6 +206,16 @@ func TestFaultCorruptStore(t *testing.T) {
 		if code != 3 || !strings.Contains(out, "10 events missing") {
 			t.Fatalf("replay after losing 10 events exited %d, want 3 naming them:\n%s", code, out)
 		}
+		// And the commands that read the session whole: none scores,
+		// exports or explains what is left as if it were the session
+		// (they all exited 0).
+		for _, args := range [][]string{{"log", s}, {"score", s}, {"export", s, "--format", "sft"}, {"export", s, "--format", "jsonl"},
+			{"report", s, "-o", filepath.Join(t.TempDir(), "r.html")}, {"diagnose", s}} {
+			out, code := faultRun(t, append(args, "--data", data)...)
+			if code != 3 || !strings.Contains(out, "10 events missing") {
+				t.Errorf("%s after losing 10 events exited %d, want 3 naming them:\n%.600s", args[0], code, out)
+			}
+		}
 	})
 }
 
