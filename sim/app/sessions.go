@@ -36,6 +36,11 @@ func Resume(ctx context.Context, o RunOptions, id string) (*RunResult, error) {
 	if err := admitOrigin(origin, o.WorldLimits); err != nil {
 		return nil, fmt.Errorf("session %s: %w", meta.ID, err)
 	}
+	// Load reads from the latest checkpoint on: the events before it are
+	// read here, so that a damaged log is refused, not continued.
+	if err := driver.CheckPrefix(ctx, log, meta.ID, 0); err != nil {
+		return nil, err
+	}
 	e, n, err := driver.Load(ctx, log, meta.ID, 0, meta.Seed)
 	if err != nil {
 		return nil, err
@@ -98,6 +103,12 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 	if err := driver.CheckForkPoint(ctx, log, parent.ID, at); errors.As(err, &inside) {
 		return events.SessionMeta{}, nil, Usagef("--at %d: %v", at, inside)
 	} else if err != nil {
+		return events.SessionMeta{}, nil, err
+	}
+	// The prefix the fork shares, read whole: Load starts from the
+	// checkpoint before at, and a fork of a damaged prefix could never
+	// be verified or replayed.
+	if err := driver.CheckPrefix(ctx, log, parent.ID, at); err != nil {
 		return events.SessionMeta{}, nil, err
 	}
 	seed := parent.Seed

@@ -329,6 +329,11 @@ func (s *Service) resume(ctx context.Context, id string, saved savedSession) (*p
 	if err != nil {
 		return nil, err
 	}
+	// Every event, not only those after the latest checkpoint (Load's):
+	// a damaged log is refused, not continued (CheckPrefix).
+	if err := driver.CheckPrefix(ctx, s.cfg.Log, id, 0); err != nil {
+		return nil, err
+	}
 	e, n, err := driver.Load(ctx, s.cfg.Log, id, 0, meta.Seed)
 	if err != nil {
 		return nil, err
