@@ -50,6 +50,10 @@ type SessionMeta struct {
 	// Reason says why a session is failed or interrupted when its log
 	// cannot (e.g. a server that refused to resume it); "" otherwise.
 	Reason string `json:"reason,omitempty"`
+	// MaxEvents is the budget of events the session was given when it is
+	// not the default (run --max-events): a resume, a fork or a reset
+	// keeps it unless told another; 0 for the default.
+	MaxEvents int `json:"max_events,omitempty"`
 }
 
 // ValidSessionID reports whether id can name a session: non-empty, at most

@@ -46,6 +46,12 @@ func Resume(ctx context.Context, o RunOptions, id string) (*RunResult, error) {
 		return nil, err
 	}
 	meta.Reason = "" // resumed by hand: whatever stopped it is for its new end to say
+	// Its budget of events, unless the resume gives another (then kept).
+	if o.MaxEvents == 0 {
+		o.MaxEvents = meta.MaxEvents
+	} else {
+		meta.MaxEvents = recordedBudget(o.MaxEvents)
+	}
 	orNull(o.Logger).Info("resuming", "session", meta.ID, "at_seq", e.State().LastSeq, "replayed", n)
 	if o.Agents != "" {
 		if meta.Agents, err = ParseAgents(o.Agents, e.State().World, o.LLM != nil); err != nil {
@@ -130,7 +136,12 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 	}
 	meta := events.SessionMeta{ID: ulid.Make().String(), World: parent.World, WorldHash: parent.WorldHash, Seed: seed,
 		Agents: seats, Created: time.Now().UTC().Format(time.RFC3339), Parent: parent.ID, ForkSeq: at,
-		Status: events.StatusInterrupted, LastSeq: at}
+		Status: events.StatusInterrupted, LastSeq: at, MaxEvents: parent.MaxEvents}
+	// The parent's budget of events, unless the fork gives another.
+	if o.MaxEvents != 0 {
+		meta.MaxEvents = recordedBudget(o.MaxEvents)
+	}
+	o.MaxEvents = meta.MaxEvents
 	if f.CreateOnly {
 		start := time.Now()
 		if err := log.CreateSession(ctx, meta); err != nil {

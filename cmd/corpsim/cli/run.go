@@ -107,7 +107,7 @@ func playFlags(c *cobra.Command, o *app.RunOptions) {
 	f.DurationVar(&o.TurnTimeout, "turn-timeout", 30*time.Second, "wall-clock budget of one agent turn, 0 meaning 30s (the llm agent's and a remote seat's; the other built-in agents decide at once and are not timed)")
 	f.StringVar(&o.Listen, "listen", "", "let network clients reach the embedded NATS server at this address (e.g. 127.0.0.1:4222; port 0 takes a free one); written to DATA/bus.url")
 	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "take a checkpoint every N events (0: adaptive, at least 1000 events apart, further as the state grows, nearer while agents that remember take turns; none with --ephemeral; negative: never)")
-	f.IntVar(&o.MaxEvents, "max-events", sim.DefaultMaxEvents, "events a session may append; once they are spent it ends with reason event_limit")
+	f.IntVar(&o.MaxEvents, "max-events", sim.DefaultMaxEvents, "events a session may append; once they are spent it ends with reason event_limit (resume, fork and reset keep the session's, recorded in its metadata, unless given)")
 	seatsFlag(c, o)
 }
 

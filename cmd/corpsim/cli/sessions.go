@@ -179,6 +179,7 @@ func (a *cmdline) resumeCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.prepare(&o, asJSON)
+			sessionsBudget(cmd, &o)
 			var err error
 			if o.LLM, err = lf.agent(cmd, o.Agents, a); err != nil {
 				return err
@@ -199,6 +200,14 @@ func (a *cmdline) resumeCmd() *cobra.Command {
 	return c
 }
 
+// sessionsBudget leaves a resume's or fork's budget of events to the
+// session's recorded one (its parent's), unless --max-events is given.
+func sessionsBudget(cmd *cobra.Command, o *app.RunOptions) {
+	if !cmd.Flags().Changed("max-events") {
+		o.MaxEvents = 0
+	}
+}
+
 func (a *cmdline) forkCmd(reset bool) *cobra.Command {
 	o := app.RunOptions{}
 	fo := app.ForkOptions{Reset: reset}
@@ -215,6 +224,7 @@ func (a *cmdline) forkCmd(reset bool) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.prepare(&o, asJSON)
 			fo.Parent, fo.Seed, fo.SeedSet = args[0], o.Seed, cmd.Flags().Changed("seed")
+			sessionsBudget(cmd, &o)
 			var err error
 			if o.LLM, err = lf.agent(cmd, o.Agents, a); err != nil {
 				return err
