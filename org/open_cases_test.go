@@ -166,3 +166,63 @@ func caseIDs(cs []*org.Case) []string {
 	}
 	return ids
 }
+
+// TestViewBoundsTheCasesOfItsDoer: a member's view lists the listed limit
+// of the open cases it did a step of beyond those its lists name, oldest
+// first, and counts the ones it leaves out in CasesMore (a member of
+// billing-support with a backlog was shown every one: thousands a turn).
+func TestViewBoundsTheCasesOfItsDoer(t *testing.T) {
+	w, err := worlds.Shipped("billing-support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const listed = 3
+	e, err := sim.New(sim.Config{World: w, Seed: 1, Session: "s", Load: 20, Limits: org.Limits{Listed: listed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	cut, most := 0, 0
+	err = sim.Play(e, func([]events.Event) bool {
+		st := e.State()
+		for _, m := range st.Members {
+			o := st.View(m.ID)
+			most = max(most, len(o.Cases))
+			in := map[string]bool{}
+			for _, c := range o.Cases {
+				in[c.ID] = true
+			}
+			named := map[string]bool{}
+			for _, list := range [][]org.TaskView{o.Assigned, o.Available, o.Upcoming, o.Ask} {
+				for _, tv := range list {
+					named[tv.Case] = true
+				}
+			}
+			var beyond, left int
+			for _, c := range st.DoerCasesScanned(m.ID) {
+				switch {
+				case named[c.ID]:
+				case in[c.ID]:
+					beyond++
+				default:
+					left++
+				}
+			}
+			if left != o.CasesMore || left > 0 && beyond < listed {
+				t.Fatalf("seq %d, %s: %d of the cases it did a step of listed beyond its lists' (limit %d), %d left out, cases_more %d",
+					st.LastSeq, m.ID, beyond, listed, left, o.CasesMore)
+			}
+			if left > 0 {
+				cut++
+			}
+		}
+		return true
+	}, simtest.Mixed(5, 7), 0)
+	if err != nil && err != sim.ErrStopped {
+		t.Fatal(err)
+	}
+	if cut == 0 {
+		t.Fatal("no view had more cases than the limit: the test tests nothing")
+	}
+	t.Logf("%d views cut; the most cases a view listed: %d", cut, most)
+}

@@ -39,8 +39,11 @@ type Observation struct {
 	Projects      []ProjectView  `json:"projects"`
 	Rejected      []RejectedView `json:"rejected,omitempty"` // your actions refused since your last turn began
 	Shift         *ShiftView     `json:"shift,omitempty"`    // your shift and who takes over (version 2 worlds with shifts or handover)
-	// Cases are the cases of the steps listed above (format 2).
-	Cases []CaseView `json:"cases,omitempty"`
+	// Cases are the cases of the steps listed above (format 2), then
+	// the open cases you did a step of, at most the listed limit of those;
+	// CasesMore counts the ones left out.
+	Cases     []CaseView `json:"cases,omitempty"`
+	CasesMore int        `json:"cases_more,omitempty"`
 	// Ask are steps an NPC performs when asked that wait for you to ask
 	// (you did the step before them): message the NPC with "task" set.
 	Ask []TaskView `json:"ask,omitempty"`
@@ -666,7 +669,8 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 	}
 	s.caseMark++ // a case listed in this view has it
 	doer := s.doerCases(m.ID)
-	o.Cases = slices.Grow(o.Cases, len(doer)+len(upCases)+8) // a view of a member with a backlog lists thousands
+	listed := s.limits().Listed
+	o.Cases = slices.Grow(o.Cases, min(len(doer), listed)+len(upCases)+8)
 	add := func(id string) {
 		c := s.cases[id]
 		if c == nil || c.listed == s.caseMark {
@@ -696,9 +700,14 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 	}
 	// And the open cases it has done a step of: their approvals and
 	// progress concern it.
+	// At most the listed limit of them, oldest first, as tasks are: a
+	// member with a backlog of thousands is shown what it can use (and
+	// its view costs that), the rest counted.
+	shown := 0
 	for _, c := range doer {
-		if c.listed != s.caseMark {
+		if c.listed != s.caseMark && shown < listed {
 			add(c.ID)
+			shown++
 		}
 	}
 	// NPC steps whose dependencies are done, not asked for yet, that the
@@ -726,6 +735,11 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 				o.Ask = append(o.Ask, s.taskView(t, m))
 				add(c.ID)
 			}
+		}
+	}
+	for _, c := range doer { // those left out (one a step below listed is not)
+		if c.listed != s.caseMark {
+			o.CasesMore++
 		}
 	}
 	for i := range s.World.Cases {
