@@ -29,8 +29,9 @@ type namedIndex struct {
 
 // indexedWord reports whether w is a word the index lists: one that ends
 // in a digit after a '-', as case IDs do (an arrival's or template's ID,
-// '-', a number). Amounts, dates' years and plain words are left out, so
-// that the index stays a small fraction of the messages' text.
+// '-', a number). Amounts and plain words are left out (dates written
+// 2026-02-03 are in), so that the index stays a small fraction of the
+// messages' text.
 func indexedWord(w string) bool {
 	n := len(w)
 	if n < 3 || w[n-1] < '0' || w[n-1] > '9' {

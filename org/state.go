@@ -106,7 +106,7 @@ type State struct {
 	// safe for concurrent use, readers included.
 	lastTask   *Task
 	lastMember *Member
-	namedIx    namedIndex                   // the messages naming each case (told_index.go)
+	namedIx    namedIndex                   // the messages naming each case (named_index.go)
 	asks       map[string]map[string]string // template -> who holds each of its facts (askOf)
 	// folded are the cases whose IDs are not lower-case, by their
 	// lower-cased IDs; namedRecords counts the case outcomes naming each

@@ -45,4 +45,8 @@ func TestBudgetKeptByForkAndResume(t *testing.T) {
 	if f := cliResult(t, "fork", root.Session, "--at", "49", "--max-events", "300", "--data", data); f.Events <= root.Events {
 		t.Errorf("fork --max-events 300: %d events; want more than %d", f.Events, root.Events)
 	}
+	// 0 given is the default budget, as run takes it, not the session's.
+	if f := cliResult(t, "fork", root.Session, "--at", "49", "--max-events", "0", "--data", data); f.Ended == "event_limit" {
+		t.Errorf("fork --max-events 0: %d events, ended %s; want the default budget", f.Events, f.Ended)
+	}
 }

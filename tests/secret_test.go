@@ -77,6 +77,15 @@ func TestSecretKeysTheSession(t *testing.T) {
 		t.Fatalf("eval --secret-file: %s", out)
 	}
 
+	// The longest secret, ended by a line break, is taken (the size was
+	// checked before the line break was dropped).
+	long := filepath.Join(t.TempDir(), "long")
+	if err := os.WriteFile(long, []byte(strings.Repeat("k", 4096)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := runCLI(t, "run", "--world", "meetings", "--ephemeral", "--secret-file", long); code != 0 {
+		t.Errorf("a 4,096-byte secret and its line break: exit %d, %s", code, errs)
+	}
 	empty := filepath.Join(t.TempDir(), "empty")
 	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
 		t.Fatal(err)

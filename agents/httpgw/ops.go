@@ -220,9 +220,12 @@ func (g *Gateway) Fork(ctx context.Context, parent string, f ForkRequest) (wire.
 		p := g.session(parent)
 		if p == nil {
 			// One it holds no record of may be in no log at all (deleted,
-			// mistyped): that is a 404, not a request to mend.
-			if _, err := g.history(ctx, parent, 1, 1); errors.Is(err, nats.ErrNoResponders) {
-				return wire.CreateReply{}, errorf(http.StatusNotFound, "no session %s: no server has it in its log", parent)
+			// mistyped): a server that says so makes it a 404, not a
+			// request to mend. (No answer at all says nothing: a
+			// cluster's workers serve no history.)
+			var resp wire.HistoryResponse
+			if err := g.request(ctx, wire.HistorySubject(parent), wire.HistoryRequest{From: 1, Limit: 1}, &resp, historyTimeout); err == nil && resp.NoSession {
+				return wire.CreateReply{}, errorf(http.StatusNotFound, "no session %s: the server's log does not hold it", parent)
 			}
 		}
 		if p == nil || p.agents == "" {

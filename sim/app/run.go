@@ -294,7 +294,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		return nil, err
 	}
 	meta := events.SessionMeta{ID: session, World: w.Name, WorldHash: w.Hash, Seed: o.Seed, Agents: seats,
-		Created: time.Now().UTC().Format(time.RFC3339), MaxEvents: recordedBudget(o.MaxEvents)}
+		Created: time.Now().UTC().Format(time.RFC3339), MaxEvents: RecordedBudget(o.MaxEvents)}
 	return play(ctx, o, log, meta, e, playNew)
 }
 
@@ -437,9 +437,9 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 	return res, nil
 }
 
-// recordedBudget is the budget of events a session's metadata records:
-// 0 for the default (sim.DefaultMaxEvents).
-func recordedBudget(n int) int {
+// RecordedBudget is the budget of events a session's metadata records
+// (events.SessionMeta.MaxEvents): 0 for the default (sim.DefaultMaxEvents).
+func RecordedBudget(n int) int {
 	if n == sim.DefaultMaxEvents {
 		return 0
 	}

@@ -50,7 +50,7 @@ func Resume(ctx context.Context, o RunOptions, id string) (*RunResult, error) {
 	if o.MaxEvents == 0 {
 		o.MaxEvents = meta.MaxEvents
 	} else {
-		meta.MaxEvents = recordedBudget(o.MaxEvents)
+		meta.MaxEvents = RecordedBudget(o.MaxEvents)
 	}
 	orNull(o.Logger).Info("resuming", "session", meta.ID, "at_seq", e.State().LastSeq, "replayed", n)
 	if o.Agents != "" {
@@ -139,7 +139,7 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 		Status: events.StatusInterrupted, LastSeq: at, MaxEvents: parent.MaxEvents}
 	// The parent's budget of events, unless the fork gives another.
 	if o.MaxEvents != 0 {
-		meta.MaxEvents = recordedBudget(o.MaxEvents)
+		meta.MaxEvents = RecordedBudget(o.MaxEvents)
 	}
 	o.MaxEvents = meta.MaxEvents
 	if f.CreateOnly {

@@ -435,7 +435,7 @@ func (l stoppedLog) Session(ctx context.Context, id string) (events.SessionMeta,
 // 854.5, exported, with exit 0).
 func (l stoppedLog) Read(ctx context.Context, id string, from uint64) iter.Seq2[events.Event, error] {
 	return func(yield func(events.Event, error) bool) {
-		last := max(from, 1) - 1
+		var last uint64 // 0: none read
 		for ev, err := range l.Log.Read(ctx, id, from) {
 			if !yield(ev, err) || err != nil {
 				return
@@ -450,7 +450,7 @@ func (l stoppedLog) Read(ctx context.Context, id string, from uint64) iter.Seq2[
 
 // Scan implements events.Log, with Read's check of the end.
 func (l stoppedLog) Scan(ctx context.Context, id string, from uint64, fn func(*events.Event) error) error {
-	last := max(from, 1) - 1
+	var last uint64 // 0: none read
 	if err := l.Log.Scan(ctx, id, from, func(ev *events.Event) error {
 		last = ev.Seq
 		return fn(ev)
@@ -461,11 +461,18 @@ func (l stoppedLog) Scan(ctx context.Context, id string, from uint64, fn func(*e
 }
 
 // checkEnd is events.CheckEnd of session id read to seq last, on its
-// metadata as stored (one recorded running has no end marker).
+// metadata as stored (one recorded running has no end marker); a read
+// that found nothing from where it began (0) checks the log's own last
+// seq, so that the count of events missing is right whatever it asked.
 func (l stoppedLog) checkEnd(ctx context.Context, id string, last uint64) error {
 	m, err := l.Log.Session(ctx, id)
 	if err != nil {
 		return nil // the read itself said what is wrong, or will
+	}
+	if last == 0 {
+		if last, err = l.Log.LastSeq(ctx, id); err != nil {
+			return nil
+		}
 	}
 	return events.CheckEnd(m, last)
 }

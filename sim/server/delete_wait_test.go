@@ -96,3 +96,31 @@ func TestDeleteRefusesAForkBeingCreated(t *testing.T) {
 		t.Fatalf("delete once the fork finished: %v, %v; want both", done, err)
 	}
 }
+
+// A session's budget of events is recorded (max_events), and a fork
+// through the server keeps it, also on a server whose own budget is the
+// default: forks ran to the server's budget (a review: 198 events and
+// event_limit for the parent, 356 and finished for its fork).
+func TestServerForkKeepsTheBudget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	log := memlog.New()
+	tight := mustServiceWith(t, Config{Log: log, Bus: mustBus(t), MaxEvents: 200})
+	r, err := tight.Create(ctx, wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, err := tight.Wait(ctx, r.Session)
+	if err != nil || parent.MaxEvents != 200 || parent.LastSeq > 200 {
+		t.Fatalf("parent: %+v, %v; want max_events 200 and at most 200 events", parent, err)
+	}
+	wide := mustServiceWith(t, Config{Log: log, Bus: mustBus(t)})
+	f, err := wide.Create(ctx, wire.CreateRequest{Parent: r.Session, ForkSeq: 1, Agents: "greedy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork, err := wide.Wait(ctx, f.Session)
+	if err != nil || fork.MaxEvents != 200 || fork.LastSeq != parent.LastSeq || fork.StateHash != parent.StateHash {
+		t.Fatalf("fork at 1 of the parent: %d events, max_events %d, %v; want the parent's %d events and hash, max_events 200", fork.LastSeq, fork.MaxEvents, err, parent.LastSeq)
+	}
+}

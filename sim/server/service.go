@@ -803,7 +803,7 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 			DrawKey: payload.NewDrawKey(domainSecret(s.cfg.Secret, req.DrawDomain), req.Seed), NewSequencer: driver.NewSequencer}); err != nil {
 			return wire.CreateReply{}, err
 		}
-		meta = events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: req.Seed}
+		meta = events.SessionMeta{ID: id, World: w.Name, WorldHash: w.Hash, Seed: req.Seed, MaxEvents: app.RecordedBudget(s.budget(0))}
 	} else {
 		parent, err := s.cfg.Log.Session(ctx, req.Parent)
 		if errors.Is(err, events.ErrNoSession) && s.cfg.Hooks.Fetch != nil {
@@ -834,7 +834,8 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 			seed = parent.Seed
 		}
 		meta = events.SessionMeta{ID: id, World: parent.World, WorldHash: parent.WorldHash, Seed: seed, Parent: parent.ID,
-			ForkSeq: at, Status: events.StatusInterrupted, LastSeq: at, Created: time.Now().UTC().Format(time.RFC3339)}
+			ForkSeq: at, Status: events.StatusInterrupted, LastSeq: at, Created: time.Now().UTC().Format(time.RFC3339),
+			MaxEvents: app.RecordedBudget(s.budget(parent.MaxEvents))}
 		s.mu.Lock()
 		if s.forking == nil {
 			s.forking = map[string]bool{}
@@ -892,6 +893,21 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 	s.logger.Info("session created", "session", id, "world", meta.World, "seed", meta.Seed, "parent", meta.Parent,
 		"seats", len(seats), "remote", len(reply.Seats))
 	return reply, nil
+}
+
+// budget is the budget of events of a session whose metadata records
+// recorded (0: none): the server's own (--max-events), or the recorded one
+// when smaller, so that a fork, a reset or a resume keeps the budget its
+// session was given, and no session goes past the server's.
+func (s *Service) budget(recorded int) int {
+	n := s.cfg.MaxEvents
+	if n == 0 {
+		n = sim.DefaultMaxEvents
+	}
+	if recorded > 0 && recorded < n {
+		n = recorded
+	}
+	return n
 }
 
 // launch describes a session to run: a new one, a fork, or one a previous
@@ -1067,7 +1083,7 @@ func (s *Service) launch(l launch) error {
 			}
 			prog.inner, observer = observer, prog
 			dc := driver.Config{Log: s.cfg.Log, Conn: s.conn, Seats: withProbation(asker, pr, remote), Logger: s.logger, TurnTimeout: l.turnTimeout,
-				CheckpointEvery: s.cfg.CheckpointEvery, MaxEvents: s.cfg.MaxEvents, Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
+				CheckpointEvery: s.cfg.CheckpointEvery, MaxEvents: s.budget(meta.MaxEvents), Gate: func(ctx context.Context) error { return s.gate(ctx, ss) },
 				Begun: begun, Interest: s.cfg.Bus.Interest, Observer: observer, Replica: s.cfg.Replica, Memory: seats.Memory, Remembers: seats.Remembers}
 			if s.cfg.Hooks.Gate == nil {
 				// Nothing but a pause or a stop holds it (a worker's

@@ -40,17 +40,17 @@ func (s *secretFlag) read() ([]byte, error) {
 		return nil, usage(fmt.Errorf("--secret-file: %w", err))
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSecretBytes+1))
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretBytes+3)) // the secret, a line break, one byte more
 	if err != nil {
 		return nil, usage(fmt.Errorf("--secret-file: %w", err))
-	}
-	if len(b) > maxSecretBytes {
-		return nil, usage(fmt.Errorf("--secret-file %s: larger than %d bytes, which no secret needs (is it the right file?)", s.file, maxSecretBytes))
 	}
 	// Its final line break alone (as an editor or echo ends the file):
 	// "s\n\n" is another secret than "s\n".
 	if b2, ok := bytes.CutSuffix(b, []byte("\n")); ok {
 		b, _ = bytes.CutSuffix(b2, []byte("\r"))
+	}
+	if len(b) > maxSecretBytes {
+		return nil, usage(fmt.Errorf("--secret-file %s: larger than %d bytes, which no secret needs (is it the right file?)", s.file, maxSecretBytes))
 	}
 	if len(b) == 0 {
 		return nil, usage(fmt.Errorf("--secret-file %s is empty", s.file))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/analyze"
 	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/sim/server"
@@ -203,8 +204,11 @@ func (a *cmdline) resumeCmd() *cobra.Command {
 // sessionsBudget leaves a resume's or fork's budget of events to the
 // session's recorded one (its parent's), unless --max-events is given.
 func sessionsBudget(cmd *cobra.Command, o *app.RunOptions) {
-	if !cmd.Flags().Changed("max-events") {
+	switch {
+	case !cmd.Flags().Changed("max-events"):
 		o.MaxEvents = 0
+	case o.MaxEvents == 0:
+		o.MaxEvents = sim.DefaultMaxEvents // given as 0: the default, as run takes it
 	}
 }
 
