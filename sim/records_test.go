@@ -225,8 +225,8 @@ func TestBillingSupportOutcomeVerification(t *testing.T) {
 	if sc.Outcome != 0.5 || sc.WrongOutcomes != 1 || sc.Collateral != 1 || sc.Violations != 1 {
 		t.Errorf("outcome %v, wrong %d, collateral %d, violations %d; want 0.5, 1, 1, 1", sc.Outcome, sc.WrongOutcomes, sc.Collateral, sc.Violations)
 	}
-	if sc.Delivered != 0 || sc.Penalties != 2 {
-		t.Errorf("delivered %v, penalties %v; want 0 (the step does not verify) and 2 (a violation and a collateral write)", sc.Delivered, sc.Penalties)
+	if pen := 2 + e.State().World.Scoring.WrongPenalty; sc.Delivered != 0 || sc.Penalties != pen {
+		t.Errorf("delivered %v, penalties %v; want 0 (the step does not verify) and %v (a violation, a collateral write and the wrong outcome)", sc.Delivered, sc.Penalties, pen)
 	}
 	if got, want := sc.TeamScore, e.State().Reward; got != want {
 		t.Errorf("team score %v, dense rewards sum to %v", got, want)

@@ -26,7 +26,12 @@ func TestWrongPenaltyChargesEachWrongCompletion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		src = bytes.Replace(src, []byte("scoring:\n"), []byte("scoring:\n"+extra), 1)
+		// The shipped world's own penalty, replaced by the one asked for.
+		shipped := []byte("  wrong_penalty: 5\n")
+		if !bytes.Contains(src, shipped) {
+			t.Fatalf("billing-support has no line %q", shipped)
+		}
+		src = bytes.Replace(src, shipped, []byte(extra), 1)
 		e, evs := playSource(t, "billing-support.yaml", src, "greedy", 1)
 		return policies.Score(e.State()), e, evs
 	}

@@ -494,10 +494,16 @@ func outcomeCauses(st *org.State, points map[string]float64, detail map[string]m
 	if len(st.World.Systems) == 0 {
 		return
 	}
+	// Every completion with its outcome unmet, as the scorecard's
+	// wrong_outcomes and the wrong penalty count them: the card's own, and
+	// each completion its requester reopened (Redone), by who made it.
 	wrong := map[string]int{}
 	for _, oc := range policies.OutcomeCards(st) {
 		if oc.Wrong {
 			wrong[oc.By]++
+		}
+		for _, r := range oc.Redone {
+			wrong[r.By]++
 		}
 	}
 	if len(wrong) > 0 {

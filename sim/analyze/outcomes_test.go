@@ -199,6 +199,9 @@ func TestDiagnoseWrongOutcomesAndCollateral(t *testing.T) {
 			lost[oc.Case] = true
 			count[oc.By]++
 		}
+		for _, r := range oc.Redone { // each completion its requester reopened is a wrong outcome too
+			count[r.By]++
+		}
 	}
 	by := map[string]bool{}
 	for m, n := range count {
