@@ -39,6 +39,9 @@ type Observation struct {
 	Projects      []ProjectView  `json:"projects"`
 	Rejected      []RejectedView `json:"rejected,omitempty"` // your actions refused since your last turn began
 	Shift         *ShiftView     `json:"shift,omitempty"`    // your shift and who takes over (version 2 worlds with shifts or handover)
+	// RequestsMore counts your requests left out of Requests: past the
+	// listed limit, the oldest decided ones go first.
+	RequestsMore int `json:"requests_more,omitempty"`
 	// Cases are the cases of the steps listed above (format 2), then
 	// the open cases you did a step of, at most the listed limit of those;
 	// CasesMore counts the ones left out.
@@ -620,9 +623,7 @@ func (s *State) ViewAt(id string, omit Omit, now clock.Time) Observation {
 	s.catchUp()
 	s.listApprovals(&o, m)
 	if omit&OmitRequests == 0 {
-		for _, r := range s.lists.mine[id] {
-			o.Requests = append(o.Requests, s.requestView(r, m))
-		}
+		s.listRequests(&o, m)
 	}
 	s.listAwaiting(&o, id)
 	inbox := m.Inbox

@@ -34,6 +34,7 @@ type viewLists struct {
 	awaiting map[string][]*Message
 	inbox    map[string][]*Message
 	about    map[string][]*Message
+	dropped  map[string]int // decided requests left out of mine for good, by member (listRequests)
 }
 
 // filed is how much of an append-only slice an index has filed: its
@@ -194,4 +195,66 @@ func (s *State) stepsOf(c *Case) []*Task {
 		}
 	}
 	return c.steps
+}
+
+// listRequests lists member m's requests in its view, in the order made,
+// at most the listed limit of them: its pending ones first (up to the
+// limit), then the latest decided ones; RequestsMore counts the rest. A
+// member that made hundreds of requests over a long session was shown
+// every one, decided or not, every turn (a 320-day wind-ops planner's
+// view was 112 KB, 97 of them requests). A decided request never pends
+// again and requests are only appended, so the decided ones older than
+// the latest listed-limit of them are never listed again: they leave the
+// member's list (counted in dropped), and a view costs the member's
+// pending requests and the limit.
+func (s *State) listRequests(o *Observation, m *Member) {
+	mine := s.lists.mine[m.ID]
+	listed := s.limits().Listed
+	if len(mine) > listed {
+		decided := 0
+		for _, r := range mine {
+			if r.Status != RequestPending {
+				decided++
+			}
+		}
+		if drop := decided - listed; drop > 0 {
+			keep := mine[:0]
+			for _, r := range mine {
+				if r.Status != RequestPending && drop > 0 {
+					drop--
+					continue
+				}
+				keep = append(keep, r)
+			}
+			clear(mine[len(keep):])
+			if s.lists.dropped == nil {
+				s.lists.dropped = map[string]int{}
+			}
+			s.lists.dropped[m.ID] += len(mine) - len(keep)
+			mine = keep
+			s.lists.mine[m.ID] = mine
+		}
+	}
+	pending := 0
+	for _, r := range mine {
+		if r.Status == RequestPending {
+			pending++
+		}
+	}
+	showPending := min(pending, listed)
+	skipDecided := len(mine) - pending - min(len(mine)-pending, listed-showPending) // the oldest decided ones not shown
+	for _, r := range mine {
+		switch {
+		case r.Status == RequestPending:
+			if showPending == 0 {
+				continue
+			}
+			showPending--
+		case skipDecided > 0:
+			skipDecided--
+			continue
+		}
+		o.Requests = append(o.Requests, s.requestView(r, m))
+	}
+	o.RequestsMore = s.lists.dropped[m.ID] + len(mine) - len(o.Requests)
 }

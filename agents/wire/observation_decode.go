@@ -176,6 +176,10 @@ func (d *viewDecoder) observation(o *org.Observation) bool {
 			return 1 << 23, d.shiftView(&o.Shift)
 		case "assigned_more":
 			return 1 << 24, d.Int(&o.AssignedMore)
+		case "requests_more":
+			return 1 << 25, d.Int(&o.RequestsMore)
+		case "cases_more":
+			return 1 << 26, d.Int(&o.CasesMore)
 		}
 		return 0, false
 	})

@@ -14,7 +14,7 @@ import (
 // driver encodes an observation for every turn it asks. The only error is
 // json.Marshal's for a task value that is NaN or infinite.
 func AppendObservation(dst []byte, o *org.Observation) ([]byte, error) {
-	if !finite(o) || o.Shift != nil || len(o.Cases) > 0 || o.CasesMore > 0 || len(o.Ask) > 0 || len(o.Open) > 0 || caseRequests(o) ||
+	if !finite(o) || o.Shift != nil || len(o.Cases) > 0 || o.CasesMore > 0 || o.RequestsMore > 0 || len(o.Ask) > 0 || len(o.Open) > 0 || caseRequests(o) ||
 		len(o.Systems) > 0 || len(o.Results) > 0 || o.Policy != "" {
 		// A shift or cases (version 2 worlds): encoding/json writes them.
 		b, err := json.Marshal(o)
