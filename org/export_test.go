@@ -143,14 +143,38 @@ func (s *State) ScanView(id string) Observation {
 		}
 		o.Upcoming = append(o.Upcoming, s.openView(r.t, m))
 	}
+	var mine []*Request
 	for _, r := range s.Requests {
 		if r.Status == RequestPending && r.Steps[r.Current].Approver == id {
 			o.Approvals = append(o.Approvals, s.requestView(r, m))
 		}
 		if r.Requester == id {
+			mine = append(mine, r)
+		}
+	}
+	// Its own requests: the pending ones first (to the limit), then the
+	// latest decided, in the order made; the rest counted.
+	pending := 0
+	for _, r := range mine {
+		if r.Status == RequestPending {
+			pending++
+		}
+	}
+	showPending := min(pending, listed)
+	skipDecided := len(mine) - pending - min(len(mine)-pending, listed-showPending)
+	for _, r := range mine {
+		if r.Status == RequestPending {
+			if showPending > 0 {
+				showPending--
+				o.Requests = append(o.Requests, s.requestView(r, m))
+			}
+		} else if skipDecided > 0 {
+			skipDecided--
+		} else {
 			o.Requests = append(o.Requests, s.requestView(r, m))
 		}
 	}
+	o.RequestsMore = len(mine) - len(o.Requests)
 	for _, msg := range s.Messages {
 		if msg.From == id && !msg.Answered {
 			o.Awaiting = append(o.Awaiting, MessageView{ID: msg.ID, From: msg.To, Text: msg.Text, SentAt: msg.SentAt})
