@@ -475,7 +475,7 @@ for wl in $LOAD_WORLDS; do
 	[[ $W == desk-2000 ]] && WF=$WIDE_DESK
 	if [[ -n $H ]]; then
 		WF=$TMP/$W-$H.yaml OVER=" over ${H%d} days"
-		"$CS" worlds show "$W" | sed "s/^horizon: .*/horizon: $H/; s/^    until: .*/    until: $H/" >"$WF"
+		"$CS" worlds show "$W" | sed -E "s/^horizon: .*/horizon: $H/; s/^(    until: |.*[{ ,]until: )[0-9][0-9a-z]*/\1$H/" >"$WF"
 	fi
 	N=load_$W$H
 	runs "$N" "$STEP_TIMEOUT" eps_rate "$CS" run --world "$WF" --ephemeral --load "$L" --json
