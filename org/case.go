@@ -346,13 +346,7 @@ func (s *State) checkOpenCase(m *Member, a Action, sizes bool) *Rejection {
 		return Violation("open-case", "%s (%s) may not open %s cases", m.ID, m.Role, tpl.ID)
 	}
 	if o.Quota > 0 {
-		n := 0
-		for _, c := range s.Cases {
-			if c.OpenedBy == m.ID && c.Template == tpl.ID {
-				n++
-			}
-		}
-		if n >= o.Quota {
+		if n := s.openedBy[m.ID+"\x00"+tpl.ID]; n >= o.Quota {
 			return Violation("open-case", "%s has opened %d %s cases, its quota", m.ID, n, tpl.ID)
 		}
 	}

@@ -113,8 +113,10 @@ func (s *State) toldIndexed(pos []int32, from, until clock.Time, doer, requester
 
 // fileCase adds an opened case to the lookups by ID: by its own ID, and
 // by its lower-cased ID too when that differs (a message names a case
-// case-insensitively: CasesNamedBy), and counts the records its outcomes
-// name (RecordNamed).
+// case-insensitively: CasesNamedBy), counts the records its outcomes name
+// (RecordNamed), and the cases its member opened of its template (an
+// open_case quota: checked at every action and shown in every view of the
+// member, which scanned every case).
 func (s *State) fileCase(c *Case) {
 	s.cases[c.ID] = c
 	if low := strings.ToLower(c.ID); low != c.ID {
@@ -122,6 +124,12 @@ func (s *State) fileCase(c *Case) {
 			s.folded = map[string][]*Case{}
 		}
 		s.folded[low] = append(s.folded[low], c)
+	}
+	if c.OpenedBy != "" {
+		if s.openedBy == nil {
+			s.openedBy = map[string]int{}
+		}
+		s.openedBy[c.OpenedBy+"\x00"+c.Template]++
 	}
 	for i := range c.Outcomes {
 		if o := &c.Outcomes[i]; o.Record != "" {

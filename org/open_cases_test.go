@@ -23,7 +23,7 @@ import (
 // case keeps of its steps for views (who did one, its colleagues' steps
 // left and those ready to be asked for) to what its steps say.
 func TestOpenCasesListIsTheScan(t *testing.T) {
-	reopened, compared, ready, doers := 0, 0, 0, 0
+	reopened, compared, ready, doers, opened := 0, 0, 0, 0, 0
 	for _, name := range worlds.Names() {
 		w, err := worlds.Shipped(name)
 		if err != nil {
@@ -61,12 +61,30 @@ func TestOpenCasesListIsTheScan(t *testing.T) {
 				if errs := st.CaseDerivedErrors(); len(errs) > 0 {
 					t.Fatalf("%s at seq %d: %s", name, st.LastSeq, strings.Join(errs, "; "))
 				}
+				// The cases left to open under a quota, by a scan.
+				for _, m := range st.Members {
+					for _, v := range st.View(m.ID).Open {
+						tpl, _ := w.CaseTemplate(v.Template)
+						if tpl.Open.Quota == 0 {
+							continue
+						}
+						n := 0
+						for _, c := range st.Cases {
+							if c.OpenedBy == m.ID && c.Template == tpl.ID {
+								n++
+							}
+						}
+						if opened += n; v.Left != tpl.Open.Quota-n {
+							t.Fatalf("%s at seq %d: %s may open %d more %s cases by its view, %d by the scan", name, st.LastSeq, m.ID, v.Left, tpl.ID, tpl.Open.Quota-n)
+						}
+					}
+				}
 			}
 			return batches < 30000
 		})
 		t.Logf("%s: %d batches, seq %d, %d cases, ended %v", name, batches, e.State().LastSeq, len(e.State().Cases), e.Done())
 	}
-	t.Logf("%d open cases compared (%d with a colleague's step ready, %d members' open cases they did a step of), %d cases reopened", compared, ready, doers, reopened)
+	t.Logf("%d open cases compared (%d with a colleague's step ready, %d members' open cases they did a step of), %d cases reopened, %d opened by members counted", compared, ready, doers, reopened, opened)
 	if compared < 1000 || ready < 100 || doers < 1000 || reopened == 0 {
 		t.Fatalf("%d open cases compared, %d reopened: too few to hold the list to anything", compared, reopened)
 	}

@@ -110,10 +110,12 @@ type State struct {
 	asks       map[string]map[string]string // template -> who holds each of its facts (askOf)
 	// folded are the cases whose IDs are not lower-case, by their
 	// lower-cased IDs; namedRecords counts the case outcomes naming each
-	// record, by recordKey (named_index.go).
+	// record, by recordKey; openedBy the cases each member opened of each
+	// template (named_index.go).
 	folded       map[string][]*Case
 	namedRecords map[string]int
-	bulkOffers   bool // index() is filing every task: sort the offer lists once at the end
+	openedBy     map[string]int // member "\x00" template -> the cases it opened (fileCase)
+	bulkOffers   bool           // index() is filing every task: sort the offer lists once at the end
 	// verdictEpoch is the epoch of the rubric's remembered verifications
 	// of done tasks (verify_memo.go): a verdict of an earlier one is
 	// forgotten.

@@ -750,13 +750,7 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 		}
 		v := OpenView{Template: tpl.ID, Bounds: tpl.Open.Bounds}
 		if tpl.Open.Quota > 0 {
-			n := 0
-			for _, c := range s.Cases {
-				if c.OpenedBy == m.ID && c.Template == tpl.ID {
-					n++
-				}
-			}
-			if v.Left = tpl.Open.Quota - n; v.Left <= 0 {
+			if v.Left = tpl.Open.Quota - s.openedBy[m.ID+"\x00"+tpl.ID]; v.Left <= 0 {
 				continue
 			}
 		}
