@@ -47,12 +47,12 @@ func faultRun(tb testing.TB, args ...string) (string, int) {
 	return string(out), code
 }
 
-// faultSession runs startup seed 7 into a new data folder and returns the
-// folder, the session and its event count.
-func faultSession(tb testing.TB) (string, string, int) {
+// faultSession runs startup seed 7 (with run's extra flags) into a new
+// data folder and returns the folder, the session and its event count.
+func faultSession(tb testing.TB, extra ...string) (string, string, int) {
 	tb.Helper()
 	data := filepath.Join(tb.TempDir(), "data")
-	out, code := faultRun(tb, "run", "--seed", "7", "--data", data, "--json")
+	out, code := faultRun(tb, append([]string{"run", "--seed", "7", "--data", data, "--json"}, extra...)...)
 	if code != 0 {
 		tb.Fatalf("run exited %d:\n%s", code, out)
 	}
@@ -177,26 +177,7 @@ func TestFaultCorruptStore(t *testing.T) {
 		data, s, n := faultSession(t)
 		// Delete the last ten events behind the log's back, as a lost WAL
 		// tail would have; the session's metadata still records its end.
-		db, err := pebble.Open(data, &pebble.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		key := func(seq int) []byte {
-			k := append([]byte("e/"+s+"/"), make([]byte, 8)...)
-			binary.BigEndian.PutUint64(k[len(k)-8:], uint64(seq))
-			return k
-		}
-		if err := db.DeleteRange(key(n-9), key(n+1), pebble.Sync); err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		// pebblelog notices that another program opened the store since its
-		// last clean close, and says to delete this file if that is known.
-		if err := os.Remove(filepath.Join(data, "pebblelog-close.json")); err != nil {
-			t.Fatal(err)
-		}
+		deleteEvents(t, data, s, n-9, n)
 		out, code := faultRun(t, "verify", s, "--data", data)
 		if code != 3 || strings.Count(out, "10 events missing") != 1 {
 			t.Fatalf("verify after losing 10 events exited %d, want 3 naming them once:\n%s", code, out)
@@ -226,20 +207,8 @@ func TestFaultCorruptStore(t *testing.T) {
 // made sessions that could never be verified (a review: resume exited 0,
 // "finished", 77,019 events that fail verify).
 func TestFaultLostBeforeACheckpoint(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "data")
-	out, code := faultRun(t, "run", "--seed", "7", "--data", data, "--checkpoint-every", "50", "--json")
-	if code != 0 {
-		t.Fatalf("run exited %d:\n%s", code, out)
-	}
-	var res struct {
-		Session string `json:"session"`
-		Events  int    `json:"events"`
-	}
-	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &res); err != nil {
-		t.Fatalf("run --json: %v\n%s", err, out)
-	}
-	s, n := res.Session, res.Events
-	out, code = faultRun(t, "fork", s, "--at", strconv.Itoa(n), "--create-only", "--json", "--data", data)
+	data, s, n := faultSession(t, "--checkpoint-every", "50")
+	out, code := faultRun(t, "fork", s, "--at", strconv.Itoa(n), "--create-only", "--json", "--data", data)
 	if code != 0 {
 		t.Fatalf("fork --create-only exited %d:\n%s", code, out)
 	}
@@ -249,29 +218,38 @@ func TestFaultLostBeforeACheckpoint(t *testing.T) {
 	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &fork); err != nil || fork.ID == "" {
 		t.Fatalf("fork --create-only --json: %v\n%s", err, out)
 	}
+	deleteEvents(t, data, s, 10, 20)
+	for _, args := range [][]string{{"fork", s, "--at", strconv.Itoa(n - 1)}, {"resume", fork.ID}} {
+		out, code := faultRun(t, append(args, "--data", data)...)
+		if code != 3 || !strings.Contains(out, "seq 10") {
+			t.Errorf("%s after losing events 10-20 exited %d, want 3 naming seq 10:\n%.600s", args[0], code, out)
+		}
+	}
+}
+
+// deleteEvents deletes events from to to (inclusive) of session s from
+// the store in data behind the log's back, as lost WAL data would.
+func deleteEvents(tb testing.TB, data, s string, from, to int) {
+	tb.Helper()
 	db, err := pebble.Open(data, &pebble.Options{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	key := func(seq int) []byte {
 		k := append([]byte("e/"+s+"/"), make([]byte, 8)...)
 		binary.BigEndian.PutUint64(k[len(k)-8:], uint64(seq))
 		return k
 	}
-	if err := db.DeleteRange(key(10), key(21), pebble.Sync); err != nil {
-		t.Fatal(err)
+	if err := db.DeleteRange(key(from), key(to+1), pebble.Sync); err != nil {
+		tb.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	// pebblelog notices that another program opened the store since its
+	// last clean close, and says to delete this file if that is known.
 	if err := os.Remove(filepath.Join(data, "pebblelog-close.json")); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{{"fork", s, "--at", strconv.Itoa(n - 1)}, {"resume", fork.ID}} {
-		out, code := faultRun(t, append(args, "--data", data)...)
-		if code != 3 || !strings.Contains(out, "seq 10") {
-			t.Errorf("%s after losing events 10-20 exited %d, want 3 naming seq 10:\n%.600s", args[0], code, out)
-		}
+		tb.Fatal(err)
 	}
 }
 
