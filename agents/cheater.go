@@ -151,8 +151,14 @@ func holds(o org.Observation, task string) bool {
 	return false
 }
 
-// listed reports whether request id is one of the cheater's own or waits for it.
+// listed reports whether request id is one of the cheater's own or waits
+// for it. When the view left some of its own requests out (requests_more),
+// one it does not list may still be its own: it counts as listed, so the
+// shortcuts that approve another's request are not tried on its own.
 func listed(o org.Observation, id string) bool {
+	if o.RequestsMore > 0 {
+		return true
+	}
 	for _, r := range o.Requests {
 		if r.ID == id {
 			return true

@@ -453,8 +453,8 @@ SESS_PEAK=$(gobench "$TMP/sessions.out" ConcurrentSessions peak-running)
 # view, a queue's head, a wake-up or a case list looks at must be indexed,
 # or these slow down with the session's length. Trend rows: no peer.
 # An entry world:load:Nd runs the world over a horizon of N days instead of
-# its own, its arrivals lasting as long (an arrival's `until:` set to N
-# days): a persistent session, whose decisions must not slow down with
+# its own, its arrivals lasting as long (each arrival's `until:`, in the
+# arrivals section alone, set to N days): a persistent session, whose decisions must not slow down with
 # what it has done.
 LOAD_WORLDS=${BENCH_LOAD_WORLDS:-"support-desk:100 portfolio:50 claims:50 wind-ops:20 meetings:20 desk-2000:1 billing-support:20:200d"}
 WIDE_DESK=$TMP/desk-2000.yaml
@@ -475,7 +475,7 @@ for wl in $LOAD_WORLDS; do
 	[[ $W == desk-2000 ]] && WF=$WIDE_DESK
 	if [[ -n $H ]]; then
 		WF=$TMP/$W-$H.yaml OVER=" over ${H%d} days"
-		"$CS" worlds show "$W" | sed -E "s/^horizon: .*/horizon: $H/; s/^(    until: |.*[{ ,]until: )[0-9][0-9a-z]*/\1$H/" >"$WF"
+		"$CS" worlds show "$W" | sed -E "s/^horizon: .*/horizon: $H/; /^arrivals:/,/^[a-z]/ s/(until: )[0-9][0-9a-z.]*/\1$H/" >"$WF"
 	fi
 	N=load_$W$H
 	runs "$N" "$STEP_TIMEOUT" eps_rate "$CS" run --world "$WF" --ephemeral --load "$L" --json
