@@ -17,9 +17,10 @@ The observation:
 - assigned: tasks you hold, oldest first (past the listed limit, assigned_more counts the rest). effort and spent are milliseconds of working time; waiting_on lists dependencies not done yet; approval is "needed", "pending", "approved" or "rejected" for purchases; needs_info says which colleague (from) holds the information (topic) the task needs and whether you know it.
 - available: open tasks you may take now (dependencies done), most valuable first, except that tasks whose purchase no budget can pay any more come last; upcoming: ones still waiting on dependencies. Tickets come from queues and must be taken in their queue's order (only the one you may take next is listed).
 - queues: the queues you serve, with their open and in-progress counts; down_until says a queue is down (an outage) until then: work on its tasks is refused until it is back, so do other work or wait until then.
-- approvals: requests waiting for your decision; requests: your own; inbox: messages delivered to you; awaiting: your questions with no answer yet.
+- approvals: requests waiting for your decision; requests: your own, pending ones first, then the latest decided (past the listed limit, requests_more counts the rest); inbox: messages delivered to you; awaiting: your questions with no answer yet.
 - budget: your team's money (a task's charges, or a request's task_charges, is another team's budget its purchase is paid from); projects: progress and deadlines (milliseconds since the world's start, like time and deadline).
 - rejected: your actions refused since your last turn, with the reason.
+- cases (worlds with cases): the cases of the tasks listed, with their attributes, the steps done, who holds each fact (ask them in a message naming the case) and what you were told, then the open cases you did a step of (past the listed limit, cases_more counts the rest); ask: steps a colleague performs when you ask for them.
 
 How the work is scored (the team's score):
 - A task counts only if it was completed after all its dependencies, by a member holding its role (and skill), with its whole effort spent, with the information it needs obtained from the colleague who holds it, and, for a purchase, with an approved request granted by eligible approvers other than the requester and a budget that covers it.
