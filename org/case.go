@@ -346,7 +346,7 @@ func (s *State) checkOpenCase(m *Member, a Action, sizes bool) *Rejection {
 		return Violation("open-case", "%s (%s) may not open %s cases", m.ID, m.Role, tpl.ID)
 	}
 	if o.Quota > 0 {
-		if n := s.openedBy[m.ID+"\x00"+tpl.ID]; n >= o.Quota {
+		if n := s.OpenedBy(m.ID, tpl.ID); n >= o.Quota {
 			return Violation("open-case", "%s has opened %d %s cases, its quota", m.ID, n, tpl.ID)
 		}
 	}

@@ -141,6 +141,9 @@ func (s *State) fileCase(c *Case) {
 	}
 }
 
+// OpenedBy counts the cases member has opened of template.
+func (s *State) OpenedBy(member, template string) int { return s.openedBy[member+"\x00"+template] }
+
 // RecordNamed reports whether the outcome of any case opened so far names
 // record id of type typ.
 func (s *State) RecordNamed(typ, id string) bool { return s.namedRecords[recordKey(typ, id)] > 0 }

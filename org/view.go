@@ -750,7 +750,7 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 		}
 		v := OpenView{Template: tpl.ID, Bounds: tpl.Open.Bounds}
 		if tpl.Open.Quota > 0 {
-			if v.Left = tpl.Open.Quota - s.openedBy[m.ID+"\x00"+tpl.ID]; v.Left <= 0 {
+			if v.Left = tpl.Open.Quota - s.OpenedBy(m.ID, tpl.ID); v.Left <= 0 {
 				continue
 			}
 		}

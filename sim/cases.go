@@ -191,15 +191,7 @@ func memberCase(template, member string, k int) string {
 }
 
 // openedBy counts the cases member has opened of template.
-func (e *Engine) openedBy(member, template string) int {
-	n := 0
-	for _, c := range e.st.Cases {
-		if c.OpenedBy == member && c.Template == template {
-			n++
-		}
-	}
-	return n
-}
+func (e *Engine) openedBy(member, template string) int { return e.st.OpenedBy(member, template) }
 
 // npcStep is what an NPC asked to perform step t (by message msg) does:
 // claim it, complete it and reply with its answer for the case.
