@@ -60,10 +60,8 @@ func FactTopic(caseID, fact string) string { return caseID + "/" + fact }
 // word can equal: a search, where splitting every message into its words
 // cost a reply outcome a look at each.
 func NamesCase(text, id string) bool {
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return WordsOf(text).Name(id) // an id with other characters (or not ASCII): the words decide
-		}
+	if !isWordID(id) {
+		return WordsOf(text).Name(id) // an id with other characters (or not ASCII): the words decide
 	}
 	return ContainsWord(text, id)
 }

@@ -51,24 +51,13 @@ func (x *namedIndex) catchUp(msgs []*Message) {
 	for i := x.upTo; i < len(msgs); i++ {
 		words := WordsOf(msgs[i].Text)
 		for j, w := range words {
-			if !indexedWord(w) || containsBefore(words[:j], w) {
+			if !indexedWord(w) || slices.Contains(words[:j], w) {
 				continue // a message is listed once under each of its words
 			}
 			x.byWord[w] = append(x.byWord[w], int32(i))
 		}
 	}
 	x.upTo = len(msgs)
-}
-
-// containsBefore reports whether w is among the earlier words. Messages
-// are short (MaxMessageBytes); a set would cost more than the scan.
-func containsBefore(words CaseWords, w string) bool {
-	for _, v := range words {
-		if v == w {
-			return true
-		}
-	}
-	return false
 }
 
 // naming returns the positions of the messages naming case id, in the
@@ -86,7 +75,8 @@ func (s *State) naming(id string) ([]int32, bool) {
 }
 
 // isWordID reports whether id is made of ASCII word characters of either
-// case, so that its lower-cased form is one word of a message that names it.
+// case, so that its lower-cased form is one word of a message that names
+// it (NamesCase reads any other ID as words).
 func isWordID(id string) bool {
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
@@ -155,7 +145,7 @@ func (s *State) RecordNamed(typ, id string) bool { return s.namedRecords[recordK
 func (s *State) CasesNamedBy(words CaseWords) []*Case {
 	var out []*Case
 	for i, w := range words {
-		if containsBefore(words[:i], w) {
+		if slices.Contains(words[:i], w) { // messages are short: a set would cost more
 			continue
 		}
 		if c := s.cases[w]; c != nil { // w is lower-cased: so is the ID

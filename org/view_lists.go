@@ -210,39 +210,32 @@ func (s *State) stepsOf(c *Case) []*Task {
 func (s *State) listRequests(o *Observation, m *Member) {
 	mine := s.lists.mine[m.ID]
 	listed := s.limits().Listed
-	if len(mine) > listed {
-		decided := 0
-		for _, r := range mine {
-			if r.Status != RequestPending {
-				decided++
-			}
-		}
-		if drop := decided - listed; drop > 0 {
-			keep := mine[:0]
-			for _, r := range mine {
-				if r.Status != RequestPending && drop > 0 {
-					drop--
-					continue
-				}
-				keep = append(keep, r)
-			}
-			clear(mine[len(keep):])
-			if s.lists.dropped == nil {
-				s.lists.dropped = map[string]int{}
-			}
-			s.lists.dropped[m.ID] += len(mine) - len(keep)
-			mine = keep
-			s.lists.mine[m.ID] = mine
-		}
-	}
 	pending := 0
 	for _, r := range mine {
 		if r.Status == RequestPending {
 			pending++
 		}
 	}
+	if drop := len(mine) - pending - listed; drop > 0 { // the oldest decided ones, never shown again
+		if s.lists.dropped == nil {
+			s.lists.dropped = map[string]int{}
+		}
+		s.lists.dropped[m.ID] += drop
+		keep := mine[:0]
+		for _, r := range mine {
+			if r.Status != RequestPending && drop > 0 {
+				drop--
+				continue
+			}
+			keep = append(keep, r)
+		}
+		clear(mine[len(keep):])
+		mine = keep
+		s.lists.mine[m.ID] = mine
+	}
 	showPending := min(pending, listed)
-	skipDecided := len(mine) - pending - min(len(mine)-pending, listed-showPending) // the oldest decided ones not shown
+	decided := len(mine) - pending
+	skipDecided := decided - min(decided, listed-showPending) // the oldest decided ones not shown
 	for _, r := range mine {
 		switch {
 		case r.Status == RequestPending:

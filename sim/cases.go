@@ -190,9 +190,6 @@ func memberCase(template, member string, k int) string {
 	return fmt.Sprintf("%s-%s-%d", template, member, k)
 }
 
-// openedBy counts the cases member has opened of template.
-func (e *Engine) openedBy(member, template string) int { return e.st.OpenedBy(member, template) }
-
 // npcStep is what an NPC asked to perform step t (by message msg) does:
 // claim it, complete it and reply with its answer for the case.
 func (e *Engine) npcStep(msg *org.Message, t *org.Task) []org.Action {

@@ -258,7 +258,7 @@ func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clo
 	case org.ActOpenCase:
 		tpl, _ := e.cfg.World.CaseTemplate(a.Template)
 		cursor = cal.AddWork(cursor, e.cost(m, costs.Claim))
-		p := e.openCase(tpl, memberCase(tpl.ID, m.ID, e.openedBy(m.ID, tpl.ID)+1), a.Attributes.Attrs(), true)
+		p := e.openCase(tpl, memberCase(tpl.ID, m.ID, e.st.OpenedBy(m.ID, tpl.ID)+1), a.Attributes.Attrs(), true)
 		p.OpenedBy, p.BusyUntil = m.ID, cursor
 		e.emit(payload.EvCaseOpened, m.ID, cause, p)
 	case org.ActGet, org.ActSearch, org.ActUpdate, org.ActCreate, org.ActDelete:
