@@ -9,6 +9,9 @@
 //     of each), with the member's and the team's episode reward, for
 //     supervised fine-tuning; Episode.Windows cuts one into an example per
 //     turn, as an LLM agent that keeps a few turns of history is asked;
+//     WriteSFT writes the same lines holding no transcript, each turn's
+//     messages waiting for the session's rewards in a Spill the driver
+//     gives (a file: corpsim export);
 //   - Pairs: preference pairs for DPO from episodes of the same world, seed
 //     and member whose rewards differ.
 //

@@ -166,7 +166,36 @@ type turnRec struct {
 	refused     map[int]*org.RejectedView // by the action's index
 	wholeReason *org.RejectedView         // the whole reply was refused (index -1)
 	reads       []org.ReadResult          // what its accepted gets and searches returned, in order (format 2)
-	obs         *org.Observation
+	first       bool                      // the member's first answered turn, which the system prompt opens
+	observed    bool                      // user (and system) were rendered from its observation
+	user        string                    // the observation as the user message
+	system      string                    // first: the system prompt
+}
+
+// turnMsgs is an answered turn as chat messages: the system prompt (the
+// member's first answered turn only), its observation, its answer and
+// the results of the answer's calls.
+type turnMsgs struct {
+	system     *Message
+	user, asst Message
+	results    []Message
+	turn, seq  uint64
+}
+
+// replayed is a session read to its end: what every episode's header
+// says besides the member's own.
+type replayed struct {
+	id     string
+	meta   events.SessionMeta
+	st     *org.State
+	card   policies.Scorecard
+	load   float64
+	root   uint64
+	key    string
+	format int
+	// seats are the members an agent played (the world's members that are
+	// not simulated colleagues), in ID order.
+	seats []string
 }
 
 // Episodes reads session id and returns, for every member seat an agent
@@ -174,8 +203,84 @@ type turnRec struct {
 // transcript, in member-ID order. It reads the log twice: once for the
 // turns and refusals, once to replay the state each turn observed; a log
 // that does not replay (a corrupt event, a state hash that differs) is an
-// error, as for corpsim replay.
+// error, as for corpsim replay. It holds every transcript until it returns:
+// WriteSFT writes the same lines from a spill instead.
 func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, error) {
+	type transcript struct {
+		msgs               []Message
+		spans              []span
+		timedOut, failures int
+	}
+	byMember := map[string]*transcript{}
+	r, err := o.read(ctx, log, id, func(t *turnRec, m *turnMsgs) error {
+		tr := byMember[t.member]
+		if tr == nil {
+			tr = &transcript{msgs: []Message{}}
+			byMember[t.member] = tr
+		}
+		switch {
+		case t.timedOut:
+			tr.timedOut++
+		case t.failed:
+			tr.failures++
+		default:
+			if m.system != nil {
+				tr.msgs = append(tr.msgs, *m.system)
+			}
+			tr.spans = append(tr.spans, span{turn: m.turn, seq: m.seq, user: len(tr.msgs)})
+			tr.msgs = append(tr.msgs, m.user, m.asst)
+			tr.msgs = append(tr.msgs, m.results...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Episode, 0, len(r.seats))
+	for _, member := range r.seats {
+		ep := r.header(member)
+		if tr := byMember[member]; tr != nil {
+			ep.Messages, ep.spans = tr.msgs, tr.spans
+			ep.TimedOut, ep.TurnErrors = tr.timedOut, tr.failures
+		}
+		ep.Turns = len(ep.spans)
+		for _, sp := range ep.spans {
+			if sp.seq <= ep.forkSeq {
+				ep.InheritedTurns++
+			}
+		}
+		out = append(out, ep)
+	}
+	return out, nil
+}
+
+// header is member's episode without its transcript: the session's, the
+// member's rewards and outcome verdicts; no messages (an empty list).
+func (r *replayed) header(member string) Episode {
+	delivered := 0.0
+	for _, mc := range r.card.Members {
+		if mc.Member == member {
+			delivered = mc.Delivered
+		}
+	}
+	ep := Episode{Session: r.id, World: r.st.World.Name, Seed: r.meta.Seed, Member: member, Agent: r.meta.Agents[member], Status: string(r.meta.Status),
+		Messages: []Message{}, Tools: agents.ToolDefsFor(r.st.World), Reward: delivered, TeamReward: r.card.TeamScore,
+		Rubric: r.card.Rubric, worldHash: r.st.World.Hash, load: r.load, root: r.root, key: r.key, format: r.format}
+	if r.meta.Parent != "" {
+		ep.ForkedFrom, ep.forkSeq = fmt.Sprintf("%s@%d", r.meta.Parent, r.meta.ForkSeq), r.meta.ForkSeq
+	}
+	contentEpisode(&ep, r.st.World, r.card.Outcomes)
+	return ep
+}
+
+// read reads session id in two passes: the turns and their refusals,
+// then a replay that renders each answered turn's observation after the
+// event it saw. It hands every turn of a seat to emit, each member's in
+// order, once the replay has gone past everything the turn caused (the
+// member's next turn, or the end): an answered one with its messages, a
+// timed-out or failed one with none. What it keeps of a turn meanwhile is
+// its messages' text, not the observation.
+func (o Options) read(ctx context.Context, log Log, id string, emit func(*turnRec, *turnMsgs) error) (*replayed, error) {
 	meta, err := log.Session(ctx, id)
 	if err != nil {
 		return nil, err
@@ -237,23 +342,23 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 		return nil, fmt.Errorf("%w (session %s is empty)", sim.ErrNotASession, id)
 	}
 	need := map[uint64][]*turnRec{}
+	mine := map[string][]*turnRec{} // each member's turns, in order
+	answered := map[string]bool{}   // the member answered a turn before
 	for _, t := range turns {
 		if !t.timedOut && !t.failed {
 			need[t.seen] = append(need[t.seen], t)
+			t.first, answered[t.member] = !answered[t.member], true
 		}
+		mine[t.member] = append(mine[t.member], t)
 	}
-	// Pass 2: replay, and build each observation after the event it saw.
+	// Pass 2: replay, and render each observation after the event it saw.
+	r := &replayed{id: id, meta: meta}
 	var e *sim.Engine
-	var (
-		load   float64
-		root   uint64
-		key    string
-		format int
-	)
+	seat := map[string]bool{}
 	observe := func(seq uint64) error {
 		st := e.State()
 		for _, t := range need[seq] {
-			if m := st.Member(t.member); m == nil || m.NPC {
+			if !seat[t.member] {
 				continue
 			}
 			v := st.ViewAt(t.member, 0, t.at)
@@ -262,7 +367,40 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 					id, t.member, t.seq, t.turn, seq, v.Turn)
 			}
 			v.Session = ""
-			t.obs = &v
+			if t.first && o.Prompts.System != nil {
+				t.system = o.Prompts.System(v)
+			}
+			var err error
+			if t.user, err = o.Prompts.observation(v); err != nil {
+				return fmt.Errorf("export: session %s, %s: %w", id, t.member, err)
+			}
+			t.observed = true
+		}
+		return nil
+	}
+	// done: how many of each member's turns were handed to emit.
+	done := map[string]int{}
+	flush := func(member string, before uint64) error {
+		ts := mine[member]
+		for ; done[member] < len(ts) && ts[done[member]].seq < before; done[member]++ {
+			t := ts[done[member]]
+			if !seat[member] {
+				continue
+			}
+			if t.timedOut || t.failed {
+				if err := emit(t, nil); err != nil {
+					return err
+				}
+				continue
+			}
+			m, err := o.Prompts.messages(t)
+			if err != nil {
+				return fmt.Errorf("export: session %s, %s: %w", id, member, err)
+			}
+			if err := emit(t, &m); err != nil {
+				return err
+			}
+			*t = turnRec{member: t.member, seq: t.seq} // its text is out: keep nothing
 		}
 		return nil
 	}
@@ -280,13 +418,26 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 			}
 			var p payload.SessionStarted
 			_ = json.Unmarshal(ev.Payload, &p) // Rebuild decoded it already
-			load, root, format = p.Load, p.Seed, p.Format
+			r.load, r.root, r.format = p.Load, p.Seed, p.Format
 			if len(p.DrawKey) > 0 {
 				sum := sha256.Sum256(p.DrawKey)
-				key = hex.EncodeToString(sum[:8])
+				r.key = hex.EncodeToString(sum[:8])
 			}
+			for _, m := range e.State().World.Members {
+				if m.NPC == nil {
+					seat[m.ID] = true
+					r.seats = append(r.seats, m.ID)
+				}
+			}
+			slices.Sort(r.seats)
 		} else if err := e.Apply(*ev); err != nil {
 			return fmt.Errorf("session %s: replay at seq %d: %w", id, ev.Seq, err)
+		}
+		if t := bySeq[ev.Seq]; t != nil {
+			// What the member's earlier turns caused is behind: they are whole.
+			if err := flush(t.member, ev.Seq); err != nil {
+				return err
+			}
 		}
 		if ev.Type == payload.EvRecordRead {
 			keepRead(e.State(), ev, bySeq)
@@ -299,98 +450,46 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 	if e == nil || e.State().LastSeq != last {
 		return nil, fmt.Errorf("export: session %s: the second reading stopped before seq %d", id, last)
 	}
-	st := e.State()
-	card := policies.Score(st)
-	delivered := map[string]float64{}
-	for _, mc := range card.Members {
-		delivered[mc.Member] = mc.Delivered
-	}
-	var out []Episode
-	members := make([]string, 0, len(st.World.Members))
-	for _, m := range st.World.Members {
-		if m.NPC == nil {
-			members = append(members, m.ID)
+	for _, member := range r.seats {
+		if err := flush(member, last+1); err != nil {
+			return nil, err
 		}
 	}
-	slices.Sort(members)
-	for _, member := range members {
-		ep := Episode{Session: id, World: st.World.Name, Seed: meta.Seed, Member: member, Agent: meta.Agents[member], Status: string(meta.Status),
-			Messages: []Message{}, Tools: agents.ToolDefsFor(st.World), Reward: delivered[member], TeamReward: card.TeamScore,
-			Rubric: card.Rubric, worldHash: st.World.Hash, load: load, root: root, key: key, format: format}
-		if meta.Parent != "" {
-			ep.ForkedFrom, ep.forkSeq = fmt.Sprintf("%s@%d", meta.Parent, meta.ForkSeq), meta.ForkSeq
-		}
-		contentEpisode(&ep, st.World, card.Outcomes)
-		var mine []*turnRec
-		for _, t := range turns {
-			if t.member == member {
-				mine = append(mine, t)
-			}
-		}
-		if err := o.Prompts.transcript(&ep, mine); err != nil {
-			return nil, fmt.Errorf("export: session %s, %s: %w", id, member, err)
-		}
-		for _, sp := range ep.spans {
-			if sp.seq <= ep.forkSeq {
-				ep.InheritedTurns++
-			}
-		}
-		out = append(out, ep)
-	}
-	return out, nil
+	r.st = e.State()
+	r.card = policies.Score(r.st)
+	return r, nil
 }
 
 func one(ev events.Event) iter.Seq2[events.Event, error] {
 	return func(yield func(events.Event, error) bool) { yield(ev, nil) }
 }
 
-// transcript fills ep's messages from the member's turns, in order.
-func (p Prompts) transcript(ep *Episode, turns []*turnRec) error {
-	for _, t := range turns {
-		if t.timedOut {
-			ep.TimedOut++
-			continue
-		}
-		if t.failed {
-			ep.TurnErrors++
-			continue
-		}
-		if t.obs == nil {
-			return fmt.Errorf("turn %d at seq %d: no observation was rebuilt for seq %d", t.turn, t.seq, t.seen)
-		}
-		if len(ep.Messages) == 0 && p.System != nil {
-			ep.Messages = append(ep.Messages, Message{Role: "system", Content: text(p.System(*t.obs))})
-		}
-		user, err := p.observation(*t.obs)
-		if err != nil {
-			return err
-		}
-		sp := span{turn: t.turn, seq: t.seq, user: len(ep.Messages)}
-		ep.Messages = append(ep.Messages, Message{Role: "user", Content: text(user)})
-		ep.Turns++
-		asst := Message{Role: "assistant"}
-		var results []Message
-		for i, a := range t.actions {
-			call := ToolCall{ID: fmt.Sprintf("call_%d_%d", t.turn, i+1), Type: "function", Function: callOf(a)}
-			asst.ToolCalls = append(asst.ToolCalls, call)
-			rej := t.refused[i]
-			if t.wholeReason != nil { // a stale or malformed reply: none of it was applied
-				rej = t.wholeReason
-			}
-			res := p.result(a, rej)
-			if rej == nil && (a.Type == org.ActGet || a.Type == org.ActSearch) && len(t.reads) > 0 {
-				res, t.reads = p.readResult(res, t.reads[0]), t.reads[1:]
-			}
-			results = append(results, Message{Role: "tool", ToolCallID: call.ID, Content: text(res)})
-		}
-		if len(asst.ToolCalls) == 0 {
-			asst.Content = text("")
-		}
-		ep.Messages = append(ep.Messages, asst)
-		ep.Messages = append(ep.Messages, results...)
-		ep.spans = append(ep.spans, sp)
+// messages says answered turn t as chat messages.
+func (p Prompts) messages(t *turnRec) (turnMsgs, error) {
+	if !t.observed {
+		return turnMsgs{}, fmt.Errorf("turn %d at seq %d: no observation was rebuilt for seq %d", t.turn, t.seq, t.seen)
 	}
-	return nil
+	m := turnMsgs{turn: t.turn, seq: t.seq, user: Message{Role: "user", Content: text(t.user)}, asst: Message{Role: "assistant"}}
+	if t.first && p.System != nil {
+		m.system = &Message{Role: "system", Content: text(t.system)}
+	}
+	for i, a := range t.actions {
+		call := ToolCall{ID: fmt.Sprintf("call_%d_%d", t.turn, i+1), Type: "function", Function: callOf(a)}
+		m.asst.ToolCalls = append(m.asst.ToolCalls, call)
+		rej := t.refused[i]
+		if t.wholeReason != nil { // a stale or malformed reply: none of it was applied
+			rej = t.wholeReason
+		}
+		res := p.result(a, rej)
+		if rej == nil && (a.Type == org.ActGet || a.Type == org.ActSearch) && len(t.reads) > 0 {
+			res, t.reads = p.readResult(res, t.reads[0]), t.reads[1:]
+		}
+		m.results = append(m.results, Message{Role: "tool", ToolCallID: call.ID, Content: text(res)})
+	}
+	if len(m.asst.ToolCalls) == 0 {
+		m.asst.Content = text("")
+	}
+	return m, nil
 }
 
 // callOf says action a as a tool call. An action no tool can say (an LLM's
