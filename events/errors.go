@@ -126,3 +126,29 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // Is reports whether target is ErrCorrupt, so errors.Is(err, ErrCorrupt)
 // holds even when Err does not wrap ErrCorrupt itself.
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// DamagedError is what Sessions returns, beside every other session, when
+// the metadata of some sessions cannot be read: one error each (a
+// *CorruptError that names its session), by session ID. One damaged
+// block does not hide the sessions around it.
+type DamagedError struct {
+	Errs []error
+}
+
+// Error returns "events: the metadata of 1 session cannot be read: …",
+// naming each session's error.
+func (e *DamagedError) Error() string {
+	msgs := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		msgs[i] = err.Error()
+	}
+	n := "1 session"
+	if len(e.Errs) != 1 {
+		n = fmt.Sprintf("%d sessions", len(e.Errs))
+	}
+	return fmt.Sprintf("events: the metadata of %s cannot be read: %s", n, strings.Join(msgs, "; "))
+}
+
+// Unwrap returns each session's error, so that errors.As finds a
+// *CorruptError in it.
+func (e *DamagedError) Unwrap() []error { return e.Errs }

@@ -109,7 +109,9 @@ type Log interface {
 	UpdateSession(ctx context.Context, m SessionMeta) error
 	// Session returns the metadata of session id, or ErrNoSession.
 	Session(ctx context.Context, id string) (SessionMeta, error)
-	// Sessions returns the metadata of every session, sorted by ID.
+	// Sessions returns the metadata of every session, sorted by ID. When
+	// the metadata of some sessions cannot be read, it returns every other
+	// session's with a *DamagedError that names each of those.
 	Sessions(ctx context.Context) ([]SessionMeta, error)
 	// Append stores batch atomically and durably (one synced write) if the
 	// session's last seq equals expectedLast, and returns only once the batch

@@ -231,16 +231,22 @@ func TestFaultLostBeforeACheckpoint(t *testing.T) {
 // the store in data behind the log's back, as lost WAL data would.
 func deleteEvents(tb testing.TB, data, s string, from, to int) {
 	tb.Helper()
-	db, err := pebble.Open(data, &pebble.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
 	key := func(seq int) []byte {
 		k := append([]byte("e/"+s+"/"), make([]byte, 8)...)
 		binary.BigEndian.PutUint64(k[len(k)-8:], uint64(seq))
 		return k
 	}
-	if err := db.DeleteRange(key(from), key(to+1), pebble.Sync); err != nil {
+	behindTheLog(tb, data, func(db *pebble.DB) error { return db.DeleteRange(key(from), key(to+1), pebble.Sync) })
+}
+
+// behindTheLog changes the store in data with change, behind the log's back.
+func behindTheLog(tb testing.TB, data string, change func(*pebble.DB) error) {
+	tb.Helper()
+	db, err := pebble.Open(data, &pebble.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := change(db); err != nil {
 		tb.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -250,6 +256,34 @@ func deleteEvents(tb testing.TB, data, s string, from, to int) {
 	// last clean close, and says to delete this file if that is known.
 	if err := os.Remove(filepath.Join(data, "pebblelog-close.json")); err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// TestFaultDamagedMetadata: one session's metadata that no longer reads
+// hides no other session and stops no command that does not need it. It
+// stopped them all: every command that opens the store for writing (run,
+// serve, fork, resume) and sessions failed on it.
+func TestFaultDamagedMetadata(t *testing.T) {
+	data, s, _ := faultSession(t)
+	out, code := faultRun(t, "run", "--seed", "8", "--data", data, "--json")
+	if code != 0 {
+		t.Fatalf("run exited %d:\n%s", code, out)
+	}
+	other := strings.TrimSpace(strings.Split(strings.SplitAfter(out, `"session": "`)[1], `"`)[0])
+	behindTheLog(t, data, func(db *pebble.DB) error { return db.Set([]byte("m/"+s), []byte("scrambled"), pebble.Sync) })
+	for _, args := range [][]string{{"sessions"}, {"sessions", "--json"}} {
+		out, code := faultRun(t, append(args, "--data", data)...)
+		if code != 3 || !strings.Contains(out, other) || !strings.Contains(out, "corrupt metadata of session "+s) {
+			t.Errorf("%v exited %d; want 3, %s listed and %s named:\n%s", args, code, other, s, out)
+		}
+	}
+	for _, args := range [][]string{{"run", "--seed", "9"}, {"fork", other, "--at", "1"}, {"verify", other}} {
+		if out, code := faultRun(t, append(args, "--data", data)...); code != 0 {
+			t.Errorf("%v exited %d beside a damaged session:\n%s", args, code, out)
+		}
+	}
+	if out, code := faultRun(t, "verify", s, "--data", data); code != 3 || !strings.Contains(out, s) {
+		t.Errorf("verify of the damaged session exited %d; want 3 naming it:\n%s", code, out)
 	}
 }
 

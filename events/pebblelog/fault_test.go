@@ -1586,3 +1586,51 @@ func TestCompactOverDamage(t *testing.T) {
 		t.Fatal("no flipped byte left the delete to its compaction: the test shows nothing")
 	}
 }
+
+// One session's metadata that does not read hides no other session:
+// Sessions lists the others and names it in a *events.DamagedError.
+func TestSessionsBesideDamagedMetadata(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l, err := pebblelog.Open(dir, pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if err := l.CreateSession(ctx, events.SessionMeta{ID: id, World: "w", Status: events.StatusFinished}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := pebble.Open(dir, &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("m/b"), []byte("scrambled"), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, pebblelog.CloseRecordName)); err != nil {
+		t.Fatal(err)
+	}
+	l, err = pebblelog.Open(dir, pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ms, err := l.Sessions(ctx)
+	var ids []string
+	for _, m := range ms {
+		ids = append(ids, m.ID)
+	}
+	var damaged *events.DamagedError
+	var ce *events.CorruptError
+	if !slices.Equal(ids, []string{"a", "c"}) || !errors.As(err, &damaged) || len(damaged.Errs) != 1 ||
+		!errors.As(err, &ce) || ce.Session != "b" || !errors.Is(err, events.ErrCorrupt) {
+		t.Fatalf("Sessions: %v, %v; want a and c, and b named damaged", ids, err)
+	}
+}

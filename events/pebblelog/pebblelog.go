@@ -750,12 +750,24 @@ func (l *Log) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
 	}
 	defer l.mu.RUnlock()
 	var out []events.SessionMeta
+	var damaged []error
 	err := l.eachMeta(func(_ string, m events.SessionMeta, err error) error {
+		var ce *events.CorruptError
+		switch {
+		case errors.As(err, &ce):
+			damaged = append(damaged, err) // the others are still listed
+			return nil
+		case err != nil:
+			return err // not this session's: the store's
+		}
 		out = append(out, m)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if len(damaged) > 0 {
+		return out, &events.DamagedError{Errs: damaged}
 	}
 	return out, nil
 }

@@ -151,7 +151,14 @@ func openPebble(ctx context.Context, dir string, readOnly bool, logger hclog.Log
 	// sessions waiting on it stop too, and the process exits.
 	context.AfterFunc(ctx, l.StopWaiting)
 	metas, err := l.Sessions(ctx)
-	if err != nil {
+	var damaged *events.DamagedError
+	if errors.As(err, &damaged) {
+		// The other sessions are whole: they run, fork and read as ever;
+		// `corpsim sessions` and `verify` name the damaged ones too.
+		for _, e := range damaged.Errs {
+			logger.Warn("a session's metadata cannot be read: it is left as it is", "error", e)
+		}
+	} else if err != nil {
 		l.Close()
 		return nil, err
 	}

@@ -49,10 +49,12 @@ func (a *cmdline) sessionsCmd() *cobra.Command {
 				return err
 			}
 			defer log.Close()
-			metas, err := log.Sessions(cmd.Context())
-			if err != nil {
-				return err
+			metas, damaged := log.Sessions(cmd.Context())
+			if damaged != nil && !errors.As(damaged, new(*events.DamagedError)) {
+				return damaged
 			}
+			// The sessions whose metadata reads are listed; the damaged
+			// ones are named after them, and the command fails (exit 3).
 			ofWorld, err := worldFilter(world)
 			if err != nil {
 				return err
@@ -65,7 +67,10 @@ func (a *cmdline) sessionsCmd() *cobra.Command {
 			}
 			sort.SliceStable(out, func(i, j int) bool { return out[i].Created < out[j].Created })
 			if asJSON {
-				return jsonLines(a, out)
+				if err := jsonLines(a, out); err != nil {
+					return err
+				}
+				return damaged
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "SESSION\tWORLD\tSEED\tAGENTS\tSTATUS\tEVENTS\tCREATED\tPARENT")
@@ -80,7 +85,10 @@ func (a *cmdline) sessionsCmd() *cobra.Command {
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", m.ID, m.World, m.Seed, agents, m.Status, m.LastSeq, m.Created, parent)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			return damaged
 		},
 	}
 	f := c.Flags()
