@@ -129,24 +129,23 @@ func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
 // DamagedError is what Sessions returns, beside every other session, when
 // the metadata of some sessions cannot be read: one error each (a
-// *CorruptError that names its session), by session ID. One damaged
-// block does not hide the sessions around it.
+// *CorruptError that names its session), by session ID; and what
+// Checkpoints returns beside every other checkpoint when some do not read.
+// One damaged block does not hide the ones around it.
 type DamagedError struct {
 	Errs []error
 }
 
-// Error returns "events: the metadata of 1 session cannot be read: …",
-// naming each session's error.
+// Error returns the one error, or "events: N damaged: …" with each one's.
 func (e *DamagedError) Error() string {
 	msgs := make([]string, len(e.Errs))
 	for i, err := range e.Errs {
 		msgs[i] = err.Error()
 	}
-	n := "1 session"
-	if len(e.Errs) != 1 {
-		n = fmt.Sprintf("%d sessions", len(e.Errs))
+	if len(e.Errs) == 1 {
+		return e.Errs[0].Error()
 	}
-	return fmt.Sprintf("events: the metadata of %s cannot be read: %s", n, strings.Join(msgs, "; "))
+	return fmt.Sprintf("events: %d damaged: %s", len(e.Errs), strings.Join(msgs, "; "))
 }
 
 // Unwrap returns each session's error, so that errors.As finds a

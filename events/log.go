@@ -184,7 +184,8 @@ type Log interface {
 	// checkpoints (not its parent's), by increasing Seq, with Data nil: what
 	// replay verification compares. Every stored checksum is verified, so
 	// it reads every checkpoint's data; a corrupt checkpoint is reported as
-	// by LatestCheckpoint, and the list is not returned.
+	// by LatestCheckpoint, inside a *DamagedError that comes with every
+	// other checkpoint.
 	Checkpoints(ctx context.Context, session string) ([]Checkpoint, error)
 
 	// Close releases the Log's resources. Reads in progress stop with

@@ -662,6 +662,11 @@ func TestVerifyFindsCorruption(t *testing.T) {
 		if code != cli.ExitMismatch || !strings.Contains(out, want) {
 			t.Fatalf("verify: got exit %d\n%s%s\nwant exit %d and %q", code, out, errs, cli.ExitMismatch, want)
 		}
+		// The others are still checked: one damaged checkpoint hid them all
+		// ("0 checkpoints: 1 problem").
+		if others := fmt.Sprintf(" %d checkpoints: 1 problem", len(cps)-1); len(cps) < 2 || !strings.Contains(out, others) {
+			t.Fatalf("verify of %d checkpoints, one damaged: got\n%s\nwant %q", len(cps), out, others)
+		}
 		// The events are intact: a fork past the corrupt checkpoint replays them instead.
 		fork := cliResult(t, "fork", q.Session, "--at", seqArg(q.Events), "--data", data)
 		if fork.StateHash != q.StateHash || fork.Events != q.Events {

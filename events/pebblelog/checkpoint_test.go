@@ -133,8 +133,11 @@ func TestCorruptCheckpointLayout(t *testing.T) {
 		}
 		_, err := l.LatestCheckpoint(ctx, "s1", ^uint64(0))
 		wantCorruptCheckpoint(t, "LatestCheckpoint", err, "s1", 0, "malformed key")
-		_, err = l.Checkpoints(ctx, "s1")
+		cps, err := l.Checkpoints(ctx, "s1")
 		wantCorruptCheckpoint(t, "Checkpoints", err, "s1", 0, "malformed key")
+		if len(cps) != 1 || cps[0].Seq != 2 || !errors.As(err, new(*events.DamagedError)) {
+			t.Fatalf("Checkpoints beside a stray key: %+v, %v; want the checkpoint at 2 and the stray one named damaged", cps, err)
+		}
 		// A bounded lookup below the stray key does not see it.
 		if cp, err := l.LatestCheckpoint(ctx, "s1", 5); err != nil || cp.Seq != 2 {
 			t.Fatalf("LatestCheckpoint(s1, 5): got %+v, %v; want the checkpoint at 2", cp, err)

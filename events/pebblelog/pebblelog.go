@@ -1319,24 +1319,34 @@ func (l *Log) Checkpoints(ctx context.Context, id string) ([]events.Checkpoint, 
 	}
 	defer it.Close()
 	var out []events.Checkpoint
+	var damaged []error // each checkpoint that does not read: the others are listed
 	for valid := it.First(); valid; valid = it.Next() {
 		k := it.Key()
 		seq, ok := parseSeq(k, prefix)
 		if !ok {
-			return nil, logcore.CorruptCheckpoint(id, 0, string(k), fmt.Errorf("malformed key %q", k))
+			damaged = append(damaged, logcore.CorruptCheckpoint(id, 0, string(k), fmt.Errorf("malformed key %q", k)))
+			continue
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return nil, checkpointErr(id, seq, err)
+			if err = checkpointErr(id, seq, err); !errors.As(err, new(*events.CorruptError)) {
+				return nil, err // not the checkpoint's: the store's
+			}
+			damaged = append(damaged, err)
+			continue
 		}
 		cp, err := logcore.DecodeCheckpoint(id, seq, string(k), v, false)
 		if err != nil {
-			return nil, err
+			damaged = append(damaged, err)
+			continue
 		}
 		out = append(out, cp)
 	}
 	if err := it.Error(); err != nil {
 		return nil, checkpointErr(id, 0, err)
+	}
+	if len(damaged) > 0 {
+		return out, &events.DamagedError{Errs: damaged}
 	}
 	return out, nil
 }
