@@ -30,6 +30,18 @@ type ExportOptions struct {
 	// Notice, if set, is told of each session that makes no preference
 	// pairs (dpo), as a sentence.
 	Notice func(string)
+	// Progress, if set, is told how far the export of each session has
+	// come (sft, dpo): export.Options.Progress, with the session.
+	Progress func(session, stage string, done, total uint64)
+}
+
+// exportOptions are the export package's options for session id.
+func (o ExportOptions) exportOptions(id string) export.Options {
+	eo := export.Options{Prompts: llmPrompts}
+	if o.Progress != nil {
+		eo.Progress = func(stage string, done, total uint64) { o.Progress(id, stage, done, total) }
+	}
+	return eo
 }
 
 // Export writes the sessions ids of the log in o.Data as o.Format to o.Out
@@ -113,8 +125,8 @@ var llmPrompts = export.Prompts{System: llm.SystemPrompt, Observation: llm.Obser
 
 // episodes reads a session's episodes, leaving out the seats that never
 // answered a turn.
-func episodes(ctx context.Context, log export.Log, id string) (eps []export.Episode, empty int, err error) {
-	all, err := export.Episodes(ctx, log, id, export.Options{Prompts: llmPrompts})
+func episodes(ctx context.Context, log export.Log, id string, o ExportOptions) (eps []export.Episode, empty int, err error) {
+	all, err := export.Episodes(ctx, log, id, o.exportOptions(id))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -152,7 +164,7 @@ func exportSFT(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 	}
 	for _, id := range ids {
 		k, l, err := spilling(dir, func(sp export.Spill) (int, int, error) {
-			return export.WriteSFT(ctx, w, log, id, export.SFTOptions{Options: export.Options{Prompts: llmPrompts},
+			return export.WriteSFT(ctx, w, log, id, export.SFTOptions{Options: o.exportOptions(id),
 				Windows: o.HistorySet, History: o.History, Keep: keep, Spill: sp})
 		})
 		if err != nil {
@@ -194,7 +206,7 @@ func spilling(dir string, write func(export.Spill) (int, int, error)) (int, int,
 func exportDPO(ctx context.Context, w io.Writer, log export.Log, ids []string, o ExportOptions) (string, error) {
 	var all []export.Episode
 	for _, id := range ids {
-		eps, _, err := episodes(ctx, log, id)
+		eps, _, err := episodes(ctx, log, id, o)
 		if err != nil {
 			return "", err
 		}

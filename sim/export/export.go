@@ -47,6 +47,10 @@ type Prompts struct {
 // Options configure Episodes. The zero value is valid.
 type Options struct {
 	Prompts Prompts
+	// Progress, if set, is told how far the reading has come: after each
+	// event replayed (stage "replay", seq of the last), and by WriteSFT
+	// after each line written (stage "write", lines of all it will write).
+	Progress func(stage string, done, total uint64)
 }
 
 // Message is one chat message in the OpenAI format. Content is null for an
@@ -441,6 +445,9 @@ func (o Options) read(ctx context.Context, log Log, id string, emit func(*turnRe
 		}
 		if ev.Type == payload.EvRecordRead {
 			keepRead(e.State(), ev, bySeq)
+		}
+		if o.Progress != nil {
+			o.Progress("replay", ev.Seq, last)
 		}
 		return observe(ev.Seq)
 	})

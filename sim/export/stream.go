@@ -88,6 +88,18 @@ func WriteSFT(ctx context.Context, w io.Writer, log Log, id string, o SFTOptions
 		return 0, 0, fmt.Errorf("export: spill: %w", err)
 	}
 	out := lineWriter{w: bufio.NewWriterSize(w, 1<<16), sp: sp}
+	var total uint64 // lines to write at most (before Keep), for Progress
+	for _, sm := range byMember {
+		total += uint64(len(sm.turns))
+	}
+	if !o.Windows {
+		total = uint64(len(r.seats))
+	}
+	progress := func() {
+		if o.Progress != nil {
+			o.Progress("write", uint64(lines), total)
+		}
+	}
 	for _, member := range r.seats {
 		ep := r.header(member)
 		sm := byMember[member]
@@ -116,6 +128,7 @@ func WriteSFT(ctx context.Context, w io.Writer, log Log, id string, o SFTOptions
 				return kept, lines, err
 			}
 			lines++
+			progress()
 			continue
 		}
 		// As Episode.Windows: the system prompt, up to History earlier
@@ -142,6 +155,7 @@ func WriteSFT(ctx context.Context, w io.Writer, log Log, id string, o SFTOptions
 				return kept, lines, err
 			}
 			lines++
+			progress()
 		}
 	}
 	return kept, lines, out.w.Flush()

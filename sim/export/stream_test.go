@@ -114,3 +114,32 @@ func TestWriteSFTSpillError(t *testing.T) {
 		t.Fatalf("err %v, %d bytes written; want the spill's error and nothing", err, out.Len())
 	}
 }
+
+// Progress follows the replay to the session's last event, then the
+// lines to the last one written.
+func TestWriteSFTProgress(t *testing.T) {
+	log := memlog.New()
+	mustSession(t, log, "s", "startup", 3, team(3))
+	last := uint64(len(readAll(t, log, "s")))
+	var replayed, wrote, total uint64
+	o := export.SFTOptions{Windows: true, History: 1}
+	o.Progress = func(stage string, done, of uint64) {
+		switch stage {
+		case "replay":
+			if done <= replayed || of != last {
+				t.Fatalf("replay progress %d of %d after %d; want rising to %d", done, of, replayed, last)
+			}
+			replayed = done
+		case "write":
+			wrote, total = done, of
+		}
+	}
+	var out bytes.Buffer
+	_, lines, err := export.WriteSFT(context.Background(), &out, log, "s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replayed != last || wrote != uint64(lines) || total != uint64(lines) || lines == 0 {
+		t.Fatalf("progress: replayed %d of %d, wrote %d of %d; want all, and %d lines", replayed, last, wrote, total, lines)
+	}
+}

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -41,7 +43,13 @@ names the session it was exported as (and "stored_in" for the events a fork shar
 			o.HistorySet = cmd.Flags().Changed("history")
 			o.Logger = a.logger
 			o.Notice = func(s string) { fmt.Fprintf(a.stderr, "corpsim export: %s\n", s) }
+			if isTerminal(a.stderr) {
+				o.Progress = exportProgress(a.stderr)
+			}
 			what, err := app.Export(cmd.Context(), o, args, a.stdout)
+			if o.Progress != nil {
+				fmt.Fprint(a.stderr, "\r\033[K") // clear the progress line
+			}
 			if err != nil {
 				return err
 			}
@@ -58,4 +66,20 @@ names the session it was exported as (and "stored_in" for the events a fork shar
 	f.Float64Var(&o.Margin, "margin", 0, "dpo: pair two episodes only when their rewards differ by more than this")
 	f.StringVar(&o.By, "reward", export.ByMember, "sft, dpo: the reward that filters and ranks episodes: member or team")
 	return c
+}
+
+// exportProgress prints how far an export has come on one line, at most
+// ten times a second: a long session takes a while to replay and write.
+func exportProgress(w io.Writer) func(session, stage string, done, total uint64) {
+	var last time.Time
+	return func(session, stage string, done, total uint64) {
+		if now := time.Now(); now.Sub(last) > 100*time.Millisecond {
+			last = now
+			what := "replayed %d of %d events"
+			if stage == "write" {
+				what = "wrote %d of %d lines"
+			}
+			fmt.Fprintf(w, "\r\033[Ksession %s: "+what+" ", session, done, total)
+		}
+	}
 }
