@@ -39,6 +39,22 @@ func TestCLIRunThenReplay(t *testing.T) {
 	if score == nil || score[1] == "0.00" {
 		t.Fatalf("want a non-zero team score in:\n%s", out)
 	}
+	// The README shows this run: what it says must be what a reader
+	// gets (a state hash out of date makes a correct build look broken).
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := string(readme)
+	shown = shown[strings.Index(shown, "$ go run ./cmd/corpsim run --seed 7"):]
+	shown = shown[:strings.Index(shown, "\n```")]
+	for _, field := range []string{"team score", "tasks done", "violations", "turns", "events", "state hash"} {
+		line := regexp.MustCompile(`(?m)^` + field + `\s+(.*)$`)
+		want, got := line.FindStringSubmatch(shown), line.FindStringSubmatch(out)
+		if want == nil || got == nil || want[1] != got[1] {
+			t.Errorf("README's run --seed 7 shows %s %q; the run says %q", field, want, got)
+		}
+	}
 	out, errs, code = runCLI(t, "replay", m[1], "--data", data)
 	if code != cli.ExitOK || !strings.Contains(out, "state hash matches") {
 		t.Fatalf("replay exited %d:\n%s%s", code, out, errs)

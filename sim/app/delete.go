@@ -133,7 +133,7 @@ func DeleteFrom(ctx context.Context, log events.Log, ids []string, withForks boo
 		if err != nil {
 			var fe *events.ForksError
 			if errors.As(err, &fe) || errors.Is(err, events.ErrBadSession) && len(children[id]) > 0 {
-				err = fmt.Errorf("%w (--forks deletes them too)", err)
+				err = fmt.Errorf("%w (--forks deletes them too; over HTTP, ?forks=true)", err)
 			}
 			return done, err
 		}
