@@ -82,9 +82,9 @@ func (d *fileDist) UnmarshalYAML(n ast.Node) error {
 // fileAmountDist is a money distribution: 3000 (fixed), {mean: 2000} or {min: 100, max: 9000}.
 type fileAmountDist struct {
 	Fixed int64
-	Mean  int64
-	Min   int64
-	Max   int64
+	Mean  int64 `yaml:"mean"` // the tags name the mapping's keys in errors (fieldsAt)
+	Min   int64 `yaml:"min"`
+	Max   int64 `yaml:"max"`
 	set   bool
 }
 

@@ -23,6 +23,12 @@ func TestLoadErrorsDynamic(t *testing.T) {
 			`w.yaml:41:5: arrivals[0].burst: a bursty process needs burst: the number of tickets per burst`},
 		{"ticket effort distribution with mean and min", withSection("arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, ticket: {role: engineer, effort: {mean: 1h, min: 10m}}}\n"),
 			`w.yaml:41:91: arrivals[0].ticket.effort: give either mean (exponential) or both min and max (uniform)`},
+		// A distribution's keys are named (they were "expected one of ,
+		// mean, min, max, " and "expected one of , , , , ").
+		{"unknown key in a duration distribution", withSection("arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, ticket: {role: engineer, effort: {men: 1h}}}\n"),
+			`w.yaml:41:92: arrivals[0].ticket.effort.men: unknown field "men" (expected one of mean, min, max)`},
+		{"unknown key in an amount distribution", withSection("arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, ticket: {role: engineer, effort: 1h, purchase: {min: 50, maximum: 1500}}}\n"),
+			`w.yaml:41:115: arrivals[0].ticket.purchase.maximum: unknown field "maximum" (expected one of mean, min, max)`},
 		{"ticket effort of the wrong shape", withSection("arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, ticket: {role: engineer, effort: [1h]}}\n"),
 			`w.yaml:41:91: arrivals[0].ticket.effort: expected a duration like "2h" or a distribution like {mean: 2h} or {min: 1h, max: 3h}`},
 		{"arrival into an unknown queue", withSection("arrivals:\n  - {id: a, queue: desk, process: poisson, every: 1h, ticket: {role: engineer, effort: 1h}}\n"),

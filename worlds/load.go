@@ -678,7 +678,11 @@ func fieldsAt(path string) []string {
 	}
 	var out []string
 	for i := range t.NumField() {
-		out = append(out, strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0])
+		// Fields without a key (a distribution's fixed value, set) are
+		// not written in the file.
+		if name := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; name != "" && name != "-" {
+			out = append(out, name)
+		}
 	}
 	return out
 }
