@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -206,5 +208,53 @@ func TestCheckpointDurable(t *testing.T) {
 	}
 	if cp, err := l.LatestCheckpoint(ctx, "f", 100); err != nil || !reflect.DeepEqual(cp, mkCheckpoint(3)) {
 		t.Fatalf("LatestCheckpoint(f) after crash: got %+v, %v; want %+v", cp, err, mkCheckpoint(3))
+	}
+}
+
+// A damaged block of a table in the middle of a session's checkpoints
+// stops Checkpoints' iterator there: the checkpoints before it are still
+// listed, with a *events.DamagedError that says the store is damaged
+// (verify then checks them; it checked none).
+func TestCheckpointsBeforeADamagedBlock(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewCrashableMem()
+	l := mustOpen(t, "db", pebblelog.Options{FS: fs})
+	mustCreate(t, l, meta("s"))
+	mustAppend(t, l, "s", 0, mkEvents(1, 10))
+	rng := rand.New(rand.NewPCG(1, 2))
+	datas := map[uint64][]byte{}
+	for seq := uint64(1); seq <= 8; seq++ {
+		// Incompressible and larger than a block: each checkpoint is a
+		// block of its own, found in the table by its bytes.
+		data := make([]byte, 2*pebblelog.BlockSize)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		datas[seq] = data
+		mustPutCheckpoint(t, l, "s", events.Checkpoint{Seq: seq, StateHash: strings.Repeat("5a", 32), Data: data})
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	img := fs.CrashClone(vfs.CrashCloneCfg{})
+	var damaged *vfs.MemFS
+	for _, name := range files(t, img, ".sst") {
+		b := readFile(t, img, img.PathJoin("db", name))
+		if at := bytes.Index(b, datas[6][:64]); at >= 0 {
+			damaged = damage(t, img, name, flipAt(at+1000))
+		}
+	}
+	if damaged == nil {
+		t.Fatal("checkpoint 6 is in no table: the test damages nothing")
+	}
+	l = mustOpen(t, "db", pebblelog.Options{FS: damaged})
+	defer l.Close()
+	cps, err := l.Checkpoints(ctx, "s")
+	var seqs []uint64
+	for _, cp := range cps {
+		seqs = append(seqs, cp.Seq)
+	}
+	if !slices.Equal(seqs, []uint64{1, 2, 3, 4, 5}) || !errors.As(err, new(*events.DamagedError)) || !errors.Is(err, events.ErrCorrupt) {
+		t.Fatalf("Checkpoints: %v, %v; want 1 to 5 and the damage", seqs, err)
 	}
 }

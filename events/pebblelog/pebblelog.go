@@ -1343,7 +1343,12 @@ func (l *Log) Checkpoints(ctx context.Context, id string) ([]events.Checkpoint, 
 		out = append(out, cp)
 	}
 	if err := it.Error(); err != nil {
-		return nil, checkpointErr(id, 0, err)
+		// A damaged block of a table stops the iterator: the checkpoints
+		// before it are whole (those after it cannot be reached).
+		if err = checkpointErr(id, 0, err); !errors.As(err, new(*events.CorruptError)) {
+			return nil, err
+		}
+		damaged = append(damaged, err)
 	}
 	if len(damaged) > 0 {
 		return out, &events.DamagedError{Errs: damaged}
