@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -1632,5 +1633,50 @@ func TestSessionsBesideDamagedMetadata(t *testing.T) {
 	if !slices.Equal(ids, []string{"a", "c"}) || !errors.As(err, &damaged) || len(damaged.Errs) != 1 ||
 		!errors.As(err, &ce) || ce.Session != "b" || !errors.Is(err, events.ErrCorrupt) {
 		t.Fatalf("Sessions: %v, %v; want a and c, and b named damaged", ids, err)
+	}
+}
+
+// A damaged block of a table among the sessions' metadata stops the
+// listing there: the sessions before it are still listed, with a
+// *events.DamagedError (a writer's open then warns and goes on; it failed).
+func TestSessionsBeforeADamagedBlock(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewCrashableMem()
+	l := mustOpen(t, "db", pebblelog.Options{FS: fs})
+	rng := rand.New(rand.NewPCG(3, 4))
+	names := map[string]string{} // session -> one of its agents, found in the table by its bytes
+	for i := range 60 {
+		m := meta(fmt.Sprintf("s%02d", i))
+		m.Agents = map[string]string{}
+		for range 100 { // about 5 KB of metadata that does not compress
+			const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			name := make([]byte, 32)
+			for i := range name {
+				name[i] = alnum[rng.IntN(len(alnum))]
+			}
+			m.Agents[string(name)] = "greedy"
+			names[m.ID] = string(name[:12])
+		}
+		mustCreate(t, l, m)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	img := fs.CrashClone(vfs.CrashCloneCfg{})
+	var damaged *vfs.MemFS
+	for _, name := range files(t, img, ".sst") {
+		b := readFile(t, img, img.PathJoin("db", name))
+		if at := bytes.Index(b, []byte(names["s40"])); at >= 0 {
+			damaged = damage(t, img, name, flipAt(at))
+		}
+	}
+	if damaged == nil {
+		t.Fatal("session s40's metadata is in no table: the test damages nothing")
+	}
+	l = mustOpen(t, "db", pebblelog.Options{FS: damaged})
+	defer l.Close()
+	ms, err := l.Sessions(ctx)
+	if n := len(ms); n < 30 || n >= 41 || ms[0].ID != "s00" || !errors.As(err, new(*events.DamagedError)) || !errors.Is(err, events.ErrCorrupt) {
+		t.Fatalf("Sessions: %d sessions, %v; want those before the damaged block (s00 to about s39) and the damage", n, err)
 	}
 }

@@ -763,7 +763,12 @@ func (l *Log) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
 		out = append(out, m)
 		return nil
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, events.ErrCorrupt):
+		// A damaged block of a table stopped the listing: the sessions
+		// before it are whole (those after it cannot be reached).
+		damaged = append(damaged, err)
+	case err != nil:
 		return nil, err
 	}
 	if len(damaged) > 0 {
