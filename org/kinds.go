@@ -270,6 +270,10 @@ func (s *State) applyCaseReopened(ev *events.Event) error {
 	if !slices.Equal(p.Steps, c.Unmet()) || p.N != c.Reopens+1 {
 		return badEvent(ev, "case %s reopens steps %v as reopening %d; want %v as %d", c.ID, p.Steps, p.N, c.Unmet(), c.Reopens+1)
 	}
+	// A new list, not the old one changed: views built before share it
+	// (CaseView.Steps), and a view kept (an export's, an agent's) shows
+	// what it showed.
+	c.Steps = slices.Clone(c.Steps)
 	for _, step := range p.Steps {
 		i := slices.IndexFunc(c.Steps, func(id string) bool { return s.tasks[id].Spec.Step == step })
 		old := s.tasks[c.Steps[i]]
