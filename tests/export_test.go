@@ -202,6 +202,17 @@ func TestExportSFT(t *testing.T) {
 	if again := mustCLI(t, "export", a.Session, b.Session, "--data", data); again != string(mustRead(t, out)) {
 		t.Fatal("a second export to stdout differs from the first to a file")
 	}
+	// The transcripts wait in a spill file beside the output (none left
+	// behind), or in $TMPDIR for stdout; where none can be made, in
+	// memory, said on stderr: the same lines.
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".corpsim-export-*")); len(left) > 0 {
+		t.Errorf("spill files left beside the output: %v", left)
+	}
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	again, errs, code := runCLI(t, "export", a.Session, b.Session, "--data", data)
+	if code != cli.ExitOK || again != string(mustRead(t, out)) || !strings.Contains(errs, "the transcripts are held in memory") {
+		t.Fatalf("export to stdout with no temporary folder exited %d (same lines: %v): %s", code, again == string(mustRead(t, out)), errs)
+	}
 	eps := readJSONL[exportedEpisode](t, out)
 	if len(eps) != 10 {
 		t.Fatalf("got %d lines, want 10 (5 seats × 2 sessions)", len(eps))

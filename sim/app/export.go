@@ -141,10 +141,12 @@ func episodes(ctx context.Context, log export.Log, id string, o ExportOptions) (
 }
 
 // exportSFT writes each session's episodes as they are replayed, their
-// transcripts waiting for the session's rewards in a spill file (in the
-// output's folder, or the system's temporary one for stdout) rather than
-// in memory: a 320-day session's 3.1 GB of lines took 8.3 GiB when they
-// were held.
+// transcripts waiting for the session's rewards in a spill file rather
+// than in memory (a 320-day session's 3.1 GB of lines took 8.3 GiB when
+// they were held): in the folder of the output file, where its own
+// temporary file goes (writeOutput), or the system's temporary folder
+// ($TMPDIR) for stdout, a device or a pipe. Where no spill file can be
+// made, the transcripts are held in memory, as before, and a notice says so.
 func exportSFT(ctx context.Context, w io.Writer, log export.Log, ids []string, o ExportOptions) (string, error) {
 	kept, lines, low, empty := 0, 0, 0, 0
 	keep := func(ep *export.Episode) bool {
@@ -158,12 +160,14 @@ func exportSFT(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 		}
 		return true
 	}
-	dir := ""
+	dir := os.TempDir()
 	if o.Out != "" && o.Out != "-" {
-		dir = filepath.Dir(o.Out)
+		if st, err := os.Lstat(o.Out); err != nil || st.Mode().IsRegular() {
+			dir = filepath.Dir(o.Out)
+		}
 	}
 	for _, id := range ids {
-		k, l, err := spilling(dir, func(sp export.Spill) (int, int, error) {
+		k, l, err := spilling(dir, o.Notice, func(sp export.Spill) (int, int, error) {
 			return export.WriteSFT(ctx, w, log, id, export.SFTOptions{Options: o.exportOptions(id),
 				Windows: o.HistorySet, History: o.History, Keep: keep, Spill: sp})
 		})
@@ -185,13 +189,18 @@ func exportSFT(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 	return what, nil
 }
 
-// spilling runs write with a new spill file in dir (the system's
-// temporary folder for ""), which is gone when it returns (and, where
-// the system lets an open file be removed, at once: a crash leaves none).
-func spilling(dir string, write func(export.Spill) (int, int, error)) (int, int, error) {
+// spilling runs write with a new spill file in dir, which is gone when it
+// returns (and, where the system lets an open file be removed, at once: a
+// crash leaves none). When none can be made there, write gets no spill
+// (export.WriteSFT then holds the transcripts in memory), and notice is
+// told why.
+func spilling(dir string, notice func(string), write func(export.Spill) (int, int, error)) (int, int, error) {
 	f, err := os.CreateTemp(dir, ".corpsim-export-*")
 	if err != nil {
-		return 0, 0, fmt.Errorf("export: spill: %w", unwrapPath(err))
+		if notice != nil {
+			notice(fmt.Sprintf("no spill file in %s (%v): the transcripts are held in memory", dir, unwrapPath(err)))
+		}
+		return write(nil)
 	}
 	removed := os.Remove(f.Name()) == nil
 	defer func() {
