@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -284,6 +285,23 @@ func TestFaultDamagedMetadata(t *testing.T) {
 	}
 	if out, code := faultRun(t, "verify", s, "--data", data); code != 3 || !strings.Contains(out, s) {
 		t.Errorf("verify of the damaged session exited %d; want 3 naming it:\n%s", code, out)
+	}
+	// A server beside it lists the others too: its list (over NATS and
+	// HTTP) and its live page failed (503, 500), so no client could see
+	// any session.
+	addr := freeAddr(t)
+	sp := startServe(t, data, "--http", addr)
+	base, op := "http://"+addr, strings.TrimSpace(string(mustRead(t, filepath.Join(data, "operator.token"))))
+	for _, path := range []string{"/v1/sessions", "/live/"} {
+		if code, body := httpDo(t.Context(), "GET", base+path, op, nil); code != http.StatusOK || !strings.Contains(string(body), other) || strings.Contains(string(body), `"`+s+`"`) {
+			t.Errorf("GET %s beside a damaged session: %d\n%.600s", path, code, body)
+		}
+	}
+	if code, body := httpDo(t.Context(), "GET", base+"/live/", op, nil); !strings.Contains(string(body), "Damaged store") {
+		t.Errorf("the live page does not say the store is damaged (%d):\n%.600s", code, body)
+	}
+	if !strings.Contains(sp.stderr.String(), "cannot be read") {
+		t.Errorf("serve does not warn of the damage:\n%s", sp.stderr.String())
 	}
 }
 

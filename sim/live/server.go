@@ -146,7 +146,10 @@ const maxListed = 500
 
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	metas, err := s.log.Sessions(r.Context())
-	if err != nil {
+	damaged := ""
+	if errors.As(err, new(*events.DamagedError)) {
+		damaged = err.Error() // the others are listed, and the damage named
+	} else if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -165,7 +168,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if err := indexPage.Execute(w, map[string]any{"Sessions": metas, "More": more}); err != nil {
+	if err := indexPage.Execute(w, map[string]any{"Sessions": metas, "More": more, "Damaged": damaged}); err != nil {
 		s.lg.Warn("live index", "error", err)
 	}
 }
@@ -335,7 +338,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 var indexPage = template.Must(template.New("index").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>corpsim · live</title>
 <style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}td,th{padding:.2em .8em;text-align:left;border-bottom:1px solid #ddd}.running{color:#0a7d20;font-weight:600}.paused{color:#8a5a00;font-weight:600}</style>
-</head><body><h1>corpsim sessions</h1>
+</head><body><h1>corpsim sessions</h1>{{if .Damaged}}
+<p id="damaged"><b>Damaged store:</b> {{.Damaged}}</p>{{end}}
 <table id="sessions"><thead><tr><th>session</th><th>world</th><th>seed</th><th>status</th><th>events</th><th>created</th></tr></thead><tbody>
 {{range .Sessions}}<tr><td><a href="/live/{{.ID}}">{{.ID}}</a></td><td>{{.World}}</td><td>{{.Seed}}</td><td class="{{.Status}}">{{.Status}}</td><td>{{.LastSeq}}</td><td>{{.Created}}</td></tr>
 {{end}}</tbody></table>{{if .More}}<p>{{.More}} older sessions not listed.</p>{{end}}

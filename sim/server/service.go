@@ -57,6 +57,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -196,6 +197,9 @@ type Service struct {
 	logger hclog.Logger
 	conn   *nats.Conn // drivers (the event feed, remote seats' turns) and control
 	subs   []*nats.Subscription
+
+	// damageSaid is the damage List last warned of (a DamagedError's text).
+	damageSaid atomic.Pointer[string]
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -406,7 +410,7 @@ func (s *Service) handleList(msg *nats.Msg) {
 	defer cancel()
 	metas, err := s.List(ctx)
 	var b []byte
-	if err != nil {
+	if err != nil && !errors.As(err, new(*events.DamagedError)) {
 		b, _ = json.Marshal(map[string]string{"error": err.Error()})
 	} else {
 		b, _ = json.Marshal(metas)
@@ -550,13 +554,25 @@ func (s *Service) Delete(ctx context.Context, ids []string, withForks bool) ([]w
 
 // List returns the sessions the service lists (wire.ListSubject): those of
 // its store, with how the sessions it ran ended, a session it holds for
-// its start running at seq 0, a paused one wire.StatusPaused.
+// its start running at seq 0, a paused one wire.StatusPaused. Beside a
+// session whose metadata cannot be read it lists the others, with the
+// store's *events.DamagedError.
 func (s *Service) List(ctx context.Context) ([]events.SessionMeta, error) {
 	list := s.cfg.Log.Sessions
 	if s.cfg.Hooks.List != nil {
 		list = s.cfg.Hooks.List
 	}
 	metas, err := list(ctx)
+	if errors.As(err, new(*events.DamagedError)) {
+		// The other sessions are listed; the damage is the operator's to
+		// see (verify, sessions on the stopped server's folder, the live
+		// page), said once rather than at every listing.
+		msg := err.Error()
+		if said := s.damageSaid.Swap(&msg); said == nil || *said != msg {
+			s.logger.Warn("sessions left out of the list: their metadata cannot be read", "error", err)
+		}
+		return s.overlayEnded(metas), err
+	}
 	if err != nil {
 		return nil, err
 	}
