@@ -230,7 +230,15 @@ func exportDPO(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 		all = append(all, eps...)
 	}
 	pairs, alone := export.Pairs(all, export.PairOptions{Margin: o.Margin, By: o.By})
-	for _, id := range alone {
+	for i, id := range alone {
+		if o.Notice == nil {
+			break
+		}
+		if i == maxAloneNamed && len(alone) > maxAloneNamed+1 {
+			// Thousands of rollouts of as many seeds would say it thousands of times.
+			o.Notice(fmt.Sprintf("and %d more sessions alone in their situation: no pairs", len(alone)-i))
+			break
+		}
 		ep := all[0]
 		for _, e := range all {
 			if e.Session == id {
@@ -238,9 +246,7 @@ func exportDPO(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 				break
 			}
 		}
-		if o.Notice != nil {
-			o.Notice(fmt.Sprintf("session %s (world %s, seed %d) shares its world and seed, and its draw key, load, seed at event 1 and log format, with no other session given: no pairs", id, ep.World, ep.Seed))
-		}
+		o.Notice(fmt.Sprintf("session %s (world %s, seed %d) shares its world and seed, and its draw key, load, seed at event 1 and log format, with no other session given: no pairs", id, ep.World, ep.Seed))
 	}
 	if err := export.WriteLines(w, pairs); err != nil {
 		return "", err
@@ -251,6 +257,10 @@ func exportDPO(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 	}
 	return what, nil
 }
+
+// maxAloneNamed is how many sessions that make no pairs a dpo export names
+// one by one before it counts the rest.
+const maxAloneNamed = 5
 
 // writeOutput runs write on stdout (path "" or "-"), or on a new file that
 // replaces the regular file (or nothing) at path only once write succeeded;
