@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -373,6 +374,15 @@ func TestExportDPO(t *testing.T) {
 	out, errs, code = runCLI(t, "export", g.Session, x.Session, "--format", "dpo", "--data", data)
 	if code != cli.ExitOK || out != "" || strings.Count(errs, "with no other session given: no pairs") != 2 {
 		t.Fatalf("different seeds: exit %d, %d bytes of pairs, stderr:\n%s", code, len(out), errs)
+	}
+	// Many sessions alone: five are named, the rest counted.
+	many := []string{"export", g.Session, x.Session}
+	for seed := 20; seed < 25; seed++ {
+		many = append(many, cliResult(t, "run", "--world", "startup", "--seed", strconv.Itoa(seed), "--data", data).Session)
+	}
+	_, errs, code = runCLI(t, append(many, "--format", "dpo", "--data", data)...)
+	if code != cli.ExitOK || strings.Count(errs, "with no other session given: no pairs") != 5 || !strings.Contains(errs, "and 2 more sessions alone in their situation") {
+		t.Fatalf("7 sessions alone: exit %d, stderr:\n%s", code, errs)
 	}
 	// A margin above every difference leaves no pairs.
 	out, _, code = runCLI(t, "export", g.Session, r.Session, "--format", "dpo", "--margin", "1000", "--data", data)
