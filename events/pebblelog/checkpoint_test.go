@@ -233,21 +233,7 @@ func TestCheckpointsBeforeADamagedBlock(t *testing.T) {
 		datas[seq] = data
 		mustPutCheckpoint(t, l, "s", events.Checkpoint{Seq: seq, StateHash: strings.Repeat("5a", 32), Data: data})
 	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	img := fs.CrashClone(vfs.CrashCloneCfg{})
-	var damaged *vfs.MemFS
-	for _, name := range files(t, img, ".sst") {
-		b := readFile(t, img, img.PathJoin("db", name))
-		if at := bytes.Index(b, datas[6][:64]); at >= 0 {
-			damaged = damage(t, img, name, flipAt(at+1000))
-		}
-	}
-	if damaged == nil {
-		t.Fatal("checkpoint 6 is in no table: the test damages nothing")
-	}
-	l = mustOpen(t, "db", pebblelog.Options{FS: damaged})
+	l = mustOpen(t, "db", pebblelog.Options{FS: damageBlockOf(t, l, fs, datas[6][:64], 1000)})
 	defer l.Close()
 	cps, err := l.Checkpoints(ctx, "s")
 	var seqs []uint64

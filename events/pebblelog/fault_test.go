@@ -1659,24 +1659,28 @@ func TestSessionsBeforeADamagedBlock(t *testing.T) {
 		}
 		mustCreate(t, l, m)
 	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	img := fs.CrashClone(vfs.CrashCloneCfg{})
-	var damaged *vfs.MemFS
-	for _, name := range files(t, img, ".sst") {
-		b := readFile(t, img, img.PathJoin("db", name))
-		if at := bytes.Index(b, []byte(names["s40"])); at >= 0 {
-			damaged = damage(t, img, name, flipAt(at))
-		}
-	}
-	if damaged == nil {
-		t.Fatal("session s40's metadata is in no table: the test damages nothing")
-	}
-	l = mustOpen(t, "db", pebblelog.Options{FS: damaged})
+	l = mustOpen(t, "db", pebblelog.Options{FS: damageBlockOf(t, l, fs, []byte(names["s40"]), 0)})
 	defer l.Close()
 	ms, err := l.Sessions(ctx)
 	if n := len(ms); n < 30 || n >= 41 || ms[0].ID != "s00" || !errors.As(err, new(*events.DamagedError)) || !errors.Is(err, events.ErrCorrupt) {
 		t.Fatalf("Sessions: %d sessions, %v; want those before the damaged block (s00 to about s39) and the damage", n, err)
 	}
+}
+
+// damageBlockOf closes l, whose store is on fs, and returns a copy of the
+// store in which the table block holding marker (bytes stored as they are:
+// incompressible) has a byte flipped, off bytes after the marker.
+func damageBlockOf(tb testing.TB, l *pebblelog.Log, fs *vfs.MemFS, marker []byte, off int) *vfs.MemFS {
+	tb.Helper()
+	if err := l.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	img := fs.CrashClone(vfs.CrashCloneCfg{})
+	for _, name := range files(tb, img, ".sst") {
+		if at := bytes.Index(readFile(tb, img, img.PathJoin("db", name)), marker); at >= 0 {
+			return damage(tb, img, name, flipAt(at+off))
+		}
+	}
+	tb.Fatalf("%q is in no table: the test damages nothing", marker)
+	return nil
 }
