@@ -239,12 +239,17 @@ func (l *Log) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
 	l.mu.RUnlock()
 	sort.Slice(raws, func(i, j int) bool { return raws[i].id < raws[j].id })
 	out := make([]events.SessionMeta, 0, len(raws))
+	var damaged []error // each that does not decode: the others are listed
 	for _, r := range raws {
 		m, err := decodeMeta(r.id, r.meta)
 		if err != nil {
-			return nil, err
+			damaged = append(damaged, err)
+			continue
 		}
 		out = append(out, m)
+	}
+	if len(damaged) > 0 {
+		return out, &events.DamagedError{Errs: damaged}
 	}
 	return out, nil
 }
@@ -575,12 +580,17 @@ func (l *Log) Checkpoints(ctx context.Context, id string) ([]events.Checkpoint, 
 		return nil, fmt.Errorf("%w: %s", events.ErrNoSession, id)
 	}
 	var out []events.Checkpoint
+	var damaged []error // each that does not decode: the others are listed
 	for _, c := range cps {
 		cp, err := logcore.DecodeCheckpoint(id, c.seq, "", c.b, false)
 		if err != nil {
-			return nil, err
+			damaged = append(damaged, err)
+			continue
 		}
 		out = append(out, cp)
+	}
+	if len(damaged) > 0 {
+		return out, &events.DamagedError{Errs: damaged}
 	}
 	return out, nil
 }

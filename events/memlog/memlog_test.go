@@ -130,8 +130,15 @@ func TestCorruptCheckpoint(t *testing.T) {
 			l.CorruptCheckpoint("p", 2, tt.damage(l.RawCheckpoint("p", 2)))
 			_, err := l.LatestCheckpoint(ctx, "f", 4) // through the fork
 			wantCorruptCheckpoint(t, "LatestCheckpoint", err, "p", 2, tt.reason)
-			_, err = l.Checkpoints(ctx, "p")
+			if err := l.PutCheckpoint(ctx, "p", events.Checkpoint{Seq: 4, StateHash: "ef", Data: []byte("later")}); err != nil {
+				t.Fatal(err)
+			}
+			// The others are listed beside the damage (events.Log's contract).
+			cps, err := l.Checkpoints(ctx, "p")
 			wantCorruptCheckpoint(t, "Checkpoints", err, "p", 2, tt.reason)
+			if len(cps) != 1 || cps[0].Seq != 4 || !errors.As(err, new(*events.DamagedError)) {
+				t.Fatalf("Checkpoints beside a damaged one: %+v, %v; want the one at 4 and a DamagedError", cps, err)
+			}
 			if _, err := l.LatestCheckpoint(ctx, "p", 1); !errors.Is(err, events.ErrNoCheckpoint) {
 				t.Fatalf("LatestCheckpoint before the corrupt one: got %v, want ErrNoCheckpoint", err)
 			}
@@ -445,5 +452,24 @@ func testWindowKeepsTheLatest(t *testing.T, l *memlog.Log) {
 	// Held counts the events stored: the window, its block's worth more.
 	if maxHeld > 2*keep {
 		t.Errorf("the log held up to %d events, want at most twice the window of %d", maxHeld, keep)
+	}
+}
+
+// A session's metadata that does not decode hides no other session:
+// Sessions lists them with a *events.DamagedError naming it.
+func TestSessionsBesideDamagedMetadata(t *testing.T) {
+	ctx := context.Background()
+	l := memlog.New()
+	defer l.Close()
+	for _, id := range []string{"a", "b", "c"} {
+		if err := l.CreateSession(ctx, events.SessionMeta{ID: id, Status: events.StatusRunning}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Corrupt("b", 0, []byte("scrambled"))
+	ms, err := l.Sessions(ctx)
+	var ce *events.CorruptError
+	if len(ms) != 2 || ms[0].ID != "a" || ms[1].ID != "c" || !errors.As(err, new(*events.DamagedError)) || !errors.As(err, &ce) || ce.Session != "b" {
+		t.Fatalf("Sessions: %+v, %v; want a and c, and b named damaged", ms, err)
 	}
 }
