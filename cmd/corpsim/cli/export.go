@@ -42,9 +42,16 @@ names the session it was exported as (and "stored_in" for the events a fork shar
 			o.MinSet = cmd.Flags().Changed("min-reward")
 			o.HistorySet = cmd.Flags().Changed("history")
 			o.Logger = a.logger
-			o.Notice = func(s string) { fmt.Fprintf(a.stderr, "corpsim export: %s\n", s) }
-			if isTerminal(a.stderr) {
+			// Progress on a terminal, unless the lines go to that terminal too.
+			toTerminal := (o.Out == "" || o.Out == "-") && isTerminal(a.stdout)
+			if isTerminal(a.stderr) && !toTerminal {
 				o.Progress = exportProgress(a.stderr)
+			}
+			o.Notice = func(s string) {
+				if o.Progress != nil {
+					fmt.Fprint(a.stderr, "\r\033[K") // the progress line, not the notice, is cut
+				}
+				fmt.Fprintf(a.stderr, "corpsim export: %s\n", s)
 			}
 			what, err := app.Export(cmd.Context(), o, args, a.stdout)
 			if o.Progress != nil {
