@@ -300,6 +300,14 @@ func TestFaultDamagedMetadata(t *testing.T) {
 	if code, body := httpDo(t.Context(), "GET", base+"/live/", op, nil); !strings.Contains(string(body), "Damaged store") {
 		t.Errorf("the live page does not say the store is damaged (%d):\n%.600s", code, body)
 	}
+	// The list says it is not whole: over HTTP in "damaged", over NATS in
+	// a header that sessions --nats turns into exit 3 after the list.
+	if _, body := httpDo(t.Context(), "GET", base+"/v1/sessions", op, nil); !strings.Contains(string(body), `"damaged":"`) || !strings.Contains(string(body), s) {
+		t.Errorf("GET /v1/sessions does not say what is damaged:\n%.600s", body)
+	}
+	if out, code := faultRun(t, "sessions", "--nats", sp.url, "--token", op); code != 3 || !strings.Contains(out, other) || !strings.Contains(out, "lists only some sessions") {
+		t.Errorf("sessions --nats beside a damaged session exited %d; want 3, %s listed and the damage named:\n%s", code, other, out)
+	}
 	if !strings.Contains(sp.stderr.String(), "cannot be read") {
 		t.Errorf("serve does not warn of the damage:\n%s", sp.stderr.String())
 	}

@@ -479,6 +479,9 @@ type ScoreReply struct {
 // ListReply is the answer of GET /v1/sessions.
 type ListReply struct {
 	Sessions []events.SessionMeta `json:"sessions"`
+	// Damaged says, when the server's store could not read the metadata
+	// of some sessions, what is damaged: the list is not whole.
+	Damaged string `json:"damaged,omitempty"`
 }
 
 // List returns the metadata of the sessions the server behind the gateway
@@ -507,7 +510,7 @@ func (g *Gateway) List(ctx context.Context, status string) (ListReply, error) {
 		}
 		return ListReply{}, errorf(http.StatusBadGateway, "list sessions: bad reply: %v", err)
 	}
-	out := ListReply{Sessions: make([]events.SessionMeta, 0, len(metas))}
+	out := ListReply{Sessions: make([]events.SessionMeta, 0, len(metas)), Damaged: msg.Header.Get(wire.DamagedHeader)}
 	for _, m := range metas {
 		if status == "" || m.Status == events.Status(status) {
 			out.Sessions = append(out.Sessions, m)

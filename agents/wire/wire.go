@@ -52,6 +52,11 @@ const (
 	DeleteSubject = SessionsPrefix + "delete" // DeleteRequest -> DeleteReply
 )
 
+// DamagedHeader is the header of a ListSubject reply that lists only some
+// sessions because the store's metadata of the others cannot be read: it
+// says what is damaged (which session, or after which the list stops).
+const DamagedHeader = "Corpsim-Damaged"
+
 // DeleteRequest asks a server to delete sessions that are not running
 // from its log: their metadata, events and checkpoints. A session with
 // forks is refused unless Forks, which deletes every fork under it first.

@@ -1665,6 +1665,10 @@ func TestSessionsBeforeADamagedBlock(t *testing.T) {
 	if n := len(ms); n < 30 || n >= 41 || ms[0].ID != "s00" || !errors.As(err, new(*events.DamagedError)) || !errors.Is(err, events.ErrCorrupt) {
 		t.Fatalf("Sessions: %d sessions, %v; want those before the damaged block (s00 to about s39) and the damage", n, err)
 	}
+	// It says where the list stops: a list cut short must not pass for whole.
+	if want := "the sessions after " + ms[len(ms)-1].ID + " are not listed"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("Sessions: %v; want it to say %q", err, want)
+	}
 }
 
 // damageBlockOf closes l, whose store is on fs, and returns a copy of the

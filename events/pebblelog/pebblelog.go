@@ -811,11 +811,15 @@ func (l *Log) eachMetaRaw(fn func(id string, v []byte, err error) error) error {
 		}
 	}
 	if err := it.Error(); err != nil {
-		err = fmt.Errorf("list sessions (after %q): %w", id, err)
 		if pebble.IsCorruptionError(err) {
-			return corruptFile(err)
+			// Said so that a list that stops here does not pass for whole.
+			after := "no session is listed"
+			if id != "" {
+				after = "the sessions after " + id + " are not listed"
+			}
+			return fmt.Errorf("%s: %w", after, corruptFile(err))
 		}
-		return fmt.Errorf("pebblelog: %w", err)
+		return fmt.Errorf("pebblelog: list sessions (after %q): %w", id, err)
 	}
 	return nil
 }

@@ -648,19 +648,21 @@ func ListCluster(ctx context.Context, url, token string) ([]ClusterSession, erro
 	}
 	if serr != nil {
 		metas, err := listSessions(ctx, nc)
-		if err != nil {
+		if metas == nil && err != nil {
 			return nil, fmt.Errorf("no cluster log stream (%w), and the server's list: %w", serr, err)
 		}
 		out := make([]ClusterSession, 0, len(metas))
 		for _, m := range metas {
 			out = append(out, ClusterSession{SessionMeta: m, Events: m.LastSeq, Alone: true})
 		}
-		return out, nil
+		return out, err // with a list that is not whole, the damage
 	}
 	return ClusterSessions(ctx, js)
 }
 
-// listSessions asks the corpsim at nc for its sessions' metadata.
+// listSessions asks the corpsim at nc for its sessions' metadata. When
+// the server's store could not read some (wire.DamagedHeader), it returns
+// the others with an error that wraps events.ErrCorrupt and says so.
 func listSessions(ctx context.Context, nc *nats.Conn) ([]events.SessionMeta, error) {
 	msg, err := nc.RequestWithContext(ctx, wire.ListSubject, []byte("{}"))
 	if err != nil {
@@ -675,6 +677,9 @@ func listSessions(ctx context.Context, nc *nats.Conn) ([]events.SessionMeta, err
 			return nil, errors.New(e.Error)
 		}
 		return nil, fmt.Errorf("the list's reply: %w", err)
+	}
+	if d := msg.Header.Get(wire.DamagedHeader); d != "" {
+		return metas, fmt.Errorf("%w: the server lists only some sessions: %s", events.ErrCorrupt, d)
 	}
 	return metas, nil
 }

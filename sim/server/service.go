@@ -409,13 +409,17 @@ func (s *Service) handleList(msg *nats.Msg) {
 	ctx, cancel := context.WithTimeout(context.Background(), listFor)
 	defer cancel()
 	metas, err := s.List(ctx)
-	var b []byte
-	if err != nil && !errors.As(err, new(*events.DamagedError)) {
-		b, _ = json.Marshal(map[string]string{"error": err.Error()})
-	} else {
-		b, _ = json.Marshal(metas)
+	reply := nats.NewMsg(msg.Reply)
+	switch {
+	case errors.As(err, new(*events.DamagedError)):
+		reply.Header.Set(wire.DamagedHeader, err.Error()) // the list is not whole
+		reply.Data, _ = json.Marshal(metas)
+	case err != nil:
+		reply.Data, _ = json.Marshal(map[string]string{"error": err.Error()})
+	default:
+		reply.Data, _ = json.Marshal(metas)
 	}
-	_ = msg.Respond(b)
+	_ = msg.RespondMsg(reply)
 }
 
 func (s *Service) handleDelete(msg *nats.Msg) {

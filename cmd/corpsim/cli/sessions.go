@@ -137,10 +137,12 @@ func jsonLines[T any](a *cmdline, vs []T) error {
 // clusterSessions lists the sessions the cluster's metadata bucket and log
 // stream know, with the worker holding each running session's lease.
 func (a *cmdline) clusterSessions(cmd *cobra.Command, url, token, world, status string, asJSON bool) error {
-	all, err := server.ListCluster(cmd.Context(), url, token)
-	if err != nil {
-		return err
+	all, damaged := server.ListCluster(cmd.Context(), url, token)
+	if damaged != nil && all == nil {
+		return damaged
 	}
+	// A server whose store could not read some sessions' metadata lists
+	// the others: they are printed, then the damage (exit 3).
 	if status == wire.StatusPaused && len(all) > 0 && !all[0].Alone {
 		return usagef("sessions --status paused: a cluster of workers lists its paused sessions running (each worker knows only its own); ask a session's status with its control subject")
 	}
@@ -152,7 +154,10 @@ func (a *cmdline) clusterSessions(cmd *cobra.Command, url, token, world, status 
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Created < out[j].Created })
 	if asJSON {
-		return jsonLines(a, out)
+		if err := jsonLines(a, out); err != nil {
+			return err
+		}
+		return damaged
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SESSION\tWORLD\tSEED\tSTATUS\tEVENTS\tCHECKPOINT\tWORKER\tCREATED")
@@ -175,7 +180,10 @@ func (a *cmdline) clusterSessions(cmd *cobra.Command, url, token, world, status 
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n", s.ID, s.World, s.Seed, st, s.Events, cp, worker, s.Created)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return damaged
 }
 
 func (a *cmdline) resumeCmd() *cobra.Command {
