@@ -186,6 +186,9 @@ func TestLiveListsHeldAndPausedSessions(t *testing.T) {
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		_, body := httpDo(t.Context(), "GET", base+"/v1/sessions?status=finished", op, nil)
 		if strings.Contains(string(body), finished) {
+			if strings.Contains(string(body), `"damaged"`) {
+				t.Fatalf("a whole list says it is damaged: %s", body)
+			}
 			break
 		}
 		if time.Now().After(deadline) {

@@ -156,7 +156,7 @@ func openPebble(ctx context.Context, dir string, readOnly bool, logger hclog.Log
 		// The other sessions are whole: they run, fork and read as ever;
 		// `corpsim sessions` and `verify` name the damaged ones too.
 		for _, e := range damaged.Errs {
-			logger.Warn("the store's session metadata is damaged: the sessions it hides are left as they are", "error", e)
+			logger.Warn("the store's session metadata is damaged: the sessions it names are left as they are", "error", e)
 		}
 	} else if err != nil {
 		l.Close()

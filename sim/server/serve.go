@@ -648,7 +648,7 @@ func ListCluster(ctx context.Context, url, token string) ([]ClusterSession, erro
 	}
 	if serr != nil {
 		metas, err := listSessions(ctx, nc)
-		if metas == nil && err != nil {
+		if err != nil && !errors.Is(err, events.ErrCorrupt) {
 			return nil, fmt.Errorf("no cluster log stream (%w), and the server's list: %w", serr, err)
 		}
 		out := make([]ClusterSession, 0, len(metas))
@@ -679,7 +679,16 @@ func listSessions(ctx context.Context, nc *nats.Conn) ([]events.SessionMeta, err
 		return nil, fmt.Errorf("the list's reply: %w", err)
 	}
 	if d := msg.Header.Get(wire.DamagedHeader); d != "" {
-		return metas, fmt.Errorf("%w: the server lists only some sessions: %s", events.ErrCorrupt, d)
+		return metas, listDamaged(d)
 	}
 	return metas, nil
 }
+
+// listDamaged is a server's list that is not whole: its store could not
+// read some sessions' metadata (wire.DamagedHeader says what). It is
+// events.ErrCorrupt, as the damage is.
+type listDamaged string
+
+func (d listDamaged) Error() string { return "the server lists only some sessions: " + string(d) }
+
+func (d listDamaged) Is(target error) bool { return target == events.ErrCorrupt }

@@ -575,12 +575,12 @@ func (s *Service) List(ctx context.Context) ([]events.SessionMeta, error) {
 		if said := s.damageSaid.Swap(&msg); said == nil || *said != msg {
 			s.logger.Warn("sessions left out of the list: their metadata cannot be read", "error", err)
 		}
-		return s.overlayEnded(metas), err
+		return s.overlayEnded(metas, true), err
 	}
 	if err != nil {
 		return nil, err
 	}
-	return s.overlayEnded(metas), nil
+	return s.overlayEnded(metas, false), nil
 }
 
 // markPaused sets m's status to wire.StatusPaused if an operator holds
@@ -637,7 +637,7 @@ func (ss *session) heldMeta() (m events.SessionMeta, ok bool) {
 // id by Create can learn how it ended once its control subject is gone.
 // One held for its start (created with wait), not in the store yet, is
 // added running at seq 0.
-func (s *Service) overlayEnded(metas []events.SessionMeta) []events.SessionMeta {
+func (s *Service) overlayEnded(metas []events.SessionMeta, damaged bool) []events.SessionMeta {
 	for i := range metas {
 		if metas[i].Status != events.StatusRunning {
 			continue
@@ -682,6 +682,19 @@ func (s *Service) overlayEnded(metas []events.SessionMeta) []events.SessionMeta 
 			// seq 0, so that its creator finds it before it starts.
 			s.markPaused(ss, &m)
 			metas, added = append(metas, m), true
+			continue
+		}
+		if !isClosed(ss.done) && isClosed(ss.driving) && damaged {
+			// Running, and stored, but hidden from the store's list by a
+			// damaged block (new IDs sort after it): listed from its own
+			// metadata.
+			if m, err := s.cfg.Log.Session(context.Background(), ss.id); err == nil {
+				if last, err := s.cfg.Log.LastSeq(context.Background(), ss.id); err == nil {
+					m.LastSeq = last
+				}
+				s.markPaused(ss, &m)
+				metas, added = append(metas, m), true
+			}
 			continue
 		}
 		if !isClosed(ss.done) || !isClosed(ss.driving) {

@@ -1,0 +1,52 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/corpsim/corpsim/agents/wire"
+	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/memlog"
+)
+
+// A session the service runs is listed while it runs even when the
+// store's list, cut short by a damaged block, leaves it out (new IDs sort
+// after the damage): the service lists it from its own metadata, and the
+// list says it is not whole.
+func TestListAddsARunningSessionTheDamageHides(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	mem := memlog.New()
+	damage := &events.DamagedError{Errs: []error{&events.CorruptError{Session: "?", Err: errors.New("the sessions after X are not listed")}}}
+	hidden := ""
+	svc, err := New(Config{Log: mem, Bus: mustBus(t), Logger: hclog.NewNullLogger(), Hooks: Hooks{
+		List: func(ctx context.Context) ([]events.SessionMeta, error) {
+			ms, err := mem.Sessions(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return slices.DeleteFunc(ms, func(m events.SessionMeta) bool { return m.ID == hidden }), damage
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	r, err := svc.Create(ctx, wire.CreateRequest{World: "support-desk-bench", Seed: 1, Agents: "greedy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hidden = r.Session
+	for last, _ := mem.LastSeq(ctx, r.Session); last == 0 && ctx.Err() == nil; last, _ = mem.LastSeq(ctx, r.Session) {
+		time.Sleep(time.Millisecond)
+	}
+	ms, err := svc.List(ctx)
+	i := slices.IndexFunc(ms, func(m events.SessionMeta) bool { return m.ID == r.Session })
+	if i < 0 || ms[i].Status != events.StatusRunning || ms[i].LastSeq == 0 || !errors.As(err, new(*events.DamagedError)) {
+		t.Fatalf("List: %+v, %v; want the running session %s listed, and the damage", ms, err, r.Session)
+	}
+}
