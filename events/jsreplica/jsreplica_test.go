@@ -516,6 +516,23 @@ func TestSessionsLists(t *testing.T) {
 		got[1].ID != "x2" || got[1].Recorded || got[1].Events != n {
 		t.Fatalf("got %+v", got)
 	}
+	// Metadata that does not decode hides no other session: the others
+	// are listed, with a DamagedError that names it.
+	kv, err := r.JetStream().KeyValue(ctx, jsreplica.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "x3", []byte("scrambled")); err != nil {
+		t.Fatal(err)
+	}
+	again, err := jsreplica.Sessions(ctx, r.JetStream())
+	var ce *events.CorruptError
+	if len(again) != 2 || again[0].ID != "x1" || again[1].ID != "x2" || !errors.As(err, new(*events.DamagedError)) || !errors.As(err, &ce) || ce.Session != "x3" {
+		t.Fatalf("Sessions beside damaged metadata: %+v, %v; want x1 and x2, and x3 named damaged", again, err)
+	}
+	if err := kv.Delete(ctx, "x3"); err != nil {
+		t.Fatal(err)
+	}
 	// x2 has no recorded metadata: Restore derives it from session.started.
 	dst := memlog.New()
 	if _, err := jsreplica.Restore(ctx, r.JetStream(), "x2", dst); err != nil {

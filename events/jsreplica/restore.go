@@ -395,9 +395,12 @@ type Session struct {
 }
 
 // Sessions lists the sessions the stream holds events of or the bucket
-// holds metadata of, sorted by ID.
+// holds metadata of, sorted by ID. Beside metadata that does not decode it
+// lists the others (a session with events and no readable metadata by its
+// ID alone), with a *events.DamagedError naming each.
 func Sessions(ctx context.Context, js jetstream.JetStream) ([]Session, error) {
 	byID := map[string]*Session{}
+	var damaged []error
 	st, err := js.Stream(ctx, Stream)
 	if err != nil {
 		return nil, fmt.Errorf("jsreplica: stream %s: %w", Stream, err)
@@ -422,6 +425,10 @@ func Sessions(ctx context.Context, js jetstream.JetStream) ([]Session, error) {
 		}
 		for id := range keys.Keys() {
 			meta, ok, err := sessionMeta(ctx, js, id)
+			if errors.As(err, new(*events.CorruptError)) {
+				damaged = append(damaged, err) // the others are listed
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -437,12 +444,16 @@ func Sessions(ctx context.Context, js jetstream.JetStream) ([]Session, error) {
 		}
 	}
 	out := make([]Session, 0, len(byID))
-	for _, s := range byID {
+	for _, s := range byID { // order: sorted below
 		if !s.Recorded {
 			s.Meta = events.SessionMeta{ID: s.ID}
 		}
 		out = append(out, *s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	if len(damaged) > 0 {
+		sort.Slice(damaged, func(i, j int) bool { return damaged[i].Error() < damaged[j].Error() })
+		return out, &events.DamagedError{Errs: damaged}
+	}
 	return out, nil
 }

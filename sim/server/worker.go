@@ -824,6 +824,7 @@ func allMetas(ctx context.Context, kv jetstream.KeyValue) ([]events.SessionMeta,
 		return nil, err
 	}
 	out := make([]events.SessionMeta, 0, len(ids))
+	var damaged []error // each entry that does not decode: the others are listed
 	for id := range ids {
 		e, err := kv.Get(ctx, id)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -834,11 +835,16 @@ func allMetas(ctx context.Context, kv jetstream.KeyValue) ([]events.SessionMeta,
 		}
 		var m events.SessionMeta
 		if err := json.Unmarshal(e.Value(), &m); err != nil {
-			return nil, &events.CorruptError{Session: id, Key: kv.Bucket() + "." + id, Err: err}
+			damaged = append(damaged, &events.CorruptError{Session: id, Key: kv.Bucket() + "." + id, Err: err})
+			continue
 		}
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	if len(damaged) > 0 {
+		sort.Slice(damaged, func(i, j int) bool { return damaged[i].Error() < damaged[j].Error() })
+		return out, &events.DamagedError{Errs: damaged}
+	}
 	return out, nil
 }
 
@@ -929,9 +935,9 @@ type ClusterSession struct {
 
 // ClusterSessions lists the sessions of a cluster of workers.
 func ClusterSessions(ctx context.Context, js jetstream.JetStream) ([]ClusterSession, error) {
-	ss, err := jsreplica.Sessions(ctx, js)
-	if err != nil {
-		return nil, err
+	ss, damaged := jsreplica.Sessions(ctx, js)
+	if damaged != nil && !errors.As(damaged, new(*events.DamagedError)) {
+		return nil, damaged
 	}
 	read := func(bucket string) map[string]string {
 		out := map[string]string{}
@@ -965,7 +971,7 @@ func ClusterSessions(ctx context.Context, js jetstream.JetStream) ([]ClusterSess
 	for _, s := range ss {
 		out = append(out, ClusterSession{SessionMeta: s.Meta, Events: s.Events, Leased: leases[s.ID], Worker: owners[s.ID], Checkpoint: cps[s.ID]})
 	}
-	return out, nil
+	return out, damaged // beside metadata that does not read, the others
 }
 
 // stillRunning reports whether a session's recorded metadata says it runs.

@@ -942,3 +942,41 @@ func TestWorkerDoesNotResumeAFailedSession(t *testing.T) {
 		t.Errorf("the failed session keeps a lease by %s", owner)
 	}
 }
+
+// A cluster's metadata that does not decode hides no other session: the
+// workers' list (and the CLI's ClusterSessions) gives the others, and the
+// list's reply says what is damaged (wire.DamagedHeader).
+func TestWorkerListsBesideDamagedMetadata(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	node := mustNode(t)
+	mustWorker(t, node, "w", 4, WorkerConfig{})
+	op, err := client.Dial(node.ClientURL(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	js, _ := jetstream.New(op.Conn())
+	kv, err := js.KeyValue(ctx, jsreplica.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := json.Marshal(events.SessionMeta{ID: "a", World: "startup", Status: events.StatusFinished})
+	for id, v := range map[string][]byte{"a": good, "b": []byte("scrambled")} {
+		if _, err := kv.Put(ctx, id, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msg, err := op.Conn().RequestWithContext(ctx, wire.ListSubject, []byte("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var metas []events.SessionMeta
+	if err := json.Unmarshal(msg.Data, &metas); err != nil || len(metas) != 1 || metas[0].ID != "a" || !strings.Contains(msg.Header.Get(wire.DamagedHeader), "session b") {
+		t.Fatalf("list: %s (header %q); want session a, and b named damaged", msg.Data, msg.Header.Get(wire.DamagedHeader))
+	}
+	all, err := ClusterSessions(ctx, js)
+	if len(all) != 1 || all[0].ID != "a" || !errors.As(err, new(*events.DamagedError)) {
+		t.Fatalf("ClusterSessions: %+v, %v; want a, and the damage", all, err)
+	}
+}
