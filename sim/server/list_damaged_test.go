@@ -19,12 +19,21 @@ import (
 // after the damage): the service lists it from its own metadata, and the
 // list says it is not whole.
 func TestListAddsARunningSessionTheDamageHides(t *testing.T) {
+	for _, queue := range []string{"", "workers"} {
+		t.Run("queue="+queue, func(t *testing.T) { testListAddsARunningSession(t, queue) })
+	}
+}
+
+// testListAddsARunningSession: on a lone server (queue "") the hidden
+// session is added; a cluster's worker (a queue group answers the list)
+// adds nothing, as any worker answers and only one runs the session.
+func testListAddsARunningSession(t *testing.T, queue string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	mem := memlog.New()
 	damage := &events.DamagedError{Errs: []error{&events.CorruptError{Session: "?", Err: errors.New("the sessions after X are not listed")}}}
 	hidden := ""
-	svc, err := New(Config{Log: mem, Bus: mustBus(t), Logger: hclog.NewNullLogger(), Hooks: Hooks{
+	svc, err := New(Config{Log: mem, Bus: mustBus(t), Logger: hclog.NewNullLogger(), Queue: queue, Hooks: Hooks{
 		List: func(ctx context.Context) ([]events.SessionMeta, error) {
 			ms, err := mem.Sessions(ctx)
 			if err != nil {
@@ -46,6 +55,12 @@ func TestListAddsARunningSessionTheDamageHides(t *testing.T) {
 	}
 	ms, err := svc.List(ctx)
 	i := slices.IndexFunc(ms, func(m events.SessionMeta) bool { return m.ID == r.Session })
+	if queue != "" {
+		if i >= 0 || !errors.As(err, new(*events.DamagedError)) {
+			t.Fatalf("a worker's List: %+v, %v; want the hidden session left out, and the damage", ms, err)
+		}
+		return
+	}
 	if i < 0 || ms[i].Status != events.StatusRunning || ms[i].LastSeq == 0 || !errors.As(err, new(*events.DamagedError)) {
 		t.Fatalf("List: %+v, %v; want the running session %s listed, and the damage", ms, err, r.Session)
 	}

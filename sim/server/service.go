@@ -677,24 +677,21 @@ func (s *Service) overlayEnded(metas []events.SessionMeta, damaged bool) []event
 	s.mu.Unlock()
 	added := false
 	for _, ss := range missing {
+		if damaged && s.cfg.Queue == "" {
+			// Stored, but hidden from the store's list by a damaged block
+			// (new IDs sort after it): listed from its own metadata. A
+			// lone server only: a cluster's list is answered by any worker,
+			// and only the one running a session could add it.
+			if m, ok := s.storedMeta(ss); ok {
+				metas, added = append(metas, m), true
+				continue
+			}
+		}
 		if m, ok := ss.heldMeta(); ok {
 			// Held for a start (created with wait): listed running at
 			// seq 0, so that its creator finds it before it starts.
 			s.markPaused(ss, &m)
 			metas, added = append(metas, m), true
-			continue
-		}
-		if !isClosed(ss.done) && isClosed(ss.driving) && damaged {
-			// Running, and stored, but hidden from the store's list by a
-			// damaged block (new IDs sort after it): listed from its own
-			// metadata.
-			if m, err := s.cfg.Log.Session(context.Background(), ss.id); err == nil {
-				if last, err := s.cfg.Log.LastSeq(context.Background(), ss.id); err == nil {
-					m.LastSeq = last
-				}
-				s.markPaused(ss, &m)
-				metas, added = append(metas, m), true
-			}
 			continue
 		}
 		if !isClosed(ss.done) || !isClosed(ss.driving) {
@@ -712,6 +709,27 @@ func (s *Service) overlayEnded(metas []events.SessionMeta, damaged bool) []event
 		slices.SortStableFunc(metas, func(a, b events.SessionMeta) int { return strings.Compare(a.ID, b.ID) })
 	}
 	return metas
+}
+
+// storedMeta is the stored metadata of session ss, which this service
+// runs or ran, as the store's list would give it: a running one with its
+// events so far; ok is false when the store holds none (its first batch
+// is on its way) or it ended (overlayEnded adds it as it ended).
+func (s *Service) storedMeta(ss *session) (events.SessionMeta, bool) {
+	if isClosed(ss.done) {
+		return events.SessionMeta{}, false
+	}
+	m, err := s.cfg.Log.Session(context.Background(), ss.id)
+	if err != nil {
+		return m, false
+	}
+	if m.Status == events.StatusRunning {
+		if last, err := s.cfg.Log.LastSeq(context.Background(), ss.id); err == nil {
+			m.LastSeq = last
+		}
+	}
+	s.markPaused(ss, &m)
+	return m, true
 }
 
 // runningLocked counts the sessions not yet ended; s.mu is held.

@@ -122,6 +122,9 @@ type Worker struct {
 	// over: sessions the metadata records finished or failed, which never
 	// change again; scans do not read them again.
 	over map[string]bool
+	// unreadable is the revision of each session's metadata entry the
+	// scan found damaged and said so: said once, until the entry changes.
+	unreadable map[string]uint64
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -163,7 +166,7 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, svcCfg Config) (*Worker, e
 		logger = hclog.NewNullLogger()
 	}
 	w := &Worker{cfg: cfg, log: svcCfg.Log, logger: logger.With("worker", cfg.Name), held: map[string]*lease{},
-		replFailed: map[string]bool{}, over: map[string]bool{}, stop: make(chan struct{})}
+		replFailed: map[string]bool{}, over: map[string]bool{}, unreadable: map[string]uint64{}, stop: make(chan struct{})}
 	replicas := cfg.Replicas
 	if replicas == 0 {
 		// Three copies when the cluster has three servers, else one. The
@@ -771,9 +774,17 @@ func (w *Worker) runningMetas(ctx context.Context) ([]events.SessionMeta, error)
 			w.logger.Warn("cannot read the session's metadata; the next scan tries again", "session", id, "error", err)
 			continue
 		}
-		var m events.SessionMeta
-		if err := json.Unmarshal(e.Value(), &m); err != nil {
-			w.logger.Warn("unreadable session metadata", "session", id, "error", err)
+		m, err := metaEntry(id, e.Value())
+		if err != nil {
+			// Never adopted; said once until the entry changes (a live
+			// owner's next write mends it).
+			w.mu.Lock()
+			said := w.unreadable[id] == e.Revision()
+			w.unreadable[id] = e.Revision()
+			w.mu.Unlock()
+			if !said {
+				w.logger.Warn("unreadable session metadata: not adopted", "session", id, "error", err)
+			}
 			continue
 		}
 		switch m.Status {
@@ -833,8 +844,8 @@ func allMetas(ctx context.Context, kv jetstream.KeyValue) ([]events.SessionMeta,
 		if err != nil {
 			return nil, err
 		}
-		var m events.SessionMeta
-		if err := json.Unmarshal(e.Value(), &m); err != nil {
+		m, err := metaEntry(id, e.Value())
+		if err != nil {
 			damaged = append(damaged, &events.CorruptError{Session: id, Key: kv.Bucket() + "." + id, Err: err})
 			continue
 		}
@@ -846,6 +857,19 @@ func allMetas(ctx context.Context, kv jetstream.KeyValue) ([]events.SessionMeta,
 		return out, &events.DamagedError{Errs: damaged}
 	}
 	return out, nil
+}
+
+// metaEntry decodes session id's entry of the metadata bucket, which must
+// name the session (a flipped bit in the ID leaves valid JSON).
+func metaEntry(id string, v []byte) (events.SessionMeta, error) {
+	var m events.SessionMeta
+	if err := json.Unmarshal(v, &m); err != nil {
+		return m, err
+	}
+	if m.ID != id {
+		return m, fmt.Errorf("metadata names session %q", m.ID)
+	}
+	return m, nil
 }
 
 // keys lists the keys of kv. A listing that ctx cut short is an error: the
