@@ -189,14 +189,15 @@ type turnMsgs struct {
 // replayed is a session read to its end: what every episode's header
 // says besides the member's own.
 type replayed struct {
-	id     string
-	meta   events.SessionMeta
-	st     *org.State
-	card   policies.Scorecard
-	load   float64
-	root   uint64
-	key    string
-	format int
+	id        string
+	meta      events.SessionMeta
+	st        *org.State
+	card      policies.Scorecard
+	delivered map[string]float64 // each member's delivered value, by the card
+	load      float64
+	root      uint64
+	key       string
+	format    int
 	// seats are the members an agent played (the world's members that are
 	// not simulated colleagues), in ID order.
 	seats []string
@@ -261,14 +262,8 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 // header is member's episode without its transcript: the session's, the
 // member's rewards and outcome verdicts; no messages (an empty list).
 func (r *replayed) header(member string) Episode {
-	delivered := 0.0
-	for _, mc := range r.card.Members {
-		if mc.Member == member {
-			delivered = mc.Delivered
-		}
-	}
 	ep := Episode{Session: r.id, World: r.st.World.Name, Seed: r.meta.Seed, Member: member, Agent: r.meta.Agents[member], Status: string(r.meta.Status),
-		Messages: []Message{}, Tools: agents.ToolDefsFor(r.st.World), Reward: delivered, TeamReward: r.card.TeamScore,
+		Messages: []Message{}, Tools: agents.ToolDefsFor(r.st.World), Reward: r.delivered[member], TeamReward: r.card.TeamScore,
 		Rubric: r.card.Rubric, worldHash: r.st.World.Hash, load: r.load, root: r.root, key: r.key, format: r.format}
 	if r.meta.Parent != "" {
 		ep.ForkedFrom, ep.forkSeq = fmt.Sprintf("%s@%d", r.meta.Parent, r.meta.ForkSeq), r.meta.ForkSeq
@@ -464,6 +459,10 @@ func (o Options) read(ctx context.Context, log Log, id string, emit func(*turnRe
 	}
 	r.st = e.State()
 	r.card = policies.Score(r.st)
+	r.delivered = make(map[string]float64, len(r.card.Members))
+	for _, mc := range r.card.Members {
+		r.delivered[mc.Member] = mc.Delivered
+	}
 	return r, nil
 }
 
