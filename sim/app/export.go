@@ -166,8 +166,15 @@ func exportSFT(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 			dir = filepath.Dir(o.Out)
 		}
 	}
+	said := false // that no spill file can be made: once, not for every session
+	notice := func(msg string) {
+		if o.Notice != nil && !said {
+			said = true
+			o.Notice(msg)
+		}
+	}
 	for _, id := range ids {
-		k, l, err := spilling(dir, o.Notice, func(sp export.Spill) (int, int, error) {
+		k, l, err := spilling(dir, notice, func(sp export.Spill) (int, int, error) {
 			return export.WriteSFT(ctx, w, log, id, export.SFTOptions{Options: o.exportOptions(id),
 				Windows: o.HistorySet, History: o.History, Keep: keep, Spill: sp})
 		})
