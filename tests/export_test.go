@@ -211,7 +211,7 @@ func TestExportSFT(t *testing.T) {
 	}
 	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
 	again, errs, code := runCLI(t, "export", a.Session, b.Session, "--data", data)
-	if code != cli.ExitOK || again != string(mustRead(t, out)) || !strings.Contains(errs, "the transcripts are held in memory") {
+	if code != cli.ExitOK || again != string(mustRead(t, out)) || strings.Count(errs, "the transcripts are held in memory") != 1 {
 		t.Fatalf("export to stdout with no temporary folder exited %d (same lines: %v): %s", code, again == string(mustRead(t, out)), errs)
 	}
 	eps := readJSONL[exportedEpisode](t, out)

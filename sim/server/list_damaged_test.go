@@ -65,3 +65,43 @@ func testListAddsARunningSession(t *testing.T, queue string) {
 		t.Fatalf("List: %+v, %v; want the running session %s listed, and the damage", ms, err, r.Session)
 	}
 }
+
+// An ended session the damage hides: a lone server lists it as it ended;
+// a worker does not, so that every worker's list is the same (only the
+// one that ran it could add it).
+func TestListOfAnEndedSessionTheDamageHides(t *testing.T) {
+	for _, queue := range []string{"", "workers"} {
+		t.Run("queue="+queue, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			mem := memlog.New()
+			hidden := ""
+			svc, err := New(Config{Log: mem, Bus: mustBus(t), Logger: hclog.NewNullLogger(), Queue: queue, Hooks: Hooks{
+				List: func(ctx context.Context) ([]events.SessionMeta, error) {
+					ms, err := mem.Sessions(ctx)
+					if err != nil {
+						return nil, err
+					}
+					return slices.DeleteFunc(ms, func(m events.SessionMeta) bool { return m.ID == hidden }),
+						&events.DamagedError{Errs: []error{&events.CorruptError{Session: hidden, Err: errors.New("checksum mismatch")}}}
+				}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer svc.Close()
+			r, err := svc.Create(ctx, wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hidden = r.Session
+			if _, err := svc.Wait(ctx, r.Session); err != nil {
+				t.Fatal(err)
+			}
+			ms, err := svc.List(ctx)
+			listed := slices.ContainsFunc(ms, func(m events.SessionMeta) bool { return m.ID == r.Session && m.Status == events.StatusFinished })
+			if listed != (queue == "") || !errors.As(err, new(*events.DamagedError)) {
+				t.Fatalf("queue %q: the ended session listed %v (%+v, %v); want it listed only by a lone server", queue, listed, ms, err)
+			}
+		})
+	}
+}

@@ -699,6 +699,11 @@ func (s *Service) overlayEnded(metas []events.SessionMeta, damaged bool) []event
 			// (nothing of it was to be stored).
 			continue
 		}
+		if damaged && s.cfg.Queue != "" {
+			// A worker: any worker answers the list, so it adds nothing
+			// the damage may hide (it ran this one; the others did not).
+			continue
+		}
 		ss.mu.Lock()
 		if m := ss.meta; m.Status != events.StatusRunning && m.Status != "" {
 			metas, added = append(metas, m), true
