@@ -212,9 +212,9 @@ type replayed struct {
 // WriteSFT writes the same lines from a spill instead.
 func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, error) {
 	type transcript struct {
-		msgs               []Message
-		spans              []span
-		timedOut, failures int
+		tally
+		msgs  []Message
+		spans []span
 	}
 	byMember := map[string]*transcript{}
 	r, err := o.read(ctx, log, id, func(t *turnRec, m *turnMsgs) error {
@@ -223,19 +223,15 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 			tr = &transcript{msgs: []Message{}}
 			byMember[t.member] = tr
 		}
-		switch {
-		case t.timedOut:
-			tr.timedOut++
-		case t.failed:
-			tr.failures++
-		default:
-			if m.system != nil {
-				tr.msgs = append(tr.msgs, *m.system)
-			}
-			tr.spans = append(tr.spans, span{turn: m.turn, seq: m.seq, user: len(tr.msgs)})
-			tr.msgs = append(tr.msgs, m.user, m.asst)
-			tr.msgs = append(tr.msgs, m.results...)
+		if !tr.add(t) {
+			return nil
 		}
+		if m.system != nil {
+			tr.msgs = append(tr.msgs, *m.system)
+		}
+		tr.spans = append(tr.spans, span{turn: m.turn, seq: m.seq, user: len(tr.msgs)})
+		tr.msgs = append(tr.msgs, m.user, m.asst)
+		tr.msgs = append(tr.msgs, m.results...)
 		return nil
 	})
 	if err != nil {
@@ -246,17 +242,50 @@ func Episodes(ctx context.Context, log Log, id string, o Options) ([]Episode, er
 		ep := r.header(member)
 		if tr := byMember[member]; tr != nil {
 			ep.Messages, ep.spans = tr.msgs, tr.spans
-			ep.TimedOut, ep.TurnErrors = tr.timedOut, tr.failures
-		}
-		ep.Turns = len(ep.spans)
-		for _, sp := range ep.spans {
-			if sp.seq <= ep.forkSeq {
-				ep.InheritedTurns++
-			}
+			tr.fill(&ep)
 		}
 		out = append(out, ep)
 	}
 	return out, nil
+}
+
+// tally counts a member's turns as read hands them over.
+type tally struct {
+	seqs               []uint64 // the answered turns' events, in order
+	timedOut, failures int
+}
+
+// add counts t and reports whether it was answered (then it comes with
+// its messages).
+func (c *tally) add(t *turnRec) bool {
+	switch {
+	case t.timedOut:
+		c.timedOut++
+	case t.failed:
+		c.failures++
+	default:
+		c.seqs = append(c.seqs, t.seq)
+		return true
+	}
+	return false
+}
+
+// fill sets ep's counts of turns: answered, timed out, failed, and the
+// answered ones its parent's agents played (a fork's, up to its point).
+func (c *tally) fill(ep *Episode) {
+	ep.Turns, ep.TimedOut, ep.TurnErrors = len(c.seqs), c.timedOut, c.failures
+	ep.InheritedTurns = inherited(c.seqs, ep.forkSeq)
+}
+
+// inherited counts the turns of seqs at or before a fork's point.
+func inherited(seqs []uint64, forkSeq uint64) int {
+	n := 0
+	for _, seq := range seqs {
+		if seq <= forkSeq {
+			n++
+		}
+	}
+	return n
 }
 
 // header is member's episode without its transcript: the session's, the

@@ -55,12 +55,7 @@ func WriteSFT(ctx context.Context, w io.Writer, log Log, id string, o SFTOptions
 			sm = &spilled{}
 			byMember[t.member] = sm
 		}
-		switch {
-		case t.timedOut:
-			sm.timedOut++
-			return nil
-		case t.failed:
-			sm.failures++
+		if !sm.add(t) {
 			return nil
 		}
 		if m.system != nil {
@@ -78,7 +73,7 @@ func WriteSFT(ctx context.Context, w io.Writer, log Log, id string, o SFTOptions
 		if err != nil {
 			return err
 		}
-		sm.turns = append(sm.turns, spilledTurn{head: head, tail: tail, turn: m.turn, seq: m.seq})
+		sm.turns = append(sm.turns, spilledTurn{head: head, tail: tail, turn: m.turn})
 		return nil
 	})
 	if err != nil {
@@ -88,9 +83,9 @@ func WriteSFT(ctx context.Context, w io.Writer, log Log, id string, o SFTOptions
 		return 0, 0, fmt.Errorf("export: spill: %w", err)
 	}
 	out := lineWriter{w: bufio.NewWriterSize(w, 1<<16), sp: sp}
-	var total uint64 // lines to write at most (before Keep), for Progress
-	for _, sm := range byMember {
-		total += uint64(len(sm.turns))
+	var total uint64              // lines to write at most (before Keep), for Progress
+	for _, sm := range byMember { // order: a sum
+		total += uint64(len(sm.seqs))
 	}
 	if !o.Windows {
 		total = uint64(len(r.seats))
@@ -106,12 +101,7 @@ func WriteSFT(ctx context.Context, w io.Writer, log Log, id string, o SFTOptions
 		if sm == nil {
 			sm = &spilled{}
 		}
-		ep.Turns, ep.TimedOut, ep.TurnErrors = len(sm.turns), sm.timedOut, sm.failures
-		for _, t := range sm.turns {
-			if t.seq <= ep.forkSeq {
-				ep.InheritedTurns++
-			}
-		}
+		sm.fill(&ep)
 		if o.Keep != nil && !o.Keep(&ep) {
 			continue
 		}
@@ -135,20 +125,15 @@ func WriteSFT(ctx context.Context, w io.Writer, log Log, id string, o SFTOptions
 		// turns whole, then the turn's observation and answer.
 		history := max(o.History, 0)
 		for i, t := range sm.turns {
+			from := max(0, i-history)
 			win := ep
-			win.Turn, win.InheritedTurns = t.turn, 0
+			win.Turn, win.InheritedTurns = t.turn, inherited(sm.seqs[from:i+1], ep.forkSeq)
 			frags := make([]frag, 0, 2*history+2)
 			if sm.system != nil {
 				frags = append(frags, *sm.system)
 			}
-			for _, in := range sm.turns[max(0, i-history):i] {
+			for _, in := range sm.turns[from:i] {
 				frags = append(frags, in.head, in.tail)
-				if in.seq <= ep.forkSeq {
-					win.InheritedTurns++
-				}
-			}
-			if t.seq <= ep.forkSeq {
-				win.InheritedTurns++
 			}
 			frags = append(frags, t.head)
 			if err := out.line(&win, frags); err != nil {
@@ -169,14 +154,15 @@ type frag struct{ off, n int64 }
 // answer (head), then its calls' results (tail).
 type spilledTurn struct {
 	head, tail frag
-	turn, seq  uint64
+	turn       uint64
 }
 
-// spilled is a member's transcript in the spill.
+// spilled is a member's transcript in the spill: its turns as tally
+// counts them (turns[i] is the answered turn of seqs[i]).
 type spilled struct {
-	system             *frag
-	turns              []spilledTurn
-	timedOut, failures int
+	tally
+	system *frag
+	turns  []spilledTurn
 }
 
 // spillWriter appends messages to the spill as JSON.
