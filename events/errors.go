@@ -148,6 +148,15 @@ func (e *DamagedError) Error() string {
 	return fmt.Sprintf("events: %d damaged: %s", len(e.Errs), strings.Join(msgs, "; "))
 }
 
+// Damaged is the error a listing returns beside what it listed: nil when
+// errs is empty, else a *DamagedError of errs.
+func Damaged(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return &DamagedError{Errs: errs}
+}
+
 // Unwrap returns each session's error, so that errors.As finds a
 // *CorruptError in it.
 func (e *DamagedError) Unwrap() []error { return e.Errs }

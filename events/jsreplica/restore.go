@@ -347,14 +347,25 @@ func sessionMeta(ctx context.Context, js jetstream.JetStream, session string) (m
 	if err != nil {
 		return events.SessionMeta{}, false, fmt.Errorf("jsreplica: session %s: metadata: %w", session, err)
 	}
-	if err := json.Unmarshal(e.Value(), &meta); err != nil {
-		return events.SessionMeta{}, false, &events.CorruptError{Session: session, Key: Bucket + "." + session, Err: err}
-	}
-	if meta.ID != session {
-		return events.SessionMeta{}, false, &events.CorruptError{Session: session, Key: Bucket + "." + session,
-			Err: fmt.Errorf("%w: metadata names session %q", events.ErrCorrupt, meta.ID)}
+	if meta, err = DecodeMeta(session, e.Value()); err != nil {
+		return events.SessionMeta{}, false, err
 	}
 	return meta, true, nil
+}
+
+// DecodeMeta decodes session's entry v of the metadata bucket, which must
+// name the session (a flipped bit in the ID leaves valid JSON); an entry
+// that does not is a *events.CorruptError.
+func DecodeMeta(session string, v []byte) (events.SessionMeta, error) {
+	var meta events.SessionMeta
+	if err := json.Unmarshal(v, &meta); err != nil {
+		return events.SessionMeta{}, &events.CorruptError{Session: session, Key: Bucket + "." + session, Err: err}
+	}
+	if meta.ID != session {
+		return events.SessionMeta{}, &events.CorruptError{Session: session, Key: Bucket + "." + session,
+			Err: fmt.Errorf("%w: metadata names session %q", events.ErrCorrupt, meta.ID)}
+	}
+	return meta, nil
 }
 
 // metaFromStart derives the metadata of a session that is not a fork from
@@ -451,9 +462,6 @@ func Sessions(ctx context.Context, js jetstream.JetStream) ([]Session, error) {
 		out = append(out, *s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	if len(damaged) > 0 {
-		sort.Slice(damaged, func(i, j int) bool { return damaged[i].Error() < damaged[j].Error() })
-		return out, &events.DamagedError{Errs: damaged}
-	}
-	return out, nil
+	sort.Slice(damaged, func(i, j int) bool { return damaged[i].Error() < damaged[j].Error() })
+	return out, events.Damaged(damaged)
 }

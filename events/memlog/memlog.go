@@ -248,10 +248,7 @@ func (l *Log) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
 		}
 		out = append(out, m)
 	}
-	if len(damaged) > 0 {
-		return out, &events.DamagedError{Errs: damaged}
-	}
-	return out, nil
+	return out, events.Damaged(damaged)
 }
 
 // LastSeq implements events.Log.
@@ -589,10 +586,7 @@ func (l *Log) Checkpoints(ctx context.Context, id string) ([]events.Checkpoint, 
 		}
 		out = append(out, cp)
 	}
-	if len(damaged) > 0 {
-		return out, &events.DamagedError{Errs: damaged}
-	}
-	return out, nil
+	return out, events.Damaged(damaged)
 }
 
 // Close implements events.Log. Later calls fail with ErrClosed and Reads in

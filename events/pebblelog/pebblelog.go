@@ -771,10 +771,7 @@ func (l *Log) Sessions(ctx context.Context) ([]events.SessionMeta, error) {
 	case err != nil:
 		return nil, err
 	}
-	if len(damaged) > 0 {
-		return out, &events.DamagedError{Errs: damaged}
-	}
-	return out, nil
+	return out, events.Damaged(damaged)
 }
 
 // eachMeta calls fn with every session's ID and metadata, by ID, or the
@@ -1359,10 +1356,7 @@ func (l *Log) Checkpoints(ctx context.Context, id string) ([]events.Checkpoint, 
 		}
 		damaged = append(damaged, err)
 	}
-	if len(damaged) > 0 {
-		return out, &events.DamagedError{Errs: damaged}
-	}
-	return out, nil
+	return out, events.Damaged(damaged)
 }
 
 // closeDB closes the database, records a clean close of a read-write Log

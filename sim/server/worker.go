@@ -774,7 +774,7 @@ func (w *Worker) runningMetas(ctx context.Context) ([]events.SessionMeta, error)
 			w.logger.Warn("cannot read the session's metadata; the next scan tries again", "session", id, "error", err)
 			continue
 		}
-		m, err := metaEntry(id, e.Value())
+		m, err := jsreplica.DecodeMeta(id, e.Value())
 		if err != nil {
 			// Never adopted; said once until the entry changes (a live
 			// owner's next write mends it).
@@ -844,32 +844,16 @@ func allMetas(ctx context.Context, kv jetstream.KeyValue) ([]events.SessionMeta,
 		if err != nil {
 			return nil, err
 		}
-		m, err := metaEntry(id, e.Value())
+		m, err := jsreplica.DecodeMeta(id, e.Value())
 		if err != nil {
-			damaged = append(damaged, &events.CorruptError{Session: id, Key: kv.Bucket() + "." + id, Err: err})
+			damaged = append(damaged, err)
 			continue
 		}
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	if len(damaged) > 0 {
-		sort.Slice(damaged, func(i, j int) bool { return damaged[i].Error() < damaged[j].Error() })
-		return out, &events.DamagedError{Errs: damaged}
-	}
-	return out, nil
-}
-
-// metaEntry decodes session id's entry of the metadata bucket, which must
-// name the session (a flipped bit in the ID leaves valid JSON).
-func metaEntry(id string, v []byte) (events.SessionMeta, error) {
-	var m events.SessionMeta
-	if err := json.Unmarshal(v, &m); err != nil {
-		return m, err
-	}
-	if m.ID != id {
-		return m, fmt.Errorf("metadata names session %q", m.ID)
-	}
-	return m, nil
+	sort.Slice(damaged, func(i, j int) bool { return damaged[i].Error() < damaged[j].Error() })
+	return out, events.Damaged(damaged)
 }
 
 // keys lists the keys of kv. A listing that ctx cut short is an error: the
