@@ -46,12 +46,12 @@ var toolSpecs = []toolSpec{
 	{
 		name: org.ActClaim,
 		desc: "Take an open task or ticket so that you hold it. Costs 5 minutes of working time. " +
-			"Take one from your observation's \"available\" list (its dependencies are done); you may also claim one from \"upcoming\", " +
+			"Take one from your observation's \"available\" list (its dependencies are done); you may also claim one from \"upcoming\" (unless its queue has a WIP limit), " +
 			"but you cannot work on it until its dependencies are done. A task you hold stays yours until you complete it or hand it off, " +
 			"and nobody else can take it. Refused when someone already holds it or the queue is down, and as a policy violation " +
 			"(each costs the team a penalty) when you lack the task's role (role-required) or skill (skill-required), when a ticket would jump " +
 			"its queue's order (queue-order: fifo takes the oldest first, priority the highest priority then the oldest), " +
-			"or when the queue is at its WIP limit (wip-limit).",
+			"or when the queue is at its WIP limit or has one and the task's dependencies are not done (wip-limit).",
 		params: []toolParam{paramTask(`ID of the task or ticket to take, e.g. "api".`)},
 	},
 	{

@@ -276,7 +276,11 @@ func (r QueueOrder) check(s *org.State, member string, a *org.Action) *org.Rejec
 	return nil
 }
 
-// WIPLimit: a queue with a WIP limit has at most that many items claimed and not done.
+// WIPLimit: a queue with a WIP limit has at most that many items claimed
+// and not done, and takes claims of ready work only (a task whose
+// dependencies are done): a claim of blocked work would hold one of the
+// queue's places for nothing while its dependencies are pending, and one
+// member claiming the queue's upcoming work could stop the whole team.
 type WIPLimit struct{}
 
 // Name implements Rule.
@@ -293,6 +297,10 @@ func (r WIPLimit) check(s *org.State, member string, a *org.Action) *org.Rejecti
 		return nil
 	}
 	if q, ok := s.World.Queue(t.Queue); ok && q.WIP > 0 {
+		if pending := s.PendingDeps(t); len(pending) > 0 {
+			return org.Violation(r.Name(), "queue %s limits its work in progress to %d and takes ready work only: %s waits for %s",
+				q.ID, q.WIP, t.ID, strings.Join(pending, ", "))
+		}
 		if n := s.InProgress(q.ID); n >= q.WIP {
 			return org.Violation(r.Name(), "queue %s already has %d items in progress (limit %d)", q.ID, n, q.WIP)
 		}

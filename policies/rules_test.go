@@ -6,6 +6,7 @@ import (
 	"github.com/corpsim/corpsim/clock"
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // Hand-built states for the rule tests.
@@ -54,6 +55,19 @@ func TestRules(t *testing.T) {
 		{"complete before two dependencies", policies.DependenciesFirst{}, func(tb testing.TB) *org.State { return specDone(tb).state() }, "bob", org.Action{Type: org.ActComplete, Task: "backend"}, `task "backend" waits on api, db-schema, not done yet`},
 		{"claim ahead of dependencies", policies.DependenciesFirst{}, atStart, "bob", org.Action{Type: org.ActClaim, Task: "api"}, ""},
 		{"work once dependencies are done", policies.DependenciesFirst{}, func(tb testing.TB) *org.State { return specDone(tb).state() }, "bob", org.Action{Type: org.ActWork, Task: "api"}, ""},
+
+		// wip-limit (the backlog limited to 2 in progress)
+		{"claim from a queue at its limit", policies.WIPLimit{}, func(tb testing.TB) *org.State {
+			return newScript(tb, wip2(tb)).do("alice", "spec").claim("bob", "api").claim("carol", "db-schema").state()
+		}, "erin", org.Action{Type: org.ActClaim, Task: "build-servers"}, "queue backlog already has 2 items in progress (limit 2)"},
+		{"claim below the limit", policies.WIPLimit{}, func(tb testing.TB) *org.State {
+			return newScript(tb, wip2(tb)).do("alice", "spec").claim("bob", "api").state()
+		}, "carol", org.Action{Type: org.ActClaim, Task: "db-schema"}, ""},
+		{"claim of blocked work under a limit", policies.WIPLimit{}, func(tb testing.TB) *org.State { return newScript(tb, wip2(tb)).state() },
+			"bob", org.Action{Type: org.ActClaim, Task: "backend"}, "queue backlog limits its work in progress to 2 and takes ready work only: backend waits for api, db-schema"},
+		{"claim of work made ready under a limit", policies.WIPLimit{}, func(tb testing.TB) *org.State { return newScript(tb, wip2(tb)).do("alice", "spec").state() },
+			"bob", org.Action{Type: org.ActClaim, Task: "api"}, ""},
+		{"claim of blocked work with no limit", policies.WIPLimit{}, atStart, "bob", org.Action{Type: org.ActClaim, Task: "backend"}, ""},
 
 		// work-done
 		{"complete with part of the effort", policies.WorkDone{}, apiHalfDone, "bob", org.Action{Type: org.ActComplete, Task: "api"}, `task "api" has 8h of 24h effort spent`},
@@ -131,6 +145,11 @@ func TestRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wip2 is the startup world with its backlog limited to 2 items in progress.
+func wip2(tb testing.TB) *worlds.World {
+	return mustWorld(tb, "{id: backlog, served_by: [lead, engineer, designer]}", "{id: backlog, served_by: [lead, engineer, designer], wip: 2}")
 }
 
 // TestRuleNames pins the names, which are recorded in logs and counted by

@@ -306,7 +306,7 @@ var specs = map[reflect.Type]typeSpec{
 			"served_by": {doc: "Ids of the roles whose members may claim items from the queue.", required: true, apply: both(ids, nonEmpty)},
 			"order": {doc: "The order items are offered in: fifo (oldest first) or priority (highest priority first, then oldest).",
 				apply: both(oneOf("fifo", "priority"), defaults("fifo"))},
-			"wip": {doc: "The most items claimed and not done at once; 0 for no limit.", apply: atLeast(0)},
+			"wip": {doc: "The most items claimed and not done at once; 0 for no limit. A queue with a limit takes claims of ready work only (its dependencies done).", apply: atLeast(0)},
 		},
 	},
 	reflect.TypeFor[fileChain](): {
