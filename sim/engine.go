@@ -859,8 +859,13 @@ func (e *Engine) applyWith(ev events.Event, typed any) error {
 		}
 		// A log graded under another rubric is re-graded, not refused:
 		// only this rubric's rewards must match (corpsim score).
-		if p.Rubric == policies.RubricVersion && math.Abs(p.Team-e.reward.Team) > 1e-6 {
-			return fmt.Errorf("%w: reward at seq %d records %g, the rubric gives %g", ErrReplayMismatch, ev.Seq, p.Team, e.reward.Team)
+		if p.Rubric == policies.RubricVersion {
+			if math.Abs(p.Team-e.reward.Team) > 1e-6 {
+				return fmt.Errorf("%w: reward at seq %d records %g, the rubric gives %g", ErrReplayMismatch, ev.Seq, p.Team, e.reward.Team)
+			}
+			if id, rec, got, ok := splitMismatch(p.Members, e.reward.Members); ok {
+				return fmt.Errorf("%w: reward at seq %d records %g for %s, the rubric gives %g", ErrReplayMismatch, ev.Seq, rec, id, got)
+			}
 		}
 		e.recorded.Team += p.Team
 		if !slices.Contains(e.recorded.Rubrics, p.Rubric) {
@@ -877,6 +882,26 @@ func (e *Engine) applyWith(ev events.Event, typed any) error {
 	}
 	e.follow(&ev, typed)
 	return nil
+}
+
+// splitMismatch finds the first member, in ID order, whose share of a
+// reward the log records (rec) other than the rubric gives it (got); a
+// member missing from one side has 0 there.
+func splitMismatch(rec, got map[string]float64) (id string, r, g float64, ok bool) {
+	ids := make([]string, 0, len(rec)+len(got))
+	for id := range rec { // order: sorted below
+		ids = append(ids, id)
+	}
+	for id := range got { // order: sorted below
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range slices.Compact(ids) {
+		if math.Abs(rec[id]-got[id]) > 1e-6 {
+			return id, rec[id], got[id], true
+		}
+	}
+	return "", 0, 0, false
 }
 
 // pushed is the time a member's wake timer was last pushed for, if set.

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/events"
@@ -212,6 +214,34 @@ func TestReplayRegradesAnOlderRubric(t *testing.T) {
 	bad, _ := recode(policies.RubricVersion, 5)
 	if _, err := sim.RebuildLog(context.Background(), poisonScanner{bad}, "s", sim.Config{}); !errors.Is(err, sim.ErrReplayMismatch) {
 		t.Fatalf("an altered reward of this rubric: got %v, want ErrReplayMismatch", err)
+	}
+	// The team's sum kept, a point moved from one member to another.
+	moved := slices.Clone(evs)
+	n := 0
+	for i, ev := range moved {
+		var r payload.Reward
+		if ev.Type != payload.EvReward || json.Unmarshal(ev.Payload, &r) != nil || len(r.Members) < 2 {
+			continue
+		}
+		ids := slices.Sorted(maps.Keys(r.Members))
+		r.Members[ids[0]]++
+		r.Members[ids[1]]--
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		moved[i].Payload = b
+		n++
+		break
+	}
+	if n == 0 {
+		t.Fatal("no reward split between two members")
+	}
+	if _, err := sim.RebuildLog(context.Background(), poisonScanner{moved}, "s", sim.Config{}); !errors.Is(err, sim.ErrReplayMismatch) || !strings.Contains(err.Error(), " for ") {
+		t.Fatalf("a reward's split altered: got %v, want ErrReplayMismatch naming the member", err)
+	}
+	if _, err := sim.RebuildLog(context.Background(), poisonScanner{evs}, "s", sim.Config{}); err != nil {
+		t.Fatalf("the log as recorded: %v", err)
 	}
 }
 
