@@ -414,8 +414,14 @@ func TestSessionsFilters(t *testing.T) {
 	b := cliResult(t, "run", "--seed", "2", "--data", data)
 	g := cliResult(t, "run", "--world", tiny, "--seed", "1", "--data", data)
 	var f events.SessionMeta // a fork that was never run: interrupted
-	if err := json.Unmarshal([]byte(mustCLI(t, "fork", a.Session, "--at", "1", "--create-only", "--json", "--data", data)), &f); err != nil {
+	out := mustCLI(t, "fork", a.Session, "--at", "1", "--create-only", "--json", "--data", data)
+	if err := json.Unmarshal([]byte(out), &f); err != nil {
 		t.Fatal(err)
+	}
+	// Named by "session", as a played fork's result is, and by "id".
+	var named struct{ Session, ID string }
+	if err := json.Unmarshal([]byte(out), &named); err != nil || named.Session == "" || named.Session != f.ID || named.ID != f.ID {
+		t.Fatalf("fork --create-only --json names %+v (err %v), want session and id %s:\n%s", named, err, f.ID, out)
 	}
 
 	tests := []struct {

@@ -257,7 +257,12 @@ func (a *cmdline) forkCmd(reset bool) *cobra.Command {
 				return a.played(res, asJSON)
 			}
 			if asJSON {
-				return json.NewEncoder(a.stdout).Encode(meta)
+				// The stored metadata, named by "session" as a played
+				// fork's result is (and by its "id" as sessions --json).
+				return json.NewEncoder(a.stdout).Encode(struct {
+					Session string `json:"session"`
+					events.SessionMeta
+				}{meta.ID, meta})
 			}
 			fmt.Fprintf(a.stdout, "session %s: %s of %s at seq %d (seed %d)\n", meta.ID, map[bool]string{true: "reset", false: "fork"}[reset], meta.Parent, meta.ForkSeq, meta.Seed)
 			return nil
