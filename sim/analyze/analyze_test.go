@@ -66,14 +66,17 @@ type logBuilder struct {
 	key [32]byte
 }
 
-func newLog(tb testing.TB) *logBuilder {
+func newLog(tb testing.TB) *logBuilder { return newLogOf(tb, worldSrc) }
+
+// newLogOf is newLog of a session of world src.
+func newLogOf(tb testing.TB, src string) *logBuilder {
 	tb.Helper()
-	w, err := worlds.Load("trace-unit.yaml", []byte(worldSrc))
+	w, err := worlds.Load("trace-unit.yaml", []byte(src))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	b := &logBuilder{tb: tb, w: w}
-	b.add(0, payload.EvSessionStarted, "", 0, payload.SessionStarted{Format: payload.LogFormat, World: w.Name, WorldFile: "trace-unit.yaml", WorldHash: w.Hash, Seed: 1, Load: 1, Source: worldSrc})
+	b.add(0, payload.EvSessionStarted, "", 0, payload.SessionStarted{Format: payload.LogFormat, World: w.Name, WorldFile: "trace-unit.yaml", WorldHash: w.Hash, Seed: 1, Load: 1, Source: src})
 	return b
 }
 
@@ -555,6 +558,80 @@ func TestChainCollapsesStints(t *testing.T) {
 			if !strings.HasPrefix(chain[3].Text, "6 stints of bob's work on a") {
 				t.Fatalf("stints link %q", chain[3].Text)
 			}
+		}
+	}
+}
+
+// TestTaskHandedBackWaits: a task handed back to its queue waits there,
+// unclaimed, until the next claim; the trace counts that wait (it counted
+// the wait before the first claim alone) and the members who could have
+// taken it are those with its skill.
+func TestTaskHandedBackWaits(t *testing.T) {
+	src := strings.Replace(worldSrc, "{id: cat, role: eng, team: t, manager: ann}", "{id: cat, role: eng, team: t, manager: ann, skills: [x]}", 1)
+	src = strings.Replace(src, "{id: a, role: eng, effort: 1h}", "{id: a, role: eng, effort: 1h, skill: x}", 1)
+	b := newLogOf(t, src)
+	b.do(0, "cat", 1, payload.EvTaskClaimed, payload.TaskClaimed{Task: "a"})
+	back := b.do(hour, "cat", 1, payload.EvTaskHandedOff, payload.TaskHandedOff{Task: "a"})
+	again := b.do(3*hour, "cat", back, payload.EvTaskClaimed, payload.TaskClaimed{Task: "a"})
+	ws := b.do(3*hour, "cat", back, payload.EvWorkStarted, payload.WorkStarted{Task: "a", Work: clock.Duration(hour), Until: clock.Time(4 * hour)})
+	b.add(4*hour, payload.EvWorkFinished, "cat", ws, payload.WorkFinished{Task: "a", Work: clock.Duration(hour)})
+	b.do(4*hour, "cat", ws, payload.EvTaskCompleted, payload.TaskCompleted{Task: "a"})
+	// b: handed back and never claimed again.
+	b.do(4*hour, "bob", 1, payload.EvTaskClaimed, payload.TaskClaimed{Task: "b"})
+	gone := b.do(5*hour, "bob", 1, payload.EvTaskHandedOff, payload.TaskHandedOff{Task: "b"})
+	b.turn(8*hour, "ann", 1)
+	s := b.load()
+
+	tr, err := s.Task("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *analyze.Delay
+	for i, d := range tr.Delays {
+		if d.Kind == analyze.DelayUnclaimed && d.To.Seq == again {
+			found = &tr.Delays[i]
+		}
+	}
+	if found == nil {
+		t.Fatalf("no unclaimed wait from the hand-back (#%d) to the claim (#%d) in %+v", back, again, tr.Delays)
+	}
+	if want := b.work(hour, 3*hour); found.Waited.MS != want || found.From.Seq != back || found.Who != "cat" {
+		t.Fatalf("the wait %+v, want %s from #%d until cat's claim", found, clock.Duration(want), back)
+	}
+	if !strings.Contains(found.Text, "back in its queue for 2h,") || !strings.Contains(found.Text, "the 1 member who could take it: cat") {
+		t.Fatalf("the wait's text %q: want the queue's wait and cat alone (bob lacks skill x)", found.Text)
+	}
+
+	tr, err = s.Task("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(tr.Delays, func(d analyze.Delay) bool { return d.From.Seq == gone })
+	if i < 0 || tr.Delays[i].Kind != analyze.DelayUnclaimed || tr.Delays[i].Waited.MS != b.work(5*hour, 8*hour) || !strings.Contains(tr.Delays[i].Text, "never claimed again") {
+		t.Fatalf("b's waits %+v: want 3h unclaimed from its hand-back #%d to the end", tr.Delays, gone)
+	}
+}
+
+// TestChainSaysWhereItIsCut: a chain longer than MaxChain ends with a note
+// naming the event it goes on with and where it ends.
+func TestChainSaysWhereItIsCut(t *testing.T) {
+	b := newLog(t)
+	cause := uint64(1)
+	for i := range 2 * analyze.MaxChain {
+		cause = b.turn(int64(i)*minute, []string{"bob", "cat"}[i%2], cause)
+	}
+	chain := b.load().Chain(cause)
+	if len(chain) != analyze.MaxChain {
+		t.Fatalf("%d links, want %d", len(chain), analyze.MaxChain)
+	}
+	lastShown := chain[len(chain)-1].Seq
+	want := fmt.Sprintf("cut here at %d links: it goes on with #%d, %d events in all back to #1", analyze.MaxChain, lastShown-1, lastShown-1)
+	if note := chain[len(chain)-1].Note; !strings.Contains(note, want) {
+		t.Fatalf("the last link's note %q, want it to say %q", note, want)
+	}
+	for _, l := range chain[:len(chain)-1] {
+		if strings.Contains(l.Note, "cut here") {
+			t.Fatalf("link #%d says the chain is cut", l.Seq)
 		}
 	}
 }

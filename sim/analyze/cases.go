@@ -308,6 +308,10 @@ func (s *Session) waitingAt(c *org.Case, at clock.Time) []StepWait {
 		case held == nil:
 			w.Kind, w.Since = DelayUnclaimed, readySt
 			w.Text = fmt.Sprintf("ready since %s; nobody had claimed it", readySt.Human())
+			if back := s.handedBackBy(id, at); back != nil && back.To.Time >= ready {
+				w.Who, w.Since = back.Member, *back.To
+				w.Text = fmt.Sprintf("back in its queue since %s, when %s handed it back (#%d); nobody had claimed it since", back.To.Human(), back.Member, back.To.Seq)
+			}
 		default:
 			w.Kind, w.Who, w.Since = "held", held.Member, held.From
 			doing := "not working on it"
@@ -590,4 +594,20 @@ func (s *Session) Cases(maxLate int) *CaseSummary {
 		out.Late = append(out.Late, lc)
 	}
 	return out
+}
+
+// handedBackBy is the last hold of task id that ended at or before at by a
+// hand-back to its queue, if the hold that ended last by then ended so.
+func (s *Session) handedBackBy(id string, at clock.Time) *Hold {
+	var last *hold
+	for _, h := range s.spans(id) {
+		if h.to != 0 && h.toT <= at {
+			last = &h
+		}
+	}
+	if last == nil || last.end != EndHandedBack {
+		return nil
+	}
+	out := s.writeOut(*last)
+	return &out
 }

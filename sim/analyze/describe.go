@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/corpsim/corpsim/clock"
@@ -89,6 +90,21 @@ func (s *Session) links(steps []step) []Link {
 	}
 	if len(out) > MaxChain {
 		out = out[:MaxChain]
+	}
+	// Cut at MaxChain links: the last one says where the chain goes on.
+	if n := len(out); n > 0 && out[n-1].Seq != 0 {
+		last := out[n-1].Seq
+		if k := slices.IndexFunc(steps, func(st step) bool { return st.seq == last }); k >= 0 && k+1 < len(steps) {
+			more := len(steps) - k - 1
+			cut := fmt.Sprintf("the chain is cut here at %d links: it goes on with #%d", MaxChain, steps[k+1].seq)
+			if more > 1 {
+				cut += fmt.Sprintf(", %d events in all back to #%d", more, steps[len(steps)-1].seq)
+			}
+			if out[n-1].Note != "" {
+				cut = out[n-1].Note + "; " + cut
+			}
+			out[n-1].Note = cut
+		}
 	}
 	return out
 }

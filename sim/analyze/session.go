@@ -344,6 +344,10 @@ func FormatWork(d, dayLen clock.Duration) string {
 }
 
 // Hold is a span during which a member held a task.
+// EndHandedBack is how a hold ends when its member hands the task back to
+// its queue (Hold.End).
+const EndHandedBack = "handed back to the queue"
+
 type Hold struct {
 	Member string `json:"member"`
 	From   Stamp  `json:"from"`
@@ -587,7 +591,7 @@ func (s *Session) index(ev events.Event, p any) {
 		}
 	case *payload.TaskHandedOff:
 		if p.To == "" {
-			closeHold(p.Task, "handed back to the queue")
+			closeHold(p.Task, EndHandedBack)
 		} else {
 			closeHold(p.Task, "handed to "+p.To)
 			x := s.ix(p.Task)

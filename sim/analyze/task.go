@@ -260,6 +260,7 @@ func (s *Session) Task(id string) (*TaskTrace, error) {
 			tr.Delays = append(tr.Delays, Delay{Kind: DelayUnclaimed, From: *tr.Ready, To: s.stamp(0, end), Waited: w,
 				Text: fmt.Sprintf("ready for %s and never claimed", w.Text) + s.meanwhile(t, tr.Ready.Time, end)})
 		}
+		tr.Delays = append(tr.Delays, s.backInQueue(t, tr, end)...)
 	}
 	// Its life: from when it appeared to when it was done (or the end).
 	lifeEnd := end
@@ -471,6 +472,37 @@ func countRules(m map[string]int) []RuleCount {
 
 func sortedSeqs(m map[uint64]bool) []uint64 { return slices.Sorted(maps.Keys(m)) }
 
+// backInQueue are the unclaimed waits of ready task t after each hand-back
+// to its queue: until the next claim, or the end if none came (and t is
+// not done).
+func (s *Session) backInQueue(t *org.Task, tr *TaskTrace, end clock.Time) []Delay {
+	var out []Delay
+	for i, h := range tr.Holds {
+		if h.End != EndHandedBack || h.To == nil {
+			continue
+		}
+		from := *h.To
+		if tr.Ready.Time > from.Time {
+			from = *tr.Ready // handed back while it was blocked: unclaimed once ready
+		}
+		if i+1 < len(tr.Holds) {
+			next := tr.Holds[i+1]
+			if w := s.work(from.Time, next.From.Time); w.MS > 0 {
+				out = append(out, Delay{Kind: DelayUnclaimed, Who: next.Member, From: from, To: next.From, Waited: w, Seq: next.From.Seq,
+					Text: fmt.Sprintf("back in its queue for %s, from %s handing it back (#%d) until %s claimed it", w.Text, h.Member, h.To.Seq, next.Member) +
+						s.meanwhile(t, from.Time, next.From.Time)})
+			}
+		} else if t.Status != org.StatusDone {
+			if w := s.work(from.Time, end); w.MS > 0 {
+				out = append(out, Delay{Kind: DelayUnclaimed, From: from, To: s.stamp(0, end), Waited: w, Seq: h.To.Seq,
+					Text: fmt.Sprintf("back in its queue for %s, from %s handing it back (#%d), and never claimed again", w.Text, h.Member, h.To.Seq) +
+						s.meanwhile(t, from.Time, end)})
+			}
+		}
+	}
+	return out
+}
+
 // maxMeanwhile bounds the members, and the tasks of each, that meanwhile
 // names.
 const maxMeanwhile = 5
@@ -488,6 +520,11 @@ func (s *Session) meanwhile(t *org.Task, a, b clock.Time) string {
 		if m.NPC && !s.State.NPCServes(m.ID, t.Queue) ||
 			!m.NPC && ((t.Spec.Role != "" && m.Role != t.Spec.Role) || !s.State.Serves(m.Role, t.Queue)) {
 			continue
+		}
+		if t.Spec.Skill != "" { // skill-required refuses the others
+			if wm, ok := s.World.Member(m.ID); !ok || !wm.HasSkill(t.Spec.Skill) {
+				continue
+			}
 		}
 		eligible++
 		if len(parts) == maxMeanwhile {
