@@ -65,6 +65,16 @@ func TestEpisodesRefuseSeedsThatWrap(t *testing.T) {
 			t.Errorf("%s: exit %d, %q; want a usage error", strings.Join(args, " "), code, errs)
 		}
 	}
+	// More episodes than a run keeps scorecards of: refused before any
+	// starts (100,000,000 seeds ran out of memory at once).
+	for _, args := range [][]string{
+		{"eval", "--world", "startup", "--seeds", "100000000"},
+		{"sweep", "--world", "startup", "--seeds", "30000", "--loads", "1,2", "--agents", "greedy,random"},
+	} {
+		if out, errs, code := runCLI(t, args...); code != cli.ExitUsage || !strings.Contains(errs, "at most 100000 episodes") || out != "" {
+			t.Errorf("%s: exit %d, %q; want a usage error", strings.Join(args, " "), code, errs)
+		}
+	}
 	if _, errs, code := runCLI(t, "eval", "--world", "startup", "--seeds", "2", "--parallel", "-3"); code != cli.ExitUsage || !strings.Contains(errs, "--parallel -3") {
 		t.Errorf("eval --parallel -3: exit %d, %q; want a usage error", code, errs)
 	}

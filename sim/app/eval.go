@@ -151,10 +151,10 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
 	for i := range o.Seeds {
+		sem <- struct{}{} // at most o.Parallel episodes, and goroutines, at once
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			r := ro
 			r.World, r.Agents, r.Load, r.Seed = o.World, o.Agents, o.Load, o.FirstSeed+uint64(i)
@@ -261,6 +261,10 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 	return res, nil
 }
 
+// MaxEpisodes bounds the episodes of one eval or sweep (seeds, times loads
+// and agents for a sweep): each one's scorecard is held until the summary.
+const MaxEpisodes = 100_000
+
 // checkEpisodes checks the seeds and the parallelism of an eval or a
 // sweep: at least one seed, none past the largest (seeds first,
 // first+1, … would wrap to 0), no negative --parallel. A first seed of 0
@@ -268,6 +272,9 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 func checkEpisodes(first *uint64, seeds int, parallel *int) error {
 	if seeds < 1 {
 		return Usagef("--seeds must be at least 1")
+	}
+	if seeds > MaxEpisodes {
+		return Usagef("--seeds %d: at most %d episodes in one run of the command (each one's scorecard is kept for the summary)", seeds, MaxEpisodes)
 	}
 	if *first == 0 {
 		*first = 1

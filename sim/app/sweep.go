@@ -121,6 +121,9 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 	if len(o.Loads) == 0 || len(o.Agents) == 0 {
 		return nil, Usagef("--loads and --agents need at least one value each")
 	}
+	if n := len(o.Loads) * len(o.Agents) * o.Seeds; n > MaxEpisodes || n/len(o.Loads)/len(o.Agents) != o.Seeds {
+		return nil, Usagef("%d loads × %d agents × %d seeds: at most %d episodes in one sweep", len(o.Loads), len(o.Agents), o.Seeds, MaxEpisodes)
+	}
 	// A value given twice would run the same cells twice and print them
 	// as two.
 	for i, l := range o.Loads {
@@ -188,10 +191,10 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 	done := 0
 	var wg sync.WaitGroup
 	for i, j := range jobs {
+		sem <- struct{}{} // at most o.Parallel episodes, and goroutines, at once
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			if ctx.Err() != nil {
 				errs[i] = ctx.Err()
