@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/corpsim/corpsim/cmd/corpsim/cli"
+	"github.com/corpsim/corpsim/worlds"
 )
 
 // worlds gen refuses sizes it cannot make as asked, as usage errors naming
@@ -31,6 +32,13 @@ func TestWorldsGenRefusesWhatItCannotMake(t *testing.T) {
 		{[]string{"--horizon", "-3d"}, "--horizon: clock: invalid duration"},
 		{[]string{"--horizon", "0d"}, "--horizon 0d: must be positive"},
 		{[]string{"--dispatch", "some"}, `--dispatch "some": expected all or one`},
+		// Sizes over the world's limits, refused before a world of that
+		// size is built (a billion teams grew to gigabytes first).
+		{[]string{"--teams", "1000000000"}, "--teams 1000000000: each team has at least 3 members, over the world limit of 20000 members"},
+		{[]string{"--members", "30000"}, "--members 30000: over the world limit of 20000 members"},
+		{[]string{"--tasks", "100000000"}, "--projects 1 × --tasks 100000000: over the world limit of 200000 tasks"},
+		{[]string{"--projects", "1000", "--tasks", "1000"}, "--projects 1000 × --tasks 1000: over the world limit of 200000 tasks"},
+		{[]string{"--name", "x\nversion: 2"}, `--name "x\nversion: 2": a name has no control characters`},
 	} {
 		out, errs, code := runCLI(t, append([]string{"worlds", "gen"}, tc.args...)...)
 		if code != cli.ExitUsage || !strings.Contains(errs, tc.want) || out != "" {
@@ -47,9 +55,21 @@ func TestWorldsGenRefusesWhatItCannotMake(t *testing.T) {
 			t.Errorf("worlds gen %v: exit %d, %s; want the defaults raised to fit", args, code, errs)
 		}
 	}
-	// A world over a limit is a usage error naming it, not a bug.
-	if _, errs, code := runCLI(t, "worlds", "gen", "--members", "30000"); code != cli.ExitUsage || !strings.Contains(errs, "over a world limit") || strings.Contains(errs, "a bug") {
-		t.Errorf("worlds gen --members 30000: exit %d, %s", code, errs)
+	// A world over a limit the flags do not show is a usage error naming
+	// it, not a bug: 6,000 tickets a team an hour over 6 years.
+	if _, errs, code := runCLI(t, "worlds", "gen", "--teams", "2000", "--tickets", "1", "--horizon", "2000d"); code != cli.ExitUsage || !strings.Contains(errs, "over a world limit") || strings.Contains(errs, "a bug") {
+		t.Errorf("worlds gen over the arrivals' limit: exit %d, %s", code, errs)
+	}
+	// A name YAML would read otherwise is written quoted and read back.
+	for _, name := range []string{"Q&A: team", "#x", "true", "null", "a 'b' \"c\"", "émile"} {
+		out, errs, code := runCLI(t, "worlds", "gen", "--name", name)
+		if code != cli.ExitOK {
+			t.Fatalf("worlds gen --name %q: exit %d, %s", name, code, errs)
+		}
+		w, err := worlds.Load("gen.yaml", []byte(out))
+		if err != nil || w.Name != name {
+			t.Errorf("worlds gen --name %q reads back as %q (%v)", name, w.Name, err)
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -145,6 +147,20 @@ func checkGen(g worlds.GenOptions) error {
 		if f.n < 1 {
 			return usagef("--%s %d: at least 1", f.flag, f.n)
 		}
+	}
+	if !utf8.ValidString(g.Name) || strings.ContainsFunc(g.Name, unicode.IsControl) {
+		return usagef("--name %q: a name has no control characters (a newline, a tab) and is UTF-8", g.Name)
+	}
+	// The world's limits, before a world of that size is built: a
+	// billion teams grew to gigabytes before the load refused it.
+	if g.Teams > worlds.DefaultMembers/3 {
+		return usagef("--teams %d: each team has at least 3 members, over the world limit of %d members", g.Teams, worlds.DefaultMembers)
+	}
+	if g.Members > worlds.DefaultMembers {
+		return usagef("--members %d: over the world limit of %d members", g.Members, worlds.DefaultMembers)
+	}
+	if g.Tasks > worlds.DefaultTasks/g.Projects {
+		return usagef("--projects %d × --tasks %d: over the world limit of %d tasks", g.Projects, g.Tasks, worlds.DefaultTasks)
 	}
 	if g.Members < 3*g.Teams {
 		return usagef("--members %d: each of the %d teams has a lead, a designer and an engineer, so at least %d", g.Members, g.Teams, 3*g.Teams)
