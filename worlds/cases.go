@@ -515,6 +515,14 @@ func (v *validator) compileExpr(path, src, out string, attrs []Attr) *Expr {
 		opts = append(opts, expr.AsInt())
 	}
 	prog, err := expr.Compile(src, opts...)
+	if err == nil && out != "bool" && !v.lim.Recorded {
+		// AsInt cuts a fraction off without a word: an expression that
+		// gives one is refused (a priority of 2.5 ran as 2).
+		if why := fractionGiven(src); why != "" {
+			v.errf(path, "bad expression %q: %s; an integer is wanted here (int(…) cuts the fraction off)", src, why)
+			return nil
+		}
+	}
 	if err != nil {
 		msg := exprError(err)
 		if strings.HasPrefix(msg, "unknown name ") {
@@ -528,6 +536,34 @@ func (v *validator) compileExpr(path, src, out string, attrs []Attr) *Expr {
 		return nil
 	}
 	return &Expr{Source: src, prog: prog}
+}
+
+// fractionGiven names a number with a fraction that expression src gives
+// as its result, as it is or as a branch of a condition (2.7; amount >
+// 10000 ? 2.5 : 1), which AsInt would cut off without a word; "" if there
+// is none. A fraction that arithmetic makes (amount / 2500) is cut off, as
+// int() does: that is how a priority is computed from an amount.
+func fractionGiven(src string) string {
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return ""
+	}
+	var walk func(n exprast.Node) string
+	walk = func(n exprast.Node) string {
+		switch n := n.(type) {
+		case *exprast.FloatNode:
+			if n.Value != math.Trunc(n.Value) {
+				return fmt.Sprintf("it gives %v, a number with a fraction", n.Value)
+			}
+		case *exprast.ConditionalNode:
+			if why := walk(n.Exp1); why != "" {
+				return why
+			}
+			return walk(n.Exp2)
+		}
+		return ""
+	}
+	return walk(tree.Node)
 }
 
 // compileText parses a text template and executes it once against every

@@ -196,6 +196,12 @@ w.yaml:38:87: cases[0].steps[2].role_by.attribute: unknown attribute "line"`},
 			`w.yaml:27:15: cases[0].priority: expression "amount > 3000 ? 2 : amount % 0", for amount=100, line="home", ref="", fails: runtime error: integer divide by zero (1:28)`},
 		{"a condition that fails", []string{"when: amount > 2000", "when: amount % 0 > 1"},
 			`w.yaml:37:40: cases[0].steps[1].when: expression "amount % 0 > 1", for amount=100, line="home", ref="", fails: runtime error: integer divide by zero (1:8)`},
+		// Priorities are integers: a fraction was cut off without a word.
+		{"a priority with a fraction", []string{"priority: {1: 3, 2: 1}", "priority: 2.7"}, `w.yaml:27:15: cases[0].priority: expected an integer priority, got 2.7`},
+		{"a priority expression with a fraction", []string{"priority: {1: 3, 2: 1}", `priority: "amount > 3000 ? 2.5 : 1"`}, `w.yaml:27:15: cases[0].priority: bad expression "amount > 3000 ? 2.5 : 1": it gives 2.5, a number with a fraction; an integer is wanted here (int(…) cuts the fraction off)`},
+		{"a priority weight with a fraction", []string{"priority: {1: 3, 2: 1}", "priority: {1: 3, 2: 1.5}"}, `w.yaml:27:25: cases[0].priority: expected an integer weight, got 1.5`},
+		{"a priority weighted with a fraction", []string{"priority: {1: 3, 2: 1}", "priority: {1: 3, 1.5: 1}"}, `w.yaml:27:22: cases[0].priority: expected an integer priority, got 1.5`},
+		{"an SLA for a priority with a fraction", []string{"sla: {1: 2d, 2: 1d}", "sla: {1: 2d, 2: 1d, 1.5: 1m}"}, `w.yaml:26:25: cases[0].sla: expected an integer priority, got 1.5`},
 		{"an SLA map without priority weights", []string{"    priority: {1: 3, 2: 1}\n", ""}, `w.yaml:26:10: cases[0].sla: the SLA by priority has no entry for priority 0, which every case of this template has: it draws no priority (it lists 1, 2)`},
 		// Who may open cases.
 		{"open bounds max below min", []string{"bounds: {amount: {min: 100, max: 4000}}", "bounds: {amount: {min: 4000, max: 100}}"}, `w.yaml:34:74: cases[0].open.bounds.amount.max: max (100) is less than min (4000)`},

@@ -25,7 +25,7 @@ func fractionsIntoInts(name string, root ast.Node, lim Limits) *Error {
 			t = t.Elem()
 		}
 		if reflect.PointerTo(t).Implements(selfReading) {
-			return nil
+			return priorityFractions(name, n, t, path)
 		}
 		switch n := n.(type) {
 		case *ast.TagNode:
@@ -34,11 +34,7 @@ func fractionsIntoInts(name string, root ast.Node, lim Limits) *Error {
 			return walk(n.Value, t, path)
 		case *ast.FloatNode:
 			if isInt(t.Kind()) {
-				if f, err := strconv.ParseFloat(n.GetToken().Value, 64); err == nil && f != math.Trunc(f) {
-					tk := n.GetToken()
-					return &Error{File: name, Line: tk.Position.Line, Column: tk.Position.Column, Path: path,
-						Msg: fmt.Sprintf("expected an integer, got %s", tk.Value)}
-				}
+				return fractionAt(name, n, path, "expected an integer")
 			}
 		case *ast.SequenceNode:
 			if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
@@ -61,6 +57,11 @@ func fractionsIntoInts(name string, root ast.Node, lim Limits) *Error {
 			switch t.Kind() {
 			case reflect.Map:
 				vt = t.Elem()
+				if isInt(t.Key().Kind()) { // {1: 70, 2.9: 25} read 2.9 as 2
+					if e := fractionAt(name, n.Key, path, "expected an integer key"); e != nil {
+						return e
+					}
+				}
 			case reflect.Struct:
 				if f, ok := fieldByTag(t, key); ok {
 					vt = f.Type
@@ -78,6 +79,54 @@ func fractionsIntoInts(name string, root ast.Node, lim Limits) *Error {
 		return nil
 	}
 	return walk(root, reflect.TypeFor[file](), "")
+}
+
+// priorityFractions is fractionsIntoInts of a type that reads itself and
+// holds priorities, integers: a priority's weights ({1: 70, 2.9: 25} read
+// 2.9 as 2), a priority alone (2.7 read as 2), and an SLA by priority
+// ({1.5: 1m} replaced priority 1's). Other such types are not followed.
+func priorityFractions(name string, n ast.Node, t reflect.Type, path string) *Error {
+	prio := t == reflect.TypeFor[filePriority]()
+	if !prio && t != reflect.TypeFor[fileSLA]() {
+		return nil
+	}
+	fraction := func(n ast.Node, what string) *Error { return fractionAt(name, n, path, "expected an integer "+what) }
+	var pairs []*ast.MappingValueNode
+	switch n := unwrap(n).(type) {
+	case *ast.FloatNode:
+		if prio {
+			return fraction(n, "priority")
+		}
+	case *ast.MappingNode:
+		pairs = n.Values
+	case *ast.MappingValueNode:
+		pairs = []*ast.MappingValueNode{n}
+	}
+	for _, mv := range pairs {
+		if e := fraction(mv.Key, "priority"); e != nil {
+			return e
+		}
+		if prio {
+			if e := fraction(mv.Value, "weight"); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// fractionAt is the error at node n, at path, when it is a number with a
+// fraction: want, then what it got.
+func fractionAt(name string, n ast.Node, path, want string) *Error {
+	f, ok := unwrap(n).(*ast.FloatNode)
+	if !ok {
+		return nil
+	}
+	tk := f.GetToken()
+	if x, err := strconv.ParseFloat(tk.Value, 64); err != nil || x == math.Trunc(x) {
+		return nil
+	}
+	return &Error{File: name, Line: tk.Position.Line, Column: tk.Position.Column, Path: path, Msg: fmt.Sprintf("%s, got %s", want, tk.Value)}
 }
 
 // selfReading is the interface of the file types that read themselves.

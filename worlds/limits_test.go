@@ -124,6 +124,8 @@ func TestLoadValidationHoles(t *testing.T) {
 		{"a penalty a score cannot sum", withSection("scoring: {sla_penalty: 2e12}\n"),
 			"w.yaml:40:24: scoring.sla_penalty: 2e+12 is larger than 1e+12: a score adds up millions of them"},
 		{"a fraction of a budget", []string{"budget: 20000}", "budget: 1.5}"}, "w.yaml:14:42: teams[0].budget: expected an integer, got 1.5"},
+		{"a ticket priority with a fraction", withSection("arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, ticket: {role: engineer, effort: 1h, priority: {1: 3, 2.9: 1}}}\n"),
+			"w.yaml:41:112: arrivals[0].ticket.priority: expected an integer key, got 2.9"},
 		{"a budget past an integer", []string{"budget: 20000}", "budget: 1e400}"}, "w.yaml:14:42: teams[0].budget: number 1e400 is out of range for an integer"},
 		{"a negative ticket value", withSection("arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, ticket: {role: engineer, effort: 1h, value: -2}}\n"),
 			"w.yaml:41:102: arrivals[0].ticket.value: must not be negative, got -2"},
