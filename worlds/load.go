@@ -1,6 +1,7 @@
 package worlds
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -246,6 +248,32 @@ func LoadWith(name string, src []byte, o Options) (*World, error) {
 	return load(name, src, partBytes, o.Limits, o.Parallel)
 }
 
+// checkText refuses a file that is not UTF-8 text, as YAML must be, at
+// its first byte that is not UTF-8 or is a control character other than a
+// tab or a line break: the parser let them through, into names and text
+// (a name "st\xffartup" became "st\ufffdartup"). A file over max bytes is
+// left to checkShape, which names the limit.
+func checkText(name string, src []byte, max int) *Error {
+	if len(src) > max {
+		return nil
+	}
+	line, col := 1, 0
+	for i := 0; i < len(src); {
+		r, n := utf8.DecodeRune(src[i:])
+		col++
+		switch {
+		case r == utf8.RuneError && n == 1:
+			return &Error{File: name, Line: line, Column: col, Msg: fmt.Sprintf("byte 0x%02x is not UTF-8: a world file is UTF-8 text", src[i])}
+		case r == '\n':
+			line, col = line+1, 0
+		case r != '\t' && r != '\r' && (r < 0x20 || r == 0x7f):
+			return &Error{File: name, Line: line, Column: col, Msg: fmt.Sprintf("control character %U: a world file has none but tabs and line breaks", r)}
+		}
+		i += n
+	}
+	return nil
+}
+
 // tooLarge is the mistake of a file of nodes YAML nodes, above the limit
 // read at once, that could not be read a part at a time; stop, if known,
 // is what kept it from being cut into parts, and places the mistake there.
@@ -264,7 +292,15 @@ func tooLarge(name string, nodes int, lim Limits, stop *cutStop) *Error {
 // load is Load, reading a file of at least partBytes a part at a time
 // when it can (see loadInParts), with par if it is not nil.
 func load(name string, src []byte, partBytes int, lim Limits, par func(int, func(int))) (*World, error) {
+	// A byte order mark, which editors on Windows write, is not part of
+	// the YAML: it read as the first key's first character.
+	src = bytes.TrimPrefix(src, []byte("\ufeff"))
 	lim = lim.WithDefaults()
+	if !lim.Recorded { // a recorded file reads as it did then
+		if e := checkText(name, src, lim.FileBytes); e != nil {
+			return nil, ErrorList{e}
+		}
+	}
 	nodes, e := checkShape(name, src, lim)
 	if e != nil {
 		return nil, ErrorList{e}
@@ -570,6 +606,16 @@ func syntaxError(name string, src []byte, err error) *Error {
 	if l, c, hint := unclosedHint(src, e.Line, e.Column); hint != "" {
 		e.Msg = fmt.Sprintf("%s%s; the parser stopped at line %d, column %d: %s", syntax, hint, e.Line, e.Column, strings.TrimPrefix(e.Msg, syntax))
 		e.Line, e.Column = l, c
+	} else if lines := bytes.Split(src, []byte("\n")); e.Line >= 1 && e.Line <= len(lines) {
+		line := lines[e.Line-1]
+		if lead := line[:len(line)-len(bytes.TrimLeft(line, " \t"))]; bytes.IndexByte(lead, '\t') >= 0 {
+			// The parser says only that a tab cannot start a token. The
+			// field is named as if the tabs were two spaces each.
+			e.Msg = fmt.Sprintf("%sline %d is indented with a tab, and YAML indents with spaces only", syntax, e.Line)
+			fixed := slices.Clone(lines)
+			fixed[e.Line-1] = append(bytes.ReplaceAll(lead, []byte("\t"), []byte("  ")), line[len(lead):]...)
+			src = bytes.Join(fixed, []byte("\n"))
+		}
 	}
 	e.Path = syntaxPath(src, e.Line)
 	return e

@@ -193,6 +193,21 @@ arrivals: [{id: a, queue: q, process: poisson, every: 1h, count: 0, ticket: {tit
 			want:  `w.yaml:38:58: projects[0].tasks[1]: YAML syntax error: ',' or ']' must be specified`,
 		},
 		{
+			name:  "a tab in the indentation",
+			edits: []string{"  - {id: bob,", "\t- {id: bob,"},
+			want:  `w.yaml:17:1: members[1]: YAML syntax error: line 17 is indented with a tab, and YAML indents with spaces only`,
+		},
+		{
+			name: "a byte that is not UTF-8",
+			src:  "version: 1\nname: st\xffartup\n",
+			want: `w.yaml:2:9: byte 0xff is not UTF-8: a world file is UTF-8 text`,
+		},
+		{
+			name: "a control character",
+			src:  "version: 1\nname: st\x00artup\n",
+			want: `w.yaml:2:9: control character U+0000: a world file has none but tabs and line breaks`,
+		},
+		{
 			name: "empty file",
 			src:  "",
 			want: `w.yaml: empty world file`,
@@ -832,5 +847,16 @@ arrivals:
 	}
 	if w.Arrivals[0].Count != 0 {
 		t.Errorf("count 0 read back as %d; want 0 (no limit)", w.Arrivals[0].Count)
+	}
+}
+
+// TestLoadSkipsAByteOrderMark: a file an editor began with a byte order
+// mark is the same world (the mark was read as the first key's first
+// character: unknown field "\ufeffversion").
+func TestLoadSkipsAByteOrderMark(t *testing.T) {
+	plain := mustLoad(t, "w.yaml", []byte(tinyWorld))
+	marked := mustLoad(t, "w.yaml", append([]byte("\ufeff"), tinyWorld...))
+	if marked.Name != plain.Name || marked.Hash != plain.Hash {
+		t.Fatalf("with a byte order mark: %q %s, without: %q %s", marked.Name, marked.Hash, plain.Name, plain.Hash)
 	}
 }
