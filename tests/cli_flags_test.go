@@ -208,3 +208,19 @@ func TestUsageErrorsNameTheirCommand(t *testing.T) {
 		}
 	}
 }
+
+// The llm agent's numbers are checked before a session starts: a NaN
+// temperature failed every request (the session ended quiescent, exit 0).
+func TestLLMFlagsRefuseNonsense(t *testing.T) {
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--llm-temperature", "NaN", "--llm-temperature NaN: a number, at least 0"},
+		{"--llm-temperature", "+Inf", "--llm-temperature +Inf: a number, at least 0"},
+		{"--llm-temperature", "-3", "--llm-temperature -3: a number, at least 0"},
+		{"--llm-history", "-5", "--llm-history -5: at least 0"},
+	} {
+		out, errs, code := runCLI(t, "run", "--ephemeral", "--agents", "greedy,alice=llm", "--llm-model", "m", tc.flag, tc.value)
+		if code != cli.ExitUsage || !strings.Contains(errs, tc.want) || out != "" {
+			t.Errorf("%s %s: exit %d, %q; want a usage error saying %q", tc.flag, tc.value, code, errs, tc.want)
+		}
+	}
+}

@@ -711,11 +711,12 @@ func (v *validator) choices(path string, c fileChoices) []Choice {
 			out = append(out, Choice{Value: val, Weight: 1})
 		}
 	}
-	total := 0
+	total, negative := 0, false
 	for _, ch := range out {
 		total += ch.Weight
+		negative = negative || ch.Weight < 0
 	}
-	if total <= 0 {
+	if total <= 0 && !negative { // a negative weight is reported as such, above
 		v.errf(path, "needs at least one value with a positive weight")
 	}
 	return out

@@ -153,6 +153,7 @@ w.yaml:45:19: arrivals[0].case: an arrival opening cases needs version: 2 (this 
 w.yaml:38:87: cases[0].steps[2].role_by.attribute: unknown attribute "line"`},
 		{"an attribute of two kinds", []string{"line: {one_of: {motor: 2, home: 1}}", "line: {one_of: [motor, home], text: motor}"}, `w.yaml:30:13: cases[0].attributes.line: give exactly one of amount, one_of, text and record`},
 		{"a fact that repeats an attribute", []string{"damage: {one_of: [found, none]}", "damage: {one_of: [found, none]}\n      line: {text: x}"}, `w.yaml:34:13: cases[0].facts.line: "line" is already an attribute of this template`},
+		{"a category with a negative weight", []string{"line: {one_of: {motor: 2, home: 1}}", "line: {one_of: {motor: -2, home: 1}}"}, `w.yaml:30:30: cases[0].attributes.line.one_of.motor: weights must not be negative, got -2`},
 		{"a category without weight", []string{"line: {one_of: {motor: 2, home: 1}}", "line: {one_of: {motor: 0, home: 0}}"}, `w.yaml:30:22: cases[0].attributes.line.one_of: needs at least one value with a positive weight`},
 		// Routing.
 		{"routing by an unknown attribute", []string{"role_by: {attribute: line,", "role_by: {attribute: kind,"}, `w.yaml:38:87: cases[0].steps[2].role_by.attribute: unknown attribute "kind"`},

@@ -1,6 +1,7 @@
 package worlds
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"reflect"
@@ -369,8 +370,11 @@ func (v *validator) arrivals(f *file, w *World, r *refs) {
 		}
 		switch a.Process {
 		case "poisson", "bursty":
-			if a.Process == "bursty" && a.Burst < 1 {
+			switch {
+			case a.Process == "bursty" && a.Burst == 0:
 				v.errf(p+".burst", "a bursty process needs burst: the number of tickets per burst")
+			case a.Process == "bursty" && a.Burst < 1:
+				v.errf(p+".burst", "burst must be at least 1, got %d", a.Burst)
 			}
 			out.Every, _ = v.duration(p+".every", a.Every, cal.DayLength(), true)
 		case "scheduled":
@@ -394,6 +398,8 @@ func (v *validator) arrivals(f *file, w *World, r *refs) {
 		out.Until, _ = v.offset(p+".until", a.Until, cal, false)
 		if w.Horizon > 0 && out.Start >= w.Horizon {
 			v.errf(p+".start", "%s falls at or after the horizon: the process would bring no ticket", a.Start)
+		} else if a.Until != "" && out.Until <= out.Start && !v.lim.Recorded {
+			v.errf(p+".until", "%s is not after the process's start (%s): it would bring no ticket", a.Until, cmp.Or(a.Start, "0"))
 		}
 		if a.Count != nil && *a.Count < 1 && !v.lim.Recorded { // a recorded world reads as it did then (0: no limit)
 			// 0 would read as no limit, the opposite of what it says.

@@ -133,6 +133,12 @@ func TestLoadValidationHoles(t *testing.T) {
 			"w.yaml:41:10: interruptions[0].at: 20d falls at or after the horizon: it would never happen"},
 		{"an outage at the horizon", withSection("interruptions:\n  - {at: 15d, kind: outage, queue: backlog, for: 1d}\n"),
 			"w.yaml:41:10: interruptions[0].at: 15d falls at or after the horizon: it would never happen"},
+		{"an arrival that ends before it starts", withSection("arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, start: 2d, until: 1d, ticket: {role: engineer, effort: 1h}}\n"),
+			"w.yaml:41:76: arrivals[0].until: 1d is not after the process's start (2d): it would bring no ticket"},
+		{"a burst below one", withSection("arrivals:\n  - {id: a, queue: backlog, process: bursty, every: 1d, burst: -4, ticket: {role: engineer, effort: 1h}}\n"),
+			"w.yaml:41:64: arrivals[0].burst: burst must be at least 1, got -4"},
+		{"a project starting after the horizon", []string{"    deadline: 12d\n", "    deadline: 30d\n    start: 20d\n"},
+			"w.yaml:36:12: projects[0].start: 20d falls at or after the horizon: project \"mvp\" would never start"},
 		{"an arrival starting after the horizon", withSection("arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, start: 16d, ticket: {role: engineer, effort: 1h}}\n"),
 			"w.yaml:41:65: arrivals[0].start: 16d falls at or after the horizon: the process would bring no ticket"},
 	}

@@ -1348,8 +1348,11 @@ func (v *validator) build(f *file) *World {
 		proj := Project{ID: pr.ID, Title: pr.Title, Team: pr.Team, Queue: pr.Queue, Value: pr.Value}
 		proj.Deadline, _ = v.when(p+".deadline", pr.Deadline, &cal, true, true)
 		proj.Start, _ = v.offset(p+".start", pr.Start, &cal, false)
-		if proj.Start > 0 && proj.Deadline > 0 && proj.Start >= proj.Deadline {
+		switch {
+		case proj.Start > 0 && proj.Deadline > 0 && proj.Start >= proj.Deadline:
 			v.errf(p+".start", "project %q starts at or after its deadline", pr.ID)
+		case w.Horizon > 0 && proj.Start >= w.Horizon && !v.lim.Recorded:
+			v.errf(p+".start", "%s falls at or after the horizon: project %q would never start", pr.Start, pr.ID)
 		}
 		if len(pr.Tasks) == 0 {
 			v.errf(p+".tasks", "project %q has no tasks", pr.ID)

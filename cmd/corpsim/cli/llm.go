@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"math"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -40,7 +41,13 @@ func (l *llmFlags) agent(cmd *cobra.Command, spec string, a *cmdline) (agents.Ag
 	o := llm.Options{BaseURL: l.baseURL, API: l.api, Model: l.model, APIKey: os.Getenv(l.keyEnv), MaxHistory: l.history, Logger: a.logger}
 	if cmd.Flags().Changed("llm-temperature") {
 		t := l.temperature
+		if !(t >= 0) || math.IsInf(t, 0) { // NaN too: every request failed to encode
+			return nil, usagef("--llm-temperature %v: a number, at least 0", t)
+		}
 		o.Temperature = &t
+	}
+	if l.history < 0 {
+		return nil, usagef("--llm-history %d: at least 0 (0: 4)", l.history)
 	}
 	if l.model == "" {
 		return nil, usagef("--agents names llm, which needs a model: --llm-model (and --llm-base-url, --llm-key-env for another endpoint than OpenAI's)")
