@@ -181,9 +181,10 @@ func TestCreditOfAFork(t *testing.T) {
 	data := t.TempDir()
 	run := cliResult(t, "run", "--world", "startup", "--data", data)
 	var fork *app.RunResult
+	var forkAt uint64
 	for at := run.Events / 2; at > 1 && fork == nil; at-- {
 		if _, _, code := runCLI(t, "fork", run.Session, "--at", seqArg(at), "--agents", "idle", "--create-only", "--data", data); code == cli.ExitOK {
-			fork = cliResult(t, "fork", run.Session, "--at", seqArg(at), "--agents", "idle", "--data", data)
+			fork, forkAt = cliResult(t, "fork", run.Session, "--at", seqArg(at), "--agents", "idle", "--data", data), at
 		}
 	}
 	if fork == nil || fork.Score.TeamScore == 0 {
@@ -193,6 +194,11 @@ func TestCreditOfAFork(t *testing.T) {
 	for _, s := range res.Seats {
 		if s.Marginal != 0 {
 			t.Errorf("%s: marginal %v (fork %s scored %v of %v); want 0: the fork is idle from its fork point", s.Member, s.Marginal, s.Fork, s.ForkScore, res.Score)
+		}
+		// Its first action is the fork's own, after the fork point (the
+		// column showed one of the parent's agents').
+		if s.FirstAction != 0 && s.FirstAction <= forkAt {
+			t.Errorf("%s: first action #%d, at or before the fork point %d", s.Member, s.FirstAction, forkAt)
 		}
 	}
 }

@@ -45,7 +45,7 @@ type CreditOptions struct {
 type SeatCredit struct {
 	Member      string  `json:"member"`
 	Agent       string  `json:"agent"`        // its agent in the session
-	FirstAction uint64  `json:"first_action"` // seq of its first turn that acted
+	FirstAction uint64  `json:"first_action"` // seq of its first turn that acted (in a fork, after its fork point); 0 if it had no turn
 	Fork        string  `json:"fork"`         // the fork where the baseline played it from there
 	ForkScore   float64 `json:"fork_score"`
 	// Marginal is the session's team score minus the fork's: what the
@@ -103,9 +103,16 @@ func Credit(ctx context.Context, ro RunOptions, o CreditOptions) (*CreditResult,
 	if err != nil {
 		return nil, err
 	}
+	// A fork's seats are credited from its fork point on (its parent's
+	// agents played the events before): their first actions are counted
+	// from there.
 	var scanErr error
+	from := uint64(1)
+	if meta.Parent != "" {
+		from = meta.ForkSeq + 1
+	}
 	first, err := analyze.FirstActions(func(yield func(*events.Event) bool) {
-		scanErr = log.Scan(ctx, meta.ID, 1, func(ev *events.Event) error {
+		scanErr = log.Scan(ctx, meta.ID, from, func(ev *events.Event) error {
 			if !yield(ev) {
 				return errStop
 			}

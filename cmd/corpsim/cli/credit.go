@@ -75,7 +75,11 @@ fork score, marginal contribution and, with --shapley, its Shapley estimate; the
 			}
 			fmt.Fprintln(tw, head+"\tFORK")
 			for _, s := range res.Seats {
-				row := []string{s.Member, s.Agent, "#" + strconv.FormatUint(s.FirstAction, 10), signed(s.ForkScore), signed(s.Marginal)}
+				first := "—" // no turn (in a fork: after its fork point), so nothing to credit
+				if s.FirstAction > 0 {
+					first = "#" + strconv.FormatUint(s.FirstAction, 10)
+				}
+				row := []string{s.Member, s.Agent, first, signed(s.ForkScore), signed(s.Marginal)}
 				if s.Shapley != nil {
 					row = append(row, signed(*s.Shapley))
 				}
