@@ -606,6 +606,10 @@ func TestTaskHandedBackWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Before bob's claim, cat held a twice: named once, with both holds' time.
+	if j := slices.IndexFunc(tr.Delays, func(d analyze.Delay) bool { return strings.Contains(d.Text, "cat held a (2h)") }); j < 0 {
+		t.Errorf("b's waits %+v: want cat's two holds of a as one, a (2h)", tr.Delays)
+	}
 	i := slices.IndexFunc(tr.Delays, func(d analyze.Delay) bool { return d.From.Seq == gone })
 	if i < 0 || tr.Delays[i].Kind != analyze.DelayUnclaimed || tr.Delays[i].Waited.MS != b.work(5*hour, 8*hour) || !strings.Contains(tr.Delays[i].Text, "never claimed again") {
 		t.Fatalf("b's waits %+v: want 3h unclaimed from its hand-back #%d to the end", tr.Delays, gone)

@@ -20,6 +20,7 @@ func (s *Session) heldMeanwhileByWalk(member, skip string, a, b clock.Time) (wha
 		if task.ID == skip {
 			continue
 		}
+		var held clock.Duration // a task held more than once is named once
 		for _, h := range s.spans(task.ID) {
 			if h.member != member {
 				continue
@@ -29,9 +30,12 @@ func (s *Session) heldMeanwhileByWalk(member, skip string, a, b clock.Time) (wha
 				to = h.toT
 			}
 			if w := s.work(max(from, a), min(to, b)); w.MS > 0 {
-				what = append(what, fmt.Sprintf("%s (%s)", task.ID, w.Text))
+				held += w.MS
 				total += w.MS
 			}
+		}
+		if held > 0 {
+			what = append(what, fmt.Sprintf("%s (%s)", task.ID, s.dur(held).Text))
 		}
 	}
 	return what, total

@@ -596,11 +596,22 @@ func (s *Session) heldMeanwhile(member, skip string, a, b clock.Time) (what []st
 		}
 	}
 	slices.SortFunc(hits, func(x, y heldSpan) int { return cmp.Or(cmp.Compare(x.rank, y.rank), cmp.Compare(x.nth, y.nth)) })
+	// A task held more than once (handed back, claimed again) is named
+	// once, with its holds' time together.
+	var tasks []string
+	var held []clock.Duration
 	for _, sp := range hits {
 		if w := s.work(max(sp.from, a), min(sp.to, b)); w.MS > 0 {
-			what = append(what, fmt.Sprintf("%s (%s)", sp.task, w.Text))
+			if n := len(tasks); n > 0 && tasks[n-1] == sp.task {
+				held[n-1] += w.MS
+			} else {
+				tasks, held = append(tasks, sp.task), append(held, w.MS)
+			}
 			total += w.MS
 		}
+	}
+	for i, t := range tasks {
+		what = append(what, fmt.Sprintf("%s (%s)", t, s.dur(held[i]).Text))
 	}
 	return what, total
 }
