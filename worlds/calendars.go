@@ -116,6 +116,10 @@ func (v *validator) hours(path, s string) (ds, de clock.Duration, ok bool) {
 	return ds, de, true
 }
 
+// emptyWorkdays is the mistake of a calendar whose workdays are [], which
+// read as the default days, the opposite of what it says.
+const emptyWorkdays = "an empty list: name the days worked (leave workdays out for the default)"
+
 // days reads weekdays at path into a calendar's Workdays.
 func (v *validator) days(path string, names []string) (out [7]bool) {
 	for i, d := range names {
@@ -144,6 +148,8 @@ func (v *validator) teamCalendar(path string, fc *fileCalendar, company *clock.C
 	}
 	if len(fc.Workdays) > 0 {
 		c.Workdays = v.days(path+".workdays", fc.Workdays)
+	} else if fc.Workdays != nil && !v.lim.Recorded {
+		v.errf(path+".workdays", emptyWorkdays) // [] read as the company's days
 	}
 	if len(fc.Holidays) > 0 {
 		c.Holidays = nil

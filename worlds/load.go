@@ -1154,6 +1154,9 @@ func (v *validator) build(f *file) *World {
 			cal.DayStart, cal.DayEnd = ds, de
 		}
 	}
+	if f.Calendar.Workdays != nil && len(f.Calendar.Workdays) == 0 && !v.lim.Recorded {
+		v.errf("calendar.workdays", emptyWorkdays) // [] read as monday to friday
+	}
 	for i, d := range f.Calendar.Workdays {
 		wd, ok := weekdays[strings.ToLower(d)]
 		if !ok {

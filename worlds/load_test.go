@@ -193,6 +193,11 @@ arrivals: [{id: a, queue: q, process: poisson, every: 1h, count: 0, ticket: {tit
 			want:  `w.yaml:38:58: projects[0].tasks[1]: YAML syntax error: ',' or ']' must be specified`,
 		},
 		{
+			name:  "no workdays",
+			edits: []string{"workdays: [mon, tue, wed, thu, fri]", "workdays: []"},
+			want:  `w.yaml:7:13: calendar.workdays: an empty list: name the days worked (leave workdays out for the default)`,
+		},
+		{
 			name:  "a tab in the indentation",
 			edits: []string{"  - {id: bob,", "\t- {id: bob,"},
 			want:  `w.yaml:17:1: members[1]: YAML syntax error: line 17 is indented with a tab, and YAML indents with spaces only`,
