@@ -39,6 +39,7 @@ func TestWorldsGenRefusesWhatItCannotMake(t *testing.T) {
 		{[]string{"--tasks", "100000000"}, "--projects 1 × --tasks 100000000: over the world limit of 200000 tasks"},
 		{[]string{"--projects", "1000", "--tasks", "1000"}, "--projects 1000 × --tasks 1000: over the world limit of 200000 tasks"},
 		{[]string{"--name", "x\nversion: 2"}, `--name "x\nversion: 2": a name has no control characters`},
+		{[]string{"--projects", "2", "--stagger", "1", "--horizon", "1d"}, "--stagger 1 with --projects 2: the last project would start after 1d, at or after --horizon 1d"},
 	} {
 		out, errs, code := runCLI(t, append([]string{"worlds", "gen"}, tc.args...)...)
 		if code != cli.ExitUsage || !strings.Contains(errs, tc.want) || out != "" {

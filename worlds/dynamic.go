@@ -394,11 +394,12 @@ func (v *validator) arrivals(f *file, w *World, r *refs) {
 		default:
 			v.errf(p+".process", "unknown process %q (expected poisson, scheduled or bursty)", a.Process)
 		}
-		out.Start, _ = v.offset(p+".start", a.Start, cal, false)
-		out.Until, _ = v.offset(p+".until", a.Until, cal, false)
+		var startOK, untilOK bool
+		out.Start, startOK = v.offset(p+".start", a.Start, cal, false)
+		out.Until, untilOK = v.offset(p+".until", a.Until, cal, false)
 		if w.Horizon > 0 && out.Start >= w.Horizon {
 			v.errf(p+".start", "%s falls at or after the horizon: the process would bring no ticket", a.Start)
-		} else if a.Until != "" && out.Until <= out.Start && !v.lim.Recorded {
+		} else if a.Until != "" && startOK && untilOK && out.Until <= out.Start && !v.lim.Recorded {
 			v.errf(p+".until", "%s is not after the process's start (%s): it would bring no ticket", a.Until, cmp.Or(a.Start, "0"))
 		}
 		if a.Count != nil && *a.Count < 1 && !v.lim.Recorded { // a recorded world reads as it did then (0: no limit)

@@ -135,6 +135,8 @@ func TestLoadValidationHoles(t *testing.T) {
 			"w.yaml:41:10: interruptions[0].at: 15d falls at or after the horizon: it would never happen"},
 		{"an arrival that ends before it starts", withSection("arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, start: 2d, until: 1d, ticket: {role: engineer, effort: 1h}}\n"),
 			"w.yaml:41:76: arrivals[0].until: 1d is not after the process's start (2d): it would bring no ticket"},
+		{"an arrival's until that does not parse", withSection("arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, start: 2d, until: bogus, ticket: {role: engineer, effort: 1h}}\n"),
+			`w.yaml:41:76: arrivals[0].until: invalid duration "bogus": expected a number at "bogus"`},
 		{"a burst below one", withSection("arrivals:\n  - {id: a, queue: backlog, process: bursty, every: 1d, burst: -4, ticket: {role: engineer, effort: 1h}}\n"),
 			"w.yaml:41:64: arrivals[0].burst: burst must be at least 1, got -4"},
 		{"a project starting after the horizon", []string{"    deadline: 12d\n", "    deadline: 30d\n    start: 20d\n"},

@@ -639,3 +639,38 @@ func TestChainSaysWhereItIsCut(t *testing.T) {
 		}
 	}
 }
+
+// TestChainCutAtAStintsLink: when the link the chain is cut at is a run of
+// stints (seq 0), the note still says where the chain goes on: with the
+// run's earliest event.
+func TestChainCutAtAStintsLink(t *testing.T) {
+	b := newLog(t)
+	first := b.turn(0, "bob", 1)
+	b.add(0, payload.EvTaskClaimed, "bob", first, payload.TaskClaimed{Task: "a"})
+	ws := b.add(0, payload.EvWorkStarted, "bob", first, payload.WorkStarted{Task: "a", Work: clock.Duration(10 * minute), Until: clock.Time(10 * minute)})
+	firstWork := ws
+	var done uint64
+	for i := int64(1); i <= 6; i++ {
+		now := i * 10 * minute
+		b.add(now, payload.EvWorkFinished, "bob", ws, payload.WorkFinished{Task: "a", Work: clock.Duration(10 * minute)})
+		turn := b.turn(now, "bob", 1)
+		if i < 6 {
+			ws = b.add(now, payload.EvWorkStarted, "bob", turn, payload.WorkStarted{Task: "a", Work: clock.Duration(10 * minute), Until: clock.Time(now + 10*minute)})
+		} else {
+			done = b.add(now, payload.EvTaskCompleted, "bob", turn, payload.TaskCompleted{Task: "a"})
+		}
+	}
+	// Twelve turns after it: done, its turn, the last work.finished and
+	// the run's "stints" link are links 13 to 16.
+	cause := done
+	for i := range analyze.MaxChain - 4 {
+		cause = b.turn(hour+int64(i)*minute, []string{"cat", "ann"}[i%2], cause)
+	}
+	chain := b.load().Chain(cause)
+	if len(chain) != analyze.MaxChain || chain[len(chain)-1].Type != "stints" {
+		t.Fatalf("%d links, the last %+v; want %d, the last a run of stints", len(chain), chain[len(chain)-1], analyze.MaxChain)
+	}
+	if want := fmt.Sprintf("it goes on with #%d", firstWork); !strings.Contains(chain[len(chain)-1].Note, want) {
+		t.Fatalf("the stints link's note %q, want it to say %q", chain[len(chain)-1].Note, want)
+	}
+}

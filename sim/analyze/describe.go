@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/corpsim/corpsim/clock"
@@ -51,10 +50,12 @@ func (s *Session) Chain(seq uint64) []Link { return s.links(s.walk(seq, maxWalk)
 // links makes the Links of a walk, collapsing runs of stints.
 func (s *Session) links(steps []step) []Link {
 	var out []Link
+	var upTo []int // the last step of steps each link of out stands for
+	add := func(l Link, k int) { out, upTo = append(out, l), append(upTo, k) }
 	for i := 0; i < len(steps) && len(out) < MaxChain; {
 		key := s.workOn(steps[i].seq)
 		if key == "" || s.Events[steps[i].seq-1].Type != payload.EvWorkFinished {
-			out = append(out, s.link(steps[i]))
+			add(s.link(steps[i]), i)
 			i++
 			continue
 		}
@@ -72,7 +73,7 @@ func (s *Session) links(steps []step) []Link {
 		}
 		if first-i < 4 {
 			for k := i; k <= first; k++ {
-				out = append(out, s.link(steps[k]))
+				add(s.link(steps[k]), k)
 			}
 		} else {
 			stints := 0
@@ -82,19 +83,19 @@ func (s *Session) links(steps []step) []Link {
 				}
 			}
 			last := s.link(steps[first])
-			out = append(out, s.link(steps[i]), Link{Stamp: Stamp{Time: last.Time, Wall: last.Wall}, Type: "stints", Actor: actor,
-				Text: fmt.Sprintf("%d stints of %s's work on %s, from #%d to #%d", stints, actor, taskOf(s.payload(steps[i].seq)), steps[first].seq, steps[i].seq)},
-				last)
+			add(s.link(steps[i]), i)
+			add(Link{Stamp: Stamp{Time: last.Time, Wall: last.Wall}, Type: "stints", Actor: actor,
+				Text: fmt.Sprintf("%d stints of %s's work on %s, from #%d to #%d", stints, actor, taskOf(s.payload(steps[i].seq)), steps[first].seq, steps[i].seq)}, first-1)
+			add(last, first)
 		}
 		i = first + 1
 	}
 	if len(out) > MaxChain {
-		out = out[:MaxChain]
+		out, upTo = out[:MaxChain], upTo[:MaxChain]
 	}
 	// Cut at MaxChain links: the last one says where the chain goes on.
-	if n := len(out); n > 0 && out[n-1].Seq != 0 {
-		last := out[n-1].Seq
-		if k := slices.IndexFunc(steps, func(st step) bool { return st.seq == last }); k >= 0 && k+1 < len(steps) {
+	if n := len(out); n > 0 {
+		if k := upTo[n-1]; k+1 < len(steps) {
 			more := len(steps) - k - 1
 			cut := fmt.Sprintf("the chain is cut here at %d links: it goes on with #%d", MaxChain, steps[k+1].seq)
 			if more > 1 {

@@ -343,11 +343,11 @@ func FormatWork(d, dayLen clock.Duration) string {
 	return b.String()
 }
 
-// Hold is a span during which a member held a task.
 // EndHandedBack is how a hold ends when its member hands the task back to
 // its queue (Hold.End).
 const EndHandedBack = "handed back to the queue"
 
+// Hold is a span during which a member held a task.
 type Hold struct {
 	Member string `json:"member"`
 	From   Stamp  `json:"from"`

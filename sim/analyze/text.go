@@ -64,9 +64,9 @@ func printChain(w io.Writer, title string, chain []Link) {
 		}
 		if l.Seq == 0 { // a summary of links left out
 			fmt.Fprintf(w, "%s… %s\n", arrow, l.Text)
-			continue
+		} else {
+			fmt.Fprintf(w, "%s#%d %s %s: %s\n", arrow, l.Seq, short(l.Stamp), l.Type, l.Text)
 		}
-		fmt.Fprintf(w, "%s#%d %s %s: %s\n", arrow, l.Seq, short(l.Stamp), l.Type, l.Text)
 		if l.Note != "" {
 			fmt.Fprintf(w, "      (%s)\n", l.Note)
 		}

@@ -150,8 +150,13 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 	failed := make([]error, o.Seeds) // seeds whose agents failed: no result
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
+seeds:
 	for i := range o.Seeds {
-		sem <- struct{}{} // at most o.Parallel episodes, and goroutines, at once
+		select { // at most o.Parallel episodes, and goroutines, at once
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			break seeds // an interrupt starts no more
+		}
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
@@ -173,6 +178,9 @@ func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // seeds left unplayed: no result
 	}
 	res := &EvalResult{World: o.World, Agents: o.Agents, Load: o.Load, Keyed: len(ro.Secret) > 0, Rubric: policies.RubricVersion, Wall: time.Since(start).Round(time.Millisecond).String()}
 	if res.Load == 0 {

@@ -190,8 +190,13 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 	var mu sync.Mutex
 	done := 0
 	var wg sync.WaitGroup
+jobs:
 	for i, j := range jobs {
-		sem <- struct{}{} // at most o.Parallel episodes, and goroutines, at once
+		select { // at most o.Parallel episodes, and goroutines, at once
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			break jobs // an interrupt or a failed job starts no more
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -232,6 +237,9 @@ func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, er
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // jobs left unplayed: no result
 	}
 	res := &SweepResult{World: w.Name, Rubric: policies.RubricVersion, Seeds: o.Seeds, Keyed: len(ro.Secret) > 0, Runs: runs}
 	for i := 0; i < len(jobs); i += o.Seeds {

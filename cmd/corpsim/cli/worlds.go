@@ -175,10 +175,15 @@ func checkGen(g worlds.GenOptions) error {
 		return usagef("--tickets %d: may not be negative", g.Tickets)
 	}
 	if g.Horizon != "" {
-		if d, err := clock.ParseDuration(g.Horizon, 8*clock.Hour); err != nil {
+		d, err := clock.ParseDuration(g.Horizon, 8*clock.Hour)
+		switch {
+		case err != nil:
 			return usagef("--horizon: %v", err)
-		} else if d <= 0 {
+		case d <= 0:
 			return usagef("--horizon %s: must be positive", g.Horizon)
+		case float64(g.Projects-1)*float64(g.Stagger)*float64(8*clock.Hour) >= float64(d):
+			// Project i starts after i×stagger working days of 8h.
+			return usagef("--stagger %d with --projects %d: the last project would start after %dd, at or after --horizon %s", g.Stagger, g.Projects, (g.Projects-1)*g.Stagger, g.Horizon)
 		}
 	}
 	if g.Dispatch != "" && g.Dispatch != worlds.DispatchAll && g.Dispatch != worlds.DispatchOne {
