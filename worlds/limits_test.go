@@ -139,8 +139,6 @@ func TestLoadValidationHoles(t *testing.T) {
 			`w.yaml:41:76: arrivals[0].until: invalid duration "bogus": expected a number at "bogus"`},
 		{"a burst below one", withSection("arrivals:\n  - {id: a, queue: backlog, process: bursty, every: 1d, burst: -4, ticket: {role: engineer, effort: 1h}}\n"),
 			"w.yaml:41:64: arrivals[0].burst: burst must be at least 1, got -4"},
-		{"a project starting after the horizon", []string{"    deadline: 12d\n", "    deadline: 30d\n    start: 20d\n"},
-			"w.yaml:36:12: projects[0].start: 20d falls at or after the horizon: project \"mvp\" would never start"},
 		{"an arrival starting after the horizon", withSection("arrivals:\n  - {id: a, queue: backlog, process: poisson, every: 1h, start: 16d, ticket: {role: engineer, effort: 1h}}\n"),
 			"w.yaml:41:65: arrivals[0].start: 16d falls at or after the horizon: the process would bring no ticket"},
 	}
@@ -154,6 +152,25 @@ func TestLoadValidationHoles(t *testing.T) {
 				t.Errorf("error:\ngot  %s\nwant %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestLoadWarnsOfAProjectAfterTheHorizon: a project that starts at or
+// after the horizon loads, with a warning (it was accepted in silence).
+func TestLoadWarnsOfAProjectAfterTheHorizon(t *testing.T) {
+	w := mustLoad(t, "w.yaml", mustEdit(t, "    deadline: 12d\n", "    deadline: 30d\n    start: 20d\n"))
+	want := `w.yaml:36:12: projects[0].start: 20d falls at or after the horizon: project "mvp" never starts in this world's sessions`
+	if len(w.Warnings) != 1 || w.Warnings.Error() != want {
+		t.Fatalf("warnings: got %v, want %s", w.Warnings, want)
+	}
+	// portfolio cut to 10 days: one warning for its 26 later projects.
+	src, err := Source("portfolio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w = mustLoad(t, "portfolio.yaml", []byte(strings.Replace(string(src), "horizon: 60d", "horizon: 10d", 1)))
+	if len(w.Warnings) != 1 || !strings.Contains(w.Warnings.Error(), `project "p11" (and 25 projects after it) never starts`) {
+		t.Fatalf("portfolio to 10 days: warnings %v", w.Warnings)
 	}
 }
 

@@ -1341,6 +1341,7 @@ func (v *validator) build(f *file) *World {
 			servedBy[q.ID] = q.ServedBy
 		}
 	}
+	var late []int // the projects starting at or after the horizon
 	for i, pr := range f.Projects {
 		p := fmt.Sprintf("projects[%d]", i)
 		v.checkID(p+".id", "project", pr.ID, projects)
@@ -1354,8 +1355,8 @@ func (v *validator) build(f *file) *World {
 		switch {
 		case proj.Start > 0 && proj.Deadline > 0 && proj.Start >= proj.Deadline:
 			v.errf(p+".start", "project %q starts at or after its deadline", pr.ID)
-		case w.Horizon > 0 && proj.Start >= w.Horizon && !v.lim.Recorded:
-			v.errf(p+".start", "%s falls at or after the horizon: project %q would never start", pr.Start, pr.ID)
+		case w.Horizon > 0 && proj.Start >= w.Horizon:
+			late = append(late, i)
 		}
 		if len(pr.Tasks) == 0 {
 			v.errf(p+".tasks", "project %q has no tasks", pr.ID)
@@ -1413,6 +1414,16 @@ func (v *validator) build(f *file) *World {
 			proj.Tasks = append(proj.Tasks, task)
 		}
 		w.Projects = append(w.Projects, proj)
+	}
+	if len(late) > 0 {
+		// A warning, not an error: a horizon cut short (a test, a quick
+		// look at a long portfolio) leaves the later projects out. One
+		// warning for them all, at the first.
+		first, more := f.Projects[late[0]], ""
+		if len(late) > 1 {
+			more = fmt.Sprintf(" (and %d projects after it)", len(late)-1)
+		}
+		v.warnf(fmt.Sprintf("projects[%d].start", late[0]), "%s falls at or after the horizon: project %q%s never starts in this world's sessions", first.Start, first.ID, more)
 	}
 	v.checkCycles(f)
 	r := &refs{roles: roles, teams: teams, members: members, queues: queues, chains: chains, tasks: tasks,
