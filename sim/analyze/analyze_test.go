@@ -527,38 +527,51 @@ func TestRecordedStateHash(t *testing.T) {
 	}
 }
 
+// stintRun is a run of bob's work on task a, as the log builder wrote it:
+// his first turn, his first work.started, his last work.finished and turn,
+// and the completion.
+type stintRun struct{ first, firstWork, lastFinished, lastTurn, done uint64 }
+
+// stints writes bob claiming a at 0, working on it in six stints of 10
+// minutes, each next one started at a turn woken by the session's start
+// (long seen), and completing it.
+func (b *logBuilder) stints() stintRun {
+	var r stintRun
+	r.first = b.turn(0, "bob", 1)
+	b.add(0, payload.EvTaskClaimed, "bob", r.first, payload.TaskClaimed{Task: "a"})
+	ws := b.add(0, payload.EvWorkStarted, "bob", r.first, payload.WorkStarted{Task: "a", Work: clock.Duration(10 * minute), Until: clock.Time(10 * minute)})
+	r.firstWork = ws
+	for i := int64(1); i <= 6; i++ {
+		now := i * 10 * minute
+		r.lastFinished = b.add(now, payload.EvWorkFinished, "bob", ws, payload.WorkFinished{Task: "a", Work: clock.Duration(10 * minute)})
+		r.lastTurn = b.turn(now, "bob", 1) // what woke bob last: the session's start, long seen
+		if i < 6 {
+			ws = b.add(now, payload.EvWorkStarted, "bob", r.lastTurn, payload.WorkStarted{Task: "a", Work: clock.Duration(10 * minute), Until: clock.Time(now + 10*minute)})
+		} else {
+			r.done = b.add(now, payload.EvTaskCompleted, "bob", r.lastTurn, payload.TaskCompleted{Task: "a"})
+		}
+	}
+	return r
+}
+
 // TestChainCollapsesStints: many stints of work on one task show as the
 // latest and the earliest with one "stints" link between.
 func TestChainCollapsesStints(t *testing.T) {
 	b := newLog(t)
-	first := b.turn(0, "bob", 1)
-	b.add(0, payload.EvTaskClaimed, "bob", first, payload.TaskClaimed{Task: "a"})
-	ws := b.add(0, payload.EvWorkStarted, "bob", first, payload.WorkStarted{Task: "a", Work: clock.Duration(10 * minute), Until: clock.Time(10 * minute)})
-	firstWork := ws
-	var wf uint64
-	for i := int64(1); i <= 6; i++ {
-		now := i * 10 * minute
-		wf = b.add(now, payload.EvWorkFinished, "bob", ws, payload.WorkFinished{Task: "a", Work: clock.Duration(10 * minute)})
-		turn := b.turn(now, "bob", 1) // what woke bob last: the session's start, long seen
-		if i < 6 {
-			ws = b.add(now, payload.EvWorkStarted, "bob", turn, payload.WorkStarted{Task: "a", Work: clock.Duration(10 * minute), Until: clock.Time(now + 10*minute)})
-		} else {
-			done := b.add(now, payload.EvTaskCompleted, "bob", turn, payload.TaskCompleted{Task: "a"})
-			chain := b.load().Chain(done)
-			var got []string
-			for _, l := range chain {
-				got = append(got, fmt.Sprintf("%d:%s", l.Seq, l.Type))
-			}
-			want := []string{fmt.Sprintf("%d:%s", done, payload.EvTaskCompleted), fmt.Sprintf("%d:%s", turn, payload.EvTurn),
-				fmt.Sprintf("%d:%s", wf, payload.EvWorkFinished), "0:stints", fmt.Sprintf("%d:%s", firstWork, payload.EvWorkStarted),
-				fmt.Sprintf("%d:%s", first, payload.EvTurn), "1:" + payload.EvSessionStarted}
-			if !slices.Equal(got, want) {
-				t.Fatalf("chain %v, want %v", got, want)
-			}
-			if !strings.HasPrefix(chain[3].Text, "6 stints of bob's work on a") {
-				t.Fatalf("stints link %q", chain[3].Text)
-			}
-		}
+	r := b.stints()
+	chain := b.load().Chain(r.done)
+	var got []string
+	for _, l := range chain {
+		got = append(got, fmt.Sprintf("%d:%s", l.Seq, l.Type))
+	}
+	want := []string{fmt.Sprintf("%d:%s", r.done, payload.EvTaskCompleted), fmt.Sprintf("%d:%s", r.lastTurn, payload.EvTurn),
+		fmt.Sprintf("%d:%s", r.lastFinished, payload.EvWorkFinished), "0:stints", fmt.Sprintf("%d:%s", r.firstWork, payload.EvWorkStarted),
+		fmt.Sprintf("%d:%s", r.first, payload.EvTurn), "1:" + payload.EvSessionStarted}
+	if !slices.Equal(got, want) {
+		t.Fatalf("chain %v, want %v", got, want)
+	}
+	if !strings.HasPrefix(chain[3].Text, "6 stints of bob's work on a") {
+		t.Fatalf("stints link %q", chain[3].Text)
 	}
 }
 
@@ -645,24 +658,10 @@ func TestChainSaysWhereItIsCut(t *testing.T) {
 // run's earliest event.
 func TestChainCutAtAStintsLink(t *testing.T) {
 	b := newLog(t)
-	first := b.turn(0, "bob", 1)
-	b.add(0, payload.EvTaskClaimed, "bob", first, payload.TaskClaimed{Task: "a"})
-	ws := b.add(0, payload.EvWorkStarted, "bob", first, payload.WorkStarted{Task: "a", Work: clock.Duration(10 * minute), Until: clock.Time(10 * minute)})
-	firstWork := ws
-	var done uint64
-	for i := int64(1); i <= 6; i++ {
-		now := i * 10 * minute
-		b.add(now, payload.EvWorkFinished, "bob", ws, payload.WorkFinished{Task: "a", Work: clock.Duration(10 * minute)})
-		turn := b.turn(now, "bob", 1)
-		if i < 6 {
-			ws = b.add(now, payload.EvWorkStarted, "bob", turn, payload.WorkStarted{Task: "a", Work: clock.Duration(10 * minute), Until: clock.Time(now + 10*minute)})
-		} else {
-			done = b.add(now, payload.EvTaskCompleted, "bob", turn, payload.TaskCompleted{Task: "a"})
-		}
-	}
+	r := b.stints()
 	// Twelve turns after it: done, its turn, the last work.finished and
 	// the run's "stints" link are links 13 to 16.
-	cause := done
+	cause := r.done
 	for i := range analyze.MaxChain - 4 {
 		cause = b.turn(hour+int64(i)*minute, []string{"cat", "ann"}[i%2], cause)
 	}
@@ -670,7 +669,7 @@ func TestChainCutAtAStintsLink(t *testing.T) {
 	if len(chain) != analyze.MaxChain || chain[len(chain)-1].Type != "stints" {
 		t.Fatalf("%d links, the last %+v; want %d, the last a run of stints", len(chain), chain[len(chain)-1], analyze.MaxChain)
 	}
-	if want := fmt.Sprintf("it goes on with #%d", firstWork); !strings.Contains(chain[len(chain)-1].Note, want) {
+	if want := fmt.Sprintf("it goes on with #%d", r.firstWork); !strings.Contains(chain[len(chain)-1].Note, want) {
 		t.Fatalf("the stints link's note %q, want it to say %q", chain[len(chain)-1].Note, want)
 	}
 }
