@@ -42,6 +42,33 @@ type timerSnapshot struct {
 	Kind  timerKind  `json:"kind"`
 	ID    string     `json:"id"`
 	Cause uint64     `json:"cause,omitempty"`
+	// Step and Who are an escalation's: the step of its request and the
+	// approver it waits for. A checkpoint without them (before they were
+	// written) restored no escalation at all: see escalationsOf.
+	Step int    `json:"step,omitempty"`
+	Who  string `json:"who,omitempty"`
+}
+
+// escalationsOf fills in the step and approver of the escalation timers of
+// a checkpoint taken before they were written: a request's latest timer
+// (the highest cause) is the one its current step set, if it is still
+// pending; its earlier ones were for steps or approvers since passed, and
+// are left as they were read, which no longer fire.
+func escalationsOf(st *org.State, timers []timerSnapshot) {
+	latest := map[string]int{} // request -> index of its latest escalation timer
+	for i, t := range timers {
+		if t.Kind != timerEscalate || t.Who != "" {
+			continue
+		}
+		if j, ok := latest[t.ID]; !ok || t.Cause > timers[j].Cause {
+			latest[t.ID] = i
+		}
+	}
+	for id, i := range latest { // order: each request fills in its own timer
+		if r := st.Request(id); r != nil && r.Status == org.RequestPending && r.Current < len(r.Steps) {
+			timers[i].Step, timers[i].Who = r.Current, r.Steps[r.Current].Approver
+		}
+	}
 }
 
 // Snapshot encodes the engine's state after the last event it emitted or
@@ -92,7 +119,8 @@ func (e *Engine) snapshot(state []byte, memory json.RawMessage) []byte {
 		sn.Format = e.format
 	}
 	for _, it := range e.timers.Items() {
-		sn.Timers = append(sn.Timers, timerSnapshot{At: it.At, Kind: it.Value.kind, ID: it.Value.id, Cause: it.Value.cause})
+		v := it.Value
+		sn.Timers = append(sn.Timers, timerSnapshot{At: it.At, Kind: v.kind, ID: v.id, Cause: v.cause, Step: v.step, Who: v.who})
 	}
 	due := append([]string(nil), e.candidates...)
 	for _, t := range e.turns {
@@ -148,8 +176,9 @@ func Restore(cfg Config, data []byte, stateHash string) (*Engine, error) {
 	if stateHash != "" && e.StateHash() != stateHash {
 		return nil, fmt.Errorf("%w: checkpoint at seq %d records %s, its state hashes to %s", ErrReplayMismatch, st.LastSeq, stateHash, e.StateHash())
 	}
+	escalationsOf(st, sn.Timers)
 	for _, t := range sn.Timers {
-		e.setTimer(t.At, timer{kind: t.Kind, id: t.ID, cause: t.Cause})
+		e.setTimer(t.At, timer{kind: t.Kind, id: t.ID, cause: t.Cause, step: t.Step, who: t.Who})
 	}
 	for id, at := range sn.Pushed { // order: each member's entry is set once, by its own number
 		if m := st.Member(id); m != nil {

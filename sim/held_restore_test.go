@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -226,4 +227,54 @@ func restoredRunsOf(t *testing.T, world string, src []byte, load float64, n int,
 	every := max(boundaries/n, 1)
 	checkRestores(t, live, cfg, every, want, newAgents)
 	return want, (boundaries + every - 1) / every
+}
+
+// TestRestoreKeepsPendingEscalations: a checkpoint taken while a request
+// waits for an approver who does not decide carries its escalation timer
+// whole (the step and the approver it waits for): a restored engine
+// escalates it when the session played through would. Restored, it lost
+// them, and forks and resumes from such a checkpoint diverged.
+func TestRestoreKeepsPendingEscalations(t *testing.T) {
+	idleManagers := func(o org.Observation) sim.Answer {
+		if o.Member == "mia" || o.Member == "max" {
+			return sim.Answer{Member: o.Member, Turn: o.Turn, Actions: []org.Action{}}
+		}
+		return greedy(o)
+	}
+	want, cuts := restoredRuns(t, "procurement", 1, 60, func([]events.Event) decider { return idleManagers })
+	escalated := 0
+	for _, ev := range want {
+		if ev.Type == payload.EvApprovalEscalated {
+			escalated++
+		}
+	}
+	if escalated == 0 || cuts < 30 {
+		t.Fatalf("%d escalations in %d events, %d restores: the test shows nothing", escalated, len(want), cuts)
+	}
+	// A checkpoint an older build wrote, without the step and approver:
+	// the restore finds them from the request.
+	src, err := worlds.Source("procurement")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := worlds.Load("procurement.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sim.Config{World: w, Source: src, Seed: 2, Session: "s", Load: 1}
+	live, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live.Start()
+	stripped := 0
+	older := regexp.MustCompile(`,"step":[0-9]+|,"who":"[a-z0-9_-]+"`)
+	checkRestoresOf(t, live, cfg, 2, want, func([]events.Event) decider { return idleManagers }, func(b []byte) []byte {
+		out := older.ReplaceAll(b, nil)
+		stripped += len(b) - len(out)
+		return out
+	})
+	if stripped == 0 {
+		t.Fatal("no checkpoint held an escalation's step or approver: the older checkpoints show nothing")
+	}
 }
