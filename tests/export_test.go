@@ -332,7 +332,7 @@ func TestExportDPO(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatalf("export exited %d: %s", code, errs)
 	}
-	if !strings.Contains(errs, "session "+x.Session+" (world startup, seed 3) shares its world and seed, and its draw key, load, seed at event 1 and log format, with no other session") {
+	if !strings.Contains(errs, "session "+x.Session+" (world startup, seed 3) shares its world and seed, and its draw key, load, seed at event 1, log format and the event each seed began at, with no other session") {
 		t.Errorf("stderr does not say that seed 3 pairs with nothing:\n%s", errs)
 	}
 	cards := map[string]policies.Scorecard{g.Session: g.Score, r.Session: r.Score}

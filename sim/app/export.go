@@ -253,7 +253,7 @@ func exportDPO(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 				break
 			}
 		}
-		o.Notice(fmt.Sprintf("session %s (world %s, seed %d) shares its world and seed, and its draw key, load, seed at event 1 and log format, with no other session given: no pairs", id, ep.World, ep.Seed))
+		o.Notice(fmt.Sprintf("session %s (world %s, seed %d) shares its world and seed, and its draw key, load, seed at event 1, log format and the event each seed began at, with no other session given: no pairs", id, ep.World, ep.Seed))
 	}
 	if err := export.WriteLines(w, pairs); err != nil {
 		return "", err

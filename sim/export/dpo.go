@@ -79,11 +79,13 @@ type Pair struct {
 // of eps: they make no pairs.
 func Pairs(eps []Episode, o PairOptions) (pairs []Pair, alone []string) {
 	// Episodes pair when they played the same situation: the world, the
-	// seed event 1 was drawn with and the one they went on with, the draw
-	// key, the load.
+	// seed event 1 was drawn with and the one they went on with, from the
+	// same seq (a fork's point where its seed changed), the draw key, the
+	// load.
 	type key struct {
 		world, member, drawKey string
 		root, seed             uint64
+		draws                  string // the seeds, from which seq each (seedHistory)
 		load                   float64
 		format                 int // the log format: the rules they were judged by
 	}
@@ -92,7 +94,7 @@ func Pairs(eps []Episode, o PairOptions) (pairs []Pair, alone []string) {
 	sessions := map[key]map[string]bool{} // member "" : the sessions of a world, seed and load
 	for i := range eps {
 		ep := &eps[i]
-		k := key{ep.worldHash, ep.Member, ep.key, ep.root, ep.Seed, ep.load, ep.format}
+		k := key{ep.worldHash, ep.Member, ep.key, ep.root, ep.Seed, ep.draws, ep.load, ep.format}
 		if groups[k] == nil {
 			order = append(order, k)
 		}
@@ -111,7 +113,7 @@ func Pairs(eps []Episode, o PairOptions) (pairs []Pair, alone []string) {
 			continue
 		}
 		seen[ep.Session] = true
-		if len(sessions[key{world: ep.worldHash, drawKey: ep.key, root: ep.root, seed: ep.Seed, load: ep.load, format: ep.format}]) < 2 {
+		if len(sessions[key{world: ep.worldHash, drawKey: ep.key, root: ep.root, seed: ep.Seed, draws: ep.draws, load: ep.load, format: ep.format}]) < 2 {
 			alone = append(alone, ep.Session)
 		}
 	}

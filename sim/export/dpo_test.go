@@ -1,10 +1,14 @@
 package export
 
 import (
+	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/corpsim/corpsim/events"
 )
 
 // transcript builds messages from a compact script: "s" system, "u:x"
@@ -42,6 +46,12 @@ func ep(session, world string, seed uint64, member string, reward, team float64,
 // with is e with its draw key's digest and the seed its event 1 was drawn with.
 func with(e Episode, key string, root uint64) Episode {
 	e.key, e.root = key, root
+	return e
+}
+
+// drawn is e with its seed history (seedHistory's).
+func drawn(e Episode, draws string) Episode {
+	e.draws = draws
 	return e
 }
 
@@ -101,6 +111,10 @@ func TestPairs(t *testing.T) {
 			PairOptions{}, []string{"bob B>A s u:o1 | a:wait | a:claim t:ok u:o2 a:work t:ok"}, nil},
 		{"a reseeded fork and a run of its seed are alone",
 			[]Episode{ep("A", "w", 2, "bob", 10, 0, base), with(ep("B", "w", 2, "bob", 20, 0, "s u:o1 a:wait"), "", 1)},
+			PairOptions{}, nil, []string{"A", "B"}},
+		{"forks of one seed reseeded at different points are alone",
+			[]Episode{drawn(with(ep("A", "w", 11, "bob", 10, 0, base), "", 3), "1:3,198:11"),
+				drawn(with(ep("B", "w", 11, "bob", 20, 0, "s u:o1 a:wait"), "", 3), "1:3,2:11")},
 			PairOptions{}, nil, []string{"A", "B"}},
 		{"sessions of two log formats are alone (their rules differ)",
 			[]Episode{ep("A", "w", 1, "bob", 10, 0, base), func() Episode { e := ep("B", "w", 1, "bob", 20, 0, "s u:o1 a:wait"); e.format = 7; return e }()},
@@ -162,5 +176,45 @@ func TestValidBy(t *testing.T) {
 	}
 	if err := ValidBy("sum"); err == nil {
 		t.Error(`"sum" accepted`)
+	}
+}
+
+// metaLog is a Log of session metadata alone, for seedHistory.
+type metaLog map[string]events.SessionMeta
+
+func (l metaLog) Session(_ context.Context, id string) (events.SessionMeta, error) {
+	m, ok := l[id]
+	if !ok {
+		return events.SessionMeta{}, events.ErrNoSession
+	}
+	return m, nil
+}
+func (metaLog) Read(context.Context, string, uint64) iter.Seq2[events.Event, error] { return nil }
+func (metaLog) Scan(context.Context, string, uint64, func(*events.Event) error) error {
+	return nil
+}
+
+// TestSeedHistory: which seed a session's events were drawn with, from
+// which seq, up its forks' chain.
+func TestSeedHistory(t *testing.T) {
+	l := metaLog{
+		"P":  {ID: "P", Seed: 3},
+		"A":  {ID: "A", Seed: 11, Parent: "P", ForkSeq: 197}, // reseeded at 197
+		"B":  {ID: "B", Seed: 11, Parent: "P", ForkSeq: 1},   // reseeded at 1
+		"S":  {ID: "S", Seed: 3, Parent: "P", ForkSeq: 50},   // the parent's seed
+		"C":  {ID: "C", Seed: 3, Parent: "A", ForkSeq: 300},  // back to 3 after A's 11
+		"D":  {ID: "D", Seed: 11, Parent: "A", ForkSeq: 100}, // before A's reseed: P's draws, then 11
+		"E":  {ID: "E", Seed: 11, Parent: "P", ForkSeq: 100}, // the same draws as D
+		"A2": {ID: "A2", Seed: 11, Parent: "A", ForkSeq: 250},
+	}
+	for id, want := range map[string]string{"P": "1:3", "A": "1:3,198:11", "B": "1:3,2:11", "S": "1:3", "C": "1:3,198:11,301:3",
+		"D": "1:3,101:11", "E": "1:3,101:11", "A2": "1:3,198:11"} {
+		got, err := seedHistory(context.Background(), l, l[id])
+		if err != nil || got != want {
+			t.Errorf("%s: %q (%v), want %q", id, got, err, want)
+		}
+	}
+	if _, err := seedHistory(context.Background(), l, events.SessionMeta{ID: "X", Parent: "gone"}); err == nil {
+		t.Error("a fork whose parent is gone: no error")
 	}
 }

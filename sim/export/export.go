@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 
 	"github.com/corpsim/corpsim/agents"
 	"github.com/corpsim/corpsim/clock"
@@ -116,10 +117,53 @@ type Episode struct {
 	worldHash string // with Seed, root, key and load, which episodes may be paired
 	load      float64
 	root      uint64 // the seed event 1 was drawn with (Seed goes on from a fork's point)
+	draws     string // the seeds its events were drawn with, from which seq each (seedHistory)
 	key       string // a digest of the session's draw key ("": none)
 	format    int    // its log format: the rules it was judged by
 	spans     []span // the answered turns' messages
 	forkSeq   uint64 // a fork's point (ForkedFrom)
+}
+
+// seedHistory says which seed each of session m's events was drawn with:
+// "1:S" for a session of one seed, "1:S,N:T" for a fork at N-1 that went
+// on with seed T, and so on up its forks' chain. Two sessions of the same
+// world, load and draw key played the same situation only if theirs are
+// equal: a fork of a parent at 197 with seed 11 and one at 1 with seed 11
+// share their seed but not their draws.
+func seedHistory(ctx context.Context, log Log, m events.SessionMeta) (string, error) {
+	chain := []events.SessionMeta{m}
+	for cur := m; cur.Parent != ""; {
+		p, err := log.Session(ctx, cur.Parent)
+		if err != nil {
+			return "", fmt.Errorf("export: session %s, the parent of %s: %w", cur.Parent, cur.ID, err)
+		}
+		if len(chain) > 1_000_000 || p.ID == m.ID {
+			return "", fmt.Errorf("export: session %s: its forks' chain does not end", m.ID)
+		}
+		chain, cur = append(chain, p), p
+	}
+	type seg struct{ from, seed uint64 }
+	var segs []seg
+	for i := len(chain) - 1; i >= 0; i-- {
+		c := chain[i]
+		if c.Parent == "" {
+			segs = []seg{{1, c.Seed}}
+			continue
+		}
+		n := 0
+		for n < len(segs) && segs[n].from <= c.ForkSeq {
+			n++
+		}
+		segs = segs[:n]
+		if len(segs) == 0 || segs[len(segs)-1].seed != c.Seed {
+			segs = append(segs, seg{c.ForkSeq + 1, c.Seed})
+		}
+	}
+	parts := make([]string, len(segs))
+	for i, sg := range segs {
+		parts[i] = fmt.Sprintf("%d:%d", sg.from, sg.seed)
+	}
+	return strings.Join(parts, ","), nil
 }
 
 // span is where an answered turn's messages are in an Episode: its
@@ -191,6 +235,7 @@ type turnMsgs struct {
 type replayed struct {
 	id        string
 	meta      events.SessionMeta
+	draws     string // seedHistory's
 	st        *org.State
 	card      policies.Scorecard
 	delivered map[string]float64 // each member's delivered value, by the card
@@ -293,7 +338,7 @@ func inherited(seqs []uint64, forkSeq uint64) int {
 func (r *replayed) header(member string) Episode {
 	ep := Episode{Session: r.id, World: r.st.World.Name, Seed: r.meta.Seed, Member: member, Agent: r.meta.Agents[member], Status: string(r.meta.Status),
 		Messages: []Message{}, Tools: agents.ToolDefsFor(r.st.World), Reward: r.delivered[member], TeamReward: r.card.TeamScore,
-		Rubric: r.card.Rubric, worldHash: r.st.World.Hash, load: r.load, root: r.root, key: r.key, format: r.format}
+		Rubric: r.card.Rubric, worldHash: r.st.World.Hash, load: r.load, root: r.root, draws: r.draws, key: r.key, format: r.format}
 	if r.meta.Parent != "" {
 		ep.ForkedFrom, ep.forkSeq = fmt.Sprintf("%s@%d", r.meta.Parent, r.meta.ForkSeq), r.meta.ForkSeq
 	}
@@ -379,8 +424,12 @@ func (o Options) read(ctx context.Context, log Log, id string, emit func(*turnRe
 		}
 		mine[t.member] = append(mine[t.member], t)
 	}
+	draws, err := seedHistory(ctx, log, meta)
+	if err != nil {
+		return nil, err
+	}
 	// Pass 2: replay, and render each observation after the event it saw.
-	r := &replayed{id: id, meta: meta}
+	r := &replayed{id: id, meta: meta, draws: draws}
 	var e *sim.Engine
 	seat := map[string]bool{}
 	observe := func(seq uint64) error {

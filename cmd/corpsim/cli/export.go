@@ -28,7 +28,7 @@ N earlier turns (--llm-history N) is asked: the system prompt, up to N earlier t
 turn's observation and the answer; each line says its "turn".
 
 --format dpo: preference pairs of two sessions of the same world and seed (and the same draw key,
-load, seed at event 1 and log format: the same situation), for the same member, whose rewards differ by more
+load, seed at event 1 and log format, each seed from the same event on: the same situation), for the same member, whose rewards differ by more
 than --margin: the messages both share (at least the system prompt and the first observation) as
 the prompt, and each one's continuation as chosen (the higher reward) and rejected. Sessions that
 share their situation with no other make no pairs; sessions that did not finish make none.
