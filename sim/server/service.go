@@ -791,7 +791,7 @@ func tooMany(running, limit int) error {
 // Unless created with Wait, the session has begun when Create returns: its
 // first batch (session.started first) is durable and it is in the state
 // file, so a restarted service resumes it however soon this one stops.
-func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.CreateReply, error) {
+func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (_ wire.CreateReply, refused error) {
 	s.mu.Lock()
 	running := s.runningLocked()
 	closed := s.closed
@@ -906,6 +906,14 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 		if err := s.cfg.Log.CreateSession(ctx, meta); err != nil {
 			return wire.CreateReply{}, err
 		}
+		// The fork's metadata is stored before its agents, seats and
+		// launch are checked: a fork refused after it is taken back, or
+		// every refused reset left an interrupted session with no agents.
+		defer func() {
+			if refused != nil {
+				s.discardFork(id)
+			}
+		}()
 		if e, _, err = driver.Load(ctx, s.cfg.Log, id, 0, seed); err != nil {
 			return wire.CreateReply{}, err
 		}
@@ -949,6 +957,20 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Crea
 	s.logger.Info("session created", "session", id, "world", meta.World, "seed", meta.Seed, "parent", meta.Parent,
 		"seats", len(seats), "remote", len(reply.Seats))
 	return reply, nil
+}
+
+// discardFork deletes fork id, which Create stored and then refused. A
+// worker of a cluster deletes nothing (the log is the cluster's): its
+// refused fork stays, interrupted, and says so.
+func (s *Service) discardFork(id string) {
+	d, ok := s.cfg.Log.(events.Deleter)
+	if !ok || s.cfg.Queue != "" {
+		s.logger.Warn("a refused fork stays in the log, interrupted", "session", id)
+		return
+	}
+	if _, err := d.DeleteSession(context.Background(), id); err != nil {
+		s.logger.Warn("a refused fork stays in the log, interrupted", "session", id, "error", err)
+	}
 }
 
 // budget is the budget of events of a session whose metadata records

@@ -532,6 +532,33 @@ func TestForkBeyondTheEndIsRefused(t *testing.T) {
 	}
 }
 
+// A fork or reset refused for its agents or seats leaves nothing in the
+// log: its metadata, stored before they were checked, is taken back (every
+// refused reset left an interrupted session with no agents).
+func TestRefusedForkLeavesNothing(t *testing.T) {
+	log := memlog.New()
+	svc, err := New(Config{Log: log, Bus: mustBus(t), Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m := played(t, ctx, svc, wire.CreateRequest{World: "startup", Seed: 4, Agents: "greedy,alice=idle"})
+	for _, req := range []wire.CreateRequest{
+		{Parent: m.ID, ForkSeq: 1, Agents: "nosuchagent"},
+		{Parent: m.ID, ForkSeq: 1, Agents: "greedy,zed=remote"},
+		{Parent: m.ID, ForkSeq: 1, Agents: "greedy,bob=llm"},
+	} {
+		if _, err := svc.Create(ctx, req); err == nil {
+			t.Fatalf("fork with agents %q: made", req.Agents)
+		}
+		if all, err := log.Sessions(ctx); err != nil || len(all) != 1 {
+			t.Fatalf("sessions after a fork with agents %q was refused: %d, %v; want the parent alone", req.Agents, len(all), err)
+		}
+	}
+}
+
 // A request that names a world and gives a world's text is refused
 // before anything is made: which one it meant cannot be told (the text
 // was played, the name ignored without a word).
