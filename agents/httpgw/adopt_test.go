@@ -2,6 +2,7 @@ package httpgw_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -53,8 +54,11 @@ func TestAdopt(t *testing.T) {
 		t.Fatalf("the adopted seat's act: %d %s", code, b)
 	}
 
-	code, b = s.call(t, "POST", "/v1/sessions/"+id+"/fork", s.operator, map[string]any{"at": 5})
-	if code != http.StatusBadRequest || !strings.Contains(string(b), `name the \"agents\"`) {
-		t.Errorf("a fork of the adopted session without agents: %d %s", code, b)
+	// A fork without agents plays the parent's, as the server stored them
+	// (it was refused: the gateway had not created the session).
+	code, b = s.call(t, "POST", "/v1/sessions/"+id+"/fork", s.operator, map[string]any{"at": 1})
+	var forked wire.CreateReply
+	if code != http.StatusCreated || json.Unmarshal(b, &forked) != nil || forked.Seats["bob"].Token == "" {
+		t.Errorf("a fork of the adopted session without agents: %d %s; want 201 and bob's remote seat", code, b)
 	}
 }

@@ -202,7 +202,7 @@ func (g *Gateway) SeatTools(tok string) json.RawMessage {
 type ForkRequest struct {
 	At          uint64 `json:"at"`
 	Seed        uint64 `json:"seed,omitempty"`   // 0: the parent's
-	Agents      string `json:"agents,omitempty"` // "": the parent's, when the gateway created it
+	Agents      string `json:"agents,omitempty"` // "": the parent's (the spec it was created with, or its stored seats)
 	Wait        bool   `json:"wait,omitempty"`
 	TurnTimeout string `json:"turn_timeout,omitempty"`
 }
@@ -228,10 +228,9 @@ func (g *Gateway) Fork(ctx context.Context, parent string, f ForkRequest) (wire.
 				return wire.CreateReply{}, errorf(http.StatusNotFound, "no session %s: the server's log does not hold it", parent)
 			}
 		}
-		if p == nil || p.agents == "" {
-			return wire.CreateReply{}, errorf(http.StatusBadRequest, `the gateway did not create session %s in this process (or has forgotten it): name the "agents"`, parent)
-		}
-		f.Agents = p.agents
+		if p != nil && p.agents != "" {
+			f.Agents = p.agents
+		} // else the server takes the parent's agents from its metadata
 	}
 	return g.Create(ctx, wire.CreateRequest{Parent: parent, ForkSeq: f.At, Seed: f.Seed, Agents: f.Agents, Wait: f.Wait, TurnTimeout: f.TurnTimeout})
 }

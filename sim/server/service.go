@@ -889,6 +889,11 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (_ wire.Cr
 		if seed == 0 {
 			seed = parent.Seed
 		}
+		if req.Agents == "" {
+			// The parent's agents, as its metadata records them: a reset
+			// without agents, from a client that does not know them.
+			req.Agents = agentSpec(parent.Agents)
+		}
 		meta = events.SessionMeta{ID: id, World: parent.World, WorldHash: parent.WorldHash, Seed: seed, Parent: parent.ID,
 			ForkSeq: at, Status: events.StatusInterrupted, LastSeq: at, Created: time.Now().UTC().Format(time.RFC3339),
 			MaxEvents: app.RecordedBudget(s.budget(parent.MaxEvents))}
@@ -957,6 +962,15 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (_ wire.Cr
 	s.logger.Info("session created", "session", id, "world", meta.World, "seed", meta.Seed, "parent", meta.Parent,
 		"seats", len(seats), "remote", len(reply.Seats))
 	return reply, nil
+}
+
+// agentSpec is the --agents spec that assigns each seat its agent.
+func agentSpec(seats map[string]string) string {
+	parts := make([]string, 0, len(seats))
+	for _, m := range slices.Sorted(maps.Keys(seats)) {
+		parts = append(parts, m+"="+seats[m])
+	}
+	return strings.Join(parts, ",")
 }
 
 // discardFork deletes fork id, which Create stored and then refused. A

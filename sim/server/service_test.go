@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"strings"
@@ -556,6 +557,12 @@ func TestRefusedForkLeavesNothing(t *testing.T) {
 		if all, err := log.Sessions(ctx); err != nil || len(all) != 1 {
 			t.Fatalf("sessions after a fork with agents %q was refused: %d, %v; want the parent alone", req.Agents, len(all), err)
 		}
+	}
+	// A fork that names no agents plays its parent's, as stored (a reset
+	// from a client that no longer knows them was refused).
+	f := played(t, ctx, svc, wire.CreateRequest{Parent: m.ID, ForkSeq: 1})
+	if !maps.Equal(f.Agents, m.Agents) || f.Agents["alice"] != "idle" {
+		t.Fatalf("a fork without agents plays %v; its parent played %v", f.Agents, m.Agents)
 	}
 }
 
