@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -215,8 +216,13 @@ func waitParam(r *http.Request, def, most time.Duration) (time.Duration, error) 
 	d, err := time.ParseDuration(v)
 	if err != nil {
 		secs, err2 := strconv.ParseFloat(v, 64)
-		if err2 != nil {
+		switch {
+		case err2 != nil && !errors.Is(err2, strconv.ErrRange) || math.IsNaN(secs):
 			return 0, fmt.Errorf("wait=%q is not a duration (e.g. 30s)", v)
+		case secs < 0:
+			return 0, fmt.Errorf("wait=%q is negative", v)
+		case secs >= most.Seconds(): // 1e10 seconds overflowed to a negative duration
+			return most, nil
 		}
 		d = time.Duration(secs * float64(time.Second))
 	}

@@ -222,7 +222,10 @@ func (s *Server) observeWait(raw json.RawMessage) (time.Duration, error) {
 	if math.IsNaN(w) || w < 0 {
 		return 0, fmt.Errorf("argument \"wait\" of observe must be a number of seconds, 0 or more, got %v", w)
 	}
-	return min(time.Duration(w*float64(time.Second)), s.cfg.MaxWait), nil
+	if w >= s.cfg.MaxWait.Seconds() { // 1e30 seconds overflowed to a negative duration: no wait at all
+		return s.cfg.MaxWait, nil
+	}
+	return time.Duration(w * float64(time.Second)), nil
 }
 
 func (s *Server) observe(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
