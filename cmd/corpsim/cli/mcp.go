@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"io"
 	"os"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/corpsim/corpsim/agents/mcpseat"
@@ -46,7 +44,7 @@ tools, their schemas and their answers are the server's own.`,
 			if _, err := mcpseat.Endpoint(url); err != nil {
 				return usagef("--url: %v", err)
 			}
-			t := &mcp.IOTransport{Reader: io.NopCloser(cmd.InOrStdin()), Writer: nopWriteCloser{a.stdout}}
+			t := mcpseat.StdioTransport(cmd.InOrStdin(), a.stdout)
 			return mcpseat.Proxy(cmd.Context(), t, mcpseat.ProxyConfig{URL: url, Token: token, Logger: a.logger.Named("mcp")})
 		},
 	}
@@ -55,7 +53,3 @@ tools, their schemas and their answers are the server's own.`,
 	f.StringVar(&token, "token", "", "the seat's token (default: $"+SeatTokenEnv+")")
 	return c
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
