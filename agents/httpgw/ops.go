@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"reflect"
 	"slices"
@@ -727,14 +728,22 @@ func statedTurn(body []byte) (uint64, bool) {
 	}
 	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
 	n := 0
-	for n < len(rest) && n < 20 && rest[n] >= '0' && rest[n] <= '9' {
+	for n < len(rest) && n < 40 && (rest[n] >= '0' && rest[n] <= '9' || rest[n] == '.' || rest[n] == 'e' || rest[n] == 'E' || rest[n] == '+' || rest[n] == '-') {
 		n++
 	}
-	if n == 0 || n < len(rest) && (rest[n] == '.' || rest[n] == 'e' || rest[n] == 'E') {
+	if n == 0 {
 		return 0, false
 	}
-	t, err := strconv.ParseUint(string(rest[:n]), 10, 64)
-	return t, err == nil
+	if t, err := strconv.ParseUint(string(rest[:n]), 10, 64); err == nil {
+		return t, true
+	}
+	// A whole number written as a float (1.0, 4e0) names a turn too: a
+	// stale retry of turn 1 so written used up the waiting turn.
+	f, err := strconv.ParseFloat(string(rest[:n]), 64)
+	if err != nil || f < 1 || f != math.Trunc(f) || f > 1<<53 {
+		return 0, false
+	}
+	return uint64(f), true
 }
 
 // errOr returns err's text, or what if err is nil.
