@@ -345,12 +345,16 @@ func (e *episode) reset(ctx context.Context, data []byte) (any, error) {
 	if stopping != nil {
 		defer stopping()
 	}
-	reply, err := e.srv.create(ctx, req, false)
+	// Made whole even if the connection ends meanwhile (ctx): a session
+	// half made could be left held; once made, it is the episode's, and
+	// stopped with it.
+	cctx := context.WithoutCancel(ctx)
+	reply, err := e.srv.create(cctx, req, false)
 	if err != nil && stopping != nil && httpgw.StatusOf(err) == http.StatusServiceUnavailable {
 		// At capacity: the stopped session's place is free once its stop
 		// has returned (the retries wait for the server to let it go).
 		stopping()
-		reply, err = e.srv.create(ctx, req, true)
+		reply, err = e.srv.create(cctx, req, true)
 	}
 	if err != nil {
 		return nil, opError("reset", err, true)

@@ -81,9 +81,16 @@ func (f *fakeOps) Create(_ context.Context, req wire.CreateRequest) (wire.Create
 	return r, nil
 }
 
-func (f *fakeOps) Step(_ context.Context, id string, req httpgw.StepRequest, _ time.Duration) (httpgw.StepReply, error) {
-	if f.stepBlock != nil {
-		<-f.stepBlock
+func (f *fakeOps) Step(ctx context.Context, id string, req httpgw.StepRequest, _ time.Duration) (httpgw.StepReply, error) {
+	f.mu.Lock()
+	block := f.stepBlock
+	f.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done(): // as the gateway's step wait ends
+			return httpgw.StepReply{}, ctx.Err()
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -358,9 +358,21 @@ func (s *Server) serveConn(c *websocket.Conn, dl *deadline) {
 			}
 			return
 		}
+		// A slow answer (a reset or a step waiting for the session) reads
+		// the next frame beside it; a connection that ends meanwhile ends
+		// the wait, and the session with it, at once rather than once the
+		// wait is over.
+		ctx, cancel := context.WithCancel(s.ctx)
 		next := make(chan frame, 1)
-		readOn := time.AfterFunc(s.cfg.ReadAheadAfter, func() { next <- s.read(c) })
-		ok := s.answer(c, dl, e, &f)
+		readOn := time.AfterFunc(s.cfg.ReadAheadAfter, func() {
+			f := s.read(c)
+			if f.err != nil {
+				cancel()
+			}
+			next <- f
+		})
+		ok := s.answer(ctx, c, dl, e, &f)
+		cancel()
 		if !readOn.Stop() {
 			ahead = next // reading on: the next frame comes from there
 		}
@@ -393,7 +405,7 @@ func (s *Server) release(f *frame) {
 // frame budget was full) and arms the idle deadline. It reports false
 // when the connection is to end: a close frame, or a reply it could not
 // write.
-func (s *Server) answer(c *websocket.Conn, dl *deadline, e *episode, f *frame) bool {
+func (s *Server) answer(ctx context.Context, c *websocket.Conn, dl *deadline, e *episode, f *frame) bool {
 	var reply []byte
 	quit := false
 	switch {
@@ -406,7 +418,7 @@ func (s *Server) answer(c *websocket.Conn, dl *deadline, e *episode, f *frame) b
 		reply = encode(errFrame{Type: "error", Data: errData{Code: CodeCapacityReached,
 			Message: fmt.Sprintf("message of %d bytes dropped: the server is holding as many messages as it can at once (%d MiB); send it again shortly", f.busy, s.cfg.FrameBudget>>20)}})
 	default:
-		reply, quit = e.handle(s.ctx, f.msg.Bytes())
+		reply, quit = e.handle(ctx, f.msg.Bytes())
 	}
 	s.release(f)
 	if quit {

@@ -585,3 +585,24 @@ func TestFrameBudget(t *testing.T) {
 		t.Errorf("a frame of %d bytes holds %d of the budget; want at most %d", limit, held, limit+1)
 	}
 }
+
+// A connection that ends while its step waits for the session stops the
+// session at once: the wait went on (30 s by default) before the stop.
+func TestConnectionEndsDuringAStepStopTheSession(t *testing.T) {
+	f := newFake("bob")
+	f.script = []httpgw.StepReply{{Observations: obsOf("bob")}}
+	f.stopped = make(chan string, 4)
+	s := newTestServer(t, f, Config{StepWait: time.Hour})
+	base := startHTTP(t, s)
+	c := dial(t, base, "Bearer op")
+	roundTrip(t, c, `{"type":"reset","data":{"world":"startup"}}`)
+	f.mu.Lock()
+	f.stepBlock = make(chan struct{}) // the next step waits until its context ends
+	f.mu.Unlock()
+	if err := c.Write(context.Background(), websocket.MessageText, []byte(`{"type":"step","data":{"actions":{"bob":[]}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the step is waiting
+	_ = c.CloseNow()
+	waitStopped(t, f, "s1")
+}
