@@ -639,13 +639,22 @@ func (ss *session) heldMeta() (m events.SessionMeta, ok bool) {
 // added running at seq 0.
 func (s *Service) overlayEnded(metas []events.SessionMeta, damaged bool) []events.SessionMeta {
 	for i := range metas {
-		if metas[i].Status != events.StatusRunning {
+		if metas[i].Status != events.StatusRunning && metas[i].Status != events.StatusInterrupted {
 			continue
 		}
 		s.mu.Lock()
 		ss := s.sessions[metas[i].ID]
 		s.mu.Unlock()
 		if ss == nil {
+			continue
+		}
+		if metas[i].Status == events.StatusInterrupted {
+			// A fork held for its start is stored interrupted until it
+			// runs: listed running, as a new session held is.
+			if _, held := ss.heldMeta(); held {
+				metas[i].Status = events.StatusRunning
+				s.markPaused(ss, &metas[i])
+			}
 			continue
 		}
 		select {
@@ -951,7 +960,7 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (_ wire.Cr
 	if len(reply.Seats) > 0 {
 		reply.Tools = agents.ToolsJSONFor(w)
 	}
-	run := launch{meta: meta, engine: e, fresh: fresh, wait: req.Wait, turnTimeout: turnTimeout, joinTimeout: joinTimeout,
+	run := launch{meta: meta, engine: e, fresh: fresh, forked: !fresh, wait: req.Wait, turnTimeout: turnTimeout, joinTimeout: joinTimeout,
 		seats: reply.Seats, limited: true, load: req.Load, via: req.Via}
 	if err := s.launch(run); err != nil {
 		if s.cfg.Auth != nil {
@@ -1008,6 +1017,7 @@ type launch struct {
 	meta                     events.SessionMeta // Agents set
 	engine                   *sim.Engine
 	fresh                    bool // Run (a new session) rather than Continue
+	forked                   bool // a fork Create made (not a resume): only its metadata is stored until it runs
 	wait                     bool // hold until a start control message
 	turnTimeout, joinTimeout time.Duration
 	seats                    map[string]wire.Seat // remote seats' credentials
@@ -1200,8 +1210,10 @@ func (s *Service) launch(l launch) error {
 			})
 		} else {
 			// Stopped before it began: nothing ran, nothing was logged
-			// (of a new session, nothing at all: see early).
-			unlogged = l.fresh
+			// (of a new session, nothing at all: see early; of a fork
+			// Create made, its metadata alone, without its agents, from
+			// which a restart could not resume it as it was asked for).
+			unlogged = l.fresh || l.forked
 			m.Status, err = events.StatusInterrupted, context.Canceled
 			if s.isStopping() {
 				err = fmt.Errorf("%w: the session had not started", ErrShuttingDown)
@@ -1249,6 +1261,9 @@ func (s *Service) launch(l launch) error {
 		case discard:
 			// Created to wait for a start that never came: nothing of it
 			// is in the log, so no restart could resume it.
+			if l.forked {
+				s.discardFork(id)
+			}
 			log.Warn("session created with wait and never started: discarded by shutdown (nothing of it was logged)")
 			s.mu.Lock()
 			s.discarded = append(s.discarded, id)
@@ -1568,6 +1583,9 @@ func (s *Service) status(ss *session) wire.ControlReply {
 		}
 		ss.mu.Unlock()
 	default:
+		if _, held := ss.heldMeta(); held {
+			r.Status = "created" // a fork held for its start is stored interrupted until it runs
+		}
 		ss.mu.Lock()
 		if ss.paused {
 			r.Status = wire.StatusPaused

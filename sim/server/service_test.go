@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -605,6 +606,42 @@ func TestStatusOfASessionWaitingForItsStart(t *testing.T) {
 	svc.mu.Unlock()
 	if st := svc.status(ss); st.Status != "created" || st.Events != 0 {
 		t.Fatalf("status before the start: %+v; want created with no events", st)
+	}
+}
+
+// A fork created with wait is created, and listed running, until it is
+// started, as a new session held is (its metadata is stored interrupted
+// until it runs); a shutdown before its start discards it, where a
+// restart resumed it with no agents.
+func TestAForkWaitingForItsStart(t *testing.T) {
+	log := memlog.New()
+	svc, err := New(Config{Log: log, Bus: mustBus(t), Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m := played(t, ctx, svc, wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy"})
+	r, err := svc.Create(ctx, wire.CreateRequest{Parent: m.ID, ForkSeq: 1, Agents: "greedy", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := svc.Status(r.Session); st.Status != "created" {
+		t.Fatalf("status of the held fork: %+v; want created", st)
+	}
+	list, err := svc.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(list, func(x events.SessionMeta) bool { return x.ID == r.Session }); i < 0 || list[i].Status != events.StatusRunning {
+		t.Fatalf("the held fork listed as %+v; want running", list)
+	}
+	svc.Close()
+	if _, err := log.Session(ctx, r.Session); !errors.Is(err, events.ErrNoSession) {
+		t.Fatalf("the held fork after a shutdown: %v; want it discarded", err)
+	}
+	if got := svc.Discarded(); !slices.Contains(got, r.Session) {
+		t.Fatalf("discarded %v; want the held fork", got)
 	}
 }
 
