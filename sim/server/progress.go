@@ -17,6 +17,7 @@ type progress struct {
 	inner driver.Observer
 
 	mu    sync.Mutex
+	seq   uint64 // the last event appended (0: none yet)
 	time  int64
 	score float64
 }
@@ -43,7 +44,7 @@ func (p *progress) Appended(session string, batch []events.Event, d time.Duratio
 		}
 	}
 	p.mu.Lock()
-	p.time, p.score = batch[len(batch)-1].Time, p.score+add
+	p.seq, p.time, p.score = batch[len(batch)-1].Seq, batch[len(batch)-1].Time, p.score+add
 	p.mu.Unlock()
 }
 
@@ -57,7 +58,14 @@ func (p *progress) Turn(session, member string, d time.Duration, timedOut bool) 
 // now is the session's simulated time and team score as its log holds
 // them now.
 func (p *progress) now() (int64, float64) {
+	_, t, score := p.upTo()
+	return t, score
+}
+
+// upTo is now, with the last event appended that they are as of (0 when
+// no batch has been appended yet).
+func (p *progress) upTo() (seq uint64, t int64, score float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.time, p.score
+	return p.seq, p.time, p.score
 }

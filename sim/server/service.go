@@ -1593,7 +1593,13 @@ func (s *Service) status(ss *session) wire.ControlReply {
 		prog := ss.progress
 		ss.mu.Unlock()
 		if prog != nil {
-			r.Time, r.Score = prog.now()
+			// Events, time and score as of one batch: the log's last seq
+			// read beside a progress not caught up yet paired a whole
+			// session's events with a time and score of 0.
+			var seq uint64
+			if seq, r.Time, r.Score = prog.upTo(); seq > 0 {
+				r.Events = seq
+			}
 		}
 	}
 	return r
