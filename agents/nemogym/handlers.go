@@ -411,15 +411,22 @@ func results(acts []org.Action, next httpgw.Observation, refused string, failed 
 		_ = json.Unmarshal(next.Body, &o)
 		rejected = o.Rejected
 	}
+	// Each refusal goes to the call it names, from the last: of two
+	// identical calls the engine takes the first and refuses the second
+	// (the turn already ended, the task already held), and a refusal
+	// matched from the first went to the one it took.
 	used := make([]bool, len(rejected))
-	for i, a := range acts {
-		var rej *org.RejectedView
-		for j := range rejected {
-			if !used[j] && rejected[j].Action == a {
-				used[j], rej = true, &rejected[j]
+	refusal := make([]*org.RejectedView, len(acts))
+	for i := len(acts) - 1; i >= 0; i-- {
+		for j := len(rejected) - 1; j >= 0; j-- {
+			if !used[j] && rejected[j].Action == acts[i] {
+				used[j], refusal[i] = true, &rejected[j]
 				break
 			}
 		}
+	}
+	for i, a := range acts {
+		rej := refusal[i]
 		switch {
 		case a.Type == invalidAction:
 			out[i] = "refused: malformed tool call: " + a.Text
