@@ -86,6 +86,27 @@ func TestDeleteGivesTheSpaceBack(t *testing.T) {
 	if want := "deleted " + fork2.ID + " (0 events)\ndeleted " + other.Session + " ("; !strings.HasPrefix(out, want) {
 		t.Errorf("delete SESSION FORK: %q; want the fork first, %q…", out, want)
 	}
+
+	// Three named, one of them with a fork not named: refused before
+	// anything goes (the first fork was deleted, then the refusal came).
+	third := cliResult(t, "run", "--seed", "3", "--data", data)
+	forkOf := func(parent string) string {
+		t.Helper()
+		var f struct{ Session string }
+		if err := json.Unmarshal([]byte(mustCLI(t, "fork", parent, "--at", "1", "--create-only", "--json", "--data", data)), &f); err != nil {
+			t.Fatal(err)
+		}
+		return f.Session
+	}
+	a, b := forkOf(third.Session), forkOf(third.Session)
+	g := forkOf(b)
+	_, errs, code = runCLI(t, "delete", third.Session, a, b, "--data", data)
+	if code == cli.ExitOK || !strings.Contains(errs, "session "+b+" has forks that read their first events from it ("+g+")") || !strings.Contains(errs, "nothing was deleted") {
+		t.Fatalf("delete of sessions one of which has a fork not named: exit %d, %q", code, errs)
+	}
+	if list := mustCLI(t, "sessions", "--data", data); !strings.Contains(list, a) || !strings.Contains(list, b) || !strings.Contains(list, g) || !strings.Contains(list, third.Session) {
+		t.Fatalf("a refused delete took something:\n%s", list)
+	}
 }
 
 // folderBytes is the size of the files under dir.

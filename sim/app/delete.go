@@ -127,6 +127,21 @@ func DeleteFrom(ctx context.Context, log events.Log, ids []string, withForks boo
 			}
 		}
 	}
+	// A session with a fork that is not deleted with it is refused before
+	// anything is deleted (the sessions before it in the order went first).
+	if all != nil && !withForks {
+		for _, id := range order {
+			var kept []string
+			for _, c := range children[id] {
+				if !listed[c] {
+					kept = append(kept, c)
+				}
+			}
+			if len(kept) > 0 {
+				return nil, fmt.Errorf("%w; nothing was deleted (--forks deletes them too; over HTTP, ?forks=true)", &events.ForksError{Session: id, Forks: kept})
+			}
+		}
+	}
 	var done []Deleted
 	for _, id := range order {
 		n, err := d.DeleteSession(ctx, id)
