@@ -203,6 +203,13 @@ func restoredRuns(t *testing.T, world string, load float64, n int, newAgents fun
 // restoredRunsOf is restoredRuns of the world file src.
 func restoredRunsOf(t *testing.T, world string, src []byte, load float64, n int, newAgents func(past []events.Event) decider) ([]events.Event, int) {
 	t.Helper()
+	return restoredRunsEdited(t, world, src, load, n, newAgents, nil)
+}
+
+// restoredRunsEdited is restoredRunsOf of each snapshot as edit makes it
+// (checkRestoresOf), when edit is not nil.
+func restoredRunsEdited(t *testing.T, world string, src []byte, load float64, n int, newAgents func(past []events.Event) decider, edit func([]byte) []byte) ([]events.Event, int) {
+	t.Helper()
 	w, err := worlds.Load(world+".yaml", src)
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +232,7 @@ func restoredRunsOf(t *testing.T, world string, src []byte, load float64, n int,
 	}
 	live.Start()
 	every := max(boundaries/n, 1)
-	checkRestores(t, live, cfg, every, want, newAgents)
+	checkRestoresOf(t, live, cfg, every, want, newAgents, edit)
 	return want, (boundaries + every - 1) / every
 }
 
@@ -257,19 +264,9 @@ func TestRestoreKeepsPendingEscalations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worlds.Load("procurement.yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := sim.Config{World: w, Source: src, Seed: 2, Session: "s", Load: 1}
-	live, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	live.Start()
 	stripped := 0
 	older := regexp.MustCompile(`,"step":[0-9]+|,"who":"[a-z0-9_-]+"`)
-	checkRestoresOf(t, live, cfg, 2, want, func([]events.Event) decider { return idleManagers }, func(b []byte) []byte {
+	restoredRunsEdited(t, "procurement", src, 1, 60, func([]events.Event) decider { return idleManagers }, func(b []byte) []byte {
 		out := older.ReplaceAll(b, nil)
 		stripped += len(b) - len(out)
 		return out

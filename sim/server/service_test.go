@@ -539,11 +539,7 @@ func TestForkBeyondTheEndIsRefused(t *testing.T) {
 // refused reset left an interrupted session with no agents).
 func TestRefusedForkLeavesNothing(t *testing.T) {
 	log := memlog.New()
-	svc, err := New(Config{Log: log, Bus: mustBus(t), Logger: hclog.NewNullLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
+	svc := mustService(t, mustBus(t), log)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	m := played(t, ctx, svc, wire.CreateRequest{World: "startup", Seed: 4, Agents: "greedy,alice=idle"})
@@ -615,10 +611,7 @@ func TestStatusOfASessionWaitingForItsStart(t *testing.T) {
 // restart resumed it with no agents.
 func TestAForkWaitingForItsStart(t *testing.T) {
 	log := memlog.New()
-	svc, err := New(Config{Log: log, Bus: mustBus(t), Logger: hclog.NewNullLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := mustService(t, mustBus(t), log)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	m := played(t, ctx, svc, wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy"})
