@@ -65,7 +65,7 @@ func escalationsOf(st *org.State, timers []timerSnapshot) {
 		}
 	}
 	for id, i := range latest { // order: each request fills in its own timer
-		if r := st.Request(id); r != nil && r.Status == org.RequestPending && r.Current < len(r.Steps) {
+		if r := st.Request(id); r != nil && r.Status == org.RequestPending && r.Current < len(r.Steps) && escalates(st, r) {
 			timers[i].Step, timers[i].Who = r.Current, r.Steps[r.Current].Approver
 		}
 	}
@@ -194,4 +194,20 @@ func Restore(cfg Config, data []byte, stateHash string) (*Engine, error) {
 	st.Format = e.format
 	e.started = true
 	return e, nil
+}
+
+// escalates reports whether r's current step set an escalation timer (its
+// role's escalate_after, as scheduleEscalation reads it).
+func escalates(st *org.State, r *org.Request) bool {
+	c, ok := st.World.Chain(r.Chain)
+	if !ok {
+		return false
+	}
+	var after clock.Duration
+	for _, s := range c.Steps {
+		if s.Role == r.Steps[r.Current].Role {
+			after = s.EscalateAfter
+		}
+	}
+	return after != 0
 }

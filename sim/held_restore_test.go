@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"bytes"
 	"context"
 	"reflect"
 	"regexp"
@@ -274,4 +275,27 @@ func TestRestoreKeepsPendingEscalations(t *testing.T) {
 	if stripped == 0 {
 		t.Fatal("no checkpoint held an escalation's step or approver: the older checkpoints show nothing")
 	}
+}
+
+// An older checkpoint of a request waiting at a step that sets no
+// escalation timer (the director's, without escalate_after here) keeps
+// the earlier step's timer stale: the rebuild gives it to the current step
+// only when that step escalates, or it escalated where the session played
+// through never did.
+func TestOlderCheckpointAtAStepThatDoesNotEscalate(t *testing.T) {
+	src, err := worlds.Source("procurement")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src = bytes.Replace(src, []byte("{role: director, above: 10000, escalate_after: 1d}"), []byte("{role: director, above: 10000}"), 1)
+	idleDirector := func(o org.Observation) sim.Answer {
+		if o.Member == "dora" {
+			return sim.Answer{Member: o.Member, Turn: o.Turn, Actions: []org.Action{}}
+		}
+		return greedy(o)
+	}
+	older := regexp.MustCompile(`,"step":[0-9]+|,"who":"[a-z0-9_-]+"`)
+	restoredRunsEdited(t, "procurement", src, 1, 60, func([]events.Event) decider { return idleDirector }, func(b []byte) []byte {
+		return older.ReplaceAll(b, nil)
+	})
 }
