@@ -52,45 +52,59 @@ func (l *rpcLines) Read(p []byte) (int, error) {
 		if l.err != nil {
 			return 0, l.err
 		}
-		line, err := l.r.ReadBytes('\n')
+		line, long, err := l.readLine()
 		l.err = err
-		if len(bytes.TrimSpace(line)) == 0 {
+		line = bytes.TrimSpace(line) // trailing spaces ended the SDK's session
+		if len(line) == 0 && !long {
 			continue
 		}
-		if code, why := rpcMistake(line); code != 0 {
+		code, why := rpcMistake(line)
+		if long {
+			code, why = -32600, fmt.Sprintf("Invalid Request: a line of more than %d bytes", maxLine)
+		}
+		if code != 0 {
 			reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": why}})
 			if _, err := l.w.Write(append(reply, '\n')); err != nil {
 				return 0, err
 			}
 			continue
 		}
-		if line[len(line)-1] != '\n' {
-			line = append(line, '\n')
-		}
-		l.line = line
+		l.line = append(line, '\n')
 	}
 	n := copy(p, l.line)
 	l.line = l.line[n:]
 	return n, nil
 }
 
-// rpcMistake is the JSON-RPC error code of a line that is not a message
-// (or a batch of them), and why; 0 for one that is.
+// maxLine bounds a line: the SDK's own limit on a message (a longer line
+// is read to its end and answered, not held).
+const maxLine = 16 << 20
+
+// readLine reads the next line, without holding more than maxLine bytes
+// of it: long says the line was longer (what is returned is cut).
+func (l *rpcLines) readLine() (line []byte, long bool, err error) {
+	for {
+		part, err := l.r.ReadSlice('\n')
+		if len(line)+len(part) > maxLine {
+			long = true
+		} else {
+			line = append(line, part...)
+		}
+		if err != bufio.ErrBufferFull {
+			return line, long, err
+		}
+	}
+}
+
+// rpcMistake is the JSON-RPC error code of a line that is not a message,
+// and why; 0 for one that is. A batch is refused: the protocol since
+// 2025-06-18 has none, and the SDK ended the session on one.
 func rpcMistake(line []byte) (int, string) {
 	if !json.Valid(line) {
 		return -32700, "Parse error: the line is not JSON"
 	}
-	var batch []json.RawMessage
-	if json.Unmarshal(line, &batch) == nil {
-		if len(batch) == 0 {
-			return -32600, "Invalid Request: an empty batch"
-		}
-		for _, raw := range batch {
-			if _, err := jsonrpc.DecodeMessage(raw); err != nil {
-				return -32600, fmt.Sprintf("Invalid Request: %v", err)
-			}
-		}
-		return 0, ""
+	if line[0] == '[' {
+		return -32600, "Invalid Request: a batch (JSON-RPC batches are not part of MCP since 2025-06-18): send each message on its own line"
 	}
 	if _, err := jsonrpc.DecodeMessage(line); err != nil {
 		return -32600, fmt.Sprintf("Invalid Request: %v", err)
