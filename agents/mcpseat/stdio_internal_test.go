@@ -77,16 +77,18 @@ func TestStdioTransportKeepsTheSession(t *testing.T) {
 	go func() { done <- srv.Run(ctx, StdioTransport(pr, ow)); _ = ow.Close() }()
 	out := make(chan string, 1)
 	go func() { b, _ := io.ReadAll(or); out <- string(b) }()
-	sc := bufio.NewScanner(strings.NewReader(strings.Join(lines, "\n") + "\n"))
-	for sc.Scan() {
-		if _, err := pw.Write(append(sc.Bytes(), '\n')); err != nil {
-			t.Fatal(err)
+	go func() { // a session the SDK ended reads no more: the writes would block
+		for _, l := range lines {
+			if _, err := pw.Write([]byte(l + "\n")); err != nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond) // one at a time, as a client waits for each answer
 		}
-		time.Sleep(20 * time.Millisecond) // one at a time, as a client waits for each answer
-	}
-	time.Sleep(100 * time.Millisecond)
-	_ = pw.Close()
+		time.Sleep(100 * time.Millisecond)
+		_ = pw.Close()
+	}()
 	<-done
+	_ = pr.Close()
 	got := <-out
 	for _, id := range []string{`"id":2,"result"`, `"id":3,"result"`} {
 		if !strings.Contains(got, id) {
