@@ -20,3 +20,14 @@ func TestResultsOfIdenticalCalls(t *testing.T) {
 		t.Fatalf("results %q; want the first accepted, the second refused", out)
 	}
 }
+
+// Work before the claim, then the same work after it: the first is the
+// one refused (matched from the last, the refusal went to the one taken).
+func TestResultsOfARefusedEarlierCall(t *testing.T) {
+	work, claim := org.Action{Type: org.ActWork, Task: "api"}, org.Action{Type: org.ActClaim, Task: "api"}
+	body, _ := json.Marshal(map[string]any{"rejected": []org.RejectedView{{Action: work, Kind: "state", Reason: "task \"api\" is not yours"}}})
+	out := results([]org.Action{work, claim, work}, httpgw.Observation{Turn: 5, Body: body}, "", nil)
+	if !strings.HasPrefix(out[0], "refused (state)") || out[1] != "accepted" || out[2] != "accepted" {
+		t.Fatalf("results %q; want the first refused, the others accepted", out)
+	}
+}
