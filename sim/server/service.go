@@ -225,6 +225,7 @@ type Service struct {
 
 type session struct {
 	id      string
+	held    bool // created with wait: held for a start message
 	cancel  context.CancelFunc
 	done    chan struct{}
 	started chan struct{}
@@ -1067,7 +1068,7 @@ func (s *Service) launch(l launch) error {
 		seats.Forget(id) // the llm agent serves every session: it drops this one's conversations
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	ss := &session{id: id, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), begun: make(chan struct{}), driving: make(chan struct{}), meta: meta, engine: e, world: e.State().World, weight: int64(driver.WorldWeight(e.State().World)), kinds: kinds,
+	ss := &session{id: id, held: l.wait, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), begun: make(chan struct{}), driving: make(chan struct{}), meta: meta, engine: e, world: e.State().World, weight: int64(driver.WorldWeight(e.State().World)), kinds: kinds,
 		probation: l.probation}
 	if l.paused {
 		ss.paused, ss.resume = true, make(chan struct{})
@@ -1250,6 +1251,11 @@ func (s *Service) launch(l launch) error {
 		// resumed from the log; a worker of a cluster (Queue) hands it
 		// off all the same (another worker adopts it from its request).
 		discard := byShutdown && unlogged && s.cfg.Queue == ""
+		if unlogged && l.forked && !byShutdown && s.cfg.Queue == "" {
+			// A fork stopped before its start: its metadata alone is in
+			// the log, without its agents; nothing of it ran.
+			s.discardFork(id)
+		}
 		if s.cfg.Hooks.Ended != nil {
 			s.cfg.Hooks.Ended(m, err, byShutdown && !discard)
 		}
@@ -1583,7 +1589,7 @@ func (s *Service) status(ss *session) wire.ControlReply {
 		}
 		ss.mu.Unlock()
 	default:
-		if _, held := ss.heldMeta(); held {
+		if _, held := ss.heldMeta(); held && ss.held {
 			r.Status = "created" // a fork held for its start is stored interrupted until it runs
 		}
 		ss.mu.Lock()

@@ -611,7 +611,9 @@ func TestStatusOfASessionWaitingForItsStart(t *testing.T) {
 // restart resumed it with no agents.
 func TestAForkWaitingForItsStart(t *testing.T) {
 	log := memlog.New()
-	svc := mustService(t, mustBus(t), log)
+	bus := mustBus(t)
+	control := operatorControl(t, bus)
+	svc := mustService(t, bus, log)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	m := played(t, ctx, svc, wire.CreateRequest{World: "startup", Seed: 1, Agents: "greedy"})
@@ -628,6 +630,17 @@ func TestAForkWaitingForItsStart(t *testing.T) {
 	}
 	if i := slices.IndexFunc(list, func(x events.SessionMeta) bool { return x.ID == r.Session }); i < 0 || list[i].Status != events.StatusRunning {
 		t.Fatalf("the held fork listed as %+v; want running", list)
+	}
+	// One stopped by an operator before its start goes too.
+	r2, err := svc.Create(ctx, wire.CreateRequest{Parent: m.ID, ForkSeq: 1, Agents: "greedy", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := control(r2.Session, wire.OpStop); rep.Error != "" || rep.Status != string(events.StatusInterrupted) {
+		t.Fatalf("stop: %+v", rep)
+	}
+	if _, err := log.Session(ctx, r2.Session); !errors.Is(err, events.ErrNoSession) {
+		t.Fatalf("a held fork stopped by an operator: %v; want it discarded", err)
 	}
 	svc.Close()
 	if _, err := log.Session(ctx, r.Session); !errors.Is(err, events.ErrNoSession) {
