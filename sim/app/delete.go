@@ -138,7 +138,7 @@ func DeleteFrom(ctx context.Context, log events.Log, ids []string, withForks boo
 				}
 			}
 			if len(kept) > 0 {
-				return nil, fmt.Errorf("%w; nothing was deleted (--forks deletes them too; over HTTP, ?forks=true)", &events.ForksError{Session: id, Forks: kept})
+				return nil, fmt.Errorf("%w; nothing was deleted %s", &events.ForksError{Session: id, Forks: kept}, forksHint)
 			}
 		}
 	}
@@ -148,7 +148,7 @@ func DeleteFrom(ctx context.Context, log events.Log, ids []string, withForks boo
 		if err != nil {
 			var fe *events.ForksError
 			if errors.As(err, &fe) || errors.Is(err, events.ErrBadSession) && len(children[id]) > 0 {
-				err = fmt.Errorf("%w (--forks deletes them too; over HTTP, ?forks=true)", err)
+				err = fmt.Errorf("%w %s", err, forksHint)
 			}
 			return done, err
 		}
@@ -156,6 +156,9 @@ func DeleteFrom(ctx context.Context, log events.Log, ids []string, withForks boo
 	}
 	return done, nil
 }
+
+// forksHint says how to delete a session with its forks.
+const forksHint = "(--forks deletes them too; over HTTP, ?forks=true)"
 
 // noSessionError is DeleteFrom's refusal of an ID the log does not hold
 // (errors.Is events.ErrNoSession), before anything is deleted.
