@@ -91,3 +91,55 @@ func TestSweepTemplates(t *testing.T) {
 		t.Errorf("load 2 opened %g cases, load 0.5 %g: want more at the higher load", hi.Opened, lo.Opened)
 	}
 }
+
+// TestEvalGoalsOfRunsWithout: a goal is listed when any run has it, and a
+// run with nothing of it (no ticket arrived, no case of the template
+// opened) passes it, as it passes all goals: at these tiny loads some
+// seeds see one case or ticket and others none.
+func TestEvalGoalsOfRunsWithout(t *testing.T) {
+	tests := []struct {
+		name, world string
+		load        float64
+		first       uint64
+		seeds       int
+		goal        string
+		passes      int
+		share       float64 // of a case template's goal
+	}{
+		// Seeds 1 and 3 open no case, 2 and 4 one each, done within its SLA.
+		{"case goal of later runs", "access-requests", 0.01, 1, 4, "case_sla:access", 4, 1},
+		// Seed 3 opens none, 5 one, done past its SLA.
+		{"run without cases passes", "access-requests", 0.01, 2, 4, "case_sla:access", 3, 0.75},
+		// Seeds 1 to 4 see no ticket, seed 5 one, resolved within its SLA.
+		{"sla of a later run", "procurement", 0.002, 4, 2, "sla", 2, 0},
+		{"run without tickets passes", "procurement", 0.002, 5, 2, "sla", 2, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := app.Eval(context.Background(), app.EvalOptions{World: tt.world, Agents: "greedy", Load: tt.load, Seeds: tt.seeds, FirstSeed: tt.first}, app.RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g *app.GoalResult
+			for i := range res.Goals {
+				if res.Goals[i].Goal == tt.goal {
+					g = &res.Goals[i]
+				}
+			}
+			if g == nil {
+				t.Fatalf("goals %+v: no %s", res.Goals, tt.goal)
+			}
+			if g.Passes != tt.passes || g.PassK != (tt.passes == tt.seeds) {
+				t.Errorf("%s: %d passes, pass^k %v; want %d of %d", tt.goal, g.Passes, g.PassK, tt.passes, tt.seeds)
+			}
+			if g.Share != nil && math.Abs(*g.Share-tt.share) > 1e-9 {
+				t.Errorf("%s: share within SLA %v, want %v", tt.goal, *g.Share, tt.share)
+			}
+			for _, g := range res.Goals {
+				if g.PassAt1 < res.PassAt1 {
+					t.Errorf("goal %s passes in %v of the runs, all goals in %v", g.Goal, g.PassAt1, res.PassAt1)
+				}
+			}
+		})
+	}
+}

@@ -100,7 +100,9 @@ var ErrNoResult = errors.New("no seed gave a result")
 // ("sla" passes when at least 90% of the tickets that arrived were resolved
 // within their SLA), each case template of the world ("case_sla:<template>"
 // passes when at least 90% of its cases were done within their SLA, or none
-// was opened) and the budget ("budget" passes with no overrun).
+// was opened) and the budget ("budget" passes with no overrun). A card
+// with no ticket has no "sla" goal and one with no case no "case_sla:"
+// goals: Eval counts them passed in such a run.
 func goals(s policies.Scorecard) map[string]bool {
 	g := map[string]bool{}
 	for _, p := range s.Projects {
@@ -200,7 +202,15 @@ seeds:
 		return res, fmt.Errorf("%w: every seed's agents failed every turn (seed %d: %s)", ErrNoResult, res.Failed[0].Seed, res.Failed[0].Error)
 	}
 	cards = kept
+	// The goals are those of any run: a run with no ticket, or no case of
+	// a template, has no such goal on its card and passes it (nothing of
+	// it was late), as it does all goals.
 	pass := map[string]int{}
+	for _, c := range cards {
+		for g := range goals(c) {
+			pass[g] = 0
+		}
+	}
 	allPass := 0
 	sum := 0.0
 	for i, c := range cards {
@@ -209,9 +219,9 @@ seeds:
 		res.TurnErrors, res.Timeouts = append(res.TurnErrors, c.TurnErrors), append(res.Timeouts, c.Timeouts)
 		sum += c.TeamScore
 		res.Completion += c.Completion / float64(len(cards))
-		every := true
-		for g, ok := range goals(c) {
-			if ok {
+		every, gs := true, goals(c)
+		for g := range pass {
+			if ok, on := gs[g]; ok || !on {
 				pass[g]++
 			} else {
 				every = false
@@ -244,8 +254,8 @@ seeds:
 	} else {
 		res.StdDev = 0
 	}
-	names := make([]string, 0)
-	for g := range goals(cards[0]) {
+	names := make([]string, 0, len(pass))
+	for g := range pass {
 		names = append(names, g)
 	}
 	sort.Strings(names)
@@ -254,11 +264,14 @@ seeds:
 		if tpl, ok := strings.CutPrefix(g, caseSLAGoal); ok {
 			share := 0.0
 			for _, c := range cards {
-				for _, t := range c.Templates {
-					if t.Template == tpl {
-						share += caseShare(t) / n
+				// A run that opened no case has no template on its card: none was late.
+				t := policies.CaseScore{Template: tpl}
+				for _, x := range c.Templates {
+					if x.Template == tpl {
+						t = x
 					}
 				}
+				share += caseShare(t) / n
 			}
 			gr.Share = &share
 		}
