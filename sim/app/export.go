@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -60,11 +61,19 @@ func Export(ctx context.Context, o ExportOptions, ids []string, stdout io.Writer
 	if o.MinSet && o.Format != "sft" {
 		return "", Usagef("--min-reward is for --format sft")
 	}
+	if math.IsNaN(o.MinReward) {
+		// No reward is below NaN, nor at least NaN: it would keep every episode.
+		return "", Usagef("--min-reward must be a number, got %g", o.MinReward)
+	}
 	if o.HistorySet && (o.Format != "sft" || o.History < 0) {
 		return "", Usagef("--history is for --format sft, and at least 0")
 	}
 	if o.Margin != 0 && o.Format != "dpo" {
 		return "", Usagef("--margin is for --format dpo")
+	}
+	if math.IsNaN(o.Margin) {
+		// No two rewards differ by more than NaN: it would make no pairs.
+		return "", Usagef("--margin must be a number, got %g", o.Margin)
 	}
 	if o.Margin < 0 {
 		return "", Usagef("--margin must not be negative, got %g", o.Margin)
