@@ -2,7 +2,9 @@ package app_test
 
 import (
 	"context"
+	"encoding/csv"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/corpsim/corpsim/policies"
@@ -139,6 +141,45 @@ func TestEvalGoalsOfRunsWithout(t *testing.T) {
 				if g.PassAt1 < res.PassAt1 {
 					t.Errorf("goal %s passes in %v of the runs, all goals in %v", g.Goal, g.PassAt1, res.PassAt1)
 				}
+			}
+		})
+	}
+}
+
+// TestSweepTemplatesOfRunsWithoutCases: a run that opened no case has no
+// templates on its card; the sweep still reports the world's templates at
+// every point, counting such a run 0 opened and 0 done, and its CSV rows
+// have the header's columns. (Access-requests at load 0.01: seeds 1 and 3
+// open no case, 2 and 4 one each, done.)
+func TestSweepTemplatesOfRunsWithoutCases(t *testing.T) {
+	tests := []struct {
+		name  string
+		first uint64
+	}{
+		{"first run without cases", 1},
+		{"later run without cases", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := app.Sweep(context.Background(), app.SweepOptions{World: "access-requests", Loads: []float64{0.01}, Agents: []string{"greedy"}, Seeds: 2, FirstSeed: tt.first}, app.RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := app.TemplateCompletion{Template: "access", Opened: 0.5, Done: 0.5, Completion: 0.5, CompletionSD: math.Sqrt(0.5)}
+			if got := res.Points[0].Templates; len(got) != 1 || got[0].Template != want.Template || got[0].Opened != want.Opened ||
+				got[0].Done != want.Done || got[0].Completion != want.Completion || math.Abs(got[0].CompletionSD-want.CompletionSD) > 1e-9 {
+				t.Errorf("templates %+v, want [%+v]", got, want)
+			}
+			var b strings.Builder
+			if err := res.WriteCSV(&b); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := csv.NewReader(strings.NewReader(b.String())).ReadAll()
+			if err != nil {
+				t.Fatalf("sweep.csv: %v\n%s", err, b.String())
+			}
+			if len(rows) != 2 || len(rows[0]) != 13 {
+				t.Errorf("sweep.csv: got %d rows, header %v; want a header of 13 columns and one row", len(rows), rows[0])
 			}
 		})
 	}

@@ -63,17 +63,24 @@ type TemplateCompletion struct {
 	CompletionSD float64 `json:"completion_sd"`
 }
 
-// templateCompletion is the completion of each case template over cards.
-func templateCompletion(cards []policies.Scorecard) []TemplateCompletion {
-	if len(cards) == 0 || len(cards[0].Templates) == 0 {
+// templateCompletion is the completion of each case template of ids (the
+// world's, in its order) over cards. A card that opened no case has no
+// templates at all: each counts 0 opened and 0 done there.
+func templateCompletion(ids []string, cards []policies.Scorecard) []TemplateCompletion {
+	if len(cards) == 0 || len(ids) == 0 {
 		return nil
 	}
-	out := make([]TemplateCompletion, len(cards[0].Templates))
-	for i := range out {
+	out := make([]TemplateCompletion, len(ids))
+	for i, id := range ids {
+		out[i].Template = id
 		var opened, done, comp []float64
 		for _, c := range cards {
-			t := c.Templates[i]
-			out[i].Template = t.Template
+			t := policies.CaseScore{Template: id}
+			for _, x := range c.Templates {
+				if x.Template == id {
+					t = x
+				}
+			}
 			opened, done = append(opened, float64(t.Cases)), append(done, float64(t.Done))
 			r := 0.0
 			if t.Cases > 0 {
@@ -242,6 +249,10 @@ jobs:
 		return nil, err // jobs left unplayed: no result
 	}
 	res := &SweepResult{World: w.Name, Rubric: policies.RubricVersion, Seeds: o.Seeds, Keyed: len(ro.Secret) > 0, Runs: runs}
+	templates := make([]string, len(w.Cases))
+	for i := range w.Cases {
+		templates[i] = w.Cases[i].ID
+	}
 	for i := 0; i < len(jobs); i += o.Seeds {
 		j := jobs[i]
 		p := SweepPoint{Load: o.Loads[j.load], Agents: o.Agents[j.agents]}
@@ -256,7 +267,7 @@ jobs:
 		p.Completion, p.CompletionSD = meanSD(comp)
 		p.OnTime, p.OnTimeSD = meanSD(onTime)
 		p.Score, p.ScoreSD = meanSD(p.Scores)
-		p.Templates = templateCompletion(cards[i : i+o.Seeds])
+		p.Templates = templateCompletion(templates, cards[i:i+o.Seeds])
 		res.Points = append(res.Points, p)
 	}
 	res.Wall = time.Since(start).Round(time.Millisecond).String()
