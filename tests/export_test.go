@@ -408,6 +408,11 @@ func TestExportDPO(t *testing.T) {
 		len(strings.Split(strings.TrimSpace(out), "\n")) != wantPairs {
 		t.Fatalf("dpo with an interrupted session: exit %d, %d lines (want %d), stderr:\n%s", code, len(strings.Split(strings.TrimSpace(out), "\n")), wantPairs, errs)
 	}
+	// With the interrupted one left out, g is alone: no rewards were compared.
+	out, errs, code = runCLI(t, "export", g.Session, stopped, "--format", "dpo", "--data", data)
+	if code != cli.ExitOK || out != "" || !strings.Contains(errs, "session "+g.Session+" (world") || strings.Contains(errs, "differ by more than") {
+		t.Fatalf("dpo of a session and an interrupted one: exit %d, %d bytes of pairs, stderr:\n%s", code, len(out), errs)
+	}
 	sft := filepath.Join(t.TempDir(), "sft.jsonl")
 	if _, errs, code = runCLI(t, "export", stopped, "--format", "sft", "-o", sft, "--data", data); code != cli.ExitOK || !strings.Contains(errs, "session "+stopped+" is interrupted, not finished") {
 		t.Fatalf("sft of an interrupted session: exit %d, stderr:\n%s", code, errs)

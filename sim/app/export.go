@@ -230,6 +230,7 @@ func spilling(dir string, notice func(string), write func(export.Spill) (int, in
 
 func exportDPO(ctx context.Context, w io.Writer, log export.Log, ids []string, o ExportOptions) (string, error) {
 	var all []export.Episode
+	paired := 0 // the sessions whose episodes may pair: finished, with a seat that answered
 	for _, id := range ids {
 		eps, _, err := episodes(ctx, log, id, o)
 		if err != nil {
@@ -242,6 +243,9 @@ func exportDPO(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 				o.Notice(fmt.Sprintf("session %s is %s, not finished: its rewards are partial, so it makes no pairs", id, eps[0].Status))
 			}
 			continue
+		}
+		if len(eps) > 0 {
+			paired++
 		}
 		all = append(all, eps...)
 	}
@@ -268,7 +272,7 @@ func exportDPO(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 		return "", err
 	}
 	what := fmt.Sprintf("%d preference pairs from %s", len(pairs), nSessions(len(ids)))
-	if len(pairs) == 0 && len(alone) < len(ids) {
+	if len(pairs) == 0 && len(alone) < paired {
 		what += fmt.Sprintf(" (no two episodes of the same world, seed and member have %s rewards that differ by more than %g)", o.By, o.Margin)
 	}
 	return what, nil
