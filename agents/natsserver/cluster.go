@@ -95,7 +95,7 @@ func StartNode(o NodeOptions) (*Node, error) {
 	if ready == 0 {
 		ready = 10 * time.Second
 	}
-	if err := startServer(ns, ready, "node "+o.Name); err != nil {
+	if err := startServer(ns, &startLog{}, ready, "node "+o.Name); err != nil {
 		return nil, err
 	}
 	logger := o.Logger

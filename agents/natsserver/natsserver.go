@@ -1,9 +1,10 @@
 // Package natsserver runs the process's own NATS server, the bus corpsim
 // uses: embedded in the process by default, with no network port unless one
 // is asked for, admitting clients through Auth (the operator token and one
-// token per remote seat, each allowed only its own seat's subjects). It also
-// starts the nodes of a JetStream cluster for tests (StartCluster), and
-// External names a server corpsim does not run.
+// token per remote seat, each allowed only its own seat's subjects). With
+// OpenLater its port opens only once the caller's responders are subscribed
+// (Server.Open). It also starts the nodes of a JetStream cluster for tests
+// (StartCluster), and External names a server corpsim does not run.
 //
 //	srv, err := natsserver.Start(natsserver.Options{})
 //	defer srv.Shutdown()
@@ -26,8 +27,14 @@ type Options struct {
 	// in-process only. Port 0 picks a free port, as net.Listen does
 	// (ClientURL names it); NATS itself would take 0 for its default, 4222.
 	Listen string
-	Logger hclog.Logger  // nil: silent
-	Ready  time.Duration // how long to wait for the server to start; 0 means 10s
+	// OpenLater, with Listen, starts the server with its port closed:
+	// only in-process clients (Connect) reach it until Server.Open opens
+	// the port. A caller whose responders network clients must find (a
+	// list of sessions, a create) subscribes them in between: a client
+	// that reached the port before them was told "no responders".
+	OpenLater bool
+	Logger    hclog.Logger  // nil: silent
+	Ready     time.Duration // how long to wait for the server to start; 0 means 10s
 	// Auth, if set, decides who may connect and what each may do; nil lets
 	// anyone connect with full rights (in-process use, tests).
 	Auth *Auth
@@ -47,6 +54,8 @@ type Server struct {
 	ns     *server.Server
 	logger hclog.Logger
 	auth   *Auth
+	log    *startLog // the server's own logger: why Open could not listen
+	closed bool      // started with OpenLater, and Open not called yet
 }
 
 // Start starts an embedded NATS server.
@@ -59,9 +68,10 @@ func Start(o Options) (*Server, error) {
 		return nil, fmt.Errorf("natsserver: negative MaxPayload %d", maxPayload)
 	}
 	opts := &server.Options{ServerName: "corpsim", NoSigs: true, NoLog: true, MaxPayload: int32(min(maxPayload, 1<<30))}
-	if o.Listen == "" {
-		opts.DontListen = true
-	} else {
+	// A server opened later starts without its accept loop (DontListen),
+	// which Open runs on the host and port set here.
+	opts.DontListen = o.Listen == "" || o.OpenLater
+	if o.Listen != "" {
 		host, port, err := splitHostPort(o.Listen)
 		if err != nil {
 			return nil, err
@@ -82,15 +92,41 @@ func Start(o Options) (*Server, error) {
 	if ready == 0 {
 		ready = 10 * time.Second
 	}
-	if err := startServer(ns, ready, "embedded NATS server"); err != nil {
+	l := &startLog{}
+	if err := startServer(ns, l, ready, "embedded NATS server"); err != nil {
 		return nil, err
 	}
 	logger := o.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	logger.Debug("embedded NATS server started", "listen", o.Listen)
-	return &Server{ns: ns, logger: logger, auth: o.Auth}, nil
+	closed := o.Listen != "" && o.OpenLater
+	logger.Debug("embedded NATS server started", "listen", o.Listen, "port_closed", closed)
+	return &Server{ns: ns, logger: logger, auth: o.Auth, log: l, closed: closed}, nil
+}
+
+// Open opens the port of a server started with OpenLater: network clients
+// reach it once Open returns, and find what in-process clients subscribed
+// before it (and flushed: nats.Conn.Flush). A port it cannot take (one in
+// use) is an error with the server's reason; the server still serves its
+// in-process clients, and the caller shuts it down. Open does nothing for
+// a server that is open already or does not listen. It is not safe for
+// concurrent use: the goroutine that started the server calls it.
+func (s *Server) Open() error {
+	if !s.closed {
+		return nil
+	}
+	s.closed = false
+	s.ns.AcceptLoop(make(chan struct{})) // returns once the listener is up, or has failed
+	if s.ns.Addr() == nil {
+		why := s.log.failed()
+		if why == "" {
+			why = "the server is shutting down"
+		}
+		return fmt.Errorf("natsserver: embedded NATS server did not open its port: %s", why)
+	}
+	s.logger.Debug("embedded NATS server open", "url", s.ClientURL())
+	return nil
 }
 
 // Connect opens a client connection to the embedded server, in-process.
@@ -113,7 +149,8 @@ func (s *Server) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
 // InProcessTimeout bounds the handshake of a Connect.
 const InProcessTimeout = 30 * time.Second
 
-// ClientURL is the URL network clients use, or "" when the server does not listen.
+// ClientURL is the URL network clients use, or "" when the server does not
+// listen (or, started with OpenLater, is not open yet).
 func (s *Server) ClientURL() string {
 	if s.ns.Addr() == nil {
 		return ""

@@ -55,3 +55,80 @@ func TestStartSaysWhyItCannotListen(t *testing.T) {
 		t.Fatalf("the error does not say why: %v", err)
 	}
 }
+
+// freeAddr returns a loopback address whose port was free a moment ago.
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// A server started with OpenLater takes no network client until Open; a
+// responder subscribed in-process before Open answers the first request a
+// network client makes once it is open.
+func TestOpenLaterKeepsThePortClosedUntilOpen(t *testing.T) {
+	addr := freeAddr(t)
+	s, err := natsserver.Start(natsserver.Options{Listen: addr, OpenLater: true, Ready: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	if u := s.ClientURL(); u != "" {
+		t.Fatalf("client URL before Open: got %q, want none", u)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatalf("%s took a connection before Open", addr)
+	}
+	in, err := s.Connect("responder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if _, err := in.Subscribe("ask", func(m *nats.Msg) { _ = m.Respond([]byte("here")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	if u := s.ClientURL(); u != "nats://"+addr {
+		t.Fatalf("client URL after Open: got %q, want nats://%s", u, addr)
+	}
+	nc, err := nats.Connect(s.ClientURL(), nats.Timeout(5*time.Second))
+	if err != nil {
+		t.Fatalf("connect after Open: %v", err)
+	}
+	defer nc.Close()
+	msg, err := nc.Request("ask", nil, 5*time.Second)
+	if err != nil || string(msg.Data) != "here" {
+		t.Fatalf("first request after Open: got %v, %v; want the answer %q", msg, err, "here")
+	}
+	if err := s.Open(); err != nil {
+		t.Fatalf("Open again: %v; want nothing done", err)
+	}
+}
+
+// Open says why it cannot take its port, as Start does.
+func TestOpenSaysWhyItCannotListen(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	s, err := natsserver.Start(natsserver.Options{Listen: l.Addr().String(), OpenLater: true, Ready: 3 * time.Second})
+	if err != nil {
+		t.Fatalf("start with the port closed: %v", err)
+	}
+	t.Cleanup(s.Shutdown)
+	err = s.Open()
+	if err == nil || !strings.Contains(err.Error(), "address already in use") || !strings.Contains(err.Error(), l.Addr().String()) {
+		t.Fatalf("Open on a port another listener holds: got %v, want the reason", err)
+	}
+}

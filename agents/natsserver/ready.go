@@ -41,8 +41,8 @@ func (*startLog) Tracef(string, ...any)  {}
 // returning at once, with the server's own reason, when it says it cannot
 // (a port in use: "listen tcp 127.0.0.1:4222: bind: address already in
 // use"). It shuts ns down on failure. what names the server in the error.
-func startServer(ns *server.Server, ready time.Duration, what string) error {
-	l := &startLog{}
+// l stays the server's logger, keeping any later fatal error (Server.Open's).
+func startServer(ns *server.Server, l *startLog, ready time.Duration, what string) error {
 	ns.SetLoggerV2(l, false, false, false)
 	ns.Start()
 	deadline := time.Now().Add(ready)

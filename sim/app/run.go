@@ -360,16 +360,12 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 			}
 			auth = natsserver.NewAuth(token)
 		}
-		if srv, err = natsserver.Start(natsserver.Options{Logger: logger, Listen: o.Listen, Auth: auth}); err != nil {
+		// Its port opens once the list responder below is subscribed: a
+		// sessions --nats that reached it before was told "no responders".
+		if srv, err = natsserver.Start(natsserver.Options{Logger: logger, Listen: o.Listen, Auth: auth, OpenLater: true}); err != nil {
 			return nil, err
 		}
 		defer srv.Shutdown()
-		if o.Listen != "" && o.Data != "" && !o.Ephemeral {
-			if err := WriteBusURL(o.Data, srv.ClientURL()); err != nil {
-				return nil, err
-			}
-			defer RemoveBusURL(o.Data)
-		}
 	}
 	conn, err := srv.Connect("driver")
 	if err != nil {
@@ -397,6 +393,21 @@ func play(ctx context.Context, o RunOptions, log events.Log, meta events.Session
 			return nil, err
 		}
 		defer func() { _ = listed.Unsubscribe() }()
+		// The server has the subscription before the port opens.
+		if err := conn.Flush(); err != nil {
+			return nil, err
+		}
+	}
+	if o.Bus == nil && o.Listen != "" {
+		if err := srv.Open(); err != nil {
+			return nil, err
+		}
+		if o.Data != "" && !o.Ephemeral {
+			if err := WriteBusURL(o.Data, srv.ClientURL()); err != nil {
+				return nil, err
+			}
+			defer RemoveBusURL(o.Data)
+		}
 	}
 	ho := HostOptions{Session: meta.ID, Conn: conn, OverBus: o.SeatsOverBus, Logger: logger, Timeout: o.TurnTimeout}
 	if o.SeatsOverBus {

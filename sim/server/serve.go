@@ -191,6 +191,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	defer store.Close()
 	var bus Bus
+	var embedded *natsserver.Server // nil with an external server
 	var auth *natsserver.Auth
 	url := o.NATS
 	if o.NATS == "" {
@@ -206,12 +207,15 @@ func Serve(ctx context.Context, o ServeOptions) error {
 				auth.RestoreSeat(seat)
 			}
 		}
-		embedded, err := natsserver.Start(natsserver.Options{Listen: o.Listen, Auth: auth, Logger: log, MaxPayload: int(o.MaxMessage)})
+		// Its port opens once the service has subscribed its responders
+		// (Open, below): a client that reached it before them (a
+		// sessions --nats, a create) was told "no responders".
+		embedded, err = natsserver.Start(natsserver.Options{Listen: o.Listen, Auth: auth, Logger: log, MaxPayload: int(o.MaxMessage), OpenLater: true})
 		if err != nil {
 			return err
 		}
 		defer embedded.Shutdown()
-		bus, url = embedded, embedded.ClientURL()
+		bus = embedded
 	} else {
 		// An external server or cluster: its configuration decides who
 		// may do what; corpsim presents --nats-token if given.
@@ -225,12 +229,6 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		if o.OperatorToken == "" || tokenFile != "" {
 			o.OperatorToken = o.NATSToken
 		}
-	}
-	if !o.Ephemeral {
-		if err := app.WriteBusURL(o.Data, url); err != nil {
-			return err
-		}
-		defer app.RemoveBusURL(o.Data)
 	}
 	stateFile := ""
 	if !o.Ephemeral && o.Worker == "" {
@@ -274,6 +272,20 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer svc.Close()
+	// New returns once the server has the service's subscriptions (it
+	// flushes): the embedded server's port opens now.
+	if embedded != nil {
+		if err := embedded.Open(); err != nil {
+			return err
+		}
+		url = embedded.ClientURL()
+	}
+	if !o.Ephemeral {
+		if err := app.WriteBusURL(o.Data, url); err != nil {
+			return err
+		}
+		defer app.RemoveBusURL(o.Data)
+	}
 	if o.Metrics != "" {
 		stop, err := serveMetrics(o, m, out, log)
 		if err != nil {
