@@ -191,13 +191,22 @@ func TestFaultCorruptStore(t *testing.T) {
 		}
 		// And the commands that read the session whole: none scores,
 		// exports or explains what is left as if it were the session
-		// (they all exited 0).
+		// (they all exited 0). A fork at or before the recorded end,
+		// within the lost tail, needs the events missing: it said
+		// "--at N is beyond the end" and exited 2.
 		for _, args := range [][]string{{"log", s}, {"log", s, "--from", strconv.Itoa(n - 3)}, {"score", s}, {"export", s, "--format", "sft"}, {"export", s, "--format", "jsonl"},
-			{"report", s, "-o", filepath.Join(t.TempDir(), "r.html")}, {"diagnose", s}} {
+			{"report", s, "-o", filepath.Join(t.TempDir(), "r.html")}, {"diagnose", s},
+			{"fork", s, "--at", strconv.Itoa(n)}, {"fork", s, "--at", strconv.Itoa(n - 3), "--create-only"}} {
 			out, code := faultRun(t, append(args, "--data", data)...)
 			if code != 3 || !strings.Contains(out, "10 events missing") {
-				t.Errorf("%s after losing 10 events exited %d, want 3 naming them:\n%.600s", args[0], code, out)
+				t.Errorf("%v after losing 10 events exited %d, want 3 naming them:\n%.600s", args, code, out)
 			}
+		}
+		// Past the end its metadata records, a fork is still a mistake
+		// in what was asked (exit 2), which says what the log lost.
+		out, code = faultRun(t, "fork", s, "--at", strconv.Itoa(n+1), "--data", data)
+		if want := fmt.Sprintf("--at %d is beyond the end of session %s, which has %d events (its log lost the last 10)", n+1, s, n); code != 2 || !strings.Contains(out, want) {
+			t.Errorf("fork --at %d after losing 10 events exited %d, want 2 and %q:\n%s", n+1, code, want, out)
 		}
 	})
 }

@@ -99,10 +99,21 @@ func Fork(ctx context.Context, o RunOptions, f ForkOptions) (events.SessionMeta,
 	if err != nil && (at == 0 || at > last) {
 		return events.SessionMeta{}, nil, err
 	}
-	if at == 0 || at > last {
-		if at > last {
-			return events.SessionMeta{}, nil, Usagef("--at %d is beyond the end of session %s, which has %d events", at, parent.ID, last)
+	if at > last {
+		// A session whose metadata records an end its log no longer
+		// reaches lost its tail (events.CheckEnd): a fork within it
+		// needs events that are missing, damage as replay and verify
+		// report it (events.ErrLost), not a seq beyond the end.
+		if lost := events.CheckEnd(parent, last); lost != nil {
+			if at <= parent.LastSeq {
+				return events.SessionMeta{}, nil, fmt.Errorf("--at %d: %w", at, lost)
+			}
+			return events.SessionMeta{}, nil, Usagef("--at %d is beyond the end of session %s, which has %d events (its log lost the last %d)",
+				at, parent.ID, parent.LastSeq, parent.LastSeq-last)
 		}
+		return events.SessionMeta{}, nil, Usagef("--at %d is beyond the end of session %s, which has %d events", at, parent.ID, last)
+	}
+	if at == 0 {
 		return events.SessionMeta{}, nil, Usagef("fork needs --at SEQ (1 to %d)", last)
 	}
 	var inside *driver.InsideTurnError
