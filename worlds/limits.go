@@ -47,7 +47,8 @@ type Limits struct {
 	// Recorded says the file is one a session recorded, read again to
 	// replay, verify, resume or fork it: the checks added since it may
 	// have been recorded (MaxNumber, a fraction where an integer goes,
-	// the case expressions' probes) are not made, so that it reads as it
+	// the case expressions' probes, control characters in its text and
+	// in what its escapes make) are not made, so that it reads as it
 	// did then. Never recorded itself.
 	Recorded bool
 }

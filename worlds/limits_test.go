@@ -410,6 +410,7 @@ func TestLargeFileMistakesInParts(t *testing.T) {
 		{"a wrong type in a task of a later project", edit("{id: p15-t7, role: designer, effort: ", "{id: p15-t7, role: designer, value: [1], effort: "), true},
 		{"a YAML syntax error in a part", edit("{id: m00500, role:", "{id: m00500,, role:"), true},
 		{"an unknown field after the lists", append(bytes.Clone(src), "colour: blue\n"...), true},
+		{"an escaped control character outside the lists", edit("description: Generated world with 10 teams, 1000 members and 20 projects of 50 tasks.\n", `description: "Generated\x01 world"`+"\n"), true},
 		{"a member naming an unknown role", edit("{id: m00900, role: engineer", "{id: m00900, role: enginer"), false},
 		{"mistakes in two parts: the first in the file wins", twice([2]string{"{id: m00300, role:", "{id: m00300, rle:"},
 			[2]string{"{id: p15-t7, role: designer, effort: ", "{id: p15-t7, role: designer, value: [1], effort: "}), true},

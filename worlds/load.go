@@ -3,6 +3,7 @@ package worlds
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
@@ -252,7 +254,8 @@ func LoadWith(name string, src []byte, o Options) (*World, error) {
 // its first byte that is not UTF-8 or is a control character other than a
 // tab or a line break: the parser let them through, into names and text
 // (a name "st\xffartup" became "st\ufffdartup"). A file over max bytes is
-// left to checkShape, which names the limit.
+// left to checkShape, which names the limit. checkDecoded applies the same
+// rule to what the parser makes of escapes and tags.
 func checkText(name string, src []byte, max int) *Error {
 	if len(src) > max {
 		return nil
@@ -261,17 +264,101 @@ func checkText(name string, src []byte, max int) *Error {
 	for i := 0; i < len(src); {
 		r, n := utf8.DecodeRune(src[i:])
 		col++
-		switch {
-		case r == utf8.RuneError && n == 1:
-			return &Error{File: name, Line: line, Column: col, Msg: fmt.Sprintf("byte 0x%02x is not UTF-8: a world file is UTF-8 text", src[i])}
-		case r == '\n':
+		if r == '\n' {
 			line, col = line+1, 0
-		case r != '\t' && r != '\r' && (r < 0x20 || r == 0x7f):
-			return &Error{File: name, Line: line, Column: col, Msg: fmt.Sprintf("control character %U: a world file has none but tabs and line breaks", r)}
+		} else if what, why := refusedRune(r, n, src[i]); what != "" {
+			return &Error{File: name, Line: line, Column: col, Msg: what + ": " + why}
 		}
 		i += n
 	}
 	return nil
+}
+
+// refusedRune is checkText's rule for one character of a world file's
+// text, r, read from n bytes beginning with b: what it is and why it may
+// not be there, or "" when it may.
+func refusedRune(r rune, n int, b byte) (what, why string) {
+	switch {
+	case r == utf8.RuneError && n == 1:
+		return fmt.Sprintf("byte 0x%02x is not UTF-8", b), "a world file is UTF-8 text"
+	case r != '\t' && r != '\n' && r != '\r' && (r < 0x20 || r == 0x7f):
+		return fmt.Sprintf("control character %U", r), "a world file has none but tabs and line breaks"
+	}
+	return "", ""
+}
+
+// escapeControls writes the control characters of s, a path that may name
+// a key holding them, as Go escapes (\x01), so that an error message shows
+// them and holds none.
+func escapeControls(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r) // '\x01', '\n', '\u0085'
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// checkDecoded refuses, with checkText's rule, a scalar of the tree under
+// root whose value as decoded holds what checkText refuses in the file's
+// bytes: a double-quoted scalar's escapes ("a\x01b", "s\u0007") and a
+// !!binary tag's base64 make characters the file does not hold, and they
+// reached names and text. It returns one mistake per scalar, at the
+// scalar, with its field's path, at most maxDecodeErrors of them.
+func checkDecoded(name string, root ast.Node) ErrorList {
+	var errs ErrorList
+	check := func(n ast.Node, value, how string) {
+		for i := 0; i < len(value); {
+			r, size := utf8.DecodeRuneInString(value[i:])
+			if what, why := refusedRune(r, size, value[i]); what != "" {
+				e := &Error{File: name, Path: escapeControls(displayPath(n.GetPath())), Msg: what + " " + how + ": " + why}
+				if tk := n.GetToken(); tk != nil && tk.Position != nil {
+					e.Line, e.Column = tk.Position.Line, tk.Position.Column
+				}
+				errs = append(errs, e)
+				return
+			}
+			i += size
+		}
+	}
+	ast.Walk(visitFunc(func(n ast.Node) bool {
+		if len(errs) >= maxDecodeErrors {
+			return false
+		}
+		switch n := n.(type) {
+		case *ast.StringNode:
+			check(n, n.Value, "from an escape")
+		case *ast.TagNode:
+			if n.Start == nil || token.ReservedTagKeyword(n.Start.Value) != token.BinaryTag {
+				return true
+			}
+			var text string
+			switch v := n.Value.(type) {
+			case *ast.StringNode:
+				text = v.Value
+			case *ast.LiteralNode:
+				if v.Value == nil {
+					return true
+				}
+				text = v.Value.Value
+			default:
+				return true // not text: the decoder refuses it
+			}
+			// As the decoder reads it: what decodes before a mistake.
+			b, _ := base64.StdEncoding.DecodeString(text)
+			check(n, string(b), "in a !!binary value")
+			return false // its text is base64
+		}
+		return true
+	}), root)
+	return errs
 }
 
 // tooLarge is the mistake of a file of nodes YAML nodes, above the limit
@@ -342,6 +429,11 @@ func load(name string, src []byte, partBytes int, lim Limits, par func(int, func
 	}
 	if e := checkAliases(name, root); e != nil {
 		return nil, ErrorList{e}
+	}
+	if !lim.Recorded { // a recorded file reads as it did then
+		if errs := checkDecoded(name, root); len(errs) > 0 {
+			return nil, errs
+		}
 	}
 	if e := fractionsIntoInts(name, root, lim); e != nil {
 		return nil, ErrorList{e}

@@ -154,6 +154,11 @@ func decodePart(name string, src []byte, f *file, lim Limits) (ast.Node, *Error)
 	if e := checkAliases(name, root); e != nil {
 		return nil, e
 	}
+	if !lim.Recorded {
+		if errs := checkDecoded(name, root); len(errs) > 0 {
+			return nil, errs[0]
+		}
+	}
 	if e := fractionsIntoInts(name, root, lim); e != nil {
 		return nil, e
 	}

@@ -213,6 +213,29 @@ arrivals: [{id: a, queue: q, process: poisson, every: 1h, count: 0, ticket: {tit
 			want: `w.yaml:2:9: control character U+0000: a world file has none but tabs and line breaks`,
 		},
 		{
+			// An escape makes a character the file does not hold: it
+			// reached the member's name.
+			name:  "a control character written as an escape",
+			edits: []string{"{id: bob, name: Bob,", `{id: bob, name: "a\x01b",`},
+			want:  `w.yaml:17:21: members[1].name: control character U+0001 from an escape: a world file has none but tabs and line breaks`,
+		},
+		{
+			name:  "an ID with an escaped control character",
+			edits: []string{"  - id: frank\n", "  - id: \"s\\u0007\"\n"},
+			want:  `w.yaml:18:9: members[2].id: control character U+0007 from an escape: a world file has none but tabs and line breaks`,
+		},
+		{
+			// The path shows the key's character as an escape, and holds none.
+			name:  "a key with an escaped control character",
+			edits: []string{"reply: {min: 1h, max: 6h}", `reply: {min: 1h, max: 6h}` + "\n      knows: {\"t\\x1b\": answer}"},
+			want:  `w.yaml:23:15: members[2].npc.knows.t\x1b: control character U+001B from an escape: a world file has none but tabs and line breaks`,
+		},
+		{
+			name:  "a control character in a !!binary value",
+			edits: []string{"{id: lead, title: Lead}", "{id: lead, title: !!binary TAdk}"},
+			want:  `w.yaml:10:23: roles[0].title: control character U+0007 in a !!binary value: a world file has none but tabs and line breaks`,
+		},
+		{
 			name: "empty file",
 			src:  "",
 			want: `w.yaml: empty world file`,
@@ -745,6 +768,25 @@ func TestLoadHash(t *testing.T) {
 				t.Errorf("Hash: got %s for an edited file, want it to differ from the original's", w.Hash)
 			}
 		})
+	}
+}
+
+// The escapes of the characters a world file may hold, tabs and line
+// breaks, are taken, as those characters written out are; and a recorded
+// world (Limits.Recorded) reads as it did when it was recorded, whatever
+// its escapes make.
+func TestLoadEscapes(t *testing.T) {
+	w := mustLoad(t, "w.yaml", mustEdit(t, "name: tiny", `name: "t\ti\r\nny"`))
+	if w.Name != "t\ti\r\nny" {
+		t.Errorf("name: got %q, want %q", w.Name, "t\ti\r\nny")
+	}
+	src := mustEdit(t, "{id: bob, name: Bob,", `{id: bob, name: "a\x01b",`)
+	w, err := LoadLimited("w.yaml", src, Limits{Recorded: true})
+	if err != nil {
+		t.Fatalf("a recorded world: %v", err)
+	}
+	if m, _ := w.Member("bob"); m.Name != "a\x01b" {
+		t.Errorf("a recorded world's name: got %q, want %q", m.Name, "a\x01b")
 	}
 }
 
