@@ -284,7 +284,14 @@ func (d *Difference) WriteText(w io.Writer) {
 		fmt.Fprintln(w)
 		return
 	}
-	fmt.Fprintf(w, "first divergence at seq %d (%s differ; %d events shared before it)\n", d.Seq, strings.Join(d.Fields, ", "), d.Seq-1)
+	verb, shared := "differ", fmt.Sprintf("%d events", d.Seq-1)
+	if len(d.Fields) == 1 {
+		verb = "differs"
+	}
+	if d.Seq-1 == 1 {
+		shared = "1 event"
+	}
+	fmt.Fprintf(w, "first divergence at seq %d (%s %s; %s shared before it)\n", d.Seq, strings.Join(d.Fields, ", "), verb, shared)
 	eventLine(w, "A", d.A, d.AWall, d.AText)
 	eventLine(w, "B", d.B, d.BWall, d.BText)
 	if d.A != nil && d.B != nil && d.AText == d.BText {

@@ -192,7 +192,11 @@ func exportSFT(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 		}
 		kept, lines = kept+k, lines+l
 	}
-	what := fmt.Sprintf("%d episodes of %s", kept, nSessions(len(ids)))
+	noun := "episodes"
+	if kept == 1 {
+		noun = "episode"
+	}
+	what := fmt.Sprintf("%d %s of %s", kept, noun, nSessions(len(ids)))
 	if o.HistorySet {
 		what += fmt.Sprintf(" in %d lines of at most %d earlier turns", lines, o.History)
 	}

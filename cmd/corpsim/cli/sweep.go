@@ -99,7 +99,11 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 				}
 				return werr
 			}
-			fmt.Fprintf(a.stdout, "world %s, %d seeds from %d%s, %s, %s\n\n", res.World, res.Seeds, max(o.FirstSeed, 1), keyedNote(res.Keyed), res.Wall, res.Rubric)
+			seeds := "seeds"
+			if res.Seeds == 1 {
+				seeds = "seed"
+			}
+			fmt.Fprintf(a.stdout, "world %s, %d %s from %d%s, %s, %s\n\n", res.World, res.Seeds, seeds, max(o.FirstSeed, 1), keyedNote(res.Keyed), res.Wall, res.Rubric)
 			if err := printSweep(a.stdout, res); err != nil {
 				return err
 			}
