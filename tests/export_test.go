@@ -468,6 +468,8 @@ func TestExportErrors(t *testing.T) {
 		{"unknown reward", []string{"export", a.Session, "--reward", "sum"}, cli.ExitUsage, `--reward "sum"`},
 		{"min-reward for dpo", []string{"export", a.Session, "--format", "dpo", "--min-reward", "1"}, cli.ExitUsage, "--min-reward is for --format sft"},
 		{"margin for sft", []string{"export", a.Session, "--margin", "1"}, cli.ExitUsage, "--margin is for --format dpo"},
+		{"margin 0 for sft", []string{"export", a.Session, "--margin", "0"}, cli.ExitUsage, "--margin is for --format dpo"},
+		{"reward for jsonl", []string{"export", a.Session, "--format", "jsonl", "--reward", "team"}, cli.ExitUsage, "--reward is for --format sft or dpo"},
 		{"min-reward NaN", []string{"export", a.Session, "--min-reward", "NaN"}, cli.ExitUsage, "--min-reward must be a number, got NaN"},
 		{"margin NaN", []string{"export", a.Session, "--format", "dpo", "--margin", "nan"}, cli.ExitUsage, "--margin must be a number, got NaN"},
 		{"unknown session", []string{"export", a.Session, "NOSUCH"}, cli.ExitError, "no session NOSUCH in"},

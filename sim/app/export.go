@@ -27,6 +27,8 @@ type ExportOptions struct {
 	History    int // sft, with HistorySet: one line per turn with at most this many earlier turns
 	HistorySet bool
 	Margin     float64 // dpo: pair two episodes only when their rewards differ by more than this
+	MarginSet  bool    // Margin was given (0 included): only dpo takes it
+	BySet      bool    // By was given: jsonl, which has no rewards, does not take it
 	Logger     hclog.Logger
 	// Notice, if set, is told of each session that makes no preference
 	// pairs (dpo), as a sentence.
@@ -68,7 +70,10 @@ func Export(ctx context.Context, o ExportOptions, ids []string, stdout io.Writer
 	if o.HistorySet && (o.Format != "sft" || o.History < 0) {
 		return "", Usagef("--history is for --format sft, and at least 0")
 	}
-	if o.Margin != 0 && o.Format != "dpo" {
+	if o.BySet && o.Format == "jsonl" {
+		return "", Usagef("--reward is for --format sft or dpo: jsonl's raw events are not ranked")
+	}
+	if (o.MarginSet || o.Margin != 0) && o.Format != "dpo" {
 		return "", Usagef("--margin is for --format dpo")
 	}
 	if math.IsNaN(o.Margin) {

@@ -41,6 +41,8 @@ names the session it was exported as (and "stored_in" for the events a fork shar
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.MinSet = cmd.Flags().Changed("min-reward")
 			o.HistorySet = cmd.Flags().Changed("history")
+			o.MarginSet = cmd.Flags().Changed("margin")
+			o.BySet = cmd.Flags().Changed("reward")
 			o.Logger = a.logger
 			// Progress on a terminal, unless the lines go to that terminal too.
 			toTerminal := (o.Out == "" || o.Out == "-") && isTerminal(a.stdout)
