@@ -447,13 +447,17 @@ func (s *State) separated(t *Task, member string, approve, before bool) (*worlds
 		return nil, ""
 	}
 	step := t.Spec.Step
+	// doneBy is the first of steps member did: any of its tasks, the first
+	// or one a requester's reopening made (a redo binds as the step does).
 	doneBy := func(steps []string) string {
 		for _, st := range steps {
 			if st == step {
 				continue
 			}
-			if o := s.tasks[StepTaskID(c.ID, st)]; o != nil && o.Status == StatusDone && o.DoneBy == member && (!before || o.DoneSeq < t.DoneSeq) {
-				return st
+			for _, id := range c.StepTasks(st) {
+				if o := s.tasks[id]; o != nil && o.Status == StatusDone && o.DoneBy == member && (!before || o.DoneSeq < t.DoneSeq) {
+					return st
+				}
 			}
 		}
 		return ""
