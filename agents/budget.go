@@ -33,6 +33,14 @@ func (p *purse) left(charges *org.BudgetView) int64 {
 	return charges.Remaining
 }
 
+// covers reports whether the budget charges names can pay a purchase of
+// amount. Work that buys nothing needs no budget: a team whose hourly
+// rates overran it may still complete and take such work (the
+// within-budget rule reads purchases only).
+func (p *purse) covers(charges *org.BudgetView, amount int64) bool {
+	return amount <= 0 || amount <= p.left(charges)
+}
+
 // spend draws amount from the budget charges names.
 func (p *purse) spend(charges *org.BudgetView, amount int64) {
 	if charges == nil {
@@ -49,5 +57,5 @@ func (p *purse) spend(charges *org.BudgetView, amount int64) {
 // (charges, else the member's own) covers it as o shows it.
 func affords(o org.Observation, charges *org.BudgetView, amount int64) bool {
 	p := newPurse(o)
-	return amount <= p.left(charges)
+	return p.covers(charges, amount)
 }

@@ -141,3 +141,43 @@ func TestGreedyLeavesWhatNoBudgetCanPay(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentsWorkOnWhenWagesOverrunTheBudget: a team whose hourly rates have
+// spent more than its budget may still complete and take work that buys
+// nothing (the within-budget rule reads only purchases), so greedy, the
+// planner and diligent go on: they stalled, and the session ended
+// quiescent with the work undone.
+func TestAgentsWorkOnWhenWagesOverrunTheBudget(t *testing.T) {
+	overrun := func() org.Observation {
+		o := observe()
+		o.Budget = &org.BudgetView{Team: "product", Initial: 5, Spent: 20, Remaining: -15}
+		return o
+	}
+	for _, name := range []string{"greedy", "planner", "diligent"} {
+		a, err := agents.New(name, agents.Options{Member: "bob"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name+"/completes what it holds", func(t *testing.T) {
+			o := overrun()
+			o.Assigned = []org.TaskView{held(task("a", clock.Hour, 5), clock.Hour)}
+			if got := ofType(decide(t, a, o), org.ActComplete); !slices.Equal(got, []string{"a"}) {
+				t.Fatalf("completes %v; want [a]", got)
+			}
+		})
+		t.Run(name+"/works on what it holds", func(t *testing.T) {
+			o := overrun()
+			o.Assigned = []org.TaskView{held(task("a", 2*clock.Hour, 5), clock.Hour)}
+			if got := ofType(decide(t, a, o), org.ActWork); !slices.Equal(got, []string{"a"}) {
+				t.Fatalf("works on %v; want [a]", got)
+			}
+		})
+		t.Run(name+"/takes work that buys nothing", func(t *testing.T) {
+			o := overrun()
+			o.Available = []org.TaskView{task("a", clock.Hour, 5)}
+			if got := ofType(decide(t, a, o), org.ActClaim); !slices.Equal(got, []string{"a"}) {
+				t.Fatalf("claims %v; want [a]", got)
+			}
+		})
+	}
+}

@@ -140,7 +140,7 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 			}
 			delete(p.parked, t.ID)
 		}
-		if t.Purchase > budget.left(t.Charges) && t.Approval != org.RequestApproved {
+		if !budget.covers(t.Charges, t.Purchase) && t.Approval != org.RequestApproved {
 			continue // the rules would refuse it; leave it until the budget allows
 		}
 		switch t.Approval {
@@ -160,13 +160,13 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 			}
 			continue
 		}
-		if (t.Outcome != nil || t.Meeting != nil) && pl.ready(t) && t.Purchase <= budget.left(t.Charges) {
+		if (t.Outcome != nil || t.Meeting != nil) && pl.ready(t) && budget.covers(t.Charges, t.Purchase) {
 			more, ready := p.content.step(o, t)
 			if acts = append(acts, more...); !ready {
 				continue
 			}
 		}
-		if pl.ready(t) && t.Purchase <= budget.left(t.Charges) {
+		if pl.ready(t) && budget.covers(t.Charges, t.Purchase) {
 			acts = append(acts, org.Action{Type: org.ActComplete, Task: t.ID})
 			budget.spend(t.Charges, t.Purchase)
 		}
