@@ -444,6 +444,7 @@ func (v *validator) interruptions(f *file, w *World, r *refs) {
 		needFor := func() {
 			out.For, _ = v.duration(p+".for", in.For, cal.DayLength(), true)
 		}
+		v.kindFields(p, in)
 		switch in.Kind {
 		case Reprioritize:
 			v.ref(p+".task", "task", in.Task, r.tasks)
@@ -480,6 +481,38 @@ func (v *validator) interruptions(f *file, w *World, r *refs) {
 			v.errf(p+".kind", "unknown kind %q (expected reprioritize, leave, outage, change or urgent)", in.Kind)
 		}
 		w.Interruptions = append(w.Interruptions, out)
+	}
+}
+
+// interruptionFields lists, for each field an interruption reads only for
+// some kinds (note and at are every kind's; delegate_limit is checked with
+// the delegation limits), the kinds that read it.
+var interruptionFields = []struct {
+	name  string
+	kinds []string
+	set   func(in *fileInterruption) bool
+}{
+	{"task", []string{Reprioritize, Change}, func(in *fileInterruption) bool { return in.Task != "" }},
+	{"member", []string{Leave}, func(in *fileInterruption) bool { return in.Member != "" }},
+	{"delegate", []string{Leave}, func(in *fileInterruption) bool { return in.Delegate != "" }},
+	{"queue", []string{Outage, Urgent}, func(in *fileInterruption) bool { return in.Queue != "" }},
+	{"for", []string{Leave, Outage}, func(in *fileInterruption) bool { return in.For != "" }},
+	{"value", []string{Reprioritize}, func(in *fileInterruption) bool { return in.Value != nil }},
+	{"priority", []string{Reprioritize, Urgent}, func(in *fileInterruption) bool { return in.Priority != nil }},
+	{"effort", []string{Change}, func(in *fileInterruption) bool { return in.Effort != "" }},
+	{"ticket", []string{Urgent}, func(in *fileInterruption) bool { return in.Ticket != nil }},
+}
+
+// kindFields refuses a field that in's kind does not read (an outage's
+// delegate, a leave's effort): the engine would ignore it, and whoever
+// wrote it meant something by it.
+func (v *validator) kindFields(p string, in fileInterruption) {
+	for _, f := range interruptionFields {
+		known := slices.Contains([]string{Reprioritize, Leave, Outage, Change, Urgent}, in.Kind)
+		if !known || !f.set(&in) || slices.Contains(f.kinds, in.Kind) {
+			continue
+		}
+		v.errf(p+"."+f.name, "%s does not read %s (read by %s): leave it out", in.Kind, f.name, strings.Join(f.kinds, " and "))
 	}
 }
 

@@ -43,6 +43,14 @@ func TestLoadErrorsDynamic(t *testing.T) {
 			`w.yaml:41:5: interruptions[0].for: missing duration (for example "2h", "30m" or "3d")`},
 		{"reprioritize without a new value", withSection("interruptions:\n  - {at: 1d, kind: reprioritize, task: api}\n"),
 			`w.yaml:41:5: interruptions[0]: reprioritize needs a new value or priority`},
+		// A field the interruption's kind does not read was ignored:
+		// an outage's delegate, a reprioritization's length.
+		{"an outage with a delegate", withSection("interruptions:\n  - {at: 1d, kind: outage, queue: backlog, for: 4h, delegate: bob}\n"),
+			`w.yaml:41:63: interruptions[0].delegate: outage does not read delegate (read by leave): leave it out`},
+		{"a reprioritization with a length", withSection("interruptions:\n  - {at: 1d, kind: reprioritize, task: api, value: 9, for: 2d}\n"),
+			`w.yaml:41:60: interruptions[0].for: reprioritize does not read for (read by leave and outage): leave it out`},
+		{"a leave with an effort", withSection("interruptions:\n  - {at: 1d, kind: leave, member: bob, for: 1d, effort: +1d}\n"),
+			`w.yaml:41:57: interruptions[0].effort: leave does not read effort (read by change): leave it out`},
 		{"reporting lines that loop", []string{"{id: alice, name: Alice, role: lead, team: product}", "{id: alice, name: Alice, role: lead, team: product, manager: bob}",
 			"{id: bob, name: Bob, role: engineer, team: product}", "{id: bob, name: Bob, role: engineer, team: product, manager: alice}"},
 			`w.yaml:16:66: members[0].manager: reporting lines loop: alice -> bob -> alice`},
