@@ -444,7 +444,9 @@ func (v *validator) interruptions(f *file, w *World, r *refs) {
 		needFor := func() {
 			out.For, _ = v.duration(p+".for", in.For, cal.DayLength(), true)
 		}
-		v.kindFields(p, in)
+		if !v.lim.Recorded { // a recorded world reads as it did then, when the field was ignored
+			v.kindFields(p, in)
+		}
 		switch in.Kind {
 		case Reprioritize:
 			v.ref(p+".task", "task", in.Task, r.tasks)

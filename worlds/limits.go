@@ -48,7 +48,8 @@ type Limits struct {
 	// replay, verify, resume or fork it: the checks added since it may
 	// have been recorded (MaxNumber, a fraction where an integer goes,
 	// the case expressions' probes, control characters in its text and
-	// in what its escapes make) are not made, so that it reads as it
+	// in what its escapes make, a field an interruption's kind does not
+	// read) are not made, so that it reads as it
 	// did then. Never recorded itself.
 	Recorded bool
 }

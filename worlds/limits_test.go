@@ -594,13 +594,16 @@ func TestLoadWholeNumbersWrittenAsFloats(t *testing.T) {
 
 // A file a session recorded is read as it was then: the checks added
 // since (a value above MaxNumber, a fraction where an integer goes, a
-// case expression that fails on a probe) do not refuse it, so that the
+// case expression that fails on a probe, a field an interruption's kind
+// does not read) do not refuse it, so that the
 // session still replays, verifies, resumes and forks.
 func TestRecordedFilesSkipTheChecksAddedSince(t *testing.T) {
 	for name, src := range map[string][]byte{
 		"a fraction":     mustEdit(t, "budget: 20000}", "budget: 1500.5}"),
 		"a large value":  mustEdit(t, "{id: spec, role: lead, effort: 1d}", "{id: spec, role: lead, effort: 1d, value: 1e13}"),
 		"a failing when": caseEdit(t, "when: amount > 2000", "when: amount % 0 > 1"),
+		"a field its interruption's kind does not read": mustEdit(t,
+			withSection("interruptions:\n  - {at: 1d, kind: outage, queue: backlog, for: 1d, delegate: bob}\n")...),
 	} {
 		if _, err := LoadLimited("w.yaml", src, Limits{}); err == nil {
 			t.Errorf("%s: loaded today", name)
