@@ -144,6 +144,16 @@ func Soak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every session is created from this text: a world that does not load
+	// would have every create refused at once, and the soak would spin
+	// through refusals until its time is up, to find nothing lost.
+	w, err := worlds.Load(name, src)
+	if err == nil {
+		err = w.Admit(1, worlds.Limits{})
+	}
+	if err != nil {
+		return nil, err
+	}
 	data := o.Data
 	if data == "" {
 		if data, err = os.MkdirTemp("", "corpsim-soak-"); err != nil {
