@@ -118,3 +118,27 @@ func tableGone(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "object size mismatch") || strings.Contains(msg, "unknown to the objstorage provider")
 }
+
+// Holds reports whether folder dir holds a store, or any part of one (a
+// table, a WAL, a MANIFEST or its marker, CURRENT, the record of a clean
+// close): a folder Open would open rather than make a new store in. A
+// folder that does not exist, or holds only files of other programs,
+// holds none. It reads the folder's names alone and changes nothing.
+func Holds(dir string) (bool, error) {
+	names, err := vfs.Default.List(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, n := range names {
+		switch {
+		case n == "CURRENT", n == CloseRecordName,
+			strings.HasPrefix(n, "MANIFEST-"), strings.HasPrefix(n, "marker.manifest."),
+			storeFile(n, ".sst"), storeFile(n, ".blob"), storeFile(n, ".log"):
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents/wire"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/events/pebblelog"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -32,6 +33,13 @@ type compacter interface {
 func Delete(ctx context.Context, data string, ids []string, withForks bool, logger hclog.Logger) ([]Deleted, error) {
 	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no data folder %s", data)
+	}
+	if ok, err := pebblelog.Holds(data); err == nil && !ok && len(ids) > 0 {
+		// No store, no session: none is made to find that out.
+		if len(ids) > 1 {
+			return nil, fmt.Errorf("no session %s in %s; nothing was deleted", ids[0], data)
+		}
+		return nil, fmt.Errorf("no session %s in %s", ids[0], data)
 	}
 	log, err := OpenLog(ctx, data, false, logger)
 	if iu := (*InUseError)(nil); errors.As(err, &iu) {

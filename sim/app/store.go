@@ -206,6 +206,10 @@ func openSession(ctx context.Context, data, id string, readOnly bool, logger hcl
 	var err error
 	if readOnly {
 		log, err = openPebble(ctx, data, true, logger)
+	} else if ok, herr := pebblelog.Holds(data); herr == nil && !ok {
+		// A folder with no store holds no session: opened to write, it
+		// would get a store (and its ballast) only to find none.
+		return nil, events.SessionMeta{}, fmt.Errorf("no session %s in %s", id, data)
 	} else {
 		log, err = OpenLog(ctx, data, false, logger)
 	}
