@@ -162,6 +162,9 @@ func openPebble(ctx context.Context, dir string, readOnly bool, logger hclog.Log
 		l.Close()
 		return nil, err
 	}
+	// The folder is this process's now: a bus.url in it was left by a
+	// corpsim that was killed, and names a bus nobody listens on.
+	RemoveBusURL(dir)
 	for _, m := range metas {
 		if m.Status == events.StatusRunning {
 			if last, err := l.LastSeq(ctx, m.ID); err == nil {

@@ -60,3 +60,35 @@ func TestWritersDoNotMakeAStoreToFindNoSession(t *testing.T) {
 		})
 	}
 }
+
+// A writer that opens a store holds its folder: a bus.url left there by a
+// corpsim killed while it served names a bus nobody listens on, and is
+// removed, so that a command refused the folder meanwhile is not sent to
+// that dead bus (and log --follow does not try it).
+func TestOpenLogRemovesADeadProcessBusURL(t *testing.T) {
+	ctx := context.Background()
+	data := filepath.Join(t.TempDir(), "data")
+	log, err := app.OpenLog(ctx, data, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.WriteBusURL(data, "nats://127.0.0.1:1"); err != nil {
+		t.Fatal(err)
+	}
+	// A kill -9: the store is closed (its lock released), bus.url stays.
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	log, err = app.OpenLog(ctx, data, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	if url := app.ReadBusURL(data); url != "" {
+		t.Errorf("bus.url %q after a writer opened the folder, want none", url)
+	}
+	_, err = app.OpenRead(ctx, data, nil)
+	if err == nil || strings.Contains(err.Error(), "nats://127.0.0.1:1") {
+		t.Errorf("a read while the writer holds the folder: %v; want it refused without the dead bus's URL", err)
+	}
+}
