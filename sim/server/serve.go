@@ -177,7 +177,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	// The flags are checked: a usage error leaves nothing behind.
 	tokenFile := ""
-	if o.OperatorToken == "" {
+	if o.OperatorToken == "" && o.NATS == "" {
+		// The embedded server's token; an external server's is its own
+		// (--nats-token, below): no file is made for it.
 		tokenFile = filepath.Join(o.Data, app.OperatorTokenFile)
 		tok, err := app.OperatorToken(o.Data, false)
 		if err != nil {
@@ -226,7 +228,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		}
 		probe.Close()
 		bus = ext
-		if o.OperatorToken == "" || tokenFile != "" {
+		if o.OperatorToken == "" {
 			o.OperatorToken = o.NATSToken
 		}
 	}
