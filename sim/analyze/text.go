@@ -284,14 +284,11 @@ func (d *Difference) WriteText(w io.Writer) {
 		fmt.Fprintln(w)
 		return
 	}
-	verb, shared := "differ", fmt.Sprintf("%d events", d.Seq-1)
+	verb := "differ"
 	if len(d.Fields) == 1 {
 		verb = "differs"
 	}
-	if d.Seq-1 == 1 {
-		shared = "1 event"
-	}
-	fmt.Fprintf(w, "first divergence at seq %d (%s %s; %s shared before it)\n", d.Seq, strings.Join(d.Fields, ", "), verb, shared)
+	fmt.Fprintf(w, "first divergence at seq %d (%s %s; %s shared before it)\n", d.Seq, strings.Join(d.Fields, ", "), verb, Plural(int(d.Seq-1), "event"))
 	eventLine(w, "A", d.A, d.AWall, d.AText)
 	eventLine(w, "B", d.B, d.BWall, d.BText)
 	if d.A != nil && d.B != nil && d.AText == d.BText {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/corpsim/corpsim/agents/llm"
 	"github.com/corpsim/corpsim/events"
+	"github.com/corpsim/corpsim/sim/analyze"
 	"github.com/corpsim/corpsim/sim/export"
 )
 
@@ -125,7 +126,7 @@ func Export(ctx context.Context, o ExportOptions, ids []string, stdout io.Writer
 		switch o.Format {
 		case "jsonl":
 			n, err := export.WriteEvents(ctx, w, log, uniq)
-			return fmt.Sprintf("%d events of %s", n, nSessions(len(uniq))), err
+			return fmt.Sprintf("%s of %s", analyze.Plural(int(n), "event"), analyze.Plural(len(uniq), "session")), err
 		case "sft":
 			return exportSFT(ctx, w, log, uniq, o)
 		default:
@@ -197,11 +198,7 @@ func exportSFT(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 		}
 		kept, lines = kept+k, lines+l
 	}
-	noun := "episodes"
-	if kept == 1 {
-		noun = "episode"
-	}
-	what := fmt.Sprintf("%d %s of %s", kept, noun, nSessions(len(ids)))
+	what := fmt.Sprintf("%s of %s", analyze.Plural(kept, "episode"), analyze.Plural(len(ids), "session"))
 	if o.HistorySet {
 		what += fmt.Sprintf(" in %d lines of at most %d earlier turns", lines, o.History)
 	}
@@ -280,7 +277,7 @@ func exportDPO(ctx context.Context, w io.Writer, log export.Log, ids []string, o
 	if err := export.WriteLines(w, pairs); err != nil {
 		return "", err
 	}
-	what := fmt.Sprintf("%d preference pairs from %s", len(pairs), nSessions(len(ids)))
+	what := fmt.Sprintf("%s from %s", analyze.Plural(len(pairs), "preference pair"), analyze.Plural(len(ids), "session"))
 	if len(pairs) == 0 && len(alone) < paired {
 		what += fmt.Sprintf(" (no two episodes of the same world, seed and member have %s rewards that differ by more than %g)", o.By, o.Margin)
 	}
@@ -335,11 +332,4 @@ func writeOutput(path string, stdout io.Writer, write func(io.Writer) (string, e
 		return "", fmt.Errorf("write %s: %w", path, unwrapPath(err))
 	}
 	return what + " to " + path, nil
-}
-
-func nSessions(n int) string {
-	if n == 1 {
-		return "1 session"
-	}
-	return fmt.Sprintf("%d sessions", n)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/corpsim/corpsim/sim/analyze"
 	"github.com/corpsim/corpsim/sim/app"
 )
 
@@ -99,11 +100,7 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 				}
 				return werr
 			}
-			seeds := "seeds"
-			if res.Seeds == 1 {
-				seeds = "seed"
-			}
-			fmt.Fprintf(a.stdout, "world %s, %d %s from %d%s, %s, %s\n\n", res.World, res.Seeds, seeds, max(o.FirstSeed, 1), keyedNote(res.Keyed), res.Wall, res.Rubric)
+			fmt.Fprintf(a.stdout, "world %s, %s from %d%s, %s, %s\n\n", res.World, analyze.Plural(res.Seeds, "seed"), max(o.FirstSeed, 1), keyedNote(res.Keyed), res.Wall, res.Rubric)
 			if err := printSweep(a.stdout, res); err != nil {
 				return err
 			}
