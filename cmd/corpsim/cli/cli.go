@@ -257,6 +257,14 @@ func usageArgs(c *cobra.Command) {
 			if err := check(cmd, args); err != nil {
 				return usagef("%s%v (usage: %s)", cmdPrefix(cmd), argsMessage(err), cmd.UseLine())
 			}
+			// Every argument names something (a session, a world): an
+			// empty one (an unset shell variable) names nothing, and was
+			// looked up as "no session  in DIR".
+			for i, a := range args {
+				if strings.TrimSpace(a) == "" {
+					return usagef("%sargument %d is empty (usage: %s)", cmdPrefix(cmd), i+1, cmd.UseLine())
+				}
+			}
 			return nil
 		}
 	}
