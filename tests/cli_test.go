@@ -109,6 +109,7 @@ func TestCLIErrors(t *testing.T) {
 		{"misspelt flag", []string{"run", "--sed", "7"}, cli.ExitUsage, "run: unknown flag: --sed (see corpsim run --help)"},
 		{"missing argument", []string{"replay"}, cli.ExitUsage, "replay: takes 1 argument, got 0 (usage: corpsim replay SESSION"},
 		{"too many arguments", []string{"diff", "A"}, cli.ExitUsage, "diff: takes 2 arguments, got 1"},
+		{"a file for a data folder", []string{"sessions", "--data", "FILE"}, cli.ExitError, "is a file, not a folder"},
 		{"an empty session", []string{"resume", "", "--data", "DATA"}, cli.ExitUsage, "resume: argument 1 is empty (usage: corpsim resume SESSION"},
 		{"an empty second session", []string{"diff", "S", " "}, cli.ExitUsage, "diff: argument 2 is empty"},
 		{"bad number", []string{"run", "--seed", "abc"}, cli.ExitUsage, `run: --seed "abc" is not a whole number`},

@@ -100,6 +100,10 @@ const readOnlyCacheSize = 16 << 20
 // openPebble returns, and the store, should Pebble open it later, is
 // closed again; a command that returns the error exits at once.
 func openPebble(ctx context.Context, dir string, readOnly bool, logger hclog.Logger) (events.Log, error) {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		// Pebble would say "open DIR/LOCK: not a directory".
+		return nil, fmt.Errorf("data folder %s is a file, not a folder", dir)
+	}
 	type opened struct {
 		l   *pebblelog.Log
 		err error
