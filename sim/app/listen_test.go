@@ -2,12 +2,8 @@ package app_test
 
 import (
 	"context"
-	"net"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/events"
 	"github.com/corpsim/corpsim/sim/app"
@@ -22,7 +18,7 @@ import (
 // and a sessions --nats asked in between got "no responders".
 func TestRunListenListsFromTheMomentItIsReachable(t *testing.T) {
 	data := t.TempDir()
-	addr := freeAddr(t)
+	addr := simtest.FreeAddr(t)
 	var listed []server.ClusterSession
 	reach := &simtest.Reach{Addr: addr, Ask: func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -31,7 +27,7 @@ func TestRunListenListsFromTheMomentItIsReachable(t *testing.T) {
 		listed, err = server.ListCluster(ctx, "nats://"+addr, app.ReadOperatorToken(data))
 		return err
 	}}
-	logger := reach.Logger(hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: tWriter{t}}))
+	logger := reach.Logger(simtest.TestLogger(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := app.Run(ctx, app.RunOptions{World: "startup", Seed: 1, Agents: "greedy", Data: data, Listen: addr,
@@ -49,23 +45,4 @@ func TestRunListenListsFromTheMomentItIsReachable(t *testing.T) {
 	if len(listed) != 1 || listed[0].ID != res.Session || listed[0].Status != events.StatusRunning {
 		t.Fatalf("sessions --nats listed %+v; want session %s, running", listed, res.Session)
 	}
-}
-
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// tWriter sends a logger's lines to t.Log.
-type tWriter struct{ tb testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.tb.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }

@@ -2,12 +2,8 @@ package server
 
 import (
 	"context"
-	"net"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/corpsim/corpsim/sim/app"
 	"github.com/corpsim/corpsim/sim/simtest"
@@ -20,7 +16,7 @@ import (
 // asked in between got "no responders".
 func TestServeListsFromTheMomentItIsReachable(t *testing.T) {
 	data := t.TempDir()
-	addr := freeAddr(t)
+	addr := simtest.FreeAddr(t)
 	asked := make(chan struct{})
 	reach := &simtest.Reach{Addr: addr, Ask: func() error {
 		defer close(asked)
@@ -29,7 +25,7 @@ func TestServeListsFromTheMomentItIsReachable(t *testing.T) {
 		_, err := ListCluster(ctx, "nats://"+addr, app.ReadOperatorToken(data))
 		return err
 	}}
-	logger := reach.Logger(hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: tWriter{t}}))
+	logger := reach.Logger(simtest.TestLogger(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)
@@ -51,23 +47,4 @@ func TestServeListsFromTheMomentItIsReachable(t *testing.T) {
 	if _, err := reach.Asked(); err != nil {
 		t.Fatalf("sessions --nats asked as soon as %s was reachable: got %v, want the list", addr, err)
 	}
-}
-
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// tWriter sends a logger's lines to t.Log.
-type tWriter struct{ tb testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.tb.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }

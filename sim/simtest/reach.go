@@ -2,7 +2,9 @@ package simtest
 
 import (
 	"net"
+	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -68,3 +70,27 @@ func (l reachLogger) Debug(msg string, args ...any) { l.r.Probe(); l.Logger.Debu
 func (l reachLogger) Info(msg string, args ...any)  { l.r.Probe(); l.Logger.Info(msg, args...) }
 func (l reachLogger) Warn(msg string, args ...any)  { l.r.Probe(); l.Logger.Warn(msg, args...) }
 func (l reachLogger) Error(msg string, args ...any) { l.r.Probe(); l.Logger.Error(msg, args...) }
+
+// FreeAddr returns a loopback address whose port was free a moment ago.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestLogger is a logger at warn level whose lines go to tb.Log.
+func TestLogger(tb testing.TB) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: tb.Name(), Level: hclog.Warn, Output: tbWriter{tb}})
+}
+
+// tbWriter sends what a logger writes to tb.Log, a line at a time.
+type tbWriter struct{ tb testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.tb.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
