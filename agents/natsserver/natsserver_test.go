@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/corpsim/corpsim/agents/natsserver"
+	"github.com/corpsim/corpsim/sim/simtest"
 )
 
 // TestListenOnPortZeroPicksAFreePort: "HOST:0" means a free port, as it
@@ -56,22 +57,11 @@ func TestStartSaysWhyItCannotListen(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // A server started with OpenLater takes no network client until Open; a
 // responder subscribed in-process before Open answers the first request a
 // network client makes once it is open.
 func TestOpenLaterKeepsThePortClosedUntilOpen(t *testing.T) {
-	addr := freeAddr(t)
+	addr := simtest.FreeAddr(t)
 	s, err := natsserver.Start(natsserver.Options{Listen: addr, OpenLater: true, Ready: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
