@@ -438,3 +438,54 @@ func TestWaitNamesTheColleaguesWhoServeTheQueue(t *testing.T) {
 	}
 	t.Logf("%d of %d tickets name the colleagues who could take them", named, len(s.State.AllTasks()))
 }
+
+// TestCompareCountsCases: diff of two sessions of a world of cases shows
+// their cases (done, within SLA, breached) and the outcome score beside
+// the ticket and task rows, each side's as its scorecard has it. It
+// showed none: two billing-support runs compared by their 0 tasks and
+// tickets alone.
+func TestCompareCountsCases(t *testing.T) {
+	src := simtest.Source(t, "billing-support")
+	w, err := worlds.Load("billing-support.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := playLoaded(t, w, src, 1), playLoaded(t, w, src, 2)
+	d := analyze.Compare(a, b)
+	for i, s := range []*analyze.Session{a, b} {
+		sc, side := policies.Score(s.State), d.Sides[i]
+		breached := 0
+		for _, tpl := range sc.Templates {
+			breached += tpl.Breached
+		}
+		if side.Cases == 0 || side.Cases != sc.Cases || side.CasesDone != sc.CasesDone || side.CasesInSLA != sc.CasesInSLA || side.CaseBreaches != breached {
+			t.Errorf("side %d: cases %d, done %d, within SLA %d, breached %d; the scorecard's %d, %d, %d, %d",
+				i, side.Cases, side.CasesDone, side.CasesInSLA, side.CaseBreaches, sc.Cases, sc.CasesDone, sc.CasesInSLA, breached)
+		}
+		if side.OutcomeMax == 0 || side.Outcome != sc.Outcome || side.OutcomeMax != sc.OutcomeMax || side.WrongOutcomes != sc.WrongOutcomes || side.Collateral != sc.Collateral {
+			t.Errorf("side %d: outcome %g of %g, %d wrong, %d collateral; the scorecard's %g of %g, %d, %d",
+				i, side.Outcome, side.OutcomeMax, side.WrongOutcomes, side.Collateral, sc.Outcome, sc.OutcomeMax, sc.WrongOutcomes, sc.Collateral)
+		}
+	}
+	var text strings.Builder
+	d.WriteText(&text)
+	A, B := d.Sides[0], d.Sides[1]
+	rows := map[string]string{}
+	for _, line := range strings.Split(text.String(), "\n") {
+		if name, vals, ok := strings.Cut(line, "  "); ok {
+			rows[name] = strings.Join(strings.Fields(vals), " ")
+		}
+	}
+	for name, want := range map[string]string{
+		"cases done":        fmt.Sprintf("%d/%d %d/%d", A.CasesDone, A.Cases, B.CasesDone, B.Cases),
+		"cases within SLA":  fmt.Sprintf("%d %d", A.CasesInSLA, B.CasesInSLA),
+		"case SLA breaches": fmt.Sprintf("%d %d", A.CaseBreaches, B.CaseBreaches),
+		"outcome score":     fmt.Sprintf("%.2f/%.0f %.2f/%.0f", A.Outcome, A.OutcomeMax, B.Outcome, B.OutcomeMax),
+		"wrong outcomes":    fmt.Sprintf("%d %d", A.WrongOutcomes, B.WrongOutcomes),
+		"collateral writes": fmt.Sprintf("%d %d", A.Collateral, B.Collateral),
+	} {
+		if rows[name] != want {
+			t.Errorf("diff's row %q reads %q, want %q:\n%s", name, rows[name], want, text.String())
+		}
+	}
+}

@@ -36,6 +36,19 @@ type Side struct {
 	Resolved  int     `json:"tickets_resolved"`
 	InSLA     int     `json:"tickets_in_sla"`
 	Breaches  int     `json:"sla_breaches"`
+	// Cases (worlds of version 2): opened, done (every step verified),
+	// done within their SLA, and those whose SLA passed while open.
+	Cases        int `json:"cases,omitempty"`
+	CasesDone    int `json:"cases_done,omitempty"`
+	CasesInSLA   int `json:"cases_in_sla,omitempty"`
+	CaseBreaches int `json:"case_sla_breaches,omitempty"`
+	// The outcome score of the cases' work on records, decisions and
+	// replies (of OutcomeMax), the steps completed with their outcome
+	// unmet, and the writes no case asked for (the scorecard's).
+	Outcome       float64 `json:"outcome,omitempty"`
+	OutcomeMax    float64 `json:"outcome_max,omitempty"`
+	WrongOutcomes int     `json:"wrong_outcomes,omitempty"`
+	Collateral    int     `json:"collateral,omitempty"`
 
 	Violations int `json:"violations"`
 	Rejections int `json:"rejections"`
@@ -182,7 +195,12 @@ func (s *Session) side(from uint64) Side {
 		TeamScore: sc.TeamScore, Delivered: sc.Delivered, Penalties: sc.Penalties, Tasks: sc.Tasks, TasksDone: sc.TasksDone,
 		OnTime: sc.OnTime, Late: sc.TasksDone - sc.OnTime + sc.TicketsResolved - sc.TicketsInSLA, Tickets: sc.Tickets,
 		Resolved: sc.TicketsResolved, InSLA: sc.TicketsInSLA, Breaches: sc.SLABreaches,
-		Violations: sc.Violations, Rejections: sc.Rejections, Timeouts: sc.Timeouts, TurnErrors: sc.TurnErrors}
+		Violations: sc.Violations, Rejections: sc.Rejections, Timeouts: sc.Timeouts, TurnErrors: sc.TurnErrors,
+		Cases: sc.Cases, CasesDone: sc.CasesDone, CasesInSLA: sc.CasesInSLA,
+		Outcome: sc.Outcome, OutcomeMax: sc.OutcomeMax, WrongOutcomes: sc.WrongOutcomes, Collateral: sc.Collateral}
+	for _, t := range sc.Templates {
+		sd.CaseBreaches += t.Breached
+	}
 	if s.State.Ended {
 		sd.Ended = s.State.EndReason
 	}

@@ -317,6 +317,16 @@ func (d *Difference) WriteText(w io.Writer) {
 		row("within SLA", "%d", A.InSLA, B.InSLA)
 		row("SLA breaches", "%d", A.Breaches, B.Breaches)
 	}
+	if A.Cases+B.Cases > 0 {
+		row("cases done", "%s", fmt.Sprintf("%d/%d", A.CasesDone, A.Cases), fmt.Sprintf("%d/%d", B.CasesDone, B.Cases))
+		row("cases within SLA", "%d", A.CasesInSLA, B.CasesInSLA)
+		row("case SLA breaches", "%d", A.CaseBreaches, B.CaseBreaches)
+	}
+	if A.OutcomeMax+B.OutcomeMax > 0 {
+		row("outcome score", "%s", fmt.Sprintf("%.2f/%.0f", A.Outcome, A.OutcomeMax), fmt.Sprintf("%.2f/%.0f", B.Outcome, B.OutcomeMax))
+		row("wrong outcomes", "%d", A.WrongOutcomes, B.WrongOutcomes)
+		row("collateral writes", "%d", A.Collateral, B.Collateral)
+	}
 	row("violations", "%d", A.Violations, B.Violations)
 	row("rejected actions", "%d", A.Rejections, B.Rejections)
 	row("timeouts", "%d", A.Timeouts, B.Timeouts)
