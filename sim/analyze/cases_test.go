@@ -489,3 +489,24 @@ func TestCompareCountsCases(t *testing.T) {
 		}
 	}
 }
+
+// Sessions of two worlds are said to be so: their first events differ,
+// and a divergence "at seq 1" alone reads like two runs that parted at once.
+func TestCompareOtherWorlds(t *testing.T) {
+	a := mustClaims(t, 1)
+	src := simtest.Source(t, "billing-support")
+	w, err := worlds.Load("billing-support.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	analyze.Compare(a, playLoaded(t, w, src, 1)).WriteText(&text)
+	if !strings.Contains(text.String(), "the sessions are of different worlds (claims and billing-support)") {
+		t.Errorf("diff of claims and billing-support does not say they are of other worlds:\n%s", text.String())
+	}
+	text.Reset()
+	analyze.Compare(a, mustClaims(t, 2)).WriteText(&text)
+	if strings.Contains(text.String(), "different worlds") {
+		t.Errorf("diff of two claims sessions says they are of different worlds:\n%s", text.String())
+	}
+}

@@ -276,6 +276,9 @@ func (d *Difference) WriteText(w io.Writer) {
 		}
 		fmt.Fprintln(w, ")")
 	}
+	if A.World != B.World {
+		fmt.Fprintf(w, "the sessions are of different worlds (%s and %s): they diverge from their first event, and only their figures compare\n", A.World, B.World)
+	}
 	if !d.Diverged {
 		fmt.Fprintf(w, "no divergence: both logs hold the same %d events", A.Events)
 		if d.IDsFrom != 0 {
