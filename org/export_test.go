@@ -23,6 +23,7 @@ func (s *State) ScanView(id string) Observation {
 	o.Role, o.Team, o.Turn, o.OnLeave = m.Role, m.Team, m.Turn+1, m.OnLeave
 	o.Queues = []*QueueView{}
 	o.Rejected = m.Rejected
+	o.News = s.news() // not indexed: the view's own
 	type ranked struct {
 		t       *Task
 		pending int

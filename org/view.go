@@ -1,6 +1,7 @@
 package org
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/corpsim/corpsim/clock"
@@ -58,7 +59,21 @@ type Observation struct {
 	Systems []SystemView `json:"systems,omitempty"`
 	Policy  string       `json:"policy,omitempty"`
 	Results []ReadResult `json:"results,omitempty"`
+	// News is what happened in the company that its world tells: the
+	// notes of the interruptions that have happened, the latest first, at
+	// most MaxNews of them.
+	News []NewsView `json:"news,omitempty"`
 }
+
+// NewsView is an interruption that has happened, as its note tells it.
+type NewsView struct {
+	At   clock.Time `json:"at"`   // when it happened
+	Kind string     `json:"kind"` // reprioritize, leave, outage, change or urgent
+	Note string     `json:"note"`
+}
+
+// MaxNews is how many news an observation lists.
+const MaxNews = 5
 
 // CaseView is a case as a member sees it: its attributes, never its facts.
 type CaseView struct {
@@ -465,6 +480,7 @@ func (s *State) ViewAt(id string, omit Omit, now clock.Time) Observation {
 	o.Role, o.Team, o.Turn, o.OnLeave = m.Role, m.Team, m.Turn+1, m.OnLeave
 	o.Rejected = m.Rejected
 	o.Shift = s.shiftView(m, now)
+	o.News = s.news()
 	// The queues it serves: by its role, or as an NPC's.
 	served := s.roleServes[m.Role] // by index in World.Queues; nil: none
 	var npcQueues, skills []string
@@ -756,4 +772,18 @@ func (s *State) caseViews(o *Observation, m *Member, upCases []string) {
 		}
 		o.Open = append(o.Open, v)
 	}
+}
+
+// news lists the notes of the world's interruptions that have happened,
+// the latest first (of two at one instant, the later in the world's
+// list), at most MaxNews of them.
+func (s *State) news() []NewsView {
+	var out []NewsView
+	for i := len(s.Fired) - 1; i >= 0; i-- {
+		if in := &s.World.Interruptions[i]; s.Fired[i] && in.Note != "" {
+			out = append(out, NewsView{At: in.At, Kind: in.Kind, Note: in.Note})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b NewsView) int { return cmp.Compare(b.At, a.At) })
+	return out[:min(len(out), MaxNews):min(len(out), MaxNews)]
 }

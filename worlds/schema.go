@@ -452,7 +452,7 @@ var specs = map[reflect.Type]typeSpec{
 			"priority": {doc: "reprioritize: the task's new priority; urgent: the ticket's priority."},
 			"effort": {doc: "change: the extra effort, such as +2d.",
 				apply: func(s *jsonschema.Schema) { s.Pattern = extraEffortPattern.String() }},
-			"note":           {doc: "What happened, in words: recorded in the log with the interruption's event (reprioritize, change, outage, leave) for analysis; agents' observations do not show it, and an urgent ticket's note is not recorded."},
+			"note":           {doc: "What agents are told happened: once it has happened, every observation lists it under news (the latest five), and the interruption's event records it (an urgent ticket's task.created does not)."},
 			"ticket":         {doc: "urgent: the ticket that arrives."},
 			"delegate_limit": {doc: "leave (version 2): what the delegate may approve meanwhile. A step beyond it goes to the absent member's manager; with no manager it waits for the member's return."},
 		},

@@ -20,6 +20,7 @@ The observation:
 - approvals: requests waiting for your decision; requests: your own, pending ones first, then the latest decided (past the listed limit, requests_more counts the rest); inbox: messages delivered to you; awaiting: your questions with no answer yet.
 - budget: your team's money (a task's charges, or a request's task_charges, is another team's budget its purchase is paid from); projects: progress and deadlines (milliseconds since the world's start, like time and deadline).
 - rejected: your actions refused since your last turn, with the reason.
+- news: what happened in the company lately (a colleague's leave, an outage, a change of plan or priority, an urgent ticket), the latest first.
 - cases (worlds with cases): the cases of the tasks listed, with their attributes, the steps done, who holds each fact (ask them in a message naming the case) and what you were told, then the open cases you did a step of (past the listed limit, cases_more counts the rest); ask: steps a colleague performs when you ask for them.
 
 How the work is scored (the team's score):

@@ -180,9 +180,28 @@ func (d *viewDecoder) observation(o *org.Observation) bool {
 			return 1 << 25, d.Int(&o.RequestsMore)
 		case "cases_more":
 			return 1 << 26, d.Int(&o.CasesMore)
+		case "news":
+			return 1 << 27, d.newsViews(&o.News)
 		}
 		return 0, false
 	})
+}
+
+func (d *viewDecoder) newsViews(v *[]org.NewsView) bool {
+	var scratch []org.NewsView // a few: not kept between observations
+	return list(d, &scratch, v, func(n *org.NewsView) bool {
+		return d.Object(func(key []byte) (uint32, bool) {
+			switch string(key) {
+			case "at":
+				return 1 << 0, d.Int64((*int64)(&n.At))
+			case "kind":
+				return 1 << 1, d.Str(&n.Kind)
+			case "note":
+				return 1 << 2, d.Str(&n.Note)
+			}
+			return 0, false
+		})
+	}, nil)
 }
 
 func (d *viewDecoder) taskViews(v *[]org.TaskView) bool {

@@ -56,7 +56,17 @@ func AppendObservation(dst []byte, o *org.Observation) ([]byte, error) {
 	if len(o.Rejected) > 0 {
 		dst = fastjson.AppendList(dst, `,"rejected":`, o.Rejected, appendRejectedView)
 	}
+	if len(o.News) > 0 { // the last field: those between are not on this path
+		dst = fastjson.AppendList(dst, `,"news":`, o.News, appendNewsView)
+	}
 	return append(dst, '}'), nil
+}
+
+func appendNewsView(n *org.NewsView, dst []byte) []byte {
+	dst = fastjson.AppendKeyInt(dst, `{"at":`, int64(n.At))
+	dst = fastjson.AppendKeyString(dst, `,"kind":`, n.Kind)
+	dst = fastjson.AppendKeyString(dst, `,"note":`, n.Note)
+	return append(dst, '}')
 }
 
 // finite reports whether every float in o is one JSON can hold.
