@@ -63,9 +63,10 @@
 // # Limits and errors
 //
 // A request body over Config.MaxRequestBytes (corpsim serve: --max-message)
-// is refused with 413; malformed JSON-RPC and unknown methods are refused by
-// the SDK (400, or a JSON-RPC error), and the session, the seat and its
-// turn are untouched. A client that disconnects in the middle of a call
+// is refused with 413; malformed JSON-RPC is refused by the SDK (400), and
+// a request for an unknown method is answered with the JSON-RPC error
+// -32601 (on an MCP session with HTTP 200: notfound.go), and the session,
+// the seat and its turn are untouched. A client that disconnects in the middle of a call
 // loses only that call's answer: observe uses nothing up, and an action
 // that reached the engine shows in the next observation. Every refusal is
 // counted by Config.Recorder.Failed, by kind. The SDK's DNS-rebinding

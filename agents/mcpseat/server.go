@@ -299,7 +299,7 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.legacySDK.ServeHTTP(w, r)
+	s.methodNotFound(s.legacySDK, w, r)
 	if !opening {
 		return
 	}
