@@ -29,7 +29,8 @@ const InvalidAction = "invalid"
 // kilobytes, so a long history fills a model's context quickly.
 const DefaultMaxHistory = 4
 
-// maxResponseBytes bounds what is read of an endpoint's answer.
+// maxResponseBytes bounds what is read of an endpoint's answer; a longer
+// answer is an error saying so.
 const maxResponseBytes = 8 << 20
 
 // ErrBadOptions is wrapped by the errors of Options.Validate.
@@ -544,10 +545,12 @@ func (a *Agent) post(ctx context.Context, body any) ([]byte, error) {
 		return nil, fmt.Errorf("llm: POST %s: %w", a.endpoint, err)
 	}
 	defer res.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(res.Body, maxResponseBytes))
+	data, err := io.ReadAll(io.LimitReader(res.Body, maxResponseBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("llm: POST %s: reading the answer: %w", a.endpoint, err)
 	}
+	over := len(data) > maxResponseBytes
+	data = data[:min(len(data), maxResponseBytes)]
 	if res.StatusCode/100 != 2 {
 		msg := strings.TrimSpace(string(data))
 		var e struct {
@@ -557,6 +560,10 @@ func (a *Agent) post(ctx context.Context, body any) ([]byte, error) {
 			msg = e.Error.Message
 		}
 		return nil, fmt.Errorf("llm: POST %s: %s: %s", a.endpoint, res.Status, clip(msg))
+	}
+	if over {
+		// Cut short, it would be reported as JSON that ends too soon.
+		return nil, fmt.Errorf("llm: POST %s: the answer is over %d bytes; the limit is %d MiB", a.endpoint, maxResponseBytes, maxResponseBytes>>20)
 	}
 	return data, nil
 }

@@ -303,6 +303,29 @@ func TestErrorsAreReturned(t *testing.T) {
 			t.Fatalf("got %v, want an error wrapping context.DeadlineExceeded", err)
 		}
 	})
+	t.Run("an answer over the size limit", func(t *testing.T) {
+		// A well-formed completion whose text is larger than what the agent
+		// reads (8 MiB): the error says so, not that the answer, cut short,
+		// "is not a chat completion: unexpected end of JSON input".
+		for _, api := range []string{llm.APIChat, llm.APIResponses} {
+			t.Run(api, func(t *testing.T) {
+				huge := strings.Repeat("x", 9<<20)
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					_, _ = io.Copy(io.Discard, r.Body)
+					_ = json.NewEncoder(w).Encode(map[string]any{
+						"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": huge}}},
+						"status":  "completed", "output": []any{map[string]any{"type": "message", "content": []any{map[string]any{"type": "output_text", "text": huge}}}},
+					})
+				}))
+				t.Cleanup(srv.Close)
+				a := mustAgent(t, llm.Options{BaseURL: srv.URL + "/v1", Model: "m", API: api})
+				_, err := a.Decide(context.Background(), obs(1))
+				if err == nil || !strings.Contains(err.Error(), "the limit is 8 MiB") || strings.Contains(err.Error(), "JSON input") {
+					t.Fatalf("got %v; want an error saying the answer is over the 8 MiB limit", err)
+				}
+			})
+		}
+	})
 	t.Run("a failed turn is not kept", func(t *testing.T) {
 		fail := true
 		var mu sync.Mutex
