@@ -11,6 +11,11 @@ const (
 	KindPolicy    = "policy"    // a company rule forbids it; counted as a violation
 )
 
+// ReasonTurnEnded is why the engine refuses an action of a reply after
+// the work or wait that ended the turn (of kind state). It is recorded in
+// the log: changing it changes the log.
+const ReasonTurnEnded = "the turn already ended with a work or wait action"
+
 // Rejection says why an action was refused: a stable Kind, the Rule's name
 // for KindPolicy, and a Reason that is a sentence. The engine records all
 // three in an action.rejected event, so their text is part of the log.

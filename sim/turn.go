@@ -51,7 +51,7 @@ func (e *Engine) takeTurn(a Answer) {
 	ended := false
 	for i, act := range a.Actions {
 		if ended {
-			e.reject(m.ID, turnSeq, i, act, org.Reject(org.KindState, "the turn already ended with a work or wait action"))
+			e.reject(m.ID, turnSeq, i, act, org.Reject(org.KindState, "%s", org.ReasonTurnEnded))
 			continue
 		}
 		c, rej := e.st.Check(m, act, e.now)

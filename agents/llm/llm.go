@@ -474,22 +474,20 @@ func (c *conversation) report(rejected []org.RejectedView) {
 		return
 	}
 	last := &c.turns[len(c.turns)-1]
-	used := make([]bool, len(rejected))
+	// The actions the reply carried, in order: a call not sent is none.
+	var acts []org.Action
 	for _, s := range c.sent {
-		var result string
-		switch {
-		case s.dropped != "":
-			result = s.dropped
-		default:
-			var rej *org.RejectedView
-			for i, r := range rejected {
-				if !used[i] && r.Action == s.action {
-					used[i] = true
-					rej = &rejected[i]
-					break
-				}
-			}
-			result = ToolResult(s.action, rej) // s.action is an InvalidAction when s.invalid is set
+		if s.dropped == "" {
+			acts = append(acts, s.action)
+		}
+	}
+	refusals := agents.MatchRefusals(acts, rejected)
+	k := 0
+	for _, s := range c.sent {
+		result := s.dropped
+		if s.dropped == "" {
+			result = ToolResult(s.action, refusals[k]) // s.action is an InvalidAction when s.invalid is set
+			k++
 		}
 		last.results = append(last.results, message{Role: "tool", ToolCallID: s.id, Content: text(result)})
 	}

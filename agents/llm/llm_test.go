@@ -431,3 +431,34 @@ func TestName(t *testing.T) {
 		t.Fatalf("got %q, want llm/qwen2.5", got)
 	}
 }
+
+// Of two identical calls, the engine takes the first and refuses the
+// second when the first ended the turn: the model is told so, not the
+// other way round. Refusals carry no index, and the first unused match
+// went to the first call: the model read that its wait was refused and
+// its second accepted.
+func TestIdenticalCallsAreToldApart(t *testing.T) {
+	f, srv := mustServe(t, script([]call{{"a", "wait", `{}`}, {"b", "wait", `{}`}}))
+	a := mustAgent(t, llm.Options{BaseURL: srv.URL + "/v1", Model: "m"})
+	acts, err := a.Decide(context.Background(), obs(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(acts) != 2 || acts[0] != acts[1] {
+		t.Fatalf("actions %+v, want two identical waits", acts)
+	}
+	o := obs(2)
+	o.Rejected = []org.RejectedView{{Action: acts[1], Kind: org.KindState, Reason: org.ReasonTurnEnded}}
+	if _, err := a.Decide(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	results := map[string]string{}
+	for _, m := range f.requests()[1].Messages {
+		if m.Role == "tool" {
+			results[m.ToolCallID] = m.text()
+		}
+	}
+	if results["a"] != "accepted" || !strings.Contains(results["b"], org.ReasonTurnEnded) {
+		t.Errorf("the model was told a: %q, b: %q; want a accepted and b refused, the turn having ended", results["a"], results["b"])
+	}
+}

@@ -411,32 +411,7 @@ func results(acts []org.Action, next httpgw.Observation, refused string, failed 
 		_ = json.Unmarshal(next.Body, &o)
 		rejected = o.Rejected
 	}
-	// Each refusal goes to a call it names. A refusal because the turn
-	// had already ended is a later call's: of two identical waits the
-	// engine takes the first and refuses the second, and matched from the
-	// first it went to the one taken. Any other goes to the first such
-	// call (work before a claim, then the same work after it: the first is
-	// refused). A refusal carries no index, so identical calls refused for
-	// other reasons are told apart by this order alone.
-	used := make([]bool, len(rejected))
-	refusal := make([]*org.RejectedView, len(acts))
-	for _, late := range []bool{true, false} {
-		for k := range acts {
-			i := k
-			if late {
-				i = len(acts) - 1 - k
-			}
-			if refusal[i] != nil {
-				continue
-			}
-			for j := range rejected {
-				if !used[j] && rejected[j].Action == acts[i] && strings.HasPrefix(rejected[j].Reason, turnEnded) == late {
-					used[j], refusal[i] = true, &rejected[j]
-					break
-				}
-			}
-		}
-	}
+	refusal := agents.MatchRefusals(acts, rejected)
 	for i, a := range acts {
 		rej := refusal[i]
 		switch {
@@ -458,10 +433,6 @@ func results(acts []org.Action, next httpgw.Observation, refused string, failed 
 	}
 	return out
 }
-
-// turnEnded begins the reason the engine refuses an action after a work
-// or wait that ended its turn (sim's takeTurn).
-const turnEnded = "the turn already ended"
 
 // callOf turns a tool call into the action it answers a turn with: one of
 // type invalidAction, carrying the reason, when it does not parse or is
