@@ -23,7 +23,10 @@ type EvalOptions struct {
 	Load      float64
 	Seeds     int
 	FirstSeed uint64
-	Parallel  int
+	// FirstSeedSet says FirstSeed was given: 0 is then seed 0 (a seed
+	// like any other, as run's), where an unset FirstSeed is seed 1.
+	FirstSeedSet bool
+	Parallel     int
 }
 
 // GoalResult is one goal over all the runs of an evaluation.
@@ -121,7 +124,7 @@ func goals(s policies.Scorecard) map[string]bool {
 // Eval runs Seeds episodes of a world, in parallel, in memory, over one
 // embedded NATS server, and reports the spread of scores, pass@1 and pass^k.
 func Eval(ctx context.Context, o EvalOptions, ro RunOptions) (*EvalResult, error) {
-	if err := checkEpisodes(&o.FirstSeed, o.Seeds, &o.Parallel); err != nil {
+	if err := checkEpisodes(&o.FirstSeed, o.FirstSeedSet, o.Seeds, &o.Parallel); err != nil {
 		return nil, err
 	}
 	// Checked once, before any seed runs: the load, the world and what its
@@ -289,15 +292,15 @@ const MaxEpisodes = 100_000
 // checkEpisodes checks the seeds and the parallelism of an eval or a
 // sweep: at least one seed, none past the largest (seeds first,
 // first+1, … would wrap to 0), no negative --parallel. A first seed of 0
-// is 1; a parallelism of 0, one episode per core.
-func checkEpisodes(first *uint64, seeds int, parallel *int) error {
+// not given (set false) is 1; a parallelism of 0, one episode per core.
+func checkEpisodes(first *uint64, set bool, seeds int, parallel *int) error {
 	if seeds < 1 {
 		return Usagef("--seeds must be at least 1")
 	}
 	if seeds > MaxEpisodes {
 		return Usagef("--seeds %d: at most %d episodes in one run of the command (each one's scorecard is kept for the summary)", seeds, MaxEpisodes)
 	}
-	if *first == 0 {
+	if *first == 0 && !set {
 		*first = 1
 	}
 	if *first > math.MaxUint64-uint64(seeds-1) {

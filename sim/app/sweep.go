@@ -25,7 +25,9 @@ type SweepOptions struct {
 	Agents    []string // agent specs, each as for run's --agents
 	Seeds     int
 	FirstSeed uint64
-	Parallel  int
+	// FirstSeedSet says FirstSeed was given (EvalOptions.FirstSeedSet).
+	FirstSeedSet bool
+	Parallel     int
 	// Progress, if set, is called after each run with the runs done and the total.
 	Progress func(done, total int)
 	// Diagnose diagnoses every run (analyze.Session.Diagnose) into
@@ -122,7 +124,7 @@ func onTimeRate(s policies.Scorecard) float64 {
 // over one embedded NATS server, each run exactly as Eval runs it, and
 // reports completion, on-time rate and team score per (load, agents).
 func Sweep(ctx context.Context, o SweepOptions, ro RunOptions) (*SweepResult, error) {
-	if err := checkEpisodes(&o.FirstSeed, o.Seeds, &o.Parallel); err != nil {
+	if err := checkEpisodes(&o.FirstSeed, o.FirstSeedSet, o.Seeds, &o.Parallel); err != nil {
 		return nil, err
 	}
 	if len(o.Loads) == 0 || len(o.Agents) == 0 {

@@ -85,6 +85,7 @@ its mean share within SLA is shown) and the budget (budget: no overrun).`,
 			if err := explicitLoad(cmd, o.Load); err != nil {
 				return err
 			}
+			o.FirstSeedSet = cmd.Flags().Changed("first-seed")
 			ro.Logger = a.logger
 			var err error
 			if ro.Secret, err = sf.read(); err != nil {

@@ -58,6 +58,7 @@ agents) and DIR/diagnose.jsonl (each run's diagnosis, for corpsim diagnose --swe
 specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.FirstSeedSet = cmd.Flags().Changed("first-seed")
 			var err error
 			if o.Loads, err = parseLoads(loads); err != nil {
 				return err
@@ -100,7 +101,7 @@ specs with ';' instead (e.g. "greedy;greedy,alice=idle").`,
 				}
 				return werr
 			}
-			fmt.Fprintf(a.stdout, "world %s, %s from %d%s, %s, %s\n\n", res.World, analyze.Plural(res.Seeds, "seed"), max(o.FirstSeed, 1), keyedNote(res.Keyed), res.Wall, res.Rubric)
+			fmt.Fprintf(a.stdout, "world %s, %s from %d%s, %s, %s\n\n", res.World, analyze.Plural(res.Seeds, "seed"), firstSeed(o.FirstSeed, o.FirstSeedSet), keyedNote(res.Keyed), res.Wall, res.Rubric)
 			if err := printSweep(a.stdout, res); err != nil {
 				return err
 			}
@@ -176,4 +177,12 @@ func writeSweep(out string, res *app.SweepResult) error {
 		}
 	}
 	return nil
+}
+
+// firstSeed is the first seed a sweep of first (given if set) plays.
+func firstSeed(first uint64, set bool) uint64 {
+	if first == 0 && !set {
+		return 1
+	}
+	return first
 }
