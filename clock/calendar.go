@@ -526,16 +526,37 @@ func (c *Calendar) workBetween(r *rules, a, b Time) Duration {
 }
 
 // PeriodEnd returns the end of the working period that holds t, or of the
-// next one if t is not a working instant: the instant a shift ends.
+// next one if t is not a working instant: the instant a shift ends. Periods
+// that touch are one, as in a Rota: a 00:00-24:00 day followed by another
+// working day does not end at midnight. A period that goes on for rotaSpan
+// (a calendar that works every instant) is reported to end rotaSpan after
+// its start or t, whichever is later.
 func (c *Calendar) PeriodEnd(t Time) Time {
 	r := c.resolved()
+	if r.continuous && inSpan(t) {
+		return t.Add(rotaSpan)
+	}
 	last := c.lastDay()
 	for n := c.firstDay(r, t); n < last; n++ {
-		if r.isWorkday(n) {
-			if _, e := c.workHours(r, n); t < e {
-				return e
-			}
+		if !r.isWorkday(n) {
+			continue
 		}
+		s, e := c.workHours(r, n)
+		if t >= e {
+			continue
+		}
+		limit := maxTime
+		if from := max(t, s); maxTime-from > Time(rotaSpan) {
+			limit = from.Add(rotaSpan)
+		}
+		for m := n + 1; e < limit && m < last && r.isWorkday(m); m++ {
+			s2, e2 := c.workHours(r, m)
+			if s2 != e {
+				break
+			}
+			e = e2
+		}
+		return min(e, limit)
 	}
 	return maxTime
 }

@@ -217,6 +217,45 @@ func TestCalendarAddWork(t *testing.T) {
 	}
 }
 
+// TestCalendarPeriodEnd checks where a working period ends: a period that
+// the next day's touches (a 00:00-24:00 day before another working day) does
+// not end at midnight, and one that never ends is reported to end 28 days on,
+// as a Rota's.
+func TestCalendarPeriodEnd(t *testing.T) {
+	all := [7]bool{true, true, true, true, true, true, true}
+	office := mustValidate(t, Calendar{Start: monday})
+	night := mustValidate(t, Calendar{Start: monday, DayStart: 22 * Hour, DayEnd: 30 * Hour})
+	weekdays := mustValidate(t, Calendar{Start: monday, DayStart: 0, DayEnd: 24 * Hour})
+	always := mustValidate(t, Calendar{Start: monday, DayStart: 0, DayEnd: 24 * Hour, Workdays: all})
+	holiday := mustValidate(t, Calendar{Start: monday, DayStart: 0, DayEnd: 24 * Hour, Workdays: all, Holidays: []string{"2026-01-08"}})
+	tests := []struct {
+		name string
+		c    *Calendar
+		at   Time
+		want Time
+	}{
+		{"office hours end at 17:00", office, at(0, 10, 0), at(0, 17, 0)},
+		{"after hours: the next day's end", office, at(0, 17, 0), at(1, 17, 0)},
+		{"a night ends the next morning", night, at(0, 23, 0), at(1, 6, 0)},
+		{"whole weekdays run to saturday", weekdays, at(0, 10, 0), at(5, 0, 0)},
+		{"from friday too", weekdays, at(4, 23, 0), at(5, 0, 0)},
+		{"on the weekend: the next week's", weekdays, at(5, 10, 0), at(12, 0, 0)},
+		{"every hour: 28 days on", always, at(2, 10, 0), at(30, 10, 0)},
+		{"up to a holiday", holiday, at(0, 10, 0), at(3, 0, 0)},
+		{"on the holiday: from the next day", holiday, at(3, 10, 0), at(32, 0, 0)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.c.PeriodEnd(tt.at); got != tt.want {
+				t.Errorf("PeriodEnd(%s) = %s, want %s", show(tt.c, tt.at), show(tt.c, got), show(tt.c, tt.want))
+			}
+			if got, want := (Rota{tt.c}).PeriodEnd(tt.at), tt.want; got != want {
+				t.Errorf("Rota's PeriodEnd(%s) = %s, want %s", show(tt.c, tt.at), show(tt.c, got), show(tt.c, want))
+			}
+		})
+	}
+}
+
 func TestCalendarWorkBetween(t *testing.T) {
 	c := mustValidate(t, Calendar{Start: monday, Holidays: []string{"2026-01-07"}})
 	tests := []struct {

@@ -410,3 +410,49 @@ func TestWeeklyRotation(t *testing.T) {
 	}
 	mustReplayLive(t, e, evs)
 }
+
+// roundTheClock is a desk whose one operator's shift is the whole day,
+// every day: her shift never ends, so midnight is no handover.
+const roundTheClock = `version: 2
+name: round-the-clock
+start: 2026-01-05T20:00:00Z
+horizon: 2026-01-08T00:00:00Z
+calendar: {hours: "00:00-24:00", workdays: [mon, tue, wed, thu, fri, sat, sun]}
+roles: [{id: op}]
+teams:
+  - id: desk
+    handover: required
+    shifts:
+      - {id: all, hours: "00:00-24:00", members: [ann]}
+members:
+  - {id: ann, role: op, team: desk}
+queues: [{id: q, served_by: [op]}]
+arrivals:
+  - id: a
+    queue: q
+    process: scheduled
+    at: ["2026-01-05T21:00:00Z"]
+    ticket: {title: Alarm, role: op, effort: 8h, value: 1}
+`
+
+// TestWholeDayShiftHasNoMidnightHandover plays an operator on a shift of
+// 00:00-24:00 every day with greedy: she works through midnight, finishes
+// the ticket and commits no handover violation. (Her shift was taken to
+// end at every midnight: greedy stopped working half an hour before it,
+// and she was charged a violation each midnight while the ticket stood.)
+func TestWholeDayShiftHasNoMidnightHandover(t *testing.T) {
+	e, w := mustWorldEngine(t, "round-the-clock.yaml", []byte(roundTheClock), 1)
+	e.Start()
+	evs := drive(t, e, greedy, false, 0)
+	if v := handoverViolations(t, evs); len(v) > 0 {
+		t.Errorf("%d handover violations, the first at %s, want none", len(v), w.Calendar.Wall(clock.Time(v[0].Time)))
+	}
+	done := false
+	for _, ev := range evs {
+		done = done || ev.Type == payload.EvTaskCompleted
+	}
+	if !done {
+		t.Errorf("the ticket was not completed")
+	}
+	mustReplayLive(t, e, evs)
+}
