@@ -56,7 +56,7 @@ func (g *Greedy) decide(_ context.Context, o org.Observation) ([]org.Action, err
 	}
 	if handingOver(o) {
 		// The shift ends soon and the team requires handing work over.
-		return append(append(acts, handoffs(o)...), org.Action{Type: org.ActWait}), nil
+		return handOver(o, acts), nil
 	}
 	// A case step a separation rule bars us from goes back to its queue.
 	barred := barredSteps(o)

@@ -111,7 +111,7 @@ func (p *Planner) decide(_ context.Context, o org.Observation) ([]org.Action, er
 	}
 	if handingOver(o) {
 		// The shift ends soon and the team requires handing work over.
-		return append(append(acts, handoffs(o)...), org.Action{Type: org.ActWait}), nil
+		return handOver(o, acts), nil
 	}
 	pl := newPlan(o, p.cfg)
 	pl.cutoff = p.cutoff(o)

@@ -51,6 +51,22 @@ func handoffs(o org.Observation) []org.Action {
 	return acts
 }
 
+// handOver is the end of the turn of a member whose shift ends so soon that
+// it hands its work over (handingOver): acts, the hand-offs, and a wait.
+// Work that nobody may take over stays with the member (a violation at
+// the end of the shift), who then looks again when the shift has ended, to
+// go on with it in the next: a wait without an end would last until
+// something else changed, and nothing may (the member's next shift
+// beginning does not wake it).
+func handOver(o org.Observation, acts []org.Action) []org.Action {
+	moves := handoffs(o)
+	wait := org.Action{Type: org.ActWait}
+	if len(moves) < len(o.Assigned) {
+		wait.Until = int64(o.Shift.Ends)
+	}
+	return append(append(acts, moves...), wait)
+}
+
 // caseUnderway reports whether t is a case step and another step of its
 // case is done.
 func caseUnderway(o org.Observation, t org.TaskView) bool {

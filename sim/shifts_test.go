@@ -456,3 +456,59 @@ func TestWholeDayShiftHasNoMidnightHandover(t *testing.T) {
 	}
 	mustReplayLive(t, e, evs)
 }
+
+// officeHandover is a team of one calendar that requires handing work
+// over: at 17:00 everyone's day ends together, so held work has nobody to
+// go to and stays, at the cost of a violation.
+const officeHandover = `version: 2
+name: office-handover
+start: 2026-01-05T09:00:00Z
+horizon: 5d
+teams:
+  - {id: desk, handover: required}
+roles: [{id: op}]
+members:
+  - {id: ann, role: op, team: desk}
+queues: [{id: q, served_by: [op]}]
+arrivals:
+  - id: a
+    queue: q
+    process: scheduled
+    at: [1h]
+    ticket: {title: Migration, role: op, effort: 12h, value: 1}
+`
+
+// TestHeldWorkGoesOnNextDay plays a ticket of a day and a half in a team
+// whose handover is required and who has nobody to hand it to, with greedy
+// and planner: the work stays over the night (one violation) and goes on
+// the next morning. (They waited without an end when the handover reserve
+// began, and nothing woke them: the ticket stood, a violation a day.)
+func TestHeldWorkGoesOnNextDay(t *testing.T) {
+	planners := map[string]*agents.Planner{}
+	for name, decide := range map[string]decider{"greedy": greedy, "planner": func(o org.Observation) sim.Answer { // order: each case is independent
+		p := planners[o.Member]
+		if p == nil {
+			p = agents.NewPlanner(o.Member)
+			planners[o.Member] = p
+		}
+		acts, _ := p.Decide(context.Background(), o)
+		return sim.Answer{Member: o.Member, Turn: o.Turn, Actions: acts}
+	}} {
+		t.Run(name, func(t *testing.T) {
+			e, w := mustWorldEngine(t, "office-handover.yaml", []byte(officeHandover), 1)
+			e.Start()
+			evs := drive(t, e, decide, false, 0)
+			done := false
+			for _, ev := range evs {
+				done = done || ev.Type == payload.EvTaskCompleted
+			}
+			if v := handoverViolations(t, evs); !done || len(v) != 1 {
+				t.Errorf("ticket completed: %v, with %d handover violations; want completed with 1 (monday 17:00)", done, len(v))
+				for _, ev := range v {
+					t.Logf("violation at %s", w.Calendar.Wall(clock.Time(ev.Time)))
+				}
+			}
+			mustReplayLive(t, e, evs)
+		})
+	}
+}
