@@ -512,3 +512,50 @@ func TestHeldWorkGoesOnNextDay(t *testing.T) {
 		})
 	}
 }
+
+// deskOutage is a 24/7 desk in a company that works 09:00-17:00: its
+// queue goes down on a Friday at 16:00 for four hours.
+const deskOutage = `version: 2
+name: desk-outage
+start: 2026-01-09T09:00:00Z
+horizon: 2026-01-13T17:00:00Z
+roles: [{id: op}]
+teams:
+  - id: desk
+    coverage: 24/7
+    shifts:
+      - {id: day, hours: "08:00-20:00", members: [ann]}
+      - {id: night, hours: "20:00-08:00", members: [ben]}
+members:
+  - {id: ann, role: op, team: desk}
+  - {id: ben, role: op, team: desk}
+queues: [{id: q, served_by: [op]}]
+interruptions:
+  - {at: "2026-01-09T16:00:00Z", kind: outage, queue: q, for: 4h}
+`
+
+// TestOutageLastsOnItsTeamsSchedule checks that a queue's outage lasts its
+// working time on the schedule of the queue's team, as its tickets' SLAs
+// do: the 24/7 desk's four hours end on Friday at 20:00. (They were the
+// company's four hours, until Monday noon: the desk was down all weekend,
+// past the SLA of any ticket it had.)
+func TestOutageLastsOnItsTeamsSchedule(t *testing.T) {
+	e, w := mustWorldEngine(t, "desk-outage.yaml", []byte(deskOutage), 1)
+	e.Start()
+	evs := drive(t, e, greedy, false, 0)
+	want := clock.Time(11 * clock.Hour) // Friday 20:00
+	found := false
+	for _, ev := range evs {
+		if ev.Type != payload.EvQueueDown {
+			continue
+		}
+		found = true
+		if got := decode[payload.QueueDown](t, ev).Until; got != want {
+			t.Errorf("the outage lasts until %s, want %s", w.Calendar.Wall(got), w.Calendar.Wall(want))
+		}
+	}
+	if !found {
+		t.Fatal("no queue.down event")
+	}
+	mustReplayLive(t, e, evs)
+}

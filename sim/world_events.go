@@ -279,7 +279,6 @@ func arrivalByID(w *worlds.World, id string) (*worlds.Arrival, bool) {
 
 // interrupt makes interruption i happen.
 func (e *Engine) interrupt(i int, in *worlds.Interruption) {
-	cal := &e.cfg.World.Calendar
 	fired := payload.InterruptionFired{Interruption: i, Note: in.Note}
 	switch in.Kind {
 	case worlds.Reprioritize:
@@ -287,7 +286,9 @@ func (e *Engine) interrupt(i int, in *worlds.Interruption) {
 	case worlds.Change:
 		e.emit(payload.EvTaskChanged, "", 0, payload.TaskChanged{InterruptionFired: fired, Task: in.Task, Effort: in.Effort})
 	case worlds.Outage:
-		e.emit(payload.EvQueueDown, "", 0, payload.QueueDown{InterruptionFired: fired, Queue: in.Queue, Until: cal.AddWork(e.now, in.For)})
+		// Its length is working time of the queue's team, as its tickets' SLAs are.
+		until := e.teamSchedule(e.ticketTeam(&worlds.Template{}, in.Queue)).AddWork(e.now, in.For)
+		e.emit(payload.EvQueueDown, "", 0, payload.QueueDown{InterruptionFired: fired, Queue: in.Queue, Until: until})
 	case worlds.Urgent:
 		id := fmt.Sprintf("urgent-%d", i+1)
 		def := e.ticket(in.Ticket, id, e.key("urgent", "", i))
