@@ -64,14 +64,20 @@ func (v *validator) instant(path, s string, cal *clock.Calendar, limit clock.Tim
 
 // when reads a time at path: an offset (working time from the start, as in
 // every version) or, from version 2, an RFC 3339 instant. required says the
-// field must be given; positive that an offset of zero is refused. An
-// instant must fall within [start, v.horizon].
+// field must be given; positive that an offset of zero, or an instant that
+// is the start, is refused. An instant must fall within [start, v.horizon].
 func (v *validator) when(path, s string, cal *clock.Calendar, required, positive bool) (clock.Time, bool) {
 	if s == "" && !required {
 		return 0, true
 	}
 	if looksLikeInstant(s) {
-		return v.instant(path, s, cal, v.horizon)
+		t, ok := v.instant(path, s, cal, v.horizon)
+		if ok && positive && t == 0 {
+			// As an offset of zero is: a deadline at time 0 reads as none.
+			v.errf(path, "%s is the world's start: it must be after it", s)
+			return 0, false
+		}
+		return t, ok
 	}
 	d, ok := v.duration(path, s, cal.DayLength(), positive)
 	if !ok {

@@ -80,6 +80,8 @@ func TestLoadInstantErrors(t *testing.T) {
 			`w.yaml:41:10: interruptions[0].at: expected an RFC 3339 instant such as 2026-02-17T09:00:00Z, got "2026-01-06T10:00:00"`},
 		{"a deadline past the horizon", v2("deadline: 12d", "deadline: 2026-02-02T09:00:00Z"),
 			`w.yaml:35:15: projects[0].deadline: 2026-02-02T09:00:00Z is past the horizon (2026-01-26T17:00:00Z)`},
+		{"a deadline at the start", v2("deadline: 12d", "deadline: 2026-01-05T09:00:00Z"),
+			`w.yaml:35:15: projects[0].deadline: 2026-01-05T09:00:00Z is the world's start: it must be after it`},
 		{"an absence before the start", v2("      reply: {min: 1h, max: 6h}\n", "      reply: {min: 1h, max: 6h}\n      absent: [{from: 2025-12-31T09:00:00Z, for: 1d}]\n"),
 			`w.yaml:23:23: members[2].npc.absent[0].from: 2025-12-31T09:00:00Z is before the world's start (2026-01-05T09:00:00Z)`},
 		{"an arrival list entry past the horizon", v2(lastTask, lastTask+"arrivals:\n  - {id: a, queue: backlog, process: scheduled, at: [1d, \"2026-03-01T09:00:00Z\"], ticket: {role: engineer, effort: 1h}}\n"),
