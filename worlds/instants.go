@@ -72,7 +72,7 @@ func (v *validator) when(path, s string, cal *clock.Calendar, required, positive
 	}
 	if looksLikeInstant(s) {
 		t, ok := v.instant(path, s, cal, v.horizon)
-		if ok && positive && t == 0 {
+		if ok && positive && t == 0 && !v.lim.Recorded { // a recorded world reads as it did then: no deadline
 			// As an offset of zero is: a deadline at time 0 reads as none.
 			v.errf(path, "%s is the world's start: it must be after it", s)
 			return 0, false

@@ -599,9 +599,10 @@ func TestLoadWholeNumbersWrittenAsFloats(t *testing.T) {
 // session still replays, verifies, resumes and forks.
 func TestRecordedFilesSkipTheChecksAddedSince(t *testing.T) {
 	for name, src := range map[string][]byte{
-		"a fraction":     mustEdit(t, "budget: 20000}", "budget: 1500.5}"),
-		"a large value":  mustEdit(t, "{id: spec, role: lead, effort: 1d}", "{id: spec, role: lead, effort: 1d, value: 1e13}"),
-		"a failing when": caseEdit(t, "when: amount > 2000", "when: amount % 0 > 1"),
+		"a fraction":                      mustEdit(t, "budget: 20000}", "budget: 1500.5}"),
+		"a large value":                   mustEdit(t, "{id: spec, role: lead, effort: 1d}", "{id: spec, role: lead, effort: 1d, value: 1e13}"),
+		"a failing when":                  caseEdit(t, "when: amount > 2000", "when: amount % 0 > 1"),
+		"a deadline at the start instant": mustEdit(t, "version: 1", "version: 2", "deadline: 12d", `deadline: "2026-01-05T09:00:00Z"`),
 		"a field its interruption's kind does not read": mustEdit(t,
 			withSection("interruptions:\n  - {at: 1d, kind: outage, queue: backlog, for: 1d, delegate: bob}\n")...),
 	} {
