@@ -323,6 +323,17 @@ func (b *Builder) observe(ev *events.Event) error {
 				b.bumpQueue(t.Queue, 1, ev.Time)
 			}
 		}
+	case payload.EvCaseReopened:
+		// Its unmet steps are new tasks, open items of their queues again.
+		p, err := payloadOf[payload.CaseReopened](ev, b.typed)
+		if err != nil {
+			return err
+		}
+		for _, step := range p.Steps {
+			if t := b.st.Task(org.ReopenedTaskID(p.Case, step, p.N)); t != nil {
+				b.bumpQueue(t.Queue, 1, ev.Time)
+			}
+		}
 	case payload.EvTaskClaimed:
 		p, err := payloadOf[payload.TaskClaimed](ev, b.typed)
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corpsim/corpsim/events/payload"
+	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim/report"
 )
 
@@ -74,5 +76,45 @@ func TestReportCases(t *testing.T) {
 	r, page = mustReport(t, w, evs, report.Options{Session: "s", Explain: mustAnalysis(t, evs)})
 	if r.Cases != nil || strings.Contains(page, `id="cases"`) {
 		t.Error("a version 1 world's report has a cases section")
+	}
+}
+
+// TestQueueChartCountsReopenedSteps: a case its requester reopens gives its
+// queue new tasks (the unmet steps, redone), which the open-items chart
+// counts as a case's first steps are counted, so a queue's series never
+// drops below zero and ends at the tasks of the queue nobody held.
+func TestQueueChartCountsReopenedSteps(t *testing.T) {
+	w, src := mustWorld(t, "billing-support", nil)
+	evs := drive(t, w, src, 1)
+	reopened := 0
+	for _, ev := range evs {
+		if ev.Type == payload.EvCaseReopened {
+			reopened++
+		}
+	}
+	if reopened == 0 {
+		t.Fatal("no case was reopened; the test needs a session that reopens one")
+	}
+	r, _ := mustReport(t, w, evs, report.Options{Session: "s"})
+	st := mustAnalysis(t, evs).State
+	want := map[string]int{}
+	for _, tk := range st.AllTasks() {
+		if tk.Status == org.StatusOpen {
+			want[tk.Queue]++
+		}
+	}
+	if len(r.Queues.Series) == 0 {
+		t.Fatal("the queue chart has no series")
+	}
+	for _, s := range r.Queues.Series {
+		for _, p := range s.Points {
+			if p.Y < 0 {
+				t.Errorf("queue %s: %v open items at %v; want none below zero", s.Name, p.Y, p.X)
+				break
+			}
+		}
+		if got := s.Points[len(s.Points)-1].Y; got != float64(want[s.Name]) {
+			t.Errorf("queue %s ends at %v open items; want %d, its tasks nobody held at the end (%d cases reopened)", s.Name, got, want[s.Name], reopened)
+		}
 	}
 }
