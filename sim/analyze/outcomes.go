@@ -419,20 +419,29 @@ func fieldsText(f payload.Attrs, names []string) string {
 	return strings.Join(out, ", ")
 }
 
+// OutcomeSubject names what an outcome of kind (a scorecard card's Kind)
+// is about — the record and its ID ("invoice inv-4"), "reply",
+// "decision", "create ticket" or "meeting" — and what its parts are
+// called: "criteria" for a meeting, else "fields". The trace and the
+// report say it the same way.
+func OutcomeSubject(kind, record, id string) (what, unit string) {
+	switch kind {
+	case worlds.KindDecision, worlds.KindReply:
+		return kind, "fields"
+	case worlds.KindCreate:
+		return "create " + record, "fields"
+	case policies.OutcomeMeeting:
+		return "meeting", "criteria"
+	}
+	return strings.TrimSpace(record + " " + id), "fields"
+}
+
 // writeText writes the outcome under its step in corpsim trace --case.
 func (ot *OutcomeTrace) writeText(w io.Writer) {
 	if ot == nil {
 		return
 	}
-	unit, what := "fields", strings.TrimSpace(ot.Record+" "+ot.ID)
-	switch ot.Kind {
-	case worlds.KindDecision, worlds.KindReply:
-		what = ot.Kind
-	case worlds.KindCreate:
-		what = "create " + ot.Record
-	case policies.OutcomeMeeting:
-		unit, what = "criteria", "meeting"
-	}
+	what, unit := OutcomeSubject(ot.Kind, ot.Record, ot.ID)
 	verdict := fmt.Sprintf("%d of %d %s right (score %g)", ot.Right, ot.Fields, unit, ot.Score)
 	if ot.Wrong {
 		verdict += ", WRONG OUTCOME"

@@ -55,10 +55,25 @@ type WrongOutcome struct {
 	Case    string   `json:"case"`
 	Task    string   `json:"task"`
 	By      string   `json:"by"`
+	Kind    string   `json:"kind,omitempty"` // the card's: "" for a record's fields, or meeting, reply, decision, create
 	Record  string   `json:"record"`
 	ID      string   `json:"id"`
 	Unmet   []string `json:"unmet"`
 	Summary string   `json:"summary,omitempty"`
+}
+
+// Subject names what the outcome is about, as the trace does
+// (analyze.OutcomeSubject): "invoice inv-4", "meeting", "reply".
+func (w WrongOutcome) Subject() string {
+	what, _ := analyze.OutcomeSubject(w.Kind, w.Record, w.ID)
+	return what
+}
+
+// Parts is what the outcome's parts are called: "criteria" for a meeting,
+// else "fields".
+func (w WrongOutcome) Parts() string {
+	_, unit := analyze.OutcomeSubject(w.Kind, w.Record, w.ID)
+	return unit
 }
 
 // CollateralWrite is a write no case in its writer's hands asked for.
@@ -129,7 +144,7 @@ func (b *Builder) outcomes(card *policies.Scorecard) *Outcomes {
 		if len(r.WrongCases) >= MaxWrongRows {
 			continue
 		}
-		w := WrongOutcome{Case: oc.Case, Task: oc.Task, By: oc.By, Record: oc.Record, ID: oc.ID, Unmet: oc.Unmet}
+		w := WrongOutcome{Case: oc.Case, Task: oc.Task, By: oc.By, Kind: oc.Kind, Record: oc.Record, ID: oc.ID, Unmet: oc.Unmet}
 		if tracer != nil {
 			if ct, err := tracer.Case(oc.Case); err == nil {
 				for _, st := range ct.Steps {
@@ -203,7 +218,7 @@ var _ = template.Must(page.New("outcomes").Funcs(template.FuncMap{"attrs": attrs
 {{range .Steps}}<tr data-template="{{.Template}}" data-step="{{.Step}}"><td>{{.Template}}</td><td>{{.Step}}</td><td class="n">{{.Outcomes}}</td><td class="n">{{.Done}}</td><td class="n">{{f2 .Score}}</td><td class="n">{{f2 .Mean}}</td><td class="n">{{.Wrong}}</td></tr>
 {{end}}</table>
 {{range .Steps}}{{if .WrongCases}}<h3>Wrong outcomes of {{.Template}}/{{.Step}}{{if gt .Wrong (len .WrongCases)}} (first {{len .WrongCases}} of {{.Wrong}}{{if .Reopened}}; {{.Reopened}} of them reopened by the requester and redone{{end}}){{end}}</h3>
-<ul>{{range .WrongCases}}<li class="wrong-outcome" data-case="{{.Case}}" data-task="{{.Task}}"><b>{{.Task}}</b> by {{.By}}: {{.Record}} {{.ID}}, fields unmet: {{range $i, $f := .Unmet}}{{if $i}}, {{end}}{{$f}}{{end}}{{if .Summary}}<div>{{.Summary}}</div>{{end}}</li>
+<ul>{{range .WrongCases}}<li class="wrong-outcome" data-case="{{.Case}}" data-task="{{.Task}}"><b>{{.Task}}</b> by {{.By}}: {{.Subject}}, {{.Parts}} unmet: {{range $i, $f := .Unmet}}{{if $i}}, {{end}}{{$f}}{{end}}{{if .Summary}}<div>{{.Summary}}</div>{{end}}</li>
 {{end}}</ul>{{end}}{{end}}
 <h3>Collateral writes</h3>
 <table id="collateral"><tr><th>when</th><th>who</th><th>op</th><th>record</th><th>before</th><th>after</th></tr>

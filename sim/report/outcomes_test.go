@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -162,3 +163,52 @@ func TestReportOutcomes(t *testing.T) {
 		t.Error("a world without systems has an outcomes section")
 	}
 }
+
+// TestReportSaysWhatWrongOutcomesAreAbout: a wrong outcome's entry names
+// what it is about as the trace does — the record for a record outcome, a
+// meeting (and its criteria) or a reply — never an empty record.
+func TestReportSaysWhatWrongOutcomesAreAbout(t *testing.T) {
+	for _, tc := range []struct {
+		world string
+		evs   func(tb testing.TB) []events.Event
+		want  []string // entries' beginnings after "by MEMBER: " that must occur
+	}{
+		{"meetings", func(tb testing.TB) []events.Event {
+			w, src := mustWorld(tb, "meetings", nil)
+			return drive(tb, w, src, 1)
+		}, []string{"meeting, criteria unmet: "}},
+		{"billing-support", func(tb testing.TB) []events.Event { return driveCheaters(tb, 1) },
+			[]string{"reply, fields unmet: ", "invoice inv-"}},
+	} {
+		t.Run(tc.world, func(t *testing.T) {
+			w, _ := mustWorld(t, tc.world, nil)
+			evs := tc.evs(t)
+			r, page := mustReport(t, w, evs, report.Options{Session: "s", Explain: mustAnalysis(t, evs)})
+			if r.Outcomes == nil || r.Outcomes.Wrong == 0 {
+				t.Fatalf("outcomes %+v; the test needs wrong outcomes", r.Outcomes)
+			}
+			entries := wrongEntryRE.FindAllStringSubmatch(html.UnescapeString(page), -1)
+			if len(entries) == 0 {
+				t.Fatal("the page lists no wrong outcome")
+			}
+			found := map[string]bool{}
+			for _, e := range entries {
+				if strings.HasPrefix(e[1], " ") || strings.HasPrefix(e[1], ",") {
+					t.Errorf("wrong outcome %q names nothing it is about", e[0])
+				}
+				for _, want := range tc.want {
+					if strings.HasPrefix(e[1], want) {
+						found[want] = true
+					}
+				}
+			}
+			for _, want := range tc.want {
+				if !found[want] {
+					t.Errorf("no wrong outcome reads \"by M: %s…\"; entries: %q", want, entries)
+				}
+			}
+		})
+	}
+}
+
+var wrongEntryRE = regexp.MustCompile(`<li class="wrong-outcome"[^>]*><b>[^<]*</b> by [^:]*: ([^<]*)`)
