@@ -510,3 +510,22 @@ func TestCompareOtherWorlds(t *testing.T) {
 		t.Errorf("diff of two claims sessions says they are of different worlds:\n%s", text.String())
 	}
 }
+
+// TestDiagnoseCountsCasesOnce: a case's steps are diagnosed with their
+// case, so the items counted are the case (once) beside the tasks and
+// tickets outside cases, as the items that lost value are: a claims run
+// whose every failed item is a case or a project task is out of those.
+func TestDiagnoseCountsCasesOnce(t *testing.T) {
+	s := mustClaims(t, 1)
+	d := s.Diagnose()
+	want := len(s.State.Cases)
+	for _, tk := range s.State.AllTasks() {
+		if tk.Case == "" {
+			want++
+		}
+	}
+	if d.Items != want || d.Failed > d.Items || d.Failed == 0 {
+		t.Errorf("diagnosis counts %d items, %d failed; want %d items (%d cases and the tasks outside them), and some but not more failed",
+			d.Items, d.Failed, want, len(s.State.Cases))
+	}
+}

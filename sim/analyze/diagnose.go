@@ -96,7 +96,7 @@ type Diagnosis struct {
 	Possible float64 `json:"-"` // value the world's work could have given
 	Score    float64 `json:"-"` // the team score
 	Failed   int     `json:"-"` // tasks and tickets (and cases, whose steps are diagnosed with them) that lost value
-	Items    int     `json:"-"` // tasks and tickets (case steps among them) and cases in all
+	Items    int     `json:"-"` // tasks and tickets outside cases, and cases, in all (as Failed counts them)
 	Sessions int     `json:"-"` // for an aggregate: how many sessions it averages
 }
 
@@ -406,7 +406,9 @@ func (s *Session) Diagnose() *Diagnosis {
 	caseWhy := map[string]string{}   // case -> why a step of it does not verify
 	for _, t := range st.AllTasks() {
 		d.Possible += t.Value
-		d.Items++
+		if t.Case == "" { // a case's steps are one item, its case (diagnoseCases)
+			d.Items++
+		}
 		f := &failed{t: t}
 		if t.Status == org.StatusDone {
 			if f.why = policies.Verify(st, t); f.why == "" {
