@@ -254,14 +254,17 @@ func (s *State) pendingCount(t *Task) int {
 	return n
 }
 
-// ApprovalStatus says where a task's purchase approval stands: "" when none
-// is needed, else "needed", "pending", "approved" or "rejected".
+// ApprovalStatus says where a task's purchase approval stands for whoever
+// holds it: "" when none is needed, else "needed", "pending", "approved" or
+// "rejected". A request counts only for the member who made it (the rubric
+// verifies a purchase against its completer's request), so a task handed
+// over, or back to its queue, needs its next holder's own request.
 func (s *State) ApprovalStatus(t *Task) string {
 	if len(s.StepsFor(t)) == 0 {
 		return ""
 	}
 	r := s.requests[t.Request]
-	if r == nil {
+	if r == nil || r.Requester != t.Assignee {
 		return "needed"
 	}
 	return r.Status

@@ -140,6 +140,10 @@ func (r ApprovalRequired) check(s *org.State, member string, a *org.Action) *org
 	case org.RequestApproved:
 		return nil
 	case "needed":
+		if req := s.Request(t.Request); req != nil {
+			return org.Violation(r.Name(), "task %q buys for %d; its approval request %s is %s's, who no longer holds it: ask again",
+				t.ID, t.Spec.Purchase, req.ID, req.Requester)
+		}
 		roles := make([]string, len(steps))
 		for i, x := range steps {
 			roles[i] = x.Role
