@@ -342,9 +342,11 @@ func (s *State) WaitsFor(r *Request, member string) bool {
 // ApproverFor picks who approves a step of role on chain for amount, for
 // requester: the first other member holding the role, by ID; if all of
 // them are away, whoever stands in for them: a delegate whose limit allows
-// the step, else the manager of a holder whose delegate's limit does not,
-// else that holder itself (the step waits for its return); "" when nobody
-// can.
+// the step, else the manager of a holder whose delegate's limit does not
+// or who has no delegate, else that holder itself (the step waits for its
+// return); "" when nobody can. A delegate away itself is still named here
+// (requests were recorded so): the engine escalates such a step at once
+// to who stands in for it.
 func (s *State) ApproverFor(role, chain string, amount int64, requester string) string {
 	return s.approverFor(role, chain, amount, nil, requester)
 }
@@ -371,6 +373,18 @@ func (s *State) approverFor(role, chain string, amount int64, t *Task, requester
 	}
 	for _, m := range s.Members {
 		if m.Role == role && m.ID != requester && m.OnLeave && m.Delegate != "" && !s.DelegateMay(m, chain, amount) {
+			if mgr := s.managerStandIn(m, requester); mgr != "" {
+				return mgr
+			}
+			return m.ID
+		}
+	}
+	// A holder away without a delegate: its manager, as a step waiting for
+	// it when the leave began is escalated, else it (the step waits for its
+	// return). The loop above keeps its answers: recorded requests were
+	// routed by it, and this one's cases were refused.
+	for _, m := range s.Members {
+		if m.Role == role && m.ID != requester && m.OnLeave && m.Delegate == "" {
 			if mgr := s.managerStandIn(m, requester); mgr != "" {
 				return mgr
 			}

@@ -186,3 +186,75 @@ bob refused complete: task "buy" buys for 3000; its approval request r1 is alice
 		})
 	}
 }
+
+// leaveWorld: alice buys; carol (lead, managed by eve) approves above 500,
+// eve (exec, managed by zed) above 1000; dan is a deputy managed by eve.
+// The leaves are edited in.
+const leaveWorld = `version: 1
+name: leaves
+start: 2026-01-05T09:00:00Z
+horizon: 5d
+roles: [{id: eng}, {id: lead}, {id: exec}, {id: deputy}, {id: ceo}]
+teams: [{id: t, budget: 100000}]
+members:
+  - {id: alice, role: eng, team: t}
+  - {id: carol, role: lead, team: t, manager: eve}
+  - {id: dan, role: deputy, team: t, manager: eve}
+  - {id: eve, role: exec, team: t, manager: zed}
+  - {id: zed, role: ceo, team: t}
+queues: [{id: q, served_by: [eng]}]
+approvals:
+  - {id: spend, steps: [{role: lead, above: 500}, {role: exec, above: 1000}]}
+projects:
+  - id: p
+    team: t
+    queue: q
+    deadline: 5d
+    tasks:
+      - {id: buy, role: eng, effort: 1h, purchase: 800, approval: spend}
+      - {id: big, role: eng, effort: 1h, purchase: 3000, approval: spend}
+interruptions:
+`
+
+// TestApprovalStepsGoToWhoStandsIn: a step never waits for a member on
+// leave while someone stands in (the delegate, else the manager), whether
+// the leave began before the request (it is routed so), before the step
+// came up (it goes on when it does), or while it waited (it is escalated):
+// as a step pending at the leave's start is escalated.
+func TestApprovalStepsGoToWhoStandsIn(t *testing.T) {
+	h := clock.Hour
+	ask := func(task string) []org.Action {
+		return []org.Action{{Type: org.ActClaim, Task: task}, {Type: org.ActRequestApproval, Task: task}}
+	}
+	approve := []org.Action{{Type: org.ActApprove, Request: "r1"}}
+	tests := []struct {
+		name, leaves string
+		script       map[string][]timed
+		want         string
+	}{
+		{"approver away without a delegate", `  - {at: 1h, kind: leave, member: carol, for: 2d}
+`, map[string][]timed{"alice": {{2 * h, ask("buy")}}, "eve": {{3 * h, approve}}}, `alice requested r1 for buy -> eve
+eve granted r1 step 0
+`},
+		{"the delegate away too", `  - {at: 1h, kind: leave, member: dan, for: 2d}
+  - {at: 2h, kind: leave, member: carol, for: 2d, delegate: dan}
+`, map[string][]timed{"alice": {{3 * h, ask("buy")}}, "eve": {{4 * h, approve}}}, `alice requested r1 for buy -> dan
+escalated r1 step 0 dan -> eve (leave)
+eve granted r1 step 0
+`},
+		{"a later step's approver left after the request", `  - {at: 1h, kind: leave, member: eve, for: 2d, delegate: zed}
+`, map[string][]timed{"alice": {{0, ask("big")}}, "carol": {{2 * h, approve}}, "zed": {{3 * h, approve}}}, `alice requested r1 for big -> carol, eve
+carol granted r1 step 0
+escalated r1 step 1 eve -> zed (leave)
+zed granted r1 step 1
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, _ := playTimed(t, leaveWorld+tt.leaves, tt.script)
+			if got := approvalStory(t, evs); got != tt.want {
+				t.Errorf("events:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}

@@ -240,8 +240,9 @@ func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clo
 		steps := e.st.RouteSteps(t, m.ID)
 		cursor = cal.AddWork(cursor, e.cost(m, costs.RequestApproval))
 		id := fmt.Sprintf("r%d", len(e.st.Requests)+1)
-		e.emit(payload.EvApprovalRequested, m.ID, cause, payload.ApprovalRequested{Request: id, Task: t.ID, Chain: t.Spec.Chain,
+		seq := e.emit(payload.EvApprovalRequested, m.ID, cause, payload.ApprovalRequested{Request: id, Task: t.ID, Chain: t.Spec.Chain,
 			Amount: t.Spec.ApprovalAmount(), Steps: steps, BusyUntil: cursor})
+		e.stepUp(id, seq)
 	case org.ActApprove, org.ActReject:
 		r := c.Request
 		cursor = cal.AddWork(cursor, e.cost(m, costs.Decide))
@@ -249,7 +250,8 @@ func (e *Engine) perform(m *org.Member, c *org.Checked, cause uint64, cursor clo
 		if a.Type == org.ActReject {
 			typ = payload.EvApprovalRejected
 		}
-		e.emit(typ, m.ID, cause, payload.ApprovalDecided{Request: r.ID, Step: r.Current, Reason: a.Reason, BusyUntil: cursor})
+		seq := e.emit(typ, m.ID, cause, payload.ApprovalDecided{Request: r.ID, Step: r.Current, Reason: a.Reason, BusyUntil: cursor})
+		e.stepUp(r.ID, seq)
 	case org.ActMessage:
 		cursor = cal.AddWork(cursor, e.cost(m, costs.Message))
 		id := fmt.Sprintf("m%d", len(e.st.Messages)+1)

@@ -302,17 +302,38 @@ func (e *Engine) interrupt(i int, in *worlds.Interruption) {
 		seq := e.emit(payload.EvMemberLeft, in.Member, 0, payload.MemberLeft{InterruptionFired: fired, Until: e.schedule(in.Member).AddWork(e.now, in.For), Delegate: in.Delegate})
 		// Whatever waits for the member's approval goes to who stands in.
 		for _, r := range e.st.Requests {
-			if r.Status != org.RequestPending || r.Steps[r.Current].Approver != in.Member {
-				continue
-			}
-			if to := e.st.EscalationTarget(in.Member, r); to != "" {
-				reason := "leave"
-				if e.st.DelegatePassedOver(in.Member, r) {
-					reason = "delegate_limit" // the delegate may not take it: the fallback does
-				}
-				e.emit(payload.EvApprovalEscalated, "", seq, payload.ApprovalEscalated{Request: r.ID, Step: r.Current, From: in.Member, To: to, Reason: reason})
+			if r.Status == org.RequestPending && r.Steps[r.Current].Approver == in.Member {
+				e.standIn(r, seq)
 			}
 		}
+	}
+}
+
+// standIn escalates request r's current step, which waits for a member on
+// leave, to who stands in for it (EscalationTarget), if anyone does: at
+// the leave's start, and when a step comes up for a member away (a later
+// step routed before the leave, or a delegate away itself).
+func (e *Engine) standIn(r *org.Request, cause uint64) {
+	from := r.Steps[r.Current].Approver
+	if to := e.st.EscalationTarget(from, r); to != "" {
+		reason := "leave"
+		if e.st.DelegatePassedOver(from, r) {
+			reason = "delegate_limit" // the delegate may not take it: the fallback does
+		}
+		e.emit(payload.EvApprovalEscalated, "", cause, payload.ApprovalEscalated{Request: r.ID, Step: r.Current, From: from, To: to, Reason: reason})
+	}
+}
+
+// stepUp escalates the step of request id that has just come up (it was
+// requested, or the step before it granted) if it waits for a member on
+// leave.
+func (e *Engine) stepUp(id string, cause uint64) {
+	r := e.st.Request(id)
+	if r == nil || r.Status != org.RequestPending {
+		return
+	}
+	if m := e.st.Member(r.Steps[r.Current].Approver); m != nil && m.OnLeave {
+		e.standIn(r, cause)
 	}
 }
 
