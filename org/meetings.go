@@ -82,6 +82,12 @@ func (s *State) Instant(v string) (clock.Time, bool) {
 	return clock.Time(t.Sub(s.World.Calendar.Start).Milliseconds()), true
 }
 
+// wholeSecond reports whether simulated time t is a whole second (what
+// RFC3339 writes without loss).
+func (s *State) wholeSecond(t clock.Time) bool {
+	return s.World.Calendar.Start.Add(time.Duration(t)*time.Millisecond).Nanosecond() == 0
+}
+
 // RFC3339 is a simulated time as an RFC 3339 instant (UTC).
 func (s *State) RFC3339(t clock.Time) string {
 	return s.World.Calendar.Start.Add(time.Duration(t) * time.Millisecond).UTC().Format(time.RFC3339)
@@ -121,8 +127,8 @@ func (s *State) Busy(member string, from, to clock.Time) []BusySpan {
 // CheckMeeting is schedule_meeting's check: m holds step task a.Task, the
 // step requires a meeting not yet booked, the attendees are members (no
 // one twice), the start is an RFC 3339 instant not in the past, the
-// length ("for") is positive and at most worlds.MaxMeeting, and no
-// attendee is in another meeting then. It returns the task, the start and
+// length ("for") is positive and at most worlds.MaxMeeting, both whole
+// seconds, and no attendee is in another meeting then. It returns the task, the start and
 // the end.
 func (s *State) CheckMeeting(m *Member, a Action, now clock.Time) (*Task, clock.Time, clock.Time, *Rejection) {
 	t, rej := s.named(a)
@@ -169,6 +175,13 @@ func (s *State) CheckMeeting(m *Member, a Action, now clock.Time) (*Task, clock.
 		return nil, 0, 0, Reject(KindMalformed, "for %q: a meeting lasts more than 0 and at most %s", a.For, worlds.MaxMeeting)
 	}
 	end := start + clock.Time(d)
+	// The calendar's records and the replay read instants to the second.
+	switch {
+	case !s.wholeSecond(start):
+		return nil, 0, 0, Reject(KindMalformed, "start %q: a meeting starts on a whole second, such as %s", a.Start, s.RFC3339(start))
+	case !s.wholeSecond(end):
+		return nil, 0, 0, Reject(KindMalformed, "for %q: a meeting lasts whole seconds", a.For)
+	}
 	for _, id := range who {
 		for _, b := range s.Busy(id, start, end) {
 			if b.Meeting != "" {

@@ -476,3 +476,92 @@ func TestMeetingsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// mustBookOnce plays cara on world src (the meetings world, changed):
+// she claims the first meeting step, works it, does what book returns
+// (once), and completes the step in her next turn; every other seat
+// waits. It returns the session's events.
+func mustBookOnce(tb testing.TB, src string, book func(o org.Observation, held *org.TaskView) []org.Action) (*sim.Engine, []events.Event) {
+	tb.Helper()
+	w, err := worlds.Load("m.yaml", []byte(src))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: []byte(src), Seed: 1, Session: "s"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.Start()
+	phase := 0
+	evs := drive(tb, e, func(o org.Observation) sim.Answer {
+		ans := sim.Answer{Member: o.Member, Turn: o.Turn, Actions: []org.Action{{Type: org.ActWait}}}
+		if o.Member != "cara" || phase == 2 {
+			return ans
+		}
+		var held *org.TaskView
+		for i := range o.Assigned {
+			if o.Assigned[i].Meeting != nil {
+				held = &o.Assigned[i]
+			}
+		}
+		switch {
+		case held == nil && phase == 0 && len(o.Available) > 0:
+			id := o.Available[0].ID
+			ans.Actions = []org.Action{{Type: org.ActClaim, Task: id}, {Type: org.ActWork, Task: id, For: "1d"}}
+		case held == nil || held.Spent < held.Effort:
+		case phase == 0:
+			ans.Actions = append(book(o, held), org.Action{Type: org.ActWait})
+			phase = 1
+		default:
+			ans.Actions = []org.Action{{Type: org.ActComplete, Task: held.ID}}
+			phase = 2
+		}
+		return ans
+	}, false, 0)
+	return e, evs
+}
+
+// meetingRefusals are the reasons schedule_meetings were refused.
+func meetingRefusals(tb testing.TB, evs []events.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		if ev.Type == payload.EvActionRejected {
+			if p := decode[payload.ActionRejected](tb, ev); p.Action.Type == org.ActScheduleMeeting {
+				out = append(out, p.Reason)
+			}
+		}
+	}
+	return out
+}
+
+// A meeting starts and ends on a whole second, as the calendar's records
+// (RFC 3339 without a fraction) and the replay's check read it: a start or
+// a length with a fraction of a second is refused, and a whole one booked.
+// The engine panicked on the fraction: its own event did not apply.
+func TestMeetingWholeSeconds(t *testing.T) {
+	src, _ := worlds.Source("meetings")
+	e, evs := mustBookOnce(t, string(src), func(o org.Observation, held *org.TaskView) []org.Action {
+		mv := held.Meeting
+		s := freeSlots(t, o, mv)[0]
+		who := payload.NewNames(mv.Attendees...)
+		return []org.Action{
+			{Type: org.ActScheduleMeeting, Task: held.ID, Attendees: who, Start: s.Add(500 * time.Millisecond).Format(time.RFC3339Nano), For: mv.Length},
+			{Type: org.ActScheduleMeeting, Task: held.ID, Attendees: who, Start: s.Format(time.RFC3339), For: mv.Length + "250ms"},
+			{Type: org.ActScheduleMeeting, Task: held.ID, Attendees: who, Start: s.Add(time.Second).Format(time.RFC3339), For: mv.Length},
+		}
+	})
+	got := meetingRefusals(t, evs)
+	if len(got) != 2 || !strings.Contains(got[0], "whole second") || !strings.Contains(got[1], "whole second") {
+		t.Errorf("refusals %q, want the start and the length with fractions of a second", got)
+	}
+	booked := 0
+	for _, ev := range evs {
+		if ev.Type == payload.EvMeetingScheduled {
+			booked++
+		}
+	}
+	if booked != 1 {
+		t.Errorf("%d meetings booked, want 1", booked)
+	}
+	mustReplayLive(t, e, evs)
+}
