@@ -27,12 +27,12 @@ type ExpectedMeeting struct {
 	Rules     []MeetingRule  `json:"rules,omitempty"`
 }
 
-// MeetingRule is one attendee's hidden constraint on meetings. On the
-// days it names (every day when none), a meeting must start no earlier
-// than Earliest and end no later than Latest; when it names days and
-// neither time, it takes no meetings on those days. Max bounds a
-// meeting's length on any day. Times are "15:04" on the company's wall
-// clock.
+// MeetingRule is one attendee's hidden constraint on meetings. It applies
+// on the days it names (every day when none): there a meeting must start
+// no earlier than Earliest, end no later than Latest (on the day it
+// starts) and last at most Max; when it names days and nothing else, it
+// takes no meetings on those days. Times are "15:04" on the company's
+// wall clock, kept to the millisecond.
 type MeetingRule struct {
 	Member   string         `json:"member"`
 	Days     []string       `json:"days,omitempty"` // mon, tue, ...
@@ -54,21 +54,24 @@ type MeetingScheduled struct {
 // Allows reports whether a meeting from start to end (on the company's
 // wall clock) keeps the rule.
 func (r MeetingRule) Allows(start, end time.Time) bool {
-	if r.Max > 0 && end.Sub(start).Milliseconds() > int64(r.Max) {
-		return false
-	}
 	day := strings.ToLower(start.Weekday().String()[:3])
 	if len(r.Days) > 0 && !slices.Contains(r.Days, day) {
 		return true
 	}
-	if len(r.Days) > 0 && r.Earliest == "" && r.Latest == "" {
+	if r.Max > 0 && end.Sub(start).Milliseconds() > int64(r.Max) {
 		return false
 	}
-	mins := func(t time.Time) int { return t.Hour()*60 + t.Minute() }
-	if e, ok := clockMinutes(r.Earliest); ok && mins(start) < e {
+	if len(r.Days) > 0 && r.Earliest == "" && r.Latest == "" && r.Max == 0 {
 		return false
 	}
-	if l, ok := clockMinutes(r.Latest); ok && (mins(end) > l || end.YearDay() != start.YearDay()) {
+	// The instant t's wall clock shows minute m of its day.
+	at := func(t time.Time, m int) time.Time {
+		return time.Date(t.Year(), t.Month(), t.Day(), 0, m, 0, 0, t.Location())
+	}
+	if e, ok := clockMinutes(r.Earliest); ok && start.Before(at(start, e)) {
+		return false
+	}
+	if l, ok := clockMinutes(r.Latest); ok && end.After(at(start, l)) {
 		return false
 	}
 	return true

@@ -28,6 +28,13 @@ func TestMeetingRuleAllows(t *testing.T) {
 		{"too long", MeetingRule{Max: 3_600_000}, tue(9, 0), tue(10, 30), false},
 		{"long enough", MeetingRule{Max: 3_600_000}, tue(9, 0), tue(10, 0), true},
 		{"window both sides", MeetingRule{Earliest: "10:00", Latest: "16:00"}, tue(15, 30), tue(16, 30), false},
+		// A rule applies on its days only, max too, and days with a max
+		// are not days alone: they bound the length on those days.
+		{"too long on monday", MeetingRule{Days: []string{"mon"}, Max: 1_800_000}, mon(9, 0), mon(10, 0), false},
+		{"short on monday", MeetingRule{Days: []string{"mon"}, Max: 1_800_000}, mon(9, 0), mon(9, 30), true},
+		{"long on tuesday", MeetingRule{Days: []string{"mon"}, Max: 1_800_000}, tue(9, 0), tue(11, 0), true},
+		// Latest is kept to the second.
+		{"ends 30s after latest", MeetingRule{Latest: "15:00"}, tue(14, 0).Add(30 * time.Second), tue(15, 0).Add(30 * time.Second), false},
 	} {
 		if got := tc.r.Allows(tc.start, tc.end); got != tc.want {
 			t.Errorf("%s: Allows = %v, want %v", tc.name, got, tc.want)
