@@ -193,16 +193,29 @@ func (s *State) CheckMeeting(m *Member, a Action, now clock.Time) (*Task, clock.
 }
 
 // ScheduleMeeting is the meeting.scheduled of a checked schedule_meeting.
+// Its id is mtg-<n>, n one more than the meetings booked, or the next n
+// that no booked meeting has and whose calendar records (mtg-<n>-<attendee>)
+// no record has taken: where busy records may be created, one may have
+// been given such an id.
 func (s *State) ScheduleMeeting(a Action, start, end clock.Time) payload.MeetingScheduled {
-	n := 1
+	taken := map[string]bool{}
 	for _, c := range s.Cases {
 		for _, cm := range c.Meetings {
 			if cm.Booked != nil {
-				n++
+				taken[cm.Booked.Meeting] = true
 			}
 		}
 	}
-	return payload.MeetingScheduled{Meeting: fmt.Sprintf("mtg-%d", n), Task: a.Task, Attendees: a.Attendees.List(), Start: start, End: end}
+	who := a.Attendees.List()
+	n := len(taken) + 1
+	for ; ; n++ {
+		id := fmt.Sprintf("mtg-%d", n)
+		if !taken[id] && !slices.ContainsFunc(who, func(m string) bool { return s.records[recordKey(s.World.Availability.Record, id+"-"+m)] != nil }) {
+			break
+		}
+	}
+	id := fmt.Sprintf("mtg-%d", n)
+	return payload.MeetingScheduled{Meeting: id, Task: a.Task, Attendees: who, Start: start, End: end}
 }
 
 func (s *State) applyMeetingScheduled(ev *events.Event) error {

@@ -565,3 +565,38 @@ func TestMeetingWholeSeconds(t *testing.T) {
 	}
 	mustReplayLive(t, e, evs)
 }
+
+// A meeting's calendar records (mtg-<n>-<attendee>) take ids no record
+// has: where coordinators may create busy records, one created with the
+// id the next meeting would take moves the meeting to the next free id.
+// The engine panicked: its meeting.scheduled did not apply, the record
+// existing.
+func TestMeetingIDTaken(t *testing.T) {
+	src, _ := worlds.Source("meetings")
+	s := strings.Replace(string(src), "    read: [coordinator]\n", "    read: [coordinator]\n    create: [coordinator]\n", 1)
+	e, evs := mustBookOnce(t, s, func(o org.Observation, held *org.TaskView) []org.Action {
+		mv := held.Meeting
+		at := freeSlots(t, o, mv)[0].Format(time.RFC3339)
+		return []org.Action{
+			{Type: org.ActCreate, Record: "busy", ID: "mtg-1-" + mv.Attendees[0], Fields: payload.NewActionAttrs(payload.Attrs{"member": "cara", "start": at, "end": at})},
+			{Type: org.ActScheduleMeeting, Task: held.ID, Attendees: payload.NewNames(mv.Attendees...), Start: at, For: mv.Length},
+		}
+	})
+	if got := meetingRefusals(t, evs); len(got) != 0 {
+		t.Errorf("refused %q", got)
+	}
+	st := e.State()
+	var cm *org.CaseMeeting
+	for _, c := range st.Cases {
+		if len(c.Meetings) > 0 && c.Meetings[0].Booked != nil {
+			cm = &c.Meetings[0]
+		}
+	}
+	if cm == nil || cm.Booked.Meeting != "mtg-2" {
+		t.Fatalf("booked %+v, want mtg-2", cm)
+	}
+	if got := policies.MeetingChecks(st, cm); !got[3] {
+		t.Errorf("criteria %v: the meeting is free", got)
+	}
+	mustReplayLive(t, e, evs)
+}
