@@ -75,7 +75,7 @@ const MaxMeeting = 8 * clock.Hour
 // Availability is where members' busy blocks are and their hidden
 // constraints.
 type Availability struct {
-	Record      string // record type with fields member, start, end (and meeting)
+	Record      string // record type with fields member, start, end and meeting
 	Members     []string
 	PerMin      int
 	PerMax      int
@@ -141,8 +141,14 @@ func (v *validator) availability(f *file, w *World, r *refs) {
 				v.errf("availability.record", "record type %s needs a %s field %s", t.ID, need.typ, need.name)
 			}
 		}
-		if fd, ok := t.Field("meeting"); ok && fd.Type != FieldText {
+		// A booked meeting's blocks name it in meeting: without the field
+		// every meeting overlaps its own blocks and none is a double
+		// booking. A recorded world reads as it did then.
+		switch fd, ok := t.Field("meeting"); {
+		case ok && fd.Type != FieldText:
 			v.errf("availability.record", "record type %s's field meeting must be text", t.ID)
+		case !ok && !v.lim.Recorded:
+			v.errf("availability.record", "record type %s needs a %s field meeting (a booked meeting's id; empty for a drawn block)", t.ID, FieldText)
 		}
 	}
 	for i, m := range fa.Members {
