@@ -18,7 +18,7 @@ var meetingSpecs = map[reflect.Type]typeSpec{
 	reflect.TypeFor[fileAvailability](): {
 		doc: "Members' availability: busy blocks on their calendars and hidden constraints.",
 		fields: map[string]fieldSpec{
-			"record":      {doc: "The record type holding busy blocks: fields member (text), start and end (date-time), optionally meeting (text).", required: true, apply: id},
+			"record":      {doc: "The record type holding busy blocks: fields member (text), start and end (date-time), and meeting (text, a booked meeting's id).", required: true, apply: id},
 			"members":     {doc: "Whose calendars are drawn; default every member.", apply: ids},
 			"per_day":     {doc: "Busy blocks per working day: {min, max}."},
 			"length":      {doc: "Each block's length, whole half hours: {min: 30m, max: 2h}."},
@@ -41,7 +41,7 @@ var meetingSpecs = map[reflect.Type]typeSpec{
 		},
 	},
 	reflect.TypeFor[fileConstraint](): {
-		doc: "A hidden constraint: on days (every day when none) a meeting starts no earlier than earliest and ends no later than latest; days alone: no meetings those days; max bounds its length.",
+		doc: "A hidden constraint: on days (every day when none) a meeting starts no earlier than earliest and ends no later than latest; max bounds its length; days alone (no time, no max): no meetings those days.",
 		fields: map[string]fieldSpec{
 			"days":     {doc: "Days it applies to: mon, tue, wed, thu, fri, sat, sun."},
 			"earliest": {doc: "Earliest start, such as \"10:00\"."},
