@@ -198,6 +198,11 @@ func (s *Session) outcomeTrace(c *org.Case, t *org.Task) *OutcomeTrace {
 			ot.Expected, ot.AtDone = o.Fields, o.AtDone
 		}
 	}
+	for _, cm := range c.Meetings {
+		if cm.Step == t.Spec.Step {
+			ot.Expected, ot.AtDone = s.meetingAttrs(&cm)
+		}
+	}
 	x := &s.content
 	// The records that matter: the outcome's and those its references
 	// name (as they stood at completion, else now), by type/id.
@@ -269,6 +274,18 @@ func (s *Session) outcomeTrace(c *org.Case, t *org.Task) *OutcomeTrace {
 	}
 	ot.Summary = s.outcomeSummary(ot)
 	return ot
+}
+
+// meetingAttrs are meeting cm's wanted attendees, window and length, and
+// the meeting booked when its step was completed (nil when none was).
+func (s *Session) meetingAttrs(cm *org.CaseMeeting) (want, atDone payload.Attrs) {
+	want = payload.Attrs{"attendees": strings.Join(cm.Attendees, ", "), "from": s.State.RFC3339(cm.From),
+		"to": s.State.RFC3339(cm.To), "length": cm.Length.String()}
+	if b := cm.Booked; b != nil && cm.AtDone {
+		atDone = payload.Attrs{"meeting": b.Meeting, "attendees": strings.Join(b.Attendees, ", "),
+			"start": s.State.RFC3339(b.Start), "end": s.State.RFC3339(b.End)}
+	}
+	return want, atDone
 }
 
 // outcomeSummary says an outcome in a line, e.g. "read crm account acc-3
@@ -390,7 +407,7 @@ func kindSummary(ot *OutcomeTrace) (string, bool) {
 		switch {
 		case !ot.Done:
 			return "not completed: a meeting must be booked", true
-		case ot.Right == 0 && len(ot.Unmet) == len(policies.MeetingCriteria):
+		case ot.AtDone == nil: // a meeting failing every criterion was booked
 			return ot.By + " booked no meeting before completing the step", true
 		case len(ot.Unmet) > 0:
 			return fmt.Sprintf("%s booked a meeting that fails %s", ot.By, strings.Join(ot.Unmet, ", ")), true
@@ -458,7 +475,10 @@ func (ot *OutcomeTrace) writeText(w io.Writer) {
 	fmt.Fprintf(w, "    outcome %s: %s\n", what, verdict)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "      wanted\t%s\n", attrsText(ot.Expected))
-	if ot.Done {
+	switch {
+	case ot.Done && ot.Kind == policies.OutcomeMeeting && ot.AtDone == nil:
+		fmt.Fprintf(tw, "      at completion\tno meeting booked\n")
+	case ot.Done:
 		fmt.Fprintf(tw, "      at completion\t%s\n", attrsText(ot.AtDone))
 	}
 	for _, r := range ot.Read {

@@ -307,3 +307,31 @@ func TestDiagnoseWrongPenalty(t *testing.T) {
 		t.Errorf("wrong_outcome = %+v (%v); want at least the cases' %v points and the %v of penalties", wo, ok, lost, pen)
 	}
 }
+
+// A meeting's trace says what was wanted (the attendees, the window and
+// the length, as the step's view shows them) and what was booked at
+// completion: the lines were empty, a meeting having no fields.
+func TestTraceOfAMeeting(t *testing.T) {
+	s := mustShipped(t, "meetings", 1)
+	ct, err := s.Case("syncs-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ot := ct.Steps[0].Outcome
+	if ot == nil || ot.Kind != policies.OutcomeMeeting || !ot.Done {
+		t.Fatalf("outcome %+v, want a meeting completed", ot)
+	}
+	if ot.Expected["attendees"] != "eli, ema" || ot.Expected["length"] != "30m" || ot.Expected["from"] == nil || ot.Expected["to"] == nil {
+		t.Errorf("wanted %v: want the attendees eli, ema, the window and 30m", ot.Expected)
+	}
+	if ot.AtDone["meeting"] != "mtg-1" || ot.AtDone["attendees"] != "eli, ema" || ot.AtDone["start"] == nil || ot.AtDone["end"] == nil {
+		t.Errorf("at completion %v: want mtg-1 of eli, ema with its start and end", ot.AtDone)
+	}
+	var b bytes.Buffer
+	ct.WriteText(&b)
+	for _, line := range strings.Split(b.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && (f[0] == "wanted" && len(f) == 1 || f[0] == "at" && len(f) == 2) {
+			t.Errorf("an empty line %q in\n%s", line, b.String())
+		}
+	}
+}
