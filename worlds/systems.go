@@ -766,6 +766,10 @@ func (v *validator) fits(path string, x *Expr, node exprast.Node, t *RecordType,
 		}
 		return true
 	}
+	if why := fractionResult(node); why != "" && (fd.Type == FieldInteger || fd.Type == FieldMoney) {
+		v.errf(path, "%s gives %s; field %s of %s holds whole numbers, and an expected value with a fraction would expect it unset: cut it off with int(…) or round it with round(…)", x.Source, why, name, t.ID)
+		return false
+	}
 	rt := node.Type()
 	if rt == nil {
 		return true
@@ -796,6 +800,33 @@ func (v *validator) fits(path string, x *Expr, node exprast.Node, t *RecordType,
 		v.errf(path, "%s gives %s; field %s of %s is %s", x.Source, gives, name, t.ID, fd.Type)
 	}
 	return fits
+}
+
+// fractionResult says why node, a result of an outcome's expression, may
+// give a number with a fraction ("" when it cannot): a division (expr's
+// '/' always divides as fractions do: record.amount / 2 is 2.5 for 5), a
+// power, or arithmetic with a fraction written in it (record.amount *
+// 0.5). int(…), round(…), floor(…) and ceil(…) give whole numbers.
+func fractionResult(node exprast.Node) string {
+	switch n := node.(type) {
+	case *exprast.BinaryNode:
+		switch n.Operator {
+		case "/", "**", "^":
+			return "a quotient or a power, which may have a fraction"
+		case "+", "-", "*":
+			for _, side := range []exprast.Node{n.Left, n.Right} {
+				if f, ok := side.(*exprast.FloatNode); ok && f.Value != math.Trunc(f.Value) {
+					return fmt.Sprintf("a number computed with %v, which may have a fraction", f.Value)
+				}
+				if why := fractionResult(side); why != "" {
+					return why
+				}
+			}
+		}
+	case *exprast.UnaryNode:
+		return fractionResult(n.Node)
+	}
+	return ""
 }
 
 // constText names the constant node of x: x's source when it is the

@@ -65,7 +65,7 @@ func TestSystemsErrors(t *testing.T) {
 	// Refused when written, read as they were when recorded: the checks
 	// added since sessions were recorded.
 	later := map[string]bool{"an outcome outside the enum": true, "a number for an enum": true, "a word for money": true,
-		"a truth value for money": true, "a listed record the generate block makes too": true}
+		"a truth value for money": true, "a quotient for money": true, "a fraction times money": true, "a listed record the generate block makes too": true}
 	for _, tc := range []struct {
 		name, old, new, want string
 	}{
@@ -89,6 +89,11 @@ func TestSystemsErrors(t *testing.T) {
 		{"a truth value after ??", `refunded: "record.plan == 'annual' ? record.amount : int(record.amount / 2)"`, `refunded: "nil ?? true"`, "true can never be the value of field refunded of invoice: refunded needs a whole number, got true"},
 		{"a word for money", `refunded: "record.plan == 'annual' ? record.amount : int(record.amount / 2)"`, `refunded: "'lots'"`, "refunded needs a whole number, got lots"},
 		{"a truth value for money", `refunded: "record.plan == 'annual' ? record.amount : int(record.amount / 2)"`, `refunded: "record.plan == 'annual'"`, "gives true or false; field refunded of invoice is money"},
+		// '/' divides as fractions do: record.amount / 2 of an odd amount
+		// gives a fraction no money field holds, and the case expected the
+		// field's zero (refund 0 of 5, 305 of 610).
+		{"a quotient for money", `refunded: "record.plan == 'annual' ? record.amount : int(record.amount / 2)"`, `refunded: "record.plan == 'annual' ? record.amount : record.amount / 2"`, "b.yaml:112:23: cases[0].steps[0].outcome.set.refunded: record.plan == 'annual' ? record.amount : record.amount / 2 gives a quotient or a power, which may have a fraction; field refunded of invoice holds whole numbers"},
+		{"a fraction times money", `refunded: "record.plan == 'annual' ? record.amount : int(record.amount / 2)"`, `refunded: "record.amount * 0.5"`, "gives a number computed with 0.5, which may have a fraction"},
 		{"a listed record the generate block makes too", "{id: inv-0,", "{id: inv-1,", `b.yaml:67:18: systems[1].types[0].records[0].id: record id "inv-1" is one the generate block makes too (inv-1 to inv-40)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
