@@ -79,6 +79,7 @@ func (e *Engine) expected(tpl *worlds.CaseTemplate, p *payload.CaseOpened) {
 			continue
 		}
 		t, _ := e.cfg.World.RecordType(st.Outcome.Type)
+		truth, _ := e.st.TruthOf(st.Outcome.Type, id)
 		x := payload.Expected{Step: st.ID, Record: st.Outcome.Type, ID: id, Fields: payload.Attrs{}}
 		for _, f := range st.Outcome.Set {
 			out, ok := f.Expr.Eval(env)
@@ -86,7 +87,13 @@ func (e *Engine) expected(tpl *worlds.CaseTemplate, p *payload.CaseOpened) {
 			if v, err := fd.Normalize(out); ok && err == nil {
 				x.Fields[f.Field] = v
 			} else {
-				x.Fields[f.Field] = fd.Zero() // an expression that fails expects the field untouched
+				// An expression that fails expects the field untouched:
+				// the value it holds, not its type's zero (a failed rule
+				// on a refunded invoice expected it paid again).
+				x.Fields[f.Field] = fd.Zero()
+				if held, ok := truth[f.Field]; ok {
+					x.Fields[f.Field] = held
+				}
 			}
 		}
 		p.Expected = append(p.Expected, x)
