@@ -465,15 +465,16 @@ func (s *State) finishWork(ev *events.Event, task string, work clock.Duration) e
 	}
 	t.Status, t.WorkUntil, t.Stint = StatusClaimed, 0, 0
 	t.Spent += work
-	if b, cost := s.workCost(t, work); b != nil {
-		b.Spent = AddSat(b.Spent, cost)
+	if b, cost := s.WorkCost(t, work); b != nil {
+		b.spend(cost)
 	}
 	return nil
 }
 
-// workCost is what work on t costs its assignee's team, and that team's
-// budget (nil when it has none, or the role is not paid by the hour).
-func (s *State) workCost(t *Task, work clock.Duration) (*Budget, int64) {
+// WorkCost is what work on t costs its assignee's team, and that team's
+// budget (nil when it has none, or the role is not paid by the hour): what
+// work.finished spends, and what the dense reward's overrun reads.
+func (s *State) WorkCost(t *Task, work clock.Duration) (*Budget, int64) {
 	w := s.Member(t.Assignee)
 	if w == nil {
 		return nil, 0
@@ -555,7 +556,7 @@ func (s *State) complete(ev *events.Event, m *Member, t *Task, busyUntil clock.T
 	m.held = removeTask(m.held, t)
 	if t.Spec.Purchase > 0 {
 		if b := s.budgets[t.Team]; b != nil {
-			b.Spent = AddSat(b.Spent, t.Spec.Purchase)
+			b.spend(t.Spec.Purchase)
 		}
 	}
 	s.busy(m, busyUntil)
@@ -1084,16 +1085,16 @@ func (s *State) applyApprovalEscalated(ev *events.Event) error {
 // after the work. fn must only read the state.
 func (s *State) AsIfFinished(t *Task, fn func()) {
 	status, until, stint, spent := t.Status, t.WorkUntil, t.Stint, t.Spent
-	b, cost := s.workCost(t, stint)
+	b, cost := s.WorkCost(t, stint)
 	t.Status, t.WorkUntil, t.Stint, t.Spent = StatusClaimed, 0, 0, spent+stint
-	var before int64
+	var was Budget
 	if b != nil {
-		before = b.Spent
-		b.Spent = AddSat(before, cost)
+		was = *b
+		b.spend(cost)
 	}
 	fn()
 	t.Status, t.WorkUntil, t.Stint, t.Spent = status, until, stint, spent
 	if b != nil {
-		b.Spent = before
+		*b = was
 	}
 }

@@ -369,10 +369,26 @@ type Budget struct {
 	Team    string `json:"team"`
 	Initial int64  `json:"initial"`
 	Spent   int64  `json:"spent"`
+
+	before int64 // Spent before the latest spend (see Before); not part of the state
 }
 
 // Remaining is the money left.
 func (b *Budget) Remaining() int64 { return b.Initial - b.Spent }
+
+// Before is Spent as it was before the latest event that spent from b
+// (work at an hourly rate, a purchase): what that event added is Spent -
+// Before, which the amount spent does not give once Spent has saturated
+// (AddSat). It is kept from the event applied; a state restored from a
+// snapshot knows it from the first spend on.
+func (b *Budget) Before() int64 { return b.before }
+
+// spend adds amount to b's spending, saturating (AddSat), and remembers
+// what it was (Before).
+func (b *Budget) spend(amount int64) {
+	b.before = b.Spent
+	b.Spent = AddSat(b.Spent, amount)
+}
 
 // New builds the state of a world at time 0: every agent seat wants a turn.
 func New(w *worlds.World) *State {

@@ -106,7 +106,7 @@ func completedDelta(s *org.State, task string) (c Credit, member string, val flo
 	}
 	if t.Spec.Purchase > 0 {
 		if b := s.Budget(t.Team); b != nil {
-			c.Team -= overrunCost(s, b, t.Spec.Purchase)
+			c.Team -= overrunCost(s, b)
 		}
 	}
 	if Verify(s, t) != "" {
@@ -132,7 +132,7 @@ func delta(s *org.State, ev events.Event, typed any) Credit {
 		}
 		if t.Spec.Purchase > 0 {
 			if b := s.Budget(t.Team); b != nil {
-				c.Team -= overrunCost(s, b, t.Spec.Purchase)
+				c.Team -= overrunCost(s, b)
 			}
 		}
 		c.Team += wrongDelta(s, t)
@@ -196,20 +196,19 @@ func workDelta(s *org.State, task string, work clock.Duration) float64 {
 	if t == nil {
 		return 0
 	}
-	if m := s.Member(t.Assignee); m != nil {
-		if r, ok := s.World.Role(m.Role); ok && r.Rate > 0 {
-			if b := s.Budget(m.Team); b != nil {
-				return -overrunCost(s, b, r.Rate*int64(work)/int64(clock.Hour))
-			}
-		}
+	if b, _ := s.WorkCost(t, work); b != nil {
+		return -overrunCost(s, b)
 	}
 	return 0
 }
 
-// overrunCost is the penalty for the part of a spend that went beyond budget
-// b, whose Spent already includes it.
-func overrunCost(s *org.State, b *org.Budget, spend int64) float64 {
-	before := max(0, b.Spent-spend-b.Initial)
+// overrunCost is the penalty for the part of the latest spend from budget
+// b (which Spent already includes) that went beyond it. It reads what
+// Spent was before (Budget.Before), not Spent less the amount: spending
+// saturates, so the amount need not be what Spent grew by, and an hourly
+// rate's pay is the state's own sum (rate × work overflowed here).
+func overrunCost(s *org.State, b *org.Budget) float64 {
+	before := max(0, b.Before()-b.Initial)
 	after := Overrun(b)
 	return float64(after-before) * s.World.Scoring.BudgetPenalty
 }

@@ -354,6 +354,16 @@ func TestScoreBudgetOverrun(t *testing.T) {
 			func(s *script) *script {
 				return s.do("alice", "spec").claim("bob", "api").work("bob", "api", 4*clock.Hour)
 			}, 60, 0.6},
+		// 1e15 an hour for 4h is 4e15, which fits an int64; rate × the stint's milliseconds (1.44e22) does not.
+		{"work at an hourly rate whose product with the stint passes int64", []string{"budget: 20000", "budget: 100", "{id: engineer, title: Software engineer}", "{id: engineer, title: Software engineer, rate: 1000000000000000}"},
+			func(s *script) *script {
+				return s.do("alice", "spec").claim("bob", "api").work("bob", "api", 4*clock.Hour)
+			}, 4e15 - 100, (4e15 - 100) * 0.01},
+		// 4e18 an hour: the first 2h cost 8e18, the next saturate the spending at the largest int64.
+		{"work whose pay saturates the spending", []string{"budget: 20000", "budget: 100", "{id: engineer, title: Software engineer}", "{id: engineer, title: Software engineer, rate: 4000000000000000000}"},
+			func(s *script) *script {
+				return s.do("alice", "spec").claim("bob", "api").work("bob", "api", 2*clock.Hour).work("bob", "api", 2*clock.Hour)
+			}, math.MaxInt64 - 100, float64(math.MaxInt64-100) * 0.01},
 		{"penalty weight from the world", []string{"budget: 20000", "budget: 2000", "violation_penalty: 1 ", "violation_penalty: 1\n  budget_penalty: 0.5 "}, func(s *script) *script {
 			return s.do("alice", "spec").claim("bob", "build-servers").work("bob", "build-servers", 2*clock.Hour).
 				request("bob", "r1", "build-servers", 3000, "lead:alice").grant("alice", "r1", 0).complete("bob", "build-servers")
@@ -366,7 +376,8 @@ func TestScoreBudgetOverrun(t *testing.T) {
 			if c.BudgetOverrun != tt.wantOverrun || c.Penalties != tt.wantPenalty {
 				t.Errorf("BudgetOverrun %d Penalties %v, want %d and %v", c.BudgetOverrun, c.Penalties, tt.wantOverrun, tt.wantPenalty)
 			}
-			if got := deltaSum(s); math.Abs(got-c.TeamScore) > 1e-9 {
+			// Exact but for float64's rounding, which scores of 1e16 show.
+			if got := deltaSum(s); math.Abs(got-c.TeamScore) > 1e-9*max(1, math.Abs(c.TeamScore)) {
 				t.Errorf("dense rewards add up to %v, the team score is %v", got, c.TeamScore)
 			}
 		})
