@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 
@@ -142,13 +143,25 @@ type Dist struct {
 
 // Sample draws from the distribution with u01 a uniform number in [0, 1)
 // and e1 an exponential number with mean 1, both supplied by the caller's
-// seeded stream.
+// seeded stream. A draw is within the distribution's range, an
+// exponential one at most the largest int64, however large the range:
+// max-min+1 is counted in uint64, and no float beyond int64 is converted
+// (Go leaves that to the machine: the smallest int64 on amd64).
 func (d Dist) Sample(u01, e1 float64) int64 {
 	switch d.Kind {
 	case "exp":
-		return max(1, int64(e1*float64(d.Mean)+0.5))
+		x := e1*float64(d.Mean) + 0.5
+		if x >= 0x1p63 {
+			return math.MaxInt64
+		}
+		return max(1, int64(x))
 	case "uniform":
-		return d.Min + int64(u01*float64(d.Max-d.Min+1))
+		span := uint64(d.Max - d.Min) // Min >= 0, so it fits
+		x := u01 * (float64(span) + 1)
+		if x >= float64(span) {
+			return d.Max
+		}
+		return d.Min + int64(x)
 	}
 	return d.Fixed
 }
