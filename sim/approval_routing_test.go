@@ -11,7 +11,7 @@ import (
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
-	"github.com/corpsim/corpsim/worlds"
+	"github.com/corpsim/corpsim/sim/simtest"
 )
 
 // timed is one scripted move of a member: its actions at its first turn
@@ -26,17 +26,9 @@ type timed struct {
 // in between; the others wait. It returns the events and the final state.
 func playTimed(tb testing.TB, src string, script map[string][]timed) ([]events.Event, *org.State) {
 	tb.Helper()
-	w, err := worlds.Load("w.yaml", []byte(src))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	e, err := sim.New(sim.Config{World: w, Source: []byte(src), Seed: 1, Session: "s"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	e.Start()
+	e, _ := simtest.Started(tb, "w.yaml", []byte(src), 1)
 	var out []events.Event
-	err = sim.Play(e, func(b []events.Event) bool {
+	err := sim.Play(e, func(b []events.Event) bool {
 		for i := range b {
 			out = append(out, b[i].Clone())
 		}

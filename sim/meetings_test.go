@@ -13,6 +13,7 @@ import (
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/simtest"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -483,15 +484,7 @@ func TestMeetingsDeterministic(t *testing.T) {
 // waits. It returns the session's events.
 func mustBookOnce(tb testing.TB, src string, book func(o org.Observation, held *org.TaskView) []org.Action) (*sim.Engine, []events.Event) {
 	tb.Helper()
-	w, err := worlds.Load("m.yaml", []byte(src))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	e, err := sim.New(sim.Config{World: w, Source: []byte(src), Seed: 1, Session: "s"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	e.Start()
+	e, _ := simtest.Started(tb, "m.yaml", []byte(src), 1)
 	phase := 0
 	evs := drive(tb, e, func(o org.Observation) sim.Answer {
 		ans := sim.Answer{Member: o.Member, Turn: o.Turn, Actions: []org.Action{{Type: org.ActWait}}}

@@ -7,7 +7,6 @@ import (
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/sim"
 	"github.com/corpsim/corpsim/sim/simtest"
-	"github.com/corpsim/corpsim/worlds"
 )
 
 // Agents are told what happened: an observation lists the notes of the
@@ -15,16 +14,7 @@ import (
 // the first. product-launch's notes ("Partners need webhooks", "CI is
 // down", ...) reached no observation: they were in the log alone.
 func TestObservationsTellTheNews(t *testing.T) {
-	src := simtest.Source(t, "product-launch")
-	w, err := worlds.Load("product-launch.yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Start()
+	e, w := simtest.Started(t, "product-launch.yaml", simtest.Source(t, "product-launch"), 1)
 	first := w.Horizon
 	for _, in := range w.Interruptions {
 		if in.Note != "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/corpsim/corpsim/org"
 	"github.com/corpsim/corpsim/policies"
 	"github.com/corpsim/corpsim/sim"
+	"github.com/corpsim/corpsim/sim/simtest"
 	"github.com/corpsim/corpsim/worlds"
 )
 
@@ -35,15 +36,7 @@ func TestSeparationBindsRedoneSteps(t *testing.T) {
 		}
 		src = bytes.Replace(src, []byte(edit.old), []byte(edit.new), 1)
 	}
-	w, err := worlds.Load("billing-support.yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := sim.New(sim.Config{World: w, Source: src, Seed: 1, Session: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Start()
+	e, _ := simtest.Started(t, "billing-support.yaml", src, 1)
 	const id = "requests-1"
 	// Who does each step: wrongly at first, then Ana every redo, rightly.
 	doer := func(c *org.Case, step string) string {

@@ -207,3 +207,19 @@ func GoroutineID() string {
 	}
 	panic(fmt.Sprintf("simtest: a stack that does not begin with its goroutine: %q", buf))
 }
+
+// Started loads world src (as the file name) and starts a session of it
+// with seed (session "s"), its agents to be played by the test.
+func Started(tb testing.TB, name string, src []byte, seed uint64) (*sim.Engine, *worlds.World) {
+	tb.Helper()
+	w, err := worlds.Load(name, src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := sim.New(sim.Config{World: w, Source: src, Seed: seed, Session: "s"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.Start()
+	return e, w
+}
