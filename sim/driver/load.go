@@ -227,10 +227,16 @@ func (e *InsideTurnError) Error() string {
 
 // CheckForkPoint refuses, with an *InsideTurnError, a fork of session
 // after event at that falls between a turn and the events its actions
-// made (their cause is the turn).
+// made: their cause is the turn, or, for an escalation the engine makes
+// at once for a step that comes up for a member on leave, the action's
+// own event (the request or the grant) it follows. A fork between the
+// turn and such an escalation, or between the escalation and the turn's
+// later actions, would keep the turn without it, and the fork's engine
+// makes it no more: the step waited for the member away.
 func CheckForkPoint(ctx context.Context, log events.Log, session string, at uint64) error {
 	var turn uint64
 	end := at
+	ours := map[uint64]bool{} // the turn's action events (and their escalations)
 	for ev, err := range log.Read(ctx, session, at+1) {
 		if err != nil {
 			return err
@@ -239,10 +245,16 @@ func CheckForkPoint(ctx context.Context, log events.Log, session string, at uint
 			if ev.Cause == 0 || ev.Cause > at {
 				return nil
 			}
-			turn = ev.Cause
-		} else if ev.Cause != turn {
+			t, err := turnOf(ctx, log, session, &ev)
+			if err != nil || t == 0 {
+				return err
+			}
+			turn = t
+			ours[turn], ours[ev.Cause] = true, true
+		} else if ev.Type == payload.EvTurn || !ours[ev.Cause] || (ev.Cause != turn && !stepUp(&ev)) {
 			break
 		}
+		ours[ev.Seq] = true
 		end = ev.Seq
 	}
 	if turn == 0 {
@@ -252,12 +264,47 @@ func CheckForkPoint(ctx context.Context, log events.Log, session string, at uint
 		if err != nil {
 			return err
 		}
-		if ev.Type != payload.EvTurn {
-			return nil
-		}
 		return &InsideTurnError{Member: ev.Actor, Turn: turn, End: end}
 	}
 	return nil
+}
+
+// stepUp reports whether ev is an escalation the engine made for a step
+// that came up for a member on leave (made, not asked for: no actor).
+func stepUp(ev *events.Event) bool {
+	return ev.Type == payload.EvApprovalEscalated && ev.Actor == ""
+}
+
+// turnOf returns the turn whose actions made ev, the first event after a
+// fork point: its cause, if that is a turn; for an escalation made at once
+// (stepUp), the turn that made its cause, if that made it; else 0.
+func turnOf(ctx context.Context, log events.Log, session string, ev *events.Event) (uint64, error) {
+	cause, err := eventAt(ctx, log, session, ev.Cause)
+	if err != nil || cause == nil {
+		return 0, err
+	}
+	if cause.Type == payload.EvTurn {
+		return cause.Seq, nil
+	}
+	if !stepUp(ev) || cause.Cause == 0 || cause.Time != ev.Time {
+		return 0, nil
+	}
+	t, err := eventAt(ctx, log, session, cause.Cause)
+	if err != nil || t == nil || t.Type != payload.EvTurn {
+		return 0, err
+	}
+	return t.Seq, nil
+}
+
+// eventAt reads session's event seq (nil if there is none).
+func eventAt(ctx context.Context, log events.Log, session string, seq uint64) (*events.Event, error) {
+	for ev, err := range log.Read(ctx, session, seq) {
+		if err != nil {
+			return nil, err
+		}
+		return &ev, nil
+	}
+	return nil, nil
 }
 
 // errPrefixRead stops CheckPrefix's scan at its last event.
