@@ -20,6 +20,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { EmptyResultSchema } from "@modelcontextprotocol/sdk/types.js";
 
 // The seat's world's actions (`corpsim tools --world`), as the test gives them.
 const ACTIONS = (process.env.CORPSIM_TOOLS || "").split(",").filter(Boolean);
@@ -131,6 +132,15 @@ async function play(client) {
         threw = true;
       }
       if (!threw) fail("an unknown tool was answered");
+      // An unknown method is JSON-RPC's method not found (-32601), over
+      // HTTP as over stdio: not a transport failure, and the session goes on.
+      let code = 0;
+      try {
+        await client.request({ method: "seats/steal" }, EmptyResultSchema);
+      } catch (e) {
+        code = e.code;
+      }
+      if (code !== -32601) fail(`an unknown method got code ${code}, want -32601`);
     }
     const [name, args] = decide(o);
     const res = await client.callTool({ name, arguments: args });
