@@ -307,21 +307,24 @@ func (d *Difference) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tA\tB")
 	row := func(name, f string, x, y any) { fmt.Fprintf(tw, "%s\t"+f+"\t"+f+"\n", name, x, y) }
+	of := func(name string, a, an, b, bn int) {
+		row(name, "%s", fmt.Sprintf("%d/%d", a, an), fmt.Sprintf("%d/%d", b, bn))
+	}
 	row("team score", "%.2f", A.TeamScore, B.TeamScore)
 	row("delivered", "%.2f", A.Delivered, B.Delivered)
 	row("penalties", "%.2f", A.Penalties, B.Penalties)
 	if A.Tasks+B.Tasks > 0 {
-		row("tasks done", "%s", fmt.Sprintf("%d/%d", A.TasksDone, A.Tasks), fmt.Sprintf("%d/%d", B.TasksDone, B.Tasks))
+		of("tasks done", A.TasksDone, A.Tasks, B.TasksDone, B.Tasks)
 		row("on time", "%d", A.OnTime, B.OnTime)
 	}
 	row("late (tasks and tickets)", "%d", A.Late, B.Late)
 	if A.Tickets+B.Tickets > 0 {
-		row("tickets resolved", "%s", fmt.Sprintf("%d/%d", A.Resolved, A.Tickets), fmt.Sprintf("%d/%d", B.Resolved, B.Tickets))
+		of("tickets resolved", A.Resolved, A.Tickets, B.Resolved, B.Tickets)
 		row("within SLA", "%d", A.InSLA, B.InSLA)
 		row("SLA breaches", "%d", A.Breaches, B.Breaches)
 	}
 	if A.Cases+B.Cases > 0 {
-		row("cases done", "%s", fmt.Sprintf("%d/%d", A.CasesDone, A.Cases), fmt.Sprintf("%d/%d", B.CasesDone, B.Cases))
+		of("cases done", A.CasesDone, A.Cases, B.CasesDone, B.Cases)
 		row("cases within SLA", "%d", A.CasesInSLA, B.CasesInSLA)
 		row("case SLA breaches", "%d", A.CaseBreaches, B.CaseBreaches)
 	}
